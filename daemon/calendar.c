@@ -1,0 +1,2 @@
+/* calendar.c - to be written */
+#include "calendar.h"

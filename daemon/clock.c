@@ -1,0 +1,2 @@
+/* clock.c - to be written */
+#include "clock.h"

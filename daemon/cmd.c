@@ -1,0 +1,1 @@
+/* cmd.c - to be written */

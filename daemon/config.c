@@ -1,0 +1,2 @@
+/* config.c - to be written */
+#include "config.h"

@@ -1,0 +1,149 @@
+/*
+ * config.h - the configuration file (DESIGN.md, "Configuration"), loaded
+ * with libyaml into these structs and validated completely before anyone
+ * sees it.  Pure: reads only the file it is given and the sql_file/
+ * password_file paths it names.
+ *
+ * A struct config is immutable once loaded and reference counted: the
+ * daemon swaps in a new one on reload while runs in flight keep the one
+ * they started with (config_ref/config_unref).
+ */
+#ifndef BACKFILLD_CONFIG_H
+#define BACKFILLD_CONFIG_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "calendar.h"
+#include "err.h"
+
+struct pos {
+	int line; /* 1-based; 0 when unknown */
+	int col;  /* 1-based */
+};
+
+enum wh_kind { WH_SQLITE, WH_POSTGRES };
+
+struct warehouse_def {
+	char *name;
+	enum wh_kind kind;
+	char *path;          /* sqlite: absolute path of the database file */
+	char *conninfo;      /* postgres: libpq connection string */
+	char *password_file; /* postgres: absolute path, or NULL */
+	int max_connections; /* postgres: default min(max_concurrency, 4) */
+	struct pos pos;
+};
+
+struct check_def {
+	char *name;
+	char *sql;
+	struct pos pos;
+};
+
+struct metric_def {
+	char *name;
+	char *sql;          /* an aggregate expression over the job's table */
+	bool has_max_change;
+	double max_change;  /* percent */
+	struct pos pos;
+};
+
+struct late_data_def {
+	char *sql;
+	int64_t every; /* seconds */
+	struct pos pos;
+};
+
+struct job_def {
+	char *name;
+	struct pos pos;
+
+	char *warehouse_name; /* NULL for command jobs without warehouse */
+	int warehouse;        /* index into config->warehouses, or -1 */
+	enum grain grain;
+
+	bool has_start;
+	part_t start; /* first partition that exists */
+	bool has_end;
+	part_t end;   /* last partition that exists */
+	int64_t ready_after; /* seconds */
+	bool catchup;        /* default true */
+	int max_catchup;     /* default: config max_catchup */
+	int max_backfill;    /* default: config max_backfill */
+	int concurrency;     /* default 1 */
+	int retries;         /* default 0 */
+	int64_t retry_backoff; /* seconds, default 30 */
+	int64_t timeout;       /* seconds, 0 = none */
+	bool allow_wall_clock;
+	bool batch;
+
+	char *sql;         /* inline sql or the contents of sql_file */
+	char *sql_file;    /* absolute path, or NULL */
+	char **command;    /* argv, NULL-terminated, or NULL */
+	size_t command_len;
+	struct check_def *checks;
+	size_t nchecks;
+
+	char **upstream;   /* names */
+	size_t nupstream;
+	int *upstream_idx; /* indices into config->jobs */
+	int *downstream_idx; /* jobs that name this one in upstream */
+	size_t ndownstream;
+
+	/* guardrails */
+	char *table;
+	char *partition_column;
+	char **key;
+	size_t nkey;
+	int64_t min_rows;
+	struct metric_def *metrics;
+	size_t nmetrics;
+	struct late_data_def *late_data; /* NULL when absent */
+
+	char code_version[17]; /* hex of a 64-bit hash of the definition */
+};
+
+struct config {
+	int refs;
+	char *path; /* absolute path of the file */
+	char *dir;  /* its folder */
+	char file_hash[17];
+
+	char *state_db;
+	char *socket;
+	char *socket_group; /* NULL: the daemon's own group */
+	char *log_level;    /* NULL: info */
+	int max_concurrency; /* default 4 */
+	int max_catchup;     /* default 31 */
+	int max_backfill;    /* default 366 */
+	int64_t shutdown_grace; /* seconds, default 30 */
+
+	struct warehouse_def *warehouses;
+	size_t nwarehouses;
+	struct job_def *jobs;
+	size_t njobs;
+	int *topo; /* job indices, every upstream before its downstream */
+};
+
+/*
+ * Load and validate FILE.  On error returns -1 with err->code EXIT_BAD_INPUT
+ * and err->msg "FILE:LINE:COLUMN: message" (one line, naming what to do).
+ * On success *out holds a config with one reference.
+ */
+int config_load(const char *path, struct config **out, struct err *err);
+/* Same, from a string; `path` names it in messages and anchors relative
+ * paths. */
+int config_load_string(const char *path, const char *text, size_t len,
+		       struct config **out, struct err *err);
+struct config *config_ref(struct config *cfg);
+void config_unref(struct config *cfg);
+
+/* Job by name, or NULL. */
+const struct job_def *config_job(const struct config *cfg, const char *name);
+int config_job_index(const struct config *cfg, const char *name);
+
+/* Default config path when none is given: /etc/backfilld/backfilld.yaml */
+#define CONFIG_DEFAULT_PATH "/etc/backfilld/backfilld.yaml"
+
+#endif

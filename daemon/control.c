@@ -1,0 +1,1 @@
+/* control.c - to be written */

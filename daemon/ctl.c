@@ -1,0 +1,2 @@
+/* ctl.c - to be written */
+int main(void) { return 0; }

@@ -1,0 +1,50 @@
+/* err.c - filling and prefixing struct err. */
+#include "err.h"
+
+#include <stdio.h>
+#include <string.h>
+
+int
+err_setv(struct err *err, int code, const char *fmt, va_list ap)
+{
+	if (err == NULL)
+		return -1;
+	err->code = code;
+	vsnprintf(err->msg, sizeof err->msg, fmt, ap);
+	return -1;
+}
+
+int
+err_set(struct err *err, int code, const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	err_setv(err, code, fmt, ap);
+	va_end(ap);
+	return -1;
+}
+
+void
+err_prefix(struct err *err, const char *fmt, ...)
+{
+	char head[ERR_MSG_MAX], old[ERR_MSG_MAX];
+	va_list ap;
+
+	if (err == NULL)
+		return;
+	va_start(ap, fmt);
+	vsnprintf(head, sizeof head, fmt, ap);
+	va_end(ap);
+	memcpy(old, err->msg, sizeof old);
+	snprintf(err->msg, sizeof err->msg, "%s: %s", head, old);
+}
+
+void
+err_clear(struct err *err)
+{
+	if (err == NULL)
+		return;
+	err->code = 0;
+	err->msg[0] = '\0';
+}

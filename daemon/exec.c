@@ -1,0 +1,2 @@
+/* exec.c - to be written */
+#include "exec.h"

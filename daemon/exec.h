@@ -1,0 +1,89 @@
+/*
+ * exec.h - running one partition (or one batch of partitions) of a job.
+ *
+ * The scheduler decides what runs and when (caps, order, retries); this
+ * module only runs what it is handed, off the event loop:
+ *  - SQL jobs on a pool of worker threads, each keeping its own long-lived
+ *    warehouse connections; all statements and checks of a run in one
+ *    transaction (BEGIN IMMEDIATE on SQLite), parameters bound, never
+ *    spliced; any failure rolls back;
+ *  - command jobs through uv_spawn in their own process group, argv
+ *    placeholders substituted, BACKFILLD_* environment, output appended to
+ *    a per-run log file.
+ * Warehouses sit behind struct wh_driver (wh.h) so PostgreSQL can join
+ * SQLite.  Completion is reported on the loop thread through done_cb
+ * (worker threads only ever touch the loop with uv_async_send).
+ * Timeouts: a run past job->timeout is interrupted (sqlite3_interrupt, or
+ * SIGKILL to the command's process group) and reported with timed_out set.
+ */
+#ifndef BACKFILLD_EXEC_H
+#define BACKFILLD_EXEC_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <uv.h>
+
+#include "calendar.h"
+#include "config.h"
+#include "err.h"
+
+struct exec;
+
+/* One partition's parameters. */
+struct exec_part {
+	char key[CAL_KEY_MAX];   /* :partition / {partition} */
+	char start[CAL_KEY_MAX]; /* :partition_start */
+	char end[CAL_KEY_MAX];   /* :partition_end */
+};
+
+struct exec_check_result {
+	char *name;
+	bool passed;
+	char *detail;
+};
+
+struct exec_run {
+	/* Set by the caller before exec_submit; unchanged until done_cb. */
+	int64_t run_id;
+	struct config *cfg;        /* the caller holds a reference for the run */
+	const struct job_def *job; /* inside cfg */
+	struct exec_part *parts;   /* one, or several for a batch run */
+	size_t nparts;
+	int attempt;               /* 1 for the first */
+	const char *log_dir;       /* command output: LOG_DIR/JOB/PARTITION.ATTEMPT.log */
+	void (*done_cb)(struct exec_run *run);
+	void *data;
+
+	/* Results, valid in done_cb. */
+	bool failed;
+	bool timed_out;
+	bool cancelled;           /* exec_cancel() or exec_close() stopped it */
+	char error[ERR_MSG_MAX];  /* one line when failed */
+	int64_t rows_changed;     /* sqlite3_total_changes delta, -1 for commands */
+	struct exec_check_result *checks; /* every check's outcome, in order */
+	size_t nchecks;
+
+	/* Private to exec.c. */
+	void *priv;
+};
+
+/* Create the executor: `nthreads` SQL worker threads on `loop`. */
+int exec_new(uv_loop_t *loop, int nthreads, struct exec **out,
+	     struct err *err);
+/* Grow the worker pool to at least nthreads (reload raised the cap). */
+int exec_resize(struct exec *ex, int nthreads, struct err *err);
+/* Start a run now.  done_cb is always called exactly once, later, on the
+ * loop thread (also when starting fails: failed set, error filled). */
+void exec_submit(struct exec *ex, struct exec_run *run);
+/* Interrupt a run in flight; its done_cb follows with cancelled set. */
+void exec_cancel(struct exec *ex, struct exec_run *run);
+/* Number of runs in flight. */
+int exec_running(const struct exec *ex);
+/* Cancel what still runs, join the threads, close every handle; closed_cb
+ * runs once everything is closed, after which exec_free() may be called. */
+void exec_close(struct exec *ex, void (*closed_cb)(void *data), void *data);
+void exec_free(struct exec *ex);
+/* Free the results a run collected (checks). */
+void exec_run_clear_results(struct exec_run *run);
+
+#endif

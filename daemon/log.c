@@ -1,0 +1,2 @@
+/* log.c - to be written */
+#include "log.h"

@@ -1,0 +1,2 @@
+/* main.c - to be written */
+int main(void) { return 0; }

@@ -1,0 +1,1 @@
+/* notify.c - to be written */

@@ -1,0 +1,1 @@
+/* plan.c - to be written */

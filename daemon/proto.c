@@ -1,0 +1,2 @@
+/* proto.c - to be written */
+#include "proto.h"

@@ -1,0 +1,94 @@
+/*
+ * proto.h - the control protocol between backfillctl and backfilld (pure).
+ *
+ * A connection carries frames.  Each frame is a 12-byte header followed by
+ * a body:
+ *   u32 magic   0x42464c44 ("BFLD"), big-endian
+ *   u16 version PROTO_VERSION; a peer answers another version with an
+ *               error frame and closes
+ *   u16 type    PROTO_REQUEST, PROTO_RESPONSE or PROTO_PROGRESS
+ *   u32 length  of the body, at most PROTO_MAX_BODY
+ * The body is a sequence of fields "key=value\0": key is 1..32 of [a-z0-9_],
+ * value any bytes but NUL.  A body that is not exactly that is refused.
+ *
+ * A client sends one REQUEST (field cmd=... and the command's fields); the
+ * daemon answers with zero or more PROGRESS frames (only for cmd=wait) and
+ * then one RESPONSE carrying status=<exit code>, and optionally out=<text
+ * for stdout> and err=<one line for stderr>, plus command fields.
+ */
+#ifndef BACKFILLD_PROTO_H
+#define BACKFILLD_PROTO_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "err.h"
+
+#define PROTO_MAGIC 0x42464c44u
+#define PROTO_VERSION 1
+#define PROTO_HEADER 12
+#define PROTO_MAX_BODY (4u * 1024 * 1024)
+#define PROTO_MAX_FIELDS 64
+#define PROTO_KEY_MAX 32
+
+enum proto_type { PROTO_REQUEST = 1, PROTO_RESPONSE = 2, PROTO_PROGRESS = 3 };
+
+struct proto_field {
+	const char *key;   /* points into the body */
+	const char *value; /* NUL-terminated, points into the body */
+	size_t value_len;
+};
+
+/* A parsed frame; fields point into `body`, which the msg owns. */
+struct proto_msg {
+	int type;
+	char *body;
+	size_t body_len;
+	struct proto_field fields[PROTO_MAX_FIELDS];
+	size_t nfields;
+};
+
+/* A growable byte buffer. */
+struct buf {
+	char *data;
+	size_t len;
+	size_t cap;
+};
+void buf_init(struct buf *b);
+void buf_free(struct buf *b);
+void buf_reset(struct buf *b);
+void buf_add(struct buf *b, const void *data, size_t len);
+void buf_addstr(struct buf *b, const char *s);
+void buf_printf(struct buf *b, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3)));
+/* Append s as a JSON string literal (quotes, escapes). */
+void buf_add_json_str(struct buf *b, const char *s);
+/* Detach the data (NUL-terminated); the buffer is reset. */
+char *buf_steal(struct buf *b);
+
+/* Building a frame: start, add fields, finish (writes the header). */
+void proto_begin(struct buf *b, int type);
+void proto_add(struct buf *b, const char *key, const char *value);
+void proto_addf(struct buf *b, const char *key, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+void proto_add_int(struct buf *b, const char *key, long long v);
+void proto_end(struct buf *b);
+
+/*
+ * Incremental decoding from a stream.  proto_parse() looks at `len` bytes
+ * of `data`: returns 0 with *used = 0 when more bytes are needed, 1 with
+ * *used = frame size and *msg filled (body copied) when a frame is
+ * complete, -1 with err (EXIT_BAD_INPUT) when the bytes are not a valid
+ * frame: wrong magic, another version, unknown type, too long, or a
+ * malformed body.
+ */
+int proto_parse(const char *data, size_t len, size_t *used,
+		struct proto_msg *msg, struct err *err);
+void proto_msg_free(struct proto_msg *msg);
+
+/* Field lookup: the value, or NULL when absent. */
+const char *proto_get(const struct proto_msg *msg, const char *key);
+/* Integer field: 0 ok, -1 when absent or not a decimal integer. */
+int proto_get_int(const struct proto_msg *msg, const char *key, long long *v);
+
+#endif

@@ -1,0 +1,1 @@
+/* sched.c - to be written */
