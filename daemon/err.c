@@ -28,7 +28,7 @@ err_set(struct err *err, int code, const char *fmt, ...)
 void
 err_prefix(struct err *err, const char *fmt, ...)
 {
-	char head[ERR_MSG_MAX], old[ERR_MSG_MAX];
+	char head[256], old[ERR_MSG_MAX];
 	va_list ap;
 
 	if (err == NULL)
@@ -37,7 +37,8 @@ err_prefix(struct err *err, const char *fmt, ...)
 	vsnprintf(head, sizeof head, fmt, ap);
 	va_end(ap);
 	memcpy(old, err->msg, sizeof old);
-	snprintf(err->msg, sizeof err->msg, "%s: %s", head, old);
+	snprintf(err->msg, sizeof err->msg, "%.255s: %.*s", head,
+		 (int)(sizeof err->msg - sizeof head - 3), old);
 }
 
 void
