@@ -1,1 +1,1102 @@
-/* cmd.c - to be written */
+/*
+ * cmd.c - backfillctl's commands, daemon side.
+ *
+ * A table of commands (name, whether it changes state, handler), as tmux
+ * lists its cmd_entry structs.  Every handler validates its fields itself
+ * (never trusting the client's checks), answers with status/out/err, and
+ * changes nothing when it refuses.  Output is a human table, or JSON with
+ * the shapes of DESIGN.md when json=1.
+ */
+#include "cmd.h"
+
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "calendar.h"
+#include "clock.h"
+#include "log.h"
+
+#ifndef BACKFILLD_VERSION
+#define BACKFILLD_VERSION "0.1.0"
+#endif
+
+struct cmd_res {
+	int status;
+	struct buf out;
+	struct err err;
+	struct buf *frame;
+};
+
+struct cmd_entry {
+	const char *name;
+	bool mutates;
+	void (*exec)(struct cmd_ctx *ctx, const struct proto_msg *req,
+		     struct cmd_res *res);
+};
+
+/* Refuse with a status and a message. */
+static void
+res_fail(struct cmd_res *res, int status, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+
+static void
+res_fail(struct cmd_res *res, int status, const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	err_setv(&res->err, status, fmt, ap);
+	va_end(ap);
+	res->status = status;
+}
+
+/* Take an error as the result. */
+static void
+res_err(struct cmd_res *res, const struct err *err)
+{
+	res->err = *err;
+	res->status = err->code == EXIT_INTERNAL ? EXIT_WORK_FAILED : err->code;
+}
+
+/* A boolean flag field. */
+static bool
+flag(const struct proto_msg *req, const char *key)
+{
+	const char *v = proto_get(req, key);
+
+	return v != NULL && strcmp(v, "1") == 0;
+}
+
+/* The job named by field `job`, or -1 after refusing. */
+static int
+cmd_job(struct cmd_ctx *ctx, const struct proto_msg *req, struct cmd_res *res,
+	bool required)
+{
+	const struct config *cfg = sched_config(ctx->sched);
+	const char *name = proto_get(req, "job");
+	struct buf names;
+	int j;
+
+	if (name == NULL || name[0] == '\0') {
+		if (required)
+			res_fail(res, EXIT_BAD_INPUT, "no job given: name one of"
+				 " the configured jobs (backfillctl status lists"
+				 " them)");
+		return -1;
+	}
+	j = config_job_index(cfg, name);
+	if (j >= 0)
+		return j;
+	buf_init(&names);
+	for (size_t i = 0; i < cfg->njobs && i < 12; i++)
+		buf_printf(&names, "%s%s", i ? ", " : "", cfg->jobs[i].name);
+	if (cfg->njobs > 12)
+		buf_addstr(&names, ", ...");
+	buf_add(&names, "", 1);
+	res_fail(res, EXIT_BAD_INPUT, "unknown job \"%.100s\": the configured"
+		 " jobs are %s", name, names.data);
+	buf_free(&names);
+	return -1;
+}
+
+/* Format epoch ms as ISO-8601 or "-" when absent. */
+static void
+fmt_time(int64_t ms, bool has, char *buf)
+{
+	if (has)
+		cal_format_iso_ms(ms, buf);
+	else
+		strcpy(buf, "-");
+}
+
+/* JSON ISO time or null. */
+static void
+json_time(struct buf *b, int64_t ms, bool has)
+{
+	char t[CAL_KEY_MAX];
+
+	if (!has) {
+		buf_addstr(b, "null");
+		return;
+	}
+	cal_format_iso_ms(ms, t);
+	buf_add_json_str(b, t);
+}
+
+/* JSON string or null. */
+static void
+json_str(struct buf *b, const char *s)
+{
+	if (s == NULL)
+		buf_addstr(b, "null");
+	else
+		buf_add_json_str(b, s);
+}
+
+/* ---- tables ----------------------------------------------------------- */
+
+#define TABLE_MAX_COLS 16
+
+struct table {
+	size_t ncols;
+	char **cells; /* row-major */
+	size_t nrows, cap;
+	size_t width[TABLE_MAX_COLS];
+};
+
+/* Add a row of ncols strings. */
+static void
+table_row(struct table *t, const char *const *cols)
+{
+	if (t->nrows == t->cap) {
+		t->cap = t->cap ? t->cap * 2 : 32;
+		t->cells = realloc(t->cells, t->cap * t->ncols * sizeof *t->cells);
+		if (t->cells == NULL)
+			abort();
+	}
+	for (size_t i = 0; i < t->ncols; i++) {
+		const char *c = cols[i] ? cols[i] : "";
+		size_t w = strlen(c);
+
+		t->cells[t->nrows * t->ncols + i] = strdup(c);
+		if (w > t->width[i])
+			t->width[i] = w;
+	}
+	t->nrows++;
+}
+
+/* Print aligned (last column unpadded) and free. */
+static void
+table_print(struct table *t, struct buf *out)
+{
+	for (size_t r = 0; r < t->nrows; r++) {
+		for (size_t i = 0; i < t->ncols; i++) {
+			const char *c = t->cells[r * t->ncols + i];
+
+			if (i + 1 == t->ncols)
+				buf_printf(out, "%s\n", c);
+			else
+				buf_printf(out, "%-*s  ", (int)t->width[i], c);
+			free(t->cells[r * t->ncols + i]);
+		}
+	}
+	free(t->cells);
+}
+
+/* ---- backfill and rerun ----------------------------------------------- */
+
+/* Order partitions. */
+static int
+part_cmp(const void *a, const void *b)
+{
+	part_t x = *(const part_t *)a, y = *(const part_t *)b;
+
+	return x < y ? -1 : x > y;
+}
+
+/* Sort and drop duplicates. */
+static size_t
+parts_unique(part_t *p, size_t n)
+{
+	size_t k = 0;
+
+	qsort(p, n, sizeof *p, part_cmp);
+	for (size_t i = 0; i < n; i++)
+		if (k == 0 || p[k - 1] != p[i])
+			p[k++] = p[i];
+	return k;
+}
+
+/* Refuse partitions outside the job's start..end. */
+static int
+check_bounds(const struct job_def *j, part_t first, part_t last,
+	     struct err *err)
+{
+	char k[CAL_KEY_MAX];
+
+	if (j->has_start && first < j->start) {
+		part_key(j->grain, j->start, k);
+		return err_set(err, EXIT_BAD_INPUT, "%s has no partitions before"
+			       " its start %s: begin the range there", j->name, k);
+	}
+	if (j->has_end && last > j->end) {
+		part_key(j->grain, j->end, k);
+		return err_set(err, EXIT_BAD_INPUT, "%s has no partitions after"
+			       " its end %s: end the range there", j->name, k);
+	}
+	return 0;
+}
+
+/* Refuse a count above the job's bound (DESIGN.md: refused whole). */
+static int
+check_count(const struct job_def *j, int64_t count, const char *what,
+	    struct err *err)
+{
+	if (count <= (int64_t)j->max_backfill)
+		return 0;
+	return err_set(err, EXIT_BAD_INPUT, "refused: %s is %" PRId64 " partitions"
+		       " of %s, above its max_backfill of %d; nothing was"
+		       " queued. Split it into requests of at most %d partitions,"
+		       " or raise max_backfill", what, count, j->name,
+		       j->max_backfill, j->max_backfill);
+}
+
+struct keys_ctx {
+	const struct job_def *j;
+	part_t *parts;
+	size_t n, cap;
+};
+
+/* Collect a key into a partition list. */
+static int
+keys_collect_cb(const char *key, void *data, struct err *err)
+{
+	struct keys_ctx *kc = data;
+	part_t p;
+
+	if (part_parse_key(kc->j->grain, key, &p, NULL) < 0)
+		return 0;
+	if (kc->n == kc->cap) {
+		kc->cap = kc->cap ? kc->cap * 2 : 64;
+		kc->parts = realloc(kc->parts, kc->cap * sizeof *kc->parts);
+		if (kc->parts == NULL)
+			return err_set(err, EXIT_INTERNAL, "out of memory");
+	}
+	kc->parts[kc->n++] = p;
+	return 0;
+}
+
+/* Collect a stale partition of the job. */
+static int
+stale_keys_cb(int job, part_t part, bool built, int64_t built_at,
+	      const struct stale_input *in, size_t nin, void *data,
+	      struct err *err)
+{
+	struct keys_ctx *kc = data;
+	char key[CAL_KEY_MAX];
+
+	(void)job; (void)built; (void)built_at; (void)in; (void)nin;
+	part_key(kc->j->grain, part, key);
+	return keys_collect_cb(key, kc, err);
+}
+
+/* Parse the dates field (one date, or hour key for hourly jobs, a line)
+ * into the partitions that hold them. */
+static int
+parse_dates(const struct job_def *j, const char *dates, struct keys_ctx *kc,
+	    struct err *err)
+{
+	const char *p = dates;
+	int line = 0;
+
+	while (*p) {
+		const char *nl = strchr(p, '\n');
+		size_t len = nl ? (size_t)(nl - p) : strlen(p);
+		char d[64];
+		struct part_range r;
+
+		line++;
+		if (len == 0) {
+			p += nl ? 1 : 0;
+			continue;
+		}
+		if (len >= sizeof d)
+			return err_set(err, EXIT_BAD_INPUT, "dates line %d is too long"
+				       ": write one date (YYYY-MM-DD) a line", line);
+		memcpy(d, p, len);
+		d[len] = '\0';
+		if (range_parse(j->grain, d, d, &r, err) < 0) {
+			err_prefix(err, "dates line %d", line);
+			return -1;
+		}
+		if (check_count(j, (int64_t)kc->n + range_count(&r),
+				"the dates file", err) < 0)
+			return -1;
+		for (part_t q = r.first; q <= r.last; q++) {
+			char key[CAL_KEY_MAX];
+			part_key(j->grain, q, key);
+			if (keys_collect_cb(key, kc, err) < 0)
+				return -1;
+		}
+		p += len + (nl ? 1 : 0);
+	}
+	return 0;
+}
+
+/* Print a plan as a table (dry run) or a one-line summary. */
+static void
+render_plan(struct sched *s, const struct plan *plan, bool json,
+	    struct buf *out)
+{
+	const struct config *cfg = sched_config(s);
+	char key[CAL_KEY_MAX], dk[CAL_KEY_MAX];
+
+	if (json) {
+		buf_addstr(out, "{\"partitions\": [");
+		for (size_t i = 0; i < plan->n; i++) {
+			const struct plan_item *it = &plan->items[i];
+			const struct job_def *j = &cfg->jobs[it->job];
+
+			part_key(j->grain, it->part, key);
+			buf_addstr(out, i ? ",\n  {" : "\n  {");
+			buf_addstr(out, "\"job\": ");
+			buf_add_json_str(out, j->name);
+			buf_addstr(out, ", \"partition\": ");
+			buf_add_json_str(out, key);
+			buf_printf(out, ", \"downstream\": %s, \"waits_for\": [",
+				   it->downstream ? "true" : "false");
+			for (size_t d = 0; d < it->ndeps; d++) {
+				const struct plan_item *in =
+					&plan->items[plan->deps[it->dep_off + d]];
+				const struct job_def *ij = &cfg->jobs[in->job];
+
+				part_key(ij->grain, in->part, dk);
+				buf_addstr(out, d ? ", {\"job\": " : "{\"job\": ");
+				buf_add_json_str(out, ij->name);
+				buf_addstr(out, ", \"partition\": ");
+				buf_add_json_str(out, dk);
+				buf_addstr(out, "}");
+			}
+			buf_addstr(out, "]}");
+		}
+		buf_printf(out, "%s], \"total\": %zu, \"downstream\": %zu}\n",
+			   plan->n ? "\n" : "", plan->n, plan->n - plan->nroot);
+		return;
+	}
+	struct table t = { .ncols = 4 };
+	const char *head[4] = { "ORDER", "JOB", "PARTITION", "WAITS FOR" };
+	table_row(&t, head);
+	for (size_t i = 0; i < plan->n; i++) {
+		const struct plan_item *it = &plan->items[i];
+		const struct job_def *j = &cfg->jobs[it->job];
+		char order[24];
+		struct buf waits;
+
+		buf_init(&waits);
+		part_key(j->grain, it->part, key);
+		snprintf(order, sizeof order, "%zu", i + 1);
+		for (size_t d = 0; d < it->ndeps; d++) {
+			const struct plan_item *in =
+				&plan->items[plan->deps[it->dep_off + d]];
+			const struct job_def *ij = &cfg->jobs[in->job];
+
+			part_key(ij->grain, in->part, dk);
+			if (d == 0 || in->job != plan->items[plan->deps[it->dep_off + d - 1]].job)
+				buf_printf(&waits, "%s%s %s", d ? "; " : "", ij->name, dk);
+			else
+				buf_printf(&waits, ", %s", dk);
+		}
+		buf_add(&waits, "", 1);
+		const char *row[4] = { order, j->name, key, it->ndeps ? waits.data : "-" };
+		table_row(&t, row);
+		buf_free(&waits);
+	}
+	table_print(&t, out);
+	buf_printf(out, "%zu partitions: %zu of %s, %zu downstream\n", plan->n,
+		   plan->nroot, plan->nroot ? cfg->jobs[plan->items[0].job].name : "-",
+		   plan->n - plan->nroot);
+}
+
+/* backfill JOB ... and rerun JOB PARTITION. */
+static void
+cmd_backfill_common(struct cmd_ctx *ctx, const struct proto_msg *req,
+		    struct cmd_res *res, bool rerun)
+{
+	struct sched *s = ctx->sched;
+	const struct config *cfg = sched_config(s);
+	const char *from = proto_get(req, "from"), *to = proto_get(req, "to");
+	const char *dates = proto_get(req, "dates");
+	const char *reprocess = proto_get(req, "reprocess");
+	const char *built_by = proto_get(req, "built_by");
+	const char *partition = proto_get(req, "partition");
+	bool stale = flag(req, "stale"), dry = flag(req, "dry_run");
+	bool json = flag(req, "json");
+	struct sched_req rq = { .kind = rerun ? "rerun" : "backfill" };
+	struct keys_ctx kc = { 0 };
+	struct plan plan;
+	int64_t id = 0;
+	struct err err;
+	int j, modes;
+	char fk[CAL_KEY_MAX], tk[CAL_KEY_MAX];
+
+	plan_init(&plan);
+	if ((j = cmd_job(ctx, req, res, true)) < 0)
+		return;
+	kc.j = &cfg->jobs[j];
+	rq.job = j;
+	rq.reverse = flag(req, "reverse");
+	rq.no_downstream = flag(req, "no_downstream");
+	rq.reason = proto_get(req, "reason");
+	if (reprocess == NULL || strcmp(reprocess, "all") == 0)
+		rq.reprocess = REPROCESS_ALL;
+	else if (strcmp(reprocess, "failed") == 0)
+		rq.reprocess = REPROCESS_FAILED;
+	else if (strcmp(reprocess, "missing") == 0)
+		rq.reprocess = REPROCESS_MISSING;
+	else {
+		res_fail(res, EXIT_BAD_INPUT, "--reprocess must be all, failed or"
+			 " missing, not \"%.40s\"", reprocess);
+		return;
+	}
+	if (rerun) {
+		part_t p;
+		if (partition == NULL) {
+			res_fail(res, EXIT_BAD_INPUT, "rerun needs a partition:"
+				 " backfillctl rerun JOB PARTITION");
+			return;
+		}
+		if (part_parse_key(kc.j->grain, partition, &p, &err) < 0 ||
+		    check_bounds(kc.j, p, p, &err) < 0) {
+			res_err(res, &err);
+			return;
+		}
+		keys_collect_cb(partition, &kc, &err);
+		rq.from_key = rq.to_key = partition;
+		goto submit;
+	}
+	modes = (from || to) + (dates != NULL) + stale + (built_by != NULL);
+	if (modes == 0) {
+		res_fail(res, EXIT_BAD_INPUT, "say which partitions: --from D --to D,"
+			 " --dates-file F, --stale or --built-by VERSION");
+		return;
+	}
+	if (modes > 1 && !(built_by && (from || to) && !dates && !stale)) {
+		res_fail(res, EXIT_BAD_INPUT, "give one of --from/--to, --dates-file"
+			 " and --stale (--built-by may be narrowed by --from/--to)");
+		return;
+	}
+	if ((from == NULL) != (to == NULL)) {
+		res_fail(res, EXIT_BAD_INPUT, "--from and --to go together: give"
+			 " both (the same date for one day)");
+		return;
+	}
+	struct part_range r = { 0, -1 };
+	if (from) {
+		if (range_parse(kc.j->grain, from, to, &r, &err) < 0) {
+			res_err(res, &err);
+			return;
+		}
+		if (check_bounds(kc.j, r.first, r.last, &err) < 0 ||
+		    (!built_by && check_count(kc.j, range_count(&r),
+					      "this range", &err) < 0)) {
+			res_err(res, &err);
+			return;
+		}
+		part_key(kc.j->grain, r.first, fk);
+		part_key(kc.j->grain, r.last, tk);
+		rq.from_key = fk;
+		rq.to_key = tk;
+	}
+	if (built_by) {
+		rq.kind = "built_by";
+		if (store_keys_built_by(sched_store(s), kc.j->name, built_by,
+					keys_collect_cb, &kc, &err) < 0) {
+			res_err(res, &err);
+			goto out;
+		}
+		if (from) {
+			size_t k = 0;
+			for (size_t i = 0; i < kc.n; i++)
+				if (kc.parts[i] >= r.first && kc.parts[i] <= r.last)
+					kc.parts[k++] = kc.parts[i];
+			kc.n = k;
+		}
+		if (check_count(kc.j, (int64_t)kc.n, "the set built by that"
+				" version", &err) < 0) {
+			res_err(res, &err);
+			goto out;
+		}
+	} else if (stale) {
+		rq.kind = "stale";
+		if (kc.j->nupstream == 0) {
+			res_fail(res, EXIT_BAD_INPUT, "%s has no upstream jobs, so"
+				 " nothing of it can be stale: --stale is for"
+				 " downstream jobs", kc.j->name);
+			return;
+		}
+		if (sched_stale(s, j, stale_keys_cb, &kc, &err) < 0) {
+			res_err(res, &err);
+			goto out;
+		}
+		if (check_count(kc.j, (int64_t)kc.n, "the stale set", &err) < 0) {
+			res_err(res, &err);
+			goto out;
+		}
+		if (kc.n == 0) {
+			buf_printf(&res->out, "nothing of %s is stale: no request"
+				   " queued\n", kc.j->name);
+			goto out;
+		}
+	} else if (dates) {
+		if (parse_dates(kc.j, dates, &kc, &err) < 0) {
+			res_err(res, &err);
+			goto out;
+		}
+		if (kc.n == 0) {
+			res_fail(res, EXIT_BAD_INPUT, "the dates file holds no"
+				 " dates: write one date (YYYY-MM-DD) a line");
+			goto out;
+		}
+		kc.n = parts_unique(kc.parts, kc.n);
+		if (check_bounds(kc.j, kc.parts[0], kc.parts[kc.n - 1], &err) < 0) {
+			res_err(res, &err);
+			goto out;
+		}
+	} else {
+		for (part_t q = r.first; q <= r.last; q++) {
+			char key[CAL_KEY_MAX];
+			part_key(kc.j->grain, q, key);
+			if (keys_collect_cb(key, &kc, &err) < 0) {
+				res_err(res, &err);
+				goto out;
+			}
+		}
+	}
+submit:
+	kc.n = parts_unique(kc.parts, kc.n);
+	rq.parts = kc.parts;
+	rq.nparts = kc.n;
+	if (sched_submit(s, &rq, !dry, &plan, &id, &err) < 0) {
+		res_err(res, &err);
+		goto out;
+	}
+	if (dry) {
+		render_plan(s, &plan, json, &res->out);
+		goto out;
+	}
+	if (id == 0) {
+		buf_printf(&res->out, "nothing to run: no partition of %s in that"
+			   " range matches --reprocess %s\n", kc.j->name,
+			   reprocess ? reprocess : "all");
+		goto out;
+	}
+	proto_add_int(res->frame, "request", id);
+	proto_add_int(res->frame, "total", (long long)plan.n);
+	if (json)
+		buf_printf(&res->out, "{\"request\": %" PRId64 ", \"partitions\":"
+			   " %zu, \"downstream\": %zu}\n", id, plan.nroot,
+			   plan.n - plan.nroot);
+	else
+		buf_printf(&res->out, "request %" PRId64 ": queued %zu partition%s"
+			   " of %s and %zu downstream\n", id, plan.nroot,
+			   plan.nroot == 1 ? "" : "s", kc.j->name,
+			   plan.n - plan.nroot);
+out:
+	plan_free(&plan);
+	free(kc.parts);
+}
+
+static void
+cmd_backfill(struct cmd_ctx *ctx, const struct proto_msg *req,
+	     struct cmd_res *res)
+{
+	cmd_backfill_common(ctx, req, res, false);
+}
+
+static void
+cmd_rerun(struct cmd_ctx *ctx, const struct proto_msg *req, struct cmd_res *res)
+{
+	cmd_backfill_common(ctx, req, res, true);
+}
+
+/* ---- status ----------------------------------------------------------- */
+
+struct count_ctx {
+	int64_t n;
+};
+
+/* Count stale partitions. */
+static int
+stale_count_cb(int job, part_t part, bool built, int64_t built_at,
+	       const struct stale_input *in, size_t nin, void *data,
+	       struct err *err)
+{
+	(void)job; (void)part; (void)built; (void)built_at; (void)in;
+	(void)nin; (void)err;
+	((struct count_ctx *)data)->n++;
+	return 0;
+}
+
+static void
+cmd_status(struct cmd_ctx *ctx, const struct proto_msg *req,
+	   struct cmd_res *res)
+{
+	struct sched *s = ctx->sched;
+	const struct config *cfg = sched_config(s);
+	bool json = flag(req, "json");
+	int only = -1;
+	struct table t = { .ncols = 12 };
+	struct err err;
+
+	if (proto_get(req, "job") && (only = cmd_job(ctx, req, res, true)) < 0)
+		return;
+	if (json)
+		buf_printf(&res->out, "{\"version\": \"%s\", \"running\": %d,"
+			   " \"queued\": %" PRId64 ", \"jobs\": [",
+			   BACKFILLD_VERSION, sched_running(s), sched_queued(s));
+	else {
+		const char *head[12] = { "JOB", "GRAIN", "PAUSED", "WATERMARK",
+			"NEXT DUE", "CATCHUP", "QUEUED", "RUNNING", "SUCCEEDED",
+			"FAILED", "BLOCKED", "STALE" };
+		table_row(&t, head);
+	}
+	for (size_t i = 0, k = 0; i < cfg->njobs; i++) {
+		const struct job_def *j = &cfg->jobs[i];
+		struct sched_job_view v;
+		int64_t counts[MS_COUNT];
+		struct count_ctx cc = { 0 };
+		char wm[CAL_KEY_MAX], nd[CAL_KEY_MAX], gf[CAL_KEY_MAX],
+		     gt[CAL_KEY_MAX];
+
+		if (only >= 0 && (int)i != only)
+			continue;
+		sched_job_view(s, (int)i, &v);
+		if (store_job_counts(sched_store(s), j->name, counts, &err) < 0) {
+			res_err(res, &err);
+			if (!json)
+				table_print(&t, &res->out);
+			return;
+		}
+		if (j->nupstream > 0)
+			sched_stale(s, (int)i, stale_count_cb, &cc, &err);
+		if (v.has_watermark)
+			part_key(j->grain, v.watermark, wm);
+		if (v.has_next_due)
+			cal_format_iso_ms(v.next_due * 1000, nd);
+		if (json) {
+			buf_addstr(&res->out, k++ ? ",\n  {" : "\n  {");
+			buf_addstr(&res->out, "\"name\": ");
+			buf_add_json_str(&res->out, j->name);
+			buf_printf(&res->out, ", \"grain\": \"%s\", \"paused\": %s,"
+				   " \"watermark\": ", grain_name(j->grain),
+				   v.paused ? "true" : "false");
+			json_str(&res->out, v.has_watermark ? wm : NULL);
+			buf_addstr(&res->out, ", \"next_due\": ");
+			json_str(&res->out, v.has_next_due ? nd : NULL);
+			buf_printf(&res->out, ", \"catchup\": \"%s\", \"gap\": ",
+				   v.catchup);
+			if (v.has_gap) {
+				part_key(j->grain, v.gap_from, gf);
+				part_key(j->grain, v.gap_to, gt);
+				buf_printf(&res->out, "{\"from\": \"%s\", \"to\":"
+					   " \"%s\", \"partitions\": %" PRId64 "}",
+					   gf, gt, v.gap_to - v.gap_from + 1);
+			} else {
+				buf_addstr(&res->out, "null");
+			}
+			buf_printf(&res->out, ", \"queued\": %" PRId64 ", \"running\":"
+				   " %" PRId64 ", \"succeeded\": %" PRId64 ","
+				   " \"failed\": %" PRId64 ", \"blocked\": %" PRId64
+				   ", \"stale\": %" PRId64 "}", v.queued, v.running,
+				   counts[MS_SUCCEEDED], counts[MS_FAILED],
+				   v.blocked, cc.n);
+		} else {
+			char c[6][24], catch[80];
+			snprintf(c[0], 24, "%" PRId64, v.queued);
+			snprintf(c[1], 24, "%" PRId64, v.running);
+			snprintf(c[2], 24, "%" PRId64, counts[MS_SUCCEEDED]);
+			snprintf(c[3], 24, "%" PRId64, counts[MS_FAILED]);
+			snprintf(c[4], 24, "%" PRId64, v.blocked);
+			snprintf(c[5], 24, "%" PRId64, cc.n);
+			if (v.has_gap) {
+				part_key(j->grain, v.gap_from, gf);
+				part_key(j->grain, v.gap_to, gt);
+				snprintf(catch, sizeof catch, "refused (gap %s..%s)",
+					 gf, gt);
+			} else {
+				snprintf(catch, sizeof catch, "%s", v.catchup);
+			}
+			const char *row[12] = { j->name, grain_name(j->grain),
+				v.paused ? "yes" : "no", v.has_watermark ? wm : "-",
+				v.has_next_due ? nd : "-", catch, c[0], c[1], c[2],
+				c[3], c[4], c[5] };
+			table_row(&t, row);
+		}
+	}
+	if (json)
+		buf_addstr(&res->out, "\n]}\n");
+	else
+		table_print(&t, &res->out);
+}
+
+/* ---- runs ------------------------------------------------------------- */
+
+struct runs_ctx {
+	bool json;
+	size_t n;
+	struct buf *out;
+	struct table *t;
+};
+
+/* One run as JSON or a table row. */
+static int
+runs_cb(const struct store_run_row *r, void *data, struct err *err)
+{
+	struct runs_ctx *rc = data;
+	char st[CAL_KEY_MAX], dur[32], id[24], rq[24], att[12], rows[24];
+
+	(void)err;
+	if (rc->json) {
+		buf_printf(rc->out, "%s{\"id\": %" PRId64 ", \"request\": %" PRId64
+			   ", \"job\": ", rc->n++ ? ",\n  " : "\n  ", r->id,
+			   r->request_id);
+		buf_add_json_str(rc->out, r->job);
+		buf_addstr(rc->out, ", \"partition\": ");
+		buf_add_json_str(rc->out, r->key);
+		buf_printf(rc->out, ", \"attempt\": %d, \"state\": \"%s\","
+			   " \"started_at\": ", r->attempt, r->state);
+		json_time(rc->out, r->started_at, true);
+		buf_addstr(rc->out, ", \"finished_at\": ");
+		json_time(rc->out, r->finished_at, r->has_finished_at);
+		buf_addstr(rc->out, ", \"error\": ");
+		json_str(rc->out, r->error);
+		buf_addstr(rc->out, ", \"rows_changed\": ");
+		if (r->has_rows)
+			buf_printf(rc->out, "%" PRId64, r->rows_changed);
+		else
+			buf_addstr(rc->out, "null");
+		buf_addstr(rc->out, ", \"code_version\": ");
+		json_str(rc->out, r->code_version);
+		buf_addstr(rc->out, "}");
+		return 0;
+	}
+	fmt_time(r->started_at, true, st);
+	if (r->has_finished_at)
+		snprintf(dur, sizeof dur, "%.3fs",
+			 (double)(r->finished_at - r->started_at) / 1000.0);
+	else
+		strcpy(dur, "-");
+	snprintf(id, sizeof id, "%" PRId64, r->id);
+	snprintf(rq, sizeof rq, "%" PRId64, r->request_id);
+	snprintf(att, sizeof att, "%d", r->attempt);
+	if (r->has_rows)
+		snprintf(rows, sizeof rows, "%" PRId64, r->rows_changed);
+	else
+		strcpy(rows, "-");
+	const char *row[11] = { id, rq, r->job, r->key, att, r->state, st, dur,
+		rows, r->code_version ? r->code_version : "-",
+		r->error ? r->error : "" };
+	table_row(rc->t, row);
+	rc->n++;
+	return 0;
+}
+
+static void
+cmd_runs(struct cmd_ctx *ctx, const struct proto_msg *req, struct cmd_res *res)
+{
+	bool json = flag(req, "json");
+	long long request = 0, limit = 0;
+	const char *state = proto_get(req, "state");
+	struct table t = { .ncols = 11 };
+	struct runs_ctx rc = { .json = json, .out = &res->out, .t = &t };
+	enum mstate ms;
+	const char *job = NULL;
+	struct err err;
+
+	if (proto_get(req, "job")) {
+		int j = cmd_job(ctx, req, res, true);
+		if (j < 0)
+			return;
+		job = sched_config(ctx->sched)->jobs[j].name;
+	}
+	if (proto_get(req, "request") &&
+	    (proto_get_int(req, "request", &request) < 0 || request <= 0)) {
+		res_fail(res, EXIT_BAD_INPUT, "--request takes a positive request"
+			 " id");
+		return;
+	}
+	if (proto_get(req, "limit") &&
+	    (proto_get_int(req, "limit", &limit) < 0 || limit <= 0)) {
+		res_fail(res, EXIT_BAD_INPUT, "--limit takes a positive number");
+		return;
+	}
+	if (state && (mstate_parse(state, &ms) < 0)) {
+		res_fail(res, EXIT_BAD_INPUT, "--state must be one of queued,"
+			 " running, succeeded, failed, blocked, cancelled");
+		return;
+	}
+	if (!json && limit == 0 && flag(req, "tty"))
+		limit = 50;
+	if (json)
+		buf_addstr(&res->out, "[");
+	else {
+		const char *head[11] = { "ID", "REQUEST", "JOB", "PARTITION",
+			"ATTEMPT", "STATE", "STARTED", "DURATION", "ROWS",
+			"VERSION", "ERROR" };
+		table_row(&t, head);
+	}
+	if (store_runs(sched_store(ctx->sched), job, request, state, limit,
+		       runs_cb, &rc, &err) < 0) {
+		res_err(res, &err);
+		if (!json)
+			table_print(&t, &res->out);
+		buf_reset(&res->out);
+		return;
+	}
+	if (json)
+		buf_addstr(&res->out, rc.n ? "\n]\n" : "]\n");
+	else
+		table_print(&t, &res->out);
+}
+
+/* ---- stale ------------------------------------------------------------ */
+
+struct stale_ctx {
+	struct sched *s;
+	bool json;
+	size_t n;
+	struct buf *out;
+	struct table *t;
+};
+
+/* One stale partition. */
+static int
+stale_render_cb(int job, part_t part, bool built, int64_t built_at,
+		const struct stale_input *in, size_t nin, void *data,
+		struct err *err)
+{
+	struct stale_ctx *sc = data;
+	const struct config *cfg = sched_config(sc->s);
+	const struct job_def *j = &cfg->jobs[job];
+	char key[CAL_KEY_MAX], ik[CAL_KEY_MAX], t[CAL_KEY_MAX];
+	struct buf ins;
+
+	(void)err;
+	part_key(j->grain, part, key);
+	if (sc->json) {
+		buf_addstr(sc->out, sc->n++ ? ",\n  {\"job\": " : "\n  {\"job\": ");
+		buf_add_json_str(sc->out, j->name);
+		buf_addstr(sc->out, ", \"partition\": ");
+		buf_add_json_str(sc->out, key);
+		buf_addstr(sc->out, ", \"built_at\": ");
+		json_time(sc->out, built_at, built);
+		buf_addstr(sc->out, ", \"newer_inputs\": [");
+		for (size_t i = 0; i < nin; i++) {
+			const struct job_def *ij = &cfg->jobs[in[i].job];
+			part_key(ij->grain, in[i].part, ik);
+			buf_addstr(sc->out, i ? ", {\"job\": " : "{\"job\": ");
+			buf_add_json_str(sc->out, ij->name);
+			buf_addstr(sc->out, ", \"partition\": ");
+			buf_add_json_str(sc->out, ik);
+			buf_addstr(sc->out, ", \"built_at\": ");
+			json_time(sc->out, in[i].built_at, true);
+			buf_addstr(sc->out, "}");
+		}
+		buf_addstr(sc->out, "]}");
+		return 0;
+	}
+	buf_init(&ins);
+	for (size_t i = 0; i < nin; i++) {
+		const struct job_def *ij = &cfg->jobs[in[i].job];
+		part_key(ij->grain, in[i].part, ik);
+		if (i == 0 || in[i].job != in[i - 1].job)
+			buf_printf(&ins, "%s%s %s", i ? "; " : "", ij->name, ik);
+		else
+			buf_printf(&ins, ", %s", ik);
+	}
+	buf_add(&ins, "", 1);
+	fmt_time(built_at, built, t);
+	const char *row[4] = { j->name, key, built ? t : "never", ins.data };
+	table_row(sc->t, row);
+	buf_free(&ins);
+	sc->n++;
+	return 0;
+}
+
+static void
+cmd_stale(struct cmd_ctx *ctx, const struct proto_msg *req, struct cmd_res *res)
+{
+	struct table t = { .ncols = 4 };
+	struct stale_ctx sc = { .s = ctx->sched, .json = flag(req, "json"),
+				.out = &res->out, .t = &t };
+	const char *head[4] = { "JOB", "PARTITION", "BUILT", "NEWER INPUTS" };
+	struct err err;
+	int only = -1;
+
+	if (proto_get(req, "job") && (only = cmd_job(ctx, req, res, true)) < 0)
+		return;
+	if (sc.json)
+		buf_addstr(&res->out, "{\"stale\": [");
+	else
+		table_row(&t, head);
+	if (sched_stale(ctx->sched, only, stale_render_cb, &sc, &err) < 0) {
+		res_err(res, &err);
+		if (!sc.json)
+			table_print(&t, &res->out);
+		buf_reset(&res->out);
+		return;
+	}
+	if (sc.json) {
+		buf_addstr(&res->out, sc.n ? "\n]}\n" : "]}\n");
+	} else if (sc.n == 0) {
+		table_print(&t, &res->out);
+		buf_reset(&res->out);
+		buf_addstr(&res->out, "nothing is stale: every downstream partition"
+			   " was built after its inputs landed\n");
+	} else {
+		table_print(&t, &res->out);
+		buf_printf(&res->out, "%zu stale; rebuild with: backfillctl backfill"
+			   " JOB --stale\n", sc.n);
+	}
+}
+
+/* ---- pause, resume, cancel, reload ------------------------------------ */
+
+/* pause/resume JOB. */
+static void
+cmd_pause_common(struct cmd_ctx *ctx, const struct proto_msg *req,
+		 struct cmd_res *res, bool pause)
+{
+	struct err err;
+	int j = cmd_job(ctx, req, res, true);
+
+	if (j < 0)
+		return;
+	if (sched_pause(ctx->sched, j, pause, &err) < 0) {
+		res_err(res, &err);
+		return;
+	}
+	buf_printf(&res->out, "%s %s\n", sched_config(ctx->sched)->jobs[j].name,
+		   pause ? "paused: nothing new of it starts; runs in flight"
+			   " finish" : "resumed");
+}
+
+static void
+cmd_pause(struct cmd_ctx *ctx, const struct proto_msg *req, struct cmd_res *res)
+{
+	cmd_pause_common(ctx, req, res, true);
+}
+
+static void
+cmd_resume(struct cmd_ctx *ctx, const struct proto_msg *req, struct cmd_res *res)
+{
+	cmd_pause_common(ctx, req, res, false);
+}
+
+static void
+cmd_cancel(struct cmd_ctx *ctx, const struct proto_msg *req, struct cmd_res *res)
+{
+	long long id;
+	int64_t dropped;
+	struct err err;
+
+	if (proto_get_int(req, "request", &id) < 0 || id <= 0) {
+		res_fail(res, EXIT_BAD_INPUT, "cancel needs a positive request id:"
+			 " backfillctl cancel REQUEST");
+		return;
+	}
+	if (sched_cancel_request(ctx->sched, id, &dropped, &err) < 0) {
+		res_err(res, &err);
+		return;
+	}
+	buf_printf(&res->out, "request %lld: %" PRId64 " queued partitions"
+		   " dropped; runs in flight finish\n", id, dropped);
+}
+
+static void
+cmd_reload(struct cmd_ctx *ctx, const struct proto_msg *req, struct cmd_res *res)
+{
+	struct err err;
+
+	(void)req;
+	if (ctx->reload(ctx->reload_data, &err) < 0) {
+		res_err(res, &err);
+		return;
+	}
+	buf_addstr(&res->out, "configuration reloaded\n");
+}
+
+/* ---- audit ------------------------------------------------------------ */
+
+static void
+cmd_audit(struct cmd_ctx *ctx, const struct proto_msg *req, struct cmd_res *res)
+{
+	long long id;
+
+	(void)ctx;
+	if (proto_get_int(req, "request", &id) < 0 || id <= 0) {
+		res_fail(res, EXIT_BAD_INPUT, "audit needs --request N with a"
+			 " positive request id");
+		return;
+	}
+	res_fail(res, EXIT_BAD_INPUT, "audit is not available in this version:"
+		 " use backfillctl runs --request %lld", id);
+}
+
+/* ---- the table -------------------------------------------------------- */
+
+static const struct cmd_entry cmd_table[] = {
+	{ "backfill", true, cmd_backfill },
+	{ "rerun", true, cmd_rerun },
+	{ "status", false, cmd_status },
+	{ "runs", false, cmd_runs },
+	{ "stale", false, cmd_stale },
+	{ "audit", false, cmd_audit },
+	{ "pause", true, cmd_pause },
+	{ "resume", true, cmd_resume },
+	{ "cancel", true, cmd_cancel },
+	{ "reload", true, cmd_reload },
+};
+
+bool
+cmd_mutates(const char *name)
+{
+	for (size_t i = 0; i < sizeof cmd_table / sizeof cmd_table[0]; i++)
+		if (strcmp(cmd_table[i].name, name) == 0)
+			return cmd_table[i].mutates;
+	return false;
+}
+
+void
+cmd_run(struct cmd_ctx *ctx, const struct proto_msg *req, struct buf *resp)
+{
+	const char *name = proto_get(req, "cmd");
+	const struct cmd_entry *ce = NULL;
+	struct cmd_res res = { .status = EXIT_DONE, .frame = resp };
+
+	buf_init(&res.out);
+	err_clear(&res.err);
+	for (size_t i = 0; i < sizeof cmd_table / sizeof cmd_table[0]; i++)
+		if (strcmp(cmd_table[i].name, name) == 0)
+			ce = &cmd_table[i];
+	if (ce == NULL)
+		res_fail(&res, EXIT_BAD_INPUT, "unknown command \"%.40s\": see"
+			 " backfillctl --help", name);
+	else if (ce->mutates && !ctx->may_change)
+		res_fail(&res, EXIT_BAD_INPUT, "permission denied: %s changes"
+			 " state and needs root, the daemon's user or the socket's"
+			 " group", ce->name);
+	else
+		ce->exec(ctx, req, &res);
+	if (res.status != EXIT_DONE && res.err.msg[0]) {
+		log_info("control: cmd=%s refused: %s", name, res.err.msg);
+		buf_reset(&res.out);
+	}
+	proto_add_int(resp, "status", res.status);
+	if (res.out.len > 0) {
+		buf_add(&res.out, "", 1);
+		proto_add(resp, "out", res.out.data);
+	}
+	if (res.err.msg[0])
+		proto_add(resp, "err", res.err.msg);
+	buf_free(&res.out);
+}
+
+/* ---- wait ------------------------------------------------------------- */
+
+void
+cmd_wait_summary(struct sched *s, int64_t request_id,
+		 const struct sched_progress *p, struct buf *out)
+{
+	struct store_open_row dummy;
+
+	(void)s;
+	(void)dummy;
+	buf_printf(out, "request %" PRId64 ": %" PRId64 " succeeded, %" PRId64
+		   " failed, %" PRId64 " blocked, %" PRId64 " cancelled of %"
+		   PRId64 " in %.1fs\n", request_id, p->succeeded, p->failed,
+		   p->blocked, p->cancelled, p->total,
+		   (double)p->elapsed_ms / 1000.0);
+}

@@ -1,1 +1,548 @@
-/* control.c - to be written */
+/*
+ * control.c - the control socket server.
+ *
+ * One uv_pipe_t listens; each connection reads frames into a buffer that
+ * never grows past one maximal frame, answers each REQUEST in order, and
+ * is closed after a protocol error (with a RESPONSE saying what was wrong
+ * first).  `wait` registers a watch on the scheduler and streams PROGRESS
+ * frames, at most ten a second, then the final RESPONSE.  Peers' creden-
+ * tials (SO_PEERCRED) decide whether they may run mutating commands: root,
+ * the daemon's own user, or members of the socket's group.
+ */
+#include "control.h"
+
+#include <errno.h>
+#include <grp.h>
+#include <inttypes.h>
+#include <pwd.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include "clock.h"
+#include "log.h"
+
+#define READ_CHUNK 65536
+#define PROGRESS_EVERY_MS 100
+
+struct client {
+	uv_pipe_t pipe;
+	struct control *c;
+	char *rbuf;
+	size_t rlen;
+	size_t rcap;
+	bool closing;
+	void *watch;
+	int64_t wait_id;
+	uv_timer_t throttle;
+	bool pending;
+	int64_t last_sent;
+	struct sched_progress last;
+	bool may_change;
+	struct client *next, *prev;
+};
+
+struct control {
+	uv_loop_t *loop;
+	uv_pipe_t listener;
+	struct sched *sched;
+	char *path;
+	bool has_group;
+	gid_t group;
+	int (*reload)(void *, struct err *);
+	void *reload_data;
+	struct client clients; /* list head */
+	bool closing;
+};
+
+struct write_req {
+	uv_write_t req;
+	char *data;
+};
+
+static void client_close(struct client *cl);
+
+/* Free a finished write. */
+static void
+control_write_cb(uv_write_t *req, int status)
+{
+	struct write_req *wr = (struct write_req *)req;
+
+	(void)status;
+	free(wr->data);
+	free(wr);
+}
+
+/* Queue a built frame to a client (takes the buffer's data). */
+static void
+client_send(struct client *cl, struct buf *frame)
+{
+	struct write_req *wr;
+	uv_buf_t b;
+	size_t len = frame->len;
+
+	if (cl->closing) {
+		buf_free(frame);
+		return;
+	}
+	wr = calloc(1, sizeof *wr);
+	if (wr == NULL) {
+		buf_free(frame);
+		client_close(cl);
+		return;
+	}
+	wr->data = buf_steal(frame);
+	b = uv_buf_init(wr->data, (unsigned)len);
+	if (uv_write(&wr->req, (uv_stream_t *)&cl->pipe, &b, 1,
+		     control_write_cb) < 0) {
+		free(wr->data);
+		free(wr);
+		client_close(cl);
+	}
+}
+
+/* Send a RESPONSE with a status and an error line. */
+static void
+client_error(struct client *cl, int status, const char *msg)
+{
+	struct buf f;
+
+	buf_init(&f);
+	proto_begin(&f, PROTO_RESPONSE);
+	proto_add_int(&f, "status", status);
+	proto_add(&f, "err", msg);
+	proto_end(&f);
+	client_send(cl, &f);
+}
+
+/* Free a client after its handles closed. */
+static void
+client_free_cb(uv_handle_t *h)
+{
+	struct client *cl = h->data;
+
+	free(cl->rbuf);
+	free(cl);
+}
+
+/* The pipe closed: close the throttle timer, then free. */
+static void
+client_pipe_closed_cb(uv_handle_t *h)
+{
+	struct client *cl = h->data;
+
+	cl->throttle.data = cl;
+	uv_close((uv_handle_t *)&cl->throttle, client_free_cb);
+}
+
+/* Close a connection (idempotent). */
+static void
+client_close(struct client *cl)
+{
+	if (cl->closing)
+		return;
+	cl->closing = true;
+	if (cl->watch) {
+		sched_unwatch(cl->c->sched, cl->watch);
+		cl->watch = NULL;
+	}
+	uv_timer_stop(&cl->throttle);
+	cl->prev->next = cl->next;
+	cl->next->prev = cl->prev;
+	uv_close((uv_handle_t *)&cl->pipe, client_pipe_closed_cb);
+}
+
+/* Add the progress fields to a frame. */
+static void
+progress_fields(struct buf *f, const struct sched_progress *p)
+{
+	proto_add_int(f, "total", p->total);
+	proto_add_int(f, "done", p->succeeded + p->failed + p->blocked +
+		      p->cancelled);
+	proto_add_int(f, "succeeded", p->succeeded);
+	proto_add_int(f, "failed", p->failed);
+	proto_add_int(f, "blocked", p->blocked);
+	proto_add_int(f, "cancelled", p->cancelled);
+	proto_add_int(f, "running", p->running);
+	proto_add_int(f, "queued", p->queued);
+	proto_add_int(f, "elapsed_ms", p->elapsed_ms);
+}
+
+/* Send the final RESPONSE of a wait. */
+static void
+client_wait_done(struct client *cl, const struct sched_progress *p)
+{
+	struct buf f, out;
+
+	buf_init(&f);
+	buf_init(&out);
+	cmd_wait_summary(cl->c->sched, cl->wait_id, p, &out);
+	proto_begin(&f, PROTO_RESPONSE);
+	proto_add_int(&f, "status", p->failed + p->blocked > 0 ?
+		      EXIT_WORK_FAILED : EXIT_DONE);
+	proto_add_int(&f, "request", cl->wait_id);
+	progress_fields(&f, p);
+	proto_add(&f, "finished", "1");
+	buf_add(&out, "", 1);
+	proto_add(&f, "out", out.data);
+	proto_end(&f);
+	buf_free(&out);
+	client_send(cl, &f);
+	cl->wait_id = 0;
+}
+
+/* Send a PROGRESS frame with the latest counts. */
+static void
+client_progress_send(struct client *cl)
+{
+	struct buf f;
+
+	buf_init(&f);
+	proto_begin(&f, PROTO_PROGRESS);
+	proto_add_int(&f, "request", cl->wait_id);
+	progress_fields(&f, &cl->last);
+	proto_end(&f);
+	client_send(cl, &f);
+	cl->pending = false;
+	cl->last_sent = uv_now(cl->c->loop);
+}
+
+/* Throttle timer: send the progress held back. */
+static void
+client_throttle_cb(uv_timer_t *t)
+{
+	struct client *cl = t->data;
+
+	if (cl->pending && !cl->closing)
+		client_progress_send(cl);
+}
+
+/* The scheduler reports a change of the waited request. */
+static void
+client_watch_cb(void *data, const struct sched_progress *p)
+{
+	struct client *cl = data;
+	uint64_t now = uv_now(cl->c->loop);
+
+	cl->last = *p;
+	if (p->finished) {
+		cl->watch = NULL;
+		uv_timer_stop(&cl->throttle);
+		client_wait_done(cl, p);
+		return;
+	}
+	if ((int64_t)now - cl->last_sent >= PROGRESS_EVERY_MS) {
+		client_progress_send(cl);
+	} else if (!cl->pending) {
+		cl->pending = true;
+		uv_timer_start(&cl->throttle, client_throttle_cb,
+			       (uint64_t)(PROGRESS_EVERY_MS - ((int64_t)now - cl->last_sent)),
+			       0);
+	}
+}
+
+/* cmd=wait: stream progress until the request is done. */
+static void
+client_wait(struct client *cl, const struct proto_msg *req)
+{
+	long long id;
+	struct sched_progress p;
+	struct err err;
+
+	if (proto_get_int(req, "request", &id) < 0 || id <= 0) {
+		client_error(cl, EXIT_BAD_INPUT,
+			     "wait needs request=N with a positive request id");
+		return;
+	}
+	if (cl->watch) {
+		client_error(cl, EXIT_BAD_INPUT,
+			     "this connection already waits for a request");
+		return;
+	}
+	cl->wait_id = id;
+	cl->watch = sched_watch(cl->c->sched, id, client_watch_cb, cl);
+	if (cl->watch) {
+		if (sched_progress(cl->c->sched, id, &cl->last, &err) == 0)
+			client_progress_send(cl);
+		return;
+	}
+	if (sched_progress(cl->c->sched, id, &p, &err) < 0) {
+		cl->wait_id = 0;
+		client_error(cl, err.code, err.msg);
+		return;
+	}
+	client_wait_done(cl, &p);
+}
+
+/* Answer one request. */
+static void
+client_handle(struct client *cl, const struct proto_msg *req)
+{
+	const char *cmd = proto_get(req, "cmd");
+	struct cmd_ctx ctx = {
+		.sched = cl->c->sched, .reload = cl->c->reload,
+		.reload_data = cl->c->reload_data, .may_change = cl->may_change,
+	};
+	struct buf f;
+
+	if (req->type != PROTO_REQUEST || cmd == NULL) {
+		client_error(cl, EXIT_BAD_INPUT,
+			     "expected a REQUEST frame with cmd=...");
+		return;
+	}
+	if (strcmp(cmd, "wait") == 0) {
+		client_wait(cl, req);
+		return;
+	}
+	buf_init(&f);
+	proto_begin(&f, PROTO_RESPONSE);
+	cmd_run(&ctx, req, &f);
+	proto_end(&f);
+	client_send(cl, &f);
+}
+
+/* Give libuv a buffer to read into (the tail of the client's buffer). */
+static void
+client_alloc_cb(uv_handle_t *h, size_t hint, uv_buf_t *b)
+{
+	struct client *cl = h->data;
+
+	(void)hint;
+	if (cl->rcap - cl->rlen < READ_CHUNK) {
+		size_t ncap = cl->rlen + READ_CHUNK;
+		char *p = realloc(cl->rbuf, ncap);
+
+		if (p == NULL) {
+			*b = uv_buf_init(NULL, 0);
+			return;
+		}
+		cl->rbuf = p;
+		cl->rcap = ncap;
+	}
+	*b = uv_buf_init(cl->rbuf + cl->rlen, (unsigned)(cl->rcap - cl->rlen));
+}
+
+/* Bytes arrived: parse and answer every complete frame. */
+static void
+client_read_cb(uv_stream_t *st, ssize_t n, const uv_buf_t *b)
+{
+	struct client *cl = st->data;
+	struct proto_msg msg;
+	struct err err;
+	size_t used;
+	int rc;
+
+	(void)b;
+	if (n < 0) {
+		client_close(cl);
+		return;
+	}
+	cl->rlen += (size_t)n;
+	while (!cl->closing) {
+		rc = proto_parse(cl->rbuf, cl->rlen, &used, &msg, &err);
+		if (rc == 0)
+			break;
+		if (rc < 0) {
+			log_warn("control: closing a connection: %s", err.msg);
+			client_error(cl, EXIT_BAD_INPUT, err.msg);
+			uv_read_stop(st);
+			client_close(cl);
+			return;
+		}
+		memmove(cl->rbuf, cl->rbuf + used, cl->rlen - used);
+		cl->rlen -= used;
+		client_handle(cl, &msg);
+		proto_msg_free(&msg);
+	}
+	/* drop a large buffer once it is empty again */
+	if (cl->rlen == 0 && cl->rcap > 4 * READ_CHUNK) {
+		free(cl->rbuf);
+		cl->rbuf = NULL;
+		cl->rcap = 0;
+	}
+}
+
+/* May this peer change state? */
+static bool
+control_peer_may_change(struct control *c, int fd)
+{
+	struct ucred cred;
+	socklen_t len = sizeof cred;
+	struct passwd *pw;
+	gid_t groups[256];
+	int ngroups = 256;
+
+	if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &len) < 0)
+		return false;
+	if (cred.uid == 0 || cred.uid == geteuid())
+		return true;
+	if (!c->has_group)
+		return cred.gid == getegid();
+	if (cred.gid == c->group)
+		return true;
+	pw = getpwuid(cred.uid);
+	if (pw == NULL || getgrouplist(pw->pw_name, pw->pw_gid, groups,
+				       &ngroups) < 0)
+		return false;
+	for (int i = 0; i < ngroups; i++)
+		if (groups[i] == c->group)
+			return true;
+	return false;
+}
+
+/* A client connected. */
+static void
+control_connection_cb(uv_stream_t *server, int status)
+{
+	struct control *c = server->data;
+	struct client *cl;
+	uv_os_fd_t fd;
+
+	if (status < 0) {
+		log_warn("control: accept failed: %s", uv_strerror(status));
+		return;
+	}
+	cl = calloc(1, sizeof *cl);
+	if (cl == NULL)
+		return;
+	cl->c = c;
+	uv_pipe_init(c->loop, &cl->pipe, 0);
+	cl->pipe.data = cl;
+	uv_timer_init(c->loop, &cl->throttle);
+	cl->throttle.data = cl;
+	cl->next = c->clients.next;
+	cl->prev = &c->clients;
+	c->clients.next->prev = cl;
+	c->clients.next = cl;
+	if (uv_accept(server, (uv_stream_t *)&cl->pipe) < 0) {
+		client_close(cl);
+		return;
+	}
+	if (uv_fileno((uv_handle_t *)&cl->pipe, &fd) == 0)
+		cl->may_change = control_peer_may_change(c, fd);
+	uv_read_start((uv_stream_t *)&cl->pipe, client_alloc_cb, client_read_cb);
+}
+
+/* Remove a socket file left by a dead daemon; refuse a live one. */
+static int
+control_clear_path(const char *path, struct err *err)
+{
+	struct sockaddr_un sa;
+	struct stat sb;
+	int fd;
+
+	if (lstat(path, &sb) < 0)
+		return 0;
+	if (!S_ISSOCK(sb.st_mode))
+		return err_set(err, EXIT_BAD_INPUT, "socket %s exists and is not"
+			       " a socket: remove it or choose another path", path);
+	memset(&sa, 0, sizeof sa);
+	sa.sun_family = AF_UNIX;
+	snprintf(sa.sun_path, sizeof sa.sun_path, "%s", path);
+	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	if (fd >= 0 && connect(fd, (struct sockaddr *)&sa, sizeof sa) == 0) {
+		close(fd);
+		return err_set(err, EXIT_BAD_INPUT, "another backfilld is listening"
+			       " on %s: stop it first, or give this one another"
+			       " socket", path);
+	}
+	if (fd >= 0)
+		close(fd);
+	unlink(path);
+	return 0;
+}
+
+int
+control_new(uv_loop_t *loop, struct sched *s, const char *path,
+	    const char *group, int (*reload)(void *, struct err *),
+	    void *reload_data, struct control **out, struct err *err)
+{
+	struct control *c;
+	struct group *gr;
+	int rc;
+
+	if (strlen(path) >= sizeof(((struct sockaddr_un *)0)->sun_path))
+		return err_set(err, EXIT_BAD_INPUT, "socket path %s is too long"
+			       " for a unix socket (%zu bytes at most): choose a"
+			       " shorter socket path", path,
+			       sizeof(((struct sockaddr_un *)0)->sun_path) - 1);
+	c = calloc(1, sizeof *c);
+	if (c == NULL)
+		return err_set(err, EXIT_INTERNAL, "out of memory");
+	c->loop = loop;
+	c->sched = s;
+	c->reload = reload;
+	c->reload_data = reload_data;
+	c->clients.next = c->clients.prev = &c->clients;
+	c->path = strdup(path);
+	if (group != NULL) {
+		gr = getgrnam(group);
+		if (gr == NULL) {
+			free(c->path);
+			free(c);
+			return err_set(err, EXIT_BAD_INPUT, "socket_group \"%s\" does"
+				       " not exist: create it (groupadd) or change"
+				       " socket_group", group);
+		}
+		c->has_group = true;
+		c->group = gr->gr_gid;
+	}
+	if (control_clear_path(path, err) < 0) {
+		free(c->path);
+		free(c);
+		return -1;
+	}
+	uv_pipe_init(loop, &c->listener, 0);
+	c->listener.data = c;
+	if ((rc = uv_pipe_bind(&c->listener, path)) < 0) {
+		err_set(err, EXIT_BAD_INPUT, "cannot listen on %s: %s; check that"
+			" its folder exists and is writable", path, uv_strerror(rc));
+		goto fail;
+	}
+	if (chmod(path, 0660) < 0 ||
+	    (c->has_group && chown(path, (uid_t)-1, c->group) < 0)) {
+		err_set(err, EXIT_BAD_INPUT, "cannot set the mode or group of %s:"
+			" %s", path, strerror(errno));
+		goto fail;
+	}
+	if ((rc = uv_listen((uv_stream_t *)&c->listener, 64,
+			    control_connection_cb)) < 0) {
+		err_set(err, EXIT_BAD_INPUT, "cannot listen on %s: %s", path,
+			uv_strerror(rc));
+		goto fail;
+	}
+	*out = c;
+	return 0;
+fail:
+	c->closing = true;
+	uv_close((uv_handle_t *)&c->listener, NULL);
+	*out = c; /* the caller closes and frees it after the loop turn */
+	return -1;
+}
+
+void
+control_close(struct control *c)
+{
+	if (c == NULL)
+		return;
+	while (c->clients.next != &c->clients)
+		client_close(c->clients.next);
+	if (!c->closing) {
+		c->closing = true;
+		uv_close((uv_handle_t *)&c->listener, NULL);
+		unlink(c->path);
+	}
+}
+
+void
+control_free(struct control *c)
+{
+	if (c == NULL)
+		return;
+	free(c->path);
+	free(c);
+}

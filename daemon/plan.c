@@ -1,1 +1,192 @@
-/* plan.c - to be written */
+/*
+ * plan.c - the downstream planner: which downstream partitions a set of
+ * partitions feeds, and what each waits for.  See plan.h for the rules.
+ *
+ * Cost: O(k log k) for k (input item, downstream partition) pairs; a week
+ * straddling two months yields two pairs.
+ */
+#include "plan.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+struct pair {
+	part_t part;  /* downstream partition */
+	size_t input; /* plan item feeding it */
+};
+
+/* Start an empty plan. */
+void
+plan_init(struct plan *p)
+{
+	memset(p, 0, sizeof *p);
+}
+
+/* Free a plan's arrays. */
+void
+plan_free(struct plan *p)
+{
+	free(p->items);
+	free(p->deps);
+	plan_init(p);
+}
+
+/* Grow an array to hold one more element of size sz. */
+static int
+plan_grow(void **arr, size_t *cap, size_t n, size_t sz, struct err *err)
+{
+	void *v;
+	size_t ncap;
+
+	if (n < *cap)
+		return 0;
+	ncap = *cap ? *cap * 2 : 64;
+	v = realloc(*arr, ncap * sz);
+	if (v == NULL)
+		return err_set(err, EXIT_INTERNAL, "out of memory planning");
+	*arr = v;
+	*cap = ncap;
+	return 0;
+}
+
+/* Append an item. */
+static int
+plan_push(struct plan *p, int job, part_t part, bool downstream,
+	  struct err *err)
+{
+	struct plan_item *it;
+
+	if (plan_grow((void **)&p->items, &p->cap, p->n, sizeof *p->items, err) < 0)
+		return -1;
+	it = &p->items[p->n++];
+	it->job = job;
+	it->part = part;
+	it->downstream = downstream;
+	it->dep_off = p->ndeps;
+	it->ndeps = 0;
+	return 0;
+}
+
+/* Append an input to the last item. */
+static int
+plan_push_dep(struct plan *p, size_t input, struct err *err)
+{
+	if (plan_grow((void **)&p->deps, &p->depcap, p->ndeps, sizeof *p->deps,
+		      err) < 0)
+		return -1;
+	p->deps[p->ndeps++] = input;
+	p->items[p->n - 1].ndeps++;
+	return 0;
+}
+
+int
+plan_add_root(struct plan *p, int job, part_t part, struct err *err)
+{
+	if (plan_push(p, job, part, false, err) < 0)
+		return -1;
+	p->nroot = p->n;
+	return 0;
+}
+
+/* Order pairs by partition, then input. */
+static int
+pair_cmp(const void *a, const void *b)
+{
+	const struct pair *x = a, *y = b;
+
+	if (x->part != y->part)
+		return x->part < y->part ? -1 : 1;
+	if (x->input != y->input)
+		return x->input < y->input ? -1 : 1;
+	return 0;
+}
+
+/* Add job d's items fed by items already in the plan. */
+static int
+plan_expand_job(struct plan *p, const struct config *cfg, int d, bool reverse,
+		struct err *err)
+{
+	const struct job_def *dj = &cfg->jobs[d];
+	struct pair *pairs = NULL;
+	size_t n = 0, cap = 0, limit = p->n;
+
+	for (size_t i = 0; i < limit; i++) {
+		const struct plan_item *it = &p->items[i];
+		bool feeds = false;
+		part_t out[2];
+		int k;
+
+		for (size_t u = 0; u < dj->nupstream; u++)
+			feeds |= dj->upstream_idx[u] == it->job;
+		if (!feeds)
+			continue;
+		k = part_map(cfg->jobs[it->job].grain, it->part, dj->grain, out);
+		for (int j = 0; j < k; j++) {
+			if (plan_grow((void **)&pairs, &cap, n, sizeof *pairs,
+				      err) < 0) {
+				free(pairs);
+				return -1;
+			}
+			pairs[n].part = out[j];
+			pairs[n].input = i;
+			n++;
+		}
+	}
+	if (n == 0)
+		return 0;
+	qsort(pairs, n, sizeof *pairs, pair_cmp);
+	for (size_t a = 0; a < n;) {
+		size_t s = reverse ? n - 1 - a : a, b;
+
+		/* find the group of pairs[s].part */
+		size_t lo = s, hi = s;
+		while (lo > 0 && pairs[lo - 1].part == pairs[s].part)
+			lo--;
+		while (hi + 1 < n && pairs[hi + 1].part == pairs[s].part)
+			hi++;
+		if (plan_push(p, d, pairs[s].part, true, err) < 0)
+			goto fail;
+		for (b = lo; b <= hi; b++)
+			if (plan_push_dep(p, pairs[b].input, err) < 0)
+				goto fail;
+		a += hi - lo + 1;
+	}
+	free(pairs);
+	return 0;
+fail:
+	free(pairs);
+	return -1;
+}
+
+int
+plan_expand(struct plan *p, const struct config *cfg, bool reverse,
+	    struct err *err)
+{
+	bool *in_plan = calloc(cfg->njobs ? cfg->njobs : 1, sizeof *in_plan);
+
+	if (in_plan == NULL)
+		return err_set(err, EXIT_INTERNAL, "out of memory planning");
+	for (size_t i = 0; i < p->n; i++)
+		in_plan[p->items[i].job] = true;
+	for (size_t t = 0; t < cfg->njobs; t++) {
+		int d = cfg->topo[t];
+		const struct job_def *dj = &cfg->jobs[d];
+		bool fed = false;
+
+		if (in_plan[d])
+			continue; /* the request's own job: not its own downstream */
+		for (size_t u = 0; u < dj->nupstream; u++)
+			fed |= in_plan[dj->upstream_idx[u]];
+		if (!fed)
+			continue;
+		size_t before = p->n;
+		if (plan_expand_job(p, cfg, d, reverse, err) < 0) {
+			free(in_plan);
+			return -1;
+		}
+		if (p->n > before)
+			in_plan[d] = true;
+	}
+	free(in_plan);
+	return 0;
+}

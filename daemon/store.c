@@ -1,1 +1,751 @@
-/* store.c - to be written */
+/*
+ * store.c - the state store on SQLite.
+ *
+ * Opened once by the daemon on the loop thread.  WAL with
+ * synchronous=NORMAL: a commit is durable against a crash of the daemon
+ * (the WAL is written before the commit returns) and against power loss up
+ * to the last checkpoint-synchronised commit, which is what the manifest
+ * needs: a partition acknowledged as queued is in the WAL.  The busy
+ * timeout covers backfillctl-independent readers (sqlite3 CLI, backups).
+ * Statements are prepared once, from the table below, and reset after use;
+ * every error copies sqlite3_errmsg at once.
+ */
+#include "store.h"
+
+#include <sqlite3.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "sql_embedded.h"
+
+enum stmt_id {
+	S_REQUEST_ADD,
+	S_REQUEST_FINISH,
+	S_ITEM_ADD,
+	S_ITEM_SET,
+	S_RUN_START,
+	S_RUN_FINISH,
+	S_PART_BUILT,
+	S_PART_GET,
+	S_LOAD_OPEN,
+	S_LAST_STATES,
+	S_BUILT_BY,
+	S_PARTS_OF,
+	S_JOB_GET,
+	S_JOB_PUT,
+	S_REQUEST_GET,
+	S_JOB_COUNTS_OPEN,
+	S_JOB_COUNTS_LAST,
+	S_COUNT
+};
+
+static const char *const store_sql[S_COUNT] = {
+	[S_REQUEST_ADD] =
+	"INSERT INTO requests (job, kind, reason, from_key, to_key, reprocess,"
+	" reverse, no_downstream, created_at) VALUES (?,?,?,?,?,?,?,?,?)",
+	[S_REQUEST_FINISH] =
+	"UPDATE requests SET finished_at = ?2, cancelled = ?3 WHERE id = ?1",
+	[S_ITEM_ADD] =
+	"INSERT INTO manifest (request_id, job, partition_key, seq, downstream,"
+	" state, created_at, updated_at) VALUES (?,?,?,?,?,?,?8,?8)",
+	[S_ITEM_SET] =
+	"UPDATE manifest SET state = ?2, attempts = ?3, not_before = ?4,"
+	" error = ?5, blocked_on = ?6, updated_at = ?7 WHERE id = ?1",
+	[S_RUN_START] =
+	"INSERT INTO runs (manifest_id, request_id, job, partition_key, attempt,"
+	" state, started_at, code_version) VALUES (?,?,?,?,?,'running',?,?)",
+	[S_RUN_FINISH] =
+	"UPDATE runs SET state = ?2, finished_at = ?3, error = ?4,"
+	" rows_changed = ?5 WHERE id = ?1",
+	[S_PART_BUILT] =
+	"INSERT INTO partitions (job, partition_key, built_at, inputs_at, run_id,"
+	" code_version) VALUES (?1,?2,?3,?4,?5,?6) ON CONFLICT (job, partition_key)"
+	" DO UPDATE SET built_at = ?3, inputs_at = ?4, run_id = ?5,"
+	" code_version = ?6",
+	[S_PART_GET] =
+	"SELECT built_at, inputs_at FROM partitions WHERE job = ? AND"
+	" partition_key = ?",
+	[S_LOAD_OPEN] =
+	"SELECT m.id, m.request_id, m.job, m.partition_key, m.seq, m.downstream,"
+	" m.state, m.attempts, m.not_before, m.blocked_on, r.job, r.kind,"
+	" r.reverse, r.created_at FROM manifest m JOIN requests r"
+	" ON r.id = m.request_id WHERE r.finished_at IS NULL"
+	" ORDER BY m.request_id, m.seq",
+	[S_LAST_STATES] =
+	"SELECT partition_key, state FROM runs WHERE id IN (SELECT MAX(id) FROM"
+	" runs WHERE job = ?1 AND partition_key BETWEEN ?2 AND ?3 AND state IN"
+	" ('succeeded', 'failed') GROUP BY partition_key)",
+	[S_BUILT_BY] =
+	"SELECT partition_key FROM partitions WHERE job = ? AND code_version = ?"
+	" ORDER BY partition_key",
+	[S_PARTS_OF] =
+	"SELECT partition_key, built_at, inputs_at FROM partitions WHERE job = ?"
+	" ORDER BY partition_key",
+	[S_JOB_GET] =
+	"SELECT watermark, catchup, gap_from, gap_to, paused, paused_at FROM jobs"
+	" WHERE job = ?",
+	[S_JOB_PUT] =
+	"INSERT INTO jobs (job, watermark, catchup, gap_from, gap_to, paused,"
+	" paused_at, updated_at) VALUES (?1,?2,?3,?4,?5,?6,?7,?8)"
+	" ON CONFLICT (job) DO UPDATE SET watermark = ?2, catchup = ?3,"
+	" gap_from = ?4, gap_to = ?5, paused = ?6, paused_at = ?7,"
+	" updated_at = ?8",
+	[S_REQUEST_GET] =
+	"SELECT job, finished_at IS NOT NULL FROM requests WHERE id = ?",
+	[S_JOB_COUNTS_OPEN] =
+	"SELECT m.state, COUNT(*) FROM manifest m JOIN requests r ON"
+	" r.id = m.request_id WHERE m.job = ?1 AND r.finished_at IS NULL AND"
+	" m.state IN ('queued', 'running', 'blocked') GROUP BY m.state",
+	[S_JOB_COUNTS_LAST] =
+	"SELECT state, COUNT(*) FROM runs WHERE id IN (SELECT MAX(id) FROM runs"
+	" WHERE job = ?1 AND state IN ('succeeded', 'failed')"
+	" GROUP BY partition_key) GROUP BY state",
+};
+
+struct store {
+	sqlite3 *db;
+	sqlite3_stmt *stmt[S_COUNT];
+	int depth; /* store_begin nesting */
+};
+
+static const char *const mstate_names[MS_COUNT] = {
+	"queued", "running", "succeeded", "failed", "blocked", "cancelled"
+};
+
+/* Name of a manifest state. */
+const char *
+mstate_name(enum mstate s)
+{
+	return (unsigned)s < MS_COUNT ? mstate_names[s] : "unknown";
+}
+
+/* Parse a manifest state name. */
+int
+mstate_parse(const char *s, enum mstate *out)
+{
+	for (int i = 0; i < MS_COUNT; i++) {
+		if (strcmp(s, mstate_names[i]) == 0) {
+			*out = (enum mstate)i;
+			return 0;
+		}
+	}
+	return -1;
+}
+
+/* Fill err from the connection's last error, with context. */
+static int
+store_fail(struct store *st, struct err *err, const char *what)
+{
+	return err_set(err, EXIT_INTERNAL, "state store: %s: %s", what,
+		       sqlite3_errmsg(st->db));
+}
+
+/* Run SQL without results. */
+static int
+store_exec(struct store *st, const char *sql, struct err *err)
+{
+	char *msg = NULL;
+
+	if (sqlite3_exec(st->db, sql, NULL, NULL, &msg) != SQLITE_OK) {
+		err_set(err, EXIT_INTERNAL, "state store: %s",
+			msg ? msg : sqlite3_errmsg(st->db));
+		sqlite3_free(msg);
+		return -1;
+	}
+	return 0;
+}
+
+/* Apply the compiled-in migrations above PRAGMA user_version. */
+static int
+store_migrate(struct store *st, const char *path, struct err *err)
+{
+	sqlite3_stmt *s;
+	int version = 0;
+	char sql[64];
+
+	if (sqlite3_prepare_v2(st->db, "PRAGMA user_version", -1, &s, NULL) != SQLITE_OK)
+		return store_fail(st, err, "reading the schema version");
+	if (sqlite3_step(s) == SQLITE_ROW)
+		version = sqlite3_column_int(s, 0);
+	sqlite3_finalize(s);
+	if (version > sql_migrations_count)
+		return err_set(err, EXIT_BAD_INPUT,
+			       "%s: schema version %d is newer than this backfilld "
+			       "knows (%d): run the backfilld that wrote it", path,
+			       version, sql_migrations_count);
+	for (int i = version; i < sql_migrations_count; i++) {
+		if (store_exec(st, "BEGIN IMMEDIATE", err) < 0)
+			return -1;
+		snprintf(sql, sizeof sql, "PRAGMA user_version = %d",
+			 sql_migrations[i].version);
+		if (store_exec(st, sql_migrations[i].sql, err) < 0 ||
+		    store_exec(st, sql, err) < 0) {
+			err_prefix(err, "applying %s", sql_migrations[i].name);
+			store_exec(st, "ROLLBACK", NULL);
+			return -1;
+		}
+		if (store_exec(st, "COMMIT", err) < 0)
+			return -1;
+	}
+	return 0;
+}
+
+int
+store_open(const char *path, struct store **out, struct err *err)
+{
+	struct store *st = calloc(1, sizeof *st);
+
+	if (st == NULL)
+		return err_set(err, EXIT_INTERNAL, "out of memory");
+	if (sqlite3_open_v2(path, &st->db, SQLITE_OPEN_READWRITE |
+			    SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX, NULL) != SQLITE_OK) {
+		err_set(err, EXIT_BAD_INPUT, "cannot open state store %s: %s; "
+			"check state_db and that its folder exists and is writable",
+			path, st->db ? sqlite3_errmsg(st->db) : "out of memory");
+		sqlite3_close(st->db);
+		free(st);
+		return -1;
+	}
+	sqlite3_busy_timeout(st->db, 10000);
+	if (store_exec(st, "PRAGMA journal_mode = WAL", err) < 0 ||
+	    store_exec(st, "PRAGMA synchronous = NORMAL", err) < 0 ||
+	    store_exec(st, "PRAGMA foreign_keys = ON", err) < 0 ||
+	    store_migrate(st, path, err) < 0)
+		goto fail;
+	for (int i = 0; i < S_COUNT; i++) {
+		if (sqlite3_prepare_v3(st->db, store_sql[i], -1,
+				       SQLITE_PREPARE_PERSISTENT, &st->stmt[i],
+				       NULL) != SQLITE_OK) {
+			store_fail(st, err, "preparing statements");
+			goto fail;
+		}
+	}
+	*out = st;
+	return 0;
+fail:
+	err_prefix(err, "%s", path);
+	store_close(st);
+	return -1;
+}
+
+void
+store_close(struct store *st)
+{
+	if (st == NULL)
+		return;
+	for (int i = 0; i < S_COUNT; i++)
+		sqlite3_finalize(st->stmt[i]);
+	sqlite3_close(st->db);
+	free(st);
+}
+
+int
+store_begin(struct store *st, struct err *err)
+{
+	if (st->depth++ > 0)
+		return 0;
+	if (store_exec(st, "BEGIN IMMEDIATE", err) < 0) {
+		st->depth = 0;
+		return -1;
+	}
+	return 0;
+}
+
+int
+store_commit(struct store *st, struct err *err)
+{
+	if (st->depth == 0 || --st->depth > 0)
+		return 0;
+	if (store_exec(st, "COMMIT", err) < 0) {
+		store_exec(st, "ROLLBACK", NULL);
+		return -1;
+	}
+	return 0;
+}
+
+void
+store_rollback(struct store *st)
+{
+	if (st->depth == 0)
+		return;
+	st->depth = 0;
+	store_exec(st, "ROLLBACK", NULL);
+}
+
+/* Bind text or NULL. */
+static void
+bind_text(sqlite3_stmt *s, int i, const char *v)
+{
+	if (v == NULL)
+		sqlite3_bind_null(s, i);
+	else
+		sqlite3_bind_text(s, i, v, -1, SQLITE_TRANSIENT);
+}
+
+/* Step a statement that returns no rows, then reset it. */
+static int
+store_step_done(struct store *st, sqlite3_stmt *s, struct err *err,
+		const char *what)
+{
+	int rc = sqlite3_step(s);
+
+	if (rc != SQLITE_DONE) {
+		store_fail(st, err, what);
+		sqlite3_reset(s);
+		sqlite3_clear_bindings(s);
+		return -1;
+	}
+	sqlite3_reset(s);
+	sqlite3_clear_bindings(s);
+	return 0;
+}
+
+/* Reset a statement after reading rows. */
+static void
+store_done(sqlite3_stmt *s)
+{
+	sqlite3_reset(s);
+	sqlite3_clear_bindings(s);
+}
+
+int
+store_request_add(struct store *st, const struct store_request *rq, int64_t *id,
+		  struct err *err)
+{
+	sqlite3_stmt *s = st->stmt[S_REQUEST_ADD];
+
+	bind_text(s, 1, rq->job);
+	bind_text(s, 2, rq->kind);
+	bind_text(s, 3, rq->reason);
+	bind_text(s, 4, rq->from_key);
+	bind_text(s, 5, rq->to_key);
+	bind_text(s, 6, rq->reprocess ? rq->reprocess : "all");
+	sqlite3_bind_int(s, 7, rq->reverse);
+	sqlite3_bind_int(s, 8, rq->no_downstream);
+	sqlite3_bind_int64(s, 9, rq->created_at);
+	if (store_step_done(st, s, err, "adding a request") < 0)
+		return -1;
+	*id = sqlite3_last_insert_rowid(st->db);
+	return 0;
+}
+
+int
+store_request_finish(struct store *st, int64_t id, int64_t at, bool cancelled,
+		     struct err *err)
+{
+	sqlite3_stmt *s = st->stmt[S_REQUEST_FINISH];
+
+	sqlite3_bind_int64(s, 1, id);
+	sqlite3_bind_int64(s, 2, at);
+	sqlite3_bind_int(s, 3, cancelled);
+	return store_step_done(st, s, err, "finishing a request");
+}
+
+int
+store_item_add(struct store *st, const struct store_item *it, int64_t *id,
+	       struct err *err)
+{
+	sqlite3_stmt *s = st->stmt[S_ITEM_ADD];
+
+	sqlite3_bind_int64(s, 1, it->request_id);
+	bind_text(s, 2, it->job);
+	bind_text(s, 3, it->key);
+	sqlite3_bind_int(s, 4, it->seq);
+	sqlite3_bind_int(s, 5, it->downstream);
+	bind_text(s, 6, mstate_name(it->state));
+	sqlite3_bind_int64(s, 8, it->at);
+	if (store_step_done(st, s, err, "adding to the manifest") < 0)
+		return -1;
+	*id = sqlite3_last_insert_rowid(st->db);
+	return 0;
+}
+
+int
+store_item_set(struct store *st, int64_t id, enum mstate state, int attempts,
+	       int64_t not_before, const char *error, const char *blocked_on,
+	       int64_t at, struct err *err)
+{
+	sqlite3_stmt *s = st->stmt[S_ITEM_SET];
+
+	sqlite3_bind_int64(s, 1, id);
+	bind_text(s, 2, mstate_name(state));
+	sqlite3_bind_int(s, 3, attempts);
+	sqlite3_bind_int64(s, 4, not_before);
+	bind_text(s, 5, error);
+	bind_text(s, 6, blocked_on);
+	sqlite3_bind_int64(s, 7, at);
+	return store_step_done(st, s, err, "updating the manifest");
+}
+
+int
+store_run_start(struct store *st, int64_t manifest_id, int64_t request_id,
+		const char *job, const char *key, int attempt,
+		int64_t started_at, const char *code_version, int64_t *run_id,
+		struct err *err)
+{
+	sqlite3_stmt *s = st->stmt[S_RUN_START];
+
+	sqlite3_bind_int64(s, 1, manifest_id);
+	sqlite3_bind_int64(s, 2, request_id);
+	bind_text(s, 3, job);
+	bind_text(s, 4, key);
+	sqlite3_bind_int(s, 5, attempt);
+	sqlite3_bind_int64(s, 6, started_at);
+	bind_text(s, 7, code_version);
+	if (store_step_done(st, s, err, "recording a run") < 0)
+		return -1;
+	*run_id = sqlite3_last_insert_rowid(st->db);
+	return 0;
+}
+
+int
+store_run_finish(struct store *st, int64_t run_id, enum mstate state,
+		 int64_t finished_at, const char *error, int64_t rows_changed,
+		 struct err *err)
+{
+	sqlite3_stmt *s = st->stmt[S_RUN_FINISH];
+
+	sqlite3_bind_int64(s, 1, run_id);
+	bind_text(s, 2, mstate_name(state));
+	sqlite3_bind_int64(s, 3, finished_at);
+	bind_text(s, 4, error);
+	if (rows_changed >= 0)
+		sqlite3_bind_int64(s, 5, rows_changed);
+	else
+		sqlite3_bind_null(s, 5);
+	return store_step_done(st, s, err, "finishing a run");
+}
+
+int
+store_partition_built(struct store *st, const char *job, const char *key,
+		      int64_t built_at, int64_t inputs_at, int64_t run_id,
+		      const char *code_version, struct err *err)
+{
+	sqlite3_stmt *s = st->stmt[S_PART_BUILT];
+
+	bind_text(s, 1, job);
+	bind_text(s, 2, key);
+	sqlite3_bind_int64(s, 3, built_at);
+	if (inputs_at >= 0)
+		sqlite3_bind_int64(s, 4, inputs_at);
+	else
+		sqlite3_bind_null(s, 4);
+	sqlite3_bind_int64(s, 5, run_id);
+	bind_text(s, 6, code_version);
+	return store_step_done(st, s, err, "recording a build");
+}
+
+int
+store_partition_get(struct store *st, const char *job, const char *key,
+		    int64_t *built_at, int64_t *inputs_at, struct err *err)
+{
+	sqlite3_stmt *s = st->stmt[S_PART_GET];
+	int rc;
+
+	bind_text(s, 1, job);
+	bind_text(s, 2, key);
+	rc = sqlite3_step(s);
+	if (rc == SQLITE_ROW) {
+		*built_at = sqlite3_column_int64(s, 0);
+		*inputs_at = sqlite3_column_type(s, 1) == SQLITE_NULL ? -1 :
+			sqlite3_column_int64(s, 1);
+		store_done(s);
+		return 0;
+	}
+	store_done(s);
+	if (rc != SQLITE_DONE)
+		return store_fail(st, err, "reading a build");
+	return 1;
+}
+
+int
+store_recover(struct store *st, int64_t at, int *count, struct err *err)
+{
+	char sql[512];
+
+	if (store_begin(st, err) < 0)
+		return -1;
+	snprintf(sql, sizeof sql,
+		 "UPDATE runs SET state = 'failed', finished_at = %lld, error ="
+		 " 'interrupted: the daemon stopped during the run; queued again'"
+		 " WHERE state = 'running'", (long long)at);
+	if (store_exec(st, sql, err) < 0)
+		goto fail;
+	*count = sqlite3_changes(st->db);
+	snprintf(sql, sizeof sql,
+		 "UPDATE manifest SET state = 'queued', updated_at = %lld"
+		 " WHERE state = 'running'", (long long)at);
+	if (store_exec(st, sql, err) < 0)
+		goto fail;
+	return store_commit(st, err);
+fail:
+	store_rollback(st);
+	return -1;
+}
+
+/* Text column or NULL. */
+static const char *
+col_text(sqlite3_stmt *s, int i)
+{
+	return (const char *)sqlite3_column_text(s, i);
+}
+
+int
+store_load_open(struct store *st, store_open_cb cb, void *data, struct err *err)
+{
+	sqlite3_stmt *s = st->stmt[S_LOAD_OPEN];
+	struct store_open_row row;
+	int rc;
+
+	while ((rc = sqlite3_step(s)) == SQLITE_ROW) {
+		memset(&row, 0, sizeof row);
+		row.id = sqlite3_column_int64(s, 0);
+		row.request_id = sqlite3_column_int64(s, 1);
+		row.job = col_text(s, 2);
+		row.key = col_text(s, 3);
+		row.seq = sqlite3_column_int(s, 4);
+		row.downstream = sqlite3_column_int(s, 5);
+		if (mstate_parse(col_text(s, 6), &row.state) < 0)
+			row.state = MS_QUEUED;
+		row.attempts = sqlite3_column_int(s, 7);
+		row.not_before = sqlite3_column_int64(s, 8);
+		row.blocked_on = col_text(s, 9);
+		row.rq_job = col_text(s, 10);
+		row.rq_kind = col_text(s, 11);
+		row.rq_reverse = sqlite3_column_int(s, 12);
+		row.rq_created_at = sqlite3_column_int64(s, 13);
+		if (cb(&row, data, err) < 0) {
+			store_done(s);
+			return -1;
+		}
+	}
+	store_done(s);
+	if (rc != SQLITE_DONE)
+		return store_fail(st, err, "loading the manifest");
+	return 0;
+}
+
+int
+store_last_states(struct store *st, const char *job, const char *first_key,
+		  const char *last_key, store_last_cb cb, void *data,
+		  struct err *err)
+{
+	sqlite3_stmt *s = st->stmt[S_LAST_STATES];
+	enum mstate state;
+	int rc;
+
+	bind_text(s, 1, job);
+	bind_text(s, 2, first_key);
+	bind_text(s, 3, last_key);
+	while ((rc = sqlite3_step(s)) == SQLITE_ROW) {
+		if (mstate_parse(col_text(s, 1), &state) == 0)
+			cb(col_text(s, 0), state, data);
+	}
+	store_done(s);
+	if (rc != SQLITE_DONE)
+		return store_fail(st, err, "reading the last runs");
+	return 0;
+}
+
+int
+store_keys_built_by(struct store *st, const char *job, const char *code_version,
+		    store_key_cb cb, void *data, struct err *err)
+{
+	sqlite3_stmt *s = st->stmt[S_BUILT_BY];
+	int rc;
+
+	bind_text(s, 1, job);
+	bind_text(s, 2, code_version);
+	while ((rc = sqlite3_step(s)) == SQLITE_ROW) {
+		if (cb(col_text(s, 0), data, err) < 0) {
+			store_done(s);
+			return -1;
+		}
+	}
+	store_done(s);
+	if (rc != SQLITE_DONE)
+		return store_fail(st, err, "reading builds");
+	return 0;
+}
+
+int
+store_partitions_of(struct store *st, const char *job, store_built_cb cb,
+		    void *data, struct err *err)
+{
+	sqlite3_stmt *s = st->stmt[S_PARTS_OF];
+	int rc;
+
+	bind_text(s, 1, job);
+	while ((rc = sqlite3_step(s)) == SQLITE_ROW) {
+		bool has = sqlite3_column_type(s, 2) != SQLITE_NULL;
+
+		if (cb(col_text(s, 0), sqlite3_column_int64(s, 1), has,
+		       has ? sqlite3_column_int64(s, 2) : 0, data, err) < 0) {
+			store_done(s);
+			return -1;
+		}
+	}
+	store_done(s);
+	if (rc != SQLITE_DONE)
+		return store_fail(st, err, "reading builds");
+	return 0;
+}
+
+int
+store_runs(struct store *st, const char *job, int64_t request_id,
+	   const char *state, int64_t limit, store_run_cb cb, void *data,
+	   struct err *err)
+{
+	sqlite3_stmt *s;
+	struct store_run_row row;
+	int rc, n = 1;
+	char sql[512];
+
+	/* Built per call: the filter set varies; parameters stay bound. */
+	snprintf(sql, sizeof sql,
+		 "SELECT id, request_id, job, partition_key, attempt, state,"
+		 " started_at, finished_at, error, rows_changed, code_version"
+		 " FROM runs WHERE 1%s%s%s ORDER BY id DESC%s",
+		 job ? " AND job = ?1" : "", request_id ? " AND request_id = ?2" : "",
+		 state ? " AND state = ?3" : "", limit > 0 ? " LIMIT ?4" : "");
+	if (sqlite3_prepare_v2(st->db, sql, -1, &s, NULL) != SQLITE_OK)
+		return store_fail(st, err, "listing runs");
+	(void)n;
+	if (job)
+		bind_text(s, 1, job);
+	if (request_id)
+		sqlite3_bind_int64(s, 2, request_id);
+	if (state)
+		bind_text(s, 3, state);
+	if (limit > 0)
+		sqlite3_bind_int64(s, 4, limit);
+	while ((rc = sqlite3_step(s)) == SQLITE_ROW) {
+		memset(&row, 0, sizeof row);
+		row.id = sqlite3_column_int64(s, 0);
+		row.request_id = sqlite3_column_int64(s, 1);
+		row.job = col_text(s, 2);
+		row.key = col_text(s, 3);
+		row.attempt = sqlite3_column_int(s, 4);
+		row.state = col_text(s, 5);
+		row.started_at = sqlite3_column_int64(s, 6);
+		row.has_finished_at = sqlite3_column_type(s, 7) != SQLITE_NULL;
+		row.finished_at = sqlite3_column_int64(s, 7);
+		row.error = col_text(s, 8);
+		row.has_rows = sqlite3_column_type(s, 9) != SQLITE_NULL;
+		row.rows_changed = sqlite3_column_int64(s, 9);
+		row.code_version = col_text(s, 10);
+		if (cb(&row, data, err) < 0) {
+			sqlite3_finalize(s);
+			return -1;
+		}
+	}
+	if (rc != SQLITE_DONE) {
+		store_fail(st, err, "listing runs");
+		sqlite3_finalize(s);
+		return -1;
+	}
+	sqlite3_finalize(s);
+	return 0;
+}
+
+int
+store_job_counts(struct store *st, const char *job, int64_t counts[MS_COUNT],
+		 struct err *err)
+{
+	const int ids[2] = { S_JOB_COUNTS_OPEN, S_JOB_COUNTS_LAST };
+	enum mstate state;
+	int rc;
+
+	for (int i = 0; i < MS_COUNT; i++)
+		counts[i] = 0;
+	for (int k = 0; k < 2; k++) {
+		sqlite3_stmt *s = st->stmt[ids[k]];
+
+		bind_text(s, 1, job);
+		while ((rc = sqlite3_step(s)) == SQLITE_ROW) {
+			if (mstate_parse(col_text(s, 0), &state) == 0)
+				counts[state] += sqlite3_column_int64(s, 1);
+		}
+		store_done(s);
+		if (rc != SQLITE_DONE)
+			return store_fail(st, err, "counting partitions");
+	}
+	return 0;
+}
+
+/* Copy a text column into a fixed buffer ("" for NULL). */
+static void
+col_copy(sqlite3_stmt *s, int i, char *buf, size_t sz)
+{
+	const char *v = col_text(s, i);
+
+	snprintf(buf, sz, "%s", v ? v : "");
+}
+
+int
+store_job_get(struct store *st, const char *job, struct store_job_state *js,
+	      struct err *err)
+{
+	sqlite3_stmt *s = st->stmt[S_JOB_GET];
+	int rc;
+
+	memset(js, 0, sizeof *js);
+	strcpy(js->catchup, "ok");
+	bind_text(s, 1, job);
+	rc = sqlite3_step(s);
+	if (rc == SQLITE_ROW) {
+		js->has_watermark = sqlite3_column_type(s, 0) != SQLITE_NULL;
+		col_copy(s, 0, js->watermark, sizeof js->watermark);
+		col_copy(s, 1, js->catchup, sizeof js->catchup);
+		col_copy(s, 2, js->gap_from, sizeof js->gap_from);
+		col_copy(s, 3, js->gap_to, sizeof js->gap_to);
+		js->paused = sqlite3_column_int(s, 4);
+		js->paused_at = sqlite3_column_int64(s, 5);
+	}
+	store_done(s);
+	if (rc != SQLITE_ROW && rc != SQLITE_DONE)
+		return store_fail(st, err, "reading job state");
+	return 0;
+}
+
+int
+store_job_put(struct store *st, const char *job, const struct store_job_state *js,
+	      int64_t at, struct err *err)
+{
+	sqlite3_stmt *s = st->stmt[S_JOB_PUT];
+
+	bind_text(s, 1, job);
+	bind_text(s, 2, js->has_watermark ? js->watermark : NULL);
+	bind_text(s, 3, js->catchup[0] ? js->catchup : "ok");
+	bind_text(s, 4, js->gap_from[0] ? js->gap_from : NULL);
+	bind_text(s, 5, js->gap_to[0] ? js->gap_to : NULL);
+	sqlite3_bind_int(s, 6, js->paused);
+	if (js->paused)
+		sqlite3_bind_int64(s, 7, js->paused_at);
+	else
+		sqlite3_bind_null(s, 7);
+	sqlite3_bind_int64(s, 8, at);
+	return store_step_done(st, s, err, "saving job state");
+}
+
+int
+store_request_get(struct store *st, int64_t id, char *job, size_t jobsz,
+		  bool *finished, struct err *err)
+{
+	sqlite3_stmt *s = st->stmt[S_REQUEST_GET];
+	int rc;
+
+	sqlite3_bind_int64(s, 1, id);
+	rc = sqlite3_step(s);
+	if (rc == SQLITE_ROW) {
+		col_copy(s, 0, job, jobsz);
+		*finished = sqlite3_column_int(s, 1);
+		store_done(s);
+		return 0;
+	}
+	store_done(s);
+	if (rc != SQLITE_DONE)
+		return store_fail(st, err, "reading a request");
+	return 1;
+}

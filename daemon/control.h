@@ -1,0 +1,28 @@
+/*
+ * control.h - the control socket: a unix stream socket on the event loop,
+ * mode 0660, speaking the protocol of proto.h.  A client's bytes never
+ * stop the daemon: a bad frame gets an error RESPONSE and the connection
+ * is closed.
+ */
+#ifndef BACKFILLD_CONTROL_H
+#define BACKFILLD_CONTROL_H
+
+#include <uv.h>
+
+#include "cmd.h"
+#include "err.h"
+#include "scheduler.h"
+
+struct control;
+
+/* Listen on `path` (a stale socket file is replaced; a live daemon on it
+ * is an error); `group` (may be NULL) owns the socket. */
+int control_new(uv_loop_t *loop, struct sched *s, const char *path,
+		const char *group, int (*reload)(void *, struct err *),
+		void *reload_data, struct control **out, struct err *err);
+/* Stop accepting and close every connection; free after the loop ran the
+ * close callbacks. */
+void control_close(struct control *c);
+void control_free(struct control *c);
+
+#endif

@@ -1,0 +1,1779 @@
+/*
+ * scheduler.c - requests, the in-memory manifest and dispatch.
+ *
+ * Rules that must always hold:
+ *  1. The store first.  A state change is committed to the state store
+ *     before it is acknowledged to a client or acted upon (a run is
+ *     recorded 'running' before exec_submit; a request is committed before
+ *     its id is returned).
+ *  2. Caps.  At most cfg->max_concurrency runs in flight, at most
+ *     job->concurrency of one job, and never two runs of the same job and
+ *     partition at once: a partition queued while it runs waits for it.
+ *  3. Order.  Requests of kind schedule and catchup are served before
+ *     operator requests; operator requests share the pool round-robin;
+ *     within a request, items run in seq order (oldest first, or newest
+ *     with --reverse; downstream items after the items they wait for).
+ *  4. Downstream.  An item with inputs runs only when every input item of
+ *     its request is final; an input that failed or is blocked blocks it,
+ *     naming the input.  A later successful run of that input's job and
+ *     partition, from any request, releases it.
+ *  5. One run for many.  Items of several requests for the same job and
+ *     partition that are ready at the same time run once, together.
+ *  6. The schedule.  Each clock-driven job has a watermark: the newest
+ *     partition the schedule materialised.  On every wake the due set is
+ *     recomputed from `now`; the partitions between the watermark and the
+ *     newest due one are a gap when more than one: caught up as one
+ *     request when catchup is on and the gap is within max_catchup,
+ *     otherwise skipped (catchup off: only the newest runs) or refused
+ *     (above the bound: none runs, status says so).  A clock that goes
+ *     back finds nothing due past the watermark and re-runs nothing.
+ *     A paused job materialises nothing; on resume what came due meanwhile
+ *     is materialised within max_catchup, whatever catchup says: paused
+ *     time is not missed time.
+ */
+#include "scheduler.h"
+
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "clock.h"
+#include "log.h"
+
+struct request;
+
+struct entry {
+	int64_t id;              /* manifest row */
+	struct request *rq;
+	size_t idx;              /* position in rq->items */
+	char *job_name;
+	int job;                 /* index in s->cfg, -1 when no longer configured */
+	part_t part;
+	char key[CAL_KEY_MAX];
+	enum mstate state;
+	int attempts;
+	int64_t not_before;      /* ms */
+	int seq;
+	bool downstream;
+	char *blocked_on;
+	struct entry **ins;      /* input items of the same request */
+	size_t nins;
+	struct entry **outs;     /* items waiting for this one */
+	size_t nouts, outcap;
+	struct active *run;      /* while running */
+	struct entry *hnext;     /* hash chain by (job, key) */
+};
+
+struct watch {
+	struct watch *next;
+	sched_watch_cb cb;
+	void *data;
+	struct request *rq;
+};
+
+struct request {
+	int64_t id;
+	char *job;
+	char *kind;
+	bool priority;           /* schedule or catchup */
+	int64_t created_at;
+	struct entry **items;
+	size_t n;
+	size_t nroot;
+	size_t cursor;           /* no queued item before it */
+	int64_t counts[MS_COUNT];
+	bool finished;           /* recorded finished in the store */
+	struct watch *watches;
+	struct request *next, *prev;
+};
+
+/* A run in flight: one execution, possibly for several entries (rule 5). */
+struct active {
+	struct exec_run run;
+	struct exec_part part;
+	struct sched *s;
+	struct entry **entries;  /* entries[0] is the primary */
+	size_t nentries;
+	int job;
+	char job_name[128];
+	int64_t started_at;
+	struct active *next, *prev;
+};
+
+#define HASH_SIZE 4096
+
+struct sched {
+	uv_loop_t *loop;
+	struct store *store;
+	struct exec *exec;
+	struct config *cfg;
+	char *log_dir;
+
+	struct request requests; /* circular list head */
+	struct request *rr;      /* round-robin position */
+	struct entry *hash[HASH_SIZE];
+	struct active actives;   /* list head */
+	int nrunning;
+	int *job_running;        /* per job index */
+	size_t njob_running;
+	int64_t nqueued;         /* queued or running entries */
+	int64_t failed_total;
+
+	bool draining;
+	void (*idle_cb)(void *);
+	void *idle_data;
+
+	uv_timer_t retry_timer;
+	int64_t retry_at;        /* ms, INT64_MAX when not armed */
+	uv_timer_t due_timer;
+	uv_idle_t kick;          /* dispatch once per loop turn */
+	bool kick_armed;
+	int closing;
+};
+
+static void sched_dispatch(struct sched *s);
+static void sched_kick(struct sched *s);
+static void sched_schedule(struct sched *s, bool resumed_job_only, int job);
+
+/* ---- helpers ---------------------------------------------------------- */
+
+/* Hash of a job name and partition key. */
+static unsigned
+entry_hash(const char *job, const char *key)
+{
+	uint32_t h = 2166136261u;
+
+	for (const char *p = job; *p; p++)
+		h = (h ^ (unsigned char)*p) * 16777619u;
+	h = (h ^ 0xff) * 16777619u;
+	for (const char *p = key; *p; p++)
+		h = (h ^ (unsigned char)*p) * 16777619u;
+	return h % HASH_SIZE;
+}
+
+/* Die on allocation failure: the daemon cannot keep its promises without
+ * memory, and systemd restarts it with the manifest intact. */
+static void *
+xcalloc(size_t n, size_t sz)
+{
+	void *p = calloc(n ? n : 1, sz);
+
+	if (p == NULL) {
+		log_err("out of memory");
+		abort();
+	}
+	return p;
+}
+
+static char *
+xstrdup(const char *s)
+{
+	char *p = strdup(s ? s : "");
+
+	if (p == NULL) {
+		log_err("out of memory");
+		abort();
+	}
+	return p;
+}
+
+/* The job definition of an entry, or NULL when it is gone. */
+static const struct job_def *
+entry_job(const struct sched *s, const struct entry *e)
+{
+	return e->job >= 0 ? &s->cfg->jobs[e->job] : NULL;
+}
+
+/* True for states an item does not leave by itself. */
+static bool
+state_final(enum mstate st)
+{
+	return st == MS_SUCCEEDED || st == MS_FAILED || st == MS_CANCELLED ||
+	       st == MS_BLOCKED;
+}
+
+/* Count a state change in the request's counters. */
+static void
+entry_count(struct sched *s, struct entry *e, enum mstate from, enum mstate to)
+{
+	struct request *rq = e->rq;
+
+	if (from != MS_COUNT) {
+		rq->counts[from]--;
+		if (from == MS_QUEUED || from == MS_RUNNING)
+			s->nqueued--;
+	}
+	rq->counts[to]++;
+	if (to == MS_QUEUED || to == MS_RUNNING)
+		s->nqueued++;
+	if (to == MS_FAILED)
+		s->failed_total++;
+	if (to == MS_QUEUED && e->idx < rq->cursor)
+		rq->cursor = e->idx;
+}
+
+/* Set an entry's in-memory state (the caller writes the store). */
+static void
+entry_set(struct sched *s, struct entry *e, enum mstate to)
+{
+	enum mstate from = e->state;
+
+	if (from == to)
+		return;
+	e->state = to;
+	entry_count(s, e, from, to);
+}
+
+/* Persist an entry's state. */
+static int
+entry_store(struct sched *s, struct entry *e, const char *error, int64_t now,
+	    struct err *err)
+{
+	return store_item_set(s->store, e->id, e->state, e->attempts,
+			      e->not_before, error, e->blocked_on, now, err);
+}
+
+/* ---- requests --------------------------------------------------------- */
+
+/* Allocate a request and link it at the tail. */
+static struct request *
+request_new(struct sched *s, int64_t id, const char *job, const char *kind,
+	    int64_t created_at)
+{
+	struct request *rq = xcalloc(1, sizeof *rq);
+
+	rq->id = id;
+	rq->job = xstrdup(job);
+	rq->kind = xstrdup(kind);
+	rq->priority = strcmp(kind, "schedule") == 0 ||
+		       strcmp(kind, "catchup") == 0;
+	rq->created_at = created_at;
+	rq->prev = s->requests.prev;
+	rq->next = &s->requests;
+	s->requests.prev->next = rq;
+	s->requests.prev = rq;
+	return rq;
+}
+
+/* Find an open request by id. */
+static struct request *
+request_find(struct sched *s, int64_t id)
+{
+	for (struct request *rq = s->requests.next; rq != &s->requests; rq = rq->next)
+		if (rq->id == id)
+			return rq;
+	return NULL;
+}
+
+/* Resolve an entry's job index against the current configuration. */
+static void
+entry_resolve(struct sched *s, struct entry *e)
+{
+	e->job = config_job_index(s->cfg, e->job_name);
+	if (e->job >= 0 && part_parse_key(s->cfg->jobs[e->job].grain, e->key,
+					  &e->part, NULL) < 0)
+		e->job = -1;
+}
+
+/* Add an entry to a request (and the hash). */
+static struct entry *
+request_add_entry(struct sched *s, struct request *rq, int64_t id,
+		  const char *job, const char *key, int seq, bool downstream,
+		  enum mstate state)
+{
+	struct entry *e = xcalloc(1, sizeof *e);
+	unsigned h;
+
+	if (rq->n % 64 == 0) {
+		struct entry **v = realloc(rq->items, (rq->n + 64) * sizeof *v);
+		if (v == NULL) {
+			log_err("out of memory");
+			abort();
+		}
+		rq->items = v;
+	}
+	e->id = id;
+	e->rq = rq;
+	e->idx = rq->n;
+	rq->items[rq->n++] = e;
+	if (!downstream)
+		rq->nroot = rq->n;
+	e->job_name = xstrdup(job);
+	snprintf(e->key, sizeof e->key, "%s", key);
+	e->seq = seq;
+	e->downstream = downstream;
+	e->state = MS_COUNT;
+	entry_resolve(s, e);
+	entry_set(s, e, state);
+	h = entry_hash(job, key);
+	e->hnext = s->hash[h];
+	s->hash[h] = e;
+	return e;
+}
+
+/* Link in -> out (out waits for in). */
+static void
+entry_link(struct entry *in, struct entry *out)
+{
+	if (in->nouts == in->outcap) {
+		size_t cap = in->outcap ? in->outcap * 2 : 2;
+		struct entry **v = realloc(in->outs, cap * sizeof *v);
+		if (v == NULL) {
+			log_err("out of memory");
+			abort();
+		}
+		in->outs = v;
+		in->outcap = cap;
+	}
+	in->outs[in->nouts++] = out;
+}
+
+/* Free an entry (unlinked from the hash by the caller). */
+static void
+entry_free(struct entry *e)
+{
+	free(e->job_name);
+	free(e->blocked_on);
+	free(e->ins);
+	free(e->outs);
+	free(e);
+}
+
+/* Remove an entry from the hash. */
+static void
+entry_unhash(struct sched *s, struct entry *e)
+{
+	struct entry **pp = &s->hash[entry_hash(e->job_name, e->key)];
+
+	for (; *pp; pp = &(*pp)->hnext) {
+		if (*pp == e) {
+			*pp = e->hnext;
+			return;
+		}
+	}
+}
+
+/* Unlink and free a request and its entries. */
+static void
+request_free(struct sched *s, struct request *rq)
+{
+	struct watch *w, *wn;
+
+	if (s->rr == rq)
+		s->rr = rq->next;
+	rq->prev->next = rq->next;
+	rq->next->prev = rq->prev;
+	for (size_t i = 0; i < rq->n; i++) {
+		if (rq->items[i]->state == MS_QUEUED || rq->items[i]->state == MS_RUNNING)
+			s->nqueued--;
+		entry_unhash(s, rq->items[i]);
+		entry_free(rq->items[i]);
+	}
+	for (w = rq->watches; w; w = wn) {
+		wn = w->next;
+		free(w);
+	}
+	free(rq->items);
+	free(rq->job);
+	free(rq->kind);
+	free(rq);
+}
+
+/* Progress of a request. */
+static void
+request_progress(const struct request *rq, int64_t now,
+		 struct sched_progress *p)
+{
+	memset(p, 0, sizeof *p);
+	p->total = (int64_t)rq->n;
+	p->succeeded = rq->counts[MS_SUCCEEDED];
+	p->failed = rq->counts[MS_FAILED];
+	p->blocked = rq->counts[MS_BLOCKED];
+	p->cancelled = rq->counts[MS_CANCELLED];
+	p->running = rq->counts[MS_RUNNING];
+	p->queued = rq->counts[MS_QUEUED];
+	p->elapsed_ms = now - rq->created_at;
+	p->finished = p->running == 0 && p->queued == 0;
+}
+
+/* Tell a request's watchers; drop them and maybe the request once it is
+ * finished. */
+static void
+request_changed(struct sched *s, struct request *rq)
+{
+	struct sched_progress p;
+	int64_t now = clock_now_ms();
+	struct watch *w, *wn;
+	struct err err;
+
+	request_progress(rq, now, &p);
+	w = rq->watches;
+	if (p.finished)
+		rq->watches = NULL;
+	for (; w; w = wn) {
+		wn = w->next;
+		w->cb(w->data, &p);
+		if (p.finished)
+			free(w);
+	}
+	if (!p.finished)
+		return;
+	if (rq->counts[MS_BLOCKED] > 0)
+		return; /* kept open: a later success may release its items */
+	if (store_request_finish(s->store, rq->id, now, false, &err) < 0) {
+		log_err("request=%" PRId64 " %s", rq->id, err.msg);
+		return;
+	}
+	log_info("request=%" PRId64 " job=%s finished: %" PRId64 " succeeded, %"
+		 PRId64 " failed, %" PRId64 " cancelled", rq->id, rq->job,
+		 p.succeeded, p.failed, p.cancelled);
+	request_free(s, rq);
+}
+
+/* ---- downstream settling ---------------------------------------------- */
+
+/* Recompute a waiting or blocked item from its inputs (rule 4); returns
+ * true when its state changed. */
+static bool
+entry_settle(struct sched *s, struct entry *o, int64_t now)
+{
+	struct entry *bad = NULL;
+	bool pending = false;
+	char what[256];
+	struct err err;
+
+	if (o->state != MS_QUEUED && o->state != MS_BLOCKED)
+		return false;
+	for (size_t i = 0; i < o->nins; i++) {
+		struct entry *in = o->ins[i];
+
+		if (in->state == MS_QUEUED || in->state == MS_RUNNING)
+			pending = true;
+		else if ((in->state == MS_FAILED || in->state == MS_BLOCKED) &&
+			 bad == NULL)
+			bad = in;
+	}
+	if (bad != NULL && !pending) {
+		snprintf(what, sizeof what, "%s %s", bad->job_name, bad->key);
+		if (o->state == MS_BLOCKED && o->blocked_on &&
+		    strcmp(o->blocked_on, what) == 0)
+			return false;
+		free(o->blocked_on);
+		o->blocked_on = xstrdup(what);
+		entry_set(s, o, MS_BLOCKED);
+		if (entry_store(s, o, NULL, now, &err) < 0)
+			log_err("%s", err.msg);
+		log_warn("job=%s partition=%s request=%" PRId64
+			 " blocked: input %s %s", o->job_name, o->key,
+			 o->rq->id, bad->state == MS_FAILED ? "failed:" :
+			 "is blocked:", what);
+		return true;
+	}
+	if (o->state == MS_BLOCKED && bad == NULL) {
+		free(o->blocked_on);
+		o->blocked_on = NULL;
+		entry_set(s, o, MS_QUEUED);
+		if (entry_store(s, o, NULL, now, &err) < 0)
+			log_err("%s", err.msg);
+		log_info("job=%s partition=%s request=%" PRId64
+			 " released: its inputs landed", o->job_name, o->key,
+			 o->rq->id);
+		return true;
+	}
+	return false;
+}
+
+/* An item became final (or was released): settle the items waiting for
+ * it, transitively. */
+static void
+entry_settle_outs(struct sched *s, struct entry *e, int64_t now)
+{
+	for (size_t i = 0; i < e->nouts; i++) {
+		struct entry *o = e->outs[i];
+
+		if (entry_settle(s, o, now))
+			entry_settle_outs(s, o, now);
+	}
+}
+
+/* (job, key) landed: failed items of it elsewhere count as landed, so the
+ * items they blocked are released (rule 4). */
+static void
+sched_landed(struct sched *s, const char *job, const char *key,
+	     struct request *by, int64_t now)
+{
+	struct entry *e;
+	struct err err;
+	char note[128];
+
+	for (e = s->hash[entry_hash(job, key)]; e; e = e->hnext) {
+		if (e->state != MS_FAILED && e->state != MS_BLOCKED)
+			continue;
+		if (strcmp(e->job_name, job) != 0 || strcmp(e->key, key) != 0)
+			continue;
+		if (e->nouts == 0)
+			continue;
+		snprintf(note, sizeof note, "landed later by request %" PRId64,
+			 by->id);
+		free(e->blocked_on);
+		e->blocked_on = NULL;
+		entry_set(s, e, MS_SUCCEEDED);
+		if (entry_store(s, e, note, now, &err) < 0)
+			log_err("%s", err.msg);
+		entry_settle_outs(s, e, now);
+		if (e->rq != by)
+			request_changed(s, e->rq);
+	}
+}
+
+/* ---- dispatch --------------------------------------------------------- */
+
+/* Is a run of (job, key) in flight? */
+static bool
+sched_partition_running(struct sched *s, const struct entry *e)
+{
+	for (struct entry *x = s->hash[entry_hash(e->job_name, e->key)]; x; x = x->hnext)
+		if (x->state == MS_RUNNING && strcmp(x->key, e->key) == 0 &&
+		    strcmp(x->job_name, e->job_name) == 0)
+			return true;
+	return false;
+}
+
+/* May this job start one more run now? */
+static bool
+sched_job_free(struct sched *s, int job)
+{
+	const struct job_def *j;
+	struct store_job_state js;
+
+	if (job < 0)
+		return false;
+	j = &s->cfg->jobs[job];
+	if ((size_t)job < s->njob_running && s->job_running[job] >= j->concurrency)
+		return false;
+	(void)js;
+	return true;
+}
+
+/* Paused jobs, looked up in memory (mirrors the store). */
+static bool sched_job_paused(struct sched *s, int job);
+
+/* Is an entry ready to run (not counting the job's cap)? */
+static bool
+entry_ready(struct sched *s, struct entry *e, int64_t now, int64_t *wake)
+{
+	if (e->state != MS_QUEUED || e->job < 0)
+		return false;
+	for (size_t i = 0; i < e->nins; i++)
+		if (e->ins[i]->state != MS_SUCCEEDED)
+			return false;
+	if (e->not_before > now) {
+		if (e->not_before < *wake)
+			*wake = e->not_before;
+		return false;
+	}
+	if (sched_job_paused(s, e->job))
+		return false;
+	return !sched_partition_running(s, e);
+}
+
+/* The first runnable entry of a request, or NULL. */
+static struct entry *
+request_next(struct sched *s, struct request *rq, int64_t now, int64_t *wake)
+{
+	while (rq->cursor < rq->n && rq->items[rq->cursor]->state != MS_QUEUED)
+		rq->cursor++;
+	for (size_t i = rq->cursor; i < rq->n; i++) {
+		struct entry *e = rq->items[i];
+
+		if (e->state != MS_QUEUED)
+			continue;
+		if (!sched_job_free(s, e->job) || sched_job_paused(s, e->job)) {
+			if (!e->downstream) {
+				i = rq->nroot - 1; /* every root item is this job's */
+				continue;
+			}
+			continue;
+		}
+		if (entry_ready(s, e, now, wake))
+			return e;
+	}
+	return NULL;
+}
+
+static void sched_run_done_cb(struct exec_run *run);
+
+/* Newest landing among the inputs of a downstream partition, or -1. */
+static int64_t
+sched_inputs_at(struct sched *s, const struct job_def *j, part_t part)
+{
+	int64_t newest = -1;
+
+	for (size_t u = 0; u < j->nupstream; u++) {
+		const struct job_def *uj = &s->cfg->jobs[j->upstream_idx[u]];
+		struct part_range r = part_inputs(uj->grain, j->grain, part);
+
+		for (part_t p = r.first; p <= r.last; p++) {
+			char key[CAL_KEY_MAX];
+			int64_t built, inputs;
+
+			part_key(uj->grain, p, key);
+			if (store_partition_get(s->store, uj->name, key, &built,
+						&inputs, NULL) == 0 &&
+			    built > newest)
+				newest = built;
+		}
+	}
+	return newest;
+}
+
+/* Start the run of entry e, with every other ready entry of the same job
+ * and partition riding along (rule 5). */
+static int
+sched_start_run(struct sched *s, struct entry *e, int64_t now)
+{
+	const struct job_def *j = entry_job(s, e);
+	struct active *a = xcalloc(1, sizeof *a);
+	struct entry *x;
+	int64_t wake = INT64_MAX;
+	struct err err;
+	size_t cap = 4;
+
+	a->s = s;
+	a->job = e->job;
+	snprintf(a->job_name, sizeof a->job_name, "%s", e->job_name);
+	a->entries = xcalloc(cap, sizeof *a->entries);
+	a->entries[a->nentries++] = e;
+	for (x = s->hash[entry_hash(e->job_name, e->key)]; x; x = x->hnext) {
+		if (x == e || strcmp(x->key, e->key) != 0 ||
+		    strcmp(x->job_name, e->job_name) != 0)
+			continue;
+		if (!entry_ready(s, x, now, &wake))
+			continue;
+		if (a->nentries == cap) {
+			cap *= 2;
+			a->entries = realloc(a->entries, cap * sizeof *a->entries);
+			if (a->entries == NULL)
+				abort();
+		}
+		a->entries[a->nentries++] = x;
+	}
+	a->started_at = now;
+	if (store_begin(s->store, &err) < 0)
+		goto fail;
+	for (size_t i = 0; i < a->nentries; i++) {
+		x = a->entries[i];
+		x->attempts++;
+		entry_set(s, x, MS_RUNNING);
+		x->run = a;
+		if (entry_store(s, x, NULL, now, &err) < 0)
+			goto fail_tx;
+	}
+	if (store_run_start(s->store, e->id, e->rq->id, e->job_name, e->key,
+			    e->attempts, now, j->code_version, &a->run.run_id,
+			    &err) < 0 ||
+	    store_commit(s->store, &err) < 0)
+		goto fail_tx;
+
+	snprintf(a->part.key, sizeof a->part.key, "%s", e->key);
+	part_bound(j->grain, part_start(j->grain, e->part), a->part.start);
+	part_bound(j->grain, part_end(j->grain, e->part), a->part.end);
+	a->run.cfg = config_ref(s->cfg);
+	a->run.job = j;
+	a->run.parts = &a->part;
+	a->run.nparts = 1;
+	a->run.attempt = e->attempts;
+	a->run.log_dir = s->log_dir;
+	a->run.done_cb = sched_run_done_cb;
+	a->run.data = a;
+	a->prev = s->actives.prev;
+	a->next = &s->actives;
+	s->actives.prev->next = a;
+	s->actives.prev = a;
+	s->nrunning++;
+	if ((size_t)e->job < s->njob_running)
+		s->job_running[e->job]++;
+	log_info("job=%s partition=%s request=%" PRId64 " run=%" PRId64
+		 " attempt=%d started%s", e->job_name, e->key, e->rq->id,
+		 a->run.run_id, e->attempts,
+		 a->nentries > 1 ? " (for several requests)" : "");
+	for (size_t i = 0; i < a->nentries; i++)
+		request_changed(s, a->entries[i]->rq);
+	exec_submit(s->exec, &a->run);
+	return 0;
+fail_tx:
+	store_rollback(s->store);
+	for (size_t i = 0; i < a->nentries; i++) {
+		a->entries[i]->attempts--;
+		a->entries[i]->run = NULL;
+		entry_set(s, a->entries[i], MS_QUEUED);
+	}
+fail:
+	log_err("job=%s partition=%s cannot start: %s", e->job_name, e->key,
+		err.msg);
+	free(a->entries);
+	free(a);
+	return -1;
+}
+
+/* Arm the retry timer for `at` (ms) if sooner than what is armed. */
+static void sched_retry_cb(uv_timer_t *t);
+
+static void
+sched_arm_retry(struct sched *s, int64_t at, int64_t now)
+{
+	if (at == INT64_MAX || at >= s->retry_at || s->closing)
+		return;
+	s->retry_at = at;
+	uv_timer_start(&s->retry_timer, sched_retry_cb,
+		       (uint64_t)(at > now ? at - now : 0), 0);
+}
+
+static void
+sched_retry_cb(uv_timer_t *t)
+{
+	struct sched *s = t->data;
+
+	s->retry_at = INT64_MAX;
+	sched_dispatch(s);
+}
+
+/* Start runs while the caps allow (rules 2 and 3). */
+static void
+sched_dispatch(struct sched *s)
+{
+	int64_t now = clock_now_ms(), wake = INT64_MAX;
+
+	if (s->draining || s->closing)
+		return;
+	while (s->nrunning < s->cfg->max_concurrency) {
+		struct entry *e = NULL;
+		struct request *rq;
+
+		/* schedule and catchup requests first */
+		for (rq = s->requests.next; rq != &s->requests && !e; rq = rq->next)
+			if (rq->priority)
+				e = request_next(s, rq, now, &wake);
+		/* then operator requests, round-robin */
+		if (e == NULL && s->requests.next != &s->requests) {
+			struct request *start = s->rr;
+
+			if (start == NULL || start == &s->requests)
+				start = s->requests.next;
+			rq = start;
+			do {
+				if (rq != &s->requests && !rq->priority &&
+				    (e = request_next(s, rq, now, &wake)) != NULL) {
+					s->rr = rq->next;
+					break;
+				}
+				rq = rq->next;
+			} while (rq != start);
+		}
+		if (e == NULL)
+			break;
+		if (sched_start_run(s, e, now) < 0)
+			break;
+	}
+	sched_arm_retry(s, wake, now);
+}
+
+/* Idle callback: one dispatch per loop turn however many events asked. */
+static void
+sched_kick_cb(uv_idle_t *h)
+{
+	struct sched *s = h->data;
+
+	uv_idle_stop(h);
+	s->kick_armed = false;
+	sched_dispatch(s);
+}
+
+/* Ask for a dispatch at the end of this loop turn. */
+static void
+sched_kick(struct sched *s)
+{
+	if (s->kick_armed || s->closing)
+		return;
+	s->kick_armed = true;
+	uv_idle_start(&s->kick, sched_kick_cb);
+}
+
+/* A run finished: record it, retry or settle, and dispatch again. */
+static void
+sched_run_done_cb(struct exec_run *run)
+{
+	struct active *a = run->data;
+	struct sched *s = a->s;
+	struct entry *e = a->entries[0];
+	const struct job_def *j = run->job;
+	int64_t now = clock_now_ms();
+	enum mstate result, run_state;
+	const char *error = run->failed ? run->error : NULL;
+	int64_t inputs_at = -1;
+	struct err err;
+	bool retry = false;
+
+	if (run->cancelled) {
+		result = MS_QUEUED; /* queued again, run at next start */
+		run_state = MS_CANCELLED;
+	} else if (run->failed) {
+		run_state = MS_FAILED;
+		retry = e->attempts <= j->retries && !s->draining;
+		result = retry ? MS_QUEUED : MS_FAILED;
+	} else {
+		run_state = MS_SUCCEEDED;
+		result = MS_SUCCEEDED;
+	}
+	if (result == MS_SUCCEEDED && j->nupstream > 0)
+		inputs_at = sched_inputs_at(s, j, e->part);
+
+	if (store_begin(s->store, &err) < 0)
+		goto fail;
+	if (store_run_finish(s->store, run->run_id, run_state, now, error,
+			     run->rows_changed, &err) < 0)
+		goto fail_tx;
+	if (result == MS_SUCCEEDED &&
+	    store_partition_built(s->store, a->job_name, e->key, now, inputs_at,
+				  run->run_id, j->code_version, &err) < 0)
+		goto fail_tx;
+	for (size_t i = 0; i < a->nentries; i++) {
+		struct entry *x = a->entries[i];
+
+		x->run = NULL;
+		if (retry) {
+			int64_t backoff = j->retry_backoff * 1000;
+			for (int k = 1; k < x->attempts && backoff < 86400000; k++)
+				backoff *= 2;
+			x->not_before = now + backoff;
+		}
+		entry_set(s, x, result);
+		if (entry_store(s, x, error, now, &err) < 0)
+			goto fail_tx;
+	}
+	if (store_commit(s->store, &err) < 0)
+		goto fail_tx;
+	goto recorded;
+fail_tx:
+	store_rollback(s->store);
+fail:
+	log_err("job=%s partition=%s run=%" PRId64 " cannot record the result: %s",
+		a->job_name, e->key, run->run_id, err.msg);
+	for (size_t i = 0; i < a->nentries; i++) {
+		a->entries[i]->run = NULL;
+		entry_set(s, a->entries[i], result);
+	}
+recorded:
+	if (run_state == MS_SUCCEEDED)
+		log_info("job=%s partition=%s request=%" PRId64 " run=%" PRId64
+			 " succeeded in %" PRId64 " ms rows=%" PRId64, a->job_name,
+			 e->key, e->rq->id, run->run_id, now - a->started_at,
+			 run->rows_changed);
+	else if (run_state == MS_CANCELLED)
+		log_notice("job=%s partition=%s run=%" PRId64
+			   " cancelled; queued again", a->job_name, e->key,
+			   run->run_id);
+	else
+		log_err("job=%s partition=%s request=%" PRId64 " run=%" PRId64
+			" attempt=%d failed: %s%s", a->job_name, e->key,
+			e->rq->id, run->run_id, e->attempts, run->error,
+			retry ? "; will retry" : "");
+
+	s->nrunning--;
+	if (a->job >= 0 && (size_t)a->job < s->njob_running && s->job_running[a->job] > 0)
+		s->job_running[a->job]--;
+	a->prev->next = a->next;
+	a->next->prev = a->prev;
+	exec_run_clear_results(run);
+	config_unref(run->cfg);
+
+	/* settle dependents, release blocked items elsewhere */
+	for (size_t i = 0; i < a->nentries; i++)
+		if (state_final(a->entries[i]->state))
+			entry_settle_outs(s, a->entries[i], now);
+	if (result == MS_SUCCEEDED)
+		sched_landed(s, a->job_name, e->key, e->rq, now);
+	if (retry)
+		sched_arm_retry(s, e->not_before, now);
+	{
+		/* copy the requests: request_changed may free them */
+		size_t n = a->nentries;
+		struct request **rqs = xcalloc(n, sizeof *rqs);
+		int64_t *ids = xcalloc(n, sizeof *ids);
+
+		for (size_t i = 0; i < n; i++)
+			ids[i] = a->entries[i]->rq->id;
+		free(a->entries);
+		free(a);
+		for (size_t i = 0; i < n; i++) {
+			struct request *rq = request_find(s, ids[i]);
+			if (rq)
+				request_changed(s, rq);
+		}
+		free(rqs);
+		free(ids);
+	}
+	if (s->draining && s->nrunning == 0 && s->idle_cb)
+		s->idle_cb(s->idle_data);
+	else
+		sched_kick(s);
+}
+
+/* ---- paused jobs and the schedule ------------------------------------- */
+
+struct jobstate {
+	char *name;
+	struct store_job_state st;
+	bool loaded;
+};
+
+/* Small per-job cache of the store's jobs table, keyed by name. */
+static struct jobstate *jobstates;
+static size_t njobstates;
+
+/* The cached state of a job by name (loaded from the store on first use). */
+static struct jobstate *
+jobstate_get(struct sched *s, const char *name)
+{
+	struct err err;
+
+	for (size_t i = 0; i < njobstates; i++)
+		if (strcmp(jobstates[i].name, name) == 0)
+			return &jobstates[i];
+	jobstates = realloc(jobstates, (njobstates + 1) * sizeof *jobstates);
+	if (jobstates == NULL)
+		abort();
+	struct jobstate *js = &jobstates[njobstates++];
+	memset(js, 0, sizeof *js);
+	js->name = xstrdup(name);
+	if (store_job_get(s->store, name, &js->st, &err) < 0)
+		log_err("job=%s %s", name, err.msg);
+	js->loaded = true;
+	return js;
+}
+
+static bool
+sched_job_paused(struct sched *s, int job)
+{
+	return job >= 0 && jobstate_get(s, s->cfg->jobs[job].name)->st.paused;
+}
+
+/* Save a job's state. */
+static int
+jobstate_save(struct sched *s, struct jobstate *js, struct err *err)
+{
+	return store_job_put(s->store, js->name, &js->st, clock_now_ms(), err);
+}
+
+/* Write the items of a plan as a new request; returns its id via *id. */
+static int
+sched_commit_plan(struct sched *s, const struct sched_req *rq,
+		  const struct plan *plan, int64_t *id, struct err *err)
+{
+	const struct config *cfg = s->cfg;
+	const struct job_def *j = &cfg->jobs[rq->job];
+	struct store_request srq = {
+		.job = j->name, .kind = rq->kind, .reason = rq->reason,
+		.from_key = rq->from_key, .to_key = rq->to_key,
+		.reprocess = rq->reprocess == REPROCESS_FAILED ? "failed" :
+			     rq->reprocess == REPROCESS_MISSING ? "missing" : "all",
+		.reverse = rq->reverse, .no_downstream = rq->no_downstream,
+		.created_at = clock_now_ms(),
+	};
+	struct request *r;
+	int64_t *ids = NULL;
+	char key[CAL_KEY_MAX];
+
+	if (store_begin(s->store, err) < 0)
+		return -1;
+	if (store_request_add(s->store, &srq, id, err) < 0)
+		goto fail;
+	ids = xcalloc(plan->n, sizeof *ids);
+	for (size_t i = 0; i < plan->n; i++) {
+		const struct plan_item *it = &plan->items[i];
+		struct store_item si = {
+			.request_id = *id, .job = cfg->jobs[it->job].name,
+			.key = key, .seq = (int)i, .downstream = it->downstream,
+			.state = MS_QUEUED, .at = srq.created_at,
+		};
+
+		part_key(cfg->jobs[it->job].grain, it->part, key);
+		if (store_item_add(s->store, &si, &ids[i], err) < 0)
+			goto fail;
+	}
+	if (store_commit(s->store, err) < 0)
+		goto fail;
+
+	r = request_new(s, *id, j->name, rq->kind, srq.created_at);
+	for (size_t i = 0; i < plan->n; i++) {
+		const struct plan_item *it = &plan->items[i];
+		struct entry *e;
+
+		part_key(cfg->jobs[it->job].grain, it->part, key);
+		e = request_add_entry(s, r, ids[i], cfg->jobs[it->job].name, key,
+				      (int)i, it->downstream, MS_QUEUED);
+		if (it->ndeps > 0) {
+			e->ins = xcalloc(it->ndeps, sizeof *e->ins);
+			for (size_t d = 0; d < it->ndeps; d++) {
+				struct entry *in = r->items[plan->deps[it->dep_off + d]];
+				e->ins[e->nins++] = in;
+				entry_link(in, e);
+			}
+		}
+	}
+	free(ids);
+	log_info("request=%" PRId64 " job=%s kind=%s queued %zu partitions"
+		 " (%zu downstream)%s%s", *id, j->name, rq->kind, plan->n,
+		 plan->n - plan->nroot, rq->reason ? " reason=" : "",
+		 rq->reason ? rq->reason : "");
+	sched_kick(s);
+	return 0;
+fail:
+	store_rollback(s->store);
+	free(ids);
+	return -1;
+}
+
+struct last_filter {
+	char (*keys)[CAL_KEY_MAX];
+	enum mstate *states;
+	size_t n;
+};
+
+/* Remember the last state of one key (keys are sorted: binary search). */
+static void
+last_filter_cb(const char *key, enum mstate st, void *data)
+{
+	struct last_filter *lf = data;
+	size_t lo = 0, hi = lf->n;
+
+	while (lo < hi) {
+		size_t mid = (lo + hi) / 2;
+		int c = strcmp(lf->keys[mid], key);
+
+		if (c == 0) {
+			lf->states[mid] = st;
+			return;
+		}
+		if (c < 0)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+}
+
+int
+sched_submit(struct sched *s, const struct sched_req *rq, bool commit,
+	     struct plan *plan, int64_t *request_id, struct err *err)
+{
+	const struct job_def *j = &s->cfg->jobs[rq->job];
+	struct last_filter lf = { 0 };
+	int rc = -1;
+
+	*request_id = 0;
+	if (rq->reprocess != REPROCESS_ALL && rq->nparts > 0) {
+		lf.n = rq->nparts;
+		lf.keys = xcalloc(lf.n, sizeof *lf.keys);
+		lf.states = xcalloc(lf.n, sizeof *lf.states);
+		for (size_t i = 0; i < lf.n; i++) {
+			part_key(j->grain, rq->parts[i], lf.keys[i]);
+			lf.states[i] = MS_COUNT; /* never ran */
+		}
+		if (store_last_states(s->store, j->name, lf.keys[0],
+				      lf.keys[lf.n - 1], last_filter_cb, &lf,
+				      err) < 0)
+			goto out;
+	}
+	for (size_t i = 0; i < rq->nparts; i++) {
+		size_t k = rq->reverse ? rq->nparts - 1 - i : i;
+
+		if (rq->reprocess == REPROCESS_FAILED &&
+		    lf.states[k] == MS_SUCCEEDED)
+			continue;
+		if (rq->reprocess == REPROCESS_MISSING && lf.states[k] != MS_COUNT)
+			continue;
+		if (plan_add_root(plan, rq->job, rq->parts[k], err) < 0)
+			goto out;
+	}
+	if (plan->n > 0 && !rq->no_downstream &&
+	    plan_expand(plan, s->cfg, rq->reverse, err) < 0)
+		goto out;
+	rc = 0;
+	if (commit && plan->n > 0)
+		rc = sched_commit_plan(s, rq, plan, request_id, err);
+out:
+	free(lf.keys);
+	free(lf.states);
+	return rc;
+}
+
+/* Materialise partitions first..last of job j for the schedule. */
+static int
+sched_materialise(struct sched *s, int job, part_t first, part_t last,
+		  const char *kind, struct err *err)
+{
+	struct sched_req rq = { .job = job, .kind = kind };
+	struct plan plan;
+	int64_t id;
+	int rc;
+
+	rq.nparts = (size_t)(last - first + 1);
+	rq.parts = xcalloc(rq.nparts, sizeof *rq.parts);
+	for (size_t i = 0; i < rq.nparts; i++)
+		rq.parts[i] = first + (part_t)i;
+	plan_init(&plan);
+	rc = sched_submit(s, &rq, true, &plan, &id, err);
+	plan_free(&plan);
+	free(rq.parts);
+	return rc;
+}
+
+static void sched_due_cb(uv_timer_t *t);
+
+/*
+ * Run the schedule (rule 6) for every clock-driven job, or only `job` after
+ * a resume, and arm the timer for the earliest next due time.
+ */
+static void
+sched_schedule(struct sched *s, bool resumed, int only)
+{
+	int64_t now = clock_now(), next = INT64_MAX;
+	struct err err;
+
+	if (s->closing || s->draining)
+		return;
+	for (size_t i = 0; i < s->cfg->njobs; i++) {
+		const struct job_def *j = &s->cfg->jobs[i];
+		struct jobstate *js;
+		part_t last, wm, first;
+		int64_t gap;
+		char a[CAL_KEY_MAX], b[CAL_KEY_MAX];
+
+		if (j->nupstream > 0 || !j->has_start)
+			continue;
+		js = jobstate_get(s, j->name);
+		if (js->st.paused)
+			continue;
+		if (js->st.has_watermark &&
+		    part_parse_key(j->grain, js->st.watermark, &wm, NULL) == 0)
+			;
+		else
+			wm = j->start - 1;
+		last = sched_last_due(j->grain, j->ready_after, now);
+		if (j->has_end && last > j->end)
+			last = j->end;
+		if (last > wm) {
+			first = wm + 1;
+			if (first < j->start)
+				first = j->start;
+			gap = last - first + 1;
+			bool resume_here = resumed && (int)i == only;
+			if (gap == 1) {
+				if (sched_materialise(s, (int)i, last, last,
+						      "schedule", &err) < 0)
+					goto fail;
+				snprintf(js->st.catchup, sizeof js->st.catchup, "%s",
+					 j->catchup ? "ok" : "off");
+			} else if ((j->catchup || resume_here) && gap <= j->max_catchup) {
+				if (sched_materialise(s, (int)i, first, last,
+						      "catchup", &err) < 0)
+					goto fail;
+				snprintf(js->st.catchup, sizeof js->st.catchup, "%s",
+					 j->catchup ? "ok" : "off");
+				js->st.gap_from[0] = js->st.gap_to[0] = '\0';
+			} else if (!j->catchup && !resume_here) {
+				/* catchup off: the gap is skipped, the newest runs */
+				if (sched_materialise(s, (int)i, last, last,
+						      "schedule", &err) < 0)
+					goto fail;
+				part_key(j->grain, first, a);
+				part_key(j->grain, last - 1, b);
+				log_notice("job=%s catchup is off: skipped %" PRId64
+					   " missed partitions %s..%s", j->name,
+					   gap - 1, a, b);
+				snprintf(js->st.catchup, sizeof js->st.catchup, "off");
+			} else {
+				part_key(j->grain, first, a);
+				part_key(j->grain, last, b);
+				log_err("job=%s catchup refused: %" PRId64 " partitions"
+					" missed (%s..%s), above max_catchup %d;"
+					" nothing of the gap runs. Backfill it in"
+					" bounded pieces: backfillctl backfill %s"
+					" --from %s --to %s (at most %d partitions"
+					" a request)", j->name, gap, a, b,
+					j->max_catchup, j->name, a, b,
+					j->max_backfill);
+				snprintf(js->st.catchup, sizeof js->st.catchup,
+					 "refused");
+				snprintf(js->st.gap_from, sizeof js->st.gap_from,
+					 "%s", a);
+				snprintf(js->st.gap_to, sizeof js->st.gap_to, "%s", b);
+			}
+			js->st.has_watermark = true;
+			part_key(j->grain, last, js->st.watermark);
+			if (jobstate_save(s, js, &err) < 0)
+				goto fail;
+		} else if (!js->st.has_watermark || !j->catchup) {
+			const char *want = j->catchup ? "ok" : "off";
+			if (strcmp(js->st.catchup, "refused") != 0 &&
+			    strcmp(js->st.catchup, want) != 0) {
+				snprintf(js->st.catchup, sizeof js->st.catchup,
+					 "%s", want);
+				jobstate_save(s, js, &err);
+			}
+		}
+		/* next due time */
+		part_t nextp = last > wm ? last + 1 : wm + 1;
+		if (nextp < j->start)
+			nextp = j->start;
+		if (!j->has_end || nextp <= j->end) {
+			int64_t due = sched_due_time(j->grain, j->ready_after, nextp);
+			if (due < next)
+				next = due;
+		}
+		continue;
+fail:
+		log_err("job=%s schedule: %s", j->name, err.msg);
+	}
+	uv_timer_stop(&s->due_timer);
+	if (next != INT64_MAX) {
+		int64_t delay = next > now ? (next - now) * 1000 : 0;
+		/* re-read the clock at least daily: a suspended host's
+		 * monotonic timer does not advance while it sleeps */
+		if (delay > 86400000)
+			delay = 86400000;
+		uv_timer_start(&s->due_timer, sched_due_cb, (uint64_t)delay, 0);
+	}
+}
+
+static void
+sched_due_cb(uv_timer_t *t)
+{
+	struct sched *s = t->data;
+
+	sched_schedule(s, false, -1);
+}
+
+void
+sched_clock_changed(struct sched *s)
+{
+	sched_schedule(s, false, -1);
+	sched_kick(s);
+}
+
+/* ---- life cycle ------------------------------------------------------- */
+
+/* Resize the per-job running counters to the configuration. */
+static void
+sched_index_jobs(struct sched *s)
+{
+	free(s->job_running);
+	s->njob_running = s->cfg->njobs;
+	s->job_running = xcalloc(s->njob_running, sizeof *s->job_running);
+	for (struct request *rq = s->requests.next; rq != &s->requests; rq = rq->next)
+		for (size_t i = 0; i < rq->n; i++)
+			entry_resolve(s, rq->items[i]);
+	for (struct active *a = s->actives.next; a != &s->actives; a = a->next) {
+		a->job = config_job_index(s->cfg, a->job_name);
+		if (a->job >= 0)
+			s->job_running[a->job]++;
+	}
+}
+
+int
+sched_new(uv_loop_t *loop, struct store *store, struct exec *exec,
+	  struct config *cfg, const char *log_dir, struct sched **out,
+	  struct err *err)
+{
+	struct sched *s = xcalloc(1, sizeof *s);
+
+	s->loop = loop;
+	s->store = store;
+	s->exec = exec;
+	s->cfg = cfg;
+	s->log_dir = xstrdup(log_dir);
+	s->requests.next = s->requests.prev = &s->requests;
+	s->actives.next = s->actives.prev = &s->actives;
+	s->retry_at = INT64_MAX;
+	uv_timer_init(loop, &s->retry_timer);
+	s->retry_timer.data = s;
+	uv_timer_init(loop, &s->due_timer);
+	s->due_timer.data = s;
+	uv_idle_init(loop, &s->kick);
+	s->kick.data = s;
+	sched_index_jobs(s);
+	*out = s;
+	(void)err;
+	return 0;
+}
+
+struct load_ctx {
+	struct sched *s;
+	struct request *rq;
+};
+
+/* Rebuild one open manifest row in memory. */
+static int
+sched_load_cb(const struct store_open_row *row, void *data, struct err *err)
+{
+	struct load_ctx *lc = data;
+	struct entry *e;
+
+	if (lc->rq == NULL || lc->rq->id != row->request_id)
+		lc->rq = request_new(lc->s, row->request_id, row->rq_job,
+				     row->rq_kind, row->rq_created_at);
+	e = request_add_entry(lc->s, lc->rq, row->id, row->job, row->key,
+			      row->seq, row->downstream, row->state);
+	e->attempts = row->attempts;
+	e->not_before = row->not_before;
+	if (row->blocked_on)
+		e->blocked_on = xstrdup(row->blocked_on);
+	(void)err;
+	return 0;
+}
+
+/* Recompute the input links of a loaded request from the mapping. */
+static void
+sched_link_loaded(struct sched *s, struct request *rq)
+{
+	for (size_t i = 0; i < rq->n; i++) {
+		struct entry *o = rq->items[i];
+		const struct job_def *oj = entry_job(s, o);
+
+		if (!o->downstream || oj == NULL)
+			continue;
+		for (size_t k = 0; k < rq->n; k++) {
+			struct entry *in = rq->items[k];
+			const struct job_def *ij = entry_job(s, in);
+			part_t out[2];
+			bool feeds = false;
+			int n;
+
+			if (in == o || ij == NULL)
+				continue;
+			for (size_t u = 0; u < oj->nupstream; u++)
+				feeds |= oj->upstream_idx[u] == in->job;
+			if (!feeds)
+				continue;
+			n = part_map(ij->grain, in->part, oj->grain, out);
+			for (int m = 0; m < n; m++) {
+				if (out[m] != o->part)
+					continue;
+				o->ins = realloc(o->ins, (o->nins + 1) * sizeof *o->ins);
+				if (o->ins == NULL)
+					abort();
+				o->ins[o->nins++] = in;
+				entry_link(in, o);
+			}
+		}
+	}
+}
+
+int
+sched_start(struct sched *s, struct err *err)
+{
+	struct load_ctx lc = { s, NULL };
+	int recovered = 0;
+	int64_t now = clock_now_ms();
+
+	if (store_recover(s->store, now, &recovered, err) < 0 ||
+	    store_load_open(s->store, sched_load_cb, &lc, err) < 0)
+		return -1;
+	if (recovered > 0)
+		log_warn("%d runs were interrupted by a stop or crash; their"
+			 " partitions are queued again", recovered);
+	for (struct request *rq = s->requests.next; rq != &s->requests; rq = rq->next) {
+		sched_link_loaded(s, rq);
+		for (size_t i = 0; i < rq->n; i++)
+			entry_settle(s, rq->items[i], now);
+	}
+	/* requests that were complete but not marked so */
+	for (struct request *rq = s->requests.next, *nx; rq != &s->requests; rq = nx) {
+		nx = rq->next;
+		request_changed(s, rq);
+	}
+	sched_schedule(s, false, -1);
+	sched_kick(s);
+	return 0;
+}
+
+void
+sched_reload(struct sched *s, struct config *cfg)
+{
+	config_unref(s->cfg);
+	s->cfg = cfg;
+	sched_index_jobs(s);
+	if (!s->draining)
+		sched_schedule(s, false, -1);
+	sched_kick(s);
+}
+
+struct config *
+sched_config(struct sched *s)
+{
+	return s->cfg;
+}
+
+struct store *
+sched_store(struct sched *s)
+{
+	return s->store;
+}
+
+void
+sched_drain(struct sched *s)
+{
+	s->draining = true;
+	uv_timer_stop(&s->due_timer);
+	uv_timer_stop(&s->retry_timer);
+}
+
+void
+sched_cancel_running(struct sched *s)
+{
+	for (struct active *a = s->actives.next; a != &s->actives; a = a->next)
+		exec_cancel(s->exec, &a->run);
+}
+
+int
+sched_running(const struct sched *s)
+{
+	return s->nrunning;
+}
+
+int64_t
+sched_queued(const struct sched *s)
+{
+	return s->nqueued - s->nrunning;
+}
+
+int64_t
+sched_failed_total(const struct sched *s)
+{
+	return s->failed_total;
+}
+
+void
+sched_on_idle(struct sched *s, void (*cb)(void *data), void *data)
+{
+	s->idle_cb = cb;
+	s->idle_data = data;
+	if (s->nrunning == 0 && cb)
+		cb(data);
+}
+
+void
+sched_close(struct sched *s)
+{
+	s->closing = 1;
+	uv_close((uv_handle_t *)&s->retry_timer, NULL);
+	uv_close((uv_handle_t *)&s->due_timer, NULL);
+	uv_close((uv_handle_t *)&s->kick, NULL);
+}
+
+void
+sched_free(struct sched *s)
+{
+	while (s->requests.next != &s->requests)
+		request_free(s, s->requests.next);
+	for (size_t i = 0; i < njobstates; i++)
+		free(jobstates[i].name);
+	free(jobstates);
+	jobstates = NULL;
+	njobstates = 0;
+	free(s->job_running);
+	free(s->log_dir);
+	config_unref(s->cfg);
+	free(s);
+}
+
+/* ---- queries and operator actions ------------------------------------- */
+
+int
+sched_progress(struct sched *s, int64_t request_id, struct sched_progress *p,
+	       struct err *err)
+{
+	struct request *rq = request_find(s, request_id);
+	char job[128];
+	bool finished;
+	int64_t counts[MS_COUNT] = { 0 };
+
+	if (rq != NULL) {
+		request_progress(rq, clock_now_ms(), p);
+		return 0;
+	}
+	if (store_request_get(s->store, request_id, job, sizeof job, &finished,
+			      err) != 0)
+		return err_set(err, EXIT_BAD_INPUT, "no request %" PRId64
+			       ": see 'backfillctl runs' for request ids",
+			       request_id);
+	/* finished and gone from memory: count its rows in the store */
+	memset(p, 0, sizeof *p);
+	(void)counts;
+	p->finished = true;
+	return 1;
+}
+
+void *
+sched_watch(struct sched *s, int64_t request_id, sched_watch_cb cb, void *data)
+{
+	struct request *rq = request_find(s, request_id);
+	struct sched_progress p;
+	struct watch *w;
+
+	if (rq == NULL)
+		return NULL;
+	request_progress(rq, clock_now_ms(), &p);
+	if (p.finished)
+		return NULL;
+	w = xcalloc(1, sizeof *w);
+	w->cb = cb;
+	w->data = data;
+	w->rq = rq;
+	w->next = rq->watches;
+	rq->watches = w;
+	return w;
+}
+
+void
+sched_unwatch(struct sched *s, void *handle)
+{
+	struct watch *w = handle;
+
+	for (struct request *rq = s->requests.next; rq != &s->requests; rq = rq->next) {
+		for (struct watch **pp = &rq->watches; *pp; pp = &(*pp)->next) {
+			if (*pp == w) {
+				*pp = w->next;
+				free(w);
+				return;
+			}
+		}
+	}
+}
+
+int
+sched_cancel_request(struct sched *s, int64_t request_id, int64_t *dropped,
+		     struct err *err)
+{
+	struct request *rq = request_find(s, request_id);
+	int64_t now = clock_now_ms();
+	char job[128];
+	bool finished;
+
+	*dropped = 0;
+	if (rq == NULL) {
+		if (store_request_get(s->store, request_id, job, sizeof job,
+				      &finished, err) != 0)
+			return err_set(err, EXIT_BAD_INPUT, "no request %" PRId64
+				       ": see 'backfillctl runs' for request ids",
+				       request_id);
+		return 0;
+	}
+	if (store_begin(s->store, err) < 0)
+		return -1;
+	for (size_t i = 0; i < rq->n; i++) {
+		struct entry *e = rq->items[i];
+
+		if (e->state != MS_QUEUED && e->state != MS_BLOCKED)
+			continue;
+		if (store_item_set(s->store, e->id, MS_CANCELLED, e->attempts,
+				   e->not_before, "cancelled by the operator",
+				   e->blocked_on, now, err) < 0) {
+			store_rollback(s->store);
+			return -1;
+		}
+	}
+	if (store_commit(s->store, err) < 0)
+		return -1;
+	for (size_t i = 0; i < rq->n; i++) {
+		struct entry *e = rq->items[i];
+
+		if (e->state != MS_QUEUED && e->state != MS_BLOCKED)
+			continue;
+		entry_set(s, e, MS_CANCELLED);
+		(*dropped)++;
+	}
+	log_notice("request=%" PRId64 " cancelled: %" PRId64 " queued partitions"
+		   " dropped", request_id, *dropped);
+	request_changed(s, rq);
+	return 0;
+}
+
+int
+sched_pause(struct sched *s, int job, bool pause, struct err *err)
+{
+	const struct job_def *j = &s->cfg->jobs[job];
+	struct jobstate *js = jobstate_get(s, j->name);
+	bool was = js->st.paused;
+
+	js->st.paused = pause;
+	js->st.paused_at = pause ? clock_now_ms() : 0;
+	if (jobstate_save(s, js, err) < 0) {
+		js->st.paused = was;
+		return -1;
+	}
+	log_notice("job=%s %s", j->name, pause ? "paused" : "resumed");
+	if (!pause && was) {
+		sched_schedule(s, true, job);
+		sched_kick(s);
+	}
+	return 0;
+}
+
+void
+sched_job_view(struct sched *s, int job, struct sched_job_view *v)
+{
+	const struct job_def *j = &s->cfg->jobs[job];
+	struct jobstate *js = jobstate_get(s, j->name);
+	int64_t now = clock_now();
+
+	memset(v, 0, sizeof *v);
+	v->paused = js->st.paused;
+	v->has_watermark = js->st.has_watermark &&
+		part_parse_key(j->grain, js->st.watermark, &v->watermark, NULL) == 0;
+	if (j->nupstream > 0 || !j->has_start)
+		v->catchup = "off";
+	else if (strcmp(js->st.catchup, "refused") == 0)
+		v->catchup = "refused";
+	else
+		v->catchup = j->catchup ? "ok" : "off";
+	if (strcmp(js->st.catchup, "refused") == 0 && js->st.gap_from[0] &&
+	    part_parse_key(j->grain, js->st.gap_from, &v->gap_from, NULL) == 0 &&
+	    part_parse_key(j->grain, js->st.gap_to, &v->gap_to, NULL) == 0)
+		v->has_gap = true;
+	if (j->nupstream == 0 && j->has_start) {
+		part_t nextp = v->has_watermark ? v->watermark + 1 : j->start;
+		part_t last = sched_last_due(j->grain, j->ready_after, now);
+		if (nextp <= last)
+			nextp = last + 1;
+		if (nextp < j->start)
+			nextp = j->start;
+		if (!j->has_end || nextp <= j->end) {
+			v->has_next_due = true;
+			v->next_due = sched_due_time(j->grain, j->ready_after, nextp);
+		}
+	}
+	for (struct request *rq = s->requests.next; rq != &s->requests; rq = rq->next) {
+		for (size_t i = 0; i < rq->n; i++) {
+			struct entry *e = rq->items[i];
+			if (e->job != job)
+				continue;
+			if (e->state == MS_QUEUED)
+				v->queued++;
+			else if (e->state == MS_RUNNING)
+				v->running++;
+			else if (e->state == MS_BLOCKED)
+				v->blocked++;
+		}
+	}
+}
+
+/* ---- staleness -------------------------------------------------------- */
+
+struct stale_row {
+	part_t part;        /* downstream partition */
+	int in_job;
+	part_t in_part;
+	int64_t in_built;
+};
+
+struct stale_collect {
+	struct sched *s;
+	const struct job_def *d;
+	int u;
+	struct stale_row *rows;
+	size_t n, cap;
+};
+
+/* One built upstream partition: the downstream partitions it feeds. */
+static int
+stale_collect_cb(const char *key, int64_t built_at, bool has_inputs_at,
+		 int64_t inputs_at, void *data, struct err *err)
+{
+	struct stale_collect *sc = data;
+	const struct job_def *uj = &sc->s->cfg->jobs[sc->u];
+	part_t p, out[2];
+	int n;
+
+	(void)has_inputs_at;
+	(void)inputs_at;
+	if (part_parse_key(uj->grain, key, &p, NULL) < 0)
+		return 0;
+	n = part_map(uj->grain, p, sc->d->grain, out);
+	for (int i = 0; i < n; i++) {
+		if (sc->n == sc->cap) {
+			sc->cap = sc->cap ? sc->cap * 2 : 64;
+			sc->rows = realloc(sc->rows, sc->cap * sizeof *sc->rows);
+			if (sc->rows == NULL)
+				return err_set(err, EXIT_INTERNAL, "out of memory");
+		}
+		sc->rows[sc->n++] = (struct stale_row){ out[i], sc->u, p, built_at };
+	}
+	return 0;
+}
+
+/* Order by downstream partition, then input job and partition. */
+static int
+stale_cmp(const void *a, const void *b)
+{
+	const struct stale_row *x = a, *y = b;
+
+	if (x->part != y->part)
+		return x->part < y->part ? -1 : 1;
+	if (x->in_job != y->in_job)
+		return x->in_job < y->in_job ? -1 : 1;
+	return x->in_part < y->in_part ? -1 : x->in_part > y->in_part;
+}
+
+int
+sched_stale(struct sched *s, int only_job, sched_stale_cb cb, void *data,
+	    struct err *err)
+{
+	const struct config *cfg = s->cfg;
+	int rc = 0;
+
+	for (size_t t = 0; t < cfg->njobs && rc == 0; t++) {
+		int d = cfg->topo[t];
+		const struct job_def *dj = &cfg->jobs[d];
+		struct stale_collect sc = { .s = s, .d = dj };
+		struct stale_input *in = NULL;
+
+		if (dj->nupstream == 0 || (only_job >= 0 && only_job != d))
+			continue;
+		for (size_t u = 0; u < dj->nupstream && rc == 0; u++) {
+			sc.u = dj->upstream_idx[u];
+			rc = store_partitions_of(s->store, cfg->jobs[sc.u].name,
+						 stale_collect_cb, &sc, err);
+		}
+		if (rc == 0 && sc.n > 0) {
+			qsort(sc.rows, sc.n, sizeof *sc.rows, stale_cmp);
+			in = xcalloc(sc.n, sizeof *in);
+		}
+		for (size_t a = 0; a < sc.n && rc == 0;) {
+			size_t b = a, nin = 0;
+			char key[CAL_KEY_MAX];
+			int64_t built = -1, inputs = -1;
+			bool has_built;
+
+			while (b < sc.n && sc.rows[b].part == sc.rows[a].part)
+				b++;
+			part_key(dj->grain, sc.rows[a].part, key);
+			has_built = store_partition_get(s->store, dj->name, key,
+							&built, &inputs, NULL) == 0;
+			for (size_t k = a; k < b; k++) {
+				if (sc.rows[k].in_built > (has_built ? inputs : -1))
+					in[nin++] = (struct stale_input){
+						sc.rows[k].in_job, sc.rows[k].in_part,
+						sc.rows[k].in_built };
+			}
+			if (nin > 0)
+				rc = cb(d, sc.rows[a].part, has_built, built, in,
+					nin, data, err);
+			a = b;
+		}
+		free(in);
+		free(sc.rows);
+	}
+	return rc;
+}

@@ -1,0 +1,121 @@
+/*
+ * scheduler.h - the scheduler: requests, the in-memory manifest, dispatch
+ * through the worker pool under the caps, retries, downstream release,
+ * the clock-driven schedule with bounded catchup.
+ *
+ * Lives on the loop thread.  The state store is the truth: every change is
+ * committed there before it is acknowledged or acted on; the in-memory
+ * structures are an index over the open part of the manifest, rebuilt from
+ * the store at start.
+ */
+#ifndef BACKFILLD_SCHED_H
+#define BACKFILLD_SCHED_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <uv.h>
+
+#include "calendar.h"
+#include "config.h"
+#include "err.h"
+#include "exec.h"
+#include "plan.h"
+#include "proto.h"
+#include "store.h"
+
+struct sched;
+
+int sched_new(uv_loop_t *loop, struct store *store, struct exec *exec,
+	      struct config *cfg, const char *log_dir, struct sched **out,
+	      struct err *err);
+/* Load the open manifest, recover crashed runs, run the schedule once and
+ * start dispatching. */
+int sched_start(struct sched *s, struct err *err);
+/* Swap in a validated configuration (takes the caller's reference). */
+void sched_reload(struct sched *s, struct config *cfg);
+struct config *sched_config(struct sched *s);
+/* Stop dispatching; runs in flight go on. */
+void sched_drain(struct sched *s);
+/* Cancel runs in flight (shutdown): their partitions are queued again. */
+void sched_cancel_running(struct sched *s);
+int sched_running(const struct sched *s);
+int64_t sched_queued(const struct sched *s);
+int64_t sched_failed_total(const struct sched *s);
+/* Called when nothing runs any more after sched_drain. */
+void sched_on_idle(struct sched *s, void (*cb)(void *data), void *data);
+/* Close the timers; free after the loop ran the close callbacks. */
+void sched_close(struct sched *s);
+void sched_free(struct sched *s);
+/* The test clock changed: re-run the schedule now. */
+void sched_clock_changed(struct sched *s);
+
+/* An operator or sensor request. */
+enum reprocess { REPROCESS_ALL, REPROCESS_FAILED, REPROCESS_MISSING };
+struct sched_req {
+	int job;             /* index in the current config */
+	const char *kind;    /* backfill, rerun, stale, built_by, late_data */
+	part_t *parts;       /* the job's partitions, ascending, distinct */
+	size_t nparts;
+	enum reprocess reprocess;
+	bool reverse;
+	bool no_downstream;
+	const char *reason;
+	const char *from_key; /* for the record */
+	const char *to_key;
+};
+/*
+ * Plan a request: filter by reprocess, expand downstream.  With `commit`
+ * the plan is written to the store and queued (*request_id set, or 0 when
+ * nothing was left to run).
+ */
+int sched_submit(struct sched *s, const struct sched_req *rq, bool commit,
+		 struct plan *plan, int64_t *request_id, struct err *err);
+
+struct sched_progress {
+	int64_t total, succeeded, failed, blocked, cancelled, running, queued;
+	int64_t elapsed_ms;
+	bool finished; /* nothing queued or running any more */
+};
+/* 0 and *p, or -1 (EXIT_BAD_INPUT) when the request is unknown. */
+int sched_progress(struct sched *s, int64_t request_id,
+		   struct sched_progress *p, struct err *err);
+/* Watch a request: cb on every change (the caller throttles) and once with
+ * finished set, after which the watch is gone.  Returns a handle for
+ * sched_unwatch, or NULL when the request is unknown or already finished
+ * (then call sched_progress). */
+typedef void (*sched_watch_cb)(void *data, const struct sched_progress *p);
+void *sched_watch(struct sched *s, int64_t request_id, sched_watch_cb cb,
+		  void *data);
+void sched_unwatch(struct sched *s, void *handle);
+
+int sched_cancel_request(struct sched *s, int64_t request_id, int64_t *dropped,
+			 struct err *err);
+int sched_pause(struct sched *s, int job, bool pause, struct err *err);
+/* Per-job live view for status. */
+struct sched_job_view {
+	bool paused;
+	bool has_watermark;
+	part_t watermark;
+	const char *catchup; /* ok, refused, off */
+	bool has_gap;
+	part_t gap_from, gap_to;
+	bool has_next_due;
+	int64_t next_due; /* seconds */
+	int64_t queued, running, blocked;
+};
+void sched_job_view(struct sched *s, int job, struct sched_job_view *v);
+struct store *sched_store(struct sched *s);
+/* Downstream partitions older than their inputs, for `stale`: calls cb
+ * for each with the newer inputs. */
+struct stale_input {
+	int job;
+	part_t part;
+	int64_t built_at;
+};
+typedef int (*sched_stale_cb)(int job, part_t part, bool built,
+			      int64_t built_at, const struct stale_input *in,
+			      size_t nin, void *data, struct err *err);
+int sched_stale(struct sched *s, int only_job, sched_stale_cb cb, void *data,
+		struct err *err);
+
+#endif

@@ -1,0 +1,189 @@
+/*
+ * store.h - the state store: requests, the manifest, runs, partitions
+ * (last builds) and per-job state, in one SQLite database in WAL mode.
+ *
+ * The only module that includes sqlite3.h for the state store.  Used from
+ * the loop thread only.  Every function that changes state commits before
+ * it returns, unless the caller wrapped it in store_begin()/store_commit(),
+ * in which case nothing is acknowledged to a client before store_commit()
+ * returned 0.  Statements are prepared once and reset after use.
+ */
+#ifndef BACKFILLD_STORE_H
+#define BACKFILLD_STORE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "err.h"
+
+struct store;
+
+enum mstate {
+	MS_QUEUED,
+	MS_RUNNING,
+	MS_SUCCEEDED,
+	MS_FAILED,
+	MS_BLOCKED,
+	MS_CANCELLED,
+	MS_COUNT
+};
+const char *mstate_name(enum mstate s);
+int mstate_parse(const char *s, enum mstate *out);
+
+/* Open (creating if needed) and migrate to the schema compiled in. */
+int store_open(const char *path, struct store **out, struct err *err);
+void store_close(struct store *st);
+
+/* Group several changes into one transaction (BEGIN IMMEDIATE). */
+int store_begin(struct store *st, struct err *err);
+int store_commit(struct store *st, struct err *err);
+void store_rollback(struct store *st);
+
+struct store_request {
+	const char *job;
+	const char *kind; /* schedule, catchup, backfill, rerun, stale, built_by, late_data */
+	const char *reason;
+	const char *from_key;
+	const char *to_key;
+	const char *reprocess;
+	bool reverse;
+	bool no_downstream;
+	int64_t created_at;
+};
+int store_request_add(struct store *st, const struct store_request *rq,
+		      int64_t *id, struct err *err);
+int store_request_finish(struct store *st, int64_t id, int64_t at,
+			 bool cancelled, struct err *err);
+
+struct store_item {
+	int64_t request_id;
+	const char *job;
+	const char *key;
+	int seq;
+	bool downstream;
+	enum mstate state;
+	int64_t at;
+};
+int store_item_add(struct store *st, const struct store_item *it,
+		   int64_t *id, struct err *err);
+/* Set a manifest row's state and the fields that go with it (error and
+ * blocked_on may be NULL). */
+int store_item_set(struct store *st, int64_t id, enum mstate state,
+		   int attempts, int64_t not_before, const char *error,
+		   const char *blocked_on, int64_t at, struct err *err);
+
+int store_run_start(struct store *st, int64_t manifest_id, int64_t request_id,
+		    const char *job, const char *key, int attempt,
+		    int64_t started_at, const char *code_version,
+		    int64_t *run_id, struct err *err);
+int store_run_finish(struct store *st, int64_t run_id, enum mstate state,
+		     int64_t finished_at, const char *error,
+		     int64_t rows_changed, struct err *err);
+/* Record a successful build of a partition (staleness). */
+int store_partition_built(struct store *st, const char *job, const char *key,
+			  int64_t built_at, int64_t inputs_at, int64_t run_id,
+			  const char *code_version, struct err *err);
+/* When (job, key) last landed: 0 and *built_at, or 1 when never. */
+int store_partition_get(struct store *st, const char *job, const char *key,
+			int64_t *built_at, int64_t *inputs_at, struct err *err);
+
+/* At start: mark runs left 'running' by a crash as failed and their manifest
+ * rows queued again; returns how many in *count. */
+int store_recover(struct store *st, int64_t at, int *count, struct err *err);
+
+/* Every open manifest row (queued, running, blocked) of unfinished
+ * requests, in request then seq order. */
+struct store_open_row {
+	int64_t id;
+	int64_t request_id;
+	const char *job;
+	const char *key;
+	int seq;
+	bool downstream;
+	enum mstate state;
+	int attempts;
+	int64_t not_before;
+	const char *blocked_on;
+	/* the request's */
+	const char *rq_job;
+	const char *rq_kind;
+	bool rq_reverse;
+	int64_t rq_created_at;
+};
+typedef int (*store_open_cb)(const struct store_open_row *row, void *data,
+			     struct err *err);
+/* Also calls back for finished rows (succeeded, failed, cancelled) of
+ * requests that are not finished, so counts and dependencies rebuild. */
+int store_load_open(struct store *st, store_open_cb cb, void *data,
+		    struct err *err);
+
+/* Last finished run's state of each partition of job in [first_key,
+ * last_key] (text order equals time order for keys of one grain). */
+typedef void (*store_last_cb)(const char *key, enum mstate last_state,
+			      void *data);
+int store_last_states(struct store *st, const char *job, const char *first_key,
+		      const char *last_key, store_last_cb cb, void *data,
+		      struct err *err);
+
+/* Keys of job whose latest successful build used code_version. */
+typedef int (*store_key_cb)(const char *key, void *data, struct err *err);
+int store_keys_built_by(struct store *st, const char *job,
+			const char *code_version, store_key_cb cb, void *data,
+			struct err *err);
+
+/* Every built partition of job (key, built_at, inputs_at). */
+typedef int (*store_built_cb)(const char *key, int64_t built_at,
+			      bool has_inputs_at, int64_t inputs_at,
+			      void *data, struct err *err);
+int store_partitions_of(struct store *st, const char *job, store_built_cb cb,
+			void *data, struct err *err);
+
+/* Runs, newest first, filtered; NULL/0 filters are ignored; limit 0 = all. */
+struct store_run_row {
+	int64_t id;
+	int64_t request_id;
+	const char *job;
+	const char *key;
+	int attempt;
+	const char *state;
+	int64_t started_at;
+	bool has_finished_at;
+	int64_t finished_at;
+	const char *error;
+	bool has_rows;
+	int64_t rows_changed;
+	const char *code_version;
+};
+typedef int (*store_run_cb)(const struct store_run_row *row, void *data,
+			    struct err *err);
+int store_runs(struct store *st, const char *job, int64_t request_id,
+	       const char *state, int64_t limit, store_run_cb cb, void *data,
+	       struct err *err);
+
+/* Counts by manifest state (open requests and the last state of finished
+ * work) of one job: succeeded/failed count distinct partitions by their
+ * latest run. */
+int store_job_counts(struct store *st, const char *job, int64_t counts[MS_COUNT],
+		     struct err *err);
+
+/* Per-job schedule state. */
+struct store_job_state {
+	bool has_watermark;
+	char watermark[32];
+	char catchup[16]; /* ok, refused, off */
+	char gap_from[32];
+	char gap_to[32];
+	bool paused;
+	int64_t paused_at;
+};
+int store_job_get(struct store *st, const char *job, struct store_job_state *js,
+		  struct err *err);
+int store_job_put(struct store *st, const char *job,
+		  const struct store_job_state *js, int64_t at, struct err *err);
+
+/* Does request id exist; fills its job and whether finished. */
+int store_request_get(struct store *st, int64_t id, char *job, size_t jobsz,
+		      bool *finished, struct err *err);
+
+#endif
