@@ -1,2 +1,2333 @@
-/* config.c - to be written */
+/*
+ * config.c - load and validate the configuration file (DESIGN.md,
+ * "Configuration").
+ *
+ * The file is loaded with libyaml's document API and walked with one table
+ * per mapping (top level, warehouse, job, check, metric, late_data): each
+ * row names a key, the node type it expects, what its value must be (for
+ * messages), a handler and, for the generic handlers, the offset of the
+ * field it fills.  This is netplan's parse.c shape.
+ *
+ * Every error is one line "FILE:LINE:COLUMN: message" (libyaml marks are
+ * 0-based: we add 1) pointing at the offending key or value, FILE being the
+ * path as given.  The first error stops the load; nothing half-loaded ever
+ * escapes.
+ *
+ * Order of checks, which decides which error a broken file reports:
+ *   1. a mapping's keys (unknown, duplicate) before any of its values;
+ *   2. at the top level, scalar settings, then warehouses, then jobs, so a
+ *      job sees the final defaults and the warehouse names whatever order
+ *      the file uses;
+ *   3. a job's own rules (one of sql/sql_file/command, start <= end,
+ *      concurrency <= max_concurrency, wall clock, ...) when its mapping is
+ *      done;
+ *   4. the rules between jobs (upstream names, grains, cycles) once every
+ *      job is in; then the derived data (downstream, topo, code_version).
+ *
+ * A job without upstream and without start is allowed: it has no clock
+ * schedule, and only operator backfills (bounded by end, if any) run it.
+ * A job with upstream needs no start either: it runs when its inputs land.
+ */
 #include "config.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <yaml.h>
+
+#define CFG_FILE_MAX (16 * 1024 * 1024) /* config and sql_file size cap */
+#define CFG_NAME_MAX 64                  /* job and warehouse names */
+#define CFG_CTX_MAX 256
+#define CFG_QUOTE_MAX 64                 /* user text quoted in messages */
+#define CFG_SUN_PATH_MAX 108             /* sizeof sockaddr_un.sun_path */
+
+#define CFG_DEFAULT_STATE_DB "/var/lib/backfilld/state.db"
+#define CFG_DEFAULT_SOCKET "/run/backfilld/backfilld.sock"
+
+/* Where we are: the document, the config being filled, the message context. */
+struct cfg_parser {
+	const char *file;   /* path as given, for messages */
+	const char *src;    /* the file's bytes */
+	size_t srclen;
+	yaml_document_t *doc;
+	struct config *cfg;
+	struct err *err;
+	char ctx[CFG_CTX_MAX]; /* "job \"x\"", or "" at the top level */
+	char pfx[CFG_CTX_MAX + 2]; /* ctx + ": ", or "" */
+	size_t cur_job;        /* index of the job being loaded */
+	yaml_node_t **job_nodes; /* mapping node of each job */
+};
+
+struct cfg_key;
+
+/* A key's handler: fill obj from the value node val (key is its key). */
+typedef int cfg_handler_fn(struct cfg_parser *p, void *obj,
+			   const struct cfg_key *k, yaml_node_t *key,
+			   yaml_node_t *val);
+
+/* One row of a mapping's table. */
+struct cfg_key {
+	const char *name;
+	yaml_node_type_t type; /* expected node type; YAML_NO_NODE: any */
+	cfg_handler_fn *fn;
+	size_t off;            /* field filled by a generic handler */
+	size_t off2;           /* its count, for sequences */
+	const char *what;      /* "a positive integer": what the value must be */
+	int phase;             /* handled in increasing phase order */
+};
+
+/* ------------------------------------------------------------------ */
+/* Messages                                                            */
+/* ------------------------------------------------------------------ */
+
+/* Quote user text for a message: "...", escaped, one line, truncated. */
+static const char *
+cfg_quote(const char *s, char *buf, size_t n)
+{
+	size_t o = 0, i;
+
+	if (n < 8)
+		return "";
+	buf[o++] = '"';
+	for (i = 0; s[i] != '\0'; i++) {
+		unsigned char c = (unsigned char)s[i];
+
+		if (o + 8 >= n || i >= CFG_QUOTE_MAX) {
+			memcpy(buf + o, "...", 3);
+			o += 3;
+			break;
+		}
+		if (c == '"' || c == '\\') {
+			buf[o++] = '\\';
+			buf[o++] = (char)c;
+		} else if (c == '\n') {
+			buf[o++] = '\\';
+			buf[o++] = 'n';
+		} else if (c == '\t') {
+			buf[o++] = '\\';
+			buf[o++] = 't';
+		} else if (c < 0x20 || c == 0x7f) {
+			o += (size_t)snprintf(buf + o, n - o, "\\x%02x", c);
+		} else {
+			buf[o++] = (char)c;
+		}
+	}
+	buf[o++] = '"';
+	buf[o] = '\0';
+	return buf;
+}
+
+/* Fail the load: "FILE:LINE:COL: message", 1-based position. */
+static int
+cfg_vfail_at(struct cfg_parser *p, int line, int col, const char *fmt,
+	     va_list ap)
+{
+	char msg[ERR_MSG_MAX];
+	char *c;
+
+	vsnprintf(msg, sizeof msg, fmt, ap);
+	for (c = msg; *c != '\0'; c++)
+		if (*c == '\n' || *c == '\r')
+			*c = ' ';
+	return err_set(p->err, EXIT_BAD_INPUT, "%s:%d:%d: %s", p->file, line,
+		       col, msg);
+}
+
+/* Fail the load at a 1-based line and column. */
+static int __attribute__((format(printf, 4, 5)))
+cfg_fail_at(struct cfg_parser *p, int line, int col, const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	cfg_vfail_at(p, line, col, fmt, ap);
+	va_end(ap);
+	return -1;
+}
+
+/* Fail the load at a libyaml mark (0-based). */
+static int __attribute__((format(printf, 3, 4)))
+cfg_fail(struct cfg_parser *p, yaml_mark_t m, const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	cfg_vfail_at(p, (int)m.line + 1, (int)m.column + 1, fmt, ap);
+	va_end(ap);
+	return -1;
+}
+
+/* Fail the load for want of memory. */
+static int
+cfg_oom(struct cfg_parser *p)
+{
+	return err_set(p->err, EXIT_INTERNAL, "%s: out of memory", p->file);
+}
+
+/* Set the message context ("job \"x\"") and its prefix ("job \"x\": "). */
+static void __attribute__((format(printf, 2, 3)))
+cfg_set_ctx(struct cfg_parser *p, const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(p->ctx, sizeof p->ctx, fmt, ap);
+	va_end(ap);
+	if (p->ctx[0] != '\0')
+		snprintf(p->pfx, sizeof p->pfx, "%s: ", p->ctx);
+	else
+		p->pfx[0] = '\0';
+}
+
+/* Restore a context saved from p->ctx. */
+static void
+cfg_restore_ctx(struct cfg_parser *p, const char *saved)
+{
+	cfg_set_ctx(p, "%s", saved);
+}
+
+/* ------------------------------------------------------------------ */
+/* Nodes                                                               */
+/* ------------------------------------------------------------------ */
+
+/* The node with index i of the document. */
+static yaml_node_t *
+cfg_node(struct cfg_parser *p, int i)
+{
+	return yaml_document_get_node(p->doc, i);
+}
+
+/* A scalar node's text. */
+static const char *
+cfg_text(const yaml_node_t *n)
+{
+	return (const char *)n->data.scalar.value;
+}
+
+/* True for a plain scalar meaning null: empty, "~" or "null". */
+static bool
+cfg_is_null(const yaml_node_t *n)
+{
+	const char *s;
+
+	if (n->type != YAML_SCALAR_NODE ||
+	    n->data.scalar.style != YAML_PLAIN_SCALAR_STYLE)
+		return false;
+	s = cfg_text(n);
+	return s[0] == '\0' || strcmp(s, "~") == 0 || strcmp(s, "null") == 0 ||
+	       strcmp(s, "Null") == 0 || strcmp(s, "NULL") == 0;
+}
+
+/* Describe what a node holds, for "got ..." in messages. */
+static const char *
+cfg_got(const yaml_node_t *n, char *buf, size_t len)
+{
+	switch (n->type) {
+	case YAML_SEQUENCE_NODE:
+		return n->data.sequence.items.top == n->data.sequence.items.start ?
+			       "an empty sequence" : "a sequence";
+	case YAML_MAPPING_NODE:
+		return n->data.mapping.pairs.top == n->data.mapping.pairs.start ?
+			       "an empty mapping" : "a mapping";
+	case YAML_SCALAR_NODE:
+		if (cfg_is_null(n))
+			return "nothing";
+		return cfg_quote(cfg_text(n), buf, len);
+	default:
+		return "nothing";
+	}
+}
+
+/* Number of items of a sequence node. */
+static size_t
+cfg_seq_len(const yaml_node_t *n)
+{
+	return (size_t)(n->data.sequence.items.top -
+			n->data.sequence.items.start);
+}
+
+/* Item i of a sequence node. */
+static yaml_node_t *
+cfg_seq_item(struct cfg_parser *p, const yaml_node_t *n, size_t i)
+{
+	return cfg_node(p, n->data.sequence.items.start[i]);
+}
+
+/* The value of key `name` in mapping node map, or NULL. */
+static yaml_node_t *
+cfg_map_get(struct cfg_parser *p, const yaml_node_t *map, const char *name)
+{
+	yaml_node_pair_t *pr;
+
+	for (pr = map->data.mapping.pairs.start;
+	     pr < map->data.mapping.pairs.top; pr++) {
+		yaml_node_t *k = cfg_node(p, pr->key);
+
+		if (k->type == YAML_SCALAR_NODE && strcmp(cfg_text(k), name) == 0)
+			return cfg_node(p, pr->value);
+	}
+	return NULL;
+}
+
+/* The key node of key `name` in mapping node map, or NULL. */
+static yaml_node_t *
+cfg_map_key(struct cfg_parser *p, const yaml_node_t *map, const char *name)
+{
+	yaml_node_pair_t *pr;
+
+	for (pr = map->data.mapping.pairs.start;
+	     pr < map->data.mapping.pairs.top; pr++) {
+		yaml_node_t *k = cfg_node(p, pr->key);
+
+		if (k->type == YAML_SCALAR_NODE && strcmp(cfg_text(k), name) == 0)
+			return k;
+	}
+	return NULL;
+}
+
+/* Convert a libyaml mark to a 1-based position. */
+static struct pos
+cfg_pos(yaml_mark_t m)
+{
+	struct pos pos = { (int)m.line + 1, (int)m.column + 1 };
+
+	return pos;
+}
+
+/* Refuse a value of the wrong shape: "KEY must be WHAT, got ...". */
+static int
+cfg_bad_value(struct cfg_parser *p, const struct cfg_key *k, yaml_node_t *val)
+{
+	char buf[CFG_QUOTE_MAX * 4 + 16];
+
+	return cfg_fail(p, val->start_mark, "%s%s must be %s, got %s", p->pfx,
+			k->name, k->what, cfg_got(val, buf, sizeof buf));
+}
+
+/* Check that a mapping's keys are names and none is given twice. */
+static int
+cfg_check_dups(struct cfg_parser *p, const yaml_node_t *map)
+{
+	yaml_node_pair_t *pr, *q;
+	char buf[CFG_QUOTE_MAX * 4 + 16];
+
+	for (pr = map->data.mapping.pairs.start;
+	     pr < map->data.mapping.pairs.top; pr++) {
+		yaml_node_t *k = cfg_node(p, pr->key);
+
+		if (k->type != YAML_SCALAR_NODE || cfg_is_null(k))
+			return cfg_fail(p, k->start_mark,
+					"%skeys must be names, got %s", p->pfx,
+					cfg_got(k, buf, sizeof buf));
+		for (q = map->data.mapping.pairs.start; q < pr; q++) {
+			yaml_node_t *k0 = cfg_node(p, q->key);
+
+			if (strcmp(cfg_text(k0), cfg_text(k)) == 0)
+				return cfg_fail(p, k->start_mark,
+						"duplicate key %s%s%s (first at line %zu); keep one",
+						cfg_quote(cfg_text(k), buf, sizeof buf),
+						p->ctx[0] ? " in " : "", p->ctx,
+						k0->start_mark.line + 1);
+		}
+	}
+	return 0;
+}
+
+/* ------------------------------------------------------------------ */
+/* Small helpers                                                       */
+/* ------------------------------------------------------------------ */
+
+/* Optimal string alignment distance (Levenshtein plus transpositions). */
+static size_t
+cfg_distance(const char *a, const char *b)
+{
+	size_t la = strlen(a), lb = strlen(b), i, j;
+	size_t d[CFG_NAME_MAX + 1][CFG_NAME_MAX + 1];
+
+	if (la > CFG_NAME_MAX || lb > CFG_NAME_MAX)
+		return SIZE_MAX;
+	for (i = 0; i <= la; i++)
+		d[i][0] = i;
+	for (j = 0; j <= lb; j++)
+		d[0][j] = j;
+	for (i = 1; i <= la; i++) {
+		for (j = 1; j <= lb; j++) {
+			size_t cost = a[i - 1] == b[j - 1] ? 0 : 1;
+			size_t v = d[i - 1][j] + 1;
+
+			if (d[i][j - 1] + 1 < v)
+				v = d[i][j - 1] + 1;
+			if (d[i - 1][j - 1] + cost < v)
+				v = d[i - 1][j - 1] + cost;
+			if (i > 1 && j > 1 && a[i - 1] == b[j - 2] &&
+			    a[i - 2] == b[j - 1] && d[i - 2][j - 2] + 1 < v)
+				v = d[i - 2][j - 2] + 1;
+			d[i][j] = v;
+		}
+	}
+	return d[la][lb];
+}
+
+/* True when `cand` is close enough to `word` to suggest it. */
+static bool
+cfg_close(const char *word, const char *cand, size_t *best)
+{
+	size_t d = cfg_distance(word, cand);
+	size_t lim = strlen(cand) / 2;
+
+	if (lim > 3)
+		lim = 3;
+	if (lim < 1)
+		lim = 1;
+	if (d > lim || d >= *best)
+		return false;
+	*best = d;
+	return true;
+}
+
+/* Parse a whole decimal integer (optional '-'); false on anything else. */
+static bool
+cfg_parse_int64(const char *s, int64_t *out)
+{
+	const char *c = s;
+	char *end;
+	long long v;
+
+	if (*c == '-')
+		c++;
+	if (*c < '0' || *c > '9')
+		return false;
+	for (; *c != '\0'; c++)
+		if (*c < '0' || *c > '9')
+			return false;
+	errno = 0;
+	v = strtoll(s, &end, 10);
+	if (errno != 0 || *end != '\0')
+		return false;
+	*out = v;
+	return true;
+}
+
+/* Valid job or warehouse name: [A-Za-z0-9_][A-Za-z0-9_.-]*, at most 64. */
+static bool
+cfg_valid_name(const char *s)
+{
+	size_t i, n = strlen(s);
+
+	if (n == 0 || n > CFG_NAME_MAX || s[0] == '.' || s[0] == '-')
+		return false;
+	for (i = 0; i < n; i++) {
+		char c = s[i];
+
+		if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') ||
+		      (c >= '0' && c <= '9') || c == '_' || c == '-' || c == '.'))
+			return false;
+	}
+	return true;
+}
+
+/* "a/./b//c" -> "a/b/c": drop empty and "." components (".." is kept:
+ * only the kernel knows what it means past a symlink). */
+static char *
+cfg_clean_path(const char *path)
+{
+	size_t n = strlen(path), o = 0;
+	char *out = malloc(n + 2);
+	const char *s = path;
+
+	if (out == NULL)
+		return NULL;
+	if (*s == '/')
+		out[o++] = '/';
+	while (*s != '\0') {
+		const char *e = strchr(s, '/');
+		size_t len = e ? (size_t)(e - s) : strlen(s);
+
+		if (len > 0 && !(len == 1 && s[0] == '.')) {
+			if (o > 0 && out[o - 1] != '/')
+				out[o++] = '/';
+			memcpy(out + o, s, len);
+			o += len;
+		}
+		s += len;
+		if (*s == '/')
+			s++;
+	}
+	if (o == 0)
+		out[o++] = '.';
+	out[o] = '\0';
+	return out;
+}
+
+/* rel resolved against dir (rel itself when absolute), cleaned. */
+static char *
+cfg_resolve(const char *dir, const char *rel)
+{
+	char *joined, *out;
+	size_t n;
+
+	if (rel[0] == '/')
+		return cfg_clean_path(rel);
+	n = strlen(dir) + strlen(rel) + 2;
+	joined = malloc(n);
+	if (joined == NULL)
+		return NULL;
+	snprintf(joined, n, "%s/%s", dir, rel);
+	out = cfg_clean_path(joined);
+	free(joined);
+	return out;
+}
+
+/* Absolute form of a config path: realpath when it exists, else joined
+ * to the working directory. */
+static char *
+cfg_abs_path(const char *path, bool use_realpath)
+{
+	char cwd[PATH_MAX];
+	char *rp;
+
+	if (use_realpath && (rp = realpath(path, NULL)) != NULL)
+		return rp;
+	if (path[0] == '/')
+		return cfg_clean_path(path);
+	if (getcwd(cwd, sizeof cwd) == NULL)
+		return cfg_clean_path(path);
+	return cfg_resolve(cwd, path);
+}
+
+/* Folder of an absolute path. */
+static char *
+cfg_dirname(const char *abs)
+{
+	const char *slash = strrchr(abs, '/');
+	size_t n;
+	char *out;
+
+	if (slash == NULL)
+		return strdup(".");
+	n = slash == abs ? 1 : (size_t)(slash - abs);
+	out = malloc(n + 1);
+	if (out == NULL)
+		return NULL;
+	memcpy(out, abs, n);
+	out[n] = '\0';
+	return out;
+}
+
+/* Read a whole regular file (at most CFG_FILE_MAX bytes), NUL-terminated.
+ * Returns 0, or -1 with errno set. */
+static int
+cfg_read_file(const char *path, char **buf, size_t *len)
+{
+	struct stat st;
+	size_t cap, n = 0;
+	char *b;
+	int fd, saved;
+
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -1;
+	if (fstat(fd, &st) < 0)
+		goto fail;
+	if (S_ISDIR(st.st_mode)) {
+		errno = EISDIR;
+		goto fail;
+	}
+	if (st.st_size > CFG_FILE_MAX) {
+		errno = EFBIG;
+		goto fail;
+	}
+	cap = (size_t)st.st_size + 1;
+	b = malloc(cap);
+	if (b == NULL)
+		goto fail;
+	for (;;) {
+		ssize_t r;
+
+		if (n + 1 >= cap) {
+			char *nb;
+
+			if (cap > CFG_FILE_MAX) {
+				free(b);
+				errno = EFBIG;
+				goto fail;
+			}
+			nb = realloc(b, cap * 2);
+			if (nb == NULL) {
+				free(b);
+				goto fail;
+			}
+			b = nb;
+			cap *= 2;
+		}
+		r = read(fd, b + n, cap - n - 1);
+		if (r < 0) {
+			if (errno == EINTR)
+				continue;
+			saved = errno;
+			free(b);
+			errno = saved;
+			goto fail;
+		}
+		if (r == 0)
+			break;
+		n += (size_t)r;
+	}
+	b[n] = '\0';
+	close(fd);
+	*buf = b;
+	*len = n;
+	return 0;
+fail:
+	saved = errno;
+	close(fd);
+	errno = saved;
+	return -1;
+}
+
+/* FNV-1a 64 over bytes, continuing from h. */
+static uint64_t
+cfg_fnv(uint64_t h, const void *buf, size_t n)
+{
+	const unsigned char *c = buf;
+	size_t i;
+
+	for (i = 0; i < n; i++) {
+		h ^= c[i];
+		h *= 0x100000001b3ULL;
+	}
+	return h;
+}
+
+#define CFG_FNV_INIT 0xcbf29ce484222325ULL
+
+/* Hash one tagged field: "tag:LEN:bytes", or "tag:-" for NULL. */
+static uint64_t
+cfg_fnv_field(uint64_t h, const char *tag, const char *s)
+{
+	char len[32];
+
+	h = cfg_fnv(h, tag, strlen(tag));
+	if (s == NULL)
+		return cfg_fnv(h, ":-;", 3);
+	snprintf(len, sizeof len, ":%zu:", strlen(s));
+	h = cfg_fnv(h, len, strlen(len));
+	h = cfg_fnv(h, s, strlen(s));
+	return cfg_fnv(h, ";", 1);
+}
+
+/* Hash one tagged integer field. */
+static uint64_t
+cfg_fnv_int(uint64_t h, const char *tag, long long v)
+{
+	char buf[32];
+
+	snprintf(buf, sizeof buf, "%lld", v);
+	return cfg_fnv_field(h, tag, buf);
+}
+
+/* ------------------------------------------------------------------ */
+/* Generic mapping walk                                                */
+/* ------------------------------------------------------------------ */
+
+/* The table row for key `name`, or NULL. */
+static const struct cfg_key *
+cfg_key_find(const struct cfg_key *table, const char *name)
+{
+	for (; table->name != NULL; table++)
+		if (strcmp(table->name, name) == 0)
+			return table;
+	return NULL;
+}
+
+/* Refuse an unknown key, suggesting the closest valid one. */
+static int
+cfg_unknown_key(struct cfg_parser *p, yaml_node_t *kn,
+		const struct cfg_key *table)
+{
+	const char *word = cfg_text(kn), *sugg = NULL;
+	size_t best = SIZE_MAX;
+	char buf[CFG_QUOTE_MAX * 4 + 16], where[CFG_CTX_MAX + 8];
+
+	for (; table->name != NULL; table++)
+		if (cfg_close(word, table->name, &best))
+			sugg = table->name;
+	if (p->ctx[0] != '\0')
+		snprintf(where, sizeof where, "in %s", p->ctx);
+	else
+		snprintf(where, sizeof where, "at the top level");
+	if (sugg != NULL)
+		return cfg_fail(p, kn->start_mark,
+				"unknown key %s %s; did you mean \"%s\"?",
+				cfg_quote(word, buf, sizeof buf), where, sugg);
+	return cfg_fail(p, kn->start_mark, "unknown key %s %s",
+			cfg_quote(word, buf, sizeof buf), where);
+}
+
+/* Walk mapping node map with a table: check every key, then run the
+ * handlers phase by phase, in document order within a phase. */
+static int
+cfg_parse_map(struct cfg_parser *p, yaml_node_t *map,
+	      const struct cfg_key *table, void *obj)
+{
+	yaml_node_pair_t *pr;
+	int phase, maxphase = 0;
+
+	if (cfg_check_dups(p, map) < 0)
+		return -1;
+	for (pr = map->data.mapping.pairs.start;
+	     pr < map->data.mapping.pairs.top; pr++) {
+		yaml_node_t *kn = cfg_node(p, pr->key);
+		const struct cfg_key *k = cfg_key_find(table, cfg_text(kn));
+
+		if (k == NULL)
+			return cfg_unknown_key(p, kn, table);
+		if (k->phase > maxphase)
+			maxphase = k->phase;
+	}
+	for (phase = 0; phase <= maxphase; phase++) {
+		for (pr = map->data.mapping.pairs.start;
+		     pr < map->data.mapping.pairs.top; pr++) {
+			yaml_node_t *kn = cfg_node(p, pr->key);
+			yaml_node_t *vn = cfg_node(p, pr->value);
+			const struct cfg_key *k = cfg_key_find(table, cfg_text(kn));
+
+			if (k->phase != phase)
+				continue;
+			if (k->type != YAML_NO_NODE && vn->type != k->type)
+				return cfg_bad_value(p, k, vn);
+			if (k->fn(p, obj, k, kn, vn) < 0)
+				return -1;
+		}
+	}
+	return 0;
+}
+
+/* ------------------------------------------------------------------ */
+/* Generic handlers                                                    */
+/* ------------------------------------------------------------------ */
+
+#define CFG_FIELD(obj, off, type) ((type *)(void *)((char *)(obj) + (off)))
+
+/* A non-empty string without NUL bytes, or an error. */
+static int
+cfg_want_text(struct cfg_parser *p, const struct cfg_key *k, yaml_node_t *val)
+{
+	if (val->type != YAML_SCALAR_NODE || cfg_is_null(val) ||
+	    cfg_text(val)[0] == '\0' ||
+	    strlen(cfg_text(val)) != val->data.scalar.length)
+		return cfg_bad_value(p, k, val);
+	return 0;
+}
+
+/* A string into a char * field. */
+static int
+cfg_h_str(struct cfg_parser *p, void *obj, const struct cfg_key *k,
+	  yaml_node_t *key, yaml_node_t *val)
+{
+	char **f = CFG_FIELD(obj, k->off, char *);
+
+	if (cfg_want_text(p, k, val) < 0)
+		return -1;
+	free(*f);
+	*f = strdup(cfg_text(val));
+	return *f == NULL ? cfg_oom(p) : 0;
+}
+
+/* A path, resolved against the config's folder, into a char * field. */
+static int
+cfg_h_path(struct cfg_parser *p, void *obj, const struct cfg_key *k,
+	   yaml_node_t *key, yaml_node_t *val)
+{
+	char **f = CFG_FIELD(obj, k->off, char *);
+
+	if (cfg_want_text(p, k, val) < 0)
+		return -1;
+	free(*f);
+	*f = cfg_resolve(p->cfg->dir, cfg_text(val));
+	return *f == NULL ? cfg_oom(p) : 0;
+}
+
+/* An integer in [min, INT_MAX] into an int field (min in off2). */
+static int
+cfg_h_int(struct cfg_parser *p, void *obj, const struct cfg_key *k,
+	  yaml_node_t *key, yaml_node_t *val)
+{
+	int64_t v;
+
+	if (!cfg_parse_int64(cfg_text(val), &v) || v < (int64_t)k->off2 ||
+	    v > INT_MAX)
+		return cfg_bad_value(p, k, val);
+	*CFG_FIELD(obj, k->off, int) = (int)v;
+	return 0;
+}
+
+/* A non-negative integer into an int64_t field. */
+static int
+cfg_h_int64(struct cfg_parser *p, void *obj, const struct cfg_key *k,
+	    yaml_node_t *key, yaml_node_t *val)
+{
+	int64_t v;
+
+	if (!cfg_parse_int64(cfg_text(val), &v) || v < 0)
+		return cfg_bad_value(p, k, val);
+	*CFG_FIELD(obj, k->off, int64_t) = v;
+	return 0;
+}
+
+/* A duration ("30s", "15m", "2h", "1d") into an int64_t field (seconds). */
+static int
+cfg_h_duration(struct cfg_parser *p, void *obj, const struct cfg_key *k,
+	       yaml_node_t *key, yaml_node_t *val)
+{
+	struct err e;
+	int64_t v;
+
+	if (cfg_is_null(val) ||
+	    cal_parse_duration(cfg_text(val), &v, &e) < 0)
+		return cfg_bad_value(p, k, val);
+	*CFG_FIELD(obj, k->off, int64_t) = v;
+	return 0;
+}
+
+/* A positive duration. */
+static int
+cfg_h_posduration(struct cfg_parser *p, void *obj, const struct cfg_key *k,
+		  yaml_node_t *key, yaml_node_t *val)
+{
+	if (cfg_h_duration(p, obj, k, key, val) < 0)
+		return -1;
+	if (*CFG_FIELD(obj, k->off, int64_t) <= 0)
+		return cfg_bad_value(p, k, val);
+	return 0;
+}
+
+/* true or false (only those) into a bool field. */
+static int
+cfg_h_bool(struct cfg_parser *p, void *obj, const struct cfg_key *k,
+	   yaml_node_t *key, yaml_node_t *val)
+{
+	const char *s = cfg_text(val);
+
+	if (strcmp(s, "true") == 0)
+		*CFG_FIELD(obj, k->off, bool) = true;
+	else if (strcmp(s, "false") == 0)
+		*CFG_FIELD(obj, k->off, bool) = false;
+	else
+		return cfg_bad_value(p, k, val);
+	return 0;
+}
+
+/* A sequence of non-empty strings into char ** (off) and size_t (off2). */
+static int
+cfg_h_strseq(struct cfg_parser *p, void *obj, const struct cfg_key *k,
+	     yaml_node_t *key, yaml_node_t *val)
+{
+	char ***f = CFG_FIELD(obj, k->off, char **);
+	size_t *nf = CFG_FIELD(obj, k->off2, size_t);
+	size_t i, n = cfg_seq_len(val);
+
+	if (n == 0)
+		return cfg_bad_value(p, k, val);
+	*f = calloc(n, sizeof **f);
+	if (*f == NULL)
+		return cfg_oom(p);
+	for (i = 0; i < n; i++) {
+		yaml_node_t *it = cfg_seq_item(p, val, i);
+
+		if (cfg_want_text(p, k, it) < 0)
+			return -1;
+		(*f)[i] = strdup(cfg_text(it));
+		if ((*f)[i] == NULL)
+			return cfg_oom(p);
+		*nf = i + 1;
+	}
+	return 0;
+}
+
+/* A key whose value is checked later (start, end: they need the grain). */
+static int
+cfg_h_later(struct cfg_parser *p, void *obj, const struct cfg_key *k,
+	    yaml_node_t *key, yaml_node_t *val)
+{
+	return cfg_want_text(p, k, val);
+}
+
+/* ------------------------------------------------------------------ */
+/* Top level                                                           */
+/* ------------------------------------------------------------------ */
+
+/* log_level: one of the syslog names the daemon's log.c knows. */
+static int
+cfg_h_log_level(struct cfg_parser *p, void *obj, const struct cfg_key *k,
+		yaml_node_t *key, yaml_node_t *val)
+{
+	static const char *const levels[] = { "err", "warning", "notice",
+					      "info", "debug", NULL };
+	size_t i;
+
+	for (i = 0; levels[i] != NULL; i++)
+		if (strcmp(cfg_text(val), levels[i]) == 0)
+			return cfg_h_str(p, obj, k, key, val);
+	return cfg_bad_value(p, k, val);
+}
+
+static int cfg_h_warehouses(struct cfg_parser *, void *,
+			    const struct cfg_key *, yaml_node_t *,
+			    yaml_node_t *);
+static int cfg_h_jobs(struct cfg_parser *, void *, const struct cfg_key *,
+		      yaml_node_t *, yaml_node_t *);
+
+#define CFG_OFF(type, field) offsetof(struct type, field)
+#define CFG_POSINT "a positive integer"
+#define CFG_DURATION "a duration like 30s, 15m, 2h or 1d"
+
+static const struct cfg_key cfg_top_keys[] = {
+	{ "state_db", YAML_SCALAR_NODE, cfg_h_path, CFG_OFF(config, state_db),
+	  0, "a file path", 0 },
+	{ "socket", YAML_SCALAR_NODE, cfg_h_path, CFG_OFF(config, socket), 0,
+	  "a socket path", 0 },
+	{ "socket_group", YAML_SCALAR_NODE, cfg_h_str,
+	  CFG_OFF(config, socket_group), 0, "a group name", 0 },
+	{ "log_level", YAML_SCALAR_NODE, cfg_h_log_level,
+	  CFG_OFF(config, log_level), 0,
+	  "one of err, warning, notice, info, debug", 0 },
+	{ "max_concurrency", YAML_SCALAR_NODE, cfg_h_int,
+	  CFG_OFF(config, max_concurrency), 1, CFG_POSINT, 0 },
+	{ "max_catchup", YAML_SCALAR_NODE, cfg_h_int,
+	  CFG_OFF(config, max_catchup), 1, CFG_POSINT, 0 },
+	{ "max_backfill", YAML_SCALAR_NODE, cfg_h_int,
+	  CFG_OFF(config, max_backfill), 1, CFG_POSINT, 0 },
+	{ "shutdown_grace", YAML_SCALAR_NODE, cfg_h_duration,
+	  CFG_OFF(config, shutdown_grace), 0, CFG_DURATION, 0 },
+	{ "warehouses", YAML_SEQUENCE_NODE, cfg_h_warehouses, 0, 0,
+	  "a sequence of warehouses", 1 },
+	{ "jobs", YAML_SEQUENCE_NODE, cfg_h_jobs, 0, 0, "a sequence of jobs",
+	  2 },
+	{ NULL, YAML_NO_NODE, NULL, 0, 0, NULL, 0 }
+};
+
+/* ------------------------------------------------------------------ */
+/* Warehouses                                                          */
+/* ------------------------------------------------------------------ */
+
+/* Warehouse name: valid and not used by an earlier warehouse. */
+static int
+cfg_h_wh_name(struct cfg_parser *p, void *obj, const struct cfg_key *k,
+	      yaml_node_t *key, yaml_node_t *val)
+{
+	struct warehouse_def *w = obj, *o;
+	char buf[CFG_QUOTE_MAX * 4 + 16];
+
+	if (cfg_want_text(p, k, val) < 0)
+		return -1;
+	if (!cfg_valid_name(cfg_text(val)))
+		return cfg_fail(p, val->start_mark,
+				"warehouse name %s must be 1 to 64 letters, digits, '_', '-' or '.', not starting with '-' or '.'",
+				cfg_quote(cfg_text(val), buf, sizeof buf));
+	for (o = p->cfg->warehouses; o < w; o++)
+		if (strcmp(o->name, cfg_text(val)) == 0)
+			return cfg_fail(p, val->start_mark,
+					"duplicate warehouse name %s (first at line %d); warehouse names must be unique",
+					cfg_quote(cfg_text(val), buf, sizeof buf),
+					o->pos.line);
+	w->name = strdup(cfg_text(val));
+	return w->name == NULL ? cfg_oom(p) : 0;
+}
+
+/* sqlite: the database file's path. */
+static int
+cfg_h_wh_sqlite(struct cfg_parser *p, void *obj, const struct cfg_key *k,
+		yaml_node_t *key, yaml_node_t *val)
+{
+	((struct warehouse_def *)obj)->kind = WH_SQLITE;
+	return cfg_h_path(p, obj, k, key, val);
+}
+
+/* postgres: a libpq connection string. */
+static int
+cfg_h_wh_postgres(struct cfg_parser *p, void *obj, const struct cfg_key *k,
+		  yaml_node_t *key, yaml_node_t *val)
+{
+	((struct warehouse_def *)obj)->kind = WH_POSTGRES;
+	return cfg_h_str(p, obj, k, key, val);
+}
+
+static const struct cfg_key cfg_wh_keys[] = {
+	{ "name", YAML_SCALAR_NODE, cfg_h_wh_name, 0, 0, "a name", 0 },
+	{ "sqlite", YAML_SCALAR_NODE, cfg_h_wh_sqlite,
+	  CFG_OFF(warehouse_def, path), 0, "a database file path", 0 },
+	{ "postgres", YAML_SCALAR_NODE, cfg_h_wh_postgres,
+	  CFG_OFF(warehouse_def, conninfo), 0, "a libpq connection string", 0 },
+	{ "password_file", YAML_SCALAR_NODE, cfg_h_path,
+	  CFG_OFF(warehouse_def, password_file), 0, "a file path", 0 },
+	{ "max_connections", YAML_SCALAR_NODE, cfg_h_int,
+	  CFG_OFF(warehouse_def, max_connections), 1, CFG_POSINT, 0 },
+	{ NULL, YAML_NO_NODE, NULL, 0, 0, NULL, 0 }
+};
+
+/* A warehouse's own rules, once its mapping is loaded. */
+static int
+cfg_wh_finish(struct cfg_parser *p, struct warehouse_def *w, yaml_node_t *map)
+{
+	yaml_node_t *ks = cfg_map_key(p, map, "sqlite");
+	yaml_node_t *kp = cfg_map_key(p, map, "postgres");
+	yaml_node_t *kpw = cfg_map_key(p, map, "password_file");
+
+	if (ks == NULL && kp == NULL)
+		return cfg_fail(p, map->start_mark,
+				"%s needs sqlite: PATH or postgres: CONNINFO",
+				p->ctx);
+	if (ks != NULL && kp != NULL) {
+		yaml_node_t *later = ks->start_mark.index > kp->start_mark.index ? ks : kp;
+
+		return cfg_fail(p, later->start_mark,
+				"%ssqlite and postgres are exclusive; keep one",
+				p->pfx);
+	}
+	if (ks != NULL && kpw != NULL)
+		return cfg_fail(p, kpw->start_mark,
+				"%spassword_file is for postgres warehouses only",
+				p->pfx);
+	if (w->max_connections == 0)
+		w->max_connections = p->cfg->max_concurrency < 4 ?
+					     p->cfg->max_concurrency : 4;
+	return 0;
+}
+
+/* warehouses: a sequence of mappings. */
+static int
+cfg_h_warehouses(struct cfg_parser *p, void *obj, const struct cfg_key *k,
+		 yaml_node_t *key, yaml_node_t *val)
+{
+	struct config *cfg = obj;
+	size_t i, n = cfg_seq_len(val);
+	char buf[CFG_QUOTE_MAX * 4 + 16];
+
+	if (n == 0)
+		return 0;
+	cfg->warehouses = calloc(n, sizeof *cfg->warehouses);
+	if (cfg->warehouses == NULL)
+		return cfg_oom(p);
+	cfg->nwarehouses = n;
+	for (i = 0; i < n; i++) {
+		struct warehouse_def *w = &cfg->warehouses[i];
+		yaml_node_t *it = cfg_seq_item(p, val, i), *nm;
+
+		if (it->type != YAML_MAPPING_NODE)
+			return cfg_fail(p, it->start_mark,
+					"each warehouse must be a mapping with name: and sqlite: or postgres:, got %s",
+					cfg_got(it, buf, sizeof buf));
+		w->pos = cfg_pos(it->start_mark);
+		nm = cfg_map_get(p, it, "name");
+		if (nm == NULL)
+			return cfg_fail(p, it->start_mark,
+					"warehouse %zu has no name: every warehouse needs name: NAME",
+					i + 1);
+		if (nm->type == YAML_SCALAR_NODE)
+			cfg_set_ctx(p, "warehouse %s",
+				    cfg_quote(cfg_text(nm), buf, sizeof buf));
+		else
+			cfg_set_ctx(p, "warehouse %zu", i + 1);
+		if (cfg_parse_map(p, it, cfg_wh_keys, w) < 0 ||
+		    cfg_wh_finish(p, w, it) < 0)
+			return -1;
+		cfg_set_ctx(p, "%s", "");
+	}
+	return 0;
+}
+
+/* ------------------------------------------------------------------ */
+/* Jobs                                                                */
+/* ------------------------------------------------------------------ */
+
+/* Job name: valid and not used by an earlier job. */
+static int
+cfg_h_job_name(struct cfg_parser *p, void *obj, const struct cfg_key *k,
+	       yaml_node_t *key, yaml_node_t *val)
+{
+	struct job_def *j = obj, *o;
+	char buf[CFG_QUOTE_MAX * 4 + 16];
+
+	if (cfg_want_text(p, k, val) < 0)
+		return -1;
+	if (!cfg_valid_name(cfg_text(val)))
+		return cfg_fail(p, val->start_mark,
+				"job name %s must be 1 to 64 letters, digits, '_', '-' or '.', not starting with '-' or '.'",
+				cfg_quote(cfg_text(val), buf, sizeof buf));
+	for (o = p->cfg->jobs; o < j; o++)
+		if (strcmp(o->name, cfg_text(val)) == 0)
+			return cfg_fail(p, val->start_mark,
+					"duplicate job name %s (first at line %d); job names must be unique",
+					cfg_quote(cfg_text(val), buf, sizeof buf),
+					o->pos.line);
+	j->name = strdup(cfg_text(val));
+	return j->name == NULL ? cfg_oom(p) : 0;
+}
+
+/* partition: hour | day | week | month. */
+static int
+cfg_h_grain(struct cfg_parser *p, void *obj, const struct cfg_key *k,
+	    yaml_node_t *key, yaml_node_t *val)
+{
+	if (cfg_is_null(val) ||
+	    grain_parse(cfg_text(val), &((struct job_def *)obj)->grain) < 0)
+		return cfg_bad_value(p, k, val);
+	return 0;
+}
+
+/* sql: inline SQL text. */
+static int
+cfg_h_sql(struct cfg_parser *p, void *obj, const struct cfg_key *k,
+	  yaml_node_t *key, yaml_node_t *val)
+{
+	return cfg_h_str(p, obj, k, key, val);
+}
+
+/* sql_file: a path, read now into job->sql. */
+static int
+cfg_h_sql_file(struct cfg_parser *p, void *obj, const struct cfg_key *k,
+	       yaml_node_t *key, yaml_node_t *val)
+{
+	struct job_def *j = obj;
+	char *text;
+	size_t len;
+	char buf[CFG_QUOTE_MAX * 4 + 16];
+
+	if (cfg_h_path(p, obj, k, key, val) < 0)
+		return -1;
+	if (cfg_read_file(j->sql_file, &text, &len) < 0)
+		return cfg_fail(p, key->start_mark,
+				"%scannot read sql_file %s (%s): %s", p->pfx,
+				cfg_quote(cfg_text(val), buf, sizeof buf),
+				j->sql_file, strerror(errno));
+	if (strlen(text) != len || len == 0) {
+		free(text);
+		return cfg_fail(p, key->start_mark,
+				"%ssql_file %s (%s) must hold SQL text: it is %s",
+				p->pfx, cfg_quote(cfg_text(val), buf, sizeof buf),
+				j->sql_file,
+				len == 0 ? "empty" : "binary (has NUL bytes)");
+	}
+	free(j->sql);
+	j->sql = text;
+	return 0;
+}
+
+/* command: argv, a non-empty sequence of strings, argv[0] non-empty. */
+static int
+cfg_h_command(struct cfg_parser *p, void *obj, const struct cfg_key *k,
+	      yaml_node_t *key, yaml_node_t *val)
+{
+	struct job_def *j = obj;
+	size_t i, n = cfg_seq_len(val);
+
+	if (n == 0)
+		return cfg_bad_value(p, k, val);
+	j->command = calloc(n + 1, sizeof *j->command);
+	if (j->command == NULL)
+		return cfg_oom(p);
+	for (i = 0; i < n; i++) {
+		yaml_node_t *it = cfg_seq_item(p, val, i);
+
+		if (it->type != YAML_SCALAR_NODE ||
+		    (i == 0 && (cfg_is_null(it) || cfg_text(it)[0] == '\0')) ||
+		    strlen(cfg_text(it)) != it->data.scalar.length)
+			return cfg_bad_value(p, k, it);
+		j->command[i] = strdup(cfg_is_null(it) ? "" : cfg_text(it));
+		if (j->command[i] == NULL)
+			return cfg_oom(p);
+		j->command_len = i + 1;
+	}
+	return 0;
+}
+
+static const struct cfg_key cfg_check_keys[] = {
+	{ "name", YAML_SCALAR_NODE, cfg_h_str, CFG_OFF(check_def, name), 0,
+	  "a name", 0 },
+	{ "sql", YAML_SCALAR_NODE, cfg_h_str, CFG_OFF(check_def, sql), 0,
+	  "SQL text", 0 },
+	{ NULL, YAML_NO_NODE, NULL, 0, 0, NULL, 0 }
+};
+
+/* checks: a sequence of {name, sql}. */
+static int
+cfg_h_checks(struct cfg_parser *p, void *obj, const struct cfg_key *k,
+	     yaml_node_t *key, yaml_node_t *val)
+{
+	struct job_def *j = obj;
+	size_t i, m, n = cfg_seq_len(val);
+	char saved[CFG_CTX_MAX], buf[CFG_QUOTE_MAX * 4 + 16];
+	int rc = 0;
+
+	if (n == 0)
+		return cfg_bad_value(p, k, val);
+	j->checks = calloc(n, sizeof *j->checks);
+	if (j->checks == NULL)
+		return cfg_oom(p);
+	j->nchecks = n;
+	memcpy(saved, p->ctx, sizeof saved);
+	for (i = 0; i < n && rc == 0; i++) {
+		struct check_def *c = &j->checks[i];
+		yaml_node_t *it = cfg_seq_item(p, val, i), *nm;
+
+		if (it->type != YAML_MAPPING_NODE) {
+			rc = cfg_bad_value(p, k, it);
+			break;
+		}
+		c->pos = cfg_pos(it->start_mark);
+		nm = cfg_map_get(p, it, "name");
+		if (nm != NULL && nm->type == YAML_SCALAR_NODE && !cfg_is_null(nm))
+			cfg_set_ctx(p, "check %s of %s",
+				    cfg_quote(cfg_text(nm), buf, sizeof buf),
+				    saved);
+		else
+			cfg_set_ctx(p, "check %zu of %s", i + 1, saved);
+		rc = cfg_parse_map(p, it, cfg_check_keys, c);
+		if (rc == 0 && (c->name == NULL || c->sql == NULL))
+			rc = cfg_fail(p, it->start_mark, "%s needs %s",
+				      p->ctx,
+				      c->name == NULL && c->sql == NULL ?
+					      "name: and sql:" :
+				      c->name == NULL ? "name:" : "sql:");
+		for (m = 0; rc == 0 && m < i; m++)
+			if (strcmp(j->checks[m].name, c->name) == 0)
+				rc = cfg_fail(p, nm->start_mark,
+					      "duplicate %s (first at line %d); check names must be unique",
+					      p->ctx, j->checks[m].pos.line);
+	}
+	cfg_restore_ctx(p, saved);
+	return rc;
+}
+
+/* max_change: a percentage "50%" (> 0). */
+static int
+cfg_h_max_change(struct cfg_parser *p, void *obj, const struct cfg_key *k,
+		 yaml_node_t *key, yaml_node_t *val)
+{
+	struct metric_def *m = obj;
+	const char *s = cfg_text(val);
+	size_t n = strlen(s);
+	char num[64], *end;
+	double v;
+
+	if (n < 2 || n >= sizeof num || s[n - 1] != '%' || s[0] == '-' ||
+	    s[0] == '+' || s[0] == ' ')
+		return cfg_bad_value(p, k, val);
+	memcpy(num, s, n - 1);
+	num[n - 1] = '\0';
+	errno = 0;
+	v = strtod(num, &end);
+	if (errno != 0 || *end != '\0' || !isfinite(v) || v <= 0)
+		return cfg_bad_value(p, k, val);
+	m->has_max_change = true;
+	m->max_change = v;
+	return 0;
+}
+
+static const struct cfg_key cfg_metric_keys[] = {
+	{ "sql", YAML_SCALAR_NODE, cfg_h_str, CFG_OFF(metric_def, sql), 0,
+	  "an SQL expression", 0 },
+	{ "max_change", YAML_SCALAR_NODE, cfg_h_max_change, 0, 0,
+	  "a percentage like 50%", 0 },
+	{ NULL, YAML_NO_NODE, NULL, 0, 0, NULL, 0 }
+};
+
+/* metrics: name -> "SQL expression" or name -> {sql, max_change}. */
+static int
+cfg_h_metrics(struct cfg_parser *p, void *obj, const struct cfg_key *k,
+	      yaml_node_t *key, yaml_node_t *val)
+{
+	struct job_def *j = obj;
+	yaml_node_pair_t *pr;
+	size_t n = (size_t)(val->data.mapping.pairs.top -
+			    val->data.mapping.pairs.start);
+	char saved[CFG_CTX_MAX], buf[CFG_QUOTE_MAX * 4 + 16];
+	int rc = 0;
+
+	if (n == 0)
+		return cfg_bad_value(p, k, val);
+	if (cfg_check_dups(p, val) < 0)
+		return -1;
+	j->metrics = calloc(n, sizeof *j->metrics);
+	if (j->metrics == NULL)
+		return cfg_oom(p);
+	memcpy(saved, p->ctx, sizeof saved);
+	for (pr = val->data.mapping.pairs.start;
+	     pr < val->data.mapping.pairs.top && rc == 0; pr++) {
+		struct metric_def *m = &j->metrics[j->nmetrics++];
+		yaml_node_t *kn = cfg_node(p, pr->key);
+		yaml_node_t *vn = cfg_node(p, pr->value);
+		static const struct cfg_key self = { "sql", YAML_SCALAR_NODE,
+			NULL, 0, 0, "an SQL expression", 0 };
+
+		m->pos = cfg_pos(kn->start_mark);
+		m->name = strdup(cfg_text(kn));
+		if (m->name == NULL) {
+			rc = cfg_oom(p);
+			break;
+		}
+		cfg_set_ctx(p, "metric %s of %s",
+			    cfg_quote(m->name, buf, sizeof buf), saved);
+		if (vn->type == YAML_SCALAR_NODE) {
+			if (cfg_want_text(p, &self, vn) < 0)
+				rc = -1;
+			else if ((m->sql = strdup(cfg_text(vn))) == NULL)
+				rc = cfg_oom(p);
+		} else if (vn->type == YAML_MAPPING_NODE) {
+			rc = cfg_parse_map(p, vn, cfg_metric_keys, m);
+			if (rc == 0 && m->sql == NULL)
+				rc = cfg_fail(p, vn->start_mark, "%s needs sql:",
+					      p->ctx);
+		} else {
+			rc = cfg_fail(p, vn->start_mark,
+				      "%s must be an SQL expression or a mapping with sql: and max_change:, got %s",
+				      p->ctx, cfg_got(vn, buf, sizeof buf));
+		}
+	}
+	cfg_restore_ctx(p, saved);
+	return rc;
+}
+
+/* The late_data sensor's own table. */
+static const struct cfg_key cfg_late_keys[] = {
+	{ "sql", YAML_SCALAR_NODE, cfg_h_str, CFG_OFF(late_data_def, sql), 0,
+	  "SQL text", 0 },
+	{ "every", YAML_SCALAR_NODE, cfg_h_posduration,
+	  CFG_OFF(late_data_def, every), 0,
+	  "a positive duration like 30s, 15m, 2h or 1d", 0 },
+	{ NULL, YAML_NO_NODE, NULL, 0, 0, NULL, 0 }
+};
+
+/* late_data: {sql, every}, both required. */
+static int
+cfg_h_late_data(struct cfg_parser *p, void *obj, const struct cfg_key *k,
+		yaml_node_t *key, yaml_node_t *val)
+{
+	struct job_def *j = obj;
+	char saved[CFG_CTX_MAX];
+	int rc;
+
+	j->late_data = calloc(1, sizeof *j->late_data);
+	if (j->late_data == NULL)
+		return cfg_oom(p);
+	j->late_data->pos = cfg_pos(val->start_mark);
+	memcpy(saved, p->ctx, sizeof saved);
+	cfg_set_ctx(p, "late_data of %s", saved);
+	rc = cfg_parse_map(p, val, cfg_late_keys, j->late_data);
+	if (rc == 0 && (j->late_data->sql == NULL || j->late_data->every == 0))
+		rc = cfg_fail(p, val->start_mark, "%s needs %s", p->ctx,
+			      j->late_data->sql == NULL &&
+					      j->late_data->every == 0 ?
+				      "sql: and every:" :
+			      j->late_data->sql == NULL ? "sql:" : "every:");
+	cfg_restore_ctx(p, saved);
+	return rc;
+}
+
+#define CFG_JOB(field) CFG_OFF(job_def, field)
+
+static const struct cfg_key cfg_job_keys[] = {
+	{ "name", YAML_SCALAR_NODE, cfg_h_job_name, 0, 0, "a name", 0 },
+	{ "warehouse", YAML_SCALAR_NODE, cfg_h_str, CFG_JOB(warehouse_name), 0,
+	  "a warehouse name", 0 },
+	{ "partition", YAML_SCALAR_NODE, cfg_h_grain, 0, 0,
+	  "one of hour, day, week, month", 0 },
+	{ "start", YAML_SCALAR_NODE, cfg_h_later, 0, 0, "a date YYYY-MM-DD", 0 },
+	{ "end", YAML_SCALAR_NODE, cfg_h_later, 0, 0, "a date YYYY-MM-DD", 0 },
+	{ "ready_after", YAML_SCALAR_NODE, cfg_h_duration, CFG_JOB(ready_after),
+	  0, CFG_DURATION, 0 },
+	{ "catchup", YAML_SCALAR_NODE, cfg_h_bool, CFG_JOB(catchup), 0,
+	  "true or false", 0 },
+	{ "max_catchup", YAML_SCALAR_NODE, cfg_h_int, CFG_JOB(max_catchup), 1,
+	  CFG_POSINT, 0 },
+	{ "max_backfill", YAML_SCALAR_NODE, cfg_h_int, CFG_JOB(max_backfill), 1,
+	  CFG_POSINT, 0 },
+	{ "concurrency", YAML_SCALAR_NODE, cfg_h_int, CFG_JOB(concurrency), 1,
+	  CFG_POSINT, 0 },
+	{ "retries", YAML_SCALAR_NODE, cfg_h_int, CFG_JOB(retries), 0,
+	  "a non-negative integer", 0 },
+	{ "retry_backoff", YAML_SCALAR_NODE, cfg_h_duration,
+	  CFG_JOB(retry_backoff), 0, CFG_DURATION, 0 },
+	{ "timeout", YAML_SCALAR_NODE, cfg_h_duration, CFG_JOB(timeout), 0,
+	  CFG_DURATION " (0s: none)", 0 },
+	{ "sql", YAML_SCALAR_NODE, cfg_h_sql, CFG_JOB(sql), 0, "SQL text", 0 },
+	{ "sql_file", YAML_SCALAR_NODE, cfg_h_sql_file, CFG_JOB(sql_file), 0,
+	  "a file path", 0 },
+	{ "command", YAML_SEQUENCE_NODE, cfg_h_command, 0, 0,
+	  "a non-empty sequence of strings (argv, no shell)", 0 },
+	{ "checks", YAML_SEQUENCE_NODE, cfg_h_checks, 0, 0,
+	  "a sequence of {name, sql}", 0 },
+	{ "upstream", YAML_SEQUENCE_NODE, cfg_h_strseq, CFG_JOB(upstream),
+	  CFG_JOB(nupstream), "a sequence of job names", 0 },
+	{ "allow_wall_clock", YAML_SCALAR_NODE, cfg_h_bool,
+	  CFG_JOB(allow_wall_clock), 0, "true or false", 0 },
+	{ "batch", YAML_SCALAR_NODE, cfg_h_bool, CFG_JOB(batch), 0,
+	  "true or false", 0 },
+	{ "table", YAML_SCALAR_NODE, cfg_h_str, CFG_JOB(table), 0,
+	  "a table name", 0 },
+	{ "partition_column", YAML_SCALAR_NODE, cfg_h_str,
+	  CFG_JOB(partition_column), 0, "a column name", 0 },
+	{ "key", YAML_SEQUENCE_NODE, cfg_h_strseq, CFG_JOB(key), CFG_JOB(nkey),
+	  "a sequence of column names", 0 },
+	{ "min_rows", YAML_SCALAR_NODE, cfg_h_int64, CFG_JOB(min_rows), 0,
+	  "a non-negative integer", 0 },
+	{ "metrics", YAML_MAPPING_NODE, cfg_h_metrics, 0, 0,
+	  "a mapping of name to SQL expression or {sql, max_change}", 0 },
+	{ "late_data", YAML_MAPPING_NODE, cfg_h_late_data, 0, 0,
+	  "a mapping with sql: and every:", 0 },
+	{ NULL, YAML_NO_NODE, NULL, 0, 0, NULL, 0 }
+};
+
+/* "warehouses are: a, b" (or "no warehouses are defined") into buf. */
+static const char *
+cfg_wh_list(const struct config *cfg, char *buf, size_t n)
+{
+	size_t i, o;
+
+	if (cfg->nwarehouses == 0)
+		return "no warehouses are defined";
+	o = (size_t)snprintf(buf, n, "warehouses are: ");
+	for (i = 0; i < cfg->nwarehouses && o < n; i++)
+		o += (size_t)snprintf(buf + o, n - o, "%s%s", i ? ", " : "",
+				      cfg->warehouses[i].name);
+	return buf;
+}
+
+/* Parse a start/end text at the job's grain: the partition, and the first
+ * (or, with `last`, the last) second of the date or hour as written.
+ * `last` also maps a day of an hourly job to its last hour. */
+static int
+cfg_job_date(struct cfg_parser *p, struct job_def *j, yaml_node_t *val,
+	     const char *what, bool last, part_t *part, int64_t *t)
+{
+	const char *s = cfg_text(val);
+	struct err e;
+	int64_t v;
+	char buf[CFG_QUOTE_MAX * 4 + 16];
+
+	if (j->grain == GRAIN_HOUR && strchr(s, 'T') != NULL) {
+		if (cal_parse_hour(s, &v, &e) < 0)
+			return cfg_fail(p, val->start_mark,
+					"%s%s must be a date YYYY-MM-DD or an hour YYYY-MM-DDTHH, got %s",
+					p->pfx, what, cfg_quote(s, buf, sizeof buf));
+		*part = v;
+		*t = v * 3600 + (last ? 3599 : 0);
+		return 0;
+	}
+	if (cal_parse_date(s, &v, &e) < 0) {
+		if (j->grain == GRAIN_HOUR)
+			return cfg_fail(p, val->start_mark,
+					"%s%s must be a date YYYY-MM-DD or an hour YYYY-MM-DDTHH, got %s",
+					p->pfx, what, cfg_quote(s, buf, sizeof buf));
+		return cfg_fail(p, val->start_mark,
+				"%s%s must be a date YYYY-MM-DD, got %s", p->pfx,
+				what, cfg_quote(s, buf, sizeof buf));
+	}
+	*t = v * 86400 + (last ? 86399 : 0);
+	if (j->grain == GRAIN_HOUR)
+		*part = part_of_time(GRAIN_HOUR, v * 86400 + (last ? 86400 - 3600 : 0));
+	else
+		*part = part_of_day(j->grain, v);
+	return 0;
+}
+
+/*
+ * Find the first read of the wall clock in SQL text: the literal 'now'
+ * (any case, as a whole literal) or the words CURRENT_DATE,
+ * CURRENT_TIMESTAMP, CURRENT_TIME (any case, whole words) outside string
+ * literals, quoted identifiers, dollar quotes and comments.  Returns the
+ * byte offset, or -1; *what gets the canonical spelling.
+ */
+static long
+cfg_wall_clock(const char *sql, const char **what)
+{
+	static const char *const words[] = { "CURRENT_DATE",
+					     "CURRENT_TIMESTAMP",
+					     "CURRENT_TIME", NULL };
+	size_t i = 0, n = strlen(sql);
+
+#define CFG_IDCHAR(c) (((c) >= 'a' && (c) <= 'z') || ((c) >= 'A' && (c) <= 'Z') || \
+		       ((c) >= '0' && (c) <= '9') || (c) == '_' || (c) == '$' || \
+		       ((unsigned char)(c) >= 0x80))
+	while (i < n) {
+		char c = sql[i];
+
+		if (c == '-' && sql[i + 1] == '-') {
+			while (i < n && sql[i] != '\n')
+				i++;
+		} else if (c == '/' && sql[i + 1] == '*') {
+			const char *e = strstr(sql + i + 2, "*/");
+
+			i = e ? (size_t)(e - sql) + 2 : n;
+		} else if (c == '\'') {
+			bool esc = i > 0 && (sql[i - 1] == 'E' || sql[i - 1] == 'e') &&
+				   (i < 2 || !CFG_IDCHAR(sql[i - 2]));
+			size_t start = i++;
+
+			while (i < n) {
+				if (esc && sql[i] == '\\' && i + 1 < n) {
+					i += 2;
+				} else if (sql[i] == '\'' && sql[i + 1] == '\'') {
+					i += 2;
+				} else if (sql[i] == '\'') {
+					break;
+				} else {
+					i++;
+				}
+			}
+			if (i - start == 4 && strncasecmp(sql + start + 1, "now", 3) == 0) {
+				*what = "'now'";
+				return (long)start;
+			}
+			i++;
+		} else if (c == '"' || c == '`') {
+			for (i++; i < n; i++) {
+				if (sql[i] == c && sql[i + 1] == c)
+					i++;
+				else if (sql[i] == c)
+					break;
+			}
+			i++;
+		} else if (c == '$' && (i == 0 || !CFG_IDCHAR(sql[i - 1]))) {
+			/* $tag$ ... $tag$ (PostgreSQL), else a parameter */
+			size_t t = i + 1;
+
+			while (t < n && CFG_IDCHAR(sql[t]) && sql[t] != '$' &&
+			       !(t == i + 1 && sql[t] >= '0' && sql[t] <= '9'))
+				t++;
+			if (t < n && sql[t] == '$') {
+				size_t dl = t - i + 1;
+				const char *e = sql + t + 1;
+
+				while ((e = strchr(e, '$')) != NULL &&
+				       strncmp(e, sql + i, dl) != 0)
+					e++;
+				i = e ? (size_t)(e - sql) + dl : n;
+			} else {
+				i = t > i + 1 ? t : i + 1;
+				while (i < n && CFG_IDCHAR(sql[i]))
+					i++;
+			}
+		} else if (CFG_IDCHAR(c)) {
+			size_t start = i, k;
+
+			while (i < n && CFG_IDCHAR(sql[i]))
+				i++;
+			for (k = 0; words[k] != NULL; k++)
+				if (strlen(words[k]) == i - start &&
+				    strncasecmp(sql + start, words[k], i - start) == 0 &&
+				    !(sql[start] >= '0' && sql[start] <= '9')) {
+					*what = words[k];
+					return (long)start;
+				}
+		} else {
+			i++;
+		}
+	}
+#undef CFG_IDCHAR
+	return -1;
+}
+
+/* 1-based line and column of byte `off` of a text. */
+static void
+cfg_text_pos(const char *text, size_t off, int *line, int *col)
+{
+	size_t i, ls = 0;
+
+	*line = 1;
+	for (i = 0; i < off && text[i] != '\0'; i++)
+		if (text[i] == '\n') {
+			(*line)++;
+			ls = i + 1;
+		}
+	*col = (int)(off - ls) + 1;
+}
+
+/* Byte range [*s, *e) of 0-based line `line` of the source, without its
+ * line break; false when there is no such line. */
+static bool
+cfg_src_line(struct cfg_parser *p, size_t line, size_t *s, size_t *e)
+{
+	size_t i = 0, l = 0;
+
+	while (l < line) {
+		const char *nl = memchr(p->src + i, '\n', p->srclen - i);
+
+		if (nl == NULL)
+			return false;
+		i = (size_t)(nl - p->src) + 1;
+		l++;
+	}
+	*s = i;
+	while (i < p->srclen && p->src[i] != '\n')
+		i++;
+	if (i > *s && p->src[i - 1] == '\r')
+		i--;
+	*e = i;
+	return true;
+}
+
+/* 1-based file position of byte `off` of scalar node n's value: exact for a
+ * literal block (|) or a one-line plain or quoted scalar whose source text
+ * matches; the node's own position otherwise. */
+static void
+cfg_scalar_pos(struct cfg_parser *p, const yaml_node_t *n, size_t off,
+	       int *line, int *col)
+{
+	const char *v = cfg_text(n);
+	size_t s, e, i, ls = 0, li = 0, vlen;
+
+	*line = (int)n->start_mark.line + 1;
+	*col = (int)n->start_mark.column + 1;
+	for (i = 0; i < off; i++)
+		if (v[i] == '\n') {
+			li++;
+			ls = i + 1;
+		}
+	if (n->data.scalar.style == YAML_LITERAL_SCALAR_STYLE) {
+		size_t indent;
+
+		vlen = strcspn(v + ls, "\n");
+		if (!cfg_src_line(p, n->start_mark.line + 1 + li, &s, &e) ||
+		    e - s < vlen)
+			return;
+		indent = e - s - vlen;
+		for (i = 0; i < indent; i++)
+			if (p->src[s + i] != ' ')
+				return;
+		if (memcmp(p->src + s + indent, v + ls, vlen) != 0)
+			return;
+		*line = (int)(n->start_mark.line + 1 + li) + 1;
+		*col = (int)(indent + off - ls) + 1;
+		return;
+	}
+	if (li == 0 && n->data.scalar.style != YAML_FOLDED_SCALAR_STYLE) {
+		size_t q = n->data.scalar.style == YAML_PLAIN_SCALAR_STYLE ? 0 : 1;
+		size_t want = off + 1;
+
+		if (!cfg_src_line(p, n->start_mark.line, &s, &e))
+			return;
+		s += n->start_mark.column + q;
+		if (s + want > e || memcmp(p->src + s, v, want) != 0)
+			return;
+		*col = (int)(n->start_mark.column + q + off) + 1;
+	}
+}
+
+/* Refuse SQL that reads the wall clock, unless allow_wall_clock. `check`
+ * names the check (NULL for the job's SQL). */
+static int
+cfg_no_wall_clock(struct cfg_parser *p, const struct job_def *j,
+		  const yaml_node_t *sqlnode, const char *sql,
+		  const char *check)
+{
+	const char *what = NULL;
+	char buf[CFG_QUOTE_MAX * 4 + 16], chk[CFG_QUOTE_MAX * 4 + 32];
+	long off;
+	int line, col;
+
+	if (j->allow_wall_clock || (off = cfg_wall_clock(sql, &what)) < 0)
+		return 0;
+	if (check != NULL)
+		snprintf(chk, sizeof chk, " check %s",
+			 cfg_quote(check, buf, sizeof buf));
+	else
+		chk[0] = '\0';
+	cfg_scalar_pos(p, sqlnode, (size_t)off, &line, &col);
+	return cfg_fail_at(p, line, col,
+			   "job \"%s\"%s reads the wall clock (%s): take the date from :partition, or set allow_wall_clock: true",
+			   j->name, chk, what);
+}
+
+/* The key node, of those named, that comes second in the mapping. */
+static yaml_node_t *
+cfg_second_key(struct cfg_parser *p, const yaml_node_t *map,
+	       const char *const *names, const char **first)
+{
+	yaml_node_pair_t *pr;
+	size_t i, seen = 0;
+
+	for (pr = map->data.mapping.pairs.start;
+	     pr < map->data.mapping.pairs.top; pr++) {
+		yaml_node_t *k = cfg_node(p, pr->key);
+
+		for (i = 0; names[i] != NULL; i++) {
+			if (strcmp(cfg_text(k), names[i]) != 0)
+				continue;
+			if (seen++ == 1)
+				return k;
+			*first = names[i];
+		}
+	}
+	return NULL;
+}
+
+/* A job's own rules, once its mapping is loaded. */
+static int
+cfg_job_finish(struct cfg_parser *p, struct job_def *j, yaml_node_t *map)
+{
+	static const char *const kinds[] = { "sql", "sql_file", "command", NULL };
+	yaml_node_t *n_sql = cfg_map_get(p, map, "sql");
+	yaml_node_t *n_file = cfg_map_get(p, map, "sql_file");
+	yaml_node_t *n_cmd = cfg_map_get(p, map, "command");
+	yaml_node_t *n_start = cfg_map_get(p, map, "start");
+	yaml_node_t *n_end = cfg_map_get(p, map, "end");
+	yaml_node_t *n, *k2;
+	const char *first = NULL;
+	char buf[512], q[CFG_QUOTE_MAX * 4 + 16];
+	int64_t ts = 0, te = 0;
+	size_t i;
+	bool is_sql = n_sql != NULL || n_file != NULL;
+
+	if (cfg_map_get(p, map, "partition") == NULL)
+		return cfg_fail(p, map->start_mark,
+				"%s needs partition: hour, day, week or month",
+				p->ctx);
+	if (n_start != NULL) {
+		if (cfg_job_date(p, j, n_start, "start", false, &j->start, &ts) < 0)
+			return -1;
+		j->has_start = true;
+	}
+	if (n_end != NULL) {
+		if (cfg_job_date(p, j, n_end, "end", true, &j->end, &te) < 0)
+			return -1;
+		j->has_end = true;
+	}
+	if (j->has_start && j->has_end && (te < ts || j->end < j->start))
+		return cfg_fail(p, n_end->start_mark,
+				"%send %s is before start %s", p->pfx,
+				cfg_text(n_end), cfg_text(n_start));
+	if (n_sql == NULL && n_file == NULL && n_cmd == NULL)
+		return cfg_fail(p, map->start_mark,
+				"%s needs one of sql:, sql_file: or command:",
+				p->ctx);
+	if ((k2 = cfg_second_key(p, map, kinds, &first)) != NULL)
+		return cfg_fail(p, k2->start_mark,
+				"%s%s and %s are exclusive; keep one", p->pfx,
+				first, cfg_text(k2));
+	if (j->warehouse_name != NULL) {
+		for (i = 0; i < p->cfg->nwarehouses; i++)
+			if (strcmp(p->cfg->warehouses[i].name, j->warehouse_name) == 0)
+				j->warehouse = (int)i;
+		if (j->warehouse < 0)
+			return cfg_fail(p, cfg_map_get(p, map, "warehouse")->start_mark,
+					"%sunknown warehouse %s; %s", p->pfx,
+					cfg_quote(j->warehouse_name, q, sizeof q),
+					cfg_wh_list(p->cfg, buf, sizeof buf));
+	} else if (is_sql) {
+		return cfg_fail(p, map->start_mark,
+				"%s runs SQL but names no warehouse: add warehouse: NAME (%s)",
+				p->ctx, cfg_wh_list(p->cfg, buf, sizeof buf));
+	}
+	if (j->concurrency > p->cfg->max_concurrency)
+		return cfg_fail(p, cfg_map_get(p, map, "concurrency")->start_mark,
+				"%sconcurrency %d is above max_concurrency %d; lower it or raise max_concurrency",
+				p->pfx, j->concurrency, p->cfg->max_concurrency);
+	if (j->batch && !is_sql)
+		return cfg_fail(p, cfg_map_get(p, map, "batch")->start_mark,
+				"%sbatch: true needs a SQL job (sql: or sql_file:)",
+				p->pfx);
+	if (j->warehouse < 0) {
+		static const char *const need[] = { "checks", "table",
+			"partition_column", "key", "min_rows", "metrics",
+			"late_data", NULL };
+
+		for (i = 0; need[i] != NULL; i++)
+			if ((k2 = cfg_map_key(p, map, need[i])) != NULL)
+				return cfg_fail(p, k2->start_mark,
+						"%s%s needs a warehouse to run on: add warehouse: NAME",
+						p->pfx, need[i]);
+	}
+	if ((k2 = cfg_map_key(p, map, "partition_column")) != NULL &&
+	    j->table == NULL)
+		return cfg_fail(p, k2->start_mark, "%spartition_column needs table:",
+				p->pfx);
+	{
+		static const char *const guard[] = { "key", "min_rows",
+						     "metrics", NULL };
+
+		for (i = 0; guard[i] != NULL; i++)
+			if ((k2 = cfg_map_key(p, map, guard[i])) != NULL &&
+			    (j->table == NULL || j->partition_column == NULL))
+				return cfg_fail(p, k2->start_mark,
+						"%s%s needs table: and partition_column:",
+						p->pfx, guard[i]);
+	}
+	if (j->sql != NULL && !j->allow_wall_clock) {
+		const char *what = NULL;
+		long off;
+
+		if (n_sql != NULL) {
+			if (cfg_no_wall_clock(p, j, n_sql, j->sql, NULL) < 0)
+				return -1;
+		} else if ((off = cfg_wall_clock(j->sql, &what)) >= 0) {
+			int line, col;
+
+			cfg_text_pos(j->sql, (size_t)off, &line, &col);
+			return cfg_fail(p, n_file->start_mark,
+					"job \"%s\" reads the wall clock (%s) at %s:%d:%d: take the date from :partition, or set allow_wall_clock: true",
+					j->name, what, cfg_text(n_file), line, col);
+		}
+	}
+	if ((n = cfg_map_get(p, map, "checks")) != NULL)
+		for (i = 0; i < j->nchecks; i++)
+			if (cfg_no_wall_clock(p, j,
+					      cfg_map_get(p, cfg_seq_item(p, n, i), "sql"),
+					      j->checks[i].sql, j->checks[i].name) < 0)
+				return -1;
+	return 0;
+}
+
+/* jobs: a sequence of mappings. */
+static int
+cfg_h_jobs(struct cfg_parser *p, void *obj, const struct cfg_key *k,
+	   yaml_node_t *key, yaml_node_t *val)
+{
+	struct config *cfg = obj;
+	size_t i, n = cfg_seq_len(val);
+	char buf[CFG_QUOTE_MAX * 4 + 16];
+
+	if (n == 0)
+		return 0;
+	cfg->jobs = calloc(n, sizeof *cfg->jobs);
+	p->job_nodes = calloc(n, sizeof *p->job_nodes);
+	if (cfg->jobs == NULL || p->job_nodes == NULL)
+		return cfg_oom(p);
+	cfg->njobs = n;
+	for (i = 0; i < n; i++) {
+		struct job_def *j = &cfg->jobs[i];
+
+		j->warehouse = -1;
+		j->catchup = true;
+		j->max_catchup = cfg->max_catchup;
+		j->max_backfill = cfg->max_backfill;
+		j->concurrency = 1;
+		j->retry_backoff = 30;
+	}
+	for (i = 0; i < n; i++) {
+		struct job_def *j = &cfg->jobs[i];
+		yaml_node_t *it = cfg_seq_item(p, val, i), *nm;
+
+		p->cur_job = i;
+		p->job_nodes[i] = it;
+		if (it->type != YAML_MAPPING_NODE)
+			return cfg_fail(p, it->start_mark,
+					"each job must be a mapping with name:, partition: and sql:, sql_file: or command:, got %s",
+					cfg_got(it, buf, sizeof buf));
+		j->pos = cfg_pos(it->start_mark);
+		nm = cfg_map_get(p, it, "name");
+		if (nm == NULL)
+			return cfg_fail(p, it->start_mark,
+					"job %zu has no name: every job needs name: NAME",
+					i + 1);
+		if (nm->type == YAML_SCALAR_NODE)
+			cfg_set_ctx(p, "job %s",
+				    cfg_quote(cfg_text(nm), buf, sizeof buf));
+		else
+			cfg_set_ctx(p, "job %zu", i + 1);
+		if (cfg_parse_map(p, it, cfg_job_keys, j) < 0 ||
+		    cfg_job_finish(p, j, it) < 0)
+			return -1;
+		cfg_set_ctx(p, "%s", "");
+	}
+	return 0;
+}
+
+/* ------------------------------------------------------------------ */
+/* Between jobs                                                        */
+/* ------------------------------------------------------------------ */
+
+/* The node of job j's upstream entry i. */
+static yaml_node_t *
+cfg_upstream_node(struct cfg_parser *p, size_t j, size_t i)
+{
+	return cfg_seq_item(p, cfg_map_get(p, p->job_nodes[j], "upstream"), i);
+}
+
+/* Depth-first search for an upstream cycle from job u; path holds the
+ * jobs on the stack. */
+static int
+cfg_find_cycle(struct cfg_parser *p, size_t u, char *state, size_t *path,
+	       size_t depth)
+{
+	const struct config *cfg = p->cfg;
+	const struct job_def *j = &cfg->jobs[u];
+	size_t i, d;
+
+	state[u] = 1;
+	path[depth] = u;
+	for (i = 0; i < j->nupstream; i++) {
+		size_t v = (size_t)j->upstream_idx[i];
+
+		if (state[v] == 1) {
+			char buf[ERR_MSG_MAX / 2];
+			size_t o = 0;
+
+			for (d = 0; d <= depth && path[d] != v; d++)
+				;
+			for (; d <= depth && o < sizeof buf; d++)
+				o += (size_t)snprintf(buf + o, sizeof buf - o,
+						      "%s -> ",
+						      cfg->jobs[path[d]].name);
+			if (o < sizeof buf)
+				snprintf(buf + o, sizeof buf - o, "%s",
+					 cfg->jobs[v].name);
+			return cfg_fail(p, cfg_upstream_node(p, u, i)->start_mark,
+					"upstream cycle %s (each job lists the next in upstream); remove one of these entries",
+					buf);
+		}
+		if (state[v] == 0 &&
+		    cfg_find_cycle(p, v, state, path, depth + 1) < 0)
+			return -1;
+	}
+	state[u] = 2;
+	return 0;
+}
+
+/* Resolve upstream names, check grains and cycles, fill downstream and
+ * the topological order. */
+static int
+cfg_link(struct cfg_parser *p)
+{
+	struct config *cfg = p->cfg;
+	size_t a, b, i, placed;
+	char *state = NULL;
+	size_t *path = NULL;
+	char q[CFG_QUOTE_MAX * 4 + 16];
+	int rc = 0;
+
+	for (a = 0; a < cfg->njobs; a++) {
+		struct job_def *j = &cfg->jobs[a];
+
+		if (j->nupstream == 0)
+			continue;
+		j->upstream_idx = calloc(j->nupstream, sizeof *j->upstream_idx);
+		if (j->upstream_idx == NULL)
+			return cfg_oom(p);
+		for (i = 0; i < j->nupstream; i++) {
+			int u = config_job_index(cfg, j->upstream[i]);
+			size_t best = SIZE_MAX, m;
+			const char *sugg = NULL;
+
+			if (u < 0) {
+				for (b = 0; b < cfg->njobs; b++)
+					if (cfg_close(j->upstream[i], cfg->jobs[b].name, &best))
+						sugg = cfg->jobs[b].name;
+				return cfg_fail(p, cfg_upstream_node(p, a, i)->start_mark,
+						"job \"%s\": unknown upstream job %s%s%s%s",
+						j->name, cfg_quote(j->upstream[i], q, sizeof q),
+						sugg ? "; did you mean \"" : "",
+						sugg ? sugg : "", sugg ? "\"?" : "");
+			}
+			for (m = 0; m < i; m++)
+				if (j->upstream_idx[m] == u)
+					return cfg_fail(p, cfg_upstream_node(p, a, i)->start_mark,
+							"job \"%s\" lists upstream \"%s\" twice; keep one",
+							j->name, j->upstream[i]);
+			j->upstream_idx[i] = u;
+			if (!grain_can_feed(cfg->jobs[u].grain, j->grain))
+				return cfg_fail(p, cfg_upstream_node(p, a, i)->start_mark,
+						"job \"%s\" (%s) cannot follow upstream \"%s\" (%s): a %s partition does not lie inside one %s partition; make \"%s\" as coarse as its upstream or coarser",
+						j->name, grain_name(j->grain),
+						cfg->jobs[u].name,
+						grain_name(cfg->jobs[u].grain),
+						grain_name(cfg->jobs[u].grain),
+						grain_name(j->grain), j->name);
+		}
+	}
+
+	state = calloc(cfg->njobs + 1, 1);
+	path = calloc(cfg->njobs + 1, sizeof *path);
+	if (state == NULL || path == NULL) {
+		rc = cfg_oom(p);
+		goto out;
+	}
+	for (a = 0; a < cfg->njobs && rc == 0; a++)
+		if (state[a] == 0)
+			rc = cfg_find_cycle(p, a, state, path, 0);
+	if (rc < 0)
+		goto out;
+
+	/* downstream: every job that names this one, in job order */
+	for (a = 0; a < cfg->njobs; a++) {
+		struct job_def *j = &cfg->jobs[a];
+
+		for (b = 0; b < cfg->njobs; b++)
+			for (i = 0; i < cfg->jobs[b].nupstream; i++)
+				if (cfg->jobs[b].upstream_idx[i] == (int)a)
+					j->ndownstream++;
+		if (j->ndownstream == 0)
+			continue;
+		j->downstream_idx = calloc(j->ndownstream, sizeof *j->downstream_idx);
+		if (j->downstream_idx == NULL) {
+			rc = cfg_oom(p);
+			goto out;
+		}
+		j->ndownstream = 0;
+		for (b = 0; b < cfg->njobs; b++)
+			for (i = 0; i < cfg->jobs[b].nupstream; i++)
+				if (cfg->jobs[b].upstream_idx[i] == (int)a)
+					j->downstream_idx[j->ndownstream++] = (int)b;
+	}
+
+	/* topo: repeatedly the lowest-index job whose upstream is placed */
+	cfg->topo = calloc(cfg->njobs + 1, sizeof *cfg->topo);
+	if (cfg->topo == NULL) {
+		rc = cfg_oom(p);
+		goto out;
+	}
+	memset(state, 0, cfg->njobs + 1);
+	for (placed = 0; placed < cfg->njobs;) {
+		for (a = 0; a < cfg->njobs; a++) {
+			const struct job_def *j = &cfg->jobs[a];
+			bool ready = state[a] == 0;
+
+			for (i = 0; ready && i < j->nupstream; i++)
+				if (!state[j->upstream_idx[i]])
+					ready = false;
+			if (ready) {
+				state[a] = 1;
+				cfg->topo[placed++] = (int)a;
+				break;
+			}
+		}
+	}
+out:
+	free(state);
+	free(path);
+	return rc;
+}
+
+/* code_version: FNV-1a 64 over the job's definition, canonical and free
+ * of positions, so moving a job in the file keeps its version. */
+static void
+cfg_code_version(struct job_def *j)
+{
+	uint64_t h = CFG_FNV_INIT;
+	size_t i;
+
+	h = cfg_fnv_field(h, "name", j->name);
+	h = cfg_fnv_field(h, "grain", grain_name(j->grain));
+	h = cfg_fnv_field(h, "sql", j->sql);
+	h = cfg_fnv_int(h, "argc", j->command ? (long long)j->command_len : -1);
+	for (i = 0; i < j->command_len; i++)
+		h = cfg_fnv_field(h, "argv", j->command[i]);
+	h = cfg_fnv_int(h, "checks", (long long)j->nchecks);
+	for (i = 0; i < j->nchecks; i++) {
+		h = cfg_fnv_field(h, "check.name", j->checks[i].name);
+		h = cfg_fnv_field(h, "check.sql", j->checks[i].sql);
+	}
+	h = cfg_fnv_int(h, "metrics", (long long)j->nmetrics);
+	for (i = 0; i < j->nmetrics; i++) {
+		char mc[64];
+
+		h = cfg_fnv_field(h, "metric.name", j->metrics[i].name);
+		h = cfg_fnv_field(h, "metric.sql", j->metrics[i].sql);
+		if (j->metrics[i].has_max_change)
+			snprintf(mc, sizeof mc, "%.17g", j->metrics[i].max_change);
+		h = cfg_fnv_field(h, "metric.max_change",
+				  j->metrics[i].has_max_change ? mc : NULL);
+	}
+	h = cfg_fnv_int(h, "key", (long long)j->nkey);
+	for (i = 0; i < j->nkey; i++)
+		h = cfg_fnv_field(h, "key.col", j->key[i]);
+	h = cfg_fnv_field(h, "table", j->table);
+	h = cfg_fnv_field(h, "partition_column", j->partition_column);
+	h = cfg_fnv_int(h, "min_rows", (long long)j->min_rows);
+	h = cfg_fnv_int(h, "batch", j->batch);
+	snprintf(j->code_version, sizeof j->code_version, "%016llx",
+		 (unsigned long long)h);
+}
+
+/* ------------------------------------------------------------------ */
+/* Loading                                                             */
+/* ------------------------------------------------------------------ */
+
+/* Turn a libyaml parser error into "FILE:LINE:COL: invalid YAML: ...". */
+static int
+cfg_yaml_error(struct cfg_parser *p, const yaml_parser_t *yp)
+{
+	int line = (int)yp->problem_mark.line + 1;
+	int col = (int)yp->problem_mark.column + 1;
+	char ctx[128] = "";
+
+	if (yp->error == YAML_MEMORY_ERROR)
+		return cfg_oom(p);
+	if (yp->error == YAML_READER_ERROR) {
+		cfg_text_pos(p->src, yp->problem_offset < p->srclen ?
+					     yp->problem_offset : p->srclen,
+			     &line, &col);
+		return cfg_fail_at(p, line, col, "invalid YAML: %s",
+				   yp->problem ? yp->problem : "unreadable input");
+	}
+	if (yp->context != NULL)
+		snprintf(ctx, sizeof ctx, " (%s at line %zu)", yp->context,
+			 yp->context_mark.line + 1);
+	return cfg_fail_at(p, line, col, "invalid YAML: %s%s",
+			   yp->problem ? yp->problem : "syntax error", ctx);
+}
+
+/* Load the document and walk it into p->cfg. */
+static int
+cfg_load_doc(struct cfg_parser *p)
+{
+	yaml_parser_t yp;
+	yaml_document_t doc, extra;
+	yaml_node_t *root, *x;
+	struct config *cfg = p->cfg;
+	char buf[CFG_QUOTE_MAX * 4 + 16];
+	size_t i;
+	int rc = -1;
+
+	if (!yaml_parser_initialize(&yp))
+		return cfg_oom(p);
+	yaml_parser_set_input_string(&yp, (const unsigned char *)p->src,
+				     p->srclen);
+	if (!yaml_parser_load(&yp, &doc)) {
+		rc = cfg_yaml_error(p, &yp);
+		yaml_parser_delete(&yp);
+		return rc;
+	}
+	p->doc = &doc;
+	root = yaml_document_get_root_node(&doc);
+	if (root == NULL) {
+		cfg_fail_at(p, 1, 1,
+			    "the configuration is empty: expected a mapping with warehouses: and jobs:");
+		goto out;
+	}
+	if (!yaml_parser_load(&yp, &extra)) {
+		cfg_yaml_error(p, &yp);
+		goto out;
+	}
+	x = yaml_document_get_root_node(&extra);
+	if (x != NULL) {
+		cfg_fail(p, extra.start_mark,
+			 "a second YAML document; the configuration is one document");
+		yaml_document_delete(&extra);
+		goto out;
+	}
+	yaml_document_delete(&extra);
+	if (root->type != YAML_MAPPING_NODE) {
+		cfg_fail(p, root->start_mark,
+			 "the top level must be a mapping of settings (state_db:, warehouses:, jobs:, ...), got %s",
+			 cfg_got(root, buf, sizeof buf));
+		goto out;
+	}
+	cfg_set_ctx(p, "%s", "");
+	if (cfg_parse_map(p, root, cfg_top_keys, cfg) < 0)
+		goto out;
+	/* defaults the top level did not set: only now, after phase 0 */
+	if (cfg->state_db == NULL &&
+	    (cfg->state_db = strdup(CFG_DEFAULT_STATE_DB)) == NULL) {
+		cfg_oom(p);
+		goto out;
+	}
+	if (cfg->socket == NULL &&
+	    (cfg->socket = strdup(CFG_DEFAULT_SOCKET)) == NULL) {
+		cfg_oom(p);
+		goto out;
+	}
+	if (strlen(cfg->socket) >= CFG_SUN_PATH_MAX) {
+		cfg_fail(p, cfg_map_get(p, root, "socket")->start_mark,
+			 "socket path %s is %zu bytes long; a unix socket path has at most %d",
+			 cfg->socket, strlen(cfg->socket), CFG_SUN_PATH_MAX - 1);
+		goto out;
+	}
+	if (cfg_link(p) < 0)
+		goto out;
+	for (i = 0; i < cfg->njobs; i++)
+		cfg_code_version(&cfg->jobs[i]);
+	rc = 0;
+out:
+	p->doc = NULL;
+	yaml_document_delete(&doc);
+	yaml_parser_delete(&yp);
+	return rc;
+}
+
+/*
+ * A note on phases: the top-level handlers for warehouses and jobs run
+ * after the scalar settings (cfg_top_keys' phase column), which is how a
+ * job gets max_catchup and friends as defaults before its own keys, and
+ * how max_connections defaults to min(max_concurrency, 4).
+ */
+
+/* Free a config and everything it holds. */
+static void
+config_free(struct config *cfg)
+{
+	size_t i, k;
+
+	if (cfg == NULL)
+		return;
+	for (i = 0; i < cfg->nwarehouses; i++) {
+		struct warehouse_def *w = &cfg->warehouses[i];
+
+		free(w->name);
+		free(w->path);
+		free(w->conninfo);
+		free(w->password_file);
+	}
+	free(cfg->warehouses);
+	for (i = 0; i < cfg->njobs; i++) {
+		struct job_def *j = &cfg->jobs[i];
+
+		free(j->name);
+		free(j->warehouse_name);
+		free(j->sql);
+		free(j->sql_file);
+		for (k = 0; k < j->command_len; k++)
+			free(j->command[k]);
+		free(j->command);
+		for (k = 0; k < j->nchecks; k++) {
+			free(j->checks[k].name);
+			free(j->checks[k].sql);
+		}
+		free(j->checks);
+		for (k = 0; k < j->nupstream; k++)
+			free(j->upstream[k]);
+		free(j->upstream);
+		free(j->upstream_idx);
+		free(j->downstream_idx);
+		free(j->table);
+		free(j->partition_column);
+		for (k = 0; k < j->nkey; k++)
+			free(j->key[k]);
+		free(j->key);
+		for (k = 0; k < j->nmetrics; k++) {
+			free(j->metrics[k].name);
+			free(j->metrics[k].sql);
+		}
+		free(j->metrics);
+		if (j->late_data != NULL)
+			free(j->late_data->sql);
+		free(j->late_data);
+	}
+	free(cfg->jobs);
+	free(cfg->topo);
+	free(cfg->path);
+	free(cfg->dir);
+	free(cfg->state_db);
+	free(cfg->socket);
+	free(cfg->socket_group);
+	free(cfg->log_level);
+	free(cfg);
+}
+
+/* Load from bytes; abs is the file's absolute path (taken over). */
+static int
+config_load_bytes(const char *path, char *abs, const char *text, size_t len,
+		  struct config **out, struct err *err)
+{
+	struct cfg_parser p;
+	struct config *cfg;
+	uint64_t h;
+
+	*out = NULL;
+	memset(&p, 0, sizeof p);
+	p.file = path;
+	p.src = text;
+	p.srclen = len;
+	p.err = err;
+	cfg = calloc(1, sizeof *cfg);
+	if (cfg == NULL || abs == NULL) {
+		free(cfg);
+		free(abs);
+		return cfg_oom(&p);
+	}
+	cfg->refs = 1;
+	cfg->path = abs;
+	cfg->dir = cfg_dirname(abs);
+	cfg->max_concurrency = 4;
+	cfg->max_catchup = 31;
+	cfg->max_backfill = 366;
+	cfg->shutdown_grace = 30;
+	h = cfg_fnv(CFG_FNV_INIT, text, len);
+	snprintf(cfg->file_hash, sizeof cfg->file_hash, "%016llx",
+		 (unsigned long long)h);
+	p.cfg = cfg;
+	if (cfg->dir == NULL) {
+		config_free(cfg);
+		return cfg_oom(&p);
+	}
+	if (cfg_load_doc(&p) < 0) {
+		free(p.job_nodes);
+		config_free(cfg);
+		return -1;
+	}
+	free(p.job_nodes);
+	*out = cfg;
+	return 0;
+}
+
+int
+config_load_string(const char *path, const char *text, size_t len,
+		   struct config **out, struct err *err)
+{
+	return config_load_bytes(path, cfg_abs_path(path, false), text, len,
+				 out, err);
+}
+
+int
+config_load(const char *path, struct config **out, struct err *err)
+{
+	char *text;
+	size_t len;
+	int rc;
+
+	*out = NULL;
+	if (cfg_read_file(path, &text, &len) < 0)
+		return err_set(err, EXIT_BAD_INPUT,
+			       "%s: cannot read the configuration: %s", path,
+			       strerror(errno));
+	rc = config_load_bytes(path, cfg_abs_path(path, true), text, len, out,
+			       err);
+	free(text);
+	return rc;
+}
+
+struct config *
+config_ref(struct config *cfg)
+{
+	if (cfg != NULL)
+		__atomic_add_fetch(&cfg->refs, 1, __ATOMIC_RELAXED);
+	return cfg;
+}
+
+void
+config_unref(struct config *cfg)
+{
+	if (cfg != NULL && __atomic_sub_fetch(&cfg->refs, 1, __ATOMIC_ACQ_REL) == 0)
+		config_free(cfg);
+}
+
+const struct job_def *
+config_job(const struct config *cfg, const char *name)
+{
+	int i = config_job_index(cfg, name);
+
+	return i < 0 ? NULL : &cfg->jobs[i];
+}
+
+int
+config_job_index(const struct config *cfg, const char *name)
+{
+	size_t i;
+
+	if (cfg == NULL || name == NULL)
+		return -1;
+	for (i = 0; i < cfg->njobs; i++)
+		if (cfg->jobs[i].name != NULL && strcmp(cfg->jobs[i].name, name) == 0)
+			return (int)i;
+	return -1;
+}

@@ -1,2 +1,1472 @@
-/* ctl.c - to be written */
-int main(void) { return 0; }
+/*
+ * ctl.c - backfillctl, the operator's client.
+ *
+ * A thin client in the manner of tmux's: a table of commands (ctl_cmds[],
+ * name, usage and a parse function each), every one of which checks its
+ * arguments locally, turns them into the fields of one REQUEST frame
+ * (docs/protocol.md) and leaves everything else to the daemon.  The
+ * RESPONSE's `out` goes to stdout as is (the daemon renders tables and
+ * JSON), its `err` to stderr after "backfillctl: ", and its `status` is our
+ * exit status.  `--wait` then sends cmd=wait on the same connection and
+ * redraws a progress line on stderr, when that is a terminal, for each
+ * PROGRESS frame until the final RESPONSE.
+ *
+ * Exit status (DESIGN.md): 0 done, 1 the work failed, 2 bad usage, bad
+ * input or a refused request, 3 the daemon could not be reached (or
+ * answered with something that is not the protocol).  Every error is one
+ * line on stderr: "backfillctl: <what was wrong>; <what to do>".
+ *
+ * Reads are blocking and have no timeout: a --wait may last hours.
+ */
+#include <ctype.h>
+#include <errno.h>
+#include <getopt.h>
+#include <signal.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/ioctl.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include "calendar.h"
+#include "config.h"
+#include "err.h"
+#include "proto.h"
+
+#ifndef BACKFILLD_VERSION
+#define BACKFILLD_VERSION "0.1.0"
+#endif
+
+#define CTL_DEFAULT_SOCKET "/run/backfilld/backfilld.sock"
+#define CTL_MAX_POS 8
+
+/* Option values above the char range: long-only options. */
+enum {
+	OPT_SOCKET = 256,
+	OPT_CONFIG,
+	OPT_VERSION,
+	OPT_FROM,
+	OPT_TO,
+	OPT_DATES_FILE,
+	OPT_REPROCESS,
+	OPT_BUILT_BY,
+	OPT_REVERSE,
+	OPT_NO_DOWNSTREAM,
+	OPT_STALE,
+	OPT_REASON,
+	OPT_DRY_RUN,
+	OPT_WAIT,
+	OPT_JSON,
+	OPT_JOB,
+	OPT_REQUEST,
+	OPT_STATE,
+	OPT_LIMIT
+};
+
+/* The options every command takes. */
+#define CTL_COMMON_OPTS \
+	{ "socket", required_argument, NULL, OPT_SOCKET }, \
+	{ "config", required_argument, NULL, OPT_CONFIG }, \
+	{ "help", no_argument, NULL, 'h' }
+
+#define CTL_COMMON_HELP \
+	"  --socket PATH        the daemon's socket\n" \
+	"  --config FILE        read the socket path from this configuration\n" \
+	"  -h, --help           this text\n"
+
+struct ctl_cmd;
+
+/* What the command line asked for, beyond the request fields. */
+struct ctl_ctx {
+	const struct ctl_cmd *cmd;
+	const char *socket; /* --socket */
+	const char *config; /* --config */
+	bool help;
+	bool wait;
+	char *path;         /* the socket path in use */
+};
+
+/* A command: name, synopsis, help text and the parser that fills the
+ * request; parse returns 0, or -1 with err (exit code and message). */
+struct ctl_cmd {
+	const char *name;
+	const char *usage;
+	const char *help;
+	int (*parse)(struct ctl_ctx *, int, char **, struct buf *,
+	    struct err *);
+};
+
+/* Positional arguments gathered while walking the options. */
+struct ctl_args {
+	int argc;
+	char **argv;
+	const struct option *longopts;
+	bool rest;              /* after "--": everything is positional */
+	bool first_only;        /* stop at the first positional (the
+				 * command name), leaving optind on it */
+	char *pos[CTL_MAX_POS];
+	int npos;
+	int extra;              /* positionals beyond CTL_MAX_POS */
+};
+
+static int ctl_backfill_parse(struct ctl_ctx *, int, char **, struct buf *,
+    struct err *);
+static int ctl_rerun_parse(struct ctl_ctx *, int, char **, struct buf *,
+    struct err *);
+static int ctl_status_parse(struct ctl_ctx *, int, char **, struct buf *,
+    struct err *);
+static int ctl_runs_parse(struct ctl_ctx *, int, char **, struct buf *,
+    struct err *);
+static int ctl_stale_parse(struct ctl_ctx *, int, char **, struct buf *,
+    struct err *);
+static int ctl_audit_parse(struct ctl_ctx *, int, char **, struct buf *,
+    struct err *);
+static int ctl_job_parse(struct ctl_ctx *, int, char **, struct buf *,
+    struct err *);
+static int ctl_cancel_parse(struct ctl_ctx *, int, char **, struct buf *,
+    struct err *);
+static int ctl_reload_parse(struct ctl_ctx *, int, char **, struct buf *,
+    struct err *);
+
+static const struct ctl_cmd ctl_cmds[] = {
+	{ "backfill",
+	  "backfill JOB (--from D --to D | --dates-file F | --stale | "
+	  "--built-by VERSION) [options]",
+	  "Enqueue the partitions of JOB in a range of dates as one request,\n"
+	  "with the downstream partitions that contain them.\n\n"
+	  "  --from D             first date, YYYY-MM-DD (YYYY-MM-DDTHH for "
+	  "an hourly job)\n"
+	  "  --to D               last date, inclusive\n"
+	  "  --dates-file F       the dates, one a line ('#' comments, blank "
+	  "lines skipped;\n"
+	  "                       - reads standard input)\n"
+	  "  --reprocess WHICH    all (default), failed or missing\n"
+	  "  --built-by VERSION   the partitions whose latest build used this "
+	  "code version\n"
+	  "  --stale              the stale partitions (see 'backfillctl "
+	  "stale')\n"
+	  "  --reverse            newest partition first\n"
+	  "  --no-downstream      do not rebuild the downstream partitions\n"
+	  "  --reason TEXT        why, recorded with the request\n"
+	  "  --dry-run            print the partitions it would run, in order; "
+	  "change nothing\n"
+	  "  --wait               show progress; return when the work is "
+	  "done\n"
+	  "  --json               print JSON\n",
+	  ctl_backfill_parse },
+	{ "rerun",
+	  "rerun JOB PARTITION [--reason TEXT] [--wait]",
+	  "Run one partition of JOB again (PARTITION is its key: YYYY-MM-DD,\n"
+	  "or YYYY-MM-DDTHH for an hourly job).\n\n"
+	  "  --reason TEXT        why, recorded with the request\n"
+	  "  --wait               show progress; return when the work is "
+	  "done\n",
+	  ctl_rerun_parse },
+	{ "status",
+	  "status [JOB] [--json]",
+	  "Per job: paused, queued, running, succeeded, failed, blocked,\n"
+	  "watermark and catchup state.\n\n"
+	  "  --json               print JSON\n",
+	  ctl_status_parse },
+	{ "runs",
+	  "runs [--job J] [--request N] [--state S] [--limit N] [--json]",
+	  "The runs, newest first (the newest 50 on a terminal unless "
+	  "--limit).\n\n"
+	  "  --job J              only the runs of job J\n"
+	  "  --request N          only the runs of request N\n"
+	  "  --state S            queued, running, succeeded, failed, blocked "
+	  "or cancelled\n"
+	  "  --limit N            at most N runs\n"
+	  "  --json               print JSON (every matching run unless "
+	  "--limit)\n",
+	  ctl_runs_parse },
+	{ "stale",
+	  "stale [--json]",
+	  "The downstream partitions older than their inputs.\n\n"
+	  "  --json               print JSON\n",
+	  ctl_stale_parse },
+	{ "audit",
+	  "audit --request N [--json]",
+	  "Per partition of request N: code version, rows and metrics before "
+	  "and\nafter, checks, pass or fail.\n\n"
+	  "  --request N          the request\n"
+	  "  --json               print JSON\n",
+	  ctl_audit_parse },
+	{ "pause",
+	  "pause JOB",
+	  "Freeze JOB's schedule and queue.\n\n",
+	  ctl_job_parse },
+	{ "resume",
+	  "resume JOB",
+	  "Unfreeze JOB's schedule and queue.\n\n",
+	  ctl_job_parse },
+	{ "cancel",
+	  "cancel REQUEST",
+	  "Drop the queued partitions of request REQUEST.\n\n",
+	  ctl_cancel_parse },
+	{ "reload",
+	  "reload",
+	  "Re-read the daemon's configuration (as SIGHUP does).\n\n",
+	  ctl_reload_parse },
+};
+#define CTL_NCMDS (sizeof ctl_cmds / sizeof ctl_cmds[0])
+
+/* Fill err with a usage error (exit 2) that points at the command's
+ * --help; returns -1. */
+static int __attribute__((format(printf, 3, 4)))
+ctl_usage_err(const struct ctl_ctx *ctx, struct err *err, const char *fmt,
+    ...)
+{
+	char what[ERR_MSG_MAX];
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(what, sizeof what, fmt, ap);
+	va_end(ap);
+	if (ctx->cmd != NULL)
+		return err_set(err, EXIT_BAD_INPUT,
+		    "%s; see 'backfillctl %s --help'", what, ctx->cmd->name);
+	return err_set(err, EXIT_BAD_INPUT, "%s; see 'backfillctl --help'",
+	    what);
+}
+
+/* Levenshtein distance between a and b (both short). */
+static size_t
+ctl_distance(const char *a, const char *b)
+{
+	size_t la = strlen(a), lb = strlen(b), i, j, prev, cur, tmp;
+	size_t row[65];
+
+	if (la > 64 || lb > 64)
+		return (size_t)-1;
+	for (j = 0; j <= lb; j++)
+		row[j] = j;
+	for (i = 1; i <= la; i++) {
+		prev = row[0];
+		row[0] = i;
+		for (j = 1; j <= lb; j++) {
+			cur = prev + (a[i - 1] != b[j - 1]);
+			if (row[j] + 1 < cur)
+				cur = row[j] + 1;
+			if (row[j - 1] + 1 < cur)
+				cur = row[j - 1] + 1;
+			tmp = row[j];
+			row[j] = cur;
+			prev = tmp;
+		}
+	}
+	return row[lb];
+}
+
+/* The closest of names[] to s, or NULL when none is close enough to be
+ * what was meant (at most 2 edits, or s a prefix of it). */
+static const char *
+ctl_closest(const char *s, const char *const *names, size_t n)
+{
+	const char *best = NULL, *prefix = NULL;
+	size_t bestd = 3, d, i, nprefix = 0;
+
+	for (i = 0; i < n; i++) {
+		if (*s != '\0' && strncmp(names[i], s, strlen(s)) == 0) {
+			prefix = names[i];
+			nprefix++;
+		}
+	}
+	if (nprefix == 1)
+		return prefix;
+	for (i = 0; i < n; i++) {
+		d = ctl_distance(s, names[i]);
+		if (d < bestd) {
+			bestd = d;
+			best = names[i];
+		}
+	}
+	return best;
+}
+
+/* Explain an option getopt_long refused ('?'); fills err, returns -1. */
+static int
+ctl_bad_option(const struct ctl_ctx *ctx, struct ctl_args *a,
+    struct err *err)
+{
+	const char *word = optind > 0 && optind <= a->argc ?
+	    a->argv[optind - 1] : "";
+	const char *names[64], *hit = NULL;
+	size_t n = 0, len, i, matches = 0;
+	char name[64];
+
+	/* glibc: optopt is 0 for an unknown long option, the option's value
+	 * for a long option given a value it does not take, and the
+	 * character for an unknown short option. */
+	if (optopt > 0 && optopt <= 0x7f &&
+	    !(optopt == 'h' && strncmp(word, "--", 2) == 0))
+		return ctl_usage_err(ctx, err, "unknown option '-%c'",
+		    isprint(optopt) ? optopt : '?');
+	if (strncmp(word, "--", 2) != 0)
+		return ctl_usage_err(ctx, err, "unknown option '%.40s'", word);
+	len = strcspn(word + 2, "=");
+	snprintf(name, sizeof name, "%.*s", (int)len, word + 2);
+	for (i = 0; a->longopts[i].name != NULL && n < 64; i++) {
+		names[n++] = a->longopts[i].name;
+		if (strcmp(a->longopts[i].name, name) == 0 &&
+		    a->longopts[i].has_arg == no_argument &&
+		    word[2 + len] == '=')
+			return ctl_usage_err(ctx, err,
+			    "option '--%s' takes no value", name);
+		if (strncmp(a->longopts[i].name, name, len) == 0) {
+			matches++;
+			hit = a->longopts[i].name;
+		}
+	}
+	if (matches > 1)
+		return ctl_usage_err(ctx, err, "option '--%s' is ambiguous: "
+		    "write more of its name", name);
+	if (matches == 1 && hit != NULL && word[2 + len] == '=')
+		return ctl_usage_err(ctx, err, "option '--%s' takes no value",
+		    hit);
+	hit = ctl_closest(name, names, n);
+	if (hit != NULL)
+		return ctl_usage_err(ctx, err, "unknown option '--%s' (did "
+		    "you mean '--%s'?)", name, hit);
+	return ctl_usage_err(ctx, err, "unknown option '--%s'", name);
+}
+
+/* Record one positional argument. */
+static void
+ctl_add_pos(struct ctl_args *a, char *arg)
+{
+	if (a->npos < CTL_MAX_POS)
+		a->pos[a->npos++] = arg;
+	else
+		a->extra++;
+}
+
+/*
+ * The next option of a command line: its value, -1 at the end, -2 on a
+ * usage error (err filled).  Positionals are gathered in a->pos wherever
+ * they stand, so options may come before or after them; "--" ends the
+ * options.  The options every command takes (--socket, --config, --help)
+ * are handled here.
+ */
+static int
+ctl_next(struct ctl_ctx *ctx, struct ctl_args *a, struct err *err)
+{
+	int c, before;
+
+	for (;;) {
+		if (optind >= a->argc)
+			return -1;
+		if (a->rest) {
+			ctl_add_pos(a, a->argv[optind]);
+			if (a->first_only)
+				return -1;
+			optind++;
+			continue;
+		}
+		before = optind;
+		c = getopt_long(a->argc, a->argv, "+:h", a->longopts, NULL);
+		if (c == -1) {
+			if (optind == before + 1 &&
+			    strcmp(a->argv[before], "--") == 0) {
+				a->rest = true;
+				continue;
+			}
+			if (optind >= a->argc)
+				return -1;
+			ctl_add_pos(a, a->argv[optind]);
+			if (a->first_only)
+				return -1;
+			optind++;
+			continue;
+		}
+		switch (c) {
+		case 'h':
+			ctx->help = true;
+			break;
+		case OPT_SOCKET:
+			ctx->socket = optarg;
+			break;
+		case OPT_CONFIG:
+			ctx->config = optarg;
+			break;
+		case OPT_VERSION:
+			return c;
+		case ':':
+			if (strncmp(a->argv[optind - 1], "--", 2) == 0)
+				ctl_usage_err(ctx, err, "option '%s' needs a "
+				    "value", a->argv[optind - 1]);
+			else
+				ctl_usage_err(ctx, err, "option '-%c' needs a "
+				    "value", optopt);
+			return -2;
+		case '?':
+			ctl_bad_option(ctx, a, err);
+			return -2;
+		default:
+			return c;
+		}
+	}
+}
+
+/* Start walking argv (argv[0] is the command name). */
+static void
+ctl_args_init(struct ctl_args *a, int argc, char **argv,
+    const struct option *longopts)
+{
+	memset(a, 0, sizeof *a);
+	a->argc = argc;
+	a->argv = argv;
+	a->longopts = longopts;
+	optind = 0; /* glibc: full reinitialisation */
+	opterr = 0;
+}
+
+/* Check the number of positionals: between min and max; names[] says
+ * what each one is, for the message. */
+static int
+ctl_args_check(const struct ctl_ctx *ctx, const struct ctl_args *a, int min,
+    int max, const char *const *names, struct err *err)
+{
+	if (a->npos < min)
+		return ctl_usage_err(ctx, err, "missing %s", names[a->npos]);
+	if (a->npos > max || a->extra > 0)
+		return ctl_usage_err(ctx, err, "unexpected argument '%s'",
+		    a->npos > max ? a->pos[max] : "...");
+	return 0;
+}
+
+/* Strict positive decimal integer (the ids and --limit). */
+static int
+ctl_posint(const struct ctl_ctx *ctx, const char *what, const char *s,
+    long long *v, struct err *err)
+{
+	long long n = 0;
+	const char *p;
+
+	for (p = s; *p >= '0' && *p <= '9'; p++) {
+		if (n > (999999999999999999LL - (*p - '0')) / 10) {
+			n = -1;
+			break;
+		}
+		n = n * 10 + (*p - '0');
+	}
+	if (p == s || *p != '\0' || n <= 0)
+		return ctl_usage_err(ctx, err, "%s must be a positive integer, "
+		    "not '%.40s'", what, s);
+	*v = n;
+	return 0;
+}
+
+/* A job name: anything the daemon may know, but not empty. */
+static int
+ctl_job_ok(const struct ctl_ctx *ctx, const char *job, struct err *err)
+{
+	if (*job == '\0')
+		return ctl_usage_err(ctx, err, "the job name is empty");
+	return 0;
+}
+
+/* A date or an hour (YYYY-MM-DD or YYYY-MM-DDTHH): 0, or -1 with the
+ * calendar's message. */
+static int
+ctl_date_ok(const char *s, struct err *err)
+{
+	int64_t v;
+
+	if (strlen(s) == 13 && s[10] == 'T')
+		return cal_parse_hour(s, &v, err);
+	return cal_parse_date(s, &v, err);
+}
+
+/*
+ * Read a dates file (path "-": standard input) into `dates`: one date (or
+ * hour) a line, '#' starts a comment, blank lines skipped, each checked;
+ * the dates joined by '\n'.
+ */
+static int
+ctl_read_dates(const struct ctl_ctx *ctx, const char *path, struct buf *dates,
+    struct err *err)
+{
+	FILE *f;
+	char *line = NULL, *s, *e;
+	size_t cap = 0, lineno = 0, count = 0;
+	ssize_t n;
+	int rc = 0;
+
+	f = strcmp(path, "-") == 0 ? stdin : fopen(path, "r");
+	if (f == NULL)
+		return err_set(err, EXIT_BAD_INPUT, "cannot read %s: %s; check "
+		    "the path given to --dates-file", path, strerror(errno));
+	errno = 0;
+	while ((n = getline(&line, &cap, f)) >= 0) {
+		lineno++;
+		if (memchr(line, '\0', (size_t)n) != NULL) {
+			rc = err_set(err, EXIT_BAD_INPUT, "%s:%zu: the line "
+			    "holds a NUL byte; is this a text file of dates?",
+			    path, lineno);
+			break;
+		}
+		s = line;
+		if ((e = strchr(s, '#')) != NULL)
+			*e = '\0';
+		while (*s == ' ' || *s == '\t')
+			s++;
+		e = s + strlen(s);
+		while (e > s && isspace((unsigned char)e[-1]))
+			e--;
+		*e = '\0';
+		if (*s == '\0')
+			continue;
+		if (ctl_date_ok(s, err) != 0) {
+			err_prefix(err, "%s:%zu", path, lineno);
+			rc = -1;
+			break;
+		}
+		if (count++ > 0)
+			buf_add(dates, "\n", 1);
+		buf_addstr(dates, s);
+		if (dates->len > PROTO_MAX_BODY) {
+			rc = err_set(err, EXIT_BAD_INPUT, "%s is too long (more "
+			    "than %u bytes of dates); split it into smaller "
+			    "requests", path, PROTO_MAX_BODY);
+			break;
+		}
+	}
+	if (rc == 0 && ferror(f))
+		rc = err_set(err, EXIT_BAD_INPUT, "cannot read %s: %s; check "
+		    "the path given to --dates-file", path,
+		    strerror(errno ? errno : EIO));
+	if (rc == 0 && count == 0)
+		rc = ctl_usage_err(ctx, err, "%s holds no dates: write one "
+		    "YYYY-MM-DD a line", path);
+	free(line);
+	if (f != stdin)
+		fclose(f);
+	return rc;
+}
+
+/* backfill JOB (--from D --to D | --dates-file F | --stale | --built-by V)
+ * [--reprocess W] [--reverse] [--no-downstream] [--reason T] [--dry-run]
+ * [--wait] [--json] */
+static int
+ctl_backfill_parse(struct ctl_ctx *ctx, int argc, char **argv,
+    struct buf *req, struct err *err)
+{
+	static const struct option opts[] = {
+		{ "from", required_argument, NULL, OPT_FROM },
+		{ "to", required_argument, NULL, OPT_TO },
+		{ "dates-file", required_argument, NULL, OPT_DATES_FILE },
+		{ "reprocess", required_argument, NULL, OPT_REPROCESS },
+		{ "built-by", required_argument, NULL, OPT_BUILT_BY },
+		{ "reverse", no_argument, NULL, OPT_REVERSE },
+		{ "no-downstream", no_argument, NULL, OPT_NO_DOWNSTREAM },
+		{ "stale", no_argument, NULL, OPT_STALE },
+		{ "reason", required_argument, NULL, OPT_REASON },
+		{ "dry-run", no_argument, NULL, OPT_DRY_RUN },
+		{ "wait", no_argument, NULL, OPT_WAIT },
+		{ "json", no_argument, NULL, OPT_JSON },
+		CTL_COMMON_OPTS,
+		{ NULL, 0, NULL, 0 }
+	};
+	static const char *const names[] = { "JOB: say which job to backfill" };
+	const char *from = NULL, *to = NULL, *file = NULL, *reprocess = NULL;
+	const char *built_by = NULL, *reason = NULL;
+	bool reverse = false, nodown = false, stale = false, dry = false;
+	bool json = false;
+	struct part_range r;
+	struct ctl_args a;
+	struct buf dates;
+	int c;
+
+	ctl_args_init(&a, argc, argv, opts);
+	while ((c = ctl_next(ctx, &a, err)) >= 0) {
+		switch (c) {
+		case OPT_FROM: from = optarg; break;
+		case OPT_TO: to = optarg; break;
+		case OPT_DATES_FILE: file = optarg; break;
+		case OPT_REPROCESS: reprocess = optarg; break;
+		case OPT_BUILT_BY: built_by = optarg; break;
+		case OPT_REVERSE: reverse = true; break;
+		case OPT_NO_DOWNSTREAM: nodown = true; break;
+		case OPT_STALE: stale = true; break;
+		case OPT_REASON: reason = optarg; break;
+		case OPT_DRY_RUN: dry = true; break;
+		case OPT_WAIT: ctx->wait = true; break;
+		case OPT_JSON: json = true; break;
+		}
+	}
+	if (c == -2)
+		return -1;
+	if (ctx->help)
+		return 0;
+	if (ctl_args_check(ctx, &a, 1, 1, names, err) != 0 ||
+	    ctl_job_ok(ctx, a.pos[0], err) != 0)
+		return -1;
+	if (from != NULL && to == NULL)
+		return ctl_usage_err(ctx, err, "--from without --to: give both "
+		    "bounds (inclusive; the same date twice for one day)");
+	if (to != NULL && from == NULL)
+		return ctl_usage_err(ctx, err, "--to without --from: give both "
+		    "bounds (inclusive; the same date twice for one day)");
+	if (from != NULL && file != NULL)
+		return ctl_usage_err(ctx, err, "--from/--to and --dates-file "
+		    "both given: choose the dates one way");
+	if (from == NULL && file == NULL && !stale && built_by == NULL)
+		return ctl_usage_err(ctx, err, "no dates given: add --from D "
+		    "--to D, --dates-file F, --stale or --built-by VERSION");
+	if (from != NULL && ctl_date_ok(from, err) != 0) {
+		err_prefix(err, "--from");
+		return -1;
+	}
+	if (to != NULL && ctl_date_ok(to, err) != 0) {
+		err_prefix(err, "--to");
+		return -1;
+	}
+	/* Hour grain takes both forms of bound; it checks the order. */
+	if (from != NULL && range_parse(GRAIN_HOUR, from, to, &r, err) != 0)
+		return -1;
+	if (reprocess != NULL && strcmp(reprocess, "all") != 0 &&
+	    strcmp(reprocess, "failed") != 0 &&
+	    strcmp(reprocess, "missing") != 0)
+		return ctl_usage_err(ctx, err, "--reprocess must be all, failed "
+		    "or missing, not '%.40s'", reprocess);
+	if (built_by != NULL && *built_by == '\0')
+		return ctl_usage_err(ctx, err, "--built-by needs a code "
+		    "version (the code_version of 'backfillctl runs')");
+	if (dry && ctx->wait)
+		return ctl_usage_err(ctx, err, "--dry-run enqueues nothing, so "
+		    "there is nothing to --wait for: drop one of them");
+
+	proto_add(req, "job", a.pos[0]);
+	if (from != NULL) {
+		proto_add(req, "from", from);
+		proto_add(req, "to", to);
+	}
+	if (file != NULL) {
+		buf_init(&dates);
+		if (ctl_read_dates(ctx, file, &dates, err) != 0) {
+			buf_free(&dates);
+			return -1;
+		}
+		proto_add(req, "dates", dates.data);
+		buf_free(&dates);
+	}
+	if (reprocess != NULL)
+		proto_add(req, "reprocess", reprocess);
+	if (built_by != NULL)
+		proto_add(req, "built_by", built_by);
+	if (reverse)
+		proto_add(req, "reverse", "1");
+	if (nodown)
+		proto_add(req, "no_downstream", "1");
+	if (stale)
+		proto_add(req, "stale", "1");
+	if (reason != NULL)
+		proto_add(req, "reason", reason);
+	if (dry)
+		proto_add(req, "dry_run", "1");
+	if (json)
+		proto_add(req, "json", "1");
+	return 0;
+}
+
+/* rerun JOB PARTITION [--reason TEXT] [--wait] */
+static int
+ctl_rerun_parse(struct ctl_ctx *ctx, int argc, char **argv, struct buf *req,
+    struct err *err)
+{
+	static const struct option opts[] = {
+		{ "reason", required_argument, NULL, OPT_REASON },
+		{ "wait", no_argument, NULL, OPT_WAIT },
+		CTL_COMMON_OPTS,
+		{ NULL, 0, NULL, 0 }
+	};
+	static const char *const names[] = {
+		"JOB: say which job to rerun",
+		"PARTITION: give the partition's key (YYYY-MM-DD, or "
+		"YYYY-MM-DDTHH for an hourly job)"
+	};
+	const char *reason = NULL;
+	struct ctl_args a;
+	int c;
+
+	ctl_args_init(&a, argc, argv, opts);
+	while ((c = ctl_next(ctx, &a, err)) >= 0) {
+		if (c == OPT_REASON)
+			reason = optarg;
+		else if (c == OPT_WAIT)
+			ctx->wait = true;
+	}
+	if (c == -2)
+		return -1;
+	if (ctx->help)
+		return 0;
+	if (ctl_args_check(ctx, &a, 2, 2, names, err) != 0 ||
+	    ctl_job_ok(ctx, a.pos[0], err) != 0)
+		return -1;
+	if (ctl_date_ok(a.pos[1], err) != 0)
+		return -1;
+	proto_add(req, "job", a.pos[0]);
+	proto_add(req, "partition", a.pos[1]);
+	if (reason != NULL)
+		proto_add(req, "reason", reason);
+	return 0;
+}
+
+/* status [JOB] [--json] */
+static int
+ctl_status_parse(struct ctl_ctx *ctx, int argc, char **argv,
+    struct buf *req, struct err *err)
+{
+	static const struct option opts[] = {
+		{ "json", no_argument, NULL, OPT_JSON },
+		CTL_COMMON_OPTS,
+		{ NULL, 0, NULL, 0 }
+	};
+	struct ctl_args a;
+	bool json = false;
+	int c;
+
+	ctl_args_init(&a, argc, argv, opts);
+	while ((c = ctl_next(ctx, &a, err)) >= 0) {
+		if (c == OPT_JSON)
+			json = true;
+	}
+	if (c == -2)
+		return -1;
+	if (ctx->help)
+		return 0;
+	if (ctl_args_check(ctx, &a, 0, 1, NULL, err) != 0)
+		return -1;
+	if (a.npos == 1) {
+		if (ctl_job_ok(ctx, a.pos[0], err) != 0)
+			return -1;
+		proto_add(req, "job", a.pos[0]);
+	}
+	if (json)
+		proto_add(req, "json", "1");
+	return 0;
+}
+
+/* runs [--job J] [--request N] [--state S] [--limit N] [--json] */
+static int
+ctl_runs_parse(struct ctl_ctx *ctx, int argc, char **argv, struct buf *req,
+    struct err *err)
+{
+	static const struct option opts[] = {
+		{ "job", required_argument, NULL, OPT_JOB },
+		{ "request", required_argument, NULL, OPT_REQUEST },
+		{ "state", required_argument, NULL, OPT_STATE },
+		{ "limit", required_argument, NULL, OPT_LIMIT },
+		{ "json", no_argument, NULL, OPT_JSON },
+		CTL_COMMON_OPTS,
+		{ NULL, 0, NULL, 0 }
+	};
+	static const char *const states[] = {
+		"queued", "running", "succeeded", "failed", "blocked",
+		"cancelled"
+	};
+	const char *job = NULL, *request = NULL, *state = NULL, *limit = NULL;
+	const char *hit;
+	long long id = 0, lim = 0;
+	struct ctl_args a;
+	bool json = false;
+	size_t i;
+	int c;
+
+	ctl_args_init(&a, argc, argv, opts);
+	while ((c = ctl_next(ctx, &a, err)) >= 0) {
+		switch (c) {
+		case OPT_JOB: job = optarg; break;
+		case OPT_REQUEST: request = optarg; break;
+		case OPT_STATE: state = optarg; break;
+		case OPT_LIMIT: limit = optarg; break;
+		case OPT_JSON: json = true; break;
+		}
+	}
+	if (c == -2)
+		return -1;
+	if (ctx->help)
+		return 0;
+	if (ctl_args_check(ctx, &a, 0, 0, NULL, err) != 0)
+		return -1;
+	if (job != NULL && ctl_job_ok(ctx, job, err) != 0)
+		return -1;
+	if (request != NULL &&
+	    ctl_posint(ctx, "--request", request, &id, err) != 0)
+		return -1;
+	if (limit != NULL && ctl_posint(ctx, "--limit", limit, &lim, err) != 0)
+		return -1;
+	if (state != NULL) {
+		for (i = 0; i < sizeof states / sizeof states[0]; i++) {
+			if (strcmp(state, states[i]) == 0)
+				break;
+		}
+		if (i == sizeof states / sizeof states[0]) {
+			hit = ctl_closest(state, states,
+			    sizeof states / sizeof states[0]);
+			if (hit != NULL)
+				return ctl_usage_err(ctx, err, "unknown state "
+				    "'%.40s' (did you mean '%s'?)", state, hit);
+			return ctl_usage_err(ctx, err, "unknown state '%.40s': "
+			    "states are queued, running, succeeded, failed, "
+			    "blocked and cancelled", state);
+		}
+	}
+	if (job != NULL)
+		proto_add(req, "job", job);
+	if (request != NULL)
+		proto_add_int(req, "request", id);
+	if (state != NULL)
+		proto_add(req, "state", state);
+	if (limit != NULL)
+		proto_add_int(req, "limit", lim);
+	if (json)
+		proto_add(req, "json", "1");
+	return 0;
+}
+
+/* stale [--json] */
+static int
+ctl_stale_parse(struct ctl_ctx *ctx, int argc, char **argv, struct buf *req,
+    struct err *err)
+{
+	static const struct option opts[] = {
+		{ "json", no_argument, NULL, OPT_JSON },
+		CTL_COMMON_OPTS,
+		{ NULL, 0, NULL, 0 }
+	};
+	struct ctl_args a;
+	bool json = false;
+	int c;
+
+	ctl_args_init(&a, argc, argv, opts);
+	while ((c = ctl_next(ctx, &a, err)) >= 0) {
+		if (c == OPT_JSON)
+			json = true;
+	}
+	if (c == -2)
+		return -1;
+	if (ctx->help)
+		return 0;
+	if (ctl_args_check(ctx, &a, 0, 0, NULL, err) != 0)
+		return -1;
+	if (json)
+		proto_add(req, "json", "1");
+	return 0;
+}
+
+/* audit --request N [--json] */
+static int
+ctl_audit_parse(struct ctl_ctx *ctx, int argc, char **argv, struct buf *req,
+    struct err *err)
+{
+	static const struct option opts[] = {
+		{ "request", required_argument, NULL, OPT_REQUEST },
+		{ "json", no_argument, NULL, OPT_JSON },
+		CTL_COMMON_OPTS,
+		{ NULL, 0, NULL, 0 }
+	};
+	const char *request = NULL;
+	struct ctl_args a;
+	bool json = false;
+	long long id;
+	int c;
+
+	ctl_args_init(&a, argc, argv, opts);
+	while ((c = ctl_next(ctx, &a, err)) >= 0) {
+		if (c == OPT_REQUEST)
+			request = optarg;
+		else if (c == OPT_JSON)
+			json = true;
+	}
+	if (c == -2)
+		return -1;
+	if (ctx->help)
+		return 0;
+	if (ctl_args_check(ctx, &a, 0, 0, NULL, err) != 0)
+		return -1;
+	if (request == NULL)
+		return ctl_usage_err(ctx, err, "missing --request N: say which "
+		    "request to audit (ids are in 'backfillctl runs')");
+	if (ctl_posint(ctx, "--request", request, &id, err) != 0)
+		return -1;
+	proto_add_int(req, "request", id);
+	if (json)
+		proto_add(req, "json", "1");
+	return 0;
+}
+
+/* pause JOB, resume JOB */
+static int
+ctl_job_parse(struct ctl_ctx *ctx, int argc, char **argv, struct buf *req,
+    struct err *err)
+{
+	static const struct option opts[] = {
+		CTL_COMMON_OPTS,
+		{ NULL, 0, NULL, 0 }
+	};
+	static const char *const names[] = { "JOB: say which job" };
+	struct ctl_args a;
+	int c;
+
+	ctl_args_init(&a, argc, argv, opts);
+	while ((c = ctl_next(ctx, &a, err)) >= 0)
+		;
+	if (c == -2)
+		return -1;
+	if (ctx->help)
+		return 0;
+	if (ctl_args_check(ctx, &a, 1, 1, names, err) != 0 ||
+	    ctl_job_ok(ctx, a.pos[0], err) != 0)
+		return -1;
+	proto_add(req, "job", a.pos[0]);
+	return 0;
+}
+
+/* cancel REQUEST */
+static int
+ctl_cancel_parse(struct ctl_ctx *ctx, int argc, char **argv, struct buf *req,
+    struct err *err)
+{
+	static const struct option opts[] = {
+		CTL_COMMON_OPTS,
+		{ NULL, 0, NULL, 0 }
+	};
+	static const char *const names[] = {
+		"REQUEST: say which request to cancel (ids are in "
+		"'backfillctl runs')"
+	};
+	struct ctl_args a;
+	long long id;
+	int c;
+
+	ctl_args_init(&a, argc, argv, opts);
+	while ((c = ctl_next(ctx, &a, err)) >= 0)
+		;
+	if (c == -2)
+		return -1;
+	if (ctx->help)
+		return 0;
+	if (ctl_args_check(ctx, &a, 1, 1, names, err) != 0 ||
+	    ctl_posint(ctx, "REQUEST", a.pos[0], &id, err) != 0)
+		return -1;
+	proto_add_int(req, "request", id);
+	return 0;
+}
+
+/* reload */
+static int
+ctl_reload_parse(struct ctl_ctx *ctx, int argc, char **argv,
+    struct buf *req, struct err *err)
+{
+	static const struct option opts[] = {
+		CTL_COMMON_OPTS,
+		{ NULL, 0, NULL, 0 }
+	};
+	struct ctl_args a;
+	int c;
+
+	ctl_args_init(&a, argc, argv, opts);
+	while ((c = ctl_next(ctx, &a, err)) >= 0)
+		;
+	if (c == -2)
+		return -1;
+	if (ctx->help)
+		return 0;
+	return ctl_args_check(ctx, &a, 0, 0, NULL, err);
+}
+
+/* The command called name, or NULL. */
+static const struct ctl_cmd *
+ctl_find(const char *name)
+{
+	size_t i;
+
+	for (i = 0; i < CTL_NCMDS; i++) {
+		if (strcmp(ctl_cmds[i].name, name) == 0)
+			return &ctl_cmds[i];
+	}
+	return NULL;
+}
+
+/* The message for an unknown command, with the closest one if any (or
+ * the commands it begins, when there are several). */
+static int
+ctl_unknown_cmd(const char *name, struct err *err)
+{
+	const char *names[CTL_NCMDS], *hit;
+	char several[256] = "";
+	size_t i, n = 0;
+
+	for (i = 0; i < CTL_NCMDS; i++) {
+		names[i] = ctl_cmds[i].name;
+		if (*name != '\0' &&
+		    strncmp(names[i], name, strlen(name)) == 0) {
+			snprintf(several + strlen(several),
+			    sizeof several - strlen(several), "%s'%s'",
+			    n++ > 0 ? " or " : "", names[i]);
+		}
+	}
+	if (n > 1)
+		return err_set(err, EXIT_BAD_INPUT, "unknown command '%.40s'; "
+		    "did you mean %s? (see 'backfillctl --help')", name,
+		    several);
+	hit = ctl_closest(name, names, CTL_NCMDS);
+	if (hit != NULL)
+		return err_set(err, EXIT_BAD_INPUT, "unknown command '%.40s'; "
+		    "did you mean '%s'? (see 'backfillctl --help')", name, hit);
+	return err_set(err, EXIT_BAD_INPUT, "unknown command '%.40s'; see "
+	    "'backfillctl --help' for the commands", name);
+}
+
+/* Print the program's usage to f. */
+static void
+ctl_usage(FILE *f)
+{
+	size_t i;
+
+	fprintf(f, "usage: backfillctl [--socket PATH | --config FILE] "
+	    "COMMAND [ARGS]\n"
+	    "       backfillctl --help | --version\n\ncommands:\n");
+	for (i = 0; i < CTL_NCMDS; i++)
+		fprintf(f, "  %s\n", ctl_cmds[i].usage);
+	fprintf(f, "\n'backfillctl COMMAND --help' describes a command.\n"
+	    "The socket is --socket PATH, else the socket of --config FILE,\n"
+	    "else $BACKFILLD_SOCKET, else " CTL_DEFAULT_SOCKET ".\n"
+	    "Exit status: 0 done, 1 the work failed, 2 bad usage or a refused "
+	    "request,\n3 the daemon could not be reached.\n");
+}
+
+/* Print a command's usage to stdout. */
+static void
+ctl_cmd_usage(const struct ctl_cmd *cmd)
+{
+	printf("usage: backfillctl %s\n%s%s", cmd->usage, cmd->help,
+	    CTL_COMMON_HELP);
+}
+
+/* Decide the socket path: --socket, else --config's socket, else
+ * $BACKFILLD_SOCKET, else the default. */
+static int
+ctl_socket_path(struct ctl_ctx *ctx, struct err *err)
+{
+	struct config *cfg;
+	const char *env;
+
+	if (ctx->socket != NULL) {
+		ctx->path = strdup(ctx->socket);
+	} else if (ctx->config != NULL) {
+		if (config_load(ctx->config, &cfg, err) != 0) {
+			err->code = EXIT_BAD_INPUT;
+			return -1;
+		}
+		ctx->path = strdup(cfg->socket != NULL ? cfg->socket :
+		    CTL_DEFAULT_SOCKET);
+		config_unref(cfg);
+	} else if ((env = getenv("BACKFILLD_SOCKET")) != NULL && *env != '\0') {
+		ctx->path = strdup(env);
+	} else {
+		ctx->path = strdup(CTL_DEFAULT_SOCKET);
+	}
+	if (ctx->path == NULL)
+		return err_set(err, EXIT_INTERNAL, "out of memory");
+	return 0;
+}
+
+/* Connect to the daemon's socket: the fd, or -1 with err (exit 3, or 2
+ * for a path that cannot be a socket path). */
+static int
+ctl_connect(const char *path, struct err *err)
+{
+	struct sockaddr_un addr;
+	int fd, e;
+
+	memset(&addr, 0, sizeof addr);
+	addr.sun_family = AF_UNIX;
+	if (strlen(path) >= sizeof addr.sun_path)
+		return err_set(err, EXIT_BAD_INPUT, "socket path %s is too long "
+		    "(at most %zu bytes); use a shorter --socket path", path,
+		    sizeof addr.sun_path - 1);
+	memcpy(addr.sun_path, path, strlen(path));
+	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	if (fd < 0)
+		return err_set(err, EXIT_UNREACHABLE, "cannot create a socket: "
+		    "%s; check the system's limits", strerror(errno));
+	while (connect(fd, (struct sockaddr *)&addr, sizeof addr) != 0) {
+		if (errno == EINTR)
+			continue;
+		e = errno;
+		close(fd);
+		if (e == ENOENT || e == ECONNREFUSED)
+			return err_set(err, EXIT_UNREACHABLE, "cannot reach "
+			    "backfilld at %s: %s; is the daemon running? "
+			    "(systemctl status backfilld)", path, strerror(e));
+		if (e == EACCES || e == EPERM)
+			return err_set(err, EXIT_UNREACHABLE, "permission "
+			    "denied on %s: ask to be added to the socket's "
+			    "group, or use sudo", path);
+		return err_set(err, EXIT_UNREACHABLE, "cannot reach backfilld "
+		    "at %s: %s; check the socket path (--socket or --config)",
+		    path, strerror(e));
+	}
+	return fd;
+}
+
+/* Send a whole frame; -1 with err (exit 3) when the daemon is gone. */
+static int
+ctl_send(int fd, const char *path, const struct buf *frame, struct err *err)
+{
+	size_t off = 0;
+	ssize_t n;
+
+	while (off < frame->len) {
+		n = send(fd, frame->data + off, frame->len - off, MSG_NOSIGNAL);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0)
+			return err_set(err, EXIT_UNREACHABLE, "backfilld at %s "
+			    "closed the connection before taking the request "
+			    "(%s); check its log (journalctl -u backfilld)",
+			    path, strerror(errno));
+		off += (size_t)n;
+	}
+	return 0;
+}
+
+/*
+ * Read the next frame into msg, keeping bytes of later frames in `in`.
+ * -1 with err (exit 3) when the daemon closes the connection first or
+ * sends something that is not a frame.
+ */
+static int
+ctl_recv(int fd, const char *path, struct buf *in, struct proto_msg *msg,
+    struct err *err)
+{
+	char chunk[65536];
+	size_t used;
+	ssize_t n;
+	int rc;
+
+	for (;;) {
+		rc = proto_parse(in->data != NULL ? in->data : "", in->len,
+		    &used, msg, err);
+		if (rc == 1) {
+			memmove(in->data, in->data + used, in->len - used);
+			in->len -= used;
+			return 0;
+		}
+		if (rc == -1) {
+			err_prefix(err, "invalid answer from backfilld at %s",
+			    path);
+			err->code = EXIT_UNREACHABLE;
+			return -1;
+		}
+		n = read(fd, chunk, sizeof chunk);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0)
+			return err_set(err, EXIT_UNREACHABLE, "lost the "
+			    "connection to backfilld at %s: %s; check its log "
+			    "(journalctl -u backfilld)", path, strerror(errno));
+		if (n == 0 && in->len > 0)
+			return err_set(err, EXIT_UNREACHABLE, "backfilld at %s "
+			    "closed the connection in the middle of an answer; "
+			    "check its log (journalctl -u backfilld)", path);
+		if (n == 0)
+			return err_set(err, EXIT_UNREACHABLE, "backfilld at %s "
+			    "closed the connection without answering; check "
+			    "its log (journalctl -u backfilld)", path);
+		buf_add(in, chunk, (size_t)n);
+	}
+}
+
+/* The response's status as our exit code; -1 with err when it has none. */
+static int
+ctl_status(const struct proto_msg *msg, const char *path, struct err *err)
+{
+	long long st;
+
+	if (proto_get_int(msg, "status", &st) != 0 || st < 0 ||
+	    st > EXIT_INTERNAL)
+		return err_set(err, EXIT_UNREACHABLE, "invalid answer from "
+		    "backfilld at %s: no valid status; use backfillctl and "
+		    "backfilld from the same release", path);
+	return st == EXIT_INTERNAL ? EXIT_WORK_FAILED : (int)st;
+}
+
+/* Print a response's out (stdout, as is) and err (stderr, one line). */
+static void
+ctl_print(const struct proto_msg *msg)
+{
+	const char *out = proto_get(msg, "out");
+	const char *e = proto_get(msg, "err");
+	size_t len;
+
+	if (out != NULL && *out != '\0') {
+		fputs(out, stdout);
+		fflush(stdout);
+	}
+	if (e != NULL && *e != '\0') {
+		len = strlen(e);
+		fprintf(stderr, "backfillctl: %s%s", e,
+		    e[len - 1] == '\n' ? "" : "\n");
+	}
+}
+
+/* A counter of a PROGRESS frame (0 when absent or malformed: progress is
+ * only shown, never acted upon). */
+static long long
+ctl_count(const struct proto_msg *msg, const char *key)
+{
+	long long v;
+
+	return proto_get_int(msg, key, &v) == 0 && v >= 0 ? v : 0;
+}
+
+/* Format seconds as M:SS or H:MM:SS. */
+static void
+ctl_format_eta(long long s, char *buf, size_t len)
+{
+	if (s >= 3600)
+		snprintf(buf, len, "%lld:%02lld:%02lld", s / 3600,
+		    s / 60 % 60, s % 60);
+	else
+		snprintf(buf, len, "%lld:%02lld", s / 60, s % 60);
+}
+
+/* Redraw the progress line on stderr (a terminal) from a PROGRESS frame. */
+static void
+ctl_progress(const struct proto_msg *msg, long long request)
+{
+	long long total = ctl_count(msg, "total"), done = ctl_count(msg, "done");
+	long long elapsed = ctl_count(msg, "elapsed_ms");
+	char line[256], eta[32];
+	struct winsize ws;
+	size_t width = sizeof line - 1;
+
+	if (done > 0 && done <= total) {
+		double left = (double)elapsed * (double)(total - done) /
+		    (double)done / 1000.0;
+		ctl_format_eta(left > 1e9 ? 999999999LL : (long long)(left +
+		    0.5), eta, sizeof eta);
+	} else {
+		snprintf(eta, sizeof eta, "--");
+	}
+	snprintf(line, sizeof line, "request %lld: %lld/%lld done, %lld "
+	    "failed, %lld blocked, %lld running, ETA %s", request, done, total,
+	    ctl_count(msg, "failed"), ctl_count(msg, "blocked"),
+	    ctl_count(msg, "running"), eta);
+	if (ioctl(STDERR_FILENO, TIOCGWINSZ, &ws) == 0 && ws.ws_col > 1 &&
+	    (size_t)ws.ws_col - 1 < width)
+		width = (size_t)ws.ws_col - 1;
+	if (strlen(line) > width)
+		line[width] = '\0';
+	fprintf(stderr, "\r%s\033[K", line);
+	fflush(stderr);
+}
+
+/*
+ * The --wait part: ask for `request`'s progress on the same connection,
+ * show PROGRESS frames when stderr is a terminal, and return the final
+ * RESPONSE's status (or -1 with err).
+ */
+static int
+ctl_wait(int fd, const char *path, struct buf *in, long long request,
+    struct err *err)
+{
+	bool tty = isatty(STDERR_FILENO), drawn = false;
+	struct proto_msg msg;
+	struct buf req;
+	int rc;
+
+	buf_init(&req);
+	proto_begin(&req, PROTO_REQUEST);
+	proto_add(&req, "cmd", "wait");
+	proto_add_int(&req, "request", request);
+	if (isatty(STDOUT_FILENO))
+		proto_add(&req, "tty", "1");
+	proto_end(&req);
+	rc = ctl_send(fd, path, &req, err);
+	buf_free(&req);
+	if (rc != 0)
+		return -1;
+	for (;;) {
+		if (ctl_recv(fd, path, in, &msg, err) != 0) {
+			if (drawn)
+				fputs("\r\033[K", stderr);
+			return -1;
+		}
+		if (msg.type == PROTO_PROGRESS) {
+			if (tty) {
+				ctl_progress(&msg, request);
+				drawn = true;
+			}
+			proto_msg_free(&msg);
+			continue;
+		}
+		if (drawn) {
+			fputs("\r\033[K", stderr);
+			fflush(stderr);
+		}
+		if (msg.type != PROTO_RESPONSE) {
+			proto_msg_free(&msg);
+			return err_set(err, EXIT_UNREACHABLE, "invalid answer "
+			    "from backfilld at %s: a request frame; use "
+			    "backfillctl and backfilld from the same release",
+			    path);
+		}
+		rc = ctl_status(&msg, path, err);
+		if (rc >= 0)
+			ctl_print(&msg);
+		proto_msg_free(&msg);
+		return rc;
+	}
+}
+
+/* Connect, send the request, print the answer (and wait if asked); the
+ * exit status, or -1 with err. */
+static int
+ctl_run(struct ctl_ctx *ctx, const struct buf *req, struct err *err)
+{
+	struct proto_msg msg;
+	struct err rerr;
+	struct buf in;
+	long long request;
+	int fd, rc, st;
+
+	fd = ctl_connect(ctx->path, err);
+	if (fd < 0)
+		return -1;
+	buf_init(&in);
+	/* A send failure may come with an answer saying why: read it. */
+	rc = ctl_send(fd, ctx->path, req, err);
+	for (;;) {
+		if (ctl_recv(fd, ctx->path, &in, &msg, &rerr) != 0) {
+			if (rc == 0)
+				*err = rerr;
+			st = -1;
+			goto out;
+		}
+		if (msg.type == PROTO_RESPONSE)
+			break;
+		if (msg.type == PROTO_REQUEST) {
+			proto_msg_free(&msg);
+			st = err_set(err, EXIT_UNREACHABLE, "invalid answer "
+			    "from backfilld at %s: a request frame; use "
+			    "backfillctl and backfilld from the same release",
+			    ctx->path);
+			goto out;
+		}
+		proto_msg_free(&msg); /* PROGRESS before the RESPONSE */
+	}
+	st = ctl_status(&msg, ctx->path, err);
+	if (st < 0) {
+		proto_msg_free(&msg);
+		goto out;
+	}
+	ctl_print(&msg);
+	if (ctx->wait && st == EXIT_DONE &&
+	    proto_get_int(&msg, "request", &request) == 0) {
+		proto_msg_free(&msg);
+		st = ctl_wait(fd, ctx->path, &in, request, err);
+		goto out;
+	}
+	proto_msg_free(&msg);
+out:
+	buf_free(&in);
+	close(fd);
+	return st;
+}
+
+/* backfillctl [--socket PATH | --config FILE] COMMAND [ARGS] */
+int
+main(int argc, char **argv)
+{
+	static const struct option opts[] = {
+		{ "version", no_argument, NULL, OPT_VERSION },
+		CTL_COMMON_OPTS,
+		{ NULL, 0, NULL, 0 }
+	};
+	struct ctl_ctx ctx;
+	struct ctl_args a;
+	struct err err;
+	struct buf req;
+	int c, st;
+
+	signal(SIGPIPE, SIG_IGN);
+	memset(&ctx, 0, sizeof ctx);
+	err_clear(&err);
+	buf_init(&req);
+
+	/* Global options stop at the command name. */
+	ctl_args_init(&a, argc, argv, opts);
+	a.first_only = true;
+	while ((c = ctl_next(&ctx, &a, &err)) >= 0) {
+		if (c == OPT_VERSION) {
+			printf("backfillctl %s\n", BACKFILLD_VERSION);
+			return EXIT_DONE;
+		}
+	}
+	if (c == -2)
+		goto fail;
+	if (a.npos == 0) {
+		if (ctx.help) {
+			ctl_usage(stdout);
+			return EXIT_DONE;
+		}
+		err_set(&err, EXIT_BAD_INPUT, "no command given; see "
+		    "'backfillctl --help' for the commands");
+		goto fail;
+	}
+	ctx.cmd = ctl_find(a.pos[0]);
+	if (ctx.cmd == NULL) {
+		ctl_unknown_cmd(a.pos[0], &err);
+		goto fail;
+	}
+
+	/* The command's own options, from its name on. */
+	c = optind;
+	proto_begin(&req, PROTO_REQUEST);
+	proto_add(&req, "cmd", ctx.cmd->name);
+	if (ctx.cmd->parse(&ctx, argc - c, argv + c, &req, &err) != 0)
+		goto fail;
+	if (ctx.help) {
+		ctl_cmd_usage(ctx.cmd);
+		buf_free(&req);
+		return EXIT_DONE;
+	}
+	if (isatty(STDOUT_FILENO))
+		proto_add(&req, "tty", "1");
+	proto_end(&req);
+	if (req.len - PROTO_HEADER > PROTO_MAX_BODY) {
+		err_set(&err, EXIT_BAD_INPUT, "the request is too large (%zu "
+		    "bytes, at most %u); split it into smaller ones",
+		    req.len - PROTO_HEADER, PROTO_MAX_BODY);
+		goto fail;
+	}
+	if (ctl_socket_path(&ctx, &err) != 0)
+		goto fail;
+	st = ctl_run(&ctx, &req, &err);
+	if (st < 0)
+		goto fail;
+	buf_free(&req);
+	free(ctx.path);
+	if (fflush(stdout) != 0 || ferror(stdout)) {
+		if (errno != EPIPE)
+			fprintf(stderr, "backfillctl: cannot write the output: "
+			    "%s; check where standard output goes\n",
+			    strerror(errno));
+		return st == EXIT_DONE ? EXIT_WORK_FAILED : st;
+	}
+	return st;
+
+fail:
+	buf_free(&req);
+	free(ctx.path);
+	fprintf(stderr, "backfillctl: %s\n", err.msg);
+	return err.code == EXIT_INTERNAL ? EXIT_WORK_FAILED : err.code;
+}

@@ -1,2 +1,1244 @@
-/* exec.c - to be written */
+/*
+ * exec.c - running one partition (or one batch) of a job, off the loop.
+ *
+ * SQL runs go through a queue (ex->lock, ex->cond) to a pool of worker
+ * threads.  Each worker keeps its own warehouse connections, keyed by
+ * warehouse name and location, open across runs; one that errors badly
+ * (!usable) is closed and reopened by the next run that needs it.  A
+ * worker never touches the loop except through uv_async_send(): it pushes
+ * "started" and "done" events onto two lists under ex->lock and the one
+ * async handle drains them on the loop thread, started before done.
+ *
+ * Command runs need no thread: uv_spawn() in their own session (so the
+ * pid is also the process group), output appended to a per-run log file,
+ * reaped by libuv's exit callback on the loop.
+ *
+ * Every run owns a uv_timer_t (its timeout, armed when the run starts)
+ * whose close callback is where done_cb is called and the run's private
+ * state freed: so done_cb always comes later, on the loop thread, once.
+ *
+ * Stopping a run (timeout, exec_cancel, exec_close) follows these rules:
+ *  - the reason is stored first, atomically, in job->stop; the first
+ *    reason wins;
+ *  - a queued SQL run is unlinked and finished at once;
+ *  - a running SQL run is interrupted through its worker's connection, but
+ *    only while w->current == job, both read under w->lock: the worker
+ *    sets and clears current under the same lock, so the connection is
+ *    never interrupted on behalf of another run, nor after it is closed;
+ *    a stop that comes before the worker has begun is seen by the worker,
+ *    which checks job->stop after begin() and before every step;
+ *  - a command's process group gets SIGKILL, only while the child is not
+ *    yet reaped (the pid could be reused after);
+ *  - a run that still completed (committed, exited 0) keeps its success;
+ *    a run that failed while stopping reports the stop, not the symptom.
+ * Lock order: ex->lock before w->lock; a worker never holds both.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
 #include "exec.h"
+#include "wh.h"
+
+extern char **environ;
+
+enum exec_stop { EXEC_STOP_NONE, EXEC_STOP_TIMEOUT, EXEC_STOP_CANCEL };
+
+/* Where a SQL run is; guarded by ex->lock. */
+enum exec_state { EXEC_QUEUED, EXEC_RUNNING, EXEC_DONE };
+
+struct exec_worker;
+
+/* A run in flight: exec_run.priv. */
+struct exec_job {
+	struct exec *ex;
+	struct exec_run *run;
+	bool is_cmd;
+	atomic_int stop;             /* enum exec_stop */
+
+	/* ex->lock */
+	enum exec_state state;
+	struct exec_worker *worker;  /* while EXEC_RUNNING */
+	struct exec_job *qnext;      /* queue or done list */
+	struct exec_job *snext;      /* started list */
+	bool on_slist;
+
+	/* loop thread only */
+	struct exec_job *aprev, *anext; /* every run in flight */
+	uv_timer_t timer;
+	uv_process_t proc;
+	bool finishing;              /* the timer is closing: done_cb follows */
+	bool spawned;
+	bool exited;
+	char log_path[PATH_MAX];
+};
+
+/* One open warehouse connection of a worker. */
+struct exec_conncache {
+	char *name;
+	char *where;  /* sqlite path or postgres conninfo */
+	struct wh_conn *conn;
+};
+
+struct exec_worker {
+	struct exec *ex;
+	uv_thread_t tid;
+	uv_mutex_t lock;           /* current and conn, for interrupts */
+	struct exec_job *current;
+	struct wh_conn *conn;
+	struct exec_conncache *cache; /* this worker's thread only */
+	size_t ncache;
+};
+
+struct exec {
+	uv_loop_t *loop;
+	uv_async_t async;
+
+	uv_mutex_t lock;
+	uv_cond_t cond;
+	struct exec_job *qhead, *qtail; /* queued SQL runs */
+	struct exec_job *dhead, *dtail; /* finished by a worker */
+	struct exec_job *shead, *stail; /* started, not yet told */
+	bool quit;
+
+	/* loop thread only */
+	struct exec_worker **workers;
+	int nworkers;
+	struct exec_job *all;
+	int nrunning;
+	bool closing;
+	bool close_done;
+	void (*closed_cb)(void *data);
+	void *closed_data;
+};
+
+/* calloc that cannot fail: running out of memory here is not survivable. */
+static void *
+exec_xcalloc(size_t n, size_t size)
+{
+	void *p;
+
+	p = calloc(n, size);
+	if (p == NULL && n != 0 && size != 0)
+		abort();
+	return p;
+}
+
+/* strdup that cannot fail. */
+static char *
+exec_xstrdup(const char *s)
+{
+	char *p;
+
+	p = strdup(s);
+	if (p == NULL)
+		abort();
+	return p;
+}
+
+/* asprintf that cannot fail. */
+static char *
+exec_xasprintf(const char *fmt, ...)
+{
+	va_list ap;
+	char *p;
+	int n;
+
+	va_start(ap, fmt);
+	n = vasprintf(&p, fmt, ap);
+	va_end(ap);
+	if (n < 0)
+		abort();
+	return p;
+}
+
+/* Mark a run failed with a one-line message. */
+static void
+exec_fail(struct exec_run *run, const char *fmt, ...)
+{
+	va_list ap;
+	char *p;
+
+	run->failed = true;
+	va_start(ap, fmt);
+	vsnprintf(run->error, sizeof run->error, fmt, ap);
+	va_end(ap);
+	for (p = run->error; *p != '\0'; p++)
+		if (*p == '\n' || *p == '\r')
+			*p = ' ';
+}
+
+/* True once someone asked the run to stop. */
+static bool
+exec_stopping(struct exec_job *job)
+{
+	return atomic_load(&job->stop) != EXEC_STOP_NONE;
+}
+
+/* A failed run that was being stopped reports why it was stopped. */
+static void
+exec_result_stop(struct exec_job *job)
+{
+	struct exec_run *run = job->run;
+	char dur[CAL_KEY_MAX];
+
+	if (!run->failed)
+		return;
+	switch (atomic_load(&job->stop)) {
+	case EXEC_STOP_TIMEOUT:
+		cal_format_duration(run->job->timeout, dur);
+		run->timed_out = true;
+		exec_fail(run, "timed out after %s", dur);
+		break;
+	case EXEC_STOP_CANCEL:
+		run->cancelled = true;
+		exec_fail(run, "cancelled");
+		break;
+	default:
+		break;
+	}
+}
+
+/* The driver for a kind of warehouse, or NULL when not built in. */
+static const struct wh_driver *
+exec_driver(enum wh_kind kind)
+{
+	switch (kind) {
+	case WH_SQLITE:
+		return &wh_sqlite_driver;
+	default:
+		return NULL;
+	}
+}
+
+/* ---- worker threads ---------------------------------------------------- */
+
+/* The worker's open connection to wh, opening one if needed. */
+static struct wh_conn *
+exec_conn_get(struct exec_worker *w, const struct warehouse_def *wh,
+	      struct err *err)
+{
+	const struct wh_driver *drv;
+	struct exec_conncache *cc;
+	struct wh_conn *conn;
+	const char *where;
+	size_t i;
+
+	where = wh->kind == WH_SQLITE ? wh->path : wh->conninfo;
+	if (where == NULL)
+		where = "";
+	for (i = 0; i < w->ncache; i++) {
+		cc = &w->cache[i];
+		if (strcmp(cc->name, wh->name) == 0 &&
+		    strcmp(cc->where, where) == 0)
+			return cc->conn;
+	}
+	drv = exec_driver(wh->kind);
+	if (drv == NULL) {
+		err_set(err, EXIT_WORK_FAILED, "warehouse \"%s\": this build "
+		    "has no driver for it", wh->name);
+		return NULL;
+	}
+	if (drv->open(wh, &conn, err) == -1)
+		return NULL;
+	cc = realloc(w->cache, (w->ncache + 1) * sizeof *w->cache);
+	if (cc == NULL)
+		abort();
+	w->cache = cc;
+	cc = &w->cache[w->ncache++];
+	cc->name = exec_xstrdup(wh->name);
+	cc->where = exec_xstrdup(where);
+	cc->conn = conn;
+	return conn;
+}
+
+/* Close one cached connection and forget it. */
+static void
+exec_conn_drop(struct exec_worker *w, struct wh_conn *conn)
+{
+	size_t i;
+
+	for (i = 0; i < w->ncache; i++) {
+		if (w->cache[i].conn != conn)
+			continue;
+		conn->drv->close(conn);
+		free(w->cache[i].name);
+		free(w->cache[i].where);
+		w->cache[i] = w->cache[--w->ncache];
+		return;
+	}
+}
+
+/* Truthiness of a check's value: NULL, "", 0 (any numeric spelling),
+ * "false" and "f" (PostgreSQL's boolean text) fail; anything else passes. */
+static bool
+exec_value_true(const char *v)
+{
+	const char *p;
+	char *end;
+	double d;
+
+	if (v == NULL)
+		return false;
+	while (*v == ' ' || *v == '\t')
+		v++;
+	if (*v == '\0' || strcasecmp(v, "false") == 0 ||
+	    strcasecmp(v, "f") == 0)
+		return false;
+	d = strtod(v, &end);
+	if (end != v) {
+		for (p = end; *p == ' ' || *p == '\t'; p++)
+			;
+		if (*p == '\0')
+			return d != 0;
+	}
+	return true;
+}
+
+/*
+ * Run every check of the job for part i, recording each outcome.  A check
+ * that returns a failing value fails the run (the first one names the
+ * error) but the others still run, for the audit; a check that cannot run
+ * (SQL error, interrupt) stops there.  Returns 0 when all passed, -1 when
+ * one failed, -2 when one could not run.
+ */
+static int
+exec_checks(struct exec_job *job, struct wh_conn *conn, size_t i,
+	    const struct wh_param *params, size_t nparams, struct err *err)
+{
+	struct exec_run *run = job->run;
+	const struct job_def *jd = run->job;
+	const char *key = run->parts[i].key;
+	struct exec_check_result *cr;
+	char detail[ERR_MSG_MAX];
+	struct err qerr;
+	bool has_row;
+	char *value;
+	int rc = 0;
+	size_t k;
+
+	for (k = 0; k < jd->nchecks; k++) {
+		if (exec_stopping(job)) {
+			err_set(err, EXIT_WORK_FAILED, "interrupted");
+			return -2;
+		}
+		err_clear(&qerr);
+		cr = &run->checks[run->nchecks++];
+		cr->name = exec_xstrdup(jd->checks[k].name);
+		cr->part = i;
+		if (conn->drv->query_value(conn, jd->checks[k].sql, params,
+		    nparams, &has_row, &value, &qerr) == -1) {
+			cr->passed = false;
+			cr->detail = exec_xstrdup(qerr.msg);
+			if (rc == 0)
+				err_set(err, EXIT_WORK_FAILED,
+				    "check %s failed for %s: %s",
+				    jd->checks[k].name, key, qerr.msg);
+			return -2;
+		}
+		cr->passed = has_row && exec_value_true(value);
+		if (!has_row)
+			snprintf(detail, sizeof detail, "returned no row");
+		else if (value == NULL)
+			snprintf(detail, sizeof detail, "returned NULL");
+		else
+			snprintf(detail, sizeof detail, "returned %.64s%s",
+			    value, strlen(value) > 64 ? "..." : "");
+		free(value);
+		cr->detail = exec_xstrdup(detail);
+		if (!cr->passed && rc == 0) {
+			err_set(err, EXIT_WORK_FAILED, "check %s failed for %s "
+			    "(%s)", jd->checks[k].name, key, detail);
+			rc = -1;
+		}
+	}
+	return rc;
+}
+
+/* Fill params with part i's :partition, :partition_start, :partition_end. */
+static void
+exec_part_params(const struct exec_part *p, struct wh_param params[3])
+{
+	params[0].name = "partition";
+	params[0].value = p->key;
+	params[1].name = "partition_start";
+	params[1].value = p->start;
+	params[2].name = "partition_end";
+	params[2].value = p->end;
+}
+
+/* The batch's statements: manifest, job SQL once, checks per partition. */
+static int
+exec_sql_batch(struct exec_job *job, struct wh_conn *conn, int64_t *base,
+	       struct err *err)
+{
+	struct exec_run *run = job->run;
+	struct wh_manifest_row *rows;
+	struct wh_param params[3];
+	const char *lo, *hi;
+	int rc = 0, r;
+	size_t i;
+
+	rows = exec_xcalloc(run->nparts, sizeof *rows);
+	lo = run->parts[0].start;
+	hi = run->parts[0].end;
+	for (i = 0; i < run->nparts; i++) {
+		rows[i].key = run->parts[i].key;
+		rows[i].start = run->parts[i].start;
+		rows[i].end = run->parts[i].end;
+		if (strcmp(rows[i].start, lo) < 0)
+			lo = rows[i].start;
+		if (strcmp(rows[i].end, hi) > 0)
+			hi = rows[i].end;
+	}
+	r = conn->drv->manifest_fill(conn, rows, run->nparts, err);
+	free(rows);
+	if (r == -1) {
+		err_prefix(err, "cannot fill backfill_manifest");
+		return -1;
+	}
+	*base = conn->drv->changes(conn);
+
+	/* The whole batch's interval; :partition means one partition and
+	 * is deliberately not bound (the driver says so by name). */
+	params[0].name = "partition_start";
+	params[0].value = lo;
+	params[1].name = "partition_end";
+	params[1].value = hi;
+	if (conn->drv->exec_script(conn, run->job->sql, params, 2, err) == -1)
+		return -1;
+	for (i = 0; i < run->nparts; i++) {
+		exec_part_params(&run->parts[i], params);
+		r = exec_checks(job, conn, i, params, 3, rc == 0 ? err : NULL);
+		if (r == -2)
+			return -1;
+		if (r == -1)
+			rc = -1;
+	}
+	if (rc == 0 && conn->drv->manifest_drop(conn, err) == -1)
+		return -1;
+	return rc;
+}
+
+/* The run's transaction on conn: everything, then commit or roll back. */
+static int
+exec_sql_tx(struct exec_job *job, struct wh_conn *conn, struct err *err)
+{
+	const struct wh_driver *drv = conn->drv;
+	struct exec_run *run = job->run;
+	const struct job_def *jd = run->job;
+	struct wh_param params[3];
+	int64_t base, changed;
+	int rc = 0, r;
+	size_t i;
+
+	if (drv->begin(conn, err) == -1) {
+		err_prefix(err, "cannot begin a transaction");
+		return -1;
+	}
+	if (exec_stopping(job)) {
+		err_set(err, EXIT_WORK_FAILED, "interrupted");
+		goto fail;
+	}
+	if (jd->nchecks > 0)
+		run->checks = exec_xcalloc(jd->nchecks * run->nparts,
+		    sizeof *run->checks);
+	base = drv->changes(conn);
+	if (jd->batch) {
+		if (exec_sql_batch(job, conn, &base, err) == -1)
+			goto fail;
+	} else {
+		/* Several partitions without batch: one after the other, in
+		 * the same transaction. */
+		for (i = 0; i < run->nparts; i++) {
+			exec_part_params(&run->parts[i], params);
+			if (exec_stopping(job)) {
+				err_set(err, EXIT_WORK_FAILED, "interrupted");
+				goto fail;
+			}
+			if (drv->exec_script(conn, jd->sql, params, 3,
+			    rc == 0 ? err : NULL) == -1) {
+				if (rc == 0)
+					goto fail;
+				break;
+			}
+			r = exec_checks(job, conn, i, params, 3,
+			    rc == 0 ? err : NULL);
+			if (r == -2)
+				goto fail;
+			if (r == -1)
+				rc = -1;
+		}
+		if (rc == -1)
+			goto fail;
+	}
+	if (exec_stopping(job)) {
+		err_set(err, EXIT_WORK_FAILED, "interrupted");
+		goto fail;
+	}
+	changed = drv->changes(conn) - base;
+	if (drv->commit(conn, err) == -1) {
+		err_prefix(err, "commit failed");
+		return -1;
+	}
+	run->rows_changed = changed;
+	return 0;
+
+fail:
+	drv->rollback(conn);
+	return -1;
+}
+
+/* One SQL run on worker w. */
+static void
+exec_sql_run(struct exec_worker *w, struct exec_job *job)
+{
+	struct exec_run *run = job->run;
+	const struct warehouse_def *wh;
+	struct wh_conn *conn;
+	struct err err;
+	int rc;
+
+	err_clear(&err);
+	if (exec_stopping(job)) {
+		exec_fail(run, "interrupted");
+		exec_result_stop(job);
+		return;
+	}
+	wh = &run->cfg->warehouses[run->job->warehouse];
+	conn = exec_conn_get(w, wh, &err);
+	if (conn == NULL) {
+		exec_fail(run, "%s", err.msg);
+		exec_result_stop(job);
+		return;
+	}
+
+	uv_mutex_lock(&w->lock);
+	w->current = job;
+	w->conn = conn;
+	uv_mutex_unlock(&w->lock);
+
+	rc = exec_sql_tx(job, conn, &err);
+
+	uv_mutex_lock(&w->lock);
+	w->current = NULL;
+	w->conn = NULL;
+	uv_mutex_unlock(&w->lock);
+
+	if (!conn->drv->usable(conn))
+		exec_conn_drop(w, conn);
+	if (rc == -1) {
+		exec_fail(run, "%s", err.msg);
+		exec_result_stop(job);
+	}
+}
+
+/* A worker thread: take queued runs until told to quit. */
+static void
+exec_worker_main(void *arg)
+{
+	struct exec_worker *w = arg;
+	struct exec *ex = w->ex;
+	struct exec_job *job;
+
+	for (;;) {
+		uv_mutex_lock(&ex->lock);
+		while (ex->qhead == NULL && !ex->quit)
+			uv_cond_wait(&ex->cond, &ex->lock);
+		job = ex->qhead;
+		if (job == NULL) {
+			uv_mutex_unlock(&ex->lock);
+			break;
+		}
+		ex->qhead = job->qnext;
+		if (ex->qhead == NULL)
+			ex->qtail = NULL;
+		job->qnext = NULL;
+		job->state = EXEC_RUNNING;
+		job->worker = w;
+		job->on_slist = true;
+		if (ex->stail != NULL)
+			ex->stail->snext = job;
+		else
+			ex->shead = job;
+		ex->stail = job;
+		uv_mutex_unlock(&ex->lock);
+		uv_async_send(&ex->async);
+
+		exec_sql_run(w, job);
+
+		/* After this, job belongs to the loop thread again. */
+		uv_mutex_lock(&ex->lock);
+		job->state = EXEC_DONE;
+		if (ex->dtail != NULL)
+			ex->dtail->qnext = job;
+		else
+			ex->dhead = job;
+		ex->dtail = job;
+		uv_mutex_unlock(&ex->lock);
+		uv_async_send(&ex->async);
+	}
+	while (w->ncache > 0)
+		exec_conn_drop(w, w->cache[0].conn);
+	free(w->cache);
+	w->cache = NULL;
+}
+
+/* ---- loop thread ------------------------------------------------------- */
+
+static void exec_close_finish(struct exec *ex);
+
+/* The timer is closed: the run is over, tell the caller. */
+static void
+exec_timer_close_cb(uv_handle_t *handle)
+{
+	struct exec_job *job = handle->data;
+	struct exec *ex = job->ex;
+	struct exec_run *run = job->run;
+
+	if (job->aprev != NULL)
+		job->aprev->anext = job->anext;
+	else
+		ex->all = job->anext;
+	if (job->anext != NULL)
+		job->anext->aprev = job->aprev;
+	if (--ex->nrunning == 0 && !ex->close_done)
+		uv_unref((uv_handle_t *)&ex->async);
+	run->priv = NULL;
+	free(job);
+	run->done_cb(run);
+	if (ex->closing && ex->nrunning == 0)
+		exec_close_finish(ex);
+}
+
+/* Finish a run whose result is final: done_cb follows the timer's close. */
+static void
+exec_finish(struct exec_job *job)
+{
+	struct exec *ex = job->ex;
+	struct exec_job **pp;
+
+	if (job->finishing)
+		return;
+	job->finishing = true;
+	uv_mutex_lock(&ex->lock);
+	if (job->on_slist) {
+		/* A "started" event not yet drained must not outlive job. */
+		for (pp = &ex->shead; *pp != NULL; pp = &(*pp)->snext) {
+			if (*pp != job)
+				continue;
+			*pp = job->snext;
+			if (ex->stail == job) {
+				struct exec_job *p = ex->shead;
+
+				while (p != NULL && p->snext != NULL)
+					p = p->snext;
+				ex->stail = p;
+			}
+			break;
+		}
+		job->on_slist = false;
+	}
+	uv_mutex_unlock(&ex->lock);
+	uv_timer_stop(&job->timer);
+	uv_close((uv_handle_t *)&job->timer, exec_timer_close_cb);
+}
+
+/* Kill a command's whole process group, if it is still ours to kill. */
+static void
+exec_cmd_kill(struct exec_job *job)
+{
+	if (!job->spawned || job->exited)
+		return;
+	if (kill(-job->proc.pid, SIGKILL) == -1)
+		kill(job->proc.pid, SIGKILL);
+}
+
+/* Stop a run for `reason` (the first reason given wins). */
+static void
+exec_stop(struct exec_job *job, int reason)
+{
+	struct exec *ex = job->ex;
+	struct exec_worker *w;
+	struct exec_job **pp;
+	int none = EXEC_STOP_NONE;
+
+	if (job->finishing)
+		return;
+	if (!atomic_compare_exchange_strong(&job->stop, &none, reason))
+		return;
+	if (job->is_cmd) {
+		exec_cmd_kill(job);
+		return;
+	}
+	uv_mutex_lock(&ex->lock);
+	switch (job->state) {
+	case EXEC_QUEUED:
+		for (pp = &ex->qhead; *pp != job; pp = &(*pp)->qnext)
+			;
+		*pp = job->qnext;
+		if (ex->qtail == job) {
+			ex->qtail = ex->qhead;
+			while (ex->qtail != NULL && ex->qtail->qnext != NULL)
+				ex->qtail = ex->qtail->qnext;
+		}
+		job->qnext = NULL;
+		job->state = EXEC_DONE;
+		uv_mutex_unlock(&ex->lock);
+		job->run->failed = true;
+		exec_result_stop(job);
+		exec_finish(job);
+		return;
+	case EXEC_RUNNING:
+		w = job->worker;
+		uv_mutex_lock(&w->lock);
+		if (w->current == job && w->conn != NULL)
+			w->conn->drv->interrupt(w->conn);
+		uv_mutex_unlock(&w->lock);
+		break;
+	case EXEC_DONE:
+		break;
+	}
+	uv_mutex_unlock(&ex->lock);
+}
+
+/* A run's timeout expired. */
+static void
+exec_timeout_cb(uv_timer_t *timer)
+{
+	exec_stop(timer->data, EXEC_STOP_TIMEOUT);
+}
+
+/* Arm a run's timeout, if it has one. */
+static void
+exec_arm_timeout(struct exec_job *job)
+{
+	int64_t t = job->run->job->timeout;
+
+	if (t > 0)
+		uv_timer_start(&job->timer, exec_timeout_cb,
+		    (uint64_t)t * 1000, 0);
+}
+
+/* Drain the workers' events: started runs first, then finished ones. */
+static void
+exec_async_cb(uv_async_t *async)
+{
+	struct exec *ex = async->data;
+	struct exec_job *s, *d, *next;
+
+	uv_mutex_lock(&ex->lock);
+	s = ex->shead;
+	d = ex->dhead;
+	ex->shead = ex->stail = NULL;
+	ex->dhead = ex->dtail = NULL;
+	for (next = s; next != NULL; next = next->snext)
+		next->on_slist = false;
+	uv_mutex_unlock(&ex->lock);
+
+	for (; s != NULL; s = next) {
+		next = s->snext;
+		s->snext = NULL;
+		if (s->finishing)
+			continue;
+		if (!s->is_cmd)
+			exec_arm_timeout(s);
+		if (s->run->started_cb != NULL)
+			s->run->started_cb(s->run);
+	}
+	for (; d != NULL; d = next) {
+		next = d->qnext;
+		d->qnext = NULL;
+		exec_finish(d);
+	}
+}
+
+/* Tell the loop a command started (its started_cb comes from the drain). */
+static void
+exec_post_started(struct exec_job *job)
+{
+	struct exec *ex = job->ex;
+
+	uv_mutex_lock(&ex->lock);
+	job->on_slist = true;
+	if (ex->stail != NULL)
+		ex->stail->snext = job;
+	else
+		ex->shead = job;
+	ex->stail = job;
+	uv_mutex_unlock(&ex->lock);
+	uv_async_send(&ex->async);
+}
+
+/* The command's process handle is closed: the run is over. */
+static void
+exec_proc_close_cb(uv_handle_t *handle)
+{
+	exec_finish(handle->data);
+}
+
+/* The command exited (or was killed): record how. */
+static void
+exec_proc_exit_cb(uv_process_t *proc, int64_t status, int sig)
+{
+	struct exec_job *job = proc->data;
+	struct exec_run *run = job->run;
+
+	job->exited = true;
+	uv_timer_stop(&job->timer);
+	if (sig != 0)
+		exec_fail(run, "command killed by signal %d (log: %s)", sig,
+		    job->log_path);
+	else if (status != 0)
+		exec_fail(run, "command exited with status %lld (log: %s)",
+		    (long long)status, job->log_path);
+	exec_result_stop(job);
+	uv_close((uv_handle_t *)proc, exec_proc_close_cb);
+}
+
+/* Length of `s` with its placeholders substituted, written to out if set. */
+static size_t
+exec_subst_into(const char *s, const struct exec_part *p, char *out)
+{
+	static const char *const names[] = {
+		"{partition}", "{partition_start}", "{partition_end}"
+	};
+	const char *values[3] = { p->key, p->start, p->end };
+	size_t n = 0, len, vlen;
+	int k;
+
+	while (*s != '\0') {
+		for (k = 0; k < 3; k++) {
+			len = strlen(names[k]);
+			if (strncmp(s, names[k], len) == 0)
+				break;
+		}
+		if (k < 3) {
+			vlen = strlen(values[k]);
+			if (out != NULL)
+				memcpy(out + n, values[k], vlen);
+			n += vlen;
+			s += len;
+		} else {
+			if (out != NULL)
+				out[n] = *s;
+			n++;
+			s++;
+		}
+	}
+	if (out != NULL)
+		out[n] = '\0';
+	return n;
+}
+
+/* A copy of `s` with {partition}, {partition_start}, {partition_end}. */
+static char *
+exec_subst(const char *s, const struct exec_part *p)
+{
+	char *out;
+
+	out = exec_xcalloc(exec_subst_into(s, p, NULL) + 1, 1);
+	exec_subst_into(s, p, out);
+	return out;
+}
+
+/* True for an environment entry a run sets itself. */
+static bool
+exec_env_ours(const char *e)
+{
+	static const char *const ours[] = {
+		"BACKFILLD_JOB=", "BACKFILLD_PARTITION=",
+		"BACKFILLD_PARTITION_START=", "BACKFILLD_PARTITION_END=",
+		"BACKFILLD_ATTEMPT="
+	};
+	size_t i;
+
+	for (i = 0; i < sizeof ours / sizeof ours[0]; i++)
+		if (strncmp(e, ours[i], strlen(ours[i])) == 0)
+			return true;
+	return false;
+}
+
+/* Open (creating LOG_DIR/JOB) the run's log file for appending. */
+static int
+exec_cmd_log(struct exec_job *job, int *fd, struct err *err)
+{
+	struct exec_run *run = job->run;
+	const char *name = run->job->name;
+	char dir[PATH_MAX];
+	int n;
+
+	if (run->log_dir == NULL) {
+		snprintf(job->log_path, sizeof job->log_path, "/dev/null");
+	} else {
+		if (strchr(name, '/') != NULL || strcmp(name, "..") == 0 ||
+		    strchr(run->parts[0].key, '/') != NULL)
+			return err_set(err, EXIT_WORK_FAILED, "job name %s "
+			    "cannot name a log file", name);
+		if (mkdir(run->log_dir, 0750) == -1 && errno != EEXIST)
+			return err_set(err, EXIT_WORK_FAILED, "cannot create "
+			    "%s: %s", run->log_dir, strerror(errno));
+		n = snprintf(dir, sizeof dir, "%s/%s", run->log_dir, name);
+		if (n < 0 || (size_t)n >= sizeof dir)
+			return err_set(err, EXIT_WORK_FAILED, "log path too "
+			    "long under %s", run->log_dir);
+		if (mkdir(dir, 0750) == -1 && errno != EEXIST)
+			return err_set(err, EXIT_WORK_FAILED, "cannot create "
+			    "%s: %s", dir, strerror(errno));
+		n = snprintf(job->log_path, sizeof job->log_path,
+		    "%s/%s.%d.log", dir, run->parts[0].key, run->attempt);
+		if (n < 0 || (size_t)n >= sizeof job->log_path)
+			return err_set(err, EXIT_WORK_FAILED, "log path too "
+			    "long under %s", dir);
+	}
+	*fd = open(job->log_path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC |
+	    O_NOCTTY, 0640);
+	if (*fd == -1)
+		return err_set(err, EXIT_WORK_FAILED, "cannot open %s: %s",
+		    job->log_path, strerror(errno));
+	return 0;
+}
+
+/* Spawn a command run in its own session. */
+static void
+exec_cmd_start(struct exec_job *job)
+{
+	struct exec *ex = job->ex;
+	struct exec_run *run = job->run;
+	const struct job_def *jd = run->job;
+	const struct exec_part *part = &run->parts[0];
+	uv_process_options_t opt;
+	uv_stdio_container_t stdio[3];
+	char **argv, **envp, *extra[5];
+	int logfd = -1, nullfd, r;
+	size_t i, n, k;
+	struct err err;
+
+	if (exec_cmd_log(job, &logfd, &err) == -1) {
+		exec_fail(run, "%s", err.msg);
+		exec_finish(job);
+		return;
+	}
+	nullfd = open("/dev/null", O_RDONLY | O_CLOEXEC);
+	if (nullfd == -1) {
+		exec_fail(run, "cannot open /dev/null: %s", strerror(errno));
+		close(logfd);
+		exec_finish(job);
+		return;
+	}
+
+	argv = exec_xcalloc(jd->command_len + 1, sizeof *argv);
+	for (i = 0; i < jd->command_len; i++)
+		argv[i] = exec_subst(jd->command[i], part);
+	extra[0] = exec_xasprintf("BACKFILLD_JOB=%s", jd->name);
+	extra[1] = exec_xasprintf("BACKFILLD_PARTITION=%s", part->key);
+	extra[2] = exec_xasprintf("BACKFILLD_PARTITION_START=%s", part->start);
+	extra[3] = exec_xasprintf("BACKFILLD_PARTITION_END=%s", part->end);
+	extra[4] = exec_xasprintf("BACKFILLD_ATTEMPT=%d", run->attempt);
+	for (n = 0; environ != NULL && environ[n] != NULL; n++)
+		;
+	envp = exec_xcalloc(n + 6, sizeof *envp);
+	for (i = 0, k = 0; i < n; i++)
+		if (!exec_env_ours(environ[i]))
+			envp[k++] = environ[i];
+	for (i = 0; i < 5; i++)
+		envp[k++] = extra[i];
+
+	memset(&opt, 0, sizeof opt);
+	opt.file = argv[0];
+	opt.args = argv;
+	opt.env = envp;
+	opt.flags = UV_PROCESS_DETACHED;
+	opt.exit_cb = exec_proc_exit_cb;
+	stdio[0].flags = UV_INHERIT_FD;
+	stdio[0].data.fd = nullfd;
+	stdio[1].flags = UV_INHERIT_FD;
+	stdio[1].data.fd = logfd;
+	stdio[2].flags = UV_INHERIT_FD;
+	stdio[2].data.fd = logfd;
+	opt.stdio = stdio;
+	opt.stdio_count = 3;
+	job->proc.data = job;
+	r = uv_spawn(ex->loop, &job->proc, &opt);
+
+	close(nullfd);
+	close(logfd);
+	for (i = 0; i < jd->command_len; i++)
+		free(argv[i]);
+	free(argv);
+	for (i = 0; i < 5; i++)
+		free(extra[i]);
+	free(envp);
+
+	if (r != 0) {
+		/* A handle that failed to spawn must still be closed. */
+		exec_fail(run, "cannot run %s: %s", jd->command[0],
+		    strerror(-r));
+		uv_close((uv_handle_t *)&job->proc, exec_proc_close_cb);
+		return;
+	}
+	job->spawned = true;
+	exec_arm_timeout(job);
+	exec_post_started(job);
+}
+
+/* Start a run now; done_cb follows exactly once, later, on the loop. */
+void
+exec_submit(struct exec *ex, struct exec_run *run)
+{
+	const struct job_def *jd = run->job;
+	struct exec_job *job;
+
+	job = exec_xcalloc(1, sizeof *job);
+	job->ex = ex;
+	job->run = run;
+	atomic_init(&job->stop, EXEC_STOP_NONE);
+	job->state = EXEC_DONE;
+	run->priv = job;
+	run->failed = false;
+	run->timed_out = false;
+	run->cancelled = false;
+	run->error[0] = '\0';
+	run->rows_changed = 0;
+	run->checks = NULL;
+	run->nchecks = 0;
+	uv_timer_init(ex->loop, &job->timer);
+	job->timer.data = job;
+	job->anext = ex->all;
+	if (ex->all != NULL)
+		ex->all->aprev = job;
+	ex->all = job;
+	if (ex->nrunning++ == 0 && !ex->close_done)
+		uv_ref((uv_handle_t *)&ex->async);
+
+	if (ex->closing) {
+		run->failed = true;
+		run->cancelled = true;
+		exec_fail(run, "cancelled");
+		exec_finish(job);
+		return;
+	}
+	if (jd == NULL || run->parts == NULL || run->nparts == 0) {
+		exec_fail(run, "nothing to run");
+		exec_finish(job);
+		return;
+	}
+	if (jd->command != NULL && jd->command_len > 0) {
+		job->is_cmd = true;
+		run->rows_changed = -1;
+		exec_cmd_start(job);
+		return;
+	}
+	if (jd->sql == NULL || run->cfg == NULL || jd->warehouse < 0 ||
+	    (size_t)jd->warehouse >= run->cfg->nwarehouses) {
+		exec_fail(run, "job %s has no sql and warehouse, nor a command",
+		    jd->name);
+		exec_finish(job);
+		return;
+	}
+	uv_mutex_lock(&ex->lock);
+	job->state = EXEC_QUEUED;
+	if (ex->qtail != NULL)
+		ex->qtail->qnext = job;
+	else
+		ex->qhead = job;
+	ex->qtail = job;
+	uv_cond_signal(&ex->cond);
+	uv_mutex_unlock(&ex->lock);
+}
+
+/* Interrupt a run in flight; done_cb follows with cancelled set. */
+void
+exec_cancel(struct exec *ex, struct exec_run *run)
+{
+	(void)ex;
+	if (run->priv != NULL)
+		exec_stop(run->priv, EXEC_STOP_CANCEL);
+}
+
+/* Runs submitted whose done_cb has not been called yet. */
+int
+exec_running(const struct exec *ex)
+{
+	return ex->nrunning;
+}
+
+/* Start worker threads until there are nthreads. */
+int
+exec_resize(struct exec *ex, int nthreads, struct err *err)
+{
+	struct exec_worker *w, **ws;
+	int r;
+
+	if (ex->closing)
+		return err_set(err, EXIT_INTERNAL, "executor is closing");
+	while (ex->nworkers < nthreads) {
+		ws = realloc(ex->workers, (ex->nworkers + 1) * sizeof *ws);
+		if (ws == NULL)
+			return err_set(err, EXIT_INTERNAL, "out of memory");
+		ex->workers = ws;
+		w = exec_xcalloc(1, sizeof *w);
+		w->ex = ex;
+		if (uv_mutex_init(&w->lock) != 0) {
+			free(w);
+			return err_set(err, EXIT_INTERNAL, "cannot create a "
+			    "mutex");
+		}
+		r = uv_thread_create(&w->tid, exec_worker_main, w);
+		if (r != 0) {
+			uv_mutex_destroy(&w->lock);
+			free(w);
+			return err_set(err, EXIT_INTERNAL, "cannot start a "
+			    "worker thread: %s", uv_strerror(r));
+		}
+		ex->workers[ex->nworkers++] = w;
+	}
+	return 0;
+}
+
+/* Tell every worker to quit, and wait for them. */
+static void
+exec_join(struct exec *ex)
+{
+	int i;
+
+	uv_mutex_lock(&ex->lock);
+	ex->quit = true;
+	uv_cond_broadcast(&ex->cond);
+	uv_mutex_unlock(&ex->lock);
+	for (i = 0; i < ex->nworkers; i++)
+		uv_thread_join(&ex->workers[i]->tid);
+}
+
+/* Release what exec_new allocated (threads already joined). */
+static void
+exec_destroy(struct exec *ex)
+{
+	int i;
+
+	for (i = 0; i < ex->nworkers; i++) {
+		uv_mutex_destroy(&ex->workers[i]->lock);
+		free(ex->workers[i]);
+	}
+	free(ex->workers);
+	uv_cond_destroy(&ex->cond);
+	uv_mutex_destroy(&ex->lock);
+	free(ex);
+}
+
+/* Create the executor: `nthreads` SQL worker threads on `loop`. */
+int
+exec_new(uv_loop_t *loop, int nthreads, struct exec **out, struct err *err)
+{
+	struct exec *ex;
+	int r;
+
+	*out = NULL;
+	if (nthreads < 1)
+		return err_set(err, EXIT_INTERNAL, "need at least one worker "
+		    "thread, not %d", nthreads);
+	ex = calloc(1, sizeof *ex);
+	if (ex == NULL)
+		return err_set(err, EXIT_INTERNAL, "out of memory");
+	ex->loop = loop;
+	if (uv_mutex_init(&ex->lock) != 0) {
+		free(ex);
+		return err_set(err, EXIT_INTERNAL, "cannot create a mutex");
+	}
+	if (uv_cond_init(&ex->cond) != 0) {
+		uv_mutex_destroy(&ex->lock);
+		free(ex);
+		return err_set(err, EXIT_INTERNAL, "cannot create a condition");
+	}
+	/* Workers first: none signals the loop before a run is submitted,
+	 * and a failure here leaves no handle to close. */
+	if (exec_resize(ex, nthreads, err) == -1) {
+		exec_join(ex);
+		exec_destroy(ex);
+		return -1;
+	}
+	r = uv_async_init(loop, &ex->async, exec_async_cb);
+	if (r != 0) {
+		exec_join(ex);
+		exec_destroy(ex);
+		return err_set(err, EXIT_INTERNAL, "cannot create an async "
+		    "handle: %s", uv_strerror(r));
+	}
+	ex->async.data = ex;
+	/* Idle, the executor does not keep the loop alive. */
+	uv_unref((uv_handle_t *)&ex->async);
+	*out = ex;
+	return 0;
+}
+
+/* The async handle is closed: the executor is fully stopped. */
+static void
+exec_async_close_cb(uv_handle_t *handle)
+{
+	struct exec *ex = handle->data;
+
+	if (ex->closed_cb != NULL)
+		ex->closed_cb(ex->closed_data);
+}
+
+/* Nothing runs any more: stop the threads and close the async handle. */
+static void
+exec_close_finish(struct exec *ex)
+{
+	if (ex->close_done)
+		return;
+	ex->close_done = true;
+	exec_join(ex);
+	uv_close((uv_handle_t *)&ex->async, exec_async_close_cb);
+}
+
+/* Cancel what still runs, join the threads, close every handle. */
+void
+exec_close(struct exec *ex, void (*closed_cb)(void *data), void *data)
+{
+	struct exec_job *job, *next;
+
+	if (ex->closing)
+		return;
+	ex->closing = true;
+	ex->closed_cb = closed_cb;
+	ex->closed_data = data;
+	for (job = ex->all; job != NULL; job = next) {
+		next = job->anext;
+		exec_stop(job, EXEC_STOP_CANCEL);
+	}
+	if (ex->nrunning == 0)
+		exec_close_finish(ex);
+}
+
+/* Free the executor after closed_cb. */
+void
+exec_free(struct exec *ex)
+{
+	if (ex != NULL)
+		exec_destroy(ex);
+}
+
+/* Free the results a run collected (checks). */
+void
+exec_run_clear_results(struct exec_run *run)
+{
+	size_t i;
+
+	for (i = 0; i < run->nchecks; i++) {
+		free(run->checks[i].name);
+		free(run->checks[i].detail);
+	}
+	free(run->checks);
+	run->checks = NULL;
+	run->nchecks = 0;
+}

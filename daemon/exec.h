@@ -39,7 +39,9 @@ struct exec_part {
 struct exec_check_result {
 	char *name;
 	bool passed;
-	char *detail;
+	char *detail;  /* "returned 1", "returned NULL", "returned no row", or
+			* the error that kept the check from running */
+	size_t part;   /* index into exec_run.parts: the partition checked */
 };
 
 struct exec_run {
@@ -52,6 +54,10 @@ struct exec_run {
 	int attempt;               /* 1 for the first */
 	const char *log_dir;       /* command output: LOG_DIR/JOB/PARTITION.ATTEMPT.log */
 	void (*done_cb)(struct exec_run *run);
+	/* Optional (NULL for none): called on the loop thread once the run
+	 * has really begun (taken by a worker, or spawned), before done_cb;
+	 * a run that never starts (cancelled while queued) gets none. */
+	void (*started_cb)(struct exec_run *run);
 	void *data;
 
 	/* Results, valid in done_cb. */

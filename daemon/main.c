@@ -1,2 +1,444 @@
-/* main.c - to be written */
-int main(void) { return 0; }
+/*
+ * main.c - backfilld: start-up order, signals, reload and teardown.
+ *
+ * Start-up: configuration (validated whole), logging, the state store,
+ * the worker pool, the scheduler (which recovers runs a crash left
+ * running), the control socket; then READY=1.  SIGHUP (or `backfillctl
+ * reload`) loads and validates the file again and swaps it in only when
+ * valid.  SIGTERM/SIGINT stop dispatching, wait up to shutdown_grace for
+ * runs in flight, cancel the rest (queued again at next start), close
+ * every handle and exit 0.  A second SIGTERM cancels at once.
+ */
+#include <errno.h>
+#include <getopt.h>
+#include <inttypes.h>
+#include <libgen.h>
+#include <limits.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <uv.h>
+
+#include "clock.h"
+#include "config.h"
+#include "control.h"
+#include "exec.h"
+#include "log.h"
+#include "notify.h"
+#include "scheduler.h"
+#include "store.h"
+
+struct daemon {
+	uv_loop_t loop;
+	char *config_path;
+	struct config *cfg;      /* the scheduler owns the live reference */
+	struct store *store;
+	struct exec *exec;
+	struct sched *sched;
+	struct control *control;
+	struct notify *notify;
+	uv_signal_t sighup, sigterm, sigint;
+	uv_timer_t grace;
+	uv_timer_t status_timer;
+	uv_fs_event_t clock_watch;
+	bool clock_watching;
+	bool stopping;
+	bool cancelled;
+	int cli_log_level;       /* -1 when not given */
+	char last_reload[ERR_MSG_MAX + 64];
+};
+
+static const char usage[] =
+	"usage: backfilld --config FILE [--log-level LEVEL]\n"
+	"       backfilld --check-config --config FILE\n"
+	"       backfilld --version | --help\n"
+	"\n"
+	"Runs the backfilld scheduler in the foreground (systemd: Type=notify).\n"
+	"  -c, --config FILE     configuration (default " CONFIG_DEFAULT_PATH ")\n"
+	"  -n, --check-config    validate the configuration and exit 0 or 2\n"
+	"  -l, --log-level LVL   err, warning, notice, info or debug\n"
+	"  -V, --version         print the version\n"
+	"  -h, --help            print this help\n"
+	"Signals: SIGHUP reloads the configuration; SIGTERM/SIGINT drain and stop.\n";
+
+/* Refresh systemd's STATUS= line. */
+static void
+daemon_status(struct daemon *d)
+{
+	char line[ERR_MSG_MAX + 256];
+
+	snprintf(line, sizeof line, "%d running, %" PRId64 " queued, %" PRId64
+		 " failed; %s", sched_running(d->sched), sched_queued(d->sched),
+		 sched_failed_total(d->sched), d->last_reload);
+	notify_status(d->notify, line);
+}
+
+/* Throttled STATUS refresh. */
+static void
+daemon_status_timer_cb(uv_timer_t *t)
+{
+	daemon_status(t->data);
+}
+
+/* The scheduler changed: refresh STATUS within half a second. */
+static void
+daemon_changed_cb(void *data)
+{
+	struct daemon *d = data;
+
+	if (!uv_is_active((uv_handle_t *)&d->status_timer) && !d->stopping)
+		uv_timer_start(&d->status_timer, daemon_status_timer_cb, 500, 0);
+}
+
+/* Apply the log level: command line first, then the configuration. */
+static void
+daemon_log_level(struct daemon *d, const struct config *cfg)
+{
+	int level = LOG_LEVEL_INFO;
+
+	if (d->cli_log_level >= 0)
+		level = d->cli_log_level;
+	else if (cfg->log_level)
+		log_parse_level(cfg->log_level, &level);
+	log_set_level(level);
+}
+
+/* Reload the configuration: all or nothing. */
+static int
+daemon_reload(void *data, struct err *err)
+{
+	struct daemon *d = data;
+	struct config *cfg;
+	const struct config *old = sched_config(d->sched);
+	char when[CAL_KEY_MAX];
+
+	notify_reloading(d->notify);
+	cal_format_iso_ms(clock_now_ms(), when);
+	if (config_load(d->config_path, &cfg, err) < 0) {
+		log_err("reload refused, keeping the running configuration: %s",
+			err->msg);
+		snprintf(d->last_reload, sizeof d->last_reload,
+			 "reload failed at %s: %s", when, err->msg);
+		notify_ready(d->notify, NULL);
+		daemon_status(d);
+		return -1;
+	}
+	if (strcmp(cfg->state_db, old->state_db) != 0 ||
+	    strcmp(cfg->socket, old->socket) != 0)
+		log_warn("state_db and socket changes take effect at the next"
+			 " restart");
+	if (exec_resize(d->exec, cfg->max_concurrency, err) < 0) {
+		config_unref(cfg);
+		notify_ready(d->notify, NULL);
+		return -1;
+	}
+	daemon_log_level(d, cfg);
+	log_notice("configuration reloaded from %s: %zu jobs", cfg->path,
+		   cfg->njobs);
+	sched_reload(d->sched, cfg);
+	snprintf(d->last_reload, sizeof d->last_reload, "reloaded at %s", when);
+	notify_ready(d->notify, NULL);
+	daemon_status(d);
+	return 0;
+}
+
+static void daemon_exec_closed_cb(void *data);
+
+/* Everything in flight is done: close the executor, then the rest. */
+static void
+daemon_idle_cb(void *data)
+{
+	struct daemon *d = data;
+
+	if (!d->stopping)
+		return;
+	sched_on_idle(d->sched, NULL, NULL);
+	uv_timer_stop(&d->grace);
+	exec_close(d->exec, daemon_exec_closed_cb, d);
+}
+
+/* The executor is closed: close every remaining handle. */
+static void
+daemon_exec_closed_cb(void *data)
+{
+	struct daemon *d = data;
+
+	sched_close(d->sched);
+	notify_close(d->notify);
+	uv_close((uv_handle_t *)&d->sighup, NULL);
+	uv_close((uv_handle_t *)&d->sigterm, NULL);
+	uv_close((uv_handle_t *)&d->sigint, NULL);
+	uv_close((uv_handle_t *)&d->grace, NULL);
+	uv_close((uv_handle_t *)&d->status_timer, NULL);
+	if (d->clock_watching)
+		uv_close((uv_handle_t *)&d->clock_watch, NULL);
+	log_notice("stopped");
+}
+
+/* Grace period over: cancel the runs still in flight. */
+static void
+daemon_grace_cb(uv_timer_t *t)
+{
+	struct daemon *d = t->data;
+
+	if (d->cancelled)
+		return;
+	d->cancelled = true;
+	log_warn("shutdown grace over: cancelling %d runs in flight; they are"
+		 " queued again at the next start", sched_running(d->sched));
+	sched_cancel_running(d->sched);
+}
+
+/* Begin the shutdown (first SIGTERM), or cancel at once (second). */
+static void
+daemon_stop(struct daemon *d)
+{
+	const struct config *cfg = sched_config(d->sched);
+
+	if (d->stopping) {
+		daemon_grace_cb(&d->grace);
+		return;
+	}
+	d->stopping = true;
+	notify_stopping(d->notify);
+	log_notice("stopping: no new runs; waiting up to %" PRId64 "s for %d"
+		   " runs in flight", cfg->shutdown_grace, sched_running(d->sched));
+	control_close(d->control);
+	sched_drain(d->sched);
+	uv_timer_start(&d->grace, daemon_grace_cb,
+		       (uint64_t)cfg->shutdown_grace * 1000, 0);
+	sched_on_idle(d->sched, daemon_idle_cb, d);
+}
+
+/* SIGHUP, SIGTERM, SIGINT. */
+static void
+daemon_signal_cb(uv_signal_t *h, int signum)
+{
+	struct daemon *d = h->data;
+	struct err err;
+
+	if (signum == SIGHUP) {
+		if (!d->stopping)
+			daemon_reload(d, &err);
+		return;
+	}
+	daemon_stop(d);
+}
+
+/* The test clock file changed. */
+static void
+daemon_clock_cb(uv_fs_event_t *h, const char *filename, int events, int status)
+{
+	struct daemon *d = h->data;
+	char *copy = strdup(clock_test_file());
+
+	(void)events;
+	if (status == 0 && copy && (filename == NULL ||
+				    strcmp(filename, basename(copy)) == 0)) {
+		clock_reload();
+		if (!d->stopping)
+			sched_clock_changed(d->sched);
+	}
+	free(copy);
+}
+
+/* mkdir -p for the log folder. */
+static int
+mkdir_p(const char *path, mode_t mode)
+{
+	char tmp[PATH_MAX];
+
+	snprintf(tmp, sizeof tmp, "%s", path);
+	for (char *p = tmp + 1; *p; p++) {
+		if (*p != '/')
+			continue;
+		*p = '\0';
+		if (mkdir(tmp, mode) < 0 && errno != EEXIST)
+			return -1;
+		*p = '/';
+	}
+	if (mkdir(tmp, mode) < 0 && errno != EEXIST)
+		return -1;
+	return 0;
+}
+
+/* Close a handle left open (start-up failure path). */
+static void
+daemon_walk_close_cb(uv_handle_t *h, void *arg)
+{
+	(void)arg;
+	if (!uv_is_closing(h))
+		uv_close(h, NULL);
+}
+
+/* The executor closed after a failed start: close everything else. */
+static void
+daemon_abort_closed_cb(void *data)
+{
+	struct daemon *d = data;
+
+	uv_walk(&d->loop, daemon_walk_close_cb, NULL);
+}
+
+/* Start everything; returns an exit code when start-up fails, else -1. */
+static int
+daemon_start(struct daemon *d, struct err *err)
+{
+	struct config *cfg = d->cfg;
+	char dir[PATH_MAX], logdir[PATH_MAX + 8];
+
+	snprintf(dir, sizeof dir, "%s", cfg->state_db);
+	snprintf(logdir, sizeof logdir, "%.4000s/logs", dirname(dir));
+	if (mkdir_p(logdir, 0750) < 0)
+		log_warn("cannot create the command log folder %s: %s", logdir,
+			 strerror(errno));
+	if (store_open(cfg->state_db, &d->store, err) < 0)
+		return EXIT_BAD_INPUT;
+	if (exec_new(&d->loop, cfg->max_concurrency, &d->exec, err) < 0)
+		return EXIT_WORK_FAILED;
+	d->cfg = NULL; /* the scheduler holds it now */
+	if (sched_new(&d->loop, d->store, d->exec, cfg, logdir, &d->sched, err) < 0)
+		return EXIT_WORK_FAILED;
+	sched_on_change(d->sched, daemon_changed_cb, d);
+	if (control_new(&d->loop, d->sched, cfg->socket, cfg->socket_group,
+			daemon_reload, d, &d->control, err) < 0)
+		return EXIT_BAD_INPUT;
+	uv_signal_init(&d->loop, &d->sighup);
+	uv_signal_init(&d->loop, &d->sigterm);
+	uv_signal_init(&d->loop, &d->sigint);
+	d->sighup.data = d->sigterm.data = d->sigint.data = d;
+	uv_signal_start(&d->sighup, daemon_signal_cb, SIGHUP);
+	uv_signal_start(&d->sigterm, daemon_signal_cb, SIGTERM);
+	uv_signal_start(&d->sigint, daemon_signal_cb, SIGINT);
+	if (clock_is_test()) {
+		char *copy = strdup(clock_test_file());
+
+		uv_fs_event_init(&d->loop, &d->clock_watch);
+		d->clock_watch.data = d;
+		if (copy && uv_fs_event_start(&d->clock_watch, daemon_clock_cb,
+					      dirname(copy), 0) == 0) {
+			d->clock_watching = true;
+			uv_unref((uv_handle_t *)&d->clock_watch);
+		} else {
+			uv_close((uv_handle_t *)&d->clock_watch, NULL);
+		}
+		free(copy);
+		log_warn("using the test clock in %s: %s", clock_test_file(),
+			 "not for production");
+	}
+	if (sched_start(d->sched, err) < 0)
+		return EXIT_WORK_FAILED;
+	log_notice("backfilld %s started: %zu jobs, socket %s, state %s",
+		   BACKFILLD_VERSION, cfg->njobs, cfg->socket, cfg->state_db);
+	snprintf(d->last_reload, sizeof d->last_reload, "configuration loaded");
+	notify_ready(d->notify, NULL);
+	daemon_status(d);
+	return -1;
+}
+
+int
+main(int argc, char **argv)
+{
+	static const struct option opts[] = {
+		{ "config", required_argument, NULL, 'c' },
+		{ "check-config", no_argument, NULL, 'n' },
+		{ "log-level", required_argument, NULL, 'l' },
+		{ "version", no_argument, NULL, 'V' },
+		{ "help", no_argument, NULL, 'h' },
+		{ NULL, 0, NULL, 0 }
+	};
+	struct daemon d;
+	const char *config_path = CONFIG_DEFAULT_PATH;
+	bool check = false;
+	struct err err;
+	int c, rc;
+
+	memset(&d, 0, sizeof d);
+	d.cli_log_level = -1;
+	log_init("backfilld");
+	opterr = 0;
+	while ((c = getopt_long(argc, argv, ":c:nl:Vh", opts, NULL)) != -1) {
+		switch (c) {
+		case 'c':
+			config_path = optarg;
+			break;
+		case 'n':
+			check = true;
+			break;
+		case 'l':
+			if (log_parse_level(optarg, &d.cli_log_level) < 0) {
+				fprintf(stderr, "backfilld: unknown log level \"%s\":"
+					" use err, warning, notice, info or debug\n",
+					optarg);
+				return EXIT_BAD_INPUT;
+			}
+			break;
+		case 'V':
+			printf("backfilld %s\n", BACKFILLD_VERSION);
+			return EXIT_DONE;
+		case 'h':
+			fputs(usage, stdout);
+			return EXIT_DONE;
+		case ':':
+			fprintf(stderr, "backfilld: %s needs a value; see"
+				" backfilld --help\n", argv[optind - 1]);
+			return EXIT_BAD_INPUT;
+		default:
+			fprintf(stderr, "backfilld: unknown option %s; see"
+				" backfilld --help\n", argv[optind - 1]);
+			return EXIT_BAD_INPUT;
+		}
+	}
+	if (optind < argc) {
+		fprintf(stderr, "backfilld: unexpected argument \"%s\"; see"
+			" backfilld --help\n", argv[optind]);
+		return EXIT_BAD_INPUT;
+	}
+	if (config_load(config_path, &d.cfg, &err) < 0) {
+		fprintf(stderr, "backfilld: %s\n", err.msg);
+		return EXIT_BAD_INPUT;
+	}
+	if (check) {
+		printf("%s: configuration OK: %zu jobs, %zu warehouses\n",
+		       d.cfg->path, d.cfg->njobs, d.cfg->nwarehouses);
+		config_unref(d.cfg);
+		return EXIT_DONE;
+	}
+	daemon_log_level(&d, d.cfg);
+	signal(SIGPIPE, SIG_IGN);
+	d.config_path = d.cfg->path;
+	uv_loop_init(&d.loop);
+	notify_new(&d.loop, &d.notify, &err);
+	uv_timer_init(&d.loop, &d.grace);
+	d.grace.data = &d;
+	uv_timer_init(&d.loop, &d.status_timer);
+	d.status_timer.data = &d;
+	rc = daemon_start(&d, &err);
+	if (rc >= 0) {
+		/* start-up failed: close what was opened, then exit */
+		log_err("cannot start: %s", err.msg);
+		d.stopping = true;
+		if (d.control)
+			control_close(d.control);
+		if (d.exec)
+			exec_close(d.exec, daemon_abort_closed_cb, &d);
+		else
+			uv_walk(&d.loop, daemon_walk_close_cb, NULL);
+	} else {
+		rc = EXIT_DONE;
+	}
+	uv_run(&d.loop, UV_RUN_DEFAULT);
+	if (uv_loop_close(&d.loop) != 0 && rc == EXIT_DONE)
+		log_warn("some libuv handles were still open at exit");
+	control_free(d.control);
+	if (d.sched)
+		sched_free(d.sched);
+	else if (d.cfg)
+		config_unref(d.cfg);
+	exec_free(d.exec);
+	store_close(d.store);
+	notify_free(d.notify);
+	return rc;
+}

@@ -121,6 +121,8 @@ struct sched {
 	int64_t failed_total;
 
 	bool draining;
+	void (*change_cb)(void *);
+	void *change_data;
 	void (*idle_cb)(void *);
 	void *idle_data;
 
@@ -407,6 +409,8 @@ request_changed(struct sched *s, struct request *rq)
 	struct watch *w, *wn;
 	struct err err;
 
+	if (s->change_cb)
+		s->change_cb(s->change_data);
 	request_progress(rq, now, &p);
 	w = rq->watches;
 	if (p.finished)
@@ -1452,6 +1456,13 @@ int64_t
 sched_failed_total(const struct sched *s)
 {
 	return s->failed_total;
+}
+
+void
+sched_on_change(struct sched *s, void (*cb)(void *data), void *data)
+{
+	s->change_cb = cb;
+	s->change_data = data;
 }
 
 void

@@ -46,6 +46,9 @@ void sched_on_idle(struct sched *s, void (*cb)(void *data), void *data);
 /* Close the timers; free after the loop ran the close callbacks. */
 void sched_close(struct sched *s);
 void sched_free(struct sched *s);
+/* Call cb (from the loop) whenever runs start or finish or requests
+ * change, so the caller can refresh a summary (throttled by the caller). */
+void sched_on_change(struct sched *s, void (*cb)(void *data), void *data);
 /* The test clock changed: re-run the schedule now. */
 void sched_clock_changed(struct sched *s);
 

@@ -1,1 +1,0 @@
-/* sched.c - to be written */

@@ -1,0 +1,116 @@
+/*
+ * wh.h - the warehouse driver seam: where job SQL and checks run.
+ *
+ * exec.c drives every warehouse through struct wh_driver; each driver
+ * (wh_sqlite.c now, a libpq one later) hides its client library behind
+ * it.  A connection is opened by one worker thread, used only by that
+ * thread, and kept open across runs; the one operation another thread may
+ * call is interrupt().
+ *
+ * A run is one transaction:
+ *
+ *	begin -> [manifest_fill] -> exec_script... -> query_value... ->
+ *	[manifest_drop] -> commit          (or rollback on any failure)
+ *
+ * Parameters are bound by name, never spliced into SQL text: the SQL says
+ * :partition, the caller passes {"partition", "2026-02-08"}.  A statement
+ * naming a parameter the caller did not pass is an error, not a NULL.
+ *
+ * Error messages are one line and carry the server's own message, copied
+ * at once: exec_script() says "statement 2 failed: no such table: x"
+ * (statements counted from 1, empty ones skipped); the others give the
+ * server's message alone.  An interrupted call fails with "interrupted".
+ *
+ * Rejected alternatives: a generic "run this statement" primitive with the
+ * transaction verbs as SQL text (BEGIN IMMEDIATE is SQLite's, and libpq
+ * wants its own for COPY and pipelining); a shared struct wh_conn layout
+ * across drivers (each driver embeds struct wh_conn first instead, so the
+ * caller needs no per-driver table).
+ */
+#ifndef BACKFILLD_WH_H
+#define BACKFILLD_WH_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "config.h"
+#include "err.h"
+
+struct wh_driver;
+
+/* The head of every driver's connection: conn->drv->op(conn, ...). */
+struct wh_conn {
+	const struct wh_driver *drv;
+};
+
+/* One named parameter; `name` without its ':'; `value` NULL binds NULL. */
+struct wh_param {
+	const char *name;
+	const char *value;
+};
+
+/* One row of the batch manifest (DESIGN.md, "Single-run backfills"). */
+struct wh_manifest_row {
+	const char *key;
+	const char *start;
+	const char *end;
+};
+
+struct wh_driver {
+	const char *name; /* "sqlite" */
+
+	/* Connect to `wh` (never creating it).  Errors read
+	 * `warehouse "NAME": cannot open WHERE: reason`. */
+	int (*open)(const struct warehouse_def *wh, struct wh_conn **out,
+		    struct err *err);
+	/* Disconnect; an open transaction is rolled back.  NULL is a no-op. */
+	void (*close)(struct wh_conn *conn);
+
+	/* Start the run's transaction (SQLite: BEGIN IMMEDIATE, waiting up
+	 * to the busy timeout for other writers; PostgreSQL: BEGIN).  Clears
+	 * an interrupt left over from an earlier run. */
+	int (*begin)(struct wh_conn *conn, struct err *err);
+	/* Run every ;-separated statement of `sql` in order, each with the
+	 * parameters it names bound from `params`; rows are discarded.  A
+	 * statement that ends the transaction (COMMIT, ROLLBACK) is an
+	 * error. */
+	int (*exec_script)(struct wh_conn *conn, const char *sql,
+			   const struct wh_param *params, size_t nparams,
+			   struct err *err);
+	/* Run one statement and return the first column of its first row as
+	 * text in *value (malloc'd; NULL for SQL NULL), with *has_row false
+	 * when it returned no row. */
+	int (*query_value)(struct wh_conn *conn, const char *sql,
+			   const struct wh_param *params, size_t nparams,
+			   bool *has_row, char **value, struct err *err);
+	/* Create (replacing any) the temporary table
+	 * backfill_manifest(partition_key, partition_start, partition_end)
+	 * inside the transaction and fill it with `rows`. */
+	int (*manifest_fill)(struct wh_conn *conn,
+			     const struct wh_manifest_row *rows, size_t nrows,
+			     struct err *err);
+	/* Drop the manifest before commit so no later run sees it. */
+	int (*manifest_drop)(struct wh_conn *conn, struct err *err);
+	/* Commit; a failure leaves the transaction rolled back. */
+	int (*commit)(struct wh_conn *conn, struct err *err);
+	/* Roll back whatever is open; never fails loudly (a connection that
+	 * cannot roll back reports !usable()). */
+	void (*rollback)(struct wh_conn *conn);
+
+	/* Make the call running on `conn` now, and every later one until the
+	 * next begin(), fail with "interrupted".  The only thread-safe
+	 * operation: callable from any thread while the connection is open. */
+	void (*interrupt)(struct wh_conn *conn);
+	/* Rows changed since the connection opened (a counter: callers take
+	 * differences). */
+	int64_t (*changes)(struct wh_conn *conn);
+	/* False once the connection is no use (I/O error, corruption, lost
+	 * server, a transaction it could not end): close it and reopen. */
+	bool (*usable)(const struct wh_conn *conn);
+};
+
+/* The embedded SQLite driver (wh_sqlite.c). */
+extern const struct wh_driver wh_sqlite_driver;
+
+#endif

@@ -1,0 +1,510 @@
+/*
+ * wh_sqlite.c - the SQLite warehouse driver (struct wh_driver, wh.h).
+ *
+ * One connection per worker thread, opened SQLITE_OPEN_READWRITE |
+ * SQLITE_OPEN_NOMUTEX (never created: a missing warehouse is an error, not
+ * an empty database) with a 30 s busy timeout, and kept open across runs.
+ * The user's journal mode is left alone.  A run's transaction is BEGIN
+ * IMMEDIATE, so two runs writing the same warehouse queue on the busy
+ * timeout instead of deadlocking on a lock upgrade.
+ *
+ * Interrupts.  sqlite3_interrupt() only stops statements that are running
+ * when it is called: one that arrives between two statements is forgotten
+ * when the next one starts.  So interrupt() also raises a flag that every
+ * call checks before it starts a statement, and that a progress handler
+ * checks while one runs; begin() lowers it.  The progress handler only acts
+ * inside the caller's statements (`guarded`), never inside ROLLBACK.
+ *
+ * Parameters are bound with sqlite3_bind_parameter_index() semantics: each
+ * statement's own parameters are looked up in the caller's list by name,
+ * so a statement binds only what it uses, and a name the caller did not
+ * pass is an error rather than a silent NULL.
+ */
+#include <errno.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <sqlite3.h>
+
+#include "wh.h"
+
+#define WHSQL_BUSY_TIMEOUT_MS 30000
+#define WHSQL_PROGRESS_OPS 1000
+
+struct whsql_conn {
+	struct wh_conn base;
+	sqlite3 *db;
+	char *name;            /* the warehouse's name, for messages */
+	atomic_int interrupted; /* interrupt() since the last begin() */
+	bool guarded;          /* a caller's statement runs: progress may stop it */
+	bool in_tx;            /* between begin() and commit()/rollback() */
+	bool broken;
+};
+
+/* The driver's view of a connection. */
+static struct whsql_conn *
+whsql_conn(struct wh_conn *conn)
+{
+	return (struct whsql_conn *)conn;
+}
+
+/* Remember that an error code means the connection is no longer safe. */
+static void
+whsql_note(struct whsql_conn *c, int rc)
+{
+	switch (rc & 0xff) {
+	case SQLITE_IOERR:
+	case SQLITE_CORRUPT:
+	case SQLITE_NOTADB:
+	case SQLITE_NOMEM:
+	case SQLITE_CANTOPEN:
+		c->broken = true;
+		break;
+	default:
+		if (rc == SQLITE_READONLY_DBMOVED)
+			c->broken = true;
+		break;
+	}
+}
+
+/* Copy the connection's error message at once, one line. */
+static void
+whsql_errmsg(struct whsql_conn *c, int rc, char *buf, size_t len)
+{
+	char *p;
+
+	if ((rc & 0xff) == SQLITE_INTERRUPT)
+		snprintf(buf, len, "interrupted");
+	else
+		snprintf(buf, len, "%s", sqlite3_errmsg(c->db));
+	for (p = buf; *p != '\0'; p++)
+		if (*p == '\n' || *p == '\r')
+			*p = ' ';
+	whsql_note(c, rc);
+}
+
+/* Fill err from the connection's last error, after a prefix. */
+static int
+whsql_fail(struct whsql_conn *c, int rc, struct err *err, const char *prefix)
+{
+	char msg[ERR_MSG_MAX];
+
+	whsql_errmsg(c, rc, msg, sizeof msg);
+	if (prefix == NULL)
+		return err_set(err, EXIT_WORK_FAILED, "%s", msg);
+	return err_set(err, EXIT_WORK_FAILED, "%s%s", prefix, msg);
+}
+
+/* Progress handler: stop the running statement once interrupted. */
+static int
+whsql_progress_cb(void *arg)
+{
+	struct whsql_conn *c = arg;
+
+	return c->guarded && atomic_load(&c->interrupted) != 0;
+}
+
+/* Run one fixed SQL text that takes no parameters. */
+static int
+whsql_exec_simple(struct whsql_conn *c, const char *sql, struct err *err,
+		  const char *prefix)
+{
+	int rc;
+
+	rc = sqlite3_exec(c->db, sql, NULL, NULL, NULL);
+	if (rc != SQLITE_OK)
+		return whsql_fail(c, rc, err, prefix);
+	return 0;
+}
+
+/* Open the warehouse file read-write, never creating it. */
+static int
+whsql_open(const struct warehouse_def *wh, struct wh_conn **out,
+	   struct err *err)
+{
+	struct whsql_conn *c;
+	char msg[ERR_MSG_MAX];
+	int rc, sys;
+
+	*out = NULL;
+	if (wh->path == NULL)
+		return err_set(err, EXIT_BAD_INPUT,
+		    "warehouse \"%s\": no sqlite path", wh->name);
+	c = calloc(1, sizeof *c);
+	if (c == NULL || (c->name = strdup(wh->name)) == NULL) {
+		free(c);
+		return err_set(err, EXIT_INTERNAL,
+		    "warehouse \"%s\": out of memory", wh->name);
+	}
+	c->base.drv = &wh_sqlite_driver;
+	atomic_init(&c->interrupted, 0);
+
+	rc = sqlite3_open_v2(wh->path, &c->db,
+	    SQLITE_OPEN_READWRITE | SQLITE_OPEN_NOMUTEX, NULL);
+	if (rc == SQLITE_OK) {
+		sqlite3_extended_result_codes(c->db, 1);
+		sqlite3_busy_timeout(c->db, WHSQL_BUSY_TIMEOUT_MS);
+		sqlite3_progress_handler(c->db, WHSQL_PROGRESS_OPS,
+		    whsql_progress_cb, c);
+		/* Read the schema now so "file is not a database" shows here. */
+		rc = sqlite3_exec(c->db, "SELECT 1 FROM sqlite_master LIMIT 1",
+		    NULL, NULL, NULL);
+	}
+	if (rc != SQLITE_OK) {
+		sys = c->db != NULL ? sqlite3_system_errno(c->db) : 0;
+		if ((rc & 0xff) == SQLITE_CANTOPEN && sys != 0)
+			snprintf(msg, sizeof msg, "%s", strerror(sys));
+		else if (c->db != NULL)
+			snprintf(msg, sizeof msg, "%s", sqlite3_errmsg(c->db));
+		else
+			snprintf(msg, sizeof msg, "%s", sqlite3_errstr(rc));
+		err_set(err, EXIT_WORK_FAILED,
+		    "warehouse \"%s\": cannot open %s: %s", wh->name, wh->path,
+		    msg);
+		sqlite3_close(c->db);
+		free(c->name);
+		free(c);
+		return -1;
+	}
+	*out = &c->base;
+	return 0;
+}
+
+/* Close the connection (rolling back anything open). */
+static void
+whsql_close(struct wh_conn *conn)
+{
+	struct whsql_conn *c;
+
+	if (conn == NULL)
+		return;
+	c = whsql_conn(conn);
+	sqlite3_close_v2(c->db);
+	free(c->name);
+	free(c);
+}
+
+/* BEGIN IMMEDIATE, lowering any interrupt left by an earlier run. */
+static int
+whsql_begin(struct wh_conn *conn, struct err *err)
+{
+	struct whsql_conn *c = whsql_conn(conn);
+
+	atomic_store(&c->interrupted, 0);
+	c->guarded = false;
+	if (!sqlite3_get_autocommit(c->db))
+		sqlite3_exec(c->db, "ROLLBACK", NULL, NULL, NULL);
+	if (whsql_exec_simple(c, "BEGIN IMMEDIATE", err, NULL) == -1)
+		return -1;
+	c->in_tx = true;
+	return 0;
+}
+
+/* True when `name` (":partition") is one of params; its value in *value. */
+static bool
+whsql_param(const char *name, const struct wh_param *params, size_t nparams,
+	    const char **value)
+{
+	size_t i;
+
+	if (name == NULL || name[0] != ':')
+		return false;
+	for (i = 0; i < nparams; i++) {
+		if (strcmp(name + 1, params[i].name) == 0) {
+			*value = params[i].value;
+			return true;
+		}
+	}
+	return false;
+}
+
+/* Bind every parameter the statement names from params. */
+static int
+whsql_bind(struct whsql_conn *c, sqlite3_stmt *st,
+	   const struct wh_param *params, size_t nparams, char *msg,
+	   size_t len)
+{
+	const char *name, *value;
+	char known[256];
+	size_t i, off;
+	int n, rc;
+
+	n = sqlite3_bind_parameter_count(st);
+	for (int k = 1; k <= n; k++) {
+		name = sqlite3_bind_parameter_name(st, k);
+		if (!whsql_param(name, params, nparams, &value)) {
+			off = 0;
+			known[0] = '\0';
+			for (i = 0; i < nparams && off < sizeof known; i++)
+				off += snprintf(known + off, sizeof known - off,
+				    "%s:%s", i > 0 ? ", " : "", params[i].name);
+			snprintf(msg, len, "parameter %s has no value "
+			    "(known: %s)", name != NULL ? name : "?",
+			    nparams > 0 ? known : "none");
+			return -1;
+		}
+		if (value == NULL)
+			rc = sqlite3_bind_null(st, k);
+		else
+			rc = sqlite3_bind_text(st, k, value, -1, SQLITE_STATIC);
+		if (rc != SQLITE_OK) {
+			whsql_errmsg(c, rc, msg, len);
+			return -1;
+		}
+	}
+	return 0;
+}
+
+/* Fail a statement of a script: "statement N failed: msg". */
+static int
+whsql_script_fail(struct whsql_conn *c, sqlite3_stmt *st, int n,
+		  const char *msg, struct err *err)
+{
+	sqlite3_finalize(st);
+	c->guarded = false;
+	return err_set(err, EXIT_WORK_FAILED, "statement %d failed: %s", n,
+	    msg);
+}
+
+/* Run the ;-separated statements of sql in order, parameters bound. */
+static int
+whsql_exec_script(struct wh_conn *conn, const char *sql,
+		  const struct wh_param *params, size_t nparams,
+		  struct err *err)
+{
+	struct whsql_conn *c = whsql_conn(conn);
+	const char *p = sql, *tail;
+	char msg[ERR_MSG_MAX];
+	sqlite3_stmt *st;
+	int n = 0, rc;
+
+	while (*p != '\0') {
+		if (atomic_load(&c->interrupted))
+			return whsql_script_fail(c, NULL, n + 1, "interrupted",
+			    err);
+		st = NULL;
+		c->guarded = true;
+		rc = sqlite3_prepare_v2(c->db, p, -1, &st, &tail);
+		if (rc != SQLITE_OK) {
+			whsql_errmsg(c, rc, msg, sizeof msg);
+			return whsql_script_fail(c, st, n + 1, msg, err);
+		}
+		if (st == NULL) {
+			/* Only blanks, comments or a lone ';' were left. */
+			if (tail == p)
+				break;
+			p = tail;
+			continue;
+		}
+		p = tail;
+		n++;
+		if (whsql_bind(c, st, params, nparams, msg, sizeof msg) == -1)
+			return whsql_script_fail(c, st, n, msg, err);
+		while ((rc = sqlite3_step(st)) == SQLITE_ROW)
+			;
+		if (rc != SQLITE_DONE) {
+			whsql_errmsg(c, rc, msg, sizeof msg);
+			return whsql_script_fail(c, st, n, msg, err);
+		}
+		sqlite3_finalize(st);
+		if (c->in_tx && sqlite3_get_autocommit(c->db)) {
+			c->in_tx = false;
+			return whsql_script_fail(c, NULL, n, "it ended the "
+			    "transaction: job SQL must not contain BEGIN, "
+			    "COMMIT or ROLLBACK", err);
+		}
+	}
+	c->guarded = false;
+	return 0;
+}
+
+/* Run one read-only statement; the first column of its first row. */
+static int
+whsql_query_value(struct wh_conn *conn, const char *sql,
+		  const struct wh_param *params, size_t nparams,
+		  bool *has_row, char **value, struct err *err)
+{
+	struct whsql_conn *c = whsql_conn(conn);
+	sqlite3_stmt *st = NULL, *more = NULL;
+	const char *tail;
+	char msg[ERR_MSG_MAX];
+	int rc;
+
+	*has_row = false;
+	*value = NULL;
+	if (atomic_load(&c->interrupted))
+		return err_set(err, EXIT_WORK_FAILED, "interrupted");
+	c->guarded = true;
+	rc = sqlite3_prepare_v2(c->db, sql, -1, &st, &tail);
+	if (rc != SQLITE_OK) {
+		whsql_errmsg(c, rc, msg, sizeof msg);
+		goto fail;
+	}
+	if (st == NULL) {
+		snprintf(msg, sizeof msg, "no statement");
+		goto fail;
+	}
+	rc = sqlite3_prepare_v2(c->db, tail, -1, &more, NULL);
+	if (rc != SQLITE_OK || more != NULL) {
+		snprintf(msg, sizeof msg, "a check is one statement");
+		goto fail;
+	}
+	if (!sqlite3_stmt_readonly(st)) {
+		snprintf(msg, sizeof msg, "a check must not write");
+		goto fail;
+	}
+	if (whsql_bind(c, st, params, nparams, msg, sizeof msg) == -1)
+		goto fail;
+	rc = sqlite3_step(st);
+	if (rc == SQLITE_ROW) {
+		*has_row = true;
+		if (sqlite3_column_count(st) > 0 &&
+		    sqlite3_column_type(st, 0) != SQLITE_NULL) {
+			*value = strdup((const char *)sqlite3_column_text(st,
+			    0));
+			if (*value == NULL) {
+				snprintf(msg, sizeof msg, "out of memory");
+				goto fail;
+			}
+		}
+	} else if (rc != SQLITE_DONE) {
+		whsql_errmsg(c, rc, msg, sizeof msg);
+		goto fail;
+	}
+	sqlite3_finalize(st);
+	c->guarded = false;
+	return 0;
+
+fail:
+	sqlite3_finalize(more);
+	sqlite3_finalize(st);
+	c->guarded = false;
+	return err_set(err, EXIT_WORK_FAILED, "%s", msg);
+}
+
+/* Create temp.backfill_manifest and insert the batch's partitions. */
+static int
+whsql_manifest_fill(struct wh_conn *conn, const struct wh_manifest_row *rows,
+		    size_t nrows, struct err *err)
+{
+	struct whsql_conn *c = whsql_conn(conn);
+	sqlite3_stmt *st = NULL;
+	size_t i;
+	int rc;
+
+	if (whsql_exec_simple(c, "DROP TABLE IF EXISTS temp.backfill_manifest;"
+	    "CREATE TEMP TABLE backfill_manifest(partition_key TEXT, "
+	    "partition_start TEXT, partition_end TEXT)", err, NULL) == -1)
+		return -1;
+	c->guarded = true;
+	rc = sqlite3_prepare_v2(c->db,
+	    "INSERT INTO temp.backfill_manifest VALUES (?1, ?2, ?3)", -1, &st,
+	    NULL);
+	for (i = 0; rc == SQLITE_OK && i < nrows; i++) {
+		if (atomic_load(&c->interrupted)) {
+			rc = SQLITE_INTERRUPT;
+			break;
+		}
+		sqlite3_bind_text(st, 1, rows[i].key, -1, SQLITE_STATIC);
+		sqlite3_bind_text(st, 2, rows[i].start, -1, SQLITE_STATIC);
+		sqlite3_bind_text(st, 3, rows[i].end, -1, SQLITE_STATIC);
+		rc = sqlite3_step(st);
+		if (rc == SQLITE_DONE)
+			rc = sqlite3_reset(st);
+	}
+	c->guarded = false;
+	if (rc != SQLITE_OK) {
+		whsql_fail(c, rc, err, NULL);
+		sqlite3_finalize(st);
+		return -1;
+	}
+	sqlite3_finalize(st);
+	return 0;
+}
+
+/* Drop the manifest inside the transaction, before commit. */
+static int
+whsql_manifest_drop(struct wh_conn *conn, struct err *err)
+{
+	return whsql_exec_simple(whsql_conn(conn),
+	    "DROP TABLE IF EXISTS temp.backfill_manifest", err, NULL);
+}
+
+/* COMMIT; on failure make sure nothing stays open. */
+static int
+whsql_commit(struct wh_conn *conn, struct err *err)
+{
+	struct whsql_conn *c = whsql_conn(conn);
+	int rc;
+
+	c->guarded = false;
+	rc = sqlite3_exec(c->db, "COMMIT", NULL, NULL, NULL);
+	if (rc != SQLITE_OK) {
+		whsql_fail(c, rc, err, NULL);
+		if (!sqlite3_get_autocommit(c->db) &&
+		    sqlite3_exec(c->db, "ROLLBACK", NULL, NULL, NULL) !=
+		    SQLITE_OK && !sqlite3_get_autocommit(c->db))
+			c->broken = true;
+		c->in_tx = false;
+		return -1;
+	}
+	c->in_tx = false;
+	return 0;
+}
+
+/* ROLLBACK whatever is open (SQLite may already have rolled back). */
+static void
+whsql_rollback(struct wh_conn *conn)
+{
+	struct whsql_conn *c = whsql_conn(conn);
+
+	c->guarded = false;
+	c->in_tx = false;
+	if (sqlite3_get_autocommit(c->db))
+		return;
+	if (sqlite3_exec(c->db, "ROLLBACK", NULL, NULL, NULL) != SQLITE_OK &&
+	    !sqlite3_get_autocommit(c->db))
+		c->broken = true;
+}
+
+/* Stop the running statement and every later one until begin(). */
+static void
+whsql_interrupt(struct wh_conn *conn)
+{
+	struct whsql_conn *c = whsql_conn(conn);
+
+	atomic_store(&c->interrupted, 1);
+	sqlite3_interrupt(c->db);
+}
+
+/* sqlite3_total_changes64: the caller takes differences. */
+static int64_t
+whsql_changes(struct wh_conn *conn)
+{
+	return sqlite3_total_changes64(whsql_conn(conn)->db);
+}
+
+/* False after an error that leaves the connection unsafe to reuse. */
+static bool
+whsql_usable(const struct wh_conn *conn)
+{
+	return !((const struct whsql_conn *)conn)->broken;
+}
+
+const struct wh_driver wh_sqlite_driver = {
+	.name = "sqlite",
+	.open = whsql_open,
+	.close = whsql_close,
+	.begin = whsql_begin,
+	.exec_script = whsql_exec_script,
+	.query_value = whsql_query_value,
+	.manifest_fill = whsql_manifest_fill,
+	.manifest_drop = whsql_manifest_drop,
+	.commit = whsql_commit,
+	.rollback = whsql_rollback,
+	.interrupt = whsql_interrupt,
+	.changes = whsql_changes,
+	.usable = whsql_usable,
+};
