@@ -5,8 +5,9 @@
  * variable BACKFILLD_TEST_CLOCK_FILE names a file holding the current time
  * as an ISO-8601 UTC instant (YYYY-MM-DDTHH:MM:SSZ) or epoch seconds; when
  * set, clock_now_ms() returns that time (plus nothing: the clock stands
- * still until the file changes) and clock_watch() calls back when the file
- * is rewritten, so a test moves time forward by writing the file.
+ * still until the file changes); the daemon watches the file's folder
+ * (main.c) and calls clock_reload() when it is rewritten, so a test moves
+ * time by writing the file.
  */
 #ifndef BACKFILLD_CLOCK_H
 #define BACKFILLD_CLOCK_H

@@ -478,9 +478,9 @@ cmd_backfill_common(struct cmd_ctx *ctx, const struct proto_msg *req,
 			res_err(res, &err);
 			return;
 		}
-		if (check_bounds(kc.j, r.first, r.last, &err) < 0 ||
-		    (!built_by && check_count(kc.j, range_count(&r),
-					      "this range", &err) < 0)) {
+		if ((!built_by && check_count(kc.j, range_count(&r),
+					      "this range", &err) < 0) ||
+		    check_bounds(kc.j, r.first, r.last, &err) < 0) {
 			res_err(res, &err);
 			return;
 		}

@@ -377,12 +377,13 @@ cfg_distance(const char *a, const char *b)
 	return d[la][lb];
 }
 
-/* True when `cand` is close enough to `word` to suggest it. */
+/* True when `cand` is close enough to `word` to suggest it (and closer
+ * than *best, which it then lowers): at most a third of its length, 1..3. */
 static bool
 cfg_close(const char *word, const char *cand, size_t *best)
 {
 	size_t d = cfg_distance(word, cand);
-	size_t lim = strlen(cand) / 2;
+	size_t lim = strlen(cand) / 3;
 
 	if (lim > 3)
 		lim = 3;

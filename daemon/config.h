@@ -63,6 +63,9 @@ struct job_def {
 	int warehouse;        /* index into config->warehouses, or -1 */
 	enum grain grain;
 
+	/* No start: no clock schedule.  A job with upstream runs when its
+	 * inputs land; one without upstream and without start is allowed and
+	 * runs only for operator backfills (within end, if any). */
 	bool has_start;
 	part_t start; /* first partition that exists */
 	bool has_end;

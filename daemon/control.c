@@ -302,6 +302,16 @@ client_handle(struct client *cl, const struct proto_msg *req)
 	proto_begin(&f, PROTO_RESPONSE);
 	cmd_run(&ctx, req, &f);
 	proto_end(&f);
+	if (f.len - PROTO_HEADER > PROTO_MAX_BODY) {
+		char msg[256];
+
+		snprintf(msg, sizeof msg, "the answer is too large to send (%zu"
+			 " bytes): narrow it with --limit, --job or --request",
+			 f.len);
+		buf_free(&f);
+		client_error(cl, EXIT_BAD_INPUT, msg);
+		return;
+	}
 	client_send(cl, &f);
 }
 

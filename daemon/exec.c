@@ -536,6 +536,11 @@ exec_sql_run(struct exec_worker *w, struct exec_job *job)
 
 	if (!conn->drv->usable(conn))
 		exec_conn_drop(w, conn);
+	if (run->nchecks == 0) {
+		/* Failed before any check: nothing for the caller to free. */
+		free(run->checks);
+		run->checks = NULL;
+	}
 	if (rc == -1) {
 		exec_fail(run, "%s", err.msg);
 		exec_result_stop(job);

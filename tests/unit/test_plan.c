@@ -1,0 +1,211 @@
+/*
+ * test_plan.c - the downstream planner: which downstream partitions a set
+ * of partitions feeds, each once, in run order, with what it waits for.
+ */
+#include <check.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "calendar.h"
+#include "config.h"
+#include "plan.h"
+
+static const char chain_yaml[] =
+	"state_db: s.db\n"
+	"socket: s.sock\n"
+	"warehouses:\n"
+	"  - {name: w, sqlite: w.db}\n"
+	"jobs:\n"
+	"  - {name: raw_hourly, warehouse: w, partition: hour, sql: SELECT 1}\n"
+	"  - {name: fct, warehouse: w, partition: day, upstream: [raw_hourly], sql: SELECT 1}\n"
+	"  - {name: weekly, warehouse: w, partition: week, upstream: [fct], sql: SELECT 1}\n"
+	"  - {name: monthly, warehouse: w, partition: month, upstream: [weekly], sql: SELECT 1}\n"
+	"  - {name: other, warehouse: w, partition: day, sql: SELECT 1}\n";
+
+static struct config *cfg;
+
+static void
+setup(void)
+{
+	struct err err;
+
+	if (config_load_string("/tmp/plan.yaml", chain_yaml, strlen(chain_yaml),
+			       &cfg, &err) < 0)
+		ck_abort_msg("config: %s", err.msg);
+}
+
+static void
+teardown(void)
+{
+	config_unref(cfg);
+}
+
+/* Day number of a date. */
+static part_t
+day(const char *s)
+{
+	int64_t d;
+
+	ck_assert_int_eq(cal_parse_date(s, &d, NULL), 0);
+	return d;
+}
+
+/* Key of a plan item. */
+static const char *
+key_of(const struct plan *p, size_t i)
+{
+	static char buf[CAL_KEY_MAX];
+
+	part_key(cfg->jobs[p->items[i].job].grain, p->items[i].part, buf);
+	return buf;
+}
+
+/* Name of a plan item's job. */
+static const char *
+job_of(const struct plan *p, size_t i)
+{
+	return cfg->jobs[p->items[i].job].name;
+}
+
+/* The lesson's manifest 2026-02-08..12 straddles two ISO weeks: fct days,
+ * then weeks 2026-02-02 (waiting for 02-08) and 2026-02-09 (02-09..12),
+ * then February once, waiting for both weeks. */
+START_TEST(lesson_window)
+{
+	struct plan p;
+	struct err err;
+	int fct = config_job_index(cfg, "fct");
+
+	plan_init(&p);
+	for (part_t d = day("2026-02-08"); d <= day("2026-02-12"); d++)
+		ck_assert_int_eq(plan_add_root(&p, fct, d, &err), 0);
+	ck_assert_int_eq(plan_expand(&p, cfg, false, &err), 0);
+	ck_assert_uint_eq(p.nroot, 5);
+	ck_assert_uint_eq(p.n, 8);
+	ck_assert_str_eq(job_of(&p, 5), "weekly");
+	ck_assert_str_eq(key_of(&p, 5), "2026-02-02");
+	ck_assert_uint_eq(p.items[5].ndeps, 1);
+	ck_assert_uint_eq(p.deps[p.items[5].dep_off], 0);
+	ck_assert_str_eq(key_of(&p, 6), "2026-02-09");
+	ck_assert_uint_eq(p.items[6].ndeps, 4);
+	for (size_t k = 0; k < 4; k++)
+		ck_assert_uint_eq(p.deps[p.items[6].dep_off + k], 1 + k);
+	ck_assert_str_eq(job_of(&p, 7), "monthly");
+	ck_assert_str_eq(key_of(&p, 7), "2026-02-01");
+	ck_assert_uint_eq(p.items[7].ndeps, 2);
+	ck_assert_uint_eq(p.deps[p.items[7].dep_off], 5);
+	ck_assert_uint_eq(p.deps[p.items[7].dep_off + 1], 6);
+	plan_free(&p);
+}
+END_TEST
+
+/* A week straddling a month end feeds both months. */
+START_TEST(week_straddles_months)
+{
+	struct plan p;
+	struct err err;
+	int fct = config_job_index(cfg, "fct");
+
+	plan_init(&p);
+	ck_assert_int_eq(plan_add_root(&p, fct, day("2026-03-31"), &err), 0);
+	ck_assert_int_eq(plan_expand(&p, cfg, false, &err), 0);
+	ck_assert_uint_eq(p.n, 4);
+	ck_assert_str_eq(key_of(&p, 1), "2026-03-30");
+	ck_assert_str_eq(key_of(&p, 2), "2026-03-01");
+	ck_assert_str_eq(key_of(&p, 3), "2026-04-01");
+	ck_assert_uint_eq(p.deps[p.items[3].dep_off], 1);
+	plan_free(&p);
+}
+END_TEST
+
+/* Hours map to their day, the day to its ISO week 53 and month; the whole
+ * chain is followed; each downstream partition appears once. */
+START_TEST(hours_chain_week53)
+{
+	struct plan p;
+	struct err err;
+	int raw = config_job_index(cfg, "raw_hourly");
+	int64_t h;
+
+	plan_init(&p);
+	ck_assert_int_eq(cal_parse_hour("2026-12-31T22", &h, NULL), 0);
+	ck_assert_int_eq(plan_add_root(&p, raw, h, &err), 0);
+	ck_assert_int_eq(plan_add_root(&p, raw, h + 1, &err), 0);
+	ck_assert_int_eq(plan_add_root(&p, raw, h + 2, &err), 0); /* 2027-01-01T00 */
+	ck_assert_int_eq(plan_expand(&p, cfg, false, &err), 0);
+	/* 3 hours, days 12-31 and 01-01, week 2026-12-28 once, months Dec, Jan */
+	ck_assert_uint_eq(p.n, 3 + 2 + 1 + 2);
+	ck_assert_str_eq(key_of(&p, 3), "2026-12-31");
+	ck_assert_uint_eq(p.items[3].ndeps, 2);
+	ck_assert_str_eq(key_of(&p, 4), "2027-01-01");
+	ck_assert_uint_eq(p.items[4].ndeps, 1);
+	ck_assert_str_eq(key_of(&p, 5), "2026-12-28");
+	ck_assert_uint_eq(p.items[5].ndeps, 2);
+	ck_assert_str_eq(key_of(&p, 6), "2026-12-01");
+	ck_assert_str_eq(key_of(&p, 7), "2027-01-01");
+	ck_assert_str_eq(job_of(&p, 7), "monthly");
+	plan_free(&p);
+}
+END_TEST
+
+/* --reverse orders downstream partitions newest first too. */
+START_TEST(reverse_order)
+{
+	struct plan p;
+	struct err err;
+	int fct = config_job_index(cfg, "fct");
+
+	plan_init(&p);
+	for (part_t d = day("2026-02-16"); d >= day("2026-02-01"); d--)
+		ck_assert_int_eq(plan_add_root(&p, fct, d, &err), 0);
+	ck_assert_int_eq(plan_expand(&p, cfg, true, &err), 0);
+	ck_assert_str_eq(key_of(&p, 16), "2026-02-16");
+	ck_assert_str_eq(key_of(&p, 17), "2026-02-09");
+	ck_assert_str_eq(key_of(&p, 18), "2026-02-02");
+	ck_assert_str_eq(key_of(&p, 19), "2026-01-26");
+	/* week 2026-01-26 straddles January and February: both months,
+	 * newest first */
+	ck_assert_str_eq(key_of(&p, 20), "2026-02-01");
+	ck_assert_str_eq(key_of(&p, 21), "2026-01-01");
+	ck_assert_uint_eq(p.n, 22);
+	plan_free(&p);
+}
+END_TEST
+
+/* A job nobody depends on plans only itself. */
+START_TEST(no_downstream_jobs)
+{
+	struct plan p;
+	struct err err;
+
+	plan_init(&p);
+	ck_assert_int_eq(plan_add_root(&p, config_job_index(cfg, "other"),
+				       day("2026-02-08"), &err), 0);
+	ck_assert_int_eq(plan_expand(&p, cfg, false, &err), 0);
+	ck_assert_uint_eq(p.n, 1);
+	ck_assert_uint_eq(p.items[0].ndeps, 0);
+	plan_free(&p);
+}
+END_TEST
+
+int
+main(void)
+{
+	Suite *s = suite_create("plan");
+	TCase *tc = tcase_create("plan");
+	SRunner *sr;
+	int failed;
+
+	tcase_add_checked_fixture(tc, setup, teardown);
+	tcase_add_test(tc, lesson_window);
+	tcase_add_test(tc, week_straddles_months);
+	tcase_add_test(tc, hours_chain_week53);
+	tcase_add_test(tc, reverse_order);
+	tcase_add_test(tc, no_downstream_jobs);
+	suite_add_tcase(s, tc);
+	sr = srunner_create(s);
+	srunner_run_all(sr, CK_ENV);
+	failed = srunner_ntests_failed(sr);
+	srunner_free(sr);
+	return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+}
