@@ -599,7 +599,7 @@ store_runs(struct store *st, const char *job, int64_t request_id,
 {
 	sqlite3_stmt *s;
 	struct store_run_row row;
-	int rc, n = 1;
+	int rc;
 	char sql[512];
 
 	/* Built per call: the filter set varies; parameters stay bound. */
@@ -611,7 +611,6 @@ store_runs(struct store *st, const char *job, int64_t request_id,
 		 state ? " AND state = ?3" : "", limit > 0 ? " LIMIT ?4" : "");
 	if (sqlite3_prepare_v2(st->db, sql, -1, &s, NULL) != SQLITE_OK)
 		return store_fail(st, err, "listing runs");
-	(void)n;
 	if (job)
 		bind_text(s, 1, job);
 	if (request_id)
