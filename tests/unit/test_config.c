@@ -1,6 +1,1008 @@
-/* test_config.c - to be written */
+/*
+ * test_config.c - the configuration loader: one fixture per refused file
+ * (tests/fixtures/config/bad-*.yaml) asserting the exact one-line message
+ * and position, inline cases through config_load_string, and a full valid
+ * configuration (DESIGN.md's example, both warehouses) asserting every
+ * loaded value, default, resolved path and derived index.
+ */
 #include <check.h>
+#include <errno.h>
+#include <limits.h>
+#include <stdio.h>
 #include <stdlib.h>
-START_TEST(placeholder) { ck_assert_int_eq(1, 1); }
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "config.h"
+
+#define FX FIXTURES_DIR "/config/"
+
+/* ------------------------------------------------------------------ */
+/* Helpers                                                             */
+/* ------------------------------------------------------------------ */
+
+/* Load text as `path`, asserting success. */
+static struct config *
+load_ok_at(const char *path, const char *text)
+{
+	struct config *cfg = NULL;
+	struct err err = { 0, "" };
+	int rc = config_load_string(path, text, strlen(text), &cfg, &err);
+
+	ck_assert_msg(rc == 0, "unexpected error: %s", err.msg);
+	ck_assert_ptr_nonnull(cfg);
+	return cfg;
+}
+
+/* Load text as /srv/bf/conf/backfilld.yaml, asserting success. */
+static struct config *
+load_ok(const char *text)
+{
+	return load_ok_at("/srv/bf/conf/backfilld.yaml", text);
+}
+
+/* Load text as inline.yaml, asserting failure with exactly `msg`. */
+static void
+load_bad(const char *text, const char *msg)
+{
+	struct config *cfg = (struct config *)1;
+	struct err err = { 0, "" };
+	int rc = config_load_string("inline.yaml", text, strlen(text), &cfg,
+				    &err);
+
+	ck_assert_int_eq(rc, -1);
+	ck_assert_ptr_null(cfg);
+	ck_assert_int_eq(err.code, EXIT_BAD_INPUT);
+	ck_assert_str_eq(err.msg, msg);
+}
+
+/* Day number of a civil date. */
+static int64_t
+day(int y, int m, int d)
+{
+	return cal_days_from_civil(y, m, d);
+}
+
+/* ------------------------------------------------------------------ */
+/* Refused fixtures                                                    */
+/* ------------------------------------------------------------------ */
+
+struct bad_fixture {
+	const char *file;
+	const char *msg; /* after "FILE:" */
+};
+
+static const struct bad_fixture bad_fixtures[] = {
+	{ "bad-syntax.yaml",
+	  "7:4: invalid YAML: did not find expected '-' indicator (while parsing a block collection at line 5)" },
+	{ "bad-empty.yaml",
+	  "1:1: the configuration is empty: expected a mapping with warehouses: and jobs:" },
+	{ "bad-comments-only.yaml",
+	  "1:1: the configuration is empty: expected a mapping with warehouses: and jobs:" },
+	{ "bad-top-sequence.yaml",
+	  "1:1: the top level must be a mapping of settings (state_db:, warehouses:, jobs:, ...), got a sequence" },
+	{ "bad-second-document.yaml",
+	  "2:1: a second YAML document; the configuration is one document" },
+	{ "bad-unknown-key.yaml",
+	  "7:5: unknown key \"concurency\" in job \"x\"; did you mean \"concurrency\"?" },
+	{ "bad-unknown-top-key.yaml",
+	  "2:1: unknown key \"jbos\" at the top level; did you mean \"jobs\"?" },
+	{ "bad-unknown-key-nosuggest.yaml",
+	  "9:5: unknown key \"colour\" in job \"x\"" },
+	{ "bad-int.yaml",
+	  "2:18: max_concurrency must be a positive integer, got \"four\"" },
+	{ "bad-int-sequence.yaml",
+	  "1:18: max_concurrency must be a positive integer, got a sequence" },
+	{ "bad-bool.yaml",
+	  "8:14: job \"x\": catchup must be true or false, got \"yes\"" },
+	{ "bad-duplicate-key.yaml",
+	  "9:5: duplicate key \"partition\" in job \"x\" (first at line 7); keep one" },
+	{ "bad-duplicate-top-key.yaml",
+	  "3:1: duplicate key \"max_catchup\" (first at line 1); keep one" },
+	{ "bad-duplicate-job.yaml",
+	  "9:11: duplicate job name \"x\" (first at line 5); job names must be unique" },
+	{ "bad-duplicate-warehouse.yaml",
+	  "4:11: duplicate warehouse name \"sales\" (first at line 2); warehouse names must be unique" },
+	{ "bad-unknown-warehouse.yaml",
+	  "6:16: job \"x\": unknown warehouse \"salse\"; warehouses are: sales" },
+	{ "bad-unknown-upstream.yaml",
+	  "12:16: job \"mart\": unknown upstream job \"fct_daly\"; did you mean \"fct_daily\"?" },
+	{ "bad-cycle.yaml",
+	  "14:9: upstream cycle a -> b -> a (each job lists the next in upstream); remove one of these entries" },
+	{ "bad-cycle-three.yaml",
+	  "13:16: upstream cycle a -> c -> b -> a (each job lists the next in upstream); remove one of these entries" },
+	{ "bad-grain.yaml",
+	  "13:16: job \"daily\" (day) cannot follow upstream \"weekly\" (week): a week partition does not lie inside one day partition; make \"daily\" as coarse as its upstream or coarser" },
+	{ "bad-concurrency.yaml",
+	  "9:18: job \"x\": concurrency 3 is above max_concurrency 2; lower it or raise max_concurrency" },
+	{ "bad-start-after-end.yaml",
+	  "9:10: job \"x\": end 2026-02-28 is before start 2026-03-01" },
+	{ "bad-ready-after.yaml",
+	  "8:18: job \"x\": ready_after must be a duration like 30s, 15m, 2h or 1d, got \"2 hours\"" },
+	{ "bad-timeout.yaml",
+	  "8:14: job \"x\": timeout must be a duration like 30s, 15m, 2h or 1d (0s: none), got \"15\"" },
+	{ "bad-max-catchup.yaml",
+	  "1:14: max_catchup must be a positive integer, got \"0\"" },
+	{ "bad-max-backfill.yaml",
+	  "8:19: job \"x\": max_backfill must be a positive integer, got \"-5\"" },
+	{ "bad-retries.yaml",
+	  "8:14: job \"x\": retries must be a non-negative integer, got \"-1\"" },
+	{ "bad-no-kind.yaml",
+	  "5:5: job \"x\" needs one of sql:, sql_file: or command:" },
+	{ "bad-two-kinds.yaml",
+	  "9:5: job \"x\": sql and command are exclusive; keep one" },
+	{ "bad-sql-no-warehouse.yaml",
+	  "5:5: job \"x\" runs SQL but names no warehouse: add warehouse: NAME (warehouses are: sales)" },
+	{ "bad-command-string.yaml",
+	  "4:14: job \"export\": command must be a non-empty sequence of strings (argv, no shell), got \"/usr/local/bin/export --date {partition}\"" },
+	{ "bad-command-empty.yaml",
+	  "4:14: job \"export\": command must be a non-empty sequence of strings (argv, no shell), got an empty sequence" },
+	{ "bad-command-item.yaml",
+	  "6:9: job \"export\": command must be a non-empty sequence of strings (argv, no shell), got a mapping" },
+	{ "bad-check-no-sql.yaml",
+	  "10:9: check \"has_rows\" of job \"x\" needs sql:" },
+	{ "bad-jobs-mapping.yaml",
+	  "2:3: jobs must be a sequence of jobs, got a mapping" },
+	{ "bad-job-not-mapping.yaml",
+	  "2:5: each job must be a mapping with name:, partition: and sql:, sql_file: or command:, got \"fct_daily_sales\"" },
+	{ "bad-job-no-name.yaml",
+	  "2:5: job 1 has no name: every job needs name: NAME" },
+	{ "bad-job-name.yaml",
+	  "2:11: job name \"fct daily\" must be 1 to 64 letters, digits, '_', '-' or '.', not starting with '-' or '.'" },
+	{ "bad-wall-clock.yaml",
+	  "11:50: job \"x\" reads the wall clock (CURRENT_DATE): take the date from :partition, or set allow_wall_clock: true" },
+	{ "bad-wall-clock-now.yaml",
+	  "11:47: job \"x\" check \"fresh\" reads the wall clock ('now'): take the date from :partition, or set allow_wall_clock: true" },
+	{ "bad-partition-missing.yaml",
+	  "5:5: job \"x\" needs partition: hour, day, week or month" },
+	{ "bad-partition-value.yaml",
+	  "7:16: job \"x\": partition must be one of hour, day, week, month, got \"daily\"" },
+	{ "bad-sql-file-missing.yaml",
+	  "8:5: job \"x\": cannot read sql_file \"jobs/missing.sql\" (" FX "jobs/missing.sql): No such file or directory" },
+	{ "bad-log-level.yaml",
+	  "1:12: log_level must be one of err, warning, notice, info, debug, got \"verbose\"" },
+	{ "bad-warehouse-both.yaml",
+	  "4:5: warehouse \"dw\": sqlite and postgres are exclusive; keep one" },
+	{ "bad-warehouse-none.yaml",
+	  "2:5: warehouse \"dw\" needs sqlite: PATH or postgres: CONNINFO" },
+	{ "bad-max-change.yaml",
+	  "12:52: metric \"revenue\" of job \"x\": max_change must be a percentage like 50%, got \"fifty\"" },
+	{ "bad-date.yaml",
+	  "8:12: job \"x\": start must be a date YYYY-MM-DD, got \"2026-02-30\"" },
+};
+
+#define NBAD (int)(sizeof bad_fixtures / sizeof bad_fixtures[0])
+
+/* Each bad fixture is refused with exactly its message and position. */
+START_TEST(test_bad_fixture)
+{
+	const struct bad_fixture *f = &bad_fixtures[_i];
+	char path[PATH_MAX], want[PATH_MAX + ERR_MSG_MAX];
+	struct config *cfg = (struct config *)1;
+	struct err err = { 0, "" };
+
+	snprintf(path, sizeof path, "%s%s", FX, f->file);
+	snprintf(want, sizeof want, "%s:%s", path, f->msg);
+	ck_assert_int_eq(config_load(path, &cfg, &err), -1);
+	ck_assert_ptr_null(cfg);
+	ck_assert_int_eq(err.code, EXIT_BAD_INPUT);
+	ck_assert_str_eq(err.msg, want);
+	ck_assert_ptr_null(strchr(err.msg, '\n'));
+}
 END_TEST
-int main(void) { Suite *s = suite_create("config"); TCase *tc = tcase_create("core"); tcase_add_test(tc, placeholder); suite_add_tcase(s, tc); SRunner *sr = srunner_create(s); srunner_run_all(sr, CK_NORMAL); int f = srunner_ntests_failed(sr); srunner_free(sr); return f ? EXIT_FAILURE : EXIT_SUCCESS; }
+
+/* The exact message of one fixture, spelled out in full. */
+START_TEST(test_bad_unknown_key_full)
+{
+	struct config *cfg;
+	struct err err;
+
+	ck_assert_int_eq(config_load(FX "bad-unknown-key.yaml", &cfg, &err), -1);
+	ck_assert_str_eq(err.msg, FX "bad-unknown-key.yaml:7:5: unknown key \"concurency\" in job \"x\"; did you mean \"concurrency\"?");
+}
+END_TEST
+
+/* A missing file: named, with strerror, exit code 2. */
+START_TEST(test_unreadable)
+{
+	struct config *cfg = (struct config *)1;
+	struct err err;
+
+	ck_assert_int_eq(config_load(FX "no-such-file.yaml", &cfg, &err), -1);
+	ck_assert_ptr_null(cfg);
+	ck_assert_int_eq(err.code, EXIT_BAD_INPUT);
+	ck_assert_str_eq(err.msg, FX "no-such-file.yaml: cannot read the configuration: No such file or directory");
+	ck_assert_int_eq(config_load(FIXTURES_DIR, &cfg, &err), -1);
+	ck_assert_str_eq(err.msg, FIXTURES_DIR ": cannot read the configuration: Is a directory");
+}
+END_TEST
+
+/* ------------------------------------------------------------------ */
+/* Refused inline cases                                                */
+/* ------------------------------------------------------------------ */
+
+#define WH "warehouses:\n  - name: sales\n    sqlite: sales.db\njobs:\n"
+/* a SQL job "x" on line 5, its body from line 8 */
+#define JX WH "  - name: x\n    warehouse: sales\n    partition: day\n"
+
+struct bad_inline {
+	const char *yaml;
+	const char *msg;
+};
+
+static const struct bad_inline bad_inlines[] = {
+	{ JX "    upstream: [x]\n    sql: SELECT 1\n",
+	  "inline.yaml:8:16: upstream cycle x -> x (each job lists the next in upstream); remove one of these entries" },
+	{ JX "    sql: SELECT 1\n  - name: y\n    warehouse: sales\n    partition: week\n    upstream: [x, x]\n    sql: SELECT 1\n",
+	  "inline.yaml:12:19: job \"y\" lists upstream \"x\" twice; keep one" },
+	{ JX "    sql: SELECT 1\n    late_data:\n      sql: SELECT dt FROM raw WHERE loaded_at > :since\n",
+	  "inline.yaml:10:7: late_data of job \"x\" needs every:" },
+	{ JX "    sql: SELECT 1\n    late_data: {sql: SELECT 1, every: 0s}\n",
+	  "inline.yaml:9:39: late_data of job \"x\": every must be a positive duration like 30s, 15m, 2h or 1d, got \"0s\"" },
+	{ JX "    sql: SELECT 1\n    table: t\n    metrics:\n      revenue: SUM(x)\n",
+	  "inline.yaml:10:5: job \"x\": metrics needs table: and partition_column:" },
+	{ JX "    sql: SELECT 1\n    partition_column: dt\n",
+	  "inline.yaml:9:5: job \"x\": partition_column needs table:" },
+	{ "jobs:\n  - name: e\n    partition: day\n    command: [/bin/true]\n    batch: true\n",
+	  "inline.yaml:5:12: job \"e\": batch: true needs a SQL job (sql: or sql_file:)" },
+	{ "jobs:\n  - name: e\n    partition: day\n    command: [/bin/true]\n    checks:\n      - {name: c, sql: SELECT 1}\n",
+	  "inline.yaml:5:5: job \"e\": checks needs a warehouse to run on: add warehouse: NAME" },
+	{ "warehouses:\n  - name: s\n    sqlite: s.db\n    password_file: pw\n",
+	  "inline.yaml:4:5: warehouse \"s\": password_file is for postgres warehouses only" },
+	{ "warehouses:\n  - name: s\n    sqlite: s.db\n    max_connections: 0\n",
+	  "inline.yaml:4:22: warehouse \"s\": max_connections must be a positive integer, got \"0\"" },
+	{ "warehouses:\n  - name: s\n    sqllite: s.db\n",
+	  "inline.yaml:3:5: unknown key \"sqllite\" in warehouse \"s\"; did you mean \"sqlite\"?" },
+	{ "socket: /run/aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa.sock\n",
+	  "inline.yaml:1:9: socket path /run/aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa.sock is 114 bytes long; a unix socket path has at most 107" },
+	{ JX "    sql: \"SELECT CURRENT_TIMESTAMP\"\n",
+	  "inline.yaml:8:18: job \"x\" reads the wall clock (CURRENT_TIMESTAMP): take the date from :partition, or set allow_wall_clock: true" },
+	{ JX "    sql: >\n      SELECT 1,\n      current_time\n",
+	  "inline.yaml:8:10: job \"x\" reads the wall clock (CURRENT_TIME): take the date from :partition, or set allow_wall_clock: true" },
+	{ JX "    sql: |\n\n      SELECT 1;\n        SELECT date('NOW');\n",
+	  "inline.yaml:11:21: job \"x\" reads the wall clock ('now'): take the date from :partition, or set allow_wall_clock: true" },
+	{ JX "    sql: SELECT 1\n    checks:\n      - {name: a, sql: SELECT 1}\n      - {name: a, sql: SELECT 2}\n",
+	  "inline.yaml:11:16: duplicate check \"a\" of job \"x\" (first at line 10); check names must be unique" },
+	{ JX "    sql: SELECT 1\n    checks:\n      - SELECT 1\n",
+	  "inline.yaml:10:9: job \"x\": checks must be a sequence of {name, sql}, got \"SELECT 1\"" },
+	{ JX "    sql: SELECT 1\n    checks:\n      - name: c\n        sqll: SELECT 1\n",
+	  "inline.yaml:11:9: unknown key \"sqll\" in check \"c\" of job \"x\"; did you mean \"sql\"?" },
+	{ JX "    sql:\n",
+	  "inline.yaml:8:9: job \"x\": sql must be SQL text, got nothing" },
+	{ JX "    start: 2026-01-01T05\n    sql: SELECT 1\n",
+	  "inline.yaml:8:12: job \"x\": start must be a date YYYY-MM-DD, got \"2026-01-01T05\"" },
+	{ "jobs:\n  - name: h\n    partition: hour\n    start: 2026-01-01T24\n    command: [/bin/true]\n",
+	  "inline.yaml:4:12: job \"h\": start must be a date YYYY-MM-DD or an hour YYYY-MM-DDTHH, got \"2026-01-01T24\"" },
+	{ "jobs:\n  - name: h\n    partition: hour\n    start: 2026-01-02T05\n    end: 2026-01-02T04\n    command: [/bin/true]\n",
+	  "inline.yaml:5:10: job \"h\": end 2026-01-02T04 is before start 2026-01-02T05" },
+	{ "jobs:\n  - name: w\n    partition: week\n    start: 2026-01-07\n    end: 2026-01-05\n    command: [/bin/true]\n",
+	  "inline.yaml:5:10: job \"w\": end 2026-01-05 is before start 2026-01-07" },
+	{ "jobs:\n  - name: c\n    partition: day\n    warehouse: dw\n    command: [x]\n",
+	  "inline.yaml:4:16: job \"c\": unknown warehouse \"dw\"; no warehouses are defined" },
+	{ JX "    sql: SELECT 1\n    table: t\n    partition_column: dt\n    metrics:\n      rows: COUNT(*)\n      rows: SUM(1)\n",
+	  "inline.yaml:13:7: duplicate key \"rows\" in job \"x\" (first at line 12); keep one" },
+	{ JX "    sql: SELECT 1\n    table: t\n    partition_column: dt\n    metrics:\n      rows: [COUNT(*)]\n",
+	  "inline.yaml:12:13: metric \"rows\" of job \"x\" must be an SQL expression or a mapping with sql: and max_change:, got a sequence" },
+	{ JX "    sql: SELECT 1\n    table: t\n    partition_column: dt\n    metrics:\n      rows: {max_change: 10%}\n",
+	  "inline.yaml:12:13: metric \"rows\" of job \"x\" needs sql:" },
+	{ JX "    sql: SELECT 1\n    key: []\n",
+	  "inline.yaml:9:10: job \"x\": key must be a sequence of column names, got an empty sequence" },
+	{ JX "    sql: SELECT 1\n    min_rows: -1\n",
+	  "inline.yaml:9:15: job \"x\": min_rows must be a non-negative integer, got \"-1\"" },
+	{ "? [a]\n: 1\n",
+	  "inline.yaml:1:3: keys must be names, got a sequence" },
+	{ "max_concurrency: 4\nbad: \xff\n",
+	  "inline.yaml:2:6: invalid YAML: invalid leading UTF-8 octet" },
+	{ "max_concurrency: 99999999999\n",
+	  "inline.yaml:1:18: max_concurrency must be a positive integer, got \"99999999999\"" },
+	{ "max_concurrency: \"4\x01\"\n",
+	  "inline.yaml:1:20: invalid YAML: control characters are not allowed" },
+	{ "shutdown_grace: 10x\n",
+	  "inline.yaml:1:17: shutdown_grace must be a duration like 30s, 15m, 2h or 1d, got \"10x\"" },
+	{ "jobs:\n  - name: \".hidden\"\n    partition: day\n    command: [x]\n",
+	  "inline.yaml:2:11: job name \".hidden\" must be 1 to 64 letters, digits, '_', '-' or '.', not starting with '-' or '.'" },
+	{ "jobs:\n  - name: e\n    partition: day\n    command: [\"\", x]\n",
+	  "inline.yaml:4:15: job \"e\": command must be a non-empty sequence of strings (argv, no shell), got \"\"" },
+	{ "jobs:\n  - name: [e]\n    partition: day\n    command: [x]\n",
+	  "inline.yaml:2:11: job 1: name must be a name, got a sequence" },
+	{ "jobs:\n  - name: a\n    partition: day\n    command: [x]\n  - name: m\n    partition: month\n    upstream: [a]\n    command: [x]\n  - name: w\n    partition: week\n    upstream: [m]\n    command: [x]\n",
+	  "inline.yaml:11:16: job \"w\" (week) cannot follow upstream \"m\" (month): a month partition does not lie inside one week partition; make \"w\" as coarse as its upstream or coarser" },
+};
+
+#define NBADI (int)(sizeof bad_inlines / sizeof bad_inlines[0])
+
+/* Each inline broken config is refused with exactly its message. */
+START_TEST(test_bad_inline)
+{
+	load_bad(bad_inlines[_i].yaml, bad_inlines[_i].msg);
+}
+END_TEST
+
+/* ------------------------------------------------------------------ */
+/* Wall clock                                                          */
+/* ------------------------------------------------------------------ */
+
+struct wall_case {
+	const char *sql; /* as a YAML double-quoted scalar body */
+	bool refused;
+};
+
+static const struct wall_case wall_cases[] = {
+	{ "SELECT 'now'", true },
+	{ "SELECT datetime('Now', 'start of day')", true },
+	{ "SELECT 'nowhere', 'now '", false },
+	{ "SELECT \\\"current_date\\\" FROM t", false },
+	{ "SELECT `current_date` FROM t", false },
+	{ "-- current_date\\nSELECT 1", false },
+	{ "/* CURRENT_TIME, 'now' */ SELECT 1", false },
+	{ "SELECT current_timestamp", true },
+	{ "SELECT Current_Date + 1", true },
+	{ "SELECT my_current_date, current_dates, current_date_x FROM t", false },
+	{ "SELECT $$current_date$$", false },
+	{ "SELECT $body$ 'now' $body$", false },
+	{ "SELECT $1, current_time", true },
+	{ "SELECT 'it''s', CURRENT_TIME", true },
+	{ "SELECT 'it''s current_date'", false },
+	{ "SELECT E'\\\\'current_date'", false },
+	{ "SELECT * FROM t WHERE dt = :partition", false },
+	{ "SELECT 1 -- no newline at the end, current_date", false },
+	{ "SELECT 'unterminated current_date", false },
+};
+
+#define NWALL (int)(sizeof wall_cases / sizeof wall_cases[0])
+
+/* Wall-clock reads found outside literals, identifiers and comments. */
+START_TEST(test_wall_clock)
+{
+	const struct wall_case *w = &wall_cases[_i];
+	char yaml[1024];
+	struct config *cfg = NULL;
+	struct err err = { 0, "" };
+	int rc;
+
+	snprintf(yaml, sizeof yaml, JX "    sql: \"%s\"\n", w->sql);
+	rc = config_load_string("inline.yaml", yaml, strlen(yaml), &cfg, &err);
+	if (w->refused) {
+		ck_assert_msg(rc == -1, "not refused: %s", w->sql);
+		ck_assert_ptr_nonnull(strstr(err.msg, "reads the wall clock"));
+	} else {
+		ck_assert_msg(rc == 0, "refused: %s: %s", w->sql, err.msg);
+		config_unref(cfg);
+	}
+	/* allow_wall_clock: true lets every one of them through */
+	snprintf(yaml, sizeof yaml,
+		 JX "    allow_wall_clock: true\n    sql: \"%s\"\n"
+		    "    checks:\n      - {name: c, sql: \"%s\"}\n",
+		 w->sql, w->sql);
+	rc = config_load_string("inline.yaml", yaml, strlen(yaml), &cfg, &err);
+	ck_assert_msg(rc == 0, "%s", err.msg);
+	ck_assert_int_eq(cfg->jobs[0].allow_wall_clock, true);
+	config_unref(cfg);
+}
+END_TEST
+
+/* ------------------------------------------------------------------ */
+/* The full example                                                    */
+/* ------------------------------------------------------------------ */
+
+/* DESIGN.md's example, both warehouses, plus a monthly rollup; the mart
+ * comes first in the file so that topo has to reorder. */
+static const char full_yaml[] =
+	"state_db: state/state.db      # relative: against this file's folder\n"
+	"max_concurrency: 3\n"
+	"max_catchup: 31\n"
+	"max_backfill: 366\n"
+	"log_level: debug\n"
+	"socket_group: etl\n"
+	"shutdown_grace: 2m\n"
+	"\n"
+	"warehouses:\n"
+	"  - name: sales\n"
+	"    sqlite: ../data/sales.db\n"
+	"  - name: dw\n"
+	"    postgres: \"host=/run/postgresql dbname=etl user=etl\"\n"
+	"    password_file: secrets/./dw.pass\n"
+	"    max_connections: 4\n"
+	"\n"
+	"jobs:\n"
+	"  - name: mart_weekly_sales\n"
+	"    warehouse: sales\n"
+	"    partition: week\n"
+	"    upstream: [fct_daily_sales]\n"
+	"    sql: |\n"
+	"      DELETE FROM mart_weekly_sales WHERE week_start = :partition;\n"
+	"      INSERT INTO mart_weekly_sales (week_start, revenue_usd)\n"
+	"      SELECT :partition, SUM(revenue_usd) FROM fct_daily_sales\n"
+	"      WHERE dt >= :partition_start AND dt < :partition_end;\n"
+	"\n"
+	"  - name: fct_daily_sales\n"
+	"    warehouse: sales\n"
+	"    partition: day\n"
+	"    start: 2026-01-01\n"
+	"    end: 2026-12-31\n"
+	"    ready_after: 2h\n"
+	"    catchup: true\n"
+	"    max_catchup: 14\n"
+	"    concurrency: 2\n"
+	"    retries: 2\n"
+	"    retry_backoff: 30s\n"
+	"    timeout: 15m\n"
+	"    sql: |\n"
+	"      DELETE FROM fct_daily_sales WHERE dt = :partition;\n"
+	"      INSERT INTO fct_daily_sales (dt, store_id, sales, revenue_usd)\n"
+	"      SELECT dt, store_id, COUNT(*), SUM(amount_usd)\n"
+	"      FROM raw_sales WHERE dt = :partition GROUP BY dt, store_id;\n"
+	"    checks:\n"
+	"      - name: reconciles_with_raw\n"
+	"        sql: SELECT (SELECT ROUND(SUM(revenue_usd),2) FROM fct_daily_sales WHERE dt = :partition)\n"
+	"                  IS (SELECT ROUND(SUM(amount_usd),2) FROM raw_sales WHERE dt = :partition)\n"
+	"    table: fct_daily_sales\n"
+	"    partition_column: dt\n"
+	"    key: [dt, store_id]\n"
+	"    min_rows: 1\n"
+	"    metrics:\n"
+	"      revenue: {sql: SUM(revenue_usd), max_change: 50%}\n"
+	"      stores: COUNT(DISTINCT store_id)\n"
+	"    batch: false\n"
+	"    late_data:\n"
+	"      sql: SELECT DISTINCT dt FROM raw_sales_landing WHERE loaded_at > :since\n"
+	"      every: 15m\n"
+	"\n"
+	"  - name: export_daily\n"
+	"    partition: day\n"
+	"    upstream: [fct_daily_sales]\n"
+	"    command: [\"/usr/local/bin/export\", \"--date\", \"{partition}\"]   # argv, no shell\n"
+	"\n"
+	"  - name: rollup_monthly\n"
+	"    warehouse: dw\n"
+	"    partition: month\n"
+	"    upstream: [mart_weekly_sales]\n"
+	"    catchup: false\n"
+	"    batch: true\n"
+	"    sql: INSERT INTO rollup SELECT partition_key, 1 FROM backfill_manifest\n";
+
+/* The same jobs in another order, indented differently, with comments:
+ * every code_version must match. */
+static const char full_moved_yaml[] =
+	"# moved around\n"
+	"jobs:\n"
+	"- name: export_daily\n"
+	"  command:\n"
+	"    - /usr/local/bin/export\n"
+	"    - --date\n"
+	"    - \"{partition}\"\n"
+	"  upstream: [fct_daily_sales]\n"
+	"  partition: day\n"
+	"- name: fct_daily_sales\n"
+	"  partition: day\n"
+	"  warehouse: sales\n"
+	"  ready_after: 3h            # not part of the definition\n"
+	"  sql: |\n"
+	"    DELETE FROM fct_daily_sales WHERE dt = :partition;\n"
+	"    INSERT INTO fct_daily_sales (dt, store_id, sales, revenue_usd)\n"
+	"    SELECT dt, store_id, COUNT(*), SUM(amount_usd)\n"
+	"    FROM raw_sales WHERE dt = :partition GROUP BY dt, store_id;\n"
+	"  min_rows: 1\n"
+	"  key: [dt, store_id]\n"
+	"  partition_column: dt\n"
+	"  table: fct_daily_sales\n"
+	"  checks:\n"
+	"    - sql: \"SELECT (SELECT ROUND(SUM(revenue_usd),2) FROM fct_daily_sales WHERE dt = :partition) IS (SELECT ROUND(SUM(amount_usd),2) FROM raw_sales WHERE dt = :partition)\"\n"
+	"      name: reconciles_with_raw\n"
+	"  metrics:\n"
+	"    revenue:\n"
+	"      max_change: 50%\n"
+	"      sql: SUM(revenue_usd)\n"
+	"    stores: {sql: COUNT(DISTINCT store_id)}\n"
+	"warehouses:\n"
+	"- {name: sales, sqlite: /elsewhere/sales.db}\n";
+
+/* Every value of the full example, defaults included. */
+START_TEST(test_full_values)
+{
+	struct config *cfg = load_ok(full_yaml);
+	const struct warehouse_def *w;
+	const struct job_def *f, *m, *e, *r;
+
+	ck_assert_int_eq(cfg->refs, 1);
+	ck_assert_str_eq(cfg->path, "/srv/bf/conf/backfilld.yaml");
+	ck_assert_str_eq(cfg->dir, "/srv/bf/conf");
+	ck_assert_str_eq(cfg->state_db, "/srv/bf/conf/state/state.db");
+	ck_assert_str_eq(cfg->socket, "/run/backfilld/backfilld.sock");
+	ck_assert_str_eq(cfg->socket_group, "etl");
+	ck_assert_str_eq(cfg->log_level, "debug");
+	ck_assert_int_eq(cfg->max_concurrency, 3);
+	ck_assert_int_eq(cfg->max_catchup, 31);
+	ck_assert_int_eq(cfg->max_backfill, 366);
+	ck_assert_int_eq(cfg->shutdown_grace, 120);
+	ck_assert_int_eq(strlen(cfg->file_hash), 16);
+	ck_assert_int_eq(strspn(cfg->file_hash, "0123456789abcdef"), 16);
+
+	ck_assert_uint_eq(cfg->nwarehouses, 2);
+	w = &cfg->warehouses[0];
+	ck_assert_str_eq(w->name, "sales");
+	ck_assert_int_eq(w->kind, WH_SQLITE);
+	ck_assert_str_eq(w->path, "/srv/bf/conf/../data/sales.db");
+	ck_assert_ptr_null(w->conninfo);
+	ck_assert_ptr_null(w->password_file);
+	ck_assert_int_eq(w->max_connections, 3); /* min(max_concurrency, 4) */
+	ck_assert_int_eq(w->pos.line, 10);
+	ck_assert_int_eq(w->pos.col, 5);
+	w = &cfg->warehouses[1];
+	ck_assert_str_eq(w->name, "dw");
+	ck_assert_int_eq(w->kind, WH_POSTGRES);
+	ck_assert_ptr_null(w->path);
+	ck_assert_str_eq(w->conninfo, "host=/run/postgresql dbname=etl user=etl");
+	ck_assert_str_eq(w->password_file, "/srv/bf/conf/secrets/dw.pass");
+	ck_assert_int_eq(w->max_connections, 4);
+
+	ck_assert_uint_eq(cfg->njobs, 4);
+	m = config_job(cfg, "mart_weekly_sales");
+	f = config_job(cfg, "fct_daily_sales");
+	e = config_job(cfg, "export_daily");
+	r = config_job(cfg, "rollup_monthly");
+	ck_assert_ptr_eq(m, &cfg->jobs[0]);
+	ck_assert_ptr_eq(f, &cfg->jobs[1]);
+	ck_assert_ptr_eq(e, &cfg->jobs[2]);
+	ck_assert_ptr_eq(r, &cfg->jobs[3]);
+	ck_assert_ptr_null(config_job(cfg, "nope"));
+	ck_assert_int_eq(config_job_index(cfg, "export_daily"), 2);
+	ck_assert_int_eq(config_job_index(cfg, "nope"), -1);
+
+	/* the fact job: every key set */
+	ck_assert_int_eq(f->pos.line, 28);
+	ck_assert_int_eq(f->pos.col, 5);
+	ck_assert_str_eq(f->warehouse_name, "sales");
+	ck_assert_int_eq(f->warehouse, 0);
+	ck_assert_int_eq(f->grain, GRAIN_DAY);
+	ck_assert(f->has_start);
+	ck_assert_int_eq(f->start, day(2026, 1, 1));
+	ck_assert(f->has_end);
+	ck_assert_int_eq(f->end, day(2026, 12, 31));
+	ck_assert_int_eq(f->ready_after, 7200);
+	ck_assert(f->catchup);
+	ck_assert_int_eq(f->max_catchup, 14);
+	ck_assert_int_eq(f->max_backfill, 366);
+	ck_assert_int_eq(f->concurrency, 2);
+	ck_assert_int_eq(f->retries, 2);
+	ck_assert_int_eq(f->retry_backoff, 30);
+	ck_assert_int_eq(f->timeout, 900);
+	ck_assert(!f->allow_wall_clock);
+	ck_assert(!f->batch);
+	ck_assert_str_eq(f->sql,
+		"DELETE FROM fct_daily_sales WHERE dt = :partition;\n"
+		"INSERT INTO fct_daily_sales (dt, store_id, sales, revenue_usd)\n"
+		"SELECT dt, store_id, COUNT(*), SUM(amount_usd)\n"
+		"FROM raw_sales WHERE dt = :partition GROUP BY dt, store_id;\n");
+	ck_assert_ptr_null(f->sql_file);
+	ck_assert_ptr_null(f->command);
+	ck_assert_uint_eq(f->command_len, 0);
+	ck_assert_uint_eq(f->nchecks, 1);
+	ck_assert_str_eq(f->checks[0].name, "reconciles_with_raw");
+	ck_assert_str_eq(f->checks[0].sql,
+		"SELECT (SELECT ROUND(SUM(revenue_usd),2) FROM fct_daily_sales WHERE dt = :partition) "
+		"IS (SELECT ROUND(SUM(amount_usd),2) FROM raw_sales WHERE dt = :partition)");
+	ck_assert_int_eq(f->checks[0].pos.line, 46);
+	ck_assert_int_eq(f->checks[0].pos.col, 9);
+	ck_assert_uint_eq(f->nupstream, 0);
+	ck_assert_str_eq(f->table, "fct_daily_sales");
+	ck_assert_str_eq(f->partition_column, "dt");
+	ck_assert_uint_eq(f->nkey, 2);
+	ck_assert_str_eq(f->key[0], "dt");
+	ck_assert_str_eq(f->key[1], "store_id");
+	ck_assert_int_eq(f->min_rows, 1);
+	ck_assert_uint_eq(f->nmetrics, 2);
+	ck_assert_str_eq(f->metrics[0].name, "revenue");
+	ck_assert_str_eq(f->metrics[0].sql, "SUM(revenue_usd)");
+	ck_assert(f->metrics[0].has_max_change);
+	ck_assert_double_eq(f->metrics[0].max_change, 50.0);
+	ck_assert_str_eq(f->metrics[1].name, "stores");
+	ck_assert_str_eq(f->metrics[1].sql, "COUNT(DISTINCT store_id)");
+	ck_assert(!f->metrics[1].has_max_change);
+	ck_assert_ptr_nonnull(f->late_data);
+	ck_assert_str_eq(f->late_data->sql,
+		"SELECT DISTINCT dt FROM raw_sales_landing WHERE loaded_at > :since");
+	ck_assert_int_eq(f->late_data->every, 900);
+
+	/* the mart: defaults from the top level */
+	ck_assert_int_eq(m->grain, GRAIN_WEEK);
+	ck_assert(!m->has_start);
+	ck_assert(!m->has_end);
+	ck_assert_int_eq(m->ready_after, 0);
+	ck_assert(m->catchup);
+	ck_assert_int_eq(m->max_catchup, 31);
+	ck_assert_int_eq(m->max_backfill, 366);
+	ck_assert_int_eq(m->concurrency, 1);
+	ck_assert_int_eq(m->retries, 0);
+	ck_assert_int_eq(m->retry_backoff, 30);
+	ck_assert_int_eq(m->timeout, 0);
+	ck_assert_uint_eq(m->nchecks, 0);
+	ck_assert_ptr_null(m->late_data);
+	ck_assert_ptr_null(m->table);
+	ck_assert_uint_eq(m->nupstream, 1);
+	ck_assert_str_eq(m->upstream[0], "fct_daily_sales");
+	ck_assert_int_eq(m->upstream_idx[0], 1);
+
+	/* the command job */
+	ck_assert_ptr_null(e->warehouse_name);
+	ck_assert_int_eq(e->warehouse, -1);
+	ck_assert_ptr_null(e->sql);
+	ck_assert_uint_eq(e->command_len, 3);
+	ck_assert_str_eq(e->command[0], "/usr/local/bin/export");
+	ck_assert_str_eq(e->command[1], "--date");
+	ck_assert_str_eq(e->command[2], "{partition}");
+	ck_assert_ptr_null(e->command[3]);
+	ck_assert_int_eq(e->upstream_idx[0], 1);
+
+	/* the rollup: week feeds month */
+	ck_assert_int_eq(r->warehouse, 1);
+	ck_assert(!r->catchup);
+	ck_assert(r->batch);
+	ck_assert_int_eq(r->upstream_idx[0], 0);
+
+	/* downstream and topo */
+	ck_assert_uint_eq(f->ndownstream, 2);
+	ck_assert_int_eq(f->downstream_idx[0], 0);
+	ck_assert_int_eq(f->downstream_idx[1], 2);
+	ck_assert_uint_eq(m->ndownstream, 1);
+	ck_assert_int_eq(m->downstream_idx[0], 3);
+	ck_assert_uint_eq(e->ndownstream, 0);
+	ck_assert_ptr_null(e->downstream_idx);
+	ck_assert_uint_eq(r->ndownstream, 0);
+	ck_assert_int_eq(cfg->topo[0], 1);
+	ck_assert_int_eq(cfg->topo[1], 0);
+	ck_assert_int_eq(cfg->topo[2], 2);
+	ck_assert_int_eq(cfg->topo[3], 3);
+
+	config_unref(cfg);
+}
+END_TEST
+
+/* The full example with a command added to its SQL rollup: refused at
+ * the second of the two keys. */
+START_TEST(test_full_needs_one_kind)
+{
+	char *text = malloc(sizeof full_yaml + 64);
+
+	strcpy(text, full_yaml);
+	strcat(text, "    command: [/bin/true]\n");
+	load_bad(text, "inline.yaml:73:5: job \"rollup_monthly\": sql and command are exclusive; keep one");
+	free(text);
+}
+END_TEST
+
+/* code_version: 16 hex digits, stable across loads, free of positions,
+ * changed by the SQL. */
+START_TEST(test_code_version)
+{
+	struct config *a = load_ok(full_yaml), *b = load_ok(full_yaml);
+	struct config *c = load_ok(full_moved_yaml);
+	const char *fa = config_job(a, "fct_daily_sales")->code_version;
+	char *changed;
+	char *at;
+	struct config *d;
+	size_t i;
+
+	for (i = 0; i < a->njobs; i++) {
+		ck_assert_int_eq(strlen(a->jobs[i].code_version), 16);
+		ck_assert_int_eq(strspn(a->jobs[i].code_version, "0123456789abcdef"), 16);
+		ck_assert_str_eq(a->jobs[i].code_version, b->jobs[i].code_version);
+	}
+	ck_assert_str_eq(a->file_hash, b->file_hash);
+	ck_assert_str_ne(a->file_hash, c->file_hash);
+	/* moved, reindented, other warehouse path and ready_after: same */
+	ck_assert_str_eq(fa, config_job(c, "fct_daily_sales")->code_version);
+	ck_assert_str_eq(config_job(a, "export_daily")->code_version,
+			 config_job(c, "export_daily")->code_version);
+	/* different jobs differ */
+	ck_assert_str_ne(fa, config_job(a, "mart_weekly_sales")->code_version);
+
+	/* one character of SQL changes it */
+	changed = strdup(full_yaml);
+	at = strstr(changed, "SUM(amount_usd)\n");
+	ck_assert_ptr_nonnull(at);
+	at[4] = 'A';
+	d = load_ok(changed);
+	ck_assert_str_ne(fa, config_job(d, "fct_daily_sales")->code_version);
+	ck_assert_str_eq(config_job(a, "export_daily")->code_version,
+			 config_job(d, "export_daily")->code_version);
+	ck_assert_str_ne(a->file_hash, d->file_hash);
+	config_unref(d);
+
+	/* so does a metric's max_change */
+	strcpy(changed, full_yaml);
+	at = strstr(changed, "max_change: 50%");
+	at[12] = '6';
+	d = load_ok(changed);
+	ck_assert_str_ne(fa, config_job(d, "fct_daily_sales")->code_version);
+	config_unref(d);
+	free(changed);
+
+	config_unref(a);
+	config_unref(b);
+	config_unref(c);
+}
+END_TEST
+
+/* Reference counting. */
+START_TEST(test_refs)
+{
+	struct config *cfg = load_ok("max_concurrency: 2\n");
+
+	ck_assert_ptr_eq(config_ref(cfg), cfg);
+	ck_assert_int_eq(cfg->refs, 2);
+	config_unref(cfg);
+	ck_assert_int_eq(cfg->refs, 1);
+	config_unref(cfg);
+	config_unref(NULL);
+	ck_assert_ptr_null(config_ref(NULL));
+}
+END_TEST
+
+/* An almost empty file: every default. */
+START_TEST(test_defaults)
+{
+	struct config *cfg = load_ok_at("rel/backfilld.yaml", "jobs: []\n");
+	char cwd[PATH_MAX], want[PATH_MAX + 64];
+
+	ck_assert_ptr_nonnull(getcwd(cwd, sizeof cwd));
+	snprintf(want, sizeof want, "%s/rel/backfilld.yaml", cwd);
+	ck_assert_str_eq(cfg->path, want);
+	snprintf(want, sizeof want, "%s/rel", cwd);
+	ck_assert_str_eq(cfg->dir, want);
+	ck_assert_str_eq(cfg->state_db, "/var/lib/backfilld/state.db");
+	ck_assert_str_eq(cfg->socket, "/run/backfilld/backfilld.sock");
+	ck_assert_ptr_null(cfg->socket_group);
+	ck_assert_ptr_null(cfg->log_level);
+	ck_assert_int_eq(cfg->max_concurrency, 4);
+	ck_assert_int_eq(cfg->max_catchup, 31);
+	ck_assert_int_eq(cfg->max_backfill, 366);
+	ck_assert_int_eq(cfg->shutdown_grace, 30);
+	ck_assert_uint_eq(cfg->njobs, 0);
+	ck_assert_uint_eq(cfg->nwarehouses, 0);
+	config_unref(cfg);
+
+	/* relative socket and state_db, "./" dropped */
+	cfg = load_ok_at("/etc/bf/./x.yaml",
+			 "socket: ./run/b.sock\nstate_db: st.db\n");
+	ck_assert_str_eq(cfg->path, "/etc/bf/x.yaml");
+	ck_assert_str_eq(cfg->socket, "/etc/bf/run/b.sock");
+	ck_assert_str_eq(cfg->state_db, "/etc/bf/st.db");
+	config_unref(cfg);
+}
+END_TEST
+
+/* Top-level defaults reach jobs and warehouses whatever the key order. */
+START_TEST(test_defaults_order)
+{
+	struct config *cfg = load_ok(
+		"jobs:\n"
+		"  - name: x\n"
+		"    warehouse: s\n"
+		"    partition: day\n"
+		"    concurrency: 6\n"
+		"    sql: SELECT 1\n"
+		"warehouses:\n"
+		"  - {name: s, postgres: dbname=s}\n"
+		"max_catchup: 5\n"
+		"max_backfill: 10\n"
+		"max_concurrency: 8\n");
+
+	ck_assert_int_eq(cfg->jobs[0].max_catchup, 5);
+	ck_assert_int_eq(cfg->jobs[0].max_backfill, 10);
+	ck_assert_int_eq(cfg->jobs[0].concurrency, 6);
+	ck_assert_int_eq(cfg->jobs[0].warehouse, 0);
+	ck_assert_int_eq(cfg->warehouses[0].max_connections, 4);
+	config_unref(cfg);
+}
+END_TEST
+
+/* start and end at each grain: a date maps to the partition holding it. */
+START_TEST(test_dates_per_grain)
+{
+	struct config *cfg = load_ok(
+		"jobs:\n"
+		"  - {name: h, partition: hour, start: 2026-01-01, end: 2026-01-02, command: [x]}\n"
+		"  - {name: h2, partition: hour, start: 2026-01-01T05, end: 2026-01-01T05, command: [x]}\n"
+		"  - {name: w, partition: week, start: 2026-01-07, end: 2026-01-11, command: [x]}\n"
+		"  - {name: m, partition: month, start: 2024-02-29, end: 2024-03-01, command: [x]}\n"
+		"  - {name: d, partition: day, end: 2026-12-31, command: [x]}\n"
+		"  - {name: n, partition: day, command: [x]}\n");
+	const struct job_def *j;
+
+	j = config_job(cfg, "h");
+	ck_assert_int_eq(j->start, day(2026, 1, 1) * 24);
+	ck_assert_int_eq(j->end, day(2026, 1, 2) * 24 + 23);
+	j = config_job(cfg, "h2");
+	ck_assert_int_eq(j->start, day(2026, 1, 1) * 24 + 5);
+	ck_assert_int_eq(j->end, j->start);
+	j = config_job(cfg, "w");
+	ck_assert_int_eq(j->start, part_of_day(GRAIN_WEEK, day(2026, 1, 5)));
+	ck_assert_int_eq(j->end, j->start);
+	j = config_job(cfg, "m");
+	ck_assert_int_eq(j->start, part_of_day(GRAIN_MONTH, day(2024, 2, 1)));
+	ck_assert_int_eq(j->end, j->start + 1);
+	j = config_job(cfg, "d");
+	ck_assert(!j->has_start);
+	ck_assert(j->has_end);
+	ck_assert_int_eq(j->end, day(2026, 12, 31));
+	/* no upstream, no start: allowed, backfills only */
+	j = config_job(cfg, "n");
+	ck_assert(!j->has_start);
+	ck_assert(!j->has_end);
+	ck_assert_uint_eq(j->nupstream, 0);
+	config_unref(cfg);
+}
+END_TEST
+
+/* ------------------------------------------------------------------ */
+/* Files: config_load and sql_file                                     */
+/* ------------------------------------------------------------------ */
+
+/* Write `text` to dir/name. */
+static void
+write_file(const char *dir, const char *name, const char *text)
+{
+	char path[PATH_MAX];
+	FILE *f;
+
+	snprintf(path, sizeof path, "%s/%s", dir, name);
+	f = fopen(path, "w");
+	ck_assert_ptr_nonnull(f);
+	fputs(text, f);
+	fclose(f);
+}
+
+/* Remove dir/name. */
+static void
+remove_file(const char *dir, const char *name)
+{
+	char path[PATH_MAX];
+
+	snprintf(path, sizeof path, "%s/%s", dir, name);
+	unlink(path);
+}
+
+/* A valid fixture through config_load: real path, folder, hash. */
+START_TEST(test_load_file)
+{
+	struct config *cfg;
+	struct err err;
+	char *real = realpath(FX "good-minimal.yaml", NULL);
+	char want[PATH_MAX + 64];
+
+	ck_assert_ptr_nonnull(real);
+	ck_assert_msg(config_load(FX "good-minimal.yaml", &cfg, &err) == 0,
+		      "%s", err.msg);
+	ck_assert_str_eq(cfg->path, real);
+	*strrchr(real, '/') = '\0';
+	ck_assert_str_eq(cfg->dir, real);
+	snprintf(want, sizeof want, "%s/state/state.db", real);
+	ck_assert_str_eq(cfg->state_db, want);
+	ck_assert_uint_eq(cfg->njobs, 1);
+	ck_assert_str_eq(cfg->jobs[0].command[2], "{partition}");
+	ck_assert_int_eq(cfg->topo[0], 0);
+	free(real);
+	config_unref(cfg);
+}
+END_TEST
+
+/* sql_file is read at load time, relative to the config's folder; its
+ * wall-clock reads are refused with their position inside the file. */
+START_TEST(test_sql_file)
+{
+	char dir[] = "/tmp/test_config.XXXXXX";
+	char cfgpath[PATH_MAX], jobs[PATH_MAX], want[PATH_MAX * 2];
+	struct config *cfg;
+	struct err err;
+	const char *sql = "DELETE FROM t WHERE dt = :partition;\n"
+			  "INSERT INTO t SELECT * FROM raw WHERE dt = :partition;\n";
+
+	ck_assert_ptr_nonnull(mkdtemp(dir));
+	snprintf(jobs, sizeof jobs, "%s/jobs", dir);
+	ck_assert_int_eq(mkdir(jobs, 0700), 0);
+	write_file(dir, "jobs/x.sql", sql);
+	write_file(dir, "jobs/clock.sql",
+		   "-- fine: current_date\nSELECT 1;\nSELECT  date('now');\n");
+	write_file(dir, "jobs/empty.sql", "");
+	snprintf(cfgpath, sizeof cfgpath, "%s/backfilld.yaml", dir);
+	write_file(dir, "backfilld.yaml",
+		   WH "  - name: x\n    warehouse: sales\n    partition: day\n"
+		   "    sql_file: jobs/x.sql\n");
+	ck_assert_msg(config_load(cfgpath, &cfg, &err) == 0, "%s", err.msg);
+	ck_assert_str_eq(cfg->jobs[0].sql, sql);
+	snprintf(want, sizeof want, "%s/jobs/x.sql", dir);
+	ck_assert_str_eq(cfg->jobs[0].sql_file, want);
+	snprintf(want, sizeof want, "%s/sales.db", dir);
+	ck_assert_str_eq(cfg->warehouses[0].path, want);
+	config_unref(cfg);
+
+	write_file(dir, "backfilld.yaml",
+		   WH "  - name: x\n    warehouse: sales\n    partition: day\n"
+		   "    sql_file: jobs/clock.sql\n");
+	ck_assert_int_eq(config_load(cfgpath, &cfg, &err), -1);
+	snprintf(want, sizeof want,
+		 "%s:8:15: job \"x\" reads the wall clock ('now') at jobs/clock.sql:3:14: take the date from :partition, or set allow_wall_clock: true",
+		 cfgpath);
+	ck_assert_str_eq(err.msg, want);
+
+	write_file(dir, "backfilld.yaml",
+		   WH "  - name: x\n    warehouse: sales\n    partition: day\n"
+		   "    allow_wall_clock: true\n    sql_file: jobs/clock.sql\n");
+	ck_assert_msg(config_load(cfgpath, &cfg, &err) == 0, "%s", err.msg);
+	config_unref(cfg);
+
+	write_file(dir, "backfilld.yaml",
+		   WH "  - name: x\n    warehouse: sales\n    partition: day\n"
+		   "    sql_file: jobs/empty.sql\n");
+	ck_assert_int_eq(config_load(cfgpath, &cfg, &err), -1);
+	snprintf(want, sizeof want,
+		 "%s:8:5: job \"x\": sql_file \"jobs/empty.sql\" (%s/jobs/empty.sql) must hold SQL text: it is empty",
+		 cfgpath, dir);
+	ck_assert_str_eq(err.msg, want);
+
+	write_file(dir, "backfilld.yaml",
+		   WH "  - name: x\n    warehouse: sales\n    partition: day\n"
+		   "    sql_file: jobs\n");
+	ck_assert_int_eq(config_load(cfgpath, &cfg, &err), -1);
+	snprintf(want, sizeof want,
+		 "%s:8:5: job \"x\": cannot read sql_file \"jobs\" (%s/jobs): Is a directory",
+		 cfgpath, dir);
+	ck_assert_str_eq(err.msg, want);
+
+	remove_file(dir, "jobs/x.sql");
+	remove_file(dir, "jobs/clock.sql");
+	remove_file(dir, "jobs/empty.sql");
+	remove_file(dir, "backfilld.yaml");
+	rmdir(jobs);
+	rmdir(dir);
+}
+END_TEST
+
+/* Suite: fixtures, inline errors, wall clock, values, files. */
+static Suite *
+config_suite(void)
+{
+	Suite *s = suite_create("config");
+	TCase *tc;
+
+	tc = tcase_create("refused");
+	tcase_add_loop_test(tc, test_bad_fixture, 0, NBAD);
+	tcase_add_test(tc, test_bad_unknown_key_full);
+	tcase_add_test(tc, test_unreadable);
+	tcase_add_loop_test(tc, test_bad_inline, 0, NBADI);
+	suite_add_tcase(s, tc);
+
+	tc = tcase_create("wall_clock");
+	tcase_add_loop_test(tc, test_wall_clock, 0, NWALL);
+	suite_add_tcase(s, tc);
+
+	tc = tcase_create("values");
+	tcase_add_test(tc, test_full_values);
+	tcase_add_test(tc, test_full_needs_one_kind);
+	tcase_add_test(tc, test_code_version);
+	tcase_add_test(tc, test_refs);
+	tcase_add_test(tc, test_defaults);
+	tcase_add_test(tc, test_defaults_order);
+	tcase_add_test(tc, test_dates_per_grain);
+	suite_add_tcase(s, tc);
+
+	tc = tcase_create("files");
+	tcase_add_test(tc, test_load_file);
+	tcase_add_test(tc, test_sql_file);
+	suite_add_tcase(s, tc);
+	return s;
+}
+
+int
+main(void)
+{
+	SRunner *sr = srunner_create(config_suite());
+	int failed;
+
+	srunner_run_all(sr, CK_NORMAL);
+	failed = srunner_ntests_failed(sr);
+	srunner_free(sr);
+	return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+}
