@@ -739,15 +739,19 @@ runs_cb(const struct store_run_row *r, void *data, struct err *err)
 
 	(void)err;
 	if (rc->json) {
-		buf_printf(rc->out, "%s{\"id\": %" PRId64 ", \"request\": %" PRId64
-			   ", \"job\": ", rc->n++ ? ",\n  " : "\n  ", r->id,
+		buf_printf(rc->out, "%s{\"id\": ", rc->n++ ? ",\n  " : "\n  ");
+		if (r->has_id)
+			buf_printf(rc->out, "%" PRId64, r->id);
+		else
+			buf_addstr(rc->out, "null");
+		buf_printf(rc->out, ", \"request\": %" PRId64 ", \"job\": ",
 			   r->request_id);
 		buf_add_json_str(rc->out, r->job);
 		buf_addstr(rc->out, ", \"partition\": ");
 		buf_add_json_str(rc->out, r->key);
 		buf_printf(rc->out, ", \"attempt\": %d, \"state\": \"%s\","
 			   " \"started_at\": ", r->attempt, r->state);
-		json_time(rc->out, r->started_at, true);
+		json_time(rc->out, r->started_at, r->has_started_at);
 		buf_addstr(rc->out, ", \"finished_at\": ");
 		json_time(rc->out, r->finished_at, r->has_finished_at);
 		buf_addstr(rc->out, ", \"error\": ");
@@ -762,13 +766,16 @@ runs_cb(const struct store_run_row *r, void *data, struct err *err)
 		buf_addstr(rc->out, "}");
 		return 0;
 	}
-	fmt_time(r->started_at, true, st);
+	fmt_time(r->started_at, r->has_started_at, st);
 	if (r->has_finished_at)
 		snprintf(dur, sizeof dur, "%.3fs",
 			 (double)(r->finished_at - r->started_at) / 1000.0);
 	else
 		strcpy(dur, "-");
-	snprintf(id, sizeof id, "%" PRId64, r->id);
+	if (r->has_id)
+		snprintf(id, sizeof id, "%" PRId64, r->id);
+	else
+		strcpy(id, "-");
 	snprintf(rq, sizeof rq, "%" PRId64, r->request_id);
 	snprintf(att, sizeof att, "%d", r->attempt);
 	if (r->has_rows)
@@ -1086,17 +1093,52 @@ cmd_run(struct cmd_ctx *ctx, const struct proto_msg *req, struct buf *resp)
 
 /* ---- wait ------------------------------------------------------------- */
 
+struct problems_ctx {
+	struct buf *out;
+	int n;
+};
+
+/* One failed or blocked partition of a waited request. */
+static void
+problem_cb(const char *job, const char *key, const char *state,
+	   const char *error, const char *blocked_on, void *data)
+{
+	struct problems_ctx *pc = data;
+
+	if (pc->n++ >= 20)
+		return;
+	if (strcmp(state, "blocked") == 0)
+		buf_printf(pc->out, "  blocked %s %s: waits for %s, which failed\n",
+			   job, key, blocked_on ? blocked_on : "an input");
+	else
+		buf_printf(pc->out, "  failed  %s %s: %s\n", job, key,
+			   error ? error : "failed");
+}
+
 void
 cmd_wait_summary(struct sched *s, int64_t request_id,
 		 const struct sched_progress *p, struct buf *out)
 {
-	struct store_open_row dummy;
+	struct problems_ctx pc = { out, 0 };
+	struct err err;
 
-	(void)s;
-	(void)dummy;
 	buf_printf(out, "request %" PRId64 ": %" PRId64 " succeeded, %" PRId64
 		   " failed, %" PRId64 " blocked, %" PRId64 " cancelled of %"
 		   PRId64 " in %.1fs\n", request_id, p->succeeded, p->failed,
 		   p->blocked, p->cancelled, p->total,
 		   (double)p->elapsed_ms / 1000.0);
+	if (p->failed + p->blocked == 0)
+		return;
+	if (store_request_problems(sched_store(s), request_id, problem_cb, &pc,
+				   &err) < 0) {
+		buf_printf(out, "  (cannot list them: %s)\n", err.msg);
+		return;
+	}
+	if (pc.n > 20)
+		buf_printf(out, "  ... and %d more: backfillctl runs --request %"
+			   PRId64 "\n", pc.n - 20, request_id);
+	buf_printf(out, "fix the cause, then: backfillctl backfill %s"
+		   " --reprocess failed ... or backfillctl rerun JOB PARTITION;"
+		   " blocked partitions run once their inputs land\n",
+		   "JOB");
 }

@@ -24,8 +24,10 @@
  *     recomputed from `now`; the partitions between the watermark and the
  *     newest due one are a gap when more than one: caught up as one
  *     request when catchup is on and the gap is within max_catchup,
- *     otherwise skipped (catchup off: only the newest runs) or refused
- *     (above the bound: none runs, status says so).  A clock that goes
+ *     otherwise skipped (catchup off: none of it runs, the watermark
+ *     moves to the newest due partition) or refused (above the bound:
+ *     none runs, status says so).  A single newly due partition is not a
+ *     gap: it runs whatever catchup says.  A clock that goes
  *     back finds nothing due past the watermark and re-runs nothing.
  *     A paused job materialises nothing; on resume what came due meanwhile
  *     is materialised within max_catchup, whatever catchup says: paused
@@ -1187,15 +1189,14 @@ sched_schedule(struct sched *s, bool resumed, int only)
 					 j->catchup ? "ok" : "off");
 				js->st.gap_from[0] = js->st.gap_to[0] = '\0';
 			} else if (!j->catchup && !resume_here) {
-				/* catchup off: the gap is skipped, the newest runs */
-				if (sched_materialise(s, (int)i, last, last,
-						      "schedule", &err) < 0)
-					goto fail;
+				/* catchup off: the gap is skipped; the watermark
+				 * moves to the newest due partition and the job
+				 * goes on with what comes due from now */
 				part_key(j->grain, first, a);
-				part_key(j->grain, last - 1, b);
+				part_key(j->grain, last, b);
 				log_notice("job=%s catchup is off: skipped %" PRId64
-					   " missed partitions %s..%s", j->name,
-					   gap - 1, a, b);
+					   " missed partitions %s..%s (backfill them"
+					   " if they are needed)", j->name, gap, a, b);
 				snprintf(js->st.catchup, sizeof js->st.catchup, "off");
 			} else {
 				part_key(j->grain, first, a);

@@ -37,6 +37,7 @@ enum stmt_id {
 	S_REQUEST_GET,
 	S_JOB_COUNTS_OPEN,
 	S_JOB_COUNTS_LAST,
+	S_PROBLEMS,
 	S_COUNT
 };
 
@@ -101,6 +102,9 @@ static const char *const store_sql[S_COUNT] = {
 	"SELECT state, COUNT(*) FROM runs WHERE id IN (SELECT MAX(id) FROM runs"
 	" WHERE job = ?1 AND state IN ('succeeded', 'failed')"
 	" GROUP BY partition_key) GROUP BY state",
+	[S_PROBLEMS] =
+	"SELECT job, partition_key, state, error, blocked_on FROM manifest"
+	" WHERE request_id = ? AND state IN ('failed', 'blocked') ORDER BY seq",
 };
 
 struct store {
@@ -602,11 +606,19 @@ store_runs(struct store *st, const char *job, int64_t request_id,
 	int rc;
 	char sql[512];
 
-	/* Built per call: the filter set varies; parameters stay bound. */
+	/* Built per call: the filter set varies; parameters stay bound.
+	 * Runs, and the manifest rows that have not run yet (queued or
+	 * blocked, with no id), pending ones first. */
 	snprintf(sql, sizeof sql,
-		 "SELECT id, request_id, job, partition_key, attempt, state,"
-		 " started_at, finished_at, error, rows_changed, code_version"
-		 " FROM runs WHERE 1%s%s%s ORDER BY id DESC%s",
+		 "SELECT * FROM (SELECT id, request_id, job, partition_key,"
+		 " attempt, state, started_at, finished_at, error, rows_changed,"
+		 " code_version, 0 AS pending, id AS k FROM runs"
+		 " UNION ALL SELECT NULL, request_id, job, partition_key,"
+		 " attempts + 1, state, NULL, NULL, CASE WHEN state = 'blocked'"
+		 " THEN 'blocked: its input ' || blocked_on || ' failed' ELSE"
+		 " error END, NULL, NULL, 1, id FROM manifest WHERE state IN"
+		 " ('queued', 'blocked')) WHERE 1%s%s%s"
+		 " ORDER BY pending DESC, k DESC%s",
 		 job ? " AND job = ?1" : "", request_id ? " AND request_id = ?2" : "",
 		 state ? " AND state = ?3" : "", limit > 0 ? " LIMIT ?4" : "");
 	if (sqlite3_prepare_v2(st->db, sql, -1, &s, NULL) != SQLITE_OK)
@@ -621,12 +633,14 @@ store_runs(struct store *st, const char *job, int64_t request_id,
 		sqlite3_bind_int64(s, 4, limit);
 	while ((rc = sqlite3_step(s)) == SQLITE_ROW) {
 		memset(&row, 0, sizeof row);
+		row.has_id = sqlite3_column_type(s, 0) != SQLITE_NULL;
 		row.id = sqlite3_column_int64(s, 0);
 		row.request_id = sqlite3_column_int64(s, 1);
 		row.job = col_text(s, 2);
 		row.key = col_text(s, 3);
 		row.attempt = sqlite3_column_int(s, 4);
 		row.state = col_text(s, 5);
+		row.has_started_at = sqlite3_column_type(s, 6) != SQLITE_NULL;
 		row.started_at = sqlite3_column_int64(s, 6);
 		row.has_finished_at = sqlite3_column_type(s, 7) != SQLITE_NULL;
 		row.finished_at = sqlite3_column_int64(s, 7);
@@ -747,4 +761,21 @@ store_request_get(struct store *st, int64_t id, char *job, size_t jobsz,
 	if (rc != SQLITE_DONE)
 		return store_fail(st, err, "reading a request");
 	return 1;
+}
+
+int
+store_request_problems(struct store *st, int64_t request_id,
+		       store_problem_cb cb, void *data, struct err *err)
+{
+	sqlite3_stmt *s = st->stmt[S_PROBLEMS];
+	int rc;
+
+	sqlite3_bind_int64(s, 1, request_id);
+	while ((rc = sqlite3_step(s)) == SQLITE_ROW)
+		cb(col_text(s, 0), col_text(s, 1), col_text(s, 2), col_text(s, 3),
+		   col_text(s, 4), data);
+	store_done(s);
+	if (rc != SQLITE_DONE)
+		return store_fail(st, err, "reading a request's failures");
+	return 0;
 }

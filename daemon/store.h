@@ -139,14 +139,17 @@ typedef int (*store_built_cb)(const char *key, int64_t built_at,
 int store_partitions_of(struct store *st, const char *job, store_built_cb cb,
 			void *data, struct err *err);
 
-/* Runs, newest first, filtered; NULL/0 filters are ignored; limit 0 = all. */
+/* Runs, newest first, after the manifest rows still queued or blocked;
+ * filtered (NULL/0 filters are ignored); limit 0 = all. */
 struct store_run_row {
+	bool has_id;          /* false: a queued or blocked item, not yet run */
 	int64_t id;
 	int64_t request_id;
 	const char *job;
 	const char *key;
 	int attempt;
 	const char *state;
+	bool has_started_at;
 	int64_t started_at;
 	bool has_finished_at;
 	int64_t finished_at;
@@ -181,6 +184,13 @@ int store_job_get(struct store *st, const char *job, struct store_job_state *js,
 		  struct err *err);
 int store_job_put(struct store *st, const char *job,
 		  const struct store_job_state *js, int64_t at, struct err *err);
+
+/* The failed and blocked rows of a request, in run order. */
+typedef void (*store_problem_cb)(const char *job, const char *key,
+				 const char *state, const char *error,
+				 const char *blocked_on, void *data);
+int store_request_problems(struct store *st, int64_t request_id,
+			   store_problem_cb cb, void *data, struct err *err);
 
 /* Does request id exist; fills its job and whether finished. */
 int store_request_get(struct store *st, int64_t id, char *job, size_t jobsz,
