@@ -36,6 +36,7 @@ struct client {
 	size_t rlen;
 	size_t rcap;
 	bool closing;
+	bool finishing; /* shutting down after a last answer */
 	void *watch;
 	int64_t wait_id;
 	uv_timer_t throttle;
@@ -65,6 +66,7 @@ struct write_req {
 };
 
 static void client_close(struct client *cl);
+static void client_finish(struct client *cl);
 
 /* Free a finished write. */
 static void
@@ -101,6 +103,39 @@ client_send(struct client *cl, struct buf *frame)
 		     control_write_cb) < 0) {
 		free(wr->data);
 		free(wr);
+		client_close(cl);
+	}
+}
+
+/* The queued answers are written: close. */
+static void
+client_shutdown_cb(uv_shutdown_t *req, int status)
+{
+	struct client *cl = req->data;
+
+	(void)status;
+	free(req);
+	client_close(cl);
+}
+
+/* Stop reading, let queued answers go out, then close. */
+static void
+client_finish(struct client *cl)
+{
+	uv_shutdown_t *req;
+
+	if (cl->closing || cl->finishing)
+		return;
+	cl->finishing = true;
+	uv_read_stop((uv_stream_t *)&cl->pipe);
+	req = calloc(1, sizeof *req);
+	if (req == NULL) {
+		client_close(cl);
+		return;
+	}
+	req->data = cl;
+	if (uv_shutdown(req, (uv_stream_t *)&cl->pipe, client_shutdown_cb) < 0) {
+		free(req);
 		client_close(cl);
 	}
 }
@@ -289,9 +324,17 @@ client_handle(struct client *cl, const struct proto_msg *req)
 	};
 	struct buf f;
 
-	if (req->type != PROTO_REQUEST || cmd == NULL) {
-		client_error(cl, EXIT_BAD_INPUT,
-			     "expected a REQUEST frame with cmd=...");
+	if (req->type != PROTO_REQUEST) {
+		/* a protocol violation, like a bad frame: answer and close */
+		client_error(cl, EXIT_BAD_INPUT, "a client sends REQUEST frames"
+			     " only: use backfillctl and backfilld from the same"
+			     " release");
+		client_finish(cl);
+		return;
+	}
+	if (cmd == NULL) {
+		client_error(cl, EXIT_BAD_INPUT, "the request names no command"
+			     " (cmd=...): see backfillctl --help");
 		return;
 	}
 	if (strcmp(cmd, "wait") == 0) {
@@ -352,15 +395,14 @@ client_read_cb(uv_stream_t *st, ssize_t n, const uv_buf_t *b)
 		return;
 	}
 	cl->rlen += (size_t)n;
-	while (!cl->closing) {
+	while (!cl->closing && !cl->finishing) {
 		rc = proto_parse(cl->rbuf, cl->rlen, &used, &msg, &err);
 		if (rc == 0)
 			break;
 		if (rc < 0) {
 			log_warn("control: closing a connection: %s", err.msg);
 			client_error(cl, EXIT_BAD_INPUT, err.msg);
-			uv_read_stop(st);
-			client_close(cl);
+			client_finish(cl);
 			return;
 		}
 		memmove(cl->rbuf, cl->rbuf + used, cl->rlen - used);
