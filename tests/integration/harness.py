@@ -1,0 +1,767 @@
+"""harness.py - start the real backfilld on a temporary folder and drive it.
+
+Python 3 standard library only.  Each test file builds one or more Daemon
+objects, drives them with backfillctl (Daemon.ctl) and asserts on the
+warehouses, the state store and the --json outputs of DESIGN.md.
+
+Readiness is event-driven: the harness binds a unix datagram socket, sets
+NOTIFY_SOCKET to it, and waits for the daemon's sd_notify "READY=1" (or
+for the daemon to exit, through a pidfd).  The timeouts below are failure
+guards only, never the way a test waits for something to happen.
+
+Exit codes (meson): 0 pass, 1 fail, 77 skip (no binaries to test).
+
+Environment: BACKFILLD and BACKFILLCTL (set by meson), SOURCE_ROOT (the
+source tree, for config/ and config/demo/).  KEEP_TMP=1 keeps the temporary
+folders of passing tests too (failing ones are always kept).
+"""
+
+import datetime
+import json
+import os
+import re
+import select
+import signal
+import socket
+import sqlite3
+import struct
+import subprocess
+import sys
+import tempfile
+import textwrap
+import threading
+import time
+import traceback
+
+SKIP = 77
+READY_TIMEOUT = 20.0   # guard: the daemon must send READY=1 within this
+STOP_TIMEOUT = 60.0    # guard: SIGTERM must end the daemon within this
+CTL_TIMEOUT = 60.0     # guard: any backfillctl call, --wait included
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+SOURCE_ROOT = os.environ.get("SOURCE_ROOT") or os.path.dirname(os.path.dirname(HERE))
+SALES_SQL = os.path.join(SOURCE_ROOT, "config", "demo", "sales.sql")
+EXAMPLE_YAML = os.path.join(SOURCE_ROOT, "config", "example.yaml")
+
+# The test clock (BACKFILLD_TEST_CLOCK_FILE): a fixed instant before the
+# jobs' `start`, so their schedule has nothing due.  The daemon takes every
+# time from it, run times included, and it stands still: tests that measure
+# elapsed times (runs' started_at/finished_at, retry backoff, staleness by
+# landing time) pass clock=None.  With the real clock, the schedule of a
+# job with `catchup: false` runs the newest due partition (its `end`) once
+# at the first start: start() waits for that work to finish and runs()
+# leaves it out (boot_requests), so tests see only what they asked for.
+DEFAULT_CLOCK = "2026-01-01T00:00:00Z"
+
+ISO_MS = re.compile(r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$")
+
+
+class TestFailure(AssertionError):
+    pass
+
+
+def fail(msg):
+    raise TestFailure(msg)
+
+
+def check(cond, msg):
+    if not cond:
+        fail(msg)
+
+
+def eq(got, expected, what):
+    if got != expected:
+        fail("%s:\n  expected %r\n  got      %r" % (what, expected, got))
+
+
+def binaries():
+    """The two programs under test, or exit 77 when none were given."""
+    d = os.environ.get("BACKFILLD")
+    c = os.environ.get("BACKFILLCTL")
+    if not d or not c:
+        for b in ("build", "build-it"):
+            cd = os.path.join(SOURCE_ROOT, b, "daemon")
+            if os.path.exists(os.path.join(cd, "backfilld")):
+                d = d or os.path.join(cd, "backfilld")
+                c = c or os.path.join(cd, "backfillctl")
+                break
+    if not d or not c:
+        print("SKIP: set BACKFILLD and BACKFILLCTL (meson test does)")
+        sys.exit(SKIP)
+    for p in (d, c):
+        if not os.access(p, os.X_OK):
+            print("FAIL: %s is not an executable" % p)
+            sys.exit(1)
+    return d, c
+
+
+def parse_iso(s):
+    """ISO-8601 UTC with milliseconds -> aware datetime (asserting the shape)."""
+    check(isinstance(s, str) and ISO_MS.match(s),
+          "timestamp %r is not YYYY-MM-DDTHH:MM:SS.sssZ" % (s,))
+    return datetime.datetime.strptime(s, "%Y-%m-%dT%H:%M:%S.%fZ").replace(
+        tzinfo=datetime.timezone.utc)
+
+
+def days(first, last):
+    """Inclusive list of YYYY-MM-DD dates."""
+    d0 = datetime.date.fromisoformat(first)
+    d1 = datetime.date.fromisoformat(last)
+    return [(d0 + datetime.timedelta(n)).isoformat() for n in range((d1 - d0).days + 1)]
+
+
+def week_of(d):
+    """ISO week key (its Monday) of a YYYY-MM-DD date."""
+    x = datetime.date.fromisoformat(d)
+    return (x - datetime.timedelta(x.weekday())).isoformat()
+
+
+def month_of(d):
+    return d[:8] + "01"
+
+
+# ---------------------------------------------------------------- protocol
+
+PROTO_MAGIC = 0x42464C44
+PROTO_VERSION = 1
+PROTO_REQUEST, PROTO_RESPONSE, PROTO_PROGRESS = 1, 2, 3
+
+
+def frame(fields, type_=PROTO_REQUEST, version=PROTO_VERSION, magic=PROTO_MAGIC,
+          length=None):
+    """A protocol frame (docs/protocol.md); length overrides the header's."""
+    if isinstance(fields, bytes):
+        body = fields
+    else:
+        body = b"".join(b"%s=%s\0" % (k.encode(), str(v).encode())
+                        for k, v in fields.items())
+    n = len(body) if length is None else length
+    return struct.pack(">IHHI", magic, version, type_, n) + body
+
+
+def parse_body(body):
+    out = {}
+    for part in body.split(b"\0")[:-1]:
+        k, _, v = part.partition(b"=")
+        out[k.decode()] = v.decode("utf-8", "replace")
+    return out
+
+
+def read_frame(sock):
+    """One frame from sock: (type, fields), or None at EOF."""
+    hdr = _read_exact(sock, 12)
+    if hdr is None:
+        return None
+    magic, version, type_, n = struct.unpack(">IHHI", hdr)
+    check(magic == PROTO_MAGIC, "daemon sent a frame with magic %#x" % magic)
+    check(n <= 4 * 1024 * 1024, "daemon announced a body of %d bytes" % n)
+    body = _read_exact(sock, n) if n else b""
+    check(body is not None, "daemon closed the connection inside a frame")
+    return type_, parse_body(body)
+
+
+def _read_exact(sock, n):
+    buf = b""
+    while len(buf) < n:
+        chunk = sock.recv(n - len(buf))
+        if not chunk:
+            if buf:
+                fail("connection closed after %d of %d bytes" % (len(buf), n))
+            return None
+        buf += chunk
+    return buf
+
+
+# ---------------------------------------------------------------- the daemon
+
+class Daemon:
+    """A backfilld on a temporary folder.
+
+    jobs        YAML text of the `jobs:` list items (dedented here)
+    warehouses  {name: seed SQL text or None}: SQLite files NAME.db in the
+                folder, seeded with the SQL (run through python's sqlite3)
+    settings    top-level keys (max_concurrency, max_backfill, ...)
+    config      a whole config text instead (jobs/warehouses/settings unused);
+                `{dir}` in it is replaced by the temporary folder
+    clock       the test clock instant, or None for the real clock
+    """
+
+    def __init__(self, jobs=None, warehouses=None, settings=None, config=None,
+                 clock=DEFAULT_CLOCK, name="it", env=None, start=True):
+        self.backfilld, self.backfillctl = binaries()
+        self.dir = tempfile.mkdtemp(prefix="bfd-%s-" % name)
+        self.conf = os.path.join(self.dir, "backfilld.yaml")
+        self.sock = os.path.join(self.dir, "backfilld.sock")
+        self.state_db = os.path.join(self.dir, "state.db")
+        self.log = os.path.join(self.dir, "backfilld.log")
+        self.proc = None
+        self.starts = 0
+        self.boot_requests = set()
+        self.notifications = []
+        self.extra_env = dict(env or {})
+        self.clock_file = None
+        if clock is not None:
+            self.clock_file = os.path.join(self.dir, "clock")
+            self.set_clock(clock)
+        self.warehouses = {}
+        for wname, seed in (warehouses or {}).items():
+            path = os.path.join(self.dir, wname + ".db")
+            self.warehouses[wname] = path
+            con = sqlite3.connect(path)
+            if seed:
+                con.executescript(seed)
+            con.commit()
+            con.close()
+        if config is None:
+            config = self.render(jobs or "", settings or {})
+        self.write_config(config.replace("{dir}", self.dir))
+        self.notify_path = os.path.join(self.dir, "notify.sock")
+        self.notify = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
+        self.notify.bind(self.notify_path)
+        _ALL.append(self)
+        if start:
+            self.start()
+
+    # -- configuration
+
+    def render(self, jobs, settings):
+        lines = ["state_db: state.db", "socket: backfilld.sock"]
+        for k, v in settings.items():
+            lines.append("%s: %s" % (k, v))
+        if self.warehouses:
+            lines.append("warehouses:")
+            for wname in self.warehouses:
+                lines.append("  - name: %s" % wname)
+                lines.append("    sqlite: %s.db" % wname)
+        lines.append("jobs:")
+        lines.append(textwrap.indent(textwrap.dedent(jobs).strip("\n"), "  "))
+        return "\n".join(lines) + "\n"
+
+    def write_config(self, text):
+        tmp = self.conf + ".tmp"
+        with open(tmp, "w") as f:
+            f.write(text)
+        os.rename(tmp, self.conf)
+        self.config_text = text
+
+    def set_clock(self, instant):
+        tmp = self.clock_file + ".tmp"
+        with open(tmp, "w") as f:
+            f.write(instant + "\n")
+        os.rename(tmp, self.clock_file)
+
+    # -- life cycle
+
+    def env(self):
+        e = dict(os.environ)
+        e.pop("NOTIFY_SOCKET", None)
+        e.pop("WATCHDOG_USEC", None)
+        e.pop("WATCHDOG_PID", None)
+        e.pop("JOURNAL_STREAM", None)
+        e["NOTIFY_SOCKET"] = self.notify_path
+        if self.clock_file:
+            e["BACKFILLD_TEST_CLOCK_FILE"] = self.clock_file
+        else:
+            e.pop("BACKFILLD_TEST_CLOCK_FILE", None)
+        e.update(self.extra_env)
+        return e
+
+    def start(self):
+        """Start the daemon and return once it sent READY=1."""
+        check(self.proc is None, "daemon already running")
+        self.drain_notifications()
+        self.starts += 1
+        logf = open(self.log, "a")
+        logf.write("---- start %d\n" % self.starts)
+        logf.flush()
+        self.proc = subprocess.Popen(
+            [self.backfilld, "--config", self.conf],
+            stdin=subprocess.DEVNULL, stdout=logf, stderr=logf,
+            env=self.env(), cwd=self.dir)
+        logf.close()
+        self.wait_notification("READY=1", READY_TIMEOUT, what="READY=1 after start")
+        if self.starts == 1:
+            self.settle()
+
+    def settle(self):
+        """Wait for what the schedule enqueued at the first start; remember
+        those requests so that runs() leaves them out."""
+        boot = {r["request"] for r in self.runs(include_boot=True)}
+        for req in sorted(boot):
+            self.wait_request(req)
+        self.boot_requests |= boot
+
+    def wait_notification(self, line, timeout, what=None):
+        """Wait for a notify datagram holding `line` (or the daemon's exit)."""
+        deadline = time.monotonic() + timeout
+        pidfd = None
+        if hasattr(os, "pidfd_open"):
+            try:
+                pidfd = os.pidfd_open(self.proc.pid)
+            except OSError:
+                pidfd = None
+        try:
+            while True:
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    fail("no %s from backfilld within %.0f s (guard)\n%s"
+                         % (what or line, timeout, self.log_tail()))
+                fds = [self.notify] + ([pidfd] if pidfd is not None else [])
+                # Without a pidfd, wake up now and then to notice an exit.
+                r, _, _ = select.select(fds, [], [], left if pidfd is not None else min(left, 0.5))
+                if self.notify in r:
+                    msg = self.notify.recv(65536).decode("utf-8", "replace")
+                    self.notifications.append(msg)
+                    if line in msg.split("\n"):
+                        return msg
+                    continue
+                if self.proc.poll() is not None:
+                    rc = self.proc.returncode
+                    self.proc = None
+                    fail("backfilld exited with status %s before %s\n%s"
+                         % (rc, what or line, self.log_tail()))
+        finally:
+            if pidfd is not None:
+                os.close(pidfd)
+
+    def drain_notifications(self):
+        self.notify.setblocking(False)
+        try:
+            while True:
+                self.notifications.append(self.notify.recv(65536).decode("utf-8", "replace"))
+        except BlockingIOError:
+            pass
+        finally:
+            self.notify.setblocking(True)
+
+    def draining(self):
+        """Context manager: read notify datagrams into self.notifications
+        while the body runs.  The kernel queues only a few datagrams
+        (net.unix.max_dgram_qlen, 10 here) and sd_notify blocks the sender
+        when the queue is full, as systemd's own socket never is: a test
+        must drain while the daemon works."""
+        harness = self
+
+        class _Drain:
+            def __enter__(self):
+                self.stop = threading.Event()
+                self.thread = threading.Thread(target=self.run, daemon=True)
+                self.thread.start()
+                return self
+
+            def run(self):
+                while not self.stop.is_set():
+                    try:
+                        r, _, _ = select.select([harness.notify], [], [], 0.05)
+                    except (OSError, ValueError):
+                        return
+                    if r:
+                        try:
+                            harness.notifications.append(
+                                harness.notify.recv(65536).decode("utf-8", "replace"))
+                        except OSError:
+                            return
+
+            def __exit__(self, *exc):
+                self.stop.set()
+                self.thread.join()
+                return False
+
+        return _Drain()
+
+    def alive(self):
+        return self.proc is not None and self.proc.poll() is None
+
+    def assert_alive(self, what=""):
+        if not self.alive():
+            rc = self.proc.returncode if self.proc else None
+            fail("backfilld is not running %s(exit status %s)\n%s"
+                 % (what + " " if what else "", rc, self.log_tail()))
+
+    def stop(self, expect_rc=0):
+        """SIGTERM; wait for the exit; assert its status."""
+        self.assert_alive("before SIGTERM")
+        self.proc.send_signal(signal.SIGTERM)
+        try:
+            with self.draining():
+                rc = self.proc.wait(STOP_TIMEOUT)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            self.proc.wait()
+            self.proc = None
+            fail("backfilld did not exit within %.0f s of SIGTERM\n%s"
+                 % (STOP_TIMEOUT, self.log_tail()))
+        self.proc = None
+        if expect_rc is not None:
+            eq(rc, expect_rc, "backfilld exit status after SIGTERM")
+        return rc
+
+    def kill9(self):
+        self.assert_alive("before kill -9")
+        self.proc.send_signal(signal.SIGKILL)
+        self.proc.wait()
+        self.proc = None
+
+    def restart(self):
+        if self.alive():
+            self.stop()
+        self.proc = None
+        self.start()
+
+    def signal(self, sig):
+        self.assert_alive()
+        self.proc.send_signal(sig)
+
+    def close(self, keep=False):
+        if self.proc is not None and self.proc.poll() is None:
+            self.proc.kill()
+            self.proc.wait()
+        self.proc = None
+        try:
+            self.notify.close()
+        except OSError:
+            pass
+        if keep or os.environ.get("KEEP_TMP"):
+            print("kept %s" % self.dir)
+        else:
+            subprocess.run(["rm", "-rf", self.dir])
+
+    def log_tail(self, n=40):
+        try:
+            with open(self.log, errors="replace") as f:
+                lines = f.readlines()
+        except OSError:
+            return "(no daemon log)"
+        return "---- daemon log (%s), last %d lines:\n%s" % (
+            self.log, n, "".join(lines[-n:]))
+
+    # -- backfillctl
+
+    def ctl(self, *args, timeout=CTL_TIMEOUT, socket_path=None, stdin=None):
+        """Run backfillctl --socket SOCK ARGS...; returns (rc, stdout, stderr)."""
+        argv = [self.backfillctl, "--socket", socket_path or self.sock] + [str(a) for a in args]
+        try:
+            with self.draining():
+                p = subprocess.run(argv, capture_output=True, text=True, timeout=timeout,
+                                   stdin=subprocess.DEVNULL if stdin is None else None,
+                                   input=stdin, env=self.env(), cwd=self.dir)
+        except subprocess.TimeoutExpired:
+            fail("backfillctl %s did not return within %.0f s\n%s"
+                 % (" ".join(map(str, args)), timeout, self.log_tail()))
+        return p.returncode, p.stdout, p.stderr
+
+    def ok(self, *args, **kw):
+        """backfillctl that must exit 0; returns stdout."""
+        rc, out, err = self.ctl(*args, **kw)
+        if rc != 0:
+            fail("backfillctl %s: exit %d, expected 0\nstdout: %s\nstderr: %s\n%s"
+                 % (" ".join(map(str, args)), rc, out, err, self.log_tail()))
+        return out
+
+    def json(self, *args, **kw):
+        """backfillctl ... --json that must exit 0; returns the parsed JSON."""
+        out = self.ok(*(args + ("--json",)), **kw)
+        try:
+            return json.loads(out)
+        except ValueError as e:
+            fail("backfillctl %s --json printed no JSON (%s):\n%s"
+                 % (" ".join(map(str, args)), e, out))
+
+    def runs(self, *filters, include_boot=False):
+        """Every run (runs --json), oldest first by id; without the
+        schedule's work at the first start unless include_boot."""
+        rs = self.json("runs", *filters)
+        check(isinstance(rs, list), "runs --json is not an array: %r" % (rs,))
+        for r in rs:
+            for k in ("id", "request", "job", "partition", "attempt", "state",
+                      "started_at", "finished_at", "error", "code_version"):
+                check(k in r, "runs --json object lacks %r: %r" % (k, r))
+        if not include_boot:
+            rs = [r for r in rs if r["request"] not in self.boot_requests]
+        return sorted(rs, key=lambda r: r["id"])
+
+    def status(self, job=None):
+        st = self.json("status", *([job] if job else []))
+        check(isinstance(st, dict) and isinstance(st.get("jobs"), list),
+              "status --json has no jobs array: %r" % (st,))
+        return {j["name"]: j for j in st["jobs"]}
+
+    def backfill(self, job, frm, to, *extra):
+        """backfillctl backfill JOB --from --to EXTRA --wait (exit 0 required);
+        returns stdout."""
+        return self.ok("backfill", job, "--from", frm, "--to", to, *extra, "--wait")
+
+    def enqueue(self, *args):
+        """backfillctl ARGS (a backfill or rerun without --wait) that must
+        exit 0; returns the request id it printed (or, failing that, the
+        newest request in the state store)."""
+        out = self.ok(*args)
+        m = re.search(r"[Rr]equest\D{0,4}(\d+)", out)
+        if m:
+            return int(m.group(1))
+        con = sqlite3.connect("file:%s?mode=ro" % self.state_db, uri=True, timeout=30)
+        try:
+            row = con.execute("SELECT max(id) FROM requests").fetchone()
+        finally:
+            con.close()
+        check(row and row[0], "backfillctl %s printed no request id: %r" % (" ".join(args), out))
+        return int(row[0])
+
+    # -- the raw protocol
+
+    def connect(self, timeout=10.0):
+        s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        s.settimeout(timeout)
+        s.connect(self.sock)
+        return s
+
+    def request(self, fields, timeout=CTL_TIMEOUT):
+        """Send one REQUEST; returns (progress frames, response fields)."""
+        s = self.connect(timeout)
+        try:
+            s.sendall(frame(fields))
+            progress = []
+            while True:
+                fr = read_frame(s)
+                check(fr is not None, "daemon closed the connection without a RESPONSE to %r" % fields)
+                t, f = fr
+                if t == PROTO_PROGRESS:
+                    progress.append(f)
+                    continue
+                eq(t, PROTO_RESPONSE, "frame type answering %r" % (fields,))
+                return progress, f
+        finally:
+            s.close()
+
+    def wait_request(self, req, timeout=CTL_TIMEOUT):
+        """Block until request `req` and its downstream work are final
+        (protocol cmd=wait); returns the RESPONSE fields."""
+        _, resp = self.request({"cmd": "wait", "request": req}, timeout=timeout)
+        check(resp.get("finished") == "1" or "status" in resp,
+              "wait for request %s answered %r" % (req, resp))
+        return resp
+
+    # -- warehouses and the state store
+
+    def wh(self, name="sales"):
+        con = sqlite3.connect(self.warehouses[name], timeout=30)
+        return con
+
+    def query(self, sql, params=(), wh="sales"):
+        con = self.wh(wh)
+        try:
+            return con.execute(sql, params).fetchall()
+        finally:
+            con.close()
+
+    def dump(self, table, where="1", params=(), wh="sales"):
+        """Every row of table (matching where), exact: floats by repr()."""
+        con = self.wh(wh)
+        try:
+            rows = con.execute("SELECT * FROM %s WHERE %s" % (table, where), params).fetchall()
+        finally:
+            con.close()
+        return sorted(tuple(repr(v) for v in r) for r in rows)
+
+    def wh_dump(self, wh="sales"):
+        """The whole warehouse as SQL text (schema and rows)."""
+        con = self.wh(wh)
+        try:
+            return "\n".join(con.iterdump())
+        finally:
+            con.close()
+
+    def state_values(self):
+        """Every text value stored anywhere in the state store."""
+        con = sqlite3.connect("file:%s?mode=ro" % self.state_db, uri=True, timeout=30)
+        try:
+            out = []
+            for (t,) in con.execute("SELECT name FROM sqlite_master WHERE type = 'table' "
+                                    "AND name NOT LIKE 'sqlite_%'").fetchall():
+                for row in con.execute('SELECT * FROM "%s"' % t):
+                    out.extend(v for v in row if isinstance(v, str))
+            return out
+        finally:
+            con.close()
+
+    def state_dump(self):
+        """Every row of every table of the state store (for 'nothing changed')."""
+        con = sqlite3.connect("file:%s?mode=ro" % self.state_db, uri=True, timeout=30)
+        try:
+            tables = [r[0] for r in con.execute(
+                "SELECT name FROM sqlite_master WHERE type = 'table' "
+                "AND name NOT LIKE 'sqlite_%' ORDER BY name")]
+            out = {}
+            for t in tables:
+                out[t] = sorted(repr(r) for r in con.execute('SELECT * FROM "%s"' % t))
+            return out
+        finally:
+            con.close()
+
+
+_ALL = []
+
+
+# ---------------------------------------------------------------- running
+
+def one_line_error(rc, out, err, expect_rc, what):
+    """Assert a refusal: exit code, one line on stderr, nothing on stdout."""
+    if rc != expect_rc:
+        fail("%s: exit %d, expected %d\nstdout: %r\nstderr: %r" % (what, rc, expect_rc, out, err))
+    e = err.strip("\n")
+    check(e != "", "%s: nothing on stderr" % what)
+    check("\n" not in e, "%s: stderr is not one line:\n%s" % (what, err))
+    check(out.strip() == "", "%s: unexpected stdout %r" % (what, out))
+    return e
+
+
+def main(tests):
+    """Run the test functions in order; exit 0 / 1."""
+    binaries()
+    failed = []
+    for t in tests:
+        name = t.__name__
+        print("---- %s" % name, flush=True)
+        before = len(_ALL)
+        t0 = time.monotonic()
+        ok = True
+        try:
+            t()
+        except Exception:
+            ok = False
+            failed.append(name)
+            print("FAIL %s" % name)
+            traceback.print_exc(file=sys.stdout)
+        for d in _ALL[before:]:
+            if not ok:
+                print(d.log_tail(60))
+            d.close(keep=not ok)
+        del _ALL[before:]
+        if ok:
+            print("ok   %s (%.1f s)" % (name, time.monotonic() - t0))
+        sys.stdout.flush()
+    if failed:
+        print("%d of %d failed: %s" % (len(failed), len(tests), ", ".join(failed)))
+        sys.exit(1)
+    print("all %d passed" % len(tests))
+    sys.exit(0)
+
+
+# ---------------------------------------------------------------- the sales example
+
+def sales_seed():
+    """config/demo/sales.sql: the lessons' warehouse, mid-incident."""
+    with open(SALES_SQL) as f:
+        return f.read()
+
+
+WINDOW = ("2026-02-08", "2026-02-12")   # the deploy window of the buggy build
+ALL_DAYS = ("2026-01-26", "2026-02-22")  # the demo data: four ISO weeks
+
+# The lesson's fixed fact job (refunds included) with its reconciliation check.
+FACT_JOB = """
+- name: fct_daily_sales
+  warehouse: sales
+  partition: day
+  start: 2026-01-26
+  end: 2026-02-22
+  catchup: false
+  concurrency: %(concurrency)d
+  retries: 0
+  sql: |
+    DELETE FROM fct_daily_sales WHERE dt = :partition;
+    INSERT INTO fct_daily_sales (dt, store_id, sales, revenue_usd)
+    SELECT dt, store_id, COUNT(*), SUM(amount_usd)
+    FROM raw_sales WHERE dt = :partition GROUP BY dt, store_id;
+  checks:
+    - name: reconciles_with_raw
+      sql: SELECT (SELECT ROUND(SUM(revenue_usd),2) FROM fct_daily_sales WHERE dt = :partition)
+                IS (SELECT ROUND(SUM(amount_usd),2) FROM raw_sales WHERE dt = :partition)
+"""
+
+WEEKLY_JOB = """
+- name: mart_weekly_sales
+  warehouse: sales
+  partition: week
+  start: 2026-01-26
+  end: 2026-02-16
+  upstream: [fct_daily_sales]
+  sql: |
+    DELETE FROM mart_weekly_sales WHERE week_start = :partition;
+    INSERT INTO mart_weekly_sales (week_start, revenue_usd)
+    SELECT :partition, SUM(revenue_usd) FROM fct_daily_sales
+    WHERE dt >= :partition_start AND dt < :partition_end;
+"""
+
+MONTHLY_JOB = """
+- name: mart_monthly_sales
+  warehouse: sales
+  partition: month
+  start: 2026-01-01
+  end: 2026-02-01
+  upstream: [fct_daily_sales]
+  sql: |
+    DELETE FROM mart_monthly_sales WHERE month_start = :partition;
+    INSERT INTO mart_monthly_sales (month_start, revenue_usd)
+    SELECT :partition, SUM(revenue_usd) FROM fct_daily_sales
+    WHERE dt >= :partition_start AND dt < :partition_end;
+"""
+
+
+def fact_job(concurrency=1):
+    return FACT_JOB % {"concurrency": concurrency}
+
+
+def sales_daemon(marts=False, monthly=False, concurrency=1, clock=DEFAULT_CLOCK,
+                 settings=None, name="sales"):
+    """A daemon on the sales example: the fact job, optionally the marts."""
+    jobs = fact_job(concurrency)
+    if marts:
+        jobs += WEEKLY_JOB
+    if monthly:
+        jobs += MONTHLY_JOB
+    return Daemon(jobs=jobs, warehouses={"sales": sales_seed()},
+                  settings=settings or {"max_concurrency": 4}, clock=clock, name=name)
+
+
+def raw_truth(d, first, last):
+    """{(dt, store_id): (sales, revenue)} computed from raw_sales."""
+    rows = d.query("SELECT dt, store_id, COUNT(*), SUM(amount_usd) FROM raw_sales "
+                   "WHERE dt BETWEEN ? AND ? GROUP BY dt, store_id", (first, last))
+    return {(r[0], r[1]): (r[2], r[3]) for r in rows}
+
+
+def fact_rows(d, first, last):
+    rows = d.query("SELECT dt, store_id, sales, revenue_usd FROM fct_daily_sales "
+                   "WHERE dt BETWEEN ? AND ?", (first, last))
+    return {(r[0], r[1]): (r[2], r[3]) for r in rows}
+
+
+def assert_fact_repaired(d, first, last):
+    truth = raw_truth(d, first, last)
+    got = fact_rows(d, first, last)
+    eq(sorted(got), sorted(truth), "fct_daily_sales keys for %s..%s" % (first, last))
+    for k, (n, rev) in truth.items():
+        gn, grev = got[k]
+        eq(gn, n, "fct_daily_sales.sales for %s" % (k,))
+        check(abs(grev - rev) < 0.005,
+              "fct_daily_sales.revenue_usd for %s: expected %.2f (refunds included), got %.2f"
+              % (k, rev, grev))
+
+
+def by_job(runs, job, state=None):
+    return [r for r in runs if r["job"] == job and (state is None or r["state"] == state)]
+
+
+def overlap_max(intervals):
+    """Largest number of [start, end) intervals holding one instant."""
+    ev = []
+    for s, e in intervals:
+        ev.append((e, 0))  # ends first at equal times: a freed slot refilled
+        ev.append((s, 1))
+    ev.sort()
+    cur = best = 0
+    for _, kind in ev:
+        cur += 1 if kind else -1
+        best = max(best, cur)
+    return best
