@@ -468,8 +468,9 @@ class Daemon:
                  % (" ".join(map(str, args)), e, out))
 
     def runs(self, *filters, include_boot=False):
-        """Every run (runs --json), oldest first by id; without the
-        schedule's work at the first start unless include_boot."""
+        """Every run (runs --json), oldest first by id, then the items not
+        run yet (queued or blocked: id null); without the schedule's work
+        at the first start unless include_boot."""
         rs = self.json("runs", *filters)
         check(isinstance(rs, list), "runs --json is not an array: %r" % (rs,))
         for r in rs:
@@ -478,7 +479,7 @@ class Daemon:
                 check(k in r, "runs --json object lacks %r: %r" % (k, r))
         if not include_boot:
             rs = [r for r in rs if r["request"] not in self.boot_requests]
-        return sorted(rs, key=lambda r: r["id"])
+        return sorted(rs, key=lambda r: (r["id"] is None, r["id"] or 0))
 
     def status(self, job=None):
         st = self.json("status", *([job] if job else []))
