@@ -414,9 +414,14 @@ class Daemon:
 
     def close(self, keep=False):
         if self.proc is not None and self.proc.poll() is None:
-            self.proc.kill()
-            self.proc.wait()
+            self.proc.send_signal(signal.SIGTERM)
+            try:
+                self.proc.wait(5)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()
         self.proc = None
+        self.kill_leftovers()
         try:
             self.notify.close()
         except OSError:
@@ -425,6 +430,25 @@ class Daemon:
             print("kept %s" % self.dir)
         else:
             subprocess.run(["rm", "-rf", self.dir])
+
+    def kill_leftovers(self):
+        """SIGKILL processes whose command line names this test's folder:
+        job processes the daemon started for us and left behind (after a
+        kill -9 or a failed test)."""
+        me = os.getpid()
+        for pid in os.listdir("/proc"):
+            if not pid.isdigit() or int(pid) == me:
+                continue
+            try:
+                with open("/proc/%s/cmdline" % pid, "rb") as f:
+                    cmd = f.read().decode("utf-8", "replace")
+            except OSError:
+                continue
+            if self.dir + "/" in cmd:
+                try:
+                    os.kill(int(pid), signal.SIGKILL)
+                except OSError:
+                    pass
 
     def log_tail(self, n=40):
         try:
@@ -565,10 +589,12 @@ class Daemon:
         return sorted(tuple(repr(v) for v in r) for r in rows)
 
     def wh_dump(self, wh="sales"):
-        """The whole warehouse as SQL text (schema and rows)."""
+        """The whole warehouse as SQL text (schema and rows), rows sorted:
+        a partition rewritten with DELETE + INSERT holds the same rows at
+        new rowids, which is no change of content."""
         con = self.wh(wh)
         try:
-            return "\n".join(con.iterdump())
+            return "\n".join(sorted(con.iterdump()))
         finally:
             con.close()
 
