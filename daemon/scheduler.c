@@ -7,7 +7,8 @@
  *     recorded 'running' before exec_submit; a request is committed before
  *     its id is returned).
  *  2. Caps.  At most cfg->max_concurrency runs in flight, at most
- *     job->concurrency of one job, and never two runs of the same job and
+ *     job->concurrency of one job, at most max_connections on one
+ *     PostgreSQL warehouse, and never two runs of the same job and
  *     partition at once: a partition queued while it runs waits for it.
  *  3. Order.  Requests of kind schedule and catchup are served before
  *     operator requests; operator requests share the pool round-robin;
@@ -559,6 +560,19 @@ sched_job_free(struct sched *s, int job)
 	if ((size_t)job < s->njob_running && s->job_running[job] >= j->concurrency)
 		return false;
 	(void)js;
+	if (j->warehouse >= 0 &&
+	    s->cfg->warehouses[j->warehouse].kind == WH_POSTGRES) {
+		/* the warehouse's connection cap: count its runs in flight
+		 * (at most max_concurrency of them, so a scan is cheap) */
+		const struct warehouse_def *w = &s->cfg->warehouses[j->warehouse];
+		int n = 0;
+
+		for (struct active *a = s->actives.next; a != &s->actives; a = a->next)
+			if (a->job >= 0 && s->cfg->jobs[a->job].warehouse == j->warehouse)
+				n++;
+		if (n >= w->max_connections)
+			return false;
+	}
 	return true;
 }
 

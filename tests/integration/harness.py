@@ -70,8 +70,39 @@ def check(cond, msg):
 
 
 def eq(got, expected, what):
-    if got != expected:
-        fail("%s:\n  expected %r\n  got      %r" % (what, expected, got))
+    if got == expected:
+        return
+    if isinstance(got, dict) and isinstance(expected, dict):
+        lines = []
+        for k in sorted(set(got) | set(expected), key=repr):
+            if got.get(k) != expected.get(k):
+                lines.append("  [%r]: %s" % (k, _brief_diff(got.get(k), expected.get(k))))
+        fail("%s differs:\n%s" % (what, "\n".join(lines)))
+    if isinstance(got, str) and isinstance(expected, str) and len(expected) > 2000:
+        got, expected = got.split("\n"), expected.split("\n")
+    if isinstance(got, list) and isinstance(expected, list) and len(repr(expected)) > 2000:
+        fail("%s: %s" % (what, _brief_diff(got, expected)))
+    fail("%s:\n  expected %r\n  got      %r" % (what, expected, got))
+
+
+def _brief_diff(got, expected):
+    if isinstance(got, list) and isinstance(expected, list):
+        gone = [x for x in expected if x not in got]
+        new = [x for x in got if x not in expected]
+        return ("%d rows expected, %d got; missing %r; unexpected %r"
+                % (len(expected), len(got), gone[:10], new[:10]))
+    return "expected %r, got %r" % (expected, got)
+
+
+_SOFT = []
+
+
+def soft(cond, msg):
+    """A check that lets the test go on to find more; it still fails it."""
+    if not cond:
+        print("  SOFT FAIL: %s" % msg)
+        _SOFT.append(msg)
+    return cond
 
 
 def binaries():
@@ -542,6 +573,10 @@ class Daemon:
 
     def request(self, fields, timeout=CTL_TIMEOUT):
         """Send one REQUEST; returns (progress frames, response fields)."""
+        with self.draining():
+            return self._request(fields, timeout)
+
+    def _request(self, fields, timeout):
         s = self.connect(timeout)
         try:
             s.sendall(frame(fields))
@@ -652,8 +687,12 @@ def main(tests):
         before = len(_ALL)
         t0 = time.monotonic()
         ok = True
+        del _SOFT[:]
         try:
             t()
+            if _SOFT:
+                raise TestFailure("%d soft check(s) failed:\n  %s"
+                                  % (len(_SOFT), "\n  ".join(_SOFT)))
         except Exception:
             ok = False
             failed.append(name)
