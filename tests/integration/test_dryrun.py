@@ -1,0 +1,107 @@
+#!/usr/bin/env python3
+"""--dry-run (issues 2 and 3): the plan, in run order, for a range crossing
+weeks and months: the upstream partitions first, then each downstream
+partition with the inputs it waits for, in dependency order; --json gives
+the same plan as data; nothing changes in the state store or warehouse."""
+import harness as h
+
+import test_chain
+
+
+def plan(d, *args):
+    p = d.json("backfill", *args, "--dry-run")
+    h.check(isinstance(p, dict) and isinstance(p.get("partitions"), list),
+            "--dry-run --json has no partitions array: %r" % (p,))
+    for e in p["partitions"]:
+        for k in ("job", "partition", "downstream", "waits_for"):
+            h.check(k in e, "plan entry lacks %r: %r" % (k, e))
+    h.eq(p.get("total"), len(p["partitions"]), "plan total")
+    return p["partitions"]
+
+
+def check_order(entries):
+    """Every partition a downstream entry waits for comes before it."""
+    seen = set()
+    for e in entries:
+        for w in e["waits_for"]:
+            h.check((w["job"], w["partition"]) in seen,
+                    "%s %s waits for %s %s, which the plan puts later or omits"
+                    % (e["job"], e["partition"], w["job"], w["partition"]))
+        seen.add((e["job"], e["partition"]))
+
+
+def waits(e):
+    return sorted((w["job"], w["partition"]) for w in e["waits_for"])
+
+
+def test_plan_crossing_weeks_and_months():
+    d = h.sales_daemon(marts=True, monthly=True, name="dryrun")
+    state0, wh0 = d.state_dump(), d.wh_dump()
+    days = h.days("2026-01-30", "2026-02-03")
+    p = plan(d, "fct_daily_sales", "--from", days[0], "--to", days[-1])
+    h.eq([(e["job"], e["partition"], e["downstream"], e["waits_for"]) for e in p[:5]],
+         [("fct_daily_sales", x, False, []) for x in days],
+         "the upstream partitions first, oldest first")
+    down = {(e["job"], e["partition"]): e for e in p[5:]}
+    fact = lambda xs: sorted(("fct_daily_sales", x) for x in xs)
+    want = {("mart_weekly_sales", "2026-01-26"): fact(days[:3]),
+            ("mart_weekly_sales", "2026-02-02"): fact(days[3:]),
+            ("mart_monthly_sales", "2026-01-01"): fact(days[:2]),
+            ("mart_monthly_sales", "2026-02-01"): fact(days[2:])}
+    h.eq(sorted(down), sorted(want), "downstream partitions of the plan")
+    h.eq(len(p), 9, "plan length (no partition twice)")
+    for k, e in down.items():
+        h.eq(e["downstream"], True, "downstream flag of %s %s" % k)
+        h.eq(waits(e), want[k], "waits_for of %s %s" % k)
+    check_order(p)
+
+    # The lesson's window: exactly the two weeks and one month.
+    p = plan(d, "fct_daily_sales", "--from", h.WINDOW[0], "--to", h.WINDOW[1])
+    h.eq(sorted((e["job"], e["partition"]) for e in p if e["downstream"]),
+         [("mart_monthly_sales", "2026-02-01"), ("mart_weekly_sales", "2026-02-02"),
+          ("mart_weekly_sales", "2026-02-09")], "downstream of the deploy window")
+    h.eq(len(p), 8, "plan length for the deploy window")
+
+    # --no-downstream and --reverse.
+    p = plan(d, "fct_daily_sales", "--from", days[0], "--to", days[-1], "--no-downstream")
+    h.eq([(e["job"], e["partition"]) for e in p], [("fct_daily_sales", x) for x in days],
+         "plan with --no-downstream")
+    p = plan(d, "fct_daily_sales", "--from", days[0], "--to", days[-1], "--reverse")
+    h.eq([e["partition"] for e in p[:5]], days[::-1], "upstream order with --reverse")
+    check_order(p)
+
+    # The human form names every partition.
+    out = d.ok("backfill", "fct_daily_sales", "--from", days[0], "--to", days[-1], "--dry-run")
+    for k in days + ["2026-01-26", "2026-02-02", "2026-01-01", "2026-02-01"]:
+        h.check(k in out, "the human plan does not mention %s:\n%s" % (k, out))
+    h.check("mart_weekly_sales" in out and "mart_monthly_sales" in out,
+            "the human plan does not name the downstream jobs:\n%s" % out)
+
+    h.eq(d.runs(), [], "runs after dry runs")
+    h.eq(d.state_dump(), state0, "state store after dry runs")
+    h.eq(d.wh_dump(), wh0, "warehouse after dry runs")
+    d.stop()
+
+
+def test_plan_of_a_chain():
+    d = h.Daemon(jobs=test_chain.JOBS, settings={"max_concurrency": 4}, name="dryrunchain")
+    state0 = d.state_dump()
+    days = h.days("2026-01-28", "2026-02-03")
+    p = plan(d, "day", "--from", days[0], "--to", days[-1])
+    h.eq([(e["job"], e["partition"]) for e in p[:7]], [("day", x) for x in days],
+         "the upstream partitions first")
+    rest = {(e["job"], e["partition"]): e for e in p[7:]}
+    want = {("week", "2026-01-26"): [("day", x) for x in days[:5]],
+            ("week", "2026-02-02"): [("day", x) for x in days[5:]],
+            ("month", "2026-01-01"): [("week", "2026-01-26")],
+            ("month", "2026-02-01"): [("week", "2026-01-26"), ("week", "2026-02-02")]}
+    h.eq(sorted(rest), sorted(want), "downstream partitions of the chain")
+    for k, e in rest.items():
+        h.eq(waits(e), sorted(want[k]), "waits_for of %s %s" % k)
+    check_order(p)
+    h.eq(d.state_dump(), state0, "state store after a dry run")
+    d.stop()
+
+
+if __name__ == "__main__":
+    h.main([test_plan_crossing_weeks_and_months, test_plan_of_a_chain])

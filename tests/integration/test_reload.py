@@ -1,0 +1,140 @@
+#!/usr/bin/env python3
+"""Reload (issue 2): a broken file is refused with FILE:LINE:COL (exit 2 from
+backfillctl reload), the old configuration keeps running; SIGHUP behaves the
+same; a valid change is then picked up; a run in flight during a reload
+keeps going."""
+import os
+import re
+import select
+import signal
+import subprocess
+
+import harness as h
+
+HEAD = """state_db: state.db
+socket: backfilld.sock
+max_concurrency: 2
+jobs:
+  - name: a
+    partition: day
+    start: 2026-02-01
+    end: 2026-02-28
+    catchup: false
+    command: ["/bin/true"]
+  - name: slow
+    partition: day
+    start: 2026-02-01
+    end: 2026-02-28
+    catchup: false
+    command: ["/bin/sh", "{dir}/slow.sh"]
+"""
+
+JOB_B = """  - name: b
+    partition: day
+    start: 2026-02-01
+    end: 2026-02-28
+    catchup: false
+    %s: ["/bin/true"]
+"""
+
+SLOW = """#!/bin/sh
+echo "$$" > "$(dirname "$0")/started.fifo"
+read x < "$(dirname "$0")/hold.fifo"
+"""
+
+
+def position(text, needle):
+    """1-based line and column of needle in text."""
+    for n, line in enumerate(text.split("\n"), 1):
+        c = line.find(needle)
+        if c >= 0:
+            return n, c + 1
+    raise AssertionError("%r not in the config" % needle)
+
+
+def test_broken_then_valid_reload():
+    d = h.Daemon(config=HEAD, name="reload", start=False)
+    with open(os.path.join(d.dir, "slow.sh"), "w") as f:
+        f.write(SLOW)
+    os.mkfifo(os.path.join(d.dir, "started.fifo"))
+    os.mkfifo(os.path.join(d.dir, "hold.fifo"))
+    d.start()
+
+    # A run in flight across the reloads.
+    fd = os.open(os.path.join(d.dir, "started.fifo"), os.O_RDONLY | os.O_NONBLOCK)
+    try:
+        slow_req = d.enqueue("backfill", "slow", "--from", "2026-02-03", "--to", "2026-02-03")
+        with d.draining():
+            r, _, _ = select.select([fd], [], [], 60)
+        h.check(r, "the slow run did not start within 60 s (guard)\n" + d.log_tail())
+        os.read(fd, 100)
+    finally:
+        os.close(fd)
+
+    # 1. Broken: an unknown key (a typo of `command`).
+    broken = (HEAD + JOB_B % "comand").replace("{dir}", d.dir)
+    d.write_config(broken)
+    line, col = position(broken, "comand:")
+    rc, out, err = d.ctl("reload")
+    e = h.one_line_error(rc, out, err, 2, "reload of a file with an unknown key")
+    h.check(re.search(r"backfilld\.yaml:%d:%d: " % (line, col), e),
+            "reload error %r does not name backfilld.yaml:%d:%d:" % (e, line, col))
+    h.check("command" in e.replace("comand", ""),
+            "reload error %r does not suggest `command`" % e)
+    rc, out, err = d.ctl("backfill", "b", "--from", "2026-02-01", "--to", "2026-02-01")
+    h.one_line_error(rc, out, err, 2, "backfill of job b after the refused reload")
+    d.backfill("a", "2026-02-01", "2026-02-02")   # the old configuration still runs
+
+    # --check-config agrees.
+    p = subprocess.run([d.backfilld, "--check-config", "--config", d.conf],
+                       capture_output=True, text=True, timeout=30)
+    h.eq(p.returncode, 2, "backfilld --check-config on the broken file (stderr %r)" % p.stderr)
+    h.check(re.search(r"backfilld\.yaml:%d:%d: " % (line, col), p.stderr),
+            "--check-config error %r does not name :%d:%d:" % (p.stderr, line, col))
+
+    # 2. Broken, through SIGHUP: a job concurrency above max_concurrency.
+    broken2 = (HEAD + JOB_B % "command" + "    concurrency: 5\n").replace("{dir}", d.dir)
+    d.write_config(broken2)
+    d.signal(signal.SIGHUP)
+    rc, out, err = d.ctl("reload")  # the same file again, through the socket
+    e = h.one_line_error(rc, out, err, 2, "reload of a job with concurrency 5 > max_concurrency 2")
+    line2, _ = position(broken2, "concurrency: 5")
+    h.check(re.search(r"backfilld\.yaml:%d:\d+: " % line2, e),
+            "reload error %r does not name line %d" % (e, line2))
+    d.assert_alive("after SIGHUP with a broken file")
+    rc, out, err = d.ctl("backfill", "b", "--from", "2026-02-01", "--to", "2026-02-01")
+    h.one_line_error(rc, out, err, 2, "backfill of job b after two refused reloads")
+
+    # 3. Syntax error.
+    broken3 = (HEAD + "  - name: [unclosed\n").replace("{dir}", d.dir)
+    d.write_config(broken3)
+    rc, out, err = d.ctl("reload")
+    e = h.one_line_error(rc, out, err, 2, "reload of a file with a YAML syntax error")
+    h.check(re.search(r"backfilld\.yaml:\d+:\d+: ", e), "syntax error %r has no position" % e)
+
+    # 4. Valid: job b appears.
+    d.write_config((HEAD + JOB_B % "command").replace("{dir}", d.dir))
+    rc, out, err = d.ctl("reload")
+    h.eq(rc, 0, "reload of a valid file (stderr %r)" % err)
+    d.backfill("b", "2026-02-01", "2026-02-03")
+    runs_b = h.by_job(d.runs(), "b", "succeeded")
+    h.eq(sorted(r["partition"] for r in runs_b), h.days("2026-02-01", "2026-02-03"),
+         "runs of job b after the valid reload")
+    h.check("b" in d.status(), "status lacks job b after the reload")
+
+    # The slow run started before the reloads is still in flight; release it.
+    slow = h.by_job(d.runs(), "slow")
+    h.eq([r["state"] for r in slow], ["running"], "the slow run during the reloads")
+    wfd = os.open(os.path.join(d.dir, "hold.fifo"), os.O_WRONLY)
+    os.write(wfd, b"go\n")
+    os.close(wfd)
+    resp = d.wait_request(slow_req)
+    h.eq(resp.get("status"), "0", "the slow run's request after the reloads: %r" % resp)
+    slow = h.by_job(d.runs(), "slow")
+    h.eq([(r["state"], r["attempt"]) for r in slow], [("succeeded", 1)],
+         "the slow run finished once, unaffected by the reloads")
+    d.stop()
+
+
+if __name__ == "__main__":
+    h.main([test_broken_then_valid_reload])
