@@ -47,6 +47,7 @@
 #include <unistd.h>
 
 #include "exec.h"
+#include "guard.h"
 #include "wh.h"
 
 extern char **environ;
@@ -407,6 +408,11 @@ exec_sql_batch(struct exec_job *job, struct wh_conn *conn, int64_t *base,
 		return -1;
 	}
 	*base = conn->drv->changes(conn);
+	for (i = 0; run->job->table != NULL && i < run->nparts; i++) {
+		exec_part_params(&run->parts[i], params);
+		if (guard_before(run, conn, i, params, 3, err) == -1)
+			return -1;
+	}
 
 	/* The whole batch's interval; :partition means one partition and
 	 * is deliberately not bound (the driver says so by name). */
@@ -423,6 +429,13 @@ exec_sql_batch(struct exec_job *job, struct wh_conn *conn, int64_t *base,
 			return -1;
 		if (r == -1)
 			rc = -1;
+		if (run->job->table != NULL) {
+			r = guard_after(run, conn, i, params, 3, rc == 0, err);
+			if (r == -2)
+				return -1;
+			if (r == -1)
+				rc = -1;
+		}
 	}
 	if (rc == 0 && conn->drv->manifest_drop(conn, err) == -1)
 		return -1;
@@ -449,9 +462,9 @@ exec_sql_tx(struct exec_job *job, struct wh_conn *conn, struct err *err)
 		err_set(err, EXIT_WORK_FAILED, "interrupted");
 		goto fail;
 	}
-	if (jd->nchecks > 0)
-		run->checks = exec_xcalloc(jd->nchecks * run->nparts,
-		    sizeof *run->checks);
+	if (jd->nchecks > 0 || jd->table != NULL)
+		run->checks = exec_xcalloc((jd->nchecks + (jd->table ? 2 +
+		    jd->nmetrics : 0)) * run->nparts, sizeof *run->checks);
 	base = drv->changes(conn);
 	if (jd->batch) {
 		if (exec_sql_batch(job, conn, &base, err) == -1)
@@ -465,6 +478,9 @@ exec_sql_tx(struct exec_job *job, struct wh_conn *conn, struct err *err)
 				err_set(err, EXIT_WORK_FAILED, "interrupted");
 				goto fail;
 			}
+			if (jd->table != NULL && guard_before(run, conn, i,
+			    params, 3, err) == -1)
+				goto fail;
 			if (drv->exec_script(conn, jd->sql, params, 3,
 			    rc == 0 ? err : NULL) == -1) {
 				if (rc == 0)
@@ -477,6 +493,14 @@ exec_sql_tx(struct exec_job *job, struct wh_conn *conn, struct err *err)
 				goto fail;
 			if (r == -1)
 				rc = -1;
+			if (jd->table != NULL) {
+				r = guard_after(run, conn, i, params, 3, rc == 0,
+				    err);
+				if (r == -2)
+					goto fail;
+				if (r == -1)
+					rc = -1;
+			}
 		}
 		if (rc == -1)
 			goto fail;
@@ -1246,4 +1270,10 @@ exec_run_clear_results(struct exec_run *run)
 	free(run->checks);
 	run->checks = NULL;
 	run->nchecks = 0;
+	if (run->guards != NULL) {
+		for (i = 0; i < run->nparts; i++)
+			free(run->guards[i].metrics);
+		free(run->guards);
+		run->guards = NULL;
+	}
 }

@@ -44,6 +44,21 @@ struct exec_check_result {
 	size_t part;   /* index into exec_run.parts: the partition checked */
 };
 
+/* A metric of a guarded run, before and after its write. */
+struct exec_metric_result {
+	const char *name;        /* the job's metric name (inside cfg) */
+	bool has_before, has_after, has_change;
+	double before, after;
+	double change_pct;
+};
+
+/* The guardrail figures of one partition of a run (job->table set). */
+struct exec_guard_result {
+	bool has_rows_before, has_rows_after;
+	int64_t rows_before, rows_after;
+	struct exec_metric_result *metrics; /* job->nmetrics of them */
+};
+
 struct exec_run {
 	/* Set by the caller before exec_submit; unchanged until done_cb. */
 	int64_t run_id;
@@ -68,6 +83,7 @@ struct exec_run {
 	int64_t rows_changed;     /* sqlite3_total_changes delta, -1 for commands */
 	struct exec_check_result *checks; /* every check's outcome, in order */
 	size_t nchecks;
+	struct exec_guard_result *guards; /* one per part when job->table */
 
 	/* Private to exec.c. */
 	void *priv;

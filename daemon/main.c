@@ -15,6 +15,7 @@
 #include <libgen.h>
 #include <limits.h>
 #include <signal.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -32,7 +33,7 @@
 
 struct daemon {
 	uv_loop_t loop;
-	char *config_path;
+	char *config_path;       /* ours: outlives every configuration */
 	struct config *cfg;      /* the scheduler owns the live reference */
 	struct store *store;
 	struct exec *exec;
@@ -62,6 +63,24 @@ static const char usage[] =
 	"  -V, --version         print the version\n"
 	"  -h, --help            print this help\n"
 	"Signals: SIGHUP reloads the configuration; SIGTERM/SIGINT drain and stop.\n";
+
+/*
+ * An error before logging is set up (command line, configuration): one
+ * plain line "backfilld: ..." on stderr, with the "<3>" priority prefix
+ * when stderr is the journal, so that journald files it as an error.
+ */
+static void __attribute__((format(printf, 1, 2)))
+early_error(const char *fmt, ...)
+{
+	const char *js = getenv("JOURNAL_STREAM");
+	va_list ap;
+
+	fprintf(stderr, "%sbackfilld: ", js != NULL && *js != '\0' ? "<3>" : "");
+	va_start(ap, fmt);
+	vfprintf(stderr, fmt, ap);
+	va_end(ap);
+	fputc('\n', stderr);
+}
 
 /* Refresh systemd's STATUS= line. */
 static void
@@ -369,9 +388,9 @@ main(int argc, char **argv)
 			break;
 		case 'l':
 			if (log_parse_level(optarg, &d.cli_log_level) < 0) {
-				fprintf(stderr, "backfilld: unknown log level \"%s\":"
-					" use err, warning, notice, info or debug\n",
-					optarg);
+				early_error("unknown log level \"%s\":"
+					    " use err, warning, notice, info or debug",
+					    optarg);
 				return EXIT_BAD_INPUT;
 			}
 			break;
@@ -382,22 +401,22 @@ main(int argc, char **argv)
 			fputs(usage, stdout);
 			return EXIT_DONE;
 		case ':':
-			fprintf(stderr, "backfilld: %s needs a value; see"
-				" backfilld --help\n", argv[optind - 1]);
+			early_error("%s needs a value; see backfilld --help",
+				    argv[optind - 1]);
 			return EXIT_BAD_INPUT;
 		default:
-			fprintf(stderr, "backfilld: unknown option %s; see"
-				" backfilld --help\n", argv[optind - 1]);
+			early_error("unknown option %s; see backfilld --help",
+				    argv[optind - 1]);
 			return EXIT_BAD_INPUT;
 		}
 	}
 	if (optind < argc) {
-		fprintf(stderr, "backfilld: unexpected argument \"%s\"; see"
-			" backfilld --help\n", argv[optind]);
+		early_error("unexpected argument \"%s\"; see backfilld"
+			    " --help", argv[optind]);
 		return EXIT_BAD_INPUT;
 	}
 	if (config_load(config_path, &d.cfg, &err) < 0) {
-		fprintf(stderr, "backfilld: %s\n", err.msg);
+		early_error("%s", err.msg);
 		return EXIT_BAD_INPUT;
 	}
 	if (check) {
@@ -408,7 +427,14 @@ main(int argc, char **argv)
 	}
 	daemon_log_level(&d, d.cfg);
 	signal(SIGPIPE, SIG_IGN);
-	d.config_path = d.cfg->path;
+	/* A copy: the first configuration (and its path) is freed once a
+	 * reload replaces it and its last run finishes. */
+	d.config_path = strdup(d.cfg->path);
+	if (d.config_path == NULL) {
+		early_error("out of memory");
+		config_unref(d.cfg);
+		return EXIT_WORK_FAILED;
+	}
 	uv_loop_init(&d.loop);
 	notify_new(&d.loop, &d.notify, &err);
 	uv_timer_init(&d.loop, &d.grace);
@@ -440,5 +466,6 @@ main(int argc, char **argv)
 	exec_free(d.exec);
 	store_close(d.store);
 	notify_free(d.notify);
+	free(d.config_path);
 	return rc;
 }

@@ -42,6 +42,7 @@
 #include <string.h>
 
 #include "clock.h"
+#include "guard.h"
 #include "log.h"
 
 struct request;
@@ -691,8 +692,8 @@ sched_start_run(struct sched *s, struct entry *e, int64_t now)
 			goto fail_tx;
 	}
 	if (store_run_start(s->store, e->id, e->rq->id, e->job_name, e->key,
-			    e->attempts, now, j->code_version, &a->run.run_id,
-			    &err) < 0 ||
+			    e->attempts, now, j->code_version, s->cfg->file_hash,
+			    &a->run.run_id, &err) < 0 ||
 	    store_commit(s->store, &err) < 0)
 		goto fail_tx;
 
@@ -820,6 +821,127 @@ sched_kick(struct sched *s)
 	uv_idle_start(&s->kick, sched_kick_cb);
 }
 
+/* A number or null in JSON. */
+static void
+json_num(struct buf *b, bool has, double v)
+{
+	if (has)
+		buf_printf(b, "%.10g", v);
+	else
+		buf_addstr(b, "null");
+}
+
+/* Record what a run measured and checked for each of its partitions
+ * (inside the caller's transaction). */
+static int
+sched_audit(struct sched *s, struct exec_run *run, struct err *err)
+{
+	struct buf metrics, checks, mtext, ctext;
+	int rc = 0;
+
+	if (run->guards == NULL && run->nchecks == 0)
+		return 0;
+	buf_init(&metrics);
+	buf_init(&checks);
+	buf_init(&mtext);
+	buf_init(&ctext);
+	for (size_t i = 0; i < run->nparts && rc == 0; i++) {
+		const struct exec_guard_result *g = run->guards ? &run->guards[i] : NULL;
+		size_t n = 0;
+		double pct;
+
+		size_t npassed = 0, nall = 0;
+
+		buf_reset(&metrics);
+		buf_reset(&checks);
+		buf_reset(&mtext);
+		buf_reset(&ctext);
+		buf_addstr(&metrics, "{");
+		if (g != NULL) {
+			bool ch = g->has_rows_before && g->has_rows_after &&
+				guard_change((double)g->rows_before,
+					     (double)g->rows_after, &pct);
+			buf_addstr(&metrics, "\"rows\": {\"before\": ");
+			json_num(&metrics, g->has_rows_before, (double)g->rows_before);
+			buf_addstr(&metrics, ", \"after\": ");
+			json_num(&metrics, g->has_rows_after, (double)g->rows_after);
+			buf_addstr(&metrics, ", \"change_pct\": ");
+			json_num(&metrics, ch, pct);
+			buf_addstr(&metrics, "}");
+			for (size_t k = 0; k < run->job->nmetrics; k++) {
+				const struct exec_metric_result *m = &g->metrics[k];
+
+				buf_addstr(&metrics, ", ");
+				buf_add_json_str(&metrics, run->job->metrics[k].name);
+				buf_addstr(&metrics, ": {\"before\": ");
+				json_num(&metrics, m->has_before, m->before);
+				buf_addstr(&metrics, ", \"after\": ");
+				json_num(&metrics, m->has_after, m->after);
+				buf_addstr(&metrics, ", \"change_pct\": ");
+				json_num(&metrics, m->has_change, m->change_pct);
+				buf_addstr(&metrics, "}");
+				buf_printf(&mtext, "%s%s ", k ? "; " : "", m->name);
+				if (m->has_before)
+					buf_printf(&mtext, "%.2f", m->before);
+				else
+					buf_addstr(&mtext, "-");
+				if (m->has_after)
+					buf_printf(&mtext, " -> %.2f", m->after);
+				else
+					buf_addstr(&mtext, " -> -");
+				if (m->has_change)
+					buf_printf(&mtext, " (%+.1f%%)", m->change_pct);
+			}
+		}
+		buf_addstr(&metrics, "}");
+		buf_addstr(&checks, "[");
+		for (size_t c = 0; c < run->nchecks; c++) {
+			const struct exec_check_result *cr = &run->checks[c];
+
+			if (cr->part != i)
+				continue;
+			buf_addstr(&checks, n++ ? ", {\"name\": " : "{\"name\": ");
+			buf_add_json_str(&checks, cr->name);
+			buf_printf(&checks, ", \"passed\": %s, \"detail\": ",
+				   cr->passed ? "true" : "false");
+			buf_add_json_str(&checks, cr->detail);
+			buf_addstr(&checks, "}");
+			nall++;
+			if (cr->passed)
+				npassed++;
+			else
+				buf_printf(&ctext, "; %s: %s", cr->name, cr->detail);
+		}
+		buf_addstr(&checks, "]");
+		buf_add(&metrics, "", 1);
+		buf_add(&checks, "", 1);
+		buf_add(&mtext, "", 1);
+		{
+			struct buf line;
+
+			buf_init(&line);
+			buf_printf(&line, "%zu/%zu passed", npassed, nall);
+			buf_add(&ctext, "", 1);
+			buf_addstr(&line, ctext.data);
+			buf_add(&line, "", 1);
+			rc = store_audit_add(s->store, run->run_id,
+					     run->parts[i].key,
+					     g && g->has_rows_before,
+					     g ? g->rows_before : 0,
+					     g && g->has_rows_after,
+					     g ? g->rows_after : 0, metrics.data,
+					     checks.data, mtext.data, line.data,
+					     !run->failed, err);
+			buf_free(&line);
+		}
+	}
+	buf_free(&metrics);
+	buf_free(&checks);
+	buf_free(&mtext);
+	buf_free(&ctext);
+	return rc;
+}
+
 /* A run finished: record it, retry or settle, and dispatch again. */
 static void
 sched_run_done_cb(struct exec_run *run)
@@ -852,7 +974,8 @@ sched_run_done_cb(struct exec_run *run)
 	if (store_begin(s->store, &err) < 0)
 		goto fail;
 	if (store_run_finish(s->store, run->run_id, run_state, now, error,
-			     run->rows_changed, &err) < 0)
+			     run->rows_changed, &err) < 0 ||
+	    (!run->cancelled && sched_audit(s, run, &err) < 0))
 		goto fail_tx;
 	if (result == MS_SUCCEEDED &&
 	    store_partition_built(s->store, a->job_name, e->key, now, inputs_at,
@@ -1213,16 +1336,26 @@ sched_schedule(struct sched *s, bool resumed, int only)
 					   " if they are needed)", j->name, gap, a, b);
 				snprintf(js->st.catchup, sizeof js->st.catchup, "off");
 			} else {
+				/* the command given is one the daemon accepts:
+				 * the gap's first piece of at most max_backfill */
+				part_t piece = gap > j->max_backfill ?
+					first + j->max_backfill - 1 : last;
+				char c[CAL_KEY_MAX], n[CAL_KEY_MAX];
+
 				part_key(j->grain, first, a);
 				part_key(j->grain, last, b);
+				part_key(j->grain, piece, c);
+				part_key(j->grain, piece < last ? piece + 1 : last, n);
 				log_err("job=%s catchup refused: %" PRId64 " partitions"
 					" missed (%s..%s), above max_catchup %d;"
 					" nothing of the gap runs. Backfill it in"
-					" bounded pieces: backfillctl backfill %s"
-					" --from %s --to %s (at most %d partitions"
-					" a request)", j->name, gap, a, b,
-					j->max_catchup, j->name, a, b,
-					j->max_backfill);
+					" bounded pieces of at most %d partitions:"
+					" backfillctl backfill %s --from %s --to %s%s%s%s",
+					j->name, gap, a, b, j->max_catchup,
+					j->max_backfill, j->name, a, c,
+					piece < last ? ", then the same from " : "",
+					piece < last ? n : "",
+					piece < last ? " on" : "");
 				snprintf(js->st.catchup, sizeof js->st.catchup,
 					 "refused");
 				snprintf(js->st.gap_from, sizeof js->st.gap_from,

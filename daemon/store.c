@@ -38,6 +38,8 @@ enum stmt_id {
 	S_JOB_COUNTS_OPEN,
 	S_JOB_COUNTS_LAST,
 	S_PROBLEMS,
+	S_AUDIT_ADD,
+	S_AUDIT_OF,
 	S_COUNT
 };
 
@@ -55,7 +57,8 @@ static const char *const store_sql[S_COUNT] = {
 	" error = ?5, blocked_on = ?6, updated_at = ?7 WHERE id = ?1",
 	[S_RUN_START] =
 	"INSERT INTO runs (manifest_id, request_id, job, partition_key, attempt,"
-	" state, started_at, code_version) VALUES (?,?,?,?,?,'running',?,?)",
+	" state, started_at, code_version, config_hash)"
+	" VALUES (?,?,?,?,?,'running',?,?,?)",
 	[S_RUN_FINISH] =
 	"UPDATE runs SET state = ?2, finished_at = ?3, error = ?4,"
 	" rows_changed = ?5 WHERE id = ?1",
@@ -105,6 +108,20 @@ static const char *const store_sql[S_COUNT] = {
 	[S_PROBLEMS] =
 	"SELECT job, partition_key, state, error, blocked_on FROM manifest"
 	" WHERE request_id = ? AND state IN ('failed', 'blocked') ORDER BY seq",
+	[S_AUDIT_ADD] =
+	"INSERT OR REPLACE INTO run_audit (run_id, partition_key, rows_before,"
+	" rows_after, metrics, checks, passed, metrics_text, checks_text)"
+	" VALUES (?,?,?,?,?,?,?,?,?)",
+	[S_AUDIT_OF] =
+	"SELECT m.job, m.partition_key, m.downstream, m.state, r.id,"
+	" r.code_version, r.config_hash, r.state, r.error, a.rows_before,"
+	" a.rows_after, a.metrics, a.checks, a.passed, a.metrics_text,"
+	" a.checks_text FROM manifest m"
+	" LEFT JOIN runs r ON r.id = (SELECT MAX(id) FROM runs"
+	" WHERE manifest_id = m.id)"
+	" LEFT JOIN run_audit a ON a.run_id = r.id"
+	" AND a.partition_key = m.partition_key"
+	" WHERE m.request_id = ? ORDER BY m.seq",
 };
 
 struct store {
@@ -385,8 +402,8 @@ store_item_set(struct store *st, int64_t id, enum mstate state, int attempts,
 int
 store_run_start(struct store *st, int64_t manifest_id, int64_t request_id,
 		const char *job, const char *key, int attempt,
-		int64_t started_at, const char *code_version, int64_t *run_id,
-		struct err *err)
+		int64_t started_at, const char *code_version,
+		const char *config_hash, int64_t *run_id, struct err *err)
 {
 	sqlite3_stmt *s = st->stmt[S_RUN_START];
 
@@ -397,6 +414,7 @@ store_run_start(struct store *st, int64_t manifest_id, int64_t request_id,
 	sqlite3_bind_int(s, 5, attempt);
 	sqlite3_bind_int64(s, 6, started_at);
 	bind_text(s, 7, code_version);
+	bind_text(s, 8, config_hash);
 	if (store_step_done(st, s, err, "recording a run") < 0)
 		return -1;
 	*run_id = sqlite3_last_insert_rowid(st->db);
@@ -777,5 +795,67 @@ store_request_problems(struct store *st, int64_t request_id,
 	store_done(s);
 	if (rc != SQLITE_DONE)
 		return store_fail(st, err, "reading a request's failures");
+	return 0;
+}
+
+int
+store_audit_add(struct store *st, int64_t run_id, const char *key,
+		bool has_before, int64_t rows_before, bool has_after,
+		int64_t rows_after, const char *metrics, const char *checks,
+		const char *metrics_text, const char *checks_text, bool passed,
+		struct err *err)
+{
+	sqlite3_stmt *s = st->stmt[S_AUDIT_ADD];
+
+	sqlite3_bind_int64(s, 1, run_id);
+	bind_text(s, 2, key);
+	if (has_before)
+		sqlite3_bind_int64(s, 3, rows_before);
+	if (has_after)
+		sqlite3_bind_int64(s, 4, rows_after);
+	bind_text(s, 5, metrics ? metrics : "{}");
+	bind_text(s, 6, checks ? checks : "[]");
+	sqlite3_bind_int(s, 7, passed);
+	bind_text(s, 8, metrics_text);
+	bind_text(s, 9, checks_text);
+	return store_step_done(st, s, err, "recording an audit");
+}
+
+int
+store_audit_of(struct store *st, int64_t request_id, store_audit_cb cb,
+	       void *data, struct err *err)
+{
+	sqlite3_stmt *s = st->stmt[S_AUDIT_OF];
+	struct store_audit_row row;
+	int rc;
+
+	sqlite3_bind_int64(s, 1, request_id);
+	while ((rc = sqlite3_step(s)) == SQLITE_ROW) {
+		memset(&row, 0, sizeof row);
+		row.job = col_text(s, 0);
+		row.key = col_text(s, 1);
+		row.downstream = sqlite3_column_int(s, 2);
+		row.item_state = col_text(s, 3);
+		row.has_run = sqlite3_column_type(s, 4) != SQLITE_NULL;
+		row.run_id = sqlite3_column_int64(s, 4);
+		row.code_version = col_text(s, 5);
+		row.config_hash = col_text(s, 6);
+		row.run_state = col_text(s, 7);
+		row.error = col_text(s, 8);
+		row.has_rows_before = sqlite3_column_type(s, 9) != SQLITE_NULL;
+		row.rows_before = sqlite3_column_int64(s, 9);
+		row.has_rows_after = sqlite3_column_type(s, 10) != SQLITE_NULL;
+		row.rows_after = sqlite3_column_int64(s, 10);
+		row.metrics = col_text(s, 11);
+		row.checks = col_text(s, 12);
+		row.has_audit = sqlite3_column_type(s, 13) != SQLITE_NULL;
+		row.passed = sqlite3_column_int(s, 13);
+		row.metrics_text = col_text(s, 14);
+		row.checks_text = col_text(s, 15);
+		cb(&row, data);
+	}
+	store_done(s);
+	if (rc != SQLITE_DONE)
+		return store_fail(st, err, "reading the audit");
 	return 0;
 }

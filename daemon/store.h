@@ -76,7 +76,7 @@ int store_item_set(struct store *st, int64_t id, enum mstate state,
 int store_run_start(struct store *st, int64_t manifest_id, int64_t request_id,
 		    const char *job, const char *key, int attempt,
 		    int64_t started_at, const char *code_version,
-		    int64_t *run_id, struct err *err);
+		    const char *config_hash, int64_t *run_id, struct err *err);
 int store_run_finish(struct store *st, int64_t run_id, enum mstate state,
 		     int64_t finished_at, const char *error,
 		     int64_t rows_changed, struct err *err);
@@ -191,6 +191,29 @@ typedef void (*store_problem_cb)(const char *job, const char *key,
 				 const char *blocked_on, void *data);
 int store_request_problems(struct store *st, int64_t request_id,
 			   store_problem_cb cb, void *data, struct err *err);
+
+/* What a run wrote to one partition (JSON text for metrics and checks). */
+int store_audit_add(struct store *st, int64_t run_id, const char *key,
+		    bool has_before, int64_t rows_before, bool has_after,
+		    int64_t rows_after, const char *metrics, const char *checks,
+		    const char *metrics_text, const char *checks_text,
+		    bool passed, struct err *err);
+/* Every manifest row of a request with its latest run and that run's audit. */
+struct store_audit_row {
+	const char *job, *key, *item_state;
+	bool downstream;
+	bool has_run;
+	int64_t run_id;
+	const char *code_version, *config_hash, *run_state, *error;
+	bool has_rows_before, has_rows_after;
+	int64_t rows_before, rows_after;
+	const char *metrics, *checks;
+	const char *metrics_text, *checks_text;
+	bool has_audit, passed;
+};
+typedef void (*store_audit_cb)(const struct store_audit_row *row, void *data);
+int store_audit_of(struct store *st, int64_t request_id, store_audit_cb cb,
+		   void *data, struct err *err);
 
 /* Does request id exist; fills its job and whether finished. */
 int store_request_get(struct store *st, int64_t id, char *job, size_t jobsz,

@@ -111,7 +111,7 @@ START_TEST(manifest_and_recovery)
 	ck_assert_int_eq(store_item_set(st, m1, MS_RUNNING, 1, 0, NULL, NULL,
 					2000, &err), 0);
 	ck_assert_int_eq(store_run_start(st, m1, rid, "fct", "2026-02-08", 1,
-					 2000, "abc", &run, &err), 0);
+					 2000, "abc", "cfg", &run, &err), 0);
 	ck_assert_int_eq(store_recover(st, 3000, &recovered, &err), 0);
 	ck_assert_int_eq(recovered, 1);
 	ck_assert_int_eq(peek("SELECT COUNT(*) FROM manifest WHERE state ="
@@ -152,13 +152,13 @@ START_TEST(last_states)
 	it.request_id = rid;
 	ck_assert_int_eq(store_item_add(st, &it, &m, &err), 0);
 	ck_assert_int_eq(store_run_start(st, m, rid, "fct", "2026-02-08", 1, 1,
-					 "v1", &r1, &err), 0);
+					 "v1", NULL, &r1, &err), 0);
 	ck_assert_int_eq(store_run_finish(st, r1, MS_FAILED, 2, "boom", -1, &err), 0);
 	ck_assert_int_eq(store_run_start(st, m, rid, "fct", "2026-02-08", 2, 3,
-					 "v1", &r2, &err), 0);
+					 "v1", NULL, &r2, &err), 0);
 	ck_assert_int_eq(store_run_finish(st, r2, MS_SUCCEEDED, 4, NULL, 5, &err), 0);
 	ck_assert_int_eq(store_run_start(st, m, rid, "fct", "2026-02-09", 1, 5,
-					 "v1", &r3, &err), 0);
+					 "v1", NULL, &r3, &err), 0);
 	ck_assert_int_eq(store_run_finish(st, r3, MS_FAILED, 6, "boom", -1, &err), 0);
 	ck_assert_int_eq(store_last_states(st, "fct", "2026-02-01", "2026-02-28",
 					   seen_cb, &sn, &err), 0);

@@ -1,0 +1,282 @@
+/*
+ * guard.c - guardrails inside a run's transaction.
+ *
+ * For a job that declares `table` and `partition_column`, the daemon reads
+ * the partition's row count and each metric (an aggregate expression over
+ * the table) before the job's statements run and again after them, in the
+ * same transaction, and adds three kinds of checks to the job's own:
+ *   key_unique          no two rows of the partition share the `key`
+ *   min_rows            at least `min_rows` rows (default 0)
+ *   max_change:NAME     the metric moved at most `max_change` percent
+ * A failed one fails the run, which rolls back: the old partition stays.
+ * Table and column names are the operator's configuration, quoted as
+ * identifiers; metric expressions are SQL by design.  The partition is
+ * always a bound parameter.
+ */
+#include "guard.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "proto.h"
+
+/* Append an identifier, double-quoted with embedded quotes doubled. */
+static void
+guard_ident(struct buf *b, const char *name)
+{
+	buf_addstr(b, "\"");
+	for (const char *p = name; *p; p++) {
+		if (*p == '"')
+			buf_addstr(b, "\"");
+		buf_add(b, p, 1);
+	}
+	buf_addstr(b, "\"");
+}
+
+/* " FROM table WHERE partition_column = :partition" */
+static void
+guard_where(struct buf *b, const struct job_def *j)
+{
+	buf_addstr(b, " FROM ");
+	guard_ident(b, j->table);
+	buf_addstr(b, " WHERE ");
+	guard_ident(b, j->partition_column);
+	buf_addstr(b, " = :partition");
+}
+
+char *
+guard_sql_metric(const struct job_def *j, int k)
+{
+	struct buf b;
+
+	buf_init(&b);
+	if (k < 0)
+		buf_addstr(&b, "SELECT COUNT(*)");
+	else
+		buf_printf(&b, "SELECT (%s)", j->metrics[k].sql);
+	guard_where(&b, j);
+	buf_add(&b, "", 1);
+	return buf_steal(&b);
+}
+
+char *
+guard_sql_dupkey(const struct job_def *j)
+{
+	struct buf b;
+
+	if (j->nkey == 0)
+		return NULL;
+	buf_init(&b);
+	buf_addstr(&b, "SELECT ");
+	for (size_t i = 0; i < j->nkey; i++) {
+		buf_printf(&b, "%s'%s=' || COALESCE(CAST(", i ? " || ', ' || " : "",
+			   j->key[i]);
+		guard_ident(&b, j->key[i]);
+		buf_addstr(&b, " AS TEXT), 'NULL')");
+	}
+	buf_addstr(&b, " || ' (' || CAST(COUNT(*) AS TEXT) || ' rows)'");
+	guard_where(&b, j);
+	buf_addstr(&b, " GROUP BY ");
+	for (size_t i = 0; i < j->nkey; i++) {
+		if (i)
+			buf_addstr(&b, ", ");
+		guard_ident(&b, j->key[i]);
+	}
+	buf_addstr(&b, " HAVING COUNT(*) > 1 LIMIT 1");
+	buf_add(&b, "", 1);
+	return buf_steal(&b);
+}
+
+bool
+guard_change(double before, double after, double *pct)
+{
+	if (before == 0 || !isfinite(before) || !isfinite(after))
+		return false;
+	*pct = (after - before) / fabs(before) * 100.0;
+	return true;
+}
+
+/* One number from SQL: 1 with *v, 0 for NULL or no row, -1 on error. */
+static int
+guard_number(struct wh_conn *conn, const char *sql,
+	     const struct wh_param *params, size_t nparams, double *v,
+	     struct err *err)
+{
+	bool has_row;
+	char *value = NULL, *end;
+	int rc = 0;
+
+	if (conn->drv->query_value(conn, sql, params, nparams, &has_row, &value,
+				   err) == -1)
+		return -1;
+	if (has_row && value != NULL) {
+		*v = strtod(value, &end);
+		rc = end != value ? 1 : 0;
+	}
+	free(value);
+	return rc;
+}
+
+/* Rows and metrics of part i, before (after = false) or after the write. */
+static int
+guard_measure(struct exec_run *run, struct wh_conn *conn, size_t i,
+	      const struct wh_param *params, size_t nparams, bool after,
+	      struct err *err)
+{
+	const struct job_def *j = run->job;
+	struct exec_guard_result *g = &run->guards[i];
+	double v = 0;
+	int rc;
+
+	for (int k = -1; k < (int)j->nmetrics; k++) {
+		char *sql = guard_sql_metric(j, k);
+
+		rc = guard_number(conn, sql, params, nparams, &v, err);
+		free(sql);
+		if (rc < 0) {
+			err_prefix(err, "%s %s of %s", k < 0 ? "counting" :
+				   "metric", k < 0 ? "rows" : j->metrics[k].name,
+				   j->table);
+			return -1;
+		}
+		if (k < 0) {
+			if (after) {
+				g->has_rows_after = true;
+				g->rows_after = (int64_t)v;
+			} else {
+				g->has_rows_before = true;
+				g->rows_before = (int64_t)v;
+			}
+			continue;
+		}
+		struct exec_metric_result *m = &g->metrics[k];
+		m->name = j->metrics[k].name;
+		if (after) {
+			m->has_after = rc == 1;
+			m->after = v;
+			m->has_change = m->has_before && m->has_after &&
+				guard_change(m->before, m->after, &m->change_pct);
+		} else {
+			m->has_before = rc == 1;
+			m->before = v;
+		}
+	}
+	return 0;
+}
+
+int
+guard_before(struct exec_run *run, struct wh_conn *conn, size_t i,
+	     const struct wh_param *params, size_t nparams, struct err *err)
+{
+	const struct job_def *j = run->job;
+
+	if (run->guards == NULL) {
+		run->guards = calloc(run->nparts, sizeof *run->guards);
+		if (run->guards == NULL)
+			abort();
+		for (size_t p = 0; p < run->nparts; p++) {
+			run->guards[p].metrics = calloc(j->nmetrics ? j->nmetrics : 1,
+							sizeof *run->guards[p].metrics);
+			if (run->guards[p].metrics == NULL)
+				abort();
+		}
+	}
+	return guard_measure(run, conn, i, params, nparams, false, err);
+}
+
+/* Record one built-in check's outcome. */
+static void
+guard_record(struct exec_run *run, size_t i, const char *name, bool passed,
+	     const char *detail)
+{
+	struct exec_check_result *cr = &run->checks[run->nchecks++];
+
+	cr->name = strdup(name);
+	cr->detail = strdup(detail);
+	if (cr->name == NULL || cr->detail == NULL)
+		abort();
+	cr->passed = passed;
+	cr->part = i;
+}
+
+int
+guard_after(struct exec_run *run, struct wh_conn *conn, size_t i,
+	    const struct wh_param *params, size_t nparams, bool first_error,
+	    struct err *err)
+{
+	const struct job_def *j = run->job;
+	const char *key = run->parts[i].key;
+	struct exec_guard_result *g = &run->guards[i];
+	char detail[ERR_MSG_MAX], name[160];
+	struct err qerr;
+	int rc = 0;
+
+	if (guard_measure(run, conn, i, params, nparams, true, err) < 0)
+		return -2;
+	if (j->nkey > 0) {
+		char *sql = guard_sql_dupkey(j), *value = NULL;
+		bool has_row;
+
+		err_clear(&qerr);
+		if (conn->drv->query_value(conn, sql, params, nparams, &has_row,
+					   &value, &qerr) == -1) {
+			free(sql);
+			guard_record(run, i, "key_unique", false, qerr.msg);
+			err_set(err, EXIT_WORK_FAILED, "check key_unique failed for"
+				" %s: %s (is key: right for table %s?)", key,
+				qerr.msg, j->table);
+			return -2;
+		}
+		free(sql);
+		if (has_row && value != NULL) {
+			snprintf(detail, sizeof detail, "duplicate key %s", value);
+			guard_record(run, i, "key_unique", false, detail);
+			if (rc == 0 && first_error)
+				err_set(err, EXIT_WORK_FAILED, "check key_unique"
+					" failed for %s: %s", key, detail);
+			rc = -1;
+		} else {
+			guard_record(run, i, "key_unique", true, "no duplicate key");
+		}
+		free(value);
+	}
+	snprintf(detail, sizeof detail, "%lld rows, at least %lld",
+		 (long long)g->rows_after, (long long)j->min_rows);
+	if (g->rows_after < j->min_rows) {
+		guard_record(run, i, "min_rows", false, detail);
+		if (rc == 0 && first_error)
+			err_set(err, EXIT_WORK_FAILED, "check min_rows failed for"
+				" %s: %s", key, detail);
+		rc = -1;
+	} else {
+		guard_record(run, i, "min_rows", true, detail);
+	}
+	for (size_t k = 0; k < j->nmetrics; k++) {
+		const struct exec_metric_result *m = &g->metrics[k];
+		bool ok;
+
+		if (!j->metrics[k].has_max_change)
+			continue;
+		snprintf(name, sizeof name, "max_change:%s", j->metrics[k].name);
+		if (!m->has_change) {
+			guard_record(run, i, name, true, "no value before to"
+				     " compare with");
+			continue;
+		}
+		ok = fabs(m->change_pct) <= j->metrics[k].max_change;
+		snprintf(detail, sizeof detail, "%s moved %+.1f%% (%.2f -> %.2f),"
+			 " %s %g%%", j->metrics[k].name, m->change_pct, m->before,
+			 m->after, ok ? "within" : "above max_change",
+			 j->metrics[k].max_change);
+		guard_record(run, i, name, ok, detail);
+		if (!ok) {
+			if (rc == 0 && first_error)
+				err_set(err, EXIT_WORK_FAILED, "check %s failed for"
+					" %s: %s", name, key, detail);
+			rc = -1;
+		}
+	}
+	return rc;
+}

@@ -1,0 +1,43 @@
+/*
+ * guard.h - the built-in guardrails of a SQL job that declares its table
+ * (table, partition_column, key, min_rows, metrics): inside the run's
+ * transaction, the partition's row count and metrics before the write and
+ * after it, key uniqueness, the minimum row count, and each metric's
+ * largest allowed move.  Called by exec.c on its worker thread.
+ */
+#ifndef BACKFILLD_GUARD_H
+#define BACKFILLD_GUARD_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+#include "config.h"
+#include "err.h"
+#include "exec.h"
+#include "wh.h"
+
+/* SQL counting the partition's rows (k < 0) or computing metric k, with
+ * :partition bound; malloc'd. */
+char *guard_sql_metric(const struct job_def *j, int k);
+/* SQL returning one duplicated key of the partition as text, or no row;
+ * malloc'd, NULL when the job declares no key. */
+char *guard_sql_dupkey(const struct job_def *j);
+/* The move of a metric in percent; false when it has no base to move
+ * from (no value before, or zero before). */
+bool guard_change(double before, double after, double *pct);
+
+/* Before the write: rows and metrics of part i into run->guards[i]. */
+int guard_before(struct exec_run *run, struct wh_conn *conn, size_t i,
+		 const struct wh_param *params, size_t nparams,
+		 struct err *err);
+/*
+ * After the write: rows and metrics again, then the checks key_unique,
+ * min_rows and max_change (one per metric with max_change), appended to
+ * run->checks.  0 when all passed, -1 when one failed (err names the first
+ * failure), -2 when one could not run.
+ */
+int guard_after(struct exec_run *run, struct wh_conn *conn, size_t i,
+		const struct wh_param *params, size_t nparams, bool first_error,
+		struct err *err);
+
+#endif
