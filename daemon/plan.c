@@ -122,6 +122,11 @@ plan_expand_job(struct plan *p, const struct config *cfg, int d, bool reverse,
 			continue;
 		k = part_map(cfg->jobs[it->job].grain, it->part, dj->grain, out);
 		for (int j = 0; j < k; j++) {
+			/* a downstream partition outside the job's start..end
+			 * does not exist: nothing to rebuild there */
+			if ((dj->has_start && out[j] < dj->start) ||
+			    (dj->has_end && out[j] > dj->end))
+				continue;
 			if (plan_grow((void **)&pairs, &cap, n, sizeof *pairs,
 				      err) < 0) {
 				free(pairs);

@@ -103,5 +103,22 @@ def test_plan_of_a_chain():
     d.stop()
 
 
+def test_downstream_stays_within_end():
+    """A partition after a job's `end` does not exist (DESIGN.md): the week
+    2026-03-30 straddles into April, but the month job ends at 2026-03-01,
+    so April is not planned (an operator request for it is refused too)."""
+    d = h.Daemon(jobs=test_chain.JOBS, settings={"max_concurrency": 4}, name="dryrunend")
+    rc, out, err = d.ctl("backfill", "month", "--from", "2026-04-01", "--to", "2026-04-01",
+                         "--dry-run")
+    h.one_line_error(rc, out, err, 2, "backfill of month 2026-04-01, after its end")
+    p = plan(d, "day", "--from", "2026-03-30", "--to", "2026-03-31")
+    h.eq([(e["job"], e["partition"]) for e in p],
+         [("day", "2026-03-30"), ("day", "2026-03-31"), ("week", "2026-03-30"),
+          ("month", "2026-03-01")],
+         "plan of the last two days (no month after the month job's end)")
+    d.stop()
+
+
 if __name__ == "__main__":
-    h.main([test_plan_crossing_weeks_and_months, test_plan_of_a_chain])
+    h.main([test_plan_crossing_weeks_and_months, test_plan_of_a_chain,
+            test_downstream_stays_within_end])
