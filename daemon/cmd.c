@@ -633,9 +633,15 @@ cmd_status(struct cmd_ctx *ctx, const struct proto_msg *req,
 	if (proto_get(req, "job") && (only = cmd_job(ctx, req, res, true)) < 0)
 		return;
 	if (json)
-		buf_printf(&res->out, "{\"version\": \"%s\", \"running\": %d,"
-			   " \"queued\": %" PRId64 ", \"jobs\": [",
-			   BACKFILLD_VERSION, sched_running(s), sched_queued(s));
+	{
+		char now[CAL_KEY_MAX];
+
+		cal_format_iso_ms(clock_now_ms(), now);
+		buf_printf(&res->out, "{\"version\": \"%s\", \"now\": \"%s\","
+			   " \"running\": %d, \"queued\": %" PRId64 ","
+			   " \"jobs\": [", BACKFILLD_VERSION, now,
+			   sched_running(s), sched_queued(s));
+	}
 	else {
 		const char *head[12] = { "JOB", "GRAIN", "PAUSED", "WATERMARK",
 			"NEXT DUE", "CATCHUP", "QUEUED", "RUNNING", "SUCCEEDED",
@@ -692,6 +698,21 @@ cmd_status(struct cmd_ctx *ctx, const struct proto_msg *req,
 				   ", \"stale\": %" PRId64 "}", v.queued, v.running,
 				   counts[MS_SUCCEEDED], counts[MS_FAILED],
 				   v.blocked, cc.n);
+			if (v.has_sensor) {
+				char lc[CAL_KEY_MAX], nc[CAL_KEY_MAX];
+
+				cal_format_iso_ms(v.last_check_ms, lc);
+				cal_format_iso_ms(v.next_check * 1000, nc);
+				res->out.len--; /* reopen the job object */
+				buf_addstr(&res->out, ", \"late_data\": {\"last_check\": ");
+				json_str(&res->out, v.has_last_check ? lc : NULL);
+				buf_addstr(&res->out, ", \"next_check\": ");
+				json_str(&res->out, nc);
+				buf_printf(&res->out, ", \"found\": %" PRId64
+					   ", \"error\": ", v.found);
+				json_str(&res->out, v.sensor_error);
+				buf_addstr(&res->out, "}}");
+			}
 		} else {
 			char c[6][24], catch[80];
 			snprintf(c[0], 24, "%" PRId64, v.queued);
@@ -715,10 +736,34 @@ cmd_status(struct cmd_ctx *ctx, const struct proto_msg *req,
 			table_row(&t, row);
 		}
 	}
-	if (json)
+	if (json) {
 		buf_addstr(&res->out, "\n]}\n");
-	else
-		table_print(&t, &res->out);
+		return;
+	}
+	table_print(&t, &res->out);
+	for (size_t i = 0; i < cfg->njobs; i++) {
+		struct sched_job_view v;
+		char lc[CAL_KEY_MAX], nc[CAL_KEY_MAX];
+
+		if (only >= 0 && (int)i != only)
+			continue;
+		sched_job_view(s, (int)i, &v);
+		if (!v.has_sensor)
+			continue;
+		cal_format_iso_ms(v.last_check_ms, lc);
+		cal_format_iso_ms(v.next_check * 1000, nc);
+		if (!v.has_last_check)
+			buf_printf(&res->out, "late_data %s: not checked yet; first"
+				   " check %s\n", cfg->jobs[i].name, nc);
+		else if (v.sensor_error)
+			buf_printf(&res->out, "late_data %s: last check %s failed:"
+				   " %s; next %s\n", cfg->jobs[i].name, lc,
+				   v.sensor_error, nc);
+		else
+			buf_printf(&res->out, "late_data %s: last check %s found %"
+				   PRId64 " partitions; next %s\n",
+				   cfg->jobs[i].name, lc, v.found, nc);
+	}
 }
 
 /* ---- runs ------------------------------------------------------------- */

@@ -50,6 +50,11 @@
 #include "guard.h"
 #include "wh.h"
 
+#ifdef HAVE_LIBPQ
+/* The PostgreSQL driver (wh_pg.c), built when libpq is found. */
+extern const struct wh_driver wh_pg_driver;
+#endif
+
 extern char **environ;
 
 enum exec_stop { EXEC_STOP_NONE, EXEC_STOP_TIMEOUT, EXEC_STOP_CANCEL };
@@ -216,6 +221,10 @@ exec_driver(enum wh_kind kind)
 	switch (kind) {
 	case WH_SQLITE:
 		return &wh_sqlite_driver;
+#ifdef HAVE_LIBPQ
+	case WH_POSTGRES:
+		return &wh_pg_driver;
+#endif
 	default:
 		return NULL;
 	}
@@ -522,6 +531,26 @@ fail:
 	return -1;
 }
 
+/* A query run (a late_data sensor): the values of one read-only
+ * statement with :since bound, outside any transaction. */
+static int
+exec_sql_query(struct exec_job *job, struct wh_conn *conn, struct err *err)
+{
+	struct exec_run *run = job->run;
+	struct wh_param since = { "since", run->query_since };
+
+	if (conn->drv->query_column == NULL)
+		return err_set(err, EXIT_WORK_FAILED, "the %s driver cannot run"
+			       " late_data sensors", conn->drv->name);
+	if (conn->drv->query_column(conn, run->query_sql, &since, 1,
+				    run->query_max ? run->query_max : 100000,
+				    &run->values, &run->nvalues, err) == -1) {
+		err_prefix(err, "late_data query");
+		return -1;
+	}
+	return 0;
+}
+
 /* One SQL run on worker w. */
 static void
 exec_sql_run(struct exec_worker *w, struct exec_job *job)
@@ -551,7 +580,10 @@ exec_sql_run(struct exec_worker *w, struct exec_job *job)
 	w->conn = conn;
 	uv_mutex_unlock(&w->lock);
 
-	rc = exec_sql_tx(job, conn, &err);
+	if (run->query_sql != NULL)
+		rc = exec_sql_query(job, conn, &err);
+	else
+		rc = exec_sql_tx(job, conn, &err);
 
 	uv_mutex_lock(&w->lock);
 	w->current = NULL;
@@ -1061,13 +1093,15 @@ exec_submit(struct exec *ex, struct exec_run *run)
 		exec_finish(job);
 		return;
 	}
-	if (jd->command != NULL && jd->command_len > 0) {
+	if (jd->command != NULL && jd->command_len > 0 &&
+	    run->query_sql == NULL) {
 		job->is_cmd = true;
 		run->rows_changed = -1;
 		exec_cmd_start(job);
 		return;
 	}
-	if (jd->sql == NULL || run->cfg == NULL || jd->warehouse < 0 ||
+	if ((jd->sql == NULL && run->query_sql == NULL) || run->cfg == NULL ||
+	    jd->warehouse < 0 ||
 	    (size_t)jd->warehouse >= run->cfg->nwarehouses) {
 		exec_fail(run, "job %s has no sql and warehouse, nor a command",
 		    jd->name);
@@ -1270,6 +1304,11 @@ exec_run_clear_results(struct exec_run *run)
 	free(run->checks);
 	run->checks = NULL;
 	run->nchecks = 0;
+	for (i = 0; i < run->nvalues; i++)
+		free(run->values[i]);
+	free(run->values);
+	run->values = NULL;
+	run->nvalues = 0;
 	if (run->guards != NULL) {
 		for (i = 0; i < run->nparts; i++)
 			free(run->guards[i].metrics);

@@ -68,6 +68,12 @@ struct exec_run {
 	size_t nparts;
 	int attempt;               /* 1 for the first */
 	const char *log_dir;       /* command output: LOG_DIR/JOB/PARTITION.ATTEMPT.log */
+	/* A query run instead (late_data sensors): this read-only SQL with
+	 * :since bound runs outside a transaction, the job's statements do
+	 * not; the first column of its rows comes back in values. */
+	const char *query_sql;
+	const char *query_since;
+	size_t query_max;          /* at most this many values (0: 100000) */
 	void (*done_cb)(struct exec_run *run);
 	/* Optional (NULL for none): called on the loop thread once the run
 	 * has really begun (taken by a worker, or spawned), before done_cb;
@@ -84,6 +90,8 @@ struct exec_run {
 	struct exec_check_result *checks; /* every check's outcome, in order */
 	size_t nchecks;
 	struct exec_guard_result *guards; /* one per part when job->table */
+	char **values;            /* a query run's values */
+	size_t nvalues;
 
 	/* Private to exec.c. */
 	void *priv;

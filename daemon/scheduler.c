@@ -134,6 +134,7 @@ struct sched {
 	int64_t retry_at;        /* ms, INT64_MAX when not armed */
 	uv_timer_t due_timer;
 	uv_idle_t kick;          /* dispatch once per loop turn */
+	int64_t started_ms;      /* :since of a sensor's first check */
 	bool kick_armed;
 	int closing;
 };
@@ -1065,10 +1066,20 @@ recorded:
 
 /* ---- paused jobs and the schedule ------------------------------------- */
 
+struct sensor_run {
+	struct exec_run run;
+	struct exec_part part;
+	struct sched *s;
+	char job[128];
+	int64_t started_ms;
+	char since[CAL_KEY_MAX];
+};
+
 struct jobstate {
 	char *name;
 	struct store_job_state st;
 	bool loaded;
+	struct sensor_run *sensor; /* a late_data check in flight */
 };
 
 /* Small per-job cache of the store's jobs table, keyed by name. */
@@ -1274,6 +1285,168 @@ sched_materialise(struct sched *s, int job, part_t first, part_t last,
 
 static void sched_due_cb(uv_timer_t *t);
 
+/* When job j's sensor checks next (seconds). */
+static int64_t
+sensor_next_check(struct sched *s, const struct job_def *j,
+		  const struct jobstate *js)
+{
+	int64_t last = js->st.has_late_checked ? js->st.late_checked_at :
+		s->started_ms;
+
+	return last / 1000 + j->late_data->every;
+}
+
+/* Record a sensor check's outcome and save it. */
+static void
+sensor_record(struct sched *s, struct jobstate *js, int64_t at, int64_t found,
+	      const char *error, bool advance, int64_t since)
+{
+	struct err err;
+
+	js->st.has_late_checked = true;
+	js->st.late_checked_at = at;
+	js->st.late_found = found;
+	snprintf(js->st.late_error, sizeof js->st.late_error, "%s",
+		 error ? error : "");
+	if (advance) {
+		js->st.has_late_since = true;
+		js->st.late_since = since;
+	}
+	if (jobstate_save(s, js, &err) < 0)
+		log_err("job=%s late_data: %s", js->name, err.msg);
+}
+
+/* Order partitions. */
+static int
+sensor_part_cmp(const void *a, const void *b)
+{
+	part_t x = *(const part_t *)a, y = *(const part_t *)b;
+
+	return x < y ? -1 : x > y;
+}
+
+/* A late_data check finished: enqueue what it found as one request. */
+static void
+sensor_done_cb(struct exec_run *run)
+{
+	struct sensor_run *sr = run->data;
+	struct sched *s = sr->s;
+	struct jobstate *js = jobstate_get(s, sr->job);
+	int j = config_job_index(s->cfg, sr->job);
+	const struct job_def *jd = j >= 0 ? &s->cfg->jobs[j] : NULL;
+	int64_t now = clock_now_ms();
+	struct sched_req rq = { .job = j, .kind = "late_data",
+				.reason = "late_data sensor" };
+	part_t *parts = NULL;
+	size_t n = 0;
+	char msg[ERR_MSG_MAX];
+	struct err err;
+
+	js->sensor = NULL;
+	if (run->cancelled || s->closing || jd == NULL || jd->late_data == NULL)
+		goto out;
+	if (run->failed) {
+		log_err("job=%s late_data check failed: %s", sr->job, run->error);
+		sensor_record(s, js, now, 0, run->error, false, 0);
+		goto out;
+	}
+	parts = xcalloc(run->nvalues, sizeof *parts);
+	for (size_t i = 0; i < run->nvalues; i++) {
+		if (part_parse_key(jd->grain, run->values[i], &parts[n], &err) < 0 ||
+		    (jd->has_start && parts[n] < jd->start) ||
+		    (jd->has_end && parts[n] > jd->end)) {
+			snprintf(msg, sizeof msg, "late_data returned \"%.60s\","
+				 " which is not a partition of %s (%s); its query"
+				 " must return %s partition keys", run->values[i],
+				 jd->name, err.msg[0] ? err.msg : "outside start..end",
+				 grain_name(jd->grain));
+			err_clear(&err);
+			log_err("job=%s %s; nothing enqueued", jd->name, msg);
+			sensor_record(s, js, now, 0, msg, false, 0);
+			goto out;
+		}
+		err_clear(&err);
+		n++;
+	}
+	qsort(parts, n, sizeof *parts, sensor_part_cmp);
+	{
+		size_t k = 0;
+		for (size_t i = 0; i < n; i++)
+			if (k == 0 || parts[k - 1] != parts[i])
+				parts[k++] = parts[i];
+		n = k;
+	}
+	if (n > (size_t)jd->max_backfill) {
+		snprintf(msg, sizeof msg, "late_data found %zu partitions, above"
+			 " max_backfill %d: nothing enqueued; backfill them in"
+			 " bounded requests (backfillctl backfill %s"
+			 " --dates-file F)", n, jd->max_backfill, jd->name);
+		log_err("job=%s %s", jd->name, msg);
+		sensor_record(s, js, now, (int64_t)n, msg, false, 0);
+		goto out;
+	}
+	if (n > 0) {
+		struct plan plan;
+		int64_t id;
+		char a[CAL_KEY_MAX], b[CAL_KEY_MAX];
+
+		part_key(jd->grain, parts[0], a);
+		part_key(jd->grain, parts[n - 1], b);
+		rq.parts = parts;
+		rq.nparts = n;
+		rq.from_key = a;
+		rq.to_key = b;
+		plan_init(&plan);
+		if (sched_submit(s, &rq, true, &plan, &id, &err) < 0) {
+			plan_free(&plan);
+			log_err("job=%s late_data: cannot enqueue: %s", jd->name,
+				err.msg);
+			sensor_record(s, js, now, (int64_t)n, err.msg, false, 0);
+			goto out;
+		}
+		plan_free(&plan);
+		log_notice("job=%s request=%" PRId64 " late_data found %zu"
+			   " partitions (%s..%s) with rows since %s", jd->name,
+			   id, n, a, b, sr->since);
+	}
+	sensor_record(s, js, now, (int64_t)n, NULL, true, sr->started_ms);
+out:
+	exec_run_clear_results(run);
+	config_unref(run->cfg);
+	free(parts);
+	free(sr);
+	if (!s->closing && !s->draining)
+		sched_schedule(s, false, -1);
+}
+
+/* Start job j's late_data check. */
+static void
+sensor_start(struct sched *s, int j, struct jobstate *js)
+{
+	const struct job_def *jd = &s->cfg->jobs[j];
+	struct sensor_run *sr = xcalloc(1, sizeof *sr);
+
+	sr->s = s;
+	snprintf(sr->job, sizeof sr->job, "%s", jd->name);
+	sr->started_ms = clock_now_ms();
+	cal_format_iso_ms(js->st.has_late_since ? js->st.late_since :
+			  s->started_ms, sr->since);
+	snprintf(sr->part.key, sizeof sr->part.key, "late_data");
+	sr->run.cfg = config_ref(s->cfg);
+	sr->run.job = jd;
+	sr->run.parts = &sr->part;
+	sr->run.nparts = 1;
+	sr->run.attempt = 1;
+	sr->run.query_sql = jd->late_data->sql;
+	sr->run.query_since = sr->since;
+	sr->run.query_max = (size_t)jd->max_backfill * 4 + 1024;
+	sr->run.done_cb = sensor_done_cb;
+	sr->run.data = sr;
+	js->sensor = sr;
+	log_debug("job=%s late_data check since=%s", jd->name, sr->since);
+	exec_submit(s->exec, &sr->run);
+}
+
 /*
  * Run the schedule (rule 6) for every clock-driven job, or only `job` after
  * a resume, and arm the timer for the earliest next due time.
@@ -1293,6 +1466,17 @@ sched_schedule(struct sched *s, bool resumed, int only)
 		int64_t gap;
 		char a[CAL_KEY_MAX], b[CAL_KEY_MAX];
 
+		if (j->late_data != NULL) {
+			js = jobstate_get(s, j->name);
+			int64_t at = sensor_next_check(s, j, js);
+
+			if (!js->st.paused && js->sensor == NULL && at <= now) {
+				sensor_start(s, (int)i, js);
+				at = now + j->late_data->every;
+			}
+			if (!js->st.paused && at < next)
+				next = at;
+		}
 		if (j->nupstream > 0 || !j->has_start)
 			continue;
 		js = jobstate_get(s, j->name);
@@ -1316,8 +1500,11 @@ sched_schedule(struct sched *s, bool resumed, int only)
 				if (sched_materialise(s, (int)i, last, last,
 						      "schedule", &err) < 0)
 					goto fail;
-				snprintf(js->st.catchup, sizeof js->st.catchup, "%s",
-					 j->catchup ? "ok" : "off");
+				/* a refused gap stays shown until it is filled
+				 * (sched_job_view) */
+				if (strcmp(js->st.catchup, "refused") != 0)
+					snprintf(js->st.catchup, sizeof js->st.catchup,
+						 "%s", j->catchup ? "ok" : "off");
 			} else if ((j->catchup || resume_here) && gap <= j->max_catchup) {
 				if (sched_materialise(s, (int)i, first, last,
 						      "catchup", &err) < 0)
@@ -1448,6 +1635,7 @@ sched_new(uv_loop_t *loop, struct store *store, struct exec *exec,
 	s->requests.next = s->requests.prev = &s->requests;
 	s->actives.next = s->actives.prev = &s->actives;
 	s->retry_at = INT64_MAX;
+	s->started_ms = clock_now_ms();
 	uv_timer_init(loop, &s->retry_timer);
 	s->retry_timer.data = s;
 	uv_timer_init(loop, &s->due_timer);
@@ -1780,6 +1968,19 @@ sched_pause(struct sched *s, int job, bool pause, struct err *err)
 	return 0;
 }
 
+struct gap_count {
+	int64_t succeeded;
+};
+
+/* Count the gap's partitions whose last run succeeded. */
+static void
+gap_count_cb(const char *key, enum mstate st, void *data)
+{
+	(void)key;
+	if (st == MS_SUCCEEDED)
+		((struct gap_count *)data)->succeeded++;
+}
+
 void
 sched_job_view(struct sched *s, int job, struct sched_job_view *v)
 {
@@ -1799,8 +2000,22 @@ sched_job_view(struct sched *s, int job, struct sched_job_view *v)
 		v->catchup = j->catchup ? "ok" : "off";
 	if (strcmp(js->st.catchup, "refused") == 0 && js->st.gap_from[0] &&
 	    part_parse_key(j->grain, js->st.gap_from, &v->gap_from, NULL) == 0 &&
-	    part_parse_key(j->grain, js->st.gap_to, &v->gap_to, NULL) == 0)
-		v->has_gap = true;
+	    part_parse_key(j->grain, js->st.gap_to, &v->gap_to, NULL) == 0) {
+		struct gap_count gc = { 0 };
+
+		/* refused until every partition of the gap has succeeded */
+		store_last_states(s->store, j->name, js->st.gap_from,
+				  js->st.gap_to, gap_count_cb, &gc, NULL);
+		if (gc.succeeded >= v->gap_to - v->gap_from + 1) {
+			v->catchup = j->catchup ? "ok" : "off";
+			snprintf(js->st.catchup, sizeof js->st.catchup, "%s",
+				 v->catchup);
+			js->st.gap_from[0] = js->st.gap_to[0] = '\0';
+			jobstate_save(s, js, NULL);
+		} else {
+			v->has_gap = true;
+		}
+	}
 	if (j->nupstream == 0 && j->has_start) {
 		part_t nextp = v->has_watermark ? v->watermark + 1 : j->start;
 		part_t last = sched_last_due(j->grain, j->ready_after, now);
@@ -1812,6 +2027,14 @@ sched_job_view(struct sched *s, int job, struct sched_job_view *v)
 			v->has_next_due = true;
 			v->next_due = sched_due_time(j->grain, j->ready_after, nextp);
 		}
+	}
+	if (j->late_data != NULL) {
+		v->has_sensor = true;
+		v->has_last_check = js->st.has_late_checked;
+		v->last_check_ms = js->st.late_checked_at;
+		v->next_check = sensor_next_check(s, j, js);
+		v->found = js->st.late_found;
+		v->sensor_error = js->st.late_error[0] ? js->st.late_error : NULL;
 	}
 	for (struct request *rq = s->requests.next; rq != &s->requests; rq = rq->next) {
 		for (size_t i = 0; i < rq->n; i++) {
@@ -1861,6 +2084,9 @@ stale_collect_cb(const char *key, int64_t built_at, bool has_inputs_at,
 		return 0;
 	n = part_map(uj->grain, p, sc->d->grain, out);
 	for (int i = 0; i < n; i++) {
+		if ((sc->d->has_start && out[i] < sc->d->start) ||
+		    (sc->d->has_end && out[i] > sc->d->end))
+			continue; /* outside the downstream job: no partition */
 		if (sc->n == sc->cap) {
 			sc->cap = sc->cap ? sc->cap * 2 : 64;
 			sc->rows = realloc(sc->rows, sc->cap * sizeof *sc->rows);

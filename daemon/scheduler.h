@@ -105,6 +105,12 @@ struct sched_job_view {
 	bool has_next_due;
 	int64_t next_due; /* seconds */
 	int64_t queued, running, blocked;
+	/* late_data sensor */
+	bool has_sensor;
+	bool has_last_check;
+	int64_t last_check_ms, next_check; /* ms, seconds */
+	int64_t found;
+	const char *sensor_error;          /* NULL when the last check worked */
 };
 void sched_job_view(struct sched *s, int job, struct sched_job_view *v);
 struct store *sched_store(struct sched *s);

@@ -87,14 +87,17 @@ static const char *const store_sql[S_COUNT] = {
 	"SELECT partition_key, built_at, inputs_at FROM partitions WHERE job = ?"
 	" ORDER BY partition_key",
 	[S_JOB_GET] =
-	"SELECT watermark, catchup, gap_from, gap_to, paused, paused_at FROM jobs"
+	"SELECT watermark, catchup, gap_from, gap_to, paused, paused_at,"
+	" late_since, late_checked_at, late_found, late_error FROM jobs"
 	" WHERE job = ?",
 	[S_JOB_PUT] =
 	"INSERT INTO jobs (job, watermark, catchup, gap_from, gap_to, paused,"
-	" paused_at, updated_at) VALUES (?1,?2,?3,?4,?5,?6,?7,?8)"
+	" paused_at, updated_at, late_since, late_checked_at, late_found,"
+	" late_error) VALUES (?1,?2,?3,?4,?5,?6,?7,?8,?9,?10,?11,?12)"
 	" ON CONFLICT (job) DO UPDATE SET watermark = ?2, catchup = ?3,"
 	" gap_from = ?4, gap_to = ?5, paused = ?6, paused_at = ?7,"
-	" updated_at = ?8",
+	" updated_at = ?8, late_since = ?9, late_checked_at = ?10,"
+	" late_found = ?11, late_error = ?12",
 	[S_REQUEST_GET] =
 	"SELECT job, finished_at IS NOT NULL FROM requests WHERE id = ?",
 	[S_JOB_COUNTS_OPEN] =
@@ -733,6 +736,12 @@ store_job_get(struct store *st, const char *job, struct store_job_state *js,
 		col_copy(s, 3, js->gap_to, sizeof js->gap_to);
 		js->paused = sqlite3_column_int(s, 4);
 		js->paused_at = sqlite3_column_int64(s, 5);
+		js->has_late_since = sqlite3_column_type(s, 6) != SQLITE_NULL;
+		js->late_since = sqlite3_column_int64(s, 6);
+		js->has_late_checked = sqlite3_column_type(s, 7) != SQLITE_NULL;
+		js->late_checked_at = sqlite3_column_int64(s, 7);
+		js->late_found = sqlite3_column_int64(s, 8);
+		col_copy(s, 9, js->late_error, sizeof js->late_error);
 	}
 	store_done(s);
 	if (rc != SQLITE_ROW && rc != SQLITE_DONE)
@@ -757,6 +766,13 @@ store_job_put(struct store *st, const char *job, const struct store_job_state *j
 	else
 		sqlite3_bind_null(s, 7);
 	sqlite3_bind_int64(s, 8, at);
+	if (js->has_late_since)
+		sqlite3_bind_int64(s, 9, js->late_since);
+	if (js->has_late_checked) {
+		sqlite3_bind_int64(s, 10, js->late_checked_at);
+		sqlite3_bind_int64(s, 11, js->late_found);
+	}
+	bind_text(s, 12, js->late_error[0] ? js->late_error : NULL);
 	return store_step_done(st, s, err, "saving job state");
 }
 

@@ -179,6 +179,13 @@ struct store_job_state {
 	char gap_to[32];
 	bool paused;
 	int64_t paused_at;
+	/* late_data sensor */
+	bool has_late_since;
+	int64_t late_since;       /* ms: :since of the next check */
+	bool has_late_checked;
+	int64_t late_checked_at;  /* ms */
+	int64_t late_found;       /* partitions the last check found */
+	char late_error[512];     /* "" when the last check succeeded */
 };
 int store_job_get(struct store *st, const char *job, struct store_job_state *js,
 		  struct err *err);

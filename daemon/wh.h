@@ -84,6 +84,15 @@ struct wh_driver {
 	int (*query_value)(struct wh_conn *conn, const char *sql,
 			   const struct wh_param *params, size_t nparams,
 			   bool *has_row, char **value, struct err *err);
+	/* Run one read-only statement outside any transaction and return
+	 * the first column of every row as text (NULLs left out) in
+	 * *values (malloc'd array of malloc'd strings), *nvalues of them,
+	 * at most max_values (more is an error).  Used by late_data
+	 * sensors.  NULL in a driver that cannot do it. */
+	int (*query_column)(struct wh_conn *conn, const char *sql,
+			    const struct wh_param *params, size_t nparams,
+			    size_t max_values, char ***values, size_t *nvalues,
+			    struct err *err);
 	/* Create (replacing any) the temporary table
 	 * backfill_manifest(partition_key, partition_start, partition_end)
 	 * inside the transaction and fill it with `rows`. */

@@ -493,6 +493,85 @@ whsql_usable(const struct wh_conn *conn)
 	return !((const struct whsql_conn *)conn)->broken;
 }
 
+/* Every first-column value of a read-only statement (sensors). */
+static int
+whsql_query_column(struct wh_conn *conn, const char *sql,
+		   const struct wh_param *params, size_t nparams,
+		   size_t max_values, char ***values, size_t *nvalues,
+		   struct err *err)
+{
+	struct whsql_conn *c = whsql_conn(conn);
+	sqlite3_stmt *st = NULL;
+	char msg[ERR_MSG_MAX];
+	char **v = NULL;
+	size_t n = 0, cap = 0;
+	int rc;
+
+	*values = NULL;
+	*nvalues = 0;
+	if (atomic_load(&c->interrupted))
+		return err_set(err, EXIT_WORK_FAILED, "interrupted");
+	c->guarded = true;
+	rc = sqlite3_prepare_v2(c->db, sql, -1, &st, NULL);
+	if (rc != SQLITE_OK || st == NULL) {
+		if (rc != SQLITE_OK)
+			whsql_errmsg(c, rc, msg, sizeof msg);
+		else
+			snprintf(msg, sizeof msg, "no statement");
+		goto fail;
+	}
+	if (!sqlite3_stmt_readonly(st)) {
+		snprintf(msg, sizeof msg, "a sensor query must not write");
+		goto fail;
+	}
+	if (whsql_bind(c, st, params, nparams, msg, sizeof msg) == -1)
+		goto fail;
+	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+		if (sqlite3_column_count(st) == 0 ||
+		    sqlite3_column_type(st, 0) == SQLITE_NULL)
+			continue;
+		if (n == max_values) {
+			snprintf(msg, sizeof msg, "more than %zu values",
+				 max_values);
+			goto fail;
+		}
+		if (n == cap) {
+			char **nv;
+
+			cap = cap ? cap * 2 : 16;
+			nv = realloc(v, cap * sizeof *v);
+			if (nv == NULL) {
+				snprintf(msg, sizeof msg, "out of memory");
+				goto fail;
+			}
+			v = nv;
+		}
+		v[n] = strdup((const char *)sqlite3_column_text(st, 0));
+		if (v[n] == NULL) {
+			snprintf(msg, sizeof msg, "out of memory");
+			goto fail;
+		}
+		n++;
+	}
+	if (rc != SQLITE_DONE) {
+		whsql_errmsg(c, rc, msg, sizeof msg);
+		goto fail;
+	}
+	sqlite3_finalize(st);
+	c->guarded = false;
+	*values = v;
+	*nvalues = n;
+	return 0;
+
+fail:
+	sqlite3_finalize(st);
+	for (size_t i = 0; i < n; i++)
+		free(v[i]);
+	free(v);
+	c->guarded = false;
+	return err_set(err, EXIT_WORK_FAILED, "%s", msg);
+}
+
 const struct wh_driver wh_sqlite_driver = {
 	.name = "sqlite",
 	.open = whsql_open,
@@ -500,6 +579,7 @@ const struct wh_driver wh_sqlite_driver = {
 	.begin = whsql_begin,
 	.exec_script = whsql_exec_script,
 	.query_value = whsql_query_value,
+	.query_column = whsql_query_column,
 	.manifest_fill = whsql_manifest_fill,
 	.manifest_drop = whsql_manifest_drop,
 	.commit = whsql_commit,

@@ -20,3 +20,10 @@ CREATE TABLE run_audit (
     passed        INTEGER NOT NULL,
     PRIMARY KEY (run_id, partition_key)
 ) WITHOUT ROWID;
+
+-- late_data sensors, per job: :since of the next check (the start of the
+-- previous successful one), when it last ran, what it found, its error.
+ALTER TABLE jobs ADD COLUMN late_since INTEGER;
+ALTER TABLE jobs ADD COLUMN late_checked_at INTEGER;
+ALTER TABLE jobs ADD COLUMN late_found INTEGER;
+ALTER TABLE jobs ADD COLUMN late_error TEXT;
