@@ -263,14 +263,14 @@ pgsql_parse(const char *sql, struct pgsql_script *out, struct err *err)
 			s += n;
 			continue;
 		}
-		if (!cur.started) {
-			cur.started = true;
-			cur.line = line;
-		}
 		if (c == ';' && cur.depth == 0) {
 			pgsql_cur_end(&cur, out);
 			s++;
 			continue;
+		}
+		if (!cur.started) {
+			cur.started = true;
+			cur.line = line;
 		}
 		if (pgsql_word_start(c)) {
 			for (n = 1; pgsql_word_char((unsigned char)s[n]); n++)
@@ -371,7 +371,7 @@ pgsql_script_free(struct pgsql_script *s)
 
 	if (s == NULL)
 		return;
-	for (i = 0; i < s->n; i++) {
+	for (i = 0; s->stmts != NULL && i < s->n; i++) {
 		free(s->stmts[i].sql);
 		for (k = 0; k < s->stmts[i].nnames; k++)
 			free(s->stmts[i].names[k]);

@@ -49,7 +49,7 @@ struct pgsql_script {
  */
 int pgsql_parse(const char *sql, struct pgsql_script *out, struct err *err);
 
-/* Free what pgsql_parse filled (a zeroed script is fine). */
+/* Free what pgsql_parse filled (a zeroed or failed script is fine). */
 void pgsql_script_free(struct pgsql_script *s);
 
 /*

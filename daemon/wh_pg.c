@@ -64,7 +64,7 @@
 #define WHPG_CANCEL_GRACE_MS 5000
 #define WHPG_PASSWORD_MAX 4096
 
-const struct wh_driver wh_pg_driver;
+extern const struct wh_driver wh_pg_driver;
 
 struct whpg_conn {
 	struct wh_conn base;
@@ -610,7 +610,6 @@ whpg_query_value(struct wh_conn *conn, const char *sql,
 	struct pgsql_script script;
 	const char **values = NULL;
 	char msg[ERR_MSG_MAX];
-	const char *state;
 	struct err perr;
 	PGresult *res = NULL;
 	bool sp = false;
@@ -646,8 +645,6 @@ whpg_query_value(struct wh_conn *conn, const char *sql,
 	}
 	if (whpg_exec(c, script.stmts[0].sql, (int)script.stmts[0].nnames,
 	    values, true, &res, msg, sizeof msg) == -1) {
-		state = PQresultErrorField(NULL, PG_DIAG_SQLSTATE);
-		(void)state;
 		if (strstr(msg, "read-only transaction") != NULL)
 			snprintf(msg, sizeof msg, "a check must not write");
 		goto out;

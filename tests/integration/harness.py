@@ -47,10 +47,10 @@ EXAMPLE_YAML = os.path.join(SOURCE_ROOT, "config", "example.yaml")
 # jobs' `start`, so their schedule has nothing due.  The daemon takes every
 # time from it, run times included, and it stands still: tests that measure
 # elapsed times (runs' started_at/finished_at, retry backoff, staleness by
-# landing time) pass clock=None.  With the real clock, the schedule of a
-# job with `catchup: false` runs the newest due partition (its `end`) once
-# at the first start: start() waits for that work to finish and runs()
-# leaves it out (boot_requests), so tests see only what they asked for.
+# landing time) pass clock=None and give their jobs an `end` in the past
+# and `catchup: false`.  Whatever the schedule enqueues at the first start
+# all the same (with the real clock, a job without `end`), start() waits for
+# and runs() leaves out (boot_requests): tests see only what they asked for.
 DEFAULT_CLOCK = "2026-01-01T00:00:00Z"
 
 ISO_MS = re.compile(r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$")
@@ -444,7 +444,21 @@ class Daemon:
         self.proc = None
         if expect_rc is not None:
             eq(rc, expect_rc, "backfilld exit status after SIGTERM")
+        self.check_sanitizers()
         return rc
+
+    def check_sanitizers(self):
+        """Fail on a sanitizer report in the daemon's log (an ASan/UBSan
+        build keeps running after some of them)."""
+        try:
+            with open(self.log, errors="replace") as f:
+                text = f.read()
+        except OSError:
+            return
+        for mark in ("runtime error:", "ERROR: AddressSanitizer", "ERROR: LeakSanitizer"):
+            if mark in text:
+                i = text.index(mark)
+                fail("sanitizer report in the daemon log:\n%s" % text[max(0, i - 200):i + 1500])
 
     def kill9(self):
         self.assert_alive("before kill -9")
