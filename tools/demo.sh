@@ -153,6 +153,12 @@ q "ATTACH '$STATE/before.db' AS b;
    FROM main.mart_monthly_sales m JOIN b.mart_monthly_sales o USING (month_start)
    ORDER BY m.month_start"
 
+say "The audit of that request: backfillctl audit --request 1"
+echo "What each partition's run measured before and after its write, inside its"
+echo "transaction, and every check's outcome (the refunds lower each day's revenue):"
+echo
+ctl audit --request 1
+
 say "The same backfill again changes nothing (idempotent partition writes)"
 sum_before=$(wh_sum)
 ctl backfill fct_daily_sales --from "$WINDOW_FROM" --to "$WINDOW_TO" --reason "refund bug, again" --wait
