@@ -430,18 +430,16 @@ control_peer_may_change(struct control *c, int fd)
 
 	if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &len) < 0)
 		return false;
-	if (cred.uid == 0 || cred.uid == geteuid())
-		return true;
-	if (!c->has_group)
-		return cred.gid == getegid();
-	if (cred.gid == c->group)
+	gid_t group = c->has_group ? c->group : getegid();
+
+	if (cred.uid == 0 || cred.uid == geteuid() || cred.gid == group)
 		return true;
 	pw = getpwuid(cred.uid);
 	if (pw == NULL || getgrouplist(pw->pw_name, pw->pw_gid, groups,
 				       &ngroups) < 0)
 		return false;
 	for (int i = 0; i < ngroups; i++)
-		if (groups[i] == c->group)
+		if (groups[i] == group)
 			return true;
 	return false;
 }

@@ -1009,11 +1009,15 @@ fail:
 		entry_set(s, a->entries[i], result);
 	}
 recorded:
-	if (run_state == MS_SUCCEEDED)
+	if (run_state == MS_SUCCEEDED && run->rows_changed >= 0)
 		log_info("job=%s partition=%s request=%" PRId64 " run=%" PRId64
 			 " succeeded in %" PRId64 " ms rows=%" PRId64, a->job_name,
 			 e->key, e->rq->id, run->run_id, now - a->started_at,
 			 run->rows_changed);
+	else if (run_state == MS_SUCCEEDED)
+		log_info("job=%s partition=%s request=%" PRId64 " run=%" PRId64
+			 " succeeded in %" PRId64 " ms", a->job_name, e->key,
+			 e->rq->id, run->run_id, now - a->started_at);
 	else if (run_state == MS_CANCELLED)
 		log_notice("job=%s partition=%s run=%" PRId64
 			   " cancelled; queued again", a->job_name, e->key,
