@@ -95,7 +95,10 @@ struct request {
 /* A run in flight: one execution, possibly for several entries (rule 5). */
 struct active {
 	struct exec_run run;
-	struct exec_part part;
+	struct exec_part part;   /* the one partition of an ordinary run */
+	struct exec_part *parts; /* a batch run's partitions (entries order) */
+	int64_t *run_ids;        /* a batch run: one runs row per entry */
+	bool batch;
 	struct sched *s;
 	struct entry **entries;  /* entries[0] is the primary */
 	size_t nentries;
@@ -667,7 +670,22 @@ sched_start_run(struct sched *s, struct entry *e, int64_t now)
 	snprintf(a->job_name, sizeof a->job_name, "%s", e->job_name);
 	a->entries = xcalloc(cap, sizeof *a->entries);
 	a->entries[a->nentries++] = e;
-	for (x = s->hash[entry_hash(e->job_name, e->key)]; x; x = x->hnext) {
+	a->batch = j->batch && !e->downstream;
+	/* batch: every ready partition of the job in this request, one run */
+	for (size_t i = 0; a->batch && i < e->rq->nroot; i++) {
+		x = e->rq->items[i];
+		if (x == e || x->job != e->job || !entry_ready(s, x, now, &wake))
+			continue;
+		if (a->nentries == cap) {
+			cap *= 2;
+			a->entries = realloc(a->entries, cap * sizeof *a->entries);
+			if (a->entries == NULL)
+				abort();
+		}
+		a->entries[a->nentries++] = x;
+	}
+	for (x = s->hash[entry_hash(e->job_name, e->key)]; x && !a->batch;
+	     x = x->hnext) {
 		if (x == e || strcmp(x->key, e->key) != 0 ||
 		    strcmp(x->job_name, e->job_name) != 0)
 			continue;
@@ -692,10 +710,30 @@ sched_start_run(struct sched *s, struct entry *e, int64_t now)
 		if (entry_store(s, x, NULL, now, &err) < 0)
 			goto fail_tx;
 	}
-	if (store_run_start(s->store, e->id, e->rq->id, e->job_name, e->key,
-			    e->attempts, now, j->code_version, s->cfg->file_hash,
-			    &a->run.run_id, &err) < 0 ||
-	    store_commit(s->store, &err) < 0)
+	if (a->batch) {
+		a->run_ids = xcalloc(a->nentries, sizeof *a->run_ids);
+		a->parts = xcalloc(a->nentries, sizeof *a->parts);
+		for (size_t i = 0; i < a->nentries; i++) {
+			x = a->entries[i];
+			if (store_run_start(s->store, x->id, x->rq->id, x->job_name,
+					    x->key, x->attempts, now,
+					    j->code_version, s->cfg->file_hash,
+					    &a->run_ids[i], &err) < 0)
+				goto fail_tx;
+			snprintf(a->parts[i].key, sizeof a->parts[i].key, "%s",
+				 x->key);
+			part_bound(j->grain, part_start(j->grain, x->part),
+				   a->parts[i].start);
+			part_bound(j->grain, part_end(j->grain, x->part),
+				   a->parts[i].end);
+		}
+		a->run.run_id = a->run_ids[0];
+	} else if (store_run_start(s->store, e->id, e->rq->id, e->job_name,
+				   e->key, e->attempts, now, j->code_version,
+				   s->cfg->file_hash, &a->run.run_id, &err) < 0) {
+		goto fail_tx;
+	}
+	if (store_commit(s->store, &err) < 0)
 		goto fail_tx;
 
 	snprintf(a->part.key, sizeof a->part.key, "%s", e->key);
@@ -703,8 +741,8 @@ sched_start_run(struct sched *s, struct entry *e, int64_t now)
 	part_bound(j->grain, part_end(j->grain, e->part), a->part.end);
 	a->run.cfg = config_ref(s->cfg);
 	a->run.job = j;
-	a->run.parts = &a->part;
-	a->run.nparts = 1;
+	a->run.parts = a->batch ? a->parts : &a->part;
+	a->run.nparts = a->batch ? a->nentries : 1;
 	a->run.attempt = e->attempts;
 	a->run.log_dir = s->log_dir;
 	a->run.done_cb = sched_run_done_cb;
@@ -716,10 +754,16 @@ sched_start_run(struct sched *s, struct entry *e, int64_t now)
 	s->nrunning++;
 	if ((size_t)e->job < s->njob_running)
 		s->job_running[e->job]++;
-	log_info("job=%s partition=%s request=%" PRId64 " run=%" PRId64
-		 " attempt=%d started%s", e->job_name, e->key, e->rq->id,
-		 a->run.run_id, e->attempts,
-		 a->nentries > 1 ? " (for several requests)" : "");
+	if (a->batch && a->nentries > 1)
+		log_info("job=%s partition=%s..%s request=%" PRId64 " run=%" PRId64
+			 " attempt=%d started: one batch of %zu partitions",
+			 e->job_name, e->key, a->entries[a->nentries - 1]->key,
+			 e->rq->id, a->run.run_id, e->attempts, a->nentries);
+	else
+		log_info("job=%s partition=%s request=%" PRId64 " run=%" PRId64
+			 " attempt=%d started%s", e->job_name, e->key, e->rq->id,
+			 a->run.run_id, e->attempts,
+			 a->nentries > 1 ? " (for several requests)" : "");
 	for (size_t i = 0; i < a->nentries; i++)
 		request_changed(s, a->entries[i]->rq);
 	exec_submit(s->exec, &a->run);
@@ -735,6 +779,8 @@ fail:
 	log_err("job=%s partition=%s cannot start: %s", e->job_name, e->key,
 		err.msg);
 	free(a->entries);
+	free(a->run_ids);
+	free(a->parts);
 	free(a);
 	return -1;
 }
@@ -833,9 +879,11 @@ json_num(struct buf *b, bool has, double v)
 }
 
 /* Record what a run measured and checked for each of its partitions
- * (inside the caller's transaction). */
+ * (inside the caller's transaction); a batch run has one run id per
+ * partition (run_ids), an ordinary one NULL. */
 static int
-sched_audit(struct sched *s, struct exec_run *run, struct err *err)
+sched_audit(struct sched *s, struct exec_run *run, const int64_t *run_ids,
+	    struct err *err)
 {
 	struct buf metrics, checks, mtext, ctext;
 	int rc = 0;
@@ -925,7 +973,8 @@ sched_audit(struct sched *s, struct exec_run *run, struct err *err)
 			buf_add(&ctext, "", 1);
 			buf_addstr(&line, ctext.data);
 			buf_add(&line, "", 1);
-			rc = store_audit_add(s->store, run->run_id,
+			rc = store_audit_add(s->store,
+					     run_ids ? run_ids[i] : run->run_id,
 					     run->parts[i].key,
 					     g && g->has_rows_before,
 					     g ? g->rows_before : 0,
@@ -974,13 +1023,21 @@ sched_run_done_cb(struct exec_run *run)
 
 	if (store_begin(s->store, &err) < 0)
 		goto fail;
-	if (store_run_finish(s->store, run->run_id, run_state, now, error,
-			     run->rows_changed, &err) < 0 ||
-	    (!run->cancelled && sched_audit(s, run, &err) < 0))
-		goto fail_tx;
-	if (result == MS_SUCCEEDED &&
-	    store_partition_built(s->store, a->job_name, e->key, now, inputs_at,
-				  run->run_id, j->code_version, &err) < 0)
+	for (size_t i = 0; i < (a->batch ? a->nentries : 1); i++) {
+		int64_t rid = a->batch ? a->run_ids[i] : run->run_id;
+		const char *key = a->batch ? a->entries[i]->key : e->key;
+
+		/* a batch's rows changed are the batch's: on its first row */
+		if (store_run_finish(s->store, rid, run_state, now, error,
+				     i == 0 ? run->rows_changed : -1, &err) < 0)
+			goto fail_tx;
+		if (result == MS_SUCCEEDED &&
+		    store_partition_built(s->store, a->job_name, key, now,
+					  inputs_at, rid, j->code_version,
+					  &err) < 0)
+			goto fail_tx;
+	}
+	if (!run->cancelled && sched_audit(s, run, a->run_ids, &err) < 0)
 		goto fail_tx;
 	for (size_t i = 0; i < a->nentries; i++) {
 		struct entry *x = a->entries[i];
@@ -1040,8 +1097,9 @@ recorded:
 	for (size_t i = 0; i < a->nentries; i++)
 		if (state_final(a->entries[i]->state))
 			entry_settle_outs(s, a->entries[i], now);
-	if (result == MS_SUCCEEDED)
-		sched_landed(s, a->job_name, e->key, e->rq, now);
+	for (size_t i = 0; result == MS_SUCCEEDED &&
+	     i < (a->batch ? a->nentries : 1); i++)
+		sched_landed(s, a->job_name, a->entries[i]->key, e->rq, now);
 	if (retry)
 		sched_arm_retry(s, e->not_before, now);
 	{
@@ -1053,6 +1111,8 @@ recorded:
 		for (size_t i = 0; i < n; i++)
 			ids[i] = a->entries[i]->rq->id;
 		free(a->entries);
+		free(a->run_ids);
+		free(a->parts);
 		free(a);
 		for (size_t i = 0; i < n; i++) {
 			struct request *rq = request_find(s, ids[i]);
