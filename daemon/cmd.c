@@ -202,6 +202,8 @@ parts_unique(part_t *p, size_t n)
 {
 	size_t k = 0;
 
+	if (n == 0)
+		return 0;
 	qsort(p, n, sizeof *p, part_cmp);
 	for (size_t i = 0; i < n; i++)
 		if (k == 0 || p[k - 1] != p[i])
@@ -567,9 +569,14 @@ submit:
 		goto out;
 	}
 	if (id == 0) {
-		buf_printf(&res->out, "nothing to run: no partition of %s in that"
-			   " range matches --reprocess %s\n", kc.j->name,
-			   reprocess ? reprocess : "all");
+		if (built_by)
+			buf_printf(&res->out, "nothing to run: no partition of %s%s"
+				   " was last built by version %s\n", kc.j->name,
+				   from ? " in that range" : "", built_by);
+		else
+			buf_printf(&res->out, "nothing to run: no partition of %s"
+				   " in that range matches --reprocess %s\n",
+				   kc.j->name, reprocess ? reprocess : "all");
 		goto out;
 	}
 	proto_add_int(res->frame, "request", id);

@@ -116,6 +116,14 @@ struct exec {
 	struct exec_job *shead, *stail; /* started, not yet told */
 	bool quit;
 
+	/* open warehouse connections over all workers, by warehouse name
+	 * (ex->lock): a PostgreSQL warehouse keeps at most max_connections */
+	struct exec_conncount {
+		char *name;
+		int open;
+	} *conncount;
+	size_t nconncount;
+
 	/* loop thread only */
 	struct exec_worker **workers;
 	int nworkers;
@@ -232,6 +240,33 @@ exec_driver(enum wh_kind kind)
 
 /* ---- worker threads ---------------------------------------------------- */
 
+/* Count a connection to warehouse `name` opened (+1) or closed (-1);
+ * returns how many are open now. */
+static int
+exec_conn_count(struct exec *ex, const char *name, int delta)
+{
+	struct exec_conncount *c = NULL;
+	int n;
+
+	uv_mutex_lock(&ex->lock);
+	for (size_t i = 0; i < ex->nconncount; i++)
+		if (strcmp(ex->conncount[i].name, name) == 0)
+			c = &ex->conncount[i];
+	if (c == NULL) {
+		c = realloc(ex->conncount, (ex->nconncount + 1) * sizeof *c);
+		if (c == NULL)
+			abort();
+		ex->conncount = c;
+		c = &ex->conncount[ex->nconncount++];
+		c->name = exec_xstrdup(name);
+		c->open = 0;
+	}
+	c->open += delta;
+	n = c->open;
+	uv_mutex_unlock(&ex->lock);
+	return n;
+}
+
 /* The worker's open connection to wh, opening one if needed. */
 static struct wh_conn *
 exec_conn_get(struct exec_worker *w, const struct warehouse_def *wh,
@@ -260,6 +295,7 @@ exec_conn_get(struct exec_worker *w, const struct warehouse_def *wh,
 	}
 	if (drv->open(wh, &conn, err) == -1)
 		return NULL;
+	exec_conn_count(w->ex, wh->name, +1);
 	cc = realloc(w->cache, (w->ncache + 1) * sizeof *w->cache);
 	if (cc == NULL)
 		abort();
@@ -280,6 +316,7 @@ exec_conn_drop(struct exec_worker *w, struct wh_conn *conn)
 	for (i = 0; i < w->ncache; i++) {
 		if (w->cache[i].conn != conn)
 			continue;
+		exec_conn_count(w->ex, w->cache[i].name, -1);
 		conn->drv->close(conn);
 		free(w->cache[i].name);
 		free(w->cache[i].where);
@@ -590,7 +627,12 @@ exec_sql_run(struct exec_worker *w, struct exec_job *job)
 	w->conn = NULL;
 	uv_mutex_unlock(&w->lock);
 
-	if (!conn->drv->usable(conn))
+	/* keep the connection for the next run, unless it is broken or the
+	 * warehouse has more open than its max_connections (PostgreSQL:
+	 * each worker thread caches its own) */
+	if (!conn->drv->usable(conn) ||
+	    (wh->kind == WH_POSTGRES &&
+	     exec_conn_count(w->ex, wh->name, 0) > wh->max_connections))
 		exec_conn_drop(w, conn);
 	if (run->nchecks == 0) {
 		/* Failed before any check: nothing for the caller to free. */
@@ -1193,6 +1235,9 @@ exec_destroy(struct exec *ex)
 		free(ex->workers[i]);
 	}
 	free(ex->workers);
+	for (size_t k = 0; k < ex->nconncount; k++)
+		free(ex->conncount[k].name);
+	free(ex->conncount);
 	uv_cond_destroy(&ex->cond);
 	uv_mutex_destroy(&ex->lock);
 	free(ex);

@@ -35,6 +35,18 @@ guard_ident(struct buf *b, const char *name)
 	buf_addstr(b, "\"");
 }
 
+/* A column of the job's table, qualified: "table"."column".  SQLite takes
+ * an unqualified double-quoted name that matches no column for a string
+ * literal; a qualified one that matches none is an error ("no such
+ * column"), as in PostgreSQL. */
+static void
+guard_col(struct buf *b, const struct job_def *j, const char *col)
+{
+	guard_ident(b, j->table);
+	buf_addstr(b, ".");
+	guard_ident(b, col);
+}
+
 /* " FROM table WHERE partition_column = :partition" */
 static void
 guard_where(struct buf *b, const struct job_def *j)
@@ -42,7 +54,7 @@ guard_where(struct buf *b, const struct job_def *j)
 	buf_addstr(b, " FROM ");
 	guard_ident(b, j->table);
 	buf_addstr(b, " WHERE ");
-	guard_ident(b, j->partition_column);
+	guard_col(b, j, j->partition_column);
 	buf_addstr(b, " = :partition");
 }
 
@@ -71,9 +83,14 @@ guard_sql_dupkey(const struct job_def *j)
 	buf_init(&b);
 	buf_addstr(&b, "SELECT ");
 	for (size_t i = 0; i < j->nkey; i++) {
-		buf_printf(&b, "%s'%s=' || COALESCE(CAST(", i ? " || ', ' || " : "",
-			   j->key[i]);
-		guard_ident(&b, j->key[i]);
+		buf_addstr(&b, i ? " || ', ' || '" : "'");
+		for (const char *p = j->key[i]; *p; p++) {
+			if (*p == '\'')
+				buf_addstr(&b, "'");
+			buf_add(&b, p, 1);
+		}
+		buf_addstr(&b, "=' || COALESCE(CAST(");
+		guard_col(&b, j, j->key[i]);
 		buf_addstr(&b, " AS TEXT), 'NULL')");
 	}
 	buf_addstr(&b, " || ' (' || CAST(COUNT(*) AS TEXT) || ' rows)'");
@@ -82,7 +99,7 @@ guard_sql_dupkey(const struct job_def *j)
 	for (size_t i = 0; i < j->nkey; i++) {
 		if (i)
 			buf_addstr(&b, ", ");
-		guard_ident(&b, j->key[i]);
+		guard_col(&b, j, j->key[i]);
 	}
 	buf_addstr(&b, " HAVING COUNT(*) > 1 LIMIT 1");
 	buf_add(&b, "", 1);

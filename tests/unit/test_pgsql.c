@@ -121,6 +121,7 @@ join_names(const struct pgsql_stmt *st, char *buf, size_t len)
 		    i > 0 ? "," : "", st->names[i]);
 }
 
+/* Each script of `cases` splits and translates as the table says. */
 START_TEST(test_cases)
 {
 	const struct pgsql_case *c = &cases[_i];
@@ -168,6 +169,7 @@ static const struct pgsql_bad bad[] = {
 	  "instead (:partition, :partition_start, :partition_end)" },
 };
 
+/* Each script of `bad` is refused with its message and statement. */
 START_TEST(test_bad)
 {
 	const struct pgsql_bad *b = &bad[_i];
@@ -184,6 +186,7 @@ START_TEST(test_bad)
 }
 END_TEST
 
+/* A statement's line is that of its first token, comments skipped. */
 START_TEST(test_line_numbers)
 {
 	struct pgsql_script s;
@@ -198,6 +201,7 @@ START_TEST(test_line_numbers)
 }
 END_TEST
 
+/* Values by name; a name the caller did not pass is an error. */
 START_TEST(test_values)
 {
 	const struct wh_param params[] = {
@@ -242,6 +246,7 @@ START_TEST(test_values)
 }
 END_TEST
 
+/* $10 and up, with repeats mapped to their first number. */
 START_TEST(test_many_names)
 {
 	char sql[4096], want[4096];
@@ -267,6 +272,7 @@ START_TEST(test_many_names)
 }
 END_TEST
 
+/* The suite: every test above. */
 static Suite *
 pgsql_suite(void)
 {
@@ -283,6 +289,7 @@ pgsql_suite(void)
 	return s;
 }
 
+/* Run the suite; exit 0 when every test passed. */
 int
 main(void)
 {
