@@ -744,10 +744,38 @@ cmd_status(struct cmd_ctx *ctx, const struct proto_msg *req,
 		}
 	}
 	if (json) {
-		buf_addstr(&res->out, "\n]}\n");
+		buf_addstr(&res->out, "\n], \"warehouses\": [");
+		for (size_t w = 0; w < cfg->nwarehouses; w++) {
+			char why[256], at[CAL_KEY_MAX];
+			int64_t at_ms = 0;
+			int st = sched_warehouse_state(s, cfg->warehouses[w].name,
+						       why, sizeof why, &at_ms);
+
+			buf_addstr(&res->out, w ? ",\n  {\"name\": " : "\n  {\"name\": ");
+			buf_add_json_str(&res->out, cfg->warehouses[w].name);
+			buf_printf(&res->out, ", \"kind\": \"%s\", \"state\": \"%s\","
+				   " \"checked_at\": ", cfg->warehouses[w].kind ==
+				   WH_POSTGRES ? "postgres" : "sqlite",
+				   st > 0 ? "ok" : st < 0 ? "unreachable" : "unknown");
+			cal_format_iso_ms(at_ms, at);
+			json_str(&res->out, st ? at : NULL);
+			buf_addstr(&res->out, ", \"error\": ");
+			json_str(&res->out, st < 0 ? why : NULL);
+			buf_addstr(&res->out, "}");
+		}
+		buf_addstr(&res->out, cfg->nwarehouses ? "\n]}\n" : "]}\n");
 		return;
 	}
 	table_print(&t, &res->out);
+	for (size_t w = 0; w < cfg->nwarehouses; w++) {
+		char why[256];
+		int64_t at_ms = 0;
+
+		if (sched_warehouse_state(s, cfg->warehouses[w].name, why,
+					  sizeof why, &at_ms) < 0)
+			buf_printf(&res->out, "warehouse %s: unreachable: %s\n",
+				   cfg->warehouses[w].name, why);
+	}
 	for (size_t i = 0; i < cfg->njobs; i++) {
 		struct sched_job_view v;
 		char lc[CAL_KEY_MAX], nc[CAL_KEY_MAX];

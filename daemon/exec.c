@@ -46,6 +46,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "clock.h"
 #include "exec.h"
 #include "guard.h"
 #include "wh.h"
@@ -121,6 +122,9 @@ struct exec {
 	struct exec_conncount {
 		char *name;
 		int open;
+		int state;         /* 1 reachable, -1 not, 0 not tried yet */
+		char error[256];   /* why not */
+		int64_t at_ms;     /* when last tried */
 	} *conncount;
 	size_t nconncount;
 
@@ -267,6 +271,47 @@ exec_conn_count(struct exec *ex, const char *name, int delta)
 	return n;
 }
 
+/* Remember whether warehouse `name` could be reached just now. */
+static void
+exec_conn_outcome(struct exec *ex, const char *name, bool ok,
+		  const char *error)
+{
+	exec_conn_count(ex, name, 0); /* make sure it has a row */
+	uv_mutex_lock(&ex->lock);
+	for (size_t i = 0; i < ex->nconncount; i++) {
+		struct exec_conncount *c = &ex->conncount[i];
+
+		if (strcmp(c->name, name) != 0)
+			continue;
+		c->state = ok ? 1 : -1;
+		snprintf(c->error, sizeof c->error, "%s", ok ? "" : error);
+		c->at_ms = clock_now_ms();
+	}
+	uv_mutex_unlock(&ex->lock);
+}
+
+int
+exec_warehouse_state(struct exec *ex, const char *name, char *error,
+		     size_t errsz, int64_t *at_ms)
+{
+	int state = 0;
+
+	if (errsz > 0)
+		error[0] = '\0';
+	uv_mutex_lock(&ex->lock);
+	for (size_t i = 0; i < ex->nconncount; i++) {
+		const struct exec_conncount *c = &ex->conncount[i];
+
+		if (strcmp(c->name, name) != 0)
+			continue;
+		state = c->state;
+		snprintf(error, errsz, "%s", c->error);
+		*at_ms = c->at_ms;
+	}
+	uv_mutex_unlock(&ex->lock);
+	return state;
+}
+
 /* The worker's open connection to wh, opening one if needed. */
 static struct wh_conn *
 exec_conn_get(struct exec_worker *w, const struct warehouse_def *wh,
@@ -293,8 +338,11 @@ exec_conn_get(struct exec_worker *w, const struct warehouse_def *wh,
 		    "has no driver for it", wh->name);
 		return NULL;
 	}
-	if (drv->open(wh, &conn, err) == -1)
+	if (drv->open(wh, &conn, err) == -1) {
+		exec_conn_outcome(w->ex, wh->name, false, err->msg);
 		return NULL;
+	}
+	exec_conn_outcome(w->ex, wh->name, true, NULL);
 	exec_conn_count(w->ex, wh->name, +1);
 	cc = realloc(w->cache, (w->ncache + 1) * sizeof *w->cache);
 	if (cc == NULL)

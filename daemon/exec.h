@@ -107,6 +107,10 @@ int exec_resize(struct exec *ex, int nthreads, struct err *err);
 void exec_submit(struct exec *ex, struct exec_run *run);
 /* Interrupt a run in flight; its done_cb follows with cancelled set. */
 void exec_cancel(struct exec *ex, struct exec_run *run);
+/* Whether warehouse `name` could be reached the last time a worker
+ * connected to it: 1 yes, -1 no (error filled), 0 not tried yet. */
+int exec_warehouse_state(struct exec *ex, const char *name, char *error,
+			 size_t errsz, int64_t *at_ms);
 /* Number of runs in flight. */
 int exec_running(const struct exec *ex);
 /* Cancel what still runs, join the threads, close every handle; closed_cb

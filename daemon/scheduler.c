@@ -1774,6 +1774,59 @@ sched_link_loaded(struct sched *s, struct request *rq)
 	}
 }
 
+struct probe {
+	struct exec_run run;
+	struct exec_part part;
+	struct job_def job;
+};
+
+/* A warehouse probe finished: say so when it failed. */
+static void
+probe_done_cb(struct exec_run *run)
+{
+	struct probe *p = run->data;
+
+	if (run->failed && !run->cancelled)
+		log_warn("warehouse=%s unreachable: %s; its jobs' runs fail into"
+			 " their retries until it answers",
+			 run->cfg->warehouses[p->job.warehouse].name, run->error);
+	exec_run_clear_results(run);
+	config_unref(run->cfg);
+	free(p);
+}
+
+/* Connect to every warehouse once, so status can say which are reachable
+ * before any run needs them. */
+static void
+sched_probe_warehouses(struct sched *s)
+{
+	for (size_t i = 0; i < s->cfg->nwarehouses; i++) {
+		struct probe *p = xcalloc(1, sizeof *p);
+
+		p->job.name = "(warehouse probe)";
+		p->job.warehouse = (int)i;
+		p->job.grain = GRAIN_DAY;
+		snprintf(p->part.key, sizeof p->part.key, "probe");
+		p->run.cfg = config_ref(s->cfg);
+		p->run.job = &p->job;
+		p->run.parts = &p->part;
+		p->run.nparts = 1;
+		p->run.attempt = 1;
+		p->run.query_sql = "SELECT 1";
+		p->run.query_max = 1;
+		p->run.done_cb = probe_done_cb;
+		p->run.data = p;
+		exec_submit(s->exec, &p->run);
+	}
+}
+
+int
+sched_warehouse_state(struct sched *s, const char *name, char *error,
+		      size_t errsz, int64_t *at_ms)
+{
+	return exec_warehouse_state(s->exec, name, error, errsz, at_ms);
+}
+
 int
 sched_start(struct sched *s, struct err *err)
 {
@@ -1797,6 +1850,7 @@ sched_start(struct sched *s, struct err *err)
 		nx = rq->next;
 		request_changed(s, rq);
 	}
+	sched_probe_warehouses(s);
 	sched_schedule(s, false, -1);
 	sched_kick(s);
 	return 0;
@@ -1808,6 +1862,7 @@ sched_reload(struct sched *s, struct config *cfg)
 	config_unref(s->cfg);
 	s->cfg = cfg;
 	sched_index_jobs(s);
+	sched_probe_warehouses(s);
 	if (!s->draining)
 		sched_schedule(s, false, -1);
 	sched_kick(s);
