@@ -643,6 +643,15 @@ def test_bad_input():
          "fact table after the failed runs (nothing half-written)")
     h.eq(c.psql("SELECT count(*) FROM raw_sales WHERE dt = '%s'" % day)[0][0] != "0", True,
          "raw_sales rows of %s kept (the writing check was refused)" % day)
+    # status says which warehouses answer (probed at start, then by the runs)
+    whst = {w["name"]: w for w in d.json("status")["warehouses"]}
+    h.eq(whst["down"]["state"], "unreachable", "status of warehouse down: %r" % whst["down"])
+    h.check("cannot connect" in (whst["down"]["error"] or ""),
+            "status of warehouse down gives no reason: %r" % whst["down"])
+    h.eq(whst["badpw"]["state"], "unreachable", "status of warehouse badpw")
+    h.eq(whst["sales"]["state"], "ok", "status of warehouse sales")
+    h.check("warehouse down: unreachable" in d.ok("status"),
+            "the status table does not name the unreachable warehouse")
     # The healthy warehouse still serves.
     d.ok("rerun", "fact_ok", day, "--wait")
     d.assert_alive()
