@@ -42,28 +42,14 @@
 
 #define CTL_DEFAULT_SOCKET "/run/backfilld/backfilld.sock"
 #define CTL_MAX_POS 8
+#define CTL_MAX_OPTS 16
 
 /* Option values above the char range: long-only options. */
 enum {
 	OPT_SOCKET = 256,
 	OPT_CONFIG,
 	OPT_VERSION,
-	OPT_FROM,
-	OPT_TO,
-	OPT_DATES_FILE,
-	OPT_REPROCESS,
-	OPT_BUILT_BY,
-	OPT_REVERSE,
-	OPT_NO_DOWNSTREAM,
-	OPT_STALE,
-	OPT_REASON,
-	OPT_DRY_RUN,
-	OPT_WAIT,
-	OPT_JSON,
-	OPT_JOB,
-	OPT_REQUEST,
-	OPT_STATE,
-	OPT_LIMIT
+	OPT_CMD         /* a command's option i is OPT_CMD + i */
 };
 
 /* The options every command takes. */
@@ -89,13 +75,42 @@ struct ctl_ctx {
 	char *path;         /* the socket path in use */
 };
 
-/* A command: name, synopsis, help text and the parser that fills the
- * request; parse returns 0, or -1 with err (exit code and message). */
+/* How an argument of a command is checked and put in the request. */
+enum ctl_kind {
+	CTL_FLAG,       /* takes no value; the field is "1" */
+	CTL_TEXT,       /* any text, sent as typed */
+	CTL_JOB,        /* a job name, not empty */
+	CTL_INT,        /* a positive integer */
+	CTL_DATE,       /* a date or an hour (YYYY-MM-DD or YYYY-MM-DDTHH) */
+	CTL_DATES_FILE, /* a dates file, sent as its dates (ctl_read_dates) */
+	CTL_WAIT        /* --wait: no field, the client waits for the work */
+};
+
+/* An option of a command (name: its long name) or a positional argument
+ * (name: what the messages call it). */
+struct ctl_arg {
+	const char *name;
+	enum ctl_kind kind;
+	const char *field;      /* the request field it fills, or NULL */
+	const char *missing;    /* a required one: what to say when absent */
+};
+
+/*
+ * A command: name, synopsis, help text, its options and positionals (each
+ * list ends with a NULL name; the first minpos positionals are required)
+ * and, when its options have rules across them, a check run after every
+ * argument's own check and before the request is filled; val[i] is the
+ * value of opts[i] (NULL when not given).  The check returns 0, or -1
+ * with err.
+ */
 struct ctl_cmd {
 	const char *name;
 	const char *usage;
 	const char *help;
-	int (*parse)(struct ctl_ctx *, int, char **, struct buf *,
+	const struct ctl_arg *opts;
+	const struct ctl_arg *pos;
+	int minpos;
+	int (*check)(const struct ctl_ctx *, const char *const *,
 	    struct err *);
 };
 
@@ -112,24 +127,75 @@ struct ctl_args {
 	int extra;              /* positionals beyond CTL_MAX_POS */
 };
 
-static int ctl_backfill_parse(struct ctl_ctx *, int, char **, struct buf *,
+static int ctl_backfill_check(const struct ctl_ctx *, const char *const *,
     struct err *);
-static int ctl_rerun_parse(struct ctl_ctx *, int, char **, struct buf *,
+static int ctl_runs_check(const struct ctl_ctx *, const char *const *,
     struct err *);
-static int ctl_status_parse(struct ctl_ctx *, int, char **, struct buf *,
-    struct err *);
-static int ctl_runs_parse(struct ctl_ctx *, int, char **, struct buf *,
-    struct err *);
-static int ctl_stale_parse(struct ctl_ctx *, int, char **, struct buf *,
-    struct err *);
-static int ctl_audit_parse(struct ctl_ctx *, int, char **, struct buf *,
-    struct err *);
-static int ctl_job_parse(struct ctl_ctx *, int, char **, struct buf *,
-    struct err *);
-static int ctl_cancel_parse(struct ctl_ctx *, int, char **, struct buf *,
-    struct err *);
-static int ctl_reload_parse(struct ctl_ctx *, int, char **, struct buf *,
-    struct err *);
+
+static const struct ctl_arg ctl_backfill_opts[] = {
+	{ "from", CTL_TEXT, "from", NULL },
+	{ "to", CTL_TEXT, "to", NULL },
+	{ "dates-file", CTL_DATES_FILE, "dates", NULL },
+	{ "reprocess", CTL_TEXT, "reprocess", NULL },
+	{ "built-by", CTL_TEXT, "built_by", NULL },
+	{ "reverse", CTL_FLAG, "reverse", NULL },
+	{ "no-downstream", CTL_FLAG, "no_downstream", NULL },
+	{ "stale", CTL_FLAG, "stale", NULL },
+	{ "reason", CTL_TEXT, "reason", NULL },
+	{ "dry-run", CTL_FLAG, "dry_run", NULL },
+	{ "wait", CTL_WAIT, NULL, NULL },
+	{ "json", CTL_FLAG, "json", NULL },
+	{ NULL, 0, NULL, NULL }
+};
+static const struct ctl_arg ctl_backfill_pos[] = {
+	{ "JOB", CTL_JOB, "job", "JOB: say which job to backfill" },
+	{ NULL, 0, NULL, NULL }
+};
+static const struct ctl_arg ctl_rerun_opts[] = {
+	{ "reason", CTL_TEXT, "reason", NULL },
+	{ "wait", CTL_WAIT, NULL, NULL },
+	{ NULL, 0, NULL, NULL }
+};
+static const struct ctl_arg ctl_rerun_pos[] = {
+	{ "JOB", CTL_JOB, "job", "JOB: say which job to rerun" },
+	{ "PARTITION", CTL_DATE, "partition", "PARTITION: give the "
+	  "partition's key (YYYY-MM-DD, or YYYY-MM-DDTHH for an hourly job)" },
+	{ NULL, 0, NULL, NULL }
+};
+static const struct ctl_arg ctl_json_opts[] = {
+	{ "json", CTL_FLAG, "json", NULL },
+	{ NULL, 0, NULL, NULL }
+};
+static const struct ctl_arg ctl_status_pos[] = {
+	{ "JOB", CTL_JOB, "job", NULL },
+	{ NULL, 0, NULL, NULL }
+};
+static const struct ctl_arg ctl_runs_opts[] = {
+	{ "job", CTL_JOB, "job", NULL },
+	{ "request", CTL_INT, "request", NULL },
+	{ "state", CTL_TEXT, "state", NULL },
+	{ "limit", CTL_INT, "limit", NULL },
+	{ "json", CTL_FLAG, "json", NULL },
+	{ NULL, 0, NULL, NULL }
+};
+static const struct ctl_arg ctl_audit_opts[] = {
+	{ "request", CTL_INT, "request", "missing --request N: say which "
+	  "request to audit (ids are in 'backfillctl runs')" },
+	{ "json", CTL_FLAG, "json", NULL },
+	{ NULL, 0, NULL, NULL }
+};
+static const struct ctl_arg ctl_job_pos[] = {
+	{ "JOB", CTL_JOB, "job", "JOB: say which job" },
+	{ NULL, 0, NULL, NULL }
+};
+static const struct ctl_arg ctl_cancel_pos[] = {
+	{ "REQUEST", CTL_INT, "request", "REQUEST: say which request to "
+	  "cancel (ids are in 'backfillctl runs')" },
+	{ NULL, 0, NULL, NULL }
+};
+static const struct ctl_arg ctl_none[] = {
+	{ NULL, 0, NULL, NULL }
+};
 
 static const struct ctl_cmd ctl_cmds[] = {
 	{ "backfill",
@@ -156,7 +222,7 @@ static const struct ctl_cmd ctl_cmds[] = {
 	  "  --wait               show progress; return when the work is "
 	  "done\n"
 	  "  --json               print JSON\n",
-	  ctl_backfill_parse },
+	  ctl_backfill_opts, ctl_backfill_pos, 1, ctl_backfill_check },
 	{ "rerun",
 	  "rerun JOB PARTITION [--reason TEXT] [--wait]",
 	  "Run one partition of JOB again (PARTITION is its key: YYYY-MM-DD,\n"
@@ -164,13 +230,13 @@ static const struct ctl_cmd ctl_cmds[] = {
 	  "  --reason TEXT        why, recorded with the request\n"
 	  "  --wait               show progress; return when the work is "
 	  "done\n",
-	  ctl_rerun_parse },
+	  ctl_rerun_opts, ctl_rerun_pos, 2, NULL },
 	{ "status",
 	  "status [JOB] [--json]",
 	  "Per job: paused, queued, running, succeeded, failed, blocked,\n"
 	  "watermark and catchup state.\n\n"
 	  "  --json               print JSON\n",
-	  ctl_status_parse },
+	  ctl_json_opts, ctl_status_pos, 0, NULL },
 	{ "runs",
 	  "runs [--job J] [--request N] [--state S] [--limit N] [--json]",
 	  "The runs, newest first (the newest 50 on a terminal unless "
@@ -182,35 +248,35 @@ static const struct ctl_cmd ctl_cmds[] = {
 	  "  --limit N            at most N runs\n"
 	  "  --json               print JSON (every matching run unless "
 	  "--limit)\n",
-	  ctl_runs_parse },
+	  ctl_runs_opts, ctl_none, 0, ctl_runs_check },
 	{ "stale",
 	  "stale [--json]",
 	  "The downstream partitions older than their inputs.\n\n"
 	  "  --json               print JSON\n",
-	  ctl_stale_parse },
+	  ctl_json_opts, ctl_none, 0, NULL },
 	{ "audit",
 	  "audit --request N [--json]",
 	  "Per partition of request N: code version, rows and metrics before "
 	  "and\nafter, checks, pass or fail.\n\n"
 	  "  --request N          the request\n"
 	  "  --json               print JSON\n",
-	  ctl_audit_parse },
+	  ctl_audit_opts, ctl_none, 0, NULL },
 	{ "pause",
 	  "pause JOB",
 	  "Freeze JOB's schedule and queue.\n\n",
-	  ctl_job_parse },
+	  ctl_none, ctl_job_pos, 1, NULL },
 	{ "resume",
 	  "resume JOB",
 	  "Unfreeze JOB's schedule and queue.\n\n",
-	  ctl_job_parse },
+	  ctl_none, ctl_job_pos, 1, NULL },
 	{ "cancel",
 	  "cancel REQUEST",
 	  "Drop the queued partitions of request REQUEST.\n\n",
-	  ctl_cancel_parse },
+	  ctl_none, ctl_cancel_pos, 1, NULL },
 	{ "reload",
 	  "reload",
 	  "Re-read the daemon's configuration (as SIGHUP does).\n\n",
-	  ctl_reload_parse },
+	  ctl_none, ctl_none, 0, NULL },
 };
 #define CTL_NCMDS (sizeof ctl_cmds / sizeof ctl_cmds[0])
 
@@ -424,14 +490,15 @@ ctl_args_init(struct ctl_args *a, int argc, char **argv,
 	opterr = 0;
 }
 
-/* Check the number of positionals: between min and max; names[] says
- * what each one is, for the message. */
+/* Check the number of positionals: between min and max; pos[] says what
+ * each one is, for the message. */
 static int
 ctl_args_check(const struct ctl_ctx *ctx, const struct ctl_args *a, int min,
-    int max, const char *const *names, struct err *err)
+    int max, const struct ctl_arg *pos, struct err *err)
 {
 	if (a->npos < min)
-		return ctl_usage_err(ctx, err, "missing %s", names[a->npos]);
+		return ctl_usage_err(ctx, err, "missing %s",
+		    pos[a->npos].missing);
 	if (a->npos > max || a->extra > 0)
 		return ctl_usage_err(ctx, err, "unexpected argument '%s'",
 		    a->npos > max ? a->pos[max] : "...");
@@ -548,63 +615,35 @@ ctl_read_dates(const struct ctl_ctx *ctx, const char *path, struct buf *dates,
 	return rc;
 }
 
-/* backfill JOB (--from D --to D | --dates-file F | --stale | --built-by V)
- * [--reprocess W] [--reverse] [--no-downstream] [--reason T] [--dry-run]
- * [--wait] [--json] */
-static int
-ctl_backfill_parse(struct ctl_ctx *ctx, int argc, char **argv,
-    struct buf *req, struct err *err)
+/* The value given to the current command's option `name` (NULL when it
+ * was not given); val[] as in struct ctl_cmd. */
+static const char *
+ctl_val(const struct ctl_ctx *ctx, const char *const *val, const char *name)
 {
-	static const struct option opts[] = {
-		{ "from", required_argument, NULL, OPT_FROM },
-		{ "to", required_argument, NULL, OPT_TO },
-		{ "dates-file", required_argument, NULL, OPT_DATES_FILE },
-		{ "reprocess", required_argument, NULL, OPT_REPROCESS },
-		{ "built-by", required_argument, NULL, OPT_BUILT_BY },
-		{ "reverse", no_argument, NULL, OPT_REVERSE },
-		{ "no-downstream", no_argument, NULL, OPT_NO_DOWNSTREAM },
-		{ "stale", no_argument, NULL, OPT_STALE },
-		{ "reason", required_argument, NULL, OPT_REASON },
-		{ "dry-run", no_argument, NULL, OPT_DRY_RUN },
-		{ "wait", no_argument, NULL, OPT_WAIT },
-		{ "json", no_argument, NULL, OPT_JSON },
-		CTL_COMMON_OPTS,
-		{ NULL, 0, NULL, 0 }
-	};
-	static const char *const names[] = { "JOB: say which job to backfill" };
-	const char *from = NULL, *to = NULL, *file = NULL, *reprocess = NULL;
-	const char *built_by = NULL, *reason = NULL;
-	bool reverse = false, nodown = false, stale = false, dry = false;
-	bool json = false;
-	struct part_range r;
-	struct ctl_args a;
-	struct buf dates;
-	int c;
+	size_t i;
 
-	ctl_args_init(&a, argc, argv, opts);
-	while ((c = ctl_next(ctx, &a, err)) >= 0) {
-		switch (c) {
-		case OPT_FROM: from = optarg; break;
-		case OPT_TO: to = optarg; break;
-		case OPT_DATES_FILE: file = optarg; break;
-		case OPT_REPROCESS: reprocess = optarg; break;
-		case OPT_BUILT_BY: built_by = optarg; break;
-		case OPT_REVERSE: reverse = true; break;
-		case OPT_NO_DOWNSTREAM: nodown = true; break;
-		case OPT_STALE: stale = true; break;
-		case OPT_REASON: reason = optarg; break;
-		case OPT_DRY_RUN: dry = true; break;
-		case OPT_WAIT: ctx->wait = true; break;
-		case OPT_JSON: json = true; break;
-		}
+	for (i = 0; ctx->cmd->opts[i].name != NULL; i++) {
+		if (strcmp(ctx->cmd->opts[i].name, name) == 0)
+			return val[i];
 	}
-	if (c == -2)
-		return -1;
-	if (ctx->help)
-		return 0;
-	if (ctl_args_check(ctx, &a, 1, 1, names, err) != 0 ||
-	    ctl_job_ok(ctx, a.pos[0], err) != 0)
-		return -1;
+	return NULL;
+}
+
+/* backfill: one way of choosing the dates, valid bounds in order, a known
+ * --reprocess, a code version for --built-by, not --dry-run with --wait. */
+static int
+ctl_backfill_check(const struct ctl_ctx *ctx, const char *const *val,
+    struct err *err)
+{
+	const char *from = ctl_val(ctx, val, "from");
+	const char *to = ctl_val(ctx, val, "to");
+	const char *file = ctl_val(ctx, val, "dates-file");
+	const char *reprocess = ctl_val(ctx, val, "reprocess");
+	const char *built_by = ctl_val(ctx, val, "built-by");
+	bool stale = ctl_val(ctx, val, "stale") != NULL;
+	bool dry = ctl_val(ctx, val, "dry-run") != NULL;
+	struct part_range r;
+
 	if (from != NULL && to == NULL)
 		return ctl_usage_err(ctx, err, "--from without --to: give both "
 		    "bounds (inclusive; the same date twice for one day)");
@@ -639,345 +678,164 @@ ctl_backfill_parse(struct ctl_ctx *ctx, int argc, char **argv,
 	if (dry && ctx->wait)
 		return ctl_usage_err(ctx, err, "--dry-run enqueues nothing, so "
 		    "there is nothing to --wait for: drop one of them");
-
-	proto_add(req, "job", a.pos[0]);
-	if (from != NULL) {
-		proto_add(req, "from", from);
-		proto_add(req, "to", to);
-	}
-	if (file != NULL) {
-		buf_init(&dates);
-		if (ctl_read_dates(ctx, file, &dates, err) != 0) {
-			buf_free(&dates);
-			return -1;
-		}
-		proto_add(req, "dates", dates.data);
-		buf_free(&dates);
-	}
-	if (reprocess != NULL)
-		proto_add(req, "reprocess", reprocess);
-	if (built_by != NULL)
-		proto_add(req, "built_by", built_by);
-	if (reverse)
-		proto_add(req, "reverse", "1");
-	if (nodown)
-		proto_add(req, "no_downstream", "1");
-	if (stale)
-		proto_add(req, "stale", "1");
-	if (reason != NULL)
-		proto_add(req, "reason", reason);
-	if (dry)
-		proto_add(req, "dry_run", "1");
-	if (json)
-		proto_add(req, "json", "1");
 	return 0;
 }
 
-/* rerun JOB PARTITION [--reason TEXT] [--wait] */
+/* runs: --state is one of the run states. */
 static int
-ctl_rerun_parse(struct ctl_ctx *ctx, int argc, char **argv, struct buf *req,
+ctl_runs_check(const struct ctl_ctx *ctx, const char *const *val,
     struct err *err)
 {
-	static const struct option opts[] = {
-		{ "reason", required_argument, NULL, OPT_REASON },
-		{ "wait", no_argument, NULL, OPT_WAIT },
-		CTL_COMMON_OPTS,
-		{ NULL, 0, NULL, 0 }
-	};
-	static const char *const names[] = {
-		"JOB: say which job to rerun",
-		"PARTITION: give the partition's key (YYYY-MM-DD, or "
-		"YYYY-MM-DDTHH for an hourly job)"
-	};
-	const char *reason = NULL;
-	struct ctl_args a;
-	int c;
-
-	ctl_args_init(&a, argc, argv, opts);
-	while ((c = ctl_next(ctx, &a, err)) >= 0) {
-		if (c == OPT_REASON)
-			reason = optarg;
-		else if (c == OPT_WAIT)
-			ctx->wait = true;
-	}
-	if (c == -2)
-		return -1;
-	if (ctx->help)
-		return 0;
-	if (ctl_args_check(ctx, &a, 2, 2, names, err) != 0 ||
-	    ctl_job_ok(ctx, a.pos[0], err) != 0)
-		return -1;
-	if (ctl_date_ok(a.pos[1], err) != 0)
-		return -1;
-	proto_add(req, "job", a.pos[0]);
-	proto_add(req, "partition", a.pos[1]);
-	if (reason != NULL)
-		proto_add(req, "reason", reason);
-	return 0;
-}
-
-/* status [JOB] [--json] */
-static int
-ctl_status_parse(struct ctl_ctx *ctx, int argc, char **argv,
-    struct buf *req, struct err *err)
-{
-	static const struct option opts[] = {
-		{ "json", no_argument, NULL, OPT_JSON },
-		CTL_COMMON_OPTS,
-		{ NULL, 0, NULL, 0 }
-	};
-	struct ctl_args a;
-	bool json = false;
-	int c;
-
-	ctl_args_init(&a, argc, argv, opts);
-	while ((c = ctl_next(ctx, &a, err)) >= 0) {
-		if (c == OPT_JSON)
-			json = true;
-	}
-	if (c == -2)
-		return -1;
-	if (ctx->help)
-		return 0;
-	if (ctl_args_check(ctx, &a, 0, 1, NULL, err) != 0)
-		return -1;
-	if (a.npos == 1) {
-		if (ctl_job_ok(ctx, a.pos[0], err) != 0)
-			return -1;
-		proto_add(req, "job", a.pos[0]);
-	}
-	if (json)
-		proto_add(req, "json", "1");
-	return 0;
-}
-
-/* runs [--job J] [--request N] [--state S] [--limit N] [--json] */
-static int
-ctl_runs_parse(struct ctl_ctx *ctx, int argc, char **argv, struct buf *req,
-    struct err *err)
-{
-	static const struct option opts[] = {
-		{ "job", required_argument, NULL, OPT_JOB },
-		{ "request", required_argument, NULL, OPT_REQUEST },
-		{ "state", required_argument, NULL, OPT_STATE },
-		{ "limit", required_argument, NULL, OPT_LIMIT },
-		{ "json", no_argument, NULL, OPT_JSON },
-		CTL_COMMON_OPTS,
-		{ NULL, 0, NULL, 0 }
-	};
 	static const char *const states[] = {
 		"queued", "running", "succeeded", "failed", "blocked",
 		"cancelled"
 	};
-	const char *job = NULL, *request = NULL, *state = NULL, *limit = NULL;
-	const char *hit;
-	long long id = 0, lim = 0;
-	struct ctl_args a;
-	bool json = false;
+	const char *state = ctl_val(ctx, val, "state"), *hit;
 	size_t i;
-	int c;
 
-	ctl_args_init(&a, argc, argv, opts);
-	while ((c = ctl_next(ctx, &a, err)) >= 0) {
-		switch (c) {
-		case OPT_JOB: job = optarg; break;
-		case OPT_REQUEST: request = optarg; break;
-		case OPT_STATE: state = optarg; break;
-		case OPT_LIMIT: limit = optarg; break;
-		case OPT_JSON: json = true; break;
+	if (state == NULL)
+		return 0;
+	for (i = 0; i < sizeof states / sizeof states[0]; i++) {
+		if (strcmp(state, states[i]) == 0)
+			return 0;
+	}
+	hit = ctl_closest(state, states, sizeof states / sizeof states[0]);
+	if (hit != NULL)
+		return ctl_usage_err(ctx, err, "unknown state '%.40s' (did you "
+		    "mean '%s'?)", state, hit);
+	return ctl_usage_err(ctx, err, "unknown state '%.40s': states are "
+	    "queued, running, succeeded, failed, blocked and cancelled", state);
+}
+
+/* Check one argument s by its kind (what: its name in messages); an
+ * integer is left in *n. */
+static int
+ctl_arg_check(const struct ctl_ctx *ctx, const struct ctl_arg *arg,
+    const char *what, const char *s, long long *n, struct err *err)
+{
+	switch (arg->kind) {
+	case CTL_JOB:
+		return ctl_job_ok(ctx, s, err);
+	case CTL_INT:
+		return ctl_posint(ctx, what, s, n, err);
+	case CTL_DATE:
+		return ctl_date_ok(s, err);
+	default:
+		return 0;
+	}
+}
+
+/* Add one checked argument (s, or n for an integer) to the request. */
+static int
+ctl_arg_add(const struct ctl_ctx *ctx, const struct ctl_arg *arg,
+    const char *s, long long n, struct buf *req, struct err *err)
+{
+	struct buf dates;
+
+	if (arg->field == NULL)
+		return 0;
+	switch (arg->kind) {
+	case CTL_FLAG:
+		proto_add(req, arg->field, "1");
+		return 0;
+	case CTL_INT:
+		proto_add_int(req, arg->field, n);
+		return 0;
+	case CTL_DATES_FILE:
+		buf_init(&dates);
+		if (ctl_read_dates(ctx, s, &dates, err) != 0) {
+			buf_free(&dates);
+			return -1;
 		}
-	}
-	if (c == -2)
-		return -1;
-	if (ctx->help)
+		proto_add(req, arg->field, dates.data);
+		buf_free(&dates);
 		return 0;
-	if (ctl_args_check(ctx, &a, 0, 0, NULL, err) != 0)
-		return -1;
-	if (job != NULL && ctl_job_ok(ctx, job, err) != 0)
-		return -1;
-	if (request != NULL &&
-	    ctl_posint(ctx, "--request", request, &id, err) != 0)
-		return -1;
-	if (limit != NULL && ctl_posint(ctx, "--limit", limit, &lim, err) != 0)
-		return -1;
-	if (state != NULL) {
-		for (i = 0; i < sizeof states / sizeof states[0]; i++) {
-			if (strcmp(state, states[i]) == 0)
-				break;
-		}
-		if (i == sizeof states / sizeof states[0]) {
-			hit = ctl_closest(state, states,
-			    sizeof states / sizeof states[0]);
-			if (hit != NULL)
-				return ctl_usage_err(ctx, err, "unknown state "
-				    "'%.40s' (did you mean '%s'?)", state, hit);
-			return ctl_usage_err(ctx, err, "unknown state '%.40s': "
-			    "states are queued, running, succeeded, failed, "
-			    "blocked and cancelled", state);
-		}
+	default:
+		proto_add(req, arg->field, s);
+		return 0;
 	}
-	if (job != NULL)
-		proto_add(req, "job", job);
-	if (request != NULL)
-		proto_add_int(req, "request", id);
-	if (state != NULL)
-		proto_add(req, "state", state);
-	if (limit != NULL)
-		proto_add_int(req, "limit", lim);
-	if (json)
-		proto_add(req, "json", "1");
-	return 0;
 }
 
-/* stale [--json] */
+/*
+ * Parse the current command's arguments (argv[0] is its name) by its
+ * tables into req: walk the options, then check the positionals, each
+ * option given (or required), the command's own rules, and only then add
+ * the fields, positionals first, then options in the table's order (a
+ * dates file is read there).  0, or -1 with err.
+ */
 static int
-ctl_stale_parse(struct ctl_ctx *ctx, int argc, char **argv, struct buf *req,
+ctl_parse(struct ctl_ctx *ctx, int argc, char **argv, struct buf *req,
     struct err *err)
 {
-	static const struct option opts[] = {
-		{ "json", no_argument, NULL, OPT_JSON },
+	static const struct option common[] = {
 		CTL_COMMON_OPTS,
 		{ NULL, 0, NULL, 0 }
 	};
+	const struct ctl_cmd *cmd = ctx->cmd;
+	struct option longopts[CTL_MAX_OPTS + sizeof common / sizeof common[0]];
+	const char *val[CTL_MAX_OPTS] = { NULL };
+	long long num[CTL_MAX_OPTS] = { 0 }, posnum[CTL_MAX_POS] = { 0 };
+	char what[64];
 	struct ctl_args a;
-	bool json = false;
-	int c;
+	int c, i, nopts, npos;
 
-	ctl_args_init(&a, argc, argv, opts);
+	for (nopts = 0; cmd->opts[nopts].name != NULL; nopts++) {
+		if (nopts == CTL_MAX_OPTS)
+			return err_set(err, EXIT_INTERNAL, "backfillctl %s has "
+			    "more than %d options", cmd->name, CTL_MAX_OPTS);
+		longopts[nopts].name = cmd->opts[nopts].name;
+		longopts[nopts].has_arg = cmd->opts[nopts].kind == CTL_FLAG ||
+		    cmd->opts[nopts].kind == CTL_WAIT ? no_argument :
+		    required_argument;
+		longopts[nopts].flag = NULL;
+		longopts[nopts].val = OPT_CMD + nopts;
+	}
+	memcpy(longopts + nopts, common, sizeof common);
+	for (npos = 0; cmd->pos[npos].name != NULL; npos++)
+		;
+
+	ctl_args_init(&a, argc, argv, longopts);
 	while ((c = ctl_next(ctx, &a, err)) >= 0) {
-		if (c == OPT_JSON)
-			json = true;
+		i = c - OPT_CMD;
+		if (i < 0 || i >= nopts)
+			continue;
+		if (cmd->opts[i].kind == CTL_WAIT)
+			ctx->wait = true;
+		val[i] = longopts[i].has_arg == no_argument ? "1" : optarg;
 	}
 	if (c == -2)
 		return -1;
 	if (ctx->help)
 		return 0;
-	if (ctl_args_check(ctx, &a, 0, 0, NULL, err) != 0)
+	if (ctl_args_check(ctx, &a, cmd->minpos, npos, cmd->pos, err) != 0)
 		return -1;
-	if (json)
-		proto_add(req, "json", "1");
-	return 0;
-}
-
-/* audit --request N [--json] */
-static int
-ctl_audit_parse(struct ctl_ctx *ctx, int argc, char **argv, struct buf *req,
-    struct err *err)
-{
-	static const struct option opts[] = {
-		{ "request", required_argument, NULL, OPT_REQUEST },
-		{ "json", no_argument, NULL, OPT_JSON },
-		CTL_COMMON_OPTS,
-		{ NULL, 0, NULL, 0 }
-	};
-	const char *request = NULL;
-	struct ctl_args a;
-	bool json = false;
-	long long id;
-	int c;
-
-	ctl_args_init(&a, argc, argv, opts);
-	while ((c = ctl_next(ctx, &a, err)) >= 0) {
-		if (c == OPT_REQUEST)
-			request = optarg;
-		else if (c == OPT_JSON)
-			json = true;
+	for (i = 0; i < a.npos; i++) {
+		if (ctl_arg_check(ctx, &cmd->pos[i], cmd->pos[i].name, a.pos[i],
+		    &posnum[i], err) != 0)
+			return -1;
 	}
-	if (c == -2)
+	for (i = 0; i < nopts; i++) {
+		if (val[i] == NULL && cmd->opts[i].missing != NULL)
+			return ctl_usage_err(ctx, err, "%s",
+			    cmd->opts[i].missing);
+		snprintf(what, sizeof what, "--%s", cmd->opts[i].name);
+		if (val[i] != NULL && ctl_arg_check(ctx, &cmd->opts[i], what,
+		    val[i], &num[i], err) != 0)
+			return -1;
+	}
+	if (cmd->check != NULL && cmd->check(ctx, val, err) != 0)
 		return -1;
-	if (ctx->help)
-		return 0;
-	if (ctl_args_check(ctx, &a, 0, 0, NULL, err) != 0)
-		return -1;
-	if (request == NULL)
-		return ctl_usage_err(ctx, err, "missing --request N: say which "
-		    "request to audit (ids are in 'backfillctl runs')");
-	if (ctl_posint(ctx, "--request", request, &id, err) != 0)
-		return -1;
-	proto_add_int(req, "request", id);
-	if (json)
-		proto_add(req, "json", "1");
+	for (i = 0; i < a.npos; i++) {
+		if (ctl_arg_add(ctx, &cmd->pos[i], a.pos[i], posnum[i], req,
+		    err) != 0)
+			return -1;
+	}
+	for (i = 0; i < nopts; i++) {
+		if (val[i] != NULL && ctl_arg_add(ctx, &cmd->opts[i], val[i],
+		    num[i], req, err) != 0)
+			return -1;
+	}
 	return 0;
-}
-
-/* pause JOB, resume JOB */
-static int
-ctl_job_parse(struct ctl_ctx *ctx, int argc, char **argv, struct buf *req,
-    struct err *err)
-{
-	static const struct option opts[] = {
-		CTL_COMMON_OPTS,
-		{ NULL, 0, NULL, 0 }
-	};
-	static const char *const names[] = { "JOB: say which job" };
-	struct ctl_args a;
-	int c;
-
-	ctl_args_init(&a, argc, argv, opts);
-	while ((c = ctl_next(ctx, &a, err)) >= 0)
-		;
-	if (c == -2)
-		return -1;
-	if (ctx->help)
-		return 0;
-	if (ctl_args_check(ctx, &a, 1, 1, names, err) != 0 ||
-	    ctl_job_ok(ctx, a.pos[0], err) != 0)
-		return -1;
-	proto_add(req, "job", a.pos[0]);
-	return 0;
-}
-
-/* cancel REQUEST */
-static int
-ctl_cancel_parse(struct ctl_ctx *ctx, int argc, char **argv, struct buf *req,
-    struct err *err)
-{
-	static const struct option opts[] = {
-		CTL_COMMON_OPTS,
-		{ NULL, 0, NULL, 0 }
-	};
-	static const char *const names[] = {
-		"REQUEST: say which request to cancel (ids are in "
-		"'backfillctl runs')"
-	};
-	struct ctl_args a;
-	long long id;
-	int c;
-
-	ctl_args_init(&a, argc, argv, opts);
-	while ((c = ctl_next(ctx, &a, err)) >= 0)
-		;
-	if (c == -2)
-		return -1;
-	if (ctx->help)
-		return 0;
-	if (ctl_args_check(ctx, &a, 1, 1, names, err) != 0 ||
-	    ctl_posint(ctx, "REQUEST", a.pos[0], &id, err) != 0)
-		return -1;
-	proto_add_int(req, "request", id);
-	return 0;
-}
-
-/* reload */
-static int
-ctl_reload_parse(struct ctl_ctx *ctx, int argc, char **argv,
-    struct buf *req, struct err *err)
-{
-	static const struct option opts[] = {
-		CTL_COMMON_OPTS,
-		{ NULL, 0, NULL, 0 }
-	};
-	struct ctl_args a;
-	int c;
-
-	ctl_args_init(&a, argc, argv, opts);
-	while ((c = ctl_next(ctx, &a, err)) >= 0)
-		;
-	if (c == -2)
-		return -1;
-	if (ctx->help)
-		return 0;
-	return ctl_args_check(ctx, &a, 0, 0, NULL, err);
 }
 
 /* The command called name, or NULL. */
@@ -1432,7 +1290,7 @@ main(int argc, char **argv)
 	c = optind;
 	proto_begin(&req, PROTO_REQUEST);
 	proto_add(&req, "cmd", ctx.cmd->name);
-	if (ctx.cmd->parse(&ctx, argc - c, argv + c, &req, &err) != 0)
+	if (ctl_parse(&ctx, argc - c, argv + c, &req, &err) != 0)
 		goto fail;
 	if (ctx.help) {
 		ctl_cmd_usage(ctx.cmd);

@@ -123,6 +123,7 @@ struct sched {
 	struct active actives;   /* list head */
 	int nrunning;
 	int *job_running;        /* per job index */
+	int64_t (*job_counts)[MS_COUNT]; /* entries in memory by job and state */
 	size_t njob_running;
 	int64_t nqueued;         /* queued or running entries */
 	int64_t failed_total;
@@ -213,7 +214,11 @@ entry_count(struct sched *s, struct entry *e, enum mstate from, enum mstate to)
 		rq->counts[from]--;
 		if (from == MS_QUEUED || from == MS_RUNNING)
 			s->nqueued--;
+		if (e->job >= 0 && (size_t)e->job < s->njob_running)
+			s->job_counts[e->job][from]--;
 	}
+	if (e->job >= 0 && (size_t)e->job < s->njob_running)
+		s->job_counts[e->job][to]++;
 	rq->counts[to]++;
 	if (to == MS_QUEUED || to == MS_RUNNING)
 		s->nqueued++;
@@ -375,8 +380,13 @@ request_free(struct sched *s, struct request *rq)
 	rq->prev->next = rq->next;
 	rq->next->prev = rq->prev;
 	for (size_t i = 0; i < rq->n; i++) {
-		if (rq->items[i]->state == MS_QUEUED || rq->items[i]->state == MS_RUNNING)
+		struct entry *e = rq->items[i];
+
+		if (e->state == MS_QUEUED || e->state == MS_RUNNING)
 			s->nqueued--;
+		if (e->job >= 0 && (size_t)e->job < s->njob_running &&
+		    e->state < MS_COUNT)
+			s->job_counts[e->job][e->state]--;
 		entry_unhash(s, rq->items[i]);
 		entry_free(rq->items[i]);
 	}
@@ -1672,11 +1682,19 @@ static void
 sched_index_jobs(struct sched *s)
 {
 	free(s->job_running);
+	free(s->job_counts);
 	s->njob_running = s->cfg->njobs;
 	s->job_running = xcalloc(s->njob_running, sizeof *s->job_running);
-	for (struct request *rq = s->requests.next; rq != &s->requests; rq = rq->next)
-		for (size_t i = 0; i < rq->n; i++)
-			entry_resolve(s, rq->items[i]);
+	s->job_counts = xcalloc(s->njob_running, sizeof *s->job_counts);
+	for (struct request *rq = s->requests.next; rq != &s->requests; rq = rq->next) {
+		for (size_t i = 0; i < rq->n; i++) {
+			struct entry *e = rq->items[i];
+
+			entry_resolve(s, e);
+			if (e->job >= 0 && e->state < MS_COUNT)
+				s->job_counts[e->job][e->state]++;
+		}
+	}
 	for (struct active *a = s->actives.next; a != &s->actives; a = a->next) {
 		a->job = config_job_index(s->cfg, a->job_name);
 		if (a->job >= 0)
@@ -1949,6 +1967,7 @@ sched_free(struct sched *s)
 	jobstates = NULL;
 	njobstates = 0;
 	free(s->job_running);
+	free(s->job_counts);
 	free(s->log_dir);
 	config_unref(s->cfg);
 	free(s);
@@ -2155,19 +2174,9 @@ sched_job_view(struct sched *s, int job, struct sched_job_view *v)
 		v->found = js->st.late_found;
 		v->sensor_error = js->st.late_error[0] ? js->st.late_error : NULL;
 	}
-	for (struct request *rq = s->requests.next; rq != &s->requests; rq = rq->next) {
-		for (size_t i = 0; i < rq->n; i++) {
-			struct entry *e = rq->items[i];
-			if (e->job != job)
-				continue;
-			if (e->state == MS_QUEUED)
-				v->queued++;
-			else if (e->state == MS_RUNNING)
-				v->running++;
-			else if (e->state == MS_BLOCKED)
-				v->blocked++;
-		}
-	}
+	v->queued = s->job_counts[job][MS_QUEUED];
+	v->running = s->job_counts[job][MS_RUNNING];
+	v->blocked = s->job_counts[job][MS_BLOCKED];
 }
 
 /* ---- staleness -------------------------------------------------------- */
