@@ -262,9 +262,9 @@ cfg_seq_item(struct cfg_parser *p, const yaml_node_t *n, size_t i)
 	return cfg_node(p, n->data.sequence.items.start[i]);
 }
 
-/* The value of key `name` in mapping node map, or NULL. */
-static yaml_node_t *
-cfg_map_get(struct cfg_parser *p, const yaml_node_t *map, const char *name)
+/* The first pair of mapping node map whose key is `name`, or NULL. */
+static yaml_node_pair_t *
+cfg_map_pair(struct cfg_parser *p, const yaml_node_t *map, const char *name)
 {
 	yaml_node_pair_t *pr;
 
@@ -273,25 +273,27 @@ cfg_map_get(struct cfg_parser *p, const yaml_node_t *map, const char *name)
 		yaml_node_t *k = cfg_node(p, pr->key);
 
 		if (k->type == YAML_SCALAR_NODE && strcmp(cfg_text(k), name) == 0)
-			return cfg_node(p, pr->value);
+			return pr;
 	}
 	return NULL;
+}
+
+/* The value of key `name` in mapping node map, or NULL. */
+static yaml_node_t *
+cfg_map_get(struct cfg_parser *p, const yaml_node_t *map, const char *name)
+{
+	yaml_node_pair_t *pr = cfg_map_pair(p, map, name);
+
+	return pr != NULL ? cfg_node(p, pr->value) : NULL;
 }
 
 /* The key node of key `name` in mapping node map, or NULL. */
 static yaml_node_t *
 cfg_map_key(struct cfg_parser *p, const yaml_node_t *map, const char *name)
 {
-	yaml_node_pair_t *pr;
+	yaml_node_pair_t *pr = cfg_map_pair(p, map, name);
 
-	for (pr = map->data.mapping.pairs.start;
-	     pr < map->data.mapping.pairs.top; pr++) {
-		yaml_node_t *k = cfg_node(p, pr->key);
-
-		if (k->type == YAML_SCALAR_NODE && strcmp(cfg_text(k), name) == 0)
-			return k;
-	}
-	return NULL;
+	return pr != NULL ? cfg_node(p, pr->key) : NULL;
 }
 
 /* Convert a libyaml mark to a 1-based position. */
@@ -921,28 +923,45 @@ static const struct cfg_key cfg_top_keys[] = {
 /* Warehouses                                                          */
 /* ------------------------------------------------------------------ */
 
-/* Warehouse name: valid and not used by an earlier warehouse. */
+/*
+ * Take the name of a warehouse or job (what) from val into *name: text, a
+ * valid name, and not the name of an earlier one (dup: where that one
+ * is, or NULL), checked in that order.
+ */
 static int
-cfg_h_wh_name(struct cfg_parser *p, void *obj, const struct cfg_key *k,
-	      yaml_node_t *key, yaml_node_t *val)
+cfg_take_name(struct cfg_parser *p, const struct cfg_key *k, yaml_node_t *val,
+	      const char *what, const struct pos *dup, char **name)
 {
-	struct warehouse_def *w = obj, *o;
 	char buf[CFG_QUOTE_MAX * 4 + 16];
 
 	if (cfg_want_text(p, k, val) < 0)
 		return -1;
 	if (!cfg_valid_name(cfg_text(val)))
 		return cfg_fail(p, val->start_mark,
-				"warehouse name %s must be 1 to 64 letters, digits, '_', '-' or '.', not starting with '-' or '.'",
-				cfg_quote(cfg_text(val), buf, sizeof buf));
+				"%s name %s must be 1 to 64 letters, digits, '_', '-' or '.', not starting with '-' or '.'",
+				what, cfg_quote(cfg_text(val), buf, sizeof buf));
+	if (dup != NULL)
+		return cfg_fail(p, val->start_mark,
+				"duplicate %s name %s (first at line %d); %s names must be unique",
+				what, cfg_quote(cfg_text(val), buf, sizeof buf),
+				dup->line, what);
+	*name = strdup(cfg_text(val));
+	return *name == NULL ? cfg_oom(p) : 0;
+}
+
+/* Warehouse name: valid and not used by an earlier warehouse (val is a
+ * scalar: the table says so). */
+static int
+cfg_h_wh_name(struct cfg_parser *p, void *obj, const struct cfg_key *k,
+	      yaml_node_t *key, yaml_node_t *val)
+{
+	struct warehouse_def *w = obj, *o;
+
 	for (o = p->cfg->warehouses; o < w; o++)
 		if (strcmp(o->name, cfg_text(val)) == 0)
-			return cfg_fail(p, val->start_mark,
-					"duplicate warehouse name %s (first at line %d); warehouse names must be unique",
-					cfg_quote(cfg_text(val), buf, sizeof buf),
-					o->pos.line);
-	w->name = strdup(cfg_text(val));
-	return w->name == NULL ? cfg_oom(p) : 0;
+			break;
+	return cfg_take_name(p, k, val, "warehouse", o < w ? &o->pos : NULL,
+			     &w->name);
 }
 
 /* sqlite: the database file's path. */
@@ -1005,6 +1024,37 @@ cfg_wh_finish(struct cfg_parser *p, struct warehouse_def *w, yaml_node_t *map)
 	return 0;
 }
 
+/*
+ * Start loading item i of the warehouses or jobs (what): it must be a
+ * mapping (holding `needs`, for the message) with a name:.  Sets *pos and
+ * the message context to the item's name (or number when the name is not
+ * a scalar: the name's handler says what is wrong with it).
+ */
+static int
+cfg_item_begin(struct cfg_parser *p, yaml_node_t *it, size_t i,
+	       const char *what, const char *needs, struct pos *pos)
+{
+	char buf[CFG_QUOTE_MAX * 4 + 16];
+	yaml_node_t *nm;
+
+	if (it->type != YAML_MAPPING_NODE)
+		return cfg_fail(p, it->start_mark,
+				"each %s must be a mapping with %s, got %s",
+				what, needs, cfg_got(it, buf, sizeof buf));
+	*pos = cfg_pos(it->start_mark);
+	nm = cfg_map_get(p, it, "name");
+	if (nm == NULL)
+		return cfg_fail(p, it->start_mark,
+				"%s %zu has no name: every %s needs name: NAME",
+				what, i + 1, what);
+	if (nm->type == YAML_SCALAR_NODE)
+		cfg_set_ctx(p, "%s %s", what,
+			    cfg_quote(cfg_text(nm), buf, sizeof buf));
+	else
+		cfg_set_ctx(p, "%s %zu", what, i + 1);
+	return 0;
+}
+
 /* warehouses: a sequence of mappings. */
 static int
 cfg_h_warehouses(struct cfg_parser *p, void *obj, const struct cfg_key *k,
@@ -1012,7 +1062,6 @@ cfg_h_warehouses(struct cfg_parser *p, void *obj, const struct cfg_key *k,
 {
 	struct config *cfg = obj;
 	size_t i, n = cfg_seq_len(val);
-	char buf[CFG_QUOTE_MAX * 4 + 16];
 
 	if (n == 0)
 		return 0;
@@ -1022,24 +1071,12 @@ cfg_h_warehouses(struct cfg_parser *p, void *obj, const struct cfg_key *k,
 	cfg->nwarehouses = n;
 	for (i = 0; i < n; i++) {
 		struct warehouse_def *w = &cfg->warehouses[i];
-		yaml_node_t *it = cfg_seq_item(p, val, i), *nm;
+		yaml_node_t *it = cfg_seq_item(p, val, i);
 
-		if (it->type != YAML_MAPPING_NODE)
-			return cfg_fail(p, it->start_mark,
-					"each warehouse must be a mapping with name: and sqlite: or postgres:, got %s",
-					cfg_got(it, buf, sizeof buf));
-		w->pos = cfg_pos(it->start_mark);
-		nm = cfg_map_get(p, it, "name");
-		if (nm == NULL)
-			return cfg_fail(p, it->start_mark,
-					"warehouse %zu has no name: every warehouse needs name: NAME",
-					i + 1);
-		if (nm->type == YAML_SCALAR_NODE)
-			cfg_set_ctx(p, "warehouse %s",
-				    cfg_quote(cfg_text(nm), buf, sizeof buf));
-		else
-			cfg_set_ctx(p, "warehouse %zu", i + 1);
-		if (cfg_parse_map(p, it, cfg_wh_keys, w) < 0 ||
+		if (cfg_item_begin(p, it, i, "warehouse",
+				   "name: and sqlite: or postgres:",
+				   &w->pos) < 0 ||
+		    cfg_parse_map(p, it, cfg_wh_keys, w) < 0 ||
 		    cfg_wh_finish(p, w, it) < 0)
 			return -1;
 		cfg_set_ctx(p, "%s", "");
@@ -1051,28 +1088,19 @@ cfg_h_warehouses(struct cfg_parser *p, void *obj, const struct cfg_key *k,
 /* Jobs                                                                */
 /* ------------------------------------------------------------------ */
 
-/* Job name: valid and not used by an earlier job. */
+/* Job name: valid and not used by an earlier job (val is a scalar: the
+ * table says so). */
 static int
 cfg_h_job_name(struct cfg_parser *p, void *obj, const struct cfg_key *k,
 	       yaml_node_t *key, yaml_node_t *val)
 {
 	struct job_def *j = obj, *o;
-	char buf[CFG_QUOTE_MAX * 4 + 16];
 
-	if (cfg_want_text(p, k, val) < 0)
-		return -1;
-	if (!cfg_valid_name(cfg_text(val)))
-		return cfg_fail(p, val->start_mark,
-				"job name %s must be 1 to 64 letters, digits, '_', '-' or '.', not starting with '-' or '.'",
-				cfg_quote(cfg_text(val), buf, sizeof buf));
 	for (o = p->cfg->jobs; o < j; o++)
 		if (strcmp(o->name, cfg_text(val)) == 0)
-			return cfg_fail(p, val->start_mark,
-					"duplicate job name %s (first at line %d); job names must be unique",
-					cfg_quote(cfg_text(val), buf, sizeof buf),
-					o->pos.line);
-	j->name = strdup(cfg_text(val));
-	return j->name == NULL ? cfg_oom(p) : 0;
+			break;
+	return cfg_take_name(p, k, val, "job", o < j ? &o->pos : NULL,
+			     &j->name);
 }
 
 /* partition: hour | day | week | month. */
@@ -1796,7 +1824,6 @@ cfg_h_jobs(struct cfg_parser *p, void *obj, const struct cfg_key *k,
 {
 	struct config *cfg = obj;
 	size_t i, n = cfg_seq_len(val);
-	char buf[CFG_QUOTE_MAX * 4 + 16];
 
 	if (n == 0)
 		return 0;
@@ -1817,26 +1844,14 @@ cfg_h_jobs(struct cfg_parser *p, void *obj, const struct cfg_key *k,
 	}
 	for (i = 0; i < n; i++) {
 		struct job_def *j = &cfg->jobs[i];
-		yaml_node_t *it = cfg_seq_item(p, val, i), *nm;
+		yaml_node_t *it = cfg_seq_item(p, val, i);
 
 		p->cur_job = i;
 		p->job_nodes[i] = it;
-		if (it->type != YAML_MAPPING_NODE)
-			return cfg_fail(p, it->start_mark,
-					"each job must be a mapping with name:, partition: and sql:, sql_file: or command:, got %s",
-					cfg_got(it, buf, sizeof buf));
-		j->pos = cfg_pos(it->start_mark);
-		nm = cfg_map_get(p, it, "name");
-		if (nm == NULL)
-			return cfg_fail(p, it->start_mark,
-					"job %zu has no name: every job needs name: NAME",
-					i + 1);
-		if (nm->type == YAML_SCALAR_NODE)
-			cfg_set_ctx(p, "job %s",
-				    cfg_quote(cfg_text(nm), buf, sizeof buf));
-		else
-			cfg_set_ctx(p, "job %zu", i + 1);
-		if (cfg_parse_map(p, it, cfg_job_keys, j) < 0 ||
+		if (cfg_item_begin(p, it, i, "job",
+				   "name:, partition: and sql:, sql_file: or command:",
+				   &j->pos) < 0 ||
+		    cfg_parse_map(p, it, cfg_job_keys, j) < 0 ||
 		    cfg_job_finish(p, j, it) < 0)
 			return -1;
 		cfg_set_ctx(p, "%s", "");

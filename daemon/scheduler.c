@@ -1995,7 +1995,15 @@ sched_progress(struct sched *s, int64_t request_id, struct sched_progress *p,
 			       request_id);
 	/* finished and gone from memory: count its rows in the store */
 	memset(p, 0, sizeof *p);
-	(void)counts;
+	if (store_request_counts(s->store, request_id, counts, &p->elapsed_ms,
+				 err) < 0)
+		return -1;
+	for (int i = 0; i < MS_COUNT; i++)
+		p->total += counts[i];
+	p->succeeded = counts[MS_SUCCEEDED];
+	p->failed = counts[MS_FAILED];
+	p->blocked = counts[MS_BLOCKED];
+	p->cancelled = counts[MS_CANCELLED];
 	p->finished = true;
 	return 1;
 }

@@ -40,6 +40,7 @@ enum stmt_id {
 	S_PROBLEMS,
 	S_AUDIT_ADD,
 	S_AUDIT_OF,
+	S_REQUEST_COUNTS,
 	S_COUNT
 };
 
@@ -125,6 +126,11 @@ static const char *const store_sql[S_COUNT] = {
 	" LEFT JOIN run_audit a ON a.run_id = r.id"
 	" AND a.partition_key = m.partition_key"
 	" WHERE m.request_id = ? ORDER BY m.seq",
+	[S_REQUEST_COUNTS] =
+	"SELECT m.state, COUNT(*), MAX(r.created_at),"
+	" MAX(COALESCE(r.finished_at, r.created_at)) FROM manifest m"
+	" JOIN requests r ON r.id = m.request_id WHERE m.request_id = ?"
+	" GROUP BY m.state",
 };
 
 struct store {
@@ -333,6 +339,26 @@ store_done(sqlite3_stmt *s)
 	sqlite3_clear_bindings(s);
 }
 
+/*
+ * Step a statement that returns rows: 1 with the next row in s; at the
+ * end 0, or -1 with err (sqlite's message, after what) on an error, the
+ * statement reset either way.  A caller that stops before the end calls
+ * store_done itself.
+ */
+static int
+store_next(struct store *st, sqlite3_stmt *s, struct err *err,
+	   const char *what)
+{
+	int rc = sqlite3_step(s);
+
+	if (rc == SQLITE_ROW)
+		return 1;
+	store_done(s);
+	if (rc != SQLITE_DONE)
+		return store_fail(st, err, what);
+	return 0;
+}
+
 int
 store_request_add(struct store *st, const struct store_request *rq, int64_t *id,
 		  struct err *err)
@@ -470,18 +496,14 @@ store_partition_get(struct store *st, const char *job, const char *key,
 
 	bind_text(s, 1, job);
 	bind_text(s, 2, key);
-	rc = sqlite3_step(s);
-	if (rc == SQLITE_ROW) {
-		*built_at = sqlite3_column_int64(s, 0);
-		*inputs_at = sqlite3_column_type(s, 1) == SQLITE_NULL ? -1 :
-			sqlite3_column_int64(s, 1);
-		store_done(s);
-		return 0;
-	}
+	rc = store_next(st, s, err, "reading a build");
+	if (rc <= 0)
+		return rc < 0 ? -1 : 1;
+	*built_at = sqlite3_column_int64(s, 0);
+	*inputs_at = sqlite3_column_type(s, 1) == SQLITE_NULL ? -1 :
+		sqlite3_column_int64(s, 1);
 	store_done(s);
-	if (rc != SQLITE_DONE)
-		return store_fail(st, err, "reading a build");
-	return 1;
+	return 0;
 }
 
 int
@@ -523,7 +545,7 @@ store_load_open(struct store *st, store_open_cb cb, void *data, struct err *err)
 	struct store_open_row row;
 	int rc;
 
-	while ((rc = sqlite3_step(s)) == SQLITE_ROW) {
+	while ((rc = store_next(st, s, err, "loading the manifest")) > 0) {
 		memset(&row, 0, sizeof row);
 		row.id = sqlite3_column_int64(s, 0);
 		row.request_id = sqlite3_column_int64(s, 1);
@@ -545,10 +567,7 @@ store_load_open(struct store *st, store_open_cb cb, void *data, struct err *err)
 			return -1;
 		}
 	}
-	store_done(s);
-	if (rc != SQLITE_DONE)
-		return store_fail(st, err, "loading the manifest");
-	return 0;
+	return rc;
 }
 
 int
@@ -563,14 +582,11 @@ store_last_states(struct store *st, const char *job, const char *first_key,
 	bind_text(s, 1, job);
 	bind_text(s, 2, first_key);
 	bind_text(s, 3, last_key);
-	while ((rc = sqlite3_step(s)) == SQLITE_ROW) {
+	while ((rc = store_next(st, s, err, "reading the last runs")) > 0) {
 		if (mstate_parse(col_text(s, 1), &state) == 0)
 			cb(col_text(s, 0), state, data);
 	}
-	store_done(s);
-	if (rc != SQLITE_DONE)
-		return store_fail(st, err, "reading the last runs");
-	return 0;
+	return rc;
 }
 
 int
@@ -582,16 +598,13 @@ store_keys_built_by(struct store *st, const char *job, const char *code_version,
 
 	bind_text(s, 1, job);
 	bind_text(s, 2, code_version);
-	while ((rc = sqlite3_step(s)) == SQLITE_ROW) {
+	while ((rc = store_next(st, s, err, "reading builds")) > 0) {
 		if (cb(col_text(s, 0), data, err) < 0) {
 			store_done(s);
 			return -1;
 		}
 	}
-	store_done(s);
-	if (rc != SQLITE_DONE)
-		return store_fail(st, err, "reading builds");
-	return 0;
+	return rc;
 }
 
 int
@@ -602,7 +615,7 @@ store_partitions_of(struct store *st, const char *job, store_built_cb cb,
 	int rc;
 
 	bind_text(s, 1, job);
-	while ((rc = sqlite3_step(s)) == SQLITE_ROW) {
+	while ((rc = store_next(st, s, err, "reading builds")) > 0) {
 		bool has = sqlite3_column_type(s, 2) != SQLITE_NULL;
 
 		if (cb(col_text(s, 0), sqlite3_column_int64(s, 1), has,
@@ -611,10 +624,7 @@ store_partitions_of(struct store *st, const char *job, store_built_cb cb,
 			return -1;
 		}
 	}
-	store_done(s);
-	if (rc != SQLITE_DONE)
-		return store_fail(st, err, "reading builds");
-	return 0;
+	return rc;
 }
 
 int
@@ -697,13 +707,13 @@ store_job_counts(struct store *st, const char *job, int64_t counts[MS_COUNT],
 		sqlite3_stmt *s = st->stmt[ids[k]];
 
 		bind_text(s, 1, job);
-		while ((rc = sqlite3_step(s)) == SQLITE_ROW) {
+		while ((rc = store_next(st, s, err,
+					"counting partitions")) > 0) {
 			if (mstate_parse(col_text(s, 0), &state) == 0)
 				counts[state] += sqlite3_column_int64(s, 1);
 		}
-		store_done(s);
-		if (rc != SQLITE_DONE)
-			return store_fail(st, err, "counting partitions");
+		if (rc < 0)
+			return -1;
 	}
 	return 0;
 }
@@ -727,8 +737,10 @@ store_job_get(struct store *st, const char *job, struct store_job_state *js,
 	memset(js, 0, sizeof *js);
 	strcpy(js->catchup, "ok");
 	bind_text(s, 1, job);
-	rc = sqlite3_step(s);
-	if (rc == SQLITE_ROW) {
+	rc = store_next(st, s, err, "reading job state");
+	if (rc < 0)
+		return -1;
+	if (rc > 0) {
 		js->has_watermark = sqlite3_column_type(s, 0) != SQLITE_NULL;
 		col_copy(s, 0, js->watermark, sizeof js->watermark);
 		col_copy(s, 1, js->catchup, sizeof js->catchup);
@@ -742,10 +754,8 @@ store_job_get(struct store *st, const char *job, struct store_job_state *js,
 		js->late_checked_at = sqlite3_column_int64(s, 7);
 		js->late_found = sqlite3_column_int64(s, 8);
 		col_copy(s, 9, js->late_error, sizeof js->late_error);
+		store_done(s);
 	}
-	store_done(s);
-	if (rc != SQLITE_ROW && rc != SQLITE_DONE)
-		return store_fail(st, err, "reading job state");
 	return 0;
 }
 
@@ -784,17 +794,13 @@ store_request_get(struct store *st, int64_t id, char *job, size_t jobsz,
 	int rc;
 
 	sqlite3_bind_int64(s, 1, id);
-	rc = sqlite3_step(s);
-	if (rc == SQLITE_ROW) {
-		col_copy(s, 0, job, jobsz);
-		*finished = sqlite3_column_int(s, 1);
-		store_done(s);
-		return 0;
-	}
+	rc = store_next(st, s, err, "reading a request");
+	if (rc <= 0)
+		return rc < 0 ? -1 : 1;
+	col_copy(s, 0, job, jobsz);
+	*finished = sqlite3_column_int(s, 1);
 	store_done(s);
-	if (rc != SQLITE_DONE)
-		return store_fail(st, err, "reading a request");
-	return 1;
+	return 0;
 }
 
 int
@@ -805,13 +811,11 @@ store_request_problems(struct store *st, int64_t request_id,
 	int rc;
 
 	sqlite3_bind_int64(s, 1, request_id);
-	while ((rc = sqlite3_step(s)) == SQLITE_ROW)
+	while ((rc = store_next(st, s, err,
+				"reading a request's failures")) > 0)
 		cb(col_text(s, 0), col_text(s, 1), col_text(s, 2), col_text(s, 3),
 		   col_text(s, 4), data);
-	store_done(s);
-	if (rc != SQLITE_DONE)
-		return store_fail(st, err, "reading a request's failures");
-	return 0;
+	return rc;
 }
 
 int
@@ -846,7 +850,7 @@ store_audit_of(struct store *st, int64_t request_id, store_audit_cb cb,
 	int rc;
 
 	sqlite3_bind_int64(s, 1, request_id);
-	while ((rc = sqlite3_step(s)) == SQLITE_ROW) {
+	while ((rc = store_next(st, s, err, "reading the audit")) > 0) {
 		memset(&row, 0, sizeof row);
 		row.job = col_text(s, 0);
 		row.key = col_text(s, 1);
@@ -870,8 +874,30 @@ store_audit_of(struct store *st, int64_t request_id, store_audit_cb cb,
 		row.checks_text = col_text(s, 15);
 		cb(&row, data);
 	}
+	return rc;
+}
+
+int
+store_request_counts(struct store *st, int64_t request_id,
+		     int64_t counts[MS_COUNT], int64_t *elapsed_ms,
+		     struct err *err)
+{
+	sqlite3_stmt *s = st->stmt[S_REQUEST_COUNTS];
+	enum mstate state;
+	int rc;
+
+	for (int i = 0; i < MS_COUNT; i++)
+		counts[i] = 0;
+	*elapsed_ms = 0;
+	sqlite3_bind_int64(s, 1, request_id);
+	while ((rc = sqlite3_step(s)) == SQLITE_ROW) {
+		if (mstate_parse(col_text(s, 0), &state) == 0)
+			counts[state] += sqlite3_column_int64(s, 1);
+		*elapsed_ms = sqlite3_column_int64(s, 3) -
+			sqlite3_column_int64(s, 2);
+	}
 	store_done(s);
 	if (rc != SQLITE_DONE)
-		return store_fail(st, err, "reading the audit");
+		return store_fail(st, err, "counting a request");
 	return 0;
 }

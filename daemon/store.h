@@ -222,6 +222,11 @@ typedef void (*store_audit_cb)(const struct store_audit_row *row, void *data);
 int store_audit_of(struct store *st, int64_t request_id, store_audit_cb cb,
 		   void *data, struct err *err);
 
+/* A request's manifest rows by state, and how long it took. */
+int store_request_counts(struct store *st, int64_t request_id,
+			 int64_t counts[MS_COUNT], int64_t *elapsed_ms,
+			 struct err *err);
+
 /* Does request id exist; fills its job and whether finished. */
 int store_request_get(struct store *st, int64_t id, char *job, size_t jobsz,
 		      bool *finished, struct err *err);

@@ -92,5 +92,26 @@ def test_failing_statement_rolls_back():
     d.stop()
 
 
+def test_wait_after_the_request_finished():
+    """A wait that arrives after its request finished (and left memory)
+    still reports the request's real counts and a failing status."""
+    d = h.Daemon(jobs="""
+- name: boom
+  partition: day
+  command: ["sh", "-c", "exit 3"]
+""", name="latewait")
+    rc, out, err = d.ctl("rerun", "boom", "2026-02-10")
+    h.eq(rc, 0, "rerun without --wait (%r %r)" % (out, err))
+    req = int(out.split()[1].rstrip(":"))
+    first = d.wait_request(req)          # finished while we asked, or before
+    second = d.wait_request(req)         # certainly after: from the store
+    for resp in (first, second):
+        h.eq((resp.get("status"), resp.get("total"), resp.get("failed")), ("1", "1", "1"),
+             "wait on a finished request: %r" % resp)
+        h.check("boom 2026-02-10" in resp.get("out", ""),
+                "the summary names the failed partition: %r" % resp.get("out"))
+    d.stop()
+
+
 if __name__ == "__main__":
-    h.main([test_failing_check_rolls_back_and_retries, test_failing_statement_rolls_back])
+    h.main([test_failing_check_rolls_back_and_retries, test_failing_statement_rolls_back, test_wait_after_the_request_finished])
