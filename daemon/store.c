@@ -890,14 +890,11 @@ store_request_counts(struct store *st, int64_t request_id,
 		counts[i] = 0;
 	*elapsed_ms = 0;
 	sqlite3_bind_int64(s, 1, request_id);
-	while ((rc = sqlite3_step(s)) == SQLITE_ROW) {
+	while ((rc = store_next(st, s, err, "counting a request")) > 0) {
 		if (mstate_parse(col_text(s, 0), &state) == 0)
 			counts[state] += sqlite3_column_int64(s, 1);
 		*elapsed_ms = sqlite3_column_int64(s, 3) -
 			sqlite3_column_int64(s, 2);
 	}
-	store_done(s);
-	if (rc != SQLITE_DONE)
-		return store_fail(st, err, "counting a request");
-	return 0;
+	return rc;
 }
