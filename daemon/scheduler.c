@@ -460,7 +460,7 @@ request_changed(struct sched *s, struct request *rq)
 static bool
 entry_settle(struct sched *s, struct entry *o, int64_t now)
 {
-	struct entry *bad = NULL;
+	struct entry *bad = NULL, *gone = NULL;
 	bool pending = false;
 	char what[256];
 	struct err err;
@@ -475,6 +475,17 @@ entry_settle(struct sched *s, struct entry *o, int64_t now)
 		else if ((in->state == MS_FAILED || in->state == MS_BLOCKED) &&
 			 bad == NULL)
 			bad = in;
+		else if (in->state == MS_CANCELLED)
+			gone = in;
+	}
+	if (gone != NULL && bad == NULL && !pending) {
+		/* an input that will never run: neither will this */
+		snprintf(what, sizeof what, "cancelled: its input %s %s was"
+			 " cancelled", gone->job_name, gone->key);
+		entry_set(s, o, MS_CANCELLED);
+		if (entry_store(s, o, what, now, &err) < 0)
+			log_err("%s", err.msg);
+		return true;
 	}
 	if (bad != NULL && !pending) {
 		snprintf(what, sizeof what, "%s %s", bad->job_name, bad->key);
@@ -1874,12 +1885,50 @@ sched_start(struct sched *s, struct err *err)
 	return 0;
 }
 
+/* After a reload: queued or blocked partitions of jobs no longer in the
+ * configuration can never run; cancel them so their requests finish. */
+static void
+sched_cancel_orphans(struct sched *s)
+{
+	int64_t now = clock_now_ms();
+	struct err err;
+
+	for (struct request *rq = s->requests.next, *nx; rq != &s->requests;
+	     rq = nx) {
+		bool changed = false;
+
+		nx = rq->next;
+		for (size_t i = 0; i < rq->n; i++) {
+			struct entry *e = rq->items[i];
+
+			if (e->job >= 0 || (e->state != MS_QUEUED &&
+					    e->state != MS_BLOCKED))
+				continue;
+			entry_set(s, e, MS_CANCELLED);
+			if (store_item_set(s->store, e->id, MS_CANCELLED,
+					   e->attempts, e->not_before,
+					   "cancelled: the job is no longer in the"
+					   " configuration", e->blocked_on, now,
+					   &err) < 0)
+				log_err("%s", err.msg);
+			log_warn("job=%s partition=%s request=%" PRId64
+				 " cancelled: the job is no longer configured",
+				 e->job_name, e->key, rq->id);
+			entry_settle_outs(s, e, now);
+			changed = true;
+		}
+		if (changed)
+			request_changed(s, rq);
+	}
+}
+
 void
 sched_reload(struct sched *s, struct config *cfg)
 {
 	config_unref(s->cfg);
 	s->cfg = cfg;
 	sched_index_jobs(s);
+	sched_cancel_orphans(s);
 	sched_probe_warehouses(s);
 	if (!s->draining)
 		sched_schedule(s, false, -1);

@@ -136,5 +136,44 @@ def test_broken_then_valid_reload():
     d.stop()
 
 
+def test_reload_dropping_a_job_with_queued_work():
+    """Queued partitions of a job removed by a reload can never run: they
+    are cancelled, with their downstream, so their request finishes and a
+    waiting client returns."""
+    jobs = """
+- name: gone
+  partition: day
+  command: ["true"]
+- name: gone_weekly
+  partition: week
+  upstream: [gone]
+  command: ["true"]
+- name: stays
+  partition: day
+  command: ["true"]
+"""
+    d = h.Daemon(jobs=jobs, name="orphans")
+    d.ok("pause", "gone")
+    rc, out, err = d.ctl("backfill", "gone", "--from", "2026-02-02", "--to", "2026-02-04")
+    h.eq(rc, 0, "backfill of a paused job (%r %r)" % (out, err))
+    req = int(out.split()[1].rstrip(":"))
+    st = d.status()
+    h.eq((st["gone"]["queued"], st["gone_weekly"]["queued"]), (3, 1),
+         "queued: three days and their week")
+    d.write_config(d.render("""
+- name: stays
+  partition: day
+  command: ["true"]
+""", {}))
+    d.ok("reload")
+    resp = d.wait_request(req)
+    h.eq((resp.get("status"), resp.get("cancelled"), resp.get("total")), ("0", "4", "4"),
+         "the request after its job was removed: %r" % resp)
+    h.eq([r["state"] for r in d.runs("--request", str(req))], [],
+         "nothing of the removed job is left queued or blocked")
+    d.ok("backfill", "stays", "--from", "2026-02-02", "--to", "2026-02-02", "--wait")
+    d.stop()
+
+
 if __name__ == "__main__":
-    h.main([test_broken_then_valid_reload])
+    h.main([test_broken_then_valid_reload, test_reload_dropping_a_job_with_queued_work])
