@@ -91,6 +91,7 @@ client_send(struct client *cl, struct buf *frame)
 		buf_free(frame);
 		return;
 	}
+	sched_flush(cl->c->sched); /* nothing is acknowledged uncommitted */
 	wr = calloc(1, sizeof *wr);
 	if (wr == NULL) {
 		buf_free(frame);

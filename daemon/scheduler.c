@@ -3,9 +3,12 @@
  *
  * Rules that must always hold:
  *  1. The store first.  A state change is committed to the state store
- *     before it is acknowledged to a client or acted upon (a run is
- *     recorded 'running' before exec_submit; a request is committed before
- *     its id is returned).
+ *     before it is acknowledged to a client: the changes of one loop turn
+ *     (runs started and finished) share one transaction, committed by
+ *     sched_flush() at the end of the turn and before any answer is sent;
+ *     a request is committed before its id is returned.  A crash can lose
+ *     only the record of runs of the last turn, whose partitions are then
+ *     still queued and run again (partition writes are idempotent).
  *  2. Caps.  At most cfg->max_concurrency runs in flight, at most
  *     job->concurrency of one job, at most max_connections on one
  *     PostgreSQL warehouse, and never two runs of the same job and
@@ -721,7 +724,7 @@ sched_start_run(struct sched *s, struct entry *e, int64_t now)
 		a->entries[a->nentries++] = x;
 	}
 	a->started_at = now;
-	if (store_begin(s->store, &err) < 0)
+	if (store_defer(s->store, &err) < 0 || store_begin(s->store, &err) < 0)
 		goto fail;
 	for (size_t i = 0; i < a->nentries; i++) {
 		x = a->entries[i];
@@ -1042,7 +1045,7 @@ sched_run_done_cb(struct exec_run *run)
 	if (result == MS_SUCCEEDED && j->nupstream > 0)
 		inputs_at = sched_inputs_at(s, j, e->part);
 
-	if (store_begin(s->store, &err) < 0)
+	if (store_defer(s->store, &err) < 0 || store_begin(s->store, &err) < 0)
 		goto fail;
 	for (size_t i = 0; i < (a->batch ? a->nentries : 1); i++) {
 		int64_t rid = a->batch ? a->run_ids[i] : run->run_id;
@@ -1933,6 +1936,20 @@ sched_reload(struct sched *s, struct config *cfg)
 	if (!s->draining)
 		sched_schedule(s, false, -1);
 	sched_kick(s);
+}
+
+void
+sched_flush(struct sched *s)
+{
+	struct err err;
+
+	if (store_flush(s->store, &err) < 0) {
+		/* memory is ahead of the store now: restart from the store,
+		 * whose last commit every answer so far was based on */
+		log_err("cannot commit to the state store, stopping so that a"
+			" restart resumes from what was committed: %s", err.msg);
+		exit(EXIT_WORK_FAILED);
+	}
 }
 
 struct config *

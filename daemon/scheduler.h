@@ -34,6 +34,9 @@ int sched_start(struct sched *s, struct err *err);
 /* Swap in a validated configuration (takes the caller's reference). */
 void sched_reload(struct sched *s, struct config *cfg);
 struct config *sched_config(struct sched *s);
+/* Commit the state changes of this loop turn (rule 1 in scheduler.c):
+ * called before each poll and before any answer to a client. */
+void sched_flush(struct sched *s);
 /* Stop dispatching; runs in flight go on. */
 void sched_drain(struct sched *s);
 /* Cancel runs in flight (shutdown): their partitions are queued again. */

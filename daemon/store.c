@@ -136,7 +136,9 @@ static const char *const store_sql[S_COUNT] = {
 struct store {
 	sqlite3 *db;
 	sqlite3_stmt *stmt[S_COUNT];
-	int depth; /* store_begin nesting */
+	bool tx;       /* a transaction is open */
+	bool deferred; /* ... opened by store_defer: store_flush commits it */
+	int depth;     /* savepoints inside it */
 };
 
 static const char *const mstate_names[MS_COUNT] = {
@@ -270,23 +272,42 @@ store_close(struct store *st)
 	free(st);
 }
 
+/*
+ * Transactions.  An explicit store_begin() outside any transaction opens
+ * one (BEGIN IMMEDIATE) that its store_commit() commits.  Inside an open
+ * transaction, store_begin() sets a savepoint instead, so a failure rolls
+ * back just that group of changes (store_rollback) and the rest stands.
+ * store_defer() opens a transaction that only store_flush() commits: the
+ * daemon defers on its hot paths and flushes once per loop turn, and
+ * before any answer to a client, so many state changes share one commit
+ * and none is acknowledged before it is committed.
+ */
 int
 store_begin(struct store *st, struct err *err)
 {
-	if (st->depth++ > 0)
+	if (st->tx) {
+		if (store_exec(st, "SAVEPOINT store_sp", err) < 0)
+			return -1;
+		st->depth++;
 		return 0;
-	if (store_exec(st, "BEGIN IMMEDIATE", err) < 0) {
-		st->depth = 0;
-		return -1;
 	}
+	if (store_exec(st, "BEGIN IMMEDIATE", err) < 0)
+		return -1;
+	st->tx = true;
+	st->deferred = false;
 	return 0;
 }
 
 int
 store_commit(struct store *st, struct err *err)
 {
-	if (st->depth == 0 || --st->depth > 0)
+	if (st->depth > 0) {
+		st->depth--;
+		return store_exec(st, "RELEASE store_sp", err);
+	}
+	if (!st->tx || st->deferred)
 		return 0;
+	st->tx = false;
 	if (store_exec(st, "COMMIT", err) < 0) {
 		store_exec(st, "ROLLBACK", NULL);
 		return -1;
@@ -297,10 +318,42 @@ store_commit(struct store *st, struct err *err)
 void
 store_rollback(struct store *st)
 {
-	if (st->depth == 0)
+	if (st->depth > 0) {
+		st->depth--;
+		store_exec(st, "ROLLBACK TO store_sp", NULL);
+		store_exec(st, "RELEASE store_sp", NULL);
 		return;
-	st->depth = 0;
+	}
+	if (!st->tx || st->deferred)
+		return;
+	st->tx = false;
 	store_exec(st, "ROLLBACK", NULL);
+}
+
+int
+store_defer(struct store *st, struct err *err)
+{
+	if (st->tx)
+		return 0;
+	if (store_exec(st, "BEGIN IMMEDIATE", err) < 0)
+		return -1;
+	st->tx = true;
+	st->deferred = true;
+	return 0;
+}
+
+int
+store_flush(struct store *st, struct err *err)
+{
+	if (!st->tx || !st->deferred || st->depth > 0)
+		return 0;
+	st->tx = false;
+	st->deferred = false;
+	if (store_exec(st, "COMMIT", err) < 0) {
+		store_exec(st, "ROLLBACK", NULL);
+		return -1;
+	}
+	return 0;
 }
 
 /* Bind text or NULL. */

@@ -35,10 +35,16 @@ int mstate_parse(const char *s, enum mstate *out);
 int store_open(const char *path, struct store **out, struct err *err);
 void store_close(struct store *st);
 
-/* Group several changes into one transaction (BEGIN IMMEDIATE). */
+/* Group several changes into one transaction (BEGIN IMMEDIATE), or into a
+ * savepoint when a transaction is already open. */
 int store_begin(struct store *st, struct err *err);
 int store_commit(struct store *st, struct err *err);
 void store_rollback(struct store *st);
+/* Open a transaction, if none is, that only store_flush() commits: the
+ * changes of one loop turn share one commit.  Call store_flush() before
+ * anything is acknowledged to a client. */
+int store_defer(struct store *st, struct err *err);
+int store_flush(struct store *st, struct err *err);
 
 struct store_request {
 	const char *job;

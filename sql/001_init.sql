@@ -33,8 +33,12 @@ CREATE TABLE manifest (
     partition_key TEXT    NOT NULL,
     seq           INTEGER NOT NULL,
     downstream    INTEGER NOT NULL DEFAULT 0,
-    state         TEXT    NOT NULL CHECK (state IN ('queued', 'running',
-                      'succeeded', 'failed', 'blocked', 'cancelled')),
+    -- (checks written as OR chains: an IN list makes SQLite build a
+    -- temporary table on every write)
+    state         TEXT    NOT NULL CHECK (state = 'queued' OR
+                      state = 'running' OR state = 'succeeded' OR
+                      state = 'failed' OR state = 'blocked' OR
+                      state = 'cancelled'),
     attempts      INTEGER NOT NULL DEFAULT 0,
     not_before    INTEGER NOT NULL DEFAULT 0,
     blocked_on    TEXT,
@@ -43,8 +47,6 @@ CREATE TABLE manifest (
     updated_at    INTEGER NOT NULL,
     UNIQUE (request_id, job, partition_key)
 );
-CREATE INDEX manifest_open ON manifest (state)
-    WHERE state IN ('queued', 'running', 'blocked');
 CREATE INDEX manifest_job_partition ON manifest (job, partition_key);
 
 -- One row per attempt.
@@ -55,8 +57,9 @@ CREATE TABLE runs (
     job           TEXT    NOT NULL,
     partition_key TEXT    NOT NULL,
     attempt       INTEGER NOT NULL,
-    state         TEXT    NOT NULL CHECK (state IN ('running', 'succeeded',
-                      'failed', 'cancelled')),
+    state         TEXT    NOT NULL CHECK (state = 'running' OR
+                      state = 'succeeded' OR state = 'failed' OR
+                      state = 'cancelled'),
     started_at    INTEGER NOT NULL,
     finished_at   INTEGER,
     error         TEXT,
