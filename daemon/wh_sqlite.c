@@ -33,8 +33,20 @@
 #define WHSQL_BUSY_TIMEOUT_MS 30000
 #define WHSQL_PROGRESS_OPS 1000
 
+/* A job's script, prepared once per connection and reused (reset) by
+ * every later run of the same text on it. */
+#define WHSQL_CACHE 16
+
+struct whsql_script {
+	char *sql;              /* the whole script text */
+	sqlite3_stmt **stmts;
+	int n;
+};
+
 struct whsql_conn {
 	struct wh_conn base;
+	struct whsql_script cache[WHSQL_CACHE];
+	unsigned next_slot;     /* round-robin replacement */
 	sqlite3 *db;
 	char *name;            /* the warehouse's name, for messages */
 	atomic_int interrupted; /* interrupt() since the last begin() */
@@ -42,6 +54,17 @@ struct whsql_conn {
 	bool in_tx;            /* between begin() and commit()/rollback() */
 	bool broken;
 };
+
+/* Finalize a cached script's statements and forget it. */
+static void
+whsql_script_drop(struct whsql_script *sc)
+{
+	for (int i = 0; i < sc->n; i++)
+		sqlite3_finalize(sc->stmts[i]);
+	free(sc->stmts);
+	free(sc->sql);
+	memset(sc, 0, sizeof *sc);
+}
 
 /* The driver's view of a connection. */
 static struct whsql_conn *
@@ -181,6 +204,8 @@ whsql_close(struct wh_conn *conn)
 	if (conn == NULL)
 		return;
 	c = whsql_conn(conn);
+	for (int i = 0; i < WHSQL_CACHE; i++)
+		whsql_script_drop(&c->cache[i]);
 	sqlite3_close_v2(c->db);
 	free(c->name);
 	free(c);
@@ -268,27 +293,91 @@ whsql_script_fail(struct whsql_conn *c, sqlite3_stmt *st, int n,
 	    msg);
 }
 
-/* Run the ;-separated statements of sql in order, parameters bound. */
+/* Run one prepared statement of a script to its end, parameters bound. */
+static int
+whsql_step_all(struct whsql_conn *c, sqlite3_stmt *st, int n,
+	       const struct wh_param *params, size_t nparams, struct err *err)
+{
+	char msg[ERR_MSG_MAX];
+	int rc;
+
+	if (whsql_bind(c, st, params, nparams, msg, sizeof msg) == -1)
+		goto fail;
+	while ((rc = sqlite3_step(st)) == SQLITE_ROW)
+		;
+	if (rc != SQLITE_DONE) {
+		whsql_errmsg(c, rc, msg, sizeof msg);
+		goto fail;
+	}
+	sqlite3_reset(st);
+	sqlite3_clear_bindings(st);
+	if (c->in_tx && sqlite3_get_autocommit(c->db)) {
+		c->in_tx = false;
+		snprintf(msg, sizeof msg, "it ended the transaction: job SQL"
+			 " must not contain BEGIN, COMMIT or ROLLBACK");
+		goto fail;
+	}
+	return 0;
+fail:
+	sqlite3_reset(st);
+	sqlite3_clear_bindings(st);
+	c->guarded = false;
+	return err_set(err, EXIT_WORK_FAILED, "statement %d failed: %s", n, msg);
+}
+
+/* Run a script whose statements were prepared by an earlier run. */
+static int
+whsql_exec_cached(struct whsql_conn *c, struct whsql_script *sc,
+		  const struct wh_param *params, size_t nparams,
+		  struct err *err)
+{
+	for (int i = 0; i < sc->n; i++) {
+		if (atomic_load(&c->interrupted))
+			return whsql_script_fail(c, NULL, i + 1, "interrupted",
+			    err);
+		c->guarded = true;
+		if (whsql_step_all(c, sc->stmts[i], i + 1, params, nparams,
+		    err) == -1) {
+			whsql_script_drop(sc); /* prepare afresh next time */
+			return -1;
+		}
+	}
+	c->guarded = false;
+	return 0;
+}
+
+/* Run the ;-separated statements of sql in order, parameters bound.  The
+ * statements are prepared as they come (a statement may use a table an
+ * earlier one created) and kept for the next run of the same script. */
 static int
 whsql_exec_script(struct wh_conn *conn, const char *sql,
 		  const struct wh_param *params, size_t nparams,
 		  struct err *err)
 {
 	struct whsql_conn *c = whsql_conn(conn);
+	struct whsql_script *sc, fresh = { 0 };
 	const char *p = sql, *tail;
 	char msg[ERR_MSG_MAX];
 	sqlite3_stmt *st;
 	int n = 0, rc;
 
+	for (int i = 0; i < WHSQL_CACHE; i++) {
+		sc = &c->cache[i];
+		if (sc->sql != NULL && strcmp(sc->sql, sql) == 0)
+			return whsql_exec_cached(c, sc, params, nparams, err);
+	}
 	while (*p != '\0') {
-		if (atomic_load(&c->interrupted))
+		if (atomic_load(&c->interrupted)) {
+			whsql_script_drop(&fresh);
 			return whsql_script_fail(c, NULL, n + 1, "interrupted",
 			    err);
+		}
 		st = NULL;
 		c->guarded = true;
 		rc = sqlite3_prepare_v2(c->db, p, -1, &st, &tail);
 		if (rc != SQLITE_OK) {
 			whsql_errmsg(c, rc, msg, sizeof msg);
+			whsql_script_drop(&fresh);
 			return whsql_script_fail(c, st, n + 1, msg, err);
 		}
 		if (st == NULL) {
@@ -300,23 +389,23 @@ whsql_exec_script(struct wh_conn *conn, const char *sql,
 		}
 		p = tail;
 		n++;
-		if (whsql_bind(c, st, params, nparams, msg, sizeof msg) == -1)
-			return whsql_script_fail(c, st, n, msg, err);
-		while ((rc = sqlite3_step(st)) == SQLITE_ROW)
-			;
-		if (rc != SQLITE_DONE) {
-			whsql_errmsg(c, rc, msg, sizeof msg);
-			return whsql_script_fail(c, st, n, msg, err);
-		}
-		sqlite3_finalize(st);
-		if (c->in_tx && sqlite3_get_autocommit(c->db)) {
-			c->in_tx = false;
-			return whsql_script_fail(c, NULL, n, "it ended the "
-			    "transaction: job SQL must not contain BEGIN, "
-			    "COMMIT or ROLLBACK", err);
+		fresh.stmts = realloc(fresh.stmts, (size_t)n * sizeof *fresh.stmts);
+		if (fresh.stmts == NULL)
+			abort();
+		fresh.stmts[fresh.n++] = st;
+		if (whsql_step_all(c, st, n, params, nparams, err) == -1) {
+			whsql_script_drop(&fresh);
+			return -1;
 		}
 	}
 	c->guarded = false;
+	/* keep it for the next run of this script on this connection */
+	fresh.sql = strdup(sql);
+	if (fresh.sql == NULL)
+		abort();
+	sc = &c->cache[c->next_slot++ % WHSQL_CACHE];
+	whsql_script_drop(sc);
+	*sc = fresh;
 	return 0;
 }
 
