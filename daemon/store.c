@@ -41,6 +41,12 @@ enum stmt_id {
 	S_AUDIT_ADD,
 	S_AUDIT_OF,
 	S_REQUEST_COUNTS,
+	S_TX_BEGIN,
+	S_TX_COMMIT,
+	S_TX_ROLLBACK,
+	S_SP_SET,
+	S_SP_RELEASE,
+	S_SP_ROLLBACK,
 	S_COUNT
 };
 
@@ -131,6 +137,13 @@ static const char *const store_sql[S_COUNT] = {
 	" MAX(COALESCE(r.finished_at, r.created_at)) FROM manifest m"
 	" JOIN requests r ON r.id = m.request_id WHERE m.request_id = ?"
 	" GROUP BY m.state",
+	/* transactions and savepoints, stepped on every state change */
+	[S_TX_BEGIN] = "BEGIN IMMEDIATE",
+	[S_TX_COMMIT] = "COMMIT",
+	[S_TX_ROLLBACK] = "ROLLBACK",
+	[S_SP_SET] = "SAVEPOINT store_sp",
+	[S_SP_RELEASE] = "RELEASE store_sp",
+	[S_SP_ROLLBACK] = "ROLLBACK TO store_sp",
 };
 
 struct store {
@@ -272,6 +285,19 @@ store_close(struct store *st)
 	free(st);
 }
 
+/* Step one of the prepared transaction statements. */
+static int
+store_tx(struct store *st, enum stmt_id id, struct err *err)
+{
+	sqlite3_stmt *s = st->stmt[id];
+	int rc = sqlite3_step(s);
+
+	sqlite3_reset(s);
+	if (rc != SQLITE_DONE)
+		return store_fail(st, err, store_sql[id]);
+	return 0;
+}
+
 /*
  * Transactions.  An explicit store_begin() outside any transaction opens
  * one (BEGIN IMMEDIATE) that its store_commit() commits.  Inside an open
@@ -286,12 +312,12 @@ int
 store_begin(struct store *st, struct err *err)
 {
 	if (st->tx) {
-		if (store_exec(st, "SAVEPOINT store_sp", err) < 0)
+		if (store_tx(st, S_SP_SET, err) < 0)
 			return -1;
 		st->depth++;
 		return 0;
 	}
-	if (store_exec(st, "BEGIN IMMEDIATE", err) < 0)
+	if (store_tx(st, S_TX_BEGIN, err) < 0)
 		return -1;
 	st->tx = true;
 	st->deferred = false;
@@ -303,13 +329,13 @@ store_commit(struct store *st, struct err *err)
 {
 	if (st->depth > 0) {
 		st->depth--;
-		return store_exec(st, "RELEASE store_sp", err);
+		return store_tx(st, S_SP_RELEASE, err);
 	}
 	if (!st->tx || st->deferred)
 		return 0;
 	st->tx = false;
-	if (store_exec(st, "COMMIT", err) < 0) {
-		store_exec(st, "ROLLBACK", NULL);
+	if (store_tx(st, S_TX_COMMIT, err) < 0) {
+		store_tx(st, S_TX_ROLLBACK, NULL);
 		return -1;
 	}
 	return 0;
@@ -320,14 +346,14 @@ store_rollback(struct store *st)
 {
 	if (st->depth > 0) {
 		st->depth--;
-		store_exec(st, "ROLLBACK TO store_sp", NULL);
-		store_exec(st, "RELEASE store_sp", NULL);
+		store_tx(st, S_SP_ROLLBACK, NULL);
+		store_tx(st, S_SP_RELEASE, NULL);
 		return;
 	}
 	if (!st->tx || st->deferred)
 		return;
 	st->tx = false;
-	store_exec(st, "ROLLBACK", NULL);
+	store_tx(st, S_TX_ROLLBACK, NULL);
 }
 
 int
@@ -335,7 +361,7 @@ store_defer(struct store *st, struct err *err)
 {
 	if (st->tx)
 		return 0;
-	if (store_exec(st, "BEGIN IMMEDIATE", err) < 0)
+	if (store_tx(st, S_TX_BEGIN, err) < 0)
 		return -1;
 	st->tx = true;
 	st->deferred = true;
@@ -349,8 +375,8 @@ store_flush(struct store *st, struct err *err)
 		return 0;
 	st->tx = false;
 	st->deferred = false;
-	if (store_exec(st, "COMMIT", err) < 0) {
-		store_exec(st, "ROLLBACK", NULL);
+	if (store_tx(st, S_TX_COMMIT, err) < 0) {
+		store_tx(st, S_TX_ROLLBACK, NULL);
 		return -1;
 	}
 	return 0;
