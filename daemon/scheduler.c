@@ -127,6 +127,9 @@ struct sched {
 	int nrunning;
 	int *job_running;        /* per job index */
 	int64_t (*job_counts)[MS_COUNT]; /* entries in memory by job and state */
+	struct jobstate **jobstates;     /* per job name, ever seen */
+	size_t njobstates;
+	struct jobstate **js_by_job;     /* per job index, filled on use */
 	size_t njob_running;
 	int64_t nqueued;         /* queued or running entries */
 	int64_t failed_total;
@@ -1170,24 +1173,23 @@ struct jobstate {
 	struct sensor_run *sensor; /* a late_data check in flight */
 };
 
-/* Small per-job cache of the store's jobs table, keyed by name. */
-static struct jobstate *jobstates;
-static size_t njobstates;
-
-/* The cached state of a job by name (loaded from the store on first use). */
+/* The cached state of a job by name (loaded from the store on first use);
+ * a jobstate lives as long as the scheduler, whatever reloads do. */
 static struct jobstate *
 jobstate_get(struct sched *s, const char *name)
 {
+	struct jobstate *js;
 	struct err err;
 
-	for (size_t i = 0; i < njobstates; i++)
-		if (strcmp(jobstates[i].name, name) == 0)
-			return &jobstates[i];
-	jobstates = realloc(jobstates, (njobstates + 1) * sizeof *jobstates);
-	if (jobstates == NULL)
+	for (size_t i = 0; i < s->njobstates; i++)
+		if (strcmp(s->jobstates[i]->name, name) == 0)
+			return s->jobstates[i];
+	s->jobstates = realloc(s->jobstates,
+			       (s->njobstates + 1) * sizeof *s->jobstates);
+	if (s->jobstates == NULL)
 		abort();
-	struct jobstate *js = &jobstates[njobstates++];
-	memset(js, 0, sizeof *js);
+	js = xcalloc(1, sizeof *js);
+	s->jobstates[s->njobstates++] = js;
 	js->name = xstrdup(name);
 	if (store_job_get(s->store, name, &js->st, &err) < 0)
 		log_err("job=%s %s", name, err.msg);
@@ -1195,10 +1197,19 @@ jobstate_get(struct sched *s, const char *name)
 	return js;
 }
 
+/* The cached state of job index j of the current configuration. */
+static struct jobstate *
+jobstate_of(struct sched *s, int j)
+{
+	if (s->js_by_job[j] == NULL)
+		s->js_by_job[j] = jobstate_get(s, s->cfg->jobs[j].name);
+	return s->js_by_job[j];
+}
+
 static bool
 sched_job_paused(struct sched *s, int job)
 {
-	return job >= 0 && jobstate_get(s, s->cfg->jobs[job].name)->st.paused;
+	return job >= 0 && jobstate_of(s, job)->st.paused;
 }
 
 /* Save a job's state. */
@@ -1555,7 +1566,7 @@ sched_schedule(struct sched *s, bool resumed, int only)
 		char a[CAL_KEY_MAX], b[CAL_KEY_MAX];
 
 		if (j->late_data != NULL) {
-			js = jobstate_get(s, j->name);
+			js = jobstate_of(s, (int)i);
 			int64_t at = sensor_next_check(s, j, js);
 
 			if (!js->st.paused && js->sensor == NULL && at <= now) {
@@ -1567,7 +1578,7 @@ sched_schedule(struct sched *s, bool resumed, int only)
 		}
 		if (j->nupstream > 0 || !j->has_start)
 			continue;
-		js = jobstate_get(s, j->name);
+		js = jobstate_of(s, (int)i);
 		if (js->st.paused)
 			continue;
 		if (js->st.has_watermark &&
@@ -1697,6 +1708,8 @@ sched_index_jobs(struct sched *s)
 {
 	free(s->job_running);
 	free(s->job_counts);
+	free(s->js_by_job);
+	s->js_by_job = xcalloc(s->cfg->njobs, sizeof *s->js_by_job);
 	s->njob_running = s->cfg->njobs;
 	s->job_running = xcalloc(s->njob_running, sizeof *s->job_running);
 	s->job_counts = xcalloc(s->njob_running, sizeof *s->job_counts);
@@ -2027,11 +2040,12 @@ sched_free(struct sched *s)
 {
 	while (s->requests.next != &s->requests)
 		request_free(s, s->requests.next);
-	for (size_t i = 0; i < njobstates; i++)
-		free(jobstates[i].name);
-	free(jobstates);
-	jobstates = NULL;
-	njobstates = 0;
+	for (size_t i = 0; i < s->njobstates; i++) {
+		free(s->jobstates[i]->name);
+		free(s->jobstates[i]);
+	}
+	free(s->jobstates);
+	free(s->js_by_job);
 	free(s->job_running);
 	free(s->job_counts);
 	free(s->log_dir);
@@ -2163,7 +2177,7 @@ int
 sched_pause(struct sched *s, int job, bool pause, struct err *err)
 {
 	const struct job_def *j = &s->cfg->jobs[job];
-	struct jobstate *js = jobstate_get(s, j->name);
+	struct jobstate *js = jobstate_of(s, job);
 	bool was = js->st.paused;
 
 	js->st.paused = pause;
@@ -2197,7 +2211,7 @@ void
 sched_job_view(struct sched *s, int job, struct sched_job_view *v)
 {
 	const struct job_def *j = &s->cfg->jobs[job];
-	struct jobstate *js = jobstate_get(s, j->name);
+	struct jobstate *js = jobstate_of(s, job);
 	int64_t now = clock_now();
 
 	memset(v, 0, sizeof *v);
