@@ -680,6 +680,19 @@ sched_inputs_at(struct sched *s, const struct job_def *j, part_t part)
 	return newest;
 }
 
+/* Add an entry to a run being started. */
+static void
+active_add(struct active *a, struct entry *x, size_t *cap)
+{
+	if (a->nentries == *cap) {
+		*cap *= 2;
+		a->entries = realloc(a->entries, *cap * sizeof *a->entries);
+		if (a->entries == NULL)
+			abort();
+	}
+	a->entries[a->nentries++] = x;
+}
+
 /* Start the run of entry e, with every other ready entry of the same job
  * and partition riding along (rule 5). */
 static int
@@ -703,13 +716,7 @@ sched_start_run(struct sched *s, struct entry *e, int64_t now)
 		x = e->rq->items[i];
 		if (x == e || x->job != e->job || !entry_ready(s, x, now, &wake))
 			continue;
-		if (a->nentries == cap) {
-			cap *= 2;
-			a->entries = realloc(a->entries, cap * sizeof *a->entries);
-			if (a->entries == NULL)
-				abort();
-		}
-		a->entries[a->nentries++] = x;
+		active_add(a, x, &cap);
 	}
 	for (x = s->hash[entry_hash(e->job_name, e->key)]; x && !a->batch;
 	     x = x->hnext) {
@@ -718,13 +725,7 @@ sched_start_run(struct sched *s, struct entry *e, int64_t now)
 			continue;
 		if (!entry_ready(s, x, now, &wake))
 			continue;
-		if (a->nentries == cap) {
-			cap *= 2;
-			a->entries = realloc(a->entries, cap * sizeof *a->entries);
-			if (a->entries == NULL)
-				abort();
-		}
-		a->entries[a->nentries++] = x;
+		active_add(a, x, &cap);
 	}
 	a->started_at = now;
 	if (store_defer(s->store, &err) < 0 || store_begin(s->store, &err) < 0)
