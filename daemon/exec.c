@@ -33,6 +33,7 @@
  *    a run that failed while stopping reports the stop, not the symptom.
  * Lock order: ex->lock before w->lock; a worker never holds both.
  */
+#include <dlfcn.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
@@ -51,10 +52,7 @@
 #include "guard.h"
 #include "wh.h"
 
-#ifdef HAVE_LIBPQ
-/* The PostgreSQL driver (wh_pg.c), built when libpq is found. */
-extern const struct wh_driver wh_pg_driver;
-#endif
+
 
 extern char **environ;
 
@@ -226,6 +224,54 @@ exec_result_stop(struct exec_job *job)
 	}
 }
 
+static uv_once_t exec_pg_once = UV_ONCE_INIT;
+static const struct wh_driver *exec_pg;
+static char exec_pg_error[512] = "this build has no PostgreSQL driver";
+
+/* Load backfilld-pg.so: beside the executable (a build tree), then from
+ * the install folder. */
+static void
+exec_pg_load(void)
+{
+#ifdef HAVE_LIBPQ
+	char exe[PATH_MAX], path[PATH_MAX + 32];
+	ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
+	void *h = NULL;
+
+	if (n > 0) {
+		exe[n] = '\0';
+		char *slash = strrchr(exe, '/');
+		if (slash != NULL) {
+			*slash = '\0';
+			snprintf(path, sizeof path, "%s/backfilld-pg.so", exe);
+			h = dlopen(path, RTLD_NOW | RTLD_LOCAL);
+		}
+	}
+	if (h == NULL) {
+		snprintf(path, sizeof path, "%s/backfilld-pg.so",
+			 BACKFILLD_MODULEDIR);
+		h = dlopen(path, RTLD_NOW | RTLD_LOCAL);
+	}
+	if (h == NULL) {
+		snprintf(exec_pg_error, sizeof exec_pg_error, "cannot load the"
+			 " PostgreSQL driver %s: %s", path, dlerror());
+		return;
+	}
+	exec_pg = dlsym(h, "wh_pg_driver");
+	if (exec_pg == NULL)
+		snprintf(exec_pg_error, sizeof exec_pg_error, "%s has no"
+			 " wh_pg_driver: reinstall backfilld", path);
+#endif
+}
+
+/* The PostgreSQL driver, loaded on first use; NULL when it cannot be. */
+static const struct wh_driver *
+exec_pg_driver(void)
+{
+	uv_once(&exec_pg_once, exec_pg_load);
+	return exec_pg;
+}
+
 /* The driver for a kind of warehouse, or NULL when not built in. */
 static const struct wh_driver *
 exec_driver(enum wh_kind kind)
@@ -233,10 +279,8 @@ exec_driver(enum wh_kind kind)
 	switch (kind) {
 	case WH_SQLITE:
 		return &wh_sqlite_driver;
-#ifdef HAVE_LIBPQ
 	case WH_POSTGRES:
-		return &wh_pg_driver;
-#endif
+		return exec_pg_driver();
 	default:
 		return NULL;
 	}
@@ -334,8 +378,10 @@ exec_conn_get(struct exec_worker *w, const struct warehouse_def *wh,
 	}
 	drv = exec_driver(wh->kind);
 	if (drv == NULL) {
-		err_set(err, EXIT_WORK_FAILED, "warehouse \"%s\": this build "
-		    "has no driver for it", wh->name);
+		err_set(err, EXIT_WORK_FAILED, "warehouse \"%s\": %s", wh->name,
+		    wh->kind == WH_POSTGRES ? exec_pg_error :
+		    "this build has no driver for it");
+		exec_conn_outcome(w->ex, wh->name, false, err->msg);
 		return NULL;
 	}
 	if (drv->open(wh, &conn, err) == -1) {

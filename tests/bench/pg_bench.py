@@ -490,12 +490,11 @@ def main(argv=None):
                   "--buildtype=release && meson compile -C build-bench (or pass --build DIR, "
                   "or BACKFILLD/BACKFILLCTL)" % p, file=sys.stderr)
             return 2
-    if shutil.which("ldd"):
-        libs = subprocess.run(["ldd", args.backfilld], capture_output=True, text=True).stdout
-        if "libpq" not in libs:
-            print("pg_bench.py: %s has no PostgreSQL driver (not linked with libpq): install "
-                  "libpq-dev and rebuild (-Dpostgres=enabled)" % args.backfilld, file=sys.stderr)
-            return 2
+    module = os.path.join(os.path.dirname(args.backfilld), "backfilld-pg.so")
+    if not os.path.exists(module):
+        print("pg_bench.py: no PostgreSQL driver beside %s (%s): install libpq-dev and "
+              "rebuild (-Dpostgres=enabled)" % (args.backfilld, module), file=sys.stderr)
+        return 2
     if not shutil.which("bash"):
         print("pg_bench.py: missing bash", file=sys.stderr)
         return 2
