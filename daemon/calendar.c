@@ -300,6 +300,14 @@ cal_parse_duration(const char *s, int64_t *seconds, struct err *err)
 	return 0;
 }
 
+/* Two decimal digits of v (0..99) at p. */
+static void
+cal_put2(char *p, int v)
+{
+	p[0] = (char)('0' + v / 10);
+	p[1] = (char)('0' + v % 10);
+}
+
 /* Format a day number as YYYY-MM-DD into buf (CAL_KEY_MAX). */
 void
 cal_format_date(int64_t days, char *buf)
@@ -307,7 +315,19 @@ cal_format_date(int64_t days, char *buf)
 	int y, m, d;
 
 	cal_civil_from_days(days, &y, &m, &d);
-	snprintf(buf, CAL_KEY_MAX, "%04d-%02d-%02d", y, m, d);
+	if (y < 0 || y > 9999) {
+		snprintf(buf, CAL_KEY_MAX, "%04d-%02d-%02d", y, m, d);
+		return;
+	}
+	/* by hand: this runs for every partition key and bound, and
+	 * snprintf cost more than the rest of a one-row run's bookkeeping */
+	cal_put2(buf, y / 100);
+	cal_put2(buf + 2, y % 100);
+	buf[4] = '-';
+	cal_put2(buf + 5, m);
+	buf[7] = '-';
+	cal_put2(buf + 8, d);
+	buf[10] = '\0';
 }
 
 /* Format epoch milliseconds as YYYY-MM-DDTHH:MM:SS.sssZ into buf. */
@@ -470,8 +490,10 @@ part_key(enum grain g, part_t p, char *buf)
 
 	if (g == GRAIN_HOUR) {
 		cal_format_date(cal_div(p, 24), date);
-		snprintf(buf, CAL_KEY_MAX, "%.10sT%02d", date,
-		    (int)cal_mod(p, 24));
+		memcpy(buf, date, 10);
+		buf[10] = 'T';
+		cal_put2(buf + 11, (int)cal_mod(p, 24));
+		buf[13] = '\0';
 		return;
 	}
 	cal_format_date(part_first_day(g, p), buf);
@@ -521,8 +543,14 @@ part_bound(enum grain g, int64_t t, char *buf)
 		memcpy(buf, date, CAL_KEY_MAX);
 		return;
 	}
-	snprintf(buf, CAL_KEY_MAX, "%.10s %02d:%02d:%02d", date,
-	    (int)(sod / 3600), (int)(sod / 60 % 60), (int)(sod % 60));
+	memcpy(buf, date, 10);
+	buf[10] = ' ';
+	cal_put2(buf + 11, (int)(sod / 3600));
+	buf[13] = ':';
+	cal_put2(buf + 14, (int)(sod / 60 % 60));
+	buf[16] = ':';
+	cal_put2(buf + 17, (int)(sod % 60));
+	buf[19] = '\0';
 }
 
 /* Parse one --from/--to bound at grain g into the hours it spans (hour
