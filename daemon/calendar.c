@@ -595,7 +595,7 @@ int
 range_parse(enum grain g, const char *from, const char *to,
     struct part_range *r, struct err *err)
 {
-	int64_t flo, fhi, tlo, thi;
+	int64_t flo = 0, fhi = 0, tlo = 0, thi = 0;
 
 	if (range_parse_bound(g, "--from", from, &flo, &fhi, err) == -1 ||
 	    range_parse_bound(g, "--to", to, &tlo, &thi, err) == -1)

@@ -47,6 +47,8 @@ struct whsql_conn {
 	struct wh_conn base;
 	struct whsql_script cache[WHSQL_CACHE];
 	unsigned next_slot;     /* round-robin replacement */
+	sqlite3_stmt *begin_st; /* BEGIN IMMEDIATE and COMMIT, prepared once */
+	sqlite3_stmt *commit_st;
 	sqlite3 *db;
 	char *name;            /* the warehouse's name, for messages */
 	atomic_int interrupted; /* interrupt() since the last begin() */
@@ -142,6 +144,23 @@ whsql_exec_simple(struct whsql_conn *c, const char *sql, struct err *err,
 	return 0;
 }
 
+/* Step a fixed statement (BEGIN IMMEDIATE, COMMIT) prepared on first use;
+ * returns the SQLite result code. */
+static int
+whsql_step_fixed(struct whsql_conn *c, sqlite3_stmt **st, const char *sql)
+{
+	int rc;
+
+	if (*st == NULL) {
+		rc = sqlite3_prepare_v2(c->db, sql, -1, st, NULL);
+		if (rc != SQLITE_OK)
+			return rc;
+	}
+	rc = sqlite3_step(*st);
+	sqlite3_reset(*st);
+	return rc == SQLITE_DONE ? SQLITE_OK : rc;
+}
+
 /* Open the warehouse file read-write, never creating it. */
 static int
 whsql_open(const struct warehouse_def *wh, struct wh_conn **out,
@@ -206,6 +225,8 @@ whsql_close(struct wh_conn *conn)
 	c = whsql_conn(conn);
 	for (int i = 0; i < WHSQL_CACHE; i++)
 		whsql_script_drop(&c->cache[i]);
+	sqlite3_finalize(c->begin_st);
+	sqlite3_finalize(c->commit_st);
 	sqlite3_close_v2(c->db);
 	free(c->name);
 	free(c);
@@ -216,13 +237,15 @@ static int
 whsql_begin(struct wh_conn *conn, struct err *err)
 {
 	struct whsql_conn *c = whsql_conn(conn);
+	int rc;
 
 	atomic_store(&c->interrupted, 0);
 	c->guarded = false;
 	if (!sqlite3_get_autocommit(c->db))
 		sqlite3_exec(c->db, "ROLLBACK", NULL, NULL, NULL);
-	if (whsql_exec_simple(c, "BEGIN IMMEDIATE", err, NULL) == -1)
-		return -1;
+	rc = whsql_step_fixed(c, &c->begin_st, "BEGIN IMMEDIATE");
+	if (rc != SQLITE_OK)
+		return whsql_fail(c, rc, err, NULL);
 	c->in_tx = true;
 	return 0;
 }
@@ -529,7 +552,7 @@ whsql_commit(struct wh_conn *conn, struct err *err)
 	int rc;
 
 	c->guarded = false;
-	rc = sqlite3_exec(c->db, "COMMIT", NULL, NULL, NULL);
+	rc = whsql_step_fixed(c, &c->commit_st, "COMMIT");
 	if (rc != SQLITE_OK) {
 		whsql_fail(c, rc, err, NULL);
 		if (!sqlite3_get_autocommit(c->db) &&
