@@ -329,6 +329,7 @@ daemon_start(struct daemon *d, struct err *err)
 			 strerror(errno));
 	if (store_open(cfg->state_db, &d->store, err) < 0)
 		return EXIT_BAD_INPUT;
+	store_checkpoint_on(d->store, &d->loop);
 	if (exec_new(&d->loop, cfg->max_concurrency, &d->exec, err) < 0)
 		return EXIT_WORK_FAILED;
 	d->cfg = NULL; /* the scheduler holds it now */

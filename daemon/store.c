@@ -13,6 +13,7 @@
 #include "store.h"
 
 #include <sqlite3.h>
+#include <uv.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -149,6 +150,12 @@ static const char *const store_sql[S_COUNT] = {
 struct store {
 	sqlite3 *db;
 	sqlite3_stmt *stmt[S_COUNT];
+	/* checkpoints off the loop (store_checkpoint_on) */
+	char *path;
+	uv_loop_t *loop;
+	uv_work_t ckpt_work;
+	bool ckpt_busy;
+	sqlite3 *ckpt_db; /* the thread pool's connection, opened on use */
 	bool tx;       /* a transaction is open */
 	bool deferred; /* ... opened by store_defer: store_flush commits it */
 	int depth;     /* savepoints inside it */
@@ -266,12 +273,82 @@ store_open(const char *path, struct store **out, struct err *err)
 			goto fail;
 		}
 	}
+	st->path = strdup(path);
+	if (st->path == NULL) {
+		err_set(err, EXIT_INTERNAL, "out of memory");
+		goto fail;
+	}
 	*out = st;
 	return 0;
 fail:
 	err_prefix(err, "%s", path);
 	store_close(st);
 	return -1;
+}
+
+/*
+ * Checkpoints off the loop.  With synchronous=NORMAL a commit writes the
+ * WAL without fsync; the checkpoint that copies the WAL back into the
+ * database fsyncs both, which takes milliseconds on a busy disk.  SQLite
+ * would run it inside whichever commit crossed 1000 WAL pages, on the
+ * loop thread; instead the loop's connection never checkpoints, and once a
+ * commit leaves STORE_CKPT_PAGES pages in the WAL a PASSIVE checkpoint
+ * runs on libuv's thread pool, on a connection of its own (one at a time).
+ */
+#define STORE_CKPT_PAGES 1000
+
+/* Thread pool: checkpoint on the pool's own connection. */
+static void
+store_ckpt_work(uv_work_t *w)
+{
+	struct store *st = w->data;
+
+	if (st->ckpt_db == NULL) {
+		if (sqlite3_open_v2(st->path, &st->ckpt_db, SQLITE_OPEN_READWRITE |
+				    SQLITE_OPEN_NOMUTEX, NULL) != SQLITE_OK) {
+			sqlite3_close(st->ckpt_db);
+			st->ckpt_db = NULL;
+			return;
+		}
+		sqlite3_busy_timeout(st->ckpt_db, 1000);
+	}
+	sqlite3_wal_checkpoint_v2(st->ckpt_db, NULL, SQLITE_CHECKPOINT_PASSIVE,
+				  NULL, NULL);
+}
+
+/* Loop: the checkpoint is over. */
+static void
+store_ckpt_done(uv_work_t *w, int status)
+{
+	struct store *st = w->data;
+
+	(void)status;
+	st->ckpt_busy = false;
+}
+
+/* After each commit: start a checkpoint when the WAL has grown. */
+static int
+store_wal_hook(void *arg, sqlite3 *db, const char *name, int pages)
+{
+	struct store *st = arg;
+
+	(void)db;
+	(void)name;
+	if (pages >= STORE_CKPT_PAGES && !st->ckpt_busy) {
+		st->ckpt_busy = true;
+		st->ckpt_work.data = st;
+		if (uv_queue_work(st->loop, &st->ckpt_work, store_ckpt_work,
+				  store_ckpt_done) != 0)
+			st->ckpt_busy = false;
+	}
+	return SQLITE_OK;
+}
+
+void
+store_checkpoint_on(struct store *st, uv_loop_t *loop)
+{
+	st->loop = loop;
+	sqlite3_wal_hook(st->db, store_wal_hook, st);
 }
 
 void
@@ -281,7 +358,9 @@ store_close(struct store *st)
 		return;
 	for (int i = 0; i < S_COUNT; i++)
 		sqlite3_finalize(st->stmt[i]);
-	sqlite3_close(st->db);
+	sqlite3_close(st->ckpt_db);
+	sqlite3_close(st->db); /* the last connection checkpoints the WAL */
+	free(st->path);
 	free(st);
 }
 

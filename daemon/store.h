@@ -33,7 +33,11 @@ int mstate_parse(const char *s, enum mstate *out);
 
 /* Open (creating if needed) and migrate to the schema compiled in. */
 int store_open(const char *path, struct store **out, struct err *err);
+/* Close; the loop must have run every queued checkpoint (uv_run ended). */
 void store_close(struct store *st);
+/* Run WAL checkpoints on loop's thread pool instead of inside commits. */
+struct uv_loop_s;
+void store_checkpoint_on(struct store *st, struct uv_loop_s *loop);
 
 /* Group several changes into one transaction (BEGIN IMMEDIATE), or into a
  * savepoint when a transaction is already open. */
