@@ -36,7 +36,6 @@ enum stmt_id {
 	S_JOB_GET,
 	S_JOB_PUT,
 	S_REQUEST_GET,
-	S_JOB_COUNTS_OPEN,
 	S_JOB_COUNTS_LAST,
 	S_PROBLEMS,
 	S_AUDIT_ADD,
@@ -108,10 +107,6 @@ static const char *const store_sql[S_COUNT] = {
 	" late_found = ?11, late_error = ?12",
 	[S_REQUEST_GET] =
 	"SELECT job, finished_at IS NOT NULL FROM requests WHERE id = ?",
-	[S_JOB_COUNTS_OPEN] =
-	"SELECT m.state, COUNT(*) FROM manifest m JOIN requests r ON"
-	" r.id = m.request_id WHERE m.job = ?1 AND r.finished_at IS NULL AND"
-	" m.state IN ('queued', 'running', 'blocked') GROUP BY m.state",
 	[S_JOB_COUNTS_LAST] =
 	"SELECT state, COUNT(*) FROM runs WHERE id IN (SELECT MAX(id) FROM runs"
 	" WHERE job = ?1 AND state IN ('succeeded', 'failed')"
@@ -855,25 +850,18 @@ int
 store_job_counts(struct store *st, const char *job, int64_t counts[MS_COUNT],
 		 struct err *err)
 {
-	const int ids[2] = { S_JOB_COUNTS_OPEN, S_JOB_COUNTS_LAST };
+	sqlite3_stmt *s = st->stmt[S_JOB_COUNTS_LAST];
 	enum mstate state;
 	int rc;
 
 	for (int i = 0; i < MS_COUNT; i++)
 		counts[i] = 0;
-	for (int k = 0; k < 2; k++) {
-		sqlite3_stmt *s = st->stmt[ids[k]];
-
-		bind_text(s, 1, job);
-		while ((rc = store_next(st, s, err,
-					"counting partitions")) > 0) {
-			if (mstate_parse(col_text(s, 0), &state) == 0)
-				counts[state] += sqlite3_column_int64(s, 1);
-		}
-		if (rc < 0)
-			return -1;
+	bind_text(s, 1, job);
+	while ((rc = store_next(st, s, err, "counting partitions")) > 0) {
+		if (mstate_parse(col_text(s, 0), &state) == 0)
+			counts[state] += sqlite3_column_int64(s, 1);
 	}
-	return 0;
+	return rc < 0 ? -1 : 0;
 }
 
 /* Copy a text column into a fixed buffer ("" for NULL). */

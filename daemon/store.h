@@ -174,9 +174,9 @@ int store_runs(struct store *st, const char *job, int64_t request_id,
 	       const char *state, int64_t limit, store_run_cb cb, void *data,
 	       struct err *err);
 
-/* Counts by manifest state (open requests and the last state of finished
- * work) of one job: succeeded/failed count distinct partitions by their
- * latest run. */
+/* Partitions of one job by the state of their latest finished run
+ * (succeeded, failed); what is queued, running or blocked the scheduler
+ * counts in memory. */
 int store_job_counts(struct store *st, const char *job, int64_t counts[MS_COUNT],
 		     struct err *err);
 
