@@ -1342,8 +1342,7 @@ cmd_wait_summary(struct sched *s, int64_t request_id,
 	if (pc.n > 20)
 		buf_printf(out, "  ... and %d more: backfillctl runs --request %"
 			   PRId64 "\n", pc.n - 20, request_id);
-	buf_printf(out, "fix the cause, then: backfillctl backfill %s"
-		   " --reprocess failed ... or backfillctl rerun JOB PARTITION;"
-		   " blocked partitions run once their inputs land\n",
-		   "JOB");
+	buf_addstr(out, "fix the cause, then rerun what failed (backfillctl rerun"
+		   " JOB PARTITION, or the same backfill with --reprocess"
+		   " failed); blocked partitions run once their inputs land\n");
 }

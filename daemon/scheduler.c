@@ -584,14 +584,12 @@ static bool
 sched_job_free(struct sched *s, int job)
 {
 	const struct job_def *j;
-	struct store_job_state js;
 
 	if (job < 0)
 		return false;
 	j = &s->cfg->jobs[job];
 	if ((size_t)job < s->njob_running && s->job_running[job] >= j->concurrency)
 		return false;
-	(void)js;
 	if (j->warehouse >= 0 &&
 	    s->cfg->warehouses[j->warehouse].kind == WH_POSTGRES) {
 		/* the warehouse's connection cap: count its runs in flight

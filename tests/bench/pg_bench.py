@@ -52,23 +52,13 @@ import time
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(os.path.dirname(HERE))
 sys.path.insert(0, HERE)
-from run import BenchError, Daemon, date_range, indent, loadavg, median, monday, run_time_sum  # noqa: E402
+from run import (BenchError, Daemon, FACT_SQL, WEEK_SQL, date_range, indent,  # noqa: E402
+                 loadavg, median, monday, run_time_sum)
 
 SKIP = 77
 PASSWORD = "bench-etl-3c9d"
 
-FACT_SQL = """\
-DELETE FROM fct_daily_sales WHERE dt = :partition;
-INSERT INTO fct_daily_sales (dt, store_id, sales, revenue_usd)
-SELECT dt, store_id, COUNT(*), SUM(amount_usd)
-FROM raw_sales WHERE dt = :partition GROUP BY dt, store_id;
-"""
-WEEK_SQL = """\
-DELETE FROM mart_weekly_sales WHERE week_start = :partition;
-INSERT INTO mart_weekly_sales (week_start, revenue_usd)
-SELECT :partition, SUM(revenue_usd) FROM fct_daily_sales
-WHERE dt >= :partition_start AND dt < :partition_end;
-"""
+# the same job SQL as the SQLite case (run.py): it is standard SQL
 
 SCRIPT = {"hand": "pg_hand_loop.sh", "set": "pg_set_based.sh", "floor": "pg_floor.sh"}
 LABEL = {"hand": "hand loop (psql per date)", "set": "set-based (manifest, 1 psql)",
