@@ -664,16 +664,15 @@ sched_inputs_at(struct sched *s, const struct job_def *j, part_t part)
 		const struct job_def *uj = &s->cfg->jobs[j->upstream_idx[u]];
 		struct part_range r = part_inputs(uj->grain, j->grain, part);
 
-		for (part_t p = r.first; p <= r.last; p++) {
-			char key[CAL_KEY_MAX];
-			int64_t built, inputs;
+		char first[CAL_KEY_MAX], last[CAL_KEY_MAX];
+		int64_t built;
 
-			part_key(uj->grain, p, key);
-			if (store_partition_get(s->store, uj->name, key, &built,
-						&inputs, NULL) == 0 &&
-			    built > newest)
-				newest = built;
-		}
+		/* keys of one grain sort in time order: one range query */
+		part_key(uj->grain, r.first, first);
+		part_key(uj->grain, r.last, last);
+		if (store_newest_build(s->store, uj->name, first, last, &built,
+				       NULL) == 0 && built > newest)
+			newest = built;
 	}
 	return newest;
 }

@@ -41,6 +41,7 @@ enum stmt_id {
 	S_AUDIT_ADD,
 	S_AUDIT_OF,
 	S_REQUEST_COUNTS,
+	S_NEWEST_BUILD,
 	S_TX_BEGIN,
 	S_TX_COMMIT,
 	S_TX_ROLLBACK,
@@ -133,6 +134,9 @@ static const char *const store_sql[S_COUNT] = {
 	" MAX(COALESCE(r.finished_at, r.created_at)) FROM manifest m"
 	" JOIN requests r ON r.id = m.request_id WHERE m.request_id = ?"
 	" GROUP BY m.state",
+	[S_NEWEST_BUILD] =
+	"SELECT MAX(built_at) FROM partitions WHERE job = ?1 AND"
+	" partition_key BETWEEN ?2 AND ?3",
 	/* transactions and savepoints, stepped on every state change */
 	[S_TX_BEGIN] = "BEGIN IMMEDIATE",
 	[S_TX_COMMIT] = "COMMIT",
@@ -1043,4 +1047,23 @@ store_request_counts(struct store *st, int64_t request_id,
 			sqlite3_column_int64(s, 2);
 	}
 	return rc;
+}
+
+int
+store_newest_build(struct store *st, const char *job, const char *first_key,
+		   const char *last_key, int64_t *built_at, struct err *err)
+{
+	sqlite3_stmt *s = st->stmt[S_NEWEST_BUILD];
+	int rc, found = 1;
+
+	bind_text(s, 1, job);
+	bind_text(s, 2, first_key);
+	bind_text(s, 3, last_key);
+	while ((rc = store_next(st, s, err, "reading builds")) > 0) {
+		if (sqlite3_column_type(s, 0) != SQLITE_NULL) {
+			*built_at = sqlite3_column_int64(s, 0);
+			found = 0;
+		}
+	}
+	return rc < 0 ? -1 : found;
 }

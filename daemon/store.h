@@ -98,6 +98,11 @@ int store_partition_built(struct store *st, const char *job, const char *key,
 int store_partition_get(struct store *st, const char *job, const char *key,
 			int64_t *built_at, int64_t *inputs_at, struct err *err);
 
+/* The newest landing among job's partitions first_key..last_key: 0 and
+ * *built_at, or 1 when none of them was ever built. */
+int store_newest_build(struct store *st, const char *job, const char *first_key,
+		       const char *last_key, int64_t *built_at, struct err *err);
+
 /* At start: mark runs left 'running' by a crash as failed and their manifest
  * rows queued again; returns how many in *count. */
 int store_recover(struct store *st, int64_t at, int *count, struct err *err);
