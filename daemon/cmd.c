@@ -644,10 +644,16 @@ cmd_status(struct cmd_ctx *ctx, const struct proto_msg *req,
 		char now[CAL_KEY_MAX];
 
 		cal_format_iso_ms(clock_now_ms(), now);
+		struct store_stats ss;
+
+		store_stats(sched_store(s), &ss);
 		buf_printf(&res->out, "{\"version\": \"%s\", \"now\": \"%s\","
 			   " \"running\": %d, \"queued\": %" PRId64 ","
-			   " \"jobs\": [", BACKFILLD_VERSION, now,
-			   sched_running(s), sched_queued(s));
+			   " \"runs_kept\": %" PRId64 ", \"store_bytes\": %"
+			   PRId64 ", \"wal_bytes\": %" PRId64 ", \"jobs\": [",
+			   BACKFILLD_VERSION, now, sched_running(s),
+			   sched_queued(s), ss.runs_kept, ss.db_bytes,
+			   ss.wal_bytes);
 	}
 	else {
 		const char *head[12] = { "JOB", "GRAIN", "PAUSED", "WATERMARK",
@@ -666,12 +672,8 @@ cmd_status(struct cmd_ctx *ctx, const struct proto_msg *req,
 		if (only >= 0 && (int)i != only)
 			continue;
 		sched_job_view(s, (int)i, &v);
-		if (store_job_counts(sched_store(s), j->name, counts, &err) < 0) {
-			res_err(res, &err);
-			if (!json)
-				table_print(&t, &res->out);
-			return;
-		}
+		counts[MS_SUCCEEDED] = v.succeeded;
+		counts[MS_FAILED] = v.failed;
 		if (j->nupstream > 0)
 			sched_stale(s, (int)i, stale_count_cb, &cc, &err);
 		if (v.has_watermark)
@@ -767,6 +769,15 @@ cmd_status(struct cmd_ctx *ctx, const struct proto_msg *req,
 		return;
 	}
 	table_print(&t, &res->out);
+	{
+		struct store_stats ss;
+
+		store_stats(sched_store(s), &ss);
+		buf_printf(&res->out, "history: %" PRId64 " runs kept; state"
+			   " store %.1f MiB, its WAL %.1f MiB\n", ss.runs_kept,
+			   (double)ss.db_bytes / 1048576.0,
+			   (double)ss.wal_bytes / 1048576.0);
+	}
 	for (size_t w = 0; w < cfg->nwarehouses; w++) {
 		char why[256];
 		int64_t at_ms = 0;

@@ -814,6 +814,18 @@ cfg_h_posduration(struct cfg_parser *p, void *obj, const struct cfg_key *k,
 	return 0;
 }
 
+/* keep_runs: a duration of at least an hour (pruning runs at most hourly). */
+static int
+cfg_h_keep(struct cfg_parser *p, void *obj, const struct cfg_key *k,
+	   yaml_node_t *key, yaml_node_t *val)
+{
+	if (cfg_h_duration(p, obj, k, key, val) < 0)
+		return -1;
+	if (*CFG_FIELD(obj, k->off, int64_t) < 3600)
+		return cfg_bad_value(p, k, val);
+	return 0;
+}
+
 /* true or false (only those) into a bool field. */
 static int
 cfg_h_bool(struct cfg_parser *p, void *obj, const struct cfg_key *k,
@@ -893,6 +905,7 @@ static int cfg_h_jobs(struct cfg_parser *, void *, const struct cfg_key *,
 #define CFG_OFF(type, field) offsetof(struct type, field)
 #define CFG_POSINT "a positive integer"
 #define CFG_DURATION "a duration like 30s, 15m, 2h or 1d"
+#define CFG_KEEP "a duration of at least 1h, like 30d or 365d"
 
 static const struct cfg_key cfg_top_keys[] = {
 	{ "state_db", YAML_SCALAR_NODE, cfg_h_path, CFG_OFF(config, state_db),
@@ -912,6 +925,8 @@ static const struct cfg_key cfg_top_keys[] = {
 	  CFG_OFF(config, max_backfill), 1, CFG_POSINT, 0 },
 	{ "shutdown_grace", YAML_SCALAR_NODE, cfg_h_duration,
 	  CFG_OFF(config, shutdown_grace), 0, CFG_DURATION, 0 },
+	{ "keep_runs", YAML_SCALAR_NODE, cfg_h_keep,
+	  CFG_OFF(config, keep_runs), 0, CFG_KEEP, 0 },
 	{ "warehouses", YAML_SEQUENCE_NODE, cfg_h_warehouses, 0, 0,
 	  "a sequence of warehouses", 1 },
 	{ "jobs", YAML_SEQUENCE_NODE, cfg_h_jobs, 0, 0, "a sequence of jobs",
@@ -1402,6 +1417,8 @@ static const struct cfg_key cfg_job_keys[] = {
 	  CFG_JOB(allow_wall_clock), 0, "true or false", 0 },
 	{ "batch", YAML_SCALAR_NODE, cfg_h_bool, CFG_JOB(batch), 0,
 	  "true or false", 0 },
+	{ "keep_runs", YAML_SCALAR_NODE, cfg_h_keep, CFG_JOB(keep_runs), 0,
+	  CFG_KEEP, 0 },
 	{ "table", YAML_SCALAR_NODE, cfg_h_str, CFG_JOB(table), 0,
 	  "a table name", 0 },
 	{ "partition_column", YAML_SCALAR_NODE, cfg_h_str,
@@ -1839,6 +1856,7 @@ cfg_h_jobs(struct cfg_parser *p, void *obj, const struct cfg_key *k,
 		j->catchup = true;
 		j->max_catchup = cfg->max_catchup;
 		j->max_backfill = cfg->max_backfill;
+		j->keep_runs = cfg->keep_runs;
 		j->concurrency = 1;
 		j->retry_backoff = 30;
 	}
@@ -2268,6 +2286,7 @@ config_load_bytes(const char *path, char *abs, const char *text, size_t len,
 	cfg->max_catchup = 31;
 	cfg->max_backfill = 366;
 	cfg->shutdown_grace = 30;
+	cfg->keep_runs = 365 * 86400;
 	h = cfg_fnv(CFG_FNV_INIT, text, len);
 	snprintf(cfg->file_hash, sizeof cfg->file_hash, "%016llx",
 		 (unsigned long long)h);

@@ -80,6 +80,7 @@ struct job_def {
 	int64_t timeout;       /* seconds, 0 = none */
 	bool allow_wall_clock;
 	bool batch;
+	int64_t keep_runs;   /* seconds; default: config keep_runs */
 
 	char *sql;         /* inline sql or the contents of sql_file */
 	char *sql_file;    /* absolute path, or NULL */
@@ -121,6 +122,7 @@ struct config {
 	int max_catchup;     /* default 31 */
 	int max_backfill;    /* default 366 */
 	int64_t shutdown_grace; /* seconds, default 30 */
+	int64_t keep_runs;      /* seconds, default 365d: finished runs kept */
 
 	struct warehouse_def *warehouses;
 	size_t nwarehouses;

@@ -29,6 +29,7 @@
 #include "exec.h"
 #include "log.h"
 #include "notify.h"
+#include "prune.h"
 #include "scheduler.h"
 #include "store.h"
 
@@ -41,6 +42,7 @@ struct daemon {
 	struct sched *sched;
 	struct control *control;
 	struct notify *notify;
+	struct prune *prune;
 	uv_signal_t sighup, sigterm, sigint;
 	uv_timer_t grace;
 	uv_timer_t status_timer;
@@ -197,6 +199,7 @@ daemon_exec_closed_cb(void *data)
 	struct daemon *d = data;
 
 	sched_close(d->sched);
+	prune_close(d->prune);
 	notify_close(d->notify);
 	uv_close((uv_handle_t *)&d->sighup, NULL);
 	uv_close((uv_handle_t *)&d->sigterm, NULL);
@@ -271,8 +274,10 @@ daemon_clock_cb(uv_fs_event_t *h, const char *filename, int events, int status)
 	if (status == 0 && copy && (filename == NULL ||
 				    strcmp(filename, basename(copy)) == 0)) {
 		clock_reload();
-		if (!d->stopping)
+		if (!d->stopping) {
 			sched_clock_changed(d->sched);
+			prune_tick(d->prune);
+		}
 	}
 	free(copy);
 }
@@ -362,7 +367,8 @@ daemon_start(struct daemon *d, struct err *err)
 		log_warn("using the test clock in %s: %s", clock_test_file(),
 			 "not for production");
 	}
-	if (sched_start(d->sched, err) < 0)
+	if (sched_start(d->sched, err) < 0 ||
+	    prune_new(&d->loop, d->sched, &d->prune, err) < 0)
 		return EXIT_WORK_FAILED;
 	log_notice("backfilld %s started: %zu jobs, socket %s, state %s",
 		   BACKFILLD_VERSION, cfg->njobs, cfg->socket, cfg->state_db);

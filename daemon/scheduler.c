@@ -653,6 +653,8 @@ request_next(struct sched *s, struct request *rq, int64_t now, int64_t *wake)
 }
 
 static void sched_run_done_cb(struct exec_run *run);
+static void sched_count_finished(struct sched *s, const char *job,
+				 enum mstate prev, enum mstate state);
 
 /* Newest landing among the inputs of a downstream partition, or -1. */
 static int64_t
@@ -1031,6 +1033,8 @@ sched_run_done_cb(struct exec_run *run)
 	int64_t inputs_at = -1;
 	struct err err;
 	bool retry = false;
+	size_t nkeys = a->batch ? a->nentries : 1;
+	enum mstate *prev = xcalloc(nkeys, sizeof *prev);
 
 	if (run->cancelled) {
 		result = MS_QUEUED; /* queued again, run at next start */
@@ -1053,8 +1057,13 @@ sched_run_done_cb(struct exec_run *run)
 		const char *key = a->batch ? a->entries[i]->key : e->key;
 
 		/* a batch's rows changed are the batch's: on its first row */
+		prev[i] = MS_COUNT;
 		if (store_run_finish(s->store, rid, run_state, now, error,
 				     i == 0 ? run->rows_changed : -1, &err) < 0)
+			goto fail_tx;
+		if (run_state != MS_CANCELLED &&
+		    store_partition_finished(s->store, a->job_name, key, rid,
+					     run_state, &prev[i], &err) < 0)
 			goto fail_tx;
 		if (result == MS_SUCCEEDED &&
 		    store_partition_built(s->store, a->job_name, key, now,
@@ -1080,6 +1089,8 @@ sched_run_done_cb(struct exec_run *run)
 	}
 	if (store_commit(s->store, &err) < 0)
 		goto fail_tx;
+	for (size_t i = 0; run_state != MS_CANCELLED && i < nkeys; i++)
+		sched_count_finished(s, a->job_name, prev[i], run_state);
 	goto recorded;
 fail_tx:
 	store_rollback(s->store);
@@ -1091,6 +1102,7 @@ fail:
 		entry_set(s, a->entries[i], result);
 	}
 recorded:
+	free(prev);
 	if (run_state == MS_SUCCEEDED && run->rows_changed >= 0)
 		log_info("job=%s partition=%s request=%" PRId64 " run=%" PRId64
 			 " succeeded in %" PRId64 " ms rows=%" PRId64, a->job_name,
@@ -1167,6 +1179,7 @@ struct sensor_run {
 struct jobstate {
 	char *name;
 	struct store_job_state st;
+	int64_t last[MS_COUNT]; /* partitions by their newest finished run */
 	bool loaded;
 	struct sensor_run *sensor; /* a late_data check in flight */
 };
@@ -1193,6 +1206,27 @@ jobstate_get(struct sched *s, const char *name)
 		log_err("job=%s %s", name, err.msg);
 	js->loaded = true;
 	return js;
+}
+
+/* A partition of job has a new newest finished run: move it between the
+ * counts status shows (prev MS_COUNT: the partition had none). */
+static void
+sched_count_finished(struct sched *s, const char *job, enum mstate prev,
+		     enum mstate state)
+{
+	struct jobstate *js = jobstate_get(s, job);
+
+	if (prev < MS_COUNT && js->last[prev] > 0)
+		js->last[prev]--;
+	js->last[state]++;
+}
+
+/* At start: the counts of every job, from the store. */
+static void
+sched_count_load_cb(const char *job, enum mstate state, int64_t count,
+		    void *data)
+{
+	jobstate_get(data, job)->last[state] = count;
 }
 
 /* The cached state of job index j of the current configuration. */
@@ -1878,6 +1912,7 @@ sched_start(struct sched *s, struct err *err)
 	int64_t now = clock_now_ms();
 
 	if (store_recover(s->store, now, &recovered, err) < 0 ||
+	    store_latest_counts(s->store, sched_count_load_cb, s, err) < 0 ||
 	    store_load_open(s->store, sched_load_cb, &lc, err) < 0)
 		return -1;
 	if (recovered > 0)
@@ -2260,6 +2295,8 @@ sched_job_view(struct sched *s, int job, struct sched_job_view *v)
 		v->found = js->st.late_found;
 		v->sensor_error = js->st.late_error[0] ? js->st.late_error : NULL;
 	}
+	v->succeeded = js->last[MS_SUCCEEDED];
+	v->failed = js->last[MS_FAILED];
 	v->queued = s->job_counts[job][MS_QUEUED];
 	v->running = s->job_counts[job][MS_RUNNING];
 	v->blocked = s->job_counts[job][MS_BLOCKED];

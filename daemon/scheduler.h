@@ -108,6 +108,7 @@ struct sched_job_view {
 	bool has_next_due;
 	int64_t next_due; /* seconds */
 	int64_t queued, running, blocked;
+	int64_t succeeded, failed; /* partitions by their newest finished run */
 	/* late_data sensor */
 	bool has_sensor;
 	bool has_last_check;

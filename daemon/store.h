@@ -35,7 +35,9 @@ int mstate_parse(const char *s, enum mstate *out);
 int store_open(const char *path, struct store **out, struct err *err);
 /* Close; the loop must have run every queued checkpoint (uv_run ended). */
 void store_close(struct store *st);
-/* Run WAL checkpoints on loop's thread pool instead of inside commits. */
+/* Run WAL checkpoints on loop's thread pool instead of inside commits
+ * (without a loop, commits checkpoint on the store's own connection once
+ * the WAL passes 16 MiB). */
 struct uv_loop_s;
 void store_checkpoint_on(struct store *st, struct uv_loop_s *loop);
 
@@ -179,10 +181,49 @@ int store_runs(struct store *st, const char *job, int64_t request_id,
 	       const char *state, int64_t limit, store_run_cb cb, void *data,
 	       struct err *err);
 
-/* Partitions of one job by the state of their latest finished run
- * (succeeded, failed); what is queued, running or blocked the scheduler
- * counts in memory. */
-int store_job_counts(struct store *st, const char *job, int64_t counts[MS_COUNT],
+/* A run of job's partition key finished as state (succeeded or failed):
+ * it becomes the partition's newest run.  *prev is the state of the one
+ * it replaces, MS_COUNT when none (status counts partitions by it). */
+int store_partition_finished(struct store *st, const char *job,
+			     const char *key, int64_t run_id, enum mstate state,
+			     enum mstate *prev, struct err *err);
+/* Partitions per job by the state of their newest finished run (at start:
+ * the scheduler keeps the counts in memory from then on). */
+typedef void (*store_count_cb)(const char *job, enum mstate state,
+			       int64_t count, void *data);
+int store_latest_counts(struct store *st, store_count_cb cb, void *data,
+			struct err *err);
+
+/* A command run's process group and its leader's start time. */
+int store_run_proc(struct store *st, int64_t run_id, int64_t pgid,
+		   int64_t proc_start, struct err *err);
+
+/* What the store holds: runs kept (counted at open, then kept), the
+ * database and its WAL in bytes. */
+struct store_stats {
+	int64_t runs_kept;
+	int64_t db_bytes;
+	int64_t wal_bytes;
+	int64_t loop_checkpoints; /* the pool could not keep up this often */
+};
+void store_stats(struct store *st, struct store_stats *out);
+
+/* One pass of pruning, advanced a slice at a time by store_prune_step():
+ * set cutoff (runs of job finished before the time it returns, in ms, may
+ * go), newest_cutoff (the largest value cutoff can return: rows started
+ * after it are younger than every keep_runs) and data; zero the rest. */
+struct store_prune {
+	int64_t (*cutoff)(const char *job, void *data);
+	void *data;
+	int64_t newest_cutoff;
+	int phase;        /* 0 runs, 1 requests, 2 done */
+	int64_t cursor;   /* the last id looked at */
+	int64_t runs;     /* deleted so far */
+	int64_t requests;
+};
+/* Look at up to `limit` rows and delete what may go: 1 when there is
+ * more to do, 0 when the pass is over, -1 with err. */
+int store_prune_step(struct store *st, struct store_prune *pr, int limit,
 		     struct err *err);
 
 /* Per-job schedule state. */

@@ -7,7 +7,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
+#include <uv.h>
 
 #include "sql_embedded.h"
 #include "store.h"
@@ -137,7 +139,40 @@ seen_cb(const char *key, enum mstate s, void *data)
 	sn->states[sn->n++] = s;
 }
 
-/* The last finished run decides a partition's state for --reprocess. */
+/* Finish a run and make it its partition's newest; returns the state it
+ * replaced. */
+static enum mstate
+finish(int64_t run, const char *key, enum mstate state)
+{
+	enum mstate prev;
+	struct err err;
+
+	ck_assert_int_eq(store_run_finish(st, run, state, 2, NULL, -1, &err), 0);
+	ck_assert_int_eq(store_partition_finished(st, "fct", key, run, state,
+						  &prev, &err), 0);
+	return prev;
+}
+
+struct counted {
+	int64_t succeeded, failed;
+};
+
+/* Collect the per-job counts of job fct. */
+static void
+counted_cb(const char *job, enum mstate state, int64_t count, void *data)
+{
+	struct counted *c = data;
+
+	if (strcmp(job, "fct") != 0)
+		return;
+	if (state == MS_SUCCEEDED)
+		c->succeeded = count;
+	else if (state == MS_FAILED)
+		c->failed = count;
+}
+
+/* The last finished run decides a partition's state for --reprocess and
+ * status; each finish says what it replaced. */
 START_TEST(last_states)
 {
 	struct store_request rq = { .job = "fct", .kind = "backfill",
@@ -145,6 +180,7 @@ START_TEST(last_states)
 	struct store_item it = { .job = "fct", .key = "2026-02-08",
 		.state = MS_QUEUED, .at = 1 };
 	struct seen sn = { 0 };
+	struct counted c = { 0 };
 	int64_t rid, m, r1, r2, r3;
 	struct err err;
 
@@ -153,13 +189,13 @@ START_TEST(last_states)
 	ck_assert_int_eq(store_item_add(st, &it, &m, &err), 0);
 	ck_assert_int_eq(store_run_start(st, m, rid, "fct", "2026-02-08", 1, 1,
 					 "v1", NULL, &r1, &err), 0);
-	ck_assert_int_eq(store_run_finish(st, r1, MS_FAILED, 2, "boom", -1, &err), 0);
+	ck_assert_int_eq(finish(r1, "2026-02-08", MS_FAILED), MS_COUNT);
 	ck_assert_int_eq(store_run_start(st, m, rid, "fct", "2026-02-08", 2, 3,
 					 "v1", NULL, &r2, &err), 0);
-	ck_assert_int_eq(store_run_finish(st, r2, MS_SUCCEEDED, 4, NULL, 5, &err), 0);
+	ck_assert_int_eq(finish(r2, "2026-02-08", MS_SUCCEEDED), MS_FAILED);
 	ck_assert_int_eq(store_run_start(st, m, rid, "fct", "2026-02-09", 1, 5,
 					 "v1", NULL, &r3, &err), 0);
-	ck_assert_int_eq(store_run_finish(st, r3, MS_FAILED, 6, "boom", -1, &err), 0);
+	ck_assert_int_eq(finish(r3, "2026-02-09", MS_FAILED), MS_COUNT);
 	ck_assert_int_eq(store_last_states(st, "fct", "2026-02-01", "2026-02-28",
 					   seen_cb, &sn, &err), 0);
 	ck_assert_int_eq(sn.n, 2);
@@ -169,6 +205,192 @@ START_TEST(last_states)
 		else
 			ck_assert_int_eq(sn.states[i], MS_FAILED);
 	}
+	ck_assert_int_eq(store_latest_counts(st, counted_cb, &c, &err), 0);
+	ck_assert_int_eq(c.succeeded, 1);
+	ck_assert_int_eq(c.failed, 1);
+}
+END_TEST
+
+/* A store written by the previous schema (version 2) gets each
+ * partition's newest finished run when it is opened. */
+START_TEST(migrates_history_from_v2)
+{
+	struct store *again;
+	struct store_stats ss;
+	struct err err;
+	sqlite3 *db;
+
+	store_close(st);
+	st = NULL;
+	unlink(path);
+	ck_assert_int_eq(sqlite3_open(path, &db), SQLITE_OK);
+	for (int i = 0; i < 2; i++)
+		ck_assert_int_eq(sqlite3_exec(db, sql_migrations[i].sql, NULL,
+					      NULL, NULL), SQLITE_OK);
+	ck_assert_int_eq(sqlite3_exec(db,
+		"PRAGMA user_version = 2;"
+		"INSERT INTO requests (id, job, kind, created_at) VALUES"
+		" (1, 'fct', 'backfill', 1);"
+		"INSERT INTO manifest (id, request_id, job, partition_key, seq,"
+		" state, created_at, updated_at) VALUES"
+		" (1, 1, 'fct', '2026-02-08', 0, 'succeeded', 1, 1),"
+		" (2, 1, 'fct', '2026-02-09', 1, 'failed', 1, 1);"
+		"INSERT INTO runs (id, manifest_id, request_id, job,"
+		" partition_key, attempt, state, started_at, finished_at) VALUES"
+		" (1, 1, 1, 'fct', '2026-02-08', 1, 'failed', 1, 2),"
+		" (2, 1, 1, 'fct', '2026-02-08', 2, 'succeeded', 3, 4),"
+		" (3, 2, 1, 'fct', '2026-02-09', 1, 'failed', 5, 6),"
+		" (4, 2, 1, 'fct', '2026-02-09', 2, 'cancelled', 7, 8);",
+		NULL, NULL, NULL), SQLITE_OK);
+	sqlite3_close(db);
+	ck_assert_int_eq(store_open(path, &again, &err), 0);
+	st = again;
+	ck_assert_int_eq(peek("PRAGMA user_version"), sql_migrations_count);
+	ck_assert_int_eq(peek("SELECT run_id FROM partition_latest WHERE"
+			      " partition_key = '2026-02-08' AND state ="
+			      " 'succeeded'"), 2);
+	ck_assert_int_eq(peek("SELECT run_id FROM partition_latest WHERE"
+			      " partition_key = '2026-02-09' AND state ="
+			      " 'failed'"), 3);
+	store_stats(st, &ss);
+	ck_assert_int_eq(ss.runs_kept, 4);
+	ck_assert_int_gt(ss.db_bytes, 0);
+}
+END_TEST
+
+/* A request with one manifest row and `n` finished runs of it, ending at
+ * `at`; returns the request id (finished at `at` unless open). */
+static int64_t
+history(const char *key, int n, int64_t at, bool open, int64_t *last_run)
+{
+	struct store_request rq = { .job = "fct", .kind = "backfill",
+		.created_at = at - 10 };
+	struct store_item it = { .job = "fct", .key = key, .state = MS_QUEUED,
+		.at = at - 10 };
+	int64_t rid, m, run = 0;
+	enum mstate prev;
+	struct err err;
+
+	ck_assert_int_eq(store_request_add(st, &rq, &rid, &err), 0);
+	it.request_id = rid;
+	ck_assert_int_eq(store_item_add(st, &it, &m, &err), 0);
+	for (int i = 0; i < n; i++) {
+		enum mstate state = i == n - 1 ? MS_SUCCEEDED : MS_FAILED;
+
+		ck_assert_int_eq(store_run_start(st, m, rid, "fct", key, i + 1,
+						 at - 9 + i, "v", NULL, &run,
+						 &err), 0);
+		ck_assert_int_eq(store_run_finish(st, run, state, at - 8 + i,
+						  NULL, -1, &err), 0);
+		ck_assert_int_eq(store_audit_add(st, run, key, true, 1, true, 1,
+						 NULL, NULL, NULL, NULL, true,
+						 &err), 0);
+		ck_assert_int_eq(store_partition_finished(st, "fct", key, run,
+							  state, &prev, &err), 0);
+		if (state == MS_SUCCEEDED)
+			ck_assert_int_eq(store_partition_built(st, "fct", key,
+							       at, -1, run, "v",
+							       &err), 0);
+	}
+	if (!open)
+		ck_assert_int_eq(store_request_finish(st, rid, at, false, &err), 0);
+	*last_run = run;
+	return rid;
+}
+
+static int64_t
+cutoff_1000(const char *job, void *data)
+{
+	(void)job;
+	(void)data;
+	return 1000;
+}
+
+/* Pruning deletes old finished runs with their audit rows and the
+ * requests they leave empty; it keeps each partition's newest run and
+ * newest success, runs of open requests, and everything younger. */
+START_TEST(prune_keeps_what_it_must)
+{
+	struct store_prune pr = { .cutoff = cutoff_1000, .newest_cutoff = 1000 };
+	int64_t old_rq, last_old, newer_rq, last_newer, open_rq, last_open,
+		young_rq, last_young, steps = 0;
+	struct store_stats ss;
+	struct err err;
+	int rc;
+
+	/* 2026-02-08: an old request (3 runs) superseded by a newer old one */
+	old_rq = history("2026-02-08", 3, 100, false, &last_old);
+	newer_rq = history("2026-02-08", 2, 200, false, &last_newer);
+	/* 2026-02-09: old, but its request is still open */
+	open_rq = history("2026-02-09", 2, 300, true, &last_open);
+	/* 2026-02-10: old runs then young runs */
+	(void)history("2026-02-10", 2, 400, false, &last_young);
+	young_rq = history("2026-02-10", 2, 5000, false, &last_young);
+	ck_assert_int_eq(peek("SELECT COUNT(*) FROM runs"), 11);
+	while ((rc = store_prune_step(st, &pr, 2, &err)) > 0)
+		steps++;
+	ck_assert_int_eq(rc, 0);
+	ck_assert_int_gt(steps, 3); /* slices of 2 rows */
+	/* the first old request is gone whole, runs, audit and manifest */
+	ck_assert_int_eq(peek("SELECT COUNT(*) FROM requests WHERE id = 1"), 0);
+	(void)old_rq;
+	/* of the newer one only its success stays (newest run and success) */
+	ck_assert_int_eq(peek("SELECT COUNT(*) FROM runs WHERE request_id = 2"), 1);
+	ck_assert_int_eq(peek("SELECT id FROM runs WHERE request_id = 2"), last_newer);
+	ck_assert_int_eq(peek("SELECT COUNT(*) FROM run_audit WHERE run_id ="
+			      " (SELECT id FROM runs WHERE request_id = 2)"), 1);
+	ck_assert_int_eq(peek("SELECT COUNT(*) FROM requests"), 3);
+	(void)newer_rq;
+	/* the open request keeps all its runs */
+	ck_assert_int_eq(peek("SELECT COUNT(*) FROM runs WHERE request_id = 3"), 2);
+	(void)open_rq;
+	(void)last_open;
+	/* 2026-02-10: the old runs went, the young ones stayed */
+	ck_assert_int_eq(peek("SELECT COUNT(*) FROM runs WHERE request_id = 4"), 0);
+	ck_assert_int_eq(peek("SELECT COUNT(*) FROM runs WHERE request_id = 5"), 2);
+	(void)young_rq;
+	ck_assert_int_eq(pr.runs, 6);
+	ck_assert_int_eq(pr.requests, 2);
+	ck_assert_int_eq(peek("SELECT COUNT(*) FROM run_audit WHERE run_id NOT IN"
+			      " (SELECT id FROM runs)"), 0);
+	store_stats(st, &ss);
+	ck_assert_int_eq(ss.runs_kept, 5);
+}
+END_TEST
+
+/* The WAL stays bounded under a steady stream of commits, with
+ * checkpoints on the loop's thread pool. */
+START_TEST(wal_stays_bounded)
+{
+	struct store_request rq = { .job = "fct", .kind = "backfill",
+		.created_at = 1, .reason = NULL };
+	char reason[2048], wal[160];
+	struct stat sb;
+	off_t max_wal = 0;
+	uv_loop_t loop;
+	struct err err;
+	int64_t id;
+
+	memset(reason, 'x', sizeof reason - 1);
+	reason[sizeof reason - 1] = '\0';
+	rq.reason = reason;
+	snprintf(wal, sizeof wal, "%s-wal", path);
+	ck_assert_int_eq(uv_loop_init(&loop), 0);
+	store_checkpoint_on(st, &loop);
+	/* 40,000 commits of 2 KB each: 80 MB through the WAL */
+	for (int i = 0; i < 40000; i++) {
+		ck_assert_int_eq(store_request_add(st, &rq, &id, &err), 0);
+		uv_run(&loop, UV_RUN_NOWAIT);
+		if (i % 100 == 0 && stat(wal, &sb) == 0 && sb.st_size > max_wal)
+			max_wal = sb.st_size;
+	}
+	while (uv_run(&loop, UV_RUN_DEFAULT) != 0)
+		;
+	ck_assert_int_eq(uv_loop_close(&loop), 0);
+	ck_assert_int_lt(max_wal, 24 * 1024 * 1024);
+	/* the checkpoints copied the data into the database file */
+	ck_assert_int_eq(stat(path, &sb), 0);
+	ck_assert_int_gt(sb.st_size, 40 * 1024 * 1024);
 }
 END_TEST
 
@@ -243,6 +465,9 @@ main(void)
 	tcase_add_test(tc, refuses_newer_schema);
 	tcase_add_test(tc, manifest_and_recovery);
 	tcase_add_test(tc, last_states);
+	tcase_add_test(tc, migrates_history_from_v2);
+	tcase_add_test(tc, prune_keeps_what_it_must);
+	tcase_add_test(tc, wal_stays_bounded);
 	tcase_add_test(tc, builds_and_job_state);
 	tcase_add_test(tc, rollback_changes_nothing);
 	suite_add_tcase(s, tc);
