@@ -126,6 +126,10 @@ static const struct bad_fixture bad_fixtures[] = {
 	  "1:14: max_catchup must be a positive integer, got \"0\"" },
 	{ "bad-max-backfill.yaml",
 	  "8:19: job \"x\": max_backfill must be a positive integer, got \"-5\"" },
+	{ "bad-keep-runs-short.yaml",
+	  "1:12: keep_runs must be a duration of at least 1h, like 30d or 365d, got \"30m\"" },
+	{ "bad-keep-runs.yaml",
+	  "8:16: job \"x\": keep_runs must be a duration of at least 1h, like 30d or 365d, got \"a year\"" },
 	{ "bad-retries.yaml",
 	  "8:14: job \"x\": retries must be a non-negative integer, got \"-1\"" },
 	{ "bad-no-kind.yaml",
@@ -759,6 +763,7 @@ START_TEST(test_defaults)
 	ck_assert_int_eq(cfg->max_catchup, 31);
 	ck_assert_int_eq(cfg->max_backfill, 366);
 	ck_assert_int_eq(cfg->shutdown_grace, 30);
+	ck_assert_int_eq(cfg->keep_runs, 365 * 86400);
 	ck_assert_uint_eq(cfg->njobs, 0);
 	ck_assert_uint_eq(cfg->nwarehouses, 0);
 	config_unref(cfg);
@@ -783,15 +788,22 @@ START_TEST(test_defaults_order)
 		"    partition: day\n"
 		"    concurrency: 6\n"
 		"    sql: SELECT 1\n"
+		"  - name: y\n"
+		"    partition: day\n"
+		"    keep_runs: 2h\n"
+		"    command: [\"true\"]\n"
 		"warehouses:\n"
 		"  - {name: s, postgres: dbname=s}\n"
 		"max_catchup: 5\n"
 		"max_backfill: 10\n"
+		"keep_runs: 30d\n"
 		"max_concurrency: 8\n");
 
 	ck_assert_int_eq(cfg->jobs[0].max_catchup, 5);
 	ck_assert_int_eq(cfg->jobs[0].max_backfill, 10);
 	ck_assert_int_eq(cfg->jobs[0].concurrency, 6);
+	ck_assert_int_eq(cfg->jobs[0].keep_runs, 30 * 86400);
+	ck_assert_int_eq(cfg->jobs[1].keep_runs, 7200);
 	ck_assert_int_eq(cfg->jobs[0].warehouse, 0);
 	ck_assert_int_eq(cfg->warehouses[0].max_connections, 4);
 	config_unref(cfg);

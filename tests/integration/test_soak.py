@@ -1,0 +1,123 @@
+#!/usr/bin/env python3
+"""test_soak.py - what accumulates stays bounded while the schedule runs.
+
+Sixty simulated days of ten hourly jobs on the test clock, a day per step
+(each step a catchup of 24 partitions per job, 14,400 runs in all).  At
+every step: the state store's WAL stays below its bound.  Between the
+first steps and the last: `status` costs the same (the median of several
+calls at the end is at most twice the one at the start, plus a
+millisecond of slack for a noisy machine), the daemon's descriptors do not
+grow, its resident memory grows by at most a few MiB.  At the end: every
+partition of every job ran exactly once (the job SQL appends a row per
+run, so a partition run twice shows as two rows), and status counts them.
+
+The wait for each step is a bounded poll of status (every job's watermark
+at the new hour and nothing queued or running), as in test_schedule.py:
+the daemon acknowledges no clock change otherwise.
+"""
+
+import datetime
+import os
+import statistics
+import time
+
+import harness as h
+
+JOBS = 10
+DAYS = 60
+WAL_BOUND = 24 * 1024 * 1024   # the store's bound is 16 MiB plus a commit's worth
+GUARD = 120.0                  # guard: a day's runs must be done within this
+START = datetime.datetime(2026, 1, 1)
+
+
+def jobs_yaml():
+    out = []
+    for i in range(JOBS):
+        out.append("- name: h%d\n  warehouse: wh\n  partition: hour\n"
+                   "  start: 2026-01-01\n  catchup: true\n  max_catchup: 48\n"
+                   "  sql: INSERT INTO ran (job, k) VALUES ('h%d', :partition)\n"
+                   % (i, i))
+    return "".join(out)
+
+
+def vm_rss_kib(pid):
+    with open("/proc/%d/status" % pid) as f:
+        for line in f:
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1])
+    h.fail("no VmRSS for pid %d" % pid)
+
+
+def fds(pid):
+    return len(os.listdir("/proc/%d/fd" % pid))
+
+
+def status_ms(d, n=7):
+    """The median time of n status answers over the raw protocol."""
+    times = []
+    d.drain_notifications()
+    for _ in range(n):
+        t0 = time.monotonic()
+        _, resp = d._request({"cmd": "status", "json": "1"}, h.CTL_TIMEOUT)
+        times.append((time.monotonic() - t0) * 1000.0)
+        h.eq(resp.get("status"), "0", "status answer")
+    return statistics.median(times)
+
+
+def wait_day(d, when):
+    """Poll status until every job's watermark is the hour before `when`
+    and nothing is queued or running."""
+    want = (when - datetime.timedelta(hours=1)).strftime("%Y-%m-%dT%H")
+    deadline = time.monotonic() + GUARD
+    while True:
+        st = d.json("status")
+        if (st["queued"] == 0 and st["running"] == 0 and
+                all(j["watermark"] == want for j in st["jobs"])):
+            return st
+        if time.monotonic() > deadline:
+            h.fail("the runs due by %s were not done within %.0f s (guard): %r"
+                   % (when, GUARD, [(j["name"], j["watermark"]) for j in st["jobs"]]))
+        time.sleep(0.02)
+
+
+def test_sixty_days_stay_bounded():
+    d = h.Daemon(jobs=jobs_yaml(), warehouses={"wh": "CREATE TABLE ran (job TEXT, k TEXT);"},
+                 settings={"max_concurrency": 4}, clock="2026-01-01T00:00:00Z",
+                 name="soak")
+    wal = d.state_db + "-wal"
+    pid = d.proc.pid
+    first = None
+    max_wal = 0
+    for day in range(1, DAYS + 1):
+        when = START + datetime.timedelta(days=day)
+        d.set_clock(when.strftime("%Y-%m-%dT%H:%M:%SZ"))
+        wait_day(d, when)
+        if os.path.exists(wal):
+            size = os.path.getsize(wal)
+            max_wal = max(max_wal, size)
+            h.check(size <= WAL_BOUND, "day %d: the WAL is %d bytes, above %d"
+                    % (day, size, WAL_BOUND))
+        if day == 5:   # after warm-up: caches and pools at their size
+            first = (status_ms(d), fds(pid), vm_rss_kib(pid))
+    last = (status_ms(d), fds(pid), vm_rss_kib(pid))
+    print("status %.2f ms -> %.2f ms, fds %d -> %d, rss %d -> %d KiB, max WAL %d bytes"
+          % (first[0], last[0], first[1], last[1], first[2], last[2], max_wal))
+    h.check(last[0] <= 2 * first[0] + 1.0,
+            "status took %.2f ms at day %d, %.2f ms at day 5" % (last[0], DAYS, first[0]))
+    h.check(last[1] <= first[1], "descriptors grew from %d to %d" % (first[1], last[1]))
+    h.check(last[2] - first[2] <= 8 * 1024,
+            "resident memory grew from %d to %d KiB" % (first[2], last[2]))
+    # every partition of every job ran exactly once
+    rows = d.query("SELECT job, k, COUNT(*) FROM ran GROUP BY job, k", wh="wh")
+    h.eq(len(rows), JOBS * DAYS * 24, "partitions that ran")
+    twice = [r for r in rows if r[2] != 1]
+    h.check(not twice, "partitions that ran more than once: %r" % twice[:5])
+    st = d.json("status")
+    h.eq(sorted(j["succeeded"] for j in st["jobs"]), [DAYS * 24] * JOBS,
+         "succeeded counts in status")
+    h.eq(st["runs_kept"], JOBS * DAYS * 24, "runs_kept in status")
+    d.stop()
+
+
+if __name__ == "__main__":
+    h.main([test_sixty_days_stay_bounded])
