@@ -44,6 +44,8 @@
 
 #include <yaml.h>
 
+#include "sqlscan.h"
+
 #define CFG_FILE_MAX (16 * 1024 * 1024) /* config and sql_file size cap */
 #define CFG_NAME_MAX 64                  /* job and warehouse names */
 #define CFG_CTX_MAX 256
@@ -1470,101 +1472,18 @@ cfg_job_date(struct cfg_parser *p, struct job_def *j, yaml_node_t *val,
 	return 0;
 }
 
-/*
- * Find the first read of the wall clock in SQL text: the literal 'now'
- * (any case, as a whole literal) or the words CURRENT_DATE,
- * CURRENT_TIMESTAMP, CURRENT_TIME (any case, whole words) outside string
- * literals, quoted identifiers, dollar quotes and comments.  Returns the
- * byte offset, or -1; *what gets the canonical spelling.
- */
+/* The first read of the wall clock in a job's SQL (sqlscan.h), in the
+ * dialect of its warehouse: the byte offset, or -1. */
 static long
-cfg_wall_clock(const char *sql, const char **what)
+cfg_wall_clock(const struct config *cfg, const struct job_def *j,
+	       const char *sql, const char **what)
 {
-	static const char *const words[] = { "CURRENT_DATE",
-					     "CURRENT_TIMESTAMP",
-					     "CURRENT_TIME", NULL };
-	size_t i = 0, n = strlen(sql);
+	enum sqlscan_dialect d = SQLSCAN_SQLITE;
 
-#define CFG_IDCHAR(c) (((c) >= 'a' && (c) <= 'z') || ((c) >= 'A' && (c) <= 'Z') || \
-		       ((c) >= '0' && (c) <= '9') || (c) == '_' || (c) == '$' || \
-		       ((unsigned char)(c) >= 0x80))
-	while (i < n) {
-		char c = sql[i];
-
-		if (c == '-' && sql[i + 1] == '-') {
-			while (i < n && sql[i] != '\n')
-				i++;
-		} else if (c == '/' && sql[i + 1] == '*') {
-			const char *e = strstr(sql + i + 2, "*/");
-
-			i = e ? (size_t)(e - sql) + 2 : n;
-		} else if (c == '\'') {
-			bool esc = i > 0 && (sql[i - 1] == 'E' || sql[i - 1] == 'e') &&
-				   (i < 2 || !CFG_IDCHAR(sql[i - 2]));
-			size_t start = i++;
-
-			while (i < n) {
-				if (esc && sql[i] == '\\' && i + 1 < n) {
-					i += 2;
-				} else if (sql[i] == '\'' && sql[i + 1] == '\'') {
-					i += 2;
-				} else if (sql[i] == '\'') {
-					break;
-				} else {
-					i++;
-				}
-			}
-			if (i - start == 4 && strncasecmp(sql + start + 1, "now", 3) == 0) {
-				*what = "'now'";
-				return (long)start;
-			}
-			i++;
-		} else if (c == '"' || c == '`') {
-			for (i++; i < n; i++) {
-				if (sql[i] == c && sql[i + 1] == c)
-					i++;
-				else if (sql[i] == c)
-					break;
-			}
-			i++;
-		} else if (c == '$' && (i == 0 || !CFG_IDCHAR(sql[i - 1]))) {
-			/* $tag$ ... $tag$ (PostgreSQL), else a parameter */
-			size_t t = i + 1;
-
-			while (t < n && CFG_IDCHAR(sql[t]) && sql[t] != '$' &&
-			       !(t == i + 1 && sql[t] >= '0' && sql[t] <= '9'))
-				t++;
-			if (t < n && sql[t] == '$') {
-				size_t dl = t - i + 1;
-				const char *e = sql + t + 1;
-
-				while ((e = strchr(e, '$')) != NULL &&
-				       strncmp(e, sql + i, dl) != 0)
-					e++;
-				i = e ? (size_t)(e - sql) + dl : n;
-			} else {
-				i = t > i + 1 ? t : i + 1;
-				while (i < n && CFG_IDCHAR(sql[i]))
-					i++;
-			}
-		} else if (CFG_IDCHAR(c)) {
-			size_t start = i, k;
-
-			while (i < n && CFG_IDCHAR(sql[i]))
-				i++;
-			for (k = 0; words[k] != NULL; k++)
-				if (strlen(words[k]) == i - start &&
-				    strncasecmp(sql + start, words[k], i - start) == 0 &&
-				    !(sql[start] >= '0' && sql[start] <= '9')) {
-					*what = words[k];
-					return (long)start;
-				}
-		} else {
-			i++;
-		}
-	}
-#undef CFG_IDCHAR
-	return -1;
+	if (j->warehouse >= 0 &&
+	    cfg->warehouses[j->warehouse].kind == WH_POSTGRES)
+		d = SQLSCAN_PG;
+	return sqlscan_wall_clock(sql, d, what);
 }
 
 /* 1-based line and column of byte `off` of a text. */
@@ -1665,7 +1584,7 @@ cfg_no_wall_clock(struct cfg_parser *p, const struct job_def *j,
 	long off;
 	int line, col;
 
-	if (j->allow_wall_clock || (off = cfg_wall_clock(sql, &what)) < 0)
+	if (j->allow_wall_clock || (off = cfg_wall_clock(p->cfg, j, sql, &what)) < 0)
 		return 0;
 	if (check != NULL)
 		snprintf(chk, sizeof chk, " check %s",
@@ -1799,7 +1718,7 @@ cfg_job_finish(struct cfg_parser *p, struct job_def *j, yaml_node_t *map)
 		if (n_sql != NULL) {
 			if (cfg_no_wall_clock(p, j, n_sql, j->sql, NULL) < 0)
 				return -1;
-		} else if ((off = cfg_wall_clock(j->sql, &what)) >= 0) {
+		} else if ((off = cfg_wall_clock(p->cfg, j, j->sql, &what)) >= 0) {
 			int line, col;
 
 			cfg_text_pos(j->sql, (size_t)off, &line, &col);

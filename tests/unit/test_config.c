@@ -326,28 +326,44 @@ END_TEST
 struct wall_case {
 	const char *sql; /* as a YAML double-quoted scalar body */
 	bool refused;
+	bool pg;         /* on a PostgreSQL warehouse */
 };
 
+/* a SQL job "x" on a PostgreSQL warehouse, its body from line 8 */
+#define JXPG "warehouses:\n  - name: dw\n    postgres: \"dbname=x\"\njobs:\n" \
+	"  - name: x\n    warehouse: dw\n    partition: day\n"
+
 static const struct wall_case wall_cases[] = {
-	{ "SELECT 'now'", true },
-	{ "SELECT datetime('Now', 'start of day')", true },
-	{ "SELECT 'nowhere', 'now '", false },
-	{ "SELECT \\\"current_date\\\" FROM t", false },
-	{ "SELECT `current_date` FROM t", false },
-	{ "-- current_date\\nSELECT 1", false },
-	{ "/* CURRENT_TIME, 'now' */ SELECT 1", false },
-	{ "SELECT current_timestamp", true },
-	{ "SELECT Current_Date + 1", true },
-	{ "SELECT my_current_date, current_dates, current_date_x FROM t", false },
-	{ "SELECT $$current_date$$", false },
-	{ "SELECT $body$ 'now' $body$", false },
-	{ "SELECT $1, current_time", true },
-	{ "SELECT 'it''s', CURRENT_TIME", true },
-	{ "SELECT 'it''s current_date'", false },
-	{ "SELECT E'\\\\'current_date'", false },
-	{ "SELECT * FROM t WHERE dt = :partition", false },
-	{ "SELECT 1 -- no newline at the end, current_date", false },
-	{ "SELECT 'unterminated current_date", false },
+	{ "SELECT 'now'", true, false },
+	{ "SELECT datetime('Now', 'start of day')", true, false },
+	{ "SELECT 'nowhere', 'now '", false, false },
+	{ "SELECT \\\"current_date\\\" FROM t", false, false },
+	{ "SELECT `current_date` FROM t", false, false },
+	{ "-- current_date\\nSELECT 1", false, false },
+	{ "/* CURRENT_TIME, 'now' */ SELECT 1", false, false },
+	{ "SELECT current_timestamp", true, false },
+	{ "SELECT Current_Date + 1", true, false },
+	{ "SELECT my_current_date, current_dates, current_date_x FROM t", false, false },
+	{ "SELECT $$current_date$$", false, false },
+	{ "SELECT $body$ 'now' $body$", true, false },
+	{ "SELECT $body$ 'now' $body$", false, true },
+	{ "SELECT $1, current_time", true, false },
+	{ "SELECT 'it''s', CURRENT_TIME", true, false },
+	{ "SELECT 'it''s current_date'", false, false },
+	{ "SELECT E'\\\\'current_date'", true, false },
+	{ "SELECT E'\\\\'current_date'", false, true },
+	{ "SELECT date(), 1", true, false },
+	{ "SELECT strftime('%s')", true, false },
+	{ "SELECT date(\\\"now\\\")", true, false },
+	{ "SELECT date(:partition, '+1 day'), strftime('%Y', :partition)", false, false },
+	{ "SELECT now()", false, false },
+	{ "SELECT now(), 1", true, true },
+	{ "SELECT 'today'::date", true, true },
+	{ "SELECT LOCALTIMESTAMP", true, true },
+	{ "SELECT date(), now_total FROM t", false, true },
+	{ "SELECT * FROM t WHERE dt = :partition", false, false },
+	{ "SELECT 1 -- no newline at the end, current_date", false, false },
+	{ "SELECT 'unterminated current_date", false, false },
 };
 
 #define NWALL (int)(sizeof wall_cases / sizeof wall_cases[0])
@@ -361,7 +377,8 @@ START_TEST(test_wall_clock)
 	struct err err = { 0, "" };
 	int rc;
 
-	snprintf(yaml, sizeof yaml, JX "    sql: \"%s\"\n", w->sql);
+	snprintf(yaml, sizeof yaml, "%s    sql: \"%s\"\n", w->pg ? JXPG : JX,
+		 w->sql);
 	rc = config_load_string("inline.yaml", yaml, strlen(yaml), &cfg, &err);
 	if (w->refused) {
 		ck_assert_msg(rc == -1, "not refused: %s", w->sql);
@@ -372,9 +389,9 @@ START_TEST(test_wall_clock)
 	}
 	/* allow_wall_clock: true lets every one of them through */
 	snprintf(yaml, sizeof yaml,
-		 JX "    allow_wall_clock: true\n    sql: \"%s\"\n"
-		    "    checks:\n      - {name: c, sql: \"%s\"}\n",
-		 w->sql, w->sql);
+		 "%s    allow_wall_clock: true\n    sql: \"%s\"\n"
+		 "    checks:\n      - {name: c, sql: \"%s\"}\n",
+		 w->pg ? JXPG : JX, w->sql, w->sql);
 	rc = config_load_string("inline.yaml", yaml, strlen(yaml), &cfg, &err);
 	ck_assert_msg(rc == 0, "%s", err.msg);
 	ck_assert_int_eq(cfg->jobs[0].allow_wall_clock, true);
