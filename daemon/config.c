@@ -46,7 +46,9 @@
 
 #include "sqlscan.h"
 
-#define CFG_FILE_MAX (16 * 1024 * 1024) /* config and sql_file size cap */
+#define CFG_FILE_MAX (4 * 1024 * 1024)  /* the configuration file, at most */
+#define CFG_SQL_FILE_MAX (1024 * 1024)  /* each sql_file, at most */
+#define CFG_DEPTH_MAX 64                /* YAML nesting, at most */
 #define CFG_NAME_MAX 64                  /* job and warehouse names */
 #define CFG_CTX_MAX 256
 #define CFG_QUOTE_MAX 64                 /* user text quoted in messages */
@@ -528,64 +530,83 @@ cfg_dirname(const char *abs)
 	return out;
 }
 
-/* Read a whole regular file (at most CFG_FILE_MAX bytes), NUL-terminated.
- * Returns 0, or -1 with errno set. */
+/* What a file that is not a regular one is, for messages. */
+static const char *
+cfg_file_kind(mode_t m)
+{
+	if (S_ISFIFO(m))
+		return "a FIFO";
+	if (S_ISCHR(m))
+		return "a character device";
+	if (S_ISBLK(m))
+		return "a block device";
+	if (S_ISSOCK(m))
+		return "a socket";
+	return "not a regular file";
+}
+
+/*
+ * Read a whole regular file of at most `max` bytes, NUL-terminated.
+ * Opened O_NONBLOCK so that a FIFO cannot hang the load (nor a SIGHUP
+ * reload, which runs on the loop); anything but a regular file is
+ * refused after fstat, before reading.  Returns 0, or -1 with `why` (one
+ * phrase: strerror, "Is a directory", "it is a FIFO, not a regular
+ * file", "it is 5000000 bytes, more than 4194304").
+ */
 static int
-cfg_read_file(const char *path, char **buf, size_t *len)
+cfg_read_file(const char *path, size_t max, char **buf, size_t *len,
+	      char *why, size_t whysz)
 {
 	struct stat st;
-	size_t cap, n = 0;
-	char *b;
-	int fd, saved;
+	size_t n = 0;
+	char *b = NULL;
+	int fd;
 
-	fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
+	fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
+	if (fd < 0) {
+		snprintf(why, whysz, "%s", strerror(errno));
 		return -1;
-	if (fstat(fd, &st) < 0)
+	}
+	if (fstat(fd, &st) < 0) {
+		snprintf(why, whysz, "%s", strerror(errno));
 		goto fail;
+	}
 	if (S_ISDIR(st.st_mode)) {
-		errno = EISDIR;
+		snprintf(why, whysz, "%s", strerror(EISDIR));
 		goto fail;
 	}
-	if (st.st_size > CFG_FILE_MAX) {
-		errno = EFBIG;
+	if (!S_ISREG(st.st_mode)) {
+		snprintf(why, whysz, "it is %s, not a regular file",
+			 cfg_file_kind(st.st_mode));
 		goto fail;
 	}
-	cap = (size_t)st.st_size + 1;
-	b = malloc(cap);
-	if (b == NULL)
+	if ((uintmax_t)st.st_size > max) {
+		snprintf(why, whysz, "it is %jd bytes, more than %zu",
+			 (intmax_t)st.st_size, max);
 		goto fail;
-	for (;;) {
-		ssize_t r;
+	}
+	b = malloc(max + 2);
+	if (b == NULL) {
+		snprintf(why, whysz, "%s", strerror(ENOMEM));
+		goto fail;
+	}
+	/* read up to max + 1: a file that grew past max since fstat */
+	while (n <= max) {
+		ssize_t r = read(fd, b + n, max + 1 - n);
 
-		if (n + 1 >= cap) {
-			char *nb;
-
-			if (cap > CFG_FILE_MAX) {
-				free(b);
-				errno = EFBIG;
-				goto fail;
-			}
-			nb = realloc(b, cap * 2);
-			if (nb == NULL) {
-				free(b);
-				goto fail;
-			}
-			b = nb;
-			cap *= 2;
-		}
-		r = read(fd, b + n, cap - n - 1);
+		if (r < 0 && errno == EINTR)
+			continue;
 		if (r < 0) {
-			if (errno == EINTR)
-				continue;
-			saved = errno;
-			free(b);
-			errno = saved;
+			snprintf(why, whysz, "%s", strerror(errno));
 			goto fail;
 		}
 		if (r == 0)
 			break;
 		n += (size_t)r;
+	}
+	if (n > max) {
+		snprintf(why, whysz, "it is more than %zu bytes", max);
+		goto fail;
 	}
 	b[n] = '\0';
 	close(fd);
@@ -593,9 +614,8 @@ cfg_read_file(const char *path, char **buf, size_t *len)
 	*len = n;
 	return 0;
 fail:
-	saved = errno;
+	free(b);
 	close(fd);
-	errno = saved;
 	return -1;
 }
 
@@ -1132,15 +1152,16 @@ cfg_h_sql_file(struct cfg_parser *p, void *obj, const struct cfg_key *k,
 	struct job_def *j = obj;
 	char *text;
 	size_t len;
-	char buf[CFG_QUOTE_MAX * 4 + 16];
+	char buf[CFG_QUOTE_MAX * 4 + 16], why[256];
 
 	if (cfg_h_path(p, obj, k, key, val) < 0)
 		return -1;
-	if (cfg_read_file(j->sql_file, &text, &len) < 0)
+	if (cfg_read_file(j->sql_file, CFG_SQL_FILE_MAX, &text, &len, why,
+			  sizeof why) < 0)
 		return cfg_fail(p, key->start_mark,
 				"%scannot read sql_file %s (%s): %s", p->pfx,
 				cfg_quote(cfg_text(val), buf, sizeof buf),
-				j->sql_file, strerror(errno));
+				j->sql_file, why);
 	if (strlen(text) != len || len == 0) {
 		free(text);
 		return cfg_fail(p, key->start_mark,
@@ -2012,6 +2033,50 @@ cfg_yaml_error(struct cfg_parser *p, const yaml_parser_t *yp)
 			   yp->problem ? yp->problem : "syntax error", ctx);
 }
 
+/*
+ * Refuse YAML nested deeper than CFG_DEPTH_MAX, before loading it: libyaml
+ * keeps a stack per flow level that it walks for every token, so its cost
+ * grows with the square of the nesting (40,000 '[' take seconds).  Walking
+ * the events stops at the first level too deep, so the cost stays linear.
+ * A syntax error is left to the load that follows, which reports it.
+ */
+static int
+cfg_check_depth(struct cfg_parser *p)
+{
+	yaml_parser_t yp;
+	yaml_event_t ev;
+	int depth = 0, rc = 0;
+	bool end = false;
+
+	if (!yaml_parser_initialize(&yp))
+		return cfg_oom(p);
+	yaml_parser_set_input_string(&yp, (const unsigned char *)p->src,
+				     p->srclen);
+	while (!end && rc == 0 && yaml_parser_parse(&yp, &ev)) {
+		switch (ev.type) {
+		case YAML_SEQUENCE_START_EVENT:
+		case YAML_MAPPING_START_EVENT:
+			if (++depth > CFG_DEPTH_MAX)
+				rc = cfg_fail(p, ev.start_mark,
+					      "nesting deeper than %d levels",
+					      CFG_DEPTH_MAX);
+			break;
+		case YAML_SEQUENCE_END_EVENT:
+		case YAML_MAPPING_END_EVENT:
+			depth--;
+			break;
+		case YAML_STREAM_END_EVENT:
+			end = true;
+			break;
+		default:
+			break;
+		}
+		yaml_event_delete(&ev);
+	}
+	yaml_parser_delete(&yp);
+	return rc;
+}
+
 /* Load the document and walk it into p->cfg. */
 static int
 cfg_load_doc(struct cfg_parser *p)
@@ -2024,6 +2089,8 @@ cfg_load_doc(struct cfg_parser *p)
 	size_t i;
 	int rc = -1;
 
+	if (cfg_check_depth(p) < 0)
+		return -1;
 	if (!yaml_parser_initialize(&yp))
 		return cfg_oom(p);
 	yaml_parser_set_input_string(&yp, (const unsigned char *)p->src,
@@ -2216,15 +2283,15 @@ config_load_string(const char *path, const char *text, size_t len,
 int
 config_load(const char *path, struct config **out, struct err *err)
 {
-	char *text;
+	char *text, why[256];
 	size_t len;
 	int rc;
 
 	*out = NULL;
-	if (cfg_read_file(path, &text, &len) < 0)
+	if (cfg_read_file(path, CFG_FILE_MAX, &text, &len, why, sizeof why) < 0)
 		return err_set(err, EXIT_BAD_INPUT,
 			       "%s: cannot read the configuration: %s", path,
-			       strerror(errno));
+			       why);
 	rc = config_load_bytes(path, cfg_abs_path(path, true), text, len, out,
 			       err);
 	free(text);

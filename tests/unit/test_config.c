@@ -76,6 +76,8 @@ struct bad_fixture {
 static const struct bad_fixture bad_fixtures[] = {
 	{ "bad-syntax.yaml",
 	  "7:4: invalid YAML: did not find expected '-' indicator (while parsing a block collection at line 5)" },
+	{ "bad-nesting.yaml",
+	  "3:67: nesting deeper than 64 levels" },
 	{ "bad-empty.yaml",
 	  "1:1: the configuration is empty: expected a mapping with warehouses: and jobs:" },
 	{ "bad-comments-only.yaml",
@@ -968,12 +970,100 @@ START_TEST(test_sql_file)
 		 cfgpath, dir);
 	ck_assert_str_eq(err.msg, want);
 
+	/* a FIFO would block the load (and a reload, on the loop) for ever */
+	snprintf(want, sizeof want, "%s/jobs/pipe.sql", dir);
+	ck_assert_int_eq(mkfifo(want, 0600), 0);
+	write_file(dir, "backfilld.yaml",
+		   WH "  - name: x\n    warehouse: sales\n    partition: day\n"
+		   "    sql_file: jobs/pipe.sql\n");
+	ck_assert_int_eq(config_load(cfgpath, &cfg, &err), -1);
+	snprintf(want, sizeof want,
+		 "%s:8:5: job \"x\": cannot read sql_file \"jobs/pipe.sql\" (%s/jobs/pipe.sql): it is a FIFO, not a regular file",
+		 cfgpath, dir);
+	ck_assert_str_eq(err.msg, want);
+	remove_file(dir, "jobs/pipe.sql");
+
+	/* at most 1 MiB of SQL */
+	{
+		char *big = malloc(1024 * 1024 + 2);
+
+		ck_assert_ptr_nonnull(big);
+		memset(big, ' ', 1024 * 1024 + 1);
+		memcpy(big, "SELECT 1", 8);
+		big[1024 * 1024 + 1] = '\0';
+		write_file(dir, "jobs/big.sql", big);
+		big[1024 * 1024] = '\0';
+		write_file(dir, "jobs/max.sql", big);
+		free(big);
+	}
+	write_file(dir, "backfilld.yaml",
+		   WH "  - name: x\n    warehouse: sales\n    partition: day\n"
+		   "    sql_file: jobs/big.sql\n");
+	ck_assert_int_eq(config_load(cfgpath, &cfg, &err), -1);
+	snprintf(want, sizeof want,
+		 "%s:8:5: job \"x\": cannot read sql_file \"jobs/big.sql\" (%s/jobs/big.sql): it is 1048577 bytes, more than 1048576",
+		 cfgpath, dir);
+	ck_assert_str_eq(err.msg, want);
+	write_file(dir, "backfilld.yaml",
+		   WH "  - name: x\n    warehouse: sales\n    partition: day\n"
+		   "    sql_file: jobs/max.sql\n");
+	ck_assert_msg(config_load(cfgpath, &cfg, &err) == 0, "%s", err.msg);
+	config_unref(cfg);
+	remove_file(dir, "jobs/big.sql");
+	remove_file(dir, "jobs/max.sql");
+
+	/* the configuration itself: at most 4 MiB */
+	{
+		FILE *f = fopen(cfgpath, "w");
+
+		ck_assert_ptr_nonnull(f);
+		fputs("# padding\n", f);
+		for (int i = 0; i < 4 * 1024 * 1024 - 10; i++)
+			fputc(' ', f);
+		fputc('\n', f);
+		fclose(f);
+	}
+	ck_assert_int_eq(config_load(cfgpath, &cfg, &err), -1);
+	snprintf(want, sizeof want,
+		 "%s: cannot read the configuration: it is 4194305 bytes, more than 4194304",
+		 cfgpath);
+	ck_assert_str_eq(err.msg, want);
+
 	remove_file(dir, "jobs/x.sql");
 	remove_file(dir, "jobs/clock.sql");
 	remove_file(dir, "jobs/empty.sql");
 	remove_file(dir, "backfilld.yaml");
 	rmdir(jobs);
 	rmdir(dir);
+}
+END_TEST
+
+/* 40,000 nested '[' are refused at the 64th level, at once (libyaml alone
+ * took 9 s over them: its cost is quadratic in the nesting). */
+START_TEST(test_deep_nesting)
+{
+	size_t n = 40000;
+	char *yaml = malloc(2 * n + 16);
+	struct config *cfg;
+	struct err err;
+
+	ck_assert_ptr_nonnull(yaml);
+	memcpy(yaml, "x: ", 3);
+	memset(yaml + 3, '[', n);
+	memset(yaml + 3 + n, ']', n);
+	yaml[3 + 2 * n] = '\0';
+	ck_assert_int_eq(config_load_string("deep.yaml", yaml, strlen(yaml),
+					    &cfg, &err), -1);
+	ck_assert_str_eq(err.msg, "deep.yaml:1:67: nesting deeper than 64 levels");
+	/* 63 levels under the top mapping are fine for the YAML (and then
+	 * refused as an unknown key) */
+	memset(yaml + 3, '[', 63);
+	memset(yaml + 3 + 63, ']', 63);
+	yaml[3 + 126] = '\0';
+	ck_assert_int_eq(config_load_string("deep.yaml", yaml, strlen(yaml),
+					    &cfg, &err), -1);
+	ck_assert_ptr_null(strstr(err.msg, "nesting"));
+	free(yaml);
 }
 END_TEST
 
@@ -989,6 +1079,7 @@ config_suite(void)
 	tcase_add_test(tc, test_bad_unknown_key_full);
 	tcase_add_test(tc, test_unreadable);
 	tcase_add_loop_test(tc, test_bad_inline, 0, NBADI);
+	tcase_add_test(tc, test_deep_nesting);
 	suite_add_tcase(s, tc);
 
 	tc = tcase_create("wall_clock");
