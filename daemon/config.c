@@ -44,7 +44,11 @@
 
 #include <yaml.h>
 
-#define CFG_FILE_MAX (16 * 1024 * 1024) /* config and sql_file size cap */
+#include "sqlscan.h"
+
+#define CFG_FILE_MAX (4 * 1024 * 1024)  /* the configuration file, at most */
+#define CFG_SQL_FILE_MAX (1024 * 1024)  /* each sql_file, at most */
+#define CFG_DEPTH_MAX 64                /* YAML nesting, at most */
 #define CFG_NAME_MAX 64                  /* job and warehouse names */
 #define CFG_CTX_MAX 256
 #define CFG_QUOTE_MAX 64                 /* user text quoted in messages */
@@ -526,64 +530,83 @@ cfg_dirname(const char *abs)
 	return out;
 }
 
-/* Read a whole regular file (at most CFG_FILE_MAX bytes), NUL-terminated.
- * Returns 0, or -1 with errno set. */
+/* What a file that is not a regular one is, for messages. */
+static const char *
+cfg_file_kind(mode_t m)
+{
+	if (S_ISFIFO(m))
+		return "a FIFO";
+	if (S_ISCHR(m))
+		return "a character device";
+	if (S_ISBLK(m))
+		return "a block device";
+	if (S_ISSOCK(m))
+		return "a socket";
+	return "not a regular file";
+}
+
+/*
+ * Read a whole regular file of at most `max` bytes, NUL-terminated.
+ * Opened O_NONBLOCK so that a FIFO cannot hang the load (nor a SIGHUP
+ * reload, which runs on the loop); anything but a regular file is
+ * refused after fstat, before reading.  Returns 0, or -1 with `why` (one
+ * phrase: strerror, "Is a directory", "it is a FIFO, not a regular
+ * file", "it is 5000000 bytes, more than 4194304").
+ */
 static int
-cfg_read_file(const char *path, char **buf, size_t *len)
+cfg_read_file(const char *path, size_t max, char **buf, size_t *len,
+	      char *why, size_t whysz)
 {
 	struct stat st;
-	size_t cap, n = 0;
-	char *b;
-	int fd, saved;
+	size_t n = 0;
+	char *b = NULL;
+	int fd;
 
-	fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
+	fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
+	if (fd < 0) {
+		snprintf(why, whysz, "%s", strerror(errno));
 		return -1;
-	if (fstat(fd, &st) < 0)
+	}
+	if (fstat(fd, &st) < 0) {
+		snprintf(why, whysz, "%s", strerror(errno));
 		goto fail;
+	}
 	if (S_ISDIR(st.st_mode)) {
-		errno = EISDIR;
+		snprintf(why, whysz, "%s", strerror(EISDIR));
 		goto fail;
 	}
-	if (st.st_size > CFG_FILE_MAX) {
-		errno = EFBIG;
+	if (!S_ISREG(st.st_mode)) {
+		snprintf(why, whysz, "it is %s, not a regular file",
+			 cfg_file_kind(st.st_mode));
 		goto fail;
 	}
-	cap = (size_t)st.st_size + 1;
-	b = malloc(cap);
-	if (b == NULL)
+	if ((uintmax_t)st.st_size > max) {
+		snprintf(why, whysz, "it is %jd bytes, more than %zu",
+			 (intmax_t)st.st_size, max);
 		goto fail;
-	for (;;) {
-		ssize_t r;
+	}
+	b = malloc(max + 2);
+	if (b == NULL) {
+		snprintf(why, whysz, "%s", strerror(ENOMEM));
+		goto fail;
+	}
+	/* read up to max + 1: a file that grew past max since fstat */
+	while (n <= max) {
+		ssize_t r = read(fd, b + n, max + 1 - n);
 
-		if (n + 1 >= cap) {
-			char *nb;
-
-			if (cap > CFG_FILE_MAX) {
-				free(b);
-				errno = EFBIG;
-				goto fail;
-			}
-			nb = realloc(b, cap * 2);
-			if (nb == NULL) {
-				free(b);
-				goto fail;
-			}
-			b = nb;
-			cap *= 2;
-		}
-		r = read(fd, b + n, cap - n - 1);
+		if (r < 0 && errno == EINTR)
+			continue;
 		if (r < 0) {
-			if (errno == EINTR)
-				continue;
-			saved = errno;
-			free(b);
-			errno = saved;
+			snprintf(why, whysz, "%s", strerror(errno));
 			goto fail;
 		}
 		if (r == 0)
 			break;
 		n += (size_t)r;
+	}
+	if (n > max) {
+		snprintf(why, whysz, "it is more than %zu bytes", max);
+		goto fail;
 	}
 	b[n] = '\0';
 	close(fd);
@@ -591,9 +614,8 @@ cfg_read_file(const char *path, char **buf, size_t *len)
 	*len = n;
 	return 0;
 fail:
-	saved = errno;
+	free(b);
 	close(fd);
-	errno = saved;
 	return -1;
 }
 
@@ -1145,15 +1167,16 @@ cfg_h_sql_file(struct cfg_parser *p, void *obj, const struct cfg_key *k,
 	struct job_def *j = obj;
 	char *text;
 	size_t len;
-	char buf[CFG_QUOTE_MAX * 4 + 16];
+	char buf[CFG_QUOTE_MAX * 4 + 16], why[256];
 
 	if (cfg_h_path(p, obj, k, key, val) < 0)
 		return -1;
-	if (cfg_read_file(j->sql_file, &text, &len) < 0)
+	if (cfg_read_file(j->sql_file, CFG_SQL_FILE_MAX, &text, &len, why,
+			  sizeof why) < 0)
 		return cfg_fail(p, key->start_mark,
 				"%scannot read sql_file %s (%s): %s", p->pfx,
 				cfg_quote(cfg_text(val), buf, sizeof buf),
-				j->sql_file, strerror(errno));
+				j->sql_file, why);
 	if (strlen(text) != len || len == 0) {
 		free(text);
 		return cfg_fail(p, key->start_mark,
@@ -1487,101 +1510,18 @@ cfg_job_date(struct cfg_parser *p, struct job_def *j, yaml_node_t *val,
 	return 0;
 }
 
-/*
- * Find the first read of the wall clock in SQL text: the literal 'now'
- * (any case, as a whole literal) or the words CURRENT_DATE,
- * CURRENT_TIMESTAMP, CURRENT_TIME (any case, whole words) outside string
- * literals, quoted identifiers, dollar quotes and comments.  Returns the
- * byte offset, or -1; *what gets the canonical spelling.
- */
+/* The first read of the wall clock in a job's SQL (sqlscan.h), in the
+ * dialect of its warehouse: the byte offset, or -1. */
 static long
-cfg_wall_clock(const char *sql, const char **what)
+cfg_wall_clock(const struct config *cfg, const struct job_def *j,
+	       const char *sql, const char **what)
 {
-	static const char *const words[] = { "CURRENT_DATE",
-					     "CURRENT_TIMESTAMP",
-					     "CURRENT_TIME", NULL };
-	size_t i = 0, n = strlen(sql);
+	enum sqlscan_dialect d = SQLSCAN_SQLITE;
 
-#define CFG_IDCHAR(c) (((c) >= 'a' && (c) <= 'z') || ((c) >= 'A' && (c) <= 'Z') || \
-		       ((c) >= '0' && (c) <= '9') || (c) == '_' || (c) == '$' || \
-		       ((unsigned char)(c) >= 0x80))
-	while (i < n) {
-		char c = sql[i];
-
-		if (c == '-' && sql[i + 1] == '-') {
-			while (i < n && sql[i] != '\n')
-				i++;
-		} else if (c == '/' && sql[i + 1] == '*') {
-			const char *e = strstr(sql + i + 2, "*/");
-
-			i = e ? (size_t)(e - sql) + 2 : n;
-		} else if (c == '\'') {
-			bool esc = i > 0 && (sql[i - 1] == 'E' || sql[i - 1] == 'e') &&
-				   (i < 2 || !CFG_IDCHAR(sql[i - 2]));
-			size_t start = i++;
-
-			while (i < n) {
-				if (esc && sql[i] == '\\' && i + 1 < n) {
-					i += 2;
-				} else if (sql[i] == '\'' && sql[i + 1] == '\'') {
-					i += 2;
-				} else if (sql[i] == '\'') {
-					break;
-				} else {
-					i++;
-				}
-			}
-			if (i - start == 4 && strncasecmp(sql + start + 1, "now", 3) == 0) {
-				*what = "'now'";
-				return (long)start;
-			}
-			i++;
-		} else if (c == '"' || c == '`') {
-			for (i++; i < n; i++) {
-				if (sql[i] == c && sql[i + 1] == c)
-					i++;
-				else if (sql[i] == c)
-					break;
-			}
-			i++;
-		} else if (c == '$' && (i == 0 || !CFG_IDCHAR(sql[i - 1]))) {
-			/* $tag$ ... $tag$ (PostgreSQL), else a parameter */
-			size_t t = i + 1;
-
-			while (t < n && CFG_IDCHAR(sql[t]) && sql[t] != '$' &&
-			       !(t == i + 1 && sql[t] >= '0' && sql[t] <= '9'))
-				t++;
-			if (t < n && sql[t] == '$') {
-				size_t dl = t - i + 1;
-				const char *e = sql + t + 1;
-
-				while ((e = strchr(e, '$')) != NULL &&
-				       strncmp(e, sql + i, dl) != 0)
-					e++;
-				i = e ? (size_t)(e - sql) + dl : n;
-			} else {
-				i = t > i + 1 ? t : i + 1;
-				while (i < n && CFG_IDCHAR(sql[i]))
-					i++;
-			}
-		} else if (CFG_IDCHAR(c)) {
-			size_t start = i, k;
-
-			while (i < n && CFG_IDCHAR(sql[i]))
-				i++;
-			for (k = 0; words[k] != NULL; k++)
-				if (strlen(words[k]) == i - start &&
-				    strncasecmp(sql + start, words[k], i - start) == 0 &&
-				    !(sql[start] >= '0' && sql[start] <= '9')) {
-					*what = words[k];
-					return (long)start;
-				}
-		} else {
-			i++;
-		}
-	}
-#undef CFG_IDCHAR
-	return -1;
+	if (j->warehouse >= 0 &&
+	    cfg->warehouses[j->warehouse].kind == WH_POSTGRES)
+		d = SQLSCAN_PG;
+	return sqlscan_wall_clock(sql, d, what);
 }
 
 /* 1-based line and column of byte `off` of a text. */
@@ -1682,7 +1622,7 @@ cfg_no_wall_clock(struct cfg_parser *p, const struct job_def *j,
 	long off;
 	int line, col;
 
-	if (j->allow_wall_clock || (off = cfg_wall_clock(sql, &what)) < 0)
+	if (j->allow_wall_clock || (off = cfg_wall_clock(p->cfg, j, sql, &what)) < 0)
 		return 0;
 	if (check != NULL)
 		snprintf(chk, sizeof chk, " check %s",
@@ -1816,7 +1756,7 @@ cfg_job_finish(struct cfg_parser *p, struct job_def *j, yaml_node_t *map)
 		if (n_sql != NULL) {
 			if (cfg_no_wall_clock(p, j, n_sql, j->sql, NULL) < 0)
 				return -1;
-		} else if ((off = cfg_wall_clock(j->sql, &what)) >= 0) {
+		} else if ((off = cfg_wall_clock(p->cfg, j, j->sql, &what)) >= 0) {
 			int line, col;
 
 			cfg_text_pos(j->sql, (size_t)off, &line, &col);
@@ -2111,6 +2051,50 @@ cfg_yaml_error(struct cfg_parser *p, const yaml_parser_t *yp)
 			   yp->problem ? yp->problem : "syntax error", ctx);
 }
 
+/*
+ * Refuse YAML nested deeper than CFG_DEPTH_MAX, before loading it: libyaml
+ * keeps a stack per flow level that it walks for every token, so its cost
+ * grows with the square of the nesting (40,000 '[' take seconds).  Walking
+ * the events stops at the first level too deep, so the cost stays linear.
+ * A syntax error is left to the load that follows, which reports it.
+ */
+static int
+cfg_check_depth(struct cfg_parser *p)
+{
+	yaml_parser_t yp;
+	yaml_event_t ev;
+	int depth = 0, rc = 0;
+	bool end = false;
+
+	if (!yaml_parser_initialize(&yp))
+		return cfg_oom(p);
+	yaml_parser_set_input_string(&yp, (const unsigned char *)p->src,
+				     p->srclen);
+	while (!end && rc == 0 && yaml_parser_parse(&yp, &ev)) {
+		switch (ev.type) {
+		case YAML_SEQUENCE_START_EVENT:
+		case YAML_MAPPING_START_EVENT:
+			if (++depth > CFG_DEPTH_MAX)
+				rc = cfg_fail(p, ev.start_mark,
+					      "nesting deeper than %d levels",
+					      CFG_DEPTH_MAX);
+			break;
+		case YAML_SEQUENCE_END_EVENT:
+		case YAML_MAPPING_END_EVENT:
+			depth--;
+			break;
+		case YAML_STREAM_END_EVENT:
+			end = true;
+			break;
+		default:
+			break;
+		}
+		yaml_event_delete(&ev);
+	}
+	yaml_parser_delete(&yp);
+	return rc;
+}
+
 /* Load the document and walk it into p->cfg. */
 static int
 cfg_load_doc(struct cfg_parser *p)
@@ -2123,6 +2107,8 @@ cfg_load_doc(struct cfg_parser *p)
 	size_t i;
 	int rc = -1;
 
+	if (cfg_check_depth(p) < 0)
+		return -1;
 	if (!yaml_parser_initialize(&yp))
 		return cfg_oom(p);
 	yaml_parser_set_input_string(&yp, (const unsigned char *)p->src,
@@ -2316,15 +2302,15 @@ config_load_string(const char *path, const char *text, size_t len,
 int
 config_load(const char *path, struct config **out, struct err *err)
 {
-	char *text;
+	char *text, why[256];
 	size_t len;
 	int rc;
 
 	*out = NULL;
-	if (cfg_read_file(path, &text, &len) < 0)
+	if (cfg_read_file(path, CFG_FILE_MAX, &text, &len, why, sizeof why) < 0)
 		return err_set(err, EXIT_BAD_INPUT,
 			       "%s: cannot read the configuration: %s", path,
-			       strerror(errno));
+			       why);
 	rc = config_load_bytes(path, cfg_abs_path(path, true), text, len, out,
 			       err);
 	free(text);

@@ -356,6 +356,8 @@ exec_warehouse_state(struct exec *ex, const char *name, char *error,
 	return state;
 }
 
+static void exec_conn_drop(struct exec_worker *w, struct wh_conn *conn);
+
 /* The worker's open connection to wh, opening one if needed. */
 static struct wh_conn *
 exec_conn_get(struct exec_worker *w, const struct warehouse_def *wh,
@@ -365,6 +367,8 @@ exec_conn_get(struct exec_worker *w, const struct warehouse_def *wh,
 	struct exec_conncache *cc;
 	struct wh_conn *conn;
 	const char *where;
+	struct wh_conn *stale = NULL;
+	struct err gone;
 	size_t i;
 
 	where = wh->kind == WH_SQLITE ? wh->path : wh->conninfo;
@@ -372,9 +376,19 @@ exec_conn_get(struct exec_worker *w, const struct warehouse_def *wh,
 		where = "";
 	for (i = 0; i < w->ncache; i++) {
 		cc = &w->cache[i];
-		if (strcmp(cc->name, wh->name) == 0 &&
-		    strcmp(cc->where, where) == 0)
-			return cc->conn;
+		if (strcmp(cc->name, wh->name) != 0 ||
+		    strcmp(cc->where, where) != 0)
+			continue;
+		conn = cc->conn;
+		if (conn->drv->check == NULL ||
+		    conn->drv->check(conn, &gone) == 0)
+			return conn;
+		/* Its file was deleted or replaced: a file at the path
+		 * again is opened afresh; without one the run fails, and
+		 * the stale connection stays cached so that every later
+		 * run says why too. */
+		stale = conn;
+		break;
 	}
 	drv = exec_driver(wh->kind);
 	if (drv == NULL) {
@@ -385,9 +399,15 @@ exec_conn_get(struct exec_worker *w, const struct warehouse_def *wh,
 		return NULL;
 	}
 	if (drv->open(wh, &conn, err) == -1) {
+		if (stale)
+			err_set(err, EXIT_WORK_FAILED, "%s; put the file back, or"
+			    " point sqlite: in the configuration at where it is"
+			    " now (%s)", gone.msg, err->msg);
 		exec_conn_outcome(w->ex, wh->name, false, err->msg);
 		return NULL;
 	}
+	if (stale != NULL)
+		exec_conn_drop(w, stale);
 	exec_conn_outcome(w->ex, wh->name, true, NULL);
 	exec_conn_count(w->ex, wh->name, +1);
 	cc = realloc(w->cache, (w->ncache + 1) * sizeof *w->cache);
@@ -710,12 +730,17 @@ exec_sql_run(struct exec_worker *w, struct exec_job *job)
 	w->current = job;
 	w->conn = conn;
 	uv_mutex_unlock(&w->lock);
+	if (conn->drv->watch != NULL)
+		conn->drv->watch(conn, &job->stop, run->job->timeout * 1000,
+		    run->job->allow_wall_clock);
 
 	if (run->query_sql != NULL)
 		rc = exec_sql_query(job, conn, &err);
 	else
 		rc = exec_sql_tx(job, conn, &err);
 
+	if (conn->drv->watch != NULL)
+		conn->drv->watch(conn, NULL, 0, false);
 	uv_mutex_lock(&w->lock);
 	w->current = NULL;
 	w->conn = NULL;

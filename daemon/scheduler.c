@@ -1855,18 +1855,28 @@ struct probe {
 	struct exec_run run;
 	struct exec_part part;
 	struct job_def job;
+	struct sched *s;
 };
 
-/* A warehouse probe finished: say so when it failed. */
+/* A warehouse probe finished: say so when it failed.  Unreachable only
+ * when connecting failed (the executor's record, which status shows);
+ * the probe's query failing on a connection that works is another
+ * matter. */
 static void
 probe_done_cb(struct exec_run *run)
 {
 	struct probe *p = run->data;
+	const char *name = run->cfg->warehouses[p->job.warehouse].name;
+	char why[8];
+	int64_t at = 0;
 
-	if (run->failed && !run->cancelled)
+	if (run->failed && !run->cancelled &&
+	    exec_warehouse_state(p->s->exec, name, why, sizeof why, &at) > 0)
+		log_warn("warehouse=%s answers, but its probe failed: %s", name,
+			 run->error);
+	else if (run->failed && !run->cancelled)
 		log_warn("warehouse=%s unreachable: %s; its jobs' runs fail into"
-			 " their retries until it answers",
-			 run->cfg->warehouses[p->job.warehouse].name, run->error);
+			 " their retries until it answers", name, run->error);
 	exec_run_clear_results(run);
 	config_unref(run->cfg);
 	free(p);
@@ -1880,6 +1890,7 @@ sched_probe_warehouses(struct sched *s)
 	for (size_t i = 0; i < s->cfg->nwarehouses; i++) {
 		struct probe *p = xcalloc(1, sizeof *p);
 
+		p->s = s;
 		p->job.name = "(warehouse probe)";
 		p->job.warehouse = (int)i;
 		p->job.grain = GRAIN_DAY;

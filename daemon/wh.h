@@ -30,6 +30,7 @@
 #ifndef BACKFILLD_WH_H
 #define BACKFILLD_WH_H
 
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -117,6 +118,18 @@ struct wh_driver {
 	/* False once the connection is no use (I/O error, corruption, lost
 	 * server, a transaction it could not end): close it and reopen. */
 	bool (*usable)(const struct wh_conn *conn);
+
+	/* Optional (NULL: nothing to do).  Before a run: serve it.  A wait
+	 * on a lock gives up once *stop is non-zero (the executor's stop
+	 * flag: timeout, cancel, shutdown) or timeout_ms (0: none) has
+	 * passed; a date or time function that reads the wall clock fails
+	 * the statement unless allow_wall_clock. */
+	void (*watch)(struct wh_conn *conn, const atomic_int *stop,
+		      int64_t timeout_ms, bool allow_wall_clock);
+	/* Optional.  Before a cached connection is reused: -1 (err filled)
+	 * when it no longer reaches the warehouse configured, e.g. its
+	 * SQLite file was deleted or replaced. */
+	int (*check)(struct wh_conn *conn, struct err *err);
 };
 
 /* The embedded SQLite driver (wh_sqlite.c). */

@@ -678,6 +678,105 @@ out:
 	return 0;
 }
 
+/* Every first-column value of one read-only statement (late_data
+ * sensors), run outside the job's transaction in a READ ONLY one of its
+ * own that is rolled back. */
+static int
+whpg_query_column(struct wh_conn *conn, const char *sql,
+		  const struct wh_param *params, size_t nparams,
+		  size_t max_values, char ***values, size_t *nvalues,
+		  struct err *err)
+{
+	struct whpg_conn *c = whpg_conn(conn);
+	struct pgsql_script script;
+	const char **pv = NULL;
+	char msg[ERR_MSG_MAX], **v = NULL;
+	struct err perr;
+	PGresult *res = NULL;
+	size_t n = 0;
+	bool tx = false;
+	int rc = -1, rows;
+	uint64_t ev;
+
+	*values = NULL;
+	*nvalues = 0;
+	/* like begin(): a fresh call, not the tail of a stopped run */
+	atomic_store(&c->interrupted, 0);
+	while (read(c->wakefd, &ev, sizeof ev) > 0)
+		;
+	c->in_tx = false;
+	if (PQstatus(c->pg) != CONNECTION_OK && whpg_reset(c, err) == -1)
+		return -1;
+	if (PQtransactionStatus(c->pg) != PQTRANS_IDLE)
+		whpg_simple(c, "ROLLBACK", false, NULL);
+	if (pgsql_parse(sql, &script, &perr) == -1)
+		return err_set(err, EXIT_WORK_FAILED, "%s", perr.msg);
+	if (script.n != 1) {
+		snprintf(msg, sizeof msg, script.n == 0 ? "no statement" :
+		    "a sensor query is one statement");
+		goto out;
+	}
+	pv = calloc(script.stmts[0].nnames + 1, sizeof *pv);
+	if (pv == NULL) {
+		snprintf(msg, sizeof msg, "out of memory");
+		goto out;
+	}
+	if (pgsql_values(&script.stmts[0], params, nparams, pv, &perr) == -1) {
+		snprintf(msg, sizeof msg, "%s", perr.msg);
+		goto out;
+	}
+	if (whpg_exec(c, "BEGIN READ ONLY", 0, NULL, true, NULL, msg,
+	    sizeof msg) == -1)
+		goto out;
+	tx = true;
+	if (whpg_exec(c, script.stmts[0].sql, (int)script.stmts[0].nnames, pv,
+	    true, &res, msg, sizeof msg) == -1) {
+		if (strstr(msg, "read-only transaction") != NULL)
+			snprintf(msg, sizeof msg, "a sensor query must not write");
+		goto out;
+	}
+	rows = PQntuples(res);
+	if (rows > 0 && PQnfields(res) > 0) {
+		v = calloc((size_t)rows, sizeof *v);
+		if (v == NULL) {
+			snprintf(msg, sizeof msg, "out of memory");
+			goto out;
+		}
+		for (int i = 0; i < rows; i++) {
+			if (PQgetisnull(res, i, 0))
+				continue;
+			if (n == max_values) {
+				snprintf(msg, sizeof msg, "more than %zu values",
+				    max_values);
+				goto out;
+			}
+			v[n] = strdup(PQgetvalue(res, i, 0));
+			if (v[n] == NULL) {
+				snprintf(msg, sizeof msg, "out of memory");
+				goto out;
+			}
+			n++;
+		}
+	}
+	rc = 0;
+out:
+	PQclear(res);
+	if (tx)
+		whpg_exec(c, "ROLLBACK", 0, NULL, false, NULL, perr.msg,
+		    sizeof perr.msg);
+	free(pv);
+	pgsql_script_free(&script);
+	if (rc == -1) {
+		for (size_t i = 0; i < n; i++)
+			free(v[i]);
+		free(v);
+		return err_set(err, EXIT_WORK_FAILED, "%s", msg);
+	}
+	*values = v;
+	*nvalues = n;
+	return 0;
+}
+
 /* Append an array element, double-quoted, to the text array literal. */
 static int
 whpg_array_add(char **buf, size_t *len, size_t *cap, const char *s)
@@ -860,6 +959,7 @@ const struct wh_driver wh_pg_driver = {
 	.begin = whpg_begin,
 	.exec_script = whpg_exec_script,
 	.query_value = whpg_query_value,
+	.query_column = whpg_query_column,
 	.manifest_fill = whpg_manifest_fill,
 	.manifest_drop = whpg_manifest_drop,
 	.commit = whpg_commit,

@@ -3,10 +3,34 @@
  *
  * One connection per worker thread, opened SQLITE_OPEN_READWRITE |
  * SQLITE_OPEN_NOMUTEX (never created: a missing warehouse is an error, not
- * an empty database) with a 30 s busy timeout, and kept open across runs.
- * The user's journal mode is left alone.  A run's transaction is BEGIN
- * IMMEDIATE, so two runs writing the same warehouse queue on the busy
- * timeout instead of deadlocking on a lock upgrade.
+ * an empty database) and kept open across runs.  The user's journal mode
+ * is left alone.  A run's transaction is BEGIN IMMEDIATE, so two runs
+ * writing the same warehouse queue on the lock instead of deadlocking on a
+ * lock upgrade.
+ *
+ * Waiting on a lock.  Not sqlite3_busy_timeout(): a fixed busy timeout
+ * ignores the run's deadline and the daemon's shutdown, and
+ * sqlite3_interrupt() does not end a busy wait.  Our busy handler sleeps
+ * in steps of at most 100 ms and gives up as soon as the run was stopped
+ * (watch(): the executor's stop flag, set by a timeout, a cancel or the
+ * shutdown), interrupt() was called, the run's deadline passed, or one
+ * wait lasted WHSQL_BUSY_MAX_MS.  So a locked warehouse delays a timeout
+ * or a shutdown by 100 ms at most.
+ *
+ * The file.  The (st_dev, st_ino) of the path are kept at open; check()
+ * compares them with the path's now.  An open connection keeps its inode
+ * alive, so the inode number cannot be reused by another file while we
+ * hold it: a different pair, or no file, means the warehouse file was
+ * deleted or replaced under us, and every write would go to an unlinked
+ * inode nobody will ever read.
+ *
+ * The wall clock.  date(), time(), datetime(), julianday(), unixepoch()
+ * and strftime() are replaced on the connection by functions that refuse
+ * a call that would read the clock (no time value, or 'now') unless the
+ * run allows it (set_wall_clock()), and otherwise evaluate the very same
+ * call on a private in-memory connection, so their results are SQLite's
+ * own.  CURRENT_DATE and friends are keywords, not functions, and cannot
+ * be replaced: config.c's static check refuses them.
  *
  * Interrupts.  sqlite3_interrupt() only stops statements that are running
  * when it is called: one that arrives between two statements is forgotten
@@ -25,13 +49,18 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
+#include <sys/stat.h>
+#include <time.h>
 
 #include <sqlite3.h>
 
 #include "wh.h"
 
-#define WHSQL_BUSY_TIMEOUT_MS 30000
+#define WHSQL_BUSY_MAX_MS 30000   /* one wait on a lock, at most */
+#define WHSQL_BUSY_STEP_MS 100    /* longest sleep between two tries */
 #define WHSQL_PROGRESS_OPS 1000
+#define WHSQL_CLOCK_ARGS 8        /* helper statements cached up to this */
 
 /* A job's script, prepared once per connection and reused (reset) by
  * every later run of the same text on it. */
@@ -55,6 +84,23 @@ struct whsql_conn {
 	bool guarded;          /* a caller's statement runs: progress may stop it */
 	bool in_tx;            /* between begin() and commit()/rollback() */
 	bool broken;
+	/* the run being served (watch()): stop flag and deadline */
+	const atomic_int *stop;
+	int64_t deadline_ms;    /* monotonic; 0: none */
+	int64_t busy_since_ms;  /* start of the current wait on a lock */
+	bool busy_gave_up;      /* the last wait ended on the deadline */
+	/* the file (check()) */
+	char *path;
+	dev_t dev;
+	ino_t ino;
+	/* the wall clock (watch()) */
+	bool allow_clock;
+	sqlite3 *helper;        /* in-memory: evaluates the real functions */
+	struct whsql_clockfn {
+		struct whsql_conn *c;
+		int fn;             /* index into whsql_clock_fns */
+	} clockfn[6];
+	sqlite3_stmt *clock_st[6][WHSQL_CLOCK_ARGS];
 };
 
 /* Finalize a cached script's statements and forget it. */
@@ -102,6 +148,13 @@ whsql_errmsg(struct whsql_conn *c, int rc, char *buf, size_t len)
 
 	if ((rc & 0xff) == SQLITE_INTERRUPT)
 		snprintf(buf, len, "interrupted");
+	else if ((rc & 0xff) == SQLITE_BUSY && c->busy_gave_up)
+		snprintf(buf, len, "%s: warehouse \"%s\" stayed locked by "
+		    "another connection until the run's timeout",
+		    sqlite3_errmsg(c->db), c->name);
+	else if ((rc & 0xff) == SQLITE_BUSY)
+		snprintf(buf, len, "%s: warehouse \"%s\" is locked by another "
+		    "connection", sqlite3_errmsg(c->db), c->name);
 	else
 		snprintf(buf, len, "%s", sqlite3_errmsg(c->db));
 	for (p = buf; *p != '\0'; p++)
@@ -129,6 +182,56 @@ whsql_progress_cb(void *arg)
 	struct whsql_conn *c = arg;
 
 	return c->guarded && atomic_load(&c->interrupted) != 0;
+}
+
+/* Milliseconds on the monotonic clock. */
+static int64_t
+whsql_now_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+/*
+ * Busy handler: 1 to try the lock again after a sleep, 0 to give up (the
+ * statement then fails with SQLITE_BUSY).  Gives up once the run is
+ * stopped or interrupted, past the run's deadline, or after
+ * WHSQL_BUSY_MAX_MS of this wait; sleeps at most WHSQL_BUSY_STEP_MS.
+ */
+static int
+whsql_busy_cb(void *arg, int count)
+{
+	static const int steps[] = { 1, 2, 5, 10, 15, 20, 25, 25, 25, 50, 50 };
+	struct whsql_conn *c = arg;
+	int64_t now = whsql_now_ms(), left;
+	struct timespec ts;
+	int ms;
+
+	if (count == 0)
+		c->busy_since_ms = now;
+	if (atomic_load(&c->interrupted) ||
+	    (c->stop != NULL && atomic_load(c->stop) != 0))
+		return 0;
+	left = c->busy_since_ms + WHSQL_BUSY_MAX_MS - now;
+	if (c->deadline_ms != 0 && c->deadline_ms - now < left) {
+		left = c->deadline_ms - now;
+		if (left <= 0) {
+			c->busy_gave_up = true;
+			return 0;
+		}
+	}
+	if (left <= 0)
+		return 0;
+	ms = count < (int)(sizeof steps / sizeof steps[0]) ? steps[count] :
+	    WHSQL_BUSY_STEP_MS;
+	if (ms > left)
+		ms = (int)left;
+	ts.tv_sec = ms / 1000;
+	ts.tv_nsec = (long)(ms % 1000) * 1000000L;
+	nanosleep(&ts, NULL);
+	return 1;
 }
 
 /* Run one fixed SQL text that takes no parameters. */
@@ -161,6 +264,148 @@ whsql_step_fixed(struct whsql_conn *c, sqlite3_stmt **st, const char *sql)
 	return rc == SQLITE_DONE ? SQLITE_OK : rc;
 }
 
+static void whsql_close(struct wh_conn *conn);
+
+/* The date and time functions replaced on a warehouse connection. */
+static const char *const whsql_clock_fns[] = {
+	"date", "time", "datetime", "julianday", "unixepoch", "strftime"
+};
+#define WHSQL_NCLOCK (sizeof whsql_clock_fns / sizeof whsql_clock_fns[0])
+
+/* True when the call would read the wall clock: no time value (for
+ * strftime: none after the format), or the time value 'now'. */
+static bool
+whsql_clock_read(int fn, int argc, sqlite3_value **argv)
+{
+	int t = strcmp(whsql_clock_fns[fn], "strftime") == 0 ? 1 : 0;
+	const unsigned char *v;
+
+	if (argc <= t)
+		return true;
+	if (sqlite3_value_type(argv[t]) != SQLITE_TEXT)
+		return false;
+	v = sqlite3_value_text(argv[t]);
+	return v != NULL && strcasecmp((const char *)v, "now") == 0;
+}
+
+/* "date('now', 'start of day')": the call as written, for messages. */
+static void
+whsql_clock_call(int fn, int argc, sqlite3_value **argv, char *buf,
+		 size_t len)
+{
+	size_t off;
+	int i, w;
+
+	w = snprintf(buf, len, "%s(", whsql_clock_fns[fn]);
+	off = w > 0 ? (size_t)w : 0;
+	for (i = 0; i < argc && off < len; i++) {
+		const char *v = (const char *)sqlite3_value_text(argv[i]);
+
+		if (sqlite3_value_type(argv[i]) == SQLITE_TEXT)
+			w = snprintf(buf + off, len - off, "%s'%.40s'",
+			    i ? ", " : "", v);
+		else
+			w = snprintf(buf + off, len - off, "%s%.40s",
+			    i ? ", " : "", v != NULL ? v : "NULL");
+		off += w > 0 ? (size_t)w : 0;
+	}
+	if (off < len)
+		snprintf(buf + off, len - off, ")");
+}
+
+/* The statement evaluating function fn with argc arguments on the helper
+ * connection; cached for up to WHSQL_CLOCK_ARGS arguments, else *fresh. */
+static sqlite3_stmt *
+whsql_clock_stmt(struct whsql_conn *c, int fn, int argc, bool *fresh)
+{
+	char sql[64 + 3 * 64];
+	sqlite3_stmt *st = NULL;
+	size_t off;
+	int i;
+
+	*fresh = argc >= WHSQL_CLOCK_ARGS;
+	if (!*fresh && c->clock_st[fn][argc] != NULL)
+		return c->clock_st[fn][argc];
+	if (argc > 64)
+		return NULL;
+	off = (size_t)snprintf(sql, sizeof sql, "SELECT %s(",
+	    whsql_clock_fns[fn]);
+	for (i = 0; i < argc; i++)
+		off += (size_t)snprintf(sql + off, sizeof sql - off, "%s?",
+		    i ? "," : "");
+	snprintf(sql + off, sizeof sql - off, ")");
+	if (sqlite3_prepare_v2(c->helper, sql, -1, &st, NULL) != SQLITE_OK)
+		return NULL;
+	if (!*fresh)
+		c->clock_st[fn][argc] = st;
+	return st;
+}
+
+/*
+ * The replacement of one date and time function: refuse a clock read
+ * unless allowed, else evaluate the same call (same arguments, bound) on
+ * the helper connection, whose functions are SQLite's own.
+ */
+static void
+whsql_clock_fn(sqlite3_context *ctx, int argc, sqlite3_value **argv)
+{
+	const struct whsql_clockfn *f = sqlite3_user_data(ctx);
+	struct whsql_conn *c = f->c;
+	sqlite3_stmt *st;
+	char call[200], msg[ERR_MSG_MAX];
+	bool fresh;
+	int i, rc;
+
+	if (!c->allow_clock && whsql_clock_read(f->fn, argc, argv)) {
+		whsql_clock_call(f->fn, argc, argv, call, sizeof call);
+		snprintf(msg, sizeof msg, "job reads the wall clock: %s; take "
+		    "the date from :partition, or set allow_wall_clock: true",
+		    call);
+		sqlite3_result_error(ctx, msg, -1);
+		return;
+	}
+	st = whsql_clock_stmt(c, f->fn, argc, &fresh);
+	if (st == NULL) {
+		sqlite3_result_error(ctx, sqlite3_errmsg(c->helper), -1);
+		return;
+	}
+	for (i = 0; i < argc; i++)
+		sqlite3_bind_value(st, i + 1, argv[i]);
+	rc = sqlite3_step(st);
+	if (rc == SQLITE_ROW)
+		sqlite3_result_value(ctx, sqlite3_column_value(st, 0));
+	else
+		sqlite3_result_error(ctx, sqlite3_errmsg(c->helper), -1);
+	if (fresh) {
+		sqlite3_finalize(st);
+	} else {
+		sqlite3_reset(st);
+		sqlite3_clear_bindings(st);
+	}
+}
+
+/* Open the helper connection and replace the date and time functions. */
+static int
+whsql_clock_install(struct whsql_conn *c)
+{
+	int rc;
+
+	rc = sqlite3_open_v2(":memory:", &c->helper, SQLITE_OPEN_READWRITE |
+	    SQLITE_OPEN_NOMUTEX | SQLITE_OPEN_MEMORY, NULL);
+	if (rc != SQLITE_OK)
+		return rc;
+	for (int i = 0; i < (int)WHSQL_NCLOCK; i++) {
+		c->clockfn[i].c = c;
+		c->clockfn[i].fn = i;
+		rc = sqlite3_create_function_v2(c->db, whsql_clock_fns[i], -1,
+		    SQLITE_UTF8 | SQLITE_DETERMINISTIC | SQLITE_INNOCUOUS,
+		    &c->clockfn[i], whsql_clock_fn, NULL, NULL, NULL);
+		if (rc != SQLITE_OK)
+			return rc;
+	}
+	return SQLITE_OK;
+}
+
 /* Open the warehouse file read-write, never creating it. */
 static int
 whsql_open(const struct warehouse_def *wh, struct wh_conn **out,
@@ -175,7 +420,10 @@ whsql_open(const struct warehouse_def *wh, struct wh_conn **out,
 		return err_set(err, EXIT_BAD_INPUT,
 		    "warehouse \"%s\": no sqlite path", wh->name);
 	c = calloc(1, sizeof *c);
-	if (c == NULL || (c->name = strdup(wh->name)) == NULL) {
+	if (c == NULL || (c->name = strdup(wh->name)) == NULL ||
+	    (c->path = strdup(wh->path)) == NULL) {
+		if (c != NULL)
+			free(c->name);
 		free(c);
 		return err_set(err, EXIT_INTERNAL,
 		    "warehouse \"%s\": out of memory", wh->name);
@@ -187,12 +435,35 @@ whsql_open(const struct warehouse_def *wh, struct wh_conn **out,
 	    SQLITE_OPEN_READWRITE | SQLITE_OPEN_NOMUTEX, NULL);
 	if (rc == SQLITE_OK) {
 		sqlite3_extended_result_codes(c->db, 1);
-		sqlite3_busy_timeout(c->db, WHSQL_BUSY_TIMEOUT_MS);
 		sqlite3_progress_handler(c->db, WHSQL_PROGRESS_OPS,
 		    whsql_progress_cb, c);
-		/* Read the schema now so "file is not a database" shows here. */
+		/* Read the schema now so "file is not a database" shows here;
+		 * locked, without waiting: the file is there, and the run's
+		 * statements will wait for the lock, watched. */
 		rc = sqlite3_exec(c->db, "SELECT 1 FROM sqlite_master LIMIT 1",
 		    NULL, NULL, NULL);
+		if ((rc & 0xff) == SQLITE_BUSY)
+			rc = SQLITE_OK;
+		sqlite3_busy_handler(c->db, whsql_busy_cb, c);
+	}
+	if (rc == SQLITE_OK) {
+		struct stat sb;
+
+		/* The file we opened; stat after open: the inode it names
+		 * stays ours (and unreused) while the connection is open. */
+		if (stat(wh->path, &sb) == -1) {
+			rc = SQLITE_CANTOPEN;
+		} else {
+			c->dev = sb.st_dev;
+			c->ino = sb.st_ino;
+		}
+	}
+	if (rc == SQLITE_OK && whsql_clock_install(c) != SQLITE_OK) {
+		err_set(err, EXIT_WORK_FAILED, "warehouse \"%s\": cannot "
+		    "replace its date and time functions: %s", wh->name,
+		    sqlite3_errmsg(c->helper != NULL ? c->helper : c->db));
+		whsql_close(&c->base);
+		return -1;
 	}
 	if (rc != SQLITE_OK) {
 		sys = c->db != NULL ? sqlite3_system_errno(c->db) : 0;
@@ -207,6 +478,7 @@ whsql_open(const struct warehouse_def *wh, struct wh_conn **out,
 		    msg);
 		sqlite3_close(c->db);
 		free(c->name);
+		free(c->path);
 		free(c);
 		return -1;
 	}
@@ -227,8 +499,13 @@ whsql_close(struct wh_conn *conn)
 		whsql_script_drop(&c->cache[i]);
 	sqlite3_finalize(c->begin_st);
 	sqlite3_finalize(c->commit_st);
+	for (size_t i = 0; i < WHSQL_NCLOCK; i++)
+		for (int k = 0; k < WHSQL_CLOCK_ARGS; k++)
+			sqlite3_finalize(c->clock_st[i][k]);
+	sqlite3_close_v2(c->helper);
 	sqlite3_close_v2(c->db);
 	free(c->name);
+	free(c->path);
 	free(c);
 }
 
@@ -241,6 +518,7 @@ whsql_begin(struct wh_conn *conn, struct err *err)
 
 	atomic_store(&c->interrupted, 0);
 	c->guarded = false;
+	c->busy_gave_up = false;
 	if (!sqlite3_get_autocommit(c->db))
 		sqlite3_exec(c->db, "ROLLBACK", NULL, NULL, NULL);
 	rc = whsql_step_fixed(c, &c->begin_st, "BEGIN IMMEDIATE");
@@ -605,6 +883,33 @@ whsql_usable(const struct wh_conn *conn)
 	return !((const struct whsql_conn *)conn)->broken;
 }
 
+/* Serve one run: its stop flag, timeout and allow_wall_clock. */
+static void
+whsql_watch(struct wh_conn *conn, const atomic_int *stop, int64_t timeout_ms,
+	    bool allow_wall_clock)
+{
+	struct whsql_conn *c = whsql_conn(conn);
+
+	c->stop = stop;
+	c->deadline_ms = timeout_ms > 0 ? whsql_now_ms() + timeout_ms : 0;
+	c->allow_clock = allow_wall_clock;
+	c->busy_gave_up = false;
+}
+
+/* Whether the path still names the file the connection has open. */
+static int
+whsql_check(struct wh_conn *conn, struct err *err)
+{
+	struct whsql_conn *c = whsql_conn(conn);
+	struct stat sb;
+
+	if (stat(c->path, &sb) == 0 && sb.st_dev == c->dev &&
+	    sb.st_ino == c->ino)
+		return 0;
+	return err_set(err, EXIT_WORK_FAILED, "warehouse %s: its file %s was "
+	    "deleted or replaced while open", c->name, c->path);
+}
+
 /* Every first-column value of a read-only statement (sensors). */
 static int
 whsql_query_column(struct wh_conn *conn, const char *sql,
@@ -699,4 +1004,6 @@ const struct wh_driver wh_sqlite_driver = {
 	.interrupt = whsql_interrupt,
 	.changes = whsql_changes,
 	.usable = whsql_usable,
+	.watch = whsql_watch,
+	.check = whsql_check,
 };

@@ -14,11 +14,20 @@ Waiting is deterministic: status --json "now" says when the daemon has
 seen the new clock (the schedule then runs at once and starts a due
 check); late_data.last_check says the check finished (its request, if
 any, is in the state store by then); the request is waited for with the
-protocol's wait."""
+protocol's wait.
+
+The same tests run on both drivers: with --postgres (meson's
+test_late_data_postgres) the warehouse is a database of the throwaway
+PostgreSQL cluster of test_postgres.py, and the test exits 77 when no
+PostgreSQL is installed (1 with BACKFILLD_REQUIRE_POSTGRES=1)."""
+import datetime
 import sqlite3
+import sys
 import time
 
 import harness as h
+
+PG = "--postgres" in sys.argv
 
 START = "2026-02-24T06:00:00Z"   # after the demo data; the fact job has catchup: false
 
@@ -32,7 +41,25 @@ CREATE TABLE raw_sales_landing (
 );
 """
 
+# On PostgreSQL dt is text too, so that a value that is no date can land.
+LANDING_PG = """
+CREATE TABLE raw_sales_landing (
+    sale_id    serial PRIMARY KEY,
+    dt         text NOT NULL,
+    store_id   integer NOT NULL,
+    amount_usd numeric(12,2) NOT NULL,
+    loaded_at  text NOT NULL
+);
+"""
+
 SENSOR_SQL = "SELECT DISTINCT dt FROM raw_sales_landing WHERE loaded_at > :since"
+
+LANDED = ("SELECT dt, store_id, amount_usd FROM raw_sales UNION ALL "
+          "SELECT dt, store_id, amount_usd FROM raw_sales_landing")
+if PG:
+    LANDED = ("SELECT dt, store_id, amount_usd FROM raw_sales UNION ALL "
+              "SELECT dt::date, store_id, amount_usd FROM raw_sales_landing "
+              "WHERE dt LIKE '____-__-__'")
 
 
 def fact_job(late_sql=SENSOR_SQL, every="15m", extra=""):
@@ -54,17 +81,55 @@ def fact_job(late_sql=SENSOR_SQL, every="15m", extra=""):
     DELETE FROM fct_daily_sales WHERE dt = :partition;
     INSERT INTO fct_daily_sales (dt, store_id, sales, revenue_usd)
     SELECT dt, store_id, COUNT(*), SUM(amount_usd)
-    FROM (SELECT dt, store_id, amount_usd FROM raw_sales
-          UNION ALL
-          SELECT dt, store_id, amount_usd FROM raw_sales_landing)
+    FROM (%s) AS landed
     WHERE dt = :partition GROUP BY dt, store_id;
-""" % (extra, late_sql, every)
+""" % (extra, late_sql, every, LANDED)
 
 
 def daemon(name, **kw):
+    if PG:
+        import test_postgres as tp
+        c = tp.cluster()
+        c.fresh_db()
+        c.as_etl(LANDING_PG)
+        return tp.pg_daemon(fact_job(**kw) + h.WEEKLY_JOB, tp.pg_warehouse(),
+                            settings={"max_concurrency": 4}, clock=START, name=name)
     return h.Daemon(jobs=fact_job(**kw) + h.WEEKLY_JOB,
                     warehouses={"sales": h.sales_seed() + LANDING},
                     settings={"max_concurrency": 4}, clock=START, name=name)
+
+
+def query(d, sql, params=()):
+    """Rows of a query on the warehouse (PostgreSQL: text values; `?`
+    parameters are spliced as literals, test data only)."""
+    if not PG:
+        return d.query(sql, params)
+    import test_postgres as tp
+    for p in params:
+        sql = sql.replace("?", "'%s'" % p, 1)
+    return tp.cluster().psql(sql)
+
+
+def wh_exec(d, sql):
+    """A statement on the warehouse, committed."""
+    if PG:
+        import test_postgres as tp
+        tp.cluster().as_etl(sql)
+        return
+    con = d.wh()
+    try:
+        con.execute(sql)
+        con.commit()
+    finally:
+        con.close()
+
+
+def dump(d, table, where="1"):
+    """Rows of a table, sorted; the first value as a SQL literal."""
+    if not PG:
+        return d.dump(table, where)
+    rows = query(d, "SELECT * FROM %s WHERE %s" % (table, "true" if where == "1" else where))
+    return sorted(tuple(["'%s'" % r[0]] + list(r[1:])) for r in rows)
 
 
 def wait_until(pred, what, guard=30.0):
@@ -118,6 +183,10 @@ def requests(d):
 
 def land(d, rows):
     """Late rows: (dt, store_id, amount, loaded_at)."""
+    if PG:
+        wh_exec(d, "INSERT INTO raw_sales_landing (dt, store_id, amount_usd, loaded_at) VALUES "
+                + ", ".join("('%s', %d, %r, '%s')" % r for r in rows))
+        return
     con = d.wh()
     try:
         con.executemany("INSERT INTO raw_sales_landing (dt, store_id, amount_usd, loaded_at) "
@@ -128,17 +197,24 @@ def land(d, rows):
 
 
 def truth(d, where, params=()):
-    return {r[0]: r[1] for r in d.query(
-        "SELECT dt, SUM(amount_usd) FROM (SELECT dt, amount_usd FROM raw_sales UNION ALL "
-        "SELECT dt, amount_usd FROM raw_sales_landing) WHERE %s GROUP BY dt" % where, params)}
+    return {str(r[0]): float(r[1]) for r in query(d,
+        "SELECT dt, SUM(amount_usd) FROM (%s) AS landed WHERE %s GROUP BY dt"
+        % (LANDED, "true" if where == "1" else where), params)}
 
 
 def fact_sum(d, day):
-    return d.query("SELECT SUM(revenue_usd) FROM fct_daily_sales WHERE dt = ?", (day,))[0][0]
+    return float(query(d, "SELECT SUM(revenue_usd) FROM fct_daily_sales WHERE dt = ?", (day,))[0][0])
 
 
 def mart(d, week):
-    return d.query("SELECT revenue_usd FROM mart_weekly_sales WHERE week_start = ?", (week,))[0][0]
+    return float(query(d, "SELECT revenue_usd FROM mart_weekly_sales WHERE week_start = ?",
+                       (week,))[0][0])
+
+
+def week_fact_sum(d, week):
+    end = (datetime.date.fromisoformat(week) + datetime.timedelta(days=7)).isoformat()
+    return float(query(d, "SELECT SUM(revenue_usd) FROM fct_daily_sales WHERE dt >= ? AND dt < ?",
+                       (week, end))[0][0])
 
 
 def late_request(d, known, parts):
@@ -161,9 +237,10 @@ def test_late_rows_rebuild_their_partitions_and_weeks():
     h.eq((s0["last_check"], s0["error"]), (None, None), "sensor before its first check")
     h.eq(s0["next_check"], "2026-02-24T06:15:00.000Z", "first next_check (start + every)")
     known = set(requests(d))
-    marts0 = d.dump("mart_weekly_sales")
-    mart0 = dict(d.query("SELECT week_start, revenue_usd FROM mart_weekly_sales"))
-    fact0 = d.dump("fct_daily_sales")
+    marts0 = dump(d, "mart_weekly_sales")
+    mart0 = {str(r[0]): float(r[1]) for r in query(
+        d, "SELECT week_start, revenue_usd FROM mart_weekly_sales")}
+    fact0 = dump(d, "fct_daily_sales")
 
     # Late rows for two past dates in two weeks, loaded after the start.
     land(d, [("2026-02-03", 1, 100.0, "2026-02-24T06:05:00.000Z"),
@@ -191,16 +268,15 @@ def test_late_rows_rebuild_their_partitions_and_weeks():
     # The weeks follow the fact table (2026-02-08 keeps the seeded buggy
     # build): each moved by exactly its late rows.
     for w, late in (("2026-02-02", 125.5), ("2026-02-16", 40.0)):
-        wt = d.query("SELECT SUM(revenue_usd) FROM fct_daily_sales WHERE dt >= ? "
-                     "AND dt < date(?, '+7 days')", (w, w))[0][0]
+        wt = week_fact_sum(d, w)
         h.check(abs(mart(d, w) - wt) < 0.005, "mart week %s: %r, expected %.2f" % (w, mart(d, w), wt))
         h.check(abs(mart(d, w) - mart0[w] - late) < 0.005,
                 "mart week %s moved %.2f, expected the late rows' %.2f"
                 % (w, mart(d, w) - mart0[w], late))
-    h.eq(d.dump("fct_daily_sales", "dt NOT IN ('2026-02-03', '2026-02-17')"),
+    h.eq(dump(d, "fct_daily_sales", "dt NOT IN ('2026-02-03', '2026-02-17')"),
          sorted(r for r in fact0 if r[0] not in ("'2026-02-03'", "'2026-02-17'")),
          "fact partitions without late rows (untouched)")
-    h.eq(d.dump("mart_weekly_sales", "week_start NOT IN ('2026-02-02', '2026-02-16')"),
+    h.eq(dump(d, "mart_weekly_sales", "week_start NOT IN ('2026-02-02', '2026-02-16')"),
          sorted(r for r in marts0 if r[0] not in ("'2026-02-02'", "'2026-02-16'")),
          "weeks without late rows (untouched)")
     a = d.json("audit", "--request", req)
@@ -262,10 +338,7 @@ def test_values_that_are_not_partition_keys():
     h.eq(set(requests(d)), known, "requests after a check with a bad value")
 
     # A date outside the job's start..end is no partition of it either.
-    con = d.wh()
-    con.execute("UPDATE raw_sales_landing SET dt = '2025-12-31' WHERE dt = 'yesterday'")
-    con.commit()
-    con.close()
+    wh_exec(d, "UPDATE raw_sales_landing SET dt = '2025-12-31' WHERE dt = 'yesterday'")
     s = tick(d, "2026-02-24T06:30:00Z")
     print("  error: %s" % s["error"])
     h.check(s["error"] and "fct_daily_sales" in s["error"] and "2025-12-31" in s["error"],
@@ -274,10 +347,7 @@ def test_values_that_are_not_partition_keys():
 
     # Fixed data: the failed checks did not advance :since, so the good
     # row loaded before them is found now.
-    con = d.wh()
-    con.execute("DELETE FROM raw_sales_landing WHERE dt = '2025-12-31'")
-    con.commit()
-    con.close()
+    wh_exec(d, "DELETE FROM raw_sales_landing WHERE dt = '2025-12-31'")
     s = tick(d, "2026-02-24T06:45:00Z")
     h.eq((s["found"], s["error"]), (1, None), "sensor after the data was fixed")
     late_request(d, known, [("fct_daily_sales", "2026-02-03"),
@@ -319,7 +389,32 @@ def test_query_error():
     d.stop()   # exit 0, and no sanitizer report in the log
 
 
+def test_sensor_failure_is_not_unreachable():
+    """A failing sensor query leaves its warehouse reachable in status, and
+    the start-up log calls no warehouse unreachable."""
+    d = daemon("late-reach", late_sql="SELECT DISTINCT dt FROM no_such_table WHERE x > :since")
+    s = tick(d, "2026-02-24T06:15:00Z")
+    h.check(s["error"] and "no_such_table" in s["error"], "sensor error %r" % s["error"])
+    (w,) = [w for w in d.json("status")["warehouses"] if w["name"] == "sales"]
+    h.eq((w["state"], w["error"]), ("ok", None), "warehouse after a failed sensor check")
+    with open(d.log, errors="replace") as f:
+        log = f.read()
+    h.check("unreachable" not in log, "the log calls the warehouse unreachable:\n%s" % d.log_tail())
+    d.stop()
+
+
+TESTS = [test_late_rows_rebuild_their_partitions_and_weeks, test_above_max_backfill_refused,
+         test_values_that_are_not_partition_keys, test_values_of_another_column,
+         test_query_error, test_sensor_failure_is_not_unreachable]
+
 if __name__ == "__main__":
-    h.main([test_late_rows_rebuild_their_partitions_and_weeks, test_above_max_backfill_refused,
-            test_values_that_are_not_partition_keys, test_values_of_another_column,
-            test_query_error])
+    if PG:
+        import test_postgres as tp
+        try:
+            tp.cluster()
+            h.main(TESTS)
+        finally:
+            if tp.CLUSTER is not None:
+                tp.CLUSTER.close()
+    else:
+        h.main(TESTS)

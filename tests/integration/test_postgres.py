@@ -367,6 +367,7 @@ CAPS_JOBS = """
   end: 2026-02-28
   catchup: false
   concurrency: 2
+  allow_wall_clock: true      # the trace's times are the server's clock
   sql: |
     INSERT INTO trace (job, part, t0) VALUES ('j1', :partition, clock_timestamp());
     SELECT pg_sleep(0.4);
@@ -378,6 +379,7 @@ CAPS_JOBS = """
   end: 2026-02-28
   catchup: false
   concurrency: 2
+  allow_wall_clock: true      # the trace's times are the server's clock
   sql: |
     INSERT INTO trace (job, part, t0) VALUES ('j2', :partition, clock_timestamp());
     SELECT pg_sleep(0.4);

@@ -76,6 +76,8 @@ struct bad_fixture {
 static const struct bad_fixture bad_fixtures[] = {
 	{ "bad-syntax.yaml",
 	  "7:4: invalid YAML: did not find expected '-' indicator (while parsing a block collection at line 5)" },
+	{ "bad-nesting.yaml",
+	  "3:67: nesting deeper than 64 levels" },
 	{ "bad-empty.yaml",
 	  "1:1: the configuration is empty: expected a mapping with warehouses: and jobs:" },
 	{ "bad-comments-only.yaml",
@@ -330,28 +332,44 @@ END_TEST
 struct wall_case {
 	const char *sql; /* as a YAML double-quoted scalar body */
 	bool refused;
+	bool pg;         /* on a PostgreSQL warehouse */
 };
 
+/* a SQL job "x" on a PostgreSQL warehouse, its body from line 8 */
+#define JXPG "warehouses:\n  - name: dw\n    postgres: \"dbname=x\"\njobs:\n" \
+	"  - name: x\n    warehouse: dw\n    partition: day\n"
+
 static const struct wall_case wall_cases[] = {
-	{ "SELECT 'now'", true },
-	{ "SELECT datetime('Now', 'start of day')", true },
-	{ "SELECT 'nowhere', 'now '", false },
-	{ "SELECT \\\"current_date\\\" FROM t", false },
-	{ "SELECT `current_date` FROM t", false },
-	{ "-- current_date\\nSELECT 1", false },
-	{ "/* CURRENT_TIME, 'now' */ SELECT 1", false },
-	{ "SELECT current_timestamp", true },
-	{ "SELECT Current_Date + 1", true },
-	{ "SELECT my_current_date, current_dates, current_date_x FROM t", false },
-	{ "SELECT $$current_date$$", false },
-	{ "SELECT $body$ 'now' $body$", false },
-	{ "SELECT $1, current_time", true },
-	{ "SELECT 'it''s', CURRENT_TIME", true },
-	{ "SELECT 'it''s current_date'", false },
-	{ "SELECT E'\\\\'current_date'", false },
-	{ "SELECT * FROM t WHERE dt = :partition", false },
-	{ "SELECT 1 -- no newline at the end, current_date", false },
-	{ "SELECT 'unterminated current_date", false },
+	{ "SELECT 'now'", true, false },
+	{ "SELECT datetime('Now', 'start of day')", true, false },
+	{ "SELECT 'nowhere', 'now '", false, false },
+	{ "SELECT \\\"current_date\\\" FROM t", false, false },
+	{ "SELECT `current_date` FROM t", false, false },
+	{ "-- current_date\\nSELECT 1", false, false },
+	{ "/* CURRENT_TIME, 'now' */ SELECT 1", false, false },
+	{ "SELECT current_timestamp", true, false },
+	{ "SELECT Current_Date + 1", true, false },
+	{ "SELECT my_current_date, current_dates, current_date_x FROM t", false, false },
+	{ "SELECT $$current_date$$", false, false },
+	{ "SELECT $body$ 'now' $body$", true, false },
+	{ "SELECT $body$ 'now' $body$", false, true },
+	{ "SELECT $1, current_time", true, false },
+	{ "SELECT 'it''s', CURRENT_TIME", true, false },
+	{ "SELECT 'it''s current_date'", false, false },
+	{ "SELECT E'\\\\'current_date'", true, false },
+	{ "SELECT E'\\\\'current_date'", false, true },
+	{ "SELECT date(), 1", true, false },
+	{ "SELECT strftime('%s')", true, false },
+	{ "SELECT date(\\\"now\\\")", true, false },
+	{ "SELECT date(:partition, '+1 day'), strftime('%Y', :partition)", false, false },
+	{ "SELECT now()", false, false },
+	{ "SELECT now(), 1", true, true },
+	{ "SELECT 'today'::date", true, true },
+	{ "SELECT LOCALTIMESTAMP", true, true },
+	{ "SELECT date(), now_total FROM t", false, true },
+	{ "SELECT * FROM t WHERE dt = :partition", false, false },
+	{ "SELECT 1 -- no newline at the end, current_date", false, false },
+	{ "SELECT 'unterminated current_date", false, false },
 };
 
 #define NWALL (int)(sizeof wall_cases / sizeof wall_cases[0])
@@ -365,7 +383,8 @@ START_TEST(test_wall_clock)
 	struct err err = { 0, "" };
 	int rc;
 
-	snprintf(yaml, sizeof yaml, JX "    sql: \"%s\"\n", w->sql);
+	snprintf(yaml, sizeof yaml, "%s    sql: \"%s\"\n", w->pg ? JXPG : JX,
+		 w->sql);
 	rc = config_load_string("inline.yaml", yaml, strlen(yaml), &cfg, &err);
 	if (w->refused) {
 		ck_assert_msg(rc == -1, "not refused: %s", w->sql);
@@ -376,9 +395,9 @@ START_TEST(test_wall_clock)
 	}
 	/* allow_wall_clock: true lets every one of them through */
 	snprintf(yaml, sizeof yaml,
-		 JX "    allow_wall_clock: true\n    sql: \"%s\"\n"
-		    "    checks:\n      - {name: c, sql: \"%s\"}\n",
-		 w->sql, w->sql);
+		 "%s    allow_wall_clock: true\n    sql: \"%s\"\n"
+		 "    checks:\n      - {name: c, sql: \"%s\"}\n",
+		 w->pg ? JXPG : JX, w->sql, w->sql);
 	rc = config_load_string("inline.yaml", yaml, strlen(yaml), &cfg, &err);
 	ck_assert_msg(rc == 0, "%s", err.msg);
 	ck_assert_int_eq(cfg->jobs[0].allow_wall_clock, true);
@@ -963,12 +982,100 @@ START_TEST(test_sql_file)
 		 cfgpath, dir);
 	ck_assert_str_eq(err.msg, want);
 
+	/* a FIFO would block the load (and a reload, on the loop) for ever */
+	snprintf(want, sizeof want, "%s/jobs/pipe.sql", dir);
+	ck_assert_int_eq(mkfifo(want, 0600), 0);
+	write_file(dir, "backfilld.yaml",
+		   WH "  - name: x\n    warehouse: sales\n    partition: day\n"
+		   "    sql_file: jobs/pipe.sql\n");
+	ck_assert_int_eq(config_load(cfgpath, &cfg, &err), -1);
+	snprintf(want, sizeof want,
+		 "%s:8:5: job \"x\": cannot read sql_file \"jobs/pipe.sql\" (%s/jobs/pipe.sql): it is a FIFO, not a regular file",
+		 cfgpath, dir);
+	ck_assert_str_eq(err.msg, want);
+	remove_file(dir, "jobs/pipe.sql");
+
+	/* at most 1 MiB of SQL */
+	{
+		char *big = malloc(1024 * 1024 + 2);
+
+		ck_assert_ptr_nonnull(big);
+		memset(big, ' ', 1024 * 1024 + 1);
+		memcpy(big, "SELECT 1", 8);
+		big[1024 * 1024 + 1] = '\0';
+		write_file(dir, "jobs/big.sql", big);
+		big[1024 * 1024] = '\0';
+		write_file(dir, "jobs/max.sql", big);
+		free(big);
+	}
+	write_file(dir, "backfilld.yaml",
+		   WH "  - name: x\n    warehouse: sales\n    partition: day\n"
+		   "    sql_file: jobs/big.sql\n");
+	ck_assert_int_eq(config_load(cfgpath, &cfg, &err), -1);
+	snprintf(want, sizeof want,
+		 "%s:8:5: job \"x\": cannot read sql_file \"jobs/big.sql\" (%s/jobs/big.sql): it is 1048577 bytes, more than 1048576",
+		 cfgpath, dir);
+	ck_assert_str_eq(err.msg, want);
+	write_file(dir, "backfilld.yaml",
+		   WH "  - name: x\n    warehouse: sales\n    partition: day\n"
+		   "    sql_file: jobs/max.sql\n");
+	ck_assert_msg(config_load(cfgpath, &cfg, &err) == 0, "%s", err.msg);
+	config_unref(cfg);
+	remove_file(dir, "jobs/big.sql");
+	remove_file(dir, "jobs/max.sql");
+
+	/* the configuration itself: at most 4 MiB */
+	{
+		FILE *f = fopen(cfgpath, "w");
+
+		ck_assert_ptr_nonnull(f);
+		fputs("# padding\n", f);
+		for (int i = 0; i < 4 * 1024 * 1024 - 10; i++)
+			fputc(' ', f);
+		fputc('\n', f);
+		fclose(f);
+	}
+	ck_assert_int_eq(config_load(cfgpath, &cfg, &err), -1);
+	snprintf(want, sizeof want,
+		 "%s: cannot read the configuration: it is 4194305 bytes, more than 4194304",
+		 cfgpath);
+	ck_assert_str_eq(err.msg, want);
+
 	remove_file(dir, "jobs/x.sql");
 	remove_file(dir, "jobs/clock.sql");
 	remove_file(dir, "jobs/empty.sql");
 	remove_file(dir, "backfilld.yaml");
 	rmdir(jobs);
 	rmdir(dir);
+}
+END_TEST
+
+/* 40,000 nested '[' are refused at the 64th level, at once (libyaml alone
+ * took 9 s over them: its cost is quadratic in the nesting). */
+START_TEST(test_deep_nesting)
+{
+	size_t n = 40000;
+	char *yaml = malloc(2 * n + 16);
+	struct config *cfg;
+	struct err err;
+
+	ck_assert_ptr_nonnull(yaml);
+	memcpy(yaml, "x: ", 3);
+	memset(yaml + 3, '[', n);
+	memset(yaml + 3 + n, ']', n);
+	yaml[3 + 2 * n] = '\0';
+	ck_assert_int_eq(config_load_string("deep.yaml", yaml, strlen(yaml),
+					    &cfg, &err), -1);
+	ck_assert_str_eq(err.msg, "deep.yaml:1:67: nesting deeper than 64 levels");
+	/* 63 levels under the top mapping are fine for the YAML (and then
+	 * refused as an unknown key) */
+	memset(yaml + 3, '[', 63);
+	memset(yaml + 3 + 63, ']', 63);
+	yaml[3 + 126] = '\0';
+	ck_assert_int_eq(config_load_string("deep.yaml", yaml, strlen(yaml),
+					    &cfg, &err), -1);
+	ck_assert_ptr_null(strstr(err.msg, "nesting"));
+	free(yaml);
 }
 END_TEST
 
@@ -984,6 +1091,7 @@ config_suite(void)
 	tcase_add_test(tc, test_bad_unknown_key_full);
 	tcase_add_test(tc, test_unreadable);
 	tcase_add_loop_test(tc, test_bad_inline, 0, NBADI);
+	tcase_add_test(tc, test_deep_nesting);
 	suite_add_tcase(s, tc);
 
 	tc = tcase_create("wall_clock");

@@ -1,0 +1,481 @@
+/*
+ * sqlscan.c - the one SQL lexer (sqlscan.h) and the wall-clock guard built
+ * on it.
+ */
+#include "sqlscan.h"
+
+#include <string.h>
+#include <strings.h>
+
+/* True for a byte that can start an unquoted identifier. */
+static bool
+sqlscan_word_start(unsigned char c)
+{
+	return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || c == '_' ||
+	    c >= 0x80;
+}
+
+/* True for a byte that can continue an unquoted identifier. */
+static bool
+sqlscan_word_char(unsigned char c)
+{
+	return sqlscan_word_start(c) || (c >= '0' && c <= '9') || c == '$';
+}
+
+/* True for a byte of a PostgreSQL parameter name after its first. */
+static bool
+sqlscan_name_char(unsigned char c)
+{
+	return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || c == '_' ||
+	    (c >= '0' && c <= '9');
+}
+
+void
+sqlscan_init(struct sqlscan *s, const char *sql, enum sqlscan_dialect dialect)
+{
+	s->sql = sql;
+	s->len = strlen(sql);
+	s->pos = 0;
+	s->line = 1;
+	s->dialect = dialect;
+}
+
+/* Length of the quoted run at p (p[0] is the opening quote, `close` the
+ * closing one, doubled inside to escape it unless close differs from
+ * p[0]), or 0 when it does not end; backslash escapes when `bs`. */
+static size_t
+sqlscan_quoted(const char *p, size_t n, char close, bool bs)
+{
+	size_t i = 1;
+
+	while (i < n) {
+		if (bs && p[i] == '\\') {
+			if (i + 1 >= n)
+				return 0;
+			i += 2;
+			continue;
+		}
+		if (p[i] == close) {
+			if (close == p[0] && i + 1 < n && p[i + 1] == close) {
+				i += 2;
+				continue;
+			}
+			return i + 1;
+		}
+		i++;
+	}
+	return 0;
+}
+
+/* Length of the block comment at p, nested when `nest`; 0 when it does
+ * not end. */
+static size_t
+sqlscan_comment(const char *p, size_t n, bool nest)
+{
+	size_t i = 2;
+	int depth = 1;
+
+	while (i + 1 < n) {
+		if (nest && p[i] == '/' && p[i + 1] == '*') {
+			depth++;
+			i += 2;
+		} else if (p[i] == '*' && p[i + 1] == '/') {
+			i += 2;
+			if (--depth == 0)
+				return i;
+		} else {
+			i++;
+		}
+	}
+	return 0;
+}
+
+/* Length of the dollar-quote opening tag at p ("$tag$" or "$$"), or 0. */
+static size_t
+sqlscan_dollar_tag(const char *p, size_t n)
+{
+	size_t i = 1;
+
+	if (n > 1 && p[1] == '$')
+		return 2;
+	if (n < 2 || !sqlscan_word_start((unsigned char)p[1]))
+		return 0;
+	while (i < n && sqlscan_word_char((unsigned char)p[i]) && p[i] != '$')
+		i++;
+	return i < n && p[i] == '$' ? i + 1 : 0;
+}
+
+/* Lines in p[0..n). */
+static int
+sqlscan_lines(const char *p, size_t n)
+{
+	int lines = 0;
+
+	for (size_t i = 0; i < n; i++)
+		if (p[i] == '\n')
+			lines++;
+	return lines;
+}
+
+/* Close the token at *t: n bytes of `kind`. */
+static enum sqlscan_kind
+sqlscan_emit(struct sqlscan *s, struct sqlscan_tok *t, enum sqlscan_kind kind,
+	     size_t n)
+{
+	t->kind = kind;
+	t->len = n;
+	s->pos += n;
+	s->line += sqlscan_lines(s->sql + t->off, n);
+	return kind;
+}
+
+/* The rest of the text as an unterminated `open`. */
+static enum sqlscan_kind
+sqlscan_unterminated(struct sqlscan *s, struct sqlscan_tok *t,
+		     enum sqlscan_kind open)
+{
+	t->open = open;
+	return sqlscan_emit(s, t, SQLSCAN_UNTERMINATED, s->len - s->pos);
+}
+
+/* A quoted token (string or identifier) at the scan position. */
+static enum sqlscan_kind
+sqlscan_quote(struct sqlscan *s, struct sqlscan_tok *t, size_t skip,
+	      char close, bool bs, enum sqlscan_kind kind)
+{
+	const char *p = s->sql + s->pos + skip;
+	size_t n = sqlscan_quoted(p, s->len - s->pos - skip, close, bs);
+
+	if (n == 0)
+		return sqlscan_unterminated(s, t, kind);
+	return sqlscan_emit(s, t, kind, skip + n);
+}
+
+enum sqlscan_kind
+sqlscan_next(struct sqlscan *s, struct sqlscan_tok *t)
+{
+	const char *p = s->sql + s->pos;
+	size_t left = s->len - s->pos, n, tag;
+	bool pg = s->dialect == SQLSCAN_PG;
+	unsigned char c;
+
+	t->off = s->pos;
+	t->line = s->line;
+	t->open = SQLSCAN_END;
+	if (left == 0) {
+		t->kind = SQLSCAN_END;
+		t->len = 0;
+		return SQLSCAN_END;
+	}
+	c = (unsigned char)p[0];
+	if (strchr(" \t\n\r\f\v", c) != NULL) {
+		for (n = 1; n < left && strchr(" \t\n\r\f\v", p[n]) != NULL; n++)
+			;
+		return sqlscan_emit(s, t, SQLSCAN_SPACE, n);
+	}
+	if (c == '-' && left > 1 && p[1] == '-')
+		return sqlscan_emit(s, t, SQLSCAN_COMMENT, strcspn(p, "\n"));
+	if (c == '/' && left > 1 && p[1] == '*') {
+		n = sqlscan_comment(p, left, pg);
+		if (n == 0 && pg)
+			return sqlscan_unterminated(s, t, SQLSCAN_COMMENT);
+		return sqlscan_emit(s, t, SQLSCAN_COMMENT, n ? n : left);
+	}
+	if (sqlscan_word_start(c)) {
+		for (n = 1; n < left && sqlscan_word_char((unsigned char)p[n]);
+		     n++)
+			;
+		if (pg && n == 1 && (c == 'E' || c == 'e') && left > 1 &&
+		    p[1] == '\'')
+			return sqlscan_quote(s, t, 1, '\'', true,
+			    SQLSCAN_STRING);
+		return sqlscan_emit(s, t, SQLSCAN_WORD, n);
+	}
+	if (c >= '0' && c <= '9') {
+		for (n = 1; n < left && (sqlscan_name_char((unsigned char)p[n]) ||
+		     p[n] == '.'); n++)
+			;
+		return sqlscan_emit(s, t, SQLSCAN_NUMBER, n);
+	}
+	if (c == '\'')
+		return sqlscan_quote(s, t, 0, '\'', false, SQLSCAN_STRING);
+	if (c == '"')
+		return sqlscan_quote(s, t, 0, '"', false, SQLSCAN_QUOTED);
+	if (!pg && c == '`')
+		return sqlscan_quote(s, t, 0, '`', false, SQLSCAN_QUOTED);
+	if (!pg && c == '[')
+		return sqlscan_quote(s, t, 0, ']', false, SQLSCAN_QUOTED);
+	if (c == '$' && pg) {
+		if (left > 1 && p[1] >= '0' && p[1] <= '9') {
+			n = 1 + strspn(p + 1, "0123456789");
+			return sqlscan_emit(s, t, SQLSCAN_PARAM, n);
+		}
+		tag = sqlscan_dollar_tag(p, left);
+		if (tag != 0) {
+			const char *end = p + tag;
+
+			for (;;) {
+				end = strchr(end, '$');
+				if (end == NULL)
+					return sqlscan_unterminated(s, t,
+					    SQLSCAN_DOLLAR);
+				if (strncmp(end, p, tag) == 0)
+					break;
+				end++;
+			}
+			return sqlscan_emit(s, t, SQLSCAN_DOLLAR,
+			    (size_t)(end - p) + tag);
+		}
+		return sqlscan_emit(s, t, SQLSCAN_PUNCT, 1);
+	}
+	if (c == ':' && left > 1 && p[1] == ':' && pg)
+		return sqlscan_emit(s, t, SQLSCAN_CAST, 2);
+	if (c == ':' && left > 1 && (unsigned char)p[1] < 0x80 &&
+	    sqlscan_word_start((unsigned char)p[1])) {
+		for (n = 2; n < left && sqlscan_name_char((unsigned char)p[n]);
+		     n++)
+			;
+		return sqlscan_emit(s, t, SQLSCAN_PARAM, n);
+	}
+	if (!pg && (c == '$' || c == '@' || c == ':')) {
+		for (n = 1; n < left && sqlscan_word_char((unsigned char)p[n]);
+		     n++)
+			;
+		return sqlscan_emit(s, t, n > 1 ? SQLSCAN_PARAM : SQLSCAN_PUNCT,
+		    n);
+	}
+	if (!pg && c == '?') {
+		n = 1 + strspn(p + 1, "0123456789");
+		return sqlscan_emit(s, t, SQLSCAN_PARAM, n);
+	}
+	return sqlscan_emit(s, t, SQLSCAN_PUNCT, 1);
+}
+
+enum sqlscan_kind
+sqlscan_next_solid(struct sqlscan *s, struct sqlscan_tok *t)
+{
+	enum sqlscan_kind k;
+
+	do
+		k = sqlscan_next(s, t);
+	while (k == SQLSCAN_SPACE || k == SQLSCAN_COMMENT);
+	return k;
+}
+
+bool
+sqlscan_is_word(const struct sqlscan *s, const struct sqlscan_tok *t,
+		const char *w)
+{
+	return t->kind == SQLSCAN_WORD && strlen(w) == t->len &&
+	    strncasecmp(s->sql + t->off, w, t->len) == 0;
+}
+
+bool
+sqlscan_is_punct(const struct sqlscan *s, const struct sqlscan_tok *t, char c)
+{
+	return t->kind == SQLSCAN_PUNCT && s->sql[t->off] == c;
+}
+
+/* ---- the wall-clock guard ---------------------------------------------- */
+
+/* A word among the NULL-terminated list, or NULL. */
+static const char *
+sqlscan_word_in(const struct sqlscan *s, const struct sqlscan_tok *t,
+		const char *const *list)
+{
+	for (size_t i = 0; list[i] != NULL; i++)
+		if (sqlscan_is_word(s, t, list[i]))
+			return list[i];
+	return NULL;
+}
+
+/* True when a string or quoted token holds `want` (any case), ignoring
+ * blanks around it when `trim` (PostgreSQL's date input does). */
+static bool
+sqlscan_holds(const struct sqlscan *s, const struct sqlscan_tok *t,
+	      const char *want, bool trim)
+{
+	const char *p = s->sql + t->off;
+	size_t n = t->len;
+
+	if (t->kind != SQLSCAN_STRING && t->kind != SQLSCAN_QUOTED)
+		return false;
+	if (p[0] == 'E' || p[0] == 'e') {
+		p++;
+		n--;
+	}
+	if (n < 2)
+		return false;
+	p++;
+	n -= 2;
+	while (trim && n > 0 && strchr(" \t\n\r", p[0]) != NULL) {
+		p++;
+		n--;
+	}
+	while (trim && n > 0 && strchr(" \t\n\r", p[n - 1]) != NULL)
+		n--;
+	return n == strlen(want) && strncasecmp(p, want, n) == 0;
+}
+
+/* The PostgreSQL special date inputs that read the clock, or NULL. */
+static const char *
+sqlscan_pg_special(const struct sqlscan *s, const struct sqlscan_tok *t)
+{
+	static const char *const specials[] = {
+		"now", "today", "tomorrow", "yesterday", NULL
+	};
+	static const char *const spelled[] = {
+		"'now'", "'today'", "'tomorrow'", "'yesterday'"
+	};
+
+	if (t->kind != SQLSCAN_STRING)
+		return NULL;
+	for (size_t i = 0; specials[i] != NULL; i++)
+		if (sqlscan_holds(s, t, specials[i], true))
+			return spelled[i];
+	return NULL;
+}
+
+/* True for a date or time type name (the word after :: or AS, or
+ * before a literal). */
+static bool
+sqlscan_is_datetype(const struct sqlscan *s, const struct sqlscan_tok *t)
+{
+	static const char *const types[] = {
+		"date", "timestamp", "timestamptz", "time", "timetz", "zone",
+		"abstime", NULL
+	};
+
+	return sqlscan_word_in(s, t, types) != NULL;
+}
+
+long
+sqlscan_wall_clock(const char *sql, enum sqlscan_dialect dialect,
+		   const char **what)
+{
+	static const char *const words[] = {
+		"CURRENT_DATE", "CURRENT_TIMESTAMP", "CURRENT_TIME", NULL
+	};
+	static const char *const pg_words[] = {
+		"LOCALTIMESTAMP", "LOCALTIME", NULL
+	};
+	static const char *const pg_fns[] = {
+		"now", "clock_timestamp", "statement_timestamp",
+		"transaction_timestamp", "timeofday", NULL
+	};
+	static const char *const pg_calls[] = {
+		"now()", "clock_timestamp()", "statement_timestamp()",
+		"transaction_timestamp()", "timeofday()", NULL
+	};
+	static const char *const lite_fns[] = {
+		"date", "time", "datetime", "julianday", "unixepoch", "strftime",
+		NULL
+	};
+	static const char *const lite_calls[] = {
+		"date()", "time()", "datetime()", "julianday()", "unixepoch()",
+		"strftime() without a time value", NULL
+	};
+	struct sqlscan s, look;
+	struct sqlscan_tok t, n, prev = { SQLSCAN_END, SQLSCAN_END, 0, 0, 0 };
+	struct sqlscan_tok prev2 = prev;
+	const char *w;
+	bool pg = dialect == SQLSCAN_PG;
+	size_t i;
+
+	sqlscan_init(&s, sql, dialect);
+	for (;; prev2 = prev, prev = t) {
+		switch (sqlscan_next_solid(&s, &t)) {
+		case SQLSCAN_END:
+		case SQLSCAN_UNTERMINATED:
+			return -1;
+		default:
+			break;
+		}
+		if ((w = sqlscan_word_in(&s, &t, words)) != NULL ||
+		    (pg && (w = sqlscan_word_in(&s, &t, pg_words)) != NULL)) {
+			*what = w;
+			return (long)t.off;
+		}
+		if (t.kind == SQLSCAN_STRING && sqlscan_holds(&s, &t, "now",
+		    false)) {
+			*what = "'now'";
+			return (long)t.off;
+		}
+		if (pg && (w = sqlscan_pg_special(&s, &t)) != NULL) {
+			/* date 'today', 'today'::date, CAST('today' AS date) */
+			look = s;
+			sqlscan_next_solid(&look, &n);
+			if (sqlscan_is_datetype(&s, &prev) ||
+			    (n.kind == SQLSCAN_CAST &&
+			     sqlscan_next_solid(&look, &n) == SQLSCAN_WORD &&
+			     sqlscan_is_datetype(&s, &n)) ||
+			    (sqlscan_is_word(&s, &n, "as") &&
+			     sqlscan_is_punct(&s, &prev, '(') &&
+			     sqlscan_is_word(&s, &prev2, "cast") &&
+			     sqlscan_next_solid(&look, &n) == SQLSCAN_WORD &&
+			     sqlscan_is_datetype(&s, &n))) {
+				*what = w;
+				return (long)t.off;
+			}
+			continue;
+		}
+		if (t.kind != SQLSCAN_WORD)
+			continue;
+		look = s;
+		sqlscan_next_solid(&look, &n);
+		if (!sqlscan_is_punct(&s, &n, '('))
+			continue;
+		if (pg) {
+			for (i = 0; pg_fns[i] != NULL; i++)
+				if (sqlscan_is_word(&s, &t, pg_fns[i])) {
+					*what = pg_calls[i];
+					return (long)t.off;
+				}
+			continue;
+		}
+		for (i = 0; lite_fns[i] != NULL; i++)
+			if (sqlscan_is_word(&s, &t, lite_fns[i]))
+				break;
+		if (lite_fns[i] == NULL)
+			continue;
+		{
+			/* Count the call's arguments up to the time value
+			 * (strftime's second, the others' first). */
+			size_t want = strcmp(lite_fns[i], "strftime") == 0 ? 1 : 0;
+			size_t arg = 0;
+			int depth = 0;
+			bool empty = true;
+
+			for (;;) {
+				enum sqlscan_kind k = sqlscan_next_solid(&look, &n);
+
+				if (k == SQLSCAN_END || k == SQLSCAN_UNTERMINATED)
+					return -1;
+				if (sqlscan_is_punct(&look, &n, '(')) {
+					depth++;
+				} else if (sqlscan_is_punct(&look, &n, ')')) {
+					if (depth-- == 0)
+						break;
+				} else if (depth == 0 &&
+				    sqlscan_is_punct(&look, &n, ',')) {
+					if (arg == want)
+						break;
+					arg++;
+					empty = true;
+					continue;
+				}
+				if (arg == want && depth == 0 && empty &&
+				    n.kind == SQLSCAN_QUOTED &&
+				    sqlscan_holds(&look, &n, "now", false)) {
+					*what = "\"now\"";
+					return (long)n.off;
+				}
+				empty = false;
+			}
+			if (arg < want || (arg == want && empty)) {
+				*what = lite_calls[i];
+				return (long)t.off;
+			}
+		}
+	}
+}

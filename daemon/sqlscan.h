@@ -1,0 +1,99 @@
+/*
+ * sqlscan.h - the one SQL lexer: tokens of SQLite's and PostgreSQL's SQL,
+ * and what is built on them (the wall-clock guard; pgsql.c's statement
+ * splitter).
+ *
+ * Pure: no I/O, no allocation.  The scanner cuts text into tokens without
+ * judging them, so that a quoted thing (string, quoted identifier, dollar
+ * quote, comment) is always one token: what it holds can never end a
+ * statement, name a parameter or read the clock.  The dialect decides:
+ *
+ *                        SQLite                PostgreSQL
+ *   'str'                '' escapes            '' escapes; E'..' also \
+ *   "ident"              "" escapes            "" escapes
+ *   `ident`, [ident]     quoted identifiers    punctuation
+ *   $tag$ ... $tag$      ($name: a parameter)  dollar-quoted string
+ *   $1                   a parameter           a positional parameter
+ *   :name                a parameter           a parameter; :: a cast
+ *   @name, ?, ?NNN       parameters            punctuation
+ *   C-style comment      ends at its first     nests; must end
+ *                        closing, or at the end
+ *
+ * Words (identifiers and keywords) are letters, digits, '_', '$' and any
+ * byte >= 0x80, not starting with a digit or '$', read whole: so `E'` is
+ * an escape string only when E is a word of its own, and `$` inside a word
+ * (a$b$) never starts a dollar quote, as in PostgreSQL's lexer.
+ */
+#ifndef BACKFILLD_SQLSCAN_H
+#define BACKFILLD_SQLSCAN_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+enum sqlscan_dialect { SQLSCAN_SQLITE, SQLSCAN_PG };
+
+enum sqlscan_kind {
+	SQLSCAN_END,        /* no more text */
+	SQLSCAN_SPACE,      /* blanks, newlines included */
+	SQLSCAN_COMMENT,    /* -- to the end of the line, or a block */
+	SQLSCAN_WORD,       /* identifier or keyword */
+	SQLSCAN_NUMBER,
+	SQLSCAN_STRING,     /* '...', E'...' (its prefix included) */
+	SQLSCAN_QUOTED,     /* quoted identifier: "...", `...`, [...] */
+	SQLSCAN_DOLLAR,     /* $tag$...$tag$ */
+	SQLSCAN_PARAM,      /* a named or numbered parameter */
+	SQLSCAN_CAST,       /* :: (PostgreSQL) */
+	SQLSCAN_PUNCT,      /* any other single byte */
+	SQLSCAN_UNTERMINATED /* a quote or comment that does not end: `open` */
+};
+
+struct sqlscan_tok {
+	enum sqlscan_kind kind;
+	enum sqlscan_kind open; /* UNTERMINATED: what did not end */
+	size_t off, len;        /* bytes of the text */
+	int line;               /* of its first byte, from 1 */
+};
+
+struct sqlscan {
+	const char *sql;
+	size_t len, pos;
+	int line;
+	enum sqlscan_dialect dialect;
+};
+
+/* Start scanning `sql` (NUL-terminated). */
+void sqlscan_init(struct sqlscan *s, const char *sql,
+		  enum sqlscan_dialect dialect);
+/* The next token into *t; its kind (SQLSCAN_END at the end, for ever).
+ * An UNTERMINATED token runs to the end of the text. */
+enum sqlscan_kind sqlscan_next(struct sqlscan *s, struct sqlscan_tok *t);
+/* The next token that is not blank or a comment. */
+enum sqlscan_kind sqlscan_next_solid(struct sqlscan *s, struct sqlscan_tok *t);
+/* True when the token is the word `w` (any case). */
+bool sqlscan_is_word(const struct sqlscan *s, const struct sqlscan_tok *t,
+		     const char *w);
+/* True when the token is the punctuation byte c. */
+bool sqlscan_is_punct(const struct sqlscan *s, const struct sqlscan_tok *t,
+		      char c);
+
+/*
+ * The first read of the wall clock in `sql`: its byte offset, or -1.
+ * *what gets how it is spelled in messages ("'now'", "CURRENT_DATE",
+ * "date()", "now()").  Found, outside strings, identifiers and comments:
+ *  - both dialects: the literal 'now' (any case); CURRENT_DATE,
+ *    CURRENT_TIMESTAMP, CURRENT_TIME;
+ *  - SQLite: date(), time(), datetime(), julianday(), unixepoch() with no
+ *    argument, strftime(FORMAT) with none after the format, and any of
+ *    them given "now" (a double-quoted identifier SQLite takes for a
+ *    string when no column has the name);
+ *  - PostgreSQL: now(), clock_timestamp(), statement_timestamp(),
+ *    transaction_timestamp(), timeofday(), LOCALTIMESTAMP, LOCALTIME, and
+ *    'today', 'tomorrow', 'yesterday' (and ' now ' with blanks) as a date
+ *    or timestamp literal: 'today'::date, date 'today',
+ *    CAST('today' AS timestamp).  'epoch' is a fixed instant: allowed.
+ * Text that does not scan (an unterminated quote) is searched up to there.
+ */
+long sqlscan_wall_clock(const char *sql, enum sqlscan_dialect dialect,
+			const char **what);
+
+#endif
