@@ -179,6 +179,25 @@ int store_runs(struct store *st, const char *job, int64_t request_id,
 	       const char *state, int64_t limit, store_run_cb cb, void *data,
 	       struct err *err);
 
+/*
+ * The same listing as store_runs(), page by page (a keyset cursor: see
+ * store.c).  store_runs_page() hands at most max_rows rows to cb, doing a
+ * bounded amount of work whatever the filters; cb returns -1 to fail, 1
+ * to end the page after this row (the next page resumes after it), 0 to
+ * go on.  Returns 1 when the listing is complete, 0 when more pages may
+ * follow (a page may hold no row and not be the last), -1 with err.  A
+ * cursor holds no SQLite resource between pages; close it before the
+ * store.  store_runs_max_id() is the newest run id it will list (0: none).
+ */
+struct store_runs_cursor;
+int store_runs_open(struct store *st, const char *job, int64_t request_id,
+		    const char *state, struct store_runs_cursor **out,
+		    struct err *err);
+int store_runs_page(struct store_runs_cursor *c, int max_rows, store_run_cb cb,
+		    void *data, struct err *err);
+int64_t store_runs_max_id(const struct store_runs_cursor *c);
+void store_runs_close(struct store_runs_cursor *c);
+
 /* Partitions of one job by the state of their latest finished run
  * (succeeded, failed); what is queued, running or blocked the scheduler
  * counts in memory. */
