@@ -1377,8 +1377,13 @@ text_next(struct cmd_stream *cs, struct buf *out)
 	struct text_stream *ts = (struct text_stream *)cs;
 	size_t n = ts->len - ts->off;
 
-	if (n > CMD_PAGE_BYTES)
+	if (n > CMD_PAGE_BYTES) {
 		n = CMD_PAGE_BYTES;
+		/* not inside a UTF-8 sequence */
+		while (n > 1 && ((unsigned char)ts->data[ts->off + n] & 0xc0) ==
+		       0x80)
+			n--;
+	}
 	buf_add(out, ts->data + ts->off, n);
 	ts->off += n;
 	return ts->off == ts->len;

@@ -17,6 +17,7 @@ others restores service.  An idle connection is closed by the daemon
 The time guards below are failure guards, never timing targets."""
 import json
 import os
+import select
 import socket
 import sqlite3
 import subprocess
@@ -134,7 +135,7 @@ def status_within(d, guard, what):
 
 
 def test_stream_runs():
-    d = h.Daemon(jobs=JOBS, name="stream",
+    d = h.Daemon(jobs=JOBS, name="stream", settings={"max_backfill": 30000},
                  env={"BACKFILLD_TEST_IDLE_TIMEOUT_MS": str(IDLE_MS)})
     d.stop()
     fill(d)
@@ -252,6 +253,30 @@ def test_stream_runs():
     finally:
         s.close()
 
+    # an answer that is not a stream but is large (a dry-run plan of
+    # 21,192 partitions, 678 KB) comes as DATA frames, then the RESPONSE
+    s = d.connect(GUARD)
+    try:
+        s.sendall(h.frame({"cmd": "backfill", "job": "hourly", "from": "2000-01-01",
+                           "to": "2002-06-01", "dry_run": "1"}))
+        data, ndata = b"", 0
+        while True:
+            t, body = h.read_frame(s, raw=True)
+            if t != h.PROTO_DATA:
+                break
+            data += h.data_out(body)
+            ndata += 1
+        f = h.parse_body(body)
+        h.eq((t, f.get("status")), (h.PROTO_RESPONSE, "0"), "end of a large dry run")
+        h.check(ndata >= 2, "a 678 KB answer comes in %d DATA frames" % ndata)
+        text = data.decode() + f.get("out", "")
+        h.eq(text, d.ok("backfill", "hourly", "--from", "2000-01-01", "--to",
+                        "2002-06-01", "--dry-run"), "the plan through backfillctl")
+        h.check(text.rstrip().endswith("21192 partitions: 21192 of hourly, 0 downstream"),
+                "the whole plan: %r" % text[-80:])
+    finally:
+        s.close()
+
     # a request above the request size limit
     s = d.connect(GUARD)
     try:
@@ -273,6 +298,13 @@ def test_stream_runs():
 def test_connection_cap_and_idle():
     d = h.Daemon(jobs=JOBS, name="cap",
                  env={"BACKFILLD_TEST_IDLE_TIMEOUT_MS": str(IDLE_MS)})
+    # a connection that waits for a request is not idle
+    d.ok("pause", "held")
+    req = d.enqueue("backfill", "held", "--from", "2026-01-01", "--to", "2026-01-01")
+    w = d.connect(GUARD)
+    w.sendall(h.frame({"cmd": "wait", "request": req}))
+    t, f = h.read_frame(w)
+    h.eq(t, h.PROTO_PROGRESS, "a waiting client's first frame")
     # an idle connection is closed by the daemon: read sees EOF
     s = d.connect(timeout=IDLE_MS / 1000.0 + GUARD)
     t0 = time.monotonic()
@@ -285,6 +317,18 @@ def test_connection_cap_and_idle():
     took = time.monotonic() - t0
     h.check(took >= IDLE_MS / 1000.0 * 0.9, "closed after %.2f s, before the"
             " idle timeout of %d ms" % (took, IDLE_MS))
+    # the waiting one, connected before it, is still open: cancelling its
+    # request ends its wait with the final RESPONSE
+    r, _, _ = select.select([w], [], [], 0)
+    h.eq(r, [], "the waiting connection after the idle one was closed (EOF?)")
+    d.ok("cancel", str(req))
+    while True:
+        fr = h.read_frame(w)
+        h.check(fr is not None, "the waiting connection was closed")
+        if fr[0] == h.PROTO_RESPONSE:
+            break
+    h.eq(fr[1].get("finished"), "1", "the wait's final answer")
+    w.close()
     # a connection in the middle of a request is idle as well
     s = d.connect(timeout=IDLE_MS / 1000.0 + GUARD)
     s.sendall(h.frame({"cmd": "status"})[:7])
@@ -295,7 +339,6 @@ def test_connection_cap_and_idle():
     held = []
     try:
         # keep them busy enough not to be idle: each one waits for a request
-        d.ok("pause", "held")
         req = d.enqueue("backfill", "held", "--from", "2026-01-01", "--to", "2026-01-01")
         for _ in range(64):
             c = d.connect(GUARD)
