@@ -126,6 +126,20 @@ def runs_head(d):
         return rc, f.read(), got
 
 
+def sanitized(d):
+    """True when the daemon runs with AddressSanitizer, whose quarantine
+    keeps freed memory resident: VmRSS bounds say nothing then."""
+    with open("/proc/%d/maps" % d.proc.pid) as f:
+        return "libasan" in f.read()
+
+
+def rss_bounded(d, grown, what):
+    if sanitized(d):
+        print("  (AddressSanitizer: VmRSS growth %d KiB %s not checked)" % (grown, what))
+        return
+    h.check(grown < RSS_GROWTH_MAX, "VmRSS grew by %d KiB %s" % (grown, what))
+
+
 def status_within(d, guard, what):
     t0 = time.monotonic()
     rc, out, err = d.ctl("status", "--json", timeout=guard + 30)
@@ -205,8 +219,7 @@ def test_stream_runs():
     status_within(d, GUARD, "after 20 early closes")
     after = rss_kib(d)
     print("  VmRSS %d KiB before, %d KiB after 20 early closes" % (before, after))
-    h.check(after - before < RSS_GROWTH_MAX, "VmRSS grew by %d KiB over 20 early"
-            " closes" % (after - before))
+    rss_bounded(d, after - before, "over 20 early closes")
     d.assert_alive("after the early closes")
     # the same output as before: nothing left over from the closed streams
     h.eq(d.ok("runs", "--json", "--limit", "5"), d.ok("runs", "--json", "--limit", "5"),
@@ -228,8 +241,7 @@ def test_stream_runs():
     status_within(d, 5.0, "while a client does not read 300 pipelined runs")
     grown = rss_kib(d) - base
     print("  VmRSS growth with 300 unread pipelined runs: %d KiB" % grown)
-    h.check(grown < RSS_GROWTH_MAX, "VmRSS grew by %d KiB under a client that does"
-            " not read" % grown)
+    rss_bounded(d, grown, "under a client that does not read")
     s.close()
     status_within(d, GUARD, "after the client that did not read went away")
     d.assert_alive("after the client that did not read")
