@@ -1085,7 +1085,7 @@ store_newest_build(struct store *st, const char *job, const char *first_key,
  * pending states between pages may be missed or, once run, is not listed
  * twice because its run's id is above the bound.
  */
-#define STORE_RUNS_SCAN 20000
+#define STORE_RUNS_SCAN 5000
 
 struct store_runs_cursor {
 	struct store *st;
