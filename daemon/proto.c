@@ -6,8 +6,8 @@
  * header with the body length.  One frame per buffer: a sender that queues
  * several frames builds each in its own buffer and appends it.  proto_end()
  * does not enforce PROTO_MAX_BODY: a sender whose body may grow large
- * (rendered tables) checks b->len - PROTO_HEADER itself, because the peer
- * refuses a longer frame.
+ * keeps it small itself (the daemon sends long output as DATA frames of at
+ * most 1 MiB, control.c), because the peer refuses a longer frame.
  *
  * Reading: proto_parse() is incremental and defensive.  It looks at no
  * byte past `len`, refuses a bad magic, version or type as soon as those
