@@ -27,7 +27,15 @@ struct cmd_res {
 	struct buf out;
 	struct err err;
 	struct buf *frame;
+	struct cmd_stream *stream; /* set by a handler that streams */
 };
+
+/* Pages of a stream: about this many bytes of output at most (a page
+ * ends after the row that crosses it), and a long `out` is cut into DATA
+ * chunks of this size. */
+#define CMD_PAGE_BYTES (256 * 1024)
+/* Rows of `runs` per page. */
+#define CMD_RUNS_PAGE 500
 
 struct cmd_entry {
 	const char *name;
@@ -167,7 +175,9 @@ table_row(struct table *t, const char *const *cols)
 	t->nrows++;
 }
 
-/* Print aligned (last column unpadded) and free. */
+/* Print the rows aligned (last column unpadded) and free them; the
+ * widths stay, so that a streamed table printed page by page stays
+ * aligned as long as later rows are no wider (widths only grow). */
 static void
 table_print(struct table *t, struct buf *out)
 {
@@ -183,6 +193,9 @@ table_print(struct table *t, struct buf *out)
 		}
 	}
 	free(t->cells);
+	t->cells = NULL;
+	t->nrows = 0;
+	t->cap = 0;
 }
 
 /* ---- backfill and rerun ----------------------------------------------- */
@@ -814,14 +827,24 @@ cmd_status(struct cmd_ctx *ctx, const struct proto_msg *req,
 
 /* ---- runs ------------------------------------------------------------- */
 
+/*
+ * `runs` is a stream: a cursor over the state store (store_runs_open),
+ * one page of at most CMD_RUNS_PAGE rows or about CMD_PAGE_BYTES of text
+ * per next(), as one JSON array (json), one object per line (jsonl) or
+ * a table whose widths only grow from page to page.
+ */
 struct runs_ctx {
-	bool json;
-	size_t n;
+	struct cmd_stream cs;
+	struct store_runs_cursor *cur;
+	bool json, jsonl;
+	bool started;
+	int64_t limit; /* 0: all */
+	int64_t n;     /* rows so far */
 	struct buf *out;
-	struct table *t;
+	struct table t;
 };
 
-/* One run as JSON or a table row. */
+/* One run as JSON or a table row; 1 ends the page. */
 static int
 runs_cb(const struct store_run_row *r, void *data, struct err *err)
 {
@@ -829,8 +852,13 @@ runs_cb(const struct store_run_row *r, void *data, struct err *err)
 	char st[CAL_KEY_MAX], dur[32], id[24], rq[24], att[12], rows[24];
 
 	(void)err;
-	if (rc->json) {
-		buf_printf(rc->out, "%s{\"id\": ", rc->n++ ? ",\n  " : "\n  ");
+	if (rc->json || rc->jsonl) {
+		if (rc->jsonl)
+			buf_addstr(rc->out, "{\"id\": ");
+		else
+			buf_printf(rc->out, "%s{\"id\": ", rc->n ?
+				   ",\n  " : "\n  ");
+		rc->n++;
 		if (r->has_id)
 			buf_printf(rc->out, "%" PRId64, r->id);
 		else
@@ -854,8 +882,9 @@ runs_cb(const struct store_run_row *r, void *data, struct err *err)
 			buf_addstr(rc->out, "null");
 		buf_addstr(rc->out, ", \"code_version\": ");
 		json_str(rc->out, r->code_version);
-		buf_addstr(rc->out, "}");
-		return 0;
+		buf_addstr(rc->out, rc->jsonl ? "}\n" : "}");
+		return (rc->limit > 0 && rc->n >= rc->limit) ||
+		    rc->out->len >= CMD_PAGE_BYTES;
 	}
 	fmt_time(r->started_at, r->has_started_at, st);
 	if (r->has_finished_at)
@@ -876,22 +905,70 @@ runs_cb(const struct store_run_row *r, void *data, struct err *err)
 	const char *row[11] = { id, rq, r->job, r->key, att, r->state, st, dur,
 		rows, r->code_version ? r->code_version : "-",
 		r->error ? r->error : "" };
-	table_row(rc->t, row);
+	table_row(&rc->t, row);
 	rc->n++;
-	return 0;
+	return (rc->limit > 0 && rc->n >= rc->limit) ||
+	    rc->t.nrows * 128 >= CMD_PAGE_BYTES;
+}
+
+/* The next page of runs. */
+static int
+runs_next(struct cmd_stream *cs, struct buf *out)
+{
+	struct runs_ctx *rc = (struct runs_ctx *)cs;
+	int64_t want = CMD_RUNS_PAGE;
+	int done = 0;
+
+	rc->out = out;
+	if (!rc->started) {
+		rc->started = true;
+		if (rc->json)
+			buf_addstr(out, "[");
+	}
+	if (rc->limit > 0 && rc->limit - rc->n < want)
+		want = rc->limit - rc->n;
+	if (want > 0)
+		done = store_runs_page(rc->cur, (int)want, runs_cb, rc,
+				       &cs->err);
+	if (done < 0) {
+		cs->status = EXIT_WORK_FAILED;
+		table_print(&rc->t, out);
+		return -1;
+	}
+	if (rc->limit > 0 && rc->n >= rc->limit)
+		done = 1;
+	if (!rc->json && !rc->jsonl)
+		table_print(&rc->t, out);
+	if (done && rc->json)
+		buf_addstr(out, rc->n ? "\n]\n" : "]\n");
+	return done;
+}
+
+/* Free the runs stream. */
+static void
+runs_free(struct cmd_stream *cs)
+{
+	struct runs_ctx *rc = (struct runs_ctx *)cs;
+
+	store_runs_close(rc->cur);
+	for (size_t i = 0; i < rc->t.nrows * rc->t.ncols; i++)
+		free(rc->t.cells[i]);
+	free(rc->t.cells);
+	free(rc);
 }
 
 static void
 cmd_runs(struct cmd_ctx *ctx, const struct proto_msg *req, struct cmd_res *res)
 {
-	bool json = flag(req, "json");
+	bool json = flag(req, "json"), jsonl = flag(req, "jsonl");
 	long long request = 0, limit = 0;
 	const char *state = proto_get(req, "state");
-	struct table t = { .ncols = 11 };
-	struct runs_ctx rc = { .json = json, .out = &res->out, .t = &t };
+	const struct config *cfg = sched_config(ctx->sched);
+	struct runs_ctx *rc;
 	enum mstate ms;
 	const char *job = NULL;
 	struct err err;
+	char id[24];
 
 	if (proto_get(req, "job")) {
 		int j = cmd_job(ctx, req, res, true);
@@ -915,28 +992,52 @@ cmd_runs(struct cmd_ctx *ctx, const struct proto_msg *req, struct cmd_res *res)
 			 " running, succeeded, failed, blocked, cancelled");
 		return;
 	}
-	if (!json && limit == 0 && flag(req, "tty"))
+	if (json && jsonl) {
+		res_fail(res, EXIT_BAD_INPUT, "--json and --jsonl exclude each"
+			 " other: choose one");
+		return;
+	}
+	if (!json && !jsonl && limit == 0 && flag(req, "tty"))
 		limit = 50;
-	if (json)
-		buf_addstr(&res->out, "[");
-	else {
+	rc = calloc(1, sizeof *rc);
+	if (rc == NULL) {
+		res_fail(res, EXIT_WORK_FAILED, "out of memory");
+		return;
+	}
+	if (store_runs_open(sched_store(ctx->sched), job, request, state,
+			    &rc->cur, &err) < 0) {
+		free(rc);
+		res_err(res, &err);
+		return;
+	}
+	rc->cs.next = runs_next;
+	rc->cs.free = runs_free;
+	rc->cs.status = EXIT_DONE;
+	err_clear(&rc->cs.err);
+	rc->json = json;
+	rc->jsonl = jsonl;
+	rc->limit = limit;
+	rc->t.ncols = 11;
+	if (!json && !jsonl) {
 		const char *head[11] = { "ID", "REQUEST", "JOB", "PARTITION",
 			"ATTEMPT", "STATE", "STARTED", "DURATION", "ROWS",
 			"VERSION", "ERROR" };
-		table_row(&t, head);
+
+		table_row(&rc->t, head);
+		/* page 1's widths from what is known of every page */
+		snprintf(id, sizeof id, "%" PRId64,
+			 store_runs_max_id(rc->cur));
+		if (strlen(id) > rc->t.width[0])
+			rc->t.width[0] = strlen(id);
+		for (size_t i = 0; i < cfg->njobs; i++)
+			if (strlen(cfg->jobs[i].name) > rc->t.width[2])
+				rc->t.width[2] = strlen(cfg->jobs[i].name);
+		if (rc->t.width[5] < strlen("succeeded"))
+			rc->t.width[5] = strlen("succeeded");
+		if (rc->t.width[6] < strlen("2026-01-01T00:00:00.000Z"))
+			rc->t.width[6] = strlen("2026-01-01T00:00:00.000Z");
 	}
-	if (store_runs(sched_store(ctx->sched), job, request, state, limit,
-		       runs_cb, &rc, &err) < 0) {
-		res_err(res, &err);
-		if (!json)
-			table_print(&t, &res->out);
-		buf_reset(&res->out);
-		return;
-	}
-	if (json)
-		buf_addstr(&res->out, rc.n ? "\n]\n" : "]\n");
-	else
-		table_print(&t, &res->out);
+	res->stream = &rc->cs;
 }
 
 /* ---- stale ------------------------------------------------------------ */
@@ -1272,13 +1373,62 @@ cmd_mutates(const char *name)
 	return false;
 }
 
+/* A finished text cut into chunks: the stream of an `out` too large
+ * for one frame. */
+struct text_stream {
+	struct cmd_stream cs;
+	char *data;
+	size_t len, off;
+};
+
+/* The next chunk of the text. */
+static int
+text_next(struct cmd_stream *cs, struct buf *out)
+{
+	struct text_stream *ts = (struct text_stream *)cs;
+	size_t n = ts->len - ts->off;
+
+	if (n > CMD_PAGE_BYTES) {
+		n = CMD_PAGE_BYTES;
+		/* not inside a UTF-8 sequence */
+		while (n > 1 && ((unsigned char)ts->data[ts->off + n] & 0xc0) ==
+		       0x80)
+			n--;
+	}
+	buf_add(out, ts->data + ts->off, n);
+	ts->off += n;
+	return ts->off == ts->len;
+}
+
+/* Free the text stream. */
+static void
+text_free(struct cmd_stream *cs)
+{
+	struct text_stream *ts = (struct text_stream *)cs;
+
+	free(ts->data);
+	free(ts);
+}
+
 void
-cmd_run(struct cmd_ctx *ctx, const struct proto_msg *req, struct buf *resp)
+cmd_stream_end(struct cmd_stream *cs, struct buf *resp)
+{
+	proto_add_int(resp, "status", cs->status);
+	if (cs->err.msg[0])
+		proto_add(resp, "err", cs->err.msg);
+	cs->free(cs);
+}
+
+void
+cmd_run(struct cmd_ctx *ctx, const struct proto_msg *req, struct buf *resp,
+	struct cmd_stream **stream)
 {
 	const char *name = proto_get(req, "cmd");
 	const struct cmd_entry *ce = NULL;
 	struct cmd_res res = { .status = EXIT_DONE, .frame = resp };
+	struct text_stream *ts;
 
+	*stream = NULL;
 	buf_init(&res.out);
 	err_clear(&res.err);
 	for (size_t i = 0; i < sizeof cmd_table / sizeof cmd_table[0]; i++)
@@ -1293,6 +1443,23 @@ cmd_run(struct cmd_ctx *ctx, const struct proto_msg *req, struct buf *resp)
 			 " group", ce->name);
 	else
 		ce->exec(ctx, req, &res);
+	if (res.stream != NULL) {
+		buf_free(&res.out);
+		*stream = res.stream;
+		return;
+	}
+	if (res.out.len > CMD_PAGE_BYTES && (res.status == EXIT_DONE ||
+	    !res.err.msg[0]) && (ts = calloc(1, sizeof *ts)) != NULL) {
+		/* too large for the RESPONSE: DATA frames, then the fields */
+		ts->cs.next = text_next;
+		ts->cs.free = text_free;
+		ts->cs.status = res.status;
+		ts->cs.err = res.err;
+		ts->len = res.out.len;
+		ts->data = buf_steal(&res.out);
+		*stream = &ts->cs;
+		return;
+	}
 	if (res.status != EXIT_DONE && res.err.msg[0]) {
 		log_info("control: cmd=%s refused: %s", name, res.err.msg);
 		buf_reset(&res.out);

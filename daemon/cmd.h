@@ -19,11 +19,34 @@ struct cmd_ctx {
 	bool may_change; /* the peer may run mutating commands */
 };
 
-/* Run a synchronous command: adds status, out, err and the command's
- * fields to the RESPONSE frame being built in `resp`.  `wait` is handled
- * by control.c. */
+/*
+ * A streamed answer: the output of a command produced page by page while
+ * the client reads it (control.c sends each page as DATA frames and asks
+ * for the next one only while the client's unsent output is small).
+ * next() appends the next page of stdout text to `out`, doing a bounded
+ * amount of work (a few milliseconds; a page may be empty), and returns 0
+ * when more pages follow, 1 after the last one, -1 when it failed (status
+ * and err then say why; what was sent stays sent).  free() releases the
+ * stream, finished or not (a client that goes away early).
+ */
+struct cmd_stream {
+	int (*next)(struct cmd_stream *cs, struct buf *out);
+	void (*free)(struct cmd_stream *cs);
+	int status;     /* the RESPONSE's status once done */
+	struct err err; /* the RESPONSE's err when err.msg[0] */
+};
+
+/* Run a command other than `wait` (handled by control.c).  Either adds
+ * status, out, err and the command's fields to the RESPONSE frame being
+ * built in `resp` and leaves *stream NULL, or starts a stream: *stream is
+ * set, resp is left alone, and the caller pulls pages from it, then ends
+ * the answer with cmd_stream_end().  An `out` too large for one frame
+ * becomes a stream too. */
 void cmd_run(struct cmd_ctx *ctx, const struct proto_msg *req,
-	     struct buf *resp);
+	     struct buf *resp, struct cmd_stream **stream);
+/* Add a finished stream's status and err to the RESPONSE in resp, and
+ * free the stream. */
+void cmd_stream_end(struct cmd_stream *cs, struct buf *resp);
 /* True when the command changes state (needs may_change). */
 bool cmd_mutates(const char *name);
 /* The summary `wait` prints when a request is done. */

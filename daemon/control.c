@@ -2,18 +2,38 @@
  * control.c - the control socket server.
  *
  * One uv_pipe_t listens; each connection reads frames into a buffer that
- * never grows past one maximal frame, answers each REQUEST in order, and
+ * never grows past one maximal request, answers each REQUEST in order, and
  * is closed after a protocol error (with a RESPONSE saying what was wrong
  * first).  `wait` registers a watch on the scheduler and streams PROGRESS
  * frames, at most ten a second, then the final RESPONSE.  Peers' creden-
  * tials (SO_PEERCRED) decide whether they may run mutating commands: root,
  * the daemon's own user, or members of the socket's group.
+ *
+ * Bounds, so that no client can make the daemon hold much memory or the
+ * loop for long (docs/protocol.md):
+ *  - an answer that is a stream (cmd.h: `runs`, or any `out` too large for
+ *    one frame) is produced one page per loop turn, by an idle handle, and
+ *    only while the client's unsent output (`queued`: bytes handed to
+ *    uv_write and not yet written) is below CONTROL_QUEUE_MAX; the write
+ *    callback resumes it.  A client that goes away frees the stream at once.
+ *  - while a stream is in progress, or the unsent output is at or above
+ *    CONTROL_QUEUE_MAX, the connection is not read (uv_read_stop) and the
+ *    requests already read wait: pipelined requests are answered one at a
+ *    time, never buffered without bound.
+ *  - a REQUEST body above PROTO_MAX_REQUEST is refused and the connection
+ *    closed; at most CONTROL_MAX_CLIENTS connections are served, the
+ *    next ones get an error RESPONSE (status 3) and are closed; a
+ *    connection with nothing in progress (no stream, no wait, no unsent
+ *    output) on which no byte arrives for the idle timeout is closed.
  */
 #include "control.h"
 
 #include <errno.h>
 #include <grp.h>
 #include <inttypes.h>
+#ifdef __GLIBC__
+#include <malloc.h>
+#endif
 #include <pwd.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -28,6 +48,20 @@
 
 #define READ_CHUNK 65536
 #define PROGRESS_EVERY_MS 100
+/* A client's unsent output above which nothing more is produced for it
+ * and it is not read. */
+#define CONTROL_QUEUE_MAX (256 * 1024)
+/* The largest `out` chunk of one DATA frame. */
+#define CONTROL_DATA_MAX (1024 * 1024)
+/* Connections served at once; more are refused. */
+#define CONTROL_MAX_CLIENTS 64
+/* An idle connection is closed after this (BACKFILLD_TEST_IDLE_TIMEOUT_MS
+ * overrides it, for tests). */
+#define CONTROL_IDLE_TIMEOUT_MS 60000
+/* At most one log line per this long about refused connections. */
+#define CONTROL_REFUSED_LOG_MS 10000
+/* Give memory back to the system after a stream of this many bytes. */
+#define CONTROL_TRIM_BYTES (4 * 1024 * 1024)
 
 struct client {
 	uv_pipe_t pipe;
@@ -37,6 +71,9 @@ struct client {
 	size_t rcap;
 	bool closing;
 	bool finishing; /* shutting down after a last answer */
+	bool reading;   /* uv_read_start is in effect */
+	bool refused;   /* over the connection cap: answered and closed */
+	int handles;    /* open handles; freed when it drops to 0 */
 	void *watch;
 	int64_t wait_id;
 	uv_timer_t throttle;
@@ -44,6 +81,12 @@ struct client {
 	int64_t last_sent;
 	struct sched_progress last;
 	bool may_change;
+	size_t queued;             /* bytes in uv_write, not yet written */
+	struct cmd_stream *stream; /* the answer being streamed, if any */
+	struct buf resp;           /* its RESPONSE, sent when it ends */
+	size_t streamed;           /* bytes of the stream so far */
+	uv_idle_t pump;            /* produces the stream's next page */
+	uv_timer_t idle;           /* closes the connection when idle */
 	struct client *next, *prev;
 };
 
@@ -58,25 +101,43 @@ struct control {
 	void *reload_data;
 	struct client clients; /* list head */
 	bool closing;
+	int nclients;          /* served (not refused) connections */
+	uint64_t idle_ms;
+	int refused;           /* refused since the last log line */
+	uint64_t refused_logged;
+	bool refused_ever;
 };
 
 struct write_req {
 	uv_write_t req;
+	struct client *cl;
+	size_t len;
 	char *data;
 };
 
 static void client_close(struct client *cl);
 static void client_finish(struct client *cl);
+static void client_kick(struct client *cl);
+static void client_alloc_cb(uv_handle_t *h, size_t hint, uv_buf_t *b);
+static void client_read_cb(uv_stream_t *st, ssize_t n, const uv_buf_t *b);
 
-/* Free a finished write. */
+/* A write is done: release its bytes and produce or read more. */
 static void
 control_write_cb(uv_write_t *req, int status)
 {
 	struct write_req *wr = (struct write_req *)req;
+	struct client *cl = wr->cl;
 
-	(void)status;
+	cl->queued -= wr->len;
 	free(wr->data);
 	free(wr);
+	if (cl->closing)
+		return;
+	if (status < 0) {
+		client_close(cl);
+		return;
+	}
+	client_kick(cl);
 }
 
 /* Queue a built frame to a client (takes the buffer's data). */
@@ -98,6 +159,8 @@ client_send(struct client *cl, struct buf *frame)
 		client_close(cl);
 		return;
 	}
+	wr->cl = cl;
+	wr->len = len;
 	wr->data = buf_steal(frame);
 	b = uv_buf_init(wr->data, (unsigned)len);
 	if (uv_write(&wr->req, (uv_stream_t *)&cl->pipe, &b, 1,
@@ -105,7 +168,35 @@ client_send(struct client *cl, struct buf *frame)
 		free(wr->data);
 		free(wr);
 		client_close(cl);
+		return;
 	}
+	cl->queued += len;
+}
+
+/* Send text for stdout as DATA frames of at most CONTROL_DATA_MAX bytes,
+ * cut between UTF-8 sequences. */
+static void
+client_send_data(struct client *cl, const char *data, size_t len)
+{
+	struct buf f;
+	size_t off = 0, n;
+
+	buf_init(&f);
+	while (off < len && !cl->closing) {
+		n = len - off;
+		if (n > CONTROL_DATA_MAX) {
+			n = CONTROL_DATA_MAX;
+			while (n > 1 && ((unsigned char)data[off + n] & 0xc0) ==
+			       0x80)
+				n--;
+		}
+		proto_begin(&f, PROTO_DATA);
+		proto_add_n(&f, "out", data + off, n);
+		proto_end(&f);
+		client_send(cl, &f);
+		off += n;
+	}
+	buf_free(&f);
 }
 
 /* The queued answers are written: close. */
@@ -119,6 +210,24 @@ client_shutdown_cb(uv_shutdown_t *req, int status)
 	client_close(cl);
 }
 
+/* Start or stop reading: a client is read only while nothing holds its
+ * next request back (a stream, unsent output at the bound). */
+static void
+client_reading(struct client *cl)
+{
+	bool want = !cl->closing && !cl->finishing && !cl->refused &&
+	    cl->stream == NULL && cl->queued < CONTROL_QUEUE_MAX;
+
+	if (want == cl->reading)
+		return;
+	cl->reading = want;
+	if (want)
+		uv_read_start((uv_stream_t *)&cl->pipe, client_alloc_cb,
+			      client_read_cb);
+	else
+		uv_read_stop((uv_stream_t *)&cl->pipe);
+}
+
 /* Stop reading, let queued answers go out, then close. */
 static void
 client_finish(struct client *cl)
@@ -128,7 +237,7 @@ client_finish(struct client *cl)
 	if (cl->closing || cl->finishing)
 		return;
 	cl->finishing = true;
-	uv_read_stop((uv_stream_t *)&cl->pipe);
+	client_reading(cl);
 	req = calloc(1, sizeof *req);
 	if (req == NULL) {
 		client_close(cl);
@@ -155,27 +264,19 @@ client_error(struct client *cl, int status, const char *msg)
 	client_send(cl, &f);
 }
 
-/* Free a client after its handles closed. */
+/* One of a client's handles closed; free it after the last. */
 static void
-client_free_cb(uv_handle_t *h)
+client_handle_closed_cb(uv_handle_t *h)
 {
 	struct client *cl = h->data;
 
+	if (--cl->handles > 0)
+		return;
 	free(cl->rbuf);
 	free(cl);
 }
 
-/* The pipe closed: close the throttle timer, then free. */
-static void
-client_pipe_closed_cb(uv_handle_t *h)
-{
-	struct client *cl = h->data;
-
-	cl->throttle.data = cl;
-	uv_close((uv_handle_t *)&cl->throttle, client_free_cb);
-}
-
-/* Close a connection (idempotent). */
+/* Close a connection (idempotent); a stream in progress is freed now. */
 static void
 client_close(struct client *cl)
 {
@@ -186,10 +287,20 @@ client_close(struct client *cl)
 		sched_unwatch(cl->c->sched, cl->watch);
 		cl->watch = NULL;
 	}
-	uv_timer_stop(&cl->throttle);
+	if (cl->stream) {
+		cl->stream->free(cl->stream);
+		cl->stream = NULL;
+	}
+	buf_free(&cl->resp);
+	if (!cl->refused)
+		cl->c->nclients--;
 	cl->prev->next = cl->next;
 	cl->next->prev = cl->prev;
-	uv_close((uv_handle_t *)&cl->pipe, client_pipe_closed_cb);
+	cl->handles = 4;
+	uv_close((uv_handle_t *)&cl->throttle, client_handle_closed_cb);
+	uv_close((uv_handle_t *)&cl->pump, client_handle_closed_cb);
+	uv_close((uv_handle_t *)&cl->idle, client_handle_closed_cb);
+	uv_close((uv_handle_t *)&cl->pipe, client_handle_closed_cb);
 }
 
 /* Add the progress fields to a frame. */
@@ -314,6 +425,50 @@ client_wait(struct client *cl, const struct proto_msg *req)
 	client_wait_done(cl, &p);
 }
 
+/* End the stream: send its RESPONSE, give its memory back, and go on
+ * with the requests that waited. */
+static void
+client_stream_end(struct client *cl)
+{
+	cmd_stream_end(cl->stream, &cl->resp);
+	cl->stream = NULL;
+	uv_idle_stop(&cl->pump);
+	proto_end(&cl->resp);
+	client_send(cl, &cl->resp);
+	buf_free(&cl->resp);
+#ifdef __GLIBC__
+	if (cl->streamed >= CONTROL_TRIM_BYTES)
+		malloc_trim(0);
+#endif
+	cl->streamed = 0;
+	client_kick(cl);
+}
+
+/* Loop turn with a stream in progress: produce and send its next page. */
+static void
+client_pump_cb(uv_idle_t *h)
+{
+	struct client *cl = h->data;
+	struct buf out;
+	int rc;
+
+	if (cl->closing || cl->stream == NULL) {
+		uv_idle_stop(h);
+		return;
+	}
+	buf_init(&out);
+	rc = cl->stream->next(cl->stream, &out);
+	cl->streamed += out.len;
+	client_send_data(cl, out.data, out.len);
+	buf_free(&out);
+	if (cl->closing)
+		return;
+	if (rc != 0)
+		client_stream_end(cl);
+	else if (cl->queued >= CONTROL_QUEUE_MAX)
+		uv_idle_stop(h); /* control_write_cb resumes it */
+}
+
 /* Answer one request. */
 static void
 client_handle(struct client *cl, const struct proto_msg *req)
@@ -323,7 +478,7 @@ client_handle(struct client *cl, const struct proto_msg *req)
 		.sched = cl->c->sched, .reload = cl->c->reload,
 		.reload_data = cl->c->reload_data, .may_change = cl->may_change,
 	};
-	struct buf f;
+	struct cmd_stream *stream;
 
 	if (req->type != PROTO_REQUEST) {
 		/* a protocol violation, like a bad frame: answer and close */
@@ -342,21 +497,77 @@ client_handle(struct client *cl, const struct proto_msg *req)
 		client_wait(cl, req);
 		return;
 	}
-	buf_init(&f);
-	proto_begin(&f, PROTO_RESPONSE);
-	cmd_run(&ctx, req, &f);
-	proto_end(&f);
-	if (f.len - PROTO_HEADER > PROTO_MAX_BODY) {
-		char msg[256];
-
-		snprintf(msg, sizeof msg, "the answer is too large to send (%zu"
-			 " bytes): narrow it with --limit, --job or --request",
-			 f.len);
-		buf_free(&f);
-		client_error(cl, EXIT_BAD_INPUT, msg);
+	proto_begin(&cl->resp, PROTO_RESPONSE);
+	cmd_run(&ctx, req, &cl->resp, &stream);
+	if (stream != NULL) {
+		cl->stream = stream;
+		cl->streamed = 0;
+		uv_idle_start(&cl->pump, client_pump_cb);
 		return;
 	}
-	client_send(cl, &f);
+	proto_end(&cl->resp);
+	client_send(cl, &cl->resp);
+	buf_free(&cl->resp);
+}
+
+/* Answer the complete requests read so far, one at a time, while nothing
+ * holds them back; then read more if nothing does. */
+static void
+client_process(struct client *cl)
+{
+	struct proto_msg msg;
+	struct err err;
+	size_t used;
+	int rc;
+	char why[256];
+
+	while (!cl->closing && !cl->finishing && cl->stream == NULL &&
+	       cl->queued < CONTROL_QUEUE_MAX) {
+		rc = proto_parse(cl->rbuf ? cl->rbuf : "", cl->rlen, &used,
+				 &msg, &err);
+		if (rc == 0 && cl->rlen >= PROTO_HEADER &&
+		    proto_body_len(cl->rbuf) > PROTO_MAX_REQUEST) {
+			snprintf(why, sizeof why, "a request of %zu bytes is "
+				 "longer than the limit of %u bytes: send less "
+				 "(e.g. split a long dates file)",
+				 proto_body_len(cl->rbuf), PROTO_MAX_REQUEST);
+			err_set(&err, EXIT_BAD_INPUT, "%s", why);
+			rc = -1;
+		}
+		if (rc == 0)
+			break;
+		if (rc < 0) {
+			log_warn("control: closing a connection: %s", err.msg);
+			client_error(cl, EXIT_BAD_INPUT, err.msg);
+			client_finish(cl);
+			return;
+		}
+		memmove(cl->rbuf, cl->rbuf + used, cl->rlen - used);
+		cl->rlen -= used;
+		client_handle(cl, &msg);
+		proto_msg_free(&msg);
+	}
+	/* drop a large buffer once it is empty again */
+	if (cl->rlen == 0 && cl->rcap > 4 * READ_CHUNK) {
+		free(cl->rbuf);
+		cl->rbuf = NULL;
+		cl->rcap = 0;
+	}
+	client_reading(cl);
+}
+
+/* Output drained or a stream ended: resume the stream, or the requests. */
+static void
+client_kick(struct client *cl)
+{
+	if (cl->closing)
+		return;
+	if (cl->stream != NULL) {
+		if (cl->queued < CONTROL_QUEUE_MAX)
+			uv_idle_start(&cl->pump, client_pump_cb);
+		return;
+	}
+	client_process(cl);
 }
 
 /* Give libuv a buffer to read into (the tail of the client's buffer). */
@@ -380,15 +591,11 @@ client_alloc_cb(uv_handle_t *h, size_t hint, uv_buf_t *b)
 	*b = uv_buf_init(cl->rbuf + cl->rlen, (unsigned)(cl->rcap - cl->rlen));
 }
 
-/* Bytes arrived: parse and answer every complete frame. */
+/* Bytes arrived: parse and answer the complete frames. */
 static void
 client_read_cb(uv_stream_t *st, ssize_t n, const uv_buf_t *b)
 {
 	struct client *cl = st->data;
-	struct proto_msg msg;
-	struct err err;
-	size_t used;
-	int rc;
 
 	(void)b;
 	if (n < 0) {
@@ -396,26 +603,47 @@ client_read_cb(uv_stream_t *st, ssize_t n, const uv_buf_t *b)
 		return;
 	}
 	cl->rlen += (size_t)n;
-	while (!cl->closing && !cl->finishing) {
-		rc = proto_parse(cl->rbuf, cl->rlen, &used, &msg, &err);
-		if (rc == 0)
-			break;
-		if (rc < 0) {
-			log_warn("control: closing a connection: %s", err.msg);
-			client_error(cl, EXIT_BAD_INPUT, err.msg);
-			client_finish(cl);
-			return;
-		}
-		memmove(cl->rbuf, cl->rbuf + used, cl->rlen - used);
-		cl->rlen -= used;
-		client_handle(cl, &msg);
-		proto_msg_free(&msg);
-	}
-	/* drop a large buffer once it is empty again */
-	if (cl->rlen == 0 && cl->rcap > 4 * READ_CHUNK) {
-		free(cl->rbuf);
-		cl->rbuf = NULL;
-		cl->rcap = 0;
+	uv_timer_again(&cl->idle);
+	client_process(cl);
+}
+
+/* The idle timer: close a connection with nothing in progress. */
+static void
+client_idle_cb(uv_timer_t *t)
+{
+	struct client *cl = t->data;
+
+	if (cl->closing || cl->finishing || cl->stream != NULL ||
+	    cl->watch != NULL || cl->queued > 0)
+		return; /* busy: the timer repeats */
+	log_info("control: closing a connection idle for %" PRIu64 " ms",
+		 cl->c->idle_ms);
+	client_close(cl);
+}
+
+/* Refuse a connection over the cap: answer why (exit 3) and close; log
+ * it at most once per CONTROL_REFUSED_LOG_MS with a count. */
+static void
+control_refuse(struct control *c, struct client *cl)
+{
+	uint64_t now = uv_now(c->loop);
+	char msg[256];
+
+	cl->refused = true;
+	snprintf(msg, sizeof msg, "too many connections to backfilld (%d): it"
+		 " serves at most %d at once; close idle clients (other"
+		 " backfillctl calls, scripts holding the socket) and retry",
+		 CONTROL_MAX_CLIENTS, CONTROL_MAX_CLIENTS);
+	client_error(cl, EXIT_UNREACHABLE, msg);
+	client_finish(cl);
+	c->refused++;
+	if (!c->refused_ever || now - c->refused_logged >= CONTROL_REFUSED_LOG_MS) {
+		log_warn("control: refused %d connection(s): %d clients connected"
+			 " already (the limit); close idle clients", c->refused,
+			 CONTROL_MAX_CLIENTS);
+		c->refused = 0;
+		c->refused_logged = now;
+		c->refused_ever = true;
 	}
 }
 
@@ -461,21 +689,33 @@ control_connection_cb(uv_stream_t *server, int status)
 	if (cl == NULL)
 		return;
 	cl->c = c;
+	buf_init(&cl->resp);
 	uv_pipe_init(c->loop, &cl->pipe, 0);
 	cl->pipe.data = cl;
 	uv_timer_init(c->loop, &cl->throttle);
 	cl->throttle.data = cl;
+	uv_idle_init(c->loop, &cl->pump);
+	cl->pump.data = cl;
+	uv_timer_init(c->loop, &cl->idle);
+	cl->idle.data = cl;
 	cl->next = c->clients.next;
 	cl->prev = &c->clients;
 	c->clients.next->prev = cl;
 	c->clients.next = cl;
+	c->nclients++;
 	if (uv_accept(server, (uv_stream_t *)&cl->pipe) < 0) {
 		client_close(cl);
 		return;
 	}
+	if (c->nclients > CONTROL_MAX_CLIENTS) {
+		c->nclients--;
+		control_refuse(c, cl);
+		return;
+	}
 	if (uv_fileno((uv_handle_t *)&cl->pipe, &fd) == 0)
 		cl->may_change = control_peer_may_change(c, fd);
-	uv_read_start((uv_stream_t *)&cl->pipe, client_alloc_cb, client_read_cb);
+	uv_timer_start(&cl->idle, client_idle_cb, c->idle_ms, c->idle_ms);
+	client_reading(cl);
 }
 
 /* Remove a socket file left by a dead daemon; refuse a live one. */
@@ -514,6 +754,7 @@ control_new(uv_loop_t *loop, struct sched *s, const char *path,
 {
 	struct control *c;
 	struct group *gr;
+	const char *env;
 	int rc;
 
 	if (strlen(path) >= sizeof(((struct sockaddr_un *)0)->sun_path))
@@ -529,6 +770,10 @@ control_new(uv_loop_t *loop, struct sched *s, const char *path,
 	c->reload = reload;
 	c->reload_data = reload_data;
 	c->clients.next = c->clients.prev = &c->clients;
+	c->idle_ms = CONTROL_IDLE_TIMEOUT_MS;
+	if ((env = getenv("BACKFILLD_TEST_IDLE_TIMEOUT_MS")) != NULL &&
+	    atoll(env) > 0)
+		c->idle_ms = (uint64_t)atoll(env);
 	c->path = strdup(path);
 	if (group != NULL) {
 		gr = getgrnam(group);

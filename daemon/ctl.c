@@ -4,16 +4,22 @@
  * A thin client in the manner of tmux's: a table of commands (ctl_cmds[],
  * name, usage and a parse function each), every one of which checks its
  * arguments locally, turns them into the fields of one REQUEST frame
- * (docs/protocol.md) and leaves everything else to the daemon.  The
- * RESPONSE's `out` goes to stdout as is (the daemon renders tables and
- * JSON), its `err` to stderr after "backfillctl: ", and its `status` is our
- * exit status.  `--wait` then sends cmd=wait on the same connection and
+ * (docs/protocol.md) and leaves everything else to the daemon.  Each DATA
+ * frame's `out` goes to stdout as it arrives (fwrite and fflush per frame:
+ * memory stays bounded by one frame however long the answer), then the
+ * RESPONSE's `out`; the daemon renders tables and JSON.  Its `err` goes to
+ * stderr after "backfillctl: ", and its `status` is our exit status.
+ * When stdout is closed early (`backfillctl runs --json | head`), the
+ * write fails with EPIPE (SIGPIPE is ignored): backfillctl closes the
+ * connection, which ends the daemon's work on the answer, and exits 0
+ * without a message, since the reader took what it wanted.  `--wait` then sends cmd=wait on the same connection and
  * redraws a progress line on stderr, when that is a terminal, for each
  * PROGRESS frame until the final RESPONSE.
  *
  * Exit status (DESIGN.md): 0 done, 1 the work failed, 2 bad usage, bad
  * input or a refused request, 3 the daemon could not be reached (or
- * answered with something that is not the protocol).  Every error is one
+ * answered with something that is not the protocol, or refused the
+ * connection because too many clients are connected).  Every error is one
  * line on stderr: "backfillctl: <what was wrong>; <what to do>".
  *
  * Reads are blocking and have no timeout: a --wait may last hours.
@@ -64,6 +70,9 @@ enum {
 	"  -h, --help           this text\n"
 
 struct ctl_cmd;
+
+/* The errno of a failed write to stdout, 0 while none failed. */
+static int ctl_stdout_errno;
 
 /* What the command line asked for, beyond the request fields. */
 struct ctl_ctx {
@@ -176,6 +185,7 @@ static const struct ctl_arg ctl_runs_opts[] = {
 	{ "state", CTL_TEXT, "state", NULL },
 	{ "limit", CTL_INT, "limit", NULL },
 	{ "json", CTL_FLAG, "json", NULL },
+	{ "jsonl", CTL_FLAG, "jsonl", NULL },
 	{ NULL, 0, NULL, NULL }
 };
 static const struct ctl_arg ctl_audit_opts[] = {
@@ -238,7 +248,8 @@ static const struct ctl_cmd ctl_cmds[] = {
 	  "  --json               print JSON\n",
 	  ctl_json_opts, ctl_status_pos, 0, NULL },
 	{ "runs",
-	  "runs [--job J] [--request N] [--state S] [--limit N] [--json]",
+	  "runs [--job J] [--request N] [--state S] [--limit N] [--json | "
+	  "--jsonl]",
 	  "The runs, newest first (the newest 50 on a terminal unless "
 	  "--limit).\n\n"
 	  "  --job J              only the runs of job J\n"
@@ -247,7 +258,8 @@ static const struct ctl_cmd ctl_cmds[] = {
 	  "or cancelled\n"
 	  "  --limit N            at most N runs\n"
 	  "  --json               print JSON (every matching run unless "
-	  "--limit)\n",
+	  "--limit)\n"
+	  "  --jsonl              print one JSON object per line\n",
 	  ctl_runs_opts, ctl_none, 0, ctl_runs_check },
 	{ "stale",
 	  "stale [--json]",
@@ -1056,6 +1068,23 @@ ctl_status(const struct proto_msg *msg, const char *path, struct err *err)
 	return st == EXIT_INTERNAL ? EXIT_WORK_FAILED : (int)st;
 }
 
+/* Write a DATA frame's out to stdout now; 0, or the errno of a failed
+ * write (EPIPE: its reader, such as head, went away). */
+static int
+ctl_data(const struct proto_msg *msg)
+{
+	size_t i;
+
+	for (i = 0; i < msg->nfields; i++) {
+		if (strcmp(msg->fields[i].key, "out") != 0)
+			continue;
+		if (fwrite(msg->fields[i].value, 1, msg->fields[i].value_len,
+		    stdout) != msg->fields[i].value_len || fflush(stdout) != 0)
+			return errno ? errno : EIO;
+	}
+	return 0;
+}
+
 /* Print a response's out (stdout, as is) and err (stderr, one line). */
 static void
 ctl_print(const struct proto_msg *msg)
@@ -1127,6 +1156,18 @@ ctl_progress(const struct proto_msg *msg, long long request)
 	fflush(stderr);
 }
 
+/* Writing to stdout failed with errno e: stop reading the answer.  main()
+ * then exits 0 without a message when its reader closed it (EPIPE), or
+ * says what failed and exits 1. */
+static int
+ctl_closed_stdout(bool drawn, int e)
+{
+	if (drawn)
+		fputs("\r\033[K", stderr);
+	ctl_stdout_errno = e;
+	return EXIT_DONE;
+}
+
 /*
  * The --wait part: ask for `request`'s progress on the same connection,
  * show PROGRESS frames when stderr is a terminal, and return the final
@@ -1157,6 +1198,13 @@ ctl_wait(int fd, const char *path, struct buf *in, long long request,
 			if (drawn)
 				fputs("\r\033[K", stderr);
 			return -1;
+		}
+		if (msg.type == PROTO_DATA) {
+			rc = ctl_data(&msg);
+			proto_msg_free(&msg);
+			if (rc != 0)
+				return ctl_closed_stdout(drawn, rc);
+			continue;
 		}
 		if (msg.type == PROTO_PROGRESS) {
 			if (tty) {
@@ -1211,6 +1259,16 @@ ctl_run(struct ctl_ctx *ctx, const struct buf *req, struct err *err)
 		}
 		if (msg.type == PROTO_RESPONSE)
 			break;
+		if (msg.type == PROTO_DATA) {
+			int closed = ctl_data(&msg);
+
+			proto_msg_free(&msg);
+			if (closed) {
+				st = ctl_closed_stdout(false, closed);
+				goto out;
+			}
+			continue;
+		}
 		if (msg.type == PROTO_REQUEST) {
 			proto_msg_free(&msg);
 			st = err_set(err, EXIT_UNREACHABLE, "invalid answer "
@@ -1313,11 +1371,14 @@ main(int argc, char **argv)
 		goto fail;
 	buf_free(&req);
 	free(ctx.path);
-	if (fflush(stdout) != 0 || ferror(stdout)) {
-		if (errno != EPIPE)
-			fprintf(stderr, "backfillctl: cannot write the output: "
-			    "%s; check where standard output goes\n",
-			    strerror(errno));
+	if (fflush(stdout) != 0 || ferror(stdout) || ctl_stdout_errno) {
+		if (ctl_stdout_errno == 0)
+			ctl_stdout_errno = errno;
+		if (ctl_stdout_errno == EPIPE)
+			return st; /* its reader went away: quietly */
+		fprintf(stderr, "backfillctl: cannot write the output: "
+		    "%s; check where standard output goes\n",
+		    strerror(ctl_stdout_errno));
 		return st == EXIT_DONE ? EXIT_WORK_FAILED : st;
 	}
 	return st;

@@ -6,8 +6,8 @@
  * header with the body length.  One frame per buffer: a sender that queues
  * several frames builds each in its own buffer and appends it.  proto_end()
  * does not enforce PROTO_MAX_BODY: a sender whose body may grow large
- * (rendered tables) checks b->len - PROTO_HEADER itself, because the peer
- * refuses a longer frame.
+ * keeps it small itself (the daemon sends long output as DATA frames of at
+ * most 1 MiB, control.c), because the peer refuses a longer frame.
  *
  * Reading: proto_parse() is incremental and defensive.  It looks at no
  * byte past `len`, refuses a bad magic, version or type as soon as those
@@ -299,6 +299,20 @@ proto_add(struct buf *b, const char *key, const char *value)
 	buf_add(b, "", 1);
 }
 
+/* Append field key=value where value is len bytes without a NUL. */
+void
+proto_add_n(struct buf *b, const char *key, const char *value, size_t len)
+{
+	size_t klen = strlen(key);
+
+	if (!proto_key_ok(key, klen) || memchr(value, '\0', len) != NULL)
+		abort();
+	buf_add(b, key, klen);
+	buf_add(b, "=", 1);
+	buf_add(b, value, len);
+	buf_add(b, "", 1);
+}
+
 /* Append field key=<printf-formatted value>. */
 void
 proto_addf(struct buf *b, const char *key, const char *fmt, ...)
@@ -344,6 +358,8 @@ proto_type_name(uint32_t type)
 		return "response";
 	case PROTO_PROGRESS:
 		return "progress";
+	case PROTO_DATA:
+		return "data";
 	}
 	return "unknown";
 }
@@ -448,7 +464,7 @@ proto_parse(const char *data, size_t len, size_t *used,
 		return 0;
 	type = proto_get_be(data + 6, 2);
 	if (type != PROTO_REQUEST && type != PROTO_RESPONSE &&
-	    type != PROTO_PROGRESS)
+	    type != PROTO_PROGRESS && type != PROTO_DATA)
 		return err_set(err, EXIT_BAD_INPUT,
 		    "unknown frame type %u: use backfillctl and backfilld "
 		    "from the same release", (unsigned)type);
@@ -478,6 +494,13 @@ proto_parse(const char *data, size_t len, size_t *used,
 	}
 	*used = PROTO_HEADER + (size_t)blen;
 	return 1;
+}
+
+/* The body length announced by a complete header. */
+size_t
+proto_body_len(const char *header)
+{
+	return proto_get_be(header + 8, 4);
 }
 
 /* Free a message's body; the message is empty afterwards. */

@@ -6,15 +6,19 @@
  *   u32 magic   0x42464c44 ("BFLD"), big-endian
  *   u16 version PROTO_VERSION; a peer answers another version with an
  *               error frame and closes
- *   u16 type    PROTO_REQUEST, PROTO_RESPONSE or PROTO_PROGRESS
- *   u32 length  of the body, at most PROTO_MAX_BODY
+ *   u16 type    PROTO_REQUEST, PROTO_RESPONSE, PROTO_PROGRESS or
+ *               PROTO_DATA
+ *   u32 length  of the body, at most PROTO_MAX_BODY (and at most
+ *               PROTO_MAX_REQUEST for a REQUEST: the daemon refuses more)
  * The body is a sequence of fields "key=value\0": key is 1..32 of [a-z0-9_],
  * value any bytes but NUL.  A body that is not exactly that is refused.
  *
  * A client sends one REQUEST (field cmd=... and the command's fields); the
- * daemon answers with zero or more PROGRESS frames (only for cmd=wait) and
+ * daemon answers with zero or more PROGRESS frames (only for cmd=wait) or
+ * DATA frames (out=<a chunk of text for stdout>, printed as it comes) and
  * then one RESPONSE carrying status=<exit code>, and optionally out=<text
- * for stdout> and err=<one line for stderr>, plus command fields.
+ * for stdout, after the DATA chunks> and err=<one line for stderr>, plus
+ * command fields.
  */
 #ifndef BACKFILLD_PROTO_H
 #define BACKFILLD_PROTO_H
@@ -25,13 +29,19 @@
 #include "err.h"
 
 #define PROTO_MAGIC 0x42464c44u
-#define PROTO_VERSION 1
+#define PROTO_VERSION 2
 #define PROTO_HEADER 12
 #define PROTO_MAX_BODY (4u * 1024 * 1024)
+#define PROTO_MAX_REQUEST (1u * 1024 * 1024)
 #define PROTO_MAX_FIELDS 64
 #define PROTO_KEY_MAX 32
 
-enum proto_type { PROTO_REQUEST = 1, PROTO_RESPONSE = 2, PROTO_PROGRESS = 3 };
+enum proto_type {
+	PROTO_REQUEST = 1,
+	PROTO_RESPONSE = 2,
+	PROTO_PROGRESS = 3,
+	PROTO_DATA = 4
+};
 
 struct proto_field {
 	const char *key;   /* points into the body */
@@ -69,6 +79,9 @@ char *buf_steal(struct buf *b);
 /* Building a frame: start, add fields, finish (writes the header). */
 void proto_begin(struct buf *b, int type);
 void proto_add(struct buf *b, const char *key, const char *value);
+/* The same with a value of len bytes (no NUL among them). */
+void proto_add_n(struct buf *b, const char *key, const char *value,
+		 size_t len);
 void proto_addf(struct buf *b, const char *key, const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));
 void proto_add_int(struct buf *b, const char *key, long long v);
@@ -85,6 +98,8 @@ void proto_end(struct buf *b);
 int proto_parse(const char *data, size_t len, size_t *used,
 		struct proto_msg *msg, struct err *err);
 void proto_msg_free(struct proto_msg *msg);
+/* The body length a complete header (PROTO_HEADER bytes) announces. */
+size_t proto_body_len(const char *header);
 
 /* Field lookup: the value, or NULL when absent. */
 const char *proto_get(const struct proto_msg *msg, const char *key);

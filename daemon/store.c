@@ -913,72 +913,6 @@ store_partitions_of(struct store *st, const char *job, store_built_cb cb,
 }
 
 int
-store_runs(struct store *st, const char *job, int64_t request_id,
-	   const char *state, int64_t limit, store_run_cb cb, void *data,
-	   struct err *err)
-{
-	sqlite3_stmt *s;
-	struct store_run_row row;
-	int rc;
-	char sql[512];
-
-	/* Built per call: the filter set varies; parameters stay bound.
-	 * Runs, and the manifest rows that have not run yet (queued or
-	 * blocked, with no id), pending ones first. */
-	snprintf(sql, sizeof sql,
-		 "SELECT * FROM (SELECT id, request_id, job, partition_key,"
-		 " attempt, state, started_at, finished_at, error, rows_changed,"
-		 " code_version, 0 AS pending, id AS k FROM runs"
-		 " UNION ALL SELECT NULL, request_id, job, partition_key,"
-		 " attempts + 1, state, NULL, NULL, CASE WHEN state = 'blocked'"
-		 " THEN 'blocked: its input ' || blocked_on || ' failed' ELSE"
-		 " error END, NULL, NULL, 1, id FROM manifest WHERE state IN"
-		 " ('queued', 'blocked')) WHERE 1%s%s%s"
-		 " ORDER BY pending DESC, k DESC%s",
-		 job ? " AND job = ?1" : "", request_id ? " AND request_id = ?2" : "",
-		 state ? " AND state = ?3" : "", limit > 0 ? " LIMIT ?4" : "");
-	if (sqlite3_prepare_v2(st->db, sql, -1, &s, NULL) != SQLITE_OK)
-		return store_fail(st, err, "listing runs");
-	if (job)
-		bind_text(s, 1, job);
-	if (request_id)
-		sqlite3_bind_int64(s, 2, request_id);
-	if (state)
-		bind_text(s, 3, state);
-	if (limit > 0)
-		sqlite3_bind_int64(s, 4, limit);
-	while ((rc = sqlite3_step(s)) == SQLITE_ROW) {
-		memset(&row, 0, sizeof row);
-		row.has_id = sqlite3_column_type(s, 0) != SQLITE_NULL;
-		row.id = sqlite3_column_int64(s, 0);
-		row.request_id = sqlite3_column_int64(s, 1);
-		row.job = col_text(s, 2);
-		row.key = col_text(s, 3);
-		row.attempt = sqlite3_column_int(s, 4);
-		row.state = col_text(s, 5);
-		row.has_started_at = sqlite3_column_type(s, 6) != SQLITE_NULL;
-		row.started_at = sqlite3_column_int64(s, 6);
-		row.has_finished_at = sqlite3_column_type(s, 7) != SQLITE_NULL;
-		row.finished_at = sqlite3_column_int64(s, 7);
-		row.error = col_text(s, 8);
-		row.has_rows = sqlite3_column_type(s, 9) != SQLITE_NULL;
-		row.rows_changed = sqlite3_column_int64(s, 9);
-		row.code_version = col_text(s, 10);
-		if (cb(&row, data, err) < 0) {
-			sqlite3_finalize(s);
-			return -1;
-		}
-	}
-	if (rc != SQLITE_DONE) {
-		store_fail(st, err, "listing runs");
-		sqlite3_finalize(s);
-		return -1;
-	}
-	sqlite3_finalize(s);
-	return 0;
-}
-
-int
 store_partition_finished(struct store *st, const char *job, const char *key,
 			 int64_t run_id, enum mstate state, enum mstate *prev,
 			 struct err *err)
@@ -1338,4 +1272,209 @@ store_newest_build(struct store *st, const char *job, const char *first_key,
 		}
 	}
 	return rc < 0 ? -1 : found;
+}
+
+/* ---- runs, page by page --------------------------------------------- */
+
+/*
+ * A keyset cursor over what `backfillctl runs` lists, in the order of
+ * store_runs(): first the manifest rows still queued or blocked (newest
+ * first), then the runs (newest first).  Each phase walks its id space
+ * downwards in windows "id < hi AND id >= lo" with the filters, so that a
+ * page costs at most STORE_RUNS_SCAN ids of a rowid range scan however
+ * selective the filters are; a page may therefore hold fewer rows than
+ * asked, even none, and still not be the last.  Statements are prepared
+ * per page and finalized before returning: a cursor holds no SQLite
+ * resource between pages (no read transaction, nothing to finalize
+ * before store_close).  Rows added after the cursor opened (ids above the
+ * bounds taken then) are not listed; a row that leaves the manifest's
+ * pending states between pages may be missed or, once run, is not listed
+ * twice because its run's id is above the bound.
+ */
+#define STORE_RUNS_SCAN 5000
+
+struct store_runs_cursor {
+	struct store *st;
+	char *job, *state;
+	int64_t request_id;
+	int phase;         /* 0 manifest, 1 runs, 2 done */
+	int64_t hi[2], lo[2];  /* next window below hi[p], down to lo[p] */
+};
+
+/* The bounds min(id) and max(id)+1 of table; empty: lo = hi = 0. */
+static int
+store_runs_bounds(struct store *st, const char *table, int64_t *lo,
+		  int64_t *hi, struct err *err)
+{
+	sqlite3_stmt *s;
+	char sql[96];
+	int rc;
+
+	snprintf(sql, sizeof sql, "SELECT min(id), max(id) FROM %s", table);
+	if (sqlite3_prepare_v2(st->db, sql, -1, &s, NULL) != SQLITE_OK)
+		return store_fail(st, err, "listing runs");
+	rc = sqlite3_step(s);
+	if (rc != SQLITE_ROW) {
+		sqlite3_finalize(s);
+		return store_fail(st, err, "listing runs");
+	}
+	*lo = *hi = 0;
+	if (sqlite3_column_type(s, 0) != SQLITE_NULL) {
+		*lo = sqlite3_column_int64(s, 0);
+		*hi = sqlite3_column_int64(s, 1) + 1;
+	}
+	sqlite3_finalize(s);
+	return 0;
+}
+
+int
+store_runs_open(struct store *st, const char *job, int64_t request_id,
+		const char *state, struct store_runs_cursor **out,
+		struct err *err)
+{
+	struct store_runs_cursor *c = calloc(1, sizeof *c);
+
+	if (c == NULL)
+		return err_set(err, EXIT_INTERNAL, "out of memory");
+	c->st = st;
+	c->request_id = request_id;
+	c->job = job ? strdup(job) : NULL;
+	c->state = state ? strdup(state) : NULL;
+	if ((job && c->job == NULL) || (state && c->state == NULL)) {
+		store_runs_close(c);
+		return err_set(err, EXIT_INTERNAL, "out of memory");
+	}
+	if (store_runs_bounds(st, "manifest", &c->lo[0], &c->hi[0], err) < 0 ||
+	    store_runs_bounds(st, "runs", &c->lo[1], &c->hi[1], err) < 0) {
+		store_runs_close(c);
+		return -1;
+	}
+	/* a state filter names a phase: runs are never queued or blocked */
+	if (state && strcmp(state, "queued") != 0 && strcmp(state, "blocked") != 0)
+		c->hi[0] = c->lo[0];
+	else if (state)
+		c->hi[1] = c->lo[1];
+	*out = c;
+	return 0;
+}
+
+int64_t
+store_runs_max_id(const struct store_runs_cursor *c)
+{
+	return c->hi[1] > 0 ? c->hi[1] - 1 : 0;
+}
+
+/* One window query of the current phase; rows to cb; stops early when cb
+ * returns 1 (*stop set).  Moves hi down past what it read. */
+static int
+store_runs_window(struct store_runs_cursor *c, int64_t lo, int max_rows,
+		  store_run_cb cb, void *data, int *nrows, bool *stop,
+		  struct err *err)
+{
+	static const char *const select[2] = {
+		"SELECT NULL, request_id, job, partition_key, attempts + 1,"
+		" state, NULL, NULL, CASE WHEN state = 'blocked' THEN"
+		" 'blocked: its input ' || blocked_on || ' failed' ELSE error"
+		" END, NULL, NULL, id FROM manifest WHERE (state = 'queued' OR"
+		" state = 'blocked')",
+		"SELECT id, request_id, job, partition_key, attempt, state,"
+		" started_at, finished_at, error, rows_changed, code_version, id"
+		" FROM runs WHERE 1",
+	};
+	struct store_run_row row;
+	sqlite3_stmt *s;
+	char sql[768];
+	int p = c->phase, rc = SQLITE_DONE, n = 0;
+
+	snprintf(sql, sizeof sql, "%s AND id < ?1 AND id >= ?2%s%s%s"
+		 " ORDER BY id DESC LIMIT ?6", select[p],
+		 c->job ? " AND job = ?3" : "",
+		 c->request_id ? " AND request_id = ?4" : "",
+		 c->state ? " AND state = ?5" : "");
+	if (sqlite3_prepare_v2(c->st->db, sql, -1, &s, NULL) != SQLITE_OK)
+		return store_fail(c->st, err, "listing runs");
+	sqlite3_bind_int64(s, 1, c->hi[p]);
+	sqlite3_bind_int64(s, 2, lo);
+	if (c->job)
+		sqlite3_bind_text(s, 3, c->job, -1, SQLITE_STATIC);
+	if (c->request_id)
+		sqlite3_bind_int64(s, 4, c->request_id);
+	if (c->state)
+		sqlite3_bind_text(s, 5, c->state, -1, SQLITE_STATIC);
+	sqlite3_bind_int64(s, 6, max_rows);
+	while (!*stop && (rc = sqlite3_step(s)) == SQLITE_ROW) {
+		memset(&row, 0, sizeof row);
+		row.has_id = sqlite3_column_type(s, 0) != SQLITE_NULL;
+		row.id = sqlite3_column_int64(s, 0);
+		row.request_id = sqlite3_column_int64(s, 1);
+		row.job = col_text(s, 2);
+		row.key = col_text(s, 3);
+		row.attempt = sqlite3_column_int(s, 4);
+		row.state = col_text(s, 5);
+		row.has_started_at = sqlite3_column_type(s, 6) != SQLITE_NULL;
+		row.started_at = sqlite3_column_int64(s, 6);
+		row.has_finished_at = sqlite3_column_type(s, 7) != SQLITE_NULL;
+		row.finished_at = sqlite3_column_int64(s, 7);
+		row.error = col_text(s, 8);
+		row.has_rows = sqlite3_column_type(s, 9) != SQLITE_NULL;
+		row.rows_changed = sqlite3_column_int64(s, 9);
+		row.code_version = col_text(s, 10);
+		c->hi[p] = sqlite3_column_int64(s, 11);
+		n++;
+		rc = cb(&row, data, err);
+		if (rc < 0) {
+			sqlite3_finalize(s);
+			return -1;
+		}
+		if (rc > 0)
+			*stop = true;
+	}
+	if (!*stop && rc != SQLITE_DONE) {
+		store_fail(c->st, err, "listing runs");
+		sqlite3_finalize(s);
+		return -1;
+	}
+	sqlite3_finalize(s);
+	/* the window is read to its end: the next one starts below it */
+	if (!*stop && n < max_rows)
+		c->hi[p] = lo;
+	*nrows += n;
+	return 0;
+}
+
+int
+store_runs_page(struct store_runs_cursor *c, int max_rows, store_run_cb cb,
+		void *data, struct err *err)
+{
+	int64_t budget = STORE_RUNS_SCAN, lo, start;
+	int nrows = 0;
+	bool stop = false;
+
+	while (c->phase < 2 && !stop && nrows < max_rows && budget > 0) {
+		int p = c->phase;
+
+		if (c->hi[p] <= c->lo[p]) {
+			c->phase++;
+			continue;
+		}
+		start = c->hi[p];
+		lo = c->hi[p] - budget < c->lo[p] ? c->lo[p] : c->hi[p] - budget;
+		if (store_runs_window(c, lo, max_rows - nrows, cb, data, &nrows,
+				      &stop, err) < 0)
+			return -1;
+		budget -= start - c->hi[p];
+	}
+	while (c->phase < 2 && c->hi[c->phase] <= c->lo[c->phase])
+		c->phase++;
+	return c->phase == 2 ? 1 : 0;
+}
+
+void
+store_runs_close(struct store_runs_cursor *c)
+{
+	if (c == NULL)
+		return;
+	free(c->job);
+	free(c->state);
+	free(c);
 }

@@ -156,8 +156,8 @@ typedef int (*store_built_cb)(const char *key, int64_t built_at,
 int store_partitions_of(struct store *st, const char *job, store_built_cb cb,
 			void *data, struct err *err);
 
-/* Runs, newest first, after the manifest rows still queued or blocked;
- * filtered (NULL/0 filters are ignored); limit 0 = all. */
+/* One row of the runs listing (store_runs_page): a run, or a manifest row
+ * still queued or blocked (newest first, those first). */
 struct store_run_row {
 	bool has_id;          /* false: a queued or blocked item, not yet run */
 	int64_t id;
@@ -177,9 +177,25 @@ struct store_run_row {
 };
 typedef int (*store_run_cb)(const struct store_run_row *row, void *data,
 			    struct err *err);
-int store_runs(struct store *st, const char *job, int64_t request_id,
-	       const char *state, int64_t limit, store_run_cb cb, void *data,
-	       struct err *err);
+
+/*
+ * The same listing as store_runs(), page by page (a keyset cursor: see
+ * store.c).  store_runs_page() hands at most max_rows rows to cb, doing a
+ * bounded amount of work whatever the filters; cb returns -1 to fail, 1
+ * to end the page after this row (the next page resumes after it), 0 to
+ * go on.  Returns 1 when the listing is complete, 0 when more pages may
+ * follow (a page may hold no row and not be the last), -1 with err.  A
+ * cursor holds no SQLite resource between pages; close it before the
+ * store.  store_runs_max_id() is the newest run id it will list (0: none).
+ */
+struct store_runs_cursor;
+int store_runs_open(struct store *st, const char *job, int64_t request_id,
+		    const char *state, struct store_runs_cursor **out,
+		    struct err *err);
+int store_runs_page(struct store_runs_cursor *c, int max_rows, store_run_cb cb,
+		    void *data, struct err *err);
+int64_t store_runs_max_id(const struct store_runs_cursor *c);
+void store_runs_close(struct store_runs_cursor *c);
 
 /* A run of job's partition key finished as state (succeeded or failed):
  * it becomes the partition's newest run.  *prev is the state of the one

@@ -456,7 +456,8 @@ class Daemon:
             return "(no daemon log)"
 
 
-PROTO_MAGIC, PROTO_VERSION, PROTO_REQUEST, PROTO_RESPONSE = 0x42464C44, 1, 1, 2
+PROTO_MAGIC, PROTO_VERSION, PROTO_REQUEST, PROTO_RESPONSE = 0x42464C44, 2, 1, 2
+PROTO_DATA = 4
 
 
 def proto_call(sock_path, fields):
@@ -469,10 +470,13 @@ def proto_call(sock_path, fields):
     try:
         s.connect(sock_path)
         s.sendall(struct.pack(">IHHI", PROTO_MAGIC, PROTO_VERSION, PROTO_REQUEST, len(body)) + body)
+        streamed = b""
         while True:
             hdr = _recv_exact(s, 12)
             magic, _, typ, n = struct.unpack(">IHHI", hdr)
             data = _recv_exact(s, n) if n else b""
+            if typ == PROTO_DATA:  # a chunk of stdout: "out=...\0"
+                streamed += data[4:-1]
             if typ == PROTO_RESPONSE:
                 break
     finally:
@@ -482,6 +486,8 @@ def proto_call(sock_path, fields):
     for part in data.split(b"\0")[:-1]:
         k, _, v = part.partition(b"=")
         out[k.decode()] = v.decode("utf-8", "replace")
+    if streamed:
+        out["out"] = streamed.decode("utf-8", "replace") + out.get("out", "")
     return dt, out
 
 

@@ -154,8 +154,8 @@ def month_of(d):
 # ---------------------------------------------------------------- protocol
 
 PROTO_MAGIC = 0x42464C44
-PROTO_VERSION = 1
-PROTO_REQUEST, PROTO_RESPONSE, PROTO_PROGRESS = 1, 2, 3
+PROTO_VERSION = 2
+PROTO_REQUEST, PROTO_RESPONSE, PROTO_PROGRESS, PROTO_DATA = 1, 2, 3, 4
 
 
 def frame(fields, type_=PROTO_REQUEST, version=PROTO_VERSION, magic=PROTO_MAGIC,
@@ -178,8 +178,9 @@ def parse_body(body):
     return out
 
 
-def read_frame(sock):
-    """One frame from sock: (type, fields), or None at EOF."""
+def read_frame(sock, raw=False):
+    """One frame from sock: (type, fields), or None at EOF; with raw, the
+    body's bytes instead of its fields."""
     hdr = _read_exact(sock, 12)
     if hdr is None:
         return None
@@ -188,7 +189,14 @@ def read_frame(sock):
     check(n <= 4 * 1024 * 1024, "daemon announced a body of %d bytes" % n)
     body = _read_exact(sock, n) if n else b""
     check(body is not None, "daemon closed the connection inside a frame")
-    return type_, parse_body(body)
+    return type_, (body if raw else parse_body(body))
+
+
+def data_out(body):
+    """The raw bytes of a DATA frame's out field."""
+    check(body.startswith(b"out=") and body.endswith(b"\0"),
+          "DATA frame is not one out field: %r" % body[:60])
+    return body[4:-1]
 
 
 def _read_exact(sock, n):
@@ -614,14 +622,21 @@ class Daemon:
         try:
             s.sendall(frame(fields))
             progress = []
+            data = b""
             while True:
-                fr = read_frame(s)
+                fr = read_frame(s, raw=True)
                 check(fr is not None, "daemon closed the connection without a RESPONSE to %r" % fields)
-                t, f = fr
+                t, body = fr
+                if t == PROTO_DATA:
+                    data += data_out(body)
+                    continue
+                f = parse_body(body)
                 if t == PROTO_PROGRESS:
                     progress.append(f)
                     continue
                 eq(t, PROTO_RESPONSE, "frame type answering %r" % (fields,))
+                if data:  # DATA chunks come before the RESPONSE's out
+                    f["out"] = data.decode("utf-8", "replace") + f.get("out", "")
                 return progress, f
         finally:
             s.close()

@@ -129,7 +129,7 @@ END_TEST
 START_TEST(test_header_bytes)
 {
 	static const unsigned char want[] = {
-		'B', 'F', 'L', 'D', 0, 1, 0, 1, 0, 0, 0, 6,
+		'B', 'F', 'L', 'D', 0, 2, 0, 1, 0, 0, 0, 6,
 		'c', 'm', 'd', '=', 'x', 0
 	};
 	struct buf b;
@@ -252,7 +252,7 @@ START_TEST(test_bad_version)
 	ck_assert_int_eq(proto_parse(b.data, 6, &used, &msg, &err), -1);
 	ck_assert_int_eq(err.code, EXIT_BAD_INPUT);
 	ck_assert_str_eq(err.msg, "protocol version 7 is not supported (this "
-	    "side speaks 1): use backfillctl and backfilld from the same "
+	    "side speaks 2): use backfillctl and backfilld from the same "
 	    "release");
 	ck_assert_int_eq(proto_parse(b.data, b.len, &used, &msg, &err), -1);
 	raw_frame(&b, PROTO_MAGIC, 0, PROTO_REQUEST, 0, "", 0);
@@ -268,7 +268,7 @@ START_TEST(test_bad_type)
 	struct buf b;
 	struct err err;
 	size_t used;
-	uint16_t types[] = { 0, 4, 0xffff };
+	uint16_t types[] = { 0, 5, 0xffff };
 	size_t i;
 
 	buf_init(&b);
@@ -560,6 +560,29 @@ fuzz_one(const char *data, size_t len)
 	free(copy);
 }
 
+START_TEST(test_data_frame)
+{
+	struct proto_msg msg;
+	struct err err;
+	struct buf b;
+	size_t used;
+
+	/* a DATA frame carries a chunk of text, cut anywhere (no NUL) */
+	buf_init(&b);
+	proto_begin(&b, PROTO_DATA);
+	proto_add_n(&b, "out", "[\n  {\"id\": 1}xyz", 13);
+	proto_end(&b);
+	ck_assert_uint_eq(proto_body_len(b.data), b.len - PROTO_HEADER);
+	ck_assert_int_eq(proto_parse(b.data, b.len, &used, &msg, &err), 1);
+	ck_assert_uint_eq(used, b.len);
+	ck_assert_int_eq(msg.type, PROTO_DATA);
+	ck_assert_uint_eq(msg.fields[0].value_len, 13);
+	ck_assert_str_eq(proto_get(&msg, "out"), "[\n  {\"id\": 1}");
+	proto_msg_free(&msg);
+	buf_free(&b);
+}
+END_TEST
+
 START_TEST(test_fuzz)
 {
 	uint32_t seed = 0x2026beefu;
@@ -625,6 +648,7 @@ proto_suite(void)
 	tcase_add_test(tc, test_get_int);
 	tcase_add_test(tc, test_json_escape);
 	tcase_add_test(tc, test_buf);
+	tcase_add_test(tc, test_data_frame);
 	tcase_add_test(tc, test_fuzz);
 	suite_add_tcase(s, tc);
 	return s;

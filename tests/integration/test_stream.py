@@ -1,0 +1,391 @@
+#!/usr/bin/env python3
+"""Streamed answers and per-client bounds (issue 11, parts 3 and 4).
+
+A state store holding N_RUNS runs (written straight into state.db while the
+daemon is stopped) is listed by `runs --json` as one array holding every
+run, by `runs --jsonl` as the same objects one per line, and by the table
+output with aligned columns; filters and --limit still apply; queued items
+come first.  A reader that closes early (`| head -c 100`) costs the daemon
+nothing lasting: it answers `status` and its memory (VmRSS) stays bounded
+after 20 such readers.  A raw client that pipelines 300 `runs` requests and
+never reads does not grow the daemon's memory past a bound, nor stop it from
+answering others.  A request above the request size limit is refused.  The
+connection cap refuses the 65th client (exit 3, one line), and closing the
+others restores service.  An idle connection is closed by the daemon
+(BACKFILLD_TEST_IDLE_TIMEOUT_MS shortens the timeout for the test).
+
+The time guards below are failure guards, never timing targets."""
+import json
+import os
+import select
+import socket
+import sqlite3
+import subprocess
+import time
+
+import harness as h
+
+N_RUNS = 60000          # above the ~50,000 that no longer fit one frame
+IDLE_MS = 1500          # the shortened idle timeout of the daemon under test
+GUARD = 10.0            # s: failure guard for one answer
+RSS_GROWTH_MAX = 32 * 1024  # KiB
+
+JOBS = """
+- name: daily
+  partition: day
+  start: 2000-01-01
+  catchup: false
+  command: ["/bin/true"]
+- name: hourly
+  partition: hour
+  start: 2000-01-01
+  catchup: false
+  command: ["/bin/true"]
+- name: held
+  partition: day
+  start: 2026-01-01
+  catchup: false
+  command: ["/bin/true"]
+"""
+
+T0 = 946684800000  # 2000-01-01T00:00:00Z in ms
+
+
+def fill(d):
+    """Write N_RUNS runs of two requests into the stopped daemon's store."""
+    con = sqlite3.connect(d.state_db, timeout=30)
+    try:
+        cur = con.cursor()
+        cur.execute("INSERT INTO requests (id, job, kind, created_at, finished_at)"
+                    " VALUES (1001, 'daily', 'backfill', ?, ?)", (T0, T0))
+        cur.execute("INSERT INTO requests (id, job, kind, created_at, finished_at)"
+                    " VALUES (1002, 'hourly', 'backfill', ?, ?)", (T0, T0))
+        manifest, runs = [], []
+        for i in range(N_RUNS):
+            mid = 100000 + i
+            if i % 2:
+                req, job = 1002, "hourly"
+                key = "h%06d" % i
+            else:
+                req, job = 1001, "daily"
+                key = "d%06d" % i
+            state = "failed" if i % 7 == 0 else "succeeded"
+            error = None
+            if state == "failed":
+                error = 'boom "%d" caf\u00e9 \\ tab\there' % i
+            manifest.append((mid, req, job, key, i, state, 1, T0, T0))
+            runs.append((mid, req, job, key, 1, state, T0 + i, T0 + i + 5,
+                         error, i % 100, "v1"))
+        cur.executemany("INSERT INTO manifest (id, request_id, job, partition_key, seq,"
+                        " state, attempts, created_at, updated_at)"
+                        " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)", manifest)
+        cur.executemany("INSERT INTO runs (manifest_id, request_id, job, partition_key,"
+                        " attempt, state, started_at, finished_at, error,"
+                        " rows_changed, code_version)"
+                        " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)", runs)
+        # each run is its partition's newest (what the daemon records), so
+        # keep_runs pruning leaves them all
+        cur.execute("INSERT INTO partition_latest (job, partition_key, run_id, state)"
+                    " SELECT job, partition_key, id, state FROM runs")
+        con.commit()
+    finally:
+        con.close()
+
+
+def count(d, sql, params=()):
+    con = sqlite3.connect("file:%s?mode=ro" % d.state_db, uri=True, timeout=30)
+    try:
+        return con.execute(sql, params).fetchone()[0]
+    finally:
+        con.close()
+
+
+def rss_kib(d):
+    with open("/proc/%d/status" % d.proc.pid) as f:
+        for line in f:
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1])
+    h.fail("no VmRSS for the daemon")
+
+
+def runs_head(d):
+    """runs --json | head -c 100: backfillctl's exit status, stderr, stdout."""
+    r, w = os.pipe()
+    err_path = os.path.join(d.dir, "head.err")
+    with open(err_path, "w") as err:
+        ctl = subprocess.Popen([d.backfillctl, "--socket", d.sock, "runs", "--json"],
+                               stdout=w, stderr=err, env=d.env())
+    os.close(w)
+    got = b""
+    with os.fdopen(r, "rb") as rf:
+        got = rf.read(100)
+    # the reader is gone: backfillctl's next write fails with EPIPE
+    try:
+        rc = ctl.wait(timeout=GUARD)
+    except subprocess.TimeoutExpired:
+        ctl.kill()
+        h.fail("backfillctl runs --json | head -c 100: backfillctl did not exit"
+               " within %.0f s of its reader closing" % GUARD)
+    with open(err_path) as f:
+        return rc, f.read(), got
+
+
+def sanitized(d):
+    """True when the daemon runs with AddressSanitizer, whose quarantine
+    keeps freed memory resident: VmRSS bounds say nothing then."""
+    with open("/proc/%d/maps" % d.proc.pid) as f:
+        return "libasan" in f.read()
+
+
+def rss_bounded(d, grown, what):
+    if sanitized(d):
+        print("  (AddressSanitizer: VmRSS growth %d KiB %s not checked)" % (grown, what))
+        return
+    h.check(grown < RSS_GROWTH_MAX, "VmRSS grew by %d KiB %s" % (grown, what))
+
+
+def status_within(d, guard, what):
+    t0 = time.monotonic()
+    rc, out, err = d.ctl("status", "--json", timeout=guard + 30)
+    took = time.monotonic() - t0
+    h.eq(rc, 0, "status %s (stderr %r)" % (what, err))
+    h.check(took < guard, "status %s took %.1f s (guard %.0f s)" % (what, took, guard))
+
+
+def test_stream_runs():
+    d = h.Daemon(jobs=JOBS, name="stream", settings={"max_backfill": 30000},
+                 env={"BACKFILLD_TEST_IDLE_TIMEOUT_MS": str(IDLE_MS)})
+    d.stop()
+    fill(d)
+    d.start()
+    # queued items, held by a paused job: they come first, without an id
+    d.ok("pause", "held")
+    d.enqueue("backfill", "held", "--from", "2026-01-01", "--to", "2026-01-03")
+    total = count(d, "SELECT count(*) FROM runs")
+    queued = count(d, "SELECT count(*) FROM manifest WHERE state IN ('queued', 'blocked')")
+    h.eq(queued, 3, "queued items of the paused job")
+
+    t0 = time.monotonic()
+    out = d.ok("runs", "--json", timeout=120)
+    took = time.monotonic() - t0
+    rs = json.loads(out)
+    h.check(isinstance(rs, list), "runs --json is one array")
+    h.eq(len(rs), total + queued, "runs --json objects (every run and queued item)")
+    print("  runs --json: %d objects, %d bytes in %.2f s (%.0f rows/s)"
+          % (len(rs), len(out), took, len(rs) / took))
+    h.eq([r["id"] for r in rs[:3]], [None, None, None], "queued items first")
+    ids = [r["id"] for r in rs[3:]]
+    h.eq(ids, sorted(ids, reverse=True), "runs newest first")
+    h.eq(len(set(ids)), total, "distinct run ids")
+    keys = {"id", "request", "job", "partition", "attempt", "state", "started_at",
+            "finished_at", "error", "rows_changed", "code_version"}
+    for r in (rs[0], rs[5], rs[-1]):
+        h.eq(set(r), keys, "fields of a runs --json object")
+    failed = [r for r in rs if r["state"] == "failed"]
+    h.check(failed and failed[0]["error"].startswith('boom "') and "caf\u00e9" in failed[0]["error"],
+            "an error text survives JSON: %r" % (failed[:1],))
+
+    lines = d.ok("runs", "--jsonl", timeout=120).splitlines()
+    h.eq(len(lines), len(rs), "runs --jsonl lines")
+    h.eq([json.loads(l) for l in lines], rs, "runs --jsonl objects")
+
+    # filters and --limit over the stream
+    h.eq(len(json.loads(d.ok("runs", "--json", "--limit", "1234"))), 1234, "--limit 1234")
+    h.eq(json.loads(d.ok("runs", "--json", "--limit", "5")), rs[:5], "--limit 5")
+    got = json.loads(d.ok("runs", "--json", "--job", "hourly", "--state", "failed"))
+    h.eq(len(got), count(d, "SELECT count(*) FROM runs WHERE job = 'hourly' AND state = 'failed'"),
+         "runs --job hourly --state failed")
+    h.check(all(r["job"] == "hourly" and r["state"] == "failed" for r in got), "filters hold")
+    got = json.loads(d.ok("runs", "--json", "--request", "1001", "--limit", "700"))
+    h.eq(len(got), 700, "runs --request 1001 --limit 700")
+    h.check(all(r["request"] == 1001 for r in got), "request filter holds")
+    got = json.loads(d.ok("runs", "--json", "--state", "queued"))
+    h.eq(len(got), 3, "runs --state queued")
+    h.eq(json.loads(d.ok("runs", "--json", "--request", "999999")), [], "no such request: []")
+
+    # the table streams too, its columns aligned across pages
+    table = d.ok("runs", timeout=120).splitlines()
+    h.eq(len(table), 1 + total + queued, "table lines")
+    col = table[0].index("REQUEST")
+    h.check(all(l[col - 2:col] == "  " and l[col] != " " for l in table[1:]),
+            "the REQUEST column starts at the same place on every line")
+    col = table[0].index("STATE")
+    h.check(all(l[col - 2:col] == "  " for l in table[1:]), "STATE column aligned")
+
+    # readers that go away early
+    rc, err, got = runs_head(d)
+    h.eq((rc, err), (0, ""), "backfillctl runs --json | head -c 100: exit and stderr")
+    h.eq(got, out.encode()[:100], "the first 100 bytes")
+    before = rss_kib(d)
+    for _ in range(20):
+        rc, err, _ = runs_head(d)
+        h.eq((rc, err), (0, ""), "runs --json | head -c 100")
+    status_within(d, GUARD, "after 20 early closes")
+    after = rss_kib(d)
+    print("  VmRSS %d KiB before, %d KiB after 20 early closes" % (before, after))
+    rss_bounded(d, after - before, "over 20 early closes")
+    d.assert_alive("after the early closes")
+    # the same output as before: nothing left over from the closed streams
+    h.eq(d.ok("runs", "--json", "--limit", "5"), d.ok("runs", "--json", "--limit", "5"),
+         "runs after early closes")
+
+    # a client that pipelines 300 runs and never reads
+    base = rss_kib(d)
+    s = d.connect(GUARD)
+    s.setblocking(False)
+    req = h.frame({"cmd": "runs", "json": "1"})
+    pending = req * 300
+    t_end = time.monotonic() + GUARD
+    while pending and time.monotonic() < t_end:
+        try:
+            n = s.send(pending)
+            pending = pending[n:]
+        except BlockingIOError:
+            break  # the daemon stopped reading: that is the point
+    status_within(d, 5.0, "while a client does not read 300 pipelined runs")
+    grown = rss_kib(d) - base
+    print("  VmRSS growth with 300 unread pipelined runs: %d KiB" % grown)
+    rss_bounded(d, grown, "under a client that does not read")
+    s.close()
+    status_within(d, GUARD, "after the client that did not read went away")
+    d.assert_alive("after the client that did not read")
+
+    # pipelined requests read in turn are answered in order
+    s = d.connect(GUARD)
+    try:
+        s.sendall(h.frame({"cmd": "runs", "json": "1", "limit": "2"})
+                  + h.frame({"cmd": "status"}))
+        data = b""
+        while True:
+            t, body = h.read_frame(s, raw=True)
+            if t == h.PROTO_DATA:
+                data += h.data_out(body)
+                continue
+            h.eq(t, h.PROTO_RESPONSE, "frame after DATA")
+            break
+        h.eq(json.loads(data), rs[:2], "first of two pipelined answers")
+        t, f = h.read_frame(s)
+        h.eq((t, f.get("status")), (h.PROTO_RESPONSE, "0"), "second pipelined answer")
+    finally:
+        s.close()
+
+    # an answer that is not a stream but is large (a dry-run plan of
+    # 21,192 partitions, 678 KB) comes as DATA frames, then the RESPONSE
+    s = d.connect(GUARD)
+    try:
+        s.sendall(h.frame({"cmd": "backfill", "job": "hourly", "from": "2000-01-01",
+                           "to": "2002-06-01", "dry_run": "1"}))
+        data, ndata = b"", 0
+        while True:
+            t, body = h.read_frame(s, raw=True)
+            if t != h.PROTO_DATA:
+                break
+            data += h.data_out(body)
+            ndata += 1
+        f = h.parse_body(body)
+        h.eq((t, f.get("status")), (h.PROTO_RESPONSE, "0"), "end of a large dry run")
+        h.check(ndata >= 2, "a 678 KB answer comes in %d DATA frames" % ndata)
+        text = data.decode() + f.get("out", "")
+        h.eq(text, d.ok("backfill", "hourly", "--from", "2000-01-01", "--to",
+                        "2002-06-01", "--dry-run"), "the plan through backfillctl")
+        h.check(text.rstrip().endswith("21192 partitions: 21192 of hourly, 0 downstream"),
+                "the whole plan: %r" % text[-80:])
+    finally:
+        s.close()
+
+    # a request above the request size limit
+    s = d.connect(GUARD)
+    try:
+        big = h.frame({"cmd": "status", "pad": "x" * (1024 * 1024)})
+        try:
+            s.sendall(big)
+        except (BrokenPipeError, ConnectionResetError):
+            pass
+        fr = h.read_frame(s)
+        h.check(fr is not None and fr[1].get("status") == "2"
+                and "limit" in fr[1].get("err", ""),
+                "an oversized request is refused with a message: %r" % (fr,))
+    finally:
+        s.close()
+    status_within(d, GUARD, "after an oversized request")
+    d.stop()
+
+
+def test_connection_cap_and_idle():
+    d = h.Daemon(jobs=JOBS, name="cap",
+                 env={"BACKFILLD_TEST_IDLE_TIMEOUT_MS": str(IDLE_MS)})
+    # a connection that waits for a request is not idle
+    d.ok("pause", "held")
+    req = d.enqueue("backfill", "held", "--from", "2026-01-01", "--to", "2026-01-01")
+    w = d.connect(GUARD)
+    w.sendall(h.frame({"cmd": "wait", "request": req}))
+    t, f = h.read_frame(w)
+    h.eq(t, h.PROTO_PROGRESS, "a waiting client's first frame")
+    # an idle connection is closed by the daemon: read sees EOF
+    s = d.connect(timeout=IDLE_MS / 1000.0 + GUARD)
+    t0 = time.monotonic()
+    try:
+        h.eq(s.recv(100), b"", "what an idle connection reads")
+    except socket.timeout:
+        h.fail("an idle connection was not closed within %.1f s" % (IDLE_MS / 1000.0 + GUARD))
+    finally:
+        s.close()
+    took = time.monotonic() - t0
+    h.check(took >= IDLE_MS / 1000.0 * 0.9, "closed after %.2f s, before the"
+            " idle timeout of %d ms" % (took, IDLE_MS))
+    # the waiting one, connected before it, is still open: cancelling its
+    # request ends its wait with the final RESPONSE
+    r, _, _ = select.select([w], [], [], 0)
+    h.eq(r, [], "the waiting connection after the idle one was closed (EOF?)")
+    d.ok("cancel", str(req))
+    while True:
+        fr = h.read_frame(w)
+        h.check(fr is not None, "the waiting connection was closed")
+        if fr[0] == h.PROTO_RESPONSE:
+            break
+    h.eq(fr[1].get("finished"), "1", "the wait's final answer")
+    w.close()
+    # a connection in the middle of a request is idle as well
+    s = d.connect(timeout=IDLE_MS / 1000.0 + GUARD)
+    s.sendall(h.frame({"cmd": "status"})[:7])
+    h.eq(s.recv(100), b"", "a half-sent request's connection after the timeout")
+    s.close()
+
+    # the connection cap: 64 served, the next one refused (exit 3)
+    held = []
+    try:
+        # keep them busy enough not to be idle: each one waits for a request
+        req = d.enqueue("backfill", "held", "--from", "2026-01-01", "--to", "2026-01-01")
+        for _ in range(64):
+            c = d.connect(GUARD)
+            c.sendall(h.frame({"cmd": "wait", "request": req}))
+            held.append(c)
+        for c in held:  # every one of them is served: its first PROGRESS
+            t, f = h.read_frame(c)
+            h.eq(t, h.PROTO_PROGRESS, "a waiting client's first frame")
+        rc, out, err = d.ctl("status")
+        h.eq(rc, 3, "backfillctl with 64 clients connected: exit (stderr %r)" % err)
+        h.eq(out, "", "stdout of a refused backfillctl")
+        lines = err.splitlines()
+        h.eq(len(lines), 1, "one line on stderr: %r" % err)
+        h.check(lines[0].startswith("backfillctl: too many connections to backfilld (64)")
+                and "close idle clients" in lines[0], "the refusal: %r" % lines[0])
+        h.check(d.alive(), "the daemon lives with 64 clients")
+    finally:
+        for c in held:
+            c.close()
+    # closing them restores service (the daemon sees the closes in turn)
+    t_end = time.monotonic() + GUARD
+    while True:
+        rc, out, err = d.ctl("status")
+        if rc == 0 or time.monotonic() > t_end:
+            break
+    h.eq(rc, 0, "status once the 64 clients closed (stderr %r)" % err)
+    with open(d.log) as f:
+        log = f.read()
+    h.check("refused 1 connection" in log, "the refusal is logged")
+    d.stop()
+
+
+if __name__ == "__main__":
+    h.main([test_stream_runs, test_connection_cap_and_idle])
