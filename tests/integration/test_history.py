@@ -94,6 +94,9 @@ def test_keep_runs_prunes_and_keeps_what_matters():
         time.sleep(0.05)
     h.check(st["runs_kept"] <= 4 * HOURS + BACKFILLS * HOURS, "contract bound")
     h.check(st["store_bytes"] > 0 and st["wal_bytes"] >= 0, "store size in status: %r" % st)
+    text = d.ok("status")
+    h.check("history: %d runs kept; state store " % want in text,
+            "the text status names the runs kept: %r" % text)
 
     short = d.runs("--job", "short")
     h.eq(len(short), 2 * HOURS + 1, "runs of short left")
