@@ -375,8 +375,10 @@ def main(argv=None):
     args.skip = set(filter(None, args.skip.split(",")))
     if args.quick:
         args.days, args.jobs = 36, 10
-    args.backfilld = os.environ.get("BACKFILLD") or os.path.join(args.build, "daemon", "backfilld")
-    args.backfillctl = os.environ.get("BACKFILLCTL") or os.path.join(args.build, "daemon", "backfillctl")
+    args.backfilld = os.path.abspath(os.environ.get("BACKFILLD") or
+                                     os.path.join(args.build, "daemon", "backfilld"))
+    args.backfillctl = os.path.abspath(os.environ.get("BACKFILLCTL") or
+                                       os.path.join(args.build, "daemon", "backfillctl"))
     for b in (args.backfilld, args.backfillctl):
         if not os.access(b, os.X_OK):
             print("soak.py: %s is not built: meson setup build && meson compile -C build" % b,
