@@ -47,6 +47,7 @@
 #include "clock.h"
 #include "guard.h"
 #include "log.h"
+#include "text.h"
 
 struct request;
 
@@ -1266,6 +1267,7 @@ sched_commit_plan(struct sched *s, const struct sched_req *rq,
 		.reverse = rq->reverse, .no_downstream = rq->no_downstream,
 		.created_at = clock_now_ms(),
 	};
+	char qreason[256];
 	struct request *r;
 	int64_t *ids = NULL;
 	char key[CAL_KEY_MAX];
@@ -1311,7 +1313,7 @@ sched_commit_plan(struct sched *s, const struct sched_req *rq,
 	log_info("request=%" PRId64 " job=%s kind=%s queued %zu partitions"
 		 " (%zu downstream)%s%s", *id, j->name, rq->kind, plan->n,
 		 plan->n - plan->nroot, rq->reason ? " reason=" : "",
-		 rq->reason ? rq->reason : "");
+		 rq->reason ? str_escape(rq->reason, qreason, sizeof qreason) : "");
 	sched_kick(s);
 	return 0;
 fail:
