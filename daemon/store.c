@@ -43,6 +43,8 @@ enum stmt_id {
 	S_LATEST_COUNTS,
 	S_RUNS_COUNT,
 	S_RUN_PROC,
+	S_ORPHANS,
+	S_RUN_UNSTART,
 	S_PRUNE_RUNS,
 	S_PRUNE_AUDIT_DEL,
 	S_PRUNE_RUN_DEL,
@@ -114,6 +116,11 @@ static const char *const store_sql[S_COUNT] = {
 	"SELECT job, state, COUNT(*) FROM partition_latest GROUP BY job, state",
 	[S_RUNS_COUNT] = "SELECT COUNT(*) FROM runs",
 	[S_RUN_PROC] = "UPDATE runs SET pgid = ?2, proc_start = ?3 WHERE id = ?1",
+	[S_ORPHANS] =
+	"SELECT id, job, partition_key, pgid, proc_start FROM runs"
+	" WHERE state = 'running' AND pgid IS NOT NULL AND proc_start >= 0",
+	[S_RUN_UNSTART] = "DELETE FROM runs WHERE id = ?1 AND NOT EXISTS"
+	" (SELECT 1 FROM run_audit WHERE run_id = ?1)",
 	/* pruning: the next runs by id, with whether each must stay (the
 	 * newest run or newest success of its partition, still running, or
 	 * of a request still open) */
@@ -1031,6 +1038,32 @@ store_run_proc(struct store *st, int64_t run_id, int64_t pgid,
 	sqlite3_bind_int64(s, 2, pgid);
 	sqlite3_bind_int64(s, 3, proc_start);
 	return store_step_done(st, s, err, "recording a run's process");
+}
+
+int
+store_orphans(struct store *st, store_orphan_cb cb, void *data,
+	      struct err *err)
+{
+	sqlite3_stmt *s = st->stmt[S_ORPHANS];
+	int rc;
+
+	while ((rc = store_next(st, s, err, "reading runs left running")) > 0)
+		cb(sqlite3_column_int64(s, 0), col_text(s, 1), col_text(s, 2),
+		   sqlite3_column_int64(s, 3), sqlite3_column_int64(s, 4), data);
+	return rc;
+}
+
+int
+store_run_unstart(struct store *st, int64_t run_id, struct err *err)
+{
+	sqlite3_stmt *s = st->stmt[S_RUN_UNSTART];
+
+	sqlite3_bind_int64(s, 1, run_id);
+	if (store_step_done(st, s, err, "forgetting a run that never"
+			    " started") < 0)
+		return -1;
+	st->runs_kept -= sqlite3_changes(st->db);
+	return 0;
 }
 
 void
