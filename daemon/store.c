@@ -927,7 +927,7 @@ store_runs(struct store *st, const char *job, int64_t request_id,
 	sqlite3_stmt *s;
 	struct store_run_row row;
 	int rc;
-	char sql[512];
+	char sql[1024];
 
 	/* Built per call: the filter set varies; parameters stay bound.
 	 * Runs, and the manifest rows that have not run yet (queued or
@@ -937,10 +937,14 @@ store_runs(struct store *st, const char *job, int64_t request_id,
 		 " attempt, state, started_at, finished_at, error, rows_changed,"
 		 " code_version, 0 AS pending, id AS k FROM runs"
 		 " UNION ALL SELECT NULL, request_id, job, partition_key,"
-		 " attempts + 1, state, NULL, NULL, CASE WHEN state = 'blocked'"
+		 " attempts + 1, state, NULL, CASE WHEN state = 'cancelled'"
+		 " THEN updated_at END, CASE WHEN state = 'blocked'"
 		 " THEN 'blocked: its input ' || blocked_on || ' failed' ELSE"
-		 " error END, NULL, NULL, 1, id FROM manifest WHERE state IN"
-		 " ('queued', 'blocked')) WHERE 1%s%s%s"
+		 " error END, NULL, NULL, state <> 'cancelled', CASE WHEN"
+		 " state = 'cancelled' THEN 0 ELSE id END FROM manifest m"
+		 " WHERE state IN ('queued', 'blocked') OR (state ="
+		 " 'cancelled' AND NOT EXISTS (SELECT 1 FROM runs r WHERE"
+		 " r.manifest_id = m.id))) WHERE 1%s%s%s"
 		 " ORDER BY pending DESC, k DESC%s",
 		 job ? " AND job = ?1" : "", request_id ? " AND request_id = ?2" : "",
 		 state ? " AND state = ?3" : "", limit > 0 ? " LIMIT ?4" : "");

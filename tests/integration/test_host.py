@@ -239,6 +239,14 @@ def test_small_ones():
     d.ok("cancel", str(req))
     _, resp = d.request({"cmd": "wait", "request": req})
     h.eq(resp.get("status"), "1", "wait on a cancelled request: %r" % resp)
+    # operator-cancelled partitions show in runs --state cancelled and
+    # runs --request N
+    want = [("2026-02-10", "cancelled"), ("2026-02-11", "cancelled"),
+            ("2026-02-12", "cancelled")]
+    got = sorted((r["partition"], r["state"]) for r in d.runs("--request", req))
+    h.eq(got, want, "runs --request %d after cancel" % req)
+    got = sorted((r["partition"], r["state"]) for r in d.runs("--state", "cancelled"))
+    h.eq(got, want, "runs --state cancelled after cancel")
     d.ok("resume", "export")
     d.stop()
 
