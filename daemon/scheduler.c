@@ -102,7 +102,8 @@ struct active {
 	struct exec_run run;
 	struct exec_part part;   /* the one partition of an ordinary run */
 	struct exec_part *parts; /* a batch run's partitions (entries order) */
-	int64_t *run_ids;        /* a batch run: one runs row per entry */
+	int64_t *run_ids;        /* a batch run, or one run for several entries
+				  * (rule 5): one runs row per entry */
 	bool batch;
 	struct sched *s;
 	struct entry **entries;  /* entries[0] is the primary */
@@ -762,6 +763,21 @@ sched_start_run(struct sched *s, struct entry *e, int64_t now)
 				   e->key, e->attempts, now, j->code_version,
 				   s->cfg->file_hash, &a->run.run_id, &err) < 0) {
 		goto fail_tx;
+	} else if (a->nentries > 1) {
+		/* one run for several requests (rule 5): a runs row for
+		 * each entry served, as a batch has, so that every request's
+		 * runs and audit show the run that served it */
+		a->run_ids = xcalloc(a->nentries, sizeof *a->run_ids);
+		a->run_ids[0] = a->run.run_id;
+		for (size_t i = 1; i < a->nentries; i++) {
+			x = a->entries[i];
+			if (store_run_start(s->store, x->id, x->rq->id,
+					    x->job_name, x->key, x->attempts,
+					    now, j->code_version,
+					    s->cfg->file_hash, &a->run_ids[i],
+					    &err) < 0)
+				goto fail_tx;
+		}
 	}
 	if (store_commit(s->store, &err) < 0)
 		goto fail_tx;
@@ -1061,8 +1077,8 @@ sched_not_started(struct sched *s, struct active *a, int64_t now)
 
 	if (store_defer(s->store, &err) < 0 || store_begin(s->store, &err) < 0)
 		goto fail;
-	for (size_t i = 0; i < (a->batch ? a->nentries : 1); i++)
-		if (store_run_unstart(s->store, a->batch ? a->run_ids[i] :
+	for (size_t i = 0; i < (a->run_ids ? a->nentries : 1); i++)
+		if (store_run_unstart(s->store, a->run_ids ? a->run_ids[i] :
 				      run->run_id, &err) < 0)
 			goto fail_tx;
 	for (size_t i = 0; i < a->nentries; i++) {
@@ -1156,6 +1172,15 @@ sched_run_done_cb(struct exec_run *run)
 	}
 	if (!run->cancelled && sched_audit(s, run, a->run_ids, &err) < 0)
 		goto fail_tx;
+	/* the other requests' rows of a run shared by several (rule 5) */
+	for (size_t i = 1; !a->batch && a->run_ids && i < a->nentries; i++) {
+		if (store_run_finish(s->store, a->run_ids[i], run_state, now,
+				     error, -1, &err) < 0)
+			goto fail_tx;
+		if (!run->cancelled &&
+		    sched_audit(s, run, &a->run_ids[i], &err) < 0)
+			goto fail_tx;
+	}
 	for (size_t i = 0; i < a->nentries; i++) {
 		struct entry *x = a->entries[i];
 

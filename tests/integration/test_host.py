@@ -299,7 +299,44 @@ def test_paths_and_groups():
     d.stop()
 
 
+SHARED = """
+- name: fact
+  warehouse: wh
+  partition: day
+  start: 2026-02-01
+  end: 2026-02-28
+  catchup: false
+  sql: |
+    DELETE FROM t WHERE dt = :partition;
+    INSERT INTO t (dt) VALUES (:partition);
+  checks:
+    - name: landed
+      sql: SELECT COUNT(*) = 1 FROM t WHERE dt = :partition
+"""
+
+
+def test_one_run_serves_two_requests():
+    d = h.Daemon(jobs=SHARED, warehouses={"wh": "CREATE TABLE t (dt TEXT);"}, name="shared")
+    d.ok("pause", "fact")
+    r1 = d.enqueue("backfill", "fact", "--from", "2026-02-03", "--to", "2026-02-03")
+    r2 = d.enqueue("backfill", "fact", "--from", "2026-02-03", "--to", "2026-02-03")
+    d.ok("resume", "fact")
+    for r in (r1, r2):
+        d.wait_request(r)
+    for r in (r1, r2):
+        rs = d.runs("--request", r)
+        h.eq([(x["partition"], x["state"]) for x in rs], [("2026-02-03", "succeeded")],
+             "runs --request %d of a partition served by one run for two requests" % r)
+        a = d.json("audit", "--request", r)
+        p = a["partitions"]
+        h.eq(len(p), 1, "audit --request %d partitions" % r)
+        h.check(p[0]["run"] is not None and p[0]["passed"] is True and p[0]["state"] == "succeeded",
+                "audit --request %d of the shared run: %r" % (r, p[0]))
+    h.eq(d.query("SELECT COUNT(*) FROM t", wh="wh"), [(1,)], "the partition holds its row")
+    d.stop()
+
+
 if __name__ == "__main__":
     h.main([test_one_daemon_per_store, test_orphaned_group_ended_before_rerun,
             test_descriptors_run_out, test_soft_nofile_raised, test_small_ones,
-            test_paths_and_groups])
+            test_paths_and_groups, test_one_run_serves_two_requests])
