@@ -614,6 +614,26 @@ range_parse(enum grain g, const char *from, const char *to,
 	return 0;
 }
 
+/* Parse one date (or hour) of a dates file into the partitions at grain
+ * g that hold it; errors speak of "the date", not of --from. */
+int
+range_parse_date(enum grain g, const char *s, struct part_range *r,
+    struct err *err)
+{
+	int64_t lo = 0, hi = 0;
+
+	if (range_parse_bound(g, "the date", s, &lo, &hi, err) == -1)
+		return -1;
+	if (g == GRAIN_HOUR) {
+		r->first = lo;
+		r->last = hi;
+	} else {
+		r->first = part_of_day(g, lo);
+		r->last = part_of_day(g, hi);
+	}
+	return 0;
+}
+
 /* Number of partitions in an inclusive range (0 if empty); O(1). */
 int64_t
 range_count(const struct part_range *r)

@@ -96,6 +96,9 @@ struct part_range {
 };
 int range_parse(enum grain g, const char *from, const char *to,
 		struct part_range *r, struct err *err);
+/* One date (or hour) of a dates file, errors speaking of "the date". */
+int range_parse_date(enum grain g, const char *s, struct part_range *r,
+    struct err *err);
 int64_t range_count(const struct part_range *r);
 
 /*

@@ -17,6 +17,7 @@
 #include "calendar.h"
 #include "clock.h"
 #include "log.h"
+#include "text.h"
 
 #ifndef BACKFILLD_VERSION
 #define BACKFILLD_VERSION "0.1.0"
@@ -85,6 +86,7 @@ cmd_job(struct cmd_ctx *ctx, const struct proto_msg *req, struct cmd_res *res,
 	const struct config *cfg = sched_config(ctx->sched);
 	const char *name = proto_get(req, "job");
 	struct buf names;
+	char q[128];
 	int j;
 
 	if (name == NULL || name[0] == '\0') {
@@ -103,8 +105,8 @@ cmd_job(struct cmd_ctx *ctx, const struct proto_msg *req, struct cmd_res *res,
 	if (cfg->njobs > 12)
 		buf_addstr(&names, ", ...");
 	buf_add(&names, "", 1);
-	res_fail(res, EXIT_BAD_INPUT, "unknown job \"%.100s\": the configured"
-		 " jobs are %s", name, names.data);
+	res_fail(res, EXIT_BAD_INPUT, "unknown job \"%s\": the configured"
+		 " jobs are %s", str_escape(name, q, sizeof q), names.data);
 	buf_free(&names);
 	return -1;
 }
@@ -297,15 +299,45 @@ stale_keys_cb(int job, part_t part, bool built, int64_t built_at,
 	return keys_collect_cb(key, kc, err);
 }
 
-/* Parse the dates field (one date, or hour key for hourly jobs, a line)
- * into the partitions that hold them. */
+/* The file line of the n-th date (1-based): from the client's dates_lines
+ * field when it sent one, else n itself. */
+static long
+dates_line_of(const char *lines, int n)
+{
+	const char *p = lines;
+
+	for (int i = 1; p != NULL && *p != '\0'; i++) {
+		if (i == n)
+			return strtol(p, NULL, 10);
+		p = strchr(p, '\n');
+		if (p != NULL)
+			p++;
+	}
+	return n;
+}
+
+/* Refuse more distinct partitions than the job's max_backfill: sorts
+ * and deduplicates kc first, so 1,001 copies of a date are one. */
 static int
-parse_dates(const struct job_def *j, const char *dates, struct keys_ctx *kc,
-	    struct err *err)
+dates_check_count(struct keys_ctx *kc, struct err *err)
+{
+	kc->n = parts_unique(kc->parts, kc->n);
+	return check_count(kc->j, (int64_t)kc->n, "the dates file", err);
+}
+
+/* Parse the dates field (one date, or hour key for hourly jobs, a line)
+ * into the partitions that hold them; errors name file:line (the client
+ * sends the file's name and each date's line), and the count is of
+ * distinct partitions. */
+static int
+parse_dates(const struct job_def *j, const char *dates, const char *file,
+	    const char *lines, struct keys_ctx *kc, struct err *err)
 {
 	const char *p = dates;
 	int line = 0;
+	char qf[256];
 
+	str_escape(file ? file : "the dates file", qf, sizeof qf);
 	while (*p) {
 		const char *nl = strchr(p, '\n');
 		size_t len = nl ? (size_t)(nl - p) : strlen(p);
@@ -318,26 +350,28 @@ parse_dates(const struct job_def *j, const char *dates, struct keys_ctx *kc,
 			continue;
 		}
 		if (len >= sizeof d)
-			return err_set(err, EXIT_BAD_INPUT, "dates line %d is too long"
-				       ": write one date (YYYY-MM-DD) a line", line);
+			return err_set(err, EXIT_BAD_INPUT, "%s:%ld: the line is"
+				       " too long: write one date (YYYY-MM-DD)"
+				       " a line", qf, dates_line_of(lines, line));
 		memcpy(d, p, len);
 		d[len] = '\0';
-		if (range_parse(j->grain, d, d, &r, err) < 0) {
-			err_prefix(err, "dates line %d", line);
+		if (range_parse_date(j->grain, d, &r, err) < 0) {
+			err_prefix(err, "%s:%ld", qf, dates_line_of(lines, line));
 			return -1;
 		}
-		if (check_count(j, (int64_t)kc->n + range_count(&r),
-				"the dates file", err) < 0)
-			return -1;
 		for (part_t q = r.first; q <= r.last; q++) {
 			char key[CAL_KEY_MAX];
 			part_key(j->grain, q, key);
 			if (keys_collect_cb(key, kc, err) < 0)
 				return -1;
 		}
+		/* bounded memory: duplicates go every few bounds' worth */
+		if (kc->n > 2 * (size_t)j->max_backfill + 64 &&
+		    dates_check_count(kc, err) < 0)
+			return -1;
 		p += len + (nl ? 1 : 0);
 	}
-	return 0;
+	return dates_check_count(kc, err);
 }
 
 /* Print a plan as a table (dry run) or a one-line summary. */
@@ -451,8 +485,10 @@ cmd_backfill_common(struct cmd_ctx *ctx, const struct proto_msg *req,
 	else if (strcmp(reprocess, "missing") == 0)
 		rq.reprocess = REPROCESS_MISSING;
 	else {
+		char q[64];
+
 		res_fail(res, EXIT_BAD_INPUT, "--reprocess must be all, failed or"
-			 " missing, not \"%.40s\"", reprocess);
+			 " missing, not \"%s\"", str_escape(reprocess, q, sizeof q));
 		return;
 	}
 	if (rerun) {
@@ -545,7 +581,8 @@ cmd_backfill_common(struct cmd_ctx *ctx, const struct proto_msg *req,
 			goto out;
 		}
 	} else if (dates) {
-		if (parse_dates(kc.j, dates, &kc, &err) < 0) {
+		if (parse_dates(kc.j, dates, proto_get(req, "dates_file"),
+				proto_get(req, "dates_lines"), &kc, &err) < 0) {
 			res_err(res, &err);
 			goto out;
 		}
@@ -1364,6 +1401,19 @@ static const struct cmd_entry cmd_table[] = {
 	{ "reload", true, cmd_reload },
 };
 
+/* Whether this request changes state: a mutating command, except a
+ * backfill or rerun with dry_run=1 (it only prints the plan). */
+static bool
+cmd_req_mutates(const struct cmd_entry *ce, const struct proto_msg *req)
+{
+	if (!ce->mutates)
+		return false;
+	if ((ce->exec == cmd_backfill || ce->exec == cmd_rerun) &&
+	    flag(req, "dry_run"))
+		return false;
+	return true;
+}
+
 bool
 cmd_mutates(const char *name)
 {
@@ -1427,6 +1477,7 @@ cmd_run(struct cmd_ctx *ctx, const struct proto_msg *req, struct buf *resp,
 	const struct cmd_entry *ce = NULL;
 	struct cmd_res res = { .status = EXIT_DONE, .frame = resp };
 	struct text_stream *ts;
+	char qname[64];
 
 	*stream = NULL;
 	buf_init(&res.out);
@@ -1435,9 +1486,9 @@ cmd_run(struct cmd_ctx *ctx, const struct proto_msg *req, struct buf *resp,
 		if (strcmp(cmd_table[i].name, name) == 0)
 			ce = &cmd_table[i];
 	if (ce == NULL)
-		res_fail(&res, EXIT_BAD_INPUT, "unknown command \"%.40s\": see"
-			 " backfillctl --help", name);
-	else if (ce->mutates && !ctx->may_change)
+		res_fail(&res, EXIT_BAD_INPUT, "unknown command \"%s\": see"
+			 " backfillctl --help", str_escape(name, qname, sizeof qname));
+	else if (cmd_req_mutates(ce, req) && !ctx->may_change)
 		res_fail(&res, EXIT_BAD_INPUT, "permission denied: %s changes"
 			 " state and needs root, the daemon's user or the socket's"
 			 " group", ce->name);
@@ -1461,7 +1512,8 @@ cmd_run(struct cmd_ctx *ctx, const struct proto_msg *req, struct buf *resp,
 		return;
 	}
 	if (res.status != EXIT_DONE && res.err.msg[0]) {
-		log_info("control: cmd=%s refused: %s", name, res.err.msg);
+		log_info("control: cmd=%s refused: %s",
+			 str_escape(name, qname, sizeof qname), res.err.msg);
 		buf_reset(&res.out);
 	}
 	proto_add_int(resp, "status", res.status);

@@ -779,7 +779,15 @@ cfg_h_path(struct cfg_parser *p, void *obj, const struct cfg_key *k,
 		return -1;
 	free(*f);
 	*f = cfg_resolve(p->cfg->dir, cfg_text(val));
-	return *f == NULL ? cfg_oom(p) : 0;
+	if (*f == NULL)
+		return cfg_oom(p);
+	/* the daemon adds suffixes (-wal, .lock, logs/...) to such paths */
+	if (strlen(*f) > PATH_MAX - 16)
+		return cfg_fail(p, val->start_mark, "%s%s is %zu bytes long once"
+				" resolved, above the limit of %d: use a shorter"
+				" path", p->pfx, k->name, strlen(*f),
+				PATH_MAX - 16);
+	return 0;
 }
 
 /* An integer in [min, INT_MAX] into an int field (min in off2). */

@@ -563,11 +563,11 @@ ctl_date_ok(const char *s, struct err *err)
 /*
  * Read a dates file (path "-": standard input) into `dates`: one date (or
  * hour) a line, '#' starts a comment, blank lines skipped, each checked;
- * the dates joined by '\n'.
+ * the dates joined by '\n', and in `lines` the file line of each.
  */
 static int
 ctl_read_dates(const struct ctl_ctx *ctx, const char *path, struct buf *dates,
-    struct err *err)
+    struct buf *lines, struct err *err)
 {
 	FILE *f;
 	char *line = NULL, *s, *e;
@@ -604,10 +604,13 @@ ctl_read_dates(const struct ctl_ctx *ctx, const char *path, struct buf *dates,
 			rc = -1;
 			break;
 		}
-		if (count++ > 0)
+		if (count++ > 0) {
 			buf_add(dates, "\n", 1);
+			buf_add(lines, "\n", 1);
+		}
 		buf_addstr(dates, s);
-		if (dates->len > PROTO_MAX_BODY) {
+		buf_printf(lines, "%zu", lineno);
+		if (dates->len + lines->len + strlen(path) > PROTO_MAX_BODY - 256) {
 			rc = err_set(err, EXIT_BAD_INPUT, "%s is too long (more "
 			    "than %u bytes of dates); split it into smaller "
 			    "requests", path, PROTO_MAX_BODY);
@@ -742,7 +745,7 @@ static int
 ctl_arg_add(const struct ctl_ctx *ctx, const struct ctl_arg *arg,
     const char *s, long long n, struct buf *req, struct err *err)
 {
-	struct buf dates;
+	struct buf dates, lines;
 
 	if (arg->field == NULL)
 		return 0;
@@ -755,12 +758,18 @@ ctl_arg_add(const struct ctl_ctx *ctx, const struct ctl_arg *arg,
 		return 0;
 	case CTL_DATES_FILE:
 		buf_init(&dates);
-		if (ctl_read_dates(ctx, s, &dates, err) != 0) {
+		buf_init(&lines);
+		if (ctl_read_dates(ctx, s, &dates, &lines, err) != 0) {
 			buf_free(&dates);
+			buf_free(&lines);
 			return -1;
 		}
 		proto_add(req, arg->field, dates.data);
 		buf_free(&dates);
+		/* so that the daemon's errors say FILE:LINE */
+		proto_add(req, "dates_file", strcmp(s, "-") == 0 ? "stdin" : s);
+		proto_add(req, "dates_lines", lines.data);
+		buf_free(&lines);
 		return 0;
 	default:
 		proto_add(req, arg->field, s);

@@ -50,6 +50,7 @@
 #include "clock.h"
 #include "exec.h"
 #include "guard.h"
+#include "proc.h"
 #include "wh.h"
 
 
@@ -1090,6 +1091,14 @@ exec_env_ours(const char *e)
 	return false;
 }
 
+/* Whether errno e means "no resources now" (a run that could not start
+ * for it is queued again, not failed). */
+static bool
+exec_resource_errno(int e)
+{
+	return e == EMFILE || e == ENFILE || e == EAGAIN || e == ENOMEM;
+}
+
 /* Open (creating LOG_DIR/JOB) the run's log file for appending. */
 static int
 exec_cmd_log(struct exec_job *job, int *fd, struct err *err)
@@ -1122,11 +1131,15 @@ exec_cmd_log(struct exec_job *job, int *fd, struct err *err)
 			return err_set(err, EXIT_WORK_FAILED, "log path too "
 			    "long under %s", dir);
 	}
+	/* O_NOFOLLOW: a symbolic link planted at the log's path must not
+	 * make the daemon append to whatever it points at */
 	*fd = open(job->log_path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC |
-	    O_NOCTTY, 0640);
-	if (*fd == -1)
+	    O_NOCTTY | O_NOFOLLOW, 0640);
+	if (*fd == -1) {
+		run->not_started = exec_resource_errno(errno);
 		return err_set(err, EXIT_WORK_FAILED, "cannot open %s: %s",
 		    job->log_path, strerror(errno));
+	}
 	return 0;
 }
 
@@ -1152,6 +1165,7 @@ exec_cmd_start(struct exec_job *job)
 	}
 	nullfd = open("/dev/null", O_RDONLY | O_CLOEXEC);
 	if (nullfd == -1) {
+		run->not_started = exec_resource_errno(errno);
 		exec_fail(run, "cannot open /dev/null: %s", strerror(errno));
 		close(logfd);
 		exec_finish(job);
@@ -1203,12 +1217,16 @@ exec_cmd_start(struct exec_job *job)
 
 	if (r != 0) {
 		/* A handle that failed to spawn must still be closed. */
+		run->not_started = exec_resource_errno(-r);
 		exec_fail(run, "cannot run %s: %s", jd->command[0],
 		    strerror(-r));
 		uv_close((uv_handle_t *)&job->proc, exec_proc_close_cb);
 		return;
 	}
 	job->spawned = true;
+	run->pgid = job->proc.pid;
+	if (proc_start_time(job->proc.pid, &run->proc_start) < 0)
+		run->proc_start = -1;
 	exec_arm_timeout(job);
 	exec_post_started(job);
 }
@@ -1229,6 +1247,9 @@ exec_submit(struct exec *ex, struct exec_run *run)
 	run->failed = false;
 	run->timed_out = false;
 	run->cancelled = false;
+	run->not_started = false;
+	run->pgid = 0;
+	run->proc_start = -1;
 	run->error[0] = '\0';
 	run->rows_changed = 0;
 	run->checks = NULL;

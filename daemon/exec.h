@@ -85,6 +85,14 @@ struct exec_run {
 	bool failed;
 	bool timed_out;
 	bool cancelled;           /* exec_cancel() or exec_close() stopped it */
+	/* It could not start for want of resources (EMFILE, ENFILE, EAGAIN,
+	 * ENOMEM from opening its log or spawning): failed is set too, but
+	 * nothing ran; the caller queues it again without counting it. */
+	bool not_started;
+	/* A command run, once spawned (in started_cb): its process group
+	 * (its pid) and the leader's start time, /proc/PID/stat field 22. */
+	int64_t pgid;
+	int64_t proc_start;
 	char error[ERR_MSG_MAX];  /* one line when failed */
 	int64_t rows_changed;     /* sqlite3_total_changes delta, -1 for commands */
 	struct exec_check_result *checks; /* every check's outcome, in order */

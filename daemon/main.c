@@ -10,7 +10,9 @@
  * every handle and exit 0.  A second SIGTERM cancels at once.
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <getopt.h>
+#include <grp.h>
 #include <inttypes.h>
 #include <libgen.h>
 #include <limits.h>
@@ -20,7 +22,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
+#include <unistd.h>
 #include <uv.h>
 
 #include "clock.h"
@@ -32,6 +37,7 @@
 #include "prune.h"
 #include "scheduler.h"
 #include "store.h"
+#include "text.h"
 
 struct daemon {
 	uv_loop_t loop;
@@ -51,6 +57,7 @@ struct daemon {
 	bool clock_watching;
 	bool stopping;
 	bool cancelled;
+	int lock_fd;             /* STATE_DB.lock, flocked while we run */
 	int cli_log_level;       /* -1 when not given */
 	char last_reload[ERR_MSG_MAX + 64];
 };
@@ -320,6 +327,103 @@ daemon_abort_closed_cb(void *data)
 	uv_walk(&d->loop, daemon_walk_close_cb, NULL);
 }
 
+/*
+ * One daemon per state store.  Two daemons on one state_db (say, two
+ * configurations that differ only in socket:) would both run every
+ * partition.  The first takes an exclusive flock on STATE_DB.lock, beside
+ * the store, and writes its pid there; a second finds the lock held and
+ * refuses to start, naming the pid.  The lock goes with the process (kill
+ * -9 included), so a stale file never blocks a restart.  O_CLOEXEC: the
+ * commands we spawn must not inherit it (a command left running would
+ * otherwise hold the store against the next daemon).
+ */
+static int
+daemon_lock_store(struct daemon *d, const char *state_db, struct err *err)
+{
+	char path[PATH_MAX], pidbuf[32];
+	ssize_t n;
+	int fd;
+
+	if ((size_t)snprintf(path, sizeof path, "%s.lock", state_db) >= sizeof path)
+		return err_set(err, EXIT_BAD_INPUT, "state_db %s: path too long",
+			       state_db);
+	fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW | O_NOCTTY,
+		  0640);
+	if (fd < 0)
+		return err_set(err, EXIT_BAD_INPUT, "cannot open the state store"
+			       " lock %s: %s; check state_db and that its folder"
+			       " exists and is writable", path, strerror(errno));
+	if (flock(fd, LOCK_EX | LOCK_NB) < 0) {
+		int e = errno;
+
+		n = pread(fd, pidbuf, sizeof pidbuf - 1, 0);
+		pidbuf[n > 0 ? n : 0] = '\0';
+		pidbuf[strcspn(pidbuf, "\n")] = '\0';
+		close(fd);
+		if (e == EWOULDBLOCK)
+			return err_set(err, EXIT_BAD_INPUT, "state store %s is in"
+				       " use by another backfilld (pid %s, lock"
+				       " %s): stop it first, or give this"
+				       " configuration its own state_db",
+				       state_db, pidbuf[0] ? pidbuf : "unknown",
+				       path);
+		return err_set(err, EXIT_BAD_INPUT, "cannot lock %s: %s",
+			       path, strerror(e));
+	}
+	n = snprintf(pidbuf, sizeof pidbuf, "%ld\n", (long)getpid());
+	if (ftruncate(fd, 0) < 0 || pwrite(fd, pidbuf, (size_t)n, 0) != n)
+		log_warn("cannot write the pid into %s: %s", path,
+			 strerror(errno));
+	d->lock_fd = fd;
+	return 0;
+}
+
+/*
+ * What the daemon refuses at start that --check-config can see too
+ * without the running system: a state_db that is a symbolic link (the
+ * store, its WAL and its lock would be written wherever it points), a
+ * socket_group that does not exist.
+ */
+static int
+daemon_check_host(const struct config *cfg, struct err *err)
+{
+	struct stat sb;
+
+	if (lstat(cfg->state_db, &sb) == 0 && S_ISLNK(sb.st_mode))
+		return err_set(err, EXIT_BAD_INPUT, "%s: state_db %s is a"
+			       " symbolic link: point state_db at the real"
+			       " file", cfg->path, cfg->state_db);
+	if (cfg->socket_group != NULL && getgrnam(cfg->socket_group) == NULL) {
+		char q[128];
+
+		return err_set(err, EXIT_BAD_INPUT, "%s: socket_group \"%s\""
+			       " does not exist: create it (groupadd) or change"
+			       " socket_group", cfg->path,
+			       str_escape(cfg->socket_group, q, sizeof q));
+	}
+	return 0;
+}
+
+/*
+ * Descriptors.  Command runs open a log file and spawn through pipes;
+ * warehouse connections and control clients take descriptors too.  The
+ * soft limit (often 1024) is raised to the hard one so that runs have a
+ * reserve; a run that still finds none is put back in the queue without
+ * counting an attempt (scheduler.c).
+ */
+static void
+daemon_raise_nofile(void)
+{
+	struct rlimit rl;
+
+	if (getrlimit(RLIMIT_NOFILE, &rl) < 0 || rl.rlim_cur >= rl.rlim_max)
+		return;
+	rl.rlim_cur = rl.rlim_max;
+	if (setrlimit(RLIMIT_NOFILE, &rl) < 0)
+		log_warn("cannot raise the descriptor limit to %llu: %s",
+			 (unsigned long long)rl.rlim_max, strerror(errno));
+}
+
 /* Start everything; returns an exit code when start-up fails, else -1. */
 static int
 daemon_start(struct daemon *d, struct err *err)
@@ -327,6 +431,10 @@ daemon_start(struct daemon *d, struct err *err)
 	struct config *cfg = d->cfg;
 	char dir[PATH_MAX], logdir[PATH_MAX + 8];
 
+	if (daemon_check_host(cfg, err) < 0 ||
+	    daemon_lock_store(d, cfg->state_db, err) < 0)
+		return EXIT_BAD_INPUT;
+	daemon_raise_nofile();
 	snprintf(dir, sizeof dir, "%s", cfg->state_db);
 	snprintf(logdir, sizeof logdir, "%.4000s/logs", dirname(dir));
 	if (mkdir_p(logdir, 0750) < 0)
@@ -397,6 +505,7 @@ main(int argc, char **argv)
 
 	memset(&d, 0, sizeof d);
 	d.cli_log_level = -1;
+	d.lock_fd = -1;
 	log_init("backfilld");
 	opterr = 0;
 	while ((c = getopt_long(argc, argv, ":c:nl:Vh", opts, NULL)) != -1) {
@@ -438,6 +547,11 @@ main(int argc, char **argv)
 	}
 	if (config_load(config_path, &d.cfg, &err) < 0) {
 		early_error("%s", err.msg);
+		return EXIT_BAD_INPUT;
+	}
+	if (check && daemon_check_host(d.cfg, &err) < 0) {
+		early_error("%s", err.msg);
+		config_unref(d.cfg);
 		return EXIT_BAD_INPUT;
 	}
 	if (check) {
@@ -498,5 +612,7 @@ main(int argc, char **argv)
 	store_close(d.store);
 	notify_free(d.notify);
 	free(d.config_path);
+	if (d.lock_fd >= 0)
+		close(d.lock_fd); /* last: the store is closed */
 	return rc;
 }

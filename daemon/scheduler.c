@@ -47,6 +47,8 @@
 #include "clock.h"
 #include "guard.h"
 #include "log.h"
+#include "proc.h"
+#include "text.h"
 
 struct request;
 
@@ -100,7 +102,8 @@ struct active {
 	struct exec_run run;
 	struct exec_part part;   /* the one partition of an ordinary run */
 	struct exec_part *parts; /* a batch run's partitions (entries order) */
-	int64_t *run_ids;        /* a batch run: one runs row per entry */
+	int64_t *run_ids;        /* a batch run, or one run for several entries
+				  * (rule 5): one runs row per entry */
 	bool batch;
 	struct sched *s;
 	struct entry **entries;  /* entries[0] is the primary */
@@ -653,6 +656,7 @@ request_next(struct sched *s, struct request *rq, int64_t now, int64_t *wake)
 }
 
 static void sched_run_done_cb(struct exec_run *run);
+static void sched_run_started_cb(struct exec_run *run);
 static void sched_count_finished(struct sched *s, const char *job,
 				 enum mstate prev, enum mstate state);
 
@@ -759,6 +763,21 @@ sched_start_run(struct sched *s, struct entry *e, int64_t now)
 				   e->key, e->attempts, now, j->code_version,
 				   s->cfg->file_hash, &a->run.run_id, &err) < 0) {
 		goto fail_tx;
+	} else if (a->nentries > 1) {
+		/* one run for several requests (rule 5): a runs row for
+		 * each entry served, as a batch has, so that every request's
+		 * runs and audit show the run that served it */
+		a->run_ids = xcalloc(a->nentries, sizeof *a->run_ids);
+		a->run_ids[0] = a->run.run_id;
+		for (size_t i = 1; i < a->nentries; i++) {
+			x = a->entries[i];
+			if (store_run_start(s->store, x->id, x->rq->id,
+					    x->job_name, x->key, x->attempts,
+					    now, j->code_version,
+					    s->cfg->file_hash, &a->run_ids[i],
+					    &err) < 0)
+				goto fail_tx;
+		}
 	}
 	if (store_commit(s->store, &err) < 0)
 		goto fail_tx;
@@ -773,6 +792,7 @@ sched_start_run(struct sched *s, struct entry *e, int64_t now)
 	a->run.attempt = e->attempts;
 	a->run.log_dir = s->log_dir;
 	a->run.done_cb = sched_run_done_cb;
+	a->run.started_cb = sched_run_started_cb;
 	a->run.data = a;
 	a->prev = s->actives.prev;
 	a->next = &s->actives;
@@ -1019,6 +1039,79 @@ sched_audit(struct sched *s, struct exec_run *run, const int64_t *run_ids,
 	return rc;
 }
 
+/* A command run was spawned: record its process group and the leader's
+ * start time, so that a daemon restarted after a crash can end it (and
+ * only it) before its partition runs again (proc.h). */
+static void
+sched_run_started_cb(struct exec_run *run)
+{
+	struct active *a = run->data;
+	struct sched *s = a->s;
+	struct err err;
+
+	if (run->pgid <= 0)
+		return;
+	if (store_defer(s->store, &err) < 0 ||
+	    store_run_proc(s->store, run->run_id, run->pgid, run->proc_start,
+			   &err) < 0)
+		log_err("job=%s partition=%s run=%" PRId64 " cannot record its"
+			" process group %" PRId64 ": %s", a->job_name,
+			a->entries[0]->key, run->run_id, run->pgid, err.msg);
+}
+
+/*
+ * A run that could not start for want of resources (no descriptor, no
+ * memory, no process slot) never ran: its entries go back to queued
+ * without an attempt counted, its runs rows are forgotten, and the queue
+ * tries again after SCHED_NOT_STARTED_MS.  Such a spell must not burn a
+ * partition's retries.
+ */
+#define SCHED_NOT_STARTED_MS 2000
+
+static void
+sched_not_started(struct sched *s, struct active *a, int64_t now)
+{
+	struct exec_run *run = &a->run;
+	struct entry *e = a->entries[0];
+	struct err err;
+
+	if (store_defer(s->store, &err) < 0 || store_begin(s->store, &err) < 0)
+		goto fail;
+	for (size_t i = 0; i < (a->run_ids ? a->nentries : 1); i++)
+		if (store_run_unstart(s->store, a->run_ids ? a->run_ids[i] :
+				      run->run_id, &err) < 0)
+			goto fail_tx;
+	for (size_t i = 0; i < a->nentries; i++) {
+		struct entry *x = a->entries[i];
+
+		x->run = NULL;
+		if (x->attempts > 0)
+			x->attempts--;
+		x->not_before = now + SCHED_NOT_STARTED_MS;
+		entry_set(s, x, MS_QUEUED);
+		if (entry_store(s, x, NULL, now, &err) < 0)
+			goto fail_tx;
+	}
+	if (store_commit(s->store, &err) < 0)
+		goto fail_tx;
+	goto logged;
+fail_tx:
+	store_rollback(s->store);
+fail:
+	log_err("job=%s partition=%s run=%" PRId64 " cannot record that it did"
+		" not start: %s", a->job_name, e->key, run->run_id, err.msg);
+	for (size_t i = 0; i < a->nentries; i++) {
+		a->entries[i]->run = NULL;
+		entry_set(s, a->entries[i], MS_QUEUED);
+	}
+logged:
+	log_warn("job=%s partition=%s request=%" PRId64 " not started: %s;"
+		 " queued again in %d s, no attempt counted (raise the"
+		 " descriptor limit, LimitNOFILE=, if this repeats)", a->job_name,
+		 e->key, e->rq->id, run->error, SCHED_NOT_STARTED_MS / 1000);
+	sched_arm_retry(s, now + SCHED_NOT_STARTED_MS, now);
+}
+
 /* A run finished: record it, retry or settle, and dispatch again. */
 static void
 sched_run_done_cb(struct exec_run *run)
@@ -1034,8 +1127,14 @@ sched_run_done_cb(struct exec_run *run)
 	struct err err;
 	bool retry = false;
 	size_t nkeys = a->batch ? a->nentries : 1;
-	enum mstate *prev = xcalloc(nkeys, sizeof *prev);
+	enum mstate *prev;
 
+	if (run->not_started && !run->cancelled) {
+		result = MS_QUEUED;
+		sched_not_started(s, a, now);
+		goto settled;
+	}
+	prev = xcalloc(nkeys, sizeof *prev);
 	if (run->cancelled) {
 		result = MS_QUEUED; /* queued again, run at next start */
 		run_state = MS_CANCELLED;
@@ -1073,6 +1172,15 @@ sched_run_done_cb(struct exec_run *run)
 	}
 	if (!run->cancelled && sched_audit(s, run, a->run_ids, &err) < 0)
 		goto fail_tx;
+	/* the other requests' rows of a run shared by several (rule 5) */
+	for (size_t i = 1; !a->batch && a->run_ids && i < a->nentries; i++) {
+		if (store_run_finish(s->store, a->run_ids[i], run_state, now,
+				     error, -1, &err) < 0)
+			goto fail_tx;
+		if (!run->cancelled &&
+		    sched_audit(s, run, &a->run_ids[i], &err) < 0)
+			goto fail_tx;
+	}
 	for (size_t i = 0; i < a->nentries; i++) {
 		struct entry *x = a->entries[i];
 
@@ -1122,6 +1230,7 @@ recorded:
 			e->rq->id, run->run_id, e->attempts, run->error,
 			retry ? "; will retry" : "");
 
+settled:
 	s->nrunning--;
 	if (a->job >= 0 && (size_t)a->job < s->njob_running && s->job_running[a->job] > 0)
 		s->job_running[a->job]--;
@@ -1266,6 +1375,7 @@ sched_commit_plan(struct sched *s, const struct sched_req *rq,
 		.reverse = rq->reverse, .no_downstream = rq->no_downstream,
 		.created_at = clock_now_ms(),
 	};
+	char qreason[256];
 	struct request *r;
 	int64_t *ids = NULL;
 	char key[CAL_KEY_MAX];
@@ -1311,7 +1421,7 @@ sched_commit_plan(struct sched *s, const struct sched_req *rq,
 	log_info("request=%" PRId64 " job=%s kind=%s queued %zu partitions"
 		 " (%zu downstream)%s%s", *id, j->name, rq->kind, plan->n,
 		 plan->n - plan->nroot, rq->reason ? " reason=" : "",
-		 rq->reason ? rq->reason : "");
+		 rq->reason ? str_escape(rq->reason, qreason, sizeof qreason) : "");
 	sched_kick(s);
 	return 0;
 fail:
@@ -1915,6 +2025,78 @@ sched_warehouse_state(struct sched *s, const char *name, char *error,
 	return exec_warehouse_state(s->exec, name, error, errsz, at_ms);
 }
 
+
+struct orphans {
+	struct proc_group *g;
+	int64_t *run_ids;
+	char (*what)[160];
+	size_t n, cap;
+};
+
+/* Collect one run left running with a process group. */
+static void
+orphan_collect_cb(int64_t run_id, const char *job, const char *key,
+		  int64_t pgid, int64_t proc_start, void *data)
+{
+	struct orphans *o = data;
+
+	if (o->n == o->cap) {
+		o->cap = o->cap ? o->cap * 2 : 8;
+		o->g = realloc(o->g, o->cap * sizeof *o->g);
+		o->run_ids = realloc(o->run_ids, o->cap * sizeof *o->run_ids);
+		o->what = realloc(o->what, o->cap * sizeof *o->what);
+		if (o->g == NULL || o->run_ids == NULL || o->what == NULL)
+			abort();
+	}
+	memset(&o->g[o->n], 0, sizeof o->g[o->n]);
+	o->g[o->n].pgid = (pid_t)pgid;
+	o->g[o->n].start = proc_start;
+	o->run_ids[o->n] = run_id;
+	snprintf(o->what[o->n], sizeof o->what[o->n], "job=%.64s partition=%.32s",
+		 job ? job : "?", key ? key : "?");
+	o->n++;
+}
+
+/*
+ * Before runs left 'running' are queued again: end the command process
+ * groups a crashed daemon left behind, so that a partition never runs
+ * twice at once (proc.h).  Start-up waits at most 3 s for them: 2 s after
+ * SIGTERM, 1 s after SIGKILL.
+ */
+static void
+sched_end_orphans(struct sched *s)
+{
+	struct orphans o = { 0 };
+	struct err err;
+
+	if (store_orphans(s->store, orphan_collect_cb, &o, &err) < 0) {
+		log_err("cannot read the runs a crash left running: %s", err.msg);
+		return;
+	}
+	if (o.n > 0)
+		proc_end_groups(o.g, o.n, 2000, 1000);
+	for (size_t i = 0; i < o.n; i++) {
+		if (!o.g[i].matched)
+			log_info("%s run=%" PRId64 ": its process group %ld is"
+				 " gone (or its pid is another program's now):"
+				 " nothing to end", o.what[i], o.run_ids[i],
+				 (long)o.g[i].pgid);
+		else if (o.g[i].survived)
+			log_err("%s run=%" PRId64 ": its process group %ld left"
+				" by the previous daemon survived SIGKILL; the"
+				" partition is queued again all the same",
+				o.what[i], o.run_ids[i], (long)o.g[i].pgid);
+		else
+			log_warn("%s run=%" PRId64 ": ended process group %ld"
+				 " left running by the previous daemon (%s)",
+				 o.what[i], o.run_ids[i], (long)o.g[i].pgid,
+				 o.g[i].killed ? "SIGKILL" : "SIGTERM");
+	}
+	free(o.g);
+	free(o.run_ids);
+	free(o.what);
+}
+
 int
 sched_start(struct sched *s, struct err *err)
 {
@@ -1922,6 +2104,7 @@ sched_start(struct sched *s, struct err *err)
 	int recovered = 0;
 	int64_t now = clock_now_ms();
 
+	sched_end_orphans(s);
 	if (store_recover(s->store, now, &recovered, err) < 0 ||
 	    store_latest_counts(s->store, sched_count_load_cb, s, err) < 0 ||
 	    store_load_open(s->store, sched_load_cb, &lc, err) < 0)

@@ -43,6 +43,8 @@ enum stmt_id {
 	S_LATEST_COUNTS,
 	S_RUNS_COUNT,
 	S_RUN_PROC,
+	S_ORPHANS,
+	S_RUN_UNSTART,
 	S_PRUNE_RUNS,
 	S_PRUNE_AUDIT_DEL,
 	S_PRUNE_RUN_DEL,
@@ -114,6 +116,11 @@ static const char *const store_sql[S_COUNT] = {
 	"SELECT job, state, COUNT(*) FROM partition_latest GROUP BY job, state",
 	[S_RUNS_COUNT] = "SELECT COUNT(*) FROM runs",
 	[S_RUN_PROC] = "UPDATE runs SET pgid = ?2, proc_start = ?3 WHERE id = ?1",
+	[S_ORPHANS] =
+	"SELECT id, job, partition_key, pgid, proc_start FROM runs"
+	" WHERE state = 'running' AND pgid IS NOT NULL AND proc_start >= 0",
+	[S_RUN_UNSTART] = "DELETE FROM runs WHERE id = ?1 AND NOT EXISTS"
+	" (SELECT 1 FROM run_audit WHERE run_id = ?1)",
 	/* pruning: the next runs by id, with whether each must stay (the
 	 * newest run or newest success of its partition, still running, or
 	 * of a request still open) */
@@ -967,6 +974,32 @@ store_run_proc(struct store *st, int64_t run_id, int64_t pgid,
 	return store_step_done(st, s, err, "recording a run's process");
 }
 
+int
+store_orphans(struct store *st, store_orphan_cb cb, void *data,
+	      struct err *err)
+{
+	sqlite3_stmt *s = st->stmt[S_ORPHANS];
+	int rc;
+
+	while ((rc = store_next(st, s, err, "reading runs left running")) > 0)
+		cb(sqlite3_column_int64(s, 0), col_text(s, 1), col_text(s, 2),
+		   sqlite3_column_int64(s, 3), sqlite3_column_int64(s, 4), data);
+	return rc;
+}
+
+int
+store_run_unstart(struct store *st, int64_t run_id, struct err *err)
+{
+	sqlite3_stmt *s = st->stmt[S_RUN_UNSTART];
+
+	sqlite3_bind_int64(s, 1, run_id);
+	if (store_step_done(st, s, err, "forgetting a run that never"
+			    " started") < 0)
+		return -1;
+	st->runs_kept -= sqlite3_changes(st->db);
+	return 0;
+}
+
 void
 store_stats(struct store *st, struct store_stats *out)
 {
@@ -1278,8 +1311,9 @@ store_newest_build(struct store *st, const char *job, const char *first_key,
 
 /*
  * A keyset cursor over what `backfillctl runs` lists, in the order of
- * store_runs(): first the manifest rows still queued or blocked (newest
- * first), then the runs (newest first).  Each phase walks its id space
+ * The runs listing: first the manifest rows still queued or blocked (newest
+ * first), then the runs (newest first), then the manifest rows cancelled
+ * before they ran (newest first).  Each phase walks its id space
  * downwards in windows "id < hi AND id >= lo" with the filters, so that a
  * page costs at most STORE_RUNS_SCAN ids of a rowid range scan however
  * selective the filters are; a page may therefore hold fewer rows than
@@ -1297,8 +1331,9 @@ struct store_runs_cursor {
 	struct store *st;
 	char *job, *state;
 	int64_t request_id;
-	int phase;         /* 0 manifest, 1 runs, 2 done */
-	int64_t hi[2], lo[2];  /* next window below hi[p], down to lo[p] */
+	int phase;         /* 0 pending manifest rows, 1 runs, 2 cancelled
+			    * manifest rows that never ran, 3 done */
+	int64_t hi[3], lo[3];  /* next window below hi[p], down to lo[p] */
 };
 
 /* The bounds min(id) and max(id)+1 of table; empty: lo = hi = 0. */
@@ -1349,11 +1384,19 @@ store_runs_open(struct store *st, const char *job, int64_t request_id,
 		store_runs_close(c);
 		return -1;
 	}
-	/* a state filter names a phase: runs are never queued or blocked */
-	if (state && strcmp(state, "queued") != 0 && strcmp(state, "blocked") != 0)
-		c->hi[0] = c->lo[0];
-	else if (state)
+	c->lo[2] = c->lo[0];
+	c->hi[2] = c->hi[0];
+	/* a state filter names phases: runs are never queued or blocked,
+	 * cancelled rows are runs or manifest rows cancelled unrun */
+	if (state && (strcmp(state, "queued") == 0 ||
+		      strcmp(state, "blocked") == 0)) {
 		c->hi[1] = c->lo[1];
+		c->hi[2] = c->lo[2];
+	} else if (state) {
+		c->hi[0] = c->lo[0];
+		if (strcmp(state, "cancelled") != 0)
+			c->hi[2] = c->lo[2];
+	}
 	*out = c;
 	return 0;
 }
@@ -1371,7 +1414,7 @@ store_runs_window(struct store_runs_cursor *c, int64_t lo, int max_rows,
 		  store_run_cb cb, void *data, int *nrows, bool *stop,
 		  struct err *err)
 {
-	static const char *const select[2] = {
+	static const char *const select[3] = {
 		"SELECT NULL, request_id, job, partition_key, attempts + 1,"
 		" state, NULL, NULL, CASE WHEN state = 'blocked' THEN"
 		" 'blocked: its input ' || blocked_on || ' failed' ELSE error"
@@ -1380,6 +1423,10 @@ store_runs_window(struct store_runs_cursor *c, int64_t lo, int max_rows,
 		"SELECT id, request_id, job, partition_key, attempt, state,"
 		" started_at, finished_at, error, rows_changed, code_version, id"
 		" FROM runs WHERE 1",
+		"SELECT NULL, request_id, job, partition_key, attempts + 1,"
+		" state, NULL, updated_at, error, NULL, NULL, id FROM manifest m"
+		" WHERE state = 'cancelled' AND NOT EXISTS (SELECT 1 FROM runs r"
+		" WHERE r.manifest_id = m.id)",
 	};
 	struct store_run_row row;
 	sqlite3_stmt *s;
@@ -1450,7 +1497,7 @@ store_runs_page(struct store_runs_cursor *c, int max_rows, store_run_cb cb,
 	int nrows = 0;
 	bool stop = false;
 
-	while (c->phase < 2 && !stop && nrows < max_rows && budget > 0) {
+	while (c->phase < 3 && !stop && nrows < max_rows && budget > 0) {
 		int p = c->phase;
 
 		if (c->hi[p] <= c->lo[p]) {
@@ -1464,9 +1511,9 @@ store_runs_page(struct store_runs_cursor *c, int max_rows, store_run_cb cb,
 			return -1;
 		budget -= start - c->hi[p];
 	}
-	while (c->phase < 2 && c->hi[c->phase] <= c->lo[c->phase])
+	while (c->phase < 3 && c->hi[c->phase] <= c->lo[c->phase])
 		c->phase++;
-	return c->phase == 2 ? 1 : 0;
+	return c->phase == 3 ? 1 : 0;
 }
 
 void

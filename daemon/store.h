@@ -179,7 +179,8 @@ typedef int (*store_run_cb)(const struct store_run_row *row, void *data,
 			    struct err *err);
 
 /*
- * The same listing as store_runs(), page by page (a keyset cursor: see
+ * The runs listing (pending manifest rows, runs, partitions cancelled
+ * before they ran, each newest first), page by page (a keyset cursor: see
  * store.c).  store_runs_page() hands at most max_rows rows to cb, doing a
  * bounded amount of work whatever the filters; cb returns -1 to fail, 1
  * to end the page after this row (the next page resumes after it), 0 to
@@ -213,6 +214,17 @@ int store_latest_counts(struct store *st, store_count_cb cb, void *data,
 /* A command run's process group and its leader's start time. */
 int store_run_proc(struct store *st, int64_t run_id, int64_t pgid,
 		   int64_t proc_start, struct err *err);
+
+/* Runs left 'running' with a recorded process group (a command run a
+ * crash left behind), for proc_end_groups() before store_recover(). */
+typedef void (*store_orphan_cb)(int64_t run_id, const char *job,
+				const char *key, int64_t pgid,
+				int64_t proc_start, void *data);
+int store_orphans(struct store *st, store_orphan_cb cb, void *data,
+		  struct err *err);
+/* Forget a run that never started (no descriptors, no memory): its row
+ * goes, the partition is queued again without an attempt counted. */
+int store_run_unstart(struct store *st, int64_t run_id, struct err *err);
 
 /* What the store holds: runs kept (counted at open, then kept), the
  * database and its WAL in bytes. */

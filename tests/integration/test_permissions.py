@@ -133,6 +133,11 @@ def test_world_writable_socket_mutations_refused():
         e = h.one_line_error(rc, out, err, 2, what)
         h.check("permission denied" in e.lower(), "%s: no 'permission denied' in %r" % (what, e))
         h.check(args[0] in e, "%s: the error does not name the command: %r" % (what, e))
+    # a dry run changes nothing, so it needs no right to change anything
+    rc, out, err = ctl_nobody(d, "backfill", "export", "--from", "2026-02-01",
+                              "--to", "2026-02-03", "--dry-run")
+    h.eq(rc, 0, "backfill --dry-run as nobody (stderr %r)" % err)
+    h.check("2026-02-03" in out, "backfill --dry-run as nobody printed no plan: %r" % out)
     d.assert_alive("after the refused commands")
     st = d.status()["export"]
     h.eq((st["paused"], st["queued"], st["running"], st["succeeded"]), (False, 0, 0, 0),

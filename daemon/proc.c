@@ -1,0 +1,137 @@
+/* proc.c - process groups a crashed daemon left behind (Linux /proc). */
+#include "proc.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+/* Read /proc/PID/stat: the state letter, the process group and the start
+ * time.  0, or -1 when the process is gone. */
+static int
+proc_stat(pid_t pid, char *state, pid_t *pgrp, int64_t *start)
+{
+	char path[64], buf[1024], *p;
+	long long v;
+	size_t n;
+	FILE *f;
+	int field;
+
+	snprintf(path, sizeof path, "/proc/%ld/stat", (long)pid);
+	f = fopen(path, "re");
+	if (f == NULL)
+		return -1;
+	n = fread(buf, 1, sizeof buf - 1, f);
+	fclose(f);
+	buf[n] = '\0';
+	/* the name (field 2) may hold spaces and parentheses: skip to the
+	 * last ')' */
+	p = strrchr(buf, ')');
+	if (p == NULL || p[1] != ' ')
+		return -1;
+	p += 2;
+	/* p is at field 3 (state) */
+	*state = *p;
+	for (field = 3; field < 22 && p != NULL; field++) {
+		if (field == 5 && pgrp != NULL)
+			*pgrp = (pid_t)strtol(p, NULL, 10);
+		p = strchr(p, ' ');
+		if (p != NULL)
+			p++;
+	}
+	if (p == NULL || sscanf(p, "%lld", &v) != 1)
+		return -1;
+	*start = v;
+	return 0;
+}
+
+int
+proc_start_time(pid_t pid, int64_t *ticks)
+{
+	char state;
+
+	return proc_stat(pid, &state, NULL, ticks);
+}
+
+/* Whether any live (not zombie) process is in group pgid. */
+static bool
+proc_group_alive(pid_t pgid)
+{
+	struct dirent *de;
+	bool alive = false;
+	DIR *dir;
+
+	dir = opendir("/proc");
+	if (dir == NULL)
+		return kill(-pgid, 0) == 0;
+	while (!alive && (de = readdir(dir)) != NULL) {
+		char state, *end;
+		pid_t pgrp = 0;
+		int64_t start;
+		long pid = strtol(de->d_name, &end, 10);
+
+		if (*end != '\0' || pid <= 0)
+			continue;
+		if (proc_stat((pid_t)pid, &state, &pgrp, &start) == 0 &&
+		    pgrp == pgid && state != 'Z' && state != 'X')
+			alive = true;
+	}
+	closedir(dir);
+	return alive;
+}
+
+/* Wait up to ms for the groups marked to end; true when all are gone. */
+static bool
+proc_wait_groups(struct proc_group *g, size_t n, int ms)
+{
+	struct timespec step = { 0, 50 * 1000 * 1000 };
+
+	for (int waited = 0;; waited += 50) {
+		bool any = false;
+
+		for (size_t i = 0; i < n; i++)
+			if (g[i].matched && proc_group_alive(g[i].pgid))
+				any = true;
+		if (!any)
+			return true;
+		if (waited >= ms)
+			return false;
+		nanosleep(&step, NULL);
+	}
+}
+
+void
+proc_end_groups(struct proc_group *g, size_t n, int term_ms, int kill_ms)
+{
+	bool any = false;
+
+	for (size_t i = 0; i < n; i++) {
+		int64_t start;
+
+		g[i].matched = g[i].killed = g[i].survived = false;
+		if (g[i].pgid <= 1 ||
+		    proc_start_time(g[i].pgid, &start) < 0 ||
+		    start != g[i].start)
+			continue;
+		g[i].matched = true;
+		any = true;
+		kill(-g[i].pgid, SIGTERM);
+		kill(-g[i].pgid, SIGCONT); /* a stopped group cannot die of TERM */
+	}
+	if (!any || proc_wait_groups(g, n, term_ms))
+		return;
+	for (size_t i = 0; i < n; i++) {
+		if (!g[i].matched || !proc_group_alive(g[i].pgid))
+			continue;
+		g[i].killed = true;
+		kill(-g[i].pgid, SIGKILL);
+	}
+	if (proc_wait_groups(g, n, kill_ms))
+		return;
+	for (size_t i = 0; i < n; i++)
+		if (g[i].matched && proc_group_alive(g[i].pgid))
+			g[i].survived = true;
+}

@@ -1,0 +1,41 @@
+/*
+ * proc.h - process groups a crashed daemon left behind.
+ *
+ * A command run is spawned in its own session, so its pid is also its
+ * process group.  The store records that pgid and the leader's start time
+ * (/proc/PID/stat field 22: clock ticks since boot) as soon as the run is
+ * spawned.  After a crash (kill -9, OOM) the group lives on, reparented
+ * to init; at the next start, before the run's partition is queued again,
+ * proc_end_groups() ends it: SIGTERM to the group, SIGKILL to what is left
+ * after a short wait.  A pid is reused after its process is gone, so a
+ * group is ended only while /proc/PGID/stat shows the start time recorded:
+ * a different start time is another program that happens to have the pid
+ * now, and is never touched.  Linux only (/proc).
+ */
+#ifndef BACKFILLD_PROC_H
+#define BACKFILLD_PROC_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+/* The start time of process pid in clock ticks since boot: 0, or -1 when
+ * it does not exist (or /proc cannot say). */
+int proc_start_time(pid_t pid, int64_t *ticks);
+
+/* A group to end: filled by the caller; `ended` and `killed` by
+ * proc_end_groups. */
+struct proc_group {
+	pid_t pgid;
+	int64_t start;     /* the leader's start time recorded */
+	bool matched;      /* the leader was still the process we spawned */
+	bool killed;       /* it needed SIGKILL */
+	bool survived;     /* still there when the wait ran out */
+};
+
+/* End the groups whose leader still has the start time recorded: SIGTERM,
+ * then SIGKILL after term_ms, then wait up to kill_ms more.  Blocks for at
+ * most term_ms + kill_ms (start-up only). */
+void proc_end_groups(struct proc_group *g, size_t n, int term_ms, int kill_ms);
+
+#endif
