@@ -697,13 +697,26 @@ cmd_status(struct cmd_ctx *ctx, const struct proto_msg *req,
 		struct store_stats ss;
 
 		store_stats(sched_store(s), &ss);
+		const char *why;
+		int64_t since;
+		char since_s[CAL_KEY_MAX];
+		bool failed = sched_store_failed(s, &why, &since);
+
 		buf_printf(&res->out, "{\"version\": \"%s\", \"now\": \"%s\","
 			   " \"running\": %d, \"queued\": %" PRId64 ","
 			   " \"runs_kept\": %" PRId64 ", \"store_bytes\": %"
-			   PRId64 ", \"wal_bytes\": %" PRId64 ", \"jobs\": [",
-			   BACKFILLD_VERSION, now, sched_running(s),
-			   sched_queued(s), ss.runs_kept, ss.db_bytes,
-			   ss.wal_bytes);
+			   PRId64 ", \"wal_bytes\": %" PRId64 ", \"store\":"
+			   " {\"path\": ", BACKFILLD_VERSION, now,
+			   sched_running(s), sched_queued(s), ss.runs_kept,
+			   ss.db_bytes, ss.wal_bytes);
+		buf_add_json_str(&res->out, cfg->state_db);
+		cal_format_iso_ms(since, since_s);
+		buf_printf(&res->out, ", \"state\": \"%s\", \"since\": ",
+			   failed ? "failed" : "ok");
+		json_str(&res->out, failed ? since_s : NULL);
+		buf_addstr(&res->out, ", \"error\": ");
+		json_str(&res->out, failed ? why : NULL);
+		buf_addstr(&res->out, "}, \"jobs\": [");
 	}
 	else {
 		const char *head[12] = { "JOB", "GRAIN", "PAUSED", "WATERMARK",
@@ -827,6 +840,17 @@ cmd_status(struct cmd_ctx *ctx, const struct proto_msg *req,
 			   " store %.1f MiB, its WAL %.1f MiB\n", ss.runs_kept,
 			   (double)ss.db_bytes / 1048576.0,
 			   (double)ss.wal_bytes / 1048576.0);
+		const char *why;
+		int64_t since;
+		char since_s[CAL_KEY_MAX];
+
+		if (sched_store_failed(s, &why, &since)) {
+			cal_format_iso_ms(since, since_s);
+			buf_printf(&res->out, "state store %s cannot be written"
+				   " since %s: %s; no new runs start until it"
+				   " can (free space on its filesystem)\n",
+				   cfg->state_db, since_s, why);
+		}
 	}
 	for (size_t w = 0; w < cfg->nwarehouses; w++) {
 		char why[256];
@@ -1478,6 +1502,7 @@ cmd_run(struct cmd_ctx *ctx, const struct proto_msg *req, struct buf *resp,
 	struct cmd_res res = { .status = EXIT_DONE, .frame = resp };
 	struct text_stream *ts;
 	char qname[64];
+	const char *why;
 
 	*stream = NULL;
 	buf_init(&res.out);
@@ -1492,6 +1517,11 @@ cmd_run(struct cmd_ctx *ctx, const struct proto_msg *req, struct buf *resp,
 		res_fail(&res, EXIT_BAD_INPUT, "permission denied: %s changes"
 			 " state and needs root, the daemon's user or the socket's"
 			 " group", ce->name);
+	else if (cmd_req_mutates(ce, req) &&
+		 sched_store_failed(ctx->sched, &why, NULL))
+		res_fail(&res, EXIT_WORK_FAILED, "the state store cannot be"
+			 " written (%s): nothing was changed; free space on its"
+			 " filesystem, backfilld resumes by itself", why);
 	else
 		ce->exec(ctx, req, &res);
 	if (res.stream != NULL) {

@@ -152,7 +152,21 @@ client_send(struct client *cl, struct buf *frame)
 		buf_free(frame);
 		return;
 	}
-	sched_flush(cl->c->sched); /* nothing is acknowledged uncommitted */
+	/* nothing is acknowledged uncommitted: when the commit fails, the
+	 * answer becomes that error (scheduler.c, rule 7) */
+	if (sched_flush(cl->c->sched) < 0) {
+		const char *why = "";
+
+		sched_store_failed(cl->c->sched, &why, NULL);
+		buf_reset(frame);
+		proto_begin(frame, PROTO_RESPONSE);
+		proto_add_int(frame, "status", EXIT_WORK_FAILED);
+		proto_addf(frame, "err", "the state store cannot be written (%s):"
+			   " what was asked was not recorded; free space on its"
+			   " filesystem and try again", why);
+		proto_end(frame);
+		len = frame->len;
+	}
 	wr = calloc(1, sizeof *wr);
 	if (wr == NULL) {
 		buf_free(frame);

@@ -58,6 +58,10 @@ struct daemon {
 	bool stopping;
 	bool cancelled;
 	int lock_fd;             /* STATE_DB.lock, flocked while we run */
+	uv_timer_t store_timer;  /* a failed store: try it again (rule 7) */
+	uint64_t store_retry_ms;
+	bool store_waiting_logged;
+	char **argv;             /* to restart in place */
 	int cli_log_level;       /* -1 when not given */
 	char last_reload[ERR_MSG_MAX + 64];
 };
@@ -98,11 +102,89 @@ static void
 daemon_status(struct daemon *d)
 {
 	char line[ERR_MSG_MAX + 256];
+	const char *why;
 
-	snprintf(line, sizeof line, "%d running, %" PRId64 " queued, %" PRId64
-		 " failed; %s", sched_running(d->sched), sched_queued(d->sched),
-		 sched_failed_total(d->sched), d->last_reload);
+	if (sched_store_failed(d->sched, &why, NULL))
+		snprintf(line, sizeof line, "state store cannot be written, no"
+			 " new runs: %.900s", why);
+	else
+		snprintf(line, sizeof line, "%d running, %" PRId64 " queued, %"
+			 PRId64 " failed; %s", sched_running(d->sched),
+			 sched_queued(d->sched), sched_failed_total(d->sched),
+			 d->last_reload);
 	notify_status(d->notify, line);
+}
+
+/*
+ * A store that cannot be written (scheduler.c, rule 7).  The daemon stays
+ * up, says so in STATUS=, and tries the store again every 10 s, backing
+ * off to a minute.  Once a real commit succeeds with STORE_MIN_FREE bytes
+ * free on its filesystem and no run is in flight, it restarts in place
+ * (execv of itself, same pid: systemd sees no failure and no restart
+ * loop), and the new image resumes from the store's last commit as after
+ * a crash: the runs that finished unrecorded run again (idempotent).
+ */
+#define STORE_MIN_FREE (16 * 1024 * 1024)
+#define STORE_RETRY_FIRST_MS 10000
+#define STORE_RETRY_MAX_MS 60000
+
+/* Restart in place: the same program, arguments and pid. */
+static void
+daemon_reexec(struct daemon *d)
+{
+	log_notice("the state store can be written again: restarting in place"
+		   " to resume from what it holds");
+	notify_status(d->notify, "restarting in place after a state store"
+		      " failure");
+	fflush(stderr);
+	execv("/proc/self/exe", d->argv);
+	log_err("cannot restart in place: %s; exiting so that the service"
+		" manager starts backfilld again", strerror(errno));
+	exit(EXIT_WORK_FAILED);
+}
+
+/* Try the failed store again. */
+static void
+daemon_store_retry_cb(uv_timer_t *t)
+{
+	struct daemon *d = t->data;
+	struct err err;
+
+	if (d->stopping)
+		return;
+	if (store_probe_write(d->store, STORE_MIN_FREE, &err) < 0) {
+		log_debug("state store still cannot be written: %s", err.msg);
+		d->store_retry_ms = d->store_retry_ms * 2 > STORE_RETRY_MAX_MS ?
+			STORE_RETRY_MAX_MS : d->store_retry_ms * 2;
+		uv_timer_start(t, daemon_store_retry_cb, d->store_retry_ms, 0);
+		return;
+	}
+	if (sched_running(d->sched) > 0) {
+		if (!d->store_waiting_logged)
+			log_notice("the state store can be written again; waiting"
+				   " for %d runs in flight before restarting",
+				   sched_running(d->sched));
+		d->store_waiting_logged = true;
+		uv_timer_start(t, daemon_store_retry_cb, 1000, 0);
+		return;
+	}
+	daemon_reexec(d);
+}
+
+/* The scheduler could not commit: say so and start trying again. */
+static void
+daemon_store_failed_cb(void *data)
+{
+	struct daemon *d = data;
+
+	const char *test_ms = getenv("BACKFILLD_TEST_STORE_RETRY_MS");
+
+	daemon_status(d);
+	d->store_retry_ms = STORE_RETRY_FIRST_MS;
+	if (test_ms != NULL && atoi(test_ms) > 0) /* tests only */
+		d->store_retry_ms = (uint64_t)atoi(test_ms);
+	uv_timer_start(&d->store_timer, daemon_store_retry_cb,
+		       d->store_retry_ms, 0);
 }
 
 /* Throttled STATUS refresh. */
@@ -213,6 +295,7 @@ daemon_exec_closed_cb(void *data)
 	uv_close((uv_handle_t *)&d->sigint, NULL);
 	uv_close((uv_handle_t *)&d->grace, NULL);
 	uv_close((uv_handle_t *)&d->status_timer, NULL);
+	uv_close((uv_handle_t *)&d->store_timer, NULL);
 	sched_flush(d->sched);
 	uv_close((uv_handle_t *)&d->flush, NULL);
 	if (d->clock_watching)
@@ -449,6 +532,7 @@ daemon_start(struct daemon *d, struct err *err)
 	if (sched_new(&d->loop, d->store, d->exec, cfg, logdir, &d->sched, err) < 0)
 		return EXIT_WORK_FAILED;
 	sched_on_change(d->sched, daemon_changed_cb, d);
+	sched_on_store_failure(d->sched, daemon_store_failed_cb, d);
 	if (control_new(&d->loop, d->sched, cfg->socket, cfg->socket_group,
 			daemon_reload, d, &d->control, err) < 0)
 		return EXIT_BAD_INPUT;
@@ -582,6 +666,9 @@ main(int argc, char **argv)
 	d.grace.data = &d;
 	uv_timer_init(&d.loop, &d.status_timer);
 	d.status_timer.data = &d;
+	uv_timer_init(&d.loop, &d.store_timer);
+	d.store_timer.data = &d;
+	d.argv = argv;
 	uv_prepare_init(&d.loop, &d.flush);
 	d.flush.data = &d;
 	uv_prepare_start(&d.flush, daemon_flush_cb);

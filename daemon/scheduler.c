@@ -36,6 +36,14 @@
  *     A paused job materialises nothing; on resume what came due meanwhile
  *     is materialised within max_catchup, whatever catchup says: paused
  *     time is not missed time.
+ *  7. A store that cannot be written (a full disk) stops the work, never
+ *     the daemon: when a commit fails, the turn's changes are rolled back
+ *     and memory is ahead of the store, so no run starts, nothing is
+ *     materialised and no answer acknowledges anything from then on
+ *     (sched_flush fails, control.c answers with the error); runs in
+ *     flight finish unrecorded.  main.c waits until the store can be
+ *     written and nothing runs, then restarts the daemon in place, which
+ *     resumes from the last commit as after a crash (rule 1).
  */
 #include "scheduler.h"
 
@@ -138,6 +146,13 @@ struct sched {
 	int64_t failed_total;
 
 	bool draining;
+	/* the state store refused a commit (rule 7): no new work until the
+	 * daemon has restarted from what the store holds */
+	bool store_failed;
+	int64_t store_failed_at;   /* ms */
+	char store_error[512];
+	void (*store_cb)(void *);
+	void *store_data;
 	void (*change_cb)(void *);
 	void *change_data;
 	void (*idle_cb)(void *);
@@ -860,7 +875,7 @@ sched_dispatch(struct sched *s)
 {
 	int64_t now = clock_now_ms(), wake = INT64_MAX;
 
-	if (s->draining || s->closing)
+	if (s->draining || s->closing || s->store_failed)
 		return;
 	while (s->nrunning < s->cfg->max_concurrency) {
 		struct entry *e = NULL;
@@ -1698,7 +1713,7 @@ sched_schedule(struct sched *s, bool resumed, int only)
 	int64_t now = clock_now(), next = INT64_MAX;
 	struct err err;
 
-	if (s->closing || s->draining)
+	if (s->closing || s->draining || s->store_failed)
 		return;
 	for (size_t i = 0; i < s->cfg->njobs; i++) {
 		const struct job_def *j = &s->cfg->jobs[i];
@@ -2178,18 +2193,45 @@ sched_reload(struct sched *s, struct config *cfg)
 	sched_kick(s);
 }
 
-void
+int
 sched_flush(struct sched *s)
 {
 	struct err err;
 
-	if (store_flush(s->store, &err) < 0) {
-		/* memory is ahead of the store now: restart from the store,
-		 * whose last commit every answer so far was based on */
-		log_err("cannot commit to the state store, stopping so that a"
-			" restart resumes from what was committed: %s", err.msg);
-		exit(EXIT_WORK_FAILED);
+	if (store_flush(s->store, &err) == 0)
+		return 0;
+	/* rule 7: the turn's changes are rolled back and memory is ahead
+	 * of the store; stop taking work, say so once, let main.c decide */
+	if (!s->store_failed) {
+		s->store_failed = true;
+		s->store_failed_at = clock_now_ms();
+		snprintf(s->store_error, sizeof s->store_error, "%s", err.msg);
+		log_err("cannot commit to the state store: %s; no new runs start"
+			" and nothing more is acknowledged until it can be written"
+			" again: free space on its filesystem, backfilld resumes"
+			" by itself", err.msg);
+		if (s->store_cb)
+			s->store_cb(s->store_data);
 	}
+	return -1;
+}
+
+bool
+sched_store_failed(const struct sched *s, const char **error,
+		   int64_t *since_ms)
+{
+	if (error)
+		*error = s->store_error;
+	if (since_ms)
+		*since_ms = s->store_failed_at;
+	return s->store_failed;
+}
+
+void
+sched_on_store_failure(struct sched *s, void (*cb)(void *), void *data)
+{
+	s->store_cb = cb;
+	s->store_data = data;
 }
 
 struct config *

@@ -35,8 +35,15 @@ int sched_start(struct sched *s, struct err *err);
 void sched_reload(struct sched *s, struct config *cfg);
 struct config *sched_config(struct sched *s);
 /* Commit the state changes of this loop turn (rule 1 in scheduler.c):
- * called before each poll and before any answer to a client. */
-void sched_flush(struct sched *s);
+ * called before each poll and before any answer to a client.  -1 when the
+ * store refused the commit: the turn's changes are lost and the scheduler
+ * stops taking work (rule 7); nothing may be acknowledged then. */
+int sched_flush(struct sched *s);
+/* Whether a commit failed (rule 7), why and since when (ms). */
+bool sched_store_failed(const struct sched *s, const char **error,
+			int64_t *since_ms);
+/* Called once when a commit first fails. */
+void sched_on_store_failure(struct sched *s, void (*cb)(void *), void *data);
 /* Stop dispatching; runs in flight go on. */
 void sched_drain(struct sched *s);
 /* Cancel runs in flight (shutdown): their partitions are queued again. */

@@ -18,6 +18,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/statvfs.h>
 
 #include "log.h"
 #include "sql_embedded.h"
@@ -997,6 +998,36 @@ store_run_unstart(struct store *st, int64_t run_id, struct err *err)
 			    " started") < 0)
 		return -1;
 	st->runs_kept -= sqlite3_changes(st->db);
+	return 0;
+}
+
+int
+store_probe_write(struct store *st, int64_t min_free, struct err *err)
+{
+	char dir[4096], *slash;
+	struct statvfs vfs;
+	char sql[64];
+
+	if (st->tx)
+		return err_set(err, EXIT_INTERNAL, "a transaction is open");
+	snprintf(dir, sizeof dir, "%s", st->path);
+	slash = strrchr(dir, '/');
+	if (slash != NULL)
+		*(slash == dir ? slash + 1 : slash) = '\0';
+	else
+		snprintf(dir, sizeof dir, ".");
+	if (statvfs(dir, &vfs) == 0 &&
+	    (int64_t)vfs.f_bavail * (int64_t)vfs.f_frsize < min_free)
+		return err_set(err, EXIT_INTERNAL, "%s has %lld bytes free, less"
+			       " than %lld", dir, (long long)vfs.f_bavail *
+			       (long long)vfs.f_frsize, (long long)min_free);
+	/* rewrite page 1 (the schema version, unchanged): a real commit */
+	snprintf(sql, sizeof sql, "BEGIN IMMEDIATE; PRAGMA user_version = %d;"
+		 " COMMIT", sql_migrations_count);
+	if (store_exec(st, sql, err) < 0) {
+		store_exec(st, "ROLLBACK", NULL);
+		return -1;
+	}
 	return 0;
 }
 

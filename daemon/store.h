@@ -226,6 +226,10 @@ int store_orphans(struct store *st, store_orphan_cb cb, void *data,
  * goes, the partition is queued again without an attempt counted. */
 int store_run_unstart(struct store *st, int64_t run_id, struct err *err);
 
+/* Can the store be written again (after a failed commit)?  0 when its
+ * filesystem has min_free bytes available and a real commit succeeds. */
+int store_probe_write(struct store *st, int64_t min_free, struct err *err);
+
 /* What the store holds: runs kept (counted at open, then kept), the
  * database and its WAL in bytes. */
 struct store_stats {
