@@ -192,6 +192,16 @@ config_diff_push_changed(struct config_diff_set *set,
 	return 0;
 }
 
+/* Job `name` of cfg, looked for first at index `hint` (a reload mostly
+ * keeps the order, which makes the diff linear), then everywhere. */
+static const struct job_def *
+config_diff_job_named(const struct config *cfg, const char *name, size_t hint)
+{
+	if (hint < cfg->njobs && strcmp(cfg->jobs[hint].name, name) == 0)
+		return &cfg->jobs[hint];
+	return config_job(cfg, name);
+}
+
 /* Index of warehouse `name` in cfg, or -1. */
 static int
 config_diff_wh_index(const struct config *cfg, const char *name)
@@ -237,7 +247,7 @@ config_diff(const struct config *old, const struct config *new_cfg,
 			goto oom;
 	for (i = 0; i < new_cfg->njobs; i++) {
 		const struct job_def *j = &new_cfg->jobs[i];
-		const struct job_def *o = config_job(old, j->name);
+		const struct job_def *o = config_diff_job_named(old, j->name, i);
 
 		if (o == NULL) {
 			if (config_diff_push(&d->jobs.added, &d->jobs.nadded,
@@ -258,7 +268,7 @@ config_diff(const struct config *old, const struct config *new_cfg,
 			goto oom;
 	}
 	for (i = 0; i < old->njobs; i++)
-		if (config_job(new_cfg, old->jobs[i].name) == NULL &&
+		if (config_diff_job_named(new_cfg, old->jobs[i].name, i) == NULL &&
 		    config_diff_push(&d->jobs.removed, &d->jobs.nremoved,
 				     old->jobs[i].name) < 0)
 			goto oom;

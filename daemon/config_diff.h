@@ -43,8 +43,8 @@ struct config_diff {
 
 /* Fill *d with what changes from old to new (both loaded configurations).
  * Returns 0, or -1 when out of memory (*d is then empty).  Cost: linear
- * in the jobs with a name lookup each (quadratic for thousands of jobs,
- * still milliseconds). */
+ * in the jobs when their order is kept, plus a name lookup (linear) for
+ * each job that moved. */
 int config_diff(const struct config *old, const struct config *new_cfg,
 		struct config_diff *d);
 /* True when nothing differs. */
