@@ -1255,17 +1255,332 @@ cmd_cancel(struct cmd_ctx *ctx, const struct proto_msg *req, struct cmd_res *res
 		   " dropped; runs in flight finish\n", id, dropped);
 }
 
+/* A JSON array of strings. */
+static void
+json_strv(struct buf *b, char *const *v, size_t n)
+{
+	buf_addstr(b, "[");
+	for (size_t i = 0; i < n; i++) {
+		if (i)
+			buf_addstr(b, ", ");
+		buf_add_json_str(b, v[i]);
+	}
+	buf_addstr(b, "]");
+}
+
+/* A JSON array of key names. */
+static void
+json_keys(struct buf *b, const char *const *k, size_t n)
+{
+	buf_addstr(b, "[");
+	for (size_t i = 0; i < n; i++)
+		buf_printf(b, "%s\"%s\"", i ? ", " : "", k[i]);
+	buf_addstr(b, "]");
+}
+
+/* "sql, timeout": the keys of a change, into a buf. */
+static void
+cmd_keys_text(struct buf *b, const char *const *k, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		buf_printf(b, "%s%s", i ? ", " : "", k[i]);
+	buf_add(b, "", 1);
+}
+
+/* The reload report as JSON: DESIGN.md's {added, removed, changed} of jobs,
+ * then warehouses, settings and what was cancelled. */
+static void
+cmd_reload_json(const struct config_diff *d, int64_t cancelled, bool dry_run,
+		struct buf *out)
+{
+	buf_printf(out, "{\"dry_run\": %s, \"no_change\": %s, \"added\": ",
+		   dry_run ? "true" : "false",
+		   config_diff_empty(d) ? "true" : "false");
+	json_strv(out, d->jobs.added, d->jobs.nadded);
+	buf_addstr(out, ", \"removed\": ");
+	json_strv(out, d->jobs.removed, d->jobs.nremoved);
+	buf_addstr(out, ", \"changed\": [");
+	for (size_t i = 0; i < d->jobs.nchanged; i++) {
+		const struct config_diff_changed *c = &d->jobs.changed[i];
+
+		buf_addstr(out, i ? ", {\"name\": " : "{\"name\": ");
+		buf_add_json_str(out, c->name);
+		buf_printf(out, ", \"old_code_version\": \"%s\","
+			   " \"new_code_version\": \"%s\", \"keys\": ",
+			   c->old_code_version, c->new_code_version);
+		json_keys(out, c->keys, c->nkeys);
+		buf_addstr(out, "}");
+	}
+	buf_addstr(out, "], \"warehouses\": {\"added\": ");
+	json_strv(out, d->warehouses.added, d->warehouses.nadded);
+	buf_addstr(out, ", \"removed\": ");
+	json_strv(out, d->warehouses.removed, d->warehouses.nremoved);
+	buf_addstr(out, ", \"changed\": [");
+	for (size_t i = 0; i < d->warehouses.nchanged; i++) {
+		const struct config_diff_changed *c = &d->warehouses.changed[i];
+
+		buf_addstr(out, i ? ", {\"name\": " : "{\"name\": ");
+		buf_add_json_str(out, c->name);
+		buf_addstr(out, ", \"keys\": ");
+		json_keys(out, c->keys, c->nkeys);
+		buf_addstr(out, "}");
+	}
+	buf_addstr(out, "]}, \"settings\": ");
+	json_keys(out, d->settings, d->nsettings);
+	buf_printf(out, ", \"cancelled\": %" PRId64 "}\n", cancelled);
+}
+
+/* The reload report as a table (one row per difference) and a summary
+ * line; "no change" when nothing differs. */
+static void
+cmd_reload_text(const struct config_diff *d, int64_t cancelled, bool dry_run,
+		struct buf *out)
+{
+	struct table t = { .ncols = 4 };
+	const char *head[4] = { "CHANGE", "WHAT", "NAME", "DETAIL" };
+	struct buf det;
+	char cnt[96];
+
+	if (config_diff_empty(d)) {
+		buf_addstr(out, dry_run ? "dry run: no change (the running"
+			   " configuration is the file's)\n" :
+			   "configuration reloaded: no change\n");
+		return;
+	}
+	buf_init(&det);
+	table_row(&t, head);
+	for (size_t i = 0; i < d->jobs.nadded; i++) {
+		const char *row[4] = { "added", "job", d->jobs.added[i], "" };
+		table_row(&t, row);
+	}
+	for (size_t i = 0; i < d->jobs.nremoved; i++) {
+		const char *row[4] = { "removed", "job", d->jobs.removed[i],
+			"its queued partitions are cancelled" };
+		table_row(&t, row);
+	}
+	for (size_t i = 0; i < d->jobs.nchanged; i++) {
+		const struct config_diff_changed *c = &d->jobs.changed[i];
+
+		buf_reset(&det);
+		if (strcmp(c->old_code_version, c->new_code_version) != 0)
+			buf_printf(&det, "code_version %s -> %s; ",
+				   c->old_code_version, c->new_code_version);
+		else
+			buf_printf(&det, "code_version %s (same); ",
+				   c->new_code_version);
+		buf_addstr(&det, "keys: ");
+		cmd_keys_text(&det, c->keys, c->nkeys);
+		const char *row[4] = { "changed", "job", c->name, det.data };
+		table_row(&t, row);
+	}
+	for (size_t i = 0; i < d->warehouses.nadded; i++) {
+		const char *row[4] = { "added", "warehouse",
+			d->warehouses.added[i], "" };
+		table_row(&t, row);
+	}
+	for (size_t i = 0; i < d->warehouses.nremoved; i++) {
+		const char *row[4] = { "removed", "warehouse",
+			d->warehouses.removed[i], "" };
+		table_row(&t, row);
+	}
+	for (size_t i = 0; i < d->warehouses.nchanged; i++) {
+		const struct config_diff_changed *c = &d->warehouses.changed[i];
+
+		buf_reset(&det);
+		buf_addstr(&det, "keys: ");
+		cmd_keys_text(&det, c->keys, c->nkeys);
+		const char *row[4] = { "changed", "warehouse", c->name,
+			det.data };
+		table_row(&t, row);
+	}
+	for (size_t i = 0; i < d->nsettings; i++) {
+		const char *row[4] = { "changed", "setting", d->settings[i], "" };
+		table_row(&t, row);
+	}
+	table_print(&t, out);
+	buf_free(&det);
+	snprintf(cnt, sizeof cnt, "%" PRId64 " queued partition%s of removed"
+		 " jobs %s", cancelled, cancelled == 1 ? "" : "s",
+		 dry_run ? "would be cancelled" : "cancelled");
+	buf_printf(out, "%s: jobs %zu added, %zu removed, %zu changed;"
+		   " warehouses %zu added, %zu removed, %zu changed; settings"
+		   " %zu changed; %s\n", dry_run ? "dry run, nothing applied" :
+		   "configuration reloaded", d->jobs.nadded, d->jobs.nremoved,
+		   d->jobs.nchanged, d->warehouses.nadded,
+		   d->warehouses.nremoved, d->warehouses.nchanged,
+		   d->nsettings, cnt);
+}
+
+void
+cmd_reload_log(const struct config_diff *d, int64_t cancelled)
+{
+	struct buf k;
+
+	if (config_diff_empty(d)) {
+		log_notice("reload: no change");
+		return;
+	}
+	buf_init(&k);
+	for (size_t i = 0; i < d->jobs.nadded; i++)
+		log_notice("reload: job=%s added", d->jobs.added[i]);
+	for (size_t i = 0; i < d->jobs.nremoved; i++)
+		log_notice("reload: job=%s removed", d->jobs.removed[i]);
+	for (size_t i = 0; i < d->jobs.nchanged; i++) {
+		const struct config_diff_changed *c = &d->jobs.changed[i];
+
+		buf_reset(&k);
+		for (size_t n = 0; n < c->nkeys; n++)
+			buf_printf(&k, "%s%s", n ? "," : "", c->keys[n]);
+		buf_add(&k, "", 1);
+		log_notice("reload: job=%s changed old_code_version=%s"
+			   " new_code_version=%s keys=%s", c->name,
+			   c->old_code_version, c->new_code_version, k.data);
+	}
+	for (size_t i = 0; i < d->warehouses.nadded; i++)
+		log_notice("reload: warehouse=%s added", d->warehouses.added[i]);
+	for (size_t i = 0; i < d->warehouses.nremoved; i++)
+		log_notice("reload: warehouse=%s removed",
+			   d->warehouses.removed[i]);
+	for (size_t i = 0; i < d->warehouses.nchanged; i++) {
+		const struct config_diff_changed *c = &d->warehouses.changed[i];
+
+		buf_reset(&k);
+		for (size_t n = 0; n < c->nkeys; n++)
+			buf_printf(&k, "%s%s", n ? "," : "", c->keys[n]);
+		buf_add(&k, "", 1);
+		log_notice("reload: warehouse=%s changed keys=%s", c->name,
+			   k.data);
+	}
+	for (size_t i = 0; i < d->nsettings; i++)
+		log_notice("reload: setting=%s changed", d->settings[i]);
+	log_notice("reload: jobs added=%zu removed=%zu changed=%zu warehouses"
+		   " added=%zu removed=%zu changed=%zu settings=%zu"
+		   " cancelled=%" PRId64, d->jobs.nadded, d->jobs.nremoved,
+		   d->jobs.nchanged, d->warehouses.nadded,
+		   d->warehouses.nremoved, d->warehouses.nchanged, d->nsettings,
+		   cancelled);
+	buf_free(&k);
+}
+
+/* reload [--dry-run] [--json]: apply (or only compare) and report. */
 static void
 cmd_reload(struct cmd_ctx *ctx, const struct proto_msg *req, struct cmd_res *res)
 {
 	struct err err;
+	struct config_diff d;
+	int64_t cancelled = 0;
+	bool dry = flag(req, "dry_run");
 
-	(void)req;
-	if (ctx->reload(ctx->reload_data, &err) < 0) {
+	if (ctx->reload(ctx->reload_data, dry, &d, &cancelled, &err) < 0) {
 		res_err(res, &err);
 		return;
 	}
-	buf_addstr(&res->out, "configuration reloaded\n");
+	if (flag(req, "json"))
+		cmd_reload_json(&d, cancelled, dry, &res->out);
+	else
+		cmd_reload_text(&d, cancelled, dry, &res->out);
+	config_diff_free(&d);
+}
+
+/* ---- jobs ------------------------------------------------------------- */
+
+/* The file that defines a job, shortened to a path relative to the main
+ * configuration's folder when it lies inside it (for the table). */
+static const char *
+cmd_short_file(const struct config *cfg, const char *file)
+{
+	size_t n = strlen(cfg->dir);
+
+	if (strncmp(file, cfg->dir, n) == 0 && file[n] == '/')
+		return file + n + 1;
+	return file;
+}
+
+/* jobs [--json]: the loaded jobs, how each runs, its schedule state, code
+ * version and where it is defined. */
+static void
+cmd_jobs(struct cmd_ctx *ctx, const struct proto_msg *req, struct cmd_res *res)
+{
+	struct sched *s = ctx->sched;
+	const struct config *cfg = sched_config(s);
+	bool json = flag(req, "json");
+	struct table t = { .ncols = 9 };
+	const char *head[9] = { "JOB", "GRAIN", "RUNS ON", "UPSTREAM", "PAUSED",
+		"CATCHUP", "WATERMARK", "VERSION", "DEFINED AT" };
+	struct buf on, up, at;
+
+	buf_init(&on);
+	buf_init(&up);
+	buf_init(&at);
+	if (json)
+		buf_addstr(&res->out, "{\"jobs\": [");
+	else
+		table_row(&t, head);
+	for (size_t i = 0; i < cfg->njobs; i++) {
+		const struct job_def *j = &cfg->jobs[i];
+		struct sched_job_view v;
+		char wm[CAL_KEY_MAX];
+
+		sched_job_view(s, (int)i, &v);
+		if (v.has_watermark)
+			part_key(j->grain, v.watermark, wm);
+		if (json) {
+			buf_addstr(&res->out, i ? ",\n  {\"name\": " : "\n  {\"name\": ");
+			buf_add_json_str(&res->out, j->name);
+			buf_printf(&res->out, ", \"grain\": \"%s\", \"warehouse\": ",
+				   grain_name(j->grain));
+			json_str(&res->out, j->warehouse_name);
+			buf_addstr(&res->out, ", \"command\": ");
+			if (j->command != NULL)
+				json_strv(&res->out, j->command, j->command_len);
+			else
+				buf_addstr(&res->out, "null");
+			buf_addstr(&res->out, ", \"upstream\": ");
+			json_strv(&res->out, j->upstream, j->nupstream);
+			buf_printf(&res->out, ", \"paused\": %s, \"catchup\": \"%s\","
+				   " \"watermark\": ", v.paused ? "true" : "false",
+				   v.catchup);
+			json_str(&res->out, v.has_watermark ? wm : NULL);
+			buf_printf(&res->out, ", \"code_version\": \"%s\", \"file\": ",
+				   j->code_version);
+			json_str(&res->out, j->file);
+			buf_printf(&res->out, ", \"line\": %d, \"column\": %d}",
+				   j->pos.line, j->pos.col);
+			continue;
+		}
+		buf_reset(&on);
+		if (j->warehouse_name != NULL)
+			buf_printf(&on, "warehouse %s", j->warehouse_name);
+		else
+			for (size_t a = 0; a < j->command_len; a++)
+				buf_printf(&on, "%s%s", a ? " " : "command: ",
+					   j->command[a]);
+		buf_add(&on, "", 1);
+		buf_reset(&up);
+		for (size_t u = 0; u < j->nupstream; u++)
+			buf_printf(&up, "%s%s", u ? "," : "", j->upstream[u]);
+		if (j->nupstream == 0)
+			buf_addstr(&up, "-");
+		buf_add(&up, "", 1);
+		buf_reset(&at);
+		buf_printf(&at, "%s:%d", cmd_short_file(cfg, j->file), j->pos.line);
+		buf_add(&at, "", 1);
+		const char *row[9] = { j->name, grain_name(j->grain), on.data,
+			up.data, v.paused ? "yes" : "no", v.catchup,
+			v.has_watermark ? wm : "-", j->code_version, at.data };
+		table_row(&t, row);
+	}
+	if (json) {
+		buf_printf(&res->out, "%s]}\n", cfg->njobs ? "\n" : "");
+	} else {
+		table_print(&t, &res->out);
+		buf_printf(&res->out, "%zu job%s from %zu file%s\n", cfg->njobs,
+			   cfg->njobs == 1 ? "" : "s", cfg->nfiles,
+			   cfg->nfiles == 1 ? "" : "s");
+	}
+	buf_free(&on);
+	buf_free(&up);
+	buf_free(&at);
 }
 
 /* ---- audit ------------------------------------------------------------ */
@@ -1423,6 +1738,7 @@ static const struct cmd_entry cmd_table[] = {
 	{ "resume", true, cmd_resume },
 	{ "cancel", true, cmd_cancel },
 	{ "reload", true, cmd_reload },
+	{ "jobs", false, cmd_jobs },
 };
 
 /* Whether this request changes state: a mutating command, except a

@@ -8,13 +8,23 @@
 
 #include <stdbool.h>
 
+#include "config_diff.h"
 #include "proto.h"
 #include "scheduler.h"
 
+/*
+ * Reload the configuration (SIGHUP's work): load and validate the file,
+ * fill *diff with what changes against the running configuration and
+ * *cancelled with the queued partitions of removed jobs that are (or, with
+ * dry_run, would be) cancelled; apply it unless dry_run.  Returns 0, or
+ * -1 with err (nothing applied, *diff empty).
+ */
+typedef int cmd_reload_fn(void *data, bool dry_run, struct config_diff *diff,
+			  int64_t *cancelled, struct err *err);
+
 struct cmd_ctx {
 	struct sched *sched;
-	/* reload the configuration (SIGHUP's work); fills err on failure */
-	int (*reload)(void *data, struct err *err);
+	cmd_reload_fn *reload;
 	void *reload_data;
 	bool may_change; /* the peer may run mutating commands */
 };
@@ -49,6 +59,9 @@ void cmd_run(struct cmd_ctx *ctx, const struct proto_msg *req,
 void cmd_stream_end(struct cmd_stream *cs, struct buf *resp);
 /* True when the command changes state (needs may_change). */
 bool cmd_mutates(const char *name);
+/* Log what a reload changed: one line per job, warehouse and setting
+ * changed, or one line saying nothing did. */
+void cmd_reload_log(const struct config_diff *d, int64_t cancelled);
 /* The summary `wait` prints when a request is done. */
 void cmd_wait_summary(struct sched *s, int64_t request_id,
 		      const struct sched_progress *p, struct buf *out);

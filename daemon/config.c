@@ -32,6 +32,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <glob.h>
 #include <limits.h>
 #include <math.h>
 #include <stdarg.h>
@@ -57,12 +58,38 @@
 #define CFG_DEFAULT_STATE_DB "/var/lib/backfilld/state.db"
 #define CFG_DEFAULT_SOCKET "/run/backfilld/backfilld.sock"
 
+/*
+ * One file of the configuration: the main file or one it includes.  Every
+ * file's document stays loaded until the load ends, so that an error found
+ * late (an upstream cycle, a duplicate name) still points into it.
+ */
+struct cfg_src {
+	char *file;   /* for messages: the path as given (main), else absolute */
+	char *abs;    /* absolute path: job_def.file, cycles, duplicates */
+	char *dir;    /* its folder: relative paths in it resolve here */
+	char *text;
+	size_t len;
+	yaml_document_t doc;
+	bool has_doc;
+	int parent;   /* index of the including file, -1 for the main one */
+	int depth;    /* 0 for the main file */
+	yaml_node_t *inc_node; /* the include: entry that named it */
+	yaml_node_t *wh;    /* its warehouses: sequence, or NULL */
+	yaml_node_t *jobs;  /* its jobs: sequence, or NULL */
+};
+
 /* Where we are: the document, the config being filled, the message context. */
 struct cfg_parser {
 	const char *file;   /* path as given, for messages */
 	const char *src;    /* the file's bytes */
 	size_t srclen;
 	yaml_document_t *doc;
+	const char *dir;    /* folder of the current file */
+	struct cfg_src **srcs; /* every file read, main first, in load order */
+	size_t nsrcs;
+	size_t cur;         /* index of the current file */
+	size_t total;       /* bytes of YAML read */
+	size_t *job_src;    /* file of each job */
 	struct config *cfg;
 	struct err *err;
 	char ctx[CFG_CTX_MAX]; /* "job \"x\"", or "" at the top level */
@@ -778,7 +805,7 @@ cfg_h_path(struct cfg_parser *p, void *obj, const struct cfg_key *k,
 	if (cfg_want_text(p, k, val) < 0)
 		return -1;
 	free(*f);
-	*f = cfg_resolve(p->cfg->dir, cfg_text(val));
+	*f = cfg_resolve(p->dir, cfg_text(val));
 	if (*f == NULL)
 		return cfg_oom(p);
 	/* the daemon adds suffixes (-wal, .lock, logs/...) to such paths */
@@ -931,6 +958,8 @@ static int cfg_h_warehouses(struct cfg_parser *, void *,
 			    yaml_node_t *);
 static int cfg_h_jobs(struct cfg_parser *, void *, const struct cfg_key *,
 		      yaml_node_t *, yaml_node_t *);
+static int cfg_h_include(struct cfg_parser *, void *, const struct cfg_key *,
+			 yaml_node_t *, yaml_node_t *);
 
 #define CFG_OFF(type, field) offsetof(struct type, field)
 #define CFG_POSINT "a positive integer"
@@ -961,6 +990,19 @@ static const struct cfg_key cfg_top_keys[] = {
 	  "a sequence of warehouses", 1 },
 	{ "jobs", YAML_SEQUENCE_NODE, cfg_h_jobs, 0, 0, "a sequence of jobs",
 	  2 },
+	{ "include", YAML_SEQUENCE_NODE, cfg_h_include, 0, 0,
+	  "a sequence of file names or glob patterns", 1 },
+	{ NULL, YAML_NO_NODE, NULL, 0, 0, NULL, 0 }
+};
+
+/* An included file: these keys only (settings belong to the main file). */
+static const struct cfg_key cfg_inc_keys[] = {
+	{ "warehouses", YAML_SEQUENCE_NODE, cfg_h_warehouses, 0, 0,
+	  "a sequence of warehouses", 0 },
+	{ "jobs", YAML_SEQUENCE_NODE, cfg_h_jobs, 0, 0, "a sequence of jobs",
+	  0 },
+	{ "include", YAML_SEQUENCE_NODE, cfg_h_include, 0, 0,
+	  "a sequence of file names or glob patterns", 0 },
 	{ NULL, YAML_NO_NODE, NULL, 0, 0, NULL, 0 }
 };
 
@@ -971,11 +1013,13 @@ static const struct cfg_key cfg_top_keys[] = {
 /*
  * Take the name of a warehouse or job (what) from val into *name: text, a
  * valid name, and not the name of an earlier one (dup: where that one
- * is, or NULL), checked in that order.
+ * is, or NULL; dupfile: the file that defines it), checked in that order.
+ * A duplicate in another file names both places in full.
  */
 static int
 cfg_take_name(struct cfg_parser *p, const struct cfg_key *k, yaml_node_t *val,
-	      const char *what, const struct pos *dup, char **name)
+	      const char *what, const struct pos *dup, const char *dupfile,
+	      char **name)
 {
 	char buf[CFG_QUOTE_MAX * 4 + 16];
 
@@ -985,6 +1029,12 @@ cfg_take_name(struct cfg_parser *p, const struct cfg_key *k, yaml_node_t *val,
 		return cfg_fail(p, val->start_mark,
 				"%s name %s must be 1 to 64 letters, digits, '_', '-' or '.', not starting with '-' or '.'",
 				what, cfg_quote(cfg_text(val), buf, sizeof buf));
+	if (dup != NULL && dupfile != NULL &&
+	    strcmp(dupfile, p->srcs[p->cur]->abs) != 0)
+		return cfg_fail(p, val->start_mark,
+				"duplicate %s name %s: also defined at %s:%d; %s names must be unique across all included files",
+				what, cfg_quote(cfg_text(val), buf, sizeof buf),
+				dupfile, dup->line, what);
 	if (dup != NULL)
 		return cfg_fail(p, val->start_mark,
 				"duplicate %s name %s (first at line %d); %s names must be unique",
@@ -1006,7 +1056,7 @@ cfg_h_wh_name(struct cfg_parser *p, void *obj, const struct cfg_key *k,
 		if (strcmp(o->name, cfg_text(val)) == 0)
 			break;
 	return cfg_take_name(p, k, val, "warehouse", o < w ? &o->pos : NULL,
-			     &w->name);
+			     o < w ? o->file : NULL, &w->name);
 }
 
 /* sqlite: the database file's path. */
@@ -1100,31 +1150,66 @@ cfg_item_begin(struct cfg_parser *p, yaml_node_t *it, size_t i,
 	return 0;
 }
 
-/* warehouses: a sequence of mappings. */
+/* Make file i of the configuration the current one: messages, node
+ * lookups and relative paths refer to it from now on. */
+static void
+cfg_use(struct cfg_parser *p, size_t i)
+{
+	struct cfg_src *f = p->srcs[i];
+
+	p->cur = i;
+	p->file = f->file;
+	p->src = f->text;
+	p->srclen = f->len;
+	p->doc = f->has_doc ? &f->doc : NULL;
+	p->dir = f->dir;
+}
+
+/* warehouses: a sequence, taken in when every file is read. */
 static int
 cfg_h_warehouses(struct cfg_parser *p, void *obj, const struct cfg_key *k,
 		 yaml_node_t *key, yaml_node_t *val)
 {
-	struct config *cfg = obj;
-	size_t i, n = cfg_seq_len(val);
+	p->srcs[p->cur]->wh = val;
+	return 0;
+}
 
+/* The warehouses of every file, in load order. */
+static int
+cfg_load_warehouses(struct cfg_parser *p)
+{
+	struct config *cfg = p->cfg;
+	size_t f, i, n = 0;
+
+	for (f = 0; f < p->nsrcs; f++)
+		if (p->srcs[f]->wh != NULL)
+			n += cfg_seq_len(p->srcs[f]->wh);
 	if (n == 0)
 		return 0;
 	cfg->warehouses = calloc(n, sizeof *cfg->warehouses);
 	if (cfg->warehouses == NULL)
 		return cfg_oom(p);
-	cfg->nwarehouses = n;
-	for (i = 0; i < n; i++) {
-		struct warehouse_def *w = &cfg->warehouses[i];
-		yaml_node_t *it = cfg_seq_item(p, val, i);
+	for (f = 0; f < p->nsrcs; f++) {
+		yaml_node_t *val = p->srcs[f]->wh;
 
-		if (cfg_item_begin(p, it, i, "warehouse",
-				   "name: and sqlite: or postgres:",
-				   &w->pos) < 0 ||
-		    cfg_parse_map(p, it, cfg_wh_keys, w) < 0 ||
-		    cfg_wh_finish(p, w, it) < 0)
-			return -1;
-		cfg_set_ctx(p, "%s", "");
+		if (val == NULL)
+			continue;
+		cfg_use(p, f);
+		for (i = 0; i < cfg_seq_len(val); i++) {
+			struct warehouse_def *w = &cfg->warehouses[cfg->nwarehouses++];
+			yaml_node_t *it = cfg_seq_item(p, val, i);
+
+			w->file = strdup(p->srcs[f]->abs);
+			if (w->file == NULL)
+				return cfg_oom(p);
+			if (cfg_item_begin(p, it, i, "warehouse",
+					   "name: and sqlite: or postgres:",
+					   &w->pos) < 0 ||
+			    cfg_parse_map(p, it, cfg_wh_keys, w) < 0 ||
+			    cfg_wh_finish(p, w, it) < 0)
+				return -1;
+			cfg_set_ctx(p, "%s", "");
+		}
 	}
 	return 0;
 }
@@ -1145,7 +1230,7 @@ cfg_h_job_name(struct cfg_parser *p, void *obj, const struct cfg_key *k,
 		if (strcmp(o->name, cfg_text(val)) == 0)
 			break;
 	return cfg_take_name(p, k, val, "job", o < j ? &o->pos : NULL,
-			     &j->name);
+			     o < j ? o->file : NULL, &j->name);
 }
 
 /* partition: hour | day | week | month. */
@@ -1782,21 +1867,32 @@ cfg_job_finish(struct cfg_parser *p, struct job_def *j, yaml_node_t *map)
 	return 0;
 }
 
-/* jobs: a sequence of mappings. */
+/* jobs: a sequence, taken in when every file is read. */
 static int
 cfg_h_jobs(struct cfg_parser *p, void *obj, const struct cfg_key *k,
 	   yaml_node_t *key, yaml_node_t *val)
 {
-	struct config *cfg = obj;
-	size_t i, n = cfg_seq_len(val);
+	p->srcs[p->cur]->jobs = val;
+	return 0;
+}
 
+/* The jobs of every file, in load order. */
+static int
+cfg_load_jobs(struct cfg_parser *p)
+{
+	struct config *cfg = p->cfg;
+	size_t f, i, n = 0, x = 0;
+
+	for (f = 0; f < p->nsrcs; f++)
+		if (p->srcs[f]->jobs != NULL)
+			n += cfg_seq_len(p->srcs[f]->jobs);
 	if (n == 0)
 		return 0;
 	cfg->jobs = calloc(n, sizeof *cfg->jobs);
 	p->job_nodes = calloc(n, sizeof *p->job_nodes);
-	if (cfg->jobs == NULL || p->job_nodes == NULL)
+	p->job_src = calloc(n, sizeof *p->job_src);
+	if (cfg->jobs == NULL || p->job_nodes == NULL || p->job_src == NULL)
 		return cfg_oom(p);
-	cfg->njobs = n;
 	for (i = 0; i < n; i++) {
 		struct job_def *j = &cfg->jobs[i];
 
@@ -1808,19 +1904,31 @@ cfg_h_jobs(struct cfg_parser *p, void *obj, const struct cfg_key *k,
 		j->concurrency = 1;
 		j->retry_backoff = 30;
 	}
-	for (i = 0; i < n; i++) {
-		struct job_def *j = &cfg->jobs[i];
-		yaml_node_t *it = cfg_seq_item(p, val, i);
+	for (f = 0; f < p->nsrcs; f++) {
+		yaml_node_t *val = p->srcs[f]->jobs;
 
-		p->cur_job = i;
-		p->job_nodes[i] = it;
-		if (cfg_item_begin(p, it, i, "job",
-				   "name:, partition: and sql:, sql_file: or command:",
-				   &j->pos) < 0 ||
-		    cfg_parse_map(p, it, cfg_job_keys, j) < 0 ||
-		    cfg_job_finish(p, j, it) < 0)
-			return -1;
-		cfg_set_ctx(p, "%s", "");
+		if (val == NULL)
+			continue;
+		cfg_use(p, f);
+		for (i = 0; i < cfg_seq_len(val); i++, x++) {
+			struct job_def *j = &cfg->jobs[x];
+			yaml_node_t *it = cfg_seq_item(p, val, i);
+
+			cfg->njobs = x + 1;
+			p->cur_job = x;
+			p->job_nodes[x] = it;
+			p->job_src[x] = f;
+			j->file = strdup(p->srcs[f]->abs);
+			if (j->file == NULL)
+				return cfg_oom(p);
+			if (cfg_item_begin(p, it, i, "job",
+					   "name:, partition: and sql:, sql_file: or command:",
+					   &j->pos) < 0 ||
+			    cfg_parse_map(p, it, cfg_job_keys, j) < 0 ||
+			    cfg_job_finish(p, j, it) < 0)
+				return -1;
+			cfg_set_ctx(p, "%s", "");
+		}
 	}
 	return 0;
 }
@@ -1833,6 +1941,7 @@ cfg_h_jobs(struct cfg_parser *p, void *obj, const struct cfg_key *k,
 static yaml_node_t *
 cfg_upstream_node(struct cfg_parser *p, size_t j, size_t i)
 {
+	cfg_use(p, p->job_src[j]);
 	return cfg_seq_item(p, cfg_map_get(p, p->job_nodes[j], "upstream"), i);
 }
 
@@ -2103,16 +2212,20 @@ cfg_check_depth(struct cfg_parser *p)
 	return rc;
 }
 
-/* Load the document and walk it into p->cfg. */
+/*
+ * Parse the current file into its document and walk its top level: the
+ * settings table for the main file, cfg_inc_keys for an included one (an
+ * empty included file holds nothing; an empty main file is an error).
+ */
 static int
-cfg_load_doc(struct cfg_parser *p)
+cfg_parse_file(struct cfg_parser *p, bool included)
 {
+	struct cfg_src *f = p->srcs[p->cur];
 	yaml_parser_t yp;
-	yaml_document_t doc, extra;
+	yaml_document_t extra;
 	yaml_node_t *root, *x;
-	struct config *cfg = p->cfg;
+	yaml_node_pair_t *pr;
 	char buf[CFG_QUOTE_MAX * 4 + 16];
-	size_t i;
 	int rc = -1;
 
 	if (cfg_check_depth(p) < 0)
@@ -2121,16 +2234,20 @@ cfg_load_doc(struct cfg_parser *p)
 		return cfg_oom(p);
 	yaml_parser_set_input_string(&yp, (const unsigned char *)p->src,
 				     p->srclen);
-	if (!yaml_parser_load(&yp, &doc)) {
+	if (!yaml_parser_load(&yp, &f->doc)) {
 		rc = cfg_yaml_error(p, &yp);
 		yaml_parser_delete(&yp);
 		return rc;
 	}
-	p->doc = &doc;
-	root = yaml_document_get_root_node(&doc);
+	f->has_doc = true;
+	p->doc = &f->doc;
+	root = yaml_document_get_root_node(&f->doc);
 	if (root == NULL) {
-		cfg_fail_at(p, 1, 1,
-			    "the configuration is empty: expected a mapping with warehouses: and jobs:");
+		if (included)
+			rc = 0;
+		else
+			cfg_fail_at(p, 1, 1,
+				    "the configuration is empty: expected a mapping with warehouses: and jobs:");
 		goto out;
 	}
 	if (!yaml_parser_load(&yp, &extra)) {
@@ -2146,41 +2263,263 @@ cfg_load_doc(struct cfg_parser *p)
 	}
 	yaml_document_delete(&extra);
 	if (root->type != YAML_MAPPING_NODE) {
-		cfg_fail(p, root->start_mark,
+		cfg_fail(p, root->start_mark, included ?
+			 "an included file must be a mapping with jobs: (and warehouses:), got %s" :
 			 "the top level must be a mapping of settings (state_db:, warehouses:, jobs:, ...), got %s",
 			 cfg_got(root, buf, sizeof buf));
 		goto out;
 	}
 	cfg_set_ctx(p, "%s", "");
-	if (cfg_parse_map(p, root, cfg_top_keys, cfg) < 0)
-		goto out;
-	/* defaults the top level did not set: only now, after phase 0 */
-	if (cfg->state_db == NULL &&
-	    (cfg->state_db = strdup(CFG_DEFAULT_STATE_DB)) == NULL) {
-		cfg_oom(p);
+	if (!included) {
+		rc = cfg_parse_map(p, root, cfg_top_keys, p->cfg);
 		goto out;
 	}
-	if (cfg->socket == NULL &&
-	    (cfg->socket = strdup(CFG_DEFAULT_SOCKET)) == NULL) {
-		cfg_oom(p);
-		goto out;
+	/* a setting in an included file: say where it belongs */
+	for (pr = root->data.mapping.pairs.start;
+	     pr < root->data.mapping.pairs.top; pr++) {
+		yaml_node_t *kn = cfg_node(p, pr->key);
+
+		if (kn->type == YAML_SCALAR_NODE &&
+		    cfg_key_find(cfg_inc_keys, cfg_text(kn)) == NULL &&
+		    cfg_key_find(cfg_top_keys, cfg_text(kn)) != NULL) {
+			cfg_fail(p, kn->start_mark,
+				 "%s is a setting of the main configuration file, not of an included one (which holds only jobs:, warehouses: and include:); move it to %s",
+				 cfg_quote(cfg_text(kn), buf, sizeof buf),
+				 p->srcs[0]->file);
+			goto out;
+		}
 	}
-	if (strlen(cfg->socket) >= CFG_SUN_PATH_MAX) {
-		cfg_fail(p, cfg_map_get(p, root, "socket")->start_mark,
-			 "socket path %s is %zu bytes long; a unix socket path has at most %d",
-			 cfg->socket, strlen(cfg->socket), CFG_SUN_PATH_MAX - 1);
-		goto out;
-	}
-	if (cfg_link(p) < 0)
-		goto out;
-	for (i = 0; i < cfg->njobs; i++)
-		cfg_code_version(&cfg->jobs[i]);
-	rc = 0;
+	rc = cfg_parse_map(p, root, cfg_inc_keys, p->cfg);
 out:
-	p->doc = NULL;
-	yaml_document_delete(&doc);
 	yaml_parser_delete(&yp);
 	return rc;
+}
+
+/* True when an include: entry has glob(3) wildcard characters. */
+static bool
+cfg_has_wildcard(const char *s)
+{
+	return strpbrk(s, "*?[") != NULL;
+}
+
+/* qsort: bytewise order of glob's matches, whatever the locale. */
+static int
+cfg_strcmp_cb(const void *a, const void *b)
+{
+	return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+/* Free one file of the configuration. */
+static void
+cfg_src_free(struct cfg_src *f)
+{
+	if (f == NULL)
+		return;
+	if (f->has_doc)
+		yaml_document_delete(&f->doc);
+	free(f->text);
+	free(f->file);
+	free(f->abs);
+	free(f->dir);
+	free(f);
+}
+
+/* "a.yaml -> b.yaml -> a.yaml": the include chain from file c down to the
+ * current file, then abs, into buf. */
+static const char *
+cfg_include_chain(struct cfg_parser *p, int c, const char *abs, char *buf,
+		  size_t n)
+{
+	int chain[CONFIG_INCLUDE_DEPTH + 2];
+	int k = 0, i;
+	size_t o = 0;
+
+	for (i = (int)p->cur; i >= 0 && k < CONFIG_INCLUDE_DEPTH + 1;
+	     i = p->srcs[i]->parent) {
+		chain[k++] = i;
+		if (i == c)
+			break;
+	}
+	buf[0] = '\0';
+	while (k-- > 0 && o < n)
+		o += (size_t)snprintf(buf + o, n - o, "%s -> ",
+				      p->srcs[chain[k]]->abs);
+	if (o < n)
+		snprintf(buf + o, n - o, "%s", abs);
+	return buf;
+}
+
+/*
+ * Read the file `path` that include: entry `it` of the current file
+ * matched, and walk it.  Refused (at the entry): more than
+ * CONFIG_INCLUDE_FILES files, deeper than CONFIG_INCLUDE_DEPTH, a file
+ * that includes itself through any chain, a file read twice, more than
+ * CONFIG_TOTAL_BYTES of YAML in all, a file that cannot be read.
+ */
+static int
+cfg_include_file(struct cfg_parser *p, yaml_node_t *it, const char *path)
+{
+	struct cfg_src *parent = p->srcs[p->cur], *f, **ns;
+	char buf[CFG_QUOTE_MAX * 4 + 16], why[256], chain[ERR_MSG_MAX / 2];
+	char *abs;
+	size_t i, me = p->cur;
+	int c, rc;
+
+	cfg_quote(cfg_text(it), buf, sizeof buf);
+	if (p->nsrcs >= CONFIG_INCLUDE_FILES)
+		return cfg_fail(p, it->start_mark,
+				"include %s: more than %d configuration files in all; put more jobs in each file",
+				buf, CONFIG_INCLUDE_FILES);
+	if (parent->depth >= CONFIG_INCLUDE_DEPTH)
+		return cfg_fail(p, it->start_mark,
+				"include %s: includes nested deeper than %d levels; include these files from a higher level",
+				buf, CONFIG_INCLUDE_DEPTH);
+	abs = realpath(path, NULL);
+	if (abs == NULL)
+		return cfg_fail(p, it->start_mark,
+				"include %s: cannot read %s: %s; create it or remove it from include:",
+				buf, path, strerror(errno));
+	for (c = (int)p->cur; c >= 0; c = p->srcs[c]->parent)
+		if (strcmp(p->srcs[c]->abs, abs) == 0) {
+			rc = cfg_fail(p, it->start_mark,
+				      "include cycle %s; remove one of these includes",
+				      cfg_include_chain(p, c, abs, chain,
+							sizeof chain));
+			free(abs);
+			return rc;
+		}
+	for (i = 0; i < p->nsrcs; i++)
+		if (strcmp(p->srcs[i]->abs, abs) == 0) {
+			rc = cfg_fail(p, it->start_mark,
+				      "include %s: %s is already included by %s; include each file once",
+				      buf, abs, p->srcs[p->srcs[i]->parent]->file);
+			free(abs);
+			return rc;
+		}
+	f = calloc(1, sizeof *f);
+	ns = realloc(p->srcs, (p->nsrcs + 1) * sizeof *p->srcs);
+	if (ns != NULL)
+		p->srcs = ns;
+	if (f == NULL || ns == NULL) {
+		free(f);
+		free(abs);
+		return cfg_oom(p);
+	}
+	f->abs = abs;
+	f->file = strdup(abs);
+	f->dir = cfg_dirname(abs);
+	f->parent = (int)p->cur;
+	f->depth = parent->depth + 1;
+	f->inc_node = it;
+	if (f->file == NULL || f->dir == NULL) {
+		cfg_src_free(f);
+		return cfg_oom(p);
+	}
+	if (cfg_read_file(abs, CFG_FILE_MAX, &f->text, &f->len, why,
+			  sizeof why) < 0) {
+		rc = cfg_fail(p, it->start_mark,
+			      "include %s: cannot read %s: %s", buf, abs, why);
+		cfg_src_free(f);
+		return rc;
+	}
+	if (p->total + f->len > CONFIG_TOTAL_BYTES) {
+		rc = cfg_fail(p, it->start_mark,
+			      "include %s: the configuration files together are more than %d bytes; make them smaller",
+			      buf, CONFIG_TOTAL_BYTES);
+		cfg_src_free(f);
+		return rc;
+	}
+	p->total += f->len;
+	p->srcs[p->nsrcs++] = f;
+	cfg_use(p, p->nsrcs - 1);
+	rc = cfg_parse_file(p, true);
+	cfg_use(p, me);
+	cfg_set_ctx(p, "%s", "");
+	return rc;
+}
+
+/* include: each entry a file or a glob(3) pattern, relative to the file
+ * that names it; a pattern's matches in bytewise order.  A file named
+ * without wildcards must exist; a pattern may match nothing. */
+static int
+cfg_h_include(struct cfg_parser *p, void *obj, const struct cfg_key *k,
+	      yaml_node_t *key, yaml_node_t *val)
+{
+	size_t i, m, me = p->cur;
+	char buf[CFG_QUOTE_MAX * 4 + 16];
+	int rc = 0;
+
+	for (i = 0; i < cfg_seq_len(val) && rc == 0; i++) {
+		yaml_node_t *it = cfg_seq_item(p, val, i);
+		glob_t g;
+		char *pat;
+		int gr;
+
+		if (cfg_want_text(p, k, it) < 0)
+			return -1;
+		pat = cfg_resolve(p->srcs[me]->dir, cfg_text(it));
+		if (pat == NULL)
+			return cfg_oom(p);
+		if (!cfg_has_wildcard(cfg_text(it))) {
+			rc = cfg_include_file(p, it, pat);
+			free(pat);
+			continue;
+		}
+		memset(&g, 0, sizeof g);
+		gr = glob(pat, GLOB_NOSORT, NULL, &g);
+		if (gr == 0) {
+			qsort(g.gl_pathv, g.gl_pathc, sizeof *g.gl_pathv,
+			      cfg_strcmp_cb);
+			for (m = 0; m < g.gl_pathc && rc == 0; m++) {
+				rc = cfg_include_file(p, it, g.gl_pathv[m]);
+				cfg_use(p, me);
+			}
+		} else if (gr == GLOB_NOSPACE) {
+			rc = cfg_oom(p);
+		} else if (gr != GLOB_NOMATCH) {
+			rc = cfg_fail(p, it->start_mark,
+				      "include %s: cannot list the files it matches; check the folder's permissions",
+				      cfg_quote(cfg_text(it), buf, sizeof buf));
+		}
+		if (gr != GLOB_NOMATCH)
+			globfree(&g);
+		free(pat);
+	}
+	return rc;
+}
+
+/* Load the main file, every file it includes, and walk them into p->cfg. */
+static int
+cfg_load_doc(struct cfg_parser *p)
+{
+	struct config *cfg = p->cfg;
+	yaml_node_t *root;
+	size_t i;
+
+	cfg_use(p, 0);
+	if (cfg_parse_file(p, false) < 0)
+		return -1;
+	cfg->nfiles = p->nsrcs;
+	if (cfg_load_warehouses(p) < 0 || cfg_load_jobs(p) < 0)
+		return -1;
+	cfg_use(p, 0);
+	root = yaml_document_get_root_node(p->doc);
+	/* defaults the top level did not set: only now, after phase 0 */
+	if (cfg->state_db == NULL &&
+	    (cfg->state_db = strdup(CFG_DEFAULT_STATE_DB)) == NULL)
+		return cfg_oom(p);
+	if (cfg->socket == NULL &&
+	    (cfg->socket = strdup(CFG_DEFAULT_SOCKET)) == NULL)
+		return cfg_oom(p);
+	if (strlen(cfg->socket) >= CFG_SUN_PATH_MAX)
+		return cfg_fail(p, cfg_map_get(p, root, "socket")->start_mark,
+				"socket path %s is %zu bytes long; a unix socket path has at most %d",
+				cfg->socket, strlen(cfg->socket), CFG_SUN_PATH_MAX - 1);
+	if (cfg_link(p) < 0)
+		return -1;
+	for (i = 0; i < cfg->njobs; i++)
+		cfg_code_version(&cfg->jobs[i]);
+	return 0;
 }
 
 /*
@@ -2205,12 +2544,14 @@ config_free(struct config *cfg)
 		free(w->path);
 		free(w->conninfo);
 		free(w->password_file);
+		free(w->file);
 	}
 	free(cfg->warehouses);
 	for (i = 0; i < cfg->njobs; i++) {
 		struct job_def *j = &cfg->jobs[i];
 
 		free(j->name);
+		free(j->file);
 		free(j->warehouse_name);
 		free(j->sql);
 		free(j->sql_file);
@@ -2260,6 +2601,8 @@ config_load_bytes(const char *path, char *abs, const char *text, size_t len,
 	struct cfg_parser p;
 	struct config *cfg;
 	uint64_t h;
+	size_t i;
+	int rc;
 
 	*out = NULL;
 	memset(&p, 0, sizeof p);
@@ -2281,20 +2624,50 @@ config_load_bytes(const char *path, char *abs, const char *text, size_t len,
 	cfg->max_backfill = 366;
 	cfg->shutdown_grace = 30;
 	cfg->keep_runs = 365 * 86400;
-	h = cfg_fnv(CFG_FNV_INIT, text, len);
-	snprintf(cfg->file_hash, sizeof cfg->file_hash, "%016llx",
-		 (unsigned long long)h);
 	p.cfg = cfg;
-	if (cfg->dir == NULL) {
+	p.srcs = calloc(1, sizeof *p.srcs);
+	if (cfg->dir == NULL || p.srcs == NULL ||
+	    (p.srcs[0] = calloc(1, sizeof **p.srcs)) == NULL) {
+		free(p.srcs);
 		config_free(cfg);
 		return cfg_oom(&p);
 	}
-	if (cfg_load_doc(&p) < 0) {
-		free(p.job_nodes);
+	p.nsrcs = 1;
+	p.srcs[0]->parent = -1;
+	p.srcs[0]->file = strdup(path);
+	p.srcs[0]->abs = strdup(abs);
+	p.srcs[0]->dir = strdup(cfg->dir);
+	p.srcs[0]->text = malloc(len + 1);
+	p.total = len;
+	if (p.srcs[0]->file == NULL || p.srcs[0]->abs == NULL ||
+	    p.srcs[0]->dir == NULL || p.srcs[0]->text == NULL) {
+		rc = cfg_oom(&p);
+	} else {
+		memcpy(p.srcs[0]->text, text, len);
+		p.srcs[0]->text[len] = '\0';
+		p.srcs[0]->len = len;
+		rc = cfg_load_doc(&p);
+	}
+	if (rc == 0) {
+		/* the main file's bytes, then each included file's path and
+		 * bytes: a configuration without include: hashes as before */
+		h = cfg_fnv(CFG_FNV_INIT, text, len);
+		for (i = 1; i < p.nsrcs; i++) {
+			h = cfg_fnv(h, p.srcs[i]->abs, strlen(p.srcs[i]->abs) + 1);
+			h = cfg_fnv(h, p.srcs[i]->text, p.srcs[i]->len);
+		}
+		snprintf(cfg->file_hash, sizeof cfg->file_hash, "%016llx",
+			 (unsigned long long)h);
+	}
+	for (i = 0; i < p.nsrcs; i++)
+		cfg_src_free(p.srcs[i]);
+	free(p.srcs);
+	free(p.job_nodes);
+	free(p.job_src);
+	if (rc < 0) {
 		config_free(cfg);
 		return -1;
 	}
-	free(p.job_nodes);
 	*out = cfg;
 	return 0;
 }

@@ -32,6 +32,7 @@ struct warehouse_def {
 	char *conninfo;      /* postgres: libpq connection string */
 	char *password_file; /* postgres: absolute path, or NULL */
 	int max_connections; /* postgres: default min(max_concurrency, 4) */
+	char *file;          /* absolute path of the file that defines it */
 	struct pos pos;
 };
 
@@ -57,7 +58,8 @@ struct late_data_def {
 
 struct job_def {
 	char *name;
-	struct pos pos;
+	char *file;     /* absolute path of the file that defines it */
+	struct pos pos; /* where its mapping starts in that file */
 
 	char *warehouse_name; /* NULL for command jobs without warehouse */
 	int warehouse;        /* index into config->warehouses, or -1 */
@@ -112,7 +114,8 @@ struct config {
 	int refs;
 	char *path; /* absolute path of the file */
 	char *dir;  /* its folder */
-	char file_hash[17];
+	char file_hash[17]; /* over the file and every file it includes */
+	size_t nfiles;      /* files read: the file and its includes */
 
 	char *state_db;
 	char *socket;
@@ -147,6 +150,10 @@ void config_unref(struct config *cfg);
 /* Job by name, or NULL. */
 const struct job_def *config_job(const struct config *cfg, const char *name);
 int config_job_index(const struct config *cfg, const char *name);
+
+#define CONFIG_INCLUDE_FILES 1000                /* files read, at most */
+#define CONFIG_INCLUDE_DEPTH 8                   /* include nesting */
+#define CONFIG_TOTAL_BYTES (32 * 1024 * 1024)    /* YAML of all files */
 
 /* Default config path when none is given: /etc/backfilld/backfilld.yaml */
 #define CONFIG_DEFAULT_PATH "/etc/backfilld/backfilld.yaml"

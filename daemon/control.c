@@ -97,7 +97,7 @@ struct control {
 	char *path;
 	bool has_group;
 	gid_t group;
-	int (*reload)(void *, struct err *);
+	cmd_reload_fn *reload;
 	void *reload_data;
 	struct client clients; /* list head */
 	bool closing;
@@ -763,7 +763,7 @@ control_clear_path(const char *path, struct err *err)
 
 int
 control_new(uv_loop_t *loop, struct sched *s, const char *path,
-	    const char *group, int (*reload)(void *, struct err *),
+	    const char *group, cmd_reload_fn *reload,
 	    void *reload_data, struct control **out, struct err *err)
 {
 	struct control *c;

@@ -18,7 +18,7 @@ struct control;
 /* Listen on `path` (a stale socket file is replaced; a live daemon on it
  * is an error); `group` (may be NULL) owns the socket. */
 int control_new(uv_loop_t *loop, struct sched *s, const char *path,
-		const char *group, int (*reload)(void *, struct err *),
+		const char *group, cmd_reload_fn *reload,
 		void *reload_data, struct control **out, struct err *err);
 /* Stop accepting and close every connection; free after the loop ran the
  * close callbacks. */

@@ -203,6 +203,11 @@ static const struct ctl_arg ctl_cancel_pos[] = {
 	  "cancel (ids are in 'backfillctl runs')" },
 	{ NULL, 0, NULL, NULL }
 };
+static const struct ctl_arg ctl_reload_opts[] = {
+	{ "dry-run", CTL_FLAG, "dry_run", NULL },
+	{ "json", CTL_FLAG, "json", NULL },
+	{ NULL, 0, NULL, NULL }
+};
 static const struct ctl_arg ctl_none[] = {
 	{ NULL, 0, NULL, NULL }
 };
@@ -286,9 +291,27 @@ static const struct ctl_cmd ctl_cmds[] = {
 	  "Drop the queued partitions of request REQUEST.\n\n",
 	  ctl_none, ctl_cancel_pos, 1, NULL },
 	{ "reload",
-	  "reload",
-	  "Re-read the daemon's configuration (as SIGHUP does).\n\n",
-	  ctl_none, ctl_none, 0, NULL },
+	  "reload [--dry-run] [--json]",
+	  "Re-read the daemon's configuration (as SIGHUP does) and print what\n"
+	  "changed: jobs added, removed and changed (old and new code version,\n"
+	  "the keys that changed), warehouses, settings, and how many queued\n"
+	  "partitions of removed jobs were cancelled; \"no change\" when nothing\n"
+	  "did.  A broken file is refused (FILE:LINE:COL, exit 2) and the running\n"
+	  "configuration stays.\n\n"
+	  "  --dry-run            validate the file and print the same report\n"
+	  "                       against the running configuration; apply "
+	  "nothing\n"
+	  "  --json               print JSON: {added, removed, changed, "
+	  "warehouses,\n"
+	  "                       settings, cancelled}\n",
+	  ctl_reload_opts, ctl_none, 0, NULL },
+	{ "jobs",
+	  "jobs [--json]",
+	  "The loaded jobs: grain, warehouse or command, upstream, paused,\n"
+	  "catchup state, watermark, code version, and the file and line that\n"
+	  "define each.\n\n"
+	  "  --json               print JSON\n",
+	  ctl_json_opts, ctl_none, 0, NULL },
 };
 #define CTL_NCMDS (sizeof ctl_cmds / sizeof ctl_cmds[0])
 

@@ -30,6 +30,7 @@
 
 #include "clock.h"
 #include "config.h"
+#include "config_diff.h"
 #include "control.h"
 #include "exec.h"
 #include "log.h"
@@ -227,15 +228,37 @@ daemon_log_level(struct daemon *d, const struct config *cfg)
 	log_set_level(level);
 }
 
-/* Reload the configuration: all or nothing. */
+/*
+ * Reload the configuration: all or nothing (cmd_reload_fn).  The report of
+ * what changed (config_diff against the running configuration) is logged
+ * and handed back for `backfillctl reload`; a dry run loads, validates and
+ * compares, counts what removing jobs would cancel, and changes nothing
+ * (no systemd RELOADING=1 either).
+ */
 static int
-daemon_reload(void *data, struct err *err)
+daemon_reload(void *data, bool dry_run, struct config_diff *diff,
+	      int64_t *cancelled, struct err *err)
 {
 	struct daemon *d = data;
 	struct config *cfg;
 	const struct config *old = sched_config(d->sched);
 	char when[CAL_KEY_MAX];
 
+	memset(diff, 0, sizeof *diff);
+	*cancelled = 0;
+	if (dry_run) {
+		if (config_load(d->config_path, &cfg, err) < 0)
+			return -1;
+		if (config_diff(old, cfg, diff) < 0) {
+			config_unref(cfg);
+			return err_set(err, EXIT_INTERNAL, "out of memory");
+		}
+		for (size_t i = 0; i < diff->jobs.nremoved; i++)
+			*cancelled += sched_pending_of(d->sched,
+						       diff->jobs.removed[i]);
+		config_unref(cfg);
+		return 0;
+	}
 	notify_reloading(d->notify);
 	cal_format_iso_ms(clock_now_ms(), when);
 	if (config_load(d->config_path, &cfg, err) < 0) {
@@ -251,15 +274,22 @@ daemon_reload(void *data, struct err *err)
 	    strcmp(cfg->socket, old->socket) != 0)
 		log_warn("state_db and socket changes take effect at the next"
 			 " restart");
+	if (config_diff(old, cfg, diff) < 0) {
+		config_unref(cfg);
+		notify_ready(d->notify, NULL);
+		return err_set(err, EXIT_INTERNAL, "out of memory");
+	}
 	if (exec_resize(d->exec, cfg->max_concurrency, err) < 0) {
+		config_diff_free(diff);
 		config_unref(cfg);
 		notify_ready(d->notify, NULL);
 		return -1;
 	}
 	daemon_log_level(d, cfg);
-	log_notice("configuration reloaded from %s: %zu jobs", cfg->path,
-		   cfg->njobs);
-	sched_reload(d->sched, cfg);
+	log_notice("configuration reloaded from %s: %zu jobs in %zu files",
+		   cfg->path, cfg->njobs, cfg->nfiles);
+	*cancelled = sched_reload(d->sched, cfg);
+	cmd_reload_log(diff, *cancelled);
 	snprintf(d->last_reload, sizeof d->last_reload, "reloaded at %s", when);
 	notify_ready(d->notify, NULL);
 	daemon_status(d);
@@ -344,10 +374,13 @@ daemon_signal_cb(uv_signal_t *h, int signum)
 {
 	struct daemon *d = h->data;
 	struct err err;
+	struct config_diff diff;
+	int64_t cancelled;
 
 	if (signum == SIGHUP) {
-		if (!d->stopping)
-			daemon_reload(d, &err);
+		if (!d->stopping && daemon_reload(d, false, &diff, &cancelled,
+						  &err) == 0)
+			config_diff_free(&diff);
 		return;
 	}
 	daemon_stop(d);

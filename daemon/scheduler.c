@@ -2144,11 +2144,12 @@ sched_start(struct sched *s, struct err *err)
 }
 
 /* After a reload: queued or blocked partitions of jobs no longer in the
- * configuration can never run; cancel them so their requests finish. */
-static void
+ * configuration can never run; cancel them so their requests finish.
+ * Returns how many were cancelled. */
+static int64_t
 sched_cancel_orphans(struct sched *s)
 {
-	int64_t now = clock_now_ms();
+	int64_t now = clock_now_ms(), n = 0;
 	struct err err;
 
 	for (struct request *rq = s->requests.next, *nx; rq != &s->requests;
@@ -2174,23 +2175,45 @@ sched_cancel_orphans(struct sched *s)
 				 e->job_name, e->key, rq->id);
 			entry_settle_outs(s, e, now);
 			changed = true;
+			n++;
 		}
 		if (changed)
 			request_changed(s, rq);
 	}
+	return n;
 }
 
-void
+int64_t
+sched_pending_of(struct sched *s, const char *job)
+{
+	int64_t n = 0;
+
+	for (struct request *rq = s->requests.next; rq != &s->requests;
+	     rq = rq->next)
+		for (size_t i = 0; i < rq->n; i++) {
+			const struct entry *e = rq->items[i];
+
+			if ((e->state == MS_QUEUED || e->state == MS_BLOCKED) &&
+			    strcmp(e->job_name, job) == 0)
+				n++;
+		}
+	return n;
+}
+
+int64_t
 sched_reload(struct sched *s, struct config *cfg)
 {
+	int64_t cancelled;
+
 	config_unref(s->cfg);
 	s->cfg = cfg;
 	sched_index_jobs(s);
-	sched_cancel_orphans(s);
+	cancelled = sched_cancel_orphans(s);
 	sched_probe_warehouses(s);
 	if (!s->draining)
 		sched_schedule(s, false, -1);
 	sched_kick(s);
+	return cancelled;
 }
 
 int

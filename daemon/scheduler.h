@@ -31,8 +31,13 @@ int sched_new(uv_loop_t *loop, struct store *store, struct exec *exec,
 /* Load the open manifest, recover crashed runs, run the schedule once and
  * start dispatching. */
 int sched_start(struct sched *s, struct err *err);
-/* Swap in a validated configuration (takes the caller's reference). */
-void sched_reload(struct sched *s, struct config *cfg);
+/* Swap in a new configuration (taking over its reference); the queued and
+ * blocked partitions of jobs it no longer has are cancelled: returns how
+ * many. */
+int64_t sched_reload(struct sched *s, struct config *cfg);
+/* Queued and blocked partitions of the job named `job` (a reload that
+ * removes it cancels them). */
+int64_t sched_pending_of(struct sched *s, const char *job);
 struct config *sched_config(struct sched *s);
 /* Commit the state changes of this loop turn (rule 1 in scheduler.c):
  * called before each poll and before any answer to a client.  -1 when the

@@ -935,6 +935,33 @@ def reload_bench(args, work, report):
     log("  reload of %d jobs: %.2f ms (median of %d; %.2f ms over the socket); start to READY=1 "
         "%.3f s; status %.2f ms" % (args.reload_jobs, median(ts) * 1000, len(ts),
                                    median(proto_ts) * 1000, dm.ready_s, median(status_ts) * 1000))
+    reload_include_bench(args, work, report)
+
+
+def reload_include_bench(args, work, report, nfiles=100):
+    """The same reload with one file per job: `include: [jobs.d/*.yaml]`
+    and nfiles job files (issue 17), as backfillctl reload times it."""
+    d = os.path.join(work, "reload-include")
+    os.makedirs(os.path.join(d, "jobs.d"))
+    tiny_db(os.path.join(d, "tiny.db"))
+    text = many_jobs_config(nfiles, "tiny.db")
+    head, jobs = text.split("jobs:\n", 1)
+    items = ["  - name:" + j for j in jobs.split("  - name:")[1:]]
+    for i, item in enumerate(items):
+        with open(os.path.join(d, "jobs.d", "job_%04d.yaml" % i), "w") as f:
+            f.write("jobs:\n" + item)
+    dm = Daemon(args, d, head + "include: [jobs.d/*.yaml]\n").start()
+    try:
+        ts, out = rt(dm, ["reload"], args.rt_n)
+        if "reloaded" not in out:
+            raise BenchError("reload of the included files answered %r" % out)
+    finally:
+        dm.stop()
+    report["reload_include"] = {"files": nfiles, "jobs": len(items),
+                                "median_ms": round(median(ts) * 1000, 2),
+                                "max_ms": round(max(ts) * 1000, 2), "n": len(ts)}
+    log("  reload of %d jobs in %d included files: %.2f ms (median of %d, max %.2f ms)"
+        % (len(items), nfiles, median(ts) * 1000, len(ts), max(ts) * 1000))
 
 
 def queue_bench(args, work, report, dbdir):
@@ -1140,6 +1167,10 @@ def targets(report):
         r = report["reload"]
         add("reload of %d jobs" % r["jobs"], "%.2f ms" % r["median_ms"], "<= 50 ms",
             r["median_ms"] <= 50)
+    if "reload_include" in report:
+        r = report["reload_include"]
+        add("reload of %d jobs in %d included files" % (r["jobs"], r["files"]),
+            "%.2f ms" % r["median_ms"], "<= 50 ms", r["median_ms"] <= 50)
     if "queue" in report:
         q = report["queue"]
         add("%d partitions enqueued" % q["partitions"], "%.0f ms" % q["enqueue_ms"], "<= 1000 ms",

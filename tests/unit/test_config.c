@@ -1079,6 +1079,173 @@ START_TEST(test_deep_nesting)
 }
 END_TEST
 
+
+/* ------------------------------------------------------------------ */
+/* include:                                                            */
+/* ------------------------------------------------------------------ */
+
+/*
+ * Refused include fixtures (tests/fixtures/config/include/): `main` is
+ * loaded, and the message must be exactly `msg` with "@" replaced by the
+ * fixtures' real include/ folder (included files are named by their
+ * absolute path) and "^" by the main file's path as given.
+ */
+struct inc_fixture {
+	const char *main;
+	const char *msg;
+};
+
+static const struct inc_fixture inc_fixtures[] = {
+	{ "cycle/main.yaml",
+	  "@/cycle/b.yaml:5:11: include cycle @/cycle/a.yaml -> @/cycle/b.yaml -> @/cycle/a.yaml; remove one of these includes" },
+	{ "missing.yaml",
+	  "^:4:5: include \"nope.yaml\": cannot read @/nope.yaml: No such file or directory; create it or remove it from include:" },
+	{ "dup/main.yaml",
+	  "@/dup/jobs.d/20-second.yaml:5:11: duplicate job name \"x\": also defined at @/dup/jobs.d/10-first.yaml:3; job names must be unique across all included files" },
+	{ "badkey/main.yaml",
+	  "@/badkey/jobs.d/a.yaml:5:1: unknown key \"jbos\" at the top level; did you mean \"jobs\"?" },
+	{ "setting/main.yaml",
+	  "@/setting/jobs.d/a.yaml:5:1: \"max_catchup\" is a setting of the main configuration file, not of an included one (which holds only jobs:, warehouses: and include:); move it to ^" },
+	{ "badjob/main.yaml",
+	  "@/badjob/jobs.d/a.yaml:4:16: job \"a\": partition must be one of hour, day, week, month, got \"dya\"" },
+};
+
+#define NINC (int)(sizeof inc_fixtures / sizeof inc_fixtures[0])
+
+/* s with "@" replaced by at and "^" by caret, into out. */
+static void
+subst(const char *s, const char *at, const char *caret, char *out, size_t n)
+{
+	size_t o = 0;
+
+	for (; *s != '\0' && o + 1 < n; s++) {
+		const char *r = *s == '@' ? at : *s == '^' ? caret : NULL;
+
+		if (r != NULL)
+			o += (size_t)snprintf(out + o, n - o, "%s", r);
+		else
+			out[o++] = *s;
+	}
+	out[o < n ? o : n - 1] = '\0';
+}
+
+/* Each refused include fixture names the file, line and column that has
+ * the error. */
+START_TEST(test_include_refused)
+{
+	const struct inc_fixture *f = &inc_fixtures[_i];
+	char path[PATH_MAX], want[PATH_MAX * 4 + ERR_MSG_MAX], *real;
+	struct config *cfg = (struct config *)1;
+	struct err err = { 0, "" };
+
+	real = realpath(FX "include", NULL);
+	ck_assert_ptr_nonnull(real);
+	snprintf(path, sizeof path, "%sinclude/%s", FX, f->main);
+	subst(f->msg, real, path, want, sizeof want);
+	ck_assert_int_eq(config_load(path, &cfg, &err), -1);
+	ck_assert_ptr_null(cfg);
+	ck_assert_int_eq(err.code, EXIT_BAD_INPUT);
+	ck_assert_str_eq(err.msg, want);
+	free(real);
+}
+END_TEST
+
+/* A valid include: jobs and warehouses of every file in order (main
+ * first, then the matches sorted), paths relative to the file that names
+ * them, each job's file and line, defaults from the main file, upstream
+ * across files, and a pattern that matches nothing. */
+START_TEST(test_include_good)
+{
+	struct config *cfg = NULL;
+	struct err err = { 0, "" };
+	char *real, want[PATH_MAX];
+	const struct job_def *j;
+
+	real = realpath(FX "include/good", NULL);
+	ck_assert_ptr_nonnull(real);
+	ck_assert_msg(config_load(FX "include/good/main.yaml", &cfg, &err) == 0,
+		      "%s", err.msg);
+	ck_assert_uint_eq(cfg->nfiles, 3);
+	ck_assert_uint_eq(cfg->njobs, 3);
+	ck_assert_str_eq(cfg->jobs[0].name, "main_job");
+	ck_assert_str_eq(cfg->jobs[1].name, "fct");
+	ck_assert_str_eq(cfg->jobs[2].name, "mart");
+	snprintf(want, sizeof want, "%s/main.yaml", real);
+	ck_assert_str_eq(cfg->jobs[0].file, want);
+	ck_assert_int_eq(cfg->jobs[0].pos.line, 10);
+	j = config_job(cfg, "fct");
+	snprintf(want, sizeof want, "%s/jobs.d/10-fct.yaml", real);
+	ck_assert_str_eq(j->file, want);
+	ck_assert_int_eq(j->pos.line, 5);
+	ck_assert_int_eq(j->pos.col, 5);
+	ck_assert_int_eq(j->max_catchup, 9);
+	j = config_job(cfg, "mart");
+	snprintf(want, sizeof want, "%s/jobs.d/../sql/mart.sql", real);
+	ck_assert_str_eq(j->sql_file, want);
+	ck_assert_str_eq(j->sql, "SELECT :partition_start\n");
+	ck_assert_int_eq(j->upstream_idx[0], 1);
+	ck_assert_str_eq(cfg->warehouses[j->warehouse].name, "dw");
+	ck_assert_uint_eq(cfg->nwarehouses, 2);
+	snprintf(want, sizeof want, "%s/jobs.d/dw.db", real);
+	ck_assert_str_eq(cfg->warehouses[1].path, want);
+	snprintf(want, sizeof want, "%s/jobs.d/10-fct.yaml", real);
+	ck_assert_str_eq(cfg->warehouses[1].file, want);
+	ck_assert_uint_eq(cfg->jobs[1].ndownstream, 2);
+	config_unref(cfg);
+	free(real);
+}
+END_TEST
+
+/* Includes nested deeper than CONFIG_INCLUDE_DEPTH are refused; a file
+ * included twice is refused naming the first includer. */
+START_TEST(test_include_bounds)
+{
+	char dir[] = "/tmp/bf-inc-XXXXXX", name[64], text[128], *real;
+	char path[PATH_MAX], want[PATH_MAX * 3 + 256];
+	struct config *cfg = (struct config *)1;
+	struct err err = { 0, "" };
+	int i;
+
+	ck_assert_ptr_nonnull(mkdtemp(dir));
+	real = realpath(dir, NULL);
+	write_file(dir, "main.yaml", "include: [f0.yaml]\n");
+	for (i = 0; i <= CONFIG_INCLUDE_DEPTH; i++) {
+		snprintf(name, sizeof name, "f%d.yaml", i);
+		snprintf(text, sizeof text, "include: [f%d.yaml]\n", i + 1);
+		write_file(dir, name, text);
+	}
+	snprintf(name, sizeof name, "f%d.yaml", CONFIG_INCLUDE_DEPTH + 1);
+	write_file(dir, name, "jobs: []\n");
+	snprintf(path, sizeof path, "%s/main.yaml", dir);
+	ck_assert_int_eq(config_load(path, &cfg, &err), -1);
+	snprintf(want, sizeof want,
+		 "%s/f%d.yaml:1:11: include \"f%d.yaml\": includes nested deeper than %d levels; include these files from a higher level",
+		 real, CONFIG_INCLUDE_DEPTH - 1, CONFIG_INCLUDE_DEPTH,
+		 CONFIG_INCLUDE_DEPTH);
+	ck_assert_str_eq(err.msg, want);
+
+	write_file(dir, "main.yaml", "include: [a.yaml, b.yaml]\n");
+	write_file(dir, "a.yaml", "jobs: []\n");
+	write_file(dir, "b.yaml", "include: [a.yaml]\n");
+	ck_assert_int_eq(config_load(path, &cfg, &err), -1);
+	snprintf(want, sizeof want,
+		 "%s/b.yaml:1:11: include \"a.yaml\": %s/a.yaml is already included by %s; include each file once",
+		 real, real, path);
+	ck_assert_str_eq(err.msg, want);
+	for (i = 0; i <= CONFIG_INCLUDE_DEPTH + 1; i++) {
+		snprintf(name, sizeof name, "%s/f%d.yaml", dir, i);
+		unlink(name);
+	}
+	snprintf(name, sizeof name, "%s/a.yaml", dir);
+	unlink(name);
+	snprintf(name, sizeof name, "%s/b.yaml", dir);
+	unlink(name);
+	unlink(path);
+	rmdir(dir);
+	free(real);
+}
+END_TEST
+
 /* Suite: fixtures, inline errors, wall clock, values, files. */
 static Suite *
 config_suite(void)
@@ -1111,6 +1278,12 @@ config_suite(void)
 	tc = tcase_create("files");
 	tcase_add_test(tc, test_load_file);
 	tcase_add_test(tc, test_sql_file);
+	suite_add_tcase(s, tc);
+
+	tc = tcase_create("include");
+	tcase_add_loop_test(tc, test_include_refused, 0, NINC);
+	tcase_add_test(tc, test_include_good);
+	tcase_add_test(tc, test_include_bounds);
 	suite_add_tcase(s, tc);
 	return s;
 }

@@ -1,0 +1,219 @@
+/*
+ * test_config_diff.c - config_diff(): two configurations loaded from text,
+ * and the exact differences listed (names, keys, code versions).
+ */
+#include <check.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "config.h"
+#include "config_diff.h"
+
+static const char base[] =
+	"state_db: /tmp/state.db\n"
+	"max_catchup: 10\n"
+	"warehouses:\n"
+	"  - name: sales\n"
+	"    sqlite: /tmp/sales.db\n"
+	"  - name: old_wh\n"
+	"    sqlite: /tmp/old.db\n"
+	"jobs:\n"
+	"  - name: fct\n"
+	"    warehouse: sales\n"
+	"    partition: day\n"
+	"    start: 2026-01-01\n"
+	"    sql: SELECT 1\n"
+	"  - name: mart\n"
+	"    warehouse: sales\n"
+	"    partition: week\n"
+	"    upstream: [fct]\n"
+	"    sql: SELECT 2\n"
+	"  - name: export\n"
+	"    partition: day\n"
+	"    command: [\"/bin/true\"]\n";
+
+/* Load text, asserting success. */
+static struct config *
+load(const char *text)
+{
+	struct config *cfg = NULL;
+	struct err err = { 0, "" };
+
+	ck_assert_msg(config_load_string("/tmp/diff.yaml", text, strlen(text),
+					 &cfg, &err) == 0, "%s", err.msg);
+	return cfg;
+}
+
+/* text with the first `from` replaced by `to` (caller frees). */
+static char *
+replace(const char *text, const char *from, const char *to)
+{
+	const char *at = strstr(text, from);
+	size_t n = strlen(text) - strlen(from) + strlen(to) + 1;
+	char *out = malloc(n);
+
+	ck_assert_ptr_nonnull(at);
+	memcpy(out, text, (size_t)(at - text));
+	strcpy(out + (at - text), to);
+	strcat(out, at + strlen(from));
+	return out;
+}
+
+/* The same configuration: nothing differs. */
+START_TEST(test_diff_none)
+{
+	struct config *a = load(base), *b = load(base);
+	struct config_diff d;
+
+	ck_assert_int_eq(config_diff(a, b, &d), 0);
+	ck_assert(config_diff_empty(&d));
+	config_diff_free(&d);
+	config_unref(a);
+	config_unref(b);
+}
+END_TEST
+
+/* A rename is one removed and one added; an SQL edit is one changed with
+ * both code versions and key "sql". */
+START_TEST(test_diff_rename_and_edit)
+{
+	char *t1 = replace(base, "name: export", "name: export_v2");
+	char *t2 = replace(t1, "sql: SELECT 2", "sql: SELECT 3");
+	struct config *a = load(base), *b = load(t2);
+	struct config_diff d;
+
+	ck_assert_int_eq(config_diff(a, b, &d), 0);
+	ck_assert(!config_diff_empty(&d));
+	ck_assert_uint_eq(d.jobs.nadded, 1);
+	ck_assert_str_eq(d.jobs.added[0], "export_v2");
+	ck_assert_uint_eq(d.jobs.nremoved, 1);
+	ck_assert_str_eq(d.jobs.removed[0], "export");
+	ck_assert_uint_eq(d.jobs.nchanged, 1);
+	ck_assert_str_eq(d.jobs.changed[0].name, "mart");
+	ck_assert_str_eq(d.jobs.changed[0].old_code_version,
+			 config_job(a, "mart")->code_version);
+	ck_assert_str_eq(d.jobs.changed[0].new_code_version,
+			 config_job(b, "mart")->code_version);
+	ck_assert_str_ne(d.jobs.changed[0].old_code_version,
+			 d.jobs.changed[0].new_code_version);
+	ck_assert_uint_eq(d.jobs.changed[0].nkeys, 1);
+	ck_assert_str_eq(d.jobs.changed[0].keys[0], "sql");
+	ck_assert_uint_eq(d.nsettings, 0);
+	ck_assert_uint_eq(d.warehouses.nadded + d.warehouses.nremoved +
+			  d.warehouses.nchanged, 0);
+	config_diff_free(&d);
+	ck_assert(config_diff_empty(&d));
+	config_unref(a);
+	config_unref(b);
+	free(t1);
+	free(t2);
+}
+END_TEST
+
+/* A top-level default changes the setting and every job that inherits
+ * it (with the same code version: scheduling keys do not change it). */
+START_TEST(test_diff_setting_default)
+{
+	char *t = replace(base, "max_catchup: 10", "max_catchup: 20");
+	struct config *a = load(base), *b = load(t);
+	struct config_diff d;
+
+	ck_assert_int_eq(config_diff(a, b, &d), 0);
+	ck_assert_uint_eq(d.nsettings, 1);
+	ck_assert_str_eq(d.settings[0], "max_catchup");
+	ck_assert_uint_eq(d.jobs.nchanged, 3);
+	ck_assert_str_eq(d.jobs.changed[0].keys[0], "max_catchup");
+	ck_assert_str_eq(d.jobs.changed[0].old_code_version,
+			 d.jobs.changed[0].new_code_version);
+	config_diff_free(&d);
+	config_unref(a);
+	config_unref(b);
+	free(t);
+}
+END_TEST
+
+/* Warehouses added, removed and changed, several keys of one job. */
+START_TEST(test_diff_warehouses_and_keys)
+{
+	char *t1 = replace(base, "  - name: old_wh\n    sqlite: /tmp/old.db\n",
+			   "  - name: new_wh\n    sqlite: /tmp/new.db\n");
+	char *t2 = replace(t1, "sqlite: /tmp/sales.db",
+			   "sqlite: /tmp/sales2.db\n    max_connections: 2");
+	char *t3 = replace(t2, "    start: 2026-01-01\n",
+			   "    start: 2026-01-02\n    timeout: 5m\n");
+	struct config *a = load(base), *b = load(t3);
+	struct config_diff d;
+
+	ck_assert_int_eq(config_diff(a, b, &d), 0);
+	ck_assert_uint_eq(d.warehouses.nadded, 1);
+	ck_assert_str_eq(d.warehouses.added[0], "new_wh");
+	ck_assert_uint_eq(d.warehouses.nremoved, 1);
+	ck_assert_str_eq(d.warehouses.removed[0], "old_wh");
+	ck_assert_uint_eq(d.warehouses.nchanged, 1);
+	ck_assert_str_eq(d.warehouses.changed[0].name, "sales");
+	ck_assert_uint_eq(d.warehouses.changed[0].nkeys, 2);
+	ck_assert_str_eq(d.warehouses.changed[0].keys[0], "sqlite");
+	ck_assert_str_eq(d.warehouses.changed[0].keys[1], "max_connections");
+	ck_assert_uint_eq(d.jobs.nchanged, 1);
+	ck_assert_str_eq(d.jobs.changed[0].name, "fct");
+	ck_assert_uint_eq(d.jobs.changed[0].nkeys, 2);
+	ck_assert_str_eq(d.jobs.changed[0].keys[0], "start");
+	ck_assert_str_eq(d.jobs.changed[0].keys[1], "timeout");
+	config_diff_free(&d);
+	config_unref(a);
+	config_unref(b);
+	free(t1);
+	free(t2);
+	free(t3);
+}
+END_TEST
+
+/* Moving a job to another position is no change. */
+START_TEST(test_diff_moved)
+{
+	char *t = replace(base, "jobs:\n", "jobs:\n  - name: first\n"
+			  "    partition: day\n    command: [\"/bin/true\"]\n");
+	struct config *a = load(t), *b = load(base), *c = load(t);
+	struct config_diff d;
+
+	ck_assert_int_eq(config_diff(b, a, &d), 0);
+	ck_assert_uint_eq(d.jobs.nadded, 1);
+	ck_assert_uint_eq(d.jobs.nchanged, 0);
+	config_diff_free(&d);
+	ck_assert_int_eq(config_diff(a, c, &d), 0);
+	ck_assert(config_diff_empty(&d));
+	config_diff_free(&d);
+	config_unref(a);
+	config_unref(b);
+	config_unref(c);
+	free(t);
+}
+END_TEST
+
+/* Suite: config_diff. */
+static Suite *
+config_diff_suite(void)
+{
+	Suite *s = suite_create("config_diff");
+	TCase *tc = tcase_create("diff");
+
+	tcase_add_test(tc, test_diff_none);
+	tcase_add_test(tc, test_diff_rename_and_edit);
+	tcase_add_test(tc, test_diff_setting_default);
+	tcase_add_test(tc, test_diff_warehouses_and_keys);
+	tcase_add_test(tc, test_diff_moved);
+	suite_add_tcase(s, tc);
+	return s;
+}
+
+int
+main(void)
+{
+	SRunner *sr = srunner_create(config_diff_suite());
+	int failed;
+
+	srunner_run_all(sr, CK_NORMAL);
+	failed = srunner_ntests_failed(sr);
+	srunner_free(sr);
+	return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+}
