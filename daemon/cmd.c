@@ -1748,10 +1748,8 @@ cmd_req_mutates(const struct cmd_entry *ce, const struct proto_msg *req)
 {
 	if (!ce->mutates)
 		return false;
-	if ((ce->exec == cmd_backfill || ce->exec == cmd_rerun) &&
-	    flag(req, "dry_run"))
-		return false;
-	return true;
+	/* a dry run (a plan, a reload's report) changes nothing */
+	return !flag(req, "dry_run");
 }
 
 bool

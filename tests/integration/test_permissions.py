@@ -138,6 +138,8 @@ def test_world_writable_socket_mutations_refused():
                               "--to", "2026-02-03", "--dry-run")
     h.eq(rc, 0, "backfill --dry-run as nobody (stderr %r)" % err)
     h.check("2026-02-03" in out, "backfill --dry-run as nobody printed no plan: %r" % out)
+    rc, out, err = ctl_nobody(d, "reload", "--dry-run")
+    h.eq(rc, 0, "reload --dry-run as nobody (stderr %r)" % err)
     d.assert_alive("after the refused commands")
     st = d.status()["export"]
     h.eq((st["paused"], st["queued"], st["running"], st["succeeded"]), (False, 0, 0, 0),
