@@ -21,8 +21,10 @@
  *    requests already read wait: pipelined requests are answered one at a
  *    time, never buffered without bound.
  *  - a REQUEST body above PROTO_MAX_REQUEST is refused and the connection
- *    closed; at most CONTROL_MAX_CLIENTS connections are served, the
- *    next ones get an error RESPONSE (status 3) and are closed; a
+ *    closed; at most CONTROL_MAX_CLIENTS connections are served: a new
+ *    one beyond them takes the place of the connection idle the longest,
+ *    or, when every one is busy (a stream, a wait, unsent output), gets
+ *    an error RESPONSE (status 3) and is closed; a
  *    connection with nothing in progress (no stream, no wait, no unsent
  *    output) on which no byte arrives for the idle timeout is closed.
  */
@@ -72,7 +74,8 @@ struct client {
 	bool closing;
 	bool finishing; /* shutting down after a last answer */
 	bool reading;   /* uv_read_start is in effect */
-	bool refused;   /* over the connection cap: answered and closed */
+	bool refused;
+	uint64_t last_active;      /* uv_now at accept and at each read */   /* over the connection cap: answered and closed */
 	int handles;    /* open handles; freed when it drops to 0 */
 	void *watch;
 	int64_t wait_id;
@@ -617,6 +620,7 @@ client_read_cb(uv_stream_t *st, ssize_t n, const uv_buf_t *b)
 		return;
 	}
 	cl->rlen += (size_t)n;
+	cl->last_active = uv_now(cl->c->loop);
 	uv_timer_again(&cl->idle);
 	client_process(cl);
 }
@@ -633,6 +637,32 @@ client_idle_cb(uv_timer_t *t)
 	log_info("control: closing a connection idle for %" PRIu64 " ms",
 		 cl->c->idle_ms);
 	client_close(cl);
+}
+
+/* At the cap: close the connection idle the longest (nothing in
+ * progress: no stream, no wait, no unsent output), so that idle clients
+ * can never lock operators out; false when every connection is busy. */
+static bool
+control_evict_idle(struct control *c)
+{
+	struct client *best = NULL;
+
+	for (struct client *cl = c->clients.next; cl != &c->clients;
+	     cl = cl->next) {
+		if (cl->closing || cl->finishing || cl->refused ||
+		    cl->stream != NULL || cl->watch != NULL || cl->queued > 0 ||
+		    cl->last_active == 0)
+			continue;
+		if (best == NULL || cl->last_active < best->last_active)
+			best = cl;
+	}
+	if (best == NULL)
+		return false;
+	log_info("control: %d connections: closing the one idle for %" PRIu64
+		 " ms to serve a new one", CONTROL_MAX_CLIENTS,
+		 uv_now(c->loop) - best->last_active);
+	client_close(best);
+	return true;
 }
 
 /* Refuse a connection over the cap: answer why (exit 3) and close; log
@@ -721,11 +751,12 @@ control_connection_cb(uv_stream_t *server, int status)
 		client_close(cl);
 		return;
 	}
-	if (c->nclients > CONTROL_MAX_CLIENTS) {
+	if (c->nclients > CONTROL_MAX_CLIENTS && !control_evict_idle(c)) {
 		c->nclients--;
 		control_refuse(c, cl);
 		return;
 	}
+	cl->last_active = uv_now(c->loop);
 	if (uv_fileno((uv_handle_t *)&cl->pipe, &fd) == 0)
 		cl->may_change = control_peer_may_change(c, fd);
 	uv_timer_start(&cl->idle, client_idle_cb, c->idle_ms, c->idle_ms);

@@ -387,5 +387,40 @@ def test_connection_cap_and_idle():
     d.stop()
 
 
+def test_a_thousand_idle_clients():
+    """Idle connections never lock operators out: over the cap, a new
+    connection takes the place of the one idle the longest, so status
+    answers and runs go on with a thousand idle clients connected."""
+    import resource
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    resource.setrlimit(resource.RLIMIT_NOFILE, (max(soft, min(hard, 4096)), hard))
+    d = h.Daemon(jobs=JOBS, name="idle1000")
+    idle = []
+    try:
+        for _ in range(1000):
+            c = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+            c.connect(d.sock)   # blocking: waits while the backlog is full
+            idle.append(c)
+        status_within(d, GUARD, "with a thousand idle clients")
+        rc, out, err = d.ctl("backfill", "daily", "--from", "2026-01-01",
+                             "--to", "2026-01-03", "--wait")
+        h.eq(rc, 0, "a backfill with a thousand idle clients (stderr %r)" % err)
+        # the oldest idle ones were closed by the daemon (EOF), the newest
+        # are still connected: never more than the cap at once
+        closed = 0
+        for c in idle[:100]:
+            c.settimeout(GUARD)
+            if c.recv(1) == b"":
+                closed += 1
+        h.eq(closed, 100, "the oldest idle connections closed to make room")
+        with open(d.log) as f:
+            h.check("closing the one idle for" in f.read(), "the eviction is logged")
+        h.check(d.alive(), "the daemon lives")
+    finally:
+        for c in idle:
+            c.close()
+    d.stop()
+
+
 if __name__ == "__main__":
-    h.main([test_stream_runs, test_connection_cap_and_idle])
+    h.main([test_stream_runs, test_connection_cap_and_idle, test_a_thousand_idle_clients])
