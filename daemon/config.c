@@ -29,6 +29,7 @@
  * A job with upstream needs no start either: it runs when its inputs land.
  */
 #include "config.h"
+#include "suggest.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -379,55 +380,6 @@ cfg_check_dups(struct cfg_parser *p, const yaml_node_t *map)
 /* Small helpers                                                       */
 /* ------------------------------------------------------------------ */
 
-/* Optimal string alignment distance (Levenshtein plus transpositions). */
-static size_t
-cfg_distance(const char *a, const char *b)
-{
-	size_t la = strlen(a), lb = strlen(b), i, j;
-	size_t d[CFG_NAME_MAX + 1][CFG_NAME_MAX + 1];
-
-	if (la > CFG_NAME_MAX || lb > CFG_NAME_MAX)
-		return SIZE_MAX;
-	for (i = 0; i <= la; i++)
-		d[i][0] = i;
-	for (j = 0; j <= lb; j++)
-		d[0][j] = j;
-	for (i = 1; i <= la; i++) {
-		for (j = 1; j <= lb; j++) {
-			size_t cost = a[i - 1] == b[j - 1] ? 0 : 1;
-			size_t v = d[i - 1][j] + 1;
-
-			if (d[i][j - 1] + 1 < v)
-				v = d[i][j - 1] + 1;
-			if (d[i - 1][j - 1] + cost < v)
-				v = d[i - 1][j - 1] + cost;
-			if (i > 1 && j > 1 && a[i - 1] == b[j - 2] &&
-			    a[i - 2] == b[j - 1] && d[i - 2][j - 2] + 1 < v)
-				v = d[i - 2][j - 2] + 1;
-			d[i][j] = v;
-		}
-	}
-	return d[la][lb];
-}
-
-/* True when `cand` is close enough to `word` to suggest it (and closer
- * than *best, which it then lowers): at most a third of its length, 1..3. */
-static bool
-cfg_close(const char *word, const char *cand, size_t *best)
-{
-	size_t d = cfg_distance(word, cand);
-	size_t lim = strlen(cand) / 3;
-
-	if (lim > 3)
-		lim = 3;
-	if (lim < 1)
-		lim = 1;
-	if (d > lim || d >= *best)
-		return false;
-	*best = d;
-	return true;
-}
-
 /* Parse a whole decimal integer (optional '-'); false on anything else. */
 static bool
 cfg_parse_int64(const char *s, int64_t *out)
@@ -711,7 +663,7 @@ cfg_unknown_key(struct cfg_parser *p, yaml_node_t *kn,
 	char buf[CFG_QUOTE_MAX * 4 + 16], where[CFG_CTX_MAX + 8];
 
 	for (; table->name != NULL; table++)
-		if (cfg_close(word, table->name, &best))
+		if (suggest_close(word, table->name, &best))
 			sugg = table->name;
 	if (p->ctx[0] != '\0')
 		snprintf(where, sizeof where, "in %s", p->ctx);
@@ -2012,7 +1964,7 @@ cfg_link(struct cfg_parser *p)
 
 			if (u < 0) {
 				for (b = 0; b < cfg->njobs; b++)
-					if (cfg_close(j->upstream[i], cfg->jobs[b].name, &best))
+					if (suggest_close(j->upstream[i], cfg->jobs[b].name, &best))
 						sugg = cfg->jobs[b].name;
 				return cfg_fail(p, cfg_upstream_node(p, a, i)->start_mark,
 						"job \"%s\": unknown upstream job %s%s%s%s",

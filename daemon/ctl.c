@@ -41,6 +41,7 @@
 #include "config.h"
 #include "err.h"
 #include "proto.h"
+#include "suggest.h"
 
 #ifndef BACKFILLD_VERSION
 #define BACKFILLD_VERSION "0.1.0"
@@ -334,60 +335,6 @@ ctl_usage_err(const struct ctl_ctx *ctx, struct err *err, const char *fmt,
 	    what);
 }
 
-/* Levenshtein distance between a and b (both short). */
-static size_t
-ctl_distance(const char *a, const char *b)
-{
-	size_t la = strlen(a), lb = strlen(b), i, j, prev, cur, tmp;
-	size_t row[65];
-
-	if (la > 64 || lb > 64)
-		return (size_t)-1;
-	for (j = 0; j <= lb; j++)
-		row[j] = j;
-	for (i = 1; i <= la; i++) {
-		prev = row[0];
-		row[0] = i;
-		for (j = 1; j <= lb; j++) {
-			cur = prev + (a[i - 1] != b[j - 1]);
-			if (row[j] + 1 < cur)
-				cur = row[j] + 1;
-			if (row[j - 1] + 1 < cur)
-				cur = row[j - 1] + 1;
-			tmp = row[j];
-			row[j] = cur;
-			prev = tmp;
-		}
-	}
-	return row[lb];
-}
-
-/* The closest of names[] to s, or NULL when none is close enough to be
- * what was meant (at most 2 edits, or s a prefix of it). */
-static const char *
-ctl_closest(const char *s, const char *const *names, size_t n)
-{
-	const char *best = NULL, *prefix = NULL;
-	size_t bestd = 3, d, i, nprefix = 0;
-
-	for (i = 0; i < n; i++) {
-		if (*s != '\0' && strncmp(names[i], s, strlen(s)) == 0) {
-			prefix = names[i];
-			nprefix++;
-		}
-	}
-	if (nprefix == 1)
-		return prefix;
-	for (i = 0; i < n; i++) {
-		d = ctl_distance(s, names[i]);
-		if (d < bestd) {
-			bestd = d;
-			best = names[i];
-		}
-	}
-	return best;
-}
-
 /* Explain an option getopt_long refused ('?'); fills err, returns -1. */
 static int
 ctl_bad_option(const struct ctl_ctx *ctx, struct ctl_args *a,
@@ -428,7 +375,7 @@ ctl_bad_option(const struct ctl_ctx *ctx, struct ctl_args *a,
 	if (matches == 1 && hit != NULL && word[2 + len] == '=')
 		return ctl_usage_err(ctx, err, "option '--%s' takes no value",
 		    hit);
-	hit = ctl_closest(name, names, n);
+	hit = suggest_closest(name, names, n);
 	if (hit != NULL)
 		return ctl_usage_err(ctx, err, "unknown option '--%s' (did "
 		    "you mean '--%s'?)", name, hit);
@@ -737,7 +684,7 @@ ctl_runs_check(const struct ctl_ctx *ctx, const char *const *val,
 		if (strcmp(state, states[i]) == 0)
 			return 0;
 	}
-	hit = ctl_closest(state, states, sizeof states / sizeof states[0]);
+	hit = suggest_closest(state, states, sizeof states / sizeof states[0]);
 	if (hit != NULL)
 		return ctl_usage_err(ctx, err, "unknown state '%.40s' (did you "
 		    "mean '%s'?)", state, hit);
@@ -917,7 +864,7 @@ ctl_unknown_cmd(const char *name, struct err *err)
 		return err_set(err, EXIT_BAD_INPUT, "unknown command '%.40s'; "
 		    "did you mean %s? (see 'backfillctl --help')", name,
 		    several);
-	hit = ctl_closest(name, names, CTL_NCMDS);
+	hit = suggest_closest(name, names, CTL_NCMDS);
 	if (hit != NULL)
 		return err_set(err, EXIT_BAD_INPUT, "unknown command '%.40s'; "
 		    "did you mean '%s'? (see 'backfillctl --help')", name, hit);
