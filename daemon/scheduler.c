@@ -671,6 +671,8 @@ request_next(struct sched *s, struct request *rq, int64_t now, int64_t *wake)
 }
 
 static void sched_run_done_cb(struct exec_run *run);
+static void sched_gap_filled(struct sched *s, const char *job,
+			     const char *key);
 static void sched_run_started_cb(struct exec_run *run);
 static void sched_count_finished(struct sched *s, const char *job,
 				 enum mstate prev, enum mstate state);
@@ -1259,8 +1261,10 @@ settled:
 		if (state_final(a->entries[i]->state))
 			entry_settle_outs(s, a->entries[i], now);
 	for (size_t i = 0; result == MS_SUCCEEDED &&
-	     i < (a->batch ? a->nentries : 1); i++)
+	     i < (a->batch ? a->nentries : 1); i++) {
 		sched_landed(s, a->job_name, a->entries[i]->key, e->rq, now);
+		sched_gap_filled(s, a->job_name, a->entries[i]->key);
+	}
 	if (retry)
 		sched_arm_retry(s, e->not_before, now);
 	{
@@ -1374,6 +1378,56 @@ jobstate_save(struct sched *s, struct jobstate *js, struct err *err)
 {
 	return store_job_put(s->store, js->name, &js->st, clock_now_ms(), err);
 }
+
+struct gap_count {
+	int64_t succeeded;
+};
+
+/* Count the gap's partitions whose last run succeeded. */
+static void
+gap_count_cb(const char *key, enum mstate st, void *data)
+{
+	(void)key;
+	if (st == MS_SUCCEEDED)
+		((struct gap_count *)data)->succeeded++;
+}
+
+/* A partition of job succeeded: when it was the last of the job's
+ * refused catchup gap to succeed, the gap is filled and catchup is what
+ * the configuration says again.  (Here, when the state changes, and not
+ * when status reads it: reads never write.) */
+static void
+sched_gap_filled(struct sched *s, const char *job, const char *key)
+{
+	struct jobstate *js = jobstate_get(s, job);
+	const struct job_def *j = config_job(s->cfg, job);
+	struct gap_count gc = { 0 };
+	part_t from, to;
+	struct err err;
+
+	if (j == NULL || strcmp(js->st.catchup, "refused") != 0 ||
+	    !js->st.gap_from[0] || strcmp(key, js->st.gap_from) < 0 ||
+	    strcmp(key, js->st.gap_to) > 0 ||
+	    part_parse_key(j->grain, js->st.gap_from, &from, NULL) < 0 ||
+	    part_parse_key(j->grain, js->st.gap_to, &to, NULL) < 0)
+		return;
+	if (store_last_states(s->store, job, js->st.gap_from, js->st.gap_to,
+			      gap_count_cb, &gc, &err) < 0) {
+		log_err("job=%s %s", job, err.msg);
+		return;
+	}
+	if (gc.succeeded < to - from + 1)
+		return;
+	log_notice("job=%s the refused catchup gap %s..%s is filled; catchup"
+		   " is %s again", job, js->st.gap_from, js->st.gap_to,
+		   j->catchup ? "on" : "off");
+	snprintf(js->st.catchup, sizeof js->st.catchup, "%s",
+		 j->catchup ? "ok" : "off");
+	js->st.gap_from[0] = js->st.gap_to[0] = '\0';
+	if (jobstate_save(s, js, &err) < 0)
+		log_err("job=%s %s", job, err.msg);
+}
+
 
 /* Write the items of a plan as a new request; returns its id via *id. */
 static int
@@ -2486,19 +2540,6 @@ sched_pause(struct sched *s, int job, bool pause, struct err *err)
 	return 0;
 }
 
-struct gap_count {
-	int64_t succeeded;
-};
-
-/* Count the gap's partitions whose last run succeeded. */
-static void
-gap_count_cb(const char *key, enum mstate st, void *data)
-{
-	(void)key;
-	if (st == MS_SUCCEEDED)
-		((struct gap_count *)data)->succeeded++;
-}
-
 void
 sched_job_view(struct sched *s, int job, struct sched_job_view *v)
 {
@@ -2519,20 +2560,9 @@ sched_job_view(struct sched *s, int job, struct sched_job_view *v)
 	if (strcmp(js->st.catchup, "refused") == 0 && js->st.gap_from[0] &&
 	    part_parse_key(j->grain, js->st.gap_from, &v->gap_from, NULL) == 0 &&
 	    part_parse_key(j->grain, js->st.gap_to, &v->gap_to, NULL) == 0) {
-		struct gap_count gc = { 0 };
-
-		/* refused until every partition of the gap has succeeded */
-		store_last_states(s->store, j->name, js->st.gap_from,
-				  js->st.gap_to, gap_count_cb, &gc, NULL);
-		if (gc.succeeded >= v->gap_to - v->gap_from + 1) {
-			v->catchup = j->catchup ? "ok" : "off";
-			snprintf(js->st.catchup, sizeof js->st.catchup, "%s",
-				 v->catchup);
-			js->st.gap_from[0] = js->st.gap_to[0] = '\0';
-			jobstate_save(s, js, NULL);
-		} else {
-			v->has_gap = true;
-		}
+		/* refused until every partition of the gap has succeeded:
+		 * sched_gap_filled() clears it when the last one lands */
+		v->has_gap = true;
 	}
 	if (j->nupstream == 0 && j->has_start) {
 		part_t nextp = v->has_watermark ? v->watermark + 1 : j->start;

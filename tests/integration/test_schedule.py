@@ -323,6 +323,22 @@ def test_down_five_days():
     st = job_status(d, "wide")
     h.eq((st["watermark"], st["catchup"], st["gap"]), ("2026-03-07", "ok", None),
          "status wide after 5 days down")
+    # status reads, never writes: asking twice changes nothing in the store
+    before = d.state_dump()
+    job_status(d, "narrow")
+    h.eq(d.state_dump(), before, "state store after status")
+    # the operator backfills the refused gap in two pieces: once its last
+    # partition lands the gap is filled and catchup is on again, without
+    # anyone asking for status in between
+    d.ok("backfill", "narrow", "--from", "2026-03-03", "--to", "2026-03-05", "--wait")
+    st = job_status(d, "narrow")
+    h.eq((st["catchup"], st["gap"]["partitions"]), ("refused", 5),
+         "status narrow with part of the gap backfilled")
+    d.ok("backfill", "narrow", "--from", "2026-03-06", "--to", "2026-03-07", "--wait")
+    filled = log_lines(d, r"job=narrow the refused catchup gap 2026-03-03..2026-03-07 is filled")
+    h.eq(len(filled), 1, "the log line saying the gap is filled (%r)" % filled)
+    st = job_status(d, "narrow")
+    h.eq((st["catchup"], st["gap"]), ("ok", None), "status narrow once the gap is backfilled")
     d.stop()
 
 
