@@ -7,6 +7,8 @@
  */
 #include "plan.h"
 
+#include "lineage.h"
+
 #include <stdlib.h>
 #include <string.h>
 
@@ -106,27 +108,15 @@ static int
 plan_expand_job(struct plan *p, const struct config *cfg, int d, bool reverse,
 		struct err *err)
 {
-	const struct job_def *dj = &cfg->jobs[d];
 	struct pair *pairs = NULL;
 	size_t n = 0, cap = 0, limit = p->n;
 
 	for (size_t i = 0; i < limit; i++) {
 		const struct plan_item *it = &p->items[i];
-		bool feeds = false;
 		part_t out[2];
-		int k;
+		int k = lineage_map(cfg, it->job, it->part, d, out);
 
-		for (size_t u = 0; u < dj->nupstream; u++)
-			feeds |= dj->upstream_idx[u] == it->job;
-		if (!feeds)
-			continue;
-		k = part_map(cfg->jobs[it->job].grain, it->part, dj->grain, out);
 		for (int j = 0; j < k; j++) {
-			/* a downstream partition outside the job's start..end
-			 * does not exist: nothing to rebuild there */
-			if ((dj->has_start && out[j] < dj->start) ||
-			    (dj->has_end && out[j] > dj->end))
-				continue;
 			if (plan_grow((void **)&pairs, &cap, n, sizeof *pairs,
 				      err) < 0) {
 				free(pairs);

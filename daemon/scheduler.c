@@ -54,6 +54,7 @@
 
 #include "clock.h"
 #include "guard.h"
+#include "lineage.h"
 #include "log.h"
 #include "proc.h"
 #include "text.h"
@@ -2007,16 +2008,11 @@ sched_link_loaded(struct sched *s, struct request *rq)
 			struct entry *in = rq->items[k];
 			const struct job_def *ij = entry_job(s, in);
 			part_t out[2];
-			bool feeds = false;
 			int n;
 
 			if (in == o || ij == NULL)
 				continue;
-			for (size_t u = 0; u < oj->nupstream; u++)
-				feeds |= oj->upstream_idx[u] == in->job;
-			if (!feeds)
-				continue;
-			n = part_map(ij->grain, in->part, oj->grain, out);
+			n = lineage_map(s->cfg, in->job, in->part, o->job, out);
 			for (int m = 0; m < n; m++) {
 				if (out[m] != o->part)
 					continue;
@@ -2602,8 +2598,8 @@ struct stale_row {
 
 struct stale_collect {
 	struct sched *s;
-	const struct job_def *d;
-	int u;
+	int dj;  /* the downstream job */
+	int u;   /* the upstream job whose builds are read */
 	struct stale_row *rows;
 	size_t n, cap;
 };
@@ -2622,11 +2618,8 @@ stale_collect_cb(const char *key, int64_t built_at, bool has_inputs_at,
 	(void)inputs_at;
 	if (part_parse_key(uj->grain, key, &p, NULL) < 0)
 		return 0;
-	n = part_map(uj->grain, p, sc->d->grain, out);
+	n = lineage_map(sc->s->cfg, sc->u, p, sc->dj, out);
 	for (int i = 0; i < n; i++) {
-		if ((sc->d->has_start && out[i] < sc->d->start) ||
-		    (sc->d->has_end && out[i] > sc->d->end))
-			continue; /* outside the downstream job: no partition */
 		if (sc->n == sc->cap) {
 			sc->cap = sc->cap ? sc->cap * 2 : 64;
 			sc->rows = realloc(sc->rows, sc->cap * sizeof *sc->rows);
@@ -2661,7 +2654,7 @@ sched_stale(struct sched *s, int only_job, sched_stale_cb cb, void *data,
 	for (size_t t = 0; t < cfg->njobs && rc == 0; t++) {
 		int d = cfg->topo[t];
 		const struct job_def *dj = &cfg->jobs[d];
-		struct stale_collect sc = { .s = s, .d = dj };
+		struct stale_collect sc = { .s = s, .dj = d };
 		struct stale_input *in = NULL;
 
 		if (dj->nupstream == 0 || (only_job >= 0 && only_job != d))
