@@ -3,7 +3,8 @@
 
     run.py TARGET SEED_CORPUS [--seconds N] [--work DIR] [-- LIBFUZZER_ARGS]
 
-The seed corpus (tests/fuzz/corpus/NAME) is read, never written: new
+The seed corpus (tests/fuzz/corpus/NAME) is read, never written, and
+tests/fuzz/NAME.dict is given as the dictionary when it exists; new
 inputs go to WORK/corpus, a crashing, leaking, timing out or invariant
 breaking input to WORK/ (crash-*, leak-*, timeout-*, oom-*), and the
 input is printed (escaped) so that a CI log alone can reproduce it.
@@ -36,7 +37,7 @@ def main():
     work = a.work or os.path.abspath(name + ".work")
     corpus = os.path.join(work, "corpus")
     os.makedirs(corpus, exist_ok=True)
-    for old in glob.glob(os.path.join(work, "*-*")):
+    for old in glob.glob(os.path.join(work, "*-*")):  # last run's findings
         if os.path.isfile(old):
             os.unlink(old)
     env = dict(os.environ)
@@ -45,13 +46,28 @@ def main():
     argv = [a.target, "-max_total_time=%d" % a.seconds, "-timeout=10",
             "-rss_limit_mb=2048", "-error_exitcode=1", "-timeout_exitcode=1",
             "-print_final_stats=1", "-artifact_prefix=" + work + "/"]
+    # tests/fuzz/NAME.dict (NAME without fuzz_), when there is one
+    d = os.path.join(os.path.dirname(os.path.abspath(__file__)),
+                     name[len("fuzz_"):] + ".dict")
+    if os.path.exists(d):
+        argv.append("-dict=" + d)
     argv += a.extra + [corpus, a.seeds]
     print("$ " + " ".join(argv), flush=True)
     t0 = time.monotonic()
-    p = subprocess.run(argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                       env=env)
+    # libFuzzer's output goes to WORK/fuzz.log as it comes (tail -f it on
+    # a long run) and, shortened, to this test's log at the end
+    logpath = os.path.join(work, "fuzz.log")
+    with open(logpath, "wb") as log:
+        p = subprocess.Popen(argv, stdout=subprocess.PIPE,
+                             stderr=subprocess.STDOUT, env=env)
+        chunks = []
+        for line in p.stdout:
+            log.write(line)
+            log.flush()
+            chunks.append(line)
+        p.wait()
     took = time.monotonic() - t0
-    out = p.stdout.decode("utf-8", "replace")
+    out = b"".join(chunks).decode("utf-8", "replace")
     execs = re.search(r"stat::number_of_executed_units:\s*(\d+)", out)
     execs = int(execs.group(1)) if execs else None
     found = sorted(f for f in glob.glob(os.path.join(work, "*-*"))
