@@ -131,6 +131,7 @@ fuzz_calendar_range(const char *from, const char *to)
 	}
 }
 
+/* libFuzzer's entry point: one input. */
 int
 LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {

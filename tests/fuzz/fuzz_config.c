@@ -70,6 +70,7 @@ fuzz_config_check(const struct config *cfg)
 	free(pos);
 }
 
+/* libFuzzer's entry point: one input. */
 int
 LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {

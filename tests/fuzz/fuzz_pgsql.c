@@ -123,6 +123,7 @@ fuzz_pgsql_stmt(const struct pgsql_stmt *st)
 	free(values);
 }
 
+/* libFuzzer's entry point: one input. */
 int
 LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {

@@ -174,6 +174,7 @@ fuzz_proto_feed(const char *data, size_t size, uint32_t seed,
 	buf_free(&in);
 }
 
+/* libFuzzer's entry point: one input. */
 int
 LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {

@@ -99,6 +99,7 @@ fuzz_sqlscan_dialect(const char *sql, enum sqlscan_dialect d)
 	free(starts);
 }
 
+/* libFuzzer's entry point: one input. */
 int
 LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
