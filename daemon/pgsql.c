@@ -56,6 +56,18 @@ pgsql_buf_add(struct pgsql_buf *b, const char *s, size_t n)
 	b->p[b->len] = '\0';
 }
 
+/* True for a byte PostgreSQL reads as part of a word or number before
+ * a `$` (identifiers continue with letters, digits, _, $ and bytes >=
+ * 0x80). */
+static bool
+pgsql_word_byte(char c)
+{
+	unsigned char u = (unsigned char)c;
+
+	return (u >= 'a' && u <= 'z') || (u >= 'A' && u <= 'Z') ||
+	    (u >= '0' && u <= '9') || u == '_' || u == '$' || u >= 0x80;
+}
+
 /* $n (from 1) of parameter `name` (n bytes) in cur, adding it if new. */
 static size_t
 pgsql_name_index(struct pgsql_cur *cur, const char *name, size_t n)
@@ -172,6 +184,11 @@ pgsql_parse(const char *sql, struct pgsql_script *out, struct err *err)
 			continue;
 		}
 		if (t.kind == SQLSCAN_PARAM) {
+			/* "x:name" must not become "x$1": PostgreSQL reads
+			 * that as one identifier, and the parameter is lost */
+			if (cur.text.len > 0 &&
+			    pgsql_word_byte(cur.text.p[cur.text.len - 1]))
+				pgsql_buf_add(&cur.text, " ", 1);
 			k = pgsql_name_index(&cur, p + 1, t.len - 1);
 			snprintf(num, sizeof num, "$%zu", k);
 			pgsql_buf_add(&cur.text, num, strlen(num));

@@ -31,6 +31,11 @@ static const struct pgsql_case cases[] = {
 	  { "SELECT x FROM t WHERE ts > $1" }, { "since" } },
 	{ "SELECT 1 WHERE a=:partition)", 1,
 	  { "SELECT 1 WHERE a=$1)" }, { "partition" } },
+	/* a parameter glued to a word stays a token of its own: "x$1"
+	 * would be one identifier to PostgreSQL (found by fuzz_pgsql) */
+	{ "SELECT x:partition, 1:partition_end, \"q\":since, é:partition", 1,
+	  { "SELECT x $1, 1 $2, \"q\"$3, é $1" },
+	  { "partition,partition_end,since" } },
 	/* string literals */
 	{ "SELECT ':partition', :partition", 1,
 	  { "SELECT ':partition', $1" }, { "partition" } },
