@@ -962,7 +962,7 @@ sched_audit(struct sched *s, struct exec_run *run, const int64_t *run_ids,
 	for (size_t i = 0; i < run->nparts && rc == 0; i++) {
 		const struct exec_guard_result *g = run->guards ? &run->guards[i] : NULL;
 		size_t n = 0;
-		double pct;
+		double pct = 0;
 
 		size_t npassed = 0, nall = 0;
 
