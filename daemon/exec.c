@@ -1081,7 +1081,7 @@ exec_env_ours(const char *e)
 	static const char *const ours[] = {
 		"BACKFILLD_JOB=", "BACKFILLD_PARTITION=",
 		"BACKFILLD_PARTITION_START=", "BACKFILLD_PARTITION_END=",
-		"BACKFILLD_ATTEMPT="
+		"BACKFILLD_ATTEMPT=", "BACKFILLD_INSTANCE="
 	};
 	size_t i;
 
@@ -1153,7 +1153,7 @@ exec_cmd_start(struct exec_job *job)
 	const struct exec_part *part = &run->parts[0];
 	uv_process_options_t opt;
 	uv_stdio_container_t stdio[3];
-	char **argv, **envp, *extra[5];
+	char **argv, **envp, *extra[6];
 	int logfd = -1, nullfd, r;
 	size_t i, n, k;
 	struct err err;
@@ -1180,13 +1180,16 @@ exec_cmd_start(struct exec_job *job)
 	extra[2] = exec_xasprintf("BACKFILLD_PARTITION_START=%s", part->start);
 	extra[3] = exec_xasprintf("BACKFILLD_PARTITION_END=%s", part->end);
 	extra[4] = exec_xasprintf("BACKFILLD_ATTEMPT=%d", run->attempt);
+	/* what finds this group again after a crash (proc.h) */
+	extra[5] = exec_xasprintf("BACKFILLD_INSTANCE=%s", run->log_dir ?
+				  run->log_dir : "");
 	for (n = 0; environ != NULL && environ[n] != NULL; n++)
 		;
-	envp = exec_xcalloc(n + 6, sizeof *envp);
+	envp = exec_xcalloc(n + 7, sizeof *envp);
 	for (i = 0, k = 0; i < n; i++)
 		if (!exec_env_ours(environ[i]))
 			envp[k++] = environ[i];
-	for (i = 0; i < 5; i++)
+	for (i = 0; i < 6; i++)
 		envp[k++] = extra[i];
 
 	memset(&opt, 0, sizeof opt);
@@ -1211,7 +1214,7 @@ exec_cmd_start(struct exec_job *job)
 	for (i = 0; i < jd->command_len; i++)
 		free(argv[i]);
 	free(argv);
-	for (i = 0; i < 5; i++)
+	for (i = 0; i < 6; i++)
 		free(extra[i]);
 	free(envp);
 

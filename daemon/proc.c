@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 /* Read /proc/PID/stat: the state letter, the process group and the start
  * time.  0, or -1 when the process is gone. */
@@ -134,4 +135,68 @@ proc_end_groups(struct proc_group *g, size_t n, int term_ms, int kill_ms)
 	for (size_t i = 0; i < n; i++)
 		if (g[i].matched && proc_group_alive(g[i].pgid))
 			g[i].survived = true;
+}
+
+/* Does /proc/PID/environ hold the entry `marker` exactly? */
+static bool
+proc_environ_has(pid_t pid, const char *marker)
+{
+	char path[64], buf[65536];
+	size_t n, len = strlen(marker);
+	FILE *f;
+
+	snprintf(path, sizeof path, "/proc/%ld/environ", (long)pid);
+	f = fopen(path, "re");
+	if (f == NULL)
+		return false; /* gone, or another user's */
+	n = fread(buf, 1, sizeof buf - 1, f);
+	fclose(f);
+	buf[n] = '\0';
+	for (size_t off = 0; off < n; off += strlen(buf + off) + 1)
+		if (strncmp(buf + off, marker, len) == 0 && buf[off + len] == '\0')
+			return true;
+	return false;
+}
+
+int
+proc_find_marked(const char *marker, struct proc_group **out, size_t *n)
+{
+	DIR *d = opendir("/proc");
+	struct dirent *de;
+	size_t cap = 0;
+	pid_t self = getpid();
+
+	*out = NULL;
+	*n = 0;
+	if (d == NULL)
+		return -1;
+	while ((de = readdir(d)) != NULL) {
+		char *end, state;
+		long v = strtol(de->d_name, &end, 10);
+		pid_t pgrp = 0;
+		int64_t start;
+
+		if (*end != '\0' || v <= 1 || (pid_t)v == self)
+			continue;
+		/* group leaders only: a command run leads its own group */
+		if (proc_stat((pid_t)v, &state, &pgrp, &start) < 0 ||
+		    pgrp != (pid_t)v || state == 'Z' ||
+		    !proc_environ_has((pid_t)v, marker))
+			continue;
+		if (*n == cap) {
+			struct proc_group *g;
+
+			cap = cap ? cap * 2 : 8;
+			g = realloc(*out, cap * sizeof *g);
+			if (g == NULL)
+				break;
+			*out = g;
+		}
+		memset(&(*out)[*n], 0, sizeof **out);
+		(*out)[*n].pgid = (pid_t)v;
+		(*out)[*n].start = start;
+		(*n)++;
+	}
+	closedir(d);
+	return 0;
 }

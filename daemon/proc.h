@@ -38,4 +38,15 @@ struct proc_group {
  * most term_ms + kill_ms (start-up only). */
 void proc_end_groups(struct proc_group *g, size_t n, int term_ms, int kill_ms);
 
+/*
+ * The groups whose leader carries the environment entry `marker` (exactly
+ * "NAME=VALUE"): every command run gets BACKFILLD_INSTANCE=<the daemon's
+ * command log folder>, which names its state store, in its environment
+ * before it starts, so the groups a crashed daemon left are found even
+ * when the daemon died before it could record their pgid (spawned, then
+ * killed before the turn's commit).  Fills *out (malloc'd, start times
+ * read now) and *n; -1 when /proc cannot be read.
+ */
+int proc_find_marked(const char *marker, struct proc_group **out, size_t *n);
+
 #endif

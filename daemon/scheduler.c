@@ -2134,10 +2134,31 @@ sched_end_orphans(struct sched *s)
 	struct orphans o = { 0 };
 	struct err err;
 
+	struct proc_group *marked = NULL;
+	size_t nmarked = 0, recorded;
+	char marker[4200];
+
 	if (store_orphans(s->store, orphan_collect_cb, &o, &err) < 0) {
 		log_err("cannot read the runs a crash left running: %s", err.msg);
 		return;
 	}
+	/* and the groups spawned but not recorded before the crash: found
+	 * by the marker every command run carries (proc.h) */
+	recorded = o.n;
+	snprintf(marker, sizeof marker, "BACKFILLD_INSTANCE=%s",
+		 s->log_dir ? s->log_dir : "");
+	if (proc_find_marked(marker, &marked, &nmarked) == 0) {
+		for (size_t i = 0; i < nmarked; i++) {
+			bool known = false;
+
+			for (size_t k = 0; k < recorded; k++)
+				known |= o.g[k].pgid == marked[i].pgid;
+			if (!known)
+				orphan_collect_cb(0, "?", "?", marked[i].pgid,
+						  marked[i].start, &o);
+		}
+	}
+	free(marked);
 	if (o.n > 0)
 		proc_end_groups(o.g, o.n, 2000, 1000);
 	for (size_t i = 0; i < o.n; i++) {
@@ -2151,6 +2172,11 @@ sched_end_orphans(struct sched *s)
 				" by the previous daemon survived SIGKILL; the"
 				" partition is queued again all the same",
 				o.what[i], o.run_ids[i], (long)o.g[i].pgid);
+		else if (o.run_ids[i] == 0)
+			log_warn("ended process group %ld, a command run the"
+				 " previous daemon started but had not recorded"
+				 " (%s)", (long)o.g[i].pgid,
+				 o.g[i].killed ? "SIGKILL" : "SIGTERM");
 		else
 			log_warn("%s run=%" PRId64 ": ended process group %ld"
 				 " left running by the previous daemon (%s)",

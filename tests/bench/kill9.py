@@ -59,8 +59,12 @@ FACT_COLS = "dt, store_id, sales, revenue_usd"
 
 CMD_SCRIPT = r"""#!/bin/sh
 # $1 = the partition.  Appends start and end lines (partition, pid, time in
-# ns) around a short sleep; the soak looks for overlapping runs.
+# ns) around a short sleep; the soak looks for overlapping runs.  A run
+# without an end line was killed with SIGKILL and counts as never ending.
 log="$(dirname "$0")/runs.log"
+# ended by a signal (a restarted daemon ending what a crashed one left
+# running, SIGTERM to the group): the run ends here too
+trap 'echo "end $1 $$ $(date +%s%N) killed" >> "$log"; exit 143' TERM INT
 echo "start $1 $$ $(date +%s%N)" >> "$log"
 sleep 0.$(( ($$ % 5) + 1 ))
 echo "end $1 $$ $(date +%s%N)" >> "$log"
@@ -270,9 +274,9 @@ def overlaps(log):
     with open(log) as f:
         for line in f:
             parts = line.split()
-            if len(parts) != 4:
+            if len(parts) not in (4, 5):   # "end ... killed": ended by a signal
                 continue
-            what, part, pid, ns = parts
+            what, part, pid, ns = parts[:4]
             key = (part, pid)
             s = spans.setdefault(key, [None, None])
             s[0 if what == "start" else 1] = int(ns)
