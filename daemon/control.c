@@ -329,7 +329,7 @@ client_wait_done(struct client *cl, const struct sched_progress *p)
 	buf_init(&out);
 	cmd_wait_summary(cl->c->sched, cl->wait_id, p, &out);
 	proto_begin(&f, PROTO_RESPONSE);
-	proto_add_int(&f, "status", p->failed + p->blocked > 0 ?
+	proto_add_int(&f, "status", p->failed + p->blocked + p->cancelled > 0 ?
 		      EXIT_WORK_FAILED : EXIT_DONE);
 	proto_add_int(&f, "request", cl->wait_id);
 	progress_fields(&f, p);

@@ -79,7 +79,7 @@ START_TEST(lesson_window)
 	plan_init(&p);
 	for (part_t d = day("2026-02-08"); d <= day("2026-02-12"); d++)
 		ck_assert_int_eq(plan_add_root(&p, fct, d, &err), 0);
-	ck_assert_int_eq(plan_expand(&p, cfg, false, &err), 0);
+	ck_assert_int_eq(plan_expand(&p, cfg, false, NULL, &err), 0);
 	ck_assert_uint_eq(p.nroot, 5);
 	ck_assert_uint_eq(p.n, 8);
 	ck_assert_str_eq(job_of(&p, 5), "weekly");
@@ -108,7 +108,7 @@ START_TEST(week_straddles_months)
 
 	plan_init(&p);
 	ck_assert_int_eq(plan_add_root(&p, fct, day("2026-03-31"), &err), 0);
-	ck_assert_int_eq(plan_expand(&p, cfg, false, &err), 0);
+	ck_assert_int_eq(plan_expand(&p, cfg, false, NULL, &err), 0);
 	ck_assert_uint_eq(p.n, 4);
 	ck_assert_str_eq(key_of(&p, 1), "2026-03-30");
 	ck_assert_str_eq(key_of(&p, 2), "2026-03-01");
@@ -132,7 +132,7 @@ START_TEST(hours_chain_week53)
 	ck_assert_int_eq(plan_add_root(&p, raw, h, &err), 0);
 	ck_assert_int_eq(plan_add_root(&p, raw, h + 1, &err), 0);
 	ck_assert_int_eq(plan_add_root(&p, raw, h + 2, &err), 0); /* 2027-01-01T00 */
-	ck_assert_int_eq(plan_expand(&p, cfg, false, &err), 0);
+	ck_assert_int_eq(plan_expand(&p, cfg, false, NULL, &err), 0);
 	/* 3 hours, days 12-31 and 01-01, week 2026-12-28 once, months Dec, Jan */
 	ck_assert_uint_eq(p.n, 3 + 2 + 1 + 2);
 	ck_assert_str_eq(key_of(&p, 3), "2026-12-31");
@@ -158,7 +158,7 @@ START_TEST(reverse_order)
 	plan_init(&p);
 	for (part_t d = day("2026-02-16"); d >= day("2026-02-01"); d--)
 		ck_assert_int_eq(plan_add_root(&p, fct, d, &err), 0);
-	ck_assert_int_eq(plan_expand(&p, cfg, true, &err), 0);
+	ck_assert_int_eq(plan_expand(&p, cfg, true, NULL, &err), 0);
 	ck_assert_str_eq(key_of(&p, 16), "2026-02-16");
 	ck_assert_str_eq(key_of(&p, 17), "2026-02-09");
 	ck_assert_str_eq(key_of(&p, 18), "2026-02-02");
@@ -181,7 +181,7 @@ START_TEST(no_downstream_jobs)
 	plan_init(&p);
 	ck_assert_int_eq(plan_add_root(&p, config_job_index(cfg, "other"),
 				       day("2026-02-08"), &err), 0);
-	ck_assert_int_eq(plan_expand(&p, cfg, false, &err), 0);
+	ck_assert_int_eq(plan_expand(&p, cfg, false, NULL, &err), 0);
 	ck_assert_uint_eq(p.n, 1);
 	ck_assert_uint_eq(p.items[0].ndeps, 0);
 	plan_free(&p);
