@@ -244,6 +244,38 @@ plan_names(const struct config *cfg, const bool *set, char *out, size_t size)
 		memcpy(out + size - 4, "...", 4);
 }
 
+/* Refuse a named job that the narrowed plan cannot reach: every job
+ * between it and the request's job was left out (reach: scratch flags). */
+static int
+plan_check_reached(const struct config *cfg, int job, const bool *keep,
+		   bool *reach, struct err *err)
+{
+	memset(reach, 0, cfg->njobs * sizeof *reach);
+	reach[job] = true;
+	for (size_t t = 0; t < cfg->njobs; t++) {
+		int d = cfg->topo[t];
+		const struct job_def *dj = &cfg->jobs[d];
+		bool fed = false, chained = false;
+
+		for (size_t u = 0; u < dj->nupstream && d != job; u++) {
+			int up = dj->upstream_idx[u];
+
+			fed |= reach[up];
+			chained |= reach[up] && up != job;
+		}
+		reach[d] = d == job || (fed && (keep[d] || chained));
+	}
+	for (size_t d = 0; d < cfg->njobs; d++)
+		if (keep[d] && !reach[d])
+			return err_set(err, EXIT_BAD_INPUT, "--downstream: %s is"
+				       " fed by %s only through jobs left out:"
+				       " name them too (the chain from %s to"
+				       " %s)", cfg->jobs[d].name,
+				       cfg->jobs[job].name, cfg->jobs[job].name,
+				       cfg->jobs[d].name);
+	return 0;
+}
+
 int
 plan_select_downstream(const struct config *cfg, int job, const char *list,
 		       bool *keep, struct err *err)
@@ -295,6 +327,8 @@ plan_select_downstream(const struct config *cfg, int job, const char *list,
 			break;
 		p = end + 1;
 	}
+	if (rc == 0)
+		rc = plan_check_reached(cfg, job, keep, below, err);
 	free(below);
 	return rc;
 }

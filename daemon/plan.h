@@ -60,7 +60,8 @@ int plan_expand(struct plan *p, const struct config *cfg, bool reverse,
 void plan_downstream_of(const struct config *cfg, int job, bool *below);
 /* Parse --downstream's list (job names, comma separated) into keep[]
  * (cfg->njobs flags): 0, or -1 (EXIT_BAD_INPUT) naming the first name that
- * is empty, unknown, or not downstream of job. */
+ * is empty, unknown, not downstream of job, or reached from job only
+ * through jobs left out. */
 int plan_select_downstream(const struct config *cfg, int job,
 			   const char *list, bool *keep, struct err *err);
 
