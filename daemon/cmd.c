@@ -924,6 +924,7 @@ struct runs_ctx {
 	int64_t n;     /* rows so far */
 	struct buf *out;
 	struct table t;
+	char head[512]; /* a line above the table, or "" */
 };
 
 /* One run as JSON or a table row; 1 ends the page. */
@@ -1006,6 +1007,7 @@ runs_next(struct cmd_stream *cs, struct buf *out)
 		rc->started = true;
 		if (rc->json)
 			buf_addstr(out, "[");
+		buf_addstr(out, rc->head);
 	}
 	if (rc->limit > 0 && rc->limit - rc->n < want)
 		want = rc->limit - rc->n;
@@ -1037,6 +1039,34 @@ runs_free(struct cmd_stream *cs)
 		free(rc->t.cells[i]);
 	free(rc->t.cells);
 	free(rc);
+}
+
+/* The line above `runs --request N`'s table that gives the request's own
+ * controls, or "" when it has none. */
+static void
+runs_request_head(struct cmd_ctx *ctx, int64_t request, char *head,
+		  size_t size)
+{
+	char down[256];
+	int conc = 0, len = 0;
+	bool ff = false;
+
+	head[0] = '\0';
+	if (store_request_controls(sched_store(ctx->sched), request, &conc, &ff,
+				   down, sizeof down, NULL) != 0 ||
+	    (conc == 0 && !ff && down[0] == '\0'))
+		return;
+	len = snprintf(head, size, "request %" PRId64 ":", request);
+	if (conc > 0 && len >= 0 && (size_t)len < size)
+		len += snprintf(head + len, size - (size_t)len, " concurrency %d",
+				conc);
+	if (ff && len >= 0 && (size_t)len < size)
+		len += snprintf(head + len, size - (size_t)len, " fail-fast");
+	if (down[0] && len >= 0 && (size_t)len < size)
+		len += snprintf(head + len, size - (size_t)len, " downstream %s",
+				down);
+	if (len >= 0 && (size_t)len + 1 < size)
+		snprintf(head + len, size - (size_t)len, "\n");
 }
 
 static void
@@ -1099,6 +1129,8 @@ cmd_runs(struct cmd_ctx *ctx, const struct proto_msg *req, struct cmd_res *res)
 	rc->json = json;
 	rc->jsonl = jsonl;
 	rc->limit = limit;
+	if (request > 0 && !json && !jsonl)
+		runs_request_head(ctx, request, rc->head, sizeof rc->head);
 	rc->t.ncols = 11;
 	if (!json && !jsonl) {
 		const char *head[11] = { "ID", "REQUEST", "JOB", "PARTITION",

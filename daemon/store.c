@@ -39,6 +39,7 @@ enum stmt_id {
 	S_LOAD_OPEN,
 	S_LOAD_ONE,
 	S_REQUEST_REOPEN,
+	S_REQUEST_CONTROLS,
 	S_LAST_STATES,
 	S_LATEST_GET,
 	S_LATEST_PUT,
@@ -112,6 +113,8 @@ static const char *const store_sql[S_COUNT] = {
 	" ORDER BY m.seq",
 	[S_REQUEST_REOPEN] =
 	"UPDATE requests SET finished_at = NULL, cancelled = 0 WHERE id = ?1",
+	[S_REQUEST_CONTROLS] =
+	"SELECT concurrency, fail_fast, downstream FROM requests WHERE id = ?1",
 	[S_LAST_STATES] =
 	"SELECT partition_key, state FROM partition_latest WHERE job = ?1 AND"
 	" partition_key BETWEEN ?2 AND ?3",
@@ -1200,6 +1203,25 @@ store_request_get(struct store *st, int64_t id, char *job, size_t jobsz,
 		return rc < 0 ? -1 : 1;
 	col_copy(s, 0, job, jobsz);
 	*finished = sqlite3_column_int(s, 1);
+	store_done(s);
+	return 0;
+}
+
+int
+store_request_controls(struct store *st, int64_t id, int *concurrency,
+		       bool *fail_fast, char *downstream, size_t dsz,
+		       struct err *err)
+{
+	sqlite3_stmt *s = st->stmt[S_REQUEST_CONTROLS];
+	int rc;
+
+	sqlite3_bind_int64(s, 1, id);
+	rc = store_next(st, s, err, "reading a request's controls");
+	if (rc <= 0)
+		return rc < 0 ? -1 : 1;
+	*concurrency = sqlite3_column_int(s, 0);
+	*fail_fast = sqlite3_column_int(s, 1);
+	col_copy(s, 2, downstream, dsz);
 	store_done(s);
 	return 0;
 }

@@ -143,6 +143,12 @@ int store_load_open(struct store *st, store_open_cb cb, void *data,
  * request `retry` brings back into memory). */
 int store_load_request(struct store *st, int64_t request_id, store_open_cb cb,
 		       void *data, struct err *err);
+/* A request's own controls (backfill --concurrency, --fail-fast,
+ * --downstream; 0, false and "" when not given): 0, or 1 when there is
+ * no such request. */
+int store_request_controls(struct store *st, int64_t id, int *concurrency,
+			   bool *fail_fast, char *downstream, size_t dsz,
+			   struct err *err);
 /* Mark a finished request open again (retry). */
 int store_request_reopen(struct store *st, int64_t id, struct err *err);
 

@@ -93,6 +93,11 @@ def test_request_cap():
     finally:
         con.close()
     h.eq(row, (1, 0), "requests.concurrency, fail_fast of the capped request")
+    out = d.ok("runs", "--request", str(r1))
+    h.check(out.startswith("request %d: concurrency 1\n" % r1),
+            "runs --request of the capped request does not show its cap: %r" % out[:200])
+    out = d.ok("runs", "--request", str(r2))
+    h.check(out.startswith("ID "), "runs --request of a request without controls: %r" % out[:200])
     d.stop()
 
 
@@ -158,6 +163,8 @@ def test_fail_fast_then_retry():
     h.eq(st[("ff_week", "2026-02-02")], "cancelled", "the week fed by the request")
     h.eq(sorted(r["partition"] for r in d.runs() if r["id"] is not None),
          ["2026-02-02", "2026-02-03", "2026-02-04"], "partitions that ran")
+    out = d.ok("runs", "--request", str(req))
+    h.check(out.startswith("request %d: fail-fast\n" % req), "runs --request: %r" % out[:200])
 
     # the fix, then the resume
     open(d.dir + "/fixed", "w").close()
@@ -200,6 +207,9 @@ def test_downstream_narrowed():
     h.eq(sorted((r["job"], r["partition"]) for r in new),
          [("fct_daily_sales", "2026-02-09"), ("fct_daily_sales", "2026-02-10"),
           ("mart_weekly_sales", "2026-02-09")], "runs of the narrowed backfill")
+    out = d.ok("runs", "--request", str(d.runs()[-1]["request"]))
+    h.check(out.startswith("request %d: downstream mart_weekly_sales\n"
+                           % d.runs()[-1]["request"]), "runs --request: %r" % out[:200])
     out = d.ok("stale")
     h.check(re.search(r"mart_monthly_sales\s+2026-02-01", out),
             "the month left out is not stale: %r" % out)
