@@ -2310,13 +2310,17 @@ static struct request *
 sched_load_request(struct sched *s, int64_t request_id, struct err *err)
 {
 	struct load_ctx lc = { s, NULL };
+	int64_t failed_total = s->failed_total;
 
+	/* its failures were counted when they happened */
 	if (store_load_request(s->store, request_id, sched_load_cb, &lc,
 			       err) < 0) {
+		s->failed_total = failed_total;
 		if (lc.rq != NULL)
 			request_free(s, lc.rq);
 		return NULL;
 	}
+	s->failed_total = failed_total;
 	if (lc.rq == NULL) {
 		err_set(err, EXIT_BAD_INPUT, "request %" PRId64 " has no"
 			" partitions left in the state store (pruned):"
