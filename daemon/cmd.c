@@ -374,10 +374,11 @@ parse_dates(const struct job_def *j, const char *dates, const char *file,
 	return dates_check_count(kc, err);
 }
 
-/* Print a plan as a table (dry run) or a one-line summary. */
+/* Print a plan as a table or JSON (dry run), with the request's own
+ * controls (rq: concurrency and fail_fast). */
 static void
-render_plan(struct sched *s, const struct plan *plan, bool json,
-	    struct buf *out)
+render_plan(struct sched *s, const struct plan *plan,
+	    const struct sched_req *rq, bool json, struct buf *out)
 {
 	const struct config *cfg = sched_config(s);
 	char key[CAL_KEY_MAX], dk[CAL_KEY_MAX];
@@ -410,8 +411,15 @@ render_plan(struct sched *s, const struct plan *plan, bool json,
 			}
 			buf_addstr(out, "]}");
 		}
-		buf_printf(out, "%s], \"total\": %zu, \"downstream\": %zu}\n",
-			   plan->n ? "\n" : "", plan->n, plan->n - plan->nroot);
+		buf_printf(out, "%s], \"total\": %zu, \"downstream\": %zu,"
+			   " \"concurrency\": ", plan->n ? "\n" : "", plan->n,
+			   plan->n - plan->nroot);
+		if (rq->concurrency > 0)
+			buf_printf(out, "%d", rq->concurrency);
+		else
+			buf_addstr(out, "null");
+		buf_printf(out, ", \"fail_fast\": %s}\n",
+			   rq->fail_fast ? "true" : "false");
 		return;
 	}
 	struct table t = { .ncols = 4 };
@@ -446,6 +454,63 @@ render_plan(struct sched *s, const struct plan *plan, bool json,
 	buf_printf(out, "%zu partitions: %zu of %s, %zu downstream\n", plan->n,
 		   plan->nroot, plan->nroot ? cfg->jobs[plan->items[0].job].name : "-",
 		   plan->n - plan->nroot);
+	if (rq->concurrency > 0)
+		buf_printf(out, "concurrency: at most %d runs of this request at"
+			   " once\n", rq->concurrency);
+	if (rq->fail_fast)
+		buf_addstr(out, "fail-fast: the rest is cancelled after the first"
+			   " failure\n");
+}
+
+/* The request's own controls from its fields (--concurrency,
+ * --fail-fast, --downstream): 0, or -1 after refusing.  *keep is
+ * allocated for --downstream (the caller frees it). */
+static int
+cmd_request_controls(const struct config *cfg, int j,
+		     const struct proto_msg *req, struct sched_req *rq,
+		     bool **keep, struct cmd_res *res)
+{
+	const struct job_def *jd = &cfg->jobs[j];
+	const char *conc = proto_get(req, "concurrency");
+	const char *down = proto_get(req, "downstream");
+	long long n;
+	struct err err;
+
+	rq->fail_fast = flag(req, "fail_fast");
+	if (conc != NULL) {
+		if (proto_get_int(req, "concurrency", &n) < 0 || n <= 0) {
+			res_fail(res, EXIT_BAD_INPUT, "--concurrency must be a"
+				 " positive integer, not \"%.40s\"", conc);
+			return -1;
+		}
+		if (n > jd->concurrency) {
+			res_fail(res, EXIT_BAD_INPUT, "--concurrency %lld is above"
+				 " %s's own concurrency %d: give at most %d (a"
+				 " request's cap only lowers its job's)", n,
+				 jd->name, jd->concurrency, jd->concurrency);
+			return -1;
+		}
+		rq->concurrency = (int)n;
+	}
+	if (down != NULL) {
+		if (rq->no_downstream) {
+			res_fail(res, EXIT_BAD_INPUT, "--downstream and"
+				 " --no-downstream both given: choose one");
+			return -1;
+		}
+		*keep = calloc(cfg->njobs ? cfg->njobs : 1, sizeof **keep);
+		if (*keep == NULL) {
+			res_fail(res, EXIT_WORK_FAILED, "out of memory");
+			return -1;
+		}
+		if (plan_select_downstream(cfg, j, down, *keep, &err) < 0) {
+			res_err(res, &err);
+			return -1;
+		}
+		rq->keep = *keep;
+		rq->downstream = down;
+	}
+	return 0;
 }
 
 /* backfill JOB ... and rerun JOB PARTITION. */
@@ -467,6 +532,7 @@ cmd_backfill_common(struct cmd_ctx *ctx, const struct proto_msg *req,
 	struct plan plan;
 	int64_t id = 0;
 	struct err err;
+	bool *keep = NULL;
 	int j, modes;
 	char fk[CAL_KEY_MAX], tk[CAL_KEY_MAX];
 
@@ -478,6 +544,8 @@ cmd_backfill_common(struct cmd_ctx *ctx, const struct proto_msg *req,
 	rq.reverse = flag(req, "reverse");
 	rq.no_downstream = flag(req, "no_downstream");
 	rq.reason = proto_get(req, "reason");
+	if (cmd_request_controls(cfg, j, req, &rq, &keep, res) < 0)
+		goto out;
 	if (reprocess == NULL || strcmp(reprocess, "all") == 0)
 		rq.reprocess = REPROCESS_ALL;
 	else if (strcmp(reprocess, "failed") == 0)
@@ -615,7 +683,7 @@ submit:
 		goto out;
 	}
 	if (dry) {
-		render_plan(s, &plan, json, &res->out);
+		render_plan(s, &plan, &rq, json, &res->out);
 		goto out;
 	}
 	if (id == 0) {
@@ -631,18 +699,32 @@ submit:
 	}
 	proto_add_int(res->frame, "request", id);
 	proto_add_int(res->frame, "total", (long long)plan.n);
-	if (json)
+	if (json) {
 		buf_printf(&res->out, "{\"request\": %" PRId64 ", \"partitions\":"
-			   " %zu, \"downstream\": %zu}\n", id, plan.nroot,
-			   plan.n - plan.nroot);
-	else
+			   " %zu, \"downstream\": %zu, \"concurrency\": ", id,
+			   plan.nroot, plan.n - plan.nroot);
+		if (rq.concurrency > 0)
+			buf_printf(&res->out, "%d", rq.concurrency);
+		else
+			buf_addstr(&res->out, "null");
+		buf_printf(&res->out, ", \"fail_fast\": %s}\n",
+			   rq.fail_fast ? "true" : "false");
+	} else {
 		buf_printf(&res->out, "request %" PRId64 ": queued %zu partition%s"
-			   " of %s and %zu downstream\n", id, plan.nroot,
+			   " of %s and %zu downstream", id, plan.nroot,
 			   plan.nroot == 1 ? "" : "s", kc.j->name,
 			   plan.n - plan.nroot);
+		if (rq.concurrency > 0)
+			buf_printf(&res->out, "; at most %d at once",
+				   rq.concurrency);
+		if (rq.fail_fast)
+			buf_addstr(&res->out, "; fail-fast");
+		buf_addstr(&res->out, "\n");
+	}
 out:
 	plan_free(&plan);
 	free(kc.parts);
+	free(keep);
 }
 
 static void
@@ -903,6 +985,7 @@ struct runs_ctx {
 	int64_t n;     /* rows so far */
 	struct buf *out;
 	struct table t;
+	char head[512]; /* a line above the table, or "" */
 };
 
 /* One run as JSON or a table row; 1 ends the page. */
@@ -985,6 +1068,7 @@ runs_next(struct cmd_stream *cs, struct buf *out)
 		rc->started = true;
 		if (rc->json)
 			buf_addstr(out, "[");
+		buf_addstr(out, rc->head);
 	}
 	if (rc->limit > 0 && rc->limit - rc->n < want)
 		want = rc->limit - rc->n;
@@ -1016,6 +1100,34 @@ runs_free(struct cmd_stream *cs)
 		free(rc->t.cells[i]);
 	free(rc->t.cells);
 	free(rc);
+}
+
+/* The line above `runs --request N`'s table that gives the request's own
+ * controls, or "" when it has none. */
+static void
+runs_request_head(struct cmd_ctx *ctx, int64_t request, char *head,
+		  size_t size)
+{
+	char down[256];
+	int conc = 0, len = 0;
+	bool ff = false;
+
+	head[0] = '\0';
+	if (store_request_controls(sched_store(ctx->sched), request, &conc, &ff,
+				   down, sizeof down, NULL) != 0 ||
+	    (conc == 0 && !ff && down[0] == '\0'))
+		return;
+	len = snprintf(head, size, "request %" PRId64 ":", request);
+	if (conc > 0 && len >= 0 && (size_t)len < size)
+		len += snprintf(head + len, size - (size_t)len, " concurrency %d",
+				conc);
+	if (ff && len >= 0 && (size_t)len < size)
+		len += snprintf(head + len, size - (size_t)len, " fail-fast");
+	if (down[0] && len >= 0 && (size_t)len < size)
+		len += snprintf(head + len, size - (size_t)len, " downstream %s",
+				down);
+	if (len >= 0 && (size_t)len + 1 < size)
+		snprintf(head + len, size - (size_t)len, "\n");
 }
 
 static void
@@ -1078,6 +1190,8 @@ cmd_runs(struct cmd_ctx *ctx, const struct proto_msg *req, struct cmd_res *res)
 	rc->json = json;
 	rc->jsonl = jsonl;
 	rc->limit = limit;
+	if (request > 0 && !json && !jsonl)
+		runs_request_head(ctx, request, rc->head, sizeof rc->head);
 	rc->t.ncols = 11;
 	if (!json && !jsonl) {
 		const char *head[11] = { "ID", "REQUEST", "JOB", "PARTITION",
@@ -1254,6 +1368,29 @@ cmd_cancel(struct cmd_ctx *ctx, const struct proto_msg *req, struct cmd_res *res
 	buf_printf(&res->out, "request %lld: %" PRId64 " queued partitions"
 		   " dropped; runs in flight finish\n", id, dropped);
 }
+
+/* retry REQUEST: its failed, blocked and cancelled partitions again. */
+static void
+cmd_retry(struct cmd_ctx *ctx, const struct proto_msg *req, struct cmd_res *res)
+{
+	long long id;
+	int64_t queued;
+	struct err err;
+
+	if (proto_get_int(req, "request", &id) < 0 || id <= 0) {
+		res_fail(res, EXIT_BAD_INPUT, "retry needs a positive request id:"
+			 " backfillctl retry REQUEST");
+		return;
+	}
+	if (sched_retry_request(ctx->sched, id, &queued, &err) < 0) {
+		res_err(res, &err);
+		return;
+	}
+	proto_add_int(res->frame, "request", id);
+	buf_printf(&res->out, "request %lld: %" PRId64 " partitions queued"
+		   " again\n", id, queued);
+}
+
 
 /* A JSON array of strings. */
 static void
@@ -1737,6 +1874,7 @@ static const struct cmd_entry cmd_table[] = {
 	{ "pause", true, cmd_pause },
 	{ "resume", true, cmd_resume },
 	{ "cancel", true, cmd_cancel },
+	{ "retry", true, cmd_retry },
 	{ "reload", true, cmd_reload },
 	{ "jobs", false, cmd_jobs },
 };
@@ -1906,8 +2044,13 @@ cmd_wait_summary(struct sched *s, int64_t request_id,
 		   PRId64 " in %.1fs\n", request_id, p->succeeded, p->failed,
 		   p->blocked, p->cancelled, p->total,
 		   (double)p->elapsed_ms / 1000.0);
-	if (p->failed + p->blocked == 0)
+	if (p->failed + p->blocked == 0) {
+		if (p->cancelled > 0)
+			buf_printf(out, "%" PRId64 " partitions were cancelled:"
+				   " backfillctl retry %" PRId64 " queues them"
+				   " again\n", p->cancelled, request_id);
 		return;
+	}
 	if (store_request_problems(sched_store(s), request_id, problem_cb, &pc,
 				   &err) < 0) {
 		buf_printf(out, "  (cannot list them: %s)\n", err.msg);
@@ -1916,7 +2059,7 @@ cmd_wait_summary(struct sched *s, int64_t request_id,
 	if (pc.n > 20)
 		buf_printf(out, "  ... and %d more: backfillctl runs --request %"
 			   PRId64 "\n", pc.n - 20, request_id);
-	buf_addstr(out, "fix the cause, then rerun what failed (backfillctl rerun"
-		   " JOB PARTITION, or the same backfill with --reprocess"
-		   " failed); blocked partitions run once their inputs land\n");
+	buf_printf(out, "fix the cause, then retry what failed (backfillctl"
+		   " retry %" PRId64 ", or rerun JOB PARTITION); blocked"
+		   " partitions run once their inputs land\n", request_id);
 }

@@ -150,6 +150,9 @@ static const struct ctl_arg ctl_backfill_opts[] = {
 	{ "built-by", CTL_TEXT, "built_by", NULL },
 	{ "reverse", CTL_FLAG, "reverse", NULL },
 	{ "no-downstream", CTL_FLAG, "no_downstream", NULL },
+	{ "downstream", CTL_TEXT, "downstream", NULL },
+	{ "concurrency", CTL_INT, "concurrency", NULL },
+	{ "fail-fast", CTL_FLAG, "fail_fast", NULL },
 	{ "stale", CTL_FLAG, "stale", NULL },
 	{ "reason", CTL_TEXT, "reason", NULL },
 	{ "dry-run", CTL_FLAG, "dry_run", NULL },
@@ -209,6 +212,15 @@ static const struct ctl_arg ctl_reload_opts[] = {
 	{ "json", CTL_FLAG, "json", NULL },
 	{ NULL, 0, NULL, NULL }
 };
+static const struct ctl_arg ctl_retry_pos[] = {
+	{ "REQUEST", CTL_INT, "request", "REQUEST: say which request to "
+	  "retry (ids are in 'backfillctl runs')" },
+	{ NULL, 0, NULL, NULL }
+};
+static const struct ctl_arg ctl_wait_opts[] = {
+	{ "wait", CTL_WAIT, NULL, NULL },
+	{ NULL, 0, NULL, NULL }
+};
 static const struct ctl_arg ctl_none[] = {
 	{ NULL, 0, NULL, NULL }
 };
@@ -232,6 +244,15 @@ static const struct ctl_cmd ctl_cmds[] = {
 	  "stale')\n"
 	  "  --reverse            newest partition first\n"
 	  "  --no-downstream      do not rebuild the downstream partitions\n"
+	  "  --downstream JOB[,JOB]\n"
+	  "                       rebuild only these downstream jobs (and what "
+	  "they feed)\n"
+	  "  --concurrency N      at most N runs of this request at once (at "
+	  "most the\n"
+	  "                       job's own concurrency)\n"
+	  "  --fail-fast          after the first failure, cancel the rest "
+	  "(resume it\n"
+	  "                       with 'backfillctl retry REQUEST')\n"
 	  "  --reason TEXT        why, recorded with the request\n"
 	  "  --dry-run            print the partitions it would run, in order; "
 	  "change nothing\n"
@@ -291,6 +312,14 @@ static const struct ctl_cmd ctl_cmds[] = {
 	  "cancel REQUEST",
 	  "Drop the queued partitions of request REQUEST.\n\n",
 	  ctl_none, ctl_cancel_pos, 1, NULL },
+	{ "retry",
+	  "retry REQUEST [--wait]",
+	  "Queue again the failed, blocked and cancelled partitions of request\n"
+	  "REQUEST, with their downstream, as the same request (refused while "
+	  "runs\nof it are in flight).\n\n"
+	  "  --wait               show progress; return when the work is "
+	  "done\n",
+	  ctl_wait_opts, ctl_retry_pos, 1, NULL },
 	{ "reload",
 	  "reload [--dry-run] [--json]",
 	  "Re-read the daemon's configuration (as SIGHUP does) and print what\n"
@@ -615,7 +644,8 @@ ctl_val(const struct ctl_ctx *ctx, const char *const *val, const char *name)
 }
 
 /* backfill: one way of choosing the dates, valid bounds in order, a known
- * --reprocess, a code version for --built-by, not --dry-run with --wait. */
+ * --reprocess, a code version for --built-by, not --dry-run with --wait,
+ * not --downstream with --no-downstream nor with an empty name. */
 static int
 ctl_backfill_check(const struct ctl_ctx *ctx, const char *const *val,
     struct err *err)
@@ -625,6 +655,7 @@ ctl_backfill_check(const struct ctl_ctx *ctx, const char *const *val,
 	const char *file = ctl_val(ctx, val, "dates-file");
 	const char *reprocess = ctl_val(ctx, val, "reprocess");
 	const char *built_by = ctl_val(ctx, val, "built-by");
+	const char *down = ctl_val(ctx, val, "downstream");
 	bool stale = ctl_val(ctx, val, "stale") != NULL;
 	bool dry = ctl_val(ctx, val, "dry-run") != NULL;
 	struct part_range r;
@@ -663,6 +694,14 @@ ctl_backfill_check(const struct ctl_ctx *ctx, const char *const *val,
 	if (dry && ctx->wait)
 		return ctl_usage_err(ctx, err, "--dry-run enqueues nothing, so "
 		    "there is nothing to --wait for: drop one of them");
+	if (down != NULL && ctl_val(ctx, val, "no-downstream") != NULL)
+		return ctl_usage_err(ctx, err, "--downstream and "
+		    "--no-downstream both given: choose one");
+	if (down != NULL && (*down == '\0' || *down == ',' ||
+	    down[strlen(down) - 1] == ',' || strstr(down, ",,") != NULL))
+		return ctl_usage_err(ctx, err, "--downstream '%.60s' has an "
+		    "empty job name: give job names separated by commas",
+		    down);
 	return 0;
 }
 

@@ -7,6 +7,8 @@
  */
 #include "plan.h"
 
+#include <stdio.h>
+
 #include "lineage.h"
 
 #include <stdlib.h>
@@ -155,33 +157,169 @@ fail:
 
 int
 plan_expand(struct plan *p, const struct config *cfg, bool reverse,
-	    struct err *err)
+	    const bool *keep, struct err *err)
 {
 	bool *in_plan = calloc(cfg->njobs ? cfg->njobs : 1, sizeof *in_plan);
+	bool *own = calloc(cfg->njobs ? cfg->njobs : 1, sizeof *own);
 
-	if (in_plan == NULL)
+	if (in_plan == NULL || own == NULL) {
+		free(in_plan);
+		free(own);
 		return err_set(err, EXIT_INTERNAL, "out of memory planning");
+	}
 	for (size_t i = 0; i < p->n; i++)
-		in_plan[p->items[i].job] = true;
+		in_plan[p->items[i].job] = own[p->items[i].job] = true;
 	for (size_t t = 0; t < cfg->njobs; t++) {
 		int d = cfg->topo[t];
 		const struct job_def *dj = &cfg->jobs[d];
-		bool fed = false;
+		bool fed = false, chained = false;
 
 		if (in_plan[d])
 			continue; /* the request's own job: not its own downstream */
-		for (size_t u = 0; u < dj->nupstream; u++)
-			fed |= in_plan[dj->upstream_idx[u]];
-		if (!fed)
+		for (size_t u = 0; u < dj->nupstream; u++) {
+			int up = dj->upstream_idx[u];
+
+			fed |= in_plan[up];
+			chained |= in_plan[up] && !own[up];
+		}
+		if (!fed || (keep != NULL && !keep[d] && !chained))
 			continue;
 		size_t before = p->n;
 		if (plan_expand_job(p, cfg, d, reverse, err) < 0) {
 			free(in_plan);
+			free(own);
 			return -1;
 		}
 		if (p->n > before)
 			in_plan[d] = true;
 	}
 	free(in_plan);
+	free(own);
 	return 0;
+}
+
+void
+plan_downstream_of(const struct config *cfg, int job, bool *below)
+{
+	memset(below, 0, cfg->njobs * sizeof *below);
+	/* topological order: every upstream is decided before its downstream */
+	for (size_t t = 0; t < cfg->njobs; t++) {
+		int d = cfg->topo[t];
+		const struct job_def *dj = &cfg->jobs[d];
+
+		for (size_t u = 0; u < dj->nupstream && d != job; u++)
+			if (dj->upstream_idx[u] == job || below[dj->upstream_idx[u]])
+				below[d] = true;
+	}
+}
+
+/* The names of the jobs marked in set, comma separated, into out. */
+static void
+plan_names(const struct config *cfg, const bool *set, char *out, size_t size)
+{
+	size_t len = 0;
+
+	out[0] = '\0';
+	for (size_t i = 0; i < cfg->njobs && len + 1 < size; i++) {
+		int n;
+
+		if (!set[i])
+			continue;
+		n = snprintf(out + len, size - len, "%s%s", len ? ", " : "",
+			     cfg->jobs[i].name);
+		if (n < 0)
+			break;
+		len += (size_t)n;
+	}
+	if (len >= size && size > 4)
+		memcpy(out + size - 4, "...", 4);
+}
+
+/* Refuse a named job that the narrowed plan cannot reach: every job
+ * between it and the request's job was left out (reach: scratch flags). */
+static int
+plan_check_reached(const struct config *cfg, int job, const bool *keep,
+		   bool *reach, struct err *err)
+{
+	memset(reach, 0, cfg->njobs * sizeof *reach);
+	reach[job] = true;
+	for (size_t t = 0; t < cfg->njobs; t++) {
+		int d = cfg->topo[t];
+		const struct job_def *dj = &cfg->jobs[d];
+		bool fed = false, chained = false;
+
+		for (size_t u = 0; u < dj->nupstream && d != job; u++) {
+			int up = dj->upstream_idx[u];
+
+			fed |= reach[up];
+			chained |= reach[up] && up != job;
+		}
+		reach[d] = d == job || (fed && (keep[d] || chained));
+	}
+	for (size_t d = 0; d < cfg->njobs; d++)
+		if (keep[d] && !reach[d])
+			return err_set(err, EXIT_BAD_INPUT, "--downstream: %s is"
+				       " fed by %s only through jobs left out:"
+				       " name them too (the chain from %s to"
+				       " %s)", cfg->jobs[d].name,
+				       cfg->jobs[job].name, cfg->jobs[job].name,
+				       cfg->jobs[d].name);
+	return 0;
+}
+
+int
+plan_select_downstream(const struct config *cfg, int job, const char *list,
+		       bool *keep, struct err *err)
+{
+	bool *below = calloc(cfg->njobs ? cfg->njobs : 1, sizeof *below);
+	const char *p = list;
+	char names[256];
+	int rc = 0;
+
+	if (below == NULL)
+		return err_set(err, EXIT_INTERNAL, "out of memory planning");
+	plan_downstream_of(cfg, job, below);
+	plan_names(cfg, below, names, sizeof names);
+	memset(keep, 0, cfg->njobs * sizeof *keep);
+	for (;;) {
+		const char *end = strchr(p, ',');
+		size_t len = end ? (size_t)(end - p) : strlen(p);
+		char name[128];
+		int d;
+
+		if (len == 0 || len >= sizeof name) {
+			rc = err_set(err, EXIT_BAD_INPUT, "--downstream %s: give"
+				     " job names separated by commas (the"
+				     " downstream jobs of %s: %s)", len ?
+				     "names a job too long" : "has an empty name",
+				     cfg->jobs[job].name, names[0] ? names : "none");
+			break;
+		}
+		memcpy(name, p, len);
+		name[len] = '\0';
+		d = config_job_index(cfg, name);
+		if (d < 0) {
+			rc = err_set(err, EXIT_BAD_INPUT, "--downstream: unknown job"
+				     " \"%s\": the downstream jobs of %s are %s",
+				     name, cfg->jobs[job].name,
+				     names[0] ? names : "none");
+			break;
+		}
+		if (!below[d]) {
+			rc = err_set(err, EXIT_BAD_INPUT, "--downstream: %s is not"
+				     " downstream of %s: %s%s", name,
+				     cfg->jobs[job].name, names[0] ?
+				     "its downstream jobs are " : "it has no"
+				     " downstream jobs", names);
+			break;
+		}
+		keep[d] = true;
+		if (end == NULL)
+			break;
+		p = end + 1;
+	}
+	if (rc == 0)
+		rc = plan_check_reached(cfg, job, keep, below, err);
+	free(below);
+	return rc;
 }

@@ -10,6 +10,14 @@
  *
  * Rule: a downstream item may run only when every item it waits for is
  * final; if one of them failed (or is blocked), it is blocked.
+ *
+ * Narrowing (backfill --downstream JOB[,JOB]): `keep` marks the downstream
+ * jobs named.  A downstream job is planned when it is named, or when a
+ * job it feeds on is a planned downstream job (what a named job feeds is
+ * rebuilt too: the chain is followed past it); a job fed only by the
+ * request's own job or by jobs left out is left out, and so is what only
+ * it feeds.  The partitions left out are then stale, as with
+ * --no-downstream.
  */
 #ifndef BACKFILLD_PLAN_H
 #define BACKFILLD_PLAN_H
@@ -43,9 +51,18 @@ void plan_init(struct plan *p);
 void plan_free(struct plan *p);
 /* Add one of the request's own partitions (before plan_expand). */
 int plan_add_root(struct plan *p, int job, part_t part, struct err *err);
-/* Add the downstream items (unless no_downstream), newest first when
- * reverse. */
+/* Add the downstream items, newest first when reverse; keep (one flag per
+ * job, see Narrowing) or NULL for every downstream job. */
 int plan_expand(struct plan *p, const struct config *cfg, bool reverse,
-		struct err *err);
+		const bool *keep, struct err *err);
+/* Mark in below[] (cfg->njobs flags) the jobs downstream of job, directly
+ * or through a chain. */
+void plan_downstream_of(const struct config *cfg, int job, bool *below);
+/* Parse --downstream's list (job names, comma separated) into keep[]
+ * (cfg->njobs flags): 0, or -1 (EXIT_BAD_INPUT) naming the first name that
+ * is empty, unknown, not downstream of job, or reached from job only
+ * through jobs left out. */
+int plan_select_downstream(const struct config *cfg, int job,
+			   const char *list, bool *keep, struct err *err);
 
 #endif

@@ -11,8 +11,12 @@
  *     still queued and run again (partition writes are idempotent).
  *  2. Caps.  At most cfg->max_concurrency runs in flight, at most
  *     job->concurrency of one job, at most max_connections on one
- *     PostgreSQL warehouse, and never two runs of the same job and
+ *     PostgreSQL warehouse, at most a request's own concurrency (backfill
+ *     --concurrency, never above its job's) of that request's runs, its
+ *     downstream items' included, and never two runs of the same job and
  *     partition at once: a partition queued while it runs waits for it.
+ *     A run carrying items of several requests (rule 5) counts once
+ *     against each of them and takes no item of a request at its cap.
  *  3. Order.  Requests of kind schedule and catchup are served before
  *     operator requests; operator requests share the pool round-robin;
  *     within a request, items run in seq order (oldest first, or newest
@@ -21,6 +25,12 @@
  *     its request is final; an input that failed or is blocked blocks it,
  *     naming the input.  A later successful run of that input's job and
  *     partition, from any request, releases it.
+ *     Fail fast: once an item of a --fail-fast request has failed for
+ *     good (retries exhausted), its queued and blocked items are
+ *     cancelled and nothing more of it starts; runs in flight finish.
+ *     `retry` queues a request's failed, blocked and cancelled items
+ *     again as the same request (reopened in the store and in memory,
+ *     attempts counted afresh), never while a run of it is in flight.
  *  5. One run for many.  Items of several requests for the same job and
  *     partition that are ready at the same time run once, together.
  *  6. The schedule.  Each clock-driven job has a watermark: the newest
@@ -28,10 +38,12 @@
  *     recomputed from `now`; the partitions between the watermark and the
  *     newest due one are a gap when more than one: caught up as one
  *     request when catchup is on and the gap is within max_catchup,
- *     otherwise skipped (catchup off: none of it runs, the watermark
- *     moves to the newest due partition) or refused (above the bound:
- *     none runs, status says so).  A single newly due partition is not a
- *     gap: it runs whatever catchup says.  A clock that goes
+ *     otherwise skipped (catchup off: the older part of the gap never
+ *     runs, the newest due partition runs as one schedule request, and
+ *     the watermark moves to it; whatever the gap's size) or refused
+ *     (catchup on, above the bound: none runs, status says so).  A single
+ *     newly due partition is not a gap: it runs whatever catchup says.
+ *     A clock that goes
  *     back finds nothing due past the watermark and re-runs nothing.
  *     A paused job materialises nothing; on resume what came due meanwhile
  *     is materialised within max_catchup, whatever catchup says: paused
@@ -101,6 +113,9 @@ struct request {
 	size_t nroot;
 	size_t cursor;           /* no queued item before it */
 	int64_t counts[MS_COUNT];
+	int cap;                 /* runs of it at once, 0: no cap of its own */
+	int nruns;               /* runs in flight carrying an item of it */
+	bool fail_fast;          /* cancel the rest after a failure */
 	bool finished;           /* recorded finished in the store */
 	struct watch *watches;
 	struct request *next, *prev;
@@ -585,6 +600,35 @@ sched_landed(struct sched *s, const char *job, const char *key,
 	}
 }
 
+/* An item of a --fail-fast request failed for good: cancel the request's
+ * queued and blocked items (rule 4); runs in flight finish. */
+static void
+request_fail_fast(struct sched *s, struct request *rq, struct entry *bad,
+		  int64_t now)
+{
+	char why[256];
+	struct err err;
+	int64_t n = 0;
+
+	snprintf(why, sizeof why, "cancelled: --fail-fast after %s %s failed",
+		 bad->job_name, bad->key);
+	for (size_t i = 0; i < rq->n; i++) {
+		struct entry *e = rq->items[i];
+
+		if (e->state != MS_QUEUED && e->state != MS_BLOCKED)
+			continue;
+		entry_set(s, e, MS_CANCELLED);
+		if (entry_store(s, e, why, now, &err) < 0)
+			log_err("%s", err.msg);
+		n++;
+	}
+	if (n > 0)
+		log_notice("request=%" PRId64 " fail-fast: %s %s failed; %" PRId64
+			   " queued partitions cancelled (backfillctl retry %"
+			   PRId64 " queues them again)", rq->id, bad->job_name,
+			   bad->key, n, rq->id);
+}
+
 /* ---- dispatch --------------------------------------------------------- */
 
 /* Is a run of (job, key) in flight? */
@@ -647,12 +691,32 @@ entry_ready(struct sched *s, struct entry *e, int64_t now, int64_t *wake)
 	return !sched_partition_running(s, e);
 }
 
+/* Is a request running as many runs as its own cap allows (rule 2)? */
+static bool
+request_at_cap(const struct request *rq)
+{
+	return rq->cap > 0 && rq->nruns >= rq->cap;
+}
+
+/* Count a run starting (delta 1) or ending (-1) against the requests of
+ * its entries: a batch run's entries are all of one request, an ordinary
+ * run's each of another (one item per job and partition per request). */
+static void
+active_count_requests(struct active *a, int delta)
+{
+	for (size_t i = 0; i < a->nentries; i++)
+		if (i == 0 || !a->batch)
+			a->entries[i]->rq->nruns += delta;
+}
+
 /* The first runnable entry of a request, or NULL. */
 static struct entry *
 request_next(struct sched *s, struct request *rq, int64_t now, int64_t *wake)
 {
 	while (rq->cursor < rq->n && rq->items[rq->cursor]->state != MS_QUEUED)
 		rq->cursor++;
+	if (request_at_cap(rq))
+		return NULL;
 	for (size_t i = rq->cursor; i < rq->n; i++) {
 		struct entry *e = rq->items[i];
 
@@ -744,7 +808,7 @@ sched_start_run(struct sched *s, struct entry *e, int64_t now)
 		if (x == e || strcmp(x->key, e->key) != 0 ||
 		    strcmp(x->job_name, e->job_name) != 0)
 			continue;
-		if (!entry_ready(s, x, now, &wake))
+		if (request_at_cap(x->rq) || !entry_ready(s, x, now, &wake))
 			continue;
 		active_add(a, x, &cap);
 	}
@@ -819,6 +883,7 @@ sched_start_run(struct sched *s, struct entry *e, int64_t now)
 	s->nrunning++;
 	if ((size_t)e->job < s->njob_running)
 		s->job_running[e->job]++;
+	active_count_requests(a, 1);
 	if (a->batch && a->nentries > 1)
 		log_info("job=%s partition=%s..%s request=%" PRId64 " run=%" PRId64
 			 " attempt=%d started: one batch of %zu partitions",
@@ -1252,6 +1317,7 @@ settled:
 	s->nrunning--;
 	if (a->job >= 0 && (size_t)a->job < s->njob_running && s->job_running[a->job] > 0)
 		s->job_running[a->job]--;
+	active_count_requests(a, -1);
 	a->prev->next = a->next;
 	a->next->prev = a->prev;
 	exec_run_clear_results(run);
@@ -1266,6 +1332,9 @@ settled:
 		sched_landed(s, a->job_name, a->entries[i]->key, e->rq, now);
 		sched_gap_filled(s, a->job_name, a->entries[i]->key);
 	}
+	for (size_t i = 0; result == MS_FAILED && i < a->nentries; i++)
+		if (a->entries[i]->rq->fail_fast)
+			request_fail_fast(s, a->entries[i]->rq, a->entries[i], now);
 	if (retry)
 		sched_arm_retry(s, e->not_before, now);
 	{
@@ -1443,7 +1512,8 @@ sched_commit_plan(struct sched *s, const struct sched_req *rq,
 		.reprocess = rq->reprocess == REPROCESS_FAILED ? "failed" :
 			     rq->reprocess == REPROCESS_MISSING ? "missing" : "all",
 		.reverse = rq->reverse, .no_downstream = rq->no_downstream,
-		.created_at = clock_now_ms(),
+		.created_at = clock_now_ms(), .concurrency = rq->concurrency,
+		.fail_fast = rq->fail_fast, .downstream = rq->downstream,
 	};
 	char qreason[256];
 	struct request *r;
@@ -1471,6 +1541,8 @@ sched_commit_plan(struct sched *s, const struct sched_req *rq,
 		goto fail;
 
 	r = request_new(s, *id, j->name, rq->kind, srq.created_at);
+	r->cap = rq->concurrency;
+	r->fail_fast = rq->fail_fast;
 	for (size_t i = 0; i < plan->n; i++) {
 		const struct plan_item *it = &plan->items[i];
 		struct entry *e;
@@ -1562,7 +1634,7 @@ sched_submit(struct sched *s, const struct sched_req *rq, bool commit,
 			goto out;
 	}
 	if (plan->n > 0 && !rq->no_downstream &&
-	    plan_expand(plan, s->cfg, rq->reverse, err) < 0)
+	    plan_expand(plan, s->cfg, rq->reverse, rq->keep, err) < 0)
 		goto out;
 	rc = 0;
 	if (commit && plan->n > 0)
@@ -1824,14 +1896,18 @@ sched_schedule(struct sched *s, bool resumed, int only)
 					 j->catchup ? "ok" : "off");
 				js->st.gap_from[0] = js->st.gap_to[0] = '\0';
 			} else if (!j->catchup && !resume_here) {
-				/* catchup off: the gap is skipped; the watermark
-				 * moves to the newest due partition and the job
-				 * goes on with what comes due from now */
+				/* catchup off: the older part of the gap is
+				 * skipped, its newest due partition runs, and
+				 * the job goes on with what comes due from now */
 				part_key(j->grain, first, a);
-				part_key(j->grain, last, b);
+				part_key(j->grain, last - 1, b);
+				if (sched_materialise(s, (int)i, last, last,
+						      "schedule", &err) < 0)
+					goto fail;
 				log_notice("job=%s catchup is off: skipped %" PRId64
-					   " missed partitions %s..%s (backfill them"
-					   " if they are needed)", j->name, gap, a, b);
+					   " missed partitions %s..%s, running the"
+					   " newest due one (backfill them if they"
+					   " are needed)", j->name, gap - 1, a, b);
 				snprintf(js->st.catchup, sizeof js->st.catchup, "off");
 			} else {
 				/* the command given is one the daemon accepts:
@@ -1981,9 +2057,12 @@ sched_load_cb(const struct store_open_row *row, void *data, struct err *err)
 	struct load_ctx *lc = data;
 	struct entry *e;
 
-	if (lc->rq == NULL || lc->rq->id != row->request_id)
+	if (lc->rq == NULL || lc->rq->id != row->request_id) {
 		lc->rq = request_new(lc->s, row->request_id, row->rq_job,
 				     row->rq_kind, row->rq_created_at);
+		lc->rq->cap = row->rq_concurrency;
+		lc->rq->fail_fast = row->rq_fail_fast;
+	}
 	e = request_add_entry(lc->s, lc->rq, row->id, row->job, row->key,
 			      row->seq, row->downstream, row->state);
 	e->attempts = row->attempts;
@@ -2539,6 +2618,118 @@ sched_cancel_request(struct sched *s, int64_t request_id, int64_t *dropped,
 		   " dropped", request_id, *dropped);
 	request_changed(s, rq);
 	return 0;
+}
+
+/* Can an item of a request be queued again by retry? */
+static bool
+entry_retriable(const struct entry *e)
+{
+	return e->job >= 0 && (e->state == MS_FAILED ||
+			       e->state == MS_BLOCKED ||
+			       e->state == MS_CANCELLED);
+}
+
+/* Bring a finished request back into memory from the store (retry). */
+static struct request *
+sched_load_request(struct sched *s, int64_t request_id, struct err *err)
+{
+	struct load_ctx lc = { s, NULL };
+	int64_t failed_total = s->failed_total;
+
+	/* its failures were counted when they happened */
+	if (store_load_request(s->store, request_id, sched_load_cb, &lc,
+			       err) < 0) {
+		s->failed_total = failed_total;
+		if (lc.rq != NULL)
+			request_free(s, lc.rq);
+		return NULL;
+	}
+	s->failed_total = failed_total;
+	if (lc.rq == NULL) {
+		err_set(err, EXIT_BAD_INPUT, "request %" PRId64 " has no"
+			" partitions left in the state store (pruned):"
+			" backfill them again", request_id);
+		return NULL;
+	}
+	sched_link_loaded(s, lc.rq);
+	return lc.rq;
+}
+
+int
+sched_retry_request(struct sched *s, int64_t request_id, int64_t *queued,
+		    struct err *err)
+{
+	struct request *rq = request_find(s, request_id);
+	int64_t now = clock_now_ms(), n = 0;
+	char job[128];
+	bool finished, loaded = false;
+
+	*queued = 0;
+	if (rq == NULL) {
+		if (store_request_get(s->store, request_id, job, sizeof job,
+				      &finished, err) != 0)
+			return err_set(err, EXIT_BAD_INPUT, "no request %" PRId64
+				       ": see 'backfillctl runs' for request ids",
+				       request_id);
+		if ((rq = sched_load_request(s, request_id, err)) == NULL)
+			return -1;
+		loaded = true;
+	}
+	if (rq->counts[MS_RUNNING] > 0) {
+		err_set(err, EXIT_BAD_INPUT, "request %" PRId64 " still has %"
+			PRId64 " runs in flight: retry it once they have"
+			" finished (backfillctl runs --request %" PRId64
+			" --state running)", request_id,
+			rq->counts[MS_RUNNING], request_id);
+		goto refused;
+	}
+	for (size_t i = 0; i < rq->n; i++)
+		n += entry_retriable(rq->items[i]);
+	if (n == 0) {
+		err_set(err, EXIT_BAD_INPUT, "request %" PRId64 " has nothing to"
+			" retry: none of its partitions failed, is blocked or was"
+			" cancelled (backfillctl runs --request %" PRId64 ")",
+			request_id, request_id);
+		goto refused;
+	}
+	if (store_begin(s->store, err) < 0)
+		goto refused;
+	if (store_request_reopen(s->store, request_id, err) < 0)
+		goto fail_tx;
+	for (size_t i = 0; i < rq->n; i++) {
+		struct entry *e = rq->items[i];
+
+		if (entry_retriable(e) &&
+		    store_item_set(s->store, e->id, MS_QUEUED, 0, 0, NULL, NULL,
+				   now, err) < 0)
+			goto fail_tx;
+	}
+	if (store_commit(s->store, err) < 0)
+		goto fail_tx;
+	for (size_t i = 0; i < rq->n; i++) {
+		struct entry *e = rq->items[i];
+
+		if (!entry_retriable(e))
+			continue;
+		e->attempts = 0;
+		e->not_before = 0;
+		free(e->blocked_on);
+		e->blocked_on = NULL;
+		entry_set(s, e, MS_QUEUED);
+	}
+	*queued = n;
+	log_notice("request=%" PRId64 " job=%s retry: %" PRId64 " partitions"
+		   " queued again", request_id, rq->job, n);
+	if (s->change_cb)
+		s->change_cb(s->change_data);
+	sched_kick(s);
+	return 0;
+fail_tx:
+	store_rollback(s->store);
+refused:
+	if (loaded)
+		request_free(s, rq);
+	return -1;
 }
 
 int

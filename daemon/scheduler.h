@@ -80,6 +80,10 @@ struct sched_req {
 	const char *reason;
 	const char *from_key; /* for the record */
 	const char *to_key;
+	int concurrency;      /* runs of it at once (<= the job's), 0: none */
+	bool fail_fast;       /* cancel the rest after its first failure */
+	const bool *keep;     /* downstream jobs kept (plan.h), NULL: all */
+	const char *downstream; /* the same, as given, for the record */
 };
 /*
  * Plan a request: filter by reprocess, expand downstream.  With `commit`
@@ -108,6 +112,11 @@ void sched_unwatch(struct sched *s, void *handle);
 
 int sched_cancel_request(struct sched *s, int64_t request_id, int64_t *dropped,
 			 struct err *err);
+/* Queue a request's failed, blocked and cancelled items again as the
+ * same request (*queued: how many); refused (EXIT_BAD_INPUT) for an
+ * unknown request, one with runs in flight or one with nothing to retry. */
+int sched_retry_request(struct sched *s, int64_t request_id, int64_t *queued,
+			struct err *err);
 int sched_pause(struct sched *s, int job, bool pause, struct err *err);
 /* Per-job live view for status. */
 struct sched_job_view {

@@ -38,6 +38,9 @@ enum stmt_id {
 	S_PART_BUILT,
 	S_PART_GET,
 	S_LOAD_OPEN,
+	S_LOAD_ONE,
+	S_REQUEST_REOPEN,
+	S_REQUEST_CONTROLS,
 	S_LAST_STATES,
 	S_LATEST_GET,
 	S_LATEST_PUT,
@@ -74,7 +77,8 @@ enum stmt_id {
 static const char *const store_sql[S_COUNT] = {
 	[S_REQUEST_ADD] =
 	"INSERT INTO requests (job, kind, reason, from_key, to_key, reprocess,"
-	" reverse, no_downstream, created_at) VALUES (?,?,?,?,?,?,?,?,?)",
+	" reverse, no_downstream, created_at, concurrency, fail_fast,"
+	" downstream) VALUES (?,?,?,?,?,?,?,?,?,?,?,?)",
 	[S_REQUEST_FINISH] =
 	"UPDATE requests SET finished_at = ?2, cancelled = ?3 WHERE id = ?1",
 	[S_ITEM_ADD] =
@@ -101,9 +105,19 @@ static const char *const store_sql[S_COUNT] = {
 	[S_LOAD_OPEN] =
 	"SELECT m.id, m.request_id, m.job, m.partition_key, m.seq, m.downstream,"
 	" m.state, m.attempts, m.not_before, m.blocked_on, r.job, r.kind,"
-	" r.reverse, r.created_at FROM manifest m JOIN requests r"
-	" ON r.id = m.request_id WHERE r.finished_at IS NULL"
+	" r.reverse, r.created_at, r.concurrency, r.fail_fast FROM manifest m"
+	" JOIN requests r ON r.id = m.request_id WHERE r.finished_at IS NULL"
 	" ORDER BY m.request_id, m.seq",
+	[S_LOAD_ONE] =
+	"SELECT m.id, m.request_id, m.job, m.partition_key, m.seq, m.downstream,"
+	" m.state, m.attempts, m.not_before, m.blocked_on, r.job, r.kind,"
+	" r.reverse, r.created_at, r.concurrency, r.fail_fast FROM manifest m"
+	" JOIN requests r ON r.id = m.request_id WHERE r.id = ?1"
+	" ORDER BY m.seq",
+	[S_REQUEST_REOPEN] =
+	"UPDATE requests SET finished_at = NULL, cancelled = 0 WHERE id = ?1",
+	[S_REQUEST_CONTROLS] =
+	"SELECT concurrency, fail_fast, downstream FROM requests WHERE id = ?1",
 	[S_LAST_STATES] =
 	"SELECT partition_key, state FROM partition_latest WHERE job = ?1 AND"
 	" partition_key BETWEEN ?2 AND ?3",
@@ -664,6 +678,12 @@ store_request_add(struct store *st, const struct store_request *rq, int64_t *id,
 	sqlite3_bind_int(s, 7, rq->reverse);
 	sqlite3_bind_int(s, 8, rq->no_downstream);
 	sqlite3_bind_int64(s, 9, rq->created_at);
+	if (rq->concurrency > 0)
+		sqlite3_bind_int(s, 10, rq->concurrency);
+	else
+		sqlite3_bind_null(s, 10);
+	sqlite3_bind_int(s, 11, rq->fail_fast);
+	bind_text(s, 12, rq->downstream);
 	if (store_step_done(st, s, err, "adding a request") < 0)
 		return -1;
 	*id = sqlite3_last_insert_rowid(st->db);
@@ -831,10 +851,11 @@ col_text(sqlite3_stmt *s, int i)
 	return (const char *)sqlite3_column_text(s, i);
 }
 
-int
-store_load_open(struct store *st, store_open_cb cb, void *data, struct err *err)
+/* Call cb for each row of a manifest query (S_LOAD_OPEN, S_LOAD_ONE). */
+static int
+store_load_rows(struct store *st, sqlite3_stmt *s, store_open_cb cb,
+		void *data, struct err *err)
 {
-	sqlite3_stmt *s = st->stmt[S_LOAD_OPEN];
 	struct store_open_row row;
 	int rc;
 
@@ -855,12 +876,39 @@ store_load_open(struct store *st, store_open_cb cb, void *data, struct err *err)
 		row.rq_kind = col_text(s, 11);
 		row.rq_reverse = sqlite3_column_int(s, 12);
 		row.rq_created_at = sqlite3_column_int64(s, 13);
+		row.rq_concurrency = sqlite3_column_int(s, 14);
+		row.rq_fail_fast = sqlite3_column_int(s, 15);
 		if (cb(&row, data, err) < 0) {
 			store_done(s);
 			return -1;
 		}
 	}
 	return rc;
+}
+
+int
+store_load_open(struct store *st, store_open_cb cb, void *data, struct err *err)
+{
+	return store_load_rows(st, st->stmt[S_LOAD_OPEN], cb, data, err);
+}
+
+int
+store_load_request(struct store *st, int64_t request_id, store_open_cb cb,
+		   void *data, struct err *err)
+{
+	sqlite3_stmt *s = st->stmt[S_LOAD_ONE];
+
+	sqlite3_bind_int64(s, 1, request_id);
+	return store_load_rows(st, s, cb, data, err);
+}
+
+int
+store_request_reopen(struct store *st, int64_t id, struct err *err)
+{
+	sqlite3_stmt *s = st->stmt[S_REQUEST_REOPEN];
+
+	sqlite3_bind_int64(s, 1, id);
+	return store_step_done(st, s, err, "reopening a request");
 }
 
 int
@@ -1219,6 +1267,25 @@ store_request_get(struct store *st, int64_t id, char *job, size_t jobsz,
 		return rc < 0 ? -1 : 1;
 	col_copy(s, 0, job, jobsz);
 	*finished = sqlite3_column_int(s, 1);
+	store_done(s);
+	return 0;
+}
+
+int
+store_request_controls(struct store *st, int64_t id, int *concurrency,
+		       bool *fail_fast, char *downstream, size_t dsz,
+		       struct err *err)
+{
+	sqlite3_stmt *s = st->stmt[S_REQUEST_CONTROLS];
+	int rc;
+
+	sqlite3_bind_int64(s, 1, id);
+	rc = store_next(st, s, err, "reading a request's controls");
+	if (rc <= 0)
+		return rc < 0 ? -1 : 1;
+	*concurrency = sqlite3_column_int(s, 0);
+	*fail_fast = sqlite3_column_int(s, 1);
+	col_copy(s, 2, downstream, dsz);
 	store_done(s);
 	return 0;
 }

@@ -62,6 +62,9 @@ struct store_request {
 	bool reverse;
 	bool no_downstream;
 	int64_t created_at;
+	int concurrency;        /* runs of it at once, 0: no cap of its own */
+	bool fail_fast;
+	const char *downstream; /* the downstream jobs it keeps, NULL: all */
 };
 int store_request_add(struct store *st, const struct store_request *rq,
 		      int64_t *id, struct err *err);
@@ -127,6 +130,8 @@ struct store_open_row {
 	const char *rq_kind;
 	bool rq_reverse;
 	int64_t rq_created_at;
+	int rq_concurrency;     /* 0: none */
+	bool rq_fail_fast;
 };
 typedef int (*store_open_cb)(const struct store_open_row *row, void *data,
 			     struct err *err);
@@ -134,6 +139,18 @@ typedef int (*store_open_cb)(const struct store_open_row *row, void *data,
  * requests that are not finished, so counts and dependencies rebuild. */
 int store_load_open(struct store *st, store_open_cb cb, void *data,
 		    struct err *err);
+/* Every manifest row of one request, finished or not, in seq order (a
+ * request `retry` brings back into memory). */
+int store_load_request(struct store *st, int64_t request_id, store_open_cb cb,
+		       void *data, struct err *err);
+/* A request's own controls (backfill --concurrency, --fail-fast,
+ * --downstream; 0, false and "" when not given): 0, or 1 when there is
+ * no such request. */
+int store_request_controls(struct store *st, int64_t id, int *concurrency,
+			   bool *fail_fast, char *downstream, size_t dsz,
+			   struct err *err);
+/* Mark a finished request open again (retry). */
+int store_request_reopen(struct store *st, int64_t id, struct err *err);
 
 /* Last finished run's state of each partition of job in [first_key,
  * last_key] (text order equals time order for keys of one grain). */

@@ -312,13 +312,13 @@ def test_lesson_same_as_sqlite():
     dp.stop()
 
 
+# The jobs of these tests have no start: no clock schedule, so only the
+# requests a test makes run (catchup: false would run the newest due
+# partition at start, on the real clock these tests use).
 BATCH_JOB = """
 - name: fct_daily_sales
   warehouse: sales
   partition: day
-  start: 2026-01-26
-  end: 2026-02-22
-  catchup: false
   batch: true
   sql: |
     DELETE FROM fct_daily_sales f USING backfill_manifest m
@@ -363,9 +363,6 @@ CAPS_JOBS = """
 - name: j1
   warehouse: sales
   partition: day
-  start: 2026-02-01
-  end: 2026-02-28
-  catchup: false
   concurrency: 2
   allow_wall_clock: true      # the trace's times are the server's clock
   sql: |
@@ -375,9 +372,6 @@ CAPS_JOBS = """
 - name: j2
   warehouse: sales
   partition: day
-  start: 2026-02-01
-  end: 2026-02-28
-  catchup: false
   concurrency: 2
   allow_wall_clock: true      # the trace's times are the server's clock
   sql: |
@@ -422,9 +416,6 @@ RESTART_JOB = """
 - name: fct_daily_sales
   warehouse: sales
   partition: day
-  start: 2026-01-26
-  end: 2026-02-22
-  catchup: false
   concurrency: 2
   retries: 6
   retry_backoff: 1s
@@ -500,13 +491,12 @@ def test_server_restart_mid_backfill():
 
 # ------------------------------------------------------------------ timeout
 
+# No start: no clock schedule, so nothing runs but the reruns (catchup:
+# false would run the newest due partition at start).
 TIMEOUT_JOBS = """
 - name: slow
   warehouse: sales
   partition: day
-  start: 2026-02-01
-  end: 2026-02-28
-  catchup: false
   timeout: 1s
   retries: 0
   sql: |
@@ -515,9 +505,6 @@ TIMEOUT_JOBS = """
 - name: quick
   warehouse: sales
   partition: day
-  start: 2026-02-01
-  end: 2026-02-28
-  catchup: false
   sql: INSERT INTO marks (part) VALUES (:partition)
 """
 

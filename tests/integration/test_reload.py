@@ -167,7 +167,7 @@ def test_reload_dropping_a_job_with_queued_work():
 """, {}))
     d.ok("reload")
     resp = d.wait_request(req)
-    # exit 1: the work was not done (cancelled)
+    # cancelled partitions are work not done: the wait's status is 1 (issue 16)
     h.eq((resp.get("status"), resp.get("cancelled"), resp.get("total")), ("1", "4", "4"),
          "the request after its job was removed: %r" % resp)
     h.eq([r["state"] for r in d.runs("--request", str(req))], ["cancelled"] * 4,

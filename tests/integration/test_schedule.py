@@ -269,13 +269,14 @@ def test_refused_800_days():
 
 
 def test_catchup_off():
-    """catchup: false skips the gap (nothing of it runs, not even its newest
-    partition); the watermark moves to the newest due one; the next new day
-    runs."""
+    """catchup: false skips the older part of a gap and runs its newest due
+    partition (one schedule request); the watermark moves to it; the next
+    new day runs."""
     d = sched_daemon(cmd_job("nocatch", "day", "2026-03-01", "catchup: false"),
                      "2026-03-06T00:30:00Z", "sch-off")
-    h.eq(new_requests(d), [], "requests at the first start")
-    h.eq(ran_parts(d, "nocatch"), [], "partitions run at the first start")
+    h.eq(new_requests(d), [("schedule", "nocatch", ["2026-03-05"])],
+         "requests at the first start (03-01..05 due: the newest runs)")
+    h.eq(ran_parts(d, "nocatch"), ["2026-03-05"], "partitions run at the first start")
     st = job_status(d, "nocatch")
     h.eq((st["watermark"], st["next_due"], st["catchup"], st["gap"]),
          ("2026-03-05", "2026-03-07T00:00:00.000Z", "off", None),
@@ -284,14 +285,43 @@ def test_catchup_off():
 
     tick(d, "2026-03-07T00:30:00Z")
     h.eq(new_requests(d), [("schedule", "nocatch", ["2026-03-06"])], "requests on 2026-03-07")
-    # a forward jump of 3 days: a gap, skipped again
+    # a forward jump of 3 days: a gap, its newest partition runs
     tick(d, "2026-03-10T00:30:00Z")
-    h.eq(new_requests(d), [], "requests after a 3-day jump")
+    h.eq(new_requests(d), [("schedule", "nocatch", ["2026-03-09"])],
+         "requests after a 3-day jump")
     tick(d, "2026-03-11T00:30:00Z")
     h.eq(new_requests(d), [("schedule", "nocatch", ["2026-03-10"])], "requests on 2026-03-11")
-    h.eq(ran_parts(d, "nocatch"), ["2026-03-06", "2026-03-10"], "partitions run")
+    h.eq(ran_parts(d, "nocatch"), ["2026-03-05", "2026-03-06", "2026-03-09", "2026-03-10"],
+         "partitions run")
     st = job_status(d, "nocatch")
     h.eq((st["watermark"], st["catchup"]), ("2026-03-10", "off"), "status nocatch at the end")
+    d.stop()
+
+
+def test_catchup_off_eight_days_down():
+    """catchup: false, stopped for eight days: at start exactly the newest
+    due partition runs, as one schedule request; the seven before it are
+    skipped (and said so in the log), whatever max_catchup says."""
+    d = sched_daemon(cmd_job("off8", "day", "2026-03-01", "catchup: false\nmax_catchup: 3"),
+                     "2026-03-02T00:30:00Z", "sch-off8")
+    h.eq(new_requests(d), [("schedule", "off8", ["2026-03-01"])], "requests at the first start")
+    d.stop()
+    d.set_clock("2026-03-10T00:30:00Z")      # down eight days: 03-02..03-09 due
+    d.now = "2026-03-10T00:30:00Z"
+    d.start()
+    h.eq(new_requests(d), [("schedule", "off8", ["2026-03-09"])],
+         "requests after eight days down")
+    h.eq(ran_parts(d, "off8"), ["2026-03-01", "2026-03-09"], "partitions run")
+    st = job_status(d, "off8")
+    h.eq((st["watermark"], st["catchup"], st["gap"], st["next_due"]),
+         ("2026-03-09", "off", None, "2026-03-11T00:00:00.000Z"),
+         "status off8 after eight days down")
+    skipped = log_lines(d, r"job=off8 catchup is off: skipped 7 missed partitions"
+                        r" 2026-03-02\.\.2026-03-08")
+    h.eq(len(skipped), 1, "log lines about the skipped partitions")
+    h.eq(log_lines(d, r"\berror: "), [], "error lines in the log")
+    tick(d, "2026-03-11T00:30:00Z")
+    h.eq(new_requests(d), [("schedule", "off8", ["2026-03-10"])], "requests on 2026-03-11")
     d.stop()
 
 
@@ -462,8 +492,10 @@ def test_pause_during_catchup():
     _read_fifo_guarded(os.path.join(d.dir, "started.fifo"),
                        "slow 2026-03-01 did not start", d)
     got = new_requests(d, wait=False)
-    h.eq(got, [("catchup", "slow", h.days("2026-03-01", "2026-03-04"))],
-         "requests after 4 days came due (slow; offjob skips its gap)")
+    h.eq(got, [("catchup", "slow", h.days("2026-03-01", "2026-03-04")),
+               ("schedule", "offjob", ["2026-03-04"])],
+         "requests after 4 days came due (slow; offjob skips its gap but its"
+         " newest day)")
     rq = max(d.seen)
     d.ok("pause", "slow")
     d.ok("pause", "offjob")
@@ -502,7 +534,8 @@ def test_pause_during_catchup():
                ("catchup", "offjob", ["2026-03-05", "2026-03-06"])],
          "requests on resume (paused time is not missed time, whatever catchup says)")
     h.eq(ran_parts(d, "slow"), h.days("2026-03-01", "2026-03-06"), "slow partitions run")
-    h.eq(ran_parts(d, "offjob"), ["2026-03-05", "2026-03-06"], "offjob partitions run")
+    h.eq(ran_parts(d, "offjob"), ["2026-03-04", "2026-03-05", "2026-03-06"],
+         "offjob partitions run")
     for job in ("slow", "offjob"):
         st = job_status(d, job)
         h.eq((st["paused"], st["watermark"], st["queued"], st["running"]),
@@ -539,6 +572,7 @@ if __name__ == "__main__":
         test_catchup_three_days_then_daily,
         test_refused_800_days,
         test_catchup_off,
+        test_catchup_off_eight_days_down,
         test_down_five_days,
         test_clock_jumps,
         test_hourly_across_midnight,

@@ -3,6 +3,7 @@
  * of partitions feeds, each once, in run order, with what it waits for.
  */
 #include <check.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -79,7 +80,7 @@ START_TEST(lesson_window)
 	plan_init(&p);
 	for (part_t d = day("2026-02-08"); d <= day("2026-02-12"); d++)
 		ck_assert_int_eq(plan_add_root(&p, fct, d, &err), 0);
-	ck_assert_int_eq(plan_expand(&p, cfg, false, &err), 0);
+	ck_assert_int_eq(plan_expand(&p, cfg, false, NULL, &err), 0);
 	ck_assert_uint_eq(p.nroot, 5);
 	ck_assert_uint_eq(p.n, 8);
 	ck_assert_str_eq(job_of(&p, 5), "weekly");
@@ -108,7 +109,7 @@ START_TEST(week_straddles_months)
 
 	plan_init(&p);
 	ck_assert_int_eq(plan_add_root(&p, fct, day("2026-03-31"), &err), 0);
-	ck_assert_int_eq(plan_expand(&p, cfg, false, &err), 0);
+	ck_assert_int_eq(plan_expand(&p, cfg, false, NULL, &err), 0);
 	ck_assert_uint_eq(p.n, 4);
 	ck_assert_str_eq(key_of(&p, 1), "2026-03-30");
 	ck_assert_str_eq(key_of(&p, 2), "2026-03-01");
@@ -132,7 +133,7 @@ START_TEST(hours_chain_week53)
 	ck_assert_int_eq(plan_add_root(&p, raw, h, &err), 0);
 	ck_assert_int_eq(plan_add_root(&p, raw, h + 1, &err), 0);
 	ck_assert_int_eq(plan_add_root(&p, raw, h + 2, &err), 0); /* 2027-01-01T00 */
-	ck_assert_int_eq(plan_expand(&p, cfg, false, &err), 0);
+	ck_assert_int_eq(plan_expand(&p, cfg, false, NULL, &err), 0);
 	/* 3 hours, days 12-31 and 01-01, week 2026-12-28 once, months Dec, Jan */
 	ck_assert_uint_eq(p.n, 3 + 2 + 1 + 2);
 	ck_assert_str_eq(key_of(&p, 3), "2026-12-31");
@@ -158,7 +159,7 @@ START_TEST(reverse_order)
 	plan_init(&p);
 	for (part_t d = day("2026-02-16"); d >= day("2026-02-01"); d--)
 		ck_assert_int_eq(plan_add_root(&p, fct, d, &err), 0);
-	ck_assert_int_eq(plan_expand(&p, cfg, true, &err), 0);
+	ck_assert_int_eq(plan_expand(&p, cfg, true, NULL, &err), 0);
 	ck_assert_str_eq(key_of(&p, 16), "2026-02-16");
 	ck_assert_str_eq(key_of(&p, 17), "2026-02-09");
 	ck_assert_str_eq(key_of(&p, 18), "2026-02-02");
@@ -181,10 +182,160 @@ START_TEST(no_downstream_jobs)
 	plan_init(&p);
 	ck_assert_int_eq(plan_add_root(&p, config_job_index(cfg, "other"),
 				       day("2026-02-08"), &err), 0);
-	ck_assert_int_eq(plan_expand(&p, cfg, false, &err), 0);
+	ck_assert_int_eq(plan_expand(&p, cfg, false, NULL, &err), 0);
 	ck_assert_uint_eq(p.n, 1);
 	ck_assert_uint_eq(p.items[0].ndeps, 0);
 	plan_free(&p);
+}
+END_TEST
+
+/* ---- narrowing (backfill --downstream) --------------------------------- */
+
+/* fct feeds weekly and monthly; weekly feeds rollup; audit is fed by both
+ * monthly and weekly; side is fed by fct only through nothing (its own). */
+static const char fan_yaml[] =
+	"state_db: s.db\n"
+	"socket: s.sock\n"
+	"warehouses:\n"
+	"  - {name: w, sqlite: w.db}\n"
+	"jobs:\n"
+	"  - {name: fct, warehouse: w, partition: day, sql: SELECT 1}\n"
+	"  - {name: weekly, warehouse: w, partition: week, upstream: [fct], sql: SELECT 1}\n"
+	"  - {name: monthly, warehouse: w, partition: month, upstream: [fct], sql: SELECT 1}\n"
+	"  - {name: rollup, warehouse: w, partition: month, upstream: [weekly], sql: SELECT 1}\n"
+	"  - {name: audit, warehouse: w, partition: month, upstream: [monthly, weekly], sql: SELECT 1}\n"
+	"  - {name: side, warehouse: w, partition: day, sql: SELECT 1}\n";
+
+static struct config *fan;
+
+static void
+fan_setup(void)
+{
+	struct err err;
+
+	if (config_load_string("/tmp/fan.yaml", fan_yaml, strlen(fan_yaml),
+			       &fan, &err) < 0)
+		ck_abort_msg("config: %s", err.msg);
+}
+
+static void
+fan_teardown(void)
+{
+	config_unref(fan);
+}
+
+/* Plan fct 2026-02-09..10 with --downstream `list`; the jobs planned, in
+ * plan order, one name each, comma separated, into out. */
+static void
+fan_plan(const char *list, char *out, size_t size)
+{
+	struct plan p;
+	struct err err;
+	bool keep[16];
+	int fct = config_job_index(fan, "fct");
+	size_t len = 0;
+
+	ck_assert_int_eq(plan_select_downstream(fan, fct, list, keep, &err), 0);
+	plan_init(&p);
+	for (part_t d = day("2026-02-09"); d <= day("2026-02-10"); d++)
+		ck_assert_int_eq(plan_add_root(&p, fct, d, &err), 0);
+	ck_assert_int_eq(plan_expand(&p, fan, false, keep, &err), 0);
+	out[0] = '\0';
+	for (size_t i = p.nroot; i < p.n; i++) {
+		const char *name = fan->jobs[p.items[i].job].name;
+
+		if (i > p.nroot && p.items[i].job == p.items[i - 1].job)
+			continue;
+		len += (size_t)snprintf(out + len, size - len, "%s%s",
+					len ? "," : "", name);
+	}
+	plan_free(&p);
+}
+
+/* Only the jobs named, and what a named job feeds. */
+START_TEST(narrow_keeps_named_and_their_chain)
+{
+	char got[256];
+
+	fan_plan("weekly", got, sizeof got);
+	ck_assert_str_eq(got, "weekly,rollup,audit");
+	fan_plan("monthly", got, sizeof got);
+	ck_assert_str_eq(got, "monthly,audit");
+	fan_plan("monthly,weekly", got, sizeof got);
+	ck_assert_str_eq(got, "weekly,monthly,rollup,audit");
+	fan_plan("weekly,rollup", got, sizeof got);
+	ck_assert_str_eq(got, "weekly,rollup,audit");
+}
+END_TEST
+
+/* The week keeps its inputs: it waits for both days. */
+START_TEST(narrow_items_wait_for_inputs)
+{
+	struct plan p;
+	struct err err;
+	bool keep[16];
+	int fct = config_job_index(fan, "fct");
+
+	ck_assert_int_eq(plan_select_downstream(fan, fct, "weekly", keep, &err), 0);
+	plan_init(&p);
+	ck_assert_int_eq(plan_add_root(&p, fct, day("2026-02-09"), &err), 0);
+	ck_assert_int_eq(plan_add_root(&p, fct, day("2026-02-10"), &err), 0);
+	ck_assert_int_eq(plan_expand(&p, fan, false, keep, &err), 0);
+	ck_assert_uint_eq(p.n, 5); /* 2 days, the week, rollup Feb, audit Feb */
+	ck_assert_str_eq(fan->jobs[p.items[2].job].name, "weekly");
+	ck_assert_uint_eq(p.items[2].ndeps, 2);
+	ck_assert_str_eq(fan->jobs[p.items[4].job].name, "audit");
+	ck_assert_uint_eq(p.items[4].ndeps, 1); /* the week; monthly left out */
+	plan_free(&p);
+}
+END_TEST
+
+/* Unknown, not downstream, itself, empty names: refused, named. */
+START_TEST(narrow_refusals)
+{
+	struct err err;
+	bool keep[16];
+	int fct = config_job_index(fan, "fct");
+	int weekly = config_job_index(fan, "weekly");
+
+	ck_assert_int_eq(plan_select_downstream(fan, fct, "nope", keep, &err), -1);
+	ck_assert_int_eq(err.code, EXIT_BAD_INPUT);
+	ck_assert_ptr_nonnull(strstr(err.msg, "unknown job \"nope\""));
+	ck_assert_ptr_nonnull(strstr(err.msg, "weekly, monthly, rollup, audit"));
+	ck_assert_int_eq(plan_select_downstream(fan, fct, "weekly,side", keep,
+						&err), -1);
+	ck_assert_ptr_nonnull(strstr(err.msg, "side is not downstream of fct"));
+	ck_assert_int_eq(plan_select_downstream(fan, fct, "fct", keep, &err), -1);
+	ck_assert_ptr_nonnull(strstr(err.msg, "fct is not downstream of fct"));
+	ck_assert_int_eq(plan_select_downstream(fan, weekly, "monthly", keep,
+						&err), -1);
+	ck_assert_ptr_nonnull(strstr(err.msg, "its downstream jobs are rollup, audit"));
+	ck_assert_int_eq(plan_select_downstream(fan, fct, "weekly,", keep, &err), -1);
+	ck_assert_ptr_nonnull(strstr(err.msg, "empty name"));
+	ck_assert_int_eq(plan_select_downstream(fan, config_job_index(fan, "side"),
+						"weekly", keep, &err), -1);
+	ck_assert_ptr_nonnull(strstr(err.msg, "it has no downstream jobs"));
+	/* a job further down, its feeders left out: nothing could feed it */
+	ck_assert_int_eq(plan_select_downstream(fan, fct, "rollup", keep, &err), -1);
+	ck_assert_ptr_nonnull(strstr(err.msg, "rollup is fed by fct only through"
+				     " jobs left out"));
+}
+END_TEST
+
+/* The transitive downstream set. */
+START_TEST(downstream_of_is_transitive)
+{
+	bool below[16];
+
+	plan_downstream_of(fan, config_job_index(fan, "weekly"), below);
+	ck_assert(!below[config_job_index(fan, "fct")]);
+	ck_assert(!below[config_job_index(fan, "weekly")]);
+	ck_assert(!below[config_job_index(fan, "monthly")]);
+	ck_assert(below[config_job_index(fan, "rollup")]);
+	ck_assert(below[config_job_index(fan, "audit")]);
+	plan_downstream_of(fan, config_job_index(fan, "side"), below);
+	for (size_t i = 0; i < fan->njobs; i++)
+		ck_assert(!below[i]);
 }
 END_TEST
 
@@ -193,6 +344,7 @@ main(void)
 {
 	Suite *s = suite_create("plan");
 	TCase *tc = tcase_create("plan");
+	TCase *tn = tcase_create("narrow");
 	SRunner *sr;
 	int failed;
 
@@ -203,6 +355,12 @@ main(void)
 	tcase_add_test(tc, reverse_order);
 	tcase_add_test(tc, no_downstream_jobs);
 	suite_add_tcase(s, tc);
+	tcase_add_checked_fixture(tn, fan_setup, fan_teardown);
+	tcase_add_test(tn, narrow_keeps_named_and_their_chain);
+	tcase_add_test(tn, narrow_items_wait_for_inputs);
+	tcase_add_test(tn, narrow_refusals);
+	tcase_add_test(tn, downstream_of_is_transitive);
+	suite_add_tcase(s, tn);
 	sr = srunner_create(s);
 	srunner_run_all(sr, CK_ENV);
 	failed = srunner_ntests_failed(sr);
