@@ -77,6 +77,14 @@ def status_cost(d, n=40):
     return (main_thread_cpu_ns(pid) - before) / n / 1000.0
 
 
+def figures(d, pid):
+    """(status cost, descriptors, VmRSS): descriptors and memory first,
+    before the status calls' connections (whose daemon side closes a
+    moment after the client's) come and go."""
+    n, rss = fds(pid), vm_rss_kib(pid)
+    return status_cost(d), n, rss
+
+
 def wait_day(d, when):
     """Poll status until every job's watermark is the hour before `when`
     and nothing is queued or running."""
@@ -111,8 +119,8 @@ def test_sixty_days_stay_bounded():
             h.check(size <= WAL_BOUND, "day %d: the WAL is %d bytes, above %d"
                     % (day, size, WAL_BOUND))
         if day == WARM:   # after warm-up: caches, pools and lazily opened connections at their size
-            first = (status_cost(d), fds(pid), vm_rss_kib(pid))
-    last = (status_cost(d), fds(pid), vm_rss_kib(pid))
+            first = figures(d, pid)
+    last = figures(d, pid)
     print("status %.0f us -> %.0f us of CPU, fds %d -> %d, rss %d -> %d KiB, max WAL %d bytes"
           % (first[0], last[0], first[1], last[1], first[2], last[2], max_wal))
     h.check(last[0] <= 2 * first[0] + 50,
