@@ -16,6 +16,7 @@
 
 #include "calendar.h"
 #include "clock.h"
+#include "estimate.h"
 #include "log.h"
 #include "text.h"
 
@@ -374,6 +375,14 @@ parse_dates(const struct job_def *j, const char *dates, const char *file,
 	return dates_check_count(kc, err);
 }
 
+/* A job's recent durations, for estimate_plan. */
+static int
+plan_durations_cb(const char *job, int64_t *ms, size_t max, size_t *n,
+		  void *data, struct err *err)
+{
+	return store_durations(data, job, ms, max, n, err);
+}
+
 /* Print a plan as a table (dry run) or a one-line summary. */
 static void
 render_plan(struct sched *s, const struct plan *plan, bool json,
@@ -381,6 +390,14 @@ render_plan(struct sched *s, const struct plan *plan, bool json,
 {
 	const struct config *cfg = sched_config(s);
 	char key[CAL_KEY_MAX], dk[CAL_KEY_MAX];
+	struct estimate est;
+	struct err err;
+
+	if (estimate_plan(cfg, plan, plan_durations_cb, sched_store(s), &est,
+			  &err) < 0) {
+		log_warn("event=estimate error=\"%s\"", err.msg);
+		memset(&est, 0, sizeof est);
+	}
 
 	if (json) {
 		buf_addstr(out, "{\"partitions\": [");
@@ -410,8 +427,12 @@ render_plan(struct sched *s, const struct plan *plan, bool json,
 			}
 			buf_addstr(out, "]}");
 		}
-		buf_printf(out, "%s], \"total\": %zu, \"downstream\": %zu}\n",
-			   plan->n ? "\n" : "", plan->n, plan->n - plan->nroot);
+		buf_printf(out, "%s], \"total\": %zu, \"downstream\": %zu,"
+			   " \"estimate\": ", plan->n ? "\n" : "", plan->n,
+			   plan->n - plan->nroot);
+		estimate_json(cfg, &est, out);
+		buf_addstr(out, "}\n");
+		estimate_free(&est);
 		return;
 	}
 	struct table t = { .ncols = 4 };
@@ -446,6 +467,8 @@ render_plan(struct sched *s, const struct plan *plan, bool json,
 	buf_printf(out, "%zu partitions: %zu of %s, %zu downstream\n", plan->n,
 		   plan->nroot, plan->nroot ? cfg->jobs[plan->items[0].job].name : "-",
 		   plan->n - plan->nroot);
+	estimate_text(cfg, &est, out);
+	estimate_free(&est);
 }
 
 /* backfill JOB ... and rerun JOB PARTITION. */
