@@ -19,6 +19,7 @@
 #include "estimate.h"
 #include "log.h"
 #include "text.h"
+#include "verify.h"
 
 #ifndef BACKFILLD_VERSION
 #define BACKFILLD_VERSION "0.1.0"
@@ -28,8 +29,9 @@ struct cmd_res {
 	int status;
 	struct buf out;
 	struct err err;
-	struct buf *frame;
+	struct buf *frame;         /* NULL: the fields go to request, total */
 	struct cmd_stream *stream; /* set by a handler that streams */
+	int64_t request, total;
 };
 
 /* Pages of a stream: about this many bytes of output at most (a page
@@ -471,10 +473,15 @@ render_plan(struct sched *s, const struct plan *plan, bool json,
 	estimate_free(&est);
 }
 
-/* backfill JOB ... and rerun JOB PARTITION. */
+static void cmd_backfill_verified(struct cmd_ctx *ctx,
+				  const struct proto_msg *req,
+				  struct cmd_stream *cs, struct buf *out);
+
+/* backfill JOB ... and rerun JOB PARTITION; verified: the proof (--verify,
+ * verify: true) has passed, or is not asked for. */
 static void
 cmd_backfill_common(struct cmd_ctx *ctx, const struct proto_msg *req,
-		    struct cmd_res *res, bool rerun)
+		    struct cmd_res *res, bool rerun, bool verified)
 {
 	struct sched *s = ctx->sched;
 	const struct config *cfg = sched_config(s);
@@ -633,6 +640,18 @@ submit:
 	kc.n = parts_unique(kc.parts, kc.n);
 	rq.parts = kc.parts;
 	rq.nparts = kc.n;
+	if (!verified && kc.n > 0 &&
+	    (flag(req, "verify") || (kc.j->verify && !dry))) {
+		char vk[CAL_KEY_MAX];
+
+		/* the first partition the request would run */
+		part_key(kc.j->grain, kc.parts[rq.reverse ? kc.n - 1 : 0], vk);
+		res->stream = verify_start(ctx, req, j, vk, cmd_backfill_verified,
+					   &err);
+		if (res->stream == NULL)
+			res_err(res, &err);
+		goto out;
+	}
 	if (sched_submit(s, &rq, !dry, &plan, &id, &err) < 0) {
 		res_err(res, &err);
 		goto out;
@@ -652,8 +671,12 @@ submit:
 				   kc.j->name, reprocess ? reprocess : "all");
 		goto out;
 	}
-	proto_add_int(res->frame, "request", id);
-	proto_add_int(res->frame, "total", (long long)plan.n);
+	res->request = id;
+	res->total = (int64_t)plan.n;
+	if (res->frame) {
+		proto_add_int(res->frame, "request", id);
+		proto_add_int(res->frame, "total", (long long)plan.n);
+	}
 	if (json)
 		buf_printf(&res->out, "{\"request\": %" PRId64 ", \"partitions\":"
 			   " %zu, \"downstream\": %zu}\n", id, plan.nroot,
@@ -668,17 +691,63 @@ out:
 	free(kc.parts);
 }
 
+/* The proof passed: queue the request as asked (verify.h's then). */
+static void
+cmd_backfill_verified(struct cmd_ctx *ctx, const struct proto_msg *req,
+		      struct cmd_stream *cs, struct buf *out)
+{
+	struct cmd_res res = { .status = EXIT_DONE };
+	const char *name = proto_get(req, "cmd");
+
+	buf_init(&res.out);
+	err_clear(&res.err);
+	cmd_backfill_common(ctx, req, &res, strcmp(name, "rerun") == 0, true);
+	if (res.stream != NULL) { /* not from a verified request */
+		res.stream->free(res.stream);
+		res_fail(&res, EXIT_WORK_FAILED, "internal error: a verified"
+			 " request asked for a proof again");
+	}
+	cs->status = res.status;
+	cs->err = res.err;
+	cs->request = res.request;
+	cs->total = res.total;
+	if (res.status == EXIT_DONE || !res.err.msg[0])
+		buf_add(out, res.out.data, res.out.len);
+	buf_free(&res.out);
+}
+
 static void
 cmd_backfill(struct cmd_ctx *ctx, const struct proto_msg *req,
 	     struct cmd_res *res)
 {
-	cmd_backfill_common(ctx, req, res, false);
+	cmd_backfill_common(ctx, req, res, false, false);
 }
 
 static void
 cmd_rerun(struct cmd_ctx *ctx, const struct proto_msg *req, struct cmd_res *res)
 {
-	cmd_backfill_common(ctx, req, res, true);
+	cmd_backfill_common(ctx, req, res, true, false);
+}
+
+/* verify JOB PARTITION: the proof alone. */
+static void
+cmd_verify(struct cmd_ctx *ctx, const struct proto_msg *req,
+	   struct cmd_res *res)
+{
+	const char *partition = proto_get(req, "partition");
+	struct err err;
+	int j;
+
+	if ((j = cmd_job(ctx, req, res, true)) < 0)
+		return;
+	if (partition == NULL) {
+		res_fail(res, EXIT_BAD_INPUT, "verify needs a partition:"
+			 " backfillctl verify JOB PARTITION");
+		return;
+	}
+	res->stream = verify_start(ctx, req, j, partition, NULL, &err);
+	if (res->stream == NULL)
+		res_err(res, &err);
 }
 
 /* ---- status ----------------------------------------------------------- */
@@ -1753,6 +1822,7 @@ cmd_audit(struct cmd_ctx *ctx, const struct proto_msg *req, struct cmd_res *res)
 static const struct cmd_entry cmd_table[] = {
 	{ "backfill", true, cmd_backfill },
 	{ "rerun", true, cmd_rerun },
+	{ "verify", true, cmd_verify },
 	{ "status", false, cmd_status },
 	{ "runs", false, cmd_runs },
 	{ "stale", false, cmd_stale },
@@ -1827,6 +1897,10 @@ cmd_stream_end(struct cmd_stream *cs, struct buf *resp)
 	proto_add_int(resp, "status", cs->status);
 	if (cs->err.msg[0])
 		proto_add(resp, "err", cs->err.msg);
+	if (cs->request > 0) {
+		proto_add_int(resp, "request", cs->request);
+		proto_add_int(resp, "total", cs->total);
+	}
 	cs->free(cs);
 }
 

@@ -1535,6 +1535,8 @@ static const struct cfg_key cfg_job_keys[] = {
 	  "true or false", 0 },
 	{ "keep_runs", YAML_SCALAR_NODE, cfg_h_keep, CFG_JOB(keep_runs), 0,
 	  CFG_KEEP, 0 },
+	{ "verify", YAML_SCALAR_NODE, cfg_h_bool, CFG_JOB(verify), 0,
+	  "true or false", 0 },
 	{ "table", YAML_SCALAR_NODE, cfg_h_str, CFG_JOB(table), 0,
 	  "a table name", 0 },
 	{ "partition_column", YAML_SCALAR_NODE, cfg_h_str,
@@ -1842,6 +1844,12 @@ cfg_job_finish(struct cfg_parser *p, struct job_def *j, yaml_node_t *map)
 						"%s%s needs table: and partition_column:",
 						p->pfx, guard[i]);
 	}
+	if (j->verify && (!is_sql || j->table == NULL ||
+			  j->partition_column == NULL))
+		return cfg_fail(p, cfg_map_get(p, map, "verify")->start_mark,
+				"%sverify: true needs a SQL job with table: and"
+				" partition_column: (the partition it compares)",
+				p->pfx);
 	if (j->sql != NULL && !j->allow_wall_clock) {
 		const char *what = NULL;
 		long off;

@@ -82,6 +82,7 @@ struct job_def {
 	int64_t timeout;       /* seconds, 0 = none */
 	bool allow_wall_clock;
 	bool batch;
+	bool verify;         /* prove idempotency before every request */
 	int64_t keep_runs;   /* seconds; default: config keep_runs */
 
 	char *sql;         /* inline sql or the contents of sql_file */

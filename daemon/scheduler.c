@@ -2269,6 +2269,12 @@ sched_store(struct sched *s)
 	return s->store;
 }
 
+struct exec *
+sched_exec(struct sched *s)
+{
+	return s->exec;
+}
+
 void
 sched_drain(struct sched *s)
 {

@@ -130,6 +130,8 @@ struct sched_job_view {
 };
 void sched_job_view(struct sched *s, int job, struct sched_job_view *v);
 struct store *sched_store(struct sched *s);
+/* The executor runs go to (the proofs of --verify use it too). */
+struct exec *sched_exec(struct sched *s);
 /* Whether a warehouse answered its last connection: 1 yes, -1 no (error
  * filled), 0 not tried yet; probed at start and after each reload. */
 int sched_warehouse_state(struct sched *s, const char *name, char *error,

@@ -176,6 +176,10 @@ static const struct bad_fixture bad_fixtures[] = {
 	  "12:52: metric \"revenue\" of job \"x\": max_change must be a percentage like 50%, got \"fifty\"" },
 	{ "bad-date.yaml",
 	  "8:12: job \"x\": start must be a date YYYY-MM-DD, got \"2026-02-30\"" },
+	{ "bad-verify-no-table.yaml",
+	  "9:13: job \"x\": verify: true needs a SQL job with table: and partition_column: (the partition it compares)" },
+	{ "bad-verify-command.yaml",
+	  "8:13: job \"x\": verify must be true or false, got \"yes please\"" },
 };
 
 #define NBAD (int)(sizeof bad_fixtures / sizeof bad_fixtures[0])
