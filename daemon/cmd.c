@@ -19,6 +19,7 @@
 #include "estimate.h"
 #include "log.h"
 #include "text.h"
+#include "throttle.h"
 #include "verify.h"
 
 #ifndef BACKFILLD_VERSION
@@ -768,6 +769,69 @@ stale_count_cb(int job, part_t part, bool built, int64_t built_at,
 	return 0;
 }
 
+/* A number or null in JSON. */
+static void
+cmd_json_num(struct buf *b, bool has, double v)
+{
+	if (has)
+		buf_printf(b, "%.15g", v);
+	else
+		buf_addstr(b, "null");
+}
+
+/* A warehouse's throttle in status --json: null without one. */
+static void
+cmd_throttle_json(struct sched *s, const char *wh, struct buf *out)
+{
+	struct throttle_view v;
+	char at[CAL_KEY_MAX];
+
+	throttle_view(sched_throttle(s), wh, &v);
+	if (!v.has) {
+		buf_addstr(out, "null");
+		return;
+	}
+	buf_printf(out, "{\"state\": \"%s\", \"value\": ", !v.checked ?
+		   "unknown" : v.critical ? "critical" : v.throttled ?
+		   "throttled" : "ok");
+	cmd_json_num(out, v.has_value, v.value);
+	buf_printf(out, ", \"max\": %.15g, \"critical\": ", v.max);
+	cmd_json_num(out, v.has_critical, v.critical_at);
+	cal_format_iso_ms(v.since_ms, at);
+	buf_addstr(out, ", \"since\": ");
+	json_str(out, v.throttled ? at : NULL);
+	cal_format_iso_ms(v.checked_ms, at);
+	buf_addstr(out, ", \"checked_at\": ");
+	json_str(out, v.checked ? at : NULL);
+	buf_printf(out, ", \"checks\": %" PRId64, v.checks);
+	buf_addstr(out, ", \"error\": ");
+	json_str(out, v.error[0] ? v.error : NULL);
+	buf_addstr(out, "}");
+}
+
+/* A throttled warehouse's line in status. */
+static void
+cmd_throttle_text(struct sched *s, const char *wh, struct buf *out)
+{
+	struct throttle_view v;
+	char at[CAL_KEY_MAX];
+
+	throttle_view(sched_throttle(s), wh, &v);
+	if (!v.has || !v.throttled)
+		return;
+	cal_format_iso_ms(v.since_ms, at);
+	if (v.error[0])
+		buf_printf(out, "warehouse %s: throttled since %s: %s (max"
+			   " %.15g); no new run starts there\n", wh, at,
+			   v.error, v.max);
+	else
+		buf_printf(out, "warehouse %s: %s since %s: value %.15g above"
+			   " max %.15g; no new run starts there%s\n", wh,
+			   v.critical ? "critical" : "throttled", at, v.value,
+			   v.max, v.critical ? ", runs in flight are requeued" :
+			   "");
+}
+
 static void
 cmd_status(struct cmd_ctx *ctx, const struct proto_msg *req,
 	   struct cmd_res *res)
@@ -918,6 +982,8 @@ cmd_status(struct cmd_ctx *ctx, const struct proto_msg *req,
 			json_str(&res->out, st ? at : NULL);
 			buf_addstr(&res->out, ", \"error\": ");
 			json_str(&res->out, st < 0 ? why : NULL);
+			buf_addstr(&res->out, ", \"throttle\": ");
+			cmd_throttle_json(s, cfg->warehouses[w].name, &res->out);
 			buf_addstr(&res->out, "}");
 		}
 		buf_addstr(&res->out, cfg->nwarehouses ? "\n]}\n" : "]}\n");
@@ -952,6 +1018,7 @@ cmd_status(struct cmd_ctx *ctx, const struct proto_msg *req,
 					  sizeof why, &at_ms) < 0)
 			buf_printf(&res->out, "warehouse %s: unreachable: %s\n",
 				   cfg->warehouses[w].name, why);
+		cmd_throttle_text(s, cfg->warehouses[w].name, &res->out);
 	}
 	for (size_t i = 0; i < cfg->njobs; i++) {
 		struct sched_job_view v;

@@ -287,6 +287,17 @@ exec_driver(enum wh_kind kind)
 	}
 }
 
+const struct wh_driver *
+exec_driver_for(enum wh_kind kind, const char **why)
+{
+	const struct wh_driver *drv = exec_driver(kind);
+
+	if (drv == NULL && why != NULL)
+		*why = kind == WH_POSTGRES ? exec_pg_error :
+			"this build has no driver for it";
+	return drv;
+}
+
 /* ---- worker threads ---------------------------------------------------- */
 
 /* Count a connection to warehouse `name` opened (+1) or closed (-1);

@@ -126,6 +126,10 @@ void exec_cancel(struct exec *ex, struct exec_run *run);
  * connected to it: 1 yes, -1 no (error filled), 0 not tried yet. */
 int exec_warehouse_state(struct exec *ex, const char *name, char *error,
 			 size_t errsz, int64_t *at_ms);
+/* The warehouse driver for a kind (loading the PostgreSQL module on
+ * first use), or NULL with *why saying why not.  Any thread. */
+struct wh_driver;
+const struct wh_driver *exec_driver_for(enum wh_kind kind, const char **why);
 /* Number of runs in flight. */
 int exec_running(const struct exec *ex);
 /* Cancel what still runs, join the threads, close every handle; closed_cb
