@@ -156,8 +156,9 @@ verify_next(struct cmd_stream *cs, struct buf *out)
 		return 1;
 	}
 	if (!v->json)
-		buf_printf(out, "verify %s %s: idempotent (%" PRId64 " rows after"
-			   " either run)\n", job, key, r->verify_rows[2]);
+		buf_printf(out, "verify %s %s: idempotent (%" PRId64 " row%s after"
+			   " either run)\n", job, key, r->verify_rows[2],
+			   r->verify_rows[2] == 1 ? "" : "s");
 	v->then(&v->ctx, &v->req, cs, out);
 	return 1;
 }
