@@ -13,12 +13,14 @@
  * on_throttle is spawned here (throttle_hook): argv with {warehouse},
  * {value} and {state} substituted, no shell, the same values in
  * BACKFILLD_WAREHOUSE, BACKFILLD_VALUE and BACKFILLD_STATE, output to the
- * daemon's stderr (the log); its exit is logged, never retried.
+ * daemon's stderr (the log), killed after 30 s; a failure is logged,
+ * never retried.
  */
 #include "throttle.h"
 
 #include <errno.h>
 #include <math.h>
+#include <signal.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -206,20 +208,46 @@ throttle_subst(const char *arg, const char *wh, const char *value,
 	return out;
 }
 
-/* The hook's process is closed: free it. */
+#define THROTTLE_HOOK_TIMEOUT_MS 30000 /* a hook runs at most this long */
+
+/* A hook in flight: its process and its deadline. */
+struct throttle_hookproc {
+	uv_process_t proc;
+	uv_timer_t timer;
+	int open;       /* handles not yet closed */
+};
+
+/* One of the hook's handles is closed: free it after the last. */
 static void
 throttle_hook_closed_cb(uv_handle_t *h)
 {
-	free(h);
+	struct throttle_hookproc *hp = h->data;
+
+	if (--hp->open == 0)
+		free(hp);
 }
 
-/* The hook exited: log how. */
+/* The hook outlived THROTTLE_HOOK_TIMEOUT_MS: kill it. */
+static void
+throttle_hook_timeout_cb(uv_timer_t *t)
+{
+	struct throttle_hookproc *hp = t->data;
+
+	log_warn("hook=on_throttle pid=%d still running after %d s: killed",
+		 hp->proc.pid, THROTTLE_HOOK_TIMEOUT_MS / 1000);
+	uv_process_kill(&hp->proc, SIGKILL);
+}
+
+/* The hook exited: log how, close its handles. */
 static void
 throttle_hook_exit_cb(uv_process_t *proc, int64_t status, int sig)
 {
+	struct throttle_hookproc *hp = proc->data;
+
 	if (status != 0 || sig != 0)
 		log_warn("hook=on_throttle pid=%d failed: exit %lld signal %d",
 			 proc->pid, (long long)status, sig);
+	uv_close((uv_handle_t *)&hp->timer, throttle_hook_closed_cb);
 	uv_close((uv_handle_t *)proc, throttle_hook_closed_cb);
 }
 
@@ -234,7 +262,7 @@ throttle_hook(struct throttle *th, const struct warehouse_def *def,
 	uv_stdio_container_t stdio[3];
 	char **argv, *env[4];
 	extern char **environ;
-	uv_process_t *proc;
+	struct throttle_hookproc *hp;
 	size_t nenv = 0, i;
 	int r;
 
@@ -244,8 +272,8 @@ throttle_hook(struct throttle *th, const struct warehouse_def *def,
 	for (size_t e = 0; environ[e]; e++)
 		nenv++;
 	char **envp = calloc(nenv + 4, sizeof *envp);
-	proc = calloc(1, sizeof *proc);
-	if (argv == NULL || envp == NULL || proc == NULL)
+	hp = calloc(1, sizeof *hp);
+	if (argv == NULL || envp == NULL || hp == NULL)
 		goto out;
 	for (i = 0; i < def->on_throttle_len; i++)
 		if ((argv[i] = throttle_subst(def->on_throttle[i], def->name,
@@ -276,16 +304,24 @@ throttle_hook(struct throttle *th, const struct warehouse_def *def,
 	opt.stdio = stdio;
 	opt.stdio_count = 3;
 	opt.exit_cb = throttle_hook_exit_cb;
-	r = uv_spawn(th->loop, proc, &opt);
+	hp->proc.data = hp;
+	r = uv_spawn(th->loop, &hp->proc, &opt);
 	if (r < 0) {
 		log_warn("hook=on_throttle warehouse=%s cannot start %s: %s",
 			 def->name, argv[0], uv_strerror(r));
-		uv_close((uv_handle_t *)proc, throttle_hook_closed_cb);
+		hp->open = 1;
+		uv_close((uv_handle_t *)&hp->proc, throttle_hook_closed_cb);
 	} else {
 		log_info("hook=on_throttle warehouse=%s state=%s pid=%d",
-			 def->name, state, proc->pid);
+			 def->name, state, hp->proc.pid);
+		hp->open = 2;
+		uv_timer_init(th->loop, &hp->timer);
+		hp->timer.data = hp;
+		uv_timer_start(&hp->timer, throttle_hook_timeout_cb,
+			       THROTTLE_HOOK_TIMEOUT_MS, 0);
+		uv_unref((uv_handle_t *)&hp->timer);
 	}
-	proc = NULL;
+	hp = NULL;
 	for (size_t e = 0; e < 3; e++)
 		free(env[e]);
 out:
@@ -293,7 +329,7 @@ out:
 		free(argv[i]);
 	free(argv);
 	free(envp);
-	free(proc);
+	free(hp);
 }
 
 /* A check is over: apply it on the loop, then wait for the next one. */
