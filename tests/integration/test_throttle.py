@@ -7,6 +7,7 @@ table the test controls (as an external process would keep it):
   bound and since when (text and JSON), on_throttle fires with
   {warehouse}, {value} and {state}; once the value drops the request
   completes and the hook fires again ("released");
+- a reload that leaves the throttle unchanged keeps the spell;
 - a failing throttle query throttles too, and says why;
 - another warehouse's runs go on meanwhile.
 Checks are counted through status' checked_at: no sleep stands in for an
@@ -119,6 +120,12 @@ def test_throttled_warehouse_holds_runs():
     while hook_lines(d) != ["w 50 throttled"]:
         h.check(time.monotonic() < deadline, "on_throttle did not fire: %r" % hook_lines(d))
         time.sleep(0.05)
+
+    # a reload that leaves the throttle as it was keeps the spell going
+    since = t["since"]
+    d.ok("reload")
+    t = throttle(d)
+    h.eq((t["state"], t["since"]), ("throttled", since), "throttle after a reload")
 
     req = d.enqueue("backfill", "work", "--from", "2026-01-01", "--to", "2026-01-03")
     other = d.enqueue("backfill", "elsewhere", "--from", "2026-01-01", "--to", "2026-01-03")
