@@ -45,6 +45,11 @@ struct throttle_wh {
 	bool timer_closed;
 	atomic_int stop;                    /* the watch's stop flag */
 	struct wh_conn *conn;               /* the work callback's only */
+	/* the connection while its query runs, for the loop's deadline
+	 * (interrupt() is the one call another thread may make) */
+	uv_mutex_t lock;
+	struct wh_conn *live;               /* lock */
+	atomic_int overdue;                 /* the deadline interrupted it */
 
 	/* the last check's result (written by the work, read after it) */
 	int rc;
@@ -88,6 +93,7 @@ throttle_wh_maybe_free(struct throttle_wh *w)
 		return;
 	if (w->conn)
 		w->conn->drv->close(w->conn);
+	uv_mutex_destroy(&w->lock);
 	config_unref(w->cfg);
 	free(w->name);
 	free(w);
@@ -109,7 +115,20 @@ throttle_wh_kill(struct throttle_wh *w)
 {
 	w->dead = true;
 	atomic_store(&w->stop, 1); /* a query in flight gives up */
+	uv_mutex_lock(&w->lock);
+	if (w->live)
+		w->live->drv->interrupt(w->live);
+	uv_mutex_unlock(&w->lock);
 	uv_close((uv_handle_t *)&w->timer, throttle_timer_closed_cb);
+}
+
+/* How long one check may take: every, at most THROTTLE_TIMEOUT_MS. */
+static int64_t
+throttle_timeout_ms(const struct throttle_def *t)
+{
+	int64_t ms = t->every * 1000;
+
+	return ms > THROTTLE_TIMEOUT_MS ? THROTTLE_TIMEOUT_MS : ms;
 }
 
 /* One check, on a thread-pool thread. */
@@ -121,12 +140,11 @@ throttle_work_cb(uv_work_t *req)
 	struct err err;
 	bool has_row = false;
 	char *value = NULL, *end;
-	int64_t timeout = t->every * 1000;
+	int64_t timeout = throttle_timeout_ms(t);
+	int rc;
 
 	w->rc = -1;
 	w->error[0] = '\0';
-	if (timeout > THROTTLE_TIMEOUT_MS)
-		timeout = THROTTLE_TIMEOUT_MS;
 	if (w->conn == NULL) {
 		const char *why = NULL;
 		const struct wh_driver *drv = exec_driver_for(w->def->kind, &why);
@@ -143,8 +161,18 @@ throttle_work_cb(uv_work_t *req)
 	}
 	if (w->conn->drv->watch)
 		w->conn->drv->watch(w->conn, &w->stop, timeout, true);
-	if (w->conn->drv->query_value(w->conn, t->sql, NULL, 0, &has_row,
-				      &value, &err) == -1)
+	uv_mutex_lock(&w->lock);
+	w->live = w->conn;
+	uv_mutex_unlock(&w->lock);
+	rc = w->conn->drv->query_value(w->conn, t->sql, NULL, 0, &has_row,
+				       &value, &err);
+	uv_mutex_lock(&w->lock);
+	w->live = NULL;
+	uv_mutex_unlock(&w->lock);
+	if (rc == -1 && atomic_load(&w->overdue))
+		snprintf(w->error, sizeof w->error, "the throttle query did not"
+			 " answer within %lld ms", (long long)timeout);
+	else if (rc == -1)
 		snprintf(w->error, sizeof w->error, "the throttle query failed:"
 			 " %s", err.msg);
 	else if (!has_row)
@@ -166,7 +194,10 @@ throttle_work_cb(uv_work_t *req)
 	free(value);
 	if (w->conn->drv->watch)
 		w->conn->drv->watch(w->conn, NULL, 0, false);
-	if (!w->conn->drv->usable(w->conn)) {
+	/* an interrupt sticks to a connection until its next begin(),
+	 * which a throttle never calls: start afresh */
+	if (!w->conn->drv->usable(w->conn) || atomic_load(&w->overdue) ||
+	    atomic_load(&w->stop)) {
 		w->conn->drv->close(w->conn);
 		w->conn = NULL;
 	}
@@ -349,6 +380,7 @@ throttle_after_cb(uv_work_t *req, int status)
 		throttle_wh_maybe_free(w);
 		return;
 	}
+	uv_timer_stop(&w->timer); /* the deadline */
 	if (status != 0)
 		snprintf(w->error, sizeof w->error, "the check was cancelled");
 	v->checked = true;
@@ -397,6 +429,20 @@ throttle_after_cb(uv_work_t *req, int status)
 			       (uint64_t)t->every * 1000, 0);
 }
 
+/* A check outlived its timeout (the driver's watch did not end it):
+ * interrupt it from here. */
+static void
+throttle_deadline_cb(uv_timer_t *t)
+{
+	struct throttle_wh *w = t->data;
+
+	atomic_store(&w->overdue, 1);
+	uv_mutex_lock(&w->lock);
+	if (w->live)
+		w->live->drv->interrupt(w->live);
+	uv_mutex_unlock(&w->lock);
+}
+
 /* Time for a check: queue it on the thread pool. */
 static void
 throttle_timer_cb(uv_timer_t *t)
@@ -407,12 +453,18 @@ throttle_timer_cb(uv_timer_t *t)
 		return;
 	w->busy = true;
 	w->work.data = w;
+	atomic_store(&w->overdue, 0);
 	if (uv_queue_work(w->th->loop, &w->work, throttle_work_cb,
 			  throttle_after_cb) < 0) {
 		w->busy = false;
 		uv_timer_start(&w->timer, throttle_timer_cb,
 			       (uint64_t)w->def->throttle->every * 1000, 0);
+		return;
 	}
+	/* the same timer, while the check runs: its deadline, a second
+	 * after the driver's own */
+	uv_timer_start(&w->timer, throttle_deadline_cb,
+		       (uint64_t)throttle_timeout_ms(w->def->throttle) + 1000, 0);
 }
 
 /* Same throttle (query, bounds, period, location)? */
@@ -456,6 +508,7 @@ throttle_configure(struct throttle *th, struct config *cfg)
 				def->name);
 			continue;
 		}
+		uv_mutex_init(&w->lock);
 		w->th = th;
 		w->cfg = config_ref(cfg);
 		w->def = def;

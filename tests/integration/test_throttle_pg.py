@@ -89,12 +89,36 @@ def test_critical_requeues_runs_in_flight():
     d.stop()
 
 
+def test_slow_query_times_out():
+    """A throttle query that does not answer within its timeout (every,
+    at most 10 s) is cancelled on the server and counts as throttled,
+    saying so; the next checks start on a fresh connection."""
+    c = tp.cluster()
+    c.fresh_db()
+    c.as_etl(SEED)
+    w = tp.pg_warehouse("dw") + """    throttle:
+      sql: SELECT 1 FROM pg_sleep(30)
+      max: 10
+      every: 1s
+"""
+    d = tp.pg_daemon(JOBS, w, name="pgthrottleslow", clock=None)
+    t = wait("a timed-out check", lambda: throttle(d)["checks"] >= 2 and throttle(d))
+    h.eq(t["state"], "throttled", "state after a timed-out check")
+    h.check(t["error"] and ("did not answer" in t["error"] or "cancel" in t["error"]),
+            "a slow throttle query does not say why: %r" % (t,))
+    # no pile of sleeping sessions: each check was cancelled on the server
+    n = int(c.psql("SELECT count(*) FROM pg_stat_activity WHERE query LIKE '%pg_sleep(30)%'"
+                   " AND state = 'active' AND pid <> pg_backend_pid()")[0][0])
+    h.check(n <= 1, "%d throttle queries still sleep on the server" % n)
+    d.stop()
+
+
 def main():
     if not os.environ.get("BACKFILLD"):
         h.binaries()
     try:
         tp.cluster()
-        h.main([test_critical_requeues_runs_in_flight])
+        h.main([test_critical_requeues_runs_in_flight, test_slow_query_times_out])
     finally:
         if tp.CLUSTER is not None:
             tp.CLUSTER.close()
