@@ -16,8 +16,11 @@
 
 #include "calendar.h"
 #include "clock.h"
+#include "estimate.h"
 #include "log.h"
 #include "text.h"
+#include "throttle.h"
+#include "verify.h"
 
 #ifndef BACKFILLD_VERSION
 #define BACKFILLD_VERSION "0.1.0"
@@ -27,8 +30,9 @@ struct cmd_res {
 	int status;
 	struct buf out;
 	struct err err;
-	struct buf *frame;
+	struct buf *frame;         /* NULL: the fields go to request, total */
 	struct cmd_stream *stream; /* set by a handler that streams */
+	int64_t request, total;
 };
 
 /* Pages of a stream: about this many bytes of output at most (a page
@@ -374,14 +378,31 @@ parse_dates(const struct job_def *j, const char *dates, const char *file,
 	return dates_check_count(kc, err);
 }
 
+/* A job's recent durations, for estimate_plan. */
+static int
+plan_durations_cb(const char *job, int64_t *ms, size_t max, size_t *n,
+		  void *data, struct err *err)
+{
+	return store_durations(data, job, ms, max, n, err);
+}
+
 /* Print a plan as a table or JSON (dry run), with the request's own
- * controls (rq: concurrency and fail_fast). */
+ * controls (rq: concurrency and fail_fast) and the estimate. */
 static void
 render_plan(struct sched *s, const struct plan *plan,
 	    const struct sched_req *rq, bool json, struct buf *out)
 {
 	const struct config *cfg = sched_config(s);
 	char key[CAL_KEY_MAX], dk[CAL_KEY_MAX];
+	struct estimate est;
+	struct err err;
+
+	if (estimate_plan(cfg, plan, rq->concurrency, plan_durations_cb,
+			  sched_store(s), &est,
+			  &err) < 0) {
+		log_warn("event=estimate error=\"%s\"", err.msg);
+		memset(&est, 0, sizeof est);
+	}
 
 	if (json) {
 		buf_addstr(out, "{\"partitions\": [");
@@ -418,8 +439,11 @@ render_plan(struct sched *s, const struct plan *plan,
 			buf_printf(out, "%d", rq->concurrency);
 		else
 			buf_addstr(out, "null");
-		buf_printf(out, ", \"fail_fast\": %s}\n",
+		buf_printf(out, ", \"fail_fast\": %s, \"estimate\": ",
 			   rq->fail_fast ? "true" : "false");
+		estimate_json(cfg, &est, out);
+		buf_addstr(out, "}\n");
+		estimate_free(&est);
 		return;
 	}
 	struct table t = { .ncols = 4 };
@@ -460,6 +484,8 @@ render_plan(struct sched *s, const struct plan *plan,
 	if (rq->fail_fast)
 		buf_addstr(out, "fail-fast: the rest is cancelled after the first"
 			   " failure\n");
+	estimate_text(cfg, &est, out);
+	estimate_free(&est);
 }
 
 /* The request's own controls from its fields (--concurrency,
@@ -513,10 +539,15 @@ cmd_request_controls(const struct config *cfg, int j,
 	return 0;
 }
 
-/* backfill JOB ... and rerun JOB PARTITION. */
+static void cmd_backfill_verified(struct cmd_ctx *ctx,
+				  const struct proto_msg *req,
+				  struct cmd_stream *cs, struct buf *out);
+
+/* backfill JOB ... and rerun JOB PARTITION; verified: the proof (--verify,
+ * verify: true) has passed, or is not asked for. */
 static void
 cmd_backfill_common(struct cmd_ctx *ctx, const struct proto_msg *req,
-		    struct cmd_res *res, bool rerun)
+		    struct cmd_res *res, bool rerun, bool verified)
 {
 	struct sched *s = ctx->sched;
 	const struct config *cfg = sched_config(s);
@@ -678,6 +709,18 @@ submit:
 	kc.n = parts_unique(kc.parts, kc.n);
 	rq.parts = kc.parts;
 	rq.nparts = kc.n;
+	if (!verified && kc.n > 0 &&
+	    (flag(req, "verify") || (kc.j->verify && !dry))) {
+		char vk[CAL_KEY_MAX];
+
+		/* the first partition the request would run */
+		part_key(kc.j->grain, kc.parts[rq.reverse ? kc.n - 1 : 0], vk);
+		res->stream = verify_start(ctx, req, j, vk, cmd_backfill_verified,
+					   &err);
+		if (res->stream == NULL)
+			res_err(res, &err);
+		goto out;
+	}
 	if (sched_submit(s, &rq, !dry, &plan, &id, &err) < 0) {
 		res_err(res, &err);
 		goto out;
@@ -697,8 +740,12 @@ submit:
 				   kc.j->name, reprocess ? reprocess : "all");
 		goto out;
 	}
-	proto_add_int(res->frame, "request", id);
-	proto_add_int(res->frame, "total", (long long)plan.n);
+	res->request = id;
+	res->total = (int64_t)plan.n;
+	if (res->frame) {
+		proto_add_int(res->frame, "request", id);
+		proto_add_int(res->frame, "total", (long long)plan.n);
+	}
 	if (json) {
 		buf_printf(&res->out, "{\"request\": %" PRId64 ", \"partitions\":"
 			   " %zu, \"downstream\": %zu, \"concurrency\": ", id,
@@ -727,17 +774,63 @@ out:
 	free(keep);
 }
 
+/* The proof passed: queue the request as asked (verify.h's then). */
+static void
+cmd_backfill_verified(struct cmd_ctx *ctx, const struct proto_msg *req,
+		      struct cmd_stream *cs, struct buf *out)
+{
+	struct cmd_res res = { .status = EXIT_DONE };
+	const char *name = proto_get(req, "cmd");
+
+	buf_init(&res.out);
+	err_clear(&res.err);
+	cmd_backfill_common(ctx, req, &res, strcmp(name, "rerun") == 0, true);
+	if (res.stream != NULL) { /* not from a verified request */
+		res.stream->free(res.stream);
+		res_fail(&res, EXIT_WORK_FAILED, "internal error: a verified"
+			 " request asked for a proof again");
+	}
+	cs->status = res.status;
+	cs->err = res.err;
+	cs->request = res.request;
+	cs->total = res.total;
+	if (res.status == EXIT_DONE || !res.err.msg[0])
+		buf_add(out, res.out.data, res.out.len);
+	buf_free(&res.out);
+}
+
 static void
 cmd_backfill(struct cmd_ctx *ctx, const struct proto_msg *req,
 	     struct cmd_res *res)
 {
-	cmd_backfill_common(ctx, req, res, false);
+	cmd_backfill_common(ctx, req, res, false, false);
 }
 
 static void
 cmd_rerun(struct cmd_ctx *ctx, const struct proto_msg *req, struct cmd_res *res)
 {
-	cmd_backfill_common(ctx, req, res, true);
+	cmd_backfill_common(ctx, req, res, true, false);
+}
+
+/* verify JOB PARTITION: the proof alone. */
+static void
+cmd_verify(struct cmd_ctx *ctx, const struct proto_msg *req,
+	   struct cmd_res *res)
+{
+	const char *partition = proto_get(req, "partition");
+	struct err err;
+	int j;
+
+	if ((j = cmd_job(ctx, req, res, true)) < 0)
+		return;
+	if (partition == NULL) {
+		res_fail(res, EXIT_BAD_INPUT, "verify needs a partition:"
+			 " backfillctl verify JOB PARTITION");
+		return;
+	}
+	res->stream = verify_start(ctx, req, j, partition, NULL, &err);
+	if (res->stream == NULL)
+		res_err(res, &err);
 }
 
 /* ---- status ----------------------------------------------------------- */
@@ -756,6 +849,69 @@ stale_count_cb(int job, part_t part, bool built, int64_t built_at,
 	(void)nin; (void)err;
 	((struct count_ctx *)data)->n++;
 	return 0;
+}
+
+/* A number or null in JSON. */
+static void
+cmd_json_num(struct buf *b, bool has, double v)
+{
+	if (has)
+		buf_printf(b, "%.15g", v);
+	else
+		buf_addstr(b, "null");
+}
+
+/* A warehouse's throttle in status --json: null without one. */
+static void
+cmd_throttle_json(struct sched *s, const char *wh, struct buf *out)
+{
+	struct throttle_view v;
+	char at[CAL_KEY_MAX];
+
+	throttle_view(sched_throttle(s), wh, &v);
+	if (!v.has) {
+		buf_addstr(out, "null");
+		return;
+	}
+	buf_printf(out, "{\"state\": \"%s\", \"value\": ", !v.checked ?
+		   "unknown" : v.critical ? "critical" : v.throttled ?
+		   "throttled" : "ok");
+	cmd_json_num(out, v.has_value, v.value);
+	buf_printf(out, ", \"max\": %.15g, \"critical\": ", v.max);
+	cmd_json_num(out, v.has_critical, v.critical_at);
+	cal_format_iso_ms(v.since_ms, at);
+	buf_addstr(out, ", \"since\": ");
+	json_str(out, v.throttled ? at : NULL);
+	cal_format_iso_ms(v.checked_ms, at);
+	buf_addstr(out, ", \"checked_at\": ");
+	json_str(out, v.checked ? at : NULL);
+	buf_printf(out, ", \"checks\": %" PRId64, v.checks);
+	buf_addstr(out, ", \"error\": ");
+	json_str(out, v.error[0] ? v.error : NULL);
+	buf_addstr(out, "}");
+}
+
+/* A throttled warehouse's line in status. */
+static void
+cmd_throttle_text(struct sched *s, const char *wh, struct buf *out)
+{
+	struct throttle_view v;
+	char at[CAL_KEY_MAX];
+
+	throttle_view(sched_throttle(s), wh, &v);
+	if (!v.has || !v.throttled)
+		return;
+	cal_format_iso_ms(v.since_ms, at);
+	if (v.error[0])
+		buf_printf(out, "warehouse %s: throttled since %s: %s (max"
+			   " %.15g); no new run starts there\n", wh, at,
+			   v.error, v.max);
+	else
+		buf_printf(out, "warehouse %s: %s since %s: value %.15g above"
+			   " max %.15g; no new run starts there%s\n", wh,
+			   v.critical ? "critical" : "throttled", at, v.value,
+			   v.max, v.critical ? ", runs in flight are requeued" :
+			   "");
 }
 
 static void
@@ -908,6 +1064,8 @@ cmd_status(struct cmd_ctx *ctx, const struct proto_msg *req,
 			json_str(&res->out, st ? at : NULL);
 			buf_addstr(&res->out, ", \"error\": ");
 			json_str(&res->out, st < 0 ? why : NULL);
+			buf_addstr(&res->out, ", \"throttle\": ");
+			cmd_throttle_json(s, cfg->warehouses[w].name, &res->out);
 			buf_addstr(&res->out, "}");
 		}
 		buf_addstr(&res->out, cfg->nwarehouses ? "\n]}\n" : "]}\n");
@@ -942,6 +1100,7 @@ cmd_status(struct cmd_ctx *ctx, const struct proto_msg *req,
 					  sizeof why, &at_ms) < 0)
 			buf_printf(&res->out, "warehouse %s: unreachable: %s\n",
 				   cfg->warehouses[w].name, why);
+		cmd_throttle_text(s, cfg->warehouses[w].name, &res->out);
 	}
 	for (size_t i = 0; i < cfg->njobs; i++) {
 		struct sched_job_view v;
@@ -1867,6 +2026,7 @@ cmd_audit(struct cmd_ctx *ctx, const struct proto_msg *req, struct cmd_res *res)
 static const struct cmd_entry cmd_table[] = {
 	{ "backfill", true, cmd_backfill },
 	{ "rerun", true, cmd_rerun },
+	{ "verify", true, cmd_verify },
 	{ "status", false, cmd_status },
 	{ "runs", false, cmd_runs },
 	{ "stale", false, cmd_stale },
@@ -1942,6 +2102,10 @@ cmd_stream_end(struct cmd_stream *cs, struct buf *resp)
 	proto_add_int(resp, "status", cs->status);
 	if (cs->err.msg[0])
 		proto_add(resp, "err", cs->err.msg);
+	if (cs->request > 0) {
+		proto_add_int(resp, "request", cs->request);
+		proto_add_int(resp, "total", cs->total);
+	}
 	cs->free(cs);
 }
 

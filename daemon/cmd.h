@@ -44,7 +44,16 @@ struct cmd_stream {
 	void (*free)(struct cmd_stream *cs);
 	int status;     /* the RESPONSE's status once done */
 	struct err err; /* the RESPONSE's err when err.msg[0] */
+	/* The RESPONSE's request and total fields when request > 0. */
+	int64_t request;
+	int64_t total;
+	/* A next() that returns CMD_STREAM_PAUSE has nothing to give until
+	 * an event: control.c stops asking and sets wake, which the stream
+	 * calls (on the loop thread) once it has more. */
+	void (*wake)(void *data);
+	void *wake_data;
 };
+#define CMD_STREAM_PAUSE 2
 
 /* Run a command other than `wait` (handled by control.c).  Either adds
  * status, out, err and the command's fields to the RESPONSE frame being

@@ -1029,6 +1029,103 @@ cfg_h_wh_postgres(struct cfg_parser *p, void *obj, const struct cfg_key *k,
 	return cfg_h_str(p, obj, k, key, val);
 }
 
+/* A finite number (YAML int or float) into a double; off2 names the
+ * bool field that says it was given. */
+static int
+cfg_h_number(struct cfg_parser *p, void *obj, const struct cfg_key *k,
+	     yaml_node_t *key, yaml_node_t *val)
+{
+	const char *t = cfg_text(val);
+	char *end;
+	double v;
+
+	(void)key;
+	errno = 0;
+	v = strtod(t, &end);
+	if (end == t || *end != '\0' || errno != 0 || !isfinite(v))
+		return cfg_bad_value(p, k, val);
+	*CFG_FIELD(obj, k->off, double) = v;
+	*CFG_FIELD(obj, k->off2, bool) = true;
+	return 0;
+}
+
+/* The throttle's own table. */
+static const struct cfg_key cfg_throttle_keys[] = {
+	{ "sql", YAML_SCALAR_NODE, cfg_h_str, CFG_OFF(throttle_def, sql), 0,
+	  "SQL text returning one number", 0 },
+	{ "max", YAML_SCALAR_NODE, cfg_h_number, CFG_OFF(throttle_def, max),
+	  CFG_OFF(throttle_def, has_max), "a number", 0 },
+	{ "critical", YAML_SCALAR_NODE, cfg_h_number,
+	  CFG_OFF(throttle_def, critical), CFG_OFF(throttle_def, has_critical),
+	  "a number", 0 },
+	{ "every", YAML_SCALAR_NODE, cfg_h_posduration,
+	  CFG_OFF(throttle_def, every), 0,
+	  "a positive duration like 5s, 1m", 0 },
+	{ NULL, YAML_NO_NODE, NULL, 0, 0, NULL, 0 }
+};
+
+/* throttle: {sql, max, critical, every}: sql and max required, critical
+ * not below max, every 5s by default. */
+static int
+cfg_h_throttle(struct cfg_parser *p, void *obj, const struct cfg_key *k,
+	       yaml_node_t *key, yaml_node_t *val)
+{
+	struct warehouse_def *w = obj;
+	struct throttle_def *t;
+	char saved[CFG_CTX_MAX];
+	int rc;
+
+	(void)k; (void)key;
+	t = w->throttle = calloc(1, sizeof *w->throttle);
+	if (t == NULL)
+		return cfg_oom(p);
+	t->pos = cfg_pos(val->start_mark);
+	memcpy(saved, p->ctx, sizeof saved);
+	cfg_set_ctx(p, "throttle of %s", saved);
+	rc = cfg_parse_map(p, val, cfg_throttle_keys, t);
+	if (rc == 0 && (t->sql == NULL || !t->has_max))
+		rc = cfg_fail(p, val->start_mark, "%s needs %s", p->ctx,
+			      t->sql == NULL && !t->has_max ? "sql: and max:" :
+			      t->sql == NULL ? "sql:" : "max:");
+	if (rc == 0 && t->has_critical && t->critical < t->max)
+		rc = cfg_fail(p, cfg_map_get(p, val, "critical")->start_mark,
+			      "%s: critical %g is below max %g; raise it (or"
+			      " drop it)", p->ctx, t->critical, t->max);
+	if (t->every == 0)
+		t->every = 5;
+	cfg_restore_ctx(p, saved);
+	return rc;
+}
+
+/* on_throttle: a hook's argv, a non-empty sequence of strings. */
+static int
+cfg_h_wh_argv(struct cfg_parser *p, void *obj, const struct cfg_key *k,
+	      yaml_node_t *key, yaml_node_t *val)
+{
+	struct warehouse_def *w = obj;
+	size_t i, n = cfg_seq_len(val);
+
+	(void)key;
+	if (n == 0)
+		return cfg_bad_value(p, k, val);
+	w->on_throttle = calloc(n + 1, sizeof *w->on_throttle);
+	if (w->on_throttle == NULL)
+		return cfg_oom(p);
+	for (i = 0; i < n; i++) {
+		yaml_node_t *it = cfg_seq_item(p, val, i);
+
+		if (it->type != YAML_SCALAR_NODE ||
+		    (i == 0 && (cfg_is_null(it) || cfg_text(it)[0] == '\0')) ||
+		    strlen(cfg_text(it)) != it->data.scalar.length)
+			return cfg_bad_value(p, k, it);
+		w->on_throttle[i] = strdup(cfg_is_null(it) ? "" : cfg_text(it));
+		if (w->on_throttle[i] == NULL)
+			return cfg_oom(p);
+		w->on_throttle_len = i + 1;
+	}
+	return 0;
+}
+
 static const struct cfg_key cfg_wh_keys[] = {
 	{ "name", YAML_SCALAR_NODE, cfg_h_wh_name, 0, 0, "a name", 0 },
 	{ "sqlite", YAML_SCALAR_NODE, cfg_h_wh_sqlite,
@@ -1039,6 +1136,10 @@ static const struct cfg_key cfg_wh_keys[] = {
 	  CFG_OFF(warehouse_def, password_file), 0, "a file path", 0 },
 	{ "max_connections", YAML_SCALAR_NODE, cfg_h_int,
 	  CFG_OFF(warehouse_def, max_connections), 1, CFG_POSINT, 0 },
+	{ "throttle", YAML_MAPPING_NODE, cfg_h_throttle, 0, 0,
+	  "a mapping with sql:, max: and optionally critical: and every:", 0 },
+	{ "on_throttle", YAML_SEQUENCE_NODE, cfg_h_wh_argv, 0, 0,
+	  "a non-empty sequence of strings (argv, no shell)", 0 },
 	{ NULL, YAML_NO_NODE, NULL, 0, 0, NULL, 0 }
 };
 
@@ -1065,6 +1166,10 @@ cfg_wh_finish(struct cfg_parser *p, struct warehouse_def *w, yaml_node_t *map)
 		return cfg_fail(p, kpw->start_mark,
 				"%spassword_file is for postgres warehouses only",
 				p->pfx);
+	if (w->on_throttle != NULL && w->throttle == NULL)
+		return cfg_fail(p, cfg_map_key(p, map, "on_throttle")->start_mark,
+				"%son_throttle needs throttle: (the query whose"
+				" value it reports)", p->pfx);
 	if (w->max_connections == 0)
 		w->max_connections = p->cfg->max_concurrency < 4 ?
 					     p->cfg->max_concurrency : 4;
@@ -1487,6 +1592,8 @@ static const struct cfg_key cfg_job_keys[] = {
 	  "true or false", 0 },
 	{ "keep_runs", YAML_SCALAR_NODE, cfg_h_keep, CFG_JOB(keep_runs), 0,
 	  CFG_KEEP, 0 },
+	{ "verify", YAML_SCALAR_NODE, cfg_h_bool, CFG_JOB(verify), 0,
+	  "true or false", 0 },
 	{ "table", YAML_SCALAR_NODE, cfg_h_str, CFG_JOB(table), 0,
 	  "a table name", 0 },
 	{ "partition_column", YAML_SCALAR_NODE, cfg_h_str,
@@ -1794,6 +1901,12 @@ cfg_job_finish(struct cfg_parser *p, struct job_def *j, yaml_node_t *map)
 						"%s%s needs table: and partition_column:",
 						p->pfx, guard[i]);
 	}
+	if (j->verify && (!is_sql || j->table == NULL ||
+			  j->partition_column == NULL))
+		return cfg_fail(p, cfg_map_get(p, map, "verify")->start_mark,
+				"%sverify: true needs a SQL job with table: and"
+				" partition_column: (the partition it compares)",
+				p->pfx);
 	if (j->sql != NULL && !j->allow_wall_clock) {
 		const char *what = NULL;
 		long off;
@@ -2496,6 +2609,12 @@ config_free(struct config *cfg)
 		free(w->path);
 		free(w->conninfo);
 		free(w->password_file);
+		if (w->throttle)
+			free(w->throttle->sql);
+		free(w->throttle);
+		for (size_t a = 0; a < w->on_throttle_len; a++)
+			free(w->on_throttle[a]);
+		free(w->on_throttle);
 		free(w->file);
 	}
 	free(cfg->warehouses);

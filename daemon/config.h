@@ -25,6 +25,18 @@ struct pos {
 
 enum wh_kind { WH_SQLITE, WH_POSTGRES };
 
+/* A warehouse's throttle: while `sql` returns a value above max, no new
+ * run starts there; above critical its runs in flight are requeued. */
+struct throttle_def {
+	char *sql;
+	bool has_max;
+	double max;
+	bool has_critical;
+	double critical;
+	int64_t every;       /* seconds, default 5 */
+	struct pos pos;
+};
+
 struct warehouse_def {
 	char *name;
 	enum wh_kind kind;
@@ -32,6 +44,9 @@ struct warehouse_def {
 	char *conninfo;      /* postgres: libpq connection string */
 	char *password_file; /* postgres: absolute path, or NULL */
 	int max_connections; /* postgres: default min(max_concurrency, 4) */
+	struct throttle_def *throttle; /* NULL when absent */
+	char **on_throttle;  /* hook argv, NULL-terminated, or NULL */
+	size_t on_throttle_len;
 	char *file;          /* absolute path of the file that defines it */
 	struct pos pos;
 };
@@ -82,6 +97,7 @@ struct job_def {
 	int64_t timeout;       /* seconds, 0 = none */
 	bool allow_wall_clock;
 	bool batch;
+	bool verify;         /* prove idempotency before every request */
 	int64_t keep_runs;   /* seconds; default: config keep_runs */
 
 	char *sql;         /* inline sql or the contents of sql_file */

@@ -110,6 +110,7 @@ config_diff_job(const struct job_def *a, const struct job_def *b,
 			       b->nupstream), "upstream");
 	CD_IF(a->allow_wall_clock != b->allow_wall_clock, "allow_wall_clock");
 	CD_IF(a->batch != b->batch, "batch");
+	CD_IF(a->verify != b->verify, "verify");
 	CD_IF(a->keep_runs != b->keep_runs, "keep_runs");
 	CD_IF(config_diff_str(a->table, b->table), "table");
 	CD_IF(config_diff_str(a->partition_column, b->partition_column),
@@ -134,6 +135,19 @@ config_diff_wh(const struct warehouse_def *a, const struct warehouse_def *b,
 	      "postgres");
 	CD_IF(config_diff_str(a->password_file, b->password_file),
 	      "password_file");
+	CD_IF((a->throttle == NULL) != (b->throttle == NULL) ||
+	      (a->throttle && (config_diff_str(a->throttle->sql,
+					       b->throttle->sql) ||
+			       a->throttle->max != b->throttle->max ||
+			       a->throttle->has_critical !=
+			       b->throttle->has_critical ||
+			       a->throttle->critical != b->throttle->critical ||
+			       a->throttle->every != b->throttle->every)),
+	      "throttle");
+	CD_IF((a->on_throttle == NULL) != (b->on_throttle == NULL) ||
+	      config_diff_strv(a->on_throttle, a->on_throttle_len,
+			       b->on_throttle, b->on_throttle_len),
+	      "on_throttle");
 	CD_IF(a->max_connections != b->max_connections, "max_connections");
 }
 

@@ -480,10 +480,22 @@ client_pump_cb(uv_idle_t *h)
 	buf_free(&out);
 	if (cl->closing)
 		return;
-	if (rc != 0)
+	if (rc == CMD_STREAM_PAUSE)
+		uv_idle_stop(h); /* the stream's wake() resumes it */
+	else if (rc != 0)
 		client_stream_end(cl);
 	else if (cl->queued >= CONTROL_QUEUE_MAX)
 		uv_idle_stop(h); /* control_write_cb resumes it */
+}
+
+/* A paused stream has more: produce it on the next loop turns. */
+static void
+client_stream_wake(void *data)
+{
+	struct client *cl = data;
+
+	if (!cl->closing && cl->stream != NULL && cl->queued < CONTROL_QUEUE_MAX)
+		uv_idle_start(&cl->pump, client_pump_cb);
 }
 
 /* Answer one request. */
@@ -519,6 +531,8 @@ client_handle(struct client *cl, const struct proto_msg *req)
 	if (stream != NULL) {
 		cl->stream = stream;
 		cl->streamed = 0;
+		stream->wake = client_stream_wake;
+		stream->wake_data = cl;
 		uv_idle_start(&cl->pump, client_pump_cb);
 		return;
 	}

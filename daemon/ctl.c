@@ -156,6 +156,7 @@ static const struct ctl_arg ctl_backfill_opts[] = {
 	{ "stale", CTL_FLAG, "stale", NULL },
 	{ "reason", CTL_TEXT, "reason", NULL },
 	{ "dry-run", CTL_FLAG, "dry_run", NULL },
+	{ "verify", CTL_FLAG, "verify", NULL },
 	{ "wait", CTL_WAIT, NULL, NULL },
 	{ "json", CTL_FLAG, "json", NULL },
 	{ NULL, 0, NULL, NULL }
@@ -171,6 +172,12 @@ static const struct ctl_arg ctl_rerun_opts[] = {
 };
 static const struct ctl_arg ctl_rerun_pos[] = {
 	{ "JOB", CTL_JOB, "job", "JOB: say which job to rerun" },
+	{ "PARTITION", CTL_DATE, "partition", "PARTITION: give the "
+	  "partition's key (YYYY-MM-DD, or YYYY-MM-DDTHH for an hourly job)" },
+	{ NULL, 0, NULL, NULL }
+};
+static const struct ctl_arg ctl_verify_pos[] = {
+	{ "JOB", CTL_JOB, "job", "JOB: say which job to verify" },
 	{ "PARTITION", CTL_DATE, "partition", "PARTITION: give the "
 	  "partition's key (YYYY-MM-DD, or YYYY-MM-DDTHH for an hourly job)" },
 	{ NULL, 0, NULL, NULL }
@@ -254,8 +261,13 @@ static const struct ctl_cmd ctl_cmds[] = {
 	  "(resume it\n"
 	  "                       with 'backfillctl retry REQUEST')\n"
 	  "  --reason TEXT        why, recorded with the request\n"
-	  "  --dry-run            print the partitions it would run, in order; "
-	  "change nothing\n"
+	  "  --dry-run            print the partitions it would run, in order, "
+	  "and an\n"
+	  "                       estimate of its duration; change nothing\n"
+	  "  --verify             first prove the job idempotent on the first "
+	  "partition\n"
+	  "                       (see 'backfillctl verify'); refuse the "
+	  "request if not\n"
 	  "  --wait               show progress; return when the work is "
 	  "done\n"
 	  "  --json               print JSON\n",
@@ -268,6 +280,15 @@ static const struct ctl_cmd ctl_cmds[] = {
 	  "  --wait               show progress; return when the work is "
 	  "done\n",
 	  ctl_rerun_opts, ctl_rerun_pos, 2, NULL },
+	{ "verify",
+	  "verify JOB PARTITION [--json]",
+	  "Prove that JOB is idempotent: run it for PARTITION twice in one\n"
+	  "transaction, compare the partition after each run (row count and an\n"
+	  "order-independent checksum of its rows), and roll everything back.\n"
+	  "Exit 2 when the second run changed the partition.  JOB must be a SQL\n"
+	  "job that declares table: and partition_column:.\n\n"
+	  "  --json               print JSON\n",
+	  ctl_json_opts, ctl_verify_pos, 2, NULL },
 	{ "status",
 	  "status [JOB] [--json]",
 	  "Per job: paused, queued, running, succeeded, failed, blocked,\n"

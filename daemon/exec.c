@@ -287,6 +287,17 @@ exec_driver(enum wh_kind kind)
 	}
 }
 
+const struct wh_driver *
+exec_driver_for(enum wh_kind kind, const char **why)
+{
+	const struct wh_driver *drv = exec_driver(kind);
+
+	if (drv == NULL && why != NULL)
+		*why = kind == WH_POSTGRES ? exec_pg_error :
+			"this build has no driver for it";
+	return drv;
+}
+
 /* ---- worker threads ---------------------------------------------------- */
 
 /* Count a connection to warehouse `name` opened (+1) or closed (-1);
@@ -683,6 +694,61 @@ fail:
 	return -1;
 }
 
+/* A proof (--verify): parts[0] twice in one transaction, its content read
+ * before and after each run, everything rolled back. */
+static int
+exec_sql_verify(struct exec_job *job, struct wh_conn *conn, struct err *err)
+{
+	const struct wh_driver *drv = conn->drv;
+	struct exec_run *run = job->run;
+	const struct job_def *jd = run->job;
+	const struct exec_part *p = &run->parts[0];
+	struct wh_manifest_row row = { p->key, p->start, p->end };
+	struct wh_param params[3];
+	int k;
+
+	if (drv->digest == NULL)
+		return err_set(err, EXIT_BAD_INPUT, "the %s driver cannot"
+			       " verify a job", drv->name);
+	if (drv->begin(conn, err) == -1) {
+		err_prefix(err, "cannot begin a transaction");
+		return -1;
+	}
+	exec_part_params(p, params);
+	for (k = 0; k < 3; k++) {
+		if (exec_stopping(job)) {
+			err_set(err, EXIT_WORK_FAILED, "interrupted");
+			goto fail;
+		}
+		if (k > 0 && jd->batch) {
+			if (drv->manifest_fill(conn, &row, 1, err) == -1 ||
+			    drv->exec_script(conn, jd->sql, params + 1, 2,
+					     err) == -1 ||
+			    drv->manifest_drop(conn, err) == -1) {
+				err_prefix(err, "run %d of 2", k);
+				goto fail;
+			}
+		} else if (k > 0 && drv->exec_script(conn, jd->sql, params, 3,
+						     err) == -1) {
+			err_prefix(err, "run %d of 2", k);
+			goto fail;
+		}
+		if (drv->digest(conn, jd->table, jd->partition_column, p->key,
+				&run->verify_rows[k], run->verify_sum[k],
+				sizeof run->verify_sum[k], err) == -1) {
+			err_prefix(err, "reading partition %s of %s", p->key,
+				   jd->table);
+			goto fail;
+		}
+	}
+	drv->rollback(conn);
+	return 0;
+
+fail:
+	drv->rollback(conn);
+	return -1;
+}
+
 /* A query run (a late_data sensor): the values of one read-only
  * statement with :since bound, outside any transaction. */
 static int
@@ -737,6 +803,8 @@ exec_sql_run(struct exec_worker *w, struct exec_job *job)
 
 	if (run->query_sql != NULL)
 		rc = exec_sql_query(job, conn, &err);
+	else if (run->verify)
+		rc = exec_sql_verify(job, conn, &err);
 	else
 		rc = exec_sql_tx(job, conn, &err);
 

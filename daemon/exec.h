@@ -74,6 +74,11 @@ struct exec_run {
 	const char *query_sql;
 	const char *query_since;
 	size_t query_max;          /* at most this many values (0: 100000) */
+	/* A proof instead (--verify): the job's statements for parts[0] run
+	 * twice in one transaction that is rolled back; the partition's
+	 * content (job->table, job->partition_column) is read before the
+	 * first run and after each, into verify_rows and verify_sum. */
+	bool verify;
 	void (*done_cb)(struct exec_run *run);
 	/* Optional (NULL for none): called on the loop thread once the run
 	 * has really begun (taken by a worker, or spawned), before done_cb;
@@ -100,6 +105,8 @@ struct exec_run {
 	struct exec_guard_result *guards; /* one per part when job->table */
 	char **values;            /* a query run's values */
 	size_t nvalues;
+	int64_t verify_rows[3];   /* a proof: before, after run 1, after run 2 */
+	char verify_sum[3][64];   /* ... and the partition's checksums */
 
 	/* Private to exec.c. */
 	void *priv;
@@ -119,6 +126,10 @@ void exec_cancel(struct exec *ex, struct exec_run *run);
  * connected to it: 1 yes, -1 no (error filled), 0 not tried yet. */
 int exec_warehouse_state(struct exec *ex, const char *name, char *error,
 			 size_t errsz, int64_t *at_ms);
+/* The warehouse driver for a kind (loading the PostgreSQL module on
+ * first use), or NULL with *why saying why not.  Any thread. */
+struct wh_driver;
+const struct wh_driver *exec_driver_for(enum wh_kind kind, const char **why);
 /* Number of runs in flight. */
 int exec_running(const struct exec *ex);
 /* Cancel what still runs, join the threads, close every handle; closed_cb

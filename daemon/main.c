@@ -39,6 +39,7 @@
 #include "scheduler.h"
 #include "store.h"
 #include "text.h"
+#include "throttle.h"
 
 struct daemon {
 	uv_loop_t loop;
@@ -47,6 +48,7 @@ struct daemon {
 	struct store *store;
 	struct exec *exec;
 	struct sched *sched;
+	struct throttle *throttle; /* the warehouses' throttles */
 	struct control *control;
 	struct notify *notify;
 	struct prune *prune;
@@ -289,6 +291,7 @@ daemon_reload(void *data, bool dry_run, struct config_diff *diff,
 	log_notice("configuration reloaded from %s: %zu jobs in %zu files",
 		   cfg->path, cfg->njobs, cfg->nfiles);
 	*cancelled = sched_reload(d->sched, cfg);
+	throttle_configure(d->throttle, sched_config(d->sched));
 	cmd_reload_log(diff, *cancelled);
 	snprintf(d->last_reload, sizeof d->last_reload, "reloaded at %s", when);
 	notify_ready(d->notify, NULL);
@@ -308,6 +311,7 @@ daemon_idle_cb(void *data)
 		return;
 	sched_on_idle(d->sched, NULL, NULL);
 	uv_timer_stop(&d->grace);
+	throttle_close(d->throttle);
 	exec_close(d->exec, daemon_exec_closed_cb, d);
 }
 
@@ -432,6 +436,26 @@ daemon_walk_close_cb(uv_handle_t *h, void *arg)
 	(void)arg;
 	if (!uv_is_closing(h))
 		uv_close(h, NULL);
+}
+
+/* A throttle lifted: dispatch again. */
+static void
+daemon_throttle_poke(void *data)
+{
+	struct daemon *d = data;
+
+	if (d->sched)
+		sched_poke(d->sched);
+}
+
+/* A throttle above critical: requeue the warehouse's runs in flight. */
+static void
+daemon_throttle_requeue(void *data, const char *warehouse)
+{
+	struct daemon *d = data;
+
+	if (d->sched)
+		sched_requeue_warehouse(d->sched, warehouse);
 }
 
 /* The executor closed after a failed start: close everything else. */
@@ -565,6 +589,15 @@ daemon_start(struct daemon *d, struct err *err)
 	if (sched_new(&d->loop, d->store, d->exec, cfg, logdir, &d->sched, err) < 0)
 		return EXIT_WORK_FAILED;
 	sched_on_change(d->sched, daemon_changed_cb, d);
+	{
+		struct throttle_ops ops = { daemon_throttle_poke,
+			daemon_throttle_requeue, d };
+
+		if (throttle_new(&d->loop, &ops, &d->throttle, err) < 0)
+			return EXIT_WORK_FAILED;
+		sched_set_throttle(d->sched, d->throttle);
+		throttle_configure(d->throttle, sched_config(d->sched));
+	}
 	sched_on_store_failure(d->sched, daemon_store_failed_cb, d);
 	if (control_new(&d->loop, d->sched, cfg->socket, cfg->socket_group,
 			daemon_reload, d, &d->control, err) < 0)
@@ -713,6 +746,7 @@ main(int argc, char **argv)
 		d.stopping = true;
 		if (d.control)
 			control_close(d.control);
+		throttle_close(d.throttle);
 		if (d.exec)
 			exec_close(d.exec, daemon_abort_closed_cb, &d);
 		else
@@ -724,6 +758,7 @@ main(int argc, char **argv)
 	if (uv_loop_close(&d.loop) != 0 && rc == EXIT_DONE)
 		log_warn("some libuv handles were still open at exit");
 	control_free(d.control);
+	throttle_free(d.throttle);
 	if (d.sched)
 		sched_free(d.sched);
 	else if (d.cfg)

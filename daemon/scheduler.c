@@ -58,6 +58,7 @@
  *     resumes from the last commit as after a crash (rule 1).
  */
 #include "scheduler.h"
+#include "throttle.h"
 
 #include <inttypes.h>
 #include <stdio.h>
@@ -135,6 +136,7 @@ struct active {
 	int job;
 	char job_name[128];
 	int64_t started_at;
+	bool requeue;            /* interrupted by a throttle: no attempt */
 	struct active *next, *prev;
 };
 
@@ -146,6 +148,7 @@ struct sched {
 	struct exec *exec;
 	struct config *cfg;
 	char *log_dir;
+	struct throttle *throttle; /* NULL: no warehouse is throttled */
 
 	struct request requests; /* circular list head */
 	struct request *rr;      /* round-robin position */
@@ -666,6 +669,9 @@ sched_job_free(struct sched *s, int job)
 		if (n >= w->max_connections)
 			return false;
 	}
+	if (j->warehouse >= 0 && throttle_blocks(s->throttle,
+			s->cfg->warehouses[j->warehouse].name))
+		return false;
 	return true;
 }
 
@@ -1268,6 +1274,8 @@ sched_run_done_cb(struct exec_run *run)
 		struct entry *x = a->entries[i];
 
 		x->run = NULL;
+		if (a->requeue && x->attempts > 0)
+			x->attempts--;
 		if (retry) {
 			int64_t backoff = j->retry_backoff * 1000;
 			for (int k = 1; k < x->attempts && backoff < 86400000; k++)
@@ -2422,6 +2430,48 @@ struct store *
 sched_store(struct sched *s)
 {
 	return s->store;
+}
+
+struct exec *
+sched_exec(struct sched *s)
+{
+	return s->exec;
+}
+
+void
+sched_set_throttle(struct sched *s, struct throttle *th)
+{
+	s->throttle = th;
+}
+
+struct throttle *
+sched_throttle(struct sched *s)
+{
+	return s->throttle;
+}
+
+void
+sched_poke(struct sched *s)
+{
+	sched_kick(s);
+}
+
+void
+sched_requeue_warehouse(struct sched *s, const char *warehouse)
+{
+	for (struct active *a = s->actives.next; a != &s->actives; a = a->next) {
+		const struct job_def *j = a->job >= 0 ? &s->cfg->jobs[a->job] : NULL;
+
+		if (j == NULL || j->warehouse < 0 || a->requeue ||
+		    strcmp(s->cfg->warehouses[j->warehouse].name, warehouse) != 0)
+			continue;
+		a->requeue = true;
+		log_notice("job=%s partition=%s run=%" PRId64 " interrupted:"
+			   " warehouse %s is above its critical load; queued"
+			   " again, no attempt counted", a->job_name,
+			   a->entries[0]->key, a->run.run_id, warehouse);
+		exec_cancel(s->exec, &a->run);
+	}
 }
 
 void

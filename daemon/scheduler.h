@@ -139,6 +139,18 @@ struct sched_job_view {
 };
 void sched_job_view(struct sched *s, int job, struct sched_job_view *v);
 struct store *sched_store(struct sched *s);
+/* The executor runs go to (the proofs of --verify use it too). */
+struct exec *sched_exec(struct sched *s);
+/* Per-warehouse throttling (throttle.h): the scheduler starts no run on a
+ * warehouse throttle_blocks() names.  NULL: none. */
+struct throttle;
+void sched_set_throttle(struct sched *s, struct throttle *th);
+struct throttle *sched_throttle(struct sched *s);
+/* Dispatch again at the end of this loop turn (a throttle lifted). */
+void sched_poke(struct sched *s);
+/* Interrupt the runs in flight on a warehouse and queue them again
+ * without counting an attempt (a throttle above critical). */
+void sched_requeue_warehouse(struct sched *s, const char *warehouse);
 /* Whether a warehouse answered its last connection: 1 yes, -1 no (error
  * filled), 0 not tried yet; probed at start and after each reload. */
 int sched_warehouse_state(struct sched *s, const char *name, char *error,

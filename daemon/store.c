@@ -65,6 +65,7 @@ enum stmt_id {
 	S_AUDIT_OF,
 	S_REQUEST_COUNTS,
 	S_NEWEST_BUILD,
+	S_DURATIONS,
 	S_TX_BEGIN,
 	S_TX_COMMIT,
 	S_TX_ROLLBACK,
@@ -205,6 +206,11 @@ static const char *const store_sql[S_COUNT] = {
 	[S_NEWEST_BUILD] =
 	"SELECT MAX(built_at) FROM partitions WHERE job = ?1 AND"
 	" partition_key BETWEEN ?2 AND ?3",
+	/* the newest successful runs' durations (runs_job_succeeded) */
+	[S_DURATIONS] =
+	"SELECT finished_at - started_at FROM runs WHERE job = ?1 AND"
+	" state = 'succeeded' AND finished_at IS NOT NULL ORDER BY id DESC"
+	" LIMIT ?2",
 	/* transactions and savepoints, stepped on every state change */
 	[S_TX_BEGIN] = "BEGIN IMMEDIATE",
 	[S_TX_COMMIT] = "COMMIT",
@@ -1384,6 +1390,23 @@ store_request_counts(struct store *st, int64_t request_id,
 			sqlite3_column_int64(s, 2);
 	}
 	return rc;
+}
+
+int
+store_durations(struct store *st, const char *job, int64_t *ms, size_t max,
+		size_t *n, struct err *err)
+{
+	sqlite3_stmt *s = st->stmt[S_DURATIONS];
+	int rc;
+
+	*n = 0;
+	bind_text(s, 1, job);
+	sqlite3_bind_int64(s, 2, (sqlite3_int64)max);
+	while ((rc = store_next(st, s, err, "reading run durations")) > 0) {
+		if (*n < max)
+			ms[(*n)++] = sqlite3_column_int64(s, 0);
+	}
+	return rc < 0 ? -1 : 0;
 }
 
 int

@@ -332,6 +332,11 @@ int store_request_counts(struct store *st, int64_t request_id,
 			 int64_t counts[MS_COUNT], int64_t *elapsed_ms,
 			 struct err *err);
 
+/* The durations (ms) of job's newest successful runs, newest first, at
+ * most max of them (an indexed read of max rows: runs_job_succeeded). */
+int store_durations(struct store *st, const char *job, int64_t *ms,
+		    size_t max, size_t *n, struct err *err);
+
 /* Does request id exist; fills its job and whether finished. */
 int store_request_get(struct store *st, int64_t id, char *job, size_t jobsz,
 		      bool *finished, struct err *err);

@@ -130,6 +130,14 @@ struct wh_driver {
 	 * when it no longer reaches the warehouse configured, e.g. its
 	 * SQLite file was deleted or replaced. */
 	int (*check)(struct wh_conn *conn, struct err *err);
+	/* Optional (NULL: --verify cannot run here).  The content of one
+	 * partition of `table` (rows whose `column` equals `partition`,
+	 * bound), inside the open transaction: its row count and an
+	 * order-independent checksum as text (the sum of a 64-bit hash of
+	 * each row's text), equal for equal multisets of rows. */
+	int (*digest)(struct wh_conn *conn, const char *table,
+		      const char *column, const char *partition, int64_t *rows,
+		      char *sum, size_t sumsz, struct err *err);
 };
 
 /* The embedded SQLite driver (wh_sqlite.c). */

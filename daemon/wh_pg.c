@@ -952,6 +952,57 @@ whpg_usable(const struct wh_conn *conn)
 	return !c->broken && PQstatus(c->pg) == CONNECTION_OK;
 }
 
+/* Append identifier `name` double-quoted (quotes doubled) to buf. */
+static void
+whpg_ident(char *buf, size_t len, const char *name)
+{
+	size_t n = strlen(buf);
+
+	if (n + 1 < len)
+		buf[n++] = '"';
+	for (const char *p = name; *p && n + 2 < len; p++) {
+		if (*p == '"')
+			buf[n++] = '"';
+		buf[n++] = *p;
+	}
+	if (n + 1 < len)
+		buf[n++] = '"';
+	buf[n] = '\0';
+}
+
+/* A partition's row count and the sum of hashtextextended() over each
+ * row's text (the row as a composite value), within the transaction. */
+static int
+whpg_digest(struct wh_conn *conn, const char *table, const char *column,
+	    const char *partition, int64_t *rows, char *sum, size_t sumsz,
+	    struct err *err)
+{
+	struct wh_param param = { "partition", partition };
+	char sql[1024] = "SELECT count(*)::text || ' ' || coalesce(sum("
+		"hashtextextended(ROW(backfilld_row.*)::text, 0)), 0)::text"
+		" FROM ";
+	char *value = NULL, *sp;
+	bool has_row;
+
+	whpg_ident(sql, sizeof sql, table);
+	strncat(sql, " AS backfilld_row WHERE backfilld_row.",
+		sizeof sql - strlen(sql) - 1);
+	whpg_ident(sql, sizeof sql, column);
+	strncat(sql, " = :partition", sizeof sql - strlen(sql) - 1);
+	if (whpg_query_value(conn, sql, &param, 1, &has_row, &value, err) == -1)
+		return -1;
+	if (value == NULL || (sp = strchr(value, ' ')) == NULL) {
+		free(value);
+		return err_set(err, EXIT_WORK_FAILED, "the partition's checksum"
+			       " came back empty");
+	}
+	*sp = '\0';
+	*rows = strtoll(value, NULL, 10);
+	snprintf(sum, sumsz, "%s", sp + 1);
+	free(value);
+	return 0;
+}
+
 const struct wh_driver wh_pg_driver = {
 	.name = "postgres",
 	.open = whpg_open,
@@ -967,4 +1018,5 @@ const struct wh_driver wh_pg_driver = {
 	.interrupt = whpg_interrupt,
 	.changes = whpg_changes,
 	.usable = whpg_usable,
+	.digest = whpg_digest,
 };

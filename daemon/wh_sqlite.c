@@ -989,6 +989,102 @@ fail:
 	return err_set(err, EXIT_WORK_FAILED, "%s", msg);
 }
 
+/* Append identifier `name` double-quoted (quotes doubled) to buf. */
+static void
+whsql_ident(char *buf, size_t len, const char *name)
+{
+	size_t n = strlen(buf);
+
+	if (n + 1 < len)
+		buf[n++] = '"';
+	for (const char *p = name; *p && n + 2 < len; p++) {
+		if (*p == '"')
+			buf[n++] = '"';
+		buf[n++] = *p;
+	}
+	if (n + 1 < len)
+		buf[n++] = '"';
+	buf[n] = '\0';
+}
+
+/* FNV-1a over bytes, continuing from h. */
+static uint64_t
+whsql_fnv(uint64_t h, const void *p, size_t n)
+{
+	const unsigned char *b = p;
+
+	for (size_t i = 0; i < n; i++) {
+		h ^= b[i];
+		h *= 0x100000001b3ULL;
+	}
+	return h;
+}
+
+/* A partition's row count and the wrapping sum of each row's hash: FNV-1a
+ * over every column's type and text (NULL apart from ''), finished by a
+ * splitmix64 step so that sums of similar rows spread. */
+static int
+whsql_digest(struct wh_conn *conn, const char *table, const char *column,
+	     const char *partition, int64_t *rows, char *sum, size_t sumsz,
+	     struct err *err)
+{
+	struct whsql_conn *c = whsql_conn(conn);
+	sqlite3_stmt *st = NULL;
+	char sql[1024] = "SELECT * FROM ";
+	uint64_t total = 0;
+	int64_t n = 0;
+	int rc;
+
+	whsql_ident(sql, sizeof sql, table);
+	strncat(sql, " WHERE ", sizeof sql - strlen(sql) - 1);
+	whsql_ident(sql, sizeof sql, table);
+	strncat(sql, ".", sizeof sql - strlen(sql) - 1);
+	whsql_ident(sql, sizeof sql, column);
+	strncat(sql, " = ?1", sizeof sql - strlen(sql) - 1);
+	if (atomic_load(&c->interrupted))
+		return err_set(err, EXIT_WORK_FAILED, "interrupted");
+	c->guarded = true;
+	rc = sqlite3_prepare_v2(c->db, sql, -1, &st, NULL);
+	if (rc != SQLITE_OK) {
+		c->guarded = false;
+		return whsql_fail(c, rc, err, NULL);
+	}
+	sqlite3_bind_text(st, 1, partition, -1, SQLITE_STATIC);
+	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+		uint64_t h = 0xcbf29ce484222325ULL;
+		int ncol = sqlite3_column_count(st);
+
+		for (int i = 0; i < ncol; i++) {
+			unsigned char type = (unsigned char)sqlite3_column_type(st, i);
+			const unsigned char *t = type == SQLITE_NULL ? NULL :
+				sqlite3_column_text(st, i);
+			int len = sqlite3_column_bytes(st, i);
+
+			h = whsql_fnv(h, &type, 1);
+			if (t != NULL)
+				h = whsql_fnv(h, t, (size_t)len + 1);
+		}
+		h ^= h >> 30;
+		h *= 0xbf58476d1ce4e5b9ULL;
+		h ^= h >> 27;
+		h *= 0x94d049bb133111ebULL;
+		h ^= h >> 31;
+		total += h;
+		n++;
+	}
+	if (rc != SQLITE_DONE) {
+		rc = whsql_fail(c, rc, err, NULL);
+		sqlite3_finalize(st);
+		c->guarded = false;
+		return rc;
+	}
+	sqlite3_finalize(st);
+	c->guarded = false;
+	*rows = n;
+	snprintf(sum, sumsz, "%016llx", (unsigned long long)total);
+	return 0;
+}
+
 const struct wh_driver wh_sqlite_driver = {
 	.name = "sqlite",
 	.open = whsql_open,
@@ -1006,4 +1102,5 @@ const struct wh_driver wh_sqlite_driver = {
 	.usable = whsql_usable,
 	.watch = whsql_watch,
 	.check = whsql_check,
+	.digest = whsql_digest,
 };

@@ -541,10 +541,14 @@ def hourly_config(max_backfill=200000, concurrency=1):
             % (max_backfill, "{HOURLY_DB}", concurrency, max_backfill, indent(HOURLY_SQL, 6)))
 
 
-def many_jobs_config(n, tiny_db):
+def many_jobs_config(n, tiny_db, throttle_every=None):
     lines = ["state_db: state.db", "socket: backfilld.sock", "max_concurrency: 2",
-             "max_backfill: 366", "warehouses:", "  - name: tiny", "    sqlite: %s" % tiny_db,
-             "jobs:"]
+             "max_backfill: 366", "warehouses:", "  - name: tiny", "    sqlite: %s" % tiny_db]
+    if throttle_every:
+        # held throttled: the query answers above max at every check
+        lines += ["    throttle:", "      sql: SELECT 100", "      max: 10",
+                  "      every: %ds" % throttle_every]
+    lines += ["jobs:"]
     for i in range(n):
         lines += ["  - name: job_%04d" % i, "    warehouse: tiny", "    partition: day",
                   "    catchup: false", "    concurrency: 1",
@@ -860,6 +864,38 @@ def rt(dm, argv, n, expect=0):
     return ts, out
 
 
+def idle_throttled(args, work, report):
+    """The idle daemon again, its warehouse held throttled (a check every
+    `every`): what the checks cost an otherwise idle daemon."""
+    d = os.path.join(work, "idle_throttled")
+    os.makedirs(d)
+    tiny_db(os.path.join(d, "tiny.db"))
+    every = 5
+    dm = Daemon(args, d, many_jobs_config(100, "tiny.db", throttle_every=every)).start()
+    try:
+        time.sleep(args.idle_settle)
+        m0, t0, nthreads = ctxt_switches(dm.pid)
+        time.sleep(args.idle_throttled_seconds)
+        m1, t1, nthreads = ctxt_switches(dm.pid)
+        rss, hwm = dm.rss_kib()
+        st = json.loads(dm.ctl("status", "--json")[1])
+        thr = [w for w in st["warehouses"] if w["name"] == "tiny"][0]["throttle"]
+        if not thr or thr["state"] != "throttled":
+            raise BenchError("the idle warehouse is not throttled: %r" % (thr,))
+        if dm.runs():
+            raise BenchError("the throttled idle daemon ran something")
+    finally:
+        dm.stop()
+    checks = max(1, args.idle_throttled_seconds / every)
+    report["idle_throttled"] = {"jobs": 100, "every_s": every, "rss_kib": rss, "hwm_kib": hwm,
+                                "threads": nthreads, "seconds": args.idle_throttled_seconds,
+                                "ctxt_main": m1 - m0, "ctxt_all_threads": t1 - t0,
+                                "ctxt_per_check": round((t1 - t0) / checks, 1)}
+    log("  idle, throttled (a check every %ds): VmRSS %d KiB, %d threads, ctxt switches over"
+        " %g s: %d (main), %d (all)" % (every, rss, nthreads, args.idle_throttled_seconds,
+                                        m1 - m0, t1 - t0))
+
+
 def idle_and_refusal(args, work, report):
     d = os.path.join(work, "idle")
     os.makedirs(d)
@@ -1159,6 +1195,12 @@ def targets(report):
         add("idle, 100 jobs: context switches in %gs" % i["seconds"],
             "%d (all threads; main %d)" % (i["ctxt_all_threads"], i["ctxt_main"]), "<= 2",
             i["ctxt_all_threads"] <= 2)
+    if "idle_throttled" in report:
+        i = report["idle_throttled"]
+        add("idle, 100 jobs, warehouse throttled: VmRSS", "%.1f MiB" % (i["rss_kib"] / 1024),
+            "<= 8 MiB", i["rss_kib"] <= 8 * 1024)
+        add("idle, throttled: context switches per check (every %ds)" % i["every_s"],
+            "%.1f (all threads)" % i["ctxt_per_check"], "<= 8", i["ctxt_per_check"] <= 8)
     if "refusal" in report:
         r = report["refusal"]
         add("ten-thousand-year request refused", "%.2f ms" % r["median_ms"], "<= 10 ms",
@@ -1256,6 +1298,7 @@ def parse(argv):
     args.window_start = "2025-03-05"   # a Wednesday: partial weeks at both ends
     args.idle_settle = 1.0
     args.idle_seconds = 5.0
+    args.idle_throttled_seconds = 20.0
     args.rt_n = 20
     args.status_samples = 20
     if args.smoke:
@@ -1265,6 +1308,7 @@ def parse(argv):
         args.hourly_n, args.hourly_disk_n, args.queue_n = 200, 50, 2000
         args.reload_jobs = 1000
         args.idle_settle, args.idle_seconds = 0.2, 1.0
+        args.idle_throttled_seconds = 5.0
         args.rt_n = args.status_samples = 3
         args.window_start = "2025-01-08"
     elif args.quick:
@@ -1324,6 +1368,7 @@ def main(argv=None):
                              args.hourly_disk_n, min(args.runs, 3))
         if "idle" not in args.skip:
             idle_and_refusal(args, work, report)
+            idle_throttled(args, work, report)
         if "reload" not in args.skip:
             reload_bench(args, work, report)
         if "queue" not in args.skip:
@@ -1369,6 +1414,12 @@ def main(argv=None):
               "%d main thread, %d all threads; start to READY=1 %.3f s"
               % (i["rss_kib"], i["hwm_kib"], i["threads"], i["seconds"], i["ctxt_main"],
                  i["ctxt_all_threads"], i["ready_s"]))
+    if "idle_throttled" in report:
+        i = report["idle_throttled"]
+        print("idle, 100 jobs, warehouse throttled (check every %ds): VmRSS %d KiB (HWM %d), "
+              "%d threads, context switches in %gs: %d main thread, %d all threads"
+              % (i["every_s"], i["rss_kib"], i["hwm_kib"], i["threads"], i["seconds"],
+                 i["ctxt_main"], i["ctxt_all_threads"]))
     if "refusal" in report:
         r = report["refusal"]
         print("refusal: %s ms median (max %s) with backfillctl, %s ms over the socket; status "

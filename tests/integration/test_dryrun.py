@@ -119,6 +119,60 @@ def test_downstream_stays_within_end():
     d.stop()
 
 
+# Two jobs run only by operator backfills (no start): `slow` spends a few
+# milliseconds counting, `fresh` never runs before the dry runs below.
+ESTIMATE_JOBS = """
+- name: slow
+  warehouse: w
+  partition: day
+  concurrency: 2
+  sql: |
+    DELETE FROM t WHERE dt = :partition;
+    INSERT INTO t (dt, n) SELECT :partition, COUNT(*) FROM (WITH RECURSIVE
+      c(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM c WHERE x < 300000)
+      SELECT x FROM c);
+- name: fresh
+  warehouse: w
+  partition: day
+  sql: DELETE FROM t WHERE dt = :partition;
+"""
+
+
+def estimate(d, job):
+    p = d.json("backfill", job, "--from", "2026-03-01", "--to", "2026-03-04",
+               "--dry-run")
+    h.check("estimate" in p, "--dry-run --json has no estimate: %r" % (p,))
+    return p["estimate"]
+
+
+def test_estimate_from_history():
+    """The plan's estimate (issue 18): none without history (null in JSON,
+    said in the table); after runs, a positive duration and warehouse time
+    from the median of the job's recent runs, at its concurrency."""
+    d = h.Daemon(jobs=ESTIMATE_JOBS, warehouses={"w": "CREATE TABLE t (dt TEXT, n INTEGER);"},
+                 settings={"max_concurrency": 4}, clock=None, name="estimate")
+    h.eq(estimate(d, "slow"), None, "estimate of a job without history")
+    out = d.ok("backfill", "slow", "--from", "2026-03-01", "--to", "2026-03-04", "--dry-run")
+    h.check("estimate: none" in out and "no history" in out,
+            "the table does not say there is no history:\n%s" % out)
+
+    d.backfill("slow", "2026-01-01", "2026-01-04")
+    runs = [r for r in d.runs() if r["state"] == "succeeded"]
+    h.eq(len(runs), 4, "successful runs of slow")
+    e = estimate(d, "slow")
+    h.check(isinstance(e, dict) and e.get("seconds", 0) > 0 and e.get("warehouse_seconds", 0) > 0,
+            "estimate of a job with history: %r" % (e,))
+    # Four partitions at concurrency 2: two waves; warehouse time: four runs.
+    h.check(abs(e["warehouse_seconds"] - 2 * e["seconds"]) < 0.01,
+            "warehouse time is the four runs, wall time two waves: %r" % (e,))
+    h.eq(e["no_history"], [], "jobs without history")
+    out = d.ok("backfill", "slow", "--from", "2026-03-01", "--to", "2026-03-04", "--dry-run")
+    h.check("estimate: " in out and "warehouse time" in out and "none" not in out,
+            "the table has no estimate:\n%s" % out)
+    h.eq(estimate(d, "fresh"), None, "estimate of another job without history")
+    d.stop()
+
+
 if __name__ == "__main__":
     h.main([test_plan_crossing_weeks_and_months, test_plan_of_a_chain,
-            test_downstream_stays_within_end])
+            test_downstream_stays_within_end, test_estimate_from_history])

@@ -291,8 +291,10 @@ def test_stream_runs():
         text = data.decode() + f.get("out", "")
         h.eq(text, d.ok("backfill", "hourly", "--from", "2000-01-01", "--to",
                         "2002-06-01", "--dry-run"), "the plan through backfillctl")
-        h.check(text.rstrip().endswith("21192 partitions: 21192 of hourly, 0 downstream"),
-                "the whole plan: %r" % text[-80:])
+        last = text.rstrip().split("\n")[-2:]
+        h.check(last[0].endswith("21192 partitions: 21192 of hourly, 0 downstream")
+                and last[1].startswith("estimate: "),
+                "the whole plan (its count, then its estimate): %r" % text[-160:])
     finally:
         s.close()
 

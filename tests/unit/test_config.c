@@ -176,6 +176,20 @@ static const struct bad_fixture bad_fixtures[] = {
 	  "12:52: metric \"revenue\" of job \"x\": max_change must be a percentage like 50%, got \"fifty\"" },
 	{ "bad-date.yaml",
 	  "8:12: job \"x\": start must be a date YYYY-MM-DD, got \"2026-02-30\"" },
+	{ "bad-verify-no-table.yaml",
+	  "9:13: job \"x\": verify: true needs a SQL job with table: and partition_column: (the partition it compares)" },
+	{ "bad-throttle-no-max.yaml",
+	  "5:7: throttle of warehouse \"dw\" needs max:" },
+	{ "bad-throttle-critical.yaml",
+	  "7:17: throttle of warehouse \"dw\": critical 5 is below max 10; raise it (or drop it)" },
+	{ "bad-throttle-max.yaml",
+	  "4:36: throttle of warehouse \"dw\": max must be a number, got \"ten\"" },
+	{ "bad-on-throttle-alone.yaml",
+	  "4:5: warehouse \"dw\": on_throttle needs throttle: (the query whose value it reports)" },
+	{ "bad-throttle-every.yaml",
+	  "4:46: throttle of warehouse \"dw\": every must be a positive duration like 5s, 1m, got \"0s\"" },
+	{ "bad-verify-command.yaml",
+	  "8:13: job \"x\": verify must be true or false, got \"yes please\"" },
 };
 
 #define NBAD (int)(sizeof bad_fixtures / sizeof bad_fixtures[0])

@@ -211,6 +211,45 @@ START_TEST(last_states)
 }
 END_TEST
 
+/* The newest successful runs' durations, newest first, at most max; failed
+ * and running ones are left out, other jobs' too. */
+START_TEST(durations_newest_first)
+{
+	struct store_request rq = { .job = "fct", .kind = "backfill",
+		.created_at = 1 };
+	struct store_item it = { .job = "fct", .key = "2026-02-08",
+		.state = MS_QUEUED, .at = 1 };
+	int64_t rid, m, r, ms[4];
+	struct err err;
+	size_t n;
+
+	ck_assert_int_eq(store_request_add(st, &rq, &rid, &err), 0);
+	it.request_id = rid;
+	ck_assert_int_eq(store_item_add(st, &it, &m, &err), 0);
+	for (int i = 0; i < 6; i++) {
+		const char *job = i == 4 ? "other" : "fct";
+
+		ck_assert_int_eq(store_run_start(st, m, rid, job, "2026-02-08",
+						 i + 1, 1000 * i, "v1", NULL, &r,
+						 &err), 0);
+		if (i == 5)
+			break; /* still running */
+		ck_assert_int_eq(store_run_finish(st, r, i == 2 ? MS_FAILED :
+						  MS_SUCCEEDED, 1000 * i + 10 * (i + 1),
+						  NULL, -1, &err), 0);
+	}
+	ck_assert_int_eq(store_durations(st, "fct", ms, 4, &n, &err), 0);
+	ck_assert_uint_eq(n, 3);
+	ck_assert_int_eq(ms[0], 40);
+	ck_assert_int_eq(ms[1], 20);
+	ck_assert_int_eq(ms[2], 10);
+	ck_assert_int_eq(store_durations(st, "fct", ms, 2, &n, &err), 0);
+	ck_assert_uint_eq(n, 2);
+	ck_assert_int_eq(store_durations(st, "none", ms, 4, &n, &err), 0);
+	ck_assert_uint_eq(n, 0);
+}
+END_TEST
+
 /* A store written by the previous schema (version 2) gets each
  * partition's newest finished run when it is opened. */
 START_TEST(migrates_history_from_v2)
@@ -465,6 +504,7 @@ main(void)
 	tcase_add_test(tc, refuses_newer_schema);
 	tcase_add_test(tc, manifest_and_recovery);
 	tcase_add_test(tc, last_states);
+	tcase_add_test(tc, durations_newest_first);
 	tcase_add_test(tc, migrates_history_from_v2);
 	tcase_add_test(tc, prune_keeps_what_it_must);
 	tcase_add_test(tc, wal_stays_bounded);
