@@ -767,9 +767,14 @@ cmd_status(struct cmd_ctx *ctx, const struct proto_msg *req,
 			buf_printf(&res->out, ", \"queued\": %" PRId64 ", \"running\":"
 				   " %" PRId64 ", \"succeeded\": %" PRId64 ","
 				   " \"failed\": %" PRId64 ", \"blocked\": %" PRId64
-				   ", \"stale\": %" PRId64 "}", v.queued, v.running,
+				   ", \"stale\": %" PRId64 ", \"late\": %" PRId64
+				   ", \"oldest_late\": ", v.queued, v.running,
 				   counts[MS_SUCCEEDED], counts[MS_FAILED],
-				   v.blocked, cc.n);
+				   v.blocked, cc.n, v.late);
+			if (v.late > 0)
+				part_key(j->grain, v.late_oldest, gf);
+			json_str(&res->out, v.late > 0 ? gf : NULL);
+			buf_addstr(&res->out, "}");
 			if (v.has_sensor) {
 				char lc[CAL_KEY_MAX], nc[CAL_KEY_MAX];
 
@@ -868,6 +873,15 @@ cmd_status(struct cmd_ctx *ctx, const struct proto_msg *req,
 		if (only >= 0 && (int)i != only)
 			continue;
 		sched_job_view(s, (int)i, &v);
+		if (v.late > 0) {
+			char ok[CAL_KEY_MAX];
+
+			part_key(cfg->jobs[i].grain, v.late_oldest, ok);
+			buf_printf(&res->out, "late %s: %" PRId64 " partition%s"
+				   " past the deadline of %" PRId64 "s, oldest %s\n",
+				   cfg->jobs[i].name, v.late, v.late == 1 ? "" : "s",
+				   cfg->jobs[i].deadline, ok);
+		}
 		if (!v.has_sensor)
 			continue;
 		cal_format_iso_ms(v.last_check_ms, lc);

@@ -33,6 +33,7 @@
 #include "config_diff.h"
 #include "control.h"
 #include "exec.h"
+#include "hooks.h"
 #include "log.h"
 #include "notify.h"
 #include "prune.h"
@@ -47,6 +48,7 @@ struct daemon {
 	struct store *store;
 	struct exec *exec;
 	struct sched *sched;
+	struct hooks *hooks;
 	struct control *control;
 	struct notify *notify;
 	struct prune *prune;
@@ -318,6 +320,8 @@ daemon_exec_closed_cb(void *data)
 	struct daemon *d = data;
 
 	sched_close(d->sched);
+	hooks_close(d->hooks);
+	d->hooks = NULL;
 	prune_close(d->prune);
 	notify_close(d->notify);
 	uv_close((uv_handle_t *)&d->sighup, NULL);
@@ -564,6 +568,8 @@ daemon_start(struct daemon *d, struct err *err)
 	d->cfg = NULL; /* the scheduler holds it now */
 	if (sched_new(&d->loop, d->store, d->exec, cfg, logdir, &d->sched, err) < 0)
 		return EXIT_WORK_FAILED;
+	d->hooks = hooks_new(&d->loop);
+	sched_set_hooks(d->sched, d->hooks);
 	sched_on_change(d->sched, daemon_changed_cb, d);
 	sched_on_store_failure(d->sched, daemon_store_failed_cb, d);
 	if (control_new(&d->loop, d->sched, cfg->socket, cfg->socket_group,

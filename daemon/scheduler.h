@@ -24,6 +24,7 @@
 #include "store.h"
 
 struct sched;
+struct hooks;
 
 int sched_new(uv_loop_t *loop, struct store *store, struct exec *exec,
 	      struct config *cfg, const char *log_dir, struct sched **out,
@@ -64,6 +65,9 @@ void sched_free(struct sched *s);
 /* Call cb (from the loop) whenever runs start or finish or requests
  * change, so the caller can refresh a summary (throttled by the caller). */
 void sched_on_change(struct sched *s, void (*cb)(void *data), void *data);
+/* Run the jobs' hooks (on_failure, on_late, on_refused) through h; NULL
+ * (the default) runs none. */
+void sched_set_hooks(struct sched *s, struct hooks *h);
 /* The test clock changed: re-run the schedule now. */
 void sched_clock_changed(struct sched *s);
 
@@ -121,6 +125,8 @@ struct sched_job_view {
 	int64_t next_due; /* seconds */
 	int64_t queued, running, blocked;
 	int64_t succeeded, failed; /* partitions by their newest finished run */
+	int64_t late;              /* partitions past the job's deadline */
+	part_t late_oldest;        /* the oldest of them, when late > 0 */
 	/* late_data sensor */
 	bool has_sensor;
 	bool has_last_check;
