@@ -141,6 +141,7 @@ struct config {
 	int64_t shutdown_grace; /* seconds, default 30 */
 	int64_t keep_runs;      /* seconds, default 365d: finished runs kept */
 	int64_t hook_timeout;   /* seconds, default 30: a hook is killed after */
+	char *metrics_file;     /* Prometheus text format, or NULL */
 
 	struct warehouse_def *warehouses;
 	size_t nwarehouses;

@@ -34,6 +34,7 @@
 #include "control.h"
 #include "exec.h"
 #include "hooks.h"
+#include "metrics.h"
 #include "log.h"
 #include "notify.h"
 #include "prune.h"
@@ -49,6 +50,7 @@ struct daemon {
 	struct exec *exec;
 	struct sched *sched;
 	struct hooks *hooks;
+	struct metrics *metrics;
 	struct control *control;
 	struct notify *notify;
 	struct prune *prune;
@@ -319,6 +321,8 @@ daemon_exec_closed_cb(void *data)
 {
 	struct daemon *d = data;
 
+	metrics_close(d->metrics); /* its last write, at shutdown */
+	d->metrics = NULL;
 	sched_close(d->sched);
 	hooks_close(d->hooks);
 	d->hooks = NULL;
@@ -601,6 +605,8 @@ daemon_start(struct daemon *d, struct err *err)
 	if (sched_start(d->sched, err) < 0 ||
 	    prune_new(&d->loop, d->sched, &d->prune, err) < 0)
 		return EXIT_WORK_FAILED;
+	d->metrics = metrics_new(&d->loop, d->sched, d->hooks);
+	sched_on_run(d->sched, metrics_run_cb, d->metrics);
 	log_notice("backfilld %s started: %zu jobs, socket %s, state %s",
 		   BACKFILLD_VERSION, cfg->njobs, cfg->socket, cfg->state_db);
 	snprintf(d->last_reload, sizeof d->last_reload, "configuration loaded");

@@ -159,6 +159,8 @@ struct sched {
 	void *change_data;
 	void (*idle_cb)(void *);
 	void *idle_data;
+	void (*run_cb)(void *, const struct sched_run_event *);
+	void *run_data;
 
 	uv_timer_t retry_timer;
 	int64_t retry_at;        /* ms, INT64_MAX when not armed */
@@ -1256,6 +1258,22 @@ recorded:
 			retry ? "; will retry" : "");
 	if (run_state != MS_CANCELLED)
 		sched_fresh_run_done(s, a, result, now);
+	if (s->run_cb != NULL) {
+		struct sched_run_event ev = {
+			.job = a->job_name, .state = run_state,
+			.duration_s = (double)(now - a->started_at) / 1000.0,
+		};
+		const struct job_def *dj = config_job(s->cfg, a->job_name);
+
+		if (dj != NULL && dj->has_start && dj->nupstream == 0 &&
+		    (strcmp(e->rq->kind, "schedule") == 0 ||
+		     strcmp(e->rq->kind, "catchup") == 0)) {
+			ev.has_delay = true;
+			ev.delay_s = (double)(a->started_at - sched_due_time(
+				dj->grain, dj->ready_after, e->part) * 1000) / 1000.0;
+		}
+		s->run_cb(s->run_data, &ev);
+	}
 
 settled:
 	s->nrunning--;
@@ -2036,6 +2054,15 @@ void
 sched_set_hooks(struct sched *s, struct hooks *h)
 {
 	s->hooks = h;
+}
+
+void
+sched_on_run(struct sched *s,
+	     void (*cb)(void *data, const struct sched_run_event *ev),
+	     void *data)
+{
+	s->run_cb = cb;
+	s->run_data = data;
 }
 
 /* ---- life cycle ------------------------------------------------------- */

@@ -68,6 +68,17 @@ void sched_on_change(struct sched *s, void (*cb)(void *data), void *data);
 /* Run the jobs' hooks (on_failure, on_late, on_refused) through h; NULL
  * (the default) runs none. */
 void sched_set_hooks(struct sched *s, struct hooks *h);
+/* A run ended (not one that could not start): for the metrics. */
+struct sched_run_event {
+	const char *job;
+	enum mstate state;   /* succeeded, failed or cancelled */
+	double duration_s;
+	bool has_delay;      /* a scheduled partition: */
+	double delay_s;      /* from its due time to the run's start */
+};
+void sched_on_run(struct sched *s,
+		  void (*cb)(void *data, const struct sched_run_event *ev),
+		  void *data);
 /* The test clock changed: re-run the schedule now. */
 void sched_clock_changed(struct sched *s);
 
