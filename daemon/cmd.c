@@ -17,6 +17,7 @@
 #include "calendar.h"
 #include "clock.h"
 #include "log.h"
+#include "map_view.h"
 #include "text.h"
 
 #ifndef BACKFILLD_VERSION
@@ -1741,6 +1742,30 @@ cmd_audit(struct cmd_ctx *ctx, const struct proto_msg *req, struct cmd_res *res)
 
 /* ---- the table -------------------------------------------------------- */
 
+/* map JOB [--from D --to D]: the job's partitions as ranges (json) or a
+ * calendar (colours when tty); see map.h and map_view.h. */
+static void
+cmd_map(struct cmd_ctx *ctx, const struct proto_msg *req, struct cmd_res *res)
+{
+	const struct config *cfg = sched_config(ctx->sched);
+	struct map m;
+	struct err err;
+	int j;
+
+	if ((j = cmd_job(ctx, req, res, true)) < 0)
+		return;
+	if (map_view_build(ctx->sched, j, proto_get(req, "from"),
+			   proto_get(req, "to"), &m, &err) < 0) {
+		res_err(res, &err);
+		return;
+	}
+	if (flag(req, "json"))
+		map_json(&m, cfg->jobs[j].name, &res->out);
+	else
+		map_text(&m, cfg->jobs[j].name, flag(req, "tty"), &res->out);
+	map_free(&m);
+}
+
 static const struct cmd_entry cmd_table[] = {
 	{ "backfill", true, cmd_backfill },
 	{ "rerun", true, cmd_rerun },
@@ -1753,6 +1778,7 @@ static const struct cmd_entry cmd_table[] = {
 	{ "cancel", true, cmd_cancel },
 	{ "reload", true, cmd_reload },
 	{ "jobs", false, cmd_jobs },
+	{ "map", false, cmd_map },
 };
 
 /* Whether this request changes state: a mutating command, except a

@@ -208,6 +208,12 @@ static const struct ctl_arg ctl_reload_opts[] = {
 	{ "json", CTL_FLAG, "json", NULL },
 	{ NULL, 0, NULL, NULL }
 };
+static const struct ctl_arg ctl_map_opts[] = {
+	{ "from", CTL_TEXT, "from", NULL },
+	{ "to", CTL_TEXT, "to", NULL },
+	{ "json", CTL_FLAG, "json", NULL },
+	{ NULL, 0, NULL, NULL }
+};
 static const struct ctl_arg ctl_none[] = {
 	{ NULL, 0, NULL, NULL }
 };
@@ -249,7 +255,8 @@ static const struct ctl_cmd ctl_cmds[] = {
 	{ "status",
 	  "status [JOB] [--json]",
 	  "Per job: paused, queued, running, succeeded, failed, blocked,\n"
-	  "watermark and catchup state.\n\n"
+	  "watermark and catchup state; the partitions past a job's deadline\n"
+	  "(late) and the oldest of them.\n\n"
 	  "  --json               print JSON\n",
 	  ctl_json_opts, ctl_status_pos, 0, NULL },
 	{ "runs",
@@ -312,6 +319,21 @@ static const struct ctl_cmd ctl_cmds[] = {
 	  "define each.\n\n"
 	  "  --json               print JSON\n",
 	  ctl_json_opts, ctl_none, 0, NULL },
+	{ "map",
+	  "map JOB [--from D --to D] [--json]",
+	  "JOB's partitions as a calendar, one letter per partition by state\n"
+	  "(days: a row per ISO week; hours: a row per day; weeks and months: a\n"
+	  "row per year), with a legend and counts; in colour on a terminal.\n"
+	  "Default range: the job's start (or its first built partition) to its\n"
+	  "newest due partition; at most 100000 partitions.\n\n"
+	  "  --from D             first date, YYYY-MM-DD (YYYY-MM-DDTHH for "
+	  "an hourly job)\n"
+	  "  --to D               last date, inclusive\n"
+	  "  --json               print {job, grain, from, to, ranges: [{from, "
+	  "to, state,\n"
+	  "                       count}]}: runs of consecutive partitions in "
+	  "one state\n",
+	  ctl_map_opts, ctl_job_pos, 1, NULL },
 };
 #define CTL_NCMDS (sizeof ctl_cmds / sizeof ctl_cmds[0])
 

@@ -253,3 +253,12 @@ fresh_size(const struct fresh *f)
 {
 	return f->n;
 }
+
+void
+fresh_each_late(const struct fresh *f, const char *job,
+		void (*cb)(const struct fresh_item *it, void *data), void *data)
+{
+	for (size_t i = 0; i < f->n; i++)
+		if (f->items[i]->it.late && strcmp(f->items[i]->job, job) == 0)
+			cb(&f->items[i]->it, data);
+}

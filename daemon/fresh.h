@@ -61,6 +61,10 @@ int64_t fresh_late(const struct fresh *f, const char *job, part_t *oldest,
 		   char oldest_key[CAL_KEY_MAX]);
 /* Whether (job, key) is late. */
 bool fresh_is_late(const struct fresh *f, const char *job, const char *key);
+/* Call cb for each late item of job. */
+void fresh_each_late(const struct fresh *f, const char *job,
+		     void (*cb)(const struct fresh_item *it, void *data),
+		     void *data);
 /* Items tracked, late or not. */
 size_t fresh_size(const struct fresh *f);
 

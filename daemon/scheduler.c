@@ -2056,6 +2056,39 @@ sched_set_hooks(struct sched *s, struct hooks *h)
 	s->hooks = h;
 }
 
+struct open_ctx {
+	sched_open_cb cb;
+	void *data;
+};
+
+/* A late item, for sched_job_open. */
+static void
+sched_open_late_cb(const struct fresh_item *it, void *data)
+{
+	struct open_ctx *c = data;
+
+	c->cb(it->part, MS_COUNT, c->data);
+}
+
+void
+sched_job_open(struct sched *s, int job, sched_open_cb cb, void *data)
+{
+	const char *name = s->cfg->jobs[job].name;
+	struct open_ctx c = { cb, data };
+
+	for (struct request *rq = s->requests.next; rq != &s->requests;
+	     rq = rq->next)
+		for (size_t i = 0; i < rq->n; i++) {
+			struct entry *e = rq->items[i];
+
+			if ((e->state == MS_QUEUED || e->state == MS_RUNNING ||
+			     e->state == MS_BLOCKED) &&
+			    strcmp(e->job_name, name) == 0)
+				cb(e->part, e->state, data);
+		}
+	fresh_each_late(s->fresh, name, sched_open_late_cb, &c);
+}
+
 void
 sched_on_run(struct sched *s,
 	     void (*cb)(void *data, const struct sched_run_event *ev),
