@@ -18,6 +18,7 @@
 #include "clock.h"
 #include "log.h"
 #include "map_view.h"
+#include "report.h"
 #include "text.h"
 
 #ifndef BACKFILLD_VERSION
@@ -1766,6 +1767,15 @@ cmd_map(struct cmd_ctx *ctx, const struct proto_msg *req, struct cmd_res *res)
 	map_free(&m);
 }
 
+/* report: the HTML page as out (the client writes it to its file). */
+static void
+cmd_report(struct cmd_ctx *ctx, const struct proto_msg *req,
+	   struct cmd_res *res)
+{
+	(void)req;
+	report_render(ctx->sched, &res->out);
+}
+
 static const struct cmd_entry cmd_table[] = {
 	{ "backfill", true, cmd_backfill },
 	{ "rerun", true, cmd_rerun },
@@ -1779,6 +1789,7 @@ static const struct cmd_entry cmd_table[] = {
 	{ "reload", true, cmd_reload },
 	{ "jobs", false, cmd_jobs },
 	{ "map", false, cmd_map },
+	{ "report", false, cmd_report },
 };
 
 /* Whether this request changes state: a mutating command, except a

@@ -989,6 +989,8 @@ static const struct cfg_key cfg_top_keys[] = {
 	  CFG_OFF(config, keep_runs), 0, CFG_KEEP, 0 },
 	{ "metrics_file", YAML_SCALAR_NODE, cfg_h_path,
 	  CFG_OFF(config, metrics_file), 0, "a file path", 0 },
+	{ "report_file", YAML_SCALAR_NODE, cfg_h_path,
+	  CFG_OFF(config, report_file), 0, "a file path", 0 },
 	{ "hook_timeout", YAML_SCALAR_NODE, cfg_h_posduration,
 	  CFG_OFF(config, hook_timeout), 0, CFG_POSDURATION, 0 },
 	{ "warehouses", YAML_SEQUENCE_NODE, cfg_h_warehouses, 0, 0,
@@ -2697,6 +2699,7 @@ config_free(struct config *cfg)
 	free(cfg->socket_group);
 	free(cfg->log_level);
 	free(cfg->metrics_file);
+	free(cfg->report_file);
 	free(cfg);
 }
 

@@ -142,6 +142,7 @@ struct config {
 	int64_t keep_runs;      /* seconds, default 365d: finished runs kept */
 	int64_t hook_timeout;   /* seconds, default 30: a hook is killed after */
 	char *metrics_file;     /* Prometheus text format, or NULL */
+	char *report_file;      /* the HTML report page, or NULL */
 
 	struct warehouse_def *warehouses;
 	size_t nwarehouses;

@@ -6,6 +6,7 @@
  */
 #include "map_view.h"
 
+#include <stdint.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -41,6 +42,17 @@ map_last_cb(const char *key, enum mstate st, void *data)
 		map_raise(m, p, MAP_SUCCEEDED);
 	else if (st == MS_FAILED)
 		map_raise(m, p, MAP_FAILED);
+}
+
+/* The oldest partition in the scheduler's memory. */
+static void
+map_min_cb(part_t p, enum mstate st, void *data)
+{
+	part_t *min = data;
+
+	(void)st;
+	if (p < *min)
+		*min = p;
 }
 
 /* A partition in the scheduler's memory. */
@@ -82,6 +94,14 @@ int
 map_view_build(struct sched *s, int job, const char *from, const char *to,
 	       struct map *m, struct err *err)
 {
+	return map_view_build_newest(s, job, from, to, 0, m, err);
+}
+
+int
+map_view_build_newest(struct sched *s, int job, const char *from,
+		      const char *to, int64_t newest, struct map *m,
+		      struct err *err)
+{
 	const struct job_def *j = &sched_config(s)->jobs[job];
 	struct sched_job_view v;
 	part_t first, last, due;
@@ -97,12 +117,17 @@ map_view_build(struct sched *s, int job, const char *from, const char *to,
 		first = j->start;
 	} else {
 		struct first_ctx fc = { .found = false };
+		part_t open = INT64_MAX;
 
 		if (store_last_states(sched_store(s), j->name, "0", "9", map_first_cb,
 				      &fc, err) < 0)
 			return -1;
 		if (!fc.found || part_parse_key(j->grain, fc.key, &first, NULL) < 0)
 			first = due;
+		/* or the oldest partition queued, running or blocked */
+		sched_job_open(s, job, map_min_cb, &open);
+		if (open < first)
+			first = open;
 	}
 	if (to != NULL) {
 		if (map_bound(j->grain, to, true, &last, err) < 0)
@@ -110,6 +135,8 @@ map_view_build(struct sched *s, int job, const char *from, const char *to,
 	} else {
 		last = due > first ? due : first;
 	}
+	if (newest > 0 && from == NULL && last - first + 1 > newest)
+		first = last - newest + 1;
 	if (map_init(m, j->grain, first, last, err) < 0)
 		return -1;
 	for (part_t p = due + 1; p <= last; p++)

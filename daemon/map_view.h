@@ -19,4 +19,10 @@
 int map_view_build(struct sched *s, int job, const char *from,
 		   const char *to, struct map *m, struct err *err);
 
+/* The same; with newest > 0 and no from, at most the newest `newest`
+ * partitions of the default range (the report). */
+int map_view_build_newest(struct sched *s, int job, const char *from,
+			  const char *to, int64_t newest, struct map *m,
+			  struct err *err);
+
 #endif

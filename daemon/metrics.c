@@ -18,6 +18,7 @@
 #include <unistd.h>
 
 #include "log.h"
+#include "report.h"
 
 static const double metrics_dur_buckets[] = { 0.1, 0.5, 1, 5, 15, 60, 300,
 					      900, 3600, 14400 };
@@ -46,6 +47,7 @@ struct metrics {
 	struct mjob *jobs;
 	size_t njobs;
 	bool failing;    /* the last write failed (logged once) */
+	bool report_failing;
 };
 
 /* Die on allocation failure, as the rest of the daemon does. */
@@ -312,12 +314,23 @@ metrics_write(struct metrics *m, struct err *err)
 	return rc;
 }
 
-/* The timer: write, log a failure once until a write works again. */
+/* The timer: write, log a failure once until a write works again; the
+ * report page (report_file) goes on the same beat. */
 static void
 metrics_timer_cb(uv_timer_t *t)
 {
 	struct metrics *m = t->data;
+	const char *report = sched_config(m->s)->report_file;
 	struct err err;
+
+	if (report != NULL && report_write(m->s, report, &err) < 0) {
+		if (!m->report_failing)
+			log_warn("%s", err.msg);
+		m->report_failing = true;
+	} else if (report != NULL && m->report_failing) {
+		log_notice("report file written again");
+		m->report_failing = false;
+	}
 
 	if (metrics_write(m, &err) < 0) {
 		if (!m->failing)

@@ -9,6 +9,7 @@
  * start (Prometheus handles the reset); gauges come from the scheduler's
  * memory (sched_job_view), never from reading the history.  No partition
  * key is ever a label: labels are job, state, hook, result and version.
+ * The report page (report_file, report.h) is written on the same beat.
  */
 #ifndef BACKFILLD_METRICS_H
 #define BACKFILLD_METRICS_H

@@ -2090,6 +2090,14 @@ sched_job_open(struct sched *s, int job, sched_open_cb cb, void *data)
 }
 
 void
+sched_each_request(struct sched *s, sched_request_cb cb, void *data)
+{
+	for (struct request *rq = s->requests.next; rq != &s->requests;
+	     rq = rq->next)
+		cb(rq->id, rq->job, rq->kind, rq->created_at, data);
+}
+
+void
 sched_on_run(struct sched *s,
 	     void (*cb)(void *data, const struct sched_run_event *ev),
 	     void *data)

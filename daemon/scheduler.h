@@ -73,6 +73,12 @@ void sched_set_hooks(struct sched *s, struct hooks *h);
  * several times. */
 typedef void (*sched_open_cb)(part_t p, enum mstate st, void *data);
 void sched_job_open(struct sched *s, int job, sched_open_cb cb, void *data);
+/* The requests in memory (open, or finished with partitions still
+ * blocked), oldest first: for the report (then sched_progress). */
+typedef void (*sched_request_cb)(int64_t id, const char *job,
+				 const char *kind, int64_t created_at_ms,
+				 void *data);
+void sched_each_request(struct sched *s, sched_request_cb cb, void *data);
 /* A run ended (not one that could not start): for the metrics. */
 struct sched_run_event {
 	const char *job;
