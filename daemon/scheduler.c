@@ -2036,6 +2036,53 @@ sched_fresh_loaded(struct sched *s, struct request *rq)
 	sched_fresh_arm(s);
 }
 
+struct fresh_failed_ctx {
+	struct sched *s;
+	const struct job_def *j;
+};
+
+/* A scheduled partition whose newest run failed: still owed. */
+static void
+sched_fresh_failed_cb(const char *key, enum mstate st, void *data)
+{
+	struct fresh_failed_ctx *c = data;
+	const struct job_def *j = c->j;
+	part_t p;
+
+	if (st != MS_FAILED || part_parse_key(j->grain, key, &p, NULL) < 0)
+		return;
+	fresh_track(c->s->fresh, j->name, p, key,
+		    sched_due_time(j->grain, j->ready_after, p) * 1000,
+		    j->deadline * 1000, 0);
+}
+
+/* At start: the scheduled partitions of jobs with a deadline whose newest
+ * run failed (their requests may be closed): one range read of
+ * partition_latest per such job, start to watermark. */
+static void
+sched_fresh_failed(struct sched *s)
+{
+	for (size_t i = 0; i < s->cfg->njobs; i++) {
+		const struct job_def *j = &s->cfg->jobs[i];
+		struct jobstate *js;
+		struct fresh_failed_ctx c = { s, j };
+		char first[CAL_KEY_MAX];
+		struct err err;
+
+		if (j->deadline <= 0 || !j->has_start || j->nupstream > 0)
+			continue;
+		js = jobstate_of(s, (int)i);
+		if (!js->st.has_watermark)
+			continue;
+		part_key(j->grain, j->start, first);
+		if (store_last_states(s->store, j->name, first, js->st.watermark,
+				      sched_fresh_failed_cb, &c, &err) < 0)
+			log_err("job=%s cannot read its failed partitions: %s",
+				j->name, err.msg);
+	}
+	sched_fresh_arm(s);
+}
+
 /* After a reload: owed partitions follow their job's new deadline. */
 static void
 sched_fresh_reload(struct sched *s)
@@ -2385,6 +2432,7 @@ sched_start(struct sched *s, struct err *err)
 			entry_settle(s, rq->items[i], now);
 		sched_fresh_loaded(s, rq);
 	}
+	sched_fresh_failed(s);
 	/* requests that were complete but not marked so */
 	for (struct request *rq = s->requests.next, *nx; rq != &s->requests; rq = nx) {
 		nx = rq->next;

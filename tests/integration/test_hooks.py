@@ -126,8 +126,48 @@ def test_late_counted_and_on_late_once():
          ["2026-03-03", "2026-03-04"], "on_late partitions, once each")
     st = ts.job_status(d, "slow")
     h.eq((st["late"], st["oldest_late"]), (2, "2026-03-03"), "two late, oldest named")
-    # a success clears it
-    d.ok("rerun", "slow", "2026-03-03")
+    # a restart: the failed partitions are owed still (read back from
+    # partition_latest), late at once; on_late runs again for them (the
+    # record of hooks run is in memory: at least once, see README)
+    d.stop()
+    d.start()
+    st = ts.job_status(d, "slow")
+    h.eq((st["late"], st["oldest_late"]), (2, "2026-03-03"), "late after a restart")
+    await_lines(d, "late.txt", 4, "on_late again after the restart")
+    d.stop()
+
+
+def test_downstream_late_after_inputs_landed():
+    """A downstream job's deadline runs from the landing of its input: the
+    week of 03-03 (its input landed at 00:30) is late after 01:30."""
+    jobs = ("- name: fact\n  partition: day\n  start: 2026-03-03\n  command: [\"true\"]\n"
+            "- name: mart\n  partition: week\n  upstream: [fact]\n  retries: 0\n"
+            "  command: [\"false\"]\n  deadline: 1h\n  on_late: " + HOOK % "late.txt" + "\n")
+    d = ts.sched_daemon(jobs, "2026-03-04T00:30:00Z", "hk-down")
+    ts.new_requests(d)
+    h.eq(ts.job_status(d, "mart")["late"], 0, "mart late before its deadline")
+    ts.tick(d, "2026-03-04T01:45:00Z")
+    lines = await_lines(d, "late.txt", 1, "on_late of the week")
+    h.eq(lines[0].split("|")[1:3], ["mart", "2026-03-02"], "on_late values")
+    st = ts.job_status(d, "mart")
+    h.eq((st["late"], st["oldest_late"]), (1, "2026-03-02"), "mart late")
+    d.stop()
+
+
+def test_on_refused():
+    """Catchup refused (40 days missed, max_catchup 5): on_refused runs once
+    with the gap as {partition} and the reason as {error}."""
+    job = ("- name: big\n  partition: day\n  start: 2026-01-01\n  max_catchup: 5\n"
+           "  command: [\"true\"]\n  on_refused: " + HOOK % "refused.txt" + "\n")
+    d = ts.sched_daemon(job, "2026-02-10T00:30:00Z", "hk-refused")
+    lines = await_lines(d, "refused.txt", 1, "on_refused")
+    await_log(d, r"hook=on_refused job=big partition=2026-01-01\.\.2026-02-09 done", "its end")
+    argv, job, part, req, err = lines[0].split("|")
+    h.eq((job, part, req), ("big", "2026-01-01..2026-02-09", ""), "on_refused values")
+    h.eq(err, "catchup refused: 40 partitions missed, above max_catchup 5", "{error}")
+    h.eq(ts.job_status(d, "big")["catchup"], "refused", "status")
+    ts.tick(d, "2026-02-11T00:30:00Z")
+    h.eq(len(hook_lines(d, "refused.txt")), 1, "on_refused once")
     d.stop()
 
 
@@ -164,6 +204,8 @@ if __name__ == "__main__":
     h.main([
         test_on_failure_once_with_values,
         test_late_counted_and_on_late_once,
+        test_downstream_late_after_inputs_landed,
+        test_on_refused,
         test_slow_hook_does_not_delay_status,
         test_hook_timeout_kills,
     ])
