@@ -188,6 +188,10 @@ static const struct bad_fixture bad_fixtures[] = {
 	  "6:5: job \"x\": on_late needs deadline: (how long after a partition is due it is late)" },
 	{ "bad-on-refused-downstream.yaml",
 	  "10:5: job \"b\": on_refused needs a clock schedule with catchup (start: and no upstream:)" },
+	{ "bad-metrics-file.yaml",
+	  "1:15: metrics_file must be a file path, got a sequence" },
+	{ "bad-report-file.yaml",
+	  "1:13: report_file must be a file path, got nothing" },
 	{ "bad-hook-timeout.yaml",
 	  "1:15: hook_timeout must be a positive duration like 30s, 15m, 2h or 1d, got \"0s\"" },
 };
@@ -782,7 +786,8 @@ END_TEST
 START_TEST(test_hooks_values)
 {
 	struct config *cfg = load_ok_at("/etc/bf/x.yaml",
-		"hook_timeout: 2m\n"
+		"hook_timeout: 2m\nmetrics_file: prom/b.prom\n"
+		"report_file: /srv/r.html\n"
 		"jobs:\n"
 		"  - name: a\n    partition: day\n    start: 2026-03-01\n"
 		"    command: [\"true\"]\n    deadline: 6h\n"
@@ -797,13 +802,17 @@ START_TEST(test_hooks_values)
 	const struct job_def *a = config_job(cfg, "a");
 
 	ck_assert_int_eq(cfg->hook_timeout, 120);
+	ck_assert_str_eq(cfg->metrics_file, "/etc/bf/prom/b.prom");
+	ck_assert_str_eq(cfg->report_file, "/srv/r.html");
+	ck_assert_ptr_null(plain->metrics_file);
+	ck_assert_ptr_null(plain->report_file);
 	ck_assert_int_eq(plain->hook_timeout, 30);
 	ck_assert_int_eq(a->deadline, 6 * 3600);
 	ck_assert_int_eq(config_job(cfg, "b")->deadline, 86400);
 	ck_assert_uint_eq(a->hooks[HOOK_FAILURE].argc, 3);
 	ck_assert_str_eq(a->hooks[HOOK_FAILURE].argv[1], "{job}/{partition}");
 	ck_assert_ptr_null(a->hooks[HOOK_FAILURE].argv[3]);
-	ck_assert_int_eq(a->hooks[HOOK_FAILURE].pos.line, 8);
+	ck_assert_int_eq(a->hooks[HOOK_FAILURE].pos.line, 10);
 	ck_assert_str_eq(a->hooks[HOOK_LATE].argv[1], "late {request}");
 	ck_assert_uint_eq(a->hooks[HOOK_REFUSED].argc, 1);
 	ck_assert_ptr_null(plain->jobs[0].hooks[HOOK_FAILURE].argv);
