@@ -2,7 +2,10 @@
 """backfillctl map (issue 15): the ranges of `map --json` match the runs
 of a backfill with a failed partition and a blocked downstream week; the
 calendar shows the same letters; the default range and the bound."""
+import os
+import pty
 import re
+import subprocess
 
 import harness as h
 
@@ -72,6 +75,26 @@ def test_map_matches_runs():
                 "2026-01-12": "sssssss", "2026-01-19": "nn"}, "calendar rows")
     h.check(re.search(r"legend:  s succeeded 13  F failed 1  n never_run 6", text),
             "legend with counts:\n" + text)
+    # on a terminal (a pty): the same letters, coloured with ANSI escapes
+    master, slave = pty.openpty()
+    p = subprocess.Popen([d.backfillctl, "--socket", d.sock, "map", "daily", "--from",
+                          "2026-01-05", "--to", "2026-01-11"], stdout=slave,
+                         stderr=subprocess.PIPE, env=d.env())
+    os.close(slave)
+    chunks = []
+    while True:
+        try:
+            b = os.read(master, 65536)
+        except OSError:
+            break
+        if not b:
+            break
+        chunks.append(b)
+    os.close(master)
+    h.eq(p.wait(timeout=30), 0, "map on a terminal: exit")
+    tty = b"".join(chunks).decode()
+    h.check("\033[0;32msss\033[0;1;31mF\033[0;32msss\033[0m" in tty,
+            "coloured cells on a terminal: %r" % tty)
     # bounds: refused above 100,000 partitions, computed not enumerated
     rc, out, err = d.ctl("map", "hourly", "--from", "2000-01-01", "--to", "2026-01-01")
     h.eq(rc, 2, "a map of 228,000 hours: exit")

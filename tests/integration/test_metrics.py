@@ -30,6 +30,10 @@ def promtool():
 
 
 JOBS = """
+- name: sched
+  partition: day
+  start: 2025-12-30
+  command: ["true"]
 - name: daily
   partition: day
   retries: 0
@@ -81,6 +85,14 @@ def test_metrics_file():
     d.stop()                # the shutdown write
     await_file(path)
     check_promtool(tool, path)
+    # the scheduled job: 2025-12-30 and 12-31 ran in that first life, on a
+    # test clock standing at 2026-01-01T00:00, when 12-31 came due
+    with open(path) as f:
+        first = samples(f.read())
+    h.eq(first[("backfilld_schedule_delay_seconds_count", frozenset({("job", "sched")}))],
+         2, "delays observed")
+    h.eq(first[("backfilld_schedule_delay_seconds_sum", frozenset({("job", "sched")}))],
+         86400, "delays' sum (a day late, then on time)")
     d.start()
     rc, out, err = d.ctl("backfill", "daily", "--from", "2026-01-01", "--to", "2026-01-03",
                          "--wait")
@@ -105,6 +117,9 @@ def test_metrics_file():
     h.eq(v("backfilld_partitions", job="weekly", state="blocked"), 1,
          "the week blocked by the failed day")
     h.eq(v("backfilld_catchup_refused", job="daily"), 0, "catchup refused")
+    h.eq(v("backfilld_schedule_delay_seconds_count", job="daily"), 0, "no delay for backfills")
+    h.eq(v("backfilld_watermark_timestamp_seconds", job="sched"), 1767139200,
+         "watermark 2025-12-31 as Unix time")
     h.eq(v("backfilld_hooks_total", hook="on_failure", result="ok"), 0, "hooks")
     h.check(any(k[0] == "backfilld_build_info" and v_ == 1 for k, v_ in s.items()),
             "build_info")
