@@ -138,6 +138,92 @@ report_request_cb(int64_t id, const char *job, const char *kind,
 		   p.succeeded, p.failed, p.blocked, p.running, p.queued);
 }
 
+struct recent {
+	int64_t id, created_at, finished_at;
+	char job[128], kind[16], reason[256];
+	bool finished, cancelled;
+};
+
+struct recent_ctx {
+	struct recent rows[REPORT_RECENT];
+	int n;
+};
+
+/* One of the newest requests, copied (counted after the read). */
+static void
+report_recent_cb(int64_t id, const char *job, const char *kind,
+		 const char *reason, int64_t created_at, bool finished,
+		 int64_t finished_at, bool cancelled, void *data)
+{
+	struct recent_ctx *c = data;
+	struct recent *r;
+
+	if (c->n >= REPORT_RECENT)
+		return;
+	r = &c->rows[c->n++];
+	r->id = id;
+	r->created_at = created_at;
+	r->finished = finished;
+	r->finished_at = finished_at;
+	r->cancelled = cancelled;
+	snprintf(r->job, sizeof r->job, "%s", job);
+	snprintf(r->kind, sizeof r->kind, "%s", kind);
+	snprintf(r->reason, sizeof r->reason, "%s", reason ? reason : "");
+}
+
+/* The audit of the newest requests: what each asked, when, and how its
+ * partitions ended (backfillctl audit --request N has the details). */
+static void
+report_recent(struct sched *s, struct buf *o)
+{
+	struct recent_ctx *c = calloc(1, sizeof *c);
+	struct err err;
+
+	if (c == NULL)
+		return;
+	buf_printf(o, "<h2>Audit of recent requests</h2>\n<p>The newest %d"
+		   " requests; <code>backfillctl audit --request N</code> gives"
+		   " each partition's rows, metrics and checks.</p>\n<table><tr>"
+		   "<th>request</th><th>job</th><th>kind</th><th>reason</th><th>"
+		   "created</th><th>finished</th><th>succeeded</th><th>failed"
+		   "</th><th>blocked</th><th>cancelled</th><th>open</th></tr>\n",
+		   REPORT_RECENT);
+	if (store_recent_requests(sched_store(s), REPORT_RECENT,
+				  report_recent_cb, c, &err) < 0) {
+		buf_addstr(o, "</table>\n<p>");
+		report_esc(o, err.msg);
+		buf_addstr(o, "</p>\n");
+		free(c);
+		return;
+	}
+	for (int i = 0; i < c->n; i++) {
+		const struct recent *r = &c->rows[i];
+		int64_t counts[MS_COUNT] = { 0 }, ms = 0;
+		char at[CAL_KEY_MAX], fin[CAL_KEY_MAX];
+
+		if (store_request_counts(sched_store(s), r->id, counts, &ms,
+					 &err) < 0)
+			continue;
+		cal_format_iso_ms(r->created_at, at);
+		cal_format_iso_ms(r->finished_at, fin);
+		buf_printf(o, "<tr><td>%" PRId64 "</td><td>", r->id);
+		report_esc(o, r->job);
+		buf_addstr(o, "</td><td>");
+		report_esc(o, r->kind);
+		buf_addstr(o, "</td><td>");
+		report_esc(o, r->reason);
+		buf_printf(o, "</td><td>%s</td><td>%s%s</td><td>%" PRId64
+			   "</td><td>%" PRId64 "</td><td>%" PRId64 "</td><td>%"
+			   PRId64 "</td><td>%" PRId64 "</td></tr>\n", at,
+			   r->finished ? fin : "", r->cancelled ? " (cancelled)" : "",
+			   counts[MS_SUCCEEDED], counts[MS_FAILED],
+			   counts[MS_BLOCKED], counts[MS_CANCELLED],
+			   counts[MS_QUEUED] + counts[MS_RUNNING]);
+	}
+	buf_addstr(o, "</table>\n");
+	free(c);
+}
+
 struct fail_ctx {
 	struct buf *o;
 	int n;
@@ -256,6 +342,7 @@ report_render(struct sched *s, struct buf *o)
 		   "</th><th>queued</th></tr>\n");
 	sched_each_request(s, report_request_cb, ctx);
 	buf_addstr(o, "</table>\n");
+	report_recent(s, o);
 
 	buf_printf(o, "<h2>Failures</h2>\n<p>The newest %d failed runs.</p>\n"
 		   "<table><tr><th>job</th><th>partition</th><th>request</th>"

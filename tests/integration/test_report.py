@@ -101,6 +101,9 @@ def test_report_matches_map():
         text = f.read()
     h.check("<script" not in text.lower(), "no script in the page")
     h.check("command exited with status 1" in text, "the failure's error in the page")
+    h.check("<h2>Audit of recent requests</h2>" in text and
+            "<tr><td>1</td><td>daily</td><td>backfill</td>" in text,
+            "the backfill in the audit of recent requests")
     p = run_chromium(tool, "--dump-dom", "file://" + page)
     h.check(p.returncode == 0, "chromium --dump-dom: exit %d\n%s" % (p.returncode, p.stderr[-2000:]))
     dom = Cells()
