@@ -324,6 +324,7 @@ daemon_exec_closed_cb(void *data)
 	metrics_close(d->metrics); /* its last write, at shutdown */
 	d->metrics = NULL;
 	sched_close(d->sched);
+	sched_set_hooks(d->sched, NULL);
 	hooks_close(d->hooks);
 	d->hooks = NULL;
 	prune_close(d->prune);
@@ -723,6 +724,10 @@ main(int argc, char **argv)
 		/* start-up failed: close what was opened, then exit */
 		log_err("cannot start: %s", err.msg);
 		d.stopping = true;
+		if (d.sched)
+			sched_set_hooks(d.sched, NULL);
+		hooks_close(d.hooks); /* none ran: freed at once */
+		d.hooks = NULL;
 		if (d.control)
 			control_close(d.control);
 		if (d.exec)
