@@ -18,6 +18,8 @@
 #include "clock.h"
 #include "estimate.h"
 #include "log.h"
+#include "map_view.h"
+#include "report.h"
 #include "text.h"
 #include "throttle.h"
 #include "verify.h"
@@ -1005,9 +1007,14 @@ cmd_status(struct cmd_ctx *ctx, const struct proto_msg *req,
 			buf_printf(&res->out, ", \"queued\": %" PRId64 ", \"running\":"
 				   " %" PRId64 ", \"succeeded\": %" PRId64 ","
 				   " \"failed\": %" PRId64 ", \"blocked\": %" PRId64
-				   ", \"stale\": %" PRId64 "}", v.queued, v.running,
+				   ", \"stale\": %" PRId64 ", \"late\": %" PRId64
+				   ", \"oldest_late\": ", v.queued, v.running,
 				   counts[MS_SUCCEEDED], counts[MS_FAILED],
-				   v.blocked, cc.n);
+				   v.blocked, cc.n, v.late);
+			if (v.late > 0)
+				part_key(j->grain, v.late_oldest, gf);
+			json_str(&res->out, v.late > 0 ? gf : NULL);
+			buf_addstr(&res->out, "}");
 			if (v.has_sensor) {
 				char lc[CAL_KEY_MAX], nc[CAL_KEY_MAX];
 
@@ -1109,6 +1116,15 @@ cmd_status(struct cmd_ctx *ctx, const struct proto_msg *req,
 		if (only >= 0 && (int)i != only)
 			continue;
 		sched_job_view(s, (int)i, &v);
+		if (v.late > 0) {
+			char ok[CAL_KEY_MAX];
+
+			part_key(cfg->jobs[i].grain, v.late_oldest, ok);
+			buf_printf(&res->out, "late %s: %" PRId64 " partition%s"
+				   " past the deadline of %" PRId64 "s, oldest %s\n",
+				   cfg->jobs[i].name, v.late, v.late == 1 ? "" : "s",
+				   cfg->jobs[i].deadline, ok);
+		}
 		if (!v.has_sensor)
 			continue;
 		cal_format_iso_ms(v.last_check_ms, lc);
@@ -2023,6 +2039,39 @@ cmd_audit(struct cmd_ctx *ctx, const struct proto_msg *req, struct cmd_res *res)
 
 /* ---- the table -------------------------------------------------------- */
 
+/* map JOB [--from D --to D]: the job's partitions as ranges (json) or a
+ * calendar (colours when tty); see map.h and map_view.h. */
+static void
+cmd_map(struct cmd_ctx *ctx, const struct proto_msg *req, struct cmd_res *res)
+{
+	const struct config *cfg = sched_config(ctx->sched);
+	struct map m;
+	struct err err;
+	int j;
+
+	if ((j = cmd_job(ctx, req, res, true)) < 0)
+		return;
+	if (map_view_build(ctx->sched, j, proto_get(req, "from"),
+			   proto_get(req, "to"), &m, &err) < 0) {
+		res_err(res, &err);
+		return;
+	}
+	if (flag(req, "json"))
+		map_json(&m, cfg->jobs[j].name, &res->out);
+	else
+		map_text(&m, cfg->jobs[j].name, flag(req, "tty"), &res->out);
+	map_free(&m);
+}
+
+/* report: the HTML page as out (the client writes it to its file). */
+static void
+cmd_report(struct cmd_ctx *ctx, const struct proto_msg *req,
+	   struct cmd_res *res)
+{
+	(void)req;
+	report_render(ctx->sched, &res->out);
+}
+
 static const struct cmd_entry cmd_table[] = {
 	{ "backfill", true, cmd_backfill },
 	{ "rerun", true, cmd_rerun },
@@ -2037,6 +2086,8 @@ static const struct cmd_entry cmd_table[] = {
 	{ "retry", true, cmd_retry },
 	{ "reload", true, cmd_reload },
 	{ "jobs", false, cmd_jobs },
+	{ "map", false, cmd_map },
+	{ "report", false, cmd_report },
 };
 
 /* Whether this request changes state: a mutating command, except a

@@ -916,6 +916,7 @@ static int cfg_h_include(struct cfg_parser *, void *, const struct cfg_key *,
 #define CFG_OFF(type, field) offsetof(struct type, field)
 #define CFG_POSINT "a positive integer"
 #define CFG_DURATION "a duration like 30s, 15m, 2h or 1d"
+#define CFG_POSDURATION "a positive duration like 30s, 15m, 2h or 1d"
 #define CFG_KEEP "a duration of at least 1h, like 30d or 365d"
 
 static const struct cfg_key cfg_top_keys[] = {
@@ -938,6 +939,12 @@ static const struct cfg_key cfg_top_keys[] = {
 	  CFG_OFF(config, shutdown_grace), 0, CFG_DURATION, 0 },
 	{ "keep_runs", YAML_SCALAR_NODE, cfg_h_keep,
 	  CFG_OFF(config, keep_runs), 0, CFG_KEEP, 0 },
+	{ "metrics_file", YAML_SCALAR_NODE, cfg_h_path,
+	  CFG_OFF(config, metrics_file), 0, "a file path", 0 },
+	{ "report_file", YAML_SCALAR_NODE, cfg_h_path,
+	  CFG_OFF(config, report_file), 0, "a file path", 0 },
+	{ "hook_timeout", YAML_SCALAR_NODE, cfg_h_posduration,
+	  CFG_OFF(config, hook_timeout), 0, CFG_POSDURATION, 0 },
 	{ "warehouses", YAML_SEQUENCE_NODE, cfg_h_warehouses, 0, 0,
 	  "a sequence of warehouses", 1 },
 	{ "jobs", YAML_SEQUENCE_NODE, cfg_h_jobs, 0, 0, "a sequence of jobs",
@@ -1368,6 +1375,80 @@ cfg_h_command(struct cfg_parser *p, void *obj, const struct cfg_key *k,
 	return 0;
 }
 
+const char *
+hook_kind_name(enum hook_kind k)
+{
+	static const char *const names[HOOK_COUNT] = { "on_failure", "on_late",
+						       "on_refused" };
+
+	return k < HOOK_COUNT ? names[k] : "?";
+}
+
+/* Whether every {...} in s is one of the hooks' placeholders; *bad points
+ * at the first that is not. */
+static bool
+cfg_hook_text_ok(const char *s, const char **bad)
+{
+	static const char *const names[] = { "{job}", "{partition}",
+					     "{request}", "{error}", NULL };
+
+	for (const char *c = strchr(s, '{'); c != NULL; c = strchr(c + 1, '{')) {
+		bool ok = false;
+
+		for (size_t i = 0; names[i] != NULL; i++)
+			if (strncmp(c, names[i], strlen(names[i])) == 0)
+				ok = true;
+		if (!ok) {
+			*bad = c;
+			return false;
+		}
+	}
+	return true;
+}
+
+/* on_failure, on_late, on_refused: argv like command:, whose placeholders
+ * are {job}, {partition}, {request} and {error}. */
+static int
+cfg_h_hook(struct cfg_parser *p, void *obj, const struct cfg_key *k,
+	   yaml_node_t *key, yaml_node_t *val)
+{
+	struct job_def *j = obj;
+	struct hook_def *h = &j->hooks[k->off];
+	size_t i, n = cfg_seq_len(val);
+	char buf[CFG_QUOTE_MAX * 4 + 16];
+
+	if (n == 0)
+		return cfg_bad_value(p, k, val);
+	h->pos = cfg_pos(key->start_mark);
+	h->argv = calloc(n + 1, sizeof *h->argv);
+	if (h->argv == NULL)
+		return cfg_oom(p);
+	for (i = 0; i < n; i++) {
+		yaml_node_t *it = cfg_seq_item(p, val, i);
+		const char *bad = NULL;
+
+		if (it->type != YAML_SCALAR_NODE ||
+		    (i == 0 && (cfg_is_null(it) || cfg_text(it)[0] == '\0')) ||
+		    strlen(cfg_text(it)) != it->data.scalar.length)
+			return cfg_bad_value(p, k, it);
+		if (!cfg_hook_text_ok(cfg_text(it), &bad)) {
+			char word[CFG_QUOTE_MAX];
+
+			snprintf(word, sizeof word, "%.*s",
+				 (int)strcspn(bad, "}") + 1, bad);
+			return cfg_fail(p, it->start_mark,
+					"%s%s: unknown placeholder %s; use {job}, {partition}, {request} or {error}",
+					p->pfx, k->name,
+					cfg_quote(word, buf, sizeof buf));
+		}
+		h->argv[i] = strdup(cfg_is_null(it) ? "" : cfg_text(it));
+		if (h->argv[i] == NULL)
+			return cfg_oom(p);
+		h->argc = i + 1;
+	}
+	return 0;
+}
+
 static const struct cfg_key cfg_check_keys[] = {
 	{ "name", YAML_SCALAR_NODE, cfg_h_str, CFG_OFF(check_def, name), 0,
 	  "a name", 0 },
@@ -1604,6 +1685,14 @@ static const struct cfg_key cfg_job_keys[] = {
 	  "a non-negative integer", 0 },
 	{ "metrics", YAML_MAPPING_NODE, cfg_h_metrics, 0, 0,
 	  "a mapping of name to SQL expression or {sql, max_change}", 0 },
+	{ "deadline", YAML_SCALAR_NODE, cfg_h_posduration, CFG_JOB(deadline), 0,
+	  CFG_POSDURATION, 0 },
+	{ "on_failure", YAML_SEQUENCE_NODE, cfg_h_hook, HOOK_FAILURE, 0,
+	  "a command: a sequence of strings, program first", 0 },
+	{ "on_late", YAML_SEQUENCE_NODE, cfg_h_hook, HOOK_LATE, 0,
+	  "a command: a sequence of strings, program first", 0 },
+	{ "on_refused", YAML_SEQUENCE_NODE, cfg_h_hook, HOOK_REFUSED, 0,
+	  "a command: a sequence of strings, program first", 0 },
 	{ "late_data", YAML_MAPPING_NODE, cfg_h_late_data, 0, 0,
 	  "a mapping with sql: and every:", 0 },
 	{ NULL, YAML_NO_NODE, NULL, 0, 0, NULL, 0 }
@@ -1871,6 +1960,20 @@ cfg_job_finish(struct cfg_parser *p, struct job_def *j, yaml_node_t *map)
 		return cfg_fail(p, cfg_map_get(p, map, "concurrency")->start_mark,
 				"%sconcurrency %d is above max_concurrency %d; lower it or raise max_concurrency",
 				p->pfx, j->concurrency, p->cfg->max_concurrency);
+	if ((k2 = cfg_map_key(p, map, "deadline")) != NULL &&
+	    !j->has_start && j->nupstream == 0)
+		return cfg_fail(p, k2->start_mark,
+				"%sdeadline needs a schedule: add start: (a clock-driven job) or upstream: (a downstream job)",
+				p->pfx);
+	if ((k2 = cfg_map_key(p, map, "on_late")) != NULL && j->deadline == 0)
+		return cfg_fail(p, k2->start_mark,
+				"%son_late needs deadline: (how long after a partition is due it is late)",
+				p->pfx);
+	if ((k2 = cfg_map_key(p, map, "on_refused")) != NULL &&
+	    (!j->has_start || j->nupstream > 0))
+		return cfg_fail(p, k2->start_mark,
+				"%son_refused needs a clock schedule with catchup (start: and no upstream:)",
+				p->pfx);
 	if (j->batch && !is_sql)
 		return cfg_fail(p, cfg_map_get(p, map, "batch")->start_mark,
 				"%sbatch: true needs a SQL job (sql: or sql_file:)",
@@ -2652,6 +2755,11 @@ config_free(struct config *cfg)
 		if (j->late_data != NULL)
 			free(j->late_data->sql);
 		free(j->late_data);
+		for (int h = 0; h < HOOK_COUNT; h++) {
+			for (k = 0; k < j->hooks[h].argc; k++)
+				free(j->hooks[h].argv[k]);
+			free(j->hooks[h].argv);
+		}
 	}
 	free(cfg->jobs);
 	free(cfg->topo);
@@ -2661,6 +2769,8 @@ config_free(struct config *cfg)
 	free(cfg->socket);
 	free(cfg->socket_group);
 	free(cfg->log_level);
+	free(cfg->metrics_file);
+	free(cfg->report_file);
 	free(cfg);
 }
 
@@ -2695,6 +2805,7 @@ config_load_bytes(const char *path, char *abs, const char *text, size_t len,
 	cfg->max_backfill = 366;
 	cfg->shutdown_grace = 30;
 	cfg->keep_runs = 365 * 86400;
+	cfg->hook_timeout = 30;
 	p.cfg = cfg;
 	p.srcs = calloc(1, sizeof *p.srcs);
 	if (cfg->dir == NULL || p.srcs == NULL ||

@@ -71,6 +71,16 @@ struct late_data_def {
 	struct pos pos;
 };
 
+/* A hook (on_failure, on_late, on_refused): argv run without a shell,
+ * {job} {partition} {request} {error} substituted in each element. */
+struct hook_def {
+	char **argv;  /* NULL-terminated, or NULL when the hook is not set */
+	size_t argc;
+	struct pos pos;
+};
+
+enum hook_kind { HOOK_FAILURE, HOOK_LATE, HOOK_REFUSED, HOOK_COUNT };
+
 struct job_def {
 	char *name;
 	char *file;     /* absolute path of the file that defines it */
@@ -123,6 +133,10 @@ struct job_def {
 	size_t nmetrics;
 	struct late_data_def *late_data; /* NULL when absent */
 
+	/* freshness (DESIGN.md, "Freshness and hooks") */
+	int64_t deadline;    /* seconds, 0 = none */
+	struct hook_def hooks[HOOK_COUNT]; /* indexed by enum hook_kind */
+
 	char code_version[17]; /* hex of a 64-bit hash of the definition */
 };
 
@@ -142,6 +156,9 @@ struct config {
 	int max_backfill;    /* default 366 */
 	int64_t shutdown_grace; /* seconds, default 30 */
 	int64_t keep_runs;      /* seconds, default 365d: finished runs kept */
+	int64_t hook_timeout;   /* seconds, default 30: a hook is killed after */
+	char *metrics_file;     /* Prometheus text format, or NULL */
+	char *report_file;      /* the HTML report page, or NULL */
 
 	struct warehouse_def *warehouses;
 	size_t nwarehouses;
@@ -162,6 +179,9 @@ int config_load_string(const char *path, const char *text, size_t len,
 		       struct config **out, struct err *err);
 struct config *config_ref(struct config *cfg);
 void config_unref(struct config *cfg);
+
+/* The config key of a hook kind: on_failure, on_late, on_refused. */
+const char *hook_kind_name(enum hook_kind k);
 
 /* Job by name, or NULL. */
 const struct job_def *config_job(const struct config *cfg, const char *name);

@@ -122,6 +122,12 @@ config_diff_job(const struct job_def *a, const struct job_def *b,
 	      (a->late_data != NULL &&
 	       (config_diff_str(a->late_data->sql, b->late_data->sql) ||
 		a->late_data->every != b->late_data->every)), "late_data");
+	CD_IF(a->deadline != b->deadline, "deadline");
+	for (int h = 0; h < HOOK_COUNT; h++)
+		CD_IF((a->hooks[h].argv == NULL) != (b->hooks[h].argv == NULL) ||
+		      config_diff_strv(a->hooks[h].argv, a->hooks[h].argc,
+				       b->hooks[h].argv, b->hooks[h].argc),
+		      hook_kind_name((enum hook_kind)h));
 }
 
 /* The keys of warehouse a that differ in b. */
@@ -168,6 +174,9 @@ config_diff_settings(const struct config *a, const struct config *b,
 	CD_IF(a->max_backfill != b->max_backfill, "max_backfill");
 	CD_IF(a->shutdown_grace != b->shutdown_grace, "shutdown_grace");
 	CD_IF(a->keep_runs != b->keep_runs, "keep_runs");
+	CD_IF(a->hook_timeout != b->hook_timeout, "hook_timeout");
+	CD_IF(config_diff_str(a->metrics_file, b->metrics_file), "metrics_file");
+	CD_IF(config_diff_str(a->report_file, b->report_file), "report_file");
 #undef CD_IF
 	memcpy(d->settings, c->keys, sizeof c->keys);
 	d->nsettings = c->nkeys;

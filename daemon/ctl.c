@@ -26,6 +26,8 @@
  */
 #include <ctype.h>
 #include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
 #include <getopt.h>
 #include <signal.h>
 #include <stdbool.h>
@@ -141,6 +143,12 @@ static int ctl_backfill_check(const struct ctl_ctx *, const char *const *,
     struct err *);
 static int ctl_runs_check(const struct ctl_ctx *, const char *const *,
     struct err *);
+static int ctl_report_check(const struct ctl_ctx *, const char *const *,
+    struct err *);
+
+/* report --html FILE: the file the page goes to (written here, through a
+ * temporary file renamed once the whole page arrived). */
+static const char *ctl_report_path;
 
 static const struct ctl_arg ctl_backfill_opts[] = {
 	{ "from", CTL_TEXT, "from", NULL },
@@ -228,6 +236,16 @@ static const struct ctl_arg ctl_wait_opts[] = {
 	{ "wait", CTL_WAIT, NULL, NULL },
 	{ NULL, 0, NULL, NULL }
 };
+static const struct ctl_arg ctl_map_opts[] = {
+	{ "from", CTL_TEXT, "from", NULL },
+	{ "to", CTL_TEXT, "to", NULL },
+	{ "json", CTL_FLAG, "json", NULL },
+	{ NULL, 0, NULL, NULL }
+};
+static const struct ctl_arg ctl_report_opts[] = {
+	{ "html", CTL_TEXT, "html", NULL },
+	{ NULL, 0, NULL, NULL }
+};
 static const struct ctl_arg ctl_none[] = {
 	{ NULL, 0, NULL, NULL }
 };
@@ -292,7 +310,8 @@ static const struct ctl_cmd ctl_cmds[] = {
 	{ "status",
 	  "status [JOB] [--json]",
 	  "Per job: paused, queued, running, succeeded, failed, blocked,\n"
-	  "watermark and catchup state.\n\n"
+	  "watermark and catchup state; the partitions past a job's deadline\n"
+	  "(late) and the oldest of them.\n\n"
 	  "  --json               print JSON\n",
 	  ctl_json_opts, ctl_status_pos, 0, NULL },
 	{ "runs",
@@ -363,6 +382,30 @@ static const struct ctl_cmd ctl_cmds[] = {
 	  "define each.\n\n"
 	  "  --json               print JSON\n",
 	  ctl_json_opts, ctl_none, 0, NULL },
+	{ "map",
+	  "map JOB [--from D --to D] [--json]",
+	  "JOB's partitions as a calendar, one letter per partition by state\n"
+	  "(days: a row per ISO week; hours: a row per day; weeks and months: a\n"
+	  "row per year), with a legend and counts; in colour on a terminal.\n"
+	  "Default range: the job's start (or its first built partition) to its\n"
+	  "newest due partition; at most 100000 partitions.\n\n"
+	  "  --from D             first date, YYYY-MM-DD (YYYY-MM-DDTHH for "
+	  "an hourly job)\n"
+	  "  --to D               last date, inclusive\n"
+	  "  --json               print {job, grain, from, to, ranges: [{from, "
+	  "to, state,\n"
+	  "                       count}]}: runs of consecutive partitions in "
+	  "one state\n",
+	  ctl_map_opts, ctl_job_pos, 1, NULL },
+	{ "report",
+	  "report --html FILE",
+	  "Write the report page to FILE now: one self-contained HTML file\n"
+	  "(no script, no external asset) with each job's partition map, the\n"
+	  "requests with their progress, the newest failures with their\n"
+	  "errors, and the late and stale partitions.  FILE is replaced whole\n"
+	  "(a temporary file beside it, renamed).\n\n"
+	  "  --html FILE          where to write the page\n",
+	  ctl_report_opts, ctl_none, 0, ctl_report_check },
 };
 #define CTL_NCMDS (sizeof ctl_cmds / sizeof ctl_cmds[0])
 
@@ -662,6 +705,60 @@ ctl_val(const struct ctl_ctx *ctx, const char *const *val, const char *name)
 			return val[i];
 	}
 	return NULL;
+}
+
+/* report: --html FILE is required. */
+static int
+ctl_report_check(const struct ctl_ctx *ctx, const char *const *val,
+    struct err *err)
+{
+	ctl_report_path = ctl_val(ctx, val, "html");
+	if (ctl_report_path == NULL || ctl_report_path[0] == '\0')
+		return ctl_usage_err(ctx, err, "missing --html FILE: say where "
+		    "to write the report page");
+	return 0;
+}
+
+/* Send stdout to a temporary file beside the report's file (its name in
+ * tmp); -1 with err. */
+static int
+ctl_report_open(char *tmp, size_t tmpsz, struct err *err)
+{
+	int fd;
+
+	snprintf(tmp, tmpsz, "%s.tmp.%ld", ctl_report_path, (long)getpid());
+	fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+	if (fd < 0)
+		return err_set(err, EXIT_BAD_INPUT, "cannot write %s: %s; check "
+		    "the folder of --html", tmp, strerror(errno));
+	fflush(stdout);
+	if (dup2(fd, STDOUT_FILENO) < 0) {
+		close(fd);
+		unlink(tmp);
+		return err_set(err, EXIT_WORK_FAILED, "cannot write %s: %s", tmp,
+		    strerror(errno));
+	}
+	close(fd);
+	return 0;
+}
+
+/* The page arrived (st 0): rename it over the report's file; otherwise
+ * drop it.  Returns st, or -1 with err. */
+static int
+ctl_report_close(const char *tmp, int st, struct err *err)
+{
+	if (st != EXIT_DONE || fflush(stdout) != 0 || ferror(stdout)) {
+		unlink(tmp);
+		return st == EXIT_DONE ? err_set(err, EXIT_WORK_FAILED,
+		    "cannot write %s: %s; check the space left", tmp,
+		    strerror(errno)) : st;
+	}
+	if (rename(tmp, ctl_report_path) < 0) {
+		unlink(tmp);
+		return err_set(err, EXIT_WORK_FAILED, "cannot rename %s to %s: %s",
+		    tmp, ctl_report_path, strerror(errno));
+	}
+	return st;
 }
 
 /* backfill: one way of choosing the dates, valid bounds in order, a known
@@ -1350,6 +1447,7 @@ main(int argc, char **argv)
 	struct ctl_args a;
 	struct err err;
 	struct buf req;
+	char tmp[PATH_MAX + 32];
 	int c, st;
 
 	signal(SIGPIPE, SIG_IGN);
@@ -1405,7 +1503,11 @@ main(int argc, char **argv)
 	}
 	if (ctl_socket_path(&ctx, &err) != 0)
 		goto fail;
+	if (ctl_report_path != NULL && ctl_report_open(tmp, sizeof tmp, &err) < 0)
+		goto fail;
 	st = ctl_run(&ctx, &req, &err);
+	if (ctl_report_path != NULL)
+		st = ctl_report_close(tmp, st, &err);
 	if (st < 0)
 		goto fail;
 	buf_free(&req);

@@ -33,6 +33,8 @@
 #include "config_diff.h"
 #include "control.h"
 #include "exec.h"
+#include "hooks.h"
+#include "metrics.h"
 #include "log.h"
 #include "notify.h"
 #include "prune.h"
@@ -49,6 +51,8 @@ struct daemon {
 	struct exec *exec;
 	struct sched *sched;
 	struct throttle *throttle; /* the warehouses' throttles */
+	struct hooks *hooks;
+	struct metrics *metrics;
 	struct control *control;
 	struct notify *notify;
 	struct prune *prune;
@@ -321,7 +325,12 @@ daemon_exec_closed_cb(void *data)
 {
 	struct daemon *d = data;
 
+	metrics_close(d->metrics); /* its last write, at shutdown */
+	d->metrics = NULL;
 	sched_close(d->sched);
+	sched_set_hooks(d->sched, NULL);
+	hooks_close(d->hooks);
+	d->hooks = NULL;
 	prune_close(d->prune);
 	notify_close(d->notify);
 	uv_close((uv_handle_t *)&d->sighup, NULL);
@@ -588,6 +597,8 @@ daemon_start(struct daemon *d, struct err *err)
 	d->cfg = NULL; /* the scheduler holds it now */
 	if (sched_new(&d->loop, d->store, d->exec, cfg, logdir, &d->sched, err) < 0)
 		return EXIT_WORK_FAILED;
+	d->hooks = hooks_new(&d->loop);
+	sched_set_hooks(d->sched, d->hooks);
 	sched_on_change(d->sched, daemon_changed_cb, d);
 	{
 		struct throttle_ops ops = { daemon_throttle_poke,
@@ -628,6 +639,8 @@ daemon_start(struct daemon *d, struct err *err)
 	if (sched_start(d->sched, err) < 0 ||
 	    prune_new(&d->loop, d->sched, &d->prune, err) < 0)
 		return EXIT_WORK_FAILED;
+	d->metrics = metrics_new(&d->loop, d->sched, d->hooks);
+	sched_on_run(d->sched, metrics_run_cb, d->metrics);
 	log_notice("backfilld %s started: %zu jobs, socket %s, state %s",
 		   BACKFILLD_VERSION, cfg->njobs, cfg->socket, cfg->state_db);
 	snprintf(d->last_reload, sizeof d->last_reload, "configuration loaded");
@@ -744,6 +757,10 @@ main(int argc, char **argv)
 		/* start-up failed: close what was opened, then exit */
 		log_err("cannot start: %s", err.msg);
 		d.stopping = true;
+		if (d.sched)
+			sched_set_hooks(d.sched, NULL);
+		hooks_close(d.hooks); /* none ran: freed at once */
+		d.hooks = NULL;
 		if (d.control)
 			control_close(d.control);
 		throttle_close(d.throttle);

@@ -66,8 +66,10 @@
 #include <string.h>
 
 #include "clock.h"
+#include "fresh.h"
 #include "guard.h"
 #include "lineage.h"
+#include "hooks.h"
 #include "log.h"
 #include "proc.h"
 #include "text.h"
@@ -176,10 +178,15 @@ struct sched {
 	void *change_data;
 	void (*idle_cb)(void *);
 	void *idle_data;
+	void (*run_cb)(void *, const struct sched_run_event *);
+	void *run_data;
 
 	uv_timer_t retry_timer;
 	int64_t retry_at;        /* ms, INT64_MAX when not armed */
 	uv_timer_t due_timer;
+	uv_timer_t late_timer;   /* the next deadline (fresh.h) */
+	struct fresh *fresh;     /* partitions owed by jobs with a deadline */
+	struct hooks *hooks;     /* NULL: hooks are not run */
 	uv_idle_t kick;          /* dispatch once per loop turn */
 	int64_t started_ms;      /* :since of a sensor's first check */
 	bool kick_armed;
@@ -188,6 +195,11 @@ struct sched {
 
 static void sched_dispatch(struct sched *s);
 static void sched_kick(struct sched *s);
+static void sched_fresh_arm(struct sched *s);
+static void sched_fresh_run_done(struct sched *s, struct active *a,
+				 enum mstate result, int64_t now);
+static void sched_fresh_loaded(struct sched *s, struct request *rq);
+static void sched_fresh_reload(struct sched *s);
 static void sched_schedule(struct sched *s, bool resumed_job_only, int job);
 
 /* ---- helpers ---------------------------------------------------------- */
@@ -1320,6 +1332,24 @@ recorded:
 			" attempt=%d failed: %s%s", a->job_name, e->key,
 			e->rq->id, run->run_id, e->attempts, run->error,
 			retry ? "; will retry" : "");
+	if (run_state != MS_CANCELLED)
+		sched_fresh_run_done(s, a, result, now);
+	if (s->run_cb != NULL) {
+		struct sched_run_event ev = {
+			.job = a->job_name, .state = run_state,
+			.duration_s = (double)(now - a->started_at) / 1000.0,
+		};
+		const struct job_def *dj = config_job(s->cfg, a->job_name);
+
+		if (dj != NULL && dj->has_start && dj->nupstream == 0 &&
+		    (strcmp(e->rq->kind, "schedule") == 0 ||
+		     strcmp(e->rq->kind, "catchup") == 0)) {
+			ev.has_delay = true;
+			ev.delay_s = (double)(a->started_at - sched_due_time(
+				dj->grain, dj->ready_after, e->part) * 1000) / 1000.0;
+		}
+		s->run_cb(s->run_data, &ev);
+	}
 
 settled:
 	s->nrunning--;
@@ -1671,6 +1701,19 @@ sched_materialise(struct sched *s, int job, part_t first, part_t last,
 	rc = sched_submit(s, &rq, true, &plan, &id, err);
 	plan_free(&plan);
 	free(rq.parts);
+	if (rc == 0 && s->cfg->jobs[job].deadline > 0) {
+		const struct job_def *j = &s->cfg->jobs[job];
+
+		for (part_t p = first; p <= last; p++) {
+			char key[CAL_KEY_MAX];
+
+			part_key(j->grain, p, key);
+			fresh_track(s->fresh, j->name, p, key,
+				    sched_due_time(j->grain, j->ready_after, p) * 1000,
+				    j->deadline * 1000, id);
+		}
+		sched_fresh_arm(s);
+	}
 	return rc;
 }
 
@@ -1943,6 +1986,18 @@ sched_schedule(struct sched *s, bool resumed, int only)
 				snprintf(js->st.gap_from, sizeof js->st.gap_from,
 					 "%s", a);
 				snprintf(js->st.gap_to, sizeof js->st.gap_to, "%s", b);
+				{
+					char range[2 * CAL_KEY_MAX + 2], why[256];
+
+					snprintf(range, sizeof range, "%s..%s", a, b);
+					snprintf(why, sizeof why, "catchup refused: %"
+						 PRId64 " partitions missed, above"
+						 " max_catchup %d", gap,
+						 j->max_catchup);
+					hooks_fire(s->hooks, j, HOOK_REFUSED,
+						   s->cfg->hook_timeout, range, 0,
+						   why);
+				}
 			}
 			js->st.has_watermark = true;
 			part_key(j->grain, last, js->st.watermark);
@@ -1993,7 +2048,248 @@ void
 sched_clock_changed(struct sched *s)
 {
 	sched_schedule(s, false, -1);
+	sched_fresh_arm(s);
 	sched_kick(s);
+}
+
+/* ---- freshness (fresh.h) and hooks ------------------------------------ */
+
+/* A partition became late: say so once, and run the job's on_late. */
+static void
+sched_late_found_cb(const struct fresh_item *it, void *data)
+{
+	struct sched *s = data;
+	const struct job_def *j = config_job(s->cfg, it->job);
+	char why[128];
+
+	snprintf(why, sizeof why, "not landed %" PRId64 " s after it was due",
+		 it->deadline / 1000);
+	log_warn("job=%s partition=%s late: %s (deadline)", it->job, it->key,
+		 why);
+	if (j != NULL)
+		hooks_fire(s->hooks, j, HOOK_LATE, s->cfg->hook_timeout,
+			   it->key, it->request, why);
+}
+
+/* The deadline timer, or a clock change: mark late what is due. */
+static void
+sched_late_cb(uv_timer_t *t)
+{
+	struct sched *s = t->data;
+
+	sched_fresh_arm(s);
+}
+
+/* Mark late what is past its deadline now and arm the timer for the next
+ * deadline (the daemon's clock; at least daily, as the due timer). */
+static void
+sched_fresh_arm(struct sched *s)
+{
+	int64_t now = clock_now_ms(), next;
+
+	if (s->closing)
+		return;
+	fresh_advance(s->fresh, now, sched_late_found_cb, s);
+	next = fresh_next(s->fresh);
+	uv_timer_stop(&s->late_timer);
+	if (next != INT64_MAX) {
+		int64_t delay = next > now ? next - now : 0;
+
+		if (delay > 86400000)
+			delay = 86400000;
+		uv_timer_start(&s->late_timer, sched_late_cb, (uint64_t)delay, 0);
+	}
+}
+
+/* A run finished (not cancelled): its partitions that landed are no longer
+ * owed, the downstream partitions waiting for them are owed from now, and
+ * a last attempt that failed runs the job's on_failure. */
+static void
+sched_fresh_run_done(struct sched *s, struct active *a, enum mstate result,
+		     int64_t now)
+{
+	size_t n = a->batch ? a->nentries : 1;
+	const struct job_def *j = config_job(s->cfg, a->job_name);
+
+	for (size_t i = 0; i < n; i++) {
+		struct entry *e = a->entries[i];
+
+		if (result == MS_FAILED && j != NULL)
+			hooks_fire(s->hooks, j, HOOK_FAILURE,
+				   s->cfg->hook_timeout, e->key, e->rq->id,
+				   a->run.error[0] ? a->run.error : "failed");
+		if (result != MS_SUCCEEDED)
+			continue;
+		fresh_done(s->fresh, a->job_name, e->key);
+		for (size_t k = 0; k < a->nentries; k++) {
+			struct entry *x = a->entries[k];
+
+			if (a->batch && k != i)
+				continue;
+			for (size_t o = 0; o < x->nouts; o++) {
+				const struct job_def *d = entry_job(s, x->outs[o]);
+
+				if (d != NULL && d->deadline > 0)
+					fresh_track(s->fresh, d->name,
+						    x->outs[o]->part,
+						    x->outs[o]->key, now,
+						    d->deadline * 1000,
+						    x->outs[o]->rq->id);
+			}
+		}
+	}
+	sched_fresh_arm(s);
+}
+
+/* At start: the open partitions of a loaded request that a job with a
+ * deadline owes (scheduled ones since their due time, downstream ones
+ * whose inputs are final since the request was made). */
+static void
+sched_fresh_loaded(struct sched *s, struct request *rq)
+{
+	bool sched_kind = strcmp(rq->kind, "schedule") == 0 ||
+			  strcmp(rq->kind, "catchup") == 0;
+
+	for (size_t i = 0; i < rq->n; i++) {
+		struct entry *e = rq->items[i];
+		const struct job_def *j = entry_job(s, e);
+		bool pending = false;
+
+		if (j == NULL || j->deadline <= 0 ||
+		    e->state == MS_SUCCEEDED || e->state == MS_CANCELLED)
+			continue;
+		for (size_t k = 0; k < e->nins; k++)
+			if (e->ins[k]->state == MS_QUEUED ||
+			    e->ins[k]->state == MS_RUNNING)
+				pending = true;
+		if (e->downstream && !pending)
+			fresh_track(s->fresh, j->name, e->part, e->key,
+				    rq->created_at, j->deadline * 1000, rq->id);
+		else if (!e->downstream && sched_kind && j->has_start &&
+			 j->nupstream == 0)
+			fresh_track(s->fresh, j->name, e->part, e->key,
+				    sched_due_time(j->grain, j->ready_after,
+						   e->part) * 1000,
+				    j->deadline * 1000, rq->id);
+	}
+	sched_fresh_arm(s);
+}
+
+struct fresh_failed_ctx {
+	struct sched *s;
+	const struct job_def *j;
+};
+
+/* A scheduled partition whose newest run failed: still owed. */
+static void
+sched_fresh_failed_cb(const char *key, enum mstate st, void *data)
+{
+	struct fresh_failed_ctx *c = data;
+	const struct job_def *j = c->j;
+	part_t p;
+
+	if (st != MS_FAILED || part_parse_key(j->grain, key, &p, NULL) < 0)
+		return;
+	fresh_track(c->s->fresh, j->name, p, key,
+		    sched_due_time(j->grain, j->ready_after, p) * 1000,
+		    j->deadline * 1000, 0);
+}
+
+/* At start: the scheduled partitions of jobs with a deadline whose newest
+ * run failed (their requests may be closed): one range read of
+ * partition_latest per such job, start to watermark. */
+static void
+sched_fresh_failed(struct sched *s)
+{
+	for (size_t i = 0; i < s->cfg->njobs; i++) {
+		const struct job_def *j = &s->cfg->jobs[i];
+		struct jobstate *js;
+		struct fresh_failed_ctx c = { s, j };
+		char first[CAL_KEY_MAX];
+		struct err err;
+
+		if (j->deadline <= 0 || !j->has_start || j->nupstream > 0)
+			continue;
+		js = jobstate_of(s, (int)i);
+		if (!js->st.has_watermark)
+			continue;
+		part_key(j->grain, j->start, first);
+		if (store_last_states(s->store, j->name, first, js->st.watermark,
+				      sched_fresh_failed_cb, &c, &err) < 0)
+			log_err("job=%s cannot read its failed partitions: %s",
+				j->name, err.msg);
+	}
+	sched_fresh_arm(s);
+}
+
+/* After a reload: owed partitions follow their job's new deadline. */
+static void
+sched_fresh_reload(struct sched *s)
+{
+	/* jobs gone from the configuration: forget what they owed */
+	for (size_t i = 0; i < s->njobstates; i++)
+		if (config_job(s->cfg, s->jobstates[i]->name) == NULL)
+			fresh_set_deadline(s->fresh, s->jobstates[i]->name, 0);
+	for (size_t i = 0; i < s->cfg->njobs; i++)
+		fresh_set_deadline(s->fresh, s->cfg->jobs[i].name,
+				   s->cfg->jobs[i].deadline * 1000);
+	sched_fresh_arm(s);
+}
+
+void
+sched_set_hooks(struct sched *s, struct hooks *h)
+{
+	s->hooks = h;
+}
+
+struct open_ctx {
+	sched_open_cb cb;
+	void *data;
+};
+
+/* A late item, for sched_job_open. */
+static void
+sched_open_late_cb(const struct fresh_item *it, void *data)
+{
+	struct open_ctx *c = data;
+
+	c->cb(it->part, MS_COUNT, c->data);
+}
+
+void
+sched_job_open(struct sched *s, int job, sched_open_cb cb, void *data)
+{
+	const char *name = s->cfg->jobs[job].name;
+	struct open_ctx c = { cb, data };
+
+	for (struct request *rq = s->requests.next; rq != &s->requests;
+	     rq = rq->next)
+		for (size_t i = 0; i < rq->n; i++) {
+			struct entry *e = rq->items[i];
+
+			if ((e->state == MS_QUEUED || e->state == MS_RUNNING ||
+			     e->state == MS_BLOCKED) &&
+			    strcmp(e->job_name, name) == 0)
+				cb(e->part, e->state, data);
+		}
+	fresh_each_late(s->fresh, name, sched_open_late_cb, &c);
+}
+
+void
+sched_each_request(struct sched *s, sched_request_cb cb, void *data)
+{
+	for (struct request *rq = s->requests.next; rq != &s->requests;
+	     rq = rq->next)
+		cb(rq->id, rq->job, rq->kind, rq->created_at, data);
+}
+
+void
+sched_on_run(struct sched *s,
+	     void (*cb)(void *data, const struct sched_run_event *ev),
+	     void *data)
+{
+	s->run_cb = cb;
+	s->run_data = data;
 }
 
 /* ---- life cycle ------------------------------------------------------- */
@@ -2045,6 +2341,9 @@ sched_new(uv_loop_t *loop, struct store *store, struct exec *exec,
 	s->retry_timer.data = s;
 	uv_timer_init(loop, &s->due_timer);
 	s->due_timer.data = s;
+	uv_timer_init(loop, &s->late_timer);
+	s->late_timer.data = s;
+	s->fresh = fresh_new();
 	uv_idle_init(loop, &s->kick);
 	s->kick.data = s;
 	sched_index_jobs(s);
@@ -2294,7 +2593,9 @@ sched_start(struct sched *s, struct err *err)
 		sched_link_loaded(s, rq);
 		for (size_t i = 0; i < rq->n; i++)
 			entry_settle(s, rq->items[i], now);
+		sched_fresh_loaded(s, rq);
 	}
+	sched_fresh_failed(s);
 	/* requests that were complete but not marked so */
 	for (struct request *rq = s->requests.next, *nx; rq != &s->requests; rq = nx) {
 		nx = rq->next;
@@ -2371,6 +2672,7 @@ sched_reload(struct sched *s, struct config *cfg)
 	config_unref(s->cfg);
 	s->cfg = cfg;
 	sched_index_jobs(s);
+	sched_fresh_reload(s);
 	cancelled = sched_cancel_orphans(s);
 	sched_probe_warehouses(s);
 	if (!s->draining)
@@ -2529,6 +2831,7 @@ sched_close(struct sched *s)
 	s->closing = 1;
 	uv_close((uv_handle_t *)&s->retry_timer, NULL);
 	uv_close((uv_handle_t *)&s->due_timer, NULL);
+	uv_close((uv_handle_t *)&s->late_timer, NULL);
 	uv_close((uv_handle_t *)&s->kick, NULL);
 }
 
@@ -2542,6 +2845,7 @@ sched_free(struct sched *s)
 		free(s->jobstates[i]);
 	}
 	free(s->jobstates);
+	fresh_free(s->fresh);
 	free(s->js_by_job);
 	free(s->job_running);
 	free(s->job_counts);
@@ -2852,6 +3156,7 @@ sched_job_view(struct sched *s, int job, struct sched_job_view *v)
 	v->queued = s->job_counts[job][MS_QUEUED];
 	v->running = s->job_counts[job][MS_RUNNING];
 	v->blocked = s->job_counts[job][MS_BLOCKED];
+	v->late = fresh_late(s->fresh, j->name, &v->late_oldest, NULL);
 }
 
 /* ---- staleness -------------------------------------------------------- */

@@ -24,6 +24,7 @@
 #include "store.h"
 
 struct sched;
+struct hooks;
 
 int sched_new(uv_loop_t *loop, struct store *store, struct exec *exec,
 	      struct config *cfg, const char *log_dir, struct sched **out,
@@ -64,6 +65,31 @@ void sched_free(struct sched *s);
 /* Call cb (from the loop) whenever runs start or finish or requests
  * change, so the caller can refresh a summary (throttled by the caller). */
 void sched_on_change(struct sched *s, void (*cb)(void *data), void *data);
+/* Run the jobs' hooks (on_failure, on_late, on_refused) through h; NULL
+ * (the default) runs none. */
+void sched_set_hooks(struct sched *s, struct hooks *h);
+/* The partitions of job in memory: queued, running and blocked ones (with
+ * that state) and late ones (MS_COUNT), for `map`; a partition may come
+ * several times. */
+typedef void (*sched_open_cb)(part_t p, enum mstate st, void *data);
+void sched_job_open(struct sched *s, int job, sched_open_cb cb, void *data);
+/* The requests in memory (open, or finished with partitions still
+ * blocked), oldest first: for the report (then sched_progress). */
+typedef void (*sched_request_cb)(int64_t id, const char *job,
+				 const char *kind, int64_t created_at_ms,
+				 void *data);
+void sched_each_request(struct sched *s, sched_request_cb cb, void *data);
+/* A run ended (not one that could not start): for the metrics. */
+struct sched_run_event {
+	const char *job;
+	enum mstate state;   /* succeeded, failed or cancelled */
+	double duration_s;
+	bool has_delay;      /* a scheduled partition: */
+	double delay_s;      /* from its due time to the run's start */
+};
+void sched_on_run(struct sched *s,
+		  void (*cb)(void *data, const struct sched_run_event *ev),
+		  void *data);
 /* The test clock changed: re-run the schedule now. */
 void sched_clock_changed(struct sched *s);
 
@@ -130,6 +156,8 @@ struct sched_job_view {
 	int64_t next_due; /* seconds */
 	int64_t queued, running, blocked;
 	int64_t succeeded, failed; /* partitions by their newest finished run */
+	int64_t late;              /* partitions past the job's deadline */
+	part_t late_oldest;        /* the oldest of them, when late > 0 */
 	/* late_data sensor */
 	bool has_sensor;
 	bool has_last_check;

@@ -60,6 +60,7 @@ enum stmt_id {
 	S_JOB_GET,
 	S_JOB_PUT,
 	S_REQUEST_GET,
+	S_RECENT_REQUESTS,
 	S_PROBLEMS,
 	S_AUDIT_ADD,
 	S_AUDIT_OF,
@@ -181,6 +182,9 @@ static const char *const store_sql[S_COUNT] = {
 	" late_found = ?11, late_error = ?12",
 	[S_REQUEST_GET] =
 	"SELECT job, finished_at IS NOT NULL FROM requests WHERE id = ?",
+	[S_RECENT_REQUESTS] =
+	"SELECT id, job, kind, reason, created_at, finished_at, cancelled"
+	" FROM requests ORDER BY id DESC LIMIT ?",
 	[S_PROBLEMS] =
 	"SELECT job, partition_key, state, error, blocked_on FROM manifest"
 	" WHERE request_id = ? AND state IN ('failed', 'blocked') ORDER BY seq",
@@ -1294,6 +1298,24 @@ store_request_controls(struct store *st, int64_t id, int *concurrency,
 	col_copy(s, 2, downstream, dsz);
 	store_done(s);
 	return 0;
+}
+
+int
+store_recent_requests(struct store *st, int limit, store_recent_cb cb,
+		      void *data, struct err *err)
+{
+	sqlite3_stmt *s = st->stmt[S_RECENT_REQUESTS];
+	int rc;
+
+	sqlite3_bind_int(s, 1, limit);
+	while ((rc = store_next(st, s, err, "reading the recent requests")) > 0)
+		cb(sqlite3_column_int64(s, 0), col_text(s, 1), col_text(s, 2),
+		   sqlite3_column_type(s, 3) == SQLITE_NULL ? NULL : col_text(s, 3),
+		   sqlite3_column_int64(s, 4),
+		   sqlite3_column_type(s, 5) != SQLITE_NULL,
+		   sqlite3_column_int64(s, 5), sqlite3_column_int(s, 6) != 0,
+		   data);
+	return rc;
 }
 
 int

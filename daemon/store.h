@@ -337,6 +337,14 @@ int store_request_counts(struct store *st, int64_t request_id,
 int store_durations(struct store *st, const char *job, int64_t *ms,
 		    size_t max, size_t *n, struct err *err);
 
+/* The newest `limit` requests, newest first (the report's audit). */
+typedef void (*store_recent_cb)(int64_t id, const char *job, const char *kind,
+				const char *reason, int64_t created_at,
+				bool finished, int64_t finished_at,
+				bool cancelled, void *data);
+int store_recent_requests(struct store *st, int limit, store_recent_cb cb,
+			  void *data, struct err *err);
+
 /* Does request id exist; fills its job and whether finished. */
 int store_request_get(struct store *st, int64_t id, char *job, size_t jobsz,
 		      bool *finished, struct err *err);

@@ -190,6 +190,24 @@ static const struct bad_fixture bad_fixtures[] = {
 	  "4:46: throttle of warehouse \"dw\": every must be a positive duration like 5s, 1m, got \"0s\"" },
 	{ "bad-verify-command.yaml",
 	  "8:13: job \"x\": verify must be true or false, got \"yes please\"" },
+	{ "bad-deadline.yaml",
+	  "6:15: job \"x\": deadline must be a positive duration like 30s, 15m, 2h or 1d, got \"soon\"" },
+	{ "bad-deadline-no-schedule.yaml",
+	  "5:5: job \"x\": deadline needs a schedule: add start: (a clock-driven job) or upstream: (a downstream job)" },
+	{ "bad-hook-placeholder.yaml",
+	  "6:50: job \"x\": on_failure: unknown placeholder \"{date}\"; use {job}, {partition}, {request} or {error}" },
+	{ "bad-hook-string.yaml",
+	  "6:17: job \"x\": on_failure must be a command: a sequence of strings, program first, got \"/usr/local/bin/page {job}\"" },
+	{ "bad-on-late-no-deadline.yaml",
+	  "6:5: job \"x\": on_late needs deadline: (how long after a partition is due it is late)" },
+	{ "bad-on-refused-downstream.yaml",
+	  "10:5: job \"b\": on_refused needs a clock schedule with catchup (start: and no upstream:)" },
+	{ "bad-metrics-file.yaml",
+	  "1:15: metrics_file must be a file path, got a sequence" },
+	{ "bad-report-file.yaml",
+	  "1:13: report_file must be a file path, got nothing" },
+	{ "bad-hook-timeout.yaml",
+	  "1:15: hook_timeout must be a positive duration like 30s, 15m, 2h or 1d, got \"0s\"" },
 };
 
 #define NBAD (int)(sizeof bad_fixtures / sizeof bad_fixtures[0])
@@ -778,6 +796,49 @@ START_TEST(test_refs)
 END_TEST
 
 /* An almost empty file: every default. */
+/* deadline, hooks and hook_timeout: values, defaults, code_version. */
+START_TEST(test_hooks_values)
+{
+	struct config *cfg = load_ok_at("/etc/bf/x.yaml",
+		"hook_timeout: 2m\nmetrics_file: prom/b.prom\n"
+		"report_file: /srv/r.html\n"
+		"jobs:\n"
+		"  - name: a\n    partition: day\n    start: 2026-03-01\n"
+		"    command: [\"true\"]\n    deadline: 6h\n"
+		"    on_failure: [\"/bin/page\", \"{job}/{partition}\", \"{error}\"]\n"
+		"    on_late: [\"/bin/page\", \"late {request}\"]\n"
+		"    on_refused: [\"/bin/page\"]\n"
+		"  - name: b\n    partition: week\n    upstream: [a]\n"
+		"    command: [\"true\"]\n    deadline: 1d\n");
+	struct config *plain = load_ok_at("/etc/bf/x.yaml",
+		"jobs:\n  - name: a\n    partition: day\n    start: 2026-03-01\n"
+		"    command: [\"true\"]\n");
+	const struct job_def *a = config_job(cfg, "a");
+
+	ck_assert_int_eq(cfg->hook_timeout, 120);
+	ck_assert_str_eq(cfg->metrics_file, "/etc/bf/prom/b.prom");
+	ck_assert_str_eq(cfg->report_file, "/srv/r.html");
+	ck_assert_ptr_null(plain->metrics_file);
+	ck_assert_ptr_null(plain->report_file);
+	ck_assert_int_eq(plain->hook_timeout, 30);
+	ck_assert_int_eq(a->deadline, 6 * 3600);
+	ck_assert_int_eq(config_job(cfg, "b")->deadline, 86400);
+	ck_assert_uint_eq(a->hooks[HOOK_FAILURE].argc, 3);
+	ck_assert_str_eq(a->hooks[HOOK_FAILURE].argv[1], "{job}/{partition}");
+	ck_assert_ptr_null(a->hooks[HOOK_FAILURE].argv[3]);
+	ck_assert_int_eq(a->hooks[HOOK_FAILURE].pos.line, 10);
+	ck_assert_str_eq(a->hooks[HOOK_LATE].argv[1], "late {request}");
+	ck_assert_uint_eq(a->hooks[HOOK_REFUSED].argc, 1);
+	ck_assert_ptr_null(plain->jobs[0].hooks[HOOK_FAILURE].argv);
+	ck_assert_int_eq(plain->jobs[0].deadline, 0);
+	/* hooks say nothing about the data a job writes */
+	ck_assert_str_eq(a->code_version, plain->jobs[0].code_version);
+	ck_assert_str_eq(hook_kind_name(HOOK_REFUSED), "on_refused");
+	config_unref(cfg);
+	config_unref(plain);
+}
+END_TEST
+
 START_TEST(test_defaults)
 {
 	struct config *cfg = load_ok_at("rel/backfilld.yaml", "jobs: []\n");
@@ -1285,6 +1346,7 @@ config_suite(void)
 	tcase_add_test(tc, test_code_version);
 	tcase_add_test(tc, test_refs);
 	tcase_add_test(tc, test_defaults);
+	tcase_add_test(tc, test_hooks_values);
 	tcase_add_test(tc, test_defaults_order);
 	tcase_add_test(tc, test_dates_per_grain);
 	suite_add_tcase(s, tc);

@@ -1,0 +1,70 @@
+/*
+ * map.h - a job's partitions as a map of states (DESIGN.md, `map`): the
+ * pure part.  The daemon fills a struct map from the state store's
+ * partition_latest and its own memory (cmd.c), one byte per partition of
+ * a bounded range; map.c turns it into runs of one state (the JSON
+ * `ranges`) or a calendar, one character per partition.
+ *
+ * When several things are true of a partition, the strongest wins, in the
+ * order of enum map_state's rank (map_raise): running, queued, blocked,
+ * late, failed, stale, succeeded, refused, never_run, not_due.
+ */
+#ifndef BACKFILLD_MAP_H
+#define BACKFILLD_MAP_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "calendar.h"
+#include "err.h"
+#include "proto.h"
+
+#define MAP_MAX_PARTITIONS 100000
+
+enum map_state {
+	MAP_NOT_DUE,
+	MAP_NEVER_RUN,
+	MAP_REFUSED,
+	MAP_SUCCEEDED,
+	MAP_STALE,
+	MAP_FAILED,
+	MAP_LATE,
+	MAP_BLOCKED,
+	MAP_QUEUED,
+	MAP_RUNNING,
+	MAP_NSTATES
+};
+/* The state's name in JSON and the legend, and its calendar letter. */
+const char *map_state_name(enum map_state s);
+char map_state_letter(enum map_state s);
+
+struct map {
+	enum grain grain;
+	part_t from, to;
+	size_t n;
+	uint8_t *st; /* n states, from first */
+};
+
+/* A map of from..to, every partition MAP_NEVER_RUN; refuses (EXIT_BAD_INPUT)
+ * a range above MAP_MAX_PARTITIONS, computed, never enumerated. */
+int map_init(struct map *m, enum grain g, part_t from, part_t to,
+	     struct err *err);
+void map_free(struct map *m);
+/* Set p's state (outside the range: nothing). */
+void map_set(struct map *m, part_t p, enum map_state s);
+/* Set p's state when s ranks above the one it has. */
+void map_raise(struct map *m, part_t p, enum map_state s);
+/* Runs of one state: cb(from, to, state, count) in order. */
+typedef void (*map_range_cb)(part_t from, part_t to, enum map_state s,
+			     int64_t count, void *data);
+void map_ranges(const struct map *m, map_range_cb cb, void *data);
+/* {job, grain, from, to, ranges: [{from, to, state, count}]} and "\n". */
+void map_json(const struct map *m, const char *job, struct buf *out);
+/* The calendar (day: a row per ISO week, a column per weekday; hour: a
+ * row per day, 24 columns; week and month: a row per year), a legend with
+ * counts; ANSI colours when `colour`. */
+void map_text(const struct map *m, const char *job, bool colour,
+	      struct buf *out);
+
+#endif

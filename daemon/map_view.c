@@ -1,0 +1,163 @@
+/*
+ * map_view.c - a job's map from the store and the scheduler (see
+ * map_view.h).  Cost: one indexed range read of partition_latest for the
+ * job (at most MAP_MAX_PARTITIONS rows), the scheduler's open work, and
+ * for a downstream job its stale partitions; nothing of the runs history.
+ */
+#include "map_view.h"
+
+#include <stdint.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "clock.h"
+
+struct first_ctx {
+	char key[CAL_KEY_MAX];
+	bool found;
+};
+
+/* The smallest key of a job's partitions. */
+static void
+map_first_cb(const char *key, enum mstate st, void *data)
+{
+	struct first_ctx *c = data;
+
+	(void)st;
+	if (!c->found || strcmp(key, c->key) < 0)
+		snprintf(c->key, sizeof c->key, "%s", key);
+	c->found = true;
+}
+
+/* One partition's newest finished run. */
+static void
+map_last_cb(const char *key, enum mstate st, void *data)
+{
+	struct map *m = data;
+	part_t p;
+
+	if (part_parse_key(m->grain, key, &p, NULL) < 0)
+		return;
+	if (st == MS_SUCCEEDED)
+		map_raise(m, p, MAP_SUCCEEDED);
+	else if (st == MS_FAILED)
+		map_raise(m, p, MAP_FAILED);
+}
+
+/* The oldest partition in the scheduler's memory. */
+static void
+map_min_cb(part_t p, enum mstate st, void *data)
+{
+	part_t *min = data;
+
+	(void)st;
+	if (p < *min)
+		*min = p;
+}
+
+/* A partition in the scheduler's memory. */
+static void
+map_open_cb(part_t p, enum mstate st, void *data)
+{
+	struct map *m = data;
+
+	map_raise(m, p, st == MS_RUNNING ? MAP_RUNNING :
+		  st == MS_QUEUED ? MAP_QUEUED :
+		  st == MS_BLOCKED ? MAP_BLOCKED : MAP_LATE);
+}
+
+/* A stale downstream partition. */
+static int
+map_stale_cb(int job, part_t part, bool built, int64_t built_at,
+	     const struct stale_input *in, size_t nin, void *data,
+	     struct err *err)
+{
+	(void)job; (void)built; (void)built_at; (void)in; (void)nin; (void)err;
+	map_raise(data, part, MAP_STALE);
+	return 0;
+}
+
+/* One bound as typed: its first (from) or last (to) partition. */
+static int
+map_bound(enum grain g, const char *text, bool last, part_t *p,
+	  struct err *err)
+{
+	struct part_range r;
+
+	if (range_parse(g, text, text, &r, err) < 0)
+		return -1;
+	*p = last ? r.last : r.first;
+	return 0;
+}
+
+int
+map_view_build(struct sched *s, int job, const char *from, const char *to,
+	       struct map *m, struct err *err)
+{
+	return map_view_build_newest(s, job, from, to, 0, m, err);
+}
+
+int
+map_view_build_newest(struct sched *s, int job, const char *from,
+		      const char *to, int64_t newest, struct map *m,
+		      struct err *err)
+{
+	const struct job_def *j = &sched_config(s)->jobs[job];
+	struct sched_job_view v;
+	part_t first, last, due;
+	char a[CAL_KEY_MAX], b[CAL_KEY_MAX];
+
+	due = sched_last_due(j->grain, j->ready_after, clock_now());
+	if (j->has_end && due > j->end)
+		due = j->end;
+	if (from != NULL) {
+		if (map_bound(j->grain, from, false, &first, err) < 0)
+			return -1;
+	} else if (j->has_start) {
+		first = j->start;
+	} else {
+		struct first_ctx fc = { .found = false };
+		part_t open = INT64_MAX;
+
+		if (store_last_states(sched_store(s), j->name, "0", "9", map_first_cb,
+				      &fc, err) < 0)
+			return -1;
+		if (!fc.found || part_parse_key(j->grain, fc.key, &first, NULL) < 0)
+			first = due;
+		/* or the oldest partition queued, running or blocked */
+		sched_job_open(s, job, map_min_cb, &open);
+		if (open < first)
+			first = open;
+	}
+	if (to != NULL) {
+		if (map_bound(j->grain, to, true, &last, err) < 0)
+			return -1;
+	} else {
+		last = due > first ? due : first;
+	}
+	if (newest > 0 && from == NULL && last - first + 1 > newest)
+		first = last - newest + 1;
+	if (map_init(m, j->grain, first, last, err) < 0)
+		return -1;
+	for (part_t p = due + 1; p <= last; p++)
+		map_set(m, p, MAP_NOT_DUE);
+	part_key(j->grain, first, a);
+	part_key(j->grain, last, b);
+	if (store_last_states(sched_store(s), j->name, a, b, map_last_cb, m,
+			      err) < 0) {
+		map_free(m);
+		return -1;
+	}
+	sched_job_view(s, job, &v);
+	if (v.has_gap)
+		for (part_t p = v.gap_from > first ? v.gap_from : first;
+		     p <= v.gap_to && p <= last; p++)
+			map_raise(m, p, MAP_REFUSED);
+	if (j->nupstream > 0 &&
+	    sched_stale(s, job, map_stale_cb, m, err) < 0) {
+		map_free(m);
+		return -1;
+	}
+	sched_job_open(s, job, map_open_cb, m);
+	return 0;
+}

@@ -1,0 +1,381 @@
+/*
+ * metrics.c - the Prometheus text file (see metrics.h).
+ *
+ * Histograms have fixed buckets in seconds (base units), chosen for ETL:
+ * runs from a tenth of a second to hours, schedule delays from a second
+ * to a day.  Per-job counters are kept by job name, so a reload that
+ * drops a job keeps its counters until the daemon restarts (a counter
+ * that vanished and came back would read as a reset).
+ */
+#include "metrics.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "log.h"
+#include "report.h"
+
+static const double metrics_dur_buckets[] = { 0.1, 0.5, 1, 5, 15, 60, 300,
+					      900, 3600, 14400 };
+static const double metrics_delay_buckets[] = { 1, 10, 60, 300, 900, 3600,
+						21600, 86400 };
+#define NDUR (sizeof metrics_dur_buckets / sizeof metrics_dur_buckets[0])
+#define NDELAY (sizeof metrics_delay_buckets / sizeof metrics_delay_buckets[0])
+
+struct hist {
+	int64_t counts[16]; /* per bucket, not cumulative; last: +Inf */
+	int64_t n;
+	double sum;
+};
+
+struct mjob {
+	char *name;
+	int64_t runs[MS_COUNT];
+	struct hist dur, delay;
+};
+
+struct metrics {
+	uv_loop_t *loop;
+	struct sched *s;
+	struct hooks *h;
+	uv_timer_t timer;
+	struct mjob *jobs;
+	size_t njobs;
+	bool failing;    /* the last write failed (logged once) */
+	bool report_failing;
+};
+
+/* Die on allocation failure, as the rest of the daemon does. */
+static void *
+metrics_xrealloc(void *p, size_t n)
+{
+	void *q = realloc(p, n ? n : 1);
+
+	if (q == NULL) {
+		log_err("out of memory");
+		abort();
+	}
+	return q;
+}
+
+/* The counters of job `name`, created on first use. */
+static struct mjob *
+metrics_job(struct metrics *m, const char *name)
+{
+	for (size_t i = 0; i < m->njobs; i++)
+		if (strcmp(m->jobs[i].name, name) == 0)
+			return &m->jobs[i];
+	m->jobs = metrics_xrealloc(m->jobs, (m->njobs + 1) * sizeof *m->jobs);
+	memset(&m->jobs[m->njobs], 0, sizeof *m->jobs);
+	m->jobs[m->njobs].name = metrics_xrealloc(NULL, strlen(name) + 1);
+	memcpy(m->jobs[m->njobs].name, name, strlen(name) + 1);
+	return &m->jobs[m->njobs++];
+}
+
+/* Count one observation v into histogram h with bucket bounds b[nb]. */
+static void
+metrics_observe(struct hist *h, const double *b, size_t nb, double v)
+{
+	size_t i;
+
+	if (v < 0)
+		v = 0;
+	for (i = 0; i < nb && v > b[i]; i++)
+		;
+	h->counts[i]++;
+	h->n++;
+	h->sum += v;
+}
+
+void
+metrics_run_cb(void *data, const struct sched_run_event *ev)
+{
+	struct metrics *m = data;
+	struct mjob *j = metrics_job(m, ev->job);
+
+	if (ev->state < MS_COUNT)
+		j->runs[ev->state]++;
+	metrics_observe(&j->dur, metrics_dur_buckets, NDUR, ev->duration_s);
+	if (ev->has_delay)
+		metrics_observe(&j->delay, metrics_delay_buckets, NDELAY,
+				ev->delay_s);
+}
+
+/* HELP and TYPE lines of one metric family. */
+static void
+metrics_head(struct buf *o, const char *name, const char *type,
+	     const char *help)
+{
+	buf_printf(o, "# HELP %s %s\n# TYPE %s %s\n", name, help, name, type);
+}
+
+/* A label value, escaped (backslash, quote, newline). */
+static void
+metrics_label(struct buf *o, const char *v)
+{
+	for (; *v; v++) {
+		if (*v == '\\' || *v == '"')
+			buf_printf(o, "\\%c", *v);
+		else if (*v == '\n')
+			buf_addstr(o, "\\n");
+		else
+			buf_add(o, v, 1);
+	}
+}
+
+/* The lines of one job's histogram. */
+static void
+metrics_hist(struct buf *o, const char *name, const char *job,
+	     const struct hist *h, const double *b, size_t nb)
+{
+	int64_t cum = 0;
+
+	for (size_t i = 0; i <= nb; i++) {
+		cum += h->counts[i];
+		buf_printf(o, "%s_bucket{job=\"", name);
+		metrics_label(o, job);
+		if (i < nb)
+			buf_printf(o, "\",le=\"%g\"} %" PRId64 "\n", b[i], cum);
+		else
+			buf_printf(o, "\",le=\"+Inf\"} %" PRId64 "\n", cum);
+	}
+	buf_printf(o, "%s_sum{job=\"", name);
+	metrics_label(o, job);
+	buf_printf(o, "\"} %.6f\n%s_count{job=\"", h->sum, name);
+	metrics_label(o, job);
+	buf_printf(o, "\"} %" PRId64 "\n", h->n);
+}
+
+/* Count stale partitions (sched_stale's callback). */
+static int
+metrics_stale_cb(int job, part_t part, bool built, int64_t built_at,
+		 const struct stale_input *in, size_t nin, void *data,
+		 struct err *err)
+{
+	(void)job; (void)part; (void)built; (void)built_at; (void)in;
+	(void)nin; (void)err;
+	(*(int64_t *)data)++;
+	return 0;
+}
+
+void
+metrics_render(struct metrics *m, struct buf *o)
+{
+	const struct config *cfg = sched_config(m->s);
+	static const enum mstate run_states[] = { MS_SUCCEEDED, MS_FAILED,
+						  MS_CANCELLED };
+	static const char *const pstates[] = { "queued", "running", "blocked",
+					       "failed", "late", "stale" };
+	struct sched_job_view *views;
+
+	/* every configured job has its series, even before its first run */
+	for (size_t i = 0; i < cfg->njobs; i++)
+		metrics_job(m, cfg->jobs[i].name);
+	views = metrics_xrealloc(NULL, (cfg->njobs + 1) * sizeof *views);
+	for (size_t i = 0; i < cfg->njobs; i++)
+		sched_job_view(m->s, (int)i, &views[i]);
+
+	metrics_head(o, "backfilld_build_info", "gauge",
+		     "The running backfilld's version (value 1).");
+	buf_addstr(o, "backfilld_build_info{version=\"");
+	metrics_label(o, BACKFILLD_VERSION);
+	buf_addstr(o, "\"} 1\n");
+
+	metrics_head(o, "backfilld_runs_total", "counter",
+		     "Runs ended since the daemon started, by job and result.");
+	for (size_t i = 0; i < m->njobs; i++)
+		for (size_t k = 0; k < 3; k++) {
+			buf_addstr(o, "backfilld_runs_total{job=\"");
+			metrics_label(o, m->jobs[i].name);
+			buf_printf(o, "\",state=\"%s\"} %" PRId64 "\n",
+				   mstate_name(run_states[k]),
+				   m->jobs[i].runs[run_states[k]]);
+		}
+
+	metrics_head(o, "backfilld_run_duration_seconds", "histogram",
+		     "Wall time of runs, by job.");
+	for (size_t i = 0; i < m->njobs; i++)
+		metrics_hist(o, "backfilld_run_duration_seconds",
+			     m->jobs[i].name, &m->jobs[i].dur,
+			     metrics_dur_buckets, NDUR);
+
+	metrics_head(o, "backfilld_schedule_delay_seconds", "histogram",
+		     "From a scheduled partition's due time to its run's start, by job.");
+	for (size_t i = 0; i < m->njobs; i++)
+		metrics_hist(o, "backfilld_schedule_delay_seconds",
+			     m->jobs[i].name, &m->jobs[i].delay,
+			     metrics_delay_buckets, NDELAY);
+
+	metrics_head(o, "backfilld_partitions", "gauge",
+		     "Partitions of each job by state now (failed: by their newest run; late: past the job's deadline; stale: downstream partitions older than their inputs).");
+	for (size_t i = 0; i < cfg->njobs; i++) {
+		const struct sched_job_view *v = &views[i];
+		int64_t stale = 0, vals[6];
+		struct err err;
+
+		if (cfg->jobs[i].nupstream > 0)
+			sched_stale(m->s, (int)i, metrics_stale_cb, &stale, &err);
+		vals[0] = v->queued;
+		vals[1] = v->running;
+		vals[2] = v->blocked;
+		vals[3] = v->failed;
+		vals[4] = v->late;
+		vals[5] = stale;
+		for (size_t k = 0; k < 6; k++) {
+			buf_addstr(o, "backfilld_partitions{job=\"");
+			metrics_label(o, cfg->jobs[i].name);
+			buf_printf(o, "\",state=\"%s\"} %" PRId64 "\n",
+				   pstates[k], vals[k]);
+		}
+	}
+
+	metrics_head(o, "backfilld_watermark_timestamp_seconds", "gauge",
+		     "Start of the newest partition the schedule materialised, Unix time.");
+	for (size_t i = 0; i < cfg->njobs; i++) {
+		if (!views[i].has_watermark)
+			continue;
+		buf_addstr(o, "backfilld_watermark_timestamp_seconds{job=\"");
+		metrics_label(o, cfg->jobs[i].name);
+		buf_printf(o, "\"} %" PRId64 "\n",
+			   part_start(cfg->jobs[i].grain, views[i].watermark));
+	}
+
+	metrics_head(o, "backfilld_catchup_refused", "gauge",
+		     "1 while a job's catchup is refused (a gap above max_catchup), else 0.");
+	for (size_t i = 0; i < cfg->njobs; i++) {
+		buf_addstr(o, "backfilld_catchup_refused{job=\"");
+		metrics_label(o, cfg->jobs[i].name);
+		buf_printf(o, "\"} %d\n",
+			   strcmp(views[i].catchup, "refused") == 0);
+	}
+
+	metrics_head(o, "backfilld_hooks_total", "counter",
+		     "Hooks ended since the daemon started, by hook and result.");
+	for (int k = 0; k < HOOK_COUNT; k++)
+		for (int r = 0; r < HOOK_RESULT_COUNT; r++)
+			buf_printf(o, "backfilld_hooks_total{hook=\"%s\",result="
+				   "\"%s\"} %" PRId64 "\n",
+				   hook_kind_name((enum hook_kind)k),
+				   hook_result_name((enum hook_result)r),
+				   hooks_count(m->h, (enum hook_kind)k,
+					       (enum hook_result)r));
+	free(views);
+}
+
+int
+metrics_write(struct metrics *m, struct err *err)
+{
+	const char *path = sched_config(m->s)->metrics_file;
+	char tmp[4200];
+	struct buf o;
+	int fd, rc = 0;
+	size_t off = 0;
+
+	if (path == NULL)
+		return 0;
+	buf_init(&o);
+	metrics_render(m, &o);
+	snprintf(tmp, sizeof tmp, "%s.tmp.%ld", path, (long)getpid());
+	fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+	if (fd < 0) {
+		err_set(err, EXIT_WORK_FAILED, "cannot write the metrics file %s:"
+			" %s; create its folder or fix metrics_file", tmp,
+			strerror(errno));
+		buf_free(&o);
+		return -1;
+	}
+	while (off < o.len) {
+		ssize_t n = write(fd, o.data + off, o.len - off);
+
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0) {
+			rc = -1;
+			break;
+		}
+		off += (size_t)n;
+	}
+	if (close(fd) < 0)
+		rc = -1;
+	if (rc == 0 && rename(tmp, path) < 0)
+		rc = -1;
+	if (rc < 0) {
+		err_set(err, EXIT_WORK_FAILED, "cannot write the metrics file %s:"
+			" %s; free space on its filesystem or fix metrics_file",
+			path, strerror(errno));
+		unlink(tmp);
+	}
+	buf_free(&o);
+	return rc;
+}
+
+/* The timer: write, log a failure once until a write works again; the
+ * report page (report_file) goes on the same beat. */
+static void
+metrics_timer_cb(uv_timer_t *t)
+{
+	struct metrics *m = t->data;
+	const char *report = sched_config(m->s)->report_file;
+	struct err err;
+
+	if (report != NULL && report_write(m->s, report, &err) < 0) {
+		if (!m->report_failing)
+			log_warn("%s", err.msg);
+		m->report_failing = true;
+	} else if (report != NULL && m->report_failing) {
+		log_notice("report file written again");
+		m->report_failing = false;
+	}
+
+	if (metrics_write(m, &err) < 0) {
+		if (!m->failing)
+			log_warn("%s", err.msg);
+		m->failing = true;
+	} else if (m->failing) {
+		log_notice("metrics file written again");
+		m->failing = false;
+	}
+}
+
+struct metrics *
+metrics_new(uv_loop_t *loop, struct sched *s, struct hooks *h)
+{
+	struct metrics *m = metrics_xrealloc(NULL, sizeof *m);
+
+	memset(m, 0, sizeof *m);
+	m->loop = loop;
+	m->s = s;
+	m->h = h;
+	uv_timer_init(loop, &m->timer);
+	m->timer.data = m;
+	uv_timer_start(&m->timer, metrics_timer_cb, 0, METRICS_EVERY_MS);
+	uv_unref((uv_handle_t *)&m->timer);
+	return m;
+}
+
+/* The timer is closed: free. */
+static void
+metrics_closed_cb(uv_handle_t *hd)
+{
+	struct metrics *m = hd->data;
+
+	for (size_t i = 0; i < m->njobs; i++)
+		free(m->jobs[i].name);
+	free(m->jobs);
+	free(m);
+}
+
+void
+metrics_close(struct metrics *m)
+{
+	if (m == NULL)
+		return;
+	metrics_timer_cb(&m->timer);
+	uv_timer_stop(&m->timer);
+	uv_close((uv_handle_t *)&m->timer, metrics_closed_cb);
+}

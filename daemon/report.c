@@ -1,0 +1,417 @@
+/*
+ * report.c - the report page (see report.h).  Reads what status and map
+ * read (the scheduler's memory, partition_latest by key range) plus the
+ * newest failed runs through the runs cursor, a bounded number of pages.
+ */
+#include "report.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "clock.h"
+#include "map.h"
+#include "map_view.h"
+
+static const char report_css[] =
+	"body{font:14px/1.4 system-ui,sans-serif;margin:1.5em;color:#222}"
+	"h1{font-size:1.4em}h2{font-size:1.2em;margin-top:1.5em}"
+	"table{border-collapse:collapse}td,th{padding:2px 8px;text-align:left;"
+	"border-bottom:1px solid #ddd}th{background:#f3f3f3}"
+	".map{display:grid;gap:2px;margin:.3em 0 1em}"
+	".g-day{grid-template-columns:repeat(7,14px)}"
+	".g-hour{grid-template-columns:repeat(24,14px)}"
+	".g-week{grid-template-columns:repeat(53,14px)}"
+	".g-month{grid-template-columns:repeat(12,14px)}"
+	".c{width:14px;height:14px;display:block;border-radius:2px}"
+	".pad{visibility:hidden}"
+	".s-succeeded{background:#2da44e}.s-failed{background:#cf222e}"
+	".s-running{background:#1f9bd1}.s-queued{background:#0969da}"
+	".s-blocked{background:#8250df}.s-stale{background:#d4a72c}"
+	".s-late{background:#ff6a00}.s-never_run{background:#d0d7de}"
+	".s-refused{background:#6e2c2c}.s-not_due{background:#f6f8fa;"
+	"border:1px solid #d0d7de;box-sizing:border-box}"
+	".bar{display:inline-block;width:120px;height:10px;background:#d0d7de}"
+	".bar span{display:block;height:10px;background:#2da44e}"
+	".legend span.c{display:inline-block;vertical-align:middle;"
+	"margin:0 4px 0 12px}";
+
+/* Text escaped for HTML. */
+static void
+report_esc(struct buf *o, const char *s)
+{
+	for (; s != NULL && *s; s++) {
+		switch (*s) {
+		case '&': buf_addstr(o, "&amp;"); break;
+		case '<': buf_addstr(o, "&lt;"); break;
+		case '>': buf_addstr(o, "&gt;"); break;
+		case '"': buf_addstr(o, "&quot;"); break;
+		case '\'': buf_addstr(o, "&#39;"); break;
+		default: buf_add(o, s, 1);
+		}
+	}
+}
+
+/* One job's map as a grid of cells (leading pads align days to weekdays,
+ * hours to the hour of the day). */
+static void
+report_map(struct sched *s, int job, struct buf *o)
+{
+	const struct job_def *j = &sched_config(s)->jobs[job];
+	int64_t counts[MAP_NSTATES] = { 0 };
+	struct map m;
+	struct err err;
+	char a[CAL_KEY_MAX], b[CAL_KEY_MAX];
+	int64_t pads = 0;
+
+	buf_addstr(o, "<section><h3>");
+	report_esc(o, j->name);
+	buf_printf(o, " <small>(%s)</small></h3>\n", grain_name(j->grain));
+	if (map_view_build_newest(s, job, NULL, NULL, REPORT_MAP_MAX, &m,
+				  &err) < 0) {
+		buf_addstr(o, "<p>no map: ");
+		report_esc(o, err.msg);
+		buf_addstr(o, "</p></section>\n");
+		return;
+	}
+	part_key(j->grain, m.from, a);
+	part_key(j->grain, m.to, b);
+	buf_printf(o, "<p>%s .. %s: %zu partitions</p>\n", a, b, m.n);
+	if (j->grain == GRAIN_DAY)
+		pads = cal_weekday(part_start(GRAIN_DAY, m.from) / 86400) - 1;
+	else if (j->grain == GRAIN_HOUR)
+		pads = (part_start(GRAIN_HOUR, m.from) % 86400) / 3600;
+	buf_printf(o, "<div class=\"map g-%s\">", grain_name(j->grain));
+	for (int64_t i = 0; i < pads; i++)
+		buf_addstr(o, "<span class=\"c pad\"></span>");
+	for (size_t i = 0; i < m.n; i++) {
+		const char *st = map_state_name((enum map_state)m.st[i]);
+
+		counts[m.st[i]]++;
+		part_key(j->grain, m.from + (part_t)i, a);
+		buf_addstr(o, "\n<span class=\"c s-");
+		buf_addstr(o, st);
+		buf_addstr(o, "\" data-job=\"");
+		report_esc(o, j->name);
+		buf_printf(o, "\" data-partition=\"%s\" data-state=\"%s\""
+			   " title=\"%s %s\"></span>", a, st, a, st);
+	}
+	buf_addstr(o, "</div>\n<p class=\"legend\">");
+	for (int k = MAP_NSTATES - 1; k >= 0; k--)
+		if (counts[k] > 0)
+			buf_printf(o, "<span class=\"c s-%s\"></span>%s %" PRId64,
+				   map_state_name((enum map_state)k),
+				   map_state_name((enum map_state)k), counts[k]);
+	buf_addstr(o, "</p></section>\n");
+	map_free(&m);
+}
+
+/* One request in memory, with its progress. */
+static void
+report_request_cb(int64_t id, const char *job, const char *kind,
+		  int64_t created_at, void *data)
+{
+	struct buf *o = ((void **)data)[0];
+	struct sched *s = ((void **)data)[1];
+	struct sched_progress p;
+	struct err err;
+	char at[CAL_KEY_MAX];
+	int64_t done;
+
+	if (sched_progress(s, id, &p, &err) < 0)
+		return;
+	done = p.succeeded + p.failed + p.blocked + p.cancelled;
+	cal_format_iso_ms(created_at, at);
+	buf_printf(o, "<tr><td>%" PRId64 "</td><td>", id);
+	report_esc(o, job);
+	buf_addstr(o, "</td><td>");
+	report_esc(o, kind);
+	buf_printf(o, "</td><td>%s</td><td><span class=\"bar\"><span style="
+		   "\"width:%d%%\"></span></span> %" PRId64 "/%" PRId64
+		   "</td><td>%" PRId64 "</td><td>%" PRId64 "</td><td>%" PRId64
+		   "</td><td>%" PRId64 "</td><td>%" PRId64 "</td></tr>\n", at,
+		   p.total ? (int)(100 * done / p.total) : 100, done, p.total,
+		   p.succeeded, p.failed, p.blocked, p.running, p.queued);
+}
+
+struct recent {
+	int64_t id, created_at, finished_at;
+	char job[128], kind[16], reason[256];
+	bool finished, cancelled;
+};
+
+struct recent_ctx {
+	struct recent rows[REPORT_RECENT];
+	int n;
+};
+
+/* One of the newest requests, copied (counted after the read). */
+static void
+report_recent_cb(int64_t id, const char *job, const char *kind,
+		 const char *reason, int64_t created_at, bool finished,
+		 int64_t finished_at, bool cancelled, void *data)
+{
+	struct recent_ctx *c = data;
+	struct recent *r;
+
+	if (c->n >= REPORT_RECENT)
+		return;
+	r = &c->rows[c->n++];
+	r->id = id;
+	r->created_at = created_at;
+	r->finished = finished;
+	r->finished_at = finished_at;
+	r->cancelled = cancelled;
+	snprintf(r->job, sizeof r->job, "%s", job);
+	snprintf(r->kind, sizeof r->kind, "%s", kind);
+	snprintf(r->reason, sizeof r->reason, "%s", reason ? reason : "");
+}
+
+/* The audit of the newest requests: what each asked, when, and how its
+ * partitions ended (backfillctl audit --request N has the details). */
+static void
+report_recent(struct sched *s, struct buf *o)
+{
+	struct recent_ctx *c = calloc(1, sizeof *c);
+	struct err err;
+
+	if (c == NULL)
+		return;
+	buf_printf(o, "<h2>Audit of recent requests</h2>\n<p>The newest %d"
+		   " requests; <code>backfillctl audit --request N</code> gives"
+		   " each partition's rows, metrics and checks.</p>\n<table><tr>"
+		   "<th>request</th><th>job</th><th>kind</th><th>reason</th><th>"
+		   "created</th><th>finished</th><th>succeeded</th><th>failed"
+		   "</th><th>blocked</th><th>cancelled</th><th>open</th></tr>\n",
+		   REPORT_RECENT);
+	if (store_recent_requests(sched_store(s), REPORT_RECENT,
+				  report_recent_cb, c, &err) < 0) {
+		buf_addstr(o, "</table>\n<p>");
+		report_esc(o, err.msg);
+		buf_addstr(o, "</p>\n");
+		free(c);
+		return;
+	}
+	for (int i = 0; i < c->n; i++) {
+		const struct recent *r = &c->rows[i];
+		int64_t counts[MS_COUNT] = { 0 }, ms = 0;
+		char at[CAL_KEY_MAX], fin[CAL_KEY_MAX];
+
+		if (store_request_counts(sched_store(s), r->id, counts, &ms,
+					 &err) < 0)
+			continue;
+		cal_format_iso_ms(r->created_at, at);
+		cal_format_iso_ms(r->finished_at, fin);
+		buf_printf(o, "<tr><td>%" PRId64 "</td><td>", r->id);
+		report_esc(o, r->job);
+		buf_addstr(o, "</td><td>");
+		report_esc(o, r->kind);
+		buf_addstr(o, "</td><td>");
+		report_esc(o, r->reason);
+		buf_printf(o, "</td><td>%s</td><td>%s%s</td><td>%" PRId64
+			   "</td><td>%" PRId64 "</td><td>%" PRId64 "</td><td>%"
+			   PRId64 "</td><td>%" PRId64 "</td></tr>\n", at,
+			   r->finished ? fin : "", r->cancelled ? " (cancelled)" : "",
+			   counts[MS_SUCCEEDED], counts[MS_FAILED],
+			   counts[MS_BLOCKED], counts[MS_CANCELLED],
+			   counts[MS_QUEUED] + counts[MS_RUNNING]);
+	}
+	buf_addstr(o, "</table>\n");
+	free(c);
+}
+
+struct fail_ctx {
+	struct buf *o;
+	int n;
+};
+
+/* One failed run. */
+static int
+report_fail_cb(const struct store_run_row *r, void *data, struct err *err)
+{
+	struct fail_ctx *c = data;
+	char at[CAL_KEY_MAX];
+
+	(void)err;
+	if (!r->has_id)
+		return 0;
+	cal_format_iso_ms(r->has_finished_at ? r->finished_at : 0, at);
+	buf_addstr(c->o, "<tr><td>");
+	report_esc(c->o, r->job);
+	buf_addstr(c->o, "</td><td>");
+	report_esc(c->o, r->key);
+	buf_printf(c->o, "</td><td>%" PRId64 "</td><td>%" PRId64 "</td><td>%s"
+		   "</td><td>", r->request_id, r->id,
+		   r->has_finished_at ? at : "");
+	report_esc(c->o, r->error);
+	buf_addstr(c->o, "</td></tr>\n");
+	return ++c->n >= REPORT_FAILURES ? 1 : 0;
+}
+
+/* A stale partition. */
+static int
+report_stale_cb(int job, part_t part, bool built, int64_t built_at,
+		const struct stale_input *in, size_t nin, void *data,
+		struct err *err)
+{
+	struct buf *o = ((void **)data)[0];
+	struct sched *s = ((void **)data)[1];
+	const struct config *cfg = sched_config(s);
+	char key[CAL_KEY_MAX], at[CAL_KEY_MAX];
+
+	(void)err;
+	part_key(cfg->jobs[job].grain, part, key);
+	cal_format_iso_ms(built_at, at);
+	buf_addstr(o, "<tr><td>");
+	report_esc(o, cfg->jobs[job].name);
+	buf_printf(o, "</td><td>%s</td><td>%s</td><td>", key, built ? at : "never");
+	for (size_t i = 0; i < nin; i++) {
+		part_key(cfg->jobs[in[i].job].grain, in[i].part, key);
+		buf_addstr(o, i ? ", " : "");
+		report_esc(o, cfg->jobs[in[i].job].name);
+		buf_printf(o, " %s", key);
+	}
+	buf_addstr(o, "</td></tr>\n");
+	return 0;
+}
+
+/* A late partition. */
+static void
+report_late_cb(part_t p, enum mstate st, void *data)
+{
+	struct buf *o = ((void **)data)[0];
+	const struct job_def *j = ((void **)data)[2];
+	char key[CAL_KEY_MAX];
+
+	if (st != MS_COUNT)
+		return;
+	part_key(j->grain, p, key);
+	buf_addstr(o, "<tr><td>");
+	report_esc(o, j->name);
+	buf_printf(o, "</td><td>%s</td><td>%" PRId64 "s</td></tr>\n", key,
+		   j->deadline);
+}
+
+void
+report_render(struct sched *s, struct buf *o)
+{
+	const struct config *cfg = sched_config(s);
+	char now[CAL_KEY_MAX];
+	void *ctx[3] = { o, s, NULL };
+	struct store_runs_cursor *cur;
+	struct fail_ctx fc = { o, 0 };
+	struct err err;
+
+	cal_format_iso_ms(clock_now_ms(), now);
+	buf_addstr(o, "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset="
+		   "\"utf-8\"><title>backfilld report</title><style>");
+	buf_addstr(o, report_css);
+	buf_printf(o, "</style></head><body>\n<h1>backfilld report</h1>\n"
+		   "<p>backfilld %s, %s, %zu jobs, %d runs in flight, %" PRId64
+		   " partitions queued</p>\n", BACKFILLD_VERSION, now, cfg->njobs,
+		   sched_running(s), sched_queued(s));
+
+	buf_addstr(o, "<h2>Jobs</h2>\n<table><tr><th>job</th><th>grain</th>"
+		   "<th>paused</th><th>catchup</th><th>queued</th><th>running"
+		   "</th><th>succeeded</th><th>failed</th><th>blocked</th><th>"
+		   "late</th></tr>\n");
+	for (size_t i = 0; i < cfg->njobs; i++) {
+		struct sched_job_view v;
+
+		sched_job_view(s, (int)i, &v);
+		buf_addstr(o, "<tr><td>");
+		report_esc(o, cfg->jobs[i].name);
+		buf_printf(o, "</td><td>%s</td><td>%s</td><td>%s</td><td>%" PRId64
+			   "</td><td>%" PRId64 "</td><td>%" PRId64 "</td><td>%"
+			   PRId64 "</td><td>%" PRId64 "</td><td>%" PRId64
+			   "</td></tr>\n", grain_name(cfg->jobs[i].grain),
+			   v.paused ? "yes" : "no", v.catchup, v.queued,
+			   v.running, v.succeeded, v.failed, v.blocked, v.late);
+	}
+	buf_addstr(o, "</table>\n<h2>Partition maps</h2>\n");
+	for (size_t i = 0; i < cfg->njobs; i++)
+		report_map(s, (int)i, o);
+
+	buf_addstr(o, "<h2>Requests</h2>\n<table><tr><th>request</th><th>job"
+		   "</th><th>kind</th><th>created</th><th>progress</th><th>"
+		   "succeeded</th><th>failed</th><th>blocked</th><th>running"
+		   "</th><th>queued</th></tr>\n");
+	sched_each_request(s, report_request_cb, ctx);
+	buf_addstr(o, "</table>\n");
+	report_recent(s, o);
+
+	buf_printf(o, "<h2>Failures</h2>\n<p>The newest %d failed runs.</p>\n"
+		   "<table><tr><th>job</th><th>partition</th><th>request</th>"
+		   "<th>run</th><th>finished</th><th>error</th></tr>\n",
+		   REPORT_FAILURES);
+	if (store_runs_open(sched_store(s), NULL, 0, "failed", &cur, &err) == 0) {
+		for (int page = 0; page < 200 && fc.n < REPORT_FAILURES; page++)
+			if (store_runs_page(cur, REPORT_FAILURES - fc.n,
+					    report_fail_cb, &fc, &err) != 0)
+				break;
+		store_runs_close(cur);
+	}
+	buf_addstr(o, "</table>\n");
+
+	buf_addstr(o, "<h2>Late partitions</h2>\n<table><tr><th>job</th><th>"
+		   "partition</th><th>deadline</th></tr>\n");
+	for (size_t i = 0; i < cfg->njobs; i++) {
+		ctx[2] = (void *)&cfg->jobs[i];
+		if (cfg->jobs[i].deadline > 0)
+			sched_job_open(s, (int)i, report_late_cb, ctx);
+	}
+	buf_addstr(o, "</table>\n");
+
+	buf_addstr(o, "<h2>Stale partitions</h2>\n<table><tr><th>job</th><th>"
+		   "partition</th><th>built</th><th>newer inputs</th></tr>\n");
+	sched_stale(s, -1, report_stale_cb, ctx, &err);
+	buf_addstr(o, "</table>\n</body></html>\n");
+}
+
+int
+report_write(struct sched *s, const char *path, struct err *err)
+{
+	char tmp[4200];
+	struct buf o;
+	int fd, rc = 0;
+	size_t off = 0;
+
+	buf_init(&o);
+	report_render(s, &o);
+	snprintf(tmp, sizeof tmp, "%s.tmp.%ld", path, (long)getpid());
+	fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+	if (fd < 0) {
+		err_set(err, EXIT_WORK_FAILED, "cannot write the report %s: %s;"
+			" create its folder or fix report_file", tmp,
+			strerror(errno));
+		buf_free(&o);
+		return -1;
+	}
+	while (off < o.len) {
+		ssize_t n = write(fd, o.data + off, o.len - off);
+
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0) {
+			rc = -1;
+			break;
+		}
+		off += (size_t)n;
+	}
+	if (close(fd) < 0)
+		rc = -1;
+	if (rc == 0 && rename(tmp, path) < 0)
+		rc = -1;
+	if (rc < 0) {
+		err_set(err, EXIT_WORK_FAILED, "cannot write the report %s: %s;"
+			" free space on its filesystem or fix report_file", path,
+			strerror(errno));
+		unlink(tmp);
+	}
+	buf_free(&o);
+	return rc;
+}

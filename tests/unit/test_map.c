@@ -1,0 +1,192 @@
+/*
+ * test_map.c - map.c: ranges of one state, the rank of states, the bound,
+ * and the calendars (ISO weeks across a year end, hours, months, weeks).
+ */
+#include <check.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "map.h"
+
+/* Collect ranges as "FROM..TO state count;" text. */
+static void
+collect_cb(part_t from, part_t to, enum map_state s, int64_t count, void *data)
+{
+	struct buf *b = data;
+
+	buf_printf(b, "%lld..%lld %s %lld;", (long long)from, (long long)to,
+		   map_state_name(s), (long long)count);
+}
+
+/* Runs of one state, in order; the strongest state wins. */
+START_TEST(test_ranges)
+{
+	struct map m;
+	struct err err;
+	struct buf b;
+
+	ck_assert_int_eq(map_init(&m, GRAIN_DAY, 100, 109, &err), 0);
+	map_raise(&m, 102, MAP_SUCCEEDED);
+	map_raise(&m, 103, MAP_SUCCEEDED);
+	map_raise(&m, 103, MAP_FAILED);
+	map_raise(&m, 103, MAP_SUCCEEDED); /* weaker: stays failed */
+	map_raise(&m, 104, MAP_QUEUED);
+	map_set(&m, 108, MAP_NOT_DUE);
+	map_set(&m, 109, MAP_NOT_DUE);
+	map_raise(&m, 200, MAP_RUNNING);   /* outside: nothing */
+	buf_init(&b);
+	map_ranges(&m, collect_cb, &b);
+	buf_add(&b, "", 1);
+	ck_assert_str_eq(b.data, "100..101 never_run 2;102..102 succeeded 1;"
+			 "103..103 failed 1;104..104 queued 1;"
+			 "105..107 never_run 3;108..109 not_due 2;");
+	buf_reset(&b);
+	map_json(&m, "j", &b);
+	buf_add(&b, "", 1);
+	ck_assert_ptr_nonnull(strstr(b.data, "{\"job\": \"j\", \"grain\": \"day\", "
+		"\"from\": \"1970-04-11\", \"to\": \"1970-04-20\", \"ranges\": ["));
+	ck_assert_ptr_nonnull(strstr(b.data, "{\"from\": \"1970-04-14\", \"to\":"
+		" \"1970-04-14\", \"state\": \"failed\", \"count\": 1}"));
+	buf_free(&b);
+	map_free(&m);
+}
+END_TEST
+
+/* Above MAP_MAX_PARTITIONS is refused at once, whatever the size. */
+START_TEST(test_bound)
+{
+	struct map m;
+	struct err err;
+
+	ck_assert_int_eq(map_init(&m, GRAIN_HOUR, 0, MAP_MAX_PARTITIONS - 1, &err), 0);
+	map_free(&m);
+	ck_assert_int_eq(map_init(&m, GRAIN_HOUR, 0, MAP_MAX_PARTITIONS, &err), -1);
+	ck_assert_int_eq(err.code, EXIT_BAD_INPUT);
+	ck_assert_str_eq(err.msg, "the map would hold 100001 partitions, above the"
+			 " bound of 100000; narrow it with --from and --to");
+	ck_assert_int_eq(map_init(&m, GRAIN_DAY, 0, INT64_MAX / 2, &err), -1);
+	ck_assert_int_eq(map_init(&m, GRAIN_DAY, 5, 4, &err), -1);
+}
+END_TEST
+
+/* Text of a map whose partitions are all `s` but the first, failed. */
+static char *
+calendar(enum grain g, const char *from, const char *to)
+{
+	struct map m;
+	struct err err;
+	struct part_range r;
+	struct buf b;
+
+	ck_assert_int_eq(range_parse(g, from, to, &r, &err), 0);
+	ck_assert_int_eq(map_init(&m, g, r.first, r.last, &err), 0);
+	for (part_t p = r.first; p <= r.last; p++)
+		map_raise(&m, p, MAP_SUCCEEDED);
+	map_raise(&m, r.first, MAP_FAILED);
+	buf_init(&b);
+	map_text(&m, "j", false, &b);
+	buf_add(&b, "", 1);
+	map_free(&m);
+	return b.data;
+}
+
+/* Days: rows by ISO week across a year end (2020-12-28 .. 2021-01-03 is
+ * 2020-W53), the month label where a month begins. */
+START_TEST(test_calendar_days)
+{
+	char *t = calendar(GRAIN_DAY, "2020-12-30", "2021-01-12");
+
+	ck_assert_str_eq(t,
+		"j (day) 2020-12-30..2021-01-12: 14 partitions\n"
+		"               MTWTFSS\n"
+		"2020-12-28 Jan   Fssss\n"
+		"2021-01-04     sssssss\n"
+		"2021-01-11     ss\n"
+		"legend:  s succeeded 13  F failed 1\n");
+	free(t);
+	/* a leap day */
+	t = calendar(GRAIN_DAY, "2024-02-26", "2024-03-03");
+	ck_assert_ptr_nonnull(strstr(t, "2024-02-26 Mar Fssssss\n"));
+	free(t);
+}
+END_TEST
+
+/* Hours: a row per day, 24 columns. */
+START_TEST(test_calendar_hours)
+{
+	char *t = calendar(GRAIN_HOUR, "2026-03-01T22", "2026-03-02T01");
+
+	ck_assert_str_eq(t,
+		"j (hour) 2026-03-01T22..2026-03-02T01: 4 partitions\n"
+		"           0     6     12    18\n"
+		"2026-03-01                       Fs\n"
+		"2026-03-02 ss\n"
+		"legend:  s succeeded 3  F failed 1\n");
+	free(t);
+}
+END_TEST
+
+/* Months and weeks: a row per year. */
+START_TEST(test_calendar_strips)
+{
+	char *t = calendar(GRAIN_MONTH, "2025-11-01", "2026-02-01");
+
+	ck_assert_str_eq(t,
+		"j (month) 2025-11-01..2026-02-01: 4 partitions\n"
+		"     JFMAMJJASOND\n"
+		"2025           Fs\n"
+		"2026 ss\n"
+		"legend:  s succeeded 3  F failed 1\n");
+	free(t);
+	/* 2020 has 53 ISO weeks; 2021's first Monday is 01-04 */
+	t = calendar(GRAIN_WEEK, "2020-12-21", "2021-01-04");
+	ck_assert_ptr_nonnull(strstr(t, "\n2020 "));
+	ck_assert_ptr_nonnull(strstr(t, "Fs\n2021 s\n"));
+	free(t);
+}
+END_TEST
+
+/* Colours: escapes only when asked, reset at each row's end. */
+START_TEST(test_colour)
+{
+	struct map m;
+	struct err err;
+	struct buf b;
+
+	ck_assert_int_eq(map_init(&m, GRAIN_MONTH, 0, 2, &err), 0);
+	buf_init(&b);
+	map_text(&m, "j", true, &b);
+	buf_add(&b, "", 1);
+	ck_assert_ptr_nonnull(strstr(b.data, "\033[0;2mnnn\033[0m\n"));
+	buf_free(&b);
+	map_free(&m);
+}
+END_TEST
+
+static Suite *
+map_suite(void)
+{
+	Suite *s = suite_create("map");
+	TCase *tc = tcase_create("map");
+
+	tcase_add_test(tc, test_ranges);
+	tcase_add_test(tc, test_bound);
+	tcase_add_test(tc, test_calendar_days);
+	tcase_add_test(tc, test_calendar_hours);
+	tcase_add_test(tc, test_calendar_strips);
+	tcase_add_test(tc, test_colour);
+	suite_add_tcase(s, tc);
+	return s;
+}
+
+int
+main(void)
+{
+	SRunner *sr = srunner_create(map_suite());
+	int failed;
+
+	srunner_run_all(sr, CK_NORMAL);
+	failed = srunner_ntests_failed(sr);
+	srunner_free(sr);
+	return failed == 0 ? EXIT_SUCCESS : EXIT_FAILURE;
+}
