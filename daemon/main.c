@@ -315,7 +315,6 @@ daemon_idle_cb(void *data)
 		return;
 	sched_on_idle(d->sched, NULL, NULL);
 	uv_timer_stop(&d->grace);
-	throttle_close(d->throttle);
 	exec_close(d->exec, daemon_exec_closed_cb, d);
 }
 
@@ -327,6 +326,7 @@ daemon_exec_closed_cb(void *data)
 
 	metrics_close(d->metrics); /* its last write, at shutdown */
 	d->metrics = NULL;
+	throttle_close(d->throttle); /* after: the metrics show the throttles */
 	sched_close(d->sched);
 	sched_set_hooks(d->sched, NULL);
 	hooks_close(d->hooks);

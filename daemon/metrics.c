@@ -8,6 +8,7 @@
  * that vanished and came back would read as a reset).
  */
 #include "metrics.h"
+#include "throttle.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -163,6 +164,48 @@ metrics_stale_cb(int job, part_t part, bool built, int64_t built_at,
 	return 0;
 }
 
+/* The warehouses' throttles: whether each is throttled and the value of
+ * its last check (only warehouses with a throttle: have series). */
+static void
+metrics_throttle(struct metrics *m, struct buf *o)
+{
+	const struct config *cfg = sched_config(m->s);
+	struct throttle *th = sched_throttle(m->s);
+	struct throttle_view v;
+	bool head = false;
+
+	for (size_t w = 0; th != NULL && w < cfg->nwarehouses; w++) {
+		throttle_view(th, cfg->warehouses[w].name, &v);
+		if (!v.has)
+			continue;
+		if (!head) {
+			metrics_head(o, "backfilld_warehouse_throttled", "gauge",
+				     "1 while no new run starts on the warehouse"
+				     " (its throttle value is above max, or the"
+				     " check failed), else 0.");
+			head = true;
+		}
+		buf_addstr(o, "backfilld_warehouse_throttled{warehouse=\"");
+		metrics_label(o, cfg->warehouses[w].name);
+		buf_printf(o, "\"} %d\n", v.throttled ? 1 : 0);
+	}
+	head = false;
+	for (size_t w = 0; th != NULL && w < cfg->nwarehouses; w++) {
+		throttle_view(th, cfg->warehouses[w].name, &v);
+		if (!v.has || !v.has_value)
+			continue;
+		if (!head) {
+			metrics_head(o, "backfilld_warehouse_throttle_value",
+				     "gauge", "The value the warehouse's throttle"
+				     " query returned at its last check.");
+			head = true;
+		}
+		buf_addstr(o, "backfilld_warehouse_throttle_value{warehouse=\"");
+		metrics_label(o, cfg->warehouses[w].name);
+		buf_printf(o, "\"} %.17g\n", v.value);
+	}
+}
+
 void
 metrics_render(struct metrics *m, struct buf *o)
 {
@@ -264,6 +307,7 @@ metrics_render(struct metrics *m, struct buf *o)
 				   hook_result_name((enum hook_result)r),
 				   hooks_count(m->h, (enum hook_kind)k,
 					       (enum hook_result)r));
+	metrics_throttle(m, o);
 	free(views);
 }
 

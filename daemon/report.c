@@ -4,6 +4,7 @@
  * newest failed runs through the runs cursor, a bounded number of pages.
  */
 #include "report.h"
+#include "throttle.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -296,6 +297,44 @@ report_late_cb(part_t p, enum mstate st, void *data)
 		   j->deadline);
 }
 
+/* The warehouses and their throttles: throttled (with the value, the
+ * bound and since when), or not. */
+static void
+report_warehouses(struct sched *s, struct buf *o)
+{
+	const struct config *cfg = sched_config(s);
+	struct throttle *th = sched_throttle(s);
+	struct throttle_view v;
+	char since[CAL_KEY_MAX];
+
+	buf_addstr(o, "<h2>Warehouses</h2>\n<table><tr><th>warehouse</th><th>"
+		   "throttle</th></tr>\n");
+	for (size_t w = 0; w < cfg->nwarehouses; w++) {
+		memset(&v, 0, sizeof v);
+		if (th != NULL)
+			throttle_view(th, cfg->warehouses[w].name, &v);
+		buf_addstr(o, "<tr><td>");
+		report_esc(o, cfg->warehouses[w].name);
+		buf_printf(o, "</td><td data-warehouse-throttle=\"%s\">",
+			   !v.has ? "none" : v.throttled ? "throttled" : "ok");
+		if (v.has && v.throttled) {
+			cal_format_iso_ms(v.since_ms, since);
+			buf_printf(o, "throttled since %s: ", since);
+			if (v.error[0])
+				report_esc(o, v.error);
+			else
+				buf_printf(o, "value %.17g above max %.17g",
+					   v.value, v.max);
+		} else if (v.has) {
+			buf_addstr(o, "ok");
+		} else {
+			buf_addstr(o, "-");
+		}
+		buf_addstr(o, "</td></tr>\n");
+	}
+	buf_addstr(o, "</table>\n");
+}
+
 void
 report_render(struct sched *s, struct buf *o)
 {
@@ -332,7 +371,9 @@ report_render(struct sched *s, struct buf *o)
 			   v.paused ? "yes" : "no", v.catchup, v.queued,
 			   v.running, v.succeeded, v.failed, v.blocked, v.late);
 	}
-	buf_addstr(o, "</table>\n<h2>Partition maps</h2>\n");
+	buf_addstr(o, "</table>\n");
+	report_warehouses(s, o);
+	buf_addstr(o, "<h2>Partition maps</h2>\n");
 	for (size_t i = 0; i < cfg->njobs; i++)
 		report_map(s, (int)i, o);
 

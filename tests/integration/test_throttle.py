@@ -31,6 +31,7 @@ def config(d_dir, throttle_sql="SELECT v FROM load"):
     hook = os.path.join(d_dir, "hook.log")
     return """state_db: state.db
 socket: backfilld.sock
+metrics_file: metrics.prom
 max_concurrency: 2
 warehouses:
   - name: w
@@ -116,6 +117,13 @@ def test_throttled_warehouse_holds_runs():
     out = d.ok("status")
     h.check("warehouse w: throttled since " in out and "value 50 above max 10" in out,
             "status does not show the throttled warehouse:\n%s" % out)
+    # the report page shows it too
+    page = os.path.join(d.dir, "report.html")
+    d.ok("report", "--html", page)
+    with open(page) as f:
+        html = f.read()
+    h.check('data-warehouse-throttle="throttled">throttled since' in html and
+            "value 50 above max 10" in html, "the report page shows the throttled warehouse")
     deadline = time.monotonic() + GUARD
     while hook_lines(d) != ["w 50 throttled"]:
         h.check(time.monotonic() < deadline, "on_throttle did not fire: %r" % hook_lines(d))
@@ -150,6 +158,13 @@ def test_throttled_warehouse_holds_runs():
                 % hook_lines(d))
         time.sleep(0.05)
     d.stop()
+    # the metrics file written at shutdown: not throttled now, the last value
+    with open(os.path.join(d.dir, "metrics.prom")) as f:
+        prom = f.read()
+    h.check('backfilld_warehouse_throttled{warehouse="w"} 0' in prom and
+            'backfilld_warehouse_throttle_value{warehouse="w"} 3' in prom and
+            'warehouse="other"' not in prom,
+            "the metrics file's throttle series:\n%s" % prom)
 
 
 def test_failing_query_throttles():
