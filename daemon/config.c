@@ -1104,19 +1104,23 @@ cfg_h_throttle(struct cfg_parser *p, void *obj, const struct cfg_key *k,
 	return rc;
 }
 
-/* on_throttle: a hook's argv, a non-empty sequence of strings. */
+/*
+ * An argv (command:, the hooks): a non-empty sequence of strings, the
+ * first non-empty, none holding a NUL; each element checked by ok (may be
+ * NULL), which returns -1 after reporting.  Fills *argv (NULL-terminated)
+ * and *argc.
+ */
 static int
-cfg_h_wh_argv(struct cfg_parser *p, void *obj, const struct cfg_key *k,
-	      yaml_node_t *key, yaml_node_t *val)
+cfg_take_argv(struct cfg_parser *p, const struct cfg_key *k, yaml_node_t *val,
+	      int (*ok)(struct cfg_parser *, const struct cfg_key *,
+			yaml_node_t *), char ***argv, size_t *argc)
 {
-	struct warehouse_def *w = obj;
 	size_t i, n = cfg_seq_len(val);
 
-	(void)key;
 	if (n == 0)
 		return cfg_bad_value(p, k, val);
-	w->on_throttle = calloc(n + 1, sizeof *w->on_throttle);
-	if (w->on_throttle == NULL)
+	*argv = calloc(n + 1, sizeof **argv);
+	if (*argv == NULL)
 		return cfg_oom(p);
 	for (i = 0; i < n; i++) {
 		yaml_node_t *it = cfg_seq_item(p, val, i);
@@ -1125,12 +1129,26 @@ cfg_h_wh_argv(struct cfg_parser *p, void *obj, const struct cfg_key *k,
 		    (i == 0 && (cfg_is_null(it) || cfg_text(it)[0] == '\0')) ||
 		    strlen(cfg_text(it)) != it->data.scalar.length)
 			return cfg_bad_value(p, k, it);
-		w->on_throttle[i] = strdup(cfg_is_null(it) ? "" : cfg_text(it));
-		if (w->on_throttle[i] == NULL)
+		if (ok != NULL && ok(p, k, it) < 0)
+			return -1;
+		(*argv)[i] = strdup(cfg_is_null(it) ? "" : cfg_text(it));
+		if ((*argv)[i] == NULL)
 			return cfg_oom(p);
-		w->on_throttle_len = i + 1;
+		*argc = i + 1;
 	}
 	return 0;
+}
+
+/* on_throttle: a hook's argv, a non-empty sequence of strings. */
+static int
+cfg_h_wh_argv(struct cfg_parser *p, void *obj, const struct cfg_key *k,
+	      yaml_node_t *key, yaml_node_t *val)
+{
+	struct warehouse_def *w = obj;
+
+	(void)key;
+	return cfg_take_argv(p, k, val, NULL, &w->on_throttle,
+			     &w->on_throttle_len);
 }
 
 static const struct cfg_key cfg_wh_keys[] = {
@@ -1353,26 +1371,9 @@ cfg_h_command(struct cfg_parser *p, void *obj, const struct cfg_key *k,
 	      yaml_node_t *key, yaml_node_t *val)
 {
 	struct job_def *j = obj;
-	size_t i, n = cfg_seq_len(val);
 
-	if (n == 0)
-		return cfg_bad_value(p, k, val);
-	j->command = calloc(n + 1, sizeof *j->command);
-	if (j->command == NULL)
-		return cfg_oom(p);
-	for (i = 0; i < n; i++) {
-		yaml_node_t *it = cfg_seq_item(p, val, i);
-
-		if (it->type != YAML_SCALAR_NODE ||
-		    (i == 0 && (cfg_is_null(it) || cfg_text(it)[0] == '\0')) ||
-		    strlen(cfg_text(it)) != it->data.scalar.length)
-			return cfg_bad_value(p, k, it);
-		j->command[i] = strdup(cfg_is_null(it) ? "" : cfg_text(it));
-		if (j->command[i] == NULL)
-			return cfg_oom(p);
-		j->command_len = i + 1;
-	}
-	return 0;
+	(void)key;
+	return cfg_take_argv(p, k, val, NULL, &j->command, &j->command_len);
 }
 
 const char *
@@ -1406,6 +1407,22 @@ cfg_hook_text_ok(const char *s, const char **bad)
 	return true;
 }
 
+/* A hook's argv element: only the placeholders hooks know. */
+static int
+cfg_hook_elem_ok(struct cfg_parser *p, const struct cfg_key *k,
+		 yaml_node_t *it)
+{
+	char buf[CFG_QUOTE_MAX * 4 + 16], word[CFG_QUOTE_MAX];
+	const char *bad = NULL;
+
+	if (cfg_hook_text_ok(cfg_text(it), &bad))
+		return 0;
+	snprintf(word, sizeof word, "%.*s", (int)strcspn(bad, "}") + 1, bad);
+	return cfg_fail(p, it->start_mark,
+			"%s%s: unknown placeholder %s; use {job}, {partition}, {request} or {error}",
+			p->pfx, k->name, cfg_quote(word, buf, sizeof buf));
+}
+
 /* on_failure, on_late, on_refused: argv like command:, whose placeholders
  * are {job}, {partition}, {request} and {error}. */
 static int
@@ -1414,39 +1431,9 @@ cfg_h_hook(struct cfg_parser *p, void *obj, const struct cfg_key *k,
 {
 	struct job_def *j = obj;
 	struct hook_def *h = &j->hooks[k->off];
-	size_t i, n = cfg_seq_len(val);
-	char buf[CFG_QUOTE_MAX * 4 + 16];
 
-	if (n == 0)
-		return cfg_bad_value(p, k, val);
 	h->pos = cfg_pos(key->start_mark);
-	h->argv = calloc(n + 1, sizeof *h->argv);
-	if (h->argv == NULL)
-		return cfg_oom(p);
-	for (i = 0; i < n; i++) {
-		yaml_node_t *it = cfg_seq_item(p, val, i);
-		const char *bad = NULL;
-
-		if (it->type != YAML_SCALAR_NODE ||
-		    (i == 0 && (cfg_is_null(it) || cfg_text(it)[0] == '\0')) ||
-		    strlen(cfg_text(it)) != it->data.scalar.length)
-			return cfg_bad_value(p, k, it);
-		if (!cfg_hook_text_ok(cfg_text(it), &bad)) {
-			char word[CFG_QUOTE_MAX];
-
-			snprintf(word, sizeof word, "%.*s",
-				 (int)strcspn(bad, "}") + 1, bad);
-			return cfg_fail(p, it->start_mark,
-					"%s%s: unknown placeholder %s; use {job}, {partition}, {request} or {error}",
-					p->pfx, k->name,
-					cfg_quote(word, buf, sizeof buf));
-		}
-		h->argv[i] = strdup(cfg_is_null(it) ? "" : cfg_text(it));
-		if (h->argv[i] == NULL)
-			return cfg_oom(p);
-		h->argc = i + 1;
-	}
-	return 0;
+	return cfg_take_argv(p, k, val, cfg_hook_elem_ok, &h->argv, &h->argc);
 }
 
 static const struct cfg_key cfg_check_keys[] = {

@@ -8,6 +8,8 @@
  * that vanished and came back would read as a reset).
  */
 #include "metrics.h"
+
+#include "atomicfile.h"
 #include "throttle.h"
 
 #include <errno.h>
@@ -315,45 +317,15 @@ int
 metrics_write(struct metrics *m, struct err *err)
 {
 	const char *path = sched_config(m->s)->metrics_file;
-	char tmp[4200];
 	struct buf o;
-	int fd, rc = 0;
-	size_t off = 0;
+	int rc;
 
 	if (path == NULL)
 		return 0;
 	buf_init(&o);
 	metrics_render(m, &o);
-	snprintf(tmp, sizeof tmp, "%s.tmp.%ld", path, (long)getpid());
-	fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-	if (fd < 0) {
-		err_set(err, EXIT_WORK_FAILED, "cannot write the metrics file %s:"
-			" %s; create its folder or fix metrics_file", tmp,
-			strerror(errno));
-		buf_free(&o);
-		return -1;
-	}
-	while (off < o.len) {
-		ssize_t n = write(fd, o.data + off, o.len - off);
-
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n <= 0) {
-			rc = -1;
-			break;
-		}
-		off += (size_t)n;
-	}
-	if (close(fd) < 0)
-		rc = -1;
-	if (rc == 0 && rename(tmp, path) < 0)
-		rc = -1;
-	if (rc < 0) {
-		err_set(err, EXIT_WORK_FAILED, "cannot write the metrics file %s:"
-			" %s; free space on its filesystem or fix metrics_file",
-			path, strerror(errno));
-		unlink(tmp);
-	}
+	rc = atomicfile_write(path, o.data ? o.data : "", o.len, "metrics file",
+			      "metrics_file", err);
 	buf_free(&o);
 	return rc;
 }

@@ -4,6 +4,8 @@
  * newest failed runs through the runs cursor, a bounded number of pages.
  */
 #include "report.h"
+
+#include "atomicfile.h"
 #include "throttle.h"
 
 #include <errno.h>
@@ -416,43 +418,13 @@ report_render(struct sched *s, struct buf *o)
 int
 report_write(struct sched *s, const char *path, struct err *err)
 {
-	char tmp[4200];
 	struct buf o;
-	int fd, rc = 0;
-	size_t off = 0;
+	int rc;
 
 	buf_init(&o);
 	report_render(s, &o);
-	snprintf(tmp, sizeof tmp, "%s.tmp.%ld", path, (long)getpid());
-	fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-	if (fd < 0) {
-		err_set(err, EXIT_WORK_FAILED, "cannot write the report %s: %s;"
-			" create its folder or fix report_file", tmp,
-			strerror(errno));
-		buf_free(&o);
-		return -1;
-	}
-	while (off < o.len) {
-		ssize_t n = write(fd, o.data + off, o.len - off);
-
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n <= 0) {
-			rc = -1;
-			break;
-		}
-		off += (size_t)n;
-	}
-	if (close(fd) < 0)
-		rc = -1;
-	if (rc == 0 && rename(tmp, path) < 0)
-		rc = -1;
-	if (rc < 0) {
-		err_set(err, EXIT_WORK_FAILED, "cannot write the report %s: %s;"
-			" free space on its filesystem or fix report_file", path,
-			strerror(errno));
-		unlink(tmp);
-	}
+	rc = atomicfile_write(path, o.data ? o.data : "", o.len, "report",
+			      "report_file", err);
 	buf_free(&o);
 	return rc;
 }
