@@ -498,6 +498,8 @@ client_stream_wake(void *data)
 		uv_idle_start(&cl->pump, client_pump_cb);
 }
 
+static bool control_peer_may_change(struct control *c, int fd);
+
 /* Answer one request. */
 static void
 client_handle(struct client *cl, const struct proto_msg *req)
@@ -508,7 +510,13 @@ client_handle(struct client *cl, const struct proto_msg *req)
 		.reload_data = cl->c->reload_data, .may_change = cl->may_change,
 	};
 	struct cmd_stream *stream;
+	uv_os_fd_t fd;
 
+	/* rights are the peer's now, per request: a group membership taken
+	 * away while a connection stays open takes its rights with it */
+	if (uv_fileno((uv_handle_t *)&cl->pipe, &fd) == 0)
+		ctx.may_change = cl->may_change =
+			control_peer_may_change(cl->c, fd);
 	if (req->type != PROTO_REQUEST) {
 		/* a protocol violation, like a bad frame: answer and close */
 		client_error(cl, EXIT_BAD_INPUT, "a client sends REQUEST frames"
