@@ -675,7 +675,9 @@ control_evict_idle(struct control *c)
 		    cl->stream != NULL || cl->watch != NULL || cl->queued > 0 ||
 		    cl->last_active == 0)
 			continue;
-		if (best == NULL || cl->last_active < best->last_active)
+		/* the list is newest first: on a tie (same millisecond),
+		 * the later one in it, the older connection, wins */
+		if (best == NULL || cl->last_active <= best->last_active)
 			best = cl;
 	}
 	if (best == NULL)
