@@ -136,9 +136,19 @@ report_request_cb(int64_t id, const char *job, const char *kind,
 	buf_printf(o, "</td><td>%s</td><td><span class=\"bar\"><span style="
 		   "\"width:%d%%\"></span></span> %" PRId64 "/%" PRId64
 		   "</td><td>%" PRId64 "</td><td>%" PRId64 "</td><td>%" PRId64
-		   "</td><td>%" PRId64 "</td><td>%" PRId64 "</td></tr>\n", at,
+		   "</td><td>%" PRId64 "</td><td>%" PRId64 "</td><td>", at,
 		   p.total ? (int)(100 * done / p.total) : 100, done, p.total,
 		   p.succeeded, p.failed, p.blocked, p.running, p.queued);
+	/* what is left at the pace so far, as backfill --wait shows it */
+	if (done > 0 && done < p.total) {
+		int64_t left = p.elapsed_ms * (p.total - done) / done / 1000;
+
+		buf_printf(o, "%" PRId64 ":%02" PRId64 ":%02" PRId64, left / 3600,
+			   left / 60 % 60, left % 60);
+	} else {
+		buf_addstr(o, "-");
+	}
+	buf_addstr(o, "</td></tr>\n");
 }
 
 struct recent {
@@ -382,7 +392,7 @@ report_render(struct sched *s, struct buf *o)
 	buf_addstr(o, "<h2>Requests</h2>\n<table><tr><th>request</th><th>job"
 		   "</th><th>kind</th><th>created</th><th>progress</th><th>"
 		   "succeeded</th><th>failed</th><th>blocked</th><th>running"
-		   "</th><th>queued</th></tr>\n");
+		   "</th><th>queued</th><th>time left</th></tr>\n");
 	sched_each_request(s, report_request_cb, ctx);
 	buf_addstr(o, "</table>\n");
 	report_recent(s, o);

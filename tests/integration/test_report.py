@@ -102,6 +102,7 @@ def test_report_matches_map():
         text = f.read()
     h.check("<script" not in text.lower(), "no script in the page")
     h.check("command exited with status 1" in text, "the failure's error in the page")
+    h.check("<th>time left</th>" in text, "the requests table has the time left")
     h.check("<h2>Audit of recent requests</h2>" in text and
             re.search(r"<tr><td>\d+</td><td>daily</td><td>backfill</td>", text),
             "the backfill in the audit of recent requests")
