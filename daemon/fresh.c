@@ -8,6 +8,7 @@
  * and status already scans it.
  */
 #include "fresh.h"
+#include "text.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -27,20 +28,6 @@ struct fresh {
 	size_t n, cap;
 	struct fitem *hash[FRESH_HASH];
 };
-
-/* Hash of a job name and partition key. */
-static unsigned
-fresh_hash(const char *job, const char *key)
-{
-	uint32_t h = 2166136261u;
-
-	for (const char *p = job; *p; p++)
-		h = (h ^ (unsigned char)*p) * 16777619u;
-	h = (h ^ 0xff) * 16777619u;
-	for (const char *p = key; *p; p++)
-		h = (h ^ (unsigned char)*p) * 16777619u;
-	return h % FRESH_HASH;
-}
 
 /* Die on allocation failure (as the scheduler does). */
 static void *
@@ -80,7 +67,7 @@ fresh_free(struct fresh *f)
 static struct fitem *
 fresh_find(const struct fresh *f, const char *job, const char *key)
 {
-	for (struct fitem *x = f->hash[fresh_hash(job, key)]; x; x = x->hnext)
+	for (struct fitem *x = f->hash[text_hash_pair(job, key) % FRESH_HASH]; x; x = x->hnext)
 		if (strcmp(x->it.key, key) == 0 && strcmp(x->job, job) == 0)
 			return x;
 	return NULL;
@@ -108,7 +95,7 @@ fresh_track(struct fresh *f, const char *job, part_t part, const char *key,
 	x->it.since = since;
 	x->it.deadline = deadline;
 	x->it.request = request;
-	h = fresh_hash(job, key);
+	h = text_hash_pair(job, key) % FRESH_HASH;
 	x->hnext = f->hash[h];
 	f->hash[h] = x;
 	if (f->n == f->cap) {
@@ -123,7 +110,7 @@ fresh_track(struct fresh *f, const char *job, part_t part, const char *key,
 static void
 fresh_remove(struct fresh *f, struct fitem *x)
 {
-	struct fitem **pp = &f->hash[fresh_hash(x->job, x->it.key)];
+	struct fitem **pp = &f->hash[text_hash_pair(x->job, x->it.key) % FRESH_HASH];
 
 	while (*pp != x)
 		pp = &(*pp)->hnext;

@@ -204,20 +204,6 @@ static void sched_schedule(struct sched *s, bool resumed_job_only, int job);
 
 /* ---- helpers ---------------------------------------------------------- */
 
-/* Hash of a job name and partition key. */
-static unsigned
-entry_hash(const char *job, const char *key)
-{
-	uint32_t h = 2166136261u;
-
-	for (const char *p = job; *p; p++)
-		h = (h ^ (unsigned char)*p) * 16777619u;
-	h = (h ^ 0xff) * 16777619u;
-	for (const char *p = key; *p; p++)
-		h = (h ^ (unsigned char)*p) * 16777619u;
-	return h % HASH_SIZE;
-}
-
 /* Die on allocation failure: the daemon cannot keep its promises without
  * memory, and systemd restarts it with the manifest intact. */
 static void *
@@ -376,7 +362,7 @@ request_add_entry(struct sched *s, struct request *rq, int64_t id,
 	e->state = MS_COUNT;
 	entry_resolve(s, e);
 	entry_set(s, e, state);
-	h = entry_hash(job, key);
+	h = text_hash_pair(job, key) % HASH_SIZE;
 	e->hnext = s->hash[h];
 	s->hash[h] = e;
 	return e;
@@ -414,7 +400,7 @@ entry_free(struct entry *e)
 static void
 entry_unhash(struct sched *s, struct entry *e)
 {
-	struct entry **pp = &s->hash[entry_hash(e->job_name, e->key)];
+	struct entry **pp = &s->hash[text_hash_pair(e->job_name, e->key) % HASH_SIZE];
 
 	for (; *pp; pp = &(*pp)->hnext) {
 		if (*pp == e) {
@@ -595,7 +581,7 @@ sched_landed(struct sched *s, const char *job, const char *key,
 	struct err err;
 	char note[128];
 
-	for (e = s->hash[entry_hash(job, key)]; e; e = e->hnext) {
+	for (e = s->hash[text_hash_pair(job, key) % HASH_SIZE]; e; e = e->hnext) {
 		if (e->state != MS_FAILED && e->state != MS_BLOCKED)
 			continue;
 		if (strcmp(e->job_name, job) != 0 || strcmp(e->key, key) != 0)
@@ -650,7 +636,7 @@ request_fail_fast(struct sched *s, struct request *rq, struct entry *bad,
 static bool
 sched_partition_running(struct sched *s, const struct entry *e)
 {
-	for (struct entry *x = s->hash[entry_hash(e->job_name, e->key)]; x; x = x->hnext)
+	for (struct entry *x = s->hash[text_hash_pair(e->job_name, e->key) % HASH_SIZE]; x; x = x->hnext)
 		if (x->state == MS_RUNNING && strcmp(x->key, e->key) == 0 &&
 		    strcmp(x->job_name, e->job_name) == 0)
 			return true;
@@ -821,7 +807,7 @@ sched_start_run(struct sched *s, struct entry *e, int64_t now)
 			continue;
 		active_add(a, x, &cap);
 	}
-	for (x = s->hash[entry_hash(e->job_name, e->key)]; x && !a->batch;
+	for (x = s->hash[text_hash_pair(e->job_name, e->key) % HASH_SIZE]; x && !a->batch;
 	     x = x->hnext) {
 		if (x == e || strcmp(x->key, e->key) != 0 ||
 		    strcmp(x->job_name, e->job_name) != 0)

@@ -479,3 +479,20 @@ sqlscan_wall_clock(const char *sql, enum sqlscan_dialect dialect,
 		}
 	}
 }
+
+void
+sqlscan_quote_ident(char *buf, size_t len, const char *name)
+{
+	size_t n = strlen(buf);
+
+	if (n + 1 < len)
+		buf[n++] = '"';
+	for (const char *p = name; *p && n + 2 < len; p++) {
+		if (*p == '"')
+			buf[n++] = '"';
+		buf[n++] = *p;
+	}
+	if (n + 1 < len)
+		buf[n++] = '"';
+	buf[n] = '\0';
+}

@@ -96,4 +96,9 @@ bool sqlscan_is_punct(const struct sqlscan *s, const struct sqlscan_tok *t,
 long sqlscan_wall_clock(const char *sql, enum sqlscan_dialect dialect,
 			const char **what);
 
+/* Append identifier `name` to the text in buf (len bytes in all),
+ * double-quoted with its quotes doubled: the form both dialects read as
+ * one identifier whatever it holds.  Truncated to fit. */
+void sqlscan_quote_ident(char *buf, size_t len, const char *name);
+
 #endif

@@ -1,6 +1,7 @@
 /* text.c - rendering text that users typed, for errors and the log. */
 #include "text.h"
 
+#include <stdint.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -51,4 +52,17 @@ str_escape(const char *s, char *out, size_t size)
 	}
 	out[n] = '\0';
 	return out;
+}
+
+unsigned
+text_hash_pair(const char *a, const char *b)
+{
+	uint32_t h = 2166136261u;
+
+	for (const char *p = a; *p; p++)
+		h = (h ^ (unsigned char)*p) * 16777619u;
+	h = (h ^ 0xff) * 16777619u;
+	for (const char *p = b; *p; p++)
+		h = (h ^ (unsigned char)*p) * 16777619u;
+	return h;
 }

@@ -16,4 +16,8 @@
  * not fit; returns out. */
 const char *str_escape(const char *s, char *out, size_t size);
 
+/* FNV-1a of two strings with a separator between them (a job name and a
+ * partition key, say): for hash tables keyed by the pair. */
+unsigned text_hash_pair(const char *a, const char *b);
+
 #endif

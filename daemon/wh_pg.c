@@ -58,6 +58,7 @@
 #include <libpq-fe.h>
 
 #include "pgsql.h"
+#include "sqlscan.h"
 #include "wh.h"
 
 #define WHPG_CONNECT_TIMEOUT "10"
@@ -952,24 +953,6 @@ whpg_usable(const struct wh_conn *conn)
 	return !c->broken && PQstatus(c->pg) == CONNECTION_OK;
 }
 
-/* Append identifier `name` double-quoted (quotes doubled) to buf. */
-static void
-whpg_ident(char *buf, size_t len, const char *name)
-{
-	size_t n = strlen(buf);
-
-	if (n + 1 < len)
-		buf[n++] = '"';
-	for (const char *p = name; *p && n + 2 < len; p++) {
-		if (*p == '"')
-			buf[n++] = '"';
-		buf[n++] = *p;
-	}
-	if (n + 1 < len)
-		buf[n++] = '"';
-	buf[n] = '\0';
-}
-
 /* A partition's row count and the sum of hashtextextended() over each
  * row's text (the row as a composite value), within the transaction. */
 static int
@@ -984,10 +967,10 @@ whpg_digest(struct wh_conn *conn, const char *table, const char *column,
 	char *value = NULL, *sp;
 	bool has_row;
 
-	whpg_ident(sql, sizeof sql, table);
+	sqlscan_quote_ident(sql, sizeof sql, table);
 	strncat(sql, " AS backfilld_row WHERE backfilld_row.",
 		sizeof sql - strlen(sql) - 1);
-	whpg_ident(sql, sizeof sql, column);
+	sqlscan_quote_ident(sql, sizeof sql, column);
 	strncat(sql, " = :partition", sizeof sql - strlen(sql) - 1);
 	if (whpg_query_value(conn, sql, &param, 1, &has_row, &value, err) == -1)
 		return -1;

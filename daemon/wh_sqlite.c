@@ -55,6 +55,7 @@
 
 #include <sqlite3.h>
 
+#include "sqlscan.h"
 #include "wh.h"
 
 #define WHSQL_BUSY_MAX_MS 30000   /* one wait on a lock, at most */
@@ -989,24 +990,6 @@ fail:
 	return err_set(err, EXIT_WORK_FAILED, "%s", msg);
 }
 
-/* Append identifier `name` double-quoted (quotes doubled) to buf. */
-static void
-whsql_ident(char *buf, size_t len, const char *name)
-{
-	size_t n = strlen(buf);
-
-	if (n + 1 < len)
-		buf[n++] = '"';
-	for (const char *p = name; *p && n + 2 < len; p++) {
-		if (*p == '"')
-			buf[n++] = '"';
-		buf[n++] = *p;
-	}
-	if (n + 1 < len)
-		buf[n++] = '"';
-	buf[n] = '\0';
-}
-
 /* FNV-1a over bytes, continuing from h. */
 static uint64_t
 whsql_fnv(uint64_t h, const void *p, size_t n)
@@ -1035,11 +1018,11 @@ whsql_digest(struct wh_conn *conn, const char *table, const char *column,
 	int64_t n = 0;
 	int rc;
 
-	whsql_ident(sql, sizeof sql, table);
+	sqlscan_quote_ident(sql, sizeof sql, table);
 	strncat(sql, " WHERE ", sizeof sql - strlen(sql) - 1);
-	whsql_ident(sql, sizeof sql, table);
+	sqlscan_quote_ident(sql, sizeof sql, table);
 	strncat(sql, ".", sizeof sql - strlen(sql) - 1);
-	whsql_ident(sql, sizeof sql, column);
+	sqlscan_quote_ident(sql, sizeof sql, column);
 	strncat(sql, " = ?1", sizeof sql - strlen(sql) - 1);
 	if (atomic_load(&c->interrupted))
 		return err_set(err, EXIT_WORK_FAILED, "interrupted");
