@@ -33,7 +33,6 @@
  *    a run that failed while stopping reports the stop, not the symptom.
  * Lock order: ex->lock before w->lock; a worker never holds both.
  */
-#include <dlfcn.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
@@ -50,6 +49,7 @@
 #include "clock.h"
 #include "exec.h"
 #include "guard.h"
+#include "module.h"
 #include "proc.h"
 #include "wh.h"
 
@@ -229,39 +229,13 @@ static uv_once_t exec_pg_once = UV_ONCE_INIT;
 static const struct wh_driver *exec_pg;
 static char exec_pg_error[512] = "this build has no PostgreSQL driver";
 
-/* Load backfilld-pg.so: beside the executable (a build tree), then from
- * the install folder. */
+/* Load the driver from backfilld-pg.so (module.h). */
 static void
 exec_pg_load(void)
 {
 #ifdef HAVE_LIBPQ
-	char exe[PATH_MAX], path[PATH_MAX + 32];
-	ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
-	void *h = NULL;
-
-	if (n > 0) {
-		exe[n] = '\0';
-		char *slash = strrchr(exe, '/');
-		if (slash != NULL) {
-			*slash = '\0';
-			snprintf(path, sizeof path, "%s/backfilld-pg.so", exe);
-			h = dlopen(path, RTLD_NOW | RTLD_LOCAL);
-		}
-	}
-	if (h == NULL) {
-		snprintf(path, sizeof path, "%s/backfilld-pg.so",
-			 BACKFILLD_MODULEDIR);
-		h = dlopen(path, RTLD_NOW | RTLD_LOCAL);
-	}
-	if (h == NULL) {
-		snprintf(exec_pg_error, sizeof exec_pg_error, "cannot load the"
-			 " PostgreSQL driver %s: %s", path, dlerror());
-		return;
-	}
-	exec_pg = dlsym(h, "wh_pg_driver");
-	if (exec_pg == NULL)
-		snprintf(exec_pg_error, sizeof exec_pg_error, "%s has no"
-			 " wh_pg_driver: reinstall backfilld", path);
+	exec_pg = module_symbol("wh_pg_driver", "the PostgreSQL driver",
+				exec_pg_error, sizeof exec_pg_error);
 #endif
 }
 

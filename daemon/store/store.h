@@ -1,12 +1,56 @@
 /*
- * store.h - the state store: requests, the manifest, runs, partitions
- * (last builds) and per-job state, in one SQLite database in WAL mode.
+ * store.h - the state store seam: requests, the manifest, runs, partitions
+ * (last builds) and per-job state, behind struct store_ops.
  *
- * The only module that includes sqlite3.h for the state store.  Used from
- * the loop thread only.  Every function that changes state commits before
- * it returns, unless the caller wrapped it in store_begin()/store_commit(),
- * in which case nothing is acknowledged to a client before store_commit()
- * returned 0.  Statements are prepared once and reset after use.
+ * The scheduler, the commands, pruning and main.c call the store_*
+ * functions at the end of this file; store.c dispatches each one to the
+ * implementation the store was opened with and applies the one failure
+ * policy below.  Implementations: store_sqlite.c (one SQLite database in
+ * WAL mode, the default, the only file that includes sqlite3.h for the
+ * state store) and a PostgreSQL one loaded from the backfilld-pg.so
+ * module (store_open_pg).  Each embeds struct store first in its own
+ * struct, as each warehouse driver embeds struct wh_conn (wh.h), so the
+ * callers need no per-implementation table.  Adding an implementation
+ * touches this seam and store.c's opening, never the scheduler.
+ *
+ * Threads.  Used from the loop thread only (an implementation may use
+ * libuv's pool for its own housekeeping, as SQLite's checkpoints do).
+ *
+ * Transactions.  Every op that changes state commits before it returns,
+ * unless the caller opened a transaction:
+ *
+ *	begin -> writes... -> commit        (or rollback)
+ *	defer -> writes... [begin -> writes -> commit|rollback]... -> flush
+ *
+ * begin() outside a transaction opens one that its commit() commits;
+ * inside one it sets a savepoint, so a rollback() undoes that group alone.
+ * defer() opens, if none is open, a transaction that only flush()
+ * commits: the changes of one loop turn share one commit, and nothing is
+ * acknowledged to a client before flush() returned 0 (scheduler.c, rule
+ * 1).  commit() and rollback() of the deferred transaction itself (no
+ * savepoint open) do nothing.  Statements are prepared once.
+ *
+ * Failing (one policy, whatever the implementation; docs/architecture.md,
+ * "Failing"):
+ *  - Every function that can fail returns 0 or -1 and fills err with one
+ *    line that names the state store and what was being done; a lookup
+ *    that can find nothing returns 1 for "none" (documented per op).
+ *  - A read that fails changes nothing: the caller reports it (to the
+ *    client that asked, or in the log) and carries on.
+ *  - A write that fails (any op marked "write" below, the transaction
+ *    verbs included) fails the loop turn: store.c keeps the first error,
+ *    refuses every later write of the turn with it, and the next
+ *    store_flush() rolls back whatever the turn had not committed
+ *    (discard) and returns -1 with that error.  sched_flush() then stops
+ *    new work (scheduler.c, rule 7) and main.c restarts the daemon in
+ *    place once a probe write succeeds; the new image resumes from the
+ *    last commit as after a crash.  So the caller of a write puts its own
+ *    memory back and logs or answers the error; it never exits and never
+ *    carries on as if the write had been made.
+ *  - store_probe_write() is how main.c asks whether the store works
+ *    again: its failure marks nothing.
+ *  - Before the loop runs (open, recover, load_open at start) a failure is
+ *    a start-up error: main.c exits with its code.
  */
 #ifndef BACKFILLD_STORE_H
 #define BACKFILLD_STORE_H
@@ -17,7 +61,9 @@
 
 #include "err.h"
 
-struct store;
+struct config;
+struct store_ops;
+struct uv_loop_s;
 
 enum mstate {
 	MS_QUEUED,
@@ -31,26 +77,21 @@ enum mstate {
 const char *mstate_name(enum mstate s);
 int mstate_parse(const char *s, enum mstate *out);
 
-/* Open (creating if needed) and migrate to the schema compiled in. */
-int store_open(const char *path, struct store **out, struct err *err);
-/* Close; the loop must have run every queued checkpoint (uv_run ended). */
-void store_close(struct store *st);
-/* Run WAL checkpoints on loop's thread pool instead of inside commits
- * (without a loop, commits checkpoint on the store's own connection once
- * the WAL passes 16 MiB). */
-struct uv_loop_s;
-void store_checkpoint_on(struct store *st, struct uv_loop_s *loop);
+/*
+ * The head of every implementation's store: st->ops->op(st, ...).  The
+ * implementation allocates its own struct zeroed (xcalloc), with this
+ * first, and sets ops; the other fields are store.c's (the failed turn).
+ */
+struct store {
+	const struct store_ops *ops;
+	bool turn_failed;    /* a write of this loop turn failed */
+	struct err turn_err; /* ... the first one's error */
+};
 
-/* Group several changes into one transaction (BEGIN IMMEDIATE), or into a
- * savepoint when a transaction is already open. */
-int store_begin(struct store *st, struct err *err);
-int store_commit(struct store *st, struct err *err);
-void store_rollback(struct store *st);
-/* Open a transaction, if none is, that only store_flush() commits: the
- * changes of one loop turn share one commit.  Call store_flush() before
- * anything is acknowledged to a client. */
-int store_defer(struct store *st, struct err *err);
-int store_flush(struct store *st, struct err *err);
+/* The head of every implementation's runs cursor (store_runs_open). */
+struct store_runs_cursor {
+	struct store *st;
+};
 
 struct store_request {
 	const char *job;
@@ -66,10 +107,6 @@ struct store_request {
 	bool fail_fast;
 	const char *downstream; /* the downstream jobs it keeps, NULL: all */
 };
-int store_request_add(struct store *st, const struct store_request *rq,
-		      int64_t *id, struct err *err);
-int store_request_finish(struct store *st, int64_t id, int64_t at,
-			 bool cancelled, struct err *err);
 
 struct store_item {
 	int64_t request_id;
@@ -80,40 +117,8 @@ struct store_item {
 	enum mstate state;
 	int64_t at;
 };
-int store_item_add(struct store *st, const struct store_item *it,
-		   int64_t *id, struct err *err);
-/* Set a manifest row's state and the fields that go with it (error and
- * blocked_on may be NULL). */
-int store_item_set(struct store *st, int64_t id, enum mstate state,
-		   int attempts, int64_t not_before, const char *error,
-		   const char *blocked_on, int64_t at, struct err *err);
 
-int store_run_start(struct store *st, int64_t manifest_id, int64_t request_id,
-		    const char *job, const char *key, int attempt,
-		    int64_t started_at, const char *code_version,
-		    const char *config_hash, int64_t *run_id, struct err *err);
-int store_run_finish(struct store *st, int64_t run_id, enum mstate state,
-		     int64_t finished_at, const char *error,
-		     int64_t rows_changed, struct err *err);
-/* Record a successful build of a partition (staleness). */
-int store_partition_built(struct store *st, const char *job, const char *key,
-			  int64_t built_at, int64_t inputs_at, int64_t run_id,
-			  const char *code_version, struct err *err);
-/* When (job, key) last landed: 0 and *built_at, or 1 when never. */
-int store_partition_get(struct store *st, const char *job, const char *key,
-			int64_t *built_at, int64_t *inputs_at, struct err *err);
-
-/* The newest landing among job's partitions first_key..last_key: 0 and
- * *built_at, or 1 when none of them was ever built. */
-int store_newest_build(struct store *st, const char *job, const char *first_key,
-		       const char *last_key, int64_t *built_at, struct err *err);
-
-/* At start: mark runs left 'running' by a crash as failed and their manifest
- * rows queued again; returns how many in *count. */
-int store_recover(struct store *st, int64_t at, int *count, struct err *err);
-
-/* Every open manifest row (queued, running, blocked) of unfinished
- * requests, in request then seq order. */
+/* A manifest row with its request's fields (load_open, load_request). */
 struct store_open_row {
 	int64_t id;
 	int64_t request_id;
@@ -135,46 +140,15 @@ struct store_open_row {
 };
 typedef int (*store_open_cb)(const struct store_open_row *row, void *data,
 			     struct err *err);
-/* Also calls back for finished rows (succeeded, failed, cancelled) of
- * requests that are not finished, so counts and dependencies rebuild. */
-int store_load_open(struct store *st, store_open_cb cb, void *data,
-		    struct err *err);
-/* Every manifest row of one request, finished or not, in seq order (a
- * request `retry` brings back into memory). */
-int store_load_request(struct store *st, int64_t request_id, store_open_cb cb,
-		       void *data, struct err *err);
-/* A request's own controls (backfill --concurrency, --fail-fast,
- * --downstream; 0, false and "" when not given): 0, or 1 when there is
- * no such request. */
-int store_request_controls(struct store *st, int64_t id, int *concurrency,
-			   bool *fail_fast, char *downstream, size_t dsz,
-			   struct err *err);
-/* Mark a finished request open again (retry). */
-int store_request_reopen(struct store *st, int64_t id, struct err *err);
-
-/* Last finished run's state of each partition of job in [first_key,
- * last_key] (text order equals time order for keys of one grain). */
 typedef void (*store_last_cb)(const char *key, enum mstate last_state,
 			      void *data);
-int store_last_states(struct store *st, const char *job, const char *first_key,
-		      const char *last_key, store_last_cb cb, void *data,
-		      struct err *err);
-
-/* Keys of job whose latest successful build used code_version. */
 typedef int (*store_key_cb)(const char *key, void *data, struct err *err);
-int store_keys_built_by(struct store *st, const char *job,
-			const char *code_version, store_key_cb cb, void *data,
-			struct err *err);
-
-/* Every built partition of job (key, built_at, inputs_at). */
 typedef int (*store_built_cb)(const char *key, int64_t built_at,
 			      bool has_inputs_at, int64_t inputs_at,
 			      void *data, struct err *err);
-int store_partitions_of(struct store *st, const char *job, store_built_cb cb,
-			void *data, struct err *err);
 
-/* One row of the runs listing (store_runs_page): a run, or a manifest row
- * still queued or blocked (newest first, those first). */
+/* One row of the runs listing (runs_page): a run, or a manifest row still
+ * queued or blocked (newest first, those first). */
 struct store_run_row {
 	bool has_id;          /* false: a queued or blocked item, not yet run */
 	int64_t id;
@@ -194,71 +168,23 @@ struct store_run_row {
 };
 typedef int (*store_run_cb)(const struct store_run_row *row, void *data,
 			    struct err *err);
-
-/*
- * The runs listing (pending manifest rows, runs, partitions cancelled
- * before they ran, each newest first), page by page (a keyset cursor: see
- * store.c).  store_runs_page() hands at most max_rows rows to cb, doing a
- * bounded amount of work whatever the filters; cb returns -1 to fail, 1
- * to end the page after this row (the next page resumes after it), 0 to
- * go on.  Returns 1 when the listing is complete, 0 when more pages may
- * follow (a page may hold no row and not be the last), -1 with err.  A
- * cursor holds no SQLite resource between pages; close it before the
- * store.  store_runs_max_id() is the newest run id it will list (0: none).
- */
-struct store_runs_cursor;
-int store_runs_open(struct store *st, const char *job, int64_t request_id,
-		    const char *state, struct store_runs_cursor **out,
-		    struct err *err);
-int store_runs_page(struct store_runs_cursor *c, int max_rows, store_run_cb cb,
-		    void *data, struct err *err);
-int64_t store_runs_max_id(const struct store_runs_cursor *c);
-void store_runs_close(struct store_runs_cursor *c);
-
-/* A run of job's partition key finished as state (succeeded or failed):
- * it becomes the partition's newest run.  *prev is the state of the one
- * it replaces, MS_COUNT when none (status counts partitions by it). */
-int store_partition_finished(struct store *st, const char *job,
-			     const char *key, int64_t run_id, enum mstate state,
-			     enum mstate *prev, struct err *err);
-/* Partitions per job by the state of their newest finished run (at start:
- * the scheduler keeps the counts in memory from then on). */
 typedef void (*store_count_cb)(const char *job, enum mstate state,
 			       int64_t count, void *data);
-int store_latest_counts(struct store *st, store_count_cb cb, void *data,
-			struct err *err);
-
-/* A command run's process group and its leader's start time. */
-int store_run_proc(struct store *st, int64_t run_id, int64_t pgid,
-		   int64_t proc_start, struct err *err);
-
-/* Runs left 'running' with a recorded process group (a command run a
- * crash left behind), for proc_end_groups() before store_recover(). */
 typedef void (*store_orphan_cb)(int64_t run_id, const char *job,
 				const char *key, int64_t pgid,
 				int64_t proc_start, void *data);
-int store_orphans(struct store *st, store_orphan_cb cb, void *data,
-		  struct err *err);
-/* Forget a run that never started (no descriptors, no memory): its row
- * goes, the partition is queued again without an attempt counted. */
-int store_run_unstart(struct store *st, int64_t run_id, struct err *err);
-
-/* Can the store be written again (after a failed commit)?  0 when its
- * filesystem has min_free bytes available and a real commit succeeds. */
-int store_probe_write(struct store *st, int64_t min_free, struct err *err);
 
 /* What the store holds: runs kept (counted at open, then kept), the
- * database and its WAL in bytes. */
+ * database and its WAL in bytes (0 where the implementation has none). */
 struct store_stats {
 	int64_t runs_kept;
 	int64_t db_bytes;
 	int64_t wal_bytes;
 	int64_t loop_checkpoints; /* the pool could not keep up this often */
 };
-void store_stats(struct store *st, struct store_stats *out);
 
-/* One pass of pruning, advanced a slice at a time by store_prune_step():
- * set cutoff (runs of job finished before the time it returns, in ms, may
+/* One pass of pruning, advanced a slice at a time by prune_step: set
+ * cutoff (runs of job finished before the time it returns, in ms, may
  * go), newest_cutoff (the largest value cutoff can return: rows started
  * after it are younger than every keep_runs) and data; zero the rest. */
 struct store_prune {
@@ -270,10 +196,6 @@ struct store_prune {
 	int64_t runs;     /* deleted so far */
 	int64_t requests;
 };
-/* Look at up to `limit` rows and delete what may go: 1 when there is
- * more to do, 0 when the pass is over, -1 with err. */
-int store_prune_step(struct store *st, struct store_prune *pr, int limit,
-		     struct err *err);
 
 /* Per-job schedule state. */
 struct store_job_state {
@@ -292,24 +214,11 @@ struct store_job_state {
 	int64_t late_found;       /* partitions the last check found */
 	char late_error[512];     /* "" when the last check succeeded */
 };
-int store_job_get(struct store *st, const char *job, struct store_job_state *js,
-		  struct err *err);
-int store_job_put(struct store *st, const char *job,
-		  const struct store_job_state *js, int64_t at, struct err *err);
 
-/* The failed and blocked rows of a request, in run order. */
 typedef void (*store_problem_cb)(const char *job, const char *key,
 				 const char *state, const char *error,
 				 const char *blocked_on, void *data);
-int store_request_problems(struct store *st, int64_t request_id,
-			   store_problem_cb cb, void *data, struct err *err);
 
-/* What a run wrote to one partition (JSON text for metrics and checks). */
-int store_audit_add(struct store *st, int64_t run_id, const char *key,
-		    bool has_before, int64_t rows_before, bool has_after,
-		    int64_t rows_after, const char *metrics, const char *checks,
-		    const char *metrics_text, const char *checks_text,
-		    bool passed, struct err *err);
 /* Every manifest row of a request with its latest run and that run's audit. */
 struct store_audit_row {
 	const char *job, *key, *item_state;
@@ -324,28 +233,346 @@ struct store_audit_row {
 	bool has_audit, passed;
 };
 typedef void (*store_audit_cb)(const struct store_audit_row *row, void *data);
-int store_audit_of(struct store *st, int64_t request_id, store_audit_cb cb,
-		   void *data, struct err *err);
-
-/* A request's manifest rows by state, and how long it took. */
-int store_request_counts(struct store *st, int64_t request_id,
-			 int64_t counts[MS_COUNT], int64_t *elapsed_ms,
-			 struct err *err);
-
-/* The durations (ms) of job's newest successful runs, newest first, at
- * most max of them (an indexed read of max rows: runs_job_succeeded). */
-int store_durations(struct store *st, const char *job, int64_t *ms,
-		    size_t max, size_t *n, struct err *err);
-
-/* The newest `limit` requests, newest first (the report's audit). */
 typedef void (*store_recent_cb)(int64_t id, const char *job, const char *kind,
 				const char *reason, int64_t created_at,
 				bool finished, int64_t finished_at,
 				bool cancelled, void *data);
+
+/*
+ * An implementation.  Each member has the signature of the store_*
+ * function of the same name (store.c dispatches one to the other).  "write"
+ * marks the ops under the failure policy above; the others are reads.
+ * Rows handed to a callback live until it returns.  All are required but
+ * those marked optional.
+ */
+struct store_ops {
+	const char *name; /* "sqlite", "postgres" */
+
+	/* Optional (NULL: opened by a function of its own, as
+	 * store_open_pg).  Open, creating if needed, and migrate to the
+	 * schema compiled in; a newer schema is refused (EXIT_BAD_INPUT). */
+	int (*open)(const char *path, struct store **out, struct err *err);
+	/* Close; an open transaction is rolled back.  The loop must have run
+	 * every queued job of the implementation's (uv_run ended). */
+	void (*close)(struct store *st);
+	/* Optional.  Do housekeeping (SQLite: WAL checkpoints) on loop's
+	 * thread pool instead of inside commits. */
+	void (*checkpoint_on)(struct store *st, struct uv_loop_s *loop);
+
+	/* Transactions (above).  begin, commit and defer are writes. */
+	int (*begin)(struct store *st, struct err *err);
+	int (*commit)(struct store *st, struct err *err);
+	void (*rollback)(struct store *st);
+	int (*defer)(struct store *st, struct err *err);
+	/* Write.  Commit the deferred transaction if one is open and no
+	 * savepoint is; a failed commit leaves it rolled back. */
+	int (*flush)(struct store *st, struct err *err);
+
+	/* Write: a request, its id in *id. */
+	int (*request_add)(struct store *st, const struct store_request *rq,
+			   int64_t *id, struct err *err);
+	/* Write: mark a request finished (or cancelled) at `at`. */
+	int (*request_finish)(struct store *st, int64_t id, int64_t at,
+			      bool cancelled, struct err *err);
+	/* Write: a manifest row, its id in *id; the same (request, job,
+	 * key) twice is refused. */
+	int (*item_add)(struct store *st, const struct store_item *it,
+			int64_t *id, struct err *err);
+	/* Write: set a manifest row's state and the fields that go with it
+	 * (error and blocked_on may be NULL). */
+	int (*item_set)(struct store *st, int64_t id, enum mstate state,
+			int attempts, int64_t not_before, const char *error,
+			const char *blocked_on, int64_t at, struct err *err);
+
+	/* Write: a run started ('running'), its id in *run_id. */
+	int (*run_start)(struct store *st, int64_t manifest_id,
+			 int64_t request_id, const char *job, const char *key,
+			 int attempt, int64_t started_at,
+			 const char *code_version, const char *config_hash,
+			 int64_t *run_id, struct err *err);
+	/* Write: a run finished; rows_changed < 0: unknown (NULL). */
+	int (*run_finish)(struct store *st, int64_t run_id, enum mstate state,
+			  int64_t finished_at, const char *error,
+			  int64_t rows_changed, struct err *err);
+	/* Write: a successful build of a partition (staleness); inputs_at <
+	 * 0: none. */
+	int (*partition_built)(struct store *st, const char *job,
+			       const char *key, int64_t built_at,
+			       int64_t inputs_at, int64_t run_id,
+			       const char *code_version, struct err *err);
+	/* When (job, key) last landed: 0 and *built_at (*inputs_at -1 when
+	 * none), or 1 when never. */
+	int (*partition_get)(struct store *st, const char *job, const char *key,
+			     int64_t *built_at, int64_t *inputs_at,
+			     struct err *err);
+	/* The newest landing among job's partitions first_key..last_key: 0
+	 * and *built_at, or 1 when none of them was ever built. */
+	int (*newest_build)(struct store *st, const char *job,
+			    const char *first_key, const char *last_key,
+			    int64_t *built_at, struct err *err);
+
+	/* Write, at start: mark runs of unfinished requests left 'running'
+	 * by a crash as failed and their manifest rows queued again, in one
+	 * transaction; how many runs in *count. */
+	int (*recover)(struct store *st, int64_t at, int *count,
+		       struct err *err);
+	/* Every open manifest row (queued, running, blocked) of unfinished
+	 * requests, in request then seq order, and their finished rows too
+	 * (succeeded, failed, cancelled) so counts and dependencies rebuild.
+	 * cb returning -1 stops the walk with its error. */
+	int (*load_open)(struct store *st, store_open_cb cb, void *data,
+			 struct err *err);
+	/* Every manifest row of one request, finished or not, in seq order
+	 * (a request `retry` brings back into memory). */
+	int (*load_request)(struct store *st, int64_t request_id,
+			    store_open_cb cb, void *data, struct err *err);
+	/* A request's own controls (backfill --concurrency, --fail-fast,
+	 * --downstream; 0, false and "" when not given): 0, or 1 when there
+	 * is no such request. */
+	int (*request_controls)(struct store *st, int64_t id, int *concurrency,
+				bool *fail_fast, char *downstream, size_t dsz,
+				struct err *err);
+	/* Write: mark a finished request open again (retry). */
+	int (*request_reopen)(struct store *st, int64_t id, struct err *err);
+
+	/* The newest finished run's state of each partition of job in
+	 * [first_key, last_key] (text order is time order for keys of one
+	 * grain). */
+	int (*last_states)(struct store *st, const char *job,
+			   const char *first_key, const char *last_key,
+			   store_last_cb cb, void *data, struct err *err);
+	/* Keys of job whose latest successful build used code_version, in
+	 * key order; cb returning -1 stops the walk. */
+	int (*keys_built_by)(struct store *st, const char *job,
+			     const char *code_version, store_key_cb cb,
+			     void *data, struct err *err);
+	/* Every built partition of job, in key order; cb returning -1 stops
+	 * the walk. */
+	int (*partitions_of)(struct store *st, const char *job,
+			     store_built_cb cb, void *data, struct err *err);
+
+	/*
+	 * The runs listing (pending manifest rows, runs, partitions
+	 * cancelled before they ran, each newest first), page by page.
+	 * runs_page hands at most max_rows rows to cb, doing a bounded
+	 * amount of work whatever the filters; cb returns -1 to fail, 1 to
+	 * end the page after this row (the next page resumes after it), 0 to
+	 * go on.  It returns 1 when the listing is complete, 0 when more
+	 * pages may follow (a page may hold no row and not be the last), -1
+	 * with err.  A cursor (its head: struct store_runs_cursor) holds no
+	 * resource of the store between pages; it is closed before the
+	 * store.  runs_max_id is the newest run id it will list (0: none).
+	 */
+	int (*runs_open)(struct store *st, const char *job, int64_t request_id,
+			 const char *state, struct store_runs_cursor **out,
+			 struct err *err);
+	int (*runs_page)(struct store_runs_cursor *c, int max_rows,
+			 store_run_cb cb, void *data, struct err *err);
+	int64_t (*runs_max_id)(const struct store_runs_cursor *c);
+	void (*runs_close)(struct store_runs_cursor *c);
+
+	/* Write: a run of job's partition key finished as state (succeeded
+	 * or failed) and becomes the partition's newest run; *prev is the
+	 * state of the one it replaces, MS_COUNT when none. */
+	int (*partition_finished)(struct store *st, const char *job,
+				  const char *key, int64_t run_id,
+				  enum mstate state, enum mstate *prev,
+				  struct err *err);
+	/* Partitions per job by the state of their newest finished run (at
+	 * start: the scheduler keeps the counts in memory from then on). */
+	int (*latest_counts)(struct store *st, store_count_cb cb, void *data,
+			     struct err *err);
+
+	/* Write: a command run's process group and its leader's start time. */
+	int (*run_proc)(struct store *st, int64_t run_id, int64_t pgid,
+			int64_t proc_start, struct err *err);
+	/* Runs left 'running' with a recorded process group (a command run
+	 * a crash left behind), for proc_end_groups() before recover. */
+	int (*orphans)(struct store *st, store_orphan_cb cb, void *data,
+		       struct err *err);
+	/* Write: forget a run that never started: its row goes (unless it
+	 * has audit rows); the caller queues the partition again. */
+	int (*run_unstart)(struct store *st, int64_t run_id, struct err *err);
+
+	/* Can the store be written again (after a failed turn)?  0 when it
+	 * has min_free bytes of room (where that can be known) and a real
+	 * commit succeeds; -1 with err, also while a transaction is open.
+	 * Not under the failure policy. */
+	int (*probe_write)(struct store *st, int64_t min_free, struct err *err);
+	/* What the store holds (never fails: unknown figures are 0). */
+	void (*stats)(struct store *st, struct store_stats *out);
+
+	/* Write: look at up to `limit` rows of pr's pass and delete what may
+	 * go (see store_sqlite.c, "Pruning"): 1 when there is more to do, 0
+	 * when the pass is over, -1 with err. */
+	int (*prune_step)(struct store *st, struct store_prune *pr, int limit,
+			  struct err *err);
+
+	/* A job's schedule state; a job never saved reads as all zero with
+	 * catchup "ok". */
+	int (*job_get)(struct store *st, const char *job,
+		       struct store_job_state *js, struct err *err);
+	/* Write: save a job's schedule state. */
+	int (*job_put)(struct store *st, const char *job,
+		       const struct store_job_state *js, int64_t at,
+		       struct err *err);
+
+	/* The failed and blocked rows of a request, in run order. */
+	int (*request_problems)(struct store *st, int64_t request_id,
+				store_problem_cb cb, void *data,
+				struct err *err);
+	/* Write: what a run wrote to one partition (JSON text for metrics
+	 * and checks; NULL reads as {} and []); replaces an earlier one. */
+	int (*audit_add)(struct store *st, int64_t run_id, const char *key,
+			 bool has_before, int64_t rows_before, bool has_after,
+			 int64_t rows_after, const char *metrics,
+			 const char *checks, const char *metrics_text,
+			 const char *checks_text, bool passed, struct err *err);
+	/* Every manifest row of a request, in seq order, with its latest run
+	 * and that run's audit. */
+	int (*audit_of)(struct store *st, int64_t request_id, store_audit_cb cb,
+			void *data, struct err *err);
+	/* A request's manifest rows by state, and how long it took. */
+	int (*request_counts)(struct store *st, int64_t request_id,
+			      int64_t counts[MS_COUNT], int64_t *elapsed_ms,
+			      struct err *err);
+	/* The durations (ms) of job's newest successful runs, newest first,
+	 * at most max of them (a bounded read). */
+	int (*durations)(struct store *st, const char *job, int64_t *ms,
+			 size_t max, size_t *n, struct err *err);
+	/* The newest `limit` requests, newest first (the report's audit). */
+	int (*recent_requests)(struct store *st, int limit, store_recent_cb cb,
+			       void *data, struct err *err);
+	/* Does request id exist: 0 with its job and whether finished, or 1
+	 * when there is no such request. */
+	int (*request_get)(struct store *st, int64_t id, char *job,
+			   size_t jobsz, bool *finished, struct err *err);
+
+	/* Roll back whatever is open, the deferred transaction and its
+	 * savepoints included (store.c, a failed turn); never fails loudly. */
+	void (*discard)(struct store *st);
+};
+
+/* The SQLite implementation (store_sqlite.c). */
+extern const struct store_ops store_sqlite_ops;
+
+/* ---- opening ------------------------------------------------------- */
+
+/* Open the SQLite store at path (creating it, migrating its schema). */
+int store_open(const char *path, struct store **out, struct err *err);
+/* Open the store cfg names: SQLite at state_db (the default), or the
+ * PostgreSQL one once the configuration can name it (store_open_pg). */
+int store_open_config(const struct config *cfg, struct store **out,
+		      struct err *err);
+/*
+ * Open the PostgreSQL store through the backfilld-pg.so module, which
+ * exports `const struct store_ops store_pg_ops` and
+ *
+ *	int store_pg_open(const char *conninfo, const char *password_file,
+ *			  struct store **out, struct err *err);
+ *
+ * Without the module (or without those symbols) -1 with one line saying
+ * which, and that the store cannot be used.
+ */
+int store_open_pg(const char *conninfo, const char *password_file,
+		  struct store **out, struct err *err);
+/* The implementation's name ("sqlite"). */
+const char *store_kind(const struct store *st);
+
+/* ---- the calls (each dispatches to the op of the same name) --------- */
+
+void store_close(struct store *st);
+void store_checkpoint_on(struct store *st, struct uv_loop_s *loop);
+
+int store_begin(struct store *st, struct err *err);
+int store_commit(struct store *st, struct err *err);
+void store_rollback(struct store *st);
+int store_defer(struct store *st, struct err *err);
+/* Also ends a failed turn: -1 with its first error, its changes rolled
+ * back (the failure policy above). */
+int store_flush(struct store *st, struct err *err);
+
+int store_request_add(struct store *st, const struct store_request *rq,
+		      int64_t *id, struct err *err);
+int store_request_finish(struct store *st, int64_t id, int64_t at,
+			 bool cancelled, struct err *err);
+int store_item_add(struct store *st, const struct store_item *it,
+		   int64_t *id, struct err *err);
+int store_item_set(struct store *st, int64_t id, enum mstate state,
+		   int attempts, int64_t not_before, const char *error,
+		   const char *blocked_on, int64_t at, struct err *err);
+int store_run_start(struct store *st, int64_t manifest_id, int64_t request_id,
+		    const char *job, const char *key, int attempt,
+		    int64_t started_at, const char *code_version,
+		    const char *config_hash, int64_t *run_id, struct err *err);
+int store_run_finish(struct store *st, int64_t run_id, enum mstate state,
+		     int64_t finished_at, const char *error,
+		     int64_t rows_changed, struct err *err);
+int store_partition_built(struct store *st, const char *job, const char *key,
+			  int64_t built_at, int64_t inputs_at, int64_t run_id,
+			  const char *code_version, struct err *err);
+int store_partition_get(struct store *st, const char *job, const char *key,
+			int64_t *built_at, int64_t *inputs_at, struct err *err);
+int store_newest_build(struct store *st, const char *job, const char *first_key,
+		       const char *last_key, int64_t *built_at, struct err *err);
+int store_recover(struct store *st, int64_t at, int *count, struct err *err);
+int store_load_open(struct store *st, store_open_cb cb, void *data,
+		    struct err *err);
+int store_load_request(struct store *st, int64_t request_id, store_open_cb cb,
+		       void *data, struct err *err);
+int store_request_controls(struct store *st, int64_t id, int *concurrency,
+			   bool *fail_fast, char *downstream, size_t dsz,
+			   struct err *err);
+int store_request_reopen(struct store *st, int64_t id, struct err *err);
+int store_last_states(struct store *st, const char *job, const char *first_key,
+		      const char *last_key, store_last_cb cb, void *data,
+		      struct err *err);
+int store_keys_built_by(struct store *st, const char *job,
+			const char *code_version, store_key_cb cb, void *data,
+			struct err *err);
+int store_partitions_of(struct store *st, const char *job, store_built_cb cb,
+			void *data, struct err *err);
+int store_runs_open(struct store *st, const char *job, int64_t request_id,
+		    const char *state, struct store_runs_cursor **out,
+		    struct err *err);
+int store_runs_page(struct store_runs_cursor *c, int max_rows, store_run_cb cb,
+		    void *data, struct err *err);
+int64_t store_runs_max_id(const struct store_runs_cursor *c);
+void store_runs_close(struct store_runs_cursor *c);
+int store_partition_finished(struct store *st, const char *job,
+			     const char *key, int64_t run_id, enum mstate state,
+			     enum mstate *prev, struct err *err);
+int store_latest_counts(struct store *st, store_count_cb cb, void *data,
+			struct err *err);
+int store_run_proc(struct store *st, int64_t run_id, int64_t pgid,
+		   int64_t proc_start, struct err *err);
+int store_orphans(struct store *st, store_orphan_cb cb, void *data,
+		  struct err *err);
+int store_run_unstart(struct store *st, int64_t run_id, struct err *err);
+int store_probe_write(struct store *st, int64_t min_free, struct err *err);
+void store_stats(struct store *st, struct store_stats *out);
+int store_prune_step(struct store *st, struct store_prune *pr, int limit,
+		     struct err *err);
+int store_job_get(struct store *st, const char *job, struct store_job_state *js,
+		  struct err *err);
+int store_job_put(struct store *st, const char *job,
+		  const struct store_job_state *js, int64_t at, struct err *err);
+int store_request_problems(struct store *st, int64_t request_id,
+			   store_problem_cb cb, void *data, struct err *err);
+int store_audit_add(struct store *st, int64_t run_id, const char *key,
+		    bool has_before, int64_t rows_before, bool has_after,
+		    int64_t rows_after, const char *metrics, const char *checks,
+		    const char *metrics_text, const char *checks_text,
+		    bool passed, struct err *err);
+int store_audit_of(struct store *st, int64_t request_id, store_audit_cb cb,
+		   void *data, struct err *err);
+int store_request_counts(struct store *st, int64_t request_id,
+			 int64_t counts[MS_COUNT], int64_t *elapsed_ms,
+			 struct err *err);
+int store_durations(struct store *st, const char *job, int64_t *ms,
+		    size_t max, size_t *n, struct err *err);
 int store_recent_requests(struct store *st, int limit, store_recent_cb cb,
 			  void *data, struct err *err);
-
-/* Does request id exist; fills its job and whether finished. */
 int store_request_get(struct store *st, int64_t id, char *job, size_t jobsz,
 		      bool *finished, struct err *err);
 

@@ -1,5 +1,5 @@
 /*
- * store.c - the state store on SQLite.
+ * store_sqlite.c - the state store on SQLite (store.h's store_sqlite_ops).
  *
  * Opened once by the daemon on the loop thread.  WAL with
  * synchronous=NORMAL: a commit is durable against a crash of the daemon
@@ -22,6 +22,7 @@
 
 #include "log.h"
 #include "sql_embedded.h"
+#include "xalloc.h"
 
 /* WAL checkpoints (see "Checkpoints off the loop" below) */
 #define STORE_CKPT_PAGES 1000
@@ -224,10 +225,11 @@ static const char *const store_sql[S_COUNT] = {
 	[S_SP_ROLLBACK] = "ROLLBACK TO store_sp",
 };
 
-struct store {
+struct store_sqlite {
+	struct store base; /* first: store.c sees this */
 	sqlite3 *db;
 	sqlite3_stmt *stmt[S_COUNT];
-	/* checkpoints off the loop (store_checkpoint_on) */
+	/* checkpoints off the loop (store_sqlite_checkpoint_on) */
 	char *path;
 	uv_loop_t *loop;
 	uv_work_t ckpt_work;
@@ -239,42 +241,27 @@ struct store {
 	bool ckpt_failing; /* the last checkpoint failed (logged once) */
 	int64_t runs_kept; /* rows in runs, counted at open */
 	bool tx;       /* a transaction is open */
-	bool deferred; /* ... opened by store_defer: store_flush commits it */
+	bool deferred; /* ... opened by defer: flush commits it */
 	int depth;     /* savepoints inside it */
 };
 
-static const char *const mstate_names[MS_COUNT] = {
-	"queued", "running", "succeeded", "failed", "blocked", "cancelled"
-};
-
-/* Name of a manifest state. */
-const char *
-mstate_name(enum mstate s)
+/* The implementation's struct from the seam's head. */
+static struct store_sqlite *
+store_sqlite_of(struct store *base)
 {
-	return (unsigned)s < MS_COUNT ? mstate_names[s] : "unknown";
+	return (struct store_sqlite *)base;
 }
 
-/* Parse a manifest state name. */
-int
-mstate_parse(const char *s, enum mstate *out)
-{
-	for (int i = 0; i < MS_COUNT; i++) {
-		if (strcmp(s, mstate_names[i]) == 0) {
-			*out = (enum mstate)i;
-			return 0;
-		}
-	}
-	return -1;
-}
-
-static int store_next(struct store *st, sqlite3_stmt *s, struct err *err,
-		      const char *what);
-static void store_done(sqlite3_stmt *s);
-static int store_wal_hook(void *arg, sqlite3 *db, const char *name, int pages);
+static void store_sqlite_close(struct store *base);
+static int store_sqlite_next(struct store_sqlite *st, sqlite3_stmt *s,
+			     struct err *err, const char *what);
+static void store_sqlite_done(sqlite3_stmt *s);
+static int store_sqlite_wal_hook(void *arg, sqlite3 *db, const char *name,
+				 int pages);
 
 /* Fill err from the connection's last error, with context. */
 static int
-store_fail(struct store *st, struct err *err, const char *what)
+store_sqlite_fail(struct store_sqlite *st, struct err *err, const char *what)
 {
 	return err_set(err, EXIT_INTERNAL, "state store: %s: %s", what,
 		       sqlite3_errmsg(st->db));
@@ -282,7 +269,7 @@ store_fail(struct store *st, struct err *err, const char *what)
 
 /* Run SQL without results. */
 static int
-store_exec(struct store *st, const char *sql, struct err *err)
+store_sqlite_exec(struct store_sqlite *st, const char *sql, struct err *err)
 {
 	char *msg = NULL;
 
@@ -297,14 +284,14 @@ store_exec(struct store *st, const char *sql, struct err *err)
 
 /* Apply the compiled-in migrations above PRAGMA user_version. */
 static int
-store_migrate(struct store *st, const char *path, struct err *err)
+store_sqlite_migrate(struct store_sqlite *st, const char *path, struct err *err)
 {
 	sqlite3_stmt *s;
 	int version = 0;
 	char sql[64];
 
 	if (sqlite3_prepare_v2(st->db, "PRAGMA user_version", -1, &s, NULL) != SQLITE_OK)
-		return store_fail(st, err, "reading the schema version");
+		return store_sqlite_fail(st, err, "reading the schema version");
 	if (sqlite3_step(s) == SQLITE_ROW)
 		version = sqlite3_column_int(s, 0);
 	sqlite3_finalize(s);
@@ -314,29 +301,28 @@ store_migrate(struct store *st, const char *path, struct err *err)
 			       "knows (%d): run the backfilld that wrote it", path,
 			       version, sql_migrations_count);
 	for (int i = version; i < sql_migrations_count; i++) {
-		if (store_exec(st, "BEGIN IMMEDIATE", err) < 0)
+		if (store_sqlite_exec(st, "BEGIN IMMEDIATE", err) < 0)
 			return -1;
 		snprintf(sql, sizeof sql, "PRAGMA user_version = %d",
 			 sql_migrations[i].version);
-		if (store_exec(st, sql_migrations[i].sql, err) < 0 ||
-		    store_exec(st, sql, err) < 0) {
+		if (store_sqlite_exec(st, sql_migrations[i].sql, err) < 0 ||
+		    store_sqlite_exec(st, sql, err) < 0) {
 			err_prefix(err, "applying %s", sql_migrations[i].name);
-			store_exec(st, "ROLLBACK", NULL);
+			store_sqlite_exec(st, "ROLLBACK", NULL);
 			return -1;
 		}
-		if (store_exec(st, "COMMIT", err) < 0)
+		if (store_sqlite_exec(st, "COMMIT", err) < 0)
 			return -1;
 	}
 	return 0;
 }
 
-int
-store_open(const char *path, struct store **out, struct err *err)
+static int
+store_sqlite_open(const char *path, struct store **out, struct err *err)
 {
-	struct store *st = calloc(1, sizeof *st);
+	struct store_sqlite *st = xcalloc(1, sizeof *st);
 
-	if (st == NULL)
-		return err_set(err, EXIT_INTERNAL, "out of memory");
+	st->base.ops = &store_sqlite_ops;
 	if (sqlite3_open_v2(path, &st->db, SQLITE_OPEN_READWRITE |
 			    SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX, NULL) != SQLITE_OK) {
 		err_set(err, EXIT_BAD_INPUT, "cannot open state store %s: %s; "
@@ -347,36 +333,32 @@ store_open(const char *path, struct store **out, struct err *err)
 		return -1;
 	}
 	sqlite3_busy_timeout(st->db, 10000);
-	if (store_exec(st, "PRAGMA journal_mode = WAL", err) < 0 ||
-	    store_exec(st, "PRAGMA synchronous = NORMAL", err) < 0 ||
-	    store_exec(st, "PRAGMA foreign_keys = ON", err) < 0 ||
-	    store_exec(st, "PRAGMA journal_size_limit = " STORE_WAL_LIMIT,
+	if (store_sqlite_exec(st, "PRAGMA journal_mode = WAL", err) < 0 ||
+	    store_sqlite_exec(st, "PRAGMA synchronous = NORMAL", err) < 0 ||
+	    store_sqlite_exec(st, "PRAGMA foreign_keys = ON", err) < 0 ||
+	    store_sqlite_exec(st, "PRAGMA journal_size_limit = " STORE_WAL_LIMIT,
 		       err) < 0 ||
-	    store_migrate(st, path, err) < 0)
+	    store_sqlite_migrate(st, path, err) < 0)
 		goto fail;
 	for (int i = 0; i < S_COUNT; i++) {
 		if (sqlite3_prepare_v3(st->db, store_sql[i], -1,
 				       SQLITE_PREPARE_PERSISTENT, &st->stmt[i],
 				       NULL) != SQLITE_OK) {
-			store_fail(st, err, "preparing statements");
+			store_sqlite_fail(st, err, "preparing statements");
 			goto fail;
 		}
 	}
-	sqlite3_wal_hook(st->db, store_wal_hook, st);
-	if (store_next(st, st->stmt[S_RUNS_COUNT], err, "counting runs") < 0)
+	sqlite3_wal_hook(st->db, store_sqlite_wal_hook, st);
+	if (store_sqlite_next(st, st->stmt[S_RUNS_COUNT], err, "counting runs") < 0)
 		goto fail;
 	st->runs_kept = sqlite3_column_int64(st->stmt[S_RUNS_COUNT], 0);
-	store_done(st->stmt[S_RUNS_COUNT]);
-	st->path = strdup(path);
-	if (st->path == NULL) {
-		err_set(err, EXIT_INTERNAL, "out of memory");
-		goto fail;
-	}
-	*out = st;
+	store_sqlite_done(st->stmt[S_RUNS_COUNT]);
+	st->path = xstrdup(path);
+	*out = &st->base;
 	return 0;
 fail:
 	err_prefix(err, "%s", path);
-	store_close(st);
+	store_sqlite_close(&st->base);
 	return -1;
 }
 
@@ -414,9 +396,9 @@ fail:
 
 /* Thread pool: checkpoint on the pool's own connection. */
 static void
-store_ckpt_work(uv_work_t *w)
+store_sqlite_ckpt_work(uv_work_t *w)
 {
-	struct store *st = w->data;
+	struct store_sqlite *st = w->data;
 	int rc;
 
 	st->ckpt_err[0] = '\0';
@@ -450,7 +432,7 @@ store_ckpt_work(uv_work_t *w)
 
 /* Say once that checkpoints fail, and once that they work again. */
 static void
-store_ckpt_report(struct store *st, bool failed, const char *why)
+store_sqlite_ckpt_report(struct store_sqlite *st, bool failed, const char *why)
 {
 	if (failed && !st->ckpt_failing)
 		log_warn("state store %s: WAL checkpoint failed: %s; the WAL"
@@ -463,21 +445,21 @@ store_ckpt_report(struct store *st, bool failed, const char *why)
 
 /* Loop: the pool's checkpoint is over. */
 static void
-store_ckpt_done(uv_work_t *w, int status)
+store_sqlite_ckpt_done(uv_work_t *w, int status)
 {
-	struct store *st = w->data;
+	struct store_sqlite *st = w->data;
 
 	st->ckpt_busy = false;
-	store_ckpt_report(st, status != 0 || st->ckpt_err[0] != '\0',
+	store_sqlite_ckpt_report(st, status != 0 || st->ckpt_err[0] != '\0',
 			  status != 0 ? "cancelled" : st->ckpt_err);
 }
 
 /* After each commit: checkpoint on the pool when the WAL has grown, on
  * the loop when the pool could not keep up. */
 static int
-store_wal_hook(void *arg, sqlite3 *db, const char *name, int pages)
+store_sqlite_wal_hook(void *arg, sqlite3 *db, const char *name, int pages)
 {
-	struct store *st = arg;
+	struct store_sqlite *st = arg;
 	int rc;
 
 	(void)name;
@@ -487,29 +469,33 @@ store_wal_hook(void *arg, sqlite3 *db, const char *name, int pages)
 					       NULL);
 		/* busy: the pool's checkpoint holds the lock; next commit */
 		if (rc != SQLITE_BUSY)
-			store_ckpt_report(st, rc != SQLITE_OK, sqlite3_errmsg(db));
+			store_sqlite_ckpt_report(st, rc != SQLITE_OK, sqlite3_errmsg(db));
 		st->ckpt_loop++;
 		return SQLITE_OK;
 	}
 	if (pages >= STORE_CKPT_PAGES && !st->ckpt_busy && st->loop != NULL) {
 		st->ckpt_busy = true;
 		st->ckpt_work.data = st;
-		if (uv_queue_work(st->loop, &st->ckpt_work, store_ckpt_work,
-				  store_ckpt_done) != 0)
+		if (uv_queue_work(st->loop, &st->ckpt_work, store_sqlite_ckpt_work,
+				  store_sqlite_ckpt_done) != 0)
 			st->ckpt_busy = false;
 	}
 	return SQLITE_OK;
 }
 
-void
-store_checkpoint_on(struct store *st, uv_loop_t *loop)
+static void
+store_sqlite_checkpoint_on(struct store *base, uv_loop_t *loop)
 {
+	struct store_sqlite *st = store_sqlite_of(base);
+
 	st->loop = loop;
 }
 
-void
-store_close(struct store *st)
+static void
+store_sqlite_close(struct store *base)
 {
+	struct store_sqlite *st = store_sqlite_of(base);
+
 	if (st == NULL)
 		return;
 	for (int i = 0; i < S_COUNT; i++)
@@ -522,99 +508,124 @@ store_close(struct store *st)
 
 /* Step one of the prepared transaction statements. */
 static int
-store_tx(struct store *st, enum stmt_id id, struct err *err)
+store_sqlite_tx(struct store_sqlite *st, enum stmt_id id, struct err *err)
 {
 	sqlite3_stmt *s = st->stmt[id];
 	int rc = sqlite3_step(s);
 
 	sqlite3_reset(s);
 	if (rc != SQLITE_DONE)
-		return store_fail(st, err, store_sql[id]);
+		return store_sqlite_fail(st, err, store_sql[id]);
 	return 0;
 }
 
 /*
- * Transactions.  An explicit store_begin() outside any transaction opens
- * one (BEGIN IMMEDIATE) that its store_commit() commits.  Inside an open
- * transaction, store_begin() sets a savepoint instead, so a failure rolls
- * back just that group of changes (store_rollback) and the rest stands.
- * store_defer() opens a transaction that only store_flush() commits: the
- * daemon defers on its hot paths and flushes once per loop turn, and
- * before any answer to a client, so many state changes share one commit
- * and none is acknowledged before it is committed.
+ * Transactions (store.h).  begin() outside any transaction opens one
+ * (BEGIN IMMEDIATE) that its commit() commits.  Inside an open
+ * transaction, begin() sets a savepoint instead, so a failure rolls back
+ * just that group of changes (rollback) and the rest stands.  defer()
+ * opens a transaction that only flush() commits: the daemon defers on its
+ * hot paths and flushes once per loop turn, and before any answer to a
+ * client, so many state changes share one commit and none is
+ * acknowledged before it is committed.
  */
-int
-store_begin(struct store *st, struct err *err)
+static int
+store_sqlite_begin(struct store *base, struct err *err)
 {
+	struct store_sqlite *st = store_sqlite_of(base);
+
 	if (st->tx) {
-		if (store_tx(st, S_SP_SET, err) < 0)
+		if (store_sqlite_tx(st, S_SP_SET, err) < 0)
 			return -1;
 		st->depth++;
 		return 0;
 	}
-	if (store_tx(st, S_TX_BEGIN, err) < 0)
+	if (store_sqlite_tx(st, S_TX_BEGIN, err) < 0)
 		return -1;
 	st->tx = true;
 	st->deferred = false;
 	return 0;
 }
 
-int
-store_commit(struct store *st, struct err *err)
+static int
+store_sqlite_commit(struct store *base, struct err *err)
 {
+	struct store_sqlite *st = store_sqlite_of(base);
+
 	if (st->depth > 0) {
 		st->depth--;
-		return store_tx(st, S_SP_RELEASE, err);
+		return store_sqlite_tx(st, S_SP_RELEASE, err);
 	}
 	if (!st->tx || st->deferred)
 		return 0;
 	st->tx = false;
-	if (store_tx(st, S_TX_COMMIT, err) < 0) {
-		store_tx(st, S_TX_ROLLBACK, NULL);
+	if (store_sqlite_tx(st, S_TX_COMMIT, err) < 0) {
+		store_sqlite_tx(st, S_TX_ROLLBACK, NULL);
 		return -1;
 	}
 	return 0;
 }
 
-void
-store_rollback(struct store *st)
+static void
+store_sqlite_rollback(struct store *base)
 {
+	struct store_sqlite *st = store_sqlite_of(base);
+
 	if (st->depth > 0) {
 		st->depth--;
-		store_tx(st, S_SP_ROLLBACK, NULL);
-		store_tx(st, S_SP_RELEASE, NULL);
+		store_sqlite_tx(st, S_SP_ROLLBACK, NULL);
+		store_sqlite_tx(st, S_SP_RELEASE, NULL);
 		return;
 	}
 	if (!st->tx || st->deferred)
 		return;
 	st->tx = false;
-	store_tx(st, S_TX_ROLLBACK, NULL);
+	store_sqlite_tx(st, S_TX_ROLLBACK, NULL);
 }
 
-int
-store_defer(struct store *st, struct err *err)
+static int
+store_sqlite_defer(struct store *base, struct err *err)
 {
+	struct store_sqlite *st = store_sqlite_of(base);
+
 	if (st->tx)
 		return 0;
-	if (store_tx(st, S_TX_BEGIN, err) < 0)
+	if (store_sqlite_tx(st, S_TX_BEGIN, err) < 0)
 		return -1;
 	st->tx = true;
 	st->deferred = true;
 	return 0;
 }
 
-int
-store_flush(struct store *st, struct err *err)
+static int
+store_sqlite_flush(struct store *base, struct err *err)
 {
+	struct store_sqlite *st = store_sqlite_of(base);
+
 	if (!st->tx || !st->deferred || st->depth > 0)
 		return 0;
 	st->tx = false;
 	st->deferred = false;
-	if (store_tx(st, S_TX_COMMIT, err) < 0) {
-		store_tx(st, S_TX_ROLLBACK, NULL);
+	if (store_sqlite_tx(st, S_TX_COMMIT, err) < 0) {
+		store_sqlite_tx(st, S_TX_ROLLBACK, NULL);
 		return -1;
 	}
 	return 0;
+}
+
+/* Roll back whatever is open, the deferred transaction and its
+ * savepoints included (a failed turn: store.h). */
+static void
+store_sqlite_discard(struct store *base)
+{
+	struct store_sqlite *st = store_sqlite_of(base);
+
+	if (!st->tx)
+		return;
+	st->tx = false;
+	st->deferred = false;
+	st->depth = 0;
+	store_sqlite_tx(st, S_TX_ROLLBACK, NULL);
 }
 
 /* Bind text or NULL. */
@@ -629,13 +640,13 @@ bind_text(sqlite3_stmt *s, int i, const char *v)
 
 /* Step a statement that returns no rows, then reset it. */
 static int
-store_step_done(struct store *st, sqlite3_stmt *s, struct err *err,
-		const char *what)
+store_sqlite_step_done(struct store_sqlite *st, sqlite3_stmt *s,
+		       struct err *err, const char *what)
 {
 	int rc = sqlite3_step(s);
 
 	if (rc != SQLITE_DONE) {
-		store_fail(st, err, what);
+		store_sqlite_fail(st, err, what);
 		sqlite3_reset(s);
 		sqlite3_clear_bindings(s);
 		return -1;
@@ -647,7 +658,7 @@ store_step_done(struct store *st, sqlite3_stmt *s, struct err *err,
 
 /* Reset a statement after reading rows. */
 static void
-store_done(sqlite3_stmt *s)
+store_sqlite_done(sqlite3_stmt *s)
 {
 	sqlite3_reset(s);
 	sqlite3_clear_bindings(s);
@@ -657,26 +668,27 @@ store_done(sqlite3_stmt *s)
  * Step a statement that returns rows: 1 with the next row in s; at the
  * end 0, or -1 with err (sqlite's message, after what) on an error, the
  * statement reset either way.  A caller that stops before the end calls
- * store_done itself.
+ * store_sqlite_done itself.
  */
 static int
-store_next(struct store *st, sqlite3_stmt *s, struct err *err,
-	   const char *what)
+store_sqlite_next(struct store_sqlite *st, sqlite3_stmt *s, struct err *err,
+		  const char *what)
 {
 	int rc = sqlite3_step(s);
 
 	if (rc == SQLITE_ROW)
 		return 1;
-	store_done(s);
+	store_sqlite_done(s);
 	if (rc != SQLITE_DONE)
-		return store_fail(st, err, what);
+		return store_sqlite_fail(st, err, what);
 	return 0;
 }
 
-int
-store_request_add(struct store *st, const struct store_request *rq, int64_t *id,
-		  struct err *err)
+static int
+store_sqlite_request_add(struct store *base, const struct store_request *rq,
+			 int64_t *id, struct err *err)
 {
+	struct store_sqlite *st = store_sqlite_of(base);
 	sqlite3_stmt *s = st->stmt[S_REQUEST_ADD];
 
 	bind_text(s, 1, rq->job);
@@ -694,28 +706,30 @@ store_request_add(struct store *st, const struct store_request *rq, int64_t *id,
 		sqlite3_bind_null(s, 10);
 	sqlite3_bind_int(s, 11, rq->fail_fast);
 	bind_text(s, 12, rq->downstream);
-	if (store_step_done(st, s, err, "adding a request") < 0)
+	if (store_sqlite_step_done(st, s, err, "adding a request") < 0)
 		return -1;
 	*id = sqlite3_last_insert_rowid(st->db);
 	return 0;
 }
 
-int
-store_request_finish(struct store *st, int64_t id, int64_t at, bool cancelled,
-		     struct err *err)
+static int
+store_sqlite_request_finish(struct store *base, int64_t id, int64_t at,
+			    bool cancelled, struct err *err)
 {
+	struct store_sqlite *st = store_sqlite_of(base);
 	sqlite3_stmt *s = st->stmt[S_REQUEST_FINISH];
 
 	sqlite3_bind_int64(s, 1, id);
 	sqlite3_bind_int64(s, 2, at);
 	sqlite3_bind_int(s, 3, cancelled);
-	return store_step_done(st, s, err, "finishing a request");
+	return store_sqlite_step_done(st, s, err, "finishing a request");
 }
 
-int
-store_item_add(struct store *st, const struct store_item *it, int64_t *id,
-	       struct err *err)
+static int
+store_sqlite_item_add(struct store *base, const struct store_item *it,
+		      int64_t *id, struct err *err)
 {
+	struct store_sqlite *st = store_sqlite_of(base);
 	sqlite3_stmt *s = st->stmt[S_ITEM_ADD];
 
 	sqlite3_bind_int64(s, 1, it->request_id);
@@ -725,17 +739,18 @@ store_item_add(struct store *st, const struct store_item *it, int64_t *id,
 	sqlite3_bind_int(s, 5, it->downstream);
 	bind_text(s, 6, mstate_name(it->state));
 	sqlite3_bind_int64(s, 8, it->at);
-	if (store_step_done(st, s, err, "adding to the manifest") < 0)
+	if (store_sqlite_step_done(st, s, err, "adding to the manifest") < 0)
 		return -1;
 	*id = sqlite3_last_insert_rowid(st->db);
 	return 0;
 }
 
-int
-store_item_set(struct store *st, int64_t id, enum mstate state, int attempts,
-	       int64_t not_before, const char *error, const char *blocked_on,
-	       int64_t at, struct err *err)
+static int
+store_sqlite_item_set(struct store *base, int64_t id, enum mstate state,
+		      int attempts, int64_t not_before, const char *error,
+		      const char *blocked_on, int64_t at, struct err *err)
 {
+	struct store_sqlite *st = store_sqlite_of(base);
 	sqlite3_stmt *s = st->stmt[S_ITEM_SET];
 
 	sqlite3_bind_int64(s, 1, id);
@@ -745,15 +760,17 @@ store_item_set(struct store *st, int64_t id, enum mstate state, int attempts,
 	bind_text(s, 5, error);
 	bind_text(s, 6, blocked_on);
 	sqlite3_bind_int64(s, 7, at);
-	return store_step_done(st, s, err, "updating the manifest");
+	return store_sqlite_step_done(st, s, err, "updating the manifest");
 }
 
-int
-store_run_start(struct store *st, int64_t manifest_id, int64_t request_id,
-		const char *job, const char *key, int attempt,
-		int64_t started_at, const char *code_version,
-		const char *config_hash, int64_t *run_id, struct err *err)
+static int
+store_sqlite_run_start(struct store *base, int64_t manifest_id,
+		       int64_t request_id, const char *job, const char *key,
+		       int attempt, int64_t started_at,
+		       const char *code_version, const char *config_hash,
+		       int64_t *run_id, struct err *err)
 {
+	struct store_sqlite *st = store_sqlite_of(base);
 	sqlite3_stmt *s = st->stmt[S_RUN_START];
 
 	sqlite3_bind_int64(s, 1, manifest_id);
@@ -764,18 +781,19 @@ store_run_start(struct store *st, int64_t manifest_id, int64_t request_id,
 	sqlite3_bind_int64(s, 6, started_at);
 	bind_text(s, 7, code_version);
 	bind_text(s, 8, config_hash);
-	if (store_step_done(st, s, err, "recording a run") < 0)
+	if (store_sqlite_step_done(st, s, err, "recording a run") < 0)
 		return -1;
 	*run_id = sqlite3_last_insert_rowid(st->db);
 	st->runs_kept++;
 	return 0;
 }
 
-int
-store_run_finish(struct store *st, int64_t run_id, enum mstate state,
-		 int64_t finished_at, const char *error, int64_t rows_changed,
-		 struct err *err)
+static int
+store_sqlite_run_finish(struct store *base, int64_t run_id, enum mstate state,
+			int64_t finished_at, const char *error,
+			int64_t rows_changed, struct err *err)
 {
+	struct store_sqlite *st = store_sqlite_of(base);
 	sqlite3_stmt *s = st->stmt[S_RUN_FINISH];
 
 	sqlite3_bind_int64(s, 1, run_id);
@@ -786,14 +804,16 @@ store_run_finish(struct store *st, int64_t run_id, enum mstate state,
 		sqlite3_bind_int64(s, 5, rows_changed);
 	else
 		sqlite3_bind_null(s, 5);
-	return store_step_done(st, s, err, "finishing a run");
+	return store_sqlite_step_done(st, s, err, "finishing a run");
 }
 
-int
-store_partition_built(struct store *st, const char *job, const char *key,
-		      int64_t built_at, int64_t inputs_at, int64_t run_id,
-		      const char *code_version, struct err *err)
+static int
+store_sqlite_partition_built(struct store *base, const char *job,
+			     const char *key, int64_t built_at,
+			     int64_t inputs_at, int64_t run_id,
+			     const char *code_version, struct err *err)
 {
+	struct store_sqlite *st = store_sqlite_of(base);
 	sqlite3_stmt *s = st->stmt[S_PART_BUILT];
 
 	bind_text(s, 1, job);
@@ -805,52 +825,56 @@ store_partition_built(struct store *st, const char *job, const char *key,
 		sqlite3_bind_null(s, 4);
 	sqlite3_bind_int64(s, 5, run_id);
 	bind_text(s, 6, code_version);
-	return store_step_done(st, s, err, "recording a build");
+	return store_sqlite_step_done(st, s, err, "recording a build");
 }
 
-int
-store_partition_get(struct store *st, const char *job, const char *key,
-		    int64_t *built_at, int64_t *inputs_at, struct err *err)
+static int
+store_sqlite_partition_get(struct store *base, const char *job, const char *key,
+			   int64_t *built_at, int64_t *inputs_at,
+			   struct err *err)
 {
+	struct store_sqlite *st = store_sqlite_of(base);
 	sqlite3_stmt *s = st->stmt[S_PART_GET];
 	int rc;
 
 	bind_text(s, 1, job);
 	bind_text(s, 2, key);
-	rc = store_next(st, s, err, "reading a build");
+	rc = store_sqlite_next(st, s, err, "reading a build");
 	if (rc <= 0)
 		return rc < 0 ? -1 : 1;
 	*built_at = sqlite3_column_int64(s, 0);
 	*inputs_at = sqlite3_column_type(s, 1) == SQLITE_NULL ? -1 :
 		sqlite3_column_int64(s, 1);
-	store_done(s);
+	store_sqlite_done(s);
 	return 0;
 }
 
-int
-store_recover(struct store *st, int64_t at, int *count, struct err *err)
+static int
+store_sqlite_recover(struct store *base, int64_t at, int *count,
+		     struct err *err)
 {
+	struct store_sqlite *st = store_sqlite_of(base);
 	char sql[512];
 
-	if (store_begin(st, err) < 0)
+	if (store_sqlite_begin(base, err) < 0)
 		return -1;
 	snprintf(sql, sizeof sql,
 		 "UPDATE runs SET state = 'failed', finished_at = %lld, error ="
 		 " 'interrupted: the daemon stopped during the run; queued again'"
 		 " WHERE state = 'running' AND request_id IN (SELECT id FROM"
 		 " requests WHERE finished_at IS NULL)", (long long)at);
-	if (store_exec(st, sql, err) < 0)
+	if (store_sqlite_exec(st, sql, err) < 0)
 		goto fail;
 	*count = sqlite3_changes(st->db);
 	snprintf(sql, sizeof sql,
 		 "UPDATE manifest SET state = 'queued', updated_at = %lld"
 		 " WHERE state = 'running' AND request_id IN (SELECT id FROM"
 		 " requests WHERE finished_at IS NULL)", (long long)at);
-	if (store_exec(st, sql, err) < 0)
+	if (store_sqlite_exec(st, sql, err) < 0)
 		goto fail;
-	return store_commit(st, err);
+	return store_sqlite_commit(base, err);
 fail:
-	store_rollback(st);
+	store_sqlite_rollback(base);
 	return -1;
 }
 
@@ -863,13 +887,13 @@ col_text(sqlite3_stmt *s, int i)
 
 /* Call cb for each row of a manifest query (S_LOAD_OPEN, S_LOAD_ONE). */
 static int
-store_load_rows(struct store *st, sqlite3_stmt *s, store_open_cb cb,
-		void *data, struct err *err)
+store_sqlite_load_rows(struct store_sqlite *st, sqlite3_stmt *s,
+		       store_open_cb cb, void *data, struct err *err)
 {
 	struct store_open_row row;
 	int rc;
 
-	while ((rc = store_next(st, s, err, "loading the manifest")) > 0) {
+	while ((rc = store_sqlite_next(st, s, err, "loading the manifest")) > 0) {
 		memset(&row, 0, sizeof row);
 		row.id = sqlite3_column_int64(s, 0);
 		row.request_id = sqlite3_column_int64(s, 1);
@@ -889,43 +913,49 @@ store_load_rows(struct store *st, sqlite3_stmt *s, store_open_cb cb,
 		row.rq_concurrency = sqlite3_column_int(s, 14);
 		row.rq_fail_fast = sqlite3_column_int(s, 15);
 		if (cb(&row, data, err) < 0) {
-			store_done(s);
+			store_sqlite_done(s);
 			return -1;
 		}
 	}
 	return rc;
 }
 
-int
-store_load_open(struct store *st, store_open_cb cb, void *data, struct err *err)
+static int
+store_sqlite_load_open(struct store *base, store_open_cb cb, void *data,
+		       struct err *err)
 {
-	return store_load_rows(st, st->stmt[S_LOAD_OPEN], cb, data, err);
+	struct store_sqlite *st = store_sqlite_of(base);
+
+	return store_sqlite_load_rows(st, st->stmt[S_LOAD_OPEN], cb, data, err);
 }
 
-int
-store_load_request(struct store *st, int64_t request_id, store_open_cb cb,
-		   void *data, struct err *err)
+static int
+store_sqlite_load_request(struct store *base, int64_t request_id,
+			  store_open_cb cb, void *data, struct err *err)
 {
+	struct store_sqlite *st = store_sqlite_of(base);
 	sqlite3_stmt *s = st->stmt[S_LOAD_ONE];
 
 	sqlite3_bind_int64(s, 1, request_id);
-	return store_load_rows(st, s, cb, data, err);
+	return store_sqlite_load_rows(st, s, cb, data, err);
 }
 
-int
-store_request_reopen(struct store *st, int64_t id, struct err *err)
+static int
+store_sqlite_request_reopen(struct store *base, int64_t id, struct err *err)
 {
+	struct store_sqlite *st = store_sqlite_of(base);
 	sqlite3_stmt *s = st->stmt[S_REQUEST_REOPEN];
 
 	sqlite3_bind_int64(s, 1, id);
-	return store_step_done(st, s, err, "reopening a request");
+	return store_sqlite_step_done(st, s, err, "reopening a request");
 }
 
-int
-store_last_states(struct store *st, const char *job, const char *first_key,
-		  const char *last_key, store_last_cb cb, void *data,
-		  struct err *err)
+static int
+store_sqlite_last_states(struct store *base, const char *job,
+			 const char *first_key, const char *last_key,
+			 store_last_cb cb, void *data, struct err *err)
 {
+	struct store_sqlite *st = store_sqlite_of(base);
 	sqlite3_stmt *s = st->stmt[S_LAST_STATES];
 	enum mstate state;
 	int rc;
@@ -933,87 +963,93 @@ store_last_states(struct store *st, const char *job, const char *first_key,
 	bind_text(s, 1, job);
 	bind_text(s, 2, first_key);
 	bind_text(s, 3, last_key);
-	while ((rc = store_next(st, s, err, "reading the last runs")) > 0) {
+	while ((rc = store_sqlite_next(st, s, err, "reading the last runs")) > 0) {
 		if (mstate_parse(col_text(s, 1), &state) == 0)
 			cb(col_text(s, 0), state, data);
 	}
 	return rc;
 }
 
-int
-store_keys_built_by(struct store *st, const char *job, const char *code_version,
-		    store_key_cb cb, void *data, struct err *err)
+static int
+store_sqlite_keys_built_by(struct store *base, const char *job,
+			   const char *code_version, store_key_cb cb,
+			   void *data, struct err *err)
 {
+	struct store_sqlite *st = store_sqlite_of(base);
 	sqlite3_stmt *s = st->stmt[S_BUILT_BY];
 	int rc;
 
 	bind_text(s, 1, job);
 	bind_text(s, 2, code_version);
-	while ((rc = store_next(st, s, err, "reading builds")) > 0) {
+	while ((rc = store_sqlite_next(st, s, err, "reading builds")) > 0) {
 		if (cb(col_text(s, 0), data, err) < 0) {
-			store_done(s);
+			store_sqlite_done(s);
 			return -1;
 		}
 	}
 	return rc;
 }
 
-int
-store_partitions_of(struct store *st, const char *job, store_built_cb cb,
-		    void *data, struct err *err)
+static int
+store_sqlite_partitions_of(struct store *base, const char *job,
+			   store_built_cb cb, void *data, struct err *err)
 {
+	struct store_sqlite *st = store_sqlite_of(base);
 	sqlite3_stmt *s = st->stmt[S_PARTS_OF];
 	int rc;
 
 	bind_text(s, 1, job);
-	while ((rc = store_next(st, s, err, "reading builds")) > 0) {
+	while ((rc = store_sqlite_next(st, s, err, "reading builds")) > 0) {
 		bool has = sqlite3_column_type(s, 2) != SQLITE_NULL;
 
 		if (cb(col_text(s, 0), sqlite3_column_int64(s, 1), has,
 		       has ? sqlite3_column_int64(s, 2) : 0, data, err) < 0) {
-			store_done(s);
+			store_sqlite_done(s);
 			return -1;
 		}
 	}
 	return rc;
 }
 
-int
-store_partition_finished(struct store *st, const char *job, const char *key,
-			 int64_t run_id, enum mstate state, enum mstate *prev,
-			 struct err *err)
+static int
+store_sqlite_partition_finished(struct store *base, const char *job,
+				const char *key, int64_t run_id,
+				enum mstate state, enum mstate *prev,
+				struct err *err)
 {
+	struct store_sqlite *st = store_sqlite_of(base);
 	sqlite3_stmt *s = st->stmt[S_LATEST_GET];
 	int rc;
 
 	*prev = MS_COUNT;
 	bind_text(s, 1, job);
 	bind_text(s, 2, key);
-	rc = store_next(st, s, err, "reading a partition's last run");
+	rc = store_sqlite_next(st, s, err, "reading a partition's last run");
 	if (rc < 0)
 		return -1;
 	if (rc > 0) {
 		if (mstate_parse(col_text(s, 0), prev) < 0)
 			*prev = MS_COUNT;
-		store_done(s);
+		store_sqlite_done(s);
 	}
 	s = st->stmt[S_LATEST_PUT];
 	bind_text(s, 1, job);
 	bind_text(s, 2, key);
 	sqlite3_bind_int64(s, 3, run_id);
 	bind_text(s, 4, mstate_name(state));
-	return store_step_done(st, s, err, "recording a partition's last run");
+	return store_sqlite_step_done(st, s, err, "recording a partition's last run");
 }
 
-int
-store_latest_counts(struct store *st, store_count_cb cb, void *data,
-		    struct err *err)
+static int
+store_sqlite_latest_counts(struct store *base, store_count_cb cb, void *data,
+			   struct err *err)
 {
+	struct store_sqlite *st = store_sqlite_of(base);
 	sqlite3_stmt *s = st->stmt[S_LATEST_COUNTS];
 	enum mstate state;
 	int rc;
 
-	while ((rc = store_next(st, s, err, "counting partitions")) > 0) {
+	while ((rc = store_sqlite_next(st, s, err, "counting partitions")) > 0) {
 		if (mstate_parse(col_text(s, 1), &state) == 0)
 			cb(col_text(s, 0), state, sqlite3_column_int64(s, 2),
 			   data);
@@ -1021,47 +1057,51 @@ store_latest_counts(struct store *st, store_count_cb cb, void *data,
 	return rc;
 }
 
-int
-store_run_proc(struct store *st, int64_t run_id, int64_t pgid,
-	       int64_t proc_start, struct err *err)
+static int
+store_sqlite_run_proc(struct store *base, int64_t run_id, int64_t pgid,
+		      int64_t proc_start, struct err *err)
 {
+	struct store_sqlite *st = store_sqlite_of(base);
 	sqlite3_stmt *s = st->stmt[S_RUN_PROC];
 
 	sqlite3_bind_int64(s, 1, run_id);
 	sqlite3_bind_int64(s, 2, pgid);
 	sqlite3_bind_int64(s, 3, proc_start);
-	return store_step_done(st, s, err, "recording a run's process");
+	return store_sqlite_step_done(st, s, err, "recording a run's process");
 }
 
-int
-store_orphans(struct store *st, store_orphan_cb cb, void *data,
-	      struct err *err)
+static int
+store_sqlite_orphans(struct store *base, store_orphan_cb cb, void *data,
+		     struct err *err)
 {
+	struct store_sqlite *st = store_sqlite_of(base);
 	sqlite3_stmt *s = st->stmt[S_ORPHANS];
 	int rc;
 
-	while ((rc = store_next(st, s, err, "reading runs left running")) > 0)
+	while ((rc = store_sqlite_next(st, s, err, "reading runs left running")) > 0)
 		cb(sqlite3_column_int64(s, 0), col_text(s, 1), col_text(s, 2),
 		   sqlite3_column_int64(s, 3), sqlite3_column_int64(s, 4), data);
 	return rc;
 }
 
-int
-store_run_unstart(struct store *st, int64_t run_id, struct err *err)
+static int
+store_sqlite_run_unstart(struct store *base, int64_t run_id, struct err *err)
 {
+	struct store_sqlite *st = store_sqlite_of(base);
 	sqlite3_stmt *s = st->stmt[S_RUN_UNSTART];
 
 	sqlite3_bind_int64(s, 1, run_id);
-	if (store_step_done(st, s, err, "forgetting a run that never"
+	if (store_sqlite_step_done(st, s, err, "forgetting a run that never"
 			    " started") < 0)
 		return -1;
 	st->runs_kept -= sqlite3_changes(st->db);
 	return 0;
 }
 
-int
-store_probe_write(struct store *st, int64_t min_free, struct err *err)
+static int
+store_sqlite_probe_write(struct store *base, int64_t min_free, struct err *err)
 {
+	struct store_sqlite *st = store_sqlite_of(base);
 	char dir[4096], *slash;
 	struct statvfs vfs;
 	char sql[64];
@@ -1082,16 +1122,17 @@ store_probe_write(struct store *st, int64_t min_free, struct err *err)
 	/* rewrite page 1 (the schema version, unchanged): a real commit */
 	snprintf(sql, sizeof sql, "BEGIN IMMEDIATE; PRAGMA user_version = %d;"
 		 " COMMIT", sql_migrations_count);
-	if (store_exec(st, sql, err) < 0) {
-		store_exec(st, "ROLLBACK", NULL);
+	if (store_sqlite_exec(st, sql, err) < 0) {
+		store_sqlite_exec(st, "ROLLBACK", NULL);
 		return -1;
 	}
 	return 0;
 }
 
-void
-store_stats(struct store *st, struct store_stats *out)
+static void
+store_sqlite_stats(struct store *base, struct store_stats *out)
 {
+	struct store_sqlite *st = store_sqlite_of(base);
 	struct stat sb;
 	char wal[4096];
 	sqlite3_stmt *s;
@@ -1123,10 +1164,11 @@ store_stats(struct store *st, struct store_stats *out)
  * time), so a pass reads the old history that is kept (one run or two per
  * partition) and nothing newer.
  */
-int
-store_prune_step(struct store *st, struct store_prune *pr, int limit,
-		 struct err *err)
+static int
+store_sqlite_prune_step(struct store *base, struct store_prune *pr, int limit,
+			struct err *err)
 {
+	struct store_sqlite *st = store_sqlite_of(base);
 	sqlite3_stmt *s;
 	int64_t *ids, nids = 0, seen = 0;
 	bool end = false;
@@ -1134,13 +1176,11 @@ store_prune_step(struct store *st, struct store_prune *pr, int limit,
 
 	if (pr->phase >= 2)
 		return 0;
-	ids = calloc((size_t)limit, sizeof *ids);
-	if (ids == NULL)
-		return err_set(err, EXIT_INTERNAL, "out of memory");
+	ids = xcalloc((size_t)limit, sizeof *ids);
 	s = st->stmt[pr->phase == 0 ? S_PRUNE_RUNS : S_PRUNE_REQUESTS];
 	sqlite3_bind_int64(s, 1, pr->cursor);
 	sqlite3_bind_int(s, 2, limit);
-	while ((rc = store_next(st, s, err, "reading history to prune")) > 0) {
+	while ((rc = store_sqlite_next(st, s, err, "reading history to prune")) > 0) {
 		int64_t id = sqlite3_column_int64(s, 0);
 		const char *job = col_text(s, 1);
 		int64_t started = sqlite3_column_int64(s, 2);
@@ -1151,7 +1191,7 @@ store_prune_step(struct store *st, struct store_prune *pr, int limit,
 		seen++;
 		if (started >= pr->newest_cutoff) {
 			end = true; /* younger than any keep_runs: done */
-			store_done(s);
+			store_sqlite_done(s);
 			break;
 		}
 		pr->cursor = id;
@@ -1165,22 +1205,22 @@ store_prune_step(struct store *st, struct store_prune *pr, int limit,
 		if (pr->phase == 0) {
 			s = st->stmt[S_PRUNE_AUDIT_DEL];
 			sqlite3_bind_int64(s, 1, ids[i]);
-			if (store_step_done(st, s, err, "pruning audit rows") < 0)
+			if (store_sqlite_step_done(st, s, err, "pruning audit rows") < 0)
 				goto fail;
 			s = st->stmt[S_PRUNE_RUN_DEL];
 			sqlite3_bind_int64(s, 1, ids[i]);
-			if (store_step_done(st, s, err, "pruning runs") < 0)
+			if (store_sqlite_step_done(st, s, err, "pruning runs") < 0)
 				goto fail;
 			pr->runs += sqlite3_changes(st->db);
 			st->runs_kept -= sqlite3_changes(st->db);
 		} else {
 			s = st->stmt[S_PRUNE_MANIFEST_DEL];
 			sqlite3_bind_int64(s, 1, ids[i]);
-			if (store_step_done(st, s, err, "pruning the manifest") < 0)
+			if (store_sqlite_step_done(st, s, err, "pruning the manifest") < 0)
 				goto fail;
 			s = st->stmt[S_PRUNE_REQUEST_DEL];
 			sqlite3_bind_int64(s, 1, ids[i]);
-			if (store_step_done(st, s, err, "pruning requests") < 0)
+			if (store_sqlite_step_done(st, s, err, "pruning requests") < 0)
 				goto fail;
 			pr->requests += sqlite3_changes(st->db);
 		}
@@ -1205,17 +1245,18 @@ col_copy(sqlite3_stmt *s, int i, char *buf, size_t sz)
 	snprintf(buf, sz, "%s", v ? v : "");
 }
 
-int
-store_job_get(struct store *st, const char *job, struct store_job_state *js,
-	      struct err *err)
+static int
+store_sqlite_job_get(struct store *base, const char *job,
+		     struct store_job_state *js, struct err *err)
 {
+	struct store_sqlite *st = store_sqlite_of(base);
 	sqlite3_stmt *s = st->stmt[S_JOB_GET];
 	int rc;
 
 	memset(js, 0, sizeof *js);
 	strcpy(js->catchup, "ok");
 	bind_text(s, 1, job);
-	rc = store_next(st, s, err, "reading job state");
+	rc = store_sqlite_next(st, s, err, "reading job state");
 	if (rc < 0)
 		return -1;
 	if (rc > 0) {
@@ -1232,15 +1273,17 @@ store_job_get(struct store *st, const char *job, struct store_job_state *js,
 		js->late_checked_at = sqlite3_column_int64(s, 7);
 		js->late_found = sqlite3_column_int64(s, 8);
 		col_copy(s, 9, js->late_error, sizeof js->late_error);
-		store_done(s);
+		store_sqlite_done(s);
 	}
 	return 0;
 }
 
-int
-store_job_put(struct store *st, const char *job, const struct store_job_state *js,
-	      int64_t at, struct err *err)
+static int
+store_sqlite_job_put(struct store *base, const char *job,
+		     const struct store_job_state *js, int64_t at,
+		     struct err *err)
 {
+	struct store_sqlite *st = store_sqlite_of(base);
 	sqlite3_stmt *s = st->stmt[S_JOB_PUT];
 
 	bind_text(s, 1, job);
@@ -1261,54 +1304,57 @@ store_job_put(struct store *st, const char *job, const struct store_job_state *j
 		sqlite3_bind_int64(s, 11, js->late_found);
 	}
 	bind_text(s, 12, js->late_error[0] ? js->late_error : NULL);
-	return store_step_done(st, s, err, "saving job state");
+	return store_sqlite_step_done(st, s, err, "saving job state");
 }
 
-int
-store_request_get(struct store *st, int64_t id, char *job, size_t jobsz,
-		  bool *finished, struct err *err)
+static int
+store_sqlite_request_get(struct store *base, int64_t id, char *job,
+			 size_t jobsz, bool *finished, struct err *err)
 {
+	struct store_sqlite *st = store_sqlite_of(base);
 	sqlite3_stmt *s = st->stmt[S_REQUEST_GET];
 	int rc;
 
 	sqlite3_bind_int64(s, 1, id);
-	rc = store_next(st, s, err, "reading a request");
+	rc = store_sqlite_next(st, s, err, "reading a request");
 	if (rc <= 0)
 		return rc < 0 ? -1 : 1;
 	col_copy(s, 0, job, jobsz);
 	*finished = sqlite3_column_int(s, 1);
-	store_done(s);
+	store_sqlite_done(s);
 	return 0;
 }
 
-int
-store_request_controls(struct store *st, int64_t id, int *concurrency,
-		       bool *fail_fast, char *downstream, size_t dsz,
-		       struct err *err)
+static int
+store_sqlite_request_controls(struct store *base, int64_t id, int *concurrency,
+			      bool *fail_fast, char *downstream, size_t dsz,
+			      struct err *err)
 {
+	struct store_sqlite *st = store_sqlite_of(base);
 	sqlite3_stmt *s = st->stmt[S_REQUEST_CONTROLS];
 	int rc;
 
 	sqlite3_bind_int64(s, 1, id);
-	rc = store_next(st, s, err, "reading a request's controls");
+	rc = store_sqlite_next(st, s, err, "reading a request's controls");
 	if (rc <= 0)
 		return rc < 0 ? -1 : 1;
 	*concurrency = sqlite3_column_int(s, 0);
 	*fail_fast = sqlite3_column_int(s, 1);
 	col_copy(s, 2, downstream, dsz);
-	store_done(s);
+	store_sqlite_done(s);
 	return 0;
 }
 
-int
-store_recent_requests(struct store *st, int limit, store_recent_cb cb,
-		      void *data, struct err *err)
+static int
+store_sqlite_recent_requests(struct store *base, int limit, store_recent_cb cb,
+			     void *data, struct err *err)
 {
+	struct store_sqlite *st = store_sqlite_of(base);
 	sqlite3_stmt *s = st->stmt[S_RECENT_REQUESTS];
 	int rc;
 
 	sqlite3_bind_int(s, 1, limit);
-	while ((rc = store_next(st, s, err, "reading the recent requests")) > 0)
+	while ((rc = store_sqlite_next(st, s, err, "reading the recent requests")) > 0)
 		cb(sqlite3_column_int64(s, 0), col_text(s, 1), col_text(s, 2),
 		   sqlite3_column_type(s, 3) == SQLITE_NULL ? NULL : col_text(s, 3),
 		   sqlite3_column_int64(s, 4),
@@ -1318,28 +1364,30 @@ store_recent_requests(struct store *st, int limit, store_recent_cb cb,
 	return rc;
 }
 
-int
-store_request_problems(struct store *st, int64_t request_id,
-		       store_problem_cb cb, void *data, struct err *err)
+static int
+store_sqlite_request_problems(struct store *base, int64_t request_id,
+			      store_problem_cb cb, void *data, struct err *err)
 {
+	struct store_sqlite *st = store_sqlite_of(base);
 	sqlite3_stmt *s = st->stmt[S_PROBLEMS];
 	int rc;
 
 	sqlite3_bind_int64(s, 1, request_id);
-	while ((rc = store_next(st, s, err,
+	while ((rc = store_sqlite_next(st, s, err,
 				"reading a request's failures")) > 0)
 		cb(col_text(s, 0), col_text(s, 1), col_text(s, 2), col_text(s, 3),
 		   col_text(s, 4), data);
 	return rc;
 }
 
-int
-store_audit_add(struct store *st, int64_t run_id, const char *key,
-		bool has_before, int64_t rows_before, bool has_after,
-		int64_t rows_after, const char *metrics, const char *checks,
-		const char *metrics_text, const char *checks_text, bool passed,
-		struct err *err)
+static int
+store_sqlite_audit_add(struct store *base, int64_t run_id, const char *key,
+		       bool has_before, int64_t rows_before, bool has_after,
+		       int64_t rows_after, const char *metrics,
+		       const char *checks, const char *metrics_text,
+		       const char *checks_text, bool passed, struct err *err)
 {
+	struct store_sqlite *st = store_sqlite_of(base);
 	sqlite3_stmt *s = st->stmt[S_AUDIT_ADD];
 
 	sqlite3_bind_int64(s, 1, run_id);
@@ -1353,19 +1401,20 @@ store_audit_add(struct store *st, int64_t run_id, const char *key,
 	sqlite3_bind_int(s, 7, passed);
 	bind_text(s, 8, metrics_text);
 	bind_text(s, 9, checks_text);
-	return store_step_done(st, s, err, "recording an audit");
+	return store_sqlite_step_done(st, s, err, "recording an audit");
 }
 
-int
-store_audit_of(struct store *st, int64_t request_id, store_audit_cb cb,
-	       void *data, struct err *err)
+static int
+store_sqlite_audit_of(struct store *base, int64_t request_id, store_audit_cb cb,
+		      void *data, struct err *err)
 {
+	struct store_sqlite *st = store_sqlite_of(base);
 	sqlite3_stmt *s = st->stmt[S_AUDIT_OF];
 	struct store_audit_row row;
 	int rc;
 
 	sqlite3_bind_int64(s, 1, request_id);
-	while ((rc = store_next(st, s, err, "reading the audit")) > 0) {
+	while ((rc = store_sqlite_next(st, s, err, "reading the audit")) > 0) {
 		memset(&row, 0, sizeof row);
 		row.job = col_text(s, 0);
 		row.key = col_text(s, 1);
@@ -1392,11 +1441,12 @@ store_audit_of(struct store *st, int64_t request_id, store_audit_cb cb,
 	return rc;
 }
 
-int
-store_request_counts(struct store *st, int64_t request_id,
-		     int64_t counts[MS_COUNT], int64_t *elapsed_ms,
-		     struct err *err)
+static int
+store_sqlite_request_counts(struct store *base, int64_t request_id,
+			    int64_t counts[MS_COUNT], int64_t *elapsed_ms,
+			    struct err *err)
 {
+	struct store_sqlite *st = store_sqlite_of(base);
 	sqlite3_stmt *s = st->stmt[S_REQUEST_COUNTS];
 	enum mstate state;
 	int rc;
@@ -1405,7 +1455,7 @@ store_request_counts(struct store *st, int64_t request_id,
 		counts[i] = 0;
 	*elapsed_ms = 0;
 	sqlite3_bind_int64(s, 1, request_id);
-	while ((rc = store_next(st, s, err, "counting a request")) > 0) {
+	while ((rc = store_sqlite_next(st, s, err, "counting a request")) > 0) {
 		if (mstate_parse(col_text(s, 0), &state) == 0)
 			counts[state] += sqlite3_column_int64(s, 1);
 		*elapsed_ms = sqlite3_column_int64(s, 3) -
@@ -1414,34 +1464,37 @@ store_request_counts(struct store *st, int64_t request_id,
 	return rc;
 }
 
-int
-store_durations(struct store *st, const char *job, int64_t *ms, size_t max,
-		size_t *n, struct err *err)
+static int
+store_sqlite_durations(struct store *base, const char *job, int64_t *ms,
+		       size_t max, size_t *n, struct err *err)
 {
+	struct store_sqlite *st = store_sqlite_of(base);
 	sqlite3_stmt *s = st->stmt[S_DURATIONS];
 	int rc;
 
 	*n = 0;
 	bind_text(s, 1, job);
 	sqlite3_bind_int64(s, 2, (sqlite3_int64)max);
-	while ((rc = store_next(st, s, err, "reading run durations")) > 0) {
+	while ((rc = store_sqlite_next(st, s, err, "reading run durations")) > 0) {
 		if (*n < max)
 			ms[(*n)++] = sqlite3_column_int64(s, 0);
 	}
 	return rc < 0 ? -1 : 0;
 }
 
-int
-store_newest_build(struct store *st, const char *job, const char *first_key,
-		   const char *last_key, int64_t *built_at, struct err *err)
+static int
+store_sqlite_newest_build(struct store *base, const char *job,
+			  const char *first_key, const char *last_key,
+			  int64_t *built_at, struct err *err)
 {
+	struct store_sqlite *st = store_sqlite_of(base);
 	sqlite3_stmt *s = st->stmt[S_NEWEST_BUILD];
 	int rc, found = 1;
 
 	bind_text(s, 1, job);
 	bind_text(s, 2, first_key);
 	bind_text(s, 3, last_key);
-	while ((rc = store_next(st, s, err, "reading builds")) > 0) {
+	while ((rc = store_sqlite_next(st, s, err, "reading builds")) > 0) {
 		if (sqlite3_column_type(s, 0) != SQLITE_NULL) {
 			*built_at = sqlite3_column_int64(s, 0);
 			found = 0;
@@ -1463,15 +1516,16 @@ store_newest_build(struct store *st, const char *job, const char *first_key,
  * asked, even none, and still not be the last.  Statements are prepared
  * per page and finalized before returning: a cursor holds no SQLite
  * resource between pages (no read transaction, nothing to finalize
- * before store_close).  Rows added after the cursor opened (ids above the
- * bounds taken then) are not listed; a row that leaves the manifest's
+ * before the store closes).  Rows added after the cursor opened (ids
+ * above the bounds taken then) are not listed; a row that leaves the manifest's
  * pending states between pages may be missed or, once run, is not listed
  * twice because its run's id is above the bound.
  */
 #define STORE_RUNS_SCAN 5000
 
-struct store_runs_cursor {
-	struct store *st;
+struct store_sqlite_cursor {
+	struct store_runs_cursor base; /* first: store.c sees this */
+	struct store_sqlite *st;
 	char *job, *state;
 	int64_t request_id;
 	int phase;         /* 0 pending manifest rows, 1 runs, 2 cancelled
@@ -1479,10 +1533,12 @@ struct store_runs_cursor {
 	int64_t hi[3], lo[3];  /* next window below hi[p], down to lo[p] */
 };
 
+static void store_sqlite_runs_close(struct store_runs_cursor *base);
+
 /* The bounds min(id) and max(id)+1 of table; empty: lo = hi = 0. */
 static int
-store_runs_bounds(struct store *st, const char *table, int64_t *lo,
-		  int64_t *hi, struct err *err)
+store_sqlite_runs_bounds(struct store_sqlite *st, const char *table,
+			 int64_t *lo, int64_t *hi, struct err *err)
 {
 	sqlite3_stmt *s;
 	char sql[96];
@@ -1490,11 +1546,11 @@ store_runs_bounds(struct store *st, const char *table, int64_t *lo,
 
 	snprintf(sql, sizeof sql, "SELECT min(id), max(id) FROM %s", table);
 	if (sqlite3_prepare_v2(st->db, sql, -1, &s, NULL) != SQLITE_OK)
-		return store_fail(st, err, "listing runs");
+		return store_sqlite_fail(st, err, "listing runs");
 	rc = sqlite3_step(s);
 	if (rc != SQLITE_ROW) {
 		sqlite3_finalize(s);
-		return store_fail(st, err, "listing runs");
+		return store_sqlite_fail(st, err, "listing runs");
 	}
 	*lo = *hi = 0;
 	if (sqlite3_column_type(s, 0) != SQLITE_NULL) {
@@ -1505,26 +1561,22 @@ store_runs_bounds(struct store *st, const char *table, int64_t *lo,
 	return 0;
 }
 
-int
-store_runs_open(struct store *st, const char *job, int64_t request_id,
-		const char *state, struct store_runs_cursor **out,
-		struct err *err)
+static int
+store_sqlite_runs_open(struct store *base, const char *job, int64_t request_id,
+		       const char *state, struct store_runs_cursor **out,
+		       struct err *err)
 {
-	struct store_runs_cursor *c = calloc(1, sizeof *c);
+	struct store_sqlite *st = store_sqlite_of(base);
+	struct store_sqlite_cursor *c = xcalloc(1, sizeof *c);
 
-	if (c == NULL)
-		return err_set(err, EXIT_INTERNAL, "out of memory");
+	c->base.st = base;
 	c->st = st;
 	c->request_id = request_id;
-	c->job = job ? strdup(job) : NULL;
-	c->state = state ? strdup(state) : NULL;
-	if ((job && c->job == NULL) || (state && c->state == NULL)) {
-		store_runs_close(c);
-		return err_set(err, EXIT_INTERNAL, "out of memory");
-	}
-	if (store_runs_bounds(st, "manifest", &c->lo[0], &c->hi[0], err) < 0 ||
-	    store_runs_bounds(st, "runs", &c->lo[1], &c->hi[1], err) < 0) {
-		store_runs_close(c);
+	c->job = job ? xstrdup(job) : NULL;
+	c->state = state ? xstrdup(state) : NULL;
+	if (store_sqlite_runs_bounds(st, "manifest", &c->lo[0], &c->hi[0], err) < 0 ||
+	    store_sqlite_runs_bounds(st, "runs", &c->lo[1], &c->hi[1], err) < 0) {
+		store_sqlite_runs_close(&c->base);
 		return -1;
 	}
 	c->lo[2] = c->lo[0];
@@ -1540,22 +1592,25 @@ store_runs_open(struct store *st, const char *job, int64_t request_id,
 		if (strcmp(state, "cancelled") != 0)
 			c->hi[2] = c->lo[2];
 	}
-	*out = c;
+	*out = &c->base;
 	return 0;
 }
 
-int64_t
-store_runs_max_id(const struct store_runs_cursor *c)
+static int64_t
+store_sqlite_runs_max_id(const struct store_runs_cursor *base)
 {
+	const struct store_sqlite_cursor *c =
+		(const struct store_sqlite_cursor *)base;
+
 	return c->hi[1] > 0 ? c->hi[1] - 1 : 0;
 }
 
 /* One window query of the current phase; rows to cb; stops early when cb
  * returns 1 (*stop set).  Moves hi down past what it read. */
 static int
-store_runs_window(struct store_runs_cursor *c, int64_t lo, int max_rows,
-		  store_run_cb cb, void *data, int *nrows, bool *stop,
-		  struct err *err)
+store_sqlite_runs_window(struct store_sqlite_cursor *c, int64_t lo,
+			 int max_rows, store_run_cb cb, void *data, int *nrows,
+			 bool *stop, struct err *err)
 {
 	static const char *const select[3] = {
 		"SELECT NULL, request_id, job, partition_key, attempts + 1,"
@@ -1582,7 +1637,7 @@ store_runs_window(struct store_runs_cursor *c, int64_t lo, int max_rows,
 		 c->request_id ? " AND request_id = ?4" : "",
 		 c->state ? " AND state = ?5" : "");
 	if (sqlite3_prepare_v2(c->st->db, sql, -1, &s, NULL) != SQLITE_OK)
-		return store_fail(c->st, err, "listing runs");
+		return store_sqlite_fail(c->st, err, "listing runs");
 	sqlite3_bind_int64(s, 1, c->hi[p]);
 	sqlite3_bind_int64(s, 2, lo);
 	if (c->job)
@@ -1620,7 +1675,7 @@ store_runs_window(struct store_runs_cursor *c, int64_t lo, int max_rows,
 			*stop = true;
 	}
 	if (!*stop && rc != SQLITE_DONE) {
-		store_fail(c->st, err, "listing runs");
+		store_sqlite_fail(c->st, err, "listing runs");
 		sqlite3_finalize(s);
 		return -1;
 	}
@@ -1632,10 +1687,11 @@ store_runs_window(struct store_runs_cursor *c, int64_t lo, int max_rows,
 	return 0;
 }
 
-int
-store_runs_page(struct store_runs_cursor *c, int max_rows, store_run_cb cb,
-		void *data, struct err *err)
+static int
+store_sqlite_runs_page(struct store_runs_cursor *base, int max_rows,
+		       store_run_cb cb, void *data, struct err *err)
 {
+	struct store_sqlite_cursor *c = (struct store_sqlite_cursor *)base;
 	int64_t budget = STORE_RUNS_SCAN, lo, start;
 	int nrows = 0;
 	bool stop = false;
@@ -1649,7 +1705,7 @@ store_runs_page(struct store_runs_cursor *c, int max_rows, store_run_cb cb,
 		}
 		start = c->hi[p];
 		lo = c->hi[p] - budget < c->lo[p] ? c->lo[p] : c->hi[p] - budget;
-		if (store_runs_window(c, lo, max_rows - nrows, cb, data, &nrows,
+		if (store_sqlite_runs_window(c, lo, max_rows - nrows, cb, data, &nrows,
 				      &stop, err) < 0)
 			return -1;
 		budget -= start - c->hi[p];
@@ -1659,12 +1715,65 @@ store_runs_page(struct store_runs_cursor *c, int max_rows, store_run_cb cb,
 	return c->phase == 3 ? 1 : 0;
 }
 
-void
-store_runs_close(struct store_runs_cursor *c)
+static void
+store_sqlite_runs_close(struct store_runs_cursor *base)
 {
+	struct store_sqlite_cursor *c = (struct store_sqlite_cursor *)base;
+
 	if (c == NULL)
 		return;
 	free(c->job);
 	free(c->state);
 	free(c);
 }
+
+const struct store_ops store_sqlite_ops = {
+	.name = "sqlite",
+	.open = store_sqlite_open,
+	.close = store_sqlite_close,
+	.checkpoint_on = store_sqlite_checkpoint_on,
+	.begin = store_sqlite_begin,
+	.commit = store_sqlite_commit,
+	.rollback = store_sqlite_rollback,
+	.defer = store_sqlite_defer,
+	.flush = store_sqlite_flush,
+	.request_add = store_sqlite_request_add,
+	.request_finish = store_sqlite_request_finish,
+	.item_add = store_sqlite_item_add,
+	.item_set = store_sqlite_item_set,
+	.run_start = store_sqlite_run_start,
+	.run_finish = store_sqlite_run_finish,
+	.partition_built = store_sqlite_partition_built,
+	.partition_get = store_sqlite_partition_get,
+	.newest_build = store_sqlite_newest_build,
+	.recover = store_sqlite_recover,
+	.load_open = store_sqlite_load_open,
+	.load_request = store_sqlite_load_request,
+	.request_controls = store_sqlite_request_controls,
+	.request_reopen = store_sqlite_request_reopen,
+	.last_states = store_sqlite_last_states,
+	.keys_built_by = store_sqlite_keys_built_by,
+	.partitions_of = store_sqlite_partitions_of,
+	.runs_open = store_sqlite_runs_open,
+	.runs_page = store_sqlite_runs_page,
+	.runs_max_id = store_sqlite_runs_max_id,
+	.runs_close = store_sqlite_runs_close,
+	.partition_finished = store_sqlite_partition_finished,
+	.latest_counts = store_sqlite_latest_counts,
+	.run_proc = store_sqlite_run_proc,
+	.orphans = store_sqlite_orphans,
+	.run_unstart = store_sqlite_run_unstart,
+	.probe_write = store_sqlite_probe_write,
+	.stats = store_sqlite_stats,
+	.prune_step = store_sqlite_prune_step,
+	.job_get = store_sqlite_job_get,
+	.job_put = store_sqlite_job_put,
+	.request_problems = store_sqlite_request_problems,
+	.audit_add = store_sqlite_audit_add,
+	.audit_of = store_sqlite_audit_of,
+	.request_counts = store_sqlite_request_counts,
+	.durations = store_sqlite_durations,
+	.recent_requests = store_sqlite_recent_requests,
+	.request_get = store_sqlite_request_get,
+	.discard = store_sqlite_discard,
+};

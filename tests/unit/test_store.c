@@ -1,6 +1,14 @@
 /*
  * test_store.c - the state store: schema migration, requests and the
- * manifest, runs, crash recovery, builds and job state.
+ * manifest, runs, crash recovery, builds and job state, and the one
+ * failure policy of store.c.
+ *
+ * The behaviour cases run against every implementation of the table
+ * below that is available (SQLite always; a row per further
+ * implementation, e.g. PostgreSQL when BACKFILLD_TEST_STATE_PG names a
+ * server): each row opens a fresh empty store and peeks into it on a
+ * connection of its own.  Cases about one implementation's own machinery
+ * (SQLite's migrations and WAL) run once, in the "sqlite" case.
  */
 #include <check.h>
 #include <sqlite3.h>
@@ -11,38 +19,41 @@
 #include <unistd.h>
 #include <uv.h>
 
+#include "config.h"
 #include "sql_embedded.h"
 #include "store.h"
 
+/* An implementation under test. */
+struct impl {
+	const char *name;
+	bool (*available)(void);   /* NULL: always */
+	void (*setup)(void);       /* cur = this row; st = a fresh empty store */
+	void (*teardown)(void);    /* close st, remove what setup made */
+	/* one integer from SQL on a connection of the test's own */
+	long long (*peek)(const char *sql);
+	const char *unique_failed; /* how a duplicate key reads */
+	const char *check_failed;  /* how a CHECK constraint failure reads */
+};
+
+static const struct impl *cur;
 static char dir[64];
 static char path[128];
 static struct store *st;
 
-static void
-setup(void)
-{
-	struct err err;
-
-	snprintf(dir, sizeof dir, "/tmp/test_store.XXXXXX");
-	ck_assert_ptr_nonnull(mkdtemp(dir));
-	snprintf(path, sizeof path, "%s/state.db", dir);
-	if (store_open(path, &st, &err) < 0)
-		ck_abort_msg("store_open: %s", err.msg);
-}
-
-static void
-teardown(void)
-{
-	char cmd[160];
-
-	store_close(st);
-	snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
-	ck_assert_int_eq(system(cmd), 0);
-}
-
 /* A single integer from SQL run on a second connection. */
 static long long
 peek(const char *sql)
+{
+	return cur->peek(sql);
+}
+
+/* ---- SQLite ---------------------------------------------------------- */
+
+static void sqlite_setup(void);
+
+/* A single integer from SQL on a second SQLite connection. */
+static long long
+sqlite_peek(const char *sql)
 {
 	sqlite3 *db;
 	sqlite3_stmt *s;
@@ -55,6 +66,39 @@ peek(const char *sql)
 	sqlite3_finalize(s);
 	sqlite3_close(db);
 	return v;
+}
+
+/* Close the store and remove its folder. */
+static void
+sqlite_teardown(void)
+{
+	char cmd[160];
+
+	store_close(st);
+	st = NULL;
+	snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
+	ck_assert_int_eq(system(cmd), 0);
+}
+
+/* The implementations, the default first.  A row for another one is
+ * added here, with its own available(), setup, teardown and peek. */
+static const struct impl impls[] = {
+	{ "sqlite", NULL, sqlite_setup, sqlite_teardown, sqlite_peek,
+	  "UNIQUE constraint failed", "CHECK constraint failed" },
+};
+
+/* A fresh SQLite store in a temporary folder. */
+static void
+sqlite_setup(void)
+{
+	struct err err;
+
+	cur = &impls[0];
+	snprintf(dir, sizeof dir, "/tmp/test_store.XXXXXX");
+	ck_assert_ptr_nonnull(mkdtemp(dir));
+	snprintf(path, sizeof path, "%s/state.db", dir);
+	if (store_open(path, &st, &err) < 0)
+		ck_abort_msg("store_open: %s", err.msg);
 }
 
 /* The schema is at the newest version, in WAL mode; reopening is a no-op. */
@@ -107,8 +151,13 @@ START_TEST(manifest_and_recovery)
 	it.key = "2026-02-09";
 	it.seq = 1;
 	ck_assert_int_eq(store_item_add(st, &it, &m2, &err), 0);
-	/* the same partition twice in one request is refused */
+	/* the same partition twice in one request is refused, and that
+	 * failed write fails the turn: flush says so once */
 	ck_assert_int_eq(store_item_add(st, &it, &m2, &err), -1);
+	ck_assert_ptr_nonnull(strstr(err.msg, cur->unique_failed));
+	ck_assert_int_eq(store_flush(st, &err), -1);
+	ck_assert_ptr_nonnull(strstr(err.msg, cur->unique_failed));
+	ck_assert_int_eq(store_flush(st, &err), 0);
 
 	ck_assert_int_eq(store_item_set(st, m1, MS_RUNNING, 1, 0, NULL, NULL,
 					2000, &err), 0);
@@ -487,29 +536,256 @@ START_TEST(rollback_changes_nothing)
 	/* a bad kind is refused by the schema */
 	rq.kind = "bogus";
 	ck_assert_int_eq(store_request_add(st, &rq, &rid, &err), -1);
-	ck_assert_ptr_nonnull(strstr(err.msg, "CHECK constraint failed"));
+	ck_assert_ptr_nonnull(strstr(err.msg, cur->check_failed));
+	ck_assert_int_eq(store_flush(st, &err), -1);
 }
 END_TEST
+
+/* ---- the failure policy (store.c, rule 1) ----------------------------- */
+
+static struct store_ops faulty_ops;
+
+/* A write that fails, as a full disk makes it. */
+static int
+faulty_item_set(struct store *s, int64_t id, enum mstate state, int attempts,
+		int64_t not_before, const char *error, const char *blocked_on,
+		int64_t at, struct err *err)
+{
+	(void)s, (void)id, (void)state, (void)attempts, (void)not_before;
+	(void)error, (void)blocked_on, (void)at;
+	return err_set(err, EXIT_INTERNAL, "state store: injected: disk full");
+}
+
+/* A read that fails. */
+static int
+faulty_job_get(struct store *s, const char *job, struct store_job_state *js,
+	       struct err *err)
+{
+	(void)s, (void)job, (void)js;
+	return err_set(err, EXIT_INTERNAL, "state store: injected: read");
+}
+
+/* A probe that fails. */
+static int
+faulty_probe_write(struct store *s, int64_t min_free, struct err *err)
+{
+	(void)s, (void)min_free;
+	return err_set(err, EXIT_INTERNAL, "state store: injected: probe");
+}
+
+/* The store's own implementation with item_set, job_get and probe_write
+ * failing (the seam lets a test wrap any implementation). */
+static void
+make_faulty(void)
+{
+	faulty_ops = *st->ops;
+	faulty_ops.item_set = faulty_item_set;
+	faulty_ops.job_get = faulty_job_get;
+	faulty_ops.probe_write = faulty_probe_write;
+	st->ops = &faulty_ops;
+}
+
+/* A request with one manifest row, in the caller's turn. */
+static int64_t
+one_item(int64_t *item)
+{
+	struct store_request rq = { .job = "fct", .kind = "backfill",
+		.created_at = 1 };
+	struct store_item it = { .job = "fct", .key = "2026-02-08",
+		.state = MS_QUEUED, .at = 1 };
+	struct err err;
+	int64_t rid;
+
+	ck_assert_int_eq(store_request_add(st, &rq, &rid, &err), 0);
+	it.request_id = rid;
+	ck_assert_int_eq(store_item_add(st, &it, item, &err), 0);
+	return rid;
+}
+
+/* A write that fails inside a deferred turn fails the turn: later writes
+ * are refused with its error, reads still answer, flush rolls the whole
+ * turn back and reports the first error once; the next turn is clean. */
+START_TEST(failed_write_fails_the_turn)
+{
+	struct store_job_state js;
+	struct err err;
+	int64_t rid, item;
+	char job[32];
+	bool finished;
+
+	make_faulty();
+	ck_assert_int_eq(store_defer(st, &err), 0);
+	rid = one_item(&item);
+	ck_assert_int_eq(store_item_set(st, item, MS_RUNNING, 1, 0, NULL, NULL,
+					2, &err), -1);
+	ck_assert_str_eq(err.msg, "state store: injected: disk full");
+	/* refused without reaching the implementation */
+	ck_assert_int_eq(store_request_finish(st, rid, 3, false, &err), -1);
+	ck_assert_ptr_nonnull(strstr(err.msg, "an earlier write of this turn"
+				     " failed: state store: injected: disk full"));
+	ck_assert_int_eq(store_begin(st, &err), -1);
+	ck_assert_int_eq(store_commit(st, &err), -1);
+	/* reads answer */
+	ck_assert_int_eq(store_request_get(st, rid, job, sizeof job, &finished,
+					   &err), 0);
+	ck_assert_str_eq(job, "fct");
+	ck_assert(!finished);
+	/* the end of the turn: rolled back, the first error, once */
+	ck_assert_int_eq(store_flush(st, &err), -1);
+	ck_assert_str_eq(err.msg, "state store: injected: disk full");
+	ck_assert_int_eq(peek("SELECT COUNT(*) FROM requests"), 0);
+	ck_assert_int_eq(peek("SELECT COUNT(*) FROM manifest"), 0);
+	ck_assert_int_eq(store_flush(st, &err), 0);
+	/* the next turn writes */
+	ck_assert_int_eq(store_defer(st, &err), 0);
+	(void)one_item(&item);
+	ck_assert_int_eq(store_flush(st, &err), 0);
+	ck_assert_int_eq(peek("SELECT COUNT(*) FROM manifest"), 1);
+	/* a failed read marks nothing */
+	ck_assert_int_eq(store_job_get(st, "fct", &js, &err), -1);
+	ck_assert_str_eq(err.msg, "state store: injected: read");
+	ck_assert_int_eq(store_defer(st, &err), 0);
+	(void)one_item(&item);
+	ck_assert_int_eq(store_flush(st, &err), 0);
+	ck_assert_int_eq(peek("SELECT COUNT(*) FROM manifest"), 2);
+}
+END_TEST
+
+/* Outside a deferred turn too (an explicit transaction, a lone write):
+ * the failure reaches the next flush, the one place the scheduler hears
+ * of it; a savepoint rolled back by its caller does not hide it. */
+START_TEST(failed_write_outside_a_turn)
+{
+	struct err err;
+	int64_t item;
+
+	make_faulty();
+	ck_assert_int_eq(store_defer(st, &err), 0);
+	ck_assert_int_eq(store_begin(st, &err), 0); /* a savepoint */
+	(void)one_item(&item);
+	ck_assert_int_eq(store_item_set(st, item, MS_RUNNING, 1, 0, NULL, NULL,
+					2, &err), -1);
+	store_rollback(st);
+	ck_assert_int_eq(store_flush(st, &err), -1);
+	ck_assert_str_eq(err.msg, "state store: injected: disk full");
+	ck_assert_int_eq(peek("SELECT COUNT(*) FROM requests"), 0);
+	/* a lone write, committed by itself before the failure */
+	(void)one_item(&item);
+	ck_assert_int_eq(store_item_set(st, item, MS_FAILED, 1, 0, NULL, NULL,
+					2, &err), -1);
+	ck_assert_int_eq(store_flush(st, &err), -1);
+	ck_assert_int_eq(peek("SELECT COUNT(*) FROM requests"), 1);
+	ck_assert_int_eq(store_flush(st, &err), 0);
+}
+END_TEST
+
+/* The probe main.c runs while the store is failed marks nothing. */
+START_TEST(probe_marks_nothing)
+{
+	struct err err;
+	int64_t item;
+
+	make_faulty();
+	ck_assert_int_eq(store_probe_write(st, 0, &err), -1);
+	ck_assert_str_eq(err.msg, "state store: injected: probe");
+	(void)one_item(&item);
+	ck_assert_int_eq(store_flush(st, &err), 0);
+	ck_assert_int_eq(peek("SELECT COUNT(*) FROM manifest"), 1);
+}
+END_TEST
+
+/* The real probe: a commit on an idle store, refused in a transaction. */
+START_TEST(probe_writes)
+{
+	struct err err;
+
+	ck_assert_int_eq(store_probe_write(st, 0, &err), 0);
+	ck_assert_int_eq(store_defer(st, &err), 0);
+	ck_assert_int_eq(store_probe_write(st, 0, &err), -1);
+	ck_assert_int_eq(store_flush(st, &err), 0);
+	ck_assert_int_eq(store_probe_write(st, 0, &err), 0);
+}
+END_TEST
+
+/* ---- opening ----------------------------------------------------------- */
+
+/* The configuration's store: SQLite at state_db. */
+START_TEST(opens_from_config)
+{
+	struct config cfg = { .state_db = path };
+	struct store *again;
+	struct err err;
+
+	ck_assert_int_eq(store_open_config(&cfg, &again, &err), 0);
+	ck_assert_str_eq(store_kind(again), "sqlite");
+	store_close(again);
+}
+END_TEST
+
+/* Without the PostgreSQL module, opening its store fails with one line
+ * that names the module file and says the store cannot be opened. */
+START_TEST(pg_module_absent)
+{
+	struct store *pg = NULL;
+	struct err err;
+	char want[160];
+
+	ck_assert_int_eq(setenv("BACKFILLD_TEST_MODULE_DIR", dir, 1), 0);
+	ck_assert_int_eq(store_open_pg("host=/nonexistent dbname=x", NULL, &pg,
+				       &err), -1);
+	unsetenv("BACKFILLD_TEST_MODULE_DIR");
+	ck_assert_ptr_null(pg);
+	ck_assert_int_eq(err.code, EXIT_BAD_INPUT);
+	ck_assert_ptr_null(strchr(err.msg, '\n'));
+	snprintf(want, sizeof want, "cannot load the PostgreSQL state store"
+		 " %s/backfilld-pg.so: ", dir);
+	ck_assert_msg(strncmp(err.msg, want, strlen(want)) == 0, "%s", err.msg);
+	ck_assert_ptr_nonnull(strstr(err.msg, "; the state store cannot be"
+				     " opened"));
+}
+END_TEST
+
+/* The behaviour cases, for one implementation. */
+static void
+add_behaviour(TCase *tc)
+{
+	tcase_add_test(tc, manifest_and_recovery);
+	tcase_add_test(tc, last_states);
+	tcase_add_test(tc, durations_newest_first);
+	tcase_add_test(tc, prune_keeps_what_it_must);
+	tcase_add_test(tc, builds_and_job_state);
+	tcase_add_test(tc, rollback_changes_nothing);
+	tcase_add_test(tc, failed_write_fails_the_turn);
+	tcase_add_test(tc, failed_write_outside_a_turn);
+	tcase_add_test(tc, probe_marks_nothing);
+	tcase_add_test(tc, probe_writes);
+}
 
 int
 main(void)
 {
 	Suite *s = suite_create("store");
-	TCase *tc = tcase_create("store");
+	TCase *tc;
 	SRunner *sr;
 	int failed;
 
-	tcase_add_checked_fixture(tc, setup, teardown);
+	for (size_t i = 0; i < sizeof impls / sizeof impls[0]; i++) {
+		if (impls[i].available != NULL && !impls[i].available())
+			continue;
+		tc = tcase_create(impls[i].name);
+		tcase_add_checked_fixture(tc, impls[i].setup, impls[i].teardown);
+		add_behaviour(tc);
+		suite_add_tcase(s, tc);
+	}
+	/* SQLite's own machinery: migrations, the WAL, opening */
+	tc = tcase_create("sqlite only");
+	tcase_add_checked_fixture(tc, sqlite_setup, sqlite_teardown);
 	tcase_add_test(tc, migrates_once);
 	tcase_add_test(tc, refuses_newer_schema);
-	tcase_add_test(tc, manifest_and_recovery);
-	tcase_add_test(tc, last_states);
-	tcase_add_test(tc, durations_newest_first);
 	tcase_add_test(tc, migrates_history_from_v2);
-	tcase_add_test(tc, prune_keeps_what_it_must);
 	tcase_add_test(tc, wal_stays_bounded);
-	tcase_add_test(tc, builds_and_job_state);
-	tcase_add_test(tc, rollback_changes_nothing);
+	tcase_add_test(tc, opens_from_config);
+	tcase_add_test(tc, pg_module_absent);
 	suite_add_tcase(s, tc);
 	sr = srunner_create(s);
 	srunner_run_all(sr, CK_ENV);
