@@ -123,7 +123,8 @@ daemon_status(struct daemon *d)
 }
 
 /*
- * A store that cannot be written (scheduler.c, rule 7).  The daemon stays
+ * A store that cannot be written (store.h, the failure policy: a write or
+ * a commit of a loop turn failed; scheduler.c, rule 7).  The daemon stays
  * up, says so in STATUS=, and tries the store again every 10 s, backing
  * off to a minute.  Once a real commit succeeds with STORE_MIN_FREE bytes
  * free on its filesystem and no run is in flight, it restarts in place
@@ -178,7 +179,7 @@ daemon_store_retry_cb(uv_timer_t *t)
 	daemon_reexec(d);
 }
 
-/* The scheduler could not commit: say so and start trying again. */
+/* A turn could not be written: say so and start trying again. */
 static void
 daemon_store_failed_cb(void *data)
 {
@@ -589,7 +590,7 @@ daemon_start(struct daemon *d, struct err *err)
 	if (mkdir_p(logdir, 0750) < 0)
 		log_warn("cannot create the command log folder %s: %s", logdir,
 			 strerror(errno));
-	if (store_open(cfg->state_db, &d->store, err) < 0)
+	if (store_open_config(cfg, &d->store, err) < 0)
 		return EXIT_BAD_INPUT;
 	store_checkpoint_on(d->store, &d->loop);
 	if (exec_new(&d->loop, cfg->max_concurrency, &d->exec, err) < 0)
@@ -636,9 +637,9 @@ daemon_start(struct daemon *d, struct err *err)
 		log_warn("using the test clock in %s: %s", clock_test_file(),
 			 "not for production");
 	}
-	if (sched_start(d->sched, err) < 0 ||
-	    prune_new(&d->loop, d->sched, &d->prune, err) < 0)
+	if (sched_start(d->sched, err) < 0)
 		return EXIT_WORK_FAILED;
+	d->prune = prune_new(&d->loop, d->sched);
 	d->metrics = metrics_new(&d->loop, d->sched, d->hooks);
 	sched_on_run(d->sched, metrics_run_cb, d->metrics);
 	log_notice("backfilld %s started: %zu jobs, socket %s, state %s",

@@ -14,6 +14,10 @@
  *     schedule go on between slices.
  *  3. One pass at a time; the configuration is read at each slice, so a
  *     reload between slices applies to the rest of the pass.
+ *  4. A slice is a write of its loop turn (store.h, the failure policy):
+ *     one that fails ends the pass and fails the turn, so the daemon stops
+ *     new work and restarts in place once the store can be written
+ *     (scheduler.c, rule 7); no pass starts or goes on while it waits.
  */
 #include "prune.h"
 
@@ -23,6 +27,7 @@
 #include "clock.h"
 #include "log.h"
 #include "store.h"
+#include "xalloc.h"
 
 #define PRUNE_SLICE 256
 #define PRUNE_EVERY_MS (3600 * 1000)
@@ -72,6 +77,10 @@ prune_slice_cb(uv_timer_t *t)
 	struct err err;
 	int rc;
 
+	if (sched_store_failed(p->sched, NULL, NULL)) {
+		p->running = false; /* rule 4: the restart prunes */
+		return;
+	}
 	p->pass.newest_cutoff = prune_newest_cutoff(sched_config(p->sched),
 						    p->now);
 	if (store_begin(st, &err) < 0) {
@@ -84,8 +93,7 @@ prune_slice_cb(uv_timer_t *t)
 			rc = -1;
 	}
 	if (rc < 0) {
-		log_err("pruning history stopped: %s; it is tried again in an"
-			" hour", err.msg);
+		log_err("pruning history stopped: %s", err.msg);
 		p->running = false;
 		return;
 	}
@@ -106,7 +114,8 @@ prune_tick(struct prune *p)
 {
 	int64_t now = clock_now_ms();
 
-	if (p == NULL || p->running || p->closing)
+	if (p == NULL || p->running || p->closing ||
+	    sched_store_failed(p->sched, NULL, NULL))
 		return;
 	if (p->has_last && llabs(now - p->last_start) < PRUNE_EVERY_MS)
 		return;
@@ -126,14 +135,11 @@ prune_hourly_cb(uv_timer_t *t)
 	prune_tick(t->data);
 }
 
-int
-prune_new(uv_loop_t *loop, struct sched *s, struct prune **out,
-	  struct err *err)
+struct prune *
+prune_new(uv_loop_t *loop, struct sched *s)
 {
-	struct prune *p = calloc(1, sizeof *p);
+	struct prune *p = xcalloc(1, sizeof *p);
 
-	if (p == NULL)
-		return err_set(err, EXIT_INTERNAL, "out of memory");
 	p->sched = s;
 	uv_timer_init(loop, &p->hourly);
 	uv_timer_init(loop, &p->slice);
@@ -141,9 +147,8 @@ prune_new(uv_loop_t *loop, struct sched *s, struct prune **out,
 	uv_timer_start(&p->hourly, prune_hourly_cb, PRUNE_EVERY_MS,
 		       PRUNE_EVERY_MS);
 	uv_unref((uv_handle_t *)&p->hourly);
-	*out = p;
 	prune_tick(p);
-	return 0;
+	return p;
 }
 
 /* A handle closed: free when both are. */

@@ -49,7 +49,7 @@
  *     is materialised within max_catchup, whatever catchup says: paused
  *     time is not missed time.
  *  7. A store that cannot be written (a full disk) stops the work, never
- *     the daemon: when a commit fails, the turn's changes are rolled back
+ *     the daemon: when a write fails (store.h), the turn is rolled back
  *     and memory is ahead of the store, so no run starts, nothing is
  *     materialised and no answer acknowledges anything from then on
  *     (sched_flush fails, control.c answers with the error); runs in
