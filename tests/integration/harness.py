@@ -14,6 +14,16 @@ Exit codes (meson): 0 pass, 1 fail, 77 skip (no binaries to test).
 Environment: BACKFILLD and BACKFILLCTL (set by meson), SOURCE_ROOT (the
 source tree, for config/ and config/demo/).  KEEP_TMP=1 keeps the temporary
 folders of passing tests too (failing ones are always kept).
+
+The state store (BACKFILLD_TEST_STATE; `meson test --setup statepg`
+sets it): "sqlite", the default, puts state_db in the daemon's folder;
+"postgres" replaces the config's state_db line with a `state: {postgres:
+...}` block on a database of its own in a throwaway cluster the harness
+starts (test_postgres.Cluster), and skips (exit 77) while this backfilld
+does not know that key yet.  Tests read the store through
+Daemon.state_rows(); a test that needs SQLite's file itself (its path,
+its WAL, a tmpfs under it) calls sqlite_state_only(), and reading
+Daemon.state_db does so too.
 """
 
 import datetime
@@ -54,6 +64,9 @@ EXAMPLE_YAML = os.path.join(SOURCE_ROOT, "config", "example.yaml")
 DEFAULT_CLOCK = "2026-01-01T00:00:00Z"
 
 ISO_MS = re.compile(r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$")
+
+
+STATE = os.environ.get("BACKFILLD_TEST_STATE", "sqlite")
 
 
 class TestFailure(AssertionError):
@@ -231,7 +244,8 @@ class Daemon:
         self.dir = tempfile.mkdtemp(prefix="bfd-%s-" % name)
         self.conf = os.path.join(self.dir, "backfilld.yaml")
         self.sock = os.path.join(self.dir, "backfilld.sock")
-        self.state_db = os.path.join(self.dir, "state.db")
+        self._state_db = os.path.join(self.dir, "state.db")
+        self.state = state_store(self)
         self.log = os.path.join(self.dir, "backfilld.log")
         self.proc = None
         self.starts = 0
@@ -276,7 +290,19 @@ class Daemon:
         lines.append(textwrap.indent(textwrap.dedent(jobs).strip("\n"), "  "))
         return "\n".join(lines) + "\n"
 
+    @property
+    def state_db(self):
+        """The SQLite state store's path (skips the test on another store)."""
+        sqlite_state_only("the test reads the SQLite state store's file")
+        return self._state_db
+
+    @state_db.setter
+    def state_db(self, path):
+        sqlite_state_only("the test moves the SQLite state store's file")
+        self._state_db = path
+
     def write_config(self, text):
+        text = self.state.configure(text)
         tmp = self.conf + ".tmp"
         with open(tmp, "w") as f:
             f.write(text)
@@ -337,13 +363,10 @@ class Daemon:
         those requests so that runs() leaves them out."""
         # runs --json lists no queued partitions (yet?): ask the state store
         # which requests exist (sql/001_init.sql: requests.id).
-        con = sqlite3.connect("file:%s?mode=ro" % self.state_db, uri=True, timeout=30)
         try:
-            boot = {r[0] for r in con.execute("SELECT id FROM requests")}
-        except sqlite3.Error:
+            boot = {int(r[0]) for r in self.state_rows("SELECT id FROM requests")}
+        except StateError:
             boot = set()
-        finally:
-            con.close()
         boot |= {r["request"] for r in self.runs(include_boot=True)}
         for req in sorted(boot):
             self.wait_request(req)
@@ -596,11 +619,8 @@ class Daemon:
         m = re.search(r"[Rr]equest\D{0,4}(\d+)", out)
         if m:
             return int(m.group(1))
-        con = sqlite3.connect("file:%s?mode=ro" % self.state_db, uri=True, timeout=30)
-        try:
-            row = con.execute("SELECT max(id) FROM requests").fetchone()
-        finally:
-            con.close()
+        rows = self.state_rows("SELECT max(id) FROM requests")
+        row = rows[0] if rows else None
         check(row and row[0], "backfillctl %s printed no request id: %r" % (" ".join(args), out))
         return int(row[0])
 
@@ -681,32 +701,143 @@ class Daemon:
         finally:
             con.close()
 
+    def state_rows(self, sql):
+        """Rows of SQL run on the state store (read only), as tuples;
+        raises StateError when it fails."""
+        return self.state.rows(sql)
+
     def state_values(self):
         """Every text value stored anywhere in the state store."""
-        con = sqlite3.connect("file:%s?mode=ro" % self.state_db, uri=True, timeout=30)
-        try:
-            out = []
-            for (t,) in con.execute("SELECT name FROM sqlite_master WHERE type = 'table' "
-                                    "AND name NOT LIKE 'sqlite_%'").fetchall():
-                for row in con.execute('SELECT * FROM "%s"' % t):
-                    out.extend(v for v in row if isinstance(v, str))
-            return out
-        finally:
-            con.close()
+        out = []
+        for t in self.state.tables():
+            for row in self.state_rows('SELECT * FROM "%s"' % t):
+                out.extend(v for v in row if isinstance(v, str))
+        return out
 
     def state_dump(self):
         """Every row of every table of the state store (for 'nothing changed')."""
-        con = sqlite3.connect("file:%s?mode=ro" % self.state_db, uri=True, timeout=30)
+        return {t: sorted(repr(r) for r in self.state_rows('SELECT * FROM "%s"' % t))
+                for t in self.state.tables()}
+
+
+# ---------------------------------------------------------------- state stores
+
+class StateError(Exception):
+    pass
+
+
+def sqlite_state_only(why):
+    """Skip the test (exit 77) unless the daemons' state store is SQLite."""
+    if STATE != "sqlite":
+        print("SKIP: %s: SQLite state store only (BACKFILLD_TEST_STATE=%s)" % (why, STATE))
+        raise SystemExit(SKIP)
+
+
+class SqliteState:
+    """state_db in the daemon's folder (the config says so already)."""
+
+    def __init__(self, d):
+        self.d = d
+
+    def configure(self, text):
+        return text
+
+    def rows(self, sql):
         try:
-            tables = [r[0] for r in con.execute(
-                "SELECT name FROM sqlite_master WHERE type = 'table' "
-                "AND name NOT LIKE 'sqlite_%' ORDER BY name")]
-            out = {}
-            for t in tables:
-                out[t] = sorted(repr(r) for r in con.execute('SELECT * FROM "%s"' % t))
-            return out
-        finally:
-            con.close()
+            con = sqlite3.connect("file:%s?mode=ro" % self.d._state_db, uri=True, timeout=30)
+            try:
+                return [tuple(r) for r in con.execute(sql).fetchall()]
+            finally:
+                con.close()
+        except sqlite3.Error as e:
+            raise StateError(str(e))
+
+    def tables(self):
+        return [r[0] for r in self.rows(
+            "SELECT name FROM sqlite_master WHERE type = 'table' "
+            "AND name NOT LIKE 'sqlite_%' ORDER BY name")]
+
+
+_PG = {"cluster": None, "n": 0, "checked": False}
+
+
+def _pg_state_supported():
+    """Does this backfilld know `state: postgres:`?  Asked once, of
+    --check-config on a configuration that needs nothing else."""
+    if _PG["checked"]:
+        return
+    backfilld, _ = binaries()
+    with tempfile.TemporaryDirectory(prefix="bfd-state-") as tmp:
+        conf = os.path.join(tmp, "probe.yaml")
+        with open(conf, "w") as f:
+            f.write("state:\n  postgres: \"host=%s dbname=probe\"\n"
+                    "socket: %s/s.sock\njobs: []\n" % (tmp, tmp))
+        p = subprocess.run([backfilld, "--check-config", "--config", conf],
+                           capture_output=True, text=True, timeout=60)
+    if p.returncode != 0:
+        print("SKIP: this backfilld has no `state: postgres:` yet (--check-config: %s)"
+              % (p.stderr.strip().splitlines() or ["exit %d" % p.returncode])[-1])
+        raise SystemExit(SKIP)
+    _PG["checked"] = True
+
+
+def _pg_cluster():
+    """The throwaway cluster of this test process (test_postgres.Cluster:
+    skips without PostgreSQL, unless BACKFILLD_REQUIRE_POSTGRES=1)."""
+    if _PG["cluster"] is None:
+        import atexit
+        import test_postgres
+        _PG["cluster"] = test_postgres.cluster()
+        atexit.register(_PG["cluster"].close)
+    return _PG["cluster"]
+
+
+class PgState:
+    """A database of its own in the throwaway cluster, owned by the
+    cluster's login role, named in a `state: {postgres: ...}` block."""
+
+    def __init__(self, d):
+        _pg_state_supported()
+        self.c = _pg_cluster()
+        _PG["n"] += 1
+        self.db = "state_%d" % _PG["n"]
+        self.c.psql("DROP DATABASE IF EXISTS %s WITH (FORCE)" % self.db, db="postgres")
+        self.c.psql("CREATE DATABASE %s OWNER etl" % self.db, db="postgres")
+        self.conninfo = self.c.conninfo.replace("dbname=etl", "dbname=%s" % self.db)
+
+    def configure(self, text):
+        block = "state:\n  postgres: \"%s\"\n  password_file: %s" % (
+            self.conninfo, self.c.pwfile)
+        out, n = re.subn(r"(?m)^state_db:.*$", lambda m: block, text)
+        if n == 0 and not re.search(r"(?m)^state:", text):
+            out = block + "\n" + text
+        return out
+
+    def rows(self, sql):
+        # fields split by US, NULL shown as RS: neither occurs in the store
+        argv = self.c.psql_cmd(self.db)
+        argv[argv.index("-F") + 1] = "\x1f"
+        argv += ["-P", "null=\x1e", "-c", sql]
+        r = subprocess.run(argv, capture_output=True, text=True, timeout=120)
+        if r.returncode != 0:
+            raise StateError(r.stderr.strip())
+        return [tuple(None if v == "\x1e" else int(v) if re.fullmatch(r"-?\d+", v) else v
+                      for v in line.split("\x1f"))
+                for line in r.stdout.split("\n") if line != ""]
+
+    def tables(self):
+        return [r[0] for r in self.rows(
+            "SELECT tablename FROM pg_tables WHERE schemaname = current_schema() "
+            "ORDER BY tablename")]
+
+
+def state_store(d):
+    """The state store for daemon d, by BACKFILLD_TEST_STATE."""
+    if STATE == "sqlite":
+        return SqliteState(d)
+    if STATE == "postgres":
+        return PgState(d)
+    fail("BACKFILLD_TEST_STATE=%s: expected sqlite or postgres" % STATE)
 
 
 _ALL = []

@@ -43,6 +43,7 @@ def fill(path):
 
 
 def test_full_store_keeps_the_daemon_up():
+    h.sqlite_state_only("the state store's filesystem fills up")
     config = ("state_db: {dir}/st/state.db\nsocket: backfilld.sock\n"
               "max_backfill: 100000\n"
               "warehouses:\n  - {name: wh, sqlite: wh.db}\n"
