@@ -33,11 +33,12 @@ def mount_tmpfs(path, size):
 
 def fill(path):
     """Fill the filesystem at path (ENOSPC), leaving nothing free."""
-    with open(os.path.join(path, "filler"), "wb") as f:
+    # unbuffered: a write the disk refused leaves nothing for close() to
+    # flush (and fail on) again
+    with open(os.path.join(path, "filler"), "wb", buffering=0) as f:
         try:
             while True:
                 f.write(b"\0" * 65536)
-                f.flush()
         except OSError:
             pass
 
