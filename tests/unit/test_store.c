@@ -5,9 +5,9 @@
  *
  * The behaviour cases run against every implementation of the table
  * below that is available (SQLite always; a row per further
- * implementation, e.g. PostgreSQL when BACKFILLD_TEST_STATE_PG names a
- * server): each row opens a fresh empty store and peeks into it on a
- * connection of its own.  Cases about one implementation's own machinery
+ * implementation: PostgreSQL when BACKFILLD_TEST_STATE_PG names a
+ * server, store_pg_fixture.h): each row opens a fresh empty store and
+ * peeks into it on a connection of its own.  Cases about one implementation's own machinery
  * (SQLite's migrations and WAL) run once, in the "sqlite" case.
  */
 #include <check.h>
@@ -22,6 +22,9 @@
 #include "config.h"
 #include "sql_embedded.h"
 #include "store.h"
+#ifdef HAVE_LIBPQ
+#include "store_pg_fixture.h"
+#endif
 
 /* An implementation under test. */
 struct impl {
@@ -80,12 +83,40 @@ sqlite_teardown(void)
 	ck_assert_int_eq(system(cmd), 0);
 }
 
+#ifdef HAVE_LIBPQ
+static void pg_setup(void);
+static void pg_teardown(void);
+#endif
+
 /* The implementations, the default first.  A row for another one is
  * added here, with its own available(), setup, teardown and peek. */
 static const struct impl impls[] = {
 	{ "sqlite", NULL, sqlite_setup, sqlite_teardown, sqlite_peek,
 	  "UNIQUE constraint failed", "CHECK constraint failed" },
+#ifdef HAVE_LIBPQ
+	{ "postgres", pgfix_available, pg_setup, pg_teardown, pgfix_peek,
+	  "duplicate key value violates unique constraint",
+	  "violates check constraint" },
+#endif
 };
+
+#ifdef HAVE_LIBPQ
+/* A fresh PostgreSQL store in a schema of its own (store_pg_fixture.h). */
+static void
+pg_setup(void)
+{
+	cur = &impls[1];
+	pgfix_open(&st);
+}
+
+/* Close it and drop its schema. */
+static void
+pg_teardown(void)
+{
+	pgfix_close(st);
+	st = NULL;
+}
+#endif
 
 /* A fresh SQLite store in a temporary folder. */
 static void

@@ -1,0 +1,2147 @@
+/*
+ * store_pg.c - the state store on PostgreSQL (struct store_ops, store.h;
+ * store_pg.h), for several nodes sharing one database
+ * (docs/several-hosts.md), in the backfilld-pg module.
+ *
+ * The same operations with the same meaning as the SQLite store
+ * (store_sqlite.c), statement for statement, on one libpq connection used
+ * synchronously from the loop thread, as the SQLite store is.  Statements
+ * are prepared once per connection (PQprepare, names "s0", "s1"...),
+ * parameters are bound as text, and every error carries the first line of
+ * PQerrorMessage.  The schema is sql/pg/, versioned in schema_version and
+ * migrated at open in one transaction under pg_advisory_xact_lock, so
+ * that nodes starting together migrate once.
+ *
+ * Transactions.  begin/commit/rollback and defer/flush mean what they
+ * mean on SQLite (a savepoint inside an open transaction; one deferred
+ * transaction per loop turn, committed by flush).  One difference: in
+ * PostgreSQL a statement that fails inside a transaction aborts the whole
+ * transaction, where SQLite fails only that statement.  A rollback() of
+ * the savepoint it failed in repairs it; otherwise every later statement,
+ * a read too, fails ("the transaction failed earlier") and the commit (or
+ * flush) fails with the first error, and rolls back: never a silent
+ * "ROLLBACK" for a COMMIT.  store.c's policy (a failed write fails the
+ * turn, flush discards it) asks no more than that.
+ *
+ * Fencing.  store_pg_fence(st, generation) with generation > 0 makes
+ * every transaction this store opens (store_begin, store_defer, and the
+ * one wrapped around a write made outside any) start with
+ *     SELECT generation FROM lease WHERE id = 1 FOR SHARE
+ * and fail, rolled back, with "deposed: another node holds the planner
+ * lease (generation N)" unless N is the store's generation.  FOR SHARE
+ * holds the lease row until the transaction ends, so a node taking the
+ * lease over (UPDATE lease ... generation + 1) waits for the deposed
+ * planner's transaction in flight, and every transaction the deposed one
+ * starts afterwards is refused: its late writes are never applied.  The
+ * multi-node code sets the generation on the planner's store when it
+ * takes the lease and clears it when it gives it up.  The nodes and lease
+ * tables are sql/pg/001_init.sql's; recover() and orphans() mean what
+ * they mean on one host (every run left running is this daemon's): with
+ * several nodes, only the planner may call them.
+ *
+ * Connections.  PQconnectdbParams with expand_dbname: the conninfo, plus
+ * connect_timeout=10 and application_name backfilld unless it says
+ * otherwise, plus the contents of password_file (trailing newline
+ * stripped, read at each connect and never kept); PGPASSWORD, PGPASSFILE,
+ * ~/.pgpass and the other environment variables work as in libpq.  A
+ * connection found broken outside a transaction is made again (and its
+ * statements prepared again) before the next operation, and a read or a
+ * BEGIN that found it broken is sent once more; a write is not (it may
+ * have been applied); inside a transaction, the transaction fails.
+ *
+ * SQLite's own matters: checkpoint_on does nothing (the server
+ * checkpoints); probe_write ignores min_free (the database's disk is the
+ * server's) and commits a transaction that writes (it assigns a
+ * transaction id), reconnecting first if need be; stats reports runs_kept
+ * (counted at open, then kept by this node's changes),
+ * pg_database_size() as db_bytes and 0 as wal_bytes and loop_checkpoints.
+ */
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <libpq-fe.h>
+
+#include "sql_embedded.h"
+#include "store_pg.h"
+#include "xalloc.h"
+
+extern const struct sql_migration sql_pg_migrations[];
+extern const int sql_pg_migrations_count;
+
+#define PGST_CONNECT_TIMEOUT "10"
+#define PGST_PASSWORD_MAX 4096
+#define PGST_MIGRATE_LOCK "7236505386216927537" /* any fixed key */
+#define PGST_MAXARGS 16
+#define PGST_RUNS_SCAN 5000 /* ids a runs page looks at (store.c) */
+#define PGST_INT8OID 20
+#define PGST_TEXTOID 25
+
+enum pgst_stmt {
+	P_REQUEST_ADD,
+	P_REQUEST_FINISH,
+	P_ITEM_ADD,
+	P_ITEM_SET,
+	P_RUN_START,
+	P_RUN_FINISH,
+	P_PART_BUILT,
+	P_PART_GET,
+	P_LOAD_OPEN,
+	P_LOAD_ONE,
+	P_REQUEST_REOPEN,
+	P_REQUEST_CONTROLS,
+	P_LAST_STATES,
+	P_LATEST_GET,
+	P_LATEST_PUT,
+	P_LATEST_COUNTS,
+	P_RUNS_COUNT,
+	P_RUN_PROC,
+	P_ORPHANS,
+	P_RUN_UNSTART,
+	P_RECOVER_RUNS,
+	P_RECOVER_MANIFEST,
+	P_PRUNE_RUNS,
+	P_PRUNE_AUDIT_DEL,
+	P_PRUNE_RUN_DEL,
+	P_PRUNE_REQUESTS,
+	P_PRUNE_MANIFEST_DEL,
+	P_PRUNE_REQUEST_DEL,
+	P_BUILT_BY,
+	P_PARTS_OF,
+	P_JOB_GET,
+	P_JOB_PUT,
+	P_REQUEST_GET,
+	P_RECENT_REQUESTS,
+	P_PROBLEMS,
+	P_AUDIT_ADD,
+	P_AUDIT_OF,
+	P_REQUEST_COUNTS,
+	P_NEWEST_BUILD,
+	P_DURATIONS,
+	P_FENCE,
+	P_DB_SIZE,
+	P_COUNT
+};
+
+static const char *const pgst_sql[P_COUNT] = {
+	[P_REQUEST_ADD] =
+	"INSERT INTO requests (job, kind, reason, from_key, to_key, reprocess,"
+	" reverse, no_downstream, created_at, concurrency, fail_fast,"
+	" downstream) VALUES ($1,$2,$3,$4,$5,$6,$7,$8,$9,$10,$11,$12)"
+	" RETURNING id",
+	[P_REQUEST_FINISH] =
+	"UPDATE requests SET finished_at = $2, cancelled = $3 WHERE id = $1",
+	[P_ITEM_ADD] =
+	"INSERT INTO manifest (request_id, job, partition_key, seq, downstream,"
+	" state, created_at, updated_at) VALUES ($1,$2,$3,$4,$5,$6,$7,$7)"
+	" RETURNING id",
+	[P_ITEM_SET] =
+	"UPDATE manifest SET state = $2, attempts = $3, not_before = $4,"
+	" error = $5, blocked_on = $6, updated_at = $7 WHERE id = $1",
+	[P_RUN_START] =
+	"INSERT INTO runs (manifest_id, request_id, job, partition_key, attempt,"
+	" state, started_at, code_version, config_hash)"
+	" VALUES ($1,$2,$3,$4,$5,'running',$6,$7,$8) RETURNING id",
+	[P_RUN_FINISH] =
+	"UPDATE runs SET state = $2, finished_at = $3, error = $4,"
+	" rows_changed = $5 WHERE id = $1",
+	[P_PART_BUILT] =
+	"INSERT INTO partitions (job, partition_key, built_at, inputs_at, run_id,"
+	" code_version) VALUES ($1,$2,$3,$4,$5,$6) ON CONFLICT (job,"
+	" partition_key) DO UPDATE SET built_at = $3, inputs_at = $4,"
+	" run_id = $5, code_version = $6",
+	[P_PART_GET] =
+	"SELECT built_at, inputs_at FROM partitions WHERE job = $1 AND"
+	" partition_key = $2",
+	[P_LOAD_OPEN] =
+	"SELECT m.id, m.request_id, m.job, m.partition_key, m.seq, m.downstream,"
+	" m.state, m.attempts, m.not_before, m.blocked_on, r.job, r.kind,"
+	" r.reverse, r.created_at, r.concurrency, r.fail_fast FROM manifest m"
+	" JOIN requests r ON r.id = m.request_id WHERE r.finished_at IS NULL"
+	" ORDER BY m.request_id, m.seq",
+	[P_LOAD_ONE] =
+	"SELECT m.id, m.request_id, m.job, m.partition_key, m.seq, m.downstream,"
+	" m.state, m.attempts, m.not_before, m.blocked_on, r.job, r.kind,"
+	" r.reverse, r.created_at, r.concurrency, r.fail_fast FROM manifest m"
+	" JOIN requests r ON r.id = m.request_id WHERE r.id = $1"
+	" ORDER BY m.seq",
+	[P_REQUEST_REOPEN] =
+	"UPDATE requests SET finished_at = NULL, cancelled = false WHERE id = $1",
+	[P_REQUEST_CONTROLS] =
+	"SELECT concurrency, fail_fast, downstream FROM requests WHERE id = $1",
+	[P_LAST_STATES] =
+	"SELECT partition_key, state FROM partition_latest WHERE job = $1 AND"
+	" partition_key BETWEEN $2 AND $3",
+	[P_LATEST_GET] =
+	"SELECT state FROM partition_latest WHERE job = $1 AND"
+	" partition_key = $2",
+	[P_LATEST_PUT] =
+	"INSERT INTO partition_latest (job, partition_key, run_id, state)"
+	" VALUES ($1,$2,$3,$4) ON CONFLICT (job, partition_key) DO UPDATE SET"
+	" run_id = $3, state = $4",
+	[P_LATEST_COUNTS] =
+	"SELECT job, state, COUNT(*) FROM partition_latest GROUP BY job, state",
+	[P_RUNS_COUNT] = "SELECT COUNT(*) FROM runs",
+	[P_RUN_PROC] =
+	"UPDATE runs SET pgid = $2, proc_start = $3 WHERE id = $1",
+	[P_ORPHANS] =
+	"SELECT id, job, partition_key, pgid, proc_start FROM runs"
+	" WHERE state = 'running' AND pgid IS NOT NULL AND proc_start >= 0",
+	[P_RUN_UNSTART] =
+	"DELETE FROM runs WHERE id = $1 AND NOT EXISTS"
+	" (SELECT 1 FROM run_audit WHERE run_id = $1)",
+	[P_RECOVER_RUNS] =
+	"UPDATE runs SET state = 'failed', finished_at = $1, error ="
+	" 'interrupted: the daemon stopped during the run; queued again'"
+	" WHERE state = 'running' AND request_id IN (SELECT id FROM requests"
+	" WHERE finished_at IS NULL)",
+	[P_RECOVER_MANIFEST] =
+	"UPDATE manifest SET state = 'queued', updated_at = $1"
+	" WHERE state = 'running' AND request_id IN (SELECT id FROM requests"
+	" WHERE finished_at IS NULL)",
+	/* pruning (store.c): the next runs by id, with whether each must
+	 * stay */
+	[P_PRUNE_RUNS] =
+	"SELECT r.id, r.job, r.started_at, r.finished_at, r.state = 'running'"
+	" OR EXISTS (SELECT 1 FROM partition_latest l WHERE l.job = r.job AND"
+	" l.partition_key = r.partition_key AND l.run_id = r.id)"
+	" OR EXISTS (SELECT 1 FROM partitions p WHERE p.job = r.job AND"
+	" p.partition_key = r.partition_key AND p.run_id = r.id)"
+	" OR EXISTS (SELECT 1 FROM requests q WHERE q.id = r.request_id AND"
+	" q.finished_at IS NULL)"
+	" FROM runs r WHERE r.id > $1 ORDER BY r.id LIMIT $2",
+	[P_PRUNE_AUDIT_DEL] = "DELETE FROM run_audit WHERE run_id = $1",
+	[P_PRUNE_RUN_DEL] = "DELETE FROM runs WHERE id = $1",
+	[P_PRUNE_REQUESTS] =
+	"SELECT id, job, created_at, finished_at FROM requests WHERE id > $1"
+	" ORDER BY id LIMIT $2",
+	[P_PRUNE_MANIFEST_DEL] =
+	"DELETE FROM manifest WHERE request_id = $1 AND NOT EXISTS"
+	" (SELECT 1 FROM runs WHERE runs.manifest_id = manifest.id)",
+	[P_PRUNE_REQUEST_DEL] =
+	"DELETE FROM requests WHERE id = $1 AND NOT EXISTS (SELECT 1 FROM"
+	" manifest WHERE request_id = $1) AND NOT EXISTS (SELECT 1 FROM runs"
+	" WHERE request_id = $1)",
+	[P_BUILT_BY] =
+	"SELECT partition_key FROM partitions WHERE job = $1 AND"
+	" code_version = $2 ORDER BY partition_key",
+	[P_PARTS_OF] =
+	"SELECT partition_key, built_at, inputs_at FROM partitions WHERE"
+	" job = $1 ORDER BY partition_key",
+	[P_JOB_GET] =
+	"SELECT watermark, catchup, gap_from, gap_to, paused, paused_at,"
+	" late_since, late_checked_at, late_found, late_error FROM jobs"
+	" WHERE job = $1",
+	[P_JOB_PUT] =
+	"INSERT INTO jobs (job, watermark, catchup, gap_from, gap_to, paused,"
+	" paused_at, updated_at, late_since, late_checked_at, late_found,"
+	" late_error) VALUES ($1,$2,$3,$4,$5,$6,$7,$8,$9,$10,$11,$12)"
+	" ON CONFLICT (job) DO UPDATE SET watermark = $2, catchup = $3,"
+	" gap_from = $4, gap_to = $5, paused = $6, paused_at = $7,"
+	" updated_at = $8, late_since = $9, late_checked_at = $10,"
+	" late_found = $11, late_error = $12",
+	[P_REQUEST_GET] =
+	"SELECT job, finished_at IS NOT NULL FROM requests WHERE id = $1",
+	[P_RECENT_REQUESTS] =
+	"SELECT id, job, kind, reason, created_at, finished_at, cancelled"
+	" FROM requests ORDER BY id DESC LIMIT $1",
+	[P_PROBLEMS] =
+	"SELECT job, partition_key, state, error, blocked_on FROM manifest"
+	" WHERE request_id = $1 AND state IN ('failed', 'blocked') ORDER BY seq",
+	/* INSERT OR REPLACE on SQLite: every column replaced */
+	[P_AUDIT_ADD] =
+	"INSERT INTO run_audit (run_id, partition_key, rows_before,"
+	" rows_after, metrics, checks, passed, metrics_text, checks_text)"
+	" VALUES ($1,$2,$3,$4,$5,$6,$7,$8,$9) ON CONFLICT (run_id,"
+	" partition_key) DO UPDATE SET rows_before = $3, rows_after = $4,"
+	" metrics = $5, checks = $6, passed = $7, metrics_text = $8,"
+	" checks_text = $9",
+	[P_AUDIT_OF] =
+	"SELECT m.job, m.partition_key, m.downstream, m.state, r.id,"
+	" r.code_version, r.config_hash, r.state, r.error, a.rows_before,"
+	" a.rows_after, a.metrics, a.checks, a.passed, a.metrics_text,"
+	" a.checks_text FROM manifest m"
+	" LEFT JOIN runs r ON r.id = (SELECT MAX(id) FROM runs"
+	" WHERE manifest_id = m.id)"
+	" LEFT JOIN run_audit a ON a.run_id = r.id"
+	" AND a.partition_key = m.partition_key"
+	" WHERE m.request_id = $1 ORDER BY m.seq",
+	[P_REQUEST_COUNTS] =
+	"SELECT m.state, COUNT(*), MAX(r.created_at),"
+	" MAX(COALESCE(r.finished_at, r.created_at)) FROM manifest m"
+	" JOIN requests r ON r.id = m.request_id WHERE m.request_id = $1"
+	" GROUP BY m.state",
+	[P_NEWEST_BUILD] =
+	"SELECT MAX(built_at) FROM partitions WHERE job = $1 AND"
+	" partition_key BETWEEN $2 AND $3",
+	[P_DURATIONS] =
+	"SELECT finished_at - started_at FROM runs WHERE job = $1 AND"
+	" state = 'succeeded' AND finished_at IS NOT NULL ORDER BY id DESC"
+	" LIMIT $2",
+	[P_FENCE] = "SELECT generation FROM lease WHERE id = 1 FOR SHARE",
+	[P_DB_SIZE] = "SELECT pg_database_size(current_database())",
+};
+
+struct pgst {
+	struct store base; /* first: store.c sees this */
+	PGconn *pg;
+	char *conninfo;
+	char *password_file;
+	int64_t fence;     /* the lease generation it must see, 0: none */
+	bool deposed;      /* the last fence check failed */
+	bool prepared;     /* the connection has the statements */
+	bool tx;           /* a transaction is open */
+	bool deferred;     /* ... opened by defer: flush commits it */
+	int depth;         /* savepoints inside it */
+	bool aborted;      /* a statement failed in it (PostgreSQL: all later
+			    * ones fail until a rollback) */
+	int abort_depth;   /* the savepoint depth it failed at */
+	char abort_msg[512];
+	int64_t runs_kept;
+};
+
+static const char *const pgst_mstate_names[MS_COUNT] = {
+	"queued", "running", "succeeded", "failed", "blocked", "cancelled"
+};
+
+/* The PostgreSQL store behind a struct store. */
+static struct pgst *
+pgst_of(struct store *st)
+{
+	return (struct pgst *)st;
+}
+
+/* Name of a manifest state (the module has no store.c). */
+static const char *
+pgst_state_name(enum mstate s)
+{
+	return (unsigned)s < MS_COUNT ? pgst_mstate_names[s] : "unknown";
+}
+
+/* Parse a manifest state name; -1 when unknown. */
+static int
+pgst_state_parse(const char *s, enum mstate *out)
+{
+	for (int i = 0; s != NULL && i < MS_COUNT; i++) {
+		if (strcmp(s, pgst_mstate_names[i]) == 0) {
+			*out = (enum mstate)i;
+			return 0;
+		}
+	}
+	return -1;
+}
+
+/* The first line of the connection's last message, without "ERROR:  ". */
+static void
+pgst_pqmsg(PGconn *pg, char *buf, size_t len)
+{
+	const char *m = pg != NULL ? PQerrorMessage(pg) : NULL;
+
+	if (m == NULL || *m == '\0')
+		m = "unknown error";
+	if (strncmp(m, "ERROR:  ", 8) == 0 || strncmp(m, "FATAL:  ", 8) == 0)
+		m += 8;
+	snprintf(buf, len, "%s", m);
+	buf[strcspn(buf, "\r\n")] = '\0';
+}
+
+/* Fill err from the connection's last error, with context; a failure
+ * inside a transaction aborts it (see the top of this file). */
+static int
+pgst_fail(struct pgst *p, struct err *err, const char *what)
+{
+	char msg[512];
+
+	pgst_pqmsg(p->pg, msg, sizeof msg);
+	if (p->tx && !p->aborted) {
+		p->aborted = true;
+		p->abort_depth = p->depth;
+		snprintf(p->abort_msg, sizeof p->abort_msg, "%s: %s", what, msg);
+	}
+	return err_set(err, EXIT_INTERNAL, "state store: %s: %s", what, msg);
+}
+
+/* Read password_file: its contents without the trailing newline. */
+static int
+pgst_read_password(const char *path, char **out, struct err *err)
+{
+	char *buf;
+	size_t n;
+	FILE *f;
+
+	*out = NULL;
+	f = fopen(path, "re");
+	if (f == NULL)
+		return err_set(err, EXIT_BAD_INPUT, "state store: cannot read"
+			       " password_file %s: %s", path, strerror(errno));
+	buf = xcalloc(1, PGST_PASSWORD_MAX + 1);
+	n = fread(buf, 1, PGST_PASSWORD_MAX, f);
+	if (ferror(f)) {
+		explicit_bzero(buf, PGST_PASSWORD_MAX);
+		free(buf);
+		fclose(f);
+		return err_set(err, EXIT_BAD_INPUT, "state store: cannot read"
+			       " password_file %s", path);
+	}
+	fclose(f);
+	buf[n] = '\0';
+	while (n > 0 && (buf[n - 1] == '\n' || buf[n - 1] == '\r'))
+		buf[--n] = '\0';
+	if (n == 0) {
+		free(buf);
+		return err_set(err, EXIT_BAD_INPUT, "state store: password_file"
+			       " %s is empty", path);
+	}
+	*out = buf;
+	return 0;
+}
+
+/* Notices (a migration's "already exists, skipping") are not ours to
+ * print. */
+static void
+pgst_notice(void *arg, const char *message)
+{
+	(void)arg;
+	(void)message;
+}
+
+/* "host H port P" of the connection (never its password). */
+static void
+pgst_where(PGconn *pg, char *buf, size_t len)
+{
+	const char *h = pg != NULL ? PQhost(pg) : NULL;
+	const char *port = pg != NULL ? PQport(pg) : NULL;
+
+	snprintf(buf, len, "host %s port %s", h != NULL && *h != '\0' ? h :
+		 "(default)", port != NULL && *port != '\0' ? port :
+		 "(default)");
+}
+
+/* Connect (or connect again) to the server. */
+static int
+pgst_connect(struct pgst *p, struct err *err)
+{
+	const char *kw[5], *val[5];
+	char msg[512], where[256];
+	char *password = NULL;
+	int n = 0;
+
+	if (p->pg != NULL) {
+		PQfinish(p->pg);
+		p->pg = NULL;
+	}
+	p->prepared = false;
+	if (p->password_file != NULL &&
+	    pgst_read_password(p->password_file, &password, err) < 0)
+		return -1;
+	/* before dbname: defaults the connection string may override */
+	kw[n] = "connect_timeout";
+	val[n++] = PGST_CONNECT_TIMEOUT;
+	kw[n] = "fallback_application_name";
+	val[n++] = "backfilld";
+	kw[n] = "dbname";
+	val[n++] = p->conninfo;
+	if (password != NULL) {
+		kw[n] = "password";
+		val[n++] = password;
+	}
+	kw[n] = NULL;
+	val[n] = NULL;
+	p->pg = PQconnectdbParams(kw, val, 1);
+	if (password != NULL) {
+		explicit_bzero(password, strlen(password));
+		free(password);
+	}
+	if (p->pg == NULL)
+		return err_set(err, EXIT_INTERNAL, "out of memory");
+	if (PQstatus(p->pg) != CONNECTION_OK) {
+		pgst_where(p->pg, where, sizeof where);
+		pgst_pqmsg(p->pg, msg, sizeof msg);
+		return err_set(err, EXIT_WORK_FAILED, "state store: cannot"
+			       " connect to %s: %s", where, msg);
+	}
+	PQsetNoticeProcessor(p->pg, pgst_notice, NULL);
+	return 0;
+}
+
+/* Prepare every statement on the connection. */
+static int
+pgst_prepare(struct pgst *p, struct err *err)
+{
+	char name[16];
+	PGresult *r;
+
+	for (int i = 0; i < P_COUNT; i++) {
+		snprintf(name, sizeof name, "s%d", i);
+		r = PQprepare(p->pg, name, pgst_sql[i], 0, NULL);
+		if (PQresultStatus(r) != PGRES_COMMAND_OK) {
+			PQclear(r);
+			return pgst_fail(p, err, "preparing statements");
+		}
+		PQclear(r);
+	}
+	p->prepared = true;
+	return 0;
+}
+
+/* Make the connection usable: outside a transaction, a broken one is
+ * connected again (and its statements prepared again). */
+static int
+pgst_ready(struct pgst *p, struct err *err)
+{
+	if (p->pg != NULL && PQstatus(p->pg) == CONNECTION_OK && p->prepared)
+		return 0;
+	if (p->tx) {
+		if (!p->aborted) {
+			p->aborted = true;
+			p->abort_depth = p->depth;
+			snprintf(p->abort_msg, sizeof p->abort_msg,
+				 "the connection was lost");
+		}
+		return err_set(err, EXIT_INTERNAL, "state store: the connection"
+			       " was lost during a transaction");
+	}
+	if (pgst_connect(p, err) < 0 || pgst_prepare(p, err) < 0)
+		return -1;
+	return 0;
+}
+
+/* Parameters of one statement, as text (NULL: SQL NULL). */
+struct pgst_args {
+	int n;
+	const char *v[PGST_MAXARGS];
+	char buf[PGST_MAXARGS][24];
+};
+
+/* Add a text parameter (NULL: SQL NULL). */
+static void
+arg_text(struct pgst_args *a, const char *s)
+{
+	a->v[a->n++] = s;
+}
+
+/* Add an integer parameter. */
+static void
+arg_int(struct pgst_args *a, int64_t x)
+{
+	snprintf(a->buf[a->n], sizeof a->buf[a->n], "%" PRId64, x);
+	a->v[a->n] = a->buf[a->n];
+	a->n++;
+}
+
+/* Add a boolean parameter. */
+static void
+arg_bool(struct pgst_args *a, bool b)
+{
+	a->v[a->n++] = b ? "t" : "f";
+}
+
+/* Run simple SQL without parameters or rows (transaction control). */
+static int
+pgst_simple(struct pgst *p, const char *sql, struct err *err)
+{
+	PGresult *r = PQexec(p->pg, sql);
+	int rc = 0;
+
+	if (PQresultStatus(r) != PGRES_COMMAND_OK &&
+	    PQresultStatus(r) != PGRES_TUPLES_OK)
+		rc = pgst_fail(p, err, sql);
+	PQclear(r);
+	return rc;
+}
+
+/* Run prepared statement id: its result (PQclear it), or NULL with err. */
+static PGresult *
+pgst_exec(struct pgst *p, enum pgst_stmt id, const struct pgst_args *a,
+	  const char *what, struct err *err)
+{
+	char name[16];
+	PGresult *r;
+
+	if (pgst_ready(p, err) < 0)
+		return NULL;
+	if (p->aborted) {
+		err_set(err, EXIT_INTERNAL, "state store: %s: the transaction"
+			" failed earlier (%s)", what, p->abort_msg);
+		return NULL;
+	}
+	snprintf(name, sizeof name, "s%d", (int)id);
+	r = PQexecPrepared(p->pg, name, a ? a->n : 0, a ? a->v : NULL, NULL,
+			   NULL, 0);
+	/* a read outside a transaction on a connection the server dropped
+	 * (a restart while idle) is tried once more, connected again; a
+	 * write is not: it may have been committed before the drop */
+	if (PQresultStatus(r) == PGRES_FATAL_ERROR && !p->tx &&
+	    PQstatus(p->pg) == CONNECTION_BAD &&
+	    strncmp(pgst_sql[id], "SELECT", 6) == 0) {
+		PQclear(r);
+		if (pgst_ready(p, err) < 0)
+			return NULL;
+		r = PQexecPrepared(p->pg, name, a ? a->n : 0, a ? a->v : NULL,
+				   NULL, NULL, 0);
+	}
+	if (PQresultStatus(r) != PGRES_COMMAND_OK &&
+	    PQresultStatus(r) != PGRES_TUPLES_OK) {
+		pgst_fail(p, err, what);
+		PQclear(r);
+		return NULL;
+	}
+	return r;
+}
+
+/* Rows a statement changed. */
+static int64_t
+pgst_changes(PGresult *r)
+{
+	const char *n = PQcmdTuples(r);
+
+	return n != NULL && *n != '\0' ? strtoll(n, NULL, 10) : 0;
+}
+
+/* Text column or NULL. */
+static const char *
+col_text(PGresult *r, int row, int i)
+{
+	return PQgetisnull(r, row, i) ? NULL : PQgetvalue(r, row, i);
+}
+
+/* Is a column NULL? */
+static bool
+col_null(PGresult *r, int row, int i)
+{
+	return PQgetisnull(r, row, i) != 0;
+}
+
+/* Integer column (0 for NULL). */
+static int64_t
+col_int(PGresult *r, int row, int i)
+{
+	return PQgetisnull(r, row, i) ? 0 :
+		strtoll(PQgetvalue(r, row, i), NULL, 10);
+}
+
+/* Boolean column (false for NULL). */
+static bool
+col_bool(PGresult *r, int row, int i)
+{
+	return !PQgetisnull(r, row, i) && PQgetvalue(r, row, i)[0] == 't';
+}
+
+/* Copy a text column into a fixed buffer ("" for NULL). */
+static void
+col_copy(PGresult *r, int row, int i, char *buf, size_t sz)
+{
+	const char *v = col_text(r, row, i);
+
+	snprintf(buf, sz, "%s", v ? v : "");
+}
+
+/* ---- transactions ----------------------------------------------------- */
+
+static void pgst_tx_rollback(struct pgst *p);
+
+/* Open a transaction; with a fence, check the lease first. */
+static int
+pgst_tx_open(struct pgst *p, struct err *err)
+{
+	PGresult *r;
+	int64_t gen;
+	bool found;
+
+	if (pgst_ready(p, err) < 0)
+		return -1;
+	/* BEGIN on a connection the server dropped: once more, connected
+	 * again (nothing was sent that could have been applied) */
+	if (pgst_simple(p, "BEGIN", err) < 0 &&
+	    (PQstatus(p->pg) != CONNECTION_BAD || pgst_ready(p, err) < 0 ||
+	     pgst_simple(p, "BEGIN", err) < 0))
+		return -1;
+	p->tx = true;
+	p->aborted = false;
+	p->depth = 0;
+	p->deferred = false;
+	if (p->fence <= 0)
+		return 0;
+	r = pgst_exec(p, P_FENCE, NULL, "checking the planner lease", err);
+	if (r == NULL)
+		goto fail;
+	found = PQntuples(r) > 0;
+	gen = found ? col_int(r, 0, 0) : 0;
+	PQclear(r);
+	if (!found || gen != p->fence) {
+		p->deposed = true;
+		err_set(err, EXIT_INTERNAL, "deposed: another node holds the"
+			" planner lease (generation %" PRId64 ")", gen);
+		goto fail;
+	}
+	p->deposed = false;
+	return 0;
+fail:
+	pgst_tx_rollback(p);
+	return -1;
+}
+
+/* Commit the open transaction; an aborted one is rolled back and fails. */
+static int
+pgst_tx_commit(struct pgst *p, struct err *err)
+{
+	PGresult *r;
+	bool rolled;
+
+	p->tx = false;
+	p->deferred = false;
+	p->depth = 0;
+	if (p->aborted) {
+		p->aborted = false;
+		pgst_simple(p, "ROLLBACK", NULL);
+		return err_set(err, EXIT_INTERNAL, "state store: the transaction"
+			       " was rolled back: %s", p->abort_msg);
+	}
+	r = PQexec(p->pg, "COMMIT");
+	if (PQresultStatus(r) != PGRES_COMMAND_OK) {
+		pgst_fail(p, err, "COMMIT");
+		PQclear(r);
+		pgst_simple(p, "ROLLBACK", NULL);
+		return -1;
+	}
+	/* the server answers ROLLBACK to a COMMIT of a failed transaction */
+	rolled = strcmp(PQcmdStatus(r), "ROLLBACK") == 0;
+	PQclear(r);
+	if (rolled)
+		return err_set(err, EXIT_INTERNAL, "state store: the transaction"
+			       " was rolled back by the server");
+	return 0;
+}
+
+/* Roll back the open transaction. */
+static void
+pgst_tx_rollback(struct pgst *p)
+{
+	p->tx = false;
+	p->deferred = false;
+	p->depth = 0;
+	p->aborted = false;
+	if (p->pg != NULL && PQstatus(p->pg) == CONNECTION_OK)
+		pgst_simple(p, "ROLLBACK", NULL);
+}
+
+/* Begin: a transaction, or a savepoint inside one (store.c). */
+static int
+pgst_begin(struct store *st, struct err *err)
+{
+	struct pgst *p = pgst_of(st);
+
+	if (p->tx) {
+		if (pgst_ready(p, err) < 0 ||
+		    pgst_simple(p, "SAVEPOINT store_sp", err) < 0)
+			return -1;
+		p->depth++;
+		return 0;
+	}
+	return pgst_tx_open(p, err);
+}
+
+/* Commit: release the savepoint, or commit what begin opened. */
+static int
+pgst_commit(struct store *st, struct err *err)
+{
+	struct pgst *p = pgst_of(st);
+
+	if (p->depth > 0) {
+		p->depth--;
+		return pgst_simple(p, "RELEASE store_sp", err);
+	}
+	if (!p->tx || p->deferred)
+		return 0;
+	return pgst_tx_commit(p, err);
+}
+
+/* Roll back the savepoint, or what begin opened. */
+static void
+pgst_rollback(struct store *st)
+{
+	struct pgst *p = pgst_of(st);
+
+	if (p->depth > 0) {
+		/* a failure inside this savepoint is undone with it */
+		if (p->aborted && p->abort_depth >= p->depth)
+			p->aborted = false;
+		p->depth--;
+		pgst_simple(p, "ROLLBACK TO store_sp", NULL);
+		pgst_simple(p, "RELEASE store_sp", NULL);
+		return;
+	}
+	if (!p->tx || p->deferred)
+		return;
+	pgst_tx_rollback(p);
+}
+
+/* Open the loop turn's transaction, if none is. */
+static int
+pgst_defer(struct store *st, struct err *err)
+{
+	struct pgst *p = pgst_of(st);
+
+	if (p->tx)
+		return 0;
+	if (pgst_tx_open(p, err) < 0)
+		return -1;
+	p->deferred = true;
+	return 0;
+}
+
+/* Commit the loop turn's transaction. */
+static int
+pgst_flush(struct store *st, struct err *err)
+{
+	struct pgst *p = pgst_of(st);
+
+	if (!p->tx || !p->deferred || p->depth > 0)
+		return 0;
+	return pgst_tx_commit(p, err);
+}
+
+/* Roll back whatever is open, the deferred transaction and its
+ * savepoints included (a failed turn: store.h). */
+static void
+pgst_discard(struct store *st)
+{
+	struct pgst *p = pgst_of(st);
+
+	if (p->tx)
+		pgst_tx_rollback(p);
+}
+
+/* Run a statement that writes: inside the open transaction, or, with a
+ * fence and none open, in one of its own that checks the lease. */
+static PGresult *
+pgst_write(struct pgst *p, enum pgst_stmt id, const struct pgst_args *a,
+	   const char *what, struct err *err)
+{
+	PGresult *r;
+
+	if (p->tx || p->fence <= 0)
+		return pgst_exec(p, id, a, what, err);
+	if (pgst_tx_open(p, err) < 0)
+		return NULL;
+	r = pgst_exec(p, id, a, what, err);
+	if (r == NULL) {
+		pgst_tx_rollback(p);
+		return NULL;
+	}
+	if (pgst_tx_commit(p, err) < 0) {
+		PQclear(r);
+		return NULL;
+	}
+	return r;
+}
+
+/* Run a statement that writes and returns nothing of interest. */
+static int
+pgst_write_done(struct pgst *p, enum pgst_stmt id, const struct pgst_args *a,
+		const char *what, struct err *err)
+{
+	PGresult *r = pgst_write(p, id, a, what, err);
+
+	if (r == NULL)
+		return -1;
+	PQclear(r);
+	return 0;
+}
+
+/* ---- open, migrate, close ---------------------------------------------- */
+
+/* The version of the schema (0: none yet); within the migration's
+ * transaction. */
+static int
+pgst_schema_version(struct pgst *p, int *version, struct err *err)
+{
+	PGresult *r;
+
+	*version = 0;
+	r = PQexec(p->pg, "SELECT to_regclass('schema_version') IS NOT NULL");
+	if (PQresultStatus(r) != PGRES_TUPLES_OK) {
+		PQclear(r);
+		return pgst_fail(p, err, "reading the schema version");
+	}
+	if (!col_bool(r, 0, 0)) {
+		PQclear(r);
+		return pgst_simple(p, "CREATE TABLE schema_version (version"
+				   " integer PRIMARY KEY, name text NOT NULL,"
+				   " applied_at timestamptz NOT NULL DEFAULT"
+				   " now())", err);
+	}
+	PQclear(r);
+	r = PQexec(p->pg, "SELECT COALESCE(MAX(version), 0) FROM"
+		   " schema_version");
+	if (PQresultStatus(r) != PGRES_TUPLES_OK) {
+		PQclear(r);
+		return pgst_fail(p, err, "reading the schema version");
+	}
+	*version = (int)col_int(r, 0, 0);
+	PQclear(r);
+	return 0;
+}
+
+/* Apply the migrations above schema_version, once across nodes. */
+static int
+pgst_migrate(struct pgst *p, struct err *err)
+{
+	const char *vals[2];
+	char num[16];
+	int version;
+	PGresult *r;
+
+	if (pgst_simple(p, "BEGIN", err) < 0)
+		return -1;
+	p->tx = true;
+	if (pgst_simple(p, "SELECT pg_advisory_xact_lock(" PGST_MIGRATE_LOCK
+			")", err) < 0 ||
+	    pgst_schema_version(p, &version, err) < 0)
+		goto fail;
+	if (version > sql_pg_migrations_count) {
+		err_set(err, EXIT_BAD_INPUT, "state store: schema version %d"
+			" is newer than"
+			" this backfilld knows (%d): run the backfilld that"
+			" wrote it", version, sql_pg_migrations_count);
+		goto fail;
+	}
+	for (int i = version; i < sql_pg_migrations_count; i++) {
+		if (pgst_simple(p, sql_pg_migrations[i].sql, err) < 0) {
+			err_prefix(err, "applying pg/%s",
+				   sql_pg_migrations[i].name);
+			goto fail;
+		}
+		snprintf(num, sizeof num, "%d", sql_pg_migrations[i].version);
+		vals[0] = num;
+		vals[1] = sql_pg_migrations[i].name;
+		r = PQexecParams(p->pg, "INSERT INTO schema_version (version,"
+				 " name) VALUES ($1, $2)", 2, NULL, vals, NULL,
+				 NULL, 0);
+		if (PQresultStatus(r) != PGRES_COMMAND_OK) {
+			PQclear(r);
+			pgst_fail(p, err, "recording the schema version");
+			goto fail;
+		}
+		PQclear(r);
+	}
+	p->aborted = false;
+	return pgst_tx_commit(p, err);
+fail:
+	pgst_tx_rollback(p);
+	return -1;
+}
+
+/* Close the connection and free the store. */
+static void
+pgst_close(struct store *st)
+{
+	struct pgst *p = pgst_of(st);
+
+	if (p == NULL)
+		return;
+	if (p->pg != NULL)
+		PQfinish(p->pg);
+	free(p->conninfo);
+	free(p->password_file);
+	free(p);
+}
+
+int
+store_pg_open(const char *conninfo, const char *password_file,
+	      struct store **out, struct err *err)
+{
+	struct pgst *p = xcalloc(1, sizeof *p);
+	PGresult *r;
+
+	p->base.ops = &store_pg_ops;
+	p->conninfo = xstrdup(conninfo);
+	p->password_file = password_file ? xstrdup(password_file) : NULL;
+	if (pgst_connect(p, err) < 0 || pgst_migrate(p, err) < 0 ||
+	    pgst_prepare(p, err) < 0)
+		goto fail;
+	r = pgst_exec(p, P_RUNS_COUNT, NULL, "counting runs", err);
+	if (r == NULL)
+		goto fail;
+	p->runs_kept = col_int(r, 0, 0);
+	PQclear(r);
+	*out = &p->base;
+	return 0;
+fail:
+	pgst_close(&p->base);
+	return -1;
+}
+
+void
+store_pg_fence(struct store *st, int64_t generation)
+{
+	pgst_of(st)->fence = generation > 0 ? generation : 0;
+}
+
+bool
+store_pg_deposed(const struct store *st)
+{
+	return ((const struct pgst *)st)->deposed;
+}
+
+/* The server checkpoints: nothing to do on the loop. */
+static void
+pgst_checkpoint_on(struct store *st, struct uv_loop_s *loop)
+{
+	(void)st;
+	(void)loop;
+}
+
+/* ---- requests, the manifest, runs ------------------------------------- */
+
+/* Read the id a RETURNING id statement gave. */
+static int
+pgst_returned_id(PGresult *r, int64_t *id)
+{
+	if (r == NULL)
+		return -1;
+	*id = PQntuples(r) > 0 ? col_int(r, 0, 0) : 0;
+	PQclear(r);
+	return 0;
+}
+
+/* Add a request. */
+static int
+pgst_request_add(struct store *st, const struct store_request *rq,
+		 int64_t *id, struct err *err)
+{
+	struct pgst *p = pgst_of(st);
+	struct pgst_args a = { 0 };
+
+	arg_text(&a, rq->job);
+	arg_text(&a, rq->kind);
+	arg_text(&a, rq->reason);
+	arg_text(&a, rq->from_key);
+	arg_text(&a, rq->to_key);
+	arg_text(&a, rq->reprocess ? rq->reprocess : "all");
+	arg_bool(&a, rq->reverse);
+	arg_bool(&a, rq->no_downstream);
+	arg_int(&a, rq->created_at);
+	if (rq->concurrency > 0)
+		arg_int(&a, rq->concurrency);
+	else
+		arg_text(&a, NULL);
+	arg_bool(&a, rq->fail_fast);
+	arg_text(&a, rq->downstream);
+	return pgst_returned_id(pgst_write(p, P_REQUEST_ADD, &a,
+					   "adding a request", err), id);
+}
+
+/* Mark a request finished. */
+static int
+pgst_request_finish(struct store *st, int64_t id, int64_t at, bool cancelled,
+		    struct err *err)
+{
+	struct pgst_args a = { 0 };
+
+	arg_int(&a, id);
+	arg_int(&a, at);
+	arg_bool(&a, cancelled);
+	return pgst_write_done(pgst_of(st), P_REQUEST_FINISH, &a,
+			       "finishing a request", err);
+}
+
+/* Add a manifest row. */
+static int
+pgst_item_add(struct store *st, const struct store_item *it, int64_t *id,
+	      struct err *err)
+{
+	struct pgst_args a = { 0 };
+
+	arg_int(&a, it->request_id);
+	arg_text(&a, it->job);
+	arg_text(&a, it->key);
+	arg_int(&a, it->seq);
+	arg_bool(&a, it->downstream);
+	arg_text(&a, pgst_state_name(it->state));
+	arg_int(&a, it->at);
+	return pgst_returned_id(pgst_write(pgst_of(st), P_ITEM_ADD, &a,
+					   "adding to the manifest", err), id);
+}
+
+/* Set a manifest row's state and what goes with it. */
+static int
+pgst_item_set(struct store *st, int64_t id, enum mstate state, int attempts,
+	      int64_t not_before, const char *error, const char *blocked_on,
+	      int64_t at, struct err *err)
+{
+	struct pgst_args a = { 0 };
+
+	arg_int(&a, id);
+	arg_text(&a, pgst_state_name(state));
+	arg_int(&a, attempts);
+	arg_int(&a, not_before);
+	arg_text(&a, error);
+	arg_text(&a, blocked_on);
+	arg_int(&a, at);
+	return pgst_write_done(pgst_of(st), P_ITEM_SET, &a,
+			       "updating the manifest", err);
+}
+
+/* Record a run that starts. */
+static int
+pgst_run_start(struct store *st, int64_t manifest_id, int64_t request_id,
+	       const char *job, const char *key, int attempt,
+	       int64_t started_at, const char *code_version,
+	       const char *config_hash, int64_t *run_id, struct err *err)
+{
+	struct pgst *p = pgst_of(st);
+	struct pgst_args a = { 0 };
+
+	arg_int(&a, manifest_id);
+	arg_int(&a, request_id);
+	arg_text(&a, job);
+	arg_text(&a, key);
+	arg_int(&a, attempt);
+	arg_int(&a, started_at);
+	arg_text(&a, code_version);
+	arg_text(&a, config_hash);
+	if (pgst_returned_id(pgst_write(p, P_RUN_START, &a, "recording a run",
+					err), run_id) < 0)
+		return -1;
+	p->runs_kept++;
+	return 0;
+}
+
+/* Record how a run ended. */
+static int
+pgst_run_finish(struct store *st, int64_t run_id, enum mstate state,
+		int64_t finished_at, const char *error, int64_t rows_changed,
+		struct err *err)
+{
+	struct pgst_args a = { 0 };
+
+	arg_int(&a, run_id);
+	arg_text(&a, pgst_state_name(state));
+	arg_int(&a, finished_at);
+	arg_text(&a, error);
+	if (rows_changed >= 0)
+		arg_int(&a, rows_changed);
+	else
+		arg_text(&a, NULL);
+	return pgst_write_done(pgst_of(st), P_RUN_FINISH, &a,
+			       "finishing a run", err);
+}
+
+/* Record a successful build of a partition. */
+static int
+pgst_partition_built(struct store *st, const char *job, const char *key,
+		     int64_t built_at, int64_t inputs_at, int64_t run_id,
+		     const char *code_version, struct err *err)
+{
+	struct pgst_args a = { 0 };
+
+	arg_text(&a, job);
+	arg_text(&a, key);
+	arg_int(&a, built_at);
+	if (inputs_at >= 0)
+		arg_int(&a, inputs_at);
+	else
+		arg_text(&a, NULL);
+	arg_int(&a, run_id);
+	arg_text(&a, code_version);
+	return pgst_write_done(pgst_of(st), P_PART_BUILT, &a,
+			       "recording a build", err);
+}
+
+/* When (job, key) last landed: 0, or 1 when never. */
+static int
+pgst_partition_get(struct store *st, const char *job, const char *key,
+		   int64_t *built_at, int64_t *inputs_at, struct err *err)
+{
+	struct pgst_args a = { 0 };
+	PGresult *r;
+	int rc = 1;
+
+	arg_text(&a, job);
+	arg_text(&a, key);
+	r = pgst_exec(pgst_of(st), P_PART_GET, &a, "reading a build", err);
+	if (r == NULL)
+		return -1;
+	if (PQntuples(r) > 0) {
+		*built_at = col_int(r, 0, 0);
+		*inputs_at = col_null(r, 0, 1) ? -1 : col_int(r, 0, 1);
+		rc = 0;
+	}
+	PQclear(r);
+	return rc;
+}
+
+/* Runs left running by a crash: failed, their manifest rows queued. */
+static int
+pgst_recover(struct store *st, int64_t at, int *count, struct err *err)
+{
+	struct pgst *p = pgst_of(st);
+	struct pgst_args a = { 0 };
+	PGresult *r;
+
+	arg_int(&a, at);
+	if (pgst_begin(st, err) < 0)
+		return -1;
+	r = pgst_exec(p, P_RECOVER_RUNS, &a, "recovering runs", err);
+	if (r == NULL)
+		goto fail;
+	*count = (int)pgst_changes(r);
+	PQclear(r);
+	r = pgst_exec(p, P_RECOVER_MANIFEST, &a, "recovering the manifest",
+		      err);
+	if (r == NULL)
+		goto fail;
+	PQclear(r);
+	return pgst_commit(st, err);
+fail:
+	pgst_rollback(st);
+	return -1;
+}
+
+/* Call cb for each row of a manifest query (P_LOAD_OPEN, P_LOAD_ONE). */
+static int
+pgst_load_rows(struct pgst *p, enum pgst_stmt id, const struct pgst_args *a,
+	       store_open_cb cb, void *data, struct err *err)
+{
+	struct store_open_row row;
+	PGresult *r;
+
+	r = pgst_exec(p, id, a, "loading the manifest", err);
+	if (r == NULL)
+		return -1;
+	for (int i = 0; i < PQntuples(r); i++) {
+		memset(&row, 0, sizeof row);
+		row.id = col_int(r, i, 0);
+		row.request_id = col_int(r, i, 1);
+		row.job = col_text(r, i, 2);
+		row.key = col_text(r, i, 3);
+		row.seq = (int)col_int(r, i, 4);
+		row.downstream = col_bool(r, i, 5);
+		if (pgst_state_parse(col_text(r, i, 6), &row.state) < 0)
+			row.state = MS_QUEUED;
+		row.attempts = (int)col_int(r, i, 7);
+		row.not_before = col_int(r, i, 8);
+		row.blocked_on = col_text(r, i, 9);
+		row.rq_job = col_text(r, i, 10);
+		row.rq_kind = col_text(r, i, 11);
+		row.rq_reverse = col_bool(r, i, 12);
+		row.rq_created_at = col_int(r, i, 13);
+		row.rq_concurrency = (int)col_int(r, i, 14);
+		row.rq_fail_fast = col_bool(r, i, 15);
+		if (cb(&row, data, err) < 0) {
+			PQclear(r);
+			return -1;
+		}
+	}
+	PQclear(r);
+	return 0;
+}
+
+/* Every manifest row of unfinished requests. */
+static int
+pgst_load_open(struct store *st, store_open_cb cb, void *data,
+	       struct err *err)
+{
+	return pgst_load_rows(pgst_of(st), P_LOAD_OPEN, NULL, cb, data, err);
+}
+
+/* Every manifest row of one request. */
+static int
+pgst_load_request(struct store *st, int64_t request_id, store_open_cb cb,
+		  void *data, struct err *err)
+{
+	struct pgst_args a = { 0 };
+
+	arg_int(&a, request_id);
+	return pgst_load_rows(pgst_of(st), P_LOAD_ONE, &a, cb, data, err);
+}
+
+/* Mark a finished request open again. */
+static int
+pgst_request_reopen(struct store *st, int64_t id, struct err *err)
+{
+	struct pgst_args a = { 0 };
+
+	arg_int(&a, id);
+	return pgst_write_done(pgst_of(st), P_REQUEST_REOPEN, &a,
+			       "reopening a request", err);
+}
+
+/* Last finished run's state of each partition of job in a key range. */
+static int
+pgst_last_states(struct store *st, const char *job, const char *first_key,
+		 const char *last_key, store_last_cb cb, void *data,
+		 struct err *err)
+{
+	struct pgst_args a = { 0 };
+	enum mstate state;
+	PGresult *r;
+
+	arg_text(&a, job);
+	arg_text(&a, first_key);
+	arg_text(&a, last_key);
+	r = pgst_exec(pgst_of(st), P_LAST_STATES, &a, "reading the last runs",
+		      err);
+	if (r == NULL)
+		return -1;
+	for (int i = 0; i < PQntuples(r); i++)
+		if (pgst_state_parse(col_text(r, i, 1), &state) == 0)
+			cb(col_text(r, i, 0), state, data);
+	PQclear(r);
+	return 0;
+}
+
+/* Call a key callback for each row's first column. */
+static int
+pgst_key_rows(PGresult *r, store_key_cb cb, void *data, struct err *err)
+{
+	int rc = 0;
+
+	if (r == NULL)
+		return -1;
+	for (int i = 0; i < PQntuples(r) && rc == 0; i++)
+		if (cb(col_text(r, i, 0), data, err) < 0)
+			rc = -1;
+	PQclear(r);
+	return rc;
+}
+
+/* Keys of job whose latest successful build used code_version. */
+static int
+pgst_keys_built_by(struct store *st, const char *job, const char *code_version,
+		   store_key_cb cb, void *data, struct err *err)
+{
+	struct pgst_args a = { 0 };
+
+	arg_text(&a, job);
+	arg_text(&a, code_version);
+	return pgst_key_rows(pgst_exec(pgst_of(st), P_BUILT_BY, &a,
+				       "reading builds", err), cb, data, err);
+}
+
+/* Every built partition of job. */
+static int
+pgst_partitions_of(struct store *st, const char *job, store_built_cb cb,
+		   void *data, struct err *err)
+{
+	struct pgst_args a = { 0 };
+	PGresult *r;
+	int rc = 0;
+
+	arg_text(&a, job);
+	r = pgst_exec(pgst_of(st), P_PARTS_OF, &a, "reading builds", err);
+	if (r == NULL)
+		return -1;
+	for (int i = 0; i < PQntuples(r) && rc == 0; i++) {
+		bool has = !col_null(r, i, 2);
+
+		if (cb(col_text(r, i, 0), col_int(r, i, 1), has,
+		       has ? col_int(r, i, 2) : 0, data, err) < 0)
+			rc = -1;
+	}
+	PQclear(r);
+	return rc;
+}
+
+/* A run finished: it becomes its partition's newest; *prev the state of
+ * the one it replaces (MS_COUNT: none). */
+static int
+pgst_partition_finished(struct store *st, const char *job, const char *key,
+			int64_t run_id, enum mstate state, enum mstate *prev,
+			struct err *err)
+{
+	struct pgst *p = pgst_of(st);
+	struct pgst_args a = { 0 };
+	PGresult *r;
+
+	*prev = MS_COUNT;
+	arg_text(&a, job);
+	arg_text(&a, key);
+	r = pgst_exec(p, P_LATEST_GET, &a, "reading a partition's last run",
+		      err);
+	if (r == NULL)
+		return -1;
+	if (PQntuples(r) > 0 && pgst_state_parse(col_text(r, 0, 0), prev) < 0)
+		*prev = MS_COUNT;
+	PQclear(r);
+	arg_int(&a, run_id);
+	arg_text(&a, pgst_state_name(state));
+	return pgst_write_done(p, P_LATEST_PUT, &a,
+			       "recording a partition's last run", err);
+}
+
+/* Partitions per job by the state of their newest finished run. */
+static int
+pgst_latest_counts(struct store *st, store_count_cb cb, void *data,
+		   struct err *err)
+{
+	enum mstate state;
+	PGresult *r;
+
+	r = pgst_exec(pgst_of(st), P_LATEST_COUNTS, NULL,
+		      "counting partitions", err);
+	if (r == NULL)
+		return -1;
+	for (int i = 0; i < PQntuples(r); i++)
+		if (pgst_state_parse(col_text(r, i, 1), &state) == 0)
+			cb(col_text(r, i, 0), state, col_int(r, i, 2), data);
+	PQclear(r);
+	return 0;
+}
+
+/* Record a command run's process group. */
+static int
+pgst_run_proc(struct store *st, int64_t run_id, int64_t pgid,
+	      int64_t proc_start, struct err *err)
+{
+	struct pgst_args a = { 0 };
+
+	arg_int(&a, run_id);
+	arg_int(&a, pgid);
+	arg_int(&a, proc_start);
+	return pgst_write_done(pgst_of(st), P_RUN_PROC, &a,
+			       "recording a run's process", err);
+}
+
+/* Runs left running with a process group. */
+static int
+pgst_orphans(struct store *st, store_orphan_cb cb, void *data,
+	     struct err *err)
+{
+	PGresult *r;
+
+	r = pgst_exec(pgst_of(st), P_ORPHANS, NULL,
+		      "reading runs left running", err);
+	if (r == NULL)
+		return -1;
+	for (int i = 0; i < PQntuples(r); i++)
+		cb(col_int(r, i, 0), col_text(r, i, 1), col_text(r, i, 2),
+		   col_int(r, i, 3), col_int(r, i, 4), data);
+	PQclear(r);
+	return 0;
+}
+
+/* Forget a run that never started. */
+static int
+pgst_run_unstart(struct store *st, int64_t run_id, struct err *err)
+{
+	struct pgst *p = pgst_of(st);
+	struct pgst_args a = { 0 };
+	PGresult *r;
+
+	arg_int(&a, run_id);
+	r = pgst_write(p, P_RUN_UNSTART, &a, "forgetting a run that never"
+		       " started", err);
+	if (r == NULL)
+		return -1;
+	p->runs_kept -= pgst_changes(r);
+	PQclear(r);
+	return 0;
+}
+
+/* Can the store be written again?  A real commit, reconnecting first if
+ * need be (min_free: the server's disk is not ours to look at). */
+static int
+pgst_probe_write(struct store *st, int64_t min_free, struct err *err)
+{
+	struct pgst *p = pgst_of(st);
+
+	(void)min_free;
+	if (p->tx)
+		return err_set(err, EXIT_INTERNAL, "a transaction is open");
+	if (pgst_ready(p, err) < 0 || pgst_simple(p, "BEGIN", err) < 0)
+		return -1;
+	p->tx = true;
+	p->aborted = false;
+	p->depth = 0;
+	p->deferred = false;
+	/* a transaction id makes the commit a real one (a WAL record) */
+	if (pgst_simple(p, "SELECT pg_current_xact_id()", err) < 0) {
+		pgst_tx_rollback(p);
+		return -1;
+	}
+	return pgst_tx_commit(p, err);
+}
+
+/* What the store holds. */
+static void
+pgst_stats(struct store *st, struct store_stats *out)
+{
+	struct pgst *p = pgst_of(st);
+	PGresult *r;
+
+	memset(out, 0, sizeof *out);
+	out->runs_kept = p->runs_kept;
+	/* (a failure here does not abort an open transaction's record) */
+	if (p->aborted)
+		return;
+	r = pgst_exec(p, P_DB_SIZE, NULL, "measuring the database", NULL);
+	if (r == NULL)
+		return;
+	out->db_bytes = col_int(r, 0, 0);
+	PQclear(r);
+}
+
+/* Delete one slice of history that may go (store.c, "Pruning"). */
+static int
+pgst_prune_delete(struct pgst *p, struct store_prune *pr, int64_t id,
+		  struct err *err)
+{
+	struct pgst_args a = { 0 };
+	PGresult *r;
+	int64_t n;
+
+	arg_int(&a, id);
+	if (pr->phase == 0) {
+		if (pgst_write_done(p, P_PRUNE_AUDIT_DEL, &a,
+				    "pruning audit rows", err) < 0)
+			return -1;
+		r = pgst_write(p, P_PRUNE_RUN_DEL, &a, "pruning runs", err);
+		if (r == NULL)
+			return -1;
+		n = pgst_changes(r);
+		pr->runs += n;
+		p->runs_kept -= n;
+	} else {
+		if (pgst_write_done(p, P_PRUNE_MANIFEST_DEL, &a,
+				    "pruning the manifest", err) < 0)
+			return -1;
+		r = pgst_write(p, P_PRUNE_REQUEST_DEL, &a, "pruning requests",
+			       err);
+		if (r == NULL)
+			return -1;
+		pr->requests += pgst_changes(r);
+	}
+	PQclear(r);
+	return 0;
+}
+
+/* One slice of a pruning pass: 1 more to do, 0 the pass is over. */
+static int
+pgst_prune_step(struct store *st, struct store_prune *pr, int limit,
+		struct err *err)
+{
+	struct pgst *p = pgst_of(st);
+	struct pgst_args a = { 0 };
+	int64_t *ids, nids = 0, seen = 0;
+	bool end = false;
+	PGresult *r;
+
+	if (pr->phase >= 2)
+		return 0;
+	arg_int(&a, pr->cursor);
+	arg_int(&a, limit);
+	r = pgst_exec(p, pr->phase == 0 ? P_PRUNE_RUNS : P_PRUNE_REQUESTS, &a,
+		      "reading history to prune", err);
+	if (r == NULL)
+		return -1;
+	ids = xcalloc((size_t)(limit > 0 ? limit : 1), sizeof *ids);
+	for (int i = 0; i < PQntuples(r); i++) {
+		int64_t id = col_int(r, i, 0);
+		bool finished = !col_null(r, i, 3);
+		bool keep = pr->phase == 0 && col_bool(r, i, 4);
+
+		seen++;
+		if (col_int(r, i, 2) >= pr->newest_cutoff) {
+			end = true; /* younger than any keep_runs: done */
+			break;
+		}
+		pr->cursor = id;
+		if (!keep && finished &&
+		    col_int(r, i, 3) < pr->cutoff(col_text(r, i, 1), pr->data))
+			ids[nids++] = id;
+	}
+	PQclear(r);
+	for (int64_t i = 0; i < nids; i++) {
+		if (pgst_prune_delete(p, pr, ids[i], err) < 0) {
+			free(ids);
+			return -1;
+		}
+	}
+	free(ids);
+	if (end || seen < limit) { /* the walk reached the end or a young row */
+		pr->phase++;
+		pr->cursor = 0;
+	}
+	return pr->phase < 2 ? 1 : 0;
+}
+
+/* ---- job state, requests, audit ---------------------------------------- */
+
+/* Per-job schedule state (defaults when the job has none yet). */
+static int
+pgst_job_get(struct store *st, const char *job, struct store_job_state *js,
+	     struct err *err)
+{
+	struct pgst_args a = { 0 };
+	PGresult *r;
+
+	memset(js, 0, sizeof *js);
+	strcpy(js->catchup, "ok");
+	arg_text(&a, job);
+	r = pgst_exec(pgst_of(st), P_JOB_GET, &a, "reading job state", err);
+	if (r == NULL)
+		return -1;
+	if (PQntuples(r) > 0) {
+		js->has_watermark = !col_null(r, 0, 0);
+		col_copy(r, 0, 0, js->watermark, sizeof js->watermark);
+		col_copy(r, 0, 1, js->catchup, sizeof js->catchup);
+		col_copy(r, 0, 2, js->gap_from, sizeof js->gap_from);
+		col_copy(r, 0, 3, js->gap_to, sizeof js->gap_to);
+		js->paused = col_bool(r, 0, 4);
+		js->paused_at = col_int(r, 0, 5);
+		js->has_late_since = !col_null(r, 0, 6);
+		js->late_since = col_int(r, 0, 6);
+		js->has_late_checked = !col_null(r, 0, 7);
+		js->late_checked_at = col_int(r, 0, 7);
+		js->late_found = col_int(r, 0, 8);
+		col_copy(r, 0, 9, js->late_error, sizeof js->late_error);
+	}
+	PQclear(r);
+	return 0;
+}
+
+/* Save per-job schedule state. */
+static int
+pgst_job_put(struct store *st, const char *job,
+	     const struct store_job_state *js, int64_t at, struct err *err)
+{
+	struct pgst_args a = { 0 };
+
+	arg_text(&a, job);
+	arg_text(&a, js->has_watermark ? js->watermark : NULL);
+	arg_text(&a, js->catchup[0] ? js->catchup : "ok");
+	arg_text(&a, js->gap_from[0] ? js->gap_from : NULL);
+	arg_text(&a, js->gap_to[0] ? js->gap_to : NULL);
+	arg_bool(&a, js->paused);
+	if (js->paused)
+		arg_int(&a, js->paused_at);
+	else
+		arg_text(&a, NULL);
+	arg_int(&a, at);
+	if (js->has_late_since)
+		arg_int(&a, js->late_since);
+	else
+		arg_text(&a, NULL);
+	if (js->has_late_checked) {
+		arg_int(&a, js->late_checked_at);
+		arg_int(&a, js->late_found);
+	} else {
+		arg_text(&a, NULL);
+		arg_text(&a, NULL);
+	}
+	arg_text(&a, js->late_error[0] ? js->late_error : NULL);
+	return pgst_write_done(pgst_of(st), P_JOB_PUT, &a, "saving job state",
+			       err);
+}
+
+/* Does request id exist: 0 with its job and whether finished, 1 not. */
+static int
+pgst_request_get(struct store *st, int64_t id, char *job, size_t jobsz,
+		 bool *finished, struct err *err)
+{
+	struct pgst_args a = { 0 };
+	PGresult *r;
+	int rc = 1;
+
+	arg_int(&a, id);
+	r = pgst_exec(pgst_of(st), P_REQUEST_GET, &a, "reading a request", err);
+	if (r == NULL)
+		return -1;
+	if (PQntuples(r) > 0) {
+		col_copy(r, 0, 0, job, jobsz);
+		*finished = col_bool(r, 0, 1);
+		rc = 0;
+	}
+	PQclear(r);
+	return rc;
+}
+
+/* A request's own controls: 0, or 1 when there is no such request. */
+static int
+pgst_request_controls(struct store *st, int64_t id, int *concurrency,
+		      bool *fail_fast, char *downstream, size_t dsz,
+		      struct err *err)
+{
+	struct pgst_args a = { 0 };
+	PGresult *r;
+	int rc = 1;
+
+	arg_int(&a, id);
+	r = pgst_exec(pgst_of(st), P_REQUEST_CONTROLS, &a,
+		      "reading a request's controls", err);
+	if (r == NULL)
+		return -1;
+	if (PQntuples(r) > 0) {
+		*concurrency = (int)col_int(r, 0, 0);
+		*fail_fast = col_bool(r, 0, 1);
+		col_copy(r, 0, 2, downstream, dsz);
+		rc = 0;
+	}
+	PQclear(r);
+	return rc;
+}
+
+/* The newest `limit` requests, newest first. */
+static int
+pgst_recent_requests(struct store *st, int limit, store_recent_cb cb,
+		     void *data, struct err *err)
+{
+	struct pgst_args a = { 0 };
+	PGresult *r;
+
+	arg_int(&a, limit);
+	r = pgst_exec(pgst_of(st), P_RECENT_REQUESTS, &a,
+		      "reading the recent requests", err);
+	if (r == NULL)
+		return -1;
+	for (int i = 0; i < PQntuples(r); i++)
+		cb(col_int(r, i, 0), col_text(r, i, 1), col_text(r, i, 2),
+		   col_text(r, i, 3), col_int(r, i, 4), !col_null(r, i, 5),
+		   col_int(r, i, 5), col_bool(r, i, 6), data);
+	PQclear(r);
+	return 0;
+}
+
+/* The failed and blocked rows of a request, in run order. */
+static int
+pgst_request_problems(struct store *st, int64_t request_id,
+		      store_problem_cb cb, void *data, struct err *err)
+{
+	struct pgst_args a = { 0 };
+	PGresult *r;
+
+	arg_int(&a, request_id);
+	r = pgst_exec(pgst_of(st), P_PROBLEMS, &a,
+		      "reading a request's failures", err);
+	if (r == NULL)
+		return -1;
+	for (int i = 0; i < PQntuples(r); i++)
+		cb(col_text(r, i, 0), col_text(r, i, 1), col_text(r, i, 2),
+		   col_text(r, i, 3), col_text(r, i, 4), data);
+	PQclear(r);
+	return 0;
+}
+
+/* Record what a run wrote to one partition (replacing any record). */
+static int
+pgst_audit_add(struct store *st, int64_t run_id, const char *key,
+	       bool has_before, int64_t rows_before, bool has_after,
+	       int64_t rows_after, const char *metrics, const char *checks,
+	       const char *metrics_text, const char *checks_text, bool passed,
+	       struct err *err)
+{
+	struct pgst_args a = { 0 };
+
+	arg_int(&a, run_id);
+	arg_text(&a, key);
+	if (has_before)
+		arg_int(&a, rows_before);
+	else
+		arg_text(&a, NULL);
+	if (has_after)
+		arg_int(&a, rows_after);
+	else
+		arg_text(&a, NULL);
+	arg_text(&a, metrics ? metrics : "{}");
+	arg_text(&a, checks ? checks : "[]");
+	arg_bool(&a, passed);
+	arg_text(&a, metrics_text);
+	arg_text(&a, checks_text);
+	return pgst_write_done(pgst_of(st), P_AUDIT_ADD, &a,
+			       "recording an audit", err);
+}
+
+/* One row of the audit query as a struct store_audit_row. */
+static void
+pgst_audit_row(PGresult *r, int i, struct store_audit_row *row)
+{
+	memset(row, 0, sizeof *row);
+	row->job = col_text(r, i, 0);
+	row->key = col_text(r, i, 1);
+	row->downstream = col_bool(r, i, 2);
+	row->item_state = col_text(r, i, 3);
+	row->has_run = !col_null(r, i, 4);
+	row->run_id = col_int(r, i, 4);
+	row->code_version = col_text(r, i, 5);
+	row->config_hash = col_text(r, i, 6);
+	row->run_state = col_text(r, i, 7);
+	row->error = col_text(r, i, 8);
+	row->has_rows_before = !col_null(r, i, 9);
+	row->rows_before = col_int(r, i, 9);
+	row->has_rows_after = !col_null(r, i, 10);
+	row->rows_after = col_int(r, i, 10);
+	row->metrics = col_text(r, i, 11);
+	row->checks = col_text(r, i, 12);
+	row->has_audit = !col_null(r, i, 13);
+	row->passed = col_bool(r, i, 13);
+	row->metrics_text = col_text(r, i, 14);
+	row->checks_text = col_text(r, i, 15);
+}
+
+/* Every manifest row of a request with its latest run and its audit. */
+static int
+pgst_audit_of(struct store *st, int64_t request_id, store_audit_cb cb,
+	      void *data, struct err *err)
+{
+	struct store_audit_row row;
+	struct pgst_args a = { 0 };
+	PGresult *r;
+
+	arg_int(&a, request_id);
+	r = pgst_exec(pgst_of(st), P_AUDIT_OF, &a, "reading the audit", err);
+	if (r == NULL)
+		return -1;
+	for (int i = 0; i < PQntuples(r); i++) {
+		pgst_audit_row(r, i, &row);
+		cb(&row, data);
+	}
+	PQclear(r);
+	return 0;
+}
+
+/* A request's manifest rows by state, and how long it took. */
+static int
+pgst_request_counts(struct store *st, int64_t request_id,
+		    int64_t counts[MS_COUNT], int64_t *elapsed_ms,
+		    struct err *err)
+{
+	struct pgst_args a = { 0 };
+	enum mstate state;
+	PGresult *r;
+
+	for (int i = 0; i < MS_COUNT; i++)
+		counts[i] = 0;
+	*elapsed_ms = 0;
+	arg_int(&a, request_id);
+	r = pgst_exec(pgst_of(st), P_REQUEST_COUNTS, &a, "counting a request",
+		      err);
+	if (r == NULL)
+		return -1;
+	for (int i = 0; i < PQntuples(r); i++) {
+		if (pgst_state_parse(col_text(r, i, 0), &state) == 0)
+			counts[state] += col_int(r, i, 1);
+		*elapsed_ms = col_int(r, i, 3) - col_int(r, i, 2);
+	}
+	PQclear(r);
+	return 0;
+}
+
+/* The durations of job's newest successful runs, newest first. */
+static int
+pgst_durations(struct store *st, const char *job, int64_t *ms, size_t max,
+	       size_t *n, struct err *err)
+{
+	struct pgst_args a = { 0 };
+	PGresult *r;
+
+	*n = 0;
+	arg_text(&a, job);
+	arg_int(&a, (int64_t)max);
+	r = pgst_exec(pgst_of(st), P_DURATIONS, &a, "reading run durations",
+		      err);
+	if (r == NULL)
+		return -1;
+	for (int i = 0; i < PQntuples(r) && *n < max; i++)
+		ms[(*n)++] = col_int(r, i, 0);
+	PQclear(r);
+	return 0;
+}
+
+/* The newest landing among job's partitions in a key range: 0, or 1
+ * when none was ever built. */
+static int
+pgst_newest_build(struct store *st, const char *job, const char *first_key,
+		  const char *last_key, int64_t *built_at, struct err *err)
+{
+	struct pgst_args a = { 0 };
+	PGresult *r;
+	int found = 1;
+
+	arg_text(&a, job);
+	arg_text(&a, first_key);
+	arg_text(&a, last_key);
+	r = pgst_exec(pgst_of(st), P_NEWEST_BUILD, &a, "reading builds", err);
+	if (r == NULL)
+		return -1;
+	if (PQntuples(r) > 0 && !col_null(r, 0, 0)) {
+		*built_at = col_int(r, 0, 0);
+		found = 0;
+	}
+	PQclear(r);
+	return found;
+}
+
+/* ---- runs, page by page (store.c: the same keyset cursor) ---------------- */
+
+struct pgst_cursor {
+	struct store_runs_cursor base; /* first: store.c sees this */
+	struct pgst *p;
+	char *job, *state;
+	int64_t request_id;
+	int phase;            /* 0 pending manifest rows, 1 runs, 2 cancelled
+			       * manifest rows that never ran, 3 done */
+	int64_t hi[3], lo[3]; /* next window below hi[p], down to lo[p] */
+};
+
+/* The bounds min(id) and max(id)+1 of table; empty: lo = hi = 0. */
+static int
+pgst_runs_bounds(struct pgst *p, const char *table, int64_t *lo, int64_t *hi,
+		 struct err *err)
+{
+	char sql[96];
+	PGresult *r;
+
+	if (pgst_ready(p, err) < 0)
+		return -1;
+	snprintf(sql, sizeof sql, "SELECT min(id), max(id) FROM %s", table);
+	r = PQexec(p->pg, sql);
+	if (PQresultStatus(r) != PGRES_TUPLES_OK) {
+		PQclear(r);
+		return pgst_fail(p, err, "listing runs");
+	}
+	*lo = *hi = 0;
+	if (!col_null(r, 0, 0)) {
+		*lo = col_int(r, 0, 0);
+		*hi = col_int(r, 0, 1) + 1;
+	}
+	PQclear(r);
+	return 0;
+}
+
+/* The PostgreSQL cursor behind a runs cursor. */
+static struct pgst_cursor *
+pgst_cursor_of(const struct store_runs_cursor *c)
+{
+	return (struct pgst_cursor *)c;
+}
+
+/* Close a cursor. */
+static void
+pgst_runs_close(struct store_runs_cursor *base)
+{
+	struct pgst_cursor *c = pgst_cursor_of(base);
+
+	if (c == NULL)
+		return;
+	free(c->job);
+	free(c->state);
+	free(c);
+}
+
+/* Open the runs listing (store.h). */
+static int
+pgst_runs_open(struct store *st, const char *job, int64_t request_id,
+	       const char *state, struct store_runs_cursor **out,
+	       struct err *err)
+{
+	struct pgst_cursor *c = xcalloc(1, sizeof *c);
+	struct pgst *p = pgst_of(st);
+
+	c->base.st = st;
+	c->p = p;
+	c->request_id = request_id;
+	c->job = job ? xstrdup(job) : NULL;
+	c->state = state ? xstrdup(state) : NULL;
+	if (pgst_runs_bounds(p, "manifest", &c->lo[0], &c->hi[0], err) < 0 ||
+	    pgst_runs_bounds(p, "runs", &c->lo[1], &c->hi[1], err) < 0) {
+		pgst_runs_close(&c->base);
+		return -1;
+	}
+	c->lo[2] = c->lo[0];
+	c->hi[2] = c->hi[0];
+	/* a state filter names phases (store.c) */
+	if (state && (strcmp(state, "queued") == 0 ||
+		      strcmp(state, "blocked") == 0)) {
+		c->hi[1] = c->lo[1];
+		c->hi[2] = c->lo[2];
+	} else if (state) {
+		c->hi[0] = c->lo[0];
+		if (strcmp(state, "cancelled") != 0)
+			c->hi[2] = c->lo[2];
+	}
+	*out = &c->base;
+	return 0;
+}
+
+/* The newest run id the listing will show (0: none). */
+static int64_t
+pgst_runs_max_id(const struct store_runs_cursor *base)
+{
+	const struct pgst_cursor *c = pgst_cursor_of(base);
+
+	return c->hi[1] > 0 ? c->hi[1] - 1 : 0;
+}
+
+/* One listed row as a struct store_run_row. */
+static void
+pgst_run_row(PGresult *r, int i, struct store_run_row *row)
+{
+	memset(row, 0, sizeof *row);
+	row->has_id = !col_null(r, i, 0);
+	row->id = col_int(r, i, 0);
+	row->request_id = col_int(r, i, 1);
+	row->job = col_text(r, i, 2);
+	row->key = col_text(r, i, 3);
+	row->attempt = (int)col_int(r, i, 4);
+	row->state = col_text(r, i, 5);
+	row->has_started_at = !col_null(r, i, 6);
+	row->started_at = col_int(r, i, 6);
+	row->has_finished_at = !col_null(r, i, 7);
+	row->finished_at = col_int(r, i, 7);
+	row->error = col_text(r, i, 8);
+	row->has_rows = !col_null(r, i, 9);
+	row->rows_changed = col_int(r, i, 9);
+	row->code_version = col_text(r, i, 10);
+}
+
+/* One window of the current phase (store.c: store_runs_window). */
+static int
+pgst_runs_window(struct pgst_cursor *c, int64_t lo, int max_rows,
+		 store_run_cb cb, void *data, int *nrows, bool *stop,
+		 struct err *err)
+{
+	static const char *const select[3] = {
+		"SELECT NULL, request_id, job, partition_key, attempts + 1,"
+		" state, NULL, NULL, CASE WHEN state = 'blocked' THEN"
+		" 'blocked: its input ' || blocked_on || ' failed' ELSE error"
+		" END, NULL, NULL, id FROM manifest WHERE (state = 'queued' OR"
+		" state = 'blocked')",
+		"SELECT id, request_id, job, partition_key, attempt, state,"
+		" started_at, finished_at, error, rows_changed, code_version, id"
+		" FROM runs WHERE true",
+		"SELECT NULL, request_id, job, partition_key, attempts + 1,"
+		" state, NULL, updated_at, error, NULL, NULL, id FROM manifest m"
+		" WHERE state = 'cancelled' AND NOT EXISTS (SELECT 1 FROM runs r"
+		" WHERE r.manifest_id = m.id)",
+	};
+	static const unsigned types[6] = { PGST_INT8OID, PGST_INT8OID,
+		PGST_TEXTOID, PGST_INT8OID, PGST_TEXTOID, PGST_INT8OID };
+	struct pgst *p = c->p;
+	struct pgst_args a = { 0 };
+	struct store_run_row row;
+	int ph = c->phase, n = 0, rc;
+	char sql[768];
+	PGresult *r;
+
+	snprintf(sql, sizeof sql, "%s AND id < $1 AND id >= $2%s%s%s"
+		 " ORDER BY id DESC LIMIT $6", select[ph],
+		 c->job ? " AND job = $3" : "",
+		 c->request_id ? " AND request_id = $4" : "",
+		 c->state ? " AND state = $5" : "");
+	arg_int(&a, c->hi[ph]);
+	arg_int(&a, lo);
+	arg_text(&a, c->job);
+	arg_int(&a, c->request_id);
+	arg_text(&a, c->state);
+	arg_int(&a, max_rows);
+	if (pgst_ready(p, err) < 0)
+		return -1;
+	r = PQexecParams(p->pg, sql, a.n, types, a.v, NULL, NULL, 0);
+	if (PQresultStatus(r) != PGRES_TUPLES_OK) {
+		PQclear(r);
+		return pgst_fail(p, err, "listing runs");
+	}
+	for (int i = 0; i < PQntuples(r) && !*stop; i++) {
+		pgst_run_row(r, i, &row);
+		c->hi[ph] = col_int(r, i, 11);
+		n++;
+		rc = cb(&row, data, err);
+		if (rc < 0) {
+			PQclear(r);
+			return -1;
+		}
+		if (rc > 0)
+			*stop = true;
+	}
+	PQclear(r);
+	/* the window is read to its end: the next one starts below it */
+	if (!*stop && n < max_rows)
+		c->hi[ph] = lo;
+	*nrows += n;
+	return 0;
+}
+
+/* One page of the listing: 1 complete, 0 more may follow, -1 err. */
+static int
+pgst_runs_page(struct store_runs_cursor *base, int max_rows, store_run_cb cb,
+	       void *data, struct err *err)
+{
+	struct pgst_cursor *c = pgst_cursor_of(base);
+	int64_t budget = PGST_RUNS_SCAN, lo, start;
+	int nrows = 0;
+	bool stop = false;
+
+	while (c->phase < 3 && !stop && nrows < max_rows && budget > 0) {
+		int ph = c->phase;
+
+		if (c->hi[ph] <= c->lo[ph]) {
+			c->phase++;
+			continue;
+		}
+		start = c->hi[ph];
+		lo = c->hi[ph] - budget < c->lo[ph] ? c->lo[ph] :
+			c->hi[ph] - budget;
+		if (pgst_runs_window(c, lo, max_rows - nrows, cb, data, &nrows,
+				     &stop, err) < 0)
+			return -1;
+		budget -= start - c->hi[ph];
+	}
+	while (c->phase < 3 && c->hi[c->phase] <= c->lo[c->phase])
+		c->phase++;
+	return c->phase == 3 ? 1 : 0;
+}
+
+const struct store_ops store_pg_ops = {
+	.name = "postgres",
+	.open = NULL, /* store_pg_open, with its password_file */
+	.close = pgst_close,
+	.checkpoint_on = pgst_checkpoint_on,
+	.begin = pgst_begin,
+	.commit = pgst_commit,
+	.rollback = pgst_rollback,
+	.defer = pgst_defer,
+	.flush = pgst_flush,
+	.request_add = pgst_request_add,
+	.request_finish = pgst_request_finish,
+	.item_add = pgst_item_add,
+	.item_set = pgst_item_set,
+	.run_start = pgst_run_start,
+	.run_finish = pgst_run_finish,
+	.partition_built = pgst_partition_built,
+	.partition_get = pgst_partition_get,
+	.newest_build = pgst_newest_build,
+	.recover = pgst_recover,
+	.load_open = pgst_load_open,
+	.load_request = pgst_load_request,
+	.request_controls = pgst_request_controls,
+	.request_reopen = pgst_request_reopen,
+	.last_states = pgst_last_states,
+	.keys_built_by = pgst_keys_built_by,
+	.partitions_of = pgst_partitions_of,
+	.runs_open = pgst_runs_open,
+	.runs_page = pgst_runs_page,
+	.runs_max_id = pgst_runs_max_id,
+	.runs_close = pgst_runs_close,
+	.partition_finished = pgst_partition_finished,
+	.latest_counts = pgst_latest_counts,
+	.run_proc = pgst_run_proc,
+	.orphans = pgst_orphans,
+	.run_unstart = pgst_run_unstart,
+	.probe_write = pgst_probe_write,
+	.stats = pgst_stats,
+	.prune_step = pgst_prune_step,
+	.job_get = pgst_job_get,
+	.job_put = pgst_job_put,
+	.request_problems = pgst_request_problems,
+	.audit_add = pgst_audit_add,
+	.audit_of = pgst_audit_of,
+	.request_counts = pgst_request_counts,
+	.durations = pgst_durations,
+	.recent_requests = pgst_recent_requests,
+	.request_get = pgst_request_get,
+	.discard = pgst_discard,
+};
