@@ -17,6 +17,7 @@
 #include "calendar.h"
 #include "clock.h"
 #include "estimate.h"
+#include "json.h"
 #include "log.h"
 #include "map_view.h"
 #include "report.h"
@@ -125,30 +126,6 @@ fmt_time(int64_t ms, bool has, char *buf)
 		cal_format_iso_ms(ms, buf);
 	else
 		strcpy(buf, "-");
-}
-
-/* JSON ISO time or null. */
-static void
-json_time(struct buf *b, int64_t ms, bool has)
-{
-	char t[CAL_KEY_MAX];
-
-	if (!has) {
-		buf_addstr(b, "null");
-		return;
-	}
-	cal_format_iso_ms(ms, t);
-	buf_add_json_str(b, t);
-}
-
-/* JSON string or null. */
-static void
-json_str(struct buf *b, const char *s)
-{
-	if (s == NULL)
-		buf_addstr(b, "null");
-	else
-		buf_add_json_str(b, s);
 }
 
 /* ---- tables ----------------------------------------------------------- */
@@ -415,9 +392,9 @@ render_plan(struct sched *s, const struct plan *plan,
 			part_key(j->grain, it->part, key);
 			buf_addstr(out, i ? ",\n  {" : "\n  {");
 			buf_addstr(out, "\"job\": ");
-			buf_add_json_str(out, j->name);
+			json_str(out, j->name);
 			buf_addstr(out, ", \"partition\": ");
-			buf_add_json_str(out, key);
+			json_str(out, key);
 			buf_printf(out, ", \"downstream\": %s, \"waits_for\": [",
 				   it->downstream ? "true" : "false");
 			for (size_t d = 0; d < it->ndeps; d++) {
@@ -427,9 +404,9 @@ render_plan(struct sched *s, const struct plan *plan,
 
 				part_key(ij->grain, in->part, dk);
 				buf_addstr(out, d ? ", {\"job\": " : "{\"job\": ");
-				buf_add_json_str(out, ij->name);
+				json_str(out, ij->name);
 				buf_addstr(out, ", \"partition\": ");
-				buf_add_json_str(out, dk);
+				json_str(out, dk);
 				buf_addstr(out, "}");
 			}
 			buf_addstr(out, "]}");
@@ -949,7 +926,7 @@ cmd_status(struct cmd_ctx *ctx, const struct proto_msg *req,
 			   " {\"path\": ", BACKFILLD_VERSION, now,
 			   sched_running(s), sched_queued(s), ss.runs_kept,
 			   ss.db_bytes, ss.wal_bytes);
-		buf_add_json_str(&res->out, cfg->state_db);
+		json_str(&res->out, cfg->state_db);
 		cal_format_iso_ms(since, since_s);
 		buf_printf(&res->out, ", \"state\": \"%s\", \"since\": ",
 			   failed ? "failed" : "ok");
@@ -986,7 +963,7 @@ cmd_status(struct cmd_ctx *ctx, const struct proto_msg *req,
 		if (json) {
 			buf_addstr(&res->out, k++ ? ",\n  {" : "\n  {");
 			buf_addstr(&res->out, "\"name\": ");
-			buf_add_json_str(&res->out, j->name);
+			json_str(&res->out, j->name);
 			buf_printf(&res->out, ", \"grain\": \"%s\", \"paused\": %s,"
 				   " \"watermark\": ", grain_name(j->grain),
 				   v.paused ? "true" : "false");
@@ -1062,7 +1039,7 @@ cmd_status(struct cmd_ctx *ctx, const struct proto_msg *req,
 						       why, sizeof why, &at_ms);
 
 			buf_addstr(&res->out, w ? ",\n  {\"name\": " : "\n  {\"name\": ");
-			buf_add_json_str(&res->out, cfg->warehouses[w].name);
+			json_str(&res->out, cfg->warehouses[w].name);
 			buf_printf(&res->out, ", \"kind\": \"%s\", \"state\": \"%s\","
 				   " \"checked_at\": ", cfg->warehouses[w].kind ==
 				   WH_POSTGRES ? "postgres" : "sqlite",
@@ -1184,9 +1161,9 @@ runs_cb(const struct store_run_row *r, void *data, struct err *err)
 			buf_addstr(rc->out, "null");
 		buf_printf(rc->out, ", \"request\": %" PRId64 ", \"job\": ",
 			   r->request_id);
-		buf_add_json_str(rc->out, r->job);
+		json_str(rc->out, r->job);
 		buf_addstr(rc->out, ", \"partition\": ");
-		buf_add_json_str(rc->out, r->key);
+		json_str(rc->out, r->key);
 		buf_printf(rc->out, ", \"attempt\": %d, \"state\": \"%s\","
 			   " \"started_at\": ", r->attempt, r->state);
 		json_time(rc->out, r->started_at, r->has_started_at);
@@ -1416,9 +1393,9 @@ stale_render_cb(int job, part_t part, bool built, int64_t built_at,
 	part_key(j->grain, part, key);
 	if (sc->json) {
 		buf_addstr(sc->out, sc->n++ ? ",\n  {\"job\": " : "\n  {\"job\": ");
-		buf_add_json_str(sc->out, j->name);
+		json_str(sc->out, j->name);
 		buf_addstr(sc->out, ", \"partition\": ");
-		buf_add_json_str(sc->out, key);
+		json_str(sc->out, key);
 		buf_addstr(sc->out, ", \"built_at\": ");
 		json_time(sc->out, built_at, built);
 		buf_addstr(sc->out, ", \"newer_inputs\": [");
@@ -1426,9 +1403,9 @@ stale_render_cb(int job, part_t part, bool built, int64_t built_at,
 			const struct job_def *ij = &cfg->jobs[in[i].job];
 			part_key(ij->grain, in[i].part, ik);
 			buf_addstr(sc->out, i ? ", {\"job\": " : "{\"job\": ");
-			buf_add_json_str(sc->out, ij->name);
+			json_str(sc->out, ij->name);
 			buf_addstr(sc->out, ", \"partition\": ");
-			buf_add_json_str(sc->out, ik);
+			json_str(sc->out, ik);
 			buf_addstr(sc->out, ", \"built_at\": ");
 			json_time(sc->out, in[i].built_at, true);
 			buf_addstr(sc->out, "}");
@@ -1567,29 +1544,6 @@ cmd_retry(struct cmd_ctx *ctx, const struct proto_msg *req, struct cmd_res *res)
 }
 
 
-/* A JSON array of strings. */
-static void
-json_strv(struct buf *b, char *const *v, size_t n)
-{
-	buf_addstr(b, "[");
-	for (size_t i = 0; i < n; i++) {
-		if (i)
-			buf_addstr(b, ", ");
-		buf_add_json_str(b, v[i]);
-	}
-	buf_addstr(b, "]");
-}
-
-/* A JSON array of key names. */
-static void
-json_keys(struct buf *b, const char *const *k, size_t n)
-{
-	buf_addstr(b, "[");
-	for (size_t i = 0; i < n; i++)
-		buf_printf(b, "%s\"%s\"", i ? ", " : "", k[i]);
-	buf_addstr(b, "]");
-}
-
 /* "sql, timeout": the keys of a change, into a buf. */
 static void
 cmd_keys_text(struct buf *b, const char *const *k, size_t n)
@@ -1616,7 +1570,7 @@ cmd_reload_json(const struct config_diff *d, int64_t cancelled, bool dry_run,
 		const struct config_diff_changed *c = &d->jobs.changed[i];
 
 		buf_addstr(out, i ? ", {\"name\": " : "{\"name\": ");
-		buf_add_json_str(out, c->name);
+		json_str(out, c->name);
 		buf_printf(out, ", \"old_code_version\": \"%s\","
 			   " \"new_code_version\": \"%s\", \"keys\": ",
 			   c->old_code_version, c->new_code_version);
@@ -1632,7 +1586,7 @@ cmd_reload_json(const struct config_diff *d, int64_t cancelled, bool dry_run,
 		const struct config_diff_changed *c = &d->warehouses.changed[i];
 
 		buf_addstr(out, i ? ", {\"name\": " : "{\"name\": ");
-		buf_add_json_str(out, c->name);
+		json_str(out, c->name);
 		buf_addstr(out, ", \"keys\": ");
 		json_keys(out, c->keys, c->nkeys);
 		buf_addstr(out, "}");
@@ -1838,7 +1792,7 @@ cmd_jobs(struct cmd_ctx *ctx, const struct proto_msg *req, struct cmd_res *res)
 			part_key(j->grain, v.watermark, wm);
 		if (json) {
 			buf_addstr(&res->out, i ? ",\n  {\"name\": " : "\n  {\"name\": ");
-			buf_add_json_str(&res->out, j->name);
+			json_str(&res->out, j->name);
 			buf_printf(&res->out, ", \"grain\": \"%s\", \"warehouse\": ",
 				   grain_name(j->grain));
 			json_str(&res->out, j->warehouse_name);
@@ -1933,9 +1887,9 @@ audit_cb(const struct store_audit_row *r, void *data)
 	}
 	if (ac->json) {
 		buf_addstr(ac->out, ac->n > 1 ? ",\n  {\"job\": " : "\n  {\"job\": ");
-		buf_add_json_str(ac->out, r->job);
+		json_str(ac->out, r->job);
 		buf_addstr(ac->out, ", \"partition\": ");
-		buf_add_json_str(ac->out, r->key);
+		json_str(ac->out, r->key);
 		buf_printf(ac->out, ", \"downstream\": %s, \"state\": \"%s\","
 			   " \"run\": ", r->downstream ? "true" : "false",
 			   r->item_state);
@@ -2009,7 +1963,7 @@ cmd_audit(struct cmd_ctx *ctx, const struct proto_msg *req, struct cmd_res *res)
 	else
 		table_row(&t, head);
 	if (ac.json) {
-		buf_add_json_str(&res->out, job);
+		json_str(&res->out, job);
 		buf_addstr(&res->out, ", \"partitions\": [");
 	}
 	if (store_audit_of(sched_store(ctx->sched), id, audit_cb, &ac, &err) < 0) {

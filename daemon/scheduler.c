@@ -70,6 +70,7 @@
 #include "guard.h"
 #include "lineage.h"
 #include "hooks.h"
+#include "json.h"
 #include "log.h"
 #include "proc.h"
 #include "text.h"
@@ -1055,7 +1056,7 @@ sched_audit(struct sched *s, struct exec_run *run, const int64_t *run_ids,
 				const struct exec_metric_result *m = &g->metrics[k];
 
 				buf_addstr(&metrics, ", ");
-				buf_add_json_str(&metrics, run->job->metrics[k].name);
+				json_str(&metrics, run->job->metrics[k].name);
 				buf_addstr(&metrics, ": {\"before\": ");
 				json_num(&metrics, m->has_before, m->before);
 				buf_addstr(&metrics, ", \"after\": ");
@@ -1084,10 +1085,10 @@ sched_audit(struct sched *s, struct exec_run *run, const int64_t *run_ids,
 			if (cr->part != i)
 				continue;
 			buf_addstr(&checks, n++ ? ", {\"name\": " : "{\"name\": ");
-			buf_add_json_str(&checks, cr->name);
+			json_str(&checks, cr->name);
 			buf_printf(&checks, ", \"passed\": %s, \"detail\": ",
 				   cr->passed ? "true" : "false");
-			buf_add_json_str(&checks, cr->detail);
+			json_str(&checks, cr->detail);
 			buf_addstr(&checks, "}");
 			nall++;
 			if (cr->passed)

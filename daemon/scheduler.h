@@ -20,7 +20,7 @@
 #include "err.h"
 #include "exec.h"
 #include "plan.h"
-#include "proto.h"
+#include "buf.h"
 #include "store.h"
 
 struct sched;
