@@ -1534,8 +1534,7 @@ sched_commit_plan(struct sched *s, const struct sched_req *rq,
 	struct store_request srq = {
 		.job = j->name, .kind = rq->kind, .reason = rq->reason,
 		.from_key = rq->from_key, .to_key = rq->to_key,
-		.reprocess = rq->reprocess == REPROCESS_FAILED ? "failed" :
-			     rq->reprocess == REPROCESS_MISSING ? "missing" : "all",
+		.reprocess = cmdspec_reprocess_name(rq->reprocess),
 		.reverse = rq->reverse, .no_downstream = rq->no_downstream,
 		.created_at = clock_now_ms(), .concurrency = rq->concurrency,
 		.fail_fast = rq->fail_fast, .downstream = rq->downstream,
