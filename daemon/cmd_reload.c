@@ -21,7 +21,7 @@ cmd_keys_text(struct buf *b, const char *const *k, size_t n)
 	buf_add(b, "", 1);
 }
 
-/* The reload report as JSON: DESIGN.md's {added, removed, changed} of jobs,
+/* The reload report as JSON: {added, removed, changed} of jobs (README),
  * then warehouses, settings and what was cancelled. */
 static void
 cmd_reload_json(const struct config_diff *d, int64_t cancelled, bool dry_run,

@@ -18,7 +18,7 @@
  * then sends cmd=wait on the same connection and redraws a progress line on stderr, when that is a terminal, for each
  * PROGRESS frame until the final RESPONSE.
  *
- * Exit status (DESIGN.md): 0 done, 1 the work failed, 2 bad usage, bad
+ * Exit status (backfillctl(1)): 0 done, 1 the work failed, 2 bad usage, bad
  * input or a refused request, 3 the daemon could not be reached (or
  * answered with something that is not the protocol, or refused the
  * connection because too many clients are connected).  Every error is one
