@@ -1,7 +1,7 @@
 /*
- * test_fresh.c - the freshness set (daemon/fresh.c): late from since +
+ * test_fresh.c - the freshness set (daemon/lib/fresh.c): late from since +
  * deadline on, reported once, forgotten on success, retimed on reload;
- * and hooks_subst (daemon/hooks.c), the placeholders of a hook's argv.
+ * and hooks_subst (daemon/server/hooks.c), the placeholders of a hook's argv.
  */
 #include <check.h>
 #include <stdlib.h>
