@@ -1,10 +1,12 @@
 /*
  * ctl.c - backfillctl, the operator's client.
  *
- * A thin client in the manner of tmux's: a table of commands (ctl_cmds[],
- * name, usage and a parse function each), every one of which checks its
- * arguments locally, turns them into the fields of one REQUEST frame
- * (docs/protocol.md) and leaves everything else to the daemon.  Each DATA
+ * A thin client in the manner of tmux's: the commands, their arguments
+ * and the checks of their values are the specification shared with the
+ * daemon (cmdspec.h); backfillctl builds its usage and getopt options
+ * from it, checks argv with it, turns the arguments into the fields of
+ * one REQUEST frame (docs/protocol.md) and leaves everything else to the
+ * daemon, which checks the fields again by the same specification.  Each DATA
  * frame's `out` goes to stdout as it arrives (fwrite and fflush per frame:
  * memory stays bounded by one frame however long the answer), then the
  * RESPONSE's `out`; the daemon renders tables and JSON.  Its `err` goes to
@@ -12,11 +14,11 @@
  * When stdout is closed early (`backfillctl runs --json | head`), the
  * write fails with EPIPE (SIGPIPE is ignored): backfillctl closes the
  * connection, which ends the daemon's work on the answer, and exits 0
- * without a message, since the reader took what it wanted.  `--wait` then sends cmd=wait on the same connection and
- * redraws a progress line on stderr, when that is a terminal, for each
+ * without a message, since the reader took what it wanted.  `--wait`
+ * then sends cmd=wait on the same connection and redraws a progress line on stderr, when that is a terminal, for each
  * PROGRESS frame until the final RESPONSE.
  *
- * Exit status (DESIGN.md): 0 done, 1 the work failed, 2 bad usage, bad
+ * Exit status (backfillctl(1)): 0 done, 1 the work failed, 2 bad usage, bad
  * input or a refused request, 3 the daemon could not be reached (or
  * answered with something that is not the protocol, or refused the
  * connection because too many clients are connected).  Every error is one
@@ -40,6 +42,7 @@
 #include <unistd.h>
 
 #include "calendar.h"
+#include "cmdspec.h"
 #include "config.h"
 #include "err.h"
 #include "proto.h"
@@ -72,14 +75,13 @@ enum {
 	"  --config FILE        read the socket path from this configuration\n" \
 	"  -h, --help           this text\n"
 
-struct ctl_cmd;
 
 /* The errno of a failed write to stdout, 0 while none failed. */
 static int ctl_stdout_errno;
 
 /* What the command line asked for, beyond the request fields. */
 struct ctl_ctx {
-	const struct ctl_cmd *cmd;
+	const struct cmdspec *cmd;
 	const char *socket; /* --socket */
 	const char *config; /* --config */
 	bool help;
@@ -87,44 +89,6 @@ struct ctl_ctx {
 	char *path;         /* the socket path in use */
 };
 
-/* How an argument of a command is checked and put in the request. */
-enum ctl_kind {
-	CTL_FLAG,       /* takes no value; the field is "1" */
-	CTL_TEXT,       /* any text, sent as typed */
-	CTL_JOB,        /* a job name, not empty */
-	CTL_INT,        /* a positive integer */
-	CTL_DATE,       /* a date or an hour (YYYY-MM-DD or YYYY-MM-DDTHH) */
-	CTL_DATES_FILE, /* a dates file, sent as its dates (ctl_read_dates) */
-	CTL_WAIT        /* --wait: no field, the client waits for the work */
-};
-
-/* An option of a command (name: its long name) or a positional argument
- * (name: what the messages call it). */
-struct ctl_arg {
-	const char *name;
-	enum ctl_kind kind;
-	const char *field;      /* the request field it fills, or NULL */
-	const char *missing;    /* a required one: what to say when absent */
-};
-
-/*
- * A command: name, synopsis, help text, its options and positionals (each
- * list ends with a NULL name; the first minpos positionals are required)
- * and, when its options have rules across them, a check run after every
- * argument's own check and before the request is filled; val[i] is the
- * value of opts[i] (NULL when not given).  The check returns 0, or -1
- * with err.
- */
-struct ctl_cmd {
-	const char *name;
-	const char *usage;
-	const char *help;
-	const struct ctl_arg *opts;
-	const struct ctl_arg *pos;
-	int minpos;
-	int (*check)(const struct ctl_ctx *, const char *const *,
-	    struct err *);
-};
 
 /* Positional arguments gathered while walking the options. */
 struct ctl_args {
@@ -139,275 +103,9 @@ struct ctl_args {
 	int extra;              /* positionals beyond CTL_MAX_POS */
 };
 
-static int ctl_backfill_check(const struct ctl_ctx *, const char *const *,
-    struct err *);
-static int ctl_runs_check(const struct ctl_ctx *, const char *const *,
-    struct err *);
-static int ctl_report_check(const struct ctl_ctx *, const char *const *,
-    struct err *);
-
 /* report --html FILE: the file the page goes to (written here, through a
  * temporary file renamed once the whole page arrived). */
 static const char *ctl_report_path;
-
-static const struct ctl_arg ctl_backfill_opts[] = {
-	{ "from", CTL_TEXT, "from", NULL },
-	{ "to", CTL_TEXT, "to", NULL },
-	{ "dates-file", CTL_DATES_FILE, "dates", NULL },
-	{ "reprocess", CTL_TEXT, "reprocess", NULL },
-	{ "built-by", CTL_TEXT, "built_by", NULL },
-	{ "reverse", CTL_FLAG, "reverse", NULL },
-	{ "no-downstream", CTL_FLAG, "no_downstream", NULL },
-	{ "downstream", CTL_TEXT, "downstream", NULL },
-	{ "concurrency", CTL_INT, "concurrency", NULL },
-	{ "fail-fast", CTL_FLAG, "fail_fast", NULL },
-	{ "stale", CTL_FLAG, "stale", NULL },
-	{ "reason", CTL_TEXT, "reason", NULL },
-	{ "dry-run", CTL_FLAG, "dry_run", NULL },
-	{ "verify", CTL_FLAG, "verify", NULL },
-	{ "wait", CTL_WAIT, NULL, NULL },
-	{ "json", CTL_FLAG, "json", NULL },
-	{ NULL, 0, NULL, NULL }
-};
-static const struct ctl_arg ctl_backfill_pos[] = {
-	{ "JOB", CTL_JOB, "job", "JOB: say which job to backfill" },
-	{ NULL, 0, NULL, NULL }
-};
-static const struct ctl_arg ctl_rerun_opts[] = {
-	{ "reason", CTL_TEXT, "reason", NULL },
-	{ "wait", CTL_WAIT, NULL, NULL },
-	{ NULL, 0, NULL, NULL }
-};
-static const struct ctl_arg ctl_rerun_pos[] = {
-	{ "JOB", CTL_JOB, "job", "JOB: say which job to rerun" },
-	{ "PARTITION", CTL_DATE, "partition", "PARTITION: give the "
-	  "partition's key (YYYY-MM-DD, or YYYY-MM-DDTHH for an hourly job)" },
-	{ NULL, 0, NULL, NULL }
-};
-static const struct ctl_arg ctl_verify_pos[] = {
-	{ "JOB", CTL_JOB, "job", "JOB: say which job to verify" },
-	{ "PARTITION", CTL_DATE, "partition", "PARTITION: give the "
-	  "partition's key (YYYY-MM-DD, or YYYY-MM-DDTHH for an hourly job)" },
-	{ NULL, 0, NULL, NULL }
-};
-static const struct ctl_arg ctl_json_opts[] = {
-	{ "json", CTL_FLAG, "json", NULL },
-	{ NULL, 0, NULL, NULL }
-};
-static const struct ctl_arg ctl_status_pos[] = {
-	{ "JOB", CTL_JOB, "job", NULL },
-	{ NULL, 0, NULL, NULL }
-};
-static const struct ctl_arg ctl_runs_opts[] = {
-	{ "job", CTL_JOB, "job", NULL },
-	{ "request", CTL_INT, "request", NULL },
-	{ "state", CTL_TEXT, "state", NULL },
-	{ "limit", CTL_INT, "limit", NULL },
-	{ "json", CTL_FLAG, "json", NULL },
-	{ "jsonl", CTL_FLAG, "jsonl", NULL },
-	{ NULL, 0, NULL, NULL }
-};
-static const struct ctl_arg ctl_audit_opts[] = {
-	{ "request", CTL_INT, "request", "missing --request N: say which "
-	  "request to audit (ids are in 'backfillctl runs')" },
-	{ "json", CTL_FLAG, "json", NULL },
-	{ NULL, 0, NULL, NULL }
-};
-static const struct ctl_arg ctl_job_pos[] = {
-	{ "JOB", CTL_JOB, "job", "JOB: say which job" },
-	{ NULL, 0, NULL, NULL }
-};
-static const struct ctl_arg ctl_cancel_pos[] = {
-	{ "REQUEST", CTL_INT, "request", "REQUEST: say which request to "
-	  "cancel (ids are in 'backfillctl runs')" },
-	{ NULL, 0, NULL, NULL }
-};
-static const struct ctl_arg ctl_reload_opts[] = {
-	{ "dry-run", CTL_FLAG, "dry_run", NULL },
-	{ "json", CTL_FLAG, "json", NULL },
-	{ NULL, 0, NULL, NULL }
-};
-static const struct ctl_arg ctl_retry_pos[] = {
-	{ "REQUEST", CTL_INT, "request", "REQUEST: say which request to "
-	  "retry (ids are in 'backfillctl runs')" },
-	{ NULL, 0, NULL, NULL }
-};
-static const struct ctl_arg ctl_wait_opts[] = {
-	{ "wait", CTL_WAIT, NULL, NULL },
-	{ NULL, 0, NULL, NULL }
-};
-static const struct ctl_arg ctl_map_opts[] = {
-	{ "from", CTL_TEXT, "from", NULL },
-	{ "to", CTL_TEXT, "to", NULL },
-	{ "json", CTL_FLAG, "json", NULL },
-	{ NULL, 0, NULL, NULL }
-};
-static const struct ctl_arg ctl_report_opts[] = {
-	{ "html", CTL_TEXT, "html", NULL },
-	{ NULL, 0, NULL, NULL }
-};
-static const struct ctl_arg ctl_none[] = {
-	{ NULL, 0, NULL, NULL }
-};
-
-static const struct ctl_cmd ctl_cmds[] = {
-	{ "backfill",
-	  "backfill JOB (--from D --to D | --dates-file F | --stale | "
-	  "--built-by VERSION) [options]",
-	  "Enqueue the partitions of JOB in a range of dates as one request,\n"
-	  "with the downstream partitions that contain them.\n\n"
-	  "  --from D             first date, YYYY-MM-DD (YYYY-MM-DDTHH for "
-	  "an hourly job)\n"
-	  "  --to D               last date, inclusive\n"
-	  "  --dates-file F       the dates, one a line ('#' comments, blank "
-	  "lines skipped;\n"
-	  "                       - reads standard input)\n"
-	  "  --reprocess WHICH    all (default), failed or missing\n"
-	  "  --built-by VERSION   the partitions whose latest build used this "
-	  "code version\n"
-	  "  --stale              the stale partitions (see 'backfillctl "
-	  "stale')\n"
-	  "  --reverse            newest partition first\n"
-	  "  --no-downstream      do not rebuild the downstream partitions\n"
-	  "  --downstream JOB[,JOB]\n"
-	  "                       rebuild only these downstream jobs (and what "
-	  "they feed)\n"
-	  "  --concurrency N      at most N runs of this request at once (at "
-	  "most the\n"
-	  "                       job's own concurrency)\n"
-	  "  --fail-fast          after the first failure, cancel the rest "
-	  "(resume it\n"
-	  "                       with 'backfillctl retry REQUEST')\n"
-	  "  --reason TEXT        why, recorded with the request\n"
-	  "  --dry-run            print the partitions it would run, in order, "
-	  "and an\n"
-	  "                       estimate of its duration; change nothing\n"
-	  "  --verify             first prove the job idempotent on the first "
-	  "partition\n"
-	  "                       (see 'backfillctl verify'); refuse the "
-	  "request if not\n"
-	  "  --wait               show progress; return when the work is "
-	  "done\n"
-	  "  --json               print JSON\n",
-	  ctl_backfill_opts, ctl_backfill_pos, 1, ctl_backfill_check },
-	{ "rerun",
-	  "rerun JOB PARTITION [--reason TEXT] [--wait]",
-	  "Run one partition of JOB again (PARTITION is its key: YYYY-MM-DD,\n"
-	  "or YYYY-MM-DDTHH for an hourly job).\n\n"
-	  "  --reason TEXT        why, recorded with the request\n"
-	  "  --wait               show progress; return when the work is "
-	  "done\n",
-	  ctl_rerun_opts, ctl_rerun_pos, 2, NULL },
-	{ "verify",
-	  "verify JOB PARTITION [--json]",
-	  "Prove that JOB is idempotent: run it for PARTITION twice in one\n"
-	  "transaction, compare the partition after each run (row count and an\n"
-	  "order-independent checksum of its rows), and roll everything back.\n"
-	  "Exit 2 when the second run changed the partition.  JOB must be a SQL\n"
-	  "job that declares table: and partition_column:.\n\n"
-	  "  --json               print JSON\n",
-	  ctl_json_opts, ctl_verify_pos, 2, NULL },
-	{ "status",
-	  "status [JOB] [--json]",
-	  "Per job: paused, queued, running, succeeded, failed, blocked,\n"
-	  "watermark and catchup state; the partitions past a job's deadline\n"
-	  "(late) and the oldest of them.\n\n"
-	  "  --json               print JSON\n",
-	  ctl_json_opts, ctl_status_pos, 0, NULL },
-	{ "runs",
-	  "runs [--job J] [--request N] [--state S] [--limit N] [--json | "
-	  "--jsonl]",
-	  "The runs, newest first (the newest 50 on a terminal unless "
-	  "--limit).\n\n"
-	  "  --job J              only the runs of job J\n"
-	  "  --request N          only the runs of request N\n"
-	  "  --state S            queued, running, succeeded, failed, blocked "
-	  "or cancelled\n"
-	  "  --limit N            at most N runs\n"
-	  "  --json               print JSON (every matching run unless "
-	  "--limit)\n"
-	  "  --jsonl              print one JSON object per line\n",
-	  ctl_runs_opts, ctl_none, 0, ctl_runs_check },
-	{ "stale",
-	  "stale [--json]",
-	  "The downstream partitions older than their inputs.\n\n"
-	  "  --json               print JSON\n",
-	  ctl_json_opts, ctl_none, 0, NULL },
-	{ "audit",
-	  "audit --request N [--json]",
-	  "Per partition of request N: code version, rows and metrics before "
-	  "and\nafter, checks, pass or fail.\n\n"
-	  "  --request N          the request\n"
-	  "  --json               print JSON\n",
-	  ctl_audit_opts, ctl_none, 0, NULL },
-	{ "pause",
-	  "pause JOB",
-	  "Freeze JOB's schedule and queue.\n\n",
-	  ctl_none, ctl_job_pos, 1, NULL },
-	{ "resume",
-	  "resume JOB",
-	  "Unfreeze JOB's schedule and queue.\n\n",
-	  ctl_none, ctl_job_pos, 1, NULL },
-	{ "cancel",
-	  "cancel REQUEST",
-	  "Drop the queued partitions of request REQUEST.\n\n",
-	  ctl_none, ctl_cancel_pos, 1, NULL },
-	{ "retry",
-	  "retry REQUEST [--wait]",
-	  "Queue again the failed, blocked and cancelled partitions of request\n"
-	  "REQUEST, with their downstream, as the same request (refused while "
-	  "runs\nof it are in flight).\n\n"
-	  "  --wait               show progress; return when the work is "
-	  "done\n",
-	  ctl_wait_opts, ctl_retry_pos, 1, NULL },
-	{ "reload",
-	  "reload [--dry-run] [--json]",
-	  "Re-read the daemon's configuration (as SIGHUP does) and print what\n"
-	  "changed: jobs added, removed and changed (old and new code version,\n"
-	  "the keys that changed), warehouses, settings, and how many queued\n"
-	  "partitions of removed jobs were cancelled; \"no change\" when nothing\n"
-	  "did.  A broken file is refused (FILE:LINE:COL, exit 2) and the running\n"
-	  "configuration stays.\n\n"
-	  "  --dry-run            validate the file and print the same report\n"
-	  "                       against the running configuration; apply "
-	  "nothing\n"
-	  "  --json               print JSON: {added, removed, changed, "
-	  "warehouses,\n"
-	  "                       settings, cancelled}\n",
-	  ctl_reload_opts, ctl_none, 0, NULL },
-	{ "jobs",
-	  "jobs [--json]",
-	  "The loaded jobs: grain, warehouse or command, upstream, paused,\n"
-	  "catchup state, watermark, code version, and the file and line that\n"
-	  "define each.\n\n"
-	  "  --json               print JSON\n",
-	  ctl_json_opts, ctl_none, 0, NULL },
-	{ "map",
-	  "map JOB [--from D --to D] [--json]",
-	  "JOB's partitions as a calendar, one letter per partition by state\n"
-	  "(days: a row per ISO week; hours: a row per day; weeks and months: a\n"
-	  "row per year), with a legend and counts; in colour on a terminal.\n"
-	  "Default range: the job's start (or its first built partition) to its\n"
-	  "newest due partition; at most 100000 partitions.\n\n"
-	  "  --from D             first date, YYYY-MM-DD (YYYY-MM-DDTHH for "
-	  "an hourly job)\n"
-	  "  --to D               last date, inclusive\n"
-	  "  --json               print {job, grain, from, to, ranges: [{from, "
-	  "to, state,\n"
-	  "                       count}]}: runs of consecutive partitions in "
-	  "one state\n",
-	  ctl_map_opts, ctl_job_pos, 1, NULL },
-	{ "report",
-	  "report --html FILE",
-	  "Write the report page to FILE now: one self-contained HTML file\n"
-	  "(no script, no external asset) with each job's partition map, the\n"
-	  "requests with their progress, the newest failures with their\n"
-	  "errors, and the late and stale partitions.  FILE is replaced whole\n"
-	  "(a temporary file beside it, renamed).\n\n"
-	  "  --html FILE          where to write the page\n",
-	  ctl_report_opts, ctl_none, 0, ctl_report_check },
-};
-#define CTL_NCMDS (sizeof ctl_cmds / sizeof ctl_cmds[0])
 
 /* Fill err with a usage error (exit 2) that points at the command's
  * --help; returns -1. */
@@ -565,62 +263,17 @@ ctl_args_init(struct ctl_args *a, int argc, char **argv,
 	opterr = 0;
 }
 
-/* Check the number of positionals: between min and max; pos[] says what
- * each one is, for the message. */
+
+/* Check the number of positionals: at most the command's (the missing
+ * ones are cmdspec_check's). */
 static int
-ctl_args_check(const struct ctl_ctx *ctx, const struct ctl_args *a, int min,
-    int max, const struct ctl_arg *pos, struct err *err)
+ctl_args_check(const struct ctl_ctx *ctx, const struct ctl_args *a, int max,
+    struct err *err)
 {
-	if (a->npos < min)
-		return ctl_usage_err(ctx, err, "missing %s",
-		    pos[a->npos].missing);
 	if (a->npos > max || a->extra > 0)
 		return ctl_usage_err(ctx, err, "unexpected argument '%s'",
 		    a->npos > max ? a->pos[max] : "...");
 	return 0;
-}
-
-/* Strict positive decimal integer (the ids and --limit). */
-static int
-ctl_posint(const struct ctl_ctx *ctx, const char *what, const char *s,
-    long long *v, struct err *err)
-{
-	long long n = 0;
-	const char *p;
-
-	for (p = s; *p >= '0' && *p <= '9'; p++) {
-		if (n > (999999999999999999LL - (*p - '0')) / 10) {
-			n = -1;
-			break;
-		}
-		n = n * 10 + (*p - '0');
-	}
-	if (p == s || *p != '\0' || n <= 0)
-		return ctl_usage_err(ctx, err, "%s must be a positive integer, "
-		    "not '%.40s'", what, s);
-	*v = n;
-	return 0;
-}
-
-/* A job name: anything the daemon may know, but not empty. */
-static int
-ctl_job_ok(const struct ctl_ctx *ctx, const char *job, struct err *err)
-{
-	if (*job == '\0')
-		return ctl_usage_err(ctx, err, "the job name is empty");
-	return 0;
-}
-
-/* A date or an hour (YYYY-MM-DD or YYYY-MM-DDTHH): 0, or -1 with the
- * calendar's message. */
-static int
-ctl_date_ok(const char *s, struct err *err)
-{
-	int64_t v;
-
-	if (strlen(s) == 13 && s[10] == 'T')
-		return cal_parse_hour(s, &v, err);
-	return cal_parse_date(s, &v, err);
 }
 
 /*
@@ -662,7 +315,7 @@ ctl_read_dates(const struct ctl_ctx *ctx, const char *path, struct buf *dates,
 		*e = '\0';
 		if (*s == '\0')
 			continue;
-		if (ctl_date_ok(s, err) != 0) {
+		if (cmdspec_date_ok(s, err) != 0) {
 			err_prefix(err, "%s:%zu", path, lineno);
 			rc = -1;
 			break;
@@ -693,31 +346,6 @@ ctl_read_dates(const struct ctl_ctx *ctx, const char *path, struct buf *dates,
 	return rc;
 }
 
-/* The value given to the current command's option `name` (NULL when it
- * was not given); val[] as in struct ctl_cmd. */
-static const char *
-ctl_val(const struct ctl_ctx *ctx, const char *const *val, const char *name)
-{
-	size_t i;
-
-	for (i = 0; ctx->cmd->opts[i].name != NULL; i++) {
-		if (strcmp(ctx->cmd->opts[i].name, name) == 0)
-			return val[i];
-	}
-	return NULL;
-}
-
-/* report: --html FILE is required. */
-static int
-ctl_report_check(const struct ctl_ctx *ctx, const char *const *val,
-    struct err *err)
-{
-	ctl_report_path = ctl_val(ctx, val, "html");
-	if (ctl_report_path == NULL || ctl_report_path[0] == '\0')
-		return ctl_usage_err(ctx, err, "missing --html FILE: say where "
-		    "to write the report page");
-	return 0;
-}
 
 /* Send stdout to a temporary file beside the report's file (its name in
  * tmp); -1 with err. */
@@ -761,129 +389,55 @@ ctl_report_close(const char *tmp, int st, struct err *err)
 	return st;
 }
 
-/* backfill: one way of choosing the dates, valid bounds in order, a known
- * --reprocess, a code version for --built-by, not --dry-run with --wait,
- * not --downstream with --no-downstream nor with an empty name. */
-static int
-ctl_backfill_check(const struct ctl_ctx *ctx, const char *const *val,
-    struct err *err)
-{
-	const char *from = ctl_val(ctx, val, "from");
-	const char *to = ctl_val(ctx, val, "to");
-	const char *file = ctl_val(ctx, val, "dates-file");
-	const char *reprocess = ctl_val(ctx, val, "reprocess");
-	const char *built_by = ctl_val(ctx, val, "built-by");
-	const char *down = ctl_val(ctx, val, "downstream");
-	bool stale = ctl_val(ctx, val, "stale") != NULL;
-	bool dry = ctl_val(ctx, val, "dry-run") != NULL;
-	struct part_range r;
 
-	if (from != NULL && to == NULL)
-		return ctl_usage_err(ctx, err, "--from without --to: give both "
-		    "bounds (inclusive; the same date twice for one day)");
-	if (to != NULL && from == NULL)
-		return ctl_usage_err(ctx, err, "--to without --from: give both "
-		    "bounds (inclusive; the same date twice for one day)");
-	if (from != NULL && file != NULL)
-		return ctl_usage_err(ctx, err, "--from/--to and --dates-file "
-		    "both given: choose the dates one way");
-	if (from == NULL && file == NULL && !stale && built_by == NULL)
-		return ctl_usage_err(ctx, err, "no dates given: add --from D "
-		    "--to D, --dates-file F, --stale or --built-by VERSION");
-	if (from != NULL && ctl_date_ok(from, err) != 0) {
-		err_prefix(err, "--from");
-		return -1;
+/* The values of the command line, by request field, for cmdspec_check. */
+struct ctl_vals {
+	const struct cmdspec *cs;
+	const char *const *val; /* val[i]: option i's value, or NULL */
+	char *const *pos;
+	int npos;
+};
+
+/* The value given for request field `field`, or NULL (cmdspec_get_fn). */
+static const char *
+ctl_get(const void *src, const char *field)
+{
+	const struct ctl_vals *v = src;
+	int i;
+
+	for (i = 0; i < v->npos; i++) {
+		if (v->cs->pos[i].field != NULL &&
+		    strcmp(v->cs->pos[i].field, field) == 0)
+			return v->pos[i];
 	}
-	if (to != NULL && ctl_date_ok(to, err) != 0) {
-		err_prefix(err, "--to");
-		return -1;
+	for (i = 0; v->cs->opts[i].name != NULL; i++) {
+		if (v->cs->opts[i].field != NULL &&
+		    strcmp(v->cs->opts[i].field, field) == 0)
+			return v->val[i];
 	}
-	/* Hour grain takes both forms of bound; it checks the order. */
-	if (from != NULL && range_parse(GRAIN_HOUR, from, to, &r, err) != 0)
-		return -1;
-	if (reprocess != NULL && strcmp(reprocess, "all") != 0 &&
-	    strcmp(reprocess, "failed") != 0 &&
-	    strcmp(reprocess, "missing") != 0)
-		return ctl_usage_err(ctx, err, "--reprocess must be all, failed "
-		    "or missing, not '%.40s'", reprocess);
-	if (built_by != NULL && *built_by == '\0')
-		return ctl_usage_err(ctx, err, "--built-by needs a code "
-		    "version (the code_version of 'backfillctl runs')");
-	if (dry && ctx->wait)
-		return ctl_usage_err(ctx, err, "--dry-run enqueues nothing, so "
-		    "there is nothing to --wait for: drop one of them");
-	if (down != NULL && ctl_val(ctx, val, "no-downstream") != NULL)
-		return ctl_usage_err(ctx, err, "--downstream and "
-		    "--no-downstream both given: choose one");
-	if (down != NULL && (*down == '\0' || *down == ',' ||
-	    down[strlen(down) - 1] == ',' || strstr(down, ",,") != NULL))
-		return ctl_usage_err(ctx, err, "--downstream '%.60s' has an "
-		    "empty job name: give job names separated by commas",
-		    down);
-	return 0;
+	return NULL;
 }
 
-/* runs: --state is one of the run states. */
+/* Add one checked argument (s, the value as typed) to the request. */
 static int
-ctl_runs_check(const struct ctl_ctx *ctx, const char *const *val,
-    struct err *err)
-{
-	static const char *const states[] = {
-		"queued", "running", "succeeded", "failed", "blocked",
-		"cancelled"
-	};
-	const char *state = ctl_val(ctx, val, "state"), *hit;
-	size_t i;
-
-	if (state == NULL)
-		return 0;
-	for (i = 0; i < sizeof states / sizeof states[0]; i++) {
-		if (strcmp(state, states[i]) == 0)
-			return 0;
-	}
-	hit = suggest_closest(state, states, sizeof states / sizeof states[0]);
-	if (hit != NULL)
-		return ctl_usage_err(ctx, err, "unknown state '%.40s' (did you "
-		    "mean '%s'?)", state, hit);
-	return ctl_usage_err(ctx, err, "unknown state '%.40s': states are "
-	    "queued, running, succeeded, failed, blocked and cancelled", state);
-}
-
-/* Check one argument s by its kind (what: its name in messages); an
- * integer is left in *n. */
-static int
-ctl_arg_check(const struct ctl_ctx *ctx, const struct ctl_arg *arg,
-    const char *what, const char *s, long long *n, struct err *err)
-{
-	switch (arg->kind) {
-	case CTL_JOB:
-		return ctl_job_ok(ctx, s, err);
-	case CTL_INT:
-		return ctl_posint(ctx, what, s, n, err);
-	case CTL_DATE:
-		return ctl_date_ok(s, err);
-	default:
-		return 0;
-	}
-}
-
-/* Add one checked argument (s, or n for an integer) to the request. */
-static int
-ctl_arg_add(const struct ctl_ctx *ctx, const struct ctl_arg *arg,
-    const char *s, long long n, struct buf *req, struct err *err)
+ctl_arg_add(const struct ctl_ctx *ctx, const struct cmdspec_arg *arg,
+    const char *s, struct buf *req, struct err *err)
 {
 	struct buf dates, lines;
+	long long n;
 
 	if (arg->field == NULL)
 		return 0;
 	switch (arg->kind) {
-	case CTL_FLAG:
+	case CMDSPEC_FLAG:
 		proto_add(req, arg->field, "1");
 		return 0;
-	case CTL_INT:
+	case CMDSPEC_INT:
+		if (cmdspec_check_value(arg, arg->name, s, &n, err) != 0)
+			return -1;
 		proto_add_int(req, arg->field, n);
 		return 0;
-	case CTL_DATES_FILE:
+	case CMDSPEC_DATES_FILE:
 		buf_init(&dates);
 		buf_init(&lines);
 		if (ctl_read_dates(ctx, s, &dates, &lines, err) != 0) {
@@ -904,50 +458,60 @@ ctl_arg_add(const struct ctl_ctx *ctx, const struct ctl_arg *arg,
 	}
 }
 
-/*
- * Parse the current command's arguments (argv[0] is its name) by its
- * tables into req: walk the options, then check the positionals, each
- * option given (or required), the command's own rules, and only then add
- * the fields, positionals first, then options in the table's order (a
- * dates file is read there).  0, or -1 with err.
- */
+/* Build the getopt options of a command: its own (option i's value is
+ * OPT_CMD + i), then the common ones.  The number of its own. */
 static int
-ctl_parse(struct ctl_ctx *ctx, int argc, char **argv, struct buf *req,
-    struct err *err)
+ctl_longopts(const struct cmdspec *cs, struct option *longopts)
 {
 	static const struct option common[] = {
 		CTL_COMMON_OPTS,
 		{ NULL, 0, NULL, 0 }
 	};
-	const struct ctl_cmd *cmd = ctx->cmd;
-	struct option longopts[CTL_MAX_OPTS + sizeof common / sizeof common[0]];
-	const char *val[CTL_MAX_OPTS] = { NULL };
-	long long num[CTL_MAX_OPTS] = { 0 }, posnum[CTL_MAX_POS] = { 0 };
-	char what[64];
-	struct ctl_args a;
-	int c, i, nopts, npos;
+	int n;
 
-	for (nopts = 0; cmd->opts[nopts].name != NULL; nopts++) {
-		if (nopts == CTL_MAX_OPTS)
-			return err_set(err, EXIT_INTERNAL, "backfillctl %s has "
-			    "more than %d options", cmd->name, CTL_MAX_OPTS);
-		longopts[nopts].name = cmd->opts[nopts].name;
-		longopts[nopts].has_arg = cmd->opts[nopts].kind == CTL_FLAG ||
-		    cmd->opts[nopts].kind == CTL_WAIT ? no_argument :
+	for (n = 0; cs->opts[n].name != NULL; n++) {
+		longopts[n].name = cs->opts[n].name;
+		longopts[n].has_arg = cs->opts[n].kind == CMDSPEC_FLAG ||
+		    cs->opts[n].kind == CMDSPEC_WAIT ? no_argument :
 		    required_argument;
-		longopts[nopts].flag = NULL;
-		longopts[nopts].val = OPT_CMD + nopts;
+		longopts[n].flag = NULL;
+		longopts[n].val = OPT_CMD + n;
 	}
-	memcpy(longopts + nopts, common, sizeof common);
-	for (npos = 0; cmd->pos[npos].name != NULL; npos++)
-		;
+	memcpy(longopts + n, common, sizeof common);
+	return n;
+}
 
+/*
+ * Parse the current command's arguments (argv[0] is its name) by its
+ * specification into req: walk the options, then check the number of
+ * positionals, every value and the command's rules (cmdspec_check, as
+ * the daemon does again), the client's own rule (--dry-run has nothing
+ * to --wait for), and only then add the fields, positionals first, then
+ * options in the table's order (a dates file is read there).  0, or -1
+ * with err.
+ */
+static int
+ctl_parse(struct ctl_ctx *ctx, int argc, char **argv, struct buf *req,
+    struct err *err)
+{
+	const struct cmdspec *cs = ctx->cmd;
+	struct option longopts[CTL_MAX_OPTS + 4];
+	const char *val[CTL_MAX_OPTS] = { NULL };
+	struct ctl_vals v;
+	struct ctl_args a;
+	char msg[ERR_MSG_MAX];
+	int c, i, nopts;
+
+	if (cmdspec_nopts(cs) > CTL_MAX_OPTS)
+		return err_set(err, EXIT_INTERNAL, "backfillctl %s has more "
+		    "than %d options", cs->name, CTL_MAX_OPTS);
+	nopts = ctl_longopts(cs, longopts);
 	ctl_args_init(&a, argc, argv, longopts);
 	while ((c = ctl_next(ctx, &a, err)) >= 0) {
 		i = c - OPT_CMD;
 		if (i < 0 || i >= nopts)
 			continue;
-		if (cmd->opts[i].kind == CTL_WAIT)
+		if (cs->opts[i].kind == CMDSPEC_WAIT)
 			ctx->wait = true;
 		val[i] = longopts[i].has_arg == no_argument ? "1" : optarg;
 	}
@@ -955,48 +519,31 @@ ctl_parse(struct ctl_ctx *ctx, int argc, char **argv, struct buf *req,
 		return -1;
 	if (ctx->help)
 		return 0;
-	if (ctl_args_check(ctx, &a, cmd->minpos, npos, cmd->pos, err) != 0)
+	if (ctl_args_check(ctx, &a, cmdspec_npos(cs), err) != 0)
 		return -1;
-	for (i = 0; i < a.npos; i++) {
-		if (ctl_arg_check(ctx, &cmd->pos[i], cmd->pos[i].name, a.pos[i],
-		    &posnum[i], err) != 0)
+	v.cs = cs;
+	v.val = val;
+	v.pos = a.pos;
+	v.npos = a.npos;
+	if (cmdspec_check(cs, ctl_get, &v, true, err) != 0) {
+		snprintf(msg, sizeof msg, "%s", err->msg);
+		return ctl_usage_err(ctx, err, "%s", msg);
+	}
+	if (ctx->wait && ctl_get(&v, "dry_run") != NULL)
+		return ctl_usage_err(ctx, err, "--dry-run enqueues nothing, so "
+		    "there is nothing to --wait for: drop one of them");
+	if (cs == &cmdspec_report)
+		ctl_report_path = ctl_get(&v, "html");
+	for (i = 0; i < v.npos; i++) {
+		if (ctl_arg_add(ctx, &cs->pos[i], v.pos[i], req, err) != 0)
 			return -1;
 	}
 	for (i = 0; i < nopts; i++) {
-		if (val[i] == NULL && cmd->opts[i].missing != NULL)
-			return ctl_usage_err(ctx, err, "%s",
-			    cmd->opts[i].missing);
-		snprintf(what, sizeof what, "--%s", cmd->opts[i].name);
-		if (val[i] != NULL && ctl_arg_check(ctx, &cmd->opts[i], what,
-		    val[i], &num[i], err) != 0)
-			return -1;
-	}
-	if (cmd->check != NULL && cmd->check(ctx, val, err) != 0)
-		return -1;
-	for (i = 0; i < a.npos; i++) {
-		if (ctl_arg_add(ctx, &cmd->pos[i], a.pos[i], posnum[i], req,
-		    err) != 0)
-			return -1;
-	}
-	for (i = 0; i < nopts; i++) {
-		if (val[i] != NULL && ctl_arg_add(ctx, &cmd->opts[i], val[i],
-		    num[i], req, err) != 0)
+		if (val[i] != NULL && ctl_arg_add(ctx, &cs->opts[i], val[i],
+		    req, err) != 0)
 			return -1;
 	}
 	return 0;
-}
-
-/* The command called name, or NULL. */
-static const struct ctl_cmd *
-ctl_find(const char *name)
-{
-	size_t i;
-
-	for (i = 0; i < CTL_NCMDS; i++) {
-		if (strcmp(ctl_cmds[i].name, name) == 0)
-			return &ctl_cmds[i];
-	}
-	return NULL;
 }
 
 /* The message for an unknown command, with the closest one if any (or
@@ -1004,12 +551,12 @@ ctl_find(const char *name)
 static int
 ctl_unknown_cmd(const char *name, struct err *err)
 {
-	const char *names[CTL_NCMDS], *hit;
+	const char *names[64], *hit;
 	char several[256] = "";
 	size_t i, n = 0;
 
-	for (i = 0; i < CTL_NCMDS; i++) {
-		names[i] = ctl_cmds[i].name;
+	for (i = 0; i < cmdspec_count && i < 64; i++) {
+		names[i] = cmdspec_table[i]->name;
 		if (*name != '\0' &&
 		    strncmp(names[i], name, strlen(name)) == 0) {
 			snprintf(several + strlen(several),
@@ -1021,7 +568,7 @@ ctl_unknown_cmd(const char *name, struct err *err)
 		return err_set(err, EXIT_BAD_INPUT, "unknown command '%.40s'; "
 		    "did you mean %s? (see 'backfillctl --help')", name,
 		    several);
-	hit = suggest_closest(name, names, CTL_NCMDS);
+	hit = suggest_closest(name, names, i);
 	if (hit != NULL)
 		return err_set(err, EXIT_BAD_INPUT, "unknown command '%.40s'; "
 		    "did you mean '%s'? (see 'backfillctl --help')", name, hit);
@@ -1038,8 +585,8 @@ ctl_usage(FILE *f)
 	fprintf(f, "usage: backfillctl [--socket PATH | --config FILE] "
 	    "COMMAND [ARGS]\n"
 	    "       backfillctl --help | --version\n\ncommands:\n");
-	for (i = 0; i < CTL_NCMDS; i++)
-		fprintf(f, "  %s\n", ctl_cmds[i].usage);
+	for (i = 0; i < cmdspec_count; i++)
+		fprintf(f, "  %s\n", cmdspec_table[i]->usage);
 	fprintf(f, "\n'backfillctl COMMAND --help' describes a command.\n"
 	    "The socket is --socket PATH, else the socket of --config FILE,\n"
 	    "else $BACKFILLD_SOCKET, else " CTL_DEFAULT_SOCKET ".\n"
@@ -1049,7 +596,7 @@ ctl_usage(FILE *f)
 
 /* Print a command's usage to stdout. */
 static void
-ctl_cmd_usage(const struct ctl_cmd *cmd)
+ctl_cmd_usage(const struct cmdspec *cmd)
 {
 	printf("usage: backfillctl %s\n%s%s", cmd->usage, cmd->help,
 	    CTL_COMMON_HELP);
@@ -1475,7 +1022,7 @@ main(int argc, char **argv)
 		    "'backfillctl --help' for the commands");
 		goto fail;
 	}
-	ctx.cmd = ctl_find(a.pos[0]);
+	ctx.cmd = cmdspec_find(a.pos[0]);
 	if (ctx.cmd == NULL) {
 		ctl_unknown_cmd(a.pos[0], &err);
 		goto fail;

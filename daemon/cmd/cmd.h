@@ -1,7 +1,9 @@
 /*
  * cmd.h - the daemon side of backfillctl's commands: one handler per
- * command, from a table, each turning a REQUEST's fields into a change of
- * the scheduler or a report, rendered as a human table or as JSON.
+ * command (cmd_NAME.c, listed in cmd.c; cmd_entry.h), each turning a
+ * REQUEST's fields, checked by the specification shared with backfillctl
+ * (cmdspec.h), into a change of the scheduler or a report, rendered as a
+ * human table or as JSON.
  */
 #ifndef BACKFILLD_CMD_H
 #define BACKFILLD_CMD_H
@@ -66,8 +68,6 @@ void cmd_run(struct cmd_ctx *ctx, const struct proto_msg *req,
 /* Add a finished stream's status and err to the RESPONSE in resp, and
  * free the stream. */
 void cmd_stream_end(struct cmd_stream *cs, struct buf *resp);
-/* True when the command changes state (needs may_change). */
-bool cmd_mutates(const char *name);
 /* Log what a reload changed: one line per job, warehouse and setting
  * changed, or one line saying nothing did. */
 void cmd_reload_log(const struct config_diff *d, int64_t cancelled);

@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "estimate.h"
+#include "json.h"
 
 /* Order two durations for qsort. */
 static int
@@ -126,7 +127,7 @@ estimate_json(const struct config *cfg, const struct estimate *e,
 		   " \"no_history\": [", e->seconds, e->warehouse_seconds);
 	for (size_t i = 0; i < e->nmissing; i++) {
 		buf_addstr(out, i ? ", " : "");
-		buf_add_json_str(out, cfg->jobs[e->missing[i]].name);
+		json_str(out, cfg->jobs[e->missing[i]].name);
 	}
 	buf_addstr(out, "]}");
 }

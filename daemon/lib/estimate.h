@@ -26,7 +26,7 @@
 #include "config.h"
 #include "err.h"
 #include "plan.h"
-#include "proto.h"
+#include "buf.h"
 
 #define ESTIMATE_RUNS 50 /* recent successful runs read per job */
 

@@ -8,6 +8,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "json.h"
+
 static const char *const map_names[MAP_NSTATES] = {
 	"not_due", "never_run", "refused", "succeeded", "stale", "failed",
 	"late", "blocked", "queued", "running",
@@ -129,7 +131,7 @@ map_json(const struct map *m, const char *job, struct buf *out)
 	part_key(m->grain, m->from, a);
 	part_key(m->grain, m->to, b);
 	buf_addstr(out, "{\"job\": ");
-	buf_add_json_str(out, job);
+	json_str(out, job);
 	buf_printf(out, ", \"grain\": \"%s\", \"from\": \"%s\", \"to\": \"%s\","
 		   " \"ranges\": [", grain_name(m->grain), a, b);
 	map_ranges(m, map_json_range_cb, &c);

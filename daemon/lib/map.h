@@ -18,7 +18,7 @@
 
 #include "calendar.h"
 #include "err.h"
-#include "proto.h"
+#include "buf.h"
 
 #define MAP_MAX_PARTITIONS 100000
 

@@ -26,6 +26,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "buf.h"
 #include "err.h"
 
 #define PROTO_MAGIC 0x42464c44u
@@ -57,24 +58,6 @@ struct proto_msg {
 	struct proto_field fields[PROTO_MAX_FIELDS];
 	size_t nfields;
 };
-
-/* A growable byte buffer. */
-struct buf {
-	char *data;
-	size_t len;
-	size_t cap;
-};
-void buf_init(struct buf *b);
-void buf_free(struct buf *b);
-void buf_reset(struct buf *b);
-void buf_add(struct buf *b, const void *data, size_t len);
-void buf_addstr(struct buf *b, const char *s);
-void buf_printf(struct buf *b, const char *fmt, ...)
-	__attribute__((format(printf, 2, 3)));
-/* Append s as a JSON string literal (quotes, escapes). */
-void buf_add_json_str(struct buf *b, const char *s);
-/* Detach the data (NUL-terminated); the buffer is reset. */
-char *buf_steal(struct buf *b);
 
 /* Building a frame: start, add fields, finish (writes the header). */
 void proto_begin(struct buf *b, int type);

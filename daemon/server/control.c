@@ -24,9 +24,11 @@
  *    closed; at most CONTROL_MAX_CLIENTS connections are served: a new
  *    one beyond them takes the place of the connection idle the longest,
  *    or, when every one is busy (a stream, a wait, unsent output), gets
- *    an error RESPONSE (status 3) and is closed; a
- *    connection with nothing in progress (no stream, no wait, no unsent
- *    output) on which no byte arrives for the idle timeout is closed.
+ *    an error RESPONSE (status 3) and is closed; both are logged at most
+ *    once per CONTROL_RATELOG_MS, with their count, so a client that
+ *    connects in a loop does not flood the log; a connection with
+ *    nothing in progress (no stream, no wait, no unsent output) on which
+ *    no byte arrives for the idle timeout is closed.
  */
 #include "control.h"
 
@@ -60,8 +62,9 @@
 /* An idle connection is closed after this (BACKFILLD_TEST_IDLE_TIMEOUT_MS
  * overrides it, for tests). */
 #define CONTROL_IDLE_TIMEOUT_MS 60000
-/* At most one log line per this long about refused connections. */
-#define CONTROL_REFUSED_LOG_MS 10000
+/* At most one log line per this long about refused connections, and one
+ * about idle connections closed to make room, each with a count. */
+#define CONTROL_RATELOG_MS 10000
 /* Give memory back to the system after a stream of this many bytes. */
 #define CONTROL_TRIM_BYTES (4 * 1024 * 1024)
 
@@ -93,6 +96,13 @@ struct client {
 	struct client *next, *prev;
 };
 
+/* Events of one kind logged at most once per CONTROL_RATELOG_MS. */
+struct control_ratelog {
+	int count;       /* since the last line */
+	uint64_t logged; /* when the last line was written */
+	bool ever;       /* a line was written */
+};
+
 struct control {
 	uv_loop_t *loop;
 	uv_pipe_t listener;
@@ -106,9 +116,8 @@ struct control {
 	bool closing;
 	int nclients;          /* served (not refused) connections */
 	uint64_t idle_ms;
-	int refused;           /* refused since the last log line */
-	uint64_t refused_logged;
-	bool refused_ever;
+	struct control_ratelog refusals; /* connections refused at the cap */
+	struct control_ratelog evictions; /* idle ones closed at the cap */
 };
 
 struct write_req {
@@ -661,6 +670,23 @@ client_idle_cb(uv_timer_t *t)
 	client_close(cl);
 }
 
+/* Count one event; the number to log now (those since the last line,
+ * this one included), or 0 while the last line is recent. */
+static int
+control_ratelog(struct control_ratelog *rl, uint64_t now)
+{
+	int n;
+
+	rl->count++;
+	if (rl->ever && now - rl->logged < CONTROL_RATELOG_MS)
+		return 0;
+	n = rl->count;
+	rl->count = 0;
+	rl->logged = now;
+	rl->ever = true;
+	return n;
+}
+
 /* At the cap: close the connection idle the longest (nothing in
  * progress: no stream, no wait, no unsent output), so that idle clients
  * can never lock operators out; false when every connection is busy. */
@@ -668,6 +694,8 @@ static bool
 control_evict_idle(struct control *c)
 {
 	struct client *best = NULL;
+	uint64_t now;
+	int n;
 
 	for (struct client *cl = c->clients.next; cl != &c->clients;
 	     cl = cl->next) {
@@ -682,20 +710,23 @@ control_evict_idle(struct control *c)
 	}
 	if (best == NULL)
 		return false;
-	log_info("control: %d connections: closing the one idle for %" PRIu64
-		 " ms to serve a new one", CONTROL_MAX_CLIENTS,
-		 uv_now(c->loop) - best->last_active);
+	now = uv_now(c->loop);
+	if ((n = control_ratelog(&c->evictions, now)) > 0)
+		log_info("control: %d connections: closed %d idle connection(s)"
+			 " to serve new ones (the last idle for %" PRIu64 " ms);"
+			 " at most one such line per %d s", CONTROL_MAX_CLIENTS,
+			 n, now - best->last_active, CONTROL_RATELOG_MS / 1000);
 	client_close(best);
 	return true;
 }
 
 /* Refuse a connection over the cap: answer why (exit 3) and close; log
- * it at most once per CONTROL_REFUSED_LOG_MS with a count. */
+ * it at most once per CONTROL_RATELOG_MS with a count. */
 static void
 control_refuse(struct control *c, struct client *cl)
 {
-	uint64_t now = uv_now(c->loop);
 	char msg[256];
+	int n;
 
 	cl->refused = true;
 	snprintf(msg, sizeof msg, "too many connections to backfilld (%d): it"
@@ -704,15 +735,10 @@ control_refuse(struct control *c, struct client *cl)
 		 CONTROL_MAX_CLIENTS, CONTROL_MAX_CLIENTS);
 	client_error(cl, EXIT_UNREACHABLE, msg);
 	client_finish(cl);
-	c->refused++;
-	if (!c->refused_ever || now - c->refused_logged >= CONTROL_REFUSED_LOG_MS) {
+	if ((n = control_ratelog(&c->refusals, uv_now(c->loop))) > 0)
 		log_warn("control: refused %d connection(s): %d clients connected"
-			 " already (the limit); close idle clients", c->refused,
+			 " already (the limit); close idle clients", n,
 			 CONTROL_MAX_CLIENTS);
-		c->refused = 0;
-		c->refused_logged = now;
-		c->refused_ever = true;
-	}
 }
 
 /* May this peer change state? */

@@ -20,7 +20,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "proto.h"
+#include "buf.h"
 
 /* Append an identifier, double-quoted with embedded quotes doubled. */
 static void

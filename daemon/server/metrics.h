@@ -18,7 +18,7 @@
 
 #include "err.h"
 #include "hooks.h"
-#include "proto.h"
+#include "buf.h"
 #include "scheduler.h"
 
 #define METRICS_EVERY_MS 15000

@@ -16,7 +16,7 @@
 #define BACKFILLD_REPORT_H
 
 #include "err.h"
-#include "proto.h"
+#include "buf.h"
 #include "scheduler.h"
 
 #define REPORT_MAP_MAX 3660   /* newest partitions drawn per job */

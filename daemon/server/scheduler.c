@@ -70,6 +70,7 @@
 #include "guard.h"
 #include "lineage.h"
 #include "hooks.h"
+#include "json.h"
 #include "log.h"
 #include "proc.h"
 #include "text.h"
@@ -1055,7 +1056,7 @@ sched_audit(struct sched *s, struct exec_run *run, const int64_t *run_ids,
 				const struct exec_metric_result *m = &g->metrics[k];
 
 				buf_addstr(&metrics, ", ");
-				buf_add_json_str(&metrics, run->job->metrics[k].name);
+				json_str(&metrics, run->job->metrics[k].name);
 				buf_addstr(&metrics, ": {\"before\": ");
 				json_num(&metrics, m->has_before, m->before);
 				buf_addstr(&metrics, ", \"after\": ");
@@ -1084,10 +1085,10 @@ sched_audit(struct sched *s, struct exec_run *run, const int64_t *run_ids,
 			if (cr->part != i)
 				continue;
 			buf_addstr(&checks, n++ ? ", {\"name\": " : "{\"name\": ");
-			buf_add_json_str(&checks, cr->name);
+			json_str(&checks, cr->name);
 			buf_printf(&checks, ", \"passed\": %s, \"detail\": ",
 				   cr->passed ? "true" : "false");
-			buf_add_json_str(&checks, cr->detail);
+			json_str(&checks, cr->detail);
 			buf_addstr(&checks, "}");
 			nall++;
 			if (cr->passed)
@@ -1533,8 +1534,7 @@ sched_commit_plan(struct sched *s, const struct sched_req *rq,
 	struct store_request srq = {
 		.job = j->name, .kind = rq->kind, .reason = rq->reason,
 		.from_key = rq->from_key, .to_key = rq->to_key,
-		.reprocess = rq->reprocess == REPROCESS_FAILED ? "failed" :
-			     rq->reprocess == REPROCESS_MISSING ? "missing" : "all",
+		.reprocess = cmdspec_reprocess_name(rq->reprocess),
 		.reverse = rq->reverse, .no_downstream = rq->no_downstream,
 		.created_at = clock_now_ms(), .concurrency = rq->concurrency,
 		.fail_fast = rq->fail_fast, .downstream = rq->downstream,

@@ -20,7 +20,8 @@
 #include "err.h"
 #include "exec.h"
 #include "plan.h"
-#include "proto.h"
+#include "buf.h"
+#include "cmdspec.h"
 #include "store.h"
 
 struct sched;
@@ -94,7 +95,6 @@ void sched_on_run(struct sched *s,
 void sched_clock_changed(struct sched *s);
 
 /* An operator or sensor request. */
-enum reprocess { REPROCESS_ALL, REPROCESS_FAILED, REPROCESS_MISSING };
 struct sched_req {
 	int job;             /* index in the current config */
 	const char *kind;    /* backfill, rerun, stale, built_by, late_data */

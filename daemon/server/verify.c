@@ -19,6 +19,7 @@
 
 #include "calendar.h"
 #include "exec.h"
+#include "json.h"
 #include "log.h"
 
 struct verify {
@@ -83,16 +84,16 @@ verify_json(const struct verify *v, bool same, struct buf *out)
 	const struct exec_run *r = &v->run;
 
 	buf_addstr(out, "{\"job\": ");
-	buf_add_json_str(out, r->job->name);
+	json_str(out, r->job->name);
 	buf_addstr(out, ", \"partition\": ");
-	buf_add_json_str(out, v->part.key);
+	json_str(out, v->part.key);
 	buf_printf(out, ", \"idempotent\": %s, \"rows_before\": %" PRId64
 		   ", \"rows_first\": %" PRId64 ", \"rows_second\": %" PRId64
 		   ", \"checksum_first\": ", same ? "true" : "false",
 		   r->verify_rows[0], r->verify_rows[1], r->verify_rows[2]);
-	buf_add_json_str(out, r->verify_sum[1]);
+	json_str(out, r->verify_sum[1]);
 	buf_addstr(out, ", \"checksum_second\": ");
-	buf_add_json_str(out, r->verify_sum[2]);
+	json_str(out, r->verify_sum[2]);
 	buf_addstr(out, "}\n");
 }
 

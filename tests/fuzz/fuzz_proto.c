@@ -10,11 +10,12 @@
  *  - a frame it accepts is rebuilt byte for byte by proto_begin(),
  *    proto_add() of its fields and proto_end(), and parses again to
  *    the same fields; proto_get() finds each field;
- *  - each value rendered as a JSON string (buf_add_json_str) is quoted,
+ *  - each value rendered as a JSON string (json_str) is quoted,
  *    holds no control byte and is valid UTF-8.
  */
 #include "fuzz.h"
 
+#include "json.h"
 #include "proto.h"
 
 /* What one way of feeding the stream produced. */
@@ -76,7 +77,7 @@ fuzz_proto_json(const char *value)
 	size_t i, n;
 
 	buf_init(&b);
-	buf_add_json_str(&b, value);
+	json_str(&b, value);
 	FUZZ_CHECK(b.len >= 2 && b.data[0] == '"' && b.data[b.len - 1] == '"');
 	for (i = 0; i < b.len; i += n) {
 		FUZZ_CHECK((unsigned char)b.data[i] >= 0x20);

@@ -17,6 +17,7 @@ others restores service.  An idle connection is closed by the daemon
 The time guards below are failure guards, never timing targets."""
 import json
 import os
+import re
 import select
 import socket
 import sqlite3
@@ -401,6 +402,7 @@ def test_a_thousand_idle_clients():
     resource.setrlimit(resource.RLIMIT_NOFILE, (max(soft, min(hard, 4096)), hard))
     d = h.Daemon(jobs=JOBS, name="idle1000")
     idle = []
+    t0 = time.monotonic()
     try:
         for _ in range(1000):
             c = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
@@ -418,8 +420,17 @@ def test_a_thousand_idle_clients():
             if c.recv(1) == b"":
                 closed += 1
         h.eq(closed, 100, "the oldest idle connections closed to make room")
+        # at least 936 evictions (1000 idle clients, 64 slots), logged at
+        # most once per 10 s with their count, never a line each
+        elapsed = time.monotonic() - t0
         with open(d.log) as f:
-            h.check("closing the one idle for" in f.read(), "the eviction is logged")
+            lines = [l for l in f if "idle connection(s) to serve new ones" in l]
+        counts = [int(re.search(r"closed (\d+) idle", l).group(1)) for l in lines]
+        h.check(lines, "the evictions are logged")
+        h.eq(counts[0], 1, "the first eviction is logged at once")
+        h.check(len(lines) <= 2 + elapsed / 10,
+                "%d eviction lines in %.1f s: not rate-limited" % (len(lines), elapsed))
+        h.check(sum(counts) <= 1000 + 10, "eviction counts %r" % counts)
         h.check(d.alive(), "the daemon lives")
     finally:
         for c in idle:

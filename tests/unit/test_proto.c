@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "json.h"
 #include "proto.h"
 
 /* Build a raw frame: header fields as given, then body bytes. */
@@ -60,7 +61,7 @@ json(const char *s)
 	struct buf b;
 
 	buf_init(&b);
-	buf_add_json_str(&b, s);
+	json_str(&b, s);
 	return buf_steal(&b);
 }
 

@@ -1,0 +1,156 @@
+/*
+ * cmd_audit.c - audit --request N: per partition of a request, what ran,
+ * what it measured and what its checks said.
+ */
+#include "cmd_entry.h"
+
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "json.h"
+
+/* ---- audit ------------------------------------------------------------ */
+
+struct audit_ctx {
+	bool json;
+	struct buf *out;
+	struct cmd_table *t;
+	size_t n, passed, failed, unrun, downstream;
+	char versions[8][32];
+	size_t nversions;
+};
+
+/* One partition of the audited request. */
+static void
+audit_cb(const struct store_audit_row *r, void *data)
+{
+	struct audit_ctx *ac = data;
+	bool passed = r->has_run && strcmp(r->item_state, "succeeded") == 0;
+	char rb[24], ra[24];
+
+	ac->n++;
+	ac->downstream += r->downstream;
+	if (!r->has_run)
+		ac->unrun++;
+	else if (passed)
+		ac->passed++;
+	else
+		ac->failed++;
+	if (r->code_version) {
+		size_t v;
+		for (v = 0; v < ac->nversions; v++)
+			if (strcmp(ac->versions[v], r->code_version) == 0)
+				break;
+		if (v == ac->nversions && v < 8)
+			snprintf(ac->versions[ac->nversions++], 32, "%s",
+				 r->code_version);
+	}
+	if (ac->json) {
+		buf_addstr(ac->out, ac->n > 1 ? ",\n  {\"job\": " : "\n  {\"job\": ");
+		json_str(ac->out, r->job);
+		buf_addstr(ac->out, ", \"partition\": ");
+		json_str(ac->out, r->key);
+		buf_printf(ac->out, ", \"downstream\": %s, \"state\": \"%s\","
+			   " \"run\": ", r->downstream ? "true" : "false",
+			   r->item_state);
+		if (r->has_run)
+			buf_printf(ac->out, "%" PRId64, r->run_id);
+		else
+			buf_addstr(ac->out, "null");
+		buf_addstr(ac->out, ", \"code_version\": ");
+		json_str(ac->out, r->code_version);
+		buf_addstr(ac->out, ", \"config_hash\": ");
+		json_str(ac->out, r->config_hash);
+		buf_addstr(ac->out, ", \"rows_before\": ");
+		if (r->has_rows_before)
+			buf_printf(ac->out, "%" PRId64, r->rows_before);
+		else
+			buf_addstr(ac->out, "null");
+		buf_addstr(ac->out, ", \"rows_after\": ");
+		if (r->has_rows_after)
+			buf_printf(ac->out, "%" PRId64, r->rows_after);
+		else
+			buf_addstr(ac->out, "null");
+		buf_printf(ac->out, ", \"metrics\": %s, \"checks\": %s,"
+			   " \"error\": ", r->metrics ? r->metrics : "{}",
+			   r->checks ? r->checks : "[]");
+		json_str(ac->out, r->error);
+		buf_printf(ac->out, ", \"passed\": %s}", passed ? "true" : "false");
+		return;
+	}
+	if (r->has_rows_before)
+		snprintf(rb, sizeof rb, "%" PRId64, r->rows_before);
+	else
+		strcpy(rb, "-");
+	if (r->has_rows_after)
+		snprintf(ra, sizeof ra, "%" PRId64, r->rows_after);
+	else
+		strcpy(ra, "-");
+	const char *row[8] = { r->job, r->key,
+		r->code_version ? r->code_version : "-", rb, ra,
+		r->metrics_text && r->metrics_text[0] ? r->metrics_text : "-",
+		r->checks_text ? r->checks_text : (r->error ? r->error : "-"),
+		!r->has_run ? r->item_state : passed ? "pass" : "FAIL" };
+	cmd_table_row(ac->t, row);
+}
+
+static void
+cmd_audit_exec(struct cmd_ctx *ctx, const struct proto_msg *req,
+	       struct cmd_res *res)
+{
+	long long id = 0;
+	struct cmd_table t = { .ncols = 8 };
+	struct audit_ctx ac = { .json = cmd_flag(req, "json"), .out = &res->out,
+				.t = &t };
+	const char *head[8] = { "JOB", "PARTITION", "VERSION", "ROWS BEFORE",
+		"ROWS AFTER", "METRICS BEFORE -> AFTER", "CHECKS", "RESULT" };
+	char job[128];
+	bool finished;
+	struct err err;
+
+	/* a positive integer: the specification checked it */
+	(void)proto_get_int(req, "request", &id);
+	if (store_request_get(sched_store(ctx->sched), id, job, sizeof job,
+			      &finished, &err) != 0) {
+		cmd_fail(res, EXIT_BAD_INPUT, "no request %lld: see 'backfillctl"
+			 " runs' for request ids", id);
+		return;
+	}
+	if (ac.json)
+		buf_printf(&res->out, "{\"request\": %lld, \"job\": ", id);
+	else
+		cmd_table_row(&t, head);
+	if (ac.json) {
+		json_str(&res->out, job);
+		buf_addstr(&res->out, ", \"partitions\": [");
+	}
+	if (store_audit_of(sched_store(ctx->sched), id, audit_cb, &ac, &err) < 0) {
+		cmd_fail_err(res, &err);
+		if (!ac.json)
+			cmd_table_print(&t, &res->out);
+		buf_reset(&res->out);
+		return;
+	}
+	if (ac.json) {
+		buf_printf(&res->out, "%s], \"summary\": {\"partitions\": %zu,"
+			   " \"downstream\": %zu, \"passed\": %zu, \"failed\":"
+			   " %zu, \"not_run\": %zu, \"code_versions\": [",
+			   ac.n ? "\n" : "", ac.n, ac.downstream, ac.passed,
+			   ac.failed, ac.unrun);
+		for (size_t v = 0; v < ac.nversions; v++)
+			buf_printf(&res->out, "%s\"%s\"", v ? ", " : "",
+				   ac.versions[v]);
+		buf_addstr(&res->out, "]}}\n");
+		return;
+	}
+	cmd_table_print(&t, &res->out);
+	buf_printf(&res->out, "request %lld (%s): %zu partitions (%zu downstream):"
+		   " %zu passed, %zu failed, %zu not run\n", id, job, ac.n,
+		   ac.downstream, ac.passed, ac.failed, ac.unrun);
+}
+
+const struct cmd_entry cmd_audit_entry = {
+	&cmdspec_audit, cmd_audit_exec
+};

@@ -1,0 +1,712 @@
+/*
+ * cmd_backfill.c - backfill and rerun: one request for partitions of a
+ * job, with the downstream partitions that contain them.
+ *
+ * The specification (cmdspec.h) has checked the fields' forms and the
+ * rules across them; here are the checks that need the job: its grain,
+ * its start and end, its max_backfill (a request above it is refused
+ * whole, before anything is enumerated when the range says so) and its
+ * concurrency.
+ */
+#include "cmd_entry.h"
+
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "calendar.h"
+#include "estimate.h"
+#include "json.h"
+#include "log.h"
+#include "plan.h"
+#include "text.h"
+#include "verify.h"
+#include "xalloc.h"
+
+/* Order partitions. */
+static int
+backfill_part_cmp(const void *a, const void *b)
+{
+	part_t x = *(const part_t *)a, y = *(const part_t *)b;
+
+	return x < y ? -1 : x > y;
+}
+
+/* Sort and drop duplicates. */
+static size_t
+backfill_unique(part_t *p, size_t n)
+{
+	size_t k = 0;
+
+	if (n == 0)
+		return 0;
+	qsort(p, n, sizeof *p, backfill_part_cmp);
+	for (size_t i = 0; i < n; i++)
+		if (k == 0 || p[k - 1] != p[i])
+			p[k++] = p[i];
+	return k;
+}
+
+/* Refuse partitions outside the job's start..end. */
+static int
+backfill_check_bounds(const struct job_def *j, part_t first, part_t last,
+	     struct err *err)
+{
+	char k[CAL_KEY_MAX];
+
+	if (j->has_start && first < j->start) {
+		part_key(j->grain, j->start, k);
+		return err_set(err, EXIT_BAD_INPUT, "%s has no partitions before"
+			       " its start %s: begin the range there", j->name, k);
+	}
+	if (j->has_end && last > j->end) {
+		part_key(j->grain, j->end, k);
+		return err_set(err, EXIT_BAD_INPUT, "%s has no partitions after"
+			       " its end %s: end the range there", j->name, k);
+	}
+	return 0;
+}
+
+/* Refuse a count above the job's bound: the request is refused whole
+ * (README, max_backfill). */
+static int
+backfill_check_count(const struct job_def *j, int64_t count, const char *what,
+	    struct err *err)
+{
+	if (count <= (int64_t)j->max_backfill)
+		return 0;
+	return err_set(err, EXIT_BAD_INPUT, "refused: %s is %" PRId64 " partitions"
+		       " of %s, above its max_backfill of %d; nothing was"
+		       " queued. Split it into requests of at most %d partitions,"
+		       " or raise max_backfill", what, count, j->name,
+		       j->max_backfill, j->max_backfill);
+}
+
+struct backfill_keys {
+	const struct job_def *j;
+	part_t *parts;
+	size_t n, cap;
+};
+
+/* Collect a key into a partition list. */
+static int
+backfill_key_cb(const char *key, void *data, struct err *err)
+{
+	struct backfill_keys *kc = data;
+	part_t p;
+
+	if (part_parse_key(kc->j->grain, key, &p, NULL) < 0)
+		return 0;
+	if (kc->n == kc->cap) {
+		kc->cap = kc->cap ? kc->cap * 2 : 64;
+		kc->parts = xreallocarray(kc->parts, kc->cap,
+					  sizeof *kc->parts);
+	}
+	kc->parts[kc->n++] = p;
+	return 0;
+}
+
+/* Collect a stale partition of the job. */
+static int
+backfill_stale_cb(int job, part_t part, bool built, int64_t built_at,
+	      const struct stale_input *in, size_t nin, void *data,
+	      struct err *err)
+{
+	struct backfill_keys *kc = data;
+	char key[CAL_KEY_MAX];
+
+	(void)job; (void)built; (void)built_at; (void)in; (void)nin;
+	part_key(kc->j->grain, part, key);
+	return backfill_key_cb(key, kc, err);
+}
+
+/* The file line of the n-th date (1-based): from the client's dates_lines
+ * field when it sent one, else n itself. */
+static long
+backfill_dates_line(const char *lines, int n)
+{
+	const char *p = lines;
+
+	for (int i = 1; p != NULL && *p != '\0'; i++) {
+		if (i == n)
+			return strtol(p, NULL, 10);
+		p = strchr(p, '\n');
+		if (p != NULL)
+			p++;
+	}
+	return n;
+}
+
+/* Refuse more distinct partitions than the job's max_backfill: sorts
+ * and deduplicates kc first, so 1,001 copies of a date are one. */
+static int
+backfill_dates_count(struct backfill_keys *kc, struct err *err)
+{
+	kc->n = backfill_unique(kc->parts, kc->n);
+	return backfill_check_count(kc->j, (int64_t)kc->n, "the dates file", err);
+}
+
+/* Parse the dates field (one date, or hour key for hourly jobs, a line)
+ * into the partitions that hold them; errors name file:line (the client
+ * sends the file's name and each date's line), and the count is of
+ * distinct partitions. */
+static int
+backfill_parse_dates(const struct job_def *j, const char *dates, const char *file,
+	    const char *lines, struct backfill_keys *kc, struct err *err)
+{
+	const char *p = dates;
+	int line = 0;
+	char qf[256];
+
+	str_escape(file ? file : "the dates file", qf, sizeof qf);
+	while (*p) {
+		const char *nl = strchr(p, '\n');
+		size_t len = nl ? (size_t)(nl - p) : strlen(p);
+		char d[64];
+		struct part_range r;
+
+		line++;
+		if (len == 0) {
+			p += nl ? 1 : 0;
+			continue;
+		}
+		if (len >= sizeof d)
+			return err_set(err, EXIT_BAD_INPUT, "%s:%ld: the line is"
+				       " too long: write one date (YYYY-MM-DD)"
+				       " a line", qf, backfill_dates_line(lines, line));
+		memcpy(d, p, len);
+		d[len] = '\0';
+		if (range_parse_date(j->grain, d, &r, err) < 0) {
+			err_prefix(err, "%s:%ld", qf, backfill_dates_line(lines, line));
+			return -1;
+		}
+		for (part_t q = r.first; q <= r.last; q++) {
+			char key[CAL_KEY_MAX];
+			part_key(j->grain, q, key);
+			if (backfill_key_cb(key, kc, err) < 0)
+				return -1;
+		}
+		/* bounded memory: duplicates go every few bounds' worth */
+		if (kc->n > 2 * (size_t)j->max_backfill + 64 &&
+		    backfill_dates_count(kc, err) < 0)
+			return -1;
+		p += len + (nl ? 1 : 0);
+	}
+	return backfill_dates_count(kc, err);
+}
+
+/* A job's recent durations, for estimate_plan. */
+static int
+backfill_durations_cb(const char *job, int64_t *ms, size_t max, size_t *n,
+		      void *data, struct err *err)
+{
+	return store_durations(data, job, ms, max, n, err);
+}
+
+/* A plan as JSON (dry run --json), with the request's own controls and
+ * the estimate. */
+static void
+backfill_plan_json(const struct config *cfg, const struct plan *plan,
+		   const struct sched_req *rq, const struct estimate *est,
+		   struct buf *out)
+{
+	char key[CAL_KEY_MAX], dk[CAL_KEY_MAX];
+
+	buf_addstr(out, "{\"partitions\": [");
+	for (size_t i = 0; i < plan->n; i++) {
+		const struct plan_item *it = &plan->items[i];
+		const struct job_def *j = &cfg->jobs[it->job];
+
+		part_key(j->grain, it->part, key);
+		buf_addstr(out, i ? ",\n  {" : "\n  {");
+		buf_addstr(out, "\"job\": ");
+		json_str(out, j->name);
+		buf_addstr(out, ", \"partition\": ");
+		json_str(out, key);
+		buf_printf(out, ", \"downstream\": %s, \"waits_for\": [",
+			   it->downstream ? "true" : "false");
+		for (size_t d = 0; d < it->ndeps; d++) {
+			const struct plan_item *in =
+				&plan->items[plan->deps[it->dep_off + d]];
+			const struct job_def *ij = &cfg->jobs[in->job];
+
+			part_key(ij->grain, in->part, dk);
+			buf_addstr(out, d ? ", {\"job\": " : "{\"job\": ");
+			json_str(out, ij->name);
+			buf_addstr(out, ", \"partition\": ");
+			json_str(out, dk);
+			buf_addstr(out, "}");
+		}
+		buf_addstr(out, "]}");
+	}
+	buf_printf(out, "%s], \"total\": %zu, \"downstream\": %zu,"
+		   " \"concurrency\": ", plan->n ? "\n" : "", plan->n,
+		   plan->n - plan->nroot);
+	if (rq->concurrency > 0)
+		buf_printf(out, "%d", rq->concurrency);
+	else
+		buf_addstr(out, "null");
+	buf_printf(out, ", \"fail_fast\": %s, \"estimate\": ",
+		   rq->fail_fast ? "true" : "false");
+	estimate_json(cfg, est, out);
+	buf_addstr(out, "}\n");
+}
+
+/* What plan item i waits for, "job key, key; job key", into waits. */
+static void
+backfill_plan_waits(const struct config *cfg, const struct plan *plan,
+		    size_t i, struct buf *waits)
+{
+	const struct plan_item *it = &plan->items[i];
+	char dk[CAL_KEY_MAX];
+
+	for (size_t d = 0; d < it->ndeps; d++) {
+		const struct plan_item *in =
+			&plan->items[plan->deps[it->dep_off + d]];
+		const struct job_def *ij = &cfg->jobs[in->job];
+
+		part_key(ij->grain, in->part, dk);
+		if (d == 0 || in->job !=
+		    plan->items[plan->deps[it->dep_off + d - 1]].job)
+			buf_printf(waits, "%s%s %s", d ? "; " : "", ij->name,
+				   dk);
+		else
+			buf_printf(waits, ", %s", dk);
+	}
+	buf_add(waits, "", 1);
+}
+
+/* A plan as a table (dry run), with the request's own controls and the
+ * estimate. */
+static void
+backfill_plan_text(const struct config *cfg, const struct plan *plan,
+		   const struct sched_req *rq, const struct estimate *est,
+		   struct buf *out)
+{
+	struct cmd_table t = { .ncols = 4 };
+	const char *head[4] = { "ORDER", "JOB", "PARTITION", "WAITS FOR" };
+	char key[CAL_KEY_MAX], order[24];
+	struct buf waits;
+
+	buf_init(&waits);
+	cmd_table_row(&t, head);
+	for (size_t i = 0; i < plan->n; i++) {
+		const struct plan_item *it = &plan->items[i];
+		const struct job_def *j = &cfg->jobs[it->job];
+
+		buf_reset(&waits);
+		part_key(j->grain, it->part, key);
+		snprintf(order, sizeof order, "%zu", i + 1);
+		backfill_plan_waits(cfg, plan, i, &waits);
+		const char *row[4] = { order, j->name, key,
+			it->ndeps ? waits.data : "-" };
+		cmd_table_row(&t, row);
+	}
+	buf_free(&waits);
+	cmd_table_print(&t, out);
+	buf_printf(out, "%zu partitions: %zu of %s, %zu downstream\n", plan->n,
+		   plan->nroot, plan->nroot ?
+		   cfg->jobs[plan->items[0].job].name : "-",
+		   plan->n - plan->nroot);
+	if (rq->concurrency > 0)
+		buf_printf(out, "concurrency: at most %d runs of this request at"
+			   " once\n", rq->concurrency);
+	if (rq->fail_fast)
+		buf_addstr(out, "fail-fast: the rest is cancelled after the first"
+			   " failure\n");
+	estimate_text(cfg, est, out);
+}
+
+/* Print a plan (dry run) as a table or JSON, with its estimate. */
+static void
+backfill_render_plan(struct sched *s, const struct plan *plan,
+		     const struct sched_req *rq, bool json, struct buf *out)
+{
+	const struct config *cfg = sched_config(s);
+	struct estimate est;
+	struct err err;
+
+	if (estimate_plan(cfg, plan, rq->concurrency, backfill_durations_cb,
+			  sched_store(s), &est, &err) < 0) {
+		log_warn("event=estimate error=\"%s\"", err.msg);
+		memset(&est, 0, sizeof est);
+	}
+	if (json)
+		backfill_plan_json(cfg, plan, rq, &est, out);
+	else
+		backfill_plan_text(cfg, plan, rq, &est, out);
+	estimate_free(&est);
+}
+
+/* The request's own controls from its fields (--concurrency,
+ * --fail-fast, --downstream; their forms checked by the specification):
+ * 0, or -1 after refusing.  *keep is allocated for --downstream (the
+ * caller frees it). */
+static int
+backfill_controls(const struct config *cfg, int j, const struct proto_msg *req,
+		  struct sched_req *rq, bool **keep, struct cmd_res *res)
+{
+	const struct job_def *jd = &cfg->jobs[j];
+	const char *down = proto_get(req, "downstream");
+	long long n;
+	struct err err;
+
+	rq->fail_fast = cmd_flag(req, "fail_fast");
+	if (proto_get_int(req, "concurrency", &n) == 0) {
+		if (n > jd->concurrency) {
+			cmd_fail(res, EXIT_BAD_INPUT, "--concurrency %lld is above"
+				 " %s's own concurrency %d: give at most %d (a"
+				 " request's cap only lowers its job's)", n,
+				 jd->name, jd->concurrency, jd->concurrency);
+			return -1;
+		}
+		rq->concurrency = (int)n;
+	}
+	if (down != NULL) {
+		*keep = xcalloc(cfg->njobs ? cfg->njobs : 1, sizeof **keep);
+		if (plan_select_downstream(cfg, j, down, *keep, &err) < 0) {
+			cmd_fail_err(res, &err);
+			return -1;
+		}
+		rq->keep = *keep;
+		rq->downstream = down;
+	}
+	return 0;
+}
+
+/* rerun: the one partition, a key of the job's grain within its bounds. */
+static int
+backfill_rerun_part(const struct proto_msg *req, struct backfill_keys *kc,
+		    struct sched_req *rq, struct err *err)
+{
+	const char *partition = proto_get(req, "partition");
+	part_t p;
+
+	if (part_parse_key(kc->j->grain, partition, &p, err) < 0 ||
+	    backfill_check_bounds(kc->j, p, p, err) < 0)
+		return -1;
+	rq->from_key = rq->to_key = partition;
+	return backfill_key_cb(partition, kc, err);
+}
+
+/* --from/--to at the job's grain: the range within the job's bounds and,
+ * unless --built-by narrows it, its max_backfill; its keys into fk, tk. */
+static int
+backfill_range(const struct proto_msg *req, struct backfill_keys *kc,
+	       struct part_range *r, struct sched_req *rq, char *fk, char *tk,
+	       struct err *err)
+{
+	if (range_parse(kc->j->grain, proto_get(req, "from"),
+			proto_get(req, "to"), r, err) < 0)
+		return -1;
+	if ((proto_get(req, "built_by") == NULL &&
+	     backfill_check_count(kc->j, range_count(r), "this range",
+				  err) < 0) ||
+	    backfill_check_bounds(kc->j, r->first, r->last, err) < 0)
+		return -1;
+	part_key(kc->j->grain, r->first, fk);
+	part_key(kc->j->grain, r->last, tk);
+	rq->from_key = fk;
+	rq->to_key = tk;
+	return 0;
+}
+
+/* --built-by VERSION: the partitions whose newest build used it, within
+ * the range r when --from/--to narrow it. */
+static int
+backfill_built_by(struct sched *s, const char *built_by, bool narrow,
+		  const struct part_range *r, struct backfill_keys *kc,
+		  struct err *err)
+{
+	size_t k = 0;
+
+	if (store_keys_built_by(sched_store(s), kc->j->name, built_by,
+				backfill_key_cb, kc, err) < 0)
+		return -1;
+	if (narrow) {
+		for (size_t i = 0; i < kc->n; i++)
+			if (kc->parts[i] >= r->first && kc->parts[i] <= r->last)
+				kc->parts[k++] = kc->parts[i];
+		kc->n = k;
+	}
+	return backfill_check_count(kc->j, (int64_t)kc->n, "the set built by"
+				    " that version", err);
+}
+
+/* --stale: the job's stale partitions; 1 (with a message in res) when
+ * there are none, -1 after refusing. */
+static int
+backfill_stale(struct sched *s, int j, struct backfill_keys *kc,
+	       struct cmd_res *res)
+{
+	struct err err;
+
+	if (kc->j->nupstream == 0) {
+		cmd_fail(res, EXIT_BAD_INPUT, "%s has no upstream jobs, so"
+			 " nothing of it can be stale: --stale is for"
+			 " downstream jobs", kc->j->name);
+		return -1;
+	}
+	if (sched_stale(s, j, backfill_stale_cb, kc, &err) < 0 ||
+	    backfill_check_count(kc->j, (int64_t)kc->n, "the stale set",
+				 &err) < 0) {
+		cmd_fail_err(res, &err);
+		return -1;
+	}
+	if (kc->n == 0) {
+		buf_printf(&res->out, "nothing of %s is stale: no request"
+			   " queued\n", kc->j->name);
+		return 1;
+	}
+	return 0;
+}
+
+/* --dates-file: the file's dates (at least one), within the bounds. */
+static int
+backfill_dates(const struct proto_msg *req, struct backfill_keys *kc,
+	       struct cmd_res *res)
+{
+	struct err err;
+
+	if (backfill_parse_dates(kc->j, proto_get(req, "dates"),
+				 proto_get(req, "dates_file"),
+				 proto_get(req, "dates_lines"), kc, &err) < 0) {
+		cmd_fail_err(res, &err);
+		return -1;
+	}
+	if (kc->n == 0) {
+		cmd_fail(res, EXIT_BAD_INPUT, "the dates file holds no dates:"
+			 " write one date (YYYY-MM-DD) a line");
+		return -1;
+	}
+	kc->n = backfill_unique(kc->parts, kc->n);
+	if (backfill_check_bounds(kc->j, kc->parts[0], kc->parts[kc->n - 1],
+				  &err) < 0) {
+		cmd_fail_err(res, &err);
+		return -1;
+	}
+	return 0;
+}
+
+/*
+ * The partitions of a backfill, chosen the one way the specification let
+ * through (--built-by possibly narrowed by --from/--to): 0, 1 when there
+ * is nothing to queue (res says so), or -1 after refusing.  fk and tk
+ * (CAL_KEY_MAX) hold the range's keys for the record.
+ */
+static int
+backfill_select(struct cmd_ctx *ctx, const struct proto_msg *req, int j,
+		struct backfill_keys *kc, struct sched_req *rq, char *fk,
+		char *tk, struct cmd_res *res)
+{
+	struct sched *s = ctx->sched;
+	const char *built_by = proto_get(req, "built_by");
+	bool from = proto_get(req, "from") != NULL;
+	struct part_range r = { 0, -1 };
+	struct err err;
+
+	if (from && backfill_range(req, kc, &r, rq, fk, tk, &err) < 0)
+		goto fail;
+	if (built_by != NULL) {
+		rq->kind = "built_by";
+		if (backfill_built_by(s, built_by, from, &r, kc, &err) < 0)
+			goto fail;
+		return 0;
+	}
+	if (cmd_flag(req, "stale")) {
+		rq->kind = "stale";
+		return backfill_stale(s, j, kc, res);
+	}
+	if (proto_get(req, "dates") != NULL)
+		return backfill_dates(req, kc, res);
+	for (part_t q = r.first; q <= r.last; q++) {
+		char key[CAL_KEY_MAX];
+
+		part_key(kc->j->grain, q, key);
+		if (backfill_key_cb(key, kc, &err) < 0)
+			goto fail;
+	}
+	return 0;
+fail:
+	cmd_fail_err(res, &err);
+	return -1;
+}
+
+/* The answer to a queued request: its id and counts, text or JSON. */
+static void
+backfill_answer(struct cmd_res *res, const struct sched_req *rq,
+		const struct plan *plan, int64_t id, const char *job,
+		bool json)
+{
+	res->request = id;
+	res->total = (int64_t)plan->n;
+	if (res->frame) {
+		proto_add_int(res->frame, "request", id);
+		proto_add_int(res->frame, "total", (long long)plan->n);
+	}
+	if (json) {
+		buf_printf(&res->out, "{\"request\": %" PRId64 ", \"partitions\":"
+			   " %zu, \"downstream\": %zu, \"concurrency\": ", id,
+			   plan->nroot, plan->n - plan->nroot);
+		if (rq->concurrency > 0)
+			buf_printf(&res->out, "%d", rq->concurrency);
+		else
+			buf_addstr(&res->out, "null");
+		buf_printf(&res->out, ", \"fail_fast\": %s}\n",
+			   rq->fail_fast ? "true" : "false");
+		return;
+	}
+	buf_printf(&res->out, "request %" PRId64 ": queued %zu partition%s of"
+		   " %s and %zu downstream", id, plan->nroot,
+		   plan->nroot == 1 ? "" : "s", job, plan->n - plan->nroot);
+	if (rq->concurrency > 0)
+		buf_printf(&res->out, "; at most %d at once", rq->concurrency);
+	if (rq->fail_fast)
+		buf_addstr(&res->out, "; fail-fast");
+	buf_addstr(&res->out, "\n");
+}
+
+static void backfill_verified(struct cmd_ctx *ctx, const struct proto_msg *req,
+			      struct cmd_stream *cs, struct buf *out);
+
+/* Submit the request (rq, its partitions in kc): first the proof when it
+ * is asked for and has not passed yet (a stream that comes back through
+ * backfill_verified), then the plan (a dry run prints it) or the queue. */
+static void
+backfill_submit(struct cmd_ctx *ctx, const struct proto_msg *req, int j,
+		struct backfill_keys *kc, struct sched_req *rq, bool verified,
+		struct cmd_res *res)
+{
+	struct sched *s = ctx->sched;
+	const char *built_by = proto_get(req, "built_by");
+	const char *reprocess = proto_get(req, "reprocess");
+	bool dry = cmd_flag(req, "dry_run");
+	struct plan plan;
+	int64_t id = 0;
+	struct err err;
+
+	kc->n = backfill_unique(kc->parts, kc->n);
+	rq->parts = kc->parts;
+	rq->nparts = kc->n;
+	if (!verified && kc->n > 0 &&
+	    (cmd_flag(req, "verify") || (kc->j->verify && !dry))) {
+		char vk[CAL_KEY_MAX];
+
+		/* the first partition the request would run */
+		part_key(kc->j->grain, kc->parts[rq->reverse ? kc->n - 1 : 0],
+			 vk);
+		res->stream = verify_start(ctx, req, j, vk, backfill_verified,
+					   &err);
+		if (res->stream == NULL)
+			cmd_fail_err(res, &err);
+		return;
+	}
+	plan_init(&plan);
+	if (sched_submit(s, rq, !dry, &plan, &id, &err) < 0)
+		cmd_fail_err(res, &err);
+	else if (dry)
+		backfill_render_plan(s, &plan, rq, cmd_flag(req, "json"),
+				     &res->out);
+	else if (id == 0 && built_by != NULL)
+		buf_printf(&res->out, "nothing to run: no partition of %s%s was"
+			   " last built by version %s\n", kc->j->name,
+			   proto_get(req, "from") ? " in that range" : "",
+			   built_by);
+	else if (id == 0)
+		buf_printf(&res->out, "nothing to run: no partition of %s in"
+			   " that range matches --reprocess %s\n", kc->j->name,
+			   reprocess ? reprocess : "all");
+	else
+		backfill_answer(res, rq, &plan, id, kc->j->name,
+				cmd_flag(req, "json"));
+	plan_free(&plan);
+}
+
+/* backfill JOB ... and rerun JOB PARTITION; verified: the proof (--verify,
+ * verify: true) has passed, or is not asked for. */
+static void
+backfill_common(struct cmd_ctx *ctx, const struct proto_msg *req,
+		struct cmd_res *res, bool rerun, bool verified)
+{
+	const struct config *cfg = sched_config(ctx->sched);
+	struct sched_req rq = { .kind = rerun ? "rerun" : "backfill" };
+	struct backfill_keys kc = { 0 };
+	char fk[CAL_KEY_MAX], tk[CAL_KEY_MAX];
+	bool *keep = NULL;
+	struct err err;
+	int j, rc;
+
+	if ((j = cmd_job(ctx, req, res)) < 0)
+		return;
+	kc.j = &cfg->jobs[j];
+	rq.job = j;
+	rq.reverse = cmd_flag(req, "reverse");
+	rq.no_downstream = cmd_flag(req, "no_downstream");
+	rq.reason = proto_get(req, "reason");
+	/* the specification let through one of its names */
+	(void)cmdspec_reprocess_parse(proto_get(req, "reprocess"),
+				      &rq.reprocess);
+	if (backfill_controls(cfg, j, req, &rq, &keep, res) < 0)
+		goto out;
+	if (rerun) {
+		rc = backfill_rerun_part(req, &kc, &rq, &err);
+		if (rc < 0)
+			cmd_fail_err(res, &err);
+	} else {
+		rc = backfill_select(ctx, req, j, &kc, &rq, fk, tk, res);
+	}
+	if (rc == 0)
+		backfill_submit(ctx, req, j, &kc, &rq, verified, res);
+out:
+	free(kc.parts);
+	free(keep);
+}
+
+/* The proof passed: queue the request as asked (verify.h's then). */
+static void
+backfill_verified(struct cmd_ctx *ctx, const struct proto_msg *req,
+		  struct cmd_stream *cs, struct buf *out)
+{
+	struct cmd_res res = { .status = EXIT_DONE };
+	const char *name = proto_get(req, "cmd");
+
+	buf_init(&res.out);
+	err_clear(&res.err);
+	backfill_common(ctx, req, &res, strcmp(name, "rerun") == 0, true);
+	if (res.stream != NULL) { /* not from a verified request */
+		res.stream->free(res.stream);
+		cmd_fail(&res, EXIT_WORK_FAILED, "internal error: a verified"
+			 " request asked for a proof again");
+	}
+	cs->status = res.status;
+	cs->err = res.err;
+	cs->request = res.request;
+	cs->total = res.total;
+	if (res.status == EXIT_DONE || !res.err.msg[0])
+		buf_add(out, res.out.data, res.out.len);
+	buf_free(&res.out);
+}
+
+/* backfill JOB (--from D --to D | --dates-file F | --stale | --built-by V) */
+static void
+cmd_backfill_exec(struct cmd_ctx *ctx, const struct proto_msg *req,
+		  struct cmd_res *res)
+{
+	backfill_common(ctx, req, res, false, false);
+}
+
+/* rerun JOB PARTITION */
+static void
+cmd_rerun_exec(struct cmd_ctx *ctx, const struct proto_msg *req,
+	       struct cmd_res *res)
+{
+	backfill_common(ctx, req, res, true, false);
+}
+
+const struct cmd_entry cmd_backfill_entry = {
+	&cmdspec_backfill, cmd_backfill_exec
+};
+const struct cmd_entry cmd_rerun_entry = {
+	&cmdspec_rerun, cmd_rerun_exec
+};

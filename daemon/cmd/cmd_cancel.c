@@ -1,0 +1,32 @@
+/*
+ * cmd_cancel.c - cancel REQUEST: drop the queued partitions of a request.
+ */
+#include "cmd_entry.h"
+
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+
+static void
+cmd_cancel_exec(struct cmd_ctx *ctx, const struct proto_msg *req,
+		struct cmd_res *res)
+{
+	long long id = 0;
+	int64_t dropped;
+	struct err err;
+
+	/* a positive integer: the specification checked it */
+	(void)proto_get_int(req, "request", &id);
+	if (sched_cancel_request(ctx->sched, id, &dropped, &err) < 0) {
+		cmd_fail_err(res, &err);
+		return;
+	}
+	buf_printf(&res->out, "request %lld: %" PRId64 " queued partitions"
+		   " dropped; runs in flight finish\n", id, dropped);
+}
+
+const struct cmd_entry cmd_cancel_entry = {
+	&cmdspec_cancel, cmd_cancel_exec
+};

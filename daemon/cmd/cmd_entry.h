@@ -1,0 +1,91 @@
+/*
+ * cmd_entry.h - what a command's file defines, and the helpers cmd.c
+ * shares with the command files (daemon side; see cmd.h for the callers'
+ * side).
+ *
+ * Each command lives in a cmd_NAME.c that defines a `const struct
+ * cmd_entry`: the command's specification (cmdspec.h: its name, flags
+ * and arguments, shared with backfillctl) and the function that runs it.
+ * cmd.c lists them all, finds the entry of a REQUEST, checks the peer's
+ * rights and the request's fields by the specification, and only then
+ * calls exec, so a handler starts from fields already checked and keeps
+ * only the checks that need the configuration or the state (a known job,
+ * its grain, bounds and max_backfill).  A handler answers with status,
+ * out and err in its struct cmd_res, and changes nothing when it refuses.
+ * Output is a human table or JSON (json=1), in the shapes of the README.
+ */
+#ifndef BACKFILLD_CMD_ENTRY_H
+#define BACKFILLD_CMD_ENTRY_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "cmd.h"
+#include "cmdspec.h"
+
+/* What a handler answers. */
+struct cmd_res {
+	int status;
+	struct buf out;
+	struct err err;
+	struct buf *frame;         /* NULL: the fields go to request, total */
+	struct cmd_stream *stream; /* set by a handler that streams */
+	int64_t request, total;
+};
+
+/* A command of the daemon: its specification and what runs it. */
+struct cmd_entry {
+	const struct cmdspec *spec;
+	void (*exec)(struct cmd_ctx *ctx, const struct proto_msg *req,
+		     struct cmd_res *res);
+};
+
+extern const struct cmd_entry cmd_backfill_entry, cmd_rerun_entry,
+    cmd_verify_entry, cmd_status_entry, cmd_runs_entry, cmd_stale_entry,
+    cmd_audit_entry, cmd_pause_entry, cmd_resume_entry, cmd_cancel_entry,
+    cmd_retry_entry, cmd_reload_entry, cmd_jobs_entry, cmd_map_entry,
+    cmd_report_entry;
+
+/* The entry of command `name`, or NULL. */
+const struct cmd_entry *cmd_find(const char *name);
+/* Check a request's fields by its command's specification, as
+ * cmd_run() does before exec: 0, or -1 with err (EXIT_BAD_INPUT). */
+int cmd_check(const struct cmd_entry *ce, const struct proto_msg *req,
+	      struct err *err);
+
+/* Pages of a stream: about this many bytes of output at most (a page
+ * ends after the row that crosses it), and a long `out` is cut into DATA
+ * chunks of this size. */
+#define CMD_PAGE_BYTES (256 * 1024)
+
+/* Refuse with a status and a message. */
+void cmd_fail(struct cmd_res *res, int status, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+/* Take an error as the result. */
+void cmd_fail_err(struct cmd_res *res, const struct err *err);
+/* A flag field: given as "1". */
+bool cmd_flag(const struct proto_msg *req, const char *key);
+/* The index of the job named by field `job` (present: the specification
+ * requires it, or the caller looked), or -1 after refusing an unknown
+ * one with the configured names. */
+int cmd_job(struct cmd_ctx *ctx, const struct proto_msg *req,
+	    struct cmd_res *res);
+/* Epoch ms as ISO-8601, or "-" when !has, into buf (CAL_KEY_MAX). */
+void cmd_fmt_time(int64_t ms, bool has, char *buf);
+
+/* A text table: rows of ncols cells, printed aligned. */
+#define CMD_TABLE_MAX_COLS 16
+struct cmd_table {
+	size_t ncols;
+	char **cells; /* row-major */
+	size_t nrows, cap;
+	size_t width[CMD_TABLE_MAX_COLS];
+};
+/* Add a row of ncols strings (NULL: empty). */
+void cmd_table_row(struct cmd_table *t, const char *const *cols);
+/* Print the rows aligned (last column unpadded) and free them; the
+ * widths stay, so that a streamed table printed page by page stays
+ * aligned as long as later rows are no wider (widths only grow). */
+void cmd_table_print(struct cmd_table *t, struct buf *out);
+
+#endif

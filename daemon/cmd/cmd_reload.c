@@ -1,0 +1,222 @@
+/*
+ * cmd_reload.c - reload: re-read the configuration (SIGHUP's work) and
+ * report what changed.
+ */
+#include "cmd_entry.h"
+
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "json.h"
+#include "log.h"
+
+/* "sql, timeout": the keys of a change, into a buf. */
+static void
+cmd_keys_text(struct buf *b, const char *const *k, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		buf_printf(b, "%s%s", i ? ", " : "", k[i]);
+	buf_add(b, "", 1);
+}
+
+/* The reload report as JSON: {added, removed, changed} of jobs (README),
+ * then warehouses, settings and what was cancelled. */
+static void
+cmd_reload_json(const struct config_diff *d, int64_t cancelled, bool dry_run,
+		struct buf *out)
+{
+	buf_printf(out, "{\"dry_run\": %s, \"no_change\": %s, \"added\": ",
+		   dry_run ? "true" : "false",
+		   config_diff_empty(d) ? "true" : "false");
+	json_strv(out, d->jobs.added, d->jobs.nadded);
+	buf_addstr(out, ", \"removed\": ");
+	json_strv(out, d->jobs.removed, d->jobs.nremoved);
+	buf_addstr(out, ", \"changed\": [");
+	for (size_t i = 0; i < d->jobs.nchanged; i++) {
+		const struct config_diff_changed *c = &d->jobs.changed[i];
+
+		buf_addstr(out, i ? ", {\"name\": " : "{\"name\": ");
+		json_str(out, c->name);
+		buf_printf(out, ", \"old_code_version\": \"%s\","
+			   " \"new_code_version\": \"%s\", \"keys\": ",
+			   c->old_code_version, c->new_code_version);
+		json_keys(out, c->keys, c->nkeys);
+		buf_addstr(out, "}");
+	}
+	buf_addstr(out, "], \"warehouses\": {\"added\": ");
+	json_strv(out, d->warehouses.added, d->warehouses.nadded);
+	buf_addstr(out, ", \"removed\": ");
+	json_strv(out, d->warehouses.removed, d->warehouses.nremoved);
+	buf_addstr(out, ", \"changed\": [");
+	for (size_t i = 0; i < d->warehouses.nchanged; i++) {
+		const struct config_diff_changed *c = &d->warehouses.changed[i];
+
+		buf_addstr(out, i ? ", {\"name\": " : "{\"name\": ");
+		json_str(out, c->name);
+		buf_addstr(out, ", \"keys\": ");
+		json_keys(out, c->keys, c->nkeys);
+		buf_addstr(out, "}");
+	}
+	buf_addstr(out, "]}, \"settings\": ");
+	json_keys(out, d->settings, d->nsettings);
+	buf_printf(out, ", \"cancelled\": %" PRId64 "}\n", cancelled);
+}
+
+/* The reload report as a table (one row per difference) and a summary
+ * line; "no change" when nothing differs. */
+static void
+cmd_reload_text(const struct config_diff *d, int64_t cancelled, bool dry_run,
+		struct buf *out)
+{
+	struct cmd_table t = { .ncols = 4 };
+	const char *head[4] = { "CHANGE", "WHAT", "NAME", "DETAIL" };
+	struct buf det;
+	char cnt[96];
+
+	if (config_diff_empty(d)) {
+		buf_addstr(out, dry_run ? "dry run: no change (the running"
+			   " configuration is the file's)\n" :
+			   "configuration reloaded: no change\n");
+		return;
+	}
+	buf_init(&det);
+	cmd_table_row(&t, head);
+	for (size_t i = 0; i < d->jobs.nadded; i++) {
+		const char *row[4] = { "added", "job", d->jobs.added[i], "" };
+		cmd_table_row(&t, row);
+	}
+	for (size_t i = 0; i < d->jobs.nremoved; i++) {
+		const char *row[4] = { "removed", "job", d->jobs.removed[i],
+			"its queued partitions are cancelled" };
+		cmd_table_row(&t, row);
+	}
+	for (size_t i = 0; i < d->jobs.nchanged; i++) {
+		const struct config_diff_changed *c = &d->jobs.changed[i];
+
+		buf_reset(&det);
+		if (strcmp(c->old_code_version, c->new_code_version) != 0)
+			buf_printf(&det, "code_version %s -> %s; ",
+				   c->old_code_version, c->new_code_version);
+		else
+			buf_printf(&det, "code_version %s (same); ",
+				   c->new_code_version);
+		buf_addstr(&det, "keys: ");
+		cmd_keys_text(&det, c->keys, c->nkeys);
+		const char *row[4] = { "changed", "job", c->name, det.data };
+		cmd_table_row(&t, row);
+	}
+	for (size_t i = 0; i < d->warehouses.nadded; i++) {
+		const char *row[4] = { "added", "warehouse",
+			d->warehouses.added[i], "" };
+		cmd_table_row(&t, row);
+	}
+	for (size_t i = 0; i < d->warehouses.nremoved; i++) {
+		const char *row[4] = { "removed", "warehouse",
+			d->warehouses.removed[i], "" };
+		cmd_table_row(&t, row);
+	}
+	for (size_t i = 0; i < d->warehouses.nchanged; i++) {
+		const struct config_diff_changed *c = &d->warehouses.changed[i];
+
+		buf_reset(&det);
+		buf_addstr(&det, "keys: ");
+		cmd_keys_text(&det, c->keys, c->nkeys);
+		const char *row[4] = { "changed", "warehouse", c->name,
+			det.data };
+		cmd_table_row(&t, row);
+	}
+	for (size_t i = 0; i < d->nsettings; i++) {
+		const char *row[4] = { "changed", "setting", d->settings[i], "" };
+		cmd_table_row(&t, row);
+	}
+	cmd_table_print(&t, out);
+	buf_free(&det);
+	snprintf(cnt, sizeof cnt, "%" PRId64 " queued partition%s of removed"
+		 " jobs %s", cancelled, cancelled == 1 ? "" : "s",
+		 dry_run ? "would be cancelled" : "cancelled");
+	buf_printf(out, "%s: jobs %zu added, %zu removed, %zu changed;"
+		   " warehouses %zu added, %zu removed, %zu changed; settings"
+		   " %zu changed; %s\n", dry_run ? "dry run, nothing applied" :
+		   "configuration reloaded", d->jobs.nadded, d->jobs.nremoved,
+		   d->jobs.nchanged, d->warehouses.nadded,
+		   d->warehouses.nremoved, d->warehouses.nchanged,
+		   d->nsettings, cnt);
+}
+
+void
+cmd_reload_log(const struct config_diff *d, int64_t cancelled)
+{
+	struct buf k;
+
+	if (config_diff_empty(d)) {
+		log_notice("reload: no change");
+		return;
+	}
+	buf_init(&k);
+	for (size_t i = 0; i < d->jobs.nadded; i++)
+		log_notice("reload: job=%s added", d->jobs.added[i]);
+	for (size_t i = 0; i < d->jobs.nremoved; i++)
+		log_notice("reload: job=%s removed", d->jobs.removed[i]);
+	for (size_t i = 0; i < d->jobs.nchanged; i++) {
+		const struct config_diff_changed *c = &d->jobs.changed[i];
+
+		buf_reset(&k);
+		for (size_t n = 0; n < c->nkeys; n++)
+			buf_printf(&k, "%s%s", n ? "," : "", c->keys[n]);
+		buf_add(&k, "", 1);
+		log_notice("reload: job=%s changed old_code_version=%s"
+			   " new_code_version=%s keys=%s", c->name,
+			   c->old_code_version, c->new_code_version, k.data);
+	}
+	for (size_t i = 0; i < d->warehouses.nadded; i++)
+		log_notice("reload: warehouse=%s added", d->warehouses.added[i]);
+	for (size_t i = 0; i < d->warehouses.nremoved; i++)
+		log_notice("reload: warehouse=%s removed",
+			   d->warehouses.removed[i]);
+	for (size_t i = 0; i < d->warehouses.nchanged; i++) {
+		const struct config_diff_changed *c = &d->warehouses.changed[i];
+
+		buf_reset(&k);
+		for (size_t n = 0; n < c->nkeys; n++)
+			buf_printf(&k, "%s%s", n ? "," : "", c->keys[n]);
+		buf_add(&k, "", 1);
+		log_notice("reload: warehouse=%s changed keys=%s", c->name,
+			   k.data);
+	}
+	for (size_t i = 0; i < d->nsettings; i++)
+		log_notice("reload: setting=%s changed", d->settings[i]);
+	log_notice("reload: jobs added=%zu removed=%zu changed=%zu warehouses"
+		   " added=%zu removed=%zu changed=%zu settings=%zu"
+		   " cancelled=%" PRId64, d->jobs.nadded, d->jobs.nremoved,
+		   d->jobs.nchanged, d->warehouses.nadded,
+		   d->warehouses.nremoved, d->warehouses.nchanged, d->nsettings,
+		   cancelled);
+	buf_free(&k);
+}
+
+/* reload [--dry-run] [--json]: apply (or only compare) and report. */
+static void
+cmd_reload_exec(struct cmd_ctx *ctx, const struct proto_msg *req,
+		struct cmd_res *res)
+{
+	struct err err;
+	struct config_diff d;
+	int64_t cancelled = 0;
+	bool dry = cmd_flag(req, "dry_run");
+
+	if (ctx->reload(ctx->reload_data, dry, &d, &cancelled, &err) < 0) {
+		cmd_fail_err(res, &err);
+		return;
+	}
+	if (cmd_flag(req, "json"))
+		cmd_reload_json(&d, cancelled, dry, &res->out);
+	else
+		cmd_reload_text(&d, cancelled, dry, &res->out);
+	config_diff_free(&d);
+}
+
+const struct cmd_entry cmd_reload_entry = {
+	&cmdspec_reload, cmd_reload_exec
+};

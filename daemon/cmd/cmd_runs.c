@@ -1,0 +1,245 @@
+/*
+ * cmd_runs.c - runs: the runs, newest first, streamed page by page from the
+ * store.
+ */
+#include "cmd_entry.h"
+
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "calendar.h"
+#include "json.h"
+#include "xalloc.h"
+
+/* Rows of `runs` per page. */
+#define CMD_RUNS_PAGE 500
+
+/*
+ * `runs` is a stream: a cursor over the state store (store_runs_open),
+ * one page of at most CMD_RUNS_PAGE rows or about CMD_PAGE_BYTES of text
+ * per next(), as one JSON array (json), one object per line (jsonl) or
+ * a table whose widths only grow from page to page.
+ */
+struct runs_ctx {
+	struct cmd_stream cs;
+	struct store_runs_cursor *cur;
+	bool json, jsonl;
+	bool started;
+	int64_t limit; /* 0: all */
+	int64_t n;     /* rows so far */
+	struct buf *out;
+	struct cmd_table t;
+	char head[512]; /* a line above the table, or "" */
+};
+
+/* One run as JSON or a table row; 1 ends the page. */
+static int
+runs_cb(const struct store_run_row *r, void *data, struct err *err)
+{
+	struct runs_ctx *rc = data;
+	char st[CAL_KEY_MAX], dur[32], id[24], rq[24], att[12], rows[24];
+
+	(void)err;
+	if (rc->json || rc->jsonl) {
+		if (rc->jsonl)
+			buf_addstr(rc->out, "{\"id\": ");
+		else
+			buf_printf(rc->out, "%s{\"id\": ", rc->n ?
+				   ",\n  " : "\n  ");
+		rc->n++;
+		if (r->has_id)
+			buf_printf(rc->out, "%" PRId64, r->id);
+		else
+			buf_addstr(rc->out, "null");
+		buf_printf(rc->out, ", \"request\": %" PRId64 ", \"job\": ",
+			   r->request_id);
+		json_str(rc->out, r->job);
+		buf_addstr(rc->out, ", \"partition\": ");
+		json_str(rc->out, r->key);
+		buf_printf(rc->out, ", \"attempt\": %d, \"state\": \"%s\","
+			   " \"started_at\": ", r->attempt, r->state);
+		json_time(rc->out, r->started_at, r->has_started_at);
+		buf_addstr(rc->out, ", \"finished_at\": ");
+		json_time(rc->out, r->finished_at, r->has_finished_at);
+		buf_addstr(rc->out, ", \"error\": ");
+		json_str(rc->out, r->error);
+		buf_addstr(rc->out, ", \"rows_changed\": ");
+		if (r->has_rows)
+			buf_printf(rc->out, "%" PRId64, r->rows_changed);
+		else
+			buf_addstr(rc->out, "null");
+		buf_addstr(rc->out, ", \"code_version\": ");
+		json_str(rc->out, r->code_version);
+		buf_addstr(rc->out, rc->jsonl ? "}\n" : "}");
+		return (rc->limit > 0 && rc->n >= rc->limit) ||
+		    rc->out->len >= CMD_PAGE_BYTES;
+	}
+	cmd_fmt_time(r->started_at, r->has_started_at, st);
+	if (r->has_finished_at)
+		snprintf(dur, sizeof dur, "%.3fs",
+			 (double)(r->finished_at - r->started_at) / 1000.0);
+	else
+		strcpy(dur, "-");
+	if (r->has_id)
+		snprintf(id, sizeof id, "%" PRId64, r->id);
+	else
+		strcpy(id, "-");
+	snprintf(rq, sizeof rq, "%" PRId64, r->request_id);
+	snprintf(att, sizeof att, "%d", r->attempt);
+	if (r->has_rows)
+		snprintf(rows, sizeof rows, "%" PRId64, r->rows_changed);
+	else
+		strcpy(rows, "-");
+	const char *row[11] = { id, rq, r->job, r->key, att, r->state, st, dur,
+		rows, r->code_version ? r->code_version : "-",
+		r->error ? r->error : "" };
+	cmd_table_row(&rc->t, row);
+	rc->n++;
+	return (rc->limit > 0 && rc->n >= rc->limit) ||
+	    rc->t.nrows * 128 >= CMD_PAGE_BYTES;
+}
+
+/* The next page of runs. */
+static int
+runs_next(struct cmd_stream *cs, struct buf *out)
+{
+	struct runs_ctx *rc = (struct runs_ctx *)cs;
+	int64_t want = CMD_RUNS_PAGE;
+	int done = 0;
+
+	rc->out = out;
+	if (!rc->started) {
+		rc->started = true;
+		if (rc->json)
+			buf_addstr(out, "[");
+		buf_addstr(out, rc->head);
+	}
+	if (rc->limit > 0 && rc->limit - rc->n < want)
+		want = rc->limit - rc->n;
+	if (want > 0)
+		done = store_runs_page(rc->cur, (int)want, runs_cb, rc,
+				       &cs->err);
+	if (done < 0) {
+		cs->status = EXIT_WORK_FAILED;
+		cmd_table_print(&rc->t, out);
+		return -1;
+	}
+	if (rc->limit > 0 && rc->n >= rc->limit)
+		done = 1;
+	if (!rc->json && !rc->jsonl)
+		cmd_table_print(&rc->t, out);
+	if (done && rc->json)
+		buf_addstr(out, rc->n ? "\n]\n" : "]\n");
+	return done;
+}
+
+/* Free the runs stream. */
+static void
+runs_free(struct cmd_stream *cs)
+{
+	struct runs_ctx *rc = (struct runs_ctx *)cs;
+
+	store_runs_close(rc->cur);
+	for (size_t i = 0; i < rc->t.nrows * rc->t.ncols; i++)
+		free(rc->t.cells[i]);
+	free(rc->t.cells);
+	free(rc);
+}
+
+/* The line above `runs --request N`'s table that gives the request's own
+ * controls, or "" when it has none. */
+static void
+runs_request_head(struct cmd_ctx *ctx, int64_t request, char *head,
+		  size_t size)
+{
+	char down[256];
+	int conc = 0, len = 0;
+	bool ff = false;
+
+	head[0] = '\0';
+	if (store_request_controls(sched_store(ctx->sched), request, &conc, &ff,
+				   down, sizeof down, NULL) != 0 ||
+	    (conc == 0 && !ff && down[0] == '\0'))
+		return;
+	len = snprintf(head, size, "request %" PRId64 ":", request);
+	if (conc > 0 && len >= 0 && (size_t)len < size)
+		len += snprintf(head + len, size - (size_t)len, " concurrency %d",
+				conc);
+	if (ff && len >= 0 && (size_t)len < size)
+		len += snprintf(head + len, size - (size_t)len, " fail-fast");
+	if (down[0] && len >= 0 && (size_t)len < size)
+		len += snprintf(head + len, size - (size_t)len, " downstream %s",
+				down);
+	if (len >= 0 && (size_t)len + 1 < size)
+		snprintf(head + len, size - (size_t)len, "\n");
+}
+
+static void
+cmd_runs_exec(struct cmd_ctx *ctx, const struct proto_msg *req,
+	      struct cmd_res *res)
+{
+	bool json = cmd_flag(req, "json"), jsonl = cmd_flag(req, "jsonl");
+	long long request = 0, limit = 0;
+	const char *state = proto_get(req, "state");
+	const struct config *cfg = sched_config(ctx->sched);
+	struct runs_ctx *rc;
+	const char *job = NULL;
+	struct err err;
+	char id[24];
+
+	if (proto_get(req, "job")) {
+		int j = cmd_job(ctx, req, res);
+		if (j < 0)
+			return;
+		job = cfg->jobs[j].name;
+	}
+	/* positive integers, a known state, not json with jsonl: the
+	 * specification checked them */
+	(void)proto_get_int(req, "request", &request);
+	(void)proto_get_int(req, "limit", &limit);
+	if (!json && !jsonl && limit == 0 && cmd_flag(req, "tty"))
+		limit = 50;
+	rc = xcalloc(1, sizeof *rc);
+	if (store_runs_open(sched_store(ctx->sched), job, request, state,
+			    &rc->cur, &err) < 0) {
+		free(rc);
+		cmd_fail_err(res, &err);
+		return;
+	}
+	rc->cs.next = runs_next;
+	rc->cs.free = runs_free;
+	rc->cs.status = EXIT_DONE;
+	err_clear(&rc->cs.err);
+	rc->json = json;
+	rc->jsonl = jsonl;
+	rc->limit = limit;
+	if (request > 0 && !json && !jsonl)
+		runs_request_head(ctx, request, rc->head, sizeof rc->head);
+	rc->t.ncols = 11;
+	if (!json && !jsonl) {
+		const char *head[11] = { "ID", "REQUEST", "JOB", "PARTITION",
+			"ATTEMPT", "STATE", "STARTED", "DURATION", "ROWS",
+			"VERSION", "ERROR" };
+
+		cmd_table_row(&rc->t, head);
+		/* page 1's widths from what is known of every page */
+		snprintf(id, sizeof id, "%" PRId64,
+			 store_runs_max_id(rc->cur));
+		if (strlen(id) > rc->t.width[0])
+			rc->t.width[0] = strlen(id);
+		for (size_t i = 0; i < cfg->njobs; i++)
+			if (strlen(cfg->jobs[i].name) > rc->t.width[2])
+				rc->t.width[2] = strlen(cfg->jobs[i].name);
+		if (rc->t.width[5] < strlen("succeeded"))
+			rc->t.width[5] = strlen("succeeded");
+		if (rc->t.width[6] < strlen("2026-01-01T00:00:00.000Z"))
+			rc->t.width[6] = strlen("2026-01-01T00:00:00.000Z");
+	}
+	res->stream = &rc->cs;
+}
+
+const struct cmd_entry cmd_runs_entry = {
+	&cmdspec_runs, cmd_runs_exec
+};

@@ -1,0 +1,361 @@
+/*
+ * cmd_status.c - status [JOB]: per job its schedule state and counts;
+ * the state store, the warehouses and their throttles, late partitions
+ * and late-data sensors.
+ */
+#include "cmd_entry.h"
+
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "calendar.h"
+#include "clock.h"
+#include "json.h"
+#include "throttle.h"
+
+
+struct count_ctx {
+	int64_t n;
+};
+
+/* Count stale partitions. */
+static int
+stale_count_cb(int job, part_t part, bool built, int64_t built_at,
+	       const struct stale_input *in, size_t nin, void *data,
+	       struct err *err)
+{
+	(void)job; (void)part; (void)built; (void)built_at; (void)in;
+	(void)nin; (void)err;
+	((struct count_ctx *)data)->n++;
+	return 0;
+}
+
+/* A number or null in JSON. */
+static void
+cmd_json_num(struct buf *b, bool has, double v)
+{
+	if (has)
+		buf_printf(b, "%.15g", v);
+	else
+		buf_addstr(b, "null");
+}
+
+/* A warehouse's throttle in status --json: null without one. */
+static void
+cmd_throttle_json(struct sched *s, const char *wh, struct buf *out)
+{
+	struct throttle_view v;
+	char at[CAL_KEY_MAX];
+
+	throttle_view(sched_throttle(s), wh, &v);
+	if (!v.has) {
+		buf_addstr(out, "null");
+		return;
+	}
+	buf_printf(out, "{\"state\": \"%s\", \"value\": ", !v.checked ?
+		   "unknown" : v.critical ? "critical" : v.throttled ?
+		   "throttled" : "ok");
+	cmd_json_num(out, v.has_value, v.value);
+	buf_printf(out, ", \"max\": %.15g, \"critical\": ", v.max);
+	cmd_json_num(out, v.has_critical, v.critical_at);
+	cal_format_iso_ms(v.since_ms, at);
+	buf_addstr(out, ", \"since\": ");
+	json_str(out, v.throttled ? at : NULL);
+	cal_format_iso_ms(v.checked_ms, at);
+	buf_addstr(out, ", \"checked_at\": ");
+	json_str(out, v.checked ? at : NULL);
+	buf_printf(out, ", \"checks\": %" PRId64, v.checks);
+	buf_addstr(out, ", \"error\": ");
+	json_str(out, v.error[0] ? v.error : NULL);
+	buf_addstr(out, "}");
+}
+
+/* A throttled warehouse's line in status. */
+static void
+cmd_throttle_text(struct sched *s, const char *wh, struct buf *out)
+{
+	struct throttle_view v;
+	char at[CAL_KEY_MAX];
+
+	throttle_view(sched_throttle(s), wh, &v);
+	if (!v.has || !v.throttled)
+		return;
+	cal_format_iso_ms(v.since_ms, at);
+	if (v.error[0])
+		buf_printf(out, "warehouse %s: throttled since %s: %s (max"
+			   " %.15g); no new run starts there\n", wh, at,
+			   v.error, v.max);
+	else
+		buf_printf(out, "warehouse %s: %s since %s: value %.15g above"
+			   " max %.15g; no new run starts there%s\n", wh,
+			   v.critical ? "critical" : "throttled", at, v.value,
+			   v.max, v.critical ? ", runs in flight are requeued" :
+			   "");
+}
+
+/* The head of status --json: the daemon and its state store, up to the
+ * opening of the jobs array. */
+static void
+status_head_json(struct sched *s, struct buf *out)
+{
+	const struct config *cfg = sched_config(s);
+	char now[CAL_KEY_MAX], since_s[CAL_KEY_MAX];
+	struct store_stats ss;
+	const char *why;
+	int64_t since;
+	bool failed = sched_store_failed(s, &why, &since);
+
+	cal_format_iso_ms(clock_now_ms(), now);
+	store_stats(sched_store(s), &ss);
+	buf_printf(out, "{\"version\": \"%s\", \"now\": \"%s\", \"running\":"
+		   " %d, \"queued\": %" PRId64 ", \"runs_kept\": %" PRId64 ","
+		   " \"store_bytes\": %" PRId64 ", \"wal_bytes\": %" PRId64 ","
+		   " \"store\": {\"path\": ", BACKFILLD_VERSION, now,
+		   sched_running(s), sched_queued(s), ss.runs_kept,
+		   ss.db_bytes, ss.wal_bytes);
+	json_str(out, cfg->state_db);
+	cal_format_iso_ms(since, since_s);
+	buf_printf(out, ", \"state\": \"%s\", \"since\": ", failed ? "failed" :
+		   "ok");
+	json_str(out, failed ? since_s : NULL);
+	buf_addstr(out, ", \"error\": ");
+	json_str(out, failed ? why : NULL);
+	buf_addstr(out, "}, \"jobs\": [");
+}
+
+/* A job's late-data sensor in status --json, inside its object. */
+static void
+status_sensor_json(const struct sched_job_view *v, struct buf *out)
+{
+	char lc[CAL_KEY_MAX], nc[CAL_KEY_MAX];
+
+	cal_format_iso_ms(v->last_check_ms, lc);
+	cal_format_iso_ms(v->next_check * 1000, nc);
+	buf_addstr(out, ", \"late_data\": {\"last_check\": ");
+	json_str(out, v->has_last_check ? lc : NULL);
+	buf_addstr(out, ", \"next_check\": ");
+	json_str(out, nc);
+	buf_printf(out, ", \"found\": %" PRId64 ", \"error\": ", v->found);
+	json_str(out, v->sensor_error);
+	buf_addstr(out, "}");
+}
+
+/* A job's object in status --json (first: the first of the array). */
+static void
+status_job_json(const struct job_def *j, const struct sched_job_view *v,
+		int64_t stale, bool first, struct buf *out)
+{
+	char k[CAL_KEY_MAX], k2[CAL_KEY_MAX];
+
+	buf_addstr(out, first ? "\n  {\"name\": " : ",\n  {\"name\": ");
+	json_str(out, j->name);
+	buf_printf(out, ", \"grain\": \"%s\", \"paused\": %s, \"watermark\": ",
+		   grain_name(j->grain), v->paused ? "true" : "false");
+	if (v->has_watermark)
+		part_key(j->grain, v->watermark, k);
+	json_str(out, v->has_watermark ? k : NULL);
+	buf_addstr(out, ", \"next_due\": ");
+	if (v->has_next_due)
+		cal_format_iso_ms(v->next_due * 1000, k);
+	json_str(out, v->has_next_due ? k : NULL);
+	buf_printf(out, ", \"catchup\": \"%s\", \"gap\": ", v->catchup);
+	if (v->has_gap) {
+		part_key(j->grain, v->gap_from, k);
+		part_key(j->grain, v->gap_to, k2);
+		buf_printf(out, "{\"from\": \"%s\", \"to\": \"%s\", \"partitions\":"
+			   " %" PRId64 "}", k, k2, v->gap_to - v->gap_from + 1);
+	} else {
+		buf_addstr(out, "null");
+	}
+	buf_printf(out, ", \"queued\": %" PRId64 ", \"running\": %" PRId64 ","
+		   " \"succeeded\": %" PRId64 ", \"failed\": %" PRId64 ","
+		   " \"blocked\": %" PRId64 ", \"stale\": %" PRId64 ", \"late\":"
+		   " %" PRId64 ", \"oldest_late\": ", v->queued, v->running,
+		   v->succeeded, v->failed, v->blocked, stale, v->late);
+	if (v->late > 0)
+		part_key(j->grain, v->late_oldest, k);
+	json_str(out, v->late > 0 ? k : NULL);
+	if (v->has_sensor)
+		status_sensor_json(v, out);
+	buf_addstr(out, "}");
+}
+
+/* A job's row in the status table. */
+static void
+status_job_row(const struct job_def *j, const struct sched_job_view *v,
+	       int64_t stale, struct cmd_table *t)
+{
+	char c[6][24], catch[80], wm[CAL_KEY_MAX], nd[CAL_KEY_MAX],
+	     gf[CAL_KEY_MAX], gt[CAL_KEY_MAX];
+
+	if (v->has_watermark)
+		part_key(j->grain, v->watermark, wm);
+	if (v->has_next_due)
+		cal_format_iso_ms(v->next_due * 1000, nd);
+	snprintf(c[0], 24, "%" PRId64, v->queued);
+	snprintf(c[1], 24, "%" PRId64, v->running);
+	snprintf(c[2], 24, "%" PRId64, v->succeeded);
+	snprintf(c[3], 24, "%" PRId64, v->failed);
+	snprintf(c[4], 24, "%" PRId64, v->blocked);
+	snprintf(c[5], 24, "%" PRId64, stale);
+	if (v->has_gap) {
+		part_key(j->grain, v->gap_from, gf);
+		part_key(j->grain, v->gap_to, gt);
+		snprintf(catch, sizeof catch, "refused (gap %s..%s)", gf, gt);
+	} else {
+		snprintf(catch, sizeof catch, "%s", v->catchup);
+	}
+	const char *row[12] = { j->name, grain_name(j->grain),
+		v->paused ? "yes" : "no", v->has_watermark ? wm : "-",
+		v->has_next_due ? nd : "-", catch, c[0], c[1], c[2], c[3], c[4],
+		c[5] };
+	cmd_table_row(t, row);
+}
+
+/* The warehouses of status --json, and the end of the object. */
+static void
+status_warehouses_json(struct sched *s, struct buf *out)
+{
+	const struct config *cfg = sched_config(s);
+
+	buf_addstr(out, "\n], \"warehouses\": [");
+	for (size_t w = 0; w < cfg->nwarehouses; w++) {
+		char why[256], at[CAL_KEY_MAX];
+		int64_t at_ms = 0;
+		int st = sched_warehouse_state(s, cfg->warehouses[w].name, why,
+					       sizeof why, &at_ms);
+
+		buf_addstr(out, w ? ",\n  {\"name\": " : "\n  {\"name\": ");
+		json_str(out, cfg->warehouses[w].name);
+		buf_printf(out, ", \"kind\": \"%s\", \"state\": \"%s\","
+			   " \"checked_at\": ", cfg->warehouses[w].kind ==
+			   WH_POSTGRES ? "postgres" : "sqlite", st > 0 ? "ok" :
+			   st < 0 ? "unreachable" : "unknown");
+		cal_format_iso_ms(at_ms, at);
+		json_str(out, st ? at : NULL);
+		buf_addstr(out, ", \"error\": ");
+		json_str(out, st < 0 ? why : NULL);
+		buf_addstr(out, ", \"throttle\": ");
+		cmd_throttle_json(s, cfg->warehouses[w].name, out);
+		buf_addstr(out, "}");
+	}
+	buf_addstr(out, cfg->nwarehouses ? "\n]}\n" : "]}\n");
+}
+
+/* Below the status table: the state store, the warehouses that are
+ * unreachable or throttled. */
+static void
+status_store_text(struct sched *s, struct buf *out)
+{
+	const struct config *cfg = sched_config(s);
+	char since_s[CAL_KEY_MAX], why_wh[256];
+	struct store_stats ss;
+	const char *why;
+	int64_t since, at_ms;
+
+	store_stats(sched_store(s), &ss);
+	buf_printf(out, "history: %" PRId64 " runs kept; state store %.1f MiB,"
+		   " its WAL %.1f MiB\n", ss.runs_kept,
+		   (double)ss.db_bytes / 1048576.0,
+		   (double)ss.wal_bytes / 1048576.0);
+	if (sched_store_failed(s, &why, &since)) {
+		cal_format_iso_ms(since, since_s);
+		buf_printf(out, "state store %s cannot be written since %s: %s;"
+			   " no new runs start until it can (free space on its"
+			   " filesystem)\n", cfg->state_db, since_s, why);
+	}
+	for (size_t w = 0; w < cfg->nwarehouses; w++) {
+		at_ms = 0;
+		if (sched_warehouse_state(s, cfg->warehouses[w].name, why_wh,
+					  sizeof why_wh, &at_ms) < 0)
+			buf_printf(out, "warehouse %s: unreachable: %s\n",
+				   cfg->warehouses[w].name, why_wh);
+		cmd_throttle_text(s, cfg->warehouses[w].name, out);
+	}
+}
+
+/* Below the status table: a job's late partitions and its late-data
+ * sensor. */
+static void
+status_job_text(const struct job_def *j, const struct sched_job_view *v,
+		struct buf *out)
+{
+	char lc[CAL_KEY_MAX], nc[CAL_KEY_MAX], ok[CAL_KEY_MAX];
+
+	if (v->late > 0) {
+		part_key(j->grain, v->late_oldest, ok);
+		buf_printf(out, "late %s: %" PRId64 " partition%s past the"
+			   " deadline of %" PRId64 "s, oldest %s\n", j->name,
+			   v->late, v->late == 1 ? "" : "s", j->deadline, ok);
+	}
+	if (!v->has_sensor)
+		return;
+	cal_format_iso_ms(v->last_check_ms, lc);
+	cal_format_iso_ms(v->next_check * 1000, nc);
+	if (!v->has_last_check)
+		buf_printf(out, "late_data %s: not checked yet; first check %s\n",
+			   j->name, nc);
+	else if (v->sensor_error)
+		buf_printf(out, "late_data %s: last check %s failed: %s; next"
+			   " %s\n", j->name, lc, v->sensor_error, nc);
+	else
+		buf_printf(out, "late_data %s: last check %s found %" PRId64
+			   " partitions; next %s\n", j->name, lc, v->found, nc);
+}
+
+/* status [JOB] [--json]: every job (or JOB), as a table or JSON. */
+static void
+cmd_status_exec(struct cmd_ctx *ctx, const struct proto_msg *req,
+		struct cmd_res *res)
+{
+	static const char *const head[12] = { "JOB", "GRAIN", "PAUSED",
+		"WATERMARK", "NEXT DUE", "CATCHUP", "QUEUED", "RUNNING",
+		"SUCCEEDED", "FAILED", "BLOCKED", "STALE" };
+	struct sched *s = ctx->sched;
+	const struct config *cfg = sched_config(s);
+	bool json = cmd_flag(req, "json");
+	struct cmd_table t = { .ncols = 12 };
+	struct sched_job_view v;
+	struct err err;
+	size_t k = 0;
+	int only = -1;
+
+	if (proto_get(req, "job") && (only = cmd_job(ctx, req, res)) < 0)
+		return;
+	if (json)
+		status_head_json(s, &res->out);
+	else
+		cmd_table_row(&t, head);
+	for (size_t i = 0; i < cfg->njobs; i++) {
+		const struct job_def *j = &cfg->jobs[i];
+		struct count_ctx cc = { 0 };
+
+		if (only >= 0 && (int)i != only)
+			continue;
+		sched_job_view(s, (int)i, &v);
+		if (j->nupstream > 0)
+			sched_stale(s, (int)i, stale_count_cb, &cc, &err);
+		if (json)
+			status_job_json(j, &v, cc.n, k++ == 0, &res->out);
+		else
+			status_job_row(j, &v, cc.n, &t);
+	}
+	if (json) {
+		status_warehouses_json(s, &res->out);
+		return;
+	}
+	cmd_table_print(&t, &res->out);
+	status_store_text(s, &res->out);
+	for (size_t i = 0; i < cfg->njobs; i++) {
+		if (only >= 0 && (int)i != only)
+			continue;
+		sched_job_view(s, (int)i, &v);
+		status_job_text(&cfg->jobs[i], &v, &res->out);
+	}
+}
+
+const struct cmd_entry cmd_status_entry = {
+	&cmdspec_status, cmd_status_exec
+};

@@ -1,0 +1,62 @@
+/*
+ * cmd_wait.c - the summary `backfillctl ... --wait` prints when its request
+ * is done (control.c runs the wait itself: PROGRESS frames, then this).
+ */
+#include "cmd_entry.h"
+
+#include <inttypes.h>
+#include <string.h>
+
+struct problems_ctx {
+	struct buf *out;
+	int n;
+};
+
+/* One failed or blocked partition of a waited request. */
+static void
+problem_cb(const char *job, const char *key, const char *state,
+	   const char *error, const char *blocked_on, void *data)
+{
+	struct problems_ctx *pc = data;
+
+	if (pc->n++ >= 20)
+		return;
+	if (strcmp(state, "blocked") == 0)
+		buf_printf(pc->out, "  blocked %s %s: waits for %s, which failed\n",
+			   job, key, blocked_on ? blocked_on : "an input");
+	else
+		buf_printf(pc->out, "  failed  %s %s: %s\n", job, key,
+			   error ? error : "failed");
+}
+
+void
+cmd_wait_summary(struct sched *s, int64_t request_id,
+		 const struct sched_progress *p, struct buf *out)
+{
+	struct problems_ctx pc = { out, 0 };
+	struct err err;
+
+	buf_printf(out, "request %" PRId64 ": %" PRId64 " succeeded, %" PRId64
+		   " failed, %" PRId64 " blocked, %" PRId64 " cancelled of %"
+		   PRId64 " in %.1fs\n", request_id, p->succeeded, p->failed,
+		   p->blocked, p->cancelled, p->total,
+		   (double)p->elapsed_ms / 1000.0);
+	if (p->failed + p->blocked == 0) {
+		if (p->cancelled > 0)
+			buf_printf(out, "%" PRId64 " partitions were cancelled:"
+				   " backfillctl retry %" PRId64 " queues them"
+				   " again\n", p->cancelled, request_id);
+		return;
+	}
+	if (store_request_problems(sched_store(s), request_id, problem_cb, &pc,
+				   &err) < 0) {
+		buf_printf(out, "  (cannot list them: %s)\n", err.msg);
+		return;
+	}
+	if (pc.n > 20)
+		buf_printf(out, "  ... and %d more: backfillctl runs --request %"
+			   PRId64 "\n", pc.n - 20, request_id);
+	buf_printf(out, "fix the cause, then retry what failed (backfillctl"
+		   " retry %" PRId64 ", or rerun JOB PARTITION); blocked"
+		   " partitions run once their inputs land\n", request_id);
+}

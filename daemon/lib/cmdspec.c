@@ -1,0 +1,637 @@
+/*
+ * cmdspec.c - the commands of backfillctl and backfilld, their arguments
+ * and the checks of their values (pure; see cmdspec.h).
+ */
+#include "cmdspec.h"
+
+#include <stdio.h>
+#include <string.h>
+
+#include "calendar.h"
+#include "suggest.h"
+
+const char *const cmdspec_reprocess_names[] = {
+	"all", "failed", "missing", NULL
+};
+
+const char *const cmdspec_state_names[] = {
+	"queued", "running", "succeeded", "failed", "blocked", "cancelled",
+	NULL
+};
+
+static cmdspec_check_fn cmdspec_backfill_check;
+static cmdspec_check_fn cmdspec_runs_check;
+
+/* The message of a missing PARTITION. */
+#define CMDSPEC_PARTITION_MISSING "PARTITION: give the partition's key " \
+	"(YYYY-MM-DD, or YYYY-MM-DDTHH for an hourly job)"
+
+static const struct cmdspec_arg cmdspec_backfill_opts[] = {
+	{ "from", CMDSPEC_DATE, "from", NULL, NULL, 0 },
+	{ "to", CMDSPEC_DATE, "to", NULL, NULL, 0 },
+	{ "dates-file", CMDSPEC_DATES_FILE, "dates", NULL, NULL, 0 },
+	{ "reprocess", CMDSPEC_ENUM, "reprocess", NULL, cmdspec_reprocess_names,
+	  0 },
+	{ "built-by", CMDSPEC_TEXT, "built_by", NULL, NULL, 0 },
+	{ "reverse", CMDSPEC_FLAG, "reverse", NULL, NULL, 0 },
+	{ "no-downstream", CMDSPEC_FLAG, "no_downstream", NULL, NULL, 0 },
+	{ "downstream", CMDSPEC_LIST, "downstream", NULL, NULL, 0 },
+	{ "concurrency", CMDSPEC_INT, "concurrency", NULL, NULL, 0 },
+	{ "fail-fast", CMDSPEC_FLAG, "fail_fast", NULL, NULL, 0 },
+	{ "stale", CMDSPEC_FLAG, "stale", NULL, NULL, 0 },
+	{ "reason", CMDSPEC_TEXT, "reason", NULL, NULL, 0 },
+	{ "dry-run", CMDSPEC_FLAG, "dry_run", NULL, NULL, 0 },
+	{ "verify", CMDSPEC_FLAG, "verify", NULL, NULL, 0 },
+	{ "wait", CMDSPEC_WAIT, NULL, NULL, NULL, 0 },
+	{ "json", CMDSPEC_FLAG, "json", NULL, NULL, 0 },
+	{ NULL, 0, NULL, NULL, NULL, 0 }
+};
+static const struct cmdspec_arg cmdspec_backfill_pos[] = {
+	{ "JOB", CMDSPEC_JOB, "job", "JOB: say which job to backfill", NULL,
+	  0 },
+	{ NULL, 0, NULL, NULL, NULL, 0 }
+};
+static const struct cmdspec_arg cmdspec_rerun_opts[] = {
+	{ "reason", CMDSPEC_TEXT, "reason", NULL, NULL, 0 },
+	{ "wait", CMDSPEC_WAIT, NULL, NULL, NULL, 0 },
+	{ NULL, 0, NULL, NULL, NULL, 0 }
+};
+static const struct cmdspec_arg cmdspec_rerun_pos[] = {
+	{ "JOB", CMDSPEC_JOB, "job", "JOB: say which job to rerun", NULL, 0 },
+	{ "PARTITION", CMDSPEC_DATE, "partition", CMDSPEC_PARTITION_MISSING,
+	  NULL, 0 },
+	{ NULL, 0, NULL, NULL, NULL, 0 }
+};
+static const struct cmdspec_arg cmdspec_verify_pos[] = {
+	{ "JOB", CMDSPEC_JOB, "job", "JOB: say which job to verify", NULL, 0 },
+	{ "PARTITION", CMDSPEC_DATE, "partition", CMDSPEC_PARTITION_MISSING,
+	  NULL, 0 },
+	{ NULL, 0, NULL, NULL, NULL, 0 }
+};
+static const struct cmdspec_arg cmdspec_json_opts[] = {
+	{ "json", CMDSPEC_FLAG, "json", NULL, NULL, 0 },
+	{ NULL, 0, NULL, NULL, NULL, 0 }
+};
+static const struct cmdspec_arg cmdspec_status_pos[] = {
+	{ "JOB", CMDSPEC_JOB, "job", NULL, NULL, 0 },
+	{ NULL, 0, NULL, NULL, NULL, 0 }
+};
+static const struct cmdspec_arg cmdspec_runs_opts[] = {
+	{ "job", CMDSPEC_JOB, "job", NULL, NULL, 0 },
+	{ "request", CMDSPEC_INT, "request", NULL, NULL, 0 },
+	{ "state", CMDSPEC_ENUM, "state", NULL, cmdspec_state_names, 0 },
+	{ "limit", CMDSPEC_INT, "limit", NULL, NULL, 0 },
+	{ "json", CMDSPEC_FLAG, "json", NULL, NULL, 0 },
+	{ "jsonl", CMDSPEC_FLAG, "jsonl", NULL, NULL, 0 },
+	{ NULL, 0, NULL, NULL, NULL, 0 }
+};
+static const struct cmdspec_arg cmdspec_audit_opts[] = {
+	{ "request", CMDSPEC_INT, "request", "--request N: say which request "
+	  "to audit (ids are in 'backfillctl runs')", NULL, 0 },
+	{ "json", CMDSPEC_FLAG, "json", NULL, NULL, 0 },
+	{ NULL, 0, NULL, NULL, NULL, 0 }
+};
+static const struct cmdspec_arg cmdspec_job_pos[] = {
+	{ "JOB", CMDSPEC_JOB, "job", "JOB: say which job", NULL, 0 },
+	{ NULL, 0, NULL, NULL, NULL, 0 }
+};
+static const struct cmdspec_arg cmdspec_cancel_pos[] = {
+	{ "REQUEST", CMDSPEC_INT, "request", "REQUEST: say which request to "
+	  "cancel (ids are in 'backfillctl runs')", NULL, 0 },
+	{ NULL, 0, NULL, NULL, NULL, 0 }
+};
+static const struct cmdspec_arg cmdspec_reload_opts[] = {
+	{ "dry-run", CMDSPEC_FLAG, "dry_run", NULL, NULL, 0 },
+	{ "json", CMDSPEC_FLAG, "json", NULL, NULL, 0 },
+	{ NULL, 0, NULL, NULL, NULL, 0 }
+};
+static const struct cmdspec_arg cmdspec_retry_pos[] = {
+	{ "REQUEST", CMDSPEC_INT, "request", "REQUEST: say which request to "
+	  "retry (ids are in 'backfillctl runs')", NULL, 0 },
+	{ NULL, 0, NULL, NULL, NULL, 0 }
+};
+static const struct cmdspec_arg cmdspec_wait_opts[] = {
+	{ "wait", CMDSPEC_WAIT, NULL, NULL, NULL, 0 },
+	{ NULL, 0, NULL, NULL, NULL, 0 }
+};
+static const struct cmdspec_arg cmdspec_map_opts[] = {
+	{ "from", CMDSPEC_TEXT, "from", NULL, NULL, 0 },
+	{ "to", CMDSPEC_TEXT, "to", NULL, NULL, 0 },
+	{ "json", CMDSPEC_FLAG, "json", NULL, NULL, 0 },
+	{ NULL, 0, NULL, NULL, NULL, 0 }
+};
+/* The page is written by the client: the daemon ignores the field. */
+static const struct cmdspec_arg cmdspec_report_opts[] = {
+	{ "html", CMDSPEC_TEXT, "html", "--html FILE: say where to write the "
+	  "report page", NULL, CMDSPEC_ARG_CLIENT },
+	{ NULL, 0, NULL, NULL, NULL, 0 }
+};
+static const struct cmdspec_arg cmdspec_none[] = {
+	{ NULL, 0, NULL, NULL, NULL, 0 }
+};
+
+const struct cmdspec cmdspec_backfill = {
+	"backfill",
+	"backfill JOB (--from D --to D | --dates-file F | --stale | "
+	"--built-by VERSION) [options]",
+	"Enqueue the partitions of JOB in a range of dates as one request,\n"
+	"with the downstream partitions that contain them.\n\n"
+	"  --from D             first date, YYYY-MM-DD (YYYY-MM-DDTHH for "
+	"an hourly job)\n"
+	"  --to D               last date, inclusive\n"
+	"  --dates-file F       the dates, one a line ('#' comments, blank "
+	"lines skipped;\n"
+	"                       - reads standard input)\n"
+	"  --reprocess WHICH    all (default), failed or missing\n"
+	"  --built-by VERSION   the partitions whose latest build used this "
+	"code version\n"
+	"  --stale              the stale partitions (see 'backfillctl "
+	"stale')\n"
+	"  --reverse            newest partition first\n"
+	"  --no-downstream      do not rebuild the downstream partitions\n"
+	"  --downstream JOB[,JOB]\n"
+	"                       rebuild only these downstream jobs (and what "
+	"they feed)\n"
+	"  --concurrency N      at most N runs of this request at once (at "
+	"most the\n"
+	"                       job's own concurrency)\n"
+	"  --fail-fast          after the first failure, cancel the rest "
+	"(resume it\n"
+	"                       with 'backfillctl retry REQUEST')\n"
+	"  --reason TEXT        why, recorded with the request\n"
+	"  --dry-run            print the partitions it would run, in order, "
+	"and an\n"
+	"                       estimate of its duration; change nothing\n"
+	"  --verify             first prove the job idempotent on the first "
+	"partition\n"
+	"                       (see 'backfillctl verify'); refuse the "
+	"request if not\n"
+	"  --wait               show progress; return when the work is "
+	"done\n"
+	"  --json               print JSON\n",
+	CMDSPEC_MUTATES,
+	cmdspec_backfill_opts, cmdspec_backfill_pos, 1, cmdspec_backfill_check
+};
+
+const struct cmdspec cmdspec_rerun = {
+	"rerun",
+	"rerun JOB PARTITION [--reason TEXT] [--wait]",
+	"Run one partition of JOB again (PARTITION is its key: YYYY-MM-DD,\n"
+	"or YYYY-MM-DDTHH for an hourly job).\n\n"
+	"  --reason TEXT        why, recorded with the request\n"
+	"  --wait               show progress; return when the work is "
+	"done\n",
+	CMDSPEC_MUTATES,
+	cmdspec_rerun_opts, cmdspec_rerun_pos, 2, NULL
+};
+
+const struct cmdspec cmdspec_verify = {
+	"verify",
+	"verify JOB PARTITION [--json]",
+	"Prove that JOB is idempotent: run it for PARTITION twice in one\n"
+	"transaction, compare the partition after each run (row count and an\n"
+	"order-independent checksum of its rows), and roll everything back.\n"
+	"Exit 2 when the second run changed the partition.  JOB must be a SQL\n"
+	"job that declares table: and partition_column:.\n\n"
+	"  --json               print JSON\n",
+	CMDSPEC_MUTATES | CMDSPEC_STREAMS,
+	cmdspec_json_opts, cmdspec_verify_pos, 2, NULL
+};
+
+const struct cmdspec cmdspec_status = {
+	"status",
+	"status [JOB] [--json]",
+	"Per job: paused, queued, running, succeeded, failed, blocked,\n"
+	"watermark and catchup state; the partitions past a job's deadline\n"
+	"(late) and the oldest of them.\n\n"
+	"  --json               print JSON\n",
+	0,
+	cmdspec_json_opts, cmdspec_status_pos, 0, NULL
+};
+
+const struct cmdspec cmdspec_runs = {
+	"runs",
+	"runs [--job J] [--request N] [--state S] [--limit N] [--json | "
+	"--jsonl]",
+	"The runs, newest first (the newest 50 on a terminal unless "
+	"--limit).\n\n"
+	"  --job J              only the runs of job J\n"
+	"  --request N          only the runs of request N\n"
+	"  --state S            queued, running, succeeded, failed, blocked "
+	"or cancelled\n"
+	"  --limit N            at most N runs\n"
+	"  --json               print JSON (every matching run unless "
+	"--limit)\n"
+	"  --jsonl              print one JSON object per line\n",
+	CMDSPEC_STREAMS,
+	cmdspec_runs_opts, cmdspec_none, 0, cmdspec_runs_check
+};
+
+const struct cmdspec cmdspec_stale = {
+	"stale",
+	"stale [--json]",
+	"The downstream partitions older than their inputs.\n\n"
+	"  --json               print JSON\n",
+	0,
+	cmdspec_json_opts, cmdspec_none, 0, NULL
+};
+
+const struct cmdspec cmdspec_audit = {
+	"audit",
+	"audit --request N [--json]",
+	"Per partition of request N: code version, rows and metrics before "
+	"and\nafter, checks, pass or fail.\n\n"
+	"  --request N          the request\n"
+	"  --json               print JSON\n",
+	0,
+	cmdspec_audit_opts, cmdspec_none, 0, NULL
+};
+
+const struct cmdspec cmdspec_pause = {
+	"pause",
+	"pause JOB",
+	"Freeze JOB's schedule and queue.\n\n",
+	CMDSPEC_MUTATES,
+	cmdspec_none, cmdspec_job_pos, 1, NULL
+};
+
+const struct cmdspec cmdspec_resume = {
+	"resume",
+	"resume JOB",
+	"Unfreeze JOB's schedule and queue.\n\n",
+	CMDSPEC_MUTATES,
+	cmdspec_none, cmdspec_job_pos, 1, NULL
+};
+
+const struct cmdspec cmdspec_cancel = {
+	"cancel",
+	"cancel REQUEST",
+	"Drop the queued partitions of request REQUEST.\n\n",
+	CMDSPEC_MUTATES,
+	cmdspec_none, cmdspec_cancel_pos, 1, NULL
+};
+
+const struct cmdspec cmdspec_retry = {
+	"retry",
+	"retry REQUEST [--wait]",
+	"Queue again the failed, blocked and cancelled partitions of request\n"
+	"REQUEST, with their downstream, as the same request (refused while "
+	"runs\nof it are in flight).\n\n"
+	"  --wait               show progress; return when the work is "
+	"done\n",
+	CMDSPEC_MUTATES,
+	cmdspec_wait_opts, cmdspec_retry_pos, 1, NULL
+};
+
+const struct cmdspec cmdspec_reload = {
+	"reload",
+	"reload [--dry-run] [--json]",
+	"Re-read the daemon's configuration (as SIGHUP does) and print what\n"
+	"changed: jobs added, removed and changed (old and new code version,\n"
+	"the keys that changed), warehouses, settings, and how many queued\n"
+	"partitions of removed jobs were cancelled; \"no change\" when nothing\n"
+	"did.  A broken file is refused (FILE:LINE:COL, exit 2) and the running\n"
+	"configuration stays.\n\n"
+	"  --dry-run            validate the file and print the same report\n"
+	"                       against the running configuration; apply "
+	"nothing\n"
+	"  --json               print JSON: {added, removed, changed, "
+	"warehouses,\n"
+	"                       settings, cancelled}\n",
+	CMDSPEC_MUTATES,
+	cmdspec_reload_opts, cmdspec_none, 0, NULL
+};
+
+const struct cmdspec cmdspec_jobs = {
+	"jobs",
+	"jobs [--json]",
+	"The loaded jobs: grain, warehouse or command, upstream, paused,\n"
+	"catchup state, watermark, code version, and the file and line that\n"
+	"define each.\n\n"
+	"  --json               print JSON\n",
+	0,
+	cmdspec_json_opts, cmdspec_none, 0, NULL
+};
+
+const struct cmdspec cmdspec_map = {
+	"map",
+	"map JOB [--from D --to D] [--json]",
+	"JOB's partitions as a calendar, one letter per partition by state\n"
+	"(days: a row per ISO week; hours: a row per day; weeks and months: a\n"
+	"row per year), with a legend and counts; in colour on a terminal.\n"
+	"Default range: the job's start (or its first built partition) to its\n"
+	"newest due partition; at most 100000 partitions.\n\n"
+	"  --from D             first date, YYYY-MM-DD (YYYY-MM-DDTHH for "
+	"an hourly job)\n"
+	"  --to D               last date, inclusive\n"
+	"  --json               print {job, grain, from, to, ranges: [{from, "
+	"to, state,\n"
+	"                       count}]}: runs of consecutive partitions in "
+	"one state\n",
+	0,
+	cmdspec_map_opts, cmdspec_job_pos, 1, NULL
+};
+
+const struct cmdspec cmdspec_report = {
+	"report",
+	"report --html FILE",
+	"Write the report page to FILE now: one self-contained HTML file\n"
+	"(no script, no external asset) with each job's partition map, the\n"
+	"requests with their progress, the newest failures with their\n"
+	"errors, and the late and stale partitions.  FILE is replaced whole\n"
+	"(a temporary file beside it, renamed).\n\n"
+	"  --html FILE          where to write the page\n",
+	0,
+	cmdspec_report_opts, cmdspec_none, 0, NULL
+};
+const struct cmdspec *const cmdspec_table[] = {
+	&cmdspec_backfill, &cmdspec_rerun, &cmdspec_verify, &cmdspec_status,
+	&cmdspec_runs, &cmdspec_stale, &cmdspec_audit, &cmdspec_pause,
+	&cmdspec_resume, &cmdspec_cancel, &cmdspec_retry, &cmdspec_reload,
+	&cmdspec_jobs, &cmdspec_map, &cmdspec_report
+};
+const size_t cmdspec_count = sizeof cmdspec_table / sizeof cmdspec_table[0];
+
+/* The command called name, or NULL. */
+const struct cmdspec *
+cmdspec_find(const char *name)
+{
+	for (size_t i = 0; i < cmdspec_count; i++)
+		if (strcmp(cmdspec_table[i]->name, name) == 0)
+			return cmdspec_table[i];
+	return NULL;
+}
+
+/* The number of arguments of a list. */
+static int
+cmdspec_nargs(const struct cmdspec_arg *a)
+{
+	int n = 0;
+
+	while (a[n].name != NULL)
+		n++;
+	return n;
+}
+
+/* The number of options of a command. */
+int
+cmdspec_nopts(const struct cmdspec *cs)
+{
+	return cmdspec_nargs(cs->opts);
+}
+
+/* The number of positionals of a command. */
+int
+cmdspec_npos(const struct cmdspec *cs)
+{
+	return cmdspec_nargs(cs->pos);
+}
+
+/* A date or an hour. */
+int
+cmdspec_date_ok(const char *s, struct err *err)
+{
+	int64_t v;
+
+	if (strlen(s) == 13 && s[10] == 'T')
+		return cal_parse_hour(s, &v, err);
+	return cal_parse_date(s, &v, err);
+}
+
+/* Strict positive decimal integer: digits only, no sign, no overflow. */
+static int
+cmdspec_posint(const char *what, const char *s, long long *v,
+	       struct err *err)
+{
+	long long n = 0;
+	const char *p;
+
+	for (p = s; *p >= '0' && *p <= '9'; p++) {
+		if (n > (999999999999999999LL - (*p - '0')) / 10) {
+			n = -1;
+			break;
+		}
+		n = n * 10 + (*p - '0');
+	}
+	if (p == s || *p != '\0' || n <= 0)
+		return err_set(err, EXIT_BAD_INPUT, "%s must be a positive "
+			       "integer, not '%.40s'", what, s);
+	if (v != NULL)
+		*v = n;
+	return 0;
+}
+
+/* One of a NULL-terminated list of values; the message lists them and
+ * names the closest one, if any. */
+static int
+cmdspec_enum_ok(const char *what, const char *const *values, const char *s,
+		struct err *err)
+{
+	char list[256] = "";
+	const char *hit;
+	size_t n, i, len;
+
+	for (n = 0; values[n] != NULL; n++)
+		if (strcmp(values[n], s) == 0)
+			return 0;
+	for (i = 0; i < n; i++) {
+		len = strlen(list);
+		snprintf(list + len, sizeof list - len, "%s%s", i == 0 ? "" :
+			 i + 1 == n ? " or " : ", ", values[i]);
+	}
+	hit = suggest_closest(s, values, n);
+	if (hit != NULL)
+		return err_set(err, EXIT_BAD_INPUT, "%s must be %s, not '%.40s'"
+			       " (did you mean '%s'?)", what, list, s, hit);
+	return err_set(err, EXIT_BAD_INPUT, "%s must be %s, not '%.40s'", what,
+		       list, s);
+}
+
+/* Names separated by commas, none of them empty. */
+static int
+cmdspec_list_ok(const char *what, const char *s, struct err *err)
+{
+	size_t len = strlen(s);
+
+	if (len == 0 || s[0] == ',' || s[len - 1] == ',' ||
+	    strstr(s, ",,") != NULL)
+		return err_set(err, EXIT_BAD_INPUT, "%s '%.60s' has an empty "
+			       "job name: give job names separated by commas",
+			       what, s);
+	return 0;
+}
+
+/* Check one value by its argument's kind. */
+int
+cmdspec_check_value(const struct cmdspec_arg *a, const char *what,
+		    const char *s, long long *n, struct err *err)
+{
+	switch (a->kind) {
+	case CMDSPEC_JOB:
+		if (*s == '\0')
+			return err_set(err, EXIT_BAD_INPUT, "the job name is "
+				       "empty: name one of the configured jobs "
+				       "('backfillctl jobs' lists them)");
+		return 0;
+	case CMDSPEC_INT:
+		return cmdspec_posint(what, s, n, err);
+	case CMDSPEC_DATE:
+		if (cmdspec_date_ok(s, err) < 0) {
+			err_prefix(err, "%s", what);
+			return -1;
+		}
+		return 0;
+	case CMDSPEC_ENUM:
+		return cmdspec_enum_ok(what, a->values, s, err);
+	case CMDSPEC_LIST:
+		return cmdspec_list_ok(what, s, err);
+	default:
+		return 0;
+	}
+}
+
+/* Check each argument of a list that was given, and that each required
+ * one was; opts: the list is of options (messages say --name). */
+static int
+cmdspec_check_args(const struct cmdspec_arg *args, bool opts,
+		   cmdspec_get_fn *get, const void *src, bool client,
+		   struct err *err)
+{
+	char what[64];
+	const char *v;
+
+	for (const struct cmdspec_arg *a = args; a->name != NULL; a++) {
+		if (a->field == NULL || (!client && (a->flags &
+		    CMDSPEC_ARG_CLIENT)))
+			continue;
+		v = get(src, a->field);
+		if (a->kind == CMDSPEC_FLAG)
+			continue;
+		if (a->missing != NULL && (v == NULL || (*v == '\0' &&
+		    a->kind == CMDSPEC_TEXT)))
+			return err_set(err, EXIT_BAD_INPUT, "missing %s",
+				       a->missing);
+		if (v == NULL)
+			continue;
+		snprintf(what, sizeof what, "%s%s", opts ? "--" : "", a->name);
+		if (cmdspec_check_value(a, what, v, NULL, err) < 0)
+			return -1;
+	}
+	return 0;
+}
+
+/* Check a request's values by the command's specification. */
+int
+cmdspec_check(const struct cmdspec *cs, cmdspec_get_fn *get,
+	      const void *src, bool client, struct err *err)
+{
+	if (cmdspec_check_args(cs->pos, false, get, src, client, err) < 0 ||
+	    cmdspec_check_args(cs->opts, true, get, src, client, err) < 0)
+		return -1;
+	if (cs->check != NULL)
+		return cs->check(cs, get, src, err);
+	return 0;
+}
+
+/* Is flag field `field` given ("1")? */
+static bool
+cmdspec_flag(cmdspec_get_fn *get, const void *src, const char *field)
+{
+	const char *v = get(src, field);
+
+	return v != NULL && strcmp(v, "1") == 0;
+}
+
+/*
+ * backfill: --from and --to go together; the dates are chosen one way:
+ * --from/--to, --dates-file, --stale or --built-by (which --from/--to
+ * may narrow); the bounds in order; --built-by names a version;
+ * --downstream not with --no-downstream.
+ */
+static int
+cmdspec_backfill_check(const struct cmdspec *cs, cmdspec_get_fn *get,
+		       const void *src, struct err *err)
+{
+	static const char *const way[] = { "--from/--to", "--dates-file",
+		"--stale", "--built-by" };
+	const char *from = get(src, "from"), *to = get(src, "to");
+	const char *built_by = get(src, "built_by");
+	bool given[4];
+	struct part_range r;
+	int a, b;
+
+	(void)cs;
+	if (from != NULL && to == NULL)
+		return err_set(err, EXIT_BAD_INPUT, "--from without --to: give "
+			       "both bounds (inclusive; the same date twice for "
+			       "one day)");
+	if (to != NULL && from == NULL)
+		return err_set(err, EXIT_BAD_INPUT, "--to without --from: give "
+			       "both bounds (inclusive; the same date twice for "
+			       "one day)");
+	given[0] = from != NULL;
+	given[1] = get(src, "dates") != NULL;
+	given[2] = cmdspec_flag(get, src, "stale");
+	given[3] = built_by != NULL;
+	for (a = 0; a < 4; a++)
+		for (b = a + 1; b < 4; b++)
+			if (given[a] && given[b] && !(a == 0 && b == 3))
+				return err_set(err, EXIT_BAD_INPUT, "%s and %s "
+					       "both given: choose the dates one "
+					       "way%s", way[a], way[b], b == 3 ?
+					       " (only --from/--to may narrow "
+					       "--built-by)" : "");
+	if (!given[0] && !given[1] && !given[2] && !given[3])
+		return err_set(err, EXIT_BAD_INPUT, "no dates given: add --from "
+			       "D --to D, --dates-file F, --stale or --built-by "
+			       "VERSION");
+	/* Hour grain takes both forms of bound; it checks the order. */
+	if (from != NULL && range_parse(GRAIN_HOUR, from, to, &r, err) < 0)
+		return -1;
+	if (built_by != NULL && *built_by == '\0')
+		return err_set(err, EXIT_BAD_INPUT, "--built-by needs a code "
+			       "version (the code_version of 'backfillctl "
+			       "runs')");
+	if (get(src, "downstream") != NULL &&
+	    cmdspec_flag(get, src, "no_downstream"))
+		return err_set(err, EXIT_BAD_INPUT, "--downstream and "
+			       "--no-downstream both given: choose one");
+	return 0;
+}
+
+/* runs: --json and --jsonl exclude each other. */
+static int
+cmdspec_runs_check(const struct cmdspec *cs, cmdspec_get_fn *get,
+		   const void *src, struct err *err)
+{
+	(void)cs;
+	if (cmdspec_flag(get, src, "json") && cmdspec_flag(get, src, "jsonl"))
+		return err_set(err, EXIT_BAD_INPUT, "--json and --jsonl exclude "
+			       "each other: choose one");
+	return 0;
+}
+
+/* Parse --reprocess; NULL is all. */
+int
+cmdspec_reprocess_parse(const char *s, enum reprocess *out)
+{
+	if (s == NULL) {
+		*out = REPROCESS_ALL;
+		return 0;
+	}
+	for (int i = 0; cmdspec_reprocess_names[i] != NULL; i++) {
+		if (strcmp(s, cmdspec_reprocess_names[i]) == 0) {
+			*out = (enum reprocess)i;
+			return 0;
+		}
+	}
+	return -1;
+}
+
+/* The name of a reprocess value. */
+const char *
+cmdspec_reprocess_name(enum reprocess r)
+{
+	return (unsigned)r <= REPROCESS_MISSING ? cmdspec_reprocess_names[r] :
+	    "all";
+}

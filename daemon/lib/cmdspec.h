@@ -1,0 +1,128 @@
+/*
+ * cmdspec.h - the one specification of backfillctl's commands (pure).
+ *
+ * Both programs read their commands from this table: backfillctl builds
+ * its usage, its help and its getopt options from it and checks argv
+ * with it (ctl.c); the daemon checks every REQUEST's fields with it
+ * again, never trusting the client, before a command's handler runs
+ * (cmd.c, one cmd_*.c per command).  A rule and its message are written
+ * once, here, so the two sides cannot drift.
+ *
+ * A command has options (--name, a request field each) and positionals
+ * (JOB, PARTITION, REQUEST: a field each too); each argument has a kind
+ * that says how its value is checked.  Rules across arguments (exclusive
+ * options, pairs) are a command's check function.  What needs the
+ * configuration (whether a job exists, its grain, bounds and
+ * max_backfill) is the daemon's handler's business, not this file's.
+ *
+ * Messages say what was wrong and what to do; backfillctl adds "; see
+ * 'backfillctl COMMAND --help'" to them.
+ */
+#ifndef BACKFILLD_CMDSPEC_H
+#define BACKFILLD_CMDSPEC_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+#include "err.h"
+
+/* How an argument's value is checked and sent. */
+enum cmdspec_kind {
+	CMDSPEC_FLAG,       /* takes no value; the field is "1" when given */
+	CMDSPEC_TEXT,       /* any text, sent as typed */
+	CMDSPEC_JOB,        /* a job name, not empty */
+	CMDSPEC_INT,        /* a positive decimal integer */
+	CMDSPEC_DATE,       /* a date or an hour: YYYY-MM-DD, YYYY-MM-DDTHH */
+	CMDSPEC_ENUM,       /* one of the argument's values */
+	CMDSPEC_LIST,       /* names separated by commas, none empty */
+	CMDSPEC_DATES_FILE, /* a file the client reads and sends as its dates */
+	CMDSPEC_WAIT        /* the client waits for the request: no field */
+};
+
+/* An argument's flags. */
+#define CMDSPEC_ARG_CLIENT 0x1 /* the client's alone: the daemon ignores it */
+
+/*
+ * An option of a command (name: its long name, without "--") or a
+ * positional argument (name: what messages call it, e.g. JOB).  A
+ * required one has `missing`: what to say, after "missing ", when it is
+ * absent.  Lists end with a NULL name.
+ */
+struct cmdspec_arg {
+	const char *name;
+	enum cmdspec_kind kind;
+	const char *field;         /* the request field, or NULL */
+	const char *missing;       /* required: the message when absent */
+	const char *const *values; /* CMDSPEC_ENUM: NULL-terminated */
+	int flags;                 /* CMDSPEC_ARG_* */
+};
+
+/* A command's flags. */
+#define CMDSPEC_MUTATES 0x1 /* changes state: needs the socket's group
+			     * (not with dry_run=1) */
+#define CMDSPEC_STREAMS 0x2 /* always answers with DATA frames */
+
+/* Where a check reads the values: the value of request field `field`,
+ * or NULL when absent (proto_get for the daemon, argv for the client). */
+typedef const char *cmdspec_get_fn(const void *src, const char *field);
+
+struct cmdspec;
+/* A command's rules across its arguments: 0, or -1 with err. */
+typedef int cmdspec_check_fn(const struct cmdspec *cs, cmdspec_get_fn *get,
+			     const void *src, struct err *err);
+
+struct cmdspec {
+	const char *name;
+	const char *usage;          /* the synopsis, after "backfillctl " */
+	const char *help;           /* what it does, and its options */
+	int flags;                  /* CMDSPEC_MUTATES, CMDSPEC_STREAMS */
+	const struct cmdspec_arg *opts;
+	const struct cmdspec_arg *pos;
+	int minpos;                 /* the first minpos positionals are
+				     * required */
+	cmdspec_check_fn *check;    /* or NULL */
+};
+
+/* Each command, and all of them in the order of backfillctl --help. */
+extern const struct cmdspec cmdspec_backfill, cmdspec_rerun, cmdspec_verify,
+    cmdspec_status, cmdspec_runs, cmdspec_stale, cmdspec_audit,
+    cmdspec_pause, cmdspec_resume, cmdspec_cancel, cmdspec_retry,
+    cmdspec_reload, cmdspec_jobs, cmdspec_map, cmdspec_report;
+extern const struct cmdspec *const cmdspec_table[];
+extern const size_t cmdspec_count;
+
+/* The command called name, or NULL. */
+const struct cmdspec *cmdspec_find(const char *name);
+/* Its number of options, and of positionals. */
+int cmdspec_nopts(const struct cmdspec *cs);
+int cmdspec_npos(const struct cmdspec *cs);
+
+/*
+ * Check a request's values: each argument given, by its kind (in the
+ * order positionals, then options), each required one present, then the
+ * command's rules.  With `client` false, arguments marked
+ * CMDSPEC_ARG_CLIENT and CMDSPEC_WAIT are skipped.  0, or -1 with err
+ * (EXIT_BAD_INPUT).
+ */
+int cmdspec_check(const struct cmdspec *cs, cmdspec_get_fn *get,
+		  const void *src, bool client, struct err *err);
+/* Check one value s of argument a (what: its name in messages, "--from"
+ * or "JOB"); an integer is left in *n when n is not NULL.  0, or -1. */
+int cmdspec_check_value(const struct cmdspec_arg *a, const char *what,
+			const char *s, long long *n, struct err *err);
+/* A date or an hour (YYYY-MM-DD or YYYY-MM-DDTHH): 0, or -1 with the
+ * calendar's message. */
+int cmdspec_date_ok(const char *s, struct err *err);
+
+/* --reprocess: which partitions of the range a backfill runs again. */
+enum reprocess { REPROCESS_ALL, REPROCESS_FAILED, REPROCESS_MISSING };
+extern const char *const cmdspec_reprocess_names[]; /* by enum, NULL-ended */
+/* NULL (not given) is all.  0, or -1 when s is not one of the names. */
+int cmdspec_reprocess_parse(const char *s, enum reprocess *out);
+const char *cmdspec_reprocess_name(enum reprocess r);
+
+/* The states of a partition of a request, as `runs --state` takes them
+ * (the order of the store's enum mstate; test_cmd checks they agree). */
+extern const char *const cmdspec_state_names[];
+
+#endif

@@ -1,0 +1,319 @@
+/*
+ * test_cmdspec.c - the command specification shared by backfillctl and
+ * backfilld: each command's arguments accept and refuse what they should,
+ * with the one message of each rule (table-driven), the enums' tables.
+ */
+#include <check.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cmdspec.h"
+
+#define MAX_FIELDS 8
+
+/* A request's fields: "key=value" strings, NULL-terminated. */
+struct fields {
+	const char *kv[MAX_FIELDS];
+};
+
+/* The value of field `field` in a struct fields (cmdspec_get_fn). */
+static const char *
+get(const void *src, const char *field)
+{
+	const struct fields *f = src;
+	size_t n = strlen(field);
+
+	for (int i = 0; i < MAX_FIELDS && f->kv[i] != NULL; i++)
+		if (strncmp(f->kv[i], field, n) == 0 && f->kv[i][n] == '=')
+			return f->kv[i] + n + 1;
+	return NULL;
+}
+
+/*
+ * The cases: a command, its fields, and "" when they are accepted, else
+ * a piece of the message.  As the daemon checks them (client false):
+ * backfillctl runs the same checks, plus its own about --wait and
+ * report's --html.
+ */
+static const struct {
+	const char *cmd;
+	struct fields f;
+	const char *want;
+} cases[] = {
+	/* backfill: the ways of choosing the dates */
+	{ "backfill", { { "job=j", "from=2026-02-01", "to=2026-02-03" } }, "" },
+	{ "backfill", { { "job=j", "from=2026-02-01T05", "to=2026-02-01T07" } },
+	  "" },
+	{ "backfill", { { "job=j", "dates=2026-02-01" } }, "" },
+	{ "backfill", { { "job=j", "stale=1" } }, "" },
+	{ "backfill", { { "job=j", "built_by=v1" } }, "" },
+	{ "backfill", { { "job=j", "built_by=v1", "from=2026-02-01",
+			  "to=2026-02-02" } }, "" },
+	{ "backfill", { { "from=2026-02-01", "to=2026-02-03" } },
+	  "missing JOB: say which job to backfill" },
+	{ "backfill", { { "job=", "stale=1" } }, "the job name is empty" },
+	{ "backfill", { { "job=j" } }, "no dates given: add --from D --to D" },
+	{ "backfill", { { "job=j", "stale=0" } }, "no dates given" },
+	{ "backfill", { { "job=j", "from=2026-02-01" } },
+	  "--from without --to: give both bounds" },
+	{ "backfill", { { "job=j", "to=2026-02-01" } },
+	  "--to without --from: give both bounds" },
+	{ "backfill", { { "job=j", "from=2026-02-01", "to=2026-02-02",
+			  "dates=2026-02-01" } },
+	  "--from/--to and --dates-file both given: choose the dates one way" },
+	{ "backfill", { { "job=j", "from=2026-02-01", "to=2026-02-02",
+			  "stale=1" } },
+	  "--from/--to and --stale both given" },
+	{ "backfill", { { "job=j", "dates=2026-02-01", "stale=1" } },
+	  "--dates-file and --stale both given" },
+	{ "backfill", { { "job=j", "stale=1", "built_by=v" } },
+	  "--stale and --built-by both given: choose the dates one way (only"
+	  " --from/--to may narrow --built-by)" },
+	{ "backfill", { { "job=j", "built_by=" } },
+	  "--built-by needs a code version" },
+	{ "backfill", { { "job=j", "from=2026-02-30", "to=2026-03-01" } },
+	  "--from: 2026-02-30 is not a date" },
+	{ "backfill", { { "job=j", "from=2026-02-01", "to=2026-13-01" } },
+	  "--to: 2026-13-01 is not a date" },
+	{ "backfill", { { "job=j", "from=2026-2-1", "to=2026-02-03" } },
+	  "--from: bad date" },
+	{ "backfill", { { "job=j", "from=2026-02-03", "to=2026-02-01" } },
+	  "--from 2026-02-03 is after --to 2026-02-01" },
+	{ "backfill", { { "job=j", "stale=1", "reprocess=failed" } }, "" },
+	{ "backfill", { { "job=j", "stale=1", "reprocess=sometimes" } },
+	  "--reprocess must be all, failed or missing, not 'sometimes'" },
+	{ "backfill", { { "job=j", "stale=1", "reprocess=faild" } },
+	  "(did you mean 'failed'?)" },
+	{ "backfill", { { "job=j", "stale=1", "concurrency=2" } }, "" },
+	{ "backfill", { { "job=j", "stale=1", "concurrency=0" } },
+	  "--concurrency must be a positive integer, not '0'" },
+	{ "backfill", { { "job=j", "stale=1", "concurrency=-1" } },
+	  "--concurrency must be a positive integer, not '-1'" },
+	{ "backfill", { { "job=j", "stale=1", "concurrency=+3" } },
+	  "positive integer" },
+	{ "backfill", { { "job=j", "stale=1", "concurrency=99999999999999999999"
+	  } }, "positive integer" },
+	{ "backfill", { { "job=j", "stale=1", "downstream=a,b" } }, "" },
+	{ "backfill", { { "job=j", "stale=1", "downstream=a," } },
+	  "--downstream 'a,' has an empty job name" },
+	{ "backfill", { { "job=j", "stale=1", "downstream=,a" } },
+	  "empty job name" },
+	{ "backfill", { { "job=j", "stale=1", "downstream=a,,b" } },
+	  "empty job name" },
+	{ "backfill", { { "job=j", "stale=1", "downstream=" } },
+	  "empty job name" },
+	{ "backfill", { { "job=j", "stale=1", "downstream=a",
+			  "no_downstream=1" } },
+	  "--downstream and --no-downstream both given: choose one" },
+	/* rerun, verify */
+	{ "rerun", { { "job=j", "partition=2026-02-01" } }, "" },
+	{ "rerun", { { "job=j", "partition=2026-02-01T23" } }, "" },
+	{ "rerun", { { "job=j" } }, "missing PARTITION: give the partition's key" },
+	{ "rerun", { { "partition=2026-02-01" } }, "missing JOB: say which job"
+	  " to rerun" },
+	{ "rerun", { { "job=j", "partition=2026-13-01" } },
+	  "PARTITION: 2026-13-01 is not a date" },
+	{ "rerun", { { "job=j", "partition=2026-02-01T24" } },
+	  "2026-02-01T24 is not an hour" },
+	{ "verify", { { "job=j", "partition=2026-02-01" } }, "" },
+	{ "verify", { { "job=j" } }, "missing PARTITION" },
+	/* status, runs */
+	{ "status", { { NULL } }, "" },
+	{ "status", { { "job=j" } }, "" },
+	{ "status", { { "job=" } }, "the job name is empty" },
+	{ "runs", { { "limit=5", "request=3", "state=failed", "json=1" } }, "" },
+	{ "runs", { { "limit=-5" } },
+	  "--limit must be a positive integer, not '-5'" },
+	{ "runs", { { "limit=abc" } }, "--limit must be a positive integer" },
+	{ "runs", { { "request=0" } }, "--request must be a positive integer" },
+	{ "runs", { { "state=exploded" } },
+	  "--state must be queued, running, succeeded, failed, blocked or"
+	  " cancelled, not 'exploded'" },
+	{ "runs", { { "json=1", "jsonl=1" } },
+	  "--json and --jsonl exclude each other: choose one" },
+	{ "runs", { { "json=1", "jsonl=0" } }, "" },
+	/* audit, cancel, retry, pause, map, report */
+	{ "audit", { { "request=7" } }, "" },
+	{ "audit", { { NULL } }, "missing --request N: say which request to"
+	  " audit" },
+	{ "audit", { { "request=x" } }, "--request must be a positive integer" },
+	{ "cancel", { { "request=7" } }, "" },
+	{ "cancel", { { "request=abc" } },
+	  "REQUEST must be a positive integer, not 'abc'" },
+	{ "cancel", { { NULL } }, "missing REQUEST: say which request to cancel" },
+	{ "retry", { { NULL } }, "missing REQUEST: say which request to retry" },
+	{ "pause", { { NULL } }, "missing JOB: say which job" },
+	{ "resume", { { "job=j" } }, "" },
+	{ "map", { { "job=j", "from=anything" } }, "" },
+	{ "report", { { NULL } }, "" },
+	{ "reload", { { "dry_run=1", "json=1" } }, "" },
+};
+
+/* Every case, as the daemon checks it. */
+START_TEST(test_cases)
+{
+	for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+		const struct cmdspec *cs = cmdspec_find(cases[i].cmd);
+		struct err err;
+		int rc;
+
+		err_clear(&err);
+		ck_assert_msg(cs != NULL, "case %zu: no command %s", i,
+			      cases[i].cmd);
+		rc = cmdspec_check(cs, get, &cases[i].f, false, &err);
+		if (cases[i].want[0] == '\0') {
+			ck_assert_msg(rc == 0, "case %zu (%s): refused: %s", i,
+				      cases[i].cmd, err.msg);
+			continue;
+		}
+		ck_assert_msg(rc == -1, "case %zu (%s): accepted, want \"%s\"",
+			      i, cases[i].cmd, cases[i].want);
+		ck_assert_int_eq(err.code, EXIT_BAD_INPUT);
+		ck_assert_msg(strstr(err.msg, cases[i].want) != NULL,
+			      "case %zu (%s): message \"%s\" lacks \"%s\"", i,
+			      cases[i].cmd, err.msg, cases[i].want);
+		ck_assert_msg(strchr(err.msg, '\n') == NULL,
+			      "case %zu: a message of more than one line", i);
+	}
+}
+END_TEST
+
+/* report --html is the client's: required there, ignored by the daemon. */
+START_TEST(test_client_only)
+{
+	struct fields none = { { NULL } }, html = { { "html=/tmp/r.html" } };
+	struct fields empty = { { "html=" } };
+	struct err err;
+
+	ck_assert_int_eq(cmdspec_check(&cmdspec_report, get, &none, false,
+				       &err), 0);
+	ck_assert_int_eq(cmdspec_check(&cmdspec_report, get, &none, true,
+				       &err), -1);
+	ck_assert_str_eq(err.msg, "missing --html FILE: say where to write the"
+			 " report page");
+	ck_assert_int_eq(cmdspec_check(&cmdspec_report, get, &empty, true,
+				       &err), -1);
+	ck_assert_int_eq(cmdspec_check(&cmdspec_report, get, &html, true,
+				       &err), 0);
+}
+END_TEST
+
+/* The table: names unique, found by name, usage beginning with the name,
+ * options and positionals within the client's bounds, fields that are
+ * protocol keys, enum arguments with values, and the mutating commands
+ * the daemon guards. */
+START_TEST(test_table)
+{
+	static const char *const mutating[] = { "backfill", "rerun", "verify",
+		"pause", "resume", "cancel", "retry", "reload" };
+	size_t nmut = 0;
+
+	ck_assert_uint_eq(cmdspec_count, 15);
+	for (size_t i = 0; i < cmdspec_count; i++) {
+		const struct cmdspec *cs = cmdspec_table[i];
+
+		ck_assert_ptr_eq(cmdspec_find(cs->name), cs);
+		ck_assert_msg(strncmp(cs->usage, cs->name, strlen(cs->name)) == 0,
+			      "%s: usage %s", cs->name, cs->usage);
+		ck_assert_int_le(cmdspec_nopts(cs), 16);
+		ck_assert_int_le(cs->minpos, cmdspec_npos(cs));
+		for (int k = 0; k < cs->minpos; k++)
+			ck_assert_msg(cs->pos[k].missing != NULL, "%s: positional"
+				      " %d is required without a message",
+				      cs->name, k);
+		for (int k = 0; k < cmdspec_nopts(cs); k++) {
+			const struct cmdspec_arg *a = &cs->opts[k];
+
+			ck_assert_msg(a->kind != CMDSPEC_ENUM || a->values != NULL,
+				      "%s --%s: an enum without values",
+				      cs->name, a->name);
+			ck_assert_msg((a->field == NULL) == (a->kind ==
+				      CMDSPEC_WAIT), "%s --%s: field", cs->name,
+				      a->name);
+			ck_assert_msg(a->field == NULL ||
+				      strspn(a->field, "abcdefghijklmnopqrstuvwxyz_")
+				      == strlen(a->field), "%s: field %s",
+				      cs->name, a->field);
+		}
+		if (cs->flags & CMDSPEC_MUTATES) {
+			bool found = false;
+
+			for (size_t m = 0; m < sizeof mutating / sizeof mutating[0];
+			     m++)
+				found |= strcmp(mutating[m], cs->name) == 0;
+			ck_assert_msg(found, "%s mutates", cs->name);
+			nmut++;
+		}
+	}
+	ck_assert_uint_eq(nmut, sizeof mutating / sizeof mutating[0]);
+	ck_assert(cmdspec_runs.flags & CMDSPEC_STREAMS);
+	ck_assert(!(cmdspec_status.flags & CMDSPEC_STREAMS));
+	ck_assert_ptr_null(cmdspec_find("wait"));
+	ck_assert_ptr_null(cmdspec_find("frobnicate"));
+}
+END_TEST
+
+/* --reprocess: names and values, both ways; NULL is all. */
+START_TEST(test_reprocess)
+{
+	enum reprocess r;
+
+	ck_assert_int_eq(cmdspec_reprocess_parse(NULL, &r), 0);
+	ck_assert_int_eq(r, REPROCESS_ALL);
+	for (int i = REPROCESS_ALL; i <= REPROCESS_MISSING; i++) {
+		const char *name = cmdspec_reprocess_name((enum reprocess)i);
+
+		ck_assert_int_eq(cmdspec_reprocess_parse(name, &r), 0);
+		ck_assert_int_eq(r, i);
+	}
+	ck_assert_str_eq(cmdspec_reprocess_name(REPROCESS_FAILED), "failed");
+	ck_assert_str_eq(cmdspec_reprocess_name(REPROCESS_MISSING), "missing");
+	ck_assert_int_eq(cmdspec_reprocess_parse("sometimes", &r), -1);
+	ck_assert_int_eq(cmdspec_reprocess_parse("", &r), -1);
+}
+END_TEST
+
+/* One value by its kind, with the integer it holds. */
+START_TEST(test_value)
+{
+	const struct cmdspec_arg integer = { "limit", CMDSPEC_INT, "limit",
+		NULL, NULL, 0 };
+	long long n = 0;
+	struct err err;
+
+	ck_assert_int_eq(cmdspec_check_value(&integer, "--limit", "007", &n,
+					     &err), 0);
+	ck_assert_int_eq(n, 7);
+	ck_assert_int_eq(cmdspec_check_value(&integer, "--limit", "", &n,
+					     &err), -1);
+	ck_assert_str_eq(err.msg, "--limit must be a positive integer, not ''");
+	ck_assert_int_eq(cmdspec_check_value(&integer, "--limit", "1 ", &n,
+					     &err), -1);
+	ck_assert_int_eq(cmdspec_date_ok("2024-02-29", &err), 0);
+	ck_assert_int_eq(cmdspec_date_ok("2025-02-29", &err), -1);
+	ck_assert_int_eq(cmdspec_date_ok("2026-01-01T00", &err), 0);
+	ck_assert_int_eq(cmdspec_date_ok("2026-01-01T", &err), -1);
+}
+END_TEST
+
+int
+main(void)
+{
+	Suite *s = suite_create("cmdspec");
+	TCase *tc = tcase_create("cmdspec");
+	SRunner *sr;
+	int failed;
+
+	tcase_add_test(tc, test_cases);
+	tcase_add_test(tc, test_client_only);
+	tcase_add_test(tc, test_table);
+	tcase_add_test(tc, test_reprocess);
+	tcase_add_test(tc, test_value);
+	suite_add_tcase(s, tc);
+	sr = srunner_create(s);
+	srunner_run_all(sr, CK_ENV);
+	failed = srunner_ntests_failed(sr);
+	srunner_free(sr);
+	return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+}
