@@ -128,7 +128,9 @@ cmd_reload_text(const struct config_diff *d, int64_t cancelled, bool dry_run,
 		cmd_table_row(&t, row);
 	}
 	for (size_t i = 0; i < d->nsettings; i++) {
-		const char *row[4] = { "changed", "setting", d->settings[i], "" };
+		const char *row[4] = { "changed", "setting", d->settings[i],
+			config_diff_needs_restart(d->settings[i]) ?
+			"takes effect at the next restart" : "" };
 		cmd_table_row(&t, row);
 	}
 	cmd_table_print(&t, out);

@@ -47,6 +47,7 @@
 #include <yaml.h>
 
 #include "sqlscan.h"
+#include "xalloc.h"
 
 #define CFG_FILE_MAX (4 * 1024 * 1024)  /* the configuration file, at most */
 #define CFG_SQL_FILE_MAX (1024 * 1024)  /* each sql_file, at most */
@@ -97,6 +98,8 @@ struct cfg_parser {
 	char pfx[CFG_CTX_MAX + 2]; /* ctx + ": ", or "" */
 	size_t cur_job;        /* index of the job being loaded */
 	yaml_node_t **job_nodes; /* mapping node of each job */
+	size_t node_s, node_e;   /* main file bytes of node:, left out of
+				  * cluster_hash (node_e 0: none) */
 };
 
 struct cfg_key;
@@ -918,10 +921,83 @@ static int cfg_h_include(struct cfg_parser *, void *, const struct cfg_key *,
 #define CFG_DURATION "a duration like 30s, 15m, 2h or 1d"
 #define CFG_POSDURATION "a positive duration like 30s, 15m, 2h or 1d"
 #define CFG_KEEP "a duration of at least 1h, like 30d or 365d"
+#define CFG_LEASE "a duration of at least 1s, like 10s"
+#define CFG_NODE_NAME "1 to 64 letters, digits, '_', '-' or '.', not" \
+	" starting with '-' or '.'"
+
+static bool cfg_src_line(struct cfg_parser *, size_t, size_t *, size_t *);
+
+/* The state store of several hosts (state: postgres:). */
+static const struct cfg_key cfg_state_keys[] = {
+	{ "postgres", YAML_SCALAR_NODE, cfg_h_str,
+	  CFG_OFF(config, state_conninfo), 0, "a libpq connection string", 0 },
+	{ "password_file", YAML_SCALAR_NODE, cfg_h_path,
+	  CFG_OFF(config, state_password_file), 0, "a file path", 0 },
+	{ NULL, YAML_NO_NODE, NULL, 0, 0, NULL, 0 }
+};
+
+/* state: the PostgreSQL database that several nodes share. */
+static int
+cfg_h_state(struct cfg_parser *p, void *obj, const struct cfg_key *k,
+	    yaml_node_t *key, yaml_node_t *val)
+{
+	cfg_set_ctx(p, "%s", "state");
+	if (cfg_parse_map(p, val, cfg_state_keys, obj) < 0)
+		return -1;
+	cfg_set_ctx(p, "%s", "");
+	if (p->cfg->state_conninfo == NULL)
+		return cfg_fail(p, val->start_mark,
+				"state needs postgres: CONNINFO (the PostgreSQL"
+				" database the nodes share); for one host, use"
+				" state_db: PATH instead");
+	return 0;
+}
+
+/* node: this daemon's name among the nodes. */
+static int
+cfg_h_node(struct cfg_parser *p, void *obj, const struct cfg_key *k,
+	   yaml_node_t *key, yaml_node_t *val)
+{
+	char buf[CFG_QUOTE_MAX * 4 + 16];
+	size_t e;
+
+	if (cfg_want_text(p, k, val) < 0)
+		return -1;
+	if (!cfg_valid_name(cfg_text(val)))
+		return cfg_fail(p, val->start_mark, "node name %s must be "
+				CFG_NODE_NAME,
+				cfg_quote(cfg_text(val), buf, sizeof buf));
+	free(p->cfg->node);
+	p->cfg->node = xstrdup(cfg_text(val));
+	/* its lines are left out of cluster_hash: each node names itself */
+	if (cfg_src_line(p, key->start_mark.line, &p->node_s, &e) &&
+	    cfg_src_line(p, val->end_mark.line, &e, &p->node_e))
+		return 0;
+	p->node_s = p->node_e = 0;
+	return 0;
+}
+
+/* lease: at least a second (nodes heartbeat every third of it). */
+static int
+cfg_h_lease(struct cfg_parser *p, void *obj, const struct cfg_key *k,
+	    yaml_node_t *key, yaml_node_t *val)
+{
+	if (cfg_h_duration(p, obj, k, key, val) < 0)
+		return -1;
+	if (*CFG_FIELD(obj, k->off, int64_t) < 1)
+		return cfg_bad_value(p, k, val);
+	return 0;
+}
 
 static const struct cfg_key cfg_top_keys[] = {
 	{ "state_db", YAML_SCALAR_NODE, cfg_h_path, CFG_OFF(config, state_db),
 	  0, "a file path", 0 },
+	{ "state", YAML_MAPPING_NODE, cfg_h_state, 0, 0,
+	  "a mapping with postgres: CONNINFO and optionally password_file:",
+	  0 },
+	{ "node", YAML_SCALAR_NODE, cfg_h_node, 0, 0, "a node name", 0 },
+	{ "lease", YAML_SCALAR_NODE, cfg_h_lease, CFG_OFF(config, lease), 0,
+	  CFG_LEASE, 0 },
 	{ "socket", YAML_SCALAR_NODE, cfg_h_path, CFG_OFF(config, socket), 0,
 	  "a socket path", 0 },
 	{ "socket_group", YAML_SCALAR_NODE, cfg_h_str,
@@ -1621,6 +1697,40 @@ cfg_h_late_data(struct cfg_parser *p, void *obj, const struct cfg_key *k,
 
 #define CFG_JOB(field) CFG_OFF(job_def, field)
 
+/* nodes: the nodes that may run the job: names, each once, and only
+ * with a store that several nodes share. */
+static int
+cfg_h_job_nodes(struct cfg_parser *p, void *obj, const struct cfg_key *k,
+		yaml_node_t *key, yaml_node_t *val)
+{
+	struct job_def *j = obj;
+	char buf[CFG_QUOTE_MAX * 4 + 16];
+	size_t i, o;
+
+	if (p->cfg->state_conninfo == NULL)
+		return cfg_fail(p, key->start_mark,
+				"%snodes: pins a job to some of several hosts;"
+				" it needs state: postgres: (a state store the"
+				" nodes share)", p->pfx);
+	if (cfg_h_strseq(p, obj, k, key, val) < 0)
+		return -1;
+	for (i = 0; i < j->nnodes; i++) {
+		yaml_node_t *it = cfg_seq_item(p, val, i);
+
+		if (!cfg_valid_name(j->nodes[i]))
+			return cfg_fail(p, it->start_mark, "%snode name %s must"
+					" be " CFG_NODE_NAME, p->pfx,
+					cfg_quote(j->nodes[i], buf, sizeof buf));
+		for (o = 0; o < i; o++)
+			if (strcmp(j->nodes[o], j->nodes[i]) == 0)
+				return cfg_fail(p, it->start_mark, "%snode %s"
+						" is listed twice in nodes:",
+						p->pfx, cfg_quote(j->nodes[i],
+								  buf, sizeof buf));
+	}
+	return 0;
+}
+
 static const struct cfg_key cfg_job_keys[] = {
 	{ "name", YAML_SCALAR_NODE, cfg_h_job_name, 0, 0, "a name", 0 },
 	{ "warehouse", YAML_SCALAR_NODE, cfg_h_str, CFG_JOB(warehouse_name), 0,
@@ -1682,6 +1792,8 @@ static const struct cfg_key cfg_job_keys[] = {
 	  "a command: a sequence of strings, program first", 0 },
 	{ "late_data", YAML_MAPPING_NODE, cfg_h_late_data, 0, 0,
 	  "a mapping with sql: and every:", 0 },
+	{ "nodes", YAML_SEQUENCE_NODE, cfg_h_job_nodes, CFG_JOB(nodes),
+	  CFG_JOB(nnodes), "a sequence of node names", 0 },
 	{ NULL, YAML_NO_NODE, NULL, 0, 0, NULL, 0 }
 };
 
@@ -2643,6 +2755,64 @@ cfg_h_include(struct cfg_parser *p, void *obj, const struct cfg_key *k,
 	return rc;
 }
 
+/* This daemon's default node name: the host name, when it is a valid
+ * name; "localhost" otherwise (refused later if several hosts need it). */
+static char *
+cfg_host_name(void)
+{
+	char host[256];
+
+	if (gethostname(host, sizeof host) < 0 ||
+	    memchr(host, '\0', sizeof host) == NULL || !cfg_valid_name(host))
+		return NULL;
+	return xstrdup(host);
+}
+
+/*
+ * The state store's rules, once the top level is loaded: state_db and
+ * state: are exclusive; lease: is for several hosts; node: defaults to
+ * the host name, which must then be a valid name.  state_db defaults to
+ * CFG_DEFAULT_STATE_DB when neither is given.
+ */
+static int
+cfg_state_finish(struct cfg_parser *p, yaml_node_t *root)
+{
+	struct config *cfg = p->cfg;
+	yaml_node_t *kdb = cfg_map_key(p, root, "state_db");
+	yaml_node_t *kst = cfg_map_key(p, root, "state");
+	yaml_node_t *kl = cfg_map_key(p, root, "lease");
+	char host[256];
+
+	if (kdb != NULL && kst != NULL) {
+		yaml_node_t *later = kdb->start_mark.index >
+			kst->start_mark.index ? kdb : kst;
+
+		return cfg_fail(p, later->start_mark,
+				"state_db and state are exclusive; keep one"
+				" (state_db: PATH for one host, state:"
+				" postgres: for several)");
+	}
+	if (kst == NULL && kl != NULL)
+		return cfg_fail(p, kl->start_mark, "lease applies to several"
+				" hosts: it needs state: postgres: (a state"
+				" store the nodes share)");
+	if (kst == NULL && cfg->state_db == NULL)
+		cfg->state_db = xstrdup(CFG_DEFAULT_STATE_DB);
+	if (cfg->node == NULL)
+		cfg->node = cfg_host_name();
+	if (cfg->node == NULL && kst != NULL) {
+		if (gethostname(host, sizeof host) < 0)
+			snprintf(host, sizeof host, "%s", strerror(errno));
+		host[sizeof host - 1] = '\0';
+		return cfg_fail(p, kst->start_mark, "the host name \"%.64s\""
+				" is not a valid node name (" CFG_NODE_NAME
+				"): set node: NAME", host);
+	}
+	if (cfg->node == NULL)
+		cfg->node = xstrdup("localhost");
+	return 0;
+}
+
 /* Load the main file, every file it includes, and walk them into p->cfg. */
 static int
 cfg_load_doc(struct cfg_parser *p)
@@ -2655,14 +2825,15 @@ cfg_load_doc(struct cfg_parser *p)
 	if (cfg_parse_file(p, false) < 0)
 		return -1;
 	cfg->nfiles = p->nsrcs;
+	cfg_use(p, 0);
+	root = yaml_document_get_root_node(p->doc);
+	if (cfg_state_finish(p, root) < 0)
+		return -1;
 	if (cfg_load_warehouses(p) < 0 || cfg_load_jobs(p) < 0)
 		return -1;
 	cfg_use(p, 0);
 	root = yaml_document_get_root_node(p->doc);
 	/* defaults the top level did not set: only now, after phase 0 */
-	if (cfg->state_db == NULL &&
-	    (cfg->state_db = strdup(CFG_DEFAULT_STATE_DB)) == NULL)
-		return cfg_oom(p);
 	if (cfg->socket == NULL &&
 	    (cfg->socket = strdup(CFG_DEFAULT_SOCKET)) == NULL)
 		return cfg_oom(p);
@@ -2742,6 +2913,9 @@ config_free(struct config *cfg)
 		if (j->late_data != NULL)
 			free(j->late_data->sql);
 		free(j->late_data);
+		for (k = 0; k < j->nnodes; k++)
+			free(j->nodes[k]);
+		free(j->nodes);
 		for (int h = 0; h < HOOK_COUNT; h++) {
 			for (k = 0; k < j->hooks[h].argc; k++)
 				free(j->hooks[h].argv[k]);
@@ -2753,12 +2927,37 @@ config_free(struct config *cfg)
 	free(cfg->path);
 	free(cfg->dir);
 	free(cfg->state_db);
+	free(cfg->state_conninfo);
+	free(cfg->state_password_file);
+	free(cfg->node);
 	free(cfg->socket);
 	free(cfg->socket_group);
 	free(cfg->log_level);
 	free(cfg->metrics_file);
 	free(cfg->report_file);
 	free(cfg);
+}
+
+/* cluster_hash: file_hash's bytes without the lines of node: (each node
+ * may name itself), so that nodes sharing one configuration agree. */
+static void
+cfg_cluster_hash(struct cfg_parser *p, const char *text, size_t len)
+{
+	uint64_t h;
+	size_t i, s = len, e = len;
+
+	if (p->node_e > p->node_s && p->node_e <= len) {
+		s = p->node_s;
+		e = p->node_e;
+	}
+	h = cfg_fnv(CFG_FNV_INIT, text, s);
+	h = cfg_fnv(h, text + e, len - e);
+	for (i = 1; i < p->nsrcs; i++) {
+		h = cfg_fnv(h, p->srcs[i]->abs, strlen(p->srcs[i]->abs) + 1);
+		h = cfg_fnv(h, p->srcs[i]->text, p->srcs[i]->len);
+	}
+	snprintf(p->cfg->cluster_hash, sizeof p->cfg->cluster_hash, "%016llx",
+		 (unsigned long long)h);
 }
 
 /* Load from bytes; abs is the file's absolute path (taken over). */
@@ -2793,6 +2992,7 @@ config_load_bytes(const char *path, char *abs, const char *text, size_t len,
 	cfg->shutdown_grace = 30;
 	cfg->keep_runs = 365 * 86400;
 	cfg->hook_timeout = 30;
+	cfg->lease = CONFIG_LEASE_DEFAULT;
 	p.cfg = cfg;
 	p.srcs = calloc(1, sizeof *p.srcs);
 	if (cfg->dir == NULL || p.srcs == NULL ||
@@ -2827,6 +3027,7 @@ config_load_bytes(const char *path, char *abs, const char *text, size_t len,
 		}
 		snprintf(cfg->file_hash, sizeof cfg->file_hash, "%016llx",
 			 (unsigned long long)h);
+		cfg_cluster_hash(&p, text, len);
 	}
 	for (i = 0; i < p.nsrcs; i++)
 		cfg_src_free(p.srcs[i]);
@@ -2880,6 +3081,12 @@ config_unref(struct config *cfg)
 {
 	if (cfg != NULL && __atomic_sub_fetch(&cfg->refs, 1, __ATOMIC_ACQ_REL) == 0)
 		config_free(cfg);
+}
+
+bool
+config_is_cluster(const struct config *cfg)
+{
+	return cfg->state_conninfo != NULL;
 }
 
 const struct job_def *

@@ -138,6 +138,11 @@ struct job_def {
 	struct hook_def hooks[HOOK_COUNT]; /* indexed by enum hook_kind */
 
 	char code_version[17]; /* hex of a 64-bit hash of the definition */
+
+	/* several hosts (docs/several-hosts.md): the nodes that may run this
+	 * job; NULL (nnodes 0) when any node may */
+	char **nodes;
+	size_t nnodes;
 };
 
 struct config {
@@ -147,7 +152,18 @@ struct config {
 	char file_hash[17]; /* over the file and every file it includes */
 	size_t nfiles;      /* files read: the file and its includes */
 
+	/* The state store: an SQLite file (state_db, the default) or, for
+	 * several hosts, a PostgreSQL database (state: postgres:).  Exactly
+	 * one of state_db and state_conninfo is set. */
 	char *state_db;
+	char *state_conninfo;      /* state: postgres: libpq connection string */
+	char *state_password_file; /* state: password_file: absolute, or NULL */
+	char *node;    /* this daemon's name among the nodes: default host name */
+	int64_t lease; /* seconds, default 10: a silent node keeps its role
+			* and its runs this long */
+	/* over the files like file_hash, without node:'s value: nodes that
+	 * share one configuration have the same one */
+	char cluster_hash[17];
 	char *socket;
 	char *socket_group; /* NULL: the daemon's own group */
 	char *log_level;    /* NULL: info */
@@ -187,6 +203,10 @@ const char *hook_kind_name(enum hook_kind k);
 const struct job_def *config_job(const struct config *cfg, const char *name);
 int config_job_index(const struct config *cfg, const char *name);
 
+/* True when this daemon shares a PostgreSQL state store with other nodes. */
+bool config_is_cluster(const struct config *cfg);
+
+#define CONFIG_LEASE_DEFAULT 10                  /* seconds */
 #define CONFIG_INCLUDE_FILES 1000                /* files read, at most */
 #define CONFIG_INCLUDE_DEPTH 8                   /* include nesting */
 #define CONFIG_TOTAL_BYTES (32 * 1024 * 1024)    /* YAML of all files */

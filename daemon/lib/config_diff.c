@@ -128,6 +128,8 @@ config_diff_job(const struct job_def *a, const struct job_def *b,
 		      config_diff_strv(a->hooks[h].argv, a->hooks[h].argc,
 				       b->hooks[h].argv, b->hooks[h].argc),
 		      hook_kind_name((enum hook_kind)h));
+	CD_IF(config_diff_strv(a->nodes, a->nnodes, b->nodes, b->nnodes),
+	      "nodes");
 }
 
 /* The keys of warehouse a that differ in b. */
@@ -166,6 +168,11 @@ config_diff_settings(const struct config *a, const struct config *b,
 
 	memset(c, 0, sizeof *c);
 	CD_IF(config_diff_str(a->state_db, b->state_db), "state_db");
+	CD_IF(config_diff_str(a->state_conninfo, b->state_conninfo) ||
+	      config_diff_str(a->state_password_file, b->state_password_file),
+	      "state");
+	CD_IF(config_diff_str(a->node, b->node), "node");
+	CD_IF(a->lease != b->lease, "lease");
 	CD_IF(config_diff_str(a->socket, b->socket), "socket");
 	CD_IF(config_diff_str(a->socket_group, b->socket_group), "socket_group");
 	CD_IF(config_diff_str(a->log_level, b->log_level), "log_level");
@@ -180,6 +187,18 @@ config_diff_settings(const struct config *a, const struct config *b,
 #undef CD_IF
 	memcpy(d->settings, c->keys, sizeof c->keys);
 	d->nsettings = c->nkeys;
+}
+
+bool
+config_diff_needs_restart(const char *setting)
+{
+	static const char *const restart[] = { "state_db", "state", "node",
+					       "socket", NULL };
+
+	for (size_t i = 0; restart[i] != NULL; i++)
+		if (strcmp(setting, restart[i]) == 0)
+			return true;
+	return false;
 }
 
 /* Append a copy of name to a list. */

@@ -47,6 +47,10 @@ struct config_diff {
  * each job that moved. */
 int config_diff(const struct config *old, const struct config *new_cfg,
 		struct config_diff *d);
+/* True when a changed top-level setting (a key of config_diff.settings)
+ * takes effect only when the daemon restarts: the state store, the node's
+ * name, the socket. */
+bool config_diff_needs_restart(const char *setting);
 /* True when nothing differs. */
 bool config_diff_empty(const struct config_diff *d);
 /* Free what config_diff allocated; *d is empty afterwards. */

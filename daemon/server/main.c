@@ -277,15 +277,15 @@ daemon_reload(void *data, bool dry_run, struct config_diff *diff,
 		daemon_status(d);
 		return -1;
 	}
-	if (strcmp(cfg->state_db, old->state_db) != 0 ||
-	    strcmp(cfg->socket, old->socket) != 0)
-		log_warn("state_db and socket changes take effect at the next"
-			 " restart");
 	if (config_diff(old, cfg, diff) < 0) {
 		config_unref(cfg);
 		notify_ready(d->notify, NULL);
 		return err_set(err, EXIT_INTERNAL, "out of memory");
 	}
+	for (size_t i = 0; i < diff->nsettings; i++)
+		if (config_diff_needs_restart(diff->settings[i]))
+			log_warn("%s changed: takes effect at the next restart",
+				 diff->settings[i]);
 	if (exec_resize(d->exec, cfg->max_concurrency, err) < 0) {
 		config_diff_free(diff);
 		config_unref(cfg);
@@ -539,7 +539,8 @@ daemon_check_host(const struct config *cfg, struct err *err)
 {
 	struct stat sb;
 
-	if (lstat(cfg->state_db, &sb) == 0 && S_ISLNK(sb.st_mode))
+	if (cfg->state_db != NULL && lstat(cfg->state_db, &sb) == 0 &&
+	    S_ISLNK(sb.st_mode))
 		return err_set(err, EXIT_BAD_INPUT, "%s: state_db %s is a"
 			       " symbolic link: point state_db at the real"
 			       " file", cfg->path, cfg->state_db);
@@ -581,6 +582,12 @@ daemon_start(struct daemon *d, struct err *err)
 	struct config *cfg = d->cfg;
 	char dir[PATH_MAX], logdir[PATH_MAX + 8];
 
+	/* several hosts: config.c reads state: postgres:, the daemon does
+	 * not use it yet (docs/several-hosts.md) */
+	if (config_is_cluster(cfg))
+		return err_set(err, EXIT_BAD_INPUT, "%s: state: postgres: is"
+			       " not supported by this build yet; use"
+			       " state_db: PATH", cfg->path), EXIT_BAD_INPUT;
 	if (daemon_check_host(cfg, err) < 0 ||
 	    daemon_lock_store(d, cfg->state_db, err) < 0)
 		return EXIT_BAD_INPUT;

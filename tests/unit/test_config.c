@@ -346,6 +346,36 @@ static const struct bad_inline bad_inlines[] = {
 	  "inline.yaml:2:11: job 1: name must be a name, got a sequence" },
 	{ "jobs:\n  - name: a\n    partition: day\n    command: [x]\n  - name: m\n    partition: month\n    upstream: [a]\n    command: [x]\n  - name: w\n    partition: week\n    upstream: [m]\n    command: [x]\n",
 	  "inline.yaml:11:16: job \"w\" (week) cannot follow upstream \"m\" (month): a month partition does not lie inside one week partition; make \"w\" as coarse as its upstream or coarser" },
+	{ "state_db: /tmp/x.db\nstate:\n  postgres: \"dbname=b\"\n",
+	  "inline.yaml:2:1: state_db and state are exclusive; keep one (state_db: PATH for one host, state: postgres: for several)" },
+	{ "state:\n  postgres: \"dbname=b\"\nstate_db: /tmp/x.db\n",
+	  "inline.yaml:3:1: state_db and state are exclusive; keep one (state_db: PATH for one host, state: postgres: for several)" },
+	{ "state:\n  password_file: pw\n",
+	  "inline.yaml:2:3: state needs postgres: CONNINFO (the PostgreSQL database the nodes share); for one host, use state_db: PATH instead" },
+	{ "state:\n",
+	  "inline.yaml:1:7: state must be a mapping with postgres: CONNINFO and optionally password_file:, got nothing" },
+	{ "state: {postgres: x, sqlite: y}\n",
+	  "inline.yaml:1:22: unknown key \"sqlite\" in state" },
+	{ "state: {postgres: \"\"}\n",
+	  "inline.yaml:1:19: state: postgres must be a libpq connection string, got \"\"" },
+	{ "lease: 10s\n",
+	  "inline.yaml:1:1: lease applies to several hosts: it needs state: postgres: (a state store the nodes share)" },
+	{ "state: {postgres: x}\nlease: 0s\n",
+	  "inline.yaml:2:8: lease must be a duration of at least 1s, like 10s, got \"0s\"" },
+	{ "state: {postgres: x}\nlease: soon\n",
+	  "inline.yaml:2:8: lease must be a duration of at least 1s, like 10s, got \"soon\"" },
+	{ "node: \"etl 2\"\n",
+	  "inline.yaml:1:7: node name \"etl 2\" must be 1 to 64 letters, digits, '_', '-' or '.', not starting with '-' or '.'" },
+	{ "node: [a]\n",
+	  "inline.yaml:1:7: node must be a node name, got a sequence" },
+	{ "jobs:\n  - name: e\n    partition: day\n    command: [x]\n    nodes: [a]\n",
+	  "inline.yaml:5:5: job \"e\": nodes: pins a job to some of several hosts; it needs state: postgres: (a state store the nodes share)" },
+	{ "state: {postgres: x}\njobs:\n  - name: e\n    partition: day\n    command: [x]\n    nodes: [a, b, a]\n",
+	  "inline.yaml:6:19: job \"e\": node \"a\" is listed twice in nodes:" },
+	{ "state: {postgres: x}\njobs:\n  - name: e\n    partition: day\n    command: [x]\n    nodes: [a, \"b/c\"]\n",
+	  "inline.yaml:6:16: job \"e\": node name \"b/c\" must be 1 to 64 letters, digits, '_', '-' or '.', not starting with '-' or '.'" },
+	{ "state: {postgres: x}\njobs:\n  - name: e\n    partition: day\n    command: [x]\n    nodes: []\n",
+	  "inline.yaml:6:12: job \"e\": nodes must be a sequence of node names, got an empty sequence" },
 };
 
 #define NBADI (int)(sizeof bad_inlines / sizeof bad_inlines[0])
@@ -1321,6 +1351,86 @@ START_TEST(test_include_bounds)
 }
 END_TEST
 
+/* Several hosts: state: postgres:, node:, lease:, nodes:, and a
+ * cluster_hash that each node's own node: line does not change. */
+START_TEST(test_cluster_values)
+{
+	static const char yaml[] =
+		"state:\n"
+		"  postgres: \"host=db1 dbname=backfilld\"\n"
+		"  password_file: state.pass\n"
+		"node: etl-2\n"
+		"lease: 5s\n"
+		"jobs:\n"
+		"  - name: export_daily\n"
+		"    partition: day\n"
+		"    command: [x]\n"
+		"    nodes: [etl-1, etl-3]\n"
+		"  - name: any\n"
+		"    partition: day\n"
+		"    command: [x]\n";
+	struct config *cfg = load_ok(yaml), *other, *changed;
+	char *text = strdup(yaml);
+
+	ck_assert(config_is_cluster(cfg));
+	ck_assert_ptr_null(cfg->state_db);
+	ck_assert_str_eq(cfg->state_conninfo, "host=db1 dbname=backfilld");
+	ck_assert_str_eq(cfg->state_password_file,
+			 "/srv/bf/conf/state.pass");
+	ck_assert_str_eq(cfg->node, "etl-2");
+	ck_assert_int_eq(cfg->lease, 5);
+	ck_assert_uint_eq(cfg->jobs[0].nnodes, 2);
+	ck_assert_str_eq(cfg->jobs[0].nodes[0], "etl-1");
+	ck_assert_str_eq(cfg->jobs[0].nodes[1], "etl-3");
+	ck_assert_uint_eq(cfg->jobs[1].nnodes, 0);
+	ck_assert_ptr_null(cfg->jobs[1].nodes);
+
+	/* another node's file: only node: differs, so cluster_hash agrees
+	 * and file_hash does not */
+	memcpy(strstr(text, "etl-2"), "etl-9", 5);
+	other = load_ok(text);
+	ck_assert_str_eq(other->node, "etl-9");
+	ck_assert_str_eq(other->cluster_hash, cfg->cluster_hash);
+	ck_assert_str_ne(other->file_hash, cfg->file_hash);
+	/* a different lease is a different configuration */
+	memcpy(strstr(text, "5s"), "7s", 2);
+	changed = load_ok(text);
+	ck_assert_str_ne(changed->cluster_hash, cfg->cluster_hash);
+	/* nodes: is not part of what a run computes */
+	ck_assert_str_eq(cfg->jobs[0].code_version,
+			 changed->jobs[0].code_version);
+	config_unref(changed);
+	config_unref(other);
+	config_unref(cfg);
+	free(text);
+}
+END_TEST
+
+/* Defaults of several hosts: node is the host name, lease 10s; with one
+ * host (no state:), state_db keeps its default. */
+START_TEST(test_cluster_defaults)
+{
+	struct config *cfg = load_ok("state: {postgres: \"dbname=b\"}\n");
+	char host[256];
+
+	ck_assert_int_eq(gethostname(host, sizeof host), 0);
+	ck_assert(config_is_cluster(cfg));
+	ck_assert_str_eq(cfg->node, host);
+	ck_assert_int_eq(cfg->lease, CONFIG_LEASE_DEFAULT);
+	ck_assert_ptr_null(cfg->state_password_file);
+	config_unref(cfg);
+
+	cfg = load_ok("jobs: []\n");
+	ck_assert(!config_is_cluster(cfg));
+	ck_assert_ptr_null(cfg->state_conninfo);
+	ck_assert_str_eq(cfg->state_db, "/var/lib/backfilld/state.db");
+	ck_assert_str_eq(cfg->node, host);
+	/* without node:, the cluster hash is the file hash */
+	ck_assert_str_eq(cfg->cluster_hash, cfg->file_hash);
+	config_unref(cfg);
+}
+END_TEST
+
 /* Suite: fixtures, inline errors, wall clock, values, files. */
 static Suite *
 config_suite(void)
@@ -1349,6 +1459,8 @@ config_suite(void)
 	tcase_add_test(tc, test_hooks_values);
 	tcase_add_test(tc, test_defaults_order);
 	tcase_add_test(tc, test_dates_per_grain);
+	tcase_add_test(tc, test_cluster_values);
+	tcase_add_test(tc, test_cluster_defaults);
 	suite_add_tcase(s, tc);
 
 	tc = tcase_create("files");

@@ -190,6 +190,58 @@ START_TEST(test_diff_moved)
 }
 END_TEST
 
+/* Several hosts: state and node take effect at the next restart, lease
+ * and a job's nodes: at once. */
+START_TEST(test_diff_cluster)
+{
+	static const char pg[] =
+		"state: {postgres: \"dbname=a\"}\n"
+		"node: etl-1\n"
+		"lease: 10s\n"
+		"jobs:\n"
+		"  - name: e\n"
+		"    partition: day\n"
+		"    command: [x]\n"
+		"    nodes: [etl-1]\n";
+	char *t1 = replace(pg, "dbname=a", "dbname=b");
+	char *t2 = replace(t1, "node: etl-1", "node: etl-2");
+	char *t3 = replace(t2, "lease: 10s", "lease: 20s");
+	char *t4 = replace(t3, "[etl-1]", "[etl-1, etl-2]");
+	struct config *a = load(pg), *b = load(t4);
+	struct config_diff d;
+
+	ck_assert_int_eq(config_diff(a, b, &d), 0);
+	ck_assert_uint_eq(d.nsettings, 3);
+	ck_assert_str_eq(d.settings[0], "state");
+	ck_assert_str_eq(d.settings[1], "node");
+	ck_assert_str_eq(d.settings[2], "lease");
+	ck_assert(config_diff_needs_restart("state"));
+	ck_assert(config_diff_needs_restart("node"));
+	ck_assert(config_diff_needs_restart("state_db"));
+	ck_assert(!config_diff_needs_restart("lease"));
+	ck_assert(!config_diff_needs_restart("max_concurrency"));
+	ck_assert_uint_eq(d.jobs.nchanged, 1);
+	ck_assert_uint_eq(d.jobs.changed[0].nkeys, 1);
+	ck_assert_str_eq(d.jobs.changed[0].keys[0], "nodes");
+	config_diff_free(&d);
+	config_unref(b);
+
+	/* from one host to several: state_db and state both change */
+	b = load("node: etl-1\njobs: []\n");
+	ck_assert_int_eq(config_diff(b, a, &d), 0);
+	ck_assert_uint_eq(d.nsettings, 2);
+	ck_assert_str_eq(d.settings[0], "state_db");
+	ck_assert_str_eq(d.settings[1], "state");
+	config_diff_free(&d);
+	config_unref(a);
+	config_unref(b);
+	free(t1);
+	free(t2);
+	free(t3);
+	free(t4);
+}
+END_TEST
+
 /* Suite: config_diff. */
 static Suite *
 config_diff_suite(void)
@@ -202,6 +254,7 @@ config_diff_suite(void)
 	tcase_add_test(tc, test_diff_setting_default);
 	tcase_add_test(tc, test_diff_warehouses_and_keys);
 	tcase_add_test(tc, test_diff_moved);
+	tcase_add_test(tc, test_diff_cluster);
 	suite_add_tcase(s, tc);
 	return s;
 }
