@@ -1,0 +1,391 @@
+#!/usr/bin/env python3
+"""Several hosts: the coordination module alone (daemon/cluster_pg.c).
+
+Nodes are tests/cluster_probe processes (CLUSTER_PROBE) that load
+cluster_pg_driver from the PostgreSQL module (PG_MODULE) and run it on a
+libuv loop, on a throwaway PostgreSQL server started as test_postgres.py
+starts one (exit 77 without PostgreSQL, unless BACKFILLD_REQUIRE_POSTGRES=1).
+Each test gets a fresh database with the nodes and lease tables
+(sql/pg/001_init.sql, or tests/fixtures/pg/001_nodes_lease.sql when the
+tree has no PostgreSQL store yet) and sql/pg/002_cluster.sql.
+
+What it checks:
+  - one node takes the lease; after it is killed (-9), another takes it
+    over within the lease and a heartbeat, with the generation one higher;
+  - many nodes claiming at once never claim one offer twice, and every
+    offer is claimed and finished once;
+  - a node stopped (SIGSTOP) past its lease is declared dead: its claimed
+    runs come back to the planner failed, "interrupted: node N stopped";
+    continued, its result is refused and it registers again;
+  - a planner stopped past its lease is deposed when continued, and its
+    offers are refused;
+  - a request forwarded to the planner through the mailbox is answered;
+    with the planner gone, the node gets one error line;
+  - the database stopped: every node says so and claims fail; started
+    again: they carry on.
+"""
+import os
+import queue
+import signal
+import subprocess
+import threading
+import time
+
+import harness as h
+import test_postgres as tp
+
+LEASE = 3          # seconds: short, so that the test is quick
+GUARD = 30.0       # seconds: failure guard for any awaited line
+PROBE = os.environ.get("CLUSTER_PROBE")
+MODULE = os.environ.get("PG_MODULE")
+SQL_DIR = os.path.join(h.SOURCE_ROOT, "sql", "pg")
+STUB_001 = os.path.join(h.SOURCE_ROOT, "tests", "fixtures", "pg", "001_nodes_lease.sql")
+DB = "bfc"
+PROBES = []
+
+
+def schema_files():
+    first = os.path.join(SQL_DIR, "001_init.sql")
+    files = [first if os.path.exists(first) else STUB_001]
+    files += sorted(os.path.join(SQL_DIR, f) for f in os.listdir(SQL_DIR)
+                    if f.endswith(".sql") and not f.startswith("001_"))
+    return files
+
+
+def fresh_db():
+    c = tp.cluster()
+    c.psql("DROP DATABASE IF EXISTS %s WITH (FORCE)" % DB, db="postgres")
+    c.psql("CREATE DATABASE %s OWNER etl" % DB, db="postgres")
+    for f in schema_files():
+        argv = c.psql_cmd(DB) + ["-c", "SET ROLE etl", "-f", f]
+        r = subprocess.run(argv, capture_output=True, text=True, timeout=120)
+        if r.returncode != 0:
+            h.fail("applying %s failed: %s" % (f, r.stderr))
+
+
+def sql(q):
+    return tp.cluster().psql(q, db=DB)
+
+
+class Probe:
+    """One node: a cluster_probe process and the lines it prints."""
+
+    def __init__(self, node, lease=LEASE, sink=None):
+        c = tp.cluster()
+        self.node = node
+        self.errlog = open(os.path.join(c.dir, "probe-%s.log" % node), "a")
+        env = dict(os.environ, PROBE_PASSWORD_FILE=c.pwfile)
+        conninfo = "host=%s port=%d dbname=%s user=etl" % (c.sockdir, tp.PORT, DB)
+        self.p = subprocess.Popen([PROBE, MODULE, conninfo, node, str(lease)],
+                                  stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                  stderr=self.errlog, text=True, bufsize=1, env=env)
+        self.q = queue.Queue()
+        self.sink = sink
+        self.seen = []
+        threading.Thread(target=self._read, daemon=True).start()
+        PROBES.append(self)
+        if sink is None:
+            self.expect("ready")
+
+    def _read(self):
+        for line in self.p.stdout:
+            line = line.rstrip("\n")
+            sink = self.sink
+            if sink is not None:
+                sink.put((self, line))
+            else:
+                self.q.put(line)
+        (self.sink or self.q).put(None if self.sink is None else (self, None))
+
+    def send(self, cmd):
+        self.p.stdin.write(cmd + "\n")
+        self.p.stdin.flush()
+
+    def expect(self, prefix, timeout=GUARD):
+        """The next line starting with prefix (others are kept in seen)."""
+        end = time.monotonic() + timeout
+        while True:
+            left = end - time.monotonic()
+            if left <= 0:
+                h.fail("node %s: no %r within %.0f s; saw %r" % (self.node, prefix, timeout,
+                                                                 self.seen[-20:]))
+            try:
+                line = self.q.get(timeout=left)
+            except queue.Empty:
+                continue
+            if line is None:
+                h.fail("node %s exited (rc %s) waiting for %r; saw %r"
+                       % (self.node, self.p.wait(), prefix, self.seen[-20:]))
+            self.seen.append(line)
+            if line.startswith(prefix):
+                return line
+
+    def ask(self, cmd, prefix):
+        self.send(cmd)
+        return self.expect(prefix)
+
+    def state(self):
+        f = self.ask("state", "state ").split()
+        return {"role": f[1], "generation": int(f[2]), "incarnation": int(f[3]),
+                "db": f[4], "planner": f[5]}
+
+    def signal(self, sig):
+        self.p.send_signal(sig)
+
+    def kill9(self):
+        self.p.kill()
+        self.p.wait()
+
+    def quit(self):
+        if self.p.poll() is None:
+            self.send("quit")
+            self.expect("closed")
+            h.eq(self.p.wait(timeout=GUARD), 0, "node %s exit status" % self.node)
+
+    def close(self):
+        if self.p.poll() is None:
+            self.p.kill()
+            self.p.wait()
+        self.errlog.close()
+
+
+def first_line(probes, prefix):
+    """The first of the probes to print a line starting with prefix."""
+    end = time.monotonic() + GUARD
+    while time.monotonic() < end:
+        for n in probes:
+            try:
+                line = n.q.get(timeout=0.05)
+            except queue.Empty:
+                continue
+            if line is None:
+                h.fail("node %s exited" % n.node)
+            n.seen.append(line)
+            if line.startswith(prefix):
+                return n
+    h.fail("no node printed %r within %.0f s" % (prefix, GUARD))
+
+
+def close_all():
+    while PROBES:
+        PROBES.pop().close()
+
+
+def planner_and_worker():
+    a = Probe("a")
+    gen = int(a.expect("role planner").split()[2])
+    b = Probe("b")
+    b.expect("role worker")
+    h.eq(b.state()["planner"], "a", "the planner b sees")
+    return a, b, gen
+
+
+def test_takeover():
+    fresh_db()
+    a, b, gen = planner_and_worker()
+    h.eq(a.state()["role"], "planner", "a's role")
+    rows = sql("SELECT holder, generation FROM lease")
+    h.eq(rows, [("a", str(gen))], "the lease row")
+    a.kill9()
+    t0 = time.monotonic()
+    line = b.expect("role planner")
+    took = time.monotonic() - t0
+    print("  takeover after kill -9: %.2f s (lease %d s)" % (took, LEASE))
+    h.eq(int(line.split()[2]), gen + 1, "the new generation")
+    # the lease ran out, then b noticed at its next heartbeat
+    h.check(took <= LEASE + LEASE / 3.0 + 1.0,
+            "takeover took %.2f s, more than lease + a heartbeat + 1 s" % took)
+    h.eq(sql("SELECT holder, generation FROM lease"), [("b", str(gen + 1))], "the lease row")
+    # a is declared dead by b, the new planner
+    b.send("nodes")
+    nodes = {}
+    while True:
+        l = b.expect("node")
+        if l == "nodes-end":
+            break
+        f = l.split()
+        nodes[f[1]] = f[2]
+    h.eq(nodes, {"a": "stopped", "b": "planner"}, "nodes and roles")
+    b.quit()
+    # a clean stop releases the lease at once
+    h.eq(sql("SELECT coalesce(holder, '-') FROM lease"), [("-",)], "the lease after b left")
+    h.eq(sql("SELECT role FROM nodes WHERE name = 'b'"), [("stopped",)], "b's row")
+    close_all()
+
+
+def test_claims_never_double():
+    fresh_db()
+    p = Probe("p")
+    p.expect("role planner")
+    sink = queue.Queue()
+    workers = [Probe("w%d" % i, sink=sink) for i in range(4)]
+    for w in workers:
+        w.send("auto 7")
+    total = 2000
+    for first in range(1, total + 1, 250):
+        h.eq(p.ask("offer %d 250" % first, "offer"), "offered 250", "offer from %d" % first)
+    finished = {}
+    n = 0
+    while n < total:
+        try:
+            w, line = sink.get(timeout=GUARD)
+        except queue.Empty:
+            h.fail("only %d of %d runs finished" % (n, total))
+        if line is None:
+            h.fail("worker %s exited" % w.node)
+        if line.startswith("finish "):
+            f = line.split()
+            h.eq(f[2], "ok", "worker %s finishing %s" % (w.node, f[1]))
+            finished.setdefault(int(f[1]), []).append(w.node)
+            n += 1
+    doubles = {k: v for k, v in finished.items() if len(v) > 1}
+    h.eq(doubles, {}, "runs finished by two nodes")
+    h.eq(sorted(finished), list(range(1, total + 1)), "runs finished")
+    per_node = {}
+    for v in finished.values():
+        per_node[v[0]] = per_node.get(v[0], 0) + 1
+    print("  runs per node: %s" % per_node)
+    h.check(len(per_node) >= 2, "only one node claimed: %r" % per_node)
+    rows = sql("SELECT state, count(*), count(DISTINCT claimed_by) > 1 FROM work GROUP BY state")
+    h.eq(rows, [("done", str(total), "t")], "the work table")
+    p.send("results")
+    n = 0
+    while p.expect("result") != "results-end":
+        n += 1
+    h.eq(n, total, "results the planner reads")
+    ids = " ".join(str(i) for i in range(1, 51))
+    h.eq(p.ask("forget " + ids, "forgot"), "forgot 50", "forget")
+    h.eq(sql("SELECT count(*) FROM work"), [(str(total - 50),)], "rows left")
+    close_all()
+
+
+def test_dead_node_reaped():
+    fresh_db()
+    p, w, gen = planner_and_worker()
+    h.eq(p.ask("offer 1 3", "offer"), "offered 3", "offer")
+    h.eq(w.ask("claim 3", "claimed"), "claimed 1 2 3", "w's claim")
+    inc = w.state()["incarnation"]
+    w.signal(signal.SIGSTOP)
+    t0 = time.monotonic()
+    p.expect("done")
+    print("  claims of a stopped node reaped after %.2f s (lease %d s)"
+          % (time.monotonic() - t0, LEASE))
+    p.send("results")
+    res = []
+    while True:
+        l = p.expect("result")
+        if l == "results-end":
+            break
+        res.append(l)
+    h.eq(res, ["result %d b 1 1 interrupted: node b stopped" % i for i in (1, 2, 3)],
+         "the reaped runs")
+    mark = len(w.seen)
+    w.signal(signal.SIGCONT)
+    # continued: its result is refused, it learns it was declared dead
+    # (at its next heartbeat, which may come first)
+    h.eq(w.ask("finish 2", "finish"), "finish 2 refused", "a stale result")
+    fenced = [l for l in w.seen[mark:] if l.startswith("fenced")]
+    f = (fenced[0] if fenced else w.expect("fenced")).split()
+    h.eq(int(f[1]), inc, "the incarnation w had")
+    h.check(int(f[2]) > inc + 1, "w registers again with a new incarnation: %r" % f)
+    h.eq(sql("SELECT state, failed, error FROM work WHERE id = 2"),
+         [("done", "t", "interrupted: node b stopped")], "row 2 kept the reaped result")
+    # and it works again under its new incarnation
+    h.eq(p.ask("offer 4 1", "offer"), "offered 1", "offer")
+    h.eq(w.ask("claim 5", "claimed"), "claimed 4", "w claims again")
+    h.eq(w.ask("finish 4", "finish"), "finish 4 ok", "w finishes again")
+    close_all()
+
+
+def test_deposed_planner():
+    fresh_db()
+    a, b, gen = planner_and_worker()
+    a.signal(signal.SIGSTOP)
+    line = b.expect("role planner")
+    h.eq(int(line.split()[2]), gen + 1, "b's generation")
+    # a's offer, written before it is continued, comes after it has
+    # noticed: its lease deadline passed while it was stopped
+    a.send("offer 100 5")
+    a.signal(signal.SIGCONT)
+    a.expect("role worker")
+    h.check(a.expect("offer").startswith("offer-refused"), "a deposed planner offered")
+    h.eq(sql("SELECT count(*) FROM work"), [("0",)], "work rows")
+    h.eq(a.state()["role"], "worker", "a's role")
+    h.eq(sql("SELECT holder, generation FROM lease"), [("b", str(gen + 1))], "the lease row")
+    close_all()
+
+
+def test_mailbox():
+    fresh_db()
+    p, w, gen = planner_and_worker()
+    p.send("serve")
+    p.expect("serving")
+    h.eq(w.ask("forward hello", "reply"), "reply echo:hello", "a forwarded request")
+    h.eq(sql("SELECT count(*) FROM mailbox"), [("0",)], "mailbox rows once answered")
+    p.kill9()
+    w.send("forward again")
+    line = w.expect("reply")
+    h.check(line.startswith("reply-error ") and ("did not answer" in line or
+                                                 "no planner" in line),
+            "no planner: %r" % line)
+    close_all()
+
+
+def test_database_lost():
+    fresh_db()
+    p, w, gen = planner_and_worker()
+    tp.cluster().stop(mode="immediate")
+    try:
+        w.expect("db lost")
+        p.expect("db lost")
+        w.expect("role offline")
+        h.check(w.ask("claim 1", "claim").startswith("claim-error"), "a claim without database")
+        p.expect("role offline")  # its lease could have run out
+    finally:
+        tp.cluster().start()
+    w.expect("db ok")
+    p.expect("db ok")
+    # someone plans again, and work flows
+    planner = first_line([p, w], "role planner")
+    other = w if planner is p else p
+    h.eq(planner.ask("offer 1 1", "offer"), "offered 1", "offer")
+    other.expect("work")
+    h.eq(other.ask("claim 1", "claimed"), "claimed 1", "claim after the database came back")
+    close_all()
+
+
+def isolated(test):
+    """The test, then every node it started killed, pass or fail."""
+    def run():
+        try:
+            test()
+        except Exception:
+            for n in PROBES:
+                n.errlog.flush()
+                with open(n.errlog.name, errors="replace") as f:
+                    log = f.read().splitlines()[-10:]
+                print("node %s printed %r\nand logged:\n  %s"
+                      % (n.node, n.seen[-15:], "\n  ".join(log)))
+            raise
+        finally:
+            close_all()
+    run.__name__ = test.__name__
+    return run
+
+
+def main():
+    if not PROBE or not MODULE:
+        tp.skip("CLUSTER_PROBE and PG_MODULE are not set (meson test sets them)")
+    try:
+        tp.cluster()
+        h.main([isolated(t) for t in (test_takeover, test_claims_never_double,
+                                      test_dead_node_reaped, test_deposed_planner,
+                                      test_mailbox, test_database_lost)])
+    finally:
+        close_all()
+        if tp.CLUSTER is not None:
+            tp.CLUSTER.close()
+
+
+if __name__ == "__main__":
+    main()
