@@ -23,7 +23,7 @@
  *	                         finish them at once [claimed ID...]
  *	quit                     leave cleanly [closed]
  * Events: role ROLE GENERATION, fenced OLD NEW, db ok|lost WHY, work,
- * done, mail.
+ * done, mail, cancel ID.
  */
 #include <inttypes.h>
 #include <stdarg.h>
@@ -45,6 +45,9 @@ static size_t linelen;
 static bool serving;
 static size_t auto_max;
 static int64_t lease_s;
+static uv_timer_t again;
+
+static void probe_again_cb(uv_timer_t *t);
 
 /* Print one line and flush it. */
 static void __attribute__((format(printf, 1, 2)))
@@ -75,23 +78,32 @@ probe_claim(size_t max, const char *job, bool finish)
 	size_t n, i, o;
 	struct err err;
 
-	do {
-		if (drv->claim(cl, jobs, 1, max, &w, &n, &err) < 0) {
-			out("claim-error %s", err.msg);
-			return;
-		}
-		o = (size_t)snprintf(buf, sizeof buf, "claimed");
-		for (i = 0; i < n && o < sizeof buf - 24; i++)
-			o += (size_t)snprintf(buf + o, sizeof buf - o,
-					      " %" PRId64, w[i].id);
-		out("%s", buf);
-		for (i = 0; finish && i < n; i++)
-			out("finish %" PRId64 " %s", w[i].id,
-			    drv->finish(cl, w[i].id, &r, &err) == 1 ? "ok" :
-			    "refused");
-		drv->work_free(w, n);
-		/* a worker with free slots claims until the offers run out */
-	} while (finish && n == max);
+	if (drv->claim(cl, jobs, 1, max, &w, &n, &err) < 0) {
+		out("claim-error %s", err.msg);
+		return;
+	}
+	o = (size_t)snprintf(buf, sizeof buf, "claimed");
+	for (i = 0; i < n && o < sizeof buf - 24; i++)
+		o += (size_t)snprintf(buf + o, sizeof buf - o, " %" PRId64,
+				      w[i].id);
+	out("%s", buf);
+	for (i = 0; finish && i < n; i++)
+		out("finish %" PRId64 " %s", w[i].id,
+		    drv->finish(cl, w[i].id, &r, &err) == 1 ? "ok" : "refused");
+	drv->work_free(w, n);
+	/* a worker with free slots claims until the offers run out, a loop
+	 * turn at a time (as the daemon's runs end), so that its heartbeat
+	 * keeps its beat */
+	if (finish && n == max)
+		uv_timer_start(&again, probe_again_cb, 0, 0);
+}
+
+/* Claim again on the next loop turn (auto). */
+static void
+probe_again_cb(uv_timer_t *t)
+{
+	(void)t;
+	probe_claim(auto_max, "j", true);
 }
 
 /* role_cb */
@@ -155,6 +167,14 @@ probe_db_cb(void *data, bool ok, const char *why)
 	out("db %s %s", ok ? "ok" : "lost", why ? why : "");
 }
 
+/* cancel_cb */
+static void
+probe_cancel_cb(void *data, int64_t id)
+{
+	(void)data;
+	out("cancel %" PRId64, id);
+}
+
 /* log_cb: to stderr. */
 static void
 probe_log_cb(void *data, int prio, const char *l)
@@ -182,6 +202,7 @@ probe_closed_cb(void *arg)
 	(void)arg;
 	out("closed");
 	uv_close((uv_handle_t *)&in, NULL);
+	uv_close((uv_handle_t *)&again, NULL);
 }
 
 /* Offer COUNT runs from FIRST. */
@@ -373,8 +394,10 @@ int
 main(int argc, char **argv)
 {
 	struct cluster_cbs cbs = {
-		probe_role_cb, probe_work_cb, probe_done_cb, probe_mail_cb,
-		probe_fenced_cb, probe_db_cb, probe_log_cb, NULL
+		.role_cb = probe_role_cb, .work_cb = probe_work_cb,
+		.done_cb = probe_done_cb, .mail_cb = probe_mail_cb,
+		.fenced_cb = probe_fenced_cb, .db_cb = probe_db_cb,
+		.cancel_cb = probe_cancel_cb, .log_cb = probe_log_cb,
 	};
 	struct cluster_opts o;
 	char why[512];
@@ -397,6 +420,7 @@ main(int argc, char **argv)
 	o.lease_s = lease_s = strtoll(argv[4], NULL, 10);
 	o.config_hash = "0123456789abcdef";
 	o.password_file = getenv("PROBE_PASSWORD_FILE");
+	uv_timer_init(loop, &again);
 	uv_pipe_init(loop, &in, 0);
 	uv_pipe_open(&in, 0);
 	if (drv->open(loop, &o, &cbs, &cl, &err) < 0) {

@@ -139,6 +139,10 @@ struct cluster_cbs {
 			  int64_t new_incarnation);
 	/* The database was lost (ok false, why says why) or is back. */
 	void (*db_cb)(void *data, bool ok, const char *why);
+	/* The planner asks to stop claimed run `id` (its request was
+	 * cancelled): cancel it, then finish it as usual.  Seen at the
+	 * heartbeat. */
+	void (*cancel_cb)(void *data, int64_t id);
 	/* One line for the daemon's log: prio 3 err, 4 warning, 5 notice,
 	 * 6 info, 7 debug. */
 	void (*log_cb)(void *data, int prio, const char *line);
@@ -172,6 +176,8 @@ struct cluster_driver {
 	/* The figures the next heartbeat writes. */
 	void (*set_running)(struct cluster *c, int running);
 	void (*set_config_hash)(struct cluster *c, const char *hash);
+	/* A reloaded lease: the heartbeat moves to a third of it. */
+	void (*set_lease)(struct cluster *c, int64_t lease_s);
 	void (*state)(const struct cluster *c, struct cluster_state *st);
 
 	/* Planner: offer runs (one statement, fenced by the generation: 0

@@ -96,6 +96,8 @@ struct cluster {
 	int64_t ev_fenced_old; /* > 0: fenced_cb owed */
 	int64_t fenced_at;     /* monotonic ms of the last fencing */
 	struct cpg_fwd *fwd;
+	int64_t *cancel;          /* claimed runs to stop, for cancel_cb */
+	size_t ncancel;
 	int64_t early[CPG_EARLY]; /* bf_reply ids no forward knew yet */
 	size_t nearly;
 };
@@ -644,6 +646,28 @@ cpg_register(struct cluster *c, struct err *err)
 	return 0;
 }
 
+/* Queue the ids in "1,2,3" for cancel_cb (runs the planner wants
+ * stopped: their request was cancelled). */
+static void
+cpg_cancels(struct cluster *c, const char *list)
+{
+	const char *p = list;
+	char *end;
+
+	while (*p != '\0') {
+		int64_t id = strtoll(p, &end, 10);
+
+		if (end == p)
+			break;
+		c->cancel = xreallocarray(c->cancel, c->ncancel + 1,
+					  sizeof *c->cancel);
+		c->cancel[c->ncancel++] = id;
+		p = *end == ',' ? end + 1 : end;
+	}
+	if (c->ncancel > 0)
+		cpg_kick(c);
+}
+
 /* Heartbeat and read the lease: *fenced when this incarnation is no
  * longer the node's (declared dead meanwhile). */
 static int
@@ -656,7 +680,9 @@ cpg_heartbeat(struct cluster *c, struct lease_row *row, int64_t *now_ms,
 		"  WHERE name = $1 AND incarnation = $2 RETURNING 1)"
 		" SELECT (SELECT count(*) FROM hb), l.id IS NOT NULL,"
 		" coalesce(l.holder, ''), coalesce(l.generation, 0),"
-		" coalesce(" CPG_MS("l.expires_at") ", 0), " CPG_MS("now()")
+		" coalesce(" CPG_MS("l.expires_at") ", 0), " CPG_MS("now()") ","
+		" (SELECT string_agg(id::text, ',') FROM work WHERE claimed_by = $1"
+		"  AND incarnation = $2 AND state = 'claimed' AND cancel)"
 		" FROM (SELECT 1) x LEFT JOIN lease l ON l.id = 1";
 	char inc[32], running[32];
 	const char *v[5] = { c->node, inc, running, c->config_hash,
@@ -674,6 +700,8 @@ cpg_heartbeat(struct cluster *c, struct lease_row *row, int64_t *now_ms,
 	row->generation = cpg_i64(res, 0, 3);
 	row->expires_ms = cpg_i64(res, 0, 4);
 	*now_ms = cpg_i64(res, 0, 5);
+	if (!*fenced && !PQgetisnull(res, 0, 6))
+		cpg_cancels(c, PQgetvalue(res, 0, 6));
 	PQclear(res);
 	return 0;
 }
@@ -1080,6 +1108,16 @@ cpg_kick_cb(uv_timer_t *t)
 		if (cb->fenced_cb != NULL)
 			cb->fenced_cb(cb->data, old, c->incarnation);
 	}
+	if (c->ncancel > 0) {
+		int64_t *ids = c->cancel;
+		size_t n = c->ncancel, i;
+
+		c->cancel = NULL;
+		c->ncancel = 0;
+		for (i = 0; i < n && cb->cancel_cb != NULL; i++)
+			cb->cancel_cb(cb->data, ids[i]);
+		free(ids);
+	}
 	if (c->ev_role) {
 		c->ev_role = false;
 		if (cb->role_cb != NULL)
@@ -1226,6 +1264,7 @@ cpg_free(struct cluster *c)
 		return;
 	free(c->conninfo);
 	free(c->password_file);
+	free(c->cancel);
 	free(c);
 }
 
@@ -1234,6 +1273,20 @@ static void
 cpg_set_running(struct cluster *c, int running)
 {
 	c->running = running;
+}
+
+/* A new lease length (reload): the next heartbeat, a third of it away,
+ * renews or takes the lease for that long. */
+static void
+cpg_set_lease(struct cluster *c, int64_t lease_s)
+{
+	uint64_t hb;
+
+	if (lease_s < 1 || lease_s == c->lease_s)
+		return;
+	c->lease_s = lease_s;
+	hb = (uint64_t)lease_heartbeat_ms(lease_s);
+	uv_timer_start(&c->beat, cpg_beat_cb, hb, hb);
 }
 
 /* The configuration hash the next heartbeat writes. */
@@ -1715,6 +1768,7 @@ const struct cluster_driver cluster_pg_driver = {
 	.free = cpg_free,
 	.set_running = cpg_set_running,
 	.set_config_hash = cpg_set_config_hash,
+	.set_lease = cpg_set_lease,
 	.state = cpg_state,
 	.offer = cpg_offer,
 	.results = cpg_results,

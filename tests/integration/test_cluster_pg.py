@@ -19,6 +19,7 @@ What it checks:
     continued, its result is refused and it registers again;
   - a planner stopped past its lease is deposed when continued, and its
     offers are refused;
+  - withdrawn offers go, claimed ones are asked to stop at the heartbeat;
   - a request forwarded to the planner through the mailbox is answered;
     with the planner gone, the node gets one error line;
   - the database stopped: every node says so and claims fail; started
@@ -315,6 +316,20 @@ def test_deposed_planner():
     close_all()
 
 
+def test_cancel():
+    fresh_db()
+    p, w, gen = planner_and_worker()
+    h.eq(p.ask("offer 1 3", "offer"), "offered 3", "offer")
+    h.eq(w.ask("claim 2", "claimed"), "claimed 1 2", "w's claim")
+    # withdrawn: the offered row goes, the claimed ones are asked to stop
+    h.eq(p.ask("forget 1 2 3", "forgot"), "forgot 3", "forget")
+    h.eq(sql("SELECT id, state, cancel FROM work ORDER BY id"),
+         [("1", "claimed", "t"), ("2", "claimed", "t")], "the work rows")
+    got = sorted([w.expect("cancel "), w.expect("cancel ")])
+    h.eq(got, ["cancel 1", "cancel 2"], "cancels at w's heartbeat")
+    h.eq(w.ask("finish 1", "finish"), "finish 1 ok", "a cancelled run's end")
+
+
 def test_mailbox():
     fresh_db()
     p, w, gen = planner_and_worker()
@@ -380,6 +395,7 @@ def main():
         tp.cluster()
         h.main([isolated(t) for t in (test_takeover, test_claims_never_double,
                                       test_dead_node_reaped, test_deposed_planner,
+                                      test_cancel,
                                       test_mailbox, test_database_lost)])
     finally:
         close_all()
