@@ -45,9 +45,9 @@ static size_t linelen;
 static bool serving;
 static size_t auto_max;
 static int64_t lease_s;
-static uv_timer_t again;
+static uv_idle_t again; /* not a 0 ms timer: see cluster_pg.c's kick */
 
-static void probe_again_cb(uv_timer_t *t);
+static void probe_again_cb(uv_idle_t *t);
 
 /* Print one line and flush it. */
 static void __attribute__((format(printf, 1, 2)))
@@ -95,14 +95,14 @@ probe_claim(size_t max, const char *job, bool finish)
 	 * turn at a time (as the daemon's runs end), so that its heartbeat
 	 * keeps its beat */
 	if (finish && n == max)
-		uv_timer_start(&again, probe_again_cb, 0, 0);
+		uv_idle_start(&again, probe_again_cb);
 }
 
 /* Claim again on the next loop turn (auto). */
 static void
-probe_again_cb(uv_timer_t *t)
+probe_again_cb(uv_idle_t *t)
 {
-	(void)t;
+	uv_idle_stop(t);
 	probe_claim(auto_max, "j", true);
 }
 
@@ -420,7 +420,7 @@ main(int argc, char **argv)
 	o.lease_s = lease_s = strtoll(argv[4], NULL, 10);
 	o.config_hash = "0123456789abcdef";
 	o.password_file = getenv("PROBE_PASSWORD_FILE");
-	uv_timer_init(loop, &again);
+	uv_idle_init(loop, &again);
 	uv_pipe_init(loop, &in, 0);
 	uv_pipe_open(&in, 0);
 	if (drv->open(loop, &o, &cbs, &cl, &err) < 0) {

@@ -75,7 +75,12 @@ struct cluster {
 	uv_poll_t *poll;      /* on the socket of pg; closed with it */
 	uv_timer_t beat;      /* heartbeat, every third of the lease */
 	uv_timer_t deadline;  /* the planner's local deadline */
-	uv_timer_t kick;      /* delivers the events below, never inline */
+	/* delivers the events below on the next loop turn, never inline: an
+	 * idle handle, not a 0 ms timer, so that a stream of events (each
+	 * callback's statements drain more notifications) cannot hold the
+	 * loop inside one pass of its timers, away from the heartbeat */
+	uv_idle_t kick;
+	bool listen_planner;  /* LISTEN bf_done, bf_mail: planner only */
 	uv_timer_t fwd_timer; /* the earliest forwarded request's timeout */
 	int nclosing;
 	void (*closed_cb)(void *);
@@ -284,14 +289,15 @@ cpg_split_keys(const char *s, char ***keys, size_t *n)
 /* Events                                                              */
 /* ------------------------------------------------------------------ */
 
-static void cpg_kick_cb(uv_timer_t *t);
+static void cpg_kick_cb(uv_idle_t *t);
+static void cpg_listen(struct cluster *c);
 
 /* Have the kick deliver the pending events on the next loop turn. */
 static void
 cpg_kick(struct cluster *c)
 {
 	if (!c->closing)
-		uv_timer_start(&c->kick, cpg_kick_cb, 0, 0);
+		uv_idle_start(&c->kick, cpg_kick_cb);
 }
 
 /* Change role (events follow through the kick). */
@@ -560,8 +566,8 @@ cpg_connect(struct cluster *c, struct err *err)
 	PQsetNoticeProcessor(c->pg, cpg_notice, NULL);
 	if (PQsetnonblocking(c->pg, 1) != 0)
 		goto failed;
-	res = cpg_q(c, "LISTEN bf_work; LISTEN bf_done; LISTEN bf_mail;"
-		    " LISTEN bf_reply", 0, NULL, err);
+	res = cpg_q(c, "LISTEN bf_work; LISTEN bf_reply", 0, NULL, err);
+	c->listen_planner = false;
 	if (res == NULL) {
 		if (c->pg != NULL)
 			PQfinish(c->pg);
@@ -972,6 +978,7 @@ cpg_beat_cb(uv_timer_t *t)
 	}
 	if (cpg_lease(c, &row, now_ms, &err) < 0)
 		goto failed;
+	cpg_listen(c);
 	return;
 failed:
 	cpg_log(c, 4, "cluster: node=%s heartbeat: %s", c->node, err.msg);
@@ -1083,18 +1090,44 @@ cpg_fwd_timer_cb(uv_timer_t *t)
 	cpg_fwd_arm(c);
 }
 
+/* Listen for results and requests while planner only (workers would
+ * only be woken by them); after starting to, collect once what came
+ * before. */
+static void
+cpg_listen(struct cluster *c)
+{
+	bool want = c->role == CLUSTER_PLANNER;
+	struct err err;
+	PGresult *res;
+
+	if (c->pg == NULL || c->listen_planner == want)
+		return;
+	res = cpg_q(c, want ? "LISTEN bf_done; LISTEN bf_mail" :
+		    "UNLISTEN bf_done; UNLISTEN bf_mail", 0, NULL, &err);
+	if (res == NULL)
+		return;
+	PQclear(res);
+	c->listen_planner = want;
+	if (want) {
+		c->ev_done = c->ev_mail = true;
+		cpg_kick(c);
+	}
+}
+
 /* ------------------------------------------------------------------ */
 /* The kick: events to the daemon                                      */
 /* ------------------------------------------------------------------ */
 
 /* Deliver what happened, in order: database, fencing, role, work. */
 static void
-cpg_kick_cb(uv_timer_t *t)
+cpg_kick_cb(uv_idle_t *t)
 {
 	struct cluster *c = t->data;
 	const struct cluster_cbs *cb = &c->cbs;
 	struct cpg_fwd *f, *next;
 
+	uv_idle_stop(&c->kick);
+	cpg_listen(c);
 	if (c->ev_db) {
 		c->ev_db = false;
 		if (cb->db_cb != NULL)
@@ -1173,7 +1206,7 @@ cpg_open(uv_loop_t *loop, const struct cluster_opts *o,
 	c->role = CLUSTER_OFFLINE;
 	uv_timer_init(loop, &c->beat);
 	uv_timer_init(loop, &c->deadline);
-	uv_timer_init(loop, &c->kick);
+	uv_idle_init(loop, &c->kick);
 	uv_timer_init(loop, &c->fwd_timer);
 	c->beat.data = c->deadline.data = c->kick.data = c->fwd_timer.data = c;
 	/* the first heartbeat now, so that open says how the database is */
