@@ -6,6 +6,9 @@
  *
  *	cluster_probe MODULE CONNINFO NODE LEASE_S
  *
+ * MODULE is the path of backfilld-pg.so; its folder is the one module.c
+ * looks in (BACKFILLD_TEST_MODULE_DIR).
+ *
  * Commands (answers in brackets):
  *	offer FIRST COUNT [JOB]  offer runs FIRST.. [offered N | offer-refused]
  *	claim MAX [JOB]          claim runs [claimed ID...]
@@ -400,7 +403,7 @@ main(int argc, char **argv)
 		.cancel_cb = probe_cancel_cb, .log_cb = probe_log_cb,
 	};
 	struct cluster_opts o;
-	char why[512];
+	char why[512], dir[4096], *slash;
 	struct err err;
 
 	if (argc != 5) {
@@ -409,7 +412,12 @@ main(int argc, char **argv)
 		return 2;
 	}
 	signal(SIGPIPE, SIG_IGN);
-	if ((drv = cluster_driver_load(argv[1], why, sizeof why)) == NULL) {
+	/* the module named on the command line (module.c's test hook) */
+	snprintf(dir, sizeof dir, "%s", argv[1]);
+	if ((slash = strrchr(dir, '/')) != NULL)
+		*slash = '\0';
+	setenv("BACKFILLD_TEST_MODULE_DIR", dir, 1);
+	if ((drv = cluster_driver_load(why, sizeof why)) == NULL) {
 		fprintf(stderr, "%s\n", why);
 		return 1;
 	}

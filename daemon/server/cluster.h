@@ -3,7 +3,7 @@
  * side of the coordination (docs/several-hosts.md).  No libpq here: the
  * implementation is cluster_pg.c inside the PostgreSQL module
  * (backfilld-pg.so), reached through `cluster_pg_driver`, which
- * cluster_driver_load() looks up the way exec.c finds wh_pg_driver.
+ * cluster_driver_load() looks up with module_symbol() (module.h).
  *
  * What it does, on the daemon's loop, on a connection of its own:
  *  - registers this node (a new incarnation each start) and heartbeats
@@ -230,9 +230,8 @@ struct cluster_driver {
 
 /* The role's name: offline, worker, planner. */
 const char *cluster_role_name(enum cluster_role r);
-/* cluster_pg_driver from the PostgreSQL module at path (NULL: beside the
- * executable, then the install folder), or NULL with why filled. */
-const struct cluster_driver *cluster_driver_load(const char *path,
-						 char *why, size_t len);
+/* cluster_pg_driver from the PostgreSQL module (module.h), or NULL with
+ * why filled. */
+const struct cluster_driver *cluster_driver_load(char *why, size_t len);
 
 #endif

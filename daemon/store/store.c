@@ -56,7 +56,9 @@ store_open(const char *path, struct store **out, struct err *err)
 int
 store_open_config(const struct config *cfg, struct store **out, struct err *err)
 {
-	/* state: postgres: (several hosts) opens with store_open_pg here */
+	if (cfg->state_conninfo != NULL) /* state: postgres: */
+		return store_open_pg(cfg->state_conninfo,
+				     cfg->state_password_file, out, err);
 	return store_open(cfg->state_db, out, err);
 }
 

@@ -5,9 +5,9 @@ Nodes are tests/cluster_probe processes (CLUSTER_PROBE) that load
 cluster_pg_driver from the PostgreSQL module (PG_MODULE) and run it on a
 libuv loop, on a throwaway PostgreSQL server started as test_postgres.py
 starts one (exit 77 without PostgreSQL, unless BACKFILLD_REQUIRE_POSTGRES=1).
-Each test gets a fresh database with the nodes and lease tables
-(sql/pg/001_init.sql, or tests/fixtures/pg/001_nodes_lease.sql when the
-tree has no PostgreSQL store yet) and sql/pg/002_cluster.sql.
+Each test gets a fresh database with the PostgreSQL store's schema
+(sql/pg/*.sql, in order: the nodes and lease tables come with
+001_init.sql, work and mailbox with 002_cluster.sql).
 
 What it checks:
   - one node takes the lease; after it is killed (-9), another takes it
@@ -40,17 +40,12 @@ GUARD = 30.0       # seconds: failure guard for any awaited line
 PROBE = os.environ.get("CLUSTER_PROBE")
 MODULE = os.environ.get("PG_MODULE")
 SQL_DIR = os.path.join(h.SOURCE_ROOT, "sql", "pg")
-STUB_001 = os.path.join(h.SOURCE_ROOT, "tests", "fixtures", "pg", "001_nodes_lease.sql")
 DB = "bfc"
 PROBES = []
 
 
 def schema_files():
-    first = os.path.join(SQL_DIR, "001_init.sql")
-    files = [first if os.path.exists(first) else STUB_001]
-    files += sorted(os.path.join(SQL_DIR, f) for f in os.listdir(SQL_DIR)
-                    if f.endswith(".sql") and not f.startswith("001_"))
-    return files
+    return sorted(os.path.join(SQL_DIR, f) for f in os.listdir(SQL_DIR) if f.endswith(".sql"))
 
 
 def fresh_db():
