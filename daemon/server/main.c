@@ -560,7 +560,7 @@ daemon_check_host(const struct config *cfg, struct err *err)
  * warehouse connections and control clients take descriptors too.  The
  * soft limit (often 1024) is raised to the hard one so that runs have a
  * reserve; a run that still finds none is put back in the queue without
- * counting an attempt (scheduler.c).
+ * counting an attempt (sched_dispatch.c).
  */
 static void
 daemon_raise_nofile(void)
