@@ -17,15 +17,15 @@
 
 /* ---- items, requests and counters ------------------------------------ */
 
-/* The bucket of (job, key) in the hash. */
-static struct item **
+/* The hash chain holding (job, key). */
+struct item **
 manifest_bucket(struct manifest *m, const char *job, const char *key)
 {
 	return &m->hash[text_hash_pair(job, key) % MANIFEST_HASH_SIZE];
 }
 
 /* Is item x of job and key? */
-static bool
+bool
 manifest_same(const struct item *x, const char *job, const char *key)
 {
 	return strcmp(x->key, key) == 0 && strcmp(x->job_name, job) == 0;
@@ -515,216 +515,7 @@ manifest_backoff_ms(const struct job_def *j, int attempts)
 	return backoff;
 }
 
-/* ---- dispatch: caps and order (rules 2, 3 and 5) ---------------------- */
-
-/*
- * Rule 2, caps.  At most cfg->max_concurrency runs in flight, at most
- * job->concurrency of one job, at most max_connections on one PostgreSQL
- * warehouse, at most a request's own concurrency (backfill --concurrency,
- * never above its job's) of that request's runs, its downstream items'
- * included, and never two runs of the same job and partition at once: a
- * partition queued while it runs waits for it.  A run carrying items of
- * several requests (rule 5) counts once against each of them and takes no
- * item of a request at its cap.  A throttled warehouse (throttle.h) starts
- * nothing; a paused job neither.
- */
-
-/* Is a run of (job, key) in flight? */
-static bool
-manifest_partition_running(struct manifest *m, const struct item *it)
-{
-	for (struct item *x = *manifest_bucket(m, it->job_name, it->key); x;
-	     x = x->hnext)
-		if (x->state == MS_RUNNING && manifest_same(x, it->job_name,
-							    it->key))
-			return true;
-	return false;
-}
-
-/* Is a job paused, by the gate? */
-static bool
-manifest_paused(const struct manifest_gate *g, int job)
-{
-	return job >= 0 && g != NULL && g->paused != NULL &&
-	       g->paused(g->data, job);
-}
-
-/* May this job start one more run now (its cap, its warehouse's)? */
-static bool
-manifest_job_free(struct manifest *m, const struct manifest_gate *g, int job)
-{
-	const struct job_def *j;
-	const struct warehouse_def *w;
-	int n = 0;
-
-	if (job < 0)
-		return false;
-	j = &m->cfg->jobs[job];
-	if ((size_t)job < m->njobs && m->job_running[job] >= j->concurrency)
-		return false;
-	if (j->warehouse < 0)
-		return true;
-	w = &m->cfg->warehouses[j->warehouse];
-	if (w->kind == WH_POSTGRES) {
-		/* its runs in flight: at most max_concurrency, a cheap scan */
-		for (struct run *r = m->runs.next; r != &m->runs; r = r->next)
-			if (r->job >= 0 &&
-			    m->cfg->jobs[r->job].warehouse == j->warehouse)
-				n++;
-		if (n >= w->max_connections)
-			return false;
-	}
-	return g == NULL || g->throttled == NULL ||
-	       !g->throttled(g->data, j->warehouse);
-}
-
-/* Is an item ready to run (not counting its job's cap)?  A retry not yet
- * due moves *wake earlier. */
-static bool
-manifest_ready(struct manifest *m, const struct manifest_gate *g,
-	       struct item *it, int64_t now, int64_t *wake)
-{
-	if (it->state != MS_QUEUED || it->job < 0)
-		return false;
-	for (size_t i = 0; i < it->nins; i++)
-		if (it->ins[i]->state != MS_SUCCEEDED)
-			return false;
-	if (it->not_before > now) {
-		if (it->not_before < *wake)
-			*wake = it->not_before;
-		return false;
-	}
-	if (manifest_paused(g, it->job))
-		return false;
-	return !manifest_partition_running(m, it);
-}
-
-/* Is a request running as many runs as its own cap allows? */
-static bool
-manifest_at_cap(const struct request *rq)
-{
-	return rq->cap > 0 && rq->nruns >= rq->cap;
-}
-
-/* The first runnable item of a request in seq order, or NULL. */
-static struct item *
-manifest_request_next(struct manifest *m, const struct manifest_gate *g,
-		      struct request *rq, int64_t now, int64_t *wake)
-{
-	while (rq->cursor < rq->n && rq->items[rq->cursor]->state != MS_QUEUED)
-		rq->cursor++;
-	if (manifest_at_cap(rq))
-		return NULL;
-	for (size_t i = rq->cursor; i < rq->n; i++) {
-		struct item *it = rq->items[i];
-
-		if (it->state != MS_QUEUED)
-			continue;
-		if (!manifest_job_free(m, g, it->job) ||
-		    manifest_paused(g, it->job)) {
-			if (!it->downstream)
-				i = rq->nroot - 1; /* every root is this job's */
-			continue;
-		}
-		if (manifest_ready(m, g, it, now, wake))
-			return it;
-	}
-	return NULL;
-}
-
-/*
- * Rule 3, order.  Requests of kind schedule and catchup are served before
- * operator requests; operator requests share the pool round-robin; within
- * a request, items run in seq order (oldest first, or newest with
- * --reverse; downstream items after the items they wait for).
- */
-static struct item *
-manifest_pick(struct manifest *m, const struct manifest_gate *g, int64_t now,
-	      int64_t *wake)
-{
-	struct request *rq, *start;
-	struct item *it = NULL;
-
-	for (rq = m->requests.next; rq != &m->requests && !it; rq = rq->next)
-		if (rq->priority)
-			it = manifest_request_next(m, g, rq, now, wake);
-	if (it != NULL || m->requests.next == &m->requests)
-		return it;
-	start = m->rr;
-	if (start == NULL || start == &m->requests)
-		start = m->requests.next;
-	rq = start;
-	do {
-		if (rq != &m->requests && !rq->priority &&
-		    (it = manifest_request_next(m, g, rq, now, wake)) != NULL) {
-			m->rr = rq->next;
-			return it;
-		}
-		rq = rq->next;
-	} while (rq != start);
-	return NULL;
-}
-
-/* Add an item to a run being picked. */
-static void
-manifest_run_add(struct run *r, struct item *it)
-{
-	if (r->nitems == r->cap) {
-		r->cap = r->cap ? r->cap * 2 : 4;
-		r->items = xreallocarray(r->items, r->cap, sizeof *r->items);
-	}
-	r->items[r->nitems++] = it;
-}
-
-/*
- * Rule 5, one run for many.  Items of several requests for the same job
- * and partition that are ready at the same time run once, together.  A
- * batch job's ready partitions of one request run as one batch.
- */
-static void
-manifest_gather(struct manifest *m, const struct manifest_gate *g,
-		struct run *r, struct item *it, int64_t now)
-{
-	int64_t wake = INT64_MAX;
-	struct item *x;
-
-	for (size_t i = 0; r->batch && i < it->rq->nroot; i++) {
-		x = it->rq->items[i];
-		if (x != it && x->job == it->job &&
-		    manifest_ready(m, g, x, now, &wake))
-			manifest_run_add(r, x);
-	}
-	for (x = *manifest_bucket(m, it->job_name, it->key); x && !r->batch;
-	     x = x->hnext) {
-		if (x == it || !manifest_same(x, it->job_name, it->key))
-			continue;
-		if (!manifest_at_cap(x->rq) && manifest_ready(m, g, x, now, &wake))
-			manifest_run_add(r, x);
-	}
-}
-
-/* The next run to start under the caps, in order, or NULL (*wake: when a
- * retry comes due, if sooner).  The run is not started yet: the shell
- * records it, then calls manifest_run_start (or manifest_run_free). */
-struct run *
-manifest_next_run(struct manifest *m, const struct manifest_gate *g,
-		  int64_t now, int64_t *wake)
-{
-	struct item *it;
-	struct run *r;
-
-	if (m->nrunning >= m->cfg->max_concurrency)
-		return NULL;
-	if ((it = manifest_pick(m, g, now, wake)) == NULL)
-		return NULL;
-	r = xcalloc(1, sizeof *r);
-	r->job = it->job;
-	snprintf(r->job_name, sizeof r->job_name, "%s", it->job_name);
-	r->batch = m->cfg->jobs[it->job].batch && !it->downstream;
-	manifest_run_add(r, it);
-	manifest_gather(m, g, r, it, now);
-	return r;
-}
+/* ---- runs in flight ------------------------------------------------- */
 
 /* Count a run against the requests of its items: a batch run's items are
  * all of one request, an ordinary run's each of another. */

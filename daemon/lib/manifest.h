@@ -15,8 +15,9 @@
  * items by a rule (settle, release, fail fast, cancel) also append one
  * struct manifest_change per item moved to m->changes, in order, which
  * the shell writes to the state store and logs (then
- * manifest_changes_clear).  The rules themselves are the block comments
- * in manifest.c, next to the code that applies each.
+ * manifest_changes_clear).  Rule 4 (downstream, fail fast, retry) is the
+ * block comments in manifest.c, next to the code that applies each;
+ * dispatch's choice (rules 2, 3 and 5) is pick.h.
  */
 #ifndef BACKFILLD_MANIFEST_H
 #define BACKFILLD_MANIFEST_H
@@ -121,14 +122,6 @@ struct manifest {
 	size_t nchanges, changecap;
 };
 
-/* What dispatch may not use, asked of the shell (NULL: nothing paused or
- * throttled): a paused job, a throttled warehouse (index in cfg). */
-struct manifest_gate {
-	bool (*paused)(void *data, int job);
-	bool (*throttled)(void *data, int warehouse);
-	void *data;
-};
-
 void manifest_init(struct manifest *m, const struct config *cfg);
 void manifest_clear(struct manifest *m);
 /* A new configuration: resolve every item's job again and recount. */
@@ -171,11 +164,13 @@ int64_t manifest_cancel_unconfigured(struct manifest *m);
 bool manifest_retriable(const struct item *it);
 int64_t manifest_retry(struct manifest *m, struct request *rq);
 
-/* Rules 2, 3 and 5, see manifest.c. */
-struct run *manifest_next_run(struct manifest *m,
-			      const struct manifest_gate *g, int64_t now,
-			      int64_t *wake);
-/* A run picked by manifest_next_run starts: its items are running, one
+/* The hash chain holding (job, key): other keys may share it, test each
+ * item with manifest_same. */
+struct item **manifest_bucket(struct manifest *m, const char *job,
+			      const char *key);
+bool manifest_same(const struct item *x, const char *job, const char *key);
+
+/* A run picked by pick_next_run (pick.h) starts: its items are running, one
  * more attempt each, counted against the caps. */
 void manifest_run_start(struct manifest *m, struct run *r);
 /* The store refused the start: undo manifest_run_start. */

@@ -1,6 +1,6 @@
 /*
  * sched_dispatch.c - dispatch and recording: the shell that starts the
- * runs the core picks (manifest_next_run, rules 2, 3 and 5 in manifest.c)
+ * runs the core picks (pick_next_run, rules 2, 3 and 5 in pick.c)
  * and records their outcome, retries and downstream settling (rule 4).
  *
  * sched_run_begin() is the one place where "dispatch decided to start
@@ -9,6 +9,7 @@
  * back.
  */
 #include "sched_int.h"
+#include "pick.h"
 
 #include <inttypes.h>
 #include <stdio.h>
@@ -128,7 +129,7 @@ sched_run_submit(struct sched *s, struct active *a)
 }
 
 /*
- * Apply dispatch's decision to start run r (manifest_next_run): mark it
+ * Apply dispatch's decision to start run r (pick_next_run): mark it
  * started in the manifest, commit that to the store, hand it to the
  * executor.  The one seam between deciding and doing: -1 (the run undone,
  * freed) when the store refused.
@@ -180,13 +181,13 @@ sched_retry_cb(uv_timer_t *t)
 void
 sched_dispatch(struct sched *s)
 {
-	struct manifest_gate g = { sched_paused_cb, sched_throttled_cb, s };
+	struct pick_gate g = { sched_paused_cb, sched_throttled_cb, s };
 	int64_t now = clock_now_ms(), wake = INT64_MAX;
 	struct run *r;
 
 	if (s->draining || s->closing || s->store_failed)
 		return;
-	while ((r = manifest_next_run(&s->m, &g, now, &wake)) != NULL)
+	while ((r = pick_next_run(&s->m, &g, now, &wake)) != NULL)
 		if (sched_run_begin(s, r, now) < 0)
 			break;
 	sched_arm_retry(s, wake, now);

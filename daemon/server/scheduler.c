@@ -3,14 +3,15 @@
  *
  * The scheduling rules live with the code that applies each:
  *  1. The store first                     here (sched_flush)
- *  2. Caps                                manifest.c (manifest_job_free)
- *  3. Order                               manifest.c (manifest_pick)
+ *  2. Caps                                pick.c (pick_job_free)
+ *  3. Order                               pick.c (pick_item)
  *  4. Downstream, fail fast, retry        manifest.c (manifest_settle, ...)
- *  5. One run for many                    manifest.c (manifest_gather)
+ *  5. One run for many                    pick.c (pick_gather)
  *  6. The schedule                        schedule.c (schedule_decide)
  *  7. A store that cannot be written      here (sched_flush)
- * manifest.c and schedule.c are pure (no libuv, no store, no clock); the
- * shell that applies their decisions is split by concern (sched_int.h).
+ * manifest.c, pick.c and schedule.c are pure (no libuv, no store, no
+ * clock); the shell that applies their decisions is split by concern
+ * (sched_int.h).
  *
  * Rule 1, the store first.  A state change is committed to the state
  * store before it is acknowledged to a client: the changes of one loop

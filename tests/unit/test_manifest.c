@@ -1,5 +1,5 @@
 /*
- * test_manifest.c - the manifest's rules (manifest.c), one table row per
+ * test_manifest.c - the manifest's rules (manifest.c, pick.c), one row per
  * case: caps (global, job, warehouse, request), the order (schedule and
  * catchup first, round-robin, oldest first), one run for several
  * requests, batches, once after the inputs, blocked and released (also by
@@ -33,7 +33,7 @@
 #include <string.h>
 
 #include "config.h"
-#include "manifest.h"
+#include "pick.h"
 
 #define BASE_YAML \
 	"state_db: s.db\n" \
@@ -352,12 +352,12 @@ world_request(struct world *w, const char *spec)
 static void
 world_pick(struct world *w, char *out, size_t outsz)
 {
-	struct manifest_gate g = { paused_cb, throttled_cb, w };
+	struct pick_gate g = { paused_cb, throttled_cb, w };
 	int64_t wake = INT64_MAX;
 	struct run *r;
 
 	out[0] = '\0';
-	while ((r = manifest_next_run(&w->m, &g, w->now, &wake)) != NULL) {
+	while ((r = pick_next_run(&w->m, &g, w->now, &wake)) != NULL) {
 		size_t n = strlen(out);
 		struct item *e = r->items[0];
 
