@@ -104,8 +104,8 @@ manifest_note(struct manifest *m, struct item *it, enum manifest_why why)
 
 	if (m->nchanges == m->changecap) {
 		m->changecap = m->changecap ? m->changecap * 2 : 16;
-		m->changes = xreallocarray(m->changes, m->changecap,
-					   sizeof *m->changes);
+		m->changes =
+		    xreallocarray(m->changes, m->changecap, sizeof *m->changes);
 	}
 	c = &m->changes[m->nchanges++];
 	memset(c, 0, sizeof *c);
@@ -167,8 +167,8 @@ manifest_request_add(struct manifest *m, int64_t id, const char *job,
 	rq->id = id;
 	rq->job = xstrdup(job);
 	rq->kind = xstrdup(kind);
-	rq->priority = strcmp(kind, "schedule") == 0 ||
-		       strcmp(kind, "catchup") == 0;
+	rq->priority =
+	    strcmp(kind, "schedule") == 0 || strcmp(kind, "catchup") == 0;
 	rq->created_at = created_at;
 	rq->prev = m->requests.prev;
 	rq->next = &m->requests;
@@ -196,8 +196,8 @@ manifest_item_add(struct manifest *m, struct request *rq, int64_t id,
 	struct item **b;
 
 	if (rq->n % 64 == 0)
-		rq->items = xreallocarray(rq->items, rq->n + 64,
-					  sizeof *rq->items);
+		rq->items =
+		    xreallocarray(rq->items, rq->n + 64, sizeof *rq->items);
 	it->id = id;
 	it->rq = rq;
 	it->idx = rq->n;
@@ -222,7 +222,8 @@ manifest_link(struct item *in, struct item *out)
 {
 	if (in->nouts == in->outcap) {
 		in->outcap = in->outcap ? in->outcap * 2 : 2;
-		in->outs = xreallocarray(in->outs, in->outcap, sizeof *in->outs);
+		in->outs =
+		    xreallocarray(in->outs, in->outcap, sizeof *in->outs);
 	}
 	in->outs[in->nouts++] = out;
 	out->ins = xreallocarray(out->ins, out->nins + 1, sizeof *out->ins);
@@ -327,8 +328,10 @@ manifest_settle(struct manifest *m, struct item *o)
 	if (gone != NULL && bad == NULL && !pending) {
 		manifest_set(m, o, MS_CANCELLED);
 		c = manifest_note(m, o, MANIFEST_INPUT_CANCELLED);
-		snprintf(c->note, sizeof c->note, "cancelled: its input %s %s was"
-			 " cancelled", gone->job_name, gone->key);
+		snprintf(c->note, sizeof c->note,
+			 "cancelled: its input %s %s was"
+			 " cancelled",
+			 gone->job_name, gone->key);
 		return true;
 	}
 	if (bad != NULL && !pending) {
@@ -383,8 +386,8 @@ manifest_landed(struct manifest *m, const char *job, const char *key,
 		it->blocked_on = NULL;
 		manifest_set(m, it, MS_SUCCEEDED);
 		c = manifest_note(m, it, MANIFEST_LANDED);
-		snprintf(c->note, sizeof c->note, "landed later by request %"
-			 PRId64, by->id);
+		snprintf(c->note, sizeof c->note,
+			 "landed later by request %" PRId64, by->id);
 		manifest_settle_outs(m, it);
 		n++;
 	}
@@ -411,8 +414,10 @@ manifest_fail_fast(struct manifest *m, struct request *rq,
 			continue;
 		manifest_set(m, it, MS_CANCELLED);
 		c = manifest_note(m, it, MANIFEST_FAIL_FAST);
-		snprintf(c->note, sizeof c->note, "cancelled: --fail-fast after"
-			 " %s %s failed", bad->job_name, bad->key);
+		snprintf(c->note, sizeof c->note,
+			 "cancelled: --fail-fast after"
+			 " %s %s failed",
+			 bad->job_name, bad->key);
 		n++;
 	}
 	return n;
@@ -447,13 +452,15 @@ manifest_cancel_unconfigured(struct manifest *m)
 		for (size_t i = 0; i < rq->n; i++) {
 			struct item *it = rq->items[i];
 
-			if (it->job >= 0 || (it->state != MS_QUEUED &&
-					     it->state != MS_BLOCKED))
+			if (it->job >= 0 ||
+			    (it->state != MS_QUEUED && it->state != MS_BLOCKED))
 				continue;
 			manifest_set(m, it, MS_CANCELLED);
-			snprintf(manifest_note(m, it, MANIFEST_UNCONFIGURED)->note,
-				 sizeof m->changes[0].note, "cancelled: the job"
-				 " is no longer in the configuration");
+			snprintf(
+			    manifest_note(m, it, MANIFEST_UNCONFIGURED)->note,
+			    sizeof m->changes[0].note,
+			    "cancelled: the job"
+			    " is no longer in the configuration");
 			manifest_settle_outs(m, it);
 			n++;
 		}
@@ -470,9 +477,9 @@ manifest_cancel_unconfigured(struct manifest *m)
 bool
 manifest_retriable(const struct item *it)
 {
-	return it->job >= 0 && (it->state == MS_FAILED ||
-				it->state == MS_BLOCKED ||
-				it->state == MS_CANCELLED);
+	return it->job >= 0 &&
+	       (it->state == MS_FAILED || it->state == MS_BLOCKED ||
+		it->state == MS_CANCELLED);
 }
 
 int64_t
@@ -567,15 +574,14 @@ manifest_run_result(struct manifest *m, struct run *r, enum mstate result,
 		if (r->requeue && x->attempts > 0)
 			x->attempts--;
 		if (retry_job != NULL)
-			x->not_before = now + manifest_backoff_ms(retry_job,
-								  x->attempts);
+			x->not_before =
+			    now + manifest_backoff_ms(retry_job, x->attempts);
 		manifest_set(m, x, result);
 	}
 }
 
 void
-manifest_run_not_started(struct manifest *m, struct run *r,
-			 int64_t not_before)
+manifest_run_not_started(struct manifest *m, struct run *r, int64_t not_before)
 {
 	for (size_t i = 0; i < r->nitems; i++) {
 		struct item *x = r->items[i];

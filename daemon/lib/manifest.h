@@ -34,42 +34,42 @@ struct request;
 struct run;
 
 struct item {
-	int64_t id;              /* its manifest row in the store */
+	int64_t id; /* its manifest row in the store */
 	struct request *rq;
-	size_t idx;              /* position in rq->items */
+	size_t idx; /* position in rq->items */
 	char *job_name;
-	int job;                 /* index in m->cfg, -1 when no longer configured */
+	int job; /* index in m->cfg, -1 when no longer configured */
 	part_t part;
 	char key[CAL_KEY_MAX];
 	enum mstate state;
 	int attempts;
-	int64_t not_before;      /* ms: a retry waits until then */
+	int64_t not_before; /* ms: a retry waits until then */
 	int seq;
 	bool downstream;
-	char *blocked_on;        /* "job key" of the input that blocks it */
-	struct item **ins;       /* input items of the same request */
+	char *blocked_on;  /* "job key" of the input that blocks it */
+	struct item **ins; /* input items of the same request */
 	size_t nins;
-	struct item **outs;      /* items waiting for this one */
+	struct item **outs; /* items waiting for this one */
 	size_t nouts, outcap;
-	struct run *run;         /* while running */
-	struct item *hnext;      /* hash chain by (job, key) */
+	struct run *run;    /* while running */
+	struct item *hnext; /* hash chain by (job, key) */
 };
 
 struct request {
 	int64_t id;
 	char *job;
-	char *kind;              /* schedule, catchup, backfill, ... */
-	bool priority;           /* schedule or catchup (rule 3) */
-	int64_t created_at;      /* ms */
+	char *kind;	    /* schedule, catchup, backfill, ... */
+	bool priority;	    /* schedule or catchup (rule 3) */
+	int64_t created_at; /* ms */
 	struct item **items;
 	size_t n;
-	size_t nroot;            /* its own partitions: items[0..nroot) */
-	size_t cursor;           /* no queued item before it */
+	size_t nroot;  /* its own partitions: items[0..nroot) */
+	size_t cursor; /* no queued item before it */
 	int64_t counts[MS_COUNT];
-	int cap;                 /* runs of it at once, 0: no cap of its own */
-	int nruns;               /* runs in flight carrying an item of it */
-	bool fail_fast;          /* cancel the rest after a failure */
-	void *data;              /* the shell's (its watchers) */
+	int cap;	/* runs of it at once, 0: no cap of its own */
+	int nruns;	/* runs in flight carrying an item of it */
+	bool fail_fast; /* cancel the rest after a failure */
+	void *data;	/* the shell's (its watchers) */
 	struct request *next, *prev;
 };
 
@@ -77,22 +77,22 @@ struct request {
 struct run {
 	struct item **items;
 	size_t nitems, cap;
-	bool batch;              /* one execution for several partitions */
-	int job;                 /* index in m->cfg, -1 when gone */
+	bool batch; /* one execution for several partitions */
+	int job;    /* index in m->cfg, -1 when gone */
 	char job_name[128];
-	bool requeue;            /* interrupted by a throttle: no attempt */
-	void *data;              /* the shell's */
+	bool requeue; /* interrupted by a throttle: no attempt */
+	void *data;   /* the shell's */
 	struct run *next, *prev;
 };
 
 /* Why an item moved (for the shell's log line). */
 enum manifest_why {
 	MANIFEST_INPUT_CANCELLED, /* cancelled: an input will never run */
-	MANIFEST_BLOCKED,         /* an input failed or is blocked */
-	MANIFEST_RELEASED,        /* its inputs landed: queued again */
-	MANIFEST_LANDED,          /* failed here, landed by another request */
-	MANIFEST_FAIL_FAST,       /* cancelled by --fail-fast */
-	MANIFEST_UNCONFIGURED,    /* cancelled: its job is gone */
+	MANIFEST_BLOCKED,	  /* an input failed or is blocked */
+	MANIFEST_RELEASED,	  /* its inputs landed: queued again */
+	MANIFEST_LANDED,	  /* failed here, landed by another request */
+	MANIFEST_FAIL_FAST,	  /* cancelled by --fail-fast */
+	MANIFEST_UNCONFIGURED,	  /* cancelled: its job is gone */
 };
 
 /* One item moved by a rule: write it (state, attempts, not_before,
@@ -108,16 +108,16 @@ struct manifest_change {
 
 struct manifest {
 	const struct config *cfg;
-	struct request requests;  /* circular list head, oldest first */
-	struct request *rr;       /* round-robin position (rule 3) */
+	struct request requests; /* circular list head, oldest first */
+	struct request *rr;	 /* round-robin position (rule 3) */
 	struct item *hash[MANIFEST_HASH_SIZE];
-	struct run runs;          /* runs in flight: list head */
+	struct run runs; /* runs in flight: list head */
 	int nrunning;
-	int *job_running;         /* runs in flight per job index */
+	int *job_running;		 /* runs in flight per job index */
 	int64_t (*job_counts)[MS_COUNT]; /* items by job index and state */
 	size_t njobs;
-	int64_t nqueued;          /* queued or running items */
-	int64_t failed_total;     /* items that ever failed */
+	int64_t nqueued;      /* queued or running items */
+	int64_t failed_total; /* items that ever failed */
 	struct manifest_change *changes;
 	size_t nchanges, changecap;
 };
@@ -178,9 +178,8 @@ void manifest_run_unstart(struct manifest *m, struct run *r);
 /* The run ended with result (queued again, succeeded or failed); with
  * retry_job (the definition the run ran with; NULL: no retry) each item
  * waits its backoff from now (ms). */
-void manifest_run_result(struct manifest *m, struct run *r,
-			 enum mstate result, const struct job_def *retry_job,
-			 int64_t now);
+void manifest_run_result(struct manifest *m, struct run *r, enum mstate result,
+			 const struct job_def *retry_job, int64_t now);
 /* The run could not start for want of resources: queued again without
  * an attempt, not before not_before (ms). */
 void manifest_run_not_started(struct manifest *m, struct run *r,

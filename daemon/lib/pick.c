@@ -28,8 +28,8 @@ pick_partition_running(struct manifest *m, const struct item *it)
 {
 	for (struct item *x = *manifest_bucket(m, it->job_name, it->key); x;
 	     x = x->hnext)
-		if (x->state == MS_RUNNING && manifest_same(x, it->job_name,
-							    it->key))
+		if (x->state == MS_RUNNING &&
+		    manifest_same(x, it->job_name, it->key))
 			return true;
 	return false;
 }
@@ -74,8 +74,8 @@ pick_job_free(struct manifest *m, const struct pick_gate *g, int job)
 /* Is an item ready to run (not counting its job's cap)?  A retry not yet
  * due moves *wake earlier. */
 static bool
-pick_ready(struct manifest *m, const struct pick_gate *g,
-	       struct item *it, int64_t now, int64_t *wake)
+pick_ready(struct manifest *m, const struct pick_gate *g, struct item *it,
+	   int64_t now, int64_t *wake)
 {
 	if (it->state != MS_QUEUED || it->job < 0)
 		return false;
@@ -102,7 +102,7 @@ pick_at_cap(const struct request *rq)
 /* The first runnable item of a request in seq order, or NULL. */
 static struct item *
 pick_request_next(struct manifest *m, const struct pick_gate *g,
-		      struct request *rq, int64_t now, int64_t *wake)
+		  struct request *rq, int64_t now, int64_t *wake)
 {
 	while (rq->cursor < rq->n && rq->items[rq->cursor]->state != MS_QUEUED)
 		rq->cursor++;
@@ -113,10 +113,10 @@ pick_request_next(struct manifest *m, const struct pick_gate *g,
 
 		if (it->state != MS_QUEUED)
 			continue;
-		if (!pick_job_free(m, g, it->job) ||
-		    pick_paused(g, it->job)) {
+		if (!pick_job_free(m, g, it->job) || pick_paused(g, it->job)) {
 			if (!it->downstream)
-				i = rq->nroot - 1; /* every root is this job's */
+				i = rq->nroot -
+				    1; /* every root is this job's */
 			continue;
 		}
 		if (pick_ready(m, g, it, now, wake))
@@ -133,7 +133,7 @@ pick_request_next(struct manifest *m, const struct pick_gate *g,
  */
 static struct item *
 pick_item(struct manifest *m, const struct pick_gate *g, int64_t now,
-	      int64_t *wake)
+	  int64_t *wake)
 {
 	struct request *rq, *start;
 	struct item *it = NULL;
@@ -175,8 +175,8 @@ pick_run_add(struct run *r, struct item *it)
  * batch job's ready partitions of one request run as one batch.
  */
 static void
-pick_gather(struct manifest *m, const struct pick_gate *g,
-		struct run *r, struct item *it, int64_t now)
+pick_gather(struct manifest *m, const struct pick_gate *g, struct run *r,
+	    struct item *it, int64_t now)
 {
 	int64_t wake = INT64_MAX;
 	struct item *x;
@@ -200,8 +200,8 @@ pick_gather(struct manifest *m, const struct pick_gate *g,
  * retry comes due, if sooner).  The run is not started yet: the shell
  * records it, then calls manifest_run_start (or manifest_run_free). */
 struct run *
-pick_next_run(struct manifest *m, const struct pick_gate *g,
-		  int64_t now, int64_t *wake)
+pick_next_run(struct manifest *m, const struct pick_gate *g, int64_t now,
+	      int64_t *wake)
 {
 	struct item *it;
 	struct run *r;

@@ -51,8 +51,7 @@ schedule_set_catchup(struct store_job_state *st, const char *what)
 
 /* Decide what a gap first..last (more than one partition) becomes. */
 static void
-schedule_gap(const struct job_def *j, bool resumed,
-	     struct schedule_decision *d)
+schedule_gap(const struct job_def *j, bool resumed, struct schedule_decision *d)
 {
 	struct store_job_state *st = &d->state;
 
@@ -69,8 +68,9 @@ schedule_gap(const struct job_def *j, bool resumed,
 		/* the command the log suggests is one the daemon accepts:
 		 * the gap's first piece of at most max_backfill */
 		d->action = SCHEDULE_REFUSE;
-		d->piece = d->gap > j->max_backfill ?
-			d->first + j->max_backfill - 1 : d->last;
+		d->piece = d->gap > j->max_backfill
+			       ? d->first + j->max_backfill - 1
+			       : d->last;
 		schedule_set_catchup(st, "refused");
 		part_key(j->grain, d->first, st->gap_from);
 		part_key(j->grain, d->last, st->gap_to);
@@ -122,7 +122,8 @@ schedule_decide(const struct job_def *j, const struct store_job_state *st,
 		nextp = j->start;
 	if (!j->has_end || nextp <= j->end) {
 		d->has_next_due = true;
-		d->next_due = schedule_due_time(j->grain, j->ready_after, nextp);
+		d->next_due =
+		    schedule_due_time(j->grain, j->ready_after, nextp);
 	}
 }
 
@@ -133,8 +134,9 @@ schedule_view(const struct job_def *j, const struct store_job_state *st,
 	bool refused = strcmp(st->catchup, "refused") == 0;
 
 	memset(v, 0, sizeof *v);
-	v->has_watermark = st->has_watermark &&
-		part_parse_key(j->grain, st->watermark, &v->watermark, NULL) == 0;
+	v->has_watermark =
+	    st->has_watermark &&
+	    part_parse_key(j->grain, st->watermark, &v->watermark, NULL) == 0;
 	if (!schedule_is_clock_job(j))
 		v->catchup = "off";
 	else if (refused)
@@ -143,9 +145,10 @@ schedule_view(const struct job_def *j, const struct store_job_state *st,
 		v->catchup = j->catchup ? "ok" : "off";
 	/* refused until every partition of the gap has succeeded:
 	 * schedule_gap_clear() once the last one lands */
-	v->has_gap = refused && st->gap_from[0] &&
-		part_parse_key(j->grain, st->gap_from, &v->gap_from, NULL) == 0 &&
-		part_parse_key(j->grain, st->gap_to, &v->gap_to, NULL) == 0;
+	v->has_gap =
+	    refused && st->gap_from[0] &&
+	    part_parse_key(j->grain, st->gap_from, &v->gap_from, NULL) == 0 &&
+	    part_parse_key(j->grain, st->gap_to, &v->gap_to, NULL) == 0;
 	if (schedule_is_clock_job(j)) {
 		part_t nextp = v->has_watermark ? v->watermark + 1 : j->start;
 		part_t last = schedule_last_due(j->grain, j->ready_after, now);
@@ -156,8 +159,8 @@ schedule_view(const struct job_def *j, const struct store_job_state *st,
 			nextp = j->start;
 		if (!j->has_end || nextp <= j->end) {
 			v->has_next_due = true;
-			v->next_due = schedule_due_time(j->grain, j->ready_after,
-							nextp);
+			v->next_due =
+			    schedule_due_time(j->grain, j->ready_after, nextp);
 		}
 	}
 }

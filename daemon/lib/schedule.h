@@ -31,42 +31,41 @@ int64_t schedule_due_time(enum grain g, int64_t ready_after, part_t p);
 bool schedule_is_clock_job(const struct job_def *j);
 
 enum schedule_action {
-	SCHEDULE_NOTHING,  /* nothing newly due (or paused, or no clock) */
-	SCHEDULE_RUN,      /* one newly due partition: `last`, as schedule */
-	SCHEDULE_CATCHUP,  /* first..last as one catchup request */
-	SCHEDULE_SKIP,     /* catchup off: first..last-1 skipped, `last` runs
-			    * as schedule */
-	SCHEDULE_REFUSE,   /* catchup on, first..last above max_catchup:
-			    * nothing runs */
+	SCHEDULE_NOTHING, /* nothing newly due (or paused, or no clock) */
+	SCHEDULE_RUN,	  /* one newly due partition: `last`, as schedule */
+	SCHEDULE_CATCHUP, /* first..last as one catchup request */
+	SCHEDULE_SKIP,	  /* catchup off: first..last-1 skipped, `last` runs
+			   * as schedule */
+	SCHEDULE_REFUSE,  /* catchup on, first..last above max_catchup:
+			   * nothing runs */
 };
 
 struct schedule_decision {
 	enum schedule_action action;
-	part_t first, last;     /* the partitions newly due (the gap) */
-	int64_t gap;            /* last - first + 1 */
-	part_t piece;           /* refused: the last partition of the gap's
-				 * first piece of at most max_backfill */
-	bool save;              /* state differs from the input: save it */
+	part_t first, last; /* the partitions newly due (the gap) */
+	int64_t gap;	    /* last - first + 1 */
+	part_t piece;	    /* refused: the last partition of the gap's
+			     * first piece of at most max_backfill */
+	bool save;	    /* state differs from the input: save it */
 	struct store_job_state state; /* the job's state once applied */
 	bool has_next_due;
-	int64_t next_due;       /* seconds: arm the timer for then */
+	int64_t next_due; /* seconds: arm the timer for then */
 };
 
 /* Decide for job j at `now` (seconds); `resumed`: the job was just
  * resumed (paused time is not missed time). */
-void schedule_decide(const struct job_def *j,
-		     const struct store_job_state *st, bool resumed,
-		     int64_t now, struct schedule_decision *d);
+void schedule_decide(const struct job_def *j, const struct store_job_state *st,
+		     bool resumed, int64_t now, struct schedule_decision *d);
 
 /* What status shows of a job's schedule (reads never write). */
 struct schedule_view {
-	const char *catchup;    /* ok, refused, off */
+	const char *catchup; /* ok, refused, off */
 	bool has_watermark;
 	part_t watermark;
 	bool has_gap;
 	part_t gap_from, gap_to;
 	bool has_next_due;
-	int64_t next_due;       /* seconds */
+	int64_t next_due; /* seconds */
 };
 void schedule_view(const struct job_def *j, const struct store_job_state *st,
 		   int64_t now, struct schedule_view *v);

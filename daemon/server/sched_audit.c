@@ -60,8 +60,8 @@ sched_audit_metrics(const struct exec_run *run,
 	buf_addstr(json, "{");
 	if (g != NULL) {
 		ch = g->has_rows_before && g->has_rows_after &&
-			guard_change((double)g->rows_before,
-				     (double)g->rows_after, &pct);
+		     guard_change((double)g->rows_before, (double)g->rows_after,
+				  &pct);
 		buf_addstr(json, "\"rows\": ");
 		sched_audit_change(json, g->has_rows_before,
 				   (double)g->rows_before, g->has_rows_after,
@@ -137,7 +137,7 @@ sched_audit(struct sched *s, struct exec_run *run, const int64_t *run_ids,
 	buf_init(&ctext);
 	for (size_t i = 0; i < run->nparts && rc == 0; i++) {
 		const struct exec_guard_result *g =
-			run->guards ? &run->guards[i] : NULL;
+		    run->guards ? &run->guards[i] : NULL;
 
 		buf_reset(&metrics);
 		buf_reset(&checks);
@@ -145,13 +145,12 @@ sched_audit(struct sched *s, struct exec_run *run, const int64_t *run_ids,
 		buf_reset(&ctext);
 		sched_audit_metrics(run, g, &metrics, &mtext);
 		sched_audit_checks(run, i, &checks, &ctext);
-		rc = store_audit_add(s->store, run_ids ? run_ids[i] : run->run_id,
-				     run->parts[i].key, g && g->has_rows_before,
-				     g ? g->rows_before : 0,
-				     g && g->has_rows_after,
-				     g ? g->rows_after : 0, metrics.data,
-				     checks.data, mtext.data, ctext.data,
-				     !run->failed, err);
+		rc = store_audit_add(
+		    s->store, run_ids ? run_ids[i] : run->run_id,
+		    run->parts[i].key, g && g->has_rows_before,
+		    g ? g->rows_before : 0, g && g->has_rows_after,
+		    g ? g->rows_after : 0, metrics.data, checks.data,
+		    mtext.data, ctext.data, !run->failed, err);
 	}
 	buf_free(&metrics);
 	buf_free(&checks);

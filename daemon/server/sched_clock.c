@@ -23,7 +23,7 @@ static int
 sched_materialise(struct sched *s, int job, part_t first, part_t last,
 		  const char *kind, struct err *err)
 {
-	struct sched_req rq = { .job = job, .kind = kind };
+	struct sched_req rq = {.job = job, .kind = kind};
 	struct plan plan;
 	int64_t id;
 	int rc;
@@ -57,13 +57,15 @@ sched_refused(struct sched *s, const struct job_def *j,
 	log_err("job=%s catchup refused: %" PRId64 " partitions missed"
 		" (%s..%s), above max_catchup %d; nothing of the gap runs."
 		" Backfill it in bounded pieces of at most %d partitions:"
-		" backfillctl backfill %s --from %s --to %s%s%s%s", j->name,
-		d->gap, a, b, j->max_catchup, j->max_backfill, j->name, a, c,
-		more ? ", then the same from " : "", more ? n : "",
+		" backfillctl backfill %s --from %s --to %s%s%s%s",
+		j->name, d->gap, a, b, j->max_catchup, j->max_backfill, j->name,
+		a, c, more ? ", then the same from " : "", more ? n : "",
 		more ? " on" : "");
 	snprintf(range, sizeof range, "%s..%s", a, b);
-	snprintf(why, sizeof why, "catchup refused: %" PRId64 " partitions"
-		 " missed, above max_catchup %d", d->gap, j->max_catchup);
+	snprintf(why, sizeof why,
+		 "catchup refused: %" PRId64 " partitions"
+		 " missed, above max_catchup %d",
+		 d->gap, j->max_catchup);
 	hooks_fire(s->hooks, j, HOOK_REFUSED, s->cfg->hook_timeout, range, 0,
 		   why);
 }
@@ -91,8 +93,8 @@ sched_clock_act(struct sched *s, int job, const struct schedule_decision *d,
 		part_key(j->grain, d->last - 1, b);
 		log_notice("job=%s catchup is off: skipped %" PRId64 " missed"
 			   " partitions %s..%s, running the newest due one"
-			   " (backfill them if they are needed)", j->name,
-			   d->gap - 1, a, b);
+			   " (backfill them if they are needed)",
+			   j->name, d->gap - 1, a, b);
 		return 0;
 	case SCHEDULE_REFUSE:
 		sched_refused(s, j, d);
@@ -156,8 +158,8 @@ sched_schedule(struct sched *s, bool resumed, int only)
 		if (j->late_data != NULL)
 			sched_sensor_check(s, (int)i, now, &next);
 		if (schedule_is_clock_job(j))
-			sched_clock_job(s, (int)i, resumed && (int)i == only, now,
-					&next);
+			sched_clock_job(s, (int)i, resumed && (int)i == only,
+					now, &next);
 	}
 	uv_timer_stop(&s->due_timer);
 	if (next == INT64_MAX)
@@ -221,7 +223,7 @@ sched_gap_filled(struct sched *s, const char *job, const char *key)
 {
 	struct jobstate *js = sched_jobstate(s, job);
 	const struct job_def *j = config_job(s->cfg, job);
-	struct gap_count gc = { 0 };
+	struct gap_count gc = {0};
 	part_t from, to;
 	struct err err;
 
@@ -235,7 +237,8 @@ sched_gap_filled(struct sched *s, const char *job, const char *key)
 	if (gc.succeeded < to - from + 1)
 		return;
 	log_notice("job=%s the refused catchup gap %s..%s is filled; catchup"
-		   " is %s again", job, js->st.gap_from, js->st.gap_to,
+		   " is %s again",
+		   job, js->st.gap_from, js->st.gap_to,
 		   j->catchup ? "on" : "off");
 	schedule_gap_clear(j, &js->st);
 	if (sched_jobstate_save(s, js, &err) < 0)

@@ -64,11 +64,10 @@ sched_run_record_start(struct sched *s, struct active *a, int64_t now,
 	for (size_t i = 0; i < (rows ? r->nitems : 1); i++) {
 		struct item *x = r->items[i];
 
-		if (store_run_start(s->store, x->id, x->rq->id, x->job_name,
-				    x->key, x->attempts, now, j->code_version,
-				    s->cfg->file_hash,
-				    rows ? &a->run_ids[i] : &a->run.run_id,
-				    err) < 0)
+		if (store_run_start(
+			s->store, x->id, x->rq->id, x->job_name, x->key,
+			x->attempts, now, j->code_version, s->cfg->file_hash,
+			rows ? &a->run_ids[i] : &a->run.run_id, err) < 0)
 			goto fail;
 	}
 	if (rows)
@@ -114,14 +113,16 @@ sched_run_submit(struct sched *s, struct active *a)
 	a->run.started_cb = sched_run_started_cb;
 	a->run.data = a;
 	if (r->batch && r->nitems > 1)
-		log_info("job=%s partition=%s..%s request=%" PRId64 " run=%" PRId64
+		log_info("job=%s partition=%s..%s request=%" PRId64
+			 " run=%" PRId64
 			 " attempt=%d started: one batch of %zu partitions",
 			 e->job_name, e->key, r->items[r->nitems - 1]->key,
 			 e->rq->id, a->run.run_id, e->attempts, r->nitems);
 	else
 		log_info("job=%s partition=%s request=%" PRId64 " run=%" PRId64
-			 " attempt=%d started%s", e->job_name, e->key, e->rq->id,
-			 a->run.run_id, e->attempts,
+			 " attempt=%d started%s",
+			 e->job_name, e->key, e->rq->id, a->run.run_id,
+			 e->attempts,
 			 r->nitems > 1 ? " (for several requests)" : "");
 	for (size_t i = 0; i < r->nitems; i++)
 		sched_request_changed(s, r->items[i]->rq);
@@ -181,7 +182,7 @@ sched_retry_cb(uv_timer_t *t)
 void
 sched_dispatch(struct sched *s)
 {
-	struct pick_gate g = { sched_paused_cb, sched_throttled_cb, s };
+	struct pick_gate g = {sched_paused_cb, sched_throttled_cb, s};
 	int64_t now = clock_now_ms(), wake = INT64_MAX;
 	struct run *r;
 
@@ -230,8 +231,9 @@ sched_run_started_cb(struct exec_run *run)
 	    store_run_proc(s->store, run->run_id, run->pgid, run->proc_start,
 			   &err) < 0)
 		log_err("job=%s partition=%s run=%" PRId64 " cannot record its"
-			" process group %" PRId64 ": %s", a->mr->job_name,
-			a->mr->items[0]->key, run->run_id, run->pgid, err.msg);
+			" process group %" PRId64 ": %s",
+			a->mr->job_name, a->mr->items[0]->key, run->run_id,
+			run->pgid, err.msg);
 }
 
 /*
@@ -255,8 +257,9 @@ sched_not_started(struct sched *s, struct active *a, int64_t now)
 	if (store_defer(s->store, &err) < 0 || store_begin(s->store, &err) < 0)
 		goto fail;
 	for (size_t i = 0; i < (a->run_ids ? r->nitems : 1); i++)
-		if (store_run_unstart(s->store, a->run_ids ? a->run_ids[i] :
-				      run->run_id, &err) < 0)
+		if (store_run_unstart(s->store,
+				      a->run_ids ? a->run_ids[i] : run->run_id,
+				      &err) < 0)
 			goto fail_tx;
 	for (size_t i = 0; i < r->nitems; i++)
 		if (sched_item_store(s, r->items[i], NULL, now, &err) < 0)
@@ -268,12 +271,14 @@ fail_tx:
 	store_rollback(s->store);
 fail:
 	log_err("job=%s partition=%s run=%" PRId64 " cannot record that it did"
-		" not start: %s", r->job_name, e->key, run->run_id, err.msg);
+		" not start: %s",
+		r->job_name, e->key, run->run_id, err.msg);
 logged:
 	log_warn("job=%s partition=%s request=%" PRId64 " not started: %s;"
 		 " queued again in %d s, no attempt counted (raise the"
-		 " descriptor limit, LimitNOFILE=, if this repeats)", r->job_name,
-		 e->key, e->rq->id, run->error, SCHED_NOT_STARTED_MS / 1000);
+		 " descriptor limit, LimitNOFILE=, if this repeats)",
+		 r->job_name, e->key, e->rq->id, run->error,
+		 SCHED_NOT_STARTED_MS / 1000);
 	sched_arm_retry(s, now + SCHED_NOT_STARTED_MS, now);
 }
 
@@ -293,7 +298,8 @@ sched_inputs_at(struct sched *s, const struct job_def *j, part_t part)
 		part_key(uj->grain, r.first, first);
 		part_key(uj->grain, r.last, last);
 		if (store_newest_build(s->store, uj->name, first, last, &built,
-				       NULL) == 0 && built > newest)
+				       NULL) == 0 &&
+		    built > newest)
 			newest = built;
 	}
 	return newest;
@@ -388,22 +394,23 @@ sched_run_log(const struct active *a, const struct outcome *o, int64_t now)
 
 	if (o->run_state == MS_SUCCEEDED && run->rows_changed >= 0)
 		log_info("job=%s partition=%s request=%" PRId64 " run=%" PRId64
-			 " succeeded in %" PRId64 " ms rows=%" PRId64, job,
-			 e->key, e->rq->id, run->run_id, now - a->started_at,
-			 run->rows_changed);
+			 " succeeded in %" PRId64 " ms rows=%" PRId64,
+			 job, e->key, e->rq->id, run->run_id,
+			 now - a->started_at, run->rows_changed);
 	else if (o->run_state == MS_SUCCEEDED)
 		log_info("job=%s partition=%s request=%" PRId64 " run=%" PRId64
-			 " succeeded in %" PRId64 " ms", job, e->key,
-			 e->rq->id, run->run_id, now - a->started_at);
+			 " succeeded in %" PRId64 " ms",
+			 job, e->key, e->rq->id, run->run_id,
+			 now - a->started_at);
 	else if (o->run_state == MS_CANCELLED)
 		log_notice("job=%s partition=%s run=%" PRId64
-			   " cancelled; queued again", job, e->key,
-			   run->run_id);
+			   " cancelled; queued again",
+			   job, e->key, run->run_id);
 	else
 		log_err("job=%s partition=%s request=%" PRId64 " run=%" PRId64
-			" attempt=%d failed: %s%s", job, e->key, e->rq->id,
-			run->run_id, e->attempts, run->error,
-			o->retry ? "; will retry" : "");
+			" attempt=%d failed: %s%s",
+			job, e->key, e->rq->id, run->run_id, e->attempts,
+			run->error, o->retry ? "; will retry" : "");
 }
 
 /* Tell the metrics a run ended (with its delay past due when scheduled). */
@@ -413,8 +420,9 @@ sched_run_event(struct sched *s, const struct active *a,
 {
 	const struct item *e = a->mr->items[0];
 	struct sched_run_event ev = {
-		.job = a->mr->job_name, .state = o->run_state,
-		.duration_s = (double)(now - a->started_at) / 1000.0,
+	    .job = a->mr->job_name,
+	    .state = o->run_state,
+	    .duration_s = (double)(now - a->started_at) / 1000.0,
 	};
 	const struct job_def *dj = config_job(s->cfg, a->mr->job_name);
 
@@ -422,8 +430,11 @@ sched_run_event(struct sched *s, const struct active *a,
 		return;
 	if (dj != NULL && schedule_is_clock_job(dj) && e->rq->priority) {
 		ev.has_delay = true;
-		ev.delay_s = (double)(a->started_at - schedule_due_time(
-			dj->grain, dj->ready_after, e->part) * 1000) / 1000.0;
+		ev.delay_s = (double)(a->started_at -
+				      schedule_due_time(
+					  dj->grain, dj->ready_after, e->part) *
+					  1000) /
+			     1000.0;
 	}
 	s->run_cb(s->run_data, &ev);
 }
@@ -465,8 +476,8 @@ sched_run_settle(struct sched *s, struct run *r, const struct outcome *o,
 		if (manifest_final(r->items[i]->state))
 			manifest_settle_outs(&s->m, r->items[i]);
 	sched_apply(s, now);
-	for (size_t i = 0; o->result == MS_SUCCEEDED &&
-	     i < (r->batch ? r->nitems : 1); i++) {
+	for (size_t i = 0;
+	     o->result == MS_SUCCEEDED && i < (r->batch ? r->nitems : 1); i++) {
 		sched_landed(s, r->job_name, r->items[i]->key, e->rq, now);
 		sched_gap_filled(s, r->job_name, r->items[i]->key);
 	}
@@ -479,10 +490,12 @@ sched_run_settle(struct sched *s, struct run *r, const struct outcome *o,
 		n = manifest_fail_fast(&s->m, rq, r->items[i]);
 		sched_apply(s, now);
 		if (n > 0)
-			log_notice("request=%" PRId64 " fail-fast: %s %s failed;"
+			log_notice("request=%" PRId64
+				   " fail-fast: %s %s failed;"
 				   " %" PRId64 " queued partitions cancelled"
 				   " (backfillctl retry %" PRId64 " queues them"
-				   " again)", rq->id, r->items[i]->job_name,
+				   " again)",
+				   rq->id, r->items[i]->job_name,
 				   r->items[i]->key, n, rq->id);
 	}
 	if (o->retry)
@@ -525,8 +538,8 @@ sched_run_record(struct sched *s, struct active *a, const struct outcome *o,
 			    now);
 	if (sched_record_end(s, a, o, prev, now, &err) < 0)
 		log_err("job=%s partition=%s run=%" PRId64 " cannot record the"
-			" result: %s", r->job_name, r->items[0]->key,
-			a->run.run_id, err.msg);
+			" result: %s",
+			r->job_name, r->items[0]->key, a->run.run_id, err.msg);
 	else
 		for (size_t i = 0; o->run_state != MS_CANCELLED && i < nkeys;
 		     i++)
@@ -582,18 +595,20 @@ void
 sched_requeue_warehouse(struct sched *s, const char *warehouse)
 {
 	for (struct run *r = s->m.runs.next; r != &s->m.runs; r = r->next) {
-		const struct job_def *j = r->job >= 0 ? &s->cfg->jobs[r->job] :
-			NULL;
+		const struct job_def *j =
+		    r->job >= 0 ? &s->cfg->jobs[r->job] : NULL;
 		struct active *a = r->data;
 
 		if (j == NULL || j->warehouse < 0 || r->requeue ||
-		    strcmp(s->cfg->warehouses[j->warehouse].name, warehouse) != 0)
+		    strcmp(s->cfg->warehouses[j->warehouse].name, warehouse) !=
+			0)
 			continue;
 		r->requeue = true;
 		log_notice("job=%s partition=%s run=%" PRId64 " interrupted:"
 			   " warehouse %s is above its critical load; queued"
-			   " again, no attempt counted", r->job_name,
-			   r->items[0]->key, a->run.run_id, warehouse);
+			   " again, no attempt counted",
+			   r->job_name, r->items[0]->key, a->run.run_id,
+			   warehouse);
 		exec_cancel(s->exec, &a->run);
 	}
 }

@@ -56,7 +56,8 @@ sched_fresh_arm(struct sched *s)
 
 		if (delay > 86400000)
 			delay = 86400000;
-		uv_timer_start(&s->late_timer, sched_late_cb, (uint64_t)delay, 0);
+		uv_timer_start(&s->late_timer, sched_late_cb, (uint64_t)delay,
+			       0);
 	}
 }
 
@@ -74,7 +75,8 @@ sched_fresh_materialised(struct sched *s, int job, part_t first, part_t last,
 	for (part_t p = first; p <= last; p++) {
 		part_key(j->grain, p, key);
 		fresh_track(s->fresh, j->name, p, key,
-			    schedule_due_time(j->grain, j->ready_after, p) * 1000,
+			    schedule_due_time(j->grain, j->ready_after, p) *
+				1000,
 			    j->deadline * 1000, request_id);
 	}
 	sched_fresh_arm(s);
@@ -86,8 +88,8 @@ sched_fresh_outs(struct sched *s, const struct item *x, int64_t now)
 {
 	for (size_t o = 0; o < x->nouts; o++) {
 		const struct item *out = x->outs[o];
-		const struct job_def *d = out->job >= 0 ?
-			&s->cfg->jobs[out->job] : NULL;
+		const struct job_def *d =
+		    out->job >= 0 ? &s->cfg->jobs[out->job] : NULL;
 
 		if (d != NULL && d->deadline > 0)
 			fresh_track(s->fresh, d->name, out->part, out->key, now,
@@ -131,12 +133,12 @@ sched_fresh_loaded(struct sched *s, struct request *rq)
 {
 	for (size_t i = 0; i < rq->n; i++) {
 		struct item *e = rq->items[i];
-		const struct job_def *j = e->job >= 0 ? &s->cfg->jobs[e->job] :
-			NULL;
+		const struct job_def *j =
+		    e->job >= 0 ? &s->cfg->jobs[e->job] : NULL;
 		bool pending = false;
 
-		if (j == NULL || j->deadline <= 0 ||
-		    e->state == MS_SUCCEEDED || e->state == MS_CANCELLED)
+		if (j == NULL || j->deadline <= 0 || e->state == MS_SUCCEEDED ||
+		    e->state == MS_CANCELLED)
 			continue;
 		for (size_t k = 0; k < e->nins; k++)
 			if (e->ins[k]->state == MS_QUEUED ||
@@ -149,7 +151,8 @@ sched_fresh_loaded(struct sched *s, struct request *rq)
 			 schedule_is_clock_job(j))
 			fresh_track(s->fresh, j->name, e->part, e->key,
 				    schedule_due_time(j->grain, j->ready_after,
-						      e->part) * 1000,
+						      e->part) *
+					1000,
 				    j->deadline * 1000, rq->id);
 	}
 	sched_fresh_arm(s);
@@ -184,7 +187,7 @@ sched_fresh_failed(struct sched *s)
 	for (size_t i = 0; i < s->cfg->njobs; i++) {
 		const struct job_def *j = &s->cfg->jobs[i];
 		struct jobstate *js;
-		struct fresh_failed_ctx c = { s, j };
+		struct fresh_failed_ctx c = {s, j};
 		char first[CAL_KEY_MAX];
 		struct err err;
 
@@ -194,8 +197,9 @@ sched_fresh_failed(struct sched *s)
 		if (!js->st.has_watermark)
 			continue;
 		part_key(j->grain, j->start, first);
-		if (store_last_states(s->store, j->name, first, js->st.watermark,
-				      sched_fresh_failed_cb, &c, &err) < 0)
+		if (store_last_states(s->store, j->name, first,
+				      js->st.watermark, sched_fresh_failed_cb,
+				      &c, &err) < 0)
 			log_err("job=%s cannot read its failed partitions: %s",
 				j->name, err.msg);
 	}

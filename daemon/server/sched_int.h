@@ -32,13 +32,13 @@ struct sensor_run;
  * back) and the executor's. */
 struct active {
 	struct exec_run run;
-	struct exec_part part;   /* the one partition of an ordinary run */
+	struct exec_part part;	 /* the one partition of an ordinary run */
 	struct exec_part *parts; /* a batch run's partitions (items order) */
-	int64_t *run_ids;        /* a batch run, or one run for several
+	int64_t *run_ids;	 /* a batch run, or one run for several
 				  * items (rule 5): one runs row per item */
 	struct run *mr;
 	struct sched *s;
-	int64_t started_at;      /* ms */
+	int64_t started_at; /* ms */
 };
 
 /* A watcher of a request (sched_watch): the list is the request's data. */
@@ -54,7 +54,7 @@ struct watch {
 struct jobstate {
 	char *name;
 	struct store_job_state st;
-	int64_t last[MS_COUNT];    /* partitions by their newest finished run */
+	int64_t last[MS_COUNT];	   /* partitions by their newest finished run */
 	struct sensor_run *sensor; /* a late_data check in flight */
 };
 
@@ -66,7 +66,7 @@ struct sched {
 	char *log_dir;
 	struct throttle *throttle; /* NULL: no warehouse is throttled */
 
-	struct manifest m;         /* requests, items, runs in flight */
+	struct manifest m;	     /* requests, items, runs in flight */
 	struct jobstate **jobstates; /* per job name, ever seen */
 	size_t njobstates;
 	struct jobstate **js_by_job; /* per job index, filled on use */
@@ -75,7 +75,7 @@ struct sched {
 	/* the state store refused a commit (rule 7): no new work until the
 	 * daemon has restarted from what the store holds */
 	bool store_failed;
-	int64_t store_failed_at;   /* ms */
+	int64_t store_failed_at; /* ms */
 	char store_error[512];
 	void (*store_cb)(void *);
 	void *store_data;
@@ -87,13 +87,13 @@ struct sched {
 	void *run_data;
 
 	uv_timer_t retry_timer;
-	int64_t retry_at;        /* ms, INT64_MAX when not armed */
+	int64_t retry_at; /* ms, INT64_MAX when not armed */
 	uv_timer_t due_timer;
-	uv_timer_t late_timer;   /* the next deadline (fresh.h) */
-	struct fresh *fresh;     /* partitions owed by jobs with a deadline */
-	struct hooks *hooks;     /* NULL: hooks are not run */
-	uv_idle_t kick;          /* dispatch once per loop turn */
-	int64_t started_ms;      /* :since of a sensor's first check */
+	uv_timer_t late_timer; /* the next deadline (fresh.h) */
+	struct fresh *fresh;   /* partitions owed by jobs with a deadline */
+	struct hooks *hooks;   /* NULL: hooks are not run */
+	uv_idle_t kick;	       /* dispatch once per loop turn */
+	int64_t started_ms;    /* :since of a sensor's first check */
 	bool kick_armed;
 	int closing;
 };
@@ -118,8 +118,7 @@ int sched_audit(struct sched *s, struct exec_run *run, const int64_t *run_ids,
 /* sched_jobstate.c */
 struct jobstate *sched_jobstate(struct sched *s, const char *name);
 struct jobstate *sched_jobstate_of(struct sched *s, int job);
-int sched_jobstate_save(struct sched *s, struct jobstate *js,
-			struct err *err);
+int sched_jobstate_save(struct sched *s, struct jobstate *js, struct err *err);
 void sched_count_finished(struct sched *s, const char *job, enum mstate prev,
 			  enum mstate state);
 void sched_count_load_cb(const char *job, enum mstate state, int64_t count,
@@ -131,15 +130,14 @@ void sched_schedule(struct sched *s, bool resumed, int only);
 void sched_gap_filled(struct sched *s, const char *job, const char *key);
 
 /* sched_sensor.c */
-void sched_sensor_check(struct sched *s, int job, int64_t now,
-			int64_t *next);
+void sched_sensor_check(struct sched *s, int job, int64_t now, int64_t *next);
 int64_t sched_sensor_next(struct sched *s, const struct job_def *j,
 			  const struct jobstate *js);
 
 /* sched_fresh.c */
 void sched_fresh_arm(struct sched *s);
-void sched_fresh_run_done(struct sched *s, struct active *a,
-			  enum mstate result, int64_t now);
+void sched_fresh_run_done(struct sched *s, struct active *a, enum mstate result,
+			  int64_t now);
 void sched_fresh_loaded(struct sched *s, struct request *rq);
 void sched_fresh_failed(struct sched *s);
 void sched_fresh_reload(struct sched *s);

@@ -39,7 +39,8 @@ sched_job_view(struct sched *s, int job, struct sched_job_view *v)
 		v->last_check_ms = js->st.late_checked_at;
 		v->next_check = sched_sensor_next(s, j, js);
 		v->found = js->st.late_found;
-		v->sensor_error = js->st.late_error[0] ? js->st.late_error : NULL;
+		v->sensor_error =
+		    js->st.late_error[0] ? js->st.late_error : NULL;
 	}
 	v->succeeded = js->last[MS_SUCCEEDED];
 	v->failed = js->last[MS_FAILED];
@@ -67,14 +68,15 @@ void
 sched_job_open(struct sched *s, int job, sched_open_cb cb, void *data)
 {
 	const char *name = s->cfg->jobs[job].name;
-	struct open_ctx c = { cb, data };
+	struct open_ctx c = {cb, data};
 
 	for (struct request *rq = s->m.requests.next; rq != &s->m.requests;
 	     rq = rq->next)
 		for (size_t i = 0; i < rq->n; i++) {
 			struct item *it = rq->items[i];
 
-			if ((it->state == MS_QUEUED || it->state == MS_RUNNING ||
+			if ((it->state == MS_QUEUED ||
+			     it->state == MS_RUNNING ||
 			     it->state == MS_BLOCKED) &&
 			    strcmp(it->job_name, name) == 0)
 				cb(it->part, it->state, data);
@@ -100,7 +102,8 @@ sched_pending_of(struct sched *s, const char *job)
 		for (size_t i = 0; i < rq->n; i++) {
 			const struct item *it = rq->items[i];
 
-			if ((it->state == MS_QUEUED || it->state == MS_BLOCKED) &&
+			if ((it->state == MS_QUEUED ||
+			     it->state == MS_BLOCKED) &&
 			    strcmp(it->job_name, job) == 0)
 				n++;
 		}
@@ -117,7 +120,7 @@ sched_warehouse_state(struct sched *s, const char *name, char *error,
 /* ---- staleness -------------------------------------------------------- */
 
 struct stale_row {
-	part_t part;        /* downstream partition */
+	part_t part; /* downstream partition */
 	int in_job;
 	part_t in_part;
 	int64_t in_built;
@@ -125,8 +128,8 @@ struct stale_row {
 
 struct stale_collect {
 	struct sched *s;
-	int dj;  /* the downstream job */
-	int u;   /* the upstream job whose builds are read */
+	int dj; /* the downstream job */
+	int u;	/* the upstream job whose builds are read */
 	struct stale_row *rows;
 	size_t n, cap;
 };
@@ -150,10 +153,11 @@ stale_collect_cb(const char *key, int64_t built_at, bool has_inputs_at,
 	for (int i = 0; i < n; i++) {
 		if (sc->n == sc->cap) {
 			sc->cap = sc->cap ? sc->cap * 2 : 64;
-			sc->rows = xreallocarray(sc->rows, sc->cap,
-						 sizeof *sc->rows);
+			sc->rows =
+			    xreallocarray(sc->rows, sc->cap, sizeof *sc->rows);
 		}
-		sc->rows[sc->n++] = (struct stale_row){ out[i], sc->u, p, built_at };
+		sc->rows[sc->n++] =
+		    (struct stale_row){out[i], sc->u, p, built_at};
 	}
 	return 0;
 }
@@ -189,13 +193,13 @@ stale_report(struct sched *s, int d, const struct stale_collect *sc,
 		while (b < sc->n && sc->rows[b].part == sc->rows[a].part)
 			b++;
 		part_key(dj->grain, sc->rows[a].part, key);
-		has_built = store_partition_get(s->store, dj->name, key,
-						&built, &inputs, NULL) == 0;
+		has_built = store_partition_get(s->store, dj->name, key, &built,
+						&inputs, NULL) == 0;
 		for (size_t k = a; k < b; k++)
 			if (sc->rows[k].in_built > (has_built ? inputs : -1))
 				in[nin++] = (struct stale_input){
-					sc->rows[k].in_job, sc->rows[k].in_part,
-					sc->rows[k].in_built };
+				    sc->rows[k].in_job, sc->rows[k].in_part,
+				    sc->rows[k].in_built};
 		if (nin > 0)
 			rc = cb(d, sc->rows[a].part, has_built, built, in, nin,
 				data, err);
@@ -215,7 +219,7 @@ sched_stale(struct sched *s, int only_job, sched_stale_cb cb, void *data,
 	for (size_t t = 0; t < cfg->njobs && rc == 0; t++) {
 		int d = cfg->topo[t];
 		const struct job_def *dj = &cfg->jobs[d];
-		struct stale_collect sc = { .s = s, .dj = d };
+		struct stale_collect sc = {.s = s, .dj = d};
 
 		if (dj->nupstream == 0 || (only_job >= 0 && only_job != d))
 			continue;

@@ -49,12 +49,12 @@ sched_load_cb(const struct store_open_row *row, void *data, struct err *err)
 struct request *
 sched_load_request(struct sched *s, int64_t request_id, struct err *err)
 {
-	struct load_ctx lc = { s, NULL };
+	struct load_ctx lc = {s, NULL};
 	int64_t failed_total = s->m.failed_total;
 
 	/* its failures were counted when they happened */
-	if (store_load_request(s->store, request_id, sched_load_cb, &lc,
-			       err) < 0) {
+	if (store_load_request(s->store, request_id, sched_load_cb, &lc, err) <
+	    0) {
 		s->m.failed_total = failed_total;
 		if (lc.rq != NULL)
 			sched_request_free(s, lc.rq);
@@ -62,9 +62,11 @@ sched_load_request(struct sched *s, int64_t request_id, struct err *err)
 	}
 	s->m.failed_total = failed_total;
 	if (lc.rq == NULL) {
-		err_set(err, EXIT_BAD_INPUT, "request %" PRId64 " has no"
+		err_set(err, EXIT_BAD_INPUT,
+			"request %" PRId64 " has no"
 			" partitions left in the state store (pruned):"
-			" backfill them again", request_id);
+			" backfill them again",
+			request_id);
 		return NULL;
 	}
 	manifest_relink(&s->m, lc.rq);
@@ -95,8 +97,10 @@ probe_done_cb(struct exec_run *run)
 		log_warn("warehouse=%s answers, but its probe failed: %s", name,
 			 run->error);
 	else if (run->failed && !run->cancelled)
-		log_warn("warehouse=%s unreachable: %s; its jobs' runs fail into"
-			 " their retries until it answers", name, run->error);
+		log_warn(
+		    "warehouse=%s unreachable: %s; its jobs' runs fail into"
+		    " their retries until it answers",
+		    name, run->error);
 	exec_run_clear_results(run);
 	config_unref(run->cfg);
 	free(p);
@@ -145,16 +149,16 @@ orphan_collect_cb(int64_t run_id, const char *job, const char *key,
 	if (o->n == o->cap) {
 		o->cap = o->cap ? o->cap * 2 : 8;
 		o->g = xreallocarray(o->g, o->cap, sizeof *o->g);
-		o->run_ids = xreallocarray(o->run_ids, o->cap,
-					   sizeof *o->run_ids);
+		o->run_ids =
+		    xreallocarray(o->run_ids, o->cap, sizeof *o->run_ids);
 		o->what = xreallocarray(o->what, o->cap, sizeof *o->what);
 	}
 	memset(&o->g[o->n], 0, sizeof o->g[o->n]);
 	o->g[o->n].pgid = (pid_t)pgid;
 	o->g[o->n].start = proc_start;
 	o->run_ids[o->n] = run_id;
-	snprintf(o->what[o->n], sizeof o->what[o->n], "job=%.64s partition=%.32s",
-		 job ? job : "?", key ? key : "?");
+	snprintf(o->what[o->n], sizeof o->what[o->n],
+		 "job=%.64s partition=%.32s", job ? job : "?", key ? key : "?");
 	o->n++;
 }
 
@@ -192,8 +196,8 @@ orphan_log(const struct orphans *o, size_t i)
 	if (!g->matched)
 		log_info("%s run=%" PRId64 ": its process group %ld is"
 			 " gone (or its pid is another program's now):"
-			 " nothing to end", o->what[i], o->run_ids[i],
-			 (long)g->pgid);
+			 " nothing to end",
+			 o->what[i], o->run_ids[i], (long)g->pgid);
 	else if (g->survived)
 		log_err("%s run=%" PRId64 ": its process group %ld left"
 			" by the previous daemon survived SIGKILL; the"
@@ -202,8 +206,8 @@ orphan_log(const struct orphans *o, size_t i)
 	else if (o->run_ids[i] == 0)
 		log_warn("ended process group %ld, a command run the"
 			 " previous daemon started but had not recorded"
-			 " (%s)", (long)g->pgid,
-			 g->killed ? "SIGKILL" : "SIGTERM");
+			 " (%s)",
+			 (long)g->pgid, g->killed ? "SIGKILL" : "SIGTERM");
 	else
 		log_warn("%s run=%" PRId64 ": ended process group %ld"
 			 " left running by the previous daemon (%s)",
@@ -220,11 +224,12 @@ orphan_log(const struct orphans *o, size_t i)
 static void
 sched_end_orphans(struct sched *s)
 {
-	struct orphans o = { 0 };
+	struct orphans o = {0};
 	struct err err;
 
 	if (store_orphans(s->store, orphan_collect_cb, &o, &err) < 0) {
-		log_err("cannot read the runs a crash left running: %s", err.msg);
+		log_err("cannot read the runs a crash left running: %s",
+			err.msg);
 		return;
 	}
 	orphan_collect_marked(s, &o);
@@ -240,7 +245,7 @@ sched_end_orphans(struct sched *s)
 int
 sched_start(struct sched *s, struct err *err)
 {
-	struct load_ctx lc = { s, NULL };
+	struct load_ctx lc = {s, NULL};
 	struct request *rq, *nx;
 	int recovered = 0;
 	int64_t now = clock_now_ms();
@@ -252,7 +257,8 @@ sched_start(struct sched *s, struct err *err)
 		return -1;
 	if (recovered > 0)
 		log_warn("%d runs were interrupted by a stop or crash; their"
-			 " partitions are queued again", recovered);
+			 " partitions are queued again",
+			 recovered);
 	for (rq = s->m.requests.next; rq != &s->m.requests; rq = rq->next) {
 		manifest_relink(&s->m, rq);
 		for (size_t i = 0; i < rq->n; i++)

@@ -32,14 +32,16 @@ sched_apply_log(const struct manifest_change *c)
 	switch (c->why) {
 	case MANIFEST_BLOCKED:
 		log_warn("job=%s partition=%s request=%" PRId64
-			 " blocked: input %s %s", it->job_name, it->key,
-			 it->rq->id, c->cause_state == MS_FAILED ? "failed:" :
-			 "is blocked:", it->blocked_on);
+			 " blocked: input %s %s",
+			 it->job_name, it->key, it->rq->id,
+			 c->cause_state == MS_FAILED ? "failed:"
+						     : "is blocked:",
+			 it->blocked_on);
 		break;
 	case MANIFEST_RELEASED:
 		log_info("job=%s partition=%s request=%" PRId64
-			 " released: its inputs landed", it->job_name, it->key,
-			 it->rq->id);
+			 " released: its inputs landed",
+			 it->job_name, it->key, it->rq->id);
 		break;
 	case MANIFEST_UNCONFIGURED:
 		log_warn("job=%s partition=%s request=%" PRId64
@@ -130,9 +132,9 @@ sched_request_changed(struct sched *s, struct request *rq)
 		log_err("request=%" PRId64 " %s", rq->id, err.msg);
 		return;
 	}
-	log_info("request=%" PRId64 " job=%s finished: %" PRId64 " succeeded, %"
-		 PRId64 " failed, %" PRId64 " cancelled", rq->id, rq->job,
-		 p.succeeded, p.failed, p.cancelled);
+	log_info("request=%" PRId64 " job=%s finished: %" PRId64
+		 " succeeded, %" PRId64 " failed, %" PRId64 " cancelled",
+		 rq->id, rq->job, p.succeeded, p.failed, p.cancelled);
 	sched_request_free(s, rq);
 }
 
@@ -140,8 +142,10 @@ sched_request_changed(struct sched *s, struct request *rq)
 static int
 sched_no_request(int64_t request_id, struct err *err)
 {
-	return err_set(err, EXIT_BAD_INPUT, "no request %" PRId64
-		       ": see 'backfillctl runs' for request ids", request_id);
+	return err_set(err, EXIT_BAD_INPUT,
+		       "no request %" PRId64
+		       ": see 'backfillctl runs' for request ids",
+		       request_id);
 }
 
 int
@@ -151,7 +155,7 @@ sched_progress(struct sched *s, int64_t request_id, struct sched_progress *p,
 	struct request *rq = manifest_request_find(&s->m, request_id);
 	char job[128];
 	bool finished;
-	int64_t counts[MS_COUNT] = { 0 };
+	int64_t counts[MS_COUNT] = {0};
 
 	if (rq != NULL) {
 		sched_request_progress(rq, clock_now_ms(), p);
@@ -247,8 +251,10 @@ sched_cancel_request(struct sched *s, int64_t request_id, int64_t *dropped,
 	if (store_commit(s->store, err) < 0)
 		return -1;
 	*dropped = manifest_cancel(&s->m, rq);
-	log_notice("request=%" PRId64 " cancelled: %" PRId64 " queued partitions"
-		   " dropped", request_id, *dropped);
+	log_notice("request=%" PRId64 " cancelled: %" PRId64
+		   " queued partitions"
+		   " dropped",
+		   request_id, *dropped);
 	sched_request_changed(s, rq);
 	return 0;
 }
@@ -260,15 +266,17 @@ sched_retry_refused(const struct request *rq, struct err *err)
 	int64_t n = 0;
 
 	if (rq->counts[MS_RUNNING] > 0)
-		return err_set(err, EXIT_BAD_INPUT, "request %" PRId64 " still"
+		return err_set(err, EXIT_BAD_INPUT,
+			       "request %" PRId64 " still"
 			       " has %" PRId64 " runs in flight: retry it once"
 			       " they have finished (backfillctl runs --request"
-			       " %" PRId64 " --state running)", rq->id,
-			       rq->counts[MS_RUNNING], rq->id);
+			       " %" PRId64 " --state running)",
+			       rq->id, rq->counts[MS_RUNNING], rq->id);
 	for (size_t i = 0; i < rq->n; i++)
 		n += manifest_retriable(rq->items[i]);
 	if (n == 0)
-		return err_set(err, EXIT_BAD_INPUT, "request %" PRId64 " has"
+		return err_set(err, EXIT_BAD_INPUT,
+			       "request %" PRId64 " has"
 			       " nothing to retry: none of its partitions"
 			       " failed, is blocked or was cancelled"
 			       " (backfillctl runs --request %" PRId64 ")",
@@ -289,8 +297,8 @@ sched_retry_store(struct sched *s, struct request *rq, int64_t now,
 		struct item *it = rq->items[i];
 
 		if (manifest_retriable(it) &&
-		    store_item_set(s->store, it->id, MS_QUEUED, 0, 0, NULL, NULL,
-				   now, err) < 0)
+		    store_item_set(s->store, it->id, MS_QUEUED, 0, 0, NULL,
+				   NULL, now, err) < 0)
 			goto fail;
 	}
 	if (store_commit(s->store, err) < 0)
@@ -327,7 +335,8 @@ sched_retry_request(struct sched *s, int64_t request_id, int64_t *queued,
 	}
 	*queued = manifest_retry(&s->m, rq);
 	log_notice("request=%" PRId64 " job=%s retry: %" PRId64 " partitions"
-		   " queued again", request_id, rq->job, *queued);
+		   " queued again",
+		   request_id, rq->job, *queued);
 	if (s->change_cb)
 		s->change_cb(s->change_data);
 	sched_kick(s);

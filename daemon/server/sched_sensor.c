@@ -29,8 +29,8 @@ int64_t
 sched_sensor_next(struct sched *s, const struct job_def *j,
 		  const struct jobstate *js)
 {
-	int64_t last = js->st.has_late_checked ? js->st.late_checked_at :
-		s->started_ms;
+	int64_t last =
+	    js->st.has_late_checked ? js->st.late_checked_at : s->started_ms;
 
 	return last / 1000 + j->late_data->every;
 }
@@ -76,14 +76,18 @@ sensor_parts(const struct job_def *jd, const struct exec_run *run,
 	*n = 0;
 	err_clear(&err);
 	for (size_t i = 0; i < run->nvalues; i++) {
-		if (part_parse_key(jd->grain, run->values[i], &parts[*n], &err) < 0 ||
+		if (part_parse_key(jd->grain, run->values[i], &parts[*n],
+				   &err) < 0 ||
 		    (jd->has_start && parts[*n] < jd->start) ||
 		    (jd->has_end && parts[*n] > jd->end)) {
-			snprintf(msg, msgsz, "late_data returned \"%.60s\","
-				 " which is not a partition of %s (%s); its query"
-				 " must return %s partition keys", run->values[i],
-				 jd->name, err.msg[0] ? err.msg : "outside start..end",
-				 grain_name(jd->grain));
+			snprintf(
+			    msg, msgsz,
+			    "late_data returned \"%.60s\","
+			    " which is not a partition of %s (%s); its query"
+			    " must return %s partition keys",
+			    run->values[i], jd->name,
+			    err.msg[0] ? err.msg : "outside start..end",
+			    grain_name(jd->grain));
 			return -1;
 		}
 		err_clear(&err);
@@ -103,8 +107,8 @@ sensor_enqueue(struct sched *s, struct sensor_run *sr, struct jobstate *js,
 	       int j, part_t *parts, size_t n, int64_t now)
 {
 	const struct job_def *jd = &s->cfg->jobs[j];
-	struct sched_req rq = { .job = j, .kind = "late_data",
-				.reason = "late_data sensor" };
+	struct sched_req rq = {
+	    .job = j, .kind = "late_data", .reason = "late_data sensor"};
 	char a[CAL_KEY_MAX], b[CAL_KEY_MAX];
 	struct plan plan;
 	struct err err;
@@ -126,15 +130,15 @@ sensor_enqueue(struct sched *s, struct sensor_run *sr, struct jobstate *js,
 	}
 	plan_free(&plan);
 	log_notice("job=%s request=%" PRId64 " late_data found %zu"
-		   " partitions (%s..%s) with rows since %s", jd->name,
-		   id, n, a, b, sr->since);
+		   " partitions (%s..%s) with rows since %s",
+		   jd->name, id, n, a, b, sr->since);
 	sensor_record(s, js, now, (int64_t)n, NULL, true, sr->started_ms);
 }
 
 /* What a check that ran found: refuse it, enqueue it, or nothing. */
 static void
-sensor_found(struct sched *s, struct sensor_run *sr, struct jobstate *js,
-	     int j, int64_t now)
+sensor_found(struct sched *s, struct sensor_run *sr, struct jobstate *js, int j,
+	     int64_t now)
 {
 	const struct job_def *jd = &s->cfg->jobs[j];
 	struct exec_run *run = &sr->run;
@@ -146,10 +150,12 @@ sensor_found(struct sched *s, struct sensor_run *sr, struct jobstate *js,
 		log_err("job=%s %s; nothing enqueued", jd->name, msg);
 		sensor_record(s, js, now, 0, msg, false, 0);
 	} else if (n > (size_t)jd->max_backfill) {
-		snprintf(msg, sizeof msg, "late_data found %zu partitions, above"
+		snprintf(msg, sizeof msg,
+			 "late_data found %zu partitions, above"
 			 " max_backfill %d: nothing enqueued; backfill them in"
 			 " bounded requests (backfillctl backfill %s"
-			 " --dates-file F)", n, jd->max_backfill, jd->name);
+			 " --dates-file F)",
+			 n, jd->max_backfill, jd->name);
 		log_err("job=%s %s", jd->name, msg);
 		sensor_record(s, js, now, (int64_t)n, msg, false, 0);
 	} else if (n > 0) {
@@ -175,7 +181,8 @@ sensor_done_cb(struct exec_run *run)
 	if (run->cancelled || s->closing || jd == NULL || jd->late_data == NULL)
 		;
 	else if (run->failed) {
-		log_err("job=%s late_data check failed: %s", sr->job, run->error);
+		log_err("job=%s late_data check failed: %s", sr->job,
+			run->error);
 		sensor_record(s, js, now, 0, run->error, false, 0);
 	} else
 		sensor_found(s, sr, js, j, now);
@@ -196,8 +203,9 @@ sensor_start(struct sched *s, int j, struct jobstate *js)
 	sr->s = s;
 	snprintf(sr->job, sizeof sr->job, "%s", jd->name);
 	sr->started_ms = clock_now_ms();
-	cal_format_iso_ms(js->st.has_late_since ? js->st.late_since :
-			  s->started_ms, sr->since);
+	cal_format_iso_ms(js->st.has_late_since ? js->st.late_since
+						: s->started_ms,
+			  sr->since);
 	snprintf(sr->part.key, sizeof sr->part.key, "late_data");
 	sr->run.cfg = config_ref(s->cfg);
 	sr->run.job = jd;

@@ -19,8 +19,9 @@
 static const char *
 sched_reprocess_name(enum reprocess r)
 {
-	return r == REPROCESS_FAILED ? "failed" :
-	       r == REPROCESS_MISSING ? "missing" : "all";
+	return r == REPROCESS_FAILED	? "failed"
+	       : r == REPROCESS_MISSING ? "missing"
+					: "all";
 }
 
 /* Write a plan's request and items to the store; their ids in *id and
@@ -32,13 +33,18 @@ sched_store_plan(struct sched *s, const struct sched_req *rq,
 {
 	const struct config *cfg = s->cfg;
 	struct store_request srq = {
-		.job = cfg->jobs[rq->job].name, .kind = rq->kind,
-		.reason = rq->reason, .from_key = rq->from_key,
-		.to_key = rq->to_key,
-		.reprocess = sched_reprocess_name(rq->reprocess),
-		.reverse = rq->reverse, .no_downstream = rq->no_downstream,
-		.created_at = created_at, .concurrency = rq->concurrency,
-		.fail_fast = rq->fail_fast, .downstream = rq->downstream,
+	    .job = cfg->jobs[rq->job].name,
+	    .kind = rq->kind,
+	    .reason = rq->reason,
+	    .from_key = rq->from_key,
+	    .to_key = rq->to_key,
+	    .reprocess = sched_reprocess_name(rq->reprocess),
+	    .reverse = rq->reverse,
+	    .no_downstream = rq->no_downstream,
+	    .created_at = created_at,
+	    .concurrency = rq->concurrency,
+	    .fail_fast = rq->fail_fast,
+	    .downstream = rq->downstream,
 	};
 	char key[CAL_KEY_MAX];
 
@@ -49,9 +55,13 @@ sched_store_plan(struct sched *s, const struct sched_req *rq,
 	for (size_t i = 0; i < plan->n; i++) {
 		const struct plan_item *it = &plan->items[i];
 		struct store_item si = {
-			.request_id = *id, .job = cfg->jobs[it->job].name,
-			.key = key, .seq = (int)i, .downstream = it->downstream,
-			.state = MS_QUEUED, .at = created_at,
+		    .request_id = *id,
+		    .job = cfg->jobs[it->job].name,
+		    .key = key,
+		    .seq = (int)i,
+		    .downstream = it->downstream,
+		    .state = MS_QUEUED,
+		    .at = created_at,
 		};
 
 		part_key(cfg->jobs[it->job].grain, it->part, key);
@@ -98,9 +108,11 @@ sched_commit_plan(struct sched *s, const struct sched_req *rq,
 	}
 	free(ids);
 	log_info("request=%" PRId64 " job=%s kind=%s queued %zu partitions"
-		 " (%zu downstream)%s%s", *id, j->name, rq->kind, plan->n,
-		 plan->n - plan->nroot, rq->reason ? " reason=" : "",
-		 rq->reason ? str_escape(rq->reason, qreason, sizeof qreason) : "");
+		 " (%zu downstream)%s%s",
+		 *id, j->name, rq->kind, plan->n, plan->n - plan->nroot,
+		 rq->reason ? " reason=" : "",
+		 rq->reason ? str_escape(rq->reason, qreason, sizeof qreason)
+			    : "");
 	sched_kick(s);
 	return 0;
 }
@@ -156,7 +168,7 @@ int
 sched_submit(struct sched *s, const struct sched_req *rq, bool commit,
 	     struct plan *plan, int64_t *request_id, struct err *err)
 {
-	struct last_filter lf = { 0 };
+	struct last_filter lf = {0};
 	int rc = -1;
 
 	*request_id = 0;
@@ -169,7 +181,8 @@ sched_submit(struct sched *s, const struct sched_req *rq, bool commit,
 		if (rq->reprocess == REPROCESS_FAILED &&
 		    lf.states[k] == MS_SUCCEEDED)
 			continue;
-		if (rq->reprocess == REPROCESS_MISSING && lf.states[k] != MS_COUNT)
+		if (rq->reprocess == REPROCESS_MISSING &&
+		    lf.states[k] != MS_COUNT)
 			continue;
 		if (plan_add_root(plan, rq->job, rq->parts[k], err) < 0)
 			goto out;

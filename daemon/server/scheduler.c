@@ -109,10 +109,12 @@ sched_flush(struct sched *s)
 		s->store_failed = true;
 		s->store_failed_at = clock_now_ms();
 		snprintf(s->store_error, sizeof s->store_error, "%s", err.msg);
-		log_err("cannot commit to the state store: %s; no new runs start"
-			" and nothing more is acknowledged until it can be written"
-			" again: free space on its filesystem, backfilld resumes"
-			" by itself", err.msg);
+		log_err(
+		    "cannot commit to the state store: %s; no new runs start"
+		    " and nothing more is acknowledged until it can be written"
+		    " again: free space on its filesystem, backfilld resumes"
+		    " by itself",
+		    err.msg);
 		if (s->store_cb)
 			s->store_cb(s->store_data);
 	}
@@ -120,8 +122,7 @@ sched_flush(struct sched *s)
 }
 
 bool
-sched_store_failed(const struct sched *s, const char **error,
-		   int64_t *since_ms)
+sched_store_failed(const struct sched *s, const char **error, int64_t *since_ms)
 {
 	if (error)
 		*error = s->store_error;

@@ -35,6 +35,7 @@
 #include "config.h"
 #include "pick.h"
 
+/* clang-format off */
 #define BASE_YAML \
 	"state_db: s.db\n" \
 	"socket: s.sock\n" \
@@ -247,6 +248,8 @@ static const struct mcase cases[] = {
 		{ "pick", NULL, "a/2026-01-01@2" } } },
 };
 
+/* clang-format on */
+
 /* ---- the harness ------------------------------------------------------ */
 
 struct world {
@@ -275,12 +278,12 @@ static void
 world_drain(struct world *w)
 {
 	static const char *names[] = {
-		[MANIFEST_INPUT_CANCELLED] = "cancelled",
-		[MANIFEST_BLOCKED] = "blocked",
-		[MANIFEST_RELEASED] = "released",
-		[MANIFEST_LANDED] = "landed",
-		[MANIFEST_FAIL_FAST] = "failfast",
-		[MANIFEST_UNCONFIGURED] = "unconfigured",
+	    [MANIFEST_INPUT_CANCELLED] = "cancelled",
+	    [MANIFEST_BLOCKED] = "blocked",
+	    [MANIFEST_RELEASED] = "released",
+	    [MANIFEST_LANDED] = "landed",
+	    [MANIFEST_FAIL_FAST] = "failfast",
+	    [MANIFEST_UNCONFIGURED] = "unconfigured",
 	};
 
 	for (size_t i = 0; i < w->m.nchanges; i++) {
@@ -336,7 +339,8 @@ world_request(struct world *w, const char *spec)
 
 		if (lt)
 			*lt = '\0';
-		ck_assert_int_eq(sscanf(tok + down, "%63[^/]/%31s", job, key), 2);
+		ck_assert_int_eq(sscanf(tok + down, "%63[^/]/%31s", job, key),
+				 2);
 		it = manifest_item_add(&w->m, rq, seq, job, key, seq, down,
 				       MS_QUEUED);
 		ck_assert_int_ge(it->job, 0);
@@ -352,7 +356,7 @@ world_request(struct world *w, const char *spec)
 static void
 world_pick(struct world *w, char *out, size_t outsz)
 {
-	struct pick_gate g = { paused_cb, throttled_cb, w };
+	struct pick_gate g = {paused_cb, throttled_cb, w};
 	int64_t wake = INT64_MAX;
 	struct run *r;
 
@@ -411,8 +415,8 @@ found:
 	for (size_t i = 0; i < r->nitems; i++)
 		if (manifest_final(r->items[i]->state))
 			manifest_settle_outs(&w->m, r->items[i]);
-	for (size_t i = 0; result == MS_SUCCEEDED &&
-	     i < (r->batch ? r->nitems : 1); i++)
+	for (size_t i = 0;
+	     result == MS_SUCCEEDED && i < (r->batch ? r->nitems : 1); i++)
 		manifest_landed(&w->m, r->job_name, r->items[i]->key,
 				r->items[0]->rq);
 	for (size_t i = 0; result == MS_FAILED && i < r->nitems; i++)
@@ -431,8 +435,9 @@ world_states(struct world *w, char *out, size_t outsz)
 	out[0] = '\0';
 	for (struct request *rq = w->m.requests.next; rq != &w->m.requests;
 	     rq = rq->next) {
-		n += (size_t)snprintf(out + n, outsz - n, "%s%lld:",
-				      n ? " " : "", (long long)rq->id);
+		n += (size_t)snprintf(out + n, outsz - n,
+				      "%s%lld:", n ? " " : "",
+				      (long long)rq->id);
 		for (size_t i = 0; i < rq->n; i++)
 			n += (size_t)snprintf(out + n, outsz - n, "%c",
 					      letters[rq->items[i]->state]);
@@ -459,12 +464,15 @@ world_step(struct world *w, const struct step *st, const char *name)
 		snprintf(got, sizeof got, "%s", w->why[0] ? w->why : "-");
 		w->why[0] = '\0';
 	} else if (strcmp(st->op, "cancel") == 0) {
-		snprintf(got, sizeof got, "%lld", (long long)manifest_cancel(
+		snprintf(
+		    got, sizeof got, "%lld",
+		    (long long)manifest_cancel(
 			&w->m, manifest_request_find(&w->m, atoll(st->arg))));
-		for (size_t i = 0; i < manifest_request_find(&w->m,
-		     atoll(st->arg))->n; i++)
-			manifest_settle_outs(&w->m, manifest_request_find(&w->m,
-				atoll(st->arg))->items[i]);
+		for (size_t i = 0;
+		     i < manifest_request_find(&w->m, atoll(st->arg))->n; i++)
+			manifest_settle_outs(
+			    &w->m, manifest_request_find(&w->m, atoll(st->arg))
+				       ->items[i]);
 	} else if (strcmp(st->op, "gone") == 0) {
 		struct item *it = world_item(w, st->arg, 0);
 
@@ -479,7 +487,9 @@ world_step(struct world *w, const struct step *st, const char *name)
 		manifest_set(&w->m, it, MS_CANCELLED);
 		manifest_settle_outs(&w->m, it);
 	} else if (strcmp(st->op, "retry") == 0) {
-		snprintf(got, sizeof got, "%lld", (long long)manifest_retry(
+		snprintf(
+		    got, sizeof got, "%lld",
+		    (long long)manifest_retry(
 			&w->m, manifest_request_find(&w->m, atoll(st->arg))));
 	} else if (strcmp(st->op, "now") == 0) {
 		w->now = atoll(st->arg);
@@ -492,10 +502,11 @@ world_step(struct world *w, const struct step *st, const char *name)
 	} else if (strcmp(st->op, "blocked_on") == 0) {
 		struct item *it = world_item(w, st->arg, 0);
 
-		snprintf(got, sizeof got, "%s", it->blocked_on ? it->blocked_on :
-			 "-");
+		snprintf(got, sizeof got, "%s",
+			 it->blocked_on ? it->blocked_on : "-");
 	} else if (strcmp(st->op, "attempts") == 0) {
-		snprintf(got, sizeof got, "%d", world_item(w, st->arg, 0)->attempts);
+		snprintf(got, sizeof got, "%d",
+			 world_item(w, st->arg, 0)->attempts);
 	} else {
 		ck_abort_msg("%s: unknown step %s", name, st->op);
 	}
@@ -503,8 +514,8 @@ world_step(struct world *w, const struct step *st, const char *name)
 		world_drain(w);
 	if (st->want != NULL)
 		ck_assert_msg(strcmp(got, st->want) == 0,
-			      "%s: %s %s: got \"%s\", want \"%s\"", name, st->op,
-			      st->arg ? st->arg : "", got, st->want);
+			      "%s: %s %s: got \"%s\", want \"%s\"", name,
+			      st->op, st->arg ? st->arg : "", got, st->want);
 }
 
 START_TEST(manifest_cases)
@@ -519,8 +530,9 @@ START_TEST(manifest_cases)
 			       &err) < 0)
 		ck_abort_msg("%s: config: %s", c->name, err.msg);
 	manifest_init(&w.m, w.cfg);
-	for (size_t i = 0; i < sizeof c->steps / sizeof c->steps[0] &&
-	     c->steps[i].op != NULL; i++)
+	for (size_t i = 0;
+	     i < sizeof c->steps / sizeof c->steps[0] && c->steps[i].op != NULL;
+	     i++)
 		world_step(&w, &c->steps[i], c->name);
 	while (w.m.runs.next != &w.m.runs) {
 		struct run *r = w.m.runs.next;
@@ -535,6 +547,7 @@ END_TEST
 
 /* ---- retries and backoff ---------------------------------------------- */
 
+/* clang-format off */
 static const struct {
 	int retries;
 	int64_t backoff_s;
@@ -551,10 +564,12 @@ static const struct {
 	{ 40, 3600, 30, false, true, 115200000 }, /* no doubling past a day */
 };
 
+/* clang-format on */
+
 START_TEST(manifest_retry_cases)
 {
-	struct job_def j = { .retries = retry_cases[_i].retries,
-			     .retry_backoff = retry_cases[_i].backoff_s };
+	struct job_def j = {.retries = retry_cases[_i].retries,
+			    .retry_backoff = retry_cases[_i].backoff_s};
 
 	ck_assert_int_eq(manifest_retries(&j, retry_cases[_i].attempts,
 					  retry_cases[_i].draining),

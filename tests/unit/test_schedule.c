@@ -33,15 +33,16 @@ struct scase {
 	struct jobspec job;
 	struct statespec st;
 	bool resumed;
-	const char *now;          /* YYYY-MM-DD HH:MM, UTC */
+	const char *now; /* YYYY-MM-DD HH:MM, UTC */
 	enum schedule_action action;
 	const char *first, *last; /* keys, when something is newly due */
-	const char *piece;        /* refused: the first piece's last key */
+	const char *piece;	  /* refused: the first piece's last key */
 	bool save;
-	struct statespec want;    /* the state once applied */
-	const char *next_due;     /* YYYY-MM-DD HH:MM, or NULL for none */
+	struct statespec want; /* the state once applied */
+	const char *next_due;  /* YYYY-MM-DD HH:MM, or NULL for none */
 };
 
+/* clang-format off */
 #define DAILY(start, catchup, maxc) \
 	{ GRAIN_DAY, start, "", 0, catchup, maxc, 100 }
 
@@ -154,6 +155,8 @@ static const struct scase cases[] = {
 	  { "", "off", "", "", false }, "2026-03-02 00:00" },
 };
 
+/* clang-format on */
+
 /* Seconds of "YYYY-MM-DD HH:MM" (UTC). */
 static int64_t
 at(const char *s)
@@ -185,8 +188,8 @@ make_job(const struct jobspec *js, struct job_def *j)
 	j->warehouse = -1;
 	j->grain = js->grain;
 	j->has_start = true;
-	j->start = js->grain == GRAIN_HOUR ?
-		part(GRAIN_DAY, js->start) * 24 : part(js->grain, js->start);
+	j->start = js->grain == GRAIN_HOUR ? part(GRAIN_DAY, js->start) * 24
+					   : part(js->grain, js->start);
 	j->has_end = js->end[0] != '\0';
 	if (j->has_end)
 		j->end = part(js->grain, js->end);
@@ -243,6 +246,7 @@ END_TEST
 
 /* ---- the refused gap, filled ------------------------------------------ */
 
+/* clang-format off */
 static const struct {
 	const char *catchup, *gap_from, *gap_to, *key;
 	bool covers;
@@ -255,20 +259,23 @@ static const struct {
 	{ "refused", "", "", "2026-03-03", false },
 };
 
+/* clang-format on */
+
 START_TEST(schedule_gap_cases)
 {
 	struct jobspec js = DAILY("2026-03-01", true, 3);
-	struct statespec ss = { "2026-03-05", gap_cases[_i].catchup,
-				gap_cases[_i].gap_from, gap_cases[_i].gap_to,
-				false };
+	struct statespec ss = {"2026-03-05", gap_cases[_i].catchup,
+			       gap_cases[_i].gap_from, gap_cases[_i].gap_to,
+			       false};
 	struct job_def j;
 	struct store_job_state st;
 	part_t from, to;
 
 	make_job(&js, &j);
 	make_state(&ss, &st);
-	ck_assert_int_eq(schedule_gap_covers(&j, &st, gap_cases[_i].key, &from,
-					     &to), gap_cases[_i].covers);
+	ck_assert_int_eq(
+	    schedule_gap_covers(&j, &st, gap_cases[_i].key, &from, &to),
+	    gap_cases[_i].covers);
 	if (gap_cases[_i].covers) {
 		ck_assert_int_eq(to - from + 1, 4);
 		schedule_gap_clear(&j, &st);
@@ -281,6 +288,7 @@ END_TEST
 
 /* ---- what status shows ------------------------------------------------ */
 
+/* clang-format off */
 static const struct {
 	const char *name;
 	bool clock, catchup;
@@ -302,6 +310,8 @@ static const struct {
 	{ "no clock: off, never due", false, true,
 	  { "", "", "", "", false }, "2026-03-06 00:00", "off", false, NULL },
 };
+
+/* clang-format on */
 
 START_TEST(schedule_view_cases)
 {
