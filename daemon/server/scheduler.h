@@ -7,6 +7,10 @@
  * committed there before it is acknowledged or acted on; the in-memory
  * structures are an index over the open part of the manifest, rebuilt from
  * the store at start.
+ *
+ * The rules are pure functions (lib/manifest.h, lib/pick.h,
+ * lib/schedule.h); this interface is their shell, implemented by
+ * scheduler.c and the sched_*.c files (sched_int.h says which does what).
  */
 #ifndef BACKFILLD_SCHED_H
 #define BACKFILLD_SCHED_H
