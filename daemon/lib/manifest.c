@@ -394,6 +394,27 @@ manifest_landed(struct manifest *m, const char *job, const char *key,
 	return n;
 }
 
+/* Cancel a request's queued and blocked items; with a note, each is
+ * noted as a change (MANIFEST_FAIL_FAST).  Returns how many. */
+static int64_t
+manifest_cancel_open(struct manifest *m, struct request *rq, const char *note)
+{
+	int64_t n = 0;
+
+	for (size_t i = 0; i < rq->n; i++) {
+		struct item *it = rq->items[i];
+
+		if (it->state != MS_QUEUED && it->state != MS_BLOCKED)
+			continue;
+		manifest_set(m, it, MS_CANCELLED);
+		if (note != NULL)
+			snprintf(manifest_note(m, it, MANIFEST_FAIL_FAST)->note,
+				 sizeof m->changes[0].note, "%s", note);
+		n++;
+	}
+	return n;
+}
+
 /*
  * Rule 4, fail fast.  Once an item of a --fail-fast request has failed
  * for good (retries exhausted), its queued and blocked items are
@@ -404,39 +425,17 @@ int64_t
 manifest_fail_fast(struct manifest *m, struct request *rq,
 		   const struct item *bad)
 {
-	int64_t n = 0;
+	char note[256];
 
-	for (size_t i = 0; i < rq->n; i++) {
-		struct item *it = rq->items[i];
-		struct manifest_change *c;
-
-		if (it->state != MS_QUEUED && it->state != MS_BLOCKED)
-			continue;
-		manifest_set(m, it, MS_CANCELLED);
-		c = manifest_note(m, it, MANIFEST_FAIL_FAST);
-		snprintf(c->note, sizeof c->note,
-			 "cancelled: --fail-fast after"
-			 " %s %s failed",
-			 bad->job_name, bad->key);
-		n++;
-	}
-	return n;
+	snprintf(note, sizeof note, "cancelled: --fail-fast after %s %s failed",
+		 bad->job_name, bad->key);
+	return manifest_cancel_open(m, rq, note);
 }
 
 int64_t
 manifest_cancel(struct manifest *m, struct request *rq)
 {
-	int64_t n = 0;
-
-	for (size_t i = 0; i < rq->n; i++) {
-		struct item *it = rq->items[i];
-
-		if (it->state != MS_QUEUED && it->state != MS_BLOCKED)
-			continue;
-		manifest_set(m, it, MS_CANCELLED);
-		n++;
-	}
-	return n;
+	return manifest_cancel_open(m, rq, NULL);
 }
 
 /* After a reload: queued or blocked items of jobs no longer in the

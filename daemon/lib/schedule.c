@@ -42,6 +42,19 @@ schedule_is_clock_job(const struct job_def *j)
 	return j->nupstream == 0 && j->has_start;
 }
 
+/* When partition `next` (clipped to start) comes due: false when it is
+ * past the job's end and nothing comes due any more. */
+static bool
+schedule_next_due(const struct job_def *j, part_t next, int64_t *due)
+{
+	if (next < j->start)
+		next = j->start;
+	if (j->has_end && next > j->end)
+		return false;
+	*due = schedule_due_time(j->grain, j->ready_after, next);
+	return true;
+}
+
 /* Set a job state's catchup text. */
 static void
 schedule_set_catchup(struct store_job_state *st, const char *what)
@@ -118,13 +131,7 @@ schedule_decide(const struct job_def *j, const struct store_job_state *st,
 		}
 	}
 	nextp = d->last > wm ? d->last + 1 : wm + 1;
-	if (nextp < j->start)
-		nextp = j->start;
-	if (!j->has_end || nextp <= j->end) {
-		d->has_next_due = true;
-		d->next_due =
-		    schedule_due_time(j->grain, j->ready_after, nextp);
-	}
+	d->has_next_due = schedule_next_due(j, nextp, &d->next_due);
 }
 
 void
@@ -155,13 +162,7 @@ schedule_view(const struct job_def *j, const struct store_job_state *st,
 
 		if (nextp <= last)
 			nextp = last + 1;
-		if (nextp < j->start)
-			nextp = j->start;
-		if (!j->has_end || nextp <= j->end) {
-			v->has_next_due = true;
-			v->next_due =
-			    schedule_due_time(j->grain, j->ready_after, nextp);
-		}
+		v->has_next_due = schedule_next_due(j, nextp, &v->next_due);
 	}
 }
 

@@ -72,12 +72,9 @@ sched_run_record_start(struct sched *s, struct active *a, int64_t now,
 	}
 	if (rows)
 		a->run.run_id = a->run_ids[0];
-	if (store_commit(s->store, err) < 0)
-		goto fail;
-	return 0;
+	return sched_tx_end(s, 0, err);
 fail:
-	store_rollback(s->store);
-	return -1;
+	return sched_tx_end(s, -1, err);
 }
 
 /* The executor's parameters of one item. */
@@ -376,12 +373,9 @@ sched_record_end(struct sched *s, struct active *a, const struct outcome *o,
 				     run->failed ? run->error : NULL, now,
 				     err) < 0)
 			goto fail;
-	if (store_commit(s->store, err) < 0)
-		goto fail;
-	return 0;
+	return sched_tx_end(s, 0, err);
 fail:
-	store_rollback(s->store);
-	return -1;
+	return sched_tx_end(s, -1, err);
 }
 
 /* The log line of a run's end. */

@@ -98,6 +98,9 @@ struct sched {
 	int closing;
 };
 
+/* scheduler.c */
+int sched_tx_end(struct sched *s, int rc, struct err *err);
+
 /* sched_request.c */
 void sched_apply(struct sched *s, int64_t now);
 void sched_request_changed(struct sched *s, struct request *rq);

@@ -301,12 +301,9 @@ sched_retry_store(struct sched *s, struct request *rq, int64_t now,
 				   NULL, now, err) < 0)
 			goto fail;
 	}
-	if (store_commit(s->store, err) < 0)
-		goto fail;
-	return 0;
+	return sched_tx_end(s, 0, err);
 fail:
-	store_rollback(s->store);
-	return -1;
+	return sched_tx_end(s, -1, err);
 }
 
 int

@@ -68,12 +68,9 @@ sched_store_plan(struct sched *s, const struct sched_req *rq,
 		if (store_item_add(s->store, &si, &ids[i], err) < 0)
 			goto fail;
 	}
-	if (store_commit(s->store, err) < 0)
-		goto fail;
-	return 0;
+	return sched_tx_end(s, 0, err);
 fail:
-	store_rollback(s->store);
-	return -1;
+	return sched_tx_end(s, -1, err);
 }
 
 /* Write the items of a plan as a new request and queue them; returns its

@@ -96,6 +96,18 @@ sched_reload(struct sched *s, struct config *cfg)
 	return cancelled;
 }
 
+/* End a transaction the caller began: commit after rc 0 (its writes
+ * went in), roll back otherwise; 0, or -1 with err filled by the write
+ * or the commit that failed. */
+int
+sched_tx_end(struct sched *s, int rc, struct err *err)
+{
+	if (rc == 0 && store_commit(s->store, err) == 0)
+		return 0;
+	store_rollback(s->store);
+	return -1;
+}
+
 int
 sched_flush(struct sched *s)
 {
