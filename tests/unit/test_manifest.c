@@ -22,6 +22,8 @@
  *         looked ("blocked", "released", "landed", "cancelled",
  *         "failfast"), space separated, "-" for none
  *   cancel, retry   "ID": the operator's cancel or retry of a request
+ *   relink "ID": link the request's downstream items to their inputs by
+ *         the mapping, as a restart does
  *   gone  "job/key": that item is cancelled (its job left the
  *         configuration, say) and what waits for it settles
  *   now   "MS": the time from then on
@@ -235,6 +237,16 @@ static const struct mcase cases[] = {
 		{ "retry", "1", "2" },
 		{ "state", NULL, "1:QQ" },
 		{ "pick", NULL, "a/2026-01-05@1" } } },
+	/* ---- restart: links rebuilt from the mapping ---- */
+	{ "relinked after a restart, a week waits for its days", NULL, {
+		{ "req", "1 backfill: a/2026-01-04 a/2026-01-05 a/2026-01-11 a/2026-01-12 ^wk/2026-01-05", NULL },
+		{ "relink", "1", NULL },
+		{ "pick", NULL, "a/2026-01-04@1 a/2026-01-05@1 a/2026-01-11@1 a/2026-01-12@1" },
+		{ "end", "a/2026-01-05 ok", NULL },
+		{ "end", "a/2026-01-12 ok", NULL },
+		{ "pick", NULL, "-" },
+		{ "end", "a/2026-01-11 ok", NULL },
+		{ "pick", NULL, "wk/2026-01-05@1" } } },
 	/* ---- the gate: paused jobs, throttled warehouses ---- */
 	{ "a paused job starts nothing", NULL, {
 		{ "pause", "a", NULL },
@@ -486,6 +498,9 @@ world_step(struct world *w, const struct step *st, const char *name)
 		}
 		manifest_set(&w->m, it, MS_CANCELLED);
 		manifest_settle_outs(&w->m, it);
+	} else if (strcmp(st->op, "relink") == 0) {
+		manifest_relink(&w->m,
+				manifest_request_find(&w->m, atoll(st->arg)));
 	} else if (strcmp(st->op, "retry") == 0) {
 		snprintf(
 		    got, sizeof got, "%lld",
