@@ -5,6 +5,7 @@
 #include "sched_int.h"
 
 #include "guard.h"
+#include "json.h"
 
 /* A number or null in JSON. */
 static void
@@ -70,7 +71,7 @@ sched_audit_metrics(const struct exec_run *run,
 			const struct exec_metric_result *m = &g->metrics[k];
 
 			buf_addstr(json, ", ");
-			buf_add_json_str(json, run->job->metrics[k].name);
+			json_str(json, run->job->metrics[k].name);
 			buf_addstr(json, ": ");
 			sched_audit_change(json, m->has_before, m->before,
 					   m->has_after, m->after,
@@ -100,10 +101,10 @@ sched_audit_checks(const struct exec_run *run, size_t i, struct buf *json,
 		if (cr->part != i)
 			continue;
 		buf_addstr(json, n++ ? ", {\"name\": " : "{\"name\": ");
-		buf_add_json_str(json, cr->name);
+		json_str(json, cr->name);
 		buf_printf(json, ", \"passed\": %s, \"detail\": ",
 			   cr->passed ? "true" : "false");
-		buf_add_json_str(json, cr->detail);
+		json_str(json, cr->detail);
 		buf_addstr(json, "}");
 		if (cr->passed)
 			npassed++;

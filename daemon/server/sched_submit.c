@@ -15,15 +15,6 @@
 #include "text.h"
 #include "xalloc.h"
 
-/* The reprocess mode as the store records it. */
-static const char *
-sched_reprocess_name(enum reprocess r)
-{
-	return r == REPROCESS_FAILED	? "failed"
-	       : r == REPROCESS_MISSING ? "missing"
-					: "all";
-}
-
 /* Write a plan's request and items to the store; their ids in *id and
  * ids[]. */
 static int
@@ -38,7 +29,7 @@ sched_store_plan(struct sched *s, const struct sched_req *rq,
 	    .reason = rq->reason,
 	    .from_key = rq->from_key,
 	    .to_key = rq->to_key,
-	    .reprocess = sched_reprocess_name(rq->reprocess),
+	    .reprocess = cmdspec_reprocess_name(rq->reprocess),
 	    .reverse = rq->reverse,
 	    .no_downstream = rq->no_downstream,
 	    .created_at = created_at,
