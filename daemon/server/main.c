@@ -605,8 +605,7 @@ daemon_start(struct daemon *d, struct err *err)
 		struct throttle_ops ops = { daemon_throttle_poke,
 			daemon_throttle_requeue, d };
 
-		if (throttle_new(&d->loop, &ops, &d->throttle, err) < 0)
-			return EXIT_WORK_FAILED;
+		d->throttle = throttle_new(&d->loop, d->hooks, &ops);
 		sched_set_throttle(d->sched, d->throttle);
 		throttle_configure(d->throttle, sched_config(d->sched));
 	}
