@@ -60,6 +60,7 @@
 #include "pgsql.h"
 #include "sqlscan.h"
 #include "wh.h"
+#include "xalloc.h"
 
 #define WHPG_CONNECT_TIMEOUT "10"
 #define WHPG_CANCEL_GRACE_MS 5000
@@ -162,11 +163,7 @@ whpg_read_password(const char *wh, const char *path, char **out,
 	if (f == NULL)
 		return err_set(err, EXIT_WORK_FAILED, "warehouse \"%s\": cannot "
 		    "read password_file %s: %s", wh, path, strerror(errno));
-	buf = calloc(1, WHPG_PASSWORD_MAX + 1);
-	if (buf == NULL) {
-		fclose(f);
-		return err_set(err, EXIT_INTERNAL, "out of memory");
-	}
+	buf = xcalloc(1, WHPG_PASSWORD_MAX + 1);
 	n = fread(buf, 1, WHPG_PASSWORD_MAX, f);
 	if (ferror(f)) {
 		explicit_bzero(buf, WHPG_PASSWORD_MAX);
@@ -216,12 +213,8 @@ whpg_open(const struct warehouse_def *wh, struct wh_conn **out,
 	if (wh->conninfo == NULL)
 		return err_set(err, EXIT_BAD_INPUT,
 		    "warehouse \"%s\": no postgres connection string", wh->name);
-	c = calloc(1, sizeof *c);
-	if (c == NULL || (c->name = strdup(wh->name)) == NULL) {
-		free(c);
-		return err_set(err, EXIT_INTERNAL,
-		    "warehouse \"%s\": out of memory", wh->name);
-	}
+	c = xcalloc(1, sizeof *c);
+	c->name = xstrdup(wh->name);
 	c->base.drv = &wh_pg_driver;
 	c->wakefd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
 	atomic_init(&c->interrupted, 0);
@@ -256,11 +249,8 @@ whpg_open(const struct warehouse_def *wh, struct wh_conn **out,
 		explicit_bzero(password, strlen(password));
 		free(password);
 	}
-	if (c->pg == NULL) {
-		whpg_free(c);
-		return err_set(err, EXIT_INTERNAL,
-		    "warehouse \"%s\": out of memory", wh->name);
-	}
+	if (c->pg == NULL) /* libpq could not allocate its connection */
+		xalloc_exhausted("libpq");
 	if (PQstatus(c->pg) != CONNECTION_OK) {
 		whpg_where(c->pg, where, sizeof where);
 		whpg_pqmsg(c->pg, msg, sizeof msg);
@@ -571,11 +561,7 @@ whpg_exec_script(struct wh_conn *conn, const char *sql,
 	for (i = 0; i < script.n && rc == 0; i++) {
 		const struct pgsql_stmt *st = &script.stmts[i];
 
-		values = calloc(st->nnames + 1, sizeof *values);
-		if (values == NULL) {
-			rc = err_set(err, EXIT_INTERNAL, "out of memory");
-			break;
-		}
+		values = xcalloc(st->nnames + 1, sizeof *values);
 		if (pgsql_values(st, params, nparams, values, &perr) == -1) {
 			rc = err_set(err, EXIT_WORK_FAILED, "statement %zu "
 			    "failed: %s", i + 1, perr.msg);
@@ -625,11 +611,7 @@ whpg_query_value(struct wh_conn *conn, const char *sql,
 		    "a check is one statement");
 		goto out;
 	}
-	values = calloc(script.stmts[0].nnames + 1, sizeof *values);
-	if (values == NULL) {
-		snprintf(msg, sizeof msg, "out of memory");
-		goto out;
-	}
+	values = xcalloc(script.stmts[0].nnames + 1, sizeof *values);
 	if (pgsql_values(&script.stmts[0], params, nparams, values,
 	    &perr) == -1) {
 		snprintf(msg, sizeof msg, "%s", perr.msg);
@@ -653,11 +635,7 @@ whpg_query_value(struct wh_conn *conn, const char *sql,
 	if (PQntuples(res) > 0) {
 		*has_row = true;
 		if (PQnfields(res) > 0 && !PQgetisnull(res, 0, 0)) {
-			*value = strdup(PQgetvalue(res, 0, 0));
-			if (*value == NULL) {
-				snprintf(msg, sizeof msg, "out of memory");
-				goto out;
-			}
+			*value = xstrdup(PQgetvalue(res, 0, 0));
 		}
 	}
 	if (sp && (whpg_exec(c, "ROLLBACK TO SAVEPOINT backfilld_check", 0,
@@ -717,11 +695,7 @@ whpg_query_column(struct wh_conn *conn, const char *sql,
 		    "a sensor query is one statement");
 		goto out;
 	}
-	pv = calloc(script.stmts[0].nnames + 1, sizeof *pv);
-	if (pv == NULL) {
-		snprintf(msg, sizeof msg, "out of memory");
-		goto out;
-	}
+	pv = xcalloc(script.stmts[0].nnames + 1, sizeof *pv);
 	if (pgsql_values(&script.stmts[0], params, nparams, pv, &perr) == -1) {
 		snprintf(msg, sizeof msg, "%s", perr.msg);
 		goto out;
@@ -738,11 +712,7 @@ whpg_query_column(struct wh_conn *conn, const char *sql,
 	}
 	rows = PQntuples(res);
 	if (rows > 0 && PQnfields(res) > 0) {
-		v = calloc((size_t)rows, sizeof *v);
-		if (v == NULL) {
-			snprintf(msg, sizeof msg, "out of memory");
-			goto out;
-		}
+		v = xcalloc((size_t)rows, sizeof *v);
 		for (int i = 0; i < rows; i++) {
 			if (PQgetisnull(res, i, 0))
 				continue;
@@ -751,12 +721,7 @@ whpg_query_column(struct wh_conn *conn, const char *sql,
 				    max_values);
 				goto out;
 			}
-			v[n] = strdup(PQgetvalue(res, i, 0));
-			if (v[n] == NULL) {
-				snprintf(msg, sizeof msg, "out of memory");
-				goto out;
-			}
-			n++;
+			v[n++] = xstrdup(PQgetvalue(res, i, 0));
 		}
 	}
 	rc = 0;
@@ -779,7 +744,7 @@ out:
 }
 
 /* Append an array element, double-quoted, to the text array literal. */
-static int
+static void
 whpg_array_add(char **buf, size_t *len, size_t *cap, const char *s)
 {
 	size_t need = strlen(s) * 2 + 4;
@@ -787,10 +752,7 @@ whpg_array_add(char **buf, size_t *len, size_t *cap, const char *s)
 
 	if (*len + need + 2 > *cap) {
 		*cap = (*len + need + 2) * 2;
-		p = realloc(*buf, *cap);
-		if (p == NULL)
-			return -1;
-		*buf = p;
+		*buf = xreallocarray(*buf, *cap, 1);
 	}
 	p = *buf + *len;
 	if (*len > 1)
@@ -804,7 +766,6 @@ whpg_array_add(char **buf, size_t *len, size_t *cap, const char *s)
 	*p++ = '"';
 	*p = '\0';
 	*len = (size_t)(p - *buf);
-	return 0;
 }
 
 /* Create the batch manifest (a temporary table dropped at commit). */
@@ -827,16 +788,14 @@ whpg_manifest_fill(struct wh_conn *conn, const struct wh_manifest_row *rows,
 	for (k = 0; k < 3; k++) {
 		cap[k] = 64;
 		len[k] = 1;
-		arr[k] = malloc(cap[k]);
-		if (arr[k] == NULL)
-			goto oom;
+		arr[k] = xmalloc(cap[k]);
 		strcpy(arr[k], "{");
 	}
-	for (i = 0; i < nrows; i++)
-		if (whpg_array_add(&arr[0], &len[0], &cap[0], rows[i].key) ||
-		    whpg_array_add(&arr[1], &len[1], &cap[1], rows[i].start) ||
-		    whpg_array_add(&arr[2], &len[2], &cap[2], rows[i].end))
-			goto oom;
+	for (i = 0; i < nrows; i++) {
+		whpg_array_add(&arr[0], &len[0], &cap[0], rows[i].key);
+		whpg_array_add(&arr[1], &len[1], &cap[1], rows[i].start);
+		whpg_array_add(&arr[2], &len[2], &cap[2], rows[i].end);
+	}
 	for (k = 0; k < 3; k++) {
 		/* whpg_array_add always leaves room for the brace. */
 		arr[k][len[k]++] = '}';
@@ -848,10 +807,6 @@ whpg_manifest_fill(struct wh_conn *conn, const struct wh_manifest_row *rows,
 		err_set(err, EXIT_WORK_FAILED, "%s", msg);
 	else
 		rc = 0;
-	goto out;
-oom:
-	err_set(err, EXIT_INTERNAL, "out of memory");
-out:
 	for (k = 0; k < 3; k++)
 		free(arr[k]);
 	return rc;
