@@ -740,7 +740,7 @@ main(int argc, char **argv)
 		return EXIT_WORK_FAILED;
 	}
 	uv_loop_init(&d.loop);
-	notify_new(&d.loop, &d.notify, &err);
+	d.notify = notify_new(&d.loop);
 	uv_timer_init(&d.loop, &d.grace);
 	d.grace.data = &d;
 	uv_timer_init(&d.loop, &d.status_timer);

@@ -286,13 +286,19 @@ whpg_cancel(struct whpg_conn *c)
 	PQfreeCancel(k);
 }
 
+/* How a wait for a result ended. */
+enum whpg_waited {
+	WHPG_READY,        /* a result can be read */
+	WHPG_LOST,         /* the connection failed */
+	WHPG_CANCEL_IGNORED /* the server ignored a cancel for
+			     * WHPG_CANCEL_GRACE_MS */
+};
+
 /*
  * Wait until a result can be read without blocking.  A guarded wait also
- * watches the eventfd and cancels the statement once interrupted.  Returns
- * 0, -1 when the connection failed, -2 when the server ignored a cancel
- * for WHPG_CANCEL_GRACE_MS.
+ * watches the eventfd and cancels the statement once interrupted.
  */
-static int
+static enum whpg_waited
 whpg_wait(struct whpg_conn *c, bool guarded, bool *cancelled,
 	  int64_t *deadline)
 {
@@ -311,7 +317,7 @@ whpg_wait(struct whpg_conn *c, bool guarded, bool *cancelled,
 		if (*cancelled) {
 			left = *deadline - whpg_now_ms();
 			if (left <= 0)
-				return -2;
+				return WHPG_CANCEL_IGNORED;
 			timeout = (int)left;
 		}
 		pfd[0].fd = PQsocket(c->pg);
@@ -321,21 +327,21 @@ whpg_wait(struct whpg_conn *c, bool guarded, bool *cancelled,
 		pfd[1].events = POLLIN;
 		pfd[1].revents = 0;
 		if (pfd[0].fd < 0)
-			return -1;
+			return WHPG_LOST;
 		r = poll(pfd, guarded ? 2 : 1, timeout);
 		if (r == -1) {
 			if (errno == EINTR)
 				continue;
-			return -1;
+			return WHPG_LOST;
 		}
 		if (guarded && (pfd[1].revents & POLLIN) != 0 &&
 		    read(c->wakefd, &v, sizeof v) == -1 && errno != EAGAIN)
-			return -1;
+			return WHPG_LOST;
 		if ((pfd[0].revents & (POLLIN | POLLERR | POLLHUP)) != 0 &&
 		    !PQconsumeInput(c->pg))
-			return -1;
+			return WHPG_LOST;
 	}
-	return 0;
+	return WHPG_READY;
 }
 
 /* True for an error after which the connection is no use. */
@@ -400,7 +406,7 @@ whpg_exec(struct whpg_conn *c, const char *sql, int nparams,
 	bool cancelled = false, dead = false;
 	int64_t deadline = 0;
 	char *copy;
-	int w;
+	enum whpg_waited w;
 
 	if (res != NULL)
 		*res = NULL;
@@ -418,7 +424,7 @@ whpg_exec(struct whpg_conn *c, const char *sql, int nparams,
 	for (;;) {
 		if (!dead) {
 			w = whpg_wait(c, guarded, &cancelled, &deadline);
-			if (w == -2) {
+			if (w == WHPG_CANCEL_IGNORED) {
 				c->broken = true;
 				PQclear(keep);
 				snprintf(msg, len, "interrupted (the server did "
@@ -426,7 +432,7 @@ whpg_exec(struct whpg_conn *c, const char *sql, int nparams,
 				    WHPG_CANCEL_GRACE_MS / 1000);
 				return -1;
 			}
-			dead = w == -1;
+			dead = w == WHPG_LOST;
 		}
 		r = PQgetResult(c->pg);
 		if (r == NULL)
