@@ -82,8 +82,9 @@ config_diff_metrics(const struct job_def *a, const struct job_def *b)
 	return false;
 }
 
-/* The keys of job a that differ in b, in the order of DESIGN.md's
- * example. */
+/* The keys of job a that differ in b, in one fixed order (where and when
+ * it runs, what it runs, its guardrails, sensor and deadline): the order
+ * `backfillctl reload` reports them in. */
 static void
 config_diff_job(const struct job_def *a, const struct job_def *b,
 		struct config_diff_changed *c)
