@@ -47,7 +47,6 @@ struct hook_run {
 struct hooks {
 	uv_loop_t *loop;
 	struct hook_run runs;  /* list head */
-	int nrunning;
 	bool closing;
 	int64_t counts[HOOK_COUNT][HOOK_RESULT_COUNT];
 };
@@ -224,14 +223,12 @@ static void
 hooks_exit_cb(uv_process_t *p, int64_t status, int sig)
 {
 	struct hook_run *r = p->data;
-	struct hooks *h = r->h;
 	int64_t ms = clock_now_ms() - r->started_ms;
 	enum hook_result res;
 
 	/* the hook's children may hold the pipe: their group goes with it */
 	kill(-p->pid, SIGKILL);
 	r->exited = true;
-	h->nrunning--;
 	if (r->timed_out)
 		res = HOOK_TIMEOUT;
 	else if (status == 0 && sig == 0)
@@ -334,7 +331,6 @@ hooks_run(struct hooks *h, const char *who, char *const *tmpl, size_t argc,
 		uv_close((uv_handle_t *)&r->timer, hooks_close_cb);
 		return;
 	}
-	h->nrunning++;
 	log_info("%s started: pid %d", r->who, r->proc.pid);
 	uv_read_start((uv_stream_t *)&r->out, hooks_alloc_cb, hooks_read_cb);
 	uv_timer_start(&r->timer, hooks_timeout_cb, (uint64_t)timeout_s * 1000,
@@ -386,12 +382,6 @@ int64_t
 hooks_count(const struct hooks *h, enum hook_kind kind, enum hook_result r)
 {
 	return h != NULL ? h->counts[kind][r] : 0;
-}
-
-int
-hooks_running(const struct hooks *h)
-{
-	return h != NULL ? h->nrunning : 0;
 }
 
 void

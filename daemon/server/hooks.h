@@ -44,8 +44,6 @@ void hooks_fire_throttle(struct hooks *h, const struct warehouse_def *w,
 /* A job's hooks of `kind` finished with result r since start. */
 int64_t hooks_count(const struct hooks *h, enum hook_kind kind,
 		    enum hook_result r);
-/* Hooks running now. */
-int hooks_running(const struct hooks *h);
 /* Kill the hooks still running and free everything once their handles are
  * closed (the loop must run on). */
 void hooks_close(struct hooks *h);

@@ -896,7 +896,8 @@ whsql_watch(struct wh_conn *conn, const atomic_int *stop, int64_t timeout_ms,
 	c->busy_gave_up = false;
 }
 
-/* Whether the path still names the file the connection has open. */
+/* Fail (-1, err filled) when the path no longer names the file the
+ * connection has open. */
 static int
 whsql_check(struct wh_conn *conn, struct err *err)
 {
