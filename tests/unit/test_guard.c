@@ -1,10 +1,10 @@
 /*
  * test_guard.c - the guardrails of a SQL job (daemon/server/guard.c)
- * without a warehouse: a fake driver answers the guard's queries from a table of
- * cases, and each case says what the guard decides (passed, failed, could
- * not run), which checks it records with which detail, and what the run's
- * error says.  Also the SQL it builds (identifiers quoted, the partition
- * bound) and the move of a metric (guard_change).
+ * without a warehouse: a fake driver answers the guard's queries from a
+ * table of cases, and each case says what the guard decides (passed,
+ * failed, could not run), which checks it records with which detail, and
+ * what the run's error says.  Also the SQL it builds (identifiers quoted,
+ * the partition bound) and the move of a metric (guard_change).
  */
 #include <check.h>
 #include <stdio.h>
