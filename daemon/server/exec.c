@@ -532,6 +532,7 @@ exec_sql_batch(struct exec_flight *fl, struct wh_conn *conn, int64_t *base,
 	struct wh_manifest_row *rows;
 	struct wh_param params[3];
 	const char *lo, *hi;
+	enum guard_outcome g;
 	int rc = 0, r;
 	size_t i;
 
@@ -576,10 +577,10 @@ exec_sql_batch(struct exec_flight *fl, struct wh_conn *conn, int64_t *base,
 		if (r == -1)
 			rc = -1;
 		if (run->job->table != NULL) {
-			r = guard_after(run, conn, i, params, 3, rc == 0, err);
-			if (r == -2)
+			g = guard_after(run, conn, i, params, 3, rc == 0, err);
+			if (g == GUARD_BROKEN)
 				return -1;
-			if (r == -1)
+			if (g == GUARD_FAILED)
 				rc = -1;
 		}
 	}
@@ -597,6 +598,7 @@ exec_sql_tx(struct exec_flight *fl, struct wh_conn *conn, struct err *err)
 	const struct job_def *jd = run->job;
 	struct wh_param params[3];
 	int64_t base, changed;
+	enum guard_outcome g;
 	int rc = 0, r;
 	size_t i;
 
@@ -640,11 +642,11 @@ exec_sql_tx(struct exec_flight *fl, struct wh_conn *conn, struct err *err)
 			if (r == -1)
 				rc = -1;
 			if (jd->table != NULL) {
-				r = guard_after(run, conn, i, params, 3, rc == 0,
+				g = guard_after(run, conn, i, params, 3, rc == 0,
 				    err);
-				if (r == -2)
+				if (g == GUARD_BROKEN)
 					goto fail;
-				if (r == -1)
+				if (g == GUARD_FAILED)
 					rc = -1;
 			}
 		}

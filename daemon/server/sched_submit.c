@@ -172,12 +172,10 @@ sched_submit(struct sched *s, const struct sched_req *rq, bool commit,
 		if (rq->reprocess == REPROCESS_MISSING &&
 		    lf.states[k] != MS_COUNT)
 			continue;
-		if (plan_add_root(plan, rq->job, rq->parts[k], err) < 0)
-			goto out;
+		plan_add_root(plan, rq->job, rq->parts[k]);
 	}
-	if (plan->n > 0 && !rq->no_downstream &&
-	    plan_expand(plan, s->cfg, rq->reverse, rq->keep, err) < 0)
-		goto out;
+	if (plan->n > 0 && !rq->no_downstream)
+		plan_expand(plan, s->cfg, rq->reverse, rq->keep);
 	rc = 0;
 	if (commit && plan->n > 0)
 		rc = sched_commit_plan(s, rq, plan, request_id, err);
