@@ -150,7 +150,7 @@ sched_schedule(struct sched *s, bool resumed, int only)
 {
 	int64_t now = clock_now(), next = INT64_MAX, delay;
 
-	if (s->closing || s->draining || s->store_failed)
+	if (s->closing || s->draining || s->store_failed || s->dormant)
 		return;
 	for (size_t i = 0; i < s->cfg->njobs; i++) {
 		const struct job_def *j = &s->cfg->jobs[i];

@@ -123,7 +123,10 @@ sched_run_submit(struct sched *s, struct active *a)
 			 r->nitems > 1 ? " (for several requests)" : "");
 	for (size_t i = 0; i < r->nitems; i++)
 		sched_request_changed(s, r->items[i]->rq);
-	exec_submit(s->exec, &a->run);
+	if (s->remote != NULL)
+		s->remote->submit(s->remote->data, &a->run);
+	else
+		exec_submit(s->exec, &a->run);
 }
 
 /*
@@ -183,7 +186,7 @@ sched_dispatch(struct sched *s)
 	int64_t now = clock_now_ms(), wake = INT64_MAX;
 	struct run *r;
 
-	if (s->draining || s->closing || s->store_failed)
+	if (s->draining || s->closing || s->store_failed || s->dormant)
 		return;
 	while ((r = pick_next_run(&s->m, &g, now, &wake)) != NULL)
 		if (sched_run_begin(s, r, now) < 0)
@@ -603,7 +606,7 @@ sched_requeue_warehouse(struct sched *s, const char *warehouse)
 			   " again, no attempt counted",
 			   r->job_name, r->items[0]->key, a->run.run_id,
 			   warehouse);
-		exec_cancel(s->exec, &a->run);
+		sched_run_cancel(s, &a->run);
 	}
 }
 
@@ -611,5 +614,23 @@ void
 sched_cancel_running(struct sched *s)
 {
 	for (struct run *r = s->m.runs.next; r != &s->m.runs; r = r->next)
-		exec_cancel(s->exec, &((struct active *)r->data)->run);
+		sched_run_cancel(s, &((struct active *)r->data)->run);
+}
+
+/* Stop a run in flight, here or on another node (its done_cb follows,
+ * never from inside this call). */
+void
+sched_run_cancel(struct sched *s, struct exec_run *run)
+{
+	if (s->remote != NULL)
+		s->remote->cancel(s->remote->data, run);
+	else
+		exec_cancel(s->exec, run);
+}
+
+void
+sched_set_remote(struct sched *s, const struct sched_remote *remote)
+{
+	s->remote = remote;
+	s->dormant = remote != NULL;
 }

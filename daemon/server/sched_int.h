@@ -96,6 +96,10 @@ struct sched {
 	int64_t started_ms;    /* :since of a sensor's first check */
 	bool kick_armed;
 	int closing;
+	/* several hosts (sched_set_remote): runs go to the cluster, not to
+	 * the executor; dormant until this node is the planner */
+	const struct sched_remote *remote;
+	bool dormant;
 };
 
 /* scheduler.c */
@@ -113,6 +117,7 @@ void sched_dispatch(struct sched *s);
 void sched_kick(struct sched *s);
 void sched_arm_retry(struct sched *s, int64_t at, int64_t now);
 void sched_retry_cb(uv_timer_t *t);
+void sched_run_cancel(struct sched *s, struct exec_run *run);
 
 /* sched_audit.c */
 int sched_audit(struct sched *s, struct exec_run *run, const int64_t *run_ids,

@@ -250,7 +250,10 @@ sched_start(struct sched *s, struct err *err)
 	int recovered = 0;
 	int64_t now = clock_now_ms();
 
-	sched_end_orphans(s);
+	s->dormant = false;
+	/* several hosts: the runs of other nodes are not our processes */
+	if (s->remote == NULL)
+		sched_end_orphans(s);
 	if (store_recover(s->store, now, &recovered, err) < 0 ||
 	    store_latest_counts(s->store, sched_count_load_cb, s, err) < 0 ||
 	    store_load_open(s->store, sched_load_cb, &lc, err) < 0)
