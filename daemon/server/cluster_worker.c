@@ -143,9 +143,9 @@ cworker_end_cancels(struct cworker *w)
 
 		if (cworker_take_offered(w, run->run_id) != run)
 			continue; /* its result came meanwhile */
-		run->failed = run->not_started = true;
+		run->failed = run->not_started = run->interrupted = true;
 		snprintf(run->error, sizeof run->error, "interrupted: the"
-			 " planner stopped it");
+			 " planner stopped");
 		run->done_cb(run);
 	}
 }
@@ -215,7 +215,7 @@ cworker_result(struct cworker *w, const struct cluster_work *x)
 	if (x->error != NULL)
 		snprintf(run->error, sizeof run->error, "%s", x->error);
 	if (x->interrupted) {
-		run->failed = run->not_started = true;
+		run->failed = run->not_started = run->interrupted = true;
 		if (x->error == NULL)
 			snprintf(run->error, sizeof run->error, "interrupted:"
 				 " node %s stopped", x->claimed_by);
