@@ -113,9 +113,16 @@ daemon_status(struct daemon *d)
 	char line[ERR_MSG_MAX + 256];
 	const char *why;
 
+	struct cluster_state st = {.db_ok = true};
+
+	if (d->cw != NULL)
+		cworker_driver()->state(cworker_cluster(d->cw), &st);
 	if (sched_store_failed(d->sched, &why, NULL))
 		snprintf(line, sizeof line, "state store cannot be written, no"
 			 " new runs: %.900s", why);
+	else if (!st.db_ok)
+		snprintf(line, sizeof line, "state store lost, no new runs:"
+			 " %.900s", st.db_error);
 	else
 		snprintf(line, sizeof line, "%d running, %" PRId64 " queued, %"
 			 PRId64 " failed; %s", sched_running(d->sched),
