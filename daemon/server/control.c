@@ -33,6 +33,7 @@
 #include "control.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <grp.h>
 #include <inttypes.h>
 #ifdef __GLIBC__
@@ -979,6 +980,44 @@ control_clear_path(const char *path, struct err *err)
 	return 0;
 }
 
+/* Listen on the socket a previous image of this process left open for
+ * us (control_keep_for_exec): no connection is refused meanwhile. */
+static int
+control_adopt(struct control *c, const char *env, struct control **out,
+	      struct err *err)
+{
+	int fd = atoi(env), rc;
+
+	unsetenv("BACKFILLD_CONTROL_FD");
+	uv_pipe_init(c->loop, &c->listener, 0);
+	c->listener.data = c;
+	*out = c;
+	if (fd <= 2 || (rc = uv_pipe_open(&c->listener, fd)) < 0 ||
+	    (rc = uv_listen((uv_stream_t *)&c->listener, 64,
+			    control_connection_cb)) < 0) {
+		c->closing = true;
+		uv_close((uv_handle_t *)&c->listener, NULL);
+		return err_set(err, EXIT_BAD_INPUT, "cannot listen on %s again"
+			       " after restarting in place: %s", c->path,
+			       fd <= 2 ? "no socket" : uv_strerror(rc));
+	}
+	return 0;
+}
+
+void
+control_keep_for_exec(struct control *c)
+{
+	uv_os_fd_t fd;
+	char buf[16];
+
+	if (c == NULL || c->closing ||
+	    uv_fileno((uv_handle_t *)&c->listener, &fd) != 0 ||
+	    fcntl(fd, F_SETFD, 0) < 0)
+		return;
+	snprintf(buf, sizeof buf, "%d", fd);
+	setenv("BACKFILLD_CONTROL_FD", buf, 1);
+}
+
 int
 control_new(uv_loop_t *loop, struct sched *s, const char *path,
 	    const char *group, cmd_reload_fn *reload,
@@ -1019,6 +1058,8 @@ control_new(uv_loop_t *loop, struct sched *s, const char *path,
 		c->has_group = true;
 		c->group = gr->gr_gid;
 	}
+	if ((env = getenv("BACKFILLD_CONTROL_FD")) != NULL)
+		return control_adopt(c, env, out, err);
 	if (control_clear_path(path, err) < 0) {
 		free(c->path);
 		free(c);

@@ -613,9 +613,11 @@ daemon_deposed_cb(void *data)
 
 	if (d->stopping)
 		return;
-	log_warn("this node is no longer the planner: restarting in place to"
-		 " resume from what the state store holds");
-	notify_status(d->notify, "restarting in place: no longer the planner");
+	log_warn("deposed: this node is no longer the planner; restarting in"
+		 " place to resume as a worker from what the state store"
+		 " holds");
+	notify_status(d->notify, "restarting in place: deposed planner");
+	control_keep_for_exec(d->control);
 	fflush(stderr);
 	execv("/proc/self/exe", d->argv);
 	log_err("cannot restart in place: %s; exiting", strerror(errno));
