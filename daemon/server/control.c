@@ -598,6 +598,25 @@ client_forwards(struct client *cl, const struct proto_msg *req)
 
 static void client_forward_again_cb(uv_timer_t *t);
 
+/* No planner answered a forwarded request: one line, exit 3. */
+static void
+client_forward_fail(struct client *cl, const char *why)
+{
+	char msg[ERR_MSG_MAX + 256];
+	struct cluster_state st;
+
+	cl->c->drv->state(cl->c->cluster, &st);
+	if (!st.db_ok)
+		snprintf(msg, sizeof msg, "state store lost: %.900s; no planner"
+			 " can be reached from this node", st.db_error[0] ?
+			 st.db_error : why ? why : "unreachable");
+	else
+		snprintf(msg, sizeof msg, "no planner answered: %.900s; none"
+			 " holds the lease of the shared state store now (see"
+			 " the logs of the nodes)", why ? why : "unreachable");
+	client_error(cl, EXIT_UNREACHABLE, msg);
+}
+
 /* The planner's answer to a forwarded request. */
 static void
 client_forward_cb(void *arg, int status, const void *resp, size_t len,
@@ -612,21 +631,7 @@ client_forward_cb(void *arg, int status, const void *resp, size_t len,
 		return;
 	}
 	if (status < 0) {
-		char msg[ERR_MSG_MAX + 256];
-		struct cluster_state st;
-
-		cl->c->drv->state(cl->c->cluster, &st);
-		if (!st.db_ok)
-			snprintf(msg, sizeof msg, "state store lost: %.900s;"
-				 " no planner can be reached from this node",
-				 st.db_error[0] ? st.db_error :
-				 why ? why : "unreachable");
-		else
-			snprintf(msg, sizeof msg, "no planner answered: %.900s;"
-				 " none holds the lease of the shared state"
-				 " store now (see the logs of the nodes)",
-				 why ? why : "unreachable");
-		client_error(cl, EXIT_UNREACHABLE, msg);
+		client_forward_fail(cl, why);
 	} else if (len == 0 && cl->fwd != NULL) {
 		/* a wait whose request is not finished: ask again */
 		cl->fwd_wait = true;
@@ -654,7 +659,9 @@ client_forward_send(struct client *cl, const void *req, size_t len)
 				(cfg->lease + 2) * 1000, client_forward_cb,
 				cl, &err) < 0) {
 		cl->forwarding = false;
-		client_error(cl, EXIT_UNREACHABLE, err.msg);
+		client_forward_fail(cl, err.msg);
+		free(cl->fwd);
+		cl->fwd = NULL;
 	}
 }
 
@@ -667,6 +674,8 @@ client_forward_again_cb(uv_timer_t *t)
 	cl->fwd_wait = false;
 	if (!cl->closing && cl->fwd != NULL)
 		client_forward_send(cl, cl->fwd, cl->fwd_len);
+	if (!cl->closing && !cl->forwarding)
+		client_kick(cl);
 }
 
 /* Forward one request to the planner, its rights checked here. */
