@@ -378,7 +378,8 @@ daemon_grace_cb(uv_timer_t *t)
 		return;
 	d->cancelled = true;
 	log_warn("shutdown grace over: cancelling %d runs in flight; they are"
-		 " queued again at the next start", sched_running(d->sched));
+		 " queued again at the next start", d->cw != NULL ?
+		 cworker_running(d->cw) : sched_running(d->sched));
 	sched_cancel_running(d->sched);
 	if (d->cw != NULL)
 		cworker_cancel_all(d->cw);
@@ -397,7 +398,8 @@ daemon_stop(struct daemon *d)
 	d->stopping = true;
 	notify_stopping(d->notify);
 	log_notice("stopping: no new runs; waiting up to %" PRId64 "s for %d"
-		   " runs in flight", cfg->shutdown_grace, sched_running(d->sched));
+		   " runs in flight", cfg->shutdown_grace, d->cw != NULL ?
+		   cworker_running(d->cw) : sched_running(d->sched));
 	control_close(d->control);
 	sched_drain(d->sched);
 	if (d->cw != NULL) {
