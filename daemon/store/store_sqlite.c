@@ -17,6 +17,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <sys/stat.h>
 #include <sys/statvfs.h>
 
@@ -27,6 +28,7 @@
 /* WAL checkpoints (see "Checkpoints off the loop" below) */
 #define STORE_CKPT_PAGES 1000
 #define STORE_CKPT_LOOP_PAGES 4096
+#define STORE_CKPT_HARD_PAGES 5120 /* the loop waits for a checkpoint */
 #define STORE_WAL_LIMIT "4194304" /* bytes a reset WAL file is cut back to */
 
 enum stmt_id {
@@ -385,7 +387,13 @@ fail:
  * and the next write starts the WAL over; journal_size_limit cuts the
  * file back.  The WAL file therefore never holds much more than
  * STORE_CKPT_LOOP_PAGES pages (16 MiB), and the loop pays for a checkpoint
- * only when the pool could not keep up.
+ * only when the pool could not keep up.  When the pool's checkpoint still
+ * holds the lock (a slow fsync on a loaded host), the loop's PASSIVE one
+ * gives up, and commits go on growing the WAL; past STORE_CKPT_HARD_PAGES
+ * (20 MiB) the loop waits for the pool's to end (SQLite never waits for
+ * the checkpoint lock: it retries each millisecond, 2 s at most) and then
+ * runs its own: the writer is held back for the length of one checkpoint,
+ * and the WAL stays bounded.
  *
  * The pool's connection must read the database once before it can
  * checkpoint: a connection that has not read the schema does not know the
@@ -467,6 +475,18 @@ store_sqlite_wal_hook(void *arg, sqlite3 *db, const char *name, int pages)
 		rc = sqlite3_wal_checkpoint_v2(db, NULL,
 					       SQLITE_CHECKPOINT_PASSIVE, NULL,
 					       NULL);
+		/* past the hard bound, wait out the pool's checkpoint (its
+		 * lock is never waited for by SQLite itself): 1 ms at a time,
+		 * 2 s at most */
+		for (int i = 0; rc == SQLITE_BUSY &&
+		     pages >= STORE_CKPT_HARD_PAGES && i < 2000; i++) {
+			struct timespec ms = { 0, 1000000 };
+
+			nanosleep(&ms, NULL);
+			rc = sqlite3_wal_checkpoint_v2(db, NULL,
+						       SQLITE_CHECKPOINT_PASSIVE,
+						       NULL, NULL);
+		}
 		/* busy: the pool's checkpoint holds the lock; next commit */
 		if (rc != SQLITE_BUSY)
 			store_sqlite_ckpt_report(st, rc != SQLITE_OK, sqlite3_errmsg(db));
