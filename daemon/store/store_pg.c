@@ -1880,11 +1880,6 @@ pgst_newest_build(struct store *st, const char *job, const char *first_key,
 struct pgst_cursor {
 	struct store_runs_cursor base; /* first: store.c sees this */
 	struct pgst *p;
-	char *job, *state;
-	int64_t request_id;
-	int phase;            /* 0 pending manifest rows, 1 runs, 2 cancelled
-			       * manifest rows that never ran, 3 done */
-	int64_t hi[3], lo[3]; /* next window below hi[p], down to lo[p] */
 };
 
 /* The bounds min(id) and max(id)+1 of table; empty: lo = hi = 0. */
@@ -1923,13 +1918,10 @@ pgst_cursor_of(const struct store_runs_cursor *c)
 static void
 pgst_runs_close(struct store_runs_cursor *base)
 {
-	struct pgst_cursor *c = pgst_cursor_of(base);
-
-	if (c == NULL)
+	if (base == NULL)
 		return;
-	free(c->job);
-	free(c->state);
-	free(c);
+	store_runs_free(base);
+	free(base);
 }
 
 /* Open the runs listing (store.h). */
@@ -1941,39 +1933,18 @@ pgst_runs_open(struct store *st, const char *job, int64_t request_id,
 	struct pgst_cursor *c = xcalloc(1, sizeof *c);
 	struct pgst *p = pgst_of(st);
 
-	c->base.st = st;
+	store_runs_init(&c->base, st, job, request_id, state);
 	c->p = p;
-	c->request_id = request_id;
-	c->job = job ? xstrdup(job) : NULL;
-	c->state = state ? xstrdup(state) : NULL;
-	if (pgst_runs_bounds(p, "manifest", &c->lo[0], &c->hi[0], err) < 0 ||
-	    pgst_runs_bounds(p, "runs", &c->lo[1], &c->hi[1], err) < 0) {
+	if (pgst_runs_bounds(p, "manifest", &c->base.lo[0], &c->base.hi[0],
+			     err) < 0 ||
+	    pgst_runs_bounds(p, "runs", &c->base.lo[1], &c->base.hi[1],
+			     err) < 0) {
 		pgst_runs_close(&c->base);
 		return -1;
 	}
-	c->lo[2] = c->lo[0];
-	c->hi[2] = c->hi[0];
-	/* a state filter names phases (store.c) */
-	if (state && (strcmp(state, "queued") == 0 ||
-		      strcmp(state, "blocked") == 0)) {
-		c->hi[1] = c->lo[1];
-		c->hi[2] = c->lo[2];
-	} else if (state) {
-		c->hi[0] = c->lo[0];
-		if (strcmp(state, "cancelled") != 0)
-			c->hi[2] = c->lo[2];
-	}
+	store_runs_clip(&c->base);
 	*out = &c->base;
 	return 0;
-}
-
-/* The newest run id the listing will show (0: none). */
-static int64_t
-pgst_runs_max_id(const struct store_runs_cursor *base)
-{
-	const struct pgst_cursor *c = pgst_cursor_of(base);
-
-	return c->hi[1] > 0 ? c->hi[1] - 1 : 0;
 }
 
 /* One listed row as a struct store_run_row. */
@@ -1998,46 +1969,26 @@ pgst_run_row(PGresult *r, int i, struct store_run_row *row)
 	row->code_version = col_text(r, i, 10);
 }
 
-/* One window of the current phase (store.c: store_runs_window). */
+/* One window of the current phase (store_runs_window_fn). */
 static int
-pgst_runs_window(struct pgst_cursor *c, int64_t lo, int max_rows,
-		 store_run_cb cb, void *data, int *nrows, bool *stop,
-		 struct err *err)
+pgst_runs_window(struct store_runs_cursor *base, int64_t lo,
+		 struct store_runs_page *pg, struct err *err)
 {
-	static const char *const select[3] = {
-		"SELECT NULL, request_id, job, partition_key, attempts + 1,"
-		" state, NULL, NULL, CASE WHEN state = 'blocked' THEN"
-		" 'blocked: its input ' || blocked_on || ' failed' ELSE error"
-		" END, NULL, NULL, id FROM manifest WHERE (state = 'queued' OR"
-		" state = 'blocked')",
-		"SELECT id, request_id, job, partition_key, attempt, state,"
-		" started_at, finished_at, error, rows_changed, code_version, id"
-		" FROM runs WHERE true",
-		"SELECT NULL, request_id, job, partition_key, attempts + 1,"
-		" state, NULL, updated_at, error, NULL, NULL, id FROM manifest m"
-		" WHERE state = 'cancelled' AND NOT EXISTS (SELECT 1 FROM runs r"
-		" WHERE r.manifest_id = m.id)",
-	};
 	static const unsigned types[6] = { PGST_INT8OID, PGST_INT8OID,
 		PGST_TEXTOID, PGST_INT8OID, PGST_TEXTOID, PGST_INT8OID };
-	struct pgst *p = c->p;
+	struct pgst *p = pgst_cursor_of(base)->p;
 	struct pgst_args a = { 0 };
 	struct store_run_row row;
-	int ph = c->phase, n = 0, rc;
 	char sql[768];
 	PGresult *r;
 
-	snprintf(sql, sizeof sql, "%s AND id < $1 AND id >= $2%s%s%s"
-		 " ORDER BY id DESC LIMIT $6", select[ph],
-		 c->job ? " AND job = $3" : "",
-		 c->request_id ? " AND request_id = $4" : "",
-		 c->state ? " AND state = $5" : "");
-	arg_int(&a, c->hi[ph]);
+	store_runs_sql(base, '$', sql, sizeof sql);
+	arg_int(&a, base->hi[base->phase]);
 	arg_int(&a, lo);
-	arg_text(&a, c->job);
-	arg_int(&a, c->request_id);
-	arg_text(&a, c->state);
-	arg_int(&a, max_rows);
+	arg_text(&a, base->job);
+	arg_int(&a, base->request_id);
+	arg_text(&a, base->state);
+	arg_int(&a, pg->max_rows);
 	if (pgst_ready(p, err) < 0)
 		return -1;
 	r = PQexecParams(p->pg, sql, a.n, types, a.v, NULL, NULL, 0);
@@ -2045,23 +1996,15 @@ pgst_runs_window(struct pgst_cursor *c, int64_t lo, int max_rows,
 		PQclear(r);
 		return pgst_fail(p, err, "listing runs");
 	}
-	for (int i = 0; i < PQntuples(r) && !*stop; i++) {
+	for (int i = 0; i < PQntuples(r) && !pg->stop; i++) {
 		pgst_run_row(r, i, &row);
-		c->hi[ph] = col_int(r, i, 11);
-		n++;
-		rc = cb(&row, data, err);
-		if (rc < 0) {
+		if (store_runs_row(base, &row, col_int(r, i, 11), pg,
+				   err) < 0) {
 			PQclear(r);
 			return -1;
 		}
-		if (rc > 0)
-			*stop = true;
 	}
 	PQclear(r);
-	/* the window is read to its end: the next one starts below it */
-	if (!*stop && n < max_rows)
-		c->hi[ph] = lo;
-	*nrows += n;
 	return 0;
 }
 
@@ -2070,29 +2013,8 @@ static int
 pgst_runs_page(struct store_runs_cursor *base, int max_rows, store_run_cb cb,
 	       void *data, struct err *err)
 {
-	struct pgst_cursor *c = pgst_cursor_of(base);
-	int64_t budget = PGST_RUNS_SCAN, lo, start;
-	int nrows = 0;
-	bool stop = false;
-
-	while (c->phase < 3 && !stop && nrows < max_rows && budget > 0) {
-		int ph = c->phase;
-
-		if (c->hi[ph] <= c->lo[ph]) {
-			c->phase++;
-			continue;
-		}
-		start = c->hi[ph];
-		lo = c->hi[ph] - budget < c->lo[ph] ? c->lo[ph] :
-			c->hi[ph] - budget;
-		if (pgst_runs_window(c, lo, max_rows - nrows, cb, data, &nrows,
-				     &stop, err) < 0)
-			return -1;
-		budget -= start - c->hi[ph];
-	}
-	while (c->phase < 3 && c->hi[c->phase] <= c->lo[c->phase])
-		c->phase++;
-	return c->phase == 3 ? 1 : 0;
+	return store_runs_walk(base, max_rows, pgst_runs_window, cb, data,
+			       err);
 }
 
 const struct store_ops store_pg_ops = {
@@ -2124,7 +2046,7 @@ const struct store_ops store_pg_ops = {
 	.partitions_of = pgst_partitions_of,
 	.runs_open = pgst_runs_open,
 	.runs_page = pgst_runs_page,
-	.runs_max_id = pgst_runs_max_id,
+	.runs_max_id = store_runs_newest,
 	.runs_close = pgst_runs_close,
 	.partition_finished = pgst_partition_finished,
 	.latest_counts = pgst_latest_counts,
