@@ -64,6 +64,7 @@
 
 #include <libpq-fe.h>
 
+#include "pg_conn.h"
 #include "sql_embedded.h"
 #include "store_pg.h"
 #include "xalloc.h"
@@ -71,11 +72,8 @@
 extern const struct sql_migration sql_pg_migrations[];
 extern const int sql_pg_migrations_count;
 
-#define PGST_CONNECT_TIMEOUT "10"
-#define PGST_PASSWORD_MAX 4096
 #define PGST_MIGRATE_LOCK "7236505386216927537" /* any fixed key */
 #define PGST_MAXARGS 16
-#define PGST_RUNS_SCAN 5000 /* ids a runs page looks at (store.c) */
 #define PGST_INT8OID 20
 #define PGST_TEXTOID 25
 
@@ -363,41 +361,6 @@ pgst_fail(struct pgst *p, struct err *err, const char *what)
 	return err_set(err, EXIT_INTERNAL, "state store: %s: %s", what, msg);
 }
 
-/* Read password_file: its contents without the trailing newline. */
-static int
-pgst_read_password(const char *path, char **out, struct err *err)
-{
-	char *buf;
-	size_t n;
-	FILE *f;
-
-	*out = NULL;
-	f = fopen(path, "re");
-	if (f == NULL)
-		return err_set(err, EXIT_BAD_INPUT, "state store: cannot read"
-			       " password_file %s: %s", path, strerror(errno));
-	buf = xcalloc(1, PGST_PASSWORD_MAX + 1);
-	n = fread(buf, 1, PGST_PASSWORD_MAX, f);
-	if (ferror(f)) {
-		explicit_bzero(buf, PGST_PASSWORD_MAX);
-		free(buf);
-		fclose(f);
-		return err_set(err, EXIT_BAD_INPUT, "state store: cannot read"
-			       " password_file %s", path);
-	}
-	fclose(f);
-	buf[n] = '\0';
-	while (n > 0 && (buf[n - 1] == '\n' || buf[n - 1] == '\r'))
-		buf[--n] = '\0';
-	if (n == 0) {
-		free(buf);
-		return err_set(err, EXIT_BAD_INPUT, "state store: password_file"
-			       " %s is empty", path);
-	}
-	*out = buf;
-	return 0;
-}
-
 /* Notices (a migration's "already exists, skipping") are not ours to
  * print. */
 static void
@@ -407,26 +370,12 @@ pgst_notice(void *arg, const char *message)
 	(void)message;
 }
 
-/* "host H port P" of the connection (never its password). */
-static void
-pgst_where(PGconn *pg, char *buf, size_t len)
-{
-	const char *h = pg != NULL ? PQhost(pg) : NULL;
-	const char *port = pg != NULL ? PQport(pg) : NULL;
-
-	snprintf(buf, len, "host %s port %s", h != NULL && *h != '\0' ? h :
-		 "(default)", port != NULL && *port != '\0' ? port :
-		 "(default)");
-}
-
 /* Connect (or connect again) to the server. */
 static int
 pgst_connect(struct pgst *p, struct err *err)
 {
-	const char *kw[5], *val[5];
 	char msg[512], where[256];
 	char *password = NULL;
-	int n = 0;
 
 	if (p->pg != NULL) {
 		PQfinish(p->pg);
@@ -434,30 +383,14 @@ pgst_connect(struct pgst *p, struct err *err)
 	}
 	p->prepared = false;
 	if (p->password_file != NULL &&
-	    pgst_read_password(p->password_file, &password, err) < 0)
+	    pg_conn_password("state store", p->password_file, EXIT_BAD_INPUT,
+			     false, &password, err) < 0)
 		return -1;
-	/* before dbname: defaults the connection string may override */
-	kw[n] = "connect_timeout";
-	val[n++] = PGST_CONNECT_TIMEOUT;
-	kw[n] = "fallback_application_name";
-	val[n++] = "backfilld";
-	kw[n] = "dbname";
-	val[n++] = p->conninfo;
-	if (password != NULL) {
-		kw[n] = "password";
-		val[n++] = password;
-	}
-	kw[n] = NULL;
-	val[n] = NULL;
-	p->pg = PQconnectdbParams(kw, val, 1);
-	if (password != NULL) {
-		explicit_bzero(password, strlen(password));
-		free(password);
-	}
+	p->pg = pg_conn_connect(p->conninfo, password);
 	if (p->pg == NULL)
 		return err_set(err, EXIT_INTERNAL, "out of memory");
 	if (PQstatus(p->pg) != CONNECTION_OK) {
-		pgst_where(p->pg, where, sizeof where);
+		pg_conn_where(p->pg, where, sizeof where);
 		pgst_pqmsg(p->pg, msg, sizeof msg);
 		return err_set(err, EXIT_WORK_FAILED, "state store: cannot"
 			       " connect to %s: %s", where, msg);
