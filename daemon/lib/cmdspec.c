@@ -8,15 +8,11 @@
 #include <string.h>
 
 #include "calendar.h"
+#include "mstate.h"
 #include "suggest.h"
 
 const char *const cmdspec_reprocess_names[] = {
 	"all", "failed", "missing", NULL
-};
-
-const char *const cmdspec_state_names[] = {
-	"queued", "running", "succeeded", "failed", "blocked", "cancelled",
-	NULL
 };
 
 static cmdspec_check_fn cmdspec_backfill_check;
@@ -79,7 +75,7 @@ static const struct cmdspec_arg cmdspec_status_pos[] = {
 static const struct cmdspec_arg cmdspec_runs_opts[] = {
 	{ "job", CMDSPEC_JOB, "job", NULL, NULL, 0 },
 	{ "request", CMDSPEC_INT, "request", NULL, NULL, 0 },
-	{ "state", CMDSPEC_ENUM, "state", NULL, cmdspec_state_names, 0 },
+	{ "state", CMDSPEC_ENUM, "state", NULL, mstate_names, 0 },
 	{ "limit", CMDSPEC_INT, "limit", NULL, NULL, 0 },
 	{ "json", CMDSPEC_FLAG, "json", NULL, NULL, 0 },
 	{ "jsonl", CMDSPEC_FLAG, "jsonl", NULL, NULL, 0 },

@@ -60,22 +60,12 @@
 #include <stdint.h>
 
 #include "err.h"
+#include "mstate.h"
 
 struct config;
 struct store_ops;
 struct uv_loop_s;
 
-enum mstate {
-	MS_QUEUED,
-	MS_RUNNING,
-	MS_SUCCEEDED,
-	MS_FAILED,
-	MS_BLOCKED,
-	MS_CANCELLED,
-	MS_COUNT
-};
-const char *mstate_name(enum mstate s);
-int mstate_parse(const char *s, enum mstate *out);
 
 /*
  * The head of every implementation's store: st->ops->op(st, ...).  The
@@ -203,23 +193,6 @@ struct store_prune {
 	int64_t requests;
 };
 
-/* Per-job schedule state. */
-struct store_job_state {
-	bool has_watermark;
-	char watermark[32];
-	char catchup[16]; /* ok, refused, off */
-	char gap_from[32];
-	char gap_to[32];
-	bool paused;
-	int64_t paused_at;
-	/* late_data sensor */
-	bool has_late_since;
-	int64_t late_since;       /* ms: :since of the next check */
-	bool has_late_checked;
-	int64_t late_checked_at;  /* ms */
-	int64_t late_found;       /* partitions the last check found */
-	char late_error[512];     /* "" when the last check succeeded */
-};
 
 typedef void (*store_problem_cb)(const char *job, const char *key,
 				 const char *state, const char *error,

@@ -300,35 +300,11 @@ struct pgst {
 	int64_t runs_kept;
 };
 
-static const char *const pgst_mstate_names[MS_COUNT] = {
-	"queued", "running", "succeeded", "failed", "blocked", "cancelled"
-};
-
 /* The PostgreSQL store behind a struct store. */
 static struct pgst *
 pgst_of(struct store *st)
 {
 	return (struct pgst *)st;
-}
-
-/* Name of a manifest state (the module has no store.c). */
-static const char *
-pgst_state_name(enum mstate s)
-{
-	return (unsigned)s < MS_COUNT ? pgst_mstate_names[s] : "unknown";
-}
-
-/* Parse a manifest state name; -1 when unknown. */
-static int
-pgst_state_parse(const char *s, enum mstate *out)
-{
-	for (int i = 0; s != NULL && i < MS_COUNT; i++) {
-		if (strcmp(s, pgst_mstate_names[i]) == 0) {
-			*out = (enum mstate)i;
-			return 0;
-		}
-	}
-	return -1;
 }
 
 /* The first line of the connection's last message, without "ERROR:  ". */
@@ -993,7 +969,7 @@ pgst_item_add(struct store *st, const struct store_item *it, int64_t *id,
 	arg_text(&a, it->key);
 	arg_int(&a, it->seq);
 	arg_bool(&a, it->downstream);
-	arg_text(&a, pgst_state_name(it->state));
+	arg_text(&a, mstate_name(it->state));
 	arg_int(&a, it->at);
 	return pgst_returned_id(pgst_write(pgst_of(st), P_ITEM_ADD, &a,
 					   "adding to the manifest", err), id);
@@ -1008,7 +984,7 @@ pgst_item_set(struct store *st, int64_t id, enum mstate state, int attempts,
 	struct pgst_args a = { 0 };
 
 	arg_int(&a, id);
-	arg_text(&a, pgst_state_name(state));
+	arg_text(&a, mstate_name(state));
 	arg_int(&a, attempts);
 	arg_int(&a, not_before);
 	arg_text(&a, error);
@@ -1052,7 +1028,7 @@ pgst_run_finish(struct store *st, int64_t run_id, enum mstate state,
 	struct pgst_args a = { 0 };
 
 	arg_int(&a, run_id);
-	arg_text(&a, pgst_state_name(state));
+	arg_text(&a, mstate_name(state));
 	arg_int(&a, finished_at);
 	arg_text(&a, error);
 	if (rows_changed >= 0)
@@ -1153,7 +1129,7 @@ pgst_load_rows(struct pgst *p, enum pgst_stmt id, const struct pgst_args *a,
 		row.key = col_text(r, i, 3);
 		row.seq = (int)col_int(r, i, 4);
 		row.downstream = col_bool(r, i, 5);
-		if (pgst_state_parse(col_text(r, i, 6), &row.state) < 0)
+		if (mstate_parse(col_text(r, i, 6), &row.state) < 0)
 			row.state = MS_QUEUED;
 		row.attempts = (int)col_int(r, i, 7);
 		row.not_before = col_int(r, i, 8);
@@ -1221,7 +1197,7 @@ pgst_last_states(struct store *st, const char *job, const char *first_key,
 	if (r == NULL)
 		return -1;
 	for (int i = 0; i < PQntuples(r); i++)
-		if (pgst_state_parse(col_text(r, i, 1), &state) == 0)
+		if (mstate_parse(col_text(r, i, 1), &state) == 0)
 			cb(col_text(r, i, 0), state, data);
 	PQclear(r);
 	return 0;
@@ -1297,11 +1273,11 @@ pgst_partition_finished(struct store *st, const char *job, const char *key,
 		      err);
 	if (r == NULL)
 		return -1;
-	if (PQntuples(r) > 0 && pgst_state_parse(col_text(r, 0, 0), prev) < 0)
+	if (PQntuples(r) > 0 && mstate_parse(col_text(r, 0, 0), prev) < 0)
 		*prev = MS_COUNT;
 	PQclear(r);
 	arg_int(&a, run_id);
-	arg_text(&a, pgst_state_name(state));
+	arg_text(&a, mstate_name(state));
 	return pgst_write_done(p, P_LATEST_PUT, &a,
 			       "recording a partition's last run", err);
 }
@@ -1319,7 +1295,7 @@ pgst_latest_counts(struct store *st, store_count_cb cb, void *data,
 	if (r == NULL)
 		return -1;
 	for (int i = 0; i < PQntuples(r); i++)
-		if (pgst_state_parse(col_text(r, i, 1), &state) == 0)
+		if (mstate_parse(col_text(r, i, 1), &state) == 0)
 			cb(col_text(r, i, 0), state, col_int(r, i, 2), data);
 	PQclear(r);
 	return 0;
@@ -1755,7 +1731,7 @@ pgst_request_counts(struct store *st, int64_t request_id,
 	if (r == NULL)
 		return -1;
 	for (int i = 0; i < PQntuples(r); i++) {
-		if (pgst_state_parse(col_text(r, i, 0), &state) == 0)
+		if (mstate_parse(col_text(r, i, 0), &state) == 0)
 			counts[state] += col_int(r, i, 1);
 		*elapsed_ms = col_int(r, i, 3) - col_int(r, i, 2);
 	}
