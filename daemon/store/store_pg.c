@@ -311,13 +311,7 @@ pgst_of(struct store *st)
 static void
 pgst_pqmsg(PGconn *pg, char *buf, size_t len)
 {
-	const char *m = pg != NULL ? PQerrorMessage(pg) : NULL;
-
-	if (m == NULL || *m == '\0')
-		m = "unknown error";
-	if (strncmp(m, "ERROR:  ", 8) == 0 || strncmp(m, "FATAL:  ", 8) == 0)
-		m += 8;
-	snprintf(buf, len, "%s", m);
+	snprintf(buf, len, "%s", pg_conn_error(pg));
 	buf[strcspn(buf, "\r\n")] = '\0';
 }
 

@@ -100,3 +100,17 @@ pg_conn_where(PGconn *pg, char *buf, size_t len)
 	snprintf(buf, len, "host %s port %s", h != NULL && *h != '\0' ? h :
 		 "(default)", p != NULL && *p != '\0' ? p : "(default)");
 }
+
+/* The connection's last libpq message without its "ERROR:  " or
+ * "FATAL:  " (may span lines); "unknown error" when there is none. */
+const char *
+pg_conn_error(PGconn *pg)
+{
+	const char *m = pg != NULL ? PQerrorMessage(pg) : NULL;
+
+	if (m == NULL || *m == '\0')
+		return "unknown error";
+	if (strncmp(m, "ERROR:  ", 8) == 0 || strncmp(m, "FATAL:  ", 8) == 0)
+		m += 8;
+	return m;
+}

@@ -20,6 +20,7 @@
 int pg_conn_password(const char *who, const char *path, int code,
 		     bool first_line, char **out, struct err *err);
 PGconn *pg_conn_connect(const char *conninfo, char *password);
+const char *pg_conn_error(PGconn *pg);
 void pg_conn_where(PGconn *pg, char *buf, size_t len);
 
 #endif

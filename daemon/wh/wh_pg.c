@@ -119,13 +119,7 @@ whpg_oneline(char *s)
 static void
 whpg_pqmsg(PGconn *pg, char *buf, size_t len)
 {
-	const char *m = pg != NULL ? PQerrorMessage(pg) : NULL;
-
-	if (m == NULL || *m == '\0')
-		m = "unknown error";
-	if (strncmp(m, "ERROR:  ", 8) == 0 || strncmp(m, "FATAL:  ", 8) == 0)
-		m += 8;
-	snprintf(buf, len, "%s", m);
+	snprintf(buf, len, "%s", pg_conn_error(pg));
 	whpg_oneline(buf);
 }
 
