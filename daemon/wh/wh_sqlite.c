@@ -715,6 +715,49 @@ whsql_column_dup(sqlite3_stmt *st, int col)
 	return xstrdup((const char *)t);
 }
 
+/* Prepare sql as what ("a check") must be: a statement (single: only
+ * one), read-only, params bound.  -1 with msg, *st finalized. */
+static int
+whsql_prepare_read(struct whsql_conn *c, const char *sql, const char *what,
+		   bool single, const struct wh_param *params, size_t nparams,
+		   sqlite3_stmt **st, char *msg, size_t len)
+{
+	sqlite3_stmt *more = NULL;
+	const char *tail;
+	int rc;
+
+	*st = NULL;
+	rc = sqlite3_prepare_v2(c->db, sql, -1, st, &tail);
+	if (rc != SQLITE_OK) {
+		whsql_errmsg(c, rc, msg, len);
+		goto fail;
+	}
+	if (*st == NULL) {
+		snprintf(msg, len, "no statement");
+		goto fail;
+	}
+	if (single) {
+		rc = sqlite3_prepare_v2(c->db, tail, -1, &more, NULL);
+		sqlite3_finalize(more);
+		if (rc != SQLITE_OK || more != NULL) {
+			snprintf(msg, len, "%s is one statement", what);
+			goto fail;
+		}
+	}
+	if (!sqlite3_stmt_readonly(*st)) {
+		snprintf(msg, len, "%s must not write", what);
+		goto fail;
+	}
+	if (whsql_bind(c, *st, params, nparams, msg, len) == -1)
+		goto fail;
+	return 0;
+
+fail:
+	sqlite3_finalize(*st);
+	*st = NULL;
+	return -1;
+}
+
 /* Run one read-only statement; the first column of its first row. */
 static int
 whsql_query_value(struct wh_conn *conn, const char *sql,
@@ -722,8 +765,7 @@ whsql_query_value(struct wh_conn *conn, const char *sql,
 		  bool *has_row, char **value, struct err *err)
 {
 	struct whsql_conn *c = whsql_conn(conn);
-	sqlite3_stmt *st = NULL, *more = NULL;
-	const char *tail;
+	sqlite3_stmt *st = NULL;
 	char msg[ERR_MSG_MAX];
 	int rc;
 
@@ -732,25 +774,8 @@ whsql_query_value(struct wh_conn *conn, const char *sql,
 	if (atomic_load(&c->interrupted))
 		return err_set(err, EXIT_WORK_FAILED, "interrupted");
 	c->guarded = true;
-	rc = sqlite3_prepare_v2(c->db, sql, -1, &st, &tail);
-	if (rc != SQLITE_OK) {
-		whsql_errmsg(c, rc, msg, sizeof msg);
-		goto fail;
-	}
-	if (st == NULL) {
-		snprintf(msg, sizeof msg, "no statement");
-		goto fail;
-	}
-	rc = sqlite3_prepare_v2(c->db, tail, -1, &more, NULL);
-	if (rc != SQLITE_OK || more != NULL) {
-		snprintf(msg, sizeof msg, "a check is one statement");
-		goto fail;
-	}
-	if (!sqlite3_stmt_readonly(st)) {
-		snprintf(msg, sizeof msg, "a check must not write");
-		goto fail;
-	}
-	if (whsql_bind(c, st, params, nparams, msg, sizeof msg) == -1)
+	if (whsql_prepare_read(c, sql, "a check", true, params, nparams, &st,
+			       msg, sizeof msg) == -1)
 		goto fail;
 	rc = sqlite3_step(st);
 	if (rc == SQLITE_ROW) {
@@ -768,7 +793,6 @@ whsql_query_value(struct wh_conn *conn, const char *sql,
 	return 0;
 
 fail:
-	sqlite3_finalize(more);
 	sqlite3_finalize(st);
 	c->guarded = false;
 	return err_set(err, EXIT_WORK_FAILED, "%s", msg);
@@ -930,19 +954,8 @@ whsql_query_column(struct wh_conn *conn, const char *sql,
 	if (atomic_load(&c->interrupted))
 		return err_set(err, EXIT_WORK_FAILED, "interrupted");
 	c->guarded = true;
-	rc = sqlite3_prepare_v2(c->db, sql, -1, &st, NULL);
-	if (rc != SQLITE_OK || st == NULL) {
-		if (rc != SQLITE_OK)
-			whsql_errmsg(c, rc, msg, sizeof msg);
-		else
-			snprintf(msg, sizeof msg, "no statement");
-		goto fail;
-	}
-	if (!sqlite3_stmt_readonly(st)) {
-		snprintf(msg, sizeof msg, "a sensor query must not write");
-		goto fail;
-	}
-	if (whsql_bind(c, st, params, nparams, msg, sizeof msg) == -1)
+	if (whsql_prepare_read(c, sql, "a sensor query", false, params,
+			       nparams, &st, msg, sizeof msg) == -1)
 		goto fail;
 	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
 		if (sqlite3_column_count(st) == 0 ||
