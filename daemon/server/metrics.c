@@ -311,16 +311,12 @@ metrics_write(struct metrics *m, struct err *err)
 {
 	const char *path = sched_config(m->s)->metrics_file;
 	struct buf o;
-	int rc;
 
 	if (path == NULL)
 		return 0;
 	buf_init(&o);
 	metrics_render(m, &o);
-	rc = atomicfile_write(path, o.data ? o.data : "", o.len, "metrics file",
-			      "metrics_file", err);
-	buf_free(&o);
-	return rc;
+	return atomicfile_put(path, &o, "metrics file", "metrics_file", err);
 }
 
 /* The timer: write, log a failure once until a write works again; the
