@@ -683,10 +683,11 @@ fail:
 	return -1;
 }
 
-/* A proof (--verify): parts[0] twice in one transaction, its content read
- * before and after each run, everything rolled back. */
+/* The proof's three steps inside its transaction: read part 0, run it,
+ * read it, run it again, read it (exec_sql_verify). */
 static int
-exec_sql_verify(struct exec_flight *fl, struct wh_conn *conn, struct err *err)
+exec_verify_steps(struct exec_flight *fl, struct wh_conn *conn,
+		  struct err *err)
 {
 	const struct wh_driver *drv = conn->drv;
 	struct exec_run *run = fl->run;
@@ -694,44 +695,50 @@ exec_sql_verify(struct exec_flight *fl, struct wh_conn *conn, struct err *err)
 	const struct exec_part *p = &run->parts[0];
 	struct wh_manifest_row row = { p->key, p->start, p->end };
 	struct wh_param params[3];
-	int k;
 
-	if (drv->digest == NULL)
-		return err_set(err, EXIT_BAD_INPUT, "the %s driver cannot"
-			       " verify a job", drv->name);
-	if (exec_begin(conn, err) == -1)
-		return -1;
 	exec_part_params(p, params);
-	for (k = 0; k < 3; k++) {
+	for (int k = 0; k < 3; k++) {
 		if (exec_interrupted(fl, err))
-			goto fail;
+			return -1;
 		if (k > 0 && jd->batch) {
 			if (drv->manifest_fill(conn, &row, 1, err) == -1 ||
 			    drv->exec_script(conn, jd->sql, params + 1, 2,
 					     err) == -1 ||
 			    drv->manifest_drop(conn, err) == -1) {
 				err_prefix(err, "run %d of 2", k);
-				goto fail;
+				return -1;
 			}
 		} else if (k > 0 && drv->exec_script(conn, jd->sql, params, 3,
 						     err) == -1) {
 			err_prefix(err, "run %d of 2", k);
-			goto fail;
+			return -1;
 		}
 		if (drv->digest(conn, jd->table, jd->partition_column, p->key,
 				&run->verify_rows[k], run->verify_sum[k],
 				sizeof run->verify_sum[k], err) == -1) {
 			err_prefix(err, "reading partition %s of %s", p->key,
 				   jd->table);
-			goto fail;
+			return -1;
 		}
 	}
-	drv->rollback(conn);
 	return 0;
+}
 
-fail:
-	drv->rollback(conn);
-	return -1;
+/* A proof (--verify): parts[0] twice in one transaction, its content read
+ * before and after each run, everything rolled back. */
+static int
+exec_sql_verify(struct exec_flight *fl, struct wh_conn *conn, struct err *err)
+{
+	int rc;
+
+	if (conn->drv->digest == NULL)
+		return err_set(err, EXIT_BAD_INPUT, "the %s driver cannot"
+			       " verify a job", conn->drv->name);
+	if (exec_begin(conn, err) == -1)
+		return -1;
+	rc = exec_verify_steps(fl, conn, err);
+	conn->drv->rollback(conn);
+	return rc;
 }
 
 /* A query run (a late_data sensor): the values of one read-only
@@ -818,6 +825,18 @@ exec_sql_run(struct exec_worker *w, struct exec_flight *fl)
 	}
 }
 
+/* Append fl to the started list the loop drains; ex->lock held. */
+static void
+exec_started_add(struct exec *ex, struct exec_flight *fl)
+{
+	fl->on_slist = true;
+	if (ex->stail != NULL)
+		ex->stail->snext = fl;
+	else
+		ex->shead = fl;
+	ex->stail = fl;
+}
+
 /* A worker thread: take queued runs until told to quit. */
 static void
 exec_worker_main(void *arg)
@@ -841,12 +860,7 @@ exec_worker_main(void *arg)
 		fl->qnext = NULL;
 		fl->state = EXEC_RUNNING;
 		fl->worker = w;
-		fl->on_slist = true;
-		if (ex->stail != NULL)
-			ex->stail->snext = fl;
-		else
-			ex->shead = fl;
-		ex->stail = fl;
+		exec_started_add(ex, fl);
 		uv_mutex_unlock(&ex->lock);
 		uv_async_send(&ex->async);
 
@@ -1045,12 +1059,7 @@ exec_post_started(struct exec_flight *fl)
 	struct exec *ex = fl->ex;
 
 	uv_mutex_lock(&ex->lock);
-	fl->on_slist = true;
-	if (ex->stail != NULL)
-		ex->stail->snext = fl;
-	else
-		ex->shead = fl;
-	ex->stail = fl;
+	exec_started_add(ex, fl);
 	uv_mutex_unlock(&ex->lock);
 	uv_async_send(&ex->async);
 }
