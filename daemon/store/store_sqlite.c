@@ -684,6 +684,24 @@ store_sqlite_next(struct store_sqlite *st, sqlite3_stmt *s, struct err *err,
 	return 0;
 }
 
+/* store_sqlite_step_done with id bound as ?1. */
+static int
+store_sqlite_id_done(struct store_sqlite *st, sqlite3_stmt *s, int64_t id,
+		     struct err *err, const char *what)
+{
+	sqlite3_bind_int64(s, 1, id);
+	return store_sqlite_step_done(st, s, err, what);
+}
+
+/* store_sqlite_next with id bound as ?1 (the first row of a lookup). */
+static int
+store_sqlite_id_next(struct store_sqlite *st, sqlite3_stmt *s, int64_t id,
+		     struct err *err, const char *what)
+{
+	sqlite3_bind_int64(s, 1, id);
+	return store_sqlite_next(st, s, err, what);
+}
+
 static int
 store_sqlite_request_add(struct store *base, const struct store_request *rq,
 			 int64_t *id, struct err *err)
@@ -946,8 +964,7 @@ store_sqlite_request_reopen(struct store *base, int64_t id, struct err *err)
 	struct store_sqlite *st = store_sqlite_of(base);
 	sqlite3_stmt *s = st->stmt[S_REQUEST_REOPEN];
 
-	sqlite3_bind_int64(s, 1, id);
-	return store_sqlite_step_done(st, s, err, "reopening a request");
+	return store_sqlite_id_done(st, s, id, err, "reopening a request");
 }
 
 static int
@@ -1090,9 +1107,8 @@ store_sqlite_run_unstart(struct store *base, int64_t run_id, struct err *err)
 	struct store_sqlite *st = store_sqlite_of(base);
 	sqlite3_stmt *s = st->stmt[S_RUN_UNSTART];
 
-	sqlite3_bind_int64(s, 1, run_id);
-	if (store_sqlite_step_done(st, s, err, "forgetting a run that never"
-			    " started") < 0)
+	if (store_sqlite_id_done(st, s, run_id, err,
+				 "forgetting a run that never started") < 0)
 		return -1;
 	st->runs_kept -= sqlite3_changes(st->db);
 	return 0;
@@ -1204,23 +1220,23 @@ store_sqlite_prune_step(struct store *base, struct store_prune *pr, int limit,
 	for (int64_t i = 0; i < nids; i++) {
 		if (pr->phase == 0) {
 			s = st->stmt[S_PRUNE_AUDIT_DEL];
-			sqlite3_bind_int64(s, 1, ids[i]);
-			if (store_sqlite_step_done(st, s, err, "pruning audit rows") < 0)
+			if (store_sqlite_id_done(st, s, ids[i], err,
+						 "pruning audit rows") < 0)
 				goto fail;
 			s = st->stmt[S_PRUNE_RUN_DEL];
-			sqlite3_bind_int64(s, 1, ids[i]);
-			if (store_sqlite_step_done(st, s, err, "pruning runs") < 0)
+			if (store_sqlite_id_done(st, s, ids[i], err,
+						 "pruning runs") < 0)
 				goto fail;
 			pr->runs += sqlite3_changes(st->db);
 			st->runs_kept -= sqlite3_changes(st->db);
 		} else {
 			s = st->stmt[S_PRUNE_MANIFEST_DEL];
-			sqlite3_bind_int64(s, 1, ids[i]);
-			if (store_sqlite_step_done(st, s, err, "pruning the manifest") < 0)
+			if (store_sqlite_id_done(st, s, ids[i], err,
+						 "pruning the manifest") < 0)
 				goto fail;
 			s = st->stmt[S_PRUNE_REQUEST_DEL];
-			sqlite3_bind_int64(s, 1, ids[i]);
-			if (store_sqlite_step_done(st, s, err, "pruning requests") < 0)
+			if (store_sqlite_id_done(st, s, ids[i], err,
+						 "pruning requests") < 0)
 				goto fail;
 			pr->requests += sqlite3_changes(st->db);
 		}
@@ -1315,8 +1331,7 @@ store_sqlite_request_get(struct store *base, int64_t id, char *job,
 	sqlite3_stmt *s = st->stmt[S_REQUEST_GET];
 	int rc;
 
-	sqlite3_bind_int64(s, 1, id);
-	rc = store_sqlite_next(st, s, err, "reading a request");
+	rc = store_sqlite_id_next(st, s, id, err, "reading a request");
 	if (rc <= 0)
 		return rc < 0 ? -1 : 1;
 	col_copy(s, 0, job, jobsz);
@@ -1334,8 +1349,7 @@ store_sqlite_request_controls(struct store *base, int64_t id, int *concurrency,
 	sqlite3_stmt *s = st->stmt[S_REQUEST_CONTROLS];
 	int rc;
 
-	sqlite3_bind_int64(s, 1, id);
-	rc = store_sqlite_next(st, s, err, "reading a request's controls");
+	rc = store_sqlite_id_next(st, s, id, err, "reading a request's controls");
 	if (rc <= 0)
 		return rc < 0 ? -1 : 1;
 	*concurrency = sqlite3_column_int(s, 0);
