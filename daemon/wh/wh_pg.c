@@ -57,6 +57,7 @@
 
 #include <libpq-fe.h>
 
+#include "clock_ms.h"
 #include "pg_conn.h"
 #include "pgsql.h"
 #include "sqlscan.h"
@@ -89,10 +90,7 @@ whpg_conn(struct wh_conn *conn)
 static int64_t
 whpg_now_ms(void)
 {
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+	return clock_ms(CLOCK_MONOTONIC);
 }
 
 /* Make a libpq message one line: blanks collapsed, no trailing blank. */

@@ -55,6 +55,7 @@
 
 #include <sqlite3.h>
 
+#include "clock_ms.h"
 #include "sqlscan.h"
 #include "wh.h"
 #include "xalloc.h"
@@ -190,10 +191,7 @@ whsql_progress_cb(void *arg)
 static int64_t
 whsql_now_ms(void)
 {
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+	return clock_ms(CLOCK_MONOTONIC);
 }
 
 /*
