@@ -1951,27 +1951,14 @@ cfg_second_key(struct cfg_parser *p, const yaml_node_t *map,
 	return NULL;
 }
 
-/* A job's own rules, once its mapping is loaded. */
+/* A job's start: and end:, end not before start. */
 static int
-cfg_job_finish(struct cfg_parser *p, struct job_def *j, yaml_node_t *map)
+cfg_job_span(struct cfg_parser *p, struct job_def *j, yaml_node_t *map)
 {
-	static const char *const kinds[] = { "sql", "sql_file", "command", NULL };
-	yaml_node_t *n_sql = cfg_map_get(p, map, "sql");
-	yaml_node_t *n_file = cfg_map_get(p, map, "sql_file");
-	yaml_node_t *n_cmd = cfg_map_get(p, map, "command");
 	yaml_node_t *n_start = cfg_map_get(p, map, "start");
 	yaml_node_t *n_end = cfg_map_get(p, map, "end");
-	yaml_node_t *n, *k2;
-	const char *first = NULL;
-	char buf[512], q[CFG_QUOTE_MAX * 4 + 16];
 	int64_t ts = 0, te = 0;
-	size_t i;
-	bool is_sql = n_sql != NULL || n_file != NULL;
 
-	if (cfg_map_get(p, map, "partition") == NULL)
-		return cfg_fail(p, map->start_mark,
-				"%s needs partition: hour, day, week or month",
-				p->ctx);
 	if (n_start != NULL) {
 		if (cfg_job_date(p, j, n_start, "start", false, &j->start, &ts) < 0)
 			return -1;
@@ -1986,6 +1973,23 @@ cfg_job_finish(struct cfg_parser *p, struct job_def *j, yaml_node_t *map)
 		return cfg_fail(p, n_end->start_mark,
 				"%send %s is before start %s", p->pfx,
 				cfg_text(n_end), cfg_text(n_start));
+	return 0;
+}
+
+/* A job's kind (sql:, sql_file: or command:: one) and its warehouse. */
+static int
+cfg_job_target(struct cfg_parser *p, struct job_def *j, yaml_node_t *map,
+	       bool is_sql)
+{
+	static const char *const kinds[] = { "sql", "sql_file", "command", NULL };
+	yaml_node_t *n_sql = cfg_map_get(p, map, "sql");
+	yaml_node_t *n_file = cfg_map_get(p, map, "sql_file");
+	yaml_node_t *n_cmd = cfg_map_get(p, map, "command");
+	yaml_node_t *k2;
+	const char *first = NULL;
+	char buf[512], q[CFG_QUOTE_MAX * 4 + 16];
+	size_t i;
+
 	if (n_sql == NULL && n_file == NULL && n_cmd == NULL)
 		return cfg_fail(p, map->start_mark,
 				"%s needs one of sql:, sql_file: or command:",
@@ -2012,6 +2016,17 @@ cfg_job_finish(struct cfg_parser *p, struct job_def *j, yaml_node_t *map)
 		return cfg_fail(p, cfg_map_get(p, map, "concurrency")->start_mark,
 				"%sconcurrency %d is above max_concurrency %d; lower it or raise max_concurrency",
 				p->pfx, j->concurrency, p->cfg->max_concurrency);
+	return 0;
+}
+
+/* Keys that need others: deadline, hooks, batch, guardrails, verify. */
+static int
+cfg_job_needs(struct cfg_parser *p, struct job_def *j, yaml_node_t *map,
+	      bool is_sql)
+{
+	yaml_node_t *k2;
+	size_t i;
+
 	if ((k2 = cfg_map_key(p, map, "deadline")) != NULL &&
 	    !j->has_start && j->nupstream == 0)
 		return cfg_fail(p, k2->start_mark,
@@ -2062,6 +2077,18 @@ cfg_job_finish(struct cfg_parser *p, struct job_def *j, yaml_node_t *map)
 				"%sverify: true needs a SQL job with table: and"
 				" partition_column: (the partition it compares)",
 				p->pfx);
+	return 0;
+}
+
+/* The job's SQL and its checks must not read the wall clock. */
+static int
+cfg_job_clock(struct cfg_parser *p, struct job_def *j, yaml_node_t *map)
+{
+	yaml_node_t *n_sql = cfg_map_get(p, map, "sql");
+	yaml_node_t *n_file = cfg_map_get(p, map, "sql_file");
+	yaml_node_t *n;
+	size_t i;
+
 	if (j->sql != NULL && !j->allow_wall_clock) {
 		const char *what = NULL;
 		long off;
@@ -2085,6 +2112,24 @@ cfg_job_finish(struct cfg_parser *p, struct job_def *j, yaml_node_t *map)
 					      j->checks[i].sql, j->checks[i].name) < 0)
 				return -1;
 	return 0;
+}
+
+/* A job's cross-key rules, once every key of it is read. */
+static int
+cfg_job_finish(struct cfg_parser *p, struct job_def *j, yaml_node_t *map)
+{
+	bool is_sql = cfg_map_get(p, map, "sql") != NULL ||
+		      cfg_map_get(p, map, "sql_file") != NULL;
+
+	if (cfg_map_get(p, map, "partition") == NULL)
+		return cfg_fail(p, map->start_mark,
+				"%s needs partition: hour, day, week or month",
+				p->ctx);
+	if (cfg_job_span(p, j, map) < 0 ||
+	    cfg_job_target(p, j, map, is_sql) < 0 ||
+	    cfg_job_needs(p, j, map, is_sql) < 0)
+		return -1;
+	return cfg_job_clock(p, j, map);
 }
 
 /* jobs: a sequence, taken in when every file is read. */
