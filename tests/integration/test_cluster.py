@@ -174,10 +174,14 @@ class Nodes:
     names     the nodes to start, in order (the first takes the lease)
     users     {node: PostgreSQL role} for nodes that are not `etl`
     settings  top-level keys for every node (node: and lease: are added)
+    lease     seconds, or None for the default
+    clock     the shared test clock's instant, or None for the real clock
+    state     a SharedState (default: a new database of test_postgres's server)
+    warehouses  {name: seed SQL}: SQLite warehouses, one file per node
     """
 
     def __init__(self, jobs, names=("n1", "n2", "n3"), users=None, settings=None,
-                 lease=LEASE, clock=h.DEFAULT_CLOCK, state=None, server=None):
+                 lease=LEASE, clock=h.DEFAULT_CLOCK, state=None, warehouses=None):
         _SEQ[0] += 1
         self.shared = tempfile.mkdtemp(prefix="bfd-cluster-")
         self.run_sh = os.path.join(self.shared, "run.sh")
@@ -197,8 +201,11 @@ class Nodes:
                                 "cluster_%d" % _SEQ[0])
         self.state = state
         self.jobs = jobs.replace("@RUN@", self.run_sh)
-        self.settings = {"lease": "%ds" % lease, "max_concurrency": 6, "max_backfill": 1000}
+        self.settings = {"max_concurrency": 6, "max_backfill": 1000}
+        if lease is not None:
+            self.settings["lease"] = "%ds" % lease
         self.settings.update(settings or {})
+        self.warehouses = warehouses
         self.users = users or {}
         self.nodes = collections.OrderedDict()
         _CLUSTERS.append(self)
@@ -216,7 +223,7 @@ class Nodes:
         if self.clock_file:
             env["BACKFILLD_TEST_CLOCK_FILE"] = self.clock_file
         d = Node(jobs=jobs or self.jobs, settings=st, clock=None, name=name, env=env,
-                 start=False, state=self.state)
+                 start=False, state=self.state, warehouses=self.warehouses)
         self.nodes[name] = d
         if start:
             try:
