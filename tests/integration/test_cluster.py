@@ -41,10 +41,12 @@ What it checks:
   - `nodes: [n1]` keeps a job's runs on n1.
 """
 import collections
+import json
 import os
 import re
 import signal
 import subprocess
+import sys
 import tempfile
 import time
 
@@ -149,7 +151,6 @@ class Node(h.Daemon):
 
     def try_json(self, *args):
         """backfillctl ARGS --json, or None when it fails (no planner)."""
-        import json
         rc, out, err = self.ctl(*(args + ("--json",)))
         if rc != 0:
             return None
@@ -193,7 +194,9 @@ class Nodes:
         open(self.record, "w").close()
         self.clock_file = None
         if clock is not None:
-            self.clock_file = os.path.join(self.shared, "clock")
+            # a folder of its own: the daemons watch the clock file's folder
+            os.mkdir(os.path.join(self.shared, "clock"))
+            self.clock_file = os.path.join(self.shared, "clock", "now")
             self.set_clock(clock)
         if state is None:
             c = tp.cluster()
@@ -725,7 +728,6 @@ def main():
     h.binaries()
     try:
         tp.cluster()
-        import sys
         only = sys.argv[1:]
         h.main([isolated(t) for t in TESTS if not only or t.__name__ in only])
     finally:
