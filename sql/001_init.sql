@@ -1,8 +1,8 @@
 -- 001_init.sql - the state store's first schema.
 --
--- Times are epoch milliseconds (UTC).  Partition keys are the text of
--- DESIGN.md (:partition).  Every state change is committed here before it
--- is acknowledged to a client.
+-- Times are epoch milliseconds (UTC).  Partition keys are the text a job
+-- gets as :partition (README.md, "Concepts").  Every state change is
+-- committed here before it is acknowledged to a client.
 
 -- One row per operator or scheduler request: a set of partitions of one
 -- job, plus the downstream partitions it triggers.

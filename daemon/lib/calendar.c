@@ -674,17 +674,3 @@ part_inputs(enum grain up, enum grain down, part_t d)
 	r.last = part_of_time(up, part_end(down, d) - 1);
 	return r;
 }
-
-/* The newest partition p with part_end(p) + ready_after <= now. */
-part_t
-sched_last_due(enum grain g, int64_t ready_after, int64_t now)
-{
-	return part_of_time(g, now - ready_after) - 1;
-}
-
-/* When partition p comes due: its end plus ready_after. */
-int64_t
-sched_due_time(enum grain g, int64_t ready_after, part_t p)
-{
-	return part_end(g, p) + ready_after;
-}

@@ -110,12 +110,4 @@ int64_t range_count(const struct part_range *r);
 int part_map(enum grain up, part_t p, enum grain down, part_t out[2]);
 struct part_range part_inputs(enum grain up, enum grain down, part_t d);
 
-/*
- * Schedule math.  A partition p is due at part_end(p) + ready_after.
- * sched_last_due() is the newest partition due at `now` (may be before any
- * start: the caller clips).  sched_due_time() is when p comes due.
- */
-part_t sched_last_due(enum grain g, int64_t ready_after, int64_t now);
-int64_t sched_due_time(enum grain g, int64_t ready_after, part_t p);
-
 #endif

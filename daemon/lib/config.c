@@ -1,6 +1,6 @@
 /*
- * config.c - load and validate the configuration file (DESIGN.md,
- * "Configuration").
+ * config.c - load and validate the configuration file (backfilld.yaml(5);
+ * README.md, "Configuration").
  *
  * The file is loaded with libyaml's document API and walked with one table
  * per mapping (top level, warehouse, job, check, metric, late_data): each
@@ -199,13 +199,6 @@ cfg_fail(struct cfg_parser *p, yaml_mark_t m, const char *fmt, ...)
 	cfg_vfail_at(p, (int)m.line + 1, (int)m.column + 1, fmt, ap);
 	va_end(ap);
 	return -1;
-}
-
-/* Fail the load for want of memory. */
-static int
-cfg_oom(struct cfg_parser *p)
-{
-	return err_set(p->err, EXIT_INTERNAL, "%s: out of memory", p->file);
 }
 
 /* Set the message context ("job \"x\"") and its prefix ("job \"x\": "). */
@@ -430,11 +423,9 @@ static char *
 cfg_clean_path(const char *path)
 {
 	size_t n = strlen(path), o = 0;
-	char *out = malloc(n + 2);
+	char *out = xmalloc(n + 2);
 	const char *s = path;
 
-	if (out == NULL)
-		return NULL;
 	if (*s == '/')
 		out[o++] = '/';
 	while (*s != '\0') {
@@ -467,9 +458,7 @@ cfg_resolve(const char *dir, const char *rel)
 	if (rel[0] == '/')
 		return cfg_clean_path(rel);
 	n = strlen(dir) + strlen(rel) + 2;
-	joined = malloc(n);
-	if (joined == NULL)
-		return NULL;
+	joined = xmalloc(n);
 	snprintf(joined, n, "%s/%s", dir, rel);
 	out = cfg_clean_path(joined);
 	free(joined);
@@ -499,17 +488,11 @@ cfg_dirname(const char *abs)
 {
 	const char *slash = strrchr(abs, '/');
 	size_t n;
-	char *out;
 
 	if (slash == NULL)
-		return strdup(".");
+		return xstrdup(".");
 	n = slash == abs ? 1 : (size_t)(slash - abs);
-	out = malloc(n + 1);
-	if (out == NULL)
-		return NULL;
-	memcpy(out, abs, n);
-	out[n] = '\0';
-	return out;
+	return xstrndup(abs, n);
 }
 
 /* What a file that is not a regular one is, for messages. */
@@ -567,11 +550,7 @@ cfg_read_file(const char *path, size_t max, char **buf, size_t *len,
 			 (intmax_t)st.st_size, max);
 		goto fail;
 	}
-	b = malloc(max + 2);
-	if (b == NULL) {
-		snprintf(why, whysz, "%s", strerror(ENOMEM));
-		goto fail;
-	}
+	b = xmalloc(max + 2);
 	/* read up to max + 1: a file that grew past max since fstat */
 	while (n <= max) {
 		ssize_t r = read(fd, b + n, max + 1 - n);
@@ -746,8 +725,8 @@ cfg_h_str(struct cfg_parser *p, void *obj, const struct cfg_key *k,
 	if (cfg_want_text(p, k, val) < 0)
 		return -1;
 	free(*f);
-	*f = strdup(cfg_text(val));
-	return *f == NULL ? cfg_oom(p) : 0;
+	*f = xstrdup(cfg_text(val));
+	return 0;
 }
 
 /* A path, resolved against the config's folder, into a char * field. */
@@ -761,8 +740,6 @@ cfg_h_path(struct cfg_parser *p, void *obj, const struct cfg_key *k,
 		return -1;
 	free(*f);
 	*f = cfg_resolve(p->dir, cfg_text(val));
-	if (*f == NULL)
-		return cfg_oom(p);
 	/* the daemon adds suffixes (-wal, .lock, logs/...) to such paths */
 	if (strlen(*f) > PATH_MAX - 16)
 		return cfg_fail(p, val->start_mark, "%s%s is %zu bytes long once"
@@ -865,17 +842,13 @@ cfg_h_strseq(struct cfg_parser *p, void *obj, const struct cfg_key *k,
 
 	if (n == 0)
 		return cfg_bad_value(p, k, val);
-	*f = calloc(n, sizeof **f);
-	if (*f == NULL)
-		return cfg_oom(p);
+	*f = xcalloc(n, sizeof **f);
 	for (i = 0; i < n; i++) {
 		yaml_node_t *it = cfg_seq_item(p, val, i);
 
 		if (cfg_want_text(p, k, it) < 0)
 			return -1;
-		(*f)[i] = strdup(cfg_text(it));
-		if ((*f)[i] == NULL)
-			return cfg_oom(p);
+		(*f)[i] = xstrdup(cfg_text(it));
 		*nf = i + 1;
 	}
 	return 0;
@@ -1075,8 +1048,8 @@ cfg_take_name(struct cfg_parser *p, const struct cfg_key *k, yaml_node_t *val,
 				"duplicate %s name %s (first at line %d); %s names must be unique",
 				what, cfg_quote(cfg_text(val), buf, sizeof buf),
 				dup->line, what);
-	*name = strdup(cfg_text(val));
-	return *name == NULL ? cfg_oom(p) : 0;
+	*name = xstrdup(cfg_text(val));
+	return 0;
 }
 
 /* Warehouse name: valid and not used by an earlier warehouse (val is a
@@ -1159,9 +1132,7 @@ cfg_h_throttle(struct cfg_parser *p, void *obj, const struct cfg_key *k,
 	int rc;
 
 	(void)k; (void)key;
-	t = w->throttle = calloc(1, sizeof *w->throttle);
-	if (t == NULL)
-		return cfg_oom(p);
+	t = w->throttle = xcalloc(1, sizeof *w->throttle);
 	t->pos = cfg_pos(val->start_mark);
 	memcpy(saved, p->ctx, sizeof saved);
 	cfg_set_ctx(p, "throttle of %s", saved);
@@ -1195,9 +1166,7 @@ cfg_take_argv(struct cfg_parser *p, const struct cfg_key *k, yaml_node_t *val,
 
 	if (n == 0)
 		return cfg_bad_value(p, k, val);
-	*argv = calloc(n + 1, sizeof **argv);
-	if (*argv == NULL)
-		return cfg_oom(p);
+	*argv = xcalloc(n + 1, sizeof **argv);
 	for (i = 0; i < n; i++) {
 		yaml_node_t *it = cfg_seq_item(p, val, i);
 
@@ -1207,9 +1176,7 @@ cfg_take_argv(struct cfg_parser *p, const struct cfg_key *k, yaml_node_t *val,
 			return cfg_bad_value(p, k, it);
 		if (ok != NULL && ok(p, k, it) < 0)
 			return -1;
-		(*argv)[i] = strdup(cfg_is_null(it) ? "" : cfg_text(it));
-		if ((*argv)[i] == NULL)
-			return cfg_oom(p);
+		(*argv)[i] = xstrdup(cfg_is_null(it) ? "" : cfg_text(it));
 		*argc = i + 1;
 	}
 	return 0;
@@ -1344,9 +1311,7 @@ cfg_load_warehouses(struct cfg_parser *p)
 			n += cfg_seq_len(p->srcs[f]->wh);
 	if (n == 0)
 		return 0;
-	cfg->warehouses = calloc(n, sizeof *cfg->warehouses);
-	if (cfg->warehouses == NULL)
-		return cfg_oom(p);
+	cfg->warehouses = xcalloc(n, sizeof *cfg->warehouses);
 	for (f = 0; f < p->nsrcs; f++) {
 		yaml_node_t *val = p->srcs[f]->wh;
 
@@ -1357,9 +1322,7 @@ cfg_load_warehouses(struct cfg_parser *p)
 			struct warehouse_def *w = &cfg->warehouses[cfg->nwarehouses++];
 			yaml_node_t *it = cfg_seq_item(p, val, i);
 
-			w->file = strdup(p->srcs[f]->abs);
-			if (w->file == NULL)
-				return cfg_oom(p);
+			w->file = xstrdup(p->srcs[f]->abs);
 			if (cfg_item_begin(p, it, i, "warehouse",
 					   "name: and sqlite: or postgres:",
 					   &w->pos) < 0 ||
@@ -1532,9 +1495,7 @@ cfg_h_checks(struct cfg_parser *p, void *obj, const struct cfg_key *k,
 
 	if (n == 0)
 		return cfg_bad_value(p, k, val);
-	j->checks = calloc(n, sizeof *j->checks);
-	if (j->checks == NULL)
-		return cfg_oom(p);
+	j->checks = xcalloc(n, sizeof *j->checks);
 	j->nchecks = n;
 	memcpy(saved, p->ctx, sizeof saved);
 	for (i = 0; i < n && rc == 0; i++) {
@@ -1619,9 +1580,7 @@ cfg_h_metrics(struct cfg_parser *p, void *obj, const struct cfg_key *k,
 		return cfg_bad_value(p, k, val);
 	if (cfg_check_dups(p, val) < 0)
 		return -1;
-	j->metrics = calloc(n, sizeof *j->metrics);
-	if (j->metrics == NULL)
-		return cfg_oom(p);
+	j->metrics = xcalloc(n, sizeof *j->metrics);
 	memcpy(saved, p->ctx, sizeof saved);
 	for (pr = val->data.mapping.pairs.start;
 	     pr < val->data.mapping.pairs.top && rc == 0; pr++) {
@@ -1632,18 +1591,14 @@ cfg_h_metrics(struct cfg_parser *p, void *obj, const struct cfg_key *k,
 			NULL, 0, 0, "an SQL expression", 0 };
 
 		m->pos = cfg_pos(kn->start_mark);
-		m->name = strdup(cfg_text(kn));
-		if (m->name == NULL) {
-			rc = cfg_oom(p);
-			break;
-		}
+		m->name = xstrdup(cfg_text(kn));
 		cfg_set_ctx(p, "metric %s of %s",
 			    cfg_quote(m->name, buf, sizeof buf), saved);
 		if (vn->type == YAML_SCALAR_NODE) {
 			if (cfg_want_text(p, &self, vn) < 0)
 				rc = -1;
-			else if ((m->sql = strdup(cfg_text(vn))) == NULL)
-				rc = cfg_oom(p);
+			else
+				m->sql = xstrdup(cfg_text(vn));
 		} else if (vn->type == YAML_MAPPING_NODE) {
 			rc = cfg_parse_map(p, vn, cfg_metric_keys, m);
 			if (rc == 0 && m->sql == NULL)
@@ -1678,9 +1633,7 @@ cfg_h_late_data(struct cfg_parser *p, void *obj, const struct cfg_key *k,
 	char saved[CFG_CTX_MAX];
 	int rc;
 
-	j->late_data = calloc(1, sizeof *j->late_data);
-	if (j->late_data == NULL)
-		return cfg_oom(p);
+	j->late_data = xcalloc(1, sizeof *j->late_data);
 	j->late_data->pos = cfg_pos(val->start_mark);
 	memcpy(saved, p->ctx, sizeof saved);
 	cfg_set_ctx(p, "late_data of %s", saved);
@@ -2155,11 +2108,9 @@ cfg_load_jobs(struct cfg_parser *p)
 			n += cfg_seq_len(p->srcs[f]->jobs);
 	if (n == 0)
 		return 0;
-	cfg->jobs = calloc(n, sizeof *cfg->jobs);
-	p->job_nodes = calloc(n, sizeof *p->job_nodes);
-	p->job_src = calloc(n, sizeof *p->job_src);
-	if (cfg->jobs == NULL || p->job_nodes == NULL || p->job_src == NULL)
-		return cfg_oom(p);
+	cfg->jobs = xcalloc(n, sizeof *cfg->jobs);
+	p->job_nodes = xcalloc(n, sizeof *p->job_nodes);
+	p->job_src = xcalloc(n, sizeof *p->job_src);
 	for (i = 0; i < n; i++) {
 		struct job_def *j = &cfg->jobs[i];
 
@@ -2185,9 +2136,7 @@ cfg_load_jobs(struct cfg_parser *p)
 			p->cur_job = x;
 			p->job_nodes[x] = it;
 			p->job_src[x] = f;
-			j->file = strdup(p->srcs[f]->abs);
-			if (j->file == NULL)
-				return cfg_oom(p);
+			j->file = xstrdup(p->srcs[f]->abs);
 			if (cfg_item_begin(p, it, i, "job",
 					   "name:, partition: and sql:, sql_file: or command:",
 					   &j->pos) < 0 ||
@@ -2269,9 +2218,7 @@ cfg_link(struct cfg_parser *p)
 
 		if (j->nupstream == 0)
 			continue;
-		j->upstream_idx = calloc(j->nupstream, sizeof *j->upstream_idx);
-		if (j->upstream_idx == NULL)
-			return cfg_oom(p);
+		j->upstream_idx = xcalloc(j->nupstream, sizeof *j->upstream_idx);
 		for (i = 0; i < j->nupstream; i++) {
 			int u = config_job_index(cfg, j->upstream[i]);
 			size_t best = SIZE_MAX, m;
@@ -2304,12 +2251,8 @@ cfg_link(struct cfg_parser *p)
 		}
 	}
 
-	state = calloc(cfg->njobs + 1, 1);
-	path = calloc(cfg->njobs + 1, sizeof *path);
-	if (state == NULL || path == NULL) {
-		rc = cfg_oom(p);
-		goto out;
-	}
+	state = xcalloc(cfg->njobs + 1, 1);
+	path = xcalloc(cfg->njobs + 1, sizeof *path);
 	for (a = 0; a < cfg->njobs && rc == 0; a++)
 		if (state[a] == 0)
 			rc = cfg_find_cycle(p, a, state, path, 0);
@@ -2326,11 +2269,7 @@ cfg_link(struct cfg_parser *p)
 					j->ndownstream++;
 		if (j->ndownstream == 0)
 			continue;
-		j->downstream_idx = calloc(j->ndownstream, sizeof *j->downstream_idx);
-		if (j->downstream_idx == NULL) {
-			rc = cfg_oom(p);
-			goto out;
-		}
+		j->downstream_idx = xcalloc(j->ndownstream, sizeof *j->downstream_idx);
 		j->ndownstream = 0;
 		for (b = 0; b < cfg->njobs; b++)
 			for (i = 0; i < cfg->jobs[b].nupstream; i++)
@@ -2339,11 +2278,7 @@ cfg_link(struct cfg_parser *p)
 	}
 
 	/* topo: repeatedly the lowest-index job whose upstream is placed */
-	cfg->topo = calloc(cfg->njobs + 1, sizeof *cfg->topo);
-	if (cfg->topo == NULL) {
-		rc = cfg_oom(p);
-		goto out;
-	}
+	cfg->topo = xcalloc(cfg->njobs + 1, sizeof *cfg->topo);
 	memset(state, 0, cfg->njobs + 1);
 	for (placed = 0; placed < cfg->njobs;) {
 		for (a = 0; a < cfg->njobs; a++) {
@@ -2420,7 +2355,7 @@ cfg_yaml_error(struct cfg_parser *p, const yaml_parser_t *yp)
 	char ctx[128] = "";
 
 	if (yp->error == YAML_MEMORY_ERROR)
-		return cfg_oom(p);
+		xalloc_exhausted("libyaml");
 	if (yp->error == YAML_READER_ERROR) {
 		cfg_text_pos(p->src, yp->problem_offset < p->srclen ?
 					     yp->problem_offset : p->srclen,
@@ -2451,7 +2386,7 @@ cfg_check_depth(struct cfg_parser *p)
 	bool end = false;
 
 	if (!yaml_parser_initialize(&yp))
-		return cfg_oom(p);
+		xalloc_exhausted("libyaml");
 	yaml_parser_set_input_string(&yp, (const unsigned char *)p->src,
 				     p->srclen);
 	while (!end && rc == 0 && yaml_parser_parse(&yp, &ev)) {
@@ -2498,7 +2433,7 @@ cfg_parse_file(struct cfg_parser *p, bool included)
 	if (cfg_check_depth(p) < 0)
 		return -1;
 	if (!yaml_parser_initialize(&yp))
-		return cfg_oom(p);
+		xalloc_exhausted("libyaml");
 	yaml_parser_set_input_string(&yp, (const unsigned char *)p->src,
 				     p->srclen);
 	if (!yaml_parser_load(&yp, &f->doc)) {
@@ -2626,7 +2561,7 @@ cfg_include_chain(struct cfg_parser *p, int c, const char *abs, char *buf,
 static int
 cfg_include_file(struct cfg_parser *p, yaml_node_t *it, const char *path)
 {
-	struct cfg_src *parent = p->srcs[p->cur], *f, **ns;
+	struct cfg_src *parent = p->srcs[p->cur], *f;
 	char buf[CFG_QUOTE_MAX * 4 + 16], why[256], chain[ERR_MSG_MAX / 2];
 	char *abs;
 	size_t i, me = p->cur;
@@ -2663,25 +2598,14 @@ cfg_include_file(struct cfg_parser *p, yaml_node_t *it, const char *path)
 			free(abs);
 			return rc;
 		}
-	f = calloc(1, sizeof *f);
-	ns = realloc(p->srcs, (p->nsrcs + 1) * sizeof *p->srcs);
-	if (ns != NULL)
-		p->srcs = ns;
-	if (f == NULL || ns == NULL) {
-		free(f);
-		free(abs);
-		return cfg_oom(p);
-	}
+	f = xcalloc(1, sizeof *f);
+	p->srcs = xreallocarray(p->srcs, p->nsrcs + 1, sizeof *p->srcs);
 	f->abs = abs;
-	f->file = strdup(abs);
+	f->file = xstrdup(abs);
 	f->dir = cfg_dirname(abs);
 	f->parent = (int)p->cur;
 	f->depth = parent->depth + 1;
 	f->inc_node = it;
-	if (f->file == NULL || f->dir == NULL) {
-		cfg_src_free(f);
-		return cfg_oom(p);
-	}
 	if (cfg_read_file(abs, CFG_FILE_MAX, &f->text, &f->len, why,
 			  sizeof why) < 0) {
 		rc = cfg_fail(p, it->start_mark,
@@ -2725,8 +2649,6 @@ cfg_h_include(struct cfg_parser *p, void *obj, const struct cfg_key *k,
 		if (cfg_want_text(p, k, it) < 0)
 			return -1;
 		pat = cfg_resolve(p->srcs[me]->dir, cfg_text(it));
-		if (pat == NULL)
-			return cfg_oom(p);
 		if (!cfg_has_wildcard(cfg_text(it))) {
 			rc = cfg_include_file(p, it, pat);
 			free(pat);
@@ -2742,7 +2664,7 @@ cfg_h_include(struct cfg_parser *p, void *obj, const struct cfg_key *k,
 				cfg_use(p, me);
 			}
 		} else if (gr == GLOB_NOSPACE) {
-			rc = cfg_oom(p);
+			xalloc_exhausted("glob");
 		} else if (gr != GLOB_NOMATCH) {
 			rc = cfg_fail(p, it->start_mark,
 				      "include %s: cannot list the files it matches; check the folder's permissions",
@@ -2834,9 +2756,8 @@ cfg_load_doc(struct cfg_parser *p)
 	cfg_use(p, 0);
 	root = yaml_document_get_root_node(p->doc);
 	/* defaults the top level did not set: only now, after phase 0 */
-	if (cfg->socket == NULL &&
-	    (cfg->socket = strdup(CFG_DEFAULT_SOCKET)) == NULL)
-		return cfg_oom(p);
+	if (cfg->socket == NULL)
+		cfg->socket = xstrdup(CFG_DEFAULT_SOCKET);
 	if (strlen(cfg->socket) >= CFG_SUN_PATH_MAX)
 		return cfg_fail(p, cfg_map_get(p, root, "socket")->start_mark,
 				"socket path %s is %zu bytes long; a unix socket path has at most %d",
@@ -2977,12 +2898,7 @@ config_load_bytes(const char *path, char *abs, const char *text, size_t len,
 	p.src = text;
 	p.srclen = len;
 	p.err = err;
-	cfg = calloc(1, sizeof *cfg);
-	if (cfg == NULL || abs == NULL) {
-		free(cfg);
-		free(abs);
-		return cfg_oom(&p);
-	}
+	cfg = xcalloc(1, sizeof *cfg);
 	cfg->refs = 1;
 	cfg->path = abs;
 	cfg->dir = cfg_dirname(abs);
@@ -2994,29 +2910,19 @@ config_load_bytes(const char *path, char *abs, const char *text, size_t len,
 	cfg->hook_timeout = 30;
 	cfg->lease = CONFIG_LEASE_DEFAULT;
 	p.cfg = cfg;
-	p.srcs = calloc(1, sizeof *p.srcs);
-	if (cfg->dir == NULL || p.srcs == NULL ||
-	    (p.srcs[0] = calloc(1, sizeof **p.srcs)) == NULL) {
-		free(p.srcs);
-		config_free(cfg);
-		return cfg_oom(&p);
-	}
+	p.srcs = xcalloc(1, sizeof *p.srcs);
+	p.srcs[0] = xcalloc(1, sizeof **p.srcs);
 	p.nsrcs = 1;
 	p.srcs[0]->parent = -1;
-	p.srcs[0]->file = strdup(path);
-	p.srcs[0]->abs = strdup(abs);
-	p.srcs[0]->dir = strdup(cfg->dir);
-	p.srcs[0]->text = malloc(len + 1);
+	p.srcs[0]->file = xstrdup(path);
+	p.srcs[0]->abs = xstrdup(abs);
+	p.srcs[0]->dir = xstrdup(cfg->dir);
+	p.srcs[0]->text = xmalloc(len + 1);
+	memcpy(p.srcs[0]->text, text, len);
+	p.srcs[0]->text[len] = '\0';
+	p.srcs[0]->len = len;
 	p.total = len;
-	if (p.srcs[0]->file == NULL || p.srcs[0]->abs == NULL ||
-	    p.srcs[0]->dir == NULL || p.srcs[0]->text == NULL) {
-		rc = cfg_oom(&p);
-	} else {
-		memcpy(p.srcs[0]->text, text, len);
-		p.srcs[0]->text[len] = '\0';
-		p.srcs[0]->len = len;
-		rc = cfg_load_doc(&p);
-	}
+	rc = cfg_load_doc(&p);
 	if (rc == 0) {
 		/* the main file's bytes, then each included file's path and
 		 * bytes: a configuration without include: hashes as before */

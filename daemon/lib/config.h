@@ -1,5 +1,6 @@
 /*
- * config.h - the configuration file (DESIGN.md, "Configuration"), loaded
+ * config.h - the configuration file (backfilld.yaml(5); README.md,
+ * "Configuration"), loaded
  * with libyaml into these structs and validated completely before anyone
  * sees it.  Pure: reads only the file it is given and the sql_file/
  * password_file paths it names.
@@ -133,7 +134,7 @@ struct job_def {
 	size_t nmetrics;
 	struct late_data_def *late_data; /* NULL when absent */
 
-	/* freshness (DESIGN.md, "Freshness and hooks") */
+	/* freshness (README.md, "Freshness and hooks") */
 	int64_t deadline;    /* seconds, 0 = none */
 	struct hook_def hooks[HOOK_COUNT]; /* indexed by enum hook_kind */
 

@@ -14,6 +14,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "xalloc.h"
+
 /* True when two strings (either may be NULL) differ. */
 static bool
 config_diff_str(const char *a, const char *b)
@@ -80,8 +82,9 @@ config_diff_metrics(const struct job_def *a, const struct job_def *b)
 	return false;
 }
 
-/* The keys of job a that differ in b, in the order of DESIGN.md's
- * example. */
+/* The keys of job a that differ in b, in one fixed order (where and when
+ * it runs, what it runs, its guardrails, sensor and deadline): the order
+ * `backfillctl reload` reports them in. */
 static void
 config_diff_job(const struct job_def *a, const struct job_def *b,
 		struct config_diff_changed *c)
@@ -202,36 +205,22 @@ config_diff_needs_restart(const char *setting)
 }
 
 /* Append a copy of name to a list. */
-static int
+static void
 config_diff_push(char ***list, size_t *n, const char *name)
 {
-	char **nl = realloc(*list, (*n + 1) * sizeof **list);
-
-	if (nl == NULL)
-		return -1;
-	*list = nl;
-	if ((nl[*n] = strdup(name)) == NULL)
-		return -1;
-	(*n)++;
-	return 0;
+	*list = xreallocarray(*list, *n + 1, sizeof **list);
+	(*list)[(*n)++] = xstrdup(name);
 }
 
 /* Append a changed entry (its keys already found) to a set. */
-static int
+static void
 config_diff_push_changed(struct config_diff_set *set,
 			 const struct config_diff_changed *c, const char *name)
 {
-	struct config_diff_changed *nc;
-
-	nc = realloc(set->changed, (set->nchanged + 1) * sizeof *nc);
-	if (nc == NULL)
-		return -1;
-	set->changed = nc;
-	nc[set->nchanged] = *c;
-	if ((nc[set->nchanged].name = strdup(name)) == NULL)
-		return -1;
-	set->nchanged++;
-	return 0;
+	set->changed = xreallocarray(set->changed, set->nchanged + 1,
+				     sizeof *set->changed);
+	set->changed[set->nchanged] = *c;
+	set->changed[set->nchanged++].name = xstrdup(name);
 }
 
 /* Job `name` of cfg, looked for first at index `hint` (a reload mostly
@@ -256,7 +245,7 @@ config_diff_wh_index(const struct config *cfg, const char *name)
 	return -1;
 }
 
-int
+void
 config_diff(const struct config *old, const struct config *new_cfg,
 	    struct config_diff *d)
 {
@@ -270,31 +259,27 @@ config_diff(const struct config *old, const struct config *new_cfg,
 		const struct warehouse_def *w = &new_cfg->warehouses[i];
 
 		if ((k = config_diff_wh_index(old, w->name)) < 0) {
-			if (config_diff_push(&d->warehouses.added,
-					     &d->warehouses.nadded, w->name) < 0)
-				goto oom;
+			config_diff_push(&d->warehouses.added,
+					 &d->warehouses.nadded, w->name);
 			continue;
 		}
 		memset(&c, 0, sizeof c);
 		config_diff_wh(&old->warehouses[k], w, &c);
-		if (c.nkeys > 0 &&
-		    config_diff_push_changed(&d->warehouses, &c, w->name) < 0)
-			goto oom;
+		if (c.nkeys > 0)
+			config_diff_push_changed(&d->warehouses, &c, w->name);
 	}
 	for (i = 0; i < old->nwarehouses; i++)
-		if (config_diff_wh_index(new_cfg, old->warehouses[i].name) < 0 &&
-		    config_diff_push(&d->warehouses.removed,
-				     &d->warehouses.nremoved,
-				     old->warehouses[i].name) < 0)
-			goto oom;
+		if (config_diff_wh_index(new_cfg, old->warehouses[i].name) < 0)
+			config_diff_push(&d->warehouses.removed,
+					 &d->warehouses.nremoved,
+					 old->warehouses[i].name);
 	for (i = 0; i < new_cfg->njobs; i++) {
 		const struct job_def *j = &new_cfg->jobs[i];
 		const struct job_def *o = config_diff_job_named(old, j->name, i);
 
 		if (o == NULL) {
-			if (config_diff_push(&d->jobs.added, &d->jobs.nadded,
-					     j->name) < 0)
-				goto oom;
+			config_diff_push(&d->jobs.added, &d->jobs.nadded,
+					 j->name);
 			continue;
 		}
 		memset(&c, 0, sizeof c);
@@ -306,18 +291,12 @@ config_diff(const struct config *old, const struct config *new_cfg,
 		       sizeof c.old_code_version);
 		memcpy(c.new_code_version, j->code_version,
 		       sizeof c.new_code_version);
-		if (config_diff_push_changed(&d->jobs, &c, j->name) < 0)
-			goto oom;
+		config_diff_push_changed(&d->jobs, &c, j->name);
 	}
 	for (i = 0; i < old->njobs; i++)
-		if (config_diff_job_named(new_cfg, old->jobs[i].name, i) == NULL &&
-		    config_diff_push(&d->jobs.removed, &d->jobs.nremoved,
-				     old->jobs[i].name) < 0)
-			goto oom;
-	return 0;
-oom:
-	config_diff_free(d);
-	return -1;
+		if (config_diff_job_named(new_cfg, old->jobs[i].name, i) == NULL)
+			config_diff_push(&d->jobs.removed, &d->jobs.nremoved,
+					 old->jobs[i].name);
 }
 
 bool

@@ -41,11 +41,10 @@ struct config_diff {
 	size_t nsettings;
 };
 
-/* Fill *d with what changes from old to new (both loaded configurations).
- * Returns 0, or -1 when out of memory (*d is then empty).  Cost: linear
- * in the jobs when their order is kept, plus a name lookup (linear) for
- * each job that moved. */
-int config_diff(const struct config *old, const struct config *new_cfg,
+/* Fill *d with what changes from old to new (both loaded configurations);
+ * free it with config_diff_free.  Cost: linear in the jobs when their
+ * order is kept, plus a name lookup (linear) for each job that moved. */
+void config_diff(const struct config *old, const struct config *new_cfg,
 		struct config_diff *d);
 /* True when a changed top-level setting (a key of config_diff.settings)
  * takes effect only when the daemon restarts: the state store, the node's

@@ -11,7 +11,8 @@
 
 #include <stdarg.h>
 
-/* Exit codes shared by backfilld and backfillctl (DESIGN.md). */
+/* Exit codes shared by backfilld and backfillctl (EXIT STATUS in
+ * backfillctl(1) and backfilld(8)). */
 enum {
 	EXIT_DONE = 0,        /* done */
 	EXIT_WORK_FAILED = 1, /* the work failed: runs failed or stayed blocked */

@@ -6,6 +6,7 @@
 
 #include "estimate.h"
 #include "json.h"
+#include "xalloc.h"
 
 /* Order two durations for qsort. */
 static int
@@ -53,14 +54,11 @@ estimate_plan(const struct config *cfg, const struct plan *plan, int cap,
 	      estimate_durations_fn *fn, void *data, struct estimate *out,
 	      struct err *err)
 {
-	size_t *runs = calloc(cfg->njobs ? cfg->njobs : 1, sizeof *runs);
+	size_t *runs = xcalloc(cfg->njobs, sizeof *runs);
 	int64_t ms[ESTIMATE_RUNS];
 	int rc = 0;
 
 	memset(out, 0, sizeof *out);
-	if (runs == NULL)
-		return err_set(err, EXIT_INTERNAL, "out of memory estimating"
-			       " the plan: free memory and try again");
 	for (size_t i = 0; i < plan->n; i++)
 		runs[plan->items[i].job]++;
 	for (size_t j = 0; j < cfg->njobs && rc == 0; j++) {
@@ -74,15 +72,9 @@ estimate_plan(const struct config *cfg, const struct plan *plan, int cap,
 			break;
 		}
 		if (n == 0) {
-			int *m = realloc(out->missing, (out->nmissing + 1) *
-					 sizeof *m);
-			if (m == NULL) {
-				rc = err_set(err, EXIT_INTERNAL, "out of memory"
-					     " estimating the plan: free memory"
-					     " and try again");
-				break;
-			}
-			out->missing = m;
+			out->missing = xreallocarray(out->missing,
+						     out->nmissing + 1,
+						     sizeof *out->missing);
 			out->missing[out->nmissing++] = (int)j;
 			continue;
 		}

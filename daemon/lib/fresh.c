@@ -9,6 +9,7 @@
  */
 #include "fresh.h"
 #include "text.h"
+#include "xalloc.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -29,25 +30,10 @@ struct fresh {
 	struct fitem *hash[FRESH_HASH];
 };
 
-/* Die on allocation failure (as the scheduler does). */
-static void *
-fresh_xalloc(void *p, size_t n)
-{
-	void *q = realloc(p, n ? n : 1);
-
-	if (q == NULL)
-		abort();
-	return q;
-}
-
 struct fresh *
 fresh_new(void)
 {
-	struct fresh *f = calloc(1, sizeof *f);
-
-	if (f == NULL)
-		abort();
-	return f;
+	return xcalloc(1, sizeof(struct fresh));
 }
 
 void
@@ -85,10 +71,8 @@ fresh_track(struct fresh *f, const char *job, part_t part, const char *key,
 			x->it.since = since;
 		return;
 	}
-	x = fresh_xalloc(NULL, sizeof *x);
-	memset(x, 0, sizeof *x);
-	x->job = fresh_xalloc(NULL, strlen(job) + 1);
-	memcpy(x->job, job, strlen(job) + 1);
+	x = xcalloc(1, sizeof *x);
+	x->job = xstrdup(job);
 	x->it.job = x->job;
 	snprintf(x->it.key, sizeof x->it.key, "%s", key);
 	x->it.part = part;
@@ -100,7 +84,7 @@ fresh_track(struct fresh *f, const char *job, part_t part, const char *key,
 	f->hash[h] = x;
 	if (f->n == f->cap) {
 		f->cap = f->cap ? f->cap * 2 : 64;
-		f->items = fresh_xalloc(f->items, f->cap * sizeof *f->items);
+		f->items = xreallocarray(f->items, f->cap, sizeof *f->items);
 	}
 	x->idx = f->n;
 	f->items[f->n++] = x;
@@ -187,7 +171,7 @@ fresh_advance(struct fresh *f, int64_t now, fresh_late_cb cb, void *data)
 		struct fitem *x = f->items[i];
 
 		if (!x->it.late && x->it.since + x->it.deadline <= now) {
-			due = fresh_xalloc(due, (n + 1) * sizeof *due);
+			due = xreallocarray(due, n + 1, sizeof *due);
 			due[n++] = x;
 		}
 	}

@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "json.h"
+#include "xalloc.h"
 
 static const char *const map_names[MAP_NSTATES] = {
 	"not_due", "never_run", "refused", "succeeded", "stale", "failed",
@@ -56,9 +57,7 @@ map_init(struct map *m, enum grain g, part_t from, part_t to, struct err *err)
 	m->from = from;
 	m->to = to;
 	m->n = (size_t)(to - from + 1);
-	m->st = malloc(m->n);
-	if (m->st == NULL)
-		return err_set(err, EXIT_WORK_FAILED, "out of memory for the map");
+	m->st = xmalloc(m->n);
 	memset(m->st, MAP_NEVER_RUN, m->n);
 	return 0;
 }

@@ -1,5 +1,5 @@
 /*
- * map.h - a job's partitions as a map of states (DESIGN.md, `map`): the
+ * map.h - a job's partitions as a map of states (README.md, "The map"): the
  * pure part.  The daemon fills a struct map from the state store's
  * partition_latest and its own memory (cmd.c), one byte per partition of
  * a bounded range; map.c turns it into runs of one state (the JSON

@@ -16,6 +16,7 @@
 
 #include "pgsql.h"
 #include "sqlscan.h"
+#include "xalloc.h"
 
 /* A growable byte buffer. */
 struct pgsql_buf {
@@ -33,15 +34,6 @@ struct pgsql_cur {
 	int depth;    /* parentheses */
 };
 
-/* malloc-family result that cannot be NULL: no way to go on without it. */
-static void *
-pgsql_check_alloc(void *p)
-{
-	if (p == NULL)
-		abort();
-	return p;
-}
-
 /* Append n bytes to b. */
 static void
 pgsql_buf_add(struct pgsql_buf *b, const char *s, size_t n)
@@ -49,7 +41,7 @@ pgsql_buf_add(struct pgsql_buf *b, const char *s, size_t n)
 	if (b->len + n + 1 > b->cap) {
 		while (b->len + n + 1 > b->cap)
 			b->cap = b->cap == 0 ? 256 : b->cap * 2;
-		b->p = pgsql_check_alloc(realloc(b->p, b->cap));
+		b->p = xreallocarray(b->p, b->cap, 1);
 	}
 	memcpy(b->p + b->len, s, n);
 	b->len += n;
@@ -78,9 +70,9 @@ pgsql_name_index(struct pgsql_cur *cur, const char *name, size_t n)
 		if (strlen(cur->names[i]) == n &&
 		    memcmp(cur->names[i], name, n) == 0)
 			return i + 1;
-	cur->names = pgsql_check_alloc(realloc(cur->names,
-	    (cur->nnames + 1) * sizeof *cur->names));
-	cur->names[cur->nnames] = pgsql_check_alloc(strndup(name, n));
+	cur->names = xreallocarray(cur->names, cur->nnames + 1,
+	    sizeof *cur->names);
+	cur->names[cur->nnames] = xstrndup(name, n);
 	return ++cur->nnames;
 }
 
@@ -114,8 +106,8 @@ pgsql_cur_end(struct pgsql_cur *cur, struct pgsql_script *out)
 	    cur->text.p[len - 1] == '\r'))
 		len--;
 	cur->text.p[len] = '\0';
-	out->stmts = pgsql_check_alloc(realloc(out->stmts,
-	    (out->n + 1) * sizeof *out->stmts));
+	out->stmts = xreallocarray(out->stmts, out->n + 1,
+	    sizeof *out->stmts);
 	st = &out->stmts[out->n++];
 	st->sql = cur->text.p;
 	st->names = cur->names;

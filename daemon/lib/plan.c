@@ -10,6 +10,7 @@
 #include <stdio.h>
 
 #include "lineage.h"
+#include "xalloc.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -36,60 +37,44 @@ plan_free(struct plan *p)
 }
 
 /* Grow an array to hold one more element of size sz. */
-static int
-plan_grow(void **arr, size_t *cap, size_t n, size_t sz, struct err *err)
+static void
+plan_grow(void **arr, size_t *cap, size_t n, size_t sz)
 {
-	void *v;
-	size_t ncap;
-
 	if (n < *cap)
-		return 0;
-	ncap = *cap ? *cap * 2 : 64;
-	v = realloc(*arr, ncap * sz);
-	if (v == NULL)
-		return err_set(err, EXIT_INTERNAL, "out of memory planning");
-	*arr = v;
-	*cap = ncap;
-	return 0;
+		return;
+	*cap = *cap ? *cap * 2 : 64;
+	*arr = xreallocarray(*arr, *cap, sz);
 }
 
 /* Append an item. */
-static int
-plan_push(struct plan *p, int job, part_t part, bool downstream,
-	  struct err *err)
+static void
+plan_push(struct plan *p, int job, part_t part, bool downstream)
 {
 	struct plan_item *it;
 
-	if (plan_grow((void **)&p->items, &p->cap, p->n, sizeof *p->items, err) < 0)
-		return -1;
+	plan_grow((void **)&p->items, &p->cap, p->n, sizeof *p->items);
 	it = &p->items[p->n++];
 	it->job = job;
 	it->part = part;
 	it->downstream = downstream;
 	it->dep_off = p->ndeps;
 	it->ndeps = 0;
-	return 0;
 }
 
 /* Append an input to the last item. */
-static int
-plan_push_dep(struct plan *p, size_t input, struct err *err)
+static void
+plan_push_dep(struct plan *p, size_t input)
 {
-	if (plan_grow((void **)&p->deps, &p->depcap, p->ndeps, sizeof *p->deps,
-		      err) < 0)
-		return -1;
+	plan_grow((void **)&p->deps, &p->depcap, p->ndeps, sizeof *p->deps);
 	p->deps[p->ndeps++] = input;
 	p->items[p->n - 1].ndeps++;
-	return 0;
 }
 
-int
-plan_add_root(struct plan *p, int job, part_t part, struct err *err)
+void
+plan_add_root(struct plan *p, int job, part_t part)
 {
-	if (plan_push(p, job, part, false, err) < 0)
-		return -1;
+	plan_push(p, job, part, false);
 	p->nroot = p->n;
-	return 0;
 }
 
 /* Order pairs by partition, then input. */
@@ -106,9 +91,8 @@ pair_cmp(const void *a, const void *b)
 }
 
 /* Add job d's items fed by items already in the plan. */
-static int
-plan_expand_job(struct plan *p, const struct config *cfg, int d, bool reverse,
-		struct err *err)
+static void
+plan_expand_job(struct plan *p, const struct config *cfg, int d, bool reverse)
 {
 	struct pair *pairs = NULL;
 	size_t n = 0, cap = 0, limit = p->n;
@@ -119,18 +103,14 @@ plan_expand_job(struct plan *p, const struct config *cfg, int d, bool reverse,
 		int k = lineage_map(cfg, it->job, it->part, d, out);
 
 		for (int j = 0; j < k; j++) {
-			if (plan_grow((void **)&pairs, &cap, n, sizeof *pairs,
-				      err) < 0) {
-				free(pairs);
-				return -1;
-			}
+			plan_grow((void **)&pairs, &cap, n, sizeof *pairs);
 			pairs[n].part = out[j];
 			pairs[n].input = i;
 			n++;
 		}
 	}
 	if (n == 0)
-		return 0;
+		return;
 	qsort(pairs, n, sizeof *pairs, pair_cmp);
 	for (size_t a = 0; a < n;) {
 		size_t s = reverse ? n - 1 - a : a, b;
@@ -141,32 +121,21 @@ plan_expand_job(struct plan *p, const struct config *cfg, int d, bool reverse,
 			lo--;
 		while (hi + 1 < n && pairs[hi + 1].part == pairs[s].part)
 			hi++;
-		if (plan_push(p, d, pairs[s].part, true, err) < 0)
-			goto fail;
+		plan_push(p, d, pairs[s].part, true);
 		for (b = lo; b <= hi; b++)
-			if (plan_push_dep(p, pairs[b].input, err) < 0)
-				goto fail;
+			plan_push_dep(p, pairs[b].input);
 		a += hi - lo + 1;
 	}
 	free(pairs);
-	return 0;
-fail:
-	free(pairs);
-	return -1;
 }
 
-int
+void
 plan_expand(struct plan *p, const struct config *cfg, bool reverse,
-	    const bool *keep, struct err *err)
+	    const bool *keep)
 {
-	bool *in_plan = calloc(cfg->njobs ? cfg->njobs : 1, sizeof *in_plan);
-	bool *own = calloc(cfg->njobs ? cfg->njobs : 1, sizeof *own);
+	bool *in_plan = xcalloc(cfg->njobs, sizeof *in_plan);
+	bool *own = xcalloc(cfg->njobs, sizeof *own);
 
-	if (in_plan == NULL || own == NULL) {
-		free(in_plan);
-		free(own);
-		return err_set(err, EXIT_INTERNAL, "out of memory planning");
-	}
 	for (size_t i = 0; i < p->n; i++)
 		in_plan[p->items[i].job] = own[p->items[i].job] = true;
 	for (size_t t = 0; t < cfg->njobs; t++) {
@@ -185,17 +154,12 @@ plan_expand(struct plan *p, const struct config *cfg, bool reverse,
 		if (!fed || (keep != NULL && !keep[d] && !chained))
 			continue;
 		size_t before = p->n;
-		if (plan_expand_job(p, cfg, d, reverse, err) < 0) {
-			free(in_plan);
-			free(own);
-			return -1;
-		}
+		plan_expand_job(p, cfg, d, reverse);
 		if (p->n > before)
 			in_plan[d] = true;
 	}
 	free(in_plan);
 	free(own);
-	return 0;
 }
 
 void
@@ -271,13 +235,11 @@ int
 plan_select_downstream(const struct config *cfg, int job, const char *list,
 		       bool *keep, struct err *err)
 {
-	bool *below = calloc(cfg->njobs ? cfg->njobs : 1, sizeof *below);
+	bool *below = xcalloc(cfg->njobs, sizeof *below);
 	const char *p = list;
 	char names[256];
 	int rc = 0;
 
-	if (below == NULL)
-		return err_set(err, EXIT_INTERNAL, "out of memory planning");
 	plan_downstream_of(cfg, job, below);
 	plan_names(cfg, below, names, sizeof names);
 	memset(keep, 0, cfg->njobs * sizeof *keep);

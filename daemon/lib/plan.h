@@ -50,11 +50,11 @@ struct plan {
 void plan_init(struct plan *p);
 void plan_free(struct plan *p);
 /* Add one of the request's own partitions (before plan_expand). */
-int plan_add_root(struct plan *p, int job, part_t part, struct err *err);
+void plan_add_root(struct plan *p, int job, part_t part);
 /* Add the downstream items, newest first when reverse; keep (one flag per
  * job, see Narrowing) or NULL for every downstream job. */
-int plan_expand(struct plan *p, const struct config *cfg, bool reverse,
-		const bool *keep, struct err *err);
+void plan_expand(struct plan *p, const struct config *cfg, bool reverse,
+		 const bool *keep);
 /* Mark in below[] (cfg->njobs flags) the jobs downstream of job, directly
  * or through a chain. */
 void plan_downstream_of(const struct config *cfg, int job, bool *below);

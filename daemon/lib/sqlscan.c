@@ -4,8 +4,11 @@
  */
 #include "sqlscan.h"
 
+#include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+
+#include "xalloc.h"
 
 /* True for a byte that can start an unquoted identifier. */
 static bool
@@ -349,9 +352,29 @@ sqlscan_is_datetype(const struct sqlscan *s, const struct sqlscan_tok *t)
 	return sqlscan_word_in(s, t, types) != NULL;
 }
 
-long
-sqlscan_wall_clock(const char *sql, enum sqlscan_dialect dialect,
-		   const char **what)
+/* The SQLite date and time functions, and how a clock read by each is
+ * spelled in messages. */
+static const char *const sqlscan_lite_fns[] = {
+	"date", "time", "datetime", "julianday", "unixepoch", "strftime", NULL
+};
+static const char *const sqlscan_lite_calls[] = {
+	"date()", "time()", "datetime()", "julianday()", "unixepoch()",
+	"strftime() without a time value", NULL
+};
+
+/* A read of the clock found, or none (off -1). */
+struct sqlscan_hit {
+	long off;
+	const char *what;
+};
+
+/* The clock reads a token makes on its own (words, literals, PostgreSQL's
+ * functions), looking at most three tokens ahead; prev and prev2 are the
+ * two solid tokens before it. */
+static struct sqlscan_hit
+sqlscan_clock_token(const struct sqlscan *s, const struct sqlscan_tok *t,
+		    const struct sqlscan_tok *prev,
+		    const struct sqlscan_tok *prev2)
 {
 	static const char *const words[] = {
 		"CURRENT_DATE", "CURRENT_TIMESTAMP", "CURRENT_TIME", NULL
@@ -367,117 +390,188 @@ sqlscan_wall_clock(const char *sql, enum sqlscan_dialect dialect,
 		"now()", "clock_timestamp()", "statement_timestamp()",
 		"transaction_timestamp()", "timeofday()", NULL
 	};
-	static const char *const lite_fns[] = {
-		"date", "time", "datetime", "julianday", "unixepoch", "strftime",
-		NULL
-	};
-	static const char *const lite_calls[] = {
-		"date()", "time()", "datetime()", "julianday()", "unixepoch()",
-		"strftime() without a time value", NULL
-	};
-	struct sqlscan s, look;
-	struct sqlscan_tok t, n, prev = { SQLSCAN_END, SQLSCAN_END, 0, 0, 0 };
+	struct sqlscan_hit none = { -1, NULL }, hit = { (long)t->off, NULL };
+	bool pg = s->dialect == SQLSCAN_PG;
+	struct sqlscan look;
+	struct sqlscan_tok n;
+
+	if ((hit.what = sqlscan_word_in(s, t, words)) != NULL ||
+	    (pg && (hit.what = sqlscan_word_in(s, t, pg_words)) != NULL))
+		return hit;
+	if (t->kind == SQLSCAN_STRING && sqlscan_holds(s, t, "now", false)) {
+		hit.what = "'now'";
+		return hit;
+	}
+	look = *s;
+	sqlscan_next_solid(&look, &n);
+	if (pg && (hit.what = sqlscan_pg_special(s, t)) != NULL) {
+		/* date 'today', 'today'::date, CAST('today' AS date) */
+		if (sqlscan_is_datetype(s, prev) ||
+		    (n.kind == SQLSCAN_CAST &&
+		     sqlscan_next_solid(&look, &n) == SQLSCAN_WORD &&
+		     sqlscan_is_datetype(s, &n)) ||
+		    (sqlscan_is_word(s, &n, "as") &&
+		     sqlscan_is_punct(s, prev, '(') &&
+		     sqlscan_is_word(s, prev2, "cast") &&
+		     sqlscan_next_solid(&look, &n) == SQLSCAN_WORD &&
+		     sqlscan_is_datetype(s, &n)))
+			return hit;
+		return none;
+	}
+	if (pg && t->kind == SQLSCAN_WORD && sqlscan_is_punct(s, &n, '('))
+		for (size_t i = 0; pg_fns[i] != NULL; i++)
+			if (sqlscan_is_word(s, t, pg_fns[i])) {
+				hit.what = pg_calls[i];
+				return hit;
+			}
+	return none;
+}
+
+/* The SQLite date/time function a token calls (its index in
+ * sqlscan_lite_fns: the word is followed by '('), or -1. */
+static int
+sqlscan_lite_call(const struct sqlscan *s, const struct sqlscan_tok *t)
+{
+	struct sqlscan look = *s;
+	struct sqlscan_tok n;
+
+	if (s->dialect != SQLSCAN_SQLITE || t->kind != SQLSCAN_WORD)
+		return -1;
+	sqlscan_next_solid(&look, &n);
+	if (!sqlscan_is_punct(s, &n, '('))
+		return -1;
+	for (int i = 0; sqlscan_lite_fns[i] != NULL; i++)
+		if (sqlscan_is_word(s, t, sqlscan_lite_fns[i]))
+			return i;
+	return -1;
+}
+
+/*
+ * A SQLite date/time call whose arguments are being read, to learn
+ * whether it is given a time value (strftime's second argument, the
+ * others' first).  Only tokens at its own parenthesis level change it:
+ * inside a nested parenthesis the argument already has a token, the '('.
+ */
+struct sqlscan_call {
+	long level;            /* the parenthesis depth inside its '(' */
+	int fn;                /* index in sqlscan_lite_fns */
+	size_t off;            /* its name's offset */
+	int arg;               /* arguments ended before the current one */
+	bool empty;            /* the current argument has no token yet */
+	struct sqlscan_hit in; /* the first clock read met inside it */
+};
+
+/*
+ * Token t at call c's own level.  True when it ends what c decides (its
+ * ')', the ',' after its time value, or "now" as that value), with *out
+ * the clock read c makes, else the first one met inside it (off -1: none).
+ */
+static bool
+sqlscan_call_step(const struct sqlscan *s, const struct sqlscan_tok *t,
+		  struct sqlscan_call *c, struct sqlscan_hit *out)
+{
+	int want = strcmp(sqlscan_lite_fns[c->fn], "strftime") == 0 ? 1 : 0;
+	bool comma = sqlscan_is_punct(s, t, ',');
+
+	if (comma && c->arg != want) {
+		c->arg++;
+		c->empty = true;
+		return false;
+	}
+	if (!comma && !sqlscan_is_punct(s, t, ')')) {
+		if (c->arg == want && c->empty && t->kind == SQLSCAN_QUOTED &&
+		    sqlscan_holds(s, t, "now", false)) {
+			out->off = (long)t->off;
+			out->what = "\"now\"";
+			return true;
+		}
+		c->empty = false;
+		return false;
+	}
+	/* its ')', or the ',' after its time value */
+	if (c->arg < want || (c->arg == want && c->empty)) {
+		out->off = (long)c->off;
+		out->what = sqlscan_lite_calls[c->fn];
+	} else {
+		*out = c->in;
+	}
+	return true;
+}
+
+/*
+ * Found: the clock read h, made by a token after every open call's name.
+ * The open calls come first (each is decided before what is inside it):
+ * true when no call is open, else h waits in the innermost (the first one
+ * met there is kept).
+ */
+static bool
+sqlscan_found(struct sqlscan_call *calls, size_t ncalls, struct sqlscan_hit h)
+{
+	if (h.off < 0)
+		return false;
+	if (ncalls == 0)
+		return true;
+	if (calls[ncalls - 1].in.off < 0)
+		calls[ncalls - 1].in = h;
+	return false;
+}
+
+/*
+ * One pass over the tokens, linear in the text however deep the calls
+ * nest: the first read in the order of the tokens that make it, as if
+ * each SQLite call's arguments were read ahead when its name is met (the
+ * open calls are a stack, decided innermost first).
+ */
+long
+sqlscan_wall_clock(const char *sql, enum sqlscan_dialect dialect,
+		   const char **what)
+{
+	struct sqlscan s;
+	struct sqlscan_tok t, prev = { SQLSCAN_END, SQLSCAN_END, 0, 0, 0 };
 	struct sqlscan_tok prev2 = prev;
-	const char *w;
-	bool pg = dialect == SQLSCAN_PG;
-	size_t i;
+	struct sqlscan_call *calls = NULL;
+	struct sqlscan_hit h = { -1, NULL };
+	size_t ncalls = 0, cap = 0;
+	long depth = 0;
+	int opening = -1; /* a call's name was met: its '(' is next */
+	bool done = false;
 
 	sqlscan_init(&s, sql, dialect);
-	for (;; prev2 = prev, prev = t) {
-		switch (sqlscan_next_solid(&s, &t)) {
-		case SQLSCAN_END:
-		case SQLSCAN_UNTERMINATED:
-			return -1;
-		default:
+	for (; !done; prev2 = prev, prev = t) {
+		enum sqlscan_kind k = sqlscan_next_solid(&s, &t);
+
+		if (k == SQLSCAN_END || k == SQLSCAN_UNTERMINATED) {
+			h.off = -1;
 			break;
 		}
-		if ((w = sqlscan_word_in(&s, &t, words)) != NULL ||
-		    (pg && (w = sqlscan_word_in(&s, &t, pg_words)) != NULL)) {
-			*what = w;
-			return (long)t.off;
-		}
-		if (t.kind == SQLSCAN_STRING && sqlscan_holds(&s, &t, "now",
-		    false)) {
-			*what = "'now'";
-			return (long)t.off;
-		}
-		if (pg && (w = sqlscan_pg_special(&s, &t)) != NULL) {
-			/* date 'today', 'today'::date, CAST('today' AS date) */
-			look = s;
-			sqlscan_next_solid(&look, &n);
-			if (sqlscan_is_datetype(&s, &prev) ||
-			    (n.kind == SQLSCAN_CAST &&
-			     sqlscan_next_solid(&look, &n) == SQLSCAN_WORD &&
-			     sqlscan_is_datetype(&s, &n)) ||
-			    (sqlscan_is_word(&s, &n, "as") &&
-			     sqlscan_is_punct(&s, &prev, '(') &&
-			     sqlscan_is_word(&s, &prev2, "cast") &&
-			     sqlscan_next_solid(&look, &n) == SQLSCAN_WORD &&
-			     sqlscan_is_datetype(&s, &n))) {
-				*what = w;
-				return (long)t.off;
-			}
-			continue;
-		}
-		if (t.kind != SQLSCAN_WORD)
-			continue;
-		look = s;
-		sqlscan_next_solid(&look, &n);
-		if (!sqlscan_is_punct(&s, &n, '('))
-			continue;
-		if (pg) {
-			for (i = 0; pg_fns[i] != NULL; i++)
-				if (sqlscan_is_word(&s, &t, pg_fns[i])) {
-					*what = pg_calls[i];
-					return (long)t.off;
-				}
-			continue;
-		}
-		for (i = 0; lite_fns[i] != NULL; i++)
-			if (sqlscan_is_word(&s, &t, lite_fns[i]))
+		if (ncalls > 0 && calls[ncalls - 1].level == depth &&
+		    sqlscan_call_step(&s, &t, &calls[ncalls - 1], &h)) {
+			ncalls--;
+			if ((done = sqlscan_found(calls, ncalls, h)))
 				break;
-		if (lite_fns[i] == NULL)
-			continue;
-		{
-			/* Count the call's arguments up to the time value
-			 * (strftime's second, the others' first). */
-			size_t want = strcmp(lite_fns[i], "strftime") == 0 ? 1 : 0;
-			size_t arg = 0;
-			int depth = 0;
-			bool empty = true;
-
-			for (;;) {
-				enum sqlscan_kind k = sqlscan_next_solid(&look, &n);
-
-				if (k == SQLSCAN_END || k == SQLSCAN_UNTERMINATED)
-					return -1;
-				if (sqlscan_is_punct(&look, &n, '(')) {
-					depth++;
-				} else if (sqlscan_is_punct(&look, &n, ')')) {
-					if (depth-- == 0)
-						break;
-				} else if (depth == 0 &&
-				    sqlscan_is_punct(&look, &n, ',')) {
-					if (arg == want)
-						break;
-					arg++;
-					empty = true;
-					continue;
-				}
-				if (arg == want && depth == 0 && empty &&
-				    n.kind == SQLSCAN_QUOTED &&
-				    sqlscan_holds(&look, &n, "now", false)) {
-					*what = "\"now\"";
-					return (long)n.off;
-				}
-				empty = false;
-			}
-			if (arg < want || (arg == want && empty)) {
-				*what = lite_calls[i];
-				return (long)t.off;
-			}
 		}
+		if (sqlscan_is_punct(&s, &t, '('))
+			depth++;
+		else if (sqlscan_is_punct(&s, &t, ')'))
+			depth--;
+		if (opening >= 0) {
+			if (ncalls == cap) {
+				cap = cap ? cap * 2 : 16;
+				calls = xreallocarray(calls, cap, sizeof *calls);
+			}
+			calls[ncalls++] = (struct sqlscan_call){ depth, opening,
+				prev.off, 0, true, { -1, NULL } };
+			opening = -1;
+			continue;
+		}
+		h = sqlscan_clock_token(&s, &t, &prev, &prev2);
+		done = sqlscan_found(calls, ncalls, h);
+		opening = sqlscan_lite_call(&s, &t);
 	}
+	free(calls);
+	if (h.off >= 0)
+		*what = h.what;
+	return h.off;
 }
 
 void

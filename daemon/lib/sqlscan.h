@@ -3,10 +3,11 @@
  * and what is built on them (the wall-clock guard; pgsql.c's statement
  * splitter).
  *
- * Pure: no I/O, no allocation.  The scanner cuts text into tokens without
- * judging them, so that a quoted thing (string, quoted identifier, dollar
- * quote, comment) is always one token: what it holds can never end a
- * statement, name a parameter or read the clock.  The dialect decides:
+ * Pure: no I/O; the scanner allocates nothing (the wall-clock scan keeps
+ * a stack of the calls it is inside).  The scanner cuts text into tokens
+ * without judging them, so that a quoted thing (string, quoted identifier,
+ * dollar quote, comment) is always one token: what it holds can never end
+ * a statement, name a parameter or read the clock.  The dialect decides:
  *
  *                        SQLite                PostgreSQL
  *   'str'                '' escapes            '' escapes; E'..' also \
@@ -92,6 +93,7 @@ bool sqlscan_is_punct(const struct sqlscan *s, const struct sqlscan_tok *t,
  *    or timestamp literal: 'today'::date, date 'today',
  *    CAST('today' AS timestamp).  'epoch' is a fixed instant: allowed.
  * Text that does not scan (an unterminated quote) is searched up to there.
+ * Linear in the text, however deep calls nest.
  */
 long sqlscan_wall_clock(const char *sql, enum sqlscan_dialect dialect,
 			const char **what);

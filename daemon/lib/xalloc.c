@@ -8,13 +8,22 @@
 
 #include "xalloc.h"
 
-/* The one place that handles exhaustion: one line, then abort(). */
-static void
+/* Exhaustion of our own allocation: one line, then abort(). */
+static void __attribute__((noreturn))
 xalloc_fail(size_t n, size_t size)
 {
 	fprintf(stderr, "<2>backfilld: out of memory allocating %zu x %zu "
 		"bytes; aborting (the state store keeps every committed "
 		"change)\n", n, size);
+	abort();
+}
+
+/* Exhaustion reported by a library: the same line, naming it. */
+void
+xalloc_exhausted(const char *what)
+{
+	fprintf(stderr, "<2>backfilld: out of memory in %s; aborting (the "
+		"state store keeps every committed change)\n", what);
 	abort();
 }
 

@@ -24,4 +24,9 @@ char *xstrndup(const char *s, size_t n);
 char *xasprintf(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 char *xvasprintf(const char *fmt, va_list ap);
 
+/* For a library that allocates on its own and reports exhaustion (libyaml,
+ * glob, SQLite's and libpq's string functions): the same one line, then
+ * abort().  what names the call ("libyaml", "glob"). */
+void xalloc_exhausted(const char *what) __attribute__((noreturn));
+
 #endif

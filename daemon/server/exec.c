@@ -18,15 +18,15 @@
  * state freed: so done_cb always comes later, on the loop thread, once.
  *
  * Stopping a run (timeout, exec_cancel, exec_close) follows these rules:
- *  - the reason is stored first, atomically, in job->stop; the first
+ *  - the reason is stored first, atomically, in fl->stop; the first
  *    reason wins;
  *  - a queued SQL run is unlinked and finished at once;
  *  - a running SQL run is interrupted through its worker's connection, but
- *    only while w->current == job, both read under w->lock: the worker
+ *    only while w->current == fl, both read under w->lock: the worker
  *    sets and clears current under the same lock, so the connection is
  *    never interrupted on behalf of another run, nor after it is closed;
  *    a stop that comes before the worker has begun is seen by the worker,
- *    which checks job->stop after begin() and before every step;
+ *    which checks fl->stop after begin() and before every step;
  *  - a command's process group gets SIGKILL, only while the child is not
  *    yet reaped (the pid could be reused after);
  *  - a run that still completed (committed, exited 0) keeps its success;
@@ -65,7 +65,7 @@ enum exec_state { EXEC_QUEUED, EXEC_RUNNING, EXEC_DONE };
 struct exec_worker;
 
 /* A run in flight: exec_run.priv. */
-struct exec_job {
+struct exec_flight {
 	struct exec *ex;
 	struct exec_run *run;
 	bool is_cmd;
@@ -74,12 +74,12 @@ struct exec_job {
 	/* ex->lock */
 	enum exec_state state;
 	struct exec_worker *worker;  /* while EXEC_RUNNING */
-	struct exec_job *qnext;      /* queue or done list */
-	struct exec_job *snext;      /* started list */
+	struct exec_flight *qnext;      /* queue or done list */
+	struct exec_flight *snext;      /* started list */
 	bool on_slist;
 
 	/* loop thread only */
-	struct exec_job *aprev, *anext; /* every run in flight */
+	struct exec_flight *aprev, *anext; /* every run in flight */
 	uv_timer_t timer;
 	uv_process_t proc;
 	bool finishing;              /* the timer is closing: done_cb follows */
@@ -99,7 +99,7 @@ struct exec_worker {
 	struct exec *ex;
 	uv_thread_t tid;
 	uv_mutex_t lock;           /* current and conn, for interrupts */
-	struct exec_job *current;
+	struct exec_flight *current;
 	struct wh_conn *conn;
 	struct exec_conncache *cache; /* this worker's thread only */
 	size_t ncache;
@@ -111,9 +111,9 @@ struct exec {
 
 	uv_mutex_t lock;
 	uv_cond_t cond;
-	struct exec_job *qhead, *qtail; /* queued SQL runs */
-	struct exec_job *dhead, *dtail; /* finished by a worker */
-	struct exec_job *shead, *stail; /* started, not yet told */
+	struct exec_flight *qhead, *qtail; /* queued SQL runs */
+	struct exec_flight *dhead, *dtail; /* finished by a worker */
+	struct exec_flight *shead, *stail; /* started, not yet told */
 	bool quit;
 
 	/* open warehouse connections over all workers, by warehouse name
@@ -130,7 +130,7 @@ struct exec {
 	/* loop thread only */
 	struct exec_worker **workers;
 	int nworkers;
-	struct exec_job *all;
+	struct exec_flight *all;
 	int nrunning;
 	bool closing;
 	bool close_done;
@@ -196,21 +196,21 @@ exec_fail(struct exec_run *run, const char *fmt, ...)
 
 /* True once someone asked the run to stop. */
 static bool
-exec_stopping(struct exec_job *job)
+exec_stopping(struct exec_flight *fl)
 {
-	return atomic_load(&job->stop) != EXEC_STOP_NONE;
+	return atomic_load(&fl->stop) != EXEC_STOP_NONE;
 }
 
 /* A failed run that was being stopped reports why it was stopped. */
 static void
-exec_result_stop(struct exec_job *job)
+exec_result_stop(struct exec_flight *fl)
 {
-	struct exec_run *run = job->run;
+	struct exec_run *run = fl->run;
 	char dur[CAL_KEY_MAX];
 
 	if (!run->failed)
 		return;
-	switch (atomic_load(&job->stop)) {
+	switch (atomic_load(&fl->stop)) {
 	case EXEC_STOP_TIMEOUT:
 		cal_format_duration(run->job->timeout, dur);
 		run->timed_out = true;
@@ -459,10 +459,10 @@ exec_value_true(const char *v)
  * one failed, -2 when one could not run.
  */
 static int
-exec_checks(struct exec_job *job, struct wh_conn *conn, size_t i,
+exec_checks(struct exec_flight *fl, struct wh_conn *conn, size_t i,
 	    const struct wh_param *params, size_t nparams, struct err *err)
 {
-	struct exec_run *run = job->run;
+	struct exec_run *run = fl->run;
 	const struct job_def *jd = run->job;
 	const char *key = run->parts[i].key;
 	struct exec_check_result *cr;
@@ -474,7 +474,7 @@ exec_checks(struct exec_job *job, struct wh_conn *conn, size_t i,
 	size_t k;
 
 	for (k = 0; k < jd->nchecks; k++) {
-		if (exec_stopping(job)) {
+		if (exec_stopping(fl)) {
 			err_set(err, EXIT_WORK_FAILED, "interrupted");
 			return -2;
 		}
@@ -525,13 +525,14 @@ exec_part_params(const struct exec_part *p, struct wh_param params[3])
 
 /* The batch's statements: manifest, job SQL once, checks per partition. */
 static int
-exec_sql_batch(struct exec_job *job, struct wh_conn *conn, int64_t *base,
+exec_sql_batch(struct exec_flight *fl, struct wh_conn *conn, int64_t *base,
 	       struct err *err)
 {
-	struct exec_run *run = job->run;
+	struct exec_run *run = fl->run;
 	struct wh_manifest_row *rows;
 	struct wh_param params[3];
 	const char *lo, *hi;
+	enum guard_outcome g;
 	int rc = 0, r;
 	size_t i;
 
@@ -570,16 +571,16 @@ exec_sql_batch(struct exec_job *job, struct wh_conn *conn, int64_t *base,
 		return -1;
 	for (i = 0; i < run->nparts; i++) {
 		exec_part_params(&run->parts[i], params);
-		r = exec_checks(job, conn, i, params, 3, rc == 0 ? err : NULL);
+		r = exec_checks(fl, conn, i, params, 3, rc == 0 ? err : NULL);
 		if (r == -2)
 			return -1;
 		if (r == -1)
 			rc = -1;
 		if (run->job->table != NULL) {
-			r = guard_after(run, conn, i, params, 3, rc == 0, err);
-			if (r == -2)
+			g = guard_after(run, conn, i, params, 3, rc == 0, err);
+			if (g == GUARD_BROKEN)
 				return -1;
-			if (r == -1)
+			if (g == GUARD_FAILED)
 				rc = -1;
 		}
 	}
@@ -590,13 +591,14 @@ exec_sql_batch(struct exec_job *job, struct wh_conn *conn, int64_t *base,
 
 /* The run's transaction on conn: everything, then commit or roll back. */
 static int
-exec_sql_tx(struct exec_job *job, struct wh_conn *conn, struct err *err)
+exec_sql_tx(struct exec_flight *fl, struct wh_conn *conn, struct err *err)
 {
 	const struct wh_driver *drv = conn->drv;
-	struct exec_run *run = job->run;
+	struct exec_run *run = fl->run;
 	const struct job_def *jd = run->job;
 	struct wh_param params[3];
 	int64_t base, changed;
+	enum guard_outcome g;
 	int rc = 0, r;
 	size_t i;
 
@@ -604,7 +606,7 @@ exec_sql_tx(struct exec_job *job, struct wh_conn *conn, struct err *err)
 		err_prefix(err, "cannot begin a transaction");
 		return -1;
 	}
-	if (exec_stopping(job)) {
+	if (exec_stopping(fl)) {
 		err_set(err, EXIT_WORK_FAILED, "interrupted");
 		goto fail;
 	}
@@ -613,14 +615,14 @@ exec_sql_tx(struct exec_job *job, struct wh_conn *conn, struct err *err)
 		    jd->nmetrics : 0)) * run->nparts, sizeof *run->checks);
 	base = drv->changes(conn);
 	if (jd->batch) {
-		if (exec_sql_batch(job, conn, &base, err) == -1)
+		if (exec_sql_batch(fl, conn, &base, err) == -1)
 			goto fail;
 	} else {
 		/* Several partitions without batch: one after the other, in
 		 * the same transaction. */
 		for (i = 0; i < run->nparts; i++) {
 			exec_part_params(&run->parts[i], params);
-			if (exec_stopping(job)) {
+			if (exec_stopping(fl)) {
 				err_set(err, EXIT_WORK_FAILED, "interrupted");
 				goto fail;
 			}
@@ -633,25 +635,25 @@ exec_sql_tx(struct exec_job *job, struct wh_conn *conn, struct err *err)
 					goto fail;
 				break;
 			}
-			r = exec_checks(job, conn, i, params, 3,
+			r = exec_checks(fl, conn, i, params, 3,
 			    rc == 0 ? err : NULL);
 			if (r == -2)
 				goto fail;
 			if (r == -1)
 				rc = -1;
 			if (jd->table != NULL) {
-				r = guard_after(run, conn, i, params, 3, rc == 0,
+				g = guard_after(run, conn, i, params, 3, rc == 0,
 				    err);
-				if (r == -2)
+				if (g == GUARD_BROKEN)
 					goto fail;
-				if (r == -1)
+				if (g == GUARD_FAILED)
 					rc = -1;
 			}
 		}
 		if (rc == -1)
 			goto fail;
 	}
-	if (exec_stopping(job)) {
+	if (exec_stopping(fl)) {
 		err_set(err, EXIT_WORK_FAILED, "interrupted");
 		goto fail;
 	}
@@ -671,10 +673,10 @@ fail:
 /* A proof (--verify): parts[0] twice in one transaction, its content read
  * before and after each run, everything rolled back. */
 static int
-exec_sql_verify(struct exec_job *job, struct wh_conn *conn, struct err *err)
+exec_sql_verify(struct exec_flight *fl, struct wh_conn *conn, struct err *err)
 {
 	const struct wh_driver *drv = conn->drv;
-	struct exec_run *run = job->run;
+	struct exec_run *run = fl->run;
 	const struct job_def *jd = run->job;
 	const struct exec_part *p = &run->parts[0];
 	struct wh_manifest_row row = { p->key, p->start, p->end };
@@ -690,7 +692,7 @@ exec_sql_verify(struct exec_job *job, struct wh_conn *conn, struct err *err)
 	}
 	exec_part_params(p, params);
 	for (k = 0; k < 3; k++) {
-		if (exec_stopping(job)) {
+		if (exec_stopping(fl)) {
 			err_set(err, EXIT_WORK_FAILED, "interrupted");
 			goto fail;
 		}
@@ -726,9 +728,9 @@ fail:
 /* A query run (a late_data sensor): the values of one read-only
  * statement with :since bound, outside any transaction. */
 static int
-exec_sql_query(struct exec_job *job, struct wh_conn *conn, struct err *err)
+exec_sql_query(struct exec_flight *fl, struct wh_conn *conn, struct err *err)
 {
-	struct exec_run *run = job->run;
+	struct exec_run *run = fl->run;
 	struct wh_param since = { "since", run->query_since };
 
 	if (conn->drv->query_column == NULL)
@@ -745,42 +747,42 @@ exec_sql_query(struct exec_job *job, struct wh_conn *conn, struct err *err)
 
 /* One SQL run on worker w. */
 static void
-exec_sql_run(struct exec_worker *w, struct exec_job *job)
+exec_sql_run(struct exec_worker *w, struct exec_flight *fl)
 {
-	struct exec_run *run = job->run;
+	struct exec_run *run = fl->run;
 	const struct warehouse_def *wh;
 	struct wh_conn *conn;
 	struct err err;
 	int rc;
 
 	err_clear(&err);
-	if (exec_stopping(job)) {
+	if (exec_stopping(fl)) {
 		exec_fail(run, "interrupted");
-		exec_result_stop(job);
+		exec_result_stop(fl);
 		return;
 	}
 	wh = &run->cfg->warehouses[run->job->warehouse];
 	conn = exec_conn_get(w, wh, &err);
 	if (conn == NULL) {
 		exec_fail(run, "%s", err.msg);
-		exec_result_stop(job);
+		exec_result_stop(fl);
 		return;
 	}
 
 	uv_mutex_lock(&w->lock);
-	w->current = job;
+	w->current = fl;
 	w->conn = conn;
 	uv_mutex_unlock(&w->lock);
 	if (conn->drv->watch != NULL)
-		conn->drv->watch(conn, &job->stop, run->job->timeout * 1000,
+		conn->drv->watch(conn, &fl->stop, run->job->timeout * 1000,
 		    run->job->allow_wall_clock);
 
 	if (run->query_sql != NULL)
-		rc = exec_sql_query(job, conn, &err);
+		rc = exec_sql_query(fl, conn, &err);
 	else if (run->verify)
-		rc = exec_sql_verify(job, conn, &err);
+		rc = exec_sql_verify(fl, conn, &err);
 	else
-		rc = exec_sql_tx(job, conn, &err);
+		rc = exec_sql_tx(fl, conn, &err);
 
 	if (conn->drv->watch != NULL)
 		conn->drv->watch(conn, NULL, 0, false);
@@ -803,7 +805,7 @@ exec_sql_run(struct exec_worker *w, struct exec_job *job)
 	}
 	if (rc == -1) {
 		exec_fail(run, "%s", err.msg);
-		exec_result_stop(job);
+		exec_result_stop(fl);
 	}
 }
 
@@ -813,42 +815,42 @@ exec_worker_main(void *arg)
 {
 	struct exec_worker *w = arg;
 	struct exec *ex = w->ex;
-	struct exec_job *job;
+	struct exec_flight *fl;
 
 	for (;;) {
 		uv_mutex_lock(&ex->lock);
 		while (ex->qhead == NULL && !ex->quit)
 			uv_cond_wait(&ex->cond, &ex->lock);
-		job = ex->qhead;
-		if (job == NULL) {
+		fl = ex->qhead;
+		if (fl == NULL) {
 			uv_mutex_unlock(&ex->lock);
 			break;
 		}
-		ex->qhead = job->qnext;
+		ex->qhead = fl->qnext;
 		if (ex->qhead == NULL)
 			ex->qtail = NULL;
-		job->qnext = NULL;
-		job->state = EXEC_RUNNING;
-		job->worker = w;
-		job->on_slist = true;
+		fl->qnext = NULL;
+		fl->state = EXEC_RUNNING;
+		fl->worker = w;
+		fl->on_slist = true;
 		if (ex->stail != NULL)
-			ex->stail->snext = job;
+			ex->stail->snext = fl;
 		else
-			ex->shead = job;
-		ex->stail = job;
+			ex->shead = fl;
+		ex->stail = fl;
 		uv_mutex_unlock(&ex->lock);
 		uv_async_send(&ex->async);
 
-		exec_sql_run(w, job);
+		exec_sql_run(w, fl);
 
-		/* After this, job belongs to the loop thread again. */
+		/* After this, fl belongs to the loop thread again. */
 		uv_mutex_lock(&ex->lock);
-		job->state = EXEC_DONE;
+		fl->state = EXEC_DONE;
 		if (ex->dtail != NULL)
-			ex->dtail->qnext = job;
+			ex->dtail->qnext = fl;
 		else
-			ex->dhead = job;
-		ex->dtail = job;
+			ex->dhead = fl;
+		ex->dtail = fl;
 		uv_mutex_unlock(&ex->lock);
 		uv_async_send(&ex->async);
 	}
@@ -866,20 +868,20 @@ static void exec_close_finish(struct exec *ex);
 static void
 exec_timer_close_cb(uv_handle_t *handle)
 {
-	struct exec_job *job = handle->data;
-	struct exec *ex = job->ex;
-	struct exec_run *run = job->run;
+	struct exec_flight *fl = handle->data;
+	struct exec *ex = fl->ex;
+	struct exec_run *run = fl->run;
 
-	if (job->aprev != NULL)
-		job->aprev->anext = job->anext;
+	if (fl->aprev != NULL)
+		fl->aprev->anext = fl->anext;
 	else
-		ex->all = job->anext;
-	if (job->anext != NULL)
-		job->anext->aprev = job->aprev;
+		ex->all = fl->anext;
+	if (fl->anext != NULL)
+		fl->anext->aprev = fl->aprev;
 	if (--ex->nrunning == 0 && !ex->close_done)
 		uv_unref((uv_handle_t *)&ex->async);
 	run->priv = NULL;
-	free(job);
+	free(fl);
 	run->done_cb(run);
 	if (ex->closing && ex->nrunning == 0)
 		exec_close_finish(ex);
@@ -887,23 +889,23 @@ exec_timer_close_cb(uv_handle_t *handle)
 
 /* Finish a run whose result is final: done_cb follows the timer's close. */
 static void
-exec_finish(struct exec_job *job)
+exec_finish(struct exec_flight *fl)
 {
-	struct exec *ex = job->ex;
-	struct exec_job **pp;
+	struct exec *ex = fl->ex;
+	struct exec_flight **pp;
 
-	if (job->finishing)
+	if (fl->finishing)
 		return;
-	job->finishing = true;
+	fl->finishing = true;
 	uv_mutex_lock(&ex->lock);
-	if (job->on_slist) {
-		/* A "started" event not yet drained must not outlive job. */
+	if (fl->on_slist) {
+		/* A "started" event not yet drained must not outlive fl. */
 		for (pp = &ex->shead; *pp != NULL; pp = &(*pp)->snext) {
-			if (*pp != job)
+			if (*pp != fl)
 				continue;
-			*pp = job->snext;
-			if (ex->stail == job) {
-				struct exec_job *p = ex->shead;
+			*pp = fl->snext;
+			if (ex->stail == fl) {
+				struct exec_flight *p = ex->shead;
 
 				while (p != NULL && p->snext != NULL)
 					p = p->snext;
@@ -911,62 +913,62 @@ exec_finish(struct exec_job *job)
 			}
 			break;
 		}
-		job->on_slist = false;
+		fl->on_slist = false;
 	}
 	uv_mutex_unlock(&ex->lock);
-	uv_timer_stop(&job->timer);
-	uv_close((uv_handle_t *)&job->timer, exec_timer_close_cb);
+	uv_timer_stop(&fl->timer);
+	uv_close((uv_handle_t *)&fl->timer, exec_timer_close_cb);
 }
 
 /* Kill a command's whole process group, if it is still ours to kill. */
 static void
-exec_cmd_kill(struct exec_job *job)
+exec_cmd_kill(struct exec_flight *fl)
 {
-	if (!job->spawned || job->exited)
+	if (!fl->spawned || fl->exited)
 		return;
-	if (kill(-job->proc.pid, SIGKILL) == -1)
-		kill(job->proc.pid, SIGKILL);
+	if (kill(-fl->proc.pid, SIGKILL) == -1)
+		kill(fl->proc.pid, SIGKILL);
 }
 
 /* Stop a run for `reason` (the first reason given wins). */
 static void
-exec_stop(struct exec_job *job, int reason)
+exec_stop(struct exec_flight *fl, int reason)
 {
-	struct exec *ex = job->ex;
+	struct exec *ex = fl->ex;
 	struct exec_worker *w;
-	struct exec_job **pp;
+	struct exec_flight **pp;
 	int none = EXEC_STOP_NONE;
 
-	if (job->finishing)
+	if (fl->finishing)
 		return;
-	if (!atomic_compare_exchange_strong(&job->stop, &none, reason))
+	if (!atomic_compare_exchange_strong(&fl->stop, &none, reason))
 		return;
-	if (job->is_cmd) {
-		exec_cmd_kill(job);
+	if (fl->is_cmd) {
+		exec_cmd_kill(fl);
 		return;
 	}
 	uv_mutex_lock(&ex->lock);
-	switch (job->state) {
+	switch (fl->state) {
 	case EXEC_QUEUED:
-		for (pp = &ex->qhead; *pp != job; pp = &(*pp)->qnext)
+		for (pp = &ex->qhead; *pp != fl; pp = &(*pp)->qnext)
 			;
-		*pp = job->qnext;
-		if (ex->qtail == job) {
+		*pp = fl->qnext;
+		if (ex->qtail == fl) {
 			ex->qtail = ex->qhead;
 			while (ex->qtail != NULL && ex->qtail->qnext != NULL)
 				ex->qtail = ex->qtail->qnext;
 		}
-		job->qnext = NULL;
-		job->state = EXEC_DONE;
+		fl->qnext = NULL;
+		fl->state = EXEC_DONE;
 		uv_mutex_unlock(&ex->lock);
-		job->run->failed = true;
-		exec_result_stop(job);
-		exec_finish(job);
+		fl->run->failed = true;
+		exec_result_stop(fl);
+		exec_finish(fl);
 		return;
 	case EXEC_RUNNING:
-		w = job->worker;
+		w = fl->worker;
 		uv_mutex_lock(&w->lock);
-		if (w->current == job && w->conn != NULL)
+		if (w->current == fl && w->conn != NULL)
 			w->conn->drv->interrupt(w->conn);
 		uv_mutex_unlock(&w->lock);
 		break;
@@ -985,12 +987,12 @@ exec_timeout_cb(uv_timer_t *timer)
 
 /* Arm a run's timeout, if it has one. */
 static void
-exec_arm_timeout(struct exec_job *job)
+exec_arm_timeout(struct exec_flight *fl)
 {
-	int64_t t = job->run->job->timeout;
+	int64_t t = fl->run->job->timeout;
 
 	if (t > 0)
-		uv_timer_start(&job->timer, exec_timeout_cb,
+		uv_timer_start(&fl->timer, exec_timeout_cb,
 		    (uint64_t)t * 1000, 0);
 }
 
@@ -999,7 +1001,7 @@ static void
 exec_async_cb(uv_async_t *async)
 {
 	struct exec *ex = async->data;
-	struct exec_job *s, *d, *next;
+	struct exec_flight *s, *d, *next;
 
 	uv_mutex_lock(&ex->lock);
 	s = ex->shead;
@@ -1029,17 +1031,17 @@ exec_async_cb(uv_async_t *async)
 
 /* Tell the loop a command started (its started_cb comes from the drain). */
 static void
-exec_post_started(struct exec_job *job)
+exec_post_started(struct exec_flight *fl)
 {
-	struct exec *ex = job->ex;
+	struct exec *ex = fl->ex;
 
 	uv_mutex_lock(&ex->lock);
-	job->on_slist = true;
+	fl->on_slist = true;
 	if (ex->stail != NULL)
-		ex->stail->snext = job;
+		ex->stail->snext = fl;
 	else
-		ex->shead = job;
-	ex->stail = job;
+		ex->shead = fl;
+	ex->stail = fl;
 	uv_mutex_unlock(&ex->lock);
 	uv_async_send(&ex->async);
 }
@@ -1055,18 +1057,18 @@ exec_proc_close_cb(uv_handle_t *handle)
 static void
 exec_proc_exit_cb(uv_process_t *proc, int64_t status, int sig)
 {
-	struct exec_job *job = proc->data;
-	struct exec_run *run = job->run;
+	struct exec_flight *fl = proc->data;
+	struct exec_run *run = fl->run;
 
-	job->exited = true;
-	uv_timer_stop(&job->timer);
+	fl->exited = true;
+	uv_timer_stop(&fl->timer);
 	if (sig != 0)
 		exec_fail(run, "command killed by signal %d (log: %s)", sig,
-		    job->log_path);
+		    fl->log_path);
 	else if (status != 0)
 		exec_fail(run, "command exited with status %lld (log: %s)",
-		    (long long)status, job->log_path);
-	exec_result_stop(job);
+		    (long long)status, fl->log_path);
+	exec_result_stop(fl);
 	uv_close((uv_handle_t *)proc, exec_proc_close_cb);
 }
 
@@ -1143,15 +1145,15 @@ exec_resource_errno(int e)
 
 /* Open (creating LOG_DIR/JOB) the run's log file for appending. */
 static int
-exec_cmd_log(struct exec_job *job, int *fd, struct err *err)
+exec_cmd_log(struct exec_flight *fl, int *fd, struct err *err)
 {
-	struct exec_run *run = job->run;
+	struct exec_run *run = fl->run;
 	const char *name = run->job->name;
 	char dir[PATH_MAX];
 	int n;
 
 	if (run->log_dir == NULL) {
-		snprintf(job->log_path, sizeof job->log_path, "/dev/null");
+		snprintf(fl->log_path, sizeof fl->log_path, "/dev/null");
 	} else {
 		if (strchr(name, '/') != NULL || strcmp(name, "..") == 0 ||
 		    strchr(run->parts[0].key, '/') != NULL)
@@ -1167,30 +1169,30 @@ exec_cmd_log(struct exec_job *job, int *fd, struct err *err)
 		if (mkdir(dir, 0750) == -1 && errno != EEXIST)
 			return err_set(err, EXIT_WORK_FAILED, "cannot create "
 			    "%s: %s", dir, strerror(errno));
-		n = snprintf(job->log_path, sizeof job->log_path,
+		n = snprintf(fl->log_path, sizeof fl->log_path,
 		    "%s/%s.%d.log", dir, run->parts[0].key, run->attempt);
-		if (n < 0 || (size_t)n >= sizeof job->log_path)
+		if (n < 0 || (size_t)n >= sizeof fl->log_path)
 			return err_set(err, EXIT_WORK_FAILED, "log path too "
 			    "long under %s", dir);
 	}
 	/* O_NOFOLLOW: a symbolic link planted at the log's path must not
 	 * make the daemon append to whatever it points at */
-	*fd = open(job->log_path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC |
+	*fd = open(fl->log_path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC |
 	    O_NOCTTY | O_NOFOLLOW, 0640);
 	if (*fd == -1) {
 		run->not_started = exec_resource_errno(errno);
 		return err_set(err, EXIT_WORK_FAILED, "cannot open %s: %s",
-		    job->log_path, strerror(errno));
+		    fl->log_path, strerror(errno));
 	}
 	return 0;
 }
 
 /* Spawn a command run in its own session. */
 static void
-exec_cmd_start(struct exec_job *job)
+exec_cmd_start(struct exec_flight *fl)
 {
-	struct exec *ex = job->ex;
-	struct exec_run *run = job->run;
+	struct exec *ex = fl->ex;
+	struct exec_run *run = fl->run;
 	const struct job_def *jd = run->job;
 	const struct exec_part *part = &run->parts[0];
 	uv_process_options_t opt;
@@ -1200,9 +1202,9 @@ exec_cmd_start(struct exec_job *job)
 	size_t i, n, k;
 	struct err err;
 
-	if (exec_cmd_log(job, &logfd, &err) == -1) {
+	if (exec_cmd_log(fl, &logfd, &err) == -1) {
 		exec_fail(run, "%s", err.msg);
-		exec_finish(job);
+		exec_finish(fl);
 		return;
 	}
 	nullfd = open("/dev/null", O_RDONLY | O_CLOEXEC);
@@ -1210,7 +1212,7 @@ exec_cmd_start(struct exec_job *job)
 		run->not_started = exec_resource_errno(errno);
 		exec_fail(run, "cannot open /dev/null: %s", strerror(errno));
 		close(logfd);
-		exec_finish(job);
+		exec_finish(fl);
 		return;
 	}
 
@@ -1248,8 +1250,8 @@ exec_cmd_start(struct exec_job *job)
 	stdio[2].data.fd = logfd;
 	opt.stdio = stdio;
 	opt.stdio_count = 3;
-	job->proc.data = job;
-	r = uv_spawn(ex->loop, &job->proc, &opt);
+	fl->proc.data = fl;
+	r = uv_spawn(ex->loop, &fl->proc, &opt);
 
 	close(nullfd);
 	close(logfd);
@@ -1265,15 +1267,15 @@ exec_cmd_start(struct exec_job *job)
 		run->not_started = exec_resource_errno(-r);
 		exec_fail(run, "cannot run %s: %s", jd->command[0],
 		    strerror(-r));
-		uv_close((uv_handle_t *)&job->proc, exec_proc_close_cb);
+		uv_close((uv_handle_t *)&fl->proc, exec_proc_close_cb);
 		return;
 	}
-	job->spawned = true;
-	run->pgid = job->proc.pid;
-	if (proc_start_time(job->proc.pid, &run->proc_start) < 0)
+	fl->spawned = true;
+	run->pgid = fl->proc.pid;
+	if (proc_start_time(fl->proc.pid, &run->proc_start) < 0)
 		run->proc_start = -1;
-	exec_arm_timeout(job);
-	exec_post_started(job);
+	exec_arm_timeout(fl);
+	exec_post_started(fl);
 }
 
 /* Start a run now; done_cb follows exactly once, later, on the loop. */
@@ -1281,14 +1283,14 @@ void
 exec_submit(struct exec *ex, struct exec_run *run)
 {
 	const struct job_def *jd = run->job;
-	struct exec_job *job;
+	struct exec_flight *fl;
 
-	job = exec_xcalloc(1, sizeof *job);
-	job->ex = ex;
-	job->run = run;
-	atomic_init(&job->stop, EXEC_STOP_NONE);
-	job->state = EXEC_DONE;
-	run->priv = job;
+	fl = exec_xcalloc(1, sizeof *fl);
+	fl->ex = ex;
+	fl->run = run;
+	atomic_init(&fl->stop, EXEC_STOP_NONE);
+	fl->state = EXEC_DONE;
+	run->priv = fl;
 	run->failed = false;
 	run->timed_out = false;
 	run->cancelled = false;
@@ -1299,12 +1301,12 @@ exec_submit(struct exec *ex, struct exec_run *run)
 	run->rows_changed = 0;
 	run->checks = NULL;
 	run->nchecks = 0;
-	uv_timer_init(ex->loop, &job->timer);
-	job->timer.data = job;
-	job->anext = ex->all;
+	uv_timer_init(ex->loop, &fl->timer);
+	fl->timer.data = fl;
+	fl->anext = ex->all;
 	if (ex->all != NULL)
-		ex->all->aprev = job;
-	ex->all = job;
+		ex->all->aprev = fl;
+	ex->all = fl;
 	if (ex->nrunning++ == 0 && !ex->close_done)
 		uv_ref((uv_handle_t *)&ex->async);
 
@@ -1312,19 +1314,19 @@ exec_submit(struct exec *ex, struct exec_run *run)
 		run->failed = true;
 		run->cancelled = true;
 		exec_fail(run, "cancelled");
-		exec_finish(job);
+		exec_finish(fl);
 		return;
 	}
 	if (jd == NULL || run->parts == NULL || run->nparts == 0) {
 		exec_fail(run, "nothing to run");
-		exec_finish(job);
+		exec_finish(fl);
 		return;
 	}
 	if (jd->command != NULL && jd->command_len > 0 &&
 	    run->query_sql == NULL) {
-		job->is_cmd = true;
+		fl->is_cmd = true;
 		run->rows_changed = -1;
-		exec_cmd_start(job);
+		exec_cmd_start(fl);
 		return;
 	}
 	if ((jd->sql == NULL && run->query_sql == NULL) || run->cfg == NULL ||
@@ -1332,16 +1334,16 @@ exec_submit(struct exec *ex, struct exec_run *run)
 	    (size_t)jd->warehouse >= run->cfg->nwarehouses) {
 		exec_fail(run, "job %s has no sql and warehouse, nor a command",
 		    jd->name);
-		exec_finish(job);
+		exec_finish(fl);
 		return;
 	}
 	uv_mutex_lock(&ex->lock);
-	job->state = EXEC_QUEUED;
+	fl->state = EXEC_QUEUED;
 	if (ex->qtail != NULL)
-		ex->qtail->qnext = job;
+		ex->qtail->qnext = fl;
 	else
-		ex->qhead = job;
-	ex->qtail = job;
+		ex->qhead = fl;
+	ex->qtail = fl;
 	uv_cond_signal(&ex->cond);
 	uv_mutex_unlock(&ex->lock);
 }
@@ -1498,16 +1500,16 @@ exec_close_finish(struct exec *ex)
 void
 exec_close(struct exec *ex, void (*closed_cb)(void *data), void *data)
 {
-	struct exec_job *job, *next;
+	struct exec_flight *fl, *next;
 
 	if (ex->closing)
 		return;
 	ex->closing = true;
 	ex->closed_cb = closed_cb;
 	ex->closed_data = data;
-	for (job = ex->all; job != NULL; job = next) {
-		next = job->anext;
-		exec_stop(job, EXEC_STOP_CANCEL);
+	for (fl = ex->all; fl != NULL; fl = next) {
+		next = fl->anext;
+		exec_stop(fl, EXEC_STOP_CANCEL);
 	}
 	if (ex->nrunning == 0)
 		exec_close_finish(ex);

@@ -21,6 +21,7 @@
 #include <string.h>
 
 #include "buf.h"
+#include "xalloc.h"
 
 /* Append an identifier, double-quoted with embedded quotes doubled. */
 static void
@@ -115,25 +116,26 @@ guard_change(double before, double after, double *pct)
 	return true;
 }
 
-/* One number from SQL: 1 with *v, 0 for NULL or no row, -1 on error. */
+/* One number from SQL into *v, *has false for NULL, no row or text that
+ * is no number; 0, or -1 when the query failed. */
 static int
 guard_number(struct wh_conn *conn, const char *sql,
-	     const struct wh_param *params, size_t nparams, double *v,
-	     struct err *err)
+	     const struct wh_param *params, size_t nparams, bool *has,
+	     double *v, struct err *err)
 {
 	bool has_row;
 	char *value = NULL, *end;
-	int rc = 0;
 
+	*has = false;
 	if (conn->drv->query_value(conn, sql, params, nparams, &has_row, &value,
 				   err) == -1)
 		return -1;
 	if (has_row && value != NULL) {
 		*v = strtod(value, &end);
-		rc = end != value ? 1 : 0;
+		*has = end != value;
 	}
 	free(value);
-	return rc;
+	return 0;
 }
 
 /* Rows and metrics of part i, before (after = false) or after the write. */
@@ -145,12 +147,13 @@ guard_measure(struct exec_run *run, struct wh_conn *conn, size_t i,
 	const struct job_def *j = run->job;
 	struct exec_guard_result *g = &run->guards[i];
 	double v = 0;
+	bool has;
 	int rc;
 
 	for (int k = -1; k < (int)j->nmetrics; k++) {
 		char *sql = guard_sql_metric(j, k);
 
-		rc = guard_number(conn, sql, params, nparams, &v, err);
+		rc = guard_number(conn, sql, params, nparams, &has, &v, err);
 		free(sql);
 		if (rc < 0) {
 			err_prefix(err, "%s %s of %s", k < 0 ? "counting" :
@@ -171,12 +174,12 @@ guard_measure(struct exec_run *run, struct wh_conn *conn, size_t i,
 		struct exec_metric_result *m = &g->metrics[k];
 		m->name = j->metrics[k].name;
 		if (after) {
-			m->has_after = rc == 1;
+			m->has_after = has;
 			m->after = v;
 			m->has_change = m->has_before && m->has_after &&
 				guard_change(m->before, m->after, &m->change_pct);
 		} else {
-			m->has_before = rc == 1;
+			m->has_before = has;
 			m->before = v;
 		}
 	}
@@ -190,15 +193,10 @@ guard_before(struct exec_run *run, struct wh_conn *conn, size_t i,
 	const struct job_def *j = run->job;
 
 	if (run->guards == NULL) {
-		run->guards = calloc(run->nparts, sizeof *run->guards);
-		if (run->guards == NULL)
-			abort();
-		for (size_t p = 0; p < run->nparts; p++) {
-			run->guards[p].metrics = calloc(j->nmetrics ? j->nmetrics : 1,
-							sizeof *run->guards[p].metrics);
-			if (run->guards[p].metrics == NULL)
-				abort();
-		}
+		run->guards = xcalloc(run->nparts, sizeof *run->guards);
+		for (size_t p = 0; p < run->nparts; p++)
+			run->guards[p].metrics = xcalloc(j->nmetrics,
+							 sizeof *run->guards[p].metrics);
 	}
 	return guard_measure(run, conn, i, params, nparams, false, err);
 }
@@ -210,15 +208,13 @@ guard_record(struct exec_run *run, size_t i, const char *name, bool passed,
 {
 	struct exec_check_result *cr = &run->checks[run->nchecks++];
 
-	cr->name = strdup(name);
-	cr->detail = strdup(detail);
-	if (cr->name == NULL || cr->detail == NULL)
-		abort();
+	cr->name = xstrdup(name);
+	cr->detail = xstrdup(detail);
 	cr->passed = passed;
 	cr->part = i;
 }
 
-int
+enum guard_outcome
 guard_after(struct exec_run *run, struct wh_conn *conn, size_t i,
 	    const struct wh_param *params, size_t nparams, bool first_error,
 	    struct err *err)
@@ -228,10 +224,10 @@ guard_after(struct exec_run *run, struct wh_conn *conn, size_t i,
 	struct exec_guard_result *g = &run->guards[i];
 	char detail[ERR_MSG_MAX], name[160];
 	struct err qerr;
-	int rc = 0;
+	enum guard_outcome rc = GUARD_PASSED;
 
 	if (guard_measure(run, conn, i, params, nparams, true, err) < 0)
-		return -2;
+		return GUARD_BROKEN;
 	if (j->nkey > 0) {
 		char *sql = guard_sql_dupkey(j), *value = NULL;
 		bool has_row;
@@ -244,16 +240,16 @@ guard_after(struct exec_run *run, struct wh_conn *conn, size_t i,
 			err_set(err, EXIT_WORK_FAILED, "check key_unique failed for"
 				" %s: %s (is key: right for table %s?)", key,
 				qerr.msg, j->table);
-			return -2;
+			return GUARD_BROKEN;
 		}
 		free(sql);
 		if (has_row && value != NULL) {
 			snprintf(detail, sizeof detail, "duplicate key %s", value);
 			guard_record(run, i, "key_unique", false, detail);
-			if (rc == 0 && first_error)
+			if (rc == GUARD_PASSED && first_error)
 				err_set(err, EXIT_WORK_FAILED, "check key_unique"
 					" failed for %s: %s", key, detail);
-			rc = -1;
+			rc = GUARD_FAILED;
 		} else {
 			guard_record(run, i, "key_unique", true, "no duplicate key");
 		}
@@ -263,10 +259,10 @@ guard_after(struct exec_run *run, struct wh_conn *conn, size_t i,
 		 (long long)g->rows_after, (long long)j->min_rows);
 	if (g->rows_after < j->min_rows) {
 		guard_record(run, i, "min_rows", false, detail);
-		if (rc == 0 && first_error)
+		if (rc == GUARD_PASSED && first_error)
 			err_set(err, EXIT_WORK_FAILED, "check min_rows failed for"
 				" %s: %s", key, detail);
-		rc = -1;
+		rc = GUARD_FAILED;
 	} else {
 		guard_record(run, i, "min_rows", true, detail);
 	}
@@ -289,10 +285,10 @@ guard_after(struct exec_run *run, struct wh_conn *conn, size_t i,
 			 j->metrics[k].max_change);
 		guard_record(run, i, name, ok, detail);
 		if (!ok) {
-			if (rc == 0 && first_error)
+			if (rc == GUARD_PASSED && first_error)
 				err_set(err, EXIT_WORK_FAILED, "check %s failed for"
 					" %s: %s", name, key, detail);
-			rc = -1;
+			rc = GUARD_FAILED;
 		}
 	}
 	return rc;

@@ -17,10 +17,10 @@
 #include "wh.h"
 
 /* SQL counting the partition's rows (k < 0) or computing metric k, with
- * :partition bound; malloc'd. */
+ * :partition bound; free() it. */
 char *guard_sql_metric(const struct job_def *j, int k);
 /* SQL returning one duplicated key of the partition as text, or no row;
- * malloc'd, NULL when the job declares no key. */
+ * free() it; NULL when the job declares no key. */
 char *guard_sql_dupkey(const struct job_def *j);
 /* The move of a metric in percent; false when it has no base to move
  * from (no value before, or zero before). */
@@ -30,13 +30,20 @@ bool guard_change(double before, double after, double *pct);
 int guard_before(struct exec_run *run, struct wh_conn *conn, size_t i,
 		 const struct wh_param *params, size_t nparams,
 		 struct err *err);
+/* What the checks after the write found. */
+enum guard_outcome {
+	GUARD_PASSED,  /* every check passed */
+	GUARD_FAILED,  /* one failed: the run fails and rolls back (err names
+			* the first failure when first_error) */
+	GUARD_BROKEN   /* one could not run (err says why): the run fails */
+};
+
 /*
  * After the write: rows and metrics again, then the checks key_unique,
  * min_rows and max_change (one per metric with max_change), appended to
- * run->checks.  0 when all passed, -1 when one failed (err names the first
- * failure), -2 when one could not run.
+ * run->checks (which has room for them).
  */
-int guard_after(struct exec_run *run, struct wh_conn *conn, size_t i,
+enum guard_outcome guard_after(struct exec_run *run, struct wh_conn *conn, size_t i,
 		const struct wh_param *params, size_t nparams, bool first_error,
 		struct err *err);
 

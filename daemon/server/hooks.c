@@ -1,14 +1,18 @@
 /*
  * hooks.c - run the operator's hooks off the loop (see hooks.h).
  *
- * Each hook is one struct hook_run owning three handles: the process, the
- * read end of a pipe that is the hook's stdout and stderr, and its timeout
- * timer.  It is freed when all three are closed: the process handle from
- * its exit callback (libuv's rule), the pipe at EOF, the timer at exit.
- * Output lines longer than HOOK_LINE_MAX are cut.
+ * One runner (hooks_run) for every hook, a job's and a warehouse's: the
+ * callers differ only in their placeholders, the name the log gives the
+ * run and whether its result is counted.  Each run is one struct hook_run
+ * owning three handles: the process, the read end of a pipe that is the
+ * hook's stdout and stderr, and its timeout timer.  It is freed when all
+ * three are closed: the process handle from its exit callback (libuv's
+ * rule), the pipe at EOF, the timer at exit.  Output lines longer than
+ * HOOK_LINE_MAX are cut.
  */
 #include "hooks.h"
 
+#include <ctype.h>
 #include <errno.h>
 #include <inttypes.h>
 #include <signal.h>
@@ -19,6 +23,7 @@
 
 #include "clock.h"
 #include "log.h"
+#include "xalloc.h"
 
 extern char **environ;
 
@@ -26,9 +31,8 @@ extern char **environ;
 
 struct hook_run {
 	struct hooks *h;
-	enum hook_kind kind;
-	char job[128];
-	char partition[64];
+	char who[320];         /* "hook=on_late job=j partition=p", for the log */
+	int64_t *counts;       /* [HOOK_RESULT_COUNT] counting its result, or NULL */
 	uv_process_t proc;
 	uv_pipe_t out;
 	uv_timer_t timer;
@@ -43,7 +47,6 @@ struct hook_run {
 struct hooks {
 	uv_loop_t *loop;
 	struct hook_run runs;  /* list head */
-	int nrunning;
 	bool closing;
 	int64_t counts[HOOK_COUNT][HOOK_RESULT_COUNT];
 };
@@ -56,58 +59,103 @@ hook_result_name(enum hook_result r)
 	return r < HOOK_RESULT_COUNT ? names[r] : "?";
 }
 
-/* Die on allocation failure, as the rest of the daemon does. */
-static void *
-hooks_xalloc(size_t n)
-{
-	void *p = calloc(1, n ? n : 1);
-
-	if (p == NULL) {
-		log_err("out of memory");
-		abort();
-	}
-	return p;
-}
-
 struct hooks *
 hooks_new(uv_loop_t *loop)
 {
-	struct hooks *h = hooks_xalloc(sizeof *h);
+	struct hooks *h = xcalloc(1, sizeof *h);
 
 	h->loop = loop;
 	h->runs.next = h->runs.prev = &h->runs;
 	return h;
 }
 
-char *
-hooks_subst(const char *arg, const char *job, const char *partition,
-	    const char *request, const char *error)
+/* The var whose placeholder starts at p, or NULL. */
+static const struct hook_var *
+hooks_var_at(const char *p, const struct hook_var *vars, size_t nvars)
 {
-	static const char *const names[] = { "{job}", "{partition}",
-					     "{request}", "{error}" };
-	const char *vals[] = { job, partition, request, error };
-	size_t cap = strlen(arg) + 1, n = 0;
+	size_t n;
+
+	if (*p != '{')
+		return NULL;
+	for (size_t i = 0; i < nvars; i++) {
+		n = strlen(vars[i].name);
+		if (strncmp(p + 1, vars[i].name, n) == 0 && p[n + 1] == '}')
+			return &vars[i];
+	}
+	return NULL;
+}
+
+char *
+hooks_subst(const char *arg, const struct hook_var *vars, size_t nvars)
+{
+	const struct hook_var *v;
+	size_t cap = 1, n = 0;
+	const char *p;
 	char *out;
 
-	for (size_t i = 0; i < 4; i++)
-		cap += strlen(vals[i]) * (strlen(arg) / strlen(names[i]) + 1);
-	out = hooks_xalloc(cap);
-	for (const char *p = arg; *p;) {
-		size_t i;
-
-		for (i = 0; i < 4; i++)
-			if (strncmp(p, names[i], strlen(names[i])) == 0)
-				break;
-		if (i < 4) {
-			memcpy(out + n, vals[i], strlen(vals[i]));
-			n += strlen(vals[i]);
-			p += strlen(names[i]);
+	/* two passes over arg: the size, then the text */
+	for (p = arg; *p != '\0';) {
+		if ((v = hooks_var_at(p, vars, nvars)) != NULL) {
+			cap += strlen(v->value);
+			p += strlen(v->name) + 2;
+		} else {
+			cap++;
+			p++;
+		}
+	}
+	out = xmalloc(cap);
+	for (p = arg; *p != '\0';) {
+		if ((v = hooks_var_at(p, vars, nvars)) != NULL) {
+			memcpy(out + n, v->value, strlen(v->value));
+			n += strlen(v->value);
+			p += strlen(v->name) + 2;
 		} else {
 			out[n++] = *p++;
 		}
 	}
 	out[n] = '\0';
 	return out;
+}
+
+char **
+hooks_argv(char *const *argv, size_t argc, const struct hook_var *vars,
+	   size_t nvars)
+{
+	char **out = xcalloc(argc + 1, sizeof *out);
+
+	for (size_t i = 0; i < argc; i++)
+		out[i] = hooks_subst(argv[i], vars, nvars);
+	return out;
+}
+
+char **
+hooks_env(char *const *env, const struct hook_var *vars, size_t nvars)
+{
+	size_t n = 0, k = 0, i;
+	char **out, *e;
+
+	while (env != NULL && env[n] != NULL)
+		n++;
+	out = xcalloc(n + nvars + 1, sizeof *out);
+	for (i = 0; i < n; i++)
+		if (strncmp(env[i], "BACKFILLD_", 10) != 0)
+			out[k++] = xstrdup(env[i]);
+	for (i = 0; i < nvars; i++) {
+		out[k] = xasprintf("BACKFILLD_%s=%s", vars[i].name,
+				   vars[i].value);
+		for (e = out[k] + 10; *e != '=' && *e != '\0'; e++)
+			*e = (char)toupper((unsigned char)*e);
+		k++;
+	}
+	return out;
+}
+
+void
+hooks_strv_free(char **v)
+{
+	for (size_t i = 0; v != NULL && v[i] != NULL; i++)
+		free(v[i]);
+	free(v);
 }
 
 /* One handle of run r closed: free r after the last. */
@@ -132,9 +180,7 @@ hooks_flush_line(struct hook_run *r)
 {
 	if (r->nline == 0)
 		return;
-	log_info("hook=%s job=%s partition=%s output: %.*s",
-		 hook_kind_name(r->kind), r->job, r->partition,
-		 (int)r->nline, r->line);
+	log_info("%s output: %.*s", r->who, (int)r->nline, r->line);
 	r->nline = 0;
 }
 
@@ -177,37 +223,30 @@ static void
 hooks_exit_cb(uv_process_t *p, int64_t status, int sig)
 {
 	struct hook_run *r = p->data;
-	struct hooks *h = r->h;
 	int64_t ms = clock_now_ms() - r->started_ms;
 	enum hook_result res;
 
 	/* the hook's children may hold the pipe: their group goes with it */
 	kill(-p->pid, SIGKILL);
 	r->exited = true;
-	h->nrunning--;
 	if (r->timed_out)
 		res = HOOK_TIMEOUT;
 	else if (status == 0 && sig == 0)
 		res = HOOK_OK;
 	else
 		res = HOOK_FAILED;
-	h->counts[r->kind][res]++;
+	if (r->counts != NULL)
+		r->counts[res]++;
 	if (res == HOOK_OK)
-		log_info("hook=%s job=%s partition=%s done in %" PRId64 " ms",
-			 hook_kind_name(r->kind), r->job, r->partition, ms);
+		log_info("%s done in %" PRId64 " ms", r->who, ms);
 	else if (res == HOOK_TIMEOUT)
-		log_warn("hook=%s job=%s partition=%s killed after its"
-			 " hook_timeout; not retried: make it return sooner or"
-			 " raise hook_timeout", hook_kind_name(r->kind), r->job,
-			 r->partition);
+		log_warn("%s killed after its hook_timeout; not retried: make"
+			 " it return sooner or raise hook_timeout", r->who);
 	else if (sig != 0)
-		log_warn("hook=%s job=%s partition=%s killed by signal %d; not"
-			 " retried", hook_kind_name(r->kind), r->job,
-			 r->partition, sig);
+		log_warn("%s killed by signal %d; not retried", r->who, sig);
 	else
-		log_warn("hook=%s job=%s partition=%s failed: exit status %"
-			 PRId64 "; not retried", hook_kind_name(r->kind),
-			 r->job, r->partition, status);
+		log_warn("%s failed: exit status %" PRId64 "; not retried",
+			 r->who, status);
 	uv_timer_stop(&r->timer);
 	uv_close((uv_handle_t *)&r->timer, hooks_close_cb);
 	uv_close((uv_handle_t *)p, hooks_close_cb);
@@ -223,61 +262,38 @@ hooks_timeout_cb(uv_timer_t *t)
 	kill(-r->proc.pid, SIGKILL);
 }
 
-void
-hooks_fire(struct hooks *h, const struct job_def *j, enum hook_kind kind,
-	   int64_t timeout_s, const char *partition, int64_t request,
-	   const char *error)
+/*
+ * Run one hook: argv (placeholders of vars substituted) in its own process
+ * group, vars also in the environment, output to the log under `who`,
+ * killed after timeout_s; its result counted in counts (when not NULL).
+ */
+static void
+hooks_run(struct hooks *h, const char *who, char *const *tmpl, size_t argc,
+	  const struct hook_var *vars, size_t nvars, int64_t timeout_s,
+	  int64_t *counts)
 {
-	const struct hook_def *hd = &j->hooks[kind];
 	uv_process_options_t opt;
 	uv_stdio_container_t stdio[3];
 	uv_file fds[2];
-	char reqs[32] = "", *extra[4], **argv, **envp;
-	size_t n, k, i;
+	char **argv, **envp;
 	struct hook_run *r;
 	int rc;
 
-	if (hd->argv == NULL || h == NULL || h->closing)
-		return;
-	if (partition == NULL)
-		partition = "";
-	if (error == NULL)
-		error = "";
-	if (request > 0)
-		snprintf(reqs, sizeof reqs, "%" PRId64, request);
 	if ((rc = uv_pipe(fds, 0, 0)) != 0) {
-		h->counts[kind][HOOK_FAILED]++;
-		log_warn("hook=%s job=%s partition=%s cannot start: %s; not"
-			 " retried", hook_kind_name(kind), j->name, partition,
+		if (counts != NULL)
+			counts[HOOK_FAILED]++;
+		log_warn("%s cannot start: %s; not retried", who,
 			 uv_strerror(rc));
 		return;
 	}
-	r = hooks_xalloc(sizeof *r);
+	r = xcalloc(1, sizeof *r);
 	r->h = h;
-	r->kind = kind;
-	snprintf(r->job, sizeof r->job, "%s", j->name);
-	snprintf(r->partition, sizeof r->partition, "%s",
-		 partition[0] ? partition : "-");
+	r->counts = counts;
+	snprintf(r->who, sizeof r->who, "%s", who);
 	r->started_ms = clock_now_ms();
 
-	argv = hooks_xalloc((hd->argc + 1) * sizeof *argv);
-	for (i = 0; i < hd->argc; i++)
-		argv[i] = hooks_subst(hd->argv[i], j->name, partition, reqs,
-				      error);
-	extra[0] = hooks_subst("BACKFILLD_JOB={job}", j->name, "", "", "");
-	extra[1] = hooks_subst("BACKFILLD_PARTITION={partition}", "",
-			       partition, "", "");
-	extra[2] = hooks_subst("BACKFILLD_REQUEST={request}", "", "", reqs, "");
-	extra[3] = hooks_subst("BACKFILLD_ERROR={error}", "", "", "", error);
-	for (n = 0; environ != NULL && environ[n] != NULL; n++)
-		;
-	envp = hooks_xalloc((n + 5) * sizeof *envp);
-	for (i = 0, k = 0; i < n; i++)
-		if (strncmp(environ[i], "BACKFILLD_", 10) != 0)
-			envp[k++] = environ[i];
-	for (i = 0; i < 4; i++)
-		envp[k++] = extra[i];
-
+	argv = hooks_argv(tmpl, argc, vars, nvars);
+	envp = hooks_env(environ, vars, nvars);
 	memset(&opt, 0, sizeof opt);
 	opt.file = argv[0];
 	opt.args = argv;
@@ -294,12 +310,8 @@ hooks_fire(struct hooks *h, const struct job_def *j, enum hook_kind kind,
 	r->proc.data = r->out.data = r->timer.data = r;
 	rc = uv_spawn(h->loop, &r->proc, &opt);
 	close(fds[1]);
-	for (i = 0; i < hd->argc; i++)
-		free(argv[i]);
-	free(argv);
-	for (i = 0; i < 4; i++)
-		free(extra[i]);
-	free(envp);
+	hooks_strv_free(argv);
+	hooks_strv_free(envp);
 
 	r->next = h->runs.next;
 	r->prev = &h->runs;
@@ -308,36 +320,68 @@ hooks_fire(struct hooks *h, const struct job_def *j, enum hook_kind kind,
 	uv_pipe_init(h->loop, &r->out, 0);
 	uv_pipe_open(&r->out, fds[0]);
 	uv_timer_init(h->loop, &r->timer);
+	r->open = 3;
 	if (rc != 0) {
-		h->counts[kind][HOOK_FAILED]++;
-		log_warn("hook=%s job=%s partition=%s cannot run %s: %s; not"
-			 " retried", hook_kind_name(kind), j->name,
-			 r->partition, hd->argv[0], uv_strerror(rc));
-		r->open = 3;
+		if (counts != NULL)
+			counts[HOOK_FAILED]++;
+		log_warn("%s cannot run %s: %s; not retried", r->who, tmpl[0],
+			 uv_strerror(rc));
 		uv_close((uv_handle_t *)&r->proc, hooks_close_cb);
 		uv_close((uv_handle_t *)&r->out, hooks_close_cb);
 		uv_close((uv_handle_t *)&r->timer, hooks_close_cb);
 		return;
 	}
-	r->open = 3;
-	h->nrunning++;
-	log_info("hook=%s job=%s partition=%s started: pid %d",
-		 hook_kind_name(kind), j->name, r->partition, r->proc.pid);
+	log_info("%s started: pid %d", r->who, r->proc.pid);
 	uv_read_start((uv_stream_t *)&r->out, hooks_alloc_cb, hooks_read_cb);
 	uv_timer_start(&r->timer, hooks_timeout_cb, (uint64_t)timeout_s * 1000,
 		       0);
+}
+
+void
+hooks_fire(struct hooks *h, const struct job_def *j, enum hook_kind kind,
+	   int64_t timeout_s, const char *partition, int64_t request,
+	   const char *error)
+{
+	const struct hook_def *hd = &j->hooks[kind];
+	char reqs[32] = "", who[320];
+
+	if (hd->argv == NULL || h == NULL || h->closing)
+		return;
+	if (partition == NULL)
+		partition = "";
+	if (error == NULL)
+		error = "";
+	if (request > 0)
+		snprintf(reqs, sizeof reqs, "%" PRId64, request);
+	const struct hook_var vars[] = { { "job", j->name },
+		{ "partition", partition }, { "request", reqs },
+		{ "error", error } };
+	snprintf(who, sizeof who, "hook=%s job=%.127s partition=%.63s",
+		 hook_kind_name(kind), j->name, partition[0] ? partition : "-");
+	hooks_run(h, who, hd->argv, hd->argc, vars, 4, timeout_s,
+		  h->counts[kind]);
+}
+
+void
+hooks_fire_throttle(struct hooks *h, const struct warehouse_def *w,
+		    int64_t timeout_s, const char *value, const char *state)
+{
+	const struct hook_var vars[] = { { "warehouse", w->name },
+		{ "value", value }, { "state", state } };
+	char who[320];
+
+	if (w->on_throttle == NULL || h == NULL || h->closing)
+		return;
+	snprintf(who, sizeof who, "hook=on_throttle warehouse=%.127s state=%s",
+		 w->name, state);
+	hooks_run(h, who, w->on_throttle, w->on_throttle_len, vars, 3,
+		  timeout_s, NULL);
 }
 
 int64_t
 hooks_count(const struct hooks *h, enum hook_kind kind, enum hook_result r)
 {
 	return h != NULL ? h->counts[kind][r] : 0;
-}
-
-int
-hooks_running(const struct hooks *h)
-{
-	return h != NULL ? h->nrunning : 0;
 }
 
 void

@@ -1,21 +1,25 @@
 /*
- * hooks.h - the operator's hooks: on_failure, on_late, on_refused
- * (DESIGN.md, "Freshness and hooks").
+ * hooks.h - the operator's hooks: a job's on_failure, on_late, on_refused
+ * (README.md, "Freshness and hooks") and a warehouse's on_throttle
+ * (README.md, "Throttling"); backfilld.yaml(5) lists their placeholders.
  *
  * A hook is argv, run without a shell through uv_spawn in its own process
- * group, with {job}, {partition}, {request} and {error} substituted and
- * the same values in BACKFILLD_JOB, BACKFILLD_PARTITION, BACKFILLD_REQUEST
- * and BACKFILLD_ERROR.  Its stdout and stderr go to the daemon's log, one
- * line per line.  After hook_timeout its process group is killed.  The
- * loop never waits for a hook: firing one returns at once, and a hook that
- * hangs costs a process and three handles until its timeout.  A failed
- * hook is logged and counted, never retried.
+ * group, with its placeholders substituted ({job}, {partition}, {request}
+ * and {error} for a job's hooks; {warehouse}, {value} and {state} for
+ * on_throttle) and the same values in BACKFILLD_JOB, BACKFILLD_PARTITION,
+ * ... (BACKFILLD_ and the placeholder's name in capitals).  Its stdout and
+ * stderr go to the daemon's log, one line per line.  After hook_timeout
+ * its process group is killed.  The loop never waits for a hook: firing
+ * one returns at once, and a hook that hangs costs a process and three
+ * handles until its timeout.  A failed hook is logged, never retried; a
+ * job's hooks are counted by kind and result (backfilld_hooks_total).
  *
  * Lives on the loop thread.
  */
 #ifndef BACKFILLD_HOOKS_H
 #define BACKFILLD_HOOKS_H
 
+#include <stddef.h>
 #include <stdint.h>
 #include <uv.h>
 
@@ -32,17 +36,37 @@ struct hooks *hooks_new(uv_loop_t *loop);
 void hooks_fire(struct hooks *h, const struct job_def *j, enum hook_kind kind,
 		int64_t timeout_s, const char *partition, int64_t request,
 		const char *error);
-/* Hooks finished with result r since start. */
+/* Run warehouse w's on_throttle (nothing when it has none) for state
+ * "throttled", "critical" or "released"; value "" when the query failed. */
+void hooks_fire_throttle(struct hooks *h, const struct warehouse_def *w,
+			 int64_t timeout_s, const char *value,
+			 const char *state);
+/* A job's hooks of `kind` finished with result r since start. */
 int64_t hooks_count(const struct hooks *h, enum hook_kind kind,
 		    enum hook_result r);
-/* Hooks running now. */
-int hooks_running(const struct hooks *h);
 /* Kill the hooks still running and free everything once their handles are
  * closed (the loop must run on). */
 void hooks_close(struct hooks *h);
 
-/* The text of one argv element with the placeholders replaced (malloc'd). */
-char *hooks_subst(const char *arg, const char *job, const char *partition,
-		  const char *request, const char *error);
+/* One placeholder: {name} in argv, BACKFILLD_NAME=value in the
+ * environment. */
+struct hook_var {
+	const char *name;   /* lower case: "job" */
+	const char *value;
+};
+
+/* The text of one argv element with the placeholders of vars replaced,
+ * left to right (a value put in is not scanned again; other braces are
+ * kept); free() it. */
+char *hooks_subst(const char *arg, const struct hook_var *vars, size_t nvars);
+/* A hook's argv: each of argv[0..argc) through hooks_subst, NULL-ended;
+ * free it with hooks_strv_free. */
+char **hooks_argv(char *const *argv, size_t argc, const struct hook_var *vars,
+		  size_t nvars);
+/* A hook's environment: env without its BACKFILLD_* entries, then one
+ * BACKFILLD_NAME=value per var, NULL-ended; free it with hooks_strv_free. */
+char **hooks_env(char *const *env, const struct hook_var *vars, size_t nvars);
+/* Free a NULL-ended array of strings and the strings. */
+void hooks_strv_free(char **v);
 
 #endif

@@ -256,10 +256,7 @@ daemon_reload(void *data, bool dry_run, struct config_diff *diff,
 	if (dry_run) {
 		if (config_load(d->config_path, &cfg, err) < 0)
 			return -1;
-		if (config_diff(old, cfg, diff) < 0) {
-			config_unref(cfg);
-			return err_set(err, EXIT_INTERNAL, "out of memory");
-		}
+		config_diff(old, cfg, diff);
 		for (size_t i = 0; i < diff->jobs.nremoved; i++)
 			*cancelled += sched_pending_of(d->sched,
 						       diff->jobs.removed[i]);
@@ -277,11 +274,7 @@ daemon_reload(void *data, bool dry_run, struct config_diff *diff,
 		daemon_status(d);
 		return -1;
 	}
-	if (config_diff(old, cfg, diff) < 0) {
-		config_unref(cfg);
-		notify_ready(d->notify, NULL);
-		return err_set(err, EXIT_INTERNAL, "out of memory");
-	}
+	config_diff(old, cfg, diff);
 	for (size_t i = 0; i < diff->nsettings; i++)
 		if (config_diff_needs_restart(diff->settings[i]))
 			log_warn("%s changed: takes effect at the next restart",
@@ -560,7 +553,7 @@ daemon_check_host(const struct config *cfg, struct err *err)
  * warehouse connections and control clients take descriptors too.  The
  * soft limit (often 1024) is raised to the hard one so that runs have a
  * reserve; a run that still finds none is put back in the queue without
- * counting an attempt (scheduler.c).
+ * counting an attempt (sched_dispatch.c).
  */
 static void
 daemon_raise_nofile(void)
@@ -612,8 +605,7 @@ daemon_start(struct daemon *d, struct err *err)
 		struct throttle_ops ops = { daemon_throttle_poke,
 			daemon_throttle_requeue, d };
 
-		if (throttle_new(&d->loop, &ops, &d->throttle, err) < 0)
-			return EXIT_WORK_FAILED;
+		d->throttle = throttle_new(&d->loop, d->hooks, &ops);
 		sched_set_throttle(d->sched, d->throttle);
 		throttle_configure(d->throttle, sched_config(d->sched));
 	}
@@ -748,7 +740,7 @@ main(int argc, char **argv)
 		return EXIT_WORK_FAILED;
 	}
 	uv_loop_init(&d.loop);
-	notify_new(&d.loop, &d.notify, &err);
+	d.notify = notify_new(&d.loop);
 	uv_timer_init(&d.loop, &d.grace);
 	d.grace.data = &d;
 	uv_timer_init(&d.loop, &d.status_timer);

@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "clock.h"
+#include "schedule.h"
 
 struct first_ctx {
 	char key[CAL_KEY_MAX];
@@ -107,7 +108,7 @@ map_view_build_newest(struct sched *s, int job, const char *from,
 	part_t first, last, due;
 	char a[CAL_KEY_MAX], b[CAL_KEY_MAX];
 
-	due = sched_last_due(j->grain, j->ready_after, clock_now());
+	due = schedule_last_due(j->grain, j->ready_after, clock_now());
 	if (j->has_end && due > j->end)
 		due = j->end;
 	if (from != NULL) {

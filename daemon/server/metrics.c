@@ -22,6 +22,7 @@
 
 #include "log.h"
 #include "report.h"
+#include "xalloc.h"
 
 static const double metrics_dur_buckets[] = { 0.1, 0.5, 1, 5, 15, 60, 300,
 					      900, 3600, 14400 };
@@ -53,19 +54,6 @@ struct metrics {
 	bool report_failing;
 };
 
-/* Die on allocation failure, as the rest of the daemon does. */
-static void *
-metrics_xrealloc(void *p, size_t n)
-{
-	void *q = realloc(p, n ? n : 1);
-
-	if (q == NULL) {
-		log_err("out of memory");
-		abort();
-	}
-	return q;
-}
-
 /* The counters of job `name`, created on first use. */
 static struct mjob *
 metrics_job(struct metrics *m, const char *name)
@@ -73,10 +61,9 @@ metrics_job(struct metrics *m, const char *name)
 	for (size_t i = 0; i < m->njobs; i++)
 		if (strcmp(m->jobs[i].name, name) == 0)
 			return &m->jobs[i];
-	m->jobs = metrics_xrealloc(m->jobs, (m->njobs + 1) * sizeof *m->jobs);
+	m->jobs = xreallocarray(m->jobs, m->njobs + 1, sizeof *m->jobs);
 	memset(&m->jobs[m->njobs], 0, sizeof *m->jobs);
-	m->jobs[m->njobs].name = metrics_xrealloc(NULL, strlen(name) + 1);
-	memcpy(m->jobs[m->njobs].name, name, strlen(name) + 1);
+	m->jobs[m->njobs].name = xstrdup(name);
 	return &m->jobs[m->njobs++];
 }
 
@@ -221,7 +208,7 @@ metrics_render(struct metrics *m, struct buf *o)
 	/* every configured job has its series, even before its first run */
 	for (size_t i = 0; i < cfg->njobs; i++)
 		metrics_job(m, cfg->jobs[i].name);
-	views = metrics_xrealloc(NULL, (cfg->njobs + 1) * sizeof *views);
+	views = xcalloc(cfg->njobs + 1, sizeof *views);
 	for (size_t i = 0; i < cfg->njobs; i++)
 		sched_job_view(m->s, (int)i, &views[i]);
 
@@ -361,9 +348,8 @@ metrics_timer_cb(uv_timer_t *t)
 struct metrics *
 metrics_new(uv_loop_t *loop, struct sched *s, struct hooks *h)
 {
-	struct metrics *m = metrics_xrealloc(NULL, sizeof *m);
+	struct metrics *m = xcalloc(1, sizeof *m);
 
-	memset(m, 0, sizeof *m);
 	m->loop = loop;
 	m->s = s;
 	m->h = h;

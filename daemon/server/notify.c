@@ -39,6 +39,7 @@
 
 #include "log.h"
 #include "notify.h"
+#include "xalloc.h"
 
 /* Longest STATUS= text sent; systemd reads at most PIPE_BUF per datagram. */
 #define NOTIFY_STATUS_MAX 1024
@@ -183,9 +184,7 @@ static bool notify_status_changed(struct notify *n, const char *clean)
 
 	if (n->last_status != NULL && strcmp(n->last_status, clean) == 0)
 		return false;
-	copy = strdup(clean);
-	if (copy == NULL)
-		return true; /* send anyway, remember nothing */
+	copy = xstrdup(clean);
 	free(n->last_status);
 	n->last_status = copy;
 	return true;
@@ -225,29 +224,20 @@ static void notify_watchdog_cb(uv_timer_t *t)
 }
 
 /* Read the environment and start the watchdog timer when asked. */
-int notify_new(uv_loop_t *loop, struct notify **out, struct err *err)
+struct notify *notify_new(uv_loop_t *loop)
 {
 	struct notify *n;
 	const char *path;
 	uint64_t ms;
 
-	*out = NULL;
-	n = calloc(1, sizeof(*n));
-	if (n == NULL)
-		return err_set(err, EXIT_INTERNAL, "notify: out of memory");
+	n = xcalloc(1, sizeof(*n));
 	n->loop = loop;
 
 	path = getenv("NOTIFY_SOCKET");
-	if (path == NULL || *path == '\0') {
-		*out = n;
-		return 0;
-	}
+	if (path == NULL || *path == '\0')
+		return n;
 	n->enabled = true;
-	n->socket_path = strdup(path);
-	if (n->socket_path == NULL) {
-		free(n);
-		return err_set(err, EXIT_INTERNAL, "notify: out of memory");
-	}
+	n->socket_path = xstrdup(path);
 
 	if (notify_watchdog_wanted(&n->watchdog_usec)) {
 		/* Half the interval, as sd_watchdog_enabled(3) advises. */
@@ -262,8 +252,7 @@ int notify_new(uv_loop_t *loop, struct notify **out, struct err *err)
 		log_debug("notify: watchdog every %llu ms",
 			  (unsigned long long)ms);
 	}
-	*out = n;
-	return 0;
+	return n;
 }
 
 /* READY=1, with STATUS= when given and changed. */

@@ -16,8 +16,8 @@
 struct notify;
 
 /* Read NOTIFY_SOCKET and WATCHDOG_USEC (honouring WATCHDOG_PID); start the
- * watchdog timer on loop when asked for.  Always succeeds with *out set. */
-int notify_new(uv_loop_t *loop, struct notify **out, struct err *err);
+ * watchdog timer on loop when asked for. */
+struct notify *notify_new(uv_loop_t *loop);
 /* READY=1 (and STATUS= when status is not NULL). */
 void notify_ready(struct notify *n, const char *status);
 /* RELOADING=1 with MONOTONIC_USEC=<CLOCK_MONOTONIC in us>. */

@@ -10,6 +10,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "xalloc.h"
+
 /* Read /proc/PID/stat: the state letter, the process group and the start
  * time.  0, or -1 when the process is gone. */
 static int
@@ -184,13 +186,8 @@ proc_find_marked(const char *marker, struct proc_group **out, size_t *n)
 		    !proc_environ_has((pid_t)v, marker))
 			continue;
 		if (*n == cap) {
-			struct proc_group *g;
-
 			cap = cap ? cap * 2 : 8;
-			g = realloc(*out, cap * sizeof *g);
-			if (g == NULL)
-				break;
-			*out = g;
+			*out = xreallocarray(*out, cap, sizeof **out);
 		}
 		memset(&(*out)[*n], 0, sizeof **out);
 		(*out)[*n].pgid = (pid_t)v;

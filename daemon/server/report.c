@@ -19,6 +19,7 @@
 #include "clock.h"
 #include "map.h"
 #include "map_view.h"
+#include "xalloc.h"
 
 static const char report_css[] =
 	"body{font:14px/1.4 system-ui,sans-serif;margin:1.5em;color:#222}"
@@ -189,11 +190,9 @@ report_recent_cb(int64_t id, const char *job, const char *kind,
 static void
 report_recent(struct sched *s, struct buf *o)
 {
-	struct recent_ctx *c = calloc(1, sizeof *c);
+	struct recent_ctx *c = xcalloc(1, sizeof *c);
 	struct err err;
 
-	if (c == NULL)
-		return;
 	buf_printf(o, "<h2>Audit of recent requests</h2>\n<p>The newest %d"
 		   " requests; <code>backfillctl audit --request N</code> gives"
 		   " each partition's rows, metrics and checks.</p>\n<table><tr>"

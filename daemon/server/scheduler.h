@@ -7,6 +7,10 @@
  * committed there before it is acknowledged or acted on; the in-memory
  * structures are an index over the open part of the manifest, rebuilt from
  * the store at start.
+ *
+ * The rules are pure functions (lib/manifest.h, lib/pick.h,
+ * lib/schedule.h); this interface is their shell, implemented by
+ * scheduler.c and the sched_*.c files (sched_int.h says which does what).
  */
 #ifndef BACKFILLD_SCHED_H
 #define BACKFILLD_SCHED_H
@@ -33,6 +37,21 @@ int sched_new(uv_loop_t *loop, struct store *store, struct exec *exec,
 /* Load the open manifest, recover crashed runs, run the schedule once and
  * start dispatching. */
 int sched_start(struct sched *s, struct err *err);
+
+/*
+ * Several hosts (docs/several-hosts.md): the planner hands its runs to
+ * the cluster instead of the executor.  submit() takes a run that
+ * sched_run_begin recorded; the run's done_cb is called when its result
+ * comes back (the same chain as a local run).  cancel() asks for it to
+ * stop (its done_cb follows).  A scheduler with a remote is dormant (no
+ * dispatch, no schedule) until sched_start.
+ */
+struct sched_remote {
+	void (*submit)(void *data, struct exec_run *run);
+	void (*cancel)(void *data, struct exec_run *run);
+	void *data;
+};
+void sched_set_remote(struct sched *s, const struct sched_remote *remote);
 /* Swap in a new configuration (taking over its reference); the queued and
  * blocked partitions of jobs it no longer has are cancelled: returns how
  * many. */

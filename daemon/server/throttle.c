@@ -10,11 +10,10 @@
  * query in flight is asked to stop (the watch's stop flag), and the entry
  * is freed once both the timer is closed and no work is in flight.
  *
- * on_throttle is spawned here (throttle_hook): argv with {warehouse},
- * {value} and {state} substituted, no shell, the same values in
- * BACKFILLD_WAREHOUSE, BACKFILLD_VALUE and BACKFILLD_STATE, output to the
- * daemon's stderr (the log), killed after 30 s; a failure is logged,
- * never retried.
+ * What a check's value means is throttle_decide (pure, tested in
+ * tests/unit/test_throttle.c).  on_throttle runs through hooks.c's runner
+ * (hooks_fire_throttle), as every hook does: killed after hook_timeout,
+ * output to the log, a failure logged and never retried.
  */
 #include "throttle.h"
 
@@ -28,8 +27,10 @@
 
 #include "clock.h"
 #include "exec.h"
+#include "hooks.h"
 #include "log.h"
 #include "wh.h"
+#include "xalloc.h"
 
 #define THROTTLE_TIMEOUT_MS 10000 /* one check at most (and at most every) */
 
@@ -62,6 +63,7 @@ struct throttle_wh {
 
 struct throttle {
 	uv_loop_t *loop;
+	struct hooks *hooks;                /* runs on_throttle */
 	struct throttle_ops ops;
 	struct throttle_wh **w;
 	size_t n;
@@ -70,19 +72,16 @@ struct throttle {
 
 static void throttle_timer_cb(uv_timer_t *t);
 
-int
-throttle_new(uv_loop_t *loop, const struct throttle_ops *ops,
-	     struct throttle **out, struct err *err)
+struct throttle *
+throttle_new(uv_loop_t *loop, struct hooks *hooks,
+	     const struct throttle_ops *ops)
 {
-	struct throttle *th = calloc(1, sizeof *th);
+	struct throttle *th = xcalloc(1, sizeof *th);
 
-	if (th == NULL)
-		return err_set(err, EXIT_WORK_FAILED, "out of memory: free"
-			       " memory and start again");
 	th->loop = loop;
+	th->hooks = hooks;
 	th->ops = *ops;
-	*out = th;
-	return 0;
+	return th;
 }
 
 /* Free an entry that is dead, idle and whose timer is closed. */
@@ -203,164 +202,17 @@ throttle_work_cb(uv_work_t *req)
 	}
 }
 
-/* Substitute {warehouse}, {value} and {state} in one argv element. */
-static char *
-throttle_subst(const char *arg, const char *wh, const char *value,
-	       const char *state)
+struct throttle_decision
+throttle_decide(const struct throttle_def *t, bool was_throttled, bool ok,
+		double value)
 {
-	static const char *const names[] = { "{warehouse}", "{value}",
-					     "{state}" };
-	const char *vals[] = { wh, value, state };
-	size_t cap = strlen(arg) + 1, len = 0;
-	char *out;
+	struct throttle_decision d;
 
-	for (size_t k = 0; k < 3; k++)
-		for (const char *p = strstr(arg, names[k]); p;
-		     p = strstr(p + 1, names[k]))
-			cap += strlen(vals[k]);
-	out = malloc(cap);
-	if (out == NULL)
-		return NULL;
-	while (*arg) {
-		size_t k;
-
-		for (k = 0; k < 3; k++)
-			if (strncmp(arg, names[k], strlen(names[k])) == 0)
-				break;
-		if (k < 3) {
-			memcpy(out + len, vals[k], strlen(vals[k]));
-			len += strlen(vals[k]);
-			arg += strlen(names[k]);
-		} else {
-			out[len++] = *arg++;
-		}
-	}
-	out[len] = '\0';
-	return out;
-}
-
-#define THROTTLE_HOOK_TIMEOUT_MS 30000 /* a hook runs at most this long */
-
-/* A hook in flight: its process and its deadline. */
-struct throttle_hookproc {
-	uv_process_t proc;
-	uv_timer_t timer;
-	int open;       /* handles not yet closed */
-};
-
-/* One of the hook's handles is closed: free it after the last. */
-static void
-throttle_hook_closed_cb(uv_handle_t *h)
-{
-	struct throttle_hookproc *hp = h->data;
-
-	if (--hp->open == 0)
-		free(hp);
-}
-
-/* The hook outlived THROTTLE_HOOK_TIMEOUT_MS: kill it. */
-static void
-throttle_hook_timeout_cb(uv_timer_t *t)
-{
-	struct throttle_hookproc *hp = t->data;
-
-	log_warn("hook=on_throttle pid=%d still running after %d s: killed",
-		 hp->proc.pid, THROTTLE_HOOK_TIMEOUT_MS / 1000);
-	uv_process_kill(&hp->proc, SIGKILL);
-}
-
-/* The hook exited: log how, close its handles. */
-static void
-throttle_hook_exit_cb(uv_process_t *proc, int64_t status, int sig)
-{
-	struct throttle_hookproc *hp = proc->data;
-
-	if (status != 0 || sig != 0)
-		log_warn("hook=on_throttle pid=%d failed: exit %lld signal %d",
-			 proc->pid, (long long)status, sig);
-	uv_close((uv_handle_t *)&hp->timer, throttle_hook_closed_cb);
-	uv_close((uv_handle_t *)proc, throttle_hook_closed_cb);
-}
-
-/* Run the warehouse's on_throttle for state ("throttled", "critical" or
- * "released"), if it has one.  Kept apart so that the hooks module can
- * take it over. */
-static void
-throttle_hook(struct throttle *th, const struct warehouse_def *def,
-	      const char *value, const char *state)
-{
-	uv_process_options_t opt = { 0 };
-	uv_stdio_container_t stdio[3];
-	char **argv, *env[4];
-	extern char **environ;
-	struct throttle_hookproc *hp;
-	size_t nenv = 0, i;
-	int r;
-
-	if (def->on_throttle == NULL)
-		return;
-	argv = calloc(def->on_throttle_len + 1, sizeof *argv);
-	for (size_t e = 0; environ[e]; e++)
-		nenv++;
-	char **envp = calloc(nenv + 4, sizeof *envp);
-	hp = calloc(1, sizeof *hp);
-	if (argv == NULL || envp == NULL || hp == NULL)
-		goto out;
-	for (i = 0; i < def->on_throttle_len; i++)
-		if ((argv[i] = throttle_subst(def->on_throttle[i], def->name,
-					      value, state)) == NULL)
-			goto out;
-	if (asprintf(&env[0], "BACKFILLD_WAREHOUSE=%s", def->name) < 0)
-		env[0] = NULL;
-	if (asprintf(&env[1], "BACKFILLD_VALUE=%s", value) < 0)
-		env[1] = NULL;
-	if (asprintf(&env[2], "BACKFILLD_STATE=%s", state) < 0)
-		env[2] = NULL;
-	env[3] = NULL;
-	i = 0;
-	for (size_t e = 0; environ[e]; e++)
-		if (strncmp(environ[e], "BACKFILLD_", 10) != 0)
-			envp[i++] = environ[e];
-	for (size_t e = 0; e < 3; e++)
-		if (env[e])
-			envp[i++] = env[e];
-	stdio[0].flags = UV_IGNORE;
-	stdio[1].flags = UV_INHERIT_FD;
-	stdio[1].data.fd = 2;
-	stdio[2].flags = UV_INHERIT_FD;
-	stdio[2].data.fd = 2;
-	opt.file = argv[0];
-	opt.args = argv;
-	opt.env = envp;
-	opt.stdio = stdio;
-	opt.stdio_count = 3;
-	opt.exit_cb = throttle_hook_exit_cb;
-	hp->proc.data = hp;
-	r = uv_spawn(th->loop, &hp->proc, &opt);
-	if (r < 0) {
-		log_warn("hook=on_throttle warehouse=%s cannot start %s: %s",
-			 def->name, argv[0], uv_strerror(r));
-		hp->open = 1;
-		uv_close((uv_handle_t *)&hp->proc, throttle_hook_closed_cb);
-	} else {
-		log_info("hook=on_throttle warehouse=%s state=%s pid=%d",
-			 def->name, state, hp->proc.pid);
-		hp->open = 2;
-		uv_timer_init(th->loop, &hp->timer);
-		hp->timer.data = hp;
-		uv_timer_start(&hp->timer, throttle_hook_timeout_cb,
-			       THROTTLE_HOOK_TIMEOUT_MS, 0);
-		uv_unref((uv_handle_t *)&hp->timer);
-	}
-	hp = NULL;
-	for (size_t e = 0; e < 3; e++)
-		free(env[e]);
-out:
-	for (i = 0; argv && i < def->on_throttle_len; i++)
-		free(argv[i]);
-	free(argv);
-	free(envp);
-	free(hp);
+	d.throttled = !ok || value > t->max;
+	d.critical = ok && t->has_critical && value > t->critical;
+	d.begins = d.throttled && !was_throttled;
+	d.ends = !d.throttled && was_throttled;
+	return d;
 }
 
 /* A check is over: apply it on the loop, then wait for the next one. */
@@ -372,7 +224,7 @@ throttle_after_cb(uv_work_t *req, int status)
 	const struct throttle_def *t = w->def->throttle;
 	struct throttle *th = w->th;
 	int64_t now = clock_now_ms();
-	bool over, crit, was = v->throttled;
+	struct throttle_decision d;
 	char val[64];
 
 	w->busy = false;
@@ -391,12 +243,11 @@ throttle_after_cb(uv_work_t *req, int status)
 		v->has_value = true;
 		v->value = w->value;
 	}
-	over = w->rc != 0 || w->value > t->max;
-	crit = w->rc == 0 && t->has_critical && w->value > t->critical;
+	d = throttle_decide(t, v->throttled, w->rc == 0, w->value);
 	snprintf(val, sizeof val, "%s", "");
 	if (w->rc == 0)
 		snprintf(val, sizeof val, "%.15g", w->value);
-	if (over && !was) {
+	if (d.begins) {
 		v->throttled = true;
 		v->since_ms = now;
 		if (w->rc == 0)
@@ -407,22 +258,23 @@ throttle_after_cb(uv_work_t *req, int status)
 			log_warn("warehouse=%s throttled: %s; no new run starts"
 				 " there until the query answers below max %g",
 				 w->name, w->error, t->max);
-		throttle_hook(th, w->def, w->rc == 0 ? val : "",
-			      crit ? "critical" : "throttled");
-	} else if (!over && was) {
+		hooks_fire_throttle(th->hooks, w->def, w->cfg->hook_timeout, val,
+				    d.critical ? "critical" : "throttled");
+	} else if (d.ends) {
 		v->throttled = false;
 		log_notice("warehouse=%s released: value %s at or below max %g",
 			   w->name, val, t->max);
-		throttle_hook(th, w->def, val, "released");
+		hooks_fire_throttle(th->hooks, w->def, w->cfg->hook_timeout, val,
+				    "released");
 	}
-	if (crit && !v->critical)
+	if (d.critical && !v->critical)
 		log_warn("warehouse=%s critical: value %s above %g; its runs in"
 			 " flight are interrupted and queued again", w->name,
 			 val, t->critical);
-	v->critical = crit;
-	if (crit && th->ops.requeue)
+	v->critical = d.critical;
+	if (d.critical && th->ops.requeue)
 		th->ops.requeue(th->ops.data, w->name);
-	if (!over && was && th->ops.poke)
+	if (d.ends && th->ops.poke)
 		th->ops.poke(th->ops.data);
 	if (!th->closing)
 		uv_timer_start(&w->timer, throttle_timer_cb,
@@ -484,14 +336,9 @@ throttle_same(const struct warehouse_def *a, const struct warehouse_def *b)
 void
 throttle_configure(struct throttle *th, struct config *cfg)
 {
-	struct throttle_wh **nw = calloc(cfg->nwarehouses ? cfg->nwarehouses : 1,
-					 sizeof *nw);
+	struct throttle_wh **nw = xcalloc(cfg->nwarehouses, sizeof *nw);
 	size_t n = 0;
 
-	if (nw == NULL) {
-		log_err("out of memory: throttles left as they were");
-		return;
-	}
 	for (size_t i = 0; i < cfg->nwarehouses; i++) {
 		const struct warehouse_def *def = &cfg->warehouses[i];
 		struct throttle_wh *w = NULL, *old = NULL;
@@ -501,13 +348,8 @@ throttle_configure(struct throttle *th, struct config *cfg)
 		for (size_t k = 0; k < th->n; k++)
 			if (th->w[k] && strcmp(th->w[k]->name, def->name) == 0)
 				old = th->w[k];
-		w = calloc(1, sizeof *w);
-		if (w == NULL || (w->name = strdup(def->name)) == NULL) {
-			free(w);
-			log_err("warehouse=%s: out of memory: not throttled",
-				def->name);
-			continue;
-		}
+		w = xcalloc(1, sizeof *w);
+		w->name = xstrdup(def->name);
 		uv_mutex_init(&w->lock);
 		w->th = th;
 		w->cfg = config_ref(cfg);

@@ -29,7 +29,7 @@
 #include <uv.h>
 
 #include "config.h"
-#include "err.h"
+#include "hooks.h"
 
 struct throttle;
 
@@ -58,8 +58,22 @@ struct throttle_view {
 	char error[256];     /* "" unless the last check failed */
 };
 
-int throttle_new(uv_loop_t *loop, const struct throttle_ops *ops,
-		 struct throttle **out, struct err *err);
+/* What one check's result does: value (when ok; a failed query is
+ * throttled, never critical) against the throttle's max and critical,
+ * given whether the warehouse was throttled before it.  Pure. */
+struct throttle_decision {
+	bool throttled;  /* no new run starts on the warehouse */
+	bool critical;   /* and its runs in flight are queued again */
+	bool begins;     /* a throttled spell begins: log, on_throttle */
+	bool ends;       /* the spell ends: log, on_throttle, dispatch again */
+};
+struct throttle_decision throttle_decide(const struct throttle_def *t,
+					 bool was_throttled, bool ok,
+					 double value);
+
+/* on_throttle runs through hooks (hooks_fire_throttle). */
+struct throttle *throttle_new(uv_loop_t *loop, struct hooks *hooks,
+			      const struct throttle_ops *ops);
 /* Take cfg's throttles (at start and after each reload): a warehouse
  * whose throttle is unchanged keeps its state and connection. */
 void throttle_configure(struct throttle *th, struct config *cfg);

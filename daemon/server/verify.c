@@ -21,6 +21,7 @@
 #include "exec.h"
 #include "json.h"
 #include "log.h"
+#include "xalloc.h"
 
 struct verify {
 	struct cmd_stream cs;  /* first: the stream control.c drives */
@@ -177,13 +178,11 @@ verify_free(struct cmd_stream *cs)
 }
 
 /* A copy of req that owns its body. */
-static int
+static void
 verify_copy_msg(const struct proto_msg *req, struct proto_msg *out)
 {
 	*out = *req;
-	out->body = malloc(req->body_len + 1);
-	if (out->body == NULL)
-		return -1;
+	out->body = xmalloc(req->body_len + 1);
 	memcpy(out->body, req->body, req->body_len);
 	out->body[req->body_len] = '\0';
 	for (size_t i = 0; i < req->nfields; i++) {
@@ -191,7 +190,6 @@ verify_copy_msg(const struct proto_msg *req, struct proto_msg *out)
 		out->fields[i].value = out->body +
 			(req->fields[i].value - req->body);
 	}
-	return 0;
 }
 
 struct cmd_stream *
@@ -207,13 +205,8 @@ verify_start(struct cmd_ctx *ctx, const struct proto_msg *req, int j,
 	if (verify_job_ok(cfg, j, err) < 0 ||
 	    part_parse_key(jd->grain, key, &p, err) < 0)
 		return NULL;
-	v = calloc(1, sizeof *v);
-	if (v == NULL || verify_copy_msg(req, &v->req) < 0) {
-		free(v);
-		err_set(err, EXIT_WORK_FAILED, "out of memory starting the"
-			" proof: free memory and try again");
-		return NULL;
-	}
+	v = xcalloc(1, sizeof *v);
+	verify_copy_msg(req, &v->req);
 	v->cs.next = verify_next;
 	v->cs.free = verify_free;
 	v->ctx = *ctx;

@@ -51,7 +51,7 @@ struct wh_param {
 	const char *value;
 };
 
-/* One row of the batch manifest (DESIGN.md, "Single-run backfills"). */
+/* One row of the batch manifest (backfilld.yaml(5), *batch*). */
 struct wh_manifest_row {
 	const char *key;
 	const char *start;

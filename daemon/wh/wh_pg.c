@@ -60,6 +60,7 @@
 #include "pgsql.h"
 #include "sqlscan.h"
 #include "wh.h"
+#include "xalloc.h"
 
 #define WHPG_CONNECT_TIMEOUT "10"
 #define WHPG_CANCEL_GRACE_MS 5000
@@ -162,11 +163,7 @@ whpg_read_password(const char *wh, const char *path, char **out,
 	if (f == NULL)
 		return err_set(err, EXIT_WORK_FAILED, "warehouse \"%s\": cannot "
 		    "read password_file %s: %s", wh, path, strerror(errno));
-	buf = calloc(1, WHPG_PASSWORD_MAX + 1);
-	if (buf == NULL) {
-		fclose(f);
-		return err_set(err, EXIT_INTERNAL, "out of memory");
-	}
+	buf = xcalloc(1, WHPG_PASSWORD_MAX + 1);
 	n = fread(buf, 1, WHPG_PASSWORD_MAX, f);
 	if (ferror(f)) {
 		explicit_bzero(buf, WHPG_PASSWORD_MAX);
@@ -216,12 +213,8 @@ whpg_open(const struct warehouse_def *wh, struct wh_conn **out,
 	if (wh->conninfo == NULL)
 		return err_set(err, EXIT_BAD_INPUT,
 		    "warehouse \"%s\": no postgres connection string", wh->name);
-	c = calloc(1, sizeof *c);
-	if (c == NULL || (c->name = strdup(wh->name)) == NULL) {
-		free(c);
-		return err_set(err, EXIT_INTERNAL,
-		    "warehouse \"%s\": out of memory", wh->name);
-	}
+	c = xcalloc(1, sizeof *c);
+	c->name = xstrdup(wh->name);
 	c->base.drv = &wh_pg_driver;
 	c->wakefd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
 	atomic_init(&c->interrupted, 0);
@@ -256,11 +249,8 @@ whpg_open(const struct warehouse_def *wh, struct wh_conn **out,
 		explicit_bzero(password, strlen(password));
 		free(password);
 	}
-	if (c->pg == NULL) {
-		whpg_free(c);
-		return err_set(err, EXIT_INTERNAL,
-		    "warehouse \"%s\": out of memory", wh->name);
-	}
+	if (c->pg == NULL) /* libpq could not allocate its connection */
+		xalloc_exhausted("libpq");
 	if (PQstatus(c->pg) != CONNECTION_OK) {
 		whpg_where(c->pg, where, sizeof where);
 		whpg_pqmsg(c->pg, msg, sizeof msg);
@@ -296,13 +286,19 @@ whpg_cancel(struct whpg_conn *c)
 	PQfreeCancel(k);
 }
 
+/* How a wait for a result ended. */
+enum whpg_waited {
+	WHPG_READY,        /* a result can be read */
+	WHPG_LOST,         /* the connection failed */
+	WHPG_CANCEL_IGNORED /* the server ignored a cancel for
+			     * WHPG_CANCEL_GRACE_MS */
+};
+
 /*
  * Wait until a result can be read without blocking.  A guarded wait also
- * watches the eventfd and cancels the statement once interrupted.  Returns
- * 0, -1 when the connection failed, -2 when the server ignored a cancel
- * for WHPG_CANCEL_GRACE_MS.
+ * watches the eventfd and cancels the statement once interrupted.
  */
-static int
+static enum whpg_waited
 whpg_wait(struct whpg_conn *c, bool guarded, bool *cancelled,
 	  int64_t *deadline)
 {
@@ -321,7 +317,7 @@ whpg_wait(struct whpg_conn *c, bool guarded, bool *cancelled,
 		if (*cancelled) {
 			left = *deadline - whpg_now_ms();
 			if (left <= 0)
-				return -2;
+				return WHPG_CANCEL_IGNORED;
 			timeout = (int)left;
 		}
 		pfd[0].fd = PQsocket(c->pg);
@@ -331,21 +327,21 @@ whpg_wait(struct whpg_conn *c, bool guarded, bool *cancelled,
 		pfd[1].events = POLLIN;
 		pfd[1].revents = 0;
 		if (pfd[0].fd < 0)
-			return -1;
+			return WHPG_LOST;
 		r = poll(pfd, guarded ? 2 : 1, timeout);
 		if (r == -1) {
 			if (errno == EINTR)
 				continue;
-			return -1;
+			return WHPG_LOST;
 		}
 		if (guarded && (pfd[1].revents & POLLIN) != 0 &&
 		    read(c->wakefd, &v, sizeof v) == -1 && errno != EAGAIN)
-			return -1;
+			return WHPG_LOST;
 		if ((pfd[0].revents & (POLLIN | POLLERR | POLLHUP)) != 0 &&
 		    !PQconsumeInput(c->pg))
-			return -1;
+			return WHPG_LOST;
 	}
-	return 0;
+	return WHPG_READY;
 }
 
 /* True for an error after which the connection is no use. */
@@ -410,7 +406,7 @@ whpg_exec(struct whpg_conn *c, const char *sql, int nparams,
 	bool cancelled = false, dead = false;
 	int64_t deadline = 0;
 	char *copy;
-	int w;
+	enum whpg_waited w;
 
 	if (res != NULL)
 		*res = NULL;
@@ -428,7 +424,7 @@ whpg_exec(struct whpg_conn *c, const char *sql, int nparams,
 	for (;;) {
 		if (!dead) {
 			w = whpg_wait(c, guarded, &cancelled, &deadline);
-			if (w == -2) {
+			if (w == WHPG_CANCEL_IGNORED) {
 				c->broken = true;
 				PQclear(keep);
 				snprintf(msg, len, "interrupted (the server did "
@@ -436,7 +432,7 @@ whpg_exec(struct whpg_conn *c, const char *sql, int nparams,
 				    WHPG_CANCEL_GRACE_MS / 1000);
 				return -1;
 			}
-			dead = w == -1;
+			dead = w == WHPG_LOST;
 		}
 		r = PQgetResult(c->pg);
 		if (r == NULL)
@@ -571,11 +567,7 @@ whpg_exec_script(struct wh_conn *conn, const char *sql,
 	for (i = 0; i < script.n && rc == 0; i++) {
 		const struct pgsql_stmt *st = &script.stmts[i];
 
-		values = calloc(st->nnames + 1, sizeof *values);
-		if (values == NULL) {
-			rc = err_set(err, EXIT_INTERNAL, "out of memory");
-			break;
-		}
+		values = xcalloc(st->nnames + 1, sizeof *values);
 		if (pgsql_values(st, params, nparams, values, &perr) == -1) {
 			rc = err_set(err, EXIT_WORK_FAILED, "statement %zu "
 			    "failed: %s", i + 1, perr.msg);
@@ -625,11 +617,7 @@ whpg_query_value(struct wh_conn *conn, const char *sql,
 		    "a check is one statement");
 		goto out;
 	}
-	values = calloc(script.stmts[0].nnames + 1, sizeof *values);
-	if (values == NULL) {
-		snprintf(msg, sizeof msg, "out of memory");
-		goto out;
-	}
+	values = xcalloc(script.stmts[0].nnames + 1, sizeof *values);
 	if (pgsql_values(&script.stmts[0], params, nparams, values,
 	    &perr) == -1) {
 		snprintf(msg, sizeof msg, "%s", perr.msg);
@@ -653,11 +641,7 @@ whpg_query_value(struct wh_conn *conn, const char *sql,
 	if (PQntuples(res) > 0) {
 		*has_row = true;
 		if (PQnfields(res) > 0 && !PQgetisnull(res, 0, 0)) {
-			*value = strdup(PQgetvalue(res, 0, 0));
-			if (*value == NULL) {
-				snprintf(msg, sizeof msg, "out of memory");
-				goto out;
-			}
+			*value = xstrdup(PQgetvalue(res, 0, 0));
 		}
 	}
 	if (sp && (whpg_exec(c, "ROLLBACK TO SAVEPOINT backfilld_check", 0,
@@ -717,11 +701,7 @@ whpg_query_column(struct wh_conn *conn, const char *sql,
 		    "a sensor query is one statement");
 		goto out;
 	}
-	pv = calloc(script.stmts[0].nnames + 1, sizeof *pv);
-	if (pv == NULL) {
-		snprintf(msg, sizeof msg, "out of memory");
-		goto out;
-	}
+	pv = xcalloc(script.stmts[0].nnames + 1, sizeof *pv);
 	if (pgsql_values(&script.stmts[0], params, nparams, pv, &perr) == -1) {
 		snprintf(msg, sizeof msg, "%s", perr.msg);
 		goto out;
@@ -738,11 +718,7 @@ whpg_query_column(struct wh_conn *conn, const char *sql,
 	}
 	rows = PQntuples(res);
 	if (rows > 0 && PQnfields(res) > 0) {
-		v = calloc((size_t)rows, sizeof *v);
-		if (v == NULL) {
-			snprintf(msg, sizeof msg, "out of memory");
-			goto out;
-		}
+		v = xcalloc((size_t)rows, sizeof *v);
 		for (int i = 0; i < rows; i++) {
 			if (PQgetisnull(res, i, 0))
 				continue;
@@ -751,12 +727,7 @@ whpg_query_column(struct wh_conn *conn, const char *sql,
 				    max_values);
 				goto out;
 			}
-			v[n] = strdup(PQgetvalue(res, i, 0));
-			if (v[n] == NULL) {
-				snprintf(msg, sizeof msg, "out of memory");
-				goto out;
-			}
-			n++;
+			v[n++] = xstrdup(PQgetvalue(res, i, 0));
 		}
 	}
 	rc = 0;
@@ -779,7 +750,7 @@ out:
 }
 
 /* Append an array element, double-quoted, to the text array literal. */
-static int
+static void
 whpg_array_add(char **buf, size_t *len, size_t *cap, const char *s)
 {
 	size_t need = strlen(s) * 2 + 4;
@@ -787,10 +758,7 @@ whpg_array_add(char **buf, size_t *len, size_t *cap, const char *s)
 
 	if (*len + need + 2 > *cap) {
 		*cap = (*len + need + 2) * 2;
-		p = realloc(*buf, *cap);
-		if (p == NULL)
-			return -1;
-		*buf = p;
+		*buf = xreallocarray(*buf, *cap, 1);
 	}
 	p = *buf + *len;
 	if (*len > 1)
@@ -804,7 +772,6 @@ whpg_array_add(char **buf, size_t *len, size_t *cap, const char *s)
 	*p++ = '"';
 	*p = '\0';
 	*len = (size_t)(p - *buf);
-	return 0;
 }
 
 /* Create the batch manifest (a temporary table dropped at commit). */
@@ -827,16 +794,14 @@ whpg_manifest_fill(struct wh_conn *conn, const struct wh_manifest_row *rows,
 	for (k = 0; k < 3; k++) {
 		cap[k] = 64;
 		len[k] = 1;
-		arr[k] = malloc(cap[k]);
-		if (arr[k] == NULL)
-			goto oom;
+		arr[k] = xmalloc(cap[k]);
 		strcpy(arr[k], "{");
 	}
-	for (i = 0; i < nrows; i++)
-		if (whpg_array_add(&arr[0], &len[0], &cap[0], rows[i].key) ||
-		    whpg_array_add(&arr[1], &len[1], &cap[1], rows[i].start) ||
-		    whpg_array_add(&arr[2], &len[2], &cap[2], rows[i].end))
-			goto oom;
+	for (i = 0; i < nrows; i++) {
+		whpg_array_add(&arr[0], &len[0], &cap[0], rows[i].key);
+		whpg_array_add(&arr[1], &len[1], &cap[1], rows[i].start);
+		whpg_array_add(&arr[2], &len[2], &cap[2], rows[i].end);
+	}
 	for (k = 0; k < 3; k++) {
 		/* whpg_array_add always leaves room for the brace. */
 		arr[k][len[k]++] = '}';
@@ -848,10 +813,6 @@ whpg_manifest_fill(struct wh_conn *conn, const struct wh_manifest_row *rows,
 		err_set(err, EXIT_WORK_FAILED, "%s", msg);
 	else
 		rc = 0;
-	goto out;
-oom:
-	err_set(err, EXIT_INTERNAL, "out of memory");
-out:
 	for (k = 0; k < 3; k++)
 		free(arr[k]);
 	return rc;

@@ -57,6 +57,7 @@
 
 #include "sqlscan.h"
 #include "wh.h"
+#include "xalloc.h"
 
 #define WHSQL_BUSY_MAX_MS 30000   /* one wait on a lock, at most */
 #define WHSQL_BUSY_STEP_MS 100    /* longest sleep between two tries */
@@ -420,15 +421,9 @@ whsql_open(const struct warehouse_def *wh, struct wh_conn **out,
 	if (wh->path == NULL)
 		return err_set(err, EXIT_BAD_INPUT,
 		    "warehouse \"%s\": no sqlite path", wh->name);
-	c = calloc(1, sizeof *c);
-	if (c == NULL || (c->name = strdup(wh->name)) == NULL ||
-	    (c->path = strdup(wh->path)) == NULL) {
-		if (c != NULL)
-			free(c->name);
-		free(c);
-		return err_set(err, EXIT_INTERNAL,
-		    "warehouse \"%s\": out of memory", wh->name);
-	}
+	c = xcalloc(1, sizeof *c);
+	c->name = xstrdup(wh->name);
+	c->path = xstrdup(wh->path);
 	c->base.drv = &wh_sqlite_driver;
 	atomic_init(&c->interrupted, 0);
 
@@ -691,9 +686,8 @@ whsql_exec_script(struct wh_conn *conn, const char *sql,
 		}
 		p = tail;
 		n++;
-		fresh.stmts = realloc(fresh.stmts, (size_t)n * sizeof *fresh.stmts);
-		if (fresh.stmts == NULL)
-			abort();
+		fresh.stmts = xreallocarray(fresh.stmts, (size_t)n,
+					    sizeof *fresh.stmts);
 		fresh.stmts[fresh.n++] = st;
 		if (whsql_step_all(c, st, n, params, nparams, err) == -1) {
 			whsql_script_drop(&fresh);
@@ -702,13 +696,23 @@ whsql_exec_script(struct wh_conn *conn, const char *sql,
 	}
 	c->guarded = false;
 	/* keep it for the next run of this script on this connection */
-	fresh.sql = strdup(sql);
-	if (fresh.sql == NULL)
-		abort();
+	fresh.sql = xstrdup(sql);
 	sc = &c->cache[c->next_slot++ % WHSQL_CACHE];
 	whsql_script_drop(sc);
 	*sc = fresh;
 	return 0;
+}
+
+/* A copy of column col (not NULL) of the current row: SQLite returns NULL
+ * for such a column only when it ran out of memory converting it. */
+static char *
+whsql_column_dup(sqlite3_stmt *st, int col)
+{
+	const unsigned char *t = sqlite3_column_text(st, col);
+
+	if (t == NULL)
+		xalloc_exhausted("SQLite");
+	return xstrdup((const char *)t);
 }
 
 /* Run one read-only statement; the first column of its first row. */
@@ -753,12 +757,7 @@ whsql_query_value(struct wh_conn *conn, const char *sql,
 		*has_row = true;
 		if (sqlite3_column_count(st) > 0 &&
 		    sqlite3_column_type(st, 0) != SQLITE_NULL) {
-			*value = strdup((const char *)sqlite3_column_text(st,
-			    0));
-			if (*value == NULL) {
-				snprintf(msg, sizeof msg, "out of memory");
-				goto fail;
-			}
+			*value = whsql_column_dup(st, 0);
 		}
 	} else if (rc != SQLITE_DONE) {
 		whsql_errmsg(c, rc, msg, sizeof msg);
@@ -897,7 +896,8 @@ whsql_watch(struct wh_conn *conn, const atomic_int *stop, int64_t timeout_ms,
 	c->busy_gave_up = false;
 }
 
-/* Whether the path still names the file the connection has open. */
+/* Fail (-1, err filled) when the path no longer names the file the
+ * connection has open. */
 static int
 whsql_check(struct wh_conn *conn, struct err *err)
 {
@@ -954,22 +954,10 @@ whsql_query_column(struct wh_conn *conn, const char *sql,
 			goto fail;
 		}
 		if (n == cap) {
-			char **nv;
-
 			cap = cap ? cap * 2 : 16;
-			nv = realloc(v, cap * sizeof *v);
-			if (nv == NULL) {
-				snprintf(msg, sizeof msg, "out of memory");
-				goto fail;
-			}
-			v = nv;
+			v = xreallocarray(v, cap, sizeof *v);
 		}
-		v[n] = strdup((const char *)sqlite3_column_text(st, 0));
-		if (v[n] == NULL) {
-			snprintf(msg, sizeof msg, "out of memory");
-			goto fail;
-		}
-		n++;
+		v[n++] = whsql_column_dup(st, 0);
 	}
 	if (rc != SQLITE_DONE) {
 		whsql_errmsg(c, rc, msg, sizeof msg);

@@ -77,7 +77,7 @@ INSERT INTO mart_weekly_sales (week_start, revenue_usd)
 SELECT :partition, SUM(revenue_usd) FROM fct_daily_sales
 WHERE dt >= :partition_start AND dt < :partition_end;
 """
-# batch: true (DESIGN.md "Single-run backfills"): the daemon fills the
+# batch: true (backfilld.yaml(5), batch): the daemon fills the
 # temporary table backfill_manifest(partition_key, partition_start,
 # partition_end) and runs the SQL once for the whole request.
 FACT_BATCH_SQL = """\

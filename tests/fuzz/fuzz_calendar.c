@@ -18,6 +18,7 @@
 #include "fuzz.h"
 
 #include "calendar.h"
+#include "schedule.h"
 
 /* Check the arithmetic around partition p of grain g. */
 static void
@@ -123,9 +124,9 @@ fuzz_calendar_range(const char *from, const char *to)
 		now = part_start(g, r.first);
 		if (cal_parse_duration(to, &ready, &err) == -1)
 			ready = 0;
-		last = sched_last_due(g, ready, now);
-		FUZZ_CHECK(sched_due_time(g, ready, last) <= now);
-		FUZZ_CHECK(sched_due_time(g, ready, last + 1) > now);
+		last = schedule_last_due(g, ready, now);
+		FUZZ_CHECK(schedule_due_time(g, ready, last) <= now);
+		FUZZ_CHECK(schedule_due_time(g, ready, last + 1) > now);
 		t = part_end(g, r.last) - 1;
 		FUZZ_CHECK(part_of_time(g, t) == r.last);
 	}

@@ -2,7 +2,8 @@
 
 Python 3 standard library only.  Each test file builds one or more Daemon
 objects, drives them with backfillctl (Daemon.ctl) and asserts on the
-warehouses, the state store and the --json outputs of DESIGN.md.
+warehouses, the state store and the --json outputs (backfillctl(1), JSON
+OUTPUT).
 
 Readiness is event-driven: the harness binds a unix datagram socket, sets
 NOTIFY_SOCKET to it, and waits for the daemon's sd_notify "READY=1" (or

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""batch: true (DESIGN.md, Single-run backfills): all partitions of a request
+"""batch: true (backfilld.yaml(5), batch): all partitions of a request
 run as one run over a backfill_manifest table, with the same results as
 per-partition runs, checks per partition, and the downstream weeks after."""
 import harness as h

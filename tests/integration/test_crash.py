@@ -67,7 +67,7 @@ def test_kill9_mid_backfill_command_job():
          "partitions landed before the kill (concurrency 1, oldest first)")
 
     # runs --json shows every partition of the request: the running one and
-    # the queued ones (DESIGN.md: state queued|running|...).
+    # the queued ones (backfillctl(1), JSON OUTPUT: state queued|running|...).
     now = d.runs()
     h.soft(sorted((r["partition"], r["state"]) for r in now if r["state"] != "succeeded")
            == [("2026-02-05", "running")] + [(p, "queued") for p in h.days("2026-02-06", "2026-02-10")],

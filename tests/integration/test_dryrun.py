@@ -104,7 +104,7 @@ def test_plan_of_a_chain():
 
 
 def test_downstream_stays_within_end():
-    """A partition after a job's `end` does not exist (DESIGN.md): the week
+    """A partition after a job's `end` does not exist (backfilld.yaml(5)): the week
     2026-03-30 straddles into April, but the month job ends at 2026-03-01,
     so April is not planned (an operator request for it is refused too)."""
     d = h.Daemon(jobs=test_chain.JOBS, settings={"max_concurrency": 4}, name="dryrunend")

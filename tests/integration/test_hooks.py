@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Freshness deadlines and hooks (issue 15, DESIGN.md "Freshness and
+"""Freshness deadlines and hooks (issue 15, README.md "Freshness and
 hooks"), on the real daemon with the test clock.
 
 Every hook here is `sh -c` with the placeholders as its positional

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Logs (issue 5, Logs; DESIGN.md systemd): one line per event on stderr,
+"""Logs (issue 5; backfilld(8) LOGGING): one line per event on stderr,
 "<N>" syslog priority prefixes when JOURNAL_STREAM is set (stderr is the
 journal), an ISO-8601 timestamp otherwise; key=value fields for job,
 partition, run and request so that `journalctl -u backfilld | grep

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""SIGTERM during runs (issue 5, DESIGN.md Signals): the daemon stops taking
+"""SIGTERM during runs (issue 5, backfilld(8) SIGNALS): the daemon stops taking
 runs, waits shutdown_grace for the runs in flight, cancels them, exits 0;
 the cancelled partitions are queued again and run at the next start.  A
 second SIGTERM cancels at once, without waiting for the grace period.

@@ -6,7 +6,8 @@ table the test controls (as an external process would keep it):
   starts over several checks, status says throttled with the value, the
   bound and since when (text and JSON), on_throttle fires with
   {warehouse}, {value} and {state}; once the value drops the request
-  completes and the hook fires again ("released");
+  completes and the hook fires again ("released"); it runs as every hook
+  does (its output in the log, BACKFILLD_STATE set);
 - a reload that leaves the throttle unchanged keeps the spell;
 - a failing throttle query throttles too, and says why;
 - another warehouse's runs go on meanwhile.
@@ -14,6 +15,7 @@ Checks are counted through status' checked_at: no sleep stands in for an
 event."""
 import json
 import os
+import re
 import time
 
 import harness as h
@@ -40,7 +42,7 @@ warehouses:
       sql: %s
       max: 10
       every: 1s
-    on_throttle: ["/bin/sh", "-c", "echo \\"$0 $1 $2\\" >> %s", "{warehouse}", "{value}", "{state}"]
+    on_throttle: ["/bin/sh", "-c", "echo \\"$0 $1 $2\\" >> %s; echo said $BACKFILLD_STATE", "{warehouse}", "{value}", "{state}"]
   - name: other
     sqlite: other.db
 jobs:
@@ -100,6 +102,18 @@ def hook_lines(d):
         return []
 
 
+def await_log(d, pattern, what):
+    deadline = time.monotonic() + GUARD
+    while True:
+        with open(d.log, errors="replace") as f:
+            if any(re.search(pattern, l) for l in f):
+                return
+        if time.monotonic() > deadline:
+            h.fail("%s: no log line matching %r after %.0f s\n%s"
+                   % (what, pattern, GUARD, d.log_tail()))
+        time.sleep(0.05)
+
+
 def set_load(d, v):
     con = d.wh("w")
     try:
@@ -157,6 +171,10 @@ def test_throttled_warehouse_holds_runs():
         h.check(time.monotonic() < deadline, "on_throttle did not fire on release: %r"
                 % hook_lines(d))
         time.sleep(0.05)
+    await_log(d, r"hook=on_throttle warehouse=w state=throttled output: said throttled$",
+              "the hook's output in the log")
+    await_log(d, r"hook=on_throttle warehouse=w state=released done in \d+ ms",
+              "the released hook's end")
     d.stop()
     # the metrics file written at shutdown: not throttled now, the last value
     with open(os.path.join(d.dir, "metrics.prom")) as f:

@@ -14,6 +14,7 @@
 #include <string.h>
 
 #include "calendar.h"
+#include "schedule.h"
 
 #define NELEM(a) (sizeof(a) / sizeof((a)[0]))
 
@@ -994,18 +995,18 @@ START_TEST(test_sched)
 	int64_t ra = scheds[_i].ready_after;
 	int64_t now = time_of(scheds[_i].date, scheds[_i].h, scheds[_i].m,
 	    scheds[_i].s);
-	part_t p = sched_last_due(g, ra, now);
+	part_t p = schedule_last_due(g, ra, now);
 	char buf[CAL_KEY_MAX];
 
 	part_key(g, p, buf);
 	ck_assert_str_eq(buf, scheds[_i].last_due);
-	ck_assert_int_eq(sched_due_time(g, ra, p),
+	ck_assert_int_eq(schedule_due_time(g, ra, p),
 	    time_of(scheds[_i].due_date, scheds[_i].dh, scheds[_i].dm, 0));
 	/* p is due, p + 1 is not yet */
-	ck_assert_int_le(sched_due_time(g, ra, p), now);
-	ck_assert_int_gt(sched_due_time(g, ra, p + 1), now);
+	ck_assert_int_le(schedule_due_time(g, ra, p), now);
+	ck_assert_int_gt(schedule_due_time(g, ra, p + 1), now);
 	/* one second before p's due time, p - 1 was the newest due */
-	ck_assert_int_eq(sched_last_due(g, ra, sched_due_time(g, ra, p) - 1),
+	ck_assert_int_eq(schedule_last_due(g, ra, schedule_due_time(g, ra, p) - 1),
 	    p - 1);
 }
 END_TEST
@@ -1015,14 +1016,14 @@ END_TEST
 START_TEST(test_sched_boundary_walk)
 {
 	int64_t ra = 7200, start = time_of("2026-02-08", 1, 0, 0), now;
-	part_t prev = sched_last_due(GRAIN_DAY, ra, start), p;
+	part_t prev = schedule_last_due(GRAIN_DAY, ra, start), p;
 	int changes = 0;
 
 	for (now = start; now < start + 2 * 86400; now++) {
-		p = sched_last_due(GRAIN_DAY, ra, now);
+		p = schedule_last_due(GRAIN_DAY, ra, now);
 		if (p != prev) {
 			ck_assert_int_eq(p, prev + 1);
-			ck_assert_int_eq(now, sched_due_time(GRAIN_DAY, ra, p));
+			ck_assert_int_eq(now, schedule_due_time(GRAIN_DAY, ra, p));
 			ck_assert_int_eq(now % 3600, 0);
 			changes++;
 		}

@@ -2,8 +2,9 @@
  * test_config.c - the configuration loader: one fixture per refused file
  * (tests/fixtures/config/bad-*.yaml) asserting the exact one-line message
  * and position, inline cases through config_load_string, and a full valid
- * configuration (DESIGN.md's example, both warehouses) asserting every
- * loaded value, default, resolved path and derived index.
+ * configuration (shaped like config/example.yaml, a warehouse of each
+ * kind) asserting every loaded value, default, resolved path and derived
+ * index.
  */
 #include <check.h>
 #include <errno.h>
@@ -471,8 +472,9 @@ END_TEST
 /* The full example                                                    */
 /* ------------------------------------------------------------------ */
 
-/* DESIGN.md's example, both warehouses, plus a monthly rollup; the mart
- * comes first in the file so that topo has to reorder. */
+/* Shaped like config/example.yaml (a fact job and its weekly mart), a
+ * warehouse of each kind, plus a monthly rollup; the mart comes first in
+ * the file so that topo has to reorder. */
 static const char full_yaml[] =
 	"state_db: state/state.db      # relative: against this file's folder\n"
 	"max_concurrency: 3\n"

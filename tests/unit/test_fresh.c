@@ -1,14 +1,14 @@
 /*
  * test_fresh.c - the freshness set (daemon/lib/fresh.c): late from since +
- * deadline on, reported once, forgotten on success, retimed on reload;
- * and hooks_subst (daemon/server/hooks.c), the placeholders of a hook's argv.
+ * deadline on, reported once, forgotten on success, retimed on reload.
+ * (A hook's placeholders: test_hooks.c.)
  */
 #include <check.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "fresh.h"
-#include "hooks.h"
 
 #define H (3600 * 1000LL)
 
@@ -114,24 +114,6 @@ START_TEST(test_many)
 }
 END_TEST
 
-/* {job} {partition} {request} {error}, anywhere, any number of times;
- * other braces untouched. */
-START_TEST(test_subst)
-{
-	char *s = hooks_subst("{job}:{partition}/{request} {error}{job}{x}",
-			      "fct", "2026-01-02", "42", "check failed");
-
-	ck_assert_str_eq(s, "fct:2026-01-02/42 check failedfct{x}");
-	free(s);
-	s = hooks_subst("{request}", "j", "p", "", "");
-	ck_assert_str_eq(s, "");
-	free(s);
-	s = hooks_subst("{error}{error}{error}", "j", "p", "", "a long error text");
-	ck_assert_str_eq(s, "a long error texta long error texta long error text");
-	free(s);
-}
-END_TEST
-
 static Suite *
 fresh_suite(void)
 {
@@ -141,7 +123,6 @@ fresh_suite(void)
 	tcase_add_test(tc, test_late_once);
 	tcase_add_test(tc, test_track_and_reload);
 	tcase_add_test(tc, test_many);
-	tcase_add_test(tc, test_subst);
 	suite_add_tcase(s, tc);
 	return s;
 }

@@ -1,0 +1,195 @@
+/*
+ * manifest.h - the open manifest as a state machine (pure: no libuv, no
+ * store, no clock, no logging).
+ *
+ * A request is what an operator, the clock schedule or a sensor asked
+ * for; its items are the (job, partition) pairs it runs, in run order,
+ * each with the items of the same request it waits for (its inputs).  An
+ * item is queued, running, succeeded, failed, blocked or cancelled (enum
+ * mstate).  A run is one execution in flight: one item, one batch of
+ * items of one request, or one item of each of several requests (rule 5).
+ *
+ * The scheduler's shell (scheduler.c and the sched_*.c files) owns a
+ * struct manifest and applies what it decides: every function here only
+ * changes memory and time comes in as an argument.  Functions that move
+ * items by a rule (settle, release, fail fast, cancel) also append one
+ * struct manifest_change per item moved to m->changes, in order, which
+ * the shell writes to the state store and logs (then
+ * manifest_changes_clear).  Rule 4 (downstream, fail fast, retry) is the
+ * block comments in manifest.c, next to the code that applies each;
+ * dispatch's choice (rules 2, 3 and 5) is pick.h.
+ */
+#ifndef BACKFILLD_MANIFEST_H
+#define BACKFILLD_MANIFEST_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "calendar.h"
+#include "config.h"
+#include "store.h" /* enum mstate */
+
+struct request;
+struct run;
+
+struct item {
+	int64_t id; /* its manifest row in the store */
+	struct request *rq;
+	size_t idx; /* position in rq->items */
+	char *job_name;
+	int job; /* index in m->cfg, -1 when no longer configured */
+	part_t part;
+	char key[CAL_KEY_MAX];
+	enum mstate state;
+	int attempts;
+	int64_t not_before; /* ms: a retry waits until then */
+	int seq;
+	bool downstream;
+	char *blocked_on;  /* "job key" of the input that blocks it */
+	struct item **ins; /* input items of the same request */
+	size_t nins;
+	struct item **outs; /* items waiting for this one */
+	size_t nouts, outcap;
+	struct run *run;    /* while running */
+	struct item *hnext; /* hash chain by (job, key) */
+};
+
+struct request {
+	int64_t id;
+	char *job;
+	char *kind;	    /* schedule, catchup, backfill, ... */
+	bool priority;	    /* schedule or catchup (rule 3) */
+	int64_t created_at; /* ms */
+	struct item **items;
+	size_t n;
+	size_t nroot;  /* its own partitions: items[0..nroot) */
+	size_t cursor; /* no queued item before it */
+	int64_t counts[MS_COUNT];
+	int cap;	/* runs of it at once, 0: no cap of its own */
+	int nruns;	/* runs in flight carrying an item of it */
+	bool fail_fast; /* cancel the rest after a failure */
+	void *data;	/* the shell's (its watchers) */
+	struct request *next, *prev;
+};
+
+/* A run in flight (or being started): items[0] is the primary. */
+struct run {
+	struct item **items;
+	size_t nitems, cap;
+	bool batch; /* one execution for several partitions */
+	int job;    /* index in m->cfg, -1 when gone */
+	char job_name[128];
+	bool requeue; /* interrupted by a throttle: no attempt */
+	void *data;   /* the shell's */
+	struct run *next, *prev;
+};
+
+/* Why an item moved (for the shell's log line). */
+enum manifest_why {
+	MANIFEST_INPUT_CANCELLED, /* cancelled: an input will never run */
+	MANIFEST_BLOCKED,	  /* an input failed or is blocked */
+	MANIFEST_RELEASED,	  /* its inputs landed: queued again */
+	MANIFEST_LANDED,	  /* failed here, landed by another request */
+	MANIFEST_FAIL_FAST,	  /* cancelled by --fail-fast */
+	MANIFEST_UNCONFIGURED,	  /* cancelled: its job is gone */
+};
+
+/* One item moved by a rule: write it (state, attempts, not_before,
+ * blocked_on, with note as its error text when not empty). */
+struct manifest_change {
+	struct item *item;
+	enum manifest_why why;
+	enum mstate cause_state; /* MANIFEST_BLOCKED: the input's state */
+	char note[256];
+};
+
+#define MANIFEST_HASH_SIZE 4096
+
+struct manifest {
+	const struct config *cfg;
+	struct request requests; /* circular list head, oldest first */
+	struct request *rr;	 /* round-robin position (rule 3) */
+	struct item *hash[MANIFEST_HASH_SIZE];
+	struct run runs; /* runs in flight: list head */
+	int nrunning;
+	int *job_running;		 /* runs in flight per job index */
+	int64_t (*job_counts)[MS_COUNT]; /* items by job index and state */
+	size_t njobs;
+	int64_t nqueued;      /* queued or running items */
+	int64_t failed_total; /* items that ever failed */
+	struct manifest_change *changes;
+	size_t nchanges, changecap;
+};
+
+void manifest_init(struct manifest *m, const struct config *cfg);
+void manifest_clear(struct manifest *m);
+/* A new configuration: resolve every item's job again and recount. */
+void manifest_reindex(struct manifest *m, const struct config *cfg);
+void manifest_changes_clear(struct manifest *m);
+
+/* Add a request at the tail (the newest). */
+struct request *manifest_request_add(struct manifest *m, int64_t id,
+				     const char *job, const char *kind,
+				     int64_t created_at);
+struct request *manifest_request_find(struct manifest *m, int64_t id);
+/* Unlink and free a request and its items (its data is the caller's). */
+void manifest_request_free(struct manifest *m, struct request *rq);
+/* Add an item at the end of a request. */
+struct item *manifest_item_add(struct manifest *m, struct request *rq,
+			       int64_t id, const char *job, const char *key,
+			       int seq, bool downstream, enum mstate state);
+/* Out waits for in (both of one request). */
+void manifest_link(struct item *in, struct item *out);
+/* Link a request's downstream items to their inputs by the downstream
+ * mapping (lineage.h): items rebuilt from the store. */
+void manifest_relink(struct manifest *m, struct request *rq);
+/* Set an item's state, counting it. */
+void manifest_set(struct manifest *m, struct item *it, enum mstate to);
+/* True for states an item does not leave by itself. */
+bool manifest_final(enum mstate st);
+
+/* Rule 4, see manifest.c. */
+bool manifest_settle(struct manifest *m, struct item *it);
+void manifest_settle_outs(struct manifest *m, struct item *it);
+int64_t manifest_landed(struct manifest *m, const char *job, const char *key,
+			struct request *by);
+int64_t manifest_fail_fast(struct manifest *m, struct request *rq,
+			   const struct item *bad);
+/* Cancel a request's queued and blocked items (the operator's cancel):
+ * how many. */
+int64_t manifest_cancel(struct manifest *m, struct request *rq);
+/* Cancel the queued and blocked items of jobs no longer configured. */
+int64_t manifest_cancel_unconfigured(struct manifest *m);
+bool manifest_retriable(const struct item *it);
+int64_t manifest_retry(struct manifest *m, struct request *rq);
+
+/* The hash chain holding (job, key): other keys may share it, test each
+ * item with manifest_same. */
+struct item **manifest_bucket(struct manifest *m, const char *job,
+			      const char *key);
+bool manifest_same(const struct item *x, const char *job, const char *key);
+
+/* A run picked by pick_next_run (pick.h) starts: its items are running, one
+ * more attempt each, counted against the caps. */
+void manifest_run_start(struct manifest *m, struct run *r);
+/* The store refused the start: undo manifest_run_start. */
+void manifest_run_unstart(struct manifest *m, struct run *r);
+/* The run ended with result (queued again, succeeded or failed); with
+ * retry_job (the definition the run ran with; NULL: no retry) each item
+ * waits its backoff from now (ms). */
+void manifest_run_result(struct manifest *m, struct run *r, enum mstate result,
+			 const struct job_def *retry_job, int64_t now);
+/* The run could not start for want of resources: queued again without
+ * an attempt, not before not_before (ms). */
+void manifest_run_not_started(struct manifest *m, struct run *r,
+			      int64_t not_before);
+/* The run is over: no longer counted against the caps (then free it). */
+void manifest_run_finish(struct manifest *m, struct run *r);
+void manifest_run_free(struct run *r);
+/* Retries (rule 4): is a run that failed at attempt `attempts` tried
+ * again, and after how long (ms)? */
+bool manifest_retries(const struct job_def *j, int attempts, bool draining);
+int64_t manifest_backoff_ms(const struct job_def *j, int attempts);
+
+#endif

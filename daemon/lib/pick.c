@@ -1,0 +1,220 @@
+/*
+ * pick.c - dispatch's choice (pick.h): the next run to start under the
+ * caps, in the order, with what rides along.  Pure, like manifest.c.
+ */
+#include "pick.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "xalloc.h"
+
+/*
+ * Rule 2, caps.  At most cfg->max_concurrency runs in flight, at most
+ * job->concurrency of one job, at most max_connections on one PostgreSQL
+ * warehouse, at most a request's own concurrency (backfill --concurrency,
+ * never above its job's) of that request's runs, its downstream items'
+ * included, and never two runs of the same job and partition at once: a
+ * partition queued while it runs waits for it.  A run carrying items of
+ * several requests (rule 5) counts once against each of them and takes no
+ * item of a request at its cap.  A throttled warehouse (throttle.h) starts
+ * nothing; a paused job neither.
+ */
+
+/* Is a run of (job, key) in flight? */
+static bool
+pick_partition_running(struct manifest *m, const struct item *it)
+{
+	for (struct item *x = *manifest_bucket(m, it->job_name, it->key); x;
+	     x = x->hnext)
+		if (x->state == MS_RUNNING &&
+		    manifest_same(x, it->job_name, it->key))
+			return true;
+	return false;
+}
+
+/* Is a job paused, by the gate? */
+static bool
+pick_paused(const struct pick_gate *g, int job)
+{
+	return job >= 0 && g != NULL && g->paused != NULL &&
+	       g->paused(g->data, job);
+}
+
+/* May this job start one more run now (its cap, its warehouse's)? */
+static bool
+pick_job_free(struct manifest *m, const struct pick_gate *g, int job)
+{
+	const struct job_def *j;
+	const struct warehouse_def *w;
+	int n = 0;
+
+	if (job < 0)
+		return false;
+	j = &m->cfg->jobs[job];
+	if ((size_t)job < m->njobs && m->job_running[job] >= j->concurrency)
+		return false;
+	if (j->warehouse < 0)
+		return true;
+	w = &m->cfg->warehouses[j->warehouse];
+	if (w->kind == WH_POSTGRES) {
+		/* its runs in flight: at most max_concurrency, a cheap scan */
+		for (struct run *r = m->runs.next; r != &m->runs; r = r->next)
+			if (r->job >= 0 &&
+			    m->cfg->jobs[r->job].warehouse == j->warehouse)
+				n++;
+		if (n >= w->max_connections)
+			return false;
+	}
+	return g == NULL || g->throttled == NULL ||
+	       !g->throttled(g->data, j->warehouse);
+}
+
+/* Is an item ready to run (not counting its job's cap)?  A retry not yet
+ * due moves *wake earlier. */
+static bool
+pick_ready(struct manifest *m, const struct pick_gate *g, struct item *it,
+	   int64_t now, int64_t *wake)
+{
+	if (it->state != MS_QUEUED || it->job < 0)
+		return false;
+	for (size_t i = 0; i < it->nins; i++)
+		if (it->ins[i]->state != MS_SUCCEEDED)
+			return false;
+	if (it->not_before > now) {
+		if (it->not_before < *wake)
+			*wake = it->not_before;
+		return false;
+	}
+	if (pick_paused(g, it->job))
+		return false;
+	return !pick_partition_running(m, it);
+}
+
+/* Is a request running as many runs as its own cap allows? */
+static bool
+pick_at_cap(const struct request *rq)
+{
+	return rq->cap > 0 && rq->nruns >= rq->cap;
+}
+
+/* The first runnable item of a request in seq order, or NULL. */
+static struct item *
+pick_request_next(struct manifest *m, const struct pick_gate *g,
+		  struct request *rq, int64_t now, int64_t *wake)
+{
+	while (rq->cursor < rq->n && rq->items[rq->cursor]->state != MS_QUEUED)
+		rq->cursor++;
+	if (pick_at_cap(rq))
+		return NULL;
+	for (size_t i = rq->cursor; i < rq->n; i++) {
+		struct item *it = rq->items[i];
+
+		if (it->state != MS_QUEUED)
+			continue;
+		if (!pick_job_free(m, g, it->job) || pick_paused(g, it->job)) {
+			if (!it->downstream)
+				i = rq->nroot -
+				    1; /* every root is this job's */
+			continue;
+		}
+		if (pick_ready(m, g, it, now, wake))
+			return it;
+	}
+	return NULL;
+}
+
+/*
+ * Rule 3, order.  Requests of kind schedule and catchup are served before
+ * operator requests; operator requests share the pool round-robin; within
+ * a request, items run in seq order (oldest first, or newest with
+ * --reverse; downstream items after the items they wait for).
+ */
+static struct item *
+pick_item(struct manifest *m, const struct pick_gate *g, int64_t now,
+	  int64_t *wake)
+{
+	struct request *rq, *start;
+	struct item *it = NULL;
+
+	for (rq = m->requests.next; rq != &m->requests && !it; rq = rq->next)
+		if (rq->priority)
+			it = pick_request_next(m, g, rq, now, wake);
+	if (it != NULL || m->requests.next == &m->requests)
+		return it;
+	start = m->rr;
+	if (start == NULL || start == &m->requests)
+		start = m->requests.next;
+	rq = start;
+	do {
+		if (rq != &m->requests && !rq->priority &&
+		    (it = pick_request_next(m, g, rq, now, wake)) != NULL) {
+			m->rr = rq->next;
+			return it;
+		}
+		rq = rq->next;
+	} while (rq != start);
+	return NULL;
+}
+
+/* Add an item to a run being picked. */
+static void
+pick_run_add(struct run *r, struct item *it)
+{
+	if (r->nitems == r->cap) {
+		r->cap = r->cap ? r->cap * 2 : 4;
+		r->items = xreallocarray(r->items, r->cap, sizeof *r->items);
+	}
+	r->items[r->nitems++] = it;
+}
+
+/*
+ * Rule 5, one run for many.  Items of several requests for the same job
+ * and partition that are ready at the same time run once, together.  A
+ * batch job's ready partitions of one request run as one batch.
+ */
+static void
+pick_gather(struct manifest *m, const struct pick_gate *g, struct run *r,
+	    struct item *it, int64_t now)
+{
+	int64_t wake = INT64_MAX;
+	struct item *x;
+
+	for (size_t i = 0; r->batch && i < it->rq->nroot; i++) {
+		x = it->rq->items[i];
+		if (x != it && x->job == it->job &&
+		    pick_ready(m, g, x, now, &wake))
+			pick_run_add(r, x);
+	}
+	for (x = *manifest_bucket(m, it->job_name, it->key); x && !r->batch;
+	     x = x->hnext) {
+		if (x == it || !manifest_same(x, it->job_name, it->key))
+			continue;
+		if (!pick_at_cap(x->rq) && pick_ready(m, g, x, now, &wake))
+			pick_run_add(r, x);
+	}
+}
+
+/* The next run to start under the caps, in order, or NULL (*wake: when a
+ * retry comes due, if sooner).  The run is not started yet: the shell
+ * records it, then calls manifest_run_start (or manifest_run_free). */
+struct run *
+pick_next_run(struct manifest *m, const struct pick_gate *g, int64_t now,
+	      int64_t *wake)
+{
+	struct item *it;
+	struct run *r;
+
+	if (m->nrunning >= m->cfg->max_concurrency)
+		return NULL;
+	if ((it = pick_item(m, g, now, wake)) == NULL)
+		return NULL;
+	r = xcalloc(1, sizeof *r);
+	r->job = it->job;
+	snprintf(r->job_name, sizeof r->job_name, "%s", it->job_name);
+	r->batch = m->cfg->jobs[it->job].batch && !it->downstream;
+	pick_run_add(r, it);
+	pick_gather(m, g, r, it, now);
+	return r;
+}

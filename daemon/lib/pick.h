@@ -1,0 +1,27 @@
+/*
+ * pick.h - dispatch's choice (pure: no libuv, no store, no clock, no
+ * logging): the next run to start under the caps, in the order, with the
+ * items that ride along.  Rules 2, 3 and 5 are the block comments in
+ * pick.c.  The shell (sched_dispatch.c) starts what it picks
+ * (manifest_run_start) and records it.
+ */
+#ifndef BACKFILLD_PICK_H
+#define BACKFILLD_PICK_H
+
+#include "manifest.h"
+
+/* What dispatch may not use, asked of the shell (NULL: nothing paused or
+ * throttled): a paused job, a throttled warehouse (index in cfg). */
+struct pick_gate {
+	bool (*paused)(void *data, int job);
+	bool (*throttled)(void *data, int warehouse);
+	void *data;
+};
+
+/* The next run to start under the caps, in order, or NULL (*wake: when
+ * a retry comes due, if sooner).  The run is not started yet: the shell
+ * records it, then calls manifest_run_start (or manifest_run_free). */
+struct run *pick_next_run(struct manifest *m, const struct pick_gate *g,
+			  int64_t now, int64_t *wake);
+
+#endif

@@ -1,0 +1,184 @@
+/*
+ * schedule.c - the clock schedule's decisions (schedule.h).
+ *
+ * Rule 6, the schedule.  Each clock-driven job has a watermark: the
+ * newest partition the schedule materialised.  On every wake the due set
+ * is recomputed from `now`; the partitions between the watermark and the
+ * newest due one are a gap when more than one: caught up as one request
+ * when catchup is on and the gap is within max_catchup, otherwise skipped
+ * (catchup off: the older part of the gap never runs, the newest due
+ * partition runs as one schedule request, and the watermark moves to it;
+ * whatever the gap's size) or refused (catchup on, above the bound: none
+ * runs, status says so until every partition of the gap has succeeded).
+ * A single newly due partition is not a gap: it runs whatever catchup
+ * says.  A clock that goes back finds nothing due past the watermark and
+ * re-runs nothing; a clock that jumps forward finds a gap.  A paused job
+ * materialises nothing; on resume what came due meanwhile is materialised
+ * within max_catchup, whatever catchup says: paused time is not missed
+ * time.
+ */
+#include "schedule.h"
+
+#include <stdio.h>
+#include <string.h>
+
+/* The newest partition p with part_end(p) + ready_after <= now. */
+part_t
+schedule_last_due(enum grain g, int64_t ready_after, int64_t now)
+{
+	return part_of_time(g, now - ready_after) - 1;
+}
+
+/* When partition p comes due: its end plus ready_after. */
+int64_t
+schedule_due_time(enum grain g, int64_t ready_after, part_t p)
+{
+	return part_end(g, p) + ready_after;
+}
+
+bool
+schedule_is_clock_job(const struct job_def *j)
+{
+	return j->nupstream == 0 && j->has_start;
+}
+
+/* When partition `next` (clipped to start) comes due: false when it is
+ * past the job's end and nothing comes due any more. */
+static bool
+schedule_next_due(const struct job_def *j, part_t next, int64_t *due)
+{
+	if (next < j->start)
+		next = j->start;
+	if (j->has_end && next > j->end)
+		return false;
+	*due = schedule_due_time(j->grain, j->ready_after, next);
+	return true;
+}
+
+/* Set a job state's catchup text. */
+static void
+schedule_set_catchup(struct store_job_state *st, const char *what)
+{
+	snprintf(st->catchup, sizeof st->catchup, "%s", what);
+}
+
+/* Decide what a gap first..last (more than one partition) becomes. */
+static void
+schedule_gap(const struct job_def *j, bool resumed, struct schedule_decision *d)
+{
+	struct store_job_state *st = &d->state;
+
+	if ((j->catchup || resumed) && d->gap <= j->max_catchup) {
+		d->action = SCHEDULE_CATCHUP;
+		schedule_set_catchup(st, j->catchup ? "ok" : "off");
+		st->gap_from[0] = st->gap_to[0] = '\0';
+	} else if (!j->catchup && !resumed) {
+		/* the older part of the gap is skipped, its newest due
+		 * partition runs, the job goes on with what comes due */
+		d->action = SCHEDULE_SKIP;
+		schedule_set_catchup(st, "off");
+	} else {
+		/* the command the log suggests is one the daemon accepts:
+		 * the gap's first piece of at most max_backfill */
+		d->action = SCHEDULE_REFUSE;
+		d->piece = d->gap > j->max_backfill
+			       ? d->first + j->max_backfill - 1
+			       : d->last;
+		schedule_set_catchup(st, "refused");
+		part_key(j->grain, d->first, st->gap_from);
+		part_key(j->grain, d->last, st->gap_to);
+	}
+}
+
+void
+schedule_decide(const struct job_def *j, const struct store_job_state *st,
+		bool resumed, int64_t now, struct schedule_decision *d)
+{
+	part_t wm, nextp;
+
+	memset(d, 0, sizeof *d);
+	d->state = *st;
+	if (!schedule_is_clock_job(j) || st->paused)
+		return;
+	if (!st->has_watermark ||
+	    part_parse_key(j->grain, st->watermark, &wm, NULL) < 0)
+		wm = j->start - 1;
+	d->last = schedule_last_due(j->grain, j->ready_after, now);
+	if (j->has_end && d->last > j->end)
+		d->last = j->end;
+	if (d->last > wm) {
+		d->first = wm + 1 < j->start ? j->start : wm + 1;
+		d->gap = d->last - d->first + 1;
+		if (d->gap == 1) {
+			d->action = SCHEDULE_RUN;
+			/* a refused gap stays shown until it is filled */
+			if (strcmp(st->catchup, "refused") != 0)
+				schedule_set_catchup(&d->state,
+						     j->catchup ? "ok" : "off");
+		} else {
+			schedule_gap(j, resumed, d);
+		}
+		d->state.has_watermark = true;
+		part_key(j->grain, d->last, d->state.watermark);
+		d->save = true;
+	} else if (!st->has_watermark || !j->catchup) {
+		const char *want = j->catchup ? "ok" : "off";
+
+		if (strcmp(st->catchup, "refused") != 0 &&
+		    strcmp(st->catchup, want) != 0) {
+			schedule_set_catchup(&d->state, want);
+			d->save = true;
+		}
+	}
+	nextp = d->last > wm ? d->last + 1 : wm + 1;
+	d->has_next_due = schedule_next_due(j, nextp, &d->next_due);
+}
+
+void
+schedule_view(const struct job_def *j, const struct store_job_state *st,
+	      int64_t now, struct schedule_view *v)
+{
+	bool refused = strcmp(st->catchup, "refused") == 0;
+
+	memset(v, 0, sizeof *v);
+	v->has_watermark =
+	    st->has_watermark &&
+	    part_parse_key(j->grain, st->watermark, &v->watermark, NULL) == 0;
+	if (!schedule_is_clock_job(j))
+		v->catchup = "off";
+	else if (refused)
+		v->catchup = "refused";
+	else
+		v->catchup = j->catchup ? "ok" : "off";
+	/* refused until every partition of the gap has succeeded:
+	 * schedule_gap_clear() once the last one lands */
+	v->has_gap =
+	    refused && st->gap_from[0] &&
+	    part_parse_key(j->grain, st->gap_from, &v->gap_from, NULL) == 0 &&
+	    part_parse_key(j->grain, st->gap_to, &v->gap_to, NULL) == 0;
+	if (schedule_is_clock_job(j)) {
+		part_t nextp = v->has_watermark ? v->watermark + 1 : j->start;
+		part_t last = schedule_last_due(j->grain, j->ready_after, now);
+
+		if (nextp <= last)
+			nextp = last + 1;
+		v->has_next_due = schedule_next_due(j, nextp, &v->next_due);
+	}
+}
+
+bool
+schedule_gap_covers(const struct job_def *j, const struct store_job_state *st,
+		    const char *key, part_t *from, part_t *to)
+{
+	return strcmp(st->catchup, "refused") == 0 && st->gap_from[0] &&
+	       strcmp(key, st->gap_from) >= 0 && strcmp(key, st->gap_to) <= 0 &&
+	       part_parse_key(j->grain, st->gap_from, from, NULL) == 0 &&
+	       part_parse_key(j->grain, st->gap_to, to, NULL) == 0;
+}
+
+void
+schedule_gap_clear(const struct job_def *j, struct store_job_state *st)
+{
+	schedule_set_catchup(st, j->catchup ? "ok" : "off");
+	st->gap_from[0] = st->gap_to[0] = '\0';
+}

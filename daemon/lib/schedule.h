@@ -1,0 +1,82 @@
+/*
+ * schedule.h - the clock schedule's decisions (pure: no libuv, no store,
+ * no clock reads, no logging).
+ *
+ * Given a job's definition, its state as the store keeps it (watermark,
+ * catchup state, refused gap, paused) and `now`, schedule_decide() says
+ * what to materialise, what to skip or refuse, the state to save and
+ * when the job is next due.  The shell (sched_clock.c) applies it: it
+ * writes the request, logs, fires the on_refused hook and arms the timer.
+ * The rule (rule 6) is the block comment in schedule.c.
+ */
+#ifndef BACKFILLD_SCHEDULE_H
+#define BACKFILLD_SCHEDULE_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "calendar.h"
+#include "config.h"
+#include "store.h" /* struct store_job_state */
+
+/*
+ * Schedule math.  A partition p is due at part_end(p) + ready_after.
+ * schedule_last_due() is the newest partition due at `now` (may be before
+ * any start: the caller clips).  schedule_due_time() is when p comes due.
+ */
+part_t schedule_last_due(enum grain g, int64_t ready_after, int64_t now);
+int64_t schedule_due_time(enum grain g, int64_t ready_after, part_t p);
+
+/* Is the job driven by the clock (a start, no upstream)? */
+bool schedule_is_clock_job(const struct job_def *j);
+
+enum schedule_action {
+	SCHEDULE_NOTHING, /* nothing newly due (or paused, or no clock) */
+	SCHEDULE_RUN,	  /* one newly due partition: `last`, as schedule */
+	SCHEDULE_CATCHUP, /* first..last as one catchup request */
+	SCHEDULE_SKIP,	  /* catchup off: first..last-1 skipped, `last` runs
+			   * as schedule */
+	SCHEDULE_REFUSE,  /* catchup on, first..last above max_catchup:
+			   * nothing runs */
+};
+
+struct schedule_decision {
+	enum schedule_action action;
+	part_t first, last; /* the partitions newly due (the gap) */
+	int64_t gap;	    /* last - first + 1 */
+	part_t piece;	    /* refused: the last partition of the gap's
+			     * first piece of at most max_backfill */
+	bool save;	    /* state differs from the input: save it */
+	struct store_job_state state; /* the job's state once applied */
+	bool has_next_due;
+	int64_t next_due; /* seconds: arm the timer for then */
+};
+
+/* Decide for job j at `now` (seconds); `resumed`: the job was just
+ * resumed (paused time is not missed time). */
+void schedule_decide(const struct job_def *j, const struct store_job_state *st,
+		     bool resumed, int64_t now, struct schedule_decision *d);
+
+/* What status shows of a job's schedule (reads never write). */
+struct schedule_view {
+	const char *catchup; /* ok, refused, off */
+	bool has_watermark;
+	part_t watermark;
+	bool has_gap;
+	part_t gap_from, gap_to;
+	bool has_next_due;
+	int64_t next_due; /* seconds */
+};
+void schedule_view(const struct job_def *j, const struct store_job_state *st,
+		   int64_t now, struct schedule_view *v);
+
+/* Does partition `key` of job j lie in its refused gap?  Then *from and
+ * *to are the gap; it is filled once all of its to - from + 1 partitions
+ * have succeeded, and schedule_gap_clear() makes catchup what the
+ * configuration says again. */
+bool schedule_gap_covers(const struct job_def *j,
+			 const struct store_job_state *st, const char *key,
+			 part_t *from, part_t *to);
+void schedule_gap_clear(const struct job_def *j, struct store_job_state *st);
+
+#endif

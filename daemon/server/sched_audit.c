@@ -1,0 +1,161 @@
+/*
+ * sched_audit.c - what a run measured and checked, as the audit rows of
+ * its partitions (JSON for `audit --json`, one line of text for people).
+ */
+#include "sched_int.h"
+
+#include "guard.h"
+#include "json.h"
+
+/* A number or null in JSON. */
+static void
+sched_audit_num(struct buf *b, bool has, double v)
+{
+	if (has)
+		buf_printf(b, "%.10g", v);
+	else
+		buf_addstr(b, "null");
+}
+
+/* One "before, after, change" object. */
+static void
+sched_audit_change(struct buf *b, bool has_before, double before,
+		   bool has_after, double after, bool has_change, double pct)
+{
+	buf_addstr(b, "{\"before\": ");
+	sched_audit_num(b, has_before, before);
+	buf_addstr(b, ", \"after\": ");
+	sched_audit_num(b, has_after, after);
+	buf_addstr(b, ", \"change_pct\": ");
+	sched_audit_num(b, has_change, pct);
+	buf_addstr(b, "}");
+}
+
+/* One metric as text: "name 1.00 -> 2.00 (+100.0%)". */
+static void
+sched_audit_metric_text(struct buf *t, size_t k,
+			const struct exec_metric_result *m)
+{
+	buf_printf(t, "%s%s ", k ? "; " : "", m->name);
+	if (m->has_before)
+		buf_printf(t, "%.2f", m->before);
+	else
+		buf_addstr(t, "-");
+	if (m->has_after)
+		buf_printf(t, " -> %.2f", m->after);
+	else
+		buf_addstr(t, " -> -");
+	if (m->has_change)
+		buf_printf(t, " (%+.1f%%)", m->change_pct);
+}
+
+/* The metrics of one partition: JSON into `json`, text into `text`. */
+static void
+sched_audit_metrics(const struct exec_run *run,
+		    const struct exec_guard_result *g, struct buf *json,
+		    struct buf *text)
+{
+	double pct = 0;
+	bool ch;
+
+	buf_addstr(json, "{");
+	if (g != NULL) {
+		ch = g->has_rows_before && g->has_rows_after &&
+		     guard_change((double)g->rows_before, (double)g->rows_after,
+				  &pct);
+		buf_addstr(json, "\"rows\": ");
+		sched_audit_change(json, g->has_rows_before,
+				   (double)g->rows_before, g->has_rows_after,
+				   (double)g->rows_after, ch, pct);
+		for (size_t k = 0; k < run->job->nmetrics; k++) {
+			const struct exec_metric_result *m = &g->metrics[k];
+
+			buf_addstr(json, ", ");
+			json_str(json, run->job->metrics[k].name);
+			buf_addstr(json, ": ");
+			sched_audit_change(json, m->has_before, m->before,
+					   m->has_after, m->after,
+					   m->has_change, m->change_pct);
+			sched_audit_metric_text(text, k, m);
+		}
+	}
+	buf_addstr(json, "}");
+	buf_add(json, "", 1);
+	buf_add(text, "", 1);
+}
+
+/* The checks of partition i: JSON into `json`, "N/M passed; name: why"
+ * into `text`. */
+static void
+sched_audit_checks(const struct exec_run *run, size_t i, struct buf *json,
+		   struct buf *text)
+{
+	struct buf failed;
+	size_t n = 0, npassed = 0;
+
+	buf_init(&failed);
+	buf_addstr(json, "[");
+	for (size_t c = 0; c < run->nchecks; c++) {
+		const struct exec_check_result *cr = &run->checks[c];
+
+		if (cr->part != i)
+			continue;
+		buf_addstr(json, n++ ? ", {\"name\": " : "{\"name\": ");
+		json_str(json, cr->name);
+		buf_printf(json, ", \"passed\": %s, \"detail\": ",
+			   cr->passed ? "true" : "false");
+		json_str(json, cr->detail);
+		buf_addstr(json, "}");
+		if (cr->passed)
+			npassed++;
+		else
+			buf_printf(&failed, "; %s: %s", cr->name, cr->detail);
+	}
+	buf_addstr(json, "]");
+	buf_add(json, "", 1);
+	buf_add(&failed, "", 1);
+	buf_printf(text, "%zu/%zu passed", npassed, n);
+	buf_addstr(text, failed.data);
+	buf_add(text, "", 1);
+	buf_free(&failed);
+}
+
+/* Record what a run measured and checked for each of its partitions
+ * (inside the caller's transaction); a batch run has one run id per
+ * partition (run_ids), an ordinary one NULL. */
+int
+sched_audit(struct sched *s, struct exec_run *run, const int64_t *run_ids,
+	    struct err *err)
+{
+	struct buf metrics, checks, mtext, ctext;
+	int rc = 0;
+
+	if (run->guards == NULL && run->nchecks == 0)
+		return 0;
+	buf_init(&metrics);
+	buf_init(&checks);
+	buf_init(&mtext);
+	buf_init(&ctext);
+	for (size_t i = 0; i < run->nparts && rc == 0; i++) {
+		const struct exec_guard_result *g =
+		    run->guards ? &run->guards[i] : NULL;
+
+		buf_reset(&metrics);
+		buf_reset(&checks);
+		buf_reset(&mtext);
+		buf_reset(&ctext);
+		sched_audit_metrics(run, g, &metrics, &mtext);
+		sched_audit_checks(run, i, &checks, &ctext);
+		rc = store_audit_add(
+		    s->store, run_ids ? run_ids[i] : run->run_id,
+		    run->parts[i].key, g && g->has_rows_before,
+		    g ? g->rows_before : 0, g && g->has_rows_after,
+		    g ? g->rows_after : 0, metrics.data, checks.data,
+		    mtext.data, ctext.data, !run->failed, err);
+	}
+	buf_free(&metrics);
+	buf_free(&checks);
+	buf_free(&mtext);
+	buf_free(&ctext);
+	return rc;
+}

@@ -1,0 +1,246 @@
+/*
+ * sched_clock.c - the clock schedule's shell: on every wake, for every
+ * clock-driven job, apply schedule_decide() (rule 6, schedule.c):
+ * materialise what it says as a request, log what it skipped or refused,
+ * fire on_refused, save the job's state and arm the timer for the next
+ * due time.  Pause and resume, and the refused gap cleared once filled.
+ */
+#include "sched_int.h"
+
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "clock.h"
+#include "hooks.h"
+#include "log.h"
+#include "schedule.h"
+#include "xalloc.h"
+
+/* Materialise partitions first..last of job j for the schedule. */
+static int
+sched_materialise(struct sched *s, int job, part_t first, part_t last,
+		  const char *kind, struct err *err)
+{
+	struct sched_req rq = {.job = job, .kind = kind};
+	struct plan plan;
+	int64_t id;
+	int rc;
+
+	rq.nparts = (size_t)(last - first + 1);
+	rq.parts = xcalloc(rq.nparts, sizeof *rq.parts);
+	for (size_t i = 0; i < rq.nparts; i++)
+		rq.parts[i] = first + (part_t)i;
+	plan_init(&plan);
+	rc = sched_submit(s, &rq, true, &plan, &id, err);
+	plan_free(&plan);
+	free(rq.parts);
+	if (rc == 0)
+		sched_fresh_materialised(s, job, first, last, id);
+	return rc;
+}
+
+/* A refused gap: say how to fill it, and run the job's on_refused. */
+static void
+sched_refused(struct sched *s, const struct job_def *j,
+	      const struct schedule_decision *d)
+{
+	char a[CAL_KEY_MAX], b[CAL_KEY_MAX], c[CAL_KEY_MAX], n[CAL_KEY_MAX];
+	char range[2 * CAL_KEY_MAX + 2], why[256];
+	bool more = d->piece < d->last;
+
+	part_key(j->grain, d->first, a);
+	part_key(j->grain, d->last, b);
+	part_key(j->grain, d->piece, c);
+	part_key(j->grain, more ? d->piece + 1 : d->last, n);
+	log_err("job=%s catchup refused: %" PRId64 " partitions missed"
+		" (%s..%s), above max_catchup %d; nothing of the gap runs."
+		" Backfill it in bounded pieces of at most %d partitions:"
+		" backfillctl backfill %s --from %s --to %s%s%s%s",
+		j->name, d->gap, a, b, j->max_catchup, j->max_backfill, j->name,
+		a, c, more ? ", then the same from " : "", more ? n : "",
+		more ? " on" : "");
+	snprintf(range, sizeof range, "%s..%s", a, b);
+	snprintf(why, sizeof why,
+		 "catchup refused: %" PRId64 " partitions"
+		 " missed, above max_catchup %d",
+		 d->gap, j->max_catchup);
+	hooks_fire(s->hooks, j, HOOK_REFUSED, s->cfg->hook_timeout, range, 0,
+		   why);
+}
+
+/* Apply a decision that materialises, skips or refuses (newly due). */
+static int
+sched_clock_act(struct sched *s, int job, const struct schedule_decision *d,
+		struct err *err)
+{
+	const struct job_def *j = &s->cfg->jobs[job];
+	char a[CAL_KEY_MAX], b[CAL_KEY_MAX];
+
+	switch (d->action) {
+	case SCHEDULE_RUN:
+		return sched_materialise(s, job, d->last, d->last, "schedule",
+					 err);
+	case SCHEDULE_CATCHUP:
+		return sched_materialise(s, job, d->first, d->last, "catchup",
+					 err);
+	case SCHEDULE_SKIP:
+		if (sched_materialise(s, job, d->last, d->last, "schedule",
+				      err) < 0)
+			return -1;
+		part_key(j->grain, d->first, a);
+		part_key(j->grain, d->last - 1, b);
+		log_notice("job=%s catchup is off: skipped %" PRId64 " missed"
+			   " partitions %s..%s, running the newest due one"
+			   " (backfill them if they are needed)",
+			   j->name, d->gap - 1, a, b);
+		return 0;
+	case SCHEDULE_REFUSE:
+		sched_refused(s, j, d);
+		return 0;
+	case SCHEDULE_NOTHING:
+		break;
+	}
+	return 0;
+}
+
+/* Decide and apply the schedule of one clock-driven job; *next: the
+ * earliest next due time so far. */
+static void
+sched_clock_job(struct sched *s, int job, bool resumed, int64_t now,
+		int64_t *next)
+{
+	const struct job_def *j = &s->cfg->jobs[job];
+	struct jobstate *js = sched_jobstate_of(s, job);
+	struct schedule_decision d;
+	struct err err;
+
+	schedule_decide(j, &js->st, resumed, now, &d);
+	if (sched_clock_act(s, job, &d, &err) < 0)
+		goto fail;
+	if (d.save) {
+		js->st = d.state;
+		/* a failed save of what was only a display fix is retried on
+		 * the next wake; one that moved the watermark is an error */
+		if (sched_jobstate_save(s, js, &err) < 0 &&
+		    d.action != SCHEDULE_NOTHING)
+			goto fail;
+	}
+	if (d.has_next_due && d.next_due < *next)
+		*next = d.next_due;
+	return;
+fail:
+	log_err("job=%s schedule: %s", j->name, err.msg);
+}
+
+static void
+sched_due_cb(uv_timer_t *t)
+{
+	sched_schedule(t->data, false, -1);
+}
+
+/*
+ * Run the schedule (rule 6, schedule.c) and the late_data sensors for
+ * every job; `resumed` with `only`: that job was just resumed.  Arm the
+ * timer for the earliest next due time.
+ */
+void
+sched_schedule(struct sched *s, bool resumed, int only)
+{
+	int64_t now = clock_now(), next = INT64_MAX, delay;
+
+	if (s->closing || s->draining || s->store_failed || s->dormant)
+		return;
+	for (size_t i = 0; i < s->cfg->njobs; i++) {
+		const struct job_def *j = &s->cfg->jobs[i];
+
+		if (j->late_data != NULL)
+			sched_sensor_check(s, (int)i, now, &next);
+		if (schedule_is_clock_job(j))
+			sched_clock_job(s, (int)i, resumed && (int)i == only,
+					now, &next);
+	}
+	uv_timer_stop(&s->due_timer);
+	if (next == INT64_MAX)
+		return;
+	/* re-read the clock at least daily: a suspended host's monotonic
+	 * timer does not advance while it sleeps */
+	delay = next > now ? (next - now) * 1000 : 0;
+	if (delay > 86400000)
+		delay = 86400000;
+	uv_timer_start(&s->due_timer, sched_due_cb, (uint64_t)delay, 0);
+}
+
+void
+sched_clock_changed(struct sched *s)
+{
+	sched_schedule(s, false, -1);
+	sched_fresh_arm(s);
+	sched_kick(s);
+}
+
+int
+sched_pause(struct sched *s, int job, bool pause, struct err *err)
+{
+	const struct job_def *j = &s->cfg->jobs[job];
+	struct jobstate *js = sched_jobstate_of(s, job);
+	bool was = js->st.paused;
+
+	js->st.paused = pause;
+	js->st.paused_at = pause ? clock_now_ms() : 0;
+	if (sched_jobstate_save(s, js, err) < 0) {
+		js->st.paused = was;
+		return -1;
+	}
+	log_notice("job=%s %s", j->name, pause ? "paused" : "resumed");
+	if (!pause && was) {
+		sched_schedule(s, true, job);
+		sched_kick(s);
+	}
+	return 0;
+}
+
+struct gap_count {
+	int64_t succeeded;
+};
+
+/* Count the gap's partitions whose last run succeeded. */
+static void
+sched_gap_count_cb(const char *key, enum mstate st, void *data)
+{
+	(void)key;
+	if (st == MS_SUCCEEDED)
+		((struct gap_count *)data)->succeeded++;
+}
+
+/* A partition of job succeeded: when it was the last of the job's
+ * refused catchup gap to succeed, the gap is filled and catchup is what
+ * the configuration says again.  (Here, when the state changes, and not
+ * when status reads it: reads never write.) */
+void
+sched_gap_filled(struct sched *s, const char *job, const char *key)
+{
+	struct jobstate *js = sched_jobstate(s, job);
+	const struct job_def *j = config_job(s->cfg, job);
+	struct gap_count gc = {0};
+	part_t from, to;
+	struct err err;
+
+	if (j == NULL || !schedule_gap_covers(j, &js->st, key, &from, &to))
+		return;
+	if (store_last_states(s->store, job, js->st.gap_from, js->st.gap_to,
+			      sched_gap_count_cb, &gc, &err) < 0) {
+		log_err("job=%s %s", job, err.msg);
+		return;
+	}
+	if (gc.succeeded < to - from + 1)
+		return;
+	log_notice("job=%s the refused catchup gap %s..%s is filled; catchup"
+		   " is %s again",
+		   job, js->st.gap_from, js->st.gap_to,
+		   j->catchup ? "on" : "off");
+	schedule_gap_clear(j, &js->st);
+	if (sched_jobstate_save(s, js, &err) < 0)
+		log_err("job=%s %s", job, err.msg);
+}

@@ -1,0 +1,636 @@
+/*
+ * sched_dispatch.c - dispatch and recording: the shell that starts the
+ * runs the core picks (pick_next_run, rules 2, 3 and 5 in pick.c)
+ * and records their outcome, retries and downstream settling (rule 4).
+ *
+ * sched_run_begin() is the one place where "dispatch decided to start
+ * run X" is applied: the start is committed to the store, then the run is
+ * handed to the executor.  sched_run_done_cb() is where its end comes
+ * back.
+ */
+#include "sched_int.h"
+#include "pick.h"
+
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "clock.h"
+#include "log.h"
+#include "schedule.h"
+#include "throttle.h"
+#include "xalloc.h"
+
+static void sched_run_done_cb(struct exec_run *run);
+static void sched_run_started_cb(struct exec_run *run);
+
+/* Is a warehouse throttled (the dispatch gate)? */
+static bool
+sched_throttled_cb(void *data, int warehouse)
+{
+	struct sched *s = data;
+
+	return throttle_blocks(s->throttle, s->cfg->warehouses[warehouse].name);
+}
+
+/* Free a run's shell and core halves. */
+static void
+sched_active_free(struct active *a)
+{
+	manifest_run_free(a->mr);
+	free(a->run_ids);
+	free(a->parts);
+	free(a);
+}
+
+/* Record the start of a run in the store: its items running, a runs row
+ * for each item (a batch's, or one run for several requests: rule 5). */
+static int
+sched_run_record_start(struct sched *s, struct active *a, int64_t now,
+		       struct err *err)
+{
+	struct run *r = a->mr;
+	const struct job_def *j = &s->cfg->jobs[r->job];
+	bool rows = r->batch || r->nitems > 1;
+
+	if (rows)
+		a->run_ids = xcalloc(r->nitems, sizeof *a->run_ids);
+	if (store_defer(s->store, err) < 0 || store_begin(s->store, err) < 0)
+		return -1;
+	for (size_t i = 0; i < r->nitems; i++)
+		if (sched_item_store(s, r->items[i], NULL, now, err) < 0)
+			goto fail;
+	for (size_t i = 0; i < (rows ? r->nitems : 1); i++) {
+		struct item *x = r->items[i];
+
+		if (store_run_start(
+			s->store, x->id, x->rq->id, x->job_name, x->key,
+			x->attempts, now, j->code_version, s->cfg->file_hash,
+			rows ? &a->run_ids[i] : &a->run.run_id, err) < 0)
+			goto fail;
+	}
+	if (rows)
+		a->run.run_id = a->run_ids[0];
+	return sched_tx_end(s, 0, err);
+fail:
+	return sched_tx_end(s, -1, err);
+}
+
+/* The executor's parameters of one item. */
+static void
+sched_part(const struct job_def *j, const struct item *x, struct exec_part *p)
+{
+	snprintf(p->key, sizeof p->key, "%s", x->key);
+	part_bound(j->grain, part_start(j->grain, x->part), p->start);
+	part_bound(j->grain, part_end(j->grain, x->part), p->end);
+}
+
+/* Hand a recorded run to the executor. */
+static void
+sched_run_submit(struct sched *s, struct active *a)
+{
+	struct run *r = a->mr;
+	struct item *e = r->items[0];
+	const struct job_def *j = &s->cfg->jobs[r->job];
+
+	if (r->batch) {
+		a->parts = xcalloc(r->nitems, sizeof *a->parts);
+		for (size_t i = 0; i < r->nitems; i++)
+			sched_part(j, r->items[i], &a->parts[i]);
+	}
+	sched_part(j, e, &a->part);
+	a->run.cfg = config_ref(s->cfg);
+	a->run.job = j;
+	a->run.parts = r->batch ? a->parts : &a->part;
+	a->run.nparts = r->batch ? r->nitems : 1;
+	a->run.attempt = e->attempts;
+	a->run.log_dir = s->log_dir;
+	a->run.done_cb = sched_run_done_cb;
+	a->run.started_cb = sched_run_started_cb;
+	a->run.data = a;
+	if (r->batch && r->nitems > 1)
+		log_info("job=%s partition=%s..%s request=%" PRId64
+			 " run=%" PRId64
+			 " attempt=%d started: one batch of %zu partitions",
+			 e->job_name, e->key, r->items[r->nitems - 1]->key,
+			 e->rq->id, a->run.run_id, e->attempts, r->nitems);
+	else
+		log_info("job=%s partition=%s request=%" PRId64 " run=%" PRId64
+			 " attempt=%d started%s",
+			 e->job_name, e->key, e->rq->id, a->run.run_id,
+			 e->attempts,
+			 r->nitems > 1 ? " (for several requests)" : "");
+	for (size_t i = 0; i < r->nitems; i++)
+		sched_request_changed(s, r->items[i]->rq);
+	if (s->remote != NULL)
+		s->remote->submit(s->remote->data, &a->run);
+	else
+		exec_submit(s->exec, &a->run);
+}
+
+/*
+ * Apply dispatch's decision to start run r (pick_next_run): mark it
+ * started in the manifest, commit that to the store, hand it to the
+ * executor.  The one seam between deciding and doing: -1 (the run undone,
+ * freed) when the store refused.
+ */
+static int
+sched_run_begin(struct sched *s, struct run *r, int64_t now)
+{
+	struct active *a = xcalloc(1, sizeof *a);
+	struct err err;
+
+	a->s = s;
+	a->mr = r;
+	a->started_at = now;
+	r->data = a;
+	manifest_run_start(&s->m, r);
+	if (sched_run_record_start(s, a, now, &err) < 0) {
+		manifest_run_unstart(&s->m, r);
+		log_err("job=%s partition=%s cannot start: %s", r->job_name,
+			r->items[0]->key, err.msg);
+		sched_active_free(a);
+		return -1;
+	}
+	sched_run_submit(s, a);
+	return 0;
+}
+
+/* Arm the retry timer for `at` (ms) if sooner than what is armed. */
+void
+sched_arm_retry(struct sched *s, int64_t at, int64_t now)
+{
+	if (at == INT64_MAX || at >= s->retry_at || s->closing)
+		return;
+	s->retry_at = at;
+	uv_timer_start(&s->retry_timer, sched_retry_cb,
+		       (uint64_t)(at > now ? at - now : 0), 0);
+}
+
+/* The retry timer: a retry came due. */
+void
+sched_retry_cb(uv_timer_t *t)
+{
+	struct sched *s = t->data;
+
+	s->retry_at = INT64_MAX;
+	sched_dispatch(s);
+}
+
+/* Start the runs the core picks while the caps allow. */
+void
+sched_dispatch(struct sched *s)
+{
+	struct pick_gate g = {sched_paused_cb, sched_throttled_cb, s};
+	int64_t now = clock_now_ms(), wake = INT64_MAX;
+	struct run *r;
+
+	if (s->draining || s->closing || s->store_failed || s->dormant)
+		return;
+	while ((r = pick_next_run(&s->m, &g, now, &wake)) != NULL)
+		if (sched_run_begin(s, r, now) < 0)
+			break;
+	sched_arm_retry(s, wake, now);
+}
+
+/* Idle callback: one dispatch per loop turn however many events asked. */
+static void
+sched_kick_cb(uv_idle_t *h)
+{
+	struct sched *s = h->data;
+
+	uv_idle_stop(h);
+	s->kick_armed = false;
+	sched_dispatch(s);
+}
+
+/* Ask for a dispatch at the end of this loop turn. */
+void
+sched_kick(struct sched *s)
+{
+	if (s->kick_armed || s->closing)
+		return;
+	s->kick_armed = true;
+	uv_idle_start(&s->kick, sched_kick_cb);
+}
+
+/* A command run was spawned: record its process group and the leader's
+ * start time, so that a daemon restarted after a crash can end it (and
+ * only it) before its partition runs again (proc.h). */
+static void
+sched_run_started_cb(struct exec_run *run)
+{
+	struct active *a = run->data;
+	struct sched *s = a->s;
+	struct err err;
+
+	if (run->pgid <= 0)
+		return;
+	if (store_defer(s->store, &err) < 0 ||
+	    store_run_proc(s->store, run->run_id, run->pgid, run->proc_start,
+			   &err) < 0)
+		log_err("job=%s partition=%s run=%" PRId64 " cannot record its"
+			" process group %" PRId64 ": %s",
+			a->mr->job_name, a->mr->items[0]->key, run->run_id,
+			run->pgid, err.msg);
+}
+
+/*
+ * A run that could not start for want of resources (no descriptor, no
+ * memory, no process slot) never ran: its items go back to queued
+ * without an attempt counted, its runs rows are forgotten, and the queue
+ * tries again after SCHED_NOT_STARTED_MS.  Such a spell must not burn a
+ * partition's retries.
+ */
+#define SCHED_NOT_STARTED_MS 2000
+
+static void
+sched_not_started(struct sched *s, struct active *a, int64_t now)
+{
+	struct exec_run *run = &a->run;
+	struct run *r = a->mr;
+	struct item *e = r->items[0];
+	struct err err;
+
+	manifest_run_not_started(&s->m, r, now + SCHED_NOT_STARTED_MS);
+	if (store_defer(s->store, &err) < 0 || store_begin(s->store, &err) < 0)
+		goto fail;
+	for (size_t i = 0; i < (a->run_ids ? r->nitems : 1); i++)
+		if (store_run_unstart(s->store,
+				      a->run_ids ? a->run_ids[i] : run->run_id,
+				      &err) < 0)
+			goto fail_tx;
+	for (size_t i = 0; i < r->nitems; i++)
+		if (sched_item_store(s, r->items[i], NULL, now, &err) < 0)
+			goto fail_tx;
+	if (store_commit(s->store, &err) < 0)
+		goto fail_tx;
+	goto logged;
+fail_tx:
+	store_rollback(s->store);
+fail:
+	log_err("job=%s partition=%s run=%" PRId64 " cannot record that it did"
+		" not start: %s",
+		r->job_name, e->key, run->run_id, err.msg);
+logged:
+	log_warn("job=%s partition=%s request=%" PRId64 " not started: %s;"
+		 " queued again in %d s, no attempt counted (raise the"
+		 " descriptor limit, LimitNOFILE=, if this repeats)",
+		 r->job_name, e->key, e->rq->id, run->error,
+		 SCHED_NOT_STARTED_MS / 1000);
+	sched_arm_retry(s, now + SCHED_NOT_STARTED_MS, now);
+}
+
+/* Newest landing among the inputs of a downstream partition, or -1. */
+static int64_t
+sched_inputs_at(struct sched *s, const struct job_def *j, part_t part)
+{
+	int64_t newest = -1;
+
+	for (size_t u = 0; u < j->nupstream; u++) {
+		const struct job_def *uj = &s->cfg->jobs[j->upstream_idx[u]];
+		struct part_range r = part_inputs(uj->grain, j->grain, part);
+		char first[CAL_KEY_MAX], last[CAL_KEY_MAX];
+		int64_t built;
+
+		/* keys of one grain sort in time order: one range query */
+		part_key(uj->grain, r.first, first);
+		part_key(uj->grain, r.last, last);
+		if (store_newest_build(s->store, uj->name, first, last, &built,
+				       NULL) == 0 &&
+		    built > newest)
+			newest = built;
+	}
+	return newest;
+}
+
+/* What a run's end means: the state of its runs rows (run_state) and of
+ * its items (result), and whether it is retried. */
+struct outcome {
+	enum mstate result, run_state;
+	bool retry;
+};
+
+/* Write one partition's run row, newest run and build. */
+static int
+sched_record_part(struct sched *s, struct active *a, size_t i,
+		  const struct outcome *o, int64_t inputs_at, int64_t now,
+		  enum mstate *prev, struct err *err)
+{
+	struct exec_run *run = &a->run;
+	int64_t rid = a->mr->batch ? a->run_ids[i] : run->run_id;
+	const char *key = a->mr->items[a->mr->batch ? i : 0]->key;
+	const char *error = run->failed ? run->error : NULL;
+
+	/* a batch's rows changed are the batch's: on its first row */
+	*prev = MS_COUNT;
+	if (store_run_finish(s->store, rid, o->run_state, now, error,
+			     i == 0 ? run->rows_changed : -1, err) < 0)
+		return -1;
+	if (o->run_state != MS_CANCELLED &&
+	    store_partition_finished(s->store, a->mr->job_name, key, rid,
+				     o->run_state, prev, err) < 0)
+		return -1;
+	if (o->result == MS_SUCCEEDED &&
+	    store_partition_built(s->store, a->mr->job_name, key, now,
+				  inputs_at, rid, run->job->code_version,
+				  err) < 0)
+		return -1;
+	return 0;
+}
+
+/* Record a run's end in one transaction: its runs rows, partitions,
+ * audit and items (already moved in memory). */
+static int
+sched_record_end(struct sched *s, struct active *a, const struct outcome *o,
+		 enum mstate *prev, int64_t now, struct err *err)
+{
+	struct exec_run *run = &a->run;
+	struct run *r = a->mr;
+	size_t nkeys = r->batch ? r->nitems : 1;
+	int64_t inputs_at = -1;
+
+	if (o->result == MS_SUCCEEDED && run->job->nupstream > 0)
+		inputs_at = sched_inputs_at(s, run->job, r->items[0]->part);
+	if (store_defer(s->store, err) < 0 || store_begin(s->store, err) < 0)
+		return -1;
+	for (size_t i = 0; i < nkeys; i++)
+		if (sched_record_part(s, a, i, o, inputs_at, now, &prev[i],
+				      err) < 0)
+			goto fail;
+	if (!run->cancelled && sched_audit(s, run, a->run_ids, err) < 0)
+		goto fail;
+	/* the other requests' rows of a run shared by several (rule 5) */
+	for (size_t i = 1; !r->batch && a->run_ids && i < r->nitems; i++) {
+		if (store_run_finish(s->store, a->run_ids[i], o->run_state, now,
+				     run->failed ? run->error : NULL, -1,
+				     err) < 0)
+			goto fail;
+		if (!run->cancelled &&
+		    sched_audit(s, run, &a->run_ids[i], err) < 0)
+			goto fail;
+	}
+	for (size_t i = 0; i < r->nitems; i++)
+		if (sched_item_store(s, r->items[i],
+				     run->failed ? run->error : NULL, now,
+				     err) < 0)
+			goto fail;
+	return sched_tx_end(s, 0, err);
+fail:
+	return sched_tx_end(s, -1, err);
+}
+
+/* The log line of a run's end. */
+static void
+sched_run_log(const struct active *a, const struct outcome *o, int64_t now)
+{
+	const struct exec_run *run = &a->run;
+	const struct item *e = a->mr->items[0];
+	const char *job = a->mr->job_name;
+
+	if (o->run_state == MS_SUCCEEDED && run->rows_changed >= 0)
+		log_info("job=%s partition=%s request=%" PRId64 " run=%" PRId64
+			 " succeeded in %" PRId64 " ms rows=%" PRId64,
+			 job, e->key, e->rq->id, run->run_id,
+			 now - a->started_at, run->rows_changed);
+	else if (o->run_state == MS_SUCCEEDED)
+		log_info("job=%s partition=%s request=%" PRId64 " run=%" PRId64
+			 " succeeded in %" PRId64 " ms",
+			 job, e->key, e->rq->id, run->run_id,
+			 now - a->started_at);
+	else if (o->run_state == MS_CANCELLED)
+		log_notice("job=%s partition=%s run=%" PRId64
+			   " cancelled; queued again",
+			   job, e->key, run->run_id);
+	else
+		log_err("job=%s partition=%s request=%" PRId64 " run=%" PRId64
+			" attempt=%d failed: %s%s",
+			job, e->key, e->rq->id, run->run_id, e->attempts,
+			run->error, o->retry ? "; will retry" : "");
+}
+
+/* Tell the metrics a run ended (with its delay past due when scheduled). */
+static void
+sched_run_event(struct sched *s, const struct active *a,
+		const struct outcome *o, int64_t now)
+{
+	const struct item *e = a->mr->items[0];
+	struct sched_run_event ev = {
+	    .job = a->mr->job_name,
+	    .state = o->run_state,
+	    .duration_s = (double)(now - a->started_at) / 1000.0,
+	};
+	const struct job_def *dj = config_job(s->cfg, a->mr->job_name);
+
+	if (s->run_cb == NULL)
+		return;
+	if (dj != NULL && schedule_is_clock_job(dj) && e->rq->priority) {
+		ev.has_delay = true;
+		ev.delay_s = (double)(a->started_at -
+				      schedule_due_time(
+					  dj->grain, dj->ready_after, e->part) *
+					  1000) /
+			     1000.0;
+	}
+	s->run_cb(s->run_data, &ev);
+}
+
+/* (job, key) landed through request `by`: release what its failed items
+ * elsewhere blocked (rule 4) and tell their requests. */
+static void
+sched_landed(struct sched *s, const char *job, const char *key,
+	     struct request *by, int64_t now)
+{
+	int64_t *ids;
+	size_t n = 0;
+
+	manifest_landed(&s->m, job, key, by);
+	ids = xcalloc(s->m.nchanges + 1, sizeof *ids);
+	for (size_t i = 0; i < s->m.nchanges; i++)
+		if (s->m.changes[i].why == MANIFEST_LANDED &&
+		    s->m.changes[i].item->rq != by)
+			ids[n++] = s->m.changes[i].item->rq->id;
+	sched_apply(s, now);
+	for (size_t i = 0; i < n; i++) {
+		struct request *rq = manifest_request_find(&s->m, ids[i]);
+
+		if (rq != NULL)
+			sched_request_changed(s, rq);
+	}
+	free(ids);
+}
+
+/* After a run's end: settle what waits for its items, release blocked
+ * items elsewhere, fill a refused gap, fail fast (rule 4). */
+static void
+sched_run_settle(struct sched *s, struct run *r, const struct outcome *o,
+		 int64_t now)
+{
+	struct item *e = r->items[0];
+
+	for (size_t i = 0; i < r->nitems; i++)
+		if (manifest_final(r->items[i]->state))
+			manifest_settle_outs(&s->m, r->items[i]);
+	sched_apply(s, now);
+	for (size_t i = 0;
+	     o->result == MS_SUCCEEDED && i < (r->batch ? r->nitems : 1); i++) {
+		sched_landed(s, r->job_name, r->items[i]->key, e->rq, now);
+		sched_gap_filled(s, r->job_name, r->items[i]->key);
+	}
+	for (size_t i = 0; o->result == MS_FAILED && i < r->nitems; i++) {
+		struct request *rq = r->items[i]->rq;
+		int64_t n;
+
+		if (!rq->fail_fast)
+			continue;
+		n = manifest_fail_fast(&s->m, rq, r->items[i]);
+		sched_apply(s, now);
+		if (n > 0)
+			log_notice("request=%" PRId64
+				   " fail-fast: %s %s failed;"
+				   " %" PRId64 " queued partitions cancelled"
+				   " (backfillctl retry %" PRId64 " queues them"
+				   " again)",
+				   rq->id, r->items[i]->job_name,
+				   r->items[i]->key, n, rq->id);
+	}
+	if (o->retry)
+		sched_arm_retry(s, e->not_before, now);
+}
+
+/* Decide what a run's end means. */
+static void
+sched_outcome(struct sched *s, const struct active *a, struct outcome *o)
+{
+	const struct exec_run *run = &a->run;
+
+	memset(o, 0, sizeof *o);
+	if (run->not_started && !run->cancelled) {
+		o->result = o->run_state = MS_QUEUED;
+	} else if (run->cancelled) {
+		o->result = MS_QUEUED; /* queued again, run at next start */
+		o->run_state = MS_CANCELLED;
+	} else if (run->failed) {
+		o->run_state = MS_FAILED;
+		o->retry = manifest_retries(run->job, a->mr->items[0]->attempts,
+					    s->draining);
+		o->result = o->retry ? MS_QUEUED : MS_FAILED;
+	} else {
+		o->result = o->run_state = MS_SUCCEEDED;
+	}
+}
+
+/* Record an ended run and move its items (not for one not started). */
+static void
+sched_run_record(struct sched *s, struct active *a, const struct outcome *o,
+		 int64_t now)
+{
+	struct run *r = a->mr;
+	size_t nkeys = r->batch ? r->nitems : 1;
+	enum mstate *prev = xcalloc(nkeys, sizeof *prev);
+	struct err err;
+
+	manifest_run_result(&s->m, r, o->result, o->retry ? a->run.job : NULL,
+			    now);
+	if (sched_record_end(s, a, o, prev, now, &err) < 0)
+		log_err("job=%s partition=%s run=%" PRId64 " cannot record the"
+			" result: %s",
+			r->job_name, r->items[0]->key, a->run.run_id, err.msg);
+	else
+		for (size_t i = 0; o->run_state != MS_CANCELLED && i < nkeys;
+		     i++)
+			sched_count_finished(s, r->job_name, prev[i],
+					     o->run_state);
+	free(prev);
+	sched_run_log(a, o, now);
+	if (o->run_state != MS_CANCELLED)
+		sched_fresh_run_done(s, a, o->result, now);
+	sched_run_event(s, a, o, now);
+}
+
+/* A run finished: record it, retry or settle, and dispatch again. */
+static void
+sched_run_done_cb(struct exec_run *run)
+{
+	struct active *a = run->data;
+	struct sched *s = a->s;
+	struct run *r = a->mr;
+	int64_t now = clock_now_ms();
+	struct outcome o;
+	int64_t *ids;
+	size_t n = r->nitems;
+
+	sched_outcome(s, a, &o);
+	if (run->not_started && !run->cancelled)
+		sched_not_started(s, a, now);
+	else
+		sched_run_record(s, a, &o, now);
+	manifest_run_finish(&s->m, r);
+	exec_run_clear_results(run);
+	config_unref(run->cfg);
+	sched_run_settle(s, r, &o, now);
+	/* tell the requests by id: telling one may free it */
+	ids = xcalloc(n, sizeof *ids);
+	for (size_t i = 0; i < n; i++)
+		ids[i] = r->items[i]->rq->id;
+	sched_active_free(a);
+	for (size_t i = 0; i < n; i++) {
+		struct request *rq = manifest_request_find(&s->m, ids[i]);
+
+		if (rq != NULL)
+			sched_request_changed(s, rq);
+	}
+	free(ids);
+	if (s->draining && s->m.nrunning == 0 && s->idle_cb)
+		s->idle_cb(s->idle_data);
+	else
+		sched_kick(s);
+}
+
+void
+sched_requeue_warehouse(struct sched *s, const char *warehouse)
+{
+	for (struct run *r = s->m.runs.next; r != &s->m.runs; r = r->next) {
+		const struct job_def *j =
+		    r->job >= 0 ? &s->cfg->jobs[r->job] : NULL;
+		struct active *a = r->data;
+
+		if (j == NULL || j->warehouse < 0 || r->requeue ||
+		    strcmp(s->cfg->warehouses[j->warehouse].name, warehouse) !=
+			0)
+			continue;
+		r->requeue = true;
+		log_notice("job=%s partition=%s run=%" PRId64 " interrupted:"
+			   " warehouse %s is above its critical load; queued"
+			   " again, no attempt counted",
+			   r->job_name, r->items[0]->key, a->run.run_id,
+			   warehouse);
+		sched_run_cancel(s, &a->run);
+	}
+}
+
+void
+sched_cancel_running(struct sched *s)
+{
+	for (struct run *r = s->m.runs.next; r != &s->m.runs; r = r->next)
+		sched_run_cancel(s, &((struct active *)r->data)->run);
+}
+
+/* Stop a run in flight, here or on another node (its done_cb follows,
+ * never from inside this call). */
+void
+sched_run_cancel(struct sched *s, struct exec_run *run)
+{
+	if (s->remote != NULL)
+		s->remote->cancel(s->remote->data, run);
+	else
+		exec_cancel(s->exec, run);
+}
+
+void
+sched_set_remote(struct sched *s, const struct sched_remote *remote)
+{
+	s->remote = remote;
+	s->dormant = remote != NULL;
+}

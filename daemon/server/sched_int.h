@@ -1,0 +1,161 @@
+/*
+ * sched_int.h - private to the scheduler's shell (scheduler.c and the
+ * sched_*.c files): struct sched and the functions its files share.
+ *
+ * The shell applies what the pure core decides (manifest.h: items,
+ * settling and dispatch; schedule.h: the clock schedule) to the state
+ * store, the executor, the log and the timers.  One file per concern:
+ *   scheduler.c       life cycle, the store's commit (rules 1 and 7)
+ *   sched_submit.c    a request planned and written (the submission)
+ *   sched_request.c   applying the core's changes; progress, watches,
+ *                     cancel and retry of a request
+ *   sched_dispatch.c  starting runs (sched_run_begin) and recording them
+ *   sched_audit.c     the audit JSON of a run
+ *   sched_jobstate.c  the per-job state cache (watermark, pause, counts)
+ *   sched_clock.c     the clock schedule and pause/resume
+ *   sched_sensor.c    late_data sensors
+ *   sched_fresh.c     deadlines (fresh.h) and the hooks they fire
+ *   sched_recover.c   start: orphans, recovery, relinking, probes
+ *   sched_query.c     status views, open partitions, staleness
+ */
+#ifndef BACKFILLD_SCHED_INT_H
+#define BACKFILLD_SCHED_INT_H
+
+#include "manifest.h"
+#include "scheduler.h"
+
+struct fresh;
+struct hooks;
+struct sensor_run;
+
+/* A run in flight as the shell sees it: the core's run (mr->data points
+ * back) and the executor's. */
+struct active {
+	struct exec_run run;
+	struct exec_part part;	 /* the one partition of an ordinary run */
+	struct exec_part *parts; /* a batch run's partitions (items order) */
+	int64_t *run_ids;	 /* a batch run, or one run for several
+				  * items (rule 5): one runs row per item */
+	struct run *mr;
+	struct sched *s;
+	int64_t started_at; /* ms */
+};
+
+/* A watcher of a request (sched_watch): the list is the request's data. */
+struct watch {
+	struct watch *next;
+	sched_watch_cb cb;
+	void *data;
+	struct request *rq;
+};
+
+/* The cached state of a job by name (loaded from the store on first use);
+ * a jobstate lives as long as the scheduler, whatever reloads do. */
+struct jobstate {
+	char *name;
+	struct store_job_state st;
+	int64_t last[MS_COUNT];	   /* partitions by their newest finished run */
+	struct sensor_run *sensor; /* a late_data check in flight */
+};
+
+struct sched {
+	uv_loop_t *loop;
+	struct store *store;
+	struct exec *exec;
+	struct config *cfg;
+	char *log_dir;
+	struct throttle *throttle; /* NULL: no warehouse is throttled */
+
+	struct manifest m;	     /* requests, items, runs in flight */
+	struct jobstate **jobstates; /* per job name, ever seen */
+	size_t njobstates;
+	struct jobstate **js_by_job; /* per job index, filled on use */
+
+	bool draining;
+	/* the state store refused a commit (rule 7): no new work until the
+	 * daemon has restarted from what the store holds */
+	bool store_failed;
+	int64_t store_failed_at; /* ms */
+	char store_error[512];
+	void (*store_cb)(void *);
+	void *store_data;
+	void (*change_cb)(void *);
+	void *change_data;
+	void (*idle_cb)(void *);
+	void *idle_data;
+	void (*run_cb)(void *, const struct sched_run_event *);
+	void *run_data;
+
+	uv_timer_t retry_timer;
+	int64_t retry_at; /* ms, INT64_MAX when not armed */
+	uv_timer_t due_timer;
+	uv_timer_t late_timer; /* the next deadline (fresh.h) */
+	struct fresh *fresh;   /* partitions owed by jobs with a deadline */
+	struct hooks *hooks;   /* NULL: hooks are not run */
+	uv_idle_t kick;	       /* dispatch once per loop turn */
+	int64_t started_ms;    /* :since of a sensor's first check */
+	bool kick_armed;
+	int closing;
+	/* several hosts (sched_set_remote): runs go to the cluster, not to
+	 * the executor; dormant until this node is the planner */
+	const struct sched_remote *remote;
+	bool dormant;
+};
+
+/* scheduler.c */
+int sched_tx_end(struct sched *s, int rc, struct err *err);
+
+/* sched_request.c */
+void sched_apply(struct sched *s, int64_t now);
+void sched_request_changed(struct sched *s, struct request *rq);
+void sched_request_free(struct sched *s, struct request *rq);
+int sched_item_store(struct sched *s, struct item *it, const char *error,
+		     int64_t now, struct err *err);
+
+/* sched_dispatch.c */
+void sched_dispatch(struct sched *s);
+void sched_kick(struct sched *s);
+void sched_arm_retry(struct sched *s, int64_t at, int64_t now);
+void sched_retry_cb(uv_timer_t *t);
+void sched_run_cancel(struct sched *s, struct exec_run *run);
+
+/* sched_audit.c */
+int sched_audit(struct sched *s, struct exec_run *run, const int64_t *run_ids,
+		struct err *err);
+
+/* sched_jobstate.c */
+struct jobstate *sched_jobstate(struct sched *s, const char *name);
+struct jobstate *sched_jobstate_of(struct sched *s, int job);
+int sched_jobstate_save(struct sched *s, struct jobstate *js, struct err *err);
+void sched_count_finished(struct sched *s, const char *job, enum mstate prev,
+			  enum mstate state);
+void sched_count_load_cb(const char *job, enum mstate state, int64_t count,
+			 void *data);
+bool sched_paused_cb(void *data, int job);
+
+/* sched_clock.c */
+void sched_schedule(struct sched *s, bool resumed, int only);
+void sched_gap_filled(struct sched *s, const char *job, const char *key);
+
+/* sched_sensor.c */
+void sched_sensor_check(struct sched *s, int job, int64_t now, int64_t *next);
+int64_t sched_sensor_next(struct sched *s, const struct job_def *j,
+			  const struct jobstate *js);
+
+/* sched_fresh.c */
+void sched_fresh_arm(struct sched *s);
+void sched_fresh_run_done(struct sched *s, struct active *a, enum mstate result,
+			  int64_t now);
+void sched_fresh_loaded(struct sched *s, struct request *rq);
+void sched_fresh_failed(struct sched *s);
+void sched_fresh_reload(struct sched *s);
+void sched_fresh_materialised(struct sched *s, int job, part_t first,
+			      part_t last, int64_t request_id);
+
+/* sched_recover.c */
+struct request *sched_load_request(struct sched *s, int64_t request_id,
+				   struct err *err);
+void sched_probe_warehouses(struct sched *s);
+int64_t sched_cancel_unconfigured(struct sched *s);
+
+#endif

@@ -1,0 +1,78 @@
+/*
+ * sched_jobstate.c - the per-job state the scheduler keeps beside the
+ * manifest: the store's job row (watermark, catchup, refused gap, pause,
+ * sensor), cached on first use, and the partitions of each job by their
+ * newest finished run (status counts, loaded once at start).
+ */
+#include "sched_int.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "clock.h"
+#include "log.h"
+#include "xalloc.h"
+
+/* The cached state of a job by name (loaded from the store on first use). */
+struct jobstate *
+sched_jobstate(struct sched *s, const char *name)
+{
+	struct jobstate *js;
+	struct err err;
+
+	for (size_t i = 0; i < s->njobstates; i++)
+		if (strcmp(s->jobstates[i]->name, name) == 0)
+			return s->jobstates[i];
+	s->jobstates = xreallocarray(s->jobstates, s->njobstates + 1,
+				     sizeof *s->jobstates);
+	js = xcalloc(1, sizeof *js);
+	s->jobstates[s->njobstates++] = js;
+	js->name = xstrdup(name);
+	if (store_job_get(s->store, name, &js->st, &err) < 0)
+		log_err("job=%s %s", name, err.msg);
+	return js;
+}
+
+/* The cached state of job index j of the current configuration. */
+struct jobstate *
+sched_jobstate_of(struct sched *s, int j)
+{
+	if (s->js_by_job[j] == NULL)
+		s->js_by_job[j] = sched_jobstate(s, s->cfg->jobs[j].name);
+	return s->js_by_job[j];
+}
+
+/* Save a job's state. */
+int
+sched_jobstate_save(struct sched *s, struct jobstate *js, struct err *err)
+{
+	return store_job_put(s->store, js->name, &js->st, clock_now_ms(), err);
+}
+
+/* Is job index `job` paused (the dispatch gate)? */
+bool
+sched_paused_cb(void *data, int job)
+{
+	return job >= 0 && sched_jobstate_of(data, job)->st.paused;
+}
+
+/* A partition of job has a new newest finished run: move it between the
+ * counts status shows (prev MS_COUNT: the partition had none). */
+void
+sched_count_finished(struct sched *s, const char *job, enum mstate prev,
+		     enum mstate state)
+{
+	struct jobstate *js = sched_jobstate(s, job);
+
+	if (prev < MS_COUNT && js->last[prev] > 0)
+		js->last[prev]--;
+	js->last[state]++;
+}
+
+/* At start: the counts of every job, from the store. */
+void
+sched_count_load_cb(const char *job, enum mstate state, int64_t count,
+		    void *data)
+{
+	sched_jobstate(data, job)->last[state] = count;
+}

@@ -1,0 +1,238 @@
+/*
+ * sched_query.c - what the scheduler tells without changing anything
+ * (reads never write): a job's live view for status, its open partitions
+ * for map, the requests in memory, warehouse reachability, and staleness
+ * (downstream partitions older than their inputs).
+ */
+#include "sched_int.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "clock.h"
+#include "fresh.h"
+#include "lineage.h"
+#include "schedule.h"
+#include "xalloc.h"
+
+void
+sched_job_view(struct sched *s, int job, struct sched_job_view *v)
+{
+	const struct job_def *j = &s->cfg->jobs[job];
+	struct jobstate *js = sched_jobstate_of(s, job);
+	struct schedule_view sv;
+
+	memset(v, 0, sizeof *v);
+	schedule_view(j, &js->st, clock_now(), &sv);
+	v->paused = js->st.paused;
+	v->has_watermark = sv.has_watermark;
+	v->watermark = sv.watermark;
+	v->catchup = sv.catchup;
+	v->has_gap = sv.has_gap;
+	v->gap_from = sv.gap_from;
+	v->gap_to = sv.gap_to;
+	v->has_next_due = sv.has_next_due;
+	v->next_due = sv.next_due;
+	if (j->late_data != NULL) {
+		v->has_sensor = true;
+		v->has_last_check = js->st.has_late_checked;
+		v->last_check_ms = js->st.late_checked_at;
+		v->next_check = sched_sensor_next(s, j, js);
+		v->found = js->st.late_found;
+		v->sensor_error =
+		    js->st.late_error[0] ? js->st.late_error : NULL;
+	}
+	v->succeeded = js->last[MS_SUCCEEDED];
+	v->failed = js->last[MS_FAILED];
+	v->queued = s->m.job_counts[job][MS_QUEUED];
+	v->running = s->m.job_counts[job][MS_RUNNING];
+	v->blocked = s->m.job_counts[job][MS_BLOCKED];
+	v->late = fresh_late(s->fresh, j->name, &v->late_oldest, NULL);
+}
+
+struct open_ctx {
+	sched_open_cb cb;
+	void *data;
+};
+
+/* A late item, for sched_job_open. */
+static void
+sched_open_late_cb(const struct fresh_item *it, void *data)
+{
+	struct open_ctx *c = data;
+
+	c->cb(it->part, MS_COUNT, c->data);
+}
+
+void
+sched_job_open(struct sched *s, int job, sched_open_cb cb, void *data)
+{
+	const char *name = s->cfg->jobs[job].name;
+	struct open_ctx c = {cb, data};
+
+	for (struct request *rq = s->m.requests.next; rq != &s->m.requests;
+	     rq = rq->next)
+		for (size_t i = 0; i < rq->n; i++) {
+			struct item *it = rq->items[i];
+
+			if ((it->state == MS_QUEUED ||
+			     it->state == MS_RUNNING ||
+			     it->state == MS_BLOCKED) &&
+			    strcmp(it->job_name, name) == 0)
+				cb(it->part, it->state, data);
+		}
+	fresh_each_late(s->fresh, name, sched_open_late_cb, &c);
+}
+
+void
+sched_each_request(struct sched *s, sched_request_cb cb, void *data)
+{
+	for (struct request *rq = s->m.requests.next; rq != &s->m.requests;
+	     rq = rq->next)
+		cb(rq->id, rq->job, rq->kind, rq->created_at, data);
+}
+
+int64_t
+sched_pending_of(struct sched *s, const char *job)
+{
+	int64_t n = 0;
+
+	for (struct request *rq = s->m.requests.next; rq != &s->m.requests;
+	     rq = rq->next)
+		for (size_t i = 0; i < rq->n; i++) {
+			const struct item *it = rq->items[i];
+
+			if ((it->state == MS_QUEUED ||
+			     it->state == MS_BLOCKED) &&
+			    strcmp(it->job_name, job) == 0)
+				n++;
+		}
+	return n;
+}
+
+int
+sched_warehouse_state(struct sched *s, const char *name, char *error,
+		      size_t errsz, int64_t *at_ms)
+{
+	return exec_warehouse_state(s->exec, name, error, errsz, at_ms);
+}
+
+/* ---- staleness -------------------------------------------------------- */
+
+struct stale_row {
+	part_t part; /* downstream partition */
+	int in_job;
+	part_t in_part;
+	int64_t in_built;
+};
+
+struct stale_collect {
+	struct sched *s;
+	int dj; /* the downstream job */
+	int u;	/* the upstream job whose builds are read */
+	struct stale_row *rows;
+	size_t n, cap;
+};
+
+/* One built upstream partition: the downstream partitions it feeds. */
+static int
+stale_collect_cb(const char *key, int64_t built_at, bool has_inputs_at,
+		 int64_t inputs_at, void *data, struct err *err)
+{
+	struct stale_collect *sc = data;
+	const struct job_def *uj = &sc->s->cfg->jobs[sc->u];
+	part_t p, out[2];
+	int n;
+
+	(void)has_inputs_at;
+	(void)inputs_at;
+	(void)err;
+	if (part_parse_key(uj->grain, key, &p, NULL) < 0)
+		return 0;
+	n = lineage_map(sc->s->cfg, sc->u, p, sc->dj, out);
+	for (int i = 0; i < n; i++) {
+		if (sc->n == sc->cap) {
+			sc->cap = sc->cap ? sc->cap * 2 : 64;
+			sc->rows =
+			    xreallocarray(sc->rows, sc->cap, sizeof *sc->rows);
+		}
+		sc->rows[sc->n++] =
+		    (struct stale_row){out[i], sc->u, p, built_at};
+	}
+	return 0;
+}
+
+/* Order by downstream partition, then input job and partition. */
+static int
+stale_cmp(const void *a, const void *b)
+{
+	const struct stale_row *x = a, *y = b;
+
+	if (x->part != y->part)
+		return x->part < y->part ? -1 : 1;
+	if (x->in_job != y->in_job)
+		return x->in_job < y->in_job ? -1 : 1;
+	return x->in_part < y->in_part ? -1 : x->in_part > y->in_part;
+}
+
+/* Report the stale partitions of downstream job d from its sorted rows. */
+static int
+stale_report(struct sched *s, int d, const struct stale_collect *sc,
+	     sched_stale_cb cb, void *data, struct err *err)
+{
+	const struct job_def *dj = &s->cfg->jobs[d];
+	struct stale_input *in = xcalloc(sc->n, sizeof *in);
+	int rc = 0;
+
+	for (size_t a = 0; a < sc->n && rc == 0;) {
+		size_t b = a, nin = 0;
+		char key[CAL_KEY_MAX];
+		int64_t built = -1, inputs = -1;
+		bool has_built;
+
+		while (b < sc->n && sc->rows[b].part == sc->rows[a].part)
+			b++;
+		part_key(dj->grain, sc->rows[a].part, key);
+		has_built = store_partition_get(s->store, dj->name, key, &built,
+						&inputs, NULL) == 0;
+		for (size_t k = a; k < b; k++)
+			if (sc->rows[k].in_built > (has_built ? inputs : -1))
+				in[nin++] = (struct stale_input){
+				    sc->rows[k].in_job, sc->rows[k].in_part,
+				    sc->rows[k].in_built};
+		if (nin > 0)
+			rc = cb(d, sc->rows[a].part, has_built, built, in, nin,
+				data, err);
+		a = b;
+	}
+	free(in);
+	return rc;
+}
+
+int
+sched_stale(struct sched *s, int only_job, sched_stale_cb cb, void *data,
+	    struct err *err)
+{
+	const struct config *cfg = s->cfg;
+	int rc = 0;
+
+	for (size_t t = 0; t < cfg->njobs && rc == 0; t++) {
+		int d = cfg->topo[t];
+		const struct job_def *dj = &cfg->jobs[d];
+		struct stale_collect sc = {.s = s, .dj = d};
+
+		if (dj->nupstream == 0 || (only_job >= 0 && only_job != d))
+			continue;
+		for (size_t u = 0; u < dj->nupstream && rc == 0; u++) {
+			sc.u = dj->upstream_idx[u];
+			rc = store_partitions_of(s->store, cfg->jobs[sc.u].name,
+						 stale_collect_cb, &sc, err);
+		}
+		if (rc == 0 && sc.n > 0) {
+			qsort(sc.rows, sc.n, sizeof *sc.rows, stale_cmp);
+			rc = stale_report(s, d, &sc, cb, data, err);
+		}
+		free(sc.rows);
+	}
+	return rc;
+}

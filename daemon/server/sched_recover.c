@@ -1,0 +1,309 @@
+/*
+ * sched_recover.c - start and restart: end the process groups a crashed
+ * daemon left, recover its runs, rebuild the open manifest from the store
+ * (relinking downstream items by the mapping), probe the warehouses; and
+ * the same for one finished request brought back by retry.
+ */
+#include "sched_int.h"
+
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "clock.h"
+#include "log.h"
+#include "proc.h"
+#include "xalloc.h"
+
+struct load_ctx {
+	struct sched *s;
+	struct request *rq;
+};
+
+/* Rebuild one open manifest row in memory. */
+static int
+sched_load_cb(const struct store_open_row *row, void *data, struct err *err)
+{
+	struct load_ctx *lc = data;
+	struct item *it;
+
+	(void)err;
+	if (lc->rq == NULL || lc->rq->id != row->request_id) {
+		lc->rq = manifest_request_add(&lc->s->m, row->request_id,
+					      row->rq_job, row->rq_kind,
+					      row->rq_created_at);
+		lc->rq->cap = row->rq_concurrency;
+		lc->rq->fail_fast = row->rq_fail_fast;
+	}
+	it = manifest_item_add(&lc->s->m, lc->rq, row->id, row->job, row->key,
+			       row->seq, row->downstream, row->state);
+	it->attempts = row->attempts;
+	it->not_before = row->not_before;
+	if (row->blocked_on)
+		it->blocked_on = xstrdup(row->blocked_on);
+	return 0;
+}
+
+/* Bring a finished request back into memory from the store (retry). */
+struct request *
+sched_load_request(struct sched *s, int64_t request_id, struct err *err)
+{
+	struct load_ctx lc = {s, NULL};
+	int64_t failed_total = s->m.failed_total;
+
+	/* its failures were counted when they happened */
+	if (store_load_request(s->store, request_id, sched_load_cb, &lc, err) <
+	    0) {
+		s->m.failed_total = failed_total;
+		if (lc.rq != NULL)
+			sched_request_free(s, lc.rq);
+		return NULL;
+	}
+	s->m.failed_total = failed_total;
+	if (lc.rq == NULL) {
+		err_set(err, EXIT_BAD_INPUT,
+			"request %" PRId64 " has no"
+			" partitions left in the state store (pruned):"
+			" backfill them again",
+			request_id);
+		return NULL;
+	}
+	manifest_relink(&s->m, lc.rq);
+	return lc.rq;
+}
+
+struct probe {
+	struct exec_run run;
+	struct exec_part part;
+	struct job_def job;
+	struct sched *s;
+};
+
+/* A warehouse probe finished: say so when it failed.  Unreachable only
+ * when connecting failed (the executor's record, which status shows);
+ * the probe's query failing on a connection that works is another
+ * matter. */
+static void
+probe_done_cb(struct exec_run *run)
+{
+	struct probe *p = run->data;
+	const char *name = run->cfg->warehouses[p->job.warehouse].name;
+	char why[8];
+	int64_t at = 0;
+
+	if (run->failed && !run->cancelled &&
+	    exec_warehouse_state(p->s->exec, name, why, sizeof why, &at) > 0)
+		log_warn("warehouse=%s answers, but its probe failed: %s", name,
+			 run->error);
+	else if (run->failed && !run->cancelled)
+		log_warn(
+		    "warehouse=%s unreachable: %s; its jobs' runs fail into"
+		    " their retries until it answers",
+		    name, run->error);
+	exec_run_clear_results(run);
+	config_unref(run->cfg);
+	free(p);
+}
+
+/* Connect to every warehouse once, so status can say which are reachable
+ * before any run needs them. */
+void
+sched_probe_warehouses(struct sched *s)
+{
+	for (size_t i = 0; i < s->cfg->nwarehouses; i++) {
+		struct probe *p = xcalloc(1, sizeof *p);
+
+		p->s = s;
+		p->job.name = "(warehouse probe)";
+		p->job.warehouse = (int)i;
+		p->job.grain = GRAIN_DAY;
+		snprintf(p->part.key, sizeof p->part.key, "probe");
+		p->run.cfg = config_ref(s->cfg);
+		p->run.job = &p->job;
+		p->run.parts = &p->part;
+		p->run.nparts = 1;
+		p->run.attempt = 1;
+		p->run.query_sql = "SELECT 1";
+		p->run.query_max = 1;
+		p->run.done_cb = probe_done_cb;
+		p->run.data = p;
+		exec_submit(s->exec, &p->run);
+	}
+}
+
+struct orphans {
+	struct proc_group *g;
+	int64_t *run_ids;
+	char (*what)[160];
+	size_t n, cap;
+};
+
+/* Collect one run left running with a process group. */
+static void
+orphan_collect_cb(int64_t run_id, const char *job, const char *key,
+		  int64_t pgid, int64_t proc_start, void *data)
+{
+	struct orphans *o = data;
+
+	if (o->n == o->cap) {
+		o->cap = o->cap ? o->cap * 2 : 8;
+		o->g = xreallocarray(o->g, o->cap, sizeof *o->g);
+		o->run_ids =
+		    xreallocarray(o->run_ids, o->cap, sizeof *o->run_ids);
+		o->what = xreallocarray(o->what, o->cap, sizeof *o->what);
+	}
+	memset(&o->g[o->n], 0, sizeof o->g[o->n]);
+	o->g[o->n].pgid = (pid_t)pgid;
+	o->g[o->n].start = proc_start;
+	o->run_ids[o->n] = run_id;
+	snprintf(o->what[o->n], sizeof o->what[o->n],
+		 "job=%.64s partition=%.32s", job ? job : "?", key ? key : "?");
+	o->n++;
+}
+
+/* The groups spawned but not recorded before the crash: found by the
+ * marker every command run carries (proc.h). */
+static void
+orphan_collect_marked(struct sched *s, struct orphans *o)
+{
+	struct proc_group *marked = NULL;
+	size_t nmarked = 0, recorded = o->n;
+	char marker[4200];
+
+	snprintf(marker, sizeof marker, "BACKFILLD_INSTANCE=%s",
+		 s->log_dir ? s->log_dir : "");
+	if (proc_find_marked(marker, &marked, &nmarked) == 0) {
+		for (size_t i = 0; i < nmarked; i++) {
+			bool known = false;
+
+			for (size_t k = 0; k < recorded; k++)
+				known |= o->g[k].pgid == marked[i].pgid;
+			if (!known)
+				orphan_collect_cb(0, "?", "?", marked[i].pgid,
+						  marked[i].start, o);
+		}
+	}
+	free(marked);
+}
+
+/* Say what became of one orphan group. */
+static void
+orphan_log(const struct orphans *o, size_t i)
+{
+	const struct proc_group *g = &o->g[i];
+
+	if (!g->matched)
+		log_info("%s run=%" PRId64 ": its process group %ld is"
+			 " gone (or its pid is another program's now):"
+			 " nothing to end",
+			 o->what[i], o->run_ids[i], (long)g->pgid);
+	else if (g->survived)
+		log_err("%s run=%" PRId64 ": its process group %ld left"
+			" by the previous daemon survived SIGKILL; the"
+			" partition is queued again all the same",
+			o->what[i], o->run_ids[i], (long)g->pgid);
+	else if (o->run_ids[i] == 0)
+		log_warn("ended process group %ld, a command run the"
+			 " previous daemon started but had not recorded"
+			 " (%s)",
+			 (long)g->pgid, g->killed ? "SIGKILL" : "SIGTERM");
+	else
+		log_warn("%s run=%" PRId64 ": ended process group %ld"
+			 " left running by the previous daemon (%s)",
+			 o->what[i], o->run_ids[i], (long)g->pgid,
+			 g->killed ? "SIGKILL" : "SIGTERM");
+}
+
+/*
+ * Before runs left 'running' are queued again: end the command process
+ * groups a crashed daemon left behind, so that a partition never runs
+ * twice at once (proc.h).  Start-up waits at most 3 s for them: 2 s after
+ * SIGTERM, 1 s after SIGKILL.
+ */
+static void
+sched_end_orphans(struct sched *s)
+{
+	struct orphans o = {0};
+	struct err err;
+
+	if (store_orphans(s->store, orphan_collect_cb, &o, &err) < 0) {
+		log_err("cannot read the runs a crash left running: %s",
+			err.msg);
+		return;
+	}
+	orphan_collect_marked(s, &o);
+	if (o.n > 0)
+		proc_end_groups(o.g, o.n, 2000, 1000);
+	for (size_t i = 0; i < o.n; i++)
+		orphan_log(&o, i);
+	free(o.g);
+	free(o.run_ids);
+	free(o.what);
+}
+
+int
+sched_start(struct sched *s, struct err *err)
+{
+	struct load_ctx lc = {s, NULL};
+	struct request *rq, *nx;
+	int recovered = 0;
+	int64_t now = clock_now_ms();
+
+	s->dormant = false;
+	/* several hosts: the runs of other nodes are not our processes */
+	if (s->remote == NULL)
+		sched_end_orphans(s);
+	if (store_recover(s->store, now, &recovered, err) < 0 ||
+	    store_latest_counts(s->store, sched_count_load_cb, s, err) < 0 ||
+	    store_load_open(s->store, sched_load_cb, &lc, err) < 0)
+		return -1;
+	if (recovered > 0)
+		log_warn("%d runs were interrupted by a stop or crash; their"
+			 " partitions are queued again",
+			 recovered);
+	for (rq = s->m.requests.next; rq != &s->m.requests; rq = rq->next) {
+		manifest_relink(&s->m, rq);
+		for (size_t i = 0; i < rq->n; i++)
+			manifest_settle(&s->m, rq->items[i]);
+		sched_apply(s, now);
+		sched_fresh_loaded(s, rq);
+	}
+	sched_fresh_failed(s);
+	/* requests that were complete but not marked so */
+	for (rq = s->m.requests.next; rq != &s->m.requests; rq = nx) {
+		nx = rq->next;
+		sched_request_changed(s, rq);
+	}
+	sched_probe_warehouses(s);
+	sched_schedule(s, false, -1);
+	sched_kick(s);
+	return 0;
+}
+
+/* After a reload: cancel the queued or blocked partitions of jobs no
+ * longer configured so that their requests finish; returns how many. */
+int64_t
+sched_cancel_unconfigured(struct sched *s)
+{
+	int64_t now = clock_now_ms(), n, *ids;
+	size_t nids = 0;
+
+	n = manifest_cancel_unconfigured(&s->m);
+	ids = xcalloc(s->m.nchanges + 1, sizeof *ids);
+	for (size_t i = 0; i < s->m.nchanges; i++) {
+		int64_t id = s->m.changes[i].item->rq->id;
+
+		if (nids == 0 || ids[nids - 1] != id)
+			ids[nids++] = id;
+	}
+	sched_apply(s, now);
+	for (size_t i = 0; i < nids; i++) {
+		struct request *rq = manifest_request_find(&s->m, ids[i]);
+
+		if (rq != NULL)
+			sched_request_changed(s, rq);
+	}
+	free(ids);
+	return n;
+}

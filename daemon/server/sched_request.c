@@ -1,0 +1,341 @@
+/*
+ * sched_request.c - requests in the shell: the core's changes written and
+ * logged, a request's progress and watchers, the operator's cancel and
+ * retry of a request.
+ */
+#include "sched_int.h"
+
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "clock.h"
+#include "log.h"
+#include "xalloc.h"
+
+/* Persist an item's state. */
+int
+sched_item_store(struct sched *s, struct item *it, const char *error,
+		 int64_t now, struct err *err)
+{
+	return store_item_set(s->store, it->id, it->state, it->attempts,
+			      it->not_before, error, it->blocked_on, now, err);
+}
+
+/* Log one item a rule moved. */
+static void
+sched_apply_log(const struct manifest_change *c)
+{
+	const struct item *it = c->item;
+
+	switch (c->why) {
+	case MANIFEST_BLOCKED:
+		log_warn("job=%s partition=%s request=%" PRId64
+			 " blocked: input %s %s",
+			 it->job_name, it->key, it->rq->id,
+			 c->cause_state == MS_FAILED ? "failed:"
+						     : "is blocked:",
+			 it->blocked_on);
+		break;
+	case MANIFEST_RELEASED:
+		log_info("job=%s partition=%s request=%" PRId64
+			 " released: its inputs landed",
+			 it->job_name, it->key, it->rq->id);
+		break;
+	case MANIFEST_UNCONFIGURED:
+		log_warn("job=%s partition=%s request=%" PRId64
+			 " cancelled: the job is no longer configured",
+			 it->job_name, it->key, it->rq->id);
+		break;
+	case MANIFEST_INPUT_CANCELLED:
+	case MANIFEST_LANDED:
+	case MANIFEST_FAIL_FAST:
+		break;
+	}
+}
+
+/* Write to the store, in order, the items the core's rules moved, and
+ * log them; the changes are then forgotten. */
+void
+sched_apply(struct sched *s, int64_t now)
+{
+	struct err err;
+
+	for (size_t i = 0; i < s->m.nchanges; i++) {
+		const struct manifest_change *c = &s->m.changes[i];
+
+		if (sched_item_store(s, c->item, c->note[0] ? c->note : NULL,
+				     now, &err) < 0)
+			log_err("%s", err.msg);
+		sched_apply_log(c);
+	}
+	manifest_changes_clear(&s->m);
+}
+
+/* Unlink and free a request, its items and its watchers. */
+void
+sched_request_free(struct sched *s, struct request *rq)
+{
+	struct watch *w, *wn;
+
+	for (w = rq->data; w; w = wn) {
+		wn = w->next;
+		free(w);
+	}
+	manifest_request_free(&s->m, rq);
+}
+
+/* Progress of a request. */
+static void
+sched_request_progress(const struct request *rq, int64_t now,
+		       struct sched_progress *p)
+{
+	memset(p, 0, sizeof *p);
+	p->total = (int64_t)rq->n;
+	p->succeeded = rq->counts[MS_SUCCEEDED];
+	p->failed = rq->counts[MS_FAILED];
+	p->blocked = rq->counts[MS_BLOCKED];
+	p->cancelled = rq->counts[MS_CANCELLED];
+	p->running = rq->counts[MS_RUNNING];
+	p->queued = rq->counts[MS_QUEUED];
+	p->elapsed_ms = now - rq->created_at;
+	p->finished = p->running == 0 && p->queued == 0;
+}
+
+/* Tell a request's watchers; drop them and maybe the request once it is
+ * finished (kept open while items are blocked: a later success may
+ * release them). */
+void
+sched_request_changed(struct sched *s, struct request *rq)
+{
+	struct sched_progress p;
+	int64_t now = clock_now_ms();
+	struct watch *w, *wn;
+	struct err err;
+
+	if (s->change_cb)
+		s->change_cb(s->change_data);
+	sched_request_progress(rq, now, &p);
+	w = rq->data;
+	if (p.finished)
+		rq->data = NULL;
+	for (; w; w = wn) {
+		wn = w->next;
+		w->cb(w->data, &p);
+		if (p.finished)
+			free(w);
+	}
+	if (!p.finished || rq->counts[MS_BLOCKED] > 0)
+		return;
+	if (store_request_finish(s->store, rq->id, now, false, &err) < 0) {
+		log_err("request=%" PRId64 " %s", rq->id, err.msg);
+		return;
+	}
+	log_info("request=%" PRId64 " job=%s finished: %" PRId64
+		 " succeeded, %" PRId64 " failed, %" PRId64 " cancelled",
+		 rq->id, rq->job, p.succeeded, p.failed, p.cancelled);
+	sched_request_free(s, rq);
+}
+
+/* The error for a request id the store does not know. */
+static int
+sched_no_request(int64_t request_id, struct err *err)
+{
+	return err_set(err, EXIT_BAD_INPUT,
+		       "no request %" PRId64
+		       ": see 'backfillctl runs' for request ids",
+		       request_id);
+}
+
+int
+sched_progress(struct sched *s, int64_t request_id, struct sched_progress *p,
+	       struct err *err)
+{
+	struct request *rq = manifest_request_find(&s->m, request_id);
+	char job[128];
+	bool finished;
+	int64_t counts[MS_COUNT] = {0};
+
+	if (rq != NULL) {
+		sched_request_progress(rq, clock_now_ms(), p);
+		return 0;
+	}
+	if (store_request_get(s->store, request_id, job, sizeof job, &finished,
+			      err) != 0)
+		return sched_no_request(request_id, err);
+	/* finished and gone from memory: count its rows in the store */
+	memset(p, 0, sizeof *p);
+	if (store_request_counts(s->store, request_id, counts, &p->elapsed_ms,
+				 err) < 0)
+		return -1;
+	for (int i = 0; i < MS_COUNT; i++)
+		p->total += counts[i];
+	p->succeeded = counts[MS_SUCCEEDED];
+	p->failed = counts[MS_FAILED];
+	p->blocked = counts[MS_BLOCKED];
+	p->cancelled = counts[MS_CANCELLED];
+	p->finished = true;
+	return 1;
+}
+
+void *
+sched_watch(struct sched *s, int64_t request_id, sched_watch_cb cb, void *data)
+{
+	struct request *rq = manifest_request_find(&s->m, request_id);
+	struct sched_progress p;
+	struct watch *w;
+
+	if (rq == NULL)
+		return NULL;
+	sched_request_progress(rq, clock_now_ms(), &p);
+	if (p.finished)
+		return NULL;
+	w = xcalloc(1, sizeof *w);
+	w->cb = cb;
+	w->data = data;
+	w->rq = rq;
+	w->next = rq->data;
+	rq->data = w;
+	return w;
+}
+
+void
+sched_unwatch(struct sched *s, void *handle)
+{
+	struct watch *w = handle;
+	struct request *rq;
+
+	for (rq = s->m.requests.next; rq != &s->m.requests; rq = rq->next) {
+		for (struct watch **pp = (struct watch **)&rq->data; *pp;
+		     pp = &(*pp)->next) {
+			if (*pp == w) {
+				*pp = w->next;
+				free(w);
+				return;
+			}
+		}
+	}
+}
+
+int
+sched_cancel_request(struct sched *s, int64_t request_id, int64_t *dropped,
+		     struct err *err)
+{
+	struct request *rq = manifest_request_find(&s->m, request_id);
+	int64_t now = clock_now_ms();
+	char job[128];
+	bool finished;
+
+	*dropped = 0;
+	if (rq == NULL) {
+		if (store_request_get(s->store, request_id, job, sizeof job,
+				      &finished, err) != 0)
+			return sched_no_request(request_id, err);
+		return 0;
+	}
+	if (store_begin(s->store, err) < 0)
+		return -1;
+	for (size_t i = 0; i < rq->n; i++) {
+		struct item *it = rq->items[i];
+
+		if (it->state != MS_QUEUED && it->state != MS_BLOCKED)
+			continue;
+		if (store_item_set(s->store, it->id, MS_CANCELLED, it->attempts,
+				   it->not_before, "cancelled by the operator",
+				   it->blocked_on, now, err) < 0) {
+			store_rollback(s->store);
+			return -1;
+		}
+	}
+	if (store_commit(s->store, err) < 0)
+		return -1;
+	*dropped = manifest_cancel(&s->m, rq);
+	log_notice("request=%" PRId64 " cancelled: %" PRId64
+		   " queued partitions"
+		   " dropped",
+		   request_id, *dropped);
+	sched_request_changed(s, rq);
+	return 0;
+}
+
+/* Refuse a retry that cannot go ahead: 0 when it can. */
+static int
+sched_retry_refused(const struct request *rq, struct err *err)
+{
+	int64_t n = 0;
+
+	if (rq->counts[MS_RUNNING] > 0)
+		return err_set(err, EXIT_BAD_INPUT,
+			       "request %" PRId64 " still"
+			       " has %" PRId64 " runs in flight: retry it once"
+			       " they have finished (backfillctl runs --request"
+			       " %" PRId64 " --state running)",
+			       rq->id, rq->counts[MS_RUNNING], rq->id);
+	for (size_t i = 0; i < rq->n; i++)
+		n += manifest_retriable(rq->items[i]);
+	if (n == 0)
+		return err_set(err, EXIT_BAD_INPUT,
+			       "request %" PRId64 " has"
+			       " nothing to retry: none of its partitions"
+			       " failed, is blocked or was cancelled"
+			       " (backfillctl runs --request %" PRId64 ")",
+			       rq->id, rq->id);
+	return 0;
+}
+
+/* Reopen a request and queue its retriable items in the store. */
+static int
+sched_retry_store(struct sched *s, struct request *rq, int64_t now,
+		  struct err *err)
+{
+	if (store_begin(s->store, err) < 0)
+		return -1;
+	if (store_request_reopen(s->store, rq->id, err) < 0)
+		goto fail;
+	for (size_t i = 0; i < rq->n; i++) {
+		struct item *it = rq->items[i];
+
+		if (manifest_retriable(it) &&
+		    store_item_set(s->store, it->id, MS_QUEUED, 0, 0, NULL,
+				   NULL, now, err) < 0)
+			goto fail;
+	}
+	return sched_tx_end(s, 0, err);
+fail:
+	return sched_tx_end(s, -1, err);
+}
+
+int
+sched_retry_request(struct sched *s, int64_t request_id, int64_t *queued,
+		    struct err *err)
+{
+	struct request *rq = manifest_request_find(&s->m, request_id);
+	int64_t now = clock_now_ms();
+	char job[128];
+	bool finished, loaded = false;
+
+	*queued = 0;
+	if (rq == NULL) {
+		if (store_request_get(s->store, request_id, job, sizeof job,
+				      &finished, err) != 0)
+			return sched_no_request(request_id, err);
+		if ((rq = sched_load_request(s, request_id, err)) == NULL)
+			return -1;
+		loaded = true;
+	}
+	if (sched_retry_refused(rq, err) < 0 ||
+	    sched_retry_store(s, rq, now, err) < 0) {
+		if (loaded)
+			sched_request_free(s, rq);
+		return -1;
+	}
+	*queued = manifest_retry(&s->m, rq);
+	log_notice("request=%" PRId64 " job=%s retry: %" PRId64 " partitions"
+		   " queued again",
+		   request_id, rq->job, *queued);
+	if (s->change_cb)
+		s->change_cb(s->change_data);
+	sched_kick(s);
+	return 0;
+}
