@@ -39,6 +39,7 @@
 #include "notify.h"
 #include "prune.h"
 #include "scheduler.h"
+#include "cluster_worker.h"
 #include "store.h"
 #include "text.h"
 #include "throttle.h"
@@ -56,6 +57,7 @@ struct daemon {
 	struct control *control;
 	struct notify *notify;
 	struct prune *prune;
+	struct cworker *cw;      /* several hosts: NULL on one host */
 	uv_signal_t sighup, sigterm, sigint;
 	uv_timer_t grace;
 	uv_timer_t status_timer;
@@ -289,6 +291,8 @@ daemon_reload(void *data, bool dry_run, struct config_diff *diff,
 	log_notice("configuration reloaded from %s: %zu jobs in %zu files",
 		   cfg->path, cfg->njobs, cfg->nfiles);
 	*cancelled = sched_reload(d->sched, cfg);
+	if (d->cw != NULL)
+		cworker_reload(d->cw);
 	throttle_configure(d->throttle, sched_config(d->sched));
 	cmd_reload_log(diff, *cancelled);
 	snprintf(d->last_reload, sizeof d->last_reload, "reloaded at %s", when);
@@ -298,6 +302,7 @@ daemon_reload(void *data, bool dry_run, struct config_diff *diff,
 }
 
 static void daemon_exec_closed_cb(void *data);
+static void daemon_cluster_closed_cb(void *data);
 
 /* Everything in flight is done: close the executor, then the rest. */
 static void
@@ -308,6 +313,22 @@ daemon_idle_cb(void *data)
 	if (!d->stopping)
 		return;
 	sched_on_idle(d->sched, NULL, NULL);
+	if (d->cw != NULL) {
+		/* the local runs end, then the cluster closes (it releases
+		 * the lease), then the executor */
+		cworker_close(d->cw, daemon_cluster_closed_cb, d);
+		return;
+	}
+	uv_timer_stop(&d->grace);
+	exec_close(d->exec, daemon_exec_closed_cb, d);
+}
+
+/* Several hosts: the cluster is closed: close the executor. */
+static void
+daemon_cluster_closed_cb(void *data)
+{
+	struct daemon *d = data;
+
 	uv_timer_stop(&d->grace);
 	exec_close(d->exec, daemon_exec_closed_cb, d);
 }
@@ -352,6 +373,8 @@ daemon_grace_cb(uv_timer_t *t)
 	log_warn("shutdown grace over: cancelling %d runs in flight; they are"
 		 " queued again at the next start", sched_running(d->sched));
 	sched_cancel_running(d->sched);
+	if (d->cw != NULL)
+		cworker_cancel_all(d->cw);
 }
 
 /* Begin the shutdown (first SIGTERM), or cancel at once (second). */
@@ -370,6 +393,12 @@ daemon_stop(struct daemon *d)
 		   " runs in flight", cfg->shutdown_grace, sched_running(d->sched));
 	control_close(d->control);
 	sched_drain(d->sched);
+	if (d->cw != NULL) {
+		/* several hosts: no more claims; the runs this planner
+		 * offered are queued again (the next planner offers them) */
+		cworker_stop(d->cw);
+		sched_cancel_running(d->sched);
+	}
 	uv_timer_start(&d->grace, daemon_grace_cb,
 		       (uint64_t)cfg->shutdown_grace * 1000, 0);
 	sched_on_idle(d->sched, daemon_idle_cb, d);
@@ -568,6 +597,35 @@ daemon_raise_nofile(void)
 			 (unsigned long long)rl.rlim_max, strerror(errno));
 }
 
+/* Several hosts: this node was the planner and no longer is; what it
+ * holds in memory is no longer the truth: restart from the store. */
+static void
+daemon_deposed_cb(void *data)
+{
+	struct daemon *d = data;
+
+	if (d->stopping)
+		return;
+	log_warn("this node is no longer the planner: restarting in place to"
+		 " resume from what the state store holds");
+	notify_status(d->notify, "restarting in place: no longer the planner");
+	fflush(stderr);
+	execv("/proc/self/exe", d->argv);
+	log_err("cannot restart in place: %s; exiting", strerror(errno));
+	exit(EXIT_WORK_FAILED);
+}
+
+/* Several hosts: join the cluster (the scheduler starts when this node
+ * becomes the planner). */
+static int
+daemon_cluster_open(struct daemon *d, const char *logdir, struct err *err)
+{
+	struct cworker_opts o = {&d->loop, d->sched, d->store, d->exec,
+		logdir, daemon_deposed_cb, daemon_changed_cb, d};
+
+	return cworker_open(&o, &d->cw, err);
+}
+
 /* Start everything; returns an exit code when start-up fails, else -1. */
 static int
 daemon_start(struct daemon *d, struct err *err)
@@ -575,17 +633,15 @@ daemon_start(struct daemon *d, struct err *err)
 	struct config *cfg = d->cfg;
 	char dir[PATH_MAX], logdir[PATH_MAX + 8];
 
-	/* several hosts: config.c reads state: postgres:, the daemon does
-	 * not use it yet (docs/several-hosts.md) */
-	if (config_is_cluster(cfg))
-		return err_set(err, EXIT_BAD_INPUT, "%s: state: postgres: is"
-			       " not supported by this build yet; use"
-			       " state_db: PATH", cfg->path), EXIT_BAD_INPUT;
+	bool cluster = config_is_cluster(cfg);
+
+	/* several hosts (docs/several-hosts.md): no state_db file to lock;
+	 * the command logs go next to the configuration */
 	if (daemon_check_host(cfg, err) < 0 ||
-	    daemon_lock_store(d, cfg->state_db, err) < 0)
+	    (!cluster && daemon_lock_store(d, cfg->state_db, err) < 0))
 		return EXIT_BAD_INPUT;
 	daemon_raise_nofile();
-	snprintf(dir, sizeof dir, "%s", cfg->state_db);
+	snprintf(dir, sizeof dir, "%s", cluster ? cfg->path : cfg->state_db);
 	snprintf(logdir, sizeof logdir, "%.4000s/logs", dirname(dir));
 	if (mkdir_p(logdir, 0750) < 0)
 		log_warn("cannot create the command log folder %s: %s", logdir,
@@ -636,13 +692,16 @@ daemon_start(struct daemon *d, struct err *err)
 		log_warn("using the test clock in %s: %s", clock_test_file(),
 			 "not for production");
 	}
-	if (sched_start(d->sched, err) < 0)
+	if (cluster ? daemon_cluster_open(d, logdir, err) < 0 :
+	    sched_start(d->sched, err) < 0)
 		return EXIT_WORK_FAILED;
 	d->prune = prune_new(&d->loop, d->sched);
 	d->metrics = metrics_new(&d->loop, d->sched, d->hooks);
 	sched_on_run(d->sched, metrics_run_cb, d->metrics);
 	log_notice("backfilld %s started: %zu jobs, socket %s, state %s",
-		   BACKFILLD_VERSION, cfg->njobs, cfg->socket, cfg->state_db);
+		   BACKFILLD_VERSION, cfg->njobs, cfg->socket,
+		   cluster ? "on PostgreSQL, shared by several hosts" :
+		   cfg->state_db);
 	snprintf(d->last_reload, sizeof d->last_reload, "configuration loaded");
 	notify_ready(d->notify, NULL);
 	daemon_status(d);
@@ -780,6 +839,8 @@ main(int argc, char **argv)
 		sched_free(d.sched);
 	else if (d.cfg)
 		config_unref(d.cfg);
+	if (d.cw != NULL)
+		cworker_free(d.cw);
 	exec_free(d.exec);
 	store_close(d.store);
 	notify_free(d.notify);

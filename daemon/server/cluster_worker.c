@@ -1,0 +1,656 @@
+/*
+ * cluster_worker.c - the daemon's side of several hosts (cluster_worker.h,
+ * docs/several-hosts.md).
+ *
+ * Planner: the scheduler's remote (scheduler.h): each run sched_run_begin
+ * recorded is kept here by its run id and offered, in one batch per loop
+ * turn.  done_cb collects the results and calls each run's done_cb, the
+ * chain a local run takes; an interrupted row (its node was declared
+ * dead) ends as not started: queued again, no attempt counted.
+ *
+ * Worker (every node, the planner too): claims what it may run while it
+ * has room (max_concurrency), one claim per loop turn, runs it on the
+ * executor and finishes it; a finish the database did not take is tried
+ * again when it is back.
+ *
+ * The result a worker records is one line, "timed_out=0 not_started=0
+ * rows_changed=N"; checks and guard results stay in the worker's log.
+ */
+#include "cluster_worker.h"
+
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "calendar.h"
+#include "config.h"
+#include "exec.h"
+#include "lease.h"
+#include "log.h"
+#include "scheduler.h"
+#include "store.h"
+#include "module.h"
+#include "xalloc.h"
+
+/* A claimed run on this node. */
+struct local {
+	struct exec_run run;
+	struct exec_part *parts;
+	int64_t id;   /* the work row */
+	bool done;    /* ended; its finish waits for the database */
+	bool discard; /* fenced: its result would be refused */
+	struct cworker *w;
+	struct local *next;
+};
+
+struct cworker {
+	uv_loop_t *loop;
+	struct sched *sched;
+	struct store *store;
+	struct exec *exec;
+	char *log_dir;
+	struct cworker_opts o;
+	const struct cluster_driver *drv;
+	struct cluster *c;
+	struct sched_remote remote;
+
+	struct exec_run **offered; /* planner: runs on offer or claimed */
+	size_t noffered, nunsent;  /* the last nunsent are not offered yet */
+	struct exec_run **cancels; /* planner: to end as not started */
+	size_t ncancels;
+
+	struct local *locals;
+	int nlocal; /* running here (not done) */
+	uv_timer_t pump; /* next loop turn: offer, claim, cancel */
+	bool planner_once;
+	bool closing;
+	void (*closed_cb)(void *);
+	void *closed_arg;
+};
+
+static void cworker_run_done_cb(struct exec_run *run);
+
+/* The local runs ended while closing: close the cluster. */
+static void
+cworker_shut(struct cworker *w)
+{
+	void (*cb)(void *) = w->closed_cb;
+
+	w->closed_cb = NULL;
+	uv_close((uv_handle_t *)&w->pump, NULL);
+	w->drv->close(w->c, cb, w->closed_arg);
+}
+
+/* Arm the next loop turn's pump. */
+static void
+cworker_kick(struct cworker *w)
+{
+	if (!uv_is_closing((uv_handle_t *)&w->pump))
+		uv_timer_start(&w->pump, w->pump.timer_cb, 0, 0);
+}
+
+/* Find and remove an offered run by id. */
+static struct exec_run *
+cworker_take_offered(struct cworker *w, int64_t id)
+{
+	for (size_t i = 0; i < w->noffered; i++) {
+		struct exec_run *run = w->offered[i];
+
+		if (run->run_id != id)
+			continue;
+		if (i >= w->noffered - w->nunsent)
+			w->nunsent--;
+		memmove(&w->offered[i], &w->offered[i + 1],
+			(w->noffered - i - 1) * sizeof *w->offered);
+		w->noffered--;
+		return run;
+	}
+	return NULL;
+}
+
+/* The scheduler's remote: keep the run, offer it next turn. */
+static void
+cworker_submit(void *data, struct exec_run *run)
+{
+	struct cworker *w = data;
+
+	w->offered = xreallocarray(w->offered, w->noffered + 1,
+				   sizeof *w->offered);
+	w->offered[w->noffered++] = run;
+	w->nunsent++;
+	cworker_kick(w);
+}
+
+/* The scheduler's remote: end the run as not started (next turn). */
+static void
+cworker_cancel(void *data, struct exec_run *run)
+{
+	struct cworker *w = data;
+
+	w->cancels = xreallocarray(w->cancels, w->ncancels + 1,
+				   sizeof *w->cancels);
+	w->cancels[w->ncancels++] = run;
+	cworker_kick(w);
+}
+
+/* End the cancelled runs: queued again, no attempt counted. */
+static void
+cworker_end_cancels(struct cworker *w)
+{
+	while (w->ncancels > 0) {
+		struct exec_run *run = w->cancels[--w->ncancels];
+
+		if (cworker_take_offered(w, run->run_id) != run)
+			continue; /* its result came meanwhile */
+		run->failed = run->not_started = true;
+		snprintf(run->error, sizeof run->error, "interrupted: the"
+			 " planner stopped it");
+		run->done_cb(run);
+	}
+}
+
+/* Offer the runs recorded since the last turn, in one statement. */
+static void
+cworker_offer(struct cworker *w)
+{
+	struct cluster_offer *o;
+	const char **keys;
+	size_t nk = 0, first = w->noffered - w->nunsent;
+	struct err err;
+
+	if (w->nunsent == 0)
+		return;
+	o = xcalloc(w->nunsent, sizeof *o);
+	for (size_t i = first; i < w->noffered; i++)
+		nk += w->offered[i]->nparts;
+	keys = xcalloc(nk, sizeof *keys);
+	nk = 0;
+	for (size_t i = first; i < w->noffered; i++) {
+		struct exec_run *run = w->offered[i];
+		struct cluster_offer *x = &o[i - first];
+
+		x->id = run->run_id;
+		x->job = run->job->name;
+		x->keys = &keys[nk];
+		x->nkeys = run->nparts;
+		x->attempt = run->attempt;
+		for (size_t k = 0; k < run->nparts; k++)
+			keys[nk++] = run->parts[k].key;
+	}
+	if (w->drv->offer(w->c, o, w->nunsent, &err) < 0)
+		log_warn("cannot offer %zu runs: %s; they are offered again"
+			 " by the next planner", w->nunsent, err.msg);
+	else
+		w->nunsent = 0;
+	free(keys);
+	free(o);
+}
+
+/* Decode a worker's result line into run. */
+static void
+cworker_decode(const char *line, struct exec_run *run)
+{
+	int to = 0, ns = 0;
+	long long rows = -1;
+
+	if (line != NULL)
+		sscanf(line, "timed_out=%d not_started=%d rows_changed=%lld",
+		       &to, &ns, &rows);
+	run->timed_out = to != 0;
+	run->not_started = ns != 0;
+	run->rows_changed = rows;
+}
+
+/* Feed one result row into the scheduler's chain. */
+static void
+cworker_result(struct cworker *w, const struct cluster_work *x)
+{
+	struct exec_run *run = cworker_take_offered(w, x->id);
+
+	if (run == NULL)
+		return; /* offered by an earlier planner: recovery saw it */
+	cworker_decode(x->result, run);
+	run->failed = x->failed;
+	if (x->error != NULL)
+		snprintf(run->error, sizeof run->error, "%s", x->error);
+	if (x->interrupted) {
+		run->failed = run->not_started = true;
+		if (x->error == NULL)
+			snprintf(run->error, sizeof run->error, "interrupted:"
+				 " node %s stopped", x->claimed_by);
+	}
+	run->done_cb(run);
+}
+
+/* done_cb: collect the results, record them, forget them. */
+static void
+cworker_collect(void *data)
+{
+	struct cworker *w = data;
+	struct cluster_work *rows;
+	size_t n;
+	struct err err;
+
+	do {
+		int64_t *ids;
+
+		if (w->drv->results(w->c, 256, &rows, &n, &err) < 0) {
+			log_warn("cannot read the runs' results: %s", err.msg);
+			return;
+		}
+		ids = xcalloc(n + 1, sizeof *ids);
+		for (size_t i = 0; i < n; i++) {
+			cworker_result(w, &rows[i]);
+			ids[i] = rows[i].id;
+		}
+		if (n > 0 && w->drv->forget(w->c, ids, n, &err) < 0)
+			log_warn("cannot forget %zu results: %s", n, err.msg);
+		free(ids);
+		w->drv->work_free(rows, n);
+	} while (n == 256);
+}
+
+/* Build the executor's run of one claim; -1 when this node cannot. */
+static int
+cworker_build(struct cworker *w, const struct cluster_work *x,
+	      struct local *l, struct err *err)
+{
+	struct config *cfg = sched_config(w->sched);
+	const struct job_def *j = NULL;
+
+	for (size_t i = 0; i < cfg->njobs && j == NULL; i++)
+		if (strcmp(cfg->jobs[i].name, x->job) == 0)
+			j = &cfg->jobs[i];
+	if (j == NULL)
+		return err_set(err, EXIT_BAD_INPUT, "job %s is not configured"
+			       " on this node", x->job);
+	l->parts = xcalloc(x->nkeys ? x->nkeys : 1, sizeof *l->parts);
+	for (size_t k = 0; k < x->nkeys; k++) {
+		struct exec_part *p = &l->parts[k];
+		part_t pt;
+
+		if (part_parse_key(j->grain, x->keys[k], &pt, err) < 0)
+			return -1;
+		snprintf(p->key, sizeof p->key, "%s", x->keys[k]);
+		part_bound(j->grain, part_start(j->grain, pt), p->start);
+		part_bound(j->grain, part_end(j->grain, pt), p->end);
+	}
+	l->run.run_id = x->id;
+	l->run.cfg = config_ref(cfg);
+	l->run.job = j;
+	l->run.parts = l->parts;
+	l->run.nparts = x->nkeys;
+	l->run.attempt = x->attempt;
+	l->run.log_dir = w->log_dir;
+	l->run.done_cb = cworker_run_done_cb;
+	l->run.data = l;
+	return 0;
+}
+
+/* Unlink and free a local run. */
+static void
+cworker_local_free(struct cworker *w, struct local *l)
+{
+	for (struct local **p = &w->locals; *p != NULL; p = &(*p)->next)
+		if (*p == l) {
+			*p = l->next;
+			break;
+		}
+	if (l->run.cfg != NULL) {
+		exec_run_clear_results(&l->run);
+		config_unref(l->run.cfg);
+	}
+	free(l->parts);
+	free(l);
+}
+
+/* Record how a local run ended; 0 done with it, -1 try again later. */
+static int
+cworker_finish(struct cworker *w, struct local *l)
+{
+	char line[128];
+	struct cluster_result r;
+	struct err err;
+	int rc;
+
+	if (l->discard)
+		return 0;
+	snprintf(line, sizeof line, "timed_out=%d not_started=%d"
+		 " rows_changed=%" PRId64, l->run.timed_out,
+		 l->run.not_started || l->run.cancelled, l->run.rows_changed);
+	r.failed = l->run.failed || l->run.cancelled;
+	r.error = l->run.error[0] ? l->run.error :
+		  l->run.cancelled ? "cancelled" : NULL;
+	r.result = line;
+	rc = w->drv->finish(w->c, l->id, &r, &err);
+	if (rc < 0) {
+		log_warn("run=%" PRId64 ": cannot record its result: %s;"
+			 " trying again when the state store is back", l->id,
+			 err.msg);
+		return -1;
+	}
+	if (rc == 0)
+		log_notice("run=%" PRId64 ": result refused (this node was"
+			   " declared dead meanwhile); it runs again", l->id);
+	return 0;
+}
+
+/* Finish the runs whose result is still to be recorded. */
+static void
+cworker_finish_pending(struct cworker *w)
+{
+	struct local *l, *nx;
+
+	for (l = w->locals; l != NULL; l = nx) {
+		nx = l->next;
+		if (l->done && cworker_finish(w, l) == 0)
+			cworker_local_free(w, l);
+		else if (l->done)
+			break; /* the database is away */
+	}
+}
+
+/* A claimed run ended on the executor. */
+static void
+cworker_run_done_cb(struct exec_run *run)
+{
+	struct local *l = run->data;
+	struct cworker *w = l->w;
+
+	l->done = true;
+	w->nlocal--;
+	if (cworker_finish(w, l) == 0)
+		cworker_local_free(w, l);
+	w->drv->set_running(w->c, w->nlocal);
+	cworker_kick(w);
+	if (w->closing && w->nlocal == 0 && w->closed_cb != NULL)
+		cworker_shut(w);
+}
+
+/* Start one claimed run here. */
+static void
+cworker_start(struct cworker *w, const struct cluster_work *x)
+{
+	struct local *l = xcalloc(1, sizeof *l);
+	struct err err;
+
+	l->w = w;
+	l->id = x->id;
+	l->next = w->locals;
+	w->locals = l;
+	if (cworker_build(w, x, l, &err) < 0) {
+		struct cluster_result r = {true, err.msg, NULL};
+
+		log_err("run=%" PRId64 " job=%s: %s", x->id, x->job, err.msg);
+		w->drv->finish(w->c, x->id, &r, &err);
+		cworker_local_free(w, l);
+		return;
+	}
+	log_info("job=%s partition=%s run=%" PRId64 " attempt=%d claimed"
+		 " by this node", x->job, x->nkeys ? x->keys[0] : "",
+		 x->id, x->attempt);
+	w->nlocal++;
+	exec_submit(w->exec, &l->run);
+}
+
+/* Claim what this node may run while it has room. */
+static void
+cworker_claim(struct cworker *w)
+{
+	struct config *cfg = sched_config(w->sched);
+	const char **jobs = xcalloc(cfg->njobs + 1, sizeof *jobs);
+	size_t nj = 0, n = 0, room;
+	struct cluster_work *rows = NULL;
+	struct err err;
+
+	if (w->closing || w->nlocal >= cfg->max_concurrency) {
+		free(jobs);
+		return;
+	}
+	room = (size_t)(cfg->max_concurrency - w->nlocal);
+	for (size_t i = 0; i < cfg->njobs; i++)
+		if (lease_job_allowed(cfg->jobs[i].nodes, cfg->jobs[i].nnodes,
+				      cfg->node))
+			jobs[nj++] = cfg->jobs[i].name;
+	if (nj > 0 &&
+	    w->drv->claim(w->c, jobs, nj, room, &rows, &n, &err) < 0)
+		log_debug("cannot claim: %s", err.msg);
+	free(jobs);
+	for (size_t i = 0; i < n; i++)
+		cworker_start(w, &rows[i]);
+	if (n > 0) {
+		w->drv->work_free(rows, n);
+		w->drv->set_running(w->c, w->nlocal);
+	}
+	if (n == room && n > 0)
+		cworker_kick(w); /* there may be more: next turn */
+}
+
+/* One loop turn's work: cancels, offers, finishes, claims. */
+static void
+cworker_pump_cb(uv_timer_t *t)
+{
+	struct cworker *w = t->data;
+
+	cworker_end_cancels(w);
+	if (w->nunsent > 0)
+		cworker_offer(w);
+	cworker_finish_pending(w);
+	cworker_claim(w);
+}
+
+/* store_pg_fence (store_pg.h) from the PostgreSQL module. */
+static void
+cworker_fence(struct cworker *w, int64_t gen)
+{
+	static void (*fence)(struct store *, int64_t);
+	char why[256];
+
+	if (fence == NULL)
+		*(void **)&fence = module_symbol("store_pg_fence", "the"
+						 " PostgreSQL state store", why,
+						 sizeof why);
+	if (fence != NULL)
+		fence(w->store, gen);
+}
+
+/* role_cb */
+static void
+cworker_role_cb(void *data, enum cluster_role role, int64_t gen)
+{
+	struct cworker *w = data;
+	struct err err;
+
+	log_notice("this node is now %s%s", cluster_role_name(role),
+		   role == CLUSTER_PLANNER ? " (it holds the lease)" : "");
+	if (role != CLUSTER_PLANNER) {
+		cworker_fence(w, 0);
+		if (w->planner_once && w->o.deposed_cb != NULL)
+			w->o.deposed_cb(w->o.data);
+	} else {
+		cworker_fence(w, gen);
+		if (!w->planner_once) {
+			w->planner_once = true;
+			if (sched_start(w->sched, &err) < 0)
+				log_err("cannot start planning: %s", err.msg);
+		}
+		cworker_kick(w);
+	}
+	if (w->o.changed_cb != NULL)
+		w->o.changed_cb(w->o.data);
+}
+
+/* work_cb */
+static void
+cworker_work_cb(void *data)
+{
+	cworker_kick(data);
+}
+
+/* fenced_cb: every claimed run is forgotten. */
+static void
+cworker_fenced_cb(void *data, int64_t old_inc, int64_t new_inc)
+{
+	struct cworker *w = data;
+
+	log_warn("this node was declared dead (incarnation %" PRId64 ", now %"
+		 PRId64 "): its runs are cancelled and run again elsewhere",
+		 old_inc, new_inc);
+	for (struct local *l = w->locals; l != NULL; l = l->next) {
+		l->discard = true;
+		if (!l->done)
+			exec_cancel(w->exec, &l->run);
+	}
+}
+
+/* db_cb */
+static void
+cworker_db_cb(void *data, bool ok, const char *why)
+{
+	struct cworker *w = data;
+
+	if (ok)
+		log_notice("the state store is reachable again");
+	else
+		log_warn("the state store is lost: %s", why ? why : "?");
+	if (ok)
+		cworker_kick(w);
+	if (w->o.changed_cb != NULL)
+		w->o.changed_cb(w->o.data);
+}
+
+/* cancel_cb */
+static void
+cworker_cancel_cb(void *data, int64_t id)
+{
+	struct cworker *w = data;
+
+	for (struct local *l = w->locals; l != NULL; l = l->next)
+		if (l->id == id && !l->done)
+			exec_cancel(w->exec, &l->run);
+}
+
+/* log_cb */
+static void
+cworker_log_cb(void *data, int prio, const char *line)
+{
+	(void)data;
+	if (prio <= 3)
+		log_err("cluster: %s", line);
+	else if (prio == 4)
+		log_warn("cluster: %s", line);
+	else if (prio == 5)
+		log_notice("cluster: %s", line);
+	else if (prio == 6)
+		log_info("cluster: %s", line);
+	else
+		log_debug("cluster: %s", line);
+}
+
+const struct cluster_driver *
+cworker_driver(void)
+{
+	static const struct cluster_driver *drv;
+	char why[256];
+
+	if (drv == NULL && (drv = cluster_driver_load(why, sizeof why)) ==
+	    NULL)
+		log_err("%s", why);
+	return drv;
+}
+
+int
+cworker_open(const struct cworker_opts *o, struct cworker **out,
+	     struct err *err)
+{
+	struct cworker *w = xcalloc(1, sizeof *w);
+	struct config *cfg = sched_config(o->sched);
+	struct cluster_opts co = {cfg->state_conninfo, cfg->state_password_file,
+		cfg->node, cfg->lease, cfg->cluster_hash};
+	struct cluster_cbs cbs = {cworker_role_cb, cworker_work_cb,
+		cworker_collect, NULL, cworker_fenced_cb, cworker_db_cb,
+		cworker_cancel_cb, cworker_log_cb, w};
+	char why[256];
+
+	w->o = *o;
+	w->loop = o->loop;
+	w->sched = o->sched;
+	w->store = o->store;
+	w->exec = o->exec;
+	w->log_dir = xstrdup(o->log_dir);
+	if ((w->drv = cluster_driver_load(why, sizeof why)) == NULL) {
+		free(w->log_dir);
+		free(w);
+		return err_set(err, EXIT_BAD_INPUT, "%s", why);
+	}
+	uv_timer_init(o->loop, &w->pump);
+	w->pump.data = w;
+	w->pump.timer_cb = cworker_pump_cb;
+	w->remote = (struct sched_remote){cworker_submit, cworker_cancel, w};
+	sched_set_remote(o->sched, &w->remote);
+	if (w->drv->open(o->loop, &co, &cbs, &w->c, err) < 0) {
+		uv_close((uv_handle_t *)&w->pump, NULL);
+		return -1;
+	}
+	*out = w;
+	return 0;
+}
+
+void
+cworker_reload(struct cworker *w)
+{
+	struct config *cfg = sched_config(w->sched);
+
+	w->drv->set_config_hash(w->c, cfg->cluster_hash);
+	w->drv->set_lease(w->c, cfg->lease);
+	cworker_kick(w);
+}
+
+void
+cworker_stop(struct cworker *w)
+{
+	w->closing = true;
+}
+
+void
+cworker_close(struct cworker *w, void (*cb)(void *), void *arg)
+{
+	w->closing = true;
+	w->closed_cb = cb;
+	w->closed_arg = arg;
+	if (w->nlocal == 0)
+		cworker_shut(w);
+}
+
+void
+cworker_cancel_all(struct cworker *w)
+{
+	for (struct local *l = w->locals; l != NULL; l = l->next)
+		if (!l->done)
+			exec_cancel(w->exec, &l->run);
+}
+
+void
+cworker_free(struct cworker *w)
+{
+	while (w->locals != NULL)
+		cworker_local_free(w, w->locals);
+	w->drv->free(w->c);
+	free(w->offered);
+	free(w->cancels);
+	free(w->log_dir);
+	free(w);
+}
+
+int
+cworker_running(const struct cworker *w)
+{
+	return w->nlocal;
+}
+
+struct cluster *
+cworker_cluster(struct cworker *w)
+{
+	return w->c;
+}
