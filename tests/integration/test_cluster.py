@@ -212,10 +212,25 @@ class Nodes:
         self.users = users or {}
         self.nodes = collections.OrderedDict()
         _CLUSTERS.append(self)
+        self.mark = 0
         for n in names:
             self.add(n)
         if names:
             self.wait_view(names)
+            self.settle()
+
+    def settle(self):
+        """What the planner's schedule queued at the start (a job with
+        `catchup: false` runs its newest due partition): wait for it, and
+        leave it out of runs() and executions() from now on."""
+        via = self.nodes[next(iter(self.nodes))]
+        boot = {int(r[0]) for r in self.state.rows("SELECT id FROM requests")}
+        for req in sorted(boot):
+            via.wait_request(req)
+        for d in self.nodes.values():
+            d.boot_requests |= boot
+        self.mark = 0
+        self.mark = len(self.executions())
 
     def add(self, name, settings=None, jobs=None, start=True):
         """A node with this cluster's configuration (and settings on top)."""
@@ -227,6 +242,8 @@ class Nodes:
             env["BACKFILLD_TEST_CLOCK_FILE"] = self.clock_file
         d = Node(jobs=jobs or self.jobs, settings=st, clock=None, name=name, env=env,
                  start=False, state=self.state, warehouses=self.warehouses)
+        if self.nodes:
+            d.boot_requests = set(next(iter(self.nodes.values())).boot_requests)
         self.nodes[name] = d
         if start:
             try:
@@ -313,7 +330,7 @@ class Nodes:
                 h.check(len(p) == 6, "record line %r" % line)
                 out.append({"node": p[0], "job": p[1], "partition": p[2],
                             "attempt": int(p[3]), "start": float(p[4]), "end": float(p[5])})
-        return out
+        return out[self.mark:]
 
     def in_flight(self, node=None):
         """(node, job, partition) of the commands running now."""
