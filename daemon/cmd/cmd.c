@@ -177,6 +177,14 @@ cmd_req_mutates(const struct cmd_entry *ce, const struct proto_msg *req)
 	return !cmd_flag(req, "dry_run");
 }
 
+bool
+cmd_request_mutates(const struct proto_msg *req)
+{
+	const struct cmd_entry *ce = cmd_find(proto_get(req, "cmd"));
+
+	return ce != NULL && cmd_req_mutates(ce, req);
+}
+
 /* A finished text cut into chunks: the stream of an `out` too large
  * for one frame. */
 struct text_stream {

@@ -65,6 +65,8 @@ struct cmd_stream {
  * becomes a stream too. */
 void cmd_run(struct cmd_ctx *ctx, const struct proto_msg *req,
 	     struct buf *resp, struct cmd_stream **stream);
+/* Whether a request changes state (it needs the rights to). */
+bool cmd_request_mutates(const struct proto_msg *req);
 /* Add a finished stream's status and err to the RESPONSE in resp, and
  * free the stream. */
 void cmd_stream_end(struct cmd_stream *cs, struct buf *resp);

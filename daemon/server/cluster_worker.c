@@ -481,6 +481,16 @@ cworker_role_cb(void *data, enum cluster_role role, int64_t gen)
 		w->o.changed_cb(w->o.data);
 }
 
+/* mail_cb */
+static void
+cworker_mail_cb(void *data)
+{
+	struct cworker *w = data;
+
+	if (w->o.mail_cb != NULL)
+		w->o.mail_cb(w->o.data);
+}
+
 /* work_cb */
 static void
 cworker_work_cb(void *data)
@@ -569,7 +579,7 @@ cworker_open(const struct cworker_opts *o, struct cworker **out,
 	struct cluster_opts co = {cfg->state_conninfo, cfg->state_password_file,
 		cfg->node, cfg->lease, cfg->cluster_hash};
 	struct cluster_cbs cbs = {cworker_role_cb, cworker_work_cb,
-		cworker_collect, NULL, cworker_fenced_cb, cworker_db_cb,
+		cworker_collect, cworker_mail_cb, cworker_fenced_cb, cworker_db_cb,
 		cworker_cancel_cb, cworker_log_cb, w};
 	char why[256];
 

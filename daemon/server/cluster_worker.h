@@ -28,6 +28,8 @@ struct cworker_opts {
 	/* this node stopped being the planner after it was one: the daemon
 	 * restarts from the store (its manifest is no longer the truth) */
 	void (*deposed_cb)(void *data);
+	/* control requests wait in the mailbox (control_mail) */
+	void (*mail_cb)(void *data);
 	/* role or database state changed (for STATUS=) */
 	void (*changed_cb)(void *data);
 	void *data;

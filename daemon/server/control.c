@@ -48,7 +48,9 @@
 #include <unistd.h>
 
 #include "clock.h"
+#include "cluster.h"
 #include "log.h"
+#include "xalloc.h"
 
 #define READ_CHUNK 65536
 #define PROGRESS_EVERY_MS 100
@@ -93,6 +95,10 @@ struct client {
 	size_t streamed;           /* bytes of the stream so far */
 	uv_idle_t pump;            /* produces the stream's next page */
 	uv_timer_t idle;           /* closes the connection when idle */
+	bool forwarding;           /* a request is with the planner */
+	bool fwd_wait;             /* ... or is asked again soon */
+	char *fwd;                 /* a forwarded wait, asked again */
+	size_t fwd_len;
 	struct client *next, *prev;
 };
 
@@ -118,6 +124,8 @@ struct control {
 	uint64_t idle_ms;
 	struct control_ratelog refusals; /* connections refused at the cap */
 	struct control_ratelog evictions; /* idle ones closed at the cap */
+	const struct cluster_driver *drv; /* several hosts, or NULL */
+	struct cluster *cluster;
 };
 
 struct write_req {
@@ -299,6 +307,7 @@ client_handle_closed_cb(uv_handle_t *h)
 	if (--cl->handles > 0)
 		return;
 	free(cl->rbuf);
+	free(cl->fwd);
 	free(cl);
 }
 
@@ -322,7 +331,7 @@ client_close(struct client *cl)
 		cl->c->nclients--;
 	cl->prev->next = cl->next;
 	cl->next->prev = cl->prev;
-	cl->handles = 4;
+	cl->handles = cl->forwarding ? 5 : 4; /* the answer is one */
 	uv_close((uv_handle_t *)&cl->throttle, client_handle_closed_cb);
 	uv_close((uv_handle_t *)&cl->pump, client_handle_closed_cb);
 	uv_close((uv_handle_t *)&cl->idle, client_handle_closed_cb);
@@ -345,25 +354,35 @@ progress_fields(struct buf *f, const struct sched_progress *p)
 	proto_add_int(f, "elapsed_ms", p->elapsed_ms);
 }
 
+/* The final RESPONSE of a wait, into f. */
+static void
+control_wait_done(struct sched *s, int64_t id, const struct sched_progress *p,
+		  struct buf *f)
+{
+	struct buf out;
+
+	buf_init(&out);
+	cmd_wait_summary(s, id, p, &out);
+	proto_begin(f, PROTO_RESPONSE);
+	proto_add_int(f, "status", p->failed + p->blocked + p->cancelled > 0 ?
+		      EXIT_WORK_FAILED : EXIT_DONE);
+	proto_add_int(f, "request", id);
+	progress_fields(f, p);
+	proto_add(f, "finished", "1");
+	buf_add(&out, "", 1);
+	proto_add(f, "out", out.data);
+	proto_end(f);
+	buf_free(&out);
+}
+
 /* Send the final RESPONSE of a wait. */
 static void
 client_wait_done(struct client *cl, const struct sched_progress *p)
 {
-	struct buf f, out;
+	struct buf f;
 
 	buf_init(&f);
-	buf_init(&out);
-	cmd_wait_summary(cl->c->sched, cl->wait_id, p, &out);
-	proto_begin(&f, PROTO_RESPONSE);
-	proto_add_int(&f, "status", p->failed + p->blocked + p->cancelled > 0 ?
-		      EXIT_WORK_FAILED : EXIT_DONE);
-	proto_add_int(&f, "request", cl->wait_id);
-	progress_fields(&f, p);
-	proto_add(&f, "finished", "1");
-	buf_add(&out, "", 1);
-	proto_add(&f, "out", out.data);
-	proto_end(&f);
-	buf_free(&out);
+	control_wait_done(cl->c->sched, cl->wait_id, p, &f);
 	client_send(cl, &f);
 	cl->wait_id = 0;
 }
@@ -558,6 +577,112 @@ client_handle(struct client *cl, const struct proto_msg *req)
 	buf_free(&cl->resp);
 }
 
+/* Several hosts: is this request the planner's to answer? */
+static bool
+client_forwards(struct client *cl, const struct proto_msg *req)
+{
+	struct cluster_state st;
+	const char *cmd = proto_get(req, "cmd");
+
+	if (cl->c->drv == NULL || req->type != PROTO_REQUEST || cmd == NULL)
+		return false;
+	cl->c->drv->state(cl->c->cluster, &st);
+	if (st.role == CLUSTER_PLANNER)
+		return false;
+	/* served here: runs reads the shared store; reload reads this
+	 * node's own configuration */
+	return strcmp(cmd, "runs") != 0 && strcmp(cmd, "reload") != 0;
+}
+
+static void client_forward_again_cb(uv_timer_t *t);
+
+/* The planner's answer to a forwarded request. */
+static void
+client_forward_cb(void *arg, int status, const void *resp, size_t len,
+		  const char *why)
+{
+	struct client *cl = arg;
+	struct buf f;
+
+	cl->forwarding = false;
+	if (cl->closing) {
+		client_handle_closed_cb((uv_handle_t *)&cl->pipe);
+		return;
+	}
+	if (status < 0) {
+		char msg[ERR_MSG_MAX];
+
+		snprintf(msg, sizeof msg, "no planner answered: %s; the state"
+			 " store is shared by several hosts and none holds the"
+			 " lease now (see the logs of the nodes)",
+			 why ? why : "unreachable");
+		client_error(cl, EXIT_UNREACHABLE, msg);
+	} else if (len == 0 && cl->fwd != NULL) {
+		/* a wait whose request is not finished: ask again */
+		cl->fwd_wait = true;
+		uv_timer_start(&cl->throttle, client_forward_again_cb, 300, 0);
+		return;
+	} else {
+		buf_init(&f);
+		buf_add(&f, resp, len);
+		client_send(cl, &f);
+	}
+	free(cl->fwd);
+	cl->fwd = NULL;
+	client_kick(cl);
+}
+
+/* Send a request to the planner. */
+static void
+client_forward_send(struct client *cl, const void *req, size_t len)
+{
+	const struct config *cfg = sched_config(cl->c->sched);
+	struct err err;
+
+	cl->forwarding = true;
+	if (cl->c->drv->forward(cl->c->cluster, req, len,
+				(cfg->lease + 2) * 1000, client_forward_cb,
+				cl, &err) < 0) {
+		cl->forwarding = false;
+		client_error(cl, EXIT_UNREACHABLE, err.msg);
+	}
+}
+
+/* A forwarded wait: ask the planner again. */
+static void
+client_forward_again_cb(uv_timer_t *t)
+{
+	struct client *cl = t->data;
+
+	cl->fwd_wait = false;
+	if (!cl->closing && cl->fwd != NULL)
+		client_forward_send(cl, cl->fwd, cl->fwd_len);
+}
+
+/* Forward one request to the planner, its rights checked here. */
+static void
+client_forward(struct client *cl, const struct proto_msg *req,
+	       const char *raw, size_t len)
+{
+	uv_os_fd_t fd;
+
+	if (uv_fileno((uv_handle_t *)&cl->pipe, &fd) == 0)
+		cl->may_change = control_peer_may_change(cl->c, fd);
+	if (cmd_request_mutates(req) && !cl->may_change) {
+		client_error(cl, EXIT_BAD_INPUT, "permission denied: this"
+			     " command changes state and needs root, the"
+			     " daemon's user or the socket's group");
+		return;
+	}
+	if (strcmp(proto_get(req, "cmd"), "wait") == 0) {
+		free(cl->fwd);
+		cl->fwd = xmalloc(len);
+		memcpy(cl->fwd, raw, len);
+		cl->fwd_len = len;
+	}
+	client_forward_send(cl, raw, len);
+}
+
 /* Answer the complete requests read so far, one at a time, while nothing
  * holds them back; then read more if nothing does. */
 static void
@@ -570,7 +695,7 @@ client_process(struct client *cl)
 	char why[256];
 
 	while (!cl->closing && !cl->finishing && cl->stream == NULL &&
-	       cl->queued < CONTROL_QUEUE_MAX) {
+	       !cl->forwarding && !cl->fwd_wait && cl->queued < CONTROL_QUEUE_MAX) {
 		rc = proto_parse(cl->rbuf ? cl->rbuf : "", cl->rlen, &used,
 				 &msg, &err);
 		if (rc == 0 && cl->rlen >= PROTO_HEADER &&
@@ -590,9 +715,12 @@ client_process(struct client *cl)
 			client_finish(cl);
 			return;
 		}
+		if (client_forwards(cl, &msg))
+			client_forward(cl, &msg, cl->rbuf, used);
+		else
+			client_handle(cl, &msg);
 		memmove(cl->rbuf, cl->rbuf + used, cl->rlen - used);
 		cl->rlen -= used;
-		client_handle(cl, &msg);
 		proto_msg_free(&msg);
 	}
 	/* drop a large buffer once it is empty again */
@@ -936,4 +1064,124 @@ control_free(struct control *c)
 		return;
 	free(c->path);
 	free(c);
+}
+
+void
+control_set_cluster(struct control *c, const struct cluster_driver *drv,
+		    struct cluster *cluster)
+{
+	c->drv = drv;
+	c->cluster = cluster;
+}
+
+/* DATA frames of text, into f. */
+static void
+control_data_frames(struct buf *f, const char *data, size_t len)
+{
+	size_t off = 0, n;
+
+	while (off < len) {
+		n = len - off;
+		if (n > CONTROL_DATA_MAX) {
+			n = CONTROL_DATA_MAX;
+			while (n > 1 && ((unsigned char)data[off + n] & 0xc0) ==
+			       0x80)
+				n--;
+		}
+		proto_begin(f, PROTO_DATA);
+		proto_add_n(f, "out", data + off, n);
+		proto_end(f);
+		off += n;
+	}
+}
+
+/* Run a stream to its end into DATA frames and the RESPONSE. */
+static void
+control_mail_stream(struct cmd_stream *cs, struct buf *f)
+{
+	struct buf out, resp;
+	int rc;
+
+	buf_init(&resp);
+	do {
+		buf_init(&out);
+		rc = cs->next(cs, &out);
+		if (f->len + out.len < CLUSTER_MAIL_MAX - 4096)
+			control_data_frames(f, out.data, out.len);
+		buf_free(&out);
+	} while (rc == 0);
+	proto_begin(&resp, PROTO_RESPONSE);
+	cmd_stream_end(cs, &resp);
+	proto_end(&resp);
+	buf_add(f, resp.data, resp.len);
+	buf_free(&resp);
+}
+
+/* One forwarded request, answered into f (empty: a wait not finished). */
+static void
+control_mail_one(struct control *c, const struct proto_msg *req,
+		 struct buf *f)
+{
+	struct cmd_ctx ctx = {.sched = c->sched, .reload = c->reload,
+		.reload_data = c->reload_data, .may_change = true};
+	struct cmd_stream *stream;
+	struct sched_progress p;
+	struct err err;
+	long long id;
+	const char *cmd = proto_get(req, "cmd");
+
+	if (cmd != NULL && strcmp(cmd, "wait") == 0) {
+		if (proto_get_int(req, "request", &id) < 0 || id <= 0 ||
+		    sched_progress(c->sched, id, &p, &err) < 0) {
+			proto_begin(f, PROTO_RESPONSE);
+			proto_add_int(f, "status", EXIT_BAD_INPUT);
+			proto_add(f, "err", id <= 0 ? "wait needs request=N"
+				  " with a positive request id" : err.msg);
+			proto_end(f);
+		} else if (p.finished) {
+			control_wait_done(c->sched, id, &p, f);
+		}
+		return; /* empty: not finished, asked again */
+	}
+	proto_begin(f, PROTO_RESPONSE);
+	cmd_run(&ctx, req, f, &stream);
+	if (stream != NULL) {
+		buf_reset(f);
+		control_mail_stream(stream, f);
+		return;
+	}
+	proto_end(f);
+}
+
+void
+control_mail(struct control *c)
+{
+	struct cluster_mail *m;
+	struct proto_msg msg;
+	struct err err;
+	size_t used;
+	struct buf f;
+
+	while (c->drv != NULL &&
+	       c->drv->mail_take(c->cluster, &m, &err) == 0 && m != NULL) {
+		buf_init(&f);
+		if (proto_parse(m->req, m->len, &used, &msg, &err) > 0) {
+			control_mail_one(c, &msg, &f);
+			proto_msg_free(&msg);
+		} else {
+			proto_begin(&f, PROTO_RESPONSE);
+			proto_add_int(&f, "status", EXIT_BAD_INPUT);
+			proto_add(&f, "err", "a forwarded request that is not"
+				  " one frame");
+			proto_end(&f);
+		}
+		/* nothing is acknowledged uncommitted (scheduler.c, rule 7) */
+		sched_flush(c->sched);
+		if (c->drv->mail_answer(c->cluster, m->id, f.data ? f.data : "",
+					f.len, &err) < 0)
+			log_warn("control: cannot answer %s's request: %s",
+				 m->from, err.msg);
+		buf_free(&f);
+		c->drv->mail_free(m);
+	}
 }

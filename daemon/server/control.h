@@ -23,6 +23,18 @@ int control_new(uv_loop_t *loop, struct sched *s, const char *path,
 /* Stop accepting and close every connection; free after the loop ran the
  * close callbacks. */
 void control_close(struct control *c);
+
+/*
+ * Several hosts (docs/several-hosts.md): on a node that is not the
+ * planner, requests are forwarded to the planner through the cluster's
+ * mailbox (rights are checked here first); `runs` is served here from
+ * the shared store.  On the planner, control_mail() answers the mailbox.
+ */
+struct cluster;
+struct cluster_driver;
+void control_set_cluster(struct control *c, const struct cluster_driver *drv,
+			 struct cluster *cluster);
+void control_mail(struct control *c);
 void control_free(struct control *c);
 
 #endif

@@ -615,15 +615,29 @@ daemon_deposed_cb(void *data)
 	exit(EXIT_WORK_FAILED);
 }
 
+/* Several hosts: requests forwarded to this planner. */
+static void
+daemon_mail_cb(void *data)
+{
+	struct daemon *d = data;
+
+	if (!d->stopping)
+		control_mail(d->control);
+}
+
 /* Several hosts: join the cluster (the scheduler starts when this node
  * becomes the planner). */
 static int
 daemon_cluster_open(struct daemon *d, const char *logdir, struct err *err)
 {
 	struct cworker_opts o = {&d->loop, d->sched, d->store, d->exec,
-		logdir, daemon_deposed_cb, daemon_changed_cb, d};
+		logdir, daemon_deposed_cb, daemon_mail_cb, daemon_changed_cb, d};
 
-	return cworker_open(&o, &d->cw, err);
+	if (cworker_open(&o, &d->cw, err) < 0)
+		return -1;
+	control_set_cluster(d->control, cworker_driver(),
+			    cworker_cluster(d->cw));
+	return 0;
 }
 
 /* Start everything; returns an exit code when start-up fails, else -1. */
