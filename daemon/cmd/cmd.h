@@ -14,6 +14,9 @@
 #include "proto.h"
 #include "scheduler.h"
 
+struct cluster;
+struct cluster_driver;
+
 /*
  * Reload the configuration (SIGHUP's work): load and validate the file,
  * fill *diff with what changes against the running configuration and
@@ -29,6 +32,9 @@ struct cmd_ctx {
 	cmd_reload_fn *reload;
 	void *reload_data;
 	bool may_change; /* the peer may run mutating commands */
+	/* several hosts (docs/several-hosts.md), or NULL */
+	const struct cluster_driver *cluster_drv;
+	struct cluster *cluster;
 };
 
 /*

@@ -46,6 +46,11 @@ extern const struct cmd_entry cmd_backfill_entry, cmd_rerun_entry,
     cmd_retry_entry, cmd_reload_entry, cmd_jobs_entry, cmd_map_entry,
     cmd_report_entry;
 
+/* status on several hosts (cmd_nodes.c): the nodes and warnings; nothing
+ * on a single host. */
+void cmd_nodes_json(struct cmd_ctx *ctx, struct buf *out);
+void cmd_nodes_text(struct cmd_ctx *ctx, struct buf *out);
+
 /* The entry of command `name`, or NULL. */
 const struct cmd_entry *cmd_find(const char *name);
 /* Check a request's fields by its command's specification, as

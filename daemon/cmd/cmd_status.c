@@ -241,7 +241,7 @@ status_warehouses_json(struct sched *s, struct buf *out)
 		cmd_throttle_json(s, cfg->warehouses[w].name, out);
 		buf_addstr(out, "}");
 	}
-	buf_addstr(out, cfg->nwarehouses ? "\n]}\n" : "]}\n");
+	buf_addstr(out, cfg->nwarehouses ? "\n]" : "]");
 }
 
 /* Below the status table: the state store, the warehouses that are
@@ -344,10 +344,13 @@ cmd_status_exec(struct cmd_ctx *ctx, const struct proto_msg *req,
 	}
 	if (json) {
 		status_warehouses_json(s, &res->out);
+		cmd_nodes_json(ctx, &res->out);
+		buf_addstr(&res->out, "}\n");
 		return;
 	}
 	cmd_table_print(&t, &res->out);
 	status_store_text(s, &res->out);
+	cmd_nodes_text(ctx, &res->out);
 	for (size_t i = 0; i < cfg->njobs; i++) {
 		if (only >= 0 && (int)i != only)
 			continue;

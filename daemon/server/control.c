@@ -536,6 +536,7 @@ client_handle(struct client *cl, const struct proto_msg *req)
 	struct cmd_ctx ctx = {
 		.sched = cl->c->sched, .reload = cl->c->reload,
 		.reload_data = cl->c->reload_data, .may_change = cl->may_change,
+		.cluster_drv = cl->c->drv, .cluster = cl->c->cluster,
 	};
 	struct cmd_stream *stream;
 	uv_os_fd_t fd;
@@ -610,12 +611,20 @@ client_forward_cb(void *arg, int status, const void *resp, size_t len,
 		return;
 	}
 	if (status < 0) {
-		char msg[ERR_MSG_MAX];
+		char msg[ERR_MSG_MAX + 256];
+		struct cluster_state st;
 
-		snprintf(msg, sizeof msg, "no planner answered: %s; the state"
-			 " store is shared by several hosts and none holds the"
-			 " lease now (see the logs of the nodes)",
-			 why ? why : "unreachable");
+		cl->c->drv->state(cl->c->cluster, &st);
+		if (!st.db_ok)
+			snprintf(msg, sizeof msg, "state store lost: %.900s;"
+				 " no planner can be reached from this node",
+				 st.db_error[0] ? st.db_error :
+				 why ? why : "unreachable");
+		else
+			snprintf(msg, sizeof msg, "no planner answered: %.900s;"
+				 " none holds the lease of the shared state"
+				 " store now (see the logs of the nodes)",
+				 why ? why : "unreachable");
 		client_error(cl, EXIT_UNREACHABLE, msg);
 	} else if (len == 0 && cl->fwd != NULL) {
 		/* a wait whose request is not finished: ask again */
@@ -1123,7 +1132,8 @@ control_mail_one(struct control *c, const struct proto_msg *req,
 		 struct buf *f)
 {
 	struct cmd_ctx ctx = {.sched = c->sched, .reload = c->reload,
-		.reload_data = c->reload_data, .may_change = true};
+		.reload_data = c->reload_data, .may_change = true,
+		.cluster_drv = c->drv, .cluster = c->cluster};
 	struct cmd_stream *stream;
 	struct sched_progress p;
 	struct err err;
