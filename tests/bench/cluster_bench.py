@@ -350,6 +350,7 @@ def main():
         a.idle_seconds, a.idle_warmup = 3.0, 0.5
     a.max_concurrency = a.concurrency
     if a.build:
+        a.build = os.path.abspath(a.build)
         os.environ["BACKFILLD"] = os.path.join(a.build, "daemon", "backfilld")
         os.environ["BACKFILLCTL"] = os.path.join(a.build, "daemon", "backfillctl")
     if a.dir:
