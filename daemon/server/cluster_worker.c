@@ -13,8 +13,8 @@
  * executor and finishes it; a finish the database did not take is tried
  * again when it is back.
  *
- * The result a worker records is one line, "timed_out=0 not_started=0
- * rows_changed=N"; checks and guard results stay in the worker's log.
+ * The result a worker records is one line (runresult.h); checks and
+ * guard results stay in the worker's log.
  */
 #include "cluster_worker.h"
 
@@ -31,6 +31,7 @@
 #include "scheduler.h"
 #include "store.h"
 #include "module.h"
+#include "runresult.h"
 #include "xalloc.h"
 
 /* A claimed run on this node. */
@@ -143,9 +144,9 @@ cworker_end_cancels(struct cworker *w)
 
 		if (cworker_take_offered(w, run->run_id) != run)
 			continue; /* its result came meanwhile */
-		run->failed = run->not_started = true;
+		run->failed = run->not_started = run->interrupted = true;
 		snprintf(run->error, sizeof run->error, "interrupted: the"
-			 " planner stopped it");
+			 " planner stopped");
 		run->done_cb(run);
 	}
 }
@@ -191,15 +192,14 @@ cworker_offer(struct cworker *w)
 static void
 cworker_decode(const char *line, struct exec_run *run)
 {
-	int to = 0, ns = 0;
-	long long rows = -1;
+	struct runresult rr;
 
-	if (line != NULL)
-		sscanf(line, "timed_out=%d not_started=%d rows_changed=%lld",
-		       &to, &ns, &rows);
-	run->timed_out = to != 0;
-	run->not_started = ns != 0;
-	run->rows_changed = rows;
+	if (runresult_parse(line, &rr) < 0)
+		log_warn("run=%" PRId64 ": a malformed result: %s", run->run_id,
+			 line);
+	run->timed_out = rr.timed_out;
+	run->not_started = rr.not_started;
+	run->rows_changed = rr.rows_changed;
 }
 
 /* Feed one result row into the scheduler's chain. */
@@ -215,7 +215,7 @@ cworker_result(struct cworker *w, const struct cluster_work *x)
 	if (x->error != NULL)
 		snprintf(run->error, sizeof run->error, "%s", x->error);
 	if (x->interrupted) {
-		run->failed = run->not_started = true;
+		run->failed = run->not_started = run->interrupted = true;
 		if (x->error == NULL)
 			snprintf(run->error, sizeof run->error, "interrupted:"
 				 " node %s stopped", x->claimed_by);
@@ -309,16 +309,16 @@ cworker_local_free(struct cworker *w, struct local *l)
 static int
 cworker_finish(struct cworker *w, struct local *l)
 {
-	char line[128];
+	char line[RUNRESULT_MAX];
+	struct runresult rr = {l->run.timed_out,
+		l->run.not_started || l->run.cancelled, l->run.rows_changed};
 	struct cluster_result r;
 	struct err err;
 	int rc;
 
 	if (l->discard)
 		return 0;
-	snprintf(line, sizeof line, "timed_out=%d not_started=%d"
-		 " rows_changed=%" PRId64, l->run.timed_out,
-		 l->run.not_started || l->run.cancelled, l->run.rows_changed);
+	runresult_format(&rr, line, sizeof line);
 	r.failed = l->run.failed || l->run.cancelled;
 	r.error = l->run.error[0] ? l->run.error :
 		  l->run.cancelled ? "cancelled" : NULL;

@@ -33,6 +33,7 @@
 #include "control.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <grp.h>
 #include <inttypes.h>
 #ifdef __GLIBC__
@@ -597,6 +598,25 @@ client_forwards(struct client *cl, const struct proto_msg *req)
 
 static void client_forward_again_cb(uv_timer_t *t);
 
+/* No planner answered a forwarded request: one line, exit 3. */
+static void
+client_forward_fail(struct client *cl, const char *why)
+{
+	char msg[ERR_MSG_MAX + 256];
+	struct cluster_state st;
+
+	cl->c->drv->state(cl->c->cluster, &st);
+	if (!st.db_ok)
+		snprintf(msg, sizeof msg, "state store lost: %.900s; no planner"
+			 " can be reached from this node", st.db_error[0] ?
+			 st.db_error : why ? why : "unreachable");
+	else
+		snprintf(msg, sizeof msg, "no planner answered: %.900s; none"
+			 " holds the lease of the shared state store now (see"
+			 " the logs of the nodes)", why ? why : "unreachable");
+	client_error(cl, EXIT_UNREACHABLE, msg);
+}
+
 /* The planner's answer to a forwarded request. */
 static void
 client_forward_cb(void *arg, int status, const void *resp, size_t len,
@@ -611,21 +631,7 @@ client_forward_cb(void *arg, int status, const void *resp, size_t len,
 		return;
 	}
 	if (status < 0) {
-		char msg[ERR_MSG_MAX + 256];
-		struct cluster_state st;
-
-		cl->c->drv->state(cl->c->cluster, &st);
-		if (!st.db_ok)
-			snprintf(msg, sizeof msg, "state store lost: %.900s;"
-				 " no planner can be reached from this node",
-				 st.db_error[0] ? st.db_error :
-				 why ? why : "unreachable");
-		else
-			snprintf(msg, sizeof msg, "no planner answered: %.900s;"
-				 " none holds the lease of the shared state"
-				 " store now (see the logs of the nodes)",
-				 why ? why : "unreachable");
-		client_error(cl, EXIT_UNREACHABLE, msg);
+		client_forward_fail(cl, why);
 	} else if (len == 0 && cl->fwd != NULL) {
 		/* a wait whose request is not finished: ask again */
 		cl->fwd_wait = true;
@@ -653,7 +659,9 @@ client_forward_send(struct client *cl, const void *req, size_t len)
 				(cfg->lease + 2) * 1000, client_forward_cb,
 				cl, &err) < 0) {
 		cl->forwarding = false;
-		client_error(cl, EXIT_UNREACHABLE, err.msg);
+		client_forward_fail(cl, err.msg);
+		free(cl->fwd);
+		cl->fwd = NULL;
 	}
 }
 
@@ -666,6 +674,8 @@ client_forward_again_cb(uv_timer_t *t)
 	cl->fwd_wait = false;
 	if (!cl->closing && cl->fwd != NULL)
 		client_forward_send(cl, cl->fwd, cl->fwd_len);
+	if (!cl->closing && !cl->forwarding)
+		client_kick(cl);
 }
 
 /* Forward one request to the planner, its rights checked here. */
@@ -979,6 +989,44 @@ control_clear_path(const char *path, struct err *err)
 	return 0;
 }
 
+/* Listen on the socket a previous image of this process left open for
+ * us (control_keep_for_exec): no connection is refused meanwhile. */
+static int
+control_adopt(struct control *c, const char *env, struct control **out,
+	      struct err *err)
+{
+	int fd = atoi(env), rc;
+
+	unsetenv("BACKFILLD_CONTROL_FD");
+	uv_pipe_init(c->loop, &c->listener, 0);
+	c->listener.data = c;
+	*out = c;
+	if (fd <= 2 || (rc = uv_pipe_open(&c->listener, fd)) < 0 ||
+	    (rc = uv_listen((uv_stream_t *)&c->listener, 64,
+			    control_connection_cb)) < 0) {
+		c->closing = true;
+		uv_close((uv_handle_t *)&c->listener, NULL);
+		return err_set(err, EXIT_BAD_INPUT, "cannot listen on %s again"
+			       " after restarting in place: %s", c->path,
+			       fd <= 2 ? "no socket" : uv_strerror(rc));
+	}
+	return 0;
+}
+
+void
+control_keep_for_exec(struct control *c)
+{
+	uv_os_fd_t fd;
+	char buf[16];
+
+	if (c == NULL || c->closing ||
+	    uv_fileno((uv_handle_t *)&c->listener, &fd) != 0 ||
+	    fcntl(fd, F_SETFD, 0) < 0)
+		return;
+	snprintf(buf, sizeof buf, "%d", fd);
+	setenv("BACKFILLD_CONTROL_FD", buf, 1);
+}
+
 int
 control_new(uv_loop_t *loop, struct sched *s, const char *path,
 	    const char *group, cmd_reload_fn *reload,
@@ -1019,6 +1067,8 @@ control_new(uv_loop_t *loop, struct sched *s, const char *path,
 		c->has_group = true;
 		c->group = gr->gr_gid;
 	}
+	if ((env = getenv("BACKFILLD_CONTROL_FD")) != NULL)
+		return control_adopt(c, env, out, err);
 	if (control_clear_path(path, err) < 0) {
 		free(c->path);
 		free(c);

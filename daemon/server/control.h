@@ -36,5 +36,8 @@ void control_set_cluster(struct control *c, const struct cluster_driver *drv,
 			 struct cluster *cluster);
 void control_mail(struct control *c);
 void control_free(struct control *c);
+/* Before an execv of the daemon (restart in place): the listening socket
+ * stays open for the new image, which listens on it at once. */
+void control_keep_for_exec(struct control *c);
 
 #endif

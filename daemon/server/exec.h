@@ -94,6 +94,10 @@ struct exec_run {
 	 * ENOMEM from opening its log or spawning): failed is set too, but
 	 * nothing ran; the caller queues it again without counting it. */
 	bool not_started;
+	/* Several hosts: with not_started, the node that ran it stopped
+	 * (docs/several-hosts.md): the run is recorded failed with its
+	 * error and its partitions are queued again at once. */
+	bool interrupted;
 	/* A command run, once spawned (in started_cb): its process group
 	 * (its pid) and the leader's start time, /proc/PID/stat field 22. */
 	int64_t pgid;

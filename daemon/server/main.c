@@ -113,9 +113,16 @@ daemon_status(struct daemon *d)
 	char line[ERR_MSG_MAX + 256];
 	const char *why;
 
+	struct cluster_state st = {.db_ok = true};
+
+	if (d->cw != NULL)
+		cworker_driver()->state(cworker_cluster(d->cw), &st);
 	if (sched_store_failed(d->sched, &why, NULL))
 		snprintf(line, sizeof line, "state store cannot be written, no"
 			 " new runs: %.900s", why);
+	else if (!st.db_ok)
+		snprintf(line, sizeof line, "state store lost, no new runs:"
+			 " %.900s", st.db_error);
 	else
 		snprintf(line, sizeof line, "%d running, %" PRId64 " queued, %"
 			 PRId64 " failed; %s", sched_running(d->sched),
@@ -371,7 +378,8 @@ daemon_grace_cb(uv_timer_t *t)
 		return;
 	d->cancelled = true;
 	log_warn("shutdown grace over: cancelling %d runs in flight; they are"
-		 " queued again at the next start", sched_running(d->sched));
+		 " queued again at the next start", d->cw != NULL ?
+		 cworker_running(d->cw) : sched_running(d->sched));
 	sched_cancel_running(d->sched);
 	if (d->cw != NULL)
 		cworker_cancel_all(d->cw);
@@ -390,7 +398,8 @@ daemon_stop(struct daemon *d)
 	d->stopping = true;
 	notify_stopping(d->notify);
 	log_notice("stopping: no new runs; waiting up to %" PRId64 "s for %d"
-		   " runs in flight", cfg->shutdown_grace, sched_running(d->sched));
+		   " runs in flight", cfg->shutdown_grace, d->cw != NULL ?
+		   cworker_running(d->cw) : sched_running(d->sched));
 	control_close(d->control);
 	sched_drain(d->sched);
 	if (d->cw != NULL) {
@@ -606,9 +615,11 @@ daemon_deposed_cb(void *data)
 
 	if (d->stopping)
 		return;
-	log_warn("this node is no longer the planner: restarting in place to"
-		 " resume from what the state store holds");
-	notify_status(d->notify, "restarting in place: no longer the planner");
+	log_warn("deposed: this node is no longer the planner; restarting in"
+		 " place to resume as a worker from what the state store"
+		 " holds");
+	notify_status(d->notify, "restarting in place: deposed planner");
+	control_keep_for_exec(d->control);
 	fflush(stderr);
 	execv("/proc/self/exe", d->argv);
 	log_err("cannot restart in place: %s; exiting", strerror(errno));

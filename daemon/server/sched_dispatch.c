@@ -251,16 +251,22 @@ sched_not_started(struct sched *s, struct active *a, int64_t now)
 	struct exec_run *run = &a->run;
 	struct run *r = a->mr;
 	struct item *e = r->items[0];
+	int64_t delay = run->interrupted ? 0 : SCHED_NOT_STARTED_MS;
 	struct err err;
 
-	manifest_run_not_started(&s->m, r, now + SCHED_NOT_STARTED_MS);
+	manifest_run_not_started(&s->m, r, now + delay);
 	if (store_defer(s->store, &err) < 0 || store_begin(s->store, &err) < 0)
 		goto fail;
-	for (size_t i = 0; i < (a->run_ids ? r->nitems : 1); i++)
-		if (store_run_unstart(s->store,
-				      a->run_ids ? a->run_ids[i] : run->run_id,
-				      &err) < 0)
+	for (size_t i = 0; i < (a->run_ids ? r->nitems : 1); i++) {
+		int64_t rid = a->run_ids ? a->run_ids[i] : run->run_id;
+
+		/* an interrupted run stays in the history, failed */
+		if ((run->interrupted ?
+		     store_run_finish(s->store, rid, MS_FAILED, now,
+				      run->error, -1, &err) :
+		     store_run_unstart(s->store, rid, &err)) < 0)
 			goto fail_tx;
+	}
 	for (size_t i = 0; i < r->nitems; i++)
 		if (sched_item_store(s, r->items[i], NULL, now, &err) < 0)
 			goto fail_tx;
@@ -274,12 +280,17 @@ fail:
 		" not start: %s",
 		r->job_name, e->key, run->run_id, err.msg);
 logged:
-	log_warn("job=%s partition=%s request=%" PRId64 " not started: %s;"
-		 " queued again in %d s, no attempt counted (raise the"
-		 " descriptor limit, LimitNOFILE=, if this repeats)",
-		 r->job_name, e->key, e->rq->id, run->error,
-		 SCHED_NOT_STARTED_MS / 1000);
-	sched_arm_retry(s, now + SCHED_NOT_STARTED_MS, now);
+	if (run->interrupted)
+		log_warn("job=%s partition=%s request=%" PRId64 " run=%" PRId64
+			 " %s; queued again, no attempt counted", r->job_name,
+			 e->key, e->rq->id, run->run_id, run->error);
+	else
+		log_warn("job=%s partition=%s request=%" PRId64 " not started:"
+			 " %s; queued again in %d s, no attempt counted (raise"
+			 " the descriptor limit, LimitNOFILE=, if this repeats)",
+			 r->job_name, e->key, e->rq->id, run->error,
+			 SCHED_NOT_STARTED_MS / 1000);
+	sched_arm_retry(s, now + delay, now);
 }
 
 /* Newest landing among the inputs of a downstream partition, or -1. */
