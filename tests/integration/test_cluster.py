@@ -317,8 +317,20 @@ class Nodes:
             if v is not None and name in v and v[name]["role"] in roles:
                 return v
             time.sleep(0.1)
-        h.fail("%s never listed %s as %s within %.0f s; last: %r"
-               % (via.node_name, name, "/".join(roles), guard, v))
+        h.fail("%s never listed %s as %s within %.0f s; last: %r\n%s"
+               % (via.node_name, name, "/".join(roles), guard, v, self.activity()))
+
+    def activity(self):
+        """The state database's sessions (for a failure's message)."""
+        try:
+            rows = self.state.sql(
+                "SELECT pid, usename, state, wait_event_type, wait_event, "
+                "now() - xact_start, left(query, 120) FROM pg_stat_activity "
+                "WHERE datname = '%s' ORDER BY pid" % self.state.db, db="postgres")
+        except h.StateError as e:
+            return "pg_stat_activity: %s" % e
+        return "the state database's sessions (pid, user, state, wait, xact age, query):\n" + \
+            "\n".join("  %r" % (r,) for r in rows)
 
     # -- what the commands left
 
