@@ -24,6 +24,7 @@
 #include <string.h>
 
 #include "calendar.h"
+#include "clock.h"
 #include "config.h"
 #include "exec.h"
 #include "lease.h"
@@ -64,6 +65,8 @@ struct cworker {
 	struct local *locals;
 	int nlocal; /* running here (not done) */
 	uv_timer_t pump; /* next loop turn: offer, claim, cancel */
+	uv_timer_t takeover; /* a new planner waits for the work in flight */
+	int64_t takeover_since; /* ms, 0 when not waiting */
 	bool planner_once;
 	bool closing;
 	void (*closed_cb)(void *);
@@ -80,6 +83,7 @@ cworker_shut(struct cworker *w)
 
 	w->closed_cb = NULL;
 	uv_close((uv_handle_t *)&w->pump, NULL);
+	uv_close((uv_handle_t *)&w->takeover, NULL);
 	w->drv->close(w->c, cb, w->closed_arg);
 }
 
@@ -202,14 +206,42 @@ cworker_decode(const char *line, struct exec_run *run)
 	run->rows_changed = rr.rows_changed;
 }
 
+/* A run of an earlier planner whose node stopped: the recovery marked it
+ * interrupted; say by which node (one transaction, this loop turn). */
+static void
+cworker_note_interrupted(struct cworker *w, const struct cluster_work *x)
+{
+	char error[ERR_MSG_MAX];
+	struct err err;
+
+	snprintf(error, sizeof error, "interrupted: node %s stopped; queued"
+		 " again", x->claimed_by);
+	if (store_defer(w->store, &err) < 0 || store_begin(w->store, &err) < 0)
+		goto fail;
+	if (store_run_finish(w->store, x->id, MS_FAILED, clock_now_ms(),
+			     error, -1, &err) < 0 ||
+	    store_commit(w->store, &err) < 0) {
+		store_rollback(w->store);
+		goto fail;
+	}
+	return;
+fail:
+	log_warn("run=%" PRId64 ": cannot record that node %s stopped: %s",
+		 x->id, x->claimed_by, err.msg);
+}
+
 /* Feed one result row into the scheduler's chain. */
 static void
 cworker_result(struct cworker *w, const struct cluster_work *x)
 {
 	struct exec_run *run = cworker_take_offered(w, x->id);
 
-	if (run == NULL)
-		return; /* offered by an earlier planner: recovery saw it */
+	if (run == NULL) {
+		/* offered by an earlier planner: its recovery queued it again */
+		if (x->interrupted)
+			cworker_note_interrupted(w, x);
+		return;
+	}
 	cworker_decode(x->result, run);
 	run->failed = x->failed;
 	if (x->error != NULL)
@@ -455,25 +487,74 @@ cworker_fence(struct cworker *w, int64_t gen)
 		fence(w->store, gen);
 }
 
+/*
+ * A new planner does not know the runs an earlier one left in flight: it
+ * withdraws those still offered, asks the nodes running the others to
+ * stop them (forget on a claimed row sets its cancel), and plans only
+ * once none is left, so that its recovery queues them again and no
+ * partition runs twice at once.  After CWORKER_TAKEOVER_MAX_MS it plans
+ * anyway (a run that does not stop).
+ */
+static void cworker_mail_cb(void *data);
+
+#define CWORKER_TAKEOVER_MS 300
+#define CWORKER_TAKEOVER_MAX_MS 60000
+
+static void
+cworker_takeover_cb(uv_timer_t *t)
+{
+	struct cworker *w = t->data;
+	int64_t *ids = NULL, now = uv_now(w->loop);
+	size_t n = 0;
+	struct err err;
+
+	if (w->takeover_since == 0 || w->closing)
+		return;
+	if (w->drv->in_flight(w->c, &ids, &n, &err) < 0) {
+		log_warn("cannot read the work in flight: %s", err.msg);
+		n = 1; /* try again */
+	} else if (n > 0 && w->drv->forget(w->c, ids, n, &err) < 0) {
+		log_warn("cannot withdraw the work in flight: %s", err.msg);
+	}
+	free(ids);
+	if (n > 0 && now - w->takeover_since < CWORKER_TAKEOVER_MAX_MS) {
+		uv_timer_start(&w->takeover, cworker_takeover_cb,
+			       CWORKER_TAKEOVER_MS, 0);
+		return;
+	}
+	if (n > 0)
+		log_warn("%zu runs of the earlier planner are still in flight"
+			 " after %d s: planning anyway", n,
+			 CWORKER_TAKEOVER_MAX_MS / 1000);
+	w->takeover_since = 0;
+	w->planner_once = true;
+	if (sched_start(w->sched, &err) < 0)
+		log_err("cannot start planning: %s", err.msg);
+	cworker_kick(w);
+	cworker_mail_cb(w); /* what waited meanwhile */
+}
+
 /* role_cb */
 static void
 cworker_role_cb(void *data, enum cluster_role role, int64_t gen)
 {
 	struct cworker *w = data;
-	struct err err;
 
 	log_notice("this node is now %s%s", cluster_role_name(role),
 		   role == CLUSTER_PLANNER ? " (it holds the lease)" : "");
 	if (role != CLUSTER_PLANNER) {
 		cworker_fence(w, 0);
+		w->takeover_since = 0;
+		uv_timer_stop(&w->takeover);
 		if (w->planner_once && w->o.deposed_cb != NULL)
 			w->o.deposed_cb(w->o.data);
 	} else {
 		cworker_fence(w, gen);
-		if (!w->planner_once) {
-			w->planner_once = true;
-			if (sched_start(w->sched, &err) < 0)
-				log_err("cannot start planning: %s", err.msg);
+		if (!w->planner_once && w->takeover_since == 0) {
+			w->takeover_since = uv_now(w->loop);
+			if (w->takeover_since == 0)
+				w->takeover_since = 1;
+			cworker_takeover_cb(&w->takeover);
 		}
 		cworker_kick(w);
 	}
@@ -487,7 +568,8 @@ cworker_mail_cb(void *data)
 {
 	struct cworker *w = data;
 
-	if (w->o.mail_cb != NULL)
+	/* a new planner answers once it plans (cworker_takeover_cb) */
+	if (w->o.mail_cb != NULL && w->planner_once)
 		w->o.mail_cb(w->o.data);
 }
 
@@ -596,11 +678,14 @@ cworker_open(const struct cworker_opts *o, struct cworker **out,
 	}
 	uv_timer_init(o->loop, &w->pump);
 	w->pump.data = w;
+	uv_timer_init(o->loop, &w->takeover);
+	w->takeover.data = w;
 	w->pump.timer_cb = cworker_pump_cb;
 	w->remote = (struct sched_remote){cworker_submit, cworker_cancel, w};
 	sched_set_remote(o->sched, &w->remote);
 	if (w->drv->open(o->loop, &co, &cbs, &w->c, err) < 0) {
 		uv_close((uv_handle_t *)&w->pump, NULL);
+		uv_close((uv_handle_t *)&w->takeover, NULL);
 		return -1;
 	}
 	*out = w;
