@@ -21,45 +21,46 @@ cmd_keys_text(struct buf *b, const char *const *k, size_t n)
 	buf_add(b, "", 1);
 }
 
+/* "added": [...], "removed": [...], "changed": [...] of one set; a
+ * changed job (versions) names its old and new code_version too. */
+static void
+cmd_reload_json_set(const struct config_diff_set *set, bool versions,
+		    struct buf *out)
+{
+	buf_addstr(out, "\"added\": ");
+	json_strv(out, set->added, set->nadded);
+	buf_addstr(out, ", \"removed\": ");
+	json_strv(out, set->removed, set->nremoved);
+	buf_addstr(out, ", \"changed\": [");
+	for (size_t i = 0; i < set->nchanged; i++) {
+		const struct config_diff_changed *c = &set->changed[i];
+
+		buf_addstr(out, i ? ", {\"name\": " : "{\"name\": ");
+		json_str(out, c->name);
+		if (versions)
+			buf_printf(out, ", \"old_code_version\": \"%s\","
+				   " \"new_code_version\": \"%s\"",
+				   c->old_code_version, c->new_code_version);
+		buf_addstr(out, ", \"keys\": ");
+		json_keys(out, c->keys, c->nkeys);
+		buf_addstr(out, "}");
+	}
+	buf_addstr(out, "]");
+}
+
 /* The reload report as JSON: {added, removed, changed} of jobs (README),
  * then warehouses, settings and what was cancelled. */
 static void
 cmd_reload_json(const struct config_diff *d, int64_t cancelled, bool dry_run,
 		struct buf *out)
 {
-	buf_printf(out, "{\"dry_run\": %s, \"no_change\": %s, \"added\": ",
+	buf_printf(out, "{\"dry_run\": %s, \"no_change\": %s, ",
 		   dry_run ? "true" : "false",
 		   config_diff_empty(d) ? "true" : "false");
-	json_strv(out, d->jobs.added, d->jobs.nadded);
-	buf_addstr(out, ", \"removed\": ");
-	json_strv(out, d->jobs.removed, d->jobs.nremoved);
-	buf_addstr(out, ", \"changed\": [");
-	for (size_t i = 0; i < d->jobs.nchanged; i++) {
-		const struct config_diff_changed *c = &d->jobs.changed[i];
-
-		buf_addstr(out, i ? ", {\"name\": " : "{\"name\": ");
-		json_str(out, c->name);
-		buf_printf(out, ", \"old_code_version\": \"%s\","
-			   " \"new_code_version\": \"%s\", \"keys\": ",
-			   c->old_code_version, c->new_code_version);
-		json_keys(out, c->keys, c->nkeys);
-		buf_addstr(out, "}");
-	}
-	buf_addstr(out, "], \"warehouses\": {\"added\": ");
-	json_strv(out, d->warehouses.added, d->warehouses.nadded);
-	buf_addstr(out, ", \"removed\": ");
-	json_strv(out, d->warehouses.removed, d->warehouses.nremoved);
-	buf_addstr(out, ", \"changed\": [");
-	for (size_t i = 0; i < d->warehouses.nchanged; i++) {
-		const struct config_diff_changed *c = &d->warehouses.changed[i];
-
-		buf_addstr(out, i ? ", {\"name\": " : "{\"name\": ");
-		json_str(out, c->name);
-		buf_addstr(out, ", \"keys\": ");
-		json_keys(out, c->keys, c->nkeys);
-		buf_addstr(out, "}");
-	}
-	buf_addstr(out, "]}, \"settings\": ");
+	cmd_reload_json_set(&d->jobs, true, out);
+	buf_addstr(out, ", \"warehouses\": {");
+	cmd_reload_json_set(&d->warehouses, false, out);
+	buf_addstr(out, "}, \"settings\": ");
 	json_keys(out, d->settings, d->nsettings);
 	buf_printf(out, ", \"cancelled\": %" PRId64 "}\n", cancelled);
 }

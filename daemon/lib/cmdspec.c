@@ -8,15 +8,11 @@
 #include <string.h>
 
 #include "calendar.h"
+#include "mstate.h"
 #include "suggest.h"
 
 const char *const cmdspec_reprocess_names[] = {
 	"all", "failed", "missing", NULL
-};
-
-const char *const cmdspec_state_names[] = {
-	"queued", "running", "succeeded", "failed", "blocked", "cancelled",
-	NULL
 };
 
 static cmdspec_check_fn cmdspec_backfill_check;
@@ -25,6 +21,17 @@ static cmdspec_check_fn cmdspec_runs_check;
 /* The message of a missing PARTITION. */
 #define CMDSPEC_PARTITION_MISSING "PARTITION: give the partition's key " \
 	"(YYYY-MM-DD, or YYYY-MM-DDTHH for an hourly job)"
+
+/* Rows the tables below share. */
+#define CMDSPEC_END { NULL, 0, NULL, NULL, NULL, 0 }
+#define CMDSPEC_JSON { "json", CMDSPEC_FLAG, "json", NULL, NULL, 0 }
+#define CMDSPEC_WAIT_OPT { "wait", CMDSPEC_WAIT, NULL, NULL, NULL, 0 }
+#define CMDSPEC_PARTITION { "PARTITION", CMDSPEC_DATE, "partition", \
+	CMDSPEC_PARTITION_MISSING, NULL, 0 }
+/* REQUEST, for the command verb ("cancel", "retry"). */
+#define CMDSPEC_REQUEST(verb) { "REQUEST", CMDSPEC_INT, "request", \
+	"REQUEST: say which request to " verb " (ids are in 'backfillctl" \
+	" runs')", NULL, 0 }
 
 static const struct cmdspec_arg cmdspec_backfill_opts[] = {
 	{ "from", CMDSPEC_DATE, "from", NULL, NULL, 0 },
@@ -42,92 +49,88 @@ static const struct cmdspec_arg cmdspec_backfill_opts[] = {
 	{ "reason", CMDSPEC_TEXT, "reason", NULL, NULL, 0 },
 	{ "dry-run", CMDSPEC_FLAG, "dry_run", NULL, NULL, 0 },
 	{ "verify", CMDSPEC_FLAG, "verify", NULL, NULL, 0 },
-	{ "wait", CMDSPEC_WAIT, NULL, NULL, NULL, 0 },
-	{ "json", CMDSPEC_FLAG, "json", NULL, NULL, 0 },
-	{ NULL, 0, NULL, NULL, NULL, 0 }
+	CMDSPEC_WAIT_OPT,
+	CMDSPEC_JSON,
+	CMDSPEC_END
 };
 static const struct cmdspec_arg cmdspec_backfill_pos[] = {
 	{ "JOB", CMDSPEC_JOB, "job", "JOB: say which job to backfill", NULL,
 	  0 },
-	{ NULL, 0, NULL, NULL, NULL, 0 }
+	CMDSPEC_END
 };
 static const struct cmdspec_arg cmdspec_rerun_opts[] = {
 	{ "reason", CMDSPEC_TEXT, "reason", NULL, NULL, 0 },
-	{ "wait", CMDSPEC_WAIT, NULL, NULL, NULL, 0 },
-	{ NULL, 0, NULL, NULL, NULL, 0 }
+	CMDSPEC_WAIT_OPT,
+	CMDSPEC_END
 };
 static const struct cmdspec_arg cmdspec_rerun_pos[] = {
 	{ "JOB", CMDSPEC_JOB, "job", "JOB: say which job to rerun", NULL, 0 },
-	{ "PARTITION", CMDSPEC_DATE, "partition", CMDSPEC_PARTITION_MISSING,
-	  NULL, 0 },
-	{ NULL, 0, NULL, NULL, NULL, 0 }
+	CMDSPEC_PARTITION,
+	CMDSPEC_END
 };
 static const struct cmdspec_arg cmdspec_verify_pos[] = {
 	{ "JOB", CMDSPEC_JOB, "job", "JOB: say which job to verify", NULL, 0 },
-	{ "PARTITION", CMDSPEC_DATE, "partition", CMDSPEC_PARTITION_MISSING,
-	  NULL, 0 },
-	{ NULL, 0, NULL, NULL, NULL, 0 }
+	CMDSPEC_PARTITION,
+	CMDSPEC_END
 };
 static const struct cmdspec_arg cmdspec_json_opts[] = {
-	{ "json", CMDSPEC_FLAG, "json", NULL, NULL, 0 },
-	{ NULL, 0, NULL, NULL, NULL, 0 }
+	CMDSPEC_JSON,
+	CMDSPEC_END
 };
 static const struct cmdspec_arg cmdspec_status_pos[] = {
 	{ "JOB", CMDSPEC_JOB, "job", NULL, NULL, 0 },
-	{ NULL, 0, NULL, NULL, NULL, 0 }
+	CMDSPEC_END
 };
 static const struct cmdspec_arg cmdspec_runs_opts[] = {
 	{ "job", CMDSPEC_JOB, "job", NULL, NULL, 0 },
 	{ "request", CMDSPEC_INT, "request", NULL, NULL, 0 },
-	{ "state", CMDSPEC_ENUM, "state", NULL, cmdspec_state_names, 0 },
+	{ "state", CMDSPEC_ENUM, "state", NULL, mstate_names, 0 },
 	{ "limit", CMDSPEC_INT, "limit", NULL, NULL, 0 },
-	{ "json", CMDSPEC_FLAG, "json", NULL, NULL, 0 },
+	CMDSPEC_JSON,
 	{ "jsonl", CMDSPEC_FLAG, "jsonl", NULL, NULL, 0 },
-	{ NULL, 0, NULL, NULL, NULL, 0 }
+	CMDSPEC_END
 };
 static const struct cmdspec_arg cmdspec_audit_opts[] = {
 	{ "request", CMDSPEC_INT, "request", "--request N: say which request "
 	  "to audit (ids are in 'backfillctl runs')", NULL, 0 },
-	{ "json", CMDSPEC_FLAG, "json", NULL, NULL, 0 },
-	{ NULL, 0, NULL, NULL, NULL, 0 }
+	CMDSPEC_JSON,
+	CMDSPEC_END
 };
 static const struct cmdspec_arg cmdspec_job_pos[] = {
 	{ "JOB", CMDSPEC_JOB, "job", "JOB: say which job", NULL, 0 },
-	{ NULL, 0, NULL, NULL, NULL, 0 }
+	CMDSPEC_END
 };
 static const struct cmdspec_arg cmdspec_cancel_pos[] = {
-	{ "REQUEST", CMDSPEC_INT, "request", "REQUEST: say which request to "
-	  "cancel (ids are in 'backfillctl runs')", NULL, 0 },
-	{ NULL, 0, NULL, NULL, NULL, 0 }
+	CMDSPEC_REQUEST("cancel"),
+	CMDSPEC_END
 };
 static const struct cmdspec_arg cmdspec_reload_opts[] = {
 	{ "dry-run", CMDSPEC_FLAG, "dry_run", NULL, NULL, 0 },
-	{ "json", CMDSPEC_FLAG, "json", NULL, NULL, 0 },
-	{ NULL, 0, NULL, NULL, NULL, 0 }
+	CMDSPEC_JSON,
+	CMDSPEC_END
 };
 static const struct cmdspec_arg cmdspec_retry_pos[] = {
-	{ "REQUEST", CMDSPEC_INT, "request", "REQUEST: say which request to "
-	  "retry (ids are in 'backfillctl runs')", NULL, 0 },
-	{ NULL, 0, NULL, NULL, NULL, 0 }
+	CMDSPEC_REQUEST("retry"),
+	CMDSPEC_END
 };
 static const struct cmdspec_arg cmdspec_wait_opts[] = {
-	{ "wait", CMDSPEC_WAIT, NULL, NULL, NULL, 0 },
-	{ NULL, 0, NULL, NULL, NULL, 0 }
+	CMDSPEC_WAIT_OPT,
+	CMDSPEC_END
 };
 static const struct cmdspec_arg cmdspec_map_opts[] = {
 	{ "from", CMDSPEC_TEXT, "from", NULL, NULL, 0 },
 	{ "to", CMDSPEC_TEXT, "to", NULL, NULL, 0 },
-	{ "json", CMDSPEC_FLAG, "json", NULL, NULL, 0 },
-	{ NULL, 0, NULL, NULL, NULL, 0 }
+	CMDSPEC_JSON,
+	CMDSPEC_END
 };
 /* The page is written by the client: the daemon ignores the field. */
 static const struct cmdspec_arg cmdspec_report_opts[] = {
 	{ "html", CMDSPEC_TEXT, "html", "--html FILE: say where to write the "
 	  "report page", NULL, CMDSPEC_ARG_CLIENT },
-	{ NULL, 0, NULL, NULL, NULL, 0 }
+	CMDSPEC_END
 };
 static const struct cmdspec_arg cmdspec_none[] = {
-	{ NULL, 0, NULL, NULL, NULL, 0 }
+	CMDSPEC_END
 };
 
 const struct cmdspec cmdspec_backfill = {

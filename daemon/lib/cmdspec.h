@@ -121,8 +121,5 @@ extern const char *const cmdspec_reprocess_names[]; /* by enum, NULL-ended */
 int cmdspec_reprocess_parse(const char *s, enum reprocess *out);
 const char *cmdspec_reprocess_name(enum reprocess r);
 
-/* The states of a partition of a request, as `runs --state` takes them
- * (the order of the store's enum mstate; test_cmd checks they agree). */
-extern const char *const cmdspec_state_names[];
 
 #endif

@@ -28,7 +28,7 @@
 
 #include "calendar.h"
 #include "config.h"
-#include "store.h" /* enum mstate */
+#include "mstate.h"
 
 struct request;
 struct run;

@@ -17,7 +17,7 @@
 
 #include "calendar.h"
 #include "config.h"
-#include "store.h" /* struct store_job_state */
+#include "mstate.h"
 
 /*
  * Schedule math.  A partition p is due at part_end(p) + ready_after.

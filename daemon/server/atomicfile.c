@@ -47,3 +47,16 @@ atomicfile_write(const char *path, const char *data, size_t len,
 	}
 	return rc;
 }
+
+/* Write o's bytes as path, then free o (atomicfile.h). */
+int
+atomicfile_put(const char *path, struct buf *o, const char *what,
+	       const char *key, struct err *err)
+{
+	int rc;
+
+	rc = atomicfile_write(path, o->data ? o->data : "", o->len, what, key,
+			      err);
+	buf_free(o);
+	return rc;
+}

@@ -9,6 +9,7 @@
 
 #include <stddef.h>
 
+#include "buf.h"
 #include "err.h"
 
 /* Write len bytes of data as path.  On failure -1 with err: "cannot write
@@ -16,5 +17,8 @@
  * filesystem or fix KEY"), and no temporary file left behind. */
 int atomicfile_write(const char *path, const char *data, size_t len,
 		     const char *what, const char *key, struct err *err);
+/* atomicfile_write of what o holds (nothing: an empty file), then free o. */
+int atomicfile_put(const char *path, struct buf *o, const char *what,
+		   const char *key, struct err *err);
 
 #endif

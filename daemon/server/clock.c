@@ -28,6 +28,7 @@
 #include <unistd.h>
 
 #include "calendar.h"
+#include "clock_ms.h"
 #include "log.h"
 
 #define CLOCK_FILE_MAX 128
@@ -41,10 +42,7 @@ static int64_t clock_test_ms;
 static int64_t
 clock_real_ms(void)
 {
-	struct timespec ts;
-
-	clock_gettime(CLOCK_REALTIME, &ts);
-	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+	return clock_ms(CLOCK_REALTIME);
 }
 
 /* Parse n decimal digits at s into *v; -1 if any is not a digit. */

@@ -201,6 +201,16 @@ exec_stopping(struct exec_flight *fl)
 	return atomic_load(&fl->stop) != EXEC_STOP_NONE;
 }
 
+/* exec_stopping, with err saying so. */
+static bool
+exec_interrupted(struct exec_flight *fl, struct err *err)
+{
+	if (!exec_stopping(fl))
+		return false;
+	err_set(err, EXIT_WORK_FAILED, "interrupted");
+	return true;
+}
+
 /* A failed run that was being stopped reports why it was stopped. */
 static void
 exec_result_stop(struct exec_flight *fl)
@@ -474,10 +484,8 @@ exec_checks(struct exec_flight *fl, struct wh_conn *conn, size_t i,
 	size_t k;
 
 	for (k = 0; k < jd->nchecks; k++) {
-		if (exec_stopping(fl)) {
-			err_set(err, EXIT_WORK_FAILED, "interrupted");
+		if (exec_interrupted(fl, err))
 			return -2;
-		}
 		err_clear(&qerr);
 		cr = &run->checks[run->nchecks++];
 		cr->name = exec_xstrdup(jd->checks[k].name);
@@ -523,6 +531,43 @@ exec_part_params(const struct exec_part *p, struct wh_param params[3])
 	params[2].value = p->end;
 }
 
+/* Begin the run's transaction on conn. */
+static int
+exec_begin(struct wh_conn *conn, struct err *err)
+{
+	if (conn->drv->begin(conn, err) == -1) {
+		err_prefix(err, "cannot begin a transaction");
+		return -1;
+	}
+	return 0;
+}
+
+/* After part i ran: its checks, then its guard (with a table).  A check
+ * or guard that fails sets *rc to -1 (err keeps the first failure);
+ * returns -1 when one could not run (the transaction is lost). */
+static int
+exec_part_after(struct exec_flight *fl, struct wh_conn *conn, size_t i,
+		const struct wh_param *params, int *rc, struct err *err)
+{
+	struct exec_run *run = fl->run;
+	enum guard_outcome g;
+	int r;
+
+	r = exec_checks(fl, conn, i, params, 3, *rc == 0 ? err : NULL);
+	if (r == -2)
+		return -1;
+	if (r == -1)
+		*rc = -1;
+	if (run->job->table != NULL) {
+		g = guard_after(run, conn, i, params, 3, *rc == 0, err);
+		if (g == GUARD_BROKEN)
+			return -1;
+		if (g == GUARD_FAILED)
+			*rc = -1;
+	}
+	return 0;
+}
+
 /* The batch's statements: manifest, job SQL once, checks per partition. */
 static int
 exec_sql_batch(struct exec_flight *fl, struct wh_conn *conn, int64_t *base,
@@ -532,7 +577,6 @@ exec_sql_batch(struct exec_flight *fl, struct wh_conn *conn, int64_t *base,
 	struct wh_manifest_row *rows;
 	struct wh_param params[3];
 	const char *lo, *hi;
-	enum guard_outcome g;
 	int rc = 0, r;
 	size_t i;
 
@@ -571,18 +615,8 @@ exec_sql_batch(struct exec_flight *fl, struct wh_conn *conn, int64_t *base,
 		return -1;
 	for (i = 0; i < run->nparts; i++) {
 		exec_part_params(&run->parts[i], params);
-		r = exec_checks(fl, conn, i, params, 3, rc == 0 ? err : NULL);
-		if (r == -2)
+		if (exec_part_after(fl, conn, i, params, &rc, err) == -1)
 			return -1;
-		if (r == -1)
-			rc = -1;
-		if (run->job->table != NULL) {
-			g = guard_after(run, conn, i, params, 3, rc == 0, err);
-			if (g == GUARD_BROKEN)
-				return -1;
-			if (g == GUARD_FAILED)
-				rc = -1;
-		}
 	}
 	if (rc == 0 && conn->drv->manifest_drop(conn, err) == -1)
 		return -1;
@@ -598,18 +632,13 @@ exec_sql_tx(struct exec_flight *fl, struct wh_conn *conn, struct err *err)
 	const struct job_def *jd = run->job;
 	struct wh_param params[3];
 	int64_t base, changed;
-	enum guard_outcome g;
-	int rc = 0, r;
+	int rc = 0;
 	size_t i;
 
-	if (drv->begin(conn, err) == -1) {
-		err_prefix(err, "cannot begin a transaction");
+	if (exec_begin(conn, err) == -1)
 		return -1;
-	}
-	if (exec_stopping(fl)) {
-		err_set(err, EXIT_WORK_FAILED, "interrupted");
+	if (exec_interrupted(fl, err))
 		goto fail;
-	}
 	if (jd->nchecks > 0 || jd->table != NULL)
 		run->checks = exec_xcalloc((jd->nchecks + (jd->table ? 2 +
 		    jd->nmetrics : 0)) * run->nparts, sizeof *run->checks);
@@ -622,10 +651,8 @@ exec_sql_tx(struct exec_flight *fl, struct wh_conn *conn, struct err *err)
 		 * the same transaction. */
 		for (i = 0; i < run->nparts; i++) {
 			exec_part_params(&run->parts[i], params);
-			if (exec_stopping(fl)) {
-				err_set(err, EXIT_WORK_FAILED, "interrupted");
+			if (exec_interrupted(fl, err))
 				goto fail;
-			}
 			if (jd->table != NULL && guard_before(run, conn, i,
 			    params, 3, err) == -1)
 				goto fail;
@@ -635,28 +662,14 @@ exec_sql_tx(struct exec_flight *fl, struct wh_conn *conn, struct err *err)
 					goto fail;
 				break;
 			}
-			r = exec_checks(fl, conn, i, params, 3,
-			    rc == 0 ? err : NULL);
-			if (r == -2)
+			if (exec_part_after(fl, conn, i, params, &rc, err) == -1)
 				goto fail;
-			if (r == -1)
-				rc = -1;
-			if (jd->table != NULL) {
-				g = guard_after(run, conn, i, params, 3, rc == 0,
-				    err);
-				if (g == GUARD_BROKEN)
-					goto fail;
-				if (g == GUARD_FAILED)
-					rc = -1;
-			}
 		}
 		if (rc == -1)
 			goto fail;
 	}
-	if (exec_stopping(fl)) {
-		err_set(err, EXIT_WORK_FAILED, "interrupted");
+	if (exec_interrupted(fl, err))
 		goto fail;
-	}
 	changed = drv->changes(conn) - base;
 	if (drv->commit(conn, err) == -1) {
 		err_prefix(err, "commit failed");
@@ -670,10 +683,11 @@ fail:
 	return -1;
 }
 
-/* A proof (--verify): parts[0] twice in one transaction, its content read
- * before and after each run, everything rolled back. */
+/* The proof's three steps inside its transaction: read part 0, run it,
+ * read it, run it again, read it (exec_sql_verify). */
 static int
-exec_sql_verify(struct exec_flight *fl, struct wh_conn *conn, struct err *err)
+exec_verify_steps(struct exec_flight *fl, struct wh_conn *conn,
+		  struct err *err)
 {
 	const struct wh_driver *drv = conn->drv;
 	struct exec_run *run = fl->run;
@@ -681,48 +695,50 @@ exec_sql_verify(struct exec_flight *fl, struct wh_conn *conn, struct err *err)
 	const struct exec_part *p = &run->parts[0];
 	struct wh_manifest_row row = { p->key, p->start, p->end };
 	struct wh_param params[3];
-	int k;
 
-	if (drv->digest == NULL)
-		return err_set(err, EXIT_BAD_INPUT, "the %s driver cannot"
-			       " verify a job", drv->name);
-	if (drv->begin(conn, err) == -1) {
-		err_prefix(err, "cannot begin a transaction");
-		return -1;
-	}
 	exec_part_params(p, params);
-	for (k = 0; k < 3; k++) {
-		if (exec_stopping(fl)) {
-			err_set(err, EXIT_WORK_FAILED, "interrupted");
-			goto fail;
-		}
+	for (int k = 0; k < 3; k++) {
+		if (exec_interrupted(fl, err))
+			return -1;
 		if (k > 0 && jd->batch) {
 			if (drv->manifest_fill(conn, &row, 1, err) == -1 ||
 			    drv->exec_script(conn, jd->sql, params + 1, 2,
 					     err) == -1 ||
 			    drv->manifest_drop(conn, err) == -1) {
 				err_prefix(err, "run %d of 2", k);
-				goto fail;
+				return -1;
 			}
 		} else if (k > 0 && drv->exec_script(conn, jd->sql, params, 3,
 						     err) == -1) {
 			err_prefix(err, "run %d of 2", k);
-			goto fail;
+			return -1;
 		}
 		if (drv->digest(conn, jd->table, jd->partition_column, p->key,
 				&run->verify_rows[k], run->verify_sum[k],
 				sizeof run->verify_sum[k], err) == -1) {
 			err_prefix(err, "reading partition %s of %s", p->key,
 				   jd->table);
-			goto fail;
+			return -1;
 		}
 	}
-	drv->rollback(conn);
 	return 0;
+}
 
-fail:
-	drv->rollback(conn);
-	return -1;
+/* A proof (--verify): parts[0] twice in one transaction, its content read
+ * before and after each run, everything rolled back. */
+static int
+exec_sql_verify(struct exec_flight *fl, struct wh_conn *conn, struct err *err)
+{
+	int rc;
+
+	if (conn->drv->digest == NULL)
+		return err_set(err, EXIT_BAD_INPUT, "the %s driver cannot"
+			       " verify a job", conn->drv->name);
+	if (exec_begin(conn, err) == -1)
+		return -1;
+	rc = exec_verify_steps(fl, conn, err);
+	conn->drv->rollback(conn);
+	return rc;
 }
 
 /* A query run (a late_data sensor): the values of one read-only
@@ -809,6 +825,18 @@ exec_sql_run(struct exec_worker *w, struct exec_flight *fl)
 	}
 }
 
+/* Append fl to the started list the loop drains; ex->lock held. */
+static void
+exec_started_add(struct exec *ex, struct exec_flight *fl)
+{
+	fl->on_slist = true;
+	if (ex->stail != NULL)
+		ex->stail->snext = fl;
+	else
+		ex->shead = fl;
+	ex->stail = fl;
+}
+
 /* A worker thread: take queued runs until told to quit. */
 static void
 exec_worker_main(void *arg)
@@ -832,12 +860,7 @@ exec_worker_main(void *arg)
 		fl->qnext = NULL;
 		fl->state = EXEC_RUNNING;
 		fl->worker = w;
-		fl->on_slist = true;
-		if (ex->stail != NULL)
-			ex->stail->snext = fl;
-		else
-			ex->shead = fl;
-		ex->stail = fl;
+		exec_started_add(ex, fl);
 		uv_mutex_unlock(&ex->lock);
 		uv_async_send(&ex->async);
 
@@ -1036,12 +1059,7 @@ exec_post_started(struct exec_flight *fl)
 	struct exec *ex = fl->ex;
 
 	uv_mutex_lock(&ex->lock);
-	fl->on_slist = true;
-	if (ex->stail != NULL)
-		ex->stail->snext = fl;
-	else
-		ex->shead = fl;
-	ex->stail = fl;
+	exec_started_add(ex, fl);
 	uv_mutex_unlock(&ex->lock);
 	uv_async_send(&ex->async);
 }

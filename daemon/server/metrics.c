@@ -141,6 +141,20 @@ metrics_hist(struct buf *o, const char *name, const char *job,
 	buf_printf(o, "\"} %" PRId64 "\n", h->n);
 }
 
+/* A histogram family: its head, then each job's (delay: the schedule
+ * delays, else the run durations). */
+static void
+metrics_hist_family(struct buf *o, const struct metrics *m, const char *name,
+		    const char *help, bool delay)
+{
+	metrics_head(o, name, "histogram", help);
+	for (size_t i = 0; i < m->njobs; i++)
+		metrics_hist(o, name, m->jobs[i].name,
+			     delay ? &m->jobs[i].delay : &m->jobs[i].dur,
+			     delay ? metrics_delay_buckets : metrics_dur_buckets,
+			     delay ? NDELAY : NDUR);
+}
+
 /* Count stale partitions (sched_stale's callback). */
 static int
 metrics_stale_cb(int job, part_t part, bool built, int64_t built_at,
@@ -229,19 +243,11 @@ metrics_render(struct metrics *m, struct buf *o)
 				   m->jobs[i].runs[run_states[k]]);
 		}
 
-	metrics_head(o, "backfilld_run_duration_seconds", "histogram",
-		     "Wall time of runs, by job.");
-	for (size_t i = 0; i < m->njobs; i++)
-		metrics_hist(o, "backfilld_run_duration_seconds",
-			     m->jobs[i].name, &m->jobs[i].dur,
-			     metrics_dur_buckets, NDUR);
-
-	metrics_head(o, "backfilld_schedule_delay_seconds", "histogram",
-		     "From a scheduled partition's due time to its run's start, by job.");
-	for (size_t i = 0; i < m->njobs; i++)
-		metrics_hist(o, "backfilld_schedule_delay_seconds",
-			     m->jobs[i].name, &m->jobs[i].delay,
-			     metrics_delay_buckets, NDELAY);
+	metrics_hist_family(o, m, "backfilld_run_duration_seconds",
+			    "Wall time of runs, by job.", false);
+	metrics_hist_family(o, m, "backfilld_schedule_delay_seconds",
+			    "From a scheduled partition's due time to its run's start, by job.",
+			    true);
 
 	metrics_head(o, "backfilld_partitions", "gauge",
 		     "Partitions of each job by state now (failed: by their newest run; late: past the job's deadline; stale: downstream partitions older than their inputs).");
@@ -305,16 +311,12 @@ metrics_write(struct metrics *m, struct err *err)
 {
 	const char *path = sched_config(m->s)->metrics_file;
 	struct buf o;
-	int rc;
 
 	if (path == NULL)
 		return 0;
 	buf_init(&o);
 	metrics_render(m, &o);
-	rc = atomicfile_write(path, o.data ? o.data : "", o.len, "metrics file",
-			      "metrics_file", err);
-	buf_free(&o);
-	return rc;
+	return atomicfile_put(path, &o, "metrics file", "metrics_file", err);
 }
 
 /* The timer: write, log a failure once until a write works again; the

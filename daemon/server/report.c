@@ -428,12 +428,8 @@ int
 report_write(struct sched *s, const char *path, struct err *err)
 {
 	struct buf o;
-	int rc;
 
 	buf_init(&o);
 	report_render(s, &o);
-	rc = atomicfile_write(path, o.data ? o.data : "", o.len, "report",
-			      "report_file", err);
-	buf_free(&o);
-	return rc;
+	return atomicfile_put(path, &o, "report", "report_file", err);
 }

@@ -22,29 +22,6 @@
 #include "config.h"
 #include "module.h"
 
-static const char *const mstate_names[MS_COUNT] = {
-    "queued", "running", "succeeded", "failed", "blocked", "cancelled"};
-
-/* Name of a manifest state. */
-const char *
-mstate_name(enum mstate s)
-{
-	return (unsigned)s < MS_COUNT ? mstate_names[s] : "unknown";
-}
-
-/* Parse a manifest state name. */
-int
-mstate_parse(const char *s, enum mstate *out)
-{
-	for (int i = 0; i < MS_COUNT; i++) {
-		if (strcmp(s, mstate_names[i]) == 0) {
-			*out = (enum mstate)i;
-			return 0;
-		}
-	}
-	return -1;
-}
-
 /* ---- opening ------------------------------------------------------- */
 
 int

@@ -60,22 +60,12 @@
 #include <stdint.h>
 
 #include "err.h"
+#include "mstate.h"
 
 struct config;
 struct store_ops;
 struct uv_loop_s;
 
-enum mstate {
-	MS_QUEUED,
-	MS_RUNNING,
-	MS_SUCCEEDED,
-	MS_FAILED,
-	MS_BLOCKED,
-	MS_CANCELLED,
-	MS_COUNT
-};
-const char *mstate_name(enum mstate s);
-int mstate_parse(const char *s, enum mstate *out);
 
 /*
  * The head of every implementation's store: st->ops->op(st, ...).  The
@@ -88,9 +78,15 @@ struct store {
 	struct err turn_err; /* ... the first one's error */
 };
 
-/* The head of every implementation's runs cursor (store_runs_open). */
+/* The head of every implementation's runs cursor (store_runs_open): the
+ * filters and the keyset walk the implementations share (store_runs.c). */
 struct store_runs_cursor {
 	struct store *st;
+	char *job, *state;    /* filters, NULL: any */
+	int64_t request_id;   /* filter, 0: any */
+	int phase;            /* 0 pending manifest rows, 1 runs, 2 cancelled
+			       * manifest rows that never ran, 3 done */
+	int64_t hi[3], lo[3]; /* next window below hi[p], down to lo[p] */
 };
 
 struct store_request {
@@ -197,23 +193,6 @@ struct store_prune {
 	int64_t requests;
 };
 
-/* Per-job schedule state. */
-struct store_job_state {
-	bool has_watermark;
-	char watermark[32];
-	char catchup[16]; /* ok, refused, off */
-	char gap_from[32];
-	char gap_to[32];
-	bool paused;
-	int64_t paused_at;
-	/* late_data sensor */
-	bool has_late_since;
-	int64_t late_since;       /* ms: :since of the next check */
-	bool has_late_checked;
-	int64_t late_checked_at;  /* ms */
-	int64_t late_found;       /* partitions the last check found */
-	char late_error[512];     /* "" when the last check succeeded */
-};
 
 typedef void (*store_problem_cb)(const char *job, const char *key,
 				 const char *state, const char *error,
@@ -539,6 +518,33 @@ int store_runs_page(struct store_runs_cursor *c, int max_rows, store_run_cb cb,
 		    void *data, struct err *err);
 int64_t store_runs_max_id(const struct store_runs_cursor *c);
 void store_runs_close(struct store_runs_cursor *c);
+
+/* The runs listing's keyset walk, for implementations (store_runs.c). */
+struct store_runs_page {
+	store_run_cb cb;
+	void *data;
+	int max_rows; /* rows this window may hand over */
+	int n;        /* rows it handed over */
+	bool stop;    /* cb ended the page */
+};
+/* One window of c's phase, ids [lo, hi[phase]), each row through
+ * store_runs_row: 0, or -1 with err. */
+typedef int (*store_runs_window_fn)(struct store_runs_cursor *c, int64_t lo,
+				    struct store_runs_page *pg,
+				    struct err *err);
+void store_runs_init(struct store_runs_cursor *c, struct store *st,
+		     const char *job, int64_t request_id, const char *state);
+void store_runs_clip(struct store_runs_cursor *c);
+void store_runs_free(struct store_runs_cursor *c);
+int64_t store_runs_newest(const struct store_runs_cursor *c);
+void store_runs_sql(const struct store_runs_cursor *c, char mark, char *sql,
+		    size_t size);
+int store_runs_row(struct store_runs_cursor *c,
+		   const struct store_run_row *row, int64_t id,
+		   struct store_runs_page *pg, struct err *err);
+int store_runs_walk(struct store_runs_cursor *c, int max_rows,
+		    store_runs_window_fn window, store_run_cb cb, void *data,
+		    struct err *err);
 int store_partition_finished(struct store *st, const char *job,
 			     const char *key, int64_t run_id, enum mstate state,
 			     enum mstate *prev, struct err *err);

@@ -64,6 +64,7 @@
 
 #include <libpq-fe.h>
 
+#include "pg_conn.h"
 #include "sql_embedded.h"
 #include "store_pg.h"
 #include "xalloc.h"
@@ -71,11 +72,8 @@
 extern const struct sql_migration sql_pg_migrations[];
 extern const int sql_pg_migrations_count;
 
-#define PGST_CONNECT_TIMEOUT "10"
-#define PGST_PASSWORD_MAX 4096
 #define PGST_MIGRATE_LOCK "7236505386216927537" /* any fixed key */
 #define PGST_MAXARGS 16
-#define PGST_RUNS_SCAN 5000 /* ids a runs page looks at (store.c) */
 #define PGST_INT8OID 20
 #define PGST_TEXTOID 25
 
@@ -302,10 +300,6 @@ struct pgst {
 	int64_t runs_kept;
 };
 
-static const char *const pgst_mstate_names[MS_COUNT] = {
-	"queued", "running", "succeeded", "failed", "blocked", "cancelled"
-};
-
 /* The PostgreSQL store behind a struct store. */
 static struct pgst *
 pgst_of(struct store *st)
@@ -313,37 +307,11 @@ pgst_of(struct store *st)
 	return (struct pgst *)st;
 }
 
-/* Name of a manifest state (the module has no store.c). */
-static const char *
-pgst_state_name(enum mstate s)
-{
-	return (unsigned)s < MS_COUNT ? pgst_mstate_names[s] : "unknown";
-}
-
-/* Parse a manifest state name; -1 when unknown. */
-static int
-pgst_state_parse(const char *s, enum mstate *out)
-{
-	for (int i = 0; s != NULL && i < MS_COUNT; i++) {
-		if (strcmp(s, pgst_mstate_names[i]) == 0) {
-			*out = (enum mstate)i;
-			return 0;
-		}
-	}
-	return -1;
-}
-
 /* The first line of the connection's last message, without "ERROR:  ". */
 static void
 pgst_pqmsg(PGconn *pg, char *buf, size_t len)
 {
-	const char *m = pg != NULL ? PQerrorMessage(pg) : NULL;
-
-	if (m == NULL || *m == '\0')
-		m = "unknown error";
-	if (strncmp(m, "ERROR:  ", 8) == 0 || strncmp(m, "FATAL:  ", 8) == 0)
-		m += 8;
-	snprintf(buf, len, "%s", m);
+	snprintf(buf, len, "%s", pg_conn_error(pg));
 	buf[strcspn(buf, "\r\n")] = '\0';
 }
 
@@ -363,41 +331,6 @@ pgst_fail(struct pgst *p, struct err *err, const char *what)
 	return err_set(err, EXIT_INTERNAL, "state store: %s: %s", what, msg);
 }
 
-/* Read password_file: its contents without the trailing newline. */
-static int
-pgst_read_password(const char *path, char **out, struct err *err)
-{
-	char *buf;
-	size_t n;
-	FILE *f;
-
-	*out = NULL;
-	f = fopen(path, "re");
-	if (f == NULL)
-		return err_set(err, EXIT_BAD_INPUT, "state store: cannot read"
-			       " password_file %s: %s", path, strerror(errno));
-	buf = xcalloc(1, PGST_PASSWORD_MAX + 1);
-	n = fread(buf, 1, PGST_PASSWORD_MAX, f);
-	if (ferror(f)) {
-		explicit_bzero(buf, PGST_PASSWORD_MAX);
-		free(buf);
-		fclose(f);
-		return err_set(err, EXIT_BAD_INPUT, "state store: cannot read"
-			       " password_file %s", path);
-	}
-	fclose(f);
-	buf[n] = '\0';
-	while (n > 0 && (buf[n - 1] == '\n' || buf[n - 1] == '\r'))
-		buf[--n] = '\0';
-	if (n == 0) {
-		free(buf);
-		return err_set(err, EXIT_BAD_INPUT, "state store: password_file"
-			       " %s is empty", path);
-	}
-	*out = buf;
-	return 0;
-}
-
 /* Notices (a migration's "already exists, skipping") are not ours to
  * print. */
 static void
@@ -407,26 +340,12 @@ pgst_notice(void *arg, const char *message)
 	(void)message;
 }
 
-/* "host H port P" of the connection (never its password). */
-static void
-pgst_where(PGconn *pg, char *buf, size_t len)
-{
-	const char *h = pg != NULL ? PQhost(pg) : NULL;
-	const char *port = pg != NULL ? PQport(pg) : NULL;
-
-	snprintf(buf, len, "host %s port %s", h != NULL && *h != '\0' ? h :
-		 "(default)", port != NULL && *port != '\0' ? port :
-		 "(default)");
-}
-
 /* Connect (or connect again) to the server. */
 static int
 pgst_connect(struct pgst *p, struct err *err)
 {
-	const char *kw[5], *val[5];
 	char msg[512], where[256];
 	char *password = NULL;
-	int n = 0;
 
 	if (p->pg != NULL) {
 		PQfinish(p->pg);
@@ -434,30 +353,14 @@ pgst_connect(struct pgst *p, struct err *err)
 	}
 	p->prepared = false;
 	if (p->password_file != NULL &&
-	    pgst_read_password(p->password_file, &password, err) < 0)
+	    pg_conn_password("state store", p->password_file, EXIT_BAD_INPUT,
+			     false, &password, err) < 0)
 		return -1;
-	/* before dbname: defaults the connection string may override */
-	kw[n] = "connect_timeout";
-	val[n++] = PGST_CONNECT_TIMEOUT;
-	kw[n] = "fallback_application_name";
-	val[n++] = "backfilld";
-	kw[n] = "dbname";
-	val[n++] = p->conninfo;
-	if (password != NULL) {
-		kw[n] = "password";
-		val[n++] = password;
-	}
-	kw[n] = NULL;
-	val[n] = NULL;
-	p->pg = PQconnectdbParams(kw, val, 1);
-	if (password != NULL) {
-		explicit_bzero(password, strlen(password));
-		free(password);
-	}
+	p->pg = pg_conn_connect(p->conninfo, password);
 	if (p->pg == NULL)
 		return err_set(err, EXIT_INTERNAL, "out of memory");
 	if (PQstatus(p->pg) != CONNECTION_OK) {
-		pgst_where(p->pg, where, sizeof where);
+		pg_conn_where(p->pg, where, sizeof where);
 		pgst_pqmsg(p->pg, msg, sizeof msg);
 		return err_set(err, EXIT_WORK_FAILED, "state store: cannot"
 			       " connect to %s: %s", where, msg);
@@ -1060,7 +963,7 @@ pgst_item_add(struct store *st, const struct store_item *it, int64_t *id,
 	arg_text(&a, it->key);
 	arg_int(&a, it->seq);
 	arg_bool(&a, it->downstream);
-	arg_text(&a, pgst_state_name(it->state));
+	arg_text(&a, mstate_name(it->state));
 	arg_int(&a, it->at);
 	return pgst_returned_id(pgst_write(pgst_of(st), P_ITEM_ADD, &a,
 					   "adding to the manifest", err), id);
@@ -1075,7 +978,7 @@ pgst_item_set(struct store *st, int64_t id, enum mstate state, int attempts,
 	struct pgst_args a = { 0 };
 
 	arg_int(&a, id);
-	arg_text(&a, pgst_state_name(state));
+	arg_text(&a, mstate_name(state));
 	arg_int(&a, attempts);
 	arg_int(&a, not_before);
 	arg_text(&a, error);
@@ -1119,7 +1022,7 @@ pgst_run_finish(struct store *st, int64_t run_id, enum mstate state,
 	struct pgst_args a = { 0 };
 
 	arg_int(&a, run_id);
-	arg_text(&a, pgst_state_name(state));
+	arg_text(&a, mstate_name(state));
 	arg_int(&a, finished_at);
 	arg_text(&a, error);
 	if (rows_changed >= 0)
@@ -1220,7 +1123,7 @@ pgst_load_rows(struct pgst *p, enum pgst_stmt id, const struct pgst_args *a,
 		row.key = col_text(r, i, 3);
 		row.seq = (int)col_int(r, i, 4);
 		row.downstream = col_bool(r, i, 5);
-		if (pgst_state_parse(col_text(r, i, 6), &row.state) < 0)
+		if (mstate_parse(col_text(r, i, 6), &row.state) < 0)
 			row.state = MS_QUEUED;
 		row.attempts = (int)col_int(r, i, 7);
 		row.not_before = col_int(r, i, 8);
@@ -1288,7 +1191,7 @@ pgst_last_states(struct store *st, const char *job, const char *first_key,
 	if (r == NULL)
 		return -1;
 	for (int i = 0; i < PQntuples(r); i++)
-		if (pgst_state_parse(col_text(r, i, 1), &state) == 0)
+		if (mstate_parse(col_text(r, i, 1), &state) == 0)
 			cb(col_text(r, i, 0), state, data);
 	PQclear(r);
 	return 0;
@@ -1364,11 +1267,11 @@ pgst_partition_finished(struct store *st, const char *job, const char *key,
 		      err);
 	if (r == NULL)
 		return -1;
-	if (PQntuples(r) > 0 && pgst_state_parse(col_text(r, 0, 0), prev) < 0)
+	if (PQntuples(r) > 0 && mstate_parse(col_text(r, 0, 0), prev) < 0)
 		*prev = MS_COUNT;
 	PQclear(r);
 	arg_int(&a, run_id);
-	arg_text(&a, pgst_state_name(state));
+	arg_text(&a, mstate_name(state));
 	return pgst_write_done(p, P_LATEST_PUT, &a,
 			       "recording a partition's last run", err);
 }
@@ -1386,7 +1289,7 @@ pgst_latest_counts(struct store *st, store_count_cb cb, void *data,
 	if (r == NULL)
 		return -1;
 	for (int i = 0; i < PQntuples(r); i++)
-		if (pgst_state_parse(col_text(r, i, 1), &state) == 0)
+		if (mstate_parse(col_text(r, i, 1), &state) == 0)
 			cb(col_text(r, i, 0), state, col_int(r, i, 2), data);
 	PQclear(r);
 	return 0;
@@ -1822,7 +1725,7 @@ pgst_request_counts(struct store *st, int64_t request_id,
 	if (r == NULL)
 		return -1;
 	for (int i = 0; i < PQntuples(r); i++) {
-		if (pgst_state_parse(col_text(r, i, 0), &state) == 0)
+		if (mstate_parse(col_text(r, i, 0), &state) == 0)
 			counts[state] += col_int(r, i, 1);
 		*elapsed_ms = col_int(r, i, 3) - col_int(r, i, 2);
 	}
@@ -1880,11 +1783,6 @@ pgst_newest_build(struct store *st, const char *job, const char *first_key,
 struct pgst_cursor {
 	struct store_runs_cursor base; /* first: store.c sees this */
 	struct pgst *p;
-	char *job, *state;
-	int64_t request_id;
-	int phase;            /* 0 pending manifest rows, 1 runs, 2 cancelled
-			       * manifest rows that never ran, 3 done */
-	int64_t hi[3], lo[3]; /* next window below hi[p], down to lo[p] */
 };
 
 /* The bounds min(id) and max(id)+1 of table; empty: lo = hi = 0. */
@@ -1923,13 +1821,10 @@ pgst_cursor_of(const struct store_runs_cursor *c)
 static void
 pgst_runs_close(struct store_runs_cursor *base)
 {
-	struct pgst_cursor *c = pgst_cursor_of(base);
-
-	if (c == NULL)
+	if (base == NULL)
 		return;
-	free(c->job);
-	free(c->state);
-	free(c);
+	store_runs_free(base);
+	free(base);
 }
 
 /* Open the runs listing (store.h). */
@@ -1941,39 +1836,18 @@ pgst_runs_open(struct store *st, const char *job, int64_t request_id,
 	struct pgst_cursor *c = xcalloc(1, sizeof *c);
 	struct pgst *p = pgst_of(st);
 
-	c->base.st = st;
+	store_runs_init(&c->base, st, job, request_id, state);
 	c->p = p;
-	c->request_id = request_id;
-	c->job = job ? xstrdup(job) : NULL;
-	c->state = state ? xstrdup(state) : NULL;
-	if (pgst_runs_bounds(p, "manifest", &c->lo[0], &c->hi[0], err) < 0 ||
-	    pgst_runs_bounds(p, "runs", &c->lo[1], &c->hi[1], err) < 0) {
+	if (pgst_runs_bounds(p, "manifest", &c->base.lo[0], &c->base.hi[0],
+			     err) < 0 ||
+	    pgst_runs_bounds(p, "runs", &c->base.lo[1], &c->base.hi[1],
+			     err) < 0) {
 		pgst_runs_close(&c->base);
 		return -1;
 	}
-	c->lo[2] = c->lo[0];
-	c->hi[2] = c->hi[0];
-	/* a state filter names phases (store.c) */
-	if (state && (strcmp(state, "queued") == 0 ||
-		      strcmp(state, "blocked") == 0)) {
-		c->hi[1] = c->lo[1];
-		c->hi[2] = c->lo[2];
-	} else if (state) {
-		c->hi[0] = c->lo[0];
-		if (strcmp(state, "cancelled") != 0)
-			c->hi[2] = c->lo[2];
-	}
+	store_runs_clip(&c->base);
 	*out = &c->base;
 	return 0;
-}
-
-/* The newest run id the listing will show (0: none). */
-static int64_t
-pgst_runs_max_id(const struct store_runs_cursor *base)
-{
-	const struct pgst_cursor *c = pgst_cursor_of(base);
-
-	return c->hi[1] > 0 ? c->hi[1] - 1 : 0;
 }
 
 /* One listed row as a struct store_run_row. */
@@ -1998,46 +1872,26 @@ pgst_run_row(PGresult *r, int i, struct store_run_row *row)
 	row->code_version = col_text(r, i, 10);
 }
 
-/* One window of the current phase (store.c: store_runs_window). */
+/* One window of the current phase (store_runs_window_fn). */
 static int
-pgst_runs_window(struct pgst_cursor *c, int64_t lo, int max_rows,
-		 store_run_cb cb, void *data, int *nrows, bool *stop,
-		 struct err *err)
+pgst_runs_window(struct store_runs_cursor *base, int64_t lo,
+		 struct store_runs_page *pg, struct err *err)
 {
-	static const char *const select[3] = {
-		"SELECT NULL, request_id, job, partition_key, attempts + 1,"
-		" state, NULL, NULL, CASE WHEN state = 'blocked' THEN"
-		" 'blocked: its input ' || blocked_on || ' failed' ELSE error"
-		" END, NULL, NULL, id FROM manifest WHERE (state = 'queued' OR"
-		" state = 'blocked')",
-		"SELECT id, request_id, job, partition_key, attempt, state,"
-		" started_at, finished_at, error, rows_changed, code_version, id"
-		" FROM runs WHERE true",
-		"SELECT NULL, request_id, job, partition_key, attempts + 1,"
-		" state, NULL, updated_at, error, NULL, NULL, id FROM manifest m"
-		" WHERE state = 'cancelled' AND NOT EXISTS (SELECT 1 FROM runs r"
-		" WHERE r.manifest_id = m.id)",
-	};
 	static const unsigned types[6] = { PGST_INT8OID, PGST_INT8OID,
 		PGST_TEXTOID, PGST_INT8OID, PGST_TEXTOID, PGST_INT8OID };
-	struct pgst *p = c->p;
+	struct pgst *p = pgst_cursor_of(base)->p;
 	struct pgst_args a = { 0 };
 	struct store_run_row row;
-	int ph = c->phase, n = 0, rc;
 	char sql[768];
 	PGresult *r;
 
-	snprintf(sql, sizeof sql, "%s AND id < $1 AND id >= $2%s%s%s"
-		 " ORDER BY id DESC LIMIT $6", select[ph],
-		 c->job ? " AND job = $3" : "",
-		 c->request_id ? " AND request_id = $4" : "",
-		 c->state ? " AND state = $5" : "");
-	arg_int(&a, c->hi[ph]);
+	store_runs_sql(base, '$', sql, sizeof sql);
+	arg_int(&a, base->hi[base->phase]);
 	arg_int(&a, lo);
-	arg_text(&a, c->job);
-	arg_int(&a, c->request_id);
-	arg_text(&a, c->state);
-	arg_int(&a, max_rows);
+	arg_text(&a, base->job);
+	arg_int(&a, base->request_id);
+	arg_text(&a, base->state);
+	arg_int(&a, pg->max_rows);
 	if (pgst_ready(p, err) < 0)
 		return -1;
 	r = PQexecParams(p->pg, sql, a.n, types, a.v, NULL, NULL, 0);
@@ -2045,23 +1899,15 @@ pgst_runs_window(struct pgst_cursor *c, int64_t lo, int max_rows,
 		PQclear(r);
 		return pgst_fail(p, err, "listing runs");
 	}
-	for (int i = 0; i < PQntuples(r) && !*stop; i++) {
+	for (int i = 0; i < PQntuples(r) && !pg->stop; i++) {
 		pgst_run_row(r, i, &row);
-		c->hi[ph] = col_int(r, i, 11);
-		n++;
-		rc = cb(&row, data, err);
-		if (rc < 0) {
+		if (store_runs_row(base, &row, col_int(r, i, 11), pg,
+				   err) < 0) {
 			PQclear(r);
 			return -1;
 		}
-		if (rc > 0)
-			*stop = true;
 	}
 	PQclear(r);
-	/* the window is read to its end: the next one starts below it */
-	if (!*stop && n < max_rows)
-		c->hi[ph] = lo;
-	*nrows += n;
 	return 0;
 }
 
@@ -2070,29 +1916,8 @@ static int
 pgst_runs_page(struct store_runs_cursor *base, int max_rows, store_run_cb cb,
 	       void *data, struct err *err)
 {
-	struct pgst_cursor *c = pgst_cursor_of(base);
-	int64_t budget = PGST_RUNS_SCAN, lo, start;
-	int nrows = 0;
-	bool stop = false;
-
-	while (c->phase < 3 && !stop && nrows < max_rows && budget > 0) {
-		int ph = c->phase;
-
-		if (c->hi[ph] <= c->lo[ph]) {
-			c->phase++;
-			continue;
-		}
-		start = c->hi[ph];
-		lo = c->hi[ph] - budget < c->lo[ph] ? c->lo[ph] :
-			c->hi[ph] - budget;
-		if (pgst_runs_window(c, lo, max_rows - nrows, cb, data, &nrows,
-				     &stop, err) < 0)
-			return -1;
-		budget -= start - c->hi[ph];
-	}
-	while (c->phase < 3 && c->hi[c->phase] <= c->lo[c->phase])
-		c->phase++;
-	return c->phase == 3 ? 1 : 0;
+	return store_runs_walk(base, max_rows, pgst_runs_window, cb, data,
+			       err);
 }
 
 const struct store_ops store_pg_ops = {
@@ -2124,7 +1949,7 @@ const struct store_ops store_pg_ops = {
 	.partitions_of = pgst_partitions_of,
 	.runs_open = pgst_runs_open,
 	.runs_page = pgst_runs_page,
-	.runs_max_id = pgst_runs_max_id,
+	.runs_max_id = store_runs_newest,
 	.runs_close = pgst_runs_close,
 	.partition_finished = pgst_partition_finished,
 	.latest_counts = pgst_latest_counts,

@@ -17,6 +17,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <sys/stat.h>
 #include <sys/statvfs.h>
 
@@ -27,6 +28,7 @@
 /* WAL checkpoints (see "Checkpoints off the loop" below) */
 #define STORE_CKPT_PAGES 1000
 #define STORE_CKPT_LOOP_PAGES 4096
+#define STORE_CKPT_HARD_PAGES 5120 /* the loop waits for a checkpoint */
 #define STORE_WAL_LIMIT "4194304" /* bytes a reset WAL file is cut back to */
 
 enum stmt_id {
@@ -385,7 +387,13 @@ fail:
  * and the next write starts the WAL over; journal_size_limit cuts the
  * file back.  The WAL file therefore never holds much more than
  * STORE_CKPT_LOOP_PAGES pages (16 MiB), and the loop pays for a checkpoint
- * only when the pool could not keep up.
+ * only when the pool could not keep up.  When the pool's checkpoint still
+ * holds the lock (a slow fsync on a loaded host), the loop's PASSIVE one
+ * gives up, and commits go on growing the WAL; past STORE_CKPT_HARD_PAGES
+ * (20 MiB) the loop waits for the pool's to end (SQLite never waits for
+ * the checkpoint lock: it retries each millisecond, 2 s at most) and then
+ * runs its own: the writer is held back for the length of one checkpoint,
+ * and the WAL stays bounded.
  *
  * The pool's connection must read the database once before it can
  * checkpoint: a connection that has not read the schema does not know the
@@ -467,6 +475,18 @@ store_sqlite_wal_hook(void *arg, sqlite3 *db, const char *name, int pages)
 		rc = sqlite3_wal_checkpoint_v2(db, NULL,
 					       SQLITE_CHECKPOINT_PASSIVE, NULL,
 					       NULL);
+		/* past the hard bound, wait out the pool's checkpoint (its
+		 * lock is never waited for by SQLite itself): 1 ms at a time,
+		 * 2 s at most */
+		for (int i = 0; rc == SQLITE_BUSY &&
+		     pages >= STORE_CKPT_HARD_PAGES && i < 2000; i++) {
+			struct timespec ms = { 0, 1000000 };
+
+			nanosleep(&ms, NULL);
+			rc = sqlite3_wal_checkpoint_v2(db, NULL,
+						       SQLITE_CHECKPOINT_PASSIVE,
+						       NULL, NULL);
+		}
 		/* busy: the pool's checkpoint holds the lock; next commit */
 		if (rc != SQLITE_BUSY)
 			store_sqlite_ckpt_report(st, rc != SQLITE_OK, sqlite3_errmsg(db));
@@ -682,6 +702,24 @@ store_sqlite_next(struct store_sqlite *st, sqlite3_stmt *s, struct err *err,
 	if (rc != SQLITE_DONE)
 		return store_sqlite_fail(st, err, what);
 	return 0;
+}
+
+/* store_sqlite_step_done with id bound as ?1. */
+static int
+store_sqlite_id_done(struct store_sqlite *st, sqlite3_stmt *s, int64_t id,
+		     struct err *err, const char *what)
+{
+	sqlite3_bind_int64(s, 1, id);
+	return store_sqlite_step_done(st, s, err, what);
+}
+
+/* store_sqlite_next with id bound as ?1 (the first row of a lookup). */
+static int
+store_sqlite_id_next(struct store_sqlite *st, sqlite3_stmt *s, int64_t id,
+		     struct err *err, const char *what)
+{
+	sqlite3_bind_int64(s, 1, id);
+	return store_sqlite_next(st, s, err, what);
 }
 
 static int
@@ -946,8 +984,7 @@ store_sqlite_request_reopen(struct store *base, int64_t id, struct err *err)
 	struct store_sqlite *st = store_sqlite_of(base);
 	sqlite3_stmt *s = st->stmt[S_REQUEST_REOPEN];
 
-	sqlite3_bind_int64(s, 1, id);
-	return store_sqlite_step_done(st, s, err, "reopening a request");
+	return store_sqlite_id_done(st, s, id, err, "reopening a request");
 }
 
 static int
@@ -1090,9 +1127,8 @@ store_sqlite_run_unstart(struct store *base, int64_t run_id, struct err *err)
 	struct store_sqlite *st = store_sqlite_of(base);
 	sqlite3_stmt *s = st->stmt[S_RUN_UNSTART];
 
-	sqlite3_bind_int64(s, 1, run_id);
-	if (store_sqlite_step_done(st, s, err, "forgetting a run that never"
-			    " started") < 0)
+	if (store_sqlite_id_done(st, s, run_id, err,
+				 "forgetting a run that never started") < 0)
 		return -1;
 	st->runs_kept -= sqlite3_changes(st->db);
 	return 0;
@@ -1204,23 +1240,23 @@ store_sqlite_prune_step(struct store *base, struct store_prune *pr, int limit,
 	for (int64_t i = 0; i < nids; i++) {
 		if (pr->phase == 0) {
 			s = st->stmt[S_PRUNE_AUDIT_DEL];
-			sqlite3_bind_int64(s, 1, ids[i]);
-			if (store_sqlite_step_done(st, s, err, "pruning audit rows") < 0)
+			if (store_sqlite_id_done(st, s, ids[i], err,
+						 "pruning audit rows") < 0)
 				goto fail;
 			s = st->stmt[S_PRUNE_RUN_DEL];
-			sqlite3_bind_int64(s, 1, ids[i]);
-			if (store_sqlite_step_done(st, s, err, "pruning runs") < 0)
+			if (store_sqlite_id_done(st, s, ids[i], err,
+						 "pruning runs") < 0)
 				goto fail;
 			pr->runs += sqlite3_changes(st->db);
 			st->runs_kept -= sqlite3_changes(st->db);
 		} else {
 			s = st->stmt[S_PRUNE_MANIFEST_DEL];
-			sqlite3_bind_int64(s, 1, ids[i]);
-			if (store_sqlite_step_done(st, s, err, "pruning the manifest") < 0)
+			if (store_sqlite_id_done(st, s, ids[i], err,
+						 "pruning the manifest") < 0)
 				goto fail;
 			s = st->stmt[S_PRUNE_REQUEST_DEL];
-			sqlite3_bind_int64(s, 1, ids[i]);
-			if (store_sqlite_step_done(st, s, err, "pruning requests") < 0)
+			if (store_sqlite_id_done(st, s, ids[i], err,
+						 "pruning requests") < 0)
 				goto fail;
 			pr->requests += sqlite3_changes(st->db);
 		}
@@ -1315,8 +1351,7 @@ store_sqlite_request_get(struct store *base, int64_t id, char *job,
 	sqlite3_stmt *s = st->stmt[S_REQUEST_GET];
 	int rc;
 
-	sqlite3_bind_int64(s, 1, id);
-	rc = store_sqlite_next(st, s, err, "reading a request");
+	rc = store_sqlite_id_next(st, s, id, err, "reading a request");
 	if (rc <= 0)
 		return rc < 0 ? -1 : 1;
 	col_copy(s, 0, job, jobsz);
@@ -1334,8 +1369,7 @@ store_sqlite_request_controls(struct store *base, int64_t id, int *concurrency,
 	sqlite3_stmt *s = st->stmt[S_REQUEST_CONTROLS];
 	int rc;
 
-	sqlite3_bind_int64(s, 1, id);
-	rc = store_sqlite_next(st, s, err, "reading a request's controls");
+	rc = store_sqlite_id_next(st, s, id, err, "reading a request's controls");
 	if (rc <= 0)
 		return rc < 0 ? -1 : 1;
 	*concurrency = sqlite3_column_int(s, 0);
@@ -1503,34 +1537,14 @@ store_sqlite_newest_build(struct store *base, const char *job,
 	return rc < 0 ? -1 : found;
 }
 
-/* ---- runs, page by page --------------------------------------------- */
+/* ---- runs, page by page (store_runs.c: the keyset cursor) ----------- */
 
-/*
- * A keyset cursor over what `backfillctl runs` lists, in the order of
- * The runs listing: first the manifest rows still queued or blocked (newest
- * first), then the runs (newest first), then the manifest rows cancelled
- * before they ran (newest first).  Each phase walks its id space
- * downwards in windows "id < hi AND id >= lo" with the filters, so that a
- * page costs at most STORE_RUNS_SCAN ids of a rowid range scan however
- * selective the filters are; a page may therefore hold fewer rows than
- * asked, even none, and still not be the last.  Statements are prepared
- * per page and finalized before returning: a cursor holds no SQLite
- * resource between pages (no read transaction, nothing to finalize
- * before the store closes).  Rows added after the cursor opened (ids
- * above the bounds taken then) are not listed; a row that leaves the manifest's
- * pending states between pages may be missed or, once run, is not listed
- * twice because its run's id is above the bound.
- */
-#define STORE_RUNS_SCAN 5000
-
+/* Statements are prepared per window and finalized before returning: a
+ * cursor holds no SQLite resource between pages (no read transaction,
+ * nothing to finalize before the store closes). */
 struct store_sqlite_cursor {
 	struct store_runs_cursor base; /* first: store.c sees this */
 	struct store_sqlite *st;
-	char *job, *state;
-	int64_t request_id;
-	int phase;         /* 0 pending manifest rows, 1 runs, 2 cancelled
-			    * manifest rows that never ran, 3 done */
-	int64_t hi[3], lo[3];  /* next window below hi[p], down to lo[p] */
 };
 
 static void store_sqlite_runs_close(struct store_runs_cursor *base);
@@ -1569,121 +1583,79 @@ store_sqlite_runs_open(struct store *base, const char *job, int64_t request_id,
 	struct store_sqlite *st = store_sqlite_of(base);
 	struct store_sqlite_cursor *c = xcalloc(1, sizeof *c);
 
-	c->base.st = base;
+	store_runs_init(&c->base, base, job, request_id, state);
 	c->st = st;
-	c->request_id = request_id;
-	c->job = job ? xstrdup(job) : NULL;
-	c->state = state ? xstrdup(state) : NULL;
-	if (store_sqlite_runs_bounds(st, "manifest", &c->lo[0], &c->hi[0], err) < 0 ||
-	    store_sqlite_runs_bounds(st, "runs", &c->lo[1], &c->hi[1], err) < 0) {
+	if (store_sqlite_runs_bounds(st, "manifest", &c->base.lo[0],
+				     &c->base.hi[0], err) < 0 ||
+	    store_sqlite_runs_bounds(st, "runs", &c->base.lo[1],
+				     &c->base.hi[1], err) < 0) {
 		store_sqlite_runs_close(&c->base);
 		return -1;
 	}
-	c->lo[2] = c->lo[0];
-	c->hi[2] = c->hi[0];
-	/* a state filter names phases: runs are never queued or blocked,
-	 * cancelled rows are runs or manifest rows cancelled unrun */
-	if (state && (strcmp(state, "queued") == 0 ||
-		      strcmp(state, "blocked") == 0)) {
-		c->hi[1] = c->lo[1];
-		c->hi[2] = c->lo[2];
-	} else if (state) {
-		c->hi[0] = c->lo[0];
-		if (strcmp(state, "cancelled") != 0)
-			c->hi[2] = c->lo[2];
-	}
+	store_runs_clip(&c->base);
 	*out = &c->base;
 	return 0;
 }
 
-static int64_t
-store_sqlite_runs_max_id(const struct store_runs_cursor *base)
+/* One row of a window query as a struct store_run_row. */
+static void
+store_sqlite_run_row(sqlite3_stmt *s, struct store_run_row *row)
 {
-	const struct store_sqlite_cursor *c =
-		(const struct store_sqlite_cursor *)base;
-
-	return c->hi[1] > 0 ? c->hi[1] - 1 : 0;
+	memset(row, 0, sizeof *row);
+	row->has_id = sqlite3_column_type(s, 0) != SQLITE_NULL;
+	row->id = sqlite3_column_int64(s, 0);
+	row->request_id = sqlite3_column_int64(s, 1);
+	row->job = col_text(s, 2);
+	row->key = col_text(s, 3);
+	row->attempt = sqlite3_column_int(s, 4);
+	row->state = col_text(s, 5);
+	row->has_started_at = sqlite3_column_type(s, 6) != SQLITE_NULL;
+	row->started_at = sqlite3_column_int64(s, 6);
+	row->has_finished_at = sqlite3_column_type(s, 7) != SQLITE_NULL;
+	row->finished_at = sqlite3_column_int64(s, 7);
+	row->error = col_text(s, 8);
+	row->has_rows = sqlite3_column_type(s, 9) != SQLITE_NULL;
+	row->rows_changed = sqlite3_column_int64(s, 9);
+	row->code_version = col_text(s, 10);
 }
 
-/* One window query of the current phase; rows to cb; stops early when cb
- * returns 1 (*stop set).  Moves hi down past what it read. */
+/* One window query of the current phase (store_runs_window_fn). */
 static int
-store_sqlite_runs_window(struct store_sqlite_cursor *c, int64_t lo,
-			 int max_rows, store_run_cb cb, void *data, int *nrows,
-			 bool *stop, struct err *err)
+store_sqlite_runs_window(struct store_runs_cursor *base, int64_t lo,
+			 struct store_runs_page *pg, struct err *err)
 {
-	static const char *const select[3] = {
-		"SELECT NULL, request_id, job, partition_key, attempts + 1,"
-		" state, NULL, NULL, CASE WHEN state = 'blocked' THEN"
-		" 'blocked: its input ' || blocked_on || ' failed' ELSE error"
-		" END, NULL, NULL, id FROM manifest WHERE (state = 'queued' OR"
-		" state = 'blocked')",
-		"SELECT id, request_id, job, partition_key, attempt, state,"
-		" started_at, finished_at, error, rows_changed, code_version, id"
-		" FROM runs WHERE 1",
-		"SELECT NULL, request_id, job, partition_key, attempts + 1,"
-		" state, NULL, updated_at, error, NULL, NULL, id FROM manifest m"
-		" WHERE state = 'cancelled' AND NOT EXISTS (SELECT 1 FROM runs r"
-		" WHERE r.manifest_id = m.id)",
-	};
+	struct store_sqlite_cursor *c = (struct store_sqlite_cursor *)base;
 	struct store_run_row row;
 	sqlite3_stmt *s;
 	char sql[768];
-	int p = c->phase, rc = SQLITE_DONE, n = 0;
+	int rc = SQLITE_DONE;
 
-	snprintf(sql, sizeof sql, "%s AND id < ?1 AND id >= ?2%s%s%s"
-		 " ORDER BY id DESC LIMIT ?6", select[p],
-		 c->job ? " AND job = ?3" : "",
-		 c->request_id ? " AND request_id = ?4" : "",
-		 c->state ? " AND state = ?5" : "");
+	store_runs_sql(base, '?', sql, sizeof sql);
 	if (sqlite3_prepare_v2(c->st->db, sql, -1, &s, NULL) != SQLITE_OK)
 		return store_sqlite_fail(c->st, err, "listing runs");
-	sqlite3_bind_int64(s, 1, c->hi[p]);
+	sqlite3_bind_int64(s, 1, base->hi[base->phase]);
 	sqlite3_bind_int64(s, 2, lo);
-	if (c->job)
-		sqlite3_bind_text(s, 3, c->job, -1, SQLITE_STATIC);
-	if (c->request_id)
-		sqlite3_bind_int64(s, 4, c->request_id);
-	if (c->state)
-		sqlite3_bind_text(s, 5, c->state, -1, SQLITE_STATIC);
-	sqlite3_bind_int64(s, 6, max_rows);
-	while (!*stop && (rc = sqlite3_step(s)) == SQLITE_ROW) {
-		memset(&row, 0, sizeof row);
-		row.has_id = sqlite3_column_type(s, 0) != SQLITE_NULL;
-		row.id = sqlite3_column_int64(s, 0);
-		row.request_id = sqlite3_column_int64(s, 1);
-		row.job = col_text(s, 2);
-		row.key = col_text(s, 3);
-		row.attempt = sqlite3_column_int(s, 4);
-		row.state = col_text(s, 5);
-		row.has_started_at = sqlite3_column_type(s, 6) != SQLITE_NULL;
-		row.started_at = sqlite3_column_int64(s, 6);
-		row.has_finished_at = sqlite3_column_type(s, 7) != SQLITE_NULL;
-		row.finished_at = sqlite3_column_int64(s, 7);
-		row.error = col_text(s, 8);
-		row.has_rows = sqlite3_column_type(s, 9) != SQLITE_NULL;
-		row.rows_changed = sqlite3_column_int64(s, 9);
-		row.code_version = col_text(s, 10);
-		c->hi[p] = sqlite3_column_int64(s, 11);
-		n++;
-		rc = cb(&row, data, err);
-		if (rc < 0) {
+	if (base->job)
+		sqlite3_bind_text(s, 3, base->job, -1, SQLITE_STATIC);
+	if (base->request_id)
+		sqlite3_bind_int64(s, 4, base->request_id);
+	if (base->state)
+		sqlite3_bind_text(s, 5, base->state, -1, SQLITE_STATIC);
+	sqlite3_bind_int64(s, 6, pg->max_rows);
+	while (!pg->stop && (rc = sqlite3_step(s)) == SQLITE_ROW) {
+		store_sqlite_run_row(s, &row);
+		if (store_runs_row(base, &row, sqlite3_column_int64(s, 11), pg,
+				   err) < 0) {
 			sqlite3_finalize(s);
 			return -1;
 		}
-		if (rc > 0)
-			*stop = true;
 	}
-	if (!*stop && rc != SQLITE_DONE) {
+	if (!pg->stop && rc != SQLITE_DONE) {
 		store_sqlite_fail(c->st, err, "listing runs");
 		sqlite3_finalize(s);
 		return -1;
 	}
 	sqlite3_finalize(s);
-	/* the window is read to its end: the next one starts below it */
-	if (!*stop && n < max_rows)
-		c->hi[p] = lo;
-	*nrows += n;
 	return 0;
 }
 
@@ -1691,40 +1663,17 @@ static int
 store_sqlite_runs_page(struct store_runs_cursor *base, int max_rows,
 		       store_run_cb cb, void *data, struct err *err)
 {
-	struct store_sqlite_cursor *c = (struct store_sqlite_cursor *)base;
-	int64_t budget = STORE_RUNS_SCAN, lo, start;
-	int nrows = 0;
-	bool stop = false;
-
-	while (c->phase < 3 && !stop && nrows < max_rows && budget > 0) {
-		int p = c->phase;
-
-		if (c->hi[p] <= c->lo[p]) {
-			c->phase++;
-			continue;
-		}
-		start = c->hi[p];
-		lo = c->hi[p] - budget < c->lo[p] ? c->lo[p] : c->hi[p] - budget;
-		if (store_sqlite_runs_window(c, lo, max_rows - nrows, cb, data, &nrows,
-				      &stop, err) < 0)
-			return -1;
-		budget -= start - c->hi[p];
-	}
-	while (c->phase < 3 && c->hi[c->phase] <= c->lo[c->phase])
-		c->phase++;
-	return c->phase == 3 ? 1 : 0;
+	return store_runs_walk(base, max_rows, store_sqlite_runs_window, cb,
+			       data, err);
 }
 
 static void
 store_sqlite_runs_close(struct store_runs_cursor *base)
 {
-	struct store_sqlite_cursor *c = (struct store_sqlite_cursor *)base;
-
-	if (c == NULL)
+	if (base == NULL)
 		return;
-	free(c->job);
-	free(c->state);
-	free(c);
+	store_runs_free(base);
+	free(base);
 }
 
 const struct store_ops store_sqlite_ops = {
@@ -1756,7 +1705,7 @@ const struct store_ops store_sqlite_ops = {
 	.partitions_of = store_sqlite_partitions_of,
 	.runs_open = store_sqlite_runs_open,
 	.runs_page = store_sqlite_runs_page,
-	.runs_max_id = store_sqlite_runs_max_id,
+	.runs_max_id = store_runs_newest,
 	.runs_close = store_sqlite_runs_close,
 	.partition_finished = store_sqlite_partition_finished,
 	.latest_counts = store_sqlite_latest_counts,

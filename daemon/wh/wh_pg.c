@@ -57,14 +57,14 @@
 
 #include <libpq-fe.h>
 
+#include "clock_ms.h"
+#include "pg_conn.h"
 #include "pgsql.h"
 #include "sqlscan.h"
 #include "wh.h"
 #include "xalloc.h"
 
-#define WHPG_CONNECT_TIMEOUT "10"
 #define WHPG_CANCEL_GRACE_MS 5000
-#define WHPG_PASSWORD_MAX 4096
 
 extern const struct wh_driver wh_pg_driver;
 
@@ -90,10 +90,7 @@ whpg_conn(struct wh_conn *conn)
 static int64_t
 whpg_now_ms(void)
 {
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+	return clock_ms(CLOCK_MONOTONIC);
 }
 
 /* Make a libpq message one line: blanks collapsed, no trailing blank. */
@@ -120,25 +117,8 @@ whpg_oneline(char *s)
 static void
 whpg_pqmsg(PGconn *pg, char *buf, size_t len)
 {
-	const char *m = pg != NULL ? PQerrorMessage(pg) : NULL;
-
-	if (m == NULL || *m == '\0')
-		m = "unknown error";
-	if (strncmp(m, "ERROR:  ", 8) == 0 || strncmp(m, "FATAL:  ", 8) == 0)
-		m += 8;
-	snprintf(buf, len, "%s", m);
+	snprintf(buf, len, "%s", pg_conn_error(pg));
 	whpg_oneline(buf);
-}
-
-/* "host H port P" of a connection, for messages (never its password). */
-static void
-whpg_where(PGconn *pg, char *buf, size_t len)
-{
-	const char *h = pg != NULL ? PQhost(pg) : NULL;
-	const char *p = pg != NULL ? PQport(pg) : NULL;
-
-	snprintf(buf, len, "host %s port %s", h != NULL && *h != '\0' ? h :
-	    "(default)", p != NULL && *p != '\0' ? p : "(default)");
 }
 
 /* Notices (DROP ... IF EXISTS skipping, ...) are not ours to print. */
@@ -147,41 +127,6 @@ whpg_notice(void *arg, const char *message)
 {
 	(void)arg;
 	(void)message;
-}
-
-/* Read the first line of a password file into a malloc'd string. */
-static int
-whpg_read_password(const char *wh, const char *path, char **out,
-		   struct err *err)
-{
-	char *buf;
-	FILE *f;
-	size_t n;
-
-	*out = NULL;
-	f = fopen(path, "re");
-	if (f == NULL)
-		return err_set(err, EXIT_WORK_FAILED, "warehouse \"%s\": cannot "
-		    "read password_file %s: %s", wh, path, strerror(errno));
-	buf = xcalloc(1, WHPG_PASSWORD_MAX + 1);
-	n = fread(buf, 1, WHPG_PASSWORD_MAX, f);
-	if (ferror(f)) {
-		explicit_bzero(buf, WHPG_PASSWORD_MAX);
-		free(buf);
-		fclose(f);
-		return err_set(err, EXIT_WORK_FAILED, "warehouse \"%s\": cannot "
-		    "read password_file %s", wh, path);
-	}
-	fclose(f);
-	buf[n] = '\0';
-	buf[strcspn(buf, "\r\n")] = '\0';
-	if (buf[0] == '\0') {
-		free(buf);
-		return err_set(err, EXIT_WORK_FAILED, "warehouse \"%s\": "
-		    "password_file %s is empty", wh, path);
-	}
-	*out = buf;
-	return 0;
 }
 
 /* Free a connection that is not (or no longer) open. */
@@ -203,11 +148,9 @@ static int
 whpg_open(const struct warehouse_def *wh, struct wh_conn **out,
 	  struct err *err)
 {
-	const char *kw[5], *val[5];
-	char msg[ERR_MSG_MAX], where[256];
+	char msg[ERR_MSG_MAX], where[256], who[ERR_MSG_MAX];
 	struct whpg_conn *c;
 	char *password = NULL;
-	int n = 0;
 
 	*out = NULL;
 	if (wh->conninfo == NULL)
@@ -224,35 +167,19 @@ whpg_open(const struct warehouse_def *wh, struct wh_conn **out,
 		whpg_free(c);
 		return -1;
 	}
-	if (wh->password_file != NULL &&
-	    whpg_read_password(wh->name, wh->password_file, &password,
-	    err) == -1) {
-		whpg_free(c);
-		return -1;
+	if (wh->password_file != NULL) {
+		snprintf(who, sizeof who, "warehouse \"%s\"", wh->name);
+		if (pg_conn_password(who, wh->password_file, EXIT_WORK_FAILED,
+				     true, &password, err) == -1) {
+			whpg_free(c);
+			return -1;
+		}
 	}
-
-	/* Before dbname: defaults the connection string may override. */
-	kw[n] = "connect_timeout";
-	val[n++] = WHPG_CONNECT_TIMEOUT;
-	kw[n] = "fallback_application_name";
-	val[n++] = "backfilld";
-	kw[n] = "dbname";
-	val[n++] = wh->conninfo;
-	if (password != NULL) {
-		kw[n] = "password";
-		val[n++] = password;
-	}
-	kw[n] = NULL;
-	val[n] = NULL;
-	c->pg = PQconnectdbParams(kw, val, 1);
-	if (password != NULL) {
-		explicit_bzero(password, strlen(password));
-		free(password);
-	}
+	c->pg = pg_conn_connect(wh->conninfo, password);
 	if (c->pg == NULL) /* libpq could not allocate its connection */
 		xalloc_exhausted("libpq");
 	if (PQstatus(c->pg) != CONNECTION_OK) {
-		whpg_where(c->pg, where, sizeof where);
+		pg_conn_where(c->pg, where, sizeof where);
 		whpg_pqmsg(c->pg, msg, sizeof msg);
 		err_set(err, EXIT_WORK_FAILED, "warehouse \"%s\": cannot "
 		    "connect to %s: %s", wh->name, where, msg);
@@ -495,7 +422,7 @@ whpg_reset(struct whpg_conn *c, struct err *err)
 	PQreset(c->pg);
 	if (PQstatus(c->pg) != CONNECTION_OK) {
 		c->broken = true;
-		whpg_where(c->pg, where, sizeof where);
+		pg_conn_where(c->pg, where, sizeof where);
 		whpg_pqmsg(c->pg, msg, sizeof msg);
 		return err_set(err, EXIT_WORK_FAILED, "warehouse \"%s\": "
 		    "connection lost: cannot reconnect to %s: %s", c->name,

@@ -55,6 +55,7 @@
 
 #include <sqlite3.h>
 
+#include "clock_ms.h"
 #include "sqlscan.h"
 #include "wh.h"
 #include "xalloc.h"
@@ -190,10 +191,7 @@ whsql_progress_cb(void *arg)
 static int64_t
 whsql_now_ms(void)
 {
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+	return clock_ms(CLOCK_MONOTONIC);
 }
 
 /*
@@ -715,63 +713,116 @@ whsql_column_dup(sqlite3_stmt *st, int col)
 	return xstrdup((const char *)t);
 }
 
+/* Prepare sql as what ("a check") must be: a statement (single: only
+ * one), read-only, params bound.  -1 with msg, *st finalized. */
+static int
+whsql_prepare_read(struct whsql_conn *c, const char *sql, const char *what,
+		   bool single, const struct wh_param *params, size_t nparams,
+		   sqlite3_stmt **st, char *msg, size_t len)
+{
+	sqlite3_stmt *more = NULL;
+	const char *tail;
+	int rc;
+
+	*st = NULL;
+	rc = sqlite3_prepare_v2(c->db, sql, -1, st, &tail);
+	if (rc != SQLITE_OK) {
+		whsql_errmsg(c, rc, msg, len);
+		goto fail;
+	}
+	if (*st == NULL) {
+		snprintf(msg, len, "no statement");
+		goto fail;
+	}
+	if (single) {
+		rc = sqlite3_prepare_v2(c->db, tail, -1, &more, NULL);
+		sqlite3_finalize(more);
+		if (rc != SQLITE_OK || more != NULL) {
+			snprintf(msg, len, "%s is one statement", what);
+			goto fail;
+		}
+	}
+	if (!sqlite3_stmt_readonly(*st)) {
+		snprintf(msg, len, "%s must not write", what);
+		goto fail;
+	}
+	if (whsql_bind(c, *st, params, nparams, msg, len) == -1)
+		goto fail;
+	return 0;
+
+fail:
+	sqlite3_finalize(*st);
+	*st = NULL;
+	return -1;
+}
+
+/*
+ * One read-only statement (whsql_prepare_read) run under the interrupt
+ * guard: each row to row(st, arg, msg, len), which returns 0 for the
+ * next row, 1 to stop, -1 to fail with msg.  0, or -1 with err.
+ */
+static int
+whsql_read(struct whsql_conn *c, const char *sql, const char *what,
+	   bool single, const struct wh_param *params, size_t nparams,
+	   int (*row)(sqlite3_stmt *, void *, char *, size_t), void *arg,
+	   struct err *err)
+{
+	sqlite3_stmt *st = NULL;
+	char msg[ERR_MSG_MAX];
+	int rc = SQLITE_DONE, r = 0;
+
+	if (atomic_load(&c->interrupted))
+		return err_set(err, EXIT_WORK_FAILED, "interrupted");
+	c->guarded = true;
+	if (whsql_prepare_read(c, sql, what, single, params, nparams, &st,
+			       msg, sizeof msg) == -1)
+		r = -1;
+	while (r == 0 && (rc = sqlite3_step(st)) == SQLITE_ROW)
+		r = row(st, arg, msg, sizeof msg);
+	if (r == 0 && rc != SQLITE_DONE) {
+		whsql_errmsg(c, rc, msg, sizeof msg);
+		r = -1;
+	}
+	sqlite3_finalize(st);
+	c->guarded = false;
+	if (r < 0)
+		return err_set(err, EXIT_WORK_FAILED, "%s", msg);
+	return 0;
+}
+
+/* What query_value reads: the first column of the first row. */
+struct whsql_value {
+	bool *has_row;
+	char **value;
+};
+
+/* query_value's row: keep its first column, stop. */
+static int
+whsql_value_row(sqlite3_stmt *st, void *arg, char *msg, size_t len)
+{
+	struct whsql_value *v = arg;
+
+	(void)msg;
+	(void)len;
+	*v->has_row = true;
+	if (sqlite3_column_count(st) > 0 &&
+	    sqlite3_column_type(st, 0) != SQLITE_NULL)
+		*v->value = whsql_column_dup(st, 0);
+	return 1;
+}
+
 /* Run one read-only statement; the first column of its first row. */
 static int
 whsql_query_value(struct wh_conn *conn, const char *sql,
 		  const struct wh_param *params, size_t nparams,
 		  bool *has_row, char **value, struct err *err)
 {
-	struct whsql_conn *c = whsql_conn(conn);
-	sqlite3_stmt *st = NULL, *more = NULL;
-	const char *tail;
-	char msg[ERR_MSG_MAX];
-	int rc;
+	struct whsql_value v = { has_row, value };
 
 	*has_row = false;
 	*value = NULL;
-	if (atomic_load(&c->interrupted))
-		return err_set(err, EXIT_WORK_FAILED, "interrupted");
-	c->guarded = true;
-	rc = sqlite3_prepare_v2(c->db, sql, -1, &st, &tail);
-	if (rc != SQLITE_OK) {
-		whsql_errmsg(c, rc, msg, sizeof msg);
-		goto fail;
-	}
-	if (st == NULL) {
-		snprintf(msg, sizeof msg, "no statement");
-		goto fail;
-	}
-	rc = sqlite3_prepare_v2(c->db, tail, -1, &more, NULL);
-	if (rc != SQLITE_OK || more != NULL) {
-		snprintf(msg, sizeof msg, "a check is one statement");
-		goto fail;
-	}
-	if (!sqlite3_stmt_readonly(st)) {
-		snprintf(msg, sizeof msg, "a check must not write");
-		goto fail;
-	}
-	if (whsql_bind(c, st, params, nparams, msg, sizeof msg) == -1)
-		goto fail;
-	rc = sqlite3_step(st);
-	if (rc == SQLITE_ROW) {
-		*has_row = true;
-		if (sqlite3_column_count(st) > 0 &&
-		    sqlite3_column_type(st, 0) != SQLITE_NULL) {
-			*value = whsql_column_dup(st, 0);
-		}
-	} else if (rc != SQLITE_DONE) {
-		whsql_errmsg(c, rc, msg, sizeof msg);
-		goto fail;
-	}
-	sqlite3_finalize(st);
-	c->guarded = false;
-	return 0;
-
-fail:
-	sqlite3_finalize(more);
-	sqlite3_finalize(st);
-	c->guarded = false;
-	return err_set(err, EXIT_WORK_FAILED, "%s", msg);
+	return whsql_read(whsql_conn(conn), sql, "a check", true, params,
+			  nparams, whsql_value_row, &v, err);
 }
 
 /* Create temp.backfill_manifest and insert the batch's partitions. */
@@ -911,6 +962,34 @@ whsql_check(struct wh_conn *conn, struct err *err)
 	    "deleted or replaced while open", c->name, c->path);
 }
 
+/* What query_column collects: the non-NULL first-column values. */
+struct whsql_column {
+	char **v;
+	size_t n, cap, max;
+};
+
+/* query_column's row: collect its first column unless NULL; fail past
+ * the maximum. */
+static int
+whsql_column_row(sqlite3_stmt *st, void *arg, char *msg, size_t len)
+{
+	struct whsql_column *col = arg;
+
+	if (sqlite3_column_count(st) == 0 ||
+	    sqlite3_column_type(st, 0) == SQLITE_NULL)
+		return 0;
+	if (col->n == col->max) {
+		snprintf(msg, len, "more than %zu values", col->max);
+		return -1;
+	}
+	if (col->n == col->cap) {
+		col->cap = col->cap ? col->cap * 2 : 16;
+		col->v = xreallocarray(col->v, col->cap, sizeof *col->v);
+	}
+	col->v[col->n++] = whsql_column_dup(st, 0);
+	return 0;
+}
+
 /* Every first-column value of a read-only statement (sensors). */
 static int
 whsql_query_column(struct wh_conn *conn, const char *sql,
@@ -918,64 +997,20 @@ whsql_query_column(struct wh_conn *conn, const char *sql,
 		   size_t max_values, char ***values, size_t *nvalues,
 		   struct err *err)
 {
-	struct whsql_conn *c = whsql_conn(conn);
-	sqlite3_stmt *st = NULL;
-	char msg[ERR_MSG_MAX];
-	char **v = NULL;
-	size_t n = 0, cap = 0;
-	int rc;
+	struct whsql_column col = { .max = max_values };
 
 	*values = NULL;
 	*nvalues = 0;
-	if (atomic_load(&c->interrupted))
-		return err_set(err, EXIT_WORK_FAILED, "interrupted");
-	c->guarded = true;
-	rc = sqlite3_prepare_v2(c->db, sql, -1, &st, NULL);
-	if (rc != SQLITE_OK || st == NULL) {
-		if (rc != SQLITE_OK)
-			whsql_errmsg(c, rc, msg, sizeof msg);
-		else
-			snprintf(msg, sizeof msg, "no statement");
-		goto fail;
+	if (whsql_read(whsql_conn(conn), sql, "a sensor query", false, params,
+		       nparams, whsql_column_row, &col, err) == -1) {
+		for (size_t i = 0; i < col.n; i++)
+			free(col.v[i]);
+		free(col.v);
+		return -1;
 	}
-	if (!sqlite3_stmt_readonly(st)) {
-		snprintf(msg, sizeof msg, "a sensor query must not write");
-		goto fail;
-	}
-	if (whsql_bind(c, st, params, nparams, msg, sizeof msg) == -1)
-		goto fail;
-	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
-		if (sqlite3_column_count(st) == 0 ||
-		    sqlite3_column_type(st, 0) == SQLITE_NULL)
-			continue;
-		if (n == max_values) {
-			snprintf(msg, sizeof msg, "more than %zu values",
-				 max_values);
-			goto fail;
-		}
-		if (n == cap) {
-			cap = cap ? cap * 2 : 16;
-			v = xreallocarray(v, cap, sizeof *v);
-		}
-		v[n++] = whsql_column_dup(st, 0);
-	}
-	if (rc != SQLITE_DONE) {
-		whsql_errmsg(c, rc, msg, sizeof msg);
-		goto fail;
-	}
-	sqlite3_finalize(st);
-	c->guarded = false;
-	*values = v;
-	*nvalues = n;
+	*values = col.v;
+	*nvalues = col.n;
 	return 0;
-
-fail:
-	sqlite3_finalize(st);
-	for (size_t i = 0; i < n; i++)
-		free(v[i]);
-	free(v);
-	c->guarded = false;
-	return err_set(err, EXIT_WORK_FAILED, "%s", msg);
 }
 
 /* FNV-1a over bytes, continuing from h. */

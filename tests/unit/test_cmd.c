@@ -135,14 +135,14 @@ START_TEST(test_refused)
 }
 END_TEST
 
-/* The states `runs --state` takes are the store's, in its order. */
+/* The one state table: MS_COUNT names, in the enum's order, then NULL
+ * (`runs --state` reads it to its NULL). */
 START_TEST(test_states)
 {
 	int n = 0;
 
-	for (; cmdspec_state_names[n] != NULL; n++)
-		ck_assert_str_eq(cmdspec_state_names[n],
-				 mstate_name((enum mstate)n));
+	for (; mstate_names[n] != NULL; n++)
+		ck_assert_str_eq(mstate_names[n], mstate_name((enum mstate)n));
 	ck_assert_int_eq(n, MS_COUNT);
 }
 END_TEST
