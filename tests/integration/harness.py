@@ -237,16 +237,19 @@ class Daemon:
     config      a whole config text instead (jobs/warehouses/settings unused);
                 `{dir}` in it is replaced by the temporary folder
     clock       the test clock instant, or None for the real clock
+    state       the state store object (configure/rows/tables) instead of
+                the one BACKFILLD_TEST_STATE names: several daemons on one
+                store (test_cluster.py)
     """
 
     def __init__(self, jobs=None, warehouses=None, settings=None, config=None,
-                 clock=DEFAULT_CLOCK, name="it", env=None, start=True):
+                 clock=DEFAULT_CLOCK, name="it", env=None, start=True, state=None):
         self.backfilld, self.backfillctl = binaries()
         self.dir = tempfile.mkdtemp(prefix="bfd-%s-" % name)
         self.conf = os.path.join(self.dir, "backfilld.yaml")
         self.sock = os.path.join(self.dir, "backfilld.sock")
         self._state_db = os.path.join(self.dir, "state.db")
-        self.state = state_store(self)
+        self.state = state if state is not None else state_store(self)
         self.log = os.path.join(self.dir, "backfilld.log")
         self.proc = None
         self.starts = 0
