@@ -346,6 +346,7 @@ pgst_connect(struct pgst *p, struct err *err)
 {
 	char msg[512], where[256];
 	char *password = NULL;
+	PGresult *r;
 
 	if (p->pg != NULL) {
 		PQfinish(p->pg);
@@ -366,6 +367,19 @@ pgst_connect(struct pgst *p, struct err *err)
 			       " connect to %s: %s", where, msg);
 	}
 	PQsetNoticeProcessor(p->pg, pgst_notice, NULL);
+	/* A transaction lasts one loop callback.  One left open (the
+	 * process stopped by SIGSTOP or a frozen VM mid-turn) would hold
+	 * the fence's lock on the lease row and every row it wrote, and so
+	 * stall the other nodes' lease and heartbeats: the server ends such
+	 * a session after 2 s idle in a transaction (the node finds its
+	 * transaction failed when it wakes, and the store-failure rule
+	 * applies). */
+	r = PQexec(p->pg, "SET idle_in_transaction_session_timeout = '2s'");
+	if (PQresultStatus(r) != PGRES_COMMAND_OK) {
+		PQclear(r);
+		return pgst_fail(p, err, "setting idle_in_transaction_session_timeout");
+	}
+	PQclear(r);
 	return 0;
 }
 
