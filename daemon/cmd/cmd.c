@@ -75,7 +75,7 @@ cmd_job(struct cmd_ctx *ctx, const struct proto_msg *req, struct cmd_res *res)
 		buf_addstr(&names, ", ...");
 	buf_add(&names, "", 1);
 	cmd_fail(res, EXIT_BAD_INPUT, "unknown job \"%s\": the configured"
-		 " jobs are %s", str_escape(name, q, sizeof q), names.data);
+		 " jobs are %s", text_escape(name, q, sizeof q), names.data);
 	buf_free(&names);
 	return -1;
 }
@@ -252,7 +252,7 @@ cmd_run(struct cmd_ctx *ctx, const struct proto_msg *req, struct buf *resp,
 	err_clear(&res.err);
 	if (ce == NULL)
 		cmd_fail(&res, EXIT_BAD_INPUT, "unknown command \"%s\": see"
-			 " backfillctl --help", str_escape(name, qname, sizeof qname));
+			 " backfillctl --help", text_escape(name, qname, sizeof qname));
 	else if (cmd_req_mutates(ce, req) && !ctx->may_change)
 		cmd_fail(&res, EXIT_BAD_INPUT, "permission denied: %s changes"
 			 " state and needs root, the daemon's user or the socket's"
@@ -286,7 +286,7 @@ cmd_run(struct cmd_ctx *ctx, const struct proto_msg *req, struct buf *resp,
 	}
 	if (res.status != EXIT_DONE && res.err.msg[0]) {
 		log_info("control: cmd=%s refused: %s",
-			 str_escape(name, qname, sizeof qname), res.err.msg);
+			 text_escape(name, qname, sizeof qname), res.err.msg);
 		buf_reset(&res.out);
 	}
 	proto_add_int(resp, "status", res.status);

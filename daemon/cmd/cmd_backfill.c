@@ -159,7 +159,7 @@ backfill_parse_dates(const struct job_def *j, const char *dates, const char *fil
 	int line = 0;
 	char qf[256];
 
-	str_escape(file ? file : "the dates file", qf, sizeof qf);
+	text_escape(file ? file : "the dates file", qf, sizeof qf);
 	while (*p) {
 		const char *nl = strchr(p, '\n');
 		size_t len = nl ? (size_t)(nl - p) : strlen(p);

@@ -7,7 +7,7 @@
 
 /* Render s printable into out: control bytes escaped, cut with "...". */
 const char *
-str_escape(const char *s, char *out, size_t size)
+text_escape(const char *s, char *out, size_t size)
 {
 	size_t n = 0;
 

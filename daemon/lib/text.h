@@ -3,7 +3,7 @@
  *
  * A job name, a date, a reason or a command name comes from whoever runs
  * backfillctl; echoed raw, a newline in it would forge a log line and an
- * escape sequence would drive the reader's terminal.  str_escape() renders
+ * escape sequence would drive the reader's terminal.  text_escape() renders
  * it printable: \n, \r, \t, \\ and \xNN for the other control bytes and
  * DEL; bytes >= 0x80 (UTF-8) are kept.
  */
@@ -14,7 +14,7 @@
 
 /* Render s (NULL: "") into out (size >= 4), cut with "..." when it does
  * not fit; returns out. */
-const char *str_escape(const char *s, char *out, size_t size);
+const char *text_escape(const char *s, char *out, size_t size);
 
 /* FNV-1a of two strings with a separator between them (a job name and a
  * partition key, say): for hash tables keyed by the pair. */

@@ -581,7 +581,7 @@ daemon_check_host(const struct config *cfg, struct err *err)
 		return err_set(err, EXIT_BAD_INPUT, "%s: socket_group \"%s\""
 			       " does not exist: create it (groupadd) or change"
 			       " socket_group", cfg->path,
-			       str_escape(cfg->socket_group, q, sizeof q));
+			       text_escape(cfg->socket_group, q, sizeof q));
 	}
 	return 0;
 }

@@ -99,7 +99,7 @@ sched_commit_plan(struct sched *s, const struct sched_req *rq,
 		 " (%zu downstream)%s%s",
 		 *id, j->name, rq->kind, plan->n, plan->n - plan->nroot,
 		 rq->reason ? " reason=" : "",
-		 rq->reason ? str_escape(rq->reason, qreason, sizeof qreason)
+		 rq->reason ? text_escape(rq->reason, qreason, sizeof qreason)
 			    : "");
 	sched_kick(s);
 	return 0;
