@@ -623,21 +623,21 @@ cworker_cancel_cb(void *data, int64_t id)
 			exec_cancel(w->exec, &l->run);
 }
 
-/* log_cb */
+/* log_cb: the layer's lines already say "cluster: node=..." */
 static void
 cworker_log_cb(void *data, int prio, const char *line)
 {
 	(void)data;
 	if (prio <= 3)
-		log_err("cluster: %s", line);
+		log_err("%s", line);
 	else if (prio == 4)
-		log_warn("cluster: %s", line);
+		log_warn("%s", line);
 	else if (prio == 5)
-		log_notice("cluster: %s", line);
+		log_notice("%s", line);
 	else if (prio == 6)
-		log_info("cluster: %s", line);
+		log_info("%s", line);
 	else
-		log_debug("cluster: %s", line);
+		log_debug("%s", line);
 }
 
 const struct cluster_driver *
