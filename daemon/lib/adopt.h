@@ -66,6 +66,7 @@ struct adopt_row {
 	const char *job;
 	const char *const *keys;
 	size_t nkeys;
+	const char *node; /* claimed by ("" when offered), for the log */
 };
 
 /*

@@ -536,8 +536,15 @@ manifest_count_requests(struct run *r, int delta)
 void
 manifest_run_start(struct manifest *m, struct run *r)
 {
-	for (size_t i = 0; i < r->nitems; i++) {
+	for (size_t i = 0; i < r->nitems; i++)
 		r->items[i]->attempts++;
+	manifest_run_adopt(m, r);
+}
+
+void
+manifest_run_adopt(struct manifest *m, struct run *r)
+{
+	for (size_t i = 0; i < r->nitems; i++) {
 		r->items[i]->run = r;
 		manifest_set(m, r->items[i], MS_RUNNING);
 	}

@@ -173,6 +173,9 @@ bool manifest_same(const struct item *x, const char *job, const char *key);
 /* A run picked by pick_next_run (pick.h) starts: its items are running, one
  * more attempt each, counted against the caps. */
 void manifest_run_start(struct manifest *m, struct run *r);
+/* A run an earlier planner started, rebuilt from the store (adopt.h):
+ * its items running, counted against the caps, no attempt added. */
+void manifest_run_adopt(struct manifest *m, struct run *r);
 /* The store refused the start: undo manifest_run_start. */
 void manifest_run_unstart(struct manifest *m, struct run *r);
 /* The run ended with result (queued again, succeeded or failed); with

@@ -85,6 +85,7 @@ struct cluster_work {
 	int attempt;
 	int64_t generation;  /* of the planner that offered it */
 	int64_t claimed_ms;  /* database clock */
+	char state[8];       /* offered, claimed, done (work_rows only) */
 	/* results */
 	char claimed_by[LEASE_NAME_MAX];
 	bool failed;
@@ -191,10 +192,17 @@ struct cluster_driver {
 	 * offers withdrawn (a cancelled request). */
 	int (*forget)(struct cluster *c, const int64_t *ids, size_t n,
 		      struct err *err);
-	/* Planner: ids of the rows still offered or claimed (recovery after
-	 * a takeover: those runs are in flight, not lost). */
+	/* Planner: ids of the rows still offered or claimed. */
 	int (*in_flight)(struct cluster *c, int64_t **ids, size_t *n,
 			 struct err *err);
+	/* Planner: every row, state filled (a new planner adopts the runs
+	 * they carry: docs/several-hosts.md). */
+	int (*work_rows)(struct cluster *c, struct cluster_work **out,
+			 size_t *n, struct err *err);
+	/* Planner stopping while others live: release the lease now and
+	 * never take it again; what is offered or claimed stays for the
+	 * next planner.  role_cb follows. */
+	void (*resign)(struct cluster *c);
 
 	/* Worker: claim up to max offered runs of the given jobs (those this
 	 * node may run); *n may be 0. */

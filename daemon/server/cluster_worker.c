@@ -23,6 +23,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "adopt.h"
 #include "calendar.h"
 #include "clock.h"
 #include "config.h"
@@ -65,8 +66,8 @@ struct cworker {
 	struct local *locals;
 	int nlocal; /* running here (not done) */
 	uv_timer_t pump; /* next loop turn: offer, claim, cancel */
-	uv_timer_t takeover; /* a new planner waits for the work in flight */
-	int64_t takeover_since; /* ms, 0 when not waiting */
+	uv_timer_t takeover; /* a new planner reads the work in flight */
+	bool taking_over;    /* ... and has not adopted it yet */
 	bool planner_once;
 	bool closing;
 	void (*closed_cb)(void *);
@@ -125,6 +126,22 @@ cworker_submit(void *data, struct exec_run *run)
 	w->offered[w->noffered++] = run;
 	w->nunsent++;
 	cworker_kick(w);
+}
+
+/* The scheduler's remote: a run an earlier planner offered, adopted:
+ * offered already (before the runs not sent yet). */
+static void
+cworker_adopt(void *data, struct exec_run *run)
+{
+	struct cworker *w = data;
+	size_t at = w->noffered - w->nunsent;
+
+	w->offered = xreallocarray(w->offered, w->noffered + 1,
+				   sizeof *w->offered);
+	memmove(&w->offered[at + 1], &w->offered[at],
+		w->nunsent * sizeof *w->offered);
+	w->offered[at] = run;
+	w->noffered++;
 }
 
 /* The scheduler's remote: end the run as not started (next turn). */
@@ -237,7 +254,8 @@ cworker_result(struct cworker *w, const struct cluster_work *x)
 	struct exec_run *run = cworker_take_offered(w, x->id);
 
 	if (run == NULL) {
-		/* offered by an earlier planner: its recovery queued it again */
+		/* no run of this planner: one an earlier planner's store
+		 * does not hold running (cworker_takeover_cb) */
 		if (x->interrupted)
 			cworker_note_interrupted(w, x);
 		return;
@@ -264,6 +282,9 @@ cworker_collect(void *data)
 	size_t n;
 	struct err err;
 
+	/* a new planner reads results once it has adopted their runs */
+	if (!w->planner_once || w->closing)
+		return;
 	do {
 		int64_t *ids;
 
@@ -488,49 +509,100 @@ cworker_fence(struct cworker *w, int64_t gen)
 }
 
 /*
- * A new planner does not know the runs an earlier one left in flight: it
- * withdraws those still offered, asks the nodes running the others to
- * stop them (forget on a claimed row sets its cancel), and plans only
- * once none is left, so that its recovery queues them again and no
- * partition runs twice at once.  After CWORKER_TAKEOVER_MAX_MS it plans
- * anyway (a run that does not stop).
+ * A new planner adopts the runs an earlier one left in flight
+ * (docs/several-hosts.md, adopt.h): it reads the work table and starts
+ * the scheduler with the runs rows those rows carry kept running, handed
+ * back here by cworker_adopt, so that their results are recorded through
+ * their done_cb as this planner's own; a claim of a dead node is reaped
+ * into an interrupted result as ever.  The rows that carry no run the
+ * store holds running are given up: offers withdrawn, done rows deleted,
+ * claims asked to stop.  Until then nothing is collected, planned or
+ * answered; a read that fails is tried again CWORKER_TAKEOVER_MS later.
  */
 static void cworker_mail_cb(void *data);
 
 #define CWORKER_TAKEOVER_MS 300
-#define CWORKER_TAKEOVER_MAX_MS 60000
+
+/* Withdraw, stop or delete the rows the scheduler did not adopt. */
+static void
+cworker_give_up(struct cworker *w, const struct cluster_work *rows,
+		const enum adopt_action *act, size_t n)
+{
+	int64_t *ids = xcalloc(n + 1, sizeof *ids);
+	size_t nids = 0;
+	struct err err;
+
+	for (size_t i = 0; i < n; i++) {
+		if (act[i] == ADOPT_KEEP)
+			continue;
+		ids[nids++] = rows[i].id;
+		if (act[i] != ADOPT_DROP)
+			log_warn("run=%" PRId64 " job=%s: %s by the earlier"
+				 " planner, but not running in the state store:"
+				 " %s", rows[i].id, rows[i].job,
+				 act[i] == ADOPT_WITHDRAW ? "offered" :
+				 "claimed", act[i] == ADOPT_WITHDRAW ?
+				 "withdrawn" : "its node is asked to stop it");
+	}
+	if (nids > 0 && w->drv->forget(w->c, ids, nids, &err) < 0)
+		log_warn("cannot give up %zu rows of the work table: %s", nids,
+			 err.msg);
+	free(ids);
+}
+
+/* The state of a work row for adopt.h. */
+static enum adopt_work
+cworker_work_state(const struct cluster_work *x)
+{
+	if (strcmp(x->state, "offered") == 0)
+		return ADOPT_OFFERED;
+	if (strcmp(x->state, "claimed") == 0)
+		return ADOPT_CLAIMED;
+	return ADOPT_DONE;
+}
 
 static void
 cworker_takeover_cb(uv_timer_t *t)
 {
 	struct cworker *w = t->data;
-	int64_t *ids = NULL, now = uv_now(w->loop);
-	size_t n = 0;
+	struct cluster_work *rows = NULL;
+	struct adopt_row *ar;
+	enum adopt_action *act;
+	size_t n = 0, kept = 0;
 	struct err err;
 
-	if (w->takeover_since == 0 || w->closing)
+	if (!w->taking_over || w->closing)
 		return;
-	if (w->drv->in_flight(w->c, &ids, &n, &err) < 0) {
+	if (w->drv->work_rows(w->c, &rows, &n, &err) < 0) {
 		log_warn("cannot read the work in flight: %s", err.msg);
-		n = 1; /* try again */
-	} else if (n > 0 && w->drv->forget(w->c, ids, n, &err) < 0) {
-		log_warn("cannot withdraw the work in flight: %s", err.msg);
-	}
-	free(ids);
-	if (n > 0 && now - w->takeover_since < CWORKER_TAKEOVER_MAX_MS) {
 		uv_timer_start(&w->takeover, cworker_takeover_cb,
 			       CWORKER_TAKEOVER_MS, 0);
 		return;
 	}
-	if (n > 0)
-		log_warn("%zu runs of the earlier planner are still in flight"
-			 " after %d s: planning anyway", n,
-			 CWORKER_TAKEOVER_MAX_MS / 1000);
-	w->takeover_since = 0;
+	ar = xcalloc(n + 1, sizeof *ar);
+	act = xcalloc(n + 1, sizeof *act); /* ADOPT_KEEP: nothing given up */
+	for (size_t i = 0; i < n; i++)
+		ar[i] = (struct adopt_row){rows[i].id,
+			cworker_work_state(&rows[i]), rows[i].job,
+			(const char *const *)rows[i].keys, rows[i].nkeys,
+			rows[i].claimed_by};
+	w->taking_over = false;
 	w->planner_once = true;
-	if (sched_start(w->sched, &err) < 0)
+	if (sched_start_adopt(w->sched, ar, n, act, &err) < 0)
 		log_err("cannot start planning: %s", err.msg);
+	else
+		cworker_give_up(w, rows, act, n);
+	for (size_t i = 0; i < n; i++)
+		kept += act[i] == ADOPT_KEEP;
+	if (n > 0)
+		log_notice("%zu runs in flight adopted from the earlier planner"
+			   " (%zu rows of the work table given up)", kept,
+			   n - kept);
+	free(act);
+	free(ar);
+	w->drv->work_free(rows, n);
 	cworker_kick(w);
+	cworker_collect(w); /* results that came meanwhile */
 	cworker_mail_cb(w); /* what waited meanwhile */
 }
 
@@ -543,17 +615,18 @@ cworker_role_cb(void *data, enum cluster_role role, int64_t gen)
 	log_notice("this node is now %s%s", cluster_role_name(role),
 		   role == CLUSTER_PLANNER ? " (it holds the lease)" : "");
 	if (role != CLUSTER_PLANNER) {
-		cworker_fence(w, 0);
-		w->takeover_since = 0;
+		/* a planner handing over keeps its fence: it writes nothing
+		 * more to the state store */
+		if (!w->closing)
+			cworker_fence(w, 0);
+		w->taking_over = false;
 		uv_timer_stop(&w->takeover);
 		if (w->planner_once && w->o.deposed_cb != NULL)
 			w->o.deposed_cb(w->o.data);
 	} else {
 		cworker_fence(w, gen);
-		if (!w->planner_once && w->takeover_since == 0) {
-			w->takeover_since = uv_now(w->loop);
-			if (w->takeover_since == 0)
-				w->takeover_since = 1;
+		if (!w->planner_once && !w->taking_over) {
+			w->taking_over = true;
 			cworker_takeover_cb(&w->takeover);
 		}
 		cworker_kick(w);
@@ -681,7 +754,8 @@ cworker_open(const struct cworker_opts *o, struct cworker **out,
 	uv_timer_init(o->loop, &w->takeover);
 	w->takeover.data = w;
 	w->pump.timer_cb = cworker_pump_cb;
-	w->remote = (struct sched_remote){cworker_submit, cworker_cancel, w};
+	w->remote = (struct sched_remote){cworker_submit, cworker_cancel,
+		cworker_adopt, w};
 	sched_set_remote(o->sched, &w->remote);
 	if (w->drv->open(o->loop, &co, &cbs, &w->c, err) < 0) {
 		uv_close((uv_handle_t *)&w->pump, NULL);
@@ -702,10 +776,32 @@ cworker_reload(struct cworker *w)
 	cworker_kick(w);
 }
 
+/*
+ * A planner that stops hands over (docs/several-hosts.md): the runs it
+ * recorded but has not offered yet are offered, then it forgets every run
+ * in flight without recording anything (their runs rows stay running),
+ * releases the lease and never takes it again; the next planner adopts
+ * them.  Its own claimed runs go on until they end or the shutdown grace
+ * is over, and their results wait in the work table for that planner.
+ */
 void
 cworker_stop(struct cworker *w)
 {
+	struct cluster_state st;
+
 	w->closing = true;
+	w->drv->state(w->c, &st);
+	if (!w->planner_once || st.role != CLUSTER_PLANNER) {
+		w->drv->resign(w->c);
+		return;
+	}
+	cworker_offer(w);
+	if (w->nunsent > 0)
+		log_warn("%zu runs recorded but not offered are queued again"
+			 " by the next planner", w->nunsent);
+	w->noffered = w->nunsent = w->ncancels = 0;
+	sched_hand_over(w->sched);
+	w->drv->resign(w->c);
 }
 
 void

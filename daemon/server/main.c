@@ -403,10 +403,9 @@ daemon_stop(struct daemon *d)
 	control_close(d->control);
 	sched_drain(d->sched);
 	if (d->cw != NULL) {
-		/* several hosts: no more claims; the runs this planner
-		 * offered are queued again (the next planner offers them) */
+		/* several hosts: no more claims; a planner hands the runs
+		 * it offered over to the next planner (cworker_stop) */
 		cworker_stop(d->cw);
-		sched_cancel_running(d->sched);
 	}
 	uv_timer_start(&d->grace, daemon_grace_cb,
 		       (uint64_t)cfg->shutdown_grace * 1000, 0);

@@ -35,7 +35,7 @@ sched_throttled_cb(void *data, int warehouse)
 }
 
 /* Free a run's shell and core halves. */
-static void
+void
 sched_active_free(struct active *a)
 {
 	manifest_run_free(a->mr);
@@ -86,9 +86,9 @@ sched_part(const struct job_def *j, const struct item *x, struct exec_part *p)
 	part_bound(j->grain, part_end(j->grain, x->part), p->end);
 }
 
-/* Hand a recorded run to the executor. */
-static void
-sched_run_submit(struct sched *s, struct active *a)
+/* The executor's run of a recorded run (its done_cb this file's). */
+void
+sched_run_fill(struct sched *s, struct active *a)
 {
 	struct run *r = a->mr;
 	struct item *e = r->items[0];
@@ -109,6 +109,16 @@ sched_run_submit(struct sched *s, struct active *a)
 	a->run.done_cb = sched_run_done_cb;
 	a->run.started_cb = sched_run_started_cb;
 	a->run.data = a;
+}
+
+/* Hand a recorded run to the executor. */
+static void
+sched_run_submit(struct sched *s, struct active *a)
+{
+	struct run *r = a->mr;
+	struct item *e = r->items[0];
+
+	sched_run_fill(s, a);
 	if (r->batch && r->nitems > 1)
 		log_info("job=%s partition=%s..%s request=%" PRId64
 			 " run=%" PRId64

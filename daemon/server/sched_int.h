@@ -16,6 +16,7 @@
  *   sched_sensor.c    late_data sensors
  *   sched_fresh.c     deadlines (fresh.h) and the hooks they fire
  *   sched_recover.c   start: orphans, recovery, relinking, probes
+ *   sched_adopt.c     start of a new planner: the runs it adopts
  *   sched_query.c     status views, open partitions, staleness
  */
 #ifndef BACKFILLD_SCHED_INT_H
@@ -118,6 +119,8 @@ void sched_kick(struct sched *s);
 void sched_arm_retry(struct sched *s, int64_t at, int64_t now);
 void sched_retry_cb(uv_timer_t *t);
 void sched_run_cancel(struct sched *s, struct exec_run *run);
+void sched_run_fill(struct sched *s, struct active *a);
+void sched_active_free(struct active *a);
 
 /* sched_audit.c */
 int sched_audit(struct sched *s, struct exec_run *run, const int64_t *run_ids,
@@ -151,6 +154,16 @@ void sched_fresh_failed(struct sched *s);
 void sched_fresh_reload(struct sched *s);
 void sched_fresh_materialised(struct sched *s, int job, part_t first,
 			      part_t last, int64_t request_id);
+
+/* sched_adopt.c */
+struct sched_adopt;
+int sched_adopt_read(struct sched *s, const struct adopt_row *rows,
+		     size_t nrows, enum adopt_action *action,
+		     struct sched_adopt **out, struct err *err);
+void sched_adopt_keep(const struct sched_adopt *ad, const int64_t **keep,
+		      size_t *nkeep);
+void sched_adopt_apply(struct sched *s, struct sched_adopt *ad);
+void sched_adopt_free(struct sched_adopt *ad);
 
 /* sched_recover.c */
 struct request *sched_load_request(struct sched *s, int64_t request_id,

@@ -245,7 +245,42 @@ sched_end_orphans(struct sched *s)
 int
 sched_start(struct sched *s, struct err *err)
 {
+	return sched_start_adopt(s, NULL, 0, NULL, err);
+}
+
+/* Recover, with the runs a new planner adopts kept running, and load. */
+static int
+sched_recover_load(struct sched *s, const struct adopt_row *rows,
+		   size_t nrows, enum adopt_action *action, int64_t now,
+		   int *recovered, struct err *err)
+{
 	struct load_ctx lc = {s, NULL};
+	struct sched_adopt *ad = NULL;
+	const int64_t *keep = NULL;
+	size_t nkeep = 0;
+	int rc = -1;
+
+	if (nrows > 0) {
+		if (sched_adopt_read(s, rows, nrows, action, &ad, err) < 0)
+			goto out;
+		sched_adopt_keep(ad, &keep, &nkeep);
+	}
+	if (store_recover(s->store, now, keep, nkeep, recovered, err) < 0 ||
+	    store_latest_counts(s->store, sched_count_load_cb, s, err) < 0 ||
+	    store_load_open(s->store, sched_load_cb, &lc, err) < 0)
+		goto out;
+	if (ad != NULL)
+		sched_adopt_apply(s, ad);
+	rc = 0;
+out:
+	sched_adopt_free(ad);
+	return rc;
+}
+
+int
+sched_start_adopt(struct sched *s, const struct adopt_row *rows, size_t nrows,
+		  enum adopt_action *action, struct err *err)
+{
 	struct request *rq, *nx;
 	int recovered = 0;
 	int64_t now = clock_now_ms();
@@ -254,9 +289,8 @@ sched_start(struct sched *s, struct err *err)
 	/* several hosts: the runs of other nodes are not our processes */
 	if (s->remote == NULL)
 		sched_end_orphans(s);
-	if (store_recover(s->store, now, &recovered, err) < 0 ||
-	    store_latest_counts(s->store, sched_count_load_cb, s, err) < 0 ||
-	    store_load_open(s->store, sched_load_cb, &lc, err) < 0)
+	if (sched_recover_load(s, rows, nrows, action, now, &recovered,
+			       err) < 0)
 		return -1;
 	if (recovered > 0)
 		log_warn("%d runs were interrupted by a stop or crash; their"

@@ -19,6 +19,7 @@
 #include <stdint.h>
 #include <uv.h>
 
+#include "adopt.h"
 #include "calendar.h"
 #include "config.h"
 #include "err.h"
@@ -49,9 +50,30 @@ int sched_start(struct sched *s, struct err *err);
 struct sched_remote {
 	void (*submit)(void *data, struct exec_run *run);
 	void (*cancel)(void *data, struct exec_run *run);
+	/* a run an earlier planner left in flight, rebuilt by
+	 * sched_start_adopt: on offer or claimed already */
+	void (*adopt)(void *data, struct exec_run *run);
 	void *data;
 };
 void sched_set_remote(struct sched *s, const struct sched_remote *remote);
+/*
+ * sched_start for a new planner (docs/several-hosts.md): the runs rows
+ * left running that a work row of rows[] carries (adopt.h) stay running
+ * and are handed to the remote's adopt() with their done_cb, as if this
+ * planner had started them; the others are recovered (failed as
+ * interrupted, queued again).  action[k] says what the caller does with
+ * rows[k]: kept, or withdrawn, stopped or deleted.
+ */
+int sched_start_adopt(struct sched *s, const struct adopt_row *rows,
+		      size_t nrows, enum adopt_action *action,
+		      struct err *err);
+/*
+ * A planner that stops while others live hands its runs in flight over
+ * (docs/several-hosts.md): forget them here without recording anything;
+ * their rows stay running in the store for the next planner to adopt.
+ * The remote forgets them first.  The idle callback follows if draining.
+ */
+void sched_hand_over(struct sched *s);
 /* Swap in a new configuration (taking over its reference); the queued and
  * blocked partitions of jobs it no longer has are cancelled: returns how
  * many. */

@@ -86,6 +86,7 @@ struct cluster {
 	void (*closed_cb)(void *);
 	void *closed_arg;
 	bool closing;
+	bool resigned;        /* never take the lease again (resign) */
 
 	int64_t incarnation;  /* 0: not registered */
 	enum cluster_role role;
@@ -907,6 +908,8 @@ cpg_lease(struct cluster *c, const struct lease_row *row, int64_t now_ms,
 		cpg_arm_deadline(c);
 		return cpg_reap(c, err);
 	case LEASE_ACQUIRE:
+		if (c->resigned)
+			return 0;
 		if ((r = cpg_acquire(c, err)) <= 0)
 			return r;
 		cpg_arm_deadline(c);
@@ -1550,6 +1553,51 @@ cpg_in_flight(struct cluster *c, int64_t **ids, size_t *n, struct err *err)
 	return 0;
 }
 
+/* Planner: every row of the work table, with its state. */
+static int
+cpg_work_all(struct cluster *c, struct cluster_work **out, size_t *n,
+	     struct err *err)
+{
+	static const char sql[] = "SELECT " CPG_WORK_COLS ", state FROM work"
+				  " ORDER BY id";
+	PGresult *res;
+
+	*out = NULL;
+	*n = 0;
+	if (cpg_need_planner(c, err) < 0)
+		return -1;
+	if ((res = cpg_q(c, sql, 0, NULL, err)) == NULL)
+		return -1;
+	cpg_work_rows(res, out, n);
+	for (size_t i = 0; i < *n; i++)
+		cpg_str(res, (int)i, 12, (*out)[i].state,
+			sizeof (*out)[i].state);
+	PQclear(res);
+	return 0;
+}
+
+/* Planner stopping: release the lease, fenced, and keep off it. */
+static void
+cpg_resign(struct cluster *c)
+{
+	static const char sql[] =
+		"UPDATE lease SET holder = NULL, expires_at = now()"
+		" WHERE id = 1 AND holder = $1 AND generation = $2";
+	char gen[32];
+	const char *v[2] = { c->node, gen };
+	struct err err;
+
+	c->resigned = true;
+	if (c->role != CLUSTER_PLANNER)
+		return;
+	snprintf(gen, sizeof gen, "%" PRId64, c->generation);
+	if (c->pg != NULL)
+		PQclear(cpg_q(c, sql, 2, v, &err));
+	cpg_log(c, 5, "cluster: node=%s hands the lease over (generation %"
+		PRId64 ")", c->node, c->generation);
+	cpg_set_role(c, c->db_ok ? CLUSTER_WORKER : CLUSTER_OFFLINE, 0);
+}
+
 /* Worker: claim offered runs of the given jobs. */
 static int
 cpg_claim(struct cluster *c, const char *const *jobs, size_t njobs,
@@ -1807,6 +1855,8 @@ const struct cluster_driver cluster_pg_driver = {
 	.results = cpg_results,
 	.forget = cpg_forget,
 	.in_flight = cpg_in_flight,
+	.work_rows = cpg_work_all,
+	.resign = cpg_resign,
 	.claim = cpg_claim,
 	.finish = cpg_finish,
 	.nodes = cpg_nodes,

@@ -292,11 +292,13 @@ store_newest_build(struct store *st, const char *job, const char *first_key,
 }
 
 int
-store_recover(struct store *st, int64_t at, int *count, struct err *err)
+store_recover(struct store *st, int64_t at, const int64_t *keep, size_t nkeep,
+	      int *count, struct err *err)
 {
 	if (store_refused(st, err))
 		return -1;
-	return store_wrote(st, st->ops->recover(st, at, count, err), err);
+	return store_wrote(st, st->ops->recover(st, at, keep, nkeep, count,
+						err), err);
 }
 
 int
@@ -394,6 +396,15 @@ int
 store_orphans(struct store *st, store_orphan_cb cb, void *data, struct err *err)
 {
 	return st->ops->orphans(st, cb, data, err);
+}
+
+int
+store_running_runs(struct store *st, store_running_cb cb, void *data,
+		   struct err *err)
+{
+	if (st->ops->running_runs == NULL)
+		return 0;
+	return st->ops->running_runs(st, cb, data, err);
 }
 
 int

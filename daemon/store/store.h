@@ -170,6 +170,19 @@ typedef void (*store_orphan_cb)(int64_t run_id, const char *job,
 				const char *key, int64_t pgid,
 				int64_t proc_start, void *data);
 
+/* A runs row left 'running' (running_runs). */
+struct store_running_row {
+	int64_t id;
+	int64_t manifest_id;
+	int64_t request_id;
+	const char *job;
+	const char *key;
+	int attempt;
+	int64_t started_at; /* ms */
+};
+typedef void (*store_running_cb)(const struct store_running_row *row,
+				 void *data);
+
 /* What the store holds: runs kept (counted at open, then kept), the
  * database and its WAL in bytes (0 where the implementation has none). */
 struct store_stats {
@@ -292,9 +305,11 @@ struct store_ops {
 
 	/* Write, at start: mark runs of unfinished requests left 'running'
 	 * by a crash as failed and their manifest rows queued again, in one
-	 * transaction; how many runs in *count. */
-	int (*recover)(struct store *st, int64_t at, int *count,
-		       struct err *err);
+	 * transaction; how many runs in *count.  The runs rows in keep[]
+	 * and their manifest rows stay running: a new planner of several
+	 * hosts adopts them (adopt.h); the SQLite store takes none. */
+	int (*recover)(struct store *st, int64_t at, const int64_t *keep,
+		       size_t nkeep, int *count, struct err *err);
 	/* Every open manifest row (queued, running, blocked) of unfinished
 	 * requests, in request then seq order, and their finished rows too
 	 * (succeeded, failed, cancelled) so counts and dependencies rebuild.
@@ -369,6 +384,11 @@ struct store_ops {
 	 * a crash left behind), for proc_end_groups() before recover. */
 	int (*orphans)(struct store *st, store_orphan_cb cb, void *data,
 		       struct err *err);
+	/* The runs rows of unfinished requests left 'running', for a new
+	 * planner of several hosts to adopt before recover (adopt.h); NULL
+	 * in the SQLite store, where every such row is a crash's. */
+	int (*running_runs)(struct store *st, store_running_cb cb, void *data,
+			    struct err *err);
 	/* Write: forget a run that never started: its row goes (unless it
 	 * has audit rows); the caller queues the partition again. */
 	int (*run_unstart)(struct store *st, int64_t run_id, struct err *err);
@@ -494,7 +514,8 @@ int store_partition_get(struct store *st, const char *job, const char *key,
 			int64_t *built_at, int64_t *inputs_at, struct err *err);
 int store_newest_build(struct store *st, const char *job, const char *first_key,
 		       const char *last_key, int64_t *built_at, struct err *err);
-int store_recover(struct store *st, int64_t at, int *count, struct err *err);
+int store_recover(struct store *st, int64_t at, const int64_t *keep,
+		  size_t nkeep, int *count, struct err *err);
 int store_load_open(struct store *st, store_open_cb cb, void *data,
 		    struct err *err);
 int store_load_request(struct store *st, int64_t request_id, store_open_cb cb,
@@ -554,6 +575,8 @@ int store_run_proc(struct store *st, int64_t run_id, int64_t pgid,
 		   int64_t proc_start, struct err *err);
 int store_orphans(struct store *st, store_orphan_cb cb, void *data,
 		  struct err *err);
+int store_running_runs(struct store *st, store_running_cb cb, void *data,
+		       struct err *err);
 int store_run_unstart(struct store *st, int64_t run_id, struct err *err);
 int store_probe_write(struct store *st, int64_t min_free, struct err *err);
 void store_stats(struct store *st, struct store_stats *out);

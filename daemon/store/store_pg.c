@@ -100,6 +100,7 @@ enum pgst_stmt {
 	P_RUN_UNSTART,
 	P_RECOVER_RUNS,
 	P_RECOVER_MANIFEST,
+	P_RUNNING,
 	P_PRUNE_RUNS,
 	P_PRUNE_AUDIT_DEL,
 	P_PRUNE_RUN_DEL,
@@ -190,15 +191,21 @@ static const char *const pgst_sql[P_COUNT] = {
 	[P_RUN_UNSTART] =
 	"DELETE FROM runs WHERE id = $1 AND NOT EXISTS"
 	" (SELECT 1 FROM run_audit WHERE run_id = $1)",
+	/* $2: the runs a new planner adopts (adopt.h) and their items */
 	[P_RECOVER_RUNS] =
 	"UPDATE runs SET state = 'failed', finished_at = $1, error ="
 	" 'interrupted: the daemon stopped during the run; queued again'"
 	" WHERE state = 'running' AND request_id IN (SELECT id FROM requests"
-	" WHERE finished_at IS NULL)",
+	" WHERE finished_at IS NULL) AND id <> ALL($2::bigint[])",
 	[P_RECOVER_MANIFEST] =
 	"UPDATE manifest SET state = 'queued', updated_at = $1"
 	" WHERE state = 'running' AND request_id IN (SELECT id FROM requests"
-	" WHERE finished_at IS NULL)",
+	" WHERE finished_at IS NULL) AND NOT EXISTS (SELECT 1 FROM runs r"
+	" WHERE r.manifest_id = manifest.id AND r.id = ANY($2::bigint[]))",
+	[P_RUNNING] =
+	"SELECT id, manifest_id, request_id, job, partition_key, attempt,"
+	" started_at FROM runs WHERE state = 'running' AND request_id IN"
+	" (SELECT id FROM requests WHERE finished_at IS NULL) ORDER BY id",
 	/* pruning (store.c): the next runs by id, with whether each must
 	 * stay */
 	[P_PRUNE_RUNS] =
@@ -1091,23 +1098,21 @@ pgst_partition_get(struct store *st, const char *job, const char *key,
 	return rc;
 }
 
-/* Runs left running by a crash: failed, their manifest rows queued. */
+/* recover's transaction. */
 static int
-pgst_recover(struct store *st, int64_t at, int *count, struct err *err)
+pgst_recover_tx(struct store *st, struct pgst *p, const struct pgst_args *a,
+		int *count, struct err *err)
 {
-	struct pgst *p = pgst_of(st);
-	struct pgst_args a = { 0 };
 	PGresult *r;
 
-	arg_int(&a, at);
 	if (pgst_begin(st, err) < 0)
 		return -1;
-	r = pgst_exec(p, P_RECOVER_RUNS, &a, "recovering runs", err);
+	r = pgst_exec(p, P_RECOVER_RUNS, a, "recovering runs", err);
 	if (r == NULL)
 		goto fail;
 	*count = (int)pgst_changes(r);
 	PQclear(r);
-	r = pgst_exec(p, P_RECOVER_MANIFEST, &a, "recovering the manifest",
+	r = pgst_exec(p, P_RECOVER_MANIFEST, a, "recovering the manifest",
 		      err);
 	if (r == NULL)
 		goto fail;
@@ -1116,6 +1121,28 @@ pgst_recover(struct store *st, int64_t at, int *count, struct err *err)
 fail:
 	pgst_rollback(st);
 	return -1;
+}
+
+/* Runs left running by a crash: failed, their manifest rows queued; but
+ * those in keep, which a new planner adopts. */
+static int
+pgst_recover(struct store *st, int64_t at, const int64_t *keep, size_t nkeep,
+	     int *count, struct err *err)
+{
+	struct pgst *p = pgst_of(st);
+	struct pgst_args a = { 0 };
+	char *ids = xcalloc(nkeep + 1, 24), *w = ids;
+	int rc;
+
+	*w++ = '{';
+	for (size_t i = 0; i < nkeep; i++)
+		w += sprintf(w, "%s%" PRId64, i > 0 ? "," : "", keep[i]);
+	*w++ = '}';
+	arg_int(&a, at);
+	arg_text(&a, ids);
+	rc = pgst_recover_tx(st, p, &a, count, err);
+	free(ids);
+	return rc;
 }
 
 /* Call cb for each row of a manifest query (P_LOAD_OPEN, P_LOAD_ONE). */
@@ -1337,6 +1364,32 @@ pgst_orphans(struct store *st, store_orphan_cb cb, void *data,
 	for (int i = 0; i < PQntuples(r); i++)
 		cb(col_int(r, i, 0), col_text(r, i, 1), col_text(r, i, 2),
 		   col_int(r, i, 3), col_int(r, i, 4), data);
+	PQclear(r);
+	return 0;
+}
+
+/* Runs left running, for a new planner to adopt. */
+static int
+pgst_running_runs(struct store *st, store_running_cb cb, void *data,
+		  struct err *err)
+{
+	struct store_running_row row;
+	PGresult *r;
+
+	r = pgst_exec(pgst_of(st), P_RUNNING, NULL, "reading runs left running",
+		      err);
+	if (r == NULL)
+		return -1;
+	for (int i = 0; i < PQntuples(r); i++) {
+		row.id = col_int(r, i, 0);
+		row.manifest_id = col_int(r, i, 1);
+		row.request_id = col_int(r, i, 2);
+		row.job = col_text(r, i, 3);
+		row.key = col_text(r, i, 4);
+		row.attempt = (int)col_int(r, i, 5);
+		row.started_at = col_int(r, i, 6);
+		cb(&row, data);
+	}
 	PQclear(r);
 	return 0;
 }
@@ -1969,6 +2022,7 @@ const struct store_ops store_pg_ops = {
 	.latest_counts = pgst_latest_counts,
 	.run_proc = pgst_run_proc,
 	.orphans = pgst_orphans,
+	.running_runs = pgst_running_runs,
 	.run_unstart = pgst_run_unstart,
 	.probe_write = pgst_probe_write,
 	.stats = pgst_stats,

@@ -888,12 +888,16 @@ store_sqlite_partition_get(struct store *base, const char *job, const char *key,
 }
 
 static int
-store_sqlite_recover(struct store *base, int64_t at, int *count,
-		     struct err *err)
+store_sqlite_recover(struct store *base, int64_t at, const int64_t *keep,
+		     size_t nkeep, int *count, struct err *err)
 {
 	struct store_sqlite *st = store_sqlite_of(base);
 	char sql[512];
 
+	(void)keep;
+	if (nkeep > 0)
+		return err_set(err, EXIT_INTERNAL, "state store: one host"
+			       " adopts no runs");
 	if (store_sqlite_begin(base, err) < 0)
 		return -1;
 	snprintf(sql, sizeof sql,

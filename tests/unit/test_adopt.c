@@ -23,12 +23,12 @@ START_TEST(test_single)
 		{13, "b", "2025-01-02", true}, /* never offered */
 	};
 	struct adopt_row rows[] = {
-		{10, ADOPT_OFFERED, "a", k1, 1},
-		{11, ADOPT_CLAIMED, "a", k2, 1},
-		{12, ADOPT_DONE, "b", k1, 1},
-		{20, ADOPT_OFFERED, "a", k1, 1}, /* its commit rolled back */
-		{21, ADOPT_CLAIMED, "b", k2, 1},
-		{22, ADOPT_DONE, "b", k1, 1},  /* recorded, not forgotten */
+		{10, ADOPT_OFFERED, "a", k1, 1, ""},
+		{11, ADOPT_CLAIMED, "a", k2, 1, ""},
+		{12, ADOPT_DONE, "b", k1, 1, ""},
+		{20, ADOPT_OFFERED, "a", k1, 1, ""}, /* its commit rolled back */
+		{21, ADOPT_CLAIMED, "b", k2, 1, ""},
+		{22, ADOPT_DONE, "b", k1, 1, ""},  /* recorded, not forgotten */
 	};
 	long owner[4];
 	enum adopt_action act[6];
@@ -60,8 +60,8 @@ START_TEST(test_groups)
 		{42, "other", "2025-01-01", true},
 	};
 	struct adopt_row rows[] = {
-		{30, ADOPT_CLAIMED, "batch", kb, 3},
-		{40, ADOPT_OFFERED, "a", k1, 1},
+		{30, ADOPT_CLAIMED, "batch", kb, 3, ""},
+		{40, ADOPT_OFFERED, "a", k1, 1, ""},
 	};
 	long owner[6];
 	enum adopt_action act[2];
@@ -89,8 +89,8 @@ START_TEST(test_unknown_job)
 	};
 	const char *const both[] = {"2025-01-01", "2025-01-02"};
 	struct adopt_row rows[] = {
-		{50, ADOPT_CLAIMED, "gone", both, 2},
-		{60, ADOPT_OFFERED, "b", k1, 1},
+		{50, ADOPT_CLAIMED, "gone", both, 2, ""},
+		{60, ADOPT_OFFERED, "b", k1, 1, ""},
 	};
 	long owner[3];
 	enum adopt_action act[2];
@@ -108,7 +108,7 @@ END_TEST
 START_TEST(test_empty)
 {
 	struct adopt_run runs[] = {{1, "a", "2025-01-01", true}};
-	struct adopt_row rows[] = {{2, ADOPT_DONE, "a", k1, 1}};
+	struct adopt_row rows[] = {{2, ADOPT_DONE, "a", k1, 1, ""}};
 	long owner[1];
 	enum adopt_action act[1];
 

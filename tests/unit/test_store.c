@@ -194,7 +194,7 @@ START_TEST(manifest_and_recovery)
 					2000, &err), 0);
 	ck_assert_int_eq(store_run_start(st, m1, rid, "fct", "2026-02-08", 1,
 					 2000, "abc", "cfg", &run, &err), 0);
-	ck_assert_int_eq(store_recover(st, 3000, &recovered, &err), 0);
+	ck_assert_int_eq(store_recover(st, 3000, NULL, 0, &recovered, &err), 0);
 	ck_assert_int_eq(recovered, 1);
 	ck_assert_int_eq(peek("SELECT COUNT(*) FROM manifest WHERE state ="
 			      " 'queued'"), 2);

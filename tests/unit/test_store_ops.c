@@ -412,7 +412,7 @@ START_TEST(runs_and_recovery)
 	store_stats(st, &ss);
 	ck_assert_int_eq(ss.runs_kept, 4);
 	ck_assert_int_gt(ss.db_bytes, 0);
-	ck_assert_int_eq(store_recover(st, 3000, &recovered, &err), 0);
+	ck_assert_int_eq(store_recover(st, 3000, NULL, 0, &recovered, &err), 0);
 	ck_assert_int_eq(recovered, 2);
 	ck_assert_int_eq(peek("SELECT COUNT(*) FROM manifest WHERE state ="
 			      " 'queued'"), 3);
