@@ -183,6 +183,16 @@ cworker_offer(struct cworker *w)
 
 	if (w->nunsent == 0)
 		return;
+	/* the runs rows first: an offer never names a run the state store
+	 * may not hold (a takeover adopts by them, adopt.h); a store that
+	 * cannot be written (rule 7) ends them unoffered */
+	if (sched_flush(w->sched) < 0) {
+		log_warn("%zu runs are not offered: the state store cannot be"
+			 " written", w->nunsent);
+		for (size_t i = first; i < w->noffered; i++)
+			cworker_cancel(w, w->offered[i]);
+		return;
+	}
 	o = xcalloc(w->nunsent, sizeof *o);
 	for (size_t i = first; i < w->noffered; i++)
 		nk += w->offered[i]->nparts;
@@ -297,7 +307,12 @@ cworker_collect(void *data)
 			cworker_result(w, &rows[i]);
 			ids[i] = rows[i].id;
 		}
-		if (n > 0 && w->drv->forget(w->c, ids, n, &err) < 0)
+		/* recorded first: a planner killed in between leaves the
+		 * rows to the next one, which adopts their runs */
+		if (n > 0 && sched_flush(w->sched) < 0)
+			log_warn("%zu results not recorded: the state store"
+				 " cannot be written", n);
+		else if (n > 0 && w->drv->forget(w->c, ids, n, &err) < 0)
 			log_warn("cannot forget %zu results: %s", n, err.msg);
 		free(ids);
 		w->drv->work_free(rows, n);

@@ -24,9 +24,13 @@ What it checks:
   - a backfill spreads over all three nodes, each partition runs and
     succeeds once, and the caps hold across the nodes together;
   - kill -9 of the planner, then of a worker, each with runs in flight:
-    another node plans within the lease and a heartbeat (plus slack),
-    the dead node's runs are run again, every partition of the request
-    succeeds once, no two executions of a partition overlap in time;
+    another node plans within the lease and a heartbeat (plus slack) and
+    dispatches within the lease + 2 s, the dead node's runs are run
+    again, the runs in flight on live nodes are adopted (run once, their
+    attempt unchanged), every partition of the request succeeds once, no
+    two executions of a partition overlap in time;
+  - a planner stopped cleanly hands its runs in flight over: nothing is
+    interrupted, every partition runs once;
   - the schedule's due partitions are materialised once, not once per
     node, and not again by the next planner;
   - a planner stopped (SIGSTOP) past its lease writes nothing once
@@ -463,6 +467,26 @@ def test_spread():
     h.check(most >= 2, "never two executions at once (%d)" % most)
 
 
+def long_run(c, via, req_long):
+    """The long partition, in flight on n2 (alive) across a kill or a stop:
+    neither given up nor run again, its attempt count unchanged."""
+    via.wait_request(req_long)
+    lr = [(r["state"], r["attempt"], r["error"]) for r in via.runs("--request", str(req_long))]
+    le = [(e["node"], e["partition"], e["attempt"]) for e in c.executions()
+          if e["job"] == "long"]
+    h.eq(lr, [("succeeded", 1, None)],
+         "runs of the long partition, in flight on n2 (alive) across it")
+    h.eq(le, [("n2", "2025-04-01", 1)],
+         "executions of the long partition, in flight on n2 (alive) across it")
+
+
+def no_rerun_on_live(ex, victim):
+    """A partition ran at most once on the nodes that stayed alive."""
+    live = collections.Counter(e["partition"] for e in ex if e["node"] != victim)
+    h.eq(sorted(p for p, n in live.items() if n > 1), [],
+         "partitions executed more than once on live nodes")
+
+
 def kill_mid_backfill(victim_role):
     # "long" runs on n2 across the kill and the takeover: a run in flight
     # on a live node must be neither given up nor run again
@@ -476,18 +500,20 @@ def kill_mid_backfill(victim_role):
         victim = [n for n in names if n != planner][-1]
     survivor = [n for n in names if n not in (victim, planner)][0]
     via = c[survivor]
-    req_long = None
-    if victim != "n2":
-        req_long = backfill(via, "long", "2025-04-01", "2025-04-01")
-        c.wait_until(lambda: c.in_flight("n2"), "n2 running the long partition")
+    h.check(victim != "n2", "n2, which runs the long partition, is the victim")
+    req_long = backfill(via, "long", "2025-04-01", "2025-04-01")
+    c.wait_until(lambda: c.in_flight("n2"), "n2 running the long partition")
     parts = h.days("2025-04-01", "2025-04-30")
     req = backfill(via, "work", parts[0], parts[-1])
     # kill it while it runs something (and after a few have ended)
     c.wait_until(lambda: len(c.executions()) >= 3 and c.in_flight(victim),
                  "%s running a partition after 3 executions" % victim)
     flying = c.in_flight(victim)
+    h.check(("n2", "long", "2025-04-01") in c.in_flight("n2"),
+            "the long partition is no longer in flight on n2 at the kill")
     t0 = time.monotonic()
     c[victim].kill9()
+    last = c.state.rows("SELECT coalesce(max(id), 0) FROM runs")[0][0]
     print("  killed %s (%s) with %d run(s) in flight: %s"
           % (victim, victim_role, len(flying), [p for _, _, p in flying]))
     left = [n for n in names if n != victim]
@@ -503,6 +529,15 @@ def kill_mid_backfill(victim_role):
         print("  %s became planner %.2f s after the kill (lease %d s)" % (newp, took, LEASE))
         h.check(took <= TAKEOVER, "takeover took %.2f s, more than lease + a heartbeat"
                 " + 3 s (%.1f s)" % (took, TAKEOVER))
+        # the new planner dispatches at once: no wait for the work in
+        # flight, which it adopts
+        c.wait_until(lambda: c.state.rows("SELECT count(*) FROM runs WHERE id > %d"
+                                          % last)[0][0] > 0,
+                     "a run dispatched by the new planner")
+        took = time.monotonic() - t0
+        print("  first run dispatched by the new planner %.2f s after the kill" % took)
+        h.check(took <= LEASE + 2.0, "the new planner's first dispatch came %.2f s"
+                " after the kill, more than the lease + 2 s" % took)
     # the dead node is declared so, and its runs come back
     v = c.wait_role(via, victim, ("stopped",))
     print("  %s declared stopped %.2f s after the kill" % (victim, time.monotonic() - t0))
@@ -510,9 +545,13 @@ def kill_mid_backfill(victim_role):
     v = c.wait_view(left, via=via)
     h.eq(v[victim]["role"], "stopped", "the killed node's role")
     runs = succeeded_once(via, req, [("work", p) for p in parts])
+    h.eq(sorted({r["attempt"] for r in runs}), [1],
+         "attempts of the request's runs (an interruption counts none)")
     ex = [e for e in c.executions() if e["job"] == "work"]
     print("  executions per node: %s, %d in all" % (per_node(ex), len(ex)))
-    # the runs it had in flight were given up and run again elsewhere
+    no_rerun_on_live(ex, victim)
+    # the runs it had in flight were given up and run again elsewhere;
+    # those of the live nodes were not (the planner's were adopted)
     interrupted = [r for r in runs if r["state"] == "failed"
                    and "interrupted" in (r["error"] or "")]
     for _, job, p in flying:
@@ -522,30 +561,9 @@ def kill_mid_backfill(victim_role):
         h.soft(any(e["partition"] == p and e["node"] != victim for e in ex),
                 "partition %s was not run again on another node" % p)
     for r in interrupted:
-        # after a worker's death its runs name it; after a takeover the
-        # runs stopped on live nodes say the daemon stopped during them
-        if victim_role == "worker":
-            h.soft(victim in r["error"], "an interrupted run does not name %s: %r" % (victim, r))
-    if req_long is not None:
-        via.wait_request(req_long)
-        lr = [(r["state"], r["attempt"], r["error"]) for r in via.runs("--request", str(req_long))]
-        le = [(e["node"], e["partition"]) for e in c.executions() if e["job"] == "long"]
-        if victim_role == "worker":
-            h.soft(lr == [("succeeded", 1, None)],
-                   "runs of the long partition, in flight on n2 (alive) across the kill: %r" % lr)
-            h.soft(le == [("n2", "2025-04-01")],
-                   "executions of the long partition, in flight on n2 (alive): %r" % le)
-        else:
-            # a takeover stops the runs in flight on live nodes and runs
-            # them again (docs/several-hosts.md, Failure modes): the
-            # partition ends succeeded once, on n2 (pinned), never twice
-            # at once (no_overlap below)
-            h.eq([x[0] for x in lr if x[0] == "succeeded"], ["succeeded"],
-                 "the long partition's successes across the takeover: %r" % lr)
-            h.check(all(x[0] == "succeeded" or "interrupted" in (x[2] or "") for x in lr),
-                    "runs of the long partition other than its success are interrupted ones: %r" % lr)
-            h.check(le and {n for n, _ in le} == {"n2"},
-                    "the long partition ran elsewhere than on n2 (pinned): %r" % le)
+        h.check("node %s stopped" % victim in r["error"],
+                "an interrupted run is not one of %s's: %r" % (victim, r))
+    long_run(c, via, req_long)
     no_overlap(c.executions())
 
 
@@ -555,6 +573,49 @@ def test_kill_planner():
 
 def test_kill_worker():
     kill_mid_backfill("worker")
+
+
+def test_stop_planner():
+    """A planner stopped cleanly (SIGTERM) hands the lease and its runs in
+    flight over: the next planner adopts them; nothing is interrupted or
+    run twice."""
+    c = Nodes(cmd_job("work", concurrency=4)
+              + cmd_job("long", concurrency=1, sleep=str(LEASE + 3), extra="  nodes: [n2]\n"))
+    old = c.planner(c["n1"])
+    h.check(old != "n2", "n2, which runs the long partition, is the planner")
+    via = c[[n for n in c.nodes if n not in (old, "n2")][0]]
+    req_long = backfill(via, "long", "2025-04-01", "2025-04-01")
+    c.wait_until(lambda: c.in_flight("n2"), "n2 running the long partition")
+    parts = h.days("2025-04-01", "2025-04-30")
+    req = backfill(via, "work", parts[0], parts[-1])
+    c.wait_until(lambda: len(c.executions()) >= 3, "3 executions")
+    with open(c[old].log, errors="replace") as f:
+        mark = len(f.read())
+    t0 = time.monotonic()
+    c[old].stop()
+    stopped = time.monotonic() - t0
+    v = c.wait_view([n for n in c.nodes if n != old], via=via)
+    newp = [n for n, x in v.items() if x["role"] == "planner"][0]
+    took = time.monotonic() - t0
+    print("  %s stopped in %.2f s; %s planner %.2f s after the SIGTERM"
+          % (old, stopped, newp, took))
+    h.check(took <= LEASE + 2.0, "the next planner came %.2f s after the SIGTERM,"
+            " more than the lease + 2 s" % took)
+    with open(c[old].log, errors="replace") as f:
+        said = f.read()[mark:]
+    h.check(re.search(r"left to the next planner|hands the lease over", said),
+            "%s's log does not say it handed over:\n%s" % (old, said[-3000:]))
+    with open(c[newp].log, errors="replace") as f:
+        h.check("adopted" in f.read(), "%s's log adopts nothing" % newp)
+    via.wait_request(req)
+    runs = succeeded_once(via, req, [("work", p) for p in parts])
+    h.eq([r for r in runs if r["state"] != "succeeded"], [],
+         "runs other than successes across a clean stop")
+    ex = [e for e in c.executions() if e["job"] == "work"]
+    print("  executions per node: %s, %d in all" % (per_node(ex), len(ex)))
+    h.eq(sorted(e["partition"] for e in ex), parts, "partitions executed (once each)")
+    long_run(c, via, req_long)
+    no_overlap(c.executions())
 
 
 def test_schedule_once():
@@ -784,7 +845,7 @@ def isolated(test):
     return run
 
 
-TESTS = [test_spread, test_kill_planner, test_kill_worker, test_schedule_once,
+TESTS = [test_spread, test_kill_planner, test_kill_worker, test_stop_planner, test_schedule_once,
          test_deposed_planner, test_cut_off, test_same_state_everywhere, test_pinned]
 
 
