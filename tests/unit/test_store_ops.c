@@ -435,6 +435,65 @@ START_TEST(runs_and_recovery)
 }
 END_TEST
 
+struct running {
+	int n;
+	int64_t id[8], manifest[8];
+	char keys[8][32];
+};
+
+/* Collect the runs left running. */
+static void
+running_cb(const struct store_running_row *row, void *data)
+{
+	struct running *r = data;
+
+	r->id[r->n] = row->id;
+	r->manifest[r->n] = row->manifest_id;
+	snprintf(r->keys[r->n], sizeof r->keys[r->n], "%s", row->key);
+	r->n++;
+}
+
+/* A new planner's recovery (PostgreSQL): the runs left running are
+ * listed, and those it adopts stay running with their manifest rows;
+ * the SQLite store takes none. */
+START_TEST(recovery_keeps_adopted)
+{
+	struct running rr = { 0 };
+	int64_t rid, m1, m2, r1, r2;
+	int recovered = -1;
+	struct err err;
+
+	rid = request("backfill", 1);
+	m1 = item(rid, "fct", "2026-02-08", 0, MS_RUNNING);
+	m2 = item(rid, "fct", "2026-02-09", 1, MS_RUNNING);
+	r1 = run(m1, rid, "fct", "2026-02-08", 1, 100);
+	r2 = run(m2, rid, "fct", "2026-02-09", 1, 100);
+	if (!on_pg) {
+		ck_assert_int_eq(store_running_runs(st, running_cb, &rr, &err),
+				 0);
+		ck_assert_int_eq(rr.n, 0);
+		ck_assert_int_eq(store_recover(st, 3000, &r1, 1, &recovered,
+					       &err), -1);
+		return;
+	}
+	ck_assert_int_eq(store_running_runs(st, running_cb, &rr, &err), 0);
+	ck_assert_int_eq(rr.n, 2);
+	ck_assert_int_eq(rr.id[0], r1);
+	ck_assert_int_eq(rr.manifest[0], m1);
+	ck_assert_str_eq(rr.keys[1], "2026-02-09");
+	ck_assert_int_eq(store_recover(st, 3000, &r1, 1, &recovered, &err), 0);
+	ck_assert_int_eq(recovered, 1);
+	ck_assert_int_eq(peek("SELECT COUNT(*) FROM runs WHERE state ="
+			      " 'running'"), 1);
+	ck_assert_int_eq(peek("SELECT COUNT(*) FROM manifest WHERE state ="
+			      " 'running'"), 1);
+	ck_assert_int_eq(peek("SELECT COUNT(*) FROM runs WHERE state ="
+			      " 'failed' AND error LIKE 'interrupted:%'"), 1);
+	(void)m2;
+	(void)r2;
+}
+END_TEST
+
 struct seen {
 	int n;
 	char keys[8][32];
@@ -1140,6 +1199,7 @@ add_cases(TCase *tc)
 	tcase_add_test(tc, requests_and_manifest);
 	tcase_add_test(tc, recent_and_problems);
 	tcase_add_test(tc, runs_and_recovery);
+	tcase_add_test(tc, recovery_keeps_adopted);
 	tcase_add_test(tc, last_states);
 	tcase_add_test(tc, builds);
 	tcase_add_test(tc, job_state);
