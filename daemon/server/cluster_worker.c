@@ -156,20 +156,68 @@ cworker_cancel(void *data, struct exec_run *run)
 	cworker_kick(w);
 }
 
-/* End the cancelled runs: queued again, no attempt counted. */
+/* Is run among the offered runs sent already? */
+static bool
+cworker_sent(const struct cworker *w, const struct exec_run *run)
+{
+	for (size_t i = 0; i < w->noffered - w->nunsent; i++)
+		if (w->offered[i] == run)
+			return true;
+	return false;
+}
+
+/* Is id in ids[]? */
+static bool
+cworker_has_id(const int64_t *ids, size_t n, int64_t id)
+{
+	for (size_t i = 0; i < n; i++)
+		if (ids[i] == id)
+			return true;
+	return false;
+}
+
+/*
+ * End the cancelled runs (a warehouse above its critical load requeues
+ * them).  One never offered, or withdrawn while still on offer, ends now:
+ * queued again, no attempt counted.  One a node has claimed is asked to
+ * stop (forget sets its cancel) and ends through its result, so that its
+ * partition never runs twice at once.  When the database cannot say, the
+ * next turn tries again.
+ */
 static void
 cworker_end_cancels(struct cworker *w)
 {
+	int64_t *ids, *left = NULL;
+	size_t nids = 0, nleft = 0;
+	struct err err;
+
+	if (w->ncancels == 0)
+		return;
+	ids = xcalloc(w->ncancels, sizeof *ids);
+	for (size_t i = 0; i < w->ncancels; i++)
+		if (cworker_sent(w, w->cancels[i]))
+			ids[nids++] = w->cancels[i]->run_id;
+	if (nids > 0 && (w->drv->forget(w->c, ids, nids, &err) < 0 ||
+			 w->drv->in_flight(w->c, &left, &nleft, &err) < 0)) {
+		log_warn("cannot withdraw %zu runs: %s; trying again", nids,
+			 err.msg);
+		free(ids);
+		return;
+	}
 	while (w->ncancels > 0) {
 		struct exec_run *run = w->cancels[--w->ncancels];
 
+		if (cworker_has_id(left, nleft, run->run_id))
+			continue; /* claimed: asked to stop, its result follows */
 		if (cworker_take_offered(w, run->run_id) != run)
 			continue; /* its result came meanwhile */
 		run->failed = run->not_started = run->interrupted = true;
 		snprintf(run->error, sizeof run->error, "interrupted: the"
-			 " planner stopped");
+			 " planner withdrew it");
 		run->done_cb(run);
 	}
+	free(left);
+	free(ids);
 }
 
 /* Offer the runs recorded since the last turn, in one statement. */
