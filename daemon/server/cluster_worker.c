@@ -651,16 +651,16 @@ cworker_takeover_cb(uv_timer_t *t)
 			rows[i].claimed_by};
 	w->taking_over = false;
 	w->planner_once = true;
-	if (sched_start_adopt(w->sched, ar, n, act, &err) < 0)
+	if (sched_start_adopt(w->sched, ar, n, act, &err) < 0) {
 		log_err("cannot start planning: %s", err.msg);
-	else
+	} else if (n > 0) {
 		cworker_give_up(w, rows, act, n);
-	for (size_t i = 0; i < n; i++)
-		kept += act[i] == ADOPT_KEEP;
-	if (n > 0)
+		for (size_t i = 0; i < n; i++)
+			kept += act[i] == ADOPT_KEEP;
 		log_notice("%zu runs in flight adopted from the earlier planner"
 			   " (%zu rows of the work table given up)", kept,
 			   n - kept);
+	}
 	free(act);
 	free(ar);
 	w->drv->work_free(rows, n);
@@ -850,20 +850,17 @@ cworker_reload(struct cworker *w)
 void
 cworker_stop(struct cworker *w)
 {
-	struct cluster_state st;
-
 	w->closing = true;
-	w->drv->state(w->c, &st);
-	if (!w->planner_once || st.role != CLUSTER_PLANNER) {
-		w->drv->resign(w->c);
-		return;
+	if (w->planner_once) {
+		/* deposed meanwhile: the offer fails, the runs are the
+		 * planner's now all the same */
+		cworker_offer(w);
+		if (w->nunsent > 0)
+			log_warn("%zu runs recorded but not offered are queued"
+				 " again by the next planner", w->nunsent);
+		w->noffered = w->nunsent = w->ncancels = 0;
+		sched_hand_over(w->sched);
 	}
-	cworker_offer(w);
-	if (w->nunsent > 0)
-		log_warn("%zu runs recorded but not offered are queued again"
-			 " by the next planner", w->nunsent);
-	w->noffered = w->nunsent = w->ncancels = 0;
-	sched_hand_over(w->sched);
 	w->drv->resign(w->c);
 }
 
