@@ -6,7 +6,10 @@
  * recorded is kept here by its run id and offered, in one batch per loop
  * turn.  done_cb collects the results and calls each run's done_cb, the
  * chain a local run takes; an interrupted row (its node was declared
- * dead) ends as not started: queued again, no attempt counted.
+ * dead) ends as not started: queued again, no attempt counted.  A new
+ * planner adopts the runs an earlier one left in flight
+ * (cworker_takeover_cb); a planner that stops hands them over
+ * (cworker_stop).
  *
  * Worker (every node, the planner too): claims what it may run while it
  * has room (max_concurrency), one claim per loop turn, runs it on the

@@ -39,7 +39,8 @@ int cworker_open(const struct cworker_opts *o, struct cworker **out,
 		 struct err *err);
 /* A reloaded configuration: its hash and lease go to the cluster. */
 void cworker_reload(struct cworker *w);
-/* Stop claiming (shutdown begins). */
+/* Stop claiming (shutdown begins); a planner hands its runs in flight and
+ * the lease over to the next planner. */
 void cworker_stop(struct cworker *w);
 /* Stop claiming; cb once the local runs ended and the cluster closed. */
 void cworker_close(struct cworker *w, void (*cb)(void *), void *arg);
