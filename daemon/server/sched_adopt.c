@@ -60,8 +60,7 @@ sched_adopt_read(struct sched *s, const struct adopt_row *rows, size_t nrows,
 	ad->rows = rows;
 	ad->action = action;
 	ad->nrows = nrows;
-	if (nrows > 0 &&
-	    store_running_runs(s->store, sched_adopt_row_cb, ad, err) < 0)
+	if (store_running_runs(s->store, sched_adopt_row_cb, ad, err) < 0)
 		return -1;
 	ar = xcalloc(ad->nruns + 1, sizeof *ar);
 	for (size_t i = 0; i < ad->nruns; i++) {
@@ -285,10 +284,62 @@ sched_adopt_one(struct sched *s, struct sched_adopt *ad, size_t k,
 	s->remote->adopt(s->remote->data, &a->run);
 }
 
+/*
+ * A runs row left running that no work row carries was never offered:
+ * the earlier planner died between its commit and its offer, or its
+ * offer was refused, or it withdrew the offer and died before recording
+ * that.  (Results are committed before their work rows are deleted, so
+ * a run that ended is not among them.)  Recovery queued its item again;
+ * as it never ran, no attempt is counted, as for a run that could not
+ * start, and its row says why.
+ */
+static void
+sched_adopt_unoffered(struct sched *s, struct sched_adopt *ad)
+{
+	int64_t now = clock_now_ms();
+	struct err err;
+	int n = 0;
+
+	if (store_defer(s->store, &err) < 0 || store_begin(s->store, &err) < 0)
+		goto fail;
+	for (size_t i = 0; i < ad->nruns; i++) {
+		struct item *it;
+
+		if (ad->owner[i] >= 0 ||
+		    config_job(s->cfg, ad->runs[i].job) == NULL)
+			continue;
+		if (store_run_finish(s->store, ad->runs[i].id, MS_FAILED, now,
+				     "interrupted: the planner stopped before"
+				     " offering it; queued again", -1,
+				     &err) < 0)
+			goto fail_tx;
+		it = sched_adopt_item(s, &ad->runs[i]);
+		if (it != NULL && it->state == MS_QUEUED && it->attempts > 0) {
+			it->attempts--;
+			if (sched_item_store(s, it, NULL, now, &err) < 0)
+				goto fail_tx;
+		}
+		n++;
+	}
+	if (sched_tx_end(s, 0, &err) < 0)
+		goto fail;
+	if (n > 0)
+		log_warn("%d runs the earlier planner started but never offered"
+			 " are queued again, no attempt counted", n);
+	return;
+fail_tx:
+	sched_tx_end(s, -1, &err);
+fail:
+	log_err("cannot record the runs the earlier planner never offered:"
+		" %s", err.msg);
+}
+
 void
 sched_adopt_apply(struct sched *s, struct sched_adopt *ad)
 {
 	size_t *idx = xcalloc(ad->nruns + 1, sizeof *idx);
+
+	sched_adopt_unoffered(s, ad);
 
 	for (size_t k = 0; k < ad->nrows; k++)
 		if (ad->action[k] == ADOPT_KEEP)

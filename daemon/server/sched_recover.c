@@ -260,7 +260,7 @@ sched_recover_load(struct sched *s, const struct adopt_row *rows,
 	size_t nkeep = 0;
 	int rc = -1;
 
-	if (nrows > 0) {
+	if (s->remote != NULL) {
 		if (sched_adopt_read(s, rows, nrows, action, &ad, err) < 0)
 			goto out;
 		sched_adopt_keep(ad, &keep, &nkeep);
