@@ -341,6 +341,7 @@ cworker_collect(void *data)
 	struct cworker *w = data;
 	struct cluster_work *rows;
 	size_t n;
+	bool more;
 	struct err err;
 
 	/* a new planner reads results once it has adopted their runs */
@@ -360,14 +361,17 @@ cworker_collect(void *data)
 		}
 		/* recorded first: a planner killed in between leaves the
 		 * rows to the next one, which adopts their runs */
-		if (n > 0 && sched_flush(w->sched) < 0)
+		more = n == 256;
+		if (n > 0 && sched_flush(w->sched) < 0) {
 			log_warn("%zu results not recorded: the state store"
 				 " cannot be written", n);
-		else if (n > 0 && w->drv->forget(w->c, ids, n, &err) < 0)
+			more = false; /* their rows stay: read no further */
+		} else if (n > 0 && w->drv->forget(w->c, ids, n, &err) < 0) {
 			log_warn("cannot forget %zu results: %s", n, err.msg);
+		}
 		free(ids);
 		w->drv->work_free(rows, n);
-	} while (n == 256);
+	} while (more);
 }
 
 /* Build the executor's run of one claim; -1 when this node cannot. */
