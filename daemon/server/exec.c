@@ -415,6 +415,7 @@ exec_conn_get(struct exec_worker *w, const struct warehouse_def *wh,
 	cc->name = exec_xstrdup(wh->name);
 	cc->where = exec_xstrdup(where);
 	cc->conn = conn;
+	cc->commits_ready = false;
 	return conn;
 }
 
