@@ -431,7 +431,12 @@ sched_run_log(const struct active *a, const struct outcome *o, int64_t now)
 	const struct item *e = a->mr->items[0];
 	const char *job = a->mr->job_name;
 
-	if (o->run_state == MS_SUCCEEDED && run->rows_changed >= 0)
+	if (o->run_state == MS_SUCCEEDED && run->committed_before)
+		log_notice("job=%s partition=%s request=%" PRId64 " run=%" PRId64
+			   " succeeded: %s (its result was lost); nothing ran"
+			   " again", job, e->key, e->rq->id, run->run_id,
+			   run->error);
+	else if (o->run_state == MS_SUCCEEDED && run->rows_changed >= 0)
 		log_info("job=%s partition=%s request=%" PRId64 " run=%" PRId64
 			 " succeeded in %" PRId64 " ms rows=%" PRId64,
 			 job, e->key, e->rq->id, run->run_id,
