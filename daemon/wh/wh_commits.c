@@ -96,7 +96,7 @@ wh_commits_ensure(struct wh_conn *conn, struct err *err)
 			       " backfilld_commits", conn->drv->name);
 	/* a table created by hand serves a role that may not create one */
 	if ((r = wh_commits_exists(conn, q, err)) != 0)
-		return r;
+		return r < 0 ? -1 : 0;
 	if (conn->drv->exec_script(conn, q->create, NULL, 0, err) == 0)
 		return 0;
 	/* PostgreSQL: two sessions creating it at once, one loses */
