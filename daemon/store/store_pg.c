@@ -91,7 +91,6 @@ enum pgst_stmt {
 	P_REQUEST_REOPEN,
 	P_REQUEST_CONTROLS,
 	P_LAST_STATES,
-	P_LATEST_GET,
 	P_LATEST_PUT,
 	P_LATEST_COUNTS,
 	P_RUNS_COUNT,
@@ -172,13 +171,12 @@ static const char *const pgst_sql[P_COUNT] = {
 	[P_LAST_STATES] =
 	"SELECT partition_key, state FROM partition_latest WHERE job = $1 AND"
 	" partition_key BETWEEN $2 AND $3",
-	[P_LATEST_GET] =
-	"SELECT state FROM partition_latest WHERE job = $1 AND"
-	" partition_key = $2",
 	[P_LATEST_PUT] =
-	"INSERT INTO partition_latest (job, partition_key, run_id, state)"
-	" VALUES ($1,$2,$3,$4) ON CONFLICT (job, partition_key) DO UPDATE SET"
-	" run_id = $3, state = $4",
+	"WITH old AS (SELECT state FROM partition_latest WHERE job = $1 AND"
+	" partition_key = $2), up AS (INSERT INTO partition_latest (job,"
+	" partition_key, run_id, state) VALUES ($1,$2,$3,$4) ON CONFLICT (job,"
+	" partition_key) DO UPDATE SET run_id = $3, state = $4)"
+	" SELECT state FROM old",
 	[P_LATEST_COUNTS] =
 	"SELECT job, state, COUNT(*) FROM partition_latest GROUP BY job, state",
 	[P_RUNS_COUNT] = "SELECT COUNT(*) FROM runs",
@@ -298,6 +296,8 @@ struct pgst {
 	int abort_depth;   /* the savepoint depth it failed at */
 	char abort_msg[512];
 	int64_t runs_kept;
+	bool piped;        /* in pipeline mode: sent, answers not read */
+	int npiped;        /* statements sent since the last sync */
 };
 
 /* The PostgreSQL store behind a struct store. */
@@ -353,6 +353,8 @@ pgst_connect(struct pgst *p, struct err *err)
 		p->pg = NULL;
 	}
 	p->prepared = false;
+	p->piped = false;
+	p->npiped = 0;
 	if (p->password_file != NULL &&
 	    pg_conn_password("state store", p->password_file, EXIT_BAD_INPUT,
 			     false, &password, err) < 0)
@@ -455,12 +457,118 @@ arg_bool(struct pgst_args *a, bool b)
 	a->v[a->n++] = b ? "t" : "f";
 }
 
+/*
+ * Pipelining.  Inside a transaction, a write whose answer nobody reads
+ * (pgst_write_done) and the savepoints around it are sent without waiting
+ * (libpq pipeline mode); their answers are read by pgst_sync before the
+ * next statement that needs one, and before COMMIT or ROLLBACK, so that a
+ * loop turn's writes cost one round trip per read, not one per write.  A
+ * write that failed is found there: the transaction is marked aborted at
+ * depth 0, so that no savepoint rollback hides it, and its commit (the
+ * turn's flush) fails with it, as store.c's rule 1 wants of a failed
+ * write.  At most PGST_PIPE_MAX statements wait at once: their answers
+ * stay well within the socket's buffers (a blocking connection that sends
+ * while the server waits for its answers to be read would deadlock).
+ */
+#define PGST_PIPE_MAX 256
+
+/* Read the answers of the statements sent without waiting. */
+static void
+pgst_sync(struct pgst *p)
+{
+	int nulls = 0;
+	PGresult *r;
+	char msg[512];
+
+	if (!p->piped)
+		return;
+	p->piped = false;
+	if (PQpipelineSync(p->pg) != 1)
+		goto lost;
+	for (;;) {
+		r = PQgetResult(p->pg);
+		if (r == NULL) {
+			/* the end of one statement's answers */
+			if (PQstatus(p->pg) == CONNECTION_BAD ||
+			    ++nulls > p->npiped)
+				goto lost;
+			continue;
+		}
+		if (PQresultStatus(r) == PGRES_PIPELINE_SYNC) {
+			PQclear(r);
+			break;
+		}
+		if (PQresultStatus(r) == PGRES_FATAL_ERROR && !p->aborted) {
+			snprintf(msg, sizeof msg, "%s",
+				 PQresultErrorMessage(r));
+			msg[strcspn(msg, "\r\n")] = '\0';
+			p->aborted = true;
+			p->abort_depth = 0;
+			snprintf(p->abort_msg, sizeof p->abort_msg, "%s",
+				 msg[0] ? msg : "a write failed");
+		}
+		PQclear(r);
+	}
+	p->npiped = 0;
+	PQexitPipelineMode(p->pg);
+	return;
+lost:
+	p->npiped = 0;
+	if (p->pg != NULL && PQstatus(p->pg) == CONNECTION_OK)
+		PQexitPipelineMode(p->pg);
+	if (p->tx && !p->aborted) {
+		p->aborted = true;
+		p->abort_depth = 0;
+		snprintf(p->abort_msg, sizeof p->abort_msg, "the connection"
+			 " was lost");
+	}
+}
+
+/* Send SQL (sql, or prepared statement id) inside the open transaction
+ * without waiting for its answer (pgst_sync reads it). */
+static int
+pgst_pipe(struct pgst *p, const char *sql, enum pgst_stmt id,
+	  const struct pgst_args *a, const char *what, struct err *err)
+{
+	char name[16];
+	int ok;
+
+	if (p->npiped >= PGST_PIPE_MAX)
+		pgst_sync(p);
+	if (pgst_ready(p, err) < 0)
+		return -1;
+	if (p->aborted)
+		return err_set(err, EXIT_INTERNAL, "state store: %s: the"
+			       " transaction failed earlier (%s)", what,
+			       p->abort_msg);
+	if (!p->piped) {
+		if (PQenterPipelineMode(p->pg) != 1)
+			return pgst_fail(p, err, what);
+		p->piped = true;
+	}
+	snprintf(name, sizeof name, "s%d", (int)id);
+	ok = sql != NULL ?
+	     PQsendQueryParams(p->pg, sql, 0, NULL, NULL, NULL, NULL, 0) :
+	     PQsendQueryPrepared(p->pg, name, a ? a->n : 0, a ? a->v : NULL,
+				 NULL, NULL, 0);
+	if (!ok) {
+		pgst_fail(p, err, what);
+		pgst_sync(p);
+		return -1;
+	}
+	p->npiped++;
+	return 0;
+}
+
 /* Run simple SQL without parameters or rows (transaction control). */
 static int
 pgst_simple(struct pgst *p, const char *sql, struct err *err)
 {
-	PGresult *r = PQexec(p->pg, sql);
+	PGresult *r;
 	int rc = 0;
+
+	pgst_sync(p);
+	r = PQexec(p->pg, sql);
 
 	if (PQresultStatus(r) != PGRES_COMMAND_OK &&
 	    PQresultStatus(r) != PGRES_TUPLES_OK)
@@ -477,6 +585,7 @@ pgst_exec(struct pgst *p, enum pgst_stmt id, const struct pgst_args *a,
 	char name[16];
 	PGresult *r;
 
+	pgst_sync(p);
 	if (pgst_ready(p, err) < 0)
 		return NULL;
 	if (p->aborted) {
@@ -607,6 +716,7 @@ pgst_tx_commit(struct pgst *p, struct err *err)
 	PGresult *r;
 	bool rolled;
 
+	pgst_sync(p);
 	p->tx = false;
 	p->deferred = false;
 	p->depth = 0;
@@ -636,6 +746,7 @@ pgst_tx_commit(struct pgst *p, struct err *err)
 static void
 pgst_tx_rollback(struct pgst *p)
 {
+	pgst_sync(p);
 	p->tx = false;
 	p->deferred = false;
 	p->depth = 0;
@@ -651,8 +762,8 @@ pgst_begin(struct store *st, struct err *err)
 	struct pgst *p = pgst_of(st);
 
 	if (p->tx) {
-		if (pgst_ready(p, err) < 0 ||
-		    pgst_simple(p, "SAVEPOINT store_sp", err) < 0)
+		if (pgst_pipe(p, "SAVEPOINT store_sp", P_COUNT, NULL,
+			      "SAVEPOINT store_sp", err) < 0)
 			return -1;
 		p->depth++;
 		return 0;
@@ -668,7 +779,8 @@ pgst_commit(struct store *st, struct err *err)
 
 	if (p->depth > 0) {
 		p->depth--;
-		return pgst_simple(p, "RELEASE store_sp", err);
+		return pgst_pipe(p, "RELEASE store_sp", P_COUNT, NULL,
+				 "RELEASE store_sp", err);
 	}
 	if (!p->tx || p->deferred)
 		return 0;
@@ -681,6 +793,7 @@ pgst_rollback(struct store *st)
 {
 	struct pgst *p = pgst_of(st);
 
+	pgst_sync(p);
 	if (p->depth > 0) {
 		/* a failure inside this savepoint is undone with it */
 		if (p->aborted && p->abort_depth >= p->depth)
@@ -760,9 +873,11 @@ static int
 pgst_write_done(struct pgst *p, enum pgst_stmt id, const struct pgst_args *a,
 		const char *what, struct err *err)
 {
-	PGresult *r = pgst_write(p, id, a, what, err);
+	PGresult *r;
 
-	if (r == NULL)
+	if (p->tx)
+		return pgst_pipe(p, NULL, id, a, what, err);
+	if ((r = pgst_write(p, id, a, what, err)) == NULL)
 		return -1;
 	PQclear(r);
 	return 0;
@@ -859,6 +974,8 @@ pgst_close(struct store *st)
 
 	if (p == NULL)
 		return;
+	if (p->pg != NULL)
+		pgst_sync(p);
 	if (p->pg != NULL)
 		PQfinish(p->pg);
 	free(p->conninfo);
@@ -1277,17 +1394,17 @@ pgst_partition_finished(struct store *st, const char *job, const char *key,
 	*prev = MS_COUNT;
 	arg_text(&a, job);
 	arg_text(&a, key);
-	r = pgst_exec(p, P_LATEST_GET, &a, "reading a partition's last run",
-		      err);
+	arg_int(&a, run_id);
+	arg_text(&a, mstate_name(state));
+	/* one statement reads the one it replaces and writes it */
+	r = pgst_write(p, P_LATEST_PUT, &a, "recording a partition's last run",
+		       err);
 	if (r == NULL)
 		return -1;
 	if (PQntuples(r) > 0 && mstate_parse(col_text(r, 0, 0), prev) < 0)
 		*prev = MS_COUNT;
 	PQclear(r);
-	arg_int(&a, run_id);
-	arg_text(&a, mstate_name(state));
-	return pgst_write_done(p, P_LATEST_PUT, &a,
-			       "recording a partition's last run", err);
+	return 0;
 }
 
 /* Partitions per job by the state of their newest finished run. */
@@ -1810,6 +1927,7 @@ pgst_runs_bounds(struct pgst *p, const char *table, int64_t *lo, int64_t *hi,
 	if (pgst_ready(p, err) < 0)
 		return -1;
 	snprintf(sql, sizeof sql, "SELECT min(id), max(id) FROM %s", table);
+	pgst_sync(p);
 	r = PQexec(p->pg, sql);
 	if (PQresultStatus(r) != PGRES_TUPLES_OK) {
 		PQclear(r);
@@ -1906,6 +2024,7 @@ pgst_runs_window(struct store_runs_cursor *base, int64_t lo,
 	arg_int(&a, base->request_id);
 	arg_text(&a, base->state);
 	arg_int(&a, pg->max_rows);
+	pgst_sync(p);
 	if (pgst_ready(p, err) < 0)
 		return -1;
 	r = PQexecParams(p->pg, sql, a.n, types, a.v, NULL, NULL, 0);
