@@ -254,6 +254,18 @@ cpg_array_text(struct cpg_buf *b, const char *s)
 	cpg_buf_add(b, "\"", 1);
 }
 
+/* Append one element, or NULL, to a text[] literal being built. */
+static void
+cpg_array_opt(struct cpg_buf *b, const char *s)
+{
+	if (s != NULL)
+		cpg_array_text(b, s);
+	else if (b->len > 1)
+		cpg_buf_add(b, ",NULL", 5);
+	else
+		cpg_buf_add(b, "NULL", 4);
+}
+
 /* Append one element to a bigint[] literal being built. */
 static void
 cpg_array_int(struct cpg_buf *b, int64_t v)
@@ -1485,6 +1497,39 @@ cpg_results(struct cluster *c, size_t max, struct cluster_work **out,
 	return 0;
 }
 
+/* Planner: the done rows, deleted as they are read, fenced by the lease
+ * (the results are recorded by the planner's store next: a planner that
+ * stops in between leaves those runs running in the state store, and
+ * the next planner's recovery queues them again, as after forget). */
+static int
+cpg_take(struct cluster *c, size_t max, struct cluster_work **out, size_t *n,
+	 struct err *err)
+{
+	static const char sql[] =
+		"WITH ok AS (SELECT 1 FROM lease WHERE id = 1 AND holder = $1"
+		"  AND generation = $2 AND expires_at > now()),"
+		" d AS (DELETE FROM work WHERE id IN (SELECT id FROM work"
+		"  WHERE state = 'done' AND EXISTS (SELECT 1 FROM ok)"
+		"  ORDER BY id LIMIT $3 FOR UPDATE) AND state = 'done'"
+		"  RETURNING *)"
+		" SELECT " CPG_WORK_COLS " FROM d ORDER BY id";
+	char gen[32], lim[32];
+	const char *v[3] = { c->node, gen, lim };
+	PGresult *res;
+
+	*out = NULL;
+	*n = 0;
+	if (cpg_need_planner(c, err) < 0)
+		return -1;
+	snprintf(gen, sizeof gen, "%" PRId64, c->generation);
+	snprintf(lim, sizeof lim, "%zu", max);
+	if ((res = cpg_q(c, sql, 3, v, err)) == NULL)
+		return -1;
+	cpg_work_rows(res, out, n);
+	PQclear(res);
+	return 0;
+}
+
 /* Planner: delete rows (results recorded, offers withdrawn), fenced. */
 static int
 cpg_forget(struct cluster *c, const int64_t *ids, size_t n, struct err *err)
@@ -1628,6 +1673,112 @@ cpg_finish(struct cluster *c, int64_t id, const struct cluster_result *r,
 			" node was declared dead); it was queued again",
 			c->node, id);
 	return ok;
+}
+
+/*
+ * Worker: one statement finishes the runs of f (each only if its claim
+ * still stands: claimed_by, incarnation, state) and claims up to max
+ * offered runs (as cpg_claim).  Rows come back tagged by the last column:
+ * 0 the notification (one row), 1 a finish recorded (its id), 2 a claim
+ * (CPG_WORK_COLS).  The claim sees the rows as they were before the
+ * statement: the runs it finishes are claimed, not offered, so the two
+ * parts cannot meet.
+ */
+static int
+cpg_finish_claim(struct cluster *c, struct cluster_finish *f, size_t nf,
+		 const char *const *jobs, size_t njobs, size_t max,
+		 struct cluster_work **out, size_t *n, struct err *err)
+{
+	static const char sql[] =
+		"WITH me AS (SELECT 1 FROM nodes WHERE name = $1"
+		"  AND incarnation = $2 AND role <> 'stopped'),"
+		" f AS (UPDATE work w SET state = 'done', finished_at = now(),"
+		"  failed = t.failed, error = t.error, result = t.result"
+		"  FROM unnest($3::bigint[], $4::boolean[], $5::text[],"
+		"  $6::text[]) AS t(id, failed, error, result)"
+		"  WHERE w.id = t.id AND w.claimed_by = $1 AND w.incarnation = $2"
+		"  AND w.state = 'claimed' RETURNING w.id),"
+		" n AS (SELECT pg_notify('bf_done', '')"
+		"  WHERE EXISTS (SELECT 1 FROM f)),"
+		" pick AS (SELECT id FROM work WHERE state = 'offered'"
+		"  AND job = ANY($7::text[]) AND $8 > 0"
+		"  AND EXISTS (SELECT 1 FROM me)"
+		"  ORDER BY id LIMIT $8 FOR UPDATE SKIP LOCKED),"
+		" c AS (UPDATE work w SET state = 'claimed', claimed_by = $1,"
+		"  incarnation = $2, claimed_at = now()"
+		"  FROM pick WHERE w.id = pick.id AND w.state = 'offered'"
+		"  RETURNING w.*)"
+		" SELECT (SELECT count(*) FROM n), 0, '', '', 0, 0, 0, '', false,"
+		"  false, NULL, NULL, 0"
+		" UNION ALL SELECT id, 0, '', '', 0, 0, 0, '', false, false, NULL,"
+		"  NULL, 1 FROM f"
+		" UNION ALL SELECT " CPG_WORK_COLS ", 2 FROM c";
+	struct cpg_buf a[5];
+	char inc[32], lim[32];
+	const char *v[8];
+	PGresult *res;
+	size_t i, k, nc = 0;
+	int nt;
+
+	*out = NULL;
+	*n = 0;
+	for (i = 0; i < nf; i++)
+		f[i].ok = 0;
+	if (c->role == CLUSTER_OFFLINE || c->incarnation == 0 || c->pg == NULL)
+		return err_set(err, EXIT_WORK_FAILED, "the state store is not"
+			       " connected: %s", c->db_error);
+	if (njobs == 0)
+		max = 0;
+	if (nf == 0 && max == 0)
+		return 0;
+	memset(a, 0, sizeof a);
+	for (k = 0; k < 5; k++)
+		cpg_buf_add(&a[k], "{", 1);
+	for (i = 0; i < nf; i++) {
+		cpg_array_int(&a[0], f[i].id);
+		cpg_array_int(&a[1], f[i].r.failed);
+		cpg_array_opt(&a[2], f[i].r.error);
+		cpg_array_opt(&a[3], f[i].r.result);
+	}
+	for (i = 0; i < njobs; i++)
+		cpg_array_text(&a[4], jobs[i]);
+	for (k = 0; k < 5; k++)
+		cpg_buf_add(&a[k], "}", 1);
+	snprintf(inc, sizeof inc, "%" PRId64, c->incarnation);
+	snprintf(lim, sizeof lim, "%zu", max);
+	v[0] = c->node;
+	v[1] = inc;
+	for (k = 0; k < 5; k++)
+		v[2 + k] = a[k].s;
+	v[7] = lim;
+	res = cpg_q(c, sql, 8, v, err);
+	for (k = 0; k < 5; k++)
+		free(a[k].s);
+	if (res == NULL)
+		return -1;
+	nt = PQntuples(res);
+	for (int r = 0; r < nt; r++)
+		nc += cpg_i64(res, r, 12) == 2;
+	*out = nc > 0 ? xcalloc(nc, sizeof **out) : NULL;
+	for (int r = 0; r < nt; r++) {
+		int64_t kind = cpg_i64(res, r, 12), id = cpg_i64(res, r, 0);
+
+		if (kind == 2) {
+			cpg_work_row(res, r, &(*out)[(*n)++]);
+			continue;
+		}
+		for (i = 0; kind == 1 && i < nf; i++)
+			if (f[i].id == id)
+				f[i].ok = 1;
+	}
+	PQclear(res);
+	for (i = 0; i < nf; i++)
+		if (!f[i].ok)
+			cpg_log(c, 4, "cluster: node=%s run=%" PRId64 ": result"
+				" refused: the run was given up on meanwhile"
+				" (this node was declared dead); it was queued"
+				" again", c->node, f[i].id);
+	return 0;
 }
 
 /* Any node: the nodes table. */
@@ -1805,10 +1956,12 @@ const struct cluster_driver cluster_pg_driver = {
 	.state = cpg_state,
 	.offer = cpg_offer,
 	.results = cpg_results,
+	.take = cpg_take,
 	.forget = cpg_forget,
 	.in_flight = cpg_in_flight,
 	.claim = cpg_claim,
 	.finish = cpg_finish,
+	.finish_claim = cpg_finish_claim,
 	.nodes = cpg_nodes,
 	.forward = cpg_forward,
 	.mail_take = cpg_mail_take,

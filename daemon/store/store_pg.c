@@ -668,6 +668,16 @@ col_copy(PGresult *r, int row, int i, char *buf, size_t sz)
 
 static void pgst_tx_rollback(struct pgst *p);
 
+/* A transaction was opened: no savepoint, nothing failed yet. */
+static void
+pgst_tx_state(struct pgst *p)
+{
+	p->tx = true;
+	p->aborted = false;
+	p->depth = 0;
+	p->deferred = false;
+}
+
 /* Open a transaction; with a fence, check the lease first. */
 static int
 pgst_tx_open(struct pgst *p, struct err *err)
@@ -678,20 +688,31 @@ pgst_tx_open(struct pgst *p, struct err *err)
 
 	if (pgst_ready(p, err) < 0)
 		return -1;
+	r = NULL;
+	if (p->fence > 0) {
+		/* BEGIN and the lease check in one round trip */
+		pgst_tx_state(p);
+		if (pgst_pipe(p, "BEGIN", P_COUNT, NULL, "BEGIN", err) == 0)
+			r = pgst_exec(p, P_FENCE, NULL, "checking the planner"
+				      " lease", err);
+		if (r == NULL && PQstatus(p->pg) != CONNECTION_BAD)
+			goto fail;
+		if (r == NULL) /* dropped: as below */
+			p->tx = false;
+	}
 	/* BEGIN on a connection the server dropped: once more, connected
 	 * again (nothing was sent that could have been applied) */
-	if (pgst_simple(p, "BEGIN", err) < 0 &&
+	if (r == NULL &&
+	    pgst_simple(p, "BEGIN", err) < 0 &&
 	    (PQstatus(p->pg) != CONNECTION_BAD || pgst_ready(p, err) < 0 ||
 	     pgst_simple(p, "BEGIN", err) < 0))
 		return -1;
-	p->tx = true;
-	p->aborted = false;
-	p->depth = 0;
-	p->deferred = false;
+	pgst_tx_state(p);
 	if (p->fence <= 0)
 		return 0;
-	r = pgst_exec(p, P_FENCE, NULL, "checking the planner lease", err);
-	if (r == NULL)
+	if (r == NULL &&
+	    (r = pgst_exec(p, P_FENCE, NULL, "checking the planner lease",
+			   err)) == NULL)
 		goto fail;
 	found = PQntuples(r) > 0;
 	gen = found ? col_int(r, 0, 0) : 0;
