@@ -1682,7 +1682,8 @@ cpg_finish(struct cluster *c, int64_t id, const struct cluster_result *r,
  * 0 the notification (one row), 1 a finish recorded (its id), 2 a claim
  * (CPG_WORK_COLS).  The claim sees the rows as they were before the
  * statement: the runs it finishes are claimed, not offered, so the two
- * parts cannot meet.
+ * parts cannot meet.  "id = ANY" beside the join lets the finish use the
+ * primary key (the planner does not know how short the arrays are).
  */
 static int
 cpg_finish_claim(struct cluster *c, struct cluster_finish *f, size_t nf,
@@ -1696,7 +1697,8 @@ cpg_finish_claim(struct cluster *c, struct cluster_finish *f, size_t nf,
 		"  failed = t.failed, error = t.error, result = t.result"
 		"  FROM unnest($3::bigint[], $4::boolean[], $5::text[],"
 		"  $6::text[]) AS t(id, failed, error, result)"
-		"  WHERE w.id = t.id AND w.claimed_by = $1 AND w.incarnation = $2"
+		"  WHERE w.id = ANY($3::bigint[]) AND w.id = t.id"
+		"  AND w.claimed_by = $1 AND w.incarnation = $2"
 		"  AND w.state = 'claimed' RETURNING w.id),"
 		" n AS (SELECT pg_notify('bf_done', '')"
 		"  WHERE EXISTS (SELECT 1 FROM f)),"
