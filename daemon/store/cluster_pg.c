@@ -105,6 +105,15 @@ struct cluster {
 	size_t ncancel;
 	int64_t early[CPG_EARLY]; /* bf_reply ids no forward knew yet */
 	size_t nearly;
+	unsigned prepared;     /* bit i: cpg_prep i prepared on pg */
+};
+
+/* The statements of the loop's hot path, prepared once per connection. */
+enum cpg_prep {
+	CPG_P_OFFER,
+	CPG_P_TAKE,
+	CPG_P_EXCHANGE,
+	CPG_P_HEARTBEAT,
 };
 
 /* ------------------------------------------------------------------ */
@@ -437,27 +446,18 @@ cpg_wait(struct cluster *c, short events, int64_t deadline)
 }
 
 /*
- * Run one statement with text parameters (formats: NULL, or 1 for a
- * binary parameter) and return its result (PGRES_TUPLES_OK or
- * PGRES_COMMAND_OK), or NULL with err filled; a timeout or a broken
+ * Send what is queued on the connection and read the answers of one
+ * statement until the call's deadline: the last result (PGRES_TUPLES_OK
+ * or PGRES_COMMAND_OK), or NULL with err filled; a timeout or a broken
  * connection drops it.
  */
 static PGresult *
-cpg_exec(struct cluster *c, const char *sql, int n, const char *const *vals,
-	 const int *lens, const int *formats, struct err *err)
+cpg_answer(struct cluster *c, int64_t deadline, struct err *err)
 {
-	int64_t deadline = cpg_mono_ms() + cpg_call_ms(c);
 	PGresult *res, *last = NULL;
 	char msg[ERR_MSG_MAX];
 	int r;
 
-	if (c->pg == NULL)
-		return err_set(err, EXIT_WORK_FAILED, "the state store is not"
-			       " connected: %s", c->db_error), NULL;
-	/* without parameters, the simple protocol: several statements */
-	if (!(n == 0 ? PQsendQuery(c->pg, sql) :
-	      PQsendQueryParams(c->pg, sql, n, NULL, vals, lens, formats, 0)))
-		goto broken;
 	while ((r = PQflush(c->pg)) == 1)
 		if (cpg_wait(c, POLLOUT | POLLIN, deadline) <= 0)
 			goto timeout;
@@ -503,6 +503,65 @@ broken:
 	cpg_drop(c, msg);
 	return err_set(err, EXIT_WORK_FAILED, "the state store connection"
 		       " was lost: %s", msg), NULL;
+}
+
+/*
+ * Run one statement with text parameters (formats: NULL, or 1 for a
+ * binary parameter) and return its result (PGRES_TUPLES_OK or
+ * PGRES_COMMAND_OK), or NULL with err filled; a timeout or a broken
+ * connection drops it.  prep >= 0: a statement of the loop's hot path
+ * (enum cpg_prep), prepared on the connection at its first use, so that
+ * the server plans it once, not at every call.
+ */
+static PGresult *
+cpg_exec_p(struct cluster *c, int prep, const char *sql, int n,
+	   const char *const *vals, const int *lens, const int *formats,
+	   struct err *err)
+{
+	int64_t deadline = cpg_mono_ms() + cpg_call_ms(c);
+	char name[16], msg[ERR_MSG_MAX];
+	PGresult *res;
+
+	if (c->pg == NULL)
+		return err_set(err, EXIT_WORK_FAILED, "the state store is not"
+			       " connected: %s", c->db_error), NULL;
+	snprintf(name, sizeof name, "c%d", prep);
+	if (prep >= 0 && !(c->prepared & (1u << prep))) {
+		if (!PQsendPrepare(c->pg, name, sql, n, NULL))
+			goto broken;
+		if ((res = cpg_answer(c, deadline, err)) == NULL)
+			return NULL;
+		PQclear(res);
+		c->prepared |= 1u << prep;
+	}
+	/* without parameters, the simple protocol: several statements */
+	if (!(prep >= 0 ? PQsendQueryPrepared(c->pg, name, n, vals, lens,
+					      formats, 0) :
+	      n == 0 ? PQsendQuery(c->pg, sql) :
+	      PQsendQueryParams(c->pg, sql, n, NULL, vals, lens, formats, 0)))
+		goto broken;
+	return cpg_answer(c, deadline, err);
+broken:
+	cpg_pqmsg(c->pg, NULL, msg, sizeof msg);
+	cpg_drop(c, msg);
+	return err_set(err, EXIT_WORK_FAILED, "the state store connection"
+		       " was lost: %s", msg), NULL;
+}
+
+/* cpg_exec_p of a statement not prepared. */
+static PGresult *
+cpg_exec(struct cluster *c, const char *sql, int n, const char *const *vals,
+	 const int *lens, const int *formats, struct err *err)
+{
+	return cpg_exec_p(c, -1, sql, n, vals, lens, formats, err);
+}
+
+/* cpg_exec_p with text parameters only. */
+static PGresult *
+cpg_qp(struct cluster *c, int prep, const char *sql, int n,
+       const char *const *vals, struct err *err)
+{
+	return cpg_exec_p(c, prep, sql, n, vals, NULL, NULL, err);
 }
 
 /* cpg_exec with text parameters only. */
@@ -576,6 +635,7 @@ cpg_connect(struct cluster *c, struct err *err)
 		st = PQconnectPoll(c->pg);
 	}
 	PQsetNoticeProcessor(c->pg, cpg_notice, NULL);
+	c->prepared = 0;
 	if (PQsetnonblocking(c->pg, 1) != 0)
 		goto failed;
 	res = cpg_q(c, "LISTEN bf_work; LISTEN bf_reply", 0, NULL, err);
@@ -709,7 +769,7 @@ cpg_heartbeat(struct cluster *c, struct lease_row *row, int64_t *now_ms,
 
 	snprintf(inc, sizeof inc, "%" PRId64, c->incarnation);
 	snprintf(running, sizeof running, "%d", c->running);
-	if ((res = cpg_q(c, sql, 5, v, err)) == NULL)
+	if ((res = cpg_qp(c, CPG_P_HEARTBEAT, sql, 5, v, err)) == NULL)
 		return -1;
 	*fenced = cpg_i64(res, 0, 0) == 0;
 	memset(row, 0, sizeof *row);
@@ -1422,7 +1482,7 @@ cpg_offer(struct cluster *c, const struct cluster_offer *o, size_t n,
 	v[1] = gen;
 	for (k = 0; k < 5; k++)
 		v[2 + k] = a[k].s;
-	res = cpg_q(c, sql, 7, v, err);
+	res = cpg_qp(c, CPG_P_OFFER, sql, 7, v, err);
 	for (k = 0; k < 5; k++)
 		free(a[k].s);
 	if (res == NULL)
@@ -1523,7 +1583,7 @@ cpg_take(struct cluster *c, size_t max, struct cluster_work **out, size_t *n,
 		return -1;
 	snprintf(gen, sizeof gen, "%" PRId64, c->generation);
 	snprintf(lim, sizeof lim, "%zu", max);
-	if ((res = cpg_q(c, sql, 3, v, err)) == NULL)
+	if ((res = cpg_qp(c, CPG_P_TAKE, sql, 3, v, err)) == NULL)
 		return -1;
 	cpg_work_rows(res, out, n);
 	PQclear(res);
@@ -1753,7 +1813,7 @@ cpg_finish_claim(struct cluster *c, struct cluster_finish *f, size_t nf,
 	for (k = 0; k < 5; k++)
 		v[2 + k] = a[k].s;
 	v[7] = lim;
-	res = cpg_q(c, sql, 8, v, err);
+	res = cpg_qp(c, CPG_P_EXCHANGE, sql, 8, v, err);
 	for (k = 0; k < 5; k++)
 		free(a[k].s);
 	if (res == NULL)
