@@ -119,6 +119,10 @@ enum pgst_stmt {
 	P_DURATIONS,
 	P_FENCE,
 	P_DB_SIZE,
+	P_ITEM_ADD_ID,
+	P_RUN_START_ID,
+	P_ITEM_IDS,
+	P_RUN_IDS,
 	P_COUNT
 };
 
@@ -278,6 +282,34 @@ static const char *const pgst_sql[P_COUNT] = {
 	" LIMIT $2",
 	[P_FENCE] = "SELECT generation FROM lease WHERE id = 1 FOR SHARE",
 	[P_DB_SIZE] = "SELECT pg_database_size(current_database())",
+	[P_ITEM_ADD_ID] =
+	"INSERT INTO manifest (id, request_id, job, partition_key, seq,"
+	" downstream, state, created_at, updated_at)"
+	" VALUES ($8,$1,$2,$3,$4,$5,$6,$7,$7)",
+	[P_RUN_START_ID] =
+	"INSERT INTO runs (id, manifest_id, request_id, job, partition_key,"
+	" attempt, state, started_at, code_version, config_hash)"
+	" VALUES ($9,$1,$2,$3,$4,$5,'running',$6,$7,$8)",
+	[P_ITEM_IDS] =
+	"SELECT nextval(pg_get_serial_sequence('manifest', 'id'))"
+	" FROM generate_series(1, $1)",
+	[P_RUN_IDS] =
+	"SELECT nextval(pg_get_serial_sequence('runs', 'id'))"
+	" FROM generate_series(1, $1)",
+};
+
+/*
+ * Ids.  Inside a transaction, a manifest row or a run is inserted with an
+ * id taken from its table's sequence beforehand, a block at a time (1,
+ * 2, 4... up to PGST_IDS_MAX), so that the insert needs no answer and is
+ * pipelined (below).  Ids stay increasing; those of a block not used
+ * when the daemon stops are skipped, as a rolled-back insert's are.
+ */
+#define PGST_IDS_MAX 64
+
+struct pgst_ids {
+	int64_t id[PGST_IDS_MAX];
+	int n, pos, block;
 };
 
 struct pgst {
@@ -298,6 +330,7 @@ struct pgst {
 	int64_t runs_kept;
 	bool piped;        /* in pipeline mode: sent, answers not read */
 	int npiped;        /* statements sent since the last sync */
+	struct pgst_ids item_ids, run_ids; /* reserved, not used yet */
 };
 
 /* The PostgreSQL store behind a struct store. */
@@ -1051,6 +1084,36 @@ pgst_checkpoint_on(struct store *st, struct uv_loop_s *loop)
 
 /* ---- requests, the manifest, runs ------------------------------------- */
 
+/* The next id reserved for a table (stmt: P_ITEM_IDS, P_RUN_IDS). */
+static int
+pgst_next_id(struct pgst *p, struct pgst_ids *r, enum pgst_stmt stmt,
+	     int64_t *id, struct err *err)
+{
+	struct pgst_args a = { 0 };
+	PGresult *res;
+
+	if (r->pos >= r->n) {
+		r->block = r->block > 0 ? r->block : 1;
+		arg_int(&a, r->block);
+		res = pgst_exec(p, stmt, &a, "reserving ids", err);
+		if (res == NULL)
+			return -1;
+		r->n = PQntuples(res) < PGST_IDS_MAX ? PQntuples(res) :
+		       PGST_IDS_MAX;
+		for (int i = 0; i < r->n; i++)
+			r->id[i] = col_int(res, i, 0);
+		PQclear(res);
+		r->pos = 0;
+		if (r->block < PGST_IDS_MAX)
+			r->block *= 2;
+		if (r->n == 0)
+			return err_set(err, EXIT_INTERNAL, "state store:"
+				       " reserving ids: none given");
+	}
+	*id = r->id[r->pos++];
+	return 0;
+}
+
 /* Read the id a RETURNING id statement gave. */
 static int
 pgst_returned_id(PGresult *r, int64_t *id)
@@ -1108,6 +1171,7 @@ static int
 pgst_item_add(struct store *st, const struct store_item *it, int64_t *id,
 	      struct err *err)
 {
+	struct pgst *p = pgst_of(st);
 	struct pgst_args a = { 0 };
 
 	arg_int(&a, it->request_id);
@@ -1117,7 +1181,14 @@ pgst_item_add(struct store *st, const struct store_item *it, int64_t *id,
 	arg_bool(&a, it->downstream);
 	arg_text(&a, mstate_name(it->state));
 	arg_int(&a, it->at);
-	return pgst_returned_id(pgst_write(pgst_of(st), P_ITEM_ADD, &a,
+	if (p->tx) {
+		if (pgst_next_id(p, &p->item_ids, P_ITEM_IDS, id, err) < 0)
+			return -1;
+		arg_int(&a, *id);
+		return pgst_pipe(p, NULL, P_ITEM_ADD_ID, &a, "adding to the"
+				 " manifest", err);
+	}
+	return pgst_returned_id(pgst_write(p, P_ITEM_ADD, &a,
 					   "adding to the manifest", err), id);
 }
 
@@ -1158,9 +1229,18 @@ pgst_run_start(struct store *st, int64_t manifest_id, int64_t request_id,
 	arg_int(&a, started_at);
 	arg_text(&a, code_version);
 	arg_text(&a, config_hash);
-	if (pgst_returned_id(pgst_write(p, P_RUN_START, &a, "recording a run",
-					err), run_id) < 0)
+	if (p->tx) {
+		if (pgst_next_id(p, &p->run_ids, P_RUN_IDS, run_id, err) < 0)
+			return -1;
+		arg_int(&a, *run_id);
+		if (pgst_pipe(p, NULL, P_RUN_START_ID, &a, "recording a run",
+			      err) < 0)
+			return -1;
+	} else if (pgst_returned_id(pgst_write(p, P_RUN_START, &a,
+					       "recording a run", err),
+				    run_id) < 0) {
 		return -1;
+	}
 	p->runs_kept++;
 	return 0;
 }
