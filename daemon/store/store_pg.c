@@ -509,7 +509,7 @@ arg_bool(struct pgst_args *a, bool b)
 static void
 pgst_sync(struct pgst *p)
 {
-	int nulls = 0;
+	int nulls = 0, results = 0;
 	PGresult *r;
 	char msg[512];
 
@@ -530,6 +530,10 @@ pgst_sync(struct pgst *p)
 		if (PQresultStatus(r) == PGRES_PIPELINE_SYNC) {
 			PQclear(r);
 			break;
+		}
+		if (++results > 2 * p->npiped + 2) { /* never: a broken one */
+			PQclear(r);
+			goto lost;
 		}
 		if (PQresultStatus(r) == PGRES_FATAL_ERROR && !p->aborted) {
 			snprintf(msg, sizeof msg, "%s",
