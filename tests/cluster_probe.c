@@ -143,6 +143,20 @@ probe_batch(size_t max, const int64_t *ids, size_t nf, bool quiet)
 	return (int)n;
 }
 
+/* batch MAX ID...: the first two ids in a2, a3, the rest to come from
+ * strtok. */
+static void
+probe_batch_cmd(const char *a1, char *a2, char *a3)
+{
+	int64_t ids[64];
+	size_t n = 0;
+
+	for (char *a = a2; a != NULL && n < 64; a = n == 1 ? a3 :
+	     strtok(NULL, " "))
+		ids[n++] = strtoll(a, NULL, 10);
+	probe_batch(strtoul(a1, NULL, 10), ids, n, false);
+}
+
 /* auto: finish what the last wakeup claimed and claim again; while
  * there was work, again on the next loop turn (as the daemon does), so
  * that its heartbeat keeps its beat. */
@@ -385,13 +399,7 @@ probe_command(char *l)
 	} else if (strcmp(cmd, "take") == 0) {
 		probe_take();
 	} else if (strcmp(cmd, "batch") == 0 && a1 != NULL) {
-		int64_t ids[64];
-		size_t n = 0;
-
-		for (char *a = a2; a != NULL && n < 64; a = n == 1 ? a3 :
-		     strtok(NULL, " "))
-			ids[n++] = strtoll(a, NULL, 10);
-		probe_batch(strtoul(a1, NULL, 10), ids, n, false);
+		probe_batch_cmd(a1, a2, a3);
 	} else if (strcmp(cmd, "forget") == 0) {
 		int64_t ids[64];
 		size_t n = 0;

@@ -1735,6 +1735,37 @@ cpg_finish(struct cluster *c, int64_t id, const struct cluster_result *r,
 	return ok;
 }
 
+/* Read a finish_claim's rows: the finishes recorded into f, the claims
+ * into *out. */
+static void
+cpg_exchanged(struct cluster *c, const PGresult *res, struct cluster_finish *f,
+	      size_t nf, struct cluster_work **out, size_t *n)
+{
+	int nt = PQntuples(res);
+	size_t i, nc = 0;
+
+	for (int r = 0; r < nt; r++)
+		nc += cpg_i64(res, r, 12) == 2;
+	*out = nc > 0 ? xcalloc(nc, sizeof **out) : NULL;
+	for (int r = 0; r < nt; r++) {
+		int64_t kind = cpg_i64(res, r, 12), id = cpg_i64(res, r, 0);
+
+		if (kind == 2) {
+			cpg_work_row(res, r, &(*out)[(*n)++]);
+			continue;
+		}
+		for (i = 0; kind == 1 && i < nf; i++)
+			if (f[i].id == id)
+				f[i].ok = 1;
+	}
+	for (i = 0; i < nf; i++)
+		if (!f[i].ok)
+			cpg_log(c, 4, "cluster: node=%s run=%" PRId64 ": result"
+				" refused: the run was given up on meanwhile"
+				" (this node was declared dead); it was queued"
+				" again", c->node, f[i].id);
+}
+
 /*
  * Worker: one statement finishes the runs of f (each only if its claim
  * still stands: claimed_by, incarnation, state) and claims up to max
@@ -1779,8 +1810,7 @@ cpg_finish_claim(struct cluster *c, struct cluster_finish *f, size_t nf,
 	char inc[32], lim[32];
 	const char *v[8];
 	PGresult *res;
-	size_t i, k, nc = 0;
-	int nt;
+	size_t i, k;
 
 	*out = NULL;
 	*n = 0;
@@ -1818,28 +1848,8 @@ cpg_finish_claim(struct cluster *c, struct cluster_finish *f, size_t nf,
 		free(a[k].s);
 	if (res == NULL)
 		return -1;
-	nt = PQntuples(res);
-	for (int r = 0; r < nt; r++)
-		nc += cpg_i64(res, r, 12) == 2;
-	*out = nc > 0 ? xcalloc(nc, sizeof **out) : NULL;
-	for (int r = 0; r < nt; r++) {
-		int64_t kind = cpg_i64(res, r, 12), id = cpg_i64(res, r, 0);
-
-		if (kind == 2) {
-			cpg_work_row(res, r, &(*out)[(*n)++]);
-			continue;
-		}
-		for (i = 0; kind == 1 && i < nf; i++)
-			if (f[i].id == id)
-				f[i].ok = 1;
-	}
+	cpg_exchanged(c, res, f, nf, out, n);
 	PQclear(res);
-	for (i = 0; i < nf; i++)
-		if (!f[i].ok)
-			cpg_log(c, 4, "cluster: node=%s run=%" PRId64 ": result"
-				" refused: the run was given up on meanwhile"
-				" (this node was declared dead); it was queued"
-				" again", c->node, f[i].id);
 	return 0;
 }
 
