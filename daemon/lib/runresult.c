@@ -14,6 +14,9 @@ runresult_format(const struct runresult *r, char *buf, size_t len)
 {
 	snprintf(buf, len, "timed_out=%d not_started=%d rows_changed=%" PRId64,
 		 r->timed_out ? 1 : 0, r->not_started ? 1 : 0, r->rows_changed);
+	if (r->committed_before)
+		snprintf(buf + strlen(buf), len - strlen(buf),
+			 " committed_before=1");
 }
 
 /* One field: key=value with an integer value. */
@@ -40,6 +43,8 @@ runresult_field(const char *f, size_t n, struct runresult *r)
 		r->not_started = v != 0;
 	else if (strcmp(tmp, "rows_changed") == 0)
 		r->rows_changed = v < 0 ? -1 : v;
+	else if (strcmp(tmp, "committed_before") == 0)
+		r->committed_before = v != 0;
 	return 0;
 }
 
@@ -48,7 +53,7 @@ runresult_parse(const char *line, struct runresult *r)
 {
 	int rc = 0;
 
-	r->timed_out = r->not_started = false;
+	r->timed_out = r->not_started = r->committed_before = false;
 	r->rows_changed = -1;
 	while (line != NULL && *line != '\0') {
 		size_t n;

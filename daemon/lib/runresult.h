@@ -15,6 +15,9 @@ struct runresult {
 	bool timed_out;
 	bool not_started;     /* nothing ran: queued again, not counted */
 	int64_t rows_changed; /* -1: not known (a command) */
+	/* an earlier attempt had committed it: nothing ran (wh_commits.h);
+	 * written only when set */
+	bool committed_before;
 };
 
 #define RUNRESULT_MAX 96
@@ -22,8 +25,8 @@ struct runresult {
 /* Write r as one line into buf (RUNRESULT_MAX bytes). */
 void runresult_format(const struct runresult *r, char *buf, size_t len);
 /* Read a line; NULL or a malformed field leaves the defaults (not timed
- * out, started, rows_changed -1).  Returns 0, or -1 when a field was
- * malformed. */
+ * out, started, rows_changed -1, not committed before).  Returns 0, or -1
+ * when a field was malformed. */
 int runresult_parse(const char *line, struct runresult *r);
 
 #endif
