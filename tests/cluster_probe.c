@@ -22,8 +22,14 @@
  *	state                    [state ROLE GENERATION INCARNATION DB PLANNER]
  *	forward TEXT             ask the planner [reply TEXT | reply-error WHY]
  *	serve                    as planner, answer mail with "echo:REQUEST"
- *	auto N                   on each wakeup claim up to N runs of job j and
- *	                         finish them at once [claimed ID...]
+ *	batch MAX ID...          finish IDs and claim up to MAX runs of job j
+ *	                         in one statement (finish_claim) [batch-finish
+ *	                         ID ok|refused ... then claimed ID...]
+ *	take                     done rows, deleted [taken ID BY FAILED
+ *	                         INTERRUPTED ERROR... then take-end]
+ *	auto N                   on each wakeup finish the runs claimed at the
+ *	                         last one and claim up to N runs of job j, in
+ *	                         one statement [claimed ID..., finish ID ok]
  *	quit                     leave cleanly [closed]
  * Events: role ROLE GENERATION, fenced OLD NEW, db ok|lost WHY, work,
  * done, mail, cancel ID.
@@ -51,6 +57,7 @@ static int64_t lease_s;
 static uv_idle_t again; /* not a 0 ms timer: see cluster_pg.c's kick */
 
 static void probe_again_cb(uv_idle_t *t);
+static void probe_auto(void);
 
 /* Print one line and flush it. */
 static void __attribute__((format(printf, 1, 2)))
@@ -70,13 +77,12 @@ out(const char *fmt, ...)
 	fflush(stdout);
 }
 
-/* Claim up to max runs of job, print them; finish them if `finish`. */
+/* Claim up to max runs of job, print them. */
 static void
-probe_claim(size_t max, const char *job, bool finish)
+probe_claim(size_t max, const char *job)
 {
 	const char *jobs[1] = { job };
 	struct cluster_work *w;
-	struct cluster_result r = { false, NULL, "{}" };
 	char buf[1 << 14];
 	size_t n, i, o;
 	struct err err;
@@ -90,14 +96,82 @@ probe_claim(size_t max, const char *job, bool finish)
 		o += (size_t)snprintf(buf + o, sizeof buf - o, " %" PRId64,
 				      w[i].id);
 	out("%s", buf);
-	for (i = 0; finish && i < n; i++)
-		out("finish %" PRId64 " %s", w[i].id,
-		    drv->finish(cl, w[i].id, &r, &err) == 1 ? "ok" : "refused");
 	drv->work_free(w, n);
-	/* a worker with free slots claims until the offers run out, a loop
-	 * turn at a time (as the daemon's runs end), so that its heartbeat
-	 * keeps its beat */
-	if (finish && n == max)
+}
+
+/* auto: the runs claimed at the last wakeup, finished at the next. */
+static int64_t *auto_ids;
+static size_t auto_n;
+
+/* One finish_claim: finish ids, claim up to max; print what happened. */
+static int
+probe_batch(size_t max, const int64_t *ids, size_t nf, bool quiet)
+{
+	const char *jobs[1] = { "j" };
+	struct cluster_finish *f = xcalloc(nf + 1, sizeof *f);
+	struct cluster_work *w;
+	char buf[1 << 14];
+	size_t n, i, o;
+	struct err err;
+
+	for (i = 0; i < nf; i++)
+		f[i] = (struct cluster_finish){ ids[i], { false, NULL, "{}" },
+						0 };
+	if (drv->finish_claim(cl, f, nf, jobs, 1, max, &w, &n, &err) < 0) {
+		out("batch-error %s", err.msg);
+		free(f);
+		return -1;
+	}
+	for (i = 0; i < nf; i++)
+		out("%s %" PRId64 " %s", quiet ? "finish" : "batch-finish",
+		    f[i].id, f[i].ok ? "ok" : "refused");
+	free(f);
+	o = (size_t)snprintf(buf, sizeof buf, "claimed");
+	for (i = 0; i < n && o < sizeof buf - 24; i++)
+		o += (size_t)snprintf(buf + o, sizeof buf - o, " %" PRId64,
+				      w[i].id);
+	if (n > 0 || !quiet)
+		out("%s", buf);
+	if (quiet) {
+		free(auto_ids);
+		auto_ids = xcalloc(n + 1, sizeof *auto_ids);
+		for (i = 0; i < n; i++)
+			auto_ids[i] = w[i].id;
+		auto_n = n;
+	}
+	drv->work_free(w, n);
+	return (int)n;
+}
+
+/* batch MAX ID...: the first two ids in a2, a3, the rest to come from
+ * strtok. */
+static void
+probe_batch_cmd(const char *a1, char *a2, char *a3)
+{
+	int64_t ids[64];
+	size_t n = 0;
+
+	for (char *a = a2; a != NULL && n < 64; a = n == 1 ? a3 :
+	     strtok(NULL, " "))
+		ids[n++] = strtoll(a, NULL, 10);
+	probe_batch(strtoul(a1, NULL, 10), ids, n, false);
+}
+
+/* auto: finish what the last wakeup claimed and claim again; while
+ * there was work, again on the next loop turn (as the daemon does), so
+ * that its heartbeat keeps its beat. */
+static void
+probe_auto(void)
+{
+	int64_t *ids = auto_ids;
+	size_t nf = auto_n;
+	int n;
+
+	auto_ids = NULL;
+	auto_n = 0;
+	n = probe_batch(auto_max, ids, nf, true);
+	free(ids);
+	if (n > 0)
 		uv_idle_start(&again, probe_again_cb);
 }
 
@@ -106,7 +180,7 @@ static void
 probe_again_cb(uv_idle_t *t)
 {
 	uv_idle_stop(t);
-	probe_claim(auto_max, "j", true);
+	probe_auto();
 }
 
 /* role_cb */
@@ -124,7 +198,7 @@ probe_work_cb(void *data)
 	(void)data;
 	out("work");
 	if (auto_max > 0)
-		probe_claim(auto_max, "j", true);
+		probe_auto();
 }
 
 /* done_cb */
@@ -256,6 +330,25 @@ probe_results(void)
 	drv->work_free(w, n);
 }
 
+/* The done rows, taken (deleted as read). */
+static void
+probe_take(void)
+{
+	struct cluster_work *w;
+	struct err err;
+	size_t n, i;
+
+	if (drv->take(cl, 100000, &w, &n, &err) < 0) {
+		out("take-error %s", err.msg);
+		return;
+	}
+	for (i = 0; i < n; i++)
+		out("taken %" PRId64 " %s %d %d %s", w[i].id, w[i].claimed_by,
+		    w[i].failed, w[i].interrupted, w[i].error ? w[i].error : "");
+	out("take-end");
+	drv->work_free(w, n);
+}
+
 /* The nodes rows. */
 static void
 probe_nodes(void)
@@ -292,7 +385,7 @@ probe_command(char *l)
 		probe_offer(strtoll(a1, NULL, 10), strtoll(a2, NULL, 10),
 			    a3 ? a3 : "j");
 	} else if (strcmp(cmd, "claim") == 0 && a1 != NULL) {
-		probe_claim(strtoul(a1, NULL, 10), a2 ? a2 : "j", false);
+		probe_claim(strtoul(a1, NULL, 10), a2 ? a2 : "j");
 	} else if (strcmp(cmd, "finish") == 0 && a1 != NULL) {
 		struct cluster_result r = { false, NULL, "{}" };
 		int rc = drv->finish(cl, strtoll(a1, NULL, 10), &r, &err);
@@ -303,6 +396,10 @@ probe_command(char *l)
 			out("finish %s %s", a1, rc ? "ok" : "refused");
 	} else if (strcmp(cmd, "results") == 0) {
 		probe_results();
+	} else if (strcmp(cmd, "take") == 0) {
+		probe_take();
+	} else if (strcmp(cmd, "batch") == 0 && a1 != NULL) {
+		probe_batch_cmd(a1, a2, a3);
 	} else if (strcmp(cmd, "forget") == 0) {
 		int64_t ids[64];
 		size_t n = 0;
@@ -347,7 +444,7 @@ probe_command(char *l)
 	} else if (strcmp(cmd, "auto") == 0 && a1 != NULL) {
 		auto_max = strtoul(a1, NULL, 10);
 		out("auto %zu", auto_max);
-		probe_claim(auto_max, "j", true);
+		probe_auto();
 	} else if (strcmp(cmd, "quit") == 0) {
 		uv_read_stop((uv_stream_t *)&in);
 		drv->close(cl, probe_closed_cb, NULL);

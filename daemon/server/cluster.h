@@ -101,6 +101,14 @@ struct cluster_result {
 	const char *result; /* JSON the planner decodes, or NULL */
 };
 
+/* One finish of a batch (finish_claim): ok is filled, 1 recorded, 0
+ * refused (as finish). */
+struct cluster_finish {
+	int64_t id;
+	struct cluster_result r;
+	int ok;
+};
+
 /* One node, for status. */
 struct cluster_node {
 	char name[LEASE_NAME_MAX];
@@ -188,6 +196,11 @@ struct cluster_driver {
 	/* Planner: the done rows (results and reaped claims), at most max. */
 	int (*results)(struct cluster *c, size_t max, struct cluster_work **out,
 		       size_t *n, struct err *err);
+	/* Planner: the done rows, at most max, deleted in the same statement
+	 * (fenced by the generation: none when deposed meanwhile); results
+	 * then forget in one round trip. */
+	int (*take)(struct cluster *c, size_t max, struct cluster_work **out,
+		    size_t *n, struct err *err);
 	/* Planner: delete done rows once their results are recorded, and
 	 * offers withdrawn (a cancelled request). */
 	int (*forget)(struct cluster *c, const int64_t *ids, size_t n,
@@ -215,6 +228,14 @@ struct cluster_driver {
 	 * at the next heartbeat, the claim stands until then). */
 	int (*finish)(struct cluster *c, int64_t id,
 		      const struct cluster_result *r, struct err *err);
+
+	/* Worker: finish runs (as finish, each f[i].ok filled) and claim up
+	 * to max offered runs of the given jobs (as claim), in one statement:
+	 * a loop turn's exchange with the work table.  -1: neither happened. */
+	int (*finish_claim)(struct cluster *c, struct cluster_finish *f,
+			    size_t nf, const char *const *jobs, size_t njobs,
+			    size_t max, struct cluster_work **out, size_t *n,
+			    struct err *err);
 
 	/* Any node: the nodes table, and now on the database's clock. */
 	int (*nodes)(struct cluster *c, struct cluster_node **out, size_t *n,

@@ -4,17 +4,17 @@
  *
  * Planner: the scheduler's remote (scheduler.h): each run sched_run_begin
  * recorded is kept here by its run id and offered, in one batch per loop
- * turn.  done_cb collects the results and calls each run's done_cb, the
- * chain a local run takes; an interrupted row (its node was declared
- * dead) ends as not started: queued again, no attempt counted.  A new
- * planner adopts the runs an earlier one left in flight
- * (cworker_takeover_cb); a planner that stops hands them over
- * (cworker_stop).
+ * turn.  done_cb reads the results, records them (committed), then
+ * deletes their rows, calling each run's done_cb, the chain a local run
+ * takes; an interrupted row (its node was declared dead) ends as not
+ * started: queued again, no attempt counted.  A new planner adopts the
+ * runs an earlier one left in flight (cworker_takeover_cb); a planner
+ * that stops hands them over (cworker_stop).
  *
- * Worker (every node, the planner too): claims what it may run while it
- * has room (max_concurrency), one claim per loop turn, runs it on the
- * executor and finishes it; a finish the database did not take is tried
- * again when it is back.
+ * Worker (every node, the planner too): once per loop turn, one statement
+ * finishes the runs ended since the last turn and claims what it may run
+ * while it has room (max_concurrency); it runs them on the executor.  A
+ * finish the database did not take is tried again when it is back.
  *
  * The result a worker records is one line (runresult.h); checks and
  * guard results stay in the worker's log.
@@ -79,6 +79,7 @@ struct cworker {
 };
 
 static void cworker_run_done_cb(struct exec_run *run);
+static void cworker_start(struct cworker *w, const struct cluster_work *x);
 
 /* The local runs ended while closing: close the cluster. */
 static void
@@ -338,7 +339,7 @@ cworker_result(struct cworker *w, const struct cluster_work *x)
 	run->done_cb(run);
 }
 
-/* done_cb: collect the results, record them, forget them. */
+/* done_cb: read the results, record them, then delete their rows. */
 static void
 cworker_collect(void *data)
 {
@@ -364,7 +365,8 @@ cworker_collect(void *data)
 			ids[i] = rows[i].id;
 		}
 		/* recorded first: a planner killed in between leaves the
-		 * rows to the next one, which adopts their runs */
+		 * rows to the next one, which adopts their runs (so not
+		 * `take`, which deletes them as it reads) */
 		more = n == 256;
 		if (n > 0 && sched_flush(w->sched) < 0) {
 			log_warn("%zu results not recorded: the state store"
@@ -454,54 +456,98 @@ cworker_local_free(struct cworker *w, struct local *l)
 	free(l);
 }
 
-/* Record how a local run ended; 0 done with it, -1 try again later. */
-static int
-cworker_finish(struct cworker *w, struct local *l)
+/* Describe how a local run ended, for its finish (line: its result). */
+static void
+cworker_finish_of(struct local *l, struct cluster_finish *f,
+		  char line[RUNRESULT_MAX])
 {
-	char line[RUNRESULT_MAX];
 	struct runresult rr = {l->run.timed_out,
 		l->run.not_started || l->run.cancelled, l->run.rows_changed,
 		l->run.committed_before};
-	struct cluster_result r;
-	struct err err;
-	int rc;
 
-	if (l->discard)
-		return 0;
-	runresult_format(&rr, line, sizeof line);
-	r.failed = l->run.failed || l->run.cancelled;
-	r.error = l->run.error[0] ? l->run.error :
-		  l->run.cancelled ? "cancelled" : NULL;
-	r.result = line;
-	rc = w->drv->finish(w->c, l->id, &r, &err);
-	if (rc < 0) {
-		log_warn("run=%" PRId64 ": cannot record its result: %s;"
-			 " trying again when the state store is back", l->id,
-			 err.msg);
-		return -1;
-	}
-	if (rc == 0)
-		log_notice("run=%" PRId64 ": result refused (this node was"
-			   " declared dead meanwhile); it runs again", l->id);
-	return 0;
+	runresult_format(&rr, line, RUNRESULT_MAX);
+	f->id = l->id;
+	f->r.failed = l->run.failed || l->run.cancelled;
+	f->r.error = l->run.error[0] ? l->run.error :
+		     l->run.cancelled ? "cancelled" : NULL;
+	f->r.result = line;
+	f->ok = 0;
 }
 
-/* Finish the runs whose result is still to be recorded. */
+/*
+ * One loop turn's exchange with the work table, one statement: finish
+ * the runs ended since the last (a finish the database did not take is
+ * tried again next time), and claim what this node may run while it has
+ * room (max_concurrency).  A refused finish (this node was declared dead
+ * meanwhile) is dropped: its run was queued again.
+ */
 static void
-cworker_finish_pending(struct cworker *w)
+cworker_exchange(struct cworker *w)
 {
+	struct config *cfg = sched_config(w->sched);
+	const char **jobs = xcalloc(cfg->njobs + 1, sizeof *jobs);
+	struct cluster_finish *f;
+	char (*lines)[RUNRESULT_MAX];
 	struct local *l, *nx;
+	size_t nj = 0, nf = 0, n = 0, room = 0;
+	struct cluster_work *rows = NULL;
+	struct err err;
 
 	for (l = w->locals; l != NULL; l = nx) {
 		nx = l->next;
-		if (l->done && cworker_finish(w, l) == 0)
+		if (l->done && l->discard)
 			cworker_local_free(w, l);
 		else if (l->done)
-			break; /* the database is away */
+			nf++;
 	}
+	f = xcalloc(nf + 1, sizeof *f);
+	lines = xcalloc(nf + 1, sizeof *lines);
+	nf = 0;
+	for (l = w->locals; l != NULL; l = l->next)
+		if (l->done) {
+			cworker_finish_of(l, &f[nf], lines[nf]);
+			nf++;
+		}
+	if (!w->closing && w->nlocal < cfg->max_concurrency)
+		room = (size_t)(cfg->max_concurrency - w->nlocal);
+	for (size_t i = 0; room > 0 && i < cfg->njobs; i++)
+		if (lease_job_allowed(cfg->jobs[i].nodes, cfg->jobs[i].nnodes,
+				      cfg->node))
+			jobs[nj++] = cfg->jobs[i].name;
+	if ((nf > 0 || nj > 0) &&
+	    w->drv->finish_claim(w->c, f, nf, jobs, nj, room, &rows, &n,
+				 &err) < 0) {
+		if (nf > 0)
+			log_warn("cannot record the results of %zu runs: %s;"
+				 " trying again when the state store is back",
+				 nf, err.msg);
+		else
+			log_debug("cannot claim: %s", err.msg);
+	} else {
+		for (size_t i = 0; i < nf; i++)
+			for (l = w->locals; l != NULL; l = nx) {
+				nx = l->next;
+				if (l->done && l->id == f[i].id) {
+					cworker_local_free(w, l);
+					break;
+				}
+			}
+	}
+	free(lines);
+	free(f);
+	free(jobs);
+	for (size_t i = 0; i < n; i++)
+		cworker_start(w, &rows[i]);
+	if (n > 0)
+		w->drv->work_free(rows, n);
+	if (n > 0 || nf > 0)
+		w->drv->set_running(w->c, w->nlocal);
+	if (n == room && n > 0)
+		cworker_kick(w); /* there may be more: next turn */
 }
 
-/* A claimed run ended on the executor. */
+/* A claimed run ended on the executor: its finish goes with the next
+ * exchange (next loop turn, or now when the node closes). */
 static void
 cworker_run_done_cb(struct exec_run *run)
 {
@@ -510,12 +556,11 @@ cworker_run_done_cb(struct exec_run *run)
 
 	l->done = true;
 	w->nlocal--;
-	if (cworker_finish(w, l) == 0)
-		cworker_local_free(w, l);
-	w->drv->set_running(w->c, w->nlocal);
 	cworker_kick(w);
-	if (w->closing && w->nlocal == 0 && w->closed_cb != NULL)
+	if (w->closing && w->nlocal == 0 && w->closed_cb != NULL) {
+		cworker_exchange(w);
 		cworker_shut(w);
+	}
 }
 
 /* Start one claimed run here. */
@@ -544,39 +589,6 @@ cworker_start(struct cworker *w, const struct cluster_work *x)
 	exec_submit(w->exec, &l->run);
 }
 
-/* Claim what this node may run while it has room. */
-static void
-cworker_claim(struct cworker *w)
-{
-	struct config *cfg = sched_config(w->sched);
-	const char **jobs = xcalloc(cfg->njobs + 1, sizeof *jobs);
-	size_t nj = 0, n = 0, room;
-	struct cluster_work *rows = NULL;
-	struct err err;
-
-	if (w->closing || w->nlocal >= cfg->max_concurrency) {
-		free(jobs);
-		return;
-	}
-	room = (size_t)(cfg->max_concurrency - w->nlocal);
-	for (size_t i = 0; i < cfg->njobs; i++)
-		if (lease_job_allowed(cfg->jobs[i].nodes, cfg->jobs[i].nnodes,
-				      cfg->node))
-			jobs[nj++] = cfg->jobs[i].name;
-	if (nj > 0 &&
-	    w->drv->claim(w->c, jobs, nj, room, &rows, &n, &err) < 0)
-		log_debug("cannot claim: %s", err.msg);
-	free(jobs);
-	for (size_t i = 0; i < n; i++)
-		cworker_start(w, &rows[i]);
-	if (n > 0) {
-		w->drv->work_free(rows, n);
-		w->drv->set_running(w->c, w->nlocal);
-	}
-	if (n == room && n > 0)
-		cworker_kick(w); /* there may be more: next turn */
-}
-
 /* One loop turn's work: cancels, offers, finishes, claims. */
 static void
 cworker_pump_cb(uv_timer_t *t)
@@ -586,8 +598,7 @@ cworker_pump_cb(uv_timer_t *t)
 	cworker_end_cancels(w);
 	if (w->nunsent > 0)
 		cworker_offer(w);
-	cworker_finish_pending(w);
-	cworker_claim(w);
+	cworker_exchange(w);
 }
 
 /* store_pg_fence (store_pg.h) from the PostgreSQL module. */
@@ -904,8 +915,10 @@ cworker_close(struct cworker *w, void (*cb)(void *), void *arg)
 	w->closing = true;
 	w->closed_cb = cb;
 	w->closed_arg = arg;
-	if (w->nlocal == 0)
+	if (w->nlocal == 0) {
+		cworker_exchange(w); /* the finishes still to send */
 		cworker_shut(w);
+	}
 }
 
 void

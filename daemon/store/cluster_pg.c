@@ -108,6 +108,15 @@ struct cluster {
 	size_t ncancel;
 	int64_t early[CPG_EARLY]; /* bf_reply ids no forward knew yet */
 	size_t nearly;
+	unsigned prepared;     /* bit i: cpg_prep i prepared on pg */
+};
+
+/* The statements of the loop's hot path, prepared once per connection. */
+enum cpg_prep {
+	CPG_P_OFFER,
+	CPG_P_TAKE,
+	CPG_P_EXCHANGE,
+	CPG_P_HEARTBEAT,
 };
 
 /* ------------------------------------------------------------------ */
@@ -255,6 +264,18 @@ cpg_array_text(struct cpg_buf *b, const char *s)
 		cpg_buf_add(b, s, 1);
 	}
 	cpg_buf_add(b, "\"", 1);
+}
+
+/* Append one element, or NULL, to a text[] literal being built. */
+static void
+cpg_array_opt(struct cpg_buf *b, const char *s)
+{
+	if (s != NULL)
+		cpg_array_text(b, s);
+	else if (b->len > 1)
+		cpg_buf_add(b, ",NULL", 5);
+	else
+		cpg_buf_add(b, "NULL", 4);
 }
 
 /* Append one element to a bigint[] literal being built. */
@@ -430,27 +451,18 @@ cpg_wait(struct cluster *c, short events, int64_t deadline)
 }
 
 /*
- * Run one statement with text parameters (formats: NULL, or 1 for a
- * binary parameter) and return its result (PGRES_TUPLES_OK or
- * PGRES_COMMAND_OK), or NULL with err filled; a timeout or a broken
+ * Send what is queued on the connection and read the answers of one
+ * statement until the call's deadline: the last result (PGRES_TUPLES_OK
+ * or PGRES_COMMAND_OK), or NULL with err filled; a timeout or a broken
  * connection drops it.
  */
 static PGresult *
-cpg_exec(struct cluster *c, const char *sql, int n, const char *const *vals,
-	 const int *lens, const int *formats, struct err *err)
+cpg_answer(struct cluster *c, int64_t deadline, struct err *err)
 {
-	int64_t deadline = cpg_mono_ms() + cpg_call_ms(c);
 	PGresult *res, *last = NULL;
 	char msg[ERR_MSG_MAX];
 	int r;
 
-	if (c->pg == NULL)
-		return err_set(err, EXIT_WORK_FAILED, "the state store is not"
-			       " connected: %s", c->db_error), NULL;
-	/* without parameters, the simple protocol: several statements */
-	if (!(n == 0 ? PQsendQuery(c->pg, sql) :
-	      PQsendQueryParams(c->pg, sql, n, NULL, vals, lens, formats, 0)))
-		goto broken;
 	while ((r = PQflush(c->pg)) == 1)
 		if (cpg_wait(c, POLLOUT | POLLIN, deadline) <= 0)
 			goto timeout;
@@ -496,6 +508,65 @@ broken:
 	cpg_drop(c, msg);
 	return err_set(err, EXIT_WORK_FAILED, "the state store connection"
 		       " was lost: %s", msg), NULL;
+}
+
+/*
+ * Run one statement with text parameters (formats: NULL, or 1 for a
+ * binary parameter) and return its result (PGRES_TUPLES_OK or
+ * PGRES_COMMAND_OK), or NULL with err filled; a timeout or a broken
+ * connection drops it.  prep >= 0: a statement of the loop's hot path
+ * (enum cpg_prep), prepared on the connection at its first use, so that
+ * the server plans it once, not at every call.
+ */
+static PGresult *
+cpg_exec_p(struct cluster *c, int prep, const char *sql, int n,
+	   const char *const *vals, const int *lens, const int *formats,
+	   struct err *err)
+{
+	int64_t deadline = cpg_mono_ms() + cpg_call_ms(c);
+	char name[16], msg[ERR_MSG_MAX];
+	PGresult *res;
+
+	if (c->pg == NULL)
+		return err_set(err, EXIT_WORK_FAILED, "the state store is not"
+			       " connected: %s", c->db_error), NULL;
+	snprintf(name, sizeof name, "c%d", prep);
+	if (prep >= 0 && !(c->prepared & (1u << prep))) {
+		if (!PQsendPrepare(c->pg, name, sql, n, NULL))
+			goto broken;
+		if ((res = cpg_answer(c, deadline, err)) == NULL)
+			return NULL;
+		PQclear(res);
+		c->prepared |= 1u << prep;
+	}
+	/* without parameters, the simple protocol: several statements */
+	if (!(prep >= 0 ? PQsendQueryPrepared(c->pg, name, n, vals, lens,
+					      formats, 0) :
+	      n == 0 ? PQsendQuery(c->pg, sql) :
+	      PQsendQueryParams(c->pg, sql, n, NULL, vals, lens, formats, 0)))
+		goto broken;
+	return cpg_answer(c, deadline, err);
+broken:
+	cpg_pqmsg(c->pg, NULL, msg, sizeof msg);
+	cpg_drop(c, msg);
+	return err_set(err, EXIT_WORK_FAILED, "the state store connection"
+		       " was lost: %s", msg), NULL;
+}
+
+/* cpg_exec_p of a statement not prepared. */
+static PGresult *
+cpg_exec(struct cluster *c, const char *sql, int n, const char *const *vals,
+	 const int *lens, const int *formats, struct err *err)
+{
+	return cpg_exec_p(c, -1, sql, n, vals, lens, formats, err);
+}
+
+/* cpg_exec_p with text parameters only. */
+static PGresult *
+cpg_qp(struct cluster *c, int prep, const char *sql, int n,
+       const char *const *vals, struct err *err)
+{
+	return cpg_exec_p(c, prep, sql, n, vals, NULL, NULL, err);
 }
 
 /* cpg_exec with text parameters only. */
@@ -569,6 +640,7 @@ cpg_connect(struct cluster *c, struct err *err)
 		st = PQconnectPoll(c->pg);
 	}
 	PQsetNoticeProcessor(c->pg, cpg_notice, NULL);
+	c->prepared = 0;
 	if (PQsetnonblocking(c->pg, 1) != 0)
 		goto failed;
 	res = cpg_q(c, "LISTEN bf_work; LISTEN bf_reply", 0, NULL, err);
@@ -702,7 +774,7 @@ cpg_heartbeat(struct cluster *c, struct lease_row *row, int64_t *now_ms,
 
 	snprintf(inc, sizeof inc, "%" PRId64, c->incarnation);
 	snprintf(running, sizeof running, "%d", c->running);
-	if ((res = cpg_q(c, sql, 5, v, err)) == NULL)
+	if ((res = cpg_qp(c, CPG_P_HEARTBEAT, sql, 5, v, err)) == NULL)
 		return -1;
 	*fenced = cpg_i64(res, 0, 0) == 0;
 	memset(row, 0, sizeof *row);
@@ -717,16 +789,23 @@ cpg_heartbeat(struct cluster *c, struct lease_row *row, int64_t *now_ms,
 	return 0;
 }
 
-/* Take the lease (free or expired); 1 taken, 0 someone was faster. */
+/* Take the lease (free or expired); 1 taken, 0 someone was faster.  A
+ * free or expired row is locked FOR UPDATE first: that waits for the
+ * transaction in flight of a deposed planner's store, whose fence holds
+ * the row FOR KEY SHARE (store_pg.c, "Fencing"); the holder's own
+ * renewals (UPDATE of no key column) do not wait for it. */
 static int
 cpg_acquire(struct cluster *c, struct err *err)
 {
 	static const char sql[] =
-		"WITH l AS (INSERT INTO lease AS l (id, holder, generation,"
+		"WITH k AS (SELECT 1 FROM lease WHERE id = 1"
+		"  AND (coalesce(holder, '') = '' OR expires_at IS NULL"
+		"   OR expires_at <= now()) FOR UPDATE),"
+		" l AS (INSERT INTO lease AS l (id, holder, generation,"
 		"  expires_at)"
 		"  SELECT 1, $1, 1, now() + $3 * interval '1 millisecond'"
 		"  WHERE EXISTS (SELECT 1 FROM nodes WHERE name = $1"
-		"   AND incarnation = $2)"
+		"   AND incarnation = $2) AND (SELECT count(*) FROM k) >= 0"
 		"  ON CONFLICT (id) DO UPDATE SET holder = $1,"
 		"  generation = l.generation + 1, expires_at = EXCLUDED.expires_at"
 		"  WHERE coalesce(l.holder, '') = '' OR l.expires_at IS NULL"
@@ -1418,7 +1497,7 @@ cpg_offer(struct cluster *c, const struct cluster_offer *o, size_t n,
 	v[1] = gen;
 	for (k = 0; k < 5; k++)
 		v[2 + k] = a[k].s;
-	res = cpg_q(c, sql, 7, v, err);
+	res = cpg_qp(c, CPG_P_OFFER, sql, 7, v, err);
 	for (k = 0; k < 5; k++)
 		free(a[k].s);
 	if (res == NULL)
@@ -1487,6 +1566,39 @@ cpg_results(struct cluster *c, size_t max, struct cluster_work **out,
 		return -1;
 	snprintf(lim, sizeof lim, "%zu", max);
 	if ((res = cpg_q(c, sql, 1, v, err)) == NULL)
+		return -1;
+	cpg_work_rows(res, out, n);
+	PQclear(res);
+	return 0;
+}
+
+/* Planner: the done rows, deleted as they are read, fenced by the lease
+ * (the results are recorded by the planner's store next: a planner that
+ * stops in between leaves those runs running in the state store, and
+ * the next planner's recovery queues them again, as after forget). */
+static int
+cpg_take(struct cluster *c, size_t max, struct cluster_work **out, size_t *n,
+	 struct err *err)
+{
+	static const char sql[] =
+		"WITH ok AS (SELECT 1 FROM lease WHERE id = 1 AND holder = $1"
+		"  AND generation = $2 AND expires_at > now()),"
+		" d AS (DELETE FROM work WHERE id IN (SELECT id FROM work"
+		"  WHERE state = 'done' AND EXISTS (SELECT 1 FROM ok)"
+		"  ORDER BY id LIMIT $3 FOR UPDATE) AND state = 'done'"
+		"  RETURNING *)"
+		" SELECT " CPG_WORK_COLS " FROM d ORDER BY id";
+	char gen[32], lim[32];
+	const char *v[3] = { c->node, gen, lim };
+	PGresult *res;
+
+	*out = NULL;
+	*n = 0;
+	if (cpg_need_planner(c, err) < 0)
+		return -1;
+	snprintf(gen, sizeof gen, "%" PRId64, c->generation);
+	snprintf(lim, sizeof lim, "%zu", max);
+	if ((res = cpg_qp(c, CPG_P_TAKE, sql, 3, v, err)) == NULL)
 		return -1;
 	cpg_work_rows(res, out, n);
 	PQclear(res);
@@ -1683,6 +1795,124 @@ cpg_finish(struct cluster *c, int64_t id, const struct cluster_result *r,
 	return ok;
 }
 
+/* Read a finish_claim's rows: the finishes recorded into f, the claims
+ * into *out. */
+static void
+cpg_exchanged(struct cluster *c, const PGresult *res, struct cluster_finish *f,
+	      size_t nf, struct cluster_work **out, size_t *n)
+{
+	int nt = PQntuples(res);
+	size_t i, nc = 0;
+
+	for (int r = 0; r < nt; r++)
+		nc += cpg_i64(res, r, 12) == 2;
+	*out = nc > 0 ? xcalloc(nc, sizeof **out) : NULL;
+	for (int r = 0; r < nt; r++) {
+		int64_t kind = cpg_i64(res, r, 12), id = cpg_i64(res, r, 0);
+
+		if (kind == 2) {
+			cpg_work_row(res, r, &(*out)[(*n)++]);
+			continue;
+		}
+		for (i = 0; kind == 1 && i < nf; i++)
+			if (f[i].id == id)
+				f[i].ok = 1;
+	}
+	for (i = 0; i < nf; i++)
+		if (!f[i].ok)
+			cpg_log(c, 4, "cluster: node=%s run=%" PRId64 ": result"
+				" refused: the run was given up on meanwhile"
+				" (this node was declared dead); it was queued"
+				" again", c->node, f[i].id);
+}
+
+/*
+ * Worker: one statement finishes the runs of f (each only if its claim
+ * still stands: claimed_by, incarnation, state) and claims up to max
+ * offered runs (as cpg_claim).  Rows come back tagged by the last column:
+ * 0 the notification (one row), 1 a finish recorded (its id), 2 a claim
+ * (CPG_WORK_COLS).  The claim sees the rows as they were before the
+ * statement: the runs it finishes are claimed, not offered, so the two
+ * parts cannot meet.  "id = ANY" beside the join lets the finish use the
+ * primary key (the planner does not know how short the arrays are).
+ */
+static int
+cpg_finish_claim(struct cluster *c, struct cluster_finish *f, size_t nf,
+		 const char *const *jobs, size_t njobs, size_t max,
+		 struct cluster_work **out, size_t *n, struct err *err)
+{
+	static const char sql[] =
+		"WITH me AS (SELECT 1 FROM nodes WHERE name = $1"
+		"  AND incarnation = $2 AND role <> 'stopped'),"
+		" f AS (UPDATE work w SET state = 'done', finished_at = now(),"
+		"  failed = t.failed, error = t.error, result = t.result"
+		"  FROM unnest($3::bigint[], $4::boolean[], $5::text[],"
+		"  $6::text[]) AS t(id, failed, error, result)"
+		"  WHERE w.id = ANY($3::bigint[]) AND w.id = t.id"
+		"  AND w.claimed_by = $1 AND w.incarnation = $2"
+		"  AND w.state = 'claimed' RETURNING w.id),"
+		" n AS (SELECT pg_notify('bf_done', '')"
+		"  WHERE EXISTS (SELECT 1 FROM f)),"
+		" pick AS (SELECT id FROM work WHERE state = 'offered'"
+		"  AND job = ANY($7::text[]) AND $8 > 0"
+		"  AND EXISTS (SELECT 1 FROM me)"
+		"  ORDER BY id LIMIT $8 FOR UPDATE SKIP LOCKED),"
+		" c AS (UPDATE work w SET state = 'claimed', claimed_by = $1,"
+		"  incarnation = $2, claimed_at = now()"
+		"  FROM pick WHERE w.id = pick.id AND w.state = 'offered'"
+		"  RETURNING w.*)"
+		" SELECT (SELECT count(*) FROM n), 0, '', '', 0, 0, 0, '', false,"
+		"  false, NULL, NULL, 0"
+		" UNION ALL SELECT id, 0, '', '', 0, 0, 0, '', false, false, NULL,"
+		"  NULL, 1 FROM f"
+		" UNION ALL SELECT " CPG_WORK_COLS ", 2 FROM c";
+	struct cpg_buf a[5];
+	char inc[32], lim[32];
+	const char *v[8];
+	PGresult *res;
+	size_t i, k;
+
+	*out = NULL;
+	*n = 0;
+	for (i = 0; i < nf; i++)
+		f[i].ok = 0;
+	if (c->role == CLUSTER_OFFLINE || c->incarnation == 0 || c->pg == NULL)
+		return err_set(err, EXIT_WORK_FAILED, "the state store is not"
+			       " connected: %s", c->db_error);
+	if (njobs == 0)
+		max = 0;
+	if (nf == 0 && max == 0)
+		return 0;
+	memset(a, 0, sizeof a);
+	for (k = 0; k < 5; k++)
+		cpg_buf_add(&a[k], "{", 1);
+	for (i = 0; i < nf; i++) {
+		cpg_array_int(&a[0], f[i].id);
+		cpg_array_int(&a[1], f[i].r.failed);
+		cpg_array_opt(&a[2], f[i].r.error);
+		cpg_array_opt(&a[3], f[i].r.result);
+	}
+	for (i = 0; i < njobs; i++)
+		cpg_array_text(&a[4], jobs[i]);
+	for (k = 0; k < 5; k++)
+		cpg_buf_add(&a[k], "}", 1);
+	snprintf(inc, sizeof inc, "%" PRId64, c->incarnation);
+	snprintf(lim, sizeof lim, "%zu", max);
+	v[0] = c->node;
+	v[1] = inc;
+	for (k = 0; k < 5; k++)
+		v[2 + k] = a[k].s;
+	v[7] = lim;
+	res = cpg_qp(c, CPG_P_EXCHANGE, sql, 8, v, err);
+	for (k = 0; k < 5; k++)
+		free(a[k].s);
+	if (res == NULL)
+		return -1;
+	cpg_exchanged(c, res, f, nf, out, n);
+	PQclear(res);
+	return 0;
+}
+
 /* Any node: the nodes table. */
 static int
 cpg_nodes(struct cluster *c, struct cluster_node **out, size_t *n,
@@ -1876,12 +2106,14 @@ const struct cluster_driver cluster_pg_driver = {
 	.state = cpg_state,
 	.offer = cpg_offer,
 	.results = cpg_results,
+	.take = cpg_take,
 	.forget = cpg_forget,
 	.in_flight = cpg_in_flight,
 	.work_rows = cpg_work_all,
 	.resign = cpg_resign,
 	.claim = cpg_claim,
 	.finish = cpg_finish,
+	.finish_claim = cpg_finish_claim,
 	.nodes = cpg_nodes,
 	.forward = cpg_forward,
 	.mail_take = cpg_mail_take,

@@ -26,13 +26,16 @@
  * Fencing.  store_pg_fence(st, generation) with generation > 0 makes
  * every transaction this store opens (store_begin, store_defer, and the
  * one wrapped around a write made outside any) start with
- *     SELECT generation FROM lease WHERE id = 1 FOR SHARE
+ *     SELECT generation FROM lease WHERE id = 1 FOR KEY SHARE
  * and fail, rolled back, with "deposed: another node holds the planner
- * lease (generation N)" unless N is the store's generation.  FOR SHARE
- * holds the lease row until the transaction ends, so a node taking the
- * lease over (UPDATE lease ... generation + 1) waits for the deposed
- * planner's transaction in flight, and every transaction the deposed one
- * starts afterwards is refused: its late writes are never applied.  The
+ * lease (generation N)" unless N is the store's generation.  FOR KEY
+ * SHARE holds the lease row until the transaction ends, so a node taking
+ * the lease over (it locks the row FOR UPDATE first, cluster_pg.c)
+ * waits for the deposed planner's transaction in flight, and every
+ * transaction the deposed one starts afterwards is refused: its late
+ * writes are never applied.  The planner's own renewals (an UPDATE of no
+ * key column) do not conflict with it, so a renewal on the cluster's
+ * connection never waits for the same daemon's open transaction.  The
  * multi-node code sets the generation on the planner's store when it
  * takes the lease and clears it when it gives it up.  The nodes and lease
  * tables are sql/pg/001_init.sql's; recover() and orphans() mean what
@@ -91,7 +94,6 @@ enum pgst_stmt {
 	P_REQUEST_REOPEN,
 	P_REQUEST_CONTROLS,
 	P_LAST_STATES,
-	P_LATEST_GET,
 	P_LATEST_PUT,
 	P_LATEST_COUNTS,
 	P_RUNS_COUNT,
@@ -121,6 +123,10 @@ enum pgst_stmt {
 	P_DURATIONS,
 	P_FENCE,
 	P_DB_SIZE,
+	P_ITEM_ADD_ID,
+	P_RUN_START_ID,
+	P_ITEM_IDS,
+	P_RUN_IDS,
 	P_COUNT
 };
 
@@ -173,13 +179,12 @@ static const char *const pgst_sql[P_COUNT] = {
 	[P_LAST_STATES] =
 	"SELECT partition_key, state FROM partition_latest WHERE job = $1 AND"
 	" partition_key BETWEEN $2 AND $3",
-	[P_LATEST_GET] =
-	"SELECT state FROM partition_latest WHERE job = $1 AND"
-	" partition_key = $2",
 	[P_LATEST_PUT] =
-	"INSERT INTO partition_latest (job, partition_key, run_id, state)"
-	" VALUES ($1,$2,$3,$4) ON CONFLICT (job, partition_key) DO UPDATE SET"
-	" run_id = $3, state = $4",
+	"WITH old AS (SELECT state FROM partition_latest WHERE job = $1 AND"
+	" partition_key = $2), up AS (INSERT INTO partition_latest (job,"
+	" partition_key, run_id, state) VALUES ($1,$2,$3,$4) ON CONFLICT (job,"
+	" partition_key) DO UPDATE SET run_id = $3, state = $4)"
+	" SELECT state FROM old",
 	[P_LATEST_COUNTS] =
 	"SELECT job, state, COUNT(*) FROM partition_latest GROUP BY job, state",
 	[P_RUNS_COUNT] = "SELECT COUNT(*) FROM runs",
@@ -285,8 +290,36 @@ static const char *const pgst_sql[P_COUNT] = {
 	"SELECT finished_at - started_at FROM runs WHERE job = $1 AND"
 	" state = 'succeeded' AND finished_at IS NOT NULL ORDER BY id DESC"
 	" LIMIT $2",
-	[P_FENCE] = "SELECT generation FROM lease WHERE id = 1 FOR SHARE",
+	[P_FENCE] = "SELECT generation FROM lease WHERE id = 1 FOR KEY SHARE",
 	[P_DB_SIZE] = "SELECT pg_database_size(current_database())",
+	[P_ITEM_ADD_ID] =
+	"INSERT INTO manifest (id, request_id, job, partition_key, seq,"
+	" downstream, state, created_at, updated_at)"
+	" VALUES ($8,$1,$2,$3,$4,$5,$6,$7,$7)",
+	[P_RUN_START_ID] =
+	"INSERT INTO runs (id, manifest_id, request_id, job, partition_key,"
+	" attempt, state, started_at, code_version, config_hash)"
+	" VALUES ($9,$1,$2,$3,$4,$5,'running',$6,$7,$8)",
+	[P_ITEM_IDS] =
+	"SELECT nextval(pg_get_serial_sequence('manifest', 'id'))"
+	" FROM generate_series(1, $1)",
+	[P_RUN_IDS] =
+	"SELECT nextval(pg_get_serial_sequence('runs', 'id'))"
+	" FROM generate_series(1, $1)",
+};
+
+/*
+ * Ids.  Inside a transaction, a manifest row or a run is inserted with an
+ * id taken from its table's sequence beforehand, a block at a time (1,
+ * 2, 4... up to PGST_IDS_MAX), so that the insert needs no answer and is
+ * pipelined (below).  Ids stay increasing; those of a block not used
+ * when the daemon stops are skipped, as a rolled-back insert's are.
+ */
+#define PGST_IDS_MAX 64
+
+struct pgst_ids {
+	int64_t id[PGST_IDS_MAX];
+	int n, pos, block;
 };
 
 struct pgst {
@@ -305,6 +338,9 @@ struct pgst {
 	int abort_depth;   /* the savepoint depth it failed at */
 	char abort_msg[512];
 	int64_t runs_kept;
+	bool piped;        /* in pipeline mode: sent, answers not read */
+	int npiped;        /* statements sent since the last sync */
+	struct pgst_ids item_ids, run_ids; /* reserved, not used yet */
 };
 
 /* The PostgreSQL store behind a struct store. */
@@ -360,6 +396,8 @@ pgst_connect(struct pgst *p, struct err *err)
 		p->pg = NULL;
 	}
 	p->prepared = false;
+	p->piped = false;
+	p->npiped = 0;
 	if (p->password_file != NULL &&
 	    pg_conn_password("state store", p->password_file, EXIT_BAD_INPUT,
 			     false, &password, err) < 0)
@@ -462,12 +500,122 @@ arg_bool(struct pgst_args *a, bool b)
 	a->v[a->n++] = b ? "t" : "f";
 }
 
+/*
+ * Pipelining.  Inside a transaction, a write whose answer nobody reads
+ * (pgst_write_done) and the savepoints around it are sent without waiting
+ * (libpq pipeline mode); their answers are read by pgst_sync before the
+ * next statement that needs one, and before COMMIT or ROLLBACK, so that a
+ * loop turn's writes cost one round trip per read, not one per write.  A
+ * write that failed is found there: the transaction is marked aborted at
+ * depth 0, so that no savepoint rollback hides it, and its commit (the
+ * turn's flush) fails with it, as store.c's rule 1 wants of a failed
+ * write.  At most PGST_PIPE_MAX statements wait at once: their answers
+ * stay well within the socket's buffers (a blocking connection that sends
+ * while the server waits for its answers to be read would deadlock).
+ */
+#define PGST_PIPE_MAX 256
+
+/* Read the answers of the statements sent without waiting. */
+static void
+pgst_sync(struct pgst *p)
+{
+	int nulls = 0, results = 0;
+	PGresult *r;
+	char msg[512];
+
+	if (!p->piped)
+		return;
+	p->piped = false;
+	if (PQpipelineSync(p->pg) != 1)
+		goto lost;
+	for (;;) {
+		r = PQgetResult(p->pg);
+		if (r == NULL) {
+			/* the end of one statement's answers */
+			if (PQstatus(p->pg) == CONNECTION_BAD ||
+			    ++nulls > p->npiped)
+				goto lost;
+			continue;
+		}
+		if (PQresultStatus(r) == PGRES_PIPELINE_SYNC) {
+			PQclear(r);
+			break;
+		}
+		if (++results > 2 * p->npiped + 2) { /* never: a broken one */
+			PQclear(r);
+			goto lost;
+		}
+		if (PQresultStatus(r) == PGRES_FATAL_ERROR && !p->aborted) {
+			snprintf(msg, sizeof msg, "%s",
+				 PQresultErrorMessage(r));
+			msg[strcspn(msg, "\r\n")] = '\0';
+			p->aborted = true;
+			p->abort_depth = 0;
+			snprintf(p->abort_msg, sizeof p->abort_msg, "%s",
+				 msg[0] ? msg : "a write failed");
+		}
+		PQclear(r);
+	}
+	p->npiped = 0;
+	PQexitPipelineMode(p->pg);
+	return;
+lost:
+	p->npiped = 0;
+	if (p->pg != NULL && PQstatus(p->pg) == CONNECTION_OK)
+		PQexitPipelineMode(p->pg);
+	if (p->tx && !p->aborted) {
+		p->aborted = true;
+		p->abort_depth = 0;
+		snprintf(p->abort_msg, sizeof p->abort_msg, "the connection"
+			 " was lost");
+	}
+}
+
+/* Send SQL (sql, or prepared statement id) inside the open transaction
+ * without waiting for its answer (pgst_sync reads it). */
+static int
+pgst_pipe(struct pgst *p, const char *sql, enum pgst_stmt id,
+	  const struct pgst_args *a, const char *what, struct err *err)
+{
+	char name[16];
+	int ok;
+
+	if (p->npiped >= PGST_PIPE_MAX)
+		pgst_sync(p);
+	if (pgst_ready(p, err) < 0)
+		return -1;
+	if (p->aborted)
+		return err_set(err, EXIT_INTERNAL, "state store: %s: the"
+			       " transaction failed earlier (%s)", what,
+			       p->abort_msg);
+	if (!p->piped) {
+		if (PQenterPipelineMode(p->pg) != 1)
+			return pgst_fail(p, err, what);
+		p->piped = true;
+	}
+	snprintf(name, sizeof name, "s%d", (int)id);
+	ok = sql != NULL ?
+	     PQsendQueryParams(p->pg, sql, 0, NULL, NULL, NULL, NULL, 0) :
+	     PQsendQueryPrepared(p->pg, name, a ? a->n : 0, a ? a->v : NULL,
+				 NULL, NULL, 0);
+	if (!ok) {
+		pgst_fail(p, err, what);
+		pgst_sync(p);
+		return -1;
+	}
+	p->npiped++;
+	return 0;
+}
+
 /* Run simple SQL without parameters or rows (transaction control). */
 static int
 pgst_simple(struct pgst *p, const char *sql, struct err *err)
 {
-	PGresult *r = PQexec(p->pg, sql);
+	PGresult *r;
 	int rc = 0;
+
+	pgst_sync(p);
+	r = PQexec(p->pg, sql);
 
 	if (PQresultStatus(r) != PGRES_COMMAND_OK &&
 	    PQresultStatus(r) != PGRES_TUPLES_OK)
@@ -484,6 +632,7 @@ pgst_exec(struct pgst *p, enum pgst_stmt id, const struct pgst_args *a,
 	char name[16];
 	PGresult *r;
 
+	pgst_sync(p);
 	if (pgst_ready(p, err) < 0)
 		return NULL;
 	if (p->aborted) {
@@ -566,6 +715,16 @@ col_copy(PGresult *r, int row, int i, char *buf, size_t sz)
 
 static void pgst_tx_rollback(struct pgst *p);
 
+/* A transaction was opened: no savepoint, nothing failed yet. */
+static void
+pgst_tx_state(struct pgst *p)
+{
+	p->tx = true;
+	p->aborted = false;
+	p->depth = 0;
+	p->deferred = false;
+}
+
 /* Open a transaction; with a fence, check the lease first. */
 static int
 pgst_tx_open(struct pgst *p, struct err *err)
@@ -576,20 +735,31 @@ pgst_tx_open(struct pgst *p, struct err *err)
 
 	if (pgst_ready(p, err) < 0)
 		return -1;
+	r = NULL;
+	if (p->fence > 0) {
+		/* BEGIN and the lease check in one round trip */
+		pgst_tx_state(p);
+		if (pgst_pipe(p, "BEGIN", P_COUNT, NULL, "BEGIN", err) == 0)
+			r = pgst_exec(p, P_FENCE, NULL, "checking the planner"
+				      " lease", err);
+		if (r == NULL && PQstatus(p->pg) != CONNECTION_BAD)
+			goto fail;
+		if (r == NULL) /* dropped: as below */
+			p->tx = false;
+	}
 	/* BEGIN on a connection the server dropped: once more, connected
 	 * again (nothing was sent that could have been applied) */
-	if (pgst_simple(p, "BEGIN", err) < 0 &&
+	if (r == NULL &&
+	    pgst_simple(p, "BEGIN", err) < 0 &&
 	    (PQstatus(p->pg) != CONNECTION_BAD || pgst_ready(p, err) < 0 ||
 	     pgst_simple(p, "BEGIN", err) < 0))
 		return -1;
-	p->tx = true;
-	p->aborted = false;
-	p->depth = 0;
-	p->deferred = false;
+	pgst_tx_state(p);
 	if (p->fence <= 0)
 		return 0;
-	r = pgst_exec(p, P_FENCE, NULL, "checking the planner lease", err);
-	if (r == NULL)
+	if (r == NULL &&
+	    (r = pgst_exec(p, P_FENCE, NULL, "checking the planner lease",
+			   err)) == NULL)
 		goto fail;
 	found = PQntuples(r) > 0;
 	gen = found ? col_int(r, 0, 0) : 0;
@@ -614,6 +784,7 @@ pgst_tx_commit(struct pgst *p, struct err *err)
 	PGresult *r;
 	bool rolled;
 
+	pgst_sync(p);
 	p->tx = false;
 	p->deferred = false;
 	p->depth = 0;
@@ -643,6 +814,7 @@ pgst_tx_commit(struct pgst *p, struct err *err)
 static void
 pgst_tx_rollback(struct pgst *p)
 {
+	pgst_sync(p);
 	p->tx = false;
 	p->deferred = false;
 	p->depth = 0;
@@ -658,8 +830,8 @@ pgst_begin(struct store *st, struct err *err)
 	struct pgst *p = pgst_of(st);
 
 	if (p->tx) {
-		if (pgst_ready(p, err) < 0 ||
-		    pgst_simple(p, "SAVEPOINT store_sp", err) < 0)
+		if (pgst_pipe(p, "SAVEPOINT store_sp", P_COUNT, NULL,
+			      "SAVEPOINT store_sp", err) < 0)
 			return -1;
 		p->depth++;
 		return 0;
@@ -675,7 +847,8 @@ pgst_commit(struct store *st, struct err *err)
 
 	if (p->depth > 0) {
 		p->depth--;
-		return pgst_simple(p, "RELEASE store_sp", err);
+		return pgst_pipe(p, "RELEASE store_sp", P_COUNT, NULL,
+				 "RELEASE store_sp", err);
 	}
 	if (!p->tx || p->deferred)
 		return 0;
@@ -688,6 +861,7 @@ pgst_rollback(struct store *st)
 {
 	struct pgst *p = pgst_of(st);
 
+	pgst_sync(p);
 	if (p->depth > 0) {
 		/* a failure inside this savepoint is undone with it */
 		if (p->aborted && p->abort_depth >= p->depth)
@@ -767,9 +941,11 @@ static int
 pgst_write_done(struct pgst *p, enum pgst_stmt id, const struct pgst_args *a,
 		const char *what, struct err *err)
 {
-	PGresult *r = pgst_write(p, id, a, what, err);
+	PGresult *r;
 
-	if (r == NULL)
+	if (p->tx)
+		return pgst_pipe(p, NULL, id, a, what, err);
+	if ((r = pgst_write(p, id, a, what, err)) == NULL)
 		return -1;
 	PQclear(r);
 	return 0;
@@ -867,6 +1043,8 @@ pgst_close(struct store *st)
 	if (p == NULL)
 		return;
 	if (p->pg != NULL)
+		pgst_sync(p);
+	if (p->pg != NULL)
 		PQfinish(p->pg);
 	free(p->conninfo);
 	free(p->password_file);
@@ -919,6 +1097,36 @@ pgst_checkpoint_on(struct store *st, struct uv_loop_s *loop)
 }
 
 /* ---- requests, the manifest, runs ------------------------------------- */
+
+/* The next id reserved for a table (stmt: P_ITEM_IDS, P_RUN_IDS). */
+static int
+pgst_next_id(struct pgst *p, struct pgst_ids *r, enum pgst_stmt stmt,
+	     int64_t *id, struct err *err)
+{
+	struct pgst_args a = { 0 };
+	PGresult *res;
+
+	if (r->pos >= r->n) {
+		r->block = r->block > 0 ? r->block : 1;
+		arg_int(&a, r->block);
+		res = pgst_exec(p, stmt, &a, "reserving ids", err);
+		if (res == NULL)
+			return -1;
+		r->n = PQntuples(res) < PGST_IDS_MAX ? PQntuples(res) :
+		       PGST_IDS_MAX;
+		for (int i = 0; i < r->n; i++)
+			r->id[i] = col_int(res, i, 0);
+		PQclear(res);
+		r->pos = 0;
+		if (r->block < PGST_IDS_MAX)
+			r->block *= 2;
+		if (r->n == 0)
+			return err_set(err, EXIT_INTERNAL, "state store:"
+				       " reserving ids: none given");
+	}
+	*id = r->id[r->pos++];
+	return 0;
+}
 
 /* Read the id a RETURNING id statement gave. */
 static int
@@ -977,6 +1185,7 @@ static int
 pgst_item_add(struct store *st, const struct store_item *it, int64_t *id,
 	      struct err *err)
 {
+	struct pgst *p = pgst_of(st);
 	struct pgst_args a = { 0 };
 
 	arg_int(&a, it->request_id);
@@ -986,7 +1195,14 @@ pgst_item_add(struct store *st, const struct store_item *it, int64_t *id,
 	arg_bool(&a, it->downstream);
 	arg_text(&a, mstate_name(it->state));
 	arg_int(&a, it->at);
-	return pgst_returned_id(pgst_write(pgst_of(st), P_ITEM_ADD, &a,
+	if (p->tx) {
+		if (pgst_next_id(p, &p->item_ids, P_ITEM_IDS, id, err) < 0)
+			return -1;
+		arg_int(&a, *id);
+		return pgst_pipe(p, NULL, P_ITEM_ADD_ID, &a, "adding to the"
+				 " manifest", err);
+	}
+	return pgst_returned_id(pgst_write(p, P_ITEM_ADD, &a,
 					   "adding to the manifest", err), id);
 }
 
@@ -1027,9 +1243,18 @@ pgst_run_start(struct store *st, int64_t manifest_id, int64_t request_id,
 	arg_int(&a, started_at);
 	arg_text(&a, code_version);
 	arg_text(&a, config_hash);
-	if (pgst_returned_id(pgst_write(p, P_RUN_START, &a, "recording a run",
-					err), run_id) < 0)
+	if (p->tx) {
+		if (pgst_next_id(p, &p->run_ids, P_RUN_IDS, run_id, err) < 0)
+			return -1;
+		arg_int(&a, *run_id);
+		if (pgst_pipe(p, NULL, P_RUN_START_ID, &a, "recording a run",
+			      err) < 0)
+			return -1;
+	} else if (pgst_returned_id(pgst_write(p, P_RUN_START, &a,
+					       "recording a run", err),
+				    run_id) < 0) {
 		return -1;
+	}
 	p->runs_kept++;
 	return 0;
 }
@@ -1304,17 +1529,17 @@ pgst_partition_finished(struct store *st, const char *job, const char *key,
 	*prev = MS_COUNT;
 	arg_text(&a, job);
 	arg_text(&a, key);
-	r = pgst_exec(p, P_LATEST_GET, &a, "reading a partition's last run",
-		      err);
+	arg_int(&a, run_id);
+	arg_text(&a, mstate_name(state));
+	/* one statement reads the one it replaces and writes it */
+	r = pgst_write(p, P_LATEST_PUT, &a, "recording a partition's last run",
+		       err);
 	if (r == NULL)
 		return -1;
 	if (PQntuples(r) > 0 && mstate_parse(col_text(r, 0, 0), prev) < 0)
 		*prev = MS_COUNT;
 	PQclear(r);
-	arg_int(&a, run_id);
-	arg_text(&a, mstate_name(state));
-	return pgst_write_done(p, P_LATEST_PUT, &a,
-			       "recording a partition's last run", err);
+	return 0;
 }
 
 /* Partitions per job by the state of their newest finished run. */
@@ -1863,6 +2088,7 @@ pgst_runs_bounds(struct pgst *p, const char *table, int64_t *lo, int64_t *hi,
 	if (pgst_ready(p, err) < 0)
 		return -1;
 	snprintf(sql, sizeof sql, "SELECT min(id), max(id) FROM %s", table);
+	pgst_sync(p);
 	r = PQexec(p->pg, sql);
 	if (PQresultStatus(r) != PGRES_TUPLES_OK) {
 		PQclear(r);
@@ -1959,6 +2185,7 @@ pgst_runs_window(struct store_runs_cursor *base, int64_t lo,
 	arg_int(&a, base->request_id);
 	arg_text(&a, base->state);
 	arg_int(&a, pg->max_rows);
+	pgst_sync(p);
 	if (pgst_ready(p, err) < 0)
 		return -1;
 	r = PQexecParams(p->pg, sql, a.n, types, a.v, NULL, NULL, 0);

@@ -229,6 +229,9 @@ def test_claims_never_double():
             h.fail("only %d of %d runs finished" % (n, total))
         if line is None:
             h.fail("worker %s exited" % w.node)
+        if line.startswith("claimed "):
+            h.check(len(line.split()) - 1 <= 7,
+                    "worker %s claimed more than its 7: %r" % (w.node, line))
         if line.startswith("finish "):
             f = line.split()
             h.eq(f[2], "ok", "worker %s finishing %s" % (w.node, f[1]))
@@ -325,6 +328,43 @@ def test_cancel():
     h.eq(w.ask("finish 1", "finish"), "finish 1 ok", "a cancelled run's end")
 
 
+def test_batch_exchange():
+    """finish_claim: a worker's finishes and its claim in one statement;
+    take: the planner reads the results and deletes them at once."""
+    fresh_db()
+    p, w, gen = planner_and_worker()
+    x = Probe("x")
+    x.expect("role worker")
+    h.eq(p.ask("offer 1 6", "offer"), "offered 6", "offer")
+    h.eq(w.ask("batch 2", "claimed"), "claimed 1 2", "a claim of at most 2")
+    h.eq(x.ask("batch 1", "claimed"), "claimed 3", "x's claim")
+    # 1 and 2 finished, 3 (x's claim) refused, and 2 more claimed
+    w.send("batch 2 1 2 3")
+    got = [w.expect("batch-finish") for _ in range(3)]
+    h.eq(got, ["batch-finish 1 ok", "batch-finish 2 ok", "batch-finish 3 refused"],
+         "the finishes")
+    h.eq(w.expect("claimed"), "claimed 4 5", "the claim of the same statement")
+    h.eq(sql("SELECT id, state, coalesce(claimed_by, '-') FROM work ORDER BY id"),
+         [("1", "done", "b"), ("2", "done", "b"), ("3", "claimed", "x"),
+          ("4", "claimed", "b"), ("5", "claimed", "b"), ("6", "offered", "-")],
+         "the work rows")
+    h.eq(w.ask("batch 0 4", "batch-finish"), "batch-finish 4 ok", "a finish, no claim")
+    h.eq(w.expect("claimed"), "claimed", "nothing claimed with no room")
+    h.check(w.ask("take", "take").startswith("take-error"), "a worker takes nothing")
+    p.send("take")
+    got = []
+    while True:
+        l = p.expect("take")
+        if l == "take-end":
+            break
+        got.append(l.split()[:5])
+    h.eq(got, [["taken", str(i), "b", "0", "0"] for i in (1, 2, 4)], "the results taken")
+    h.eq(sql("SELECT id FROM work ORDER BY id"), [("3",), ("5",), ("6",)],
+         "the rows left once taken")
+    h.eq(p.ask("take", "take"), "take-end", "taken once")
+    close_all()
+
+
 def test_mailbox():
     fresh_db()
     p, w, gen = planner_and_worker()
@@ -390,7 +430,7 @@ def main():
         tp.cluster()
         h.main([isolated(t) for t in (test_takeover, test_claims_never_double,
                                       test_dead_node_reaped, test_deposed_planner,
-                                      test_cancel,
+                                      test_cancel, test_batch_exchange,
                                       test_mailbox, test_database_lost)])
     finally:
         close_all()
