@@ -1035,12 +1035,19 @@ START_TEST(pg_fence)
 	fence(st, 7);
 	ck_assert_int_eq(store_begin(st, &err), 0);
 	(void)request("backfill", 1);
-	/* a takeover waits for the transaction in flight */
+	/* a takeover (it locks the row FOR UPDATE first, as cluster_pg.c's
+	 * acquire does) waits for the transaction in flight ... */
 	other = pgfix_conn();
-	r = PQexec(other, "SET lock_timeout = '200ms'; UPDATE lease SET"
-		   " generation = 8 WHERE id = 1");
+	r = PQexec(other, "SET lock_timeout = '200ms'; BEGIN; SELECT 1 FROM"
+		   " lease WHERE id = 1 FOR UPDATE");
 	ck_assert_int_eq(PQresultStatus(r), PGRES_FATAL_ERROR);
 	ck_assert_ptr_nonnull(strstr(PQerrorMessage(other), "lock timeout"));
+	PQclear(r);
+	PQclear(PQexec(other, "ROLLBACK"));
+	/* ... while the holder's renewal (no key column) does not */
+	r = PQexec(other, "SET lock_timeout = '200ms'; UPDATE lease SET"
+		   " expires_at = now() WHERE id = 1");
+	ck_assert_int_eq(PQresultStatus(r), PGRES_COMMAND_OK);
 	PQclear(r);
 	ck_assert_int_eq(store_commit(st, &err), 0);
 	(void)request("backfill", 2); /* a lone write, fenced */
