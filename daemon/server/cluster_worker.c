@@ -13,8 +13,9 @@
  * executor and finishes it; a finish the database did not take is tried
  * again when it is back.
  *
- * The result a worker records is one line (runresult.h); checks and
- * guard results stay in the worker's log.
+ * The result a worker records carries what a local run's result gives
+ * the scheduler (runresult.h): checks and guardrail figures too, so that
+ * audit and guardrails read the same wherever the run ran.
  */
 #include "cluster_worker.h"
 
@@ -192,18 +193,92 @@ cworker_offer(struct cworker *w)
 	free(o);
 }
 
-/* Decode a worker's result line into run. */
+/* The checks of a worker's result into run (their strings moved). */
 static void
-cworker_decode(const char *line, struct exec_run *run)
+cworker_decode_checks(struct runresult *rr, struct exec_run *run)
+{
+	size_t dropped = 0;
+
+	if (rr->nchecks == 0)
+		return;
+	run->checks = xcalloc(rr->nchecks, sizeof *run->checks);
+	for (size_t i = 0; i < rr->nchecks; i++) {
+		struct runresult_check *c = &rr->checks[i];
+		struct exec_check_result *cr;
+
+		if (c->part >= run->nparts) {
+			dropped++;
+			continue;
+		}
+		cr = &run->checks[run->nchecks++];
+		cr->name = c->name;
+		cr->detail = c->detail;
+		cr->passed = c->passed;
+		cr->part = c->part;
+		c->name = c->detail = NULL;
+	}
+	if (dropped > 0)
+		log_warn("run=%" PRId64 ": %zu check results name a partition"
+			 " the run does not have; left out", run->run_id,
+			 dropped);
+}
+
+/* The guardrail figures of a worker's result into run: one per part,
+ * the metrics in the order of the planner's job. */
+static void
+cworker_decode_guards(const struct runresult *rr, struct exec_run *run)
+{
+	const struct job_def *j = run->job;
+
+	if (rr->guards == NULL || j->table == NULL)
+		return;
+	if (rr->nguards != run->nparts) {
+		log_warn("run=%" PRId64 ": the result has guardrail figures of"
+			 " %zu partitions, the run %zu; left out", run->run_id,
+			 rr->nguards, run->nparts);
+		return;
+	}
+	run->guards = xcalloc(run->nparts, sizeof *run->guards);
+	for (size_t p = 0; p < run->nparts; p++) {
+		const struct runresult_guard *g = &rr->guards[p];
+		struct exec_guard_result *eg = &run->guards[p];
+
+		eg->has_rows_before = g->has_rows_before;
+		eg->rows_before = g->rows_before;
+		eg->has_rows_after = g->has_rows_after;
+		eg->rows_after = g->rows_after;
+		eg->metrics = xcalloc(j->nmetrics + 1, sizeof *eg->metrics);
+		for (size_t k = 0; k < j->nmetrics; k++) {
+			struct exec_metric_result *m = &eg->metrics[k];
+
+			m->name = j->metrics[k].name;
+			if (k >= g->nmetrics)
+				continue; /* the worker's job has fewer */
+			m->has_before = g->metrics[k].has_before;
+			m->before = g->metrics[k].before;
+			m->has_after = g->metrics[k].has_after;
+			m->after = g->metrics[k].after;
+			m->has_change = g->metrics[k].has_change;
+			m->change_pct = g->metrics[k].change_pct;
+		}
+	}
+}
+
+/* Decode a worker's result (runresult.h) into run. */
+static void
+cworker_decode(const char *text, struct exec_run *run)
 {
 	struct runresult rr;
+	struct err err;
 
-	if (runresult_parse(line, &rr) < 0)
-		log_warn("run=%" PRId64 ": a malformed result: %s", run->run_id,
-			 line);
+	if (runresult_parse(text, &rr, &err) < 0)
+		log_warn("run=%" PRId64 ": %s", run->run_id, err.msg);
 	run->timed_out = rr.timed_out;
 	run->not_started = rr.not_started;
 	run->rows_changed = rr.rows_changed;
+	cworker_decode_checks(&rr, run);
+	cworker_decode_guards(&rr, run);
+	runresult_clear(&rr);
 }
 
 /* A run of an earlier planner whose node stopped: the recovery marked it
@@ -337,25 +412,72 @@ cworker_local_free(struct cworker *w, struct local *l)
 	free(l);
 }
 
+/* A local run's result as the text the planner decodes (runresult.h). */
+static char *
+cworker_encode(const struct exec_run *run)
+{
+	struct runresult rr = {run->timed_out, run->not_started ||
+		run->cancelled, run->rows_changed, NULL, run->nchecks, NULL, 0};
+	struct runresult_metric *ms = NULL;
+	size_t nm = run->job->nmetrics;
+	struct buf b;
+
+	rr.checks = xcalloc(run->nchecks + 1, sizeof *rr.checks);
+	for (size_t i = 0; i < run->nchecks; i++) {
+		rr.checks[i].name = run->checks[i].name;
+		rr.checks[i].detail = run->checks[i].detail;
+		rr.checks[i].passed = run->checks[i].passed;
+		rr.checks[i].part = run->checks[i].part;
+	}
+	if (run->guards != NULL) {
+		rr.nguards = run->nparts;
+		rr.guards = xcalloc(run->nparts, sizeof *rr.guards);
+		ms = xcalloc(run->nparts * nm + 1, sizeof *ms);
+	}
+	for (size_t p = 0; p < rr.nguards; p++) {
+		const struct exec_guard_result *g = &run->guards[p];
+
+		rr.guards[p].has_rows_before = g->has_rows_before;
+		rr.guards[p].rows_before = g->rows_before;
+		rr.guards[p].has_rows_after = g->has_rows_after;
+		rr.guards[p].rows_after = g->rows_after;
+		rr.guards[p].metrics = &ms[p * nm];
+		rr.guards[p].nmetrics = nm;
+		for (size_t k = 0; k < nm; k++) {
+			ms[p * nm + k].has_before = g->metrics[k].has_before;
+			ms[p * nm + k].before = g->metrics[k].before;
+			ms[p * nm + k].has_after = g->metrics[k].has_after;
+			ms[p * nm + k].after = g->metrics[k].after;
+			ms[p * nm + k].has_change = g->metrics[k].has_change;
+			ms[p * nm + k].change_pct = g->metrics[k].change_pct;
+		}
+	}
+	buf_init(&b);
+	runresult_format(&rr, &b);
+	free(ms);
+	free(rr.guards);
+	free(rr.checks);
+	return buf_steal(&b);
+}
+
 /* Record how a local run ended; 0 done with it, -1 try again later. */
 static int
 cworker_finish(struct cworker *w, struct local *l)
 {
-	char line[RUNRESULT_MAX];
-	struct runresult rr = {l->run.timed_out,
-		l->run.not_started || l->run.cancelled, l->run.rows_changed};
 	struct cluster_result r;
 	struct err err;
+	char *text;
 	int rc;
 
 	if (l->discard)
 		return 0;
-	runresult_format(&rr, line, sizeof line);
+	text = cworker_encode(&l->run);
 	r.failed = l->run.failed || l->run.cancelled;
 	r.error = l->run.error[0] ? l->run.error :
 		  l->run.cancelled ? "cancelled" : NULL;
-	r.result = line;
+	r.result = text;
 	rc = w->drv->finish(w->c, l->id, &r, &err);
+	free(text);
 	if (rc < 0) {
 		log_warn("run=%" PRId64 ": cannot record its result: %s;"
 			 " trying again when the state store is back", l->id,
@@ -419,9 +541,15 @@ cworker_start(struct cworker *w, const struct cluster_work *x)
 		cworker_local_free(w, l);
 		return;
 	}
-	log_info("job=%s partition=%s run=%" PRId64 " attempt=%d claimed"
-		 " by this node", x->job, x->nkeys ? x->keys[0] : "",
-		 x->id, x->attempt);
+	if (x->nkeys > 1)
+		log_info("job=%s partition=%s..%s run=%" PRId64 " attempt=%d"
+			 " claimed by this node: one batch of %zu partitions",
+			 x->job, x->keys[0], x->keys[x->nkeys - 1], x->id,
+			 x->attempt, x->nkeys);
+	else
+		log_info("job=%s partition=%s run=%" PRId64 " attempt=%d"
+			 " claimed by this node", x->job,
+			 x->nkeys ? x->keys[0] : "", x->id, x->attempt);
 	w->nlocal++;
 	exec_submit(w->exec, &l->run);
 }
