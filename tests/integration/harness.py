@@ -815,7 +815,9 @@ class PgState:
         self.conninfo = self.c.conninfo.replace("dbname=etl", "dbname=%s" % self.db)
 
     def configure(self, text):
-        block = "state:\n  postgres: \"%s\"\n  password_file: %s" % (
+        # one line, like the state_db line it replaces: the positions of
+        # the config's errors (file:line:col) stay those of SQLite's
+        block = "state: {postgres: \"%s\", password_file: \"%s\"}" % (
             self.conninfo, self.c.pwfile)
         out, n = re.subn(r"(?m)^state_db:.*$", lambda m: block, text)
         if n == 0 and not re.search(r"(?m)^state:", text):
