@@ -69,6 +69,7 @@ struct cworker {
 	uv_timer_t takeover; /* a new planner waits for the work in flight */
 	int64_t takeover_since; /* ms, 0 when not waiting */
 	bool planner_once;
+	bool db_lost; /* the state store was lost since it was reached */
 	bool closing;
 	void (*closed_cb)(void *);
 	void *closed_arg;
@@ -730,10 +731,12 @@ cworker_db_cb(void *data, bool ok, const char *why)
 {
 	struct cworker *w = data;
 
-	if (ok)
+	/* the first connection also reports ok: only a loss makes it "again" */
+	if (ok && w->db_lost)
 		log_notice("the state store is reachable again");
-	else
+	else if (!ok)
 		log_warn("the state store is lost: %s", why ? why : "?");
+	w->db_lost = !ok;
 	if (ok)
 		cworker_kick(w);
 	if (w->o.changed_cb != NULL)
