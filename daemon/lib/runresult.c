@@ -104,9 +104,10 @@ runresult_format(const struct runresult *r, struct buf *out)
 		    RUNRESULT_MAX_PARTS;
 
 	buf_printf(out, "{\"timed_out\": %s, \"not_started\": %s,"
-		   " \"rows_changed\": %" PRId64 ", \"checks\": [",
-		   r->timed_out ? "true" : "false",
+		   " \"cancelled\": %s, \"rows_changed\": %" PRId64 ","
+		   " \"checks\": [", r->timed_out ? "true" : "false",
 		   r->not_started ? "true" : "false",
+		   r->cancelled ? "true" : "false",
 		   r->rows_changed < 0 ? -1 : r->rows_changed);
 	for (size_t i = 0; i < nc; i++) {
 		const struct runresult_check *c = &r->checks[i];
@@ -638,6 +639,8 @@ rr_result_member(struct rr_in *in, const char *key, void *arg)
 		return rr_bool(in, &r->timed_out);
 	if (strcmp(key, "not_started") == 0)
 		return rr_bool(in, &r->not_started);
+	if (strcmp(key, "cancelled") == 0)
+		return rr_bool(in, &r->cancelled);
 	if (strcmp(key, "rows_changed") == 0) {
 		if (rr_word(in, "null")) {
 			r->rows_changed = -1;

@@ -129,32 +129,87 @@ cworker_submit(void *data, struct exec_run *run)
 	cworker_kick(w);
 }
 
-/* The scheduler's remote: end the run as not started (next turn). */
+/* The scheduler's remote: stop the run (next turn). */
 static void
 cworker_cancel(void *data, struct exec_run *run)
 {
 	struct cworker *w = data;
 
+	for (size_t i = 0; i < w->ncancels; i++)
+		if (w->cancels[i] == run)
+			return;
 	w->cancels = xreallocarray(w->cancels, w->ncancels + 1,
 				   sizeof *w->cancels);
 	w->cancels[w->ncancels++] = run;
 	cworker_kick(w);
 }
 
-/* End the cancelled runs: queued again, no attempt counted. */
+/* A run whose result came is no longer to be cancelled. */
+static void
+cworker_drop_cancel(struct cworker *w, const struct exec_run *run)
+{
+	for (size_t i = 0; i < w->ncancels; i++)
+		if (w->cancels[i] == run) {
+			w->cancels[i] = w->cancels[--w->ncancels];
+			return;
+		}
+}
+
+static void cworker_collect(void *data);
+
+/* Is id among the n ids (rows a node claimed)? */
+static bool
+cworker_among(const int64_t *ids, size_t n, int64_t id)
+{
+	for (size_t i = 0; i < n; i++)
+		if (ids[i] == id)
+			return true;
+	return false;
+}
+
+/*
+ * End the cancelled runs as a local run ends when stopped.  The results
+ * already in are read first.  Then forget withdraws the runs still on
+ * offer and marks those a node claimed to be cancelled: a claimed run
+ * stays, its node stops it at its next heartbeat and records it
+ * cancelled, and that result ends it here (exec_cancel's done_cb, with
+ * cancelled set).  The others end now, not started: queued again, no
+ * attempt counted.  Without the database all end now.
+ */
 static void
 cworker_end_cancels(struct cworker *w)
 {
+	int64_t *ids, *busy = NULL;
+	size_t nbusy = 0;
+	struct err err;
+
+	if (w->ncancels == 0)
+		return;
+	cworker_collect(w);
+	ids = xcalloc(w->ncancels + 1, sizeof *ids);
+	for (size_t i = 0; i < w->ncancels; i++)
+		ids[i] = w->cancels[i]->run_id;
+	if (w->ncancels > 0 &&
+	    (w->drv->forget(w->c, ids, w->ncancels, &err) < 0 ||
+	     w->drv->in_flight(w->c, &busy, &nbusy, &err) < 0)) {
+		log_warn("cannot have %zu runs stopped: %s; they are queued"
+			 " again", w->ncancels, err.msg);
+		nbusy = 0;
+	}
+	free(ids);
 	while (w->ncancels > 0) {
 		struct exec_run *run = w->cancels[--w->ncancels];
 
+		if (cworker_among(busy, nbusy, run->run_id))
+			continue; /* its node stops it; its result ends it */
 		if (cworker_take_offered(w, run->run_id) != run)
-			continue; /* its result came meanwhile */
+			continue;
 		run->failed = run->not_started = run->interrupted = true;
 		snprintf(run->error, sizeof run->error, "interrupted: the"
 			 " planner stopped");
 		run->done_cb(run);
 	}
+	free(busy);
 }
 
 /* Offer the runs recorded since the last turn, in one statement. */
@@ -276,6 +331,7 @@ cworker_decode(const char *text, struct exec_run *run)
 		log_warn("run=%" PRId64 ": %s", run->run_id, err.msg);
 	run->timed_out = rr.timed_out;
 	run->not_started = rr.not_started;
+	run->cancelled = rr.cancelled;
 	run->rows_changed = rr.rows_changed;
 	cworker_decode_checks(&rr, run);
 	cworker_decode_guards(&rr, run);
@@ -318,6 +374,7 @@ cworker_result(struct cworker *w, const struct cluster_work *x)
 			cworker_note_interrupted(w, x);
 		return;
 	}
+	cworker_drop_cancel(w, run);
 	cworker_decode(x->result, run);
 	run->failed = x->failed;
 	if (x->error != NULL)
@@ -418,7 +475,8 @@ static char *
 cworker_encode(const struct exec_run *run)
 {
 	struct runresult rr = {run->timed_out, run->not_started ||
-		run->cancelled, run->rows_changed, NULL, run->nchecks, NULL, 0};
+		run->cancelled, run->cancelled, run->rows_changed, NULL,
+		run->nchecks, NULL, 0};
 	struct runresult_metric *ms = NULL;
 	size_t nm = run->job->nmetrics;
 	struct buf b;
@@ -594,6 +652,10 @@ cworker_pump_cb(uv_timer_t *t)
 {
 	struct cworker *w = t->data;
 
+	if (w->closing && w->closed_cb != NULL && w->nlocal == 0) {
+		cworker_shut(w);
+		return;
+	}
 	cworker_end_cancels(w);
 	if (w->nunsent > 0)
 		cworker_offer(w);
@@ -845,8 +907,10 @@ cworker_close(struct cworker *w, void (*cb)(void *), void *arg)
 	w->closing = true;
 	w->closed_cb = cb;
 	w->closed_arg = arg;
+	/* not at once: this may be called from a run's done_cb inside
+	 * cworker_collect, whose statements still follow on the connection */
 	if (w->nlocal == 0)
-		cworker_shut(w);
+		cworker_kick(w);
 }
 
 void

@@ -401,13 +401,12 @@ daemon_stop(struct daemon *d)
 		   " runs in flight", cfg->shutdown_grace, d->cw != NULL ?
 		   cworker_running(d->cw) : sched_running(d->sched));
 	control_close(d->control);
+	/* several hosts: the runs a planner offered are its runs in flight,
+	 * as if they ran here: the nodes (this one too) still claim them
+	 * and their results are awaited for the grace, then they are
+	 * stopped (cworker_end_cancels); the node claims nothing more once
+	 * the scheduler is idle (cworker_close) */
 	sched_drain(d->sched);
-	if (d->cw != NULL) {
-		/* several hosts: no more claims; the runs this planner
-		 * offered are queued again (the next planner offers them) */
-		cworker_stop(d->cw);
-		sched_cancel_running(d->sched);
-	}
 	uv_timer_start(&d->grace, daemon_grace_cb,
 		       (uint64_t)cfg->shutdown_grace * 1000, 0);
 	sched_on_idle(d->sched, daemon_idle_cb, d);

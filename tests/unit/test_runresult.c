@@ -29,9 +29,9 @@ round_trip(const struct runresult *r, struct runresult *out)
 
 START_TEST(test_round_trip_scalars)
 {
-	struct runresult in[] = {{false, false, -1, NULL, 0, NULL, 0},
-		{true, false, 0, NULL, 0, NULL, 0},
-		{false, true, 12345678901LL, NULL, 0, NULL, 0}};
+	struct runresult in[] = {{false, false, false, -1, NULL, 0, NULL, 0},
+		{true, false, false, 0, NULL, 0, NULL, 0},
+		{false, true, true, 12345678901LL, NULL, 0, NULL, 0}};
 
 	for (size_t i = 0; i < sizeof in / sizeof in[0]; i++) {
 		struct runresult out;
@@ -39,6 +39,7 @@ START_TEST(test_round_trip_scalars)
 		free(round_trip(&in[i], &out));
 		ck_assert(out.timed_out == in[i].timed_out);
 		ck_assert(out.not_started == in[i].not_started);
+		ck_assert(out.cancelled == in[i].cancelled);
 		ck_assert_int_eq(out.rows_changed, in[i].rows_changed);
 		ck_assert_int_eq(out.nchecks, 0);
 		ck_assert_ptr_null(out.guards);
@@ -61,7 +62,8 @@ START_TEST(test_round_trip_batch)
 		{true, true, true, NAN, INFINITY, -INFINITY}};
 	struct runresult_guard guards[] = {{true, true, 7, 9, m0, 2},
 		{false, true, 0, -4, m1, 2}};
-	struct runresult in = {false, false, 42, checks, 3, guards, 2}, out;
+	struct runresult in = {false, false, false, 42, checks, 3, guards, 2};
+	struct runresult out;
 	char *text = round_trip(&in, &out);
 
 	ck_assert_int_eq(out.rows_changed, 42);
@@ -105,7 +107,7 @@ END_TEST
 
 START_TEST(test_guards_empty_and_absent)
 {
-	struct runresult in = {false, false, 0, NULL, 0, NULL, 0}, out;
+	struct runresult in = {false, false, false, 0, NULL, 0, NULL, 0}, out;
 	struct runresult_guard none = {false, false, 0, 0, NULL, 0};
 	struct err err;
 
@@ -169,7 +171,7 @@ END_TEST
 static const char *const bad[] = {
 	"{", "}", "{\"rows_changed\": }", "{\"rows_changed\": 1,}",
 	"{\"rows_changed\": 1} x", "{\"rows_changed\": 1}{}",
-	"{\"timed_out\": 1}", "{\"timed_out\": tru}", "{rows_changed: 1}",
+	"{\"timed_out\": 1}", "{\"timed_out\": tru}", "{\"cancelled\": 0}", "{rows_changed: 1}",
 	"{\"rows_changed\": 99999999999999999999}",
 	"{\"rows_changed\": 1.5}", "{\"rows_changed\": \"1\"}",
 	"{\"rows_changed\": 0x10}", "{\"rows_changed\": +1}",
@@ -208,7 +210,7 @@ START_TEST(test_garbled_refused)
 		ck_assert_msg(strstr(err.msg, "malformed") != NULL,
 			      "%s: %s", bad[i], err.msg);
 		/* refused as a whole: the defaults, nothing allocated */
-		ck_assert(!r.timed_out && !r.not_started);
+		ck_assert(!r.timed_out && !r.not_started && !r.cancelled);
 		ck_assert_int_eq(r.rows_changed, -1);
 		ck_assert_int_eq(r.nchecks, 0);
 		ck_assert_ptr_null(r.checks);
@@ -223,7 +225,7 @@ START_TEST(test_truncated_refused)
 	struct runresult_check c = {"name", "detail", true, 0};
 	struct runresult_metric m = {true, true, true, 1, 2, 100};
 	struct runresult_guard g = {true, true, 1, 2, &m, 1};
-	struct runresult in = {true, false, 5, &c, 1, &g, 1}, r;
+	struct runresult in = {true, false, false, 5, &c, 1, &g, 1}, r;
 	struct buf b;
 	struct err err;
 
@@ -278,7 +280,8 @@ START_TEST(test_bounds)
 	memcpy(s + RUNRESULT_STR_MAX / 4 - 2, "\xc3\xa9", 2);
 	{
 		struct runresult_check c = {s, s, false, 0};
-		struct runresult in = {false, false, 0, &c, 1, NULL, 0}, out;
+		struct runresult in = {false, false, false, 0, &c, 1, NULL, 0};
+		struct runresult out;
 
 		free(round_trip(&in, &out));
 		ck_assert_uint_eq(strlen(out.checks[0].name),
