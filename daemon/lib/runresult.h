@@ -4,9 +4,9 @@
  *
  * Everything a local run's result gives the scheduler besides failed and
  * error (which have columns of their own): timed_out, not_started,
- * cancelled, rows_changed, every check's outcome and the guardrail figures of each
- * partition, so that audit, guardrails and batch runs read the same
- * wherever the run ran.  The text is one JSON object:
+ * cancelled, rows_changed, every check's outcome and the guardrail
+ * figures of each partition, so that audit, guardrails and batch runs
+ * read the same wherever the run ran.  The text is one JSON object:
  *
  *   {"timed_out": false, "not_started": false, "cancelled": false,
  *    "rows_changed": 12,

@@ -54,7 +54,8 @@ START_TEST(test_round_trip_batch)
 	 * and details that need escaping, a metric not measured after */
 	struct runresult_check checks[] = {
 		{"min_rows", "3 rows, at least 1", true, 0},
-		{"no \"nulls\"\n", "returned 1 \\ caf\xc3\xa9 \xf0\x9f\x98\x80", false, 1},
+		{"no \"nulls\"\n",
+		 "returned 1 \\ caf\xc3\xa9 \xf0\x9f\x98\x80", false, 1},
 		{"max_change:revenue", "", true, 1}};
 	struct runresult_metric m0[] = {{true, true, true, 0.1, 1.0 / 3, -12.5},
 		{true, false, false, -0.0, 0, 0}};
@@ -171,7 +172,8 @@ END_TEST
 static const char *const bad[] = {
 	"{", "}", "{\"rows_changed\": }", "{\"rows_changed\": 1,}",
 	"{\"rows_changed\": 1} x", "{\"rows_changed\": 1}{}",
-	"{\"timed_out\": 1}", "{\"timed_out\": tru}", "{\"cancelled\": 0}", "{rows_changed: 1}",
+	"{\"timed_out\": 1}", "{\"timed_out\": tru}", "{\"cancelled\": 0}",
+	"{rows_changed: 1}",
 	"{\"rows_changed\": 99999999999999999999}",
 	"{\"rows_changed\": 1.5}", "{\"rows_changed\": \"1\"}",
 	"{\"rows_changed\": 0x10}", "{\"rows_changed\": +1}",
@@ -237,6 +239,44 @@ START_TEST(test_truncated_refused)
 		ck_assert_msg(runresult_parse(cut, &r, &err) == -1,
 			      "accepted: %s", cut);
 		free(cut);
+	}
+	buf_free(&b);
+}
+END_TEST
+
+/* Bytes of a valid text changed at random (a fixed seed): each read
+ * either succeeds or is refused, and frees what it took. */
+START_TEST(test_mutations)
+{
+	struct runresult_check c[] = {{"min_rows", "3 rows", true, 0},
+		{"x", "caf\xc3\xa9 \"q\"", false, 1}};
+	struct runresult_metric m = {true, false, true, 1.5, 0, 12.5};
+	struct runresult_guard g[] = {{true, true, 1, 2, &m, 1},
+		{false, true, 0, 3, &m, 1}};
+	struct runresult in = {false, true, false, 5, c, 2, g, 2}, r;
+	static const char pick[] =
+		"{}[],:\"\\ -0123456789.eEtruefalsnu\x01\xff";
+	unsigned seed = 12345;
+	struct buf b;
+	struct err err;
+
+	buf_init(&b);
+	runresult_format(&in, &b);
+	for (int i = 0; i < 20000; i++) {
+		char *t = xstrdup(b.data);
+		int nflips = 1 + i % 4;
+
+		for (int k = 0; k < nflips; k++) {
+			seed = seed * 1103515245u + 12345u;
+			size_t at = (seed >> 8) % b.len;
+			seed = seed * 1103515245u + 12345u;
+			t[at] = pick[(seed >> 8) % (sizeof pick - 1)];
+		}
+		if (runresult_parse(t, &r, &err) == 0)
+			runresult_clear(&r);
+		else
+			ck_assert_ptr_null(r.checks);
+		free(t);
 	}
 	buf_free(&b);
 }
@@ -311,6 +351,7 @@ main(void)
 	tcase_add_test(tc, test_defaults_and_old_lines);
 	tcase_add_test(tc, test_garbled_refused);
 	tcase_add_test(tc, test_truncated_refused);
+	tcase_add_test(tc, test_mutations);
 	tcase_add_test(tc, test_bounds);
 	suite_add_tcase(s, tc);
 	sr = srunner_create(s);
