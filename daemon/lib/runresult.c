@@ -104,10 +104,12 @@ runresult_format(const struct runresult *r, struct buf *out)
 		    RUNRESULT_MAX_PARTS;
 
 	buf_printf(out, "{\"timed_out\": %s, \"not_started\": %s,"
-		   " \"cancelled\": %s, \"rows_changed\": %" PRId64 ","
-		   " \"checks\": [", r->timed_out ? "true" : "false",
+		   " \"cancelled\": %s, \"committed_before\": %s,"
+		   " \"rows_changed\": %" PRId64 ", \"checks\": [",
+		   r->timed_out ? "true" : "false",
 		   r->not_started ? "true" : "false",
 		   r->cancelled ? "true" : "false",
+		   r->committed_before ? "true" : "false",
 		   r->rows_changed < 0 ? -1 : r->rows_changed);
 	for (size_t i = 0; i < nc; i++) {
 		const struct runresult_check *c = &r->checks[i];
@@ -641,6 +643,8 @@ rr_result_member(struct rr_in *in, const char *key, void *arg)
 		return rr_bool(in, &r->not_started);
 	if (strcmp(key, "cancelled") == 0)
 		return rr_bool(in, &r->cancelled);
+	if (strcmp(key, "committed_before") == 0)
+		return rr_bool(in, &r->committed_before);
 	if (strcmp(key, "rows_changed") == 0) {
 		if (rr_word(in, "null")) {
 			r->rows_changed = -1;
@@ -688,6 +692,8 @@ runresult_field(const char *f, size_t n, struct runresult *r)
 		r->not_started = v != 0;
 	else if (strcmp(tmp, "rows_changed") == 0)
 		r->rows_changed = v < 0 ? -1 : v;
+	else if (strcmp(tmp, "committed_before") == 0)
+		r->committed_before = v != 0;
 	return 0;
 }
 

@@ -4,12 +4,12 @@
  *
  * Everything a local run's result gives the scheduler besides failed and
  * error (which have columns of their own): timed_out, not_started,
- * cancelled, rows_changed, every check's outcome and the guardrail
- * figures of each partition, so that audit, guardrails and batch runs
- * read the same wherever the run ran.  The text is one JSON object:
+ * cancelled, committed_before, rows_changed, every check's outcome and
+ * the guardrail figures of each partition, so that audit, guardrails and
+ * batch runs read the same wherever the run ran.  The text is one JSON object:
  *
  *   {"timed_out": false, "not_started": false, "cancelled": false,
- *    "rows_changed": 12,
+ *    "committed_before": false, "rows_changed": 12,
  *    "checks": [{"name": "min_rows", "passed": true,
  *                "detail": "3 rows, at least 1", "part": 0}, ...],
  *    "guards": [{"rows_before": 2, "rows_after": 3,
@@ -20,8 +20,9 @@
  * has no table (else one per partition, metrics in the job's order).
  * Unknown keys are skipped, so a newer worker's text reads on an older
  * planner (a cancelled run says not_started too, which is what an older
- * planner made of it).  The key=value line of earlier workers ("timed_out=0
- * not_started=0 rows_changed=5") still reads.
+ * planner made of it).  The key=value line of earlier workers
+ * ("timed_out=0 not_started=0 rows_changed=5 committed_before=1") still
+ * reads.
  *
  * Reading is strict and bounded: a text that is not such an object, a
  * string longer than RUNRESULT_STR_MAX, more than RUNRESULT_MAX_CHECKS
@@ -67,6 +68,8 @@ struct runresult {
 	bool timed_out;
 	bool not_started;     /* nothing ran: queued again, not counted */
 	bool cancelled;       /* stopped on the way: recorded cancelled */
+	/* an earlier attempt had committed it: nothing ran (wh_commits.h) */
+	bool committed_before;
 	int64_t rows_changed; /* -1: not known (a command) */
 	struct runresult_check *checks;
 	size_t nchecks;

@@ -40,6 +40,7 @@
 struct local {
 	struct exec_run run;
 	struct exec_part *parts;
+	struct wh_commit *commits; /* exactly-once commits, or NULL */
 	int64_t id;   /* the work row */
 	bool done;    /* ended; its finish waits for the database */
 	bool discard; /* fenced: its result would be refused */
@@ -233,6 +234,8 @@ cworker_offer(struct cworker *w)
 		struct cluster_offer *x = &o[i - first];
 
 		x->id = run->run_id;
+		/* the worker's identity of its commits (wh_commits.h) */
+		x->request = run->ncommits > 0 ? run->commits[0].request : 0;
 		x->job = run->job->name;
 		x->keys = &keys[nk];
 		x->nkeys = run->nparts;
@@ -333,6 +336,7 @@ cworker_decode(const char *text, struct exec_run *run)
 	run->not_started = rr.not_started;
 	run->cancelled = rr.cancelled;
 	run->rows_changed = rr.rows_changed;
+	run->committed_before = rr.committed_before;
 	cworker_decode_checks(&rr, run);
 	cworker_decode_guards(&rr, run);
 	runresult_clear(&rr);
@@ -416,6 +420,26 @@ cworker_collect(void *data)
 	} while (n == 256);
 }
 
+/* The identities a claimed SQL run commits (wh_commits.h): the offer's
+ * request and each of its partitions.  A run the planner shared between
+ * several requests (one partition) carries the first one's only. */
+static void
+cworker_commits(struct local *l, const struct job_def *j,
+		const struct cluster_work *x)
+{
+	if (x->request <= 0 || j->sql == NULL || j->command != NULL)
+		return;
+	l->commits = xcalloc(x->nkeys ? x->nkeys : 1, sizeof *l->commits);
+	for (size_t k = 0; k < x->nkeys; k++) {
+		l->commits[k].request = x->request;
+		l->commits[k].run_id = x->id;
+		l->commits[k].part = k;
+	}
+	l->run.commits = l->commits;
+	l->run.ncommits = x->nkeys;
+	l->run.commits_keep_ms = j->keep_runs * 1000;
+}
+
 /* Build the executor's run of one claim; -1 when this node cannot. */
 static int
 cworker_build(struct cworker *w, const struct cluster_work *x,
@@ -448,6 +472,7 @@ cworker_build(struct cworker *w, const struct cluster_work *x,
 	l->run.nparts = x->nkeys;
 	l->run.attempt = x->attempt;
 	l->run.log_dir = w->log_dir;
+	cworker_commits(l, j, x);
 	l->run.done_cb = cworker_run_done_cb;
 	l->run.data = l;
 	return 0;
@@ -467,6 +492,7 @@ cworker_local_free(struct cworker *w, struct local *l)
 		config_unref(l->run.cfg);
 	}
 	free(l->parts);
+	free(l->commits);
 	free(l);
 }
 
@@ -475,8 +501,8 @@ static char *
 cworker_encode(const struct exec_run *run)
 {
 	struct runresult rr = {run->timed_out, run->not_started ||
-		run->cancelled, run->cancelled, run->rows_changed, NULL,
-		run->nchecks, NULL, 0};
+		run->cancelled, run->cancelled, run->committed_before,
+		run->rows_changed, NULL, run->nchecks, NULL, 0};
 	struct runresult_metric *ms = NULL;
 	size_t nm = run->job->nmetrics;
 	struct buf b;

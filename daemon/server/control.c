@@ -29,6 +29,16 @@
  *    connects in a loop does not flood the log; a connection with
  *    nothing in progress (no stream, no wait, no unsent output) on which
  *    no byte arrives for the idle timeout is closed.
+ *
+ * Several hosts (docs/several-hosts.md): a node that is not the planner
+ * forwards each request through the state store.  A forwarded `wait` is a
+ * long poll: the planner holds it until its request finishes (and its end
+ * is committed) or MAIL_HOLD_MS pass, then answers the final RESPONSE or
+ * one PROGRESS frame, which the node passes on and asks again at once.
+ * At most MAIL_HOLD_MAX waits are held; beyond them one is answered at
+ * once, empty, and its node asks again after FWD_AGAIN_MS.  A forwarded
+ * wait that fails (the planner changed meanwhile) is asked again up to
+ * FWD_WAIT_TRIES times before the client is told.
  */
 #include "control.h"
 
@@ -68,6 +78,13 @@
 /* At most one log line per this long about refused connections, and one
  * about idle connections closed to make room, each with a count. */
 #define CONTROL_RATELOG_MS 10000
+/* Forwarded waits: how long the planner holds one, how many at most,
+ * how soon a node asks again after an empty answer, and how many
+ * failed forwards in a row a wait outlives. */
+#define MAIL_HOLD_MS 5000
+#define MAIL_HOLD_MAX 256
+#define FWD_AGAIN_MS 300
+#define FWD_WAIT_TRIES 3
 /* Give memory back to the system after a stream of this many bytes. */
 #define CONTROL_TRIM_BYTES (4 * 1024 * 1024)
 
@@ -100,6 +117,7 @@ struct client {
 	bool fwd_wait;             /* ... or is asked again soon */
 	char *fwd;                 /* a forwarded wait, asked again */
 	size_t fwd_len;
+	int fwd_fails;             /* ... failed in a row */
 	struct client *next, *prev;
 };
 
@@ -127,6 +145,21 @@ struct control {
 	struct control_ratelog evictions; /* idle ones closed at the cap */
 	const struct cluster_driver *drv; /* several hosts, or NULL */
 	struct cluster *cluster;
+	struct mail_wait *held;  /* planner: forwarded waits held */
+	int nheld;
+	uv_timer_t hold;         /* answers the held waits due */
+	bool hold_init;
+};
+
+/* A forwarded wait the planner holds (the long poll above). */
+struct mail_wait {
+	struct control *c;
+	int64_t mail_id;
+	int64_t request;
+	char *from;
+	void *watch;     /* NULL once the request finished */
+	uint64_t until;  /* uv_now after which it is answered anyway */
+	struct mail_wait *next;
 };
 
 struct write_req {
@@ -137,6 +170,7 @@ struct write_req {
 };
 
 static void client_close(struct client *cl);
+static void control_hold_release(struct control *c, bool all);
 static void client_finish(struct client *cl);
 static void client_kick(struct client *cl);
 static void client_alloc_cb(uv_handle_t *h, size_t hint, uv_buf_t *b);
@@ -617,6 +651,30 @@ client_forward_fail(struct client *cl, const char *why)
 	client_error(cl, EXIT_UNREACHABLE, msg);
 }
 
+/* Is this answer one PROGRESS frame (a held wait, not finished)? */
+static bool
+control_is_progress(const void *resp, size_t len)
+{
+	struct proto_msg msg;
+	struct err err;
+	size_t used;
+	bool yes;
+
+	if (proto_parse(resp, len, &used, &msg, &err) <= 0)
+		return false;
+	yes = msg.type == PROTO_PROGRESS && used == len;
+	proto_msg_free(&msg);
+	return yes;
+}
+
+/* A forwarded wait not finished: ask the planner again in `ms`. */
+static void
+client_forward_again(struct client *cl, uint64_t ms)
+{
+	cl->fwd_wait = true;
+	uv_timer_start(&cl->throttle, client_forward_again_cb, ms, 0);
+}
+
 /* The planner's answer to a forwarded request. */
 static void
 client_forward_cb(void *arg, int status, const void *resp, size_t len,
@@ -630,12 +688,24 @@ client_forward_cb(void *arg, int status, const void *resp, size_t len,
 		client_handle_closed_cb((uv_handle_t *)&cl->pipe);
 		return;
 	}
+	if (status < 0 && cl->fwd != NULL && ++cl->fwd_fails < FWD_WAIT_TRIES) {
+		log_info("control: a forwarded wait failed (%s); asking the"
+			 " planner again", why ? why : "no answer");
+		client_forward_again(cl, FWD_AGAIN_MS);
+		return;
+	}
 	if (status < 0) {
 		client_forward_fail(cl, why);
 	} else if (len == 0 && cl->fwd != NULL) {
-		/* a wait whose request is not finished: ask again */
-		cl->fwd_wait = true;
-		uv_timer_start(&cl->throttle, client_forward_again_cb, 300, 0);
+		cl->fwd_fails = 0;
+		client_forward_again(cl, FWD_AGAIN_MS);
+		return;
+	} else if (cl->fwd != NULL && control_is_progress(resp, len)) {
+		cl->fwd_fails = 0;
+		buf_init(&f);
+		buf_add(&f, resp, len);
+		client_send(cl, &f);
+		client_forward_again(cl, 0);
 		return;
 	} else {
 		buf_init(&f);
@@ -698,6 +768,7 @@ client_forward(struct client *cl, const struct proto_msg *req,
 		cl->fwd = xmalloc(len);
 		memcpy(cl->fwd, raw, len);
 		cl->fwd_len = len;
+		cl->fwd_fails = 0;
 	}
 	client_forward_send(cl, raw, len);
 }
@@ -810,7 +881,8 @@ client_idle_cb(uv_timer_t *t)
 	struct client *cl = t->data;
 
 	if (cl->closing || cl->finishing || cl->stream != NULL ||
-	    cl->watch != NULL || cl->queued > 0)
+	    cl->watch != NULL || cl->queued > 0 || cl->forwarding ||
+	    cl->fwd != NULL)
 		return; /* busy: the timer repeats */
 	log_info("control: closing a connection idle for %" PRIu64 " ms",
 		 cl->c->idle_ms);
@@ -848,6 +920,7 @@ control_evict_idle(struct control *c)
 	     cl = cl->next) {
 		if (cl->closing || cl->finishing || cl->refused ||
 		    cl->stream != NULL || cl->watch != NULL || cl->queued > 0 ||
+		    cl->forwarding || cl->fwd != NULL ||
 		    cl->last_active == 0)
 			continue;
 		/* the list is newest first: on a tie (same millisecond),
@@ -1109,6 +1182,10 @@ control_close(struct control *c)
 		return;
 	while (c->clients.next != &c->clients)
 		client_close(c->clients.next);
+	if (c->held != NULL)
+		control_hold_release(c, true);
+	if (c->hold_init && !uv_is_closing((uv_handle_t *)&c->hold))
+		uv_close((uv_handle_t *)&c->hold, NULL);
 	if (!c->closing) {
 		c->closing = true;
 		uv_close((uv_handle_t *)&c->listener, NULL);
@@ -1176,8 +1253,9 @@ control_mail_stream(struct cmd_stream *cs, struct buf *f)
 	buf_free(&resp);
 }
 
-/* One forwarded request, answered into f (empty: a wait not finished). */
-static void
+/* One forwarded request, answered into f.  Returns 1, f empty, for a
+ * wait whose request is not finished (held, or asked again). */
+static int
 control_mail_one(struct control *c, const struct proto_msg *req,
 		 struct buf *f)
 {
@@ -1200,17 +1278,145 @@ control_mail_one(struct control *c, const struct proto_msg *req,
 			proto_end(f);
 		} else if (p.finished) {
 			control_wait_done(c->sched, id, &p, f);
+		} else {
+			return 1;
 		}
-		return; /* empty: not finished, asked again */
+		return 0;
 	}
 	proto_begin(f, PROTO_RESPONSE);
 	cmd_run(&ctx, req, f, &stream);
 	if (stream != NULL) {
 		buf_reset(f);
 		control_mail_stream(stream, f);
-		return;
+		return 0;
 	}
 	proto_end(f);
+	return 0;
+}
+
+/* Answer a forwarded request; log when the store does not take it. */
+static void
+control_mail_answer(struct control *c, int64_t id, const char *from,
+		    const struct buf *f)
+{
+	struct err err;
+
+	if (c->drv->mail_answer(c->cluster, id, f->data ? f->data : "",
+				f->len, &err) < 0)
+		log_warn("control: cannot answer %s's request: %s", from,
+			 err.msg);
+}
+
+static void control_hold_cb(uv_timer_t *t);
+
+/* Arm the hold timer for the earliest held wait due. */
+static void
+control_hold_arm(struct control *c)
+{
+	uint64_t now = uv_now(c->loop), first = UINT64_MAX;
+
+	for (struct mail_wait *w = c->held; w != NULL; w = w->next)
+		if (w->until < first)
+			first = w->until;
+	if (first == UINT64_MAX)
+		uv_timer_stop(&c->hold);
+	else
+		uv_timer_start(&c->hold, control_hold_cb,
+			       first > now ? first - now : 0, 0);
+}
+
+/* The scheduler reports a change of a held wait's request. */
+static void
+control_hold_watch_cb(void *data, const struct sched_progress *p)
+{
+	struct mail_wait *w = data;
+
+	if (!p->finished)
+		return;
+	w->watch = NULL; /* a finished request's watch is gone */
+	w->until = 0;
+	control_hold_arm(w->c);
+}
+
+/* Answer the held waits due (all of them when `all`): the final RESPONSE
+ * once their request finished, one PROGRESS frame otherwise. */
+static void
+control_hold_release(struct control *c, bool all)
+{
+	uint64_t now = uv_now(c->loop);
+	struct mail_wait **pp = &c->held, *w;
+	struct sched_progress p;
+	struct err err;
+	struct buf f;
+
+	sched_flush(c->sched); /* a finish is answered once committed */
+	while ((w = *pp) != NULL) {
+		if (!all && w->until > now) {
+			pp = &w->next;
+			continue;
+		}
+		*pp = w->next;
+		c->nheld--;
+		if (w->watch != NULL)
+			sched_unwatch(c->sched, w->watch);
+		buf_init(&f);
+		if (sched_progress(c->sched, w->request, &p, &err) < 0) {
+			proto_begin(&f, PROTO_RESPONSE);
+			proto_add_int(&f, "status", err.code);
+			proto_add(&f, "err", err.msg);
+			proto_end(&f);
+		} else if (p.finished) {
+			control_wait_done(c->sched, w->request, &p, &f);
+		} else {
+			proto_begin(&f, PROTO_PROGRESS);
+			proto_add_int(&f, "request", w->request);
+			progress_fields(&f, &p);
+			proto_end(&f);
+		}
+		control_mail_answer(c, w->mail_id, w->from, &f);
+		buf_free(&f);
+		free(w->from);
+		free(w);
+	}
+	control_hold_arm(c);
+}
+
+/* Hold timer. */
+static void
+control_hold_cb(uv_timer_t *t)
+{
+	control_hold_release(t->data, false);
+}
+
+/* Hold a forwarded wait until its request finishes or MAIL_HOLD_MS pass.
+ * Returns -1 when no more may be held. */
+static int
+control_hold(struct control *c, const struct cluster_mail *m,
+	     int64_t request)
+{
+	struct mail_wait *w;
+
+	if (c->nheld >= MAIL_HOLD_MAX || c->closing)
+		return -1;
+	if (!c->hold_init) {
+		uv_timer_init(c->loop, &c->hold);
+		c->hold.data = c;
+		c->hold_init = true;
+	}
+	w = xcalloc(1, sizeof *w);
+	w->c = c;
+	w->mail_id = m->id;
+	w->request = request;
+	w->from = xstrdup(m->from);
+	w->until = uv_now(c->loop) + MAIL_HOLD_MS;
+	w->watch = sched_watch(c->sched, request, control_hold_watch_cb, w);
+	if (w->watch == NULL)
+		w->until = 0; /* finished meanwhile: answered next turn */
+	w->next = c->held;
+	c->held = w;
+	c->nheld++;
+	control_hold_arm(c);
+	return 0;
 }
 
 void
@@ -1221,12 +1427,17 @@ control_mail(struct control *c)
 	struct err err;
 	size_t used;
 	struct buf f;
+	long long id;
+	int held;
 
 	while (c->drv != NULL &&
 	       c->drv->mail_take(c->cluster, &m, &err) == 0 && m != NULL) {
 		buf_init(&f);
+		held = -1;
 		if (proto_parse(m->req, m->len, &used, &msg, &err) > 0) {
-			control_mail_one(c, &msg, &f);
+			if (control_mail_one(c, &msg, &f) == 1 &&
+			    proto_get_int(&msg, "request", &id) == 0)
+				held = control_hold(c, m, id);
 			proto_msg_free(&msg);
 		} else {
 			proto_begin(&f, PROTO_RESPONSE);
@@ -1235,12 +1446,12 @@ control_mail(struct control *c)
 				  " one frame");
 			proto_end(&f);
 		}
-		/* nothing is acknowledged uncommitted (scheduler.c, rule 7) */
-		sched_flush(c->sched);
-		if (c->drv->mail_answer(c->cluster, m->id, f.data ? f.data : "",
-					f.len, &err) < 0)
-			log_warn("control: cannot answer %s's request: %s",
-				 m->from, err.msg);
+		if (held < 0) {
+			/* nothing is acknowledged uncommitted (scheduler.c,
+			 * rule 7) */
+			sched_flush(c->sched);
+			control_mail_answer(c, m->id, m->from, &f);
+		}
 		buf_free(&f);
 		c->drv->mail_free(m);
 	}

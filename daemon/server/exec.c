@@ -93,6 +93,7 @@ struct exec_conncache {
 	char *name;
 	char *where;  /* sqlite path or postgres conninfo */
 	struct wh_conn *conn;
+	bool commits_ready; /* backfilld_commits is there (wh_commits.h) */
 };
 
 struct exec_worker {
@@ -414,6 +415,7 @@ exec_conn_get(struct exec_worker *w, const struct warehouse_def *wh,
 	cc->name = exec_xstrdup(wh->name);
 	cc->where = exec_xstrdup(where);
 	cc->conn = conn;
+	cc->commits_ready = false;
 	return conn;
 }
 
@@ -433,6 +435,80 @@ exec_conn_drop(struct exec_worker *w, struct wh_conn *conn)
 		w->cache[i] = w->cache[--w->ncache];
 		return;
 	}
+}
+
+/* Before a run that records commits: make sure the connection's warehouse
+ * has backfilld_commits (once per connection). */
+static int
+exec_conn_commits(struct exec_worker *w, struct wh_conn *conn,
+		  struct err *err)
+{
+	for (size_t i = 0; i < w->ncache; i++) {
+		struct exec_conncache *cc = &w->cache[i];
+
+		if (cc->conn != conn)
+			continue;
+		if (!cc->commits_ready &&
+		    wh_commits_ensure(conn, err) == -1)
+			return -1;
+		cc->commits_ready = true;
+		return 0;
+	}
+	return wh_commits_ensure(conn, err);
+}
+
+/* The keys of a run's parts, for wh_commits (free the array). */
+static const char **
+exec_part_keys(const struct exec_run *run)
+{
+	const char **keys = exec_xcalloc(run->nparts, sizeof *keys);
+
+	for (size_t i = 0; i < run->nparts; i++)
+		keys[i] = run->parts[i].key;
+	return keys;
+}
+
+/* Inside the run's transaction, first: 1 when an earlier attempt already
+ * committed every identity of the run (wh_commits.h, rule 1), 0 when it
+ * must run, -1 with err. */
+static int
+exec_commits_seen(struct exec_run *run, struct wh_conn *conn,
+		  struct err *err)
+{
+	const char **keys;
+	char note[ERR_MSG_MAX];
+	int r;
+
+	if (run->ncommits == 0)
+		return 0;
+	keys = exec_part_keys(run);
+	r = wh_commits_seen(conn, run->job->name, keys, run->commits,
+			    run->ncommits, note, sizeof note, err);
+	free(keys);
+	if (r == 1) {
+		run->committed_before = true;
+		snprintf(run->error, sizeof run->error, "%s", note);
+	}
+	return r;
+}
+
+/* Inside the run's transaction, last: its rows of backfilld_commits. */
+static int
+exec_commits_record(struct exec_run *run, struct wh_conn *conn,
+		    struct err *err)
+{
+	int64_t now = clock_now_ms();
+	const char **keys;
+	int r;
+
+	if (run->ncommits == 0)
+		return 0;
+	keys = exec_part_keys(run);
+	r = wh_commits_record(conn, run->job->name, keys, run->commits,
+			      run->ncommits, now, now - run->commits_keep_ms,
+			      err);
+	free(keys);
+	return r;
 }
 
 /* Truthiness of a check's value: NULL, "", 0 (any numeric spelling),
@@ -639,6 +715,14 @@ exec_sql_tx(struct exec_flight *fl, struct wh_conn *conn, struct err *err)
 		return -1;
 	if (exec_interrupted(fl, err))
 		goto fail;
+	switch (exec_commits_seen(run, conn, err)) {
+	case 1:
+		drv->rollback(conn);
+		run->rows_changed = 0;
+		return 0;
+	case -1:
+		goto fail;
+	}
 	if (jd->nchecks > 0 || jd->table != NULL)
 		run->checks = exec_xcalloc((jd->nchecks + (jd->table ? 2 +
 		    jd->nmetrics : 0)) * run->nparts, sizeof *run->checks);
@@ -671,6 +755,8 @@ exec_sql_tx(struct exec_flight *fl, struct wh_conn *conn, struct err *err)
 	if (exec_interrupted(fl, err))
 		goto fail;
 	changed = drv->changes(conn) - base;
+	if (exec_commits_record(run, conn, err) == -1)
+		goto fail;
 	if (drv->commit(conn, err) == -1) {
 		err_prefix(err, "commit failed");
 		return -1;
@@ -797,6 +883,8 @@ exec_sql_run(struct exec_worker *w, struct exec_flight *fl)
 		rc = exec_sql_query(fl, conn, &err);
 	else if (run->verify)
 		rc = exec_sql_verify(fl, conn, &err);
+	else if (run->ncommits > 0 && exec_conn_commits(w, conn, &err) == -1)
+		rc = -1;
 	else
 		rc = exec_sql_tx(fl, conn, &err);
 
@@ -1313,6 +1401,7 @@ exec_submit(struct exec *ex, struct exec_run *run)
 	run->timed_out = false;
 	run->cancelled = false;
 	run->not_started = false;
+	run->committed_before = false;
 	run->pgid = 0;
 	run->proc_start = -1;
 	run->error[0] = '\0';

@@ -26,6 +26,7 @@
 #include "calendar.h"
 #include "config.h"
 #include "err.h"
+#include "wh_commits.h"
 
 struct exec;
 
@@ -79,6 +80,13 @@ struct exec_run {
 	 * content (job->table, job->partition_column) is read before the
 	 * first run and after each, into verify_rows and verify_sum. */
 	bool verify;
+	/* Exactly-once commits (wh_commits.h): the requests' partitions this
+	 * run commits, a row of backfilld_commits each in its transaction
+	 * (none: NULL, 0); commits_keep_ms: how long the job's rows stay
+	 * (its keep_runs). */
+	const struct wh_commit *commits;
+	size_t ncommits;
+	int64_t commits_keep_ms;
 	void (*done_cb)(struct exec_run *run);
 	/* Optional (NULL for none): called on the loop thread once the run
 	 * has really begun (taken by a worker, or spawned), before done_cb;
@@ -98,6 +106,10 @@ struct exec_run {
 	 * (docs/several-hosts.md): the run is recorded failed with its
 	 * error and its partitions are queued again at once. */
 	bool interrupted;
+	/* Every identity of commits already had its row: nothing ran,
+	 * nothing was committed, the run succeeded; error holds the note
+	 * ("already committed by run N at T"). */
+	bool committed_before;
 	/* A command run, once spawned (in started_cb): its process group
 	 * (its pid) and the leader's start time, /proc/PID/stat field 22. */
 	int64_t pgid;

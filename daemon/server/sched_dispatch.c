@@ -39,6 +39,7 @@ static void
 sched_active_free(struct active *a)
 {
 	manifest_run_free(a->mr);
+	free(a->commits);
 	free(a->run_ids);
 	free(a->parts);
 	free(a);
@@ -86,6 +87,33 @@ sched_part(const struct job_def *j, const struct item *x, struct exec_part *p)
 	part_bound(j->grain, part_end(j->grain, x->part), p->end);
 }
 
+/*
+ * The identities a SQL run commits (wh_commits.h): each item's request
+ * and partition.  A batch's items are of one request, one partition each;
+ * a run for several requests (rule 5) commits its one partition for each
+ * of them, so it counts as already committed only when every request's
+ * row is there.
+ */
+static void
+sched_run_commits(struct active *a, const struct job_def *j)
+{
+	struct run *r = a->mr;
+
+	if (j->sql == NULL || j->command != NULL)
+		return;
+	a->commits = xcalloc(r->nitems, sizeof *a->commits);
+	for (size_t i = 0; i < r->nitems; i++) {
+		a->commits[i].request = r->items[i]->rq->id;
+		a->commits[i].request_at = r->items[i]->rq->created_at;
+		a->commits[i].run_id = a->run_ids ? a->run_ids[i] :
+				       a->run.run_id;
+		a->commits[i].part = r->batch ? i : 0;
+	}
+	a->run.commits = a->commits;
+	a->run.ncommits = r->nitems;
+	a->run.commits_keep_ms = j->keep_runs * 1000;
+}
+
 /* Hand a recorded run to the executor. */
 static void
 sched_run_submit(struct sched *s, struct active *a)
@@ -106,6 +134,7 @@ sched_run_submit(struct sched *s, struct active *a)
 	a->run.nparts = r->batch ? r->nitems : 1;
 	a->run.attempt = e->attempts;
 	a->run.log_dir = s->log_dir;
+	sched_run_commits(a, j);
 	a->run.done_cb = sched_run_done_cb;
 	a->run.started_cb = sched_run_started_cb;
 	a->run.data = a;
@@ -332,7 +361,9 @@ sched_record_part(struct sched *s, struct active *a, size_t i,
 	struct exec_run *run = &a->run;
 	int64_t rid = a->mr->batch ? a->run_ids[i] : run->run_id;
 	const char *key = a->mr->items[a->mr->batch ? i : 0]->key;
-	const char *error = run->failed ? run->error : NULL;
+	/* a run an earlier attempt had committed keeps its note */
+	const char *error = run->failed || run->committed_before ?
+			    run->error : NULL;
 
 	/* a batch's rows changed are the batch's: on its first row */
 	*prev = MS_COUNT;
@@ -400,7 +431,12 @@ sched_run_log(const struct active *a, const struct outcome *o, int64_t now)
 	const struct item *e = a->mr->items[0];
 	const char *job = a->mr->job_name;
 
-	if (o->run_state == MS_SUCCEEDED && run->rows_changed >= 0)
+	if (o->run_state == MS_SUCCEEDED && run->committed_before)
+		log_notice("job=%s partition=%s request=%" PRId64 " run=%" PRId64
+			   " succeeded: %s (its result was lost); nothing ran"
+			   " again", job, e->key, e->rq->id, run->run_id,
+			   run->error);
+	else if (o->run_state == MS_SUCCEEDED && run->rows_changed >= 0)
 		log_info("job=%s partition=%s request=%" PRId64 " run=%" PRId64
 			 " succeeded in %" PRId64 " ms rows=%" PRId64,
 			 job, e->key, e->rq->id, run->run_id,

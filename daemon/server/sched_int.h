@@ -36,6 +36,7 @@ struct active {
 	struct exec_part *parts; /* a batch run's partitions (items order) */
 	int64_t *run_ids;	 /* a batch run, or one run for several
 				  * items (rule 5): one runs row per item */
+	struct wh_commit *commits; /* one per item (exactly-once commits) */
 	struct run *mr;
 	struct sched *s;
 	int64_t started_at; /* ms */

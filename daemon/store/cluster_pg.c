@@ -70,6 +70,8 @@ struct cluster {
 	char config_hash[17];
 	int64_t lease_s;
 	int running;
+	int64_t *taken;       /* planner: mailbox ids taken, not answered */
+	size_t ntaken;
 
 	PGconn *pg;
 	uv_poll_t *poll;      /* on the socket of pg; closed with it */
@@ -309,9 +311,11 @@ cpg_set_role(struct cluster *c, enum cluster_role role, int64_t generation)
 	if (c->role == CLUSTER_PLANNER && role != CLUSTER_PLANNER)
 		cpg_log(c, 4, "cluster: node=%s stops being planner"
 			" (generation %" PRId64 ")", c->node, c->generation);
-	if (role == CLUSTER_PLANNER)
+	if (role == CLUSTER_PLANNER) {
 		cpg_log(c, 5, "cluster: node=%s is planner, generation %"
 			PRId64, c->node, generation);
+		c->ntaken = 0;
+	}
 	c->role = role;
 	c->generation = generation;
 	if (role != CLUSTER_PLANNER)
@@ -1298,6 +1302,7 @@ cpg_free(struct cluster *c)
 	free(c->conninfo);
 	free(c->password_file);
 	free(c->cancel);
+	free(c->taken);
 	free(c);
 }
 
@@ -1706,22 +1711,33 @@ cpg_forward(struct cluster *c, const void *req, size_t len,
 	return 0;
 }
 
-/* Planner: the oldest unanswered request. */
+/* Planner: the oldest unanswered request not taken yet (one taken and
+ * held, a forwarded wait, is not taken again). */
 static int
 cpg_mail_take(struct cluster *c, struct cluster_mail **out, struct err *err)
 {
 	static const char sql[] =
 		"SELECT id, from_node, request FROM mailbox"
-		" WHERE response IS NULL ORDER BY id LIMIT 1";
+		" WHERE response IS NULL AND id <> ALL ($1::bigint[])"
+		" ORDER BY id LIMIT 1";
 	struct cluster_mail *m;
 	unsigned char *bytes;
 	PGresult *res;
 	size_t len = 0;
+	struct cpg_buf ids = {0};
+	const char *v[1];
 
 	*out = NULL;
 	if (cpg_need_planner(c, err) < 0)
 		return -1;
-	if ((res = cpg_q(c, sql, 0, NULL, err)) == NULL)
+	cpg_buf_add(&ids, "{", 1);
+	for (size_t i = 0; i < c->ntaken; i++)
+		cpg_array_int(&ids, c->taken[i]);
+	cpg_buf_add(&ids, "}", 1);
+	v[0] = ids.s;
+	res = cpg_q(c, sql, 1, v, err);
+	free(ids.s);
+	if (res == NULL)
 		return -1;
 	if (PQntuples(res) == 0) {
 		PQclear(res);
@@ -1729,6 +1745,8 @@ cpg_mail_take(struct cluster *c, struct cluster_mail **out, struct err *err)
 	}
 	m = xcalloc(1, sizeof *m);
 	m->id = cpg_i64(res, 0, 0);
+	c->taken = xreallocarray(c->taken, c->ntaken + 1, sizeof *c->taken);
+	c->taken[c->ntaken++] = m->id;
 	cpg_str(res, 0, 1, m->from, sizeof m->from);
 	bytes = PQunescapeBytea((const unsigned char *)PQgetvalue(res, 0, 2),
 				&len);
@@ -1760,6 +1778,11 @@ cpg_mail_answer(struct cluster *c, int64_t id, const void *resp, size_t len,
 	int lens[2] = { 0, (int)len }, fmts[2] = { 0, 1 };
 	PGresult *res;
 
+	for (size_t i = 0; i < c->ntaken; i++)
+		if (c->taken[i] == id) {
+			c->taken[i] = c->taken[--c->ntaken];
+			break;
+		}
 	if (len > CLUSTER_MAIL_MAX)
 		return err_set(err, EXIT_WORK_FAILED, "answer too large to"
 			       " forward (%zu bytes)", len);

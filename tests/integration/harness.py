@@ -698,10 +698,28 @@ class Daemon:
     def wh_dump(self, wh="sales"):
         """The whole warehouse as SQL text (schema and rows), rows sorted:
         a partition rewritten with DELETE + INSERT holds the same rows at
-        new rowids, which is no change of content."""
+        new rowids, which is no change of content.  The daemon's own
+        table backfilld_commits (README, "Tables in your warehouse") is
+        left out: each run of a new request adds its row by design."""
         con = self.wh(wh)
         try:
-            return "\n".join(sorted(con.iterdump()))
+            return "\n".join(sorted(
+                line for line in con.iterdump()
+                if "backfilld_commits" not in line))
+        finally:
+            con.close()
+
+    def wh_commits(self, wh="sales"):
+        """The rows of backfilld_commits, (request_id, job, partition_key,
+        run_id) in key order; [] before the daemon created it."""
+        con = self.wh(wh)
+        try:
+            if not con.execute("SELECT 1 FROM sqlite_master WHERE name ="
+                               " 'backfilld_commits'").fetchall():
+                return []
+            return con.execute(
+                "SELECT request_id, job, partition_key, run_id FROM"
+                " backfilld_commits ORDER BY 1, 2, 3").fetchall()
         finally:
             con.close()
 

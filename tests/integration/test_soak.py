@@ -11,6 +11,9 @@ else the machine does), the daemon's descriptors do not
 grow, its resident memory grows by at most a few MiB.  At the end: every
 partition of every job ran exactly once (the job SQL appends a row per
 run, so a partition run twice shows as two rows), and status counts them.
+The warehouse's backfilld_commits holds a row per run of the jobs kept a
+year, and of h0 (keep_runs: 10d) only the last ten days and a step: each
+run deletes its job's rows older than keep_runs.
 
 The wait for each step is a bounded poll of status (every job's watermark
 at the new hour and nothing queued or running), as in test_schedule.py:
@@ -26,6 +29,7 @@ import harness as h
 JOBS = 10
 DAYS = 60
 WARM = 15                      # the day the first figures are taken
+KEEP_DAYS = 10                 # h0's keep_runs
 WAL_BOUND = 24 * 1024 * 1024   # the store's bound is 16 MiB plus a commit's worth
 GUARD = 120.0                  # guard: a day's runs must be done within this
 START = datetime.datetime(2026, 1, 1)
@@ -38,6 +42,8 @@ def jobs_yaml():
                    "  start: 2026-01-01\n  catchup: true\n  max_catchup: 48\n"
                    "  sql: INSERT INTO ran (job, k) VALUES ('h%d', :partition)\n"
                    % (i, i))
+        if i == 0:
+            out.append("  keep_runs: %dd\n" % KEEP_DAYS)
     return "".join(out)
 
 
@@ -126,6 +132,10 @@ def test_sixty_days_stay_bounded():
             max_wal = max(max_wal, size)
             h.check(size <= WAL_BOUND, "day %d: the WAL is %d bytes, above %d"
                     % (day, size, WAL_BOUND))
+        if day > KEEP_DAYS:
+            n = commits_of(d, "h0")
+            h.check(n <= (KEEP_DAYS + 1) * 24, "day %d: backfilld_commits holds %d rows of"
+                    " h0, above %d (keep_runs %dd)" % (day, n, (KEEP_DAYS + 1) * 24, KEEP_DAYS))
         if day == WARM:   # after warm-up: caches, pools and lazily opened connections at their size
             first = figures(d, pid)
     last = figures(d, pid)
@@ -148,7 +158,14 @@ def test_sixty_days_stay_bounded():
     h.eq(sorted(j["succeeded"] for j in st["jobs"]), [DAYS * 24] * JOBS,
          "succeeded counts in status")
     h.eq(st["runs_kept"], JOBS * DAYS * 24, "runs_kept in status")
+    h.eq(commits_of(d, "h1"), DAYS * 24, "backfilld_commits rows of h1 (kept a year)")
+    h.eq(commits_of(d, "h0"), (KEEP_DAYS + 1) * 24, "backfilld_commits rows of h0 at the end")
     d.stop()
+
+
+def commits_of(d, job):
+    return d.query("SELECT count(*) FROM backfilld_commits WHERE job = ?", (job,),
+                   wh="wh")[0][0]
 
 
 if __name__ == "__main__":

@@ -29,9 +29,11 @@ round_trip(const struct runresult *r, struct runresult *out)
 
 START_TEST(test_round_trip_scalars)
 {
-	struct runresult in[] = {{false, false, false, -1, NULL, 0, NULL, 0},
-		{true, false, false, 0, NULL, 0, NULL, 0},
-		{false, true, true, 12345678901LL, NULL, 0, NULL, 0}};
+	struct runresult in[] = {
+		{false, false, false, false, -1, NULL, 0, NULL, 0},
+		{true, false, false, false, 0, NULL, 0, NULL, 0},
+		{false, true, true, false, 12345678901LL, NULL, 0, NULL, 0},
+		{false, false, false, true, 0, NULL, 0, NULL, 0}};
 
 	for (size_t i = 0; i < sizeof in / sizeof in[0]; i++) {
 		struct runresult out;
@@ -40,6 +42,7 @@ START_TEST(test_round_trip_scalars)
 		ck_assert(out.timed_out == in[i].timed_out);
 		ck_assert(out.not_started == in[i].not_started);
 		ck_assert(out.cancelled == in[i].cancelled);
+		ck_assert(out.committed_before == in[i].committed_before);
 		ck_assert_int_eq(out.rows_changed, in[i].rows_changed);
 		ck_assert_int_eq(out.nchecks, 0);
 		ck_assert_ptr_null(out.guards);
@@ -63,7 +66,8 @@ START_TEST(test_round_trip_batch)
 		{true, true, true, NAN, INFINITY, -INFINITY}};
 	struct runresult_guard guards[] = {{true, true, 7, 9, m0, 2},
 		{false, true, 0, -4, m1, 2}};
-	struct runresult in = {false, false, false, 42, checks, 3, guards, 2};
+	struct runresult in = {false, false, false, false, 42, checks, 3,
+		guards, 2};
 	struct runresult out;
 	char *text = round_trip(&in, &out);
 
@@ -108,7 +112,8 @@ END_TEST
 
 START_TEST(test_guards_empty_and_absent)
 {
-	struct runresult in = {false, false, false, 0, NULL, 0, NULL, 0}, out;
+	struct runresult in = {false, false, false, false, 0, NULL, 0, NULL,
+		0}, out;
 	struct runresult_guard none = {false, false, 0, 0, NULL, 0};
 	struct err err;
 
@@ -141,8 +146,9 @@ START_TEST(test_defaults_and_old_lines)
 	ck_assert_int_eq(r.rows_changed, -1);
 	/* an earlier worker's line */
 	ck_assert_int_eq(runresult_parse("timed_out=1 not_started=0"
-					 " rows_changed=7", &r, &err), 0);
-	ck_assert(r.timed_out);
+					 " rows_changed=7 committed_before=1",
+					 &r, &err), 0);
+	ck_assert(r.timed_out && r.committed_before);
 	ck_assert_int_eq(r.rows_changed, 7);
 	ck_assert_int_eq(runresult_parse("  later=3  timed_out=1 ", &r, &err),
 			 0);
@@ -212,7 +218,8 @@ START_TEST(test_garbled_refused)
 		ck_assert_msg(strstr(err.msg, "malformed") != NULL,
 			      "%s: %s", bad[i], err.msg);
 		/* refused as a whole: the defaults, nothing allocated */
-		ck_assert(!r.timed_out && !r.not_started && !r.cancelled);
+		ck_assert(!r.timed_out && !r.not_started && !r.cancelled &&
+			  !r.committed_before);
 		ck_assert_int_eq(r.rows_changed, -1);
 		ck_assert_int_eq(r.nchecks, 0);
 		ck_assert_ptr_null(r.checks);
@@ -227,7 +234,8 @@ START_TEST(test_truncated_refused)
 	struct runresult_check c = {"name", "detail", true, 0};
 	struct runresult_metric m = {true, true, true, 1, 2, 100};
 	struct runresult_guard g = {true, true, 1, 2, &m, 1};
-	struct runresult in = {true, false, false, 5, &c, 1, &g, 1}, r;
+	struct runresult in = {true, false, false, false, 5, &c, 1, &g, 1};
+	struct runresult r;
 	struct buf b;
 	struct err err;
 
@@ -253,7 +261,8 @@ START_TEST(test_mutations)
 	struct runresult_metric m = {true, false, true, 1.5, 0, 12.5};
 	struct runresult_guard g[] = {{true, true, 1, 2, &m, 1},
 		{false, true, 0, 3, &m, 1}};
-	struct runresult in = {false, true, false, 5, c, 2, g, 2}, r;
+	struct runresult in = {false, true, false, true, 5, c, 2, g, 2};
+	struct runresult r;
 	static const char pick[] =
 		"{}[],:\"\\ -0123456789.eEtruefalsnu\x01\xff";
 	unsigned seed = 12345;
@@ -320,7 +329,8 @@ START_TEST(test_bounds)
 	memcpy(s + RUNRESULT_STR_MAX / 4 - 2, "\xc3\xa9", 2);
 	{
 		struct runresult_check c = {s, s, false, 0};
-		struct runresult in = {false, false, false, 0, &c, 1, NULL, 0};
+		struct runresult in = {false, false, false, false, 0, &c, 1,
+			NULL, 0};
 		struct runresult out;
 
 		free(round_trip(&in, &out));

@@ -1,0 +1,68 @@
+/*
+ * wh_commits.h - exactly-once commits of SQL partitions: the table
+ * backfilld_commits the daemon keeps in each warehouse it writes.
+ *
+ * A row says "the partition `partition_key` of `job`, asked for by
+ * request `request_id`, was committed by run `run_id` at `committed_at`"
+ * (milliseconds, the daemon's clock).  It is written in the run's own
+ * transaction, so it exists if and only if the run's work was committed.
+ * Its key, (request_id, job, partition_key), identifies one requested
+ * execution of a partition: every request (an operator's backfill, rerun
+ * or stale, and the clock schedule's, catchup's and sensors' own requests,
+ * with the downstream partitions they bring along) has an id in the state
+ * store, shared by all attempts of its manifest item and new for each new
+ * request.  So a run queued again after its node died between the
+ * warehouse commit and the state store write finds the row, commits
+ * nothing, and is recorded succeeded with a note (README.md, "Tables in
+ * your warehouse"; docs/several-hosts.md, "Guarantees").
+ *
+ * Rules that must always hold:
+ *  1. The lookup comes first in the run's transaction, the insert last,
+ *     so a run that fails (or is interrupted, or a --verify proof, which
+ *     never calls these) leaves no row, and a run that finds every row
+ *     of its identities runs no statement of the job.
+ *  2. A row older than the request it names (committed_at < the
+ *     request's created_at) is a leftover of an earlier state store
+ *     whose request ids came back (a store deleted and created again, or
+ *     a SQLite id reused after pruning): it is replaced, never trusted.
+ *  3. Growth: each run deletes its own job's rows older than the job's
+ *     keep_runs (the history's retention), in the same transaction.
+ */
+#ifndef BACKFILLD_WH_COMMITS_H
+#define BACKFILLD_WH_COMMITS_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "err.h"
+#include "wh.h"
+
+/* One identity a run commits: a partition (index into the run's parts)
+ * of a request. */
+struct wh_commit {
+	int64_t request;     /* the request's id in the state store */
+	int64_t request_at;  /* its created_at (ms); 0: unknown (trusted) */
+	int64_t run_id;      /* the run row that commits it */
+	size_t part;
+};
+
+/* Create backfilld_commits if absent (outside any transaction; a race
+ * with another connection creating it is tried once more). */
+int wh_commits_ensure(struct wh_conn *conn, struct err *err);
+/* Inside the run's transaction, before its statements: 1 when every
+ * identity already has a row (note filled: "already committed by run N
+ * at T"), 0 when the run must write (rows older than their request
+ * deleted, rule 2), -1 with err. */
+int wh_commits_seen(struct wh_conn *conn, const char *job,
+		    const char *const *keys, const struct wh_commit *c,
+		    size_t n, char *note, size_t notesz, struct err *err);
+/* Inside the run's transaction, after its statements: a row for each
+ * identity still missing, then the job's rows committed before
+ * prune_before (ms) deleted. */
+int wh_commits_record(struct wh_conn *conn, const char *job,
+		      const char *const *keys, const struct wh_commit *c,
+		      size_t n, int64_t now, int64_t prune_before,
+		      struct err *err);
+
+#endif

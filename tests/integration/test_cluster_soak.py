@@ -1,0 +1,148 @@
+#!/usr/bin/env python3
+"""What several hosts keep in the state database stays bounded
+(docs/several-hosts.md, "The tables"): three nodes on one PostgreSQL store
+(test_cluster.py's Nodes), ROUNDS rounds of a backfill of PARTS command
+partitions and PARTS SQL partitions, each asked on a node that is not the
+planner (a forwarded control request) and awaited on another, with
+`status` asked on every node between them (more forwarded requests).
+
+After every round, once the requests are finished:
+  - `work` is empty: the planner deletes a run's row once it recorded its
+    result;
+  - `mailbox` is empty: a forwarded request's row is deleted by the node
+    that fetched its answer;
+  - `nodes` holds the three nodes, one row each;
+  - each node holds as many sessions on the state database
+    (pg_stat_activity, by the application_name each node's PGAPPNAME
+    gives it) as after the first round, and at most SESSIONS.
+At the end: mail older than five minutes (answered, never fetched: its
+forwarder died) is deleted by the planner within a few heartbeats; mail
+younger stays.  Every SQL partition was committed once, on one node's
+warehouse (backfilld_commits, the request's id as the workers got it).
+"""
+import os
+import sqlite3
+import sys
+
+import harness as h
+import test_cluster as tc
+import test_postgres as tp
+
+ROUNDS = 12
+PARTS = 20
+SESSIONS = 4     # a node's sessions on the state database, at most
+
+SQL_JOB = """
+- name: sqlj
+  warehouse: wh
+  partition: day
+  start: 2025-01-01
+  end: 2025-12-31
+  catchup: false
+  concurrency: 4
+  retries: 0
+  sql: INSERT INTO ran (k) VALUES (:partition)
+"""
+
+
+def sessions(c):
+    """{node: sessions on the state database}, by application_name."""
+    rows = c.state.sql("SELECT application_name, count(*) FROM pg_stat_activity"
+                       " WHERE datname = '%s' AND application_name LIKE 'soak-%%'"
+                       " GROUP BY 1" % c.state.db, db="postgres")
+    return {r[0][len("soak-"):]: r[1] for r in rows}
+
+
+def count(c, table):
+    return c.state.rows("SELECT count(*) FROM %s" % table)[0][0]
+
+
+def start_nodes(c, names):
+    for n in names:
+        d = c.add(n, start=False)
+        d.extra_env["PGAPPNAME"] = "soak-" + n
+        d.start()
+    c.wait_view(names)
+    c.settle()
+
+
+def test_cluster_tables_bounded():
+    names = ("n1", "n2", "n3")
+    c = tc.Nodes(tc.cmd_job("work", concurrency=4, sleep="0") + SQL_JOB, names=(),
+                 warehouses={"wh": "CREATE TABLE ran (k TEXT);"})
+    start_nodes(c, names)
+    first = None
+    sqlreqs = []
+    days = h.days("2025-01-01", "2025-12-31")
+    for rnd in range(ROUNDS):
+        planner = c.planner(c["n1"])
+        others = [n for n in names if n != planner]
+        asker, waiter = c[others[0]], c[others[1]]
+        parts = days[rnd * PARTS:(rnd + 1) * PARTS]
+        reqs = [tc.backfill(asker, job, parts[0], parts[-1]) for job in ("work", "sqlj")]
+        sqlreqs.append(reqs[1])
+        for n in names:
+            c[n].ok("status")
+        for req in reqs:
+            resp = waiter.wait_request(req)
+            h.eq(resp.get("status"), "0", "round %d: request %d: %r" % (rnd, req, resp))
+        c.wait_until(lambda: count(c, "work") == 0,
+                     "round %d: work empty once the requests finished" % rnd)
+        c.wait_until(lambda: count(c, "mailbox") == 0,
+                     "round %d: mailbox empty once every answer was fetched" % rnd)
+        h.eq(sorted(r[0] for r in c.state.rows("SELECT name FROM nodes")), list(names),
+             "round %d: nodes" % rnd)
+        now = sessions(c)
+        h.eq(sorted(now), list(names), "round %d: nodes with sessions on the state"
+             " database (%r)" % (rnd, now))
+        for n, k in now.items():
+            h.check(k <= SESSIONS, "round %d: %s holds %d sessions on the state"
+                    " database, above %d" % (rnd, n, k, SESSIONS))
+        if first is None:
+            first = now
+        for n in names:
+            h.check(now[n] <= first[n], "round %d: %s's sessions grew from %d to %d"
+                    % (rnd, n, first[n], now[n]))
+    print("  sessions per node: %r; %d executions of commands"
+          % (first, len(c.executions())))
+    h.eq(len(c.executions()), ROUNDS * PARTS, "command executions")
+
+    # mail a dead forwarder left behind: the planner's reap deletes it
+    # after five minutes of the database's clock, not before
+    c.state.sql("INSERT INTO mailbox (from_node, request, response, created_at,"
+                " answered_at) VALUES ('gone', '\\x00', '\\x00', now() - interval"
+                " '6 minutes', now() - interval '6 minutes'), ('gone', '\\x01',"
+                " '\\x01', now() - interval '4 minutes', now() - interval '4 minutes')")
+    c.wait_until(lambda: count(c, "mailbox") == 1, "mail older than five minutes deleted")
+    h.eq(c.state.rows("SELECT request FROM mailbox"), [("\\x01",)],
+         "the mail younger than five minutes stays")
+
+    # every SQL partition committed once, each in the warehouse of the
+    # node that ran it, under the request the planner offered it for
+    rows = []
+    for n in names:
+        con = sqlite3.connect(c[n].warehouses["wh"])
+        try:
+            mine = con.execute("SELECT request_id, partition_key FROM"
+                               " backfilld_commits WHERE job = 'sqlj'").fetchall()
+            ran = con.execute("SELECT count(*) FROM ran").fetchone()[0]
+        finally:
+            con.close()
+        h.eq(len(mine), ran, "%s: rows of backfilld_commits and executions of sqlj" % n)
+        rows += [r for r in mine if r[0] in sqlreqs]
+    h.eq(sorted(r[1] for r in rows), days[:ROUNDS * PARTS],
+         "partitions of sqlj in backfilld_commits (once each, over the nodes)")
+    h.eq({r[0] for r in rows}, set(sqlreqs), "requests in backfilld_commits")
+
+def main():
+    h.binaries()
+    try:
+        tp.cluster()
+        h.main([tc.isolated(test_cluster_tables_bounded)])
+    finally:
+        if tp.CLUSTER is not None:
+            tp.CLUSTER.close()
+
+
+if __name__ == "__main__":
+    sys.exit(main())
