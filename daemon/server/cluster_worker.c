@@ -16,8 +16,9 @@
  * while it has room (max_concurrency); it runs them on the executor.  A
  * finish the database did not take is tried again when it is back.
  *
- * The result a worker records is one line (runresult.h); checks and
- * guard results stay in the worker's log.
+ * The result a worker records carries what a local run's result gives
+ * the scheduler (runresult.h): checks and guardrail figures too, so that
+ * audit and guardrails read the same wherever the run ran.
  */
 #include "cluster_worker.h"
 
@@ -73,6 +74,7 @@ struct cworker {
 	uv_timer_t takeover; /* a new planner reads the work in flight */
 	bool taking_over;    /* ... and has not adopted it yet */
 	bool planner_once;
+	bool db_lost; /* the state store was lost since it was reached */
 	bool closing;
 	void (*closed_cb)(void *);
 	void *closed_arg;
@@ -155,11 +157,27 @@ cworker_cancel(void *data, struct exec_run *run)
 {
 	struct cworker *w = data;
 
+	for (size_t i = 0; i < w->ncancels; i++)
+		if (w->cancels[i] == run)
+			return;
 	w->cancels = xreallocarray(w->cancels, w->ncancels + 1,
 				   sizeof *w->cancels);
 	w->cancels[w->ncancels++] = run;
 	cworker_kick(w);
 }
+
+/* A run whose result came is no longer to be cancelled. */
+static void
+cworker_drop_cancel(struct cworker *w, const struct exec_run *run)
+{
+	for (size_t i = 0; i < w->ncancels; i++)
+		if (w->cancels[i] == run) {
+			w->cancels[i] = w->cancels[--w->ncancels];
+			return;
+		}
+}
+
+static void cworker_collect(void *data);
 
 /* Is run among the offered runs sent already? */
 static bool
@@ -182,12 +200,13 @@ cworker_has_id(const int64_t *ids, size_t n, int64_t id)
 }
 
 /*
- * End the cancelled runs (a warehouse above its critical load requeues
- * them).  One never offered, or withdrawn while still on offer, ends now:
- * queued again, no attempt counted.  One a node has claimed is asked to
- * stop (forget sets its cancel) and ends through its result, so that its
- * partition never runs twice at once.  When the database cannot say, the
- * next turn tries again.
+ * End the cancelled runs (a cancelled request, a warehouse above its
+ * critical load requeues them).  The results already in are read first.
+ * One never offered, or withdrawn while still on offer, ends now: queued
+ * again, no attempt counted.  One a node has claimed is asked to stop
+ * (forget sets its cancel): its node stops it and records it cancelled,
+ * and that result ends it here, so that its partition never runs twice
+ * at once.  When the database cannot say, the next turn tries again.
  */
 static void
 cworker_end_cancels(struct cworker *w)
@@ -196,6 +215,9 @@ cworker_end_cancels(struct cworker *w)
 	size_t nids = 0, nleft = 0;
 	struct err err;
 
+	if (w->ncancels == 0)
+		return;
+	cworker_collect(w);
 	if (w->ncancels == 0)
 		return;
 	ids = xcalloc(w->ncancels, sizeof *ids);
@@ -215,7 +237,7 @@ cworker_end_cancels(struct cworker *w)
 		if (cworker_has_id(left, nleft, run->run_id))
 			continue; /* claimed: asked to stop, its result follows */
 		if (cworker_take_offered(w, run->run_id) != run)
-			continue; /* its result came meanwhile */
+			continue;
 		run->failed = run->not_started = run->interrupted = true;
 		snprintf(run->error, sizeof run->error, "interrupted: the"
 			 " planner withdrew it");
@@ -274,19 +296,94 @@ cworker_offer(struct cworker *w)
 	free(o);
 }
 
-/* Decode a worker's result line into run. */
+/* The checks of a worker's result into run (their strings moved). */
 static void
-cworker_decode(const char *line, struct exec_run *run)
+cworker_decode_checks(struct runresult *rr, struct exec_run *run)
+{
+	size_t dropped = 0;
+
+	if (rr->nchecks == 0)
+		return;
+	run->checks = xcalloc(rr->nchecks, sizeof *run->checks);
+	for (size_t i = 0; i < rr->nchecks; i++) {
+		struct runresult_check *c = &rr->checks[i];
+		struct exec_check_result *cr;
+
+		if (c->part >= run->nparts) {
+			dropped++;
+			continue;
+		}
+		cr = &run->checks[run->nchecks++];
+		cr->name = c->name;
+		cr->detail = c->detail;
+		cr->passed = c->passed;
+		cr->part = c->part;
+		c->name = c->detail = NULL;
+	}
+	if (dropped > 0)
+		log_warn("run=%" PRId64 ": %zu check results name a partition"
+			 " the run does not have; left out", run->run_id,
+			 dropped);
+}
+
+/* The guardrail figures of a worker's result into run: one per part,
+ * the metrics in the order of the planner's job. */
+static void
+cworker_decode_guards(const struct runresult *rr, struct exec_run *run)
+{
+	const struct job_def *j = run->job;
+
+	if (rr->guards == NULL || j->table == NULL)
+		return;
+	if (rr->nguards != run->nparts) {
+		log_warn("run=%" PRId64 ": the result has guardrail figures of"
+			 " %zu partitions, the run %zu; left out", run->run_id,
+			 rr->nguards, run->nparts);
+		return;
+	}
+	run->guards = xcalloc(run->nparts, sizeof *run->guards);
+	for (size_t p = 0; p < run->nparts; p++) {
+		const struct runresult_guard *g = &rr->guards[p];
+		struct exec_guard_result *eg = &run->guards[p];
+
+		eg->has_rows_before = g->has_rows_before;
+		eg->rows_before = g->rows_before;
+		eg->has_rows_after = g->has_rows_after;
+		eg->rows_after = g->rows_after;
+		eg->metrics = xcalloc(j->nmetrics + 1, sizeof *eg->metrics);
+		for (size_t k = 0; k < j->nmetrics; k++) {
+			struct exec_metric_result *m = &eg->metrics[k];
+
+			m->name = j->metrics[k].name;
+			if (k >= g->nmetrics)
+				continue; /* the worker's job has fewer */
+			m->has_before = g->metrics[k].has_before;
+			m->before = g->metrics[k].before;
+			m->has_after = g->metrics[k].has_after;
+			m->after = g->metrics[k].after;
+			m->has_change = g->metrics[k].has_change;
+			m->change_pct = g->metrics[k].change_pct;
+		}
+	}
+}
+
+/* Decode a worker's result (runresult.h) into run. */
+static void
+cworker_decode(const char *text, struct exec_run *run)
 {
 	struct runresult rr;
+	struct err err;
 
-	if (runresult_parse(line, &rr) < 0)
-		log_warn("run=%" PRId64 ": a malformed result: %s", run->run_id,
-			 line);
+	if (runresult_parse(text, &rr, &err) < 0)
+		log_warn("run=%" PRId64 ": %s", run->run_id, err.msg);
 	run->timed_out = rr.timed_out;
 	run->not_started = rr.not_started;
+	run->cancelled = rr.cancelled;
 	run->rows_changed = rr.rows_changed;
 	run->committed_before = rr.committed_before;
+	cworker_decode_checks(&rr, run);
+	cworker_decode_guards(&rr, run);
+	runresult_clear(&rr);
 }
 
 /* A run of an earlier planner whose node stopped: the recovery marked it
@@ -326,6 +423,7 @@ cworker_result(struct cworker *w, const struct cluster_work *x)
 			cworker_note_interrupted(w, x);
 		return;
 	}
+	cworker_drop_cancel(w, run);
 	cworker_decode(x->result, run);
 	run->failed = x->failed;
 	if (x->error != NULL)
@@ -456,21 +554,65 @@ cworker_local_free(struct cworker *w, struct local *l)
 	free(l);
 }
 
-/* Describe how a local run ended, for its finish (line: its result). */
-static void
-cworker_finish_of(struct local *l, struct cluster_finish *f,
-		  char line[RUNRESULT_MAX])
+/* A local run's result as the text the planner decodes (runresult.h). */
+static char *
+cworker_encode(const struct exec_run *run)
 {
-	struct runresult rr = {l->run.timed_out,
-		l->run.not_started || l->run.cancelled, l->run.rows_changed,
-		l->run.committed_before};
+	struct runresult rr = {run->timed_out, run->not_started ||
+		run->cancelled, run->cancelled, run->committed_before,
+		run->rows_changed, NULL, run->nchecks, NULL, 0};
+	struct runresult_metric *ms = NULL;
+	size_t nm = run->job->nmetrics;
+	struct buf b;
 
-	runresult_format(&rr, line, RUNRESULT_MAX);
+	rr.checks = xcalloc(run->nchecks + 1, sizeof *rr.checks);
+	for (size_t i = 0; i < run->nchecks; i++) {
+		rr.checks[i].name = run->checks[i].name;
+		rr.checks[i].detail = run->checks[i].detail;
+		rr.checks[i].passed = run->checks[i].passed;
+		rr.checks[i].part = run->checks[i].part;
+	}
+	if (run->guards != NULL) {
+		rr.nguards = run->nparts;
+		rr.guards = xcalloc(run->nparts, sizeof *rr.guards);
+		ms = xcalloc(run->nparts * nm + 1, sizeof *ms);
+	}
+	for (size_t p = 0; p < rr.nguards; p++) {
+		const struct exec_guard_result *g = &run->guards[p];
+
+		rr.guards[p].has_rows_before = g->has_rows_before;
+		rr.guards[p].rows_before = g->rows_before;
+		rr.guards[p].has_rows_after = g->has_rows_after;
+		rr.guards[p].rows_after = g->rows_after;
+		rr.guards[p].metrics = &ms[p * nm];
+		rr.guards[p].nmetrics = nm;
+		for (size_t k = 0; k < nm; k++) {
+			ms[p * nm + k].has_before = g->metrics[k].has_before;
+			ms[p * nm + k].before = g->metrics[k].before;
+			ms[p * nm + k].has_after = g->metrics[k].has_after;
+			ms[p * nm + k].after = g->metrics[k].after;
+			ms[p * nm + k].has_change = g->metrics[k].has_change;
+			ms[p * nm + k].change_pct = g->metrics[k].change_pct;
+		}
+	}
+	buf_init(&b);
+	runresult_format(&rr, &b);
+	free(ms);
+	free(rr.guards);
+	free(rr.checks);
+	return buf_steal(&b);
+}
+
+/* Describe how a local run ended, for its finish (its result text is
+ * allocated: the caller frees f->r.result). */
+static void
+cworker_finish_of(struct local *l, struct cluster_finish *f)
+{
 	f->id = l->id;
 	f->r.failed = l->run.failed || l->run.cancelled;
 	f->r.error = l->run.error[0] ? l->run.error :
 		     l->run.cancelled ? "cancelled" : NULL;
-	f->r.result = line;
+	f->r.result = cworker_encode(&l->run);
 	f->ok = 0;
 }
 
@@ -487,7 +629,6 @@ cworker_exchange(struct cworker *w)
 	struct config *cfg = sched_config(w->sched);
 	const char **jobs = xcalloc(cfg->njobs + 1, sizeof *jobs);
 	struct cluster_finish *f;
-	char (*lines)[RUNRESULT_MAX];
 	struct local *l, *nx;
 	size_t nj = 0, nf = 0, n = 0, room = 0;
 	struct cluster_work *rows = NULL;
@@ -501,11 +642,10 @@ cworker_exchange(struct cworker *w)
 			nf++;
 	}
 	f = xcalloc(nf + 1, sizeof *f);
-	lines = xcalloc(nf + 1, sizeof *lines);
 	nf = 0;
 	for (l = w->locals; l != NULL; l = l->next)
 		if (l->done) {
-			cworker_finish_of(l, &f[nf], lines[nf]);
+			cworker_finish_of(l, &f[nf]);
 			nf++;
 		}
 	if (!w->closing && w->nlocal < cfg->max_concurrency)
@@ -533,7 +673,8 @@ cworker_exchange(struct cworker *w)
 				}
 			}
 	}
-	free(lines);
+	for (size_t i = 0; i < nf; i++)
+		free((char *)f[i].r.result);
 	free(f);
 	free(jobs);
 	for (size_t i = 0; i < n; i++)
@@ -556,11 +697,7 @@ cworker_run_done_cb(struct exec_run *run)
 
 	l->done = true;
 	w->nlocal--;
-	cworker_kick(w);
-	if (w->closing && w->nlocal == 0 && w->closed_cb != NULL) {
-		cworker_exchange(w);
-		cworker_shut(w);
-	}
+	cworker_kick(w); /* closing: the pump sends it and shuts */
 }
 
 /* Start one claimed run here. */
@@ -582,9 +719,15 @@ cworker_start(struct cworker *w, const struct cluster_work *x)
 		cworker_local_free(w, l);
 		return;
 	}
-	log_info("job=%s partition=%s run=%" PRId64 " attempt=%d claimed"
-		 " by this node", x->job, x->nkeys ? x->keys[0] : "",
-		 x->id, x->attempt);
+	if (x->nkeys > 1)
+		log_info("job=%s partition=%s..%s run=%" PRId64 " attempt=%d"
+			 " claimed by this node: one batch of %zu partitions",
+			 x->job, x->keys[0], x->keys[x->nkeys - 1], x->id,
+			 x->attempt, x->nkeys);
+	else
+		log_info("job=%s partition=%s run=%" PRId64 " attempt=%d"
+			 " claimed by this node", x->job,
+			 x->nkeys ? x->keys[0] : "", x->id, x->attempt);
 	w->nlocal++;
 	exec_submit(w->exec, &l->run);
 }
@@ -595,6 +738,11 @@ cworker_pump_cb(uv_timer_t *t)
 {
 	struct cworker *w = t->data;
 
+	if (w->closing && w->closed_cb != NULL && w->nlocal == 0) {
+		cworker_exchange(w); /* the finishes still to send */
+		cworker_shut(w);
+		return;
+	}
 	cworker_end_cancels(w);
 	if (w->nunsent > 0)
 		cworker_offer(w);
@@ -783,10 +931,12 @@ cworker_db_cb(void *data, bool ok, const char *why)
 {
 	struct cworker *w = data;
 
-	if (ok)
+	/* the first connection also reports ok: only a loss makes it "again" */
+	if (ok && w->db_lost)
 		log_notice("the state store is reachable again");
-	else
+	else if (!ok)
 		log_warn("the state store is lost: %s", why ? why : "?");
+	w->db_lost = !ok;
 	if (ok)
 		cworker_kick(w);
 	if (w->o.changed_cb != NULL)
@@ -915,10 +1065,11 @@ cworker_close(struct cworker *w, void (*cb)(void *), void *arg)
 	w->closing = true;
 	w->closed_cb = cb;
 	w->closed_arg = arg;
-	if (w->nlocal == 0) {
-		cworker_exchange(w); /* the finishes still to send */
-		cworker_shut(w);
-	}
+	/* not at once: this may be called from a run's done_cb inside
+	 * cworker_collect, whose statements still follow on the connection;
+	 * the pump sends the finishes still to send and shuts */
+	if (w->nlocal == 0)
+		cworker_kick(w);
 }
 
 void

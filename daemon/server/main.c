@@ -516,9 +516,16 @@ daemon_abort_closed_cb(void *data)
  * -9 included), so a stale file never blocks a restart.  O_CLOEXEC: the
  * commands we spawn must not inherit it (a command left running would
  * otherwise hold the store against the next daemon).
+ *
+ * Several hosts: the store is shared by design, but one node's command
+ * log folder is not: its files and the marker of its commands (proc.h)
+ * would be another daemon's too, and a restart would end that daemon's
+ * commands as orphans.  So the lock is LOGDIR.lock there (state_db is the
+ * log folder's path, cluster true).
  */
 static int
-daemon_lock_store(struct daemon *d, const char *state_db, struct err *err)
+daemon_lock_store(struct daemon *d, const char *state_db, bool cluster,
+		  struct err *err)
 {
 	char path[PATH_MAX], pidbuf[32];
 	ssize_t n;
@@ -540,6 +547,13 @@ daemon_lock_store(struct daemon *d, const char *state_db, struct err *err)
 		pidbuf[n > 0 ? n : 0] = '\0';
 		pidbuf[strcspn(pidbuf, "\n")] = '\0';
 		close(fd);
+		if (e == EWOULDBLOCK && cluster)
+			return err_set(err, EXIT_BAD_INPUT, "command log folder"
+				       " %s is in use by another backfilld (pid"
+				       " %s, lock %s): stop it first, or start"
+				       " this node from a folder of its own",
+				       state_db, pidbuf[0] ? pidbuf : "unknown",
+				       path);
 		if (e == EWOULDBLOCK)
 			return err_set(err, EXIT_BAD_INPUT, "state store %s is in"
 				       " use by another backfilld (pid %s, lock"
@@ -643,6 +657,7 @@ daemon_cluster_open(struct daemon *d, const char *logdir, struct err *err)
 	struct cworker_opts o = {&d->loop, d->sched, d->store, d->exec,
 		logdir, daemon_deposed_cb, daemon_mail_cb, daemon_changed_cb, d};
 
+	sched_end_local_orphans(d->sched);
 	if (cworker_open(&o, &d->cw, err) < 0)
 		return -1;
 	control_set_cluster(d->control, cworker_driver(),
@@ -659,14 +674,16 @@ daemon_start(struct daemon *d, struct err *err)
 
 	bool cluster = config_is_cluster(cfg);
 
-	/* several hosts (docs/several-hosts.md): no state_db file to lock;
-	 * the command logs go next to the configuration */
-	if (daemon_check_host(cfg, err) < 0 ||
-	    (!cluster && daemon_lock_store(d, cfg->state_db, err) < 0))
-		return EXIT_BAD_INPUT;
-	daemon_raise_nofile();
+	/* several hosts (docs/several-hosts.md): no state_db file to lock,
+	 * the command log folder instead; the command logs go next to the
+	 * configuration */
 	snprintf(dir, sizeof dir, "%s", cluster ? cfg->path : cfg->state_db);
 	snprintf(logdir, sizeof logdir, "%.4000s/logs", dirname(dir));
+	if (daemon_check_host(cfg, err) < 0 ||
+	    daemon_lock_store(d, cluster ? logdir : cfg->state_db, cluster,
+			      err) < 0)
+		return EXIT_BAD_INPUT;
+	daemon_raise_nofile();
 	if (mkdir_p(logdir, 0750) < 0)
 		log_warn("cannot create the command log folder %s: %s", logdir,
 			 strerror(errno));

@@ -219,15 +219,18 @@ orphan_log(const struct orphans *o, size_t i)
  * Before runs left 'running' are queued again: end the command process
  * groups a crashed daemon left behind, so that a partition never runs
  * twice at once (proc.h).  Start-up waits at most 3 s for them: 2 s after
- * SIGTERM, 1 s after SIGKILL.
+ * SIGTERM, 1 s after SIGKILL.  recorded: also the groups the store names
+ * (not on several hosts, where it names other nodes' processes too: this
+ * host's are found by their marker alone).
  */
 static void
-sched_end_orphans(struct sched *s)
+sched_end_orphans(struct sched *s, bool recorded)
 {
 	struct orphans o = {0};
 	struct err err;
 
-	if (store_orphans(s->store, orphan_collect_cb, &o, &err) < 0) {
+	if (recorded &&
+	    store_orphans(s->store, orphan_collect_cb, &o, &err) < 0) {
 		log_err("cannot read the runs a crash left running: %s",
 			err.msg);
 		return;
@@ -286,9 +289,10 @@ sched_start_adopt(struct sched *s, const struct adopt_row *rows, size_t nrows,
 	int64_t now = clock_now_ms();
 
 	s->dormant = false;
-	/* several hosts: the runs of other nodes are not our processes */
+	/* several hosts: this node's were ended before it claimed any work
+	 * (sched_end_local_orphans); the runs of other nodes are not ours */
 	if (s->remote == NULL)
-		sched_end_orphans(s);
+		sched_end_orphans(s, true);
 	if (sched_recover_load(s, rows, nrows, action, now, &recovered,
 			       err) < 0)
 		return -1;
@@ -340,4 +344,10 @@ sched_cancel_unconfigured(struct sched *s)
 	}
 	free(ids);
 	return n;
+}
+
+void
+sched_end_local_orphans(struct sched *s)
+{
+	sched_end_orphans(s, false);
 }

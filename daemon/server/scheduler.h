@@ -38,6 +38,10 @@ int sched_new(uv_loop_t *loop, struct store *store, struct exec *exec,
 /* Load the open manifest, recover crashed runs, run the schedule once and
  * start dispatching. */
 int sched_start(struct sched *s, struct err *err);
+/* Several hosts, before this node claims work: end the command process
+ * groups this daemon's previous life on this host left running (found by
+ * their marker, proc.h), as sched_start does for a daemon on its own. */
+void sched_end_local_orphans(struct sched *s);
 
 /*
  * Several hosts (docs/several-hosts.md): the planner hands its runs to

@@ -302,7 +302,7 @@ class Daemon:
 
     @state_db.setter
     def state_db(self, path):
-        sqlite_state_only("the test moves the SQLite state store's file")
+        """Where the config puts the SQLite store (unused on another)."""
         self._state_db = path
 
     def write_config(self, text):
@@ -723,10 +723,17 @@ class Daemon:
         finally:
             con.close()
 
-    def state_rows(self, sql):
+    def state_rows(self, sql, params=()):
         """Rows of SQL run on the state store (read only), as tuples;
+        `?` in SQL takes the next of params (numbers, text, None);
         raises StateError when it fails."""
-        return self.state.rows(sql)
+        return self.state.rows(sql_inline(sql, params))
+
+    def state_write(self, script):
+        """Run an SQL script (statements ended by ';') on the state store
+        of the stopped daemon, in one transaction."""
+        check(self.proc is None, "state_write while the daemon runs")
+        self.state.write(script)
 
     def state_values(self):
         """Every text value stored anywhere in the state store."""
@@ -751,6 +758,32 @@ class Daemon:
 
 class StateError(Exception):
     pass
+
+
+def sql_literal(v):
+    """v as an SQL literal both stores read alike."""
+    if v is None:
+        return "NULL"
+    if isinstance(v, bool):
+        return "1" if v else "0"
+    if isinstance(v, (int, float)):
+        return repr(v)
+    return "'%s'" % str(v).replace("'", "''")
+
+
+def sql_inline(sql, params):
+    """SQL with each `?` replaced by the next of params as a literal (the
+    state stores are read through a command-line client for PostgreSQL)."""
+    if not params:
+        return sql
+    parts = sql.split("?")
+    check(len(parts) == len(params) + 1,
+          "%d parameters for %d placeholders in %r" % (len(params), len(parts) - 1, sql))
+    out = [parts[0]]
+    for v, rest in zip(params, parts[1:]):
+        out.append(sql_literal(v))
+        out.append(rest)
+    return "".join(out)
 
 
 def sqlite_state_only(why):
@@ -778,6 +811,13 @@ class SqliteState:
                 con.close()
         except sqlite3.Error as e:
             raise StateError(str(e))
+
+    def write(self, script):
+        con = sqlite3.connect(self.d._state_db, timeout=30)
+        try:
+            con.executescript("BEGIN;\n" + script + "\nCOMMIT;")
+        finally:
+            con.close()
 
     def tables(self):
         return [r[0] for r in self.rows(
@@ -833,7 +873,9 @@ class PgState:
         self.conninfo = self.c.conninfo.replace("dbname=etl", "dbname=%s" % self.db)
 
     def configure(self, text):
-        block = "state:\n  postgres: \"%s\"\n  password_file: %s" % (
+        # one line, like the state_db line it replaces: the positions of
+        # the config's errors (file:line:col) stay those of SQLite's
+        block = "state: {postgres: \"%s\", password_file: \"%s\"}" % (
             self.conninfo, self.c.pwfile)
         out, n = re.subn(r"(?m)^state_db:.*$", lambda m: block, text)
         if n == 0 and not re.search(r"(?m)^state:", text):
@@ -851,6 +893,15 @@ class PgState:
         return [tuple(None if v == "\x1e" else int(v) if re.fullmatch(r"-?\d+", v) else v
                       for v in line.split("\x1f"))
                 for line in r.stdout.split("\n") if line != ""]
+
+    def write(self, script):
+        with tempfile.NamedTemporaryFile("w", suffix=".sql") as f:
+            f.write("SET ROLE etl;\n" + script)
+            f.flush()
+            argv = self.c.psql_cmd(self.db) + ["-1", "-f", f.name]
+            r = subprocess.run(argv, capture_output=True, text=True, timeout=300)
+        if r.returncode != 0:
+            raise StateError(r.stderr.strip())
 
     def tables(self):
         return [r[0] for r in self.rows(

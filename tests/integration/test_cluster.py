@@ -702,6 +702,11 @@ def test_deposed_planner():
     h.check(ran.get(old, 0) >= 1, "the deposed planner ran nothing as a worker: %r" % ran)
 
 
+def log_of(d):
+    with open(d.log, errors="replace") as f:
+        return f.read()
+
+
 def test_cut_off():
     role = "node_cut_%d" % (_SEQ[0] + 1)
     c0 = tp.cluster()
@@ -712,6 +717,9 @@ def test_cut_off():
     h.check(c.planner(n1) != "n3", "n3 took the lease first")
     rc, text = n3.status_text()
     h.check("lost" not in text, "n3's status before the cut: %s" % text)
+    h.check("reachable again" not in log_of(n3),
+            "n3 says the state store is reachable again, never having lost it:\n%s"
+            % n3.log_tail())
     c0.psql("ALTER ROLE %s NOLOGIN; SELECT count(pg_terminate_backend(pid)) "
             "FROM pg_stat_activity WHERE usename = '%s'" % (role, role), db="postgres")
     t0 = time.monotonic()
@@ -739,6 +747,8 @@ def test_cut_off():
     c.wait_view(list(c.nodes), via=n1)
     c.wait_until(lambda: "lost" not in n3.status_text()[1], "n3's status back to normal")
     print("  n3 back after %.2f s" % (time.monotonic() - t0))
+    c.wait_until(lambda: "the state store is reachable again" in log_of(n3),
+                 "n3's log saying the state store is reachable again")
     more = h.days("2025-08-01", "2025-08-30")
     n0 = len(c.executions())
     req = backfill(n3, "work", more[0], more[-1])

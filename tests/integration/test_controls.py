@@ -4,7 +4,6 @@ fail fast then resume (--fail-fast, retry REQUEST), a narrowed downstream
 (--downstream JOB[,JOB]), --wait on a cancelled request, and the refusals
 of bad input, each one line on stderr with exit 2."""
 import re
-import sqlite3
 import subprocess
 import time
 
@@ -15,13 +14,8 @@ GUARD = 30.0
 
 def manifest_states(d, req):
     """{(job, partition): state} of a request's manifest rows."""
-    con = sqlite3.connect("file:%s?mode=ro" % d.state_db, uri=True, timeout=30)
-    try:
-        return {(j, p): s for j, p, s in con.execute(
-            "SELECT job, partition_key, state FROM manifest WHERE request_id = ?",
-            (req,))}
-    finally:
-        con.close()
+    return {(j, p): s for j, p, s in d.state_rows(
+        "SELECT job, partition_key, state FROM manifest WHERE request_id = ?", (req,))}
 
 
 def count(states, state):
@@ -86,12 +80,8 @@ def test_request_cap():
     h.check(free >= 2, "the other request never ran two at once (%d)" % free)
     h.check(h.overlap_max(iv[r1] + iv[r2]) <= 6, "max_concurrency exceeded")
     # the cap is kept with the request across a restart
-    con = sqlite3.connect("file:%s?mode=ro" % d.state_db, uri=True, timeout=30)
-    try:
-        row = con.execute("SELECT concurrency, fail_fast FROM requests WHERE id = ?",
-                          (r1,)).fetchone()
-    finally:
-        con.close()
+    row = d.state_rows("SELECT concurrency, CASE WHEN fail_fast THEN 1 ELSE 0 END"
+                       " FROM requests WHERE id = ?", (r1,))[0]
     h.eq(row, (1, 0), "requests.concurrency, fail_fast of the capped request")
     out = d.ok("runs", "--request", str(r1))
     h.check(out.startswith("request %d: concurrency 1\n" % r1),
@@ -245,11 +235,7 @@ SLOW_JOBS = """
 
 
 def newest_request(d):
-    con = sqlite3.connect("file:%s?mode=ro" % d.state_db, uri=True, timeout=30)
-    try:
-        return con.execute("SELECT max(id) FROM requests").fetchone()[0]
-    finally:
-        con.close()
+    return d.state_rows("SELECT max(id) FROM requests")[0][0]
 
 
 def test_wait_on_cancelled_request():

@@ -16,7 +16,6 @@ runs_kept to reach the exact number that must remain, a bounded poll.
 """
 
 import datetime
-import sqlite3
 import time
 
 import harness as h
@@ -49,11 +48,7 @@ SEED = "CREATE TABLE ran (k TEXT); CREATE TABLE ctl (broken INTEGER); INSERT INT
 
 
 def state(d, sql):
-    con = sqlite3.connect("file:%s?mode=ro" % d.state_db, uri=True, timeout=30)
-    try:
-        return con.execute(sql).fetchall()
-    finally:
-        con.close()
+    return d.state_rows(sql)
 
 
 def test_keep_runs_prunes_and_keeps_what_matters():

@@ -157,8 +157,7 @@ def test_errors_in_included_files():
     h.check(re.search(r"include (cycle|\"jobs\.d/job-000\.yaml\": \S+ is already included)", e),
             "cycle: %r" % e)
     write_job(d, 0, job_text(0))
-    with open(d.conf, "w") as f:
-        f.write(MAIN)
+    d.write_config(MAIN)
     # all refused: the 100 jobs still run, and the fixed files reload
     h.eq(len(d.json("jobs")["jobs"]), N, "jobs after refused reloads")
     h.eq(d.ok("reload"), "configuration reloaded: no change\n", "fixed files")
@@ -238,9 +237,8 @@ def test_reload_report():
     h.check(m is not None, "summary")
 
     # 5. a setting and a warehouse
-    with open(d.conf, "w") as f:
-        f.write(MAIN.replace("warehouses:\n", "max_catchup: 7\nwarehouses:\n  - name: dw\n"
-                             "    sqlite: dw.db\n"))
+    d.write_config(MAIN.replace("warehouses:\n", "max_catchup: 7\nwarehouses:\n"
+                                "  - name: dw\n    sqlite: dw.db\n"))
     rep = d.json("reload")
     h.eq(rep["settings"], ["max_catchup"], "settings changed")
     h.eq(rep["warehouses"]["added"], ["dw"], "warehouse added")

@@ -21,7 +21,6 @@ test_late_data_postgres) the warehouse is a database of the throwaway
 PostgreSQL cluster of test_postgres.py, and the test exits 77 when no
 PostgreSQL is installed (1 with BACKFILLD_REQUIRE_POSTGRES=1)."""
 import datetime
-import sqlite3
 import sys
 import time
 
@@ -174,11 +173,7 @@ def tick(d, instant):
 
 
 def requests(d):
-    con = sqlite3.connect("file:%s?mode=ro" % d.state_db, uri=True, timeout=30)
-    try:
-        return {r[0]: (r[1], r[2]) for r in con.execute("SELECT id, job, kind FROM requests")}
-    finally:
-        con.close()
+    return {r[0]: (r[1], r[2]) for r in d.state_rows("SELECT id, job, kind FROM requests")}
 
 
 def land(d, rows):

@@ -33,7 +33,6 @@ import datetime
 import os
 import re
 import select
-import sqlite3
 import time
 
 import harness as h
@@ -110,11 +109,7 @@ def tick(d, instant):
 
 
 def kinds(d):
-    con = sqlite3.connect("file:%s?mode=ro" % d.state_db, uri=True, timeout=30)
-    try:
-        return dict(con.execute("SELECT id, kind FROM requests").fetchall())
-    finally:
-        con.close()
+    return dict(d.state_rows("SELECT id, kind FROM requests"))
 
 
 def new_requests(d, wait=True):

@@ -11,7 +11,6 @@ makes every later attempt finish at once."""
 import os
 import select
 import signal
-import sqlite3
 import subprocess
 import time
 
@@ -100,11 +99,7 @@ def wait_started(d, n):
 
 
 def state_rows(d, sql, params=()):
-    con = sqlite3.connect("file:%s?mode=ro" % d.state_db, uri=True, timeout=30)
-    try:
-        return con.execute(sql, params).fetchall()
-    finally:
-        con.close()
+    return d.state_rows(sql, params)
 
 
 def wait_exit(d, timeout, what):

@@ -118,7 +118,8 @@ def test_sixty_days_stay_bounded():
     d = h.Daemon(jobs=jobs_yaml(), warehouses={"wh": "CREATE TABLE ran (job TEXT, k TEXT);"},
                  settings={"max_concurrency": 4}, clock="2026-01-01T00:00:00Z",
                  name="soak")
-    wal = d.state_db + "-wal"
+    # SQLite's WAL must stay bounded; the rest holds on either store
+    wal = d.state_db + "-wal" if h.STATE == "sqlite" else None
     pid = d.proc.pid
     first = None
     max_wal = 0
@@ -126,7 +127,7 @@ def test_sixty_days_stay_bounded():
         when = START + datetime.timedelta(days=day)
         d.set_clock(when.strftime("%Y-%m-%dT%H:%M:%SZ"))
         wait_day(d, when)
-        if os.path.exists(wal):
+        if wal is not None and os.path.exists(wal):
             size = os.path.getsize(wal)
             max_wal = max(max_wal, size)
             h.check(size <= WAL_BOUND, "day %d: the WAL is %d bytes, above %d"

@@ -20,7 +20,6 @@ import os
 import re
 import select
 import socket
-import sqlite3
 import subprocess
 import time
 
@@ -54,54 +53,49 @@ T0 = 946684800000  # 2000-01-01T00:00:00Z in ms
 
 def fill(d):
     """Write N_RUNS runs of two requests into the stopped daemon's store."""
-    con = sqlite3.connect(d.state_db, timeout=30)
-    try:
-        cur = con.cursor()
-        cur.execute("INSERT INTO requests (id, job, kind, created_at, finished_at)"
-                    " VALUES (1001, 'daily', 'backfill', ?, ?)", (T0, T0))
-        cur.execute("INSERT INTO requests (id, job, kind, created_at, finished_at)"
-                    " VALUES (1002, 'hourly', 'backfill', ?, ?)", (T0, T0))
-        manifest, runs = [], []
-        for i in range(N_RUNS):
-            mid = 100000 + i
-            if i % 2:
-                req, job = 1002, "hourly"
-                key = "h%06d" % i
-            else:
-                req, job = 1001, "daily"
-                key = "d%06d" % i
-            state = "failed" if i % 7 == 0 else "succeeded"
-            error = None
-            if state == "failed":
-                error = 'boom "%d" caf\u00e9 \\ tab\there' % i
-            manifest.append((mid, req, job, key, i, state, 1, T0, T0))
-            runs.append((mid, req, job, key, 1, state, T0 + i, T0 + i + 5,
-                         error, i % 100, "v1"))
-        cur.executemany("INSERT INTO manifest (id, request_id, job, partition_key, seq,"
-                        " state, attempts, created_at, updated_at)"
-                        " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)", manifest)
-        cur.executemany("INSERT INTO runs (manifest_id, request_id, job, partition_key,"
-                        " attempt, state, started_at, finished_at, error,"
-                        " rows_changed, code_version)"
-                        " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)", runs)
-        # each run is its partition's newest (what the daemon records), so
-        # keep_runs pruning leaves them all
-        # (not the newest due partitions the schedule ran at the first
-        # start: catchup: false runs those, and recorded them already)
-        cur.execute("INSERT INTO partition_latest (job, partition_key, run_id, state)"
-                    " SELECT job, partition_key, id, state FROM runs"
-                    " WHERE request_id IN (1001, 1002)")
-        con.commit()
-    finally:
-        con.close()
+    stmts = ["INSERT INTO requests (id, job, kind, created_at, finished_at)"
+             " VALUES (1001, 'daily', 'backfill', %d, %d);" % (T0, T0),
+             "INSERT INTO requests (id, job, kind, created_at, finished_at)"
+             " VALUES (1002, 'hourly', 'backfill', %d, %d);" % (T0, T0)]
+    manifest, runs = [], []
+    for i in range(N_RUNS):
+        mid = 100000 + i
+        if i % 2:
+            req, job = 1002, "hourly"
+            key = "h%06d" % i
+        else:
+            req, job = 1001, "daily"
+            key = "d%06d" % i
+        state = "failed" if i % 7 == 0 else "succeeded"
+        error = None
+        if state == "failed":
+            error = 'boom "%d" caf\u00e9 \\ tab\there' % i
+        manifest.append((mid, req, job, key, i, state, 1, T0, T0))
+        runs.append((mid, req, job, key, 1, state, T0 + i, T0 + i + 5,
+                     error, i % 100, "v1"))
+    # a few thousand rows a statement: both stores take them alike
+    for i in range(0, N_RUNS, 2000):
+        stmts.append("INSERT INTO manifest (id, request_id, job, partition_key, seq,"
+                     " state, attempts, created_at, updated_at) VALUES "
+                     + ", ".join("(%s)" % ", ".join(h.sql_literal(v) for v in row)
+                                 for row in manifest[i:i + 2000]) + ";")
+        stmts.append("INSERT INTO runs (manifest_id, request_id, job, partition_key,"
+                     " attempt, state, started_at, finished_at, error,"
+                     " rows_changed, code_version) VALUES "
+                     + ", ".join("(%s)" % ", ".join(h.sql_literal(v) for v in row)
+                                 for row in runs[i:i + 2000]) + ";")
+    # each run is its partition's newest (what the daemon records), so
+    # keep_runs pruning leaves them all
+    # (not the newest due partitions the schedule ran at the first
+    # start: catchup: false runs those, and recorded them already)
+    stmts.append("INSERT INTO partition_latest (job, partition_key, run_id, state)"
+                 " SELECT job, partition_key, id, state FROM runs"
+                 " WHERE request_id IN (1001, 1002);")
+    d.state_write("\n".join(stmts))
 
 
 def count(d, sql, params=()):
-    con = sqlite3.connect("file:%s?mode=ro" % d.state_db, uri=True, timeout=30)
-    try:
-        return con.execute(sql, params).fetchone()[0]
-    finally:
-        con.close()
+    return d.state_rows(sql, params)[0][0]
 
 
 def rss_kib(d):

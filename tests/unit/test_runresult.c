@@ -1,49 +1,349 @@
 /*
- * test_runresult.c - the result line of a run on another node
- * (daemon/lib/runresult.h): round trips, defaults, malformed fields,
- * unknown keys.
+ * test_runresult.c - the result of a run on another node
+ * (daemon/lib/runresult.h): round trips of every field, checks and
+ * guards included; the defaults; the key=value line of earlier workers;
+ * garbled and hostile texts refused whole, without a crash; the bounds.
  */
 #include <check.h>
+#include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "runresult.h"
+#include "xalloc.h"
 
-START_TEST(test_round_trip)
+/* Format then parse r into out; the text is returned (to free). */
+static char *
+round_trip(const struct runresult *r, struct runresult *out)
 {
-	struct runresult in[] = {{false, false, -1, false},
-		{true, false, 0, false}, {false, true, 12345678901LL, false},
-		{false, false, 0, true}};
-	char line[RUNRESULT_MAX];
+	struct buf b;
+	struct err err;
+
+	buf_init(&b);
+	runresult_format(r, &b);
+	ck_assert_msg(runresult_parse(b.data, out, &err) == 0, "%s: %s",
+		      b.data, err.msg);
+	return buf_steal(&b);
+}
+
+START_TEST(test_round_trip_scalars)
+{
+	struct runresult in[] = {
+		{false, false, false, false, -1, NULL, 0, NULL, 0},
+		{true, false, false, false, 0, NULL, 0, NULL, 0},
+		{false, true, true, false, 12345678901LL, NULL, 0, NULL, 0},
+		{false, false, false, true, 0, NULL, 0, NULL, 0}};
 
 	for (size_t i = 0; i < sizeof in / sizeof in[0]; i++) {
 		struct runresult out;
 
-		runresult_format(&in[i], line, sizeof line);
-		ck_assert_int_eq(runresult_parse(line, &out), 0);
+		free(round_trip(&in[i], &out));
 		ck_assert(out.timed_out == in[i].timed_out);
 		ck_assert(out.not_started == in[i].not_started);
-		ck_assert_int_eq(out.rows_changed, in[i].rows_changed);
+		ck_assert(out.cancelled == in[i].cancelled);
 		ck_assert(out.committed_before == in[i].committed_before);
+		ck_assert_int_eq(out.rows_changed, in[i].rows_changed);
+		ck_assert_int_eq(out.nchecks, 0);
+		ck_assert_ptr_null(out.guards);
+		runresult_clear(&out);
 	}
-	/* the line an older worker writes is unchanged without the flag */
-	runresult_format(&in[1], line, sizeof line);
-	ck_assert_str_eq(line, "timed_out=1 not_started=0 rows_changed=0");
 }
 END_TEST
 
-START_TEST(test_defaults_and_bad)
+START_TEST(test_round_trip_batch)
 {
-	struct runresult r = {true, true, 5, true};
+	/* a batch of two partitions: checks of each, guards of each, names
+	 * and details that need escaping, a metric not measured after */
+	struct runresult_check checks[] = {
+		{"min_rows", "3 rows, at least 1", true, 0},
+		{"no \"nulls\"\n",
+		 "returned 1 \\ caf\xc3\xa9 \xf0\x9f\x98\x80", false, 1},
+		{"max_change:revenue", "", true, 1}};
+	struct runresult_metric m0[] = {{true, true, true, 0.1, 1.0 / 3, -12.5},
+		{true, false, false, -0.0, 0, 0}};
+	struct runresult_metric m1[] = {{false, true, false, 0, 1e300, 0},
+		{true, true, true, NAN, INFINITY, -INFINITY}};
+	struct runresult_guard guards[] = {{true, true, 7, 9, m0, 2},
+		{false, true, 0, -4, m1, 2}};
+	struct runresult in = {false, false, false, false, 42, checks, 3,
+		guards, 2};
+	struct runresult out;
+	char *text = round_trip(&in, &out);
 
-	ck_assert_int_eq(runresult_parse(NULL, &r), 0);
-	ck_assert(!r.timed_out && !r.not_started && !r.committed_before);
+	ck_assert_int_eq(out.rows_changed, 42);
+	ck_assert_int_eq(out.nchecks, 3);
+	for (size_t i = 0; i < 3; i++) {
+		ck_assert_str_eq(out.checks[i].name, checks[i].name);
+		ck_assert_str_eq(out.checks[i].detail, checks[i].detail);
+		ck_assert(out.checks[i].passed == checks[i].passed);
+		ck_assert_uint_eq(out.checks[i].part, checks[i].part);
+	}
+	ck_assert_int_eq(out.nguards, 2);
+	for (size_t p = 0; p < 2; p++) {
+		const struct runresult_guard *g = &out.guards[p];
+
+		ck_assert(g->has_rows_before == guards[p].has_rows_before);
+		ck_assert(g->has_rows_after == guards[p].has_rows_after);
+		if (g->has_rows_before)
+			ck_assert_int_eq(g->rows_before, guards[p].rows_before);
+		ck_assert_int_eq(g->rows_after, guards[p].rows_after);
+		ck_assert_int_eq(g->nmetrics, 2);
+	}
+	/* doubles exactly, NaN and infinities included */
+	ck_assert(out.guards[0].metrics[0].before == 0.1);
+	ck_assert(out.guards[0].metrics[0].after == 1.0 / 3);
+	ck_assert(out.guards[0].metrics[0].change_pct == -12.5);
+	ck_assert(out.guards[0].metrics[1].has_before);
+	ck_assert(!out.guards[0].metrics[1].has_after);
+	ck_assert(!out.guards[1].metrics[0].has_before);
+	ck_assert(out.guards[1].metrics[0].after == 1e300);
+	ck_assert(isnan(out.guards[1].metrics[1].before));
+	ck_assert(isinf(out.guards[1].metrics[1].after) &&
+		  out.guards[1].metrics[1].after > 0);
+	ck_assert(isinf(out.guards[1].metrics[1].change_pct) &&
+		  out.guards[1].metrics[1].change_pct < 0);
+	runresult_clear(&out);
+	ck_assert_int_eq(out.nchecks, 0);
+	ck_assert_int_eq(out.rows_changed, -1);
+	free(text);
+}
+END_TEST
+
+START_TEST(test_guards_empty_and_absent)
+{
+	struct runresult in = {false, false, false, false, 0, NULL, 0, NULL,
+		0}, out;
+	struct runresult_guard none = {false, false, 0, 0, NULL, 0};
+	struct err err;
+
+	/* a job with a table whose run measured nothing: guards, not NULL */
+	in.guards = &none;
+	in.nguards = 1;
+	free(round_trip(&in, &out));
+	ck_assert_ptr_nonnull(out.guards);
+	ck_assert_int_eq(out.nguards, 1);
+	ck_assert(!out.guards[0].has_rows_before);
+	runresult_clear(&out);
+	ck_assert_int_eq(runresult_parse("{\"guards\": []}", &out, &err), 0);
+	ck_assert_ptr_nonnull(out.guards);
+	ck_assert_int_eq(out.nguards, 0);
+	runresult_clear(&out);
+	ck_assert_int_eq(runresult_parse("{\"guards\": null}", &out, &err), 0);
+	ck_assert_ptr_null(out.guards);
+}
+END_TEST
+
+START_TEST(test_defaults_and_old_lines)
+{
+	struct runresult r;
+	struct err err;
+
+	ck_assert_int_eq(runresult_parse(NULL, &r, &err), 0);
+	ck_assert(!r.timed_out && !r.not_started);
 	ck_assert_int_eq(r.rows_changed, -1);
-	ck_assert_int_eq(runresult_parse("timed_out=x rows_changed=7", &r), -1);
-	ck_assert(!r.timed_out);
+	ck_assert_int_eq(runresult_parse("  ", &r, &err), 0);
+	ck_assert_int_eq(r.rows_changed, -1);
+	/* an earlier worker's line */
+	ck_assert_int_eq(runresult_parse("timed_out=1 not_started=0"
+					 " rows_changed=7 committed_before=1",
+					 &r, &err), 0);
+	ck_assert(r.timed_out && r.committed_before);
 	ck_assert_int_eq(r.rows_changed, 7);
-	ck_assert_int_eq(runresult_parse("novalue= rows_changed", &r), -1);
-	ck_assert_int_eq(runresult_parse("  later=3  timed_out=1 ", &r), 0);
+	ck_assert_int_eq(runresult_parse("  later=3  timed_out=1 ", &r, &err),
+			 0);
 	ck_assert(r.timed_out);
+	ck_assert_int_eq(runresult_parse("timed_out=x rows_changed=7", &r,
+					 &err), -1);
+	ck_assert(!r.timed_out);
+	ck_assert_int_eq(r.rows_changed, -1);
+	ck_assert_int_eq(runresult_parse("novalue= rows_changed", &r, &err),
+			 -1);
+	/* unknown keys of a newer worker are skipped, whatever their value */
+	ck_assert_int_eq(runresult_parse(
+		"{\"new\": {\"a\": [1, -2.5e3, \"x\", null, true, {}]},"
+		" \"rows_changed\": 3, \"checks\": [{\"name\": \"c\","
+		" \"later\": [[]]}], \"guards\": [{\"rows_after\": 2,"
+		" \"metrics\": [{\"x\": false}]}]}", &r, &err), 0);
+	ck_assert_int_eq(r.rows_changed, 3);
+	ck_assert_int_eq(r.nchecks, 1);
+	ck_assert_str_eq(r.checks[0].detail, "");
+	ck_assert_int_eq(r.guards[0].rows_after, 2);
+	ck_assert(!r.guards[0].metrics[0].has_before);
+	runresult_clear(&r);
+}
+END_TEST
+
+/* Texts a garbled row or a hostile worker could hold. */
+static const char *const bad[] = {
+	"{", "}", "{\"rows_changed\": }", "{\"rows_changed\": 1,}",
+	"{\"rows_changed\": 1} x", "{\"rows_changed\": 1}{}",
+	"{\"timed_out\": 1}", "{\"timed_out\": tru}", "{\"cancelled\": 0}",
+	"{rows_changed: 1}",
+	"{\"rows_changed\": 99999999999999999999}",
+	"{\"rows_changed\": 1.5}", "{\"rows_changed\": \"1\"}",
+	"{\"rows_changed\": 0x10}", "{\"rows_changed\": +1}",
+	"{\"checks\": [{\"passed\": true}]}",
+	"{\"checks\": [{\"name\": 3}]}",
+	"{\"checks\": [{\"name\": \"a\", \"part\": -1}]}",
+	"{\"checks\": [{\"name\": \"a\", \"part\": 100000}]}",
+	"{\"checks\": [{\"name\": \"a\"}, ]}",
+	"{\"checks\": {\"name\": \"a\"}}",
+	"{\"checks\": [{\"name\": \"a\\u0000b\"}]}",
+	"{\"checks\": [{\"name\": \"\\ud800\"}]}",
+	"{\"checks\": [{\"name\": \"\\udc00\"}]}",
+	"{\"checks\": [{\"name\": \"\\ud800\\u0041\"}]}",
+	"{\"checks\": [{\"name\": \"\\uZZZZ\"}]}",
+	"{\"checks\": [{\"name\": \"\\x\"}]}",
+	"{\"checks\": [{\"name\": \"a\tb\"}]}",
+	"{\"checks\": [{\"name\": \"unterminated",
+	"{\"checks\": [{\"name\": \"a\\",
+	"{\"guards\": [{\"metrics\": [{\"before\": nan}]}]}",
+	"{\"guards\": [{\"metrics\": [{\"before\": \"NaN\"}]}]}",
+	"{\"guards\": [{\"metrics\": [{\"before\": 1e999}]}]}",
+	"{\"guards\": [{\"rows_before\": 1.0}]}",
+	"{\"guards\": 3}",
+	"{\"x\": [1 2]}", "{\"x\": @}", "{\"x\"}", "[]", "\"s\"", "null",
+};
+
+START_TEST(test_garbled_refused)
+{
+	for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+		struct runresult r;
+		struct err err;
+
+		err.msg[0] = '\0';
+		ck_assert_msg(runresult_parse(bad[i], &r, &err) == -1,
+			      "accepted: %s", bad[i]);
+		ck_assert_msg(strstr(err.msg, "malformed") != NULL,
+			      "%s: %s", bad[i], err.msg);
+		/* refused as a whole: the defaults, nothing allocated */
+		ck_assert(!r.timed_out && !r.not_started && !r.cancelled &&
+			  !r.committed_before);
+		ck_assert_int_eq(r.rows_changed, -1);
+		ck_assert_int_eq(r.nchecks, 0);
+		ck_assert_ptr_null(r.checks);
+		ck_assert_ptr_null(r.guards);
+	}
+}
+END_TEST
+
+/* Every prefix of a valid text is refused (no read past the end). */
+START_TEST(test_truncated_refused)
+{
+	struct runresult_check c = {"name", "detail", true, 0};
+	struct runresult_metric m = {true, true, true, 1, 2, 100};
+	struct runresult_guard g = {true, true, 1, 2, &m, 1};
+	struct runresult in = {true, false, false, false, 5, &c, 1, &g, 1};
+	struct runresult r;
+	struct buf b;
+	struct err err;
+
+	buf_init(&b);
+	runresult_format(&in, &b);
+	for (size_t n = 1; n < b.len; n++) {
+		char *cut = xstrndup(b.data, n);
+
+		ck_assert_msg(runresult_parse(cut, &r, &err) == -1,
+			      "accepted: %s", cut);
+		free(cut);
+	}
+	buf_free(&b);
+}
+END_TEST
+
+/* Bytes of a valid text changed at random (a fixed seed): each read
+ * either succeeds or is refused, and frees what it took. */
+START_TEST(test_mutations)
+{
+	struct runresult_check c[] = {{"min_rows", "3 rows", true, 0},
+		{"x", "caf\xc3\xa9 \"q\"", false, 1}};
+	struct runresult_metric m = {true, false, true, 1.5, 0, 12.5};
+	struct runresult_guard g[] = {{true, true, 1, 2, &m, 1},
+		{false, true, 0, 3, &m, 1}};
+	struct runresult in = {false, true, false, true, 5, c, 2, g, 2};
+	struct runresult r;
+	static const char pick[] =
+		"{}[],:\"\\ -0123456789.eEtruefalsnu\x01\xff";
+	unsigned seed = 12345;
+	struct buf b;
+	struct err err;
+
+	buf_init(&b);
+	runresult_format(&in, &b);
+	for (int i = 0; i < 20000; i++) {
+		char *t = xstrdup(b.data);
+		int nflips = 1 + i % 4;
+
+		for (int k = 0; k < nflips; k++) {
+			seed = seed * 1103515245u + 12345u;
+			size_t at = (seed >> 8) % b.len;
+			seed = seed * 1103515245u + 12345u;
+			t[at] = pick[(seed >> 8) % (sizeof pick - 1)];
+		}
+		if (runresult_parse(t, &r, &err) == 0)
+			runresult_clear(&r);
+		else
+			ck_assert_ptr_null(r.checks);
+		free(t);
+	}
+	buf_free(&b);
+}
+END_TEST
+
+START_TEST(test_bounds)
+{
+	struct runresult r;
+	struct err err;
+	struct buf b;
+	char *s;
+
+	/* nesting: refused at the bound, no deep recursion */
+	buf_init(&b);
+	buf_addstr(&b, "{\"x\": ");
+	for (int i = 0; i < 100000; i++)
+		buf_addstr(&b, "[");
+	ck_assert_int_eq(runresult_parse(b.data, &r, &err), -1);
+	ck_assert_msg(strstr(err.msg, "deep") != NULL, "%s", err.msg);
+	/* a string over RUNRESULT_STR_MAX */
+	buf_reset(&b);
+	buf_addstr(&b, "{\"checks\": [{\"name\": \"");
+	for (int i = 0; i <= RUNRESULT_STR_MAX; i++)
+		buf_addstr(&b, "a");
+	buf_addstr(&b, "\"}]}");
+	ck_assert_int_eq(runresult_parse(b.data, &r, &err), -1);
+	ck_assert_msg(strstr(err.msg, "too long") != NULL, "%s", err.msg);
+	/* more metrics than RUNRESULT_MAX_METRICS */
+	buf_reset(&b);
+	buf_addstr(&b, "{\"guards\": [{\"metrics\": [{}");
+	for (int i = 0; i < RUNRESULT_MAX_METRICS; i++)
+		buf_addstr(&b, ", {}");
+	buf_addstr(&b, "]}]}");
+	ck_assert_int_eq(runresult_parse(b.data, &r, &err), -1);
+	ck_assert_msg(strstr(err.msg, "too many") != NULL, "%s", err.msg);
+	buf_free(&b);
+	/* a long name or detail is cut when written, at a character, and
+	 * reads back; bytes that are not UTF-8 too */
+	s = xcalloc(3 * RUNRESULT_STR_MAX, 1);
+	memset(s, 'a', 3 * RUNRESULT_STR_MAX - 1);
+	memcpy(s + RUNRESULT_STR_MAX / 4 - 2, "\xc3\xa9", 2);
+	{
+		struct runresult_check c = {s, s, false, 0};
+		struct runresult in = {false, false, false, false, 0, &c, 1,
+			NULL, 0};
+		struct runresult out;
+
+		free(round_trip(&in, &out));
+		ck_assert_uint_eq(strlen(out.checks[0].name),
+				  RUNRESULT_STR_MAX / 4 - 2);
+		runresult_clear(&out);
+		memset(s, 0xff, 3 * RUNRESULT_STR_MAX - 1);
+		free(round_trip(&in, &out));
+		ck_assert_uint_le(strlen(out.checks[0].detail),
+				  RUNRESULT_STR_MAX);
+		runresult_clear(&out);
+	}
+	free(s);
 }
 END_TEST
 
@@ -55,8 +355,14 @@ main(void)
 	SRunner *sr;
 	int failed;
 
-	tcase_add_test(tc, test_round_trip);
-	tcase_add_test(tc, test_defaults_and_bad);
+	tcase_add_test(tc, test_round_trip_scalars);
+	tcase_add_test(tc, test_round_trip_batch);
+	tcase_add_test(tc, test_guards_empty_and_absent);
+	tcase_add_test(tc, test_defaults_and_old_lines);
+	tcase_add_test(tc, test_garbled_refused);
+	tcase_add_test(tc, test_truncated_refused);
+	tcase_add_test(tc, test_mutations);
+	tcase_add_test(tc, test_bounds);
 	suite_add_tcase(s, tc);
 	sr = srunner_create(s);
 	srunner_run_all(sr, CK_NORMAL);
