@@ -543,6 +543,21 @@ rr_check_member(struct rr_in *in, const char *key, void *arg)
 	return rr_skip(in);
 }
 
+/* Append a zeroed element to an array of n elements of `size` bytes that
+ * doubles as it grows; returns the new element. */
+static void *
+rr_append(void *arrp, size_t n, size_t size)
+{
+	void **arr = arrp;
+	char *el;
+
+	if ((n & (n - 1)) == 0)
+		*arr = xreallocarray(*arr, n ? n * 2 : 1, size);
+	el = (char *)*arr + n * size;
+	memset(el, 0, size);
+	return el;
+}
+
 /* A check: name required; detail "" when absent. */
 static int
 rr_check(struct rr_in *in, void *arg)
@@ -552,11 +567,7 @@ rr_check(struct rr_in *in, void *arg)
 
 	if (r->nchecks == RUNRESULT_MAX_CHECKS)
 		return rr_fail(in, "too many checks");
-	if ((r->nchecks & (r->nchecks - 1)) == 0)
-		r->checks = xreallocarray(r->checks, r->nchecks ? r->nchecks * 2
-					  : 1, sizeof *r->checks);
-	c = &r->checks[r->nchecks++];
-	memset(c, 0, sizeof *c);
+	c = rr_append(&r->checks, r->nchecks++, sizeof *r->checks);
 	if (rr_object(in, rr_check_member, c) < 0)
 		return -1;
 	if (c->name == NULL)
@@ -590,12 +601,7 @@ rr_metric(struct rr_in *in, void *arg)
 
 	if (g->nmetrics == RUNRESULT_MAX_METRICS)
 		return rr_fail(in, "too many metrics");
-	if ((g->nmetrics & (g->nmetrics - 1)) == 0)
-		g->metrics = xreallocarray(g->metrics, g->nmetrics ?
-					   g->nmetrics * 2 : 1,
-					   sizeof *g->metrics);
-	m = &g->metrics[g->nmetrics++];
-	memset(m, 0, sizeof *m);
+	m = rr_append(&g->metrics, g->nmetrics++, sizeof *g->metrics);
 	return rr_object(in, rr_metric_member, m);
 }
 
@@ -623,11 +629,7 @@ rr_guard(struct rr_in *in, void *arg)
 
 	if (r->nguards == RUNRESULT_MAX_PARTS)
 		return rr_fail(in, "too many guards");
-	if ((r->nguards & (r->nguards - 1)) == 0)
-		r->guards = xreallocarray(r->guards, r->nguards ? r->nguards * 2
-					  : 1, sizeof *r->guards);
-	g = &r->guards[r->nguards++];
-	memset(g, 0, sizeof *g);
+	g = rr_append(&r->guards, r->nguards++, sizeof *r->guards);
 	return rr_object(in, rr_guard_member, g);
 }
 
