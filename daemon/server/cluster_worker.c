@@ -1059,6 +1059,29 @@ cworker_stop(struct cworker *w)
 	w->drv->resign(w->c);
 }
 
+bool
+cworker_others_alive(struct cworker *w)
+{
+	const struct config *cfg = sched_config(w->sched);
+	struct cluster_node *nodes = NULL;
+	size_t n = 0;
+	int64_t now;
+	struct err err;
+	bool any = false;
+
+	if (w->drv->nodes(w->c, &nodes, &n, &now, &err) < 0) {
+		log_warn("cannot list the nodes: %s; stopping as a single"
+			 " host", err.msg);
+		return false;
+	}
+	for (size_t i = 0; i < n && !any; i++)
+		any = strcmp(nodes[i].name, cfg->node) != 0 &&
+		      strcmp(nodes[i].role, "stopped") != 0 &&
+		      !lease_node_dead(nodes[i].last_seen_ms, now, cfg->lease);
+	free(nodes);
+	return any;
+}
+
 void
 cworker_close(struct cworker *w, void (*cb)(void *), void *arg)
 {

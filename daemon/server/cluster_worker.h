@@ -42,6 +42,10 @@ void cworker_reload(struct cworker *w);
 /* Stop claiming (shutdown begins); a planner hands its runs in flight and
  * the lease over to the next planner. */
 void cworker_stop(struct cworker *w);
+/* Is another node alive (its heartbeat within the lease)?  A planner
+ * that stops hands its runs over only then; alone, it stops as a single
+ * host does (false too when the database cannot say). */
+bool cworker_others_alive(struct cworker *w);
 /* Stop claiming; cb once the local runs ended and the cluster closed. */
 void cworker_close(struct cworker *w, void (*cb)(void *), void *arg);
 void cworker_free(struct cworker *w);

@@ -402,11 +402,12 @@ daemon_stop(struct daemon *d)
 		   cworker_running(d->cw) : sched_running(d->sched));
 	control_close(d->control);
 	sched_drain(d->sched);
-	if (d->cw != NULL) {
-		/* several hosts: no more claims; a planner hands the runs
-		 * it offered over to the next planner (cworker_stop) */
+	/* several hosts: with another node alive, no more claims and a
+	 * planner hands the runs it offered over to the next planner
+	 * (cworker_stop); alone, its runs are its runs in flight, awaited
+	 * for the grace and then stopped, as on a single host */
+	if (d->cw != NULL && cworker_others_alive(d->cw))
 		cworker_stop(d->cw);
-	}
 	uv_timer_start(&d->grace, daemon_grace_cb,
 		       (uint64_t)cfg->shutdown_grace * 1000, 0);
 	sched_on_idle(d->sched, daemon_idle_cb, d);

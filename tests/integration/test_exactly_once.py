@@ -163,16 +163,25 @@ def check_once(d, wh, req):
     h.eq(resp.get("status"), "0", "wait for request %d after the restart: %r" % (req, resp))
     h.eq(wh.executions(), [KEY], "executions of the job's SQL (the log it writes)")
     runs = d.runs()
-    h.eq([(r["id"], r["state"]) for r in runs], [(1, "failed"), (2, "succeeded")],
-         "runs of the partition: the one the kill interrupted, the one that found"
-         " its commit")
-    h.check("already committed by run 1 at " in (runs[1]["error"] or ""),
-            "the second run's note: %r" % runs[1]["error"])
-    h.check("interrupted" in (runs[0]["error"] or ""),
-            "the first run's error: %r" % runs[0]["error"])
-    h.eq(wh.commits(), [(req, "logged", KEY, 1)], "backfilld_commits")
-    h.check("already committed by run 1 at " in d.log_tail(200),
-            "the log says the partition was already committed")
+    got = [(r["id"], r["state"]) for r in runs]
+    if h.STATE == "postgres" and got == [(1, "succeeded")]:
+        # the PostgreSQL store: the worker's result reached the work table
+        # (the test holds only the runs table), and the next planner
+        # adopted the run and recorded it: not lost, nothing run again
+        h.check("adopted from the earlier planner" in d.log_tail(200),
+                "the log says the run was adopted")
+        h.eq(wh.commits(), [(req, "logged", KEY, 1)], "backfilld_commits")
+    else:
+        h.eq(got, [(1, "failed"), (2, "succeeded")],
+             "runs of the partition: the one the kill interrupted, the one"
+             " that found its commit")
+        h.check("already committed by run 1 at " in (runs[1]["error"] or ""),
+                "the second run's note: %r" % runs[1]["error"])
+        h.check("interrupted" in (runs[0]["error"] or ""),
+                "the first run's error: %r" % runs[0]["error"])
+        h.eq(wh.commits(), [(req, "logged", KEY, 1)], "backfilld_commits")
+        h.check("already committed by run 1 at " in d.log_tail(200),
+                "the log says the partition was already committed")
     st = d.status()["logged"]
     h.eq((st["queued"], st["running"], st["failed"]), (0, 0, 0), "status after the restart")
 
