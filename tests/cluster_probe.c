@@ -25,8 +25,6 @@
  *	batch MAX ID...          finish IDs and claim up to MAX runs of job j
  *	                         in one statement (finish_claim) [batch-finish
  *	                         ID ok|refused ... then claimed ID...]
- *	take                     done rows, deleted [taken ID BY FAILED
- *	                         INTERRUPTED ERROR... then take-end]
  *	auto N                   on each wakeup finish the runs claimed at the
  *	                         last one and claim up to N runs of job j, in
  *	                         one statement [claimed ID..., finish ID ok]
@@ -330,25 +328,6 @@ probe_results(void)
 	drv->work_free(w, n);
 }
 
-/* The done rows, taken (deleted as read). */
-static void
-probe_take(void)
-{
-	struct cluster_work *w;
-	struct err err;
-	size_t n, i;
-
-	if (drv->take(cl, 100000, &w, &n, &err) < 0) {
-		out("take-error %s", err.msg);
-		return;
-	}
-	for (i = 0; i < n; i++)
-		out("taken %" PRId64 " %s %d %d %s", w[i].id, w[i].claimed_by,
-		    w[i].failed, w[i].interrupted, w[i].error ? w[i].error : "");
-	out("take-end");
-	drv->work_free(w, n);
-}
-
 /* The nodes rows. */
 static void
 probe_nodes(void)
@@ -396,8 +375,6 @@ probe_command(char *l)
 			out("finish %s %s", a1, rc ? "ok" : "refused");
 	} else if (strcmp(cmd, "results") == 0) {
 		probe_results();
-	} else if (strcmp(cmd, "take") == 0) {
-		probe_take();
 	} else if (strcmp(cmd, "batch") == 0 && a1 != NULL) {
 		probe_batch_cmd(a1, a2, a3);
 	} else if (strcmp(cmd, "forget") == 0) {

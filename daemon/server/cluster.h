@@ -196,11 +196,6 @@ struct cluster_driver {
 	/* Planner: the done rows (results and reaped claims), at most max. */
 	int (*results)(struct cluster *c, size_t max, struct cluster_work **out,
 		       size_t *n, struct err *err);
-	/* Planner: the done rows, at most max, deleted in the same statement
-	 * (fenced by the generation: none when deposed meanwhile); results
-	 * then forget in one round trip. */
-	int (*take)(struct cluster *c, size_t max, struct cluster_work **out,
-		    size_t *n, struct err *err);
 	/* Planner: delete done rows once their results are recorded, and
 	 * offers withdrawn (a cancelled request). */
 	int (*forget)(struct cluster *c, const int64_t *ids, size_t n,

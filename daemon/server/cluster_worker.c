@@ -463,8 +463,7 @@ cworker_collect(void *data)
 			ids[i] = rows[i].id;
 		}
 		/* recorded first: a planner killed in between leaves the
-		 * rows to the next one, which adopts their runs (so not
-		 * `take`, which deletes them as it reads) */
+		 * rows to the next one, which adopts their runs */
 		more = n == 256;
 		if (n > 0 && sched_flush(w->sched) < 0) {
 			log_warn("%zu results not recorded: the state store"

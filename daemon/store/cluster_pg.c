@@ -114,9 +114,10 @@ struct cluster {
 /* The statements of the loop's hot path, prepared once per connection. */
 enum cpg_prep {
 	CPG_P_OFFER,
-	CPG_P_TAKE,
 	CPG_P_EXCHANGE,
 	CPG_P_HEARTBEAT,
+	CPG_P_RESULTS,
+	CPG_P_FORGET,
 };
 
 /* ------------------------------------------------------------------ */
@@ -1565,40 +1566,7 @@ cpg_results(struct cluster *c, size_t max, struct cluster_work **out,
 	if (cpg_need_planner(c, err) < 0)
 		return -1;
 	snprintf(lim, sizeof lim, "%zu", max);
-	if ((res = cpg_q(c, sql, 1, v, err)) == NULL)
-		return -1;
-	cpg_work_rows(res, out, n);
-	PQclear(res);
-	return 0;
-}
-
-/* Planner: the done rows, deleted as they are read, fenced by the lease
- * (the results are recorded by the planner's store next: a planner that
- * stops in between leaves those runs running in the state store, and
- * the next planner's recovery queues them again, as after forget). */
-static int
-cpg_take(struct cluster *c, size_t max, struct cluster_work **out, size_t *n,
-	 struct err *err)
-{
-	static const char sql[] =
-		"WITH ok AS (SELECT 1 FROM lease WHERE id = 1 AND holder = $1"
-		"  AND generation = $2 AND expires_at > now()),"
-		" d AS (DELETE FROM work WHERE id IN (SELECT id FROM work"
-		"  WHERE state = 'done' AND EXISTS (SELECT 1 FROM ok)"
-		"  ORDER BY id LIMIT $3 FOR UPDATE) AND state = 'done'"
-		"  RETURNING *)"
-		" SELECT " CPG_WORK_COLS " FROM d ORDER BY id";
-	char gen[32], lim[32];
-	const char *v[3] = { c->node, gen, lim };
-	PGresult *res;
-
-	*out = NULL;
-	*n = 0;
-	if (cpg_need_planner(c, err) < 0)
-		return -1;
-	snprintf(gen, sizeof gen, "%" PRId64, c->generation);
-	snprintf(lim, sizeof lim, "%zu", max);
-	if ((res = cpg_qp(c, CPG_P_TAKE, sql, 3, v, err)) == NULL)
+	if ((res = cpg_qp(c, CPG_P_RESULTS, sql, 1, v, err)) == NULL)
 		return -1;
 	cpg_work_rows(res, out, n);
 	PQclear(res);
@@ -1635,7 +1603,7 @@ cpg_forget(struct cluster *c, const int64_t *ids, size_t n, struct err *err)
 	cpg_buf_add(&a, "}", 1);
 	snprintf(gen, sizeof gen, "%" PRId64, c->generation);
 	v[2] = a.s;
-	res = cpg_q(c, sql, 3, v, err);
+	res = cpg_qp(c, CPG_P_FORGET, sql, 3, v, err);
 	free(a.s);
 	if (res == NULL)
 		return -1;
@@ -2106,7 +2074,6 @@ const struct cluster_driver cluster_pg_driver = {
 	.state = cpg_state,
 	.offer = cpg_offer,
 	.results = cpg_results,
-	.take = cpg_take,
 	.forget = cpg_forget,
 	.in_flight = cpg_in_flight,
 	.work_rows = cpg_work_all,

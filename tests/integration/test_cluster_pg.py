@@ -330,7 +330,7 @@ def test_cancel():
 
 def test_batch_exchange():
     """finish_claim: a worker's finishes and its claim in one statement;
-    take: the planner reads the results and deletes them at once."""
+    then the planner reads the results and deletes them once recorded."""
     fresh_db()
     p, w, gen = planner_and_worker()
     x = Probe("x")
@@ -350,18 +350,24 @@ def test_batch_exchange():
          "the work rows")
     h.eq(w.ask("batch 0 4", "batch-finish"), "batch-finish 4 ok", "a finish, no claim")
     h.eq(w.expect("claimed"), "claimed", "nothing claimed with no room")
-    h.check(w.ask("take", "take").startswith("take-error"), "a worker takes nothing")
-    p.send("take")
+    h.check(w.ask("results", "result").startswith("results-error"),
+            "a worker reads no results")
+    p.send("results")
     got = []
     while True:
-        l = p.expect("take")
-        if l == "take-end":
+        l = p.expect("result")
+        if l == "results-end":
             break
         got.append(l.split()[:5])
-    h.eq(got, [["taken", str(i), "b", "0", "0"] for i in (1, 2, 4)], "the results taken")
+    h.eq(got, [["result", str(i), "b", "0", "0"] for i in (1, 2, 4)], "the results read")
+    h.eq(sql("SELECT id FROM work ORDER BY id"),
+         [("1",), ("2",), ("3",), ("4",), ("5",), ("6",)],
+         "the rows stay until the planner forgets them (recorded first)")
+    h.eq(p.ask("forget 1 2 4", "forgot"), "forgot 3", "forget")
     h.eq(sql("SELECT id FROM work ORDER BY id"), [("3",), ("5",), ("6",)],
-         "the rows left once taken")
-    h.eq(p.ask("take", "take"), "take-end", "taken once")
+         "the rows left once forgotten")
+    p.send("results")
+    h.eq(p.expect("result"), "results-end", "nothing left to read")
     close_all()
 
 
