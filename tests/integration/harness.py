@@ -227,6 +227,25 @@ def _read_exact(sock, n):
 
 # ---------------------------------------------------------------- the daemon
 
+def kill_naming(folder):
+    """SIGKILL every process (but this one) whose command line names a
+    path inside folder."""
+    me = os.getpid()
+    for pid in os.listdir("/proc"):
+        if not pid.isdigit() or int(pid) == me:
+            continue
+        try:
+            with open("/proc/%s/cmdline" % pid, "rb") as f:
+                cmd = f.read().decode("utf-8", "replace")
+        except OSError:
+            continue
+        if folder + "/" in cmd:
+            try:
+                os.kill(int(pid), signal.SIGKILL)
+            except OSError:
+                pass
+
+
 class Daemon:
     """A backfilld on a temporary folder.
 
@@ -534,20 +553,7 @@ class Daemon:
         """SIGKILL processes whose command line names this test's folder:
         job processes the daemon started for us and left behind (after a
         kill -9 or a failed test)."""
-        me = os.getpid()
-        for pid in os.listdir("/proc"):
-            if not pid.isdigit() or int(pid) == me:
-                continue
-            try:
-                with open("/proc/%s/cmdline" % pid, "rb") as f:
-                    cmd = f.read().decode("utf-8", "replace")
-            except OSError:
-                continue
-            if self.dir + "/" in cmd:
-                try:
-                    os.kill(int(pid), signal.SIGKILL)
-                except OSError:
-                    pass
+        kill_naming(self.dir)
 
     def log_tail(self, n=40):
         try:

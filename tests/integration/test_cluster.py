@@ -374,20 +374,7 @@ class Nodes:
                     d.proc.send_signal(signal.SIGCONT)
                 except OSError:
                     pass
-        me = os.getpid()
-        for pid in os.listdir("/proc"):
-            if not pid.isdigit() or int(pid) == me:
-                continue
-            try:
-                with open("/proc/%s/cmdline" % pid, "rb") as f:
-                    cmd = f.read().decode("utf-8", "replace")
-            except OSError:
-                continue
-            if self.shared + "/" in cmd:
-                try:
-                    os.kill(int(pid), signal.SIGKILL)
-                except OSError:
-                    pass
+        h.kill_naming(self.shared)
         if ok and not os.environ.get("KEEP_TMP"):
             subprocess.run(["rm", "-rf", self.shared])
         else:
