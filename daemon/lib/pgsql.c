@@ -29,8 +29,7 @@ struct pgsql_cur {
 	int depth;    /* parentheses */
 };
 
-/* Append n bytes to b. */
-static void
+void
 pgsql_buf_add(struct pgsql_buf *b, const char *s, size_t n)
 {
 	if (b->len + n + 1 > b->cap) {

@@ -136,6 +136,8 @@ enum pgst_stmt {
 	P_B_RUN_FINISH,
 	P_B_LATEST,
 	P_B_BUILT,
+	P_B_OFFER,
+	P_B_FORGET,
 	P_COUNT
 };
 
@@ -358,6 +360,18 @@ static const char *const pgst_sql[P_COUNT] = {
 	" ON CONFLICT (job, partition_key) DO UPDATE SET"
 	" built_at = excluded.built_at, inputs_at = excluded.inputs_at,"
 	" run_id = excluded.run_id, code_version = excluded.code_version",
+	/* several hosts (store_pg_offer, store_pg_forget): the planner's
+	 * offers and the results it recorded, in its turn's transaction */
+	[P_B_OFFER] =
+	"WITH ins AS (INSERT INTO work (id, request, job, keys, attempt,"
+	" generation) SELECT id, nullif(request, 0), job,"
+	" string_to_array(k, E'\\x1f'), attempt, gen"
+	" FROM unnest($1::bigint[], $2::bigint[], $3::text[], $4::text[],"
+	" $5::int[], $6::bigint[]) AS t(id, request, job, k, attempt, gen)"
+	" ON CONFLICT (id) DO NOTHING RETURNING 1)"
+	" SELECT pg_notify('bf_work', '') WHERE EXISTS (SELECT 1 FROM ins)",
+	[P_B_FORGET] =
+	"DELETE FROM work WHERE id = ANY($1::bigint[]) AND state = 'done'",
 };
 
 /*
@@ -386,7 +400,10 @@ struct pgst_ids {
  * names the same row (id, or job and key) as one already kept sends every
  * kind first, so that the statements change each row in the order the
  * writes were made.  So a loop turn that starts and ends fifty runs
- * costs six statements, not three hundred and fifty.
+ * costs six statements, not three hundred and fifty.  With several hosts
+ * the planner's offers and the deletion of the results it recorded go in
+ * the same transaction (store_pg_offer, store_pg_forget): a run's row and
+ * its offer, a result's record and its deletion, commit together.
  */
 enum pgst_batch_kind {
 	B_ITEM_ADD,
@@ -395,6 +412,8 @@ enum pgst_batch_kind {
 	B_RUN_FINISH,
 	B_LATEST,
 	B_BUILT,
+	B_OFFER,
+	B_FORGET,
 	B_COUNT
 };
 
@@ -422,6 +441,8 @@ static const struct {
 	[B_RUN_FINISH] = { P_B_RUN_FINISH, 5, "finishing runs" },
 	[B_LATEST] = { P_B_LATEST, 4, "recording partitions' last runs" },
 	[B_BUILT] = { P_B_BUILT, 6, "recording builds" },
+	[B_OFFER] = { P_B_OFFER, 6, "offering runs" },
+	[B_FORGET] = { P_B_FORGET, 1, "deleting recorded results" },
 };
 
 /* A partition_finished callback waiting for the commit. */
@@ -1359,6 +1380,69 @@ bool
 store_pg_deposed(const struct store *st)
 {
 	return ((const struct pgst *)st)->deposed;
+}
+
+/* The planner's open, fenced transaction, or -1 with err. */
+static int
+pgst_planner_tx(struct pgst *p, const char *what, struct err *err)
+{
+	if (p->tx && p->fence > 0)
+		return 0;
+	return err_set(err, EXIT_INTERNAL, "state store: %s: %s", what,
+		       p->fence > 0 ? "no transaction is open" :
+		       "this node is not the planner");
+}
+
+int
+store_pg_offer(struct store *st, const struct cluster_offer *o, size_t n,
+	       struct err *err)
+{
+	struct pgst *p = pgst_of(st);
+
+	if (pgst_planner_tx(p, "offering runs", err) < 0)
+		return -1;
+	for (size_t i = 0; i < n; i++) {
+		struct pgst_batch *b = pgst_batch_row(p, B_OFFER, 0, NULL,
+						      NULL, err);
+		struct pgsql_buf keys = { 0 };
+
+		if (b == NULL)
+			return -1;
+		for (size_t k = 0; k < o[i].nkeys; k++) {
+			const char *key = o[i].keys[k];
+
+			if (k > 0)
+				pgsql_buf_add(&keys, "\x1f", 1);
+			pgsql_buf_add(&keys, key, strlen(key));
+		}
+		pgsql_array_int(&b->col[0], o[i].id);
+		pgsql_array_int(&b->col[1], o[i].request);
+		pgsql_array_text(&b->col[2], o[i].job);
+		pgsql_array_text(&b->col[3], keys.p != NULL ? keys.p : "");
+		pgsql_array_int(&b->col[4], o[i].attempt);
+		pgsql_array_int(&b->col[5], p->fence);
+		free(keys.p);
+	}
+	return 0;
+}
+
+int
+store_pg_forget(struct store *st, const int64_t *ids, size_t n,
+		struct err *err)
+{
+	struct pgst *p = pgst_of(st);
+
+	if (pgst_planner_tx(p, "deleting recorded results", err) < 0)
+		return -1;
+	for (size_t i = 0; i < n; i++) {
+		struct pgst_batch *b = pgst_batch_row(p, B_FORGET, ids[i], NULL,
+						      NULL, err);
+
+		if (b == NULL)
+			return -1;
+		pgsql_array_int(&b->col[0], ids[i]);
+	}
+	return 0;
 }
 
 /* The server checkpoints: nothing to do on the loop. */
