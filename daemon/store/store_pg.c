@@ -128,8 +128,11 @@ enum pgst_stmt {
 	P_DURATIONS,
 	P_FENCE,
 	P_DB_SIZE,
+	P_ITEM_ADD_ID,
+	P_RUN_START_ID,
 	P_ITEM_IDS,
 	P_RUN_IDS,
+	P_FORGET_ONE,
 	P_B_ITEM_ADD,
 	P_B_RUN_START,
 	P_B_ITEM_SET,
@@ -303,30 +306,38 @@ static const char *const pgst_sql[P_COUNT] = {
 	" LIMIT $2",
 	[P_FENCE] = "SELECT generation FROM lease WHERE id = 1 FOR KEY SHARE",
 	[P_DB_SIZE] = "SELECT pg_database_size(current_database())",
+	[P_ITEM_ADD_ID] =
+	"INSERT INTO manifest (id, request_id, job, partition_key, seq,"
+	" downstream, state, created_at, updated_at)"
+	" VALUES ($8,$1,$2,$3,$4,$5,$6,$7,$7)",
+	[P_RUN_START_ID] =
+	"INSERT INTO runs (id, manifest_id, request_id, job, partition_key,"
+	" attempt, state, started_at, code_version, config_hash)"
+	" VALUES ($9,$1,$2,$3,$4,$5,'running',$6,$7,$8)",
 	[P_ITEM_IDS] =
 	"SELECT nextval(pg_get_serial_sequence('manifest', 'id'))"
 	" FROM generate_series(1, $1)",
 	[P_RUN_IDS] =
 	"SELECT nextval(pg_get_serial_sequence('runs', 'id'))"
 	" FROM generate_series(1, $1)",
-	/* the batched writes (below): many rows, one statement; not
-	 * prepared: each is planned for its rows (a plan cached while the
-	 * tables were small would scan them whole, a join of unnest and a
-	 * sequential scan, as they grow) */
+	[P_FORGET_ONE] =
+	"DELETE FROM work WHERE id = $1 AND state = 'done'",
+	/* the batched writes (below): many rows, one statement, each
+	 * column an array, in the order of its kind's single statement */
 	[P_B_ITEM_ADD] =
 	"INSERT INTO manifest (id, request_id, job, partition_key, seq,"
 	" downstream, state, created_at, updated_at)"
 	" SELECT id, request_id, job, k, seq, downstream, state, at, at"
-	" FROM unnest($1::bigint[], $2::bigint[], $3::text[], $4::text[],"
-	" $5::int[], $6::boolean[], $7::text[], $8::bigint[])"
-	" AS t(id, request_id, job, k, seq, downstream, state, at)",
+	" FROM unnest($1::bigint[], $2::text[], $3::text[], $4::int[],"
+	" $5::boolean[], $6::text[], $7::bigint[], $8::bigint[])"
+	" AS t(request_id, job, k, seq, downstream, state, at, id)",
 	[P_B_RUN_START] =
 	"INSERT INTO runs (id, manifest_id, request_id, job, partition_key,"
 	" attempt, state, started_at, code_version, config_hash)"
 	" SELECT id, mid, rid, job, k, attempt, 'running', at, cv, ch"
-	" FROM unnest($1::bigint[], $2::bigint[], $3::bigint[], $4::text[],"
-	" $5::text[], $6::int[], $7::bigint[], $8::text[], $9::text[])"
-	" AS t(id, mid, rid, job, k, attempt, at, cv, ch)",
+	" FROM unnest($1::bigint[], $2::bigint[], $3::text[], $4::text[],"
+	" $5::int[], $6::bigint[], $7::text[], $8::text[], $9::bigint[])"
+	" AS t(mid, rid, job, k, attempt, at, cv, ch, id)",
 	[P_B_ITEM_SET] =
 	"UPDATE manifest m SET state = t.state, attempts = t.attempts,"
 	" not_before = t.not_before, error = t.error,"
@@ -400,7 +411,13 @@ struct pgst_ids {
  * names the same row (id, or job and key) as one already kept sends every
  * kind first, so that the statements change each row in the order the
  * writes were made.  So a loop turn that starts and ends fifty runs
- * costs six statements, not three hundred and fifty.  With several hosts
+ * costs six statements, not three hundred and fifty.  The statements
+ * that insert are prepared; those that join their rows to a table
+ * (updates, the newest runs, deletions) are planned for their rows each
+ * time, because a plan cached while the tables were small would read
+ * them whole as they grow, and that planning costs more than it saves
+ * below PGST_BATCH_JOIN rows: such a batch goes as its rows' single
+ * statements (prepared, pipelined).  With several hosts
  * the planner's offers and the deletion of the results it recorded go in
  * the same transaction (store_pg_offer, store_pg_forget): a run's row and
  * its offer, a result's record and its deletion, commit together.
@@ -420,30 +437,49 @@ enum pgst_batch_kind {
 #define PGST_PIPE_MAX 256 /* statements sent before their answers are read */
 #define PGST_BATCH_COLS 9
 #define PGST_BATCH_MAX 256
+#define PGST_BATCH_JOIN 8
 
 struct pgst_batch {
 	struct pgsql_array col[PGST_BATCH_COLS];
+	char **val;                  /* row r's column c at r * COLS + c */
 	int n;
 	int64_t id[PGST_BATCH_MAX];  /* the row each names (ITEM_SET, RUN_FINISH) */
 	char *key[PGST_BATCH_MAX];   /* ... "job\x1fkey" (LATEST, BUILT) */
 	size_t first_after;          /* LATEST: its first row's p->after */
 };
 
-/* What each kind sends and how many columns it has. */
+/* What each kind sends, how many columns it has, and the single
+ * statement of one row when it joins (P_COUNT: an insert, always
+ * batched and prepared). */
 static const struct {
 	enum pgst_stmt stmt;
 	int ncols;
+	enum pgst_stmt single;
 	const char *what;
 } pgst_batch_kinds[B_COUNT] = {
-	[B_ITEM_ADD] = { P_B_ITEM_ADD, 8, "adding to the manifest" },
-	[B_RUN_START] = { P_B_RUN_START, 9, "recording runs" },
-	[B_ITEM_SET] = { P_B_ITEM_SET, 7, "updating the manifest" },
-	[B_RUN_FINISH] = { P_B_RUN_FINISH, 5, "finishing runs" },
-	[B_LATEST] = { P_B_LATEST, 4, "recording partitions' last runs" },
-	[B_BUILT] = { P_B_BUILT, 6, "recording builds" },
-	[B_OFFER] = { P_B_OFFER, 6, "offering runs" },
-	[B_FORGET] = { P_B_FORGET, 1, "deleting recorded results" },
+	[B_ITEM_ADD] = { P_B_ITEM_ADD, 8, P_COUNT, "adding to the manifest" },
+	[B_RUN_START] = { P_B_RUN_START, 9, P_COUNT, "recording runs" },
+	[B_ITEM_SET] = { P_B_ITEM_SET, 7, P_ITEM_SET,
+			 "updating the manifest" },
+	[B_RUN_FINISH] = { P_B_RUN_FINISH, 5, P_RUN_FINISH,
+			   "finishing runs" },
+	[B_LATEST] = { P_B_LATEST, 4, P_LATEST_PUT,
+		       "recording partitions' last runs" },
+	[B_BUILT] = { P_B_BUILT, 6, P_COUNT, "recording builds" },
+	[B_OFFER] = { P_B_OFFER, 6, P_COUNT, "offering runs" },
+	[B_FORGET] = { P_B_FORGET, 1, P_FORGET_ONE,
+		       "deleting recorded results" },
 };
+
+/* Is statement id one planned at each use (never prepared)? */
+static bool
+pgst_unprepared(int id)
+{
+	for (int k = 0; k < B_COUNT; k++)
+		if (pgst_batch_kinds[k].stmt == (enum pgst_stmt)id)
+			return pgst_batch_kinds[k].single != P_COUNT;
+	return false;
+}
 
 /* A partition_finished callback waiting for the commit. */
 struct pgst_after {
@@ -580,7 +616,9 @@ pgst_prepare(struct pgst *p, struct err *err)
 	char name[16];
 	PGresult *r;
 
-	for (int i = 0; i < P_B_ITEM_ADD; i++) {
+	for (int i = 0; i < P_COUNT; i++) {
+		if (pgst_unprepared(i))
+			continue;
 		snprintf(name, sizeof name, "s%d", i);
 		r = PQprepare(p->pg, name, pgst_sql[i], 0, NULL);
 		if (PQresultStatus(r) != PGRES_COMMAND_OK) {
@@ -885,8 +923,13 @@ pgst_batch_clear(struct pgst_batch *b)
 {
 	for (int c = 0; c < PGST_BATCH_COLS; c++)
 		pgsql_array_free(&b->col[c]);
-	for (int i = 0; i < b->n; i++)
+	for (int i = 0; i < b->n; i++) {
 		free(b->key[i]);
+		for (int c = 0; b->val != NULL && c < PGST_BATCH_COLS; c++) {
+			free(b->val[i * PGST_BATCH_COLS + c]);
+			b->val[i * PGST_BATCH_COLS + c] = NULL;
+		}
+	}
 	b->n = 0;
 }
 
@@ -897,6 +940,17 @@ pgst_batch_drop(struct pgst *p)
 	for (int k = 0; k < B_COUNT; k++)
 		pgst_batch_clear(&p->batch[k]);
 	p->batched = false;
+}
+
+/* Drop the batches and free what they hold (close). */
+static void
+pgst_batch_free(struct pgst *p)
+{
+	pgst_batch_drop(p);
+	for (int k = 0; k < B_COUNT; k++) {
+		free(p->batch[k].val);
+		p->batch[k].val = NULL;
+	}
 }
 
 /* P_B_LATEST's answer: the state each row replaced, by ordinal, into the
@@ -915,31 +969,65 @@ pgst_latest_answer(struct pgst *p, PGresult *r, size_t first)
 	}
 }
 
-/* Send every kind's rows, one statement each, in the order of enum
- * pgst_batch_kind.  A failure aborts the transaction (pgst_pipe_send), whose
- * commit then fails: the rows are not kept. */
+/* P_LATEST_PUT's answer: the state one row replaced, into the callback
+ * waiting for the commit at index at. */
+static void
+pgst_latest_one(struct pgst *p, PGresult *r, size_t at)
+{
+	enum mstate prev;
+
+	if (PQntuples(r) > 0 && at < p->nafter &&
+	    mstate_parse(col_text(r, 0, 0), &prev) == 0)
+		p->after[at].prev = prev;
+}
+
+/* Send one kind's rows: one statement, or, below PGST_BATCH_JOIN rows of
+ * a kind that joins, each row's single statement. */
+static void
+pgst_batch_send_kind(struct pgst *p, int k)
+{
+	struct pgst_batch *b = &p->batch[k];
+	enum pgst_stmt single = pgst_batch_kinds[k].single;
+	int ncols = pgst_batch_kinds[k].ncols;
+	struct pgst_args a = { 0 };
+	struct err err;
+
+	if (single != P_COUNT && b->n < PGST_BATCH_JOIN) {
+		for (int i = 0; i < b->n; i++) {
+			a.n = ncols;
+			for (int c = 0; c < ncols; c++)
+				a.v[c] = b->val[i * PGST_BATCH_COLS + c];
+			pgst_pipe_send(p, NULL, single, &a,
+				       pgst_batch_kinds[k].what,
+				       k == B_LATEST ? pgst_latest_one : NULL,
+				       b->first_after + (size_t)i, &err);
+		}
+		return;
+	}
+	for (int c = 0; c < ncols; c++)
+		a.v[a.n++] = pgsql_array_end(&b->col[c]);
+	pgst_pipe_send(p, single != P_COUNT ?
+		       pgst_sql[pgst_batch_kinds[k].stmt] : NULL,
+		       single != P_COUNT ? P_COUNT : pgst_batch_kinds[k].stmt,
+		       &a, pgst_batch_kinds[k].what,
+		       k == B_LATEST ? pgst_latest_answer : NULL,
+		       b->first_after, &err);
+}
+
+/* Send every kind's rows in the order of enum pgst_batch_kind.  A failure
+ * aborts the transaction (pgst_pipe_send), whose commit then fails: the
+ * rows are not kept. */
 static void
 pgst_batch_send(struct pgst *p)
 {
-	struct err err;
-
 	if (!p->batched || p->sending)
 		return;
 	p->sending = true; /* a sync on the way must not send them twice */
 	for (int k = 0; k < B_COUNT; k++) {
-		struct pgst_batch *b = &p->batch[k];
-		struct pgst_args a = { 0 };
-
-		if (b->n == 0)
+		if (p->batch[k].n == 0)
 			continue;
-		for (int c = 0; c < pgst_batch_kinds[k].ncols; c++)
-			a.v[a.n++] = pgsql_array_end(&b->col[c]);
-		pgst_pipe_send(p, pgst_sql[pgst_batch_kinds[k].stmt], P_COUNT,
-			       &a,
-			       pgst_batch_kinds[k].what,
-			       k == B_LATEST ? pgst_latest_answer : NULL,
-			       b->first_after, &err);
-		pgst_batch_clear(b);
+		pgst_batch_send_kind(p, k);
+		pgst_batch_clear(&p->batch[k]);
 	}
 	p->batched = false;
 	p->sending = false;
@@ -979,6 +1067,30 @@ pgst_batch_row(struct pgst *p, enum pgst_batch_kind k, int64_t id,
 	b->n++;
 	p->batched = true;
 	return b;
+}
+
+/* Keep one row of kind k: a, its single statement's parameters in order
+ * (pgst_batch_row says what id, job and key are); 0, or -1 with err. */
+static int
+pgst_batch_add(struct pgst *p, enum pgst_batch_kind k, int64_t id,
+	       const char *job, const char *key, const struct pgst_args *a,
+	       struct err *err)
+{
+	struct pgst_batch *b = pgst_batch_row(p, k, id, job, key, err);
+	int row;
+
+	if (b == NULL)
+		return -1;
+	row = b->n - 1;
+	if (pgst_batch_kinds[k].single != P_COUNT && b->val == NULL)
+		b->val = xcalloc(PGST_BATCH_MAX * PGST_BATCH_COLS,
+				 sizeof *b->val);
+	for (int c = 0; c < a->n; c++) {
+		pgsql_array_text(&b->col[c], a->v[c]);
+		if (b->val != NULL && a->v[c] != NULL)
+			b->val[row * PGST_BATCH_COLS + c] = xstrdup(a->v[c]);
+	}
+	return 0;
 }
 
 /* ---- transactions ----------------------------------------------------- */
@@ -1333,7 +1445,7 @@ pgst_close(struct store *st)
 
 	if (p == NULL)
 		return;
-	pgst_batch_drop(p);
+	pgst_batch_free(p);
 	pgst_after_end(p, false);
 	free(p->after);
 	if (p->pg != NULL)
@@ -1402,12 +1514,10 @@ store_pg_offer(struct store *st, const struct cluster_offer *o, size_t n,
 	if (pgst_planner_tx(p, "offering runs", err) < 0)
 		return -1;
 	for (size_t i = 0; i < n; i++) {
-		struct pgst_batch *b = pgst_batch_row(p, B_OFFER, 0, NULL,
-						      NULL, err);
 		struct pgsql_buf keys = { 0 };
+		struct pgst_args a = { 0 };
+		int rc;
 
-		if (b == NULL)
-			return -1;
 		for (size_t k = 0; k < o[i].nkeys; k++) {
 			const char *key = o[i].keys[k];
 
@@ -1415,13 +1525,16 @@ store_pg_offer(struct store *st, const struct cluster_offer *o, size_t n,
 				pgsql_buf_add(&keys, "\x1f", 1);
 			pgsql_buf_add(&keys, key, strlen(key));
 		}
-		pgsql_array_int(&b->col[0], o[i].id);
-		pgsql_array_int(&b->col[1], o[i].request);
-		pgsql_array_text(&b->col[2], o[i].job);
-		pgsql_array_text(&b->col[3], keys.p != NULL ? keys.p : "");
-		pgsql_array_int(&b->col[4], o[i].attempt);
-		pgsql_array_int(&b->col[5], p->fence);
+		arg_int(&a, o[i].id);
+		arg_int(&a, o[i].request);
+		arg_text(&a, o[i].job);
+		arg_text(&a, keys.p != NULL ? keys.p : "");
+		arg_int(&a, o[i].attempt);
+		arg_int(&a, p->fence);
+		rc = pgst_batch_add(p, B_OFFER, 0, NULL, NULL, &a, err);
 		free(keys.p);
+		if (rc < 0)
+			return -1;
 	}
 	return 0;
 }
@@ -1435,12 +1548,12 @@ store_pg_forget(struct store *st, const int64_t *ids, size_t n,
 	if (pgst_planner_tx(p, "deleting recorded results", err) < 0)
 		return -1;
 	for (size_t i = 0; i < n; i++) {
-		struct pgst_batch *b = pgst_batch_row(p, B_FORGET, ids[i], NULL,
-						      NULL, err);
+		struct pgst_args a = { 0 };
 
-		if (b == NULL)
+		arg_int(&a, ids[i]);
+		if (pgst_batch_add(p, B_FORGET, ids[i], NULL, NULL, &a,
+				   err) < 0)
 			return -1;
-		pgsql_array_int(&b->col[0], ids[i]);
 	}
 	return 0;
 }
@@ -1545,23 +1658,6 @@ pgst_item_add(struct store *st, const struct store_item *it, int64_t *id,
 	struct pgst *p = pgst_of(st);
 	struct pgst_args a = { 0 };
 
-	struct pgst_batch *b;
-
-	if (p->tx) {
-		if (pgst_next_id(p, &p->item_ids, P_ITEM_IDS, id, err) < 0 ||
-		    (b = pgst_batch_row(p, B_ITEM_ADD, 0, NULL, NULL,
-					err)) == NULL)
-			return -1;
-		pgsql_array_int(&b->col[0], *id);
-		pgsql_array_int(&b->col[1], it->request_id);
-		pgsql_array_text(&b->col[2], it->job);
-		pgsql_array_text(&b->col[3], it->key);
-		pgsql_array_int(&b->col[4], it->seq);
-		pgsql_array_bool(&b->col[5], it->downstream);
-		pgsql_array_text(&b->col[6], mstate_name(it->state));
-		pgsql_array_int(&b->col[7], it->at);
-		return 0;
-	}
 	arg_int(&a, it->request_id);
 	arg_text(&a, it->job);
 	arg_text(&a, it->key);
@@ -1569,6 +1665,12 @@ pgst_item_add(struct store *st, const struct store_item *it, int64_t *id,
 	arg_bool(&a, it->downstream);
 	arg_text(&a, mstate_name(it->state));
 	arg_int(&a, it->at);
+	if (p->tx) {
+		if (pgst_next_id(p, &p->item_ids, P_ITEM_IDS, id, err) < 0)
+			return -1;
+		arg_int(&a, *id);
+		return pgst_batch_add(p, B_ITEM_ADD, 0, NULL, NULL, &a, err);
+	}
 	return pgst_returned_id(pgst_write(p, P_ITEM_ADD, &a,
 					   "adding to the manifest", err), id);
 }
@@ -1581,21 +1683,7 @@ pgst_item_set(struct store *st, int64_t id, enum mstate state, int attempts,
 {
 	struct pgst *p = pgst_of(st);
 	struct pgst_args a = { 0 };
-	struct pgst_batch *b;
 
-	if (p->tx) {
-		if ((b = pgst_batch_row(p, B_ITEM_SET, id, NULL, NULL,
-					err)) == NULL)
-			return -1;
-		pgsql_array_int(&b->col[0], id);
-		pgsql_array_text(&b->col[1], mstate_name(state));
-		pgsql_array_int(&b->col[2], attempts);
-		pgsql_array_int(&b->col[3], not_before);
-		pgsql_array_text(&b->col[4], error);
-		pgsql_array_text(&b->col[5], blocked_on);
-		pgsql_array_int(&b->col[6], at);
-		return 0;
-	}
 	arg_int(&a, id);
 	arg_text(&a, mstate_name(state));
 	arg_int(&a, attempts);
@@ -1603,6 +1691,8 @@ pgst_item_set(struct store *st, int64_t id, enum mstate state, int attempts,
 	arg_text(&a, error);
 	arg_text(&a, blocked_on);
 	arg_int(&a, at);
+	if (p->tx)
+		return pgst_batch_add(p, B_ITEM_SET, id, NULL, NULL, &a, err);
 	return pgst_write_done(p, P_ITEM_SET, &a, "updating the manifest",
 			       err);
 }
@@ -1616,7 +1706,6 @@ pgst_run_start(struct store *st, int64_t manifest_id, int64_t request_id,
 {
 	struct pgst *p = pgst_of(st);
 	struct pgst_args a = { 0 };
-	struct pgst_batch *b;
 
 	arg_int(&a, manifest_id);
 	arg_int(&a, request_id);
@@ -1627,13 +1716,11 @@ pgst_run_start(struct store *st, int64_t manifest_id, int64_t request_id,
 	arg_text(&a, code_version);
 	arg_text(&a, config_hash);
 	if (p->tx) {
-		if (pgst_next_id(p, &p->run_ids, P_RUN_IDS, run_id, err) < 0 ||
-		    (b = pgst_batch_row(p, B_RUN_START, 0, NULL, NULL,
-					err)) == NULL)
+		if (pgst_next_id(p, &p->run_ids, P_RUN_IDS, run_id, err) < 0)
 			return -1;
-		pgsql_array_int(&b->col[0], *run_id);
-		for (int c = 0; c < a.n; c++)
-			pgsql_array_text(&b->col[1 + c], a.v[c]);
+		arg_int(&a, *run_id);
+		if (pgst_batch_add(p, B_RUN_START, 0, NULL, NULL, &a, err) < 0)
+			return -1;
 	} else if (pgst_returned_id(pgst_write(p, P_RUN_START, &a,
 					       "recording a run", err),
 				    run_id) < 0) {
@@ -1651,7 +1738,6 @@ pgst_run_finish(struct store *st, int64_t run_id, enum mstate state,
 {
 	struct pgst *p = pgst_of(st);
 	struct pgst_args a = { 0 };
-	struct pgst_batch *b;
 
 	arg_int(&a, run_id);
 	arg_text(&a, mstate_name(state));
@@ -1661,14 +1747,9 @@ pgst_run_finish(struct store *st, int64_t run_id, enum mstate state,
 		arg_int(&a, rows_changed);
 	else
 		arg_text(&a, NULL);
-	if (p->tx) {
-		if ((b = pgst_batch_row(p, B_RUN_FINISH, run_id, NULL, NULL,
-					err)) == NULL)
-			return -1;
-		for (int c = 0; c < a.n; c++)
-			pgsql_array_text(&b->col[c], a.v[c]);
-		return 0;
-	}
+	if (p->tx)
+		return pgst_batch_add(p, B_RUN_FINISH, run_id, NULL, NULL, &a,
+				      err);
 	return pgst_write_done(p, P_RUN_FINISH, &a, "finishing a run", err);
 }
 
@@ -1680,7 +1761,6 @@ pgst_partition_built(struct store *st, const char *job, const char *key,
 {
 	struct pgst *p = pgst_of(st);
 	struct pgst_args a = { 0 };
-	struct pgst_batch *b;
 
 	arg_text(&a, job);
 	arg_text(&a, key);
@@ -1691,13 +1771,8 @@ pgst_partition_built(struct store *st, const char *job, const char *key,
 		arg_text(&a, NULL);
 	arg_int(&a, run_id);
 	arg_text(&a, code_version);
-	if (p->tx) {
-		if ((b = pgst_batch_row(p, B_BUILT, 0, job, key, err)) == NULL)
-			return -1;
-		for (int c = 0; c < a.n; c++)
-			pgsql_array_text(&b->col[c], a.v[c]);
-		return 0;
-	}
+	if (p->tx)
+		return pgst_batch_add(p, B_BUILT, 0, job, key, &a, err);
 	return pgst_write_done(p, P_PART_BUILT, &a, "recording a build", err);
 }
 
@@ -1927,7 +2002,6 @@ pgst_partition_finished(struct store *st, const char *job, const char *key,
 	struct pgst *p = pgst_of(st);
 	struct pgst_args a = { 0 };
 	enum mstate prev = MS_COUNT;
-	struct pgst_batch *b;
 	PGresult *r;
 
 	arg_text(&a, job);
@@ -1935,10 +2009,8 @@ pgst_partition_finished(struct store *st, const char *job, const char *key,
 	arg_int(&a, run_id);
 	arg_text(&a, mstate_name(state));
 	if (p->tx) {
-		if ((b = pgst_batch_row(p, B_LATEST, 0, job, key, err)) == NULL)
+		if (pgst_batch_add(p, B_LATEST, 0, job, key, &a, err) < 0)
 			return -1;
-		for (int c = 0; c < a.n; c++)
-			pgsql_array_text(&b->col[c], a.v[c]);
 		if (p->nafter == p->cafter) {
 			p->cafter = p->cafter ? 2 * p->cafter : 64;
 			p->after = xreallocarray(p->after, p->cafter,
