@@ -28,19 +28,23 @@
  * every other session's snapshots overflow to pg_subtrans.
 
  * Fencing.  store_pg_fence(st, generation) with generation > 0 makes
- * every transaction this store opens (store_begin, store_defer, and the
- * one wrapped around a write made outside any) start with
- *     SELECT generation FROM lease WHERE id = 1 FOR KEY SHARE
- * and fail, rolled back, with "deposed: another node holds the planner
- * lease (generation N)" unless N is the store's generation.  FOR KEY
- * SHARE holds the lease row until the transaction ends, so a node taking
- * the lease over (it locks the row FOR UPDATE first, cluster_pg.c)
- * waits for the deposed planner's transaction in flight, and every
- * transaction the deposed one starts afterwards is refused: its late
- * writes are never applied.  The planner's own renewals (an UPDATE of no
- * key column) do not conflict with it, so a renewal on the cluster's
- * connection never waits for the same daemon's open transaction.  The
- * multi-node code sets the generation on the planner's store when it
+ * every transaction this store commits (store_begin's, store_defer's,
+ * and the one wrapped around a write made outside any) send, in the same
+ * round trip as its COMMIT, just before it,
+ *     SELECT 1 / count(*) FROM (SELECT 1 FROM lease WHERE id = 1
+ *         AND generation = $fence FOR KEY SHARE) l
+ * which fails (a division by zero) unless the lease row still holds the
+ * store's generation: the transaction is then rolled back, the commit
+ * fails with "deposed: another node holds the planner lease", and none
+ * of its writes is ever applied.  A node taking the lease over locks the
+ * row FOR UPDATE first (cluster_pg.c): a check that comes while it does
+ * waits for it and then sees the new generation; a takeover that comes
+ * after the check waits for the commit.  Either way a deposed planner's
+ * late writes are refused, and a turn costs no round trip of its own for
+ * the check.  The planner's own renewals (an UPDATE of no key column) do
+ * not conflict with FOR KEY SHARE, so a renewal on the cluster's
+ * connection never waits for the same daemon's commit.  The multi-node
+ * code sets the generation on the planner's store when it
  * takes the lease and clears it when it gives it up.  The nodes and lease
  * tables are sql/pg/001_init.sql's; recover() and orphans() mean what
  * they mean on one host (every run left running is this daemon's): with
@@ -52,9 +56,12 @@
  * stripped, read at each connect and never kept); PGPASSWORD, PGPASSFILE,
  * ~/.pgpass and the other environment variables work as in libpq.  A
  * connection found broken outside a transaction is made again (and its
- * statements prepared again) before the next operation, and a read or a
- * BEGIN that found it broken is sent once more; a write is not (it may
- * have been applied); inside a transaction, the transaction fails.
+ * statements prepared again) before the next operation; a read that
+ * found it broken is sent once more, a write is not (it may have been
+ * applied).  BEGIN is sent without waiting: a transaction first reads
+ * what an idle connection has (the goodbye of a server process that
+ * ended, pgst_idle_check) and connects again if it was dropped; one that
+ * breaks after that fails, as any transaction whose connection breaks.
  *
  * SQLite's own matters: checkpoint_on does nothing (the server
  * checkpoints); probe_write ignores min_free (the database's disk is the
@@ -65,6 +72,7 @@
  */
 #include <errno.h>
 #include <inttypes.h>
+#include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -304,7 +312,9 @@ static const char *const pgst_sql[P_COUNT] = {
 	"SELECT finished_at - started_at FROM runs WHERE job = $1 AND"
 	" state = 'succeeded' AND finished_at IS NOT NULL ORDER BY id DESC"
 	" LIMIT $2",
-	[P_FENCE] = "SELECT generation FROM lease WHERE id = 1 FOR KEY SHARE",
+	[P_FENCE] =
+	"SELECT 1 / count(*)::int FROM (SELECT 1 FROM lease WHERE id = 1"
+	" AND generation = $1 FOR KEY SHARE) AS l",
 	[P_DB_SIZE] = "SELECT pg_database_size(current_database())",
 	[P_ITEM_ADD_ID] =
 	"INSERT INTO manifest (id, request_id, job, partition_key, seq,"
@@ -697,6 +707,7 @@ arg_bool(struct pgst_args *a, bool b)
  */
 
 static void pgst_batch_send(struct pgst *p);
+static void pgst_fence_answer(struct pgst *p, PGresult *r, size_t arg);
 
 /* Read the answers of the statements sent without waiting, the batched
  * writes sent first. */
@@ -734,6 +745,15 @@ pgst_sync(struct pgst *p)
 		     PQresultStatus(r) == PGRES_COMMAND_OK) &&
 		    nulls < p->npiped && p->answer[nulls].fn != NULL)
 			p->answer[nulls].fn(p, r, p->answer[nulls].arg);
+		if (PQresultStatus(r) == PGRES_FATAL_ERROR && !p->aborted &&
+		    nulls < p->npiped &&
+		    p->answer[nulls].fn == pgst_fence_answer) {
+			p->deposed = true;
+			snprintf(msg, sizeof msg, "deposed: another node holds"
+				 " the planner lease");
+			p->aborted = true;
+			snprintf(p->abort_msg, sizeof p->abort_msg, "%s", msg);
+		}
 		if (PQresultStatus(r) == PGRES_FATAL_ERROR && !p->aborted) {
 			snprintf(msg, sizeof msg, "%s",
 				 PQresultErrorMessage(r));
@@ -1107,56 +1127,49 @@ pgst_tx_state(struct pgst *p)
 	p->deferred = false;
 }
 
-/* Open a transaction; with a fence, check the lease first. */
+/* An idle connection has nothing to say: anything readable is the
+ * server's goodbye (an error, then the end of the stream), which marks
+ * the connection broken once read to its end. */
+static void
+pgst_idle_check(struct pgst *p)
+{
+	struct pollfd pfd;
+
+	if (p->pg == NULL || p->piped || PQstatus(p->pg) != CONNECTION_OK)
+		return;
+	pfd.fd = PQsocket(p->pg);
+	pfd.events = POLLIN;
+	while (pfd.fd >= 0 && poll(&pfd, 1, 0) == 1 &&
+	       PQconsumeInput(p->pg) == 1)
+		;
+}
+
+/* Open a transaction: BEGIN sent without waiting (its answer comes with
+ * the next statement's).  A connection the server dropped while idle is
+ * made again first (nothing was sent on it that could have been
+ * applied). */
 static int
 pgst_tx_open(struct pgst *p, struct err *err)
 {
-	PGresult *r;
-	int64_t gen;
-	bool found;
-
+	pgst_idle_check(p);
 	if (pgst_ready(p, err) < 0)
 		return -1;
-	r = NULL;
-	if (p->fence > 0) {
-		/* BEGIN and the lease check in one round trip */
-		pgst_tx_state(p);
-		if (pgst_pipe(p, "BEGIN", P_COUNT, NULL, "BEGIN", err) == 0)
-			r = pgst_exec(p, P_FENCE, NULL, "checking the planner"
-				      " lease", err);
-		if (r == NULL && PQstatus(p->pg) != CONNECTION_BAD)
-			goto fail;
-		if (r == NULL) /* dropped: as below */
-			p->tx = false;
-	}
-	/* BEGIN on a connection the server dropped: once more, connected
-	 * again (nothing was sent that could have been applied) */
-	if (r == NULL &&
-	    pgst_simple(p, "BEGIN", err) < 0 &&
-	    (PQstatus(p->pg) != CONNECTION_BAD || pgst_ready(p, err) < 0 ||
-	     pgst_simple(p, "BEGIN", err) < 0))
-		return -1;
 	pgst_tx_state(p);
-	if (p->fence <= 0)
-		return 0;
-	if (r == NULL &&
-	    (r = pgst_exec(p, P_FENCE, NULL, "checking the planner lease",
-			   err)) == NULL)
-		goto fail;
-	found = PQntuples(r) > 0;
-	gen = found ? col_int(r, 0, 0) : 0;
-	PQclear(r);
-	if (!found || gen != p->fence) {
-		p->deposed = true;
-		err_set(err, EXIT_INTERNAL, "deposed: another node holds the"
-			" planner lease (generation %" PRId64 ")", gen);
-		goto fail;
+	if (pgst_pipe(p, "BEGIN", P_COUNT, NULL, "BEGIN", err) < 0) {
+		pgst_tx_rollback(p);
+		return -1;
 	}
-	p->deposed = false;
 	return 0;
-fail:
-	pgst_tx_rollback(p);
-	return -1;
+}
+
+/* The fence check's answer: it passed (a failure marks the store deposed,
+ * pgst_sync). */
+static void
+pgst_fence_answer(struct pgst *p, PGresult *r, size_t arg)
+{
+	(void)r;
+	(void)arg;
+	p->deposed = false;
 }
 
 /* COMMIT's answer: committed, unless the server says ROLLBACK (its
@@ -1193,6 +1206,13 @@ pgst_tx_commit(struct pgst *p, struct err *err)
 
 	pgst_batch_send(p);
 	p->committed = false;
+	if (p->fence > 0 && !p->aborted) {
+		struct pgst_args a = { 0 };
+
+		arg_int(&a, p->fence);
+		pgst_pipe_send(p, NULL, P_FENCE, &a, "checking the planner"
+			       " lease", pgst_fence_answer, 0, &ignored);
+	}
 	if (!p->aborted)
 		pgst_pipe_send(p, "COMMIT", P_COUNT, NULL, "COMMIT",
 			       pgst_commit_answer, 0, &ignored);
