@@ -12,9 +12,10 @@
  * that stops hands them over (cworker_stop).
  *
  * The planner runs its share itself (lease_share): a run it may run while
- * it runs fewer than its share goes straight to its executor, with no
- * work row (cworker_run_here), and its result reaches the scheduler as a
- * worker's would (encoded, then decoded).  Deposed, it cancels them and
+ * it runs fewer than its share goes to its own executor, with no work row
+ * (cworker_run_here), once its runs rows are committed (next loop turn,
+ * as an offer), and its result reaches the scheduler as a worker's would
+ * (encoded, then decoded).  Deposed, it cancels them and
  * drops their results (the next planner queues them again); stopping
  * while others live, it makes them its claims (cworker_hand_own).
  *
@@ -56,6 +57,8 @@ struct local {
 	bool done;    /* ended; its finish waits for the database */
 	bool discard; /* fenced: its result would be refused */
 	bool own;     /* the planner's own: no work row, result to direct */
+	bool pending; /* own, not started: its runs rows are not committed */
+	bool withdrawn; /* pending, cancelled: it ends unstarted */
 	struct exec_run *direct; /* own: the scheduler's run (NULL: dropped) */
 	struct cworker *w;
 	struct local *next;
@@ -186,11 +189,74 @@ cworker_run_here(struct cworker *w, struct exec_run *run)
 	l->run.commits_keep_ms = run->commits_keep_ms;
 	l->run.done_cb = cworker_run_done_cb;
 	l->run.data = l;
+	l->pending = true;
 	l->next = w->locals;
 	w->locals = l;
 	w->nlocal++;
 	w->drv->set_running(w->c, w->nlocal);
-	exec_submit(w->exec, &l->run);
+	cworker_kick(w);
+}
+
+/* End a pending own run unstarted: queued again, no attempt counted (as
+ * an offer withdrawn, cworker_end_cancels); its local freed. */
+static void
+cworker_unstart(struct cworker *w, struct local *l, const char *why)
+{
+	struct exec_run *run = l->direct;
+
+	w->nlocal--;
+	cworker_local_free(w, l);
+	if (run == NULL)
+		return;
+	run->failed = run->not_started = run->interrupted = true;
+	snprintf(run->error, sizeof run->error, "interrupted: %s", why);
+	run->done_cb(run);
+}
+
+/*
+ * Start the own runs submitted since the last turn, their runs rows
+ * committed first (sched_flush), so that a planner killed meanwhile
+ * leaves them to the next one to queue again (sched_adopt.c).  A store
+ * that cannot be written ends them unstarted, as it ends offers; one
+ * cancelled or dropped meanwhile never starts.
+ */
+static void
+cworker_start_own(struct cworker *w)
+{
+	struct local *l, **todo;
+	size_t n = 0;
+	bool flushed;
+
+	for (l = w->locals; l != NULL; l = l->next)
+		n += l->pending;
+	if (n == 0)
+		return;
+	/* these only: a done_cb below may submit more, for the next turn */
+	todo = xcalloc(n, sizeof *todo);
+	n = 0;
+	for (l = w->locals; l != NULL; l = l->next)
+		if (l->pending)
+			todo[n++] = l;
+	flushed = sched_flush(w->sched) == 0;
+	for (size_t i = 0; i < n; i++) {
+		l = todo[i];
+		if (l->direct == NULL || l->discard) {
+			w->nlocal--;
+			cworker_local_free(w, l);
+		} else if (l->withdrawn) {
+			cworker_unstart(w, l, "the planner withdrew it");
+		} else if (!flushed) {
+			cworker_unstart(w, l, "the state store cannot be"
+					" written");
+		} else {
+			l->pending = false;
+			exec_submit(w->exec, &l->run);
+		}
+	}
+	free(todo);
+	w->drv->set_running(w->c, w->nlocal);
+	if (w->closing)
+		cworker_kick(w); /* the pump shuts once none is left */
 }
 
 /* An own run ended: its result to the scheduler's run, as a worker's
@@ -275,7 +341,11 @@ cworker_cancel(void *data, struct exec_run *run)
 
 	for (struct local *l = w->locals; l != NULL; l = l->next)
 		if (l->own && l->direct == run) {
-			exec_cancel(w->exec, &l->run);
+			if (l->pending)
+				l->withdrawn = true; /* the pump ends it */
+			else
+				exec_cancel(w->exec, &l->run);
+			cworker_kick(w);
 			return;
 		}
 	for (size_t i = 0; i < w->ncancels; i++)
@@ -825,7 +895,8 @@ cworker_run_done_cb(struct exec_run *run)
 			l->direct = NULL;
 			w->ndropped++;
 			log_warn("run=%" PRId64 ": its result is dropped: this"
-				 " node is no longer the planner", l->id);
+				 " node is no longer the planner (the next"
+				 " queues it again)", l->id);
 		}
 		if (l->direct != NULL)
 			cworker_own_result(w, l);
@@ -879,6 +950,7 @@ cworker_pump_cb(uv_timer_t *t)
 		return;
 	}
 	cworker_end_cancels(w);
+	cworker_start_own(w);
 	if (w->nunsent > 0)
 		cworker_offer(w);
 	cworker_exchange(w);
@@ -1275,6 +1347,7 @@ cworker_stop(struct cworker *w)
 		if (w->nunsent > 0)
 			log_warn("%zu runs recorded but not offered are queued"
 				 " again by the next planner", w->nunsent);
+		cworker_start_own(w);
 		cworker_hand_own(w);
 		cworker_forget_all(w);
 	}
