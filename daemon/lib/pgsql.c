@@ -9,6 +9,7 @@
  * token is copied as it is except `;` at parenthesis depth 0 (ends the
  * statement) and `:name` (becomes $n).
  */
+#include <inttypes.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -17,12 +18,6 @@
 #include "pgsql.h"
 #include "sqlscan.h"
 #include "xalloc.h"
-
-/* A growable byte buffer. */
-struct pgsql_buf {
-	char *p;
-	size_t len, cap;
-};
 
 /* The statement being built. */
 struct pgsql_cur {
@@ -254,4 +249,63 @@ pgsql_values(const struct pgsql_stmt *st, const struct wh_param *params,
 		    nparams > 0 ? known : "none");
 	}
 	return 0;
+}
+
+/* ---- array literals ------------------------------------------------- */
+
+/* Open the literal or separate the next element. */
+static void
+pgsql_array_next(struct pgsql_array *a)
+{
+	pgsql_buf_add(&a->b, a->n++ == 0 ? "{" : ",", 1);
+}
+
+void
+pgsql_array_text(struct pgsql_array *a, const char *s)
+{
+	pgsql_array_next(a);
+	if (s == NULL) {
+		pgsql_buf_add(&a->b, "NULL", 4);
+		return;
+	}
+	pgsql_buf_add(&a->b, "\"", 1);
+	for (; *s != '\0'; s++) {
+		if (*s == '"' || *s == '\\')
+			pgsql_buf_add(&a->b, "\\", 1);
+		pgsql_buf_add(&a->b, s, 1);
+	}
+	pgsql_buf_add(&a->b, "\"", 1);
+}
+
+void
+pgsql_array_int(struct pgsql_array *a, int64_t v)
+{
+	char num[32];
+
+	pgsql_array_next(a);
+	snprintf(num, sizeof num, "%" PRId64, v);
+	pgsql_buf_add(&a->b, num, strlen(num));
+}
+
+void
+pgsql_array_bool(struct pgsql_array *a, bool v)
+{
+	pgsql_array_next(a);
+	pgsql_buf_add(&a->b, v ? "t" : "f", 1);
+}
+
+const char *
+pgsql_array_end(struct pgsql_array *a)
+{
+	if (a->n == 0)
+		pgsql_buf_add(&a->b, "{", 1);
+	pgsql_buf_add(&a->b, "}", 1);
+	return a->b.p;
+}
+
+void
+pgsql_array_free(struct pgsql_array *a)
+{
+	free(a->b.p);
+	memset(a, 0, sizeof *a);
 }

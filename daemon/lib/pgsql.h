@@ -21,7 +21,9 @@
 #ifndef BACKFILLD_PGSQL_H
 #define BACKFILLD_PGSQL_H
 
+#include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 
 #include "err.h"
 #include "wh.h"
@@ -59,5 +61,30 @@ void pgsql_script_free(struct pgsql_script *s);
  */
 int pgsql_values(const struct pgsql_stmt *st, const struct wh_param *params,
 		 size_t nparams, const char **values, struct err *err);
+
+/*
+ * A one-dimensional array literal ("{1,2}", "{\"a\",NULL}") being built
+ * as the text of one parameter bound to bigint[], text[], boolean[]...:
+ * how the state store sends many rows in one statement (unnest).  Text
+ * elements are always quoted, so "NULL" stays a string; NULL (a null
+ * pointer) is the SQL NULL.  Zeroed is empty; pgsql_array_end closes it
+ * and returns the literal ("{}" when empty), valid until
+ * pgsql_array_free.
+ */
+struct pgsql_buf {
+	char *p;
+	size_t len, cap;
+};
+
+struct pgsql_array {
+	struct pgsql_buf b;
+	size_t n; /* elements */
+};
+
+void pgsql_array_text(struct pgsql_array *a, const char *s);
+void pgsql_array_int(struct pgsql_array *a, int64_t v);
+void pgsql_array_bool(struct pgsql_array *a, bool v);
+const char *pgsql_array_end(struct pgsql_array *a);
+void pgsql_array_free(struct pgsql_array *a);
 
 #endif

@@ -32,6 +32,7 @@
 static char log_progname[64] = "backfilld";
 static bool log_journal;
 static atomic_int log_level = LOG_LEVEL_INFO;
+static long log_pid; /* the daemon's, read once (a system call a line) */
 
 /* Choose the format: "<N>" prefixes when stderr is the journal. */
 void
@@ -45,6 +46,7 @@ log_init(const char *progname)
 		    slash != NULL ? slash + 1 : progname);
 	}
 	log_journal = js != NULL && *js != '\0';
+	log_pid = (long)getpid();
 }
 
 /* Show messages of this level and more urgent ones. */
@@ -150,7 +152,8 @@ log_msg(int level, const char *fmt, ...)
 		    "%04d-%02d-%02dT%02d:%02d:%02d.%03ldZ %s[%ld]: %s: ",
 		    tm.tm_year + 1900, tm.tm_mon + 1, tm.tm_mday, tm.tm_hour,
 		    tm.tm_min, tm.tm_sec, ts.tv_nsec / 1000000, log_progname,
-		    (long)getpid(), log_level_name(level));
+		    log_pid != 0 ? log_pid : (long)getpid(),
+		    log_level_name(level));
 	}
 	if (n < 0)
 		return;

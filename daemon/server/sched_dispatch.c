@@ -362,11 +362,19 @@ struct outcome {
 	bool retry;
 };
 
+/* A partition's newest run changed: the per-job counts follow. */
+static void
+sched_prev_cb(const char *job, enum mstate prev, enum mstate state,
+	      void *data)
+{
+	sched_count_finished(data, job, prev, state);
+}
+
 /* Write one partition's run row, newest run and build. */
 static int
 sched_record_part(struct sched *s, struct active *a, size_t i,
 		  const struct outcome *o, int64_t inputs_at, int64_t now,
-		  enum mstate *prev, struct err *err)
+		  struct err *err)
 {
 	struct exec_run *run = &a->run;
 	int64_t rid = a->mr->batch ? a->run_ids[i] : run->run_id;
@@ -376,13 +384,12 @@ sched_record_part(struct sched *s, struct active *a, size_t i,
 			    run->error : NULL;
 
 	/* a batch's rows changed are the batch's: on its first row */
-	*prev = MS_COUNT;
 	if (store_run_finish(s->store, rid, o->run_state, now, error,
 			     i == 0 ? run->rows_changed : -1, err) < 0)
 		return -1;
 	if (o->run_state != MS_CANCELLED &&
 	    store_partition_finished(s->store, a->mr->job_name, key, rid,
-				     o->run_state, prev, err) < 0)
+				     o->run_state, sched_prev_cb, s, err) < 0)
 		return -1;
 	if (o->result == MS_SUCCEEDED &&
 	    store_partition_built(s->store, a->mr->job_name, key, now,
@@ -396,7 +403,7 @@ sched_record_part(struct sched *s, struct active *a, size_t i,
  * audit and items (already moved in memory). */
 static int
 sched_record_end(struct sched *s, struct active *a, const struct outcome *o,
-		 enum mstate *prev, int64_t now, struct err *err)
+		 int64_t now, struct err *err)
 {
 	struct exec_run *run = &a->run;
 	struct run *r = a->mr;
@@ -408,8 +415,7 @@ sched_record_end(struct sched *s, struct active *a, const struct outcome *o,
 	if (store_defer(s->store, err) < 0 || store_begin(s->store, err) < 0)
 		return -1;
 	for (size_t i = 0; i < nkeys; i++)
-		if (sched_record_part(s, a, i, o, inputs_at, now, &prev[i],
-				      err) < 0)
+		if (sched_record_part(s, a, i, o, inputs_at, now, err) < 0)
 			goto fail;
 	if (!run->cancelled && sched_audit(s, run, a->run_ids, err) < 0)
 		goto fail;
@@ -584,22 +590,14 @@ sched_run_record(struct sched *s, struct active *a, const struct outcome *o,
 		 int64_t now)
 {
 	struct run *r = a->mr;
-	size_t nkeys = r->batch ? r->nitems : 1;
-	enum mstate *prev = xcalloc(nkeys, sizeof *prev);
 	struct err err;
 
 	manifest_run_result(&s->m, r, o->result, o->retry ? a->run.job : NULL,
 			    now);
-	if (sched_record_end(s, a, o, prev, now, &err) < 0)
+	if (sched_record_end(s, a, o, now, &err) < 0)
 		log_err("job=%s partition=%s run=%" PRId64 " cannot record the"
 			" result: %s",
 			r->job_name, r->items[0]->key, a->run.run_id, err.msg);
-	else
-		for (size_t i = 0; o->run_state != MS_CANCELLED && i < nkeys;
-		     i++)
-			sched_count_finished(s, r->job_name, prev[i],
-					     o->run_state);
-	free(prev);
 	sched_run_log(a, o, now);
 	if (o->run_state != MS_CANCELLED)
 		sched_fresh_run_done(s, a, o->result, now);

@@ -364,15 +364,15 @@ store_runs_open(struct store *st, const char *job, int64_t request_id,
 
 int
 store_partition_finished(struct store *st, const char *job, const char *key,
-			 int64_t run_id, enum mstate state, enum mstate *prev,
-			 struct err *err)
+			 int64_t run_id, enum mstate state, store_prev_cb cb,
+			 void *data, struct err *err)
 {
 	if (store_refused(st, err))
 		return -1;
-	return store_wrote(
-	    st,
-	    st->ops->partition_finished(st, job, key, run_id, state, prev, err),
-	    err);
+	return store_wrote(st, st->ops->partition_finished(st, job, key, run_id,
+							   state, cb, data,
+							   err),
+			   err);
 }
 
 int

@@ -23,12 +23,16 @@
  *	defer -> writes... [begin -> writes -> commit|rollback]... -> flush
  *
  * begin() outside a transaction opens one that its commit() commits;
- * inside one it sets a savepoint, so a rollback() undoes that group alone.
+ * inside one it opens a group of writes.  A rollback() of a group is what
+ * a caller does after one of its writes failed, which fails the turn
+ * anyway (below): SQLite undoes the group alone (a savepoint), PostgreSQL
+ * fails the whole transaction (a savepoint per group would cost a
+ * subtransaction per run; store_pg.c), so its commit or flush fails.
  * defer() opens, if none is open, a transaction that only flush()
  * commits: the changes of one loop turn share one commit, and nothing is
  * acknowledged to a client before flush() returned 0 (scheduler.c, rule
  * 1).  commit() and rollback() of the deferred transaction itself (no
- * savepoint open) do nothing.  Statements are prepared once.
+ * group open) do nothing.  Statements are prepared once.
  *
  * Failing (one policy, whatever the implementation; docs/architecture.md,
  * "Failing"):
@@ -166,6 +170,10 @@ typedef int (*store_run_cb)(const struct store_run_row *row, void *data,
 			    struct err *err);
 typedef void (*store_count_cb)(const char *job, enum mstate state,
 			       int64_t count, void *data);
+/* A partition's newest run changed (partition_finished): from prev
+ * (MS_COUNT: it had none) to state. */
+typedef void (*store_prev_cb)(const char *job, enum mstate prev,
+			      enum mstate state, void *data);
 typedef void (*store_orphan_cb)(int64_t run_id, const char *job,
 				const char *key, int64_t pgid,
 				int64_t proc_start, void *data);
@@ -257,7 +265,7 @@ struct store_ops {
 	void (*rollback)(struct store *st);
 	int (*defer)(struct store *st, struct err *err);
 	/* Write.  Commit the deferred transaction if one is open and no
-	 * savepoint is; a failed commit leaves it rolled back. */
+	 * group is; a failed commit leaves it rolled back. */
 	int (*flush)(struct store *st, struct err *err);
 
 	/* Write: a request, its id in *id. */
@@ -366,12 +374,15 @@ struct store_ops {
 	void (*runs_close)(struct store_runs_cursor *c);
 
 	/* Write: a run of job's partition key finished as state (succeeded
-	 * or failed) and becomes the partition's newest run; *prev is the
-	 * state of the one it replaces, MS_COUNT when none. */
+	 * or failed) and becomes the partition's newest run.  cb (if not
+	 * NULL) learns the state of the one it replaces once the write is
+	 * made: before this returns on SQLite and outside a transaction; on
+	 * PostgreSQL inside one, when it commits (never when it is rolled
+	 * back), so that the write needs no round trip of its own. */
 	int (*partition_finished)(struct store *st, const char *job,
 				  const char *key, int64_t run_id,
-				  enum mstate state, enum mstate *prev,
-				  struct err *err);
+				  enum mstate state, store_prev_cb cb,
+				  void *data, struct err *err);
 	/* Partitions per job by the state of their newest finished run (at
 	 * start: the scheduler keeps the counts in memory from then on). */
 	int (*latest_counts)(struct store *st, store_count_cb cb, void *data,
@@ -448,7 +459,7 @@ struct store_ops {
 			   size_t jobsz, bool *finished, struct err *err);
 
 	/* Roll back whatever is open, the deferred transaction and its
-	 * savepoints included (store.c, a failed turn); never fails loudly. */
+	 * groups included (store.c, a failed turn); never fails loudly. */
 	void (*discard)(struct store *st);
 };
 
@@ -568,7 +579,7 @@ int store_runs_walk(struct store_runs_cursor *c, int max_rows,
 		    struct err *err);
 int store_partition_finished(struct store *st, const char *job,
 			     const char *key, int64_t run_id, enum mstate state,
-			     enum mstate *prev, struct err *err);
+			     store_prev_cb cb, void *data, struct err *err);
 int store_latest_counts(struct store *st, store_count_cb cb, void *data,
 			struct err *err);
 int store_run_proc(struct store *st, int64_t run_id, int64_t pgid,

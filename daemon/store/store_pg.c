@@ -13,16 +13,20 @@
  * that nodes starting together migrate once.
  *
  * Transactions.  begin/commit/rollback and defer/flush mean what they
- * mean on SQLite (a savepoint inside an open transaction; one deferred
- * transaction per loop turn, committed by flush).  One difference: in
- * PostgreSQL a statement that fails inside a transaction aborts the whole
- * transaction, where SQLite fails only that statement.  A rollback() of
- * the savepoint it failed in repairs it; otherwise every later statement,
- * a read too, fails ("the transaction failed earlier") and the commit (or
- * flush) fails with the first error, and rolls back: never a silent
- * "ROLLBACK" for a COMMIT.  store.c's policy (a failed write fails the
- * turn, flush discards it) asks no more than that.
- *
+ * mean on SQLite, with one difference: in PostgreSQL a statement that
+ * fails inside a transaction aborts the whole transaction, where SQLite
+ * fails only that statement.  So a begin() inside an open transaction
+ * sets no savepoint here: it only counts a depth, and a rollback() of
+ * such a group marks the whole transaction failed.  Every later
+ * statement, a read too, fails ("the transaction failed earlier") and the
+ * commit (or flush) fails with the first error, and rolls back: never a
+ * silent "ROLLBACK" for a COMMIT.  store.c's policy asks no more than
+ * that: a group is only ever rolled back after one of its writes failed,
+ * and a failed write fails the loop turn, whose flush discards it all.
+ * A savepoint per group would cost two statements and a subtransaction
+ * per run start and end, and past 64 subtransactions in one transaction
+ * every other session's snapshots overflow to pg_subtrans.
+
  * Fencing.  store_pg_fence(st, generation) with generation > 0 makes
  * every transaction this store opens (store_begin, store_defer, and the
  * one wrapped around a write made outside any) start with
@@ -68,6 +72,7 @@
 #include <libpq-fe.h>
 
 #include "pg_conn.h"
+#include "pgsql.h"
 #include "sql_embedded.h"
 #include "store_pg.h"
 #include "xalloc.h"
@@ -123,10 +128,14 @@ enum pgst_stmt {
 	P_DURATIONS,
 	P_FENCE,
 	P_DB_SIZE,
-	P_ITEM_ADD_ID,
-	P_RUN_START_ID,
 	P_ITEM_IDS,
 	P_RUN_IDS,
+	P_B_ITEM_ADD,
+	P_B_RUN_START,
+	P_B_ITEM_SET,
+	P_B_RUN_FINISH,
+	P_B_LATEST,
+	P_B_BUILT,
 	P_COUNT
 };
 
@@ -292,34 +301,144 @@ static const char *const pgst_sql[P_COUNT] = {
 	" LIMIT $2",
 	[P_FENCE] = "SELECT generation FROM lease WHERE id = 1 FOR KEY SHARE",
 	[P_DB_SIZE] = "SELECT pg_database_size(current_database())",
-	[P_ITEM_ADD_ID] =
-	"INSERT INTO manifest (id, request_id, job, partition_key, seq,"
-	" downstream, state, created_at, updated_at)"
-	" VALUES ($8,$1,$2,$3,$4,$5,$6,$7,$7)",
-	[P_RUN_START_ID] =
-	"INSERT INTO runs (id, manifest_id, request_id, job, partition_key,"
-	" attempt, state, started_at, code_version, config_hash)"
-	" VALUES ($9,$1,$2,$3,$4,$5,'running',$6,$7,$8)",
 	[P_ITEM_IDS] =
 	"SELECT nextval(pg_get_serial_sequence('manifest', 'id'))"
 	" FROM generate_series(1, $1)",
 	[P_RUN_IDS] =
 	"SELECT nextval(pg_get_serial_sequence('runs', 'id'))"
 	" FROM generate_series(1, $1)",
+	/* the batched writes (below): many rows, one statement; not
+	 * prepared: each is planned for its rows (a plan cached while the
+	 * tables were small would scan them whole, a join of unnest and a
+	 * sequential scan, as they grow) */
+	[P_B_ITEM_ADD] =
+	"INSERT INTO manifest (id, request_id, job, partition_key, seq,"
+	" downstream, state, created_at, updated_at)"
+	" SELECT id, request_id, job, k, seq, downstream, state, at, at"
+	" FROM unnest($1::bigint[], $2::bigint[], $3::text[], $4::text[],"
+	" $5::int[], $6::boolean[], $7::text[], $8::bigint[])"
+	" AS t(id, request_id, job, k, seq, downstream, state, at)",
+	[P_B_RUN_START] =
+	"INSERT INTO runs (id, manifest_id, request_id, job, partition_key,"
+	" attempt, state, started_at, code_version, config_hash)"
+	" SELECT id, mid, rid, job, k, attempt, 'running', at, cv, ch"
+	" FROM unnest($1::bigint[], $2::bigint[], $3::bigint[], $4::text[],"
+	" $5::text[], $6::int[], $7::bigint[], $8::text[], $9::text[])"
+	" AS t(id, mid, rid, job, k, attempt, at, cv, ch)",
+	[P_B_ITEM_SET] =
+	"UPDATE manifest m SET state = t.state, attempts = t.attempts,"
+	" not_before = t.not_before, error = t.error,"
+	" blocked_on = t.blocked_on, updated_at = t.at"
+	" FROM unnest($1::bigint[], $2::text[], $3::int[], $4::bigint[],"
+	" $5::text[], $6::text[], $7::bigint[])"
+	" AS t(id, state, attempts, not_before, error, blocked_on, at)"
+	" WHERE m.id = t.id",
+	[P_B_RUN_FINISH] =
+	"UPDATE runs r SET state = t.state, finished_at = t.at,"
+	" error = t.error, rows_changed = t.rows"
+	" FROM unnest($1::bigint[], $2::text[], $3::bigint[], $4::text[],"
+	" $5::bigint[]) AS t(id, state, at, error, rows) WHERE r.id = t.id",
+	/* the rows' states they replace, by ordinal */
+	[P_B_LATEST] =
+	"WITH t AS (SELECT * FROM unnest($1::text[], $2::text[],"
+	" $3::bigint[], $4::text[]) WITH ORDINALITY"
+	" AS t(job, k, run_id, state, ord)),"
+	" old AS (SELECT t.ord, l.state FROM t JOIN partition_latest l"
+	" ON l.job = t.job COLLATE \"C\" AND l.partition_key = t.k COLLATE \"C\"),"
+	" up AS (INSERT INTO partition_latest (job, partition_key, run_id,"
+	" state) SELECT job, k, run_id, state FROM t ON CONFLICT (job,"
+	" partition_key) DO UPDATE SET run_id = excluded.run_id,"
+	" state = excluded.state)"
+	" SELECT ord, state FROM old",
+	[P_B_BUILT] =
+	"INSERT INTO partitions (job, partition_key, built_at, inputs_at,"
+	" run_id, code_version)"
+	" SELECT * FROM unnest($1::text[], $2::text[], $3::bigint[],"
+	" $4::bigint[], $5::bigint[], $6::text[])"
+	" ON CONFLICT (job, partition_key) DO UPDATE SET"
+	" built_at = excluded.built_at, inputs_at = excluded.inputs_at,"
+	" run_id = excluded.run_id, code_version = excluded.code_version",
 };
 
 /*
  * Ids.  Inside a transaction, a manifest row or a run is inserted with an
  * id taken from its table's sequence beforehand, a block at a time (1,
  * 2, 4... up to PGST_IDS_MAX), so that the insert needs no answer and is
- * pipelined (below).  Ids stay increasing; those of a block not used
+ * batched (below).  Ids stay increasing; those of a block not used
  * when the daemon stops are skipped, as a rolled-back insert's are.
  */
-#define PGST_IDS_MAX 64
+#define PGST_IDS_MAX 256
 
 struct pgst_ids {
 	int64_t id[PGST_IDS_MAX];
 	int n, pos, block;
+};
+
+/*
+ * Batched writes.  Inside a transaction, the writes a run's start and end
+ * make (manifest rows added and set, runs started and finished, the
+ * partitions' newest runs and builds) are not sent one statement each:
+ * their rows are kept per kind, as array literals, and sent as one
+ * statement per kind (unnest) before the next statement of any other
+ * kind, before a read, and before COMMIT; a ROLLBACK drops them.  They go
+ * in the order of enum pgst_batch_kind, parents first (a run's manifest row
+ * before the run, a run before its partition's newest), and a row that
+ * names the same row (id, or job and key) as one already kept sends every
+ * kind first, so that the statements change each row in the order the
+ * writes were made.  So a loop turn that starts and ends fifty runs
+ * costs six statements, not three hundred and fifty.
+ */
+enum pgst_batch_kind {
+	B_ITEM_ADD,
+	B_RUN_START,
+	B_ITEM_SET,
+	B_RUN_FINISH,
+	B_LATEST,
+	B_BUILT,
+	B_COUNT
+};
+
+#define PGST_PIPE_MAX 256 /* statements sent before their answers are read */
+#define PGST_BATCH_COLS 9
+#define PGST_BATCH_MAX 256
+
+struct pgst_batch {
+	struct pgsql_array col[PGST_BATCH_COLS];
+	int n;
+	int64_t id[PGST_BATCH_MAX];  /* the row each names (ITEM_SET, RUN_FINISH) */
+	char *key[PGST_BATCH_MAX];   /* ... "job\x1fkey" (LATEST, BUILT) */
+	size_t first_after;          /* LATEST: its first row's p->after */
+};
+
+/* What each kind sends and how many columns it has. */
+static const struct {
+	enum pgst_stmt stmt;
+	int ncols;
+	const char *what;
+} pgst_batch_kinds[B_COUNT] = {
+	[B_ITEM_ADD] = { P_B_ITEM_ADD, 8, "adding to the manifest" },
+	[B_RUN_START] = { P_B_RUN_START, 9, "recording runs" },
+	[B_ITEM_SET] = { P_B_ITEM_SET, 7, "updating the manifest" },
+	[B_RUN_FINISH] = { P_B_RUN_FINISH, 5, "finishing runs" },
+	[B_LATEST] = { P_B_LATEST, 4, "recording partitions' last runs" },
+	[B_BUILT] = { P_B_BUILT, 6, "recording builds" },
+};
+
+/* A partition_finished callback waiting for the commit. */
+struct pgst_after {
+	store_prev_cb cb;
+	void *data;
+	char *job;
+	enum mstate prev, state;
+};
+
+/* The answer of a statement sent without waiting, if someone reads it. */
+struct pgst;
+typedef void (*pgst_answer_fn)(struct pgst *p, PGresult *r, size_t arg);
+
+struct pgst_answer {
+	pgst_answer_fn fn;
+	size_t arg;
 };
 
 struct pgst {
@@ -332,14 +451,20 @@ struct pgst {
 	bool prepared;     /* the connection has the statements */
 	bool tx;           /* a transaction is open */
 	bool deferred;     /* ... opened by defer: flush commits it */
-	int depth;         /* savepoints inside it */
+	int depth;         /* begin() groups open inside it */
 	bool aborted;      /* a statement failed in it (PostgreSQL: all later
 			    * ones fail until a rollback) */
-	int abort_depth;   /* the savepoint depth it failed at */
 	char abort_msg[512];
 	int64_t runs_kept;
 	bool piped;        /* in pipeline mode: sent, answers not read */
 	int npiped;        /* statements sent since the last sync */
+	struct pgst_answer answer[PGST_PIPE_MAX]; /* ... who reads each */
+	struct pgst_batch batch[B_COUNT];
+	bool batched;      /* some batch holds rows */
+	bool sending;      /* pgst_batch_send is sending them */
+	bool committed;    /* the last COMMIT's answer */
+	struct pgst_after *after; /* to call once the transaction commits */
+	size_t nafter, cafter;
 	struct pgst_ids item_ids, run_ids; /* reserved, not used yet */
 };
 
@@ -368,7 +493,6 @@ pgst_fail(struct pgst *p, struct err *err, const char *what)
 	pgst_pqmsg(p->pg, msg, sizeof msg);
 	if (p->tx && !p->aborted) {
 		p->aborted = true;
-		p->abort_depth = p->depth;
 		snprintf(p->abort_msg, sizeof p->abort_msg, "%s: %s", what, msg);
 	}
 	return err_set(err, EXIT_INTERNAL, "state store: %s: %s", what, msg);
@@ -435,7 +559,7 @@ pgst_prepare(struct pgst *p, struct err *err)
 	char name[16];
 	PGresult *r;
 
-	for (int i = 0; i < P_COUNT; i++) {
+	for (int i = 0; i < P_B_ITEM_ADD; i++) {
 		snprintf(name, sizeof name, "s%d", i);
 		r = PQprepare(p->pg, name, pgst_sql[i], 0, NULL);
 		if (PQresultStatus(r) != PGRES_COMMAND_OK) {
@@ -458,7 +582,6 @@ pgst_ready(struct pgst *p, struct err *err)
 	if (p->tx) {
 		if (!p->aborted) {
 			p->aborted = true;
-			p->abort_depth = p->depth;
 			snprintf(p->abort_msg, sizeof p->abort_msg,
 				 "the connection was lost");
 		}
@@ -502,20 +625,22 @@ arg_bool(struct pgst_args *a, bool b)
 
 /*
  * Pipelining.  Inside a transaction, a write whose answer nobody reads
- * (pgst_write_done) and the savepoints around it are sent without waiting
- * (libpq pipeline mode); their answers are read by pgst_sync before the
- * next statement that needs one, and before COMMIT or ROLLBACK, so that a
- * loop turn's writes cost one round trip per read, not one per write.  A
- * write that failed is found there: the transaction is marked aborted at
- * depth 0, so that no savepoint rollback hides it, and its commit (the
- * turn's flush) fails with it, as store.c's rule 1 wants of a failed
- * write.  At most PGST_PIPE_MAX statements wait at once: their answers
- * stay well within the socket's buffers (a blocking connection that sends
- * while the server waits for its answers to be read would deadlock).
+ * (pgst_write_done) is sent without waiting (libpq pipeline mode); the
+ * answers are read by pgst_sync before the next statement that needs one,
+ * and before COMMIT or ROLLBACK, so that a loop turn's writes cost one
+ * round trip per read, not one per write.  A write that failed is found
+ * there: the transaction is marked aborted, and its commit (the turn's
+ * flush) fails with it, as store.c's rule 1 wants of a failed write.  At
+ * most PGST_PIPE_MAX statements wait at once: their answers stay well
+ * within the socket's buffers (a blocking connection that sends while the
+ * server waits for its answers to be read would deadlock).  A statement
+ * sent with an answer function has its rows handed to it there.
  */
-#define PGST_PIPE_MAX 256
 
-/* Read the answers of the statements sent without waiting. */
+static void pgst_batch_send(struct pgst *p);
+
+/* Read the answers of the statements sent without waiting, the batched
+ * writes sent first. */
 static void
 pgst_sync(struct pgst *p)
 {
@@ -523,6 +648,7 @@ pgst_sync(struct pgst *p)
 	PGresult *r;
 	char msg[512];
 
+	pgst_batch_send(p);
 	if (!p->piped)
 		return;
 	p->piped = false;
@@ -545,12 +671,15 @@ pgst_sync(struct pgst *p)
 			PQclear(r);
 			goto lost;
 		}
+		if ((PQresultStatus(r) == PGRES_TUPLES_OK ||
+		     PQresultStatus(r) == PGRES_COMMAND_OK) &&
+		    nulls < p->npiped && p->answer[nulls].fn != NULL)
+			p->answer[nulls].fn(p, r, p->answer[nulls].arg);
 		if (PQresultStatus(r) == PGRES_FATAL_ERROR && !p->aborted) {
 			snprintf(msg, sizeof msg, "%s",
 				 PQresultErrorMessage(r));
 			msg[strcspn(msg, "\r\n")] = '\0';
 			p->aborted = true;
-			p->abort_depth = 0;
 			snprintf(p->abort_msg, sizeof p->abort_msg, "%s",
 				 msg[0] ? msg : "a write failed");
 		}
@@ -565,24 +694,28 @@ lost:
 		PQexitPipelineMode(p->pg);
 	if (p->tx && !p->aborted) {
 		p->aborted = true;
-		p->abort_depth = 0;
 		snprintf(p->abort_msg, sizeof p->abort_msg, "the connection"
 			 " was lost");
 	}
 }
 
 /* Send SQL (sql, or prepared statement id) inside the open transaction
- * without waiting for its answer (pgst_sync reads it). */
+ * without waiting for its answer (pgst_sync reads it, and hands its rows
+ * to fn if not NULL). */
 static int
-pgst_pipe(struct pgst *p, const char *sql, enum pgst_stmt id,
-	  const struct pgst_args *a, const char *what, struct err *err)
+pgst_pipe_send(struct pgst *p, const char *sql, enum pgst_stmt id,
+	       const struct pgst_args *a, const char *what, pgst_answer_fn fn,
+	       size_t arg, struct err *err)
 {
 	char name[16];
 	int ok;
 
 	if (p->npiped >= PGST_PIPE_MAX)
 		pgst_sync(p);
-	if (pgst_ready(p, err) < 0)
+	/* SQL text (BEGIN, COMMIT) needs the connection, not the prepared
+	 * statements (a migration commits before they are) */
+	if ((sql == NULL || p->pg == NULL ||
+	     PQstatus(p->pg) != CONNECTION_OK) && pgst_ready(p, err) < 0)
 		return -1;
 	if (p->aborted)
 		return err_set(err, EXIT_INTERNAL, "state store: %s: the"
@@ -595,7 +728,8 @@ pgst_pipe(struct pgst *p, const char *sql, enum pgst_stmt id,
 	}
 	snprintf(name, sizeof name, "s%d", (int)id);
 	ok = sql != NULL ?
-	     PQsendQueryParams(p->pg, sql, 0, NULL, NULL, NULL, NULL, 0) :
+	     PQsendQueryParams(p->pg, sql, a ? a->n : 0, NULL, a ? a->v : NULL,
+			       NULL, NULL, 0) :
 	     PQsendQueryPrepared(p->pg, name, a ? a->n : 0, a ? a->v : NULL,
 				 NULL, NULL, 0);
 	if (!ok) {
@@ -603,8 +737,19 @@ pgst_pipe(struct pgst *p, const char *sql, enum pgst_stmt id,
 		pgst_sync(p);
 		return -1;
 	}
+	p->answer[p->npiped].fn = fn;
+	p->answer[p->npiped].arg = arg;
 	p->npiped++;
 	return 0;
+}
+
+/* Send a statement without waiting, after the batched writes. */
+static int
+pgst_pipe(struct pgst *p, const char *sql, enum pgst_stmt id,
+	  const struct pgst_args *a, const char *what, struct err *err)
+{
+	pgst_batch_send(p);
+	return pgst_pipe_send(p, sql, id, a, what, NULL, 0, err);
 }
 
 /* Run simple SQL without parameters or rows (transaction control). */
@@ -711,11 +856,115 @@ col_copy(PGresult *r, int row, int i, char *buf, size_t sz)
 	snprintf(buf, sz, "%s", v ? v : "");
 }
 
+/* ---- batched writes (above) ------------------------------------------ */
+
+/* Empty one kind's batch. */
+static void
+pgst_batch_clear(struct pgst_batch *b)
+{
+	for (int c = 0; c < PGST_BATCH_COLS; c++)
+		pgsql_array_free(&b->col[c]);
+	for (int i = 0; i < b->n; i++)
+		free(b->key[i]);
+	b->n = 0;
+}
+
+/* Drop every batch's rows (the transaction is rolled back). */
+static void
+pgst_batch_drop(struct pgst *p)
+{
+	for (int k = 0; k < B_COUNT; k++)
+		pgst_batch_clear(&p->batch[k]);
+	p->batched = false;
+}
+
+/* P_B_LATEST's answer: the state each row replaced, by ordinal, into the
+ * callbacks waiting for the commit from index first on. */
+static void
+pgst_latest_answer(struct pgst *p, PGresult *r, size_t first)
+{
+	for (int i = 0; i < PQntuples(r); i++) {
+		int64_t ord = col_int(r, i, 0);
+		size_t at = first + (size_t)ord - 1;
+		enum mstate prev;
+
+		if (ord >= 1 && at < p->nafter &&
+		    mstate_parse(col_text(r, i, 1), &prev) == 0)
+			p->after[at].prev = prev;
+	}
+}
+
+/* Send every kind's rows, one statement each, in the order of enum
+ * pgst_batch_kind.  A failure aborts the transaction (pgst_pipe_send), whose
+ * commit then fails: the rows are not kept. */
+static void
+pgst_batch_send(struct pgst *p)
+{
+	struct err err;
+
+	if (!p->batched || p->sending)
+		return;
+	p->sending = true; /* a sync on the way must not send them twice */
+	for (int k = 0; k < B_COUNT; k++) {
+		struct pgst_batch *b = &p->batch[k];
+		struct pgst_args a = { 0 };
+
+		if (b->n == 0)
+			continue;
+		for (int c = 0; c < pgst_batch_kinds[k].ncols; c++)
+			a.v[a.n++] = pgsql_array_end(&b->col[c]);
+		pgst_pipe_send(p, pgst_sql[pgst_batch_kinds[k].stmt], P_COUNT,
+			       &a,
+			       pgst_batch_kinds[k].what,
+			       k == B_LATEST ? pgst_latest_answer : NULL,
+			       b->first_after, &err);
+		pgst_batch_clear(b);
+	}
+	p->batched = false;
+	p->sending = false;
+}
+
+/*
+ * Keep a row of kind k: the batch whose columns the caller appends it to,
+ * in order, or NULL with err when the transaction failed earlier.  id
+ * (> 0) or job and key name the row it changes: when a kept row of the
+ * kind names it too, or the batch is full, every batch is sent first.
+ */
+static struct pgst_batch *
+pgst_batch_row(struct pgst *p, enum pgst_batch_kind k, int64_t id,
+	       const char *job, const char *key, struct err *err)
+{
+	struct pgst_batch *b = &p->batch[k];
+	char *name = NULL;
+	bool again = b->n >= PGST_BATCH_MAX;
+
+	if (p->aborted) {
+		err_set(err, EXIT_INTERNAL, "state store: %s: the transaction"
+			" failed earlier (%s)", pgst_batch_kinds[k].what,
+			p->abort_msg);
+		return NULL;
+	}
+	if (job != NULL)
+		name = xasprintf("%s\x1f%s", job, key);
+	for (int i = 0; i < b->n && !again && (name != NULL || id > 0); i++)
+		again = name != NULL ? strcmp(b->key[i], name) == 0 :
+			b->id[i] == id;
+	if (again)
+		pgst_batch_send(p);
+	if (b->n == 0)
+		b->first_after = p->nafter;
+	b->id[b->n] = id;
+	b->key[b->n] = name;
+	b->n++;
+	p->batched = true;
+	return b;
+}
+
 /* ---- transactions ----------------------------------------------------- */
 
 static void pgst_tx_rollback(struct pgst *p);
 
-/* A transaction was opened: no savepoint, nothing failed yet. */
+/* A transaction was opened: no group, nothing failed yet. */
 static void
 pgst_tx_state(struct pgst *p)
 {
@@ -777,34 +1026,57 @@ fail:
 	return -1;
 }
 
-/* Commit the open transaction; an aborted one is rolled back and fails. */
+/* COMMIT's answer: committed, unless the server says ROLLBACK (its
+ * answer to a COMMIT of a failed transaction). */
+static void
+pgst_commit_answer(struct pgst *p, PGresult *r, size_t arg)
+{
+	(void)arg;
+	p->committed = strcmp(PQcmdStatus(r), "COMMIT") == 0;
+}
+
+/* Run the callbacks waiting for the commit, or drop them (rolled back). */
+static void
+pgst_after_end(struct pgst *p, bool committed)
+{
+	for (size_t i = 0; i < p->nafter; i++) {
+		struct pgst_after *x = &p->after[i];
+
+		if (committed)
+			x->cb(x->job, x->prev, x->state, x->data);
+		free(x->job);
+	}
+	p->nafter = 0;
+}
+
+static void pgst_batch_drop(struct pgst *p);
+
+/* Commit the open transaction (COMMIT sent after its writes, one round
+ * trip); an aborted one is rolled back and fails. */
 static int
 pgst_tx_commit(struct pgst *p, struct err *err)
 {
-	PGresult *r;
-	bool rolled;
+	struct err ignored;
 
+	pgst_batch_send(p);
+	p->committed = false;
+	if (!p->aborted)
+		pgst_pipe_send(p, "COMMIT", P_COUNT, NULL, "COMMIT",
+			       pgst_commit_answer, 0, &ignored);
 	pgst_sync(p);
 	p->tx = false;
 	p->deferred = false;
 	p->depth = 0;
 	if (p->aborted) {
 		p->aborted = false;
-		pgst_simple(p, "ROLLBACK", NULL);
+		pgst_after_end(p, false);
+		if (p->pg != NULL && PQstatus(p->pg) == CONNECTION_OK)
+			pgst_simple(p, "ROLLBACK", NULL);
 		return err_set(err, EXIT_INTERNAL, "state store: the transaction"
 			       " was rolled back: %s", p->abort_msg);
 	}
-	r = PQexec(p->pg, "COMMIT");
-	if (PQresultStatus(r) != PGRES_COMMAND_OK) {
-		pgst_fail(p, err, "COMMIT");
-		PQclear(r);
-		pgst_simple(p, "ROLLBACK", NULL);
-		return -1;
-	}
-	/* the server answers ROLLBACK to a COMMIT of a failed transaction */
-	rolled = strcmp(PQcmdStatus(r), "ROLLBACK") == 0;
-	PQclear(r);
-	if (rolled)
+	pgst_after_end(p, p->committed);
+	if (!p->committed)
 		return err_set(err, EXIT_INTERNAL, "state store: the transaction"
 			       " was rolled back by the server");
 	return 0;
@@ -814,6 +1086,8 @@ pgst_tx_commit(struct pgst *p, struct err *err)
 static void
 pgst_tx_rollback(struct pgst *p)
 {
+	pgst_batch_drop(p);
+	pgst_after_end(p, false);
 	pgst_sync(p);
 	p->tx = false;
 	p->deferred = false;
@@ -823,23 +1097,20 @@ pgst_tx_rollback(struct pgst *p)
 		pgst_simple(p, "ROLLBACK", NULL);
 }
 
-/* Begin: a transaction, or a savepoint inside one (store.c). */
+/* Begin: a transaction, or a group inside one (no savepoint: above). */
 static int
 pgst_begin(struct store *st, struct err *err)
 {
 	struct pgst *p = pgst_of(st);
 
 	if (p->tx) {
-		if (pgst_pipe(p, "SAVEPOINT store_sp", P_COUNT, NULL,
-			      "SAVEPOINT store_sp", err) < 0)
-			return -1;
 		p->depth++;
 		return 0;
 	}
 	return pgst_tx_open(p, err);
 }
 
-/* Commit: release the savepoint, or commit what begin opened. */
+/* Commit: end the group, or commit what begin opened. */
 static int
 pgst_commit(struct store *st, struct err *err)
 {
@@ -847,28 +1118,27 @@ pgst_commit(struct store *st, struct err *err)
 
 	if (p->depth > 0) {
 		p->depth--;
-		return pgst_pipe(p, "RELEASE store_sp", P_COUNT, NULL,
-				 "RELEASE store_sp", err);
+		return 0;
 	}
 	if (!p->tx || p->deferred)
 		return 0;
 	return pgst_tx_commit(p, err);
 }
 
-/* Roll back the savepoint, or what begin opened. */
+/* Roll back what begin opened; a group inside a transaction fails the
+ * whole transaction (above). */
 static void
 pgst_rollback(struct store *st)
 {
 	struct pgst *p = pgst_of(st);
 
-	pgst_sync(p);
 	if (p->depth > 0) {
-		/* a failure inside this savepoint is undone with it */
-		if (p->aborted && p->abort_depth >= p->depth)
-			p->aborted = false;
 		p->depth--;
-		pgst_simple(p, "ROLLBACK TO store_sp", NULL);
-		pgst_simple(p, "RELEASE store_sp", NULL);
+		if (!p->aborted) {
+			p->aborted = true;
+			snprintf(p->abort_msg, sizeof p->abort_msg,
+				 "a group of its writes was rolled back");
+		}
 		return;
 	}
 	if (!p->tx || p->deferred)
@@ -901,8 +1171,8 @@ pgst_flush(struct store *st, struct err *err)
 	return pgst_tx_commit(p, err);
 }
 
-/* Roll back whatever is open, the deferred transaction and its
- * savepoints included (a failed turn: store.h). */
+/* Roll back whatever is open, the deferred transaction and its groups
+ * included (a failed turn: store.h). */
 static void
 pgst_discard(struct store *st)
 {
@@ -1042,6 +1312,9 @@ pgst_close(struct store *st)
 
 	if (p == NULL)
 		return;
+	pgst_batch_drop(p);
+	pgst_after_end(p, false);
+	free(p->after);
 	if (p->pg != NULL)
 		pgst_sync(p);
 	if (p->pg != NULL)
@@ -1188,6 +1461,23 @@ pgst_item_add(struct store *st, const struct store_item *it, int64_t *id,
 	struct pgst *p = pgst_of(st);
 	struct pgst_args a = { 0 };
 
+	struct pgst_batch *b;
+
+	if (p->tx) {
+		if (pgst_next_id(p, &p->item_ids, P_ITEM_IDS, id, err) < 0 ||
+		    (b = pgst_batch_row(p, B_ITEM_ADD, 0, NULL, NULL,
+					err)) == NULL)
+			return -1;
+		pgsql_array_int(&b->col[0], *id);
+		pgsql_array_int(&b->col[1], it->request_id);
+		pgsql_array_text(&b->col[2], it->job);
+		pgsql_array_text(&b->col[3], it->key);
+		pgsql_array_int(&b->col[4], it->seq);
+		pgsql_array_bool(&b->col[5], it->downstream);
+		pgsql_array_text(&b->col[6], mstate_name(it->state));
+		pgsql_array_int(&b->col[7], it->at);
+		return 0;
+	}
 	arg_int(&a, it->request_id);
 	arg_text(&a, it->job);
 	arg_text(&a, it->key);
@@ -1195,13 +1485,6 @@ pgst_item_add(struct store *st, const struct store_item *it, int64_t *id,
 	arg_bool(&a, it->downstream);
 	arg_text(&a, mstate_name(it->state));
 	arg_int(&a, it->at);
-	if (p->tx) {
-		if (pgst_next_id(p, &p->item_ids, P_ITEM_IDS, id, err) < 0)
-			return -1;
-		arg_int(&a, *id);
-		return pgst_pipe(p, NULL, P_ITEM_ADD_ID, &a, "adding to the"
-				 " manifest", err);
-	}
 	return pgst_returned_id(pgst_write(p, P_ITEM_ADD, &a,
 					   "adding to the manifest", err), id);
 }
@@ -1212,8 +1495,23 @@ pgst_item_set(struct store *st, int64_t id, enum mstate state, int attempts,
 	      int64_t not_before, const char *error, const char *blocked_on,
 	      int64_t at, struct err *err)
 {
+	struct pgst *p = pgst_of(st);
 	struct pgst_args a = { 0 };
+	struct pgst_batch *b;
 
+	if (p->tx) {
+		if ((b = pgst_batch_row(p, B_ITEM_SET, id, NULL, NULL,
+					err)) == NULL)
+			return -1;
+		pgsql_array_int(&b->col[0], id);
+		pgsql_array_text(&b->col[1], mstate_name(state));
+		pgsql_array_int(&b->col[2], attempts);
+		pgsql_array_int(&b->col[3], not_before);
+		pgsql_array_text(&b->col[4], error);
+		pgsql_array_text(&b->col[5], blocked_on);
+		pgsql_array_int(&b->col[6], at);
+		return 0;
+	}
 	arg_int(&a, id);
 	arg_text(&a, mstate_name(state));
 	arg_int(&a, attempts);
@@ -1221,8 +1519,8 @@ pgst_item_set(struct store *st, int64_t id, enum mstate state, int attempts,
 	arg_text(&a, error);
 	arg_text(&a, blocked_on);
 	arg_int(&a, at);
-	return pgst_write_done(pgst_of(st), P_ITEM_SET, &a,
-			       "updating the manifest", err);
+	return pgst_write_done(p, P_ITEM_SET, &a, "updating the manifest",
+			       err);
 }
 
 /* Record a run that starts. */
@@ -1234,6 +1532,7 @@ pgst_run_start(struct store *st, int64_t manifest_id, int64_t request_id,
 {
 	struct pgst *p = pgst_of(st);
 	struct pgst_args a = { 0 };
+	struct pgst_batch *b;
 
 	arg_int(&a, manifest_id);
 	arg_int(&a, request_id);
@@ -1244,12 +1543,13 @@ pgst_run_start(struct store *st, int64_t manifest_id, int64_t request_id,
 	arg_text(&a, code_version);
 	arg_text(&a, config_hash);
 	if (p->tx) {
-		if (pgst_next_id(p, &p->run_ids, P_RUN_IDS, run_id, err) < 0)
+		if (pgst_next_id(p, &p->run_ids, P_RUN_IDS, run_id, err) < 0 ||
+		    (b = pgst_batch_row(p, B_RUN_START, 0, NULL, NULL,
+					err)) == NULL)
 			return -1;
-		arg_int(&a, *run_id);
-		if (pgst_pipe(p, NULL, P_RUN_START_ID, &a, "recording a run",
-			      err) < 0)
-			return -1;
+		pgsql_array_int(&b->col[0], *run_id);
+		for (int c = 0; c < a.n; c++)
+			pgsql_array_text(&b->col[1 + c], a.v[c]);
 	} else if (pgst_returned_id(pgst_write(p, P_RUN_START, &a,
 					       "recording a run", err),
 				    run_id) < 0) {
@@ -1265,7 +1565,9 @@ pgst_run_finish(struct store *st, int64_t run_id, enum mstate state,
 		int64_t finished_at, const char *error, int64_t rows_changed,
 		struct err *err)
 {
+	struct pgst *p = pgst_of(st);
 	struct pgst_args a = { 0 };
+	struct pgst_batch *b;
 
 	arg_int(&a, run_id);
 	arg_text(&a, mstate_name(state));
@@ -1275,8 +1577,15 @@ pgst_run_finish(struct store *st, int64_t run_id, enum mstate state,
 		arg_int(&a, rows_changed);
 	else
 		arg_text(&a, NULL);
-	return pgst_write_done(pgst_of(st), P_RUN_FINISH, &a,
-			       "finishing a run", err);
+	if (p->tx) {
+		if ((b = pgst_batch_row(p, B_RUN_FINISH, run_id, NULL, NULL,
+					err)) == NULL)
+			return -1;
+		for (int c = 0; c < a.n; c++)
+			pgsql_array_text(&b->col[c], a.v[c]);
+		return 0;
+	}
+	return pgst_write_done(p, P_RUN_FINISH, &a, "finishing a run", err);
 }
 
 /* Record a successful build of a partition. */
@@ -1285,7 +1594,9 @@ pgst_partition_built(struct store *st, const char *job, const char *key,
 		     int64_t built_at, int64_t inputs_at, int64_t run_id,
 		     const char *code_version, struct err *err)
 {
+	struct pgst *p = pgst_of(st);
 	struct pgst_args a = { 0 };
+	struct pgst_batch *b;
 
 	arg_text(&a, job);
 	arg_text(&a, key);
@@ -1296,8 +1607,14 @@ pgst_partition_built(struct store *st, const char *job, const char *key,
 		arg_text(&a, NULL);
 	arg_int(&a, run_id);
 	arg_text(&a, code_version);
-	return pgst_write_done(pgst_of(st), P_PART_BUILT, &a,
-			       "recording a build", err);
+	if (p->tx) {
+		if ((b = pgst_batch_row(p, B_BUILT, 0, job, key, err)) == NULL)
+			return -1;
+		for (int c = 0; c < a.n; c++)
+			pgsql_array_text(&b->col[c], a.v[c]);
+		return 0;
+	}
+	return pgst_write_done(p, P_PART_BUILT, &a, "recording a build", err);
 }
 
 /* When (job, key) last landed: 0, or 1 when never. */
@@ -1515,30 +1832,48 @@ pgst_partitions_of(struct store *st, const char *job, store_built_cb cb,
 	return rc;
 }
 
-/* A run finished: it becomes its partition's newest; *prev the state of
- * the one it replaces (MS_COUNT: none). */
+/* A run finished: it becomes its partition's newest; cb learns the state
+ * of the one it replaces (MS_COUNT: none): at once outside a
+ * transaction, at its commit inside one (store.h). */
 static int
 pgst_partition_finished(struct store *st, const char *job, const char *key,
-			int64_t run_id, enum mstate state, enum mstate *prev,
-			struct err *err)
+			int64_t run_id, enum mstate state, store_prev_cb cb,
+			void *data, struct err *err)
 {
 	struct pgst *p = pgst_of(st);
 	struct pgst_args a = { 0 };
+	enum mstate prev = MS_COUNT;
+	struct pgst_batch *b;
 	PGresult *r;
 
-	*prev = MS_COUNT;
 	arg_text(&a, job);
 	arg_text(&a, key);
 	arg_int(&a, run_id);
 	arg_text(&a, mstate_name(state));
+	if (p->tx) {
+		if ((b = pgst_batch_row(p, B_LATEST, 0, job, key, err)) == NULL)
+			return -1;
+		for (int c = 0; c < a.n; c++)
+			pgsql_array_text(&b->col[c], a.v[c]);
+		if (p->nafter == p->cafter) {
+			p->cafter = p->cafter ? 2 * p->cafter : 64;
+			p->after = xreallocarray(p->after, p->cafter,
+						 sizeof *p->after);
+		}
+		p->after[p->nafter++] = (struct pgst_after){ cb, data,
+			xstrdup(job), MS_COUNT, state };
+		return 0;
+	}
 	/* one statement reads the one it replaces and writes it */
 	r = pgst_write(p, P_LATEST_PUT, &a, "recording a partition's last run",
 		       err);
 	if (r == NULL)
 		return -1;
-	if (PQntuples(r) > 0 && mstate_parse(col_text(r, 0, 0), prev) < 0)
-		*prev = MS_COUNT;
+	if (PQntuples(r) > 0 && mstate_parse(col_text(r, 0, 0), &prev) < 0)
+		prev = MS_COUNT;
 	PQclear(r);
+	if (cb != NULL)
+		cb(job, prev, state, data);
 	return 0;
 }
 

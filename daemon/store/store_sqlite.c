@@ -1055,22 +1055,22 @@ store_sqlite_partitions_of(struct store *base, const char *job,
 static int
 store_sqlite_partition_finished(struct store *base, const char *job,
 				const char *key, int64_t run_id,
-				enum mstate state, enum mstate *prev,
-				struct err *err)
+				enum mstate state, store_prev_cb cb,
+				void *data, struct err *err)
 {
 	struct store_sqlite *st = store_sqlite_of(base);
 	sqlite3_stmt *s = st->stmt[S_LATEST_GET];
+	enum mstate prev = MS_COUNT;
 	int rc;
 
-	*prev = MS_COUNT;
 	bind_text(s, 1, job);
 	bind_text(s, 2, key);
 	rc = store_sqlite_next(st, s, err, "reading a partition's last run");
 	if (rc < 0)
 		return -1;
 	if (rc > 0) {
-		if (mstate_parse(col_text(s, 0), prev) < 0)
-			*prev = MS_COUNT;
+		if (mstate_parse(col_text(s, 0), &prev) < 0)
+			prev = MS_COUNT;
 		store_sqlite_done(s);
 	}
 	s = st->stmt[S_LATEST_PUT];
@@ -1078,7 +1078,12 @@ store_sqlite_partition_finished(struct store *base, const char *job,
 	bind_text(s, 2, key);
 	sqlite3_bind_int64(s, 3, run_id);
 	bind_text(s, 4, mstate_name(state));
-	return store_sqlite_step_done(st, s, err, "recording a partition's last run");
+	if (store_sqlite_step_done(st, s, err,
+				   "recording a partition's last run") < 0)
+		return -1;
+	if (cb != NULL)
+		cb(job, prev, state, data);
+	return 0;
 }
 
 static int

@@ -15,7 +15,11 @@ server's default durability) and measures, in one run:
               done.  Configurations, alternated: one node on the SQLite
               state store (the single-host baseline), and one, two and
               three nodes on one PostgreSQL state store.  Reported as
-              partitions/s and as ratios to the SQLite node.
+              partitions/s and as ratios to the SQLite node, with the
+              CPU time all the processes spent per partition (the
+              nodes, their threads, and every process of the
+              PostgreSQL server): a figure less shaken than wall time
+              by what else the machine runs.
   failover    three nodes backfill a command job (`sleep 0.05` per
               partition); the planner is killed (-9) mid-request.
               Reported: the kill to the moment another node is listed as
@@ -121,6 +125,39 @@ def loadavg():
         return f.read().split()[0]
 
 
+def cpu_seconds(pids):
+    """utime + stime of these processes (their threads included), in s."""
+    tick = os.sysconf("SC_CLK_TCK")
+    t = 0
+    for pid in pids:
+        try:
+            with open("/proc/%d/stat" % pid) as f:
+                p = f.read().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        t += (int(p[11]) + int(p[12])) / tick
+    return t
+
+
+def server_pids(server):
+    """The PostgreSQL server's processes: the postmaster and its children."""
+    try:
+        with open(os.path.join(server.data, "postmaster.pid")) as f:
+            master = int(f.readline())
+    except (OSError, ValueError):
+        return []
+    pids = [master]
+    for d in os.listdir("/proc"):
+        if d.isdigit():
+            try:
+                with open("/proc/%s/stat" % d) as f:
+                    if int(f.read().rsplit(")", 1)[1].split()[1]) == master:
+                        pids.append(int(d))
+            except (OSError, ValueError, IndexError):
+                pass
+    return pids
+
+
 def hour_keys(first, n):
     t0 = datetime.datetime.fromisoformat(first)
     return [(t0 + datetime.timedelta(hours=i)).strftime("%Y-%m-%dT%H") for i in range(n)]
@@ -222,10 +259,15 @@ class Bench:
             members = list(c.nodes.items())
         ok = False
         try:
+            pids = [m.proc.pid for _, m in members]
+            if kind != "sqlite":
+                pids += server_pids(self.server)
+            c0 = cpu_seconds(pids)
             t0 = time.monotonic()
             req = via.enqueue("backfill", "hourly_rows", "--from", keys[0], "--to", keys[-1])
             via.wait_request(req, timeout=a.guard)
             dt = time.monotonic() - t0
+            cpu = cpu_seconds(pids) - c0
             _, split = self.check_request(via, req, "hourly_rows", keys, members)
             ok = True
         finally:
@@ -235,7 +277,7 @@ class Bench:
                 d.close(keep=not ok)
             else:
                 self.close(c, ok)
-        return dt, split
+        return dt, split, cpu
 
     def failover(self):
         a = self.args
@@ -375,16 +417,19 @@ def main():
         if "throughput" not in skip:
             keys = hour_keys("1990-01-01T00", a.n)
             times = collections.defaultdict(list)
+            cpus = collections.defaultdict(list)
             splits = {}
             for i in range(a.runs):
                 order = CONFIGS[i % len(CONFIGS):] + CONFIGS[:i % len(CONFIGS)]
                 for kind, n in order:
-                    dt, split = b.throughput(kind, n, keys)
+                    dt, split, cpu = b.throughput(kind, n, keys)
                     times[(kind, n)].append(dt)
+                    cpus[(kind, n)].append(cpu)
                     splits[(kind, n)] = split
-                    log("  %-26s run %d: %7.2f s  %7.0f partitions/s  %s"
-                        % (LABEL[(kind, n)], i + 1, dt, a.n / dt, split))
-            res["throughput"] = {LABEL[k]: {"seconds": v, "split": splits[k]}
+                    log("  %-26s run %d: %7.2f s  %7.0f partitions/s  %4.0f us CPU/partition  %s"
+                        % (LABEL[(kind, n)], i + 1, dt, a.n / dt, 1e6 * cpu / a.n, split))
+            res["throughput"] = {LABEL[k]: {"seconds": v, "cpu_seconds": cpus[k],
+                                            "split": splits[k]}
                                  for k, v in times.items()}
         if "failover" not in skip:
             log("  failover: %d partitions of `sleep 0.05`, kill -9 of the planner after %d"
@@ -423,19 +468,23 @@ def report(a, res):
     targets = []
     if "throughput" in res:
         med = {k: statistics.median(v["seconds"]) for k, v in res["throughput"].items()}
+        mcpu = {k: statistics.median(v["cpu_seconds"]) for k, v in res["throughput"].items()}
         base = med[LABEL[("sqlite", 1)]]
+        cbase = mcpu[LABEL[("sqlite", 1)]]
         rows = []
         for k in CONFIGS:
             lab = LABEL[k]
             t = med[lab]
             rows.append((lab, a.n, "%.2f" % t, "%.0f" % (a.n / t), "%.2f" % (base / t),
-                         "%.2f" % (t / base),
+                         "%.2f" % (t / base), "%.0f" % (1e6 * mcpu[lab] / a.n),
+                         "%.2f" % (mcpu[lab] / cbase),
                          " ".join("%s:%d" % kv for kv in sorted(res["throughput"][lab]["split"].items()))))
         print()
         print("%d one-row hourly partitions (SQL, a SQLite warehouse per node), "
               "concurrency %d, lease %d s, median of %d:" % (a.n, a.concurrency, a.lease, a.runs))
         print(table(rows, ("configuration", "partitions", "seconds", "partitions/s",
-                           "rate vs SQLite", "time/partition vs SQLite", "per node")))
+                           "rate vs SQLite", "time/partition vs SQLite", "CPU us/partition",
+                           "CPU vs SQLite", "per node")))
         t3 = med[LABEL[("pg", 3)]]
         targets.append(("3 nodes: partitions/s", "%.0f" % (a.n / t3), ">= 1,500",
                         a.n / t3 >= 1500))

@@ -277,6 +277,37 @@ START_TEST(test_many_names)
 }
 END_TEST
 
+/* Array literals: text always quoted ("NULL" a string, NULL the SQL
+ * NULL), quotes and backslashes escaped, separators, empty arrays. */
+START_TEST(test_arrays)
+{
+	struct pgsql_array t = { 0 }, i = { 0 }, b = { 0 }, e = { 0 };
+
+	pgsql_array_text(&t, "a");
+	pgsql_array_text(&t, NULL);
+	pgsql_array_text(&t, "NULL");
+	pgsql_array_text(&t, "say \"hi\", {x} \\ y");
+	pgsql_array_text(&t, "");
+	ck_assert_str_eq(pgsql_array_end(&t),
+			 "{\"a\",NULL,\"NULL\",\"say \\\"hi\\\", {x} \\\\ y\",\"\"}");
+	ck_assert_uint_eq(t.n, 5);
+	pgsql_array_int(&i, 7);
+	pgsql_array_int(&i, -1);
+	pgsql_array_int(&i, INT64_MAX);
+	ck_assert_str_eq(pgsql_array_end(&i), "{7,-1,9223372036854775807}");
+	pgsql_array_bool(&b, true);
+	pgsql_array_bool(&b, false);
+	ck_assert_str_eq(pgsql_array_end(&b), "{t,f}");
+	ck_assert_str_eq(pgsql_array_end(&e), "{}");
+	pgsql_array_free(&t);
+	pgsql_array_free(&i);
+	pgsql_array_free(&b);
+	pgsql_array_free(&e);
+	ck_assert_ptr_null(t.b.p);
+	ck_assert_uint_eq(t.n, 0);
+}
+END_TEST
+
 /* The suite: every test above. */
 static Suite *
 pgsql_suite(void)
@@ -290,6 +321,7 @@ pgsql_suite(void)
 	tcase_add_test(tc, test_line_numbers);
 	tcase_add_test(tc, test_values);
 	tcase_add_test(tc, test_many_names);
+	tcase_add_test(tc, test_arrays);
 	suite_add_tcase(s, tc);
 	return s;
 }

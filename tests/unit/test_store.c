@@ -219,18 +219,31 @@ seen_cb(const char *key, enum mstate s, void *data)
 	sn->states[sn->n++] = s;
 }
 
+/* partition_finished's callback: the state replaced, once. */
+static void
+prev_cb(const char *job, enum mstate prev, enum mstate state, void *data)
+{
+	int *out = data;
+
+	ck_assert_str_eq(job, "fct");
+	ck_assert_int_eq(*out, -1); /* called once */
+	ck_assert_int_lt(state, MS_COUNT);
+	*out = (int)prev;
+}
+
 /* Finish a run and make it its partition's newest; returns the state it
  * replaced. */
 static enum mstate
 finish(int64_t run, const char *key, enum mstate state)
 {
-	enum mstate prev;
+	int prev = -1;
 	struct err err;
 
 	ck_assert_int_eq(store_run_finish(st, run, state, 2, NULL, -1, &err), 0);
 	ck_assert_int_eq(store_partition_finished(st, "fct", key, run, state,
-						  &prev, &err), 0);
-	return prev;
+						  prev_cb, &prev, &err), 0);
+	ck_assert_int_ne(prev, -1);
+	return (enum mstate)prev;
 }
 
 struct counted {
@@ -387,7 +400,6 @@ history(const char *key, int n, int64_t at, bool open, int64_t *last_run)
 	struct store_item it = { .job = "fct", .key = key, .state = MS_QUEUED,
 		.at = at - 10 };
 	int64_t rid, m, run = 0;
-	enum mstate prev;
 	struct err err;
 
 	ck_assert_int_eq(store_request_add(st, &rq, &rid, &err), 0);
@@ -405,7 +417,8 @@ history(const char *key, int n, int64_t at, bool open, int64_t *last_run)
 						 NULL, NULL, NULL, NULL, true,
 						 &err), 0);
 		ck_assert_int_eq(store_partition_finished(st, "fct", key, run,
-							  state, &prev, &err), 0);
+							  state, NULL, NULL,
+							  &err), 0);
 		if (state == MS_SUCCEEDED)
 			ck_assert_int_eq(store_partition_built(st, "fct", key,
 							       at, -1, run, "v",
@@ -684,7 +697,7 @@ END_TEST
 
 /* Outside a deferred turn too (an explicit transaction, a lone write):
  * the failure reaches the next flush, the one place the scheduler hears
- * of it; a savepoint rolled back by its caller does not hide it. */
+ * of it; a group rolled back by its caller does not hide it. */
 START_TEST(failed_write_outside_a_turn)
 {
 	struct err err;
@@ -692,7 +705,7 @@ START_TEST(failed_write_outside_a_turn)
 
 	make_faulty();
 	ck_assert_int_eq(store_defer(st, &err), 0);
-	ck_assert_int_eq(store_begin(st, &err), 0); /* a savepoint */
+	ck_assert_int_eq(store_begin(st, &err), 0); /* a group */
 	(void)one_item(&item);
 	ck_assert_int_eq(store_item_set(st, item, MS_RUNNING, 1, 0, NULL, NULL,
 					2, &err), -1);

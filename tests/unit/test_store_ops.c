@@ -510,18 +510,31 @@ seen_cb(const char *key, enum mstate s, void *data)
 	sn->states[sn->n++] = s;
 }
 
+/* partition_finished's callback: the state replaced, once. */
+static void
+prev_cb(const char *job, enum mstate prev, enum mstate state, void *data)
+{
+	int *out = data;
+
+	ck_assert_str_eq(job, "fct");
+	ck_assert_int_eq(*out, -1); /* called once */
+	ck_assert_int_lt(state, MS_COUNT);
+	*out = (int)prev;
+}
+
 /* Finish a run and make it its partition's newest; returns the state it
  * replaced. */
 static enum mstate
 finish(int64_t r, const char *key, enum mstate state)
 {
-	enum mstate prev;
+	int prev = -1;
 	struct err err;
 
 	ck_assert_int_eq(store_run_finish(st, r, state, 2, NULL, -1, &err), 0);
-	ck_assert_int_eq(store_partition_finished(st, "fct", key, r, state, &prev,
-					       &err), 0);
-	return prev;
+	ck_assert_int_eq(store_partition_finished(st, "fct", key, r, state,
+						  prev_cb, &prev, &err), 0);
+	ck_assert_int_ne(prev, -1);
+	return (enum mstate)prev;
 }
 
 struct counted {
@@ -885,8 +898,9 @@ START_TEST(runs_listing)
 }
 END_TEST
 
-/* Transactions: a rollback leaves nothing; a savepoint rolled back keeps
- * the rest of its transaction; a deferred transaction commits at flush
+/* Transactions: a rollback leaves nothing; a group rolled back keeps the
+ * rest of its transaction on SQLite (a savepoint) and fails the whole of
+ * it on PostgreSQL (store.h); a deferred transaction commits at flush
  * only (and begin/commit inside it do not commit it); probe_write
  * commits. */
 START_TEST(transactions)
@@ -903,6 +917,16 @@ START_TEST(transactions)
 	ck_assert_int_eq(store_begin(st, &err), 0);
 	(void)request("rerun", 1);
 	store_rollback(st);
+	if (on_pg) {
+		ck_assert_int_eq(store_commit(st, &err), -1);
+		ck_assert_msg(strstr(err.msg, "a group of its writes was"
+				     " rolled back") != NULL, "%s", err.msg);
+		ck_assert_int_eq(peek("SELECT COUNT(*) FROM requests"), 0);
+		/* the failed turn ends at its flush (store.c) */
+		ck_assert_int_eq(store_flush(st, &err), -1);
+		ck_assert_int_eq(store_begin(st, &err), 0);
+		(void)request("backfill", 1);
+	}
 	ck_assert_int_eq(store_begin(st, &err), 0);
 	(void)request("stale", 1);
 	ck_assert_int_eq(store_commit(st, &err), 0);
@@ -933,6 +957,125 @@ START_TEST(transactions)
 	ck_assert_int_eq(store_flush(st, &err), 0);
 	store_checkpoint_on(st, NULL);
 	ck_assert_int_eq(peek("SELECT COUNT(*) FROM requests"), 4);
+}
+END_TEST
+
+/* partition_finished's callback in a turn: how often and what it says. */
+struct turn_prev {
+	int calls;
+	int prev[4];
+};
+
+/* Note one callback of a turn. */
+static void
+turn_prev_cb(const char *job, enum mstate prev, enum mstate state, void *data)
+{
+	struct turn_prev *t = data;
+
+	ck_assert_str_eq(job, "fct");
+	ck_assert_int_lt(state, MS_COUNT);
+	ck_assert_int_lt(t->calls, 4);
+	t->prev[t->calls++] = (int)prev;
+}
+
+/*
+ * One turn's writes as the scheduler makes them, more than one batch of
+ * each (store_pg.c sends them in batches): every row lands as written,
+ * the last write of a row wins, text survives quoting, a partition
+ * finished twice in one turn says what the first finish left, and the
+ * callbacks come once the turn commits (on SQLite at once), never for a
+ * turn that is discarded.
+ */
+START_TEST(one_turn_many_rows)
+{
+	static const char odd[] = "say \"hi\", {x} \\ y NULL";
+	struct turn_prev tp = { 0 };
+	struct err err;
+	int64_t rid, m[300], r[300], r2;
+	char key[32];
+
+	rid = request("backfill", 1);
+	ck_assert_int_eq(store_defer(st, &err), 0);
+	for (int i = 0; i < 300; i++) {
+		snprintf(key, sizeof key, "k%03d", i);
+		m[i] = item(rid, "fct", key, i, MS_QUEUED);
+		ck_assert_int_eq(store_begin(st, &err), 0);
+		ck_assert_int_eq(store_item_set(st, m[i], MS_RUNNING, 1, 0,
+						NULL, NULL, 3, &err), 0);
+		r[i] = run(m[i], rid, "fct", key, 1, 3);
+		ck_assert_int_eq(store_commit(st, &err), 0);
+	}
+	for (int i = 0; i < 300; i++) {
+		snprintf(key, sizeof key, "k%03d", i);
+		ck_assert_int_eq(store_begin(st, &err), 0);
+		ck_assert_int_eq(store_run_finish(st, r[i], i == 7 ? MS_FAILED :
+						  MS_SUCCEEDED, 4,
+						  i == 7 ? odd : NULL, i, &err),
+				 0);
+		ck_assert_int_eq(store_item_set(st, m[i], i == 7 ? MS_FAILED :
+						MS_SUCCEEDED, 1, 0,
+						i == 7 ? odd : NULL, NULL, 4,
+						&err), 0);
+		if (i == 5)
+			ck_assert_int_eq(store_partition_finished(
+			    st, "fct", key, r[i], MS_SUCCEEDED, turn_prev_cb,
+			    &tp, &err), 0);
+		if (i != 7)
+			ck_assert_int_eq(store_partition_built(st, "fct", key,
+							       4, -1, r[i],
+							       "v1", &err), 0);
+		ck_assert_int_eq(store_commit(st, &err), 0);
+	}
+	/* k005 again in the same turn: a second run fails */
+	r2 = run(m[5], rid, "fct", "k005", 2, 5);
+	ck_assert_int_eq(store_run_finish(st, r2, MS_FAILED, 6, "again", -1,
+					  &err), 0);
+	ck_assert_int_eq(store_partition_finished(st, "fct", "k005", r2,
+						  MS_FAILED, turn_prev_cb,
+						  &tp, &err), 0);
+	ck_assert_int_eq(store_item_set(st, m[5], MS_FAILED, 2, 0, "again",
+					NULL, 6, &err), 0);
+	if (on_pg)
+		ck_assert_int_eq(tp.calls, 0); /* at the commit */
+	ck_assert_int_eq(peek("SELECT COUNT(*) FROM runs"), 0);
+	ck_assert_int_eq(store_flush(st, &err), 0);
+	ck_assert_int_eq(tp.calls, 2);
+	ck_assert_int_eq(tp.prev[0], MS_COUNT);
+	ck_assert_int_eq(tp.prev[1], MS_SUCCEEDED);
+	ck_assert_int_eq(peek("SELECT COUNT(*) FROM manifest"), 300);
+	ck_assert_int_eq(peek("SELECT COUNT(*) FROM runs"), 301);
+	ck_assert_int_eq(peek("SELECT COUNT(*) FROM manifest WHERE state ="
+			      " 'succeeded' AND attempts = 1"), 298);
+	ck_assert_int_eq(peek("SELECT COUNT(*) FROM manifest WHERE state ="
+			      " 'failed' AND error = 'say \"hi\", {x} \\ y NULL'"),
+			 1);
+	ck_assert_int_eq(peek("SELECT COUNT(*) FROM manifest WHERE state ="
+			      " 'failed' AND error = 'again' AND attempts = 2"),
+			 1);
+	ck_assert_int_eq(peek("SELECT COUNT(*) FROM runs WHERE state ="
+			      " 'succeeded' AND rows_changed = id - (SELECT"
+			      " MIN(id) FROM runs)"), 299);
+	ck_assert_int_eq(peek("SELECT COUNT(*) FROM runs WHERE error ="
+			      " 'say \"hi\", {x} \\ y NULL'"), 1);
+	ck_assert_int_eq(peek("SELECT COUNT(*) FROM partitions WHERE"
+			      " inputs_at IS NULL"), 299);
+	ck_assert_int_eq(peek("SELECT COUNT(*) FROM partition_latest WHERE"
+			      " partition_key = 'k005' AND state = 'failed'"),
+			 1);
+
+	/* a discarded turn: nothing written, no callback */
+	ck_assert_int_eq(store_defer(st, &err), 0);
+	ck_assert_int_eq(store_partition_finished(st, "fct", "k009", r[9],
+						  MS_SUCCEEDED, turn_prev_cb,
+						  &tp, &err), 0);
+	ck_assert_int_eq(store_item_set(st, m[9], MS_QUEUED, 0, 0, NULL, NULL,
+					7, &err), 0);
+	st->ops->discard(st);
+	if (on_pg)
+		ck_assert_int_eq(tp.calls, 2);
+	ck_assert_int_eq(peek("SELECT COUNT(*) FROM manifest WHERE state ="
+			      " 'queued'"), 0);
+	ck_assert_int_eq(peek("SELECT COUNT(*) FROM partition_latest"), 1);
 }
 END_TEST
 
@@ -1083,8 +1226,8 @@ END_TEST
 
 /* A statement that fails inside a transaction (the implementation
  * itself, under store.c's policy): the commit fails too and nothing of it
- * is written, never a silent ROLLBACK for a COMMIT; a savepoint rolled
- * back repairs it. */
+ * is written, never a silent ROLLBACK for a COMMIT; a group rolled back
+ * does not repair it (store.h): its flush fails the same way. */
 START_TEST(pg_failed_statement)
 {
 	struct store_request bad = { .job = "fct", .kind = "bogus" };
@@ -1108,11 +1251,16 @@ START_TEST(pg_failed_statement)
 	ck_assert_int_eq(ops->begin(st, &err), 0);
 	ck_assert_int_eq(ops->request_add(st, &bad, &id, &err), -1);
 	ops->rollback(st);
+	ck_assert_int_eq(ops->request_add(st, &good, &id, &err), -1);
+	ck_assert_int_eq(ops->flush(st, &err), -1);
+	ck_assert_msg(strstr(err.msg, "rolled back: adding a request") != NULL,
+		      "%s", err.msg);
+	ck_assert_int_eq(peek("SELECT COUNT(*) FROM requests"), 0);
 	ck_assert_int_eq(ops->request_add(st, &good, &id, &err), 0);
-	ck_assert_int_eq(ops->flush(st, &err), 0);
+	ck_assert_int_eq(ops->request_add(st, &good, &id, &err), 0);
 	ck_assert_int_eq(peek("SELECT COUNT(*) FROM requests"), 2);
 
-	/* discard: whatever is open goes, savepoints included */
+	/* discard: whatever is open goes, groups included */
 	ck_assert_int_eq(ops->defer(st, &err), 0);
 	ck_assert_int_eq(ops->request_add(st, &good, &id, &err), 0);
 	ck_assert_int_eq(ops->begin(st, &err), 0);
@@ -1213,6 +1361,7 @@ add_cases(TCase *tc)
 	tcase_add_test(tc, audit);
 	tcase_add_test(tc, runs_listing);
 	tcase_add_test(tc, transactions);
+	tcase_add_test(tc, one_turn_many_rows);
 	tcase_add_test(tc, schema_refuses);
 }
 
