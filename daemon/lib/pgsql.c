@@ -29,8 +29,7 @@ struct pgsql_cur {
 	int depth;    /* parentheses */
 };
 
-/* Append n bytes to b. */
-static void
+void
 pgsql_buf_add(struct pgsql_buf *b, const char *s, size_t n)
 {
 	if (b->len + n + 1 > b->cap) {
@@ -269,10 +268,15 @@ pgsql_array_text(struct pgsql_array *a, const char *s)
 		return;
 	}
 	pgsql_buf_add(&a->b, "\"", 1);
-	for (; *s != '\0'; s++) {
-		if (*s == '"' || *s == '\\')
+	while (*s != '\0') {
+		size_t n = strcspn(s, "\"\\");
+
+		pgsql_buf_add(&a->b, s, n);
+		s += n;
+		if (*s != '\0') {
 			pgsql_buf_add(&a->b, "\\", 1);
-		pgsql_buf_add(&a->b, s, 1);
+			pgsql_buf_add(&a->b, s++, 1);
+		}
 	}
 	pgsql_buf_add(&a->b, "\"", 1);
 }

@@ -76,6 +76,9 @@ struct pgsql_buf {
 	size_t len, cap;
 };
 
+/* Append n bytes to b (kept NUL-terminated). */
+void pgsql_buf_add(struct pgsql_buf *b, const char *s, size_t n);
+
 struct pgsql_array {
 	struct pgsql_buf b;
 	size_t n; /* elements */

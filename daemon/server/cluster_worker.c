@@ -121,6 +121,52 @@ cworker_kick(struct cworker *w)
 		uv_timer_start(&w->pump, w->pump.timer_cb, 0, 0);
 }
 
+/* store_pg_offer or store_pg_forget (store_pg.h) from the PostgreSQL
+ * module: the planner's work rows in its store transaction; -1 with err
+ * when the module lacks it. */
+static void *
+cworker_store_op(const char *name, struct err *err)
+{
+	char why[256];
+	void *fn = module_symbol(name, "the PostgreSQL state store", why,
+				 sizeof why);
+
+	if (fn == NULL)
+		err_set(err, EXIT_INTERNAL, "%s", why);
+	return fn;
+}
+
+/* Offer runs in the planner's open store transaction. */
+static int
+cworker_store_offer(struct cworker *w, const struct cluster_offer *o,
+		    size_t n, struct err *err)
+{
+	static int (*offer)(struct store *, const struct cluster_offer *,
+			    size_t, struct err *);
+
+	if (offer == NULL &&
+	    (*(void **)&offer = cworker_store_op("store_pg_offer", err)) ==
+	    NULL)
+		return -1;
+	return offer(w->store, o, n, err);
+}
+
+/* Delete recorded results' rows in the planner's open store
+ * transaction. */
+static int
+cworker_store_forget(struct cworker *w, const int64_t *ids, size_t n,
+		     struct err *err)
+{
+	static int (*forget)(struct store *, const int64_t *, size_t,
+			     struct err *);
+
+	if (forget == NULL &&
+	    (*(void **)&forget = cworker_store_op("store_pg_forget", err)) ==
+	    NULL)
+		return -1;
+	return forget(w->store, ids, n, err);
+}
+
 /* Find and remove an offered run by id. */
 static struct exec_run *
 cworker_take_offered(struct cworker *w, int64_t id)
@@ -438,7 +484,12 @@ cworker_end_cancels(struct cworker *w)
 	free(ids);
 }
 
-/* Offer the runs recorded since the last turn, in one statement. */
+/*
+ * Offer the runs recorded since the last turn, in the store transaction
+ * that holds their runs rows: they commit together, so an offer never
+ * names a run the state store does not hold (a takeover adopts by them,
+ * adopt.h).  A store that cannot be written (rule 7) ends them unoffered.
+ */
 static void
 cworker_offer(struct cworker *w)
 {
@@ -446,19 +497,10 @@ cworker_offer(struct cworker *w)
 	const char **keys;
 	size_t nk = 0, first = w->noffered - w->nunsent;
 	struct err err;
+	int rc;
 
 	if (w->nunsent == 0)
 		return;
-	/* the runs rows first: an offer never names a run the state store
-	 * may not hold (a takeover adopts by them, adopt.h); a store that
-	 * cannot be written (rule 7) ends them unoffered */
-	if (sched_flush(w->sched) < 0) {
-		log_warn("%zu runs are not offered: the state store cannot be"
-			 " written", w->nunsent);
-		for (size_t i = first; i < w->noffered; i++)
-			cworker_cancel(w, w->offered[i]);
-		return;
-	}
 	o = xcalloc(w->nunsent, sizeof *o);
 	for (size_t i = first; i < w->noffered; i++)
 		nk += w->offered[i]->nparts;
@@ -478,13 +520,24 @@ cworker_offer(struct cworker *w)
 		for (size_t k = 0; k < run->nparts; k++)
 			keys[nk++] = run->parts[k].key;
 	}
-	if (w->drv->offer(w->c, o, w->nunsent, &err) < 0)
-		log_warn("cannot offer %zu runs: %s; they are offered again"
-			 " by the next planner", w->nunsent, err.msg);
-	else
-		w->nunsent = 0;
+	rc = store_defer(w->store, &err) < 0 ||
+	     cworker_store_offer(w, o, w->nunsent, &err) < 0 ? -1 : 0;
 	free(keys);
 	free(o);
+	if (rc < 0)
+		log_warn("cannot offer %zu runs: %s; they are queued again",
+			 w->nunsent, err.msg);
+	if (sched_flush(w->sched) < 0) {
+		rc = -1;
+		log_warn("%zu runs are not offered: the state store cannot be"
+			 " written", w->nunsent);
+	}
+	if (rc < 0) {
+		for (size_t i = first; i < w->noffered; i++)
+			cworker_cancel(w, w->offered[i]);
+		return;
+	}
+	w->nunsent = 0;
 }
 
 /* The checks of a worker's result into run (their strings moved). */
@@ -653,15 +706,17 @@ cworker_collect(void *data)
 			cworker_result(w, &rows[i]);
 			ids[i] = rows[i].id;
 		}
-		/* recorded first: a planner killed in between leaves the
-		 * rows to the next one, which adopts their runs */
+		/* recorded and deleted in one transaction: a planner
+		 * killed before its commit leaves the rows to the next one,
+		 * which adopts their runs */
 		more = n == 256;
+		if (n > 0 && (store_defer(w->store, &err) < 0 ||
+			      cworker_store_forget(w, ids, n, &err) < 0))
+			log_warn("cannot delete %zu results: %s", n, err.msg);
 		if (n > 0 && sched_flush(w->sched) < 0) {
 			log_warn("%zu results not recorded: the state store"
 				 " cannot be written", n);
 			more = false; /* their rows stay: read no further */
-		} else if (n > 0 && w->drv->forget(w->c, ids, n, &err) < 0) {
-			log_warn("cannot forget %zu results: %s", n, err.msg);
 		}
 		free(ids);
 		w->drv->work_free(rows, n);

@@ -28,19 +28,23 @@
  * every other session's snapshots overflow to pg_subtrans.
 
  * Fencing.  store_pg_fence(st, generation) with generation > 0 makes
- * every transaction this store opens (store_begin, store_defer, and the
- * one wrapped around a write made outside any) start with
- *     SELECT generation FROM lease WHERE id = 1 FOR KEY SHARE
- * and fail, rolled back, with "deposed: another node holds the planner
- * lease (generation N)" unless N is the store's generation.  FOR KEY
- * SHARE holds the lease row until the transaction ends, so a node taking
- * the lease over (it locks the row FOR UPDATE first, cluster_pg.c)
- * waits for the deposed planner's transaction in flight, and every
- * transaction the deposed one starts afterwards is refused: its late
- * writes are never applied.  The planner's own renewals (an UPDATE of no
- * key column) do not conflict with it, so a renewal on the cluster's
- * connection never waits for the same daemon's open transaction.  The
- * multi-node code sets the generation on the planner's store when it
+ * every transaction this store commits (store_begin's, store_defer's,
+ * and the one wrapped around a write made outside any) send, in the same
+ * round trip as its COMMIT, just before it,
+ *     SELECT 1 / count(*) FROM (SELECT 1 FROM lease WHERE id = 1
+ *         AND generation = $fence FOR KEY SHARE) l
+ * which fails (a division by zero) unless the lease row still holds the
+ * store's generation: the transaction is then rolled back, the commit
+ * fails with "deposed: another node holds the planner lease", and none
+ * of its writes is ever applied.  A node taking the lease over locks the
+ * row FOR UPDATE first (cluster_pg.c): a check that comes while it does
+ * waits for it and then sees the new generation; a takeover that comes
+ * after the check waits for the commit.  Either way a deposed planner's
+ * late writes are refused, and a turn costs no round trip of its own for
+ * the check.  The planner's own renewals (an UPDATE of no key column) do
+ * not conflict with FOR KEY SHARE, so a renewal on the cluster's
+ * connection never waits for the same daemon's commit.  The multi-node
+ * code sets the generation on the planner's store when it
  * takes the lease and clears it when it gives it up.  The nodes and lease
  * tables are sql/pg/001_init.sql's; recover() and orphans() mean what
  * they mean on one host (every run left running is this daemon's): with
@@ -52,9 +56,12 @@
  * stripped, read at each connect and never kept); PGPASSWORD, PGPASSFILE,
  * ~/.pgpass and the other environment variables work as in libpq.  A
  * connection found broken outside a transaction is made again (and its
- * statements prepared again) before the next operation, and a read or a
- * BEGIN that found it broken is sent once more; a write is not (it may
- * have been applied); inside a transaction, the transaction fails.
+ * statements prepared again) before the next operation; a read that
+ * found it broken is sent once more, a write is not (it may have been
+ * applied).  BEGIN is sent without waiting: a transaction first reads
+ * what an idle connection has (the goodbye of a server process that
+ * ended, pgst_idle_check) and connects again if it was dropped; one that
+ * breaks after that fails, as any transaction whose connection breaks.
  *
  * SQLite's own matters: checkpoint_on does nothing (the server
  * checkpoints); probe_write ignores min_free (the database's disk is the
@@ -65,6 +72,7 @@
  */
 #include <errno.h>
 #include <inttypes.h>
+#include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -128,14 +136,19 @@ enum pgst_stmt {
 	P_DURATIONS,
 	P_FENCE,
 	P_DB_SIZE,
+	P_ITEM_ADD_ID,
+	P_RUN_START_ID,
 	P_ITEM_IDS,
 	P_RUN_IDS,
+	P_FORGET_ONE,
 	P_B_ITEM_ADD,
 	P_B_RUN_START,
 	P_B_ITEM_SET,
 	P_B_RUN_FINISH,
 	P_B_LATEST,
 	P_B_BUILT,
+	P_B_OFFER,
+	P_B_FORGET,
 	P_COUNT
 };
 
@@ -299,32 +312,42 @@ static const char *const pgst_sql[P_COUNT] = {
 	"SELECT finished_at - started_at FROM runs WHERE job = $1 AND"
 	" state = 'succeeded' AND finished_at IS NOT NULL ORDER BY id DESC"
 	" LIMIT $2",
-	[P_FENCE] = "SELECT generation FROM lease WHERE id = 1 FOR KEY SHARE",
+	[P_FENCE] =
+	"SELECT 1 / count(*)::int FROM (SELECT 1 FROM lease WHERE id = 1"
+	" AND generation = $1 FOR KEY SHARE) AS l",
 	[P_DB_SIZE] = "SELECT pg_database_size(current_database())",
+	[P_ITEM_ADD_ID] =
+	"INSERT INTO manifest (id, request_id, job, partition_key, seq,"
+	" downstream, state, created_at, updated_at)"
+	" VALUES ($8,$1,$2,$3,$4,$5,$6,$7,$7)",
+	[P_RUN_START_ID] =
+	"INSERT INTO runs (id, manifest_id, request_id, job, partition_key,"
+	" attempt, state, started_at, code_version, config_hash)"
+	" VALUES ($9,$1,$2,$3,$4,$5,'running',$6,$7,$8)",
 	[P_ITEM_IDS] =
 	"SELECT nextval(pg_get_serial_sequence('manifest', 'id'))"
 	" FROM generate_series(1, $1)",
 	[P_RUN_IDS] =
 	"SELECT nextval(pg_get_serial_sequence('runs', 'id'))"
 	" FROM generate_series(1, $1)",
-	/* the batched writes (below): many rows, one statement; not
-	 * prepared: each is planned for its rows (a plan cached while the
-	 * tables were small would scan them whole, a join of unnest and a
-	 * sequential scan, as they grow) */
+	[P_FORGET_ONE] =
+	"DELETE FROM work WHERE id = $1 AND state = 'done'",
+	/* the batched writes (below): many rows, one statement, each
+	 * column an array, in the order of its kind's single statement */
 	[P_B_ITEM_ADD] =
 	"INSERT INTO manifest (id, request_id, job, partition_key, seq,"
 	" downstream, state, created_at, updated_at)"
 	" SELECT id, request_id, job, k, seq, downstream, state, at, at"
-	" FROM unnest($1::bigint[], $2::bigint[], $3::text[], $4::text[],"
-	" $5::int[], $6::boolean[], $7::text[], $8::bigint[])"
-	" AS t(id, request_id, job, k, seq, downstream, state, at)",
+	" FROM unnest($1::bigint[], $2::text[], $3::text[], $4::int[],"
+	" $5::boolean[], $6::text[], $7::bigint[], $8::bigint[])"
+	" AS t(request_id, job, k, seq, downstream, state, at, id)",
 	[P_B_RUN_START] =
 	"INSERT INTO runs (id, manifest_id, request_id, job, partition_key,"
 	" attempt, state, started_at, code_version, config_hash)"
 	" SELECT id, mid, rid, job, k, attempt, 'running', at, cv, ch"
-	" FROM unnest($1::bigint[], $2::bigint[], $3::bigint[], $4::text[],"
-	" $5::text[], $6::int[], $7::bigint[], $8::text[], $9::text[])"
-	" AS t(id, mid, rid, job, k, attempt, at, cv, ch)",
+	" FROM unnest($1::bigint[], $2::bigint[], $3::text[], $4::text[],"
+	" $5::int[], $6::bigint[], $7::text[], $8::text[], $9::bigint[])"
+	" AS t(mid, rid, job, k, attempt, at, cv, ch, id)",
 	[P_B_ITEM_SET] =
 	"UPDATE manifest m SET state = t.state, attempts = t.attempts,"
 	" not_before = t.not_before, error = t.error,"
@@ -358,6 +381,18 @@ static const char *const pgst_sql[P_COUNT] = {
 	" ON CONFLICT (job, partition_key) DO UPDATE SET"
 	" built_at = excluded.built_at, inputs_at = excluded.inputs_at,"
 	" run_id = excluded.run_id, code_version = excluded.code_version",
+	/* several hosts (store_pg_offer, store_pg_forget): the planner's
+	 * offers and the results it recorded, in its turn's transaction */
+	[P_B_OFFER] =
+	"WITH ins AS (INSERT INTO work (id, request, job, keys, attempt,"
+	" generation) SELECT id, nullif(request, 0), job,"
+	" string_to_array(k, E'\\x1f'), attempt, gen"
+	" FROM unnest($1::bigint[], $2::bigint[], $3::text[], $4::text[],"
+	" $5::int[], $6::bigint[]) AS t(id, request, job, k, attempt, gen)"
+	" ON CONFLICT (id) DO NOTHING RETURNING 1)"
+	" SELECT pg_notify('bf_work', '') WHERE EXISTS (SELECT 1 FROM ins)",
+	[P_B_FORGET] =
+	"DELETE FROM work WHERE id = ANY($1::bigint[]) AND state = 'done'",
 };
 
 /*
@@ -386,7 +421,16 @@ struct pgst_ids {
  * names the same row (id, or job and key) as one already kept sends every
  * kind first, so that the statements change each row in the order the
  * writes were made.  So a loop turn that starts and ends fifty runs
- * costs six statements, not three hundred and fifty.
+ * costs six statements, not three hundred and fifty.  The statements
+ * that insert are prepared; those that join their rows to a table
+ * (updates, the newest runs, deletions) are planned for their rows each
+ * time, because a plan cached while the tables were small would read
+ * them whole as they grow, and that planning costs more than it saves
+ * below PGST_BATCH_JOIN rows: such a batch goes as its rows' single
+ * statements (prepared, pipelined).  With several hosts
+ * the planner's offers and the deletion of the results it recorded go in
+ * the same transaction (store_pg_offer, store_pg_forget): a run's row and
+ * its offer, a result's record and its deletion, commit together.
  */
 enum pgst_batch_kind {
 	B_ITEM_ADD,
@@ -395,34 +439,57 @@ enum pgst_batch_kind {
 	B_RUN_FINISH,
 	B_LATEST,
 	B_BUILT,
+	B_OFFER,
+	B_FORGET,
 	B_COUNT
 };
 
 #define PGST_PIPE_MAX 256 /* statements sent before their answers are read */
 #define PGST_BATCH_COLS 9
 #define PGST_BATCH_MAX 256
+#define PGST_BATCH_JOIN 8
 
 struct pgst_batch {
 	struct pgsql_array col[PGST_BATCH_COLS];
+	char **val;                  /* row r's column c at r * COLS + c */
 	int n;
 	int64_t id[PGST_BATCH_MAX];  /* the row each names (ITEM_SET, RUN_FINISH) */
 	char *key[PGST_BATCH_MAX];   /* ... "job\x1fkey" (LATEST, BUILT) */
 	size_t first_after;          /* LATEST: its first row's p->after */
 };
 
-/* What each kind sends and how many columns it has. */
+/* What each kind sends, how many columns it has, and the single
+ * statement of one row when it joins (P_COUNT: an insert, always
+ * batched and prepared). */
 static const struct {
 	enum pgst_stmt stmt;
 	int ncols;
+	enum pgst_stmt single;
 	const char *what;
 } pgst_batch_kinds[B_COUNT] = {
-	[B_ITEM_ADD] = { P_B_ITEM_ADD, 8, "adding to the manifest" },
-	[B_RUN_START] = { P_B_RUN_START, 9, "recording runs" },
-	[B_ITEM_SET] = { P_B_ITEM_SET, 7, "updating the manifest" },
-	[B_RUN_FINISH] = { P_B_RUN_FINISH, 5, "finishing runs" },
-	[B_LATEST] = { P_B_LATEST, 4, "recording partitions' last runs" },
-	[B_BUILT] = { P_B_BUILT, 6, "recording builds" },
+	[B_ITEM_ADD] = { P_B_ITEM_ADD, 8, P_COUNT, "adding to the manifest" },
+	[B_RUN_START] = { P_B_RUN_START, 9, P_COUNT, "recording runs" },
+	[B_ITEM_SET] = { P_B_ITEM_SET, 7, P_ITEM_SET,
+			 "updating the manifest" },
+	[B_RUN_FINISH] = { P_B_RUN_FINISH, 5, P_RUN_FINISH,
+			   "finishing runs" },
+	[B_LATEST] = { P_B_LATEST, 4, P_LATEST_PUT,
+		       "recording partitions' last runs" },
+	[B_BUILT] = { P_B_BUILT, 6, P_COUNT, "recording builds" },
+	[B_OFFER] = { P_B_OFFER, 6, P_COUNT, "offering runs" },
+	[B_FORGET] = { P_B_FORGET, 1, P_FORGET_ONE,
+		       "deleting recorded results" },
 };
+
+/* Is statement id one planned at each use (never prepared)? */
+static bool
+pgst_unprepared(int id)
+{
+	for (int k = 0; k < B_COUNT; k++)
+		if (pgst_batch_kinds[k].stmt == (enum pgst_stmt)id)
+			return pgst_batch_kinds[k].single != P_COUNT;
+	return false;
+}
 
 /* A partition_finished callback waiting for the commit. */
 struct pgst_after {
@@ -559,7 +626,9 @@ pgst_prepare(struct pgst *p, struct err *err)
 	char name[16];
 	PGresult *r;
 
-	for (int i = 0; i < P_B_ITEM_ADD; i++) {
+	for (int i = 0; i < P_COUNT; i++) {
+		if (pgst_unprepared(i))
+			continue;
 		snprintf(name, sizeof name, "s%d", i);
 		r = PQprepare(p->pg, name, pgst_sql[i], 0, NULL);
 		if (PQresultStatus(r) != PGRES_COMMAND_OK) {
@@ -638,6 +707,7 @@ arg_bool(struct pgst_args *a, bool b)
  */
 
 static void pgst_batch_send(struct pgst *p);
+static void pgst_fence_answer(struct pgst *p, PGresult *r, size_t arg);
 
 /* Read the answers of the statements sent without waiting, the batched
  * writes sent first. */
@@ -675,6 +745,15 @@ pgst_sync(struct pgst *p)
 		     PQresultStatus(r) == PGRES_COMMAND_OK) &&
 		    nulls < p->npiped && p->answer[nulls].fn != NULL)
 			p->answer[nulls].fn(p, r, p->answer[nulls].arg);
+		if (PQresultStatus(r) == PGRES_FATAL_ERROR && !p->aborted &&
+		    nulls < p->npiped &&
+		    p->answer[nulls].fn == pgst_fence_answer) {
+			p->deposed = true;
+			snprintf(msg, sizeof msg, "deposed: another node holds"
+				 " the planner lease");
+			p->aborted = true;
+			snprintf(p->abort_msg, sizeof p->abort_msg, "%s", msg);
+		}
 		if (PQresultStatus(r) == PGRES_FATAL_ERROR && !p->aborted) {
 			snprintf(msg, sizeof msg, "%s",
 				 PQresultErrorMessage(r));
@@ -864,8 +943,13 @@ pgst_batch_clear(struct pgst_batch *b)
 {
 	for (int c = 0; c < PGST_BATCH_COLS; c++)
 		pgsql_array_free(&b->col[c]);
-	for (int i = 0; i < b->n; i++)
+	for (int i = 0; i < b->n; i++) {
 		free(b->key[i]);
+		for (int c = 0; b->val != NULL && c < PGST_BATCH_COLS; c++) {
+			free(b->val[i * PGST_BATCH_COLS + c]);
+			b->val[i * PGST_BATCH_COLS + c] = NULL;
+		}
+	}
 	b->n = 0;
 }
 
@@ -876,6 +960,17 @@ pgst_batch_drop(struct pgst *p)
 	for (int k = 0; k < B_COUNT; k++)
 		pgst_batch_clear(&p->batch[k]);
 	p->batched = false;
+}
+
+/* Drop the batches and free what they hold (close). */
+static void
+pgst_batch_free(struct pgst *p)
+{
+	pgst_batch_drop(p);
+	for (int k = 0; k < B_COUNT; k++) {
+		free(p->batch[k].val);
+		p->batch[k].val = NULL;
+	}
 }
 
 /* P_B_LATEST's answer: the state each row replaced, by ordinal, into the
@@ -894,31 +989,65 @@ pgst_latest_answer(struct pgst *p, PGresult *r, size_t first)
 	}
 }
 
-/* Send every kind's rows, one statement each, in the order of enum
- * pgst_batch_kind.  A failure aborts the transaction (pgst_pipe_send), whose
- * commit then fails: the rows are not kept. */
+/* P_LATEST_PUT's answer: the state one row replaced, into the callback
+ * waiting for the commit at index at. */
+static void
+pgst_latest_one(struct pgst *p, PGresult *r, size_t at)
+{
+	enum mstate prev;
+
+	if (PQntuples(r) > 0 && at < p->nafter &&
+	    mstate_parse(col_text(r, 0, 0), &prev) == 0)
+		p->after[at].prev = prev;
+}
+
+/* Send one kind's rows: one statement, or, below PGST_BATCH_JOIN rows of
+ * a kind that joins, each row's single statement. */
+static void
+pgst_batch_send_kind(struct pgst *p, int k)
+{
+	struct pgst_batch *b = &p->batch[k];
+	enum pgst_stmt single = pgst_batch_kinds[k].single;
+	int ncols = pgst_batch_kinds[k].ncols;
+	struct pgst_args a = { 0 };
+	struct err err;
+
+	if (single != P_COUNT && b->n < PGST_BATCH_JOIN) {
+		for (int i = 0; i < b->n; i++) {
+			a.n = ncols;
+			for (int c = 0; c < ncols; c++)
+				a.v[c] = b->val[i * PGST_BATCH_COLS + c];
+			pgst_pipe_send(p, NULL, single, &a,
+				       pgst_batch_kinds[k].what,
+				       k == B_LATEST ? pgst_latest_one : NULL,
+				       b->first_after + (size_t)i, &err);
+		}
+		return;
+	}
+	for (int c = 0; c < ncols; c++)
+		a.v[a.n++] = pgsql_array_end(&b->col[c]);
+	pgst_pipe_send(p, single != P_COUNT ?
+		       pgst_sql[pgst_batch_kinds[k].stmt] : NULL,
+		       single != P_COUNT ? P_COUNT : pgst_batch_kinds[k].stmt,
+		       &a, pgst_batch_kinds[k].what,
+		       k == B_LATEST ? pgst_latest_answer : NULL,
+		       b->first_after, &err);
+}
+
+/* Send every kind's rows in the order of enum pgst_batch_kind.  A failure
+ * aborts the transaction (pgst_pipe_send), whose commit then fails: the
+ * rows are not kept. */
 static void
 pgst_batch_send(struct pgst *p)
 {
-	struct err err;
-
 	if (!p->batched || p->sending)
 		return;
 	p->sending = true; /* a sync on the way must not send them twice */
 	for (int k = 0; k < B_COUNT; k++) {
-		struct pgst_batch *b = &p->batch[k];
-		struct pgst_args a = { 0 };
-
-		if (b->n == 0)
+		if (p->batch[k].n == 0)
 			continue;
-		for (int c = 0; c < pgst_batch_kinds[k].ncols; c++)
-			a.v[a.n++] = pgsql_array_end(&b->col[c]);
-		pgst_pipe_send(p, pgst_sql[pgst_batch_kinds[k].stmt], P_COUNT,
-			       &a,
-			       pgst_batch_kinds[k].what,
-			       k == B_LATEST ? pgst_latest_answer : NULL,
-			       b->first_after, &err);
-		pgst_batch_clear(b);
+		pgst_batch_send_kind(p, k);
+		pgst_batch_clear(&p->batch[k]);
 	}
 	p->batched = false;
 	p->sending = false;
@@ -960,6 +1089,30 @@ pgst_batch_row(struct pgst *p, enum pgst_batch_kind k, int64_t id,
 	return b;
 }
 
+/* Keep one row of kind k: a, its single statement's parameters in order
+ * (pgst_batch_row says what id, job and key are); 0, or -1 with err. */
+static int
+pgst_batch_add(struct pgst *p, enum pgst_batch_kind k, int64_t id,
+	       const char *job, const char *key, const struct pgst_args *a,
+	       struct err *err)
+{
+	struct pgst_batch *b = pgst_batch_row(p, k, id, job, key, err);
+	int row;
+
+	if (b == NULL)
+		return -1;
+	row = b->n - 1;
+	if (pgst_batch_kinds[k].single != P_COUNT && b->val == NULL)
+		b->val = xcalloc(PGST_BATCH_MAX * PGST_BATCH_COLS,
+				 sizeof *b->val);
+	for (int c = 0; c < a->n; c++) {
+		pgsql_array_text(&b->col[c], a->v[c]);
+		if (b->val != NULL && a->v[c] != NULL)
+			b->val[row * PGST_BATCH_COLS + c] = xstrdup(a->v[c]);
+	}
+	return 0;
+}
+
 /* ---- transactions ----------------------------------------------------- */
 
 static void pgst_tx_rollback(struct pgst *p);
@@ -974,56 +1127,49 @@ pgst_tx_state(struct pgst *p)
 	p->deferred = false;
 }
 
-/* Open a transaction; with a fence, check the lease first. */
+/* An idle connection has nothing to say: anything readable is the
+ * server's goodbye (an error, then the end of the stream), which marks
+ * the connection broken once read to its end. */
+static void
+pgst_idle_check(struct pgst *p)
+{
+	struct pollfd pfd;
+
+	if (p->pg == NULL || p->piped || PQstatus(p->pg) != CONNECTION_OK)
+		return;
+	pfd.fd = PQsocket(p->pg);
+	pfd.events = POLLIN;
+	while (pfd.fd >= 0 && poll(&pfd, 1, 0) == 1 &&
+	       PQconsumeInput(p->pg) == 1)
+		;
+}
+
+/* Open a transaction: BEGIN sent without waiting (its answer comes with
+ * the next statement's).  A connection the server dropped while idle is
+ * made again first (nothing was sent on it that could have been
+ * applied). */
 static int
 pgst_tx_open(struct pgst *p, struct err *err)
 {
-	PGresult *r;
-	int64_t gen;
-	bool found;
-
+	pgst_idle_check(p);
 	if (pgst_ready(p, err) < 0)
 		return -1;
-	r = NULL;
-	if (p->fence > 0) {
-		/* BEGIN and the lease check in one round trip */
-		pgst_tx_state(p);
-		if (pgst_pipe(p, "BEGIN", P_COUNT, NULL, "BEGIN", err) == 0)
-			r = pgst_exec(p, P_FENCE, NULL, "checking the planner"
-				      " lease", err);
-		if (r == NULL && PQstatus(p->pg) != CONNECTION_BAD)
-			goto fail;
-		if (r == NULL) /* dropped: as below */
-			p->tx = false;
-	}
-	/* BEGIN on a connection the server dropped: once more, connected
-	 * again (nothing was sent that could have been applied) */
-	if (r == NULL &&
-	    pgst_simple(p, "BEGIN", err) < 0 &&
-	    (PQstatus(p->pg) != CONNECTION_BAD || pgst_ready(p, err) < 0 ||
-	     pgst_simple(p, "BEGIN", err) < 0))
-		return -1;
 	pgst_tx_state(p);
-	if (p->fence <= 0)
-		return 0;
-	if (r == NULL &&
-	    (r = pgst_exec(p, P_FENCE, NULL, "checking the planner lease",
-			   err)) == NULL)
-		goto fail;
-	found = PQntuples(r) > 0;
-	gen = found ? col_int(r, 0, 0) : 0;
-	PQclear(r);
-	if (!found || gen != p->fence) {
-		p->deposed = true;
-		err_set(err, EXIT_INTERNAL, "deposed: another node holds the"
-			" planner lease (generation %" PRId64 ")", gen);
-		goto fail;
+	if (pgst_pipe(p, "BEGIN", P_COUNT, NULL, "BEGIN", err) < 0) {
+		pgst_tx_rollback(p);
+		return -1;
 	}
-	p->deposed = false;
 	return 0;
-fail:
-	pgst_tx_rollback(p);
-	return -1;
+}
+
+/* The fence check's answer: it passed (a failure marks the store deposed,
+ * pgst_sync). */
+static void
+pgst_fence_answer(struct pgst *p, PGresult *r, size_t arg)
+{
+	(void)r;
+	(void)arg;
+	p->deposed = false;
 }
 
 /* COMMIT's answer: committed, unless the server says ROLLBACK (its
@@ -1060,6 +1206,13 @@ pgst_tx_commit(struct pgst *p, struct err *err)
 
 	pgst_batch_send(p);
 	p->committed = false;
+	if (p->fence > 0 && !p->aborted) {
+		struct pgst_args a = { 0 };
+
+		arg_int(&a, p->fence);
+		pgst_pipe_send(p, NULL, P_FENCE, &a, "checking the planner"
+			       " lease", pgst_fence_answer, 0, &ignored);
+	}
 	if (!p->aborted)
 		pgst_pipe_send(p, "COMMIT", P_COUNT, NULL, "COMMIT",
 			       pgst_commit_answer, 0, &ignored);
@@ -1312,7 +1465,7 @@ pgst_close(struct store *st)
 
 	if (p == NULL)
 		return;
-	pgst_batch_drop(p);
+	pgst_batch_free(p);
 	pgst_after_end(p, false);
 	free(p->after);
 	if (p->pg != NULL)
@@ -1359,6 +1512,70 @@ bool
 store_pg_deposed(const struct store *st)
 {
 	return ((const struct pgst *)st)->deposed;
+}
+
+/* The planner's open, fenced transaction, or -1 with err. */
+static int
+pgst_planner_tx(struct pgst *p, const char *what, struct err *err)
+{
+	if (p->tx && p->fence > 0)
+		return 0;
+	return err_set(err, EXIT_INTERNAL, "state store: %s: %s", what,
+		       p->fence > 0 ? "no transaction is open" :
+		       "this node is not the planner");
+}
+
+int
+store_pg_offer(struct store *st, const struct cluster_offer *o, size_t n,
+	       struct err *err)
+{
+	struct pgst *p = pgst_of(st);
+
+	if (pgst_planner_tx(p, "offering runs", err) < 0)
+		return -1;
+	for (size_t i = 0; i < n; i++) {
+		struct pgsql_buf keys = { 0 };
+		struct pgst_args a = { 0 };
+		int rc;
+
+		for (size_t k = 0; k < o[i].nkeys; k++) {
+			const char *key = o[i].keys[k];
+
+			if (k > 0)
+				pgsql_buf_add(&keys, "\x1f", 1);
+			pgsql_buf_add(&keys, key, strlen(key));
+		}
+		arg_int(&a, o[i].id);
+		arg_int(&a, o[i].request);
+		arg_text(&a, o[i].job);
+		arg_text(&a, keys.p != NULL ? keys.p : "");
+		arg_int(&a, o[i].attempt);
+		arg_int(&a, p->fence);
+		rc = pgst_batch_add(p, B_OFFER, 0, NULL, NULL, &a, err);
+		free(keys.p);
+		if (rc < 0)
+			return -1;
+	}
+	return 0;
+}
+
+int
+store_pg_forget(struct store *st, const int64_t *ids, size_t n,
+		struct err *err)
+{
+	struct pgst *p = pgst_of(st);
+
+	if (pgst_planner_tx(p, "deleting recorded results", err) < 0)
+		return -1;
+	for (size_t i = 0; i < n; i++) {
+		struct pgst_args a = { 0 };
+
+		arg_int(&a, ids[i]);
+		if (pgst_batch_add(p, B_FORGET, ids[i], NULL, NULL, &a,
+				   err) < 0)
+			return -1;
+	}
+	return 0;
 }
 
 /* The server checkpoints: nothing to do on the loop. */
@@ -1461,23 +1678,6 @@ pgst_item_add(struct store *st, const struct store_item *it, int64_t *id,
 	struct pgst *p = pgst_of(st);
 	struct pgst_args a = { 0 };
 
-	struct pgst_batch *b;
-
-	if (p->tx) {
-		if (pgst_next_id(p, &p->item_ids, P_ITEM_IDS, id, err) < 0 ||
-		    (b = pgst_batch_row(p, B_ITEM_ADD, 0, NULL, NULL,
-					err)) == NULL)
-			return -1;
-		pgsql_array_int(&b->col[0], *id);
-		pgsql_array_int(&b->col[1], it->request_id);
-		pgsql_array_text(&b->col[2], it->job);
-		pgsql_array_text(&b->col[3], it->key);
-		pgsql_array_int(&b->col[4], it->seq);
-		pgsql_array_bool(&b->col[5], it->downstream);
-		pgsql_array_text(&b->col[6], mstate_name(it->state));
-		pgsql_array_int(&b->col[7], it->at);
-		return 0;
-	}
 	arg_int(&a, it->request_id);
 	arg_text(&a, it->job);
 	arg_text(&a, it->key);
@@ -1485,6 +1685,12 @@ pgst_item_add(struct store *st, const struct store_item *it, int64_t *id,
 	arg_bool(&a, it->downstream);
 	arg_text(&a, mstate_name(it->state));
 	arg_int(&a, it->at);
+	if (p->tx) {
+		if (pgst_next_id(p, &p->item_ids, P_ITEM_IDS, id, err) < 0)
+			return -1;
+		arg_int(&a, *id);
+		return pgst_batch_add(p, B_ITEM_ADD, 0, NULL, NULL, &a, err);
+	}
 	return pgst_returned_id(pgst_write(p, P_ITEM_ADD, &a,
 					   "adding to the manifest", err), id);
 }
@@ -1497,21 +1703,7 @@ pgst_item_set(struct store *st, int64_t id, enum mstate state, int attempts,
 {
 	struct pgst *p = pgst_of(st);
 	struct pgst_args a = { 0 };
-	struct pgst_batch *b;
 
-	if (p->tx) {
-		if ((b = pgst_batch_row(p, B_ITEM_SET, id, NULL, NULL,
-					err)) == NULL)
-			return -1;
-		pgsql_array_int(&b->col[0], id);
-		pgsql_array_text(&b->col[1], mstate_name(state));
-		pgsql_array_int(&b->col[2], attempts);
-		pgsql_array_int(&b->col[3], not_before);
-		pgsql_array_text(&b->col[4], error);
-		pgsql_array_text(&b->col[5], blocked_on);
-		pgsql_array_int(&b->col[6], at);
-		return 0;
-	}
 	arg_int(&a, id);
 	arg_text(&a, mstate_name(state));
 	arg_int(&a, attempts);
@@ -1519,6 +1711,8 @@ pgst_item_set(struct store *st, int64_t id, enum mstate state, int attempts,
 	arg_text(&a, error);
 	arg_text(&a, blocked_on);
 	arg_int(&a, at);
+	if (p->tx)
+		return pgst_batch_add(p, B_ITEM_SET, id, NULL, NULL, &a, err);
 	return pgst_write_done(p, P_ITEM_SET, &a, "updating the manifest",
 			       err);
 }
@@ -1532,7 +1726,6 @@ pgst_run_start(struct store *st, int64_t manifest_id, int64_t request_id,
 {
 	struct pgst *p = pgst_of(st);
 	struct pgst_args a = { 0 };
-	struct pgst_batch *b;
 
 	arg_int(&a, manifest_id);
 	arg_int(&a, request_id);
@@ -1543,13 +1736,11 @@ pgst_run_start(struct store *st, int64_t manifest_id, int64_t request_id,
 	arg_text(&a, code_version);
 	arg_text(&a, config_hash);
 	if (p->tx) {
-		if (pgst_next_id(p, &p->run_ids, P_RUN_IDS, run_id, err) < 0 ||
-		    (b = pgst_batch_row(p, B_RUN_START, 0, NULL, NULL,
-					err)) == NULL)
+		if (pgst_next_id(p, &p->run_ids, P_RUN_IDS, run_id, err) < 0)
 			return -1;
-		pgsql_array_int(&b->col[0], *run_id);
-		for (int c = 0; c < a.n; c++)
-			pgsql_array_text(&b->col[1 + c], a.v[c]);
+		arg_int(&a, *run_id);
+		if (pgst_batch_add(p, B_RUN_START, 0, NULL, NULL, &a, err) < 0)
+			return -1;
 	} else if (pgst_returned_id(pgst_write(p, P_RUN_START, &a,
 					       "recording a run", err),
 				    run_id) < 0) {
@@ -1567,7 +1758,6 @@ pgst_run_finish(struct store *st, int64_t run_id, enum mstate state,
 {
 	struct pgst *p = pgst_of(st);
 	struct pgst_args a = { 0 };
-	struct pgst_batch *b;
 
 	arg_int(&a, run_id);
 	arg_text(&a, mstate_name(state));
@@ -1577,14 +1767,9 @@ pgst_run_finish(struct store *st, int64_t run_id, enum mstate state,
 		arg_int(&a, rows_changed);
 	else
 		arg_text(&a, NULL);
-	if (p->tx) {
-		if ((b = pgst_batch_row(p, B_RUN_FINISH, run_id, NULL, NULL,
-					err)) == NULL)
-			return -1;
-		for (int c = 0; c < a.n; c++)
-			pgsql_array_text(&b->col[c], a.v[c]);
-		return 0;
-	}
+	if (p->tx)
+		return pgst_batch_add(p, B_RUN_FINISH, run_id, NULL, NULL, &a,
+				      err);
 	return pgst_write_done(p, P_RUN_FINISH, &a, "finishing a run", err);
 }
 
@@ -1596,7 +1781,6 @@ pgst_partition_built(struct store *st, const char *job, const char *key,
 {
 	struct pgst *p = pgst_of(st);
 	struct pgst_args a = { 0 };
-	struct pgst_batch *b;
 
 	arg_text(&a, job);
 	arg_text(&a, key);
@@ -1607,13 +1791,8 @@ pgst_partition_built(struct store *st, const char *job, const char *key,
 		arg_text(&a, NULL);
 	arg_int(&a, run_id);
 	arg_text(&a, code_version);
-	if (p->tx) {
-		if ((b = pgst_batch_row(p, B_BUILT, 0, job, key, err)) == NULL)
-			return -1;
-		for (int c = 0; c < a.n; c++)
-			pgsql_array_text(&b->col[c], a.v[c]);
-		return 0;
-	}
+	if (p->tx)
+		return pgst_batch_add(p, B_BUILT, 0, job, key, &a, err);
 	return pgst_write_done(p, P_PART_BUILT, &a, "recording a build", err);
 }
 
@@ -1843,7 +2022,6 @@ pgst_partition_finished(struct store *st, const char *job, const char *key,
 	struct pgst *p = pgst_of(st);
 	struct pgst_args a = { 0 };
 	enum mstate prev = MS_COUNT;
-	struct pgst_batch *b;
 	PGresult *r;
 
 	arg_text(&a, job);
@@ -1851,10 +2029,8 @@ pgst_partition_finished(struct store *st, const char *job, const char *key,
 	arg_int(&a, run_id);
 	arg_text(&a, mstate_name(state));
 	if (p->tx) {
-		if ((b = pgst_batch_row(p, B_LATEST, 0, job, key, err)) == NULL)
+		if (pgst_batch_add(p, B_LATEST, 0, job, key, &a, err) < 0)
 			return -1;
-		for (int c = 0; c < a.n; c++)
-			pgsql_array_text(&b->col[c], a.v[c]);
 		if (p->nafter == p->cafter) {
 			p->cafter = p->cafter ? 2 * p->cafter : 64;
 			p->after = xreallocarray(p->after, p->cafter,

@@ -6,6 +6,7 @@
 #ifndef BACKFILLD_STORE_PG_H
 #define BACKFILLD_STORE_PG_H
 
+#include "cluster.h"
 #include "store.h"
 
 /* The operations, reached through dlsym (store.c, store_open_pg). */
@@ -29,5 +30,18 @@ int store_pg_open(const char *conninfo, const char *password_file,
 void store_pg_fence(struct store *st, int64_t generation);
 /* Did the last transaction the store tried to open fail its fence? */
 bool store_pg_deposed(const struct store *st);
+
+/*
+ * The planner's work rows in its own transaction (reached through dlsym;
+ * the store must be fenced and a transaction open, store_defer): offer
+ * runs (their work rows, NOTIFY bf_work at the commit), and delete the
+ * done rows of the results it recorded.  Sent in the turn's batches
+ * (store_pg.c), so a run's row and its offer, a result's record and its
+ * deletion, commit together; a failure fails the transaction.
+ */
+int store_pg_offer(struct store *st, const struct cluster_offer *o, size_t n,
+		   struct err *err);
+int store_pg_forget(struct store *st, const int64_t *ids, size_t n,
+		    struct err *err);
 
 #endif
