@@ -1005,9 +1005,9 @@ cworker_pump_cb(uv_timer_t *t)
 		return;
 	}
 	cworker_end_cancels(w);
-	cworker_start_own(w);
 	if (w->nunsent > 0)
-		cworker_offer(w);
+		cworker_offer(w); /* commits the turn: own runs' rows too */
+	cworker_start_own(w);
 	cworker_exchange(w);
 }
 
