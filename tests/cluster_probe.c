@@ -11,6 +11,9 @@
  *
  * Commands (answers in brackets):
  *	offer FIRST COUNT [JOB]  offer runs FIRST.. [offered N | offer-refused]
+ *	own FIRST COUNT [JOB]    as planner, make runs FIRST.. its own claims
+ *	                         (claim_own) [owned N | own-refused WHY]
+ *	planner-now              [planner-now yes|no]
  *	claim MAX [JOB]          claim runs [claimed ID...]
  *	finish ID                record a success [finish ID ok|refused|error]
  *	results                  done rows [result ID BY FAILED INTERRUPTED
@@ -19,7 +22,8 @@
  *	inflight                 [inflight ID...]
  *	nodes                    [node NAME ROLE INCARNATION RUNNING AGE_MS
  *	                         ... then nodes-end]
- *	state                    [state ROLE GENERATION INCARNATION DB PLANNER]
+ *	state                    [state ROLE GENERATION INCARNATION DB PLANNER
+ *	                         LIVE_NODES PREVIOUS_PLANNER]
  *	forward TEXT             ask the planner [reply TEXT | reply-error WHY]
  *	serve                    as planner, answer mail with "echo:REQUEST"
  *	batch MAX ID...          finish IDs and claim up to MAX runs of job j
@@ -280,9 +284,9 @@ probe_closed_cb(void *arg)
 	uv_close((uv_handle_t *)&again, NULL);
 }
 
-/* Offer COUNT runs from FIRST. */
+/* Offer COUNT runs from FIRST (own: as the planner's own claims). */
 static void
-probe_offer(int64_t first, int64_t count, const char *job)
+probe_offer(int64_t first, int64_t count, const char *job, bool own)
 {
 	struct cluster_offer *o = xcalloc((size_t)count, sizeof *o);
 	char (*keys)[32] = xcalloc((size_t)count, sizeof *keys);
@@ -300,7 +304,11 @@ probe_offer(int64_t first, int64_t count, const char *job)
 		o[i].nkeys = 1;
 		o[i].attempt = 1;
 	}
-	if (drv->offer(cl, o, (size_t)count, &err) < 0)
+	if (own && drv->claim_own(cl, o, (size_t)count, &err) < 0)
+		out("own-refused %s", err.msg);
+	else if (own)
+		out("owned %" PRId64, count);
+	else if (drv->offer(cl, o, (size_t)count, &err) < 0)
 		out("offer-refused %s", err.msg);
 	else
 		out("offered %" PRId64, count);
@@ -362,7 +370,12 @@ probe_command(char *l)
 		return;
 	if (strcmp(cmd, "offer") == 0 && a2 != NULL) {
 		probe_offer(strtoll(a1, NULL, 10), strtoll(a2, NULL, 10),
-			    a3 ? a3 : "j");
+			    a3 ? a3 : "j", false);
+	} else if (strcmp(cmd, "own") == 0 && a2 != NULL) {
+		probe_offer(strtoll(a1, NULL, 10), strtoll(a2, NULL, 10),
+			    a3 ? a3 : "j", true);
+	} else if (strcmp(cmd, "planner-now") == 0) {
+		out("planner-now %s", drv->planner_now(cl) ? "yes" : "no");
 	} else if (strcmp(cmd, "claim") == 0 && a1 != NULL) {
 		probe_claim(strtoul(a1, NULL, 10), a2 ? a2 : "j");
 	} else if (strcmp(cmd, "finish") == 0 && a1 != NULL) {
@@ -407,9 +420,10 @@ probe_command(char *l)
 		probe_nodes();
 	} else if (strcmp(cmd, "state") == 0) {
 		drv->state(cl, &st);
-		out("state %s %" PRId64 " %" PRId64 " %s %s",
+		out("state %s %" PRId64 " %" PRId64 " %s %s %d %s",
 		    cluster_role_name(st.role), st.generation, st.incarnation,
-		    st.db_ok ? "ok" : "lost", st.planner[0] ? st.planner : "-");
+		    st.db_ok ? "ok" : "lost", st.planner[0] ? st.planner : "-",
+		    st.live_nodes, st.prev_planner[0] ? st.prev_planner : "-");
 	} else if (strcmp(cmd, "forward") == 0 && a1 != NULL) {
 		if (drv->forward(cl, a1, strlen(a1), lease_s * 1000 + 2000,
 				 probe_reply_cb, NULL, &err) < 0)

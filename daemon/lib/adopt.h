@@ -14,9 +14,10 @@
  *  - a runs row with a work row (offered, claimed or done) is in flight:
  *    adopted, its result comes back through the work table (a claim of a
  *    dead node is reaped into an interrupted result, queued again);
- *  - a runs row without one was never offered (the planner died between
- *    its commit and its offer, or the offer was refused): nobody runs it,
- *    it is failed as interrupted and queued again;
+ *  - a runs row without one was never offered (the planner ran it itself,
+ *    its share, or died between its commit and its offer, or the offer
+ *    was refused): nobody runs it now, it is failed as interrupted and
+ *    queued again;
  *  - a work row without a running runs row belongs to no run this store
  *    knows (its commit was rolled back, or its end is recorded already):
  *    withdrawn when offered, asked to stop when claimed, deleted when

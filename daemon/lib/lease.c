@@ -166,6 +166,20 @@ lease_job_stranded(char *const *nodes, size_t n,
 	return true;
 }
 
+int
+lease_share(int max_concurrency, int live_nodes)
+{
+	int share;
+
+	if (max_concurrency < 1)
+		return 0;
+	if (live_nodes < 1)
+		return max_concurrency;
+	share = max_concurrency / live_nodes +
+		(max_concurrency % live_nodes != 0);
+	return share < 1 ? 1 : share;
+}
+
 bool
 lease_fenced_out(int64_t store_incarnation, int64_t my_incarnation)
 {

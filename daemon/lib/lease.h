@@ -101,6 +101,17 @@ bool lease_job_stranded(char *const *nodes, size_t n,
 			const struct lease_node *live, size_t nlive,
 			int64_t now_ms, int64_t lease_s);
 
+/*
+ * The planner's share of the runs in flight (docs/several-hosts.md): it
+ * runs a run itself, without offering it, while it runs fewer than this
+ * (its own runs and its claims together).  Its fair part of
+ * max_concurrency over the live nodes, rounded up, so that a backfill
+ * still spreads over every node; at least 1, and max_concurrency when
+ * the count of live nodes is not known (0 or less: alone, as far as it
+ * knows).
+ */
+int lease_share(int max_concurrency, int live_nodes);
+
 /* True when the node was declared dead while it still ran (rule 4): the
  * store holds another incarnation than the one it registered with. */
 bool lease_fenced_out(int64_t store_incarnation, int64_t my_incarnation);

@@ -129,6 +129,10 @@ struct cluster_state {
 	int64_t db_lost_ms;   /* wall clock, when db_ok is false */
 	char db_error[ERR_MSG_MAX];
 	char planner[LEASE_NAME_MAX]; /* who holds the lease, "" if nobody */
+	/* while planner: who held the lease before this node took it ("" when
+	 * it was released, or never held) */
+	char prev_planner[LEASE_NAME_MAX];
+	int live_nodes; /* at the last heartbeat, this one too; 0: not known */
 };
 
 struct cluster_cbs {
@@ -207,6 +211,17 @@ struct cluster_driver {
 	 * they carry: docs/several-hosts.md). */
 	int (*work_rows)(struct cluster *c, struct cluster_work **out,
 			 size_t *n, struct err *err);
+	/* Planner stopping while others live: the runs it runs itself
+	 * (never offered) become its own claims, so that the next planner
+	 * adopts them: one statement inserts their rows as claimed by this
+	 * node under its incarnation, fenced by the generation (-1 when
+	 * deposed meanwhile, or on error: none is inserted). */
+	int (*claim_own)(struct cluster *c, const struct cluster_offer *o,
+			 size_t n, struct err *err);
+	/* Planner now: the role, and a lease that cannot have run out on
+	 * this node's clock (lease.h, rule 2); when it could have, the node
+	 * stops being planner here (role_cb follows). */
+	bool (*planner_now)(struct cluster *c);
 	/* Planner stopping while others live: release the lease now and
 	 * never take it again; what is offered or claimed stays for the
 	 * next planner.  role_cb follows. */

@@ -11,6 +11,14 @@
  * runs an earlier one left in flight (cworker_takeover_cb); a planner
  * that stops hands them over (cworker_stop).
  *
+ * The planner runs its share itself (lease_share): a run it may run while
+ * it runs fewer than its share goes to its own executor, with no work row
+ * (cworker_run_here), once its runs rows are committed (next loop turn,
+ * as an offer), and its result reaches the scheduler as a worker's would
+ * (encoded, then decoded).  Deposed, it cancels them and
+ * drops their results (the next planner queues them again); stopping
+ * while others live, it makes them its claims (cworker_hand_own).
+ *
  * Worker (every node, the planner too): once per loop turn, one statement
  * finishes the runs ended since the last turn and claims what it may run
  * while it has room (max_concurrency); it runs them on the executor.  A
@@ -40,14 +48,18 @@
 #include "runresult.h"
 #include "xalloc.h"
 
-/* A claimed run on this node. */
+/* A claimed run on this node, or one the planner runs itself (own). */
 struct local {
 	struct exec_run run;
 	struct exec_part *parts;
 	struct wh_commit *commits; /* exactly-once commits, or NULL */
-	int64_t id;   /* the work row */
+	int64_t id;   /* the work row (own: the run's id, no row) */
 	bool done;    /* ended; its finish waits for the database */
 	bool discard; /* fenced: its result would be refused */
+	bool own;     /* the planner's own: no work row, result to direct */
+	bool pending; /* own, not started: its runs rows are not committed */
+	bool withdrawn; /* pending, cancelled: it ends unstarted */
+	struct exec_run *direct; /* own: the scheduler's run (NULL: dropped) */
 	struct cworker *w;
 	struct local *next;
 };
@@ -69,10 +81,12 @@ struct cworker {
 	size_t ncancels;
 
 	struct local *locals;
-	int nlocal; /* running here (not done) */
+	int nlocal; /* running here (not done), own runs too */
+	int ndropped; /* own runs whose result was dropped (deposed) */
 	uv_timer_t pump; /* next loop turn: offer, claim, cancel */
 	uv_timer_t takeover; /* a new planner reads the work in flight */
 	bool taking_over;    /* ... and has not adopted it yet */
+	bool adopting;       /* inside sched_start_adopt */
 	bool planner_once;
 	bool db_lost; /* the state store was lost since it was reached */
 	bool closing;
@@ -82,6 +96,10 @@ struct cworker {
 
 static void cworker_run_done_cb(struct exec_run *run);
 static void cworker_start(struct cworker *w, const struct cluster_work *x);
+static char *cworker_encode(const struct exec_run *run);
+static void cworker_decode(const char *text, struct exec_run *run);
+static void cworker_local_free(struct cworker *w, struct local *l);
+static void cworker_forget_all(struct cworker *w);
 
 /* The local runs ended while closing: close the cluster. */
 static void
@@ -168,12 +186,175 @@ cworker_take_offered(struct cworker *w, int64_t id)
 	return NULL;
 }
 
-/* The scheduler's remote: keep the run, offer it next turn. */
+/* May this planner run run itself rather than offer it?  Not while it
+ * adopts or closes, not a job pinned elsewhere, not beyond its share. */
+static bool
+cworker_may_run_here(struct cworker *w, const struct exec_run *run)
+{
+	const struct config *cfg = sched_config(w->sched);
+	struct cluster_state st;
+
+	if (!w->planner_once || w->taking_over || w->adopting || w->closing ||
+	    w->db_lost)
+		return false;
+	if (!lease_job_allowed(run->job->nodes, run->job->nnodes, cfg->node))
+		return false;
+	w->drv->state(w->c, &st);
+	if (w->nlocal >= lease_share(cfg->max_concurrency, st.live_nodes))
+		return false;
+	return w->drv->planner_now(w->c);
+}
+
+/* Run the scheduler's run here, built like a claim (its partitions, and
+ * the scheduler's commit identities: every request it serves). */
+static void
+cworker_run_here(struct cworker *w, struct exec_run *run)
+{
+	struct local *l = xcalloc(1, sizeof *l);
+
+	l->w = w;
+	l->id = run->run_id;
+	l->own = true;
+	l->direct = run;
+	l->parts = xcalloc(run->nparts ? run->nparts : 1, sizeof *l->parts);
+	memcpy(l->parts, run->parts, run->nparts * sizeof *l->parts);
+	if (run->ncommits > 0) {
+		l->commits = xcalloc(run->ncommits, sizeof *l->commits);
+		memcpy(l->commits, run->commits,
+		       run->ncommits * sizeof *l->commits);
+	}
+	l->run.run_id = run->run_id;
+	l->run.cfg = config_ref(run->cfg);
+	l->run.job = run->job;
+	l->run.parts = l->parts;
+	l->run.nparts = run->nparts;
+	l->run.attempt = run->attempt;
+	l->run.log_dir = w->log_dir;
+	l->run.commits = l->commits;
+	l->run.ncommits = run->ncommits;
+	l->run.commits_keep_ms = run->commits_keep_ms;
+	l->run.done_cb = cworker_run_done_cb;
+	l->run.data = l;
+	l->pending = true;
+	l->next = w->locals;
+	w->locals = l;
+	w->nlocal++;
+	w->drv->set_running(w->c, w->nlocal);
+	cworker_kick(w);
+}
+
+/* End a pending own run unstarted: queued again, no attempt counted (as
+ * an offer withdrawn, cworker_end_cancels); its local freed. */
+static void
+cworker_unstart(struct cworker *w, struct local *l, const char *why)
+{
+	struct exec_run *run = l->direct;
+
+	w->nlocal--;
+	cworker_local_free(w, l);
+	if (run == NULL)
+		return;
+	run->failed = run->not_started = run->interrupted = true;
+	snprintf(run->error, sizeof run->error, "interrupted: %s", why);
+	run->done_cb(run);
+}
+
+/*
+ * Start the own runs submitted since the last turn, their runs rows
+ * committed first (sched_flush), so that a planner killed meanwhile
+ * leaves them to the next one to queue again (sched_adopt.c).  A store
+ * that cannot be written ends them unstarted, as it ends offers; one
+ * cancelled or dropped meanwhile never starts.
+ */
+static void
+cworker_start_own(struct cworker *w)
+{
+	struct local *l, **todo;
+	size_t n = 0;
+	bool flushed;
+
+	for (l = w->locals; l != NULL; l = l->next)
+		n += l->pending;
+	if (n == 0)
+		return;
+	/* these only: a done_cb below may submit more, for the next turn */
+	todo = xcalloc(n, sizeof *todo);
+	n = 0;
+	for (l = w->locals; l != NULL; l = l->next)
+		if (l->pending)
+			todo[n++] = l;
+	flushed = sched_flush(w->sched) == 0;
+	for (size_t i = 0; i < n; i++) {
+		l = todo[i];
+		if (l->direct == NULL || l->discard) {
+			w->nlocal--;
+			cworker_local_free(w, l);
+		} else if (l->withdrawn) {
+			cworker_unstart(w, l, "the planner withdrew it");
+		} else if (!flushed) {
+			cworker_unstart(w, l, "the state store cannot be"
+					" written");
+		} else {
+			l->pending = false;
+			exec_submit(w->exec, &l->run);
+		}
+	}
+	free(todo);
+	w->drv->set_running(w->c, w->nlocal);
+	if (w->closing)
+		cworker_kick(w); /* the pump shuts once none is left */
+}
+
+/* An own run ended: its result to the scheduler's run, as a worker's
+ * result would come (cworker_finish_of, then cworker_result). */
+static void
+cworker_own_result(struct cworker *w, struct local *l)
+{
+	struct exec_run *run = l->direct;
+	char *text = cworker_encode(&l->run);
+
+	cworker_decode(text, run);
+	free(text);
+	run->failed = l->run.failed || l->run.cancelled;
+	if (l->run.error[0] != '\0')
+		snprintf(run->error, sizeof run->error, "%s", l->run.error);
+	else if (l->run.cancelled)
+		snprintf(run->error, sizeof run->error, "cancelled");
+	run->done_cb(run);
+}
+
+/* Deposed or fenced: the own runs are cancelled and their results will
+ * be dropped; the next planner queues them again. */
+static void
+cworker_drop_own(struct cworker *w, const char *why)
+{
+	int n = 0;
+
+	for (struct local *l = w->locals; l != NULL; l = l->next) {
+		if (!l->own || l->direct == NULL)
+			continue;
+		l->direct = NULL;
+		l->discard = true;
+		exec_cancel(w->exec, &l->run);
+		n++;
+	}
+	w->ndropped += n;
+	if (n > 0)
+		log_warn("%d runs this node ran as planner are cancelled (%s):"
+			 " the next planner queues them again", n, why);
+}
+
+/* The scheduler's remote: run it here (the planner's share), or keep the
+ * run and offer it next turn. */
 static void
 cworker_submit(void *data, struct exec_run *run)
 {
 	struct cworker *w = data;
 
+	if (cworker_may_run_here(w, run)) {
+		cworker_run_here(w, run);
+		return;
+	}
 	w->offered = xreallocarray(w->offered, w->noffered + 1,
 				   sizeof *w->offered);
 	w->offered[w->noffered++] = run;
@@ -197,12 +378,22 @@ cworker_adopt(void *data, struct exec_run *run)
 	w->noffered++;
 }
 
-/* The scheduler's remote: end the run as not started (next turn). */
+/* The scheduler's remote: end the run as not started (next turn); an
+ * own run is stopped, and its result ends it. */
 static void
 cworker_cancel(void *data, struct exec_run *run)
 {
 	struct cworker *w = data;
 
+	for (struct local *l = w->locals; l != NULL; l = l->next)
+		if (l->own && l->direct == run) {
+			if (l->pending)
+				l->withdrawn = true; /* the pump ends it */
+			else
+				exec_cancel(w->exec, &l->run);
+			cworker_kick(w);
+			return;
+		}
 	for (size_t i = 0; i < w->ncancels; i++)
 		if (w->cancels[i] == run)
 			return;
@@ -742,7 +933,9 @@ cworker_exchange(struct cworker *w)
 }
 
 /* A claimed run ended on the executor: its finish goes with the next
- * exchange (next loop turn, or now when the node closes). */
+ * exchange (next loop turn, or now when the node closes).  An own run's
+ * result goes to the scheduler now, unless this node is no longer the
+ * planner (dropped: it writes nothing). */
 static void
 cworker_run_done_cb(struct exec_run *run)
 {
@@ -751,6 +944,20 @@ cworker_run_done_cb(struct exec_run *run)
 
 	l->done = true;
 	w->nlocal--;
+	if (l->own) {
+		if (l->direct != NULL && (l->discard ||
+					  !w->drv->planner_now(w->c))) {
+			l->direct = NULL;
+			w->ndropped++;
+			log_warn("run=%" PRId64 ": its result is dropped: this"
+				 " node is no longer the planner (the next"
+				 " queues it again)", l->id);
+		}
+		if (l->direct != NULL)
+			cworker_own_result(w, l);
+		cworker_local_free(w, l);
+		w->drv->set_running(w->c, w->nlocal);
+	}
 	cworker_kick(w); /* closing: the pump sends it and shuts */
 }
 
@@ -799,7 +1006,8 @@ cworker_pump_cb(uv_timer_t *t)
 	}
 	cworker_end_cancels(w);
 	if (w->nunsent > 0)
-		cworker_offer(w);
+		cworker_offer(w); /* commits the turn: own runs' rows too */
+	cworker_start_own(w);
 	cworker_exchange(w);
 }
 
@@ -878,8 +1086,10 @@ cworker_takeover_cb(uv_timer_t *t)
 	struct cluster_work *rows = NULL;
 	struct adopt_row *ar;
 	enum adopt_action *act;
+	struct cluster_state st;
 	size_t n = 0, kept = 0;
 	struct err err;
+	int rc;
 
 	if (!w->taking_over || w->closing)
 		return;
@@ -898,7 +1108,12 @@ cworker_takeover_cb(uv_timer_t *t)
 			rows[i].claimed_by};
 	w->taking_over = false;
 	w->planner_once = true;
-	if (sched_start_adopt(w->sched, ar, n, act, &err) < 0) {
+	w->drv->state(w->c, &st);
+	sched_set_previous_planner(w->sched, st.prev_planner);
+	w->adopting = true;
+	rc = sched_start_adopt(w->sched, ar, n, act, &err);
+	w->adopting = false;
+	if (rc < 0) {
 		log_err("cannot start planning: %s", err.msg);
 	} else if (n > 0) {
 		cworker_give_up(w, rows, act, n);
@@ -931,8 +1146,14 @@ cworker_role_cb(void *data, enum cluster_role role, int64_t gen)
 			cworker_fence(w, 0);
 		w->taking_over = false;
 		uv_timer_stop(&w->takeover);
+		if (w->planner_once)
+			cworker_drop_own(w, "deposed");
 		if (w->planner_once && w->o.deposed_cb != NULL)
 			w->o.deposed_cb(w->o.data);
+		/* still here (stopping): the runs whose results were dropped
+		 * would never end; forget them all, as a hand-over does */
+		if (w->planner_once && w->ndropped > 0)
+			cworker_forget_all(w);
 	} else {
 		cworker_fence(w, gen);
 		if (!w->planner_once && !w->taking_over) {
@@ -1088,13 +1309,87 @@ cworker_reload(struct cworker *w)
 	cworker_kick(w);
 }
 
+/* Forget every run of the scheduler without recording anything (their
+ * runs rows stay running, for the next planner). */
+static void
+cworker_forget_all(struct cworker *w)
+{
+	w->noffered = w->nunsent = w->ncancels = 0;
+	w->ndropped = 0;
+	sched_hand_over(w->sched);
+}
+
+/*
+ * A planner stopping while others live: the runs it runs itself become
+ * its claims (one fenced statement, their runs rows committed first), so
+ * that they go on here, finish through the work table and the next
+ * planner adopts them.  When that fails (deposed, the database lost),
+ * they are cancelled and their results dropped: the next planner queues
+ * them again.
+ */
+static void
+cworker_hand_own(struct cworker *w)
+{
+	struct cluster_offer *o;
+	const char **keys;
+	size_t n = 0, nk = 0;
+	struct local *l;
+	struct err err;
+
+	for (l = w->locals; l != NULL; l = l->next)
+		if (l->own && l->direct != NULL) {
+			n++;
+			nk += l->run.nparts;
+		}
+	if (n == 0)
+		return;
+	o = xcalloc(n, sizeof *o);
+	keys = xcalloc(nk + 1, sizeof *keys);
+	n = nk = 0;
+	for (l = w->locals; l != NULL; l = l->next) {
+		if (!l->own || l->direct == NULL)
+			continue;
+		o[n].id = l->id;
+		o[n].request = l->run.ncommits > 0 ? l->run.commits[0].request :
+			       0;
+		o[n].job = l->run.job->name;
+		o[n].keys = &keys[nk];
+		o[n].nkeys = l->run.nparts;
+		o[n].attempt = l->run.attempt;
+		for (size_t k = 0; k < l->run.nparts; k++)
+			keys[nk++] = l->run.parts[k].key;
+		n++;
+	}
+	if (sched_flush(w->sched) < 0)
+		snprintf(err.msg, sizeof err.msg, "the state store cannot be"
+			 " written");
+	else if (w->drv->claim_own(w->c, o, n, &err) == 0)
+		err.msg[0] = '\0';
+	free(keys);
+	free(o);
+	if (err.msg[0] != '\0') {
+		log_warn("%zu runs this planner runs itself cannot be handed"
+			 " over: %s", n, err.msg);
+		cworker_drop_own(w, "not handed over");
+		return;
+	}
+	for (l = w->locals; l != NULL; l = l->next)
+		if (l->own && l->direct != NULL) {
+			l->own = false;
+			l->direct = NULL;
+		}
+	log_notice("%zu runs this planner runs itself are handed over: they"
+		   " go on as this node's claims, for the next planner", n);
+}
+
 /*
  * A planner that stops hands over (docs/several-hosts.md): the runs it
- * recorded but has not offered yet are offered, then it forgets every run
- * in flight without recording anything (their runs rows stay running),
+ * recorded but has not offered yet are offered, the runs it runs itself
+ * become its claims (cworker_hand_own), then it forgets every run in
+ * flight without recording anything (their runs rows stay running),
  * releases the lease and never takes it again; the next planner adopts
- * them.  Its own claimed runs go on until they end or the shutdown grace
- * is over, and their results wait in the work table for that planner.
+ * them.  Its claimed runs go on until they end or the shutdown grace is
+ * over, and their results wait in the work table for that planner.
  */
 void
 cworker_stop(struct cworker *w)
@@ -1107,8 +1402,9 @@ cworker_stop(struct cworker *w)
 		if (w->nunsent > 0)
 			log_warn("%zu runs recorded but not offered are queued"
 				 " again by the next planner", w->nunsent);
-		w->noffered = w->nunsent = w->ncancels = 0;
-		sched_hand_over(w->sched);
+		cworker_start_own(w);
+		cworker_hand_own(w);
+		cworker_forget_all(w);
 	}
 	w->drv->resign(w->c);
 }

@@ -284,21 +284,38 @@ sched_adopt_one(struct sched *s, struct sched_adopt *ad, size_t k,
 	s->remote->adopt(s->remote->data, &a->run);
 }
 
+void
+sched_set_previous_planner(struct sched *s, const char *node)
+{
+	snprintf(s->prev_planner, sizeof s->prev_planner, "%s",
+		 node != NULL ? node : "");
+}
+
 /*
  * A runs row left running that no work row carries was never offered:
- * the earlier planner died between its commit and its offer, or its
+ * the earlier planner ran it itself (its share, docs/several-hosts.md)
+ * and died with it, or it died between its commit and its offer, or its
  * offer was refused, or it withdrew the offer and died before recording
  * that.  (Results are committed before their work rows are deleted, so
  * a run that ended is not among them.)  Recovery queued its item again;
- * as it never ran, no attempt is counted, as for a run that could not
- * start, and its row says why.
+ * as nobody runs it now, no attempt is counted, as for a run that could
+ * not start, and its row says why: the earlier planner's node stopped,
+ * when the lease says which node that was.
  */
 static void
 sched_adopt_unoffered(struct sched *s, struct sched_adopt *ad)
 {
 	int64_t now = clock_now_ms();
+	char error[ERR_MSG_MAX];
 	struct err err;
 	int n = 0;
+
+	if (s->prev_planner[0] != '\0')
+		snprintf(error, sizeof error, "interrupted: node %s stopped"
+			 " (the planner); queued again", s->prev_planner);
+	else
+		snprintf(error, sizeof error, "interrupted: the planner stopped"
+			 " before offering it; queued again");
 
 	if (store_defer(s->store, &err) < 0 || store_begin(s->store, &err) < 0)
 		goto fail;
@@ -309,9 +326,7 @@ sched_adopt_unoffered(struct sched *s, struct sched_adopt *ad)
 		    config_job(s->cfg, ad->runs[i].job) == NULL)
 			continue;
 		if (store_run_finish(s->store, ad->runs[i].id, MS_FAILED, now,
-				     "interrupted: the planner stopped before"
-				     " offering it; queued again", -1,
-				     &err) < 0)
+				     error, -1, &err) < 0)
 			goto fail_tx;
 		it = sched_adopt_item(s, &ad->runs[i]);
 		if (it != NULL && it->state == MS_QUEUED && it->attempts > 0) {
@@ -324,8 +339,10 @@ sched_adopt_unoffered(struct sched *s, struct sched_adopt *ad)
 	if (sched_tx_end(s, 0, &err) < 0)
 		goto fail;
 	if (n > 0)
-		log_warn("%d runs the earlier planner started but never offered"
-			 " are queued again, no attempt counted", n);
+		log_warn("%d runs the earlier planner%s%s started but never"
+			 " offered, or ran itself, are queued again, no attempt"
+			 " counted", n, s->prev_planner[0] ? " " : "",
+			 s->prev_planner);
 	return;
 fail_tx:
 	sched_tx_end(s, -1, &err);

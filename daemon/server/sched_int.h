@@ -22,6 +22,7 @@
 #ifndef BACKFILLD_SCHED_INT_H
 #define BACKFILLD_SCHED_INT_H
 
+#include "lease.h"
 #include "manifest.h"
 #include "scheduler.h"
 
@@ -102,6 +103,8 @@ struct sched {
 	 * the executor; dormant until this node is the planner */
 	const struct sched_remote *remote;
 	bool dormant;
+	/* a new planner: the node that held the lease before ("" unknown) */
+	char prev_planner[LEASE_NAME_MAX];
 };
 
 /* scheduler.c */

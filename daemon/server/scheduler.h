@@ -71,6 +71,10 @@ void sched_set_remote(struct sched *s, const struct sched_remote *remote);
 int sched_start_adopt(struct sched *s, const struct adopt_row *rows,
 		      size_t nrows, enum adopt_action *action,
 		      struct err *err);
+/* Before sched_start_adopt: the node that was planner before this one
+ * ("" or NULL: not known), named in the errors of the runs it left
+ * running that nobody runs now (queued again). */
+void sched_set_previous_planner(struct sched *s, const char *node);
 /*
  * A planner that stops while others live hands its runs in flight over
  * (docs/several-hosts.md): forget them here without recording anything;

@@ -95,6 +95,8 @@ struct cluster {
 	int64_t generation;   /* while planner */
 	int64_t renew_sent;   /* monotonic ms of the last renewal sent */
 	char planner[LEASE_NAME_MAX];
+	char prev_planner[LEASE_NAME_MAX]; /* the lease's holder before */
+	int live_nodes;        /* at the last heartbeat; 0: not known */
 	bool db_ok;
 	int64_t db_lost_ms;
 	char db_error[ERR_MSG_MAX];
@@ -752,8 +754,9 @@ cpg_cancels(struct cluster *c, const char *list)
 		cpg_kick(c);
 }
 
-/* Heartbeat and read the lease: *fenced when this incarnation is no
- * longer the node's (declared dead meanwhile). */
+/* Heartbeat and read the lease and how many nodes live (rule 3; this one
+ * counted, however late its last heartbeat): *fenced when this
+ * incarnation is no longer the node's (declared dead meanwhile). */
 static int
 cpg_heartbeat(struct cluster *c, struct lease_row *row, int64_t *now_ms,
 	      bool *fenced, struct err *err)
@@ -766,16 +769,21 @@ cpg_heartbeat(struct cluster *c, struct lease_row *row, int64_t *now_ms,
 		" coalesce(l.holder, ''), coalesce(l.generation, 0),"
 		" coalesce(" CPG_MS("l.expires_at") ", 0), " CPG_MS("now()") ","
 		" (SELECT string_agg(id::text, ',') FROM work WHERE claimed_by = $1"
-		"  AND incarnation = $2 AND state = 'claimed' AND cancel)"
+		"  AND incarnation = $2 AND state = 'claimed' AND cancel),"
+		" 1 + (SELECT count(*) FROM nodes WHERE name <> $1"
+		"  AND role <> 'stopped'"
+		"  AND last_seen >= now() - $6 * interval '1 millisecond')"
 		" FROM (SELECT 1) x LEFT JOIN lease l ON l.id = 1";
-	char inc[32], running[32];
-	const char *v[5] = { c->node, inc, running, c->config_hash,
-			     c->role == CLUSTER_PLANNER ? "planner" : "worker" };
+	char inc[32], running[32], ms[32];
+	const char *v[6] = { c->node, inc, running, c->config_hash,
+			     c->role == CLUSTER_PLANNER ? "planner" : "worker",
+			     ms };
 	PGresult *res;
 
 	snprintf(inc, sizeof inc, "%" PRId64, c->incarnation);
 	snprintf(running, sizeof running, "%d", c->running);
-	if ((res = cpg_qp(c, CPG_P_HEARTBEAT, sql, 5, v, err)) == NULL)
+	snprintf(ms, sizeof ms, "%" PRId64, c->lease_s * 1000);
+	if ((res = cpg_qp(c, CPG_P_HEARTBEAT, sql, 6, v, err)) == NULL)
 		return -1;
 	*fenced = cpg_i64(res, 0, 0) == 0;
 	memset(row, 0, sizeof *row);
@@ -786,11 +794,13 @@ cpg_heartbeat(struct cluster *c, struct lease_row *row, int64_t *now_ms,
 	*now_ms = cpg_i64(res, 0, 5);
 	if (!*fenced && !PQgetisnull(res, 0, 6))
 		cpg_cancels(c, PQgetvalue(res, 0, 6));
+	c->live_nodes = (int)cpg_i64(res, 0, 7);
 	PQclear(res);
 	return 0;
 }
 
-/* Take the lease (free or expired); 1 taken, 0 someone was faster.  A
+/* Take the lease (free or expired), noting who held it before (an
+ * expired holder: a planner that died); 1 taken, 0 someone was faster.  A
  * free or expired row is locked FOR UPDATE first: that waits for the
  * transaction in flight of a deposed planner's store, whose fence holds
  * the row FOR KEY SHARE (store_pg.c, "Fencing"); the holder's own
@@ -799,9 +809,9 @@ static int
 cpg_acquire(struct cluster *c, struct err *err)
 {
 	static const char sql[] =
-		"WITH k AS (SELECT 1 FROM lease WHERE id = 1"
-		"  AND (coalesce(holder, '') = '' OR expires_at IS NULL"
-		"   OR expires_at <= now()) FOR UPDATE),"
+		"WITH k AS (SELECT coalesce(holder, '') AS holder FROM lease"
+		"  WHERE id = 1 AND (coalesce(holder, '') = ''"
+		"   OR expires_at IS NULL OR expires_at <= now()) FOR UPDATE),"
 		" l AS (INSERT INTO lease AS l (id, holder, generation,"
 		"  expires_at)"
 		"  SELECT 1, $1, 1, now() + $3 * interval '1 millisecond'"
@@ -814,7 +824,8 @@ cpg_acquire(struct cluster *c, struct err *err)
 		"  RETURNING generation),"
 		" r AS (UPDATE nodes SET role = 'planner' WHERE name = $1"
 		"  AND incarnation = $2 AND EXISTS (SELECT 1 FROM l) RETURNING 1)"
-		" SELECT generation, (SELECT count(*) FROM r) FROM l";
+		" SELECT generation, (SELECT count(*) FROM r),"
+		" coalesce((SELECT holder FROM k), '') FROM l";
 	char inc[32], ms[32];
 	const char *v[3] = { c->node, inc, ms };
 	int64_t sent = cpg_mono_ms();
@@ -827,6 +838,7 @@ cpg_acquire(struct cluster *c, struct err *err)
 	if (PQntuples(res) == 1) {
 		c->renew_sent = sent;
 		snprintf(c->planner, sizeof c->planner, "%s", c->node);
+		cpg_str(res, 0, 2, c->prev_planner, sizeof c->prev_planner);
 		cpg_set_role(c, CLUSTER_PLANNER, cpg_i64(res, 0, 0));
 		PQclear(res);
 		return 1;
@@ -875,15 +887,20 @@ cpg_arm_deadline(struct cluster *c)
 
 /* The lease could have run out without a renewal: stop planning. */
 static void
-cpg_deadline_cb(uv_timer_t *t)
+cpg_deposed_late(struct cluster *c)
 {
-	struct cluster *c = t->data;
-
 	if (c->role != CLUSTER_PLANNER)
 		return;
 	cpg_log(c, 3, "cluster: node=%s could not renew its lease in time:"
 		" deposed", c->node);
 	cpg_set_role(c, c->db_ok ? CLUSTER_WORKER : CLUSTER_OFFLINE, 0);
+}
+
+/* The local deadline's timer. */
+static void
+cpg_deadline_cb(uv_timer_t *t)
+{
+	cpg_deposed_late(t->data);
 }
 
 /* Planner: declare dead the nodes silent for longer than the lease and
@@ -1429,6 +1446,23 @@ cpg_state(const struct cluster *c, struct cluster_state *st)
 	st->db_lost_ms = c->db_lost_ms;
 	snprintf(st->db_error, sizeof st->db_error, "%s", c->db_error);
 	snprintf(st->planner, sizeof st->planner, "%s", c->planner);
+	if (c->role == CLUSTER_PLANNER)
+		snprintf(st->prev_planner, sizeof st->prev_planner, "%s",
+			 c->prev_planner);
+	st->live_nodes = c->live_nodes;
+}
+
+/* Planner now, by the role and the local deadline (rule 2): the deadline
+ * timer may not have fired yet (a process stopped, then continued). */
+static bool
+cpg_planner_now(struct cluster *c)
+{
+	if (c->role != CLUSTER_PLANNER)
+		return false;
+	if (cpg_mono_ms() < lease_local_deadline(c->renew_sent, c->lease_s))
+		return true;
+	cpg_deposed_late(c);
+	return false;
 }
 
 /* Refuse a planner call on a node that is not planner. */
@@ -1439,6 +1473,36 @@ cpg_need_planner(struct cluster *c, struct err *err)
 		return 0;
 	return err_set(err, EXIT_WORK_FAILED, "node %s is not the planner",
 		       c->node);
+}
+
+/* The arrays of runs described by o (ids, requests, jobs, keys,
+ * attempts), as the offer statements take them; the caller frees them. */
+static void
+cpg_offer_arrays(const struct cluster_offer *o, size_t n, struct cpg_buf a[5])
+{
+	size_t i, k;
+
+	memset(a, 0, 5 * sizeof *a);
+	for (k = 0; k < 5; k++)
+		cpg_buf_add(&a[k], "{", 1);
+	for (i = 0; i < n; i++) {
+		struct cpg_buf keys = { 0 };
+
+		cpg_array_int(&a[0], o[i].id);
+		cpg_array_int(&a[1], o[i].request);
+		cpg_array_text(&a[2], o[i].job);
+		cpg_buf_add(&keys, "", 0);
+		for (k = 0; k < o[i].nkeys; k++) {
+			if (k > 0)
+				cpg_buf_add(&keys, CPG_KEY_SEP, 1);
+			cpg_buf_add(&keys, o[i].keys[k], strlen(o[i].keys[k]));
+		}
+		cpg_array_text(&a[3], keys.s);
+		free(keys.s);
+		cpg_array_int(&a[4], o[i].attempt);
+	}
+	for (k = 0; k < 5; k++)
+		cpg_buf_add(&a[k], "}", 1);
 }
 
 /* Planner: offer runs, fenced by the lease. */
@@ -1465,34 +1529,14 @@ cpg_offer(struct cluster *c, const struct cluster_offer *o, size_t n,
 	char gen[32];
 	const char *v[7];
 	PGresult *res;
-	size_t i, k;
+	size_t k;
 	bool ok;
 
 	if (cpg_need_planner(c, err) < 0)
 		return -1;
 	if (n == 0)
 		return 0;
-	memset(a, 0, sizeof a);
-	for (k = 0; k < 5; k++)
-		cpg_buf_add(&a[k], "{", 1);
-	for (i = 0; i < n; i++) {
-		struct cpg_buf keys = { 0 };
-
-		cpg_array_int(&a[0], o[i].id);
-		cpg_array_int(&a[1], o[i].request);
-		cpg_array_text(&a[2], o[i].job);
-		cpg_buf_add(&keys, "", 0);
-		for (k = 0; k < o[i].nkeys; k++) {
-			if (k > 0)
-				cpg_buf_add(&keys, CPG_KEY_SEP, 1);
-			cpg_buf_add(&keys, o[i].keys[k], strlen(o[i].keys[k]));
-		}
-		cpg_array_text(&a[3], keys.s);
-		free(keys.s);
-		cpg_array_int(&a[4], o[i].attempt);
-	}
-	for (k = 0; k < 5; k++)
-		cpg_buf_add(&a[k], "}", 1);
+	cpg_offer_arrays(o, n, a);
 	snprintf(gen, sizeof gen, "%" PRId64, c->generation);
 	v[0] = c->node;
 	v[1] = gen;
@@ -1658,6 +1702,62 @@ cpg_work_all(struct cluster *c, struct cluster_work **out, size_t *n,
 		cpg_str(res, (int)i, 12, (*out)[i].state,
 			sizeof (*out)[i].state);
 	PQclear(res);
+	return 0;
+}
+
+/* Planner stopping: its own runs in flight become its claims (claim_own
+ * in cluster.h), fenced by the lease. */
+static int
+cpg_claim_own(struct cluster *c, const struct cluster_offer *o, size_t n,
+	      struct err *err)
+{
+	static const char sql[] =
+		"WITH ok AS (SELECT 1 FROM lease WHERE id = 1 AND holder = $1"
+		"  AND generation = $2 AND expires_at > now()),"
+		" ins AS (INSERT INTO work (id, request, job, keys, attempt,"
+		"  generation, state, claimed_by, incarnation, claimed_at)"
+		"  SELECT t.id, nullif(t.request, 0), t.job,"
+		"  string_to_array(t.keys, E'\\x1f'), t.attempt, $2, 'claimed',"
+		"  $1, $3, now()"
+		"  FROM unnest($4::bigint[], $5::bigint[], $6::text[],"
+		"  $7::text[], $8::int[]) AS t(id, request, job, keys, attempt)"
+		"  WHERE EXISTS (SELECT 1 FROM ok) RETURNING 1)"
+		" SELECT (SELECT count(*) FROM ok), (SELECT count(*) FROM ins)";
+	struct cpg_buf a[5];
+	char gen[32], inc[32];
+	const char *v[8];
+	PGresult *res;
+	size_t k;
+	int64_t ok, ins;
+
+	if (cpg_need_planner(c, err) < 0)
+		return -1;
+	if (n == 0)
+		return 0;
+	cpg_offer_arrays(o, n, a);
+	snprintf(gen, sizeof gen, "%" PRId64, c->generation);
+	snprintf(inc, sizeof inc, "%" PRId64, c->incarnation);
+	v[0] = c->node;
+	v[1] = gen;
+	v[2] = inc;
+	for (k = 0; k < 5; k++)
+		v[3 + k] = a[k].s;
+	res = cpg_q(c, sql, 8, v, err);
+	for (k = 0; k < 5; k++)
+		free(a[k].s);
+	if (res == NULL)
+		return -1;
+	ok = cpg_i64(res, 0, 0);
+	ins = cpg_i64(res, 0, 1);
+	PQclear(res);
+	if (ok != 1) {
+		cpg_set_role(c, CLUSTER_WORKER, 0);
+		return err_set(err, EXIT_WORK_FAILED, "deposed: the lease moved"
+			       " on");
+	}
+	if (ins != (int64_t)n)
+		return err_set(err, EXIT_WORK_FAILED, "%" PRId64 " of %zu rows"
+			       " inserted", ins, n);
 	return 0;
 }
 
@@ -2077,6 +2177,8 @@ const struct cluster_driver cluster_pg_driver = {
 	.forget = cpg_forget,
 	.in_flight = cpg_in_flight,
 	.work_rows = cpg_work_all,
+	.claim_own = cpg_claim_own,
+	.planner_now = cpg_planner_now,
 	.resign = cpg_resign,
 	.claim = cpg_claim,
 	.finish = cpg_finish,

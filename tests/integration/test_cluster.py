@@ -22,20 +22,25 @@ lines count as executions too.
 
 What it checks:
   - a backfill spreads over all three nodes, each partition runs and
-    succeeds once, and the caps hold across the nodes together;
+    succeeds once, and the caps hold across the nodes together; the
+    planner runs part of it itself (its share, never offered);
   - kill -9 of the planner, then of a worker, each with runs in flight:
     another node plans within the lease and a heartbeat (plus slack) and
     dispatches within the lease + 2 s, the dead node's runs are run
-    again, the runs in flight on live nodes are adopted (run once, their
-    attempt unchanged), every partition of the request succeeds once, no
-    two executions of a partition overlap in time;
+    again (the dead planner's own runs interrupted as its), the runs in
+    flight on live nodes are adopted (run once, their attempt unchanged),
+    every partition of the request succeeds once, no two executions of a
+    partition overlap in time;
   - a planner stopped cleanly hands its runs in flight over: nothing is
-    interrupted, every partition runs once;
+    interrupted, every partition runs once; the runs it ran itself go on
+    on it as its claims and the next planner adopts them;
   - the schedule's due partitions are materialised once, not once per
     node, and not again by the next planner;
-  - a planner stopped (SIGSTOP) past its lease writes nothing once
-    continued (the state store's tables but the cluster's own are
-    unchanged), says it was deposed, and comes back as a worker;
+  - a planner stopped (SIGSTOP) past its lease, with runs of its own in
+    flight, writes nothing once continued (the state store's tables but
+    the cluster's own are unchanged), drops its own runs' results (the
+    next planner queued them again), says it was deposed, and comes back
+    as a worker;
   - a node whose database role is cut off (its connections terminated,
     LOGIN revoked) starts nothing, says so in status, and works again
     once the role may log in;
@@ -430,6 +435,25 @@ def per_node(execs):
     return dict(collections.Counter(e["node"] for e in execs))
 
 
+def claimed_in_log(d):
+    """(job, partition) of the runs node d claimed from the work table, by
+    its log (a batch's first partition)."""
+    return set(re.findall(r"job=(\S+) partition=([^\s.]+)\S* run=\d+ attempt=\d+"
+                          r" claimed by this node", log_of(d)))
+
+
+def own_in_flight(c, node):
+    """(node, job, partition) of the commands running on node that no work
+    row carries: runs it runs as planner, never offered (its share).  A
+    claimed run keeps its row (claimed) as long as its command runs."""
+    flying = c.in_flight(node)
+    if not flying:
+        return []
+    rows = set(c.state.rows("SELECT job, unnest(keys) FROM work WHERE claimed_by = '%s'"
+                            % node))
+    return [f for f in flying if (f[1], f[2]) not in rows]
+
+
 def backfill(via, job, frm, to):
     return via.enqueue("backfill", job, "--from", frm, "--to", to)
 
@@ -452,6 +476,15 @@ def test_spread():
     print("  most executions at once, all nodes: %d (job concurrency 4)" % most)
     h.check(most <= 4, "the job's concurrency 4 was exceeded across nodes: %d at once" % most)
     h.check(most >= 2, "never two executions at once (%d)" % most)
+    # the planner ran part of it itself: partitions it ran but never
+    # claimed from the work table (docs/several-hosts.md, its share)
+    planner = c.planner(n3)
+    claimed = claimed_in_log(c[planner])
+    own = [e["partition"] for e in ex if e["node"] == planner
+           and ("spread", e["partition"]) not in claimed]
+    print("  the planner %s ran %d partitions itself, never offered" % (planner, len(own)))
+    h.check(own, "the planner %s ran no partition of its own (share), only claims: %r"
+            % (planner, per_node(ex)))
 
 
 def long_run(c, via, req_long):
@@ -501,6 +534,13 @@ def kill_mid_backfill(victim_role):
     t0 = time.monotonic()
     c[victim].kill9()
     last = c.state.rows("SELECT coalesce(max(id), 0) FROM runs")[0][0]
+    # the planner's own runs in flight at the kill: commands still running
+    # (they outlive the daemon) that no work row carries; nothing claims
+    # or finishes as the dead node any more
+    own = []
+    if victim_role == "planner":
+        own = [p for _, job, p in own_in_flight(c, victim) if job == "work"]
+        print("  of which run by the planner itself (no work row): %s" % own)
     print("  killed %s (%s) with %d run(s) in flight: %s"
           % (victim, victim_role, len(flying), [p for _, _, p in flying]))
     left = [n for n in names if n != victim]
@@ -547,14 +587,19 @@ def kill_mid_backfill(victim_role):
                 % (p, victim, [r for r in runs if r["partition"] == p]))
         h.soft(any(e["partition"] == p and e["node"] != victim for e in ex),
                 "partition %s was not run again on another node" % p)
-    # every interrupted run was the dead node's: one it ran, or (the
-    # planner killed between committing a run and offering it) one it
-    # never offered (docs/several-hosts.md, "How it works")
+    # every interrupted run was the dead node's: one it claimed, or (the
+    # planner) one it ran itself or never offered, which the next planner
+    # finds running without a work row (docs/several-hosts.md, "How it
+    # works"): its error names the node too
     for r in interrupted:
-        unoffered = (victim_role == "planner" and "the planner stopped before"
-                     " offering it" in r["error"])
-        h.check("node %s stopped" % victim in r["error"] or unoffered,
+        h.check("node %s stopped" % victim in r["error"],
                 "an interrupted run is not one of %s's: %r" % (victim, r))
+    for p in own:
+        h.soft(any(r["partition"] == p and "node %s stopped (the planner)" % victim
+                   in r["error"] for r in interrupted),
+               "partition %s, run by the planner %s itself at the kill, has no run"
+               " interrupted as the planner's: %r"
+               % (p, victim, [r for r in runs if r["partition"] == p]))
 
     long_run(c, via, req_long)
     no_overlap(c.executions())
@@ -611,6 +656,48 @@ def test_stop_planner():
     no_overlap(c.executions())
 
 
+def test_stop_planner_own():
+    """A planner stopped cleanly (SIGTERM) while it runs runs of its own
+    (its share, never offered) hands them over as its claims: they finish
+    on it, the next planner adopts them; nothing is interrupted, every
+    partition runs and succeeds once, no two executions overlap."""
+    c = Nodes(cmd_job("slow", concurrency=6, sleep="1.5"))
+    old = c.planner(c["n1"])
+    via = c[[n for n in c.nodes if n != old][0]]
+    parts = h.days("2025-07-01", "2025-07-12")
+    req = backfill(via, "slow", parts[0], parts[-1])
+    own = c.wait_until(lambda: own_in_flight(c, old),
+                       "the planner %s running a partition of its own" % old)
+    with open(c[old].log, errors="replace") as f:
+        mark = len(f.read())
+    c[old].stop()
+    with open(c[old].log, errors="replace") as f:
+        said = f.read()[mark:]
+    print("  %s stopped with runs of its own in flight: %s" % (old, [p for _, _, p in own]))
+    h.check(re.search(r"runs this planner runs itself are handed over", said),
+            "%s's log does not say it handed its own runs over:\n%s" % (old, said[-3000:]))
+    v = c.wait_view([n for n in c.nodes if n != old], via=via)
+    newp = [n for n, x in v.items() if x["role"] == "planner"][0]
+    via.wait_request(req)
+    with open(c[newp].log, errors="replace") as f:
+        adopted = f.read()
+    for _, _, p in own:
+        h.check(re.search(r"job=slow partition=%s .*adopted from the earlier planner:"
+                          r" running on node %s" % (p, old), adopted),
+                "%s did not adopt partition %s, running on %s:\n%s"
+                % (newp, p, old, adopted[-3000:]))
+    runs = succeeded_once(via, req, [("slow", p) for p in parts])
+    h.eq([r for r in runs if r["state"] != "succeeded"], [],
+         "runs other than successes across a clean stop")
+    ex = c.executions()
+    print("  executions per node: %s, %d in all" % (per_node(ex), len(ex)))
+    h.eq(sorted(e["partition"] for e in ex), parts, "partitions executed (once each)")
+    for _, _, p in own:
+        h.eq([e["node"] for e in ex if e["partition"] == p], [old],
+             "nodes that ran partition %s, in flight on the planner at its stop" % p)
+    no_overlap(ex)
+
+
 def test_schedule_once():
     c = Nodes(cmd_job("daily", concurrency=3, sleep="0.1", start="2026-01-01", end=None,
                       catchup="true"))
@@ -658,8 +745,19 @@ def test_deposed_planner():
     via = c[others[0]]
     parts = h.days("2025-05-01", "2025-05-20")
     req = backfill(via, "work", parts[0], parts[-1])
-    c.wait_until(lambda: c.in_flight(old), "the planner %s running a partition" % old)
-    c[old].signal(signal.SIGSTOP)
+    # stopped while it runs a partition of its own (its share, no work
+    # row): once continued, it must not record it
+    own = []
+    for _ in range(20):
+        c.wait_until(lambda: own_in_flight(c, old),
+                     "the planner %s running a partition of its own" % old)
+        c[old].signal(signal.SIGSTOP)
+        own = own_in_flight(c, old)   # stable now, but for ended commands
+        if own:
+            break
+        c[old].signal(signal.SIGCONT)
+    h.check(own, "the planner %s was never stopped with a run of its own in flight" % old)
+    print("  %s stopped with runs of its own in flight: %s" % (old, [p for _, _, p in own]))
     t0 = time.monotonic()
     v = c.wait_role(via, old, ("stopped",))
     newp = [n for n, x in v.items() if x["role"] == "planner"]
@@ -667,7 +765,13 @@ def test_deposed_planner():
           % (old, old, time.monotonic() - t0, newp))
     h.check(newp and newp[0] != old, "no new planner while %s is stopped: %r" % (old, v))
     via.wait_request(req)
-    succeeded_once(via, req, [("work", p) for p in parts])
+    runs = succeeded_once(via, req, [("work", p) for p in parts])
+    for _, _, p in own:
+        h.check(any(r["partition"] == p and r["state"] == "failed" and
+                    "node %s stopped (the planner)" % old in (r["error"] or "")
+                    for r in runs),
+                "partition %s, run by the stopped planner %s itself, was not queued"
+                " again as interrupted: %r" % (p, old, [r for r in runs if r["partition"] == p]))
     before = c.state.dump()
     with open(c[old].log, errors="replace") as f:
         mark = len(f.read())
@@ -683,6 +787,8 @@ def test_deposed_planner():
             "%s's log does not say it was deposed:\n%s" % (old, woke[-3000:]))
     if not re.search(r"depos", woke, re.I):
         print("  note: %s's log does not use the word \"deposed\"" % old)
+    h.check(re.search(r"result is dropped|ran as planner are cancelled", woke),
+            "%s's log does not say it dropped its own runs:\n%s" % (old, woke[-3000:]))
     no_overlap(c.executions())
     # and it works as a worker again
     more = h.days("2025-06-01", "2025-06-24")
@@ -848,7 +954,8 @@ def isolated(test):
     return run
 
 
-TESTS = [test_spread, test_kill_planner, test_kill_worker, test_stop_planner, test_schedule_once,
+TESTS = [test_spread, test_kill_planner, test_kill_worker, test_stop_planner,
+         test_stop_planner_own, test_schedule_once,
          test_deposed_planner, test_cut_off, test_same_state_everywhere, test_pinned]
 
 

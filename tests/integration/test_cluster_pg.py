@@ -123,7 +123,7 @@ class Probe:
     def state(self):
         f = self.ask("state", "state ").split()
         return {"role": f[1], "generation": int(f[2]), "incarnation": int(f[3]),
-                "db": f[4], "planner": f[5]}
+                "db": f[4], "planner": f[5], "live": int(f[6]), "previous": f[7]}
 
     def signal(self, sig):
         self.p.send_signal(sig)
@@ -180,6 +180,7 @@ def test_takeover():
     fresh_db()
     a, b, gen = planner_and_worker()
     h.eq(a.state()["role"], "planner", "a's role")
+    h.eq(a.state()["previous"], "-", "the planner before a (none)")
     rows = sql("SELECT holder, generation FROM lease")
     h.eq(rows, [("a", str(gen))], "the lease row")
     a.kill9()
@@ -192,6 +193,7 @@ def test_takeover():
     h.check(took <= LEASE + LEASE / 3.0 + 1.0,
             "takeover took %.2f s, more than lease + a heartbeat + 1 s" % took)
     h.eq(sql("SELECT holder, generation FROM lease"), [("b", str(gen + 1))], "the lease row")
+    h.eq(b.state()["previous"], "a", "the planner before b (its lease ran out)")
     # a is declared dead by b, the new planner
     b.send("nodes")
     nodes = {}
@@ -304,13 +306,53 @@ def test_deposed_planner():
     h.eq(int(line.split()[2]), gen + 1, "b's generation")
     # a's offer, written before it is continued, comes after it has
     # noticed: its lease deadline passed while it was stopped
+    a.send("planner-now")
     a.send("offer 100 5")
+    a.send("own 200 2")
     a.signal(signal.SIGCONT)
-    a.expect("role worker")
-    h.check(a.expect("offer").startswith("offer-refused"), "a deposed planner offered")
+    # the answers in order; its role may change before them (a heartbeat
+    # that finds it fenced) or because of the first (past its lease)
+    got = {}
+    while len(got) < 4:
+        line = a.expect("")
+        for k in ("planner-now", "role worker", "offer", "own"):
+            if line.startswith(k + " ") or line.startswith(k + "-"):
+                got.setdefault(k, line)
+    h.eq(got["planner-now"], "planner-now no", "a planner past its lease")
+    h.check(got["offer"].startswith("offer-refused"), "a deposed planner offered")
+    h.check(got["own"].startswith("own-refused"),
+            "a deposed planner made its own runs claims")
     h.eq(sql("SELECT count(*) FROM work"), [("0",)], "work rows")
     h.eq(a.state()["role"], "worker", "a's role")
     h.eq(sql("SELECT holder, generation FROM lease"), [("b", str(gen + 1))], "the lease row")
+    close_all()
+
+
+def test_claim_own():
+    """The planner's own runs become its claims (a planner stopping while
+    others live): claimed by it under its incarnation, never claimable by
+    another node, finished like any claim; its heartbeat counts the live
+    nodes."""
+    fresh_db()
+    p, w, gen = planner_and_worker()
+    h.eq(p.ask("planner-now", "planner-now"), "planner-now yes", "p is planner now")
+    end = time.monotonic() + GUARD
+    while p.state()["live"] != 2:
+        h.check(time.monotonic() < end, "p never counted 2 live nodes: %r" % p.state())
+        time.sleep(0.1)
+    h.eq(w.state()["live"], 2, "the live nodes w counts")
+    inc = p.state()["incarnation"]
+    h.eq(p.ask("own 10 2", "own"), "owned 2", "p's own runs")
+    h.eq(sql("SELECT id, state, claimed_by, incarnation, generation FROM work ORDER BY id"),
+         [("10", "claimed", "a", str(inc), str(gen)), ("11", "claimed", "a", str(inc), str(gen))],
+         "the work rows of p's own runs")
+    h.eq(w.ask("claim 5", "claimed"), "claimed", "what w may claim")
+    h.check(p.ask("own 10 1", "own").startswith("own-refused"), "a run made p's own twice")
+    h.eq(p.ask("finish 10", "finish"), "finish 10 ok", "p finishes its own run")
+    h.eq(w.ask("finish 11", "finish"), "finish 11 refused", "w finishes p's run")
+    p.send("results")
+    h.eq(p.expect("result"), "result 10 a 0 0 ", "the result of p's own run")
+    h.eq(p.expect("result"), "results-end", "results")
     close_all()
 
 
@@ -436,7 +478,7 @@ def main():
         tp.cluster()
         h.main([isolated(t) for t in (test_takeover, test_claims_never_double,
                                       test_dead_node_reaped, test_deposed_planner,
-                                      test_cancel, test_batch_exchange,
+                                      test_claim_own, test_cancel, test_batch_exchange,
                                       test_mailbox, test_database_lost)])
     finally:
         close_all()

@@ -150,6 +150,12 @@ def hold_state(d):
     h.eq(p.stdout.readline().strip(), "locked", "psql holding the state store's runs")
 
     def release():
+        # the killed daemon's transaction, sent whole with its COMMIT
+        # (pipelined), waits on the lock in its server process: end it, as
+        # a daemon that died before its commit reached the server
+        p.stdin.write("SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity"
+                      " WHERE datname = current_database() AND pid <> pg_backend_pid()"
+                      " AND wait_event_type = 'Lock';\n")
         p.stdin.write("ROLLBACK;\n\\q\n")
         p.stdin.flush()
         p.wait(timeout=60)

@@ -209,6 +209,28 @@ START_TEST(test_fenced)
 }
 END_TEST
 
+/* The planner's share: its fair part, rounded up, over the live nodes. */
+START_TEST(test_share)
+{
+	ck_assert_int_eq(lease_share(48, 3), 16);
+	ck_assert_int_eq(lease_share(6, 3), 2);
+	ck_assert_int_eq(lease_share(7, 3), 3);   /* rounded up */
+	ck_assert_int_eq(lease_share(4, 3), 2);
+	ck_assert_int_eq(lease_share(48, 1), 48); /* alone: all of it */
+	ck_assert_int_eq(lease_share(2, 5), 1);   /* more nodes than runs */
+	ck_assert_int_eq(lease_share(1, 64), 1);
+	ck_assert_int_eq(lease_share(6, 0), 6);   /* not known yet */
+	ck_assert_int_eq(lease_share(6, -1), 6);
+	ck_assert_int_eq(lease_share(0, 3), 0);   /* nothing to share */
+	/* the shares of the live nodes cover max_concurrency */
+	for (int mc = 1; mc <= 50; mc++)
+		for (int n = 1; n <= 10; n++) {
+			ck_assert_int_ge(lease_share(mc, n) * n, mc);
+			ck_assert_int_lt((lease_share(mc, n) - 1) * n, mc);
+		}
+}
+END_TEST
+
 /* Suite: lease. */
 static Suite *
 lease_suite(void)
@@ -223,6 +245,7 @@ lease_suite(void)
 	tcase_add_test(tc, test_mismatch_short);
 	tcase_add_test(tc, test_pinning);
 	tcase_add_test(tc, test_fenced);
+	tcase_add_test(tc, test_share);
 	suite_add_tcase(s, tc);
 	return s;
 }
