@@ -42,6 +42,10 @@ idle <= 5 transactions/s.  They are reported, not asserted: the exit code
 is 0 when every result is right, 1 when one is wrong, 77 when PostgreSQL
 cannot be started (or this backfilld cannot run `state: postgres:` yet).
 
+Each configuration's run has a database of its own, dropped after it, and
+starts after a CHECKPOINT, so that no run pays for an earlier one's
+autovacuum or checkpoint.
+
 Folders (the nodes', the server's) go under --dir, /dev/shm by default:
 on tmpfs, no fsync costs anything, so the figures compare the stores'
 and the coordination's work, not the disk's.  KEEP_TMP=1 keeps them.
@@ -212,6 +216,10 @@ class Bench:
             d.close(keep=not ok)
         if c in self.open:
             self.open.remove(c)
+        if ok and not os.environ.get("KEEP_TMP"):
+            # no autovacuum of a finished run's tables during the next
+            c.state.sql("DROP DATABASE IF EXISTS %s WITH (FORCE)" % c.state.db,
+                        db="postgres")
 
     # -- checks
 
@@ -259,6 +267,9 @@ class Bench:
             members = list(c.nodes.items())
         ok = False
         try:
+            if self.server is not None:
+                # every run starts without a checkpoint owed
+                self.server.psql("CHECKPOINT", db="postgres")
             pids = [m.proc.pid for _, m in members]
             if kind != "sqlite":
                 pids += server_pids(self.server)
