@@ -382,8 +382,10 @@ def main():
     ap.add_argument("--smoke", action="store_true", help="tiny sizes, checks results only")
     ap.add_argument("--runs", type=int, default=3, help="throughput runs of each configuration")
     ap.add_argument("--n", type=int, default=6000, help="partitions per throughput run")
-    ap.add_argument("--concurrency", type=int, default=4,
-                    help="the jobs' concurrency (max_concurrency too)")
+    ap.add_argument("--concurrency", type=int, default=48,
+                    help="the jobs' concurrency (max_concurrency too): room for"
+                         " every node (--concurrency 4 measures the latency of"
+                         " four runs in flight in the whole cluster)")
     ap.add_argument("--lease", type=int, default=3, help="lease (s) for throughput and failover")
     ap.add_argument("--failover-n", type=int, default=600)
     ap.add_argument("--kill-after", type=int, default=60,
