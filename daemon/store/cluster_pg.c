@@ -41,6 +41,7 @@
 
 #include "cluster.h"
 #include "lease.h"
+#include "pgsql.h"
 #include "xalloc.h"
 
 #define CPG_PASSWORD_MAX 4096
@@ -235,60 +236,6 @@ cpg_dup(const PGresult *res, int row, int col)
 {
 	return PQgetisnull(res, row, col) ? NULL :
 	       xstrdup(PQgetvalue(res, row, col));
-}
-
-/* A growing string for array literals. */
-struct cpg_buf {
-	char *s;
-	size_t len, cap;
-};
-
-/* Append n bytes. */
-static void
-cpg_buf_add(struct cpg_buf *b, const char *s, size_t n)
-{
-	if (b->len + n + 1 > b->cap) {
-		b->cap = (b->len + n + 1) * 2;
-		b->s = xreallocarray(b->s, b->cap, 1);
-	}
-	memcpy(b->s + b->len, s, n);
-	b->len += n;
-	b->s[b->len] = '\0';
-}
-
-/* Append one element to a text[] literal being built ("{" first). */
-static void
-cpg_array_text(struct cpg_buf *b, const char *s)
-{
-	cpg_buf_add(b, b->len > 1 ? ",\"" : "\"", b->len > 1 ? 2 : 1);
-	for (; *s != '\0'; s++) {
-		if (*s == '"' || *s == '\\')
-			cpg_buf_add(b, "\\", 1);
-		cpg_buf_add(b, s, 1);
-	}
-	cpg_buf_add(b, "\"", 1);
-}
-
-/* Append one element, or NULL, to a text[] literal being built. */
-static void
-cpg_array_opt(struct cpg_buf *b, const char *s)
-{
-	if (s != NULL)
-		cpg_array_text(b, s);
-	else if (b->len > 1)
-		cpg_buf_add(b, ",NULL", 5);
-	else
-		cpg_buf_add(b, "NULL", 4);
-}
-
-/* Append one element to a bigint[] literal being built. */
-static void
-cpg_array_int(struct cpg_buf *b, int64_t v)
-{
-	char num[32];
-
-	snprintf(num, sizeof num, "%s%" PRId64, b->len > 1 ? "," : "", v);
-	cpg_buf_add(b, num, strlen(num));
 }
 
 /* Split "a\x1fb" into an allocated array of keys. */
@@ -1476,33 +1423,32 @@ cpg_need_planner(struct cluster *c, struct err *err)
 }
 
 /* The arrays of runs described by o (ids, requests, jobs, keys,
- * attempts), as the offer statements take them; the caller frees them. */
+ * attempts), as the offer statements take them (pgsql_array_end); the
+ * caller frees them. */
 static void
-cpg_offer_arrays(const struct cluster_offer *o, size_t n, struct cpg_buf a[5])
+cpg_offer_arrays(const struct cluster_offer *o, size_t n,
+		 struct pgsql_array a[5])
 {
 	size_t i, k;
 
 	memset(a, 0, 5 * sizeof *a);
-	for (k = 0; k < 5; k++)
-		cpg_buf_add(&a[k], "{", 1);
 	for (i = 0; i < n; i++) {
-		struct cpg_buf keys = { 0 };
+		struct pgsql_buf keys = { 0 };
 
-		cpg_array_int(&a[0], o[i].id);
-		cpg_array_int(&a[1], o[i].request);
-		cpg_array_text(&a[2], o[i].job);
-		cpg_buf_add(&keys, "", 0);
+		pgsql_array_int(&a[0], o[i].id);
+		pgsql_array_int(&a[1], o[i].request);
+		pgsql_array_text(&a[2], o[i].job);
+		pgsql_buf_add(&keys, "", 0);
 		for (k = 0; k < o[i].nkeys; k++) {
 			if (k > 0)
-				cpg_buf_add(&keys, CPG_KEY_SEP, 1);
-			cpg_buf_add(&keys, o[i].keys[k], strlen(o[i].keys[k]));
+				pgsql_buf_add(&keys, CPG_KEY_SEP, 1);
+			pgsql_buf_add(&keys, o[i].keys[k],
+				      strlen(o[i].keys[k]));
 		}
-		cpg_array_text(&a[3], keys.s);
-		free(keys.s);
-		cpg_array_int(&a[4], o[i].attempt);
+		pgsql_array_text(&a[3], keys.p);
+		free(keys.p);
+		pgsql_array_int(&a[4], o[i].attempt);
 	}
-	for (k = 0; k < 5; k++)
-		cpg_buf_add(&a[k], "}", 1);
 }
 
 /* Planner: offer runs, fenced by the lease. */
@@ -1525,7 +1471,7 @@ cpg_offer(struct cluster *c, const struct cluster_offer *o, size_t n,
 		"  WHERE EXISTS (SELECT 1 FROM ins))"
 		" SELECT (SELECT count(*) FROM ok), (SELECT count(*) FROM ins),"
 		" (SELECT count(*) FROM n)";
-	struct cpg_buf a[5];
+	struct pgsql_array a[5];
 	char gen[32];
 	const char *v[7];
 	PGresult *res;
@@ -1541,10 +1487,10 @@ cpg_offer(struct cluster *c, const struct cluster_offer *o, size_t n,
 	v[0] = c->node;
 	v[1] = gen;
 	for (k = 0; k < 5; k++)
-		v[2 + k] = a[k].s;
+		v[2 + k] = pgsql_array_end(&a[k]);
 	res = cpg_qp(c, CPG_P_OFFER, sql, 7, v, err);
 	for (k = 0; k < 5; k++)
-		free(a[k].s);
+		pgsql_array_free(&a[k]);
 	if (res == NULL)
 		return -1;
 	ok = cpg_i64(res, 0, 0) == 1;
@@ -1632,7 +1578,7 @@ cpg_forget(struct cluster *c, const int64_t *ids, size_t n, struct err *err)
 		"  RETURNING 1)"
 		" SELECT (SELECT count(*) FROM ok), (SELECT count(*) FROM d),"
 		" (SELECT count(*) FROM x)";
-	struct cpg_buf a = { 0 };
+	struct pgsql_array a = { 0 };
 	char gen[32];
 	const char *v[3] = { c->node, gen, NULL };
 	PGresult *res;
@@ -1641,14 +1587,12 @@ cpg_forget(struct cluster *c, const int64_t *ids, size_t n, struct err *err)
 
 	if (cpg_need_planner(c, err) < 0)
 		return -1;
-	cpg_buf_add(&a, "{", 1);
 	for (i = 0; i < n; i++)
-		cpg_array_int(&a, ids[i]);
-	cpg_buf_add(&a, "}", 1);
+		pgsql_array_int(&a, ids[i]);
 	snprintf(gen, sizeof gen, "%" PRId64, c->generation);
-	v[2] = a.s;
+	v[2] = pgsql_array_end(&a);
 	res = cpg_qp(c, CPG_P_FORGET, sql, 3, v, err);
-	free(a.s);
+	pgsql_array_free(&a);
 	if (res == NULL)
 		return -1;
 	ok = cpg_i64(res, 0, 0) == 1;
@@ -1723,7 +1667,7 @@ cpg_claim_own(struct cluster *c, const struct cluster_offer *o, size_t n,
 		"  $7::text[], $8::int[]) AS t(id, request, job, keys, attempt)"
 		"  WHERE EXISTS (SELECT 1 FROM ok) RETURNING 1)"
 		" SELECT (SELECT count(*) FROM ok), (SELECT count(*) FROM ins)";
-	struct cpg_buf a[5];
+	struct pgsql_array a[5];
 	char gen[32], inc[32];
 	const char *v[8];
 	PGresult *res;
@@ -1741,10 +1685,10 @@ cpg_claim_own(struct cluster *c, const struct cluster_offer *o, size_t n,
 	v[1] = gen;
 	v[2] = inc;
 	for (k = 0; k < 5; k++)
-		v[3 + k] = a[k].s;
+		v[3 + k] = pgsql_array_end(&a[k]);
 	res = cpg_q(c, sql, 8, v, err);
 	for (k = 0; k < 5; k++)
-		free(a[k].s);
+		pgsql_array_free(&a[k]);
 	if (res == NULL)
 		return -1;
 	ok = cpg_i64(res, 0, 0);
@@ -1801,7 +1745,7 @@ cpg_claim(struct cluster *c, const char *const *jobs, size_t njobs,
 		" array_to_string(w.keys, E'\\x1f'), w.attempt, w.generation,"
 		" " CPG_MS("w.claimed_at") ", w.claimed_by, w.failed,"
 		" w.interrupted, w.error, w.result";
-	struct cpg_buf a = { 0 };
+	struct pgsql_array a = { 0 };
 	char inc[32], lim[32];
 	const char *v[4] = { c->node, inc, NULL, lim };
 	PGresult *res;
@@ -1814,15 +1758,13 @@ cpg_claim(struct cluster *c, const char *const *jobs, size_t njobs,
 		return c->pg == NULL ? err_set(err, EXIT_WORK_FAILED, "the"
 					       " state store is not connected:"
 					       " %s", c->db_error) : 0;
-	cpg_buf_add(&a, "{", 1);
 	for (i = 0; i < njobs; i++)
-		cpg_array_text(&a, jobs[i]);
-	cpg_buf_add(&a, "}", 1);
+		pgsql_array_text(&a, jobs[i]);
 	snprintf(inc, sizeof inc, "%" PRId64, c->incarnation);
 	snprintf(lim, sizeof lim, "%zu", max);
-	v[2] = a.s;
+	v[2] = pgsql_array_end(&a);
 	res = cpg_q(c, sql, 4, v, err);
-	free(a.s);
+	pgsql_array_free(&a);
 	if (res == NULL)
 		return -1;
 	cpg_work_rows(res, out, n);
@@ -1934,7 +1876,7 @@ cpg_finish_claim(struct cluster *c, struct cluster_finish *f, size_t nf,
 		" UNION ALL SELECT id, 0, '', '', 0, 0, 0, '', false, false, NULL,"
 		"  NULL, 1 FROM f"
 		" UNION ALL SELECT " CPG_WORK_COLS ", 2 FROM c";
-	struct cpg_buf a[5];
+	struct pgsql_array a[5];
 	char inc[32], lim[32];
 	const char *v[8];
 	PGresult *res;
@@ -1952,28 +1894,24 @@ cpg_finish_claim(struct cluster *c, struct cluster_finish *f, size_t nf,
 	if (nf == 0 && max == 0)
 		return 0;
 	memset(a, 0, sizeof a);
-	for (k = 0; k < 5; k++)
-		cpg_buf_add(&a[k], "{", 1);
 	for (i = 0; i < nf; i++) {
-		cpg_array_int(&a[0], f[i].id);
-		cpg_array_int(&a[1], f[i].r.failed);
-		cpg_array_opt(&a[2], f[i].r.error);
-		cpg_array_opt(&a[3], f[i].r.result);
+		pgsql_array_int(&a[0], f[i].id);
+		pgsql_array_int(&a[1], f[i].r.failed);
+		pgsql_array_text(&a[2], f[i].r.error);
+		pgsql_array_text(&a[3], f[i].r.result);
 	}
 	for (i = 0; i < njobs; i++)
-		cpg_array_text(&a[4], jobs[i]);
-	for (k = 0; k < 5; k++)
-		cpg_buf_add(&a[k], "}", 1);
+		pgsql_array_text(&a[4], jobs[i]);
 	snprintf(inc, sizeof inc, "%" PRId64, c->incarnation);
 	snprintf(lim, sizeof lim, "%zu", max);
 	v[0] = c->node;
 	v[1] = inc;
 	for (k = 0; k < 5; k++)
-		v[2 + k] = a[k].s;
+		v[2 + k] = pgsql_array_end(&a[k]);
 	v[7] = lim;
 	res = cpg_qp(c, CPG_P_EXCHANGE, sql, 8, v, err);
 	for (k = 0; k < 5; k++)
-		free(a[k].s);
+		pgsql_array_free(&a[k]);
 	if (res == NULL)
 		return -1;
 	cpg_exchanged(c, res, f, nf, out, n);
@@ -2070,19 +2008,17 @@ cpg_mail_take(struct cluster *c, struct cluster_mail **out, struct err *err)
 	unsigned char *bytes;
 	PGresult *res;
 	size_t len = 0;
-	struct cpg_buf ids = {0};
+	struct pgsql_array ids = {0};
 	const char *v[1];
 
 	*out = NULL;
 	if (cpg_need_planner(c, err) < 0)
 		return -1;
-	cpg_buf_add(&ids, "{", 1);
 	for (size_t i = 0; i < c->ntaken; i++)
-		cpg_array_int(&ids, c->taken[i]);
-	cpg_buf_add(&ids, "}", 1);
-	v[0] = ids.s;
+		pgsql_array_int(&ids, c->taken[i]);
+	v[0] = pgsql_array_end(&ids);
 	res = cpg_q(c, sql, 1, v, err);
-	free(ids.s);
+	pgsql_array_free(&ids);
 	if (res == NULL)
 		return -1;
 	if (PQntuples(res) == 0) {
