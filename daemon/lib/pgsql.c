@@ -250,6 +250,18 @@ pgsql_values(const struct pgsql_stmt *st, const struct wh_param *params,
 	return 0;
 }
 
+void
+pgsql_buf_join(struct pgsql_buf *b, const char *const *parts, size_t n,
+	       char sep)
+{
+	pgsql_buf_add(b, "", 0);
+	for (size_t i = 0; i < n; i++) {
+		if (i > 0)
+			pgsql_buf_add(b, &sep, 1);
+		pgsql_buf_add(b, parts[i], strlen(parts[i]));
+	}
+}
+
 /* ---- array literals ------------------------------------------------- */
 
 /* Open the literal or separate the next element. */

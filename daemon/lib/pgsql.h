@@ -78,6 +78,9 @@ struct pgsql_buf {
 
 /* Append n bytes to b (kept NUL-terminated). */
 void pgsql_buf_add(struct pgsql_buf *b, const char *s, size_t n);
+/* Append parts[0..n) with sep between them ("" when n is 0). */
+void pgsql_buf_join(struct pgsql_buf *b, const char *const *parts, size_t n,
+		    char sep);
 
 struct pgsql_array {
 	struct pgsql_buf b;

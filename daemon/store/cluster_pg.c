@@ -1429,7 +1429,7 @@ static void
 cpg_offer_arrays(const struct cluster_offer *o, size_t n,
 		 struct pgsql_array a[5])
 {
-	size_t i, k;
+	size_t i;
 
 	memset(a, 0, 5 * sizeof *a);
 	for (i = 0; i < n; i++) {
@@ -1438,13 +1438,7 @@ cpg_offer_arrays(const struct cluster_offer *o, size_t n,
 		pgsql_array_int(&a[0], o[i].id);
 		pgsql_array_int(&a[1], o[i].request);
 		pgsql_array_text(&a[2], o[i].job);
-		pgsql_buf_add(&keys, "", 0);
-		for (k = 0; k < o[i].nkeys; k++) {
-			if (k > 0)
-				pgsql_buf_add(&keys, CPG_KEY_SEP, 1);
-			pgsql_buf_add(&keys, o[i].keys[k],
-				      strlen(o[i].keys[k]));
-		}
+		pgsql_buf_join(&keys, o[i].keys, o[i].nkeys, CPG_KEY_SEP[0]);
 		pgsql_array_text(&a[3], keys.p);
 		free(keys.p);
 		pgsql_array_int(&a[4], o[i].attempt);

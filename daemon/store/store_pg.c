@@ -1538,17 +1538,12 @@ store_pg_offer(struct store *st, const struct cluster_offer *o, size_t n,
 		struct pgst_args a = { 0 };
 		int rc;
 
-		for (size_t k = 0; k < o[i].nkeys; k++) {
-			const char *key = o[i].keys[k];
-
-			if (k > 0)
-				pgsql_buf_add(&keys, "\x1f", 1);
-			pgsql_buf_add(&keys, key, strlen(key));
-		}
+		/* the keys as one text, split again by the statement */
+		pgsql_buf_join(&keys, o[i].keys, o[i].nkeys, '\x1f');
 		arg_int(&a, o[i].id);
 		arg_int(&a, o[i].request);
 		arg_text(&a, o[i].job);
-		arg_text(&a, keys.p != NULL ? keys.p : "");
+		arg_text(&a, keys.p);
 		arg_int(&a, o[i].attempt);
 		arg_int(&a, p->fence);
 		rc = pgst_batch_add(p, B_OFFER, 0, NULL, NULL, &a, err);

@@ -305,6 +305,17 @@ START_TEST(test_arrays)
 	pgsql_array_free(&e);
 	ck_assert_ptr_null(t.b.p);
 	ck_assert_uint_eq(t.n, 0);
+	{
+		static const char *const parts[] = { "a", "", "b,c" };
+		struct pgsql_buf j = { 0 }, none = { 0 };
+
+		pgsql_buf_join(&j, parts, 3, '\x1f');
+		ck_assert_str_eq(j.p, "a\x1f\x1f" "b,c");
+		pgsql_buf_join(&none, parts, 0, '\x1f');
+		ck_assert_str_eq(none.p, "");
+		free(j.p);
+		free(none.p);
+	}
 }
 END_TEST
 
