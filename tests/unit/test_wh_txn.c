@@ -335,7 +335,7 @@ main(void)
 	SRunner *sr = srunner_create(wh_txn_suite());
 	int failed;
 
-	srunner_run_all(sr, CK_NORMAL);
+	srunner_run_all(sr, CK_ENV);
 	failed = srunner_ntests_failed(sr);
 	srunner_free(sr);
 	return failed == 0 ? EXIT_SUCCESS : EXIT_FAILURE;
