@@ -549,6 +549,7 @@ static const struct txn_case txn_cases[] = {
 	{ PG, 0, INS "COMMIT AND CHAIN", "COMMIT", 2, "COMMIT AND CHAIN" },
 	{ PG, 0, "COMMIT AND NO CHAIN", "COMMIT", 1, "COMMIT" },
 	{ PG, 0, "ROLLBACK AND CHAIN", "ROLLBACK", 1, "ROLLBACK AND CHAIN" },
+	{ LITE, 0, "ROLLBACK AND CHAIN", "ROLLBACK", 1, "ROLLBACK AND CHAIN" },
 	{ LITE, 0, INS "END", "END", 2, "END" },
 	{ PG, 0, INS "end transaction;", "end", 2, "END" },
 	{ PG, 0, "END AND CHAIN", "END", 1, "END AND CHAIN" },
