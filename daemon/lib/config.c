@@ -2114,6 +2114,86 @@ cfg_job_clock(struct cfg_parser *p, struct job_def *j, yaml_node_t *map)
 	return 0;
 }
 
+/*
+ * Refuse SQL that controls the run's transaction (sqlscan_txn: COMMIT,
+ * ROLLBACK, ATTACH, ...): the daemon begins and commits each partition's
+ * transaction itself.  `what` names the SQL after the job (" check
+ * \"c\"", " metric \"m\"", " late_data" or "" for the job's own); n is
+ * its scalar, or NULL when the text came from `file` (sql_file:, whose key
+ * is `key`); flags as sqlscan_txn's.
+ */
+static int
+cfg_no_txn(struct cfg_parser *p, const struct job_def *j,
+	   const yaml_node_t *n, const char *sql, const char *what,
+	   const yaml_node_t *key, const char *file, int flags)
+{
+	enum sqlscan_dialect d = SQLSCAN_SQLITE;
+	struct sqlscan_txn t;
+	int line, col;
+
+	if (j->warehouse >= 0 &&
+	    p->cfg->warehouses[j->warehouse].kind == WH_POSTGRES)
+		d = SQLSCAN_PG;
+	if (sqlscan_txn(sql, d, flags, &t) < 0)
+		return 0;
+	if (n == NULL) {
+		cfg_text_pos(sql, (size_t)t.off, &line, &col);
+		return cfg_fail(p, key->start_mark,
+				"job \"%s\"%s statement %d controls the run's transaction (%s) at %s:%d:%d: " SQLSCAN_TXN_ADVICE,
+				j->name, what, t.stmt, t.what, file, line, col);
+	}
+	cfg_scalar_pos(p, n, (size_t)t.off, &line, &col);
+	return cfg_fail_at(p, line, col,
+			   "job \"%s\"%s statement %d controls the run's transaction (%s): " SQLSCAN_TXN_ADVICE,
+			   j->name, what, t.stmt, t.what);
+}
+
+/* The SQL a job runs (its own, its checks, its metrics inside the run's
+ * transaction; its late_data sensor) must not control transactions. */
+static int
+cfg_job_txn(struct cfg_parser *p, struct job_def *j, yaml_node_t *map)
+{
+	yaml_node_t *n_file = cfg_map_get(p, map, "sql_file");
+	yaml_node_t *n, *it;
+	yaml_node_pair_t *pr;
+	char what[CFG_QUOTE_MAX * 4 + 32], buf[CFG_QUOTE_MAX * 4 + 16];
+	size_t i;
+
+	if (j->sql != NULL &&
+	    cfg_no_txn(p, j, n_file != NULL ? NULL : cfg_map_get(p, map, "sql"),
+		       j->sql, "", n_file, n_file != NULL ? cfg_text(n_file) :
+		       NULL, 0) < 0)
+		return -1;
+	if ((n = cfg_map_get(p, map, "checks")) != NULL)
+		for (i = 0; i < j->nchecks; i++) {
+			snprintf(what, sizeof what, " check %s",
+				 cfg_quote(j->checks[i].name, buf, sizeof buf));
+			if (cfg_no_txn(p, j, cfg_map_get(p, cfg_seq_item(p, n, i),
+						       "sql"),
+				       j->checks[i].sql, what, NULL, NULL, 0) < 0)
+				return -1;
+		}
+	if ((n = cfg_map_get(p, map, "metrics")) != NULL)
+		for (i = 0, pr = n->data.mapping.pairs.start;
+		     i < j->nmetrics && pr < n->data.mapping.pairs.top;
+		     i++, pr++) {
+			it = cfg_node(p, pr->value);
+			if (it->type == YAML_MAPPING_NODE)
+				it = cfg_map_get(p, it, "sql");
+			snprintf(what, sizeof what, " metric %s",
+				 cfg_quote(j->metrics[i].name, buf, sizeof buf));
+			if (cfg_no_txn(p, j, it, j->metrics[i].sql, what, NULL,
+				       NULL, SQLSCAN_TXN_EXPR) < 0)
+				return -1;
+		}
+	if (j->late_data != NULL &&
+	    (n = cfg_map_get(p, map, "late_data")) != NULL &&
+	    cfg_no_txn(p, j, cfg_map_get(p, n, "sql"), j->late_data->sql,
+		       " late_data", NULL, NULL, 0) < 0)
+		return -1;
+	return 0;
+}
+
 /* A job's cross-key rules, once every key of it is read. */
 static int
 cfg_job_finish(struct cfg_parser *p, struct job_def *j, yaml_node_t *map)
@@ -2129,7 +2209,9 @@ cfg_job_finish(struct cfg_parser *p, struct job_def *j, yaml_node_t *map)
 	    cfg_job_target(p, j, map, is_sql) < 0 ||
 	    cfg_job_needs(p, j, map, is_sql) < 0)
 		return -1;
-	return cfg_job_clock(p, j, map);
+	if (cfg_job_clock(p, j, map) < 0)
+		return -1;
+	return cfg_job_txn(p, j, map);
 }
 
 /* jobs: a sequence, taken in when every file is read. */

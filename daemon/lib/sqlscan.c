@@ -574,6 +574,320 @@ sqlscan_wall_clock(const char *sql, enum sqlscan_dialect dialect,
 	return h.off;
 }
 
+/* ---- transaction control ------------------------------------------------ */
+
+/* The PRAGMAs refused (sqlscan.h), and how each is spelled in messages. */
+#define SQLSCAN_PRAGMA(n) { n, "PRAGMA " n }
+static const struct sqlscan_pragma {
+	const char *name, *spelled;
+} sqlscan_pragmas[] = {
+	SQLSCAN_PRAGMA("auto_vacuum"),
+	SQLSCAN_PRAGMA("busy_timeout"),
+	SQLSCAN_PRAGMA("journal_mode"),
+	SQLSCAN_PRAGMA("locking_mode"),
+	SQLSCAN_PRAGMA("page_size"),
+	SQLSCAN_PRAGMA("query_only"),
+	SQLSCAN_PRAGMA("read_uncommitted"),
+	SQLSCAN_PRAGMA("schema_version"),
+	SQLSCAN_PRAGMA("synchronous"),
+	SQLSCAN_PRAGMA("temp_store"),
+	SQLSCAN_PRAGMA("temp_store_directory"),
+	SQLSCAN_PRAGMA("wal_autocheckpoint"),
+	SQLSCAN_PRAGMA("wal_checkpoint"),
+	SQLSCAN_PRAGMA("writable_schema"),
+};
+
+const char *
+sqlscan_txn_pragma(const char *name, size_t len)
+{
+	for (size_t i = 0; i < sizeof sqlscan_pragmas /
+	     sizeof sqlscan_pragmas[0]; i++)
+		if (strlen(sqlscan_pragmas[i].name) == len &&
+		    strncasecmp(name, sqlscan_pragmas[i].name, len) == 0)
+			return sqlscan_pragmas[i].spelled;
+	return NULL;
+}
+
+/* The words that end the transaction, and how each form is spelled. */
+static const struct sqlscan_end {
+	const char *word, *plain, *chain, *prepared;
+} sqlscan_ends[] = {
+	{ "commit", "COMMIT", "COMMIT AND CHAIN", "COMMIT PREPARED" },
+	{ "end", "END", "END AND CHAIN", NULL },
+	{ "rollback", "ROLLBACK", "ROLLBACK AND CHAIN", "ROLLBACK PREPARED" },
+	{ "abort", "ABORT", "ABORT AND CHAIN", NULL },
+};
+
+/* COMMIT, END, ROLLBACK or ABORT just read by s: how it ends the
+ * transaction, or NULL for ROLLBACK TO a savepoint. */
+static const char *
+sqlscan_txn_end(struct sqlscan *s, const struct sqlscan_end *e)
+{
+	struct sqlscan_tok n;
+
+	sqlscan_next_solid(s, &n);
+	if (sqlscan_is_word(s, &n, "work") ||
+	    sqlscan_is_word(s, &n, "transaction"))
+		sqlscan_next_solid(s, &n);
+	if (sqlscan_is_word(s, &n, "to") && strcmp(e->word, "rollback") == 0)
+		return NULL;
+	if (sqlscan_is_word(s, &n, "prepared") && e->prepared != NULL)
+		return e->prepared;
+	if (sqlscan_is_word(s, &n, "and")) {
+		sqlscan_next_solid(s, &n);
+		if (sqlscan_is_word(s, &n, "chain"))
+			return e->chain;
+	}
+	return e->plain;
+}
+
+/* SQLite's PRAGMA [schema.]name ...: the spelling of a refused one. */
+static const char *
+sqlscan_txn_pragma_stmt(struct sqlscan *s)
+{
+	struct sqlscan_tok n, dot, name;
+	struct sqlscan look;
+	const char *p;
+	size_t len;
+
+	sqlscan_next_solid(s, &n);
+	look = *s;
+	sqlscan_next_solid(&look, &dot);
+	name = n;
+	if (sqlscan_is_punct(&look, &dot, '.'))
+		sqlscan_next_solid(&look, &name);
+	if (name.kind != SQLSCAN_WORD && name.kind != SQLSCAN_QUOTED &&
+	    name.kind != SQLSCAN_STRING)
+		return NULL;
+	p = s->sql + name.off;
+	len = name.len;
+	if (name.kind != SQLSCAN_WORD) {
+		if (len < 2)
+			return NULL;
+		p++;
+		len -= 2;
+	}
+	return sqlscan_txn_pragma(p, len);
+}
+
+/* A DO block's body (a string or dollar-quoted token) as plain text,
+ * malloc'd: its quotes taken off, '' (and in an E-string \x) undone. */
+static char *
+sqlscan_do_body(const struct sqlscan *s, const struct sqlscan_tok *t)
+{
+	const char *p = s->sql + t->off;
+	size_t n = t->len, tag, i, k = 0;
+	bool bs = false;
+	char *out;
+
+	if (t->kind == SQLSCAN_DOLLAR) {
+		tag = sqlscan_dollar_tag(p, n);
+		return xstrndup(p + tag, n - 2 * tag);
+	}
+	if (p[0] == 'E' || p[0] == 'e') {
+		bs = true;
+		p++;
+		n--;
+	}
+	out = xmalloc(n);
+	for (i = 1; i + 1 < n; i++) {
+		if ((p[i] == '\\' && bs) || (p[i] == '\'' && p[i + 1] == '\''))
+			i++;
+		out[k++] = p[i];
+	}
+	out[k] = '\0';
+	return out;
+}
+
+/* PostgreSQL's DO: "COMMIT in a DO block" when its body (as PL/pgSQL
+ * tokens) holds the word COMMIT, likewise ROLLBACK; else NULL. */
+static const char *
+sqlscan_txn_do(struct sqlscan *s)
+{
+	struct sqlscan_tok t;
+	struct sqlscan body;
+	const char *what = NULL;
+	char *text;
+
+	for (;;) {
+		enum sqlscan_kind k = sqlscan_next_solid(s, &t);
+
+		if (k == SQLSCAN_END || k == SQLSCAN_UNTERMINATED ||
+		    sqlscan_is_punct(s, &t, ';'))
+			return NULL;
+		if (sqlscan_is_word(s, &t, "language")) {
+			sqlscan_next_solid(s, &t); /* its name */
+			continue;
+		}
+		if (k == SQLSCAN_STRING || k == SQLSCAN_DOLLAR)
+			break;
+	}
+	text = sqlscan_do_body(s, &t);
+	sqlscan_init(&body, text, SQLSCAN_PG);
+	while (what == NULL && sqlscan_next_solid(&body, &t) != SQLSCAN_END &&
+	       t.kind != SQLSCAN_UNTERMINATED) {
+		if (sqlscan_is_word(&body, &t, "commit"))
+			what = "COMMIT in a DO block";
+		else if (sqlscan_is_word(&body, &t, "rollback"))
+			what = "ROLLBACK in a DO block";
+	}
+	free(text);
+	return what;
+}
+
+/* How the statement whose first token is t (s just after it) controls
+ * the transaction, or NULL. */
+static const char *
+sqlscan_txn_stmt(const struct sqlscan *s0, const struct sqlscan_tok *t0)
+{
+	struct sqlscan s = *s0;
+	struct sqlscan_tok t = *t0, n;
+	bool pg = s.dialect == SQLSCAN_PG;
+
+	if (!pg && sqlscan_is_word(&s, &t, "explain")) {
+		sqlscan_next_solid(&s, &t);
+		if (sqlscan_is_word(&s, &t, "query")) {
+			sqlscan_next_solid(&s, &t); /* PLAN */
+			sqlscan_next_solid(&s, &t);
+		}
+	}
+	if (t.kind != SQLSCAN_WORD)
+		return NULL;
+	if (sqlscan_is_word(&s, &t, "begin"))
+		return "BEGIN";
+	for (size_t i = 0; i < sizeof sqlscan_ends / sizeof sqlscan_ends[0];
+	     i++)
+		if (sqlscan_is_word(&s, &t, sqlscan_ends[i].word))
+			return sqlscan_txn_end(&s, &sqlscan_ends[i]);
+	if (sqlscan_is_word(&s, &t, "start") ||
+	    sqlscan_is_word(&s, &t, "prepare")) {
+		bool start = sqlscan_is_word(&s, &t, "start");
+
+		sqlscan_next_solid(&s, &n);
+		if (!sqlscan_is_word(&s, &n, "transaction"))
+			return NULL;
+		return start ? "START TRANSACTION" : "PREPARE TRANSACTION";
+	}
+	if (!pg) {
+		if (sqlscan_is_word(&s, &t, "attach"))
+			return "ATTACH";
+		if (sqlscan_is_word(&s, &t, "detach"))
+			return "DETACH";
+		if (sqlscan_is_word(&s, &t, "vacuum"))
+			return "VACUUM";
+		if (sqlscan_is_word(&s, &t, "pragma"))
+			return sqlscan_txn_pragma_stmt(&s);
+		return NULL;
+	}
+	if (sqlscan_is_word(&s, &t, "set")) {
+		sqlscan_next_solid(&s, &n);
+		if (sqlscan_is_word(&s, &n, "session") ||
+		    sqlscan_is_word(&s, &n, "local")) {
+			bool session = sqlscan_is_word(&s, &n, "session");
+
+			sqlscan_next_solid(&s, &n);
+			if (session && sqlscan_is_word(&s, &n, "characteristics"))
+				return "SET SESSION CHARACTERISTICS";
+		}
+		return sqlscan_is_word(&s, &n, "transaction") ?
+		    "SET TRANSACTION" : NULL;
+	}
+	if (sqlscan_is_word(&s, &t, "do"))
+		return sqlscan_txn_do(&s);
+	return NULL;
+}
+
+/* True when the statement at t (s after it) is SQLite's CREATE [TEMP]
+ * TRIGGER, whose body holds statements of its own. */
+static bool
+sqlscan_is_trigger(const struct sqlscan *s0, const struct sqlscan_tok *t0)
+{
+	struct sqlscan s = *s0;
+	struct sqlscan_tok t;
+
+	if (s.dialect != SQLSCAN_SQLITE || !sqlscan_is_word(&s, t0, "create"))
+		return false;
+	sqlscan_next_solid(&s, &t);
+	if (sqlscan_is_word(&s, &t, "temp") ||
+	    sqlscan_is_word(&s, &t, "temporary"))
+		sqlscan_next_solid(&s, &t);
+	return sqlscan_is_word(&s, &t, "trigger");
+}
+
+/*
+ * One pass over the tokens, cutting statements as the drivers do
+ * (sqlscan.h); each statement is judged by its leading words, read ahead
+ * of the pass, so the whole is linear in the text but for DO bodies,
+ * each scanned once more.
+ */
+long
+sqlscan_txn(const char *sql, enum sqlscan_dialect dialect, int flags,
+	    struct sqlscan_txn *out)
+{
+	struct sqlscan s;
+	struct sqlscan_tok t;
+	bool pg = dialect == SQLSCAN_PG, start = true, trigger = false;
+	bool body = false;
+	long depth = 0, cases = 0;
+	int n = 0;
+
+	out->off = -1;
+	out->stmt = 0;
+	out->what = NULL;
+	sqlscan_init(&s, sql, dialect);
+	for (;;) {
+		enum sqlscan_kind k = sqlscan_next_solid(&s, &t);
+		const char *what;
+
+		if (k == SQLSCAN_END || k == SQLSCAN_UNTERMINATED)
+			break;
+		if (start) {
+			if (sqlscan_is_punct(&s, &t, ';'))
+				continue;
+			start = false;
+			body = false;
+			depth = cases = 0;
+			n++;
+			if ((n > 1 || (flags & SQLSCAN_TXN_EXPR) == 0) &&
+			    (what = sqlscan_txn_stmt(&s, &t)) != NULL) {
+				out->off = (long)t.off;
+				out->stmt = n;
+				out->what = what;
+				return out->off;
+			}
+			trigger = sqlscan_is_trigger(&s, &t);
+		}
+		if (body) {
+			/* a trigger's or BEGIN ATOMIC's statements, to END */
+			if (sqlscan_is_word(&s, &t, "case"))
+				cases++;
+			else if (sqlscan_is_word(&s, &t, "end") && cases > 0)
+				cases--;
+			else if (sqlscan_is_word(&s, &t, "end"))
+				body = false;
+			continue;
+		}
+		if (sqlscan_is_word(&s, &t, "begin")) {
+			struct sqlscan look = s;
+			struct sqlscan_tok a;
+
+			sqlscan_next_solid(&look, &a);
+			if (trigger || (pg && sqlscan_is_word(&look, &a, "atomic"))) {
+				body = true;
+				cases = 0;
+			}
+		} else if (sqlscan_is_punct(&s, &t, '(')) {
+			depth++;
+		} else if (sqlscan_is_punct(&s, &t, ')')) {
+			if (depth > 0)
+				depth--;
+		} else if (sqlscan_is_punct(&s, &t, ';') && (!pg || depth == 0)) {
+			start = true;
+		}
+	}
+	return -1;
+}
+
 void
 sqlscan_quote_ident(char *buf, size_t len, const char *name)
 {

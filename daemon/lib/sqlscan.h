@@ -98,6 +98,65 @@ bool sqlscan_is_punct(const struct sqlscan *s, const struct sqlscan_tok *t,
 long sqlscan_wall_clock(const char *sql, enum sqlscan_dialect dialect,
 			const char **what);
 
+/*
+ * Transaction control.  A run is one transaction that the daemon begins
+ * and commits (wh.h); SQL the daemon runs inside it must not end, split
+ * or reshape it.  sqlscan_txn() finds the first statement of `sql` that
+ * would, by its leading words, outside strings, identifiers and comments:
+ *
+ *  - both dialects: BEGIN, START TRANSACTION, COMMIT, END, ROLLBACK
+ *    (ROLLBACK TO [SAVEPOINT] x is allowed), ABORT, COMMIT AND CHAIN,
+ *    ROLLBACK AND CHAIN, PREPARE TRANSACTION, COMMIT PREPARED,
+ *    ROLLBACK PREPARED;
+ *  - SQLite: ATTACH, DETACH, VACUUM, and PRAGMA (any form, any schema)
+ *    of the names sqlscan_txn_pragma() lists; EXPLAIN [QUERY PLAN] in
+ *    front is looked through;
+ *  - PostgreSQL: SET [SESSION | LOCAL] TRANSACTION, SET SESSION
+ *    CHARACTERISTICS, and a DO block whose body holds the word COMMIT or
+ *    ROLLBACK.
+ *
+ * SAVEPOINT, RELEASE and ROLLBACK TO nest inside the run's transaction
+ * and are allowed; so is CALL (PostgreSQL refuses a procedure's COMMIT
+ * inside a transaction block: "invalid transaction termination").
+ *
+ * Statements are cut as the drivers cut them: SQLite at every ';' but
+ * those of a CREATE TRIGGER body (BEGIN ... END, CASE ... END counted);
+ * PostgreSQL at a ';' outside parentheses (pgsql.c) and outside a
+ * BEGIN ATOMIC ... END body.  With SQLSCAN_TXN_EXPR the text is an
+ * expression the daemon puts in a SELECT of its own (a metric): its first
+ * statement is that SELECT and only those after a ';' are judged.  Text
+ * that does not scan (an unterminated quote) is judged up to there.
+ *
+ * Returns the byte offset of the statement's first token, or -1; *out
+ * gets it, the statement's number (from 1, empty ones skipped) and how
+ * it is spelled in messages ("COMMIT", "PRAGMA journal_mode").
+ */
+#define SQLSCAN_TXN_EXPR 0x1
+
+struct sqlscan_txn {
+	long off;         /* the statement's first byte; -1: none */
+	int stmt;         /* its number, from 1 */
+	const char *what; /* "COMMIT", "ATTACH", "PRAGMA journal_mode" */
+};
+
+long sqlscan_txn(const char *sql, enum sqlscan_dialect dialect, int flags,
+		 struct sqlscan_txn *out);
+
+/*
+ * The SQLite PRAGMAs that change how the run's transaction works or that
+ * write outside it ("PRAGMA journal_mode" for "journal_mode", any case),
+ * or NULL: auto_vacuum, busy_timeout, journal_mode, locking_mode,
+ * page_size, query_only, read_uncommitted, schema_version, synchronous,
+ * temp_store, temp_store_directory, wal_autocheckpoint, wal_checkpoint,
+ * writable_schema.  Also used by wh_sqlite.c's authorizer.
+ */
+const char *sqlscan_txn_pragma(const char *name, size_t len);
+
+/* What to do instead, after "WHAT controls the run's transaction: ". */
+#define SQLSCAN_TXN_ADVICE "backfilld begins and commits each " \
+	"partition's transaction itself; remove it (to nest one, use " \
+	"SAVEPOINT name ... RELEASE name)"
+
 /* Append identifier `name` to the text in buf (len bytes in all),
  * double-quoted with its quotes doubled: the form both dialects read as
  * one identifier whatever it holds.  Truncated to fit. */

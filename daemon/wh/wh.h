@@ -74,8 +74,9 @@ struct wh_driver {
 	int (*begin)(struct wh_conn *conn, struct err *err);
 	/* Run every ;-separated statement of `sql` in order, each with the
 	 * parameters it names bound from `params`; rows are discarded.  A
-	 * statement that ends the transaction (COMMIT, ROLLBACK) is an
-	 * error. */
+	 * statement that would end or reshape the transaction
+	 * (sqlscan_txn: COMMIT, ROLLBACK, ...) is an error, before it runs;
+	 * so in query_value() and query_column(). */
 	int (*exec_script)(struct wh_conn *conn, const char *sql,
 			   const struct wh_param *params, size_t nparams,
 			   struct err *err);

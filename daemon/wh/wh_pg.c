@@ -32,6 +32,20 @@
  * $1...  A check runs inside SAVEPOINT + SET TRANSACTION READ ONLY and is
  * rolled back to the savepoint afterwards, so a check cannot write.
  *
+ * The transaction is the daemon's.  Each statement of job SQL, a check or
+ * a sensor is sent alone (the extended protocol takes one statement), and
+ * only after sqlscan_txn (PostgreSQL dialect) found it does not control
+ * the transaction: COMMIT, END, ROLLBACK (not ROLLBACK TO), ABORT, ...
+ * AND CHAIN, PREPARE TRANSACTION, BEGIN, START TRANSACTION, SET
+ * TRANSACTION, SET SESSION CHARACTERISTICS, a DO block that commits.  Only
+ * such a statement, sent on its own, can end a transaction block: inside
+ * one, PostgreSQL refuses a procedure's or a DO block's COMMIT ("invalid
+ * transaction termination"), and a function cannot commit; so CALL is
+ * allowed.  After each statement, and before the daemon's COMMIT, the
+ * transaction must still be open (PQTRANS_INTRANS); else the run fails
+ * and whatever is open is rolled back.  Work a statement does on another
+ * connection (dblink) is not the run's and is not covered.
+ *
  * Connections.  Opened with PQconnectdbParams(expand_dbname): the
  * warehouse's conninfo, plus connect_timeout=10 and application_name
  * backfilld unless it says otherwise, plus the first line of
@@ -401,6 +415,20 @@ whpg_exec(struct whpg_conn *c, const char *sql, int nparams,
 	return -1;
 }
 
+/* -1 with msg when statement sql controls the run's transaction (the top
+ * of this file); 0 when it may be sent. */
+static int
+whpg_txn_refuse(const char *sql, char *msg, size_t len)
+{
+	struct sqlscan_txn t;
+
+	if (sqlscan_txn(sql, SQLSCAN_PG, 0, &t) < 0)
+		return 0;
+	snprintf(msg, len, "%s controls the run's transaction: "
+	    SQLSCAN_TXN_ADVICE, t.what);
+	return -1;
+}
+
 /* Run a fixed statement; on failure fill err with its message. */
 static int
 whpg_simple(struct whpg_conn *c, const char *sql, bool guarded,
@@ -498,6 +526,9 @@ whpg_exec_script(struct wh_conn *conn, const char *sql,
 		if (pgsql_values(st, params, nparams, values, &perr) == -1) {
 			rc = err_set(err, EXIT_WORK_FAILED, "statement %zu "
 			    "failed: %s", i + 1, perr.msg);
+		} else if (whpg_txn_refuse(st->sql, msg, sizeof msg) == -1) {
+			rc = err_set(err, EXIT_WORK_FAILED, "statement %zu "
+			    "failed: %s", i + 1, msg);
 		} else if (whpg_exec(c, st->sql, (int)st->nnames, values, true,
 		    &res, msg, sizeof msg) == -1) {
 			rc = err_set(err, EXIT_WORK_FAILED, "statement %zu "
@@ -506,13 +537,10 @@ whpg_exec_script(struct wh_conn *conn, const char *sql,
 			c->changes += whpg_written(res);
 			PQclear(res);
 			if (c->in_tx &&
-			    PQtransactionStatus(c->pg) == PQTRANS_IDLE) {
-				c->in_tx = false;
+			    PQtransactionStatus(c->pg) != PQTRANS_INTRANS)
 				rc = err_set(err, EXIT_WORK_FAILED, "statement "
-				    "%zu failed: it ended the transaction: job "
-				    "SQL must not contain COMMIT or ROLLBACK",
-				    i + 1);
-			}
+				    "%zu failed: it ended the run's transaction:"
+				    " " SQLSCAN_TXN_ADVICE, i + 1);
 		}
 		free(values);
 	}
@@ -550,6 +578,8 @@ whpg_query_value(struct wh_conn *conn, const char *sql,
 		snprintf(msg, sizeof msg, "%s", perr.msg);
 		goto out;
 	}
+	if (whpg_txn_refuse(script.stmts[0].sql, msg, sizeof msg) == -1)
+		goto out;
 	if (c->in_tx) {
 		if (whpg_exec(c, "SAVEPOINT backfilld_check", 0, NULL, true,
 		    NULL, msg, sizeof msg) == -1)
@@ -563,6 +593,11 @@ whpg_query_value(struct wh_conn *conn, const char *sql,
 	    values, true, &res, msg, sizeof msg) == -1) {
 		if (strstr(msg, "read-only transaction") != NULL)
 			snprintf(msg, sizeof msg, "a check must not write");
+		goto out;
+	}
+	if (c->in_tx && PQtransactionStatus(c->pg) != PQTRANS_INTRANS) {
+		snprintf(msg, sizeof msg, "it ended the run's transaction: "
+		    SQLSCAN_TXN_ADVICE);
 		goto out;
 	}
 	if (PQntuples(res) > 0) {
@@ -633,6 +668,8 @@ whpg_query_column(struct wh_conn *conn, const char *sql,
 		snprintf(msg, sizeof msg, "%s", perr.msg);
 		goto out;
 	}
+	if (whpg_txn_refuse(script.stmts[0].sql, msg, sizeof msg) == -1)
+		goto out;
 	if (whpg_exec(c, "BEGIN READ ONLY", 0, NULL, true, NULL, msg,
 	    sizeof msg) == -1)
 		goto out;
@@ -767,6 +804,13 @@ whpg_commit(struct wh_conn *conn, struct err *err)
 		whpg_simple(c, "ROLLBACK", false, NULL);
 		return err_set(err, EXIT_WORK_FAILED, "the transaction had "
 		    "failed and was rolled back");
+	}
+	if (PQtransactionStatus(c->pg) != PQTRANS_INTRANS) {
+		/* it ended early (the top of this file): not ours to end */
+		if (PQtransactionStatus(c->pg) != PQTRANS_IDLE)
+			c->broken = true;
+		return err_set(err, EXIT_WORK_FAILED, "the run's transaction "
+		    "had ended before its commit");
 	}
 	rc = whpg_exec(c, "COMMIT", 0, NULL, false, &res, msg, sizeof msg);
 	if (rc == 0) {

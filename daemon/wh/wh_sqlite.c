@@ -39,6 +39,18 @@
  * checks while one runs; begin() lowers it.  The progress handler only acts
  * inside the caller's statements (`guarded`), never inside ROLLBACK.
  *
+ * The transaction is the daemon's.  An authorizer refuses, while a caller's
+ * statement is being prepared (`guarded`), every BEGIN, COMMIT, END and
+ * ROLLBACK (SQLite's SQLITE_TRANSACTION; ROLLBACK TO a savepoint is
+ * SQLITE_SAVEPOINT and allowed), ATTACH and DETACH (VACUUM attaches too,
+ * and cannot run in a transaction anyway), and the PRAGMAs
+ * sqlscan_txn_pragma() lists, so no statement of job or check SQL can end
+ * or reshape the run's transaction: it fails before it runs.  SQLite's own
+ * parser decides, so the guarantee does not rest on config.c's static
+ * check (sqlscan_txn), which says the same earlier.  After each statement,
+ * and before the daemon's COMMIT, the transaction must still be open
+ * (sqlite3_get_autocommit); else the run fails and nothing is committed.
+ *
  * Parameters are bound with sqlite3_bind_parameter_index() semantics: each
  * statement's own parameters are looked up in the caller's list by name,
  * so a statement binds only what it uses, and a name the caller did not
@@ -85,6 +97,7 @@ struct whsql_conn {
 	char *name;            /* the warehouse's name, for messages */
 	atomic_int interrupted; /* interrupt() since the last begin() */
 	bool guarded;          /* a caller's statement runs: progress may stop it */
+	const char *refused;   /* what the authorizer last refused */
 	bool in_tx;            /* between begin() and commit()/rollback() */
 	bool broken;
 	/* the run being served (watch()): stop flag and deadline */
@@ -151,6 +164,9 @@ whsql_errmsg(struct whsql_conn *c, int rc, char *buf, size_t len)
 
 	if ((rc & 0xff) == SQLITE_INTERRUPT)
 		snprintf(buf, len, "interrupted");
+	else if ((rc & 0xff) == SQLITE_AUTH && c->refused != NULL)
+		snprintf(buf, len, "%s controls the run's transaction: "
+		    SQLSCAN_TXN_ADVICE, c->refused);
 	else if ((rc & 0xff) == SQLITE_BUSY && c->busy_gave_up)
 		snprintf(buf, len, "%s: warehouse \"%s\" stayed locked by "
 		    "another connection until the run's timeout",
@@ -185,6 +201,45 @@ whsql_progress_cb(void *arg)
 	struct whsql_conn *c = arg;
 
 	return c->guarded && atomic_load(&c->interrupted) != 0;
+}
+
+/* Authorizer: refuse, in a caller's statement, what would end or reshape
+ * the run's transaction (the top of this file). */
+static int
+whsql_auth_cb(void *arg, int action, const char *a1, const char *a2,
+	      const char *db, const char *trigger)
+{
+	struct whsql_conn *c = arg;
+	const char *what = NULL;
+
+	(void)a2;
+	(void)db;
+	(void)trigger;
+	if (!c->guarded)
+		return SQLITE_OK;
+	switch (action) {
+	case SQLITE_TRANSACTION: /* a1: BEGIN, COMMIT (END too), ROLLBACK */
+		what = a1 != NULL && strcmp(a1, "BEGIN") == 0 ? "BEGIN" :
+		    a1 != NULL && strcmp(a1, "COMMIT") == 0 ? "COMMIT" :
+		    "ROLLBACK";
+		break;
+	case SQLITE_ATTACH:
+		what = "ATTACH";
+		break;
+	case SQLITE_DETACH:
+		what = "DETACH";
+		break;
+	case SQLITE_PRAGMA:
+		if (a1 != NULL)
+			what = sqlscan_txn_pragma(a1, strlen(a1));
+		break;
+	default:
+		break;
+	}
+	if (what == NULL)
+		return SQLITE_OK;
+	c->refused = what;
+	return SQLITE_DENY;
 }
 
 /* Milliseconds on the monotonic clock. */
@@ -439,6 +494,7 @@ whsql_open(const struct warehouse_def *wh, struct wh_conn **out,
 		if ((rc & 0xff) == SQLITE_BUSY)
 			rc = SQLITE_OK;
 		sqlite3_busy_handler(c->db, whsql_busy_cb, c);
+		sqlite3_set_authorizer(c->db, whsql_auth_cb, c);
 	}
 	if (rc == SQLITE_OK) {
 		struct stat sb;
@@ -512,6 +568,7 @@ whsql_begin(struct wh_conn *conn, struct err *err)
 
 	atomic_store(&c->interrupted, 0);
 	c->guarded = false;
+	c->refused = NULL;
 	c->busy_gave_up = false;
 	if (!sqlite3_get_autocommit(c->db))
 		sqlite3_exec(c->db, "ROLLBACK", NULL, NULL, NULL);
@@ -608,8 +665,8 @@ whsql_step_all(struct whsql_conn *c, sqlite3_stmt *st, int n,
 	sqlite3_clear_bindings(st);
 	if (c->in_tx && sqlite3_get_autocommit(c->db)) {
 		c->in_tx = false;
-		snprintf(msg, sizeof msg, "it ended the transaction: job SQL"
-			 " must not contain BEGIN, COMMIT or ROLLBACK");
+		snprintf(msg, sizeof msg, "it ended the run's transaction: "
+			 SQLSCAN_TXN_ADVICE);
 		goto fail;
 	}
 	return 0;
@@ -785,6 +842,12 @@ whsql_read(struct whsql_conn *c, const char *sql, const char *what,
 	}
 	sqlite3_finalize(st);
 	c->guarded = false;
+	if (r == 0 && c->in_tx && sqlite3_get_autocommit(c->db)) {
+		c->in_tx = false;
+		snprintf(msg, sizeof msg, "it ended the run's transaction: "
+			 SQLSCAN_TXN_ADVICE);
+		r = -1;
+	}
 	if (r < 0)
 		return err_set(err, EXIT_WORK_FAILED, "%s", msg);
 	return 0;
@@ -881,6 +944,12 @@ whsql_commit(struct wh_conn *conn, struct err *err)
 	int rc;
 
 	c->guarded = false;
+	if (sqlite3_get_autocommit(c->db)) {
+		/* it ended early (the top of this file): not ours to end */
+		c->in_tx = false;
+		return err_set(err, EXIT_WORK_FAILED, "the run's transaction "
+		    "had ended before its commit");
+	}
 	rc = whsql_step_fixed(c, &c->commit_st, "COMMIT");
 	if (rc != SQLITE_OK) {
 		whsql_fail(c, rc, err, NULL);

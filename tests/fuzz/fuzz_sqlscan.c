@@ -1,6 +1,7 @@
 /*
- * fuzz_sqlscan.c - libFuzzer target: the SQL scanner and its wall-clock
- * check, sqlscan_next() and sqlscan_wall_clock(), in both dialects.
+ * fuzz_sqlscan.c - libFuzzer target: the SQL scanner and its guards,
+ * sqlscan_next(), sqlscan_wall_clock() and sqlscan_txn(), in both
+ * dialects.
  *
  * Invariants (FUZZ_CHECK traps when one breaks), for each dialect:
  *  - the tokens cover the text exactly, in order, each at least one byte,
@@ -11,7 +12,11 @@
  *  - a statement in front ("SELECT 1;\n") moves the answer by its length
  *    and changes nothing else;
  *  - the whole text as one string literal ('' doubled) reads no clock,
- *    unless the text is "now" itself.
+ *    unless the text is "now" itself;
+ *  - the transaction check answers -1 or the offset of a token's first
+ *    byte, with a statement number and a spelling; the statement in front
+ *    moves the offset by its length and the number by one; the text as
+ *    one string literal controls nothing.
  */
 #include "fuzz.h"
 
@@ -61,6 +66,7 @@ fuzz_sqlscan_dialect(const char *sql, enum sqlscan_dialect d)
 	size_t len = strlen(sql), i, n;
 	char *starts = calloc(len + 1, 1), *moved, *quoted;
 	const char *what = NULL, *what2 = NULL;
+	struct sqlscan_txn tx, tx2;
 	long at, at2;
 
 	FUZZ_CHECK(starts != NULL);
@@ -80,6 +86,17 @@ fuzz_sqlscan_dialect(const char *sql, enum sqlscan_dialect d)
 	else
 		FUZZ_CHECK(at2 == at + (long)sizeof FUZZ_SQLSCAN_PREFIX - 1 &&
 		    strcmp(what, what2) == 0);
+	at = sqlscan_txn(sql, d, 0, &tx);
+	FUZZ_CHECK(at >= -1 && at < (long)len && tx.off == at);
+	if (at >= 0)
+		FUZZ_CHECK(starts[at] && tx.stmt >= 1 && tx.what != NULL &&
+		    tx.what[0] != '\0');
+	at2 = sqlscan_txn(moved, d, 0, &tx2);
+	if (at == -1)
+		FUZZ_CHECK(at2 == -1);
+	else
+		FUZZ_CHECK(at2 == at + (long)sizeof FUZZ_SQLSCAN_PREFIX - 1 &&
+		    tx2.stmt == tx.stmt + 1 && strcmp(tx.what, tx2.what) == 0);
 	free(moved);
 
 	quoted = malloc(2 * len + 3);
@@ -95,6 +112,7 @@ fuzz_sqlscan_dialect(const char *sql, enum sqlscan_dialect d)
 	quoted[n] = '\0';
 	if (strcasecmp(sql, "now") != 0)
 		FUZZ_CHECK(sqlscan_wall_clock(quoted, d, &what2) == -1);
+	FUZZ_CHECK(sqlscan_txn(quoted, d, 0, &tx) == -1);
 	free(quoted);
 	free(starts);
 }

@@ -161,6 +161,16 @@ static const struct bad_fixture bad_fixtures[] = {
 	  "11:50: job \"x\" reads the wall clock (CURRENT_DATE): take the date from :partition, or set allow_wall_clock: true" },
 	{ "bad-wall-clock-now.yaml",
 	  "11:47: job \"x\" check \"fresh\" reads the wall clock ('now'): take the date from :partition, or set allow_wall_clock: true" },
+	{ "bad-txn-commit.yaml",
+	  "12:9: job \"x\" statement 3 controls the run's transaction (COMMIT): backfilld begins and commits each partition's transaction itself; remove it (to nest one, use SAVEPOINT name ... RELEASE name)" },
+	{ "bad-txn-check.yaml",
+	  "11:14: job \"x\" check \"undo\" statement 1 controls the run's transaction (ROLLBACK): backfilld begins and commits each partition's transaction itself; remove it (to nest one, use SAVEPOINT name ... RELEASE name)" },
+	{ "bad-txn-metric.yaml",
+	  "12:31: job \"x\" metric \"rows\" statement 2 controls the run's transaction (ATTACH): backfilld begins and commits each partition's transaction itself; remove it (to nest one, use SAVEPOINT name ... RELEASE name)" },
+	{ "bad-txn-late-data.yaml",
+	  "10:12: job \"x\" late_data statement 1 controls the run's transaction (PRAGMA wal_checkpoint): backfilld begins and commits each partition's transaction itself; remove it (to nest one, use SAVEPOINT name ... RELEASE name)" },
+	{ "bad-txn-pg.yaml",
+	  "10:41: job \"x\" statement 4 controls the run's transaction (COMMIT AND CHAIN): backfilld begins and commits each partition's transaction itself; remove it (to nest one, use SAVEPOINT name ... RELEASE name)" },
 	{ "bad-partition-missing.yaml",
 	  "5:5: job \"x\" needs partition: hour, day, week or month" },
 	{ "bad-partition-value.yaml",
@@ -1070,6 +1080,18 @@ START_TEST(test_sql_file)
 		   "    allow_wall_clock: true\n    sql_file: jobs/clock.sql\n");
 	ck_assert_msg(config_load(cfgpath, &cfg, &err) == 0, "%s", err.msg);
 	config_unref(cfg);
+
+	/* transaction control, refused with its position inside the file */
+	write_file(dir, "jobs/commit.sql",
+		   "-- COMMIT in a comment is fine\nSELECT 'COMMIT';\n\n  end;\n");
+	write_file(dir, "backfilld.yaml",
+		   WH "  - name: x\n    warehouse: sales\n    partition: day\n"
+		   "    sql_file: jobs/commit.sql\n");
+	ck_assert_int_eq(config_load(cfgpath, &cfg, &err), -1);
+	snprintf(want, sizeof want,
+		 "%s:8:15: job \"x\" statement 2 controls the run's transaction (END) at jobs/commit.sql:4:3: backfilld begins and commits each partition's transaction itself; remove it (to nest one, use SAVEPOINT name ... RELEASE name)",
+		 cfgpath);
+	ck_assert_str_eq(err.msg, want);
 
 	write_file(dir, "backfilld.yaml",
 		   WH "  - name: x\n    warehouse: sales\n    partition: day\n"

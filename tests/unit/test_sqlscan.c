@@ -1,7 +1,8 @@
 /*
  * test_sqlscan.c - the one SQL lexer (sqlscan.c): the tokens of both
- * dialects, and the wall-clock guard on them: every form that reads the
- * clock, and the look-alikes that must pass.
+ * dialects, and the guards on them: every form that reads the clock, every
+ * statement that controls the transaction, and the look-alikes that must
+ * pass.
  */
 #include <check.h>
 #include <stdio.h>
@@ -520,7 +521,168 @@ START_TEST(test_wall_clock_deep)
 }
 END_TEST
 
-/* Suite: tokens, lines, the wall clock. */
+/* ------------------------------------------------------------------ */
+/* Transaction control                                                 */
+/* ------------------------------------------------------------------ */
+
+#define EXPR SQLSCAN_TXN_EXPR
+#define INS "INSERT INTO t VALUES (:partition, 'c');\n"
+
+/* SQL, and the statement that controls the transaction: where it starts
+ * (the first occurrence of `at` in the text; NULL: none), its number and
+ * its spelling. */
+struct txn_case {
+	enum sqlscan_dialect d;
+	int flags;
+	const char *sql;
+	const char *at;
+	int stmt;
+	const char *what;
+};
+
+static const struct txn_case txn_cases[] = {
+	/* both dialects: what ends or begins a transaction */
+	{ LITE, 0, INS "COMMIT;", "COMMIT", 2, "COMMIT" },
+	{ PG, 0, INS "COMMIT;", "COMMIT", 2, "COMMIT" },
+	{ LITE, 0, "commit transaction", "commit", 1, "COMMIT" },
+	{ PG, 0, "COMMIT WORK", "COMMIT", 1, "COMMIT" },
+	{ PG, 0, INS "COMMIT AND CHAIN", "COMMIT", 2, "COMMIT AND CHAIN" },
+	{ PG, 0, "COMMIT AND NO CHAIN", "COMMIT", 1, "COMMIT" },
+	{ PG, 0, "ROLLBACK AND CHAIN", "ROLLBACK", 1, "ROLLBACK AND CHAIN" },
+	{ LITE, 0, "ROLLBACK AND CHAIN", "ROLLBACK", 1, "ROLLBACK AND CHAIN" },
+	{ LITE, 0, INS "END", "END", 2, "END" },
+	{ PG, 0, INS "end transaction;", "end", 2, "END" },
+	{ PG, 0, "END AND CHAIN", "END", 1, "END AND CHAIN" },
+	{ LITE, 0, INS "ROLLBACK", "ROLLBACK", 2, "ROLLBACK" },
+	{ PG, 0, INS "ROLLBACK WORK", "ROLLBACK", 2, "ROLLBACK" },
+	{ PG, 0, "ABORT", "ABORT", 1, "ABORT" },
+	{ LITE, 0, "ABORT", "ABORT", 1, "ABORT" },
+	{ LITE, 0, "BEGIN IMMEDIATE; " INS, "BEGIN", 1, "BEGIN" },
+	{ PG, 0, INS "BEGIN ISOLATION LEVEL SERIALIZABLE", "BEGIN", 2, "BEGIN" },
+	{ PG, 0, INS "START TRANSACTION", "START", 2, "START TRANSACTION" },
+	{ LITE, 0, "START TRANSACTION", "START", 1, "START TRANSACTION" },
+	{ PG, 0, INS "PREPARE TRANSACTION 'x'", "PREPARE", 2, "PREPARE TRANSACTION" },
+	{ PG, 0, "COMMIT PREPARED 'x'", "COMMIT", 1, "COMMIT PREPARED" },
+	{ PG, 0, "ROLLBACK PREPARED 'x'", "ROLLBACK", 1, "ROLLBACK PREPARED" },
+	/* comments, blanks and empty statements in front; statements counted
+	 * from 1, empty ones skipped */
+	{ LITE, 0, ";; -- x\n/* y */ SELECT 1;;\n  /* z */ CoMmIt", "CoMmIt", 2, "COMMIT" },
+	{ PG, 0, "/* a /* nested */ */ SELECT 1 ; -- c\nrollback", "rollback", 2, "ROLLBACK" },
+	/* SQLite only */
+	{ LITE, 0, INS "ATTACH DATABASE 'x.db' AS x", "ATTACH", 2, "ATTACH" },
+	{ LITE, 0, "DETACH x", "DETACH", 1, "DETACH" },
+	{ LITE, 0, INS "VACUUM", "VACUUM", 2, "VACUUM" },
+	{ LITE, 0, "VACUUM INTO 'copy.db'", "VACUUM", 1, "VACUUM" },
+	{ LITE, 0, "EXPLAIN COMMIT", "EXPLAIN", 1, "COMMIT" },
+	{ LITE, 0, "EXPLAIN QUERY PLAN BEGIN", "EXPLAIN", 1, "BEGIN" },
+	{ LITE, 0, INS "PRAGMA journal_mode = WAL", "PRAGMA", 2, "PRAGMA journal_mode" },
+	{ LITE, 0, "PRAGMA main.journal_mode=DELETE", "PRAGMA", 1, "PRAGMA journal_mode" },
+	{ LITE, 0, "PRAGMA \"main\" . \"Locking_Mode\" = EXCLUSIVE", "PRAGMA", 1, "PRAGMA locking_mode" },
+	{ LITE, 0, "PRAGMA 'synchronous' = OFF", "PRAGMA", 1, "PRAGMA synchronous" },
+	{ LITE, 0, "PRAGMA wal_checkpoint(TRUNCATE)", "PRAGMA", 1, "PRAGMA wal_checkpoint" },
+	{ LITE, 0, "PRAGMA wal_autocheckpoint = 0", "PRAGMA", 1, "PRAGMA wal_autocheckpoint" },
+	{ LITE, 0, "PRAGMA busy_timeout = 10", "PRAGMA", 1, "PRAGMA busy_timeout" },
+	{ LITE, 0, "PRAGMA query_only = 1", "PRAGMA", 1, "PRAGMA query_only" },
+	{ LITE, 0, "PRAGMA read_uncommitted = 1", "PRAGMA", 1, "PRAGMA read_uncommitted" },
+	{ LITE, 0, "PRAGMA writable_schema = ON", "PRAGMA", 1, "PRAGMA writable_schema" },
+	{ LITE, 0, "PRAGMA schema_version = 7", "PRAGMA", 1, "PRAGMA schema_version" },
+	{ LITE, 0, "PRAGMA auto_vacuum = FULL", "PRAGMA", 1, "PRAGMA auto_vacuum" },
+	{ LITE, 0, "PRAGMA page_size = 8192", "PRAGMA", 1, "PRAGMA page_size" },
+	{ LITE, 0, "PRAGMA temp_store = MEMORY", "PRAGMA", 1, "PRAGMA temp_store" },
+	{ LITE, 0, "PRAGMA temp_store_directory = '/tmp'", "PRAGMA", 1, "PRAGMA temp_store_directory" },
+	/* PostgreSQL only */
+	{ PG, 0, INS "SET TRANSACTION ISOLATION LEVEL SERIALIZABLE", "SET", 2, "SET TRANSACTION" },
+	{ PG, 0, "SET LOCAL TRANSACTION READ ONLY", "SET", 1, "SET TRANSACTION" },
+	{ PG, 0, "SET SESSION TRANSACTION READ ONLY", "SET", 1, "SET TRANSACTION" },
+	{ PG, 0, "SET SESSION CHARACTERISTICS AS TRANSACTION READ ONLY", "SET", 1, "SET SESSION CHARACTERISTICS" },
+	{ PG, 0, INS "DO $$BEGIN INSERT INTO t VALUES (1); COMMIT; END$$", "DO", 2, "COMMIT in a DO block" },
+	{ PG, 0, "DO LANGUAGE plpgsql $b$ BEGIN ROLLBACK; END $b$", "DO", 1, "ROLLBACK in a DO block" },
+	{ PG, 0, "DO 'BEGIN PERFORM 1; COMMIT; END' LANGUAGE plpgsql", "DO", 1, "COMMIT in a DO block" },
+	{ PG, 0, "DO E'BEGIN RAISE NOTICE \\'x\\'; COMMIT; END'", "DO", 1, "COMMIT in a DO block" },
+	/* a metric's expression: only what follows its first ';' */
+	{ LITE, EXPR, "SUM(x) FROM t; COMMIT; SELECT (1", "COMMIT", 2, "COMMIT" },
+	{ PG, EXPR, "count(*) FROM t; ROLLBACK", "ROLLBACK", 2, "ROLLBACK" },
+	/* SQLite cuts at every ';', even inside parentheses */
+	{ LITE, 0, "SELECT (1; COMMIT)", "COMMIT", 2, "COMMIT" },
+	/* after a trigger's body */
+	{ LITE, 0, "CREATE TRIGGER tr AFTER INSERT ON t BEGIN\n"
+	  "  UPDATE t SET a = CASE WHEN new.a THEN 1 END;\n"
+	  "  INSERT INTO log VALUES (1);\nEND;\nCOMMIT", "COMMIT", 2, "COMMIT" },
+
+	/* allowed: savepoints nest inside the run's transaction */
+	{ LITE, 0, "SAVEPOINT a; " INS "ROLLBACK TO a; ROLLBACK TRANSACTION TO SAVEPOINT a; RELEASE a", NULL, 0, NULL },
+	{ PG, 0, "SAVEPOINT a; " INS "ROLLBACK TO SAVEPOINT a; ROLLBACK WORK TO a; RELEASE SAVEPOINT a", NULL, 0, NULL },
+	/* allowed: CALL (PostgreSQL refuses a procedure's COMMIT in a
+	 * transaction block), DO without COMMIT or ROLLBACK, plain SET */
+	{ PG, 0, "CALL load_sales(:partition)", NULL, 0, NULL },
+	{ PG, 0, "DO $$BEGIN RAISE NOTICE 'commit'; END$$", NULL, 0, NULL },
+	{ PG, 0, "DO 'BEGIN RAISE NOTICE ''rollback''; END'", NULL, 0, NULL },
+	{ PG, 0, "SET LOCAL work_mem = '64MB'; SET search_path TO etl", NULL, 0, NULL },
+	/* allowed: other PRAGMAs, and the words elsewhere than in front */
+	{ LITE, 0, "PRAGMA defer_foreign_keys = ON; PRAGMA table_info(t); PRAGMA main.user_version", NULL, 0, NULL },
+	{ LITE, 0, "SELECT commit, \"end\", [begin] FROM t WHERE rollback = 1", NULL, 0, NULL },
+	{ PG, 0, "SELECT commit, \"end\" FROM t; UPDATE t SET abort = 1", NULL, 0, NULL },
+	{ LITE, 0, "SELECT 'COMMIT'; -- COMMIT\n/* ROLLBACK */ SELECT 1", NULL, 0, NULL },
+	{ PG, 0, "SELECT $$; COMMIT; $$, $t$ROLLBACK$t$", NULL, 0, NULL },
+	{ LITE, 0, "SELECT `x; COMMIT`, [y; ROLLBACK]", NULL, 0, NULL },
+	{ PG, 0, "PREPARE q AS SELECT 1; START x", NULL, 0, NULL },
+	{ PG, 0, "VACUUM t; ATTACH x; PRAGMA journal_mode", NULL, 0, NULL },
+	{ LITE, 0, "SET TRANSACTION READ ONLY; DO 'COMMIT'", NULL, 0, NULL },
+	/* inside a trigger's body, END closes the body */
+	{ LITE, 0, "CREATE TEMP TRIGGER tr AFTER INSERT ON t BEGIN\n"
+	  "  SELECT CASE WHEN 1 THEN RAISE(ABORT, 'x') END;\n"
+	  "  DELETE FROM u;\nEND; SELECT 1", NULL, 0, NULL },
+	/* PostgreSQL does not cut inside parentheses (pgsql.c) */
+	{ PG, 0, "CREATE RULE r AS ON INSERT TO t DO ALSO (NOTIFY a; COMMIT)", NULL, 0, NULL },
+	{ PG, 0, "CREATE FUNCTION f() RETURNS int LANGUAGE sql\n"
+	  "BEGIN ATOMIC SELECT 1; SELECT CASE WHEN true THEN 2 END; END; SELECT f()", NULL, 0, NULL },
+	/* a metric's expression itself is not judged */
+	{ LITE, EXPR, "commit", NULL, 0, NULL },
+	{ PG, EXPR, "sum(x) FILTER (WHERE y)", NULL, 0, NULL },
+	/* an unterminated quote: judged up to there */
+	{ LITE, 0, "SELECT 'open; COMMIT", NULL, 0, NULL },
+	{ PG, 0, "SELECT 1; ROLLBACK; SELECT $x$ open", "ROLLBACK", 2, "ROLLBACK" },
+};
+
+#define NTXN (int)(sizeof txn_cases / sizeof txn_cases[0])
+
+/* Each statement that controls the transaction is found, where it starts,
+ * with its number and spelling; each allowed text passes. */
+START_TEST(test_txn)
+{
+	const struct txn_case *c = &txn_cases[_i];
+	struct sqlscan_txn t;
+	long off = sqlscan_txn(c->sql, c->d, c->flags, &t);
+	long want = c->at != NULL ? (long)(strstr(c->sql, c->at) - c->sql) : -1;
+
+	ck_assert_msg(off == want && t.off == off,
+		      "%s [%s]: offset %ld, want %ld (%s)", c->sql,
+		      c->d == PG ? "pg" : "sqlite", off, want,
+		      t.what != NULL ? t.what : "none");
+	if (c->at == NULL) {
+		ck_assert_ptr_null(t.what);
+		ck_assert_int_eq(t.stmt, 0);
+		return;
+	}
+	ck_assert_str_eq(t.what, c->what);
+	ck_assert_int_eq(t.stmt, c->stmt);
+}
+END_TEST
+
+/* The PRAGMA table answers any case, by length, and nothing else. */
+START_TEST(test_txn_pragma)
+{
+	ck_assert_str_eq(sqlscan_txn_pragma("JOURNAL_MODE", 12),
+			 "PRAGMA journal_mode");
+	ck_assert_str_eq(sqlscan_txn_pragma("wal_checkpoint(", 14),
+			 "PRAGMA wal_checkpoint");
+	ck_assert_ptr_null(sqlscan_txn_pragma("journal_mod", 11));
+	ck_assert_ptr_null(sqlscan_txn_pragma("table_info", 10));
+	ck_assert_ptr_null(sqlscan_txn_pragma("", 0));
+}
+END_TEST
+
+/* Suite: tokens, lines, the wall clock, transaction control. */
 static Suite *
 sqlscan_suite(void)
 {
@@ -532,6 +694,8 @@ sqlscan_suite(void)
 	tcase_add_loop_test(tc, test_wall_clock, 0, NCLOCK);
 	tcase_add_test(tc, test_wall_clock_same);
 	tcase_add_test(tc, test_wall_clock_deep);
+	tcase_add_loop_test(tc, test_txn, 0, NTXN);
+	tcase_add_test(tc, test_txn_pragma);
 	suite_add_tcase(s, tc);
 	return s;
 }
