@@ -30,6 +30,7 @@
  */
 #include "config.h"
 #include "suggest.h"
+#include "text.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -144,14 +145,8 @@ cfg_quote(const char *s, char *buf, size_t n)
 		if (c == '"' || c == '\\') {
 			buf[o++] = '\\';
 			buf[o++] = (char)c;
-		} else if (c == '\n') {
-			buf[o++] = '\\';
-			buf[o++] = 'n';
-		} else if (c == '\t') {
-			buf[o++] = '\\';
-			buf[o++] = 't';
 		} else if (c < 0x20 || c == 0x7f) {
-			o += (size_t)snprintf(buf + o, n - o, "\\x%02x", c);
+			o += text_escape_byte(c, buf + o); /* the one rule */
 		} else {
 			buf[o++] = (char)c;
 		}

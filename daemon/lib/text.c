@@ -14,10 +14,14 @@ text_is_control(unsigned char c)
 	return c < 0x20 || c == 0x7f;
 }
 
-/* The rendering of control byte c into e (at least 5 bytes); its length. */
-static size_t
+size_t
 text_escape_byte(unsigned char c, char *e)
 {
+	if (!text_is_control(c)) {
+		e[0] = (char)c;
+		e[1] = '\0';
+		return 1;
+	}
 	switch (c) {
 	case '\n':
 		memcpy(e, "\\n", 3);
@@ -77,12 +81,7 @@ text_escape(const char *s, char *out, size_t size)
 		char e[5];
 		size_t len;
 
-		if (text_is_control(c))
-			len = text_escape_byte(c, e);
-		else {
-			e[0] = (char)c;
-			len = 1;
-		}
+		len = text_escape_byte(c, e);
 		/* keep room for "..." and the NUL */
 		if (n + len + 4 > size && s[1] != '\0') {
 			memcpy(out + n, "...", 3);

@@ -40,6 +40,11 @@ void text_escape_str(struct buf *b, const char *s);
  * not fit; returns out.  For messages built in fixed buffers. */
 const char *text_escape(const char *s, char *out, size_t size);
 
+/* The rendering of one byte into e (room for 5: 4 and a NUL): the byte
+ * itself, or its escape; returns its length (1, 2 or 4).  For renderers
+ * with quoting of their own (a value quoted in a message). */
+size_t text_escape_byte(unsigned char c, char *e);
+
 /* Whether the len bytes at s need no escaping (no control byte). */
 bool text_is_clean(const void *s, size_t len);
 

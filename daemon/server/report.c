@@ -19,6 +19,7 @@
 #include "clock.h"
 #include "map.h"
 #include "map_view.h"
+#include "text.h"
 #include "xalloc.h"
 
 static const char report_css[] =
@@ -44,11 +45,17 @@ static const char report_css[] =
 	".legend span.c{display:inline-block;vertical-align:middle;"
 	"margin:0 4px 0 12px}";
 
-/* Text escaped for HTML. */
+/* Outside text for HTML: control bytes by the one rule (text.h), then
+ * HTML's own escapes. */
 static void
-report_esc(struct buf *o, const char *s)
+report_esc(struct buf *o, const char *text)
 {
-	for (; s != NULL && *s; s++) {
+	struct buf t;
+	const char *s;
+
+	buf_init(&t);
+	text_escape_str(&t, text);
+	for (s = t.data; *s; s++) {
 		switch (*s) {
 		case '&': buf_addstr(o, "&amp;"); break;
 		case '<': buf_addstr(o, "&lt;"); break;
@@ -58,6 +65,7 @@ report_esc(struct buf *o, const char *s)
 		default: buf_add(o, s, 1);
 		}
 	}
+	buf_free(&t);
 }
 
 /* One job's map as a grid of cells (leading pads align days to weekdays,
