@@ -155,6 +155,14 @@ def test_fail_fast_then_retry():
          ["2026-02-02", "2026-02-03", "2026-02-04"], "partitions that ran")
     out = d.ok("runs", "--request", str(req))
     h.check(out.startswith("request %d: fail-fast\n" % req), "runs --request: %r" % out[:200])
+    # A cancelled partition never started: its DURATION is "-", not its
+    # finish time since the epoch.
+    head = out.split("\n")[1].split()
+    rows = [l.split() for l in out.split("\n")[2:] if l.strip()]
+    cancelled = [r for r in rows if r[head.index("STATE")] == "cancelled"]
+    h.eq(len(cancelled), 5, "cancelled rows of runs --request")
+    h.eq({r[head.index("DURATION")] for r in cancelled}, {"-"},
+         "DURATION of the cancelled rows (%r)" % cancelled)
 
     # the fix, then the resume
     open(d.dir + "/fixed", "w").close()
