@@ -3,6 +3,7 @@
 
 #include <stdint.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "buf.h"
@@ -111,6 +112,17 @@ text_is_clean(const void *s, size_t len)
 			return false;
 	}
 	return true;
+}
+
+const char *
+text_double(double v, char *out, size_t size)
+{
+	for (int prec = 15; prec <= 17; prec++) {
+		snprintf(out, size, "%.*g", prec, v);
+		if (strtod(out, NULL) == v || v != v)
+			break;
+	}
+	return out;
 }
 
 unsigned

@@ -48,6 +48,11 @@ size_t text_escape_byte(unsigned char c, char *e);
 /* Whether the len bytes at s need no escaping (no control byte). */
 bool text_is_clean(const void *s, size_t len);
 
+/* v as %.15g, %.16g or %.17g, the first that reads back as v (0.9, not
+ * 0.90000000000000002; 0.30000000000000004 stays), into out (size >= 32);
+ * returns out. */
+const char *text_double(double v, char *out, size_t size);
+
 /* FNV-1a of two strings with a separator between them (a job name and a
  * partition key, say): for hash tables keyed by the pair. */
 unsigned text_hash_pair(const char *a, const char *b);

@@ -1,7 +1,8 @@
 /*
  * test_text.c - the one escaping rule for outside text (text.h): every
  * control byte, the short forms, idempotence, NUL bytes inside a length,
- * and the fixed-buffer form cut with "...".
+ * the fixed-buffer form cut with "...", one byte's rendering, and the
+ * shortest form of a double that reads back.
  */
 #include <check.h>
 #include <stdio.h>
@@ -114,6 +115,43 @@ START_TEST(test_fixed_cut)
 }
 END_TEST
 
+START_TEST(test_double)
+{
+	static const struct {
+		double v;
+		const char *want;
+	} cases[] = {
+		{ 0.9, "0.9" }, { 0.1 + 0.2, "0.30000000000000004" },
+		{ 20, "20" }, { 1.5, "1.5" }, { -0.25, "-0.25" }, { 0, "0" },
+		{ 1e21, "1e+21" }, { 123456789.125, "123456789.125" },
+		{ 1.0 / 3.0, "0.3333333333333333" },
+	};
+	char out[32];
+
+	for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+		text_double(cases[i].v, out, sizeof out);
+		ck_assert_str_eq(out, cases[i].want);
+		ck_assert(strtod(out, NULL) == cases[i].v);
+	}
+}
+END_TEST
+
+START_TEST(test_byte)
+{
+	char e[5];
+
+	ck_assert_uint_eq(text_escape_byte('a', e), 1);
+	ck_assert_str_eq(e, "a");
+	ck_assert_uint_eq(text_escape_byte('\t', e), 2);
+	ck_assert_str_eq(e, "\\t");
+	ck_assert_uint_eq(text_escape_byte(0x1b, e), 4);
+	ck_assert_str_eq(e, "\\x1b");
+	ck_assert_uint_eq(text_escape_byte(0x7f, e), 4);
+	ck_assert_str_eq(e, "\\x7f");
+	ck_assert_uint_eq(text_escape_byte(0xc3, e), 1); /* UTF-8 kept */
+}
+END_TEST
+
 int
 main(void)
 {
@@ -127,6 +165,8 @@ main(void)
 	tcase_add_test(tc, test_idempotent);
 	tcase_add_test(tc, test_nul_and_empty);
 	tcase_add_test(tc, test_fixed_cut);
+	tcase_add_test(tc, test_double);
+	tcase_add_test(tc, test_byte);
 	suite_add_tcase(s, tc);
 	sr = srunner_create(s);
 	srunner_run_all(sr, CK_ENV);
