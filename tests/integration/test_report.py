@@ -100,6 +100,12 @@ def check_jobs_table(d, page):
         h.eq((got["watermark"], got["next due"], got["stale"]),
              (j["watermark"] or "-", j["next_due"] or "-", str(j["stale"])),
              "the jobs table's watermark, next due and stale of %s against status --json" % r[0])
+        h.eq([got[k] for k in ("grain", "paused", "catchup", "queued", "running", "succeeded",
+                               "failed", "blocked", "late")],
+             [j["grain"], "yes" if j["paused"] else "no", j["catchup"]]
+             + [str(j[k]) for k in ("queued", "running", "succeeded", "failed", "blocked",
+                                    "late")],
+             "the jobs table's other columns of %s against status --json" % r[0])
 
 
 def check_day_labels(dom, job, first, last):
