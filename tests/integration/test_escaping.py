@@ -10,9 +10,11 @@ SQL text cannot hold 0x00 (a C string ends there): the warehouse value
 and the SQL error carry 0x01-0x1f and 0x7f, the hook's output 0x00 too."""
 import os
 import re
+import shutil
 import time
 
 import harness as h
+import test_report
 
 GUARD = 20.0
 CONTROL = [c for c in range(0x20)] + [0x7f]
@@ -211,6 +213,14 @@ def test_every_output():
         html_want = re.compile(want.pattern.replace(re.escape("<"), "&lt;")
                                .replace(re.escape(">"), "&gt;"))
         h.check(html_want.search(text), "report: no %s" % html_want.pattern)
+    # As a browser renders it (headless Chromium, when installed; required
+    # with BACKFILLD_REQUIRE_CHROMIUM=1): the escapes are text on the page.
+    if shutil.which("chromium") or shutil.which("chromium-browser") or \
+            os.environ.get("BACKFILLD_REQUIRE_CHROMIUM") == "1":
+        p = test_report.run_chromium(test_report.chromium(), "--dump-dom", "file://" + page)
+        h.eq(p.returncode, 0, "chromium --dump-dom: exit (%s)" % p.stderr[-2000:])
+        h.eq(raw_controls(p.stdout), [], "the rendered report: raw control bytes")
+        h.check(OWNED_TEXT in p.stdout, "the rendered report: the title escape shown escaped")
 
 
 if __name__ == "__main__":
