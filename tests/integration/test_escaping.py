@@ -180,6 +180,14 @@ def test_every_output():
     check_output(text, [VALUE_EXACT], "status")
     h.check(OWNED_TEXT in text, "status: the title escape shown escaped")
 
+    # The daemon log: the failures, the sensor's error (its value with
+    # newline and carriage return) and the hook's output, escaped.
+    log = await_log(d, b"hook=on_failure job=dup_keys partition=2026-02-01 done",
+                    "the on_failure hook's end")
+    text = log.decode("utf-8", "surrogateescape")
+    check_output(text, [VALUE, SQLERR, HOOKOUT, VALUE_EXACT], "the daemon log")
+    h.check(OWNED_TEXT in text, "the log: the title escape shown escaped")
+
     # --json: JSON-escaped, the exact text once parsed.
     rc, out, err = d.ctl("runs", "--json")
     h.eq(rc, 0, "runs --json: exit")
@@ -193,13 +201,6 @@ def test_every_output():
     details = " ".join(c.get("detail") or "" for p in a["partitions"] for c in p["checks"])
     h.check(("dup<" + "".join(chr(c) for c in SQL_BYTES) + ">") in details,
             "audit --json: the check's detail exact: %r" % details)
-
-    # The daemon log: the failures and the hook's output, escaped.
-    log = await_log(d, b"hook=on_failure job=dup_keys partition=2026-02-01 done",
-                    "the on_failure hook's end")
-    text = log.decode("utf-8", "surrogateescape")
-    check_output(text, [VALUE, SQLERR, HOOKOUT], "the daemon log")
-    h.check(OWNED_TEXT in text, "the log: the title escape shown escaped")
 
     # The report: HTML-escaped after the rule.
     page = os.path.join(d.dir, "report.html")
