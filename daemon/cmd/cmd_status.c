@@ -89,12 +89,13 @@ cmd_throttle_text(struct sched *s, const char *wh, struct buf *out)
 		text_escape_str(out, v.error);
 		buf_printf(out, " (max %.15g); no new run starts there\n",
 			   v.max);
-	} else
+	} else {
 		buf_printf(out, "warehouse %s: %s since %s: value %.15g above"
 			   " max %.15g; no new run starts there%s\n", wh,
 			   v.critical ? "critical" : "throttled", at, v.value,
 			   v.max, v.critical ? ", runs in flight are requeued" :
 			   "");
+	}
 }
 
 /* The head of status --json: the daemon and its state store, up to the
@@ -301,18 +302,18 @@ status_job_text(const struct job_def *j, const struct sched_job_view *v,
 		return;
 	cal_format_iso_ms(v->last_check_ms, lc);
 	cal_format_iso_ms(v->next_check * 1000, nc);
-	if (!v->has_last_check)
+	if (!v->has_last_check) {
 		buf_printf(out, "late_data %s: not checked yet; first check %s\n",
 			   j->name, nc);
-	else if (v->sensor_error) {
+	} else if (v->sensor_error) {
 		buf_printf(out, "late_data %s: last check %s failed: ",
 			   j->name, lc);
 		text_escape_str(out, v->sensor_error);
 		buf_printf(out, "; next %s\n", nc);
-	}
-	else
+	} else {
 		buf_printf(out, "late_data %s: last check %s found %" PRId64
 			   " partitions; next %s\n", j->name, lc, v->found, nc);
+	}
 }
 
 /* status [JOB] [--json]: every job (or JOB), as a table or JSON. */

@@ -23,10 +23,10 @@ problem_cb(const char *job, const char *key, const char *state,
 
 	if (pc->n++ >= 20)
 		return;
-	if (strcmp(state, "blocked") == 0)
+	if (strcmp(state, "blocked") == 0) {
 		buf_printf(pc->out, "  blocked %s %s: waits for %s, which failed\n",
 			   job, key, blocked_on ? blocked_on : "an input");
-	else {
+	} else {
 		buf_printf(pc->out, "  failed  %s %s: ", job, key);
 		text_escape_str(pc->out, error ? error : "failed");
 		buf_addstr(pc->out, "\n");
