@@ -125,7 +125,12 @@ say "The plan: backfillctl backfill fct_daily_sales --from $WINDOW_FROM --to $WI
 ctl backfill fct_daily_sales --from "$WINDOW_FROM" --to "$WINDOW_TO" --reason "refund bug" --dry-run
 
 say "The backfill: backfillctl backfill fct_daily_sales --from $WINDOW_FROM --to $WINDOW_TO --wait"
-ctl backfill fct_daily_sales --from "$WINDOW_FROM" --to "$WINDOW_TO" --reason "refund bug" --wait
+# Shown as it runs and kept, for the request id it prints ("request N: ...";
+# the schedule may have made requests of its own before it).
+ctl backfill fct_daily_sales --from "$WINDOW_FROM" --to "$WINDOW_TO" --reason "refund bug" --wait |
+	tee "$STATE/backfill.out"
+REQUEST=$(sed -n 's/^request \([0-9][0-9]*\): .*/\1/p' "$STATE/backfill.out" | head -n 1)
+[ -n "$REQUEST" ] || die "the backfill printed no request id; see $STATE/backfill.out"
 
 say "After: the fact table agrees with raw_sales"
 q "SELECT f.dt, f.sales AS fact_sales, printf('%.2f', f.revenue_usd) AS fact_revenue,
@@ -155,11 +160,11 @@ q "ATTACH '$STATE/before.db' AS b;
    FROM main.mart_monthly_sales m JOIN b.mart_monthly_sales o USING (month_start)
    ORDER BY m.month_start"
 
-say "The audit of that request: backfillctl audit --request 1"
+say "The audit of that request: backfillctl audit --request $REQUEST"
 echo "What each partition's run measured before and after its write, inside its"
 echo "transaction, and every check's outcome (the refunds lower each day's revenue):"
 echo
-ctl audit --request 1
+ctl audit --request "$REQUEST"
 
 say "The same backfill again changes nothing (idempotent partition writes)"
 sum_before=$(wh_sum)

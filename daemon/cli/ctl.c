@@ -41,12 +41,14 @@
 #include <sys/un.h>
 #include <unistd.h>
 
+#include "buf.h"
 #include "calendar.h"
 #include "cmdspec.h"
 #include "config.h"
 #include "err.h"
 #include "proto.h"
 #include "suggest.h"
+#include "text.h"
 
 #ifndef BACKFILLD_VERSION
 #define BACKFILLD_VERSION "0.1.0"
@@ -768,12 +770,15 @@ ctl_data(const struct proto_msg *msg)
 	return 0;
 }
 
-/* Print a response's out (stdout, as is) and err (stderr, one line). */
+/* Print a response's out (stdout, as is: the daemon escaped what came
+ * from outside) and err (stderr, one line, its control bytes escaped by
+ * the one rule of text.h: an error may quote an SQL error or a value). */
 static void
 ctl_print(const struct proto_msg *msg)
 {
 	const char *out = proto_get(msg, "out");
 	const char *e = proto_get(msg, "err");
+	struct buf line;
 	size_t len;
 
 	if (out != NULL && *out != '\0') {
@@ -782,8 +787,12 @@ ctl_print(const struct proto_msg *msg)
 	}
 	if (e != NULL && *e != '\0') {
 		len = strlen(e);
-		fprintf(stderr, "backfillctl: %s%s", e,
-		    e[len - 1] == '\n' ? "" : "\n");
+		if (e[len - 1] == '\n')
+			len--;
+		buf_init(&line);
+		text_escape_add(&line, e, len);
+		fprintf(stderr, "backfillctl: %s\n", line.data);
+		buf_free(&line);
 	}
 }
 

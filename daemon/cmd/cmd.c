@@ -92,22 +92,24 @@ cmd_fmt_time(int64_t ms, bool has, char *buf)
 
 /* ---- tables ----------------------------------------------------------- */
 
-/* Add a row of ncols strings. */
+/* Add a row of ncols strings, each a one-line cell: its control bytes
+ * escaped by the one rule for outside text (text.h). */
 void
 cmd_table_row(struct cmd_table *t, const char *const *cols)
 {
+	struct buf c;
+
 	if (t->nrows == t->cap) {
 		t->cap = t->cap ? t->cap * 2 : 32;
 		t->cells = xreallocarray(t->cells, t->cap * t->ncols,
 					 sizeof *t->cells);
 	}
 	for (size_t i = 0; i < t->ncols; i++) {
-		const char *c = cols[i] ? cols[i] : "";
-		size_t w = strlen(c);
-
-		t->cells[t->nrows * t->ncols + i] = xstrdup(c);
-		if (w > t->width[i])
-			t->width[i] = w;
+		buf_init(&c);
+		text_escape_str(&c, cols[i]);
+		if (c.len > t->width[i])
+			t->width[i] = c.len;
+		t->cells[t->nrows * t->ncols + i] = buf_steal(&c);
 	}
 	t->nrows++;
 }

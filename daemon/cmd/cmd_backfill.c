@@ -204,6 +204,33 @@ backfill_durations_cb(const char *job, int64_t *ms, size_t max, size_t *n,
 	return store_durations(data, job, ms, max, n, err);
 }
 
+/* --downstream JOB[,JOB] as a JSON array of its names, or null. */
+static void
+backfill_downstream_json(const char *down, struct buf *out)
+{
+	const char *p, *comma;
+	struct buf name;
+
+	if (down == NULL) {
+		buf_addstr(out, "null");
+		return;
+	}
+	buf_init(&name);
+	buf_addstr(out, "[");
+	for (p = down;; p = comma + 1) {
+		comma = strchr(p, ',');
+		buf_reset(&name);
+		buf_add(&name, p, comma ? (size_t)(comma - p) : strlen(p));
+		if (p != down)
+			buf_addstr(out, ", ");
+		json_str(out, name.data);
+		if (comma == NULL)
+			break;
+	}
+	buf_addstr(out, "]");
+	buf_free(&name);
+}
+
 /* A plan as JSON (dry run --json), with the request's own controls and
  * the estimate. */
 static void
@@ -247,8 +274,10 @@ backfill_plan_json(const struct config *cfg, const struct plan *plan,
 		buf_printf(out, "%d", rq->concurrency);
 	else
 		buf_addstr(out, "null");
-	buf_printf(out, ", \"fail_fast\": %s, \"estimate\": ",
+	buf_printf(out, ", \"fail_fast\": %s, \"downstream_jobs\": ",
 		   rq->fail_fast ? "true" : "false");
+	backfill_downstream_json(rq->downstream, out);
+	buf_addstr(out, ", \"estimate\": ");
 	estimate_json(cfg, est, out);
 	buf_addstr(out, "}\n");
 }
@@ -315,6 +344,10 @@ backfill_plan_text(const struct config *cfg, const struct plan *plan,
 	if (rq->fail_fast)
 		buf_addstr(out, "fail-fast: the rest is cancelled after the first"
 			   " failure\n");
+	if (rq->downstream != NULL)
+		buf_printf(out, "downstream: only %s and what they feed; the"
+			   " other downstream jobs' partitions are left stale\n",
+			   rq->downstream);
 	estimate_text(cfg, est, out);
 }
 

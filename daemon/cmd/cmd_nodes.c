@@ -15,6 +15,7 @@
 #include "cluster.h"
 #include "json.h"
 #include "lease.h"
+#include "text.h"
 #include "xalloc.h"
 
 struct nodes_view {
@@ -107,7 +108,9 @@ nodes_warn_json(const char *line, void *data)
 static void
 nodes_warn_text(const char *line, void *data)
 {
-	buf_printf(data, "warning: %s\n", line);
+	buf_addstr(data, "warning: ");
+	text_escape_str(data, line);
+	buf_addstr(data, "\n");
 }
 
 void
@@ -152,8 +155,10 @@ cmd_nodes_text(struct cmd_ctx *ctx, struct buf *out)
 		const struct cluster_node *x = &v.nodes[i];
 
 		cal_format_iso_ms(x->last_seen_ms, seen);
-		buf_printf(out, "node %s: %s, last seen %s, %d running,"
-			   " configuration %s\n", x->name, x->role, seen,
+		buf_addstr(out, "node ");
+		text_escape_str(out, x->name); /* another host's word */
+		buf_printf(out, ": %s, last seen %s, %d running,"
+			   " configuration %s\n", x->role, seen,
 			   x->running, x->config_hash);
 	}
 	nodes_warnings(ctx, &v, nodes_warn_text, out);

@@ -77,7 +77,8 @@ runs_cb(const struct store_run_row *r, void *data, struct err *err)
 		    rc->out->len >= CMD_PAGE_BYTES;
 	}
 	cmd_fmt_time(r->started_at, r->has_started_at, st);
-	if (r->has_finished_at)
+	/* a partition cancelled before it started has a finish only */
+	if (r->has_started_at && r->has_finished_at)
 		snprintf(dur, sizeof dur, "%.3fs",
 			 (double)(r->finished_at - r->started_at) / 1000.0);
 	else

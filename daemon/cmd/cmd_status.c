@@ -13,6 +13,7 @@
 #include "calendar.h"
 #include "clock.h"
 #include "json.h"
+#include "text.h"
 #include "throttle.h"
 
 
@@ -83,16 +84,18 @@ cmd_throttle_text(struct sched *s, const char *wh, struct buf *out)
 	if (!v.has || !v.throttled)
 		return;
 	cal_format_iso_ms(v.since_ms, at);
-	if (v.error[0])
-		buf_printf(out, "warehouse %s: throttled since %s: %s (max"
-			   " %.15g); no new run starts there\n", wh, at,
-			   v.error, v.max);
-	else
+	if (v.error[0]) {
+		buf_printf(out, "warehouse %s: throttled since %s: ", wh, at);
+		text_escape_str(out, v.error);
+		buf_printf(out, " (max %.15g); no new run starts there\n",
+			   v.max);
+	} else {
 		buf_printf(out, "warehouse %s: %s since %s: value %.15g above"
 			   " max %.15g; no new run starts there%s\n", wh,
 			   v.critical ? "critical" : "throttled", at, v.value,
 			   v.max, v.critical ? ", runs in flight are requeued" :
 			   "");
+	}
 }
 
 /* The head of status --json: the daemon and its state store, up to the
@@ -262,16 +265,21 @@ status_store_text(struct sched *s, struct buf *out)
 		   (double)ss.wal_bytes / 1048576.0);
 	if (sched_store_failed(s, &why, &since)) {
 		cal_format_iso_ms(since, since_s);
-		buf_printf(out, "state store %s cannot be written since %s: %s;"
-			   " no new runs start until it can (free space on its"
-			   " filesystem)\n", cfg->state_db, since_s, why);
+		buf_printf(out, "state store %s cannot be written since %s: ",
+			   cfg->state_db, since_s);
+		text_escape_str(out, why);
+		buf_addstr(out, "; no new runs start until it can (free space"
+			   " on its filesystem)\n");
 	}
 	for (size_t w = 0; w < cfg->nwarehouses; w++) {
 		at_ms = 0;
 		if (sched_warehouse_state(s, cfg->warehouses[w].name, why_wh,
-					  sizeof why_wh, &at_ms) < 0)
-			buf_printf(out, "warehouse %s: unreachable: %s\n",
-				   cfg->warehouses[w].name, why_wh);
+					  sizeof why_wh, &at_ms) < 0) {
+			buf_printf(out, "warehouse %s: unreachable: ",
+				   cfg->warehouses[w].name);
+			text_escape_str(out, why_wh);
+			buf_addstr(out, "\n");
+		}
 		cmd_throttle_text(s, cfg->warehouses[w].name, out);
 	}
 }
@@ -294,15 +302,18 @@ status_job_text(const struct job_def *j, const struct sched_job_view *v,
 		return;
 	cal_format_iso_ms(v->last_check_ms, lc);
 	cal_format_iso_ms(v->next_check * 1000, nc);
-	if (!v->has_last_check)
+	if (!v->has_last_check) {
 		buf_printf(out, "late_data %s: not checked yet; first check %s\n",
 			   j->name, nc);
-	else if (v->sensor_error)
-		buf_printf(out, "late_data %s: last check %s failed: %s; next"
-			   " %s\n", j->name, lc, v->sensor_error, nc);
-	else
+	} else if (v->sensor_error) {
+		buf_printf(out, "late_data %s: last check %s failed: ",
+			   j->name, lc);
+		text_escape_str(out, v->sensor_error);
+		buf_printf(out, "; next %s\n", nc);
+	} else {
 		buf_printf(out, "late_data %s: last check %s found %" PRId64
 			   " partitions; next %s\n", j->name, lc, v->found, nc);
+	}
 }
 
 /* status [JOB] [--json]: every job (or JOB), as a table or JSON. */

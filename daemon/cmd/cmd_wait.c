@@ -7,6 +7,8 @@
 #include <inttypes.h>
 #include <string.h>
 
+#include "text.h"
+
 struct problems_ctx {
 	struct buf *out;
 	int n;
@@ -21,12 +23,14 @@ problem_cb(const char *job, const char *key, const char *state,
 
 	if (pc->n++ >= 20)
 		return;
-	if (strcmp(state, "blocked") == 0)
+	if (strcmp(state, "blocked") == 0) {
 		buf_printf(pc->out, "  blocked %s %s: waits for %s, which failed\n",
 			   job, key, blocked_on ? blocked_on : "an input");
-	else
-		buf_printf(pc->out, "  failed  %s %s: %s\n", job, key,
-			   error ? error : "failed");
+	} else {
+		buf_printf(pc->out, "  failed  %s %s: ", job, key);
+		text_escape_str(pc->out, error ? error : "failed");
+		buf_addstr(pc->out, "\n");
+	}
 }
 
 void

@@ -23,6 +23,7 @@
  *  - Counting is computed, never enumerated: range_count() is O(1).
  */
 #include "calendar.h"
+#include "text.h"
 
 #include <stdio.h>
 #include <string.h>
@@ -81,7 +82,9 @@ cal_quote(const char *s, char *out, size_t size)
 		if (c == '"' || c == '\\') {
 			out[n++] = '\\';
 			out[n++] = (char)c;
-		} else if (c < 0x20 || c > 0x7e) {
+		} else if (c < 0x20 || c == 0x7f) {
+			n += text_escape_byte(c, out + n); /* the one rule */
+		} else if (c > 0x7f) {
 			n += (size_t)snprintf(out + n, size - n, "\\x%02x", c);
 		} else {
 			out[n++] = (char)c;

@@ -30,6 +30,7 @@
  */
 #include "config.h"
 #include "suggest.h"
+#include "text.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -144,14 +145,8 @@ cfg_quote(const char *s, char *buf, size_t n)
 		if (c == '"' || c == '\\') {
 			buf[o++] = '\\';
 			buf[o++] = (char)c;
-		} else if (c == '\n') {
-			buf[o++] = '\\';
-			buf[o++] = 'n';
-		} else if (c == '\t') {
-			buf[o++] = '\\';
-			buf[o++] = 't';
 		} else if (c < 0x20 || c == 0x7f) {
-			o += (size_t)snprintf(buf + o, n - o, "\\x%02x", c);
+			o += text_escape_byte(c, buf + o); /* the one rule */
 		} else {
 			buf[o++] = (char)c;
 		}
@@ -962,9 +957,31 @@ cfg_h_lease(struct cfg_parser *p, void *obj, const struct cfg_key *k,
 	return 0;
 }
 
+/* state_db: a path, and where it is (daemon_check_host in main.c). */
+static int
+cfg_h_state_db(struct cfg_parser *p, void *obj, const struct cfg_key *k,
+	       yaml_node_t *key, yaml_node_t *val)
+{
+	if (cfg_h_path(p, obj, k, key, val) < 0)
+		return -1;
+	((struct config *)obj)->state_db_pos = cfg_pos(val->start_mark);
+	return 0;
+}
+
+/* socket_group: a name, and where it is (daemon_check_host in main.c). */
+static int
+cfg_h_socket_group(struct cfg_parser *p, void *obj, const struct cfg_key *k,
+		   yaml_node_t *key, yaml_node_t *val)
+{
+	if (cfg_h_str(p, obj, k, key, val) < 0)
+		return -1;
+	((struct config *)obj)->socket_group_pos = cfg_pos(val->start_mark);
+	return 0;
+}
+
 static const struct cfg_key cfg_top_keys[] = {
-	{ "state_db", YAML_SCALAR_NODE, cfg_h_path, CFG_OFF(config, state_db),
-	  0, "a file path", 0 },
+	{ "state_db", YAML_SCALAR_NODE, cfg_h_state_db,
+	  CFG_OFF(config, state_db), 0, "a file path", 0 },
 	{ "state", YAML_MAPPING_NODE, cfg_h_state, 0, 0,
 	  "a mapping with postgres: CONNINFO and optionally password_file:",
 	  0 },
@@ -973,7 +990,7 @@ static const struct cfg_key cfg_top_keys[] = {
 	  CFG_LEASE, 0 },
 	{ "socket", YAML_SCALAR_NODE, cfg_h_path, CFG_OFF(config, socket), 0,
 	  "a socket path", 0 },
-	{ "socket_group", YAML_SCALAR_NODE, cfg_h_str,
+	{ "socket_group", YAML_SCALAR_NODE, cfg_h_socket_group,
 	  CFG_OFF(config, socket_group), 0, "a group name", 0 },
 	{ "log_level", YAML_SCALAR_NODE, cfg_h_log_level,
 	  CFG_OFF(config, log_level), 0,

@@ -167,6 +167,9 @@ struct config {
 	char cluster_hash[17];
 	char *socket;
 	char *socket_group; /* NULL: the daemon's own group */
+	/* where state_db's and socket_group's values are (line 0: not in
+	 * the file), for what the daemon checks of them on the host */
+	struct pos state_db_pos, socket_group_pos;
 	char *log_level;    /* NULL: info */
 	int max_concurrency; /* default 4 */
 	int max_catchup;     /* default 31 */

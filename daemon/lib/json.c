@@ -33,7 +33,8 @@ json_utf8_len(const unsigned char *s)
 
 /*
  * Append s as a JSON string literal.  Quote and backslash are escaped,
- * control characters become \n, \t, ... or \u00XX, valid UTF-8 passes
+ * control characters become \n, \t, ... or \u00XX (DEL, 0x7f, too, as
+ * text.h's rule has it: nothing raw for a terminal), valid UTF-8 passes
  * through, and a byte that is not valid UTF-8 becomes \ufffd so that the
  * output is always valid JSON whatever a run's error text holds.  NULL
  * appends the JSON literal null.  The sequence checks stop at the NUL, so
@@ -74,7 +75,7 @@ json_str(struct buf *b, const char *s)
 			buf_add(b, "\\t", 2);
 			break;
 		default:
-			if (*p < 0x20) {
+			if (*p < 0x20 || *p == 0x7f) {
 				buf_printf(b, "\\u%04x", *p);
 			} else if (*p < 0x80) {
 				buf_add(b, p, 1);

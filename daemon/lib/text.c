@@ -1,9 +1,70 @@
-/* text.c - rendering text that users typed, for errors and the log. */
+/* text.c - rendering outside text printable; the rule is in text.h. */
 #include "text.h"
 
 #include <stdint.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+
+#include "buf.h"
+
+/* Whether c is a byte the rule escapes. */
+static bool
+text_is_control(unsigned char c)
+{
+	return c < 0x20 || c == 0x7f;
+}
+
+size_t
+text_escape_byte(unsigned char c, char *e)
+{
+	if (!text_is_control(c)) {
+		e[0] = (char)c;
+		e[1] = '\0';
+		return 1;
+	}
+	switch (c) {
+	case '\n':
+		memcpy(e, "\\n", 3);
+		return 2;
+	case '\r':
+		memcpy(e, "\\r", 3);
+		return 2;
+	case '\t':
+		memcpy(e, "\\t", 3);
+		return 2;
+	default:
+		snprintf(e, 5, "\\x%02x", c);
+		return 4;
+	}
+}
+
+void
+text_escape_add(struct buf *b, const void *s, size_t len)
+{
+	const unsigned char *p = s, *run = s;
+	char e[5];
+	size_t i;
+
+	for (i = 0; i < len; i++) {
+		if (!text_is_control(p[i]))
+			continue;
+		if (p + i > run)
+			buf_add(b, run, (size_t)(p + i - run));
+		buf_add(b, e, text_escape_byte(p[i], e));
+		run = p + i + 1;
+	}
+	if (p + len > run)
+		buf_add(b, run, (size_t)(p + len - run));
+	if (b->data == NULL)
+		buf_add(b, "", 0);
+}
+
+void
+text_escape_str(struct buf *b, const char *s)
+{
+	text_escape_add(b, s, s != NULL ? strlen(s) : 0);
+}
 
 /* Render s printable into out: control bytes escaped, cut with "...". */
 const char *
@@ -21,21 +82,7 @@ text_escape(const char *s, char *out, size_t size)
 		char e[5];
 		size_t len;
 
-		if (c == '\n')
-			len = (size_t)snprintf(e, sizeof e, "\\n");
-		else if (c == '\r')
-			len = (size_t)snprintf(e, sizeof e, "\\r");
-		else if (c == '\t')
-			len = (size_t)snprintf(e, sizeof e, "\\t");
-		else if (c == '\\')
-			len = (size_t)snprintf(e, sizeof e, "\\\\");
-		else if (c < 0x20 || c == 0x7f)
-			len = (size_t)snprintf(e, sizeof e, "\\x%02x", c);
-		else {
-			e[0] = (char)c;
-			e[1] = '\0';
-			len = 1;
-		}
+		len = text_escape_byte(c, e);
 		/* keep room for "..." and the NUL */
 		if (n + len + 4 > size && s[1] != '\0') {
 			memcpy(out + n, "...", 3);
@@ -51,6 +98,30 @@ text_escape(const char *s, char *out, size_t size)
 		n += len;
 	}
 	out[n] = '\0';
+	return out;
+}
+
+bool
+text_is_clean(const void *s, size_t len)
+{
+	const unsigned char *p = s;
+	size_t i;
+
+	for (i = 0; i < len; i++) {
+		if (text_is_control(p[i]))
+			return false;
+	}
+	return true;
+}
+
+const char *
+text_double(double v, char *out, size_t size)
+{
+	for (int prec = 15; prec <= 17; prec++) {
+		snprintf(out, size, "%.*g", prec, v);
+		if (strtod(out, NULL) == v || v != v)
+			break;
+	}
 	return out;
 }
 

@@ -7,7 +7,10 @@
  * where writes of a line are atomic).  No lock is taken: the only shared
  * state is the level (atomic) and the format chosen by log_init(), which
  * runs before any thread starts.  A message is cut at LOG_LINE_MAX bytes
- * and its newlines become spaces: one event, one line.
+ * and its control bytes, newlines included, are escaped by the one rule
+ * of daemon/lib/text.h (\n, \t, \xNN): one event, one line, and no
+ * outside text (an SQL error, a warehouse value, a hook's output) can
+ * drive the terminal of whoever reads the log.
  *
  * Timestamps: this file reads CLOCK_REALTIME itself.  It is the only
  * exception to the rule that clock.c alone reads the clock: a log line says
@@ -15,6 +18,7 @@
  * clock still.
  */
 #include "log.h"
+#include "text.h"
 
 #include <errno.h>
 #include <stdarg.h>
@@ -134,8 +138,8 @@ log_write(const char *line, size_t len)
 void
 log_msg(int level, const char *fmt, ...)
 {
-	char line[LOG_LINE_MAX];
-	size_t len = 0, start, i;
+	char line[LOG_LINE_MAX], msg[LOG_LINE_MAX];
+	size_t len = 0;
 	struct timespec ts;
 	struct tm tm;
 	va_list ap;
@@ -158,24 +162,19 @@ log_msg(int level, const char *fmt, ...)
 	if (n < 0)
 		return;
 	len = (size_t)n < sizeof line ? (size_t)n : sizeof line - 1;
-	start = len;
 
 	va_start(ap, fmt);
-	n = vsnprintf(line + len, sizeof line - len, fmt, ap);
+	n = vsnprintf(msg, sizeof msg, fmt, ap);
 	va_end(ap);
 	if (n < 0)
-		n = 0;
-	if ((size_t)n >= sizeof line - len) {
-		len = sizeof line - 1;
-		memcpy(line + len - 3, "...", 3);
-	} else {
-		len += (size_t)n;
-	}
-	/* One event, one line: no newline may split it. */
-	for (i = start; i < len; i++) {
-		if (line[i] == '\n' || line[i] == '\r')
-			line[i] = ' ';
-	}
+		msg[0] = '\0';
+	else if ((size_t)n >= sizeof msg)
+		memcpy(msg + sizeof msg - 4, "...", 3);
+	/* One event, one line, and nothing for the reader's terminal: the
+	 * control bytes of the message, newlines included, by text.h's
+	 * rule (idempotent, so fields escaped before are unchanged). */
+	text_escape(msg, line + len, sizeof line - len - 1);
+	len += strlen(line + len);
 	/* line has room: at most sizeof line - 1 bytes are used. */
 	line[len++] = '\n';
 	log_write(line, len);

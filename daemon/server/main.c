@@ -579,22 +579,38 @@ daemon_lock_store(struct daemon *d, const char *state_db, bool cluster,
  * store, its WAL and its lock would be written wherever it points), a
  * socket_group that does not exist.
  */
+/* "FILE:LINE:COLUMN" of a key's value, like every configuration error
+ * (or "FILE" when the value is not in the file), into at. */
+static const char *
+daemon_config_at(const struct config *cfg, struct pos pos, char *at,
+		 size_t size)
+{
+	if (pos.line > 0)
+		snprintf(at, size, "%s:%d:%d", cfg->path, pos.line, pos.col);
+	else
+		snprintf(at, size, "%s", cfg->path);
+	return at;
+}
+
 static int
 daemon_check_host(const struct config *cfg, struct err *err)
 {
+	char at[PATH_MAX + 32];
 	struct stat sb;
 
 	if (cfg->state_db != NULL && lstat(cfg->state_db, &sb) == 0 &&
 	    S_ISLNK(sb.st_mode))
 		return err_set(err, EXIT_BAD_INPUT, "%s: state_db %s is a"
 			       " symbolic link: point state_db at the real"
-			       " file", cfg->path, cfg->state_db);
+			       " file", daemon_config_at(cfg, cfg->state_db_pos,
+			       at, sizeof at), cfg->state_db);
 	if (cfg->socket_group != NULL && getgrnam(cfg->socket_group) == NULL) {
 		char q[128];
 
 		return err_set(err, EXIT_BAD_INPUT, "%s: socket_group \"%s\""
 			       " does not exist: create it (groupadd) or change"
-			       " socket_group", cfg->path,
+			       " socket_group", daemon_config_at(cfg,
+			       cfg->socket_group_pos, at, sizeof at),
 			       text_escape(cfg->socket_group, q, sizeof q));
 	}
 	return 0;

@@ -19,6 +19,7 @@
 #include "clock.h"
 #include "map.h"
 #include "map_view.h"
+#include "text.h"
 #include "xalloc.h"
 
 static const char report_css[] =
@@ -27,7 +28,11 @@ static const char report_css[] =
 	"table{border-collapse:collapse}td,th{padding:2px 8px;text-align:left;"
 	"border-bottom:1px solid #ddd}th{background:#f3f3f3}"
 	".map{display:grid;gap:2px;margin:.3em 0 1em}"
-	".g-day{grid-template-columns:repeat(7,14px)}"
+	".g-day{grid-template-columns:max-content repeat(7,14px)}"
+	".lbl,.wd{font-size:10px;line-height:14px;color:#57606a}"
+	".lbl{padding-right:6px}.wd{text-align:center}"
+	".month{grid-column:1/-1;font-size:11px;font-weight:600;"
+	"margin-top:4px}"
 	".g-hour{grid-template-columns:repeat(24,14px)}"
 	".g-week{grid-template-columns:repeat(53,14px)}"
 	".g-month{grid-template-columns:repeat(12,14px)}"
@@ -44,11 +49,17 @@ static const char report_css[] =
 	".legend span.c{display:inline-block;vertical-align:middle;"
 	"margin:0 4px 0 12px}";
 
-/* Text escaped for HTML. */
+/* Outside text for HTML: control bytes by the one rule (text.h), then
+ * HTML's own escapes. */
 static void
-report_esc(struct buf *o, const char *s)
+report_esc(struct buf *o, const char *text)
 {
-	for (; s != NULL && *s; s++) {
+	struct buf t;
+	const char *s;
+
+	buf_init(&t);
+	text_escape_str(&t, text);
+	for (s = t.data; *s; s++) {
 		switch (*s) {
 		case '&': buf_addstr(o, "&amp;"); break;
 		case '<': buf_addstr(o, "&lt;"); break;
@@ -58,10 +69,64 @@ report_esc(struct buf *o, const char *s)
 		default: buf_add(o, s, 1);
 		}
 	}
+	buf_free(&t);
+}
+
+/* The day grid's head: a corner, then the weekdays, Monday first. */
+static void
+report_day_head(struct buf *o)
+{
+	static const char *const wd[7] = { "M", "T", "W", "T", "F", "S", "S" };
+
+	buf_addstr(o, "<span class=\"lbl\"></span>");
+	for (int i = 0; i < 7; i++)
+		buf_printf(o, "<span class=\"wd\">%s</span>", wd[i]);
+}
+
+/* A label of the day grid: <span class="CLASS" data-job="JOB"
+ * data-ATTR="VALUE">TEXT</span>. */
+static void
+report_day_label(struct buf *o, const char *cls, const struct job_def *j,
+		 const char *attr, const char *value, const char *text)
+{
+	buf_printf(o, "<span class=\"%s\" data-job=\"", cls);
+	report_esc(o, j->name);
+	buf_printf(o, "\" data-%s=\"%s\">%s</span>", attr, value, text);
+}
+
+/* The labels before a week's row of the day grid, whose first partition
+ * drawn is day (first..last: the grid's days): on lines of their own, the
+ * month of the grid's first day and of each 1st drawn in the week; then
+ * the date of the week's Monday. */
+static void
+report_day_row(const struct job_def *j, part_t first, part_t last,
+	       part_t day, struct buf *o)
+{
+	static const char *const months[12] = { "January", "February",
+		"March", "April", "May", "June", "July", "August", "September",
+		"October", "November", "December" };
+	int64_t days = part_start(GRAIN_DAY, day) / 86400;
+	int64_t monday = days - (cal_weekday(days) - 1);
+	int64_t end = part_start(GRAIN_DAY, last) / 86400;
+	char value[16], text[32];
+	int y, mo, d;
+
+	for (int64_t k = days; k < monday + 7 && k <= end; k++) {
+		cal_civil_from_days(k, &y, &mo, &d);
+		if (d != 1 && !(k == days && day == first))
+			continue;
+		snprintf(value, sizeof value, "%04d-%02d", y, mo);
+		snprintf(text, sizeof text, "%s %04d", months[mo - 1], y);
+		report_day_label(o, "month", j, "month", value, text);
+	}
+	cal_civil_from_days(monday, &y, &mo, &d);
+	snprintf(value, sizeof value, "%04d-%02d-%02d", y, mo, d);
+	report_day_label(o, "lbl", j, "week", value, value);
 }
 
 /* One job's map as a grid of cells (leading pads align days to weekdays,
- * hours to the hour of the day). */
+ * hours to the hour of the day); the day grid has a row of weekdays, the
+ * date of each week's Monday and the months. */
 static void
 report_map(struct sched *s, int job, struct buf *o)
 {
@@ -90,11 +155,18 @@ report_map(struct sched *s, int job, struct buf *o)
 	else if (j->grain == GRAIN_HOUR)
 		pads = (part_start(GRAIN_HOUR, m.from) % 86400) / 3600;
 	buf_printf(o, "<div class=\"map g-%s\">", grain_name(j->grain));
-	for (int64_t i = 0; i < pads; i++)
+	if (j->grain == GRAIN_DAY)
+		report_day_head(o);
+	for (int64_t i = 0; i < pads; i++) {
+		if (i == 0 && j->grain == GRAIN_DAY)
+			report_day_row(j, m.from, m.to, m.from, o);
 		buf_addstr(o, "<span class=\"c pad\"></span>");
+	}
 	for (size_t i = 0; i < m.n; i++) {
 		const char *st = map_state_name((enum map_state)m.st[i]);
 
+		if (j->grain == GRAIN_DAY && (pads + (int64_t)i) % 7 == 0)
+			report_day_row(j, m.from, m.to, m.from + (part_t)i, o);
 		counts[m.st[i]]++;
 		part_key(j->grain, m.from + (part_t)i, a);
 		buf_addstr(o, "\n<span class=\"c s-");
@@ -308,6 +380,57 @@ report_late_cb(part_t p, enum mstate st, void *data)
 		   j->deadline);
 }
 
+/* Count a stale partition (report_job_row). */
+static int
+report_stale_count_cb(int job, part_t part, bool built, int64_t built_at,
+		      const struct stale_input *in, size_t nin, void *data,
+		      struct err *err)
+{
+	(void)job; (void)part; (void)built; (void)built_at; (void)in;
+	(void)nin; (void)err;
+	(*(int64_t *)data)++;
+	return 0;
+}
+
+/* A job's row of the jobs table: the columns of `status`, and late. */
+static void
+report_job_row(struct sched *s, int job, struct buf *o)
+{
+	const struct job_def *j = &sched_config(s)->jobs[job];
+	char wm[CAL_KEY_MAX], nd[CAL_KEY_MAX], gf[CAL_KEY_MAX],
+	     gt[CAL_KEY_MAX];
+	struct sched_job_view v;
+	int64_t stale = 0;
+	struct err err;
+
+	sched_job_view(s, job, &v);
+	if (j->nupstream > 0)
+		sched_stale(s, job, report_stale_count_cb, &stale, &err);
+	if (v.has_watermark)
+		part_key(j->grain, v.watermark, wm);
+	else
+		strcpy(wm, "-");
+	if (v.has_next_due)
+		cal_format_iso_ms(v.next_due * 1000, nd);
+	else
+		strcpy(nd, "-");
+	buf_addstr(o, "<tr><td>");
+	report_esc(o, j->name);
+	buf_printf(o, "</td><td>%s</td><td>%s</td><td>%s</td><td>%s</td><td>",
+		   grain_name(j->grain), v.paused ? "yes" : "no", wm, nd);
+	if (v.has_gap) {
+		part_key(j->grain, v.gap_from, gf);
+		part_key(j->grain, v.gap_to, gt);
+		buf_printf(o, "refused (gap %s..%s)", gf, gt);
+	} else {
+		report_esc(o, v.catchup);
+	}
+	buf_printf(o, "</td><td>%" PRId64 "</td><td>%" PRId64 "</td><td>%"
+		   PRId64 "</td><td>%" PRId64 "</td><td>%" PRId64 "</td><td>%"
+		   PRId64 "</td><td>%" PRId64 "</td></tr>\n", v.queued,
+		   v.running, v.succeeded, v.failed, v.blocked, stale, v.late);
+}
+
 /* The warehouses and their throttles: throttled (with the value, the
  * bound and since when), or not. */
 static void
@@ -316,7 +439,7 @@ report_warehouses(struct sched *s, struct buf *o)
 	const struct config *cfg = sched_config(s);
 	struct throttle *th = sched_throttle(s);
 	struct throttle_view v;
-	char since[CAL_KEY_MAX];
+	char since[CAL_KEY_MAX], nv[32], nm[32];
 
 	buf_addstr(o, "<h2>Warehouses</h2>\n<table><tr><th>warehouse</th><th>"
 		   "throttle</th></tr>\n");
@@ -334,8 +457,9 @@ report_warehouses(struct sched *s, struct buf *o)
 			if (v.error[0])
 				report_esc(o, v.error);
 			else
-				buf_printf(o, "value %.17g above max %.17g",
-					   v.value, v.max);
+				buf_printf(o, "value %s above max %s",
+					   text_double(v.value, nv, sizeof nv),
+					   text_double(v.max, nm, sizeof nm));
 		} else if (v.has) {
 			buf_addstr(o, "ok");
 		} else {
@@ -366,22 +490,12 @@ report_render(struct sched *s, struct buf *o)
 		   sched_running(s), sched_queued(s));
 
 	buf_addstr(o, "<h2>Jobs</h2>\n<table><tr><th>job</th><th>grain</th>"
-		   "<th>paused</th><th>catchup</th><th>queued</th><th>running"
-		   "</th><th>succeeded</th><th>failed</th><th>blocked</th><th>"
-		   "late</th></tr>\n");
-	for (size_t i = 0; i < cfg->njobs; i++) {
-		struct sched_job_view v;
-
-		sched_job_view(s, (int)i, &v);
-		buf_addstr(o, "<tr><td>");
-		report_esc(o, cfg->jobs[i].name);
-		buf_printf(o, "</td><td>%s</td><td>%s</td><td>%s</td><td>%" PRId64
-			   "</td><td>%" PRId64 "</td><td>%" PRId64 "</td><td>%"
-			   PRId64 "</td><td>%" PRId64 "</td><td>%" PRId64
-			   "</td></tr>\n", grain_name(cfg->jobs[i].grain),
-			   v.paused ? "yes" : "no", v.catchup, v.queued,
-			   v.running, v.succeeded, v.failed, v.blocked, v.late);
-	}
+		   "<th>paused</th><th>watermark</th><th>next due</th><th>"
+		   "catchup</th><th>queued</th><th>running</th><th>succeeded"
+		   "</th><th>failed</th><th>blocked</th><th>stale</th><th>late"
+		   "</th></tr>\n");
+	for (size_t i = 0; i < cfg->njobs; i++)
+		report_job_row(s, (int)i, o);
 	buf_addstr(o, "</table>\n");
 	report_warehouses(s, o);
 	buf_addstr(o, "<h2>Partition maps</h2>\n");

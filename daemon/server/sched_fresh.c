@@ -23,7 +23,7 @@ sched_late_found_cb(const struct fresh_item *it, void *data)
 	const struct job_def *j = config_job(s->cfg, it->job);
 	char why[128];
 
-	snprintf(why, sizeof why, "not landed %" PRId64 " s after it was due",
+	snprintf(why, sizeof why, "not landed %" PRId64 "s after it was due",
 		 it->deadline / 1000);
 	log_warn("job=%s partition=%s late: %s (deadline)", it->job, it->key,
 		 why);

@@ -155,6 +155,14 @@ def test_fail_fast_then_retry():
          ["2026-02-02", "2026-02-03", "2026-02-04"], "partitions that ran")
     out = d.ok("runs", "--request", str(req))
     h.check(out.startswith("request %d: fail-fast\n" % req), "runs --request: %r" % out[:200])
+    # A cancelled partition never started: its DURATION is "-", not its
+    # finish time since the epoch.
+    head = out.split("\n")[1].split()
+    rows = [l.split() for l in out.split("\n")[2:] if l.strip()]
+    cancelled = [r for r in rows if r[head.index("STATE")] == "cancelled"]
+    h.eq(len(cancelled), 5, "cancelled rows of runs --request")
+    h.eq({r[head.index("DURATION")] for r in cancelled}, {"-"},
+         "DURATION of the cancelled rows (%r)" % cancelled)
 
     # the fix, then the resume
     open(d.dir + "/fixed", "w").close()
@@ -190,6 +198,26 @@ def test_downstream_narrowed():
     h.eq([(p["job"], p["partition"]) for p in plan["partitions"]],
          [("fct_daily_sales", "2026-02-09"), ("fct_daily_sales", "2026-02-10"),
           ("mart_weekly_sales", "2026-02-09")], "--dry-run plan narrowed to the week")
+    h.eq(plan.get("downstream_jobs"), ["mart_weekly_sales"], "--dry-run --json: downstream_jobs")
+    two = d.json("backfill", "fct_daily_sales", "--from", "2026-02-09", "--to", "2026-02-10",
+                 "--downstream", "mart_weekly_sales,mart_monthly_sales", "--dry-run")
+    h.eq(two.get("downstream_jobs"), ["mart_weekly_sales", "mart_monthly_sales"],
+         "--dry-run --json: downstream_jobs of two")
+    every = d.json("backfill", "fct_daily_sales", "--from", "2026-02-09", "--to", "2026-02-10",
+                   "--dry-run")
+    h.check("downstream_jobs" in every and every["downstream_jobs"] is None,
+            "--dry-run --json without --downstream: downstream_jobs null: %r" % every)
+    h.eq((every.get("fail_fast"), plan.get("fail_fast")), (False, False), "--dry-run fail_fast")
+    ff = d.json("backfill", "fct_daily_sales", "--from", "2026-02-09", "--to", "2026-02-10",
+                "--fail-fast", "--dry-run")
+    h.eq(ff.get("fail_fast"), True, "--dry-run --fail-fast --json: fail_fast")
+    text = d.ok("backfill", "fct_daily_sales", "--from", "2026-02-09", "--to", "2026-02-10",
+                "--downstream", "mart_weekly_sales", "--dry-run")
+    h.check("\ndownstream: only mart_weekly_sales and what they feed; the other downstream"
+            " jobs' partitions are left stale\n" in text, "--dry-run text: --downstream:\n" + text)
+    text = d.ok("backfill", "fct_daily_sales", "--from", "2026-02-09", "--to", "2026-02-10",
+                "--dry-run")
+    h.check("downstream: only" not in text, "--dry-run text without --downstream:\n" + text)
     before = len(d.runs())
     d.backfill("fct_daily_sales", "2026-02-09", "2026-02-10", "--downstream",
                "mart_weekly_sales")

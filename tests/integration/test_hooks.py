@@ -115,6 +115,8 @@ def test_late_counted_and_on_late_once():
     argv, job, part, req, err = lines[0].split("|")
     h.eq((job, part), ("slow", "2026-03-03"), "on_late values")
     h.check(argv.startswith("slow 2026-03-03 "), "on_late argv: %r" % argv)
+    h.eq(err, "not landed 7200s after it was due", "on_late's {error} (README: Ns)")
+    h.check(argv.endswith(" not landed 7200s after it was due"), "on_late's {error} in argv")
     # later clock moves: no second on_late for 03-03; 03-04 becomes late once
     ts.tick(d, "2026-03-04T05:30:00Z")
     ts.tick(d, "2026-03-05T00:30:00Z")

@@ -278,12 +278,18 @@ def test_paths_and_groups():
     p = check_config(d, base + "socket_group: no-such-group-bfd\n")
     h.eq(p.returncode, 2, "--check-config with an unknown socket_group (stdout %r)" % p.stdout)
     h.check("no-such-group-bfd" in p.stderr, "the error does not name the group: %r" % p.stderr)
+    # at its position, like every configuration error: the last line
+    h.check(re.search(r"check\.yaml:%d:15: socket_group \"no-such-group-bfd\" does not exist"
+                      % (base.count("\n") + 1), p.stderr),
+            "the unknown socket_group error has no FILE:LINE:COLUMN: %r" % p.stderr)
     # a symlink at state_db: refused at start and by --check-config
     real = os.path.join(d.dir, "real.db")
     open(real, "w").close()
     os.symlink(real, state_db)
     p = check_config(d, base)
     h.eq(p.returncode, 2, "--check-config with state_db a symlink (stderr %r)" % p.stderr)
+    h.check(re.search(r"check\.yaml:1:11: state_db \S+ is a symbolic link", p.stderr),
+            "the symlinked state_db error has no FILE:LINE:COLUMN: %r" % p.stderr)
     p = subprocess.run([d.backfilld, "--config", os.path.join(d.dir, "check.yaml")],
                        capture_output=True, text=True, timeout=30, env=d.env(), cwd=d.dir)
     h.eq(p.returncode, 2, "daemon with state_db a symlink (stderr %r)" % p.stderr)

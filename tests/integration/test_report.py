@@ -2,10 +2,13 @@
 """The report page (issue 15): `backfillctl report --html FILE` and
 report_file write one self-contained HTML file; rendered by headless
 Chromium, its partition cells (data-job, data-partition, data-state) match
-`map --json` for every job, and its screenshot is not blank.
+`map --json` for every job, the day grid has its weeks' dates and its
+months, the jobs table has the columns of `status` with its values, and its
+screenshot is not blank; a throttle's bound shows in its shortest form.
 
 Exit 77 (skipped) when chromium is not installed (Debian: chromium),
 unless BACKFILLD_REQUIRE_CHROMIUM=1 (CI), which makes that a failure."""
+import datetime
 import html.parser
 import os
 import re
@@ -50,11 +53,14 @@ def run_chromium(tool, *args):
 
 
 class Cells(html.parser.HTMLParser):
-    """The map cells of a DOM: [(job, partition, state)] in order."""
+    """The map cells of a DOM: [(job, partition, state)] in order; and the
+    day grids' labels and cells in order, [(kind, job, value)] with kind
+    "week", "month" or "cell"."""
 
     def __init__(self):
         super().__init__()
         self.cells = []
+        self.events = []
         self.scripts = 0
         self.external = []
 
@@ -67,6 +73,71 @@ class Cells(html.parser.HTMLParser):
                 self.external.append((tag, a[k]))
         if "data-partition" in a:
             self.cells.append((a["data-job"], a["data-partition"], a["data-state"]))
+            self.events.append(("cell", a["data-job"], a["data-partition"]))
+        for kind in ("week", "month"):
+            if "data-" + kind in a:
+                self.events.append((kind, a["data-job"], a["data-" + kind]))
+
+
+def table_rows(page, heading):
+    """The rows of the table under <h2>heading</h2>: [[cell text]]."""
+    part = page.split("<h2>%s</h2>" % heading, 1)[1].split("</table>", 1)[0]
+    return [[re.sub(r"<[^>]*>", "", c) for c in re.findall(r"<t[hd][^>]*>(.*?)</t[hd]>", r)]
+            for r in re.findall(r"<tr>(.*?)</tr>", part, re.S)]
+
+
+def check_jobs_table(d, page):
+    """The jobs table has the columns of status, with its values."""
+    rows = table_rows(page, "Jobs")
+    head = rows[0]
+    for col in ("watermark", "next due", "stale"):
+        h.check(col in head, "the jobs table has no %r column: %r" % (col, head))
+    st = d.status()
+    h.eq(sorted(r[0] for r in rows[1:]), sorted(st), "the jobs table's jobs")
+    for r in rows[1:]:
+        j = st[r[0]]
+        got = dict(zip(head, r))
+        h.eq((got["watermark"], got["next due"], got["stale"]),
+             (j["watermark"] or "-", j["next_due"] or "-", str(j["stale"])),
+             "the jobs table's watermark, next due and stale of %s against status --json" % r[0])
+        h.eq([got[k] for k in ("grain", "paused", "catchup", "queued", "running", "succeeded",
+                               "failed", "blocked", "late")],
+             [j["grain"], "yes" if j["paused"] else "no", j["catchup"]]
+             + [str(j[k]) for k in ("queued", "running", "succeeded", "failed", "blocked",
+                                    "late")],
+             "the jobs table's other columns of %s against status --json" % r[0])
+
+
+def check_day_labels(dom, job, first, last):
+    """The day grid of job (first..last) has the date of each week's
+    Monday before that week's row and the month before its 1st."""
+    ev = [(k, v) for k, j, v in dom.events if j == job]
+    cells = [v for k, v in ev if k == "cell"]
+    h.eq((cells[0], cells[-1]), (first, last), "the day grid's range of %s" % job)
+    d0 = datetime.date.fromisoformat(first)
+    mondays = []
+    m = d0 - datetime.timedelta(d0.weekday())
+    while m <= datetime.date.fromisoformat(last):
+        mondays.append(m.isoformat())
+        m += datetime.timedelta(7)
+    weeks = [v for k, v in ev if k == "week"]
+    h.eq(weeks, mondays, "the week labels of %s (each week's Monday)" % job)
+    for i, (k, v) in enumerate(ev):
+        if k == "week":
+            nxt = next(x for kk, x in ev[i:] if kk == "cell")
+            h.check(nxt == v or (nxt == first and v == mondays[0]),
+                    "the label %s is not at its week's row (next cell %s)" % (v, nxt))
+    months = [v for k, v in ev if k == "month"]
+    want = sorted({c[:7] for c in cells})
+    h.eq(months, want, "the month labels of %s" % job)
+    for i, (k, v) in enumerate(ev):
+        if k == "month":
+            nxt = next(x for kk, x in ev[i:] if kk == "cell")
+            day1 = max(v + "-01", first)
+            h.check(nxt <= day1 < (datetime.date.fromisoformat(nxt)
+                                   + datetime.timedelta(7)).isoformat(),
+                    "the month label %s is not at the row of its first day (next cell %s)"
+                    % (v, nxt))
 
 
 def png_varied(path):
@@ -122,6 +193,9 @@ def test_report_matches_map():
         h.eq(got[-1][1], m["to"], "last cell of %s" % job)
         h.eq([c[2] for c in got], want, "cell states of %s against map --json" % job)
     h.check(("daily", "2026-01-08", "failed") in dom.cells, "the failed day's cell")
+    m = d.json("map", "daily")
+    check_day_labels(dom, "daily", m["from"], m["to"])
+    check_jobs_table(d, text)
     h.check(("weekly", "2026-01-05", "blocked") in dom.cells, "the blocked week's cell")
     png = os.path.join(d.dir, "shot.png")
     p = run_chromium(tool, "--screenshot=" + png, "--window-size=1000,1200",
@@ -136,5 +210,58 @@ def test_report_matches_map():
     h.eq(sorted(n for n in os.listdir(d.dir) if ".tmp." in n), [], "temporary files left")
 
 
+THROTTLE_CONFIG = """state_db: state.db
+socket: backfilld.sock
+warehouses:
+  - name: w
+    sqlite: w.db
+    throttle:
+      sql: SELECT 1.5
+      max: 0.9
+      every: 1s
+jobs:
+  - name: work
+    warehouse: w
+    partition: day
+    start: 2026-04-01
+    sql: SELECT 1;
+  - name: span
+    partition: day
+    start: 2026-01-20
+    catchup: false
+    command: ["true"]
+"""
+
+
+def test_report_throttle_shortest():
+    """A throttle max of 0.9 shows as 0.9 in the warehouses table (the
+    shortest form that reads back), not 0.90000000000000002; a day grid
+    over three months has the three month labels."""
+    d = h.Daemon(warehouses={"w": ""}, config=THROTTLE_CONFIG, name="report-th",
+                 clock="2026-03-05T00:00:00Z")
+    deadline = time.monotonic() + GUARD
+    while True:
+        st = d.json("status")
+        t = {w["name"]: w for w in st["warehouses"]}["w"]["throttle"]
+        if t and t["state"] == "throttled":
+            break
+        h.check(time.monotonic() < deadline, "not throttled within %.0f s: %r" % (GUARD, t))
+        time.sleep(0.05)
+    page = os.path.join(d.dir, "th.html")
+    d.ok("report", "--html", page)
+    with open(page) as f:
+        text = f.read()
+    rows = table_rows(text, "Warehouses")
+    h.check(len(rows) == 2 and rows[1][1].endswith(": value 1.5 above max 0.9"),
+            "the warehouses table: %r" % rows)
+    # a day grid over three months: each month's label before its 1st
+    dom = Cells()
+    dom.feed(text)
+    m = d.json("map", "span")
+    h.eq((m["from"], m["to"]), ("2026-01-20", "2026-03-04"), "the map of span")
+    check_day_labels(dom, "span", m["from"], m["to"])
+    d.stop()
+
+
 if __name__ == "__main__":
-    h.main([test_report_matches_map])
+    h.main([test_report_matches_map, test_report_throttle_shortest])

@@ -327,7 +327,7 @@ static const struct {
 	{ "20260101", NULL, NULL },
 	{ "10000-01-01", NULL, NULL },
 	{ "2026-01-0a", NULL, NULL },
-	{ "2026-01-01\n", "bad date \"2026-01-01\\x0a\": write dates as "
+	{ "2026-01-01\n", "bad date \"2026-01-01\\n\": write dates as "
 	  "YYYY-MM-DD, e.g. 2026-02-08", NULL },
 	{ "\"2026-01-01\"", "bad date \"\\\"2026-01-01\\\"\": write dates as "
 	  "YYYY-MM-DD, e.g. 2026-02-08", NULL },

@@ -463,7 +463,7 @@ START_TEST(test_json_escape)
 		{ "l1\nl2\r\t", "\"l1\\nl2\\r\\t\"" },
 		{ "\b\f", "\"\\b\\f\"" },
 		{ "\x01\x1f", "\"\\u0001\\u001f\"" },
-		{ "\x7f", "\"\x7f\"" },
+		{ "\x7f", "\"\\u007f\"" }, /* DEL too: text.h's rule */
 		{ "/", "\"/\"" },
 		/* UTF-8 passes through: é, €, 𝄞 */
 		{ "caf\xc3\xa9 \xe2\x82\xac \xf0\x9d\x84\x9e",

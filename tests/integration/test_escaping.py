@@ -1,0 +1,228 @@
+#!/usr/bin/env python3
+"""Outside text is escaped by one rule (daemon/lib/text.h) in every
+output: every byte 0x00-0x1f and 0x7f, carried by a warehouse value that
+fails a key_unique check, by an SQL error and by a hook's output, comes
+out of `backfill --wait`, `runs`, `audit`, `status`, an error line
+(`verify`), the daemon log and the report as \\n, \\r, \\t or \\xNN
+(HTML-escaped in the report, JSON-escaped in --json), never raw.
+
+SQL text cannot hold 0x00 (a C string ends there): the warehouse value
+and the SQL error carry 0x01-0x1f and 0x7f, the hook's output 0x00 too."""
+import os
+import re
+import shutil
+import time
+
+import harness as h
+import test_report
+
+GUARD = 20.0
+CONTROL = [c for c in range(0x20)] + [0x7f]
+SQL_BYTES = [c for c in CONTROL if c != 0]
+# A terminal's title set and its screen cleared, as a landing table may
+# hold them.
+OWNED = "\x1b]0;owned\x07\x1b[2J"
+
+
+def rule(c):
+    """The rendering of control byte c (text.h)."""
+    return {0x0a: "\\n", 0x0d: "\\r", 0x09: "\\t"}.get(c, "\\x%02x" % c)
+
+
+def sql_chars(codes):
+    return "char(%s)" % ", ".join(str(c) for c in codes)
+
+
+SEED = """
+CREATE TABLE land (dt TEXT, k TEXT);
+CREATE TABLE fact (dt TEXT, k TEXT);
+CREATE TABLE paths (p TEXT);
+INSERT INTO land VALUES ('2026-02-01', 'dup<' || %(all)s || '>' || %(owned)s);
+INSERT INTO land VALUES ('2026-02-01', 'dup<' || %(all)s || '>' || %(owned)s);
+INSERT INTO paths VALUES ('path<' || %(all)s || '>');
+""" % {"all": sql_chars(SQL_BYTES), "owned": sql_chars([ord(c) for c in OWNED])}
+
+# printf(1) octal escapes: every control byte but the newline on the first
+# line, the NUL last (a C string would end there).
+HOOK_FMT = "hookout<" + "".join("\\\\%03o" % c for c in CONTROL if c not in (0, 10)) \
+    + ">\\\\n" + "second<\\\\000>\\\\n"
+
+JOBS = """
+- name: dup_keys
+  warehouse: wh
+  partition: day
+  start: 2026-02-01
+  end: 2026-02-02
+  catchup: false
+  retries: 0
+  table: fact
+  partition_column: dt
+  key: [k]
+  sql: |
+    DELETE FROM fact WHERE dt = :partition;
+    INSERT INTO fact SELECT dt, k FROM land WHERE dt = :partition;
+  on_failure: ["printf", "%(fmt)s"]
+- name: bad_path
+  warehouse: wh
+  partition: day
+  start: 2026-02-01
+  end: 2026-02-02
+  catchup: false
+  retries: 0
+  sql: SELECT json_extract('{}', (SELECT p FROM paths));
+- name: bad_proof
+  warehouse: wh
+  partition: day
+  start: 2026-02-01
+  end: 2026-02-02
+  catchup: false
+  table: fact
+  partition_column: dt
+  sql: SELECT json_extract('{}', (SELECT p FROM paths));
+- name: sensed
+  warehouse: wh
+  partition: day
+  start: 2026-02-01
+  end: 2026-02-02
+  catchup: false
+  sql: SELECT 1;
+  late_data:
+    sql: SELECT k FROM land
+    every: 1m
+""" % {"fmt": HOOK_FMT}
+
+
+def raw_controls(data):
+    """The control bytes (but the newline that ends a line) in data."""
+    if isinstance(data, str):
+        data = data.encode("utf-8", "surrogateescape")
+    return sorted({"%02x" % b for b in data if (b < 0x20 and b != 0x0a) or b == 0x7f})
+
+
+def rendering(marker, codes, flat=()):
+    """A regex for marker<codes> rendered by the rule; a byte in flat may
+    also show as a space (a run's error is one line when it is recorded:
+    daemon/server/exec.c; a hook's output line: daemon/server/hooks.c)."""
+    parts = []
+    for c in codes:
+        alt = [re.escape(rule(c))] + ([" "] if c in flat else [])
+        parts.append("(?:%s)" % "|".join(alt))
+    return re.compile(re.escape(marker + "<") + "".join(parts) + re.escape(">"))
+
+
+def check_output(text, wants, what):
+    """No raw control byte in text, and each wanted rendering in it."""
+    bad = raw_controls(text)
+    h.check(not bad, "%s: raw control bytes %s in:\n%r" % (what, bad, text[-3000:]))
+    for want in wants:
+        h.check(want.search(text), "%s: no %s in:\n%r" % (what, want.pattern, text[-3000:]))
+
+
+NL_CR = (0x0a, 0x0d)
+VALUE = rendering("dup", SQL_BYTES, NL_CR)          # in a run's error
+VALUE_EXACT = rendering("dup", SQL_BYTES)           # in a check's detail
+SQLERR = rendering("path", SQL_BYTES, NL_CR)
+HOOKOUT = rendering("hookout", [c for c in CONTROL if c not in (0, 10)], (0x09, 0x0d))
+OWNED_TEXT = "\\x1b]0;owned\\x07\\x1b[2J"
+
+
+def await_log(d, needle, what):
+    deadline = time.monotonic() + GUARD
+    while True:
+        with open(d.log, "rb") as f:
+            data = f.read()
+        if needle in data:
+            return data
+        if time.monotonic() > deadline:
+            h.fail("%s: no %r in the log after %.0f s (guard)\n%s"
+                   % (what, needle, GUARD, d.log_tail()))
+        time.sleep(0.02)
+
+
+def test_every_output():
+    """Each source of outside text through each output."""
+    d = h.Daemon(jobs=JOBS, warehouses={"wh": SEED}, name="escape")
+    reqs = {}
+    for job in ("dup_keys", "bad_path"):
+        argv = ("backfill", job, "--from", "2026-02-01", "--to", "2026-02-01", "--wait")
+        rc, out, err = d.ctl(*argv)
+        h.eq(rc, 1, "%s: exit of a backfill whose partition failed" % job)
+        m = re.search(r"request (\d+):", out)
+        h.check(m, "%s: no request id in %r" % (job, out))
+        reqs[job] = int(m.group(1))
+        check_output(out + err, [VALUE if job == "dup_keys" else SQLERR], "backfill --wait of " + job)
+        if job == "dup_keys":
+            h.check(OWNED_TEXT in out, "backfill --wait: the title escape shown escaped: %r" % out)
+
+    text = d.ok("runs")
+    check_output(text, [VALUE, SQLERR], "runs")
+    h.check(OWNED_TEXT in text, "runs: the title escape shown escaped")
+    # one row per run: no byte of the values broke a line
+    h.eq(len(text.rstrip("\n").split("\n")), 3, "runs: lines (the head and two runs)")
+
+    check_output(d.ok("audit", "--request", reqs["dup_keys"]), [VALUE_EXACT], "audit of dup_keys")
+    check_output(d.ok("audit", "--request", reqs["bad_path"]), [SQLERR], "audit of bad_path")
+    # An error line: the SQL error of a proof that could not run.
+    rc, out, err = d.ctl("verify", "bad_proof", "2026-02-01")
+    h.eq(rc, 2, "verify of a job whose SQL fails: exit")
+    check_output(out + err, [SQLERR], "verify's error line")
+    h.eq(len(err.rstrip("\n").split("\n")), 1, "verify's error: one line")
+
+    # status: a late-data sensor whose query returned the value.
+    d.set_clock("2026-01-01T00:02:00Z")
+    deadline = time.monotonic() + GUARD
+    while not d.status("sensed")["sensed"]["late_data"]["last_check"]:
+        h.check(time.monotonic() < deadline, "the sensor did not check within %.0f s" % GUARD)
+        time.sleep(0.02)
+    h.check(OWNED in d.status("sensed")["sensed"]["late_data"]["error"],
+            "status --json: the sensor's error holds the exact value")
+    text = d.ok("status")
+    check_output(text, [VALUE_EXACT], "status")
+    h.check(OWNED_TEXT in text, "status: the title escape shown escaped")
+
+    # The daemon log: the failures, the sensor's error (its value with
+    # newline and carriage return) and the hook's output, escaped.
+    log = await_log(d, b"hook=on_failure job=dup_keys partition=2026-02-01 done",
+                    "the on_failure hook's end")
+    text = log.decode("utf-8", "surrogateescape")
+    check_output(text, [VALUE, SQLERR, HOOKOUT, VALUE_EXACT], "the daemon log")
+    h.check(OWNED_TEXT in text, "the log: the title escape shown escaped")
+
+    # --json: JSON-escaped, the exact text once parsed.
+    rc, out, err = d.ctl("runs", "--json")
+    h.eq(rc, 0, "runs --json: exit")
+    h.eq(raw_controls(out + err), [], "runs --json: raw control bytes")
+    errors = {r["job"]: r["error"] for r in d.runs()}
+    flat = "".join(" " if c in NL_CR else chr(c) for c in SQL_BYTES)
+    h.check(("dup<%s>" % flat) in errors["dup_keys"],
+            "runs --json: the value's bytes parsed back: %r" % errors["dup_keys"])
+    h.check(OWNED in errors["dup_keys"], "runs --json: the exact value: %r" % errors["dup_keys"])
+    a = d.json("audit", "--request", reqs["dup_keys"])
+    details = " ".join(c.get("detail") or "" for p in a["partitions"] for c in p["checks"])
+    h.check(("dup<" + "".join(chr(c) for c in SQL_BYTES) + ">") in details,
+            "audit --json: the check's detail exact: %r" % details)
+
+    # The report: HTML-escaped after the rule.
+    page = os.path.join(d.dir, "report.html")
+    d.ok("report", "--html", page)
+    with open(page, "rb") as f:
+        data = f.read()
+    text = data.decode("utf-8", "surrogateescape")
+    bad = raw_controls(data)
+    h.check(not bad, "report: raw control bytes %s" % bad)
+    for want in (VALUE, SQLERR):
+        html_want = re.compile(want.pattern.replace(re.escape("<"), "&lt;")
+                               .replace(re.escape(">"), "&gt;"))
+        h.check(html_want.search(text), "report: no %s" % html_want.pattern)
+    # As a browser renders it (headless Chromium, when installed; required
+    # with BACKFILLD_REQUIRE_CHROMIUM=1): the escapes are text on the page.
+    if shutil.which("chromium") or shutil.which("chromium-browser") or \
+            os.environ.get("BACKFILLD_REQUIRE_CHROMIUM") == "1":
+        p = test_report.run_chromium(test_report.chromium(), "--dump-dom", "file://" + page)
+        h.eq(p.returncode, 0, "chromium --dump-dom: exit (%s)" % p.stderr[-2000:])
+        h.eq(raw_controls(p.stdout), [], "the rendered report: raw control bytes")
+        h.check(OWNED_TEXT in p.stdout, "the rendered report: the title escape shown escaped")
+
+
+if __name__ == "__main__":
+    h.main([test_every_output])
