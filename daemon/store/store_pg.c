@@ -225,7 +225,8 @@ static const char *const pgst_sql[P_COUNT] = {
 	" WHERE state = 'running' AND request_id IN (SELECT id FROM requests"
 	" WHERE finished_at IS NULL) AND id <> ALL($2::bigint[])",
 	[P_RECOVER_MANIFEST] =
-	"UPDATE manifest SET state = 'queued', updated_at = $1"
+	"UPDATE manifest SET state = 'queued', updated_at = $1,"
+	" attempts = GREATEST(attempts - 1, 0)"
 	" WHERE state = 'running' AND request_id IN (SELECT id FROM requests"
 	" WHERE finished_at IS NULL) AND NOT EXISTS (SELECT 1 FROM runs r"
 	" WHERE r.manifest_id = manifest.id AND r.id = ANY($2::bigint[]))",

@@ -909,7 +909,8 @@ store_sqlite_recover(struct store *base, int64_t at, const int64_t *keep,
 		goto fail;
 	*count = sqlite3_changes(st->db);
 	snprintf(sql, sizeof sql,
-		 "UPDATE manifest SET state = 'queued', updated_at = %lld"
+		 "UPDATE manifest SET state = 'queued', updated_at = %lld,"
+		 " attempts = MAX(attempts - 1, 0)"
 		 " WHERE state = 'running' AND request_id IN (SELECT id FROM"
 		 " requests WHERE finished_at IS NULL)", (long long)at);
 	if (store_sqlite_exec(st, sql, err) < 0)

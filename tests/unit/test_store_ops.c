@@ -409,6 +409,11 @@ START_TEST(runs_and_recovery)
 	r4 = run(m3, done_rid, "fct", "2026-02-11", 1, 100);
 	ck_assert_int_eq(store_request_finish(st, done_rid, 200, true, &err), 0);
 
+	/* the interrupted runs were attempt 1 and 2 of their items */
+	ck_assert_int_eq(store_item_set(st, m1, MS_RUNNING, 1, 0, NULL, NULL,
+					100, &err), 0);
+	ck_assert_int_eq(store_item_set(st, m2, MS_RUNNING, 2, 0, NULL, NULL,
+					100, &err), 0);
 	store_stats(st, &ss);
 	ck_assert_int_eq(ss.runs_kept, 4);
 	ck_assert_int_gt(ss.db_bytes, 0);
@@ -416,6 +421,10 @@ START_TEST(runs_and_recovery)
 	ck_assert_int_eq(recovered, 2);
 	ck_assert_int_eq(peek("SELECT COUNT(*) FROM manifest WHERE state ="
 			      " 'queued'"), 3);
+	/* an interruption is no attempt: the next run is the same attempt */
+	ck_assert_int_eq(peek("SELECT SUM(attempts) FROM manifest WHERE"
+			      " partition_key IN ('2026-02-08', '2026-02-09')"),
+			 1);
 	ck_assert_int_eq(peek("SELECT COUNT(*) FROM runs WHERE state ="
 			      " 'failed' AND finished_at = 3000 AND error LIKE"
 			      " 'interrupted:%'"), 2);
