@@ -64,7 +64,6 @@ sched_run_record_start(struct sched *s, struct active *a, int64_t now,
 			goto fail;
 	for (size_t i = 0; i < (rows ? r->nitems : 1); i++) {
 		struct item *x = r->items[i];
-
 		/* one execution for several requests: one id shown */
 		int64_t shared = !r->batch && i > 0 ? a->run_ids[0] : 0;
 
