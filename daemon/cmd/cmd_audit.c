@@ -22,13 +22,24 @@ struct audit_ctx {
 	size_t nversions;
 };
 
-/* One partition of the audited request. */
+/*
+ * One partition of the audited request.  What passed is the request's own
+ * run of it (the one `runs --request N` lists): a partition whose run
+ * failed here and which landed later through another request is
+ * succeeded in the request (`state`) but its run did not pass, and its
+ * note says which request landed it.
+ */
 static void
 audit_cb(const struct store_audit_row *r, void *data)
 {
 	struct audit_ctx *ac = data;
-	bool passed = r->has_run && strcmp(r->item_state, "succeeded") == 0;
-	char rb[24], ra[24];
+	bool passed = r->has_run && r->run_state != NULL &&
+		      strcmp(r->run_state, "succeeded") == 0;
+	const char *note = r->has_run && !passed &&
+				   strcmp(r->item_state, "succeeded") == 0
+			       ? r->item_error
+			       : NULL;
+	char rb[24], ra[24], result[96];
 
 	ac->n++;
 	ac->downstream += r->downstream;
@@ -77,6 +88,8 @@ audit_cb(const struct store_audit_row *r, void *data)
 			   " \"error\": ", r->metrics ? r->metrics : "{}",
 			   r->checks ? r->checks : "[]");
 		json_str(ac->out, r->error);
+		buf_addstr(ac->out, ", \"note\": ");
+		json_str(ac->out, note);
 		buf_printf(ac->out, ", \"passed\": %s}", passed ? "true" : "false");
 		return;
 	}
@@ -92,7 +105,16 @@ audit_cb(const struct store_audit_row *r, void *data)
 		r->code_version ? r->code_version : "-", rb, ra,
 		r->metrics_text && r->metrics_text[0] ? r->metrics_text : "-",
 		r->checks_text ? r->checks_text : (r->error ? r->error : "-"),
-		!r->has_run ? r->item_state : passed ? "pass" : "FAIL" };
+		result };
+
+	if (!r->has_run)
+		snprintf(result, sizeof result, "%s", r->item_state);
+	else if (passed)
+		snprintf(result, sizeof result, "pass");
+	else if (note != NULL)
+		snprintf(result, sizeof result, "FAIL (%s)", note);
+	else
+		snprintf(result, sizeof result, "FAIL");
 	cmd_table_row(ac->t, row);
 }
 

@@ -11,6 +11,7 @@
 
 #include "calendar.h"
 #include "json.h"
+#include "text.h"
 #include "xalloc.h"
 
 /* Rows of `runs` per page. */
@@ -177,6 +178,36 @@ runs_request_head(struct cmd_ctx *ctx, int64_t request, char *head,
 		snprintf(head + len, size - (size_t)len, "\n");
 }
 
+/* Count a partition of a job in the state store. */
+static void
+runs_history_cb(const char *key, enum mstate st, void *data)
+{
+	(void)key;
+	(void)st;
+	(*(int64_t *)data)++;
+}
+
+/* A job no longer configured whose partitions the state store still has
+ * (its history stays reachable by `runs --job`): true, and the note above
+ * the table in *head. */
+static bool
+runs_removed_job(struct cmd_ctx *ctx, const char *name, char *head,
+		 size_t size)
+{
+	int64_t n = 0;
+	struct err err;
+	char q[128];
+
+	/* every partition key starts with its year's digits */
+	if (store_last_states(sched_store(ctx->sched), name, "0", ":",
+			      runs_history_cb, &n, &err) < 0 || n == 0)
+		return false;
+	snprintf(head, size, "job %s is not in the configuration (removed?):"
+		 " its runs from the state store\n",
+		 text_escape(name, q, sizeof q));
+	return true;
+}
+
 static void
 cmd_runs_exec(struct cmd_ctx *ctx, const struct proto_msg *req,
 	      struct cmd_res *res)
@@ -186,15 +217,15 @@ cmd_runs_exec(struct cmd_ctx *ctx, const struct proto_msg *req,
 	const char *state = proto_get(req, "state");
 	const struct config *cfg = sched_config(ctx->sched);
 	struct runs_ctx *rc;
-	const char *job = NULL;
+	const char *job = proto_get(req, "job");
+	char removed[256] = "";
 	struct err err;
 	char id[24];
 
-	if (proto_get(req, "job")) {
-		int j = cmd_job(ctx, req, res);
-		if (j < 0)
-			return;
-		job = cfg->jobs[j].name;
+	if (job != NULL && config_job_index(cfg, job) < 0 &&
+	    !runs_removed_job(ctx, job, removed, sizeof removed)) {
+		(void)cmd_job(ctx, req, res); /* unknown: its error */
+		return;
 	}
 	/* positive integers, a known state, not json with jsonl: the
 	 * specification checked them */
@@ -218,6 +249,9 @@ cmd_runs_exec(struct cmd_ctx *ctx, const struct proto_msg *req,
 	rc->limit = limit;
 	if (request > 0 && !json && !jsonl)
 		runs_request_head(ctx, request, rc->head, sizeof rc->head);
+	if (removed[0] && !json && !jsonl)
+		snprintf(rc->head + strlen(rc->head),
+			 sizeof rc->head - strlen(rc->head), "%s", removed);
 	rc->t.ncols = 11;
 	if (!json && !jsonl) {
 		const char *head[11] = { "ID", "REQUEST", "JOB", "PARTITION",
@@ -233,6 +267,8 @@ cmd_runs_exec(struct cmd_ctx *ctx, const struct proto_msg *req,
 		for (size_t i = 0; i < cfg->njobs; i++)
 			if (strlen(cfg->jobs[i].name) > rc->t.width[2])
 				rc->t.width[2] = strlen(cfg->jobs[i].name);
+		if (job != NULL && strlen(job) > rc->t.width[2])
+			rc->t.width[2] = strlen(job);
 		if (rc->t.width[5] < strlen("succeeded"))
 			rc->t.width[5] = strlen("succeeded");
 		if (rc->t.width[6] < strlen("2026-01-01T00:00:00.000Z"))

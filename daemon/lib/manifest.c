@@ -573,11 +573,16 @@ void
 manifest_run_result(struct manifest *m, struct run *r, enum mstate result,
 		    const struct job_def *retry_job, int64_t now)
 {
+	/* queued again without a retry: the run was interrupted (a stop, a
+	 * throttle), which is no attempt: the next run is the same one */
+	bool interrupted = r->requeue ||
+			   (result == MS_QUEUED && retry_job == NULL);
+
 	for (size_t i = 0; i < r->nitems; i++) {
 		struct item *x = r->items[i];
 
 		x->run = NULL;
-		if (r->requeue && x->attempts > 0)
+		if (interrupted && x->attempts > 0)
 			x->attempts--;
 		if (retry_job != NULL)
 			x->not_before =

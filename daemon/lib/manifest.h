@@ -80,7 +80,8 @@ struct run {
 	bool batch; /* one execution for several partitions */
 	int job;    /* index in m->cfg, -1 when gone */
 	char job_name[128];
-	bool requeue; /* interrupted by a throttle: no attempt */
+	bool requeue; /* interrupted by a throttle (no attempt, as any
+		       * interruption) */
 	void *data;   /* the shell's */
 	struct run *next, *prev;
 };

@@ -9,7 +9,10 @@
  * (catchup off: the older part of the gap never runs, the newest due
  * partition runs as one schedule request, and the watermark moves to it;
  * whatever the gap's size) or refused (catchup on, above the bound: none
- * runs, status says so until every partition of the gap has succeeded).
+ * runs, status says so until every partition of the gap has succeeded,
+ * whatever comes due after it: a later partition, catchup or skip leaves
+ * the gap as it is, and a gap refused while it is unfilled extends it to
+ * the newer gap's end).
  * A single newly due partition is not a gap: it runs whatever catchup
  * says.  A clock that goes back finds nothing due past the watermark and
  * re-runs nothing; a clock that jumps forward finds a gap.  A paused job
@@ -62,6 +65,25 @@ schedule_set_catchup(struct store_job_state *st, const char *what)
 	snprintf(st->catchup, sizeof st->catchup, "%s", what);
 }
 
+/* Is a refused gap still unfilled in st (shown until it is filled)? */
+static bool
+schedule_has_refused(const struct store_job_state *st)
+{
+	return strcmp(st->catchup, "refused") == 0;
+}
+
+/* Set the catchup text the configuration says, unless a refused gap is
+ * still unfilled: that stays shown, across whatever the schedule does
+ * next, until schedule_gap_clear(). */
+static void
+schedule_set_configured(const struct job_def *j, struct store_job_state *st)
+{
+	if (schedule_has_refused(st))
+		return;
+	schedule_set_catchup(st, j->catchup ? "ok" : "off");
+	st->gap_from[0] = st->gap_to[0] = '\0';
+}
+
 /* Decide what a gap first..last (more than one partition) becomes. */
 static void
 schedule_gap(const struct job_def *j, bool resumed, struct schedule_decision *d)
@@ -70,13 +92,12 @@ schedule_gap(const struct job_def *j, bool resumed, struct schedule_decision *d)
 
 	if ((j->catchup || resumed) && d->gap <= j->max_catchup) {
 		d->action = SCHEDULE_CATCHUP;
-		schedule_set_catchup(st, j->catchup ? "ok" : "off");
-		st->gap_from[0] = st->gap_to[0] = '\0';
+		schedule_set_configured(j, st);
 	} else if (!j->catchup && !resumed) {
 		/* the older part of the gap is skipped, its newest due
 		 * partition runs, the job goes on with what comes due */
 		d->action = SCHEDULE_SKIP;
-		schedule_set_catchup(st, "off");
+		schedule_set_configured(j, st);
 	} else {
 		/* the command the log suggests is one the daemon accepts:
 		 * the gap's first piece of at most max_backfill */
@@ -84,8 +105,12 @@ schedule_gap(const struct job_def *j, bool resumed, struct schedule_decision *d)
 		d->piece = d->gap > j->max_backfill
 			       ? d->first + j->max_backfill - 1
 			       : d->last;
+		/* a gap refused while an older one is unfilled extends it:
+		 * the gap shown runs from the older one's first partition
+		 * (what ran in between counts as filled once succeeded) */
+		if (!schedule_has_refused(st) || st->gap_from[0] == '\0')
+			part_key(j->grain, d->first, st->gap_from);
 		schedule_set_catchup(st, "refused");
-		part_key(j->grain, d->first, st->gap_from);
 		part_key(j->grain, d->last, st->gap_to);
 	}
 }
@@ -111,10 +136,7 @@ schedule_decide(const struct job_def *j, const struct store_job_state *st,
 		d->gap = d->last - d->first + 1;
 		if (d->gap == 1) {
 			d->action = SCHEDULE_RUN;
-			/* a refused gap stays shown until it is filled */
-			if (strcmp(st->catchup, "refused") != 0)
-				schedule_set_catchup(&d->state,
-						     j->catchup ? "ok" : "off");
+			schedule_set_configured(j, &d->state);
 		} else {
 			schedule_gap(j, resumed, d);
 		}

@@ -320,20 +320,13 @@ sched_adopt_unoffered(struct sched *s, struct sched_adopt *ad)
 	if (store_defer(s->store, &err) < 0 || store_begin(s->store, &err) < 0)
 		goto fail;
 	for (size_t i = 0; i < ad->nruns; i++) {
-		struct item *it;
-
 		if (ad->owner[i] >= 0 ||
 		    config_job(s->cfg, ad->runs[i].job) == NULL)
 			continue;
 		if (store_run_finish(s->store, ad->runs[i].id, MS_FAILED, now,
 				     error, -1, &err) < 0)
 			goto fail_tx;
-		it = sched_adopt_item(s, &ad->runs[i]);
-		if (it != NULL && it->state == MS_QUEUED && it->attempts > 0) {
-			it->attempts--;
-			if (sched_item_store(s, it, NULL, now, &err) < 0)
-				goto fail_tx;
-		}
+		/* (recovery counted no attempt for it: store_recover) */
 		n++;
 	}
 	if (sched_tx_end(s, 0, &err) < 0)

@@ -64,11 +64,14 @@ sched_run_record_start(struct sched *s, struct active *a, int64_t now,
 			goto fail;
 	for (size_t i = 0; i < (rows ? r->nitems : 1); i++) {
 		struct item *x = r->items[i];
+		/* one execution for several requests: one id shown */
+		int64_t shared = !r->batch && i > 0 ? a->run_ids[0] : 0;
 
 		if (store_run_start(
 			s->store, x->id, x->rq->id, x->job_name, x->key,
 			x->attempts, now, j->code_version, s->cfg->file_hash,
-			rows ? &a->run_ids[i] : &a->run.run_id, err) < 0)
+			shared, rows ? &a->run_ids[i] : &a->run.run_id,
+			err) < 0)
 			goto fail;
 	}
 	if (rows)

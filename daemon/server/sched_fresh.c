@@ -97,6 +97,23 @@ sched_fresh_outs(struct sched *s, const struct item *x, int64_t now)
 	}
 }
 
+/* A downstream item was blocked by an input that failed (or is blocked):
+ * with a deadline, it is owed from now, as after a restart (where the
+ * open manifest's blocked items are owed since their request was made,
+ * sched_fresh_loaded); true when it is.  The caller arms the timer. */
+bool
+sched_fresh_blocked(struct sched *s, const struct item *it, int64_t now)
+{
+	const struct job_def *j =
+	    it->job >= 0 ? &s->cfg->jobs[it->job] : NULL;
+
+	if (j == NULL || j->deadline <= 0 || !it->downstream)
+		return false;
+	fresh_track(s->fresh, j->name, it->part, it->key, now,
+		    j->deadline * 1000, it->rq->id);
+	return true;
+}
+
 /* A run finished (not cancelled): its partitions that landed are no longer
  * owed, the downstream partitions waiting for them are owed from now, and
  * a last attempt that failed runs the job's on_failure. */

@@ -156,6 +156,7 @@ void sched_fresh_run_done(struct sched *s, struct active *a, enum mstate result,
 void sched_fresh_loaded(struct sched *s, struct request *rq);
 void sched_fresh_failed(struct sched *s);
 void sched_fresh_reload(struct sched *s);
+bool sched_fresh_blocked(struct sched *s, const struct item *it, int64_t now);
 void sched_fresh_materialised(struct sched *s, int job, part_t first,
 			      part_t last, int64_t request_id);
 

@@ -56,11 +56,13 @@ sched_apply_log(const struct manifest_change *c)
 }
 
 /* Write to the store, in order, the items the core's rules moved, and
- * log them; the changes are then forgotten. */
+ * log them; a downstream item blocked is owed from now (deadlines); the
+ * changes are then forgotten. */
 void
 sched_apply(struct sched *s, int64_t now)
 {
 	struct err err;
+	bool owed = false;
 
 	for (size_t i = 0; i < s->m.nchanges; i++) {
 		const struct manifest_change *c = &s->m.changes[i];
@@ -69,8 +71,12 @@ sched_apply(struct sched *s, int64_t now)
 				     now, &err) < 0)
 			log_err("%s", err.msg);
 		sched_apply_log(c);
+		if (c->why == MANIFEST_BLOCKED)
+			owed |= sched_fresh_blocked(s, c->item, now);
 	}
 	manifest_changes_clear(&s->m);
+	if (owed)
+		sched_fresh_arm(s);
 }
 
 /* Unlink and free a request, its items and its watchers. */

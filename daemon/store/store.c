@@ -237,15 +237,16 @@ int
 store_run_start(struct store *st, int64_t manifest_id, int64_t request_id,
 		const char *job, const char *key, int attempt,
 		int64_t started_at, const char *code_version,
-		const char *config_hash, int64_t *run_id, struct err *err)
+		const char *config_hash, int64_t shared_run, int64_t *run_id,
+		struct err *err)
 {
 	if (store_refused(st, err))
 		return -1;
 	return store_wrote(st,
 			   st->ops->run_start(st, manifest_id, request_id, job,
 					      key, attempt, started_at,
-					      code_version, config_hash, run_id,
-					      err),
+					      code_version, config_hash,
+					      shared_run, run_id, err),
 			   err);
 }
 

@@ -231,6 +231,8 @@ struct store_audit_row {
 	const char *metrics, *checks;
 	const char *metrics_text, *checks_text;
 	bool has_audit, passed;
+	const char *item_error; /* the manifest row's error or note ("landed
+				 * later by request N") */
 };
 typedef void (*store_audit_cb)(const struct store_audit_row *row, void *data);
 typedef void (*store_recent_cb)(int64_t id, const char *job, const char *kind,
@@ -284,12 +286,15 @@ struct store_ops {
 			int attempts, int64_t not_before, const char *error,
 			const char *blocked_on, int64_t at, struct err *err);
 
-	/* Write: a run started ('running'), its id in *run_id. */
+	/* Write: a run started ('running'), its id in *run_id.  shared_run:
+	 * the id of the first row of the one execution this row shares
+	 * with other requests (rule 5: `runs` and `audit` show that id),
+	 * 0 for that first row and any run of its own. */
 	int (*run_start)(struct store *st, int64_t manifest_id,
 			 int64_t request_id, const char *job, const char *key,
 			 int attempt, int64_t started_at,
 			 const char *code_version, const char *config_hash,
-			 int64_t *run_id, struct err *err);
+			 int64_t shared_run, int64_t *run_id, struct err *err);
 	/* Write: a run finished; rows_changed < 0: unknown (NULL). */
 	int (*run_finish)(struct store *st, int64_t run_id, enum mstate state,
 			  int64_t finished_at, const char *error,
@@ -514,7 +519,8 @@ int store_item_set(struct store *st, int64_t id, enum mstate state,
 int store_run_start(struct store *st, int64_t manifest_id, int64_t request_id,
 		    const char *job, const char *key, int attempt,
 		    int64_t started_at, const char *code_version,
-		    const char *config_hash, int64_t *run_id, struct err *err);
+		    const char *config_hash, int64_t shared_run,
+		    int64_t *run_id, struct err *err);
 int store_run_finish(struct store *st, int64_t run_id, enum mstate state,
 		     int64_t finished_at, const char *error,
 		     int64_t rows_changed, struct err *err);

@@ -169,8 +169,8 @@ static const char *const pgst_sql[P_COUNT] = {
 	" error = $5, blocked_on = $6, updated_at = $7 WHERE id = $1",
 	[P_RUN_START] =
 	"INSERT INTO runs (manifest_id, request_id, job, partition_key, attempt,"
-	" state, started_at, code_version, config_hash)"
-	" VALUES ($1,$2,$3,$4,$5,'running',$6,$7,$8) RETURNING id",
+	" state, started_at, code_version, config_hash, shared_run)"
+	" VALUES ($1,$2,$3,$4,$5,'running',$6,$7,$8,$9) RETURNING id",
 	[P_RUN_FINISH] =
 	"UPDATE runs SET state = $2, finished_at = $3, error = $4,"
 	" rows_changed = $5 WHERE id = $1",
@@ -225,7 +225,8 @@ static const char *const pgst_sql[P_COUNT] = {
 	" WHERE state = 'running' AND request_id IN (SELECT id FROM requests"
 	" WHERE finished_at IS NULL) AND id <> ALL($2::bigint[])",
 	[P_RECOVER_MANIFEST] =
-	"UPDATE manifest SET state = 'queued', updated_at = $1"
+	"UPDATE manifest SET state = 'queued', updated_at = $1,"
+	" attempts = GREATEST(attempts - 1, 0)"
 	" WHERE state = 'running' AND request_id IN (SELECT id FROM requests"
 	" WHERE finished_at IS NULL) AND NOT EXISTS (SELECT 1 FROM runs r"
 	" WHERE r.manifest_id = manifest.id AND r.id = ANY($2::bigint[]))",
@@ -291,10 +292,11 @@ static const char *const pgst_sql[P_COUNT] = {
 	" metrics = $5, checks = $6, passed = $7, metrics_text = $8,"
 	" checks_text = $9",
 	[P_AUDIT_OF] =
-	"SELECT m.job, m.partition_key, m.downstream, m.state, r.id,"
+	"SELECT m.job, m.partition_key, m.downstream, m.state,"
+	" COALESCE(r.shared_run, r.id),"
 	" r.code_version, r.config_hash, r.state, r.error, a.rows_before,"
 	" a.rows_after, a.metrics, a.checks, a.passed, a.metrics_text,"
-	" a.checks_text FROM manifest m"
+	" a.checks_text, m.error FROM manifest m"
 	" LEFT JOIN runs r ON r.id = (SELECT MAX(id) FROM runs"
 	" WHERE manifest_id = m.id)"
 	" LEFT JOIN run_audit a ON a.run_id = r.id"
@@ -322,8 +324,8 @@ static const char *const pgst_sql[P_COUNT] = {
 	" VALUES ($8,$1,$2,$3,$4,$5,$6,$7,$7)",
 	[P_RUN_START_ID] =
 	"INSERT INTO runs (id, manifest_id, request_id, job, partition_key,"
-	" attempt, state, started_at, code_version, config_hash)"
-	" VALUES ($9,$1,$2,$3,$4,$5,'running',$6,$7,$8)",
+	" attempt, state, started_at, code_version, config_hash, shared_run)"
+	" VALUES ($10,$1,$2,$3,$4,$5,'running',$6,$7,$8,$9)",
 	[P_ITEM_IDS] =
 	"SELECT nextval(pg_get_serial_sequence('manifest', 'id'))"
 	" FROM generate_series(1, $1)",
@@ -343,11 +345,11 @@ static const char *const pgst_sql[P_COUNT] = {
 	" AS t(request_id, job, k, seq, downstream, state, at, id)",
 	[P_B_RUN_START] =
 	"INSERT INTO runs (id, manifest_id, request_id, job, partition_key,"
-	" attempt, state, started_at, code_version, config_hash)"
-	" SELECT id, mid, rid, job, k, attempt, 'running', at, cv, ch"
+	" attempt, state, started_at, code_version, config_hash, shared_run)"
+	" SELECT id, mid, rid, job, k, attempt, 'running', at, cv, ch, sh"
 	" FROM unnest($1::bigint[], $2::bigint[], $3::text[], $4::text[],"
-	" $5::int[], $6::bigint[], $7::text[], $8::text[], $9::bigint[])"
-	" AS t(mid, rid, job, k, attempt, at, cv, ch, id)",
+	" $5::int[], $6::bigint[], $7::text[], $8::text[], $9::bigint[],"
+	" $10::bigint[]) AS t(mid, rid, job, k, attempt, at, cv, ch, sh, id)",
 	[P_B_ITEM_SET] =
 	"UPDATE manifest m SET state = t.state, attempts = t.attempts,"
 	" not_before = t.not_before, error = t.error,"
@@ -445,7 +447,7 @@ enum pgst_batch_kind {
 };
 
 #define PGST_PIPE_MAX 256 /* statements sent before their answers are read */
-#define PGST_BATCH_COLS 9
+#define PGST_BATCH_COLS 10
 #define PGST_BATCH_MAX 256
 #define PGST_BATCH_JOIN 8
 
@@ -468,7 +470,7 @@ static const struct {
 	const char *what;
 } pgst_batch_kinds[B_COUNT] = {
 	[B_ITEM_ADD] = { P_B_ITEM_ADD, 8, P_COUNT, "adding to the manifest" },
-	[B_RUN_START] = { P_B_RUN_START, 9, P_COUNT, "recording runs" },
+	[B_RUN_START] = { P_B_RUN_START, 10, P_COUNT, "recording runs" },
 	[B_ITEM_SET] = { P_B_ITEM_SET, 7, P_ITEM_SET,
 			 "updating the manifest" },
 	[B_RUN_FINISH] = { P_B_RUN_FINISH, 5, P_RUN_FINISH,
@@ -1717,7 +1719,8 @@ static int
 pgst_run_start(struct store *st, int64_t manifest_id, int64_t request_id,
 	       const char *job, const char *key, int attempt,
 	       int64_t started_at, const char *code_version,
-	       const char *config_hash, int64_t *run_id, struct err *err)
+	       const char *config_hash, int64_t shared_run, int64_t *run_id,
+	       struct err *err)
 {
 	struct pgst *p = pgst_of(st);
 	struct pgst_args a = { 0 };
@@ -1730,6 +1733,10 @@ pgst_run_start(struct store *st, int64_t manifest_id, int64_t request_id,
 	arg_int(&a, started_at);
 	arg_text(&a, code_version);
 	arg_text(&a, config_hash);
+	if (shared_run > 0)
+		arg_int(&a, shared_run);
+	else
+		arg_text(&a, NULL);
 	if (p->tx) {
 		if (pgst_next_id(p, &p->run_ids, P_RUN_IDS, run_id, err) < 0)
 			return -1;
@@ -2481,6 +2488,7 @@ pgst_audit_row(PGresult *r, int i, struct store_audit_row *row)
 	row->passed = col_bool(r, i, 13);
 	row->metrics_text = col_text(r, i, 14);
 	row->checks_text = col_text(r, i, 15);
+	row->item_error = col_text(r, i, 16);
 }
 
 /* Every manifest row of a request with its latest run and its audit. */

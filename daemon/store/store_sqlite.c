@@ -94,8 +94,8 @@ static const char *const store_sql[S_COUNT] = {
 	" error = ?5, blocked_on = ?6, updated_at = ?7 WHERE id = ?1",
 	[S_RUN_START] =
 	"INSERT INTO runs (manifest_id, request_id, job, partition_key, attempt,"
-	" state, started_at, code_version, config_hash)"
-	" VALUES (?,?,?,?,?,'running',?,?,?)",
+	" state, started_at, code_version, config_hash, shared_run)"
+	" VALUES (?,?,?,?,?,'running',?,?,?,?)",
 	[S_RUN_FINISH] =
 	"UPDATE runs SET state = ?2, finished_at = ?3, error = ?4,"
 	" rows_changed = ?5 WHERE id = ?1",
@@ -196,10 +196,11 @@ static const char *const store_sql[S_COUNT] = {
 	" rows_after, metrics, checks, passed, metrics_text, checks_text)"
 	" VALUES (?,?,?,?,?,?,?,?,?)",
 	[S_AUDIT_OF] =
-	"SELECT m.job, m.partition_key, m.downstream, m.state, r.id,"
+	"SELECT m.job, m.partition_key, m.downstream, m.state,"
+	" COALESCE(r.shared_run, r.id),"
 	" r.code_version, r.config_hash, r.state, r.error, a.rows_before,"
 	" a.rows_after, a.metrics, a.checks, a.passed, a.metrics_text,"
-	" a.checks_text FROM manifest m"
+	" a.checks_text, m.error FROM manifest m"
 	" LEFT JOIN runs r ON r.id = (SELECT MAX(id) FROM runs"
 	" WHERE manifest_id = m.id)"
 	" LEFT JOIN run_audit a ON a.run_id = r.id"
@@ -806,7 +807,7 @@ store_sqlite_run_start(struct store *base, int64_t manifest_id,
 		       int64_t request_id, const char *job, const char *key,
 		       int attempt, int64_t started_at,
 		       const char *code_version, const char *config_hash,
-		       int64_t *run_id, struct err *err)
+		       int64_t shared_run, int64_t *run_id, struct err *err)
 {
 	struct store_sqlite *st = store_sqlite_of(base);
 	sqlite3_stmt *s = st->stmt[S_RUN_START];
@@ -819,6 +820,10 @@ store_sqlite_run_start(struct store *base, int64_t manifest_id,
 	sqlite3_bind_int64(s, 6, started_at);
 	bind_text(s, 7, code_version);
 	bind_text(s, 8, config_hash);
+	if (shared_run > 0)
+		sqlite3_bind_int64(s, 9, shared_run);
+	else
+		sqlite3_bind_null(s, 9);
 	if (store_sqlite_step_done(st, s, err, "recording a run") < 0)
 		return -1;
 	*run_id = sqlite3_last_insert_rowid(st->db);
@@ -909,7 +914,8 @@ store_sqlite_recover(struct store *base, int64_t at, const int64_t *keep,
 		goto fail;
 	*count = sqlite3_changes(st->db);
 	snprintf(sql, sizeof sql,
-		 "UPDATE manifest SET state = 'queued', updated_at = %lld"
+		 "UPDATE manifest SET state = 'queued', updated_at = %lld,"
+		 " attempts = MAX(attempts - 1, 0)"
 		 " WHERE state = 'running' AND request_id IN (SELECT id FROM"
 		 " requests WHERE finished_at IS NULL)", (long long)at);
 	if (store_sqlite_exec(st, sql, err) < 0)
@@ -1479,6 +1485,7 @@ store_sqlite_audit_of(struct store *base, int64_t request_id, store_audit_cb cb,
 		row.passed = sqlite3_column_int(s, 13);
 		row.metrics_text = col_text(s, 14);
 		row.checks_text = col_text(s, 15);
+		row.item_error = col_text(s, 16);
 		cb(&row, data);
 	}
 	return rc;

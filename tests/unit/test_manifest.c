@@ -222,6 +222,16 @@ static const struct mcase cases[] = {
 		{ "end", "r/2026-01-01 requeue", NULL },
 		{ "attempts", "r/2026-01-01", "0" },
 		{ "pick", NULL, "r/2026-01-01@1" } } },
+	{ "a run cancelled by a stop costs no attempt either", NULL, {
+		{ "req", "1 backfill: r/2026-01-01", NULL },
+		{ "pick", NULL, "r/2026-01-01@1" },
+		{ "end", "r/2026-01-01 fail", NULL },
+		{ "now", "30000", NULL },
+		{ "pick", NULL, "r/2026-01-01@1" },
+		{ "end", "r/2026-01-01 cancel", NULL },
+		{ "attempts", "r/2026-01-01", "1" },
+		{ "pick", NULL, "r/2026-01-01@1" },
+		{ "attempts", "r/2026-01-01", "2" } } },
 	{ "cancel drops queued and blocked items", NULL, {
 		{ "req", "1 backfill: c/2026-01-01 c/2026-01-02 c/2026-01-03", NULL },
 		{ "pick", NULL, "c/2026-01-01@1" },

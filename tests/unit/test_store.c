@@ -193,7 +193,7 @@ START_TEST(manifest_and_recovery)
 	ck_assert_int_eq(store_item_set(st, m1, MS_RUNNING, 1, 0, NULL, NULL,
 					2000, &err), 0);
 	ck_assert_int_eq(store_run_start(st, m1, rid, "fct", "2026-02-08", 1,
-					 2000, "abc", "cfg", &run, &err), 0);
+					 2000, "abc", "cfg", 0, &run, &err), 0);
 	ck_assert_int_eq(store_recover(st, 3000, NULL, 0, &recovered, &err), 0);
 	ck_assert_int_eq(recovered, 1);
 	ck_assert_int_eq(peek("SELECT COUNT(*) FROM manifest WHERE state ="
@@ -281,13 +281,13 @@ START_TEST(last_states)
 	it.request_id = rid;
 	ck_assert_int_eq(store_item_add(st, &it, &m, &err), 0);
 	ck_assert_int_eq(store_run_start(st, m, rid, "fct", "2026-02-08", 1, 1,
-					 "v1", NULL, &r1, &err), 0);
+					 "v1", NULL, 0, &r1, &err), 0);
 	ck_assert_int_eq(finish(r1, "2026-02-08", MS_FAILED), MS_COUNT);
 	ck_assert_int_eq(store_run_start(st, m, rid, "fct", "2026-02-08", 2, 3,
-					 "v1", NULL, &r2, &err), 0);
+					 "v1", NULL, 0, &r2, &err), 0);
 	ck_assert_int_eq(finish(r2, "2026-02-08", MS_SUCCEEDED), MS_FAILED);
 	ck_assert_int_eq(store_run_start(st, m, rid, "fct", "2026-02-09", 1, 5,
-					 "v1", NULL, &r3, &err), 0);
+					 "v1", NULL, 0, &r3, &err), 0);
 	ck_assert_int_eq(finish(r3, "2026-02-09", MS_FAILED), MS_COUNT);
 	ck_assert_int_eq(store_last_states(st, "fct", "2026-02-01", "2026-02-28",
 					   seen_cb, &sn, &err), 0);
@@ -323,7 +323,7 @@ START_TEST(durations_newest_first)
 		const char *job = i == 4 ? "other" : "fct";
 
 		ck_assert_int_eq(store_run_start(st, m, rid, job, "2026-02-08",
-						 i + 1, 1000 * i, "v1", NULL, &r,
+						 i + 1, 1000 * i, "v1", NULL, 0, &r,
 						 &err), 0);
 		if (i == 5)
 			break; /* still running */
@@ -409,7 +409,7 @@ history(const char *key, int n, int64_t at, bool open, int64_t *last_run)
 		enum mstate state = i == n - 1 ? MS_SUCCEEDED : MS_FAILED;
 
 		ck_assert_int_eq(store_run_start(st, m, rid, "fct", key, i + 1,
-						 at - 9 + i, "v", NULL, &run,
+						 at - 9 + i, "v", NULL, 0, &run,
 						 &err), 0);
 		ck_assert_int_eq(store_run_finish(st, run, state, at - 8 + i,
 						  NULL, -1, &err), 0);

@@ -138,7 +138,7 @@ run(int64_t m, int64_t rid, const char *job, const char *key, int attempt,
 	int64_t id;
 
 	ck_assert_msg(store_run_start(st, m, rid, job, key, attempt, at, "v1",
-				   "cfg", &id, &err) == 0, "%s", err.msg);
+				   "cfg", 0, &id, &err) == 0, "%s", err.msg);
 	return id;
 }
 
@@ -409,6 +409,11 @@ START_TEST(runs_and_recovery)
 	r4 = run(m3, done_rid, "fct", "2026-02-11", 1, 100);
 	ck_assert_int_eq(store_request_finish(st, done_rid, 200, true, &err), 0);
 
+	/* the interrupted runs were attempt 1 and 2 of their items */
+	ck_assert_int_eq(store_item_set(st, m1, MS_RUNNING, 1, 0, NULL, NULL,
+					100, &err), 0);
+	ck_assert_int_eq(store_item_set(st, m2, MS_RUNNING, 2, 0, NULL, NULL,
+					100, &err), 0);
 	store_stats(st, &ss);
 	ck_assert_int_eq(ss.runs_kept, 4);
 	ck_assert_int_gt(ss.db_bytes, 0);
@@ -416,6 +421,10 @@ START_TEST(runs_and_recovery)
 	ck_assert_int_eq(recovered, 2);
 	ck_assert_int_eq(peek("SELECT COUNT(*) FROM manifest WHERE state ="
 			      " 'queued'"), 3);
+	/* an interruption is no attempt: the next run is the same attempt */
+	ck_assert_int_eq(peek("SELECT SUM(attempts) FROM manifest WHERE"
+			      " partition_key IN ('2026-02-08', '2026-02-09')"),
+			 1);
 	ck_assert_int_eq(peek("SELECT COUNT(*) FROM runs WHERE state ="
 			      " 'failed' AND finished_at = 3000 AND error LIKE"
 			      " 'interrupted:%'"), 2);
@@ -898,6 +907,64 @@ START_TEST(runs_listing)
 }
 END_TEST
 
+/* Collect listed rows' ids (the id shown) by request. */
+static int
+ids_cb(const struct store_run_row *row, void *data, struct err *err)
+{
+	int64_t *ids = data;
+
+	(void)err;
+	ck_assert_int_lt(ids[0], 7);
+	ids[++ids[0]] = row->has_id ? row->id : -1;
+	return 0;
+}
+
+/* One execution for two requests (rule 5): a row per request, one id
+ * shown by the runs listing and the audit of either request, inside a
+ * transaction (the PostgreSQL store's batched writes) as outside. */
+START_TEST(shared_run)
+{
+	struct store_runs_cursor *c;
+	struct audits au = { 0 };
+	int64_t rid1, rid2, m1, m2, r1, r2, ids[8] = { 0 };
+	struct err err;
+
+	rid1 = request("backfill", 1);
+	rid2 = request("rerun", 2);
+	m1 = item(rid1, "fct", "k1", 0, MS_RUNNING);
+	m2 = item(rid2, "fct", "k1", 0, MS_RUNNING);
+	ck_assert_int_eq(store_begin(st, &err), 0);
+	ck_assert_int_eq(store_run_start(st, m1, rid1, "fct", "k1", 1, 5, "v1",
+					 "cfg", 0, &r1, &err), 0);
+	ck_assert_int_eq(store_run_start(st, m2, rid2, "fct", "k1", 1, 5, "v1",
+					 "cfg", r1, &r2, &err), 0);
+	ck_assert_int_eq(store_commit(st, &err), 0);
+	ck_assert_int_ne(r1, r2);
+	for (int64_t rid = rid1; rid <= rid2; rid++) {
+		ids[0] = 0;
+		ck_assert_int_eq(store_runs_open(st, NULL, rid, NULL, &c, &err),
+				 0);
+		while (store_runs_page(c, 10, ids_cb, ids, &err) == 0)
+			;
+		store_runs_close(c);
+		ck_assert_int_eq(ids[0], 1);
+		ck_assert_int_eq(ids[1], r1);
+	}
+	ck_assert_int_eq(store_run_finish(st, r1, MS_SUCCEEDED, 6, NULL, 1,
+					  &err), 0);
+	ck_assert_int_eq(store_run_finish(st, r2, MS_SUCCEEDED, 6, NULL, -1,
+					  &err), 0);
+	ck_assert_int_eq(store_audit_of(st, rid2, audit_cb, &au, &err), 0);
+	ck_assert_int_eq(au.n, 1);
+	ck_assert_int_eq(au.r[0].run_id, r1);
+	/* without a transaction too */
+	ck_assert_int_eq(store_run_start(st, m2, rid2, "fct", "k1", 2, 7, "v1",
+					 "cfg", r1, &r2, &err), 0);
+	ck_assert_int_eq(peek("SELECT COUNT(*) FROM runs WHERE shared_run IS"
+			      " NOT NULL"), 2);
+}
+END_TEST
+
 /* Transactions: a rollback leaves nothing; a group rolled back keeps the
  * rest of its transaction on SQLite (a savepoint) and fails the whole of
  * it on PostgreSQL (store.h); a deferred transaction commits at flush
@@ -1366,6 +1433,7 @@ add_cases(TCase *tc)
 	tcase_add_test(tc, job_state);
 	tcase_add_test(tc, audit);
 	tcase_add_test(tc, runs_listing);
+	tcase_add_test(tc, shared_run);
 	tcase_add_test(tc, transactions);
 	tcase_add_test(tc, one_turn_many_rows);
 	tcase_add_test(tc, schema_refuses);
