@@ -1074,6 +1074,10 @@ control_adopt(struct control *c, const char *env, struct control **out,
 	uv_pipe_init(c->loop, &c->listener, 0);
 	c->listener.data = c;
 	*out = c;
+	/* the image before cleared the flag to hand it over: set it again,
+	 * or every command run would inherit the socket */
+	if (fd > 2)
+		(void)fcntl(fd, F_SETFD, FD_CLOEXEC);
 	if (fd <= 2 || (rc = uv_pipe_open(&c->listener, fd)) < 0 ||
 	    (rc = uv_listen((uv_stream_t *)&c->listener, 64,
 			    control_connection_cb)) < 0) {

@@ -515,11 +515,11 @@ exec_commits_record(struct exec_run *run, struct wh_conn *conn,
 	return r;
 }
 
-/* After a record that failed, rolled back: when another run committed
- * every identity meanwhile (the fence, wh_commits.h rule 4: a run
- * abandoned by a node paused past its lease, or the one queued again in
- * its place), this run committed nothing and is recorded as an attempt
- * that found them: 1.  Else 0, err untouched. */
+/* After a transaction that failed, rolled back: when another run
+ * committed every identity meanwhile (the fence, wh_commits.h rule 4: a
+ * run abandoned by a node paused past its lease, or the one queued again
+ * in its place), this run committed nothing and is recorded as an
+ * attempt that found them: 1.  Else 0, err untouched. */
 static int
 exec_commits_lost(struct exec_run *run, struct wh_conn *conn)
 {
@@ -787,15 +787,8 @@ exec_sql_tx(struct exec_flight *fl, struct wh_conn *conn, struct err *err)
 	if (exec_interrupted(fl, err))
 		goto fail;
 	changed = drv->changes(conn) - base;
-	if (exec_commits_record(run, conn, present, err) == -1) {
-		drv->rollback(conn);
-		free(present);
-		if (!exec_stopping(fl) && exec_commits_lost(run, conn)) {
-			run->rows_changed = 0;
-			return 0;
-		}
-		return -1;
-	}
+	if (exec_commits_record(run, conn, present, err) == -1)
+		goto fail;
 	free(present);
 	present = NULL;
 	if (drv->commit(conn, err) == -1) {
@@ -807,6 +800,15 @@ exec_sql_tx(struct exec_flight *fl, struct wh_conn *conn, struct err *err)
 
 fail:
 	drv->rollback(conn);
+	/* the marker's insert failed on its key, or a statement on a row
+	 * the other run wrote: the other run's commit stands for this one */
+	if (present != NULL && !exec_stopping(fl) &&
+	    exec_commits_lost(run, conn)) {
+		free(present);
+		exec_run_clear_results(run); /* as a run that found them */
+		run->rows_changed = 0;
+		return 0;
+	}
 	free(present);
 	return -1;
 }
@@ -1399,6 +1401,7 @@ exec_cmd_start(struct exec_flight *fl)
 	opt.stdio = stdio;
 	opt.stdio_count = 3;
 	fl->proc.data = fl;
+	proc_cloexec_all(-1);
 	r = uv_spawn(ex->loop, &fl->proc, &opt);
 
 	close(nullfd);
