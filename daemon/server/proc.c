@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <time.h>
 #include <unistd.h>
 #ifdef __linux__
@@ -253,6 +254,28 @@ proc_cloexec_all(int keep)
 		return;
 #endif
 	proc_each_fd(keep, false);
+}
+
+int
+proc_fd_free(void)
+{
+	struct rlimit rl;
+	struct dirent *e;
+	long open = 0;
+	DIR *d;
+
+	if (getrlimit(RLIMIT_NOFILE, &rl) == -1 || rl.rlim_cur == RLIM_INFINITY)
+		return -1;
+	if ((d = opendir("/proc/self/fd")) == NULL)
+		return errno == EMFILE || errno == ENFILE ? 0 : -1;
+	while ((e = readdir(d)) != NULL)
+		if (e->d_name[0] >= '0' && e->d_name[0] <= '9')
+			open++;
+	closedir(d);
+	open--; /* the listing's own */
+	if ((long long)rl.rlim_cur - open > 1 << 30)
+		return 1 << 30;
+	return (int)((long long)rl.rlim_cur - open);
 }
 
 void

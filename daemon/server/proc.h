@@ -61,5 +61,8 @@ int proc_find_marked(const char *marker, struct proc_group **out, size_t *n);
  */
 void proc_cloexec_all(int keep);
 void proc_close_strays(int keep);
+/* How many more descriptors this process may open now (its soft
+ * RLIMIT_NOFILE less those open), or -1 when it cannot tell. */
+int proc_fd_free(void);
 
 #endif

@@ -12,7 +12,10 @@ never reads does not grow the daemon's memory past a bound, nor stop it from
 answering others.  A request above the request size limit is refused.  The
 connection cap refuses the 65th client (exit 3, one line), and closing the
 others restores service.  An idle connection is closed by the daemon
-(BACKFILLD_TEST_IDLE_TIMEOUT_MS shortens the timeout for the test).
+(BACKFILLD_TEST_IDLE_TIMEOUT_MS shortens the timeout for the test).  Under
+a low limit of open files, idle clients leave the daemon its reserve of
+descriptors: an operator's backfill --wait still succeeds, and it is
+logged.
 
 The time guards below are failure guards, never timing targets."""
 import json
@@ -432,5 +435,45 @@ def test_a_thousand_idle_clients():
     d.stop()
 
 
+def test_descriptor_reserve():
+    """Under a limit of open files too low for the connection cap (48,
+    the daemon holding about 16 of its own), idle clients take no more
+    than leaves the daemon's reserve: a backfill --wait behind forty idle
+    connections succeeds, the idle ones are closed to make room, and the
+    spell is logged once."""
+    d = h.Daemon(jobs=JOBS, name="fdreserve", settings={"max_concurrency": 2}, start=False)
+    d.start(wrapper=["/bin/sh", "-c", 'ulimit -n 48 && exec "$0" "$@"'])
+    h.eq(open("/proc/%d/limits" % d.proc.pid).read().count("Max open files            48"),
+         1, "the daemon's limit of open files")
+    idle = []
+    try:
+        for _ in range(40):
+            c = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+            c.connect(d.sock)
+            idle.append(c)
+        rc, out, err = d.ctl("backfill", "daily", "--from", "2026-01-01",
+                             "--to", "2026-01-03", "--wait")
+        h.eq(rc, 0, "a backfill --wait behind 40 idle clients (stderr %r)" % err)
+        st = d.json("status")
+        h.check(isinstance(st, dict), "status after it: %r" % (st,))
+        with open(d.log) as f:
+            log = f.read()
+        lines = [l for l in log.splitlines() if "descriptors free, below the" in l]
+        h.eq(len(lines), 1, "lines saying the descriptors ran short: %r" % lines)
+        h.check("closing idle connections" in lines[0], "what it does: %r" % lines[0])
+        closed = 0
+        for c in idle[:10]:
+            c.settimeout(GUARD)
+            if c.recv(1) == b"":
+                closed += 1
+        h.eq(closed, 10, "the oldest idle connections closed to make room")
+        h.check(d.alive(), "the daemon lives")
+    finally:
+        for c in idle:
+            c.close()
+    d.stop()
+
+
 if __name__ == "__main__":
-    h.main([test_stream_runs, test_connection_cap_and_idle, test_a_thousand_idle_clients])
+    h.main([test_stream_runs, test_connection_cap_and_idle, test_a_thousand_idle_clients,
+            test_descriptor_reserve])
