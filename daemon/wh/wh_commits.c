@@ -93,6 +93,7 @@ int
 wh_commits_ensure(struct wh_conn *conn, struct err *err)
 {
 	const struct wh_commits_sql *q = wh_commits_sql(conn);
+	struct err qerr;
 	int r;
 
 	if (q == NULL)
@@ -114,6 +115,9 @@ wh_commits_ensure(struct wh_conn *conn, struct err *err)
 	if (conn->drv->commit(conn, err) == 0)
 		return 0;
 fail:
+	/* created meanwhile by a session that took no lock (by hand) */
+	if (conn->drv->usable(conn) && wh_commits_exists(conn, q, &qerr) == 1)
+		return 0;
 	err_prefix(err, "cannot create backfilld_commits");
 	return -1;
 }

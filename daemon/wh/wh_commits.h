@@ -37,7 +37,9 @@
  *     IMMEDIATE serialises them and the second one's lookup finds the
  *     row).  The table is created once, in a transaction of its own under
  *     a lock (PostgreSQL: an advisory transaction lock), so that first
- *     runs starting at once never race to create it.
+ *     runs starting at once never race to create it; a creation that
+ *     fails all the same (a session that took no lock created it) is
+ *     fine once the table is there.
  */
 #ifndef BACKFILLD_WH_COMMITS_H
 #define BACKFILLD_WH_COMMITS_H

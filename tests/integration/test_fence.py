@@ -27,6 +27,7 @@ import glob
 import os
 import re
 import signal
+import subprocess
 import sys
 import time
 
@@ -219,8 +220,11 @@ def test_paused_planner():
 
 
 def test_first_runs_create_once():
-    """Sixteen first runs at once on a fresh warehouse, retries 0, a few
-    times over: none fails creating backfilld_commits."""
+    """Sixteen first runs at once on a fresh warehouse, retries 0: none
+    fails creating backfilld_commits.  The race is made certain: the test
+    holds a transaction that creates the table (not its index),
+    uncommitted, so that every run's creation waits on it; then it
+    commits, releasing them all at the same instant to create the index."""
     job = """
     - name: first
       warehouse: dw
@@ -231,30 +235,54 @@ def test_first_runs_create_once():
       concurrency: 16
       sql: |
         INSERT INTO audit (day, node) VALUES (:partition, 'x');
-        SELECT pg_sleep(0.2);
     """
+    pg = tp.cluster()
     wh = ("  - name: dw\n    postgres: \"host=%s port=%d dbname=%s user=etl\"\n"
-          "    password_file: %s\n" % (tp.cluster().sockdir, tp.PORT, WH_DB,
-                                       tp.cluster().pwfile))
+          "    password_file: %s\n    max_connections: 16\n"
+          % (pg.sockdir, tp.PORT, WH_DB, pg.pwfile))
     days = h.days("2025-02-01", "2025-02-16")
-    for i in range(5):
-        # no warehouse at the start (its one scheduled run fails to
-        # connect): the backfill's runs are the first to reach it
-        tp.cluster().psql("DROP DATABASE IF EXISTS %s WITH (FORCE)" % WH_DB, db="postgres")
-        d = tp.pg_daemon(job, wh, settings={"max_concurrency": 16}, name="first")
-        try:
-            fresh_warehouse()
-            req = d.enqueue("backfill", "first", "--from", days[0], "--to", days[-1])
-            d.wait_request(req, timeout=GUARD)
-            runs = d.runs("--request", str(req))
-            bad = [(r["partition"], r["error"]) for r in runs if r["state"] != "succeeded"]
-            h.eq(bad, [], "first runs on a fresh warehouse (try %d) that did not succeed" % i)
-            h.eq(len(runs), len(days), "runs of try %d" % i)
-        finally:
-            d.stop()
-            d.close()
-    h.eq(wh_sql("SELECT to_regclass('backfilld_commits') IS NOT NULL"), [("t",)],
-         "backfilld_commits created")
+    # no warehouse at the start (its one scheduled run fails to connect):
+    # the backfill's runs are the first to reach it
+    pg.psql("DROP DATABASE IF EXISTS %s WITH (FORCE)" % WH_DB, db="postgres")
+    d = tp.pg_daemon(job, wh, settings={"max_concurrency": 16}, name="first")
+    holder = None
+    try:
+        fresh_warehouse()
+        holder = subprocess.Popen(pg.psql_cmd(WH_DB), stdin=subprocess.PIPE,
+                                  stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                                  text=True)
+        holder.stdin.write(
+            "SET ROLE etl;\nBEGIN;\nCREATE TABLE backfilld_commits ("
+            " request_id bigint NOT NULL, job text NOT NULL,"
+            " partition_key text NOT NULL, run_id bigint NOT NULL,"
+            " committed_at bigint NOT NULL,"
+            " PRIMARY KEY (request_id, job, partition_key));\nSELECT 'held';\n")
+        holder.stdin.flush()
+        h.eq(holder.stdout.readline().strip(), "held", "the test's transaction")
+        req = d.enqueue("backfill", "first", "--from", days[0], "--to", days[-1])
+        end = time.monotonic() + GUARD
+        while lock_waiters() < len(days):
+            h.check(time.monotonic() < end, "only %d of %d first runs wait to create the"
+                    " table" % (lock_waiters(), len(days)))
+            time.sleep(0.05)
+        holder.stdin.write("COMMIT;\n\\q\n")
+        holder.stdin.close()
+        h.eq(holder.wait(timeout=GUARD), 0, "the test's psql")
+        d.wait_request(req, timeout=GUARD)
+        runs = d.runs("--request", str(req))
+        bad = [(r["partition"], r["error"]) for r in runs if r["state"] != "succeeded"]
+        h.eq(bad, [], "first runs on a fresh warehouse that did not succeed")
+        h.eq(len(runs), len(days), "runs of the request")
+        h.eq(int(wh_sql("SELECT count(*) FROM backfilld_commits WHERE request_id = %d"
+                        % req)[0][0]), len(days), "backfilld_commits rows")
+        h.eq(wh_sql("SELECT to_regclass('backfilld_commits_age') IS NOT NULL"), [("t",)],
+             "its index")
+    finally:
+        if holder is not None and holder.poll() is None:
+            holder.kill()
+            holder.wait()
+        d.stop()
+        d.close()
 
 
 def isolated(test):
