@@ -471,6 +471,48 @@ def test_descriptor_reserve():
     finally:
         for c in idle:
             c.close()
+    # busy connections (each waits for a request) are never closed: once
+    # they leave too few descriptors, a new one is refused (status 3)
+    d.ok("pause", "held")
+    req = d.enqueue("backfill", "held", "--from", "2026-01-01", "--to", "2026-01-01")
+    with open(d.log) as f:
+        mark = len(f.read())
+    busy, refusal = [], None
+    try:
+        for _ in range(40):
+            c = d.connect(GUARD)
+            c.sendall(h.frame({"cmd": "wait", "request": req}))
+            t, f = h.read_frame(c)
+            if t == h.PROTO_RESPONSE:
+                refusal = f
+                c.close()
+                break
+            h.eq(t, h.PROTO_PROGRESS, "a waiting client's first frame")
+            busy.append(c)
+        h.check(refusal is not None, "40 waiting clients under a limit of 48: none refused")
+        h.eq(refusal.get("status"), "3", "the refused connection's status: %r" % (refusal,))
+        h.check("too few descriptors free" in refusal.get("err", ""),
+                "the refusal says why: %r" % (refusal,))
+        print("  %d waiting clients served, the next refused" % len(busy))
+    finally:
+        for c in busy:
+            c.close()
+    # once they are gone, the next connection ends the spell, with counts
+    end = time.monotonic() + GUARD
+    while True:
+        rc, out, err = d.ctl("status")
+        with open(d.log) as f:
+            log = f.read()[mark:]
+        m = re.search(r"descriptors free again \(the reserve is \d+\): (\d+) connection\(s\)"
+                      r" refused and (\d+) idle one\(s\) closed", log)
+        if rc == 0 and m:
+            break
+        h.check(time.monotonic() < end, "no line ending the spell (status rc %d):\n%s"
+                % (rc, d.log_tail()))
+        time.sleep(0.05)
+    h.check(int(m.group(1)) >= 1, "the counts of the spell: %r" % (m.group(0),))
+    h.eq(len(re.findall("descriptors free, below the", log)), 1,
+         "lines saying the descriptors ran short again")
     d.stop()
 
 
