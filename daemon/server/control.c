@@ -29,6 +29,14 @@
  *    connects in a loop does not flood the log; a connection with
  *    nothing in progress (no stream, no wait, no unsent output) on which
  *    no byte arrives for the idle timeout is closed.
+ *  - descriptors in reserve: connections never take the descriptors the
+ *    daemon needs for its own work (command runs, warehouse and state
+ *    store connections), CONTROL_FD_RESERVE plus two per run of
+ *    max_concurrency.  A connection accepted with fewer free takes the
+ *    place of the connection idle the longest, or, when every one is
+ *    busy, gets an error RESPONSE (status 3) and is closed; one line is
+ *    logged when such a spell begins and one, with the counts, at the
+ *    first connection after it that finds the reserve free again.
  *
  * Several hosts (docs/several-hosts.md): a node that is not the planner
  * forwards each request through the state store.  A forwarded `wait` is a
@@ -61,6 +69,7 @@
 #include "clock.h"
 #include "cluster.h"
 #include "log.h"
+#include "proc.h"
 #include "xalloc.h"
 
 #define READ_CHUNK 65536
@@ -72,6 +81,8 @@
 #define CONTROL_DATA_MAX (1024 * 1024)
 /* Connections served at once; more are refused. */
 #define CONTROL_MAX_CLIENTS 64
+/* Descriptors kept for the daemon's own work, besides two per run. */
+#define CONTROL_FD_RESERVE 16
 /* An idle connection is closed after this (BACKFILLD_TEST_IDLE_TIMEOUT_MS
  * overrides it, for tests). */
 #define CONTROL_IDLE_TIMEOUT_MS 60000
@@ -143,6 +154,9 @@ struct control {
 	uint64_t idle_ms;
 	struct control_ratelog refusals; /* connections refused at the cap */
 	struct control_ratelog evictions; /* idle ones closed at the cap */
+	bool fd_short;         /* in a spell of too few free descriptors */
+	int fd_closed;         /* ... idle connections closed in it */
+	int fd_refused;        /* ... connections refused in it */
 	const struct cluster_driver *drv; /* several hosts, or NULL */
 	struct cluster *cluster;
 	struct mail_wait *held;  /* planner: forwarded waits held */
@@ -906,15 +920,13 @@ control_ratelog(struct control_ratelog *rl, uint64_t now)
 	return n;
 }
 
-/* At the cap: close the connection idle the longest (nothing in
- * progress: no stream, no wait, no unsent output), so that idle clients
- * can never lock operators out; false when every connection is busy. */
-static bool
-control_evict_idle(struct control *c)
+/* The connection idle the longest (nothing in progress: no stream, no
+ * wait, no unsent output), so that idle clients can never lock operators
+ * out; NULL when every connection is busy. */
+static struct client *
+control_idlest(struct control *c)
 {
 	struct client *best = NULL;
-	uint64_t now;
-	int n;
 
 	for (struct client *cl = c->clients.next; cl != &c->clients;
 	     cl = cl->next) {
@@ -928,6 +940,18 @@ control_evict_idle(struct control *c)
 		if (best == NULL || cl->last_active <= best->last_active)
 			best = cl;
 	}
+	return best;
+}
+
+/* At the cap: close the connection idle the longest; false when every
+ * connection is busy. */
+static bool
+control_evict_idle(struct control *c)
+{
+	struct client *best = control_idlest(c);
+	uint64_t now;
+	int n;
+
 	if (best == NULL)
 		return false;
 	now = uv_now(c->loop);
@@ -959,6 +983,60 @@ control_refuse(struct control *c, struct client *cl)
 		log_warn("control: refused %d connection(s): %d clients connected"
 			 " already (the limit); close idle clients", n,
 			 CONTROL_MAX_CLIENTS);
+}
+
+/* The descriptors kept in reserve (the file's head comment). */
+static int
+control_fd_reserve(const struct control *c)
+{
+	const struct config *cfg = sched_config(c->sched);
+
+	return CONTROL_FD_RESERVE + 2 * (cfg != NULL ? cfg->max_concurrency :
+					 4);
+}
+
+/* A connection accepted: with fewer descriptors free than the reserve,
+ * close the connection idle the longest, or refuse this one (true). */
+static bool
+control_fd_guard(struct control *c, struct client *cl)
+{
+	int reserve = control_fd_reserve(c), nfree = proc_fd_free();
+	struct client *idle;
+	char msg[256];
+
+	if (nfree < 0 || nfree >= reserve) {
+		if (c->fd_short && nfree >= 0)
+			log_notice("control: %d descriptors free again (the"
+				   " reserve is %d): %d connection(s) refused"
+				   " and %d idle one(s) closed meanwhile", nfree,
+				   reserve, c->fd_refused, c->fd_closed);
+		c->fd_short = false;
+		return false;
+	}
+	if (!c->fd_short)
+		log_warn("control: only %d descriptors free, below the %d kept"
+			 " for runs and connections to the stores (the limit"
+			 " of open files, ulimit -n, is too low for %d"
+			 " clients): closing idle connections, refusing new"
+			 " ones while every other one is busy", nfree, reserve,
+			 c->nclients);
+	if (!c->fd_short)
+		c->fd_refused = c->fd_closed = 0;
+	c->fd_short = true;
+	if ((idle = control_idlest(c)) != NULL && idle != cl) {
+		client_close(idle);
+		c->fd_closed++;
+		return false;
+	}
+	c->fd_refused++;
+	cl->refused = true;
+	snprintf(msg, sizeof msg, "backfilld has too few descriptors free (%d,"
+		 " %d kept for its own work): it serves no more connections"
+		 " now; close other clients, raise its limit of open files"
+		 " (LimitNOFILE=), and retry", nfree, reserve);
+	client_error(cl, EXIT_UNREACHABLE, msg);
+	client_finish(cl);
+	return true;
 }
 
 /* May this peer change state? */
@@ -1026,6 +1104,10 @@ control_connection_cb(uv_stream_t *server, int status)
 		control_refuse(c, cl);
 		return;
 	}
+	if (control_fd_guard(c, cl)) {
+		c->nclients--;
+		return;
+	}
 	cl->last_active = uv_now(c->loop);
 	if (uv_fileno((uv_handle_t *)&cl->pipe, &fd) == 0)
 		cl->may_change = control_peer_may_change(c, fd);
@@ -1074,6 +1156,10 @@ control_adopt(struct control *c, const char *env, struct control **out,
 	uv_pipe_init(c->loop, &c->listener, 0);
 	c->listener.data = c;
 	*out = c;
+	/* the image before cleared the flag to hand it over: set it again,
+	 * or every command run would inherit the socket */
+	if (fd > 2)
+		(void)fcntl(fd, F_SETFD, FD_CLOEXEC);
 	if (fd <= 2 || (rc = uv_pipe_open(&c->listener, fd)) < 0 ||
 	    (rc = uv_listen((uv_stream_t *)&c->listener, 64,
 			    control_connection_cb)) < 0) {

@@ -470,20 +470,23 @@ exec_part_keys(const struct exec_run *run)
 
 /* Inside the run's transaction, first: 1 when an earlier attempt already
  * committed every identity of the run (wh_commits.h, rule 1), 0 when it
- * must run, -1 with err. */
+ * must run, -1 with err; *present (free it) says which identities have a
+ * row already. */
 static int
 exec_commits_seen(struct exec_run *run, struct wh_conn *conn,
-		  struct err *err)
+		  bool **present, struct err *err)
 {
 	const char **keys;
 	char note[ERR_MSG_MAX];
 	int r;
 
+	*present = NULL;
 	if (run->ncommits == 0)
 		return 0;
 	keys = exec_part_keys(run);
+	*present = exec_xcalloc(run->ncommits, sizeof **present);
 	r = wh_commits_seen(conn, run->job->name, keys, run->commits,
-			    run->ncommits, note, sizeof note, err);
+			    run->ncommits, *present, note, sizeof note, err);
 	free(keys);
 	if (r == 1) {
 		run->committed_before = true;
@@ -492,10 +495,11 @@ exec_commits_seen(struct exec_run *run, struct wh_conn *conn,
 	return r;
 }
 
-/* Inside the run's transaction, last: its rows of backfilld_commits. */
+/* Inside the run's transaction, last: its rows of backfilld_commits, for
+ * the identities without one. */
 static int
 exec_commits_record(struct exec_run *run, struct wh_conn *conn,
-		    struct err *err)
+		    const bool *present, struct err *err)
 {
 	int64_t now = clock_now_ms();
 	const char **keys;
@@ -505,10 +509,36 @@ exec_commits_record(struct exec_run *run, struct wh_conn *conn,
 		return 0;
 	keys = exec_part_keys(run);
 	r = wh_commits_record(conn, run->job->name, keys, run->commits,
-			      run->ncommits, now, now - run->commits_keep_ms,
-			      err);
+			      run->ncommits, present, now,
+			      now - run->commits_keep_ms, err);
 	free(keys);
 	return r;
+}
+
+/* After a transaction that failed, rolled back: when another run
+ * committed every identity meanwhile (the fence, wh_commits.h rule 4: a
+ * run abandoned by a node paused past its lease, or the one queued again
+ * in its place), this run committed nothing and is recorded as an
+ * attempt that found them: 1.  Else 0, err untouched. */
+static int
+exec_commits_lost(struct exec_run *run, struct wh_conn *conn)
+{
+	const char **keys;
+	char note[ERR_MSG_MAX];
+	struct err qerr;
+	int r;
+
+	if (run->ncommits == 0 || !conn->drv->usable(conn))
+		return 0;
+	keys = exec_part_keys(run);
+	r = wh_commits_seen(conn, run->job->name, keys, run->commits,
+			    run->ncommits, NULL, note, sizeof note, &qerr);
+	free(keys);
+	if (r != 1)
+		return 0;
+	run->committed_before = true;
+	snprintf(run->error, sizeof run->error, "%s", note);
+	return 1;
 }
 
 /* Truthiness of a check's value: NULL, "", 0 (any numeric spelling),
@@ -708,6 +738,7 @@ exec_sql_tx(struct exec_flight *fl, struct wh_conn *conn, struct err *err)
 	const struct job_def *jd = run->job;
 	struct wh_param params[3];
 	int64_t base, changed;
+	bool *present = NULL;
 	int rc = 0;
 	size_t i;
 
@@ -715,9 +746,10 @@ exec_sql_tx(struct exec_flight *fl, struct wh_conn *conn, struct err *err)
 		return -1;
 	if (exec_interrupted(fl, err))
 		goto fail;
-	switch (exec_commits_seen(run, conn, err)) {
+	switch (exec_commits_seen(run, conn, &present, err)) {
 	case 1:
 		drv->rollback(conn);
+		free(present);
 		run->rows_changed = 0;
 		return 0;
 	case -1:
@@ -755,8 +787,10 @@ exec_sql_tx(struct exec_flight *fl, struct wh_conn *conn, struct err *err)
 	if (exec_interrupted(fl, err))
 		goto fail;
 	changed = drv->changes(conn) - base;
-	if (exec_commits_record(run, conn, err) == -1)
+	if (exec_commits_record(run, conn, present, err) == -1)
 		goto fail;
+	free(present);
+	present = NULL;
 	if (drv->commit(conn, err) == -1) {
 		err_prefix(err, "commit failed");
 		return -1;
@@ -766,6 +800,16 @@ exec_sql_tx(struct exec_flight *fl, struct wh_conn *conn, struct err *err)
 
 fail:
 	drv->rollback(conn);
+	/* the marker's insert failed on its key, or a statement on a row
+	 * the other run wrote: the other run's commit stands for this one */
+	if (present != NULL && !exec_stopping(fl) &&
+	    exec_commits_lost(run, conn)) {
+		free(present);
+		exec_run_clear_results(run); /* as a run that found them */
+		run->rows_changed = 0;
+		return 0;
+	}
+	free(present);
 	return -1;
 }
 
@@ -1357,6 +1401,7 @@ exec_cmd_start(struct exec_flight *fl)
 	opt.stdio = stdio;
 	opt.stdio_count = 3;
 	fl->proc.data = fl;
+	proc_cloexec_all(-1);
 	r = uv_spawn(ex->loop, &fl->proc, &opt);
 
 	close(nullfd);

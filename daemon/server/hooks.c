@@ -23,6 +23,7 @@
 
 #include "clock.h"
 #include "log.h"
+#include "proc.h"
 #include "xalloc.h"
 
 extern char **environ;
@@ -308,6 +309,7 @@ hooks_run(struct hooks *h, const char *who, char *const *tmpl, size_t argc,
 	opt.stdio = stdio;
 	opt.stdio_count = 3;
 	r->proc.data = r->out.data = r->timer.data = r;
+	proc_cloexec_all(-1);
 	rc = uv_spawn(h->loop, &r->proc, &opt);
 	close(fds[1]);
 	hooks_strv_free(argv);

@@ -37,6 +37,7 @@
 #include "metrics.h"
 #include "log.h"
 #include "notify.h"
+#include "proc.h"
 #include "prune.h"
 #include "scheduler.h"
 #include "cluster_worker.h"
@@ -783,6 +784,12 @@ main(int argc, char **argv)
 	struct err err;
 	int c, rc;
 
+	/* no descriptor this process was given, or a thread of the image
+	 * before a restart in place left open, reaches a child */
+	if (getenv("BACKFILLD_CONTROL_FD") != NULL)
+		proc_close_strays(atoi(getenv("BACKFILLD_CONTROL_FD")));
+	else
+		proc_cloexec_all(-1);
 	memset(&d, 0, sizeof d);
 	d.cli_log_level = -1;
 	d.lock_fd = -1;

@@ -3,12 +3,17 @@
 
 #include <dirent.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <time.h>
 #include <unistd.h>
+#ifdef __linux__
+#include <linux/close_range.h>
+#endif
 
 #include "xalloc.h"
 
@@ -196,4 +201,87 @@ proc_find_marked(const char *marker, struct proc_group **out, size_t *n)
 	}
 	closedir(d);
 	return 0;
+}
+
+/* Apply close_range(2) to every descriptor above 2 but keep; flags 0
+ * closes them.  -1 when the kernel cannot. */
+static int
+proc_range(int keep, unsigned int flags)
+{
+#ifdef CLOSE_RANGE_CLOEXEC
+	if (keep < 3)
+		return close_range(3, ~0U, flags);
+	if (keep > 3 && close_range(3, (unsigned int)keep - 1, flags) == -1)
+		return -1;
+	return close_range((unsigned int)keep + 1, ~0U, flags);
+#else
+	(void)keep;
+	(void)flags;
+	errno = ENOSYS;
+	return -1;
+#endif
+}
+
+/* The same by /proc/self/fd, for a kernel without close_range. */
+static void
+proc_each_fd(int keep, bool close_them)
+{
+	struct dirent *e;
+	DIR *d;
+	int fd;
+
+	if ((d = opendir("/proc/self/fd")) == NULL)
+		return;
+	while ((e = readdir(d)) != NULL) {
+		if (e->d_name[0] < '0' || e->d_name[0] > '9')
+			continue;
+		fd = atoi(e->d_name);
+		if (fd < 3 || fd == keep || fd == dirfd(d))
+			continue;
+		if (close_them)
+			close(fd);
+		else
+			fcntl(fd, F_SETFD, fcntl(fd, F_GETFD) | FD_CLOEXEC);
+	}
+	closedir(d);
+}
+
+void
+proc_cloexec_all(int keep)
+{
+#ifdef CLOSE_RANGE_CLOEXEC
+	if (proc_range(keep, CLOSE_RANGE_CLOEXEC) == 0)
+		return;
+#endif
+	proc_each_fd(keep, false);
+}
+
+int
+proc_fd_free(void)
+{
+	struct rlimit rl;
+	struct dirent *e;
+	long open = 0;
+	DIR *d;
+
+	if (getrlimit(RLIMIT_NOFILE, &rl) == -1 || rl.rlim_cur == RLIM_INFINITY)
+		return -1;
+	if ((d = opendir("/proc/self/fd")) == NULL)
+		return errno == EMFILE || errno == ENFILE ? 0 : -1;
+	while ((e = readdir(d)) != NULL)
+		if (e->d_name[0] >= '0' && e->d_name[0] <= '9')
+			open++;
+	closedir(d);
+	open--; /* the listing's own */
+	if ((long long)rl.rlim_cur - open > 1 << 30)
+		return 1 << 30;
+	return (int)((long long)rl.rlim_cur - open);
+}
+
+void
+proc_close_strays(int keep)
+{
+	if (proc_range(keep, 0) == 0)
+		return;
+	proc_each_fd(keep, true);
 }

@@ -49,4 +49,20 @@ void proc_end_groups(struct proc_group *g, size_t n, int term_ms, int kill_ms);
  */
 int proc_find_marked(const char *marker, struct proc_group **out, size_t *n);
 
+/*
+ * Descriptors (docs/several-hosts.md, "Descriptors"): every descriptor
+ * the daemon holds is close-on-exec.  The daemon's own are opened so;
+ * proc_cloexec_all() makes sure of every one above 2 but `keep` (-1:
+ * none) just before each spawn, so that one a library opened without the
+ * flag (libpq's cancel request, on an executor thread) is not inherited;
+ * proc_close_strays() closes those above 2 but `keep` at the start of an
+ * image that restarted in place, which a thread of the image before may
+ * have opened while it exec'd.
+ */
+void proc_cloexec_all(int keep);
+void proc_close_strays(int keep);
+/* How many more descriptors this process may open now (its soft
+ * RLIMIT_NOFILE less those open), or -1 when it cannot tell. */
+int proc_fd_free(void);
+
 #endif

@@ -225,6 +225,7 @@ throttle_after_cb(uv_work_t *req, int status)
 	struct throttle *th = w->th;
 	int64_t now = clock_now_ms();
 	struct throttle_decision d;
+	bool first;
 	char val[64];
 
 	w->busy = false;
@@ -235,6 +236,7 @@ throttle_after_cb(uv_work_t *req, int status)
 	uv_timer_stop(&w->timer); /* the deadline */
 	if (status != 0)
 		snprintf(w->error, sizeof w->error, "the check was cancelled");
+	first = !v->checked;
 	v->checked = true;
 	v->checked_ms = now;
 	v->checks++;
@@ -274,7 +276,8 @@ throttle_after_cb(uv_work_t *req, int status)
 	v->critical = d.critical;
 	if (d.critical && th->ops.requeue)
 		th->ops.requeue(th->ops.data, w->name);
-	if (d.ends && th->ops.poke)
+	/* the first answer opens the warehouse (throttle_blocks) */
+	if ((d.ends || (first && !d.throttled)) && th->ops.poke)
 		th->ops.poke(th->ops.data);
 	if (!th->closing)
 		uv_timer_start(&w->timer, throttle_timer_cb,
@@ -392,7 +395,9 @@ throttle_blocks(const struct throttle *th, const char *warehouse)
 {
 	const struct throttle_wh *w = throttle_find(th, warehouse);
 
-	return w != NULL && w->v.throttled;
+	/* rule: nothing starts before the first check has answered (a
+	 * timeout answers throttled) */
+	return w != NULL && (w->v.throttled || !w->v.checked);
 }
 
 void

@@ -16,8 +16,11 @@
  *   the query fails       throttled, with the error (never critical: a
  *                         failing probe says nothing about the load)
  *
- * Rules that must hold: the state changes only on the loop thread, when a
- * check completes; `since` is when the current throttled spell began;
+ * Rules that must hold: no run starts on the warehouse until its first
+ * check has answered (at the start, and after a reload that changed its
+ * throttle; a check that times out answers throttled), and that answer,
+ * when ok, pokes the scheduler; the state changes only on the loop
+ * thread, when a check completes; `since` is when the current throttled spell began;
  * on_throttle runs once when a spell begins and once when it ends; the
  * end of a spell pokes the scheduler, so queued runs start at once.
  */
@@ -77,7 +80,8 @@ struct throttle *throttle_new(uv_loop_t *loop, struct hooks *hooks,
 /* Take cfg's throttles (at start and after each reload): a warehouse
  * whose throttle is unchanged keeps its state and connection. */
 void throttle_configure(struct throttle *th, struct config *cfg);
-/* True while no new run may start on the warehouse. */
+/* True while no new run may start on the warehouse: throttled, or not
+ * checked yet. */
 bool throttle_blocks(const struct throttle *th, const char *warehouse);
 /* Fill v for the warehouse (v->has false when it has no throttle). */
 void throttle_view(const struct throttle *th, const char *warehouse,

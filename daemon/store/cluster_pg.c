@@ -29,6 +29,7 @@
  * deadline (lease.h, rule 2).
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <inttypes.h>
 #include <poll.h>
 #include <stdarg.h>
@@ -590,6 +591,9 @@ cpg_connect(struct cluster *c, struct err *err)
 		st = PQconnectPoll(c->pg);
 	}
 	PQsetNoticeProcessor(c->pg, cpg_notice, NULL);
+	/* close-on-exec, whatever libpq does: no command run inherits it */
+	if (PQsocket(c->pg) >= 0)
+		(void)fcntl(PQsocket(c->pg), F_SETFD, FD_CLOEXEC);
 	c->prepared = 0;
 	if (PQsetnonblocking(c->pg, 1) != 0)
 		goto failed;

@@ -11,6 +11,7 @@
 #include "pg_conn.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -87,7 +88,17 @@ pg_conn_connect(const char *conninfo, char *password)
 		explicit_bzero(password, strlen(password));
 		free(password);
 	}
+	pg_conn_cloexec(pg);
 	return pg;
+}
+
+void
+pg_conn_cloexec(PGconn *pg)
+{
+	int fd = pg != NULL ? PQsocket(pg) : -1;
+
+	if (fd >= 0)
+		(void)fcntl(fd, F_SETFD, fcntl(fd, F_GETFD) | FD_CLOEXEC);
 }
 
 /* "host H port P" of a connection, for messages (never its password). */

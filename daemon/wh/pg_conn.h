@@ -20,6 +20,9 @@
 int pg_conn_password(const char *who, const char *path, int code,
 		     bool first_line, char **out, struct err *err);
 PGconn *pg_conn_connect(const char *conninfo, char *password);
+/* Make pg's socket close-on-exec (after a connect or a PQreset): no
+ * command run inherits a connection (NULL, or no socket: nothing). */
+void pg_conn_cloexec(PGconn *pg);
 const char *pg_conn_error(PGconn *pg);
 void pg_conn_where(PGconn *pg, char *buf, size_t len);
 

@@ -15,6 +15,7 @@
 struct wh_commits_sql {
 	const char *driver;
 	const char *exists; /* one value, true when the table is there */
+	const char *lock;   /* serialises creations (NULL: begin does) */
 	const char *create;
 	const char *prune;
 };
@@ -23,6 +24,7 @@ static const struct wh_commits_sql wh_commits_sqls[] = {
 	{ "sqlite",
 	  "SELECT count(*) FROM sqlite_master WHERE type = 'table' AND"
 	  " name = 'backfilld_commits'",
+	  NULL, /* BEGIN IMMEDIATE takes the write lock */
 	  "CREATE TABLE IF NOT EXISTS backfilld_commits ("
 	  " request_id INTEGER NOT NULL, job TEXT NOT NULL,"
 	  " partition_key TEXT NOT NULL, run_id INTEGER NOT NULL,"
@@ -35,6 +37,8 @@ static const struct wh_commits_sql wh_commits_sqls[] = {
 	/* pruning skips the rows another run is deleting: no wait on it */
 	{ "postgres",
 	  "SELECT to_regclass('backfilld_commits') IS NOT NULL",
+	  /* 'bfdc': held to the creating transaction's end */
+	  "SELECT pg_advisory_xact_lock(1650877539)",
 	  "CREATE TABLE IF NOT EXISTS backfilld_commits ("
 	  " request_id bigint NOT NULL, job text NOT NULL,"
 	  " partition_key text NOT NULL, run_id bigint NOT NULL,"
@@ -54,7 +58,7 @@ static const struct wh_commits_sql wh_commits_sqls[] = {
 	" request_id = :request AND job = :job AND partition_key = :partition"
 #define WH_COMMITS_ADD "INSERT INTO backfilld_commits (request_id, job," \
 	" partition_key, run_id, committed_at) VALUES (:request, :job," \
-	" :partition, :run, :now) ON CONFLICT DO NOTHING"
+	" :partition, :run, :now)"
 
 /* The statements for conn's driver, or NULL. */
 static const struct wh_commits_sql *
@@ -89,6 +93,7 @@ int
 wh_commits_ensure(struct wh_conn *conn, struct err *err)
 {
 	const struct wh_commits_sql *q = wh_commits_sql(conn);
+	struct err qerr;
 	int r;
 
 	if (q == NULL)
@@ -97,10 +102,21 @@ wh_commits_ensure(struct wh_conn *conn, struct err *err)
 	/* a table created by hand serves a role that may not create one */
 	if ((r = wh_commits_exists(conn, q, err)) != 0)
 		return r < 0 ? -1 : 0;
-	if (conn->drv->exec_script(conn, q->create, NULL, 0, err) == 0)
+	/* rule 4: one transaction under a lock, so that the runs starting
+	 * at once on a fresh warehouse wait for the first, never race it */
+	if (conn->drv->begin(conn, err) == -1)
+		goto fail;
+	if ((q->lock != NULL && conn->drv->exec_script(conn, q->lock, NULL, 0,
+	    err) == -1) || conn->drv->exec_script(conn, q->create, NULL, 0,
+	    err) == -1) {
+		conn->drv->rollback(conn);
+		goto fail;
+	}
+	if (conn->drv->commit(conn, err) == 0)
 		return 0;
-	/* PostgreSQL: two sessions creating it at once, one loses */
-	if (conn->drv->exec_script(conn, q->create, NULL, 0, err) == 0)
+fail:
+	/* created meanwhile by a session that took no lock (by hand) */
+	if (conn->drv->usable(conn) && wh_commits_exists(conn, q, &qerr) == 1)
 		return 0;
 	err_prefix(err, "cannot create backfilld_commits");
 	return -1;
@@ -141,7 +157,7 @@ wh_commits_note(const char *row, char *note, size_t notesz)
 int
 wh_commits_seen(struct wh_conn *conn, const char *job,
 		const char *const *keys, const struct wh_commit *c, size_t n,
-		char *note, size_t notesz, struct err *err)
+		bool *present, char *note, size_t notesz, struct err *err)
 {
 	char request[24], run[24];
 	struct wh_param p[5];
@@ -172,6 +188,8 @@ wh_commits_seen(struct wh_conn *conn, const char *job,
 			wh_commits_note(v, note, notesz);
 		if (!has_row)
 			all = false;
+		if (present != NULL)
+			present[i] = has_row;
 		free(v);
 	}
 	return all ? 1 : 0;
@@ -180,7 +198,8 @@ wh_commits_seen(struct wh_conn *conn, const char *job,
 int
 wh_commits_record(struct wh_conn *conn, const char *job,
 		  const char *const *keys, const struct wh_commit *c, size_t n,
-		  int64_t now, int64_t prune_before, struct err *err)
+		  const bool *present, int64_t now, int64_t prune_before,
+		  struct err *err)
 {
 	const struct wh_commits_sql *q = wh_commits_sql(conn);
 	char request[24], run[24], at[24], before[24];
@@ -188,6 +207,8 @@ wh_commits_record(struct wh_conn *conn, const char *job,
 
 	snprintf(at, sizeof at, "%" PRId64, now);
 	for (size_t i = 0; i < n; i++) {
+		if (present != NULL && present[i])
+			continue;
 		wh_commits_params(job, keys[c[i].part], &c[i], request, run, p);
 		p[4].value = at;
 		if (conn->drv->exec_script(conn, WH_COMMITS_ADD, p, 5,

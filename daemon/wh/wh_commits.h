@@ -27,6 +27,19 @@
  *     a SQLite id reused after pruning): it is replaced, never trusted.
  *  3. Growth: each run deletes its own job's rows older than the job's
  *     keep_runs (the history's retention), in the same transaction.
+ *  4. The fence (docs/several-hosts.md, "Exactly once"): the insert is a
+ *     plain INSERT on the key, never ON CONFLICT DO NOTHING, and only for
+ *     the identities the lookup found missing.  So of two transactions
+ *     writing one identity (a run abandoned by a node paused past its
+ *     lease, and the run queued again elsewhere) at most one commits:
+ *     the other fails on the key (PostgreSQL: the second insert waits for
+ *     the first transaction and fails once it commits; SQLite: BEGIN
+ *     IMMEDIATE serialises them and the second one's lookup finds the
+ *     row).  The table is created once, in a transaction of its own under
+ *     a lock (PostgreSQL: an advisory transaction lock), so that first
+ *     runs starting at once never race to create it; a creation that
+ *     fails all the same (a session that took no lock created it) is
+ *     fine once the table is there.
  */
 #ifndef BACKFILLD_WH_COMMITS_H
 #define BACKFILLD_WH_COMMITS_H
@@ -47,22 +60,27 @@ struct wh_commit {
 	size_t part;
 };
 
-/* Create backfilld_commits if absent (outside any transaction; a race
- * with another connection creating it is tried once more). */
+/* Create backfilld_commits if absent (outside any transaction; in one
+ * of its own, under a lock: rule 4). */
 int wh_commits_ensure(struct wh_conn *conn, struct err *err);
 /* Inside the run's transaction, before its statements: 1 when every
  * identity already has a row (note filled: "already committed by run N
  * at T"), 0 when the run must write (rows older than their request
- * deleted, rule 2), -1 with err. */
+ * deleted, rule 2), -1 with err; present[i] (NULL: not wanted) says
+ * whether identity i has a row.  After a failed record and its rollback,
+ * outside any transaction: 1 when another run committed them all
+ * meanwhile (rule 4). */
 int wh_commits_seen(struct wh_conn *conn, const char *job,
 		    const char *const *keys, const struct wh_commit *c,
-		    size_t n, char *note, size_t notesz, struct err *err);
+		    size_t n, bool *present, char *note, size_t notesz,
+		    struct err *err);
 /* Inside the run's transaction, after its statements: a row for each
- * identity still missing, then the job's rows committed before
+ * identity not present (present NULL: every one; an identity that has a
+ * row fails the insert, rule 4), then the job's rows committed before
  * prune_before (ms) deleted. */
 int wh_commits_record(struct wh_conn *conn, const char *job,
 		      const char *const *keys, const struct wh_commit *c,
-		      size_t n, int64_t now, int64_t prune_before,
-		      struct err *err);
+		      size_t n, const bool *present, int64_t now,
+		      int64_t prune_before, struct err *err);
 
 #endif

@@ -448,6 +448,7 @@ whpg_reset(struct whpg_conn *c, struct err *err)
 	char msg[ERR_MSG_MAX], where[256];
 
 	PQreset(c->pg);
+	pg_conn_cloexec(c->pg);
 	if (PQstatus(c->pg) != CONNECTION_OK) {
 		c->broken = true;
 		pg_conn_where(c->pg, where, sizeof where);

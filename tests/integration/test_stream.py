@@ -12,7 +12,10 @@ never reads does not grow the daemon's memory past a bound, nor stop it from
 answering others.  A request above the request size limit is refused.  The
 connection cap refuses the 65th client (exit 3, one line), and closing the
 others restores service.  An idle connection is closed by the daemon
-(BACKFILLD_TEST_IDLE_TIMEOUT_MS shortens the timeout for the test).
+(BACKFILLD_TEST_IDLE_TIMEOUT_MS shortens the timeout for the test).  Under
+a low limit of open files, idle clients leave the daemon its reserve of
+descriptors: an operator's backfill --wait still succeeds, and it is
+logged.
 
 The time guards below are failure guards, never timing targets."""
 import json
@@ -432,5 +435,87 @@ def test_a_thousand_idle_clients():
     d.stop()
 
 
+def test_descriptor_reserve():
+    """Under a limit of open files too low for the connection cap (48,
+    the daemon holding about 16 of its own), idle clients take no more
+    than leaves the daemon's reserve: a backfill --wait behind forty idle
+    connections succeeds, the idle ones are closed to make room, and the
+    spell is logged once."""
+    d = h.Daemon(jobs=JOBS, name="fdreserve", settings={"max_concurrency": 2}, start=False)
+    d.start(wrapper=["/bin/sh", "-c", 'ulimit -n 48 && exec "$0" "$@"'])
+    h.eq(open("/proc/%d/limits" % d.proc.pid).read().count("Max open files            48"),
+         1, "the daemon's limit of open files")
+    idle = []
+    try:
+        for _ in range(40):
+            c = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+            c.connect(d.sock)
+            idle.append(c)
+        rc, out, err = d.ctl("backfill", "daily", "--from", "2026-01-01",
+                             "--to", "2026-01-03", "--wait")
+        h.eq(rc, 0, "a backfill --wait behind 40 idle clients (stderr %r)" % err)
+        st = d.json("status")
+        h.check(isinstance(st, dict), "status after it: %r" % (st,))
+        with open(d.log) as f:
+            log = f.read()
+        lines = [l for l in log.splitlines() if "descriptors free, below the" in l]
+        h.eq(len(lines), 1, "lines saying the descriptors ran short: %r" % lines)
+        h.check("closing idle connections" in lines[0], "what it does: %r" % lines[0])
+        closed = 0
+        for c in idle[:10]:
+            c.settimeout(GUARD)
+            if c.recv(1) == b"":
+                closed += 1
+        h.eq(closed, 10, "the oldest idle connections closed to make room")
+        h.check(d.alive(), "the daemon lives")
+    finally:
+        for c in idle:
+            c.close()
+    # busy connections (each waits for a request) are never closed: once
+    # they leave too few descriptors, a new one is refused (status 3)
+    d.ok("pause", "held")
+    req = d.enqueue("backfill", "held", "--from", "2026-01-01", "--to", "2026-01-01")
+    with open(d.log) as f:
+        mark = len(f.read())
+    busy, refusal = [], None
+    try:
+        for _ in range(40):
+            c = d.connect(GUARD)
+            c.sendall(h.frame({"cmd": "wait", "request": req}))
+            t, f = h.read_frame(c)
+            if t == h.PROTO_RESPONSE:
+                refusal = f
+                c.close()
+                break
+            h.eq(t, h.PROTO_PROGRESS, "a waiting client's first frame")
+            busy.append(c)
+        h.check(refusal is not None, "40 waiting clients under a limit of 48: none refused")
+        h.eq(refusal.get("status"), "3", "the refused connection's status: %r" % (refusal,))
+        h.check("too few descriptors free" in refusal.get("err", ""),
+                "the refusal says why: %r" % (refusal,))
+        print("  %d waiting clients served, the next refused" % len(busy))
+    finally:
+        for c in busy:
+            c.close()
+    # once they are gone, the next connection ends the spell, with counts
+    end = time.monotonic() + GUARD
+    while True:
+        rc, out, err = d.ctl("status")
+        with open(d.log) as f:
+            log = f.read()[mark:]
+        m = re.search(r"descriptors free again \(the reserve is \d+\): (\d+) connection\(s\)"
+                      r" refused and (\d+) idle one\(s\) closed", log)
+        if rc == 0 and m:
+            break
+        h.check(time.monotonic() < end, "no line ending the spell (status rc %d):\n%s"
+                % (rc, d.log_tail()))
+        time.sleep(0.05)
+    h.check(int(m.group(1)) >= 1, "the counts of the spell: %r" % (m.group(0),))
+    h.eq(len(re.findall("descriptors free, below the", log)), 1,
+         "lines saying the descriptors ran short again")
+    d.stop()
+
+
 if __name__ == "__main__":
-    h.main([test_stream_runs, test_connection_cap_and_idle, test_a_thousand_idle_clients])
+    h.main([test_stream_runs, test_connection_cap_and_idle, test_a_thousand_idle_clients,
+            test_descriptor_reserve])

@@ -10,6 +10,8 @@ table the test controls (as an external process would keep it):
   does (its output in the log, BACKFILLD_STATE set);
 - a reload that leaves the throttle unchanged keeps the spell;
 - a failing throttle query throttles too, and says why;
+- after a restart no queued run starts before the first check has
+  answered (throttled: none starts; ok: they start at once);
 - another warehouse's runs go on meanwhile.
 Checks are counted through status' checked_at: no sleep stands in for an
 event."""
@@ -206,5 +208,39 @@ def test_failing_query_throttles():
     d.stop()
 
 
+def test_first_check_before_any_run():
+    d = daemon("throttlefirst")
+    wait_throttle(d, lambda t: t["state"] == "throttled", "the throttle")
+    req = d.enqueue("backfill", "work", "--from", "2026-01-01", "--to", "2026-01-03")
+    wait_checks(d, 1)
+    d.stop()
+    # queued runs at the start, the load still above max: the first check
+    # answers before any of them may start
+    with open(d.log) as f:
+        mark = len(f.read())
+    d.start()
+    t = wait_throttle(d, lambda t: t["state"] == "throttled", "the first check after a restart")
+    h.eq(t["value"], 50, "the first check's value")
+    wait_checks(d, 2)
+    runs = [r for r in d.runs() if r["job"] == "work"]
+    h.eq(sorted((r["partition"], r["state"], r["started_at"]) for r in runs),
+         [(k, "queued", None) for k in ("2026-01-01", "2026-01-02", "2026-01-03")],
+         "queued runs after a restart on a throttled warehouse")
+    with open(d.log, errors="replace") as f:
+        life = f.read()[mark:]
+    h.eq(re.findall(r"job=work \S+ .*started", life), [],
+         "runs started after the restart before the first check")
+    d.stop()
+    # the first check answers ok: the runs start at once
+    set_load(d, 3)
+    d.start()
+    d.wait_request(req)
+    h.eq(sorted((r["partition"], r["state"]) for r in d.runs() if r["job"] == "work"),
+         [(k, "succeeded") for k in ("2026-01-01", "2026-01-02", "2026-01-03")],
+         "runs once the first check answered below max")
+    d.stop()
+
+
 if __name__ == "__main__":
-    h.main([test_throttled_warehouse_holds_runs, test_failing_query_throttles])
+    h.main([test_throttled_warehouse_holds_runs, test_failing_query_throttles,
+            test_first_check_before_any_run])

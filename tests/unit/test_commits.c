@@ -2,7 +2,8 @@
  * test_commits.c - backfilld_commits (daemon/wh/wh_commits.h) on the SQLite
  * driver: created once, a run's rows found by the next attempt with the
  * note, a leftover older than its request replaced, a batch's rows one per
- * partition, pruning by the job's retention, nothing left by a rollback.
+ * partition, pruning by the job's retention, nothing left by a rollback,
+ * and the fence: a second insert of one identity fails (rule 4).
  */
 #include <check.h>
 #include <stdio.h>
@@ -69,15 +70,18 @@ static int
 attempt(const char *const *keys, const struct wh_commit *c, size_t n,
 	int64_t now, int64_t before, bool commit, char *note)
 {
+	bool present[8];
 	struct err err;
 	int r;
 
+	ck_assert_uint_le(n, 8);
 	ck_assert_int_eq(conn->drv->begin(conn, &err), 0);
-	r = wh_commits_seen(conn, "j", keys, c, n, note, 128, &err);
+	r = wh_commits_seen(conn, "j", keys, c, n, present, note, 128, &err);
 	ck_assert_int_ge(r, 0);
 	if (r == 0 && commit) {
-		ck_assert_int_eq(wh_commits_record(conn, "j", keys, c, n, now,
-						   before, &err), 0);
+		ck_assert_int_eq(wh_commits_record(conn, "j", keys, c, n,
+						   present, now, before, &err),
+				 0);
 		ck_assert_int_eq(conn->drv->commit(conn, &err), 0);
 	} else {
 		conn->drv->rollback(conn);
@@ -166,6 +170,42 @@ START_TEST(test_batch_and_prune)
 }
 END_TEST
 
+/* Rule 4: the insert of an identity that has a row fails (no ON
+ * CONFLICT DO NOTHING): a transaction that did not see the row at its
+ * start cannot commit once another one wrote it; after its rollback the
+ * lookup says the identity was committed by the other. */
+START_TEST(test_fence)
+{
+	const char *keys[] = { "2026-02-10" };
+	struct wh_commit late = { 7, 0, 3, 0 }, rerun = { 7, 0, 4, 0 };
+	char note[128] = "", *v;
+	struct err err;
+	bool has;
+
+	ck_assert_int_eq(wh_commits_ensure(conn, &err), 0);
+	ck_assert_int_eq(attempt(keys, &rerun, 1, 1767225600000LL, 0, true,
+				 note), 0);
+	ck_assert_int_eq(conn->drv->begin(conn, &err), 0);
+	ck_assert_int_eq(conn->drv->exec_script(conn, "CREATE TABLE effect"
+	    " (n)", NULL, 0, &err), 0);
+	ck_assert_int_eq(wh_commits_record(conn, "j", keys, &late, 1, NULL,
+					   1767225700000LL, 0, &err), -1);
+	ck_assert_ptr_nonnull(strstr(err.msg, "writing backfilld_commits"));
+	conn->drv->rollback(conn);
+	ck_assert_int_eq(rows("1"), 1);
+	ck_assert_int_eq(rows("run_id = 4"), 1);
+	ck_assert_int_eq(conn->drv->query_value(conn, "SELECT count(*) FROM"
+	    " sqlite_master WHERE name = 'effect'", NULL, 0, &has, &v, &err),
+	    0);
+	ck_assert_str_eq(v, "0"); /* the late transaction's work went too */
+	free(v);
+	ck_assert_int_eq(wh_commits_seen(conn, "j", keys, &late, 1, NULL, note,
+					 sizeof note, &err), 1);
+	ck_assert_str_eq(note, "already committed by run 4 at"
+			 " 2026-01-01T00:00:00Z");
+}
+END_TEST
+
 int
 main(void)
 {
@@ -178,6 +218,7 @@ main(void)
 	tcase_add_test(tc, test_once_per_request);
 	tcase_add_test(tc, test_leftover_replaced);
 	tcase_add_test(tc, test_batch_and_prune);
+	tcase_add_test(tc, test_fence);
 	suite_add_tcase(s, tc);
 	sr = srunner_create(s);
 	srunner_run_all(sr, CK_NORMAL);
