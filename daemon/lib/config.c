@@ -46,6 +46,7 @@
 
 #include <yaml.h>
 
+#include "hookq.h"
 #include "sqlscan.h"
 #include "xalloc.h"
 
@@ -763,6 +764,23 @@ cfg_h_int(struct cfg_parser *p, void *obj, const struct cfg_key *k,
 	return 0;
 }
 
+/* hook_concurrency (1 to HOOKQ_CONCURRENCY_MAX) or hook_queue (0 to
+ * HOOKQ_QUEUE_MAX: each queued hook holds its argv and environment) into
+ * an int field (the maximum in off2). */
+static int
+cfg_h_hookq(struct cfg_parser *p, void *obj, const struct cfg_key *k,
+	    yaml_node_t *key, yaml_node_t *val)
+{
+	int64_t v, min = k->off2 == HOOKQ_CONCURRENCY_MAX ? 1 : 0;
+
+	(void)key;
+	if (!cfg_parse_int64(cfg_text(val), &v) || v < min ||
+	    v > (int64_t)k->off2)
+		return cfg_bad_value(p, k, val);
+	*CFG_FIELD(obj, k->off, int) = (int)v;
+	return 0;
+}
+
 /* A non-negative integer into an int64_t field. */
 static int
 cfg_h_int64(struct cfg_parser *p, void *obj, const struct cfg_key *k,
@@ -994,6 +1012,12 @@ static const struct cfg_key cfg_top_keys[] = {
 	  CFG_OFF(config, report_file), 0, "a file path", 0 },
 	{ "hook_timeout", YAML_SCALAR_NODE, cfg_h_posduration,
 	  CFG_OFF(config, hook_timeout), 0, CFG_POSDURATION, 0 },
+	{ "hook_concurrency", YAML_SCALAR_NODE, cfg_h_hookq,
+	  CFG_OFF(config, hook_concurrency), HOOKQ_CONCURRENCY_MAX,
+	  "an integer from 1 to 1024", 0 },
+	{ "hook_queue", YAML_SCALAR_NODE, cfg_h_hookq,
+	  CFG_OFF(config, hook_queue), HOOKQ_QUEUE_MAX,
+	  "an integer from 0 to 100000", 0 },
 	{ "warehouses", YAML_SEQUENCE_NODE, cfg_h_warehouses, 0, 0,
 	  "a sequence of warehouses", 1 },
 	{ "jobs", YAML_SEQUENCE_NODE, cfg_h_jobs, 0, 0, "a sequence of jobs",
@@ -2953,6 +2977,8 @@ config_load_bytes(const char *path, char *abs, const char *text, size_t len,
 	cfg->shutdown_grace = 30;
 	cfg->keep_runs = 365 * 86400;
 	cfg->hook_timeout = 30;
+	cfg->hook_concurrency = HOOKQ_CONCURRENCY_DEFAULT;
+	cfg->hook_queue = HOOKQ_QUEUE_DEFAULT;
 	cfg->lease = CONFIG_LEASE_DEFAULT;
 	p.cfg = cfg;
 	p.srcs = xcalloc(1, sizeof *p.srcs);

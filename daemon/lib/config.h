@@ -174,6 +174,8 @@ struct config {
 	int64_t shutdown_grace; /* seconds, default 30 */
 	int64_t keep_runs;      /* seconds, default 365d: finished runs kept */
 	int64_t hook_timeout;   /* seconds, default 30: a hook is killed after */
+	int hook_concurrency;   /* hooks running at once (daemon/lib/hookq.h) */
+	int hook_queue;         /* hooks waiting for room, at most */
 	char *metrics_file;     /* Prometheus text format, or NULL */
 	char *report_file;      /* the HTML report page, or NULL */
 

@@ -301,6 +301,8 @@ daemon_reload(void *data, bool dry_run, struct config_diff *diff,
 	if (d->cw != NULL)
 		cworker_reload(d->cw);
 	throttle_configure(d->throttle, sched_config(d->sched));
+	hooks_bound(d->hooks, sched_config(d->sched)->hook_concurrency,
+		    sched_config(d->sched)->hook_queue);
 	cmd_reload_log(diff, *cancelled);
 	snprintf(d->last_reload, sizeof d->last_reload, "reloaded at %s", when);
 	notify_ready(d->notify, NULL);
@@ -697,6 +699,8 @@ daemon_start(struct daemon *d, struct err *err)
 	if (sched_new(&d->loop, d->store, d->exec, cfg, logdir, &d->sched, err) < 0)
 		return EXIT_WORK_FAILED;
 	d->hooks = hooks_new(&d->loop);
+	hooks_bound(d->hooks, sched_config(d->sched)->hook_concurrency,
+		    sched_config(d->sched)->hook_queue);
 	sched_set_hooks(d->sched, d->hooks);
 	sched_on_change(d->sched, daemon_changed_cb, d);
 	{

@@ -337,6 +337,16 @@ static const struct bad_inline bad_inlines[] = {
 	  "inline.yaml:1:18: max_concurrency must be a positive integer, got \"99999999999\"" },
 	{ "max_concurrency: \"4\x01\"\n",
 	  "inline.yaml:1:20: invalid YAML: control characters are not allowed" },
+	{ "hook_concurrency: 0\n",
+	  "inline.yaml:1:19: hook_concurrency must be an integer from 1 to 1024, got \"0\"" },
+	{ "hook_concurrency: 1025\n",
+	  "inline.yaml:1:19: hook_concurrency must be an integer from 1 to 1024, got \"1025\"" },
+	{ "hook_queue: -1\n",
+	  "inline.yaml:1:13: hook_queue must be an integer from 0 to 100000, got \"-1\"" },
+	{ "hook_queue: 100001\n",
+	  "inline.yaml:1:13: hook_queue must be an integer from 0 to 100000, got \"100001\"" },
+	{ "hook_queue: [1]\n",
+	  "inline.yaml:1:13: hook_queue must be an integer from 0 to 100000, got a sequence" },
 	{ "shutdown_grace: 10x\n",
 	  "inline.yaml:1:17: shutdown_grace must be a duration like 30s, 15m, 2h or 1d, got \"10x\"" },
 	{ "jobs:\n  - name: \".hidden\"\n    partition: day\n    command: [x]\n",
@@ -853,6 +863,8 @@ START_TEST(test_hooks_values)
 	ck_assert_ptr_null(plain->metrics_file);
 	ck_assert_ptr_null(plain->report_file);
 	ck_assert_int_eq(plain->hook_timeout, 30);
+	ck_assert_int_eq(plain->hook_concurrency, 4);
+	ck_assert_int_eq(plain->hook_queue, 4096);
 	ck_assert_int_eq(a->deadline, 6 * 3600);
 	ck_assert_int_eq(config_job(cfg, "b")->deadline, 86400);
 	ck_assert_uint_eq(a->hooks[HOOK_FAILURE].argc, 3);
@@ -867,6 +879,12 @@ START_TEST(test_hooks_values)
 	ck_assert_str_eq(a->code_version, plain->jobs[0].code_version);
 	ck_assert_str_eq(hook_kind_name(HOOK_REFUSED), "on_refused");
 	config_unref(cfg);
+	config_unref(plain);
+	/* the hooks' bounds at their smallest */
+	plain = load_ok_at("/etc/bf/x.yaml",
+			   "hook_concurrency: 1\nhook_queue: 0\n");
+	ck_assert_int_eq(plain->hook_concurrency, 1);
+	ck_assert_int_eq(plain->hook_queue, 0);
 	config_unref(plain);
 }
 END_TEST
