@@ -34,6 +34,9 @@
 extern char **environ;
 
 #define HOOK_LINE_MAX 1024
+/* The bytes log.c puts before a line, at most: its time, the program's
+ * name and pid and the level ("<6>" for journald). */
+#define HOOK_LOG_PREFIX 64
 
 struct hook_run {
 	struct hooks *h;
@@ -225,8 +228,8 @@ hooks_flush_line(struct hook_run *r, bool nl)
 		return;
 	r->line[r->nline] = '\0';
 	text_escape(r->line, esc, sizeof esc);
-	/* "<6>" who " output: " esc "\n" */
-	cost = 3 + strlen(r->who) + 9 + strlen(esc) + 1;
+	/* the log's prefix, who, " output: ", esc, "\n" */
+	cost = HOOK_LOG_PREFIX + strlen(r->who) + 9 + strlen(esc) + 1;
 	if (hookq_out_take(&r->logged, r->nline, cost, nl)) {
 		log_info("%s output: %s", r->who, esc);
 		hookq_out_cut(&r->logged, r->ncut);
