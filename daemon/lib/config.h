@@ -196,6 +196,21 @@ int config_load(const char *path, struct config **out, struct err *err);
  * paths. */
 int config_load_string(const char *path, const char *text, size_t len,
 		       struct config **out, struct err *err);
+/*
+ * The socket path of configuration FILE as backfillctl --config reads it:
+ * the top-level socket: only (resolved against FILE's folder), the rest
+ * unchecked, so that a file the daemon would refuse still names the
+ * socket of the daemon that runs.  *socket is NULL when the file names
+ * none (the caller uses the default).  A file that is not YAML has its
+ * "socket:" line read alone, and warn (empty otherwise) says so with the
+ * position of the YAML error.  Returns -1 with err (EXIT_BAD_INPUT) when
+ * the file cannot be read or socket: is not a path.
+ */
+int config_socket(const char *path, char **socket, char *warn, size_t wsize,
+		  struct err *err);
+int config_socket_string(const char *path, const char *text, size_t len,
+			 char **socket, char *warn, size_t wsize,
+			 struct err *err);
 struct config *config_ref(struct config *cfg);
 void config_unref(struct config *cfg);
 
