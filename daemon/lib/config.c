@@ -1096,7 +1096,11 @@ static int
 cfg_h_wh_sqlite(struct cfg_parser *p, void *obj, const struct cfg_key *k,
 		yaml_node_t *key, yaml_node_t *val)
 {
-	((struct warehouse_def *)obj)->kind = WH_SQLITE;
+	struct warehouse_def *w = obj;
+
+	w->kind = WH_SQLITE;
+	w->path_pos.line = (int)val->start_mark.line + 1;
+	w->path_pos.col = (int)val->start_mark.column + 1;
 	return cfg_h_path(p, obj, k, key, val);
 }
 

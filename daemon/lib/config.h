@@ -50,6 +50,7 @@ struct warehouse_def {
 	size_t on_throttle_len;
 	char *file;          /* absolute path of the file that defines it */
 	struct pos pos;
+	struct pos path_pos; /* sqlite: where its path is in that file */
 };
 
 struct check_def {
