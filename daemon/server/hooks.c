@@ -224,18 +224,18 @@ hooks_flush_line(struct hook_run *r, bool nl)
 	char esc[HOOK_LINE_MAX * 4 + 4];
 	size_t cost;
 
-	if (r->nline == 0 && r->ncut == 0)
+	if (r->nline == 0 && r->ncut == 0) {
+		if (nl && r->logged.full)
+			r->logged.dropped++;
 		return;
+	}
 	r->line[r->nline] = '\0';
 	text_escape(r->line, esc, sizeof esc);
 	/* the log's prefix, who, " output: ", esc, "\n" */
 	cost = HOOK_LOG_PREFIX + strlen(r->who) + 9 + strlen(esc) + 1;
-	if (hookq_out_take(&r->logged, r->nline, cost, nl)) {
+	if (hookq_out_take(&r->logged, r->nline, cost, nl))
 		log_info("%s output: %s", r->who, esc);
-		hookq_out_cut(&r->logged, r->ncut);
-	} else {
-		hookq_out_cut(&r->logged, r->ncut);
-	}
+	hookq_out_cut(&r->logged, r->ncut);
 	r->nline = r->ncut = 0;
 }
 

@@ -298,6 +298,25 @@ def test_full_queue_drops_counted_logged_once():
     h.eq(hook_metric(d, "ok"), 3, "three ok")
 
 
+def test_queued_hook_timeout_from_its_start():
+    """hook_concurrency 1, hook_timeout 2s, three hooks of 1.2 s each: the
+    second and third wait in the queue longer than 2 s before they start,
+    and still end well (their hook_timeout counts from their start)."""
+    hook = '["sh", "-c", "sleep 1.2; echo {partition} >> {dir}/ran"]'
+    job = ("- name: breaks\n  partition: day\n  retries: 0\n"
+           "  command: [\"false\"]\n  on_failure: %s\n" % hook)
+    d = h.Daemon(jobs=job, name="hk-qtime", settings={
+        "max_concurrency": 4, "metrics_file": "m.prom", "hook_concurrency": 1,
+        "hook_timeout": "2s"})
+    req = d.enqueue("backfill", "breaks", "--from", "2025-01-01", "--to", "2025-01-03")
+    d.wait_request(req)
+    await_lines(d, "ran", 3, "three hooks, one after the other")
+    for day in ("2025-01-01", "2025-01-02", "2025-01-03"):
+        await_log(d, r"hook=on_failure job=breaks partition=%s done" % day, "hook of " + day)
+    d.stop()
+    h.eq((hook_metric(d, "ok"), hook_metric(d, "timeout")), (3, 0), "three ok, none timed out")
+
+
 def test_endless_output_bounded():
     """A hook printing without end (`yes`) until its hook_timeout: the log
     takes at most 16 KiB of its output and says how many bytes it left out."""
@@ -330,6 +349,7 @@ if __name__ == "__main__":
         test_hook_timeout_kills,
         test_hook_failures_logged_as_failed,
         test_full_queue_drops_counted_logged_once,
+        test_queued_hook_timeout_from_its_start,
         test_endless_output_bounded,
         test_thousand_failures_bounded,
     ])
