@@ -609,19 +609,23 @@ ctl_cmd_usage(const struct cmdspec *cmd)
 static int
 ctl_socket_path(struct ctl_ctx *ctx, struct err *err)
 {
-	struct config *cfg;
+	char warn[512], *sock;
 	const char *env;
 
 	if (ctx->socket != NULL) {
 		ctx->path = strdup(ctx->socket);
 	} else if (ctx->config != NULL) {
-		if (config_load(ctx->config, &cfg, err) != 0) {
+		/* only its socket: the daemon checks the rest (README.md,
+		 * "backfillctl") */
+		if (config_socket(ctx->config, &sock, warn, sizeof warn,
+		    err) != 0) {
 			err->code = EXIT_BAD_INPUT;
 			return -1;
 		}
-		ctx->path = strdup(cfg->socket != NULL ? cfg->socket :
-		    CTL_DEFAULT_SOCKET);
-		config_unref(cfg);
+		if (warn[0] != '\0')
+			fprintf(stderr, "backfillctl: warning: %s\n", warn);
+		ctx->path = strdup(sock != NULL ? sock : CTL_DEFAULT_SOCKET);
+		free(sock);
 	} else if ((env = getenv("BACKFILLD_SOCKET")) != NULL && *env != '\0') {
 		ctx->path = strdup(env);
 	} else {

@@ -195,9 +195,10 @@ const struct cmdspec cmdspec_verify = {
 	"transaction, compare the partition after each run (row count and an\n"
 	"order-independent checksum of its rows), and roll everything back.\n"
 	"Exit 2 when the second run changed the partition.  JOB must be a SQL\n"
-	"job that declares table: and partition_column:.\n\n"
-	"  --json               print JSON\n",
-	CMDSPEC_MUTATES | CMDSPEC_STREAMS,
+	"job that declares table: and partition_column:.  It changes nothing:\n"
+	"anyone who may connect may run it.\n\n"
+	"  --json               print JSON (\"idempotent\": false too)\n",
+	CMDSPEC_STREAMS,
 	cmdspec_json_opts, cmdspec_verify_pos, 2, NULL
 };
 

@@ -47,6 +47,7 @@
 
 #include <yaml.h>
 
+#include "hookq.h"
 #include "sqlscan.h"
 #include "xalloc.h"
 
@@ -758,6 +759,23 @@ cfg_h_int(struct cfg_parser *p, void *obj, const struct cfg_key *k,
 	return 0;
 }
 
+/* hook_concurrency (1 to HOOKQ_CONCURRENCY_MAX) or hook_queue (0 to
+ * HOOKQ_QUEUE_MAX: each queued hook holds its argv and environment) into
+ * an int field (the maximum in off2). */
+static int
+cfg_h_hookq(struct cfg_parser *p, void *obj, const struct cfg_key *k,
+	    yaml_node_t *key, yaml_node_t *val)
+{
+	int64_t v, min = k->off2 == HOOKQ_CONCURRENCY_MAX ? 1 : 0;
+
+	(void)key;
+	if (!cfg_parse_int64(cfg_text(val), &v) || v < min ||
+	    v > (int64_t)k->off2)
+		return cfg_bad_value(p, k, val);
+	*CFG_FIELD(obj, k->off, int) = (int)v;
+	return 0;
+}
+
 /* A non-negative integer into an int64_t field. */
 static int
 cfg_h_int64(struct cfg_parser *p, void *obj, const struct cfg_key *k,
@@ -1011,6 +1029,12 @@ static const struct cfg_key cfg_top_keys[] = {
 	  CFG_OFF(config, report_file), 0, "a file path", 0 },
 	{ "hook_timeout", YAML_SCALAR_NODE, cfg_h_posduration,
 	  CFG_OFF(config, hook_timeout), 0, CFG_POSDURATION, 0 },
+	{ "hook_concurrency", YAML_SCALAR_NODE, cfg_h_hookq,
+	  CFG_OFF(config, hook_concurrency), HOOKQ_CONCURRENCY_MAX,
+	  "an integer from 1 to 1024", 0 },
+	{ "hook_queue", YAML_SCALAR_NODE, cfg_h_hookq,
+	  CFG_OFF(config, hook_queue), HOOKQ_QUEUE_MAX,
+	  "an integer from 0 to 100000", 0 },
 	{ "warehouses", YAML_SEQUENCE_NODE, cfg_h_warehouses, 0, 0,
 	  "a sequence of warehouses", 1 },
 	{ "jobs", YAML_SEQUENCE_NODE, cfg_h_jobs, 0, 0, "a sequence of jobs",
@@ -1089,7 +1113,11 @@ static int
 cfg_h_wh_sqlite(struct cfg_parser *p, void *obj, const struct cfg_key *k,
 		yaml_node_t *key, yaml_node_t *val)
 {
-	((struct warehouse_def *)obj)->kind = WH_SQLITE;
+	struct warehouse_def *w = obj;
+
+	w->kind = WH_SQLITE;
+	w->path_pos.line = (int)val->start_mark.line + 1;
+	w->path_pos.col = (int)val->start_mark.column + 1;
 	return cfg_h_path(p, obj, k, key, val);
 }
 
@@ -3052,6 +3080,8 @@ config_load_bytes(const char *path, char *abs, const char *text, size_t len,
 	cfg->shutdown_grace = 30;
 	cfg->keep_runs = 365 * 86400;
 	cfg->hook_timeout = 30;
+	cfg->hook_concurrency = HOOKQ_CONCURRENCY_DEFAULT;
+	cfg->hook_queue = HOOKQ_QUEUE_DEFAULT;
 	cfg->lease = CONFIG_LEASE_DEFAULT;
 	p.cfg = cfg;
 	p.srcs = xcalloc(1, sizeof *p.srcs);
@@ -3114,6 +3144,141 @@ config_load(const char *path, struct config **out, struct err *err)
 			       why);
 	rc = config_load_bytes(path, cfg_abs_path(path, true), text, len, out,
 			       err);
+	free(text);
+	return rc;
+}
+
+/* The value of a "socket:" line read alone (a file that is not YAML):
+ * unquoted, its comment cut; NULL when the text has no such line. */
+static char *
+cfg_socket_line(const char *text, size_t len, int *lineno)
+{
+	const char *p = text, *end = text + len, *eol, *v, *ve;
+
+	for (*lineno = 1; p < end; p = eol + 1, (*lineno)++) {
+		if ((eol = memchr(p, '\n', (size_t)(end - p))) == NULL)
+			eol = end;
+		if ((size_t)(eol - p) < 7 || strncmp(p, "socket:", 7) != 0)
+			continue;
+		for (v = p + 7; v < eol && (*v == ' ' || *v == '\t'); v++)
+			;
+		if (v < eol && (*v == '"' || *v == '\'')) {
+			ve = memchr(v + 1, *v, (size_t)(eol - v - 1));
+			if (ve == NULL)
+				continue;
+			v++;
+		} else {
+			for (ve = v; ve < eol && *ve != '\r' &&
+			     !(*ve == '#' && ve > v && (ve[-1] == ' ' ||
+			     ve[-1] == '\t')); ve++)
+				;
+			while (ve > v && (ve[-1] == ' ' || ve[-1] == '\t'))
+				ve--;
+		}
+		if (ve > v && memchr(v, '\0', (size_t)(ve - v)) == NULL)
+			return xstrndup(v, (size_t)(ve - v));
+	}
+	return NULL;
+}
+
+int
+config_socket_string(const char *path, const char *text, size_t len,
+		     char **socket, char *warn, size_t wsize, struct err *err)
+{
+	char *abs = cfg_abs_path(path, true), *dir = cfg_dirname(abs), *v = NULL;
+	yaml_parser_t yp;
+	yaml_event_t ev;
+	int depth = 0, item = 0, rc = 0, line;
+	bool want = false, done = false;
+
+	*socket = NULL;
+	if (wsize > 0)
+		warn[0] = '\0';
+	if (!yaml_parser_initialize(&yp))
+		xalloc_exhausted("libyaml");
+	yaml_parser_set_input_string(&yp, (const unsigned char *)text, len);
+	while (!done) {
+		if (!yaml_parser_parse(&yp, &ev)) {
+			if (yp.error == YAML_MEMORY_ERROR)
+				xalloc_exhausted("libyaml");
+			/* not YAML: its socket: line read alone */
+			v = cfg_socket_line(text, len, &line);
+			snprintf(warn, wsize, "%s:%zu:%zu: invalid YAML: %s;"
+				 " %s", path, yp.problem_mark.line + 1,
+				 yp.problem_mark.column + 1,
+				 yp.problem ? yp.problem : "syntax error",
+				 v != NULL ? "read its socket: line alone" :
+				 "it has no socket: line, the default is used");
+			break;
+		}
+		switch (ev.type) {
+		case YAML_SCALAR_EVENT:
+		case YAML_SEQUENCE_START_EVENT:
+		case YAML_MAPPING_START_EVENT:
+			/* an item of the top-level mapping: key, value, ... */
+			if (depth == 1 && item++ % 2 == 0) {
+				want = ev.type == YAML_SCALAR_EVENT &&
+				    strcmp((char *)ev.data.scalar.value,
+				    "socket") == 0;
+			} else if (depth == 1 && want) {
+				if (ev.type != YAML_SCALAR_EVENT ||
+				    ev.data.scalar.length == 0) {
+					rc = err_set(err, EXIT_BAD_INPUT,
+					    "%s:%zu:%zu: socket must be a socket"
+					    " path, got %s", path,
+					    ev.start_mark.line + 1,
+					    ev.start_mark.column + 1,
+					    ev.type == YAML_SCALAR_EVENT ?
+					    "nothing" : ev.type ==
+					    YAML_SEQUENCE_START_EVENT ?
+					    "a sequence" : "a mapping");
+				} else {
+					v = xstrndup((char *)ev.data.scalar.value,
+						     ev.data.scalar.length);
+				}
+				done = true;
+			}
+			if (ev.type != YAML_SCALAR_EVENT &&
+			    ++depth > CFG_DEPTH_MAX)
+				done = true;   /* not worth reading further */
+			break;
+		case YAML_SEQUENCE_END_EVENT:
+		case YAML_MAPPING_END_EVENT:
+			/* the end of the top-level mapping ends the search */
+			if (--depth == 0)
+				done = true;
+			break;
+		case YAML_STREAM_END_EVENT:
+			done = true;
+			break;
+		default:
+			break;
+		}
+		yaml_event_delete(&ev);
+	}
+	yaml_parser_delete(&yp);
+	if (rc == 0 && v != NULL)
+		*socket = cfg_resolve(dir, v);
+	free(v);
+	free(dir);
+	free(abs);
+	return rc;
+}
+
+int
+config_socket(const char *path, char **socket, char *warn, size_t wsize,
+	      struct err *err)
+{
+	char *text, why[256];
+	size_t len;
+	int rc;
+
+	*socket = NULL;
+	if (cfg_read_file(path, CFG_FILE_MAX, &text, &len, why, sizeof why) < 0)
+		return err_set(err, EXIT_BAD_INPUT,
+			       "%s: cannot read the configuration: %s", path,
+			       why);
+	rc = config_socket_string(path, text, len, socket, warn, wsize, err);
 	free(text);
 	return rc;
 }

@@ -50,6 +50,7 @@ struct warehouse_def {
 	size_t on_throttle_len;
 	char *file;          /* absolute path of the file that defines it */
 	struct pos pos;
+	struct pos path_pos; /* sqlite: where its path is in that file */
 };
 
 struct check_def {
@@ -177,6 +178,8 @@ struct config {
 	int64_t shutdown_grace; /* seconds, default 30 */
 	int64_t keep_runs;      /* seconds, default 365d: finished runs kept */
 	int64_t hook_timeout;   /* seconds, default 30: a hook is killed after */
+	int hook_concurrency;   /* hooks running at once (daemon/lib/hookq.h) */
+	int hook_queue;         /* hooks waiting for room, at most */
 	char *metrics_file;     /* Prometheus text format, or NULL */
 	char *report_file;      /* the HTML report page, or NULL */
 
@@ -197,6 +200,21 @@ int config_load(const char *path, struct config **out, struct err *err);
  * paths. */
 int config_load_string(const char *path, const char *text, size_t len,
 		       struct config **out, struct err *err);
+/*
+ * The socket path of configuration FILE as backfillctl --config reads it:
+ * the top-level socket: only (resolved against FILE's folder), the rest
+ * unchecked, so that a file the daemon would refuse still names the
+ * socket of the daemon that runs.  *socket is NULL when the file names
+ * none (the caller uses the default).  A file that is not YAML has its
+ * "socket:" line read alone, and warn (empty otherwise) says so with the
+ * position of the YAML error.  Returns -1 with err (EXIT_BAD_INPUT) when
+ * the file cannot be read or socket: is not a path.
+ */
+int config_socket(const char *path, char **socket, char *warn, size_t wsize,
+		  struct err *err);
+int config_socket_string(const char *path, const char *text, size_t len,
+			 char **socket, char *warn, size_t wsize,
+			 struct err *err);
 struct config *config_ref(struct config *cfg);
 void config_unref(struct config *cfg);
 

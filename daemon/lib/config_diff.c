@@ -185,6 +185,8 @@ config_diff_settings(const struct config *a, const struct config *b,
 	CD_IF(a->shutdown_grace != b->shutdown_grace, "shutdown_grace");
 	CD_IF(a->keep_runs != b->keep_runs, "keep_runs");
 	CD_IF(a->hook_timeout != b->hook_timeout, "hook_timeout");
+	CD_IF(a->hook_concurrency != b->hook_concurrency, "hook_concurrency");
+	CD_IF(a->hook_queue != b->hook_queue, "hook_queue");
 	CD_IF(config_diff_str(a->metrics_file, b->metrics_file), "metrics_file");
 	CD_IF(config_diff_str(a->report_file, b->report_file), "report_file");
 #undef CD_IF

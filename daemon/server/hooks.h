@@ -8,11 +8,16 @@
  * and {error} for a job's hooks; {warehouse}, {value} and {state} for
  * on_throttle) and the same values in BACKFILLD_JOB, BACKFILLD_PARTITION,
  * ... (BACKFILLD_ and the placeholder's name in capitals).  Its stdout and
- * stderr go to the daemon's log, one line per line.  After hook_timeout
- * its process group is killed.  The loop never waits for a hook: firing
- * one returns at once, and a hook that hangs costs a process and three
- * handles until its timeout.  A failed hook is logged, never retried; a
- * job's hooks are counted by kind and result (backfilld_hooks_total).
+ * stderr go to the daemon's log, one line per line, up to HOOKQ_OUTPUT_MAX
+ * bytes of log per hook (the rest counted and its size logged).  After
+ * hook_timeout its process group is killed.  The loop never waits for a
+ * hook: firing one returns at once, and a hook that hangs costs a process
+ * and three handles until its timeout.  At most hook_concurrency hooks run
+ * at once, at most hook_queue wait (daemon/lib/hookq.h); one fired beyond
+ * is dropped and counted (backfilld_hooks_dropped_total).  A failed hook
+ * (exit status, signal, timeout, cannot start) is logged as "hook=...
+ * failed: REASON", never retried; a job's hooks are counted by kind and
+ * result (backfilld_hooks_total).
  *
  * Lives on the loop thread.
  */
@@ -44,8 +49,13 @@ void hooks_fire_throttle(struct hooks *h, const struct warehouse_def *w,
 /* A job's hooks of `kind` finished with result r since start. */
 int64_t hooks_count(const struct hooks *h, enum hook_kind kind,
 		    enum hook_result r);
-/* Kill the hooks still running and free everything once their handles are
- * closed (the loop must run on). */
+/* New bounds: at most concurrency running, queue waiting (at start and on
+ * reload; queued hooks start at once when there is room). */
+void hooks_bound(struct hooks *h, int concurrency, int queue);
+/* Hooks dropped since start, the queue being full. */
+int64_t hooks_dropped(const struct hooks *h);
+/* Kill the hooks still running, drop those queued and free everything
+ * once their handles are closed (the loop must run on). */
 void hooks_close(struct hooks *h);
 
 /* One placeholder: {name} in argv, BACKFILLD_NAME=value in the

@@ -245,6 +245,9 @@ daemon_log_level(struct daemon *d, const struct config *cfg)
 	log_set_level(level);
 }
 
+static int daemon_check_warehouses(const struct config *cfg,
+				   struct err *err);
+
 /*
  * Reload the configuration: all or nothing (cmd_reload_fn).  The report of
  * what changed (config_diff against the running configuration) is logged
@@ -266,6 +269,10 @@ daemon_reload(void *data, bool dry_run, struct config_diff *diff,
 	if (dry_run) {
 		if (config_load(d->config_path, &cfg, err) < 0)
 			return -1;
+		if (daemon_check_warehouses(cfg, err) < 0) {
+			config_unref(cfg);
+			return -1;
+		}
 		config_diff(old, cfg, diff);
 		for (size_t i = 0; i < diff->jobs.nremoved; i++)
 			*cancelled += sched_pending_of(d->sched,
@@ -280,6 +287,16 @@ daemon_reload(void *data, bool dry_run, struct config_diff *diff,
 			err->msg);
 		snprintf(d->last_reload, sizeof d->last_reload,
 			 "reload failed at %s: %s", when, err->msg);
+		notify_ready(d->notify, NULL);
+		daemon_status(d);
+		return -1;
+	}
+	if (daemon_check_warehouses(cfg, err) < 0) {
+		log_err("reload refused, keeping the running configuration: %s",
+			err->msg);
+		snprintf(d->last_reload, sizeof d->last_reload,
+			 "reload failed at %s: %s", when, err->msg);
+		config_unref(cfg);
 		notify_ready(d->notify, NULL);
 		daemon_status(d);
 		return -1;
@@ -302,6 +319,8 @@ daemon_reload(void *data, bool dry_run, struct config_diff *diff,
 	if (d->cw != NULL)
 		cworker_reload(d->cw);
 	throttle_configure(d->throttle, sched_config(d->sched));
+	hooks_bound(d->hooks, sched_config(d->sched)->hook_concurrency,
+		    sched_config(d->sched)->hook_queue);
 	cmd_reload_log(diff, *cancelled);
 	snprintf(d->last_reload, sizeof d->last_reload, "reloaded at %s", when);
 	notify_ready(d->notify, NULL);
@@ -618,6 +637,35 @@ daemon_check_host(const struct config *cfg, struct err *err)
 }
 
 /*
+ * A SQLite warehouse whose file does not exist: refused at start, by
+ * --check-config and on reload, with the position of its path.  The
+ * driver never creates a warehouse (wh_sqlite.c), so a mistyped path would
+ * otherwise start a daemon whose every run there fails.
+ */
+static int
+daemon_check_warehouses(const struct config *cfg, struct err *err)
+{
+	char qn[128], qp[512];
+	struct stat sb;
+
+	for (size_t i = 0; i < cfg->nwarehouses; i++) {
+		const struct warehouse_def *w = &cfg->warehouses[i];
+
+		if (w->kind != WH_SQLITE || w->path == NULL ||
+		    stat(w->path, &sb) == 0 || errno != ENOENT)
+			continue;
+		return err_set(err, EXIT_BAD_INPUT, "%s:%d:%d: warehouse \"%s\":"
+			       " sqlite file %s does not exist: create it"
+			       " (sqlite3 FILE 'VACUUM') or correct the path;"
+			       " the daemon never creates a warehouse",
+			       w->file, w->path_pos.line, w->path_pos.col,
+			       text_escape(w->name, qn, sizeof qn),
+			       text_escape(w->path, qp, sizeof qp));
+	}
+	return 0;
+}
+
+/*
  * Descriptors.  Command runs open a log file and spawn through pipes;
  * warehouse connections and control clients take descriptors too.  The
  * soft limit (often 1024) is raised to the hard one so that runs have a
@@ -698,6 +746,7 @@ daemon_start(struct daemon *d, struct err *err)
 	snprintf(dir, sizeof dir, "%s", cluster ? cfg->path : cfg->state_db);
 	snprintf(logdir, sizeof logdir, "%.4000s/logs", dirname(dir));
 	if (daemon_check_host(cfg, err) < 0 ||
+	    daemon_check_warehouses(cfg, err) < 0 ||
 	    daemon_lock_store(d, cluster ? logdir : cfg->state_db, cluster,
 			      err) < 0)
 		return EXIT_BAD_INPUT;
@@ -714,6 +763,8 @@ daemon_start(struct daemon *d, struct err *err)
 	if (sched_new(&d->loop, d->store, d->exec, cfg, logdir, &d->sched, err) < 0)
 		return EXIT_WORK_FAILED;
 	d->hooks = hooks_new(&d->loop);
+	hooks_bound(d->hooks, sched_config(d->sched)->hook_concurrency,
+		    sched_config(d->sched)->hook_queue);
 	sched_set_hooks(d->sched, d->hooks);
 	sched_on_change(d->sched, daemon_changed_cb, d);
 	{
@@ -836,7 +887,8 @@ main(int argc, char **argv)
 		early_error("%s", err.msg);
 		return EXIT_BAD_INPUT;
 	}
-	if (check && daemon_check_host(d.cfg, &err) < 0) {
+	if (check && (daemon_check_host(d.cfg, &err) < 0 ||
+	    daemon_check_warehouses(d.cfg, &err) < 0)) {
 		early_error("%s", err.msg);
 		config_unref(d.cfg);
 		return EXIT_BAD_INPUT;

@@ -302,6 +302,11 @@ metrics_render(struct metrics *m, struct buf *o)
 				   hook_result_name((enum hook_result)r),
 				   hooks_count(m->h, (enum hook_kind)k,
 					       (enum hook_result)r));
+	metrics_head(o, "backfilld_hooks_dropped_total", "counter",
+		     "Hooks not run since the daemon started: fired while"
+		     " hook_queue hooks waited already.");
+	buf_printf(o, "backfilld_hooks_dropped_total %" PRId64 "\n",
+		   hooks_dropped(m->h));
 	metrics_throttle(m, o);
 	free(views);
 }

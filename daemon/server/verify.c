@@ -126,6 +126,9 @@ verify_next(struct cmd_stream *cs, struct buf *out)
 		 r->verify_rows[2]);
 	if (!same) {
 		cs->status = EXIT_BAD_INPUT;
+		/* verify --json: the verdict on stdout, the line on stderr */
+		if (v->json && v->then == NULL)
+			verify_json(v, same, out);
 		if (r->verify_rows[1] != r->verify_rows[2])
 			err_set(&cs->err, EXIT_BAD_INPUT, "verify %s %s: the"
 				" second run changed rows %" PRId64 " -> %" PRId64

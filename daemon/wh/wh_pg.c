@@ -72,6 +72,7 @@
 #include <libpq-fe.h>
 
 #include "clock_ms.h"
+#include "digest.h"
 #include "pg_conn.h"
 #include "pgsql.h"
 #include "sqlscan.h"
@@ -887,7 +888,8 @@ whpg_usable(const struct wh_conn *conn)
 }
 
 /* A partition's row count and the sum of hashtextextended() over each
- * row's text (the row as a composite value), within the transaction. */
+ * row's text (the row as a composite value), within the transaction; the
+ * sum modulo 2^64 in digest.h's one form. */
 static int
 whpg_digest(struct wh_conn *conn, const char *table, const char *column,
 	    const char *partition, int64_t *rows, char *sum, size_t sumsz,
@@ -898,6 +900,7 @@ whpg_digest(struct wh_conn *conn, const char *table, const char *column,
 		"hashtextextended(ROW(backfilld_row.*)::text, 0)), 0)::text"
 		" FROM ";
 	char *value = NULL, *sp;
+	uint64_t total;
 	bool has_row;
 
 	sqlscan_quote_ident(sql, sizeof sql, table);
@@ -914,7 +917,12 @@ whpg_digest(struct wh_conn *conn, const char *table, const char *column,
 	}
 	*sp = '\0';
 	*rows = strtoll(value, NULL, 10);
-	snprintf(sum, sumsz, "%s", sp + 1);
+	if (digest_parse_decimal(sp + 1, &total) < 0) {
+		free(value);
+		return err_set(err, EXIT_WORK_FAILED, "the partition's checksum"
+			       " is not a number");
+	}
+	digest_format(total, sum, sumsz);
 	free(value);
 	return 0;
 }

@@ -68,6 +68,7 @@
 #include <sqlite3.h>
 
 #include "clock_ms.h"
+#include "digest.h"
 #include "sqlscan.h"
 #include "wh.h"
 #include "xalloc.h"
@@ -1156,7 +1157,7 @@ whsql_digest(struct wh_conn *conn, const char *table, const char *column,
 	sqlite3_finalize(st);
 	c->guarded = false;
 	*rows = n;
-	snprintf(sum, sumsz, "%016llx", (unsigned long long)total);
+	digest_format(total, sum, sumsz);
 	return 0;
 }
 

@@ -225,6 +225,106 @@ def _read_exact(sock, n):
     return buf
 
 
+# ---------------------------------------------------------------- what a test leaves
+
+# Every server or daemon a test starts is stopped whatever the test's
+# outcome.  A daemon is this process's child, in its process group: closed
+# after each test (main), at exit (atexit), and killed with the group when
+# meson times the test out.  A server that leaves the group (pg_ctl starts
+# PostgreSQL in a session of its own) registers here (register_server): it
+# is closed at exit, killed at once on SIGTERM, SIGINT or SIGHUP (meson
+# gives a timed-out test half a second after SIGTERM before SIGKILL), and
+# should also have a watchdog (watchdog(), for SIGKILL).  Its folder is
+# made by suite_mkdtemp, so that test_leftovers.py, run last, can tell the
+# servers of this build's suite from anyone else's.
+
+_SERVERS = []
+
+
+def suite_tag():
+    """Eight hex digits naming this build (the backfilld under test): in
+    the folders of the servers the suite starts."""
+    import hashlib
+    d = os.environ.get("BACKFILLD") or binaries()[0]
+    return hashlib.sha1(os.path.realpath(d).encode()).hexdigest()[:8]
+
+
+def suite_mkdtemp(kind):
+    """A temporary folder bfd-KIND-TAG-XXXXXXXX for a server of the suite."""
+    return tempfile.mkdtemp(prefix="bfd-%s-%s-" % (kind, suite_tag()))
+
+
+def register_server(server):
+    """server.close() at exit, server.kill() (fast, no waiting) on a
+    signal; both must be safe to call twice."""
+    _SERVERS.append(server)
+
+
+_WATCHDOG = """
+import os, signal, sys
+sys.stdin.buffer.read()  # EOF: the test process is gone, however it ended
+try:
+    with open(sys.argv[1]) as f:
+        os.kill(int(f.readline()), signal.SIGQUIT)
+except (OSError, ValueError):
+    pass
+"""
+
+
+def watchdog(pidfile):
+    """A process outside this one's group that, when this process ends
+    however it ends (SIGKILL too: the pipe it reads closes), sends SIGQUIT
+    to the pid on the first line of pidfile (a PostgreSQL postmaster.pid:
+    an immediate shutdown).  Close its stdin after a clean stop."""
+    return subprocess.Popen([sys.executable, "-c", _WATCHDOG, pidfile],
+                            stdin=subprocess.PIPE, stdout=subprocess.DEVNULL,
+                            stderr=subprocess.DEVNULL, start_new_session=True, cwd="/")
+
+
+def _close_everything():
+    """At exit: the daemons still open, then the servers."""
+    for d in list(_ALL):
+        try:
+            d.close()
+        except Exception:
+            traceback.print_exc()
+    del _ALL[:]
+    for srv in reversed(_SERVERS):
+        try:
+            srv.close()
+        except Exception:
+            traceback.print_exc()
+    del _SERVERS[:]
+
+
+def _on_signal(sig, frame):
+    """SIGTERM (a meson timeout), SIGINT, SIGHUP: kill what this test
+    started, at once, then die of the signal."""
+    for d in list(_ALL):
+        if d.proc is not None and d.proc.poll() is None:
+            try:
+                d.proc.kill()
+            except OSError:
+                pass
+        kill_naming(d.dir)
+    for srv in reversed(_SERVERS):
+        try:
+            srv.kill()
+        except Exception:
+            pass
+    print("killed by signal %d: stopped %d daemons and %d servers; folders kept"
+          % (sig, len(_ALL), len(_SERVERS)), flush=True)
+    signal.signal(sig, signal.SIG_DFL)
+    os.kill(os.getpid(), sig)
+
+
+def _install_cleanup():
+    import atexit
+    atexit.register(_close_everything)
+    for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
+        signal.signal(sig, _on_signal)
+
+
 # ---------------------------------------------------------------- the daemon
 
 def kill_naming(folder):
@@ -858,10 +958,8 @@ def _pg_cluster():
     """The throwaway cluster of this test process (test_postgres.Cluster:
     skips without PostgreSQL, unless BACKFILLD_REQUIRE_POSTGRES=1)."""
     if _PG["cluster"] is None:
-        import atexit
         import test_postgres
-        _PG["cluster"] = test_postgres.cluster()
-        atexit.register(_PG["cluster"].close)
+        _PG["cluster"] = test_postgres.cluster()  # closed at exit
     return _PG["cluster"]
 
 
@@ -925,6 +1023,7 @@ def state_store(d):
 
 
 _ALL = []
+_install_cleanup()
 
 
 # ---------------------------------------------------------------- running

@@ -3,6 +3,8 @@
 stderr saying what was wrong, and changes nothing in the state store or the
 warehouse; the daemon keeps serving.  An unreachable daemon is exit 3."""
 import os
+import re
+import subprocess
 
 import harness as h
 
@@ -105,5 +107,54 @@ def test_unreachable_daemon_is_exit_3():
     h.one_line_error(rc, out, err, 3, "backfill after the daemon stopped")
 
 
+def ctl_config(d, conf, *args):
+    """backfillctl --config CONF ARGS (no --socket); (rc, stdout, stderr)."""
+    p = subprocess.run([d.backfillctl, "--config", conf] + list(args), capture_output=True,
+                       text=True, timeout=h.CTL_TIMEOUT, env=d.env(), cwd="/")
+    return p.returncode, p.stdout, p.stderr
+
+
+def test_config_needs_only_its_socket():
+    """backfillctl --config FILE reads only FILE's socket: (relative to
+    FILE's folder): it reaches the daemon while FILE is one the daemon would
+    refuse, or not YAML at all (then with one warning naming the YAML
+    error's position); an unreadable FILE or a socket: that is no path is
+    exit 2."""
+    d = h.sales_daemon(name="ctlconf")
+    conf = os.path.join(d.dir, "edited.yaml")
+    with open(d.conf) as f:
+        good = f.read()
+    h.check("socket: backfilld.sock\n" in good, "the config names its socket relatively")
+    cases = [
+        ("the daemon's own", good, ""),
+        ("one the daemon refuses", good + "bogus_key: 1\n", ""),
+        ("a job without a command", good + "  - name: broken\n    partition: day\n", ""),
+        ("not YAML before socket:", "jobs: [a\n" + good, "invalid YAML"),
+    ]
+    for what, text, warn in cases:
+        with open(conf, "w") as f:
+            f.write(text)
+        rc, out, err = ctl_config(d, conf, "status", "--json")
+        h.eq(rc, 0, "%s: status through --config (stderr %r)" % (what, err))
+        h.check("fct_daily_sales" in out, "%s: the daemon answered: %r" % (what, out))
+        if warn:
+            lines = err.splitlines()
+            h.eq(len(lines), 1, "%s: one warning line: %r" % (what, err))
+            h.check(re.match(r"backfillctl: warning: %s:\d+:\d+: invalid YAML: .*; read its"
+                             r" socket: line alone$" % re.escape(conf), lines[0]),
+                    "%s: the warning names the position: %r" % (what, err))
+        else:
+            h.eq(err, "", "%s: no warning" % what)
+    with open(conf, "w") as f:
+        f.write("socket: [a, b]\n")
+    rc, out, err = ctl_config(d, conf, "status")
+    h.one_line_error(rc, out, err, 2, "socket: a sequence")
+    h.check("%s:1:9: socket must be a socket path, got a sequence" % conf in err, err)
+    rc, out, err = ctl_config(d, os.path.join(d.dir, "missing.yaml"), "status")
+    h.one_line_error(rc, out, err, 2, "a missing --config file")
+    d.stop()
+
+
 if __name__ == "__main__":
-    h.main([test_bad_cli_input_changes_nothing, test_unreachable_daemon_is_exit_3])
+    h.main([test_bad_cli_input_changes_nothing, test_unreachable_daemon_is_exit_3,
+            test_config_needs_only_its_socket])

@@ -10,6 +10,7 @@ that a hook did not fire again, waits for a later event that the daemon
 can only produce after it acted on the clock change (test_schedule.tick).
 """
 import os
+import re
 import time
 
 import harness as h
@@ -31,16 +32,16 @@ def hook_lines(d, name):
         return [l for l in f.read().splitlines() if l]
 
 
-def await_lines(d, name, n, what):
+def await_lines(d, name, n, what, guard=GUARD):
     """Wait until file `name` has at least n lines; return them."""
-    deadline = time.monotonic() + GUARD
+    deadline = time.monotonic() + guard
     while True:
         lines = hook_lines(d, name)
         if len(lines) >= n:
             return lines
         if time.monotonic() > deadline:
             h.fail("%s: %d lines in %s after %.0f s (guard), expected %d\n%s"
-                   % (what, len(lines), name, GUARD, n, d.log_tail()))
+                   % (what, len(lines), name, guard, n, d.log_tail()))
         time.sleep(POLL)
 
 
@@ -194,12 +195,150 @@ def test_hook_timeout_kills():
     hook = '["sh", "-c", "echo started >> {dir}/hang.txt; exec sleep 60"]'
     d = ts.sched_daemon(failing_job("breaks", "on_failure: " + hook),
                         "2026-03-04T00:30:00Z", "hk-hang",
-                        settings={"max_concurrency": 4, "hook_timeout": "1s"})
+                        settings={"max_concurrency": 4, "hook_timeout": "1s",
+                                  "metrics_file": "m.prom"})
     await_lines(d, "hang.txt", 1, "the hanging hook's start")
-    await_log(d, r"hook=on_failure job=breaks partition=2026-03-03 killed after its"
-              r" hook_timeout", "the timeout")
+    await_log(d, r"hook=on_failure job=breaks partition=2026-03-03 failed: killed after"
+              r" hook_timeout \(1s\); not retried", "the timeout")
     h.eq(hook_lines(d, "hang.txt"), ["started"], "not retried")
     d.stop()
+    h.eq(hook_metric(d, "timeout"), 1, "backfilld_hooks_total result=timeout")
+
+
+def hook_metric(d, result, name="backfilld_hooks_total"):
+    """A hook counter of the metrics file the daemon wrote at its stop."""
+    with open(os.path.join(d.dir, "m.prom")) as f:
+        text = f.read()
+    if name != "backfilld_hooks_total":
+        want = name + " "
+    else:
+        want = 'backfilld_hooks_total{hook="on_failure",result="%s"} ' % result
+    got = [l for l in text.splitlines() if l.startswith(want)]
+    h.check(len(got) == 1, "one %r line in the metrics file:\n%s" % (want, text))
+    return int(got[0].split()[-1])
+
+
+def test_hook_failures_logged_as_failed():
+    """README: a hook that fails (non-zero exit, signal, cannot start) is
+    logged with `hook=... failed` and the reason, and counted failed."""
+    cases = [("exit", '["sh", "-c", "exit 7"]', r"failed: exit status 7; not retried"),
+             ("signal", '["sh", "-c", "kill -9 $$"]',
+              r"failed: killed by signal 9 \(Killed\); not retried"),
+             ("nofile", '["{dir}/no-such-hook", "{job}"]',
+              r"failed: cannot start {dir}/no-such-hook: no such file or directory;"
+              r" not retried")]
+    for name, hook, want in cases:
+        d = ts.sched_daemon(failing_job("breaks", "on_failure: " + hook),
+                            "2026-03-04T00:30:00Z", "hk-" + name,
+                            settings={"max_concurrency": 4, "metrics_file": "m.prom"})
+        await_log(d, r"hook=on_failure job=breaks partition=2026-03-03 " +
+                  want.replace("{dir}", d.dir), name)
+        d.stop()
+        h.eq(hook_metric(d, "failed"), 1, "%s: backfilld_hooks_total result=failed" % name)
+
+
+def thousand_failures(name, hook, settings):
+    """A daemon that backfills 1,000 days of a job that fails, with `hook`
+    as its on_failure; returns the daemon, once every run ended."""
+    job = ("- name: breaks\n  partition: day\n  retries: 0\n"
+           "  command: [\"false\"]\n  on_failure: %s\n" % hook)
+    base = {"max_concurrency": 4, "max_backfill": 1000, "metrics_file": "m.prom"}
+    base.update(settings)
+    d = h.Daemon(jobs=job, settings=base, name=name)
+    req = d.enqueue("backfill", "breaks", "--from", "2023-01-01", "--to", "2025-09-26")
+    d.wait_request(req, timeout=300)
+    return d
+
+
+def test_thousand_failures_bounded():
+    """1,000 partitions fail at once: their on_failure hooks (each sleeps a
+    little) never run more than hook_concurrency at once, and none is lost:
+    all 1,000 run (the queue, hook_queue, holds them)."""
+    # each hook counts itself in and out under a lock, recording the count
+    # it saw on entry
+    hook = ('["sh", "-c", "exec 9>>{dir}/lock; flock 9; n=$(cat {dir}/n 2>/dev/null'
+            ' || echo 0); n=$((n+1)); echo $n > {dir}/n; echo $n >> {dir}/seen;'
+            ' flock -u 9; sleep 0.05; flock 9; n=$(cat {dir}/n); echo $((n-1)) > {dir}/n;'
+            ' echo {partition} >> {dir}/ran; flock -u 9"]')
+    d = thousand_failures("hk-1000", hook, {"hook_concurrency": 5})
+    ran = await_lines(d, "ran", 1000, "1,000 on_failure hooks", guard=240)
+    h.eq(len(set(ran)), 1000, "each partition's hook ran once")
+    seen = [int(x) for x in hook_lines(d, "seen")]
+    h.check(max(seen) <= 5, "at most hook_concurrency 5 hooks alive at once, saw %d" % max(seen))
+    h.check(max(seen) >= 2, "hooks ran side by side (saw at most %d)" % max(seen))
+    h.eq(ts.log_lines(d, r"hook=on_failure .* dropped"), [], "no hook dropped")
+    d.stop()
+    h.eq(hook_metric(d, None, "backfilld_hooks_dropped_total"), 0, "none dropped")
+    h.eq(hook_metric(d, "ok"), 1000, "backfilld_hooks_total result=ok")
+
+
+def test_full_queue_drops_counted_logged_once():
+    """hook_concurrency 1, hook_queue 2, ten failures while the first hook
+    waits: two wait, seven are dropped, counted in the metrics and logged
+    once; the waiting ones run once the first ends."""
+    hook = ('["sh", "-c", "echo {partition} >> {dir}/ran;'
+            ' while [ ! -e {dir}/go ]; do sleep 0.02; done"]')
+    job = ("- name: breaks\n  partition: day\n  retries: 0\n"
+           "  command: [\"false\"]\n  on_failure: %s\n" % hook)
+    d = h.Daemon(jobs=job, name="hk-drop", settings={
+        "max_concurrency": 4, "metrics_file": "m.prom", "hook_concurrency": 1,
+        "hook_queue": 2})
+    req = d.enqueue("backfill", "breaks", "--from", "2025-01-01", "--to", "2025-01-10")
+    d.wait_request(req)
+    await_lines(d, "ran", 1, "the first hook")
+    drops = await_log(d, r"hook=on_failure job=breaks partition=\S+ dropped: 1 hooks running"
+                      r" \(hook_concurrency\) and 2 queued \(hook_queue\)", "the drop")
+    h.eq(len(ts.log_lines(d, r" dropped: ")), 1, "the drops logged once")
+    h.eq(len(hook_lines(d, "ran")), 1, "one hook runs, the others wait")
+    with open(os.path.join(d.dir, "go"), "w"):
+        pass
+    ran = await_lines(d, "ran", 3, "the queued hooks")
+    await_log(d, r"hook=on_failure job=breaks partition=%s done" % ran[2], "the last hook's end")
+    d.stop()
+    h.eq(len(hook_lines(d, "ran")), 3, "three hooks ran")
+    h.eq(hook_metric(d, None, "backfilld_hooks_dropped_total"), 7, "seven dropped")
+    h.eq(hook_metric(d, "ok"), 3, "three ok")
+
+
+def test_queued_hook_timeout_from_its_start():
+    """hook_concurrency 1, hook_timeout 2s, three hooks of 1.2 s each: the
+    second and third wait in the queue longer than 2 s before they start,
+    and still end well (their hook_timeout counts from their start)."""
+    hook = '["sh", "-c", "sleep 1.2; echo {partition} >> {dir}/ran"]'
+    job = ("- name: breaks\n  partition: day\n  retries: 0\n"
+           "  command: [\"false\"]\n  on_failure: %s\n" % hook)
+    d = h.Daemon(jobs=job, name="hk-qtime", settings={
+        "max_concurrency": 4, "metrics_file": "m.prom", "hook_concurrency": 1,
+        "hook_timeout": "2s"})
+    req = d.enqueue("backfill", "breaks", "--from", "2025-01-01", "--to", "2025-01-03")
+    d.wait_request(req)
+    await_lines(d, "ran", 3, "three hooks, one after the other")
+    for day in ("2025-01-01", "2025-01-02", "2025-01-03"):
+        await_log(d, r"hook=on_failure job=breaks partition=%s done" % day, "hook of " + day)
+    d.stop()
+    h.eq((hook_metric(d, "ok"), hook_metric(d, "timeout")), (3, 0), "three ok, none timed out")
+
+
+def test_endless_output_bounded():
+    """A hook printing without end (`yes`) until its hook_timeout: the log
+    takes at most 16 KiB of its output and says how many bytes it left out."""
+    d = ts.sched_daemon(failing_job("breaks", 'on_failure: ["yes"]'),
+                        "2026-03-04T00:30:00Z", "hk-yes",
+                        settings={"max_concurrency": 4, "hook_timeout": "2s"})
+    await_log(d, r"hook=on_failure job=breaks partition=2026-03-03 failed: killed after"
+              r" hook_timeout", "the timeout")
+    more = await_log(d, r"hook=on_failure job=breaks partition=2026-03-03 output: (\d+) bytes"
+                     r" more not logged \(a hook's output is logged up to 16384 bytes\)",
+                     "the count of what was left out")
+    d.stop()
+    with open(d.log, "rb") as f:
+        log = f.read()
+    out = [l for l in log.split(b"\n") if b"hook=on_failure" in l and b" output: y" in l]
+    size = sum(len(l) + 1 for l in out)
+    h.check(0 < size <= 16384, "the hook's output took %d bytes of log (at most 16384)" % size)
+    h.check(len(log) < 16384 + 16384, "the whole log is %d bytes" % len(log))
+    left = int(re.search(r"output: (\d+) bytes more", more[0]).group(1))
+    h.check(left > 100000, "bytes left out: %d" % left)
 
 
 if __name__ == "__main__":
@@ -210,4 +349,9 @@ if __name__ == "__main__":
         test_on_refused,
         test_slow_hook_does_not_delay_status,
         test_hook_timeout_kills,
+        test_hook_failures_logged_as_failed,
+        test_full_queue_drops_counted_logged_once,
+        test_queued_hook_timeout_from_its_start,
+        test_endless_output_bounded,
+        test_thousand_failures_bounded,
     ])

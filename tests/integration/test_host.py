@@ -10,6 +10,7 @@ import resource
 import select
 import signal
 import socket
+import sqlite3
 import subprocess
 import time
 
@@ -347,7 +348,58 @@ def test_one_run_serves_two_requests():
     d.stop()
 
 
+def test_missing_sqlite_warehouse_refused():
+    """A SQLite warehouse file that does not exist (the driver never creates
+    one): --check-config, the daemon's start and a reload refuse it with one
+    line naming the position of its path; once the file exists it passes."""
+    d = h.Daemon(jobs=JOB_W, warehouses={"w": "CREATE TABLE t (dt TEXT);"}, name="whmiss",
+                 start=False)
+    text = d.config_text.replace("sqlite: w.db", "sqlite: sub/missing.db")
+    h.check(text != d.config_text, "the config names w.db:\n" + d.config_text)
+    line = text.splitlines().index("    sqlite: sub/missing.db") + 1
+    missing = os.path.join(d.dir, "sub", "missing.db")
+    want = ("check.yaml:%d:13: warehouse \"w\": sqlite file %s does not exist: create it"
+            % (line, missing))
+    p = check_config(d, text)
+    e = h.one_line_error(p.returncode, p.stdout, p.stderr, 2, "--check-config, missing warehouse")
+    h.check(want in e, "the refusal %r does not say %r" % (e, want))
+    p = subprocess.run([d.backfilld, "--config", os.path.join(d.dir, "check.yaml")],
+                       capture_output=True, text=True, timeout=30, env=d.env(), cwd=d.dir)
+    h.eq(p.returncode, 2, "the daemon with a missing warehouse (stderr %r)" % p.stderr)
+    lines = [l for l in p.stderr.splitlines() if l.strip()]
+    h.eq(len(lines), 1, "one line: %r" % p.stderr)
+    h.check(want in lines[0], "the daemon's refusal %r" % lines[0])
+    h.check(not os.path.exists(missing), "the warehouse file was created")
+    # a reload that adds a warehouse whose file is missing: refused, the
+    # running configuration kept
+    d.start()
+    good = d.config_text
+    d.write_config(good.replace("warehouses:\n", "warehouses:\n  - name: extra\n"
+                                "    sqlite: extra.db\n", 1))
+    rc, out, err = d.ctl("reload")
+    e = h.one_line_error(rc, out, err, 2, "reload adding a missing warehouse")
+    h.check("warehouse \"extra\": sqlite file %s does not exist" % os.path.join(d.dir, "extra.db")
+            in e, "the reload's refusal: %r" % e)
+    h.check(all(w["name"] != "extra" for w in d.json("status")["warehouses"]),
+            "the refused warehouse is served")
+    # the file created: accepted
+    sqlite3.connect(os.path.join(d.dir, "extra.db")).close()
+    d.ok("reload")
+    h.check(any(w["name"] == "extra" for w in d.json("status")["warehouses"]),
+            "the warehouse after its file exists")
+    d.stop()
+
+
+JOB_W = """
+- name: load
+  warehouse: w
+  partition: day
+  sql: INSERT INTO t VALUES (:partition)
+"""
+
+
 if __name__ == "__main__":
     h.main([test_one_daemon_per_store, test_orphaned_group_ended_before_rerun,
             test_descriptors_run_out, test_soft_nofile_raised, test_small_ones,
-            test_paths_and_groups, test_one_run_serves_two_requests])
+            test_paths_and_groups, test_one_run_serves_two_requests,
+            test_missing_sqlite_warehouse_refused])

@@ -11,6 +11,7 @@ import json
 import os
 import re
 import signal
+import sqlite3
 import subprocess
 import time
 
@@ -236,7 +237,9 @@ def test_reload_report():
         h.check(re.search(pat, text), "SIGHUP log: %r not in\n%s" % (pat, text))
     h.check(m is not None, "summary")
 
-    # 5. a setting and a warehouse
+    # 5. a setting and a warehouse (its file made first: the daemon never
+    # creates a warehouse)
+    sqlite3.connect(os.path.join(d.dir, "dw.db")).close()
     d.write_config(MAIN.replace("warehouses:\n", "max_catchup: 7\nwarehouses:\n"
                                 "  - name: dw\n    sqlite: dw.db\n"))
     rep = d.json("reload")

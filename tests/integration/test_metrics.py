@@ -121,12 +121,14 @@ def test_metrics_file():
     h.eq(v("backfilld_watermark_timestamp_seconds", job="sched"), 1767139200,
          "watermark 2025-12-31 as Unix time")
     h.eq(v("backfilld_hooks_total", hook="on_failure", result="ok"), 0, "hooks")
+    h.eq(v("backfilld_hooks_dropped_total"), 0, "hooks dropped")
     h.check(any(k[0] == "backfilld_build_info" and v_ == 1 for k, v_ in s.items()),
             "build_info")
     for name in ("backfilld_runs_total", "backfilld_run_duration_seconds",
                  "backfilld_schedule_delay_seconds", "backfilld_partitions",
                  "backfilld_watermark_timestamp_seconds", "backfilld_catchup_refused",
-                 "backfilld_hooks_total", "backfilld_build_info"):
+                 "backfilld_hooks_total", "backfilld_hooks_dropped_total",
+                 "backfilld_build_info"):
         h.check("# HELP %s " % name in text and "# TYPE %s " % name in text,
                 "HELP and TYPE of %s" % name)
     h.check(not re.search(r"20\d\d-\d\d-\d\d", text), "a partition key in the metrics:\n" + text)

@@ -10,7 +10,7 @@ is missing; they skip (77) when not root.
   cannot even connect.  backfillctl says "permission denied", names the
   socket, gives a hint, and exits 3.
 - The test makes the socket world-writable (chmod 0666): nobody connects,
-  and reading commands (status, runs) work, but mutating ones (pause,
+  and reading commands (status, runs, verify: it rolls back) work, but mutating ones (pause,
   backfill, reload, ...) are refused by the daemon's SO_PEERCRED check
   with exit 2 and one "permission denied" line, and change nothing.
 - socket_group: the socket belongs to that group and its members (here
@@ -33,6 +33,14 @@ JOBS = """
   end: 2026-02-28
   catchup: false
   command: ["/bin/true"]
+- name: load
+  warehouse: w
+  partition: day
+  table: out
+  partition_column: dt
+  sql: |
+    DELETE FROM out WHERE dt = :partition;
+    INSERT INTO out VALUES (:partition, 1);
 """
 
 
@@ -67,7 +75,8 @@ def preflight():
 def daemon(name, settings=None):
     s = {"max_concurrency": 2}
     s.update(settings or {})
-    d = h.Daemon(jobs=JOBS, settings=s, name=name)
+    d = h.Daemon(jobs=JOBS, settings=s, name=name,
+                 warehouses={"w": "CREATE TABLE out (dt TEXT, v INTEGER);"})
     # mkdtemp makes the folder 0700: let nobody traverse it, so that the
     # socket's own mode is what decides.
     os.chmod(d.dir, 0o755)
@@ -140,6 +149,12 @@ def test_world_writable_socket_mutations_refused():
     h.check("2026-02-03" in out, "backfill --dry-run as nobody printed no plan: %r" % out)
     rc, out, err = ctl_nobody(d, "reload", "--dry-run")
     h.eq(rc, 0, "reload --dry-run as nobody (stderr %r)" % err)
+    # so does the idempotency proof: it rolls everything back
+    wh0 = d.wh_dump("w")
+    rc, out, err = ctl_nobody(d, "verify", "load", "2026-02-01", "--json")
+    h.eq(rc, 0, "verify as nobody (stderr %r)" % err)
+    h.check('"idempotent": true' in out, "verify as nobody gave its verdict: %r" % out)
+    h.eq(d.wh_dump("w"), wh0, "the warehouse after verify as nobody")
     d.assert_alive("after the refused commands")
     st = d.status()["export"]
     h.eq((st["paused"], st["queued"], st["running"], st["succeeded"]), (False, 0, 0, 0),

@@ -36,8 +36,8 @@ import glob
 import os
 import pwd
 import shutil
+import signal
 import subprocess
-import tempfile
 import time
 
 import harness as h
@@ -63,8 +63,13 @@ class Cluster:
 
     def __init__(self):
         self.bindir = self.find_bindir()
-        self.dir = tempfile.mkdtemp(prefix="bfd-pg-")
+        self.dir = h.suite_mkdtemp("pg")
         self.data = os.path.join(self.dir, "data")
+        # stopped whatever happens from here on: at exit, on a signal, and
+        # by the watchdog when this process is killed outright
+        self.closed = False
+        h.register_server(self)
+        self.watchdog = h.watchdog(os.path.join(self.data, "postmaster.pid"))
         self.sockdir = os.path.join(self.dir, "sock")
         self.logfile = os.path.join(self.dir, "server.log")
         self.runas = []
@@ -133,10 +138,24 @@ class Cluster:
         self.as_server([os.path.join(self.bindir, "pg_ctl"), "-D", self.data, "-m", mode,
                         "-w", "-t", "60", "stop"])
 
+    def kill(self):
+        """Immediate shutdown without waiting (a signal handler's)."""
+        try:
+            with open(os.path.join(self.data, "postmaster.pid")) as f:
+                os.kill(int(f.readline()), signal.SIGQUIT)
+        except (OSError, ValueError):
+            pass
+
     def close(self):
+        if self.closed:
+            return
+        self.closed = True
         if os.path.exists(os.path.join(self.data, "postmaster.pid")):
             self.as_server([os.path.join(self.bindir, "pg_ctl"), "-D", self.data, "-m",
                             "immediate", "-w", "stop"], check=False)
+        if self.watchdog.stdin is not None:
+            self.watchdog.stdin.close()
+            self.watchdog.wait(60)
         if os.environ.get("KEEP_TMP"):
             print("kept %s" % self.dir)
         else:

@@ -5,6 +5,9 @@ first partition twice in one transaction, compare the partition after each
 run (rows, order-independent checksum), roll back, and refuse the request
 (exit 2, one line) when the second run changed it; a passing proof lets the
 request run as usual.  Nothing is written by a proof."""
+import json
+import re
+
 import harness as h
 
 SEED = """
@@ -172,6 +175,19 @@ def test_verify_command_alone():
     h.eq(v["checksum_first"], v["checksum_second"], "checksums of an idempotent job")
     e = refused(d, "verify of an appending job", "verify", "appender", "2026-01-05")
     h.check("30 -> 60" in e, "verify refusal: %r" % e)
+    # --json: the verdict on stdout, "idempotent": false, and the line on
+    # stderr; exit 2 all the same
+    rc, out, err = d.ctl("verify", "appender", "2026-01-05", "--json")
+    h.eq(rc, 2, "verify --json of an appending job")
+    v = json.loads(out)
+    h.eq((v["job"], v["partition"], v["idempotent"], v["rows_before"], v["rows_first"],
+          v["rows_second"]), ("appender", "2026-01-05", False, 0, 30, 60),
+         "verify --json of an appending job")
+    h.check(v["checksum_first"] != v["checksum_second"], "checksums differ: %r" % v)
+    h.eq(len(err.splitlines()), 1, "one line on stderr: %r" % err)
+    h.check("30 -> 60" in err, "the line says what changed: %r" % err)
+    for k in ("checksum_first", "checksum_second"):
+        h.check(re.fullmatch(r"[0-9a-f]{16}", v[k]), "%s is 16 hex digits: %r" % (k, v[k]))
     h.eq(d.wh_dump("w"), wh0, "warehouse after proofs")
     h.eq(d.runs(), [], "a proof is not a run")
     d.stop()

@@ -5,7 +5,9 @@ be started, unless BACKFILLD_REQUIRE_POSTGRES=1): an appending job is
 refused by --verify with exit 2 and the warehouse unchanged; an
 overwriting one passes and runs; `verify JOB PARTITION` alone; a batch job
 through its backfill_manifest."""
+import json
 import os
+import re
 
 import harness as h
 import test_postgres as tp
@@ -76,6 +78,16 @@ def test_verify_on_postgres():
     h.check("30 -> 60" in e and "appends" in e, "refusal: %r" % e)
     rc, out, err = d.ctl("verify", "appender", "2026-01-01")
     h.one_line_error(rc, out, err, 2, "verify of an appending job")
+    # --json: the verdict "idempotent": false, checksums in the one form
+    # (16 hex digits, as on SQLite)
+    rc, out, err = d.ctl("verify", "appender", "2026-01-01", "--json")
+    h.eq(rc, 2, "verify --json of an appending job")
+    v = json.loads(out)
+    h.eq((v["idempotent"], v["rows_first"], v["rows_second"]), (False, 30, 60),
+         "verify --json of an appending job on PostgreSQL")
+    for k in ("checksum_first", "checksum_second"):
+        h.check(re.fullmatch(r"[0-9a-f]{16}", v[k]), "%s is 16 hex digits: %r" % (k, v[k]))
+    h.check(v["checksum_first"] != v["checksum_second"], "the checksums differ: %r" % v)
     rc, out, err = d.ctl("backfill", "batch_bad", *RANGE, "--verify")
     e = h.one_line_error(rc, out, err, 2, "batch appending job")
     h.check("30 -> 60" in e, "batch refusal: %r" % e)
@@ -85,6 +97,9 @@ def test_verify_on_postgres():
     v = d.json("verify", "overwriter", "2026-01-01")
     h.eq((v["idempotent"], v["rows_before"], v["rows_first"], v["rows_second"]),
          (True, 0, 30, 30), "verify --json on PostgreSQL")
+    h.check(re.fullmatch(r"[0-9a-f]{16}", v["checksum_first"]) and
+            v["checksum_first"] == v["checksum_second"],
+            "an idempotent job's checksums, 16 hex digits: %r" % v)
     h.eq(tables(), before, "warehouse after a passing proof")
 
     out = d.ok("backfill", "overwriter", *RANGE, "--verify", "--wait")

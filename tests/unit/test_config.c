@@ -347,6 +347,16 @@ static const struct bad_inline bad_inlines[] = {
 	  "inline.yaml:1:18: max_concurrency must be a positive integer, got \"99999999999\"" },
 	{ "max_concurrency: \"4\x01\"\n",
 	  "inline.yaml:1:20: invalid YAML: control characters are not allowed" },
+	{ "hook_concurrency: 0\n",
+	  "inline.yaml:1:19: hook_concurrency must be an integer from 1 to 1024, got \"0\"" },
+	{ "hook_concurrency: 1025\n",
+	  "inline.yaml:1:19: hook_concurrency must be an integer from 1 to 1024, got \"1025\"" },
+	{ "hook_queue: -1\n",
+	  "inline.yaml:1:13: hook_queue must be an integer from 0 to 100000, got \"-1\"" },
+	{ "hook_queue: 100001\n",
+	  "inline.yaml:1:13: hook_queue must be an integer from 0 to 100000, got \"100001\"" },
+	{ "hook_queue: [1]\n",
+	  "inline.yaml:1:13: hook_queue must be an integer from 0 to 100000, got a sequence" },
 	{ "shutdown_grace: 10x\n",
 	  "inline.yaml:1:17: shutdown_grace must be a duration like 30s, 15m, 2h or 1d, got \"10x\"" },
 	{ "jobs:\n  - name: \".hidden\"\n    partition: day\n    command: [x]\n",
@@ -863,6 +873,8 @@ START_TEST(test_hooks_values)
 	ck_assert_ptr_null(plain->metrics_file);
 	ck_assert_ptr_null(plain->report_file);
 	ck_assert_int_eq(plain->hook_timeout, 30);
+	ck_assert_int_eq(plain->hook_concurrency, 4);
+	ck_assert_int_eq(plain->hook_queue, 4096);
 	ck_assert_int_eq(a->deadline, 6 * 3600);
 	ck_assert_int_eq(config_job(cfg, "b")->deadline, 86400);
 	ck_assert_uint_eq(a->hooks[HOOK_FAILURE].argc, 3);
@@ -877,6 +889,12 @@ START_TEST(test_hooks_values)
 	ck_assert_str_eq(a->code_version, plain->jobs[0].code_version);
 	ck_assert_str_eq(hook_kind_name(HOOK_REFUSED), "on_refused");
 	config_unref(cfg);
+	config_unref(plain);
+	/* the hooks' bounds at their smallest */
+	plain = load_ok_at("/etc/bf/x.yaml",
+			   "hook_concurrency: 1\nhook_queue: 0\n");
+	ck_assert_int_eq(plain->hook_concurrency, 1);
+	ck_assert_int_eq(plain->hook_queue, 0);
 	config_unref(plain);
 }
 END_TEST
@@ -1456,6 +1474,82 @@ START_TEST(test_cluster_defaults)
 END_TEST
 
 /* Suite: fixtures, inline errors, wall clock, values, files. */
+/* backfillctl --config: the socket: alone, from a file the daemon would
+ * refuse too; a file that is not YAML has its socket: line read alone,
+ * with a warning naming the YAML error's position. */
+static const struct {
+	const char *name, *text, *socket, *warn, *error;
+} socket_cases[] = {
+	{ "relative, against the file's folder", "socket: run/b.sock\n",
+	  "/etc/bf/run/b.sock", "", NULL },
+	{ "absolute", "state_db: s.db\nsocket: /run/x.sock\n", "/run/x.sock", "",
+	  NULL },
+	{ "none given", "state_db: s.db\n", NULL, "", NULL },
+	{ "an empty file", "", NULL, "", NULL },
+	{ "a file the daemon refuses (unknown key, bad job)",
+	  "bogus: 1\nsocket: /run/y.sock\njobs:\n  - name: 1x\n", "/run/y.sock",
+	  "", NULL },
+	{ "invalid YAML after it", "socket: /run/z.sock\njobs:\n\t- name: x\n",
+	  "/run/z.sock", "", NULL },
+	{ "invalid YAML before it",
+	  "jobs: [a\nsocket: \"/run/q.sock\"  # the socket\n", "/run/q.sock",
+	  "x.yaml:2:7: invalid YAML: did not find expected ',' or ']';"
+	  " read its socket: line alone", NULL },
+	{ "invalid YAML, a comment after a plain value",
+	  "a: [\nsocket: /run/p.sock # here\n", "/run/p.sock", NULL, NULL },
+	{ "invalid YAML without a socket: line", "jobs: [a\n  socket: /no\n",
+	  NULL, NULL, NULL },
+	{ "a socket: key of a job is not the socket",
+	  "jobs:\n  - name: a\n    socket: /no\nsocket: /yes\n", "/yes", "",
+	  NULL },
+	{ "a sequence", "socket: [a]\n", NULL, "",
+	  "x.yaml:1:9: socket must be a socket path, got a sequence" },
+	{ "empty", "socket: \"\"\n", NULL, "",
+	  "x.yaml:1:9: socket must be a socket path, got nothing" },
+};
+
+START_TEST(test_socket_only)
+{
+	for (size_t i = 0; i < sizeof socket_cases / sizeof socket_cases[0]; i++) {
+		char warn[512], *sock = NULL;
+		struct err e;
+		int rc;
+
+		err_clear(&e);
+		rc = config_socket_string("/etc/bf/x.yaml", socket_cases[i].text,
+					  strlen(socket_cases[i].text), &sock,
+					  warn, sizeof warn, &e);
+		if (socket_cases[i].error != NULL) {
+			ck_assert_msg(rc == -1, "%s: accepted", socket_cases[i].name);
+			ck_assert_msg(strstr(e.msg, socket_cases[i].error) != NULL,
+				      "%s: error %s", socket_cases[i].name, e.msg);
+			ck_assert_ptr_null(sock);
+			continue;
+		}
+		ck_assert_msg(rc == 0, "%s: %s", socket_cases[i].name, e.msg);
+		if (socket_cases[i].socket == NULL)
+			ck_assert_msg(sock == NULL, "%s: socket %s",
+				      socket_cases[i].name, sock);
+		else
+			ck_assert_msg(sock != NULL &&
+				      strcmp(sock, socket_cases[i].socket) == 0,
+				      "%s: socket %s", socket_cases[i].name,
+				      sock ? sock : "(none)");
+		if (socket_cases[i].warn != NULL)
+			ck_assert_msg(strcmp(warn, socket_cases[i].warn) == 0 ||
+				      (socket_cases[i].warn[0] != '\0' &&
+				       strstr(warn, socket_cases[i].warn) != NULL),
+				      "%s: warning \"%s\"", socket_cases[i].name,
+				      warn);
+		else
+			ck_assert_msg(strstr(warn, "invalid YAML") != NULL,
+				      "%s: warning \"%s\"", socket_cases[i].name,
+				      warn);
+		free(sock);
+	}
+}
+END_TEST
+
 static Suite *
 config_suite(void)
 {
@@ -1481,6 +1575,7 @@ config_suite(void)
 	tcase_add_test(tc, test_refs);
 	tcase_add_test(tc, test_defaults);
 	tcase_add_test(tc, test_hooks_values);
+	tcase_add_test(tc, test_socket_only);
 	tcase_add_test(tc, test_defaults_order);
 	tcase_add_test(tc, test_dates_per_grain);
 	tcase_add_test(tc, test_cluster_values);

@@ -2,12 +2,15 @@
  * test_hooks.c - a hook's argv and environment (daemon/server/hooks.c),
  * without a loop: the placeholders of a job's hooks ({job}, {partition},
  * {request}, {error}) and of on_throttle ({warehouse}, {value}, {state}),
- * table-driven; the BACKFILLD_* variables that replace the daemon's own.
+ * table-driven; the BACKFILLD_* variables that replace the daemon's own;
+ * the bounds of daemon/lib/hookq.c (hooks in flight, the queue, what is
+ * dropped and logged once, a hook's share of the log).
  */
 #include <check.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "hookq.h"
 #include "hooks.h"
 
 static const struct hook_var job_vars[] = {
@@ -122,6 +125,153 @@ START_TEST(test_env)
 }
 END_TEST
 
+
+/* A thousand hooks fired at once under hook_concurrency 4, hook_queue
+ * 4096: 4 run, the rest queue, none is dropped; as hooks end the queue
+ * is started in order, never more than 4 at once, until all have run. */
+START_TEST(test_q_thousand)
+{
+	struct hookq q;
+	int run = 0, queued = 0, started = 0, maxrun = 0;
+
+	hookq_init(&q, HOOKQ_CONCURRENCY_DEFAULT, HOOKQ_QUEUE_DEFAULT);
+	ck_assert_int_eq(q.concurrency, 4);
+	ck_assert_int_eq(q.queue, 4096);
+	for (int i = 0; i < 1000; i++) {
+		enum hookq_verdict v = hookq_fire(&q);
+
+		ck_assert_msg(v == HOOKQ_RUN || v == HOOKQ_QUEUE,
+			      "hook %d: verdict %d", i, v);
+		run += v == HOOKQ_RUN;
+		queued += v == HOOKQ_QUEUE;
+	}
+	ck_assert_int_eq(run, 4);
+	ck_assert_int_eq(queued, 996);
+	ck_assert_int_eq(q.running, 4);
+	ck_assert_int_eq(q.queued, 996);
+	ck_assert_int_eq(q.dropped, 0);
+	started = run;
+	while (q.running > 0) {
+		hookq_done(&q);
+		while (hookq_next(&q))
+			started++;
+		if (q.running > maxrun)
+			maxrun = q.running;
+	}
+	ck_assert_int_eq(started, 1000);
+	ck_assert_int_eq(maxrun, 4);
+	ck_assert_int_eq(q.queued, 0);
+	ck_assert(!hookq_next(&q));
+}
+END_TEST
+
+/* A full queue drops: counted each time, logged once per spell; the
+ * spell ends when the queue is empty again, and the next drop is logged. */
+START_TEST(test_q_drop)
+{
+	struct hookq q;
+
+	hookq_init(&q, 1, 2);
+	ck_assert_int_eq(hookq_fire(&q), HOOKQ_RUN);
+	ck_assert_int_eq(hookq_fire(&q), HOOKQ_QUEUE);
+	ck_assert_int_eq(hookq_fire(&q), HOOKQ_QUEUE);
+	ck_assert_int_eq(hookq_fire(&q), HOOKQ_DROP_LOG);
+	ck_assert_int_eq(hookq_fire(&q), HOOKQ_DROP);
+	ck_assert_int_eq(hookq_fire(&q), HOOKQ_DROP);
+	ck_assert_int_eq(q.dropped, 3);
+	/* one ends: the head starts, one place in the queue, still a spell */
+	hookq_done(&q);
+	ck_assert(hookq_next(&q));
+	ck_assert(!hookq_next(&q));
+	ck_assert_int_eq(hookq_fire(&q), HOOKQ_QUEUE);
+	ck_assert_int_eq(hookq_fire(&q), HOOKQ_DROP);
+	ck_assert_int_eq(q.dropped, 4);
+	/* the queue empties: the spell is over */
+	hookq_done(&q);
+	ck_assert(hookq_next(&q));
+	hookq_done(&q);
+	ck_assert(hookq_next(&q));
+	ck_assert_int_eq(q.queued, 0);
+	ck_assert_int_eq(hookq_fire(&q), HOOKQ_QUEUE);
+	ck_assert_int_eq(hookq_fire(&q), HOOKQ_QUEUE);
+	ck_assert_int_eq(hookq_fire(&q), HOOKQ_DROP_LOG);
+	ck_assert_int_eq(q.dropped, 5);
+	/* no queue at all: drops while the one runs; its end ends the spell */
+	hookq_init(&q, 1, 0);
+	ck_assert_int_eq(hookq_fire(&q), HOOKQ_RUN);
+	ck_assert_int_eq(hookq_fire(&q), HOOKQ_DROP_LOG);
+	ck_assert_int_eq(hookq_fire(&q), HOOKQ_DROP);
+	hookq_done(&q);
+	ck_assert_int_eq(hookq_fire(&q), HOOKQ_RUN);
+	ck_assert_int_eq(hookq_fire(&q), HOOKQ_DROP_LOG);
+}
+END_TEST
+
+/* A hook fired while others wait goes behind them, even when a place is
+ * free (first in, first out); a reload's bounds take effect at once. */
+START_TEST(test_q_order_and_bounds)
+{
+	struct hookq q;
+
+	hookq_init(&q, 2, 10);
+	ck_assert_int_eq(hookq_fire(&q), HOOKQ_RUN);
+	ck_assert_int_eq(hookq_fire(&q), HOOKQ_RUN);
+	ck_assert_int_eq(hookq_fire(&q), HOOKQ_QUEUE);
+	hookq_done(&q);
+	/* one place free, one waiting: the newcomer queues behind it */
+	ck_assert_int_eq(hookq_fire(&q), HOOKQ_QUEUE);
+	ck_assert(hookq_next(&q));
+	ck_assert(!hookq_next(&q));
+	ck_assert_int_eq(q.queued, 1);
+	/* raised to 3: the waiting one may start */
+	hookq_bound(&q, 3, 10);
+	ck_assert(hookq_next(&q));
+	ck_assert_int_eq(q.running, 3);
+	/* lowered to 1: nothing new starts until the three have ended */
+	hookq_bound(&q, 1, 10);
+	ck_assert_int_eq(hookq_fire(&q), HOOKQ_QUEUE);
+	hookq_done(&q);
+	ck_assert(!hookq_next(&q));
+	hookq_done(&q);
+	ck_assert(!hookq_next(&q));
+	hookq_done(&q);
+	ck_assert(hookq_next(&q));
+	ck_assert_int_eq(q.running, 1);
+	/* nonsense bounds are clamped: one runs, none waits */
+	hookq_init(&q, 0, -5);
+	ck_assert_int_eq(q.concurrency, 1);
+	ck_assert_int_eq(q.queue, 0);
+}
+END_TEST
+
+/* A hook's share of the log: lines are logged while their cost fits in
+ * HOOKQ_OUTPUT_MAX; from the first that does not, every byte is counted
+ * dropped (its newline too), even a short line that would fit. */
+START_TEST(test_out_share)
+{
+	struct hookq_out o = { 0 };
+	size_t lines = 0;
+
+	/* "yes": one byte of output, about 60 bytes of log per line */
+	while (hookq_out_take(&o, 1, 60, true))
+		lines++;
+	ck_assert_uint_eq(lines, HOOKQ_OUTPUT_MAX / 60);
+	ck_assert(o.logged <= HOOKQ_OUTPUT_MAX);
+	ck_assert_uint_eq(o.dropped, 2);
+	ck_assert(!hookq_out_take(&o, 0, 1, true));
+	ck_assert(!hookq_out_take(&o, 10, 20, false));
+	ck_assert_uint_eq(o.dropped, 2 + 1 + 10);
+	hookq_out_cut(&o, 7);
+	ck_assert_uint_eq(o.dropped, 20);
+	ck_assert_uint_eq(o.logged, lines * 60);
+	/* exactly the share fits */
+	memset(&o, 0, sizeof o);
+	ck_assert(hookq_out_take(&o, 100, HOOKQ_OUTPUT_MAX, true));
+	ck_assert(!hookq_out_take(&o, 0, 1, true));
+	ck_assert_uint_eq(o.dropped, 1);
+}
+END_TEST
+
 static Suite *
 hooks_suite(void)
 {
@@ -132,6 +282,10 @@ hooks_suite(void)
 	tcase_add_test(tc, test_subst_values);
 	tcase_add_test(tc, test_argv);
 	tcase_add_test(tc, test_env);
+	tcase_add_test(tc, test_q_thousand);
+	tcase_add_test(tc, test_q_drop);
+	tcase_add_test(tc, test_q_order_and_bounds);
+	tcase_add_test(tc, test_out_share);
 	suite_add_tcase(s, tc);
 	return s;
 }
