@@ -150,6 +150,23 @@ sched_on_store_failure(struct sched *s, void (*cb)(void *), void *data)
 	s->store_data = data;
 }
 
+void
+sched_suspend(struct sched *s, const char *why)
+{
+	sched_drain(s);
+	if (s->store_failed)
+		return;
+	s->store_failed = true;
+	s->store_failed_at = clock_now_ms();
+	snprintf(s->store_error, sizeof s->store_error, "%s", why);
+}
+
+bool
+sched_dormant(const struct sched *s)
+{
+	return s->dormant;
+}
+
 struct config *
 sched_config(struct sched *s)
 {
