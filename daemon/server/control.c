@@ -725,6 +725,9 @@ client_forward_fail(struct client *cl, const char *why)
 		snprintf(msg, sizeof msg, "state store lost: %.900s; no planner"
 			 " can be reached from this node", st.db_error[0] ?
 			 st.db_error : why ? why : "unreachable");
+	else if (why != NULL &&
+		 strncmp(why, "the planner changed", 19) == 0)
+		snprintf(msg, sizeof msg, "%.900s", why);
 	else
 		snprintf(msg, sizeof msg, "no planner answered: %.900s; none"
 			 " holds the lease of the shared state store now (see"

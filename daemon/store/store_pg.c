@@ -1523,8 +1523,8 @@ pgst_open_db(struct pgst *p, struct err *err)
 }
 
 /*
- * Open.  A server that cannot be reached (its connection fails) is not
- * an error: the store opens unconnected, every operation fails as on a
+ * Open.  A server that cannot be reached (no answer, or not taking
+ * connections yet: PQping) is not an error: the store opens unconnected, every operation fails as on a
  * connection lost (the failure policy, store.h), and the first one that
  * connects migrates and counts (pgst_ready): a node started, or
  * restarted in place, while the database is down stays up and waits for
@@ -1542,8 +1542,15 @@ store_pg_open(const char *conninfo, const char *password_file,
 	p->conninfo = xstrdup(conninfo);
 	p->password_file = password_file ? xstrdup(password_file) : NULL;
 	if (pgst_open_db(p, err) < 0) {
+		/* not reached: no server answers (PQPING_NO_RESPONSE), or
+		 * one that does not take connections yet (starting, shutting
+		 * down); a server that answers and refuses this node (its
+		 * password, its database) is a start-up error */
+		PGPing ping = PQping(p->conninfo);
+
 		if (p->opened || p->pg == NULL ||
-		    PQstatus(p->pg) == CONNECTION_OK) {
+		    PQstatus(p->pg) == CONNECTION_OK ||
+		    (ping != PQPING_NO_RESPONSE && ping != PQPING_REJECT)) {
 			pgst_close(&p->base);
 			return -1;
 		}

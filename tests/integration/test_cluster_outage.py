@@ -25,6 +25,7 @@ What it checks:
 import json
 import os
 import re
+import subprocess
 import sys
 import time
 
@@ -76,6 +77,7 @@ def test_store_down():
     t0 = time.monotonic()
     dbname = "dbname=%s" % c.state.db
     answers = 0
+    memory = {}
     try:
         while time.monotonic() - t0 < OUTAGE:
             time.sleep(0.3)
@@ -92,6 +94,10 @@ def test_store_down():
                         % (name, text))
                 h.check("(null)" not in text and "filesystem" not in text,
                         "status on %s: %s" % (name, text))
+                if st["from_memory"] is not None:
+                    h.check(text.startswith("this node answers from its own memory, not"
+                                            " the planner's: "), text)
+                    memory[name] = st
                 s = st["store"]
                 h.check(s["state"] in ("lost", "failed") and s["error"] and s["since"]
                         and dbname in s["name"] and "password" not in s["name"],
@@ -103,6 +109,10 @@ def test_store_down():
         pg.start()
     print("  database down %.1f s; %d status answers during it" % (down, answers))
     h.check(answers >= 2 * len(c.nodes), "too few status answers while down")
+    worker = [n for n in c.nodes if n != planner][0]
+    h.check(worker in memory, "%s never answered from its own memory while down" % worker)
+    h.eq({j["name"]: (j["queued"], j["succeeded"]) for j in memory[worker]["jobs"]},
+         {"work": (None, None)}, "counts of %s, never the planner, from its memory" % worker)
     # the backfill resumes and completes
     via = c[[n for n in c.nodes if n != planner][0]]
     c.wait_view(list(c.nodes), via=via)
@@ -143,6 +153,39 @@ def test_store_down():
     req = tc.backfill(c[planner], "work", more[0], more[-1])
     c[planner].wait_request(req)
     tc.succeeded_once(via, req, [("work", p) for p in more])
+
+
+def test_start_while_down():
+    """A node started while the database is down starts (READY=1), answers
+    status from its memory naming the store, and once the database is
+    back joins, plans and runs."""
+    c = tc.Nodes(tc.cmd_job("work", concurrency=2), names=(), lease=LEASE)
+    pg = tp.cluster()
+    # the store's tables exist (a node ran once), then the database stops
+    n1 = c.add("n1")
+    c.wait_view(["n1"])
+    c.settle()
+    n1.stop()
+    pg.stop()
+    try:
+        n1.start()
+        pid = n1.proc.pid
+        rc, text, rj, st = store_said(c, n1)
+        h.eq((rc, rj), (0, 0), "status while the database is down: %s" % text)
+        h.check(text.startswith("this node answers from its own memory") and
+                re.search(r"state store PostgreSQL host=\S+ port=\d+ dbname=%s lost since "
+                          % c.state.db, text), "status of a node started while the"
+                " database is down:\n%s" % text)
+        h.eq(st["store"]["state"], "lost", "store state in status --json")
+    finally:
+        pg.start()
+    c.wait_view(["n1"], guard=60)
+    n1.assert_alive("once the database is back")
+    h.eq(n1.proc.pid, pid, "the process of n1")
+    parts = h.days("2025-05-01", "2025-05-06")
+    req = tc.backfill(n1, "work", parts[0], parts[-1])
+    n1.wait_request(req)
+    tc.succeeded_once(n1, req, [("work", p) for p in parts])
 
 
 SEED = """
@@ -193,6 +236,18 @@ VERIFY_JOBS = """
   sql: |
     DELETE FROM out WHERE dt = :partition;
     INSERT INTO out (dt, v) SELECT dt, v FROM src WHERE dt = :partition;
+- name: slow
+  warehouse: w
+  partition: day
+  start: 2026-01-01
+  end: 2026-01-31
+  table: out
+  partition_column: dt
+  sql: |
+    DELETE FROM out WHERE dt = :partition;
+    INSERT INTO out (dt, v) SELECT dt, v FROM src WHERE dt = :partition
+      AND (WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n
+           WHERE i < 20000000) SELECT count(*) FROM n) > 0;
 """
 
 
@@ -253,6 +308,36 @@ def test_forwarded_verify():
             "backfill --wait of a verify: true job through the worker:\n%s" % out)
 
 
+def test_forward_planner_dies():
+    """A forwarded proof whose planner is killed while it runs: the node
+    says so within the lease and a few heartbeats, exit 3, instead of
+    waiting out the proof's allowance."""
+    c = tc.Nodes(VERIFY_JOBS, names=("n1", "n2"), clock="2026-01-01T00:00:00Z",
+                 warehouses={"w": SEED})
+    p = c.planner(c["n1"])
+    planner, worker = c[p], c[[n for n in c.nodes if n != p][0]]
+    mark = len(tc.log_of(planner))
+    proc = subprocess.Popen([worker.backfillctl, "--socket", worker.sock, "verify", "slow",
+                             "2026-01-05"], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            text=True, env=worker.env())
+    try:
+        c.wait_until(lambda: "event=verify job=slow partition=2026-01-05 result=started"
+                     in tc.log_of(planner)[mark:], "the planner %s proving slow" % p)
+        planner.kill9()
+        t0 = time.monotonic()
+        out, err = proc.communicate(timeout=tc.TAKEOVER + 4 * tc.HEARTBEAT + 10)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.communicate()
+    took = time.monotonic() - t0
+    print("  verify on %s after %s was killed: exit %d in %.1f s: %s"
+          % (worker.node_name, p, proc.returncode, took, err.strip()))
+    e = h.one_line_error(proc.returncode, out, err, 3, "a forwarded verify whose planner died")
+    h.check(e.startswith("backfillctl: the planner changed while it handled the"
+                         " request") and "none holds the lease" not in e, e)
+
+
 def store_counts(c):
     """The store's figures: runs kept, and per job the partitions whose
     newest finished run succeeded, and failed."""
@@ -302,7 +387,8 @@ def test_counts_after_failover():
     same_counts(c, others, "after the new planner ran more")
 
 
-TESTS = [test_store_down, test_forwarded_verify, test_counts_after_failover]
+TESTS = [test_store_down, test_start_while_down, test_forwarded_verify, test_forward_planner_dies,
+         test_counts_after_failover]
 
 
 def main():
