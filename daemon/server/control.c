@@ -251,8 +251,9 @@ client_send(struct client *cl, struct buf *frame)
 		proto_begin(frame, PROTO_RESPONSE);
 		proto_add_int(frame, "status", EXIT_WORK_FAILED);
 		proto_addf(frame, "err", "the state store cannot be written (%s):"
-			   " what was asked was not recorded; free space on its"
-			   " filesystem and try again", why);
+			   " what was asked was not recorded; %stry again", why,
+			   config_is_cluster(sched_config(cl->c->sched)) ? "" :
+			   "free space on its filesystem and ");
 		proto_end(frame);
 		len = frame->len;
 	}
