@@ -72,7 +72,8 @@ struct daemon {
 	bool store_waiting_logged;
 	bool deposed;            /* several hosts: restarting in place once
 				  * the store can be written */
-	bool deposed_db_ok;      /* ... the cluster reached the store */
+	bool deposed_db_ok;      /* ... or failed: the cluster reached the
+				  * store at the last change */
 	char **argv;             /* to restart in place */
 	int cli_log_level;       /* -1 when not given */
 	char last_reload[ERR_MSG_MAX + 64];
@@ -156,6 +157,9 @@ daemon_reexec(struct daemon *d)
 		   " to resume from what it holds");
 	notify_status(d->notify, "restarting in place after a state store"
 		      " failure");
+	/* the new image listens on the same socket: no client is refused
+	 * meanwhile, and nothing else can take the path */
+	control_keep_for_exec(d->control);
 	fflush(stderr);
 	execv("/proc/self/exe", d->argv);
 	log_err("cannot restart in place: %s; exiting so that the service"
@@ -225,15 +229,18 @@ daemon_status_timer_cb(uv_timer_t *t)
 static void daemon_store_retry_cb(uv_timer_t *t);
 
 /* The scheduler, the role or the database changed: refresh STATUS
- * within half a second; a deposed planner waiting for its store tries it
- * at once when the cluster reaches the database again. */
+ * within half a second; a node waiting for its store (deposed, or a
+ * commit failed) tries it at once when the cluster reaches the database
+ * again. */
 static void
 daemon_changed_cb(void *data)
 {
 	struct daemon *d = data;
 	struct cluster_state st = {.db_ok = false};
 
-	if (d->deposed && d->cw != NULL && !d->stopping) {
+	if ((d->deposed || (d->sched != NULL &&
+			    sched_store_failed(d->sched, NULL, NULL))) &&
+	    d->cw != NULL && !d->stopping) {
 		cworker_driver()->state(cworker_cluster(d->cw), &st);
 		if (st.db_ok && !d->deposed_db_ok)
 			uv_timer_start(&d->store_timer, daemon_store_retry_cb,
@@ -691,7 +698,6 @@ daemon_deposed_cb(void *data)
 		 " be written: %s", err.msg);
 	sched_suspend(d->sched, why);
 	cworker_resign(d->cw);
-	d->deposed_db_ok = false;
 	daemon_store_failed_cb(d);
 }
 
