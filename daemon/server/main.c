@@ -179,7 +179,10 @@ daemon_store_retry_cb(uv_timer_t *t)
 	if (d->stopping)
 		return;
 	if (store_probe_write(d->store, STORE_MIN_FREE, &err) < 0) {
-		log_debug("state store still cannot be written: %s", err.msg);
+		log_info("state store still cannot be written: %s; trying again"
+			 " in %" PRIu64 " s", err.msg, (d->store_retry_ms * 2 >
+			 STORE_RETRY_MAX_MS ? STORE_RETRY_MAX_MS :
+			 d->store_retry_ms * 2) / 1000);
 		d->store_retry_ms = d->store_retry_ms * 2 > STORE_RETRY_MAX_MS ?
 			STORE_RETRY_MAX_MS : d->store_retry_ms * 2;
 		uv_timer_start(t, daemon_store_retry_cb, d->store_retry_ms, 0);
