@@ -107,6 +107,16 @@ def test_store_down():
         down = time.monotonic() - t0
         back = {n: log_size(d) for n, d in c.nodes.items()}
         pg.start()
+    # the deposed planner tries its store as soon as it reaches the
+    # database again, not at its next retry (10 s after the failure)
+    t1 = time.monotonic()
+    c.wait_until(lambda: "restarting in place to resume" in
+                 log_since(c[planner], marks[planner]),
+                 "the planner %s restarting in place" % planner, guard=30)
+    print("  %s restarted in place %.1f s after the database was back"
+          % (planner, time.monotonic() - t1))
+    h.check(time.monotonic() - t1 < 6.0, "the planner restarted %.1f s after the"
+            " database was back" % (time.monotonic() - t1))
     print("  database down %.1f s; %d status answers during it" % (down, answers))
     h.check(answers >= 2 * len(c.nodes), "too few status answers while down")
     worker = [n for n in c.nodes if n != planner][0]
@@ -148,6 +158,11 @@ def test_store_down():
             said.index("restarting in place to resume"),
             "the planner %s restarted before the store was back:\n%s"
             % (planner, said[-3000:]))
+    waited = said[said.index("restarts in place as a worker once"):
+                  said.index("restarting in place to resume")]
+    h.check("is planner, generation" not in waited,
+            "the deposed planner %s took the lease again while it waited:\n%s"
+            % (planner, waited))
     # and the nodes work on
     more = h.days("2025-04-01", "2025-04-10")
     req = tc.backfill(c[planner], "work", more[0], more[-1])
