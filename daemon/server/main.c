@@ -250,6 +250,10 @@ daemon_changed_cb(void *data)
 				       0, 0);
 		d->deposed_db_ok = st.db_ok;
 	}
+	/* several hosts: only the planner prunes (prune.c), from when it
+	 * becomes one; at most once an hour as ever */
+	if (d->cw != NULL && !d->stopping)
+		prune_tick(d->prune);
 
 	if (!uv_is_active((uv_handle_t *)&d->status_timer) && !d->stopping)
 		uv_timer_start(&d->status_timer, daemon_status_timer_cb, 500, 0);
