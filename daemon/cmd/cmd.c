@@ -262,8 +262,10 @@ cmd_run(struct cmd_ctx *ctx, const struct proto_msg *req, struct buf *resp,
 	else if (cmd_req_mutates(ce, req) &&
 		 sched_store_failed(ctx->sched, &why, NULL))
 		cmd_fail(&res, EXIT_WORK_FAILED, "the state store cannot be"
-			 " written (%s): nothing was changed; free space on its"
-			 " filesystem, backfilld resumes by itself", why);
+			 " written (%s): nothing was changed; %sbackfilld"
+			 " resumes by itself", why,
+			 config_is_cluster(sched_config(ctx->sched)) ? "" :
+			 "free space on its filesystem, ");
 	else if (cmd_check(ce, req, &err) < 0)
 		cmd_fail_err(&res, &err);
 	else

@@ -35,6 +35,10 @@ struct cmd_ctx {
 	/* several hosts (docs/several-hosts.md), or NULL */
 	const struct cluster_driver *cluster_drv;
 	struct cluster *cluster;
+	/* several hosts: a node that is not the planner answers `status`
+	 * itself, from its own memory, when the planner cannot be asked:
+	 * why (the state store lost, no answer), or NULL */
+	const char *from_memory;
 };
 
 /*

@@ -12,9 +12,69 @@
 
 #include "calendar.h"
 #include "clock.h"
+#include "cluster.h"
 #include "json.h"
 #include "text.h"
+#include "pgsql.h"
 #include "throttle.h"
+
+/*
+ * The state store as status shows it: its name (SQLite: the file; the
+ * PostgreSQL store: the database its connection string names, never a
+ * password) and its state: ok; failed, a commit it refused (memory is
+ * ahead of it, scheduler.c rule 7; a deposed planner waiting for it
+ * too); lost, it cannot be reached (several hosts: the node's
+ * connection).
+ */
+struct status_store {
+	char name[600];
+	const char *state;
+	const char *error;
+	int64_t since;
+	bool pg;
+	struct cluster_state cs;
+};
+
+/* What status says of the state store. */
+static void
+status_store_of(struct cmd_ctx *ctx, struct status_store *o)
+{
+	const struct config *cfg = sched_config(ctx->sched);
+	char db[512];
+
+	memset(o, 0, sizeof *o);
+	o->state = "ok";
+	o->pg = cfg->state_conninfo != NULL;
+	if (o->pg) {
+		pgsql_conninfo_name(cfg->state_conninfo, db, sizeof db);
+		snprintf(o->name, sizeof o->name, "PostgreSQL %s", db[0] ? db :
+			 "(libpq's defaults)");
+	} else {
+		snprintf(o->name, sizeof o->name, "%s", cfg->state_db ?
+			 cfg->state_db : "");
+	}
+	if (sched_store_failed(ctx->sched, &o->error, &o->since)) {
+		o->state = "failed";
+		return;
+	}
+	o->error = NULL;
+	if (ctx->cluster_drv == NULL)
+		return;
+	ctx->cluster_drv->state(ctx->cluster, &o->cs);
+	if (!o->cs.db_ok) {
+		o->state = "lost";
+		o->error = o->cs.db_error;
+		o->since = o->cs.db_lost_ms;
+	}
+}
+
+/* Does this node's memory hold the counts?  Not on a node that has not
+ * been the planner (its scheduler never loaded the store). */
+static bool
+status_known(struct cmd_ctx *ctx)
+{
+	return !sched_dormant(ctx->sched);
+}
 
 
 struct count_ctx {
@@ -101,30 +161,35 @@ cmd_throttle_text(struct sched *s, const char *wh, struct buf *out)
 /* The head of status --json: the daemon and its state store, up to the
  * opening of the jobs array. */
 static void
-status_head_json(struct sched *s, struct buf *out)
+status_head_json(struct cmd_ctx *ctx, struct buf *out)
 {
+	struct sched *s = ctx->sched;
 	const struct config *cfg = sched_config(s);
 	char now[CAL_KEY_MAX], since_s[CAL_KEY_MAX];
 	struct store_stats ss;
-	const char *why;
-	int64_t since;
-	bool failed = sched_store_failed(s, &why, &since);
+	struct status_store so;
+	bool bad;
 
+	status_store_of(ctx, &so);
+	bad = strcmp(so.state, "ok") != 0;
 	cal_format_iso_ms(clock_now_ms(), now);
 	store_stats(sched_store(s), &ss);
 	buf_printf(out, "{\"version\": \"%s\", \"now\": \"%s\", \"running\":"
 		   " %d, \"queued\": %" PRId64 ", \"runs_kept\": %" PRId64 ","
 		   " \"store_bytes\": %" PRId64 ", \"wal_bytes\": %" PRId64 ","
-		   " \"store\": {\"path\": ", BACKFILLD_VERSION, now,
+		   " \"from_memory\": ", BACKFILLD_VERSION, now,
 		   sched_running(s), sched_queued(s), ss.runs_kept,
 		   ss.db_bytes, ss.wal_bytes);
+	json_str(out, ctx->from_memory);
+	buf_addstr(out, ", \"store\": {\"path\": ");
 	json_str(out, cfg->state_db);
-	cal_format_iso_ms(since, since_s);
-	buf_printf(out, ", \"state\": \"%s\", \"since\": ", failed ? "failed" :
-		   "ok");
-	json_str(out, failed ? since_s : NULL);
+	buf_addstr(out, ", \"name\": ");
+	json_str(out, so.name);
+	cal_format_iso_ms(so.since, since_s);
+	buf_printf(out, ", \"state\": \"%s\", \"since\": ", so.state);
+	json_str(out, bad ? since_s : NULL);
 	buf_addstr(out, ", \"error\": ");
-	json_str(out, failed ? why : NULL);
+	json_str(out, bad ? so.error : NULL);
 	buf_addstr(out, "}, \"jobs\": [");
 }
 
@@ -148,7 +213,7 @@ status_sensor_json(const struct sched_job_view *v, struct buf *out)
 /* A job's object in status --json (first: the first of the array). */
 static void
 status_job_json(const struct job_def *j, const struct sched_job_view *v,
-		int64_t stale, bool first, struct buf *out)
+		int64_t stale, bool first, bool known, struct buf *out)
 {
 	char k[CAL_KEY_MAX], k2[CAL_KEY_MAX];
 
@@ -172,11 +237,18 @@ status_job_json(const struct job_def *j, const struct sched_job_view *v,
 	} else {
 		buf_addstr(out, "null");
 	}
-	buf_printf(out, ", \"queued\": %" PRId64 ", \"running\": %" PRId64 ","
-		   " \"succeeded\": %" PRId64 ", \"failed\": %" PRId64 ","
-		   " \"blocked\": %" PRId64 ", \"stale\": %" PRId64 ", \"late\":"
-		   " %" PRId64 ", \"oldest_late\": ", v->queued, v->running,
-		   v->succeeded, v->failed, v->blocked, stale, v->late);
+	if (known)
+		buf_printf(out, ", \"queued\": %" PRId64 ", \"running\": %"
+			   PRId64 ", \"succeeded\": %" PRId64 ", \"failed\": %"
+			   PRId64 ", \"blocked\": %" PRId64 ", \"stale\": %"
+			   PRId64 ", \"late\": %" PRId64 ", \"oldest_late\": ",
+			   v->queued, v->running, v->succeeded, v->failed,
+			   v->blocked, stale, v->late);
+	else /* not known on this node (status_known) */
+		buf_addstr(out, ", \"queued\": null, \"running\": null,"
+			   " \"succeeded\": null, \"failed\": null,"
+			   " \"blocked\": null, \"stale\": null, \"late\":"
+			   " null, \"oldest_late\": ");
 	if (v->late > 0)
 		part_key(j->grain, v->late_oldest, k);
 	json_str(out, v->late > 0 ? k : NULL);
@@ -188,7 +260,7 @@ status_job_json(const struct job_def *j, const struct sched_job_view *v,
 /* A job's row in the status table. */
 static void
 status_job_row(const struct job_def *j, const struct sched_job_view *v,
-	       int64_t stale, struct cmd_table *t)
+	       int64_t stale, bool known, struct cmd_table *t)
 {
 	char c[6][24], catch[80], wm[CAL_KEY_MAX], nd[CAL_KEY_MAX],
 	     gf[CAL_KEY_MAX], gt[CAL_KEY_MAX];
@@ -210,6 +282,9 @@ status_job_row(const struct job_def *j, const struct sched_job_view *v,
 	} else {
 		snprintf(catch, sizeof catch, "%s", v->catchup);
 	}
+	if (!known)
+		for (int i = 0; i < 6; i++)
+			snprintf(c[i], 24, "-");
 	const char *row[12] = { j->name, grain_name(j->grain),
 		v->paused ? "yes" : "no", v->has_watermark ? wm : "-",
 		v->has_next_due ? nd : "-", catch, c[0], c[1], c[2], c[3], c[4],
@@ -250,27 +325,33 @@ status_warehouses_json(struct sched *s, struct buf *out)
 /* Below the status table: the state store, the warehouses that are
  * unreachable or throttled. */
 static void
-status_store_text(struct sched *s, struct buf *out)
+status_store_text(struct cmd_ctx *ctx, struct buf *out)
 {
+	struct sched *s = ctx->sched;
 	const struct config *cfg = sched_config(s);
-	char since_s[CAL_KEY_MAX], why_wh[256];
+	char since_s[CAL_KEY_MAX], why_wh[256], esc[1024];
 	struct store_stats ss;
-	const char *why;
-	int64_t since, at_ms;
+	struct status_store so;
+	int64_t at_ms;
 
+	status_store_of(ctx, &so);
+	text_escape(so.error ? so.error : "", esc, sizeof esc);
 	store_stats(sched_store(s), &ss);
 	buf_printf(out, "history: %" PRId64 " runs kept; state store %.1f MiB,"
 		   " its WAL %.1f MiB\n", ss.runs_kept,
 		   (double)ss.db_bytes / 1048576.0,
 		   (double)ss.wal_bytes / 1048576.0);
-	if (sched_store_failed(s, &why, &since)) {
-		cal_format_iso_ms(since, since_s);
-		buf_printf(out, "state store %s cannot be written since %s: ",
-			   cfg->state_db, since_s);
-		text_escape_str(out, why);
-		buf_addstr(out, "; no new runs start until it can (free space"
-			   " on its filesystem)\n");
-	}
+	cal_format_iso_ms(so.since, since_s);
+	if (strcmp(so.state, "failed") == 0)
+		buf_printf(out, "state store %s cannot be written since %s: %s;"
+			   " no new runs start until it can (%s)\n", so.name,
+			   since_s, esc, so.pg ? "backfilld tries it again"
+			   " and resumes by itself" : "free space on its"
+			   " filesystem");
+	else if (strcmp(so.state, "lost") == 0)
+		buf_printf(out, "state store %s lost since %s: %s; this node"
+			   " starts nothing until it is back (it connects again"
+			   " by itself)\n", so.name, since_s, esc);
 	for (size_t w = 0; w < cfg->nwarehouses; w++) {
 		at_ms = 0;
 		if (sched_warehouse_state(s, cfg->warehouses[w].name, why_wh,
@@ -332,13 +413,20 @@ cmd_status_exec(struct cmd_ctx *ctx, const struct proto_msg *req,
 	struct err err;
 	size_t k = 0;
 	int only = -1;
+	bool known = status_known(ctx);
 
 	if (proto_get(req, "job") && (only = cmd_job(ctx, req, res)) < 0)
 		return;
-	if (json)
-		status_head_json(s, &res->out);
-	else
+	if (json) {
+		status_head_json(ctx, &res->out);
+	} else {
+		if (ctx->from_memory != NULL)
+			buf_printf(&res->out, "this node answers from its own"
+				   " memory, not the planner's: %s%s\n",
+				   ctx->from_memory, known ? "" : "; it has not"
+				   " been the planner, so it knows no counts");
 		cmd_table_row(&t, head);
+	}
 	for (size_t i = 0; i < cfg->njobs; i++) {
 		const struct job_def *j = &cfg->jobs[i];
 		struct count_ctx cc = { 0 };
@@ -349,9 +437,10 @@ cmd_status_exec(struct cmd_ctx *ctx, const struct proto_msg *req,
 		if (j->nupstream > 0)
 			sched_stale(s, (int)i, stale_count_cb, &cc, &err);
 		if (json)
-			status_job_json(j, &v, cc.n, k++ == 0, &res->out);
+			status_job_json(j, &v, cc.n, k++ == 0, known,
+					&res->out);
 		else
-			status_job_row(j, &v, cc.n, &t);
+			status_job_row(j, &v, cc.n, known, &t);
 	}
 	if (json) {
 		status_warehouses_json(s, &res->out);
@@ -360,7 +449,7 @@ cmd_status_exec(struct cmd_ctx *ctx, const struct proto_msg *req,
 		return;
 	}
 	cmd_table_print(&t, &res->out);
-	status_store_text(s, &res->out);
+	status_store_text(ctx, &res->out);
 	cmd_nodes_text(ctx, &res->out);
 	for (size_t i = 0; i < cfg->njobs; i++) {
 		if (only >= 0 && (int)i != only)

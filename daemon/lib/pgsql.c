@@ -325,3 +325,100 @@ pgsql_array_free(struct pgsql_array *a)
 	free(a->b.p);
 	memset(a, 0, sizeof *a);
 }
+
+/* Append " key=value" (value[0..n)) to out, cut to size. */
+static void
+pgsql_name_add(char *out, size_t size, const char *key, const char *v,
+	       size_t n)
+{
+	size_t len = strlen(out);
+
+	if (n == 0 || len + 1 >= size)
+		return;
+	snprintf(out + len, size - len, "%s%s=%.*s", len ? " " : "", key,
+		 (int)n, v);
+}
+
+/* A URI's hosts (with their ports, as written) and database:
+ * postgresql://[user[:password]@]host[:port][,...][/dbname][?...]. */
+static void
+pgsql_name_uri(const char *s, char *out, size_t size)
+{
+	const char *net = strstr(s, "://") + 3, *end;
+
+	end = net + strcspn(net, "/?");
+	/* the last '@' of the authority: a password may hold one */
+	for (const char *q = net; q < end; q++)
+		if (*q == '@')
+			net = q + 1;
+	pgsql_name_add(out, size, "host", net, (size_t)(end - net));
+	if (*end == '/')
+		pgsql_name_add(out, size, "dbname", end + 1,
+			       strcspn(end + 1, "?"));
+}
+
+void
+pgsql_conninfo_name(const char *conninfo, char *out, size_t size)
+{
+	static const char *const keys[] = { "host", "port", "dbname" };
+	const char *found[3] = { NULL, NULL, NULL };
+	size_t flen[3] = { 0, 0, 0 };
+	const char *s = conninfo ? conninfo : "";
+
+	if (size == 0)
+		return;
+	out[0] = '\0';
+	if (strncmp(s, "postgresql://", 13) == 0 ||
+	    strncmp(s, "postgres://", 11) == 0) {
+		pgsql_name_uri(s, out, size);
+		return;
+	}
+	/* key = value pairs, blanks between; a value may be 'quoted' with
+	 * \' and \\ inside (shown as written, quotes left out) */
+	while (*s != '\0') {
+		const char *k, *v;
+		size_t kl, vl;
+
+		while (*s == ' ' || *s == '\t' || *s == '\n' || *s == '\r')
+			s++;
+		if (*s == '\0')
+			break;
+		k = s;
+		while (*s != '\0' && *s != '=' && *s != ' ' && *s != '\t')
+			s++;
+		kl = (size_t)(s - k);
+		while (*s == ' ' || *s == '\t')
+			s++;
+		if (*s != '=')
+			break; /* not a connection string libpq reads */
+		s++;
+		while (*s == ' ' || *s == '\t')
+			s++;
+		if (*s == '\'') {
+			v = ++s;
+			while (*s != '\0' && *s != '\'') {
+				if (*s == '\\' && s[1] != '\0')
+					s++;
+				s++;
+			}
+			vl = (size_t)(s - v);
+			if (*s == '\'')
+				s++;
+		} else {
+			v = s;
+			while (*s != '\0' && *s != ' ' && *s != '\t' &&
+			       *s != '\n' && *s != '\r')
+				s++;
+			vl = (size_t)(s - v);
+		}
+		for (size_t i = 0; i < 3; i++)
+			if (kl == strlen(keys[i]) &&
+			    strncmp(k, keys[i], kl) == 0) {
+				found[i] = v;
+				flen[i] = vl;
+			}
+	}
+	for (size_t i = 0; i < 3; i++)
+		if (found[i] != NULL)
+			pgsql_name_add(out, size, keys[i], found[i], flen[i]);
+}

@@ -93,4 +93,13 @@ void pgsql_array_bool(struct pgsql_array *a, bool v);
 const char *pgsql_array_end(struct pgsql_array *a);
 void pgsql_array_free(struct pgsql_array *a);
 
+/*
+ * The database a libpq connection string names, for messages and status:
+ * "host=H port=P dbname=D" with the keys it gives (of a key=value string,
+ * or of a URI's host, port and path), in that order; nothing else of it,
+ * never a user or password.  "" when it names none of the three (libpq's
+ * defaults).  Always NUL-terminated; cut to size.
+ */
+void pgsql_conninfo_name(const char *conninfo, char *out, size_t size);
+
 #endif

@@ -1446,6 +1446,12 @@ cworker_close(struct cworker *w, void (*cb)(void *), void *arg)
 }
 
 void
+cworker_resign(struct cworker *w)
+{
+	w->drv->resign(w->c);
+}
+
+void
 cworker_cancel_all(struct cworker *w)
 {
 	for (struct local *l = w->locals; l != NULL; l = l->next)

@@ -49,6 +49,9 @@ bool cworker_others_alive(struct cworker *w);
 /* Stop claiming; cb once the local runs ended and the cluster closed. */
 void cworker_close(struct cworker *w, void (*cb)(void *), void *arg);
 void cworker_free(struct cworker *w);
+/* Never take the lease again in this process (a deposed planner that
+ * waits to restart in place: it plans nothing meanwhile). */
+void cworker_resign(struct cworker *w);
 /* Cancel the local runs (shutdown grace over). */
 void cworker_cancel_all(struct cworker *w);
 int cworker_running(const struct cworker *w);

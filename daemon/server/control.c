@@ -96,6 +96,15 @@
 #define MAIL_HOLD_MAX 256
 #define FWD_AGAIN_MS 300
 #define FWD_WAIT_TRIES 3
+/* A forwarded request that may run a proof of idempotency (verify,
+ * --verify, a job with verify: true) is given this long besides the
+ * lease, or twice its job's timeout when it has one: the proof runs the
+ * partition twice before the planner answers. */
+#define FWD_PROOF_MS (3600 * 1000)
+/* The planner could not write an answer: it reads the mailbox again
+ * after this, doubling up to MAIL_AGAIN_MAX_MS. */
+#define MAIL_AGAIN_MS 1000
+#define MAIL_AGAIN_MAX_MS 30000
 /* Give memory back to the system after a stream of this many bytes. */
 #define CONTROL_TRIM_BYTES (4 * 1024 * 1024)
 
@@ -128,7 +137,11 @@ struct client {
 	bool fwd_wait;             /* ... or is asked again soon */
 	char *fwd;                 /* a forwarded wait, asked again */
 	size_t fwd_len;
+	char *fwd_status;          /* a forwarded status, answered here
+				    * if the planner does not */
+	size_t fwd_status_len;
 	int fwd_fails;             /* ... failed in a row */
+	int64_t fwd_ms;            /* how long the planner may take */
 	struct client *next, *prev;
 };
 
@@ -163,6 +176,26 @@ struct control {
 	int nheld;
 	uv_timer_t hold;         /* answers the held waits due */
 	bool hold_init;
+	struct mail_stream *streams; /* planner: forwarded streams paused */
+	uv_idle_t stream_pump;   /* ... resumes those woken */
+	bool stream_init;
+	uv_timer_t mail_again;   /* an answer the store refused: later */
+	bool mail_again_init;
+	uint64_t mail_again_ms;  /* ... backing off */
+	struct control_ratelog answer_fails; /* answers the store refused */
+};
+
+/* A forwarded request whose answer is a stream that waits for an event
+ * (the proof of a verify, verify.c): its pages are kept until it ends,
+ * then it is answered whole. */
+struct mail_stream {
+	struct control *c;
+	int64_t mail_id;
+	char *from;
+	struct cmd_stream *cs;
+	struct buf f;    /* its frames so far */
+	bool woken;
+	struct mail_stream *next;
 };
 
 /* A forwarded wait the planner holds (the long poll above). */
@@ -184,6 +217,7 @@ struct write_req {
 };
 
 static void client_close(struct client *cl);
+static void control_mail_stream_free(struct mail_stream *ms);
 static void control_hold_release(struct control *c, bool all);
 static void client_finish(struct client *cl);
 static void client_kick(struct client *cl);
@@ -231,8 +265,9 @@ client_send(struct client *cl, struct buf *frame)
 		proto_begin(frame, PROTO_RESPONSE);
 		proto_add_int(frame, "status", EXIT_WORK_FAILED);
 		proto_addf(frame, "err", "the state store cannot be written (%s):"
-			   " what was asked was not recorded; free space on its"
-			   " filesystem and try again", why);
+			   " what was asked was not recorded; %stry again", why,
+			   config_is_cluster(sched_config(cl->c->sched)) ? "" :
+			   "free space on its filesystem and ");
 		proto_end(frame);
 		len = frame->len;
 	}
@@ -357,6 +392,7 @@ client_handle_closed_cb(uv_handle_t *h)
 		return;
 	free(cl->rbuf);
 	free(cl->fwd);
+	free(cl->fwd_status);
 	free(cl);
 }
 
@@ -577,15 +613,17 @@ client_stream_wake(void *data)
 
 static bool control_peer_may_change(struct control *c, int fd);
 
-/* Answer one request. */
+/* Answer one request (from_memory: cmd_ctx's, or NULL). */
 static void
-client_handle(struct client *cl, const struct proto_msg *req)
+client_handle_here(struct client *cl, const struct proto_msg *req,
+		   const char *from_memory)
 {
 	const char *cmd = proto_get(req, "cmd");
 	struct cmd_ctx ctx = {
 		.sched = cl->c->sched, .reload = cl->c->reload,
 		.reload_data = cl->c->reload_data, .may_change = cl->may_change,
 		.cluster_drv = cl->c->drv, .cluster = cl->c->cluster,
+		.from_memory = from_memory,
 	};
 	struct cmd_stream *stream;
 	uv_os_fd_t fd;
@@ -627,7 +665,30 @@ client_handle(struct client *cl, const struct proto_msg *req)
 	buf_free(&cl->resp);
 }
 
-/* Several hosts: is this request the planner's to answer? */
+/* Answer one request here: on a node that is not the planner and
+ * cannot reach the state store, from its own memory (status says so). */
+static void
+client_handle(struct client *cl, const struct proto_msg *req)
+{
+	struct cluster_state st;
+	char why[ERR_MSG_MAX + 64];
+
+	if (cl->c->drv != NULL) {
+		cl->c->drv->state(cl->c->cluster, &st);
+		if (st.role != CLUSTER_PLANNER && !st.db_ok) {
+			snprintf(why, sizeof why, "the state store cannot be"
+				 " reached (%s)", st.db_error);
+			client_handle_here(cl, req, why);
+			return;
+		}
+	}
+	client_handle_here(cl, req, NULL);
+}
+
+/* Several hosts: is this request the planner's to answer?  `status` on
+ * a node that cannot reach the state store is answered here, from this
+ * node's memory (nobody can be asked); so is one the planner did not
+ * answer (client_forward_cb). */
 static bool
 client_forwards(struct client *cl, const struct proto_msg *req)
 {
@@ -639,6 +700,8 @@ client_forwards(struct client *cl, const struct proto_msg *req)
 	cl->c->drv->state(cl->c->cluster, &st);
 	if (st.role == CLUSTER_PLANNER)
 		return false;
+	if (!st.db_ok && strcmp(cmd, "status") == 0)
+		return false;
 	/* served here: runs reads the shared store; reload reads this
 	 * node's own configuration */
 	return strcmp(cmd, "runs") != 0 && strcmp(cmd, "reload") != 0;
@@ -646,18 +709,40 @@ client_forwards(struct client *cl, const struct proto_msg *req)
 
 static void client_forward_again_cb(uv_timer_t *t);
 
-/* No planner answered a forwarded request: one line, exit 3. */
+/* No planner answered a forwarded request: one line, exit 3; a status
+ * is answered here instead, from this node's memory, saying why. */
 static void
 client_forward_fail(struct client *cl, const char *why)
 {
 	char msg[ERR_MSG_MAX + 256];
 	struct cluster_state st;
+	struct proto_msg req;
+	struct err err;
+	size_t used;
 
+	if (cl->fwd_status != NULL) {
+		char *raw = cl->fwd_status;
+
+		cl->fwd_status = NULL;
+		snprintf(msg, sizeof msg, "the planner could not be asked: %s",
+			 why ? why : "no answer");
+		if (proto_parse(raw, cl->fwd_status_len, &used, &req,
+				&err) > 0) {
+			client_handle_here(cl, &req, msg);
+			proto_msg_free(&req);
+			free(raw);
+			return;
+		}
+		free(raw);
+	}
 	cl->c->drv->state(cl->c->cluster, &st);
 	if (!st.db_ok)
 		snprintf(msg, sizeof msg, "state store lost: %.900s; no planner"
 			 " can be reached from this node", st.db_error[0] ?
 			 st.db_error : why ? why : "unreachable");
+	else if (why != NULL &&
+		 strncmp(why, "the planner changed", 19) == 0)
+		snprintf(msg, sizeof msg, "%.900s", why);
 	else
 		snprintf(msg, sizeof msg, "no planner answered: %.900s; none"
 			 " holds the lease of the shared state store now (see"
@@ -728,7 +813,35 @@ client_forward_cb(void *arg, int status, const void *resp, size_t len,
 	}
 	free(cl->fwd);
 	cl->fwd = NULL;
+	free(cl->fwd_status);
+	cl->fwd_status = NULL;
 	client_kick(cl);
+}
+
+/* How long the planner may take to answer req: the lease and 2 s, and
+ * for a request that runs a proof first, FWD_PROOF_MS or twice its job's
+ * timeout more (a planner that goes away meanwhile fails it sooner: the
+ * cluster sees the lease move, cluster.h). */
+static int64_t
+client_forward_ms(struct client *cl, const struct proto_msg *req)
+{
+	const struct config *cfg = sched_config(cl->c->sched);
+	const char *cmd = proto_get(req, "cmd"), *job = proto_get(req, "job");
+	const char *v = proto_get(req, "verify"), *dry = proto_get(req,
+								  "dry_run");
+	const struct job_def *j = job != NULL ? config_job(cfg, job) : NULL;
+	int64_t ms = (cfg->lease + 2) * 1000;
+	bool proof;
+
+	proof = strcmp(cmd, "verify") == 0 ||
+		((strcmp(cmd, "backfill") == 0 || strcmp(cmd, "rerun") == 0) &&
+		 ((v != NULL && strcmp(v, "1") == 0) ||
+		  (j != NULL && j->verify &&
+		   (dry == NULL || strcmp(dry, "1") != 0))));
+	if (proof)
+		ms += j != NULL && j->timeout > 0 ? 2 * j->timeout * 1000 :
+		      FWD_PROOF_MS;
+	return ms;
 }
 
 /* Send a request to the planner. */
@@ -737,11 +850,11 @@ client_forward_send(struct client *cl, const void *req, size_t len)
 {
 	const struct config *cfg = sched_config(cl->c->sched);
 	struct err err;
+	int64_t ms = cl->fwd_ms > 0 ? cl->fwd_ms : (cfg->lease + 2) * 1000;
 
 	cl->forwarding = true;
-	if (cl->c->drv->forward(cl->c->cluster, req, len,
-				(cfg->lease + 2) * 1000, client_forward_cb,
-				cl, &err) < 0) {
+	if (cl->c->drv->forward(cl->c->cluster, req, len, ms,
+				client_forward_cb, cl, &err) < 0) {
 		cl->forwarding = false;
 		client_forward_fail(cl, err.msg);
 		free(cl->fwd);
@@ -783,7 +896,13 @@ client_forward(struct client *cl, const struct proto_msg *req,
 		memcpy(cl->fwd, raw, len);
 		cl->fwd_len = len;
 		cl->fwd_fails = 0;
+	} else if (strcmp(proto_get(req, "cmd"), "status") == 0) {
+		free(cl->fwd_status);
+		cl->fwd_status = xmalloc(len);
+		memcpy(cl->fwd_status, raw, len);
+		cl->fwd_status_len = len;
 	}
+	cl->fwd_ms = client_forward_ms(cl, req);
 	client_forward_send(cl, raw, len);
 }
 
@@ -1272,6 +1391,18 @@ control_close(struct control *c)
 		control_hold_release(c, true);
 	if (c->hold_init && !uv_is_closing((uv_handle_t *)&c->hold))
 		uv_close((uv_handle_t *)&c->hold, NULL);
+	while (c->streams != NULL) {
+		struct mail_stream *ms = c->streams;
+
+		c->streams = ms->next;
+		control_mail_stream_free(ms);
+	}
+	if (c->stream_init &&
+	    !uv_is_closing((uv_handle_t *)&c->stream_pump))
+		uv_close((uv_handle_t *)&c->stream_pump, NULL);
+	if (c->mail_again_init &&
+	    !uv_is_closing((uv_handle_t *)&c->mail_again))
+		uv_close((uv_handle_t *)&c->mail_again, NULL);
 	if (!c->closing) {
 		c->closing = true;
 		uv_close((uv_handle_t *)&c->listener, NULL);
@@ -1317,33 +1448,115 @@ control_data_frames(struct buf *f, const char *data, size_t len)
 	}
 }
 
-/* Run a stream to its end into DATA frames and the RESPONSE. */
+static int control_mail_answer(struct control *c, int64_t id,
+			       const char *from, const struct buf *f);
+static void control_mail_stream_pump_cb(uv_idle_t *h);
+
+/* A held stream has more (its wake): go on with it next loop turn. */
 static void
-control_mail_stream(struct cmd_stream *cs, struct buf *f)
+control_mail_stream_wake(void *data)
+{
+	struct mail_stream *ms = data;
+
+	ms->woken = true;
+	if (!ms->c->closing)
+		uv_idle_start(&ms->c->stream_pump, control_mail_stream_pump_cb);
+}
+
+/* Pull a stream's pages into ms->f until it pauses (0) or ends (1: the
+ * RESPONSE appended, the stream freed). */
+static int
+control_mail_stream_run(struct mail_stream *ms)
 {
 	struct buf out, resp;
 	int rc;
 
-	buf_init(&resp);
 	do {
 		buf_init(&out);
-		rc = cs->next(cs, &out);
-		if (f->len + out.len < CLUSTER_MAIL_MAX - 4096)
-			control_data_frames(f, out.data, out.len);
+		rc = ms->cs->next(ms->cs, &out);
+		if (ms->f.len + out.len < CLUSTER_MAIL_MAX - 4096)
+			control_data_frames(&ms->f, out.data, out.len);
 		buf_free(&out);
 	} while (rc == 0);
+	if (rc == CMD_STREAM_PAUSE)
+		return 0;
+	buf_init(&resp);
 	proto_begin(&resp, PROTO_RESPONSE);
-	cmd_stream_end(cs, &resp);
+	cmd_stream_end(ms->cs, &resp);
+	ms->cs = NULL;
 	proto_end(&resp);
-	buf_add(f, resp.data, resp.len);
+	buf_add(&ms->f, resp.data, resp.len);
 	buf_free(&resp);
+	return 1;
+}
+
+/* Free a held stream (its stream too, if not ended: a proof in flight
+ * is orphaned, verify.c). */
+static void
+control_mail_stream_free(struct mail_stream *ms)
+{
+	if (ms->cs != NULL)
+		ms->cs->free(ms->cs);
+	buf_free(&ms->f);
+	free(ms->from);
+	free(ms);
+}
+
+/* The held streams woken: go on; answer those that ended. */
+static void
+control_mail_stream_pump_cb(uv_idle_t *h)
+{
+	struct control *c = h->data;
+	struct mail_stream **pp = &c->streams, *ms;
+
+	uv_idle_stop(h);
+	while ((ms = *pp) != NULL) {
+		if (!ms->woken) {
+			pp = &ms->next;
+			continue;
+		}
+		ms->woken = false;
+		if (control_mail_stream_run(ms) == 0) {
+			pp = &ms->next;
+			continue;
+		}
+		*pp = ms->next;
+		sched_flush(c->sched); /* nothing acknowledged uncommitted */
+		control_mail_answer(c, ms->mail_id, ms->from, &ms->f);
+		control_mail_stream_free(ms);
+	}
+}
+
+/* Hold a forwarded request's stream that paused until it ends. */
+static void
+control_mail_stream_hold(struct control *c, const struct cluster_mail *m,
+			 struct cmd_stream *cs, struct buf *f)
+{
+	struct mail_stream *ms = xcalloc(1, sizeof *ms);
+
+	if (!c->stream_init) {
+		uv_idle_init(c->loop, &c->stream_pump);
+		c->stream_pump.data = c;
+		c->stream_init = true;
+	}
+	ms->c = c;
+	ms->mail_id = m->id;
+	ms->from = xstrdup(m->from);
+	ms->cs = cs;
+	ms->f = *f; /* its frames so far: the hold owns them */
+	buf_init(f);
+	cs->wake = control_mail_stream_wake;
+	cs->wake_data = ms;
+	ms->next = c->streams;
+	c->streams = ms;
 }
 
 /* One forwarded request, answered into f.  Returns 1, f empty, for a
- * wait whose request is not finished (held, or asked again). */
+ * wait whose request is not finished (held, or asked again); 2 for a
+ * stream that paused (held: control_mail_stream_hold). */
 static int
-control_mail_one(struct control *c, const struct proto_msg *req,
-		 struct buf *f)
+control_mail_one(struct control *c, const struct cluster_mail *m,
+		 const struct proto_msg *req, struct buf *f)
 {
 	struct cmd_ctx ctx = {.sched = c->sched, .reload = c->reload,
 		.reload_data = c->reload_data, .may_change = true,
@@ -1372,25 +1585,42 @@ control_mail_one(struct control *c, const struct proto_msg *req,
 	proto_begin(f, PROTO_RESPONSE);
 	cmd_run(&ctx, req, f, &stream);
 	if (stream != NULL) {
+		struct mail_stream ms = { .c = c, .cs = stream };
+
 		buf_reset(f);
-		control_mail_stream(stream, f);
+		ms.f = *f;
+		buf_init(f);
+		if (control_mail_stream_run(&ms) == 0) {
+			control_mail_stream_hold(c, m, stream, &ms.f);
+			buf_free(&ms.f);
+			return 2;
+		}
+		*f = ms.f;
 		return 0;
 	}
 	proto_end(f);
 	return 0;
 }
 
-/* Answer a forwarded request; log when the store does not take it. */
-static void
+/* Answer a forwarded request: 0, or -1 when the store does not take
+ * it (logged at most once per CONTROL_RATELOG_MS, with the count). */
+static int
 control_mail_answer(struct control *c, int64_t id, const char *from,
 		    const struct buf *f)
 {
 	struct err err;
+	int n;
 
 	if (c->drv->mail_answer(c->cluster, id, f->data ? f->data : "",
-				f->len, &err) < 0)
-		log_warn("control: cannot answer %s's request: %s", from,
-			 err.msg);
+				f->len, &err) == 0) {
+		c->mail_again_ms = 0;
+		return 0;
+	}
+	if ((n = control_ratelog(&c->answer_fails, uv_now(c->loop))) > 0)
+		log_warn("control: cannot answer %s's request: %s (%d answers"
+			 " not written since the last such line); the mailbox"
+			 " is read again later", from, err.msg, n);
+	return -1;
 }
 
 static void control_hold_cb(uv_timer_t *t);
@@ -1505,6 +1735,21 @@ control_hold(struct control *c, const struct cluster_mail *m,
 	return 0;
 }
 
+/* The mailbox again, after an answer the store refused. */
+static void
+control_mail_again_cb(uv_timer_t *t)
+{
+	control_mail(t->data);
+}
+
+/*
+ * Answer the requests waiting in the mailbox, oldest first.  An answer
+ * the store does not take (a full disk, the connection lost) ends the
+ * pass: its request stays in the mailbox, unanswered, and the mailbox is
+ * read again MAIL_AGAIN_MS later, doubling up to MAIL_AGAIN_MAX_MS (or
+ * at the next request's wake-up), never at once: the same request taken
+ * and refused again and again would hold the loop.
+ */
 void
 control_mail(struct control *c)
 {
@@ -1514,15 +1759,21 @@ control_mail(struct control *c)
 	size_t used;
 	struct buf f;
 	long long id;
-	int held;
+	int held, rc;
+	bool refused = false;
 
-	while (c->drv != NULL &&
+	if (c->closing)
+		return;
+	while (!refused && c->drv != NULL &&
 	       c->drv->mail_take(c->cluster, &m, &err) == 0 && m != NULL) {
 		buf_init(&f);
 		held = -1;
 		if (proto_parse(m->req, m->len, &used, &msg, &err) > 0) {
-			if (control_mail_one(c, &msg, &f) == 1 &&
-			    proto_get_int(&msg, "request", &id) == 0)
+			rc = control_mail_one(c, m, &msg, &f);
+			if (rc == 2)
+				held = 0;
+			else if (rc == 1 &&
+				 proto_get_int(&msg, "request", &id) == 0)
 				held = control_hold(c, m, id);
 			proto_msg_free(&msg);
 		} else {
@@ -1536,9 +1787,22 @@ control_mail(struct control *c)
 			/* nothing is acknowledged uncommitted (scheduler.c,
 			 * rule 7) */
 			sched_flush(c->sched);
-			control_mail_answer(c, m->id, m->from, &f);
+			refused = control_mail_answer(c, m->id, m->from,
+						      &f) < 0;
 		}
 		buf_free(&f);
 		c->drv->mail_free(m);
 	}
+	if (!refused)
+		return;
+	if (!c->mail_again_init) {
+		uv_timer_init(c->loop, &c->mail_again);
+		c->mail_again.data = c;
+		c->mail_again_init = true;
+	}
+	c->mail_again_ms = c->mail_again_ms == 0 ? MAIL_AGAIN_MS :
+		c->mail_again_ms * 2 > MAIL_AGAIN_MAX_MS ? MAIL_AGAIN_MAX_MS :
+		c->mail_again_ms * 2;
+	uv_timer_start(&c->mail_again, control_mail_again_cb,
+		       c->mail_again_ms, 0);
 }

@@ -71,6 +71,10 @@ struct daemon {
 	uv_timer_t store_timer;  /* a failed store: try it again (rule 7) */
 	uint64_t store_retry_ms;
 	bool store_waiting_logged;
+	bool deposed;            /* several hosts: restarting in place once
+				  * the store can be written */
+	bool deposed_db_ok;      /* ... or failed: the cluster reached the
+				  * store at the last change */
 	char **argv;             /* to restart in place */
 	int cli_log_level;       /* -1 when not given */
 	char last_reload[ERR_MSG_MAX + 64];
@@ -154,12 +158,17 @@ daemon_reexec(struct daemon *d)
 		   " to resume from what it holds");
 	notify_status(d->notify, "restarting in place after a state store"
 		      " failure");
+	/* the new image listens on the same socket: no client is refused
+	 * meanwhile, and nothing else can take the path */
+	control_keep_for_exec(d->control);
 	fflush(stderr);
 	execv("/proc/self/exe", d->argv);
 	log_err("cannot restart in place: %s; exiting so that the service"
 		" manager starts backfilld again", strerror(errno));
 	exit(EXIT_WORK_FAILED);
 }
+
+static void daemon_deposed_reexec(struct daemon *d);
 
 /* Try the failed store again. */
 static void
@@ -171,10 +180,17 @@ daemon_store_retry_cb(uv_timer_t *t)
 	if (d->stopping)
 		return;
 	if (store_probe_write(d->store, STORE_MIN_FREE, &err) < 0) {
-		log_debug("state store still cannot be written: %s", err.msg);
+		log_info("state store still cannot be written: %s; trying again"
+			 " in %" PRIu64 " s", err.msg, (d->store_retry_ms * 2 >
+			 STORE_RETRY_MAX_MS ? STORE_RETRY_MAX_MS :
+			 d->store_retry_ms * 2) / 1000);
 		d->store_retry_ms = d->store_retry_ms * 2 > STORE_RETRY_MAX_MS ?
 			STORE_RETRY_MAX_MS : d->store_retry_ms * 2;
 		uv_timer_start(t, daemon_store_retry_cb, d->store_retry_ms, 0);
+		return;
+	}
+	if (d->deposed) {
+		daemon_deposed_reexec(d);
 		return;
 	}
 	if (sched_running(d->sched) > 0) {
@@ -198,6 +214,8 @@ daemon_store_failed_cb(void *data)
 	const char *test_ms = getenv("BACKFILLD_TEST_STORE_RETRY_MS");
 
 	daemon_status(d);
+	if (uv_is_active((uv_handle_t *)&d->store_timer))
+		return; /* tried again already (deposed meanwhile) */
 	d->store_retry_ms = STORE_RETRY_FIRST_MS;
 	if (test_ms != NULL && atoi(test_ms) > 0) /* tests only */
 		d->store_retry_ms = (uint64_t)atoi(test_ms);
@@ -212,11 +230,31 @@ daemon_status_timer_cb(uv_timer_t *t)
 	daemon_status(t->data);
 }
 
-/* The scheduler changed: refresh STATUS within half a second. */
+static void daemon_store_retry_cb(uv_timer_t *t);
+
+/* The scheduler, the role or the database changed: refresh STATUS
+ * within half a second; a node waiting for its store (deposed, or a
+ * commit failed) tries it at once when the cluster reaches the database
+ * again. */
 static void
 daemon_changed_cb(void *data)
 {
 	struct daemon *d = data;
+	struct cluster_state st = {.db_ok = false};
+
+	if ((d->deposed || (d->sched != NULL &&
+			    sched_store_failed(d->sched, NULL, NULL))) &&
+	    d->cw != NULL && !d->stopping) {
+		cworker_driver()->state(cworker_cluster(d->cw), &st);
+		if (st.db_ok && !d->deposed_db_ok)
+			uv_timer_start(&d->store_timer, daemon_store_retry_cb,
+				       0, 0);
+		d->deposed_db_ok = st.db_ok;
+	}
+	/* several hosts: only the planner prunes (prune.c), from when it
+	 * becomes one; at most once an hour as ever */
+	if (d->cw != NULL && !d->stopping)
+		prune_tick(d->prune);
 
 	if (!uv_is_active((uv_handle_t *)&d->status_timer) && !d->stopping)
 		uv_timer_start(&d->status_timer, daemon_status_timer_cb, 500, 0);
@@ -685,15 +723,10 @@ daemon_raise_nofile(void)
 			 (unsigned long long)rl.rlim_max, strerror(errno));
 }
 
-/* Several hosts: this node was the planner and no longer is; what it
- * holds in memory is no longer the truth: restart from the store. */
+/* Restart in place as a deposed planner (the control socket kept). */
 static void
-daemon_deposed_cb(void *data)
+daemon_deposed_reexec(struct daemon *d)
 {
-	struct daemon *d = data;
-
-	if (d->stopping)
-		return;
 	log_warn("deposed: this node is no longer the planner; restarting in"
 		 " place to resume as a worker from what the state store"
 		 " holds");
@@ -703,6 +736,41 @@ daemon_deposed_cb(void *data)
 	execv("/proc/self/exe", d->argv);
 	log_err("cannot restart in place: %s; exiting", strerror(errno));
 	exit(EXIT_WORK_FAILED);
+}
+
+/*
+ * Several hosts: this node was the planner and no longer is; what it
+ * holds in memory is no longer the truth: restart from the store.  Only
+ * once the store can really be written (store_probe_write): a planner
+ * deposed because the database went away (its lease ran out unrenewed)
+ * or filled up would restart into the same failure.  Until then it stays
+ * up with its socket, starts and writes nothing (sched_suspend), answers
+ * status from memory, and tries the store again as after a failed
+ * commit (daemon_store_retry_cb: 10 s, doubling to a minute).
+ */
+static void
+daemon_deposed_cb(void *data)
+{
+	struct daemon *d = data;
+	char why[ERR_MSG_MAX + 64];
+	struct err err;
+
+	if (d->stopping || d->deposed)
+		return;
+	d->deposed = true;
+	if (store_probe_write(d->store, STORE_MIN_FREE, &err) == 0) {
+		daemon_deposed_reexec(d);
+		return;
+	}
+	log_warn("deposed: this node is no longer the planner and the state"
+		 " store cannot be written (%s); it starts nothing and restarts"
+		 " in place as a worker once the store can be written",
+		 err.msg);
+	snprintf(why, sizeof why, "deposed while the state store could not"
+		 " be written: %s", err.msg);
+	sched_suspend(d->sched, why);
+	cworker_resign(d->cw);
+	daemon_store_failed_cb(d);
 }
 
 /* Several hosts: requests forwarded to this planner. */

@@ -114,8 +114,11 @@ prune_tick(struct prune *p)
 {
 	int64_t now = clock_now_ms();
 
+	/* several hosts: only the planner prunes; a node that has not
+	 * been one writes nothing to the state store */
 	if (p == NULL || p->running || p->closing ||
-	    sched_store_failed(p->sched, NULL, NULL))
+	    sched_store_failed(p->sched, NULL, NULL) ||
+	    sched_dormant(p->sched))
 		return;
 	if (p->has_last && llabs(now - p->last_start) < PRUNE_EVERY_MS)
 		return;

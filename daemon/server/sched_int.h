@@ -59,6 +59,7 @@ struct jobstate {
 	struct store_job_state st;
 	int64_t last[MS_COUNT];	   /* partitions by their newest finished run */
 	struct sensor_run *sensor; /* a late_data check in flight */
+	bool unread;               /* st could not be read: read it again */
 };
 
 struct sched {

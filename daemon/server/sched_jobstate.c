@@ -20,16 +20,28 @@ sched_jobstate(struct sched *s, const char *name)
 	struct jobstate *js;
 	struct err err;
 
-	for (size_t i = 0; i < s->njobstates; i++)
-		if (strcmp(s->jobstates[i]->name, name) == 0)
-			return s->jobstates[i];
+	for (size_t i = 0; i < s->njobstates; i++) {
+		js = s->jobstates[i];
+		if (strcmp(js->name, name) != 0)
+			continue;
+		/* a read that failed (the store unreachable: status on a
+		 * node that waits for it) is no state: never kept as the
+		 * job's (a watermark lost would run its newest due
+		 * partition again) */
+		if (js->unread &&
+		    store_job_get(s->store, name, &js->st, &err) == 0)
+			js->unread = false;
+		return js;
+	}
 	s->jobstates = xreallocarray(s->jobstates, s->njobstates + 1,
 				     sizeof *s->jobstates);
 	js = xcalloc(1, sizeof *js);
 	s->jobstates[s->njobstates++] = js;
 	js->name = xstrdup(name);
-	if (store_job_get(s->store, name, &js->st, &err) < 0)
+	if (store_job_get(s->store, name, &js->st, &err) < 0) {
 		log_err("job=%s %s", name, err.msg);
+		js->unread = true;
+	}
 	return js;
 }
 
@@ -37,8 +49,14 @@ sched_jobstate(struct sched *s, const char *name)
 struct jobstate *
 sched_jobstate_of(struct sched *s, int j)
 {
+	struct err err;
+
 	if (s->js_by_job[j] == NULL)
 		s->js_by_job[j] = sched_jobstate(s, s->cfg->jobs[j].name);
+	else if (s->js_by_job[j]->unread &&
+		 store_job_get(s->store, s->js_by_job[j]->name,
+			       &s->js_by_job[j]->st, &err) == 0)
+		s->js_by_job[j]->unread = false; /* as sched_jobstate */
 	return s->js_by_job[j];
 }
 

@@ -26,9 +26,13 @@
  * back and memory is ahead of the store, so no run starts, nothing is
  * materialised and no answer acknowledges anything from then on
  * (sched_flush fails, control.c answers with the error); runs in flight
- * finish unrecorded.  main.c waits until the store can be written and
- * nothing runs, then restarts the daemon in place, which resumes from the
- * last commit as after a crash (rule 1).
+ * finish unrecorded, and no later turn writes anything either
+ * (store_refuse_all): it could commit the end of a change whose start
+ * was rolled back (a request finished, its last run still running in
+ * the store), which a restart would then never repair.  main.c waits
+ * until the store can be written and nothing runs, then restarts the
+ * daemon in place, which resumes from the last commit as after a crash
+ * (rule 1).
  */
 #include "sched_int.h"
 
@@ -121,6 +125,7 @@ sched_flush(struct sched *s)
 		s->store_failed = true;
 		s->store_failed_at = clock_now_ms();
 		snprintf(s->store_error, sizeof s->store_error, "%s", err.msg);
+		store_refuse_all(s->store, s->store_error);
 		log_err(
 		    "cannot commit to the state store: %s; no new runs start"
 		    " and nothing more is acknowledged until it can be written"
@@ -148,6 +153,24 @@ sched_on_store_failure(struct sched *s, void (*cb)(void *), void *data)
 {
 	s->store_cb = cb;
 	s->store_data = data;
+}
+
+void
+sched_suspend(struct sched *s, const char *why)
+{
+	sched_drain(s);
+	if (s->store_failed)
+		return;
+	s->store_failed = true;
+	s->store_failed_at = clock_now_ms();
+	snprintf(s->store_error, sizeof s->store_error, "%s", why);
+	store_refuse_all(s->store, s->store_error);
+}
+
+bool
+sched_dormant(const struct sched *s)
+{
+	return s->dormant;
 }
 
 struct config *

@@ -100,6 +100,14 @@ bool sched_store_failed(const struct sched *s, const char **error,
 			int64_t *since_ms);
 /* Called once when a commit first fails. */
 void sched_on_store_failure(struct sched *s, void (*cb)(void *), void *data);
+/* Several hosts: a deposed planner waiting for its store before it
+ * restarts in place: from now on nothing is dispatched, scheduled or
+ * written, as after a failed commit (rule 7), and sched_store_failed
+ * says why.  Without the failure callback. */
+void sched_suspend(struct sched *s, const char *why);
+/* A scheduler that has not loaded the store: a node that has not been
+ * the planner (several hosts).  What it holds in memory is no count. */
+bool sched_dormant(const struct sched *s);
 /* Stop dispatching; runs in flight go on. */
 void sched_drain(struct sched *s);
 /* Cancel runs in flight (shutdown): their partitions are queued again. */

@@ -60,6 +60,8 @@ struct cpg_fwd {
 	cluster_reply_cb *cb;
 	void *arg;
 	bool answered;        /* bf_reply seen: fetch it */
+	int64_t generation;   /* the lease's at the first heartbeat after
+			       * it was sent, 0 before */
 	struct cpg_fwd *next;
 };
 
@@ -1012,6 +1014,8 @@ cpg_ensure(struct cluster *c, struct err *err)
 	return 0;
 }
 
+static void cpg_fwd_lease(struct cluster *c, const struct lease_row *row);
+
 /* One heartbeat: connect if needed, heartbeat, lease, reap. */
 static void
 cpg_beat_cb(uv_timer_t *t)
@@ -1034,6 +1038,7 @@ cpg_beat_cb(uv_timer_t *t)
 	if (cpg_lease(c, &row, now_ms, &err) < 0)
 		goto failed;
 	cpg_listen(c);
+	cpg_fwd_lease(c, &row);
 	return;
 failed:
 	cpg_log(c, 4, "cluster: node=%s heartbeat: %s", c->node, err.msg);
@@ -1139,6 +1144,43 @@ cpg_fwd_timer_cb(uv_timer_t *t)
 			snprintf(why, sizeof why, "the planner (node \"%s\")"
 				 " did not answer within %" PRId64 " ms",
 				 c->planner, f->timeout_ms);
+		f->cb(f->arg, -1, NULL, 0, why);
+		free(f);
+	}
+	cpg_fwd_arm(c);
+}
+
+/*
+ * The lease moved on while forwarded requests wait: the planner they
+ * went to (the holder at the first heartbeat after each was sent) can no
+ * longer answer (deposed, it restarts in place; dead, it never will), so
+ * each fails now, saying so, instead of at its timeout, which may be
+ * long (a request that runs a proof first, control.c).  One sent just as
+ * the lease moved is known by the next heartbeat's generation.
+ */
+static void
+cpg_fwd_lease(struct cluster *c, const struct lease_row *row)
+{
+	static const char sql[] = "DELETE FROM mailbox WHERE id = $1";
+	struct cpg_fwd *f, *next;
+	char why[512], id[32];
+	const char *v[1] = { id };
+	struct err err;
+
+	for (f = c->fwd; f != NULL; f = next) {
+		next = f->next;
+		if (f->generation == 0 || f->generation == row->generation) {
+			f->generation = row->generation;
+			continue;
+		}
+		cpg_fwd_unlink(c, f);
+		snprintf(id, sizeof id, "%" PRId64, f->id);
+		PQclear(c->pg != NULL ? cpg_q(c, sql, 1, v, &err) : NULL);
+		snprintf(why, sizeof why, "the planner changed while it"
+			 " handled the request (lease generation %" PRId64
+			 ", now %" PRId64 " held by \"%s\"): its answer cannot"
+			 " come back; see status and runs for what it did",
+			 f->generation, row->generation, row->holder);
 		f->cb(f->arg, -1, NULL, 0, why);
 		free(f);
 	}

@@ -92,6 +92,11 @@ store_wrote(struct store *st, int rc, struct err *err)
 static bool
 store_refused(struct store *st, struct err *err)
 {
+	if (st->refuse_all) {
+		err_set(err, st->refuse_err.code, "not written, the state store"
+			" failed earlier: %s", st->refuse_err.msg);
+		return true;
+	}
 	if (!st->turn_failed)
 		return false;
 	err_set(err, st->turn_err.code,
@@ -123,6 +128,15 @@ int
 store_probe_write(struct store *st, int64_t min_free, struct err *err)
 {
 	return st->ops->probe_write(st, min_free, err);
+}
+
+void
+store_refuse_all(struct store *st, const char *why)
+{
+	if (st->refuse_all)
+		return;
+	st->refuse_all = true;
+	err_set(&st->refuse_err, EXIT_WORK_FAILED, "%s", why);
 }
 
 /* ---- the other calls, dispatched ------------------------------------ */

@@ -80,6 +80,8 @@ struct store {
 	const struct store_ops *ops;
 	bool turn_failed;    /* a write of this loop turn failed */
 	struct err turn_err; /* ... the first one's error */
+	bool refuse_all;     /* store_refuse_all: every write refused */
+	struct err refuse_err;
 };
 
 /* The head of every implementation's runs cursor (store_runs_open): the
@@ -596,6 +598,13 @@ int store_running_runs(struct store *st, store_running_cb cb, void *data,
 		       struct err *err);
 int store_run_unstart(struct store *st, int64_t run_id, struct err *err);
 int store_probe_write(struct store *st, int64_t min_free, struct err *err);
+/* From now on refuse every write (the transaction verbs too) with why,
+ * for good: a commit failed and memory is ahead of the store (scheduler.c,
+ * rule 7), so no later turn may commit the second half of a change whose
+ * first half was lost (a request recorded finished whose last run's end
+ * was rolled back).  Reads and store_probe_write still work; the restart
+ * in place starts afresh. */
+void store_refuse_all(struct store *st, const char *why);
 void store_stats(struct store *st, struct store_stats *out);
 int store_prune_step(struct store *st, struct store_prune *pr, int limit,
 		     struct err *err);

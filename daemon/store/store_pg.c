@@ -64,11 +64,12 @@
  * breaks after that fails, as any transaction whose connection breaks.
  *
  * SQLite's own matters: checkpoint_on does nothing (the server
- * checkpoints); probe_write ignores min_free (the database's disk is the
- * server's) and commits a transaction that writes (it assigns a
- * transaction id), reconnecting first if need be; stats reports runs_kept
- * (counted at open, then kept by this node's changes),
- * pg_database_size() as db_bytes and 0 as wal_bytes and loop_checkpoints.
+ * checkpoints); probe_write commits a transaction that extends a table
+ * of the database by min_free bytes (pgst_probe_write), reconnecting
+ * first if need be; stats reports runs_kept (counted at open and again
+ * when the node becomes planner, store_pg_fence, then kept by its
+ * changes: only the planner writes runs), pg_database_size() as db_bytes
+ * and 0 as wal_bytes and loop_checkpoints.
  */
 #include <errno.h>
 #include <inttypes.h>
@@ -525,6 +526,8 @@ struct pgst {
 			    * ones fail until a rollback) */
 	char abort_msg[512];
 	int64_t runs_kept;
+	bool opened;       /* migrated and counted (pgst_open_db) */
+	bool recount;      /* count runs_kept again at the next chance */
 	bool piped;        /* in pipeline mode: sent, answers not read */
 	int npiped;        /* statements sent since the last sync */
 	struct pgst_answer answer[PGST_PIPE_MAX]; /* ... who reads each */
@@ -643,8 +646,12 @@ pgst_prepare(struct pgst *p, struct err *err)
 	return 0;
 }
 
+static int pgst_open_db(struct pgst *p, struct err *err);
+
 /* Make the connection usable: outside a transaction, a broken one is
- * connected again (and its statements prepared again). */
+ * connected again (and its statements prepared again); a store opened
+ * while the server could not be reached is migrated and counted at its
+ * first connection (pgst_open_db). */
 static int
 pgst_ready(struct pgst *p, struct err *err)
 {
@@ -659,9 +666,7 @@ pgst_ready(struct pgst *p, struct err *err)
 		return err_set(err, EXIT_INTERNAL, "state store: the connection"
 			       " was lost during a transaction");
 	}
-	if (pgst_connect(p, err) < 0 || pgst_prepare(p, err) < 0)
-		return -1;
-	return 0;
+	return pgst_open_db(p, err);
 }
 
 /* Parameters of one statement, as text (NULL: SQL NULL). */
@@ -1146,6 +1151,23 @@ pgst_idle_check(struct pgst *p)
 		;
 }
 
+/* Count the runs kept again when store_pg_fence asked for it (outside a
+ * transaction; a failure leaves it asked). */
+static void
+pgst_recount(struct pgst *p)
+{
+	PGresult *r;
+
+	if (!p->recount || p->tx)
+		return;
+	r = pgst_exec(p, P_RUNS_COUNT, NULL, "counting runs", NULL);
+	if (r == NULL)
+		return;
+	p->runs_kept = col_int(r, 0, 0);
+	p->recount = false;
+	PQclear(r);
+}
+
 /* Open a transaction: BEGIN sent without waiting (its answer comes with
  * the next statement's).  A connection the server dropped while idle is
  * made again first (nothing was sent on it that could have been
@@ -1156,6 +1178,7 @@ pgst_tx_open(struct pgst *p, struct err *err)
 	pgst_idle_check(p);
 	if (pgst_ready(p, err) < 0)
 		return -1;
+	pgst_recount(p);
 	pgst_tx_state(p);
 	if (pgst_pipe(p, "BEGIN", P_COUNT, NULL, "BEGIN", err) < 0) {
 		pgst_tx_rollback(p);
@@ -1479,35 +1502,78 @@ pgst_close(struct store *st)
 	free(p);
 }
 
+/* Connect, and the first time migrate and count the runs kept; then
+ * prepare the statements. */
+static int
+pgst_open_db(struct pgst *p, struct err *err)
+{
+	PGresult *r;
+
+	if (pgst_connect(p, err) < 0 ||
+	    (!p->opened && pgst_migrate(p, err) < 0) ||
+	    pgst_prepare(p, err) < 0)
+		return -1;
+	if (!p->opened) {
+		r = pgst_exec(p, P_RUNS_COUNT, NULL, "counting runs", err);
+		if (r == NULL)
+			return -1;
+		p->runs_kept = col_int(r, 0, 0);
+		PQclear(r);
+		p->opened = true;
+	}
+	return 0;
+}
+
+/*
+ * Open.  A server that cannot be reached (no answer, or not taking
+ * connections yet: PQping) is not an error: the store opens unconnected, every operation fails as on a
+ * connection lost (the failure policy, store.h), and the first one that
+ * connects migrates and counts (pgst_ready): a node started, or
+ * restarted in place, while the database is down stays up and waits for
+ * it (docs/several-hosts.md).  Anything else (a password file that
+ * cannot be read, a schema this build does not know, a migration that
+ * fails) is a start-up error as ever.
+ */
 int
 store_pg_open(const char *conninfo, const char *password_file,
 	      struct store **out, struct err *err)
 {
 	struct pgst *p = xcalloc(1, sizeof *p);
-	PGresult *r;
 
 	p->base.ops = &store_pg_ops;
 	p->conninfo = xstrdup(conninfo);
 	p->password_file = password_file ? xstrdup(password_file) : NULL;
-	if (pgst_connect(p, err) < 0 || pgst_migrate(p, err) < 0 ||
-	    pgst_prepare(p, err) < 0)
-		goto fail;
-	r = pgst_exec(p, P_RUNS_COUNT, NULL, "counting runs", err);
-	if (r == NULL)
-		goto fail;
-	p->runs_kept = col_int(r, 0, 0);
-	PQclear(r);
+	if (pgst_open_db(p, err) < 0) {
+		/* not reached: no server answers (PQPING_NO_RESPONSE), or
+		 * one that does not take connections yet (starting, shutting
+		 * down); a server that answers and refuses this node (its
+		 * password, its database) is a start-up error */
+		PGPing ping = PQping(p->conninfo);
+
+		if (p->opened || p->pg == NULL ||
+		    PQstatus(p->pg) == CONNECTION_OK ||
+		    (ping != PQPING_NO_RESPONSE && ping != PQPING_REJECT)) {
+			pgst_close(&p->base);
+			return -1;
+		}
+		PQfinish(p->pg); /* not reached: connect again later */
+		p->pg = NULL;
+	}
 	*out = &p->base;
 	return 0;
-fail:
-	pgst_close(&p->base);
-	return -1;
 }
 
 void
 store_pg_fence(struct store *st, int64_t generation)
 {
-	pgst_of(st)->fence = generation > 0 ? generation : 0;
+	struct pgst *p = pgst_of(st);
+
+	/* a new planner: the runs kept are the store's, every earlier
+	 * planner's too, not the ones this node counted at its start plus
+	 * its own (counted again outside a transaction, pgst_stats) */
+	if (generation > 0 && generation != p->fence)
+		p->recount = true;
+	p->fence = generation > 0 ? generation : 0;
 }
 
 bool
@@ -2150,14 +2216,27 @@ pgst_run_unstart(struct store *st, int64_t run_id, struct err *err)
 	return 0;
 }
 
-/* Can the store be written again?  A real commit, reconnecting first if
- * need be (min_free: the server's disk is not ours to look at). */
+/*
+ * Can the store be written again?  A real commit that needs room,
+ * reconnecting first if need be: store_probe (sql/pg/004_probe.sql)
+ * emptied, filled with min_free bytes of pages of its own (at least
+ * one), and emptied again, in one transaction.  The server extends the
+ * table's new file page by page, and a filesystem that cannot hold them
+ * fails the INSERT ("could not extend file ... No space left on
+ * device"); the commit then frees them.  A commit that writes only a
+ * transaction id, or a row that fits a page a table has, succeeds on a
+ * full disk and would restart a node into the same failure.  Another
+ * node probing at the same moment holds the table's lock: waited for at
+ * most 2 s, then this probe fails and is tried again later.
+ */
 static int
 pgst_probe_write(struct store *st, int64_t min_free, struct err *err)
 {
 	struct pgst *p = pgst_of(st);
+	long long pages = min_free / 8192 > 0 ? min_free / 8192 : 1;
+	char sql[256], what[96];
+	PGresult *r;
 
-	(void)min_free;
 	if (p->tx)
 		return err_set(err, EXIT_INTERNAL, "a transaction is open");
 	if (pgst_ready(p, err) < 0 || pgst_simple(p, "BEGIN", err) < 0)
@@ -2166,11 +2245,19 @@ pgst_probe_write(struct store *st, int64_t min_free, struct err *err)
 	p->aborted = false;
 	p->depth = 0;
 	p->deferred = false;
-	/* a transaction id makes the commit a real one (a WAL record) */
-	if (pgst_simple(p, "SELECT pg_current_xact_id()", err) < 0) {
+	snprintf(sql, sizeof sql, "SET LOCAL lock_timeout = '2s';"
+		 " TRUNCATE store_probe; INSERT INTO store_probe SELECT"
+		 " repeat('x', 8000) FROM generate_series(1, %lld);"
+		 " TRUNCATE store_probe", pages);
+	snprintf(what, sizeof what, "writing %lld KiB to probe it", pages * 8);
+	r = PQexec(p->pg, sql);
+	if (PQresultStatus(r) != PGRES_COMMAND_OK) {
+		PQclear(r);
+		pgst_fail(p, err, what);
 		pgst_tx_rollback(p);
 		return -1;
 	}
+	PQclear(r);
 	return pgst_tx_commit(p, err);
 }
 
@@ -2182,6 +2269,12 @@ pgst_stats(struct store *st, struct store_stats *out)
 	PGresult *r;
 
 	memset(out, 0, sizeof *out);
+	/* not connected: what is known, no connection tried from here */
+	if (p->pg == NULL || PQstatus(p->pg) != CONNECTION_OK) {
+		out->runs_kept = p->runs_kept;
+		return;
+	}
+	pgst_recount(p);
 	out->runs_kept = p->runs_kept;
 	/* (a failure here does not abort an open transaction's record) */
 	if (p->aborted)

@@ -319,6 +319,47 @@ START_TEST(test_arrays)
 }
 END_TEST
 
+/* The database a connection string names, without its secrets. */
+static const struct { const char *in, *name; } names[] = {
+	{ "host=db1 dbname=backfilld user=backfilld",
+	  "host=db1 dbname=backfilld" },
+	{ "dbname=x password=secret host=/run/pg port=5433 user=u",
+	  "host=/run/pg port=5433 dbname=x" },
+	{ "  host = db1   dbname='my db' password='it''s' ",
+	  "host=db1 dbname=my db" },
+	{ "dbname='a\\'b' host=h", "host=h dbname=a\\'b" },
+	{ "user=u password=p", "" },
+	{ "", "" },
+	{ "postgresql://u:s3cr@t@db1:5432/backfilld?sslmode=require",
+	  "host=db1:5432 dbname=backfilld" },
+	{ "postgres://db1,db2:5433/x", "host=db1,db2:5433 dbname=x" },
+	{ "postgresql://", "" },
+	{ "postgresql:///only_db", "dbname=only_db" },
+};
+
+START_TEST(test_conninfo_name)
+{
+	char out[128];
+
+	pgsql_conninfo_name(names[_i].in, out, sizeof out);
+	ck_assert_str_eq(out, names[_i].name);
+	ck_assert(strstr(out, "secret") == NULL && strstr(out, "s3cr") == NULL);
+}
+END_TEST
+
+/* Cut to the buffer, never past it. */
+START_TEST(test_conninfo_name_short)
+{
+	char out[8];
+
+	memset(out, 'z', sizeof out);
+	pgsql_conninfo_name("host=averylonghostname dbname=x", out, sizeof out);
+	ck_assert_str_eq(out, "host=av");
+	pgsql_conninfo_name(NULL, out, sizeof out);
+	ck_assert_str_eq(out, "");
+}
+END_TEST
+
 /* The suite: every test above. */
 static Suite *
 pgsql_suite(void)
@@ -333,6 +374,9 @@ pgsql_suite(void)
 	tcase_add_test(tc, test_values);
 	tcase_add_test(tc, test_many_names);
 	tcase_add_test(tc, test_arrays);
+	tcase_add_loop_test(tc, test_conninfo_name, 0,
+	    (int)(sizeof names / sizeof names[0]));
+	tcase_add_test(tc, test_conninfo_name_short);
 	suite_add_tcase(s, tc);
 	return s;
 }

@@ -695,6 +695,41 @@ START_TEST(failed_write_fails_the_turn)
 }
 END_TEST
 
+/* Refused for good (store_refuse_all: a commit failed, scheduler.c rule
+ * 7): every later write and transaction verb is refused with the reason,
+ * a turn that wrote nothing flushes as ever, reads and the probe answer. */
+START_TEST(refuse_all_refuses_every_write)
+{
+	struct err err;
+	int64_t rid, item;
+	char job[32];
+	bool finished;
+
+	ck_assert_int_eq(store_defer(st, &err), 0);
+	rid = one_item(&item);
+	ck_assert_int_eq(store_flush(st, &err), 0);
+	store_refuse_all(st, "state store: the commit failed");
+	ck_assert_int_eq(store_defer(st, &err), -1);
+	ck_assert_str_eq(err.msg, "not written, the state store failed earlier:"
+			 " state store: the commit failed");
+	ck_assert_int_eq(store_begin(st, &err), -1);
+	ck_assert_int_eq(store_request_finish(st, rid, 3, false, &err), -1);
+	ck_assert_int_eq(store_item_set(st, item, MS_RUNNING, 1, 0, NULL, NULL,
+					2, &err), -1);
+	ck_assert_int_eq(store_flush(st, &err), 0);
+	ck_assert_int_eq(store_request_get(st, rid, job, sizeof job, &finished,
+					   &err), 0);
+	ck_assert(!finished);
+	ck_assert_int_eq(peek("SELECT COUNT(*) FROM manifest WHERE state ="
+			      " 'queued'"), 1);
+	ck_assert_int_eq(store_probe_write(st, 0, &err), 0);
+	/* a second reason does not replace the first */
+	store_refuse_all(st, "another");
+	ck_assert_int_eq(store_commit(st, &err), -1);
+	ck_assert_ptr_nonnull(strstr(err.msg, "the commit failed"));
+}
+END_TEST
+
 /* Outside a deferred turn too (an explicit transaction, a lone write):
  * the failure reaches the next flush, the one place the scheduler hears
  * of it; a group rolled back by its caller does not hide it. */
@@ -801,6 +836,7 @@ add_behaviour(TCase *tc)
 	tcase_add_test(tc, rollback_changes_nothing);
 	tcase_add_test(tc, failed_write_fails_the_turn);
 	tcase_add_test(tc, failed_write_outside_a_turn);
+	tcase_add_test(tc, refuse_all_refuses_every_write);
 	tcase_add_test(tc, probe_marks_nothing);
 	tcase_add_test(tc, probe_writes);
 }
