@@ -77,22 +77,6 @@ status_known(struct cmd_ctx *ctx)
 }
 
 
-struct count_ctx {
-	int64_t n;
-};
-
-/* Count stale partitions. */
-static int
-stale_count_cb(int job, part_t part, bool built, int64_t built_at,
-	       const struct stale_input *in, size_t nin, void *data,
-	       struct err *err)
-{
-	(void)job; (void)part; (void)built; (void)built_at; (void)in;
-	(void)nin; (void)err;
-	((struct count_ctx *)data)->n++;
-	return 0;
-}
-
 /* A number or null in JSON. */
 static void
 cmd_json_num(struct buf *b, bool has, double v)
@@ -410,7 +394,6 @@ cmd_status_exec(struct cmd_ctx *ctx, const struct proto_msg *req,
 	bool json = cmd_flag(req, "json");
 	struct cmd_table t = { .ncols = 12 };
 	struct sched_job_view v;
-	struct err err;
 	size_t k = 0;
 	int only = -1;
 	bool known = status_known(ctx);
@@ -429,18 +412,17 @@ cmd_status_exec(struct cmd_ctx *ctx, const struct proto_msg *req,
 	}
 	for (size_t i = 0; i < cfg->njobs; i++) {
 		const struct job_def *j = &cfg->jobs[i];
-		struct count_ctx cc = { 0 };
+		int64_t stale;
 
 		if (only >= 0 && (int)i != only)
 			continue;
 		sched_job_view(s, (int)i, &v);
-		if (j->nupstream > 0)
-			sched_stale(s, (int)i, stale_count_cb, &cc, &err);
+		stale = sched_stale_count(s, (int)i);
 		if (json)
-			status_job_json(j, &v, cc.n, k++ == 0, known,
+			status_job_json(j, &v, stale, k++ == 0, known,
 					&res->out);
 		else
-			status_job_row(j, &v, cc.n, known, &t);
+			status_job_row(j, &v, stale, known, &t);
 	}
 	if (json) {
 		status_warehouses_json(s, &res->out);

@@ -155,18 +155,6 @@ metrics_hist_family(struct buf *o, const struct metrics *m, const char *name,
 			     delay ? NDELAY : NDUR);
 }
 
-/* Count stale partitions (sched_stale's callback). */
-static int
-metrics_stale_cb(int job, part_t part, bool built, int64_t built_at,
-		 const struct stale_input *in, size_t nin, void *data,
-		 struct err *err)
-{
-	(void)job; (void)part; (void)built; (void)built_at; (void)in;
-	(void)nin; (void)err;
-	(*(int64_t *)data)++;
-	return 0;
-}
-
 /* The warehouses' throttles: whether each is throttled and the value of
  * its last check (only warehouses with a throttle: have series). */
 static void
@@ -253,11 +241,7 @@ metrics_render(struct metrics *m, struct buf *o)
 		     "Partitions of each job by state now (failed: by their newest run; late: past the job's deadline; stale: downstream partitions older than their inputs).");
 	for (size_t i = 0; i < cfg->njobs; i++) {
 		const struct sched_job_view *v = &views[i];
-		int64_t stale = 0, vals[6];
-		struct err err;
-
-		if (cfg->jobs[i].nupstream > 0)
-			sched_stale(m->s, (int)i, metrics_stale_cb, &stale, &err);
+		int64_t stale = sched_stale_count(m->s, (int)i), vals[6];
 		vals[0] = v->queued;
 		vals[1] = v->running;
 		vals[2] = v->blocked;

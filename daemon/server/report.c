@@ -380,18 +380,6 @@ report_late_cb(part_t p, enum mstate st, void *data)
 		   j->deadline);
 }
 
-/* Count a stale partition (report_job_row). */
-static int
-report_stale_count_cb(int job, part_t part, bool built, int64_t built_at,
-		      const struct stale_input *in, size_t nin, void *data,
-		      struct err *err)
-{
-	(void)job; (void)part; (void)built; (void)built_at; (void)in;
-	(void)nin; (void)err;
-	(*(int64_t *)data)++;
-	return 0;
-}
-
 /* A job's row of the jobs table: the columns of `status`, and late. */
 static void
 report_job_row(struct sched *s, int job, struct buf *o)
@@ -400,12 +388,9 @@ report_job_row(struct sched *s, int job, struct buf *o)
 	char wm[CAL_KEY_MAX], nd[CAL_KEY_MAX], gf[CAL_KEY_MAX],
 	     gt[CAL_KEY_MAX];
 	struct sched_job_view v;
-	int64_t stale = 0;
-	struct err err;
+	int64_t stale = sched_stale_count(s, job);
 
 	sched_job_view(s, job, &v);
-	if (j->nupstream > 0)
-		sched_stale(s, job, report_stale_count_cb, &stale, &err);
 	if (v.has_watermark)
 		part_key(j->grain, v.watermark, wm);
 	else

@@ -209,6 +209,30 @@ stale_report(struct sched *s, int d, const struct stale_collect *sc,
 	return rc;
 }
 
+/* Count one stale partition (sched_stale_count). */
+static int
+sched_stale_count_cb(int job, part_t part, bool built, int64_t built_at,
+		     const struct stale_input *in, size_t nin, void *data,
+		     struct err *err)
+{
+	(void)job; (void)part; (void)built; (void)built_at; (void)in;
+	(void)nin; (void)err;
+	(*(int64_t *)data)++;
+	return 0;
+}
+
+int64_t
+sched_stale_count(struct sched *s, int job)
+{
+	int64_t n = 0;
+	struct err err;
+
+	if (s->cfg->jobs[job].nupstream > 0 &&
+	    sched_stale(s, job, sched_stale_count_cb, &n, &err) < 0)
+		return 0;
+	return n;
+}
+
 int
 sched_stale(struct sched *s, int only_job, sched_stale_cb cb, void *data,
 	    struct err *err)

@@ -252,5 +252,8 @@ typedef int (*sched_stale_cb)(int job, part_t part, bool built,
 			      size_t nin, void *data, struct err *err);
 int sched_stale(struct sched *s, int only_job, sched_stale_cb cb, void *data,
 		struct err *err);
+/* How many partitions of job are stale now (0 for a job without
+ * upstream, or when the store could not be read). */
+int64_t sched_stale_count(struct sched *s, int job);
 
 #endif
