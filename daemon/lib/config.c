@@ -48,6 +48,7 @@
 #include <yaml.h>
 
 #include "hookq.h"
+#include "severity.h"
 #include "sqlscan.h"
 #include "xalloc.h"
 
@@ -1464,7 +1465,7 @@ const char *
 hook_kind_name(enum hook_kind k)
 {
 	static const char *const names[HOOK_COUNT] = { "on_failure", "on_late",
-						       "on_refused" };
+						       "on_refused", "on_warning" };
 
 	return k < HOOK_COUNT ? names[k] : "?";
 }
@@ -1520,11 +1521,24 @@ cfg_h_hook(struct cfg_parser *p, void *obj, const struct cfg_key *k,
 	return cfg_take_argv(p, k, val, cfg_hook_elem_ok, &h->argv, &h->argc);
 }
 
+/* severity: error or warn (severity.h), into a bool at k->off. */
+static int
+cfg_h_severity(struct cfg_parser *p, void *obj, const struct cfg_key *k,
+	       yaml_node_t *key, yaml_node_t *val)
+{
+	(void)key;
+	if (severity_parse(cfg_text(val), (bool *)((char *)obj + k->off)) < 0)
+		return cfg_bad_value(p, k, val);
+	return 0;
+}
+
 static const struct cfg_key cfg_check_keys[] = {
 	{ "name", YAML_SCALAR_NODE, cfg_h_str, CFG_OFF(check_def, name), 0,
 	  "a name", 0 },
 	{ "sql", YAML_SCALAR_NODE, cfg_h_str, CFG_OFF(check_def, sql), 0,
 	  "SQL text", 0 },
+	{ "severity", YAML_SCALAR_NODE, cfg_h_severity,
+	  CFG_OFF(check_def, warn), 0, "error or warn", 0 },
 	{ NULL, YAML_NO_NODE, NULL, 0, 0, NULL, 0 }
 };
 
@@ -1606,6 +1620,8 @@ static const struct cfg_key cfg_metric_keys[] = {
 	  "an SQL expression", 0 },
 	{ "max_change", YAML_SCALAR_NODE, cfg_h_max_change, 0, 0,
 	  "a percentage like 50%", 0 },
+	{ "severity", YAML_SCALAR_NODE, cfg_h_severity,
+	  CFG_OFF(metric_def, warn), 0, "error or warn", 0 },
 	{ NULL, YAML_NO_NODE, NULL, 0, 0, NULL, 0 }
 };
 
@@ -1648,6 +1664,10 @@ cfg_h_metrics(struct cfg_parser *p, void *obj, const struct cfg_key *k,
 			rc = cfg_parse_map(p, vn, cfg_metric_keys, m);
 			if (rc == 0 && m->sql == NULL)
 				rc = cfg_fail(p, vn->start_mark, "%s needs sql:",
+					      p->ctx);
+			if (rc == 0 && m->warn && !m->has_max_change)
+				rc = cfg_fail(p, vn->start_mark,
+					      "%s: severity: needs max_change:",
 					      p->ctx);
 		} else {
 			rc = cfg_fail(p, vn->start_mark,
@@ -1787,6 +1807,8 @@ static const struct cfg_key cfg_job_keys[] = {
 	{ "on_late", YAML_SEQUENCE_NODE, cfg_h_hook, HOOK_LATE, 0,
 	  "a command: a sequence of strings, program first", 0 },
 	{ "on_refused", YAML_SEQUENCE_NODE, cfg_h_hook, HOOK_REFUSED, 0,
+	  "a command: a sequence of strings, program first", 0 },
+	{ "on_warning", YAML_SEQUENCE_NODE, cfg_h_hook, HOOK_WARNING, 0,
 	  "a command: a sequence of strings, program first", 0 },
 	{ "late_data", YAML_MAPPING_NODE, cfg_h_late_data, 0, 0,
 	  "a mapping with sql: and every:", 0 },
@@ -2491,6 +2513,8 @@ cfg_code_version(struct job_def *j)
 	for (i = 0; i < j->nchecks; i++) {
 		h = cfg_fnv_field(h, "check.name", j->checks[i].name);
 		h = cfg_fnv_field(h, "check.sql", j->checks[i].sql);
+		if (j->checks[i].warn)
+			h = cfg_fnv_field(h, "check.severity", "warn");
 	}
 	h = cfg_fnv_int(h, "metrics", (long long)j->nmetrics);
 	for (i = 0; i < j->nmetrics; i++) {
@@ -2502,6 +2526,8 @@ cfg_code_version(struct job_def *j)
 			snprintf(mc, sizeof mc, "%.17g", j->metrics[i].max_change);
 		h = cfg_fnv_field(h, "metric.max_change",
 				  j->metrics[i].has_max_change ? mc : NULL);
+		if (j->metrics[i].warn)
+			h = cfg_fnv_field(h, "metric.severity", "warn");
 	}
 	h = cfg_fnv_int(h, "key", (long long)j->nkey);
 	for (i = 0; i < j->nkey; i++)

@@ -56,6 +56,7 @@ struct warehouse_def {
 struct check_def {
 	char *name;
 	char *sql;
+	bool warn;          /* severity: warn (default error) */
 	struct pos pos;
 };
 
@@ -64,6 +65,7 @@ struct metric_def {
 	char *sql;          /* an aggregate expression over the job's table */
 	bool has_max_change;
 	double max_change;  /* percent */
+	bool warn;          /* severity: warn of its max_change (default error) */
 	struct pos pos;
 };
 
@@ -81,7 +83,8 @@ struct hook_def {
 	struct pos pos;
 };
 
-enum hook_kind { HOOK_FAILURE, HOOK_LATE, HOOK_REFUSED, HOOK_COUNT };
+enum hook_kind { HOOK_FAILURE, HOOK_LATE, HOOK_REFUSED, HOOK_WARNING,
+	HOOK_COUNT };
 
 struct job_def {
 	char *name;

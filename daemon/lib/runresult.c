@@ -119,7 +119,8 @@ runresult_format(const struct runresult *r, struct buf *out)
 		buf_printf(out, ", \"passed\": %s, \"detail\": ",
 			   c->passed ? "true" : "false");
 		runresult_put_str(out, c->detail);
-		buf_printf(out, ", \"part\": %zu}", c->part);
+		buf_printf(out, ", \"part\": %zu%s}", c->part,
+			   c->warn ? ", \"warn\": true" : "");
 	}
 	buf_addstr(out, "]");
 	if (r->guards != NULL) {
@@ -532,6 +533,8 @@ rr_check_member(struct rr_in *in, const char *key, void *arg)
 	}
 	if (strcmp(key, "passed") == 0)
 		return rr_bool(in, &c->passed);
+	if (strcmp(key, "warn") == 0)
+		return rr_bool(in, &c->warn);
 	if (strcmp(key, "part") == 0) {
 		if (rr_int(in, &part) < 0)
 			return -1;

@@ -50,6 +50,7 @@ struct runresult_check {
 	char *detail;
 	bool passed;
 	size_t part; /* index of the partition checked */
+	bool warn;   /* severity: warn */
 };
 
 struct runresult_metric {

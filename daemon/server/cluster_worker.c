@@ -561,6 +561,7 @@ cworker_decode_checks(struct runresult *rr, struct exec_run *run)
 		cr->name = c->name;
 		cr->detail = c->detail;
 		cr->passed = c->passed;
+		cr->warn = c->warn;
 		cr->part = c->part;
 		c->name = c->detail = NULL;
 	}
@@ -815,6 +816,7 @@ cworker_encode(const struct exec_run *run)
 		rr.checks[i].name = run->checks[i].name;
 		rr.checks[i].detail = run->checks[i].detail;
 		rr.checks[i].passed = run->checks[i].passed;
+		rr.checks[i].warn = run->checks[i].warn;
 		rr.checks[i].part = run->checks[i].part;
 	}
 	if (run->guards != NULL) {

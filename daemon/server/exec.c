@@ -51,6 +51,7 @@
 #include "guard.h"
 #include "module.h"
 #include "proc.h"
+#include "severity.h"
 #include "wh.h"
 
 
@@ -570,7 +571,7 @@ exec_value_true(const char *v)
 /*
  * Run every check of the job for part i, recording each outcome.  A check
  * that returns a failing value fails the run (the first one names the
- * error) but the others still run, for the audit; a check that cannot run
+ * error) unless its severity is warn, but the others still run, for the audit; a check that cannot run
  * (SQL error, interrupt) stops there.  Returns 0 when all passed, -1 when
  * one failed, -2 when one could not run.
  */
@@ -595,6 +596,7 @@ exec_checks(struct exec_flight *fl, struct wh_conn *conn, size_t i,
 		err_clear(&qerr);
 		cr = &run->checks[run->nchecks++];
 		cr->name = exec_xstrdup(jd->checks[k].name);
+		cr->warn = jd->checks[k].warn;
 		cr->part = i;
 		if (conn->drv->query_value(conn, jd->checks[k].sql, params,
 		    nparams, &has_row, &value, &qerr) == -1) {
@@ -616,7 +618,7 @@ exec_checks(struct exec_flight *fl, struct wh_conn *conn, size_t i,
 			    value, strlen(value) > 64 ? "..." : "");
 		free(value);
 		cr->detail = exec_xstrdup(detail);
-		if (!cr->passed && rc == 0) {
+		if (severity_fails_run(cr->passed, cr->warn) && rc == 0) {
 			err_set(err, EXIT_WORK_FAILED, "check %s failed for %s "
 			    "(%s)", jd->checks[k].name, key, detail);
 			rc = -1;

@@ -127,6 +127,11 @@ void sched_run_fill(struct sched *s, struct active *a);
 void sched_active_free(struct active *a);
 
 /* sched_audit.c */
+/* The note of a run that succeeded with warnings for partition i (the
+ * failed checks of severity: warn), "warning: ..." into out; false, out
+ * empty, when it has none. */
+bool sched_audit_warning(const struct exec_run *run, size_t i, char *out,
+			 size_t size);
 int sched_audit(struct sched *s, struct exec_run *run, const int64_t *run_ids,
 		struct err *err);
 

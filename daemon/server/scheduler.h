@@ -136,6 +136,8 @@ struct sched_run_event {
 	double duration_s;
 	bool has_delay;      /* a scheduled partition: */
 	double delay_s;      /* from its due time to the run's start */
+	const struct exec_check_result *checks; /* its checks' outcomes */
+	size_t nchecks;
 };
 void sched_on_run(struct sched *s,
 		  void (*cb)(void *data, const struct sched_run_event *ev),

@@ -335,6 +335,10 @@ static const struct bad_inline bad_inlines[] = {
 	  "inline.yaml:12:13: metric \"rows\" of job \"x\" must be an SQL expression or a mapping with sql: and max_change:, got a sequence" },
 	{ JX "    sql: SELECT 1\n    table: t\n    partition_column: dt\n    metrics:\n      rows: {max_change: 10%}\n",
 	  "inline.yaml:12:13: metric \"rows\" of job \"x\" needs sql:" },
+	{ JX "    sql: SELECT 1\n    checks:\n      - {name: c, sql: SELECT 1, severity: loud}\n",
+	  "inline.yaml:10:44: check \"c\" of job \"x\": severity must be error or warn, got \"loud\"" },
+	{ JX "    sql: SELECT 1\n    table: t\n    partition_column: dt\n    metrics:\n      rows: {sql: COUNT(*), severity: warn}\n",
+	  "inline.yaml:12:13: metric \"rows\" of job \"x\": severity: needs max_change:" },
 	{ JX "    sql: SELECT 1\n    key: []\n",
 	  "inline.yaml:9:10: job \"x\": key must be a sequence of column names, got an empty sequence" },
 	{ JX "    sql: SELECT 1\n    min_rows: -1\n",
@@ -844,6 +848,40 @@ START_TEST(test_refs)
 	config_unref(cfg);
 	config_unref(NULL);
 	ck_assert_ptr_null(config_ref(NULL));
+}
+END_TEST
+
+/* severity: warn on a check and a metric's max_change, error by default;
+ * on_warning; severity is part of code_version. */
+START_TEST(test_severity_values)
+{
+	const char *base = JX "    sql: SELECT 1\n"
+		"    checks:\n"
+		"      - {name: loud, sql: SELECT 1}\n"
+		"      - {name: soft, sql: SELECT 1, severity: %s}\n"
+		"    table: t\n    partition_column: dt\n"
+		"    metrics:\n"
+		"      revenue: {sql: SUM(r), max_change: 50%%, severity: %s}\n"
+		"    on_warning: [\"/bin/page\", \"{error}\"]\n";
+	char text[1024];
+	struct config *w, *e;
+	const struct job_def *j;
+
+	snprintf(text, sizeof text, base, "warn", "warn");
+	w = load_ok(text);
+	snprintf(text, sizeof text, base, "error", "error");
+	e = load_ok(text);
+	j = config_job(w, "x");
+	ck_assert(!j->checks[0].warn);
+	ck_assert(j->checks[1].warn);
+	ck_assert(j->metrics[0].warn);
+	ck_assert_uint_eq(j->hooks[HOOK_WARNING].argc, 2);
+	ck_assert_str_eq(hook_kind_name(HOOK_WARNING), "on_warning");
+	ck_assert(!config_job(e, "x")->checks[1].warn);
+	ck_assert(!config_job(e, "x")->metrics[0].warn);
+	ck_assert_str_ne(j->code_version, config_job(e, "x")->code_version);
+	config_unref(w);
+	config_unref(e);
 }
 END_TEST
 
@@ -1584,6 +1622,7 @@ config_suite(void)
 
 	tc = tcase_create("files");
 	tcase_add_test(tc, test_load_file);
+	tcase_add_test(tc, test_severity_values);
 	tcase_add_test(tc, test_sql_file);
 	suite_add_tcase(s, tc);
 
