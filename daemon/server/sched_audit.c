@@ -109,6 +109,15 @@ sched_audit_checks(const struct exec_run *run, size_t i, struct buf *json,
 			   cr->warn ? "warn" : "error",
 			   severity_result(cr->passed, cr->warn));
 		json_str(json, cr->detail);
+		if (cr->recon) {
+			buf_addstr(json, ", \"source\": ");
+			sched_audit_num(json, cr->has_source, cr->source);
+			buf_addstr(json, ", \"target\": ");
+			sched_audit_num(json, cr->has_target, cr->target);
+			buf_addstr(json, ", \"difference\": ");
+			sched_audit_num(json, cr->has_source && cr->has_target,
+					cr->diff);
+		}
 		buf_addstr(json, "}");
 		if (cr->passed)
 			npassed++;
