@@ -823,7 +823,7 @@ exec_reconciles(struct exec_flight *fl, struct wh_conn *conn, size_t i,
 			if (cr->has_target)
 				snprintf(tv, sizeof tv, "%.15g", cr->target);
 			snprintf(detail, sizeof detail, "source %s, target %s,"
-			    " difference %+.15g, %s %s", sv, tv, cr->diff,
+			    " difference %+.10g, %s %s", sv, tv, cr->diff,
 			    cr->passed ? "within tolerance" : "above tolerance",
 			    tol);
 		}

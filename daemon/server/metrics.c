@@ -42,6 +42,8 @@ struct hist {
 struct mcheck {
 	char *name;
 	int64_t n[3];
+	bool has_values;       /* a reconcile check that compared two values */
+	double source, target, diff; /* ... at its newest run */
 };
 
 struct mjob {
@@ -118,6 +120,12 @@ metrics_run_cb(void *data, const struct sched_run_event *ev)
 			j->nchecks++;
 		}
 		j->checks[c].n[cr->passed ? 0 : cr->warn ? 2 : 1]++;
+		if (cr->recon && cr->has_source && cr->has_target) {
+			j->checks[c].has_values = true;
+			j->checks[c].source = cr->source;
+			j->checks[c].target = cr->target;
+			j->checks[c].diff = cr->diff;
+		}
 	}
 }
 
@@ -127,6 +135,37 @@ metrics_head(struct buf *o, const char *name, const char *type,
 	     const char *help)
 {
 	buf_printf(o, "# HELP %s %s\n# TYPE %s %s\n", name, help, name, type);
+}
+
+static void metrics_label(struct buf *o, const char *v);
+
+/* The values of the newest comparison of each reconcile check. */
+static void
+metrics_recon(struct metrics *m, struct buf *o)
+{
+	static const char *const names[3] = { "backfilld_reconcile_source",
+		"backfilld_reconcile_target", "backfilld_reconcile_difference" };
+	static const char *const helps[3] = {
+		"The source value of the newest partition a reconcile check compared, by job and check.",
+		"The target value of the newest partition a reconcile check compared, by job and check.",
+		"Target minus source of the newest partition a reconcile check compared, by job and check." };
+
+	for (int f = 0; f < 3; f++) {
+		metrics_head(o, names[f], "gauge", helps[f]);
+		for (size_t i = 0; i < m->njobs; i++)
+			for (size_t c = 0; c < m->jobs[i].nchecks; c++) {
+				const struct mcheck *mc = &m->jobs[i].checks[c];
+
+				if (!mc->has_values)
+					continue;
+				buf_printf(o, "%s{job=\"", names[f]);
+				metrics_label(o, m->jobs[i].name);
+				buf_addstr(o, "\",check=\"");
+				metrics_label(o, mc->name);
+				buf_printf(o, "\"} %.17g\n", f == 0 ? mc->source :
+					   f == 1 ? mc->target : mc->diff);
+			}
+	}
 }
 
 /* A label value, escaped (backslash, quote, newline). */
@@ -283,6 +322,8 @@ metrics_render(struct metrics *m, struct buf *o)
 					   severity_result(r == 0, r == 2),
 					   m->jobs[i].checks[c].n[r]);
 			}
+
+	metrics_recon(m, o);
 
 	metrics_hist_family(o, m, "backfilld_run_duration_seconds",
 			    "Wall time of runs, by job.", false);

@@ -157,6 +157,23 @@ sched_audit_warning(const struct exec_run *run, size_t i, char *out,
 	return n > 0;
 }
 
+bool
+sched_audit_reconciled(const struct exec_run *run, size_t i)
+{
+	size_t n = 0;
+
+	for (size_t c = 0; c < run->nchecks; c++) {
+		const struct exec_check_result *cr = &run->checks[c];
+
+		if (cr->part != i || !cr->recon)
+			continue;
+		if (!cr->passed)
+			return false;
+		n++;
+	}
+	return n > 0;
+}
+
 /* Record what a run measured and checked for each of its partitions
  * (inside the caller's transaction); a batch run has one run id per
  * partition (run_ids), an ordinary one NULL. */

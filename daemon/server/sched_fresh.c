@@ -136,6 +136,14 @@ sched_fresh_run_done(struct sched *s, struct active *a, enum mstate result,
 				   a->run.error[0] ? a->run.error : "failed");
 		if (result != MS_SUCCEEDED)
 			continue;
+		if (sched_audit_reconciled(&a->run, r->batch ? i : 0)) {
+			struct jobstate *js = sched_jobstate(s, r->job_name);
+
+			if (!js->has_reconciled || e->part > js->reconciled) {
+				js->has_reconciled = true;
+				js->reconciled = e->part;
+			}
+		}
 		if (j != NULL && sched_audit_warning(&a->run, r->batch ? i : 0,
 						     note, sizeof note))
 			hooks_fire(s->hooks, j, HOOK_WARNING,

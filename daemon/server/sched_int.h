@@ -59,6 +59,10 @@ struct jobstate {
 	struct store_job_state st;
 	int64_t last[MS_COUNT];	   /* partitions by their newest finished run */
 	struct sensor_run *sensor; /* a late_data check in flight */
+	/* the newest partition whose reconcile checks all passed, since the
+	 * daemon started (README.md, "Reconciliation") */
+	bool has_reconciled;
+	part_t reconciled;
 };
 
 struct sched {
@@ -132,6 +136,8 @@ void sched_active_free(struct active *a);
  * empty, when it has none. */
 bool sched_audit_warning(const struct exec_run *run, size_t i, char *out,
 			 size_t size);
+/* Whether partition i had reconcile checks and they all passed. */
+bool sched_audit_reconciled(const struct exec_run *run, size_t i);
 int sched_audit(struct sched *s, struct exec_run *run, const int64_t *run_ids,
 		struct err *err);
 

@@ -215,6 +215,10 @@ struct sched_job_view {
 	int64_t last_check_ms, next_check; /* ms, seconds */
 	int64_t found;
 	const char *sensor_error;          /* NULL when the last check worked */
+	/* reconcile: the newest partition whose reconcile checks passed
+	 * since the daemon started */
+	bool has_reconciled;
+	part_t reconciled;
 };
 void sched_job_view(struct sched *s, int job, struct sched_job_view *v);
 struct store *sched_store(struct sched *s);

@@ -17,6 +17,8 @@ landing's SUM(amount) of the day.
   BACKFILLD_REQUIRE_POSTGRES=1): SQLite landing with a PostgreSQL sales
   warehouse, and a PostgreSQL landing with a SQLite sales warehouse."""
 import os
+import shutil
+import subprocess
 import sys
 
 import harness as h
@@ -59,11 +61,31 @@ def job(sql, source_wh="landing", target_wh="sales", extra="", timeout="",
     return "\n".join(lines) + "\n"
 
 
+SETTINGS = {"max_concurrency": 2, "metrics_file": "m.prom"}
+
+
 def sqlite_daemon(sql, name, **kw):
     return h.Daemon(jobs=job(sql, **kw),
                     warehouses={"sales": h.sales_seed(),
                                 "landing": h.sales_seed() + LANDING_SQL},
-                    settings={"max_concurrency": 2}, name=name)
+                    settings=SETTINGS, name=name)
+
+
+def rewrite(d, text):
+    d.write_config(d.render(text, SETTINGS))
+    d.ok("reload")
+
+
+def prom(d):
+    """{sample name and labels: value} of the metrics file."""
+    out = {}
+    with open(os.path.join(d.dir, "m.prom")) as f:
+        text = f.read()
+    for line in text.splitlines():
+        if line and not line.startswith("#"):
+            k, v = line.rsplit(" ", 1)
+            out[k] = float(v)
+    return text, out
 
 
 def window_runs(d, n0, state):
@@ -129,9 +151,35 @@ def assert_passed_window(d, truth):
 def test_sqlite_to_sqlite():
     d = sqlite_daemon(BUGGY_SQL, "rc-sqlite")
     assert_failed_window(d, lambda x: raw_sum(d, x), lambda x: raw_sum(d, x, False))
-    tg.rewrite(d, job(tg.GOOD_SQL))
+    h.eq(d.status()["fct_daily_sales"].get("reconciled_through", "absent"), None,
+         "reconciled_through after failed reconciles")
+    rewrite(d, job(tg.GOOD_SQL))
     assert_passed_window(d, lambda x: raw_sum(d, x))
     h.assert_fact_repaired(d, *h.WINDOW)
+    h.eq(d.status()["fct_daily_sales"].get("reconciled_through"), h.WINDOW[1],
+         "reconciled_through after the window passed")
+    out = d.ok("status")
+    h.check("reconciled fct_daily_sales: through %s" % h.WINDOW[1] in out,
+            "status text names the reconciled-through partition:\n%s" % out)
+    # an older partition that passes later does not move it back
+    d.ok("backfill", "fct_daily_sales", "--from", "2026-02-01", "--to", "2026-02-01", "--wait")
+    h.eq(d.status()["fct_daily_sales"].get("reconciled_through"), h.WINDOW[1],
+         "reconciled_through after an older partition passed")
+    d.stop()
+    text, got = prom(d)
+    lab = '{job="fct_daily_sales",check="reconcile:revenue_matches_source"'
+    h.eq(got.get("backfilld_checks_total" + lab + ',result="failed"}'), 5.0, "failed counted")
+    h.eq(got.get("backfilld_checks_total" + lab + ',result="passed"}'), 6.0, "passed counted")
+    src = raw_sum(d, "2026-02-01")
+    h.check(abs(got.get("backfilld_reconcile_source" + lab + "}", -1) - src) < 0.005
+            and abs(got.get("backfilld_reconcile_difference" + lab + "}", -1)) < 0.005,
+            "the newest comparison's values in the metrics:\n%s" % text)
+    tool = shutil.which("promtool")
+    if tool:
+        p = subprocess.run([tool, "check", "metrics"], input=text, capture_output=True,
+                           text=True)
+        h.check(p.returncode == 0, "promtool check metrics: %s%s" % (p.stdout, p.stderr))
+    return
     d.stop()
 
 
