@@ -2225,6 +2225,10 @@ cfg_job_needs(struct cfg_parser *p, struct job_def *j, yaml_node_t *map,
 		return cfg_fail(p, cfg_map_get(p, map, "batch")->start_mark,
 				"%sbatch: true needs a SQL job (sql: or sql_file:)",
 				p->pfx);
+	if (j->nreconciles > 0 && !is_sql)
+		return cfg_fail(p, cfg_map_key(p, map, "reconcile")->start_mark,
+				"%sreconcile needs a SQL job (sql: or sql_file:)",
+				p->pfx);
 	if (j->warehouse < 0) {
 		static const char *const need[] = { "checks", "reconcile", "table",
 			"partition_column", "key", "min_rows", "metrics",

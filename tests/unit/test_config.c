@@ -345,6 +345,8 @@ static const struct bad_inline bad_inlines[] = {
 	  "inline.yaml:10:91: reconcile \"r\" of job \"x\": tolerance must be a percentage like 0.1% or a non-negative number, got \"5 %\"" },
 	{ JX "    sql: SELECT 1\n    reconcile:\n      - {name: r, source: {warehouse: sales}, target: SELECT 1}\n",
 	  "inline.yaml:10:27: reconcile \"r\" of job \"x\": source needs warehouse: and sql:" },
+	{ JX "    command: [x]\n    reconcile:\n      - {name: r, source: {warehouse: sales, sql: SELECT 1}, target: SELECT 1}\n",
+	  "inline.yaml:9:5: job \"x\": reconcile needs a SQL job (sql: or sql_file:)" },
 	{ JX "    sql: SELECT 1\n    reconcile:\n      - {name: r, target: SELECT 1}\n",
 	  "inline.yaml:10:9: reconcile \"r\" of job \"x\" needs name:, source: and target:" },
 	{ JX "    sql: SELECT 1\n    key: []\n",
