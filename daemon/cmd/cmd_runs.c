@@ -11,6 +11,7 @@
 
 #include "calendar.h"
 #include "json.h"
+#include "severity.h"
 #include "text.h"
 #include "xalloc.h"
 
@@ -66,6 +67,9 @@ runs_cb(const struct store_run_row *r, void *data, struct err *err)
 		json_time(rc->out, r->finished_at, r->has_finished_at);
 		buf_addstr(rc->out, ", \"error\": ");
 		json_str(rc->out, r->error);
+		buf_printf(rc->out, ", \"warnings\": %s",
+			   strcmp(r->state, "succeeded") == 0 &&
+			   severity_is_note(r->error) ? "true" : "false");
 		buf_addstr(rc->out, ", \"rows_changed\": ");
 		if (r->has_rows)
 			buf_printf(rc->out, "%" PRId64, r->rows_changed);

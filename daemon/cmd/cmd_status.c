@@ -236,6 +236,12 @@ status_job_json(const struct job_def *j, const struct sched_job_view *v,
 	if (v->late > 0)
 		part_key(j->grain, v->late_oldest, k);
 	json_str(out, v->late > 0 ? k : NULL);
+	if (j->nreconciles > 0) {
+		buf_addstr(out, ", \"reconciled_through\": ");
+		if (v->has_reconciled)
+			part_key(j->grain, v->reconciled, k);
+		json_str(out, v->has_reconciled ? k : NULL);
+	}
 	if (v->has_sensor)
 		status_sensor_json(v, out);
 	buf_addstr(out, "}");
@@ -362,6 +368,13 @@ status_job_text(const struct job_def *j, const struct sched_job_view *v,
 		buf_printf(out, "late %s: %" PRId64 " partition%s past the"
 			   " deadline of %" PRId64 "s, oldest %s\n", j->name,
 			   v->late, v->late == 1 ? "" : "s", j->deadline, ok);
+	}
+	if (j->nreconciles > 0) {
+		if (v->has_reconciled)
+			part_key(j->grain, v->reconciled, ok);
+		buf_printf(out, "reconciled %s: through %s\n", j->name,
+			   v->has_reconciled ? ok : "- (none since the daemon"
+			   " started)");
 	}
 	if (!v->has_sensor)
 		return;

@@ -48,6 +48,7 @@
 #include <yaml.h>
 
 #include "hookq.h"
+#include "severity.h"
 #include "sqlscan.h"
 #include "xalloc.h"
 
@@ -1464,7 +1465,7 @@ const char *
 hook_kind_name(enum hook_kind k)
 {
 	static const char *const names[HOOK_COUNT] = { "on_failure", "on_late",
-						       "on_refused" };
+						       "on_refused", "on_warning" };
 
 	return k < HOOK_COUNT ? names[k] : "?";
 }
@@ -1520,11 +1521,24 @@ cfg_h_hook(struct cfg_parser *p, void *obj, const struct cfg_key *k,
 	return cfg_take_argv(p, k, val, cfg_hook_elem_ok, &h->argv, &h->argc);
 }
 
+/* severity: error or warn (severity.h), into a bool at k->off. */
+static int
+cfg_h_severity(struct cfg_parser *p, void *obj, const struct cfg_key *k,
+	       yaml_node_t *key, yaml_node_t *val)
+{
+	(void)key;
+	if (severity_parse(cfg_text(val), (bool *)((char *)obj + k->off)) < 0)
+		return cfg_bad_value(p, k, val);
+	return 0;
+}
+
 static const struct cfg_key cfg_check_keys[] = {
 	{ "name", YAML_SCALAR_NODE, cfg_h_str, CFG_OFF(check_def, name), 0,
 	  "a name", 0 },
 	{ "sql", YAML_SCALAR_NODE, cfg_h_str, CFG_OFF(check_def, sql), 0,
 	  "SQL text", 0 },
+	{ "severity", YAML_SCALAR_NODE, cfg_h_severity,
+	  CFG_OFF(check_def, warn), 0, "error or warn", 0 },
 	{ NULL, YAML_NO_NODE, NULL, 0, 0, NULL, 0 }
 };
 
@@ -1576,6 +1590,117 @@ cfg_h_checks(struct cfg_parser *p, void *obj, const struct cfg_key *k,
 	return rc;
 }
 
+/* tolerance: "0.1%" or an absolute number (reconcile.h). */
+static int
+cfg_h_tolerance(struct cfg_parser *p, void *obj, const struct cfg_key *k,
+		yaml_node_t *key, yaml_node_t *val)
+{
+	struct reconcile_def *r = obj;
+
+	(void)key;
+	if (reconcile_tolerance_parse(cfg_text(val), &r->tolerance) < 0)
+		return cfg_bad_value(p, k, val);
+	return 0;
+}
+
+static const struct cfg_key cfg_recon_source_keys[] = {
+	{ "warehouse", YAML_SCALAR_NODE, cfg_h_str,
+	  CFG_OFF(reconcile_def, source_warehouse), 0, "a warehouse name", 0 },
+	{ "sql", YAML_SCALAR_NODE, cfg_h_str, CFG_OFF(reconcile_def, source_sql),
+	  0, "SQL text", 0 },
+	{ "timeout", YAML_SCALAR_NODE, cfg_h_posduration,
+	  CFG_OFF(reconcile_def, source_timeout), 0, CFG_POSDURATION, 0 },
+	{ NULL, YAML_NO_NODE, NULL, 0, 0, NULL, 0 }
+};
+
+/* source: {warehouse, sql, timeout}. */
+static int
+cfg_h_recon_source(struct cfg_parser *p, void *obj, const struct cfg_key *k,
+		   yaml_node_t *key, yaml_node_t *val)
+{
+	struct reconcile_def *r = obj;
+
+	(void)k;
+	(void)key;
+	if (cfg_parse_map(p, val, cfg_recon_source_keys, r) < 0)
+		return -1;
+	if (r->source_warehouse == NULL || r->source_sql == NULL)
+		return cfg_fail(p, val->start_mark, "%s: source needs warehouse:"
+				" and sql:", p->ctx);
+	return 0;
+}
+
+static const struct cfg_key cfg_recon_keys[] = {
+	{ "name", YAML_SCALAR_NODE, cfg_h_str, CFG_OFF(reconcile_def, name), 0,
+	  "a name", 0 },
+	{ "source", YAML_MAPPING_NODE, cfg_h_recon_source, 0, 0,
+	  "a mapping {warehouse, sql, timeout}", 0 },
+	{ "target", YAML_SCALAR_NODE, cfg_h_str,
+	  CFG_OFF(reconcile_def, target_sql), 0, "SQL text", 0 },
+	{ "tolerance", YAML_SCALAR_NODE, cfg_h_tolerance, 0, 0,
+	  "a percentage like 0.1% or a non-negative number", 0 },
+	{ "severity", YAML_SCALAR_NODE, cfg_h_severity,
+	  CFG_OFF(reconcile_def, warn), 0, "error or warn", 0 },
+	{ NULL, YAML_NO_NODE, NULL, 0, 0, NULL, 0 }
+};
+
+/* reconcile: a sequence of {name, source, target, tolerance, severity}. */
+static int
+cfg_h_reconcile(struct cfg_parser *p, void *obj, const struct cfg_key *k,
+		yaml_node_t *key, yaml_node_t *val)
+{
+	struct job_def *j = obj;
+	size_t i, m, n = cfg_seq_len(val);
+	char saved[CFG_CTX_MAX], buf[CFG_QUOTE_MAX * 4 + 16];
+	int rc = 0;
+
+	if (n == 0)
+		return cfg_bad_value(p, k, val);
+	j->reconciles = xcalloc(n, sizeof *j->reconciles);
+	j->nreconciles = n;
+	memcpy(saved, p->ctx, sizeof saved);
+	for (i = 0; i < n && rc == 0; i++) {
+		struct reconcile_def *r = &j->reconciles[i];
+		yaml_node_t *it = cfg_seq_item(p, val, i), *nm;
+
+		r->source_wh = -1;
+		r->source_timeout = 60;
+		if (it->type != YAML_MAPPING_NODE) {
+			rc = cfg_bad_value(p, k, it);
+			break;
+		}
+		r->pos = cfg_pos(it->start_mark);
+		nm = cfg_map_get(p, it, "name");
+		if (nm != NULL && nm->type == YAML_SCALAR_NODE && !cfg_is_null(nm))
+			cfg_set_ctx(p, "reconcile %s of %s",
+				    cfg_quote(cfg_text(nm), buf, sizeof buf),
+				    saved);
+		else
+			cfg_set_ctx(p, "reconcile %zu of %s", i + 1, saved);
+		rc = cfg_parse_map(p, it, cfg_recon_keys, r);
+		if (rc == 0 && (r->name == NULL || r->source_sql == NULL ||
+				r->target_sql == NULL))
+			rc = cfg_fail(p, it->start_mark, "%s needs name:, source:"
+				      " and target:", p->ctx);
+		for (m = 0; rc == 0 && m < p->cfg->nwarehouses; m++)
+			if (strcmp(p->cfg->warehouses[m].name,
+				   r->source_warehouse) == 0)
+				r->source_wh = (int)m;
+		if (rc == 0 && r->source_wh < 0)
+			rc = cfg_fail(p, it->start_mark, "%s: unknown source"
+				      " warehouse %s", p->ctx,
+				      cfg_quote(r->source_warehouse, buf,
+						sizeof buf));
+		for (m = 0; rc == 0 && m < i; m++)
+			if (strcmp(j->reconciles[m].name, r->name) == 0)
+				rc = cfg_fail(p, nm->start_mark,
+					      "duplicate %s (first at line %d); reconcile names must be unique",
+					      p->ctx, j->reconciles[m].pos.line);
+	}
+	cfg_restore_ctx(p, saved);
+	return rc;
+}
+
 /* max_change: a percentage "50%" (> 0). */
 static int
 cfg_h_max_change(struct cfg_parser *p, void *obj, const struct cfg_key *k,
@@ -1606,6 +1731,8 @@ static const struct cfg_key cfg_metric_keys[] = {
 	  "an SQL expression", 0 },
 	{ "max_change", YAML_SCALAR_NODE, cfg_h_max_change, 0, 0,
 	  "a percentage like 50%", 0 },
+	{ "severity", YAML_SCALAR_NODE, cfg_h_severity,
+	  CFG_OFF(metric_def, warn), 0, "error or warn", 0 },
 	{ NULL, YAML_NO_NODE, NULL, 0, 0, NULL, 0 }
 };
 
@@ -1648,6 +1775,10 @@ cfg_h_metrics(struct cfg_parser *p, void *obj, const struct cfg_key *k,
 			rc = cfg_parse_map(p, vn, cfg_metric_keys, m);
 			if (rc == 0 && m->sql == NULL)
 				rc = cfg_fail(p, vn->start_mark, "%s needs sql:",
+					      p->ctx);
+			if (rc == 0 && m->warn && !m->has_max_change)
+				rc = cfg_fail(p, vn->start_mark,
+					      "%s: severity: needs max_change:",
 					      p->ctx);
 		} else {
 			rc = cfg_fail(p, vn->start_mark,
@@ -1760,6 +1891,8 @@ static const struct cfg_key cfg_job_keys[] = {
 	  "a non-empty sequence of strings (argv, no shell)", 0 },
 	{ "checks", YAML_SEQUENCE_NODE, cfg_h_checks, 0, 0,
 	  "a sequence of {name, sql}", 0 },
+	{ "reconcile", YAML_SEQUENCE_NODE, cfg_h_reconcile, 0, 0,
+	  "a sequence of {name, source, target, tolerance}", 0 },
 	{ "upstream", YAML_SEQUENCE_NODE, cfg_h_strseq, CFG_JOB(upstream),
 	  CFG_JOB(nupstream), "a sequence of job names", 0 },
 	{ "allow_wall_clock", YAML_SCALAR_NODE, cfg_h_bool,
@@ -1787,6 +1920,8 @@ static const struct cfg_key cfg_job_keys[] = {
 	{ "on_late", YAML_SEQUENCE_NODE, cfg_h_hook, HOOK_LATE, 0,
 	  "a command: a sequence of strings, program first", 0 },
 	{ "on_refused", YAML_SEQUENCE_NODE, cfg_h_hook, HOOK_REFUSED, 0,
+	  "a command: a sequence of strings, program first", 0 },
+	{ "on_warning", YAML_SEQUENCE_NODE, cfg_h_hook, HOOK_WARNING, 0,
 	  "a command: a sequence of strings, program first", 0 },
 	{ "late_data", YAML_MAPPING_NODE, cfg_h_late_data, 0, 0,
 	  "a mapping with sql: and every:", 0 },
@@ -2090,8 +2225,12 @@ cfg_job_needs(struct cfg_parser *p, struct job_def *j, yaml_node_t *map,
 		return cfg_fail(p, cfg_map_get(p, map, "batch")->start_mark,
 				"%sbatch: true needs a SQL job (sql: or sql_file:)",
 				p->pfx);
+	if (j->nreconciles > 0 && !is_sql)
+		return cfg_fail(p, cfg_map_key(p, map, "reconcile")->start_mark,
+				"%sreconcile needs a SQL job (sql: or sql_file:)",
+				p->pfx);
 	if (j->warehouse < 0) {
-		static const char *const need[] = { "checks", "table",
+		static const char *const need[] = { "checks", "reconcile", "table",
 			"partition_column", "key", "min_rows", "metrics",
 			"late_data", NULL };
 
@@ -2491,6 +2630,22 @@ cfg_code_version(struct job_def *j)
 	for (i = 0; i < j->nchecks; i++) {
 		h = cfg_fnv_field(h, "check.name", j->checks[i].name);
 		h = cfg_fnv_field(h, "check.sql", j->checks[i].sql);
+		if (j->checks[i].warn)
+			h = cfg_fnv_field(h, "check.severity", "warn");
+	}
+	for (i = 0; i < j->nreconciles; i++) {
+		char tol[64];
+
+		reconcile_tolerance_format(&j->reconciles[i].tolerance, tol,
+					   sizeof tol);
+		h = cfg_fnv_field(h, "reconcile.name", j->reconciles[i].name);
+		h = cfg_fnv_field(h, "reconcile.source",
+				  j->reconciles[i].source_sql);
+		h = cfg_fnv_field(h, "reconcile.target",
+				  j->reconciles[i].target_sql);
+		h = cfg_fnv_field(h, "reconcile.tolerance", tol);
+		h = cfg_fnv_field(h, "reconcile.severity",
+				  j->reconciles[i].warn ? "warn" : "error");
 	}
 	h = cfg_fnv_int(h, "metrics", (long long)j->nmetrics);
 	for (i = 0; i < j->nmetrics; i++) {
@@ -2502,6 +2657,8 @@ cfg_code_version(struct job_def *j)
 			snprintf(mc, sizeof mc, "%.17g", j->metrics[i].max_change);
 		h = cfg_fnv_field(h, "metric.max_change",
 				  j->metrics[i].has_max_change ? mc : NULL);
+		if (j->metrics[i].warn)
+			h = cfg_fnv_field(h, "metric.severity", "warn");
 	}
 	h = cfg_fnv_int(h, "key", (long long)j->nkey);
 	for (i = 0; i < j->nkey; i++)
@@ -2988,6 +3145,13 @@ config_free(struct config *cfg)
 			free(j->checks[k].sql);
 		}
 		free(j->checks);
+		for (k = 0; k < j->nreconciles; k++) {
+			free(j->reconciles[k].name);
+			free(j->reconciles[k].source_warehouse);
+			free(j->reconciles[k].source_sql);
+			free(j->reconciles[k].target_sql);
+		}
+		free(j->reconciles);
 		for (k = 0; k < j->nupstream; k++)
 			free(j->upstream[k]);
 		free(j->upstream);

@@ -18,6 +18,7 @@
 
 #include "calendar.h"
 #include "err.h"
+#include "reconcile.h"
 
 struct pos {
 	int line; /* 1-based; 0 when unknown */
@@ -56,6 +57,21 @@ struct warehouse_def {
 struct check_def {
 	char *name;
 	char *sql;
+	bool warn;          /* severity: warn (default error) */
+	struct pos pos;
+};
+
+/* reconcile: a value on another warehouse against one on the job's own,
+ * after the write (README.md, "Reconciliation"). */
+struct reconcile_def {
+	char *name;
+	char *source_warehouse;  /* its name */
+	int source_wh;           /* index into config->warehouses */
+	char *source_sql;
+	int64_t source_timeout;  /* seconds, default 60 */
+	char *target_sql;
+	struct reconcile_tolerance tolerance; /* default 0 (exact) */
+	bool warn;               /* severity: warn */
 	struct pos pos;
 };
 
@@ -64,6 +80,7 @@ struct metric_def {
 	char *sql;          /* an aggregate expression over the job's table */
 	bool has_max_change;
 	double max_change;  /* percent */
+	bool warn;          /* severity: warn of its max_change (default error) */
 	struct pos pos;
 };
 
@@ -81,7 +98,8 @@ struct hook_def {
 	struct pos pos;
 };
 
-enum hook_kind { HOOK_FAILURE, HOOK_LATE, HOOK_REFUSED, HOOK_COUNT };
+enum hook_kind { HOOK_FAILURE, HOOK_LATE, HOOK_REFUSED, HOOK_WARNING,
+	HOOK_COUNT };
 
 struct job_def {
 	char *name;
@@ -118,6 +136,8 @@ struct job_def {
 	size_t command_len;
 	struct check_def *checks;
 	size_t nchecks;
+	struct reconcile_def *reconciles;
+	size_t nreconciles;
 
 	char **upstream;   /* names */
 	size_t nupstream;

@@ -119,7 +119,17 @@ runresult_format(const struct runresult *r, struct buf *out)
 		buf_printf(out, ", \"passed\": %s, \"detail\": ",
 			   c->passed ? "true" : "false");
 		runresult_put_str(out, c->detail);
-		buf_printf(out, ", \"part\": %zu}", c->part);
+		buf_printf(out, ", \"part\": %zu%s", c->part,
+			   c->warn ? ", \"warn\": true" : "");
+		if (c->recon) {
+			buf_addstr(out, ", \"recon\": true, \"source\": ");
+			runresult_put_num(out, c->has_source, c->source);
+			buf_addstr(out, ", \"target\": ");
+			runresult_put_num(out, c->has_target, c->target);
+			buf_addstr(out, ", \"difference\": ");
+			runresult_put_num(out, true, c->diff);
+		}
+		buf_addstr(out, "}");
 	}
 	buf_addstr(out, "]");
 	if (r->guards != NULL) {
@@ -532,6 +542,19 @@ rr_check_member(struct rr_in *in, const char *key, void *arg)
 	}
 	if (strcmp(key, "passed") == 0)
 		return rr_bool(in, &c->passed);
+	if (strcmp(key, "warn") == 0)
+		return rr_bool(in, &c->warn);
+	if (strcmp(key, "recon") == 0)
+		return rr_bool(in, &c->recon);
+	if (strcmp(key, "source") == 0)
+		return rr_opt_num(in, &c->has_source, &c->source);
+	if (strcmp(key, "target") == 0)
+		return rr_opt_num(in, &c->has_target, &c->target);
+	if (strcmp(key, "difference") == 0) {
+		bool has;
+
+		return rr_opt_num(in, &has, &c->diff);
+	}
 	if (strcmp(key, "part") == 0) {
 		if (rr_int(in, &part) < 0)
 			return -1;

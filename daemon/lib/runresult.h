@@ -50,6 +50,10 @@ struct runresult_check {
 	char *detail;
 	bool passed;
 	size_t part; /* index of the partition checked */
+	bool warn;   /* severity: warn */
+	/* a reconcile check: the values compared (exec.h) */
+	bool recon, has_source, has_target;
+	double source, target, diff;
 };
 
 struct runresult_metric {

@@ -561,6 +561,13 @@ cworker_decode_checks(struct runresult *rr, struct exec_run *run)
 		cr->name = c->name;
 		cr->detail = c->detail;
 		cr->passed = c->passed;
+		cr->warn = c->warn;
+		cr->recon = c->recon;
+		cr->has_source = c->has_source;
+		cr->has_target = c->has_target;
+		cr->source = c->source;
+		cr->target = c->target;
+		cr->diff = c->diff;
 		cr->part = c->part;
 		c->name = c->detail = NULL;
 	}
@@ -815,6 +822,13 @@ cworker_encode(const struct exec_run *run)
 		rr.checks[i].name = run->checks[i].name;
 		rr.checks[i].detail = run->checks[i].detail;
 		rr.checks[i].passed = run->checks[i].passed;
+		rr.checks[i].warn = run->checks[i].warn;
+		rr.checks[i].recon = run->checks[i].recon;
+		rr.checks[i].has_source = run->checks[i].has_source;
+		rr.checks[i].has_target = run->checks[i].has_target;
+		rr.checks[i].source = run->checks[i].source;
+		rr.checks[i].target = run->checks[i].target;
+		rr.checks[i].diff = run->checks[i].diff;
 		rr.checks[i].part = run->checks[i].part;
 	}
 	if (run->guards != NULL) {

@@ -40,9 +40,14 @@ struct exec_part {
 struct exec_check_result {
 	char *name;
 	bool passed;
+	bool warn;     /* severity: warn: failed, it does not fail the run */
 	char *detail;  /* "returned 1", "returned NULL", "returned no row", or
 			* the error that kept the check from running */
 	size_t part;   /* index into exec_run.parts: the partition checked */
+	/* a reconcile check: the values compared (has_*: not NULL, and the
+	 * source reached) and target - source */
+	bool recon, has_source, has_target;
+	double source, target, diff;
 };
 
 /* A metric of a guarded run, before and after its write. */

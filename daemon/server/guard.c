@@ -8,7 +8,8 @@
  *   key_unique          no two rows of the partition share the `key`
  *   min_rows            at least `min_rows` rows (default 0)
  *   max_change:NAME     the metric moved at most `max_change` percent
- * A failed one fails the run, which rolls back: the old partition stays.
+ * A failed one fails the run, which rolls back: the old partition stays;
+ * a max_change whose metric says severity: warn only warns.
  * Table and column names are the operator's configuration, quoted as
  * identifiers; metric expressions are SQL by design.  The partition is
  * always a bound parameter.
@@ -21,6 +22,7 @@
 #include <string.h>
 
 #include "buf.h"
+#include "severity.h"
 #include "xalloc.h"
 
 /* Append an identifier, double-quoted with embedded quotes doubled. */
@@ -202,7 +204,7 @@ guard_before(struct exec_run *run, struct wh_conn *conn, size_t i,
 }
 
 /* Record one built-in check's outcome. */
-static void
+static struct exec_check_result *
 guard_record(struct exec_run *run, size_t i, const char *name, bool passed,
 	     const char *detail)
 {
@@ -212,6 +214,7 @@ guard_record(struct exec_run *run, size_t i, const char *name, bool passed,
 	cr->detail = xstrdup(detail);
 	cr->passed = passed;
 	cr->part = i;
+	return cr;
 }
 
 enum guard_outcome
@@ -283,8 +286,8 @@ guard_after(struct exec_run *run, struct wh_conn *conn, size_t i,
 			 " %s %g%%", j->metrics[k].name, m->change_pct, m->before,
 			 m->after, ok ? "within" : "above max_change",
 			 j->metrics[k].max_change);
-		guard_record(run, i, name, ok, detail);
-		if (!ok) {
+		guard_record(run, i, name, ok, detail)->warn = j->metrics[k].warn;
+		if (severity_fails_run(ok, j->metrics[k].warn)) {
 			if (rc == GUARD_PASSED && first_error)
 				err_set(err, EXIT_WORK_FAILED, "check %s failed for"
 					" %s: %s", name, key, detail);

@@ -22,6 +22,7 @@
 
 #include "log.h"
 #include "report.h"
+#include "severity.h"
 #include "xalloc.h"
 
 static const double metrics_dur_buckets[] = { 0.1, 0.5, 1, 5, 15, 60, 300,
@@ -37,10 +38,20 @@ struct hist {
 	double sum;
 };
 
+/* The outcomes of one check of a job: passed, failed, warned. */
+struct mcheck {
+	char *name;
+	int64_t n[3];
+	bool has_values;       /* a reconcile check that compared two values */
+	double source, target, diff; /* ... at its newest run */
+};
+
 struct mjob {
 	char *name;
 	int64_t runs[MS_COUNT];
 	struct hist dur, delay;
+	struct mcheck *checks;
+	size_t nchecks;
 };
 
 struct metrics {
@@ -94,6 +105,28 @@ metrics_run_cb(void *data, const struct sched_run_event *ev)
 	if (ev->has_delay)
 		metrics_observe(&j->delay, metrics_delay_buckets, NDELAY,
 				ev->delay_s);
+	for (size_t i = 0; i < ev->nchecks; i++) {
+		const struct exec_check_result *cr = &ev->checks[i];
+		size_t c;
+
+		for (c = 0; c < j->nchecks; c++)
+			if (strcmp(j->checks[c].name, cr->name) == 0)
+				break;
+		if (c == j->nchecks) {
+			j->checks = xreallocarray(j->checks, c + 1,
+						  sizeof *j->checks);
+			memset(&j->checks[c], 0, sizeof *j->checks);
+			j->checks[c].name = xstrdup(cr->name);
+			j->nchecks++;
+		}
+		j->checks[c].n[cr->passed ? 0 : cr->warn ? 2 : 1]++;
+		if (cr->recon && cr->has_source && cr->has_target) {
+			j->checks[c].has_values = true;
+			j->checks[c].source = cr->source;
+			j->checks[c].target = cr->target;
+			j->checks[c].diff = cr->diff;
+		}
+	}
 }
 
 /* HELP and TYPE lines of one metric family. */
@@ -102,6 +135,37 @@ metrics_head(struct buf *o, const char *name, const char *type,
 	     const char *help)
 {
 	buf_printf(o, "# HELP %s %s\n# TYPE %s %s\n", name, help, name, type);
+}
+
+static void metrics_label(struct buf *o, const char *v);
+
+/* The values of the newest comparison of each reconcile check. */
+static void
+metrics_recon(struct metrics *m, struct buf *o)
+{
+	static const char *const names[3] = { "backfilld_reconcile_source",
+		"backfilld_reconcile_target", "backfilld_reconcile_difference" };
+	static const char *const helps[3] = {
+		"The source value of the newest partition a reconcile check compared, by job and check.",
+		"The target value of the newest partition a reconcile check compared, by job and check.",
+		"Target minus source of the newest partition a reconcile check compared, by job and check." };
+
+	for (int f = 0; f < 3; f++) {
+		metrics_head(o, names[f], "gauge", helps[f]);
+		for (size_t i = 0; i < m->njobs; i++)
+			for (size_t c = 0; c < m->jobs[i].nchecks; c++) {
+				const struct mcheck *mc = &m->jobs[i].checks[c];
+
+				if (!mc->has_values)
+					continue;
+				buf_printf(o, "%s{job=\"", names[f]);
+				metrics_label(o, m->jobs[i].name);
+				buf_addstr(o, "\",check=\"");
+				metrics_label(o, mc->name);
+				buf_printf(o, "\"} %.17g\n", f == 0 ? mc->source :
+					   f == 1 ? mc->target : mc->diff);
+			}
+	}
 }
 
 /* A label value, escaped (backslash, quote, newline). */
@@ -231,6 +295,24 @@ metrics_render(struct metrics *m, struct buf *o)
 				   m->jobs[i].runs[run_states[k]]);
 		}
 
+	metrics_head(o, "backfilld_checks_total", "counter",
+		     "Check outcomes since the daemon started (one per partition"
+		     " checked), by job, check and result (passed, failed,"
+		     " warned: failed with severity: warn).");
+	for (size_t i = 0; i < m->njobs; i++)
+		for (size_t c = 0; c < m->jobs[i].nchecks; c++)
+			for (int r = 0; r < 3; r++) {
+				buf_addstr(o, "backfilld_checks_total{job=\"");
+				metrics_label(o, m->jobs[i].name);
+				buf_addstr(o, "\",check=\"");
+				metrics_label(o, m->jobs[i].checks[c].name);
+				buf_printf(o, "\",result=\"%s\"} %" PRId64 "\n",
+					   severity_result(r == 0, r == 2),
+					   m->jobs[i].checks[c].n[r]);
+			}
+
+	metrics_recon(m, o);
+
 	metrics_hist_family(o, m, "backfilld_run_duration_seconds",
 			    "Wall time of runs, by job.", false);
 	metrics_hist_family(o, m, "backfilld_schedule_delay_seconds",
@@ -357,8 +439,12 @@ metrics_closed_cb(uv_handle_t *hd)
 {
 	struct metrics *m = hd->data;
 
-	for (size_t i = 0; i < m->njobs; i++)
+	for (size_t i = 0; i < m->njobs; i++) {
 		free(m->jobs[i].name);
+		for (size_t c = 0; c < m->jobs[i].nchecks; c++)
+			free(m->jobs[i].checks[c].name);
+		free(m->jobs[i].checks);
+	}
 	free(m->jobs);
 	free(m);
 }

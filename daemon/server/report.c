@@ -19,6 +19,7 @@
 #include "clock.h"
 #include "map.h"
 #include "map_view.h"
+#include "severity.h"
 #include "text.h"
 #include "xalloc.h"
 
@@ -336,6 +337,15 @@ report_fail_cb(const struct store_run_row *r, void *data, struct err *err)
 	return ++c->n >= REPORT_FAILURES ? 1 : 0;
 }
 
+/* One run that succeeded with warnings (other succeeded runs skipped). */
+static int
+report_warn_cb(const struct store_run_row *r, void *data, struct err *err)
+{
+	if (!r->has_id || !severity_is_note(r->error))
+		return 0;
+	return report_fail_cb(r, data, err);
+}
+
 /* A stale partition. */
 static int
 report_stale_cb(int job, part_t part, bool built, int64_t built_at,
@@ -462,7 +472,7 @@ report_render(struct sched *s, struct buf *o)
 	char now[CAL_KEY_MAX];
 	void *ctx[3] = { o, s, NULL };
 	struct store_runs_cursor *cur;
-	struct fail_ctx fc = { o, 0 };
+	struct fail_ctx fc = { o, 0 }, wc;
 	struct err err;
 
 	cal_format_iso_ms(clock_now_ms(), now);
@@ -503,6 +513,25 @@ report_render(struct sched *s, struct buf *o)
 		for (int page = 0; page < 200 && fc.n < REPORT_FAILURES; page++)
 			if (store_runs_page(cur, REPORT_FAILURES - fc.n,
 					    report_fail_cb, &fc, &err) != 0)
+				break;
+		store_runs_close(cur);
+	}
+	buf_addstr(o, "</table>\n");
+
+	buf_printf(o, "<h2>Warnings</h2>\n<p>The newest %d runs that"
+		   " succeeded with warnings (checks of severity: warn that"
+		   " failed).</p>\n<table><tr><th>job</th><th>partition</th>"
+		   "<th>request</th><th>run</th><th>finished</th><th>warning"
+		   "</th></tr>\n", REPORT_FAILURES);
+	wc.o = o;
+	wc.n = 0;
+	if (store_runs_open(sched_store(s), NULL, 0, "succeeded", &cur,
+			    &err) == 0) {
+		/* the newest 4000 succeeded runs at most: those without
+		 * warnings are skipped */
+		for (int page = 0; page < 4 && wc.n < REPORT_FAILURES; page++)
+			if (store_runs_page(cur, 1000, report_warn_cb,
+					    &wc, &err) != 0)
 				break;
 		store_runs_close(cur);
 	}

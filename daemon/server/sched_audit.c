@@ -6,6 +6,7 @@
 
 #include "guard.h"
 #include "json.h"
+#include "severity.h"
 
 /* A number or null in JSON. */
 static void
@@ -102,14 +103,27 @@ sched_audit_checks(const struct exec_run *run, size_t i, struct buf *json,
 			continue;
 		buf_addstr(json, n++ ? ", {\"name\": " : "{\"name\": ");
 		json_str(json, cr->name);
-		buf_printf(json, ", \"passed\": %s, \"detail\": ",
-			   cr->passed ? "true" : "false");
+		buf_printf(json, ", \"passed\": %s, \"severity\": \"%s\","
+			   " \"result\": \"%s\", \"detail\": ",
+			   cr->passed ? "true" : "false",
+			   cr->warn ? "warn" : "error",
+			   severity_result(cr->passed, cr->warn));
 		json_str(json, cr->detail);
+		if (cr->recon) {
+			buf_addstr(json, ", \"source\": ");
+			sched_audit_num(json, cr->has_source, cr->source);
+			buf_addstr(json, ", \"target\": ");
+			sched_audit_num(json, cr->has_target, cr->target);
+			buf_addstr(json, ", \"difference\": ");
+			sched_audit_num(json, cr->has_source && cr->has_target,
+					cr->diff);
+		}
 		buf_addstr(json, "}");
 		if (cr->passed)
 			npassed++;
 		else
-			buf_printf(&failed, "; %s: %s", cr->name, cr->detail);
+			buf_printf(&failed, "; %s%s: %s", cr->name,
+				   cr->warn ? " (warning)" : "", cr->detail);
 	}
 	buf_addstr(json, "]");
 	buf_add(json, "", 1);
@@ -118,6 +132,46 @@ sched_audit_checks(const struct exec_run *run, size_t i, struct buf *json,
 	buf_addstr(text, failed.data);
 	buf_add(text, "", 1);
 	buf_free(&failed);
+}
+
+bool
+sched_audit_warning(const struct exec_run *run, size_t i, char *out,
+		    size_t size)
+{
+	size_t n = 0;
+	int len = 0;
+
+	out[0] = '\0';
+	for (size_t c = 0; c < run->nchecks; c++) {
+		const struct exec_check_result *cr = &run->checks[c];
+
+		if (cr->part != i || cr->passed || !cr->warn)
+			continue;
+		if (n++ == 0)
+			len = snprintf(out, size, SEVERITY_NOTE "check %s failed"
+				       " for %s (%s)", cr->name,
+				       run->parts[i].key, cr->detail);
+	}
+	if (n > 1 && len >= 0 && (size_t)len < size)
+		snprintf(out + len, size - (size_t)len, "; %zu more", n - 1);
+	return n > 0;
+}
+
+bool
+sched_audit_reconciled(const struct exec_run *run, size_t i)
+{
+	size_t n = 0;
+
+	for (size_t c = 0; c < run->nchecks; c++) {
+		const struct exec_check_result *cr = &run->checks[c];
+
+		if (cr->part != i || !cr->recon)
+			continue;
+		if (!cr->passed)
+			return false;
+		n++;
+	}
+	return n > 0;
 }
 
 /* Record what a run measured and checked for each of its partitions

@@ -382,9 +382,15 @@ sched_record_part(struct sched *s, struct active *a, size_t i,
 	struct exec_run *run = &a->run;
 	int64_t rid = a->mr->batch ? a->run_ids[i] : run->run_id;
 	const char *key = a->mr->items[a->mr->batch ? i : 0]->key;
-	/* a run an earlier attempt had committed keeps its note */
+	char note[ERR_MSG_MAX];
+	/* a run an earlier attempt had committed keeps its note; one that
+	 * succeeded with warnings notes them */
 	const char *error = run->failed || run->committed_before ?
 			    run->error : NULL;
+
+	if (error == NULL && !run->cancelled &&
+	    sched_audit_warning(run, a->mr->batch ? i : 0, note, sizeof note))
+		error = note;
 
 	/* a batch's rows changed are the batch's: on its first row */
 	if (store_run_finish(s->store, rid, o->run_state, now, error,
@@ -486,6 +492,8 @@ sched_run_event(struct sched *s, const struct active *a,
 	    .job = a->mr->job_name,
 	    .state = o->run_state,
 	    .duration_s = (double)(now - a->started_at) / 1000.0,
+	    .checks = a->run.checks,
+	    .nchecks = a->run.cancelled ? 0 : a->run.nchecks,
 	};
 	const struct job_def *dj = config_job(s->cfg, a->mr->job_name);
 

@@ -116,11 +116,13 @@ sched_fresh_blocked(struct sched *s, const struct item *it, int64_t now)
 
 /* A run finished (not cancelled): its partitions that landed are no longer
  * owed, the downstream partitions waiting for them are owed from now, and
- * a last attempt that failed runs the job's on_failure. */
+ * a last attempt that failed runs the job's on_failure, one that succeeded
+ * with warnings its on_warning. */
 void
 sched_fresh_run_done(struct sched *s, struct active *a, enum mstate result,
 		     int64_t now)
 {
+	char note[ERR_MSG_MAX];
 	struct run *r = a->mr;
 	size_t n = r->batch ? r->nitems : 1;
 	const struct job_def *j = config_job(s->cfg, r->job_name);
@@ -134,6 +136,19 @@ sched_fresh_run_done(struct sched *s, struct active *a, enum mstate result,
 				   a->run.error[0] ? a->run.error : "failed");
 		if (result != MS_SUCCEEDED)
 			continue;
+		if (sched_audit_reconciled(&a->run, r->batch ? i : 0)) {
+			struct jobstate *js = sched_jobstate(s, r->job_name);
+
+			if (!js->has_reconciled || e->part > js->reconciled) {
+				js->has_reconciled = true;
+				js->reconciled = e->part;
+			}
+		}
+		if (j != NULL && sched_audit_warning(&a->run, r->batch ? i : 0,
+						     note, sizeof note))
+			hooks_fire(s->hooks, j, HOOK_WARNING,
+				   s->cfg->hook_timeout, e->key, e->rq->id,
+				   note);
 		fresh_done(s->fresh, r->job_name, e->key);
 		for (size_t k = 0; k < r->nitems; k++)
 			if (!r->batch || k == i)

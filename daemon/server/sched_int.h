@@ -60,6 +60,10 @@ struct jobstate {
 	int64_t last[MS_COUNT];	   /* partitions by their newest finished run */
 	struct sensor_run *sensor; /* a late_data check in flight */
 	bool unread;               /* st could not be read: read it again */
+	/* the newest partition whose reconcile checks all passed, since the
+	 * daemon started (README.md, "Reconciliation") */
+	bool has_reconciled;
+	part_t reconciled;
 };
 
 struct sched {
@@ -128,6 +132,13 @@ void sched_run_fill(struct sched *s, struct active *a);
 void sched_active_free(struct active *a);
 
 /* sched_audit.c */
+/* The note of a run that succeeded with warnings for partition i (the
+ * failed checks of severity: warn), "warning: ..." into out; false, out
+ * empty, when it has none. */
+bool sched_audit_warning(const struct exec_run *run, size_t i, char *out,
+			 size_t size);
+/* Whether partition i had reconcile checks and they all passed. */
+bool sched_audit_reconciled(const struct exec_run *run, size_t i);
 int sched_audit(struct sched *s, struct exec_run *run, const int64_t *run_ids,
 		struct err *err);
 

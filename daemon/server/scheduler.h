@@ -144,6 +144,8 @@ struct sched_run_event {
 	double duration_s;
 	bool has_delay;      /* a scheduled partition: */
 	double delay_s;      /* from its due time to the run's start */
+	const struct exec_check_result *checks; /* its checks' outcomes */
+	size_t nchecks;
 };
 void sched_on_run(struct sched *s,
 		  void (*cb)(void *data, const struct sched_run_event *ev),
@@ -221,6 +223,10 @@ struct sched_job_view {
 	int64_t last_check_ms, next_check; /* ms, seconds */
 	int64_t found;
 	const char *sensor_error;          /* NULL when the last check worked */
+	/* reconcile: the newest partition whose reconcile checks passed
+	 * since the daemon started */
+	bool has_reconciled;
+	part_t reconciled;
 };
 void sched_job_view(struct sched *s, int job, struct sched_job_view *v);
 struct store *sched_store(struct sched *s);

@@ -335,6 +335,20 @@ static const struct bad_inline bad_inlines[] = {
 	  "inline.yaml:12:13: metric \"rows\" of job \"x\" must be an SQL expression or a mapping with sql: and max_change:, got a sequence" },
 	{ JX "    sql: SELECT 1\n    table: t\n    partition_column: dt\n    metrics:\n      rows: {max_change: 10%}\n",
 	  "inline.yaml:12:13: metric \"rows\" of job \"x\" needs sql:" },
+	{ JX "    sql: SELECT 1\n    checks:\n      - {name: c, sql: SELECT 1, severity: loud}\n",
+	  "inline.yaml:10:44: check \"c\" of job \"x\": severity must be error or warn, got \"loud\"" },
+	{ JX "    sql: SELECT 1\n    table: t\n    partition_column: dt\n    metrics:\n      rows: {sql: COUNT(*), severity: warn}\n",
+	  "inline.yaml:12:13: metric \"rows\" of job \"x\": severity: needs max_change:" },
+	{ JX "    sql: SELECT 1\n    reconcile:\n      - {name: r, source: {warehouse: nope, sql: SELECT 1}, target: SELECT 1}\n",
+	  "inline.yaml:10:9: reconcile \"r\" of job \"x\": unknown source warehouse \"nope\"" },
+	{ JX "    sql: SELECT 1\n    reconcile:\n      - {name: r, source: {warehouse: sales, sql: SELECT 1}, target: SELECT 1, tolerance: 5 %}\n",
+	  "inline.yaml:10:91: reconcile \"r\" of job \"x\": tolerance must be a percentage like 0.1% or a non-negative number, got \"5 %\"" },
+	{ JX "    sql: SELECT 1\n    reconcile:\n      - {name: r, source: {warehouse: sales}, target: SELECT 1}\n",
+	  "inline.yaml:10:27: reconcile \"r\" of job \"x\": source needs warehouse: and sql:" },
+	{ JX "    command: [x]\n    reconcile:\n      - {name: r, source: {warehouse: sales, sql: SELECT 1}, target: SELECT 1}\n",
+	  "inline.yaml:9:5: job \"x\": reconcile needs a SQL job (sql: or sql_file:)" },
+	{ JX "    sql: SELECT 1\n    reconcile:\n      - {name: r, target: SELECT 1}\n",
+	  "inline.yaml:10:9: reconcile \"r\" of job \"x\" needs name:, source: and target:" },
 	{ JX "    sql: SELECT 1\n    key: []\n",
 	  "inline.yaml:9:10: job \"x\": key must be a sequence of column names, got an empty sequence" },
 	{ JX "    sql: SELECT 1\n    min_rows: -1\n",
@@ -844,6 +858,91 @@ START_TEST(test_refs)
 	config_unref(cfg);
 	config_unref(NULL);
 	ck_assert_ptr_null(config_ref(NULL));
+}
+END_TEST
+
+/* reconcile: its keys, defaults, the source warehouse resolved (also
+ * when jobs come before warehouses in the file), code_version. */
+START_TEST(test_reconcile_values)
+{
+	const char *text =
+		"jobs:\n"
+		"  - name: x\n    warehouse: dw\n    partition: day\n"
+		"    sql: SELECT 1\n"
+		"    reconcile:\n"
+		"      - name: rev\n"
+		"        source: {warehouse: landing, sql: SELECT 2, timeout: 5s}\n"
+		"        target: SELECT 3\n"
+		"        tolerance: %s\n"
+		"      - name: rows\n"
+		"        source: {warehouse: dw, sql: SELECT 4}\n"
+		"        target: SELECT 5\n"
+		"        severity: warn\n"
+		"warehouses:\n"
+		"  - name: dw\n    sqlite: /srv/dw.db\n"
+		"  - name: landing\n    postgres: \"dbname=landing\"\n";
+	char buf[1024];
+	struct config *a, *b;
+	const struct reconcile_def *r;
+
+	snprintf(buf, sizeof buf, text, "0.1%");
+	a = load_ok(buf);
+	snprintf(buf, sizeof buf, text, "0.1");
+	b = load_ok(buf);
+	ck_assert_uint_eq(a->jobs[0].nreconciles, 2);
+	r = &a->jobs[0].reconciles[0];
+	ck_assert_str_eq(r->name, "rev");
+	ck_assert_int_eq(r->source_wh, 1);
+	ck_assert_str_eq(r->source_sql, "SELECT 2");
+	ck_assert_int_eq(r->source_timeout, 5);
+	ck_assert_str_eq(r->target_sql, "SELECT 3");
+	ck_assert(r->tolerance.pct);
+	ck_assert_double_eq(r->tolerance.value, 0.1);
+	ck_assert(!r->warn);
+	r = &a->jobs[0].reconciles[1];
+	ck_assert_int_eq(r->source_wh, 0);
+	ck_assert_int_eq(r->source_timeout, 60);
+	ck_assert(!r->tolerance.pct);
+	ck_assert_double_eq(r->tolerance.value, 0);
+	ck_assert(r->warn);
+	ck_assert(!b->jobs[0].reconciles[0].tolerance.pct);
+	ck_assert_str_ne(a->jobs[0].code_version, b->jobs[0].code_version);
+	config_unref(a);
+	config_unref(b);
+}
+END_TEST
+
+/* severity: warn on a check and a metric's max_change, error by default;
+ * on_warning; severity is part of code_version. */
+START_TEST(test_severity_values)
+{
+	const char *base = JX "    sql: SELECT 1\n"
+		"    checks:\n"
+		"      - {name: loud, sql: SELECT 1}\n"
+		"      - {name: soft, sql: SELECT 1, severity: %s}\n"
+		"    table: t\n    partition_column: dt\n"
+		"    metrics:\n"
+		"      revenue: {sql: SUM(r), max_change: 50%%, severity: %s}\n"
+		"    on_warning: [\"/bin/page\", \"{error}\"]\n";
+	char text[1024];
+	struct config *w, *e;
+	const struct job_def *j;
+
+	snprintf(text, sizeof text, base, "warn", "warn");
+	w = load_ok(text);
+	snprintf(text, sizeof text, base, "error", "error");
+	e = load_ok(text);
+	j = config_job(w, "x");
+	ck_assert(!j->checks[0].warn);
+	ck_assert(j->checks[1].warn);
+	ck_assert(j->metrics[0].warn);
+	ck_assert_uint_eq(j->hooks[HOOK_WARNING].argc, 2);
+	ck_assert_str_eq(hook_kind_name(HOOK_WARNING), "on_warning");
+	ck_assert(!config_job(e, "x")->checks[1].warn);
+	ck_assert(!config_job(e, "x")->metrics[0].warn);
+	ck_assert_str_ne(j->code_version, config_job(e, "x")->code_version);
+	config_unref(w);
+	config_unref(e);
 }
 END_TEST
 
@@ -1584,6 +1683,8 @@ config_suite(void)
 
 	tc = tcase_create("files");
 	tcase_add_test(tc, test_load_file);
+	tcase_add_test(tc, test_severity_values);
+	tcase_add_test(tc, test_reconcile_values);
 	tcase_add_test(tc, test_sql_file);
 	suite_add_tcase(s, tc);
 

@@ -56,10 +56,10 @@ START_TEST(test_round_trip_batch)
 	/* a batch of two partitions: checks of each, guards of each, names
 	 * and details that need escaping, a metric not measured after */
 	struct runresult_check checks[] = {
-		{"min_rows", "3 rows, at least 1", true, 0},
+		{"min_rows", "3 rows, at least 1", true, 0, false, false, false, false, 0, 0, 0},
 		{"no \"nulls\"\n",
-		 "returned 1 \\ caf\xc3\xa9 \xf0\x9f\x98\x80", false, 1},
-		{"max_change:revenue", "", true, 1}};
+		 "returned 1 \\ caf\xc3\xa9 \xf0\x9f\x98\x80", false, 1, true, true, true, false, 715.12, 0, 0},
+		{"reconcile:rev", "", true, 1, false, true, true, true, 1.5, 1.25, -0.25}};
 	struct runresult_metric m0[] = {{true, true, true, 0.1, 1.0 / 3, -12.5},
 		{true, false, false, -0.0, 0, 0}};
 	struct runresult_metric m1[] = {{false, true, false, 0, 1e300, 0},
@@ -77,6 +77,19 @@ START_TEST(test_round_trip_batch)
 		ck_assert_str_eq(out.checks[i].name, checks[i].name);
 		ck_assert_str_eq(out.checks[i].detail, checks[i].detail);
 		ck_assert(out.checks[i].passed == checks[i].passed);
+		ck_assert(out.checks[i].warn == checks[i].warn);
+		ck_assert(out.checks[i].recon == checks[i].recon);
+		ck_assert(out.checks[i].has_source == checks[i].has_source);
+		ck_assert(out.checks[i].has_target == checks[i].has_target);
+		if (checks[i].recon) {
+			if (checks[i].has_source)
+				ck_assert_double_eq(out.checks[i].source,
+						    checks[i].source);
+			if (checks[i].has_target)
+				ck_assert_double_eq(out.checks[i].target,
+						    checks[i].target);
+			ck_assert_double_eq(out.checks[i].diff, checks[i].diff);
+		}
 		ck_assert_uint_eq(out.checks[i].part, checks[i].part);
 	}
 	ck_assert_int_eq(out.nguards, 2);
@@ -231,7 +244,7 @@ END_TEST
 /* Every prefix of a valid text is refused (no read past the end). */
 START_TEST(test_truncated_refused)
 {
-	struct runresult_check c = {"name", "detail", true, 0};
+	struct runresult_check c = {"name", "detail", true, 0, false, true, true, true, 1, 2, 1};
 	struct runresult_metric m = {true, true, true, 1, 2, 100};
 	struct runresult_guard g = {true, true, 1, 2, &m, 1};
 	struct runresult in = {true, false, false, false, 5, &c, 1, &g, 1};
@@ -256,8 +269,8 @@ END_TEST
  * either succeeds or is refused, and frees what it took. */
 START_TEST(test_mutations)
 {
-	struct runresult_check c[] = {{"min_rows", "3 rows", true, 0},
-		{"x", "caf\xc3\xa9 \"q\"", false, 1}};
+	struct runresult_check c[] = {{"min_rows", "3 rows", true, 0, false, false, false, false, 0, 0, 0},
+		{"x", "caf\xc3\xa9 \"q\"", false, 1, true, true, false, true, 0, 3, 0}};
 	struct runresult_metric m = {true, false, true, 1.5, 0, 12.5};
 	struct runresult_guard g[] = {{true, true, 1, 2, &m, 1},
 		{false, true, 0, 3, &m, 1}};
@@ -328,7 +341,7 @@ START_TEST(test_bounds)
 	memset(s, 'a', 3 * RUNRESULT_STR_MAX - 1);
 	memcpy(s + RUNRESULT_STR_MAX / 4 - 2, "\xc3\xa9", 2);
 	{
-		struct runresult_check c = {s, s, false, 0};
+		struct runresult_check c = {s, s, false, 0, false, false, false, false, 0, 0, 0};
 		struct runresult in = {false, false, false, false, 0, &c, 1,
 			NULL, 0};
 		struct runresult out;
