@@ -48,6 +48,7 @@
 
 #include "clock.h"
 #include "exec.h"
+#include "chsql.h"
 #include "guard.h"
 #include "module.h"
 #include "proc.h"
@@ -258,6 +259,38 @@ exec_pg_driver(void)
 	return exec_pg;
 }
 
+static uv_once_t exec_ch_once = UV_ONCE_INIT;
+static const struct wh_driver *exec_ch;
+static char exec_ch_error[512] = "this build has no ClickHouse driver"
+	" (libcurl was not found: apt-get install libcurl4-openssl-dev)";
+
+/* Load the driver from backfilld-ch.so (module.h). */
+static void
+exec_ch_load(void)
+{
+#ifdef HAVE_LIBCURL
+	exec_ch = module_symbol_in("backfilld-ch.so", "wh_ch_driver",
+				   "the ClickHouse driver", exec_ch_error,
+				   sizeof exec_ch_error);
+#endif
+}
+
+/* The ClickHouse driver, loaded on first use; NULL when it cannot be. */
+static const struct wh_driver *
+exec_ch_driver(void)
+{
+	uv_once(&exec_ch_once, exec_ch_load);
+	return exec_ch;
+}
+
+/* Why there is no driver for a kind. */
+static const char *
+exec_no_driver(enum wh_kind kind)
+{
+	return kind == WH_POSTGRES ? exec_pg_error : kind == WH_CLICKHOUSE ?
+		exec_ch_error : "this build has no driver for it";
+}
+
 /* The driver for a kind of warehouse, or NULL when not built in. */
 static const struct wh_driver *
 exec_driver(enum wh_kind kind)
@@ -267,6 +300,8 @@ exec_driver(enum wh_kind kind)
 		return &wh_sqlite_driver;
 	case WH_POSTGRES:
 		return exec_pg_driver();
+	case WH_CLICKHOUSE:
+		return exec_ch_driver();
 	default:
 		return NULL;
 	}
@@ -278,8 +313,7 @@ exec_driver_for(enum wh_kind kind, const char **why)
 	const struct wh_driver *drv = exec_driver(kind);
 
 	if (drv == NULL && why != NULL)
-		*why = kind == WH_POSTGRES ? exec_pg_error :
-			"this build has no driver for it";
+		*why = exec_no_driver(kind);
 	return drv;
 }
 
@@ -368,7 +402,8 @@ exec_conn_get(struct exec_worker *w, const struct warehouse_def *wh,
 	struct err gone;
 	size_t i;
 
-	where = wh->kind == WH_SQLITE ? wh->path : wh->conninfo;
+	where = wh->kind == WH_SQLITE ? wh->path : wh->kind == WH_CLICKHOUSE ?
+		wh->url : wh->conninfo;
 	if (where == NULL)
 		where = "";
 	for (i = 0; i < w->ncache; i++) {
@@ -390,8 +425,7 @@ exec_conn_get(struct exec_worker *w, const struct warehouse_def *wh,
 	drv = exec_driver(wh->kind);
 	if (drv == NULL) {
 		err_set(err, EXIT_WORK_FAILED, "warehouse \"%s\": %s", wh->name,
-		    wh->kind == WH_POSTGRES ? exec_pg_error :
-		    "this build has no driver for it");
+		    exec_no_driver(wh->kind));
 		exec_conn_outcome(w->ex, wh->name, false, err->msg);
 		return NULL;
 	}
@@ -847,6 +881,147 @@ exec_sql_query(struct exec_flight *fl, struct wh_conn *conn, struct err *err)
 	return 0;
 }
 
+/* ---- write-audit-publish (ClickHouse; docs/clickhouse.md) ----------- */
+
+/* The target's partition key must make one of its partitions one of the
+ * job's (chsql_key_matches); the table must exist. */
+static int
+exec_wap_key(struct wh_conn *conn, const struct job_def *jd, struct err *err)
+{
+	char sql[256], want[300];
+	bool has_row;
+	char *key = NULL;
+
+	snprintf(sql, sizeof sql, "SELECT partition_key FROM system.tables"
+		 " WHERE database = currentDatabase() AND name = '%s'",
+		 jd->table); /* a plain name (config.c) */
+	if (conn->drv->query_value(conn, sql, NULL, 0, &has_row, &key,
+				   err) == -1) {
+		err_prefix(err, "reading the partition key of %s", jd->table);
+		return -1;
+	}
+	if (!has_row || key == NULL) {
+		free(key);
+		return err_set(err, EXIT_BAD_INPUT, "%s:%d:%d: job \"%s\": table"
+			       " %s does not exist in the warehouse's database",
+			       jd->file, jd->pos.line, jd->pos.col, jd->name,
+			       jd->table);
+	}
+	if (!chsql_key_matches(key, jd->partition_column, jd->grain, want,
+			       sizeof want)) {
+		err_set(err, EXIT_BAD_INPUT, "%s:%d:%d: job \"%s\": table %s is"
+			" partitioned by %s%s, which is not the job's %s"
+			" grain: partition it by %s", jd->file, jd->pos.line,
+			jd->pos.col, jd->name, jd->table, key[0] ? key :
+			"nothing", "", grain_name(jd->grain), want);
+		free(key);
+		return -1;
+	}
+	free(key);
+	return 0;
+}
+
+/* One statement of the sequence, naming the step when it fails. */
+static int
+exec_wap_step(struct exec_flight *fl, struct wh_conn *conn, const char *what,
+	      const char *sql, const struct wh_param *params, size_t nparams,
+	      struct err *err)
+{
+	if (exec_interrupted(fl, err))
+		return -1;
+	if (conn->drv->exec_script(conn, sql, params, nparams, err) == -1) {
+		if (strcmp(err->msg, "interrupted") != 0)
+			err_prefix(err, "%s", what);
+		return -1;
+	}
+	return 0;
+}
+
+/*
+ * A run on ClickHouse: for each partition, the stage partition cleared,
+ * filled by INSERT INTO stage + the job's SELECT, audited there (checks
+ * with :stage, guardrails before from the live table and after from the
+ * stage, an empty stage refused unless allow_empty), then published by
+ * one REPLACE PARTITION and the stage partition dropped.  Nothing is
+ * published for a partition whose step or check failed.
+ */
+static int
+exec_sql_wap(struct exec_flight *fl, struct wh_conn *conn, struct err *err)
+{
+	struct exec_run *run = fl->run;
+	const struct job_def *jd = run->job;
+	char stage[CHSQL_IDENT_MAX + 32], *sql;
+	struct wh_param params[4];
+	int64_t published = 0;
+	int rc = 0;
+
+	chsql_stage_name(jd->table, stage, sizeof stage);
+	if (exec_begin(conn, err) == -1 || exec_wap_key(conn, jd, err) == -1)
+		return -1;
+	sql = exec_xasprintf("CREATE TABLE IF NOT EXISTS `%s` AS `%s`", stage,
+			     jd->table);
+	rc = exec_wap_step(fl, conn, "creating the stage table", sql, NULL, 0,
+			   err);
+	free(sql);
+	if (rc == -1)
+		return -1;
+	run->checks = exec_xcalloc((jd->nchecks + 2 + jd->nmetrics) *
+				   run->nparts, sizeof *run->checks);
+	for (size_t i = 0; i < run->nparts && rc == 0; i++) {
+		const char *key = run->parts[i].key;
+
+		exec_part_params(&run->parts[i], params);
+		params[3].name = "stage";
+		params[3].value = stage;
+		if (exec_interrupted(fl, err) ||
+		    guard_before(run, conn, i, params, 3, err) == -1)
+			return -1;
+		sql = exec_xasprintf("ALTER TABLE `%s` DROP PARTITION :partition",
+				     stage);
+		rc = exec_wap_step(fl, conn, "clearing the stage partition", sql,
+				   params, 1, err);
+		free(sql);
+		if (rc == -1)
+			return -1;
+		sql = exec_xasprintf("INSERT INTO `%s` %s", stage, jd->sql);
+		rc = exec_wap_step(fl, conn, "filling the stage", sql, params, 4,
+				   err);
+		free(sql);
+		if (rc == -1)
+			return -1;
+		if (exec_checks(fl, conn, i, params, 4, err) != 0)
+			return -1;
+		switch (guard_after_in(run, conn, i, params, 3, true, stage,
+				       err)) {
+		case GUARD_PASSED:
+			break;
+		default:
+			return -1;
+		}
+		if (run->guards[i].rows_after == 0 && !jd->allow_empty)
+			return err_set(err, EXIT_WORK_FAILED, "refused: the stage"
+				       " partition of %s is empty, and publishing"
+				       " it would empty the live partition; set"
+				       " allow_empty: true to allow it", key);
+		sql = exec_xasprintf("ALTER TABLE `%s` REPLACE PARTITION"
+				     " :partition FROM `%s`", jd->table, stage);
+		rc = exec_wap_step(fl, conn, "publishing", sql, params, 1, err);
+		free(sql);
+		if (rc == -1)
+			return -1;
+		published += run->guards[i].rows_after;
+		sql = exec_xasprintf("ALTER TABLE `%s` DROP PARTITION :partition",
+				     stage);
+		/* published: a failure to clean up is said, not fatal; the
+		 * next run of the partition clears the stage first */
+		if (conn->drv->exec_script(conn, sql, params, 1, err) == -1)
+			err_clear(err);
+		free(sql);
+	}
+	run->rows_changed = published;
+	return rc;
+}
+
 /* One SQL run on worker w. */
 static void
 exec_sql_run(struct exec_worker *w, struct exec_flight *fl)
@@ -879,8 +1054,12 @@ exec_sql_run(struct exec_worker *w, struct exec_flight *fl)
 		conn->drv->watch(conn, &fl->stop, run->job->timeout * 1000,
 		    run->job->allow_wall_clock);
 
+	if (conn->drv->tag != NULL)
+		conn->drv->tag(conn, run->run_id);
 	if (run->query_sql != NULL)
 		rc = exec_sql_query(fl, conn, &err);
+	else if (wh->kind == WH_CLICKHOUSE && !run->verify)
+		rc = exec_sql_wap(fl, conn, &err);
 	else if (run->verify)
 		rc = exec_sql_verify(fl, conn, &err);
 	else if (run->ncommits > 0 && exec_conn_commits(w, conn, &err) == -1)
@@ -899,7 +1078,7 @@ exec_sql_run(struct exec_worker *w, struct exec_flight *fl)
 	 * warehouse has more open than its max_connections (PostgreSQL:
 	 * each worker thread caches its own) */
 	if (!conn->drv->usable(conn) ||
-	    (wh->kind == WH_POSTGRES &&
+	    ((wh->kind == WH_POSTGRES || wh->kind == WH_CLICKHOUSE) &&
 	     exec_conn_count(w->ex, wh->name, 0) > wh->max_connections))
 		exec_conn_drop(w, conn);
 	if (run->nchecks == 0) {
