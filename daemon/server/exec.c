@@ -921,6 +921,48 @@ exec_wap_key(struct wh_conn *conn, const struct job_def *jd, struct err *err)
 	return 0;
 }
 
+int
+exec_check_partition_keys(const struct config *cfg, struct err *err)
+{
+	const struct wh_driver *drv = exec_driver(WH_CLICKHOUSE);
+	struct wh_conn **conns;
+	bool *tried;
+	int rc = 0;
+
+	if (drv == NULL)
+		return 0;
+	conns = exec_xcalloc(cfg->nwarehouses + 1, sizeof *conns);
+	tried = exec_xcalloc(cfg->nwarehouses + 1, sizeof *tried);
+	for (size_t i = 0; i < cfg->njobs && rc == 0; i++) {
+		const struct job_def *jd = &cfg->jobs[i];
+		int w = jd->warehouse;
+		struct err e;
+
+		if (w < 0 || cfg->warehouses[w].kind != WH_CLICKHOUSE)
+			continue;
+		if (!tried[w]) {
+			tried[w] = true;
+			/* unreachable now: its runs say so when they run */
+			if (drv->open(&cfg->warehouses[w], &conns[w], &e) == -1)
+				conns[w] = NULL;
+		}
+		if (conns[w] == NULL)
+			continue;
+		err_clear(&e);
+		if (exec_wap_key(conns[w], jd, &e) == -1 &&
+		    e.code == EXIT_BAD_INPUT) {
+			*err = e;
+			rc = -1;
+		}
+	}
+	for (size_t w = 0; w < cfg->nwarehouses; w++)
+		if (conns[w] != NULL)
+			drv->close(conns[w]);
+	free(conns);
+	free(tried);
+	return rc;
+}
+
 /* One statement of the sequence, naming the step when it fails. */
 static int
 exec_wap_step(struct exec_flight *fl, struct wh_conn *conn, const char *what,

@@ -265,6 +265,10 @@ daemon_reload(void *data, bool dry_run, struct config_diff *diff,
 	if (dry_run) {
 		if (config_load(d->config_path, &cfg, err) < 0)
 			return -1;
+		if (exec_check_partition_keys(cfg, err) < 0) {
+			config_unref(cfg);
+			return -1;
+		}
 		config_diff(old, cfg, diff);
 		for (size_t i = 0; i < diff->jobs.nremoved; i++)
 			*cancelled += sched_pending_of(d->sched,
@@ -275,6 +279,12 @@ daemon_reload(void *data, bool dry_run, struct config_diff *diff,
 	notify_reloading(d->notify);
 	cal_format_iso_ms(clock_now_ms(), when);
 	if (config_load(d->config_path, &cfg, err) < 0) {
+		cfg = NULL;
+	} else if (exec_check_partition_keys(cfg, err) < 0) {
+		config_unref(cfg);
+		cfg = NULL;
+	}
+	if (cfg == NULL) {
 		log_err("reload refused, keeping the running configuration: %s",
 			err->msg);
 		snprintf(d->last_reload, sizeof d->last_reload,
@@ -814,6 +824,11 @@ main(int argc, char **argv)
 		return EXIT_BAD_INPUT;
 	}
 	if (check && daemon_check_host(d.cfg, &err) < 0) {
+		early_error("%s", err.msg);
+		config_unref(d.cfg);
+		return EXIT_BAD_INPUT;
+	}
+	if (!check && exec_check_partition_keys(d.cfg, &err) < 0) {
 		early_error("%s", err.msg);
 		config_unref(d.cfg);
 		return EXIT_BAD_INPUT;

@@ -358,15 +358,23 @@ def test_empty_stage_refused():
 
 def test_wrong_grain_refused():
     db = fresh_db()
-    jobs = FAILING_CHECK.replace("partition: day", "partition: week")
-    jobs = jobs[:jobs.index("  checks:")]
-    d = h.Daemon(config=ch_config(db, jobs), clock=None, name="chgrain")
-    rc, out, err = d.ctl("backfill", "fct", "--from", "2026-02-09", "--to", "2026-02-09", "--wait")
-    h.check(rc != 0, "a table at another grain should be refused")
-    r = [x for x in d.runs() if x["job"] == "fct"][-1]
-    e = r["error"] or ""
+    good = FAILING_CHECK[:FAILING_CHECK.index("  checks:")]
+    bad = good.replace("partition: day", "partition: week")
+    # at start: exit 2, one line with the job's position
+    d = h.Daemon(config=ch_config(db, bad), clock=None, name="chgrain", start=False)
+    r = subprocess.run([d.backfilld, "--config", d.conf], capture_output=True, text=True,
+                       timeout=60, cwd=d.dir, env=d.env())
+    e = h.one_line_error(r.returncode, r.stdout, r.stderr, 2, "start on a table at another grain")
     h.check("backfilld.yaml:" in e and "partitioned by dt" in e and "toMonday(dt)" in e,
             "error should give the position and the key to use: %r" % e)
+    # at reload: refused, the running configuration kept
+    d.write_config(ch_config(db, good).replace("{dir}", d.dir))
+    d.start()
+    d.write_config(ch_config(db, bad).replace("{dir}", d.dir))
+    rc, out, err = d.ctl("reload")
+    h.eq(rc, 2, "reload onto a table at another grain")
+    h.check("toMonday(dt)" in err, "reload error: %r" % err)
+    d.backfill("fct", "2026-02-09", "2026-02-09")
     d.stop()
 
 
@@ -448,6 +456,7 @@ def test_kill9_mid_backfill():
       partition: day
       concurrency: 2
       retries: 2
+      retry_backoff: 1s
       table: fct_daily_sales
       partition_column: dt
       sql: SELECT dt, store_id, count(), sum(amount_cents) + sleepEachRow(0.05) FROM raw_sales WHERE dt = :partition GROUP BY dt, store_id
