@@ -335,3 +335,42 @@ chsql_error_text(const char *body, size_t len, char *msg, size_t msgsz)
 	if (msgsz > 0)
 		msg[i] = '\0';
 }
+
+size_t
+chsql_describe(const char *job, const char *what, const char *sql,
+	       enum grain g, const char *stage, struct buf *b)
+{
+	struct sqlscan sc;
+	struct sqlscan_tok t;
+	size_t n = 0;
+
+	sqlscan_init(&sc, sql, SQLSCAN_CH);
+	while (sqlscan_next(&sc, &t) != SQLSCAN_END) {
+		const char *name = sql + t.off + 1, *form;
+		size_t len = t.len - 1;
+
+		if (t.kind != SQLSCAN_PARAM)
+			continue;
+		if (len == 5 && strncmp(name, "stage", 5) == 0) {
+			buf_printf(b, "  job %s %s line %d: :stage -> `%s`\n",
+				   job, what, t.line, stage);
+			n++;
+			continue;
+		}
+		if (len == 9 && strncmp(name, "partition", 9) == 0)
+			form = g == GRAIN_HOUR ?
+				"toDateTime('YYYY-MM-DD HH:00:00')" :
+				"toDate('YYYY-MM-DD')";
+		else if ((len == 15 && strncmp(name, "partition_start", 15) == 0) ||
+			 (len == 13 && strncmp(name, "partition_end", 13) == 0))
+			form = g == GRAIN_HOUR ?
+				"toDateTime('YYYY-MM-DD HH:MM:SS')" :
+				"toDate('YYYY-MM-DD')";
+		else
+			form = "refused: not bound here";
+		buf_printf(b, "  job %s %s line %d: :%.*s -> %s\n", job, what,
+			   t.line, (int)len, name, form);
+		n++;
+	}
+	return n;
+}

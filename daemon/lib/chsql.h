@@ -78,6 +78,17 @@ bool chsql_key_matches(const char *partition_key, const char *column,
 		       enum grain g, char *want, size_t wantsz);
 
 /*
+ * Where the driver will substitute values in `sql` (the text of `what`,
+ * e.g. "sql" or "check reconciles"), for --check-config: one line per
+ * placeholder into b, "  job NAME WHAT line L: :partition ->
+ * toDate('YYYY-MM-DD')" (its form at grain g; :stage -> `STAGE`).
+ * Returns how many there are.
+ */
+struct buf;
+size_t chsql_describe(const char *job, const char *what, const char *sql,
+		      enum grain g, const char *stage, struct buf *b);
+
+/*
  * An exception ClickHouse wrote into a response body: the body's last
  * line when it is "Code: N, e.displayText() = ..." (after a 200 status
  * the server can only append it to what it already sent).  True with the

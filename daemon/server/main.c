@@ -33,6 +33,8 @@
 #include "config_diff.h"
 #include "control.h"
 #include "exec.h"
+#include "chsql.h"
+#include "buf.h"
 #include "hooks.h"
 #include "metrics.h"
 #include "log.h"
@@ -610,6 +612,36 @@ daemon_check_host(const struct config *cfg, struct err *err)
 	return 0;
 }
 
+/* --check-config: where the ClickHouse driver substitutes the values it
+ * generates (docs/clickhouse.md, "Bound values"). */
+static void
+daemon_check_bound(const struct config *cfg)
+{
+	struct buf b;
+
+	buf_init(&b);
+	for (size_t i = 0; i < cfg->njobs; i++) {
+		const struct job_def *j = &cfg->jobs[i];
+		char stage[CHSQL_IDENT_MAX + 32], what[160];
+
+		if (j->warehouse < 0 || j->sql == NULL ||
+		    cfg->warehouses[j->warehouse].kind != WH_CLICKHOUSE)
+			continue;
+		chsql_stage_name(j->table, stage, sizeof stage);
+		chsql_describe(j->name, "sql", j->sql, j->grain, stage, &b);
+		for (size_t k = 0; k < j->nchecks; k++) {
+			snprintf(what, sizeof what, "check %s", j->checks[k].name);
+			chsql_describe(j->name, what, j->checks[k].sql, j->grain,
+				       stage, &b);
+		}
+	}
+	if (b.len > 0) {
+		printf("values the daemon substitutes (ClickHouse):\n");
+		fwrite(b.data, 1, b.len, stdout);
+	}
+	buf_free(&b);
+}
+
 /*
  * Descriptors.  Command runs open a log file and spawn through pipes;
  * warehouse connections and control clients take descriptors too.  The
@@ -836,6 +868,7 @@ main(int argc, char **argv)
 	if (check) {
 		printf("%s: configuration OK: %zu jobs, %zu warehouses\n",
 		       d.cfg->path, d.cfg->njobs, d.cfg->nwarehouses);
+		daemon_check_bound(d.cfg);
 		config_unref(d.cfg);
 		return EXIT_DONE;
 	}

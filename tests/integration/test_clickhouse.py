@@ -23,6 +23,7 @@ What it checks (docs/clickhouse.md):
   - hostile input: a job whose text leaves a literal open is refused
     before it reaches the server; an exception the server sends after a
     200 status fails the check; a wrong password gives ClickHouse's text;
+  - --check-config shows where the daemon substitutes values;
   - a timeout kills the query on the server (system.processes empty);
   - kill -9 in the middle of a backfill, then a restart: every partition
     published, no stage leftovers.
@@ -488,11 +489,24 @@ def test_kill9_mid_backfill():
     d.stop()
 
 
+def test_check_config_shows_bound():
+    db = fresh_db(seed=False)
+    d = h.Daemon(config=ch_config(db, example_jobs()), clock=None, name="chcheckcfg", start=False)
+    r = subprocess.run([d.backfilld, "--check-config", "--config", d.conf], capture_output=True,
+                       text=True, timeout=60, cwd=d.dir, env=d.env())
+    h.eq(r.returncode, 0, "--check-config exit (stderr %r)" % r.stderr)
+    for line in ("job fct_daily_sales sql line 2: :partition -> toDate('YYYY-MM-DD')",
+                 "job fct_daily_sales check reconciles_with_raw line 1: :stage ->"
+                 " `_backfilld_stage_fct_daily_sales`",
+                 "job mart_weekly_sales sql line 2: :partition_end -> toDate('YYYY-MM-DD')"):
+        h.check(line in r.stdout, "--check-config lacks %r:\n%s" % (line, r.stdout))
+
+
 def main():
     global SRV
     SRV = Server()
     h.main([test_lesson, test_failing_check_publishes_nothing, test_empty_stage_refused,
-            test_wrong_grain_refused, test_hostile_input, test_timeout_kills_query,
+            test_wrong_grain_refused, test_hostile_input, test_check_config_shows_bound, test_timeout_kills_query,
             test_kill9_mid_backfill])
 
 
