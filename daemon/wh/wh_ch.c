@@ -10,8 +10,9 @@
  * substituted as typed literals (chsql.h), never text from a request.
  *
  * Every query carries query_id backfilld-RUN-N.  interrupt() only raises
- * a flag; libcurl's progress callback, on the worker thread, sees it (or
- * the executor's stop flag given to watch()) and aborts the transfer,
+ * a flag; the worker thread, running the transfer through a multi handle,
+ * looks at it (and at the executor's stop flag given to watch()) every
+ * 50 ms and aborts the transfer,
  * and the worker then sends KILL QUERY WHERE query_id = ... SYNC on a
  * handle of its own, so that the server stops the statement too.
  *
@@ -42,6 +43,7 @@ struct whch_conn {
 	char *user;
 	char *password;
 	CURL *curl;
+	CURLM *multi;
 	atomic_int interrupted;
 	const atomic_int *stop; /* watch(): the executor's stop flag */
 	int64_t run_id;
@@ -170,6 +172,38 @@ whch_kill(struct whch_conn *c, const char *id)
 	free(url);
 }
 
+/* Run the transfer on c->curl through c->multi, looking at the stop
+ * flags every 50 ms (libcurl's own progress callback may not come while
+ * the server is silent). */
+static CURLcode
+whch_perform(struct whch_conn *c)
+{
+	CURLcode rc = CURLE_OK;
+	CURLMsg *m;
+	int running = 1, left;
+
+	if (curl_multi_add_handle(c->multi, c->curl) != CURLM_OK)
+		return curl_easy_perform(c->curl);
+	while (running) {
+		if (curl_multi_perform(c->multi, &running) != CURLM_OK) {
+			rc = CURLE_FAILED_INIT;
+			break;
+		}
+		if (!running)
+			break;
+		if (whch_progress_cb(c, 0, 0, 0, 0)) {
+			rc = CURLE_ABORTED_BY_CALLBACK;
+			break;
+		}
+		curl_multi_wait(c->multi, NULL, 0, 50, NULL);
+	}
+	while (running == 0 && (m = curl_multi_info_read(c->multi, &left)))
+		if (m->msg == CURLMSG_DONE)
+			rc = m->data.result;
+	curl_multi_remove_handle(c->multi, c->curl);
+	return rc;
+}
+
 /*
  * POST one statement (already bound); the body in *out (NUL-terminated,
  * malloc'd) when out is not NULL.  Errors: "interrupted"; "cannot reach
@@ -193,7 +227,7 @@ whch_post(struct whch_conn *c, const char *sql, char **out, size_t *outlen,
 	url = whch_url(c, id);
 	buf_init(&body);
 	whch_setup(c, c->curl, url, sql, &body, true);
-	rc = curl_easy_perform(c->curl);
+	rc = whch_perform(c);
 	free(url);
 	if (rc == CURLE_ABORTED_BY_CALLBACK) {
 		whch_kill(c, id);
@@ -248,6 +282,8 @@ whch_free(struct whch_conn *c)
 {
 	if (c->curl != NULL)
 		curl_easy_cleanup(c->curl);
+	if (c->multi != NULL)
+		curl_multi_cleanup(c->multi);
 	free(c->name);
 	free(c->url);
 	free(c->user);
@@ -278,7 +314,8 @@ whch_open(const struct warehouse_def *wh, struct wh_conn **out,
 		return -1;
 	}
 	c->curl = curl_easy_init();
-	if (c->curl == NULL)
+	c->multi = curl_multi_init();
+	if (c->curl == NULL || c->multi == NULL)
 		xalloc_exhausted("libcurl");
 	/* reach it now: a wrong URL, password or database fails here */
 	if (whch_post(c, "SELECT 1", NULL, NULL, err) == -1) {

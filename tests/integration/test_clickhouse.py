@@ -24,7 +24,10 @@ What it checks (docs/clickhouse.md):
     before it reaches the server; an exception the server sends after a
     200 status fails the check; a wrong password gives ClickHouse's text;
   - --check-config shows where the daemon substitutes values;
-  - a timeout kills the query on the server (system.processes empty);
+  - a timeout and the shutdown grace kill the query on the server
+    (system.processes empty);
+  - a reader polling the window during a backfill sees each day's old
+    rows or its new ones, never a mix;
   - kill -9 in the middle of a backfill, then a restart: every partition
     published, no stage leftovers.
 """
@@ -36,6 +39,7 @@ import socket
 import subprocess
 import tempfile
 import textwrap
+import threading
 import time
 import urllib.error
 import urllib.parse
@@ -431,7 +435,7 @@ def test_timeout_kills_query():
       timeout: 2s
       table: fct_daily_sales
       partition_column: dt
-      sql: SELECT dt, store_id, count(), sum(amount_cents) + sleepEachRow(0.5) FROM raw_sales WHERE dt = :partition GROUP BY dt, store_id
+      sql: SELECT dt, store_id, count(), sum(amount_cents) FROM raw_sales WHERE dt = :partition AND sleepEachRow(1) = 0 GROUP BY dt, store_id SETTINGS max_block_size = 1
     """
     before = SRV.rows("SELECT * FROM fct_daily_sales WHERE dt = '2026-02-09' ORDER BY store_id", db)
     d = h.Daemon(config=ch_config(db, jobs), clock=None, name="chtimeout")
@@ -446,6 +450,73 @@ def test_timeout_kills_query():
     h.eq(left, "", "backfilld queries left on the server after a timeout")
     h.eq(SRV.rows("SELECT * FROM fct_daily_sales WHERE dt = '2026-02-09' ORDER BY store_id", db),
          before, "live partition after a timeout")
+    d.stop()
+
+
+def test_shutdown_grace_kills_query():
+    db = fresh_db()
+    jobs = """
+    - name: slow
+      warehouse: sales
+      partition: day
+      table: fct_daily_sales
+      partition_column: dt
+      sql: SELECT dt, store_id, count(), sum(amount_cents) FROM raw_sales WHERE dt = :partition AND sleepEachRow(1) = 0 GROUP BY dt, store_id SETTINGS max_block_size = 1
+    """
+    before = SRV.rows("SELECT * FROM fct_daily_sales WHERE dt = '2026-02-09' ORDER BY store_id", db)
+    d = h.Daemon(config=ch_config(db, jobs, "shutdown_grace: 1s"), clock=None, name="chgrace")
+    d.ok("backfill", "slow", "--from", "2026-02-09", "--to", "2026-02-09")
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline:
+        if "INSERT INTO `_backfilld_stage_" in SRV.q(
+                "SELECT query FROM system.processes WHERE query_id LIKE 'backfilld-%'"):
+            break
+        time.sleep(0.02)
+    else:
+        h.fail("the stage fill never showed in system.processes")
+    d.stop()
+    left = SRV.q("SELECT query_id FROM system.processes WHERE query_id LIKE 'backfilld-%'").strip()
+    h.eq(left, "", "backfilld queries left on the server after the shutdown grace")
+    h.eq(SRV.rows("SELECT * FROM fct_daily_sales WHERE dt = '2026-02-09' ORDER BY store_id", db),
+         before, "live partition after a shutdown mid-fill")
+
+
+def test_reader_never_sees_a_mix():
+    db = fresh_db()
+    d = h.Daemon(config=ch_config(db, example_jobs()), clock=None, name="chreader")
+    sql = ("SELECT dt, store_id, sales, revenue_cents FROM fct_daily_sales WHERE dt BETWEEN"
+           " '%s' AND '%s' ORDER BY dt, store_id" % h.WINDOW)
+    old = {}
+    for r in SRV.rows(sql, db):
+        old.setdefault(r[0], []).append(r)
+    new = {}
+    for r in SRV.rows("SELECT dt, store_id, count(), sum(amount_cents) FROM raw_sales WHERE dt"
+                      " BETWEEN '%s' AND '%s' GROUP BY dt, store_id ORDER BY dt, store_id"
+                      % h.WINDOW, db):
+        new.setdefault(r[0], []).append(r)
+    seen = {"reads": 0, "bad": None}
+    stop = threading.Event()
+
+    def reader():
+        while not stop.is_set():
+            got = {}
+            for r in SRV.rows(sql, db):
+                got.setdefault(r[0], []).append(r)
+            for day in old:
+                if got.get(day) not in (old[day], new[day]) and seen["bad"] is None:
+                    seen["bad"] = (day, got.get(day))
+            seen["reads"] += 1
+
+    t = threading.Thread(target=reader)
+    t.start()
+    try:
+        d.backfill("fct_daily_sales", h.WINDOW[0], h.WINDOW[1])
+    finally:
+        stop.set()
+        t.join()
+    h.check(seen["reads"] > 0, "the reader never read")
+    h.eq(seen["bad"], None, "a read that was neither the old nor the new partition")
+    h.eq(fact_vs_raw(db, *h.WINDOW)[0], fact_vs_raw(db, *h.WINDOW)[1], "fact after the backfill")
     d.stop()
 
 
@@ -506,7 +577,8 @@ def main():
     global SRV
     SRV = Server()
     h.main([test_lesson, test_failing_check_publishes_nothing, test_empty_stage_refused,
-            test_wrong_grain_refused, test_hostile_input, test_check_config_shows_bound, test_timeout_kills_query,
+            test_wrong_grain_refused, test_hostile_input, test_check_config_shows_bound, test_timeout_kills_query, test_shutdown_grace_kills_query,
+            test_reader_never_sees_a_mix,
             test_kill9_mid_backfill])
 
 
