@@ -222,15 +222,18 @@ whch_post(struct whch_conn *c, const char *sql, char **out, size_t *outlen,
 		*out = NULL;
 	if (whch_progress_cb(c, 0, 0, 0, 0))
 		return err_set(err, EXIT_WORK_FAILED, "interrupted");
+	/* outside a run (opening, the start's checks): no query_id, so that
+	 * connections opened at once do not share one */
 	snprintf(id, sizeof id, "backfilld-%lld-%lld", (long long)c->run_id,
 		 (long long)++c->nquery);
-	url = whch_url(c, id);
+	url = whch_url(c, c->run_id > 0 ? id : NULL);
 	buf_init(&body);
 	whch_setup(c, c->curl, url, sql, &body, true);
 	rc = whch_perform(c);
 	free(url);
 	if (rc == CURLE_ABORTED_BY_CALLBACK) {
-		whch_kill(c, id);
+		if (c->run_id > 0)
+			whch_kill(c, id);
 		buf_free(&body);
 		return err_set(err, EXIT_WORK_FAILED, "interrupted");
 	}

@@ -143,15 +143,17 @@ START_TEST(test_body)
 		"DB::Exception: Value passed to 'throwIf' function is non zero,"
 		" e.what() = DB::Exception\n";
 	char msg[256];
+	const char *pw;
 
 	ck_assert(chsql_body_exception(mid, strlen(mid), msg, sizeof msg));
 	ck_assert_str_eq(msg, "Code: 395, e.displayText() = DB::Exception:"
 			 " Value passed to 'throwIf' function is non zero");
 	ck_assert(!chsql_body_exception("1\n", 2, msg, sizeof msg));
 	ck_assert(!chsql_body_exception("Code: x\n", 8, msg, sizeof msg));
-	chsql_error_text("Code: 193, e.displayText() = DB::Exception: Wrong"
-			 " password for user etl, e.what() = DB::Exception\n",
-			 107, msg, sizeof msg);
+	pw = "Code: 193, e.displayText() = DB::Exception: Wrong"
+		" password for user etl, e.what() = DB::Exception\n";
+
+	chsql_error_text(pw, strlen(pw), msg, sizeof msg);
 	ck_assert_str_eq(msg, "Code: 193, e.displayText() = DB::Exception:"
 			 " Wrong password for user etl");
 	chsql_error_text("  Not found\nmore", 16, msg, sizeof msg);
