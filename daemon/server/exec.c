@@ -910,10 +910,10 @@ exec_wap_key(struct wh_conn *conn, const struct job_def *jd, struct err *err)
 	if (!chsql_key_matches(key, jd->partition_column, jd->grain, want,
 			       sizeof want)) {
 		err_set(err, EXIT_BAD_INPUT, "%s:%d:%d: job \"%s\": table %s is"
-			" partitioned by %s%s, which is not the job's %s"
-			" grain: partition it by %s", jd->file, jd->pos.line,
+			" partitioned by %s, which is not the job's %s grain:"
+			" partition it by %s", jd->file, jd->pos.line,
 			jd->pos.col, jd->name, jd->table, key[0] ? key :
-			"nothing", "", grain_name(jd->grain), want);
+			"nothing", grain_name(jd->grain), want);
 		free(key);
 		return -1;
 	}
@@ -979,6 +979,66 @@ exec_wap_step(struct exec_flight *fl, struct wh_conn *conn, const char *what,
 	return 0;
 }
 
+/* Drop part's stage partition: after its publish, or after a failure
+ * (so that no stage rows are left behind); best effort, not once the run
+ * is being stopped (the next run of the partition clears it first). */
+static void
+exec_wap_unstage(struct exec_flight *fl, struct wh_conn *conn,
+		 const char *stage, const struct wh_param *params)
+{
+	struct err e;
+	char *sql;
+
+	if (exec_stopping(fl))
+		return;
+	sql = exec_xasprintf("ALTER TABLE `%s` DROP PARTITION :partition",
+			     stage);
+	(void)conn->drv->exec_script(conn, sql, params, 1, &e);
+	free(sql);
+}
+
+/* Steps 3 to 7 of docs/clickhouse.md for part i: clear the stage
+ * partition, fill it, audit it, refuse it empty, publish it. */
+static int
+exec_wap_part(struct exec_flight *fl, struct wh_conn *conn, size_t i,
+	      const struct wh_param *params, const char *stage,
+	      struct err *err)
+{
+	struct exec_run *run = fl->run;
+	const struct job_def *jd = run->job;
+	const char *key = run->parts[i].key;
+	char *sql;
+	int rc;
+
+	sql = exec_xasprintf("ALTER TABLE `%s` DROP PARTITION :partition",
+			     stage);
+	rc = exec_wap_step(fl, conn, "clearing the stage partition", sql,
+			   params, 1, err);
+	free(sql);
+	if (rc == -1)
+		return -1;
+	sql = exec_xasprintf("INSERT INTO `%s` %s", stage, jd->sql);
+	rc = exec_wap_step(fl, conn, "filling the stage", sql, params, 4, err);
+	free(sql);
+	if (rc == -1)
+		return -1;
+	if (exec_checks(fl, conn, i, params, 4, err) != 0)
+		return -1;
+	if (guard_after_in(run, conn, i, params, 3, true, stage, err) !=
+	    GUARD_PASSED)
+		return -1;
+	if (run->guards[i].rows_after == 0 && !jd->allow_empty)
+		return err_set(err, EXIT_WORK_FAILED, "refused: the stage"
+			       " partition of %s is empty, and publishing it"
+			       " would empty the live partition; set"
+			       " allow_empty: true to allow it", key);
+	sql = exec_xasprintf("ALTER TABLE `%s` REPLACE PARTITION :partition"
+			     " FROM `%s`", jd->table, stage);
+	rc = exec_wap_step(fl, conn, "publishing", sql, params, 1, err);
+	free(sql);
+	return rc;
+}
+
 /*
  * A run on ClickHouse: for each partition, the stage partition cleared,
  * filled by INSERT INTO stage + the job's SELECT, audited there (checks
@@ -1009,59 +1069,22 @@ exec_sql_wap(struct exec_flight *fl, struct wh_conn *conn, struct err *err)
 		return -1;
 	run->checks = exec_xcalloc((jd->nchecks + 2 + jd->nmetrics) *
 				   run->nparts, sizeof *run->checks);
-	for (size_t i = 0; i < run->nparts && rc == 0; i++) {
-		const char *key = run->parts[i].key;
-
+	for (size_t i = 0; i < run->nparts; i++) {
 		exec_part_params(&run->parts[i], params);
 		params[3].name = "stage";
 		params[3].value = stage;
 		if (exec_interrupted(fl, err) ||
 		    guard_before(run, conn, i, params, 3, err) == -1)
 			return -1;
-		sql = exec_xasprintf("ALTER TABLE `%s` DROP PARTITION :partition",
-				     stage);
-		rc = exec_wap_step(fl, conn, "clearing the stage partition", sql,
-				   params, 1, err);
-		free(sql);
-		if (rc == -1)
-			return -1;
-		sql = exec_xasprintf("INSERT INTO `%s` %s", stage, jd->sql);
-		rc = exec_wap_step(fl, conn, "filling the stage", sql, params, 4,
-				   err);
-		free(sql);
-		if (rc == -1)
-			return -1;
-		if (exec_checks(fl, conn, i, params, 4, err) != 0)
-			return -1;
-		switch (guard_after_in(run, conn, i, params, 3, true, stage,
-				       err)) {
-		case GUARD_PASSED:
-			break;
-		default:
+		if (exec_wap_part(fl, conn, i, params, stage, err) == -1) {
+			exec_wap_unstage(fl, conn, stage, params);
 			return -1;
 		}
-		if (run->guards[i].rows_after == 0 && !jd->allow_empty)
-			return err_set(err, EXIT_WORK_FAILED, "refused: the stage"
-				       " partition of %s is empty, and publishing"
-				       " it would empty the live partition; set"
-				       " allow_empty: true to allow it", key);
-		sql = exec_xasprintf("ALTER TABLE `%s` REPLACE PARTITION"
-				     " :partition FROM `%s`", jd->table, stage);
-		rc = exec_wap_step(fl, conn, "publishing", sql, params, 1, err);
-		free(sql);
-		if (rc == -1)
-			return -1;
 		published += run->guards[i].rows_after;
-		sql = exec_xasprintf("ALTER TABLE `%s` DROP PARTITION :partition",
-				     stage);
-		/* published: a failure to clean up is said, not fatal; the
-		 * next run of the partition clears the stage first */
-		if (conn->drv->exec_script(conn, sql, params, 1, err) == -1)
-			err_clear(err);
-		free(sql);
+		exec_wap_unstage(fl, conn, stage, params);
 	}
 	run->rows_changed = published;
-	return rc;
+	return 0;
 }
 
 /* One SQL run on worker w. */

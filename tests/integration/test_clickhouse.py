@@ -47,7 +47,7 @@ import urllib.request
 
 import harness as h
 
-SERVER = "/usr/sbin/clickhouse-server"
+SERVER = os.environ.get("CLICKHOUSE_SERVER", "/usr/sbin/clickhouse-server")
 PASSWORD = "etl-secret-c81d"
 CH_DIR = os.path.join(h.SOURCE_ROOT, "config", "clickhouse")
 
@@ -337,6 +337,7 @@ def test_failing_check_publishes_nothing():
     h.check("check never failed for 2026-02-09" in (r["error"] or ""), "error: %r" % r["error"])
     h.eq(SRV.rows("SELECT * FROM fct_daily_sales WHERE dt = '2026-02-09' ORDER BY store_id", db),
          before, "live partition after a failed check")
+    h.eq(stage_leftovers(db), {}, "stage rows left after a failed check")
     d.stop()
 
 
