@@ -371,16 +371,19 @@ whch_exec_script(struct wh_conn *conn, const char *sql,
 }
 
 /* The first field of each line of a TabSeparated body, unescaped; "\N"
- * (NULL) left out. */
+ * (NULL) left out; *lines counts the lines read (it stops at the first
+ * value past max), *first_null says the first line was \N. */
 static void
 whch_column(char *body, size_t len, size_t max, char ***values, size_t *n,
-	    bool *too_many)
+	    bool *too_many, size_t *lines, bool *first_null)
 {
 	char *p = body, *end = body + len;
 
 	*values = NULL;
 	*n = 0;
 	*too_many = false;
+	*lines = 0;
+	*first_null = false;
 	while (p < end) {
 		char *nl = memchr(p, '\n', (size_t)(end - p));
 		char *line_end = nl ? nl : end;
@@ -389,6 +392,8 @@ whch_column(char *body, size_t len, size_t max, char ***values, size_t *n,
 
 		if (p + flen > line_end)
 			flen = (size_t)(line_end - p);
+		if ((*lines)++ == 0)
+			*first_null = flen == 2 && p[0] == '\\' && p[1] == 'N';
 		if (!(flen == 2 && p[0] == '\\' && p[1] == 'N')) {
 			if (*n >= max) {
 				*too_many = true;
@@ -417,7 +422,8 @@ whch_column(char *body, size_t len, size_t max, char ***values, size_t *n,
 static int
 whch_query(struct wh_conn *conn, const char *sql,
 	   const struct wh_param *params, size_t nparams, size_t max,
-	   char ***values, size_t *nvalues, bool *too_many, struct err *err)
+	   char ***values, size_t *nvalues, bool *too_many, size_t *lines,
+	   bool *first_null, struct err *err)
 {
 	struct whch_conn *c = whch_conn(conn);
 	char *bound, *body, **stmts;
@@ -437,7 +443,8 @@ whch_query(struct wh_conn *conn, const char *sql,
 	chsql_split_free(stmts, n);
 	if (rc == -1)
 		return -1;
-	whch_column(body, blen, max, values, nvalues, too_many);
+	whch_column(body, blen, max, values, nvalues, too_many, lines,
+		    first_null);
 	free(body);
 	return 0;
 }
@@ -456,21 +463,19 @@ whch_query_value(struct wh_conn *conn, const char *sql,
 		 char **value, struct err *err)
 {
 	char **values;
-	size_t n;
-	bool many;
+	size_t n, lines;
+	bool many, first_null;
 
 	*has_row = false;
 	*value = NULL;
-	/* a NULL first field is left out by whch_column: count lines too */
 	if (whch_query(conn, sql, params, nparams, 1, &values, &n, &many,
-		       err) == -1)
+		       &lines, &first_null, err) == -1)
 		return -1;
-	if (n > 0 || many) {
-		*has_row = true;
-		if (n > 0) {
-			*value = values[0];
-			values[0] = NULL;
-		}
+	/* the first row's value, NULL when its field was \N */
+	*has_row = lines > 0;
+	if (n > 0 && !first_null) {
+		*value = values[0];
+		values[0] = NULL;
 	}
 	whch_values_free(values, n);
 	return 0;
@@ -482,10 +487,11 @@ whch_query_column(struct wh_conn *conn, const char *sql,
 		  size_t max_values, char ***values, size_t *nvalues,
 		  struct err *err)
 {
-	bool many;
+	bool many, first_null;
+	size_t lines;
 
 	if (whch_query(conn, sql, params, nparams, max_values, values,
-		       nvalues, &many, err) == -1)
+		       nvalues, &many, &lines, &first_null, err) == -1)
 		return -1;
 	if (many) {
 		whch_values_free(*values, *nvalues);

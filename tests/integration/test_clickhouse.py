@@ -339,6 +339,15 @@ def test_failing_check_publishes_nothing():
          before, "live partition after a failed check")
     h.eq(stage_leftovers(db), {}, "stage rows left after a failed check")
     d.stop()
+    # a check whose value is NULL fails, and says so
+    jobs = FAILING_CHECK.replace("SELECT count() = 0 FROM :stage WHERE dt = :partition",
+                                 "SELECT CAST(NULL AS Nullable(UInt8))")
+    d = h.Daemon(config=ch_config(db, jobs), clock=None, name="chnull")
+    rc, out, err = d.ctl("backfill", "fct", "--from", "2026-02-09", "--to", "2026-02-09", "--wait")
+    r = [x for x in d.runs() if x["job"] == "fct"][-1]
+    h.check(rc != 0 and "check never failed for 2026-02-09 (returned NULL)" in (r["error"] or ""),
+            "error of a NULL check: %r" % r["error"])
+    d.stop()
 
 
 def test_empty_stage_refused():
