@@ -2471,6 +2471,8 @@ cfg_code_version(struct job_def *j)
 	h = cfg_fnv_field(h, "partition_column", j->partition_column);
 	h = cfg_fnv_int(h, "min_rows", (long long)j->min_rows);
 	h = cfg_fnv_int(h, "batch", j->batch);
+	if (j->allow_empty) /* ClickHouse only: other jobs keep their hash */
+		h = cfg_fnv_int(h, "allow_empty", 1);
 	snprintf(j->code_version, sizeof j->code_version, "%016llx",
 		 (unsigned long long)h);
 }
