@@ -28,6 +28,7 @@ What it checks (docs/clickhouse.md):
     (system.processes empty);
   - a reader polling the window during a backfill sees each day's old
     rows or its new ones, never a mix;
+  - a throttle holds runs on the warehouse until its value falls back;
   - kill -9 in the middle of a backfill, then a restart: every partition
     published, no stage leftovers.
 """
@@ -229,7 +230,7 @@ def fresh_db(seed=True):
     return db
 
 
-def ch_config(db, jobs, settings=""):
+def ch_config(db, jobs, settings="", wh_extra=""):
     return textwrap.dedent("""\
         state_db: state.db
         socket: backfilld.sock
@@ -240,8 +241,10 @@ def ch_config(db, jobs, settings=""):
             clickhouse: %s
             user: etl
             password_file: %s
+        %s
         jobs:
-        """) % (settings, SRV.url(db), SRV.pwfile) + textwrap.indent(textwrap.dedent(jobs).strip("\n"), "  ") + "\n"
+        """) % (settings, SRV.url(db), SRV.pwfile, textwrap.indent(wh_extra, "    ")) + \
+        textwrap.indent(textwrap.dedent(jobs).strip("\n"), "  ") + "\n"
 
 
 def example_jobs():
@@ -530,6 +533,42 @@ def test_reader_never_sees_a_mix():
     d.stop()
 
 
+def test_throttle():
+    db = fresh_db()
+    SRV.q("CREATE TABLE load (v UInt32) ENGINE = Memory", db)
+    SRV.q("INSERT INTO load VALUES (50)", db)
+    jobs = FAILING_CHECK[:FAILING_CHECK.index("  checks:")]
+    wh = "throttle:\n  sql: SELECT max(v) FROM load\n  max: 10\n  every: 1s\n"
+    before = SRV.rows("SELECT * FROM fct_daily_sales WHERE dt = '2026-02-09' ORDER BY store_id", db)
+
+    def throttle():
+        ws = {w["name"]: w for w in d.json("status").get("warehouses", [])}
+        return ws["sales"]["kind"], ws["sales"].get("throttle") or {}
+
+    d = h.Daemon(config=ch_config(db, jobs, wh_extra=wh), clock=None, name="chthrottle")
+    deadline = time.monotonic() + 30
+    while throttle()[1].get("state") != "throttled" and time.monotonic() < deadline:
+        time.sleep(0.1)
+    kind, t = throttle()
+    h.eq((kind, t.get("state"), t.get("value")), ("clickhouse", "throttled", 50),
+         "throttle of the ClickHouse warehouse")
+    req = d.enqueue("backfill", "fct", "--from", "2026-02-09", "--to", "2026-02-09")
+    # held: the throttle is checked again (every 1s) before it is released
+    polls = t.get("checks")
+    while throttle()[1].get("checks") == polls and time.monotonic() < deadline:
+        time.sleep(0.1)
+    h.eq([r for r in d.runs() if r["job"] == "fct" and r["id"] is not None], [],
+         "runs started on a throttled warehouse")
+    h.eq(SRV.rows("SELECT * FROM fct_daily_sales WHERE dt = '2026-02-09' ORDER BY store_id", db),
+         before, "live partition while throttled")
+    SRV.q("TRUNCATE TABLE load", db)
+    SRV.q("INSERT INTO load VALUES (0)", db)
+    d.wait_request(req)
+    h.eq([r["state"] for r in d.runs() if r["job"] == "fct"], ["succeeded"],
+         "the run once the throttle is released")
+    d.stop()
+
+
 def test_kill9_mid_backfill():
     db = fresh_db()
     jobs = """
@@ -588,7 +627,7 @@ def main():
     SRV = Server()
     h.main([test_lesson, test_failing_check_publishes_nothing, test_empty_stage_refused,
             test_wrong_grain_refused, test_hostile_input, test_check_config_shows_bound, test_timeout_kills_query, test_shutdown_grace_kills_query,
-            test_reader_never_sees_a_mix,
+            test_reader_never_sees_a_mix, test_throttle,
             test_kill9_mid_backfill])
 
 
