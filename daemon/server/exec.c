@@ -924,12 +924,15 @@ exec_wap_key(struct wh_conn *conn, const struct job_def *jd, struct err *err)
 int
 exec_check_partition_keys(const struct config *cfg, struct err *err)
 {
-	const struct wh_driver *drv = exec_driver(WH_CLICKHOUSE);
+	const struct wh_driver *drv;
 	struct wh_conn **conns;
-	bool *tried;
+	bool *tried, any = false;
 	int rc = 0;
 
-	if (drv == NULL)
+	for (size_t w = 0; w < cfg->nwarehouses; w++)
+		any |= cfg->warehouses[w].kind == WH_CLICKHOUSE;
+	/* no module loaded for a configuration without ClickHouse */
+	if (!any || (drv = exec_driver(WH_CLICKHOUSE)) == NULL)
 		return 0;
 	conns = exec_xcalloc(cfg->nwarehouses + 1, sizeof *conns);
 	tried = exec_xcalloc(cfg->nwarehouses + 1, sizeof *tried);

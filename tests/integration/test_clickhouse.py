@@ -12,6 +12,8 @@ group.  Without clickhouse-server the test prints "SKIP: reason" and exits
 77; with BACKFILLD_REQUIRE_CLICKHOUSE=1 (CI) it fails instead.
 
 What it checks (docs/clickhouse.md):
+  - the module (libcurl) is loaded only when a ClickHouse warehouse is
+    configured;
   - the lesson (config/clickhouse/): the repaired fact equals raw for the
     deploy window, exactly the two ISO weeks are rebuilt, others
     untouched; a rerun changes nothing; no stage partition is left;
@@ -274,6 +276,26 @@ def fact_vs_raw(db, lo, hi):
     return fact, raw
 
 
+def maps(d):
+    with open("/proc/%d/maps" % d.proc.pid) as f:
+        return f.read()
+
+
+def test_module_on_demand():
+    """A daemon without a ClickHouse warehouse never maps the module."""
+    d = h.Daemon(warehouses={"w": "CREATE TABLE t (dt TEXT);"}, clock=None, name="chnomod",
+                 jobs="""
+                 - name: j
+                   warehouse: w
+                   partition: day
+                   sql: INSERT INTO t VALUES (:partition)
+                 """)
+    d.backfill("j", "2026-02-09", "2026-02-09")
+    h.check("backfilld-ch.so" not in maps(d) and "libcurl" not in maps(d),
+            "a daemon on SQLite alone mapped the ClickHouse module")
+    d.stop()
+
+
 def test_lesson():
     db = fresh_db()
     d = h.Daemon(config=ch_config(db, example_jobs()), clock=None, name="chlesson")
@@ -301,6 +323,7 @@ def test_lesson():
         h.check(weeks_after[wk] != weeks_before[wk], "week %s unchanged" % wk)
         h.eq(weeks_after[wk], want[wk], "week %s vs raw" % wk)
     h.eq(stage_leftovers(db), {}, "stage rows left after the backfill")
+    h.check("backfilld-ch.so" in maps(d), "the ClickHouse module is not loaded")
     # the guardrails were measured: before from live, after from the stage
     req = [r for r in runs if r["job"] == "fct_daily_sales"][0]["request"]
     audit = d.json("audit", "--request", str(req))
@@ -625,7 +648,7 @@ def test_check_config_shows_bound():
 def main():
     global SRV
     SRV = Server()
-    h.main([test_lesson, test_failing_check_publishes_nothing, test_empty_stage_refused,
+    h.main([test_module_on_demand, test_lesson, test_failing_check_publishes_nothing, test_empty_stage_refused,
             test_wrong_grain_refused, test_hostile_input, test_check_config_shows_bound, test_timeout_kills_query, test_shutdown_grace_kills_query,
             test_reader_never_sees_a_mix, test_throttle,
             test_kill9_mid_backfill])
