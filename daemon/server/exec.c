@@ -1090,6 +1090,85 @@ exec_sql_wap(struct exec_flight *fl, struct wh_conn *conn, struct err *err)
 	return 0;
 }
 
+/* A partition's rows and order-independent checksum (the sum, modulo
+ * 2^64, of a 64-bit hash of each row) in `table`. */
+static int
+exec_wap_digest(struct wh_conn *conn, const char *table, const char *column,
+		const struct wh_param *params, int64_t *rows, char *sum,
+		size_t sumsz, struct err *err)
+{
+	char *sql, *v = NULL, *end;
+	bool has_row;
+	int rc;
+
+	sql = exec_xasprintf("SELECT toString(count()) || ' ' ||"
+			     " toString(sum(cityHash64(*))) FROM `%s` WHERE `%s`"
+			     " = :partition", table, column);
+	rc = conn->drv->query_value(conn, sql, params, 1, &has_row, &v, err);
+	free(sql);
+	if (rc == -1)
+		return -1;
+	if (!has_row || v == NULL || (*rows = strtoll(v, &end, 10), *end != ' ')) {
+		free(v);
+		return err_set(err, EXIT_WORK_FAILED, "reading partition %s of %s:"
+			       " no count", params[0].value, table);
+	}
+	snprintf(sum, sumsz, "%s", end + 1);
+	free(v);
+	return 0;
+}
+
+/* A proof (--verify) on ClickHouse: the live partition read, then the
+ * stage filled twice from the job's SELECT and read after each fill; the
+ * stage partition dropped, nothing published. */
+static int
+exec_sql_wap_verify(struct exec_flight *fl, struct wh_conn *conn,
+		    struct err *err)
+{
+	struct exec_run *run = fl->run;
+	const struct job_def *jd = run->job;
+	char stage[CHSQL_IDENT_MAX + 32], *sql;
+	struct wh_param params[4];
+	int rc = 0;
+
+	chsql_stage_name(jd->table, stage, sizeof stage);
+	exec_part_params(&run->parts[0], params);
+	params[3].name = "stage";
+	params[3].value = stage;
+	if (exec_begin(conn, err) == -1 || exec_wap_key(conn, jd, err) == -1)
+		return -1;
+	sql = exec_xasprintf("CREATE TABLE IF NOT EXISTS `%s` AS `%s`", stage,
+			     jd->table);
+	rc = exec_wap_step(fl, conn, "creating the stage table", sql, NULL, 0,
+			   err);
+	free(sql);
+	if (rc == -1 || exec_wap_digest(conn, jd->table, jd->partition_column,
+	    params, &run->verify_rows[0], run->verify_sum[0],
+	    sizeof run->verify_sum[0], err) == -1)
+		return -1;
+	for (int k = 1; k < 3 && rc == 0; k++) {
+		sql = exec_xasprintf("ALTER TABLE `%s` DROP PARTITION :partition",
+				     stage);
+		rc = exec_wap_step(fl, conn, "clearing the stage partition", sql,
+				   params, 1, err);
+		free(sql);
+		if (rc == 0) {
+			sql = exec_xasprintf("INSERT INTO `%s` %s", stage, jd->sql);
+			rc = exec_wap_step(fl, conn, "filling the stage", sql,
+					   params, 4, err);
+			free(sql);
+		}
+		if (rc == 0)
+			rc = exec_wap_digest(conn, stage, jd->partition_column,
+			    params, &run->verify_rows[k], run->verify_sum[k],
+			    sizeof run->verify_sum[k], err);
+		if (rc == -1)
+			err_prefix(err, "run %d of 2", k);
+	}
+	exec_wap_unstage(fl, conn, stage, params);
+	return rc;
+}
+
 /* One SQL run on worker w. */
 static void
 exec_sql_run(struct exec_worker *w, struct exec_flight *fl)
@@ -1126,8 +1205,9 @@ exec_sql_run(struct exec_worker *w, struct exec_flight *fl)
 		conn->drv->tag(conn, run->run_id);
 	if (run->query_sql != NULL)
 		rc = exec_sql_query(fl, conn, &err);
-	else if (wh->kind == WH_CLICKHOUSE && !run->verify)
-		rc = exec_sql_wap(fl, conn, &err);
+	else if (wh->kind == WH_CLICKHOUSE)
+		rc = run->verify ? exec_sql_wap_verify(fl, conn, &err) :
+			exec_sql_wap(fl, conn, &err);
 	else if (run->verify)
 		rc = exec_sql_verify(fl, conn, &err);
 	else if (run->ncommits > 0 && exec_conn_commits(w, conn, &err) == -1)

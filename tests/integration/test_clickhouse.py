@@ -30,6 +30,8 @@ What it checks (docs/clickhouse.md):
     (system.processes empty);
   - a reader polling the window during a backfill sees each day's old
     rows or its new ones, never a mix;
+  - --verify fills the stage twice and compares rows and checksums: a
+    job whose rows change is refused, nothing published;
   - a throttle holds runs on the warehouse until its value falls back;
   - kill -9 in the middle of a backfill, then a restart: every partition
     published, no stage leftovers.
@@ -556,6 +558,29 @@ def test_reader_never_sees_a_mix():
     d.stop()
 
 
+def test_verify():
+    db = fresh_db()
+    jobs = FAILING_CHECK[:FAILING_CHECK.index("  checks:")]
+    jobs += jobs.replace("name: fct", "name: noisy").replace(
+        "sum(amount_cents) FROM", "sum(amount_cents) + rand() % 1000 FROM")
+    before = SRV.rows("SELECT * FROM fct_daily_sales ORDER BY dt, store_id", db)
+    d = h.Daemon(config=ch_config(db, jobs), clock=None, name="chverify")
+    rc, out, err = d.ctl("backfill", "noisy", "--from", "2026-02-09", "--to", "2026-02-09",
+                         "--verify")
+    e = h.one_line_error(rc, out, err, 2, "backfill --verify of a job whose rows change")
+    h.check("content" in e and "noisy" in e, "the refusal does not say what changed: %r" % e)
+    h.eq(SRV.rows("SELECT * FROM fct_daily_sales ORDER BY dt, store_id", db), before,
+         "live table after a refused proof")
+    h.eq(d.runs(), [], "runs after a refused proof")
+    h.eq(stage_leftovers(db), {}, "stage rows left by a proof")
+    out = d.ok("backfill", "fct", "--from", "2026-02-09", "--to", "2026-02-10", "--verify",
+               "--wait")
+    h.check("idempotent" in out, "the proof's verdict is not shown:\n%s" % out)
+    fact, raw = fact_vs_raw(db, "2026-02-09", "2026-02-10")
+    h.eq(fact, raw, "the verified request ran")
+    d.stop()
+
+
 def test_throttle():
     db = fresh_db()
     SRV.q("CREATE TABLE load (v UInt32) ENGINE = Memory", db)
@@ -650,7 +675,7 @@ def main():
     SRV = Server()
     h.main([test_module_on_demand, test_lesson, test_failing_check_publishes_nothing, test_empty_stage_refused,
             test_wrong_grain_refused, test_hostile_input, test_check_config_shows_bound, test_timeout_kills_query, test_shutdown_grace_kills_query,
-            test_reader_never_sees_a_mix, test_throttle,
+            test_reader_never_sees_a_mix, test_verify, test_throttle,
             test_kill9_mid_backfill])
 
 
