@@ -2151,8 +2151,8 @@ cfg_job_clock(struct cfg_parser *p, struct job_def *j, yaml_node_t *map)
 
 /* A job on a ClickHouse warehouse is write-audit-publish
  * (docs/clickhouse.md): SQL with table: and partition_column:, plain
- * names (the daemon names the stage after the table), no batch yet;
- * allow_empty only there. */
+ * names (the daemon names the stage after the table); allow_empty only
+ * there. */
 static int
 cfg_job_clickhouse(struct cfg_parser *p, struct job_def *j, yaml_node_t *map,
 		   bool is_sql)
@@ -2191,12 +2191,6 @@ cfg_job_clickhouse(struct cfg_parser *p, struct job_def *j, yaml_node_t *map,
 			return cfg_fail(p, cfg_map_get(p, map, "key")->start_mark,
 					"%skey columns must be plain names on a"
 					" clickhouse warehouse", p->pfx);
-	if (j->batch) {
-		k2 = cfg_map_key(p, map, "batch");
-		return cfg_fail(p, k2->start_mark, "%sbatch: true is not supported"
-				" on clickhouse warehouses yet"
-				" (docs/clickhouse.md, Limits)", p->pfx);
-	}
 	return 0;
 }
 

@@ -1000,6 +1000,10 @@ exec_wap_unstage(struct exec_flight *fl, struct wh_conn *conn,
 	free(sql);
 }
 
+static int exec_wap_audit(struct exec_flight *fl, struct wh_conn *conn,
+			  size_t i, const struct wh_param *params,
+			  const char *stage, struct err *err);
+
 /* Steps 3 to 7 of docs/clickhouse.md for part i: clear the stage
  * partition, fill it, audit it, refuse it empty, publish it. */
 static int
@@ -1007,9 +1011,7 @@ exec_wap_part(struct exec_flight *fl, struct wh_conn *conn, size_t i,
 	      const struct wh_param *params, const char *stage,
 	      struct err *err)
 {
-	struct exec_run *run = fl->run;
-	const struct job_def *jd = run->job;
-	const char *key = run->parts[i].key;
+	const struct job_def *jd = fl->run->job;
 	char *sql;
 	int rc;
 
@@ -1025,20 +1027,108 @@ exec_wap_part(struct exec_flight *fl, struct wh_conn *conn, size_t i,
 	free(sql);
 	if (rc == -1)
 		return -1;
+	if (exec_wap_audit(fl, conn, i, params, stage, err) == -1)
+		return -1;
+	sql = exec_xasprintf("ALTER TABLE `%s` REPLACE PARTITION :partition"
+			     " FROM `%s`", jd->table, stage);
+	rc = exec_wap_step(fl, conn, "publishing", sql, params, 1, err);
+	free(sql);
+	return rc;
+}
+
+/* Part i's audit in the stage: checks, guardrails, the empty refusal. */
+static int
+exec_wap_audit(struct exec_flight *fl, struct wh_conn *conn, size_t i,
+	       const struct wh_param *params, const char *stage,
+	       struct err *err)
+{
+	struct exec_run *run = fl->run;
+
 	if (exec_checks(fl, conn, i, params, 4, err) != 0)
 		return -1;
 	if (guard_after_in(run, conn, i, params, 3, true, stage, err) !=
 	    GUARD_PASSED)
 		return -1;
-	if (run->guards[i].rows_after == 0 && !jd->allow_empty)
+	if (run->guards[i].rows_after == 0 && !run->job->allow_empty)
 		return err_set(err, EXIT_WORK_FAILED, "refused: the stage"
 			       " partition of %s is empty, and publishing it"
 			       " would empty the live partition; set"
-			       " allow_empty: true to allow it", key);
-	sql = exec_xasprintf("ALTER TABLE `%s` REPLACE PARTITION :partition"
-			     " FROM `%s`", jd->table, stage);
-	rc = exec_wap_step(fl, conn, "publishing", sql, params, 1, err);
-	free(sql);
+			       " allow_empty: true to allow it",
+			       run->parts[i].key);
+	return 0;
+}
+
+/* Params of part i with :stage. */
+static void
+exec_wap_params(const struct exec_run *run, size_t i, const char *stage,
+		struct wh_param params[4])
+{
+	exec_part_params(&run->parts[i], params);
+	params[3].name = "stage";
+	params[3].value = stage;
+}
+
+/* A batch on ClickHouse: every stage partition cleared, one fill for the
+ * batch's interval, every partition audited, then each published. */
+static int
+exec_wap_batch(struct exec_flight *fl, struct wh_conn *conn, const char *stage,
+	       struct err *err)
+{
+	struct exec_run *run = fl->run;
+	struct wh_param params[4], span[3];
+	const char *lo = run->parts[0].start, *hi = run->parts[0].end;
+	int64_t published = 0;
+	char *sql;
+	size_t i;
+	int rc = 0;
+
+	for (i = 0; i < run->nparts && rc == 0; i++) {
+		exec_wap_params(run, i, stage, params);
+		if (strcmp(run->parts[i].start, lo) < 0)
+			lo = run->parts[i].start;
+		if (strcmp(run->parts[i].end, hi) > 0)
+			hi = run->parts[i].end;
+		if (exec_interrupted(fl, err) ||
+		    guard_before(run, conn, i, params, 3, err) == -1)
+			return -1;
+		sql = exec_xasprintf("ALTER TABLE `%s` DROP PARTITION :partition",
+				     stage);
+		rc = exec_wap_step(fl, conn, "clearing the stage partition", sql,
+				   params, 1, err);
+		free(sql);
+	}
+	/* the whole batch's interval; :partition is deliberately not bound */
+	span[0].name = "partition_start";
+	span[0].value = lo;
+	span[1].name = "partition_end";
+	span[1].value = hi;
+	span[2].name = "stage";
+	span[2].value = stage;
+	if (rc == 0) {
+		sql = exec_xasprintf("INSERT INTO `%s` %s", stage, run->job->sql);
+		rc = exec_wap_step(fl, conn, "filling the stage", sql, span, 3,
+				   err);
+		free(sql);
+	}
+	for (i = 0; i < run->nparts && rc == 0; i++) {
+		exec_wap_params(run, i, stage, params);
+		rc = exec_wap_audit(fl, conn, i, params, stage, err);
+	}
+	for (i = 0; i < run->nparts && rc == 0; i++) {
+		exec_wap_params(run, i, stage, params);
+		sql = exec_xasprintf("ALTER TABLE `%s` REPLACE PARTITION"
+				     " :partition FROM `%s`", run->job->table,
+				     stage);
+		rc = exec_wap_step(fl, conn, "publishing", sql, params, 1, err);
+		free(sql);
+		if (rc == 0)
+			published += run->guards[i].rows_after;
+	}
+	for (i = 0; i < run->nparts; i++) {
+		exec_wap_params(run, i, stage, params);
+		exec_wap_unstage(fl, conn, stage, params);
+	}
+	run->rows_changed = published;
 	return rc;
 }
 
@@ -1072,6 +1162,8 @@ exec_sql_wap(struct exec_flight *fl, struct wh_conn *conn, struct err *err)
 		return -1;
 	run->checks = exec_xcalloc((jd->nchecks + 2 + jd->nmetrics) *
 				   run->nparts, sizeof *run->checks);
+	if (jd->batch)
+		return exec_wap_batch(fl, conn, stage, err);
 	for (size_t i = 0; i < run->nparts; i++) {
 		exec_part_params(&run->parts[i], params);
 		params[3].name = "stage";

@@ -32,6 +32,8 @@ What it checks (docs/clickhouse.md):
     rows or its new ones, never a mix;
   - --verify fills the stage twice and compares rows and checksums: a
     job whose rows change is refused, nothing published;
+  - batch: true fills the stage once for the request, audits every
+    partition, then publishes each; a failing check publishes none;
   - a throttle holds runs on the warehouse until its value falls back;
   - kill -9 in the middle of a backfill, then a restart: every partition
     published, no stage leftovers.
@@ -581,6 +583,42 @@ def test_verify():
     d.stop()
 
 
+BATCH = """
+- name: fct
+  warehouse: sales
+  partition: day
+  batch: true
+  table: fct_daily_sales
+  partition_column: dt
+  sql: SELECT dt, store_id, count(), sum(amount_cents) FROM raw_sales WHERE dt >= :partition_start AND dt < :partition_end GROUP BY dt, store_id
+  checks:
+    - name: not_the_10th
+      sql: SELECT count() > 0 AND :partition != toDate('2026-02-10') FROM :stage WHERE dt = :partition
+"""
+
+
+def test_batch():
+    db = fresh_db()
+    before = SRV.rows("SELECT * FROM fct_daily_sales ORDER BY dt, store_id", db)
+    d = h.Daemon(config=ch_config(db, BATCH), clock=None, name="chbatch")
+    # one partition's check fails: nothing of the batch is published
+    rc, out, err = d.ctl("backfill", "fct", "--from", h.WINDOW[0], "--to", h.WINDOW[1], "--wait")
+    h.check(rc != 0, "a batch with a failing check should fail")
+    h.eq(SRV.rows("SELECT * FROM fct_daily_sales ORDER BY dt, store_id", db), before,
+         "live table after a batch with a failing check")
+    h.eq(stage_leftovers(db), {}, "stage rows left by a failed batch")
+    d.stop()
+    d = h.Daemon(config=ch_config(db, BATCH.replace(" AND :partition != toDate('2026-02-10')", "")),
+                 clock=None, name="chbatch2")
+    d.backfill("fct", h.WINDOW[0], h.WINDOW[1])
+    fact, raw = fact_vs_raw(db, *h.WINDOW)
+    h.eq(fact, raw, "fact vs raw after a batch")
+    h.eq(sorted(r["partition"] for r in d.runs() if r["state"] == "succeeded"),
+         h.days(*h.WINDOW), "partitions of the batch")
+    h.eq(stage_leftovers(db), {}, "stage rows left by a batch")
+    d.stop()
+
+
 def test_throttle():
     db = fresh_db()
     SRV.q("CREATE TABLE load (v UInt32) ENGINE = Memory", db)
@@ -675,7 +713,7 @@ def main():
     SRV = Server()
     h.main([test_module_on_demand, test_lesson, test_failing_check_publishes_nothing, test_empty_stage_refused,
             test_wrong_grain_refused, test_hostile_input, test_check_config_shows_bound, test_timeout_kills_query, test_shutdown_grace_kills_query,
-            test_reader_never_sees_a_mix, test_verify, test_throttle,
+            test_reader_never_sees_a_mix, test_verify, test_batch, test_throttle,
             test_kill9_mid_backfill])
 
 

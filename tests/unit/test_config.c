@@ -296,8 +296,6 @@ static const struct bad_inline bad_inlines[] = {
 	  "inline.yaml:5:5: job \"x\" runs on clickhouse warehouse \"c\": it needs sql: (a SELECT of the partition's rows), table: and partition_column:" },
 	{ CHX "    sql: SELECT 1\n    table: a-b\n    partition_column: dt\n",
 	  "inline.yaml:9:12: job \"x\": table must be a plain name ([A-Za-z_][A-Za-z0-9_]*, under 111 bytes with _backfilld_stage_) on a clickhouse warehouse" },
-	{ CHX "    sql: SELECT 1\n    table: t\n    partition_column: dt\n    batch: true\n",
-	  "inline.yaml:11:5: job \"x\": batch: true is not supported on clickhouse warehouses yet (docs/clickhouse.md, Limits)" },
 	{ CHX "    sql: \"SELECT today()\"\n    table: t\n    partition_column: dt\n",
 	  "inline.yaml:8:18: job \"x\" reads the wall clock (today()): take the date from :partition, or set allow_wall_clock: true" },
 	{ JX "    sql: SELECT 1\n    allow_empty: true\n",
