@@ -70,9 +70,22 @@ chsql_literal(const char *v, char out[CHSQL_LITERAL_MAX], struct err *err)
 		snprintf(out, CHSQL_LITERAL_MAX, "toDateTime('%s')", v);
 		return 0;
 	}
+	/* an instant (late_data's :since): YYYY-MM-DDTHH:MM:SS[.mmm]Z, to
+	 * the second, in UTC */
+	if ((n == 20 || n == 24) && chsql_date(v) && v[10] == 'T' &&
+	    chsql_digits(v + 11, 2, &hh) && hh < 24 && v[13] == ':' &&
+	    chsql_digits(v + 14, 2, &mi) && mi < 60 && v[16] == ':' &&
+	    chsql_digits(v + 17, 2, &ss) && ss < 60 && v[n - 1] == 'Z' &&
+	    (n == 20 || (v[19] == '.' && chsql_digits(v + 20, 3, &mi)))) {
+		snprintf(out, CHSQL_LITERAL_MAX, "toDateTime('%.10s %.8s', 'UTC')",
+			 v, v + 11);
+		return 0;
+	}
 	return err_set(err, EXIT_BAD_INPUT, "refused: \"%s\" is not a"
-		       " partition key or bound (YYYY-MM-DD, YYYY-MM-DDTHH or"
-		       " YYYY-MM-DD HH:MM:SS); nothing was sent to the server",
+		       " partition key, bound or instant (YYYY-MM-DD,"
+		       " YYYY-MM-DDTHH, YYYY-MM-DD HH:MM:SS or"
+		       " YYYY-MM-DDTHH:MM:SS.mmmZ); nothing was sent to the"
+		       " server",
 		       text_escape(v, q, sizeof q));
 }
 

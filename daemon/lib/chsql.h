@@ -33,10 +33,12 @@ struct chsql_param {
 /*
  * The typed literal of a value the daemon generated: YYYY-MM-DD gives
  * toDate('YYYY-MM-DD'), YYYY-MM-DDTHH gives toDateTime('YYYY-MM-DD
- * HH:00:00'), YYYY-MM-DD HH:MM:SS gives toDateTime('...'); every field
+ * HH:00:00'), YYYY-MM-DD HH:MM:SS gives toDateTime('...'), an instant
+ * YYYY-MM-DDTHH:MM:SS[.mmm]Z (late_data's :since) gives
+ * toDateTime('YYYY-MM-DD HH:MM:SS', 'UTC'), to the second; every field
  * checked (digits, month 1-12, day of the month, hour 0-23, minutes and
- * seconds 0-59).  Anything else: -1, "refused: ... is not a partition key
- * or bound".
+ * seconds 0-59).  Anything else: -1, "refused: ... is not a partition
+ * key, bound or instant".
  */
 int chsql_literal(const char *value, char out[CHSQL_LITERAL_MAX],
 		  struct err *err);

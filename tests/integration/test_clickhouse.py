@@ -34,6 +34,8 @@ What it checks (docs/clickhouse.md):
     job whose rows change is refused, nothing published;
   - batch: true fills the stage once for the request, audits every
     partition, then publishes each; a failing check publishes none;
+  - a late_data sensor (its :since an instant in UTC) rebuilds the day of
+    a late row;
   - a throttle holds runs on the warehouse until its value falls back;
   - kill -9 in the middle of a backfill, then a restart: every partition
     published, no stage leftovers.
@@ -619,6 +621,36 @@ def test_batch():
     d.stop()
 
 
+def test_late_data():
+    db = fresh_db()
+    SRV.q("CREATE TABLE landing (dt Date, store_id UInt8, amount_cents Int64,"
+          " loaded_at DateTime) ENGINE = MergeTree ORDER BY dt", db)
+    jobs = FAILING_CHECK[:FAILING_CHECK.index("  checks:")] + (
+        "  late_data:\n"
+        "    sql: SELECT DISTINCT toString(dt) FROM landing WHERE loaded_at >= :since\n"
+        "    every: 1s\n")
+    d = h.Daemon(config=ch_config(db, jobs), clock=None, name="chlate")
+
+    def sensor():
+        return d.status()["fct"].get("late_data") or {}
+
+    deadline = time.monotonic() + 30
+    while sensor().get("last_check") is None and time.monotonic() < deadline:
+        time.sleep(0.05)
+    h.eq(sensor().get("error"), None, "the sensor's first check")
+    # a late row for 2026-02-09 lands: the sensor rebuilds that day alone
+    SRV.q("INSERT INTO raw_sales VALUES (9999, '2026-02-09', 1, 12345)", db)
+    SRV.q("INSERT INTO landing VALUES ('2026-02-09', 1, 12345, now())", db)
+    while not [r for r in d.runs() if r["state"] == "succeeded"] and time.monotonic() < deadline:
+        time.sleep(0.1)
+    runs = d.runs()
+    h.eq(sorted({r["partition"] for r in runs}), ["2026-02-09"], "partitions the sensor rebuilt")
+    fact, raw = fact_vs_raw(db, "2026-02-09", "2026-02-09")
+    h.eq(fact, raw, "the late row in the fact")
+    h.eq(sensor().get("error"), None, "the sensor's error")
+    d.stop()
+
+
 def test_throttle():
     db = fresh_db()
     SRV.q("CREATE TABLE load (v UInt32) ENGINE = Memory", db)
@@ -713,7 +745,7 @@ def main():
     SRV = Server()
     h.main([test_module_on_demand, test_lesson, test_failing_check_publishes_nothing, test_empty_stage_refused,
             test_wrong_grain_refused, test_hostile_input, test_check_config_shows_bound, test_timeout_kills_query, test_shutdown_grace_kills_query,
-            test_reader_never_sees_a_mix, test_verify, test_batch, test_throttle,
+            test_reader_never_sees_a_mix, test_verify, test_batch, test_late_data, test_throttle,
             test_kill9_mid_backfill])
 
 
