@@ -262,7 +262,7 @@ exec_pg_driver(void)
 static uv_once_t exec_ch_once = UV_ONCE_INIT;
 static const struct wh_driver *exec_ch;
 static char exec_ch_error[512] = "this build has no ClickHouse driver"
-	" (libcurl was not found: apt-get install libcurl4-openssl-dev)";
+	" (built without libcurl: install libcurl4-openssl-dev, rebuild)";
 
 /* Load the driver from backfilld-ch.so (module.h). */
 static void

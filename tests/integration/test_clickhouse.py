@@ -83,6 +83,9 @@ class Server:
     def __init__(self):
         if not os.access(SERVER, os.X_OK):
             skip("no %s (apt-get install clickhouse-server)" % SERVER)
+        module = os.path.join(os.path.dirname(h.binaries()[0]), "backfilld-ch.so")
+        if not os.path.exists(module):
+            skip("this build has no ClickHouse driver (%s; libcurl4-openssl-dev)" % module)
         self.dir = tempfile.mkdtemp(prefix="bfd-ch-")
         self.http, self.tcp, self.inter = free_port(), free_port(), free_port()
         for sub in ("data", "tmp", "user_files", "log", "format_schemas"):
