@@ -36,6 +36,8 @@ What it checks (docs/clickhouse.md):
     partition, then publishes each; a failing check publishes none;
   - a late_data sensor (its :since an instant in UTC) rebuilds the day of
     a late row;
+  - an hourly job on a table partitioned by toStartOfHour publishes each
+    hour (toDateTime literals), a rerun of one hour replaces it alone;
   - a throttle holds runs on the warehouse until its value falls back;
   - kill -9 in the middle of a backfill, then a restart: every partition
     published, no stage leftovers.
@@ -654,6 +656,31 @@ def test_late_data():
     d.stop()
 
 
+def test_hourly():
+    db = fresh_db(seed=False)
+    SRV.q("CREATE TABLE hits (ts DateTime, n UInt32) ENGINE = MergeTree ORDER BY ts", db)
+    SRV.q("INSERT INTO hits SELECT toDateTime('2026-02-09 00:00:00') + number * 600, 1"
+          " FROM numbers(36)", db)
+    SRV.q("CREATE TABLE hourly (hour DateTime, hits UInt64) ENGINE = MergeTree"
+          " PARTITION BY toStartOfHour(hour) ORDER BY hour", db)
+    jobs = """
+    - name: hourly
+      warehouse: sales
+      partition: hour
+      table: hourly
+      partition_column: hour
+      sql: SELECT :partition, count() FROM hits WHERE ts >= :partition_start AND ts < :partition_end
+    """
+    d = h.Daemon(config=ch_config(db, jobs), clock=None, name="chhourly")
+    d.backfill("hourly", "2026-02-09T00", "2026-02-09T05")
+    h.eq(SRV.rows("SELECT toString(hour), hits FROM hourly ORDER BY hour", db),
+         [("2026-02-09 %02d:00:00" % i, "6") for i in range(6)], "hourly partitions")
+    d.backfill("hourly", "2026-02-09T02", "2026-02-09T02")
+    h.eq(SRV.q("SELECT count() FROM hourly", db).strip(), "6", "rows after a rerun of one hour")
+    h.eq(stage_leftovers(db), {}, "stage rows left by hourly runs")
+    d.stop()
+
+
 def test_throttle():
     db = fresh_db()
     SRV.q("CREATE TABLE load (v UInt32) ENGINE = Memory", db)
@@ -748,7 +775,7 @@ def main():
     SRV = Server()
     h.main([test_module_on_demand, test_lesson, test_failing_check_publishes_nothing, test_empty_stage_refused,
             test_wrong_grain_refused, test_hostile_input, test_check_config_shows_bound, test_timeout_kills_query, test_shutdown_grace_kills_query,
-            test_reader_never_sees_a_mix, test_verify, test_batch, test_late_data, test_throttle,
+            test_reader_never_sees_a_mix, test_verify, test_batch, test_late_data, test_hourly, test_throttle,
             test_kill9_mid_backfill])
 
 
