@@ -299,7 +299,8 @@ status_warehouses_json(struct sched *s, struct buf *out)
 		json_str(out, cfg->warehouses[w].name);
 		buf_printf(out, ", \"kind\": \"%s\", \"state\": \"%s\","
 			   " \"checked_at\": ", cfg->warehouses[w].kind ==
-			   WH_POSTGRES ? "postgres" : "sqlite", st > 0 ? "ok" :
+			   WH_POSTGRES ? "postgres" : cfg->warehouses[w].kind ==
+			   WH_CLICKHOUSE ? "clickhouse" : "sqlite", st > 0 ? "ok" :
 			   st < 0 ? "unreachable" : "unknown");
 		cal_format_iso_ms(at_ms, at);
 		json_str(out, st ? at : NULL);

@@ -50,6 +50,7 @@
 #include "hookq.h"
 #include "severity.h"
 #include "sqlscan.h"
+#include "chsql.h"
 #include "xalloc.h"
 
 #define CFG_FILE_MAX (4 * 1024 * 1024)  /* the configuration file, at most */
@@ -1151,6 +1152,19 @@ cfg_h_number(struct cfg_parser *p, void *obj, const struct cfg_key *k,
 	return 0;
 }
 
+/* clickhouse: the URL of the server's HTTP interface. */
+static int
+cfg_h_wh_clickhouse(struct cfg_parser *p, void *obj, const struct cfg_key *k,
+		    yaml_node_t *key, yaml_node_t *val)
+{
+	const char *t = cfg_text(val);
+
+	if (strncmp(t, "http://", 7) != 0 && strncmp(t, "https://", 8) != 0)
+		return cfg_bad_value(p, k, val);
+	((struct warehouse_def *)obj)->kind = WH_CLICKHOUSE;
+	return cfg_h_str(p, obj, k, key, val);
+}
+
 /* The throttle's own table. */
 static const struct cfg_key cfg_throttle_keys[] = {
 	{ "sql", YAML_SCALAR_NODE, cfg_h_str, CFG_OFF(throttle_def, sql), 0,
@@ -1246,6 +1260,11 @@ static const struct cfg_key cfg_wh_keys[] = {
 	  CFG_OFF(warehouse_def, path), 0, "a database file path", 0 },
 	{ "postgres", YAML_SCALAR_NODE, cfg_h_wh_postgres,
 	  CFG_OFF(warehouse_def, conninfo), 0, "a libpq connection string", 0 },
+	{ "clickhouse", YAML_SCALAR_NODE, cfg_h_wh_clickhouse,
+	  CFG_OFF(warehouse_def, url), 0,
+	  "the URL of the HTTP interface (http://HOST:8123/?database=DB)", 0 },
+	{ "user", YAML_SCALAR_NODE, cfg_h_str, CFG_OFF(warehouse_def, user), 0,
+	  "a user name", 0 },
 	{ "password_file", YAML_SCALAR_NODE, cfg_h_path,
 	  CFG_OFF(warehouse_def, password_file), 0, "a file path", 0 },
 	{ "max_connections", YAML_SCALAR_NODE, cfg_h_int,
@@ -1264,21 +1283,32 @@ cfg_wh_finish(struct cfg_parser *p, struct warehouse_def *w, yaml_node_t *map)
 	yaml_node_t *ks = cfg_map_key(p, map, "sqlite");
 	yaml_node_t *kp = cfg_map_key(p, map, "postgres");
 	yaml_node_t *kpw = cfg_map_key(p, map, "password_file");
+	yaml_node_t *kc = cfg_map_key(p, map, "clickhouse");
+	yaml_node_t *ku = cfg_map_key(p, map, "user");
 
-	if (ks == NULL && kp == NULL)
+	if (ks == NULL && kp == NULL && kc == NULL)
 		return cfg_fail(p, map->start_mark,
-				"%s needs sqlite: PATH or postgres: CONNINFO",
-				p->ctx);
-	if (ks != NULL && kp != NULL) {
-		yaml_node_t *later = ks->start_mark.index > kp->start_mark.index ? ks : kp;
+				"%s needs sqlite: PATH, postgres: CONNINFO or"
+				" clickhouse: URL", p->ctx);
+	if ((ks != NULL) + (kp != NULL) + (kc != NULL) > 1) {
+		yaml_node_t *later = ks != NULL && kp != NULL ?
+			(ks->start_mark.index > kp->start_mark.index ? ks : kp) :
+			(ks != NULL ? ks : kp);
 
+		if (kc != NULL && kc->start_mark.index > later->start_mark.index)
+			later = kc;
 		return cfg_fail(p, later->start_mark,
-				"%ssqlite and postgres are exclusive; keep one",
-				p->pfx);
+				"%ssqlite, postgres and clickhouse are exclusive;"
+				" keep one", p->pfx);
 	}
+	if (ku != NULL && kc == NULL)
+		return cfg_fail(p, ku->start_mark,
+				"%suser is for clickhouse warehouses only"
+				" (postgres: the user goes in the CONNINFO)",
+				p->pfx);
 	if (ks != NULL && kpw != NULL)
 		return cfg_fail(p, kpw->start_mark,
-				"%spassword_file is for postgres warehouses only",
+				"%spassword_file is for postgres and clickhouse warehouses only",
 				p->pfx);
 	if (w->on_throttle != NULL && w->throttle == NULL)
 		return cfg_fail(p, cfg_map_key(p, map, "on_throttle")->start_mark,
@@ -1927,6 +1957,8 @@ static const struct cfg_key cfg_job_keys[] = {
 	  "a mapping with sql: and every:", 0 },
 	{ "nodes", YAML_SEQUENCE_NODE, cfg_h_job_nodes, CFG_JOB(nodes),
 	  CFG_JOB(nnodes), "a sequence of node names", 0 },
+	{ "allow_empty", YAML_SCALAR_NODE, cfg_h_bool, CFG_JOB(allow_empty), 0,
+	  "true or false", 0 },
 	{ NULL, YAML_NO_NODE, NULL, 0, 0, NULL, 0 }
 };
 
@@ -1994,6 +2026,9 @@ cfg_wall_clock(const struct config *cfg, const struct job_def *j,
 	if (j->warehouse >= 0 &&
 	    cfg->warehouses[j->warehouse].kind == WH_POSTGRES)
 		d = SQLSCAN_PG;
+	if (j->warehouse >= 0 &&
+	    cfg->warehouses[j->warehouse].kind == WH_CLICKHOUSE)
+		d = SQLSCAN_CH;
 	return sqlscan_wall_clock(sql, d, what);
 }
 
@@ -2378,6 +2413,51 @@ cfg_job_txn(struct cfg_parser *p, struct job_def *j, yaml_node_t *map)
 	return 0;
 }
 
+/* A job on a ClickHouse warehouse is write-audit-publish
+ * (docs/clickhouse.md): SQL with table: and partition_column:, plain
+ * names (the daemon names the stage after the table); allow_empty only
+ * there. */
+static int
+cfg_job_clickhouse(struct cfg_parser *p, struct job_def *j, yaml_node_t *map,
+		   bool is_sql)
+{
+	yaml_node_t *k2;
+	char stage[CHSQL_IDENT_MAX + 32];
+
+	if (j->warehouse < 0 ||
+	    p->cfg->warehouses[j->warehouse].kind != WH_CLICKHOUSE) {
+		if ((k2 = cfg_map_key(p, map, "allow_empty")) != NULL)
+			return cfg_fail(p, k2->start_mark, "%sallow_empty is for"
+					" jobs on clickhouse warehouses only",
+					p->pfx);
+		return 0;
+	}
+	if (!is_sql || j->table == NULL || j->partition_column == NULL)
+		return cfg_fail(p, map->start_mark, "%s runs on clickhouse"
+				" warehouse \"%s\": it needs sql: (a SELECT of"
+				" the partition's rows), table: and"
+				" partition_column:", p->ctx,
+				p->cfg->warehouses[j->warehouse].name);
+	chsql_stage_name(j->table, stage, sizeof stage);
+	if (!chsql_ident_ok(j->table) || stage[0] == '\0')
+		return cfg_fail(p, cfg_map_get(p, map, "table")->start_mark,
+				"%stable must be a plain name ([A-Za-z_][A-Za-z0-9_]*,"
+				" under %d bytes with _backfilld_stage_) on a"
+				" clickhouse warehouse", p->pfx,
+				CHSQL_IDENT_MAX - 17);
+	if (!chsql_ident_ok(j->partition_column))
+		return cfg_fail(p, cfg_map_get(p, map, "partition_column")->start_mark,
+				"%spartition_column must be a plain name"
+				" ([A-Za-z_][A-Za-z0-9_]*) on a clickhouse"
+				" warehouse", p->pfx);
+	for (size_t i = 0; i < j->nkey; i++)
+		if (!chsql_ident_ok(j->key[i]))
+			return cfg_fail(p, cfg_map_get(p, map, "key")->start_mark,
+					"%skey columns must be plain names on a"
+					" clickhouse warehouse", p->pfx);
+	return 0;
+}
+
 /* A job's cross-key rules, once every key of it is read. */
 static int
 cfg_job_finish(struct cfg_parser *p, struct job_def *j, yaml_node_t *map)
@@ -2391,7 +2471,8 @@ cfg_job_finish(struct cfg_parser *p, struct job_def *j, yaml_node_t *map)
 				p->ctx);
 	if (cfg_job_span(p, j, map) < 0 ||
 	    cfg_job_target(p, j, map, is_sql) < 0 ||
-	    cfg_job_needs(p, j, map, is_sql) < 0)
+	    cfg_job_needs(p, j, map, is_sql) < 0 ||
+	    cfg_job_clickhouse(p, j, map, is_sql) < 0)
 		return -1;
 	if (cfg_job_clock(p, j, map) < 0)
 		return -1;
@@ -2667,6 +2748,8 @@ cfg_code_version(struct job_def *j)
 	h = cfg_fnv_field(h, "partition_column", j->partition_column);
 	h = cfg_fnv_int(h, "min_rows", (long long)j->min_rows);
 	h = cfg_fnv_int(h, "batch", j->batch);
+	if (j->allow_empty) /* ClickHouse only: other jobs keep their hash */
+		h = cfg_fnv_int(h, "allow_empty", 1);
 	snprintf(j->code_version, sizeof j->code_version, "%016llx",
 		 (unsigned long long)h);
 }
@@ -3120,6 +3203,8 @@ config_free(struct config *cfg)
 		free(w->path);
 		free(w->conninfo);
 		free(w->password_file);
+		free(w->url);
+		free(w->user);
 		if (w->throttle)
 			free(w->throttle->sql);
 		free(w->throttle);

@@ -25,7 +25,7 @@ struct pos {
 	int col;  /* 1-based */
 };
 
-enum wh_kind { WH_SQLITE, WH_POSTGRES };
+enum wh_kind { WH_SQLITE, WH_POSTGRES, WH_CLICKHOUSE };
 
 /* A warehouse's throttle: while `sql` returns a value above max, no new
  * run starts there; above critical its runs in flight are requeued. */
@@ -52,6 +52,8 @@ struct warehouse_def {
 	char *file;          /* absolute path of the file that defines it */
 	struct pos pos;
 	struct pos path_pos; /* sqlite: where its path is in that file */
+	char *url;           /* clickhouse: the HTTP interface's URL */
+	char *user;          /* clickhouse: the user, or NULL (default) */
 };
 
 struct check_def {
@@ -165,6 +167,10 @@ struct job_def {
 	 * job; NULL (nnodes 0) when any node may */
 	char **nodes;
 	size_t nnodes;
+
+	/* ClickHouse (docs/clickhouse.md): publish an empty stage partition,
+	 * emptying the live one; default false (refused) */
+	bool allow_empty;
 };
 
 struct config {

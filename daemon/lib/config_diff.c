@@ -112,6 +112,7 @@ config_diff_job(const struct job_def *a, const struct job_def *b,
 	CD_IF(config_diff_strv(a->upstream, a->nupstream, b->upstream,
 			       b->nupstream), "upstream");
 	CD_IF(a->allow_wall_clock != b->allow_wall_clock, "allow_wall_clock");
+	CD_IF(a->allow_empty != b->allow_empty, "allow_empty");
 	CD_IF(a->batch != b->batch, "batch");
 	CD_IF(a->verify != b->verify, "verify");
 	CD_IF(a->keep_runs != b->keep_runs, "keep_runs");
@@ -144,6 +145,8 @@ config_diff_wh(const struct warehouse_def *a, const struct warehouse_def *b,
 	CD_IF(a->kind != b->kind || config_diff_str(a->path, b->path), "sqlite");
 	CD_IF(a->kind != b->kind || config_diff_str(a->conninfo, b->conninfo),
 	      "postgres");
+	CD_IF(config_diff_str(a->url, b->url), "clickhouse");
+	CD_IF(config_diff_str(a->user, b->user), "user");
 	CD_IF(config_diff_str(a->password_file, b->password_file),
 	      "password_file");
 	CD_IF((a->throttle == NULL) != (b->throttle == NULL) ||

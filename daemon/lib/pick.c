@@ -58,7 +58,7 @@ pick_job_free(struct manifest *m, const struct pick_gate *g, int job)
 	if (j->warehouse < 0)
 		return true;
 	w = &m->cfg->warehouses[j->warehouse];
-	if (w->kind == WH_POSTGRES) {
+	if (w->kind == WH_POSTGRES || w->kind == WH_CLICKHOUSE) {
 		/* its runs in flight: at most max_concurrency, a cheap scan */
 		for (struct run *r = m->runs.next; r != &m->runs; r = r->next)
 			if (r->job >= 0 &&

@@ -160,6 +160,7 @@ sqlscan_next(struct sqlscan *s, struct sqlscan_tok *t)
 	const char *p = s->sql + s->pos;
 	size_t left = s->len - s->pos, n, tag;
 	bool pg = s->dialect == SQLSCAN_PG;
+	bool ch = s->dialect == SQLSCAN_CH;
 	unsigned char c;
 
 	t->off = s->pos;
@@ -180,7 +181,7 @@ sqlscan_next(struct sqlscan *s, struct sqlscan_tok *t)
 		return sqlscan_emit(s, t, SQLSCAN_COMMENT, strcspn(p, "\n"));
 	if (c == '/' && left > 1 && p[1] == '*') {
 		n = sqlscan_comment(p, left, pg);
-		if (n == 0 && pg)
+		if (n == 0 && (pg || ch))
 			return sqlscan_unterminated(s, t, SQLSCAN_COMMENT);
 		return sqlscan_emit(s, t, SQLSCAN_COMMENT, n ? n : left);
 	}
@@ -201,12 +202,12 @@ sqlscan_next(struct sqlscan *s, struct sqlscan_tok *t)
 		return sqlscan_emit(s, t, SQLSCAN_NUMBER, n);
 	}
 	if (c == '\'')
-		return sqlscan_quote(s, t, 0, '\'', false, SQLSCAN_STRING);
+		return sqlscan_quote(s, t, 0, '\'', ch, SQLSCAN_STRING);
 	if (c == '"')
-		return sqlscan_quote(s, t, 0, '"', false, SQLSCAN_QUOTED);
+		return sqlscan_quote(s, t, 0, '"', ch, SQLSCAN_QUOTED);
 	if (!pg && c == '`')
-		return sqlscan_quote(s, t, 0, '`', false, SQLSCAN_QUOTED);
-	if (!pg && c == '[')
+		return sqlscan_quote(s, t, 0, '`', ch, SQLSCAN_QUOTED);
+	if (!pg && !ch && c == '[')
 		return sqlscan_quote(s, t, 0, ']', false, SQLSCAN_QUOTED);
 	if (c == '$' && pg) {
 		if (left > 1 && p[1] >= '0' && p[1] <= '9') {
@@ -240,14 +241,14 @@ sqlscan_next(struct sqlscan *s, struct sqlscan_tok *t)
 			;
 		return sqlscan_emit(s, t, SQLSCAN_PARAM, n);
 	}
-	if (!pg && (c == '$' || c == '@' || c == ':')) {
+	if (!pg && !ch && (c == '$' || c == '@' || c == ':')) {
 		for (n = 1; n < left && sqlscan_word_char((unsigned char)p[n]);
 		     n++)
 			;
 		return sqlscan_emit(s, t, n > 1 ? SQLSCAN_PARAM : SQLSCAN_PUNCT,
 		    n);
 	}
-	if (!pg && c == '?') {
+	if (!pg && !ch && c == '?') {
 		n = 1 + strspn(p + 1, "0123456789");
 		return sqlscan_emit(s, t, SQLSCAN_PARAM, n);
 	}
@@ -390,6 +391,10 @@ sqlscan_clock_token(const struct sqlscan *s, const struct sqlscan_tok *t,
 		"now()", "clock_timestamp()", "statement_timestamp()",
 		"transaction_timestamp()", "timeofday()", NULL
 	};
+	static const char *const ch_fns[] = { "now", "today", "yesterday",
+		NULL };
+	static const char *const ch_calls[] = { "now()", "today()",
+		"yesterday()", NULL };
 	struct sqlscan_hit none = { -1, NULL }, hit = { (long)t->off, NULL };
 	bool pg = s->dialect == SQLSCAN_PG;
 	struct sqlscan look;
@@ -422,6 +427,13 @@ sqlscan_clock_token(const struct sqlscan *s, const struct sqlscan_tok *t,
 		for (size_t i = 0; pg_fns[i] != NULL; i++)
 			if (sqlscan_is_word(s, t, pg_fns[i])) {
 				hit.what = pg_calls[i];
+				return hit;
+			}
+	if (s->dialect == SQLSCAN_CH && t->kind == SQLSCAN_WORD &&
+	    sqlscan_is_punct(s, &n, '('))
+		for (size_t i = 0; ch_fns[i] != NULL; i++)
+			if (sqlscan_is_word(s, t, ch_fns[i])) {
+				hit.what = ch_calls[i];
 				return hit;
 			}
 	return none;

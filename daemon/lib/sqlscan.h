@@ -31,7 +31,12 @@
 #include <stdbool.h>
 #include <stddef.h>
 
-enum sqlscan_dialect { SQLSCAN_SQLITE, SQLSCAN_PG };
+/* SQLSCAN_CH: ClickHouse's SQL: 'str' with '' and backslash escapes,
+ * "ident" and `ident` with backslash escapes too, :name a parameter (the
+ * ClickHouse driver substitutes it, chsql.h), no dollar quotes, no ::, a
+ * block comment must end; its wall clock is now(), today(), yesterday()
+ * and the words both others know. */
+enum sqlscan_dialect { SQLSCAN_SQLITE, SQLSCAN_PG, SQLSCAN_CH };
 
 enum sqlscan_kind {
 	SQLSCAN_END,        /* no more text */

@@ -151,6 +151,12 @@ int exec_warehouse_state(struct exec *ex, const char *name, char *error,
  * first use), or NULL with *why saying why not.  Any thread. */
 struct wh_driver;
 const struct wh_driver *exec_driver_for(enum wh_kind kind, const char **why);
+/* ClickHouse (docs/clickhouse.md): every job's table reached now, its
+ * partition key against the job's grain; -1 with err (EXIT_BAD_INPUT,
+ * "FILE:LINE:COL: job ...") at the first mismatch or missing table.  A
+ * warehouse that cannot be reached is skipped.  Blocking: at start and
+ * reload. */
+int exec_check_partition_keys(const struct config *cfg, struct err *err);
 /* Number of runs in flight. */
 int exec_running(const struct exec *ex);
 /* Cancel what still runs, join the threads, close every handle; closed_cb

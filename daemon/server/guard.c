@@ -38,6 +38,16 @@ guard_ident(struct buf *b, const char *name)
 	buf_addstr(b, "\"");
 }
 
+/* The table guard_* read: the job's, or (ClickHouse) its stage after the
+ * write; set by guard_after_in for the length of its call. */
+static _Thread_local const char *guard_table_over;
+
+static const char *
+guard_table(const struct job_def *j)
+{
+	return guard_table_over != NULL ? guard_table_over : j->table;
+}
+
 /* A column of the job's table, qualified: "table"."column".  SQLite takes
  * an unqualified double-quoted name that matches no column for a string
  * literal; a qualified one that matches none is an error ("no such
@@ -45,7 +55,7 @@ guard_ident(struct buf *b, const char *name)
 static void
 guard_col(struct buf *b, const struct job_def *j, const char *col)
 {
-	guard_ident(b, j->table);
+	guard_ident(b, guard_table(j));
 	buf_addstr(b, ".");
 	guard_ident(b, col);
 }
@@ -55,7 +65,7 @@ static void
 guard_where(struct buf *b, const struct job_def *j)
 {
 	buf_addstr(b, " FROM ");
-	guard_ident(b, j->table);
+	guard_ident(b, guard_table(j));
 	buf_addstr(b, " WHERE ");
 	guard_col(b, j, j->partition_column);
 	buf_addstr(b, " = :partition");
@@ -294,5 +304,18 @@ guard_after(struct exec_run *run, struct wh_conn *conn, size_t i,
 			rc = GUARD_FAILED;
 		}
 	}
+	return rc;
+}
+
+enum guard_outcome
+guard_after_in(struct exec_run *run, struct wh_conn *conn, size_t i,
+	       const struct wh_param *params, size_t nparams, bool first_error,
+	       const char *table, struct err *err)
+{
+	enum guard_outcome rc;
+
+	guard_table_over = table;
+	rc = guard_after(run, conn, i, params, nparams, first_error, err);
+	guard_table_over = NULL;
 	return rc;
 }

@@ -46,5 +46,11 @@ enum guard_outcome {
 enum guard_outcome guard_after(struct exec_run *run, struct wh_conn *conn, size_t i,
 		const struct wh_param *params, size_t nparams, bool first_error,
 		struct err *err);
+/* guard_after reading `table` instead of the job's (ClickHouse: the
+ * stage, where the new partition is before it is published; the before
+ * figures came from the live table). */
+enum guard_outcome guard_after_in(struct exec_run *run, struct wh_conn *conn,
+		size_t i, const struct wh_param *params, size_t nparams,
+		bool first_error, const char *table, struct err *err);
 
 #endif

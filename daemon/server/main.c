@@ -33,6 +33,8 @@
 #include "config_diff.h"
 #include "control.h"
 #include "exec.h"
+#include "chsql.h"
+#include "buf.h"
 #include "hooks.h"
 #include "metrics.h"
 #include "log.h"
@@ -307,7 +309,8 @@ daemon_reload(void *data, bool dry_run, struct config_diff *diff,
 	if (dry_run) {
 		if (config_load(d->config_path, &cfg, err) < 0)
 			return -1;
-		if (daemon_check_warehouses(cfg, err) < 0) {
+		if (daemon_check_warehouses(cfg, err) < 0 ||
+		    exec_check_partition_keys(cfg, err) < 0) {
 			config_unref(cfg);
 			return -1;
 		}
@@ -321,6 +324,12 @@ daemon_reload(void *data, bool dry_run, struct config_diff *diff,
 	notify_reloading(d->notify);
 	cal_format_iso_ms(clock_now_ms(), when);
 	if (config_load(d->config_path, &cfg, err) < 0) {
+		cfg = NULL;
+	} else if (exec_check_partition_keys(cfg, err) < 0) {
+		config_unref(cfg);
+		cfg = NULL;
+	}
+	if (cfg == NULL) {
 		log_err("reload refused, keeping the running configuration: %s",
 			err->msg);
 		snprintf(d->last_reload, sizeof d->last_reload,
@@ -674,6 +683,36 @@ daemon_check_host(const struct config *cfg, struct err *err)
 	return 0;
 }
 
+/* --check-config: where the ClickHouse driver substitutes the values it
+ * generates (docs/clickhouse.md, "Bound values"). */
+static void
+daemon_check_bound(const struct config *cfg)
+{
+	struct buf b;
+
+	buf_init(&b);
+	for (size_t i = 0; i < cfg->njobs; i++) {
+		const struct job_def *j = &cfg->jobs[i];
+		char stage[CHSQL_IDENT_MAX + 32], what[160];
+
+		if (j->warehouse < 0 || j->sql == NULL ||
+		    cfg->warehouses[j->warehouse].kind != WH_CLICKHOUSE)
+			continue;
+		chsql_stage_name(j->table, stage, sizeof stage);
+		chsql_describe(j->name, "sql", j->sql, j->grain, stage, &b);
+		for (size_t k = 0; k < j->nchecks; k++) {
+			snprintf(what, sizeof what, "check %s", j->checks[k].name);
+			chsql_describe(j->name, what, j->checks[k].sql, j->grain,
+				       stage, &b);
+		}
+	}
+	if (b.len > 0) {
+		printf("values the daemon substitutes (ClickHouse):\n");
+		fwrite(b.data, 1, b.len, stdout);
+	}
+	buf_free(&b);
+}
+
 /*
  * A SQLite warehouse whose file does not exist: refused at start, by
  * --check-config and on reload, with the position of its path.  The
@@ -961,9 +1000,15 @@ main(int argc, char **argv)
 		config_unref(d.cfg);
 		return EXIT_BAD_INPUT;
 	}
+	if (!check && exec_check_partition_keys(d.cfg, &err) < 0) {
+		early_error("%s", err.msg);
+		config_unref(d.cfg);
+		return EXIT_BAD_INPUT;
+	}
 	if (check) {
 		printf("%s: configuration OK: %zu jobs, %zu warehouses\n",
 		       d.cfg->path, d.cfg->njobs, d.cfg->nwarehouses);
+		daemon_check_bound(d.cfg);
 		config_unref(d.cfg);
 		return EXIT_DONE;
 	}

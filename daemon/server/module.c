@@ -1,5 +1,5 @@
 /*
- * module.c - loading backfilld-pg.so (module.h).
+ * module.c - loading backfilld-pg.so and backfilld-ch.so (module.h).
  */
 #include "module.h"
 
@@ -12,18 +12,18 @@
 
 #define MODULE_FILE "backfilld-pg.so"
 
-/* Open the module from dir; NULL when it is not there. */
+/* Open module `file` from dir; NULL when it is not there. */
 static void *
-module_open_in(const char *dir, char *path, size_t pathsz)
+module_open_in(const char *dir, const char *file, char *path, size_t pathsz)
 {
-	snprintf(path, pathsz, "%s/" MODULE_FILE, dir);
+	snprintf(path, pathsz, "%s/%s", dir, file);
 	return dlopen(path, RTLD_NOW | RTLD_LOCAL);
 }
 
 /* Open the module: the test folder, else beside the executable, then the
  * install folder.  path names the last place tried. */
 static void *
-module_open(char *path, size_t pathsz)
+module_open(const char *file, char *path, size_t pathsz)
 {
 	const char *test_dir = getenv("BACKFILLD_TEST_MODULE_DIR");
 	char exe[PATH_MAX], *slash;
@@ -31,25 +31,32 @@ module_open(char *path, size_t pathsz)
 	void *h;
 
 	if (test_dir != NULL && *test_dir != '\0') /* tests only */
-		return module_open_in(test_dir, path, pathsz);
+		return module_open_in(test_dir, file, path, pathsz);
 	n = readlink("/proc/self/exe", exe, sizeof exe - 1);
 	if (n > 0) {
 		exe[n] = '\0';
 		slash = strrchr(exe, '/');
 		if (slash != NULL) {
 			*slash = '\0';
-			if ((h = module_open_in(exe, path, pathsz)) != NULL)
+			if ((h = module_open_in(exe, file, path, pathsz)) != NULL)
 				return h;
 		}
 	}
-	return module_open_in(BACKFILLD_MODULEDIR, path, pathsz);
+	return module_open_in(BACKFILLD_MODULEDIR, file, path, pathsz);
 }
 
 void *
 module_symbol(const char *symbol, const char *what, char *why, size_t whysz)
 {
+	return module_symbol_in(MODULE_FILE, symbol, what, why, whysz);
+}
+
+void *
+module_symbol_in(const char *file, const char *symbol, const char *what,
+		 char *why, size_t whysz)
+{
 	char path[PATH_MAX + 32];
-	void *h = module_open(path, sizeof path);
+	void *h = module_open(file, path, sizeof path);
 	void *sym;
 
 	if (h == NULL) {

@@ -19,5 +19,9 @@
  * backfilld" (what: "the PostgreSQL driver", ...). */
 void *module_symbol(const char *symbol, const char *what, char *why,
 		    size_t whysz);
+/* The same from another module of the same folders: backfilld-ch.so
+ * holds the ClickHouse warehouse driver (wh_ch_driver; libcurl). */
+void *module_symbol_in(const char *file, const char *symbol,
+		       const char *what, char *why, size_t whysz);
 
 #endif

@@ -139,6 +139,10 @@ struct wh_driver {
 	int (*digest)(struct wh_conn *conn, const char *table,
 		      const char *column, const char *partition, int64_t *rows,
 		      char *sum, size_t sumsz, struct err *err);
+	/* Optional.  Before a run: the run it serves, for the server's own
+	 * view of it (ClickHouse: every query's query_id is
+	 * backfilld-RUN-N, N counted from 1 per run). */
+	void (*tag)(struct wh_conn *conn, int64_t run_id);
 };
 
 /* The embedded SQLite driver (wh_sqlite.c). */

@@ -180,9 +180,9 @@ static const struct bad_fixture bad_fixtures[] = {
 	{ "bad-log-level.yaml",
 	  "1:12: log_level must be one of err, warning, notice, info, debug, got \"verbose\"" },
 	{ "bad-warehouse-both.yaml",
-	  "4:5: warehouse \"dw\": sqlite and postgres are exclusive; keep one" },
+	  "4:5: warehouse \"dw\": sqlite, postgres and clickhouse are exclusive; keep one" },
 	{ "bad-warehouse-none.yaml",
-	  "2:5: warehouse \"dw\" needs sqlite: PATH or postgres: CONNINFO" },
+	  "2:5: warehouse \"dw\" needs sqlite: PATH, postgres: CONNINFO or clickhouse: URL" },
 	{ "bad-max-change.yaml",
 	  "12:52: metric \"revenue\" of job \"x\": max_change must be a percentage like 50%, got \"fifty\"" },
 	{ "bad-date.yaml",
@@ -273,6 +273,9 @@ END_TEST
 
 #define WH "warehouses:\n  - name: sales\n    sqlite: sales.db\njobs:\n"
 /* a SQL job "x" on line 5, its body from line 8 */
+/* A job on a ClickHouse warehouse, lines 1-7. */
+#define CHX "warehouses:\n  - name: c\n    clickhouse: http://127.0.0.1:8123/\n" \
+	"jobs:\n  - name: x\n    warehouse: c\n    partition: day\n"
 #define JX WH "  - name: x\n    warehouse: sales\n    partition: day\n"
 
 struct bad_inline {
@@ -298,7 +301,19 @@ static const struct bad_inline bad_inlines[] = {
 	{ "jobs:\n  - name: e\n    partition: day\n    command: [/bin/true]\n    checks:\n      - {name: c, sql: SELECT 1}\n",
 	  "inline.yaml:5:5: job \"e\": checks needs a warehouse to run on: add warehouse: NAME" },
 	{ "warehouses:\n  - name: s\n    sqlite: s.db\n    password_file: pw\n",
-	  "inline.yaml:4:5: warehouse \"s\": password_file is for postgres warehouses only" },
+	  "inline.yaml:4:5: warehouse \"s\": password_file is for postgres and clickhouse warehouses only" },
+	{ CHX "    sql: SELECT 1\n",
+	  "inline.yaml:5:5: job \"x\" runs on clickhouse warehouse \"c\": it needs sql: (a SELECT of the partition's rows), table: and partition_column:" },
+	{ CHX "    sql: SELECT 1\n    table: a-b\n    partition_column: dt\n",
+	  "inline.yaml:9:12: job \"x\": table must be a plain name ([A-Za-z_][A-Za-z0-9_]*, under 111 bytes with _backfilld_stage_) on a clickhouse warehouse" },
+	{ CHX "    sql: \"SELECT today()\"\n    table: t\n    partition_column: dt\n",
+	  "inline.yaml:8:18: job \"x\" reads the wall clock (today()): take the date from :partition, or set allow_wall_clock: true" },
+	{ JX "    sql: SELECT 1\n    allow_empty: true\n",
+	  "inline.yaml:9:5: job \"x\": allow_empty is for jobs on clickhouse warehouses only" },
+	{ "warehouses:\n  - name: c\n    clickhouse: 127.0.0.1:8123\n",
+	  "inline.yaml:3:17: warehouse \"c\": clickhouse must be the URL of the HTTP interface (http://HOST:8123/?database=DB), got \"127.0.0.1:8123\"" },
+	{ "warehouses:\n  - name: s\n    sqlite: s.db\n    user: etl\n",
+	  "inline.yaml:4:5: warehouse \"s\": user is for clickhouse warehouses only (postgres: the user goes in the CONNINFO)" },
 	{ "warehouses:\n  - name: s\n    sqlite: s.db\n    max_connections: 0\n",
 	  "inline.yaml:4:22: warehouse \"s\": max_connections must be a positive integer, got \"0\"" },
 	{ "warehouses:\n  - name: s\n    sqllite: s.db\n",

@@ -168,6 +168,45 @@ START_TEST(test_diff_warehouses_and_keys)
 }
 END_TEST
 
+/* A ClickHouse warehouse: its URL and user; a job's allow_empty, which
+ * also changes its code version. */
+START_TEST(test_diff_clickhouse)
+{
+	static const char ch[] =
+		"state_db: /tmp/state.db\n"
+		"warehouses:\n"
+		"  - name: ch\n"
+		"    clickhouse: http://127.0.0.1:8123/?database=a\n"
+		"jobs:\n"
+		"  - name: fct\n"
+		"    warehouse: ch\n"
+		"    partition: day\n"
+		"    table: fct\n"
+		"    partition_column: dt\n"
+		"    sql: SELECT 1\n";
+	char *t1 = replace(ch, "database=a\n", "database=b\n    user: etl\n");
+	char *t2 = replace(t1, "    sql: SELECT 1\n",
+			   "    sql: SELECT 1\n    allow_empty: true\n");
+	struct config *a = load(ch), *b = load(t2);
+	struct config_diff d;
+
+	config_diff(a, b, &d);
+	ck_assert_uint_eq(d.warehouses.nchanged, 1);
+	ck_assert_uint_eq(d.warehouses.changed[0].nkeys, 2);
+	ck_assert_str_eq(d.warehouses.changed[0].keys[0], "clickhouse");
+	ck_assert_str_eq(d.warehouses.changed[0].keys[1], "user");
+	ck_assert_uint_eq(d.jobs.nchanged, 1);
+	ck_assert_uint_eq(d.jobs.changed[0].nkeys, 1);
+	ck_assert_str_eq(d.jobs.changed[0].keys[0], "allow_empty");
+	ck_assert_str_ne(a->jobs[0].code_version, b->jobs[0].code_version);
+	config_diff_free(&d);
+	config_unref(a);
+	config_unref(b);
+	free(t1);
+	free(t2);
+}
+END_TEST
+
 /* Moving a job to another position is no change. */
 START_TEST(test_diff_moved)
 {
@@ -253,6 +292,7 @@ config_diff_suite(void)
 	tcase_add_test(tc, test_diff_rename_and_edit);
 	tcase_add_test(tc, test_diff_setting_default);
 	tcase_add_test(tc, test_diff_warehouses_and_keys);
+	tcase_add_test(tc, test_diff_clickhouse);
 	tcase_add_test(tc, test_diff_moved);
 	tcase_add_test(tc, test_diff_cluster);
 	suite_add_tcase(s, tc);

@@ -1,0 +1,389 @@
+/*
+ * chsql.c - ClickHouse SQL text the daemon writes (chsql.h).
+ */
+#include "chsql.h"
+
+#include <ctype.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+#include "buf.h"
+#include "sqlscan.h"
+#include "text.h"
+#include "xalloc.h"
+
+/* n digits at s into *v; false when one is not a digit. */
+static bool
+chsql_digits(const char *s, int n, int *v)
+{
+	*v = 0;
+	for (int i = 0; i < n; i++) {
+		if (s[i] < '0' || s[i] > '9')
+			return false;
+		*v = *v * 10 + (s[i] - '0');
+	}
+	return true;
+}
+
+/* True when s starts with a valid YYYY-MM-DD. */
+static bool
+chsql_date(const char *s)
+{
+	static const int mdays[] = { 31, 29, 31, 30, 31, 30, 31, 31, 30, 31,
+				     30, 31 };
+	int y, m, d;
+
+	if (!chsql_digits(s, 4, &y) || s[4] != '-' ||
+	    !chsql_digits(s + 5, 2, &m) || s[7] != '-' ||
+	    !chsql_digits(s + 8, 2, &d))
+		return false;
+	if (m < 1 || m > 12 || d < 1 || d > mdays[m - 1])
+		return false;
+	if (m == 2 && d == 29 && !((y % 4 == 0 && y % 100 != 0) || y % 400 == 0))
+		return false;
+	return true;
+}
+
+int
+chsql_literal(const char *v, char out[CHSQL_LITERAL_MAX], struct err *err)
+{
+	size_t n = strlen(v);
+	int hh, mi, ss;
+	char q[96];
+
+	if (n == 10 && chsql_date(v)) {
+		snprintf(out, CHSQL_LITERAL_MAX, "toDate('%s')", v);
+		return 0;
+	}
+	if (n == 13 && chsql_date(v) && v[10] == 'T' &&
+	    chsql_digits(v + 11, 2, &hh) && hh < 24) {
+		snprintf(out, CHSQL_LITERAL_MAX, "toDateTime('%.10s %.2s:00:00')",
+			 v, v + 11);
+		return 0;
+	}
+	if (n == 19 && chsql_date(v) && v[10] == ' ' &&
+	    chsql_digits(v + 11, 2, &hh) && hh < 24 && v[13] == ':' &&
+	    chsql_digits(v + 14, 2, &mi) && mi < 60 && v[16] == ':' &&
+	    chsql_digits(v + 17, 2, &ss) && ss < 60) {
+		snprintf(out, CHSQL_LITERAL_MAX, "toDateTime('%s')", v);
+		return 0;
+	}
+	/* an instant (late_data's :since): YYYY-MM-DDTHH:MM:SS[.mmm]Z, to
+	 * the second, in UTC */
+	if ((n == 20 || n == 24) && chsql_date(v) && v[10] == 'T' &&
+	    chsql_digits(v + 11, 2, &hh) && hh < 24 && v[13] == ':' &&
+	    chsql_digits(v + 14, 2, &mi) && mi < 60 && v[16] == ':' &&
+	    chsql_digits(v + 17, 2, &ss) && ss < 60 && v[n - 1] == 'Z' &&
+	    (n == 20 || (v[19] == '.' && chsql_digits(v + 20, 3, &mi)))) {
+		snprintf(out, CHSQL_LITERAL_MAX, "toDateTime('%.10s %.8s', 'UTC')",
+			 v, v + 11);
+		return 0;
+	}
+	return err_set(err, EXIT_BAD_INPUT, "refused: \"%s\" is not a"
+		       " partition key, bound or instant (YYYY-MM-DD,"
+		       " YYYY-MM-DDTHH, YYYY-MM-DD HH:MM:SS or"
+		       " YYYY-MM-DDTHH:MM:SS.mmmZ); nothing was sent to the"
+		       " server",
+		       text_escape(v, q, sizeof q));
+}
+
+bool
+chsql_ident_ok(const char *name)
+{
+	size_t n = strlen(name);
+
+	if (n == 0 || n >= CHSQL_IDENT_MAX ||
+	    !(isalpha((unsigned char)name[0]) || name[0] == '_'))
+		return false;
+	for (size_t i = 1; i < n; i++)
+		if (!(isalnum((unsigned char)name[i]) || name[i] == '_'))
+			return false;
+	return true;
+}
+
+void
+chsql_stage_name(const char *table, char *buf, size_t len)
+{
+	int n = snprintf(buf, len, "_backfilld_stage_%s", table);
+
+	if (n < 0 || (size_t)n >= len || n >= CHSQL_IDENT_MAX)
+		buf[0] = '\0';
+}
+
+/* The value given for placeholder `name` (n bytes), or NULL. */
+static const struct chsql_param *
+chsql_find(const struct chsql_param *params, size_t nparams, const char *name,
+	   size_t n)
+{
+	for (size_t i = 0; i < nparams; i++)
+		if (strlen(params[i].name) == n &&
+		    strncmp(params[i].name, name, n) == 0)
+			return &params[i];
+	return NULL;
+}
+
+int
+chsql_bind(const char *sql, const struct chsql_param *params, size_t nparams,
+	   char **out, struct err *err)
+{
+	static const char *const opens[] = {
+		[SQLSCAN_STRING] = "string", [SQLSCAN_QUOTED] = "quoted name",
+		[SQLSCAN_COMMENT] = "comment"
+	};
+	const struct chsql_param *p;
+	char lit[CHSQL_LITERAL_MAX];
+	struct sqlscan sc;
+	struct sqlscan_tok t;
+	struct buf b;
+
+	*out = NULL;
+	buf_init(&b);
+	sqlscan_init(&sc, sql, SQLSCAN_CH);
+	while (sqlscan_next(&sc, &t) != SQLSCAN_END) {
+		if (t.kind == SQLSCAN_UNTERMINATED) {
+			const char *what = t.open < sizeof opens / sizeof *opens &&
+				opens[t.open] ? opens[t.open] : "quote";
+
+			buf_free(&b);
+			return err_set(err, EXIT_BAD_INPUT, "refused: a %s that"
+				       " does not end at line %d; nothing was"
+				       " sent to the server", what, t.line);
+		}
+		if (t.kind != SQLSCAN_PARAM) {
+			buf_add(&b, sql + t.off, t.len);
+			continue;
+		}
+		p = chsql_find(params, nparams, sql + t.off + 1, t.len - 1);
+		if (p == NULL || p->value == NULL) {
+			buf_free(&b);
+			return err_set(err, EXIT_BAD_INPUT, "statement uses %.*s,"
+				       " which is not bound here (:partition,"
+				       " :partition_start, :partition_end%s)",
+				       (int)(t.len > 64 ? 64 : t.len),
+				       sql + t.off, chsql_find(params, nparams,
+				       "stage", 5) ? ", :stage" : "");
+		}
+		if (strcmp(p->name, "stage") == 0) {
+			if (!chsql_ident_ok(p->value)) {
+				buf_free(&b);
+				return err_set(err, EXIT_BAD_INPUT, "refused:"
+					       " the stage table name is no"
+					       " plain identifier");
+			}
+			buf_printf(&b, "`%s`", p->value);
+			continue;
+		}
+		if (chsql_literal(p->value, lit, err) == -1) {
+			buf_free(&b);
+			return -1;
+		}
+		buf_addstr(&b, lit);
+	}
+	buf_add(&b, "", 1);
+	*out = buf_steal(&b);
+	return 0;
+}
+
+/* Append s[0..n) trimmed, as a statement, when not empty. */
+static void
+chsql_push(const char *s, size_t n, char ***stmts, size_t *nstmts)
+{
+	while (n > 0 && isspace((unsigned char)*s)) {
+		s++;
+		n--;
+	}
+	while (n > 0 && isspace((unsigned char)s[n - 1]))
+		n--;
+	if (n == 0)
+		return;
+	*stmts = xreallocarray(*stmts, *nstmts + 1, sizeof **stmts);
+	(*stmts)[(*nstmts)++] = xstrndup(s, n);
+}
+
+void
+chsql_split(const char *sql, char ***stmts, size_t *n)
+{
+	struct sqlscan sc;
+	struct sqlscan_tok t;
+	size_t start = 0;
+	bool solid = false;
+
+	*stmts = NULL;
+	*n = 0;
+	sqlscan_init(&sc, sql, SQLSCAN_CH);
+	while (sqlscan_next(&sc, &t) != SQLSCAN_END) {
+		if (sqlscan_is_punct(&sc, &t, ';')) {
+			if (solid)
+				chsql_push(sql + start, t.off - start, stmts, n);
+			start = t.off + 1;
+			solid = false;
+		} else if (t.kind != SQLSCAN_SPACE &&
+			   t.kind != SQLSCAN_COMMENT) {
+			solid = true;
+		}
+	}
+	if (solid)
+		chsql_push(sql + start, strlen(sql) - start, stmts, n);
+}
+
+void
+chsql_split_free(char **stmts, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		free(stmts[i]);
+	free(stmts);
+}
+
+/* key without blanks or backquotes, function names lowered, into buf. */
+static void
+chsql_key_norm(const char *key, char *buf, size_t len)
+{
+	size_t o = 0;
+
+	for (const char *p = key; *p != '\0' && o + 1 < len; p++)
+		if (!isspace((unsigned char)*p) && *p != '`')
+			buf[o++] = *p;
+	buf[o] = '\0';
+}
+
+bool
+chsql_key_matches(const char *partition_key, const char *column, enum grain g,
+		  char *want, size_t wantsz)
+{
+	char got[256], a[256], b[256];
+
+	chsql_key_norm(partition_key, got, sizeof got);
+	switch (g) {
+	case GRAIN_HOUR:
+		snprintf(a, sizeof a, "toStartOfHour(%s)", column);
+		b[0] = '\0';
+		break;
+	case GRAIN_DAY:
+		snprintf(a, sizeof a, "%s", column);
+		snprintf(b, sizeof b, "toDate(%s)", column);
+		break;
+	case GRAIN_WEEK:
+		snprintf(a, sizeof a, "toMonday(%s)", column);
+		b[0] = '\0';
+		break;
+	default:
+		snprintf(a, sizeof a, "toStartOfMonth(%s)", column);
+		b[0] = '\0';
+		break;
+	}
+	snprintf(want, wantsz, "%s", a);
+	return strcasecmp(got, a) == 0 || (b[0] != '\0' &&
+	    strcasecmp(got, b) == 0);
+}
+
+/* The start of the last non-empty line of body[0..len). */
+static const char *
+chsql_last_line(const char *body, size_t len, size_t *n)
+{
+	const char *end = body + len, *p;
+
+	while (end > body && (end[-1] == '\n' || end[-1] == '\r'))
+		end--;
+	for (p = end; p > body && p[-1] != '\n'; p--)
+		;
+	*n = (size_t)(end - p);
+	return p;
+}
+
+/* "Code: N, e.displayText() = DB::Exception: X, e.what() = ..." at s:
+ * the message without the e.what() tail into msg; false when s is no
+ * such line. */
+static bool
+chsql_exception_line(const char *s, size_t n, char *msg, size_t msgsz)
+{
+	const char *tail;
+	size_t i = 6, keep;
+
+	if (n < 8 || strncmp(s, "Code: ", 6) != 0)
+		return false;
+	while (i < n && s[i] >= '0' && s[i] <= '9')
+		i++;
+	if (i == 6 || i + 1 >= n || s[i] != ',')
+		return false;
+	keep = n;
+	for (tail = s; (tail = strstr(tail, ", e.what() = ")) != NULL &&
+	     tail < s + n; tail++)
+		keep = (size_t)(tail - s);
+	for (i = 0; i < keep && i + 1 < msgsz; i++)
+		msg[i] = s[i] == '\t' ? ' ' : s[i];
+	if (msgsz > 0)
+		msg[i] = '\0';
+	return true;
+}
+
+bool
+chsql_body_exception(const char *body, size_t len, char *msg, size_t msgsz)
+{
+	size_t n;
+	const char *line = chsql_last_line(body, len, &n);
+
+	return chsql_exception_line(line, n, msg, msgsz);
+}
+
+void
+chsql_error_text(const char *body, size_t len, char *msg, size_t msgsz)
+{
+	const char *s = body, *nl;
+	size_t n, i;
+
+	if (chsql_body_exception(body, len, msg, msgsz))
+		return;
+	while (len > 0 && isspace((unsigned char)*s)) {
+		s++;
+		len--;
+	}
+	nl = memchr(s, '\n', len);
+	n = nl ? (size_t)(nl - s) : len;
+	if (chsql_exception_line(s, n, msg, msgsz))
+		return;
+	for (i = 0; i < n && i + 1 < msgsz; i++)
+		msg[i] = (unsigned char)s[i] < 0x20 ? ' ' : s[i];
+	if (msgsz > 0)
+		msg[i] = '\0';
+}
+
+size_t
+chsql_describe(const char *job, const char *what, const char *sql,
+	       enum grain g, const char *stage, struct buf *b)
+{
+	struct sqlscan sc;
+	struct sqlscan_tok t;
+	size_t n = 0;
+
+	sqlscan_init(&sc, sql, SQLSCAN_CH);
+	while (sqlscan_next(&sc, &t) != SQLSCAN_END) {
+		const char *name = sql + t.off + 1, *form;
+		size_t len = t.len - 1;
+
+		if (t.kind != SQLSCAN_PARAM)
+			continue;
+		if (len == 5 && strncmp(name, "stage", 5) == 0) {
+			buf_printf(b, "  job %s %s line %d: :stage -> `%s`\n",
+				   job, what, t.line, stage);
+			n++;
+			continue;
+		}
+		if (len == 9 && strncmp(name, "partition", 9) == 0)
+			form = g == GRAIN_HOUR ?
+				"toDateTime('YYYY-MM-DD HH:00:00')" :
+				"toDate('YYYY-MM-DD')";
+		else if ((len == 15 && strncmp(name, "partition_start", 15) == 0) ||
+			 (len == 13 && strncmp(name, "partition_end", 13) == 0))
+			form = g == GRAIN_HOUR ?
+				"toDateTime('YYYY-MM-DD HH:MM:SS')" :
+				"toDate('YYYY-MM-DD')";
+		else
+			form = "refused: not bound here";
+		buf_printf(b, "  job %s %s line %d: :%.*s -> %s\n", job, what,
+			   t.line, (int)len, name, form);
+		n++;
+	}
+	return n;
+}

@@ -1,0 +1,105 @@
+/*
+ * chsql.h - ClickHouse SQL text the daemon writes (docs/clickhouse.md).
+ *
+ * ClickHouse 18.16 has no query parameters, so the ClickHouse driver
+ * (wh/wh_ch.c) substitutes the values it generated itself: a :name
+ * placeholder outside strings, identifiers and comments (sqlscan.h,
+ * SQLSCAN_CH) becomes a typed literal of a validated partition key or
+ * bound, and :stage the quoted name of the job's stage table.  Text that
+ * does not scan (an unterminated quote or comment), a placeholder no value
+ * was given for, and a value that is no key or bound are refused before
+ * anything reaches the server.  Pure: no I/O.
+ */
+#ifndef BACKFILLD_CHSQL_H
+#define BACKFILLD_CHSQL_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+#include "calendar.h"
+#include "err.h"
+
+/* One value to substitute: `name` without its ':'. */
+struct chsql_param {
+	const char *name;
+	const char *value;
+};
+
+/* The longest literal chsql_literal writes, with its NUL. */
+#define CHSQL_LITERAL_MAX 48
+/* The longest table name a ClickHouse job may use. */
+#define CHSQL_IDENT_MAX 128
+
+/*
+ * The typed literal of a value the daemon generated: YYYY-MM-DD gives
+ * toDate('YYYY-MM-DD'), YYYY-MM-DDTHH gives toDateTime('YYYY-MM-DD
+ * HH:00:00'), YYYY-MM-DD HH:MM:SS gives toDateTime('...'), an instant
+ * YYYY-MM-DDTHH:MM:SS[.mmm]Z (late_data's :since) gives
+ * toDateTime('YYYY-MM-DD HH:MM:SS', 'UTC'), to the second; every field
+ * checked (digits, month 1-12, day of the month, hour 0-23, minutes and
+ * seconds 0-59).  Anything else: -1, "refused: ... is not a partition
+ * key, bound or instant".
+ */
+int chsql_literal(const char *value, char out[CHSQL_LITERAL_MAX],
+		  struct err *err);
+/* True for a name ClickHouse reads as one identifier unquoted and the
+ * daemon may quote without escapes: [A-Za-z_][A-Za-z0-9_]*, at most
+ * CHSQL_IDENT_MAX - 1 bytes. */
+bool chsql_ident_ok(const char *name);
+/* The stage table of `table` (chsql_ident_ok): _backfilld_stage_TABLE,
+ * or "" when that would be too long. */
+void chsql_stage_name(const char *table, char *buf, size_t len);
+
+/*
+ * `sql` with every :name replaced: "stage" by the backquoted value (an
+ * identifier, chsql_ident_ok), any other by chsql_literal of its value.
+ * *out is malloc'd.  -1 with err (EXIT_BAD_INPUT): a placeholder without
+ * a value ("statement uses :x, which is not bound here (:partition,
+ * :partition_start, :partition_end)"), text that does not scan, a value
+ * refused.
+ */
+int chsql_bind(const char *sql, const struct chsql_param *params,
+	       size_t nparams, char **out, struct err *err);
+/*
+ * Split bound text into its statements (ClickHouse's HTTP interface runs
+ * one per request): *stmts (malloc'd array of malloc'd strings, blanks
+ * trimmed, empty ones left out), *n of them.  The text must scan.
+ */
+void chsql_split(const char *sql, char ***stmts, size_t *n);
+void chsql_split_free(char **stmts, size_t n);
+
+/*
+ * Whether a table's partition key (system.tables.partition_key) suits a
+ * job of grain g partitioned by `column`, so that one partition of the
+ * table is one partition of the job: hour toStartOfHour(c); day c or
+ * toDate(c); week toMonday(c); month toStartOfMonth(c).  Blanks and the
+ * case of function names ignored, the column backquoted or not.  False
+ * with `want` (the key to use) filled.
+ */
+bool chsql_key_matches(const char *partition_key, const char *column,
+		       enum grain g, char *want, size_t wantsz);
+
+/*
+ * Where the driver will substitute values in `sql` (the text of `what`,
+ * e.g. "sql" or "check reconciles"), for --check-config: one line per
+ * placeholder into b, "  job NAME WHAT line L: :partition ->
+ * toDate('YYYY-MM-DD')" (its form at grain g; :stage -> `STAGE`).
+ * Returns how many there are.
+ */
+struct buf;
+size_t chsql_describe(const char *job, const char *what, const char *sql,
+		      enum grain g, const char *stage, struct buf *b);
+
+/*
+ * An exception ClickHouse wrote into a response body: the body's last
+ * line when it is "Code: N, e.displayText() = ..." (after a 200 status
+ * the server can only append it to what it already sent).  True with the
+ * message (", e.what() = ..." cut) in msg.
+ */
+bool chsql_body_exception(const char *body, size_t len, char *msg,
+			  size_t msgsz);
+/* The message of an error body (any status): its exception as above, or
+ * its first line, trimmed, into msg. */
+void chsql_error_text(const char *body, size_t len, char *msg, size_t msgsz);
+
+#endif

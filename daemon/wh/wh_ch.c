@@ -1,0 +1,586 @@
+/*
+ * wh_ch.c - the ClickHouse warehouse driver (wh.h; docs/clickhouse.md),
+ * over the server's HTTP interface with libcurl.  Built as the module
+ * backfilld-ch.so, loaded on first use (module.h).
+ *
+ * There is no transaction: begin, commit and rollback hold nothing, and
+ * exec.c runs a ClickHouse job as write-audit-publish instead (a stage
+ * table filled, audited, then swapped in by one REPLACE PARTITION).  Each
+ * statement is one POST of its text; the values the daemon generated are
+ * substituted as typed literals (chsql.h), never text from a request.
+ *
+ * Every query carries query_id backfilld-RUN-N.  interrupt() only raises
+ * a flag; the worker thread, running the transfer through a multi handle,
+ * looks at it (and at the executor's stop flag given to watch()) every
+ * 50 ms and aborts the transfer,
+ * and the worker then sends KILL QUERY WHERE query_id = ... SYNC on a
+ * handle of its own, so that the server stops the statement too.
+ *
+ * A response is a failure when its status is not 200, or when its last
+ * line is an exception the server appended after a 200 status (it has
+ * sent part of the result already: "Code: N, e.displayText() = ...").
+ */
+#include <curl/curl.h>
+#include <errno.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "buf.h"
+#include "chsql.h"
+#include "err.h"
+#include "wh.h"
+#include "xalloc.h"
+
+extern const struct wh_driver wh_ch_driver;
+
+struct whch_conn {
+	struct wh_conn base;
+	char *name;          /* the warehouse's */
+	char *url;           /* as configured */
+	char *user;
+	char *password;
+	CURL *curl;
+	CURLM *multi;
+	atomic_int interrupted;
+	const atomic_int *stop; /* watch(): the executor's stop flag */
+	int64_t run_id;
+	int64_t nquery;         /* queries of this run so far */
+	bool broken;
+};
+
+static struct whch_conn *
+whch_conn(struct wh_conn *conn)
+{
+	return (struct whch_conn *)conn;
+}
+
+static pthread_once_t whch_once = PTHREAD_ONCE_INIT;
+
+static void
+whch_global(void)
+{
+	curl_global_init(CURL_GLOBAL_DEFAULT);
+}
+
+/* The first line of a password file, malloc'd. */
+static int
+whch_password(const char *wh, const char *path, char **out, struct err *err)
+{
+	char line[1024];
+	FILE *f = fopen(path, "r");
+	size_t n;
+
+	if (f == NULL)
+		return err_set(err, EXIT_WORK_FAILED, "warehouse \"%s\": cannot"
+			       " read password_file %s: %s", wh, path,
+			       strerror(errno));
+	if (fgets(line, sizeof line, f) == NULL)
+		line[0] = '\0';
+	fclose(f);
+	n = strcspn(line, "\r\n");
+	line[n] = '\0';
+	*out = xstrdup(line);
+	return 0;
+}
+
+static size_t
+whch_write_cb(char *data, size_t size, size_t nmemb, void *arg)
+{
+	buf_add(arg, data, size * nmemb);
+	return size * nmemb;
+}
+
+/* libcurl's progress callback: non-zero aborts the transfer. */
+static int
+whch_progress_cb(void *arg, curl_off_t dt, curl_off_t dn, curl_off_t ut,
+		 curl_off_t un)
+{
+	struct whch_conn *c = arg;
+
+	(void)dt; (void)dn; (void)ut; (void)un;
+	return atomic_load(&c->interrupted) ||
+	    (c->stop != NULL && atomic_load(c->stop) != 0);
+}
+
+/* The URL of one query: the configured one with query_id (when given). */
+static char *
+whch_url(const struct whch_conn *c, const char *query_id)
+{
+	struct buf b;
+
+	buf_init(&b);
+	buf_addstr(&b, c->url);
+	if (query_id != NULL) {
+		buf_addstr(&b, strchr(c->url, '?') ? "&" : "?");
+		buf_printf(&b, "query_id=%s", query_id);
+	}
+	buf_add(&b, "", 1);
+	return buf_steal(&b);
+}
+
+/* Set up handle h for one POST of `sql`. */
+static void
+whch_setup(struct whch_conn *c, CURL *h, const char *url, const char *sql,
+	   struct buf *body, bool abortable)
+{
+	curl_easy_reset(h);
+	curl_easy_setopt(h, CURLOPT_URL, url);
+	curl_easy_setopt(h, CURLOPT_POST, 1L);
+	curl_easy_setopt(h, CURLOPT_POSTFIELDS, sql);
+	curl_easy_setopt(h, CURLOPT_POSTFIELDSIZE, (long)strlen(sql));
+	curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, whch_write_cb);
+	curl_easy_setopt(h, CURLOPT_WRITEDATA, body);
+	curl_easy_setopt(h, CURLOPT_NOSIGNAL, 1L);
+	curl_easy_setopt(h, CURLOPT_CONNECTTIMEOUT_MS, 10000L);
+	if (c->user != NULL) {
+		curl_easy_setopt(h, CURLOPT_USERNAME, c->user);
+		curl_easy_setopt(h, CURLOPT_PASSWORD,
+				 c->password ? c->password : "");
+	} else if (c->password != NULL) {
+		curl_easy_setopt(h, CURLOPT_USERNAME, "default");
+		curl_easy_setopt(h, CURLOPT_PASSWORD, c->password);
+	}
+	if (abortable) {
+		curl_easy_setopt(h, CURLOPT_NOPROGRESS, 0L);
+		curl_easy_setopt(h, CURLOPT_XFERINFOFUNCTION, whch_progress_cb);
+		curl_easy_setopt(h, CURLOPT_XFERINFODATA, c);
+	}
+}
+
+/* Ask the server to stop query `id` (a fresh handle: the run's own was
+ * aborted), waiting until it has. */
+static void
+whch_kill(struct whch_conn *c, const char *id)
+{
+	char sql[160], *url;
+	struct buf body;
+	CURL *h = curl_easy_init();
+
+	if (h == NULL)
+		return;
+	buf_init(&body);
+	snprintf(sql, sizeof sql, "KILL QUERY WHERE query_id = '%s' SYNC", id);
+	url = whch_url(c, NULL);
+	whch_setup(c, h, url, sql, &body, false);
+	curl_easy_setopt(h, CURLOPT_TIMEOUT_MS, 30000L);
+	(void)curl_easy_perform(h);
+	curl_easy_cleanup(h);
+	buf_free(&body);
+	free(url);
+}
+
+/* Run the transfer on c->curl through c->multi, looking at the stop
+ * flags every 50 ms (libcurl's own progress callback may not come while
+ * the server is silent). */
+static CURLcode
+whch_perform(struct whch_conn *c)
+{
+	CURLcode rc = CURLE_OK;
+	CURLMsg *m;
+	int running = 1, left;
+
+	if (curl_multi_add_handle(c->multi, c->curl) != CURLM_OK)
+		return curl_easy_perform(c->curl);
+	while (running) {
+		if (curl_multi_perform(c->multi, &running) != CURLM_OK) {
+			rc = CURLE_FAILED_INIT;
+			break;
+		}
+		if (!running)
+			break;
+		if (whch_progress_cb(c, 0, 0, 0, 0)) {
+			rc = CURLE_ABORTED_BY_CALLBACK;
+			break;
+		}
+		curl_multi_wait(c->multi, NULL, 0, 50, NULL);
+	}
+	while (running == 0 && (m = curl_multi_info_read(c->multi, &left)))
+		if (m->msg == CURLMSG_DONE)
+			rc = m->data.result;
+	curl_multi_remove_handle(c->multi, c->curl);
+	return rc;
+}
+
+/*
+ * POST one statement (already bound); the body in *out (NUL-terminated,
+ * malloc'd) when out is not NULL.  Errors: "interrupted"; "cannot reach
+ * URL: curl's reason"; the server's exception text.
+ */
+static int
+whch_post(struct whch_conn *c, const char *sql, char **out, size_t *outlen,
+	  struct err *err)
+{
+	char id[64], msg[ERR_MSG_MAX], *url;
+	struct buf body;
+	CURLcode rc;
+	long status = 0;
+
+	if (out != NULL)
+		*out = NULL;
+	if (whch_progress_cb(c, 0, 0, 0, 0))
+		return err_set(err, EXIT_WORK_FAILED, "interrupted");
+	/* outside a run (opening, the start's checks): no query_id, so that
+	 * connections opened at once do not share one */
+	snprintf(id, sizeof id, "backfilld-%lld-%lld", (long long)c->run_id,
+		 (long long)++c->nquery);
+	url = whch_url(c, c->run_id > 0 ? id : NULL);
+	buf_init(&body);
+	whch_setup(c, c->curl, url, sql, &body, true);
+	rc = whch_perform(c);
+	free(url);
+	if (rc == CURLE_ABORTED_BY_CALLBACK) {
+		if (c->run_id > 0)
+			whch_kill(c, id);
+		buf_free(&body);
+		return err_set(err, EXIT_WORK_FAILED, "interrupted");
+	}
+	if (rc != CURLE_OK) {
+		buf_free(&body);
+		c->broken = true;
+		return err_set(err, EXIT_WORK_FAILED, "cannot reach %s: %s",
+			       c->url, curl_easy_strerror(rc));
+	}
+	curl_easy_getinfo(c->curl, CURLINFO_RESPONSE_CODE, &status);
+	buf_add(&body, "", 1);
+	if (status != 200) {
+		chsql_error_text(body.data, body.len - 1, msg, sizeof msg);
+		buf_free(&body);
+		return err_set(err, EXIT_WORK_FAILED, "%s%s(HTTP %ld)", msg,
+			       msg[0] ? " " : "", status);
+	}
+	if (chsql_body_exception(body.data, body.len - 1, msg, sizeof msg)) {
+		buf_free(&body);
+		return err_set(err, EXIT_WORK_FAILED, "%s (after HTTP 200)",
+			       msg);
+	}
+	if (out != NULL) {
+		*outlen = body.len - 1;
+		*out = buf_steal(&body);
+	} else {
+		buf_free(&body);
+	}
+	return 0;
+}
+
+/* wh_param into chsql_param, then chsql_bind. */
+static int
+whch_bind(const char *sql, const struct wh_param *params, size_t nparams,
+	  char **out, struct err *err)
+{
+	struct chsql_param cp[8];
+	size_t n = nparams < 8 ? nparams : 8;
+
+	for (size_t i = 0; i < n; i++) {
+		cp[i].name = params[i].name;
+		cp[i].value = params[i].value;
+	}
+	return chsql_bind(sql, cp, n, out, err);
+}
+
+static void
+whch_free(struct whch_conn *c)
+{
+	if (c->curl != NULL)
+		curl_easy_cleanup(c->curl);
+	if (c->multi != NULL)
+		curl_multi_cleanup(c->multi);
+	free(c->name);
+	free(c->url);
+	free(c->user);
+	free(c->password);
+	free(c);
+}
+
+static int
+whch_open(const struct warehouse_def *wh, struct wh_conn **out,
+	  struct err *err)
+{
+	struct whch_conn *c;
+
+	*out = NULL;
+	pthread_once(&whch_once, whch_global);
+	if (wh->url == NULL)
+		return err_set(err, EXIT_BAD_INPUT, "warehouse \"%s\": no"
+			       " clickhouse URL", wh->name);
+	c = xcalloc(1, sizeof *c);
+	c->base.drv = &wh_ch_driver;
+	c->name = xstrdup(wh->name);
+	c->url = xstrdup(wh->url);
+	c->user = wh->user ? xstrdup(wh->user) : NULL;
+	atomic_init(&c->interrupted, 0);
+	if (wh->password_file != NULL &&
+	    whch_password(wh->name, wh->password_file, &c->password, err) == -1) {
+		whch_free(c);
+		return -1;
+	}
+	c->curl = curl_easy_init();
+	c->multi = curl_multi_init();
+	if (c->curl == NULL || c->multi == NULL)
+		xalloc_exhausted("libcurl");
+	/* reach it now: a wrong URL, password or database fails here */
+	if (whch_post(c, "SELECT 1", NULL, NULL, err) == -1) {
+		err_prefix(err, "warehouse \"%s\": cannot connect to %s",
+			   wh->name, wh->url);
+		whch_free(c);
+		return -1;
+	}
+	*out = &c->base;
+	return 0;
+}
+
+static void
+whch_close(struct wh_conn *conn)
+{
+	if (conn != NULL)
+		whch_free(whch_conn(conn));
+}
+
+static int
+whch_begin(struct wh_conn *conn, struct err *err)
+{
+	atomic_store(&whch_conn(conn)->interrupted, 0);
+	(void)err;
+	return 0;
+}
+
+static int
+whch_exec_script(struct wh_conn *conn, const char *sql,
+		 const struct wh_param *params, size_t nparams,
+		 struct err *err)
+{
+	struct whch_conn *c = whch_conn(conn);
+	char *bound, **stmts;
+	size_t n;
+	int rc = 0;
+
+	if (whch_bind(sql, params, nparams, &bound, err) == -1)
+		return -1;
+	chsql_split(bound, &stmts, &n);
+	free(bound);
+	for (size_t i = 0; i < n && rc == 0; i++)
+		if (whch_post(c, stmts[i], NULL, NULL, err) == -1) {
+			if (n > 1)
+				err_prefix(err, "statement %zu failed", i + 1);
+			rc = -1;
+		}
+	chsql_split_free(stmts, n);
+	return rc;
+}
+
+/* The first field of each line of a TabSeparated body, unescaped; "\N"
+ * (NULL) left out; *lines counts the lines read (it stops at the first
+ * value past max), *first_null says the first line was \N. */
+static void
+whch_column(char *body, size_t len, size_t max, char ***values, size_t *n,
+	    bool *too_many, size_t *lines, bool *first_null)
+{
+	char *p = body, *end = body + len;
+
+	*values = NULL;
+	*n = 0;
+	*too_many = false;
+	*lines = 0;
+	*first_null = false;
+	while (p < end) {
+		char *nl = memchr(p, '\n', (size_t)(end - p));
+		char *line_end = nl ? nl : end;
+		size_t flen = strcspn(p, "\t\n");
+		struct buf v;
+
+		if (p + flen > line_end)
+			flen = (size_t)(line_end - p);
+		if ((*lines)++ == 0)
+			*first_null = flen == 2 && p[0] == '\\' && p[1] == 'N';
+		if (!(flen == 2 && p[0] == '\\' && p[1] == 'N')) {
+			if (*n >= max) {
+				*too_many = true;
+				return;
+			}
+			buf_init(&v);
+			for (size_t i = 0; i < flen; i++) {
+				char ch = p[i];
+
+				if (ch == '\\' && i + 1 < flen) {
+					ch = p[++i];
+					ch = ch == 'n' ? '\n' : ch == 't' ? '\t' :
+					    ch == '0' ? '\0' : ch;
+				}
+				buf_add(&v, &ch, 1);
+			}
+			buf_add(&v, "", 1);
+			*values = xreallocarray(*values, *n + 1, sizeof **values);
+			(*values)[(*n)++] = buf_steal(&v);
+		}
+		p = line_end + 1;
+	}
+}
+
+/* One statement, bound, its rows' first fields. */
+static int
+whch_query(struct wh_conn *conn, const char *sql,
+	   const struct wh_param *params, size_t nparams, size_t max,
+	   char ***values, size_t *nvalues, bool *too_many, size_t *lines,
+	   bool *first_null, struct err *err)
+{
+	struct whch_conn *c = whch_conn(conn);
+	char *bound, *body, **stmts;
+	size_t blen, n;
+	int rc;
+
+	if (whch_bind(sql, params, nparams, &bound, err) == -1)
+		return -1;
+	chsql_split(bound, &stmts, &n);
+	free(bound);
+	if (n != 1) {
+		chsql_split_free(stmts, n);
+		return err_set(err, EXIT_BAD_INPUT, "a query must be one"
+			       " statement, got %zu", n);
+	}
+	rc = whch_post(c, stmts[0], &body, &blen, err);
+	chsql_split_free(stmts, n);
+	if (rc == -1)
+		return -1;
+	whch_column(body, blen, max, values, nvalues, too_many, lines,
+		    first_null);
+	free(body);
+	return 0;
+}
+
+static void
+whch_values_free(char **values, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		free(values[i]);
+	free(values);
+}
+
+static int
+whch_query_value(struct wh_conn *conn, const char *sql,
+		 const struct wh_param *params, size_t nparams, bool *has_row,
+		 char **value, struct err *err)
+{
+	char **values;
+	size_t n, lines;
+	bool many, first_null;
+
+	*has_row = false;
+	*value = NULL;
+	if (whch_query(conn, sql, params, nparams, 1, &values, &n, &many,
+		       &lines, &first_null, err) == -1)
+		return -1;
+	/* the first row's value, NULL when its field was \N */
+	*has_row = lines > 0;
+	if (n > 0 && !first_null) {
+		*value = values[0];
+		values[0] = NULL;
+	}
+	whch_values_free(values, n);
+	return 0;
+}
+
+static int
+whch_query_column(struct wh_conn *conn, const char *sql,
+		  const struct wh_param *params, size_t nparams,
+		  size_t max_values, char ***values, size_t *nvalues,
+		  struct err *err)
+{
+	bool many, first_null;
+	size_t lines;
+
+	if (whch_query(conn, sql, params, nparams, max_values, values,
+		       nvalues, &many, &lines, &first_null, err) == -1)
+		return -1;
+	if (many) {
+		whch_values_free(*values, *nvalues);
+		*values = NULL;
+		*nvalues = 0;
+		return err_set(err, EXIT_WORK_FAILED, "more than %zu values",
+			       max_values);
+	}
+	return 0;
+}
+
+static int
+whch_manifest_fill(struct wh_conn *conn, const struct wh_manifest_row *rows,
+		   size_t nrows, struct err *err)
+{
+	(void)conn; (void)rows; (void)nrows;
+	return err_set(err, EXIT_BAD_INPUT, "batch jobs are not supported on"
+		       " clickhouse warehouses yet");
+}
+
+static int
+whch_manifest_drop(struct wh_conn *conn, struct err *err)
+{
+	(void)conn; (void)err;
+	return 0;
+}
+
+static int
+whch_commit(struct wh_conn *conn, struct err *err)
+{
+	(void)conn; (void)err;
+	return 0;
+}
+
+static void
+whch_rollback(struct wh_conn *conn)
+{
+	(void)conn;
+}
+
+static void
+whch_interrupt(struct wh_conn *conn)
+{
+	atomic_store(&whch_conn(conn)->interrupted, 1);
+}
+
+static int64_t
+whch_changes(struct wh_conn *conn)
+{
+	(void)conn;
+	return 0;
+}
+
+static bool
+whch_usable(const struct wh_conn *conn)
+{
+	return !((const struct whch_conn *)conn)->broken;
+}
+
+static void
+whch_watch(struct wh_conn *conn, const atomic_int *stop, int64_t timeout_ms,
+	   bool allow_wall_clock)
+{
+	(void)timeout_ms; (void)allow_wall_clock;
+	whch_conn(conn)->stop = stop;
+}
+
+static void
+whch_tag(struct wh_conn *conn, int64_t run_id)
+{
+	whch_conn(conn)->run_id = run_id;
+	whch_conn(conn)->nquery = 0;
+}
+
+const struct wh_driver wh_ch_driver = {
+	.name = "clickhouse",
+	.open = whch_open,
+	.close = whch_close,
+	.begin = whch_begin,
+	.exec_script = whch_exec_script,
+	.query_value = whch_query_value,
+	.query_column = whch_query_column,
+	.manifest_fill = whch_manifest_fill,
+	.manifest_drop = whch_manifest_drop,
+	.commit = whch_commit,
+	.rollback = whch_rollback,
+	.interrupt = whch_interrupt,
+	.changes = whch_changes,
+	.usable = whch_usable,
+	.watch = whch_watch,
+	.tag = whch_tag,
+};

@@ -1,0 +1,203 @@
+/*
+ * test_chsql.c - ClickHouse SQL text (chsql.c): typed literals of the
+ * values the daemon generated, substitution of :name outside quotes and
+ * comments, refusal of text that does not scan or values that are no key,
+ * statement splitting, the partition key against a grain, and exceptions
+ * in response bodies.
+ */
+#include <check.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "chsql.h"
+
+START_TEST(test_literal)
+{
+	static const struct { const char *in, *want; } ok[] = {
+		{ "2026-02-08", "toDate('2026-02-08')" },
+		{ "2024-02-29", "toDate('2024-02-29')" },
+		{ "2026-02-08T05", "toDateTime('2026-02-08 05:00:00')" },
+		{ "2026-02-08 23:59:59", "toDateTime('2026-02-08 23:59:59')" },
+		{ "2026-12-01T22:22:11.123Z",
+		  "toDateTime('2026-12-01 22:22:11', 'UTC')" },
+		{ "2026-12-01T22:22:11Z", "toDateTime('2026-12-01 22:22:11', 'UTC')" },
+	};
+	static const char *const bad[] = {
+		"2026-02-08') OR 1=1 --", "2026-13-01", "2026-02-30",
+		"2025-02-29", "2026-02-08T24", "2026-2-08", "", "2026-02-08 ",
+		"2026-02-08T05:00", "x026-02-08", "2026-02-08 12:60:00",
+		"2026-12-01T22:22:11.12xZ", "2026-12-01T22:22:11.123",
+		"2026-12-01T22:22:11+01:00",
+	};
+	char out[CHSQL_LITERAL_MAX];
+	struct err err;
+
+	for (size_t i = 0; i < sizeof ok / sizeof *ok; i++) {
+		ck_assert_int_eq(chsql_literal(ok[i].in, out, &err), 0);
+		ck_assert_str_eq(out, ok[i].want);
+	}
+	for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
+		ck_assert_int_eq(chsql_literal(bad[i], out, &err), -1);
+		ck_assert_int_eq(err.code, EXIT_BAD_INPUT);
+		ck_assert_ptr_nonnull(strstr(err.msg, "refused"));
+	}
+}
+END_TEST
+
+static const struct chsql_param params[] = {
+	{ "partition", "2026-02-08" },
+	{ "partition_start", "2026-02-08" },
+	{ "partition_end", "2026-02-09" },
+	{ "stage", "_backfilld_stage_t" },
+};
+
+START_TEST(test_bind)
+{
+	static const struct { const char *in, *want; } cases[] = {
+		{ "SELECT * FROM t WHERE dt = :partition",
+		  "SELECT * FROM t WHERE dt = toDate('2026-02-08')" },
+		{ "SELECT count() FROM :stage WHERE dt >= :partition_start AND"
+		  " dt < :partition_end",
+		  "SELECT count() FROM `_backfilld_stage_t` WHERE dt >="
+		  " toDate('2026-02-08') AND dt < toDate('2026-02-09')" },
+		/* quoted and commented placeholders are text */
+		{ "SELECT ':partition', `:partition` -- :partition\n",
+		  "SELECT ':partition', `:partition` -- :partition\n" },
+		/* a backslash escapes a quote: the string goes on */
+		{ "SELECT 'a\\' :partition' = x",
+		  "SELECT 'a\\' :partition' = x" },
+		{ "SELECT 'a\\\\', :partition",
+		  "SELECT 'a\\\\', toDate('2026-02-08')" },
+	};
+	struct err err;
+	char *out;
+
+	for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+		ck_assert_int_eq(chsql_bind(cases[i].in, params, 4, &out, &err), 0);
+		ck_assert_str_eq(out, cases[i].want);
+		free(out);
+	}
+}
+END_TEST
+
+START_TEST(test_bind_refused)
+{
+	static const char *const bad[] = {
+		"SELECT * FROM t WHERE '\\' = :partition",   /* never ends */
+		"SELECT `x FROM t",
+		"SELECT 1 /* no end",
+		"SELECT :nope",
+	};
+	struct chsql_param hostile = { "partition", "2026-02-08'); DROP" };
+	struct err err;
+	char *out;
+
+	for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
+		ck_assert_int_eq(chsql_bind(bad[i], params, 4, &out, &err), -1);
+		ck_assert_ptr_null(out);
+		ck_assert_int_eq(err.code, EXIT_BAD_INPUT);
+	}
+	ck_assert_int_eq(chsql_bind("SELECT :partition", &hostile, 1, &out,
+				    &err), -1);
+	ck_assert_ptr_nonnull(strstr(err.msg, "is not a partition key"));
+}
+END_TEST
+
+START_TEST(test_split)
+{
+	char **st;
+	size_t n;
+
+	chsql_split(" SELECT 1; ;\n SELECT ';' -- ;\n ; ", &st, &n);
+	ck_assert_uint_eq(n, 2);
+	ck_assert_str_eq(st[0], "SELECT 1");
+	ck_assert_str_eq(st[1], "SELECT ';' -- ;");
+	chsql_split_free(st, n);
+}
+END_TEST
+
+START_TEST(test_key)
+{
+	char want[128];
+
+	ck_assert(chsql_key_matches("dt", "dt", GRAIN_DAY, want, sizeof want));
+	ck_assert(chsql_key_matches("toDate(dt)", "dt", GRAIN_DAY, want,
+				    sizeof want));
+	ck_assert(chsql_key_matches("toMonday(`week_start`)", "week_start",
+				    GRAIN_WEEK, want, sizeof want));
+	ck_assert(chsql_key_matches("toStartOfMonth(m)", "m", GRAIN_MONTH,
+				    want, sizeof want));
+	ck_assert(chsql_key_matches("toStartOfHour(ts)", "ts", GRAIN_HOUR,
+				    want, sizeof want));
+	ck_assert(!chsql_key_matches("dt", "dt", GRAIN_WEEK, want,
+				     sizeof want));
+	ck_assert_str_eq(want, "toMonday(dt)");
+	ck_assert(!chsql_key_matches("toYYYYMM(dt)", "dt", GRAIN_MONTH, want,
+				     sizeof want));
+	ck_assert_str_eq(want, "toStartOfMonth(dt)");
+	ck_assert(!chsql_key_matches("other", "dt", GRAIN_DAY, want,
+				     sizeof want));
+	ck_assert(!chsql_key_matches("", "dt", GRAIN_DAY, want, sizeof want));
+}
+END_TEST
+
+START_TEST(test_body)
+{
+	const char *mid = "0\t1\n0\t2\nCode: 395, e.displayText() = "
+		"DB::Exception: Value passed to 'throwIf' function is non zero,"
+		" e.what() = DB::Exception\n";
+	char msg[256];
+	const char *pw;
+
+	ck_assert(chsql_body_exception(mid, strlen(mid), msg, sizeof msg));
+	ck_assert_str_eq(msg, "Code: 395, e.displayText() = DB::Exception:"
+			 " Value passed to 'throwIf' function is non zero");
+	ck_assert(!chsql_body_exception("1\n", 2, msg, sizeof msg));
+	ck_assert(!chsql_body_exception("Code: x\n", 8, msg, sizeof msg));
+	pw = "Code: 193, e.displayText() = DB::Exception: Wrong"
+		" password for user etl, e.what() = DB::Exception\n";
+
+	chsql_error_text(pw, strlen(pw), msg, sizeof msg);
+	ck_assert_str_eq(msg, "Code: 193, e.displayText() = DB::Exception:"
+			 " Wrong password for user etl");
+	chsql_error_text("  Not found\nmore", 16, msg, sizeof msg);
+	ck_assert_str_eq(msg, "Not found");
+}
+END_TEST
+
+START_TEST(test_names)
+{
+	char stage[CHSQL_IDENT_MAX + 32];
+
+	ck_assert(chsql_ident_ok("fct_daily_sales"));
+	ck_assert(!chsql_ident_ok("a`b"));
+	ck_assert(!chsql_ident_ok("1a"));
+	ck_assert(!chsql_ident_ok(""));
+	chsql_stage_name("t", stage, sizeof stage);
+	ck_assert_str_eq(stage, "_backfilld_stage_t");
+}
+END_TEST
+
+int
+main(void)
+{
+	Suite *s = suite_create("chsql");
+	TCase *tc = tcase_create("chsql");
+	SRunner *sr;
+	int failed;
+
+	tcase_add_test(tc, test_literal);
+	tcase_add_test(tc, test_bind);
+	tcase_add_test(tc, test_bind_refused);
+	tcase_add_test(tc, test_split);
+	tcase_add_test(tc, test_key);
+	tcase_add_test(tc, test_body);
+	tcase_add_test(tc, test_names);
+	suite_add_tcase(s, tc);
+	sr = srunner_create(s);
+	srunner_run_all(sr, CK_NORMAL);
+	failed = srunner_ntests_failed(sr);
+	srunner_free(sr);
+	return failed == 0 ? EXIT_SUCCESS : EXIT_FAILURE;
+}
