@@ -1,0 +1,63 @@
+/*
+ * cutoff.c - early cut-off downstream: run or skip (see cutoff.h).
+ */
+#include "cutoff.h"
+
+#include <string.h>
+
+enum cutoff_input
+cutoff_input_of(const struct cutoff_fp *before, const struct cutoff_fp *after)
+{
+	if (before == NULL || after == NULL || !before->known || !after->known)
+		return CUTOFF_IN_UNKNOWN;
+	if (before->rows != after->rows || strcmp(before->sum, after->sum) != 0)
+		return CUTOFF_IN_CHANGED;
+	return CUTOFF_IN_SAME;
+}
+
+enum cutoff_verdict
+cutoff_decide(const struct cutoff_self *self, const enum cutoff_input *in,
+	      size_t n, bool no_cutoff, const char **reason)
+{
+	bool unknown = false;
+
+	if (no_cutoff) {
+		*reason = "no cutoff";
+		return CUTOFF_RUN;
+	}
+	if (!self->built) {
+		*reason = "never built";
+		return CUTOFF_RUN;
+	}
+	if (self->stale) {
+		*reason = "stale";
+		return CUTOFF_RUN;
+	}
+	if (self->last_version == NULL || self->version == NULL ||
+	    strcmp(self->version, self->last_version) != 0) {
+		*reason = "code version changed";
+		return CUTOFF_RUN;
+	}
+	if (!self->built_from_inputs) {
+		*reason = "not built from its inputs";
+		return CUTOFF_RUN;
+	}
+	for (size_t i = 0; i < n; i++) {
+		if (in[i] == CUTOFF_IN_CHANGED) {
+			*reason = "input changed";
+			return CUTOFF_RUN;
+		}
+		if (in[i] == CUTOFF_IN_UNKNOWN)
+			unknown = true;
+	}
+	if (unknown) {
+		*reason = "input fingerprint unknown";
+		return CUTOFF_RUN;
+	}
+	if (n == 0) {
+		*reason = "no input in the request";
+		return CUTOFF_RUN;
+	}
+	*reason = CUTOFF_REASON_UNCHANGED;
+	return CUTOFF_SKIP;
+}

@@ -1,0 +1,73 @@
+/*
+ * cutoff.h - early cut-off downstream (issue 28): whether a downstream
+ * partition of a request must be rebuilt, from the fingerprints of its
+ * inputs and its own build history.
+ *
+ * Pure: no clock, no I/O.  The scheduler gathers, for one downstream
+ * partition, what each of its inputs in the request did (ran and came out
+ * identical, ran and changed, was skipped itself, or has no fingerprint)
+ * and what its own last build was; cutoff_decide() says run or skip.
+ *
+ * Rules (in this order):
+ *  1. --no-cutoff rebuilds regardless.
+ *  2. A partition never built, or already stale, is rebuilt (skipping it
+ *     would leave the mart lying).
+ *  3. A partition whose code version differs from its last build's is
+ *     rebuilt.
+ *  4. A partition whose last build is older than an input's previous
+ *     state (it was not built from them) is rebuilt.
+ *  5. A partition with an input that changed, or whose fingerprint is
+ *     unknown (a job without table and partition_column, a failed read),
+ *     is rebuilt.
+ *  6. Otherwise every input came out identical or was skipped itself
+ *     (chains: an unchanged week skips its month): skipped, "inputs
+ *     unchanged".
+ */
+#ifndef BACKFILLD_CUTOFF_H
+#define BACKFILLD_CUTOFF_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "digest.h"
+
+/* A partition's fingerprint: its row count and order-independent
+ * checksum (digest.h), as verify computes them. */
+struct cutoff_fp {
+	bool known;
+	int64_t rows;
+	char sum[DIGEST_LEN];
+};
+
+enum cutoff_input {
+	CUTOFF_IN_SAME,     /* ran, fingerprint before == after */
+	CUTOFF_IN_CHANGED,  /* ran, fingerprint differs */
+	CUTOFF_IN_SKIPPED,  /* skipped by cut-off itself */
+	CUTOFF_IN_UNKNOWN,  /* no fingerprint before or after */
+};
+
+struct cutoff_self {
+	bool built;           /* has a successful build */
+	bool stale;
+	bool built_from_inputs;
+	const char *version;  /* the job's current code version */
+	const char *last_version; /* that of its last build, or NULL */
+};
+
+enum cutoff_verdict {
+	CUTOFF_RUN,
+	CUTOFF_SKIP,
+};
+
+#define CUTOFF_REASON_UNCHANGED "inputs unchanged"
+
+/* What one input did, from its fingerprints before and after its write. */
+enum cutoff_input cutoff_input_of(const struct cutoff_fp *before,
+				  const struct cutoff_fp *after);
+/* Run or skip one downstream partition with n inputs in the request;
+ * *reason (static text) says why. */
+enum cutoff_verdict cutoff_decide(const struct cutoff_self *self,
+				  const enum cutoff_input *in, size_t n,
+				  bool no_cutoff, const char **reason);
+
+#endif

@@ -1,0 +1,154 @@
+/*
+ * test_cutoff.c - early cut-off downstream (daemon/lib/cutoff.c): a
+ * downstream partition is skipped only when every input in the request
+ * came out identical (or was skipped itself) and it was built, not stale,
+ * from these inputs, by its current code version.
+ */
+#include <check.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cutoff.h"
+
+static struct cutoff_fp
+fp(int64_t rows, const char *sum)
+{
+	struct cutoff_fp f = { .known = true, .rows = rows };
+
+	strcpy(f.sum, sum);
+	return f;
+}
+
+static const struct cutoff_self fresh_self = {
+	.built = true, .stale = false, .built_from_inputs = true,
+	.version = "v2", .last_version = "v2",
+};
+
+START_TEST(test_input_of)
+{
+	struct cutoff_fp a = fp(10, "00000000000000aa");
+	struct cutoff_fp b = fp(10, "00000000000000ab");
+	struct cutoff_fp c = fp(11, "00000000000000aa");
+	struct cutoff_fp u = { .known = false };
+
+	ck_assert_int_eq(cutoff_input_of(&a, &a), CUTOFF_IN_SAME);
+	ck_assert_int_eq(cutoff_input_of(&a, &b), CUTOFF_IN_CHANGED);
+	ck_assert_int_eq(cutoff_input_of(&a, &c), CUTOFF_IN_CHANGED);
+	ck_assert_int_eq(cutoff_input_of(&u, &a), CUTOFF_IN_UNKNOWN);
+	ck_assert_int_eq(cutoff_input_of(&a, &u), CUTOFF_IN_UNKNOWN);
+	ck_assert_int_eq(cutoff_input_of(NULL, &a), CUTOFF_IN_UNKNOWN);
+}
+END_TEST
+
+START_TEST(test_unchanged_skips)
+{
+	enum cutoff_input in[] = { CUTOFF_IN_SAME, CUTOFF_IN_SAME,
+				   CUTOFF_IN_SKIPPED };
+	const char *why = NULL;
+
+	ck_assert_int_eq(cutoff_decide(&fresh_self, in, 3, false, &why),
+			 CUTOFF_SKIP);
+	ck_assert_str_eq(why, "inputs unchanged");
+}
+END_TEST
+
+START_TEST(test_rebuild_reasons)
+{
+	enum cutoff_input same[] = { CUTOFF_IN_SAME, CUTOFF_IN_SAME };
+	enum cutoff_input one[] = { CUTOFF_IN_SAME, CUTOFF_IN_CHANGED };
+	enum cutoff_input unk[] = { CUTOFF_IN_SAME, CUTOFF_IN_UNKNOWN };
+	struct cutoff_self s;
+	const char *why;
+
+	ck_assert_int_eq(cutoff_decide(&fresh_self, one, 2, false, &why),
+			 CUTOFF_RUN);
+	ck_assert_str_eq(why, "input changed");
+	ck_assert_int_eq(cutoff_decide(&fresh_self, unk, 2, false, &why),
+			 CUTOFF_RUN);
+	ck_assert_str_eq(why, "input fingerprint unknown");
+	ck_assert_int_eq(cutoff_decide(&fresh_self, same, 2, true, &why),
+			 CUTOFF_RUN);
+	ck_assert_str_eq(why, "no cutoff");
+
+	s = fresh_self;
+	s.built = false;
+	ck_assert_int_eq(cutoff_decide(&s, same, 2, false, &why), CUTOFF_RUN);
+	ck_assert_str_eq(why, "never built");
+	s = fresh_self;
+	s.stale = true;
+	ck_assert_int_eq(cutoff_decide(&s, same, 2, false, &why), CUTOFF_RUN);
+	ck_assert_str_eq(why, "stale");
+	s = fresh_self;
+	s.last_version = "v1";
+	ck_assert_int_eq(cutoff_decide(&s, same, 2, false, &why), CUTOFF_RUN);
+	ck_assert_str_eq(why, "code version changed");
+	s.last_version = NULL;
+	ck_assert_int_eq(cutoff_decide(&s, same, 2, false, &why), CUTOFF_RUN);
+	s = fresh_self;
+	s.built_from_inputs = false;
+	ck_assert_int_eq(cutoff_decide(&s, same, 2, false, &why), CUTOFF_RUN);
+	ck_assert_str_eq(why, "not built from its inputs");
+}
+END_TEST
+
+/* day -> week -> month: 14 days, day 9 changed.  Week 1 (days 0..6) is
+ * skipped, week 2 (days 7..13) rebuilt; the month, with one skipped and
+ * one changed week, is rebuilt.  With day 9 unchanged too, both weeks
+ * and the month are skipped. */
+static int
+chain(int changed_day, enum cutoff_verdict *month)
+{
+	enum cutoff_input days[14], weeks[2];
+	const char *why;
+	int runs = 0;
+
+	for (int d = 0; d < 14; d++)
+		days[d] = d == changed_day ? CUTOFF_IN_CHANGED : CUTOFF_IN_SAME;
+	for (int w = 0; w < 2; w++) {
+		enum cutoff_verdict v = cutoff_decide(&fresh_self, days + 7 * w,
+						      7, false, &why);
+		/* a rebuilt week: say it changed (its fingerprint moved) */
+		weeks[w] = v == CUTOFF_SKIP ? CUTOFF_IN_SKIPPED
+					    : CUTOFF_IN_CHANGED;
+		runs += v == CUTOFF_RUN;
+	}
+	*month = cutoff_decide(&fresh_self, weeks, 2, false, &why);
+	return runs;
+}
+
+START_TEST(test_chain)
+{
+	enum cutoff_verdict m;
+
+	ck_assert_int_eq(chain(9, &m), 1);
+	ck_assert_int_eq(m, CUTOFF_RUN);
+	ck_assert_int_eq(chain(-1, &m), 0);
+	ck_assert_int_eq(m, CUTOFF_SKIP);
+}
+END_TEST
+
+static Suite *
+cutoff_suite(void)
+{
+	Suite *s = suite_create("cutoff");
+	TCase *tc = tcase_create("core");
+
+	tcase_add_test(tc, test_input_of);
+	tcase_add_test(tc, test_unchanged_skips);
+	tcase_add_test(tc, test_rebuild_reasons);
+	tcase_add_test(tc, test_chain);
+	suite_add_tcase(s, tc);
+	return s;
+}
+
+int
+main(void)
+{
+	SRunner *sr = srunner_create(cutoff_suite());
+	int failed;
+
+	srunner_run_all(sr, CK_NORMAL);
+	failed = srunner_ntests_failed(sr);
+	srunner_free(sr);
+	return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+}
