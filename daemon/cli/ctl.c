@@ -16,7 +16,8 @@
  * connection, which ends the daemon's work on the answer, and exits 0
  * without a message, since the reader took what it wanted.  `--wait`
  * then sends cmd=wait on the same connection and redraws a progress line on stderr, when that is a terminal, for each
- * PROGRESS frame until the final RESPONSE.
+ * PROGRESS frame until the final RESPONSE.  `backfillctl wait REQUEST`
+ * is that part alone, for a request submitted by anyone.
  *
  * Exit status (backfillctl(1)): 0 done, 1 the work failed, 2 bad usage, bad
  * input or a refused request, 3 the daemon could not be reached (or
@@ -88,6 +89,7 @@ struct ctl_ctx {
 	const char *config; /* --config */
 	bool help;
 	bool wait;
+	long long wait_request; /* backfillctl wait REQUEST */
 	char *path;         /* the socket path in use */
 };
 
@@ -536,6 +538,8 @@ ctl_parse(struct ctl_ctx *ctx, int argc, char **argv, struct buf *req,
 		    "there is nothing to --wait for: drop one of them");
 	if (cs == &cmdspec_report)
 		ctl_report_path = ctl_get(&v, "html");
+	if (cs == &cmdspec_wait)
+		ctx->wait_request = strtoll(v.pos[0], NULL, 10);
 	for (i = 0; i < v.npos; i++) {
 		if (ctl_arg_add(ctx, &cs->pos[i], v.pos[i], req, err) != 0)
 			return -1;
@@ -944,6 +948,11 @@ ctl_run(struct ctl_ctx *ctx, const struct buf *req, struct err *err)
 	if (fd < 0)
 		return -1;
 	buf_init(&in);
+	if (ctx->cmd == &cmdspec_wait) {
+		/* a request submitted by anyone: only the --wait part */
+		st = ctl_wait(fd, ctx->path, &in, ctx->wait_request, err);
+		goto out;
+	}
 	/* A send failure may come with an answer saying why: read it. */
 	rc = ctl_send(fd, ctx->path, req, err);
 	for (;;) {

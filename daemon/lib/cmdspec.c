@@ -117,6 +117,10 @@ static const struct cmdspec_arg cmdspec_wait_opts[] = {
 	CMDSPEC_WAIT_OPT,
 	CMDSPEC_END
 };
+static const struct cmdspec_arg cmdspec_wait_pos[] = {
+	CMDSPEC_REQUEST("wait for"),
+	CMDSPEC_END
+};
 static const struct cmdspec_arg cmdspec_map_opts[] = {
 	{ "from", CMDSPEC_TEXT, "from", NULL, NULL, 0 },
 	{ "to", CMDSPEC_TEXT, "to", NULL, NULL, 0 },
@@ -348,11 +352,23 @@ const struct cmdspec cmdspec_report = {
 	0,
 	cmdspec_report_opts, cmdspec_none, 0, NULL
 };
+const struct cmdspec cmdspec_wait = {
+	"wait",
+	"wait REQUEST",
+	"Wait for request REQUEST, whoever submitted it, as --wait does: a\n"
+	"progress line on stderr (when it is a terminal) until the request and\n"
+	"its downstream work are done, then the summary.  Exit 0 when every\n"
+	"partition succeeded, 1 when one failed, was blocked or was cancelled,\n"
+	"2 for a request that does not exist.\n\n",
+	CMDSPEC_CONTROL,
+	cmdspec_none, cmdspec_wait_pos, 1, NULL
+};
+
 const struct cmdspec *const cmdspec_table[] = {
 	&cmdspec_backfill, &cmdspec_rerun, &cmdspec_verify, &cmdspec_status,
 	&cmdspec_runs, &cmdspec_stale, &cmdspec_audit, &cmdspec_pause,
 	&cmdspec_resume, &cmdspec_cancel, &cmdspec_retry, &cmdspec_reload,
-	&cmdspec_jobs, &cmdspec_map, &cmdspec_report
+	&cmdspec_jobs, &cmdspec_map, &cmdspec_report, &cmdspec_wait
 };
 const size_t cmdspec_count = sizeof cmdspec_table / sizeof cmdspec_table[0];
 

@@ -61,6 +61,8 @@ struct cmdspec_arg {
 #define CMDSPEC_MUTATES 0x1 /* changes state: needs the socket's group
 			     * (not with dry_run=1) */
 #define CMDSPEC_STREAMS 0x2 /* always answers with DATA frames */
+#define CMDSPEC_CONTROL 0x4 /* answered by the control socket itself
+			     * (wait: PROGRESS frames), not by a cmd_entry */
 
 /* Where a check reads the values: the value of request field `field`,
  * or NULL when absent (proto_get for the daemon, argv for the client). */
@@ -87,7 +89,8 @@ struct cmdspec {
 extern const struct cmdspec cmdspec_backfill, cmdspec_rerun, cmdspec_verify,
     cmdspec_status, cmdspec_runs, cmdspec_stale, cmdspec_audit,
     cmdspec_pause, cmdspec_resume, cmdspec_cancel, cmdspec_retry,
-    cmdspec_reload, cmdspec_jobs, cmdspec_map, cmdspec_report;
+    cmdspec_reload, cmdspec_jobs, cmdspec_map, cmdspec_report,
+    cmdspec_wait;
 extern const struct cmdspec *const cmdspec_table[];
 extern const size_t cmdspec_count;
 

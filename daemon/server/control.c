@@ -68,6 +68,7 @@
 
 #include "clock.h"
 #include "cluster.h"
+#include "cmdspec.h"
 #include "log.h"
 #include "proc.h"
 #include "xalloc.h"
@@ -522,6 +523,13 @@ client_watch_cb(void *data, const struct sched_progress *p)
 	}
 }
 
+/* A request field, for cmdspec_check (cmdspec_get_fn). */
+static const char *
+control_req_get(const void *src, const char *field)
+{
+	return proto_get(src, field);
+}
+
 /* cmd=wait: stream progress until the request is done. */
 static void
 client_wait(struct client *cl, const struct proto_msg *req)
@@ -530,6 +538,13 @@ client_wait(struct client *cl, const struct proto_msg *req)
 	struct sched_progress p;
 	struct err err;
 
+	/* backfillctl wait REQUEST and --wait: the one specification's
+	 * check (cmdspec.c), then a positive id */
+	if (cmdspec_check(&cmdspec_wait, control_req_get, req, false,
+			  &err) < 0) {
+		client_error(cl, err.code, err.msg);
+		return;
+	}
 	if (proto_get_int(req, "request", &id) < 0 || id <= 0) {
 		client_error(cl, EXIT_BAD_INPUT,
 			     "wait needs request=N with a positive request id");

@@ -67,6 +67,11 @@ START_TEST(test_entries)
 	for (size_t i = 0; i < cmdspec_count; i++) {
 		const struct cmd_entry *ce = cmd_find(cmdspec_table[i]->name);
 
+		if (cmdspec_table[i]->flags & CMDSPEC_CONTROL) {
+			/* answered by control.c: no entry */
+			ck_assert_ptr_null(ce);
+			continue;
+		}
 		ck_assert_msg(ce != NULL, "no entry for %s",
 			      cmdspec_table[i]->name);
 		ck_assert_ptr_eq(ce->spec, cmdspec_table[i]);

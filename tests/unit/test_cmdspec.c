@@ -143,6 +143,10 @@ static const struct {
 	  "REQUEST must be a positive integer, not 'abc'" },
 	{ "cancel", { { NULL } }, "missing REQUEST: say which request to cancel" },
 	{ "retry", { { NULL } }, "missing REQUEST: say which request to retry" },
+	{ "wait", { { "request=7" } }, "" },
+	{ "wait", { { NULL } },
+	  "missing REQUEST: say which request to wait for" },
+	{ "wait", { { "request=0" } }, "REQUEST" },
 	{ "pause", { { NULL } }, "missing JOB: say which job" },
 	{ "resume", { { "job=j" } }, "" },
 	{ "map", { { "job=j", "from=anything" } }, "" },
@@ -210,7 +214,7 @@ START_TEST(test_table)
 		"pause", "resume", "cancel", "retry", "reload" };
 	size_t nmut = 0;
 
-	ck_assert_uint_eq(cmdspec_count, 15);
+	ck_assert_uint_eq(cmdspec_count, 16);
 	for (size_t i = 0; i < cmdspec_count; i++) {
 		const struct cmdspec *cs = cmdspec_table[i];
 
@@ -250,7 +254,8 @@ START_TEST(test_table)
 	ck_assert_uint_eq(nmut, sizeof mutating / sizeof mutating[0]);
 	ck_assert(cmdspec_runs.flags & CMDSPEC_STREAMS);
 	ck_assert(!(cmdspec_status.flags & CMDSPEC_STREAMS));
-	ck_assert_ptr_null(cmdspec_find("wait"));
+	ck_assert_ptr_eq(cmdspec_find("wait"), &cmdspec_wait);
+	ck_assert(cmdspec_wait.flags & CMDSPEC_CONTROL);
 	ck_assert_ptr_null(cmdspec_find("frobnicate"));
 }
 END_TEST
