@@ -174,7 +174,7 @@ def main():
 
     keys = run.hour_keys("2024-01-01T00", args.n)
     work = tempfile.mkdtemp(prefix="sidebyside-", dir=args.dir)
-    dbdir = args.dir or work
+    dbdir = work  # inside --dir, removed at the end
     try:
         times = {s.label: [] for s in sides}
         run.log("%d partitions, %d pairs, load average %s" % (args.n, args.pairs, run.loadavg()))
