@@ -2239,7 +2239,10 @@ pgst_probe_write(struct store *st, int64_t min_free, struct err *err)
 
 	if (p->tx)
 		return err_set(err, EXIT_INTERNAL, "a transaction is open");
-	if (pgst_ready(p, err) < 0 || pgst_simple(p, "BEGIN", err) < 0)
+	/* a new connection each time: one the server dropped may still
+	 * look connected to libpq (and its prepared statements and
+	 * pipeline with it), and would fail every probe the same way */
+	if (pgst_open_db(p, err) < 0 || pgst_simple(p, "BEGIN", err) < 0)
 		return -1;
 	p->tx = true;
 	p->aborted = false;

@@ -51,9 +51,7 @@ def log_since(d, mark):
         return f.read()[mark:]
 
 
-def store_said(c, d):
-    """(rc, text, json) of status on node d."""
-    rc, out, err = d.ctl("status", timeout=20)
+def status_json(d):
     rj, oj, ej = d.ctl("status", "--json", timeout=20)
     st = None
     if rj == 0:
@@ -61,6 +59,18 @@ def store_said(c, d):
             st = json.loads(oj)
         except ValueError:
             h.fail("status --json on %s printed no JSON: %r" % (d.node_name, oj))
+    return rj, st
+
+
+def store_said(c, d):
+    """(rc, text, json) of status on node d; the json's from_memory is
+    kept only when --json said so both before and after the text (the
+    node may start or stop answering from memory between two calls)."""
+    _, before = status_json(d)
+    rc, out, err = d.ctl("status", timeout=20)
+    rj, st = status_json(d)
+    if st is not None and (before is None or before.get("from_memory") is None):
+        st = dict(st, from_memory=None)
     return rc, out + err, rj, st
 
 
