@@ -1572,6 +1572,24 @@ static const struct cfg_key cfg_check_keys[] = {
 	{ NULL, YAML_NO_NODE, NULL, 0, 0, NULL, 0 }
 };
 
+/* Name the i-th item of a sequence of named mappings in the context
+ * ("check \"c\" of ..." or "check 2 of ..."); returns its name node
+ * (NULL when it has none). */
+static yaml_node_t *
+cfg_item_ctx(struct cfg_parser *p, yaml_node_t *it, const char *kind,
+	     size_t i, const char *saved)
+{
+	char buf[CFG_QUOTE_MAX * 4 + 16];
+	yaml_node_t *nm = cfg_map_get(p, it, "name");
+
+	if (nm != NULL && nm->type == YAML_SCALAR_NODE && !cfg_is_null(nm))
+		cfg_set_ctx(p, "%s %s of %s", kind,
+			    cfg_quote(cfg_text(nm), buf, sizeof buf), saved);
+	else
+		cfg_set_ctx(p, "%s %zu of %s", kind, i + 1, saved);
+	return nm;
+}
+
 /* checks: a sequence of {name, sql}. */
 static int
 cfg_h_checks(struct cfg_parser *p, void *obj, const struct cfg_key *k,
@@ -1579,7 +1597,7 @@ cfg_h_checks(struct cfg_parser *p, void *obj, const struct cfg_key *k,
 {
 	struct job_def *j = obj;
 	size_t i, m, n = cfg_seq_len(val);
-	char saved[CFG_CTX_MAX], buf[CFG_QUOTE_MAX * 4 + 16];
+	char saved[CFG_CTX_MAX];
 	int rc = 0;
 
 	if (n == 0)
@@ -1596,13 +1614,7 @@ cfg_h_checks(struct cfg_parser *p, void *obj, const struct cfg_key *k,
 			break;
 		}
 		c->pos = cfg_pos(it->start_mark);
-		nm = cfg_map_get(p, it, "name");
-		if (nm != NULL && nm->type == YAML_SCALAR_NODE && !cfg_is_null(nm))
-			cfg_set_ctx(p, "check %s of %s",
-				    cfg_quote(cfg_text(nm), buf, sizeof buf),
-				    saved);
-		else
-			cfg_set_ctx(p, "check %zu of %s", i + 1, saved);
+		nm = cfg_item_ctx(p, it, "check", i, saved);
 		rc = cfg_parse_map(p, it, cfg_check_keys, c);
 		if (rc == 0 && (c->name == NULL || c->sql == NULL))
 			rc = cfg_fail(p, it->start_mark, "%s needs %s",
@@ -1700,13 +1712,7 @@ cfg_h_reconcile(struct cfg_parser *p, void *obj, const struct cfg_key *k,
 			break;
 		}
 		r->pos = cfg_pos(it->start_mark);
-		nm = cfg_map_get(p, it, "name");
-		if (nm != NULL && nm->type == YAML_SCALAR_NODE && !cfg_is_null(nm))
-			cfg_set_ctx(p, "reconcile %s of %s",
-				    cfg_quote(cfg_text(nm), buf, sizeof buf),
-				    saved);
-		else
-			cfg_set_ctx(p, "reconcile %zu of %s", i + 1, saved);
+		nm = cfg_item_ctx(p, it, "reconcile", i, saved);
 		rc = cfg_parse_map(p, it, cfg_recon_keys, r);
 		if (rc == 0 && (r->name == NULL || r->source_sql == NULL ||
 				r->target_sql == NULL))
