@@ -86,7 +86,8 @@ sched_audit_metrics(const struct exec_run *run,
 }
 
 /* The checks of partition i: JSON into `json`, "N/M passed; name: why"
- * into `text`. */
+ * into `text` ("not run" when the run failed before them, "none"
+ * when it had none to run). */
 static void
 sched_audit_checks(const struct exec_run *run, size_t i, struct buf *json,
 		   struct buf *text)
@@ -128,7 +129,12 @@ sched_audit_checks(const struct exec_run *run, size_t i, struct buf *json,
 	buf_addstr(json, "]");
 	buf_add(json, "", 1);
 	buf_add(&failed, "", 1);
-	buf_printf(text, "%zu/%zu passed", npassed, n);
+	if (n > 0)
+		buf_printf(text, "%zu/%zu passed", npassed, n);
+	else if (run->failed || run->cancelled)
+		buf_addstr(text, "not run"); /* the write failed before */
+	else
+		buf_addstr(text, "none");
 	buf_addstr(text, failed.data);
 	buf_add(text, "", 1);
 	buf_free(&failed);
