@@ -128,7 +128,9 @@ struct job_def {
 	int64_t retry_backoff; /* seconds, default 30 */
 	int64_t timeout;       /* seconds, 0 = none */
 	bool allow_wall_clock;
-	bool batch;
+	bool batch;          /* batch: true or batch: N */
+	int batch_size;      /* batch: N, partitions per run (>= 2); 0 with
+			      * batch: true (all of a request at once) */
 	bool verify;         /* prove idempotency before every request */
 	int64_t keep_runs;   /* seconds; default: config keep_runs */
 

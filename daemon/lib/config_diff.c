@@ -113,7 +113,7 @@ config_diff_job(const struct job_def *a, const struct job_def *b,
 			       b->nupstream), "upstream");
 	CD_IF(a->allow_wall_clock != b->allow_wall_clock, "allow_wall_clock");
 	CD_IF(a->allow_empty != b->allow_empty, "allow_empty");
-	CD_IF(a->batch != b->batch, "batch");
+	CD_IF(a->batch != b->batch || a->batch_size != b->batch_size, "batch");
 	CD_IF(a->verify != b->verify, "verify");
 	CD_IF(a->keep_runs != b->keep_runs, "keep_runs");
 	CD_IF(config_diff_str(a->table, b->table), "table");

@@ -56,7 +56,17 @@ static const char jobs_yaml[] = BASE_YAML
 	"  - {name: p1, warehouse: pg, partition: day, concurrency: 4, sql: SELECT 1}\n"
 	"  - {name: p2, warehouse: pg, partition: day, concurrency: 4, sql: SELECT 1}\n"
 	"  - {name: r, warehouse: w, partition: day, retries: 2, retry_backoff: 30s, sql: SELECT 1}\n"
-	"  - {name: bt, warehouse: w, partition: day, batch: true, sql: SELECT 1}\n";
+	"  - {name: bt, warehouse: w, partition: day, batch: true, sql: SELECT 1}\n"
+	"  - {name: b3, warehouse: w, partition: day, batch: 3, concurrency: 3, sql: SELECT 1}\n";
+
+/* Chunks on ClickHouse (consecutive partitions) beside the same on SQLite. */
+static const char ch_yaml[] = BASE_YAML
+	"  - {name: ch, clickhouse: \"http://127.0.0.1:8123/?database=x\"}\n"
+	"max_concurrency: 8\n"
+	"jobs:\n"
+	"  - {name: b3, warehouse: w, partition: day, batch: 3, concurrency: 3, sql: SELECT 1}\n"
+	"  - {name: c3, warehouse: ch, partition: day, batch: 3, concurrency: 3,\n"
+	"     table: t, partition_column: dt, sql: SELECT 1}\n";
 
 static const char tight_yaml[] = BASE_YAML
 	"max_concurrency: 2\n"
@@ -144,6 +154,31 @@ static const struct mcase cases[] = {
 		{ "pick", NULL, "bt/2026-01-01@1x3" },
 		{ "end", "bt/2026-01-01 ok", NULL },
 		{ "state", NULL, "1:SSS" } } },
+	{ "batch: N runs a request's partitions N at a time", NULL, {
+		{ "req", "1 backfill: b3/2026-01-01 b3/2026-01-02 b3/2026-01-03 b3/2026-01-04 b3/2026-01-05 b3/2026-01-06 b3/2026-01-07", NULL },
+		{ "pick", NULL, "b3/2026-01-01@1x3 b3/2026-01-04@1x3 b3/2026-01-07@1" },
+		{ "state", NULL, "1:RRRRRRR" },
+		{ "end", "b3/2026-01-05 fail", NULL },
+		{ "state", NULL, "1:RRRFFFR" },
+		{ "end", "b3/2026-01-01 ok", NULL },
+		{ "end", "b3/2026-01-07 ok", NULL },
+		{ "state", NULL, "1:SSSFFFS" },
+		{ "retry", "1", "3" },
+		{ "pick", NULL, "b3/2026-01-04@1x3" } } },
+	{ "a chunk fills up past a partition running elsewhere", ch_yaml, {
+		{ "req", "1 backfill: b3/2026-01-02", NULL },
+		{ "pick", NULL, "b3/2026-01-02@1" },
+		{ "req", "2 backfill: b3/2026-01-01 b3/2026-01-02 b3/2026-01-03 b3/2026-01-04", NULL },
+		{ "pick", NULL, "b3/2026-01-01@2x3" },
+		{ "end", "b3/2026-01-02 ok", NULL },
+		{ "pick", NULL, "b3/2026-01-02@2" } } },
+	{ "on ClickHouse a chunk holds consecutive partitions only", ch_yaml, {
+		{ "req", "1 backfill: c3/2026-01-02", NULL },
+		{ "pick", NULL, "c3/2026-01-02@1" },
+		{ "req", "2 backfill: c3/2026-01-01 c3/2026-01-02 c3/2026-01-03 c3/2026-01-04 c3/2026-01-05 c3/2026-01-06", NULL },
+		{ "pick", NULL, "c3/2026-01-01@2 c3/2026-01-03@2x3" },
+		{ "end", "c3/2026-01-02 ok", NULL },
+		{ "pick", NULL, "c3/2026-01-02@2" } } },
 	/* ---- rule 4, downstream ---- */
 	{ "downstream runs once, after all its inputs are final", NULL, {
 		{ "req", "1 backfill: a/2026-01-05 a/2026-01-06 ^wk/2026-01-05<0,1", NULL },
