@@ -1044,6 +1044,9 @@ static const struct cfg_key cfg_top_keys[] = {
 	  CFG_OFF(config, max_catchup), 1, CFG_POSINT, 0 },
 	{ "max_backfill", YAML_SCALAR_NODE, cfg_h_int,
 	  CFG_OFF(config, max_backfill), 1, CFG_POSINT, 0 },
+	{ "max_backfill_time", YAML_SCALAR_NODE, cfg_h_duration,
+	  CFG_OFF(config, max_backfill_time), 0, CFG_DURATION " (0s: none)",
+	  0 },
 	{ "shutdown_grace", YAML_SCALAR_NODE, cfg_h_duration,
 	  CFG_OFF(config, shutdown_grace), 0, CFG_DURATION, 0 },
 	{ "keep_runs", YAML_SCALAR_NODE, cfg_h_keep,
@@ -1935,6 +1938,8 @@ static const struct cfg_key cfg_job_keys[] = {
 	  CFG_POSINT, 0 },
 	{ "max_backfill", YAML_SCALAR_NODE, cfg_h_int, CFG_JOB(max_backfill), 1,
 	  CFG_POSINT, 0 },
+	{ "max_backfill_time", YAML_SCALAR_NODE, cfg_h_duration,
+	  CFG_JOB(max_backfill_time), 0, CFG_DURATION " (0s: none)", 0 },
 	{ "concurrency", YAML_SCALAR_NODE, cfg_h_int, CFG_JOB(concurrency), 1,
 	  CFG_POSINT, 0 },
 	{ "retries", YAML_SCALAR_NODE, cfg_h_int, CFG_JOB(retries), 0,
@@ -2539,6 +2544,7 @@ cfg_load_jobs(struct cfg_parser *p)
 		j->catchup = true;
 		j->max_catchup = cfg->max_catchup;
 		j->max_backfill = cfg->max_backfill;
+		j->max_backfill_time = cfg->max_backfill_time;
 		j->keep_runs = cfg->keep_runs;
 		j->concurrency = 1;
 		j->retry_backoff = 30;
