@@ -86,6 +86,9 @@ struct cmdspec {
 	cmdspec_check_fn *check;    /* or NULL */
 };
 
+/* Options of one command, at most (backfillctl's getopt table). */
+#define CMDSPEC_MAX_OPTS 32
+
 /* Each command, and all of them in the order of backfillctl --help. */
 extern const struct cmdspec cmdspec_backfill, cmdspec_rerun, cmdspec_verify,
     cmdspec_status, cmdspec_runs, cmdspec_stale, cmdspec_audit,
