@@ -213,7 +213,25 @@ def budget_refusals(w):
     h.eq(plan["budget"], {"seconds": 18000, "source": "--budget", "refused": True},
          "dry run --json budget")
     h.eq(round(plan["estimate"]["warehouse_seconds"]), 36000, "dry run --json estimate")
+    out = d.ok("backfill", "fct", "--from", DAYS[0], "--to", "2025-03-05", "--budget", "6h",
+               "--dry-run")
+    h.check("budget: 6h of warehouse time (--budget): the request stops starting partitions"
+            " once its runs have taken 1.5 times that" in out, "dry run within: %r" % out)
     h.eq(requests_count(d), n_req, "requests after the dry runs")
+
+    # a rerun has no budget: with max_backfill_time 30m, one day's
+    # backfill (estimate 1h) is refused, its rerun is queued
+    d.write_config(d.config_text.replace("max_backfill_time: 8h", "max_backfill_time: 30m"))
+    d.ok("reload")
+    rc, out, err = d.ctl("backfill", "fct", "--from", DAYS[0], "--to", DAYS[0])
+    e = h.one_line_error(rc, out, err, 2, "one day's backfill above max_backfill_time 30m")
+    h.check("budget of 30m (1800 s, max_backfill_time)" in e, "the refusal: %r" % e)
+    rq = d.enqueue("rerun", "fct", DAYS[0])
+    d.wait_request(rq)
+    h.eq([r["state"] for r in d.runs() if r["request"] == rq], ["succeeded"],
+         "the rerun, which has no budget")
+    d.write_config(d.config_text.replace("max_backfill_time: 30m", "max_backfill_time: 8h"))
+    d.ok("reload")
 
     # within the budget: queued, with it
     out = d.ok("backfill", "fct", "--from", DAYS[0], "--to", "2025-03-05", "--budget", "6h")
@@ -222,6 +240,7 @@ def budget_refusals(w):
     d.wait_request(rq)
     h.eq(int(d.state_rows("SELECT budget_ms FROM requests WHERE id = %d" % rq)[0][0]),
          6 * 3600 * 1000, "the request's budget in the state store")
+
     d.stop()
 
 
@@ -256,6 +275,8 @@ def over_budget(w):
     finally:
         w.release()
     d.wait_request(rq)
+    rc, out, err = d.ctl("wait", str(rq))
+    h.eq(rc, 1, "wait for the stopped request (%r %r)" % (out, err))
 
     runs = [r for r in d.runs() if r["request"] == rq]
     h.eq(sorted(r["partition"] for r in runs if r["state"] == "succeeded"),
