@@ -33,7 +33,6 @@ import re
 import shutil
 import sqlite3
 import subprocess
-import sys
 import time
 
 import harness as h
@@ -126,17 +125,7 @@ class PgWh:
         return self.d
 
     def hold(self):
-        self.proc = subprocess.Popen(self.c.psql_cmd("etl"), stdin=subprocess.PIPE,
-                                     stdout=subprocess.PIPE, text=True)
-        self.proc.stdin.write("BEGIN; LOCK TABLE out IN ACCESS EXCLUSIVE MODE;\n"
-                              "\\echo locked\n")
-        self.proc.stdin.flush()
-        h.eq(self.proc.stdout.readline().strip(), "locked", "psql holding table out")
-
-    def release(self):
-        self.proc.stdin.write("ROLLBACK;\n\\q\n")
-        self.proc.stdin.flush()
-        self.proc.wait(timeout=60)
+        self.release = self.c.lock("out")
 
 
 def tick(d, instant):
