@@ -89,6 +89,12 @@ budget_over(int64_t budget_ms, int64_t spent_ms)
 	return spent_ms * BUDGET_STOP_DEN > budget_ms * BUDGET_STOP_NUM;
 }
 
+bool
+budget_stop(int64_t budget_ms, int64_t spent_ms, bool stopped, int64_t open)
+{
+	return !stopped && open > 0 && budget_over(budget_ms, spent_ms);
+}
+
 void
 budget_stop_note(int64_t request, int64_t budget_ms, int64_t spent_ms,
 		 char *out, size_t size)

@@ -24,8 +24,10 @@
  *   4. The stop.  Once the measured time passes BUDGET_STOP_NUM /
  *      BUDGET_STOP_DEN (1.5) times the budget, the request starts nothing
  *      more: its queued and blocked partitions are cancelled with the
- *      reason (runs in flight finish, and count).  It stops once; `retry`
- *      resumes it, and its measured time starts again from zero.
+ *      reason (runs in flight finish and count).  It stops once, and
+ *      only while something of it is left to start (a request whose last
+ *      run took it past the line has nothing to stop: it is not listed as
+ *      stopped); `retry` resumes it, its measured time from zero again.
  */
 #ifndef BACKFILLD_BUDGET_H
 #define BACKFILLD_BUDGET_H
@@ -64,6 +66,12 @@ int64_t budget_charge(int64_t spent_ms, int64_t run_ms);
 /* Rule 4: has measured time spent_ms passed 1.5 times budget_ms (0:
  * none, never)? */
 bool budget_over(int64_t budget_ms, int64_t spent_ms);
+
+/* Rule 4: is a request stopped now?  Its budget and measured time, whether
+ * it was stopped already, and how many of its partitions are queued or
+ * blocked (left to start). */
+bool budget_stop(int64_t budget_ms, int64_t spent_ms, bool stopped,
+		 int64_t open);
 
 /* Rule 4's reason, for the cancelled partitions, the log line and the
  * on_failure hook: "over budget: measured warehouse time ... passed 1.5 x

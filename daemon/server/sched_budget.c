@@ -56,7 +56,8 @@ sched_budget_charge(struct sched *s, struct request *rq, int64_t ms,
 	struct err err;
 
 	rq->spent_ms = budget_charge(rq->spent_ms, ms);
-	if (!rq->over_budget && budget_over(rq->budget_ms, rq->spent_ms))
+	if (budget_stop(rq->budget_ms, rq->spent_ms, rq->over_budget,
+			rq->counts[MS_QUEUED] + rq->counts[MS_BLOCKED]))
 		sched_budget_stop(s, rq, now);
 	if (store_defer(s->store, &err) < 0 ||
 	    store_request_budget(s->store, rq->id, rq->spent_ms,

@@ -636,8 +636,7 @@ sched_run_done_cb(struct exec_run *run)
 	exec_run_clear_results(run);
 	config_unref(run->cfg);
 	sched_run_settle(s, r, &o, now);
-	if (!run->not_started || run->cancelled)
-		sched_budget_run_done(s, a, now);
+	sched_budget_run_done(s, a, now);
 	/* tell the requests by id: telling one may free it */
 	ids = xcalloc(n, sizeof *ids);
 	for (size_t i = 0; i < n; i++)

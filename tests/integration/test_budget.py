@@ -229,6 +229,9 @@ def budget_refusals(w):
     d.wait_request(rq)
     h.eq(int(d.state_rows("SELECT budget_ms FROM requests WHERE id = %d" % rq)[0][0]),
          6 * 3600 * 1000, "the request's budget in the state store")
+    ans = d.json("backfill", "fct", "--from", "2025-03-06", "--to", "2025-03-06")
+    h.eq(ans["budget_seconds"], 8 * 3600, "backfill --json: budget_seconds (max_backfill_time)")
+    d.wait_request(ans["request"])
 
     d.stop()
 
@@ -322,6 +325,14 @@ def over_budget(w):
          h.days(*DAYS), "every partition after the retry")
     h.eq(spent_ms(d, rq), 0, "measured time after the retry (its runs took 0 ms)")
     h.eq(d.json("status")["over_budget"], [], "status --json over_budget after the retry")
+
+    # a request whose last run takes it past 1.5 x has nothing left to stop
+    rq = slow_run(w, stop_at, 2, ("backfill", "fct", "--from", DAYS[0], "--to", DAYS[0],
+                                  "--budget", "1h"))
+    h.eq([r["state"] for r in d.runs() if r["request"] == rq], ["succeeded"],
+         "a one-partition request over its budget")
+    h.eq(spent_ms(d, rq), 2 * 3600 * 1000, "its measured time")
+    h.eq(d.json("status")["over_budget"], [], "status --json over_budget: not stopped")
     d.stop()
 
 

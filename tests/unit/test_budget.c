@@ -143,6 +143,17 @@ START_TEST(test_over)
 }
 END_TEST
 
+/* Rule 4: once, and only with something left to start. */
+START_TEST(test_stop)
+{
+	ck_assert(budget_stop(1000, 1501, false, 3));
+	ck_assert(!budget_stop(1000, 1500, false, 3)); /* not past 1.5 x */
+	ck_assert(!budget_stop(1000, 9000, true, 3));  /* stopped already */
+	ck_assert(!budget_stop(1000, 9000, false, 0)); /* nothing left */
+	ck_assert(!budget_stop(0, 9000, false, 3));    /* no budget */
+}
+END_TEST
+
 START_TEST(test_stop_note)
 {
 	char note[256];
@@ -172,6 +183,7 @@ budget_suite(void)
 	tcase_add_test(tc, test_charge);
 	tcase_add_loop_test(tc, test_over, 0,
 			    sizeof over_cases / sizeof over_cases[0]);
+	tcase_add_test(tc, test_stop);
 	tcase_add_test(tc, test_stop_note);
 	suite_add_tcase(s, tc);
 	return s;
