@@ -190,6 +190,10 @@ def budget_refusals(w):
                          "--budget", "soon")
     e = h.one_line_error(rc, out, err, 2, "--budget soon")
     h.check("--budget must be a positive duration" in e, "the refusal: %r" % e)
+    _, resp = d.request({"cmd": "backfill", "job": "fct", "from": DAYS[0], "to": DAYS[1],
+                         "budget": "0s"})
+    h.eq((resp.get("status"), "--budget must be a positive duration" in resp.get("err", "")),
+         ("2", True), "a raw request with budget=0s: the daemon checks it too (%r)" % resp)
     h.eq(requests_count(d), n_req, "requests after the refusals: nothing queued")
     h.eq(len(d.runs()), n_runs, "runs after the refusals")
 
