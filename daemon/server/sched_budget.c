@@ -66,9 +66,10 @@ sched_budget_charge(struct sched *s, struct request *rq, int64_t ms,
 			" warehouse time: %s", rq->id, err.msg);
 }
 
-/* A run ended (sched_run_done_cb, its items recorded and settled): its
- * wall time to each request with a budget it carried, once each (a batch's
- * items are of one request, a shared run's each of another). */
+/* A run ended (sched_run_done_cb: its items recorded, not settled yet, its
+ * configuration still held: run->job is in it): its wall time to each
+ * request with a budget it carried, once each (a batch's items are of one
+ * request, a shared run's each of another). */
 void
 sched_budget_run_done(struct sched *s, struct active *a, int64_t now)
 {
