@@ -31,11 +31,11 @@ import datetime
 import os
 import re
 import shutil
-import sqlite3
 import subprocess
 import time
 
 import harness as h
+import test_exactly_once as eo
 
 GUARD = 30.0
 T0 = "2026-01-01T00:00:00Z"
@@ -93,23 +93,18 @@ def later(instant, hours):
     return t.strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
-class SqliteWh:
+class SqliteWh(eo.SqliteWh):
+    """The SQLite warehouse, its write lock held by the test (hold, release)."""
     name = "sqlite"
+
+    def __init__(self):
+        super().__init__(None)
 
     def daemon(self, name, settings=None):
         self.d = h.Daemon(jobs=SQLITE_JOB, warehouses={
             "sales": "CREATE TABLE out (dt TEXT PRIMARY KEY, n INTEGER);"},
             settings=settings or {"max_concurrency": 4}, clock=T0, name=name)
         return self.d
-
-    def hold(self):
-        self.con = sqlite3.connect(self.d.warehouses["sales"], timeout=30,
-                                   isolation_level=None)
-        self.con.execute("BEGIN IMMEDIATE")
-
-    def release(self):
-        self.con.execute("ROLLBACK")
-        self.con.close()
 
 
 class PgWh:
