@@ -32,7 +32,6 @@ import os
 import re
 import shutil
 import subprocess
-import time
 
 import harness as h
 import test_exactly_once as eo
@@ -77,10 +76,7 @@ def promtool():
 
 def until(cond, what):
     """Wait for cond(), a state the daemon reaches (guard: GUARD s)."""
-    deadline = time.monotonic() + GUARD
-    while not cond():
-        h.check(time.monotonic() < deadline, "%s: not within %.0f s" % (what, GUARD))
-        time.sleep(0.02)
+    eo.until(cond, what, timeout=GUARD)
 
 
 def iso_ms(instant):
