@@ -45,6 +45,7 @@ static const struct cmdspec_arg cmdspec_backfill_opts[] = {
 	{ "downstream", CMDSPEC_LIST, "downstream", NULL, NULL, 0 },
 	{ "concurrency", CMDSPEC_INT, "concurrency", NULL, NULL, 0 },
 	{ "fail-fast", CMDSPEC_FLAG, "fail_fast", NULL, NULL, 0 },
+	{ "budget", CMDSPEC_DURATION, "budget", NULL, NULL, 0 },
 	{ "stale", CMDSPEC_FLAG, "stale", NULL, NULL, 0 },
 	{ "reason", CMDSPEC_TEXT, "reason", NULL, NULL, 0 },
 	{ "dry-run", CMDSPEC_FLAG, "dry_run", NULL, NULL, 0 },
@@ -165,6 +166,12 @@ const struct cmdspec cmdspec_backfill = {
 	"  --fail-fast          after the first failure, cancel the rest "
 	"(resume it\n"
 	"                       with 'backfillctl retry REQUEST')\n"
+	"  --budget DURATION    the request's budget of warehouse time (at "
+	"most the\n"
+	"                       job's max_backfill_time): refused when its "
+	"estimate is\n"
+	"                       above it, stopped past 1.5 times it (resume "
+	"with retry)\n"
 	"  --reason TEXT        why, recorded with the request\n"
 	"  --dry-run            print the partitions it would run, in order, "
 	"and an\n"
@@ -467,6 +474,22 @@ cmdspec_enum_ok(const char *what, const char *const *values, const char *s,
 		       list, s);
 }
 
+/* A positive duration. */
+int
+cmdspec_duration(const char *what, const char *s, long long *seconds,
+		 struct err *err)
+{
+	int64_t v;
+
+	if (cal_parse_duration(s, &v, NULL) < 0 || v <= 0)
+		return err_set(err, EXIT_BAD_INPUT, "%s must be a positive "
+			       "duration like 30s, 15m, 2h or 1d, not '%.40s'",
+			       what, s);
+	if (seconds != NULL)
+		*seconds = (long long)v;
+	return 0;
+}
+
 /* Names separated by commas, none of them empty. */
 static int
 cmdspec_list_ok(const char *what, const char *s, struct err *err)
@@ -505,6 +528,8 @@ cmdspec_check_value(const struct cmdspec_arg *a, const char *what,
 		return cmdspec_enum_ok(what, a->values, s, err);
 	case CMDSPEC_LIST:
 		return cmdspec_list_ok(what, s, err);
+	case CMDSPEC_DURATION:
+		return cmdspec_duration(what, s, n, err);
 	default:
 		return 0;
 	}

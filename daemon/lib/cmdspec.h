@@ -36,6 +36,7 @@ enum cmdspec_kind {
 	CMDSPEC_ENUM,       /* one of the argument's values */
 	CMDSPEC_LIST,       /* names separated by commas, none empty */
 	CMDSPEC_DATES_FILE, /* a file the client reads and sends as its dates */
+	CMDSPEC_DURATION,   /* a positive duration: 30s, 15m, 2h, 1d */
 	CMDSPEC_WAIT        /* the client waits for the request: no field */
 };
 
@@ -85,6 +86,9 @@ struct cmdspec {
 	cmdspec_check_fn *check;    /* or NULL */
 };
 
+/* Options of one command, at most (backfillctl's getopt table). */
+#define CMDSPEC_MAX_OPTS 32
+
 /* Each command, and all of them in the order of backfillctl --help. */
 extern const struct cmdspec cmdspec_backfill, cmdspec_rerun, cmdspec_verify,
     cmdspec_status, cmdspec_runs, cmdspec_stale, cmdspec_audit,
@@ -113,6 +117,10 @@ int cmdspec_check(const struct cmdspec *cs, cmdspec_get_fn *get,
  * or "JOB"); an integer is left in *n when n is not NULL.  0, or -1. */
 int cmdspec_check_value(const struct cmdspec_arg *a, const char *what,
 			const char *s, long long *n, struct err *err);
+/* A positive duration (30s, 15m, 2h, 1d) into *seconds (may be NULL):
+ * 0, or -1 with a message naming what (--budget). */
+int cmdspec_duration(const char *what, const char *s, long long *seconds,
+		     struct err *err);
 /* A date or an hour (YYYY-MM-DD or YYYY-MM-DDTHH): 0, or -1 with the
  * calendar's message. */
 int cmdspec_date_ok(const char *s, struct err *err);

@@ -846,6 +846,29 @@ cfg_h_bool(struct cfg_parser *p, void *obj, const struct cfg_key *k,
 	return 0;
 }
 
+/* batch: true (all of a request's partitions in one run), false, or N
+ * (partitions per run, at least 2: batch: 1 is false). */
+static int
+cfg_h_batch(struct cfg_parser *p, void *obj, const struct cfg_key *k,
+	    yaml_node_t *key, yaml_node_t *val)
+{
+	struct job_def *j = obj;
+	int64_t v;
+
+	(void)key;
+	j->batch_size = 0;
+	if (strcmp(cfg_text(val), "true") == 0 ||
+	    strcmp(cfg_text(val), "false") == 0) {
+		j->batch = strcmp(cfg_text(val), "true") == 0;
+		return 0;
+	}
+	if (!cfg_parse_int64(cfg_text(val), &v) || v < 2 || v > INT_MAX)
+		return cfg_bad_value(p, k, val);
+	j->batch = true;
+	j->batch_size = (int)v;
+	return 0;
+}
+
 /* A sequence of non-empty strings into char ** (off) and size_t (off2). */
 static int
 cfg_h_strseq(struct cfg_parser *p, void *obj, const struct cfg_key *k,
@@ -1021,6 +1044,9 @@ static const struct cfg_key cfg_top_keys[] = {
 	  CFG_OFF(config, max_catchup), 1, CFG_POSINT, 0 },
 	{ "max_backfill", YAML_SCALAR_NODE, cfg_h_int,
 	  CFG_OFF(config, max_backfill), 1, CFG_POSINT, 0 },
+	{ "max_backfill_time", YAML_SCALAR_NODE, cfg_h_duration,
+	  CFG_OFF(config, max_backfill_time), 0, CFG_DURATION " (0s: none)",
+	  0 },
 	{ "shutdown_grace", YAML_SCALAR_NODE, cfg_h_duration,
 	  CFG_OFF(config, shutdown_grace), 0, CFG_DURATION, 0 },
 	{ "keep_runs", YAML_SCALAR_NODE, cfg_h_keep,
@@ -1912,6 +1938,8 @@ static const struct cfg_key cfg_job_keys[] = {
 	  CFG_POSINT, 0 },
 	{ "max_backfill", YAML_SCALAR_NODE, cfg_h_int, CFG_JOB(max_backfill), 1,
 	  CFG_POSINT, 0 },
+	{ "max_backfill_time", YAML_SCALAR_NODE, cfg_h_duration,
+	  CFG_JOB(max_backfill_time), 0, CFG_DURATION " (0s: none)", 0 },
 	{ "concurrency", YAML_SCALAR_NODE, cfg_h_int, CFG_JOB(concurrency), 1,
 	  CFG_POSINT, 0 },
 	{ "retries", YAML_SCALAR_NODE, cfg_h_int, CFG_JOB(retries), 0,
@@ -1933,8 +1961,8 @@ static const struct cfg_key cfg_job_keys[] = {
 	  CFG_JOB(nupstream), "a sequence of job names", 0 },
 	{ "allow_wall_clock", YAML_SCALAR_NODE, cfg_h_bool,
 	  CFG_JOB(allow_wall_clock), 0, "true or false", 0 },
-	{ "batch", YAML_SCALAR_NODE, cfg_h_bool, CFG_JOB(batch), 0,
-	  "true or false", 0 },
+	{ "batch", YAML_SCALAR_NODE, cfg_h_batch, 0, 0,
+	  "true, false or a number of partitions per run of at least 2", 0 },
 	{ "keep_runs", YAML_SCALAR_NODE, cfg_h_keep, CFG_JOB(keep_runs), 0,
 	  CFG_KEEP, 0 },
 	{ "verify", YAML_SCALAR_NODE, cfg_h_bool, CFG_JOB(verify), 0,
@@ -2264,8 +2292,8 @@ cfg_job_needs(struct cfg_parser *p, struct job_def *j, yaml_node_t *map,
 				p->pfx);
 	if (j->batch && !is_sql)
 		return cfg_fail(p, cfg_map_get(p, map, "batch")->start_mark,
-				"%sbatch: true needs a SQL job (sql: or sql_file:)",
-				p->pfx);
+				"%sbatch: %s needs a SQL job (sql: or sql_file:)",
+				p->pfx, cfg_text(cfg_map_get(p, map, "batch")));
 	if (j->nreconciles > 0 && !is_sql)
 		return cfg_fail(p, cfg_map_key(p, map, "reconcile")->start_mark,
 				"%sreconcile needs a SQL job (sql: or sql_file:)",
@@ -2516,6 +2544,7 @@ cfg_load_jobs(struct cfg_parser *p)
 		j->catchup = true;
 		j->max_catchup = cfg->max_catchup;
 		j->max_backfill = cfg->max_backfill;
+		j->max_backfill_time = cfg->max_backfill_time;
 		j->keep_runs = cfg->keep_runs;
 		j->concurrency = 1;
 		j->retry_backoff = 30;
@@ -2754,6 +2783,8 @@ cfg_code_version(struct job_def *j)
 	h = cfg_fnv_field(h, "partition_column", j->partition_column);
 	h = cfg_fnv_int(h, "min_rows", (long long)j->min_rows);
 	h = cfg_fnv_int(h, "batch", j->batch);
+	if (j->batch_size > 0) /* batch: N; batch: true keeps its hash */
+		h = cfg_fnv_int(h, "batch_size", j->batch_size);
 	if (j->allow_empty) /* ClickHouse only: other jobs keep their hash */
 		h = cfg_fnv_int(h, "allow_empty", 1);
 	snprintf(j->code_version, sizeof j->code_version, "%016llx",

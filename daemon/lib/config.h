@@ -123,12 +123,17 @@ struct job_def {
 	bool catchup;        /* default true */
 	int max_catchup;     /* default: config max_catchup */
 	int max_backfill;    /* default: config max_backfill */
+	int64_t max_backfill_time; /* seconds, a backfill request's budget of
+				    * warehouse time (budget.h); default:
+				    * config's; 0: none */
 	int concurrency;     /* default 1 */
 	int retries;         /* default 0 */
 	int64_t retry_backoff; /* seconds, default 30 */
 	int64_t timeout;       /* seconds, 0 = none */
 	bool allow_wall_clock;
-	bool batch;
+	bool batch;          /* batch: true or batch: N */
+	int batch_size;      /* batch: N, partitions per run (>= 2); 0 with
+			      * batch: true (all of a request at once) */
 	bool verify;         /* prove idempotency before every request */
 	int64_t keep_runs;   /* seconds; default: config keep_runs */
 
@@ -201,6 +206,8 @@ struct config {
 	int max_concurrency; /* default 4 */
 	int max_catchup;     /* default 31 */
 	int max_backfill;    /* default 366 */
+	int64_t max_backfill_time; /* seconds, default 0 (none): the jobs'
+				    * default budget (budget.h) */
 	int64_t shutdown_grace; /* seconds, default 30 */
 	int64_t keep_runs;      /* seconds, default 365d: finished runs kept */
 	int64_t hook_timeout;   /* seconds, default 30: a hook is killed after */

@@ -633,6 +633,8 @@ sched_run_done_cb(struct exec_run *run)
 	else
 		sched_run_record(s, a, &o, now);
 	manifest_run_finish(&s->m, r);
+	/* before the run's configuration goes: run->job is in it */
+	sched_budget_run_done(s, a, now);
 	exec_run_clear_results(run);
 	config_unref(run->cfg);
 	sched_run_settle(s, r, &o, now);

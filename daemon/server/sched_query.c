@@ -33,6 +33,7 @@ sched_job_view(struct sched *s, int job, struct sched_job_view *v)
 	v->gap_to = sv.gap_to;
 	v->has_next_due = sv.has_next_due;
 	v->next_due = sv.next_due;
+	v->budget_stops = js->budget_stops;
 	v->has_reconciled = js->has_reconciled;
 	v->reconciled = js->reconciled;
 	if (j->late_data != NULL) {

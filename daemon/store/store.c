@@ -339,6 +339,23 @@ store_request_controls(struct store *st, int64_t id, int *concurrency,
 }
 
 int
+store_request_budget(struct store *st, int64_t id, int64_t spent_ms,
+		     int64_t over_at, struct err *err)
+{
+	if (store_refused(st, err))
+		return -1;
+	return store_wrote(st, st->ops->request_budget(st, id, spent_ms,
+						       over_at, err), err);
+}
+
+int
+store_over_budget(struct store *st, int limit, store_budget_cb cb, void *data,
+		  struct err *err)
+{
+	return st->ops->over_budget(st, limit, cb, data, err);
+}
+
+int
 store_request_reopen(struct store *st, int64_t id, struct err *err)
 {
 	if (store_refused(st, err))

@@ -135,6 +135,8 @@ enum pgst_stmt {
 	P_REQUEST_COUNTS,
 	P_NEWEST_BUILD,
 	P_DURATIONS,
+	P_REQUEST_BUDGET,
+	P_OVER_BUDGET,
 	P_FENCE,
 	P_DB_SIZE,
 	P_ITEM_ADD_ID,
@@ -157,8 +159,8 @@ static const char *const pgst_sql[P_COUNT] = {
 	[P_REQUEST_ADD] =
 	"INSERT INTO requests (job, kind, reason, from_key, to_key, reprocess,"
 	" reverse, no_downstream, created_at, concurrency, fail_fast,"
-	" downstream) VALUES ($1,$2,$3,$4,$5,$6,$7,$8,$9,$10,$11,$12)"
-	" RETURNING id",
+	" downstream, budget_ms) VALUES ($1,$2,$3,$4,$5,$6,$7,$8,$9,$10,$11,"
+	"$12,$13) RETURNING id",
 	[P_REQUEST_FINISH] =
 	"UPDATE requests SET finished_at = $2, cancelled = $3 WHERE id = $1",
 	[P_ITEM_ADD] =
@@ -186,13 +188,15 @@ static const char *const pgst_sql[P_COUNT] = {
 	[P_LOAD_OPEN] =
 	"SELECT m.id, m.request_id, m.job, m.partition_key, m.seq, m.downstream,"
 	" m.state, m.attempts, m.not_before, m.blocked_on, r.job, r.kind,"
-	" r.reverse, r.created_at, r.concurrency, r.fail_fast FROM manifest m"
+	" r.reverse, r.created_at, r.concurrency, r.fail_fast, r.budget_ms,"
+	" r.spent_ms, r.over_budget_at IS NOT NULL FROM manifest m"
 	" JOIN requests r ON r.id = m.request_id WHERE r.finished_at IS NULL"
 	" ORDER BY m.request_id, m.seq",
 	[P_LOAD_ONE] =
 	"SELECT m.id, m.request_id, m.job, m.partition_key, m.seq, m.downstream,"
 	" m.state, m.attempts, m.not_before, m.blocked_on, r.job, r.kind,"
-	" r.reverse, r.created_at, r.concurrency, r.fail_fast FROM manifest m"
+	" r.reverse, r.created_at, r.concurrency, r.fail_fast, r.budget_ms,"
+	" r.spent_ms, r.over_budget_at IS NOT NULL FROM manifest m"
 	" JOIN requests r ON r.id = m.request_id WHERE r.id = $1"
 	" ORDER BY m.seq",
 	[P_REQUEST_REOPEN] =
@@ -315,6 +319,16 @@ static const char *const pgst_sql[P_COUNT] = {
 	"SELECT finished_at - started_at FROM runs WHERE job = $1 AND"
 	" state = 'succeeded' AND finished_at IS NOT NULL ORDER BY id DESC"
 	" LIMIT $2",
+	[P_REQUEST_BUDGET] =
+	"UPDATE requests SET spent_ms = $2, over_budget_at = CASE WHEN"
+	" $3::bigint IS NULL THEN NULL ELSE COALESCE(over_budget_at, $3) END"
+	" WHERE id = $1",
+	/* requests_over_budget: the newest first, at most $1 */
+	[P_OVER_BUDGET] =
+	"SELECT r.id, r.job, r.budget_ms, r.spent_ms, r.over_budget_at,"
+	" (SELECT count(*) FROM manifest m WHERE m.request_id = r.id AND"
+	" m.state = 'cancelled') FROM requests r WHERE r.over_budget_at IS NOT"
+	" NULL ORDER BY r.id DESC LIMIT $1",
 	[P_FENCE] =
 	"SELECT 1 / count(*)::int FROM (SELECT 1 FROM lease WHERE id = 1"
 	" AND generation = $1 FOR KEY SHARE) AS l",
@@ -1715,6 +1729,10 @@ pgst_request_add(struct store *st, const struct store_request *rq,
 		arg_text(&a, NULL);
 	arg_bool(&a, rq->fail_fast);
 	arg_text(&a, rq->downstream);
+	if (rq->budget_ms > 0)
+		arg_int(&a, rq->budget_ms);
+	else
+		arg_text(&a, NULL);
 	return pgst_returned_id(pgst_write(p, P_REQUEST_ADD, &a,
 					   "adding a request", err), id);
 }
@@ -1964,6 +1982,9 @@ pgst_load_rows(struct pgst *p, enum pgst_stmt id, const struct pgst_args *a,
 		row.rq_created_at = col_int(r, i, 13);
 		row.rq_concurrency = (int)col_int(r, i, 14);
 		row.rq_fail_fast = col_bool(r, i, 15);
+		row.rq_budget_ms = col_int(r, i, 16);
+		row.rq_spent_ms = col_int(r, i, 17);
+		row.rq_over_budget = col_bool(r, i, 18);
 		if (cb(&row, data, err) < 0) {
 			PQclear(r);
 			return -1;
@@ -2489,6 +2510,50 @@ pgst_request_controls(struct store *st, int64_t id, int *concurrency,
 	return rc;
 }
 
+/* A request's measured warehouse time and when it stopped over budget. */
+static int
+pgst_request_budget(struct store *st, int64_t id, int64_t spent_ms,
+		    int64_t over_at, struct err *err)
+{
+	struct pgst_args a = { 0 };
+
+	arg_int(&a, id);
+	arg_int(&a, spent_ms);
+	if (over_at > 0)
+		arg_int(&a, over_at);
+	else
+		arg_text(&a, NULL);
+	return pgst_write_done(pgst_of(st), P_REQUEST_BUDGET, &a,
+			       "writing a request's measured time", err);
+}
+
+/* The newest `limit` requests stopped over budget, newest first. */
+static int
+pgst_over_budget(struct store *st, int limit, store_budget_cb cb, void *data,
+		 struct err *err)
+{
+	struct store_budget_row row;
+	struct pgst_args a = { 0 };
+	PGresult *r;
+
+	arg_int(&a, limit);
+	r = pgst_exec(pgst_of(st), P_OVER_BUDGET, &a, "reading the requests"
+		      " stopped over budget", err);
+	if (r == NULL)
+		return -1;
+	for (int i = 0; i < PQntuples(r); i++) {
+		row.id = col_int(r, i, 0);
+		row.job = col_text(r, i, 1);
+		row.budget_ms = col_int(r, i, 2);
+		row.spent_ms = col_int(r, i, 3);
+		row.over_at = col_int(r, i, 4);
+		row.cancelled = col_int(r, i, 5);
+		cb(&row, data);
+	}
+	PQclear(r);
+	return 0;
+}
+
 /* The newest `limit` requests, newest first. */
 static int
 pgst_recent_requests(struct store *st, int limit, store_recent_cb cb,
@@ -2873,5 +2938,7 @@ const struct store_ops store_pg_ops = {
 	.durations = pgst_durations,
 	.recent_requests = pgst_recent_requests,
 	.request_get = pgst_request_get,
+	.request_budget = pgst_request_budget,
+	.over_budget = pgst_over_budget,
 	.discard = pgst_discard,
 };

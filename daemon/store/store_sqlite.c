@@ -70,6 +70,8 @@ enum stmt_id {
 	S_REQUEST_COUNTS,
 	S_NEWEST_BUILD,
 	S_DURATIONS,
+	S_REQUEST_BUDGET,
+	S_OVER_BUDGET,
 	S_TX_BEGIN,
 	S_TX_COMMIT,
 	S_TX_ROLLBACK,
@@ -83,7 +85,7 @@ static const char *const store_sql[S_COUNT] = {
 	[S_REQUEST_ADD] =
 	"INSERT INTO requests (job, kind, reason, from_key, to_key, reprocess,"
 	" reverse, no_downstream, created_at, concurrency, fail_fast,"
-	" downstream) VALUES (?,?,?,?,?,?,?,?,?,?,?,?)",
+	" downstream, budget_ms) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?)",
 	[S_REQUEST_FINISH] =
 	"UPDATE requests SET finished_at = ?2, cancelled = ?3 WHERE id = ?1",
 	[S_ITEM_ADD] =
@@ -110,13 +112,15 @@ static const char *const store_sql[S_COUNT] = {
 	[S_LOAD_OPEN] =
 	"SELECT m.id, m.request_id, m.job, m.partition_key, m.seq, m.downstream,"
 	" m.state, m.attempts, m.not_before, m.blocked_on, r.job, r.kind,"
-	" r.reverse, r.created_at, r.concurrency, r.fail_fast FROM manifest m"
+	" r.reverse, r.created_at, r.concurrency, r.fail_fast, r.budget_ms,"
+	" r.spent_ms, r.over_budget_at IS NOT NULL FROM manifest m"
 	" JOIN requests r ON r.id = m.request_id WHERE r.finished_at IS NULL"
 	" ORDER BY m.request_id, m.seq",
 	[S_LOAD_ONE] =
 	"SELECT m.id, m.request_id, m.job, m.partition_key, m.seq, m.downstream,"
 	" m.state, m.attempts, m.not_before, m.blocked_on, r.job, r.kind,"
-	" r.reverse, r.created_at, r.concurrency, r.fail_fast FROM manifest m"
+	" r.reverse, r.created_at, r.concurrency, r.fail_fast, r.budget_ms,"
+	" r.spent_ms, r.over_budget_at IS NOT NULL FROM manifest m"
 	" JOIN requests r ON r.id = m.request_id WHERE r.id = ?1"
 	" ORDER BY m.seq",
 	[S_REQUEST_REOPEN] =
@@ -220,6 +224,15 @@ static const char *const store_sql[S_COUNT] = {
 	" state = 'succeeded' AND finished_at IS NOT NULL ORDER BY id DESC"
 	" LIMIT ?2",
 	/* transactions and savepoints, stepped on every state change */
+	[S_REQUEST_BUDGET] =
+	"UPDATE requests SET spent_ms = ?2, over_budget_at = CASE WHEN ?3 IS"
+	" NULL THEN NULL ELSE COALESCE(over_budget_at, ?3) END WHERE id = ?1",
+	/* requests_over_budget: the newest first, at most ?1 */
+	[S_OVER_BUDGET] =
+	"SELECT r.id, r.job, r.budget_ms, r.spent_ms, r.over_budget_at,"
+	" (SELECT COUNT(*) FROM manifest m WHERE m.request_id = r.id AND"
+	" m.state = 'cancelled') FROM requests r WHERE r.over_budget_at IS NOT"
+	" NULL ORDER BY r.id DESC LIMIT ?1",
 	[S_TX_BEGIN] = "BEGIN IMMEDIATE",
 	[S_TX_COMMIT] = "COMMIT",
 	[S_TX_ROLLBACK] = "ROLLBACK",
@@ -745,6 +758,10 @@ store_sqlite_request_add(struct store *base, const struct store_request *rq,
 		sqlite3_bind_null(s, 10);
 	sqlite3_bind_int(s, 11, rq->fail_fast);
 	bind_text(s, 12, rq->downstream);
+	if (rq->budget_ms > 0)
+		sqlite3_bind_int64(s, 13, rq->budget_ms);
+	else
+		sqlite3_bind_null(s, 13);
 	if (store_sqlite_step_done(st, s, err, "adding a request") < 0)
 		return -1;
 	*id = sqlite3_last_insert_rowid(st->db);
@@ -960,6 +977,9 @@ store_sqlite_load_rows(struct store_sqlite *st, sqlite3_stmt *s,
 		row.rq_created_at = sqlite3_column_int64(s, 13);
 		row.rq_concurrency = sqlite3_column_int(s, 14);
 		row.rq_fail_fast = sqlite3_column_int(s, 15);
+		row.rq_budget_ms = sqlite3_column_int64(s, 16);
+		row.rq_spent_ms = sqlite3_column_int64(s, 17);
+		row.rq_over_budget = sqlite3_column_int(s, 18);
 		if (cb(&row, data, err) < 0) {
 			store_sqlite_done(s);
 			return -1;
@@ -1395,6 +1415,46 @@ store_sqlite_request_controls(struct store *base, int64_t id, int *concurrency,
 }
 
 static int
+store_sqlite_request_budget(struct store *base, int64_t id, int64_t spent_ms,
+			    int64_t over_at, struct err *err)
+{
+	struct store_sqlite *st = store_sqlite_of(base);
+	sqlite3_stmt *s = st->stmt[S_REQUEST_BUDGET];
+
+	sqlite3_bind_int64(s, 1, id);
+	sqlite3_bind_int64(s, 2, spent_ms);
+	if (over_at > 0)
+		sqlite3_bind_int64(s, 3, over_at);
+	else
+		sqlite3_bind_null(s, 3);
+	return store_sqlite_step_done(st, s, err, "writing a request's"
+				      " measured time");
+}
+
+static int
+store_sqlite_over_budget(struct store *base, int limit, store_budget_cb cb,
+			 void *data, struct err *err)
+{
+	struct store_sqlite *st = store_sqlite_of(base);
+	sqlite3_stmt *s = st->stmt[S_OVER_BUDGET];
+	struct store_budget_row row;
+	int rc;
+
+	sqlite3_bind_int(s, 1, limit);
+	while ((rc = store_sqlite_next(st, s, err, "reading the requests"
+				       " stopped over budget")) > 0) {
+		row.id = sqlite3_column_int64(s, 0);
+		row.job = col_text(s, 1);
+		row.budget_ms = sqlite3_column_int64(s, 2);
+		row.spent_ms = sqlite3_column_int64(s, 3);
+		row.over_at = sqlite3_column_int64(s, 4);
+		row.cancelled = sqlite3_column_int64(s, 5);
+		cb(&row, data);
+	}
+	return rc;
+}
+
+static int
 store_sqlite_recent_requests(struct store *base, int limit, store_recent_cb cb,
 			     void *data, struct err *err)
 {
@@ -1740,5 +1800,7 @@ const struct store_ops store_sqlite_ops = {
 	.durations = store_sqlite_durations,
 	.recent_requests = store_sqlite_recent_requests,
 	.request_get = store_sqlite_request_get,
+	.request_budget = store_sqlite_request_budget,
+	.over_budget = store_sqlite_over_budget,
 	.discard = store_sqlite_discard,
 };

@@ -298,6 +298,18 @@ static const struct bad_inline bad_inlines[] = {
 	  "inline.yaml:9:5: job \"x\": partition_column needs table:" },
 	{ "jobs:\n  - name: e\n    partition: day\n    command: [/bin/true]\n    batch: true\n",
 	  "inline.yaml:5:12: job \"e\": batch: true needs a SQL job (sql: or sql_file:)" },
+	{ "jobs:\n  - name: e\n    partition: day\n    command: [/bin/true]\n    batch: 4\n",
+	  "inline.yaml:5:12: job \"e\": batch: 4 needs a SQL job (sql: or sql_file:)" },
+	{ JX "    sql: SELECT 1\n    batch: 1\n",
+	  "inline.yaml:9:12: job \"x\": batch must be true, false or a number of partitions per run of at least 2, got \"1\"" },
+	{ JX "    sql: SELECT 1\n    batch: 0\n",
+	  "inline.yaml:9:12: job \"x\": batch must be true, false or a number of partitions per run of at least 2, got \"0\"" },
+	{ JX "    sql: SELECT 1\n    max_backfill_time: 2 hours\n",
+	  "inline.yaml:9:24: job \"x\": max_backfill_time must be a duration like 30s, 15m, 2h or 1d (0s: none), got \"2 hours\"" },
+	{ "max_backfill_time: -1h\njobs: []\n",
+	  "inline.yaml:1:20: max_backfill_time must be a duration like 30s, 15m, 2h or 1d (0s: none), got \"-1h\"" },
+	{ JX "    sql: SELECT 1\n    batch: yes\n",
+	  "inline.yaml:9:12: job \"x\": batch must be true, false or a number of partitions per run of at least 2, got \"yes\"" },
 	{ "jobs:\n  - name: e\n    partition: day\n    command: [/bin/true]\n    checks:\n      - {name: c, sql: SELECT 1}\n",
 	  "inline.yaml:5:5: job \"e\": checks needs a warehouse to run on: add warehouse: NAME" },
 	{ "warehouses:\n  - name: s\n    sqlite: s.db\n    password_file: pw\n",
@@ -1046,6 +1058,47 @@ START_TEST(test_defaults)
 }
 END_TEST
 
+/* max_backfill_time (top level, a job's own, 0s: none) and batch: N. */
+START_TEST(test_budget_chunk_values)
+{
+	static const char text[] =
+		"jobs:\n"
+		"  - {name: a, warehouse: w, partition: day, sql: SELECT 1}\n"
+		"  - {name: b, warehouse: w, partition: day, max_backfill_time: 30m,"
+		" batch: 3, sql: SELECT 1}\n"
+		"  - {name: c, warehouse: w, partition: day, max_backfill_time: 0s,"
+		" batch: true, sql: SELECT 1}\n"
+		"max_backfill_time: 2h\n"
+		"warehouses:\n  - {name: w, sqlite: w.db}\n";
+	struct config *cfg = load_ok(text), *other;
+	const struct job_def *b = config_job(cfg, "b"), *c = config_job(cfg, "c");
+
+	ck_assert_int_eq(cfg->max_backfill_time, 7200);
+	ck_assert_int_eq(config_job(cfg, "a")->max_backfill_time, 7200);
+	ck_assert_int_eq(b->max_backfill_time, 1800);
+	ck_assert_int_eq(c->max_backfill_time, 0);
+	ck_assert(b->batch);
+	ck_assert_int_eq(b->batch_size, 3);
+	ck_assert(c->batch);
+	ck_assert_int_eq(c->batch_size, 0);
+	ck_assert(!config_job(cfg, "a")->batch);
+	/* batch: N is another definition than batch: true; the budget is not */
+	other = load_ok("jobs:\n"
+			"  - {name: b, warehouse: w, partition: day, batch: true,"
+			" sql: SELECT 1}\n"
+			"warehouses:\n  - {name: w, sqlite: w.db}\n");
+	ck_assert_str_ne(config_job(other, "b")->code_version, b->code_version);
+	config_unref(other);
+	other = load_ok("jobs:\n"
+			"  - {name: c, warehouse: w, partition: day, batch: true,"
+			" sql: SELECT 1}\n"
+			"warehouses:\n  - {name: w, sqlite: w.db}\n");
+	ck_assert_str_eq(config_job(other, "c")->code_version, c->code_version);
+	config_unref(other);
+	config_unref(cfg);
+}
+END_TEST
+
 /* Top-level defaults reach jobs and warehouses whatever the key order. */
 START_TEST(test_defaults_order)
 {
@@ -1691,6 +1744,7 @@ config_suite(void)
 	tcase_add_test(tc, test_hooks_values);
 	tcase_add_test(tc, test_socket_only);
 	tcase_add_test(tc, test_defaults_order);
+	tcase_add_test(tc, test_budget_chunk_values);
 	tcase_add_test(tc, test_dates_per_grain);
 	tcase_add_test(tc, test_cluster_values);
 	tcase_add_test(tc, test_cluster_defaults);
