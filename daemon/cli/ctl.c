@@ -619,7 +619,7 @@ ctl_socket_path(struct ctl_ctx *ctx, struct err *err)
 	if (ctx->socket != NULL) {
 		ctx->path = strdup(ctx->socket);
 	} else if (ctx->config != NULL) {
-		/* only its socket: the daemon checks the rest (README.md,
+		/* only its socket: the daemon checks the rest (docs/commands.md,
 		 * "backfillctl") */
 		if (config_socket(ctx->config, &sock, warn, sizeof warn,
 		    err) != 0) {
