@@ -227,30 +227,39 @@ static const char complete_bash_tail[] =
 "\n"
 "complete -F _backfillctl backfillctl\n";
 
+/* Each action in each script, by enum complete_action; COMPLETE_WORDS
+ * is written from the argument's values. */
+static const char *const complete_bash_acts[] = {
+	"-", "-", "file", "job", "jobs", NULL
+};
+static const char *const complete_zsh_acts[] = {
+	" ", " ", "_files", "_backfillctl_jobs", "_sequence _backfillctl_jobs",
+	NULL
+};
+
+/* Argument a's action in a script: its values between open and close,
+ * or its entry of acts. */
+static void
+complete_act(struct buf *out, const struct cmdspec_arg *a, const char *help,
+    const char *const *acts, const char *open, const char *close)
+{
+	enum complete_action act = complete_action_of(a, help);
+
+	if (act != COMPLETE_WORDS) {
+		buf_addstr(out, acts[act]);
+		return;
+	}
+	buf_addstr(out, open);
+	complete_words(out, a);
+	buf_addstr(out, close);
+}
+
 /* The bash action word of argument a ("-": nothing to complete). */
 static void
 complete_bash_action(struct buf *out, const struct cmdspec_arg *a,
     const char *help)
 {
-	switch (complete_action_of(a, help)) {
-	case COMPLETE_FILE:
-		buf_addstr(out, "file");
-		break;
-	case COMPLETE_JOB:
-		buf_addstr(out, "job");
-		break;
-	case COMPLETE_JOBS:
-		buf_addstr(out, "jobs");
-		break;
-	case COMPLETE_WORDS:
-		buf_addstr(out, "'w:");
-		complete_words(out, a);
-		buf_addstr(out, "'");
-		break;
-	default:
-		buf_addstr(out, "-");
-		break;
-	}
+	complete_act(out, a, help, complete_bash_acts, "'w:", "'");
 }
 
 /* One command's branch of the bash script's `case $cmd`. */
@@ -370,25 +379,7 @@ static void
 complete_zsh_action(struct buf *out, const struct cmdspec_arg *a,
     const char *help)
 {
-	switch (complete_action_of(a, help)) {
-	case COMPLETE_FILE:
-		buf_addstr(out, "_files");
-		break;
-	case COMPLETE_JOB:
-		buf_addstr(out, "_backfillctl_jobs");
-		break;
-	case COMPLETE_JOBS:
-		buf_addstr(out, "_sequence _backfillctl_jobs");
-		break;
-	case COMPLETE_WORDS:
-		buf_addstr(out, "(");
-		complete_words(out, a);
-		buf_addstr(out, ")");
-		break;
-	default:
-		buf_addstr(out, " ");
-		break;
-	}
+	complete_act(out, a, help, complete_zsh_acts, "(", ")");
 }
 
 /* One option's _arguments spec: '--name=[desc]:VALUE:action' or
