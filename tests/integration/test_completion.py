@@ -4,7 +4,8 @@
 in bash and in an interactive zsh and complete a command, an option, an
 option's values and a job name asked of the running daemon (named by
 --socket or by --config on the command line being completed); with no
-daemon answering, a job completes to nothing, quickly.  An unknown shell
+daemon, or one that never answers (after 2 s), a job completes to
+nothing.  An unknown shell
 is refused (exit 2, one line).  zsh is driven through a pseudo-terminal
 (its completion runs only inside the line editor); without zsh that part
 is skipped, unless BACKFILLD_REQUIRE_ZSH=1 (as CI sets)."""
@@ -13,6 +14,7 @@ import pty
 import re
 import select
 import shutil
+import socket
 import subprocess
 import sys
 import tempfile
@@ -107,6 +109,19 @@ def check_bash(d, tmp):
          "bash: no daemon, no job")
     h.check(time.monotonic() - t0 < 10, "bash: completing with no daemon took %.1f s"
             % (time.monotonic() - t0))
+    # a socket that accepts and never answers: the 2 s bound, then nothing
+    hung = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    hung.bind(os.path.join(tmp, "hung.sock"))
+    hung.listen(8)
+    try:
+        t0 = time.monotonic()
+        h.eq(bash_complete(path, ["--socket", os.path.join(tmp, "hung.sock"), "pause", ""],
+                           tmp), [], "bash: a daemon that does not answer, no job")
+        took = time.monotonic() - t0
+    finally:
+        hung.close()
+    h.check(1.5 <= took < 10, "bash: completing against a socket that never answers "
+            "took %.1f s (the bound is 2 s)" % took)
 
 
 class Zsh:
