@@ -92,6 +92,12 @@ def check_bash(d, tmp):
     h.eq(bash_complete(path, ["backfill", "x", "--reprocess", ""], tmp),
          ["all", "failed", "missing"], "bash: values of --reprocess")
     h.eq(bash_complete(path, ["completion", ""], tmp), ["bash", "zsh"], "bash: completion's SHELL")
+    dates = os.path.join(tmp, "dates-feb.txt")
+    with open(dates, "w") as f:
+        f.write("2026-02-01\n")
+    for words in (["backfill", "x", "--dates-file", dates[:-6]], ["report", "--html", dates[:-6]],
+                  ["--config", dates[:-6]], ["status", "--socket", dates[:-6]]):
+        h.eq(bash_complete(path, words, tmp), [dates], "bash: a file for %s" % words[-2])
     sock = ["--socket", d.sock]
     h.eq(sorted(bash_complete(path, sock + ["backfill", ""], tmp)),
          ["fct_sales", "mart_month", "mart_week"], "bash: the daemon's jobs for backfill's JOB")
