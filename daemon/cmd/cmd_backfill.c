@@ -70,7 +70,7 @@ backfill_check_bounds(const struct job_def *j, part_t first, part_t last,
 }
 
 /* Refuse a count above the job's bound: the request is refused whole
- * (README, max_backfill). */
+ * (docs/configuration.md, max_backfill). */
 static int
 backfill_check_count(const struct job_def *j, int64_t count, const char *what,
 	    struct err *err)

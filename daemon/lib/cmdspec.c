@@ -134,6 +134,12 @@ static const struct cmdspec_arg cmdspec_report_opts[] = {
 	  "report page", NULL, CMDSPEC_ARG_CLIENT },
 	CMDSPEC_END
 };
+static const char *const cmdspec_shell_names[] = { "bash", "zsh", NULL };
+static const struct cmdspec_arg cmdspec_completion_pos[] = {
+	{ "SHELL", CMDSPEC_ENUM, "shell", "SHELL: say which shell, bash or "
+	  "zsh", cmdspec_shell_names, 0 },
+	CMDSPEC_END
+};
 static const struct cmdspec_arg cmdspec_none[] = {
 	CMDSPEC_END
 };
@@ -371,11 +377,25 @@ const struct cmdspec cmdspec_wait = {
 	cmdspec_none, cmdspec_wait_pos, 1, NULL
 };
 
+/* The script is built from this table by backfillctl (lib/complete.c):
+ * the daemon is not asked. */
+const struct cmdspec cmdspec_completion = {
+	"completion",
+	"completion bash|zsh",
+	"Print the shell completion script of backfillctl for bash or zsh:\n"
+	"its commands, their options and values, and job names from the\n"
+	"running daemon when it answers.  The package installs both; from a\n"
+	"shell: source <(backfillctl completion bash).\n\n",
+	CMDSPEC_CLIENT,
+	cmdspec_none, cmdspec_completion_pos, 1, NULL
+};
+
 const struct cmdspec *const cmdspec_table[] = {
 	&cmdspec_backfill, &cmdspec_rerun, &cmdspec_verify, &cmdspec_status,
 	&cmdspec_runs, &cmdspec_stale, &cmdspec_audit, &cmdspec_pause,
 	&cmdspec_resume, &cmdspec_cancel, &cmdspec_retry, &cmdspec_reload,
-	&cmdspec_jobs, &cmdspec_map, &cmdspec_report, &cmdspec_wait
+	&cmdspec_jobs, &cmdspec_map, &cmdspec_report, &cmdspec_wait,
+	&cmdspec_completion
 };
 const size_t cmdspec_count = sizeof cmdspec_table / sizeof cmdspec_table[0];
 

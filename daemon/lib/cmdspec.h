@@ -64,6 +64,8 @@ struct cmdspec_arg {
 #define CMDSPEC_STREAMS 0x2 /* always answers with DATA frames */
 #define CMDSPEC_CONTROL 0x4 /* answered by the control socket itself
 			     * (wait: PROGRESS frames), not by a cmd_entry */
+#define CMDSPEC_CLIENT 0x8  /* answered by backfillctl alone, never sent
+			     * (completion); the daemon has no entry */
 
 /* Where a check reads the values: the value of request field `field`,
  * or NULL when absent (proto_get for the daemon, argv for the client). */
@@ -89,12 +91,19 @@ struct cmdspec {
 /* Options of one command, at most (backfillctl's getopt table). */
 #define CMDSPEC_MAX_OPTS 32
 
+/* The help of the options every command takes (backfillctl's own:
+ * --socket, --config, --help), after a command's own. */
+#define CMDSPEC_COMMON_HELP \
+	"  --socket PATH        the daemon's socket\n" \
+	"  --config FILE        read the socket path from this configuration\n" \
+	"  -h, --help           this text\n"
+
 /* Each command, and all of them in the order of backfillctl --help. */
 extern const struct cmdspec cmdspec_backfill, cmdspec_rerun, cmdspec_verify,
     cmdspec_status, cmdspec_runs, cmdspec_stale, cmdspec_audit,
     cmdspec_pause, cmdspec_resume, cmdspec_cancel, cmdspec_retry,
     cmdspec_reload, cmdspec_jobs, cmdspec_map, cmdspec_report,
-    cmdspec_wait;
+    cmdspec_wait, cmdspec_completion;
 extern const struct cmdspec *const cmdspec_table[];
 extern const size_t cmdspec_count;
 

@@ -1,6 +1,6 @@
 /*
  * config.c - load and validate the configuration file (backfilld.yaml(5);
- * README.md, "Configuration").
+ * docs/configuration.md, "Configuration").
  *
  * The file is loaded with libyaml's document API and walked with one table
  * per mapping (top level, warehouse, job, check, metric, late_data): each

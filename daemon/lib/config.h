@@ -1,5 +1,5 @@
 /*
- * config.h - the configuration file (backfilld.yaml(5); README.md,
+ * config.h - the configuration file (backfilld.yaml(5); docs/configuration.md,
  * "Configuration"), loaded
  * with libyaml into these structs and validated completely before anyone
  * sees it.  Pure: reads only the file it is given and the sql_file/
@@ -64,7 +64,7 @@ struct check_def {
 };
 
 /* reconcile: a value on another warehouse against one on the job's own,
- * after the write (README.md, "Reconciliation"). */
+ * after the write (docs/configuration.md, "Reconciliation"). */
 struct reconcile_def {
 	char *name;
 	char *source_warehouse;  /* its name */
@@ -162,7 +162,7 @@ struct job_def {
 	size_t nmetrics;
 	struct late_data_def *late_data; /* NULL when absent */
 
-	/* freshness (README.md, "Freshness and hooks") */
+	/* freshness (docs/configuration.md, "Freshness and hooks") */
 	int64_t deadline;    /* seconds, 0 = none */
 	struct hook_def hooks[HOOK_COUNT]; /* indexed by enum hook_kind */
 

@@ -1,7 +1,8 @@
 /*
  * hooks.h - the operator's hooks: a job's on_failure, on_late, on_refused
- * (README.md, "Freshness and hooks") and a warehouse's on_throttle
- * (README.md, "Throttling"); backfilld.yaml(5) lists their placeholders.
+ * (docs/configuration.md, "Freshness and hooks") and a warehouse's
+ * on_throttle (docs/configuration.md, "Throttling"); backfilld.yaml(5)
+ * lists their placeholders.
  *
  * A hook is argv, run without a shell through uv_spawn in its own process
  * group, with its placeholders substituted ({job}, {partition}, {request}

@@ -62,7 +62,7 @@ struct jobstate {
 	struct sensor_run *sensor; /* a late_data check in flight */
 	bool unread;               /* st could not be read: read it again */
 	/* the newest partition whose reconcile checks all passed, since the
-	 * daemon started (README.md, "Reconciliation") */
+	 * daemon started (docs/configuration.md, "Reconciliation") */
 	bool has_reconciled;
 	part_t reconciled;
 	int64_t budget_stops; /* its requests stopped over budget, since start */

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Exactly-once commits of SQL partitions (README, "Tables in your
+"""Exactly-once commits of SQL partitions (docs/guarantees.md, "Tables in your
 warehouse"): the daemon killed between a run's warehouse commit and the
 state store write that records it, then started again.  The run is queued
 again by the recovery, finds its row of backfilld_commits, commits nothing

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Reconciliation across warehouses (issue 29, README.md "Reconciliation").
+"""Reconciliation across warehouses (issue 29, docs/configuration.md "Reconciliation").
 
 The lesson's question "do the numbers reconcile against raw?" asked of
 another warehouse: the landing database holds the raw sales as

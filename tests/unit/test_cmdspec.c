@@ -214,7 +214,7 @@ START_TEST(test_table)
 		"pause", "resume", "cancel", "retry", "reload" };
 	size_t nmut = 0;
 
-	ck_assert_uint_eq(cmdspec_count, 16);
+	ck_assert_uint_eq(cmdspec_count, 17);
 	for (size_t i = 0; i < cmdspec_count; i++) {
 		const struct cmdspec *cs = cmdspec_table[i];
 
@@ -256,6 +256,8 @@ START_TEST(test_table)
 	ck_assert(!(cmdspec_status.flags & CMDSPEC_STREAMS));
 	ck_assert_ptr_eq(cmdspec_find("wait"), &cmdspec_wait);
 	ck_assert(cmdspec_wait.flags & CMDSPEC_CONTROL);
+	ck_assert_ptr_eq(cmdspec_find("completion"), &cmdspec_completion);
+	ck_assert(cmdspec_completion.flags & CMDSPEC_CLIENT);
 	ck_assert_ptr_null(cmdspec_find("frobnicate"));
 }
 END_TEST
