@@ -13,6 +13,9 @@ landing's SUM(amount) of the day.
 - a landing that cannot be reached fails the check (not passes it), and
   with severity: warn the partition is published with a warning;
 - a source query that outlives its own timeout fails the check;
+- reconcile SQL is scanned like job SQL: a source or target that reads the
+  wall clock or controls a transaction is refused with its position by
+  --check-config, at start and on reload (the old configuration kept);
 - different drivers (with PostgreSQL, skipped without it unless
   BACKFILLD_REQUIRE_POSTGRES=1): SQLite landing with a PostgreSQL sales
   warehouse, and a PostgreSQL landing with a SQLite sales warehouse."""
@@ -222,6 +225,61 @@ def test_source_timeout():
     d.stop()
 
 
+def daemon_refusal(d):
+    """--check-config, then a start of the daemon: (rc, one line) each."""
+    out = []
+    for args in (["--check-config", "--config", d.conf], ["--config", d.conf]):
+        p = subprocess.run([d.backfilld] + args, capture_output=True, text=True,
+                           timeout=60, cwd=d.dir, env=d.env())
+        out.append(h.one_line_error(p.returncode, p.stdout, p.stderr, 2,
+                                    "backfilld %s" % " ".join(args[:1])))
+    return out
+
+
+def test_recon_sql_scanned():
+    """Reconcile SQL through the job SQL's scans: the wall clock (in the
+    dialect of the warehouse each side runs on) and transaction control,
+    refused by --check-config, at start and by reload, with the position."""
+    clock = "SELECT SUM(amount) FROM sales WHERE day = date('now')"
+    commit = "SELECT SUM(amount) FROM sales WHERE day = :partition; COMMIT"
+    target = "SELECT SUM(revenue_usd) FROM fct_daily_sales WHERE dt = :partition"
+    cases = [
+        (job(tg.GOOD_SQL, source_sql=clock), "'now'",
+         "job \"fct_daily_sales\" reconcile \"revenue_matches_source\" source reads the"
+         " wall clock ('now'): take the date from :partition, or set allow_wall_clock: true"),
+        (job(tg.GOOD_SQL, source_sql=commit), "COMMIT",
+         "job \"fct_daily_sales\" reconcile \"revenue_matches_source\" source statement 2"
+         " controls the run's transaction (COMMIT): "),
+        (job(tg.GOOD_SQL).replace(target, target + " AND CURRENT_DATE > dt"), "CURRENT_DATE",
+         "job \"fct_daily_sales\" reconcile \"revenue_matches_source\" target reads the"
+         " wall clock (CURRENT_DATE)"),
+        (job(tg.GOOD_SQL).replace(target, "'" + target + "; ROLLBACK'"), "ROLLBACK",
+         "job \"fct_daily_sales\" reconcile \"revenue_matches_source\" target statement 2"
+         " controls the run's transaction (ROLLBACK): "),
+    ]
+    d = sqlite_daemon(tg.GOOD_SQL, "rc-scan")
+    good = d.config_text
+    for text, needle, want in cases:
+        d.write_config(d.render(text, SETTINGS))
+        line = next(n for n, l in enumerate(d.config_text.split("\n"), 1) if needle in l)
+        col = d.config_text.split("\n")[line - 1].index(needle) + 1
+        pos = "backfilld.yaml:%d:%d: " % (line, col)
+        for e in daemon_refusal(d):
+            h.check(pos + want in e, "refusal %r, want %r" % (e, pos + want))
+        rc, out, err = d.ctl("reload")
+        e = h.one_line_error(rc, out, err, 2, "reload of %s" % needle)
+        h.check(pos + want in e, "reload said %r, want %r" % (e, pos + want))
+    # the configuration the daemon kept still reconciles
+    d.write_config(good)
+    d.backfill("fct_daily_sales", "2026-02-03", "2026-02-03")
+    h.eq([r["state"] for r in d.runs()[-1:]], ["succeeded"], "a run after the refusals")
+    # allow_wall_clock lets the source read the clock, as for job SQL
+    d.write_config(d.render(job(tg.GOOD_SQL, source_sql=clock).replace(
+        "  retries: 0\n", "  retries: 0\n  allow_wall_clock: true\n"), SETTINGS))
+    d.ok("reload")
+    d.stop()
+
+
 # ------------------------------------------------------------- other drivers
 
 def pg():
@@ -280,7 +338,8 @@ def test_pg_source_sqlite_target():
 
 
 if __name__ == "__main__":
-    tests = [test_sqlite_to_sqlite, test_unreachable_source, test_source_timeout]
+    tests = [test_sqlite_to_sqlite, test_unreachable_source, test_source_timeout,
+             test_recon_sql_scanned]
     if "--postgres" in sys.argv:
         tests = [test_sqlite_source_pg_target, test_pg_source_sqlite_target]
     h.main(tests)

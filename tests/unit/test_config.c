@@ -283,6 +283,13 @@ struct bad_inline {
 	const char *msg;
 };
 
+/* A job "x" on SQLite warehouse sales reconciling against PostgreSQL
+ * warehouse landing: its reconcile's items from line 12. */
+#define RX "warehouses:\n  - name: sales\n    sqlite: sales.db\n" \
+	"  - name: landing\n    postgres: \"dbname=x\"\njobs:\n" \
+	"  - name: x\n    warehouse: sales\n    partition: day\n" \
+	"    sql: SELECT 1\n    reconcile:\n"
+
 static const struct bad_inline bad_inlines[] = {
 	{ JX "    upstream: [x]\n    sql: SELECT 1\n",
 	  "inline.yaml:8:16: upstream cycle x -> x (each job lists the next in upstream); remove one of these entries" },
@@ -354,6 +361,14 @@ static const struct bad_inline bad_inlines[] = {
 	  "inline.yaml:10:44: check \"c\" of job \"x\": severity must be error or warn, got \"loud\"" },
 	{ JX "    sql: SELECT 1\n    table: t\n    partition_column: dt\n    metrics:\n      rows: {sql: COUNT(*), severity: warn}\n",
 	  "inline.yaml:12:13: metric \"rows\" of job \"x\": severity: needs max_change:" },
+	{ RX "      - name: r\n        source: {warehouse: landing, sql: \"SELECT SUM(a) FROM s WHERE d < now()\"}\n        target: SELECT 1\n",
+	  "inline.yaml:13:75: job \"x\" reconcile \"r\" source reads the wall clock (now()): take the date from :partition, or set allow_wall_clock: true" },
+	{ RX "      - name: r\n        source: {warehouse: landing, sql: SELECT 1}\n        target: SELECT SUM(v) FROM t WHERE d = date('now')\n",
+	  "inline.yaml:14:53: job \"x\" reconcile \"r\" target reads the wall clock ('now'): take the date from :partition, or set allow_wall_clock: true" },
+	{ RX "      - name: r\n        source: {warehouse: landing, sql: \"SELECT 1; COMMIT\"}\n        target: SELECT 1\n",
+	  "inline.yaml:13:54: job \"x\" reconcile \"r\" source statement 2 controls the run's transaction (COMMIT): backfilld begins and commits each partition's transaction itself; remove it (to nest one, use SAVEPOINT name ... RELEASE name)" },
+	{ RX "      - name: r\n        source: {warehouse: landing, sql: SELECT 1}\n        target: |\n          SELECT 1;\n          ROLLBACK;\n",
+	  "inline.yaml:16:11: job \"x\" reconcile \"r\" target statement 2 controls the run's transaction (ROLLBACK): backfilld begins and commits each partition's transaction itself; remove it (to nest one, use SAVEPOINT name ... RELEASE name)" },
 	{ JX "    sql: SELECT 1\n    reconcile:\n      - {name: r, source: {warehouse: nope, sql: SELECT 1}, target: SELECT 1}\n",
 	  "inline.yaml:10:9: reconcile \"r\" of job \"x\": unknown source warehouse \"nope\"" },
 	{ JX "    sql: SELECT 1\n    reconcile:\n      - {name: r, source: {warehouse: sales, sql: SELECT 1}, target: SELECT 1, tolerance: 5 %}\n",
