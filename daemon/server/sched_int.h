@@ -60,10 +60,6 @@ struct jobstate {
 	int64_t last[MS_COUNT];	   /* partitions by their newest finished run */
 	struct sensor_run *sensor; /* a late_data check in flight */
 	bool unread;               /* st could not be read: read it again */
-	/* the newest partition whose reconcile checks all passed, since the
-	 * daemon started (README.md, "Reconciliation") */
-	bool has_reconciled;
-	part_t reconciled;
 };
 
 struct sched {

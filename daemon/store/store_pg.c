@@ -266,16 +266,17 @@ static const char *const pgst_sql[P_COUNT] = {
 	" job = $1 ORDER BY partition_key",
 	[P_JOB_GET] =
 	"SELECT watermark, catchup, gap_from, gap_to, paused, paused_at,"
-	" late_since, late_checked_at, late_found, late_error FROM jobs"
-	" WHERE job = $1",
+	" late_since, late_checked_at, late_found, late_error,"
+	" reconciled_through FROM jobs WHERE job = $1",
 	[P_JOB_PUT] =
 	"INSERT INTO jobs (job, watermark, catchup, gap_from, gap_to, paused,"
 	" paused_at, updated_at, late_since, late_checked_at, late_found,"
-	" late_error) VALUES ($1,$2,$3,$4,$5,$6,$7,$8,$9,$10,$11,$12)"
-	" ON CONFLICT (job) DO UPDATE SET watermark = $2, catchup = $3,"
-	" gap_from = $4, gap_to = $5, paused = $6, paused_at = $7,"
-	" updated_at = $8, late_since = $9, late_checked_at = $10,"
-	" late_found = $11, late_error = $12",
+	" late_error, reconciled_through) VALUES ($1,$2,$3,$4,$5,$6,$7,$8,$9,"
+	"$10,$11,$12,$13) ON CONFLICT (job) DO UPDATE SET watermark = $2,"
+	" catchup = $3, gap_from = $4, gap_to = $5, paused = $6,"
+	" paused_at = $7, updated_at = $8, late_since = $9,"
+	" late_checked_at = $10, late_found = $11, late_error = $12,"
+	" reconciled_through = $13",
 	[P_REQUEST_GET] =
 	"SELECT job, finished_at IS NOT NULL FROM requests WHERE id = $1",
 	[P_RECENT_REQUESTS] =
@@ -2403,6 +2404,8 @@ pgst_job_get(struct store *st, const char *job, struct store_job_state *js,
 		js->late_checked_at = col_int(r, 0, 7);
 		js->late_found = col_int(r, 0, 8);
 		col_copy(r, 0, 9, js->late_error, sizeof js->late_error);
+		js->has_reconciled = !col_null(r, 0, 10);
+		col_copy(r, 0, 10, js->reconciled, sizeof js->reconciled);
 	}
 	PQclear(r);
 	return 0;
@@ -2438,6 +2441,7 @@ pgst_job_put(struct store *st, const char *job,
 		arg_text(&a, NULL);
 	}
 	arg_text(&a, js->late_error[0] ? js->late_error : NULL);
+	arg_text(&a, js->has_reconciled ? js->reconciled : NULL);
 	return pgst_write_done(pgst_of(st), P_JOB_PUT, &a, "saving job state",
 			       err);
 }

@@ -173,16 +173,17 @@ static const char *const store_sql[S_COUNT] = {
 	" ORDER BY partition_key",
 	[S_JOB_GET] =
 	"SELECT watermark, catchup, gap_from, gap_to, paused, paused_at,"
-	" late_since, late_checked_at, late_found, late_error FROM jobs"
-	" WHERE job = ?",
+	" late_since, late_checked_at, late_found, late_error,"
+	" reconciled_through FROM jobs WHERE job = ?",
 	[S_JOB_PUT] =
 	"INSERT INTO jobs (job, watermark, catchup, gap_from, gap_to, paused,"
 	" paused_at, updated_at, late_since, late_checked_at, late_found,"
-	" late_error) VALUES (?1,?2,?3,?4,?5,?6,?7,?8,?9,?10,?11,?12)"
-	" ON CONFLICT (job) DO UPDATE SET watermark = ?2, catchup = ?3,"
-	" gap_from = ?4, gap_to = ?5, paused = ?6, paused_at = ?7,"
-	" updated_at = ?8, late_since = ?9, late_checked_at = ?10,"
-	" late_found = ?11, late_error = ?12",
+	" late_error, reconciled_through) VALUES (?1,?2,?3,?4,?5,?6,?7,?8,?9,"
+	"?10,?11,?12,?13) ON CONFLICT (job) DO UPDATE SET watermark = ?2,"
+	" catchup = ?3, gap_from = ?4, gap_to = ?5, paused = ?6,"
+	" paused_at = ?7, updated_at = ?8, late_since = ?9,"
+	" late_checked_at = ?10, late_found = ?11, late_error = ?12,"
+	" reconciled_through = ?13",
 	[S_REQUEST_GET] =
 	"SELECT job, finished_at IS NOT NULL FROM requests WHERE id = ?",
 	[S_RECENT_REQUESTS] =
@@ -1324,6 +1325,8 @@ store_sqlite_job_get(struct store *base, const char *job,
 		js->late_checked_at = sqlite3_column_int64(s, 7);
 		js->late_found = sqlite3_column_int64(s, 8);
 		col_copy(s, 9, js->late_error, sizeof js->late_error);
+		js->has_reconciled = sqlite3_column_type(s, 10) != SQLITE_NULL;
+		col_copy(s, 10, js->reconciled, sizeof js->reconciled);
 		store_sqlite_done(s);
 	}
 	return 0;
@@ -1355,6 +1358,7 @@ store_sqlite_job_put(struct store *base, const char *job,
 		sqlite3_bind_int64(s, 11, js->late_found);
 	}
 	bind_text(s, 12, js->late_error[0] ? js->late_error : NULL);
+	bind_text(s, 13, js->has_reconciled ? js->reconciled : NULL);
 	return store_sqlite_step_done(st, s, err, "saving job state");
 }
 

@@ -182,7 +182,16 @@ def test_sqlite_to_sqlite():
         p = subprocess.run([tool, "check", "metrics"], input=text, capture_output=True,
                            text=True)
         h.check(p.returncode == 0, "promtool check metrics: %s%s" % (p.stdout, p.stderr))
-    return
+    # kept in the state store: the same after a restart (and after kill -9)
+    d.start()
+    h.eq(d.status()["fct_daily_sales"].get("reconciled_through"), h.WINDOW[1],
+         "reconciled_through after a restart")
+    d.kill9()
+    d.start()
+    h.eq(d.status()["fct_daily_sales"].get("reconciled_through"), h.WINDOW[1],
+         "reconciled_through after kill -9 and a start")
+    h.check("reconciled fct_daily_sales: through %s" % h.WINDOW[1] in d.ok("status"),
+            "status text after the restarts")
     d.stop()
 
 
@@ -342,4 +351,7 @@ if __name__ == "__main__":
              test_recon_sql_scanned]
     if "--postgres" in sys.argv:
         tests = [test_sqlite_source_pg_target, test_pg_source_sqlite_target]
+    if "--state" in sys.argv:
+        # on the store BACKFILLD_TEST_STATE names (meson: test_reconcile_statepg)
+        tests = [test_sqlite_to_sqlite]
     h.main(tests)

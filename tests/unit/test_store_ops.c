@@ -701,6 +701,8 @@ START_TEST(job_state)
 	js.late_checked_at = 2345;
 	js.late_found = 3;
 	strcpy(js.late_error, "late: no table");
+	js.has_reconciled = true;
+	strcpy(js.reconciled, "2026-02-08");
 	ck_assert_int_eq(store_job_put(st, "fct", &js, 100, &err), 0);
 	ck_assert_int_eq(store_job_get(st, "fct", &back, &err), 0);
 	ck_assert(back.has_watermark);
@@ -716,12 +718,15 @@ START_TEST(job_state)
 	ck_assert_int_eq(back.late_checked_at, 2345);
 	ck_assert_int_eq(back.late_found, 3);
 	ck_assert_str_eq(back.late_error, "late: no table");
+	ck_assert(back.has_reconciled);
+	ck_assert_str_eq(back.reconciled, "2026-02-08");
 	/* overwritten: cleared fields read back cleared */
 	memset(&js, 0, sizeof js);
 	ck_assert_int_eq(store_job_put(st, "fct", &js, 200, &err), 0);
 	ck_assert_int_eq(store_job_get(st, "fct", &back, &err), 0);
 	ck_assert(!back.has_watermark && !back.paused);
 	ck_assert(!back.has_late_since && !back.has_late_checked);
+	ck_assert(!back.has_reconciled);
 	ck_assert_str_eq(back.catchup, "ok");
 	ck_assert_str_eq(back.gap_to, "");
 	ck_assert_str_eq(back.late_error, "");
