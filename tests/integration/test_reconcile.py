@@ -12,7 +12,9 @@ landing's SUM(amount) of the day.
   fails, rolls back, and the audit holds source, target and difference;
 - a landing that cannot be reached fails the check (not passes it), and
   with severity: warn the partition is published with a warning;
-- a source query that outlives its own timeout fails the check;
+- a source query that outlives its own timeout fails the check (SQLite:
+  interrupted; PostgreSQL: pg_sleep cancelled on the server, the daemon
+  answering status and runs meanwhile);
 - reconcile SQL is scanned like job SQL: a source or target that reads the
   wall clock or controls a transaction is refused with its position by
   --check-config, at start and on reload (the old configuration kept);
@@ -23,6 +25,7 @@ import os
 import shutil
 import subprocess
 import sys
+import time
 
 import harness as h
 import test_guardrails as tg
@@ -346,11 +349,56 @@ def test_pg_source_sqlite_target():
     d.stop()
 
 
+def test_pg_source_timeout_cancelled():
+    """A PostgreSQL source slower than its timeout (pg_sleep) is cancelled
+    on the server, not abandoned there, and fails the check; while it
+    sleeps the daemon answers status and runs (the source runs on a
+    worker thread, off the loop)."""
+    tp = pg()
+    c = tp.cluster()
+    c.fresh_db()
+    c.as_etl("CREATE TABLE sales AS SELECT dt AS day, amount_usd AS amount FROM raw_sales")
+    slow = "SELECT SUM(amount) FROM sales, pg_sleep(60) WHERE day = :partition::date"
+    d = h.Daemon(config=None, jobs=job(tg.GOOD_SQL, timeout="3s", source_sql=slow),
+                 warehouses={"sales": h.sales_seed()}, name="rc-pg-slow", start=False)
+    d.write_config(open(d.conf).read().replace(
+        "warehouses:\n", "warehouses:\n" + tp.pg_warehouse("landing"), 1))
+    d.start()
+    whole = d.wh_dump()
+    day = "2026-02-03"
+    sleeping = ("SELECT pid FROM pg_stat_activity WHERE query LIKE '%%pg_sleep(60)%%'"
+                " AND state = 'active' AND pid <> pg_backend_pid()")
+    req = d.enqueue("backfill", "fct_daily_sales", "--from", day, "--to", day)
+    deadline = time.monotonic() + 60
+    while not c.psql(sleeping):
+        h.check(time.monotonic() < deadline, "the source query never ran on the server")
+        h.check(not d.runs() or d.runs()[-1]["state"] in ("queued", "running"),
+                "the run ended before its source query was seen: %r" % d.runs()[-1:])
+    # the source sleeps on the server: the daemon answers meanwhile
+    st = d.status()
+    h.check("fct_daily_sales" in st, "status while the source sleeps: %r" % st)
+    h.eq([(r["partition"], r["state"]) for r in d.runs()], [(day, "running")],
+         "runs while the source sleeps")
+    d.wait_request(req)
+    [run] = d.runs()
+    err = run["error"] or ""
+    h.eq(run["state"], "failed", "the run whose source timed out")
+    h.check("reconcile:revenue_matches_source" in err and "source landing" in err
+            and "timed out" in err, "error %r" % err)
+    h.eq(c.psql(sleeping), [], "the source query left running on the server (not cancelled)")
+    h.eq(d.wh_dump(), whole, "the sales warehouse after the failed run")
+    _, p = tg.audit_part(d, req, "fct_daily_sales", day)
+    h.eq((recon_of(p)["result"], recon_of(p)["source"]), ("failed", None),
+         "audit of the timed-out source")
+    d.stop()
+
+
 if __name__ == "__main__":
     tests = [test_sqlite_to_sqlite, test_unreachable_source, test_source_timeout,
              test_recon_sql_scanned]
     if "--postgres" in sys.argv:
-        tests = [test_sqlite_source_pg_target, test_pg_source_sqlite_target]
+        tests = [test_sqlite_source_pg_target, test_pg_source_sqlite_target,
+                 test_pg_source_timeout_cancelled]
     if "--state" in sys.argv:
         # on the store BACKFILLD_TEST_STATE names (meson: test_reconcile_statepg)
         tests = [test_sqlite_to_sqlite]
