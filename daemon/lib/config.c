@@ -50,6 +50,7 @@
 #include "hookq.h"
 #include "severity.h"
 #include "sqlscan.h"
+#include "trend.h"
 #include "chsql.h"
 #include "xalloc.h"
 
@@ -1762,11 +1763,89 @@ cfg_h_max_change(struct cfg_parser *p, void *obj, const struct cfg_key *k,
 	return 0;
 }
 
+/* trend: last and min_history, integers from TREND_LAST_MIN to
+ * TREND_LAST_MAX. */
+static int
+cfg_h_trend_int(struct cfg_parser *p, void *obj, const struct cfg_key *k,
+		yaml_node_t *key, yaml_node_t *val)
+{
+	int64_t v;
+
+	(void)key;
+	if (!cfg_parse_int64(cfg_text(val), &v) || v < TREND_LAST_MIN ||
+	    v > TREND_LAST_MAX)
+		return cfg_bad_value(p, k, val);
+	*CFG_FIELD(obj, k->off, int) = (int)v;
+	return 0;
+}
+
+/* trend: max_sigma, a positive finite number. */
+static int
+cfg_h_trend_sigma(struct cfg_parser *p, void *obj, const struct cfg_key *k,
+		  yaml_node_t *key, yaml_node_t *val)
+{
+	const char *t = cfg_text(val);
+	char *end;
+	double v;
+
+	(void)key;
+	errno = 0;
+	v = strtod(t, &end);
+	if (end == t || *end != '\0' || errno != 0 || !isfinite(v) || v <= 0)
+		return cfg_bad_value(p, k, val);
+	*CFG_FIELD(obj, k->off, double) = v;
+	return 0;
+}
+
+#define CFG_TREND_INT "an integer from 2 to 1000"
+static const struct cfg_key cfg_trend_keys[] = {
+	{ "last", YAML_SCALAR_NODE, cfg_h_trend_int,
+	  CFG_OFF(trend_def, last), 0, CFG_TREND_INT, 0 },
+	{ "max_sigma", YAML_SCALAR_NODE, cfg_h_trend_sigma,
+	  CFG_OFF(trend_def, max_sigma), 0, "a positive number like 3", 0 },
+	{ "min_history", YAML_SCALAR_NODE, cfg_h_trend_int,
+	  CFG_OFF(trend_def, min_history), 0, CFG_TREND_INT, 0 },
+	{ NULL, YAML_NO_NODE, NULL, 0, 0, NULL, 0 }
+};
+
+/* trend: {last, max_sigma, min_history} (trend.h): the metric against the
+ * values of the job's most recent partitions. */
+static int
+cfg_h_trend(struct cfg_parser *p, void *obj, const struct cfg_key *k,
+	    yaml_node_t *key, yaml_node_t *val)
+{
+	struct metric_def *m = obj;
+	struct trend_def *t = &m->trend;
+	yaml_node_t *mh;
+
+	(void)k;
+	(void)key;
+	if (cfg_parse_map(p, val, cfg_trend_keys, t) < 0)
+		return -1;
+	if (t->last == 0 || t->max_sigma == 0)
+		return cfg_fail(p, val->start_mark, "%s: trend needs last: (the"
+				" partitions it looks back on) and max_sigma:"
+				" (how many standard deviations from their mean"
+				" are allowed)", p->ctx);
+	mh = cfg_map_get(p, val, "min_history");
+	if (mh == NULL)
+		t->min_history = t->last < TREND_MIN_HISTORY_DEFAULT ? t->last :
+				 TREND_MIN_HISTORY_DEFAULT;
+	else if (t->min_history > t->last)
+		return cfg_fail(p, mh->start_mark, "%s: trend min_history %d is"
+				" above last %d; lower it (or raise last)",
+				p->ctx, t->min_history, t->last);
+	t->has = true;
+	return 0;
+}
+
 static const struct cfg_key cfg_metric_keys[] = {
 	{ "sql", YAML_SCALAR_NODE, cfg_h_str, CFG_OFF(metric_def, sql), 0,
 	  "an SQL expression", 0 },
 	{ "max_change", YAML_SCALAR_NODE, cfg_h_max_change, 0, 0,
 	  "a percentage like 50%", 0 },
+	{ "trend", YAML_MAPPING_NODE, cfg_h_trend, 0, 0,
+	  "a mapping {last, max_sigma, min_history}", 0 },
 	{ "severity", YAML_SCALAR_NODE, cfg_h_severity,
 	  CFG_OFF(metric_def, warn), 0, "error or warn", 0 },
 	{ NULL, YAML_NO_NODE, NULL, 0, 0, NULL, 0 }
@@ -1812,13 +1891,14 @@ cfg_h_metrics(struct cfg_parser *p, void *obj, const struct cfg_key *k,
 			if (rc == 0 && m->sql == NULL)
 				rc = cfg_fail(p, vn->start_mark, "%s needs sql:",
 					      p->ctx);
-			if (rc == 0 && m->warn && !m->has_max_change)
+			if (rc == 0 && m->warn && !m->has_max_change &&
+			    !m->trend.has)
 				rc = cfg_fail(p, vn->start_mark,
-					      "%s: severity: needs max_change:",
-					      p->ctx);
+					      "%s: severity: needs max_change:"
+					      " or trend:", p->ctx);
 		} else {
 			rc = cfg_fail(p, vn->start_mark,
-				      "%s must be an SQL expression or a mapping with sql: and max_change:, got %s",
+				      "%s must be an SQL expression or a mapping with sql:, max_change: and trend:, got %s",
 				      p->ctx, cfg_got(vn, buf, sizeof buf));
 		}
 	}
@@ -2790,6 +2870,13 @@ cfg_code_version(struct job_def *j)
 				  j->metrics[i].has_max_change ? mc : NULL);
 		if (j->metrics[i].warn)
 			h = cfg_fnv_field(h, "metric.severity", "warn");
+		if (j->metrics[i].trend.has) {
+			const struct trend_def *t = &j->metrics[i].trend;
+
+			snprintf(mc, sizeof mc, "%d %.17g %d", t->last,
+				 t->max_sigma, t->min_history);
+			h = cfg_fnv_field(h, "metric.trend", mc);
+		}
 	}
 	h = cfg_fnv_int(h, "key", (long long)j->nkey);
 	for (i = 0; i < j->nkey; i++)
