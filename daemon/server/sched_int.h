@@ -39,6 +39,8 @@ struct active {
 	int64_t *run_ids;	 /* a batch run, or one run for several
 				  * items (rule 5): one runs row per item */
 	struct wh_commit *commits; /* one per item (exactly-once commits) */
+	struct exec_trend_hist *trend; /* trend checks' history (trend_hist.h) */
+	size_t ntrend;                 /* ... its entries (the job's metrics) */
 	struct run *mr;
 	struct sched *s;
 	int64_t started_at; /* ms */

@@ -4,6 +4,7 @@
  * (relinking downstream items by the mapping), probe the warehouses; and
  * the same for one finished request brought back by retry.
  */
+#include "trend_hist.h"
 #include "sched_int.h"
 
 #include <inttypes.h>
@@ -269,6 +270,7 @@ sched_recover_load(struct sched *s, const struct adopt_row *rows,
 		sched_adopt_keep(ad, &keep, &nkeep);
 	}
 	if (store_recover(s->store, now, keep, nkeep, recovered, err) < 0 ||
+	    trend_hist_trim(s->store, s->cfg, err) < 0 ||
 	    store_latest_counts(s->store, sched_count_load_cb, s, err) < 0 ||
 	    store_load_open(s->store, sched_load_cb, &lc, err) < 0)
 		goto out;
