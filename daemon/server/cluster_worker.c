@@ -582,6 +582,12 @@ cworker_decode_checks(struct runresult *rr, struct exec_run *run)
 		cr->source = c->source;
 		cr->target = c->target;
 		cr->diff = c->diff;
+		cr->trend = c->trend;
+		cr->history = c->history;
+		cr->mean = c->mean;
+		cr->sd = c->sd;
+		cr->has_sigma = c->has_sigma;
+		cr->sigma = c->sigma;
 		cr->part = c->part;
 		c->name = c->detail = NULL;
 	}
@@ -845,6 +851,12 @@ cworker_encode(const struct exec_run *run)
 		rr.checks[i].source = run->checks[i].source;
 		rr.checks[i].target = run->checks[i].target;
 		rr.checks[i].diff = run->checks[i].diff;
+		rr.checks[i].trend = run->checks[i].trend;
+		rr.checks[i].history = run->checks[i].history;
+		rr.checks[i].mean = run->checks[i].mean;
+		rr.checks[i].sd = run->checks[i].sd;
+		rr.checks[i].has_sigma = run->checks[i].has_sigma;
+		rr.checks[i].sigma = run->checks[i].sigma;
 		rr.checks[i].part = run->checks[i].part;
 	}
 	if (run->guards != NULL) {
