@@ -8,7 +8,6 @@
  * handed to the executor.  sched_run_done_cb() is where its end comes
  * back.
  */
-#include "trend_hist.h"
 #include "sched_int.h"
 #include "pick.h"
 
@@ -21,6 +20,7 @@
 #include "log.h"
 #include "schedule.h"
 #include "throttle.h"
+#include "trend_hist.h"
 #include "xalloc.h"
 
 static void sched_run_done_cb(struct exec_run *run);

@@ -4,7 +4,6 @@
  * (relinking downstream items by the mapping), probe the warehouses; and
  * the same for one finished request brought back by retry.
  */
-#include "trend_hist.h"
 #include "sched_int.h"
 
 #include <inttypes.h>
@@ -15,6 +14,7 @@
 #include "clock.h"
 #include "log.h"
 #include "proc.h"
+#include "trend_hist.h"
 #include "xalloc.h"
 
 struct load_ctx {

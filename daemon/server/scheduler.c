@@ -34,7 +34,6 @@
  * daemon in place, which resumes from the last commit as after a crash
  * (rule 1).
  */
-#include "trend_hist.h"
 #include "sched_int.h"
 
 #include <stdio.h>
@@ -43,6 +42,7 @@
 #include "clock.h"
 #include "fresh.h"
 #include "log.h"
+#include "trend_hist.h"
 #include "xalloc.h"
 
 /* Size the per-job caches to the configuration. */
