@@ -275,6 +275,55 @@ guard_trend(struct exec_run *run, size_t i, size_t k, char *detail,
 	return severity_fails_run(cr->passed, cr->warn);
 }
 
+/* Part i's metric checks (max_change:NAME, trend:NAME) after rc of the
+ * others: the outcome of all; err keeps the first failure when
+ * first_error. */
+static enum guard_outcome
+guard_metrics(struct exec_run *run, size_t i, bool first_error,
+	      enum guard_outcome rc, struct err *err)
+{
+	const struct job_def *j = run->job;
+	const char *key = run->parts[i].key;
+	struct exec_guard_result *g = &run->guards[i];
+	char detail[ERR_MSG_MAX], name[160];
+
+	for (size_t k = 0; k < j->nmetrics; k++) {
+		const struct exec_metric_result *m = &g->metrics[k];
+		bool ok;
+
+		if (!j->metrics[k].has_max_change)
+			continue;
+		snprintf(name, sizeof name, "max_change:%s", j->metrics[k].name);
+		if (!m->has_change) {
+			guard_record(run, i, name, true, "no value before to"
+				     " compare with");
+			continue;
+		}
+		ok = fabs(m->change_pct) <= j->metrics[k].max_change;
+		snprintf(detail, sizeof detail, "%s moved %+.1f%% (%.2f -> %.2f),"
+			 " %s %g%%", j->metrics[k].name, m->change_pct, m->before,
+			 m->after, ok ? "within" : "above max_change",
+			 j->metrics[k].max_change);
+		guard_record(run, i, name, ok, detail)->warn = j->metrics[k].warn;
+		if (severity_fails_run(ok, j->metrics[k].warn)) {
+			if (rc == GUARD_PASSED && first_error)
+				err_set(err, EXIT_WORK_FAILED, "check %s failed for"
+					" %s: %s", name, key, detail);
+			rc = GUARD_FAILED;
+		}
+	}
+	for (size_t k = 0; k < j->nmetrics; k++) {
+		if (!j->metrics[k].trend.has ||
+		    !guard_trend(run, i, k, detail, sizeof detail))
+			continue;
+		if (rc == GUARD_PASSED && first_error)
+			err_set(err, EXIT_WORK_FAILED, "check trend:%s failed for"
+				" %s: %s", j->metrics[k].name, key, detail);
+		rc = GUARD_FAILED;
+	}
+	return rc;
+}
+
 enum guard_outcome
 guard_after(struct exec_run *run, struct wh_conn *conn, size_t i,
 	    const struct wh_param *params, size_t nparams, bool first_error,
@@ -283,7 +332,7 @@ guard_after(struct exec_run *run, struct wh_conn *conn, size_t i,
 	const struct job_def *j = run->job;
 	const char *key = run->parts[i].key;
 	struct exec_guard_result *g = &run->guards[i];
-	char detail[ERR_MSG_MAX], name[160];
+	char detail[ERR_MSG_MAX];
 	struct err qerr;
 	enum guard_outcome rc = GUARD_PASSED;
 
@@ -327,41 +376,7 @@ guard_after(struct exec_run *run, struct wh_conn *conn, size_t i,
 	} else {
 		guard_record(run, i, "min_rows", true, detail);
 	}
-	for (size_t k = 0; k < j->nmetrics; k++) {
-		const struct exec_metric_result *m = &g->metrics[k];
-		bool ok;
-
-		if (!j->metrics[k].has_max_change)
-			continue;
-		snprintf(name, sizeof name, "max_change:%s", j->metrics[k].name);
-		if (!m->has_change) {
-			guard_record(run, i, name, true, "no value before to"
-				     " compare with");
-			continue;
-		}
-		ok = fabs(m->change_pct) <= j->metrics[k].max_change;
-		snprintf(detail, sizeof detail, "%s moved %+.1f%% (%.2f -> %.2f),"
-			 " %s %g%%", j->metrics[k].name, m->change_pct, m->before,
-			 m->after, ok ? "within" : "above max_change",
-			 j->metrics[k].max_change);
-		guard_record(run, i, name, ok, detail)->warn = j->metrics[k].warn;
-		if (severity_fails_run(ok, j->metrics[k].warn)) {
-			if (rc == GUARD_PASSED && first_error)
-				err_set(err, EXIT_WORK_FAILED, "check %s failed for"
-					" %s: %s", name, key, detail);
-			rc = GUARD_FAILED;
-		}
-	}
-	for (size_t k = 0; k < j->nmetrics; k++) {
-		if (!j->metrics[k].trend.has ||
-		    !guard_trend(run, i, k, detail, sizeof detail))
-			continue;
-		if (rc == GUARD_PASSED && first_error)
-			err_set(err, EXIT_WORK_FAILED, "check trend:%s failed for"
-				" %s: %s", j->metrics[k].name, key, detail);
-		rc = GUARD_FAILED;
-	}
-	return rc;
+	return guard_metrics(run, i, first_error, rc, err);
 }
 
 enum guard_outcome
