@@ -15,16 +15,19 @@ BACKFILLD_REQUIRE_POSTGRES=1):
   the audit holds value, mean, sd, history and sigma, and the failed value
   is not recorded in the history;
 - with severity: warn the same day is published with a warning (runs,
-  audit) and its value joins the history;
+  audit) and its value joins the history; the metrics file counts the
+  check's outcomes (13 passed, 1 failed, 1 warned);
 - the history is bounded: last + 1 values per (job, metric) after any
   number of runs; a window made smaller trims it at reload, a trend
   removed drops it, both kept across a restart."""
+import os
 import statistics
 import sys
 
 import harness as h
 import test_guardrails as tg
 
+SETTINGS = {"max_concurrency": 2, "metrics_file": "m.prom"}
 FIRST = ("2026-01-26", "2026-02-07")
 BAD = "2026-02-08"
 REST = ("2026-02-09", "2026-02-22")
@@ -116,6 +119,14 @@ def flow(d, sales, rewrite):
          (True, False, "warned", "warn"), "audit of the warned day")
     h.check(abs(c["value"] - 10 * raw) < 0.05 and c["sigma"] > 20, "warned values %r" % c)
     h.check(BAD in [r[0] for r in history(d)], "a published value is history")
+    # the metrics file counts the trend check's outcomes (written on stop)
+    d.stop()
+    lab = 'backfilld_checks_total{job="fct_daily_sales",check="trend:revenue",result="%s"}'
+    with open(os.path.join(d.dir, "m.prom")) as f:
+        prom = dict(l.rsplit(" ", 1) for l in f.read().splitlines() if l and l[0] != "#")
+    h.eq([prom.get(lab % r) for r in ("passed", "failed", "warned")], ["13", "1", "1"],
+         "backfilld_checks_total of trend:revenue")
+    d.start()
 
     # the bound: last + 1 values whatever the number of runs
     rewrite(job("warn", last=4, min_history=2))
@@ -131,7 +142,7 @@ def flow(d, sales, rewrite):
 
 
 def test_sqlite():
-    d = h.Daemon(jobs=job(), warehouses={"sales": h.sales_seed()}, settings=tg.SETTINGS,
+    d = h.Daemon(jobs=job(), warehouses={"sales": h.sales_seed()}, settings=SETTINGS,
                  name="trend-lite")
 
     def query(sql):
@@ -142,14 +153,15 @@ def test_sqlite():
         con.execute(sql)
         con.commit()
         con.close()
-    flow(d, Sales(query, write), lambda text: tg.rewrite(d, text))
+    flow(d, Sales(query, write), lambda text: (d.write_config(d.render(text, SETTINGS)),
+                                                d.ok("reload")))
 
 
 def test_postgres():
     import test_postgres as tp
     c = tp.cluster()
     c.fresh_db()
-    d = tp.pg_daemon(job(), tp.pg_warehouse("sales"), name="trend-pg")
+    d = tp.pg_daemon(job(), tp.pg_warehouse("sales"), settings=SETTINGS, name="trend-pg")
 
     def query(sql):
         rows = c.as_etl(sql)  # psql prints NULL as an empty line: none
