@@ -1133,20 +1133,27 @@ cfg_h_wh_postgres(struct cfg_parser *p, void *obj, const struct cfg_key *k,
 	return cfg_h_str(p, obj, k, key, val);
 }
 
+/* A finite number, the whole of t. */
+static bool
+cfg_real(const char *t, double *v)
+{
+	char *end;
+
+	errno = 0;
+	*v = strtod(t, &end);
+	return end != t && *end == '\0' && errno == 0 && isfinite(*v);
+}
+
 /* A finite number (YAML int or float) into a double; off2 names the
  * bool field that says it was given. */
 static int
 cfg_h_number(struct cfg_parser *p, void *obj, const struct cfg_key *k,
 	     yaml_node_t *key, yaml_node_t *val)
 {
-	const char *t = cfg_text(val);
-	char *end;
 	double v;
 
 	(void)key;
-	errno = 0;
-	v = strtod(t, &end);
-	if (end == t || *end != '\0' || errno != 0 || !isfinite(v))
+	if (!cfg_real(cfg_text(val), &v))
 		return cfg_bad_value(p, k, val);
 	*CFG_FIELD(obj, k->off, double) = v;
 	*CFG_FIELD(obj, k->off2, bool) = true;
@@ -1784,14 +1791,10 @@ static int
 cfg_h_trend_sigma(struct cfg_parser *p, void *obj, const struct cfg_key *k,
 		  yaml_node_t *key, yaml_node_t *val)
 {
-	const char *t = cfg_text(val);
-	char *end;
 	double v;
 
 	(void)key;
-	errno = 0;
-	v = strtod(t, &end);
-	if (end == t || *end != '\0' || errno != 0 || !isfinite(v) || v <= 0)
+	if (!cfg_real(cfg_text(val), &v) || v <= 0)
 		return cfg_bad_value(p, k, val);
 	*CFG_FIELD(obj, k->off, double) = v;
 	return 0;
