@@ -18,8 +18,8 @@ BACKFILLD_REQUIRE_POSTGRES=1):
   audit) and its value joins the history; the metrics file counts the
   check's outcomes (13 passed, 1 failed, 1 warned);
 - the history is bounded: last + 1 values per (job, metric) after any
-  number of runs; a window made smaller trims it at reload, a trend
-  removed drops it, both kept across a restart."""
+  number of runs, kept across a restart; a window made smaller trims it
+  at reload and at start, a trend removed drops it."""
 import os
 import statistics
 import sys
@@ -136,6 +136,12 @@ def flow(d, sales, rewrite):
          "values kept after fourteen more runs (last 4, + 1)")
     d.restart()
     h.eq(len(history(d)), 5, "values kept across a restart")
+    # a window made smaller while the daemon was down: trimmed at start
+    d.stop()
+    rewrite(job("warn", last=2, min_history=2), reload=False)
+    d.start()
+    h.eq([r[0] for r in history(d)], h.days("2026-02-20", REST[1]),
+         "values kept after a start with last 2")
     rewrite(job(trend=False))
     h.eq(history(d), [], "values of a metric whose trend was removed")
     d.stop()
@@ -153,8 +159,11 @@ def test_sqlite():
         con.execute(sql)
         con.commit()
         con.close()
-    flow(d, Sales(query, write), lambda text: (d.write_config(d.render(text, SETTINGS)),
-                                                d.ok("reload")))
+    def rewrite(text, reload=True):
+        d.write_config(d.render(text, SETTINGS))
+        if reload:
+            d.ok("reload")
+    flow(d, Sales(query, write), rewrite)
 
 
 def test_postgres():
@@ -167,10 +176,11 @@ def test_postgres():
         rows = c.as_etl(sql)  # psql prints NULL as an empty line: none
         return rows[0][0] if rows else None
 
-    def rewrite(text):
+    def rewrite(text, reload=True):
         d.write_config(open(d.conf).read().split("jobs:\n")[0] + "jobs:\n" +
                        "\n".join("  " + l for l in text.strip("\n").split("\n")) + "\n")
-        d.ok("reload")
+        if reload:
+            d.ok("reload")
     flow(d, Sales(query, lambda sql: c.as_etl(sql)), rewrite)
 
 
