@@ -375,8 +375,7 @@ status_job_text(const struct job_def *j, const struct sched_job_view *v,
 		if (v->has_reconciled)
 			part_key(j->grain, v->reconciled, ok);
 		buf_printf(out, "reconciled %s: through %s\n", j->name,
-			   v->has_reconciled ? ok : "- (none since the daemon"
-			   " started)");
+			   v->has_reconciled ? ok : "- (none yet)");
 	}
 	if (!v->has_sensor)
 		return;

@@ -19,6 +19,7 @@
 #include "calendar.h"
 #include "err.h"
 #include "reconcile.h"
+#include "trend.h"
 
 struct pos {
 	int line; /* 1-based; 0 when unknown */
@@ -82,7 +83,9 @@ struct metric_def {
 	char *sql;          /* an aggregate expression over the job's table */
 	bool has_max_change;
 	double max_change;  /* percent */
-	bool warn;          /* severity: warn of its max_change (default error) */
+	bool warn;          /* severity: warn of its max_change and trend
+			     * (default error) */
+	struct trend_def trend; /* trend: against the job's own history */
 	struct pos pos;
 };
 

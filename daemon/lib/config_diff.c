@@ -76,7 +76,12 @@ config_diff_metrics(const struct job_def *a, const struct job_def *b)
 		if (config_diff_str(x->name, y->name) ||
 		    config_diff_str(x->sql, y->sql) ||
 		    x->has_max_change != y->has_max_change ||
-		    (x->has_max_change && x->max_change != y->max_change))
+		    (x->has_max_change && x->max_change != y->max_change) ||
+		    x->warn != y->warn || x->trend.has != y->trend.has ||
+		    (x->trend.has && (x->trend.last != y->trend.last ||
+				      x->trend.max_sigma != y->trend.max_sigma ||
+				      x->trend.min_history !=
+				      y->trend.min_history)))
 			return true;
 	}
 	return false;

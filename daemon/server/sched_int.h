@@ -40,6 +40,8 @@ struct active {
 	int64_t *run_ids;	 /* a batch run, or one run for several
 				  * items (rule 5): one runs row per item */
 	struct wh_commit *commits; /* one per item (exactly-once commits) */
+	struct exec_trend_hist *trend; /* trend checks' history (trend_hist.h) */
+	size_t ntrend;                 /* ... its entries (the job's metrics) */
 	struct run *mr;
 	struct sched *s;
 	int64_t started_at; /* ms */
@@ -61,10 +63,6 @@ struct jobstate {
 	int64_t last[MS_COUNT];	   /* partitions by their newest finished run */
 	struct sensor_run *sensor; /* a late_data check in flight */
 	bool unread;               /* st could not be read: read it again */
-	/* the newest partition whose reconcile checks all passed, since the
-	 * daemon started (docs/configuration.md, "Reconciliation") */
-	bool has_reconciled;
-	part_t reconciled;
 	int64_t budget_stops; /* its requests stopped over budget, since start */
 };
 

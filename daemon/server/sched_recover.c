@@ -14,6 +14,7 @@
 #include "clock.h"
 #include "log.h"
 #include "proc.h"
+#include "trend_hist.h"
 #include "xalloc.h"
 
 struct load_ctx {
@@ -272,6 +273,7 @@ sched_recover_load(struct sched *s, const struct adopt_row *rows,
 		sched_adopt_keep(ad, &keep, &nkeep);
 	}
 	if (store_recover(s->store, now, keep, nkeep, recovered, err) < 0 ||
+	    trend_hist_trim(s->store, s->cfg, err) < 0 ||
 	    store_latest_counts(s->store, sched_count_load_cb, s, err) < 0 ||
 	    store_load_open(s->store, sched_load_cb, &lc, err) < 0)
 		goto out;

@@ -231,7 +231,7 @@ struct sched_job_view {
 	int64_t found;
 	const char *sensor_error;          /* NULL when the last check worked */
 	/* reconcile: the newest partition whose reconcile checks passed
-	 * since the daemon started */
+	 * (kept in the state store's job row) */
 	bool has_reconciled;
 	part_t reconciled;
 	/* requests of the job stopped over budget since the daemon started */

@@ -251,6 +251,11 @@ struct store_budget_row {
 };
 typedef void (*store_budget_cb)(const struct store_budget_row *row,
 				void *data);
+/* A recorded value of a metric (trend_values) and a (job, metric) that
+ * has some (trend_series). */
+typedef void (*store_trend_cb)(const char *key, double value, void *data);
+typedef void (*store_series_cb)(const char *job, const char *metric,
+				void *data);
 typedef void (*store_recent_cb)(int64_t id, const char *job, const char *kind,
 				const char *reason, int64_t created_at,
 				bool finished, int64_t finished_at,
@@ -487,6 +492,24 @@ struct store_ops {
 	 * newest first (status; an indexed, bounded read). */
 	int (*over_budget)(struct store *st, int limit, store_budget_cb cb,
 			   void *data, struct err *err);
+	/* Trend checks' history (trend.h): the values of metric of job the
+	 * successful runs recorded, newest first (by run id, then partition
+	 * key), at most max. */
+	int (*trend_values)(struct store *st, const char *job,
+			    const char *metric, size_t max, store_trend_cb cb,
+			    void *data, struct err *err);
+	/* Write: the value of metric for job's partition key after run
+	 * run_id, replacing one recorded before. */
+	int (*trend_put)(struct store *st, const char *job, const char *metric,
+			 const char *key, double value, int64_t run_id,
+			 struct err *err);
+	/* Write: keep only the newest `keep` values of (job, metric) (0:
+	 * none): the bound, applied after each put and at start and reload. */
+	int (*trend_trim)(struct store *st, const char *job, const char *metric,
+			  size_t keep, struct err *err);
+	/* Every (job, metric) with values, in order. */
+	int (*trend_series)(struct store *st, store_series_cb cb, void *data,
+			    struct err *err);
 
 	/* Roll back whatever is open, the deferred transaction and its
 	 * groups included (store.c, a failed turn); never fails loudly. */
@@ -657,5 +680,15 @@ int store_request_budget(struct store *st, int64_t id, int64_t spent_ms,
 			 int64_t over_at, struct err *err);
 int store_over_budget(struct store *st, int limit, store_budget_cb cb,
 		      void *data, struct err *err);
+int store_trend_values(struct store *st, const char *job, const char *metric,
+		       size_t max, store_trend_cb cb, void *data,
+		       struct err *err);
+int store_trend_put(struct store *st, const char *job, const char *metric,
+		    const char *key, double value, int64_t run_id,
+		    struct err *err);
+int store_trend_trim(struct store *st, const char *job, const char *metric,
+		     size_t keep, struct err *err);
+int store_trend_series(struct store *st, store_series_cb cb, void *data,
+		       struct err *err);
 
 #endif

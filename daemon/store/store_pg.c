@@ -127,6 +127,10 @@ enum pgst_stmt {
 	P_PARTS_OF,
 	P_JOB_GET,
 	P_JOB_PUT,
+	P_TREND_VALUES,
+	P_TREND_PUT,
+	P_TREND_TRIM,
+	P_TREND_SERIES,
 	P_REQUEST_GET,
 	P_RECENT_REQUESTS,
 	P_PROBLEMS,
@@ -270,16 +274,32 @@ static const char *const pgst_sql[P_COUNT] = {
 	" job = $1 ORDER BY partition_key",
 	[P_JOB_GET] =
 	"SELECT watermark, catchup, gap_from, gap_to, paused, paused_at,"
-	" late_since, late_checked_at, late_found, late_error FROM jobs"
-	" WHERE job = $1",
+	" late_since, late_checked_at, late_found, late_error,"
+	" reconciled_through FROM jobs WHERE job = $1",
 	[P_JOB_PUT] =
 	"INSERT INTO jobs (job, watermark, catchup, gap_from, gap_to, paused,"
 	" paused_at, updated_at, late_since, late_checked_at, late_found,"
-	" late_error) VALUES ($1,$2,$3,$4,$5,$6,$7,$8,$9,$10,$11,$12)"
-	" ON CONFLICT (job) DO UPDATE SET watermark = $2, catchup = $3,"
-	" gap_from = $4, gap_to = $5, paused = $6, paused_at = $7,"
-	" updated_at = $8, late_since = $9, late_checked_at = $10,"
-	" late_found = $11, late_error = $12",
+	" late_error, reconciled_through) VALUES ($1,$2,$3,$4,$5,$6,$7,$8,$9,"
+	"$10,$11,$12,$13) ON CONFLICT (job) DO UPDATE SET watermark = $2,"
+	" catchup = $3, gap_from = $4, gap_to = $5, paused = $6,"
+	" paused_at = $7, updated_at = $8, late_since = $9,"
+	" late_checked_at = $10, late_found = $11, late_error = $12,"
+	" reconciled_through = $13",
+	/* trend checks' history (sql/pg/006_trends.sql) */
+	[P_TREND_VALUES] =
+	"SELECT partition_key, value FROM trend_values WHERE job = $1 AND"
+	" metric = $2 ORDER BY run_id DESC, partition_key DESC LIMIT $3",
+	[P_TREND_PUT] =
+	"INSERT INTO trend_values (job, metric, partition_key, value, run_id)"
+	" VALUES ($1,$2,$3,$4,$5) ON CONFLICT (job, metric, partition_key)"
+	" DO UPDATE SET value = $4, run_id = $5",
+	[P_TREND_TRIM] =
+	"DELETE FROM trend_values WHERE job = $1 AND metric = $2 AND"
+	" partition_key NOT IN (SELECT partition_key FROM trend_values"
+	" WHERE job = $1 AND metric = $2 ORDER BY run_id DESC,"
+	" partition_key DESC LIMIT $3)",
+	[P_TREND_SERIES] =
+	"SELECT DISTINCT job, metric FROM trend_values ORDER BY job, metric",
 	[P_REQUEST_GET] =
 	"SELECT job, finished_at IS NOT NULL FROM requests WHERE id = $1",
 	[P_RECENT_REQUESTS] =
@@ -2424,6 +2444,8 @@ pgst_job_get(struct store *st, const char *job, struct store_job_state *js,
 		js->late_checked_at = col_int(r, 0, 7);
 		js->late_found = col_int(r, 0, 8);
 		col_copy(r, 0, 9, js->late_error, sizeof js->late_error);
+		js->has_reconciled = !col_null(r, 0, 10);
+		col_copy(r, 0, 10, js->reconciled, sizeof js->reconciled);
 	}
 	PQclear(r);
 	return 0;
@@ -2459,8 +2481,80 @@ pgst_job_put(struct store *st, const char *job,
 		arg_text(&a, NULL);
 	}
 	arg_text(&a, js->late_error[0] ? js->late_error : NULL);
+	arg_text(&a, js->has_reconciled ? js->reconciled : NULL);
 	return pgst_write_done(pgst_of(st), P_JOB_PUT, &a, "saving job state",
 			       err);
+}
+
+/* The values recorded for (job, metric), newest first, at most max. */
+static int
+pgst_trend_values(struct store *st, const char *job, const char *metric,
+		  size_t max, store_trend_cb cb, void *data, struct err *err)
+{
+	struct pgst_args a = { 0 };
+	PGresult *r;
+
+	arg_text(&a, job);
+	arg_text(&a, metric);
+	arg_int(&a, (int64_t)max);
+	r = pgst_exec(pgst_of(st), P_TREND_VALUES, &a, "reading trend values",
+		      err);
+	if (r == NULL)
+		return -1;
+	for (int i = 0; i < PQntuples(r); i++)
+		cb(col_text(r, i, 0), strtod(PQgetvalue(r, i, 1), NULL), data);
+	PQclear(r);
+	return 0;
+}
+
+/* Record a metric's value for a partition (replacing an earlier one). */
+static int
+pgst_trend_put(struct store *st, const char *job, const char *metric,
+	       const char *key, double value, int64_t run_id, struct err *err)
+{
+	struct pgst_args a = { 0 };
+
+	arg_text(&a, job);
+	arg_text(&a, metric);
+	arg_text(&a, key);
+	snprintf(a.buf[a.n], sizeof a.buf[a.n], "%.17g", value);
+	a.v[a.n] = a.buf[a.n];
+	a.n++;
+	arg_int(&a, run_id);
+	return pgst_write_done(pgst_of(st), P_TREND_PUT, &a,
+			       "recording a trend value", err);
+}
+
+/* Keep the newest `keep` values of (job, metric). */
+static int
+pgst_trend_trim(struct store *st, const char *job, const char *metric,
+		size_t keep, struct err *err)
+{
+	struct pgst_args a = { 0 };
+
+	arg_text(&a, job);
+	arg_text(&a, metric);
+	arg_int(&a, (int64_t)keep);
+	return pgst_write_done(pgst_of(st), P_TREND_TRIM, &a,
+			       "trimming trend values", err);
+}
+
+/* Every (job, metric) with values. */
+static int
+pgst_trend_series(struct store *st, store_series_cb cb, void *data,
+		  struct err *err)
+{
+	struct pgst_args a = { 0 };
+	PGresult *r;
+
+	r = pgst_exec(pgst_of(st), P_TREND_SERIES, &a, "reading trend series",
+		      err);
+	if (r == NULL)
+		return -1;
+	for (int i = 0; i < PQntuples(r); i++)
+		cb(col_text(r, i, 0), col_text(r, i, 1), data);
+	PQclear(r);
+	return 0;
 }
 
 /* Does request id exist: 0 with its job and whether finished, 1 not. */
@@ -2931,6 +3025,10 @@ const struct store_ops store_pg_ops = {
 	.prune_step = pgst_prune_step,
 	.job_get = pgst_job_get,
 	.job_put = pgst_job_put,
+	.trend_values = pgst_trend_values,
+	.trend_put = pgst_trend_put,
+	.trend_trim = pgst_trend_trim,
+	.trend_series = pgst_trend_series,
 	.request_problems = pgst_request_problems,
 	.audit_add = pgst_audit_add,
 	.audit_of = pgst_audit_of,

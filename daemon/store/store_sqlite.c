@@ -62,6 +62,10 @@ enum stmt_id {
 	S_PARTS_OF,
 	S_JOB_GET,
 	S_JOB_PUT,
+	S_TREND_VALUES,
+	S_TREND_PUT,
+	S_TREND_TRIM,
+	S_TREND_SERIES,
 	S_REQUEST_GET,
 	S_RECENT_REQUESTS,
 	S_PROBLEMS,
@@ -177,16 +181,32 @@ static const char *const store_sql[S_COUNT] = {
 	" ORDER BY partition_key",
 	[S_JOB_GET] =
 	"SELECT watermark, catchup, gap_from, gap_to, paused, paused_at,"
-	" late_since, late_checked_at, late_found, late_error FROM jobs"
-	" WHERE job = ?",
+	" late_since, late_checked_at, late_found, late_error,"
+	" reconciled_through FROM jobs WHERE job = ?",
 	[S_JOB_PUT] =
 	"INSERT INTO jobs (job, watermark, catchup, gap_from, gap_to, paused,"
 	" paused_at, updated_at, late_since, late_checked_at, late_found,"
-	" late_error) VALUES (?1,?2,?3,?4,?5,?6,?7,?8,?9,?10,?11,?12)"
-	" ON CONFLICT (job) DO UPDATE SET watermark = ?2, catchup = ?3,"
-	" gap_from = ?4, gap_to = ?5, paused = ?6, paused_at = ?7,"
-	" updated_at = ?8, late_since = ?9, late_checked_at = ?10,"
-	" late_found = ?11, late_error = ?12",
+	" late_error, reconciled_through) VALUES (?1,?2,?3,?4,?5,?6,?7,?8,?9,"
+	"?10,?11,?12,?13) ON CONFLICT (job) DO UPDATE SET watermark = ?2,"
+	" catchup = ?3, gap_from = ?4, gap_to = ?5, paused = ?6,"
+	" paused_at = ?7, updated_at = ?8, late_since = ?9,"
+	" late_checked_at = ?10, late_found = ?11, late_error = ?12,"
+	" reconciled_through = ?13",
+	/* trend checks' history (sql/008_trends.sql) */
+	[S_TREND_VALUES] =
+	"SELECT partition_key, value FROM trend_values WHERE job = ?1 AND"
+	" metric = ?2 ORDER BY run_id DESC, partition_key DESC LIMIT ?3",
+	[S_TREND_PUT] =
+	"INSERT INTO trend_values (job, metric, partition_key, value, run_id)"
+	" VALUES (?1,?2,?3,?4,?5) ON CONFLICT (job, metric, partition_key)"
+	" DO UPDATE SET value = ?4, run_id = ?5",
+	[S_TREND_TRIM] =
+	"DELETE FROM trend_values WHERE job = ?1 AND metric = ?2 AND"
+	" partition_key NOT IN (SELECT partition_key FROM trend_values"
+	" WHERE job = ?1 AND metric = ?2 ORDER BY run_id DESC,"
+	" partition_key DESC LIMIT ?3)",
+	[S_TREND_SERIES] =
+	"SELECT DISTINCT job, metric FROM trend_values ORDER BY job, metric",
 	[S_REQUEST_GET] =
 	"SELECT job, finished_at IS NOT NULL FROM requests WHERE id = ?",
 	[S_RECENT_REQUESTS] =
@@ -1344,6 +1364,8 @@ store_sqlite_job_get(struct store *base, const char *job,
 		js->late_checked_at = sqlite3_column_int64(s, 7);
 		js->late_found = sqlite3_column_int64(s, 8);
 		col_copy(s, 9, js->late_error, sizeof js->late_error);
+		js->has_reconciled = sqlite3_column_type(s, 10) != SQLITE_NULL;
+		col_copy(s, 10, js->reconciled, sizeof js->reconciled);
 		store_sqlite_done(s);
 	}
 	return 0;
@@ -1375,7 +1397,67 @@ store_sqlite_job_put(struct store *base, const char *job,
 		sqlite3_bind_int64(s, 11, js->late_found);
 	}
 	bind_text(s, 12, js->late_error[0] ? js->late_error : NULL);
+	bind_text(s, 13, js->has_reconciled ? js->reconciled : NULL);
 	return store_sqlite_step_done(st, s, err, "saving job state");
+}
+
+static int
+store_sqlite_trend_values(struct store *base, const char *job,
+			  const char *metric, size_t max, store_trend_cb cb,
+			  void *data, struct err *err)
+{
+	struct store_sqlite *st = store_sqlite_of(base);
+	sqlite3_stmt *s = st->stmt[S_TREND_VALUES];
+	int rc;
+
+	bind_text(s, 1, job);
+	bind_text(s, 2, metric);
+	sqlite3_bind_int64(s, 3, (sqlite3_int64)max);
+	while ((rc = store_sqlite_next(st, s, err, "reading trend values")) > 0)
+		cb(col_text(s, 0), sqlite3_column_double(s, 1), data);
+	return rc < 0 ? -1 : 0;
+}
+
+static int
+store_sqlite_trend_put(struct store *base, const char *job,
+		       const char *metric, const char *key, double value,
+		       int64_t run_id, struct err *err)
+{
+	struct store_sqlite *st = store_sqlite_of(base);
+	sqlite3_stmt *s = st->stmt[S_TREND_PUT];
+
+	bind_text(s, 1, job);
+	bind_text(s, 2, metric);
+	bind_text(s, 3, key);
+	sqlite3_bind_double(s, 4, value);
+	sqlite3_bind_int64(s, 5, run_id);
+	return store_sqlite_step_done(st, s, err, "recording a trend value");
+}
+
+static int
+store_sqlite_trend_trim(struct store *base, const char *job,
+			const char *metric, size_t keep, struct err *err)
+{
+	struct store_sqlite *st = store_sqlite_of(base);
+	sqlite3_stmt *s = st->stmt[S_TREND_TRIM];
+
+	bind_text(s, 1, job);
+	bind_text(s, 2, metric);
+	sqlite3_bind_int64(s, 3, (sqlite3_int64)keep);
+	return store_sqlite_step_done(st, s, err, "trimming trend values");
+}
+
+static int
+store_sqlite_trend_series(struct store *base, store_series_cb cb, void *data,
+			  struct err *err)
+{
+	struct store_sqlite *st = store_sqlite_of(base);
+	sqlite3_stmt *s = st->stmt[S_TREND_SERIES];
+	int rc;
+
+	while ((rc = store_sqlite_next(st, s, err, "reading trend series")) > 0)
+		cb(col_text(s, 0), col_text(s, 1), data);
+	return rc < 0 ? -1 : 0;
 }
 
 static int
@@ -1793,6 +1875,10 @@ const struct store_ops store_sqlite_ops = {
 	.prune_step = store_sqlite_prune_step,
 	.job_get = store_sqlite_job_get,
 	.job_put = store_sqlite_job_put,
+	.trend_values = store_sqlite_trend_values,
+	.trend_put = store_sqlite_trend_put,
+	.trend_trim = store_sqlite_trend_trim,
+	.trend_series = store_sqlite_trend_series,
 	.request_problems = store_sqlite_request_problems,
 	.audit_add = store_sqlite_audit_add,
 	.audit_of = store_sqlite_audit_of,
