@@ -93,7 +93,7 @@ START_TEST(test_bash_actions)
 	has(b, "--from) act=- ;;");
 	ck_assert_ptr_null(strstr(b, "--reverse) act")); /* a flag */
 	has(b, "vals='--from --to --dates-file --reprocess --built-by "
-	    "--downstream --concurrency --reason'");
+	    "--downstream --concurrency --budget --reason'");
 	free(b);
 	b = branch(s, "\n\trerun)\n");
 	has(b, "pos=(job -)");
