@@ -5,6 +5,19 @@
 
 #include <string.h>
 
+int
+cutoff_changed_of(enum cutoff_input in)
+{
+	return in == CUTOFF_IN_SAME ? 0 : in == CUTOFF_IN_CHANGED ? 1 : -1;
+}
+
+enum cutoff_input
+cutoff_input_of_changed(int changed)
+{
+	return changed == 0 ? CUTOFF_IN_SAME :
+	       changed == 1 ? CUTOFF_IN_CHANGED : CUTOFF_IN_UNKNOWN;
+}
+
 enum cutoff_input
 cutoff_input_of(const struct cutoff_fp *before, const struct cutoff_fp *after)
 {

@@ -61,6 +61,11 @@ enum cutoff_verdict {
 
 #define CUTOFF_REASON_UNCHANGED "inputs unchanged"
 
+/* The state store's form of what a run did to its partition (its
+ * manifest row's `changed`): 0 identical, 1 changed, -1 anything else;
+ * and back. */
+int cutoff_changed_of(enum cutoff_input in);
+enum cutoff_input cutoff_input_of_changed(int changed);
 /* What one input did, from its fingerprints before and after its write. */
 enum cutoff_input cutoff_input_of(const struct cutoff_fp *before,
 				  const struct cutoff_fp *after);

@@ -150,6 +150,33 @@ guard_number(struct wh_conn *conn, const char *sql,
 	return 0;
 }
 
+/* The fingerprint of part i (early cut-off, cutoff.h): its checksum, by
+ * the driver's verify digest, for a job whose partitions feed another
+ * job's; not on a driver without one, nor on a stage (ClickHouse). */
+static int
+guard_fingerprint(struct exec_run *run, struct wh_conn *conn, size_t i,
+		  bool after, struct err *err)
+{
+	const struct job_def *j = run->job;
+	struct exec_guard_result *g = &run->guards[i];
+	char *sum = after ? g->sum_after : g->sum_before;
+	int64_t rows;
+
+	sum[0] = '\0';
+	if (j->ndownstream == 0 || j->partition_column == NULL ||
+	    conn->drv->digest == NULL ||
+	    guard_table_over != NULL)
+		return 0;
+	if (conn->drv->digest(conn, j->table, j->partition_column,
+			      run->parts[i].key, &rows, sum, DIGEST_LEN,
+			      err) == -1) {
+		sum[0] = '\0';
+		err_prefix(err, "fingerprint of %s", j->table);
+		return -1;
+	}
+	return 0;
+}
+
 /* Rows and metrics of part i, before (after = false) or after the write. */
 static int
 guard_measure(struct exec_run *run, struct wh_conn *conn, size_t i,
@@ -195,7 +222,7 @@ guard_measure(struct exec_run *run, struct wh_conn *conn, size_t i,
 			m->before = v;
 		}
 	}
-	return 0;
+	return guard_fingerprint(run, conn, i, after, err);
 }
 
 int

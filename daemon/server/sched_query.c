@@ -196,7 +196,7 @@ stale_report(struct sched *s, int d, const struct stale_collect *sc,
 			b++;
 		part_key(dj->grain, sc->rows[a].part, key);
 		has_built = store_partition_get(s->store, dj->name, key, &built,
-						&inputs, NULL) == 0;
+						&inputs, NULL, 0, NULL) == 0;
 		for (size_t k = a; k < b; k++)
 			if (sc->rows[k].in_built > (has_built ? inputs : -1))
 				in[nin++] = (struct stale_input){

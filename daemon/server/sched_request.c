@@ -20,7 +20,8 @@ sched_item_store(struct sched *s, struct item *it, const char *error,
 		 int64_t now, struct err *err)
 {
 	return store_item_set(s->store, it->id, it->state, it->attempts,
-			      it->not_before, error, it->blocked_on, now, err);
+			      it->not_before, error, it->blocked_on,
+			      cutoff_changed_of(it->cut), now, err);
 }
 
 /* Log one item a rule moved. */
@@ -249,7 +250,7 @@ sched_cancel_request(struct sched *s, int64_t request_id, int64_t *dropped,
 			continue;
 		if (store_item_set(s->store, it->id, MS_CANCELLED, it->attempts,
 				   it->not_before, "cancelled by the operator",
-				   it->blocked_on, now, err) < 0) {
+				   it->blocked_on, -1, now, err) < 0) {
 			store_rollback(s->store);
 			return -1;
 		}
@@ -304,7 +305,7 @@ sched_retry_store(struct sched *s, struct request *rq, int64_t now,
 
 		if (manifest_retriable(it) &&
 		    store_item_set(s->store, it->id, MS_QUEUED, 0, 0, NULL,
-				   NULL, now, err) < 0)
+				   NULL, -1, now, err) < 0)
 			goto fail;
 	}
 	return sched_tx_end(s, 0, err);

@@ -167,6 +167,7 @@ struct sched_req {
 	const char *to_key;
 	int concurrency;      /* runs of it at once (<= the job's), 0: none */
 	bool fail_fast;       /* cancel the rest after its first failure */
+	bool no_cutoff;       /* rebuild the downstream regardless (cutoff.h) */
 	const bool *keep;     /* downstream jobs kept (plan.h), NULL: all */
 	const char *downstream; /* the same, as given, for the record */
 };

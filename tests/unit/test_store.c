@@ -191,7 +191,7 @@ START_TEST(manifest_and_recovery)
 	ck_assert_int_eq(store_flush(st, &err), 0);
 
 	ck_assert_int_eq(store_item_set(st, m1, MS_RUNNING, 1, 0, NULL, NULL,
-					2000, &err), 0);
+					-1, 2000, &err), 0);
 	ck_assert_int_eq(store_run_start(st, m1, rid, "fct", "2026-02-08", 1,
 					 2000, "abc", "cfg", 0, &run, &err), 0);
 	ck_assert_int_eq(store_recover(st, 3000, NULL, 0, &recovered, &err), 0);
@@ -415,7 +415,7 @@ history(const char *key, int n, int64_t at, bool open, int64_t *last_run)
 						  NULL, -1, &err), 0);
 		ck_assert_int_eq(store_audit_add(st, run, key, true, 1, true, 1,
 						 NULL, NULL, NULL, NULL, true,
-						 &err), 0);
+						 NULL, NULL, &err), 0);
 		ck_assert_int_eq(store_partition_finished(st, "fct", key, run,
 							  state, NULL, NULL,
 							  &err), 0);
@@ -534,13 +534,13 @@ START_TEST(builds_and_job_state)
 	struct err err;
 
 	ck_assert_int_eq(store_partition_get(st, "wk", "2026-02-02", &built,
-					     &inputs, &err), 1);
+					     &inputs, NULL, 0, &err), 1);
 	ck_assert_int_eq(store_partition_built(st, "wk", "2026-02-02", 50, 40,
 					       7, "v", &err), 0);
 	ck_assert_int_eq(store_partition_built(st, "wk", "2026-02-02", 60, -1,
 					       8, "v", &err), 0);
 	ck_assert_int_eq(store_partition_get(st, "wk", "2026-02-02", &built,
-					     &inputs, &err), 0);
+					     &inputs, NULL, 0, &err), 0);
 	ck_assert_int_eq(built, 60);
 	ck_assert_int_eq(inputs, -1);
 
@@ -593,7 +593,7 @@ static struct store_ops faulty_ops;
 static int
 faulty_item_set(struct store *s, int64_t id, enum mstate state, int attempts,
 		int64_t not_before, const char *error, const char *blocked_on,
-		int64_t at, struct err *err)
+		int changed, int64_t at, struct err *err)
 {
 	(void)s, (void)id, (void)state, (void)attempts, (void)not_before;
 	(void)error, (void)blocked_on, (void)at;
@@ -661,7 +661,7 @@ START_TEST(failed_write_fails_the_turn)
 	ck_assert_int_eq(store_defer(st, &err), 0);
 	rid = one_item(&item);
 	ck_assert_int_eq(store_item_set(st, item, MS_RUNNING, 1, 0, NULL, NULL,
-					2, &err), -1);
+					-1, 2, &err), -1);
 	ck_assert_str_eq(err.msg, "state store: injected: disk full");
 	/* refused without reaching the implementation */
 	ck_assert_int_eq(store_request_finish(st, rid, 3, false, &err), -1);
@@ -715,7 +715,7 @@ START_TEST(refuse_all_refuses_every_write)
 	ck_assert_int_eq(store_begin(st, &err), -1);
 	ck_assert_int_eq(store_request_finish(st, rid, 3, false, &err), -1);
 	ck_assert_int_eq(store_item_set(st, item, MS_RUNNING, 1, 0, NULL, NULL,
-					2, &err), -1);
+					-1, 2, &err), -1);
 	ck_assert_int_eq(store_flush(st, &err), 0);
 	ck_assert_int_eq(store_request_get(st, rid, job, sizeof job, &finished,
 					   &err), 0);
@@ -743,7 +743,7 @@ START_TEST(failed_write_outside_a_turn)
 	ck_assert_int_eq(store_begin(st, &err), 0); /* a group */
 	(void)one_item(&item);
 	ck_assert_int_eq(store_item_set(st, item, MS_RUNNING, 1, 0, NULL, NULL,
-					2, &err), -1);
+					-1, 2, &err), -1);
 	store_rollback(st);
 	ck_assert_int_eq(store_flush(st, &err), -1);
 	ck_assert_str_eq(err.msg, "state store: injected: disk full");
@@ -751,7 +751,7 @@ START_TEST(failed_write_outside_a_turn)
 	/* a lone write, committed by itself before the failure */
 	(void)one_item(&item);
 	ck_assert_int_eq(store_item_set(st, item, MS_FAILED, 1, 0, NULL, NULL,
-					2, &err), -1);
+					-1, 2, &err), -1);
 	ck_assert_int_eq(store_flush(st, &err), -1);
 	ck_assert_int_eq(peek("SELECT COUNT(*) FROM requests"), 1);
 	ck_assert_int_eq(store_flush(st, &err), 0);
