@@ -57,7 +57,7 @@
 
 #define CTL_DEFAULT_SOCKET "/run/backfilld/backfilld.sock"
 #define CTL_MAX_POS 8
-#define CTL_MAX_OPTS 16
+#define CTL_MAX_OPTS 24
 
 /* Option values above the char range: long-only options. */
 enum {

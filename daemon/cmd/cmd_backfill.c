@@ -16,6 +16,7 @@
 #include <string.h>
 
 #include "calendar.h"
+#include "cutoff.h"
 #include "estimate.h"
 #include "json.h"
 #include "log.h"
@@ -231,6 +232,52 @@ backfill_downstream_json(const char *down, struct buf *out)
 	buf_free(&name);
 }
 
+/* Which plan items are conditional (early cut-off, docs/cutoff.md): a
+ * downstream partition runs only when an input changes, when every input
+ * reads its fingerprint or is conditional itself, unless --no-cutoff.
+ * Allocated, one per item. */
+static bool *
+backfill_conditional(const struct config *cfg, const struct plan *plan,
+		     const struct sched_req *rq)
+{
+	bool *cond = xcalloc(plan->n ? plan->n : 1, sizeof *cond);
+
+	for (size_t i = 0; i < plan->n && !rq->no_cutoff; i++) {
+		const struct plan_item *it = &plan->items[i];
+
+		cond[i] = it->downstream && it->ndeps > 0;
+		for (size_t d = 0; cond[i] && d < it->ndeps; d++) {
+			size_t k = plan->deps[it->dep_off + d];
+
+			cond[i] = cond[k] || cutoff_fingerprinted(cfg,
+					&cfg->jobs[plan->items[k].job]);
+		}
+	}
+	return cond;
+}
+
+/* The dry run's line about early cut-off, when it has downstream work. */
+static void
+backfill_cutoff_text(const struct config *cfg, const struct plan *plan,
+		     const struct sched_req *rq, struct buf *out)
+{
+	bool *cond = backfill_conditional(cfg, plan, rq);
+	size_t n = 0;
+
+	for (size_t i = 0; i < plan->n; i++)
+		n += cond[i];
+	free(cond);
+	if (rq->no_cutoff && plan->n > plan->nroot)
+		buf_addstr(out, "cutoff: off (--no-cutoff): every downstream"
+			   " partition is rebuilt\n");
+	else if (n > 0)
+		buf_printf(out, "cutoff: %zu of the %zu downstream partitions"
+			   " are conditional: each runs only if one of its"
+			   " inputs changes (skipped: inputs unchanged; the"
+			   " estimate counts them all; --no-cutoff rebuilds"
+			   " them regardless)\n", n, plan->n - plan->nroot);
+}
+
 /* A plan as JSON (dry run --json), with the request's own controls and
  * the estimate. */
 static void
@@ -239,7 +286,11 @@ backfill_plan_json(const struct config *cfg, const struct plan *plan,
 		   struct buf *out)
 {
 	char key[CAL_KEY_MAX], dk[CAL_KEY_MAX];
+	bool *cond = backfill_conditional(cfg, plan, rq);
+	size_t ncond = 0;
 
+	for (size_t i = 0; i < plan->n; i++)
+		ncond += cond[i];
 	buf_addstr(out, "{\"partitions\": [");
 	for (size_t i = 0; i < plan->n; i++) {
 		const struct plan_item *it = &plan->items[i];
@@ -251,8 +302,9 @@ backfill_plan_json(const struct config *cfg, const struct plan *plan,
 		json_str(out, j->name);
 		buf_addstr(out, ", \"partition\": ");
 		json_str(out, key);
-		buf_printf(out, ", \"downstream\": %s, \"waits_for\": [",
-			   it->downstream ? "true" : "false");
+		buf_printf(out, ", \"downstream\": %s, \"conditional\": %s,"
+			   " \"waits_for\": [", it->downstream ? "true" : "false",
+			   cond[i] ? "true" : "false");
 		for (size_t d = 0; d < it->ndeps; d++) {
 			const struct plan_item *in =
 				&plan->items[plan->deps[it->dep_off + d]];
@@ -274,8 +326,11 @@ backfill_plan_json(const struct config *cfg, const struct plan *plan,
 		buf_printf(out, "%d", rq->concurrency);
 	else
 		buf_addstr(out, "null");
-	buf_printf(out, ", \"fail_fast\": %s, \"downstream_jobs\": ",
-		   rq->fail_fast ? "true" : "false");
+	buf_printf(out, ", \"fail_fast\": %s, \"cutoff\": %s,"
+		   " \"conditional\": %zu, \"downstream_jobs\": ",
+		   rq->fail_fast ? "true" : "false",
+		   rq->no_cutoff ? "false" : "true", ncond);
+	free(cond);
 	backfill_downstream_json(rq->downstream, out);
 	buf_addstr(out, ", \"estimate\": ");
 	estimate_json(cfg, est, out);
@@ -348,6 +403,7 @@ backfill_plan_text(const struct config *cfg, const struct plan *plan,
 		buf_printf(out, "downstream: only %s and what they feed; the"
 			   " other downstream jobs' partitions are left stale\n",
 			   rq->downstream);
+	backfill_cutoff_text(cfg, plan, rq, out);
 	estimate_text(cfg, est, out);
 }
 
@@ -386,6 +442,7 @@ backfill_controls(const struct config *cfg, int j, const struct proto_msg *req,
 	struct err err;
 
 	rq->fail_fast = cmd_flag(req, "fail_fast");
+	rq->no_cutoff = cmd_flag(req, "no_cutoff");
 	if (proto_get_int(req, "concurrency", &n) == 0) {
 		if (n > jd->concurrency) {
 			cmd_fail(res, EXIT_BAD_INPUT, "--concurrency %lld is above"
@@ -433,7 +490,7 @@ backfill_range(const struct proto_msg *req, struct backfill_keys *kc,
 	if (range_parse(kc->j->grain, proto_get(req, "from"),
 			proto_get(req, "to"), r, err) < 0)
 		return -1;
-	if ((proto_get(req, "built_by") == NULL &&
+	if ((proto_get(req, "built_by") == NULL && !cmd_flag(req, "changed") &&
 	     backfill_check_count(kc->j, range_count(r), "this range",
 				  err) < 0) ||
 	    backfill_check_bounds(kc->j, r->first, r->last, err) < 0)
@@ -465,6 +522,22 @@ backfill_built_by(struct sched *s, const char *built_by, bool narrow,
 	}
 	return backfill_check_count(kc->j, (int64_t)kc->n, "the set built by"
 				    " that version", err);
+}
+
+/* --changed: the partitions whose newest build used a code version other
+ * than the job's current one, within the range r when --from/--to narrow
+ * it; refused whole above max_backfill. */
+static int
+backfill_changed(struct sched *s, bool narrow, const char *fk,
+		 const char *tk, struct backfill_keys *kc, struct err *err)
+{
+	if (store_keys_changed(sched_store(s), kc->j->name,
+			       kc->j->code_version, narrow ? fk : "",
+			       narrow ? tk : "~", backfill_key_cb, kc,
+			       err) < 0)
+		return -1;
+	return backfill_check_count(kc->j, (int64_t)kc->n, "the set built by"
+				    " other code versions", err);
 }
 
 /* --stale: the job's stale partitions; 1 (with a message in res) when
@@ -544,6 +617,11 @@ backfill_select(struct cmd_ctx *ctx, const struct proto_msg *req, int j,
 	if (built_by != NULL) {
 		rq->kind = "built_by";
 		if (backfill_built_by(s, built_by, from, &r, kc, &err) < 0)
+			goto fail;
+		return 0;
+	}
+	if (cmd_flag(req, "changed")) {
+		if (backfill_changed(s, from, fk, tk, kc, &err) < 0)
 			goto fail;
 		return 0;
 	}
@@ -641,6 +719,11 @@ backfill_submit(struct cmd_ctx *ctx, const struct proto_msg *req, int j,
 	else if (dry)
 		backfill_render_plan(s, &plan, rq, cmd_flag(req, "json"),
 				     &res->out);
+	else if (id == 0 && cmd_flag(req, "changed"))
+		buf_printf(&res->out, "nothing to run: no partition of %s%s was"
+			   " last built by a code version other than %s\n",
+			   kc->j->name, proto_get(req, "from") ? " in that range" :
+			   "", kc->j->code_version);
 	else if (id == 0 && built_by != NULL)
 		buf_printf(&res->out, "nothing to run: no partition of %s%s was"
 			   " last built by version %s\n", kc->j->name,

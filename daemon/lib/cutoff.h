@@ -29,6 +29,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "config.h"
 #include "digest.h"
 
 /* A partition's fingerprint: its row count and order-independent
@@ -61,6 +62,11 @@ enum cutoff_verdict {
 
 #define CUTOFF_REASON_UNCHANGED "inputs unchanged"
 
+/* Does a run of job j read its partition's fingerprint (a SQL job with
+ * table: and partition_column: on SQLite or PostgreSQL, feeding another
+ * job)?  On ClickHouse and for command jobs, no: their downstream always
+ * runs. */
+bool cutoff_fingerprinted(const struct config *cfg, const struct job_def *j);
 /* The state store's form of what a run did to its partition (its
  * manifest row's `changed`): 0 identical, 1 changed, -1 anything else;
  * and back. */

@@ -44,7 +44,8 @@ sched_job_view(struct sched *s, int job, struct sched_job_view *v)
 		v->sensor_error =
 		    js->st.late_error[0] ? js->st.late_error : NULL;
 	}
-	v->succeeded = js->last[MS_SUCCEEDED];
+	/* a partition skipped by early cut-off keeps its build: succeeded */
+	v->succeeded = js->last[MS_SUCCEEDED] + js->last[MS_SKIPPED];
 	v->failed = js->last[MS_FAILED];
 	v->queued = s->m.job_counts[job][MS_QUEUED];
 	v->running = s->m.job_counts[job][MS_RUNNING];

@@ -104,6 +104,7 @@ sched_request_progress(const struct request *rq, int64_t now,
 	p->failed = rq->counts[MS_FAILED];
 	p->blocked = rq->counts[MS_BLOCKED];
 	p->cancelled = rq->counts[MS_CANCELLED];
+	p->skipped = rq->counts[MS_SKIPPED];
 	p->running = rq->counts[MS_RUNNING];
 	p->queued = rq->counts[MS_QUEUED];
 	p->elapsed_ms = now - rq->created_at;
@@ -140,8 +141,9 @@ sched_request_changed(struct sched *s, struct request *rq)
 		return;
 	}
 	log_info("request=%" PRId64 " job=%s finished: %" PRId64
-		 " succeeded, %" PRId64 " failed, %" PRId64 " cancelled",
-		 rq->id, rq->job, p.succeeded, p.failed, p.cancelled);
+		 " succeeded, %" PRId64 " skipped, %" PRId64 " failed, %" PRId64
+		 " cancelled", rq->id, rq->job, p.succeeded, p.skipped, p.failed,
+		 p.cancelled);
 	sched_request_free(s, rq);
 }
 
@@ -182,6 +184,7 @@ sched_progress(struct sched *s, int64_t request_id, struct sched_progress *p,
 	p->failed = counts[MS_FAILED];
 	p->blocked = counts[MS_BLOCKED];
 	p->cancelled = counts[MS_CANCELLED];
+	p->skipped = counts[MS_SKIPPED];
 	p->finished = true;
 	return 1;
 }

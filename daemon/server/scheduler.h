@@ -181,6 +181,7 @@ int sched_submit(struct sched *s, const struct sched_req *rq, bool commit,
 
 struct sched_progress {
 	int64_t total, succeeded, failed, blocked, cancelled, running, queued;
+	int64_t skipped; /* early cut-off: inputs unchanged (docs/cutoff.md) */
 	int64_t elapsed_ms;
 	bool finished; /* nothing queued or running any more */
 };

@@ -1,0 +1,327 @@
+#!/usr/bin/env python3
+"""Early cut-off downstream (docs/cutoff.md), on a SQLite warehouse, or on
+PostgreSQL with --postgres (the throwaway cluster of test_postgres.py;
+exit 77 without a server unless BACKFILLD_REQUIRE_POSTGRES=1).
+
+A day fact, a weekly mart and a monthly rollup, each a SQL job with table:
+and partition_column:.  The lesson's deploy window: the whole window of
+days is rebuilt, only some days come out different from the fact as it
+was; exactly the weeks and months holding a changed day are rebuilt, the
+others are recorded `skipped` (inputs unchanged) in runs, audit, map and
+the --wait summary, and nothing is left stale.  A chain with one changed
+day; a week already stale is rebuilt though its days came out the same;
+--no-cutoff rebuilds everything; --dry-run says the downstream is
+conditional; a code change of the weekly mart rebuilds it whatever its
+inputs did."""
+import os
+import re
+import sys
+
+import harness as h
+
+PG = "--postgres" in sys.argv
+if PG:
+    import test_postgres as tp
+
+# Text dates on both warehouses: the same SQL runs on each.
+SEED = """
+DROP TABLE IF EXISTS src;
+DROP TABLE IF EXISTS fct;
+DROP TABLE IF EXISTS wk;
+DROP TABLE IF EXISTS mo;
+CREATE TABLE src (dt TEXT, store TEXT, v INTEGER);
+CREATE TABLE fct (dt TEXT, store TEXT, v INTEGER);
+CREATE TABLE wk (week TEXT, total INTEGER);
+CREATE TABLE mo (month TEXT, total INTEGER);
+"""
+
+FIRST, LAST = "2026-01-05", "2026-03-29"   # Monday .. Sunday: 12 ISO weeks
+
+
+def jobs(wk_extra=""):
+    return """
+- name: fct
+  warehouse: dw
+  partition: day
+  start: 2026-01-01
+  catchup: false
+  table: fct
+  partition_column: dt
+  sql: |
+    DELETE FROM fct WHERE dt = :partition;
+    INSERT INTO fct SELECT dt, store, v FROM src WHERE dt = :partition;
+- name: wk
+  warehouse: dw
+  partition: week
+  start: 2025-12-29
+  upstream: [fct]
+  table: wk
+  partition_column: week
+  sql: |
+    DELETE FROM wk WHERE week = :partition;
+    INSERT INTO wk SELECT CAST(:partition AS TEXT), COALESCE(SUM(v), 0)%s
+      FROM fct WHERE dt >= :partition_start AND dt < :partition_end;
+- name: mo
+  warehouse: dw
+  partition: month
+  start: 2026-01-01
+  upstream: [wk]
+  table: mo
+  partition_column: month
+  sql: |
+    DELETE FROM mo WHERE month = :partition;
+    INSERT INTO mo SELECT CAST(:partition AS TEXT), COALESCE(SUM(total), 0)
+      FROM wk WHERE week >= :partition_start AND week < :partition_end;
+""" % wk_extra
+
+
+class Warehouse:
+    """The test's view of the warehouse, whichever it is."""
+
+    def __init__(self):
+        if PG:
+            self.c = tp.cluster()
+            self.c.fresh_db()
+            self.c.as_etl(SEED)
+        self.d = None
+
+    def daemon(self, text):
+        if PG:
+            return tp.pg_daemon(text, tp.pg_warehouse("dw"), name="pgcutoff", clock=None,
+                                settings={"max_concurrency": 4,
+                                          "max_backfill": 500})
+        return h.Daemon(jobs=text, warehouses={"dw": SEED}, clock=None, name="cutoff",
+                        settings={"max_concurrency": 4, "max_backfill": 500})
+
+    def exec(self, sql):
+        if PG:
+            self.c.as_etl(sql)
+        else:
+            con = __import__("sqlite3").connect(self.d.warehouses["dw"])
+            con.executescript(sql)
+            con.commit()
+            con.close()
+
+    def rows(self, sql):
+        if PG:
+            return [tuple(r) for r in self.c.psql(sql)]
+        return [tuple(str(x) for x in r) for r in self.d.query(sql, wh="dw")]
+
+
+def seed_src(w):
+    vals = []
+    for i, day in enumerate(h.days(FIRST, LAST)):
+        for store in ("a", "b"):
+            vals.append("('%s', '%s', %d)" % (day, store, i + (store == "b")))
+    w.exec("DELETE FROM src; INSERT INTO src VALUES %s;" % ", ".join(vals))
+
+
+def by_state(runs, job):
+    """{state: sorted partitions} of a job's runs."""
+    out = {}
+    for r in h.by_job(runs, job):
+        out.setdefault(r["state"], []).append(r["partition"])
+    return {k: sorted(v) for k, v in out.items()}
+
+
+def request_runs(d, req):
+    return d.json("runs", "--request", str(req))
+
+
+def wait_backfill(d, *args):
+    """backfill ... --wait; (request id, stdout)."""
+    out = d.ok("backfill", *args, "--wait")
+    m = re.search(r"request (\d+)", out)
+    h.check(m, "backfill --wait printed no request id:\n%s" % out)
+    return int(m.group(1)), out
+
+
+def weeks_of(days):
+    return sorted({h.week_of(x) for x in days})
+
+
+ALL_WEEKS = weeks_of(h.days(FIRST, LAST))
+ALL_MONTHS = ["2026-01-01", "2026-02-01", "2026-03-01"]
+
+
+def months_of_weeks(weeks):
+    """The months a week feeds (a week straddling two feeds both)."""
+    out = set()
+    for wk in weeks:
+        for day in h.days(wk, h.days(wk, "2026-12-31")[6]):
+            out.add(h.month_of(day))
+    return sorted(out)
+
+
+def test_deploy_window(w, d):
+    # the window built once from scratch: everything ran
+    req, _ = wait_backfill(d, "fct", "--from", FIRST, "--to", LAST)
+    runs = request_runs(d, req)
+    h.eq(by_state(runs, "wk"), {"succeeded": ALL_WEEKS}, "first build: every week ran")
+    h.eq(by_state(runs, "mo"), {"succeeded": ALL_MONTHS}, "first build: every month ran")
+
+    # the deploy changed the source of two days, both in January
+    changed = ["2026-01-14", "2026-01-27"]
+    w.exec("UPDATE src SET v = v + 100 WHERE dt IN ('%s')" % "', '".join(changed))
+    before_wk = w.rows("SELECT week, total FROM wk ORDER BY week")
+    req, out = wait_backfill(d, "fct", "--from", FIRST, "--to", LAST,
+                             "--reason", "deploy window")
+    runs = request_runs(d, req)
+    days = h.days(FIRST, LAST)
+    h.eq(by_state(runs, "fct"), {"succeeded": days}, "every day of the window rebuilt")
+    want_wk = weeks_of(changed)
+    h.eq(by_state(runs, "wk"), {"succeeded": want_wk,
+                                "skipped": [x for x in ALL_WEEKS if x not in want_wk]},
+         "exactly the weeks with a changed day rebuilt, the others skipped")
+    want_mo = months_of_weeks(want_wk)
+    h.eq(by_state(runs, "mo"), {"succeeded": want_mo,
+                                "skipped": [x for x in ALL_MONTHS if x not in want_mo]},
+         "exactly the months with a changed week rebuilt (chain)")
+    for r in runs:
+        if r["state"] == "skipped":
+            h.eq(r["error"], "inputs unchanged", "a skipped run's reason in runs --json")
+            h.check(r["id"] is not None and r["finished_at"], "a skip is a runs row: %r" % r)
+    skipped = sum(1 for r in runs if r["state"] == "skipped")
+    h.check(re.search(r"\b%d skipped \(inputs unchanged\)" % skipped, out),
+            "--wait's summary names the skipped:\n%s" % out)
+    # the rebuilt weeks hold the new totals, the skipped ones what they held
+    after_wk = dict(w.rows("SELECT week, total FROM wk ORDER BY week"))
+    for wk, total in before_wk:
+        if wk in want_wk:
+            h.check(after_wk[wk] != total, "week %s was rebuilt with its change" % wk)
+        else:
+            h.eq(after_wk[wk], total, "skipped week %s unchanged" % wk)
+    # runs (text), audit (text and JSON), map, stale, status
+    text = d.ok("runs", "--request", str(req), "--state", "skipped")
+    h.check("inputs unchanged" in text and "skipped" in text,
+            "runs --state skipped lists the skips:\n%s" % text)
+    audit = d.json("audit", "--request", str(req))
+    sk = sorted((p["job"], p["partition"]) for p in audit["partitions"]
+                if p.get("state") == "skipped")
+    h.eq(sk, sorted((r["job"], r["partition"]) for r in runs if r["state"] == "skipped"),
+         "audit --json: the skipped partitions")
+    for p in audit["partitions"]:
+        if p.get("state") == "skipped":
+            h.eq(p.get("reason"), "inputs unchanged", "audit --json reason of %r" % p)
+        if p["job"] == "fct" and p["partition"] in changed:
+            h.check(p["checksum_before"] != p["checksum_after"],
+                    "a changed day's checksums differ: %r" % p)
+        elif p["job"] == "fct":
+            h.check(p["checksum_before"] and p["checksum_before"] == p["checksum_after"],
+                    "an unchanged day's checksums are equal: %r" % p)
+    atext = d.ok("audit", "--request", str(req))
+    h.check("skipped" in atext and "inputs unchanged" in atext,
+            "audit's table shows the skips:\n%s" % atext)
+    m = d.json("map", "wk", "--from", ALL_WEEKS[0], "--to", ALL_WEEKS[-1])
+    h.eq(sum(r["count"] for r in m["ranges"] if r["state"] == "skipped"),
+         len(ALL_WEEKS) - len(want_wk), "map --json: skipped weeks")
+    mtext = d.ok("map", "wk", "--from", ALL_WEEKS[0], "--to", ALL_WEEKS[-1])
+    h.check(re.search(r"u skipped %d" % (len(ALL_WEEKS) - len(want_wk)), mtext),
+            "map's legend: u skipped N:\n%s" % mtext)
+    h.eq(d.json("stale")["stale"], [],
+         "nothing stale after the skips (an unchanged input makes nothing stale)")
+    boot = {r["partition"] for r in d.runs(include_boot=True)
+            if r["request"] in d.boot_requests and r["job"] == "wk"}
+    h.eq(d.status()["wk"]["succeeded"], len(set(ALL_WEEKS) | boot),
+         "status: a skipped week's build stands (counted succeeded)")
+    return req
+
+
+def test_chain_one_day(w, d):
+    # one changed day in February: its week and month only
+    w.exec("UPDATE src SET v = v + 7 WHERE dt = '2026-02-11'")
+    req, _ = wait_backfill(d, "fct", "--from", "2026-02-02", "--to", "2026-03-08")
+    runs = request_runs(d, req)
+    h.eq(by_state(runs, "wk"), {"succeeded": ["2026-02-09"],
+                                "skipped": ["2026-02-02", "2026-02-16", "2026-02-23",
+                                            "2026-03-02"]},
+         "chain: the changed day's week only")
+    h.eq(by_state(runs, "mo"), {"succeeded": ["2026-02-01"], "skipped": ["2026-03-01"]},
+         "chain: an unchanged week skips its month unless another week of it changed")
+
+
+def test_already_stale(w, d):
+    # a changed day rebuilt without its downstream leaves its week stale ...
+    w.exec("UPDATE src SET v = v + 1 WHERE dt = '2026-03-18'")
+    req, _ = wait_backfill(d, "fct", "--from", "2026-03-18", "--to", "2026-03-18",
+                           "--no-downstream")
+    [p] = d.json("audit", "--request", str(req))["partitions"]
+    h.check(p["checksum_before"] != p["checksum_after"], "the day came out changed: %r" % p)
+    h.eq(sorted((p["job"], p["partition"]) for p in d.json("stale")["stale"]),
+         [("wk", "2026-03-16")], "the week left stale")
+    # ... so a window whose days all come out the same still rebuilds it
+    req, _ = wait_backfill(d, "fct", "--from", "2026-03-16", "--to", "2026-03-29")
+    runs = request_runs(d, req)
+    h.eq(by_state(runs, "wk"), {"succeeded": ["2026-03-16"], "skipped": ["2026-03-23"]},
+         "a stale week is rebuilt, never skipped")
+    h.eq(by_state(runs, "mo"), {"succeeded": ["2026-03-01"]},
+         "the rebuilt week came out changed: its month runs")
+
+
+def test_no_cutoff_and_dry_run(w, d):
+    out = d.ok("backfill", "fct", "--from", "2026-01-05", "--to", "2026-01-18", "--dry-run")
+    h.check(re.search(r"cutoff: 3 of the 3 downstream partitions are conditional", out),
+            "--dry-run says the downstream is conditional:\n%s" % out)
+    plan = d.json("backfill", "fct", "--from", "2026-01-05", "--to", "2026-01-18", "--dry-run")
+    h.eq((plan["cutoff"], plan["conditional"]), (True, 3), "--dry-run --json cutoff")
+    h.eq(sorted(p["partition"] for p in plan["partitions"] if p["conditional"]),
+         ["2026-01-01", "2026-01-05", "2026-01-12"], "conditional partitions in --json")
+    out = d.ok("backfill", "fct", "--from", "2026-01-05", "--to", "2026-01-18", "--dry-run",
+               "--no-cutoff")
+    h.check("cutoff: off (--no-cutoff)" in out, "--dry-run --no-cutoff:\n%s" % out)
+    req, out = wait_backfill(d, "fct", "--from", "2026-01-05", "--to", "2026-01-18",
+                             "--no-cutoff")
+    runs = request_runs(d, req)
+    h.eq(by_state(runs, "wk"), {"succeeded": ["2026-01-05", "2026-01-12"]},
+         "--no-cutoff rebuilds the unchanged weeks")
+    h.eq(by_state(runs, "mo"), {"succeeded": ["2026-01-01"]}, "--no-cutoff: and the month")
+    h.check("skipped" not in out, "--no-cutoff's summary has no skip:\n%s" % out)
+    # the same window without the flag: nothing downstream runs
+    req, _ = wait_backfill(d, "fct", "--from", "2026-01-05", "--to", "2026-01-18")
+    runs = request_runs(d, req)
+    h.eq((by_state(runs, "wk"), by_state(runs, "mo")),
+         ({"skipped": ["2026-01-05", "2026-01-12"]}, {"skipped": ["2026-01-01"]}),
+         "the same window with cut-off: all skipped")
+
+
+def test_code_change(w, d):
+    # the weekly mart's SQL changes: its weeks rebuild although their
+    # inputs came out the same (its own code version differs)
+    d.write_config(d.config_text.replace("COALESCE(SUM(v), 0)\n", "COALESCE(SUM(v), 0) + 0\n"))
+    d.ok("reload")
+    req, _ = wait_backfill(d, "fct", "--from", "2026-01-05", "--to", "2026-01-18")
+    runs = request_runs(d, req)
+    h.eq(by_state(runs, "wk"), {"succeeded": ["2026-01-05", "2026-01-12"]},
+         "a code change rebuilds the week though its days came out the same")
+    h.eq(by_state(runs, "mo"), {"skipped": ["2026-01-01"]},
+         "... and the month above it, whose weeks came out the same, is skipped")
+
+
+def run_all():
+    w = Warehouse()
+    d = w.d = w.daemon(jobs())
+    seed_src(w)
+    test_deploy_window(w, d)
+    test_chain_one_day(w, d)
+    test_already_stale(w, d)
+    test_no_cutoff_and_dry_run(w, d)
+    test_code_change(w, d)
+    d.stop()
+
+
+def main():
+    if PG:
+        if not os.environ.get("BACKFILLD"):
+            h.binaries()
+        try:
+            tp.cluster()
+            h.main([run_all])
+        finally:
+            if tp.CLUSTER is not None:
+                tp.CLUSTER.close()
+    else:
+        h.main([run_all])
+
+
+if __name__ == "__main__":
+    main()
