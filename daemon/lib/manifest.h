@@ -5,8 +5,8 @@
  * A request is what an operator, the clock schedule or a sensor asked
  * for; its items are the (job, partition) pairs it runs, in run order,
  * each with the items of the same request it waits for (its inputs).  An
- * item is queued, running, succeeded, failed, blocked or cancelled (enum
- * mstate).  A run is one execution in flight: one item, one batch of
+ * item is queued, running, succeeded, failed, blocked, cancelled or
+ * skipped (early cut-off, cutoff.h; enum mstate).  A run is one execution in flight: one item, one batch of
  * items of one request, or one item of each of several requests (rule 5).
  *
  * The scheduler's shell (scheduler.c and the sched_*.c files) owns a
