@@ -55,6 +55,7 @@ def jobs(wk_extra=""):
   partition: week
   start: 2025-12-29
   upstream: [fct]
+  max_backfill: 10
   table: wk
   partition_column: week
   sql: |
@@ -284,17 +285,67 @@ def test_no_cutoff_and_dry_run(w, d):
          "the same window with cut-off: all skipped")
 
 
+def built_weeks(d):
+    return sorted(r[0] for r in d.state_rows(
+        "SELECT partition_key FROM partitions WHERE job = 'wk'"))
+
+
 def test_code_change(w, d):
     # the weekly mart's SQL changes: its weeks rebuild although their
     # inputs came out the same (its own code version differs)
+    weeks = built_weeks(d)
     d.write_config(d.config_text.replace("COALESCE(SUM(v), 0)\n", "COALESCE(SUM(v), 0) + 0\n"))
-    d.ok("reload")
+    for args in (("--dry-run",), ()):
+        out = d.ok("reload", *args)
+        h.check(re.search(r"wk: %d partitions built by older code versions; rebuild them:"
+                          r" backfillctl backfill wk --changed --from D --to D \(they are"
+                          r" above its max_backfill" % len(weeks), out),
+                "reload %s names what the old version built:\n%s" % (args, out))
+        h.check("estimate:" not in out.split("wk:")[1],
+                "no estimate of a request that would be refused:\n%s" % out)
+    rep = d.json("reload", "--dry-run")
+    h.eq(rep["rebuild"], [], "reload --dry-run --json: nothing changed since")
     req, _ = wait_backfill(d, "fct", "--from", "2026-01-05", "--to", "2026-01-18")
     runs = request_runs(d, req)
     h.eq(by_state(runs, "wk"), {"succeeded": ["2026-01-05", "2026-01-12"]},
          "a code change rebuilds the week though its days came out the same")
     h.eq(by_state(runs, "mo"), {"skipped": ["2026-01-01"]},
          "... and the month above it, whose weeks came out the same, is skipped")
+    return weeks
+
+
+def test_changed(w, d, weeks):
+    # backfill wk --changed: the weeks whose newest build used an older
+    # version; refused whole above max_backfill, like any request
+    left = [x for x in weeks if x not in ("2026-01-05", "2026-01-12")]
+    h.check(len(left) > 10, "more weeks left than wk's max_backfill: %r" % left)
+    rc, out, err = d.ctl("backfill", "wk", "--changed")
+    e = h.one_line_error(rc, out, err, 2, "--changed above max_backfill")
+    h.check("refused: the set built by other code versions is %d partitions" % len(left) in e
+            and "nothing was queued" in e, "refusal: %r" % e)
+    # within bounds
+    plan = d.json("backfill", "wk", "--changed", "--from", "2026-01-19", "--to", "2026-02-15",
+                  "--dry-run")
+    h.eq([p["partition"] for p in plan["partitions"] if not p["downstream"]],
+         ["2026-01-19", "2026-01-26", "2026-02-02", "2026-02-09"], "--changed --from --to")
+    req, _ = wait_backfill(d, "wk", "--changed", "--from", "2026-01-19", "--to", "2026-02-15")
+    runs = request_runs(d, req)
+    h.eq(by_state(runs, "wk"), {"succeeded": ["2026-01-19", "2026-01-26", "2026-02-02",
+                                              "2026-02-09"]}, "--changed within bounds ran")
+    h.eq(sorted(set(r["code_version"] for r in h.by_job(runs, "wk"))),
+         [j["code_version"] for j in d.json("jobs")["jobs"] if j["name"] == "wk"],
+         "rebuilt by the current version")
+    h.eq(sorted(set(r["state"] for r in h.by_job(runs, "mo"))), ["skipped"],
+         "the months above came out the same: skipped")
+    # the rest, without bounds, then nothing
+    rest = [x for x in left if x not in ("2026-01-19", "2026-01-26", "2026-02-02",
+                                         "2026-02-09")]
+    req, _ = wait_backfill(d, "wk", "--changed")
+    h.eq(by_state(request_runs(d, req), "wk"), {"succeeded": rest}, "--changed: the rest")
+    out = d.ok("backfill", "wk", "--changed")
+    h.check("nothing to run" in out and "other than" in out, "--changed once all rebuilt: %r" % out)
+    out = d.ok("reload")
+    h.check("wk:" not in out, "a reload without a code change names no rebuild:\n%s" % out)
 
 
 def run_all():
@@ -305,7 +356,8 @@ def run_all():
     test_chain_one_day(w, d)
     test_already_stale(w, d)
     test_no_cutoff_and_dry_run(w, d)
-    test_code_change(w, d)
+    weeks = test_code_change(w, d)
+    test_changed(w, d, weeks)
     d.stop()
 
 
