@@ -346,6 +346,25 @@ def test_changed(w, d, weeks):
     h.check("nothing to run" in out and "other than" in out, "--changed once all rebuilt: %r" % out)
     out = d.ok("reload")
     h.check("wk:" not in out, "a reload without a code change names no rebuild:\n%s" % out)
+    # the fact's code changes: reload --dry-run names the command and its
+    # estimate (within max_backfill)
+    days = [r[0] for r in d.state_rows("SELECT partition_key FROM partitions WHERE job = 'fct'")]
+    d.write_config(d.config_text.replace("SELECT dt, store, v FROM src",
+                                         "SELECT dt, store, v + 0 FROM src"))
+    out = d.ok("reload", "--dry-run")
+    h.check(re.search(r"fct: %d partitions built by older code versions; rebuild them:"
+                      r" backfillctl backfill fct --changed\n  estimate: \d" % len(days), out),
+            "reload --dry-run: the command and its estimate:\n%s" % out)
+    [rb] = d.json("reload", "--dry-run")["rebuild"]
+    h.eq((rb["job"], rb["partitions"], rb["command"], rb["above_max_backfill"]),
+         ("fct", len(days), "backfillctl backfill fct --changed", False),
+         "reload --dry-run --json: rebuild")
+    h.check(rb["estimate"] and rb["estimate"]["seconds"] >= 0, "an estimate: %r" % rb)
+    d.ok("reload")
+    plan = d.json("backfill", "fct", "--changed", "--dry-run")
+    h.eq(sum(1 for p in plan["partitions"] if not p["downstream"]), len(days),
+         "backfill fct --changed --dry-run: every day the old version built")
+    h.check(plan["estimate"] is not None, "backfill --changed --dry-run has its estimate")
 
 
 def run_all():
