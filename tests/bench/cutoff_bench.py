@@ -152,14 +152,36 @@ def one(d, cutoff):
     wall = time.monotonic() - t
     h.check(p.returncode == 0, "backfill failed: %s %s" % (p.stdout, p.stderr))
     req = int(p.stdout.split("request ")[1].split(":")[0])
-    counts, down_s = {}, 0.0
+    counts, down_s, fct = {}, 0.0, []
     for r in d.json("runs", "--request", str(req)):
         counts.setdefault(r["job"], {}).setdefault(r["state"], 0)
         counts[r["job"]][r["state"]] += 1
-        if r["job"] != "fct" and r["state"] == "succeeded":
-            down_s += (h.parse_iso(r["finished_at"]) -
-                       h.parse_iso(r["started_at"])).total_seconds()
+        if r["state"] != "succeeded":
+            continue
+        took = (h.parse_iso(r["finished_at"]) - h.parse_iso(r["started_at"])).total_seconds()
+        if r["job"] == "fct":
+            fct.append(took)
+        else:
+            down_s += took
+    counts["fct_median_s"] = statistics.median(fct)
     return wall, counts, down_s
+
+
+def fact_alone(rows, rounds):
+    """The fact's median run time without downstream jobs (so without
+    fingerprints), over `rounds` backfills of the window."""
+    d = h.Daemon(jobs=JOBS[:JOBS.index("- name: wk")], warehouses={"dw": None}, clock=None,
+                 name="cutoffbench0", settings={"max_concurrency": 4, "max_backfill": 1000},
+                 start=False)
+    seed(d.warehouses["dw"], rows)
+    d.start()
+    d.ok("backfill", "fct", "--from", days()[0], "--to", days()[-1], "--wait")
+    med = []
+    for k in range(rounds):
+        change(d.warehouses["dw"], changed_days(False), k + 1)
+        med.append(one(d, True)[1]["fct_median_s"])
+    d.stop()
+    return statistics.median(med)
 
 
 def main():
@@ -218,6 +240,10 @@ def main():
     print("  request wall time: median %.2f s with, %.2f s without: %.2fx (%.0f%% saved)"
           % (med[True][0], med[False][0], med[False][0] / med[True][0],
              100 * (1 - med[True][0] / med[False][0])))
+    alone = fact_alone(a.rows, a.rounds)
+    withfp = statistics.median(r[1]["fct_median_s"] for c in res for r in res[c])
+    print("  fingerprints: a fact run takes median %.1f ms reading them, %.1f ms without"
+          " downstream (none read): %.2fx" % (withfp * 1000, alone * 1000, withfp / alone))
 
 
 if __name__ == "__main__":

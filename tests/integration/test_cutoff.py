@@ -73,6 +73,18 @@ def jobs(wk_extra=""):
     DELETE FROM mo WHERE month = :partition;
     INSERT INTO mo SELECT CAST(:partition AS TEXT), COALESCE(SUM(total), 0)
       FROM wk WHERE week >= :partition_start AND week < :partition_end;
+- name: plain
+  warehouse: dw
+  partition: day
+  start: 2026-01-01
+  catchup: false
+  sql: SELECT 1
+- name: plainwk
+  warehouse: dw
+  partition: week
+  start: 2025-12-29
+  upstream: [plain]
+  sql: SELECT 1
 """ % wk_extra
 
 
@@ -367,11 +379,24 @@ def test_changed(w, d, weeks):
     h.check(plan["estimate"] is not None, "backfill --changed --dry-run has its estimate")
 
 
+def test_no_fingerprint(w, d):
+    # an input without table: and partition_column: has no fingerprint:
+    # what it feeds always runs
+    for _ in range(2):
+        req, _ = wait_backfill(d, "plain", "--from", "2026-01-05", "--to", "2026-01-06")
+        h.eq(by_state(request_runs(d, req), "plainwk"), {"succeeded": ["2026-01-05"]},
+             "the downstream of an input without a fingerprint runs")
+    plan = d.json("backfill", "plain", "--from", "2026-01-05", "--to", "2026-01-06",
+                  "--dry-run")
+    h.eq(plan["conditional"], 0, "... and --dry-run calls none of it conditional")
+
+
 def run_all():
     w = Warehouse()
     d = w.d = w.daemon(jobs())
     seed_src(w)
     test_deploy_window(w, d)
+    test_no_fingerprint(w, d)
     test_chain_one_day(w, d)
     test_already_stale(w, d)
     test_no_cutoff_and_dry_run(w, d)
