@@ -233,6 +233,23 @@ def test_deploy_window(w, d):
             "map's legend: u skipped N:\n%s" % mtext)
     h.eq(d.json("stale")["stale"], [],
          "nothing stale after the skips (an unchanged input makes nothing stale)")
+    # the log line of each skip, and the report page's columns
+    with open(d.log) as f:
+        log = f.read()
+    for r in runs:
+        if r["state"] == "skipped":
+            h.check("job=%s partition=%s request=%d run=%d skipped: inputs unchanged"
+                    % (r["job"], r["partition"], req, r["id"]) in log,
+                    "the log names the skip of %s %s" % (r["job"], r["partition"]))
+    page = os.path.join(d.dir, "report.html")
+    d.ok("report", "--html", page)
+    with open(page) as f:
+        html = f.read()
+    h.check(html.count("<th>skipped</th>") == 2, "the report's request tables have a skipped column")
+    h.check(re.search(r"<tr><td>%d</td>.*?</td><td>%d</td><td>%d</td><td>0</td>"
+                      % (req, len(days) + len(want_wk) + len(want_mo), skipped), html),
+            "the report's audit row of request %d: succeeded %d, skipped %d"
+            % (req, len(days) + len(want_wk) + len(want_mo), skipped))
     boot = {r["partition"] for r in d.runs(include_boot=True)
             if r["request"] in d.boot_requests and r["job"] == "wk"}
     h.eq(d.status()["wk"]["succeeded"], len(set(ALL_WEEKS) | boot),
@@ -254,6 +271,10 @@ def test_chain_one_day(w, d):
 
 
 def test_already_stale(w, d):
+    # a day rebuilt identical without its downstream leaves nothing stale
+    d.ok("backfill", "fct", "--from", "2026-03-17", "--to", "2026-03-17",
+         "--no-downstream", "--wait")
+    h.eq(d.json("stale")["stale"], [], "an identical rebuild with --no-downstream: not stale")
     # a changed day rebuilt without its downstream leaves its week stale ...
     w.exec("UPDATE src SET v = v + 1 WHERE dt = '2026-03-18'")
     req, _ = wait_backfill(d, "fct", "--from", "2026-03-18", "--to", "2026-03-18",
