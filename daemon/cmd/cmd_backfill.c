@@ -84,17 +84,10 @@ backfill_check_count(const struct job_def *j, int64_t count, const char *what,
 		       j->max_backfill, j->max_backfill);
 }
 
-struct backfill_keys {
-	const struct job_def *j;
-	part_t *parts;
-	size_t n, cap;
-};
-
-/* Collect a key into a partition list. */
-static int
-backfill_key_cb(const char *key, void *data, struct err *err)
+int
+cmd_keys_cb(const char *key, void *data, struct err *err)
 {
-	struct backfill_keys *kc = data;
+	struct cmd_keys *kc = data;
 	part_t p;
 
 	if (part_parse_key(kc->j->grain, key, &p, NULL) < 0)
@@ -114,12 +107,12 @@ backfill_stale_cb(int job, part_t part, bool built, int64_t built_at,
 	      const struct stale_input *in, size_t nin, void *data,
 	      struct err *err)
 {
-	struct backfill_keys *kc = data;
+	struct cmd_keys *kc = data;
 	char key[CAL_KEY_MAX];
 
 	(void)job; (void)built; (void)built_at; (void)in; (void)nin;
 	part_key(kc->j->grain, part, key);
-	return backfill_key_cb(key, kc, err);
+	return cmd_keys_cb(key, kc, err);
 }
 
 /* The file line of the n-th date (1-based): from the client's dates_lines
@@ -142,7 +135,7 @@ backfill_dates_line(const char *lines, int n)
 /* Refuse more distinct partitions than the job's max_backfill: sorts
  * and deduplicates kc first, so 1,001 copies of a date are one. */
 static int
-backfill_dates_count(struct backfill_keys *kc, struct err *err)
+backfill_dates_count(struct cmd_keys *kc, struct err *err)
 {
 	kc->n = backfill_unique(kc->parts, kc->n);
 	return backfill_check_count(kc->j, (int64_t)kc->n, "the dates file", err);
@@ -154,7 +147,7 @@ backfill_dates_count(struct backfill_keys *kc, struct err *err)
  * distinct partitions. */
 static int
 backfill_parse_dates(const struct job_def *j, const char *dates, const char *file,
-	    const char *lines, struct backfill_keys *kc, struct err *err)
+	    const char *lines, struct cmd_keys *kc, struct err *err)
 {
 	const char *p = dates;
 	int line = 0;
@@ -185,7 +178,7 @@ backfill_parse_dates(const struct job_def *j, const char *dates, const char *fil
 		for (part_t q = r.first; q <= r.last; q++) {
 			char key[CAL_KEY_MAX];
 			part_key(j->grain, q, key);
-			if (backfill_key_cb(key, kc, err) < 0)
+			if (cmd_keys_cb(key, kc, err) < 0)
 				return -1;
 		}
 		/* bounded memory: duplicates go every few bounds' worth */
@@ -467,7 +460,7 @@ backfill_controls(const struct config *cfg, int j, const struct proto_msg *req,
 
 /* rerun: the one partition, a key of the job's grain within its bounds. */
 static int
-backfill_rerun_part(const struct proto_msg *req, struct backfill_keys *kc,
+backfill_rerun_part(const struct proto_msg *req, struct cmd_keys *kc,
 		    struct sched_req *rq, struct err *err)
 {
 	const char *partition = proto_get(req, "partition");
@@ -477,13 +470,13 @@ backfill_rerun_part(const struct proto_msg *req, struct backfill_keys *kc,
 	    backfill_check_bounds(kc->j, p, p, err) < 0)
 		return -1;
 	rq->from_key = rq->to_key = partition;
-	return backfill_key_cb(partition, kc, err);
+	return cmd_keys_cb(partition, kc, err);
 }
 
 /* --from/--to at the job's grain: the range within the job's bounds and,
  * unless --built-by narrows it, its max_backfill; its keys into fk, tk. */
 static int
-backfill_range(const struct proto_msg *req, struct backfill_keys *kc,
+backfill_range(const struct proto_msg *req, struct cmd_keys *kc,
 	       struct part_range *r, struct sched_req *rq, char *fk, char *tk,
 	       struct err *err)
 {
@@ -506,13 +499,13 @@ backfill_range(const struct proto_msg *req, struct backfill_keys *kc,
  * the range r when --from/--to narrow it. */
 static int
 backfill_built_by(struct sched *s, const char *built_by, bool narrow,
-		  const struct part_range *r, struct backfill_keys *kc,
+		  const struct part_range *r, struct cmd_keys *kc,
 		  struct err *err)
 {
 	size_t k = 0;
 
 	if (store_keys_built_by(sched_store(s), kc->j->name, built_by,
-				backfill_key_cb, kc, err) < 0)
+				cmd_keys_cb, kc, err) < 0)
 		return -1;
 	if (narrow) {
 		for (size_t i = 0; i < kc->n; i++)
@@ -529,11 +522,11 @@ backfill_built_by(struct sched *s, const char *built_by, bool narrow,
  * it; refused whole above max_backfill. */
 static int
 backfill_changed(struct sched *s, bool narrow, const char *fk,
-		 const char *tk, struct backfill_keys *kc, struct err *err)
+		 const char *tk, struct cmd_keys *kc, struct err *err)
 {
 	if (store_keys_changed(sched_store(s), kc->j->name,
 			       kc->j->code_version, narrow ? fk : "",
-			       narrow ? tk : "~", backfill_key_cb, kc,
+			       narrow ? tk : "~", cmd_keys_cb, kc,
 			       err) < 0)
 		return -1;
 	return backfill_check_count(kc->j, (int64_t)kc->n, "the set built by"
@@ -543,7 +536,7 @@ backfill_changed(struct sched *s, bool narrow, const char *fk,
 /* --stale: the job's stale partitions; 1 (with a message in res) when
  * there are none, -1 after refusing. */
 static int
-backfill_stale(struct sched *s, int j, struct backfill_keys *kc,
+backfill_stale(struct sched *s, int j, struct cmd_keys *kc,
 	       struct cmd_res *res)
 {
 	struct err err;
@@ -570,7 +563,7 @@ backfill_stale(struct sched *s, int j, struct backfill_keys *kc,
 
 /* --dates-file: the file's dates (at least one), within the bounds. */
 static int
-backfill_dates(const struct proto_msg *req, struct backfill_keys *kc,
+backfill_dates(const struct proto_msg *req, struct cmd_keys *kc,
 	       struct cmd_res *res)
 {
 	struct err err;
@@ -603,7 +596,7 @@ backfill_dates(const struct proto_msg *req, struct backfill_keys *kc,
  */
 static int
 backfill_select(struct cmd_ctx *ctx, const struct proto_msg *req, int j,
-		struct backfill_keys *kc, struct sched_req *rq, char *fk,
+		struct cmd_keys *kc, struct sched_req *rq, char *fk,
 		char *tk, struct cmd_res *res)
 {
 	struct sched *s = ctx->sched;
@@ -635,7 +628,7 @@ backfill_select(struct cmd_ctx *ctx, const struct proto_msg *req, int j,
 		char key[CAL_KEY_MAX];
 
 		part_key(kc->j->grain, q, key);
-		if (backfill_key_cb(key, kc, &err) < 0)
+		if (cmd_keys_cb(key, kc, &err) < 0)
 			goto fail;
 	}
 	return 0;
@@ -686,7 +679,7 @@ static void backfill_verified(struct cmd_ctx *ctx, const struct proto_msg *req,
  * backfill_verified), then the plan (a dry run prints it) or the queue. */
 static void
 backfill_submit(struct cmd_ctx *ctx, const struct proto_msg *req, int j,
-		struct backfill_keys *kc, struct sched_req *rq, bool verified,
+		struct cmd_keys *kc, struct sched_req *rq, bool verified,
 		struct cmd_res *res)
 {
 	struct sched *s = ctx->sched;
@@ -747,7 +740,7 @@ backfill_common(struct cmd_ctx *ctx, const struct proto_msg *req,
 {
 	const struct config *cfg = sched_config(ctx->sched);
 	struct sched_req rq = { .kind = rerun ? "rerun" : "backfill" };
-	struct backfill_keys kc = { 0 };
+	struct cmd_keys kc = { 0 };
 	char fk[CAL_KEY_MAX], tk[CAL_KEY_MAX];
 	bool *keep = NULL;
 	struct err err;

@@ -16,30 +16,6 @@
 #include "plan.h"
 #include "xalloc.h"
 
-struct changed_keys {
-	const struct job_def *j;
-	part_t *parts;
-	size_t n, cap;
-};
-
-/* Collect one key built by another version. */
-static int
-changed_key_cb(const char *key, void *data, struct err *err)
-{
-	struct changed_keys *ck = data;
-	part_t p;
-
-	(void)err;
-	if (part_parse_key(ck->j->grain, key, &p, NULL) < 0)
-		return 0;
-	if (ck->n == ck->cap) {
-		ck->cap = ck->cap ? ck->cap * 2 : 64;
-		ck->parts = xreallocarray(ck->parts, ck->cap, sizeof *ck->parts);
-	}
-	ck->parts[ck->n++] = p;
-	return 0;
-}
-
 /* A job's recent durations, for estimate_plan. */
 static int
 changed_durations_cb(const char *job, int64_t *ms, size_t max, size_t *n,
@@ -50,7 +26,7 @@ changed_durations_cb(const char *job, int64_t *ms, size_t max, size_t *n,
 
 /* The estimate of backfill JOB --changed over ck: 0, or -1 (none). */
 static int
-changed_estimate(struct sched *s, int j, const struct changed_keys *ck,
+changed_estimate(struct sched *s, int j, const struct cmd_keys *ck,
 		 struct estimate *est)
 {
 	struct sched_req rq = { .job = j, .kind = "backfill",
@@ -76,13 +52,13 @@ changed_job(struct sched *s, const struct config_diff_changed *c, bool json,
 {
 	const struct config *cfg = sched_config(s);
 	int j = config_job_index(cfg, c->name);
-	struct changed_keys ck = { .j = j >= 0 ? &cfg->jobs[j] : NULL };
+	struct cmd_keys ck = { .j = j >= 0 ? &cfg->jobs[j] : NULL };
 	struct estimate est = { 0 };
 	bool over, has_est = false;
 	struct err err;
 
 	if (ck.j == NULL || store_keys_changed(sched_store(s), c->name,
-	    c->new_code_version, "", "~", changed_key_cb, &ck, &err) < 0)
+	    c->new_code_version, "", "~", cmd_keys_cb, &ck, &err) < 0)
 		return;
 	over = ck.n > (size_t)ck.j->max_backfill;
 	if (ck.n > 0 && !over)

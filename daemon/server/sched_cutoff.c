@@ -91,14 +91,6 @@ sched_cutoff_skips(struct sched *s, const struct item *x)
 	return skip;
 }
 
-/* A partition's newest run is now a skip: the per-job counts follow. */
-static void
-sched_cutoff_prev_cb(const char *job, enum mstate prev, enum mstate state,
-		     void *data)
-{
-	sched_count_finished(data, job, prev, state);
-}
-
 /* Record the skip of item x (already skipped in memory). */
 static int
 sched_cutoff_record(struct sched *s, struct item *x, int64_t now,
@@ -114,7 +106,7 @@ sched_cutoff_record(struct sched *s, struct item *x, int64_t now,
 	    store_run_finish(s->store, *rid, MS_SKIPPED, now,
 			     CUTOFF_REASON_UNCHANGED, -1, err) < 0 ||
 	    store_partition_finished(s->store, x->job_name, x->key, *rid,
-				     MS_SKIPPED, sched_cutoff_prev_cb, s,
+				     MS_SKIPPED, sched_count_prev_cb, s,
 				     err) < 0 ||
 	    sched_item_store(s, x, CUTOFF_REASON_UNCHANGED, now, err) < 0)
 		return sched_tx_end(s, -1, err);

@@ -370,14 +370,6 @@ struct outcome {
 	bool retry;
 };
 
-/* A partition's newest run changed: the per-job counts follow. */
-static void
-sched_prev_cb(const char *job, enum mstate prev, enum mstate state,
-	      void *data)
-{
-	sched_count_finished(data, job, prev, state);
-}
-
 /*
  * When a successful build landed, for staleness: now, but for a run that
  * left its partition identical (early cut-off, cutoff.h), which keeps
@@ -451,7 +443,7 @@ sched_record_part(struct sched *s, struct active *a, size_t i,
 		return -1;
 	if (o->run_state != MS_CANCELLED &&
 	    store_partition_finished(s->store, a->mr->job_name, key, rid,
-				     o->run_state, sched_prev_cb, s, err) < 0)
+				     o->run_state, sched_count_prev_cb, s, err) < 0)
 		return -1;
 	if (o->result == MS_SUCCEEDED &&
 	    store_partition_built(s->store, a->mr->job_name, key,

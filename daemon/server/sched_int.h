@@ -157,6 +157,10 @@ struct jobstate *sched_jobstate_of(struct sched *s, int job);
 int sched_jobstate_save(struct sched *s, struct jobstate *js, struct err *err);
 void sched_count_finished(struct sched *s, const char *job, enum mstate prev,
 			  enum mstate state);
+/* sched_count_finished as the store's partition_finished callback (data:
+ * the scheduler). */
+void sched_count_prev_cb(const char *job, enum mstate prev, enum mstate state,
+			 void *data);
 void sched_count_load_cb(const char *job, enum mstate state, int64_t count,
 			 void *data);
 bool sched_paused_cb(void *data, int job);

@@ -1071,17 +1071,13 @@ store_sqlite_last_states(struct store *base, const char *job,
 	return rc;
 }
 
+/* Hand each key of a builds query (first column) to cb. */
 static int
-store_sqlite_keys_built_by(struct store *base, const char *job,
-			   const char *code_version, store_key_cb cb,
-			   void *data, struct err *err)
+store_sqlite_key_rows(struct store_sqlite *st, sqlite3_stmt *s,
+		      store_key_cb cb, void *data, struct err *err)
 {
-	struct store_sqlite *st = store_sqlite_of(base);
-	sqlite3_stmt *s = st->stmt[S_BUILT_BY];
 	int rc;
 
-	bind_text(s, 1, job);
-	bind_text(s, 2, code_version);
 	while ((rc = store_sqlite_next(st, s, err, "reading builds")) > 0) {
 		if (cb(col_text(s, 0), data, err) < 0) {
 			store_sqlite_done(s);
@@ -1092,6 +1088,19 @@ store_sqlite_keys_built_by(struct store *base, const char *job,
 }
 
 static int
+store_sqlite_keys_built_by(struct store *base, const char *job,
+			   const char *code_version, store_key_cb cb,
+			   void *data, struct err *err)
+{
+	struct store_sqlite *st = store_sqlite_of(base);
+	sqlite3_stmt *s = st->stmt[S_BUILT_BY];
+
+	bind_text(s, 1, job);
+	bind_text(s, 2, code_version);
+	return store_sqlite_key_rows(st, s, cb, data, err);
+}
+
+static int
 store_sqlite_keys_changed(struct store *base, const char *job,
 			  const char *code_version, const char *first_key,
 			  const char *last_key, store_key_cb cb, void *data,
@@ -1099,19 +1108,12 @@ store_sqlite_keys_changed(struct store *base, const char *job,
 {
 	struct store_sqlite *st = store_sqlite_of(base);
 	sqlite3_stmt *s = st->stmt[S_KEYS_CHANGED];
-	int rc;
 
 	bind_text(s, 1, job);
 	bind_text(s, 2, code_version);
 	bind_text(s, 3, first_key);
 	bind_text(s, 4, last_key);
-	while ((rc = store_sqlite_next(st, s, err, "reading builds")) > 0) {
-		if (cb(col_text(s, 0), data, err) < 0) {
-			store_sqlite_done(s);
-			return -1;
-		}
-	}
-	return rc;
+	return store_sqlite_key_rows(st, s, cb, data, err);
 }
 
 static int
