@@ -12,7 +12,9 @@ downstream warehouse time (the wk and mo runs' durations from runs
 --json).  The changed days are a burst of consecutive days (an incident
 in the deploy window) or, with --scatter, spread over the window.
 Prints the medians of each mode and the ratios; target: downstream runs
-equal to the weeks and months that hold a changed day.
+equal to the weeks and months that hold a changed day.  A second daemon
+with the fact alone (no downstream, so no fingerprint read), backfilled
+in the same rounds, gives the fingerprints' cost per fact run.
 
     BACKFILLD=build-release/daemon/backfilld \\
     BACKFILLCTL=build-release/daemon/backfillctl \\
@@ -167,21 +169,15 @@ def one(d, cutoff):
     return wall, counts, down_s
 
 
-def fact_alone(rows, rounds):
-    """The fact's median run time without downstream jobs (so without
-    fingerprints), over `rounds` backfills of the window."""
+def fact_alone_daemon(rows):
+    """The fact alone, without downstream jobs: no fingerprint is read."""
     d = h.Daemon(jobs=JOBS[:JOBS.index("- name: wk")], warehouses={"dw": None}, clock=None,
                  name="cutoffbench0", settings={"max_concurrency": 4, "max_backfill": 1000},
                  start=False)
     seed(d.warehouses["dw"], rows)
     d.start()
     d.ok("backfill", "fct", "--from", days()[0], "--to", days()[-1], "--wait")
-    med = []
-    for k in range(rounds):
-        change(d.warehouses["dw"], changed_days(False), k + 1)
-        med.append(one(d, True)[1]["fct_median_s"])
-    d.stop()
-    return statistics.median(med)
+    return d
 
 
 def main():
@@ -200,7 +196,9 @@ def main():
     changed = changed_days(a.scatter)
     want_wk, want_mo = windows(changed)
     d.ok("backfill", "fct", "--from", days()[0], "--to", days()[-1], "--wait")
+    d0 = None if a.smoke else fact_alone_daemon(a.rows)
     res = {True: [], False: []}
+    alone = []
     k = 0
     for rnd in range(a.rounds):
         for cutoff in ((True, False) if rnd % 2 == 0 else (False, True)):
@@ -208,6 +206,11 @@ def main():
             change(d.warehouses["dw"], changed, k)
             wall, counts, down_s = one(d, cutoff)
             res[cutoff].append((wall, counts, down_s, marts(d.warehouses["dw"])))
+        if d0 is not None:
+            change(d0.warehouses["dw"], changed, k)
+            alone.append(one(d0, True)[1]["fct_median_s"])
+    if d0 is not None:
+        d0.stop()
     # cut-off left the marts what a full rebuild makes of the same source
     change(d.warehouses["dw"], changed, k + 1)
     one(d, True)
@@ -240,7 +243,7 @@ def main():
     print("  request wall time: median %.2f s with, %.2f s without: %.2fx (%.0f%% saved)"
           % (med[True][0], med[False][0], med[False][0] / med[True][0],
              100 * (1 - med[True][0] / med[False][0])))
-    alone = fact_alone(a.rows, a.rounds)
+    alone = statistics.median(alone)
     withfp = statistics.median(r[1]["fct_median_s"] for c in res for r in res[c])
     print("  fingerprints: a fact run takes median %.1f ms reading them, %.1f ms without"
           " downstream (none read): %.2fx" % (withfp * 1000, alone * 1000, withfp / alone))
