@@ -390,6 +390,64 @@ START_TEST(migrates_history_from_v2)
 }
 END_TEST
 
+/* A store of schema 6 (before early cut-off) keeps every row through
+ * 007_cutoff.sql, which rebuilds manifest, runs and partition_latest for
+ * the state 'skipped': ids, the rows that reference them (run_audit, a
+ * run's manifest row) and the foreign keys hold. */
+START_TEST(migrates_cutoff_from_v6)
+{
+	struct store *again;
+	struct err err;
+	sqlite3 *db;
+	char *msg = NULL;
+
+	store_close(st);
+	st = NULL;
+	unlink(path);
+	ck_assert_int_eq(sqlite3_open(path, &db), SQLITE_OK);
+	for (int i = 0; i < 6; i++)
+		ck_assert_int_eq(sqlite3_exec(db, sql_migrations[i].sql, NULL,
+					      NULL, NULL), SQLITE_OK);
+	ck_assert_int_eq(sqlite3_exec(db,
+		"PRAGMA user_version = 6;"
+		"INSERT INTO requests (id, job, kind, created_at) VALUES"
+		" (1, 'fct', 'backfill', 1);"
+		"INSERT INTO manifest (id, request_id, job, partition_key, seq,"
+		" state, created_at, updated_at) VALUES"
+		" (7, 1, 'fct', '2026-02-08', 0, 'succeeded', 1, 1);"
+		"INSERT INTO runs (id, manifest_id, request_id, job,"
+		" partition_key, attempt, state, started_at, finished_at,"
+		" shared_run) VALUES (9, 7, 1, 'fct', '2026-02-08', 1,"
+		" 'succeeded', 1, 2, NULL);"
+		"INSERT INTO run_audit (run_id, partition_key, rows_before,"
+		" rows_after, passed) VALUES (9, '2026-02-08', 1, 2, 1);"
+		"INSERT INTO partition_latest VALUES ('fct', '2026-02-08', 9,"
+		" 'succeeded');",
+		NULL, NULL, &msg), SQLITE_OK);
+	sqlite3_close(db);
+	ck_assert_int_eq(store_open(path, &again, &err), 0);
+	st = again;
+	ck_assert_int_eq(peek("PRAGMA user_version"), sql_migrations_count);
+	ck_assert_int_eq(peek("SELECT manifest_id FROM runs WHERE id = 9"), 7);
+	ck_assert_int_eq(peek("SELECT rows_after FROM run_audit WHERE"
+			      " run_id = 9"), 2);
+	ck_assert_int_eq(peek("SELECT run_id FROM partition_latest"), 9);
+	ck_assert_int_eq(peek("SELECT COUNT(*) FROM pragma_foreign_key_check"),
+			 0);
+	ck_assert_int_eq(peek("SELECT COUNT(*) FROM sqlite_master WHERE name"
+			      " LIKE '%_new'"), 0);
+	/* the new state, and what goes with it */
+	ck_assert_int_eq(store_run_finish(st, 9, MS_SKIPPED, 3,
+					  "inputs unchanged", -1, &err), 0);
+	ck_assert_int_eq(store_item_set(st, 7, MS_SKIPPED, 1, 0,
+					"inputs unchanged", NULL, 0, 3, &err), 0);
+	ck_assert_int_eq(store_flush(st, &err), 0);
+	ck_assert_int_eq(peek("SELECT COUNT(*) FROM runs WHERE state ="
+			      " 'skipped'"), 1);
+	ck_assert_int_eq(peek("SELECT changed FROM manifest WHERE id = 7"), 0);
+}
+END_TEST
+
 /* A request with one manifest row and `n` finished runs of it, ending at
  * `at`; returns the request id (finished at `at` unless open). */
 static int64_t
@@ -863,6 +921,7 @@ main(void)
 	tcase_add_test(tc, migrates_once);
 	tcase_add_test(tc, refuses_newer_schema);
 	tcase_add_test(tc, migrates_history_from_v2);
+	tcase_add_test(tc, migrates_cutoff_from_v6);
 	tcase_add_test(tc, wal_stays_bounded);
 	tcase_add_test(tc, opens_from_config);
 	tcase_add_test(tc, pg_module_absent);
