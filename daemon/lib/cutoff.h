@@ -63,9 +63,9 @@ enum cutoff_verdict {
 #define CUTOFF_REASON_UNCHANGED "inputs unchanged"
 
 /* Does a run of job j read its partition's fingerprint (a SQL job with
- * table: and partition_column: on SQLite or PostgreSQL, feeding another
- * job)?  On ClickHouse and for command jobs, no: their downstream always
- * runs. */
+ * table: and partition_column: that feeds another job; on ClickHouse the
+ * live partition before publishing and the stage)?  For a command job,
+ * no: its downstream always runs. */
 bool cutoff_fingerprinted(const struct config *cfg, const struct job_def *j);
 /* The state store's form of what a run did to its partition (its
  * manifest row's `changed`): 0 identical, 1 changed, -1 anything else;
