@@ -135,6 +135,12 @@ sched_cutoff_skip(struct sched *s, struct item *x, int64_t now)
 	log_info("job=%s partition=%s request=%" PRId64 " run=%" PRId64
 		 " skipped: " CUTOFF_REASON_UNCHANGED, x->job_name, x->key,
 		 rq->id, rid);
+	if (s->run_cb != NULL) {
+		struct sched_run_event ev = { .job = x->job_name,
+					      .state = MS_SKIPPED };
+
+		s->run_cb(s->run_data, &ev);
+	}
 	fresh_done(s->fresh, x->job_name, x->key);
 	sched_fresh_outs(s, x, now);
 	manifest_settle_outs(&s->m, x);

@@ -140,7 +140,8 @@ void sched_each_request(struct sched *s, sched_request_cb cb, void *data);
 /* A run ended (not one that could not start): for the metrics. */
 struct sched_run_event {
 	const char *job;
-	enum mstate state;   /* succeeded, failed or cancelled */
+	enum mstate state;   /* succeeded, failed, cancelled, or skipped by
+			      * early cut-off (no duration, no checks) */
 	double duration_s;
 	bool has_delay;      /* a scheduled partition: */
 	double delay_s;      /* from its due time to the run's start */
