@@ -657,8 +657,9 @@ backfill_answer(struct cmd_res *res, const struct sched_req *rq,
 			buf_printf(&res->out, "%d", rq->concurrency);
 		else
 			buf_addstr(&res->out, "null");
-		buf_printf(&res->out, ", \"fail_fast\": %s}\n",
-			   rq->fail_fast ? "true" : "false");
+		buf_printf(&res->out, ", \"fail_fast\": %s, \"cutoff\": %s}\n",
+			   rq->fail_fast ? "true" : "false",
+			   rq->no_cutoff ? "false" : "true");
 		return;
 	}
 	buf_printf(&res->out, "request %" PRId64 ": queued %zu partition%s of"
@@ -668,6 +669,9 @@ backfill_answer(struct cmd_res *res, const struct sched_req *rq,
 		buf_printf(&res->out, "; at most %d at once", rq->concurrency);
 	if (rq->fail_fast)
 		buf_addstr(&res->out, "; fail-fast");
+	if (rq->no_cutoff && plan->n > plan->nroot)
+		buf_addstr(&res->out, "; no cutoff: every downstream partition"
+			   " is rebuilt");
 	buf_addstr(&res->out, "\n");
 }
 

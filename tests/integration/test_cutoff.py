@@ -311,6 +311,12 @@ def test_no_cutoff_and_dry_run(w, d):
          "--no-cutoff rebuilds the unchanged weeks")
     h.eq(by_state(runs, "mo"), {"succeeded": ["2026-01-01"]}, "--no-cutoff: and the month")
     h.check("skipped" not in out, "--no-cutoff's summary has no skip:\n%s" % out)
+    h.check("; no cutoff: every downstream partition is rebuilt" in out,
+            "--no-cutoff's answer says so:\n%s" % out)
+    ans = d.json("backfill", "fct", "--from", "2026-01-05", "--to", "2026-01-05",
+                 "--no-cutoff")
+    h.eq(ans["cutoff"], False, "backfill --no-cutoff --json: cutoff")
+    d.ok("wait", str(ans["request"]))
     # the same window without the flag: nothing downstream runs
     req, _ = wait_backfill(d, "fct", "--from", "2026-01-05", "--to", "2026-01-18")
     runs = request_runs(d, req)
