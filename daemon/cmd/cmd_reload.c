@@ -48,9 +48,9 @@ cmd_reload_json_set(const struct config_diff_set *set, bool versions,
 	buf_addstr(out, "]");
 }
 
-/* The reload report as JSON: {added, removed, changed} of jobs (README),
- * then warehouses, settings, what was cancelled and what to rebuild (a
- * JSON array, cmd_changed_report). */
+/* The reload report as JSON: {added, removed, changed} of jobs
+ * (docs/commands.md), then warehouses, settings, what was cancelled and
+ * what to rebuild (a JSON array, cmd_changed_report). */
 static void
 cmd_reload_json(const struct config_diff *d, int64_t cancelled, bool dry_run,
 		const char *rebuild, struct buf *out)
