@@ -51,6 +51,22 @@ extern const struct cmd_entry cmd_backfill_entry, cmd_rerun_entry,
 void cmd_nodes_json(struct cmd_ctx *ctx, struct buf *out);
 void cmd_nodes_text(struct cmd_ctx *ctx, struct buf *out);
 
+/* Partitions of job j collected by key (backfill's ways of choosing
+ * them, cmd_changed.c): cmd_keys_cb adds one key of the job's grain (a
+ * store_key_cb; other text is left out). */
+struct cmd_keys {
+	const struct job_def *j;
+	part_t *parts;
+	size_t n, cap;
+};
+int cmd_keys_cb(const char *key, void *data, struct err *err);
+
+/* reload (cmd_changed.c): per job whose code version changed, the
+ * partitions older versions built, `backfill JOB --changed` and its
+ * estimate; text lines, or a JSON array. */
+void cmd_changed_report(struct sched *s, const struct config_diff *d,
+			bool json, struct buf *out);
+
 /* The entry of command `name`, or NULL. */
 const struct cmd_entry *cmd_find(const char *name);
 /* Check a request's fields by its command's specification, as

@@ -40,11 +40,13 @@ static const struct cmdspec_arg cmdspec_backfill_opts[] = {
 	{ "reprocess", CMDSPEC_ENUM, "reprocess", NULL, cmdspec_reprocess_names,
 	  0 },
 	{ "built-by", CMDSPEC_TEXT, "built_by", NULL, NULL, 0 },
+	{ "changed", CMDSPEC_FLAG, "changed", NULL, NULL, 0 },
 	{ "reverse", CMDSPEC_FLAG, "reverse", NULL, NULL, 0 },
 	{ "no-downstream", CMDSPEC_FLAG, "no_downstream", NULL, NULL, 0 },
 	{ "downstream", CMDSPEC_LIST, "downstream", NULL, NULL, 0 },
 	{ "concurrency", CMDSPEC_INT, "concurrency", NULL, NULL, 0 },
 	{ "fail-fast", CMDSPEC_FLAG, "fail_fast", NULL, NULL, 0 },
+	{ "no-cutoff", CMDSPEC_FLAG, "no_cutoff", NULL, NULL, 0 },
 	{ "budget", CMDSPEC_DURATION, "budget", NULL, NULL, 0 },
 	{ "stale", CMDSPEC_FLAG, "stale", NULL, NULL, 0 },
 	{ "reason", CMDSPEC_TEXT, "reason", NULL, NULL, 0 },
@@ -147,7 +149,7 @@ static const struct cmdspec_arg cmdspec_none[] = {
 const struct cmdspec cmdspec_backfill = {
 	"backfill",
 	"backfill JOB (--from D --to D | --dates-file F | --stale | "
-	"--built-by VERSION) [options]",
+	"--built-by VERSION | --changed) [options]",
 	"Enqueue the partitions of JOB in a range of dates as one request,\n"
 	"with the downstream partitions that contain them.\n\n"
 	"  --from D             first date, YYYY-MM-DD (YYYY-MM-DDTHH for "
@@ -159,10 +161,16 @@ const struct cmdspec cmdspec_backfill = {
 	"  --reprocess WHICH    all (default), failed or missing\n"
 	"  --built-by VERSION   the partitions whose latest build used this "
 	"code version\n"
+	"  --changed            the partitions whose latest build used a code "
+	"version\n"
+	"                       other than the job's current one (a deploy's)\n"
 	"  --stale              the stale partitions (see 'backfillctl "
 	"stale')\n"
 	"  --reverse            newest partition first\n"
 	"  --no-downstream      do not rebuild the downstream partitions\n"
+	"  --no-cutoff          rebuild the downstream partitions even where "
+	"their\n"
+	"                       inputs came out unchanged (early cut-off)\n"
 	"  --downstream JOB[,JOB]\n"
 	"                       rebuild only these downstream jobs (and what "
 	"they feed)\n"
@@ -238,8 +246,9 @@ const struct cmdspec cmdspec_runs = {
 	"--limit).\n\n"
 	"  --job J              only the runs of job J\n"
 	"  --request N          only the runs of request N\n"
-	"  --state S            queued, running, succeeded, failed, blocked "
-	"or cancelled\n"
+	"  --state S            queued, running, succeeded, failed, blocked, "
+	"cancelled\n"
+	"                       or skipped (early cut-off)\n"
 	"  --limit N            at most N runs\n"
 	"  --json               print JSON (every matching run unless "
 	"--limit)\n"
@@ -618,10 +627,10 @@ cmdspec_backfill_check(const struct cmdspec *cs, cmdspec_get_fn *get,
 		       const void *src, struct err *err)
 {
 	static const char *const way[] = { "--from/--to", "--dates-file",
-		"--stale", "--built-by" };
+		"--stale", "--built-by", "--changed" };
 	const char *from = get(src, "from"), *to = get(src, "to");
 	const char *built_by = get(src, "built_by");
-	bool given[4];
+	bool given[5];
 	struct part_range r;
 	int a, b;
 
@@ -638,18 +647,19 @@ cmdspec_backfill_check(const struct cmdspec *cs, cmdspec_get_fn *get,
 	given[1] = get(src, "dates") != NULL;
 	given[2] = cmdspec_flag(get, src, "stale");
 	given[3] = built_by != NULL;
-	for (a = 0; a < 4; a++)
-		for (b = a + 1; b < 4; b++)
-			if (given[a] && given[b] && !(a == 0 && b == 3))
+	given[4] = cmdspec_flag(get, src, "changed");
+	for (a = 0; a < 5; a++)
+		for (b = a + 1; b < 5; b++)
+			if (given[a] && given[b] && !(a == 0 && b >= 3))
 				return err_set(err, EXIT_BAD_INPUT, "%s and %s "
 					       "both given: choose the dates one "
-					       "way%s", way[a], way[b], b == 3 ?
+					       "way%s", way[a], way[b], b >= 3 ?
 					       " (only --from/--to may narrow "
-					       "--built-by)" : "");
-	if (!given[0] && !given[1] && !given[2] && !given[3])
+					       "--built-by and --changed)" : "");
+	if (!given[0] && !given[1] && !given[2] && !given[3] && !given[4])
 		return err_set(err, EXIT_BAD_INPUT, "no dates given: add --from "
-			       "D --to D, --dates-file F, --stale or --built-by "
-			       "VERSION");
+			       "D --to D, --dates-file F, --stale, --built-by "
+			       "VERSION or --changed");
 	/* Hour grain takes both forms of bound; it checks the order. */
 	if (from != NULL && range_parse(GRAIN_HOUR, from, to, &r, err) < 0)
 		return -1;

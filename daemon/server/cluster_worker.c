@@ -624,6 +624,10 @@ cworker_decode_guards(const struct runresult *rr, struct exec_run *run)
 		eg->rows_before = g->rows_before;
 		eg->has_rows_after = g->has_rows_after;
 		eg->rows_after = g->rows_after;
+		snprintf(eg->sum_before, sizeof eg->sum_before, "%s",
+			 g->sum_before);
+		snprintf(eg->sum_after, sizeof eg->sum_after, "%s",
+			 g->sum_after);
 		eg->metrics = xcalloc(j->nmetrics + 1, sizeof *eg->metrics);
 		for (size_t k = 0; k < j->nmetrics; k++) {
 			struct exec_metric_result *m = &eg->metrics[k];
@@ -874,6 +878,10 @@ cworker_encode(const struct exec_run *run)
 		rr.guards[p].rows_before = g->rows_before;
 		rr.guards[p].has_rows_after = g->has_rows_after;
 		rr.guards[p].rows_after = g->rows_after;
+		snprintf(rr.guards[p].sum_before, sizeof rr.guards[p].sum_before,
+			 "%s", g->sum_before);
+		snprintf(rr.guards[p].sum_after, sizeof rr.guards[p].sum_after,
+			 "%s", g->sum_after);
 		rr.guards[p].metrics = &ms[p * nm];
 		rr.guards[p].nmetrics = nm;
 		for (size_t k = 0; k < nm; k++) {

@@ -430,8 +430,9 @@ progress_fields(struct buf *f, const struct sched_progress *p)
 {
 	proto_add_int(f, "total", p->total);
 	proto_add_int(f, "done", p->succeeded + p->failed + p->blocked +
-		      p->cancelled);
+		      p->cancelled + p->skipped);
 	proto_add_int(f, "succeeded", p->succeeded);
+	proto_add_int(f, "skipped", p->skipped);
 	proto_add_int(f, "failed", p->failed);
 	proto_add_int(f, "blocked", p->blocked);
 	proto_add_int(f, "cancelled", p->cancelled);

@@ -25,6 +25,7 @@
 
 #include "calendar.h"
 #include "config.h"
+#include "digest.h"
 #include "err.h"
 #include "wh_commits.h"
 
@@ -73,11 +74,15 @@ struct exec_metric_result {
 	double change_pct;
 };
 
-/* The guardrail figures of one partition of a run (job->table set). */
+/* The guardrail figures of one partition of a run (job->table set).
+ * sum_before and sum_after: its order-independent checksum (digest.h)
+ * before and after the write, in the run's transaction, for a job that
+ * feeds a downstream job (early cut-off); "" when not read. */
 struct exec_guard_result {
 	bool has_rows_before, has_rows_after;
 	int64_t rows_before, rows_after;
 	struct exec_metric_result *metrics; /* job->nmetrics of them */
+	char sum_before[DIGEST_LEN], sum_after[DIGEST_LEN];
 };
 
 struct exec_run {

@@ -41,6 +41,8 @@ map_last_cb(const char *key, enum mstate st, void *data)
 		return;
 	if (st == MS_SUCCEEDED)
 		map_raise(m, p, MAP_SUCCEEDED);
+	else if (st == MS_SKIPPED)
+		map_raise(m, p, MAP_SKIPPED);
 	else if (st == MS_FAILED)
 		map_raise(m, p, MAP_FAILED);
 }

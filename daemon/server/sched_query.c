@@ -47,7 +47,8 @@ sched_job_view(struct sched *s, int job, struct sched_job_view *v)
 		v->sensor_error =
 		    js->st.late_error[0] ? js->st.late_error : NULL;
 	}
-	v->succeeded = js->last[MS_SUCCEEDED];
+	/* a partition skipped by early cut-off keeps its build: succeeded */
+	v->succeeded = js->last[MS_SUCCEEDED] + js->last[MS_SKIPPED];
 	v->failed = js->last[MS_FAILED];
 	v->queued = s->m.job_counts[job][MS_QUEUED];
 	v->running = s->m.job_counts[job][MS_RUNNING];
@@ -199,7 +200,7 @@ stale_report(struct sched *s, int d, const struct stale_collect *sc,
 			b++;
 		part_key(dj->grain, sc->rows[a].part, key);
 		has_built = store_partition_get(s->store, dj->name, key, &built,
-						&inputs, NULL) == 0;
+						&inputs, NULL, 0, NULL) == 0;
 		for (size_t k = a; k < b; k++)
 			if (sc->rows[k].in_built > (has_built ? inputs : -1))
 				in[nin++] = (struct stale_input){

@@ -36,12 +36,15 @@ sched_load_cb(const struct store_open_row *row, void *data, struct err *err)
 					      row->rq_created_at);
 		lc->rq->cap = row->rq_concurrency;
 		lc->rq->fail_fast = row->rq_fail_fast;
+		lc->rq->no_cutoff = row->rq_no_cutoff;
 		lc->rq->budget_ms = row->rq_budget_ms;
 		lc->rq->spent_ms = row->rq_spent_ms;
 		lc->rq->over_budget = row->rq_over_budget;
 	}
 	it = manifest_item_add(&lc->s->m, lc->rq, row->id, row->job, row->key,
 			       row->seq, row->downstream, row->state);
+	if (row->state != MS_SKIPPED)
+		it->cut = cutoff_input_of_changed(row->changed);
 	it->attempts = row->attempts;
 	it->not_before = row->not_before;
 	if (row->blocked_on)

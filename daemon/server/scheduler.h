@@ -140,7 +140,8 @@ void sched_each_request(struct sched *s, sched_request_cb cb, void *data);
 /* A run ended (not one that could not start): for the metrics. */
 struct sched_run_event {
 	const char *job;
-	enum mstate state;   /* succeeded, failed or cancelled */
+	enum mstate state;   /* succeeded, failed, cancelled, or skipped by
+			      * early cut-off (no duration, no checks) */
 	double duration_s;
 	bool has_delay;      /* a scheduled partition: */
 	double delay_s;      /* from its due time to the run's start */
@@ -167,6 +168,7 @@ struct sched_req {
 	const char *to_key;
 	int concurrency;      /* runs of it at once (<= the job's), 0: none */
 	bool fail_fast;       /* cancel the rest after its first failure */
+	bool no_cutoff;       /* rebuild the downstream regardless (cutoff.h) */
 	const bool *keep;     /* downstream jobs kept (plan.h), NULL: all */
 	const char *downstream; /* the same, as given, for the record */
 	int64_t budget_s;     /* budget of warehouse time (budget.h), 0: none */
@@ -187,6 +189,7 @@ int sched_queue_plan(struct sched *s, const struct sched_req *rq,
 
 struct sched_progress {
 	int64_t total, succeeded, failed, blocked, cancelled, running, queued;
+	int64_t skipped; /* early cut-off: inputs unchanged (docs/cutoff.md) */
 	int64_t elapsed_ms;
 	bool finished; /* nothing queued or running any more */
 };

@@ -236,14 +236,14 @@ store_item_add(struct store *st, const struct store_item *it, int64_t *id,
 int
 store_item_set(struct store *st, int64_t id, enum mstate state, int attempts,
 	       int64_t not_before, const char *error, const char *blocked_on,
-	       int64_t at, struct err *err)
+	       int changed, int64_t at, struct err *err)
 {
 	if (store_refused(st, err))
 		return -1;
 	return store_wrote(st,
 			   st->ops->item_set(st, id, state, attempts,
-					     not_before, error, blocked_on, at,
-					     err),
+					     not_before, error, blocked_on,
+					     changed, at, err),
 			   err);
 }
 
@@ -293,9 +293,11 @@ store_partition_built(struct store *st, const char *job, const char *key,
 
 int
 store_partition_get(struct store *st, const char *job, const char *key,
-		    int64_t *built_at, int64_t *inputs_at, struct err *err)
+		    int64_t *built_at, int64_t *inputs_at, char *code_version,
+		    size_t cvsz, struct err *err)
 {
-	return st->ops->partition_get(st, job, key, built_at, inputs_at, err);
+	return st->ops->partition_get(st, job, key, built_at, inputs_at,
+				      code_version, cvsz, err);
 }
 
 int
@@ -377,6 +379,15 @@ store_keys_built_by(struct store *st, const char *job, const char *code_version,
 		    store_key_cb cb, void *data, struct err *err)
 {
 	return st->ops->keys_built_by(st, job, code_version, cb, data, err);
+}
+
+int
+store_keys_changed(struct store *st, const char *job, const char *code_version,
+		   const char *first_key, const char *last_key, store_key_cb cb,
+		   void *data, struct err *err)
+{
+	return st->ops->keys_changed(st, job, code_version, first_key, last_key,
+				     cb, data, err);
 }
 
 int
@@ -484,7 +495,7 @@ store_audit_add(struct store *st, int64_t run_id, const char *key,
 		bool has_before, int64_t rows_before, bool has_after,
 		int64_t rows_after, const char *metrics, const char *checks,
 		const char *metrics_text, const char *checks_text, bool passed,
-		struct err *err)
+		const char *sum_before, const char *sum_after, struct err *err)
 {
 	if (store_refused(st, err))
 		return -1;
@@ -492,7 +503,8 @@ store_audit_add(struct store *st, int64_t run_id, const char *key,
 	    st,
 	    st->ops->audit_add(st, run_id, key, has_before, rows_before,
 			       has_after, rows_after, metrics, checks,
-			       metrics_text, checks_text, passed, err),
+			       metrics_text, checks_text, passed, sum_before,
+			       sum_after, err),
 	    err);
 }
 

@@ -69,7 +69,17 @@ static const struct {
 	  "--dates-file and --stale both given" },
 	{ "backfill", { { "job=j", "stale=1", "built_by=v" } },
 	  "--stale and --built-by both given: choose the dates one way (only"
-	  " --from/--to may narrow --built-by)" },
+	  " --from/--to may narrow --built-by and --changed)" },
+	/* --changed: the partitions a deploy changed, narrowed by a range */
+	{ "backfill", { { "job=j", "changed=1" } }, "" },
+	{ "backfill", { { "job=j", "changed=1", "from=2026-02-01",
+			  "to=2026-02-02" } }, "" },
+	{ "backfill", { { "job=j", "changed=1", "stale=1" } },
+	  "--stale and --changed both given" },
+	{ "backfill", { { "job=j", "changed=1", "built_by=v" } },
+	  "--built-by and --changed both given" },
+	{ "backfill", { { "job=j", "changed=0" } }, "or --changed" },
+	{ "backfill", { { "job=j", "stale=1", "no_cutoff=1" } }, "" },
 	{ "backfill", { { "job=j", "built_by=" } },
 	  "--built-by needs a code version" },
 	{ "backfill", { { "job=j", "from=2026-02-30", "to=2026-03-01" } },
@@ -128,8 +138,8 @@ static const struct {
 	{ "runs", { { "limit=abc" } }, "--limit must be a positive integer" },
 	{ "runs", { { "request=0" } }, "--request must be a positive integer" },
 	{ "runs", { { "state=exploded" } },
-	  "--state must be queued, running, succeeded, failed, blocked or"
-	  " cancelled, not 'exploded'" },
+	  "--state must be queued, running, succeeded, failed, blocked,"
+	  " cancelled or skipped, not 'exploded'" },
 	{ "runs", { { "json=1", "jsonl=1" } },
 	  "--json and --jsonl exclude each other: choose one" },
 	{ "runs", { { "json=1", "jsonl=0" } }, "" },
