@@ -208,6 +208,13 @@ struct config {
 	int hook_queue;         /* hooks waiting for room, at most */
 	char *metrics_file;     /* Prometheus text format, or NULL */
 	char *report_file;      /* the HTML report page, or NULL */
+	/* http_listen (docs/http.md): the read-only HTTP endpoint's
+	 * address as written (NULL: off), its numeric host and port, and
+	 * whether the host is a loopback address */
+	char *http_listen;
+	char http_host[46];
+	int http_port;
+	bool http_loopback;
 
 	struct warehouse_def *warehouses;
 	size_t nwarehouses;
