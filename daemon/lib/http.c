@@ -129,6 +129,28 @@ http_header(const char *line, size_t n, struct http_seen *seen, int *status,
 	return HTTP_PARSE_DONE;
 }
 
+/* Can line[0..n), a request line not ended yet, still become a good
+ * one?  A control byte anywhere, or a method byte that is not a token
+ * byte, says no without waiting (a TLS hello, random bytes). */
+static bool
+http_line_may_be(const char *line, size_t n)
+{
+	size_t i = 0;
+
+	while (i < n && line[i] != ' ') {
+		if (!http_tchar((unsigned char)line[i]))
+			return false;
+		i++;
+	}
+	for (; i < n; i++) {
+		unsigned char c = (unsigned char)line[i];
+
+		if ((c < 0x20 && c != '\r') || c == 0x7f)
+			return false;
+	}
+	return true;
+}
+
 enum http_parse
 http_parse_head(const char *data, size_t len, size_t max, struct http_req *req,
 		int *status, const char **why)
@@ -147,6 +169,10 @@ http_parse_head(const char *data, size_t len, size_t max, struct http_req *req,
 
 		nl = memchr(data + pos, '\n', scan - pos);
 		if (nl == NULL) {
+			if (first && !http_line_may_be(data + pos, scan - pos))
+				return http_refuse(400, "the request line is not"
+						   " METHOD TARGET HTTP/1.1",
+						   status, why);
 			if (len < max)
 				return HTTP_PARSE_MORE;
 			return first ? http_refuse(414, "the request line is too"

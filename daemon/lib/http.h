@@ -12,7 +12,8 @@
  *  - the request line is METHOD SP TARGET SP HTTP/1.x, each line ending
  *    in CRLF (a bare LF is taken too, as RFC 9112 allows); empty lines
  *    before it are skipped; anything else is 400, a version other than
- *    1.0 and 1.1 is 505;
+ *    1.0 and 1.1 is 505; a request line not ended yet that holds a control
+ *    byte, or a method byte that is no token byte, is 400 at once;
  *  - the method is a token; GET and HEAD are served, any other is 405
  *    (with Allow: GET, HEAD);
  *  - the target is origin-form (starts with '/'), of visible ASCII; the

@@ -49,6 +49,11 @@ static const struct {
 	{ "GET /a\rb HTTP/1.1\r\n", HTTP_PARSE_ERROR, 400, NULL },
 	{ "\x16\x03\x01\x02\x05\x01\xfc\x03\x03\n", HTTP_PARSE_ERROR,
 	  400, NULL },
+	/* refused before the line ends */
+	{ "\x16\x03\x01\x02", HTTP_PARSE_ERROR, 400, NULL },
+	{ "GET /x\x01", HTTP_PARSE_ERROR, 400, NULL },
+	{ "GE(", HTTP_PARSE_ERROR, 400, NULL },
+	{ "GET /x HTTP/1.1\r", HTTP_PARSE_MORE, 0, NULL },
 	/* headers */
 	{ "GET / HTTP/1.1\r\n\r\n", HTTP_PARSE_ERROR, 400, NULL },
 	{ "GET / HTTP/1.1\r\nHost: a\r\nHost: b\r\n\r\n", HTTP_PARSE_ERROR, 400,
