@@ -63,6 +63,9 @@ struct cmdspec_arg {
 #define CMDSPEC_STREAMS 0x2 /* always answers with DATA frames */
 #define CMDSPEC_CONTROL 0x4 /* answered by the control socket itself
 			     * (wait: PROGRESS frames), not by a cmd_entry */
+#define CMDSPEC_MANY 0x8    /* the last positional repeats: backfillctl
+			     * sends its values joined by commas (its kind
+			     * is CMDSPEC_LIST) */
 
 /* Where a check reads the values: the value of request field `field`,
  * or NULL when absent (proto_get for the daemon, argv for the client). */
@@ -90,7 +93,7 @@ extern const struct cmdspec cmdspec_backfill, cmdspec_rerun, cmdspec_verify,
     cmdspec_status, cmdspec_runs, cmdspec_stale, cmdspec_audit,
     cmdspec_pause, cmdspec_resume, cmdspec_cancel, cmdspec_retry,
     cmdspec_reload, cmdspec_jobs, cmdspec_map, cmdspec_report,
-    cmdspec_wait;
+    cmdspec_wait, cmdspec_mark, cmdspec_logs;
 extern const struct cmdspec *const cmdspec_table[];
 extern const size_t cmdspec_count;
 

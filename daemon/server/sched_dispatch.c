@@ -336,7 +336,7 @@ logged:
 }
 
 /* Newest landing among the inputs of a downstream partition, or -1. */
-static int64_t
+int64_t
 sched_inputs_at(struct sched *s, const struct job_def *j, part_t part)
 {
 	int64_t newest = -1;
@@ -366,7 +366,7 @@ struct outcome {
 };
 
 /* A partition's newest run changed: the per-job counts follow. */
-static void
+void
 sched_prev_cb(const char *job, enum mstate prev, enum mstate state,
 	      void *data)
 {
@@ -512,7 +512,7 @@ sched_run_event(struct sched *s, const struct active *a,
 
 /* (job, key) landed through request `by`: release what its failed items
  * elsewhere blocked (rule 4) and tell their requests. */
-static void
+void
 sched_landed(struct sched *s, const char *job, const char *key,
 	     struct request *by, int64_t now)
 {

@@ -130,6 +130,15 @@ void sched_retry_cb(uv_timer_t *t);
 void sched_run_cancel(struct sched *s, struct exec_run *run);
 void sched_run_fill(struct sched *s, struct active *a);
 void sched_active_free(struct active *a);
+/* sched_dispatch.c, shared with sched_mark.c: the newest landing among a
+ * downstream partition's inputs (or -1), the per-job counts after a
+ * partition's newest run changed (store_prev_cb), and what a landing of
+ * (job, key) through request `by` releases elsewhere (rule 4). */
+int64_t sched_inputs_at(struct sched *s, const struct job_def *j, part_t part);
+void sched_prev_cb(const char *job, enum mstate prev, enum mstate state,
+		   void *data);
+void sched_landed(struct sched *s, const char *job, const char *key,
+		  struct request *by, int64_t now);
 
 /* sched_audit.c */
 /* The note of a run that succeeded with warnings for partition i (the

@@ -147,6 +147,23 @@ static const struct {
 	{ "wait", { { NULL } },
 	  "missing REQUEST: say which request to wait for" },
 	{ "wait", { { "request=0" } }, "REQUEST" },
+	/* mark: a required flag and text, a list of partitions */
+	{ "mark", { { "job=j", "partitions=2026-01-01,2026-01-02",
+		      "succeeded=1", "reason=fixed" } }, "" },
+	{ "mark", { { "job=j", "partitions=2026-01-01", "reason=fixed" } },
+	  "missing --succeeded" },
+	{ "mark", { { "job=j", "partitions=2026-01-01", "succeeded=1" } },
+	  "missing --reason TEXT" },
+	{ "mark", { { "job=j", "partitions=2026-01-01", "succeeded=1",
+		      "reason=" } }, "missing --reason TEXT" },
+	{ "mark", { { "job=j", "succeeded=1", "reason=x" } },
+	  "missing PARTITION" },
+	{ "mark", { { "job=j", "partitions=2026-01-01,,x", "succeeded=1",
+		      "reason=x" } }, "PARTITION" },
+	{ "logs", { { "job=j", "partition=2026-01-01" } }, "" },
+	{ "logs", { { "job=j", "partition=2026-01-01", "attempt=0" } },
+	  "--attempt" },
+	{ "logs", { { "job=j" } }, "missing PARTITION" },
 	{ "pause", { { NULL } }, "missing JOB: say which job" },
 	{ "resume", { { "job=j" } }, "" },
 	{ "map", { { "job=j", "from=anything" } }, "" },
@@ -211,10 +228,10 @@ START_TEST(test_table)
 {
 	/* verify rolls back: anyone who may connect may run it */
 	static const char *const mutating[] = { "backfill", "rerun",
-		"pause", "resume", "cancel", "retry", "reload" };
+		"pause", "resume", "cancel", "retry", "reload", "mark" };
 	size_t nmut = 0;
 
-	ck_assert_uint_eq(cmdspec_count, 16);
+	ck_assert_uint_eq(cmdspec_count, 18);
 	for (size_t i = 0; i < cmdspec_count; i++) {
 		const struct cmdspec *cs = cmdspec_table[i];
 
@@ -256,6 +273,10 @@ START_TEST(test_table)
 	ck_assert(!(cmdspec_status.flags & CMDSPEC_STREAMS));
 	ck_assert_ptr_eq(cmdspec_find("wait"), &cmdspec_wait);
 	ck_assert(cmdspec_wait.flags & CMDSPEC_CONTROL);
+	ck_assert(cmdspec_mark.flags & CMDSPEC_MANY);
+	ck_assert(cmdspec_mark.flags & CMDSPEC_MUTATES);
+	ck_assert(cmdspec_logs.flags & CMDSPEC_STREAMS);
+	ck_assert(!(cmdspec_logs.flags & CMDSPEC_MUTATES));
 	ck_assert_ptr_null(cmdspec_find("frobnicate"));
 }
 END_TEST
