@@ -268,6 +268,15 @@ ctl_args_init(struct ctl_args *a, int argc, char **argv,
 }
 
 
+/* The joined values of ctl_join_many, freed at exit. */
+static char *ctl_joined;
+
+static void
+ctl_joined_free(void)
+{
+	free(ctl_joined);
+}
+
 /* A command whose last positional repeats (CMDSPEC_MANY): its values,
  * from positional npos - 1 on, joined by commas into that one. */
 static void
@@ -278,7 +287,10 @@ ctl_join_many(struct ctl_args *a, int npos)
 	buf_init(&b);
 	for (int i = npos - 1; i < a->npos; i++)
 		buf_printf(&b, "%s%s", i > npos - 1 ? "," : "", a->pos[i]);
-	a->pos[npos - 1] = buf_steal(&b); /* the process's, until it exits */
+	free(ctl_joined);
+	if (ctl_joined == NULL)
+		atexit(ctl_joined_free);
+	ctl_joined = a->pos[npos - 1] = buf_steal(&b);
 	a->npos = npos;
 }
 

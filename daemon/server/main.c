@@ -934,8 +934,10 @@ daemon_start(struct daemon *d, struct err *err)
 			    d->cw != NULL ? cworker_driver() : NULL,
 			    d->cw != NULL ? cworker_cluster(d->cw) : NULL);
 	if (httpd_configure(d->http, sched_config(d->sched), err) < 0) {
-		metrics_close(d->metrics); /* freed by its close callback */
+		metrics_close(d->metrics); /* freed by their close callbacks */
 		d->metrics = NULL;
+		prune_close(d->prune);
+		d->prune = NULL;
 		return EXIT_BAD_INPUT;
 	}
 	log_notice("backfilld %s started: %zu jobs, socket %s, state %s",

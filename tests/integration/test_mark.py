@@ -27,6 +27,12 @@ JOBS = """
   catchup: false
   retries: 0
   command: ["sh", "-c", "echo fact {partition} >> %(m)s; test {partition} != 2026-02-03"]
+- name: tiny
+  partition: day
+  start: 2026-01-01
+  catchup: false
+  max_backfill: 2
+  command: ["true"]
 - name: weekly
   partition: week
   upstream: [fact]
@@ -115,6 +121,8 @@ def test_mark():
             (("fact", "2099-01-01"), "not due yet"),
             (("fact", "2026-13-01"), "2026-13-01"),
             (("fact", "2026-02-03", "2026-02-04x"), "2026-02-04x"),
+            (("tiny", "2026-02-01", "2026-02-02", "2026-02-03"),
+             "more than 2 partitions of tiny (its max_backfill)"),
     ):
         rc, out, err = d.ctl("mark", *args, "--succeeded", "--reason", "r")
         e = h.one_line_error(rc, out, err, 2, "mark %r" % (args,))
