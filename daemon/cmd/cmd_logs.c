@@ -148,17 +148,11 @@ static void
 logs_sql(const struct config *cfg, const struct job_def *j, const char *key,
 	 const struct store_run_info *ri, struct buf *out)
 {
-	enum sqlscan_dialect d = SQLSCAN_SQLITE;
+	enum sqlscan_dialect d = config_job_dialect(cfg, j);
 	char esc[4096 * 4 + 16];
 	size_t off, len;
 	int n, line;
 
-	if (j->warehouse >= 0 &&
-	    cfg->warehouses[j->warehouse].kind == WH_POSTGRES)
-		d = SQLSCAN_PG;
-	if (j->warehouse >= 0 &&
-	    cfg->warehouses[j->warehouse].kind == WH_CLICKHOUSE)
-		d = SQLSCAN_CH;
 	buf_printf(out, "%s %s run %" PRId64 " (request %" PRId64
 		   ", attempt %d): %s\n", j->name, key, ri->id, ri->request_id,
 		   ri->attempt, mstate_name(ri->state));

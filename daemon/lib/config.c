@@ -2043,21 +2043,25 @@ cfg_job_date(struct cfg_parser *p, struct job_def *j, yaml_node_t *val,
 	return 0;
 }
 
+enum sqlscan_dialect
+config_job_dialect(const struct config *cfg, const struct job_def *j)
+{
+	if (j->warehouse >= 0 &&
+	    cfg->warehouses[j->warehouse].kind == WH_POSTGRES)
+		return SQLSCAN_PG;
+	if (j->warehouse >= 0 &&
+	    cfg->warehouses[j->warehouse].kind == WH_CLICKHOUSE)
+		return SQLSCAN_CH;
+	return SQLSCAN_SQLITE;
+}
+
 /* The first read of the wall clock in a job's SQL (sqlscan.h), in the
  * dialect of its warehouse: the byte offset, or -1. */
 static long
 cfg_wall_clock(const struct config *cfg, const struct job_def *j,
 	       const char *sql, const char **what)
 {
-	enum sqlscan_dialect d = SQLSCAN_SQLITE;
-
-	if (j->warehouse >= 0 &&
-	    cfg->warehouses[j->warehouse].kind == WH_POSTGRES)
-		d = SQLSCAN_PG;
-	if (j->warehouse >= 0 &&
-	    cfg->warehouses[j->warehouse].kind == WH_CLICKHOUSE)
-		d = SQLSCAN_CH;
-	return sqlscan_wall_clock(sql, d, what);
+	return sqlscan_wall_clock(sql, config_job_dialect(cfg, j), what);
 }
 
 /* 1-based line and column of byte `off` of a text. */

@@ -19,6 +19,7 @@
 #include "calendar.h"
 #include "err.h"
 #include "reconcile.h"
+#include "sqlscan.h"
 
 struct pos {
 	int line; /* 1-based; 0 when unknown */
@@ -257,6 +258,11 @@ const char *hook_kind_name(enum hook_kind k);
 /* Job by name, or NULL. */
 const struct job_def *config_job(const struct config *cfg, const char *name);
 int config_job_index(const struct config *cfg, const char *name);
+
+/* The SQL dialect of a job's warehouse (sqlscan.h), SQLite's when it has
+ * none. */
+enum sqlscan_dialect config_job_dialect(const struct config *cfg,
+					const struct job_def *j);
 
 /* True when this daemon shares a PostgreSQL state store with other nodes. */
 bool config_is_cluster(const struct config *cfg);
