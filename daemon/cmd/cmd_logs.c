@@ -200,17 +200,24 @@ logs_command(struct cmd_ctx *ctx, const struct job_def *j, const char *key,
 	     struct cmd_res *res)
 {
 	struct logs_stream *ls;
+	const struct config *cfg = sched_config(ctx->sched);
 	char path[PATH_MAX];
 	int fd;
 
+	if (ri->node[0] != '\0' && cfg->node != NULL &&
+	    strcmp(ri->node, cfg->node) != 0) {
+		cmd_fail(res, EXIT_BAD_INPUT, "the log of %s %s attempt %d is on"
+			 " node %s, which ran it: run backfillctl logs there",
+			 j->name, key, ri->attempt, ri->node);
+		return;
+	}
 	snprintf(path, sizeof path, "%s/%s/%s.%d.log",
 		 sched_log_dir(ctx->sched), j->name, key, ri->attempt);
 	fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
 	if (fd < 0) {
 		cmd_fail(res, EXIT_BAD_INPUT, "no log of %s %s attempt %d on"
 			 " this node (%s: %s)%s", j->name, key, ri->attempt,
-			 path, strerror(errno),
-			 config_is_cluster(sched_config(ctx->sched)) ?
+			 path, strerror(errno), config_is_cluster(cfg) ?
 			 ": it ran on another node; run backfillctl logs on the"
 			 " node that ran it" : "");
 		return;

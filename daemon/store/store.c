@@ -405,6 +405,15 @@ store_run_lookup(struct store *st, const char *job, const char *key,
 }
 
 int
+store_run_node(struct store *st, int64_t run_id, const char *node,
+	       struct err *err)
+{
+	if (store_refused(st, err))
+		return -1;
+	return store_wrote(st, st->ops->run_node(st, run_id, node, err), err);
+}
+
+int
 store_run_mark(struct store *st, int64_t run_id, const char *by,
 	       struct err *err)
 {

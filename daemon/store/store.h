@@ -187,6 +187,7 @@ struct store_run_info {
 	int attempt;
 	enum mstate state;
 	char error[4096];  /* "" when it has none */
+	char node[128];    /* several hosts: the node that claimed it, or "" */
 };
 
 /* A runs row left 'running' (running_runs). */
@@ -418,6 +419,10 @@ struct store_ops {
 	int (*run_lookup)(struct store *st, const char *job, const char *key,
 			  int attempt, struct store_run_info *out,
 			  struct err *err);
+	/* Write: several hosts, the node that runs run_id (its command log
+	 * is there); nothing to record on one host. */
+	int (*run_node)(struct store *st, int64_t run_id, const char *node,
+			struct err *err);
 	/* Write: a command run's process group and its leader's start time. */
 	int (*run_proc)(struct store *st, int64_t run_id, int64_t pgid,
 			int64_t proc_start, struct err *err);
@@ -617,6 +622,8 @@ int store_run_proc(struct store *st, int64_t run_id, int64_t pgid,
 		   int64_t proc_start, struct err *err);
 int store_run_lookup(struct store *st, const char *job, const char *key,
 		     int attempt, struct store_run_info *out, struct err *err);
+int store_run_node(struct store *st, int64_t run_id, const char *node,
+		   struct err *err);
 int store_run_mark(struct store *st, int64_t run_id, const char *by,
 		   struct err *err);
 int store_marked_keys(struct store *st, const char *job, const char *first_key,

@@ -113,6 +113,7 @@ enum pgst_stmt {
 	P_RUNS_COUNT,
 	P_RUN_PROC,
 	P_RUN_MARK,
+	P_RUN_NODE,
 	P_RUN_LOOKUP,
 	P_MARKED_KEYS,
 	P_ORPHANS,
@@ -217,8 +218,9 @@ static const char *const pgst_sql[P_COUNT] = {
 	[P_RUN_PROC] =
 	"UPDATE runs SET pgid = $2, proc_start = $3 WHERE id = $1",
 	[P_RUN_MARK] = "UPDATE runs SET marked_by = $2 WHERE id = $1",
+	[P_RUN_NODE] = "UPDATE runs SET node = $2 WHERE id = $1",
 	[P_RUN_LOOKUP] =
-	"SELECT r.id, r.request_id, r.attempt, r.state, r.error FROM"
+	"SELECT r.id, r.request_id, r.attempt, r.state, r.error, r.node FROM"
 	" partition_latest l JOIN runs x ON x.id = l.run_id JOIN runs r"
 	" ON r.manifest_id = x.manifest_id WHERE l.job = $1 AND"
 	" l.partition_key = $2 AND ($3::int = 0 OR r.attempt = $3::int)"
@@ -2191,10 +2193,25 @@ pgst_run_lookup(struct store *st, const char *job, const char *key,
 			out->state = MS_FAILED;
 		snprintf(out->error, sizeof out->error, "%s",
 			 col_text(r, 0, 4) ? col_text(r, 0, 4) : "");
+		snprintf(out->node, sizeof out->node, "%s",
+			 col_text(r, 0, 5) ? col_text(r, 0, 5) : "");
 		rc = 0;
 	}
 	PQclear(r);
 	return rc;
+}
+
+/* Run run_id runs on node `node` (the planner's own runs). */
+static int
+pgst_run_node(struct store *st, int64_t run_id, const char *node,
+	      struct err *err)
+{
+	struct pgst_args a = { 0 };
+
+	arg_int(&a, run_id);
+	arg_text(&a, node);
+	return pgst_write_done(pgst_of(st), P_RUN_NODE, &a,
+			       "recording a run's node", err);
 }
 
 /* Run run_id is a mark by `by`. */
@@ -2937,6 +2954,7 @@ const struct store_ops store_pg_ops = {
 	.latest_counts = pgst_latest_counts,
 	.run_proc = pgst_run_proc,
 	.run_mark = pgst_run_mark,
+	.run_node = pgst_run_node,
 	.run_lookup = pgst_run_lookup,
 	.marked_keys = pgst_marked_keys,
 	.orphans = pgst_orphans,

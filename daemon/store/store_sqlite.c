@@ -141,7 +141,7 @@ static const char *const store_sql[S_COUNT] = {
 	[S_RUN_PROC] = "UPDATE runs SET pgid = ?2, proc_start = ?3 WHERE id = ?1",
 	[S_RUN_MARK] = "UPDATE runs SET marked_by = ?2 WHERE id = ?1",
 	[S_RUN_LOOKUP] =
-	"SELECT r.id, r.request_id, r.attempt, r.state, r.error FROM"
+	"SELECT r.id, r.request_id, r.attempt, r.state, r.error, NULL FROM"
 	" partition_latest l JOIN runs x ON x.id = l.run_id JOIN runs r"
 	" ON r.manifest_id = x.manifest_id WHERE l.job = ?1 AND"
 	" l.partition_key = ?2 AND (?3 = 0 OR r.attempt = ?3)"
@@ -1162,6 +1162,18 @@ store_sqlite_run_lookup(struct store *base, const char *job, const char *key,
 	return 0;
 }
 
+/* One host: every log is this host's. */
+static int
+store_sqlite_run_node(struct store *base, int64_t run_id, const char *node,
+		      struct err *err)
+{
+	(void)base;
+	(void)run_id;
+	(void)node;
+	(void)err;
+	return 0;
+}
+
 static int
 store_sqlite_run_mark(struct store *base, int64_t run_id, const char *by,
 		      struct err *err)
@@ -1796,6 +1808,7 @@ const struct store_ops store_sqlite_ops = {
 	.latest_counts = store_sqlite_latest_counts,
 	.run_proc = store_sqlite_run_proc,
 	.run_mark = store_sqlite_run_mark,
+	.run_node = store_sqlite_run_node,
 	.run_lookup = store_sqlite_run_lookup,
 	.marked_keys = store_sqlite_marked_keys,
 	.orphans = store_sqlite_orphans,

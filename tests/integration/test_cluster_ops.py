@@ -1,11 +1,14 @@
 #!/usr/bin/env python3
-"""Several hosts: `mark` asked on a node that is not the planner
-(docs/mark.md): the node checks the peer's rights, forwards the request
-to the planner through the state store with the peer's name and its own
-(USER@NODE), and the planner records the mark: the same note on every
-node's `runs`, the marked state on every node's `map`, and the
-downstream partition rebuilt once (its run recorded in the shared
-store).  Nodes and the throwaway PostgreSQL server as in test_cluster.py.
+"""Several hosts: `mark` and `logs` (docs/mark.md, docs/logs.md).
+
+mark asked on a node that is not the planner: the node checks the peer's
+rights, forwards the request to the planner through the state store with
+the peer's name and its own (USER@NODE), and the planner records the
+mark: the same note on every node's `runs`, the marked state on every
+node's `map`, the downstream partition rebuilt, nothing run for the
+marked one.  logs of a command run: the node that ran it (runs.node,
+written with its claim) prints its log; another node names that node.
+Nodes and the throwaway PostgreSQL server as in test_cluster.py.
 """
 import harness as h
 import test_cluster as tc
@@ -44,5 +47,22 @@ def test_mark_through_the_planner():
     h.eq(ran, [], "nothing ran for the marked partition")
 
 
+def test_logs_names_the_node():
+    c = tc.Nodes(tc.cmd_job("fact", sleep="0"), names=("n1", "n2"))
+    planner = c.planner(c["n1"])
+    req = c[planner].enqueue("backfill", "fact", "--from", "2025-03-10", "--to", "2025-03-10")
+    c[planner].wait_request(req)
+    ran = [e["node"] for e in c.executions()
+           if (e["job"], e["partition"]) == ("fact", "2025-03-10")]
+    h.eq(len(ran), 1, "one execution: %r" % ran)
+    runner = ran[0]
+    other = "n2" if runner == "n1" else "n1"
+    rc, out, err = c[runner].ctl("logs", "fact", "2025-03-10")
+    h.eq(rc, 0, "logs on %s, which ran it: %r" % (runner, err))
+    rc, out, err = c[other].ctl("logs", "fact", "2025-03-10")
+    e = h.one_line_error(rc, out, err, 2, "logs on %s" % other)
+    h.check("is on node %s, which ran it" % runner in e, e)
+
+
 if __name__ == "__main__":
-    h.main([test_mark_through_the_planner])
+    h.main([test_mark_through_the_planner, test_logs_names_the_node])

@@ -1,4 +1,4 @@
--- 008_mark.sql - backfillctl mark (docs/mark.md): a partition recorded as
+-- 008_mark_node.sql - backfillctl mark (docs/mark.md): a partition recorded as
 -- built without running it (repaired by hand).
 --
 -- runs.marked_by: the operator who marked it (the control socket peer's
@@ -9,3 +9,8 @@
 -- a mark is stored with kind 'rerun' (the partitions named, with their
 -- downstream): the CHECK on requests.kind cannot be widened in place.
 ALTER TABLE runs ADD COLUMN marked_by text;
+--
+-- runs.node: the node that ran the run (several hosts), written when the
+-- planner collects its result: where a command run's log is (backfillctl
+-- logs, docs/logs.md).  NULL for a mark and a run still running.
+ALTER TABLE runs ADD COLUMN node text;
