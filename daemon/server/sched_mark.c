@@ -7,7 +7,8 @@
  * per partition, their newest run and build) commits in one transaction
  * before anything moves in memory; so a store that refuses leaves both
  * as they were.  Then the items are added to the manifest, the marked
- * ones succeeded, and the landing rule (rule 4) runs for each of them:
+ * ones succeeded (no longer owed to a deadline), and the landing rule
+ * (rule 4) runs for each of them:
  * their downstream items are ready once every input of the request is
  * final, and items of other requests that a failure of these partitions
  * blocked are released.
@@ -20,6 +21,7 @@
 #include <string.h>
 
 #include "clock.h"
+#include "fresh.h"
 #include "log.h"
 #include "text.h"
 #include "xalloc.h"
@@ -167,6 +169,7 @@ sched_mark(struct sched *s, const struct sched_mark_req *mk,
 		if (x->downstream)
 			continue;
 		manifest_settle_outs(&s->m, x);
+		fresh_done(s->fresh, job, x->key); /* no longer owed (late) */
 		sched_landed(s, job, x->key, r, now);
 		sched_gap_filled(s, job, x->key);
 	}

@@ -9,6 +9,7 @@ succeeded with the note "marked succeeded by USER: REASON" (runs, runs
 is rebuilt as after any landing: the weekly partition a failure of it
 had blocked in another request is released and runs, and the mark's own
 request rebuilds it too; with --no-downstream nothing downstream runs.
+A partition late for its deadline is no longer late once marked.
 Refused, with one line, exit 2 and nothing changed: an unknown job, a
 partition before the job's start or not due yet, a malformed key, no
 --reason, an empty one, no --succeeded.  Runs on the state store
@@ -17,6 +18,7 @@ test_mark_postgres, on PostgreSQL); the rights are test_permissions'.
 """
 import os
 import tempfile
+import time
 
 import harness as h
 
@@ -27,6 +29,13 @@ JOBS = """
   catchup: false
   retries: 0
   command: ["sh", "-c", "echo fact {partition} >> %(m)s; test {partition} != 2026-02-03"]
+- name: owed
+  partition: day
+  start: 2026-01-01
+  catchup: false
+  retries: 0
+  deadline: 1h
+  command: ["false"]
 - name: tiny
   partition: day
   start: 2026-01-01
@@ -134,6 +143,16 @@ def test_mark():
         e = h.one_line_error(rc, out, err, 2, "mark %r" % (extra,))
         h.check(want in e, "mark %r: %r" % (extra, e))
     h.eq(d.state_dump(), state, "the store after the refusals")
+
+    # a partition late for its deadline is no longer owed once marked
+    d.set_clock("2026-03-01T02:00:00Z")
+    deadline = time.monotonic() + 30
+    while d.status("owed")["owed"]["late"] != 1:
+        h.check(time.monotonic() < deadline, "owed 2026-02-28 never late: %r"
+                % d.status("owed"))
+        time.sleep(0.05)
+    d.ok("mark", "owed", "2026-02-28", "--succeeded", "--reason", "loaded by hand")
+    h.eq(d.status("owed")["owed"]["late"], 0, "late after the mark")
 
     # the marks are the store's: a restart keeps them on the map
     d.restart()
