@@ -167,6 +167,7 @@ struct store_run_row {
 	bool has_rows;
 	int64_t rows_changed;
 	const char *code_version;
+	const char *marked_by; /* a mark (backfillctl mark): by whom; or NULL */
 };
 typedef int (*store_run_cb)(const struct store_run_row *row, void *data,
 			    struct err *err);

@@ -2868,6 +2868,7 @@ pgst_run_row(PGresult *r, int i, struct store_run_row *row)
 	row->has_rows = !col_null(r, i, 9);
 	row->rows_changed = col_int(r, i, 9);
 	row->code_version = col_text(r, i, 10);
+	row->marked_by = col_text(r, i, 11);
 }
 
 /* One window of the current phase (store_runs_window_fn). */
@@ -2900,7 +2901,7 @@ pgst_runs_window(struct store_runs_cursor *base, int64_t lo,
 	}
 	for (int i = 0; i < PQntuples(r) && !pg->stop; i++) {
 		pgst_run_row(r, i, &row);
-		if (store_runs_row(base, &row, col_int(r, i, 11), pg,
+		if (store_runs_row(base, &row, col_int(r, i, 12), pg,
 				   err) < 0) {
 			PQclear(r);
 			return -1;

@@ -1714,6 +1714,7 @@ store_sqlite_run_row(sqlite3_stmt *s, struct store_run_row *row)
 	row->has_rows = sqlite3_column_type(s, 9) != SQLITE_NULL;
 	row->rows_changed = sqlite3_column_int64(s, 9);
 	row->code_version = col_text(s, 10);
+	row->marked_by = col_text(s, 11);
 }
 
 /* One window query of the current phase (store_runs_window_fn). */
@@ -1741,7 +1742,7 @@ store_sqlite_runs_window(struct store_runs_cursor *base, int64_t lo,
 	sqlite3_bind_int64(s, 6, pg->max_rows);
 	while (!pg->stop && (rc = sqlite3_step(s)) == SQLITE_ROW) {
 		store_sqlite_run_row(s, &row);
-		if (store_runs_row(base, &row, sqlite3_column_int64(s, 11), pg,
+		if (store_runs_row(base, &row, sqlite3_column_int64(s, 12), pg,
 				   err) < 0) {
 			sqlite3_finalize(s);
 			return -1;

@@ -85,6 +85,9 @@ def test_mark():
     h.eq(len(marked), 1, "one runs row for the mark: %r" % runs)
     h.eq(marked[0]["state"], "succeeded", "the mark's state")
     h.eq(marked[0]["error"], "marked succeeded by root: repaired by hand", "the mark's note")
+    h.eq(marked[0]["marked_by"], "root", "runs --json marked_by")
+    h.check(all(r["marked_by"] is None for r in runs if r["request"] != int(mreq)),
+            "marked_by of runs that ran: %r" % runs)
     text = d.ok("runs", "--job", "fact")
     h.check("marked succeeded by root: repaired by hand" in text, text)
     # the earlier request's weekly partition is released by the landing
