@@ -64,5 +64,31 @@ def test_logs_names_the_node():
     h.check("is on node %s, which ran it" % runner in e, e)
 
 
+def test_http_on_each_node():
+    import json
+    import test_http as th
+    c = tc.Nodes(tc.cmd_job("fact", sleep="0"), names=("n1", "n2"),
+                 settings={"http_listen": "127.0.0.1:0"})
+    planner = c.planner(c["n1"])
+    other = "n2" if planner == "n1" else "n1"
+    for n in (planner, other):
+        port = th.listening_port(c[n])
+        st, hd, body = th.get(port, "/healthz")
+        h.eq((st, body), (200, b"ok\n"), "/healthz on %s" % n)
+        st, hd, body = th.get(port, "/status")
+        h.eq(st, 200, "/status on %s" % n)
+        web = json.loads(body)
+        h.eq([j["name"] for j in web["jobs"]], ["fact"], "/status jobs on %s" % n)
+        h.eq(sorted(x["name"] for x in web["nodes"]), ["n1", "n2"], "/status nodes on %s" % n)
+        if n == planner:
+            h.eq(web["from_memory"], None, "/status on the planner")
+        else:
+            h.check(web["from_memory"] and "its own memory" in web["from_memory"],
+                    "/status on %s says it answers from its memory: %r"
+                    % (n, web["from_memory"]))
+        st, hd, body = th.get(port, "/metrics")
+        h.check(st == 200 and b"backfilld_build_info" in body, "/metrics on %s" % n)
+
+
 if __name__ == "__main__":
-    h.main([test_mark_through_the_planner, test_logs_names_the_node])
+    h.main([test_mark_through_the_planner, test_logs_names_the_node, test_http_on_each_node])
