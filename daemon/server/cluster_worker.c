@@ -46,6 +46,7 @@
 #include "store.h"
 #include "module.h"
 #include "runresult.h"
+#include "trend_hist.h"
 #include "xalloc.h"
 
 /* A claimed run on this node, or one the planner runs itself (own). */
@@ -53,6 +54,8 @@ struct local {
 	struct exec_run run;
 	struct exec_part *parts;
 	struct wh_commit *commits; /* exactly-once commits, or NULL */
+	struct exec_trend_hist *trend; /* trend checks' history, or NULL */
+	size_t ntrend;
 	int64_t id;   /* the work row (own: the run's id, no row) */
 	bool done;    /* ended; its finish waits for the database */
 	bool discard; /* fenced: its result would be refused */
@@ -85,6 +88,8 @@ struct cworker {
 	int ndropped; /* own runs whose result was dropped (deposed) */
 	uv_timer_t pump; /* next loop turn: offer, claim, cancel */
 	uv_timer_t takeover; /* a new planner reads the work in flight */
+	uv_timer_t retry; /* finishes the store refused: try them again */
+	uint64_t retry_ms; /* 0: the last finishes were recorded */
 	bool taking_over;    /* ... and has not adopted it yet */
 	bool adopting;       /* inside sched_start_adopt */
 	bool planner_once;
@@ -110,6 +115,7 @@ cworker_shut(struct cworker *w)
 	w->closed_cb = NULL;
 	uv_close((uv_handle_t *)&w->pump, NULL);
 	uv_close((uv_handle_t *)&w->takeover, NULL);
+	uv_close((uv_handle_t *)&w->retry, NULL);
 	w->drv->close(w->c, cb, w->closed_arg);
 }
 
@@ -205,6 +211,16 @@ cworker_may_run_here(struct cworker *w, const struct exec_run *run)
 	return w->drv->planner_now(w->c);
 }
 
+/* The history of the run's trend checks, read from the shared store on
+ * this node (trend_hist.h). */
+static void
+cworker_trend(struct cworker *w, struct local *l)
+{
+	l->trend = trend_hist_load(w->store, l->run.job);
+	l->ntrend = l->run.job->nmetrics;
+	l->run.trend = l->trend;
+}
+
 /* Run the scheduler's run here, built like a claim (its partitions, and
  * the scheduler's commit identities: every request it serves). */
 static void
@@ -233,6 +249,7 @@ cworker_run_here(struct cworker *w, struct exec_run *run)
 	l->run.commits = l->commits;
 	l->run.ncommits = run->ncommits;
 	l->run.commits_keep_ms = run->commits_keep_ms;
+	cworker_trend(w, l);
 	l->run.done_cb = cworker_run_done_cb;
 	l->run.data = l;
 	l->pending = true;
@@ -583,6 +600,12 @@ cworker_decode_checks(struct runresult *rr, struct exec_run *run)
 		cr->source = c->source;
 		cr->target = c->target;
 		cr->diff = c->diff;
+		cr->trend = c->trend;
+		cr->history = c->history;
+		cr->mean = c->mean;
+		cr->sd = c->sd;
+		cr->has_sigma = c->has_sigma;
+		cr->sigma = c->sigma;
 		cr->part = c->part;
 		c->name = c->detail = NULL;
 	}
@@ -799,6 +822,7 @@ cworker_build(struct cworker *w, const struct cluster_work *x,
 	l->run.attempt = x->attempt;
 	l->run.log_dir = w->log_dir;
 	cworker_commits(l, j, x);
+	cworker_trend(w, l);
 	l->run.done_cb = cworker_run_done_cb;
 	l->run.data = l;
 	return 0;
@@ -819,6 +843,7 @@ cworker_local_free(struct cworker *w, struct local *l)
 	}
 	free(l->parts);
 	free(l->commits);
+	trend_hist_free(l->trend, l->ntrend);
 	free(l);
 }
 
@@ -845,6 +870,12 @@ cworker_encode(const struct exec_run *run)
 		rr.checks[i].source = run->checks[i].source;
 		rr.checks[i].target = run->checks[i].target;
 		rr.checks[i].diff = run->checks[i].diff;
+		rr.checks[i].trend = run->checks[i].trend;
+		rr.checks[i].history = run->checks[i].history;
+		rr.checks[i].mean = run->checks[i].mean;
+		rr.checks[i].sd = run->checks[i].sd;
+		rr.checks[i].has_sigma = run->checks[i].has_sigma;
+		rr.checks[i].sigma = run->checks[i].sigma;
 		rr.checks[i].part = run->checks[i].part;
 	}
 	if (run->guards != NULL) {
@@ -892,6 +923,55 @@ cworker_finish_of(struct local *l, struct cluster_finish *f)
 }
 
 /*
+ * Finishes the store refused (a full disk: the statement fails while the
+ * connection stays up, so no reconnection comes to kick the pump) are
+ * tried again on a timer, CWORKER_RETRY_FIRST_MS and doubling to
+ * CWORKER_RETRY_MAX_MS, whether or not anything else happens on this
+ * node: once every slot holds a result waiting to be recorded, nothing
+ * else would.  The first refusal is logged, the next ones are not (a
+ * node that logged each of them filled the journal while the disk was
+ * full), and the recovery is.
+ */
+#define CWORKER_RETRY_FIRST_MS 1000
+#define CWORKER_RETRY_MAX_MS 30000
+
+static void
+cworker_retry_cb(uv_timer_t *t)
+{
+	struct cworker *w = t->data;
+
+	w->retry_ms = w->retry_ms * 2 > CWORKER_RETRY_MAX_MS ?
+		CWORKER_RETRY_MAX_MS : w->retry_ms * 2;
+	cworker_kick(w);
+}
+
+/* nf finishes were refused (err) or, with err NULL, recorded. */
+static void
+cworker_finishes_outcome(struct cworker *w, size_t nf, const struct err *err)
+{
+	if (err == NULL) {
+		if (w->retry_ms != 0)
+			log_notice("recorded the results of %zu runs the state"
+				   " store had refused", nf);
+		w->retry_ms = 0;
+		uv_timer_stop(&w->retry);
+		return;
+	}
+	if (w->retry_ms == 0) {
+		log_warn("cannot record the results of %zu runs: %s; trying"
+			 " again until the state store takes them", nf,
+			 err->msg);
+		w->retry_ms = CWORKER_RETRY_FIRST_MS;
+	} else {
+		log_debug("cannot record the results of %zu runs: %s", nf,
+			  err->msg);
+	}
+	if (!uv_is_active((uv_handle_t *)&w->retry) &&
+	    !uv_is_closing((uv_handle_t *)&w->retry))
+		uv_timer_start(&w->retry, cworker_retry_cb, w->retry_ms, 0);
+}
+
+/*
  * One loop turn's exchange with the work table, one statement: finish
  * the runs ended since the last (a finish the database did not take is
  * tried again next time), and claim what this node may run while it has
@@ -933,12 +1013,12 @@ cworker_exchange(struct cworker *w)
 	    w->drv->finish_claim(w->c, f, nf, jobs, nj, room, &rows, &n,
 				 &err) < 0) {
 		if (nf > 0)
-			log_warn("cannot record the results of %zu runs: %s;"
-				 " trying again when the state store is back",
-				 nf, err.msg);
+			cworker_finishes_outcome(w, nf, &err);
 		else
 			log_debug("cannot claim: %s", err.msg);
 	} else {
+		if (nf > 0)
+			cworker_finishes_outcome(w, nf, NULL);
 		for (size_t i = 0; i < nf; i++)
 			for (l = w->locals; l != NULL; l = nx) {
 				nx = l->next;
@@ -1316,6 +1396,8 @@ cworker_open(const struct cworker_opts *o, struct cworker **out,
 	w->pump.data = w;
 	uv_timer_init(o->loop, &w->takeover);
 	w->takeover.data = w;
+	uv_timer_init(o->loop, &w->retry);
+	w->retry.data = w;
 	w->pump.timer_cb = cworker_pump_cb;
 	w->remote = (struct sched_remote){cworker_submit, cworker_cancel,
 		cworker_adopt, w};
@@ -1323,6 +1405,7 @@ cworker_open(const struct cworker_opts *o, struct cworker **out,
 	if (w->drv->open(o->loop, &co, &cbs, &w->c, err) < 0) {
 		uv_close((uv_handle_t *)&w->pump, NULL);
 		uv_close((uv_handle_t *)&w->takeover, NULL);
+		uv_close((uv_handle_t *)&w->retry, NULL);
 		return -1;
 	}
 	*out = w;

@@ -1,4 +1,4 @@
--- 005_reserved.sql - this number belongs to a migration of another branch;
--- this file keeps the numbering without gaps until that branch is merged,
--- then it goes (it changes nothing).
+-- 005_reserved.sql - a placeholder: this number belongs to a migration
+-- of another line of work, not yet merged here.  No change; when that
+-- migration is merged, it replaces this file (the same number).
 SELECT 1;
