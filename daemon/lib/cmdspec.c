@@ -398,13 +398,66 @@ const struct cmdspec cmdspec_completion = {
 	CMDSPEC_CLIENT,
 	cmdspec_none, cmdspec_completion_pos, 1, NULL
 };
+static const struct cmdspec_arg cmdspec_mark_opts[] = {
+	{ "succeeded", CMDSPEC_FLAG, "succeeded", "--succeeded: say what to"
+	  " record (the one state a mark records)", NULL, 0 },
+	{ "reason", CMDSPEC_TEXT, "reason", "--reason TEXT: say why the"
+	  " partitions are marked (recorded with the operator's name)", NULL,
+	  0 },
+	{ "no-downstream", CMDSPEC_FLAG, "no_downstream", NULL, NULL, 0 },
+	CMDSPEC_END
+};
+static const struct cmdspec_arg cmdspec_mark_pos[] = {
+	{ "JOB", CMDSPEC_JOB, "job", "JOB: say which job", NULL, 0 },
+	{ "PARTITION", CMDSPEC_LIST, "partitions", "PARTITION: say which"
+	  " partitions to mark (their keys: YYYY-MM-DD, or YYYY-MM-DDTHH for"
+	  " an hourly job)", NULL, 0 },
+	CMDSPEC_END
+};
+const struct cmdspec cmdspec_mark = {
+	"mark",
+	"mark JOB PARTITION... --succeeded --reason TEXT [--no-downstream]",
+	"Record partitions of JOB as built without running them (they were\n"
+	"repaired by hand), with your user name and the reason: shown as\n"
+	"marked in runs, audit and map.  Their downstream partitions are\n"
+	"rebuilt, as after any landing.  Prints the request id.\n\n"
+	"  --succeeded          the state recorded (required)\n"
+	"  --reason TEXT        why (required)\n"
+	"  --no-downstream      do not rebuild the downstream partitions\n",
+	CMDSPEC_MUTATES | CMDSPEC_MANY,
+	cmdspec_mark_opts, cmdspec_mark_pos, 2, NULL
+};
+static const struct cmdspec_arg cmdspec_logs_opts[] = {
+	{ "attempt", CMDSPEC_INT, "attempt", NULL, NULL, 0 },
+	{ "follow", CMDSPEC_FLAG, "follow", NULL, NULL, 0 },
+	CMDSPEC_END
+};
+static const struct cmdspec_arg cmdspec_logs_pos[] = {
+	{ "JOB", CMDSPEC_JOB, "job", "JOB: say which job", NULL, 0 },
+	CMDSPEC_PARTITION,
+	CMDSPEC_END
+};
+const struct cmdspec cmdspec_logs = {
+	"logs",
+	"logs JOB PARTITION [--attempt N] [--follow]",
+	"Print the output of a partition's newest run (or of attempt N of its\n"
+	"newest request): a command run's log, a SQL run's error with its\n"
+	"statement and position.  Streamed by the daemon: no access to its\n"
+	"log folder is needed.  Exit 2 for a partition never run or an\n"
+	"attempt that does not exist.\n\n"
+	"  --attempt N          that attempt instead of the newest\n"
+	"  --follow             go on printing while the run is running;\n"
+	"                       return when it ends\n",
+	CMDSPEC_STREAMS,
+	cmdspec_logs_opts, cmdspec_logs_pos, 2, NULL
+};
 
 const struct cmdspec *const cmdspec_table[] = {
 	&cmdspec_backfill, &cmdspec_rerun, &cmdspec_verify, &cmdspec_status,
 	&cmdspec_runs, &cmdspec_stale, &cmdspec_audit, &cmdspec_pause,
 	&cmdspec_resume, &cmdspec_cancel, &cmdspec_retry, &cmdspec_reload,
 	&cmdspec_jobs, &cmdspec_map, &cmdspec_report, &cmdspec_wait,
-	&cmdspec_completion
+	&cmdspec_completion, &cmdspec_mark, &cmdspec_logs
 };
 const size_t cmdspec_count = sizeof cmdspec_table / sizeof cmdspec_table[0];
 
@@ -579,8 +632,13 @@ cmdspec_check_args(const struct cmdspec_arg *args, bool opts,
 		    CMDSPEC_ARG_CLIENT)))
 			continue;
 		v = get(src, a->field);
-		if (a->kind == CMDSPEC_FLAG)
+		if (a->kind == CMDSPEC_FLAG) {
+			/* a required flag (mark --succeeded) */
+			if (a->missing != NULL && v == NULL)
+				return err_set(err, EXIT_BAD_INPUT,
+					       "missing %s", a->missing);
 			continue;
+		}
 		if (a->missing != NULL && (v == NULL || (*v == '\0' &&
 		    a->kind == CMDSPEC_TEXT)))
 			return err_set(err, EXIT_BAD_INPUT, "missing %s",

@@ -48,6 +48,7 @@
 #include <yaml.h>
 
 #include "hookq.h"
+#include "http.h"
 #include "severity.h"
 #include "sqlscan.h"
 #include "trend.h"
@@ -1023,6 +1024,24 @@ cfg_h_socket_group(struct cfg_parser *p, void *obj, const struct cfg_key *k,
 	return 0;
 }
 
+/* http_listen: PORT, IPV4:PORT or [IPV6]:PORT (http.h). */
+static int
+cfg_h_http_listen(struct cfg_parser *p, void *obj, const struct cfg_key *k,
+		  yaml_node_t *key, yaml_node_t *val)
+{
+	struct config *cfg = obj;
+	char buf[CFG_QUOTE_MAX * 4 + 16];
+	const char *why;
+
+	if (cfg_h_str(p, obj, k, key, val) < 0)
+		return -1;
+	if (http_listen_parse(cfg->http_listen, cfg->http_host,
+			      &cfg->http_port, &cfg->http_loopback, &why) < 0)
+		return cfg_fail(p, val->start_mark, "%s%s, got %s", p->pfx,
+				why, cfg_got(val, buf, sizeof buf));
+	return 0;
+}
+
 static const struct cfg_key cfg_top_keys[] = {
 	{ "state_db", YAML_SCALAR_NODE, cfg_h_state_db,
 	  CFG_OFF(config, state_db), 0, "a file path", 0 },
@@ -1056,6 +1075,9 @@ static const struct cfg_key cfg_top_keys[] = {
 	  CFG_OFF(config, metrics_file), 0, "a file path", 0 },
 	{ "report_file", YAML_SCALAR_NODE, cfg_h_path,
 	  CFG_OFF(config, report_file), 0, "a file path", 0 },
+	{ "http_listen", YAML_SCALAR_NODE, cfg_h_http_listen,
+	  CFG_OFF(config, http_listen), 0,
+	  "PORT, IPV4:PORT or [IPV6]:PORT", 0 },
 	{ "hook_timeout", YAML_SCALAR_NODE, cfg_h_posduration,
 	  CFG_OFF(config, hook_timeout), 0, CFG_POSDURATION, 0 },
 	{ "hook_concurrency", YAML_SCALAR_NODE, cfg_h_hookq,
@@ -2141,6 +2163,12 @@ cfg_dialect(const struct config *cfg, int wh)
 	if (wh >= 0 && cfg->warehouses[wh].kind == WH_CLICKHOUSE)
 		return SQLSCAN_CH;
 	return SQLSCAN_SQLITE;
+}
+
+enum sqlscan_dialect
+config_job_dialect(const struct config *cfg, const struct job_def *j)
+{
+	return cfg_dialect(cfg, j->warehouse);
 }
 
 /* The first read of the wall clock in a job's SQL (sqlscan.h), in the
@@ -3448,6 +3476,7 @@ config_free(struct config *cfg)
 	free(cfg->log_level);
 	free(cfg->metrics_file);
 	free(cfg->report_file);
+	free(cfg->http_listen);
 	free(cfg);
 }
 

@@ -201,6 +201,7 @@ config_diff_settings(const struct config *a, const struct config *b,
 	CD_IF(a->hook_queue != b->hook_queue, "hook_queue");
 	CD_IF(config_diff_str(a->metrics_file, b->metrics_file), "metrics_file");
 	CD_IF(config_diff_str(a->report_file, b->report_file), "report_file");
+	CD_IF(config_diff_str(a->http_listen, b->http_listen), "http_listen");
 #undef CD_IF
 	memcpy(d->settings, c->keys, sizeof c->keys);
 	d->nsettings = c->nkeys;

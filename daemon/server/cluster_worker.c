@@ -322,6 +322,20 @@ cworker_start_own(struct cworker *w)
 		cworker_kick(w); /* the pump shuts once none is left */
 }
 
+/* Record which node ran a run: its command log is there (logs). */
+static void
+cworker_ran_on(struct cworker *w, int64_t run_id, const char *node)
+{
+	struct err err;
+
+	if (node == NULL || node[0] == '\0')
+		return;
+	if (store_defer(w->store, &err) < 0 ||
+	    store_run_node(w->store, run_id, node, &err) < 0)
+		log_warn("run=%" PRId64 ": cannot record that node %s ran it:"
+			 " %s", run_id, node, err.msg);
+}
+
 /* An own run ended: its result to the scheduler's run, as a worker's
  * result would come (cworker_finish_of, then cworker_result). */
 static void
@@ -330,6 +344,7 @@ cworker_own_result(struct cworker *w, struct local *l)
 	struct exec_run *run = l->direct;
 	char *text = cworker_encode(&l->run);
 
+	cworker_ran_on(w, run->run_id, sched_config(w->sched)->node);
 	cworker_decode(text, run);
 	free(text);
 	run->failed = l->run.failed || l->run.cancelled;
@@ -702,6 +717,7 @@ cworker_result(struct cworker *w, const struct cluster_work *x)
 		return;
 	}
 	cworker_drop_cancel(w, run);
+	cworker_ran_on(w, x->id, x->claimed_by);
 	cworker_decode(x->result, run);
 	run->failed = x->failed;
 	if (x->error != NULL)

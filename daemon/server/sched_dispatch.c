@@ -569,7 +569,7 @@ sched_run_event(struct sched *s, const struct active *a,
 
 /* (job, key) landed through request `by`: release what its failed items
  * elsewhere blocked (rule 4) and tell their requests. */
-static void
+void
 sched_landed(struct sched *s, const char *job, const char *key,
 	     struct request *by, int64_t now)
 {

@@ -133,6 +133,10 @@ void sched_run_fill(struct sched *s, struct active *a);
 void sched_active_free(struct active *a);
 /* Newest landing among the inputs of a downstream partition, or -1. */
 int64_t sched_inputs_at(struct sched *s, const struct job_def *j, part_t part);
+/* What a landing of (job, key) through request `by` releases elsewhere
+ * (rule 4); shared with sched_mark.c. */
+void sched_landed(struct sched *s, const char *job, const char *key,
+		  struct request *by, int64_t now);
 
 /* sched_cutoff.c */
 /* Early cut-off (cutoff.h) as dispatch is about to start run r: the

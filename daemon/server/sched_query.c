@@ -15,6 +15,42 @@
 #include "schedule.h"
 #include "xalloc.h"
 
+bool
+sched_partition_running(struct sched *s, const char *job, const char *key,
+			int *attempt, int64_t *request)
+{
+	for (struct item *it = *manifest_bucket(&s->m, job, key); it != NULL;
+	     it = it->hnext)
+		if (manifest_same(it, job, key) && it->state == MS_RUNNING) {
+			*attempt = it->attempts;
+			*request = it->rq->id;
+			return true;
+		}
+	return false;
+}
+
+bool
+sched_partition_queued(struct sched *s, const char *job, const char *key)
+{
+	for (struct item *it = *manifest_bucket(&s->m, job, key); it != NULL;
+	     it = it->hnext)
+		if (manifest_same(it, job, key) && it->state == MS_QUEUED)
+			return true;
+	return false;
+}
+
+uv_loop_t *
+sched_loop(struct sched *s)
+{
+	return s->loop;
+}
+
+const char *
+sched_log_dir(struct sched *s)
+{
+	return s->log_dir;
+}
+
 void
 sched_job_view(struct sched *s, int job, struct sched_job_view *v)
 {

@@ -187,6 +187,27 @@ int sched_queue_plan(struct sched *s, const struct sched_req *rq,
 		     const struct plan *plan, int64_t *request_id,
 		     struct err *err);
 
+/*
+ * backfillctl mark (docs/mark.md): record the partitions of a job as
+ * built without running them.  One request (stored as kind 'rerun'), its
+ * partitions' items succeeded at once, each with a runs row that is a
+ * mark (marked_by, and the note "marked succeeded by BY: REASON"), its
+ * newest run and build, all in one transaction; then, as after any
+ * landing, its downstream items (unless no_downstream) queue and what
+ * failed inputs blocked elsewhere is released.  *request_id is the new
+ * request's.  -1 with err when the store refused (nothing changed).
+ */
+struct sched_mark_req {
+	int job;
+	const part_t *parts; /* ascending, distinct */
+	size_t nparts;
+	bool no_downstream;
+	const char *by;      /* the operator */
+	const char *reason;
+};
+int sched_mark(struct sched *s, const struct sched_mark_req *mk,
+	       int64_t *request_id, struct err *err);
+
 struct sched_progress {
 	int64_t total, succeeded, failed, blocked, cancelled, running, queued;
 	int64_t skipped; /* early cut-off: inputs unchanged (docs/cutoff.md) */
@@ -242,6 +263,14 @@ struct sched_job_view {
 };
 void sched_job_view(struct sched *s, int job, struct sched_job_view *v);
 struct store *sched_store(struct sched *s);
+/* Is job's partition key running here?  Its attempt and request. */
+bool sched_partition_running(struct sched *s, const char *job, const char *key,
+			     int *attempt, int64_t *request);
+/* Is it queued here (waiting to run)? */
+bool sched_partition_queued(struct sched *s, const char *job, const char *key);
+/* The loop, and the folder of command runs' logs (JOB/KEY.ATTEMPT.log). */
+uv_loop_t *sched_loop(struct sched *s);
+const char *sched_log_dir(struct sched *s);
 /* The executor runs go to (the proofs of --verify use it too). */
 struct exec *sched_exec(struct sched *s);
 /* Per-warehouse throttling (throttle.h): the scheduler starts no run on a

@@ -426,6 +426,40 @@ store_latest_counts(struct store *st, store_count_cb cb, void *data,
 }
 
 int
+store_run_lookup(struct store *st, const char *job, const char *key,
+		 int attempt, struct store_run_info *out, struct err *err)
+{
+	return st->ops->run_lookup(st, job, key, attempt, out, err);
+}
+
+int
+store_run_node(struct store *st, int64_t run_id, const char *node,
+	       struct err *err)
+{
+	if (store_refused(st, err))
+		return -1;
+	return store_wrote(st, st->ops->run_node(st, run_id, node, err), err);
+}
+
+int
+store_run_mark(struct store *st, int64_t run_id, const char *by,
+	       struct err *err)
+{
+	if (store_refused(st, err))
+		return -1;
+	return store_wrote(st, st->ops->run_mark(st, run_id, by, err), err);
+}
+
+int
+store_marked_keys(struct store *st, const char *job, const char *first_key,
+		  const char *last_key, store_last_cb cb, void *data,
+		  struct err *err)
+{
+	return st->ops->marked_keys(st, job, first_key, last_key, cb, data,
+				    err);
+}
+
+int
 store_run_proc(struct store *st, int64_t run_id, int64_t pgid,
 	       int64_t proc_start, struct err *err)
 {

@@ -175,6 +175,7 @@ struct store_run_row {
 	bool has_rows;
 	int64_t rows_changed;
 	const char *code_version;
+	const char *marked_by; /* a mark (backfillctl mark): by whom; or NULL */
 };
 typedef int (*store_run_cb)(const struct store_run_row *row, void *data,
 			    struct err *err);
@@ -187,6 +188,16 @@ typedef void (*store_prev_cb)(const char *job, enum mstate prev,
 typedef void (*store_orphan_cb)(int64_t run_id, const char *job,
 				const char *key, int64_t pgid,
 				int64_t proc_start, void *data);
+
+/* One run found by run_lookup: its error copied. */
+struct store_run_info {
+	int64_t id;
+	int64_t request_id;
+	int attempt;
+	enum mstate state;
+	char error[4096];  /* "" when it has none */
+	char node[128];    /* several hosts: the node that claimed it, or "" */
+};
 
 /* A runs row left 'running' (running_runs). */
 struct store_running_row {
@@ -430,6 +441,24 @@ struct store_ops {
 	int (*latest_counts)(struct store *st, store_count_cb cb, void *data,
 			     struct err *err);
 
+	/* Write: run run_id is a mark (backfillctl mark, docs/mark.md):
+	 * recorded succeeded by the operator `by`, nothing ran. */
+	int (*run_mark)(struct store *st, int64_t run_id, const char *by,
+			struct err *err);
+	/* The partitions of job in [first_key, last_key] whose newest run
+	 * is a mark (cb with the key; last_state is MS_SUCCEEDED). */
+	int (*marked_keys)(struct store *st, const char *job,
+			   const char *first_key, const char *last_key,
+			   store_last_cb cb, void *data, struct err *err);
+	/* A run of the request that built (or failed) job's partition key
+	 * last: attempt `attempt`, or its newest when 0 (logs).  1: none. */
+	int (*run_lookup)(struct store *st, const char *job, const char *key,
+			  int attempt, struct store_run_info *out,
+			  struct err *err);
+	/* Write: several hosts, the node that runs run_id (its command log
+	 * is there); nothing to record on one host. */
+	int (*run_node)(struct store *st, int64_t run_id, const char *node,
+			struct err *err);
 	/* Write: a command run's process group and its leader's start time. */
 	int (*run_proc)(struct store *st, int64_t run_id, int64_t pgid,
 			int64_t proc_start, struct err *err);
@@ -663,6 +692,15 @@ int store_latest_counts(struct store *st, store_count_cb cb, void *data,
 			struct err *err);
 int store_run_proc(struct store *st, int64_t run_id, int64_t pgid,
 		   int64_t proc_start, struct err *err);
+int store_run_lookup(struct store *st, const char *job, const char *key,
+		     int attempt, struct store_run_info *out, struct err *err);
+int store_run_node(struct store *st, int64_t run_id, const char *node,
+		   struct err *err);
+int store_run_mark(struct store *st, int64_t run_id, const char *by,
+		   struct err *err);
+int store_marked_keys(struct store *st, const char *job, const char *first_key,
+		      const char *last_key, store_last_cb cb, void *data,
+		      struct err *err);
 int store_orphans(struct store *st, store_orphan_cb cb, void *data,
 		  struct err *err);
 int store_running_runs(struct store *st, store_running_cb cb, void *data,

@@ -112,6 +112,10 @@ enum pgst_stmt {
 	P_LATEST_COUNTS,
 	P_RUNS_COUNT,
 	P_RUN_PROC,
+	P_RUN_MARK,
+	P_RUN_NODE,
+	P_RUN_LOOKUP,
+	P_MARKED_KEYS,
 	P_ORPHANS,
 	P_RUN_UNSTART,
 	P_RECOVER_RUNS,
@@ -225,6 +229,18 @@ static const char *const pgst_sql[P_COUNT] = {
 	[P_RUNS_COUNT] = "SELECT COUNT(*) FROM runs",
 	[P_RUN_PROC] =
 	"UPDATE runs SET pgid = $2, proc_start = $3 WHERE id = $1",
+	[P_RUN_MARK] = "UPDATE runs SET marked_by = $2 WHERE id = $1",
+	[P_RUN_NODE] = "UPDATE runs SET node = $2 WHERE id = $1",
+	[P_RUN_LOOKUP] =
+	"SELECT r.id, r.request_id, r.attempt, r.state, r.error, r.node FROM"
+	" partition_latest l JOIN runs x ON x.id = l.run_id JOIN runs r"
+	" ON r.manifest_id = x.manifest_id WHERE l.job = $1 AND"
+	" l.partition_key = $2 AND ($3::int = 0 OR r.attempt = $3::int)"
+	" ORDER BY r.id DESC LIMIT 1",
+	[P_MARKED_KEYS] =
+	"SELECT l.partition_key FROM partition_latest l JOIN runs r ON"
+	" r.id = l.run_id WHERE l.job = $1 AND l.partition_key BETWEEN $2 AND"
+	" $3 AND r.marked_by IS NOT NULL",
 	[P_ORPHANS] =
 	"SELECT id, job, partition_key, pgid, proc_start FROM runs"
 	" WHERE state = 'running' AND pgid IS NOT NULL AND proc_start >= 0",
@@ -2232,6 +2248,85 @@ pgst_run_proc(struct store *st, int64_t run_id, int64_t pgid,
 			       "recording a run's process", err);
 }
 
+/* A run of the request that last finished job's partition key. */
+static int
+pgst_run_lookup(struct store *st, const char *job, const char *key,
+		int attempt, struct store_run_info *out, struct err *err)
+{
+	struct pgst_args a = { 0 };
+	PGresult *r;
+	int rc = 1;
+
+	arg_text(&a, job);
+	arg_text(&a, key);
+	arg_int(&a, attempt);
+	r = pgst_exec(pgst_of(st), P_RUN_LOOKUP, &a, "reading a run", err);
+	if (r == NULL)
+		return -1;
+	if (PQntuples(r) > 0) {
+		out->id = strtoll(col_text(r, 0, 0), NULL, 10);
+		out->request_id = strtoll(col_text(r, 0, 1), NULL, 10);
+		out->attempt = atoi(col_text(r, 0, 2));
+		if (mstate_parse(col_text(r, 0, 3), &out->state) < 0)
+			out->state = MS_FAILED;
+		snprintf(out->error, sizeof out->error, "%s",
+			 col_text(r, 0, 4) ? col_text(r, 0, 4) : "");
+		snprintf(out->node, sizeof out->node, "%s",
+			 col_text(r, 0, 5) ? col_text(r, 0, 5) : "");
+		rc = 0;
+	}
+	PQclear(r);
+	return rc;
+}
+
+/* Run run_id runs on node `node` (the planner's own runs). */
+static int
+pgst_run_node(struct store *st, int64_t run_id, const char *node,
+	      struct err *err)
+{
+	struct pgst_args a = { 0 };
+
+	arg_int(&a, run_id);
+	arg_text(&a, node);
+	return pgst_write_done(pgst_of(st), P_RUN_NODE, &a,
+			       "recording a run's node", err);
+}
+
+/* Run run_id is a mark by `by`. */
+static int
+pgst_run_mark(struct store *st, int64_t run_id, const char *by,
+	      struct err *err)
+{
+	struct pgst_args a = { 0 };
+
+	arg_int(&a, run_id);
+	arg_text(&a, by);
+	return pgst_write_done(pgst_of(st), P_RUN_MARK, &a,
+			       "recording a mark", err);
+}
+
+/* The partitions of job in a key range whose newest run is a mark. */
+static int
+pgst_marked_keys(struct store *st, const char *job, const char *first_key,
+		 const char *last_key, store_last_cb cb, void *data,
+		 struct err *err)
+{
+	struct pgst_args a = { 0 };
+	PGresult *r;
+
+	arg_text(&a, job);
+	arg_text(&a, first_key);
+	arg_text(&a, last_key);
+	r = pgst_exec(pgst_of(st), P_MARKED_KEYS, &a, "reading the marks",
+		      err);
+	if (r == NULL)
+		return -1;
+	for (int i = 0; i < PQntuples(r); i++)
+		cb(col_text(r, i, 0), MS_SUCCEEDED, data);
+	PQclear(r);
+	return 0;
+}
+
 /* Runs left running with a process group. */
 static int
 pgst_orphans(struct store *st, store_orphan_cb cb, void *data,
@@ -2973,6 +3068,7 @@ pgst_run_row(PGresult *r, int i, struct store_run_row *row)
 	row->has_rows = !col_null(r, i, 9);
 	row->rows_changed = col_int(r, i, 9);
 	row->code_version = col_text(r, i, 10);
+	row->marked_by = col_text(r, i, 11);
 }
 
 /* One window of the current phase (store_runs_window_fn). */
@@ -3005,7 +3101,7 @@ pgst_runs_window(struct store_runs_cursor *base, int64_t lo,
 	}
 	for (int i = 0; i < PQntuples(r) && !pg->stop; i++) {
 		pgst_run_row(r, i, &row);
-		if (store_runs_row(base, &row, col_int(r, i, 11), pg,
+		if (store_runs_row(base, &row, col_int(r, i, 12), pg,
 				   err) < 0) {
 			PQclear(r);
 			return -1;
@@ -3059,6 +3155,10 @@ const struct store_ops store_pg_ops = {
 	.partition_finished = pgst_partition_finished,
 	.latest_counts = pgst_latest_counts,
 	.run_proc = pgst_run_proc,
+	.run_mark = pgst_run_mark,
+	.run_node = pgst_run_node,
+	.run_lookup = pgst_run_lookup,
+	.marked_keys = pgst_marked_keys,
 	.orphans = pgst_orphans,
 	.running_runs = pgst_running_runs,
 	.run_unstart = pgst_run_unstart,

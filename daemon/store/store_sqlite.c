@@ -50,6 +50,9 @@ enum stmt_id {
 	S_LATEST_COUNTS,
 	S_RUNS_COUNT,
 	S_RUN_PROC,
+	S_RUN_MARK,
+	S_RUN_LOOKUP,
+	S_MARKED_KEYS,
 	S_ORPHANS,
 	S_RUN_UNSTART,
 	S_PRUNE_RUNS,
@@ -149,6 +152,17 @@ static const char *const store_sql[S_COUNT] = {
 	"SELECT job, state, COUNT(*) FROM partition_latest GROUP BY job, state",
 	[S_RUNS_COUNT] = "SELECT COUNT(*) FROM runs",
 	[S_RUN_PROC] = "UPDATE runs SET pgid = ?2, proc_start = ?3 WHERE id = ?1",
+	[S_RUN_MARK] = "UPDATE runs SET marked_by = ?2 WHERE id = ?1",
+	[S_RUN_LOOKUP] =
+	"SELECT r.id, r.request_id, r.attempt, r.state, r.error, NULL FROM"
+	" partition_latest l JOIN runs x ON x.id = l.run_id JOIN runs r"
+	" ON r.manifest_id = x.manifest_id WHERE l.job = ?1 AND"
+	" l.partition_key = ?2 AND (?3 = 0 OR r.attempt = ?3)"
+	" ORDER BY r.id DESC LIMIT 1",
+	[S_MARKED_KEYS] =
+	"SELECT l.partition_key FROM partition_latest l JOIN runs r ON"
+	" r.id = l.run_id WHERE l.job = ?1 AND l.partition_key BETWEEN ?2 AND"
+	" ?3 AND r.marked_by IS NOT NULL",
 	[S_ORPHANS] =
 	"SELECT id, job, partition_key, pgid, proc_start FROM runs"
 	" WHERE state = 'running' AND pgid IS NOT NULL AND proc_start >= 0",
@@ -1243,6 +1257,73 @@ store_sqlite_run_proc(struct store *base, int64_t run_id, int64_t pgid,
 }
 
 static int
+store_sqlite_run_lookup(struct store *base, const char *job, const char *key,
+			int attempt, struct store_run_info *out,
+			struct err *err)
+{
+	struct store_sqlite *st = store_sqlite_of(base);
+	sqlite3_stmt *s = st->stmt[S_RUN_LOOKUP];
+	int rc;
+
+	bind_text(s, 1, job);
+	bind_text(s, 2, key);
+	sqlite3_bind_int(s, 3, attempt);
+	rc = store_sqlite_next(st, s, err, "reading a run");
+	if (rc <= 0)
+		return rc < 0 ? -1 : 1;
+	out->id = sqlite3_column_int64(s, 0);
+	out->request_id = sqlite3_column_int64(s, 1);
+	out->attempt = sqlite3_column_int(s, 2);
+	if (mstate_parse(col_text(s, 3), &out->state) < 0)
+		out->state = MS_FAILED;
+	snprintf(out->error, sizeof out->error, "%s",
+		 col_text(s, 4) ? col_text(s, 4) : "");
+	store_sqlite_done(s);
+	return 0;
+}
+
+/* One host: every log is this host's. */
+static int
+store_sqlite_run_node(struct store *base, int64_t run_id, const char *node,
+		      struct err *err)
+{
+	(void)base;
+	(void)run_id;
+	(void)node;
+	(void)err;
+	return 0;
+}
+
+static int
+store_sqlite_run_mark(struct store *base, int64_t run_id, const char *by,
+		      struct err *err)
+{
+	struct store_sqlite *st = store_sqlite_of(base);
+	sqlite3_stmt *s = st->stmt[S_RUN_MARK];
+
+	sqlite3_bind_int64(s, 1, run_id);
+	bind_text(s, 2, by);
+	return store_sqlite_step_done(st, s, err, "recording a mark");
+}
+
+static int
+store_sqlite_marked_keys(struct store *base, const char *job,
+			 const char *first_key, const char *last_key,
+			 store_last_cb cb, void *data, struct err *err)
+{
+	struct store_sqlite *st = store_sqlite_of(base);
+	sqlite3_stmt *s = st->stmt[S_MARKED_KEYS];
+	int rc;
+
+	bind_text(s, 1, job);
+	bind_text(s, 2, first_key);
+	bind_text(s, 3, last_key);
+	while ((rc = store_sqlite_next(st, s, err, "reading the marks")) > 0)
+		cb(col_text(s, 0), MS_SUCCEEDED, data);
+	return rc;
+}
+
+static int
 store_sqlite_orphans(struct store *base, store_orphan_cb cb, void *data,
 		     struct err *err)
 {
@@ -1861,6 +1942,7 @@ store_sqlite_run_row(sqlite3_stmt *s, struct store_run_row *row)
 	row->has_rows = sqlite3_column_type(s, 9) != SQLITE_NULL;
 	row->rows_changed = sqlite3_column_int64(s, 9);
 	row->code_version = col_text(s, 10);
+	row->marked_by = col_text(s, 11);
 }
 
 /* One window query of the current phase (store_runs_window_fn). */
@@ -1888,7 +1970,7 @@ store_sqlite_runs_window(struct store_runs_cursor *base, int64_t lo,
 	sqlite3_bind_int64(s, 6, pg->max_rows);
 	while (!pg->stop && (rc = sqlite3_step(s)) == SQLITE_ROW) {
 		store_sqlite_run_row(s, &row);
-		if (store_runs_row(base, &row, sqlite3_column_int64(s, 11), pg,
+		if (store_runs_row(base, &row, sqlite3_column_int64(s, 12), pg,
 				   err) < 0) {
 			sqlite3_finalize(s);
 			return -1;
@@ -1955,6 +2037,10 @@ const struct store_ops store_sqlite_ops = {
 	.partition_finished = store_sqlite_partition_finished,
 	.latest_counts = store_sqlite_latest_counts,
 	.run_proc = store_sqlite_run_proc,
+	.run_mark = store_sqlite_run_mark,
+	.run_node = store_sqlite_run_node,
+	.run_lookup = store_sqlite_run_lookup,
+	.marked_keys = store_sqlite_marked_keys,
 	.orphans = store_sqlite_orphans,
 	.run_unstart = store_sqlite_run_unstart,
 	.probe_write = store_sqlite_probe_write,

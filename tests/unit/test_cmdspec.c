@@ -157,6 +157,23 @@ static const struct {
 	{ "wait", { { NULL } },
 	  "missing REQUEST: say which request to wait for" },
 	{ "wait", { { "request=0" } }, "REQUEST" },
+	/* mark: a required flag and text, a list of partitions */
+	{ "mark", { { "job=j", "partitions=2026-01-01,2026-01-02",
+		      "succeeded=1", "reason=fixed" } }, "" },
+	{ "mark", { { "job=j", "partitions=2026-01-01", "reason=fixed" } },
+	  "missing --succeeded" },
+	{ "mark", { { "job=j", "partitions=2026-01-01", "succeeded=1" } },
+	  "missing --reason TEXT" },
+	{ "mark", { { "job=j", "partitions=2026-01-01", "succeeded=1",
+		      "reason=" } }, "missing --reason TEXT" },
+	{ "mark", { { "job=j", "succeeded=1", "reason=x" } },
+	  "missing PARTITION" },
+	{ "mark", { { "job=j", "partitions=2026-01-01,,x", "succeeded=1",
+		      "reason=x" } }, "PARTITION" },
+	{ "logs", { { "job=j", "partition=2026-01-01" } }, "" },
+	{ "logs", { { "job=j", "partition=2026-01-01", "attempt=0" } },
+	  "--attempt" },
+	{ "logs", { { "job=j" } }, "missing PARTITION" },
 	{ "pause", { { NULL } }, "missing JOB: say which job" },
 	{ "resume", { { "job=j" } }, "" },
 	{ "map", { { "job=j", "from=anything" } }, "" },
@@ -221,10 +238,10 @@ START_TEST(test_table)
 {
 	/* verify rolls back: anyone who may connect may run it */
 	static const char *const mutating[] = { "backfill", "rerun",
-		"pause", "resume", "cancel", "retry", "reload" };
+		"pause", "resume", "cancel", "retry", "reload", "mark" };
 	size_t nmut = 0;
 
-	ck_assert_uint_eq(cmdspec_count, 17);
+	ck_assert_uint_eq(cmdspec_count, 19);
 	for (size_t i = 0; i < cmdspec_count; i++) {
 		const struct cmdspec *cs = cmdspec_table[i];
 
@@ -268,6 +285,10 @@ START_TEST(test_table)
 	ck_assert(cmdspec_wait.flags & CMDSPEC_CONTROL);
 	ck_assert_ptr_eq(cmdspec_find("completion"), &cmdspec_completion);
 	ck_assert(cmdspec_completion.flags & CMDSPEC_CLIENT);
+	ck_assert(cmdspec_mark.flags & CMDSPEC_MANY);
+	ck_assert(cmdspec_mark.flags & CMDSPEC_MUTATES);
+	ck_assert(cmdspec_logs.flags & CMDSPEC_STREAMS);
+	ck_assert(!(cmdspec_logs.flags & CMDSPEC_MUTATES));
 	ck_assert_ptr_null(cmdspec_find("frobnicate"));
 }
 END_TEST

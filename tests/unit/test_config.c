@@ -217,6 +217,10 @@ static const struct bad_fixture bad_fixtures[] = {
 	  "1:15: metrics_file must be a file path, got a sequence" },
 	{ "bad-report-file.yaml",
 	  "1:13: report_file must be a file path, got nothing" },
+	{ "bad-http-listen.yaml",
+	  "1:14: http_listen must be PORT, IPV4:PORT or [IPV6]:PORT with a numeric address, for example 127.0.0.1:9187, got \"localhost:9187\"" },
+	{ "bad-http-listen-port.yaml",
+	  "2:14: the port of http_listen must be a number from 0 to 65535, got \"127.0.0.1:99999\"" },
 	{ "bad-hook-timeout.yaml",
 	  "1:15: hook_timeout must be a positive duration like 30s, 15m, 2h or 1d, got \"0s\"" },
 };
@@ -1059,7 +1063,8 @@ START_TEST(test_hooks_values)
 		"    on_late: [\"/bin/page\", \"late {request}\"]\n"
 		"    on_refused: [\"/bin/page\"]\n"
 		"  - name: b\n    partition: week\n    upstream: [a]\n"
-		"    command: [\"true\"]\n    deadline: 1d\n");
+		"    command: [\"true\"]\n    deadline: 1d\n"
+		"http_listen: \"[::1]:9187\"\n");
 	struct config *plain = load_ok_at("/etc/bf/x.yaml",
 		"jobs:\n  - name: a\n    partition: day\n    start: 2026-03-01\n"
 		"    command: [\"true\"]\n");
@@ -1070,6 +1075,11 @@ START_TEST(test_hooks_values)
 	ck_assert_str_eq(cfg->report_file, "/srv/r.html");
 	ck_assert_ptr_null(plain->metrics_file);
 	ck_assert_ptr_null(plain->report_file);
+	ck_assert_ptr_null(plain->http_listen);
+	ck_assert_str_eq(cfg->http_listen, "[::1]:9187");
+	ck_assert_str_eq(cfg->http_host, "::1");
+	ck_assert_int_eq(cfg->http_port, 9187);
+	ck_assert(cfg->http_loopback);
 	ck_assert_int_eq(plain->hook_timeout, 30);
 	ck_assert_int_eq(plain->hook_concurrency, 4);
 	ck_assert_int_eq(plain->hook_queue, 4096);
