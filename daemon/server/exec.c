@@ -1215,6 +1215,8 @@ exec_check_partition_keys(const struct config *cfg, struct err *err)
 			/* unreachable now: its runs say so when they run */
 			if (drv->open(&cfg->warehouses[w], &conns[w], &e) == -1)
 				conns[w] = NULL;
+			else if (drv->watch != NULL) /* each query bounded */
+				drv->watch(conns[w], NULL, 10000, false);
 		}
 		if (conns[w] == NULL)
 			continue;

@@ -154,8 +154,9 @@ const struct wh_driver *exec_driver_for(enum wh_kind kind, const char **why);
 /* ClickHouse (docs/clickhouse.md): every job's table reached now, its
  * partition key against the job's grain; -1 with err (EXIT_BAD_INPUT,
  * "FILE:LINE:COL: job ...") at the first mismatch or missing table.  A
- * warehouse that cannot be reached is skipped.  Blocking: at start and
- * reload. */
+ * warehouse that cannot be reached (or does not answer within 10 s) is
+ * skipped.  Blocking: at start; on reload it runs off the loop
+ * (keycheck.h).  Any thread. */
 int exec_check_partition_keys(const struct config *cfg, struct err *err);
 /* Number of runs in flight. */
 int exec_running(const struct exec *ex);

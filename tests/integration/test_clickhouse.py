@@ -757,6 +757,41 @@ def test_kill9_mid_backfill():
     d.stop()
 
 
+def test_reload_while_server_stopped():
+    """The reload's check of the partition keys runs off the loop: with
+    the server stopped (SIGSTOP: it accepts connections and never
+    answers), `status` answers while the reload waits; a second reload
+    meanwhile is refused with one line; once the server goes on, the
+    reload ends and is applied."""
+    db = fresh_db()
+    good = FAILING_CHECK[:FAILING_CHECK.index("  checks:")]
+    d = h.Daemon(config=ch_config(db, good), clock=None, name="chreload")
+    d.write_config(ch_config(db, good.replace("name: fct", "name: fct2")).replace("{dir}", d.dir))
+    argv = [d.backfillctl, "--socket", d.sock, "reload"]
+    d.drain_notifications()
+    os.killpg(SRV.proc.pid, signal.SIGSTOP)
+    try:
+        p = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                             env=d.env(), cwd=d.dir)
+        d.wait_notification("RELOADING=1", 30, what="RELOADING=1 of the reload")
+        rc, out, err = d.ctl("status", timeout=30)
+        h.eq(rc, 0, "status while a reload waits for a stopped server (stderr %r)" % err)
+        rc2, out2, err2 = d.ctl("reload", timeout=30)
+        pending = p.poll() is None
+    finally:
+        os.killpg(SRV.proc.pid, signal.SIGCONT)
+    out1, err1 = p.communicate(timeout=60)
+    h.check(pending, "the reload ended before status answered (%r %r): it did not wait for the"
+            " stopped server" % (out1, err1))
+    h.eq(rc2, 1, "a second reload while one is checked (stdout %r)" % out2)
+    h.check("a reload is in progress" in err2 and err2.count("\n") == 1,
+            "second reload's error: %r" % err2)
+    h.eq(p.returncode, 0, "the reload once the server goes on (stderr %r)" % err1)
+    h.check("added" in out1 and "fct2" in out1, "reload report: %r" % out1)
+    h.check("fct2" in [j["name"] for j in d.json("jobs")["jobs"]], "fct2 not running after the reload")
+    d.stop()
+
+
 def test_check_config_shows_bound():
     db = fresh_db(seed=False)
     d = h.Daemon(config=ch_config(db, example_jobs()), clock=None, name="chcheckcfg", start=False)
@@ -772,12 +807,18 @@ def test_check_config_shows_bound():
 
 def main():
     global SRV
+    tests = [test_module_on_demand, test_lesson, test_failing_check_publishes_nothing,
+             test_empty_stage_refused, test_wrong_grain_refused, test_hostile_input,
+             test_check_config_shows_bound, test_timeout_kills_query,
+             test_shutdown_grace_kills_query, test_reader_never_sees_a_mix, test_verify,
+             test_batch, test_late_data, test_hourly, test_throttle, test_kill9_mid_backfill,
+             test_reload_while_server_stopped]
+    # BACKFILLD_TEST_ONLY=name,name: those alone (while working on them)
+    only = os.environ.get("BACKFILLD_TEST_ONLY")
+    if only:
+        tests = [t for t in tests if t.__name__ in only.split(",")]
     SRV = Server()
-    h.main([test_module_on_demand, test_lesson, test_failing_check_publishes_nothing, test_empty_stage_refused,
-            test_wrong_grain_refused, test_hostile_input, test_check_config_shows_bound, test_timeout_kills_query, test_shutdown_grace_kills_query,
-            test_reader_never_sees_a_mix, test_verify, test_batch, test_late_data, test_hourly, test_throttle,
-            test_kill9_mid_backfill])
-
+    h.main(tests)
 
 if __name__ == "__main__":
     main()
