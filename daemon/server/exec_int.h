@@ -1,0 +1,41 @@
+/*
+ * exec_int.h - what exec.c shares with the files that run one kind of SQL
+ * run for it on a worker thread (exec_wap.c: ClickHouse).  Worker threads
+ * only: nothing here touches the loop.
+ */
+#ifndef BACKFILLD_EXEC_INT_H
+#define BACKFILLD_EXEC_INT_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+#include "exec.h"
+#include "wh.h"
+
+struct exec_flight;
+
+/* The run a flight carries. */
+struct exec_run *exec_flight_run(struct exec_flight *fl);
+/* Whether the run is being stopped (timeout, cancel, shutdown). */
+bool exec_stopping(struct exec_flight *fl);
+/* exec_stopping, with err "interrupted". */
+bool exec_interrupted(struct exec_flight *fl, struct err *err);
+/* Every check of the job for part i, each outcome recorded: 0 all passed,
+ * -1 one failed, -2 one could not run (err filled). */
+int exec_checks(struct exec_flight *fl, struct wh_conn *conn, size_t i,
+		const struct wh_param *params, size_t nparams,
+		struct err *err);
+/* params[0..2]: part p's :partition, :partition_start, :partition_end. */
+void exec_part_params(const struct exec_part *p, struct wh_param params[3]);
+/* Begin the run's transaction on conn (the driver's begin()). */
+int exec_begin(struct wh_conn *conn, struct err *err);
+/* The driver for a kind of warehouse, or NULL when not built in. */
+const struct wh_driver *exec_driver(enum wh_kind kind);
+
+/* exec_wap.c: a run, and a proof, on ClickHouse. */
+int exec_sql_wap(struct exec_flight *fl, struct wh_conn *conn,
+		 struct err *err);
+int exec_sql_wap_verify(struct exec_flight *fl, struct wh_conn *conn,
+			struct err *err);
+
+#endif
