@@ -112,6 +112,15 @@ chsql_stage_name(const char *table, char *buf, size_t len)
 		buf[0] = '\0';
 }
 
+void
+chsql_mark_name(const char *table, char *buf, size_t len)
+{
+	int n = snprintf(buf, len, "_backfilld_audited_%s", table);
+
+	if (n < 0 || (size_t)n >= len || n >= CHSQL_IDENT_MAX)
+		buf[0] = '\0';
+}
+
 /* The value given for placeholder `name` (n bytes), or NULL. */
 static const struct chsql_param *
 chsql_find(const struct chsql_param *params, size_t nparams, const char *name,

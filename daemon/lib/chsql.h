@@ -49,6 +49,9 @@ bool chsql_ident_ok(const char *name);
 /* The stage table of `table` (chsql_ident_ok): _backfilld_stage_TABLE,
  * or "" when that would be too long. */
 void chsql_stage_name(const char *table, char *buf, size_t len);
+/* The table of the stage's marks (docs/clickhouse.md, "Exactly once"):
+ * _backfilld_audited_TABLE, "" when too long. */
+void chsql_mark_name(const char *table, char *buf, size_t len);
 
 /*
  * `sql` with every :name replaced: "stage" by the backquoted value (an

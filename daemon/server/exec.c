@@ -57,6 +57,7 @@
 #include "reconcile.h"
 #include "severity.h"
 #include "wh.h"
+#include "xalloc.h"
 
 
 
@@ -80,6 +81,7 @@ struct exec_flight {
 	enum exec_state state;
 	struct exec_worker *worker;  /* while EXEC_RUNNING */
 	struct exec_flight *qnext;      /* queue or done list */
+	struct exec_flight *rnext, *rprev; /* running (ex->rhead) */
 	struct exec_flight *snext;      /* started list */
 	bool on_slist;
 
@@ -91,6 +93,8 @@ struct exec_flight {
 	bool spawned;
 	bool exited;
 	char log_path[PATH_MAX];
+
+	bool staged;                 /* published, stages kept (exec_wap.c) */
 
 	/* worker thread only: each reconcile's source value of each part,
 	 * [part * job->nreconciles + k], read before the transaction */
@@ -112,9 +116,30 @@ struct exec_conncache {
 	bool commits_ready; /* backfilld_commits is there (wh_commits.h) */
 };
 
+/*
+ * Stages to drop (ClickHouse, exec_wap.c rule 2): the partitions a
+ * recorded run published, or, at start, a sweep of the marks no open
+ * request names.  Kept on the loop thread (ex->phead) until the caller
+ * has committed the run's record (exec_release_stages), then queued for
+ * the workers (ex->uhead), which take them before runs.  A partition of
+ * a run queued or running then is skipped (that run clears it first, and
+ * its own record releases it), and a run of a partition being dropped
+ * waits for the drop (ex->ubusy): a drop never meets a run's own stage.
+ */
+struct exec_unstage {
+	struct exec_unstage *next;
+	struct config *cfg;          /* a reference */
+	const struct job_def *job;   /* inside cfg */
+	struct exec_part *parts;     /* NULL for a sweep */
+	size_t nparts;
+	int64_t *keep;               /* a sweep: the open requests */
+	size_t nkeep;
+};
+
 struct exec_worker {
 	struct exec *ex;
 	uv_thread_t tid;
+	struct exec_flight *taken;   /* ex->lock: the run it runs */
 	uv_mutex_t lock;           /* current and conn, for interrupts */
 	struct exec_flight *current;
 	struct wh_conn *conn;
@@ -131,6 +156,9 @@ struct exec {
 	struct exec_flight *qhead, *qtail; /* queued SQL runs */
 	struct exec_flight *dhead, *dtail; /* finished by a worker */
 	struct exec_flight *shead, *stail; /* started, not yet told */
+	struct exec_unstage *uhead, *utail; /* stages to drop now */
+	struct exec_unstage *ubusy;        /* ... being dropped */
+	struct exec_flight *rhead;         /* taken by a worker */
 	bool quit;
 
 	/* open warehouse connections over all workers, by warehouse name
@@ -148,6 +176,7 @@ struct exec {
 	struct exec_worker **workers;
 	int nworkers;
 	struct exec_flight *all;
+	struct exec_unstage *phead;        /* loop: waiting for the record */
 	int nrunning;
 	bool closing;
 	bool close_done;
@@ -1153,6 +1182,12 @@ exec_flight_run(struct exec_flight *fl)
 	return fl->run;
 }
 
+void
+exec_flight_set_staged(struct exec_flight *fl)
+{
+	fl->staged = true;
+}
+
 /* One SQL run on worker w. */
 static void
 exec_sql_run(struct exec_worker *w, struct exec_flight *fl)
@@ -1250,7 +1285,205 @@ exec_started_add(struct exec *ex, struct exec_flight *fl)
 	ex->stail = fl;
 }
 
-/* A worker thread: take queued runs until told to quit. */
+/* ---- stages kept until recorded (struct exec_unstage) ------------------ */
+
+static void
+exec_unstage_free(struct exec_unstage *u)
+{
+	config_unref(u->cfg);
+	free(u->parts);
+	free(u->keep);
+	free(u);
+}
+
+/* Whether fl is a run of job `job`, of partition `key` (NULL: any). */
+static bool
+exec_flight_of(const struct exec_flight *fl, const char *job, const char *key)
+{
+	const struct exec_run *run = fl->run;
+
+	if (run->query_sql != NULL || run->job == NULL ||
+	    strcmp(run->job->name, job) != 0)
+		return false;
+	for (size_t i = 0; key != NULL && i < run->nparts; i++)
+		if (strcmp(run->parts[i].key, key) == 0)
+			return true;
+	return key == NULL;
+}
+
+/* Whether a run of job's partition key (NULL: any) is queued or running;
+ * ex->lock held. */
+static bool
+exec_partition_busy(struct exec *ex, const char *job, const char *key)
+{
+	for (struct exec_flight *fl = ex->qhead; fl != NULL; fl = fl->qnext)
+		if (exec_flight_of(fl, job, key))
+			return true;
+	for (struct exec_flight *fl = ex->rhead; fl != NULL; fl = fl->rnext)
+		if (exec_flight_of(fl, job, key))
+			return true;
+	return false;
+}
+
+/* Whether run fl must wait for a drop of one of its partitions (or a
+ * sweep of its job); ex->lock held. */
+static bool
+exec_flight_waits(struct exec *ex, const struct exec_flight *fl)
+{
+	for (struct exec_unstage *u = ex->ubusy; u != NULL; u = u->next) {
+		if (u->parts == NULL && exec_flight_of(fl, u->job->name, NULL))
+			return true;
+		for (size_t i = 0; i < u->nparts; i++)
+			if (exec_flight_of(fl, u->job->name, u->parts[i].key))
+				return true;
+	}
+	return false;
+}
+
+/* Drop what u names on worker w (skip[i]: a run has part i now). */
+static void
+exec_unstage_run(struct exec_worker *w, struct exec_unstage *u,
+		 const bool *skip)
+{
+	const struct warehouse_def *wh =
+	    &u->cfg->warehouses[u->job->warehouse];
+	struct exec_part *parts;
+	struct wh_conn *conn;
+	struct err err;
+	size_t n;
+
+	conn = exec_conn_get(w, wh, &err);
+	if (conn == NULL)
+		return; /* the next run of each partition clears it */
+	if (conn->drv->watch != NULL)
+		conn->drv->watch(conn, NULL, 10000, false); /* bounded */
+	if (conn->drv->tag != NULL)
+		conn->drv->tag(conn, 0);
+	if (u->parts != NULL) {
+		exec_wap_release(conn, u->job, u->parts, skip, u->nparts);
+	} else if (exec_wap_stale(conn, u->job, u->keep, u->nkeep, &parts, &n,
+				  &err) == 0) {
+		exec_wap_release(conn, u->job, parts, NULL, n);
+		free(parts);
+	}
+	if (conn->drv->watch != NULL)
+		conn->drv->watch(conn, NULL, 0, false);
+	if (!conn->drv->usable(conn))
+		exec_conn_drop(w, conn);
+}
+
+/* Take the first stage to drop and drop it; ex->lock held on entry and
+ * on return (released meanwhile). */
+static void
+exec_unstage_take(struct exec_worker *w)
+{
+	struct exec *ex = w->ex;
+	struct exec_unstage *u = ex->uhead, **pp;
+	bool *skip, all = false;
+
+	ex->uhead = u->next;
+	if (ex->uhead == NULL)
+		ex->utail = NULL;
+	skip = xcalloc(u->nparts ? u->nparts : 1, sizeof *skip);
+	for (size_t i = 0; i < u->nparts; i++)
+		skip[i] = exec_partition_busy(ex, u->job->name, u->parts[i].key);
+	/* a sweep meets no run of its job: else left to the next start */
+	all = u->parts == NULL && exec_partition_busy(ex, u->job->name, NULL);
+	u->next = ex->ubusy;
+	ex->ubusy = u;
+	uv_mutex_unlock(&ex->lock);
+	if (!all)
+		exec_unstage_run(w, u, skip);
+	free(skip);
+	uv_mutex_lock(&ex->lock);
+	for (pp = &ex->ubusy; *pp != u; pp = &(*pp)->next)
+		;
+	*pp = u->next;
+	uv_cond_broadcast(&ex->cond); /* runs waiting for it */
+	uv_mutex_unlock(&ex->lock);
+	exec_unstage_free(u);
+	uv_mutex_lock(&ex->lock);
+}
+
+/* Queue u for the workers (loop thread). */
+static void
+exec_unstage_queue(struct exec *ex, struct exec_unstage *u)
+{
+	uv_mutex_lock(&ex->lock);
+	u->next = NULL;
+	if (ex->utail != NULL)
+		ex->utail->next = u;
+	else
+		ex->uhead = u;
+	ex->utail = u;
+	uv_cond_broadcast(&ex->cond);
+	uv_mutex_unlock(&ex->lock);
+}
+
+void
+exec_release_stages(struct exec *ex)
+{
+	static bool stopped;
+	const char *test = getenv("BACKFILLD_TEST_CH_STOP");
+	struct exec_unstage *u;
+
+	/* tests only: stop between the record and the release, once */
+	if (ex->phead != NULL && test != NULL && strcmp(test, "recorded") == 0 &&
+	    !stopped) {
+		stopped = true;
+		raise(SIGSTOP);
+	}
+	while ((u = ex->phead) != NULL) {
+		ex->phead = u->next;
+		exec_unstage_queue(ex, u);
+	}
+}
+
+void
+exec_sweep_stages(struct exec *ex, struct config *cfg, const struct job_def *jd,
+		  const int64_t *keep, size_t nkeep)
+{
+	struct exec_unstage *u = xcalloc(1, sizeof *u);
+
+	u->cfg = config_ref(cfg);
+	u->job = jd;
+	u->keep = xcalloc(nkeep ? nkeep : 1, sizeof *u->keep);
+	memcpy(u->keep, keep, nkeep * sizeof *keep);
+	u->nkeep = nkeep;
+	exec_unstage_queue(ex, u);
+}
+
+/* A run that kept its stages is over (loop thread): they wait for the
+ * caller's record (ex->phead). */
+static void
+exec_unstage_later(struct exec *ex, const struct exec_run *run)
+{
+	struct exec_unstage *u = xcalloc(1, sizeof *u);
+
+	u->cfg = config_ref(run->cfg);
+	u->job = run->job;
+	u->parts = xcalloc(run->nparts, sizeof *u->parts);
+	memcpy(u->parts, run->parts, run->nparts * sizeof *u->parts);
+	u->nparts = run->nparts;
+	u->next = ex->phead;
+	ex->phead = u;
+}
+
+/* ---- the worker loop --------------------------------------------------- */
+
+/* Whether a worker has something to do now; ex->lock held. */
+static bool
+exec_worker_ready(struct exec *ex)
+{
+	if (ex->uhead != NULL)
+		return true;
+	if (ex->qhead != NULL)
+		return !exec_flight_waits(ex, ex->qhead);
+	return ex->quit;
+}
+
+/* A worker thread: take queued runs (stages to drop first) until told to
+ * quit. */
 static void
 exec_worker_main(void *arg)
 {
@@ -1260,8 +1493,13 @@ exec_worker_main(void *arg)
 
 	for (;;) {
 		uv_mutex_lock(&ex->lock);
-		while (ex->qhead == NULL && !ex->quit)
+		while (!exec_worker_ready(ex))
 			uv_cond_wait(&ex->cond, &ex->lock);
+		if (ex->uhead != NULL) {
+			exec_unstage_take(w);
+			uv_mutex_unlock(&ex->lock);
+			continue;
+		}
 		fl = ex->qhead;
 		if (fl == NULL) {
 			uv_mutex_unlock(&ex->lock);
@@ -1273,6 +1511,11 @@ exec_worker_main(void *arg)
 		fl->qnext = NULL;
 		fl->state = EXEC_RUNNING;
 		fl->worker = w;
+		fl->rnext = ex->rhead;
+		fl->rprev = NULL;
+		if (ex->rhead != NULL)
+			ex->rhead->rprev = fl;
+		ex->rhead = fl;
 		exec_started_add(ex, fl);
 		uv_mutex_unlock(&ex->lock);
 		uv_async_send(&ex->async);
@@ -1281,6 +1524,12 @@ exec_worker_main(void *arg)
 
 		/* After this, fl belongs to the loop thread again. */
 		uv_mutex_lock(&ex->lock);
+		if (fl->rprev != NULL)
+			fl->rprev->rnext = fl->rnext;
+		else
+			ex->rhead = fl->rnext;
+		if (fl->rnext != NULL)
+			fl->rnext->rprev = fl->rprev;
 		fl->state = EXEC_DONE;
 		if (ex->dtail != NULL)
 			ex->dtail->qnext = fl;
@@ -1317,6 +1566,8 @@ exec_timer_close_cb(uv_handle_t *handle)
 	if (--ex->nrunning == 0 && !ex->close_done)
 		uv_unref((uv_handle_t *)&ex->async);
 	run->priv = NULL;
+	if (fl->staged)
+		exec_unstage_later(ex, run);
 	free(fl);
 	run->done_cb(run);
 	if (ex->closing && ex->nrunning == 0)
@@ -1848,6 +2099,7 @@ exec_join(struct exec *ex)
 static void
 exec_destroy(struct exec *ex)
 {
+	struct exec_unstage *u;
 	int i;
 
 	for (i = 0; i < ex->nworkers; i++) {
@@ -1855,6 +2107,11 @@ exec_destroy(struct exec *ex)
 		free(ex->workers[i]);
 	}
 	free(ex->workers);
+	exec_release_stages(ex); /* unrecorded: left to the next start */
+	while ((u = ex->uhead) != NULL) {
+		ex->uhead = u->next;
+		exec_unstage_free(u);
+	}
 	for (size_t k = 0; k < ex->nconncount; k++)
 		free(ex->conncount[k].name);
 	free(ex->conncount);

@@ -32,10 +32,24 @@ int exec_begin(struct wh_conn *conn, struct err *err);
 /* The driver for a kind of warehouse, or NULL when not built in. */
 const struct wh_driver *exec_driver(enum wh_kind kind);
 
+/* The run published and kept its stage partitions for the record
+ * (exec_wap.c, rule 2): once the caller has recorded it, they go. */
+void exec_flight_set_staged(struct exec_flight *fl);
+
 /* exec_wap.c: a run, and a proof, on ClickHouse. */
 int exec_sql_wap(struct exec_flight *fl, struct wh_conn *conn,
 		 struct err *err);
 int exec_sql_wap_verify(struct exec_flight *fl, struct wh_conn *conn,
 			struct err *err);
+/* The marks and stage partitions of parts (skip[i]: not that one; skip
+ * NULL: all), once their run is recorded; best effort, outside a run. */
+void exec_wap_release(struct wh_conn *conn, const struct job_def *jd,
+		      const struct exec_part *parts, const bool *skip,
+		      size_t n);
+/* At start: the partitions whose mark names none of the requests `keep`
+ * (malloc'd into *parts, *n of them). */
+int exec_wap_stale(struct wh_conn *conn, const struct job_def *jd,
+		   const int64_t *keep, size_t nkeep, struct exec_part **parts,
+		   size_t *n, struct err *err);
 
 #endif

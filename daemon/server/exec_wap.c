@@ -5,10 +5,14 @@
  * worker threads (exec_int.h); there is no transaction: a stage table is
  * filled, audited, then swapped in by one REPLACE PARTITION.
  */
+#include <signal.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "buf.h"
+#include "calendar.h"
 #include "chsql.h"
 #include "exec.h"
 #include "exec_int.h"
@@ -119,22 +123,168 @@ exec_wap_step(struct exec_flight *fl, struct wh_conn *conn, const char *what,
 	return 0;
 }
 
-/* Drop part's stage partition: after its publish, or after a failure
- * (so that no stage rows are left behind); best effort, not once the run
- * is being stopped (the next run of the partition clears it first). */
+/*
+ * The stage and its marks.  `_backfilld_audited_TABLE` holds a row
+ * (partition, request, run) for each stage partition that passed its
+ * audit and is being published.  Rules that must always hold:
+ *  1. A mark is written after its stage partition's audit passed and
+ *     before its REPLACE; it is dropped before its stage partition is
+ *     cleared or dropped.  So a mark always names a stage partition that
+ *     holds exactly the audited rows.
+ *  2. After its publish a stage partition and its mark stay until the
+ *     state store has recorded the run (exec_release_stages, by the
+ *     caller after its commit); a failed run drops them at once.
+ *  3. A run that finds a mark naming one of its own requests for the
+ *     partition (an earlier attempt published it, or was about to, and
+ *     its record was lost to a crash) audits that stage partition again
+ *     and publishes it again, unchanged: the REPLACE of the same rows
+ *     twice leaves what once does.  Any other mark is stale and dropped.
+ */
+struct wap_tables {
+	char stage[CHSQL_IDENT_MAX + 32];
+	char mark[CHSQL_IDENT_MAX + 32];
+};
+
+static void
+exec_wap_tables(const struct job_def *jd, struct wap_tables *t)
+{
+	chsql_stage_name(jd->table, t->stage, sizeof t->stage);
+	chsql_mark_name(jd->table, t->mark, sizeof t->mark);
+}
+
+/* Drop the mark, then the stage partition, of part `params` (rule 1). */
+static int
+exec_wap_drop(struct wh_conn *conn, const struct wap_tables *t,
+	      const struct wh_param *params, struct err *err)
+{
+	char *sql;
+	int rc;
+
+	sql = xasprintf("ALTER TABLE `%s` DROP PARTITION toString(:partition)",
+			t->mark);
+	rc = conn->drv->exec_script(conn, sql, params, 1, err);
+	free(sql);
+	if (rc == -1)
+		return -1;
+	sql = xasprintf("ALTER TABLE `%s` DROP PARTITION :partition", t->stage);
+	rc = conn->drv->exec_script(conn, sql, params, 1, err);
+	free(sql);
+	return rc;
+}
+
+/* After a failure: drop part's mark and stage partition, so that no
+ * stage rows are left behind; best effort, not once the run is being
+ * stopped (the next run of the partition clears it first, or publishes
+ * it again when it was marked: rule 3). */
 static void
 exec_wap_unstage(struct exec_flight *fl, struct wh_conn *conn,
-		 const char *stage, const struct wh_param *params)
+		 const struct wap_tables *t, const struct wh_param *params)
 {
 	struct err e;
-	char *sql;
 
-	if (exec_stopping(fl))
-		return;
-	sql = xasprintf("ALTER TABLE `%s` DROP PARTITION :partition",
-			     stage);
-	(void)conn->drv->exec_script(conn, sql, params, 1, &e);
+	if (!exec_stopping(fl))
+		(void)exec_wap_drop(conn, t, params, &e);
+}
+
+/* The request that marks part i (the first of the run's identities for
+ * it; 0 without any). */
+static int64_t
+exec_wap_request(const struct exec_run *run, size_t i)
+{
+	for (size_t k = 0; k < run->ncommits; k++)
+		if (run->commits[k].part == i)
+			return run->commits[k].request;
+	return 0;
+}
+
+/* *kept: part i's stage partition is marked by one of this run's
+ * requests for it (rule 3). */
+static int
+exec_wap_marked(struct exec_flight *fl, struct wh_conn *conn, size_t i,
+		const struct wap_tables *t, const struct wh_param *params,
+		bool *kept, struct err *err)
+{
+	struct exec_run *run = exec_flight_run(fl);
+	char *sql, **v = NULL;
+	size_t n = 0;
+	int rc;
+
+	*kept = false;
+	if (exec_interrupted(fl, err))
+		return -1;
+	sql = xasprintf("SELECT toString(request) FROM `%s` WHERE partition ="
+			" toString(:partition)", t->mark);
+	rc = conn->drv->query_column(conn, sql, params, 1, 16, &v, &n, err);
 	free(sql);
+	if (rc == -1) {
+		err_prefix(err, "reading the marks of the stage");
+		return -1;
+	}
+	for (size_t k = 0; k < n; k++) {
+		int64_t req = strtoll(v[k], NULL, 10);
+
+		for (size_t c = 0; c < run->ncommits && req > 0; c++)
+			*kept |= run->commits[c].part == i &&
+				 run->commits[c].request == req;
+		free(v[k]);
+	}
+	free(v);
+	return 0;
+}
+
+/* Mark part i's audited stage partition (rule 1), before its REPLACE. */
+static int
+exec_wap_mark(struct exec_flight *fl, struct wh_conn *conn, size_t i,
+	      const struct wap_tables *t, const struct wh_param *params,
+	      struct err *err)
+{
+	struct exec_run *run = exec_flight_run(fl);
+	char *sql;
+	int rc;
+
+	/* integers the daemon generated, not text from anyone */
+	sql = xasprintf("INSERT INTO `%s` SELECT toString(:partition),"
+			" %lld, %lld", t->mark,
+			(long long)exec_wap_request(run, i),
+			(long long)run->run_id);
+	rc = exec_wap_step(fl, conn, "marking the audited stage", sql, params,
+			   1, err);
+	free(sql);
+	return rc;
+}
+
+/* Tests only: BACKFILLD_TEST_CH_STOP=POINT stops the whole daemon
+ * (SIGSTOP) the first time a run reaches POINT ("published": right after
+ * a REPLACE, before the run's result reaches the state store), so that a
+ * test can kill it there. */
+static void
+exec_wap_test_stop(const char *point)
+{
+	static atomic_int done;
+	const char *want = getenv("BACKFILLD_TEST_CH_STOP");
+
+	if (want != NULL && strcmp(want, point) == 0 &&
+	    atomic_exchange(&done, 1) == 0)
+		raise(SIGSTOP);
+}
+
+/* REPLACE part `params` from the stage. */
+static int
+exec_wap_publish(struct exec_flight *fl, struct wh_conn *conn,
+		 const struct wap_tables *t, const struct wh_param *params,
+		 struct err *err)
+{
+	const struct job_def *jd = exec_flight_run(fl)->job;
+	char *sql;
+	int rc;
+
+	sql = xasprintf("ALTER TABLE `%s` REPLACE PARTITION :partition"
+			" FROM `%s`", jd->table, t->stage);
+	rc = exec_wap_step(fl, conn, "publishing", sql, params, 1, err);
+	free(sql);
+	if (rc == 0)
+		exec_wap_test_stop("published");
+	return rc;
 }
 
 static int exec_wap_audit(struct exec_flight *fl, struct wh_conn *conn,
@@ -142,35 +292,39 @@ static int exec_wap_audit(struct exec_flight *fl, struct wh_conn *conn,
 			  const char *stage, struct err *err);
 
 /* Steps 3 to 7 of docs/clickhouse.md for part i: clear the stage
- * partition, fill it, audit it, refuse it empty, publish it. */
+ * partition (its stale mark first), fill it, audit it, refuse it empty,
+ * mark it, publish it; or, marked by this run's request (rule 3), audit
+ * it again and publish it again as it is. */
 static int
 exec_wap_part(struct exec_flight *fl, struct wh_conn *conn, size_t i,
-	      const struct wh_param *params, const char *stage,
+	      const struct wh_param *params, const struct wap_tables *t,
 	      struct err *err)
 {
 	const struct job_def *jd = exec_flight_run(fl)->job;
+	bool kept;
 	char *sql;
 	int rc;
 
-	sql = xasprintf("ALTER TABLE `%s` DROP PARTITION :partition",
-			     stage);
-	rc = exec_wap_step(fl, conn, "clearing the stage partition", sql,
-			   params, 1, err);
-	free(sql);
-	if (rc == -1)
+	if (exec_wap_marked(fl, conn, i, t, params, &kept, err) == -1)
 		return -1;
-	sql = xasprintf("INSERT INTO `%s` %s", stage, jd->sql);
+	if (kept)
+		return exec_wap_audit(fl, conn, i, params, t->stage, err) == -1 ?
+		       -1 : exec_wap_publish(fl, conn, t, params, err);
+	if (exec_interrupted(fl, err))
+		return -1;
+	if (exec_wap_drop(conn, t, params, err) == -1) {
+		if (strcmp(err->msg, "interrupted") != 0)
+			err_prefix(err, "clearing the stage partition");
+		return -1;
+	}
+	sql = xasprintf("INSERT INTO `%s` %s", t->stage, jd->sql);
 	rc = exec_wap_step(fl, conn, "filling the stage", sql, params, 4, err);
 	free(sql);
-	if (rc == -1)
+	if (rc == -1 ||
+	    exec_wap_audit(fl, conn, i, params, t->stage, err) == -1 ||
+	    exec_wap_mark(fl, conn, i, t, params, err) == -1)
 		return -1;
-	if (exec_wap_audit(fl, conn, i, params, stage, err) == -1)
-		return -1;
-	sql = xasprintf("ALTER TABLE `%s` REPLACE PARTITION :partition"
-			     " FROM `%s`", jd->table, stage);
-	rc = exec_wap_step(fl, conn, "publishing", sql, params, 1, err);
-	free(sql);
-	return rc;
+	return exec_wap_publish(fl, conn, t, params, err);
 }
 
 /* Part i's audit in the stage: checks, guardrails, the empty refusal. */
@@ -205,67 +359,121 @@ exec_wap_params(const struct exec_run *run, size_t i, const char *stage,
 	params[3].value = stage;
 }
 
-/* A batch on ClickHouse: every stage partition cleared, one fill for the
- * batch's interval, every partition audited, then each published. */
+/* A batch's first steps: each part's before figures, and whether every
+ * part is marked by the batch's request (*kept, rule 3); when not, every
+ * part's mark and stage partition dropped. */
 static int
-exec_wap_batch(struct exec_flight *fl, struct wh_conn *conn, const char *stage,
-	       struct err *err)
+exec_wap_batch_begin(struct exec_flight *fl, struct wh_conn *conn,
+		     const struct wap_tables *t, bool *kept, struct err *err)
+{
+	struct exec_run *run = exec_flight_run(fl);
+	struct wh_param params[4];
+	bool k;
+
+	*kept = true;
+	for (size_t i = 0; i < run->nparts; i++) {
+		exec_wap_params(run, i, t->stage, params);
+		if (exec_interrupted(fl, err) ||
+		    guard_before(run, conn, i, params, 3, err) == -1 ||
+		    exec_wap_marked(fl, conn, i, t, params, &k, err) == -1)
+			return -1;
+		*kept &= k;
+	}
+	for (size_t i = 0; i < run->nparts && !*kept; i++) {
+		exec_wap_params(run, i, t->stage, params);
+		if (exec_interrupted(fl, err))
+			return -1;
+		if (exec_wap_drop(conn, t, params, err) == -1) {
+			err_prefix(err, "clearing the stage partition");
+			return -1;
+		}
+	}
+	return 0;
+}
+
+/* A batch on ClickHouse: every stage partition cleared, one fill for the
+ * batch's interval, every partition audited and marked, then each
+ * published; or, every part marked by the batch's request (rule 3), each
+ * audited again and published again. */
+static int
+exec_wap_batch(struct exec_flight *fl, struct wh_conn *conn,
+	       const struct wap_tables *t, struct err *err)
 {
 	struct exec_run *run = exec_flight_run(fl);
 	struct wh_param params[4], span[3];
 	const char *lo = run->parts[0].start, *hi = run->parts[0].end;
 	int64_t published = 0;
+	bool kept;
 	char *sql;
 	size_t i;
-	int rc = 0;
+	int rc;
 
-	for (i = 0; i < run->nparts && rc == 0; i++) {
-		exec_wap_params(run, i, stage, params);
+	for (i = 0; i < run->nparts; i++) {
 		if (strcmp(run->parts[i].start, lo) < 0)
 			lo = run->parts[i].start;
 		if (strcmp(run->parts[i].end, hi) > 0)
 			hi = run->parts[i].end;
-		if (exec_interrupted(fl, err) ||
-		    guard_before(run, conn, i, params, 3, err) == -1)
-			return -1;
-		sql = xasprintf("ALTER TABLE `%s` DROP PARTITION :partition",
-				     stage);
-		rc = exec_wap_step(fl, conn, "clearing the stage partition", sql,
-				   params, 1, err);
-		free(sql);
 	}
+	rc = exec_wap_batch_begin(fl, conn, t, &kept, err);
 	/* the whole batch's interval; :partition is deliberately not bound */
 	span[0].name = "partition_start";
 	span[0].value = lo;
 	span[1].name = "partition_end";
 	span[1].value = hi;
 	span[2].name = "stage";
-	span[2].value = stage;
-	if (rc == 0) {
-		sql = xasprintf("INSERT INTO `%s` %s", stage, run->job->sql);
+	span[2].value = t->stage;
+	if (rc == 0 && !kept) {
+		sql = xasprintf("INSERT INTO `%s` %s", t->stage, run->job->sql);
 		rc = exec_wap_step(fl, conn, "filling the stage", sql, span, 3,
 				   err);
 		free(sql);
 	}
 	for (i = 0; i < run->nparts && rc == 0; i++) {
-		exec_wap_params(run, i, stage, params);
-		rc = exec_wap_audit(fl, conn, i, params, stage, err);
+		exec_wap_params(run, i, t->stage, params);
+		rc = exec_wap_audit(fl, conn, i, params, t->stage, err);
+	}
+	for (i = 0; i < run->nparts && rc == 0 && !kept; i++) {
+		exec_wap_params(run, i, t->stage, params);
+		rc = exec_wap_mark(fl, conn, i, t, params, err);
 	}
 	for (i = 0; i < run->nparts && rc == 0; i++) {
-		exec_wap_params(run, i, stage, params);
-		sql = xasprintf("ALTER TABLE `%s` REPLACE PARTITION"
-				     " :partition FROM `%s`", run->job->table,
-				     stage);
-		rc = exec_wap_step(fl, conn, "publishing", sql, params, 1, err);
-		free(sql);
+		exec_wap_params(run, i, t->stage, params);
+		rc = exec_wap_publish(fl, conn, t, params, err);
 		if (rc == 0)
 			published += run->guards[i].rows_after;
 	}
-	for (i = 0; i < run->nparts; i++) {
-		exec_wap_params(run, i, stage, params);
-		exec_wap_unstage(fl, conn, stage, params);
+	for (i = 0; i < run->nparts && rc == -1; i++) {
+		exec_wap_params(run, i, t->stage, params);
+		exec_wap_unstage(fl, conn, t, params);
 	}
 	run->rows_changed = published;
+	if (rc == 0)
+		exec_flight_set_staged(fl);
+	return rc;
+}
+
+/* The stage table and its marks' table, created when absent. */
+static int
+exec_wap_create(struct exec_flight *fl, struct wh_conn *conn,
+		const struct job_def *jd, const struct wap_tables *t,
+		struct err *err)
+{
+	char *sql;
+	int rc;
+
+	sql = xasprintf("CREATE TABLE IF NOT EXISTS `%s` AS `%s`", t->stage,
+			jd->table);
+	rc = exec_wap_step(fl, conn, "creating the stage table", sql, NULL, 0,
+			   err);
+	free(sql);
+	if (rc == -1)
+		return -1;
+	sql = xasprintf("CREATE TABLE IF NOT EXISTS `%s` (partition String,"
+			" request Int64, run Int64) ENGINE = MergeTree PARTITION"
+			" BY partition ORDER BY tuple()", t->mark);
+	rc = exec_wap_step(fl, conn, "creating the stage's marks", sql, NULL,
+			   0, err);
+	free(sql);
 	return rc;
 }
 
@@ -273,49 +481,122 @@ exec_wap_batch(struct exec_flight *fl, struct wh_conn *conn, const char *stage,
  * A run on ClickHouse: for each partition, the stage partition cleared,
  * filled by INSERT INTO stage + the job's SELECT, audited there (checks
  * with :stage, guardrails before from the live table and after from the
- * stage, an empty stage refused unless allow_empty), then published by
- * one REPLACE PARTITION and the stage partition dropped.  Nothing is
- * published for a partition whose step or check failed.
+ * stage, an empty stage refused unless allow_empty), marked, then
+ * published by one REPLACE PARTITION; the stage partitions are kept until
+ * the caller has recorded the run (rule 2).  Nothing is published for a
+ * partition whose step or check failed.
  */
 int
 exec_sql_wap(struct exec_flight *fl, struct wh_conn *conn, struct err *err)
 {
 	struct exec_run *run = exec_flight_run(fl);
 	const struct job_def *jd = run->job;
-	char stage[CHSQL_IDENT_MAX + 32], *sql;
+	struct wap_tables t;
 	struct wh_param params[4];
 	int64_t published = 0;
-	int rc = 0;
 
-	chsql_stage_name(jd->table, stage, sizeof stage);
-	if (exec_begin(conn, err) == -1 || exec_wap_key(conn, jd, err) == -1)
-		return -1;
-	sql = xasprintf("CREATE TABLE IF NOT EXISTS `%s` AS `%s`", stage,
-			     jd->table);
-	rc = exec_wap_step(fl, conn, "creating the stage table", sql, NULL, 0,
-			   err);
-	free(sql);
-	if (rc == -1)
+	exec_wap_tables(jd, &t);
+	if (exec_begin(conn, err) == -1 || exec_wap_key(conn, jd, err) == -1 ||
+	    exec_wap_create(fl, conn, jd, &t, err) == -1)
 		return -1;
 	run->checks = xcalloc((jd->nchecks + 2 + jd->nmetrics) *
 				   run->nparts, sizeof *run->checks);
 	if (jd->batch)
-		return exec_wap_batch(fl, conn, stage, err);
+		return exec_wap_batch(fl, conn, &t, err);
 	for (size_t i = 0; i < run->nparts; i++) {
-		exec_part_params(&run->parts[i], params);
-		params[3].name = "stage";
-		params[3].value = stage;
+		exec_wap_params(run, i, t.stage, params);
 		if (exec_interrupted(fl, err) ||
 		    guard_before(run, conn, i, params, 3, err) == -1)
 			return -1;
-		if (exec_wap_part(fl, conn, i, params, stage, err) == -1) {
-			exec_wap_unstage(fl, conn, stage, params);
+		if (exec_wap_part(fl, conn, i, params, &t, err) == -1) {
+			exec_wap_unstage(fl, conn, &t, params);
 			return -1;
 		}
 		published += run->guards[i].rows_after;
-		exec_wap_unstage(fl, conn, stage, params);
 	}
 	run->rows_changed = published;
+	exec_flight_set_staged(fl);
+	return 0;
+}
+
+/* Once the run is recorded (rule 2): drop the marks and stage partitions
+ * of `parts`.  Outside any run, on a worker thread. */
+void
+exec_wap_release(struct wh_conn *conn, const struct job_def *jd,
+		 const struct exec_part *parts, const bool *skip, size_t n)
+{
+	struct wap_tables t;
+	struct wh_param params[3];
+	struct err e;
+
+	exec_wap_tables(jd, &t);
+	for (size_t i = 0; i < n; i++) {
+		if (skip != NULL && skip[i])
+			continue;
+		exec_part_params(&parts[i], params);
+		(void)exec_wap_drop(conn, &t, params, &e);
+	}
+}
+
+/* The part of job jd whose mark says `v` (toString of its :partition:
+ * "YYYY-MM-DD", or "YYYY-MM-DD HH:00:00" for hours); -1 when it is none
+ * (text from the warehouse, checked before it is bound again). */
+static int
+exec_wap_part_of(const struct job_def *jd, const char *v, struct exec_part *p)
+{
+	char key[CAL_KEY_MAX];
+	struct err e;
+	part_t x;
+
+	snprintf(key, sizeof key, "%s", v);
+	if (jd->grain == GRAIN_HOUR && strlen(key) == 19 && key[10] == ' ' &&
+	    strcmp(key + 13, ":00:00") == 0) {
+		key[10] = 'T';
+		key[13] = '\0';
+	}
+	if (part_parse_key(jd->grain, key, &x, &e) < 0)
+		return -1;
+	part_key(jd->grain, x, p->key);
+	part_bound(jd->grain, part_start(jd->grain, x), p->start);
+	part_bound(jd->grain, part_end(jd->grain, x), p->end);
+	return 0;
+}
+
+/* At start: the partitions marked by none of the open requests `keep`
+ * (a crash came between a record and its release), into *parts (*n). */
+int
+exec_wap_stale(struct wh_conn *conn, const struct job_def *jd,
+	       const int64_t *keep, size_t nkeep, struct exec_part **parts,
+	       size_t *n, struct err *err)
+{
+	struct wap_tables t;
+	struct buf b;
+	char **v = NULL;
+	size_t nv = 0;
+	int rc;
+
+	*parts = NULL;
+	*n = 0;
+	exec_wap_tables(jd, &t);
+	buf_init(&b);
+	buf_printf(&b, "SELECT partition FROM `%s` WHERE request NOT IN (0",
+		   t.mark);
+	for (size_t i = 0; i < nkeep; i++)
+		buf_printf(&b, ", %lld", (long long)keep[i]);
+	buf_addstr(&b, ")");
+	buf_add(&b, "", 1);
+	rc = conn->drv->query_column(conn, b.data, NULL, 0, 10000, &v, &nv,
+				     err);
+	buf_free(&b);
+	if (rc == -1)
+		return -1;
+	*parts = xcalloc(nv ? nv : 1, sizeof **parts);
+	for (size_t i = 0; i < nv; i++) {
+		if (exec_wap_part_of(jd, v[i], &(*parts)[*n]) == 0)
+			(*n)++;
+		free(v[i]);
+	}
+	free(v);
 	return 0;
 }
 
@@ -356,45 +637,40 @@ exec_sql_wap_verify(struct exec_flight *fl, struct wh_conn *conn,
 {
 	struct exec_run *run = exec_flight_run(fl);
 	const struct job_def *jd = run->job;
-	char stage[CHSQL_IDENT_MAX + 32], *sql;
+	struct wap_tables t;
 	struct wh_param params[4];
+	char *sql;
 	int rc = 0;
 
-	chsql_stage_name(jd->table, stage, sizeof stage);
-	exec_part_params(&run->parts[0], params);
-	params[3].name = "stage";
-	params[3].value = stage;
+	exec_wap_tables(jd, &t);
+	exec_wap_params(run, 0, t.stage, params);
 	if (exec_begin(conn, err) == -1 || exec_wap_key(conn, jd, err) == -1)
 		return -1;
-	sql = xasprintf("CREATE TABLE IF NOT EXISTS `%s` AS `%s`", stage,
-			     jd->table);
-	rc = exec_wap_step(fl, conn, "creating the stage table", sql, NULL, 0,
-			   err);
-	free(sql);
+	rc = exec_wap_create(fl, conn, jd, &t, err);
 	if (rc == -1 || exec_wap_digest(conn, jd->table, jd->partition_column,
 	    params, &run->verify_rows[0], run->verify_sum[0],
 	    sizeof run->verify_sum[0], err) == -1)
 		return -1;
 	for (int k = 1; k < 3 && rc == 0; k++) {
-		sql = xasprintf("ALTER TABLE `%s` DROP PARTITION :partition",
-				     stage);
-		rc = exec_wap_step(fl, conn, "clearing the stage partition", sql,
-				   params, 1, err);
-		free(sql);
+		/* a stage kept for a record (its mark first: rule 1) goes:
+		 * its run is built again if it must be */
+		if (exec_interrupted(fl, err) ||
+		    exec_wap_drop(conn, &t, params, err) == -1)
+			rc = -1;
 		if (rc == 0) {
-			sql = xasprintf("INSERT INTO `%s` %s", stage, jd->sql);
+			sql = xasprintf("INSERT INTO `%s` %s", t.stage, jd->sql);
 			rc = exec_wap_step(fl, conn, "filling the stage", sql,
 					   params, 4, err);
 			free(sql);
 		}
 		if (rc == 0)
-			rc = exec_wap_digest(conn, stage, jd->partition_column,
+			rc = exec_wap_digest(conn, t.stage, jd->partition_column,
 			    params, &run->verify_rows[k], run->verify_sum[k],
 			    sizeof run->verify_sum[k], err);
 		if (rc == -1)
 			err_prefix(err, "run %d of 2", k);
 	}
-	exec_wap_unstage(fl, conn, stage, params);
+	exec_wap_unstage(fl, conn, &t, params);
 	return rc;
 }
 

@@ -476,6 +476,7 @@ daemon_idle_cb(void *data)
 		return;
 	}
 	uv_timer_stop(&d->grace);
+	sched_flush(d->sched); /* the last records, before their stages go */
 	exec_close(d->exec, daemon_exec_closed_cb, d);
 }
 
@@ -486,6 +487,7 @@ daemon_cluster_closed_cb(void *data)
 	struct daemon *d = data;
 
 	uv_timer_stop(&d->grace);
+	sched_flush(d->sched); /* the last records, before their stages go */
 	exec_close(d->exec, daemon_exec_closed_cb, d);
 }
 

@@ -267,11 +267,23 @@ def example_jobs():
     return text[text.index("jobs:\n") + len("jobs:\n"):]
 
 
-def stage_leftovers(db):
-    """Rows left in any stage table of db."""
+def stage_leftovers(db, settle=True):
+    """Rows left in any stage table of db.  settle: once the daemon has
+    released them (a published stage partition is dropped on a worker
+    after the run's record, docs/clickhouse.md "Exactly once"), with a
+    guard of 30 s."""
+    deadline = time.monotonic() + 30
+    while True:
+        out = _leftovers(db, "stage")
+        if not settle or not out or time.monotonic() > deadline:
+            return out
+        time.sleep(0.05)
+
+
+def _leftovers(db, kind):
     out = {}
     for (name,) in SRV.rows("SELECT name FROM system.tables WHERE database = currentDatabase()"
-                            " AND name LIKE '\\\\_backfilld\\\\_stage\\\\_%'", db):
+                            " AND name LIKE '\\\\_backfilld\\\\_%s\\\\_%%'" % kind, db):
         n = int(SRV.q("SELECT count() FROM `%s`" % name, db))
         if n:
             out[name] = n
@@ -754,6 +766,7 @@ def test_kill9_mid_backfill():
     fact, raw = fact_vs_raw(db, "2026-01-26", "2026-02-22")
     h.eq(fact, raw, "fact vs raw after kill -9 and restart")
     h.eq(stage_leftovers(db), {}, "stage rows left after kill -9 and restart")
+    h.eq(marks_left(db), {}, "marks left after kill -9 and restart")
     d.stop()
 
 
@@ -792,6 +805,82 @@ def test_reload_while_server_stopped():
     d.stop()
 
 
+def marks_left(db, settle=True):
+    """Rows left in any table of the stage's marks of db (settle: as
+    stage_leftovers)."""
+    deadline = time.monotonic() + 30
+    while True:
+        out = _leftovers(db, "audited")
+        if not settle or not out or time.monotonic() > deadline:
+            return out
+        time.sleep(0.05)
+
+
+def wait_stopped(d, what):
+    """Until the daemon stops itself (SIGSTOP, a BACKFILLD_TEST_CH_STOP point)."""
+    r = os.waitid(os.P_PID, d.proc.pid, os.WSTOPPED | os.WEXITED | os.WNOWAIT)
+    h.check(r.si_code == os.CLD_STOPPED, "the daemon did not stop at %s: %r\n%s"
+            % (what, r, d.log_tail()))
+
+
+ONE_DAY = FAILING_CHECK[:FAILING_CHECK.index("  checks:")]
+
+
+def test_crash_between_publish_and_record():
+    """kill -9 right after a REPLACE, before the state store recorded the
+    run: the restart publishes the same audited stage again (raw changed
+    meanwhile, and the live rows are still the first build's), the run is
+    then recorded once, and no stage or mark is left."""
+    db = fresh_db()
+    day = "2026-02-09"
+    d = h.Daemon(config=ch_config(db, ONE_DAY), clock=None, name="chrepub",
+                 env={"BACKFILLD_TEST_CH_STOP": "published"})
+    req = d.enqueue("backfill", "fct", "--from", day, "--to", day)
+    wait_stopped(d, "the publish")
+    first = SRV.rows("SELECT * FROM fct_daily_sales WHERE dt = '%s' ORDER BY store_id" % day, db)
+    fact, raw = fact_vs_raw(db, day, day)
+    h.eq(first, raw, "the live partition after the first publish")
+    h.eq(marks_left(db, settle=False), {"_backfilld_audited_fct_daily_sales": 1},
+         "marks while unrecorded")
+    d.kill9()
+    # raw changes before the restart: a rebuild would publish other rows
+    SRV.q("INSERT INTO raw_sales SELECT * FROM raw_sales WHERE dt = '%s' LIMIT 3" % day, db)
+    h.check(fact_vs_raw(db, day, day)[1] != first, "raw should have changed")
+    d.extra_env.pop("BACKFILLD_TEST_CH_STOP")
+    d.restart()
+    d.wait_request(req)
+    runs = [r for r in d.runs() if r["job"] == "fct"]
+    h.eq([r["state"] for r in runs if r["state"] == "succeeded"], ["succeeded"],
+         "one succeeded run after the restart: %r" % runs)
+    h.eq(SRV.rows("SELECT * FROM fct_daily_sales WHERE dt = '%s' ORDER BY store_id" % day, db),
+         first, "the live partition after the restart (the same stage published again)")
+    h.eq(stage_leftovers(db), {}, "stage rows left")
+    h.eq(marks_left(db), {}, "marks left")
+    d.stop()
+
+
+def test_crash_between_record_and_release():
+    """kill -9 after the state store recorded the run but before its stage
+    was dropped: the restart drops the stage and its mark (no open
+    request names them), runs nothing again, and changes no live row."""
+    db = fresh_db()
+    day = "2026-02-10"
+    d = h.Daemon(config=ch_config(db, ONE_DAY), clock=None, name="chrelease",
+                 env={"BACKFILLD_TEST_CH_STOP": "recorded"})
+    d.enqueue("backfill", "fct", "--from", day, "--to", day)
+    wait_stopped(d, "the release")
+    h.check(stage_leftovers(db, settle=False) != {}, "the stage should be kept until released")
+    live = SRV.rows("SELECT * FROM fct_daily_sales ORDER BY dt, store_id", db)
+    d.kill9()
+    d.extra_env.pop("BACKFILLD_TEST_CH_STOP")
+    d.restart()
+    h.eq(stage_leftovers(db), {}, "stage rows left after the restart")
+    h.eq(marks_left(db), {}, "marks left after the restart")
+    h.eq([r["state"] for r in d.runs() if r["job"] == "fct"], ["succeeded"], "runs")
+    h.eq(SRV.rows("SELECT * FROM fct_daily_sales ORDER BY dt, store_id", db), live, "live rows")
+    d.stop()
+
+
 def test_check_config_shows_bound():
     db = fresh_db(seed=False)
     d = h.Daemon(config=ch_config(db, example_jobs()), clock=None, name="chcheckcfg", start=False)
@@ -812,7 +901,8 @@ def main():
              test_check_config_shows_bound, test_timeout_kills_query,
              test_shutdown_grace_kills_query, test_reader_never_sees_a_mix, test_verify,
              test_batch, test_late_data, test_hourly, test_throttle, test_kill9_mid_backfill,
-             test_reload_while_server_stopped]
+             test_reload_while_server_stopped, test_crash_between_publish_and_record,
+             test_crash_between_record_and_release]
     # BACKFILLD_TEST_ONLY=name,name: those alone (while working on them)
     only = os.environ.get("BACKFILLD_TEST_ONLY")
     if only:
