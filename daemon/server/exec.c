@@ -1182,6 +1182,12 @@ exec_flight_run(struct exec_flight *fl)
 	return fl->run;
 }
 
+const atomic_int *
+exec_flight_stop(struct exec_flight *fl)
+{
+	return &fl->stop;
+}
+
 void
 exec_flight_set_staged(struct exec_flight *fl)
 {
@@ -1360,10 +1366,10 @@ exec_unstage_run(struct exec_worker *w, struct exec_unstage *u,
 	if (conn->drv->tag != NULL)
 		conn->drv->tag(conn, 0);
 	if (u->parts != NULL) {
-		exec_wap_release(conn, u->job, u->parts, skip, u->nparts);
+		exec_wap_release(conn, wh, u->job, u->parts, skip, u->nparts);
 	} else if (exec_wap_stale(conn, u->job, u->keep, u->nkeep, &parts, &n,
 				  &err) == 0) {
-		exec_wap_release(conn, u->job, parts, NULL, n);
+		exec_wap_release(conn, wh, u->job, parts, NULL, n);
 		free(parts);
 	}
 	if (conn->drv->watch != NULL)

@@ -6,6 +6,7 @@
 #ifndef BACKFILLD_EXEC_INT_H
 #define BACKFILLD_EXEC_INT_H
 
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stddef.h>
 
@@ -16,6 +17,9 @@ struct exec_flight;
 
 /* The run a flight carries. */
 struct exec_run *exec_flight_run(struct exec_flight *fl);
+/* The run's stop flag (non-zero once it is being stopped), for a
+ * driver's watch() on a connection of the run's own. */
+const atomic_int *exec_flight_stop(struct exec_flight *fl);
 /* Whether the run is being stopped (timeout, cancel, shutdown). */
 bool exec_stopping(struct exec_flight *fl);
 /* exec_stopping, with err "interrupted". */
@@ -43,7 +47,8 @@ int exec_sql_wap_verify(struct exec_flight *fl, struct wh_conn *conn,
 			struct err *err);
 /* The marks and stage partitions of parts (skip[i]: not that one; skip
  * NULL: all), once their run is recorded; best effort, outside a run. */
-void exec_wap_release(struct wh_conn *conn, const struct job_def *jd,
+void exec_wap_release(struct wh_conn *conn, const struct warehouse_def *wh,
+		      const struct job_def *jd,
 		      const struct exec_part *parts, const bool *skip,
 		      size_t n);
 /* At start: the partitions whose mark names none of the requests `keep`

@@ -27,13 +27,32 @@
 static int
 exec_wap_key(struct wh_conn *conn, const struct job_def *jd, struct err *err)
 {
-	char sql[256], want[300];
+	char sql[512], want[300], c[CHSQL_IDENT_MAX], db[CHSQL_IDENT_MAX];
+	char local[CHSQL_IDENT_MAX];
 	bool has_row;
 	char *key = NULL;
 
-	snprintf(sql, sizeof sql, "SELECT partition_key FROM system.tables"
+	/* a Distributed table: its local table's key (on this server, one
+	 * of the shards); names are plain (config.c, chsql_distributed) */
+	snprintf(sql, sizeof sql, "SELECT engine_full FROM system.tables"
 		 " WHERE database = currentDatabase() AND name = '%s'",
-		 jd->table); /* a plain name (config.c) */
+		 jd->table);
+	if (conn->drv->query_value(conn, sql, NULL, 0, &has_row, &key,
+				   err) == -1) {
+		err_prefix(err, "reading the engine of %s", jd->table);
+		return -1;
+	}
+	if (key != NULL && chsql_distributed(key, c, db, local,
+					     sizeof local) == 0)
+		snprintf(sql, sizeof sql, "SELECT partition_key FROM"
+			 " system.tables WHERE database = '%s' AND name = '%s'",
+			 db, local);
+	else
+		snprintf(sql, sizeof sql, "SELECT partition_key FROM"
+			 " system.tables WHERE database = currentDatabase() AND"
+			 " name = '%s'", jd->table);
+	free(key);
+	key = NULL;
 	if (conn->drv->query_value(conn, sql, NULL, 0, &has_row, &key,
 				   err) == -1) {
 		err_prefix(err, "reading the partition key of %s", jd->table);
@@ -141,15 +160,24 @@ exec_wap_step(struct exec_flight *fl, struct wh_conn *conn, const char *what,
  *     twice leaves what once does.  Any other mark is stale and dropped.
  */
 struct wap_tables {
+	const char *live;   /* the table published into */
 	char stage[CHSQL_IDENT_MAX + 32];
 	char mark[CHSQL_IDENT_MAX + 32];
 };
 
+/* The stage and marks of table `live` (the job's, or a shard's local). */
+static void
+exec_wap_tables_of(const char *live, struct wap_tables *t)
+{
+	t->live = live;
+	chsql_stage_name(live, t->stage, sizeof t->stage);
+	chsql_mark_name(live, t->mark, sizeof t->mark);
+}
+
 static void
 exec_wap_tables(const struct job_def *jd, struct wap_tables *t)
 {
-	chsql_stage_name(jd->table, t->stage, sizeof t->stage);
-	chsql_mark_name(jd->table, t->mark, sizeof t->mark);
+	exec_wap_tables_of(jd->table, t);
 }
 
 /* Drop the mark, then the stage partition, of part `params` (rule 1). */
@@ -274,12 +302,11 @@ exec_wap_publish(struct exec_flight *fl, struct wh_conn *conn,
 		 const struct wap_tables *t, const struct wh_param *params,
 		 struct err *err)
 {
-	const struct job_def *jd = exec_flight_run(fl)->job;
 	char *sql;
 	int rc;
 
 	sql = xasprintf("ALTER TABLE `%s` REPLACE PARTITION :partition"
-			" FROM `%s`", jd->table, t->stage);
+			" FROM `%s`", t->live, t->stage);
 	rc = exec_wap_step(fl, conn, "publishing", sql, params, 1, err);
 	free(sql);
 	if (rc == 0)
@@ -293,12 +320,11 @@ static int exec_wap_audit(struct exec_flight *fl, struct wh_conn *conn,
 
 /* Steps 3 to 7 of docs/clickhouse.md for part i: clear the stage
  * partition (its stale mark first), fill it, audit it, refuse it empty,
- * mark it, publish it; or, marked by this run's request (rule 3), audit
- * it again and publish it again as it is. */
+ * mark it; or, marked by this run's request (rule 3), audit it again. */
 static int
-exec_wap_part(struct exec_flight *fl, struct wh_conn *conn, size_t i,
-	      const struct wh_param *params, const struct wap_tables *t,
-	      struct err *err)
+exec_wap_build(struct exec_flight *fl, struct wh_conn *conn, size_t i,
+	       const struct wh_param *params, const struct wap_tables *t,
+	       struct err *err)
 {
 	const struct job_def *jd = exec_flight_run(fl)->job;
 	bool kept;
@@ -308,8 +334,7 @@ exec_wap_part(struct exec_flight *fl, struct wh_conn *conn, size_t i,
 	if (exec_wap_marked(fl, conn, i, t, params, &kept, err) == -1)
 		return -1;
 	if (kept)
-		return exec_wap_audit(fl, conn, i, params, t->stage, err) == -1 ?
-		       -1 : exec_wap_publish(fl, conn, t, params, err);
+		return exec_wap_audit(fl, conn, i, params, t->stage, err);
 	if (exec_interrupted(fl, err))
 		return -1;
 	if (exec_wap_drop(conn, t, params, err) == -1) {
@@ -321,8 +346,18 @@ exec_wap_part(struct exec_flight *fl, struct wh_conn *conn, size_t i,
 	rc = exec_wap_step(fl, conn, "filling the stage", sql, params, 4, err);
 	free(sql);
 	if (rc == -1 ||
-	    exec_wap_audit(fl, conn, i, params, t->stage, err) == -1 ||
-	    exec_wap_mark(fl, conn, i, t, params, err) == -1)
+	    exec_wap_audit(fl, conn, i, params, t->stage, err) == -1)
+		return -1;
+	return exec_wap_mark(fl, conn, i, t, params, err);
+}
+
+/* Part i built (exec_wap_build), then published (step 8). */
+static int
+exec_wap_part(struct exec_flight *fl, struct wh_conn *conn, size_t i,
+	      const struct wh_param *params, const struct wap_tables *t,
+	      struct err *err)
+{
+	if (exec_wap_build(fl, conn, i, params, t, err) == -1)
 		return -1;
 	return exec_wap_publish(fl, conn, t, params, err);
 }
@@ -455,14 +490,13 @@ exec_wap_batch(struct exec_flight *fl, struct wh_conn *conn,
 /* The stage table and its marks' table, created when absent. */
 static int
 exec_wap_create(struct exec_flight *fl, struct wh_conn *conn,
-		const struct job_def *jd, const struct wap_tables *t,
-		struct err *err)
+		const struct wap_tables *t, struct err *err)
 {
 	char *sql;
 	int rc;
 
 	sql = xasprintf("CREATE TABLE IF NOT EXISTS `%s` AS `%s`", t->stage,
-			jd->table);
+			t->live);
 	rc = exec_wap_step(fl, conn, "creating the stage table", sql, NULL, 0,
 			   err);
 	free(sql);
@@ -475,6 +509,233 @@ exec_wap_create(struct exec_flight *fl, struct wh_conn *conn,
 			   0, err);
 	free(sql);
 	return rc;
+}
+
+/* ---- shards (cluster:; docs/clickhouse.md, "Beyond one server") ------ */
+
+/* A job's Distributed table and its shards' connections. */
+struct wap_shards {
+	char cluster[CHSQL_IDENT_MAX], db[CHSQL_IDENT_MAX];
+	char local[CHSQL_IDENT_MAX];
+	struct wh_conn **conns;  /* in shard_num order */
+	size_t n;
+};
+
+static void
+exec_wap_shards_close(struct wap_shards *sh)
+{
+	for (size_t i = 0; i < sh->n; i++)
+		if (sh->conns[i] != NULL)
+			sh->conns[i]->drv->close(sh->conns[i]);
+	free(sh->conns);
+	sh->conns = NULL;
+	sh->n = 0;
+}
+
+/* The shards' URLs: the configured ones (their count checked against
+ * system.clusters), or each shard's first replica there, reached on the
+ * configured URL's port. */
+static int
+exec_wap_shard_urls(struct wh_conn *conn, const struct warehouse_def *wh,
+		    const struct wap_shards *sh, char ***urls, size_t *n,
+		    struct err *err)
+{
+	char sql[256], **v = NULL, u[1024];
+	size_t nv = 0;
+
+	*urls = NULL;
+	*n = 0;
+	snprintf(sql, sizeof sql, "SELECT host_address FROM system.clusters"
+		 " WHERE cluster = '%s' AND replica_num = 1 ORDER BY shard_num",
+		 sh->cluster); /* a plain name (chsql_distributed) */
+	if (conn->drv->query_column(conn, sql, NULL, 0, 1000, &v, &nv,
+				    err) == -1) {
+		err_prefix(err, "reading the shards of cluster %s", sh->cluster);
+		return -1;
+	}
+	if (nv == 0 || (wh->nshards > 0 && nv != wh->nshards)) {
+		for (size_t i = 0; i < nv; i++)
+			free(v[i]);
+		free(v);
+		return err_set(err, EXIT_WORK_FAILED, "cluster %s has %zu"
+			       " shards in system.clusters, the warehouse's"
+			       " shards: lists %zu: make them agree",
+			       sh->cluster, nv, wh->nshards);
+	}
+	*urls = xcalloc(nv, sizeof **urls);
+	for (size_t i = 0; i < nv; i++) {
+		if (wh->nshards > 0)
+			(*urls)[i] = xstrdup(wh->shards[i]);
+		else if (chsql_shard_url(wh->url, v[i], sh->db, u,
+					 sizeof u) == 0)
+			(*urls)[i] = xstrdup(u);
+		else
+			(*urls)[i] = NULL;
+		free(v[i]);
+	}
+	free(v);
+	*n = nv;
+	for (size_t i = 0; i < nv; i++)
+		if ((*urls)[i] == NULL)
+			return err_set(err, EXIT_WORK_FAILED, "shard %zu of"
+				       " cluster %s has an address that is no"
+				       " host name: list the shards' URLs in"
+				       " shards:", i + 1, sh->cluster);
+	return 0;
+}
+
+/* 1 when jd's table is a Distributed table over the warehouse's cluster
+ * (sh filled, a connection open to each shard, watching `stop`, tagged
+ * run_id), 0 when it is a table of its own (published once: a
+ * ReplicatedMergeTree's replicas follow), -1 with err. */
+static int
+exec_wap_shards_open(struct wh_conn *conn, const struct warehouse_def *wh,
+		     const struct job_def *jd, const atomic_int *stop,
+		     int64_t run_id, struct wap_shards *sh, struct err *err)
+{
+	char sql[256], *engine = NULL, **urls;
+	bool has_row;
+	size_t n;
+	int rc = 0;
+
+	memset(sh, 0, sizeof *sh);
+	snprintf(sql, sizeof sql, "SELECT engine_full FROM system.tables WHERE"
+		 " database = currentDatabase() AND name = '%s'", jd->table);
+	if (conn->drv->query_value(conn, sql, NULL, 0, &has_row, &engine,
+				   err) == -1)
+		return -1;
+	if (engine == NULL || chsql_distributed(engine, sh->cluster, sh->db,
+						sh->local, sizeof sh->local) < 0) {
+		free(engine);
+		return 0;
+	}
+	free(engine);
+	if (strcmp(sh->cluster, wh->cluster) != 0)
+		return err_set(err, EXIT_WORK_FAILED, "table %s is Distributed"
+			       " over cluster %s, not the warehouse's cluster"
+			       " %s", jd->table, sh->cluster, wh->cluster);
+	if (exec_wap_shard_urls(conn, wh, sh, &urls, &n, err) == -1)
+		rc = -1;
+	sh->conns = xcalloc(n ? n : 1, sizeof *sh->conns);
+	for (size_t i = 0; i < n && rc == 0; i++) {
+		struct warehouse_def d = *wh;
+
+		d.url = urls[i];
+		if (conn->drv->open(&d, &sh->conns[i], err) == -1) {
+			err_prefix(err, "shard %zu", i + 1);
+			rc = -1;
+			break;
+		}
+		sh->n = i + 1;
+		if (conn->drv->watch != NULL)
+			conn->drv->watch(sh->conns[i], stop, stop ? 0 : 10000,
+					 false);
+		if (conn->drv->tag != NULL)
+			conn->drv->tag(sh->conns[i], run_id);
+	}
+	for (size_t i = 0; i < n; i++)
+		free(urls[i]);
+	free(urls);
+	if (rc == -1) {
+		exec_wap_shards_close(sh);
+		return -1;
+	}
+	return 1;
+}
+
+/* Every part's mark and stage partition on every shard (after a
+ * failure; best effort). */
+static void
+exec_wap_shards_unstage(struct exec_flight *fl, const struct wap_shards *sh,
+			const struct wap_tables *t)
+{
+	struct exec_run *run = exec_flight_run(fl);
+	struct wh_param params[4];
+
+	for (size_t s = 0; s < sh->n; s++)
+		for (size_t i = 0; i < run->nparts; i++) {
+			exec_wap_params(run, i, t->stage, params);
+			exec_wap_unstage(fl, sh->conns[s], t, params);
+		}
+}
+
+/* Phase 1 on shard s: each part built and audited in the shard's stage
+ * (the job's SELECT runs on the shard, against its tables); the rows
+ * added to rows[2 * i] (before) and rows[2 * i + 1] (after). */
+static int
+exec_wap_shard_build(struct exec_flight *fl, struct wh_conn *c,
+		     const struct wap_tables *t, size_t s, int64_t *rows,
+		     struct err *err)
+{
+	struct exec_run *run = exec_flight_run(fl);
+	struct wh_param params[4];
+
+	if (exec_wap_create(fl, c, t, err) == -1)
+		goto fail;
+	for (size_t i = 0; i < run->nparts; i++) {
+		exec_wap_params(run, i, t->stage, params);
+		if (exec_interrupted(fl, err) ||
+		    guard_before_in(run, c, i, params, 3, t->live, err) == -1 ||
+		    exec_wap_build(fl, c, i, params, t, err) == -1)
+			goto fail;
+		rows[2 * i] += run->guards[i].rows_before;
+		rows[2 * i + 1] += run->guards[i].rows_after;
+	}
+	return 0;
+fail:
+	if (strcmp(err->msg, "interrupted") != 0)
+		err_prefix(err, "shard %zu", s + 1);
+	return -1;
+}
+
+/*
+ * A run whose table is Distributed: every shard's stage built, audited
+ * and marked first (a failure anywhere publishes nothing anywhere), then
+ * each shard's partitions published, shard by shard.  There is no atomic
+ * swap across shards: between two shards' REPLACE a reader of the
+ * Distributed table sees the new rows of the shards done and the old rows
+ * of the others.  A crash in between leaves every shard's stage marked
+ * with the request: the run queued again publishes each of them again
+ * (rule 3), the shards done already as well (the same rows).
+ */
+static int
+exec_sql_wap_shards(struct exec_flight *fl, struct wap_shards *sh,
+		    struct err *err)
+{
+	struct exec_run *run = exec_flight_run(fl);
+	struct wap_tables t;
+	struct wh_param params[4];
+	int64_t *rows = xcalloc(2 * run->nparts, sizeof *rows);
+	int rc = 0;
+
+	exec_wap_tables_of(sh->local, &t);
+	for (size_t s = 0; s < sh->n && rc == 0; s++)
+		rc = exec_wap_shard_build(fl, sh->conns[s], &t, s, rows, err);
+	for (size_t s = 0; s < sh->n && rc == 0; s++) {
+		for (size_t i = 0; i < run->nparts && rc == 0; i++) {
+			exec_wap_params(run, i, t.stage, params);
+			rc = exec_wap_publish(fl, sh->conns[s], &t, params, err);
+			if (rc == -1 && strcmp(err->msg, "interrupted") != 0)
+				err_prefix(err, "shard %zu", s + 1);
+		}
+		if (rc == 0 && s == 0)
+			exec_wap_test_stop("shard");
+	}
+	if (rc == -1) {
+		exec_wap_shards_unstage(fl, sh, &t);
+		free(rows);
+		return -1;
+	}
+	run->rows_changed = 0;
+	for (size_t i = 0; i < run->nparts; i++) {
+		/* the audit's row counts: the sums over the shards */
+		run->guards[i].rows_before = rows[2 * i];
+		run->guards[i].rows_after = rows[2 * i + 1];
+		run->rows_changed += rows[2 * i + 1];
+	}
+	free(rows);
+	exec_flight_set_staged(fl);
+	return 0;
 }
 
 /*
@@ -495,12 +756,32 @@ exec_sql_wap(struct exec_flight *fl, struct wh_conn *conn, struct err *err)
 	struct wh_param params[4];
 	int64_t published = 0;
 
+	const struct warehouse_def *wh = &run->cfg->warehouses[jd->warehouse];
+	struct wap_shards sh;
+	int rc;
+
 	exec_wap_tables(jd, &t);
-	if (exec_begin(conn, err) == -1 || exec_wap_key(conn, jd, err) == -1 ||
-	    exec_wap_create(fl, conn, jd, &t, err) == -1)
+	if (exec_begin(conn, err) == -1 || exec_wap_key(conn, jd, err) == -1)
 		return -1;
-	run->checks = xcalloc((jd->nchecks + 2 + jd->nmetrics) *
-				   run->nparts, sizeof *run->checks);
+	rc = wh->cluster == NULL ? 0 : exec_wap_shards_open(conn, wh, jd,
+	    exec_flight_stop(fl), run->run_id, &sh, err);
+	if (rc == -1)
+		return -1;
+	if (rc == 1 && jd->batch) {
+		exec_wap_shards_close(&sh);
+		return err_set(err, EXIT_BAD_INPUT, "batch: true on a"
+			       " Distributed table is not supported: run the"
+			       " job without batch");
+	}
+	run->checks = xcalloc((jd->nchecks + 2 + jd->nmetrics) * run->nparts *
+			      (rc == 1 ? sh.n : 1), sizeof *run->checks);
+	if (rc == 1) {
+		rc = exec_sql_wap_shards(fl, &sh, err);
+		exec_wap_shards_close(&sh);
+		return rc;
+	}
+	if (exec_wap_create(fl, conn, &t, err) == -1)
+		return -1;
 	if (jd->batch)
 		return exec_wap_batch(fl, conn, &t, err);
 	for (size_t i = 0; i < run->nparts; i++) {
@@ -522,20 +803,31 @@ exec_sql_wap(struct exec_flight *fl, struct wh_conn *conn, struct err *err)
 /* Once the run is recorded (rule 2): drop the marks and stage partitions
  * of `parts`.  Outside any run, on a worker thread. */
 void
-exec_wap_release(struct wh_conn *conn, const struct job_def *jd,
-		 const struct exec_part *parts, const bool *skip, size_t n)
+exec_wap_release(struct wh_conn *conn, const struct warehouse_def *wh,
+		 const struct job_def *jd, const struct exec_part *parts,
+		 const bool *skip, size_t n)
 {
 	struct wap_tables t;
 	struct wh_param params[3];
+	struct wap_shards sh;
 	struct err e;
+	int rc;
 
-	exec_wap_tables(jd, &t);
-	for (size_t i = 0; i < n; i++) {
-		if (skip != NULL && skip[i])
-			continue;
-		exec_part_params(&parts[i], params);
-		(void)exec_wap_drop(conn, &t, params, &e);
-	}
+	rc = wh->cluster == NULL ? 0 :
+	    exec_wap_shards_open(conn, wh, jd, NULL, 0, &sh, &e);
+	if (rc == -1)
+		return; /* the next run of each partition clears them */
+	exec_wap_tables_of(rc == 1 ? sh.local : jd->table, &t);
+	for (size_t s = 0; s < (rc == 1 ? sh.n : 1); s++)
+		for (size_t i = 0; i < n; i++) {
+			if (skip != NULL && skip[i])
+				continue;
+			exec_part_params(&parts[i], params);
+			(void)exec_wap_drop(rc == 1 ? sh.conns[s] : conn, &t,
+					    params, &e);
+		}
+	if (rc == 1)
+		exec_wap_shards_close(&sh);
 }
 
 /* The part of job jd whose mark says `v` (toString of its :partition:
@@ -646,7 +938,7 @@ exec_sql_wap_verify(struct exec_flight *fl, struct wh_conn *conn,
 	exec_wap_params(run, 0, t.stage, params);
 	if (exec_begin(conn, err) == -1 || exec_wap_key(conn, jd, err) == -1)
 		return -1;
-	rc = exec_wap_create(fl, conn, jd, &t, err);
+	rc = exec_wap_create(fl, conn, &t, err);
 	if (rc == -1 || exec_wap_digest(conn, jd->table, jd->partition_column,
 	    params, &run->verify_rows[0], run->verify_sum[0],
 	    sizeof run->verify_sum[0], err) == -1)

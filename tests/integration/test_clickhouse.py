@@ -59,6 +59,7 @@ import urllib.request
 import harness as h
 
 SERVER = os.environ.get("CLICKHOUSE_SERVER", "/usr/sbin/clickhouse-server")
+OTHERS = []  # every Server started, closed on a signal
 PASSWORD = "etl-secret-c81d"
 CH_DIR = os.path.join(h.SOURCE_ROOT, "config", "clickhouse")
 
@@ -82,19 +83,23 @@ def free_port():
 class Server:
     """A clickhouse-server of our own in a temporary directory."""
 
-    def __init__(self):
+    def __init__(self, ports=None, extra=""):
+        """ports: (http, tcp, interserver), free ones by default; extra:
+        XML inside <yandex> (remote_servers)."""
         if not os.access(SERVER, os.X_OK):
             skip("no %s (apt-get install clickhouse-server)" % SERVER)
         module = os.path.join(os.path.dirname(h.binaries()[0]), "backfilld-ch.so")
         if not os.path.exists(module):
             skip("this build has no ClickHouse driver (%s; libcurl4-openssl-dev)" % module)
         self.dir = tempfile.mkdtemp(prefix="bfd-ch-")
-        self.http, self.tcp, self.inter = free_port(), free_port(), free_port()
+        self.extra = extra
+        self.http, self.tcp, self.inter = ports or (free_port(), free_port(), free_port())
         for sub in ("data", "tmp", "user_files", "log", "format_schemas"):
             os.makedirs(os.path.join(self.dir, sub))
         self.write_config()
         self.proc = None
         atexit.register(self.close)
+        OTHERS.append(self)
         for sig in (signal.SIGTERM, signal.SIGINT):
             signal.signal(sig, self._on_signal)
         self.start(as_user=None)
@@ -127,8 +132,9 @@ class Server:
   <mark_cache_size>53687091</mark_cache_size>
   <uncompressed_cache_size>53687091</uncompressed_cache_size>
   <max_concurrent_queries>50</max_concurrent_queries>
+{extra}
 </yandex>
-""".format(d=d, http=self.http, tcp=self.tcp, inter=self.inter)
+""".format(d=d, http=self.http, tcp=self.tcp, inter=self.inter, extra=self.extra)
         users = """<?xml version="1.0"?>
 <yandex>
   <profiles><default><max_memory_usage>2000000000</max_memory_usage></default></profiles>
@@ -189,7 +195,8 @@ class Server:
         return "\n".join(out)
 
     def _on_signal(self, sig, frame):
-        self.close()
+        for srv in OTHERS:
+            srv.close()
         raise SystemExit(128 + sig)
 
     def close(self):
@@ -267,24 +274,25 @@ def example_jobs():
     return text[text.index("jobs:\n") + len("jobs:\n"):]
 
 
-def stage_leftovers(db, settle=True):
+def stage_leftovers(db, settle=True, srv=None):
     """Rows left in any stage table of db.  settle: once the daemon has
     released them (a published stage partition is dropped on a worker
     after the run's record, docs/clickhouse.md "Exactly once"), with a
     guard of 30 s."""
     deadline = time.monotonic() + 30
     while True:
-        out = _leftovers(db, "stage")
+        out = _leftovers(db, "stage", srv or SRV)
         if not settle or not out or time.monotonic() > deadline:
             return out
         time.sleep(0.05)
 
 
-def _leftovers(db, kind):
+def _leftovers(db, kind, srv=None):
+    srv = srv or SRV
     out = {}
-    for (name,) in SRV.rows("SELECT name FROM system.tables WHERE database = currentDatabase()"
+    for (name,) in srv.rows("SELECT name FROM system.tables WHERE database = currentDatabase()"
                             " AND name LIKE '\\\\_backfilld\\\\_%s\\\\_%%'" % kind, db):
-        n = int(SRV.q("SELECT count() FROM `%s`" % name, db))
+        n = int(srv.q("SELECT count() FROM `%s`" % name, db))
         if n:
             out[name] = n
     return out
@@ -805,12 +813,12 @@ def test_reload_while_server_stopped():
     d.stop()
 
 
-def marks_left(db, settle=True):
+def marks_left(db, settle=True, srv=None):
     """Rows left in any table of the stage's marks of db (settle: as
     stage_leftovers)."""
     deadline = time.monotonic() + 30
     while True:
-        out = _leftovers(db, "audited")
+        out = _leftovers(db, "audited", srv or SRV)
         if not settle or not out or time.monotonic() > deadline:
             return out
         time.sleep(0.05)
@@ -881,6 +889,109 @@ def test_crash_between_record_and_release():
     d.stop()
 
 
+SHARD_JOB = """
+- name: fct
+  warehouse: sales
+  partition: day
+  concurrency: 1
+  table: fct
+  partition_column: dt
+  sql: SELECT dt, store_id, count(), sum(amount_cents) FROM raw_local WHERE dt = :partition GROUP BY dt, store_id
+  min_rows: 1
+"""
+
+
+def two_shards():
+    """Two servers of our own, the shards of cluster two_shards, each with
+    raw_local and fct_local (stores 1-2 on shard 1, 3-4 on shard 2) and
+    the Distributed table fct over them; the facts seeded wrong."""
+    ports = [(free_port(), free_port(), free_port()) for _ in range(2)]
+    xml = "<remote_servers><two_shards>%s</two_shards></remote_servers>" % "".join(
+        "<shard><replica><host>127.0.0.1</host><port>%d</port></replica></shard>" % p[1]
+        for p in ports)
+    srvs = []
+    for p in ports:
+        srvs.append(Server(ports=p, extra=xml))
+    for k, srv in enumerate(srvs):
+        srv.q("CREATE DATABASE sh")
+        srv.q("CREATE TABLE raw_local (dt Date, store_id UInt32, amount_cents Int64)"
+              " ENGINE = MergeTree PARTITION BY dt ORDER BY store_id", "sh")
+        srv.q("CREATE TABLE fct_local (dt Date, store_id UInt32, sales UInt64, revenue_cents Int64)"
+              " ENGINE = MergeTree PARTITION BY dt ORDER BY (dt, store_id)", "sh")
+        srv.q("CREATE TABLE fct AS fct_local ENGINE = Distributed(two_shards, sh, fct_local, store_id)",
+              "sh")
+        for day in ("2026-02-09", "2026-02-10"):
+            for store in (2 * k + 1, 2 * k + 2):
+                srv.q("INSERT INTO raw_local SELECT toDate('%s'), %d, number * 10 + %d FROM numbers(%d)"
+                      % (day, store, store, 5 + store), "sh")
+                srv.q("INSERT INTO fct_local VALUES ('%s', %d, 1, 1)" % (day, store), "sh")
+    return srvs
+
+
+def shard_fact(srv):
+    return srv.rows("SELECT dt, store_id, sales, revenue_cents FROM fct_local ORDER BY dt, store_id", "sh")
+
+
+def shard_raw(srv):
+    return srv.rows("SELECT dt, store_id, count(), sum(amount_cents) FROM raw_local"
+                    " GROUP BY dt, store_id ORDER BY dt, store_id", "sh")
+
+
+def test_shards_kill9_between_publishes():
+    """cluster: with a Distributed table over two servers: every shard's
+    stage is built and audited, then published shard by shard.  The
+    daemon is stopped right after shard 1's publish (a test-only hook):
+    the Distributed table then shows shard 1's new rows beside shard 2's
+    old ones, and the run is not succeeded.  kill -9 and a restart: both
+    shards end with the new rows, each partition succeeded once, no stage
+    or mark left on either shard."""
+    srvs = two_shards()
+    try:
+        url = [srv.url("sh") for srv in srvs]
+        jobs = SHARD_JOB
+        config = textwrap.dedent("""\
+            state_db: state.db
+            socket: backfilld.sock
+            warehouses:
+              - name: sales
+                clickhouse: %s
+                user: etl
+                password_file: %s
+                cluster: two_shards
+                shards: [%s, %s]
+            jobs:
+            """) % (url[0], srvs[0].pwfile, url[0], url[1]) + \
+            textwrap.indent(textwrap.dedent(jobs).strip("\n"), "  ") + "\n"
+        d = h.Daemon(config=config, clock=None, name="chshards",
+                     env={"BACKFILLD_TEST_CH_STOP": "shard"})
+        before = [shard_fact(srv) for srv in srvs]
+        req = d.enqueue("backfill", "fct", "--from", "2026-02-09", "--to", "2026-02-10")
+        wait_stopped(d, "shard 1's publish")
+        day = [r for r in shard_fact(srvs[0]) if r[0] == "2026-02-09"]
+        h.eq(day, [r for r in shard_raw(srvs[0]) if r[0] == "2026-02-09"],
+             "shard 1 published 2026-02-09")
+        h.eq(shard_fact(srvs[1]), before[1], "shard 2 not published yet")
+        h.check(marks_left("sh", settle=False, srv=srvs[1]) != {}, "shard 2's stage is marked")
+        d.kill9()
+        d.extra_env.pop("BACKFILLD_TEST_CH_STOP")
+        d.restart()
+        d.wait_request(req)
+        for k, srv in enumerate(srvs):
+            h.eq(shard_fact(srv), shard_raw(srv), "shard %d's facts after the restart" % (k + 1))
+            h.eq(stage_leftovers("sh", srv=srv), {}, "stage rows left on shard %d" % (k + 1))
+            h.eq(marks_left("sh", srv=srv), {}, "marks left on shard %d" % (k + 1))
+        ok = sorted(r["partition"] for r in d.runs() if r["job"] == "fct" and
+                    r["state"] == "succeeded")
+        h.eq(ok, ["2026-02-09", "2026-02-10"], "each partition succeeded once")
+        h.eq(srvs[0].rows("SELECT dt, store_id, sales, revenue_cents FROM fct ORDER BY dt, store_id",
+                          "sh"), sorted(shard_raw(srvs[0]) + shard_raw(srvs[1])),
+             "the Distributed table after the restart")
+        d.stop()
+    finally:
+        for srv in srvs:
+            srv.close()
+
+
 def test_check_config_shows_bound():
     db = fresh_db(seed=False)
     d = h.Daemon(config=ch_config(db, example_jobs()), clock=None, name="chcheckcfg", start=False)
@@ -902,7 +1013,7 @@ def main():
              test_shutdown_grace_kills_query, test_reader_never_sees_a_mix, test_verify,
              test_batch, test_late_data, test_hourly, test_throttle, test_kill9_mid_backfill,
              test_reload_while_server_stopped, test_crash_between_publish_and_record,
-             test_crash_between_record_and_release]
+             test_crash_between_record_and_release, test_shards_kill9_between_publishes]
     # BACKFILLD_TEST_ONLY=name,name: those alone (while working on them)
     only = os.environ.get("BACKFILLD_TEST_ONLY")
     if only:
