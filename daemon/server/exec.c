@@ -177,6 +177,7 @@ struct exec {
 	int nworkers;
 	struct exec_flight *all;
 	struct exec_unstage *phead;        /* loop: waiting for the record */
+	_Atomic int64_t alive_until;       /* several hosts (exec_fence_clock) */
 	int nrunning;
 	bool closing;
 	bool close_done;
@@ -1182,6 +1183,26 @@ exec_flight_run(struct exec_flight *fl)
 	return fl->run;
 }
 
+_Atomic int64_t *
+exec_fence_clock(struct exec *ex)
+{
+	return &ex->alive_until;
+}
+
+int
+exec_fence_check(struct exec_flight *fl, const char *when, struct err *err)
+{
+	int64_t until = atomic_load(&fl->ex->alive_until);
+
+	/* 0: one host, or no heartbeat yet (no run is claimed before one) */
+	if (until == 0 || clock_ms(CLOCK_MONOTONIC) < until)
+		return 0;
+	return err_set(err, EXIT_WORK_FAILED, "%s: this node's lease could"
+		       " have run out (paused or cut off past it), so another"
+		       " node may have taken the partition over; it is run"
+		       " again there", when);
+}
+
 const atomic_int *
 exec_flight_stop(struct exec_flight *fl)
 {
@@ -1366,10 +1387,11 @@ exec_unstage_run(struct exec_worker *w, struct exec_unstage *u,
 	if (conn->drv->tag != NULL)
 		conn->drv->tag(conn, 0);
 	if (u->parts != NULL) {
-		exec_wap_release(conn, wh, u->job, u->parts, skip, u->nparts);
-	} else if (exec_wap_stale(conn, u->job, u->keep, u->nkeep, &parts, &n,
-				  &err) == 0) {
-		exec_wap_release(conn, wh, u->job, parts, NULL, n);
+		exec_wap_release(conn, u->cfg, wh, u->job, u->parts, skip,
+				 u->nparts);
+	} else if (exec_wap_stale(conn, u->cfg, u->job, u->keep, u->nkeep,
+				  &parts, &n, &err) == 0) {
+		exec_wap_release(conn, u->cfg, wh, u->job, parts, NULL, n);
 		free(parts);
 	}
 	if (conn->drv->watch != NULL)

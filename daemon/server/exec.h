@@ -19,6 +19,7 @@
 #ifndef BACKFILLD_EXEC_H
 #define BACKFILLD_EXEC_H
 
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <uv.h>
@@ -170,6 +171,10 @@ void exec_release_stages(struct exec *ex);
 void exec_sweep_stages(struct exec *ex, struct config *cfg,
 		       const struct job_def *jd, const int64_t *keep,
 		       size_t nkeep);
+/* Several hosts: the clock of the fence (cluster.h, cluster_opts'
+ * alive_until), written by the cluster's heartbeat, read by the workers
+ * right before and after each ClickHouse publish. */
+_Atomic int64_t *exec_fence_clock(struct exec *ex);
 /* Number of runs in flight. */
 int exec_running(const struct exec *ex);
 /* Cancel what still runs, join the threads, close every handle; closed_cb

@@ -20,6 +20,11 @@ struct exec_run *exec_flight_run(struct exec_flight *fl);
 /* The run's stop flag (non-zero once it is being stopped), for a
  * driver's watch() on a connection of the run's own. */
 const atomic_int *exec_flight_stop(struct exec_flight *fl);
+/* Several hosts: 0 while this node cannot have been declared dead yet
+ * (with a third of its lease to spare), else -1 with err "WHEN: this
+ * node's lease could have run out ..." (exec_fence_clock). */
+int exec_fence_check(struct exec_flight *fl, const char *when,
+		     struct err *err);
 /* Whether the run is being stopped (timeout, cancel, shutdown). */
 bool exec_stopping(struct exec_flight *fl);
 /* exec_stopping, with err "interrupted". */
@@ -47,13 +52,14 @@ int exec_sql_wap_verify(struct exec_flight *fl, struct wh_conn *conn,
 			struct err *err);
 /* The marks and stage partitions of parts (skip[i]: not that one; skip
  * NULL: all), once their run is recorded; best effort, outside a run. */
-void exec_wap_release(struct wh_conn *conn, const struct warehouse_def *wh,
-		      const struct job_def *jd,
+void exec_wap_release(struct wh_conn *conn, const struct config *cfg,
+		      const struct warehouse_def *wh, const struct job_def *jd,
 		      const struct exec_part *parts, const bool *skip,
 		      size_t n);
 /* At start: the partitions whose mark names none of the requests `keep`
  * (malloc'd into *parts, *n of them). */
-int exec_wap_stale(struct wh_conn *conn, const struct job_def *jd,
+int exec_wap_stale(struct wh_conn *conn, const struct config *cfg,
+		   const struct job_def *jd,
 		   const int64_t *keep, size_t nkeep, struct exec_part **parts,
 		   size_t *n, struct err *err);
 

@@ -165,19 +165,34 @@ struct wap_tables {
 	char mark[CHSQL_IDENT_MAX + 32];
 };
 
-/* The stage and marks of table `live` (the job's, or a shard's local). */
+/* The stage and marks of table `live` (the job's, or a shard's local).
+ * On several hosts each node has its own (suffixed with a hash of its
+ * name), so that a node paused past its lease can never write into the
+ * stage of the node that took its partition over (docs/several-hosts.md,
+ * "Exactly once"). */
 static void
-exec_wap_tables_of(const char *live, struct wap_tables *t)
+exec_wap_tables_of(const struct config *cfg, const char *live,
+		   struct wap_tables *t)
 {
+	uint32_t h = 2166136261u;
+	char base[CHSQL_IDENT_MAX + 16];
+
 	t->live = live;
-	chsql_stage_name(live, t->stage, sizeof t->stage);
-	chsql_mark_name(live, t->mark, sizeof t->mark);
+	snprintf(base, sizeof base, "%s", live);
+	if (config_is_cluster(cfg) && cfg->node != NULL) {
+		for (const char *p = cfg->node; *p; p++)
+			h = (h ^ (unsigned char)*p) * 16777619u;
+		snprintf(base, sizeof base, "%s_n%08x", live, h);
+	}
+	chsql_stage_name(base, t->stage, sizeof t->stage);
+	chsql_mark_name(base, t->mark, sizeof t->mark);
 }
 
 static void
-exec_wap_tables(const struct job_def *jd, struct wap_tables *t)
+exec_wap_tables(const struct config *cfg, const struct job_def *jd,
+		struct wap_tables *t)
 {
-	exec_wap_tables_of(jd->table, t);
+	exec_wap_tables_of(cfg, jd->table, t);
 }
 
 /* Drop the mark, then the stage partition, of part `params` (rule 1). */
@@ -305,10 +320,18 @@ exec_wap_publish(struct exec_flight *fl, struct wh_conn *conn,
 	char *sql;
 	int rc;
 
+	/* the fence (docs/several-hosts.md): no REPLACE once another node may
+	 * have taken the partition over, and a REPLACE that ended past it is
+	 * no success of this node's */
+	exec_wap_test_stop("publishing");
+	if (exec_fence_check(fl, "not published", err) == -1)
+		return -1;
 	sql = xasprintf("ALTER TABLE `%s` REPLACE PARTITION :partition"
 			" FROM `%s`", t->live, t->stage);
 	rc = exec_wap_step(fl, conn, "publishing", sql, params, 1, err);
 	free(sql);
+	if (rc == 0)
+		rc = exec_fence_check(fl, "published late", err);
 	if (rc == 0)
 		exec_wap_test_stop("published");
 	return rc;
@@ -708,7 +731,7 @@ exec_sql_wap_shards(struct exec_flight *fl, struct wap_shards *sh,
 	int64_t *rows = xcalloc(2 * run->nparts, sizeof *rows);
 	int rc = 0;
 
-	exec_wap_tables_of(sh->local, &t);
+	exec_wap_tables_of(run->cfg, sh->local, &t);
 	for (size_t s = 0; s < sh->n && rc == 0; s++)
 		rc = exec_wap_shard_build(fl, sh->conns[s], &t, s, rows, err);
 	for (size_t s = 0; s < sh->n && rc == 0; s++) {
@@ -760,7 +783,7 @@ exec_sql_wap(struct exec_flight *fl, struct wh_conn *conn, struct err *err)
 	struct wap_shards sh;
 	int rc;
 
-	exec_wap_tables(jd, &t);
+	exec_wap_tables(run->cfg, jd, &t);
 	if (exec_begin(conn, err) == -1 || exec_wap_key(conn, jd, err) == -1)
 		return -1;
 	rc = wh->cluster == NULL ? 0 : exec_wap_shards_open(conn, wh, jd,
@@ -803,8 +826,8 @@ exec_sql_wap(struct exec_flight *fl, struct wh_conn *conn, struct err *err)
 /* Once the run is recorded (rule 2): drop the marks and stage partitions
  * of `parts`.  Outside any run, on a worker thread. */
 void
-exec_wap_release(struct wh_conn *conn, const struct warehouse_def *wh,
-		 const struct job_def *jd, const struct exec_part *parts,
+exec_wap_release(struct wh_conn *conn, const struct config *cfg,
+		 const struct warehouse_def *wh, const struct job_def *jd, const struct exec_part *parts,
 		 const bool *skip, size_t n)
 {
 	struct wap_tables t;
@@ -817,7 +840,7 @@ exec_wap_release(struct wh_conn *conn, const struct warehouse_def *wh,
 	    exec_wap_shards_open(conn, wh, jd, NULL, 0, &sh, &e);
 	if (rc == -1)
 		return; /* the next run of each partition clears them */
-	exec_wap_tables_of(rc == 1 ? sh.local : jd->table, &t);
+	exec_wap_tables_of(cfg, rc == 1 ? sh.local : jd->table, &t);
 	for (size_t s = 0; s < (rc == 1 ? sh.n : 1); s++)
 		for (size_t i = 0; i < n; i++) {
 			if (skip != NULL && skip[i])
@@ -857,7 +880,8 @@ exec_wap_part_of(const struct job_def *jd, const char *v, struct exec_part *p)
 /* At start: the partitions marked by none of the open requests `keep`
  * (a crash came between a record and its release), into *parts (*n). */
 int
-exec_wap_stale(struct wh_conn *conn, const struct job_def *jd,
+exec_wap_stale(struct wh_conn *conn, const struct config *cfg,
+	       const struct job_def *jd,
 	       const int64_t *keep, size_t nkeep, struct exec_part **parts,
 	       size_t *n, struct err *err)
 {
@@ -869,7 +893,7 @@ exec_wap_stale(struct wh_conn *conn, const struct job_def *jd,
 
 	*parts = NULL;
 	*n = 0;
-	exec_wap_tables(jd, &t);
+	exec_wap_tables(cfg, jd, &t);
 	buf_init(&b);
 	buf_printf(&b, "SELECT partition FROM `%s` WHERE request NOT IN (0",
 		   t.mark);
@@ -934,7 +958,7 @@ exec_sql_wap_verify(struct exec_flight *fl, struct wh_conn *conn,
 	char *sql;
 	int rc = 0;
 
-	exec_wap_tables(jd, &t);
+	exec_wap_tables(run->cfg, jd, &t);
 	exec_wap_params(run, 0, t.stage, params);
 	if (exec_begin(conn, err) == -1 || exec_wap_key(conn, jd, err) == -1)
 		return -1;
