@@ -889,16 +889,9 @@ def test_crash_between_record_and_release():
     d.stop()
 
 
-SHARD_JOB = """
-- name: fct
-  warehouse: sales
-  partition: day
-  concurrency: 1
-  table: fct
-  partition_column: dt
-  sql: SELECT dt, store_id, count(), sum(amount_cents) FROM raw_local WHERE dt = :partition GROUP BY dt, store_id
-  min_rows: 1
-"""
+# one day of the fact, on each shard's local tables
+SHARD_JOB = ONE_DAY.replace("table: fct_daily_sales", "table: fct").replace(
+    "FROM raw_sales", "FROM raw_local") + "  concurrency: 1\n  min_rows: 1\n"
 
 
 def two_shards():
