@@ -1476,7 +1476,8 @@ exec_sweep_stages(struct exec *ex, struct config *cfg, const struct job_def *jd,
 	u->cfg = config_ref(cfg);
 	u->job = jd;
 	u->keep = xcalloc(nkeep ? nkeep : 1, sizeof *u->keep);
-	memcpy(u->keep, keep, nkeep * sizeof *keep);
+	if (nkeep > 0)
+		memcpy(u->keep, keep, nkeep * sizeof *keep);
 	u->nkeep = nkeep;
 	exec_unstage_queue(ex, u);
 }
