@@ -83,9 +83,10 @@ def free_port():
 class Server:
     """A clickhouse-server of our own in a temporary directory."""
 
-    def __init__(self, ports=None, extra=""):
+    def __init__(self, ports=None, extra="", host="127.0.0.1"):
         """ports: (http, tcp, interserver), free ones by default; extra:
-        XML inside <yandex> (remote_servers)."""
+        XML inside <yandex> (remote_servers); host: the loopback address
+        it listens on."""
         if not os.access(SERVER, os.X_OK):
             skip("no %s (apt-get install clickhouse-server)" % SERVER)
         module = os.path.join(os.path.dirname(h.binaries()[0]), "backfilld-ch.so")
@@ -93,6 +94,7 @@ class Server:
             skip("this build has no ClickHouse driver (%s; libcurl4-openssl-dev)" % module)
         self.dir = tempfile.mkdtemp(prefix="bfd-ch-")
         self.extra = extra
+        self.host = host
         self.http, self.tcp, self.inter = ports or (free_port(), free_port(), free_port())
         for sub in ("data", "tmp", "user_files", "log", "format_schemas"):
             os.makedirs(os.path.join(self.dir, sub))
@@ -118,7 +120,7 @@ class Server:
 <yandex>
   <logger><level>information</level><log>{d}/log/server.log</log>
     <errorlog>{d}/log/error.log</errorlog><console>0</console></logger>
-  <listen_host>127.0.0.1</listen_host>
+  <listen_host>{host}</listen_host>
   <http_port>{http}</http_port>
   <tcp_port>{tcp}</tcp_port>
   <interserver_http_port>{inter}</interserver_http_port>
@@ -134,14 +136,15 @@ class Server:
   <max_concurrent_queries>50</max_concurrent_queries>
 {extra}
 </yandex>
-""".format(d=d, http=self.http, tcp=self.tcp, inter=self.inter, extra=self.extra)
+""".format(d=d, http=self.http, tcp=self.tcp, inter=self.inter, extra=self.extra,
+           host=self.host)
         users = """<?xml version="1.0"?>
 <yandex>
   <profiles><default><max_memory_usage>2000000000</max_memory_usage></default></profiles>
   <users>
-    <default><password></password><networks><ip>127.0.0.1</ip></networks>
+    <default><password></password><networks><ip>127.0.0.0/8</ip></networks>
       <profile>default</profile><quota>default</quota></default>
-    <etl><password>{pw}</password><networks><ip>127.0.0.1</ip></networks>
+    <etl><password>{pw}</password><networks><ip>127.0.0.0/8</ip></networks>
       <profile>default</profile><quota>default</quota></etl>
   </users>
   <quotas><default><interval><duration>3600</duration><queries>0</queries>
@@ -176,7 +179,7 @@ class Server:
             if self.proc.poll() is not None:
                 return False
             try:
-                if urllib.request.urlopen("http://127.0.0.1:%d/ping" % self.http,
+                if urllib.request.urlopen("http://%s:%d/ping" % (self.host, self.http),
                                           timeout=2).read().strip() == b"Ok.":
                     return True
             except (OSError, urllib.error.URLError):
@@ -213,7 +216,7 @@ class Server:
             shutil.rmtree(self.dir, ignore_errors=True)
 
     def url(self, db):
-        return "http://127.0.0.1:%d/?database=%s" % (self.http, db)
+        return "http://%s:%d/?database=%s" % (self.host, self.http, db)
 
     def q(self, sql, db="default", check=True):
         """One statement as `default`; the body text (TabSeparated)."""
@@ -894,17 +897,20 @@ SHARD_JOB = ONE_DAY.replace("table: fct_daily_sales", "table: fct").replace(
     "FROM raw_sales", "FROM raw_local") + "  concurrency: 1\n  min_rows: 1\n"
 
 
-def two_shards():
+def two_shards(hosts=("127.0.0.1", "127.0.0.1")):
     """Two servers of our own, the shards of cluster two_shards, each with
     raw_local and fct_local (stores 1-2 on shard 1, 3-4 on shard 2) and
-    the Distributed table fct over them; the facts seeded wrong."""
-    ports = [(free_port(), free_port(), free_port()) for _ in range(2)]
+    the Distributed table fct over them; the facts seeded wrong.  On two
+    loopback addresses (hosts), the servers share one HTTP port."""
+    http = free_port()
+    ports = [(free_port() if hosts[0] == hosts[1] else http, free_port(), free_port())
+             for _ in range(2)]
     xml = "<remote_servers><two_shards>%s</two_shards></remote_servers>" % "".join(
-        "<shard><replica><host>127.0.0.1</host><port>%d</port></replica></shard>" % p[1]
-        for p in ports)
+        "<shard><replica><host>%s</host><port>%d</port></replica></shard>" % (hst, p[1])
+        for hst, p in zip(hosts, ports))
     srvs = []
-    for p in ports:
-        srvs.append(Server(ports=p, extra=xml))
+    for hst, p in zip(hosts, ports):
+        srvs.append(Server(ports=p, extra=xml, host=hst))
     for k, srv in enumerate(srvs):
         srv.q("CREATE DATABASE sh")
         srv.q("CREATE TABLE raw_local (dt Date, store_id UInt32, amount_cents Int64)"
@@ -965,6 +971,9 @@ def test_shards_kill9_between_publishes():
              "shard 1 published 2026-02-09")
         h.eq(shard_fact(srvs[1]), before[1], "shard 2 not published yet")
         h.check(marks_left("sh", settle=False, srv=srvs[1]) != {}, "shard 2's stage is marked")
+        h.eq(d.state_rows("SELECT state FROM runs WHERE job = 'fct' AND partition_key ="
+                          " '2026-02-09'"), [("running",)],
+             "the state store while one shard has published (not succeeded)")
         d.kill9()
         d.extra_env.pop("BACKFILLD_TEST_CH_STOP")
         d.restart()
@@ -979,6 +988,35 @@ def test_shards_kill9_between_publishes():
         h.eq(srvs[0].rows("SELECT dt, store_id, sales, revenue_cents FROM fct ORDER BY dt, store_id",
                           "sh"), sorted(shard_raw(srvs[0]) + shard_raw(srvs[1])),
              "the Distributed table after the restart")
+        d.stop()
+    finally:
+        for srv in srvs:
+            srv.close()
+
+
+def test_shards_from_system_clusters():
+    """cluster: without shards: the shards are system.clusters' hosts on
+    the configured URL's port (two servers on 127.0.0.1 and 127.0.0.2,
+    one HTTP port): a backfill publishes on both."""
+    srvs = two_shards(hosts=("127.0.0.1", "127.0.0.2"))
+    try:
+        config = textwrap.dedent("""\
+            state_db: state.db
+            socket: backfilld.sock
+            warehouses:
+              - name: sales
+                clickhouse: %s
+                user: etl
+                password_file: %s
+                cluster: two_shards
+            jobs:
+            """) % (srvs[0].url("sh"), srvs[0].pwfile) + \
+            textwrap.indent(textwrap.dedent(SHARD_JOB).strip("\n"), "  ") + "\n"
+        d = h.Daemon(config=config, clock=None, name="chclusters")
+        d.backfill("fct", "2026-02-09", "2026-02-10")
+        for k, srv in enumerate(srvs):
+            h.eq(shard_fact(srv), shard_raw(srv), "shard %d's facts" % (k + 1))
+            h.eq(stage_leftovers("sh", srv=srv), {}, "stage rows left on shard %d" % (k + 1))
         d.stop()
     finally:
         for srv in srvs:
@@ -1006,7 +1044,8 @@ def main():
              test_shutdown_grace_kills_query, test_reader_never_sees_a_mix, test_verify,
              test_batch, test_late_data, test_hourly, test_throttle, test_kill9_mid_backfill,
              test_reload_while_server_stopped, test_crash_between_publish_and_record,
-             test_crash_between_record_and_release, test_shards_kill9_between_publishes]
+             test_crash_between_record_and_release, test_shards_kill9_between_publishes,
+             test_shards_from_system_clusters]
     # BACKFILLD_TEST_ONLY=name,name: those alone (while working on them)
     only = os.environ.get("BACKFILLD_TEST_ONLY")
     if only:
