@@ -12,7 +12,9 @@ worker's runs interrupted and builds them again from the new raw; then
 the worker is continued.
 
 What it checks: the worker, continued past its lease, does not publish
-(its fence: no REPLACE once its lease could have run out);
+(its fence: no REPLACE once its lease could have run out); the same with
+the planner stopped before one of its own runs' REPLACE (n2 takes the
+lease over);
 the live partitions equal the new raw (the planner's build, not the
 worker's older audited stage); every partition succeeded once.  Skipped
 (77) without PostgreSQL or ClickHouse unless BACKFILLD_REQUIRE_POSTGRES=1
@@ -55,39 +57,77 @@ def stopped(pid):
         return f.read().rsplit(")", 1)[1].split()[0] == "T"
 
 
-def test_paused_worker_does_not_publish():
-    db = tch.fresh_db()
+def two_nodes(db, victim):
+    """n1 (the planner) and n2 on a warehouse of db; `victim` stops itself
+    right before its first REPLACE."""
     wh = ("\n  - name: sales\n    clickhouse: %s\n    user: etl\n    password_file: %s"
           % (tch.SRV.url(db), tch.SRV.pwfile))
     c = tc.Nodes(JOBS, names=(), settings={"max_concurrency": 4, "warehouses": wh})
-    c.add("n1")
-    c.wait_view(["n1"])
-    w = c.add("n2", start=False)
-    w.extra_env["BACKFILLD_TEST_CH_STOP"] = "publishing"
-    w.start()
-    c.wait_view(["n1", "n2"])
-    via = c["n1"]
-    h.eq(c.planner(via), "n1", "the planner")
+    for name in ("n1", "n2"):
+        d = c.add(name, start=False)
+        if name == victim:
+            d.extra_env["BACKFILLD_TEST_CH_STOP"] = "publishing"
+        d.start()
+        c.wait_view(list(c.nodes))
+    h.eq(c.planner(c["n1"]), "n1", "the planner (the first node started)")
+    return c
+
+
+def pause_then_continue(c, db, victim, via):
+    """A backfill through via; victim stops before a REPLACE; raw changes
+    for what it audited; the request completes without it; it goes on
+    and learns it was declared dead.  Returns the request and the
+    partitions the victim had audited."""
+    v = c[victim]
     req = tc.backfill(via, "fct", DAYS[0], DAYS[-1])
-    c.wait_until(lambda: stopped(w.proc.pid), "n2 stopped before a publish", guard=GUARD)
-    marked = sorted(r[0] for r in tch.SRV.rows("SELECT partition FROM `%s`" % node_tables("n2"),
-                                                db))
-    h.check(marked, "n2 stopped with no partition audited")
-    # raw changes now: a build from here differs from n2's audited stage
+    c.wait_until(lambda: stopped(v.proc.pid), "%s stopped before a publish" % victim,
+                 guard=GUARD)
+    marked = sorted(r[0] for r in tch.SRV.rows(
+        "SELECT partition FROM `%s`" % node_tables(victim), db))
+    h.check(marked, "%s stopped with no partition audited" % victim)
+    # raw changes now: a build from here differs from the victim's stage
     for day in marked:
         tch.SRV.q("INSERT INTO raw_sales SELECT * FROM raw_sales WHERE dt = '%s' LIMIT 2" % day, db)
+    # (a wait forwarded to a stopped planner may end when the lease moves)
+    c.wait_until(lambda: set(DAYS) <= {r[0] for r in c.state.rows(
+        "SELECT partition_key FROM runs WHERE request_id = %d AND state = 'succeeded'" % req)},
+        "every partition of the backfill succeeded without %s" % victim, guard=GUARD)
     via.wait_request(req, timeout=GUARD)
     tc.succeeded_once(via, req, [("fct", p) for p in DAYS])
-    w.signal(signal.SIGCONT)
-    # n2's worker thread goes on at once from where it stopped (its fence
-    # check, then the REPLACE it would send); its loop learns it was
-    # declared dead only after a heartbeat, cancels, and registers again
-    c.wait_until(lambda: "was declared dead" in w.log_tail(400),
-                 "n2 learning it was declared dead", guard=GUARD)
-    c.wait_view(["n1", "n2"])
+    v.signal(signal.SIGCONT)
+    # the victim's worker thread goes on at once from where it stopped
+    # (its fence check, then the REPLACE it would send); its loop learns
+    # it was declared dead (or deposed) only after a round trip
+    c.wait_until(lambda: "was declared dead" in v.log_tail(400) or
+                 "restarting in place" in v.log_tail(400),
+                 "%s learning it was declared dead" % victim, guard=GUARD)
+    c.wait_view(list(c.nodes), via=via)
+    return req, marked
+
+
+def live_equals_raw(db, victim, marked):
     fact, raw = tch.fact_vs_raw(db, DAYS[0], DAYS[-1])
-    h.eq(fact, raw, "the live partitions after n2 continued (its older stage not published)")
-    print("  n2 had audited %s; not published after its lease" % marked)
+    h.eq(fact, raw, "the live partitions after %s continued (its older stage not published)"
+         % victim)
+    print("  %s had audited %s; not published after its lease" % (victim, marked))
+
+
+def test_paused_worker_does_not_publish():
+    db = tch.fresh_db()
+    c = two_nodes(db, "n2")
+    req, marked = pause_then_continue(c, db, "n2", c["n1"])
+    live_equals_raw(db, "n2", marked)
+
+
+def test_paused_planner_does_not_publish():
+    """The same with the planner stopped before one of its own runs'
+    REPLACE: n2 takes the lease over and runs the partitions again; n1,
+    continued, publishes nothing and restarts in place, as a worker."""
+    db = tch.fresh_db()
+    c = two_nodes(db, "n1")
+    req, marked = pause_then_continue(c, db, "n1", c["n2"])
+    live_equals_raw(db, "n1", marked)
+    c.wait_view(list(c.nodes), via=c["n1"], planner="n2")
 
 
 def main():
@@ -95,7 +135,8 @@ def main():
     try:
         tp.cluster()
         tch.SRV = tch.Server()
-        h.main([tc.isolated(test_paused_worker_does_not_publish)])
+        h.main([tc.isolated(test_paused_worker_does_not_publish),
+                tc.isolated(test_paused_planner_does_not_publish)])
     finally:
         if tp.CLUSTER is not None:
             tp.CLUSTER.close()
