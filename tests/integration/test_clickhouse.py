@@ -40,7 +40,17 @@ What it checks (docs/clickhouse.md):
     hour (toDateTime literals), a rerun of one hour replaces it alone;
   - a throttle holds runs on the warehouse until its value falls back;
   - kill -9 in the middle of a backfill, then a restart: every partition
-    published, no stage leftovers.
+    published, no stage leftovers;
+  - the reload's check of the partition keys runs off the loop: `status`
+    answers while the server is stopped (SIGSTOP) during a reload;
+  - exactly once: killed right after a REPLACE, before the record, the
+    restart publishes the same audited stage again (raw changed meanwhile
+    does not reach it); killed after the record, before the stage is
+    dropped, the restart drops it and runs nothing again;
+  - cluster: two local servers as the shards of a Distributed table,
+    killed between the two shards' publishes: both end with the new rows,
+    each partition succeeded once, no stage or mark left; the shards found
+    in system.clusters (servers on 127.0.0.1 and 127.0.0.2).
 """
 import atexit
 import os
@@ -927,6 +937,24 @@ def two_shards(hosts=("127.0.0.1", "127.0.0.1")):
     return srvs
 
 
+def shard_config(srvs, listed):
+    """The daemon's configuration for SHARD_JOB on the two shards (listed:
+    with shards:, else found in system.clusters)."""
+    shards = "\n    shards: [%s]" % ", ".join(srv.url("sh") for srv in srvs) if listed else ""
+    return textwrap.dedent("""\
+        state_db: state.db
+        socket: backfilld.sock
+        warehouses:
+          - name: sales
+            clickhouse: %s
+            user: etl
+            password_file: %s
+            cluster: two_shards%s
+        jobs:
+        """) % (srvs[0].url("sh"), srvs[0].pwfile, shards) + \
+        textwrap.indent(textwrap.dedent(SHARD_JOB).strip("\n"), "  ") + "\n"
+
+
 def shard_fact(srv):
     return srv.rows("SELECT dt, store_id, sales, revenue_cents FROM fct_local ORDER BY dt, store_id", "sh")
 
@@ -946,22 +974,7 @@ def test_shards_kill9_between_publishes():
     or mark left on either shard."""
     srvs = two_shards()
     try:
-        url = [srv.url("sh") for srv in srvs]
-        jobs = SHARD_JOB
-        config = textwrap.dedent("""\
-            state_db: state.db
-            socket: backfilld.sock
-            warehouses:
-              - name: sales
-                clickhouse: %s
-                user: etl
-                password_file: %s
-                cluster: two_shards
-                shards: [%s, %s]
-            jobs:
-            """) % (url[0], srvs[0].pwfile, url[0], url[1]) + \
-            textwrap.indent(textwrap.dedent(jobs).strip("\n"), "  ") + "\n"
-        d = h.Daemon(config=config, clock=None, name="chshards",
+        d = h.Daemon(config=shard_config(srvs, listed=True), clock=None, name="chshards",
                      env={"BACKFILLD_TEST_CH_STOP": "shard"})
         before = [shard_fact(srv) for srv in srvs]
         req = d.enqueue("backfill", "fct", "--from", "2026-02-09", "--to", "2026-02-10")
@@ -1000,19 +1013,7 @@ def test_shards_from_system_clusters():
     one HTTP port): a backfill publishes on both."""
     srvs = two_shards(hosts=("127.0.0.1", "127.0.0.2"))
     try:
-        config = textwrap.dedent("""\
-            state_db: state.db
-            socket: backfilld.sock
-            warehouses:
-              - name: sales
-                clickhouse: %s
-                user: etl
-                password_file: %s
-                cluster: two_shards
-            jobs:
-            """) % (srvs[0].url("sh"), srvs[0].pwfile) + \
-            textwrap.indent(textwrap.dedent(SHARD_JOB).strip("\n"), "  ") + "\n"
-        d = h.Daemon(config=config, clock=None, name="chclusters")
+        d = h.Daemon(config=shard_config(srvs, listed=False), clock=None, name="chclusters")
         d.backfill("fct", "2026-02-09", "2026-02-10")
         for k, srv in enumerate(srvs):
             h.eq(shard_fact(srv), shard_raw(srv), "shard %d's facts" % (k + 1))
