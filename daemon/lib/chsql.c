@@ -450,6 +450,7 @@ chsql_shard_url(const char *url, const char *host, const char *db, char *out,
 		size_t outsz)
 {
 	const char *hs = strstr(url, "://"), *he, *port;
+	bool v6;
 	int n;
 
 	if (hs == NULL || strspn(host, "0123456789abcdefABCDEF.:-"
@@ -461,14 +462,9 @@ chsql_shard_url(const char *url, const char *host, const char *db, char *out,
 	/* the port of the configured URL (the cluster gives TCP ports) */
 	port = memchr(hs, ']', (size_t)(he - hs));
 	port = memchr(port ? port : hs, ':', (size_t)(he - (port ? port : hs)));
-	n = snprintf(out, outsz, "%.*s%s%s%.*s/?database=%s",
-		     (int)(hs - url), url, strchr(host, ':') ? "[" : "", host,
+	v6 = strchr(host, ':') != NULL; /* an IPv6 address: in brackets */
+	n = snprintf(out, outsz, "%.*s%s%s%s%.*s/?database=%s",
+		     (int)(hs - url), url, v6 ? "[" : "", host, v6 ? "]" : "",
 		     (int)(port ? he - port : 0), port ? port : "", db);
-	if (strchr(host, ':') != NULL && n > 0) {
-		/* an IPv6 address: close its bracket before the port */
-		n = snprintf(out, outsz, "%.*s[%s]%.*s/?database=%s",
-			     (int)(hs - url), url, host,
-			     (int)(port ? he - port : 0), port ? port : "", db);
-	}
 	return n < 0 || (size_t)n >= outsz ? -1 : 0;
 }
