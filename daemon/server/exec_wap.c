@@ -25,8 +25,10 @@
 /* The target's partition key must make one of its partitions one of the
  * job's (chsql_key_matches); the table must exist. */
 static int
-exec_wap_key(struct wh_conn *conn, const struct job_def *jd, struct err *err)
+exec_wap_key(struct wh_conn *conn, const struct config *cfg,
+	     const struct job_def *jd, struct err *err)
 {
+	const struct warehouse_def *wh = &cfg->warehouses[jd->warehouse];
 	char sql[512], want[300], c[CHSQL_IDENT_MAX], db[CHSQL_IDENT_MAX];
 	char local[CHSQL_IDENT_MAX];
 	bool has_row;
@@ -37,7 +39,8 @@ exec_wap_key(struct wh_conn *conn, const struct job_def *jd, struct err *err)
 	snprintf(sql, sizeof sql, "SELECT engine_full FROM system.tables"
 		 " WHERE database = currentDatabase() AND name = '%s'",
 		 jd->table);
-	if (conn->drv->query_value(conn, sql, NULL, 0, &has_row, &key,
+	if (wh->cluster != NULL &&
+	    conn->drv->query_value(conn, sql, NULL, 0, &has_row, &key,
 				   err) == -1) {
 		err_prefix(err, "reading the engine of %s", jd->table);
 		return -1;
@@ -112,7 +115,7 @@ exec_check_partition_keys(const struct config *cfg, struct err *err)
 		if (conns[w] == NULL)
 			continue;
 		err_clear(&e);
-		if (exec_wap_key(conns[w], jd, &e) == -1 &&
+		if (exec_wap_key(conns[w], cfg, jd, &e) == -1 &&
 		    e.code == EXIT_BAD_INPUT) {
 			*err = e;
 			rc = -1;
@@ -195,17 +198,18 @@ exec_wap_tables(const struct config *cfg, const struct job_def *jd,
 	exec_wap_tables_of(cfg, jd->table, t);
 }
 
-/* Drop the mark, then the stage partition, of part `params` (rule 1). */
+/* Drop the mark (unless known to be none), then the stage partition, of
+ * part `params` (rule 1). */
 static int
-exec_wap_drop(struct wh_conn *conn, const struct wap_tables *t,
-	      const struct wh_param *params, struct err *err)
+exec_wap_drop_as(struct wh_conn *conn, const struct wap_tables *t,
+		 const struct wh_param *params, bool marked, struct err *err)
 {
 	char *sql;
 	int rc;
 
 	sql = xasprintf("ALTER TABLE `%s` DROP PARTITION toString(:partition)",
 			t->mark);
-	rc = conn->drv->exec_script(conn, sql, params, 1, err);
+	rc = marked ? conn->drv->exec_script(conn, sql, params, 1, err) : 0;
 	free(sql);
 	if (rc == -1)
 		return -1;
@@ -213,6 +217,13 @@ exec_wap_drop(struct wh_conn *conn, const struct wap_tables *t,
 	rc = conn->drv->exec_script(conn, sql, params, 1, err);
 	free(sql);
 	return rc;
+}
+
+static int
+exec_wap_drop(struct wh_conn *conn, const struct wap_tables *t,
+	      const struct wh_param *params, struct err *err)
+{
+	return exec_wap_drop_as(conn, t, params, true, err);
 }
 
 /* After a failure: drop part's mark and stage partition, so that no
@@ -245,7 +256,7 @@ exec_wap_request(const struct exec_run *run, size_t i)
 static int
 exec_wap_marked(struct exec_flight *fl, struct wh_conn *conn, size_t i,
 		const struct wap_tables *t, const struct wh_param *params,
-		bool *kept, struct err *err)
+		bool *kept, bool *any, struct err *err)
 {
 	struct exec_run *run = exec_flight_run(fl);
 	char *sql, **v = NULL;
@@ -253,6 +264,7 @@ exec_wap_marked(struct exec_flight *fl, struct wh_conn *conn, size_t i,
 	int rc;
 
 	*kept = false;
+	*any = false;
 	if (exec_interrupted(fl, err))
 		return -1;
 	sql = xasprintf("SELECT toString(request) FROM `%s` WHERE partition ="
@@ -263,6 +275,7 @@ exec_wap_marked(struct exec_flight *fl, struct wh_conn *conn, size_t i,
 		err_prefix(err, "reading the marks of the stage");
 		return -1;
 	}
+	*any = n > 0;
 	for (size_t k = 0; k < n; k++) {
 		int64_t req = strtoll(v[k], NULL, 10);
 
@@ -350,17 +363,17 @@ exec_wap_build(struct exec_flight *fl, struct wh_conn *conn, size_t i,
 	       struct err *err)
 {
 	const struct job_def *jd = exec_flight_run(fl)->job;
-	bool kept;
+	bool kept, any;
 	char *sql;
 	int rc;
 
-	if (exec_wap_marked(fl, conn, i, t, params, &kept, err) == -1)
+	if (exec_wap_marked(fl, conn, i, t, params, &kept, &any, err) == -1)
 		return -1;
 	if (kept)
 		return exec_wap_audit(fl, conn, i, params, t->stage, err);
 	if (exec_interrupted(fl, err))
 		return -1;
-	if (exec_wap_drop(conn, t, params, err) == -1) {
+	if (exec_wap_drop_as(conn, t, params, any, err) == -1) {
 		if (strcmp(err->msg, "interrupted") != 0)
 			err_prefix(err, "clearing the stage partition");
 		return -1;
@@ -426,14 +439,14 @@ exec_wap_batch_begin(struct exec_flight *fl, struct wh_conn *conn,
 {
 	struct exec_run *run = exec_flight_run(fl);
 	struct wh_param params[4];
-	bool k;
+	bool k, any;
 
 	*kept = true;
 	for (size_t i = 0; i < run->nparts; i++) {
 		exec_wap_params(run, i, t->stage, params);
 		if (exec_interrupted(fl, err) ||
 		    guard_before(run, conn, i, params, 3, err) == -1 ||
-		    exec_wap_marked(fl, conn, i, t, params, &k, err) == -1)
+		    exec_wap_marked(fl, conn, i, t, params, &k, &any, err) == -1)
 			return -1;
 		*kept &= k;
 	}
@@ -784,7 +797,8 @@ exec_sql_wap(struct exec_flight *fl, struct wh_conn *conn, struct err *err)
 	int rc;
 
 	exec_wap_tables(run->cfg, jd, &t);
-	if (exec_begin(conn, err) == -1 || exec_wap_key(conn, jd, err) == -1)
+	if (exec_begin(conn, err) == -1 ||
+	    exec_wap_key(conn, run->cfg, jd, err) == -1)
 		return -1;
 	rc = wh->cluster == NULL ? 0 : exec_wap_shards_open(conn, wh, jd,
 	    exec_flight_stop(fl), run->run_id, &sh, err);
@@ -960,7 +974,8 @@ exec_sql_wap_verify(struct exec_flight *fl, struct wh_conn *conn,
 
 	exec_wap_tables(run->cfg, jd, &t);
 	exec_wap_params(run, 0, t.stage, params);
-	if (exec_begin(conn, err) == -1 || exec_wap_key(conn, jd, err) == -1)
+	if (exec_begin(conn, err) == -1 ||
+	    exec_wap_key(conn, run->cfg, jd, err) == -1)
 		return -1;
 	rc = exec_wap_create(fl, conn, &t, err);
 	if (rc == -1 || exec_wap_digest(conn, jd->table, jd->partition_column,
