@@ -23,44 +23,73 @@
 /* ---- write-audit-publish (ClickHouse; docs/clickhouse.md) ----------- */
 
 /* The target's partition key must make one of its partitions one of the
- * job's (chsql_key_matches); the table must exist. */
+ * job's (chsql_key_matches); the table must exist.  A Distributed table
+ * (*distributed set, NULL: not wanted) needs the warehouse's cluster:
+ * (an INSERT into a stage created AS it would write the live shards) and
+ * its local table's key is checked (on this server, one of the shards). */
 static int
-exec_wap_key(struct wh_conn *conn, const struct config *cfg,
-	     const struct job_def *jd, struct err *err)
+exec_wap_key_of(struct wh_conn *conn, const struct config *cfg,
+		const struct job_def *jd, bool *distributed, struct err *err)
 {
 	const struct warehouse_def *wh = &cfg->warehouses[jd->warehouse];
 	char sql[512], want[300], c[CHSQL_IDENT_MAX], db[CHSQL_IDENT_MAX];
-	char local[CHSQL_IDENT_MAX];
+	char local[CHSQL_IDENT_MAX], *key = NULL, *sp;
 	bool has_row;
-	char *key = NULL;
 
-	/* a Distributed table: its local table's key (on this server, one
-	 * of the shards); names are plain (config.c, chsql_distributed) */
-	snprintf(sql, sizeof sql, "SELECT engine_full FROM system.tables"
-		 " WHERE database = currentDatabase() AND name = '%s'",
-		 jd->table);
-	if (wh->cluster != NULL &&
-	    conn->drv->query_value(conn, sql, NULL, 0, &has_row, &key,
-				   err) == -1) {
-		err_prefix(err, "reading the engine of %s", jd->table);
-		return -1;
-	}
-	if (key != NULL && chsql_distributed(key, c, db, local,
-					     sizeof local) == 0)
-		snprintf(sql, sizeof sql, "SELECT partition_key FROM"
-			 " system.tables WHERE database = '%s' AND name = '%s'",
-			 db, local);
-	else
-		snprintf(sql, sizeof sql, "SELECT partition_key FROM"
-			 " system.tables WHERE database = currentDatabase() AND"
-			 " name = '%s'", jd->table);
-	free(key);
-	key = NULL;
+	if (distributed != NULL)
+		*distributed = false;
+	/* names are plain (config.c, chsql_distributed) */
+	snprintf(sql, sizeof sql, "SELECT concat(engine, ' ', partition_key)"
+		 " FROM system.tables WHERE database = currentDatabase() AND"
+		 " name = '%s'", jd->table);
 	if (conn->drv->query_value(conn, sql, NULL, 0, &has_row, &key,
 				   err) == -1) {
 		err_prefix(err, "reading the partition key of %s", jd->table);
 		return -1;
 	}
+	if (key != NULL && strncmp(key, "Distributed ", 12) == 0) {
+		free(key);
+		key = NULL;
+		if (distributed != NULL)
+			*distributed = true;
+		if (wh->cluster == NULL)
+			return err_set(err, EXIT_BAD_INPUT, "%s:%d:%d: job \"%s\":"
+				       " table %s is a Distributed table: name"
+				       " its cluster on the warehouse (cluster:)"
+				       " to publish on its shards", jd->file,
+				       jd->pos.line, jd->pos.col, jd->name,
+				       jd->table);
+		snprintf(sql, sizeof sql, "SELECT engine_full FROM"
+			 " system.tables WHERE database = currentDatabase() AND"
+			 " name = '%s'", jd->table);
+		if (conn->drv->query_value(conn, sql, NULL, 0, &has_row, &key,
+					   err) == -1)
+			return -1;
+		if (key == NULL || chsql_distributed(key, c, db, local,
+						     sizeof local) < 0) {
+			free(key);
+			return err_set(err, EXIT_BAD_INPUT, "%s:%d:%d: job"
+				       " \"%s\": the Distributed table %s does"
+				       " not name its cluster, database and"
+				       " local table as plain names",
+				       jd->file, jd->pos.line, jd->pos.col,
+				       jd->name, jd->table);
+		}
+		free(key);
+		key = NULL;
+		snprintf(sql, sizeof sql, "SELECT concat(engine, ' ',"
+			 " partition_key) FROM system.tables WHERE database ="
+			 " '%s' AND name = '%s'", db, local);
+		if (conn->drv->query_value(conn, sql, NULL, 0, &has_row, &key,
+					   err) == -1) {
+			err_prefix(err, "reading the partition key of %s",
+				   local);
+			return -1;
+		}
+	}
+	/* "ENGINE KEY": the key alone */
+	if (key != NULL && (sp = strchr(key, ' ')) != NULL)
+		memmove(key, sp + 1, strlen(sp + 1) + 1);
 	if (!has_row || key == NULL) {
 		free(key);
 		return err_set(err, EXIT_BAD_INPUT, "%s:%d:%d: job \"%s\": table"
@@ -80,6 +109,13 @@ exec_wap_key(struct wh_conn *conn, const struct config *cfg,
 	}
 	free(key);
 	return 0;
+}
+
+static int
+exec_wap_key(struct wh_conn *conn, const struct config *cfg,
+	     const struct job_def *jd, struct err *err)
+{
+	return exec_wap_key_of(conn, cfg, jd, NULL, err);
 }
 
 int
@@ -972,11 +1008,17 @@ exec_sql_wap_verify(struct exec_flight *fl, struct wh_conn *conn,
 	char *sql;
 	int rc = 0;
 
+	bool distributed;
+
 	exec_wap_tables(run->cfg, jd, &t);
 	exec_wap_params(run, 0, t.stage, params);
 	if (exec_begin(conn, err) == -1 ||
-	    exec_wap_key(conn, run->cfg, jd, err) == -1)
+	    exec_wap_key_of(conn, run->cfg, jd, &distributed, err) == -1)
 		return -1;
+	if (distributed)
+		return err_set(err, EXIT_BAD_INPUT, "--verify on a Distributed"
+			       " table is not supported: verify the job against"
+			       " one shard's local table");
 	rc = exec_wap_create(fl, conn, &t, err);
 	if (rc == -1 || exec_wap_digest(conn, jd->table, jd->partition_column,
 	    params, &run->verify_rows[0], run->verify_sum[0],

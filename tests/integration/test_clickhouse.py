@@ -1010,11 +1010,24 @@ def test_shards_kill9_between_publishes():
 def test_shards_from_system_clusters():
     """cluster: without shards: the shards are system.clusters' hosts on
     the configured URL's port (two servers on 127.0.0.1 and 127.0.0.2,
-    one HTTP port): a backfill publishes on both."""
+    one HTTP port): a backfill publishes on both.  Without cluster: the
+    Distributed target is refused at start; --verify on it is refused."""
     srvs = two_shards(hosts=("127.0.0.1", "127.0.0.2"))
     try:
+        # without cluster: a Distributed target is refused at start: a
+        # stage created AS it would write into the live shards
+        bad = shard_config(srvs, listed=False).replace("    cluster: two_shards\n", "")
+        d = h.Daemon(config=bad, clock=None, name="chnocluster", start=False)
+        r = subprocess.run([d.backfilld, "--config", d.conf], capture_output=True, text=True,
+                           timeout=60, cwd=d.dir, env=d.env())
+        e = h.one_line_error(r.returncode, r.stdout, r.stderr, 2,
+                             "start with a Distributed table and no cluster:")
+        h.check("backfilld.yaml:" in e and "is a Distributed table" in e and "cluster:" in e,
+                "error: %r" % e)
         d = h.Daemon(config=shard_config(srvs, listed=False), clock=None, name="chclusters")
         d.backfill("fct", "2026-02-09", "2026-02-10")
+        rc, out, err = d.ctl("verify", "fct", "2026-02-09")
+        h.check(rc == 2 and "Distributed" in err, "verify on a Distributed table: %r %r" % (out, err))
         for k, srv in enumerate(srvs):
             h.eq(shard_fact(srv), shard_raw(srv), "shard %d's facts" % (k + 1))
             h.eq(stage_leftovers("sh", srv=srv), {}, "stage rows left on shard %d" % (k + 1))
