@@ -292,9 +292,19 @@ def stage_leftovers(db, settle=True, srv=None):
     released them (a published stage partition is dropped on a worker
     after the run's record, docs/clickhouse.md "Exactly once"), with a
     guard of 30 s."""
+    return _settled(db, "stage", settle, srv)
+
+
+def marks_left(db, settle=True, srv=None):
+    """Rows left in any table of the stage's marks of db (settle: as
+    stage_leftovers)."""
+    return _settled(db, "audited", settle, srv)
+
+
+def _settled(db, kind, settle, srv):
     deadline = time.monotonic() + 30
     while True:
-        out = _leftovers(db, "stage", srv or SRV)
+        out = _leftovers(db, kind, srv or SRV)
         if not settle or not out or time.monotonic() > deadline:
             return out
         time.sleep(0.05)
@@ -824,17 +834,6 @@ def test_reload_while_server_stopped():
     h.check("added" in out1 and "fct2" in out1, "reload report: %r" % out1)
     h.check("fct2" in [j["name"] for j in d.json("jobs")["jobs"]], "fct2 not running after the reload")
     d.stop()
-
-
-def marks_left(db, settle=True, srv=None):
-    """Rows left in any table of the stage's marks of db (settle: as
-    stage_leftovers)."""
-    deadline = time.monotonic() + 30
-    while True:
-        out = _leftovers(db, "audited", srv or SRV)
-        if not settle or not out or time.monotonic() > deadline:
-            return out
-        time.sleep(0.05)
 
 
 def wait_stopped(d, what):
