@@ -56,6 +56,10 @@ struct warehouse_def {
 	struct pos path_pos; /* sqlite: where its path is in that file */
 	char *url;           /* clickhouse: the HTTP interface's URL */
 	char *user;          /* clickhouse: the user, or NULL (default) */
+	char *cluster;       /* clickhouse: a remote_servers cluster, or NULL */
+	char **shards;       /* clickhouse: each shard's URL, in shard_num
+			      * order (NULL: from system.clusters) */
+	size_t nshards;
 };
 
 struct check_def {

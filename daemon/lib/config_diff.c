@@ -170,6 +170,9 @@ config_diff_wh(const struct warehouse_def *a, const struct warehouse_def *b,
 			       b->on_throttle, b->on_throttle_len),
 	      "on_throttle");
 	CD_IF(a->max_connections != b->max_connections, "max_connections");
+	CD_IF(config_diff_str(a->cluster, b->cluster), "cluster");
+	CD_IF(config_diff_strv(a->shards, a->nshards, b->shards, b->nshards),
+	      "shards");
 }
 
 /* The top-level settings that differ. */

@@ -1383,7 +1383,8 @@ cworker_open(const struct cworker_opts *o, struct cworker **out,
 	struct cworker *w = xcalloc(1, sizeof *w);
 	struct config *cfg = sched_config(o->sched);
 	struct cluster_opts co = {cfg->state_conninfo, cfg->state_password_file,
-		cfg->node, cfg->lease, cfg->cluster_hash};
+		cfg->node, cfg->lease, cfg->cluster_hash,
+		exec_fence_clock(o->exec)};
 	struct cluster_cbs cbs = {cworker_role_cb, cworker_work_cb,
 		cworker_collect, cworker_mail_cb, cworker_fenced_cb, cworker_db_cb,
 		cworker_cancel_cb, cworker_log_cb, w};

@@ -431,3 +431,16 @@ guard_after_in(struct exec_run *run, struct wh_conn *conn, size_t i,
 	guard_table_over = NULL;
 	return rc;
 }
+
+int
+guard_before_in(struct exec_run *run, struct wh_conn *conn, size_t i,
+		const struct wh_param *params, size_t nparams,
+		const char *table, struct err *err)
+{
+	int rc;
+
+	guard_table_over = table;
+	rc = guard_before(run, conn, i, params, nparams, err);
+	guard_table_over = NULL;
+	return rc;
+}

@@ -113,6 +113,30 @@ probe_done_cb(struct exec_run *run)
 	free(p);
 }
 
+/* ClickHouse: the stages a crash left between a run's record and their
+ * release go, unless an open request names them (it publishes them
+ * again: docs/clickhouse.md, "Exactly once"). */
+static void
+sched_sweep_stages(struct sched *s)
+{
+	struct request *rq;
+	int64_t *ids = NULL;
+	size_t n = 0;
+
+	for (rq = s->m.requests.next; rq != &s->m.requests; rq = rq->next) {
+		ids = xreallocarray(ids, n + 1, sizeof *ids);
+		ids[n++] = rq->id;
+	}
+	for (size_t j = 0; j < s->cfg->njobs; j++) {
+		const struct job_def *jd = &s->cfg->jobs[j];
+
+		if (jd->sql != NULL && jd->table != NULL && jd->warehouse >= 0 &&
+		    s->cfg->warehouses[jd->warehouse].kind == WH_CLICKHOUSE)
+			exec_sweep_stages(s->exec, s->cfg, jd, ids, n);
+	}
+	free(ids);
+}
+
 /* Connect to every warehouse once, so status can say which are reachable
  * before any run needs them. */
 void
@@ -321,6 +345,8 @@ sched_start_adopt(struct sched *s, const struct adopt_row *rows, size_t nrows,
 		nx = rq->next;
 		sched_request_changed(s, rq);
 	}
+	if (s->remote == NULL)
+		sched_sweep_stages(s);
 	sched_probe_warehouses(s);
 	sched_schedule(s, false, -1);
 	sched_kick(s);
