@@ -47,12 +47,12 @@ CONFIG_XML = """<?xml version="1.0"?>
   <mark_cache_size>{cache}</mark_cache_size>
   <uncompressed_cache_size>{cache}</uncompressed_cache_size>
   <max_concurrent_queries>50</max_concurrent_queries>
-</yandex>
+{query_log}</yandex>
 """
 
 USERS_XML = """<?xml version="1.0"?>
 <yandex>
-  <profiles><default><max_memory_usage>2000000000</max_memory_usage></default></profiles>
+  <profiles><default><max_memory_usage>2000000000</max_memory_usage>{log_queries}</default></profiles>
   <users>
     <default><password></password><networks><ip>127.0.0.1</ip></networks>
       <profile>default</profile><quota>default</quota></default>
@@ -63,6 +63,11 @@ USERS_XML = """<?xml version="1.0"?>
     <errors>0</errors><result_rows>0</result_rows><read_rows>0</read_rows>
     <execution_time>0</execution_time></interval></default></quotas>
 </yandex>
+"""
+
+
+QUERY_LOG_XML = """  <query_log><database>system</database><table>query_log</table>
+    <flush_interval_milliseconds>500</flush_interval_milliseconds></query_log>
 """
 
 
@@ -82,22 +87,25 @@ class ChServer:
     """A clickhouse-server of our own; close() stops it whatever happened."""
 
     def __init__(self, prefix="backfilld-ch-", password="etl-secret-0d1e",
-                 cache=53687091, keep=False):
+                 cache=53687091, keep=False, query_log=False,
+                 parent=None):
         if not os.access(SERVER, os.X_OK):
             raise ChServerError("no %s (apt-get install clickhouse-server)" % SERVER)
         self.password = password
         self.keep = keep
         self.proc = None
         self.out = None
-        self.dir = tempfile.mkdtemp(prefix=prefix)
+        self.dir = tempfile.mkdtemp(prefix=prefix, dir=parent)
         self.http, self.tcp, self.inter = free_port(), free_port(), free_port()
         for sub in ("data", "tmp", "user_files", "log", "format_schemas"):
             os.makedirs(os.path.join(self.dir, sub))
         with open(os.path.join(self.dir, "config.xml"), "w") as f:
             f.write(CONFIG_XML.format(d=self.dir, http=self.http, tcp=self.tcp,
-                                      inter=self.inter, cache=cache))
+                                      inter=self.inter, cache=cache,
+                                      query_log=QUERY_LOG_XML if query_log else ""))
         with open(os.path.join(self.dir, "users.xml"), "w") as f:
-            f.write(USERS_XML.format(pw=password))
+            f.write(USERS_XML.format(pw=password, log_queries="<log_queries>1</log_queries>"
+                                     if query_log else ""))
         self.pwfile = os.path.join(self.dir, "etl.password")
         with open(self.pwfile, "w") as f:
             f.write(password + "\n")

@@ -49,6 +49,7 @@ import datetime
 import json
 import os
 import platform
+import re
 import shutil
 import subprocess
 import sys
@@ -389,6 +390,40 @@ def targets(cases):
     return "\n".join(lines)
 
 
+# ------------------------------------------------------------------ profile
+
+def kind(query):
+    """A statement with its literals taken out, so that alike ones group."""
+    q = " ".join(query.split())
+    q = re.sub(r"'[^']*'", "?", q)
+    q = re.sub(r"\b\d+\b", "N", q)
+    q = re.sub(r"IN \((\?|toDate\(\?\))(, ?(\?|toDate\(\?\)))*\)", "IN (...)", q)
+    return q[:110]
+
+
+def profile(args, s, case, method, work, pristine, env):
+    """One measurement with the server's query_log on: the statements the
+    etl user sent, grouped, with their count and server time."""
+    s.q("SYSTEM FLUSH LOGS")
+    s.q("TRUNCATE TABLE system.query_log")
+    dt = measure(args, s, case, method, work, 0, pristine, env)
+    s.q("SYSTEM FLUSH LOGS")
+    rows = s.rows("SELECT query, query_duration_ms FROM system.query_log WHERE type = 2"
+                  " AND user = 'etl'")
+    groups = {}
+    for q, ms in rows:
+        g = groups.setdefault(kind(q.replace("\\n", " ")), [0, 0])
+        g[0] += 1
+        g[1] += int(ms)
+    nparts = case.ndays + len(case.weeks)
+    out = ["%s, %s: %.0f ms wall, %d statements (%.1f per partition), %d ms on the server"
+           % (case.name, LABEL[method], dt * 1000, len(rows), len(rows) / nparts,
+              sum(int(ms) for _, ms in rows))]
+    for k, (n, ms) in sorted(groups.items(), key=lambda kv: -kv[1][1]):
+        out.append("  %5d x %6d ms  %s" % (n, ms, k))
+    return "\n".join(out)
+
+
 # ------------------------------------------------------------------ main
 
 def parse(argv):
@@ -406,6 +441,9 @@ def parse(argv):
     ap.add_argument("--rows-per-day", type=int, default=27000)
     ap.add_argument("--stores", type=int, default=100)
     ap.add_argument("--json", help="write every figure to this file")
+    ap.add_argument("--profile", action="store_true",
+                    help="instead of the timing: one run of each method with the server's "
+                    "query_log, the statements grouped with their counts and server time")
     args = ap.parse_args(argv)
     if args.smoke:
         args.days, args.rows_per_day, args.stores = 40, 300, 10
@@ -464,7 +502,7 @@ def main(argv=None):
               "source": git_describe(), "runs": args.runs, "loadavg_start": loadavg()}
     t_all = time.monotonic()
     try:
-        s = ChServer(prefix="backfilld-chbench-")
+        s = ChServer(prefix="backfilld-chbench-", query_log=args.profile)
     except ChServerError as e:
         skip(str(e))
     s.keep = False
@@ -482,6 +520,11 @@ def main(argv=None):
         pristine = digest(s, "fct_pristine", "mart_pristine")
         cases = [Case(n, args.window_start) for n in args.windows]
         methods = args.methods
+        if args.profile:
+            for case in cases:
+                for m in methods:
+                    print(profile(args, s, case, m, work, pristine, env), flush=True)
+            return 0
         total = args.runs * len(cases) * len(methods)
         k = 0
         t_start = time.monotonic()
