@@ -109,6 +109,10 @@ struct exec_conncache {
 	char *where;  /* sqlite path or postgres conninfo */
 	struct wh_conn *conn;
 	bool commits_ready; /* backfilld_commits is there (wh_commits.h) */
+	/* ClickHouse: the jobs whose partition key passed exec_wap_key on
+	 * this connection, as "job table column grain" (exec_conn_wap) */
+	char **wap_checked;
+	size_t nwap_checked;
 };
 
 struct exec_worker {
@@ -403,6 +407,67 @@ exec_warehouse_state(struct exec *ex, const char *name, char *error,
 
 static void exec_conn_drop(struct exec_worker *w, struct wh_conn *conn);
 
+/* Forget `key` among cc's checked jobs, or every one when key is NULL. */
+static void
+exec_conn_wap_forget(struct exec_conncache *cc, const char *key)
+{
+	size_t i = 0;
+
+	while (i < cc->nwap_checked) {
+		if (key == NULL || strcmp(cc->wap_checked[i], key) == 0) {
+			free(cc->wap_checked[i]);
+			cc->wap_checked[i] = cc->wap_checked[--cc->nwap_checked];
+		} else {
+			i++;
+		}
+	}
+	if (cc->nwap_checked == 0) {
+		free(cc->wap_checked);
+		cc->wap_checked = NULL;
+	}
+}
+
+/*
+ * Has job jd's partition key passed exec_wap_key on conn before (op 0)?
+ * Op 1 records that it has, op -1 forgets it (a run of jd failed: the
+ * next one checks again).  The key is checked at start and at every
+ * reload too; this spares each run of a backfill its system.tables
+ * round trip.  At most EXEC_WAP_CHECKED_MAX jobs a connection.
+ */
+#define EXEC_WAP_CHECKED_MAX 256
+static bool
+exec_conn_wap(struct exec_worker *w, struct wh_conn *conn,
+	      const struct job_def *jd, int op)
+{
+	struct exec_conncache *cc = NULL;
+	char *key;
+	bool found = false;
+
+	for (size_t i = 0; i < w->ncache && cc == NULL; i++)
+		if (w->cache[i].conn == conn)
+			cc = &w->cache[i];
+	if (cc == NULL)
+		return false;
+	key = exec_xasprintf("%s %s %s %s", jd->name, jd->table,
+			     jd->partition_column, grain_name(jd->grain));
+	for (size_t i = 0; i < cc->nwap_checked && !found; i++)
+		found = strcmp(cc->wap_checked[i], key) == 0;
+	if (op == -1 && found)
+		exec_conn_wap_forget(cc, key);
+	if (op == 1 && !found) {
+		if (cc->nwap_checked >= EXEC_WAP_CHECKED_MAX)
+			exec_conn_wap_forget(cc, NULL);
+		cc->wap_checked = realloc(cc->wap_checked,
+		    (cc->nwap_checked + 1) * sizeof *cc->wap_checked);
+		if (cc->wap_checked == NULL)
+			abort();
+		cc->wap_checked[cc->nwap_checked++] = key;
+		return true;
+	}
+	free(key);
+	return found;
+}
+
 /* The worker's open connection to wh, opening one if needed. */
 static struct wh_conn *
 exec_conn_get(struct exec_worker *w, const struct warehouse_def *wh,
@@ -469,6 +534,8 @@ exec_conn_get(struct exec_worker *w, const struct warehouse_def *wh,
 	cc->where = exec_xstrdup(where);
 	cc->conn = conn;
 	cc->commits_ready = false;
+	cc->wap_checked = NULL;
+	cc->nwap_checked = 0;
 	return conn;
 }
 
@@ -485,6 +552,7 @@ exec_conn_drop(struct exec_worker *w, struct wh_conn *conn)
 		conn->drv->close(conn);
 		free(w->cache[i].name);
 		free(w->cache[i].where);
+		exec_conn_wap_forget(&w->cache[i], NULL);
 		w->cache[i] = w->cache[--w->ncache];
 		return;
 	}
@@ -1249,6 +1317,36 @@ exec_wap_step(struct exec_flight *fl, struct wh_conn *conn, const char *what,
 	return 0;
 }
 
+/* Clear part's stage partition before its fill.  A stage table that is
+ * not there (the job's first run on the warehouse, or dropped since) is
+ * created, like the live table, and the clear tried again: so runs
+ * need no CREATE of their own. */
+static int
+exec_wap_clear(struct exec_flight *fl, struct wh_conn *conn,
+	       const char *stage, const struct wh_param *params,
+	       struct err *err)
+{
+	const char *what = "clearing the stage partition";
+	char *drop, *create;
+	int rc;
+
+	drop = exec_xasprintf("ALTER TABLE `%s` DROP PARTITION :partition",
+			      stage);
+	rc = exec_wap_step(fl, conn, what, drop, params, 1, err);
+	if (rc == -1 && strcmp(err->msg, "interrupted") != 0) {
+		create = exec_xasprintf("CREATE TABLE IF NOT EXISTS `%s` AS"
+					" `%s`", stage, fl->run->job->table);
+		err_clear(err);
+		rc = exec_wap_step(fl, conn, "creating the stage table", create,
+				   NULL, 0, err);
+		free(create);
+		if (rc == 0)
+			rc = exec_wap_step(fl, conn, what, drop, params, 1, err);
+	}
+	free(drop);
+	return rc;
+}
+
 /* Drop part's stage partition: after its publish, or after a failure
  * (so that no stage rows are left behind); best effort, not once the run
  * is being stopped (the next run of the partition clears it first). */
@@ -1282,12 +1380,7 @@ exec_wap_part(struct exec_flight *fl, struct wh_conn *conn, size_t i,
 	char *sql;
 	int rc;
 
-	sql = exec_xasprintf("ALTER TABLE `%s` DROP PARTITION :partition",
-			     stage);
-	rc = exec_wap_step(fl, conn, "clearing the stage partition", sql,
-			   params, 1, err);
-	free(sql);
-	if (rc == -1)
+	if (exec_wap_clear(fl, conn, stage, params, err) == -1)
 		return -1;
 	sql = exec_xasprintf("INSERT INTO `%s` %s", stage, jd->sql);
 	rc = exec_wap_step(fl, conn, "filling the stage", sql, params, 4, err);
@@ -1358,11 +1451,7 @@ exec_wap_batch(struct exec_flight *fl, struct wh_conn *conn, const char *stage,
 		if (exec_interrupted(fl, err) ||
 		    guard_before(run, conn, i, params, 3, err) == -1)
 			return -1;
-		sql = exec_xasprintf("ALTER TABLE `%s` DROP PARTITION :partition",
-				     stage);
-		rc = exec_wap_step(fl, conn, "clearing the stage partition", sql,
-				   params, 1, err);
-		free(sql);
+		rc = exec_wap_clear(fl, conn, stage, params, err);
 	}
 	/* the whole batch's interval; :partition is deliberately not bound */
 	span[0].name = "partition_start";
@@ -1400,32 +1489,28 @@ exec_wap_batch(struct exec_flight *fl, struct wh_conn *conn, const char *stage,
 }
 
 /*
- * A run on ClickHouse: for each partition, the stage partition cleared,
- * filled by INSERT INTO stage + the job's SELECT, audited there (checks
- * with :stage, guardrails before from the live table and after from the
- * stage, an empty stage refused unless allow_empty), then published by
- * one REPLACE PARTITION and the stage partition dropped.  Nothing is
- * published for a partition whose step or check failed.
+ * A run on ClickHouse: for each partition, the stage partition cleared
+ * (the stage table created when it is not there), filled by INSERT INTO
+ * stage + the job's SELECT, audited there (checks with :stage,
+ * guardrails before from the live table and after from the stage, an
+ * empty stage refused unless allow_empty), then published by one REPLACE
+ * PARTITION and the stage partition dropped.  Nothing is published for a
+ * partition whose step or check failed.  key_checked: the table's
+ * partition key passed exec_wap_key on this connection already.
  */
 static int
-exec_sql_wap(struct exec_flight *fl, struct wh_conn *conn, struct err *err)
+exec_sql_wap(struct exec_flight *fl, struct wh_conn *conn, bool key_checked,
+	     struct err *err)
 {
 	struct exec_run *run = fl->run;
 	const struct job_def *jd = run->job;
-	char stage[CHSQL_IDENT_MAX + 32], *sql;
+	char stage[CHSQL_IDENT_MAX + 32];
 	struct wh_param params[4];
 	int64_t published = 0;
-	int rc = 0;
 
 	chsql_stage_name(jd->table, stage, sizeof stage);
-	if (exec_begin(conn, err) == -1 || exec_wap_key(conn, jd, err) == -1)
-		return -1;
-	sql = exec_xasprintf("CREATE TABLE IF NOT EXISTS `%s` AS `%s`", stage,
-			     jd->table);
-	rc = exec_wap_step(fl, conn, "creating the stage table", sql, NULL, 0,
-			   err);
-	free(sql);
-	if (rc == -1)
+	if (exec_begin(conn, err) == -1 ||
+	    (!key_checked && exec_wap_key(conn, jd, err) == -1))
 		return -1;
 	run->checks = exec_xcalloc((jd->nchecks + 2 + jd->nmetrics) *
 				   run->nparts, sizeof *run->checks);
@@ -1576,9 +1661,14 @@ exec_sql_run(struct exec_worker *w, struct exec_flight *fl)
 		conn->drv->tag(conn, run->run_id);
 	if (run->query_sql != NULL)
 		rc = exec_sql_query(fl, conn, &err);
-	else if (wh->kind == WH_CLICKHOUSE)
-		rc = run->verify ? exec_sql_wap_verify(fl, conn, &err) :
-			exec_sql_wap(fl, conn, &err);
+	else if (wh->kind == WH_CLICKHOUSE && run->verify)
+		rc = exec_sql_wap_verify(fl, conn, &err);
+	else if (wh->kind == WH_CLICKHOUSE) {
+		rc = exec_sql_wap(fl, conn, exec_conn_wap(w, conn, run->job, 0),
+				  &err);
+		/* checked once a connection; again after a failed run */
+		exec_conn_wap(w, conn, run->job, rc == 0 ? 1 : -1);
+	}
 	else if (run->verify)
 		rc = exec_sql_verify(fl, conn, &err);
 	else if (run->ncommits > 0 && exec_conn_commits(w, conn, &err) == -1)

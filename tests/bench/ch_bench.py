@@ -51,6 +51,7 @@ import os
 import platform
 import re
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
@@ -70,8 +71,10 @@ DB = "sales"
 SCRIPT = {"hand": "ch_hand_loop.sh", "set": "ch_set_based.sh"}
 LABEL = {"hand": "hand loop (client per date)", "set": "set-based (1 INSERT, REPLACEs)",
          "bfd1": "backfilld, concurrency 1", "bfd4": "backfilld, concurrency 4",
-         "batch": "backfilld, batch: true"}
+         "batch": "backfilld, batch: true", "old1": "--old build, concurrency 1",
+         "old4": "--old build, concurrency 4", "oldbatch": "--old build, batch: true"}
 METHODS = ["hand", "set", "bfd1", "bfd4", "batch"]
+OLD = {"old1": "bfd1", "old4": "bfd4", "oldbatch": "batch"}   # with --old DIR
 
 # the jobs' SQL: config/clickhouse/example-clickhouse.yaml's, without its
 # checks and guardrails (the scripts have none either)
@@ -237,6 +240,7 @@ def stage_rows(s):
 # ------------------------------------------------------------------ measurements
 
 def daemon_config(s, method):
+    method = OLD.get(method, method)
     batch = method == "batch"
     conc = 4 if method == "bfd4" else 1
     fact, week = (FACT_BATCH_SQL, WEEK_BATCH_SQL) if batch else (FACT_SQL, WEEK_SQL)
@@ -286,6 +290,9 @@ def client_env(s, work):
 def run_daemon(args, s, case, method, work, what):
     rundir = os.path.join(work, "daemon")
     shutil.rmtree(rundir, ignore_errors=True)
+    if method in OLD:
+        args = argparse.Namespace(**dict(vars(args), backfilld=args.old_backfilld,
+                                         backfillctl=args.old_backfillctl))
     d = Daemon(args, rundir, daemon_config(s, method)).start()
     try:
         dt, out = d.ctl("backfill", "fct_daily_sales", "--from", case.first,
@@ -352,7 +359,7 @@ def table(cases, runs):
     lines += [hdr, "|" + "|".join("-" * len(x) for x in hdr.split("|")[1:-1]) + "|"]
     for c in cases:
         med = {m: median(ts) for m, ts in c.times.items()}
-        for m in METHODS:
+        for m in METHODS + list(OLD):
             if m in med:
                 ratios = tuple("%.2f" % (med[m] / med[b]) if b in med else "-"
                                for b in ("set", "hand"))
@@ -361,7 +368,7 @@ def table(cases, runs):
                     + ratios))
     lines.append("")
     for c in cases:
-        for m in METHODS:
+        for m in METHODS + list(OLD):
             if m in c.times:
                 extra = ""
                 if m in c.run_sums:
@@ -379,7 +386,7 @@ def targets(cases):
         med = {m: median(ts) for m, ts in c.times.items()}
         if "set" not in med or "hand" not in med:
             continue
-        for m in ("bfd1", "bfd4", "batch"):
+        for m in ("bfd1", "bfd4", "batch", "old1", "old4", "oldbatch"):
             if m not in med:
                 continue
             vs_set, vs_hand = med[m] / med["set"], med[m] / med["hand"]
@@ -434,7 +441,11 @@ def parse(argv):
                     help="tiny warehouse, one run, no timing claims: checks the results only")
     ap.add_argument("--runs", type=int, help="runs of each method (default 3; --quick 1)")
     ap.add_argument("--windows", help="backfill sizes in days (default 30,90; --quick 30)")
-    ap.add_argument("--methods", help="a subset of %s (default all)" % ",".join(METHODS))
+    ap.add_argument("--methods", help="a subset of %s (default all; with --old also %s)"
+                    % (",".join(METHODS), ",".join(OLD)))
+    ap.add_argument("--old", metavar="DIR",
+                    help="another build folder (e.g. of an older commit): adds its daemon as "
+                    "the methods %s, alternating with the others" % ",".join(OLD))
     ap.add_argument("--build", default=os.path.join(ROOT, "build-bench"),
                     help="meson build folder holding daemon/backfilld (default build-bench)")
     ap.add_argument("--days", type=int, default=365, help="days in the warehouse")
@@ -454,10 +465,14 @@ def parse(argv):
     args.runs = args.runs or (1 if args.quick else 3)
     args.windows = sorted(int(x) for x in (args.windows or ("30" if args.quick else "30,90"))
                           .split(","))
-    args.methods = [m for m in (args.methods or ",".join(METHODS)).split(",") if m]
+    if args.methods:
+        args.methods = [m for m in args.methods.split(",") if m]
+    else:
+        args.methods = METHODS + (list(OLD) if args.old else [])
     for m in args.methods:
-        if m not in METHODS:
-            ap.error("unknown method %r (one of %s)" % (m, ",".join(METHODS)))
+        if m not in METHODS and not (args.old and m in OLD):
+            ap.error("unknown method %r (one of %s%s)" % (m, ",".join(METHODS),
+                                                          ", with --old " + ",".join(OLD)))
     first = datetime.date.fromisoformat(args.window_start)
     end = datetime.date.fromisoformat(args.year_start) + datetime.timedelta(args.days)
     if first + datetime.timedelta(max(args.windows) + 7) > end:
@@ -466,13 +481,17 @@ def parse(argv):
     b, ctl = os.environ.get("BACKFILLD"), os.environ.get("BACKFILLCTL")
     args.backfilld = os.path.abspath(b or os.path.join(args.build, "daemon", "backfilld"))
     args.backfillctl = os.path.abspath(ctl or os.path.join(args.build, "daemon", "backfillctl"))
+    if args.old:
+        args.old_backfilld = os.path.abspath(os.path.join(args.old, "daemon", "backfilld"))
+        args.old_backfillctl = os.path.abspath(os.path.join(args.old, "daemon", "backfillctl"))
     return args
 
 
 def preflight(args):
     """None, or why this run cannot go on: (exit code, message)."""
     missing = 77 if args.smoke else 2
-    for p in (args.backfilld, args.backfillctl):
+    for p in (args.backfilld, args.backfillctl) + ((args.old_backfilld, args.old_backfillctl)
+                                                   if args.old else ()):
         if not os.access(p, os.X_OK):
             return 2, ("missing %s: build it: meson setup build-bench --buildtype=release && "
                        "meson compile -C build-bench (or pass --build DIR, or "
@@ -501,6 +520,9 @@ def main(argv=None):
               "machine": "%s, %d cores, %s" % (platform.node(), os.cpu_count(), platform.release()),
               "source": git_describe(), "runs": args.runs, "loadavg_start": loadavg()}
     t_all = time.monotonic()
+    # SIGTERM and SIGHUP end the run through the finally below, which stops the server
+    for sig in (signal.SIGTERM, signal.SIGHUP):
+        signal.signal(sig, lambda n, f: sys.exit(128 + n))
     try:
         s = ChServer(prefix="backfilld-chbench-", query_log=args.profile)
     except ChServerError as e:
