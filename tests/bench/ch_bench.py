@@ -62,8 +62,8 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(os.path.dirname(HERE))
 sys.path.insert(0, HERE)
 sys.path.insert(0, os.path.join(ROOT, "tools"))
-from run import (BenchError, Daemon, date_range, git_describe, indent, loadavg,  # noqa: E402
-                 median, monday, run_time_sum)
+from run import (BenchError, WindowCase, git_describe, indent, loadavg,  # noqa: E402
+                 median)
 from chserver import CLIENT, ChQueryError, ChServer, ChServerError  # noqa: E402
 
 SKIP = 77
@@ -267,19 +267,6 @@ def daemon_config(s, method):
             % (s.url(DB), s.pwfile, conc, b, indent(fact, 6), b, indent(week, 6)))
 
 
-class Case:
-    def __init__(self, ndays, first):
-        self.ndays = ndays
-        self.dates = date_range(first, ndays)
-        self.first, self.last = self.dates[0], self.dates[-1]
-        self.weeks = sorted({monday(d) for d in self.dates})
-        self.name = "%d days" % ndays
-        self.times = {}
-        self.run_sums = {}
-        self.digest = None
-        self.truth_checked = set()
-
-
 def client_env(s, work):
     """CH_CLIENT_CONFIG for the scripts: host, native port, etl and its password."""
     path = os.path.join(work, "client.xml")
@@ -294,29 +281,11 @@ def client_env(s, work):
 
 
 def run_daemon(args, s, case, method, work, what):
-    rundir = os.path.join(work, "daemon")
-    shutil.rmtree(rundir, ignore_errors=True)
     if method in OLD:
         args = argparse.Namespace(**dict(vars(args), backfilld=args.old_backfilld,
                                          backfillctl=args.old_backfillctl))
-    d = Daemon(args, rundir, daemon_config(s, method)).start()
-    try:
-        dt, out = d.ctl("backfill", "fct_daily_sales", "--from", case.first,
-                        "--to", case.last, "--wait")
-        runs = d.runs()
-    finally:
-        d.stop()
-    case.run_sums.setdefault(method, []).append(run_time_sum(d.log))
-    bad = {k: v for k, v in runs.items() if k[1] != "succeeded"}
-    nf = runs.get(("fct_daily_sales", "succeeded"), 0)
-    nw = runs.get(("mart_weekly_sales", "succeeded"), 0)
-    if bad or nf != case.ndays or nw != len(case.weeks):
-        raise BenchError("%s: runs in the state store %r; expected %d fact and %d week "
-                         "runs, all succeeded\n%s\n%s" % (what, runs, case.ndays,
-                                                          len(case.weeks), out[-1500:],
-                                                          d.tail()))
-    shutil.rmtree(rundir, ignore_errors=True)
-    return dt
+    return case.backfill(args, os.path.join(work, "daemon"), daemon_config(s, method),
+                         method, what)
 
 
 def measure(args, s, case, method, work, run_no, pristine, env):
@@ -342,19 +311,8 @@ def measure(args, s, case, method, work, run_no, pristine, env):
     else:
         dt = run_daemon(args, s, case, method, work, what)
     settle(s)
-    dg = digest(s)
-    if dg == pristine:
-        raise BenchError("%s: the fact and mart did not change (nothing was rebuilt)" % what)
-    if case.digest is None:
-        case.digest = (dg, method)
-    elif dg != case.digest[0]:
-        raise BenchError("%s: fct_daily_sales/mart_weekly_sales differ from those of %s"
-                         % (what, LABEL[case.digest[1]]))
-    if method not in case.truth_checked:
-        check_truth(s, case, what)
-        case.truth_checked.add(method)
-    case.times.setdefault(method, []).append(dt)
-    return dt
+    return case.record(method, dt, digest(s), pristine, what, LABEL,
+                       lambda: check_truth(s, case, what))
 
 
 def table(cases, runs):
@@ -561,7 +519,7 @@ def main(argv=None):
         report["clickhouse"] = version
         log("  generated in %.1f s: %r" % (time.monotonic() - t0, report["warehouse"]))
         pristine = digest(s, "fct_pristine", "mart_pristine")
-        cases = [Case(n, args.window_start) for n in args.windows]
+        cases = [WindowCase(n, args.window_start) for n in args.windows]
         methods = args.methods
         if args.profile:
             for case in cases:

@@ -578,6 +578,64 @@ class Case:
         self.run_sums = {}
 
 
+class WindowCase:
+    """A backfill window of ndays from first (pg_bench.py, ch_bench.py):
+    its dates, the ISO weeks they touch, and each method's times."""
+
+    def __init__(self, ndays, first):
+        self.ndays = ndays
+        self.dates = date_range(first, ndays)
+        self.first, self.last = self.dates[0], self.dates[-1]
+        self.weeks = sorted({monday(d) for d in self.dates})
+        self.name = "%d days" % ndays
+        self.times = {}
+        self.run_sums = {}
+        self.digest = None
+        self.truth_checked = set()
+
+    def backfill(self, args, rundir, config_text, method, what):
+        """A fresh daemon on config_text in rundir (its start not timed):
+        `backfillctl backfill fct_daily_sales --from --to --wait` of the
+        window, timed; the state store must hold one succeeded run per day
+        and per affected week.  Seconds."""
+        shutil.rmtree(rundir, ignore_errors=True)
+        d = Daemon(args, rundir, config_text).start()
+        try:
+            dt, out = d.ctl("backfill", "fct_daily_sales", "--from", self.first,
+                            "--to", self.last, "--wait")
+            runs = d.runs()
+        finally:
+            d.stop()
+        self.run_sums.setdefault(method, []).append(run_time_sum(d.log))
+        bad = {k: v for k, v in runs.items() if k[1] != "succeeded"}
+        nf = runs.get(("fct_daily_sales", "succeeded"), 0)
+        nw = runs.get(("mart_weekly_sales", "succeeded"), 0)
+        if bad or nf != self.ndays or nw != len(self.weeks):
+            raise BenchError("%s: runs in the state store %r; expected %d fact and %d week "
+                             "runs, all succeeded\n%s\n%s" % (what, runs, self.ndays,
+                                                              len(self.weeks), out[-1500:],
+                                                              d.tail()))
+        shutil.rmtree(rundir, ignore_errors=True)
+        return dt
+
+    def record(self, method, dt, dg, pristine, what, label, check_truth):
+        """After one measurement of method: its result (digest dg) changed
+        the warehouse, equals the first method's, and has been checked
+        against the truth (check_truth(), once a method); its time kept."""
+        if dg == pristine:
+            raise BenchError("%s: the fact and mart did not change (nothing was rebuilt)" % what)
+        if self.digest is None:
+            self.digest = (dg, method)
+        elif dg != self.digest[0]:
+            raise BenchError("%s: fct_daily_sales/mart_weekly_sales differ from those of %s"
+                             % (what, label[self.digest[1]]))
+        if method not in self.truth_checked:
+            check_truth()
+            self.truth_checked.add(method)
+        self.times.setdefault(method, []).append(dt)
+        return dt
+
+
 def run_time_sum(logfile):
     """Seconds the runs themselves took, by the daemon's log ("succeeded in N ms")."""
     total = 0

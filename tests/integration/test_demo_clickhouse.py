@@ -16,17 +16,9 @@ import subprocess
 import sys
 
 import harness as h
+from test_clickhouse import SERVER, skip
 
 DEMO = os.path.join(h.SOURCE_ROOT, "tools", "demo-clickhouse")
-SERVER = os.environ.get("CLICKHOUSE_SERVER", "/usr/sbin/clickhouse-server")
-
-
-def skip(reason):
-    if os.environ.get("BACKFILLD_REQUIRE_CLICKHOUSE") == "1":
-        print("FAIL: ClickHouse is required (BACKFILLD_REQUIRE_CLICKHOUSE=1): %s" % reason)
-        raise SystemExit(1)
-    print("SKIP: %s" % reason)
-    raise SystemExit(h.SKIP)
 
 
 def build_dir():
