@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""ch_bench.py - backfilld against what users do by hand, on ClickHouse (issue 26).
+"""ch_bench.py - backfilld against what users do by hand, on ClickHouse.
 
     tests/bench/ch_bench.py [--quick | --smoke] [--runs N] [--windows 30,90] [--build DIR]
 
@@ -354,7 +354,7 @@ def paired(c, m, base):
 
 
 def targets(cases):
-    """The issue's targets: backfilld <= 1.10 x set-based, <= 0.5 x hand
+    """The targets: backfilld <= 1.10 x set-based, <= 0.5 x hand
     loop, as paired ratios (paired())."""
     lines = ["", "| target (paired ratios, median over rounds) | measured | bound | |",
              "|---|---|---|---|"]

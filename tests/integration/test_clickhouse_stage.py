@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
-"""ClickHouse runs spare each partition the set-up statements (issue 26,
-docs/clickhouse.md "The write-audit-publish sequence"), without losing
-what they guarded, against test_clickhouse.py's throwaway server:
+"""ClickHouse runs spare each partition the set-up statements
+(docs/clickhouse.md, "The write-audit-publish sequence") without losing
+what they guarded, against a throwaway server (tools/chserver.py):
 
   - the stage table is created only when the clear finds none: a stage
     table dropped between two runs is created again by the next run,
