@@ -363,10 +363,13 @@ def targets(cases):
             if m not in c.times or "set" not in c.times:
                 continue
             vs_set, vs_hand = paired(c, m, "set"), paired(c, m, "hand")
-            ok = vs_set <= 1.10 and vs_hand <= 0.5
-            lines.append("| %s, %s: vs set-based / vs hand loop | %.2f / %.2f | <= 1.10 / "
-                         "<= 0.50 | %s |" % (c.name, LABEL[m], vs_set, vs_hand,
-                                             "met" if ok else "missed"))
+            has_hand = "hand" in c.times
+            ok = vs_set <= 1.10 and (vs_hand <= 0.5 or not has_hand)
+            lines.append("| %s, %s: vs set-based / vs hand loop | %.2f / %s | <= 1.10 / "
+                         "<= 0.50 | %s |" % (c.name, LABEL[m], vs_set,
+                                             "%.2f" % vs_hand if has_hand else "not run",
+                                             ("met" if ok else "missed")
+                                             + ("" if has_hand else " (vs set-based)")))
     return "\n".join(lines)
 
 
