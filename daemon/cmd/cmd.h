@@ -39,6 +39,9 @@ struct cmd_ctx {
 	 * itself, from its own memory, when the planner cannot be asked:
 	 * why (the state store lost, no answer), or NULL */
 	const char *from_memory;
+	/* the peer's user ("NAME" or "uid N", with "@NODE" when a node
+	 * forwarded the request), recorded by mark; NULL: not known */
+	const char *peer;
 };
 
 /*

@@ -48,11 +48,12 @@ cmd_reload_json_set(const struct config_diff_set *set, bool versions,
 	buf_addstr(out, "]");
 }
 
-/* The reload report as JSON: {added, removed, changed} of jobs (README),
- * then warehouses, settings and what was cancelled. */
+/* The reload report as JSON: {added, removed, changed} of jobs
+ * (docs/commands.md), then warehouses, settings, what was cancelled and
+ * what to rebuild (a JSON array, cmd_changed_report). */
 static void
 cmd_reload_json(const struct config_diff *d, int64_t cancelled, bool dry_run,
-		struct buf *out)
+		const char *rebuild, struct buf *out)
 {
 	buf_printf(out, "{\"dry_run\": %s, \"no_change\": %s, ",
 		   dry_run ? "true" : "false",
@@ -62,7 +63,8 @@ cmd_reload_json(const struct config_diff *d, int64_t cancelled, bool dry_run,
 	cmd_reload_json_set(&d->warehouses, false, out);
 	buf_addstr(out, "}, \"settings\": ");
 	json_keys(out, d->settings, d->nsettings);
-	buf_printf(out, ", \"cancelled\": %" PRId64 "}\n", cancelled);
+	buf_printf(out, ", \"cancelled\": %" PRId64 ", \"rebuild\": %s}\n",
+		   cancelled, rebuild);
 }
 
 /* The reload report as a table (one row per difference) and a summary
@@ -213,10 +215,18 @@ cmd_reload_exec(struct cmd_ctx *ctx, const struct proto_msg *req,
 		cmd_fail_err(res, &err);
 		return;
 	}
-	if (cmd_flag(req, "json"))
-		cmd_reload_json(&d, cancelled, dry, &res->out);
-	else
+	if (cmd_flag(req, "json")) {
+		struct buf rebuild;
+
+		buf_init(&rebuild);
+		cmd_changed_report(ctx->sched, &d, true, &rebuild);
+		buf_add(&rebuild, "", 1);
+		cmd_reload_json(&d, cancelled, dry, rebuild.data, &res->out);
+		buf_free(&rebuild);
+	} else {
 		cmd_reload_text(&d, cancelled, dry, &res->out);
+		cmd_changed_report(ctx->sched, &d, false, &res->out);
+	}
 	config_diff_free(&d);
 }
 

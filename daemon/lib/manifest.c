@@ -155,7 +155,21 @@ bool
 manifest_final(enum mstate st)
 {
 	return st == MS_SUCCEEDED || st == MS_FAILED || st == MS_CANCELLED ||
-	       st == MS_BLOCKED;
+	       st == MS_BLOCKED || st == MS_SKIPPED;
+}
+
+bool
+manifest_landed_state(enum mstate st)
+{
+	return st == MS_SUCCEEDED || st == MS_SKIPPED;
+}
+
+void
+manifest_skip(struct manifest *m, struct item *it)
+{
+	it->attempts++;
+	it->cut = CUTOFF_IN_SKIPPED;
+	manifest_set(m, it, MS_SKIPPED);
 }
 
 struct request *
@@ -208,6 +222,7 @@ manifest_item_add(struct manifest *m, struct request *rq, int64_t id,
 	snprintf(it->key, sizeof it->key, "%s", key);
 	it->seq = seq;
 	it->downstream = downstream;
+	it->cut = state == MS_SKIPPED ? CUTOFF_IN_SKIPPED : CUTOFF_IN_UNKNOWN;
 	it->state = MS_COUNT;
 	manifest_resolve(m, it);
 	manifest_set(m, it, state);
@@ -395,9 +410,10 @@ manifest_landed(struct manifest *m, const char *job, const char *key,
 }
 
 /* Cancel a request's queued and blocked items; with a note, each is
- * noted as a change (MANIFEST_FAIL_FAST).  Returns how many. */
+ * noted as a change (why).  Returns how many. */
 static int64_t
-manifest_cancel_open(struct manifest *m, struct request *rq, const char *note)
+manifest_cancel_open(struct manifest *m, struct request *rq, const char *note,
+		     enum manifest_why why)
 {
 	int64_t n = 0;
 
@@ -408,7 +424,7 @@ manifest_cancel_open(struct manifest *m, struct request *rq, const char *note)
 			continue;
 		manifest_set(m, it, MS_CANCELLED);
 		if (note != NULL)
-			snprintf(manifest_note(m, it, MANIFEST_FAIL_FAST)->note,
+			snprintf(manifest_note(m, it, why)->note,
 				 sizeof m->changes[0].note, "%s", note);
 		n++;
 	}
@@ -429,13 +445,29 @@ manifest_fail_fast(struct manifest *m, struct request *rq,
 
 	snprintf(note, sizeof note, "cancelled: --fail-fast after %s %s failed",
 		 bad->job_name, bad->key);
-	return manifest_cancel_open(m, rq, note);
+	return manifest_cancel_open(m, rq, note, MANIFEST_FAIL_FAST);
+}
+
+/*
+ * Budgets (budget.h, rule 4).  A request whose measured warehouse time
+ * passed 1.5 times its budget starts nothing more: its queued and blocked
+ * items are cancelled with the reason, as fail fast does; runs in flight
+ * finish.  `retry` resumes it (the shell sets its measured time to zero).
+ */
+int64_t
+manifest_over_budget(struct manifest *m, struct request *rq, const char *note)
+{
+	char buf[256];
+
+	rq->over_budget = true;
+	snprintf(buf, sizeof buf, "cancelled: %s", note);
+	return manifest_cancel_open(m, rq, buf, MANIFEST_OVER_BUDGET);
 }
 
 int64_t
 manifest_cancel(struct manifest *m, struct request *rq)
 {
-	return manifest_cancel_open(m, rq, NULL);
+	return manifest_cancel_open(m, rq, NULL, MANIFEST_FAIL_FAST);
 }
 
 /* After a reload: queued or blocked items of jobs no longer in the

@@ -80,6 +80,12 @@ runresult_put_guard(struct buf *b, const struct runresult_guard *g)
 	runresult_put_int(b, g->has_rows_before, g->rows_before);
 	buf_addstr(b, ", \"rows_after\": ");
 	runresult_put_int(b, g->has_rows_after, g->rows_after);
+	if (g->sum_before[0] != '\0' || g->sum_after[0] != '\0') {
+		buf_addstr(b, ", \"sum_before\": ");
+		runresult_put_str(b, g->sum_before);
+		buf_addstr(b, ", \"sum_after\": ");
+		runresult_put_str(b, g->sum_after);
+	}
 	buf_addstr(b, ", \"metrics\": [");
 	for (size_t k = 0; k < nm; k++) {
 		const struct runresult_metric *m = &g->metrics[k];
@@ -128,6 +134,17 @@ runresult_format(const struct runresult *r, struct buf *out)
 			runresult_put_num(out, c->has_target, c->target);
 			buf_addstr(out, ", \"difference\": ");
 			runresult_put_num(out, true, c->diff);
+		}
+		if (c->trend) {
+			buf_addstr(out, ", \"trend\": true, \"target\": ");
+			runresult_put_num(out, c->has_target, c->target);
+			buf_printf(out, ", \"history\": %" PRId64 ", \"mean\": ",
+				   c->history);
+			runresult_put_num(out, true, c->mean);
+			buf_addstr(out, ", \"sd\": ");
+			runresult_put_num(out, true, c->sd);
+			buf_addstr(out, ", \"sigma\": ");
+			runresult_put_num(out, c->has_sigma, c->sigma);
 		}
 		buf_addstr(out, "}");
 	}
@@ -546,6 +563,27 @@ rr_check_member(struct rr_in *in, const char *key, void *arg)
 		return rr_bool(in, &c->warn);
 	if (strcmp(key, "recon") == 0)
 		return rr_bool(in, &c->recon);
+	if (strcmp(key, "trend") == 0)
+		return rr_bool(in, &c->trend);
+	if (strcmp(key, "history") == 0)
+		return rr_int(in, &c->history);
+	if (strcmp(key, "mean") == 0 || strcmp(key, "sd") == 0 ||
+	    strcmp(key, "sigma") == 0) {
+		bool has;
+		double v = 0;
+
+		if (rr_opt_num(in, &has, &v) < 0)
+			return -1;
+		if (key[0] == 'm')
+			c->mean = v;
+		else if (key[1] == 'd')
+			c->sd = v;
+		else {
+			c->sigma = v;
+			c->has_sigma = has;
+		}
+		return 0;
+	}
 	if (strcmp(key, "source") == 0)
 		return rr_opt_num(in, &c->has_source, &c->source);
 	if (strcmp(key, "target") == 0)
@@ -628,6 +666,23 @@ rr_metric(struct rr_in *in, void *arg)
 	return rr_object(in, rr_metric_member, m);
 }
 
+/* A checksum: a string of at most RUNRESULT_SUM_MAX - 1 bytes. */
+static int
+rr_sum(struct rr_in *in, char out[RUNRESULT_SUM_MAX])
+{
+	char *s = NULL;
+
+	if (rr_string(in, &s) < 0)
+		return -1;
+	if (strlen(s) >= RUNRESULT_SUM_MAX) {
+		free(s);
+		return rr_fail(in, "checksum too long");
+	}
+	memcpy(out, s, strlen(s) + 1);
+	free(s);
+	return 0;
+}
+
 /* A member of a guard. */
 static int
 rr_guard_member(struct rr_in *in, const char *key, void *arg)
@@ -638,6 +693,10 @@ rr_guard_member(struct rr_in *in, const char *key, void *arg)
 		return rr_opt_int(in, &g->has_rows_before, &g->rows_before);
 	if (strcmp(key, "rows_after") == 0)
 		return rr_opt_int(in, &g->has_rows_after, &g->rows_after);
+	if (strcmp(key, "sum_before") == 0)
+		return rr_sum(in, g->sum_before);
+	if (strcmp(key, "sum_after") == 0)
+		return rr_sum(in, g->sum_after);
 	if (strcmp(key, "metrics") == 0)
 		return rr_array(in, rr_metric, g);
 	return rr_skip(in);

@@ -46,6 +46,7 @@
 #include "store.h"
 #include "module.h"
 #include "runresult.h"
+#include "trend_hist.h"
 #include "xalloc.h"
 
 /* A claimed run on this node, or one the planner runs itself (own). */
@@ -53,6 +54,8 @@ struct local {
 	struct exec_run run;
 	struct exec_part *parts;
 	struct wh_commit *commits; /* exactly-once commits, or NULL */
+	struct exec_trend_hist *trend; /* trend checks' history, or NULL */
+	size_t ntrend;
 	int64_t id;   /* the work row (own: the run's id, no row) */
 	bool done;    /* ended; its finish waits for the database */
 	bool discard; /* fenced: its result would be refused */
@@ -85,6 +88,8 @@ struct cworker {
 	int ndropped; /* own runs whose result was dropped (deposed) */
 	uv_timer_t pump; /* next loop turn: offer, claim, cancel */
 	uv_timer_t takeover; /* a new planner reads the work in flight */
+	uv_timer_t retry; /* finishes the store refused: try them again */
+	uint64_t retry_ms; /* 0: the last finishes were recorded */
 	bool taking_over;    /* ... and has not adopted it yet */
 	bool adopting;       /* inside sched_start_adopt */
 	bool planner_once;
@@ -110,6 +115,7 @@ cworker_shut(struct cworker *w)
 	w->closed_cb = NULL;
 	uv_close((uv_handle_t *)&w->pump, NULL);
 	uv_close((uv_handle_t *)&w->takeover, NULL);
+	uv_close((uv_handle_t *)&w->retry, NULL);
 	w->drv->close(w->c, cb, w->closed_arg);
 }
 
@@ -205,6 +211,16 @@ cworker_may_run_here(struct cworker *w, const struct exec_run *run)
 	return w->drv->planner_now(w->c);
 }
 
+/* The history of the run's trend checks, read from the shared store on
+ * this node (trend_hist.h). */
+static void
+cworker_trend(struct cworker *w, struct local *l)
+{
+	l->trend = trend_hist_load(w->store, l->run.job);
+	l->ntrend = l->run.job->nmetrics;
+	l->run.trend = l->trend;
+}
+
 /* Run the scheduler's run here, built like a claim (its partitions, and
  * the scheduler's commit identities: every request it serves). */
 static void
@@ -233,6 +249,7 @@ cworker_run_here(struct cworker *w, struct exec_run *run)
 	l->run.commits = l->commits;
 	l->run.ncommits = run->ncommits;
 	l->run.commits_keep_ms = run->commits_keep_ms;
+	cworker_trend(w, l);
 	l->run.done_cb = cworker_run_done_cb;
 	l->run.data = l;
 	l->pending = true;
@@ -305,6 +322,20 @@ cworker_start_own(struct cworker *w)
 		cworker_kick(w); /* the pump shuts once none is left */
 }
 
+/* Record which node ran a run: its command log is there (logs). */
+static void
+cworker_ran_on(struct cworker *w, int64_t run_id, const char *node)
+{
+	struct err err;
+
+	if (node == NULL || node[0] == '\0')
+		return;
+	if (store_defer(w->store, &err) < 0 ||
+	    store_run_node(w->store, run_id, node, &err) < 0)
+		log_warn("run=%" PRId64 ": cannot record that node %s ran it:"
+			 " %s", run_id, node, err.msg);
+}
+
 /* An own run ended: its result to the scheduler's run, as a worker's
  * result would come (cworker_finish_of, then cworker_result). */
 static void
@@ -313,6 +344,7 @@ cworker_own_result(struct cworker *w, struct local *l)
 	struct exec_run *run = l->direct;
 	char *text = cworker_encode(&l->run);
 
+	cworker_ran_on(w, run->run_id, sched_config(w->sched)->node);
 	cworker_decode(text, run);
 	free(text);
 	run->failed = l->run.failed || l->run.cancelled;
@@ -568,6 +600,12 @@ cworker_decode_checks(struct runresult *rr, struct exec_run *run)
 		cr->source = c->source;
 		cr->target = c->target;
 		cr->diff = c->diff;
+		cr->trend = c->trend;
+		cr->history = c->history;
+		cr->mean = c->mean;
+		cr->sd = c->sd;
+		cr->has_sigma = c->has_sigma;
+		cr->sigma = c->sigma;
 		cr->part = c->part;
 		c->name = c->detail = NULL;
 	}
@@ -601,6 +639,10 @@ cworker_decode_guards(const struct runresult *rr, struct exec_run *run)
 		eg->rows_before = g->rows_before;
 		eg->has_rows_after = g->has_rows_after;
 		eg->rows_after = g->rows_after;
+		snprintf(eg->sum_before, sizeof eg->sum_before, "%s",
+			 g->sum_before);
+		snprintf(eg->sum_after, sizeof eg->sum_after, "%s",
+			 g->sum_after);
 		eg->metrics = xcalloc(j->nmetrics + 1, sizeof *eg->metrics);
 		for (size_t k = 0; k < j->nmetrics; k++) {
 			struct exec_metric_result *m = &eg->metrics[k];
@@ -675,6 +717,7 @@ cworker_result(struct cworker *w, const struct cluster_work *x)
 		return;
 	}
 	cworker_drop_cancel(w, run);
+	cworker_ran_on(w, x->id, x->claimed_by);
 	cworker_decode(x->result, run);
 	run->failed = x->failed;
 	if (x->error != NULL)
@@ -783,6 +826,7 @@ cworker_build(struct cworker *w, const struct cluster_work *x,
 	l->run.attempt = x->attempt;
 	l->run.log_dir = w->log_dir;
 	cworker_commits(l, j, x);
+	cworker_trend(w, l);
 	l->run.done_cb = cworker_run_done_cb;
 	l->run.data = l;
 	return 0;
@@ -803,6 +847,7 @@ cworker_local_free(struct cworker *w, struct local *l)
 	}
 	free(l->parts);
 	free(l->commits);
+	trend_hist_free(l->trend, l->ntrend);
 	free(l);
 }
 
@@ -829,6 +874,12 @@ cworker_encode(const struct exec_run *run)
 		rr.checks[i].source = run->checks[i].source;
 		rr.checks[i].target = run->checks[i].target;
 		rr.checks[i].diff = run->checks[i].diff;
+		rr.checks[i].trend = run->checks[i].trend;
+		rr.checks[i].history = run->checks[i].history;
+		rr.checks[i].mean = run->checks[i].mean;
+		rr.checks[i].sd = run->checks[i].sd;
+		rr.checks[i].has_sigma = run->checks[i].has_sigma;
+		rr.checks[i].sigma = run->checks[i].sigma;
 		rr.checks[i].part = run->checks[i].part;
 	}
 	if (run->guards != NULL) {
@@ -843,6 +894,10 @@ cworker_encode(const struct exec_run *run)
 		rr.guards[p].rows_before = g->rows_before;
 		rr.guards[p].has_rows_after = g->has_rows_after;
 		rr.guards[p].rows_after = g->rows_after;
+		snprintf(rr.guards[p].sum_before, sizeof rr.guards[p].sum_before,
+			 "%s", g->sum_before);
+		snprintf(rr.guards[p].sum_after, sizeof rr.guards[p].sum_after,
+			 "%s", g->sum_after);
 		rr.guards[p].metrics = &ms[p * nm];
 		rr.guards[p].nmetrics = nm;
 		for (size_t k = 0; k < nm; k++) {
@@ -873,6 +928,55 @@ cworker_finish_of(struct local *l, struct cluster_finish *f)
 		     l->run.cancelled ? "cancelled" : NULL;
 	f->r.result = cworker_encode(&l->run);
 	f->ok = 0;
+}
+
+/*
+ * Finishes the store refused (a full disk: the statement fails while the
+ * connection stays up, so no reconnection comes to kick the pump) are
+ * tried again on a timer, CWORKER_RETRY_FIRST_MS and doubling to
+ * CWORKER_RETRY_MAX_MS, whether or not anything else happens on this
+ * node: once every slot holds a result waiting to be recorded, nothing
+ * else would.  The first refusal is logged, the next ones are not (a
+ * node that logged each of them filled the journal while the disk was
+ * full), and the recovery is.
+ */
+#define CWORKER_RETRY_FIRST_MS 1000
+#define CWORKER_RETRY_MAX_MS 30000
+
+static void
+cworker_retry_cb(uv_timer_t *t)
+{
+	struct cworker *w = t->data;
+
+	w->retry_ms = w->retry_ms * 2 > CWORKER_RETRY_MAX_MS ?
+		CWORKER_RETRY_MAX_MS : w->retry_ms * 2;
+	cworker_kick(w);
+}
+
+/* nf finishes were refused (err) or, with err NULL, recorded. */
+static void
+cworker_finishes_outcome(struct cworker *w, size_t nf, const struct err *err)
+{
+	if (err == NULL) {
+		if (w->retry_ms != 0)
+			log_notice("recorded the results of %zu runs the state"
+				   " store had refused", nf);
+		w->retry_ms = 0;
+		uv_timer_stop(&w->retry);
+		return;
+	}
+	if (w->retry_ms == 0) {
+		log_warn("cannot record the results of %zu runs: %s; trying"
+			 " again until the state store takes them", nf,
+			 err->msg);
+		w->retry_ms = CWORKER_RETRY_FIRST_MS;
+	} else {
+		log_debug("cannot record the results of %zu runs: %s", nf,
+			  err->msg);
+	}
+	if (!uv_is_active((uv_handle_t *)&w->retry) &&
+	    !uv_is_closing((uv_handle_t *)&w->retry))
+		uv_timer_start(&w->retry, cworker_retry_cb, w->retry_ms, 0);
 }
 
 /*
@@ -917,12 +1021,12 @@ cworker_exchange(struct cworker *w)
 	    w->drv->finish_claim(w->c, f, nf, jobs, nj, room, &rows, &n,
 				 &err) < 0) {
 		if (nf > 0)
-			log_warn("cannot record the results of %zu runs: %s;"
-				 " trying again when the state store is back",
-				 nf, err.msg);
+			cworker_finishes_outcome(w, nf, &err);
 		else
 			log_debug("cannot claim: %s", err.msg);
 	} else {
+		if (nf > 0)
+			cworker_finishes_outcome(w, nf, NULL);
 		for (size_t i = 0; i < nf; i++)
 			for (l = w->locals; l != NULL; l = nx) {
 				nx = l->next;
@@ -1300,6 +1404,8 @@ cworker_open(const struct cworker_opts *o, struct cworker **out,
 	w->pump.data = w;
 	uv_timer_init(o->loop, &w->takeover);
 	w->takeover.data = w;
+	uv_timer_init(o->loop, &w->retry);
+	w->retry.data = w;
 	w->pump.timer_cb = cworker_pump_cb;
 	w->remote = (struct sched_remote){cworker_submit, cworker_cancel,
 		cworker_adopt, w};
@@ -1307,6 +1413,7 @@ cworker_open(const struct cworker_opts *o, struct cworker **out,
 	if (w->drv->open(o->loop, &co, &cbs, &w->c, err) < 0) {
 		uv_close((uv_handle_t *)&w->pump, NULL);
 		uv_close((uv_handle_t *)&w->takeover, NULL);
+		uv_close((uv_handle_t *)&w->retry, NULL);
 		return -1;
 	}
 	*out = w;

@@ -1081,7 +1081,7 @@ exec_sql_tx(struct exec_flight *fl, struct wh_conn *conn, struct err *err)
 	}
 	if (jd->nchecks > 0 || jd->table != NULL || jd->nreconciles > 0)
 		run->checks = exec_xcalloc((jd->nchecks + jd->nreconciles +
-		    (jd->table ? 2 + jd->nmetrics : 0)) * run->nparts,
+		    (jd->table ? 2 + 2 * jd->nmetrics : 0)) * run->nparts,
 		    sizeof *run->checks);
 	base = drv->changes(conn);
 	if (jd->batch) {
@@ -1368,6 +1368,10 @@ exec_wap_unstage(struct exec_flight *fl, struct wh_conn *conn,
 static int exec_wap_audit(struct exec_flight *fl, struct wh_conn *conn,
 			  size_t i, const struct wh_param *params,
 			  const char *stage, struct err *err);
+static int exec_wap_digest(struct wh_conn *conn, const char *table,
+			   const char *column, const struct wh_param *params,
+			   int64_t *rows, char *sum, size_t sumsz,
+			   struct err *err);
 
 /* Steps 3 to 7 of docs/clickhouse.md for part i: clear the stage
  * partition, fill it, audit it, refuse it empty, publish it. */
@@ -1396,6 +1400,48 @@ exec_wap_part(struct exec_flight *fl, struct wh_conn *conn, size_t i,
 	return rc;
 }
 
+/* A ClickHouse sum (decimal, modulo 2^64) as digest.h's one form. */
+static void
+exec_wap_sum(const char *dec, char *out)
+{
+	uint64_t v = 0;
+
+	if (digest_parse_decimal(dec, &v) < 0)
+		snprintf(out, DIGEST_LEN, "%s", "");
+	else
+		digest_format(v, out, DIGEST_LEN);
+}
+
+/*
+ * Early cut-off on ClickHouse (docs/cutoff.md): part i's fingerprint
+ * before its write is the live partition's, read once the stage is
+ * audited and before it is published; after it, the stage's, which the
+ * publish copies whole.  For a job that feeds another.
+ */
+static int
+exec_wap_fingerprint(struct exec_flight *fl, struct wh_conn *conn, size_t i,
+		     const struct wh_param *params, const char *stage,
+		     struct err *err)
+{
+	const struct job_def *jd = fl->run->job;
+	struct exec_guard_result *g = &fl->run->guards[i];
+	char dec[2][64];
+	int64_t rows;
+
+	if (jd->ndownstream == 0 || jd->partition_column == NULL)
+		return 0;
+	if (exec_wap_digest(conn, jd->table, jd->partition_column, params,
+			    &rows, dec[0], sizeof dec[0], err) == -1 ||
+	    exec_wap_digest(conn, stage, jd->partition_column, params, &rows,
+			    dec[1], sizeof dec[1], err) == -1) {
+		err_prefix(err, "fingerprint of %s", jd->table);
+		return -1;
+	}
+	exec_wap_sum(dec[0], g->sum_before);
+	exec_wap_sum(dec[1], g->sum_after);
+	return 0;
+}
+
 /* Part i's audit in the stage: checks, guardrails, the empty refusal. */
 static int
 exec_wap_audit(struct exec_flight *fl, struct wh_conn *conn, size_t i,
@@ -1415,7 +1461,7 @@ exec_wap_audit(struct exec_flight *fl, struct wh_conn *conn, size_t i,
 			       " would empty the live partition; set"
 			       " allow_empty: true to allow it",
 			       run->parts[i].key);
-	return 0;
+	return exec_wap_fingerprint(fl, conn, i, params, stage, err);
 }
 
 /* Params of part i with :stage. */
@@ -1512,7 +1558,7 @@ exec_sql_wap(struct exec_flight *fl, struct wh_conn *conn, bool key_checked,
 	if (exec_begin(conn, err) == -1 ||
 	    (!key_checked && exec_wap_key(conn, jd, err) == -1))
 		return -1;
-	run->checks = exec_xcalloc((jd->nchecks + 2 + jd->nmetrics) *
+	run->checks = exec_xcalloc((jd->nchecks + 2 + 2 * jd->nmetrics) *
 				   run->nparts, sizeof *run->checks);
 	if (jd->batch)
 		return exec_wap_batch(fl, conn, stage, err);

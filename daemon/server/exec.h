@@ -25,6 +25,7 @@
 
 #include "calendar.h"
 #include "config.h"
+#include "digest.h"
 #include "err.h"
 #include "wh_commits.h"
 
@@ -48,6 +49,21 @@ struct exec_check_result {
 	 * source reached) and target - source */
 	bool recon, has_source, has_target;
 	double source, target, diff;
+	/* a trend check (trend.h): the metric's value (has_target, target),
+	 * its window's size, mean and sd, and how far off (has_sigma) */
+	bool trend, has_sigma;
+	int64_t history;
+	double mean, sd, sigma;
+};
+
+/* The values a job's successful runs recorded for one metric, newest
+ * first (trend_values of the state store), for its trend check; error
+ * set (and n 0) when they could not be read. */
+struct exec_trend_hist {
+	size_t n;
+	char **keys;
+	double *values;
+	char *error;
 };
 
 /* A metric of a guarded run, before and after its write. */
@@ -58,11 +74,15 @@ struct exec_metric_result {
 	double change_pct;
 };
 
-/* The guardrail figures of one partition of a run (job->table set). */
+/* The guardrail figures of one partition of a run (job->table set).
+ * sum_before and sum_after: its order-independent checksum (digest.h)
+ * before and after the write, in the run's transaction, for a job that
+ * feeds a downstream job (early cut-off); "" when not read. */
 struct exec_guard_result {
 	bool has_rows_before, has_rows_after;
 	int64_t rows_before, rows_after;
 	struct exec_metric_result *metrics; /* job->nmetrics of them */
+	char sum_before[DIGEST_LEN], sum_after[DIGEST_LEN];
 };
 
 struct exec_run {
@@ -92,6 +112,10 @@ struct exec_run {
 	const struct wh_commit *commits;
 	size_t ncommits;
 	int64_t commits_keep_ms;
+	/* Trend checks: [k] for each metric of the job (n 0 for one without
+	 * trend:), read by the caller before exec_submit and kept until
+	 * done_cb; NULL for a job without trend (trend_hist.h). */
+	const struct exec_trend_hist *trend;
 	void (*done_cb)(struct exec_run *run);
 	/* Optional (NULL for none): called on the loop thread once the run
 	 * has really begun (taken by a worker, or spawned), before done_cb;

@@ -36,6 +36,7 @@
 #include "chsql.h"
 #include "buf.h"
 #include "hooks.h"
+#include "httpd.h"
 #include "metrics.h"
 #include "log.h"
 #include "notify.h"
@@ -57,6 +58,7 @@ struct daemon {
 	struct throttle *throttle; /* the warehouses' throttles */
 	struct hooks *hooks;
 	struct metrics *metrics;
+	struct httpd *http; /* http_listen (docs/http.md) */
 	struct control *control;
 	struct notify *notify;
 	struct prune *prune;
@@ -288,6 +290,17 @@ daemon_log_level(struct daemon *d, const struct config *cfg)
 static int daemon_check_warehouses(const struct config *cfg,
 				   struct err *err);
 
+/* After a reload: listen where http_listen says now; an address that
+ * cannot be bound leaves the endpoint where it was (or off) and says so. */
+static void
+daemon_reload_http(struct daemon *d)
+{
+	struct err err;
+
+	if (httpd_configure(d->http, sched_config(d->sched), &err) < 0)
+		log_err("http: %s; the endpoint stays where it was", err.msg);
+}
+
 /*
  * Reload the configuration: all or nothing (cmd_reload_fn).  The report of
  * what changed (config_diff against the running configuration) is logged
@@ -368,6 +381,7 @@ daemon_reload(void *data, bool dry_run, struct config_diff *diff,
 	throttle_configure(d->throttle, sched_config(d->sched));
 	hooks_bound(d->hooks, sched_config(d->sched)->hook_concurrency,
 		    sched_config(d->sched)->hook_queue);
+	daemon_reload_http(d);
 	cmd_reload_log(diff, *cancelled);
 	snprintf(d->last_reload, sizeof d->last_reload, "reloaded at %s", when);
 	notify_ready(d->notify, NULL);
@@ -468,6 +482,7 @@ daemon_stop(struct daemon *d)
 		   " runs in flight", cfg->shutdown_grace, d->cw != NULL ?
 		   cworker_running(d->cw) : sched_running(d->sched));
 	control_close(d->control);
+	httpd_close(d->http);
 	sched_drain(d->sched);
 	/* several hosts: with another node alive, no more claims and a
 	 * planner hands the runs it offered over to the next planner
@@ -915,6 +930,16 @@ daemon_start(struct daemon *d, struct err *err)
 	d->prune = prune_new(&d->loop, d->sched);
 	d->metrics = metrics_new(&d->loop, d->sched, d->hooks);
 	sched_on_run(d->sched, metrics_run_cb, d->metrics);
+	d->http = httpd_new(&d->loop, d->sched, d->metrics,
+			    d->cw != NULL ? cworker_driver() : NULL,
+			    d->cw != NULL ? cworker_cluster(d->cw) : NULL);
+	if (httpd_configure(d->http, sched_config(d->sched), err) < 0) {
+		metrics_close(d->metrics); /* freed by their close callbacks */
+		d->metrics = NULL;
+		prune_close(d->prune);
+		d->prune = NULL;
+		return EXIT_BAD_INPUT;
+	}
 	log_notice("backfilld %s started: %zu jobs, socket %s, state %s",
 		   BACKFILLD_VERSION, cfg->njobs, cfg->socket,
 		   cluster ? "on PostgreSQL, shared by several hosts" :
@@ -1052,6 +1077,7 @@ main(int argc, char **argv)
 		d.hooks = NULL;
 		if (d.control)
 			control_close(d.control);
+		httpd_close(d.http);
 		throttle_close(d.throttle);
 		if (d.exec)
 			exec_close(d.exec, daemon_abort_closed_cb, &d);
@@ -1064,6 +1090,7 @@ main(int argc, char **argv)
 	if (uv_loop_close(&d.loop) != 0 && rc == EXIT_DONE)
 		log_warn("some libuv handles were still open at exit");
 	control_free(d.control);
+	httpd_free(d.http);
 	throttle_free(d.throttle);
 	if (d.sched)
 		sched_free(d.sched);

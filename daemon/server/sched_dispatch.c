@@ -20,6 +20,7 @@
 #include "log.h"
 #include "schedule.h"
 #include "throttle.h"
+#include "trend_hist.h"
 #include "xalloc.h"
 
 static void sched_run_done_cb(struct exec_run *run);
@@ -40,6 +41,7 @@ sched_active_free(struct active *a)
 {
 	manifest_run_free(a->mr);
 	free(a->commits);
+	trend_hist_free(a->trend, a->ntrend);
 	free(a->run_ids);
 	free(a->parts);
 	free(a);
@@ -138,6 +140,12 @@ sched_run_fill(struct sched *s, struct active *a)
 	a->run.attempt = e->attempts;
 	a->run.log_dir = s->log_dir;
 	sched_run_commits(a, j);
+	if (s->remote == NULL && a->trend == NULL) {
+		/* several hosts: the node that runs it reads them */
+		a->trend = trend_hist_load(s->store, j);
+		a->ntrend = j->nmetrics;
+		a->run.trend = a->trend;
+	}
 	a->run.done_cb = sched_run_done_cb;
 	a->run.started_cb = sched_run_started_cb;
 	a->run.data = a;
@@ -230,9 +238,14 @@ sched_dispatch(struct sched *s)
 
 	if (s->draining || s->closing || s->store_failed || s->dormant)
 		return;
-	while ((r = pick_next_run(&s->m, &g, now, &wake)) != NULL)
+	while ((r = pick_next_run(&s->m, &g, now, &wake)) != NULL) {
+		if (sched_cutoff(s, r, now)) {
+			manifest_run_free(r);
+			continue;
+		}
 		if (sched_run_begin(s, r, now) < 0)
 			break;
+	}
 	sched_arm_retry(s, wake, now);
 }
 
@@ -336,7 +349,7 @@ logged:
 }
 
 /* Newest landing among the inputs of a downstream partition, or -1. */
-static int64_t
+int64_t
 sched_inputs_at(struct sched *s, const struct job_def *j, part_t part)
 {
 	int64_t newest = -1;
@@ -365,12 +378,52 @@ struct outcome {
 	bool retry;
 };
 
-/* A partition's newest run changed: the per-job counts follow. */
-static void
-sched_prev_cb(const char *job, enum mstate prev, enum mstate state,
-	      void *data)
+/*
+ * When a successful build landed, for staleness: now, but for a run that
+ * left its partition identical (early cut-off, cutoff.h), which keeps
+ * the time its content last changed, so that it makes no downstream
+ * partition stale (docs/cutoff.md).
+ */
+static int64_t
+sched_built_at(struct sched *s, const struct item *x, int64_t now)
 {
-	sched_count_finished(data, job, prev, state);
+	int64_t built, inputs;
+	struct err err;
+
+	if (x->cut != CUTOFF_IN_SAME ||
+	    store_partition_get(s->store, x->job_name, x->key, &built, &inputs,
+				NULL, 0, &err) != 0)
+		return now;
+	return built;
+}
+
+/* What a successful run did to each of its items' partitions, from the
+ * fingerprints it read before and after its write. */
+static void
+sched_run_cuts(struct active *a, const struct outcome *o)
+{
+	const struct exec_run *run = &a->run;
+	struct run *r = a->mr;
+
+	for (size_t i = 0; i < r->nitems; i++) {
+		const struct exec_guard_result *g =
+		    run->guards != NULL && o->result == MS_SUCCEEDED &&
+		    !run->committed_before ?
+		    &run->guards[r->batch ? i : 0] : NULL;
+		struct cutoff_fp before = {0}, after = {0};
+
+		if (g != NULL) {
+			before.known = g->sum_before[0] != '\0' &&
+				       g->has_rows_before;
+			before.rows = g->rows_before;
+			memcpy(before.sum, g->sum_before, sizeof before.sum);
+			after.known = g->sum_after[0] != '\0' &&
+				      g->has_rows_after;
+			after.rows = g->rows_after;
+			memcpy(after.sum, g->sum_after, sizeof after.sum);
+		}
+		r->items[i]->cut = cutoff_input_of(&before, &after);
+	}
 }
 
 /* Write one partition's run row, newest run and build. */
@@ -398,12 +451,13 @@ sched_record_part(struct sched *s, struct active *a, size_t i,
 		return -1;
 	if (o->run_state != MS_CANCELLED &&
 	    store_partition_finished(s->store, a->mr->job_name, key, rid,
-				     o->run_state, sched_prev_cb, s, err) < 0)
+				     o->run_state, sched_count_prev_cb, s, err) < 0)
 		return -1;
 	if (o->result == MS_SUCCEEDED &&
-	    store_partition_built(s->store, a->mr->job_name, key, now,
-				  inputs_at, rid, run->job->code_version,
-				  err) < 0)
+	    store_partition_built(s->store, a->mr->job_name, key,
+				  sched_built_at(s, a->mr->items[a->mr->batch ?
+				  i : 0], now), inputs_at, rid,
+				  run->job->code_version, err) < 0)
 		return -1;
 	return 0;
 }
@@ -427,6 +481,9 @@ sched_record_end(struct sched *s, struct active *a, const struct outcome *o,
 		if (sched_record_part(s, a, i, o, inputs_at, now, err) < 0)
 			goto fail;
 	if (!run->cancelled && sched_audit(s, run, a->run_ids, err) < 0)
+		goto fail;
+	if (o->result == MS_SUCCEEDED &&
+	    trend_hist_record(s->store, run, run->run_id, err) < 0)
 		goto fail;
 	/* the other requests' rows of a run shared by several (rule 5) */
 	for (size_t i = 1; !r->batch && a->run_ids && i < r->nitems; i++) {
@@ -512,7 +569,7 @@ sched_run_event(struct sched *s, const struct active *a,
 
 /* (job, key) landed through request `by`: release what its failed items
  * elsewhere blocked (rule 4) and tell their requests. */
-static void
+void
 sched_landed(struct sched *s, const char *job, const char *key,
 	     struct request *by, int64_t now)
 {
@@ -605,6 +662,7 @@ sched_run_record(struct sched *s, struct active *a, const struct outcome *o,
 
 	manifest_run_result(&s->m, r, o->result, o->retry ? a->run.job : NULL,
 			    now);
+	sched_run_cuts(a, o);
 	if (sched_record_end(s, a, o, now, &err) < 0)
 		log_err("job=%s partition=%s run=%" PRId64 " cannot record the"
 			" result: %s",
@@ -633,6 +691,8 @@ sched_run_done_cb(struct exec_run *run)
 	else
 		sched_run_record(s, a, &o, now);
 	manifest_run_finish(&s->m, r);
+	/* before the run's configuration goes: run->job is in it */
+	sched_budget_run_done(s, a, now);
 	exec_run_clear_results(run);
 	config_unref(run->cfg);
 	sched_run_settle(s, r, &o, now);

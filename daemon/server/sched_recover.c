@@ -14,6 +14,7 @@
 #include "clock.h"
 #include "log.h"
 #include "proc.h"
+#include "trend_hist.h"
 #include "xalloc.h"
 
 struct load_ctx {
@@ -35,9 +36,15 @@ sched_load_cb(const struct store_open_row *row, void *data, struct err *err)
 					      row->rq_created_at);
 		lc->rq->cap = row->rq_concurrency;
 		lc->rq->fail_fast = row->rq_fail_fast;
+		lc->rq->no_cutoff = row->rq_no_cutoff;
+		lc->rq->budget_ms = row->rq_budget_ms;
+		lc->rq->spent_ms = row->rq_spent_ms;
+		lc->rq->over_budget = row->rq_over_budget;
 	}
 	it = manifest_item_add(&lc->s->m, lc->rq, row->id, row->job, row->key,
 			       row->seq, row->downstream, row->state);
+	if (row->state != MS_SKIPPED)
+		it->cut = cutoff_input_of_changed(row->changed);
 	it->attempts = row->attempts;
 	it->not_before = row->not_before;
 	if (row->blocked_on)
@@ -269,6 +276,7 @@ sched_recover_load(struct sched *s, const struct adopt_row *rows,
 		sched_adopt_keep(ad, &keep, &nkeep);
 	}
 	if (store_recover(s->store, now, keep, nkeep, recovered, err) < 0 ||
+	    trend_hist_trim(s->store, s->cfg, err) < 0 ||
 	    store_latest_counts(s->store, sched_count_load_cb, s, err) < 0 ||
 	    store_load_open(s->store, sched_load_cb, &lc, err) < 0)
 		goto out;

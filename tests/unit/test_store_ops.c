@@ -219,9 +219,9 @@ START_TEST(requests_and_manifest)
 			 -1);
 	ck_assert_int_eq(store_flush(st, &err), -1); /* that failed turn */
 	ck_assert_int_eq(store_item_set(st, m1, MS_FAILED, 2, 5000, "boom", NULL,
-				     1100, &err), 0);
+				     -1, 1100, &err), 0);
 	ck_assert_int_eq(store_item_set(st, m3, MS_BLOCKED, 0, 0, NULL,
-				     "fct/2026-02-01", 1100, &err), 0);
+				     "fct/2026-02-01", -1, 1100, &err), 0);
 	ck_assert_int_eq(peek("SELECT not_before FROM manifest WHERE"
 			      " error = 'boom'"), 5000);
 
@@ -341,10 +341,10 @@ START_TEST(recent_and_problems)
 
 	m = item(a, "fct", "k1", 0, MS_QUEUED);
 	(void)item(a, "fct", "k0", 1, MS_SUCCEEDED);
-	ck_assert_int_eq(store_item_set(st, m, MS_FAILED, 1, 0, "oops", NULL, 3,
+	ck_assert_int_eq(store_item_set(st, m, MS_FAILED, 1, 0, "oops", NULL, -1, 3,
 				     &err), 0);
 	m = item(a, "wk", "w1", 2, MS_QUEUED);
-	ck_assert_int_eq(store_item_set(st, m, MS_BLOCKED, 0, 0, NULL, "fct/k1", 3,
+	ck_assert_int_eq(store_item_set(st, m, MS_BLOCKED, 0, 0, NULL, "fct/k1", -1, 3,
 				     &err), 0);
 	ck_assert_int_eq(store_request_problems(st, a, problem_cb, &pb, &err), 0);
 	ck_assert_int_eq(pb.n, 2);
@@ -411,9 +411,9 @@ START_TEST(runs_and_recovery)
 
 	/* the interrupted runs were attempt 1 and 2 of their items */
 	ck_assert_int_eq(store_item_set(st, m1, MS_RUNNING, 1, 0, NULL, NULL,
-					100, &err), 0);
+					-1, 100, &err), 0);
 	ck_assert_int_eq(store_item_set(st, m2, MS_RUNNING, 2, 0, NULL, NULL,
-					100, &err), 0);
+					-1, 100, &err), 0);
 	store_stats(st, &ss);
 	ck_assert_int_eq(ss.runs_kept, 4);
 	ck_assert_int_gt(ss.db_bytes, 0);
@@ -436,7 +436,7 @@ START_TEST(runs_and_recovery)
 	/* a run that never started goes, unless it was audited */
 	ck_assert_int_eq(store_run_unstart(st, r2, &err), 0);
 	ck_assert_int_eq(store_audit_add(st, r1, "2026-02-08", false, 0, false, 0,
-				      NULL, NULL, NULL, NULL, true, &err), 0);
+				      NULL, NULL, NULL, NULL, true, NULL, NULL, &err), 0);
 	ck_assert_int_eq(store_run_unstart(st, r1, &err), 0);
 	ck_assert_int_eq(peek("SELECT COUNT(*) FROM runs"), 3);
 	store_stats(st, &ss);
@@ -642,19 +642,19 @@ START_TEST(builds)
 	struct err err;
 
 	ck_assert_int_eq(store_partition_get(st, "wk", "2026-02-02", &built,
-					  &inputs, &err), 1);
+					  &inputs, NULL, 0, &err), 1);
 	ck_assert_int_eq(store_newest_build(st, "wk", "2026-01-01", "2026-12-31",
 					 &built, &err), 1);
 	ck_assert_int_eq(store_partition_built(st, "wk", "2026-02-02", 50, 40, 7,
 					    "v1", &err), 0);
 	ck_assert_int_eq(store_partition_get(st, "wk", "2026-02-02", &built,
-					  &inputs, &err), 0);
+					  &inputs, NULL, 0, &err), 0);
 	ck_assert_int_eq(built, 50);
 	ck_assert_int_eq(inputs, 40);
 	ck_assert_int_eq(store_partition_built(st, "wk", "2026-02-02", 60, -1, 8,
 					    "v2", &err), 0);
 	ck_assert_int_eq(store_partition_get(st, "wk", "2026-02-02", &built,
-					  &inputs, &err), 0);
+					  &inputs, NULL, 0, &err), 0);
 	ck_assert_int_eq(built, 60);
 	ck_assert_int_eq(inputs, -1);
 	ck_assert_int_eq(store_partition_built(st, "wk", "2026-01-26", 70, 65, 9,
@@ -701,6 +701,8 @@ START_TEST(job_state)
 	js.late_checked_at = 2345;
 	js.late_found = 3;
 	strcpy(js.late_error, "late: no table");
+	js.has_reconciled = true;
+	strcpy(js.reconciled, "2026-02-08");
 	ck_assert_int_eq(store_job_put(st, "fct", &js, 100, &err), 0);
 	ck_assert_int_eq(store_job_get(st, "fct", &back, &err), 0);
 	ck_assert(back.has_watermark);
@@ -716,12 +718,15 @@ START_TEST(job_state)
 	ck_assert_int_eq(back.late_checked_at, 2345);
 	ck_assert_int_eq(back.late_found, 3);
 	ck_assert_str_eq(back.late_error, "late: no table");
+	ck_assert(back.has_reconciled);
+	ck_assert_str_eq(back.reconciled, "2026-02-08");
 	/* overwritten: cleared fields read back cleared */
 	memset(&js, 0, sizeof js);
 	ck_assert_int_eq(store_job_put(st, "fct", &js, 200, &err), 0);
 	ck_assert_int_eq(store_job_get(st, "fct", &back, &err), 0);
 	ck_assert(!back.has_watermark && !back.paused);
 	ck_assert(!back.has_late_since && !back.has_late_checked);
+	ck_assert(!back.has_reconciled);
 	ck_assert_str_eq(back.catchup, "ok");
 	ck_assert_str_eq(back.gap_to, "");
 	ck_assert_str_eq(back.late_error, "");
@@ -765,6 +770,96 @@ audit_cb(const struct store_audit_row *row, void *data)
 
 /* The audit: each manifest row with its latest run and that run's
  * record, which a second record for the same partition replaces. */
+struct trend_seen {
+	int n;
+	char key[40][16];
+	double v[40];
+	char series[8][40];
+	int nseries;
+};
+
+static void
+trend_seen_cb(const char *key, double value, void *data)
+{
+	struct trend_seen *t = data;
+
+	ck_assert_int_lt(t->n, 40);
+	snprintf(t->key[t->n], sizeof t->key[t->n], "%s", key);
+	t->v[t->n++] = value;
+}
+
+static void
+trend_series_cb(const char *job, const char *metric, void *data)
+{
+	struct trend_seen *t = data;
+
+	ck_assert_int_lt(t->nseries, 8);
+	snprintf(t->series[t->nseries++], sizeof t->series[0], "%s/%s", job,
+		 metric);
+}
+
+/* Trend values: newest first by run then key, a partition recorded again
+ * replaces its value and becomes newest, trim keeps the newest N (the
+ * bound: after any number of puts, at most N), series lists the pairs. */
+START_TEST(trend_values)
+{
+	struct trend_seen t;
+	struct err err;
+	char key[16];
+
+	memset(&t, 0, sizeof t);
+	for (int i = 1; i <= 30; i++) {
+		snprintf(key, sizeof key, "2026-01-%02d", i);
+		ck_assert_int_eq(store_trend_put(st, "fct", "revenue", key,
+						 100.0 + i + 0.25, 10 + i, &err), 0);
+		ck_assert_int_eq(store_trend_trim(st, "fct", "revenue", 8, &err),
+				 0);
+	}
+	ck_assert_int_eq(store_trend_put(st, "fct", "rows", "2026-01-01", 7,
+					 3, &err), 0);
+	ck_assert_int_eq(store_trend_values(st, "fct", "revenue", 100,
+					    trend_seen_cb, &t, &err), 0);
+	ck_assert_int_eq(t.n, 8);
+	ck_assert_str_eq(t.key[0], "2026-01-30");
+	ck_assert_double_eq(t.v[0], 130.25);
+	ck_assert_str_eq(t.key[7], "2026-01-23");
+	/* the same partition again, by a newer run: replaced, newest */
+	ck_assert_int_eq(store_trend_put(st, "fct", "revenue", "2026-01-25",
+					 -1.5, 99, &err), 0);
+	memset(&t, 0, sizeof t);
+	ck_assert_int_eq(store_trend_values(st, "fct", "revenue", 3,
+					    trend_seen_cb, &t, &err), 0);
+	ck_assert_int_eq(t.n, 3);
+	ck_assert_str_eq(t.key[0], "2026-01-25");
+	ck_assert_double_eq(t.v[0], -1.5);
+	ck_assert_str_eq(t.key[1], "2026-01-30");
+	/* a batch run: one run id, newest key first */
+	ck_assert_int_eq(store_trend_put(st, "fct", "revenue", "2026-02-01",
+					 1, 100, &err), 0);
+	ck_assert_int_eq(store_trend_put(st, "fct", "revenue", "2026-02-02",
+					 2, 100, &err), 0);
+	memset(&t, 0, sizeof t);
+	ck_assert_int_eq(store_trend_values(st, "fct", "revenue", 2,
+					    trend_seen_cb, &t, &err), 0);
+	ck_assert_str_eq(t.key[0], "2026-02-02");
+	ck_assert_str_eq(t.key[1], "2026-02-01");
+	memset(&t, 0, sizeof t);
+	ck_assert_int_eq(store_trend_series(st, trend_series_cb, &t, &err), 0);
+	ck_assert_int_eq(t.nseries, 2);
+	ck_assert_str_eq(t.series[0], "fct/revenue");
+	ck_assert_str_eq(t.series[1], "fct/rows");
+	/* trim to 0: the pair is gone, the other kept */
+	ck_assert_int_eq(store_trend_trim(st, "fct", "revenue", 0, &err), 0);
+	memset(&t, 0, sizeof t);
+	ck_assert_int_eq(store_trend_values(st, "fct", "revenue", 100,
+					    trend_seen_cb, &t, &err), 0);
+	ck_assert_int_eq(t.n, 0);
+	ck_assert_int_eq(store_trend_series(st, trend_series_cb, &t, &err), 0);
+	ck_assert_int_eq(t.nseries, 1);
+	ck_assert_str_eq(t.series[0], "fct/rows");
+}
+END_TEST
+
 START_TEST(audit)
 {
 	struct audits au = { 0 };
@@ -777,12 +872,12 @@ START_TEST(audit)
 	(void)m2;
 	r1 = run(m1, rid, "fct", "k1", 1, 5);
 	ck_assert_int_eq(store_audit_add(st, r1, "k1", true, 1, true, 2, "{\"a\":1}",
-				      "[]", "a=1", "", false, &err), 0);
+				      "[]", "a=1", "", false, NULL, NULL, &err), 0);
 	r2 = run(m1, rid, "fct", "k1", 2, 6);
 	ck_assert_int_eq(store_audit_add(st, r2, "k1", true, 1, true, 5, "{\"a\":2}",
-				      "[]", "a=2", "", true, &err), 0);
+				      "[]", "a=2", "", true, NULL, NULL, &err), 0);
 	ck_assert_int_eq(store_audit_add(st, r2, "k1", false, 0, true, 9, NULL,
-				      NULL, NULL, NULL, true, &err), 0);
+				      NULL, NULL, NULL, true, NULL, NULL, &err), 0);
 	ck_assert_int_eq(store_run_finish(st, r2, MS_SUCCEEDED, 7, NULL, 4, &err),
 			 0);
 	ck_assert_int_eq(store_audit_of(st, rid, audit_cb, &au, &err), 0);
@@ -856,11 +951,11 @@ START_TEST(runs_listing)
 	r1 = run(m1, rid, "fct", "k1", 1, 5);
 	ck_assert_int_eq(store_run_finish(st, r1, MS_FAILED, 6, "x", -1, &err), 0);
 	r2 = run(m1, rid, "fct", "k1", 2, 7);
-	ck_assert_int_eq(store_item_set(st, m2, MS_BLOCKED, 0, 0, NULL, "up/k0", 8,
+	ck_assert_int_eq(store_item_set(st, m2, MS_BLOCKED, 0, 0, NULL, "up/k0", -1, 8,
 				     &err), 0);
 	ck_assert_int_eq(store_item_set(st, m3, MS_CANCELLED, 0, 0, "cancelled",
-				     NULL, 8, &err), 0);
-	ck_assert_int_eq(store_item_set(st, m1, MS_RUNNING, 2, 0, NULL, NULL, 8,
+				     NULL, -1, 8, &err), 0);
+	ck_assert_int_eq(store_item_set(st, m1, MS_RUNNING, 2, 0, NULL, NULL, -1, 8,
 				     &err), 0);
 	rid2 = request("rerun", 2);
 	(void)item(rid2, "wk", "w1", 0, MS_QUEUED);
@@ -1068,7 +1163,7 @@ START_TEST(one_turn_many_rows)
 		m[i] = item(rid, "fct", key, i, MS_QUEUED);
 		ck_assert_int_eq(store_begin(st, &err), 0);
 		ck_assert_int_eq(store_item_set(st, m[i], MS_RUNNING, 1, 0,
-						NULL, NULL, 3, &err), 0);
+						NULL, NULL, -1, 3, &err), 0);
 		r[i] = run(m[i], rid, "fct", key, 1, 3);
 		ck_assert_int_eq(store_commit(st, &err), 0);
 	}
@@ -1081,8 +1176,8 @@ START_TEST(one_turn_many_rows)
 				 0);
 		ck_assert_int_eq(store_item_set(st, m[i], i == 7 ? MS_FAILED :
 						MS_SUCCEEDED, 1, 0,
-						i == 7 ? odd : NULL, NULL, 4,
-						&err), 0);
+						i == 7 ? odd : NULL, NULL, -1,
+						4, &err), 0);
 		if (i == 5)
 			ck_assert_int_eq(store_partition_finished(
 			    st, "fct", key, r[i], MS_SUCCEEDED, turn_prev_cb,
@@ -1101,7 +1196,7 @@ START_TEST(one_turn_many_rows)
 						  MS_FAILED, turn_prev_cb,
 						  &tp, &err), 0);
 	ck_assert_int_eq(store_item_set(st, m[5], MS_FAILED, 2, 0, "again",
-					NULL, 6, &err), 0);
+					NULL, -1, 6, &err), 0);
 	if (on_pg)
 		ck_assert_int_eq(tp.calls, 0); /* at the commit */
 	ck_assert_int_eq(peek("SELECT COUNT(*) FROM runs"), 0);
@@ -1136,7 +1231,7 @@ START_TEST(one_turn_many_rows)
 						  MS_SUCCEEDED, turn_prev_cb,
 						  &tp, &err), 0);
 	ck_assert_int_eq(store_item_set(st, m[9], MS_QUEUED, 0, 0, NULL, NULL,
-					7, &err), 0);
+					-1, 7, &err), 0);
 	st->ops->discard(st);
 	if (on_pg)
 		ck_assert_int_eq(tp.calls, 2);
@@ -1431,6 +1526,7 @@ add_cases(TCase *tc)
 	tcase_add_test(tc, last_states);
 	tcase_add_test(tc, builds);
 	tcase_add_test(tc, job_state);
+	tcase_add_test(tc, trend_values);
 	tcase_add_test(tc, audit);
 	tcase_add_test(tc, runs_listing);
 	tcase_add_test(tc, shared_run);
