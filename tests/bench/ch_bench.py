@@ -21,7 +21,8 @@ and of 90 days from Wednesday 2025-03-05 (fact plus the affected weeks):
               INSERT ... SELECT of the whole range into a stage table, one
               REPLACE PARTITION per date; the same for the weeks
   backfilld c the daemon, write-audit-publish per partition, the fact job's
-              concurrency c = 1 and 4 (max_concurrency 4, max_connections 4)
+              concurrency c = 1 and 4 (max_concurrency 4, max_connections 4),
+              backfillctl backfill ... --wait, end to end (start not timed)
   batch       the daemon with batch: true (one stage fill per request, a
               REPLACE PARTITION per partition)
 
@@ -33,6 +34,14 @@ days must equal raw_sales, each affected week must equal the sum of its
 days, nothing else may change, and no stage table may hold rows; for
 backfilld the state store must hold one succeeded run per day and per
 week.
+
+The table gives ratios of medians and paired ratios (the median over
+rounds of the ratio within a round), then the targets: backfilld <= 1.10
+x the set-based script and <= 0.5 x the hand loop.  --old DIR adds
+another build's daemon (e.g. an older commit's) as old1, old4, oldbatch;
+--nice N runs everything at niceness N; --profile, instead of timing,
+runs each method once with the server's query_log and prints the
+statements grouped, with their counts and server time.
 
 --quick: one run of each, the 30-day window only.  --smoke: a tiny
 warehouse (40 days x 300 rows), windows of 3 and 10 days, one run, for the
