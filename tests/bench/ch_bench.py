@@ -72,7 +72,7 @@ ROOT = os.path.dirname(os.path.dirname(HERE))
 sys.path.insert(0, HERE)
 sys.path.insert(0, os.path.join(ROOT, "tools"))
 from run import (BenchError, WindowCase, git_describe, indent, loadavg,  # noqa: E402
-                 median)
+                 median, window_args)
 from chserver import CLIENT, ChQueryError, ChServer, ChServerError  # noqa: E402
 
 SKIP = 77
@@ -419,24 +419,12 @@ def profile(args, s, case, method, work, pristine, env):
 # ------------------------------------------------------------------ main
 
 def parse(argv):
-    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0],
-                                 formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--quick", action="store_true", help="one run of each, 30 days only")
-    ap.add_argument("--smoke", action="store_true",
-                    help="tiny warehouse, one run, no timing claims: checks the results only")
-    ap.add_argument("--runs", type=int, help="runs of each method (default 3; --quick 1)")
-    ap.add_argument("--windows", help="backfill sizes in days (default 30,90; --quick 30)")
+    ap = window_args(__doc__, 365)
     ap.add_argument("--methods", help="a subset of %s (default all; with --old also %s)"
                     % (",".join(METHODS), ",".join(OLD)))
     ap.add_argument("--old", metavar="DIR",
                     help="another build folder (e.g. of an older commit): adds its daemon as "
                     "the methods %s, alternating with the others" % ",".join(OLD))
-    ap.add_argument("--build", default=os.path.join(ROOT, "build-bench"),
-                    help="meson build folder holding daemon/backfilld (default build-bench)")
-    ap.add_argument("--days", type=int, default=365, help="days in the warehouse")
-    ap.add_argument("--rows-per-day", type=int, default=27000)
-    ap.add_argument("--stores", type=int, default=100)
-    ap.add_argument("--json", help="write every figure to this file")
     ap.add_argument("--nice", type=int, default=0,
                     help="run the server, the scripts and the daemon at this niceness (e.g. "
                     "-10 as root on a machine shared with other work; default 0)")
@@ -577,17 +565,11 @@ def main(argv=None):
         print(targets(cases))
     print()
     print("elapsed %.0f s" % report["elapsed_s"])
-    report["cases"] = [{"case": cs.name, "weeks": len(cs.weeks), "window": [cs.first, cs.last],
-                        "times_ms": {m: [round(t * 1000, 1) for t in ts]
-                                     for m, ts in cs.times.items()},
-                        "median_ms": {m: round(median(ts) * 1000, 1)
-                                      for m, ts in cs.times.items()},
-                        "paired_vs_set": {m: round(paired(cs, m, "set"), 3)
-                                          for m in cs.times if "set" in cs.times},
-                        "paired_vs_hand": {m: round(paired(cs, m, "hand"), 3)
-                                           for m in cs.times if "hand" in cs.times},
-                        "daemon_run_time_sum_ms": {m: [round(t * 1000) for t in ts]
-                                                   for m, ts in cs.run_sums.items()}}
+    report["cases"] = [dict(cs.as_json(),
+                            paired_vs_set={m: round(paired(cs, m, "set"), 3)
+                                           for m in cs.times if "set" in cs.times},
+                            paired_vs_hand={m: round(paired(cs, m, "hand"), 3)
+                                            for m in cs.times if "hand" in cs.times})
                        for cs in cases]
     if args.json:
         with open(args.json, "w") as f:

@@ -36,7 +36,6 @@ or a missing tool, 77 PostgreSQL cannot be started here (the message says
 why).  KEEP_TMP=1 keeps the cluster's folder after a failure.
 """
 
-import argparse
 import datetime
 import glob
 import json
@@ -53,7 +52,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(os.path.dirname(HERE))
 sys.path.insert(0, HERE)
 from run import (BenchError, FACT_SQL, WEEK_SQL, WindowCase, indent, loadavg,  # noqa: E402
-                 median)
+                 median, window_args)
 
 SKIP = 77
 PASSWORD = "bench-etl-3c9d"
@@ -393,22 +392,10 @@ def table(cases, runs):
 # ------------------------------------------------------------------ main
 
 def parse(argv):
-    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0],
-                                 formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--quick", action="store_true", help="one run of each, 30 days only")
-    ap.add_argument("--smoke", action="store_true",
-                    help="tiny warehouse, one run, no timing claims: checks the results only")
-    ap.add_argument("--runs", type=int, help="runs of each method (default 3; --quick 1)")
-    ap.add_argument("--windows", help="backfill sizes in days (default 30,90; --quick 30)")
-    ap.add_argument("--build", default=os.path.join(ROOT, "build-bench"),
-                    help="meson build folder holding daemon/backfilld (default build-bench)")
-    ap.add_argument("--days", type=int, default=120, help="days in the warehouse")
-    ap.add_argument("--rows-per-day", type=int, default=27000)
-    ap.add_argument("--stores", type=int, default=100)
+    ap = window_args(__doc__, 120)
     ap.add_argument("--port", type=int, default=54330, help="the server's port (names the "
                     "Unix socket only; no TCP)")
     ap.add_argument("--shared-buffers", default="512MB")
-    ap.add_argument("--json", help="write every figure to this file")
     args = ap.parse_args(argv)
     if args.smoke:
         args.days, args.rows_per_day, args.stores = 20, 300, 10
@@ -497,14 +484,7 @@ def main(argv=None):
     print(table(cases, args.runs))
     print()
     print("elapsed %.0f s" % report["elapsed_s"])
-    report["cases"] = [{"case": cs.name, "weeks": len(cs.weeks), "window": [cs.first, cs.last],
-                        "times_ms": {m: [round(t * 1000, 1) for t in ts]
-                                     for m, ts in cs.times.items()},
-                        "median_ms": {m: round(median(ts) * 1000, 1)
-                                      for m, ts in cs.times.items()},
-                        "daemon_run_time_sum_ms": {m: [round(t * 1000) for t in ts]
-                                                   for m, ts in cs.run_sums.items()}}
-                       for cs in cases]
+    report["cases"] = [cs.as_json() for cs in cases]
     if args.json:
         with open(args.json, "w") as f:
             json.dump(report, f, indent=1)

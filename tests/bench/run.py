@@ -582,6 +582,24 @@ class Case:
         self.run_sums = {}
 
 
+def window_args(doc, days):
+    """The options pg_bench.py and ch_bench.py share: an ArgumentParser."""
+    ap = argparse.ArgumentParser(description=doc.split("\n")[0],
+                                 formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--quick", action="store_true", help="one run of each, 30 days only")
+    ap.add_argument("--smoke", action="store_true",
+                    help="tiny warehouse, one run, no timing claims: checks the results only")
+    ap.add_argument("--runs", type=int, help="runs of each method (default 3; --quick 1)")
+    ap.add_argument("--windows", help="backfill sizes in days (default 30,90; --quick 30)")
+    ap.add_argument("--build", default=os.path.join(ROOT, "build-bench"),
+                    help="meson build folder holding daemon/backfilld (default build-bench)")
+    ap.add_argument("--days", type=int, default=days, help="days in the warehouse")
+    ap.add_argument("--rows-per-day", type=int, default=27000)
+    ap.add_argument("--stores", type=int, default=100)
+    ap.add_argument("--json", help="write every figure to this file")
+    return ap
+
+
 class WindowCase:
     """A backfill window of ndays from first (pg_bench.py, ch_bench.py):
     its dates, the ISO weeks they touch, and each method's times."""
@@ -621,6 +639,14 @@ class WindowCase:
                                                               d.tail()))
         shutil.rmtree(rundir, ignore_errors=True)
         return dt
+
+    def as_json(self):
+        """Every time of this window, for --json."""
+        return {"case": self.name, "weeks": len(self.weeks), "window": [self.first, self.last],
+                "times_ms": {m: [round(t * 1000, 1) for t in ts] for m, ts in self.times.items()},
+                "median_ms": {m: round(median(ts) * 1000, 1) for m, ts in self.times.items()},
+                "daemon_run_time_sum_ms": {m: [round(t * 1000) for t in ts]
+                                           for m, ts in self.run_sums.items()}}
 
     def record(self, method, dt, dg, pristine, what, label, check_truth):
         """After one measurement of method: its result (digest dg) changed
