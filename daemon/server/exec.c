@@ -114,6 +114,10 @@ struct exec_conncache {
 	char *where;  /* sqlite path or postgres conninfo */
 	struct wh_conn *conn;
 	bool commits_ready; /* backfilld_commits is there (wh_commits.h) */
+	/* ClickHouse: the jobs whose partition key passed exec_wap_key on
+	 * this connection, as "job table column grain" (exec_conn_wap) */
+	char **wap_checked;
+	size_t nwap_checked;
 };
 
 /*
@@ -434,6 +438,67 @@ exec_warehouse_state(struct exec *ex, const char *name, char *error,
 
 static void exec_conn_drop(struct exec_worker *w, struct wh_conn *conn);
 
+/* Forget `key` among cc's checked jobs, or every one when key is NULL. */
+static void
+exec_conn_wap_forget(struct exec_conncache *cc, const char *key)
+{
+	size_t i = 0;
+
+	while (i < cc->nwap_checked) {
+		if (key == NULL || strcmp(cc->wap_checked[i], key) == 0) {
+			free(cc->wap_checked[i]);
+			cc->wap_checked[i] = cc->wap_checked[--cc->nwap_checked];
+		} else {
+			i++;
+		}
+	}
+	if (cc->nwap_checked == 0) {
+		free(cc->wap_checked);
+		cc->wap_checked = NULL;
+	}
+}
+
+/*
+ * Has job jd's partition key passed exec_wap_key on conn before (op 0)?
+ * Op 1 records that it has, op -1 forgets it (a run of jd failed: the
+ * next one checks again).  The key is checked at start and at every
+ * reload too; this spares each run of a backfill its system.tables
+ * round trip.  At most EXEC_WAP_CHECKED_MAX jobs a connection.
+ */
+#define EXEC_WAP_CHECKED_MAX 256
+static bool
+exec_conn_wap(struct exec_worker *w, struct wh_conn *conn,
+	      const struct job_def *jd, int op)
+{
+	struct exec_conncache *cc = NULL;
+	char *key;
+	bool found = false;
+
+	for (size_t i = 0; i < w->ncache && cc == NULL; i++)
+		if (w->cache[i].conn == conn)
+			cc = &w->cache[i];
+	if (cc == NULL)
+		return false;
+	key = exec_xasprintf("%s %s %s %s", jd->name, jd->table,
+			     jd->partition_column, grain_name(jd->grain));
+	for (size_t i = 0; i < cc->nwap_checked && !found; i++)
+		found = strcmp(cc->wap_checked[i], key) == 0;
+	if (op == -1 && found)
+		exec_conn_wap_forget(cc, key);
+	if (op == 1 && !found) {
+		if (cc->nwap_checked >= EXEC_WAP_CHECKED_MAX)
+			exec_conn_wap_forget(cc, NULL);
+		cc->wap_checked = realloc(cc->wap_checked,
+		    (cc->nwap_checked + 1) * sizeof *cc->wap_checked);
+		if (cc->wap_checked == NULL)
+			abort();
+		cc->wap_checked[cc->nwap_checked++] = key;
+		return true;
+	}
+	free(key);
+	return found;
+}
+
 /* The worker's open connection to wh, opening one if needed. */
 static struct wh_conn *
 exec_conn_get(struct exec_worker *w, const struct warehouse_def *wh,
@@ -500,6 +565,8 @@ exec_conn_get(struct exec_worker *w, const struct warehouse_def *wh,
 	cc->where = exec_xstrdup(where);
 	cc->conn = conn;
 	cc->commits_ready = false;
+	cc->wap_checked = NULL;
+	cc->nwap_checked = 0;
 	return conn;
 }
 
@@ -516,6 +583,7 @@ exec_conn_drop(struct exec_worker *w, struct wh_conn *conn)
 		conn->drv->close(conn);
 		free(w->cache[i].name);
 		free(w->cache[i].where);
+		exec_conn_wap_forget(&w->cache[i], NULL);
 		w->cache[i] = w->cache[--w->ncache];
 		return;
 	}
@@ -1263,9 +1331,14 @@ exec_sql_run(struct exec_worker *w, struct exec_flight *fl)
 		conn->drv->tag(conn, run->run_id);
 	if (run->query_sql != NULL)
 		rc = exec_sql_query(fl, conn, &err);
-	else if (wh->kind == WH_CLICKHOUSE)
-		rc = run->verify ? exec_sql_wap_verify(fl, conn, &err) :
-			exec_sql_wap(fl, conn, &err);
+	else if (wh->kind == WH_CLICKHOUSE && run->verify)
+		rc = exec_sql_wap_verify(fl, conn, &err);
+	else if (wh->kind == WH_CLICKHOUSE) {
+		rc = exec_sql_wap(fl, conn, exec_conn_wap(w, conn, run->job, 0),
+				  &err);
+		/* checked once a connection; again after a failed run */
+		exec_conn_wap(w, conn, run->job, rc == 0 ? 1 : -1);
+	}
 	else if (run->verify)
 		rc = exec_sql_verify(fl, conn, &err);
 	else if (run->ncommits > 0 && exec_conn_commits(w, conn, &err) == -1)

@@ -45,9 +45,11 @@ const struct wh_driver *exec_driver(enum wh_kind kind);
  * (exec_wap.c, rule 2): once the caller has recorded it, they go. */
 void exec_flight_set_staged(struct exec_flight *fl);
 
-/* exec_wap.c: a run, and a proof, on ClickHouse. */
+/* exec_wap.c: a run, and a proof, on ClickHouse (key_checked: the
+ * table's partition key passed exec_wap_key on this connection already,
+ * exec.c's per-connection cache). */
 int exec_sql_wap(struct exec_flight *fl, struct wh_conn *conn,
-		 struct err *err);
+		 bool key_checked, struct err *err);
 int exec_sql_wap_verify(struct exec_flight *fl, struct wh_conn *conn,
 			struct err *err);
 /* The marks and stage partitions of parts (skip[i]: not that one; skip

@@ -828,7 +828,8 @@ exec_sql_wap_shards(struct exec_flight *fl, struct wap_shards *sh,
  * partition whose step or check failed.
  */
 int
-exec_sql_wap(struct exec_flight *fl, struct wh_conn *conn, struct err *err)
+exec_sql_wap(struct exec_flight *fl, struct wh_conn *conn, bool key_checked,
+	     struct err *err)
 {
 	struct exec_run *run = exec_flight_run(fl);
 	const struct job_def *jd = run->job;
@@ -842,7 +843,7 @@ exec_sql_wap(struct exec_flight *fl, struct wh_conn *conn, struct err *err)
 
 	exec_wap_tables(run->cfg, jd, &t);
 	if (exec_begin(conn, err) == -1 ||
-	    exec_wap_key(conn, run->cfg, jd, err) == -1)
+	    (!key_checked && exec_wap_key(conn, run->cfg, jd, err) == -1))
 		return -1;
 	rc = wh->cluster == NULL ? 0 : exec_wap_shards_open(conn, wh, jd,
 	    exec_flight_stop(fl), run->run_id, &sh, err);
