@@ -88,15 +88,17 @@ def pause_then_continue(c, db, victim, via):
     # raw changes now: a build from here differs from the victim's stage
     for day in marked:
         tch.SRV.q("INSERT INTO raw_sales SELECT * FROM raw_sales WHERE dt = '%s' LIMIT 2" % day, db)
-    # every partition run again without the victim, or a REPLACE of the
+    # every partition run again without the victim, or a statement of the
     # node that took over waiting on a lock the victim's query in flight
-    # holds (a SELECT whose answer it does not read while stopped)
+    # holds (a SELECT whose answer it does not read while stopped): a
+    # REPLACE, or the ALTER or INSERT before it, running for over a second
     def done():
         return set(DAYS) <= {r[0] for r in c.state.rows(
             "SELECT partition_key FROM runs WHERE request_id = %d AND state = 'succeeded'"
             % req)}
     c.wait_until(lambda: done() or int(tch.SRV.q(
-        "SELECT count() FROM system.processes WHERE query LIKE 'ALTER TABLE%%REPLACE%%'"
+        "SELECT count() FROM system.processes WHERE (query LIKE '%%ALTER TABLE%%'"
+        " OR query LIKE '%%INSERT INTO%%') AND query NOT LIKE '%%system.processes%%'"
         " AND elapsed > 1").strip()) > 0,
         "the partitions run again without %s (or waiting on its lock)" % victim, guard=GUARD)
     v.signal(signal.SIGCONT)
