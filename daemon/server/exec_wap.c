@@ -769,9 +769,10 @@ fail:
 }
 
 /* Tests only: BACKFILLD_TEST_CH_PAUSE=FIFO holds the run, the first
- * time it reaches a shard after one published (or was recorded so
- * before), until a byte can be read from FIFO, so that a test can look
- * at the daemon meanwhile. */
+ * time it reaches a shard after one the state store had recorded
+ * published before the run began, until a byte can be read from FIFO
+ * (the test's open of FIFO to write tells it the run is held), so that a
+ * test can look at the daemon meanwhile. */
 static void
 exec_wap_test_pause(void)
 {
@@ -843,7 +844,6 @@ exec_sql_wap_shards(struct exec_flight *fl, struct wap_shards *sh,
 	struct exec_run *run = exec_flight_run(fl);
 	struct wap_tables t;
 	int64_t *rows = xcalloc(2 * run->nparts * sh->n, sizeof *rows);
-	bool any = false;
 	int rc = 0;
 
 	exec_wap_tables_of(run->cfg, sh->local, &t);
@@ -853,9 +853,8 @@ exec_sql_wap_shards(struct exec_flight *fl, struct wap_shards *sh,
 						  rows + 2 * s * run->nparts,
 						  err);
 	for (size_t s = 0; s < sh->n && rc == 0; s++) {
-		if (any)
+		if (s > 0 && exec_wap_shard_done(run, s - 1))
 			exec_wap_test_pause();
-		any = true;
 		if (exec_wap_shard_done(run, s))
 			continue;
 		rc = exec_wap_shard_publish(fl, sh, &t, s, rows, err);
