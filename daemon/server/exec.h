@@ -136,6 +136,7 @@ struct exec_run {
 	 * the other shards unpublished). */
 	int (*shard_cb)(struct exec_run *run,
 			const struct exec_shard_publish *pub, struct err *err);
+	void *shard_data;          /* shard_cb's own */
 	/* The shards already recorded published for parts[0] by every request
 	 * of commits (bit s - 1 for shard s), not published again, and the
 	 * sums of their audit counts. */

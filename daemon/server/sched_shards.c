@@ -53,15 +53,23 @@ static int sched_shard_cb(struct exec_run *run,
 void
 sched_shards_fill(struct sched *s, struct active *a)
 {
-	const struct job_def *j = a->run.job;
-	struct exec_run *run = &a->run;
+	/* several hosts: the node that runs it (cluster_worker.c) */
+	if (s->remote == NULL)
+		sched_shards_prepare(s, &a->run);
+}
+
+void
+sched_shards_prepare(struct sched *s, struct exec_run *run)
+{
+	const struct job_def *j = run->job;
 	struct shards_read rd;
 	uint64_t mask = ~(uint64_t)0;
 	struct err err;
 
-	if (s->remote != NULL || !sched_shards_job(s, j) || run->ncommits == 0)
+	if (!sched_shards_job(s, j) || run->ncommits == 0)
 		return;
 	run->shard_cb = sched_shard_cb;
+	run->shard_data = s;
 	for (size_t k = 0; k < run->ncommits; k++) {
 		memset(&rd, 0, sizeof rd);
 		if (store_shards_of(s->store, run->commits[k].request, j->name,
@@ -94,8 +102,7 @@ static int
 sched_shard_cb(struct exec_run *run, const struct exec_shard_publish *pub,
 	       struct err *err)
 {
-	struct active *a = run->data;
-	struct sched *s = a->s;
+	struct sched *s = run->shard_data;
 	int64_t now = clock_now_ms();
 
 	if (store_defer(s->store, err) < 0)
