@@ -19,7 +19,9 @@ cmd_shards_job(const struct config *cfg, const char *job)
 	int j = config_job_index(cfg, job);
 	const struct warehouse_def *wh;
 
-	if (j < 0)
+	if (j < 0 || cfg->jobs[j].sql == NULL || cfg->jobs[j].command != NULL ||
+	    cfg->jobs[j].warehouse < 0 ||
+	    (size_t)cfg->jobs[j].warehouse >= cfg->nwarehouses)
 		return false;
 	wh = &cfg->warehouses[cfg->jobs[j].warehouse];
 	return wh->kind == WH_CLICKHOUSE && wh->cluster != NULL;

@@ -40,7 +40,8 @@ sched_shards_job(const struct sched *s, const struct job_def *j)
 {
 	const struct warehouse_def *wh;
 
-	if (j->sql == NULL || j->command != NULL || j->batch)
+	if (j->sql == NULL || j->command != NULL || j->batch ||
+	    j->warehouse < 0 || (size_t)j->warehouse >= s->cfg->nwarehouses)
 		return false;
 	wh = &s->cfg->warehouses[j->warehouse];
 	return wh->kind == WH_CLICKHOUSE && wh->cluster != NULL;
