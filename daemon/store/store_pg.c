@@ -2654,10 +2654,17 @@ pgst_trend_values(struct store *st, const char *job, const char *metric,
 	return 0;
 }
 
-/* The shard_publishes rows of r (their columns in table order) to cb. */
-static void
-pgst_shard_rows(PGresult *r, store_shard_cb cb, void *data)
+/* The shard_publishes rows statement q reads (their columns in table
+ * order) to cb. */
+static int
+pgst_shard_rows(struct store *st, int q, const struct pgst_args *a,
+		store_shard_cb cb, void *data, struct err *err)
 {
+	PGresult *r = pgst_exec(pgst_of(st), q, a,
+				"reading the shards' publishes", err);
+
+	if (r == NULL)
+		return -1;
 	for (int i = 0; i < PQntuples(r); i++) {
 		struct store_shard_row row = {
 			.request = col_int(r, i, 0),
@@ -2673,6 +2680,8 @@ pgst_shard_rows(PGresult *r, store_shard_cb cb, void *data)
 
 		cb(&row, data);
 	}
+	PQclear(r);
+	return 0;
 }
 
 /* Record a shard's publish of a partition. */
@@ -2701,33 +2710,18 @@ pgst_shards_of(struct store *st, int64_t request, const char *job,
 	       struct err *err)
 {
 	struct pgst_args a = { 0 };
-	PGresult *r;
 
 	arg_int(&a, request);
 	arg_text(&a, job);
 	arg_text(&a, key);
-	r = pgst_exec(pgst_of(st), P_SHARDS_OF, &a,
-		      "reading the shards' publishes", err);
-	if (r == NULL)
-		return -1;
-	pgst_shard_rows(r, cb, data);
-	PQclear(r);
-	return 0;
+	return pgst_shard_rows(st, P_SHARDS_OF, &a, cb, data, err);
 }
 
 static int
 pgst_shards_partial(struct store *st, store_shard_cb cb, void *data,
 		    struct err *err)
 {
-	PGresult *r;
-
-	r = pgst_exec(pgst_of(st), P_SHARDS_PARTIAL, NULL,
-		      "reading the shards' publishes", err);
-	if (r == NULL)
-		return -1;
-	pgst_shard_rows(r, cb, data);
-	PQclear(r);
-	return 0;
+	return pgst_shard_rows(st, P_SHARDS_PARTIAL, NULL, cb, data, err);
 }
 
 /* Record a metric's value for a partition (replacing an earlier one). */

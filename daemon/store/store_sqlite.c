@@ -1610,23 +1610,31 @@ store_sqlite_trend_put(struct store *base, const char *job,
 	return store_sqlite_step_done(st, s, err, "recording a trend value");
 }
 
-/* One shard_publishes row (its columns in table order) to cb. */
-static void
-store_sqlite_shard_row(sqlite3_stmt *s, store_shard_cb cb, void *data)
+/* The shard_publishes rows statement s reads (their columns in table
+ * order) to cb. */
+static int
+store_sqlite_shard_rows(struct store_sqlite *st, sqlite3_stmt *s,
+			store_shard_cb cb, void *data, struct err *err)
 {
-	struct store_shard_row r = {
-		.request = sqlite3_column_int64(s, 0),
-		.job = col_text(s, 1),
-		.key = col_text(s, 2),
-		.shard = sqlite3_column_int(s, 3),
-		.nshards = sqlite3_column_int(s, 4),
-		.run_id = sqlite3_column_int64(s, 5),
-		.rows_before = sqlite3_column_int64(s, 6),
-		.rows_after = sqlite3_column_int64(s, 7),
-		.published_at = sqlite3_column_int64(s, 8),
-	};
+	int rc;
 
-	cb(&r, data);
+	while ((rc = store_sqlite_next(st, s, err,
+				       "reading the shards' publishes")) > 0) {
+		struct store_shard_row r = {
+			.request = sqlite3_column_int64(s, 0),
+			.job = col_text(s, 1),
+			.key = col_text(s, 2),
+			.shard = sqlite3_column_int(s, 3),
+			.nshards = sqlite3_column_int(s, 4),
+			.run_id = sqlite3_column_int64(s, 5),
+			.rows_before = sqlite3_column_int64(s, 6),
+			.rows_after = sqlite3_column_int64(s, 7),
+			.published_at = sqlite3_column_int64(s, 8),
+		};
+
+		cb(&r, data);
+	}
+	return rc < 0 ? -1 : 0;
 }
 
 static int
@@ -1655,15 +1663,11 @@ store_sqlite_shards_of(struct store *base, int64_t request, const char *job,
 {
 	struct store_sqlite *st = store_sqlite_of(base);
 	sqlite3_stmt *s = st->stmt[S_SHARDS_OF];
-	int rc;
 
 	sqlite3_bind_int64(s, 1, request);
 	bind_text(s, 2, job);
 	bind_text(s, 3, key);
-	while ((rc = store_sqlite_next(st, s, err,
-				       "reading the shards' publishes")) > 0)
-		store_sqlite_shard_row(s, cb, data);
-	return rc < 0 ? -1 : 0;
+	return store_sqlite_shard_rows(st, s, cb, data, err);
 }
 
 static int
@@ -1671,13 +1675,8 @@ store_sqlite_shards_partial(struct store *base, store_shard_cb cb, void *data,
 			    struct err *err)
 {
 	struct store_sqlite *st = store_sqlite_of(base);
-	sqlite3_stmt *s = st->stmt[S_SHARDS_PARTIAL];
-	int rc;
-
-	while ((rc = store_sqlite_next(st, s, err,
-				       "reading the shards' publishes")) > 0)
-		store_sqlite_shard_row(s, cb, data);
-	return rc < 0 ? -1 : 0;
+	return store_sqlite_shard_rows(st, st->stmt[S_SHARDS_PARTIAL], cb, data,
+				       err);
 }
 
 static int
