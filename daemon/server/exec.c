@@ -7,7 +7,10 @@
  * (!usable) is closed and reopened by the next run that needs it.  A
  * worker never touches the loop except through uv_async_send(): it pushes
  * "started" and "done" events onto two lists under ex->lock and the one
- * async handle drains them on the loop thread, started before done.
+ * async handle drains them on the loop thread, started before done; a
+ * shard's publish (exec_shard_published, ClickHouse) is a third list,
+ * drained between them, whose worker waits until the loop has recorded
+ * it.
  *
  * Command runs need no thread: uv_spawn() in their own session (so the
  * pid is also the process group), output appended to a per-run log file,
