@@ -1107,6 +1107,8 @@ def test_shards_kill9_between_publishes():
               if p["partition"] == "2026-02-09"]
         h.eq([(p["passed"], p["shards"]["partial"]) for p in au], [(False, True)],
              "audit while partial")
+        _, text, _ = d.ctl("audit", "--request", str(req))
+        h.check("FAIL (partially published: shard 1 of 2)" in text, "audit: %r" % text)
         release_fifo(fifo, fd)
         fd = None
         d.wait_request(req)
