@@ -14,6 +14,8 @@
 /* ---- audit ------------------------------------------------------------ */
 
 struct audit_ctx {
+	struct sched *sched;
+	int64_t request;
 	bool json;
 	struct buf *out;
 	struct cmd_table *t;
@@ -35,6 +37,8 @@ audit_cb(const struct store_audit_row *r, void *data)
 	struct audit_ctx *ac = data;
 	bool passed = r->has_run && r->run_state != NULL &&
 		      strcmp(r->run_state, "succeeded") == 0;
+	/* (a partition some shards have not published is not passed: its
+	 * run has not succeeded) */
 	/* early cut-off (docs/cutoff.md): not run, its build stands */
 	bool skipped = r->has_run && r->run_state != NULL &&
 		       strcmp(r->run_state, "skipped") == 0;
@@ -42,7 +46,11 @@ audit_cb(const struct store_audit_row *r, void *data)
 				   strcmp(r->item_state, "succeeded") == 0
 			       ? r->item_error
 			       : NULL;
-	char rb[24], ra[24], result[96];
+	char rb[24], ra[24], result[400], shards[320];
+	struct cmd_shards sh;
+	bool has_sh = r->has_run && cmd_shards_read(ac->sched, ac->request,
+						    r->job, r->key, 0, &sh);
+	bool partial = has_sh && sh.published < sh.of;
 
 	ac->n++;
 	ac->downstream += r->downstream;
@@ -101,6 +109,8 @@ audit_cb(const struct store_audit_row *r, void *data)
 		json_str(ac->out, r->sum_before);
 		buf_addstr(ac->out, ", \"checksum_after\": ");
 		json_str(ac->out, r->sum_after);
+		buf_addstr(ac->out, ", \"shards\": ");
+		cmd_shards_json(ac->out, &sh, has_sh);
 		buf_printf(ac->out, ", \"passed\": %s}", passed ? "true" : "false");
 		return;
 	}
@@ -125,7 +135,10 @@ audit_cb(const struct store_audit_row *r, void *data)
 	else if (skipped)
 		snprintf(result, sizeof result, "skipped (%s)",
 			 r->error ? r->error : "inputs unchanged");
-	else if (note != NULL)
+	else if (partial) {
+		cmd_shards_text(&sh, shards, sizeof shards);
+		snprintf(result, sizeof result, "FAIL (%s)", shards);
+	} else if (note != NULL)
 		snprintf(result, sizeof result, "FAIL (%s)", note);
 	else
 		snprintf(result, sizeof result, "FAIL");
@@ -148,6 +161,8 @@ cmd_audit_exec(struct cmd_ctx *ctx, const struct proto_msg *req,
 
 	/* a positive integer: the specification checked it */
 	(void)proto_get_int(req, "request", &id);
+	ac.sched = ctx->sched;
+	ac.request = id;
 	if (store_request_get(sched_store(ctx->sched), id, job, sizeof job,
 			      &finished, &err) != 0) {
 		cmd_fail(res, EXIT_BAD_INPUT, "no request %lld: see 'backfillctl"

@@ -49,6 +49,30 @@ extern const struct cmd_entry cmd_backfill_entry, cmd_rerun_entry,
 /* status on several hosts (cmd_nodes.c): the nodes and warnings; nothing
  * on a single host. */
 void cmd_nodes_json(struct cmd_ctx *ctx, struct buf *out);
+
+/* cmd_shards.c: a partition a ClickHouse Distributed target publishes
+ * shard by shard (docs/clickhouse.md, "Beyond one server"). */
+#define CMD_SHARDS_NAMED 64
+struct cmd_shards {
+	int published, of;
+	int shard[CMD_SHARDS_NAMED]; /* the shards published, in order */
+	char names[256];             /* ... as "1, 2" */
+};
+/* The shards request's run of job's partition key has published (those
+ * recorded by runs up to upto_run; 0: all): false when the job publishes
+ * on no cluster's shards or none is recorded. */
+bool cmd_shards_read(struct sched *sched, int64_t request, const char *job,
+		     const char *key, int64_t upto_run, struct cmd_shards *out);
+/* {"published": N, "of": M, "shards": [...], "partial": B}, or null when
+ * not known. */
+void cmd_shards_json(struct buf *out, const struct cmd_shards *sh,
+		     bool known);
+/* "partially published: shard 1 of 2", or "published on all 2 shards". */
+void cmd_shards_text(const struct cmd_shards *sh, char *buf, size_t size);
+/* status: the partitions some shards have published and others not (of
+ * job `only`, or all), as lines or the "partially_published" array. */
+void cmd_shards_partial(struct cmd_ctx *ctx, const char *only, bool json,
+			struct buf *out);
 void cmd_nodes_text(struct cmd_ctx *ctx, struct buf *out);
 
 /* Partitions of job j collected by key (backfill's ways of choosing

@@ -27,6 +27,7 @@
 struct runs_ctx {
 	struct cmd_stream cs;
 	struct store_runs_cursor *cur;
+	struct sched *sched;
 	bool json, jsonl;
 	bool started;
 	int64_t limit; /* 0: all */
@@ -42,6 +43,10 @@ runs_cb(const struct store_run_row *r, void *data, struct err *err)
 {
 	struct runs_ctx *rc = data;
 	char st[CAL_KEY_MAX], dur[32], id[24], rq[24], att[12], rows[24];
+	char shards[320], errcol[4096];
+	struct cmd_shards sh;
+	bool has_sh = r->has_id && cmd_shards_read(rc->sched, r->request_id,
+						   r->job, r->key, r->id, &sh);
 
 	(void)err;
 	if (rc->json || rc->jsonl) {
@@ -79,6 +84,8 @@ runs_cb(const struct store_run_row *r, void *data, struct err *err)
 		json_str(rc->out, r->code_version);
 		buf_addstr(rc->out, ", \"marked_by\": ");
 		json_str(rc->out, r->marked_by);
+		buf_addstr(rc->out, ", \"shards\": ");
+		cmd_shards_json(rc->out, &sh, has_sh);
 		buf_addstr(rc->out, rc->jsonl ? "}\n" : "}");
 		return (rc->limit > 0 && rc->n >= rc->limit) ||
 		    rc->out->len >= CMD_PAGE_BYTES;
@@ -100,9 +107,16 @@ runs_cb(const struct store_run_row *r, void *data, struct err *err)
 		snprintf(rows, sizeof rows, "%" PRId64, r->rows_changed);
 	else
 		strcpy(rows, "-");
+	/* a partition some shards have not published yet says so */
+	if (has_sh && sh.published < sh.of) {
+		cmd_shards_text(&sh, shards, sizeof shards);
+		snprintf(errcol, sizeof errcol, "%s%s%s", shards,
+			 r->error ? "; " : "", r->error ? r->error : "");
+	} else {
+		snprintf(errcol, sizeof errcol, "%s", r->error ? r->error : "");
+	}
 	const char *row[11] = { id, rq, r->job, r->key, att, r->state, st, dur,
-		rows, r->code_version ? r->code_version : "-",
-		r->error ? r->error : "" };
+		rows, r->code_version ? r->code_version : "-", errcol };
 	cmd_table_row(&rc->t, row);
 	rc->n++;
 	return (rc->limit > 0 && rc->n >= rc->limit) ||
@@ -246,6 +260,7 @@ cmd_runs_exec(struct cmd_ctx *ctx, const struct proto_msg *req,
 		cmd_fail_err(res, &err);
 		return;
 	}
+	rc->sched = ctx->sched;
 	rc->cs.next = runs_next;
 	rc->cs.free = runs_free;
 	rc->cs.status = EXIT_DONE;

@@ -504,6 +504,8 @@ cmd_status_exec(struct cmd_ctx *ctx, const struct proto_msg *req,
 		status_warehouses_json(s, &res->out);
 		status_budget(ctx, only >= 0 ? cfg->jobs[only].name : NULL,
 			      true, &res->out);
+		cmd_shards_partial(ctx, only >= 0 ? cfg->jobs[only].name :
+				   NULL, true, &res->out);
 		cmd_nodes_json(ctx, &res->out);
 		buf_addstr(&res->out, "}\n");
 		return;
@@ -512,6 +514,8 @@ cmd_status_exec(struct cmd_ctx *ctx, const struct proto_msg *req,
 	status_store_text(ctx, &res->out);
 	status_budget(ctx, only >= 0 ? cfg->jobs[only].name : NULL, false,
 		      &res->out);
+	cmd_shards_partial(ctx, only >= 0 ? cfg->jobs[only].name : NULL,
+			   false, &res->out);
 	cmd_nodes_text(ctx, &res->out);
 	for (size_t i = 0; i < cfg->njobs; i++) {
 		if (only >= 0 && (int)i != only)

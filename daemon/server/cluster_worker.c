@@ -249,6 +249,7 @@ cworker_run_here(struct cworker *w, struct exec_run *run)
 	l->run.commits = l->commits;
 	l->run.ncommits = run->ncommits;
 	l->run.commits_keep_ms = run->commits_keep_ms;
+	sched_shards_prepare(w->sched, &l->run);
 	cworker_trend(w, l);
 	l->run.done_cb = cworker_run_done_cb;
 	l->run.data = l;
@@ -826,6 +827,7 @@ cworker_build(struct cworker *w, const struct cluster_work *x,
 	l->run.attempt = x->attempt;
 	l->run.log_dir = w->log_dir;
 	cworker_commits(l, j, x);
+	sched_shards_prepare(w->sched, &l->run);
 	cworker_trend(w, l);
 	l->run.done_cb = cworker_run_done_cb;
 	l->run.data = l;

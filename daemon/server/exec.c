@@ -7,7 +7,10 @@
  * (!usable) is closed and reopened by the next run that needs it.  A
  * worker never touches the loop except through uv_async_send(): it pushes
  * "started" and "done" events onto two lists under ex->lock and the one
- * async handle drains them on the loop thread, started before done.
+ * async handle drains them on the loop thread, started before done; a
+ * shard's publish (exec_shard_published, ClickHouse) is a third list,
+ * drained between them, whose worker waits until the loop has recorded
+ * it.
  *
  * Command runs need no thread: uv_spawn() in their own session (so the
  * pid is also the process group), output appended to a per-run log file,
@@ -140,6 +143,17 @@ struct exec_unstage {
 	size_t nkeep;
 };
 
+/* A shard's publish told to the loop (exec_shard_published), the worker
+ * waiting on ex->cond until done. */
+struct exec_shard_note {
+	struct exec_shard_note *next;
+	struct exec_flight *fl;
+	const struct exec_shard_publish *pub;
+	bool done;
+	int rc;
+	struct err err;
+};
+
 struct exec_worker {
 	struct exec *ex;
 	uv_thread_t tid;
@@ -163,6 +177,7 @@ struct exec {
 	struct exec_unstage *uhead, *utail; /* stages to drop now */
 	struct exec_unstage *ubusy;        /* ... being dropped */
 	struct exec_flight *rhead;         /* taken by a worker */
+	struct exec_shard_note *nhead;     /* shards' publishes to record */
 	bool quit;
 
 	/* open warehouse connections over all workers, by warehouse name
@@ -1258,6 +1273,57 @@ exec_fence_clock(struct exec *ex)
 }
 
 int
+exec_shard_published(struct exec_flight *fl,
+		     const struct exec_shard_publish *pub, struct err *err)
+{
+	struct exec *ex = fl->ex;
+	struct exec_shard_note n = { .fl = fl, .pub = pub };
+
+	if (fl->run->shard_cb == NULL)
+		return 0;
+	uv_mutex_lock(&ex->lock);
+	n.next = ex->nhead;
+	ex->nhead = &n;
+	uv_mutex_unlock(&ex->lock);
+	uv_async_send(&ex->async);
+	/* the loop drains notes before it can finish (or close) this run */
+	uv_mutex_lock(&ex->lock);
+	while (!n.done)
+		uv_cond_wait(&ex->cond, &ex->lock);
+	uv_mutex_unlock(&ex->lock);
+	if (n.rc != 0)
+		*err = n.err;
+	return n.rc;
+}
+
+/* The shards' publishes the workers wait on, recorded (loop thread). */
+static void
+exec_shard_notes(struct exec *ex)
+{
+	struct exec_shard_note *n, *next;
+
+	uv_mutex_lock(&ex->lock);
+	n = ex->nhead;
+	ex->nhead = NULL;
+	uv_mutex_unlock(&ex->lock);
+	for (; n != NULL; n = next) {
+		struct exec_run *run = n->fl->run;
+		struct err e;
+		int rc;
+
+		next = n->next;
+		rc = run->shard_cb(run, n->pub, &e);
+		uv_mutex_lock(&ex->lock);
+		n->rc = rc;
+		if (rc != 0)
+			n->err = e;
+		n->done = true; /* n is the worker's again */
+		uv_cond_broadcast(&ex->cond);
+		uv_mutex_unlock(&ex->lock);
+	}
+}
+
+int
 exec_fence_check(struct exec_flight *fl, const char *when, struct err *err)
 {
 	int64_t until = atomic_load(&fl->ex->alive_until);
@@ -1811,6 +1877,7 @@ exec_async_cb(uv_async_t *async)
 		if (s->run->started_cb != NULL)
 			s->run->started_cb(s->run);
 	}
+	exec_shard_notes(ex); /* after their runs' starts */
 	for (; d != NULL; d = next) {
 		next = d->qnext;
 		d->qnext = NULL;

@@ -86,6 +86,14 @@ struct exec_guard_result {
 	char sum_before[DIGEST_LEN], sum_after[DIGEST_LEN];
 };
 
+/* One shard's publish of a run's part on a ClickHouse Distributed target
+ * (exec_wap.c; docs/clickhouse.md, "Beyond one server"). */
+struct exec_shard_publish {
+	size_t part;
+	int shard, nshards;        /* 1-based, of nshards */
+	int64_t rows_before, rows_after; /* that shard's audit counts */
+};
+
 struct exec_run {
 	/* Set by the caller before exec_submit; unchanged until done_cb. */
 	int64_t run_id;
@@ -122,6 +130,18 @@ struct exec_run {
 	 * has really begun (taken by a worker, or spawned), before done_cb;
 	 * a run that never starts (cancelled while queued) gets none. */
 	void (*started_cb)(struct exec_run *run);
+	/* Optional: a shard of a Distributed target published a part; called
+	 * on the loop thread while the worker waits for its return, before
+	 * the next shard publishes: 0 recorded, -1 with err (the run fails,
+	 * the other shards unpublished). */
+	int (*shard_cb)(struct exec_run *run,
+			const struct exec_shard_publish *pub, struct err *err);
+	void *shard_data;          /* shard_cb's own */
+	/* The shards already recorded published for parts[0] by every request
+	 * of commits (bit s - 1 for shard s), not published again, and the
+	 * sums of their audit counts. */
+	uint64_t shards_done;
+	int64_t shards_done_before, shards_done_after;
 	void *data;
 
 	/* Results, valid in done_cb. */

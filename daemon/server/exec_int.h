@@ -41,6 +41,12 @@ int exec_begin(struct wh_conn *conn, struct err *err);
 /* The driver for a kind of warehouse, or NULL when not built in. */
 const struct wh_driver *exec_driver(enum wh_kind kind);
 
+/* A shard published (run->shard_cb on the loop, waited for): 0, or -1
+ * with err when it could not be recorded; 0 at once without shard_cb. */
+int exec_shard_published(struct exec_flight *fl,
+			 const struct exec_shard_publish *pub,
+			 struct err *err);
+
 /* The run published and kept its stage partitions for the record
  * (exec_wap.c, rule 2): once the caller has recorded it, they go. */
 void exec_flight_set_staged(struct exec_flight *fl);

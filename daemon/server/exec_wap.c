@@ -740,8 +740,8 @@ exec_wap_shards_unstage(struct exec_flight *fl, const struct wap_shards *sh,
 }
 
 /* Phase 1 on shard s: each part built and audited in the shard's stage
- * (the job's SELECT runs on the shard, against its tables); the rows
- * added to rows[2 * i] (before) and rows[2 * i + 1] (after). */
+ * (the job's SELECT runs on the shard, against its tables); the shard's
+ * rows in rows[2 * i] (before) and rows[2 * i + 1] (after). */
 static int
 exec_wap_shard_build(struct exec_flight *fl, struct wh_conn *c,
 		     const struct wap_tables *t, size_t s, int64_t *rows,
@@ -758,8 +758,8 @@ exec_wap_shard_build(struct exec_flight *fl, struct wh_conn *c,
 		    guard_before_in(run, c, i, params, 3, t->live, err) == -1 ||
 		    exec_wap_build(fl, c, i, params, t, err) == -1)
 			goto fail;
-		rows[2 * i] += run->guards[i].rows_before;
-		rows[2 * i + 1] += run->guards[i].rows_after;
+		rows[2 * i] = run->guards[i].rows_before;
+		rows[2 * i + 1] = run->guards[i].rows_after;
 	}
 	return 0;
 fail:
@@ -768,15 +768,74 @@ fail:
 	return -1;
 }
 
+/* Tests only: BACKFILLD_TEST_CH_PAUSE=FIFO holds the run, the first
+ * time it reaches a shard after one the state store had recorded
+ * published before the run began, until a byte can be read from FIFO
+ * (the test's open of FIFO to write tells it the run is held), so that a
+ * test can look at the daemon meanwhile. */
+static void
+exec_wap_test_pause(void)
+{
+	static atomic_int done;
+	const char *fifo = getenv("BACKFILLD_TEST_CH_PAUSE");
+	FILE *f;
+
+	if (fifo == NULL || atomic_exchange(&done, 1) != 0)
+		return;
+	f = fopen(fifo, "r"); /* blocks until the test opens it to write */
+	if (f != NULL) {
+		(void)fgetc(f);
+		fclose(f);
+	}
+}
+
+/* Shard s's partitions published, then the publish recorded (the state
+ * store, through the loop) before the next shard's. */
+static int
+exec_wap_shard_publish(struct exec_flight *fl, struct wap_shards *sh,
+		       const struct wap_tables *t, size_t s,
+		       const int64_t *rows, struct err *err)
+{
+	struct exec_run *run = exec_flight_run(fl);
+	struct wh_param params[4];
+
+	for (size_t i = 0; i < run->nparts; i++) {
+		struct exec_shard_publish pub = {
+			.part = i, .shard = (int)s + 1, .nshards = (int)sh->n,
+			.rows_before = rows[2 * (s * run->nparts + i)],
+			.rows_after = rows[2 * (s * run->nparts + i) + 1],
+		};
+
+		exec_wap_params(run, i, t->stage, params);
+		if (exec_wap_publish(fl, sh->conns[s], t, params, err) == -1 ||
+		    exec_shard_published(fl, &pub, err) == -1) {
+			if (strcmp(err->msg, "interrupted") != 0)
+				err_prefix(err, "shard %zu", s + 1);
+			return -1;
+		}
+	}
+	return 0;
+}
+
+/* Whether shard s (0-based) is recorded published already. */
+static bool
+exec_wap_shard_done(const struct exec_run *run, size_t s)
+{
+	return s < 64 && (run->shards_done >> s & 1) != 0;
+}
+
 /*
  * A run whose table is Distributed: every shard's stage built, audited
  * and marked first (a failure anywhere publishes nothing anywhere), then
- * each shard's partitions published, shard by shard.  There is no atomic
- * swap across shards: between two shards' REPLACE a reader of the
+ * each shard's partitions published, shard by shard, each shard's
+ * publish recorded in the state store before the next one's.  There is no
+ * atomic swap across shards: between two shards' REPLACE a reader of the
  * Distributed table sees the new rows of the shards done and the old rows
- * of the others.  A crash in between leaves every shard's stage marked
- * with the request: the run queued again publishes each of them again
- * (rule 3), the shards done already as well (the same rows).
+ * of the others.  A crash in between: the run queued again skips the
+ * shards the store has for its request (run->shards_done, their audit
+ * counts from the record) and publishes the others again from their
+ * marked stages (rule 3); a shard whose publish went through but whose
+ * record was lost has its mark still, and publishes the same rows again.
  */
 static int
 exec_sql_wap_shards(struct exec_flight *fl, struct wap_shards *sh,
@@ -784,20 +843,21 @@ exec_sql_wap_shards(struct exec_flight *fl, struct wap_shards *sh,
 {
 	struct exec_run *run = exec_flight_run(fl);
 	struct wap_tables t;
-	struct wh_param params[4];
-	int64_t *rows = xcalloc(2 * run->nparts, sizeof *rows);
+	int64_t *rows = xcalloc(2 * run->nparts * sh->n, sizeof *rows);
 	int rc = 0;
 
 	exec_wap_tables_of(run->cfg, sh->local, &t);
 	for (size_t s = 0; s < sh->n && rc == 0; s++)
-		rc = exec_wap_shard_build(fl, sh->conns[s], &t, s, rows, err);
+		if (!exec_wap_shard_done(run, s))
+			rc = exec_wap_shard_build(fl, sh->conns[s], &t, s,
+						  rows + 2 * s * run->nparts,
+						  err);
 	for (size_t s = 0; s < sh->n && rc == 0; s++) {
-		for (size_t i = 0; i < run->nparts && rc == 0; i++) {
-			exec_wap_params(run, i, t.stage, params);
-			rc = exec_wap_publish(fl, sh->conns[s], &t, params, err);
-			if (rc == -1 && strcmp(err->msg, "interrupted") != 0)
-				err_prefix(err, "shard %zu", s + 1);
-		}
+		if (s > 0 && exec_wap_shard_done(run, s - 1))
+			exec_wap_test_pause();
+		if (exec_wap_shard_done(run, s))
+			continue;
+		rc = exec_wap_shard_publish(fl, sh, &t, s, rows, err);
 		if (rc == 0 && s == 0)
 			exec_wap_test_stop("shard");
 	}
@@ -808,10 +868,19 @@ exec_sql_wap_shards(struct exec_flight *fl, struct wap_shards *sh,
 	}
 	run->rows_changed = 0;
 	for (size_t i = 0; i < run->nparts; i++) {
-		/* the audit's row counts: the sums over the shards */
-		run->guards[i].rows_before = rows[2 * i];
-		run->guards[i].rows_after = rows[2 * i + 1];
-		run->rows_changed += rows[2 * i + 1];
+		/* the audit's row counts: the sums over the shards, the
+		 * recorded ones' from their record (one part: no batch) */
+		run->guards[i].has_rows_before = true;
+		run->guards[i].has_rows_after = true;
+		run->guards[i].rows_before = run->shards_done_before;
+		run->guards[i].rows_after = run->shards_done_after;
+		for (size_t s = 0; s < sh->n; s++) {
+			run->guards[i].rows_before +=
+			    rows[2 * (s * run->nparts + i)];
+			run->guards[i].rows_after +=
+			    rows[2 * (s * run->nparts + i) + 1];
+		}
+		run->rows_changed += run->guards[i].rows_after;
 	}
 	free(rows);
 	exec_flight_set_staged(fl);

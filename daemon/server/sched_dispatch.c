@@ -140,6 +140,7 @@ sched_run_fill(struct sched *s, struct active *a)
 	a->run.attempt = e->attempts;
 	a->run.log_dir = s->log_dir;
 	sched_run_commits(a, j);
+	sched_shards_fill(s, a);
 	if (s->remote == NULL && a->trend == NULL) {
 		/* several hosts: the node that runs it reads them */
 		a->trend = trend_hist_load(s->store, j);

@@ -20,6 +20,7 @@
  *   sched_recover.c   start: orphans, recovery, relinking, probes
  *   sched_adopt.c     start of a new planner: the runs it adopts
  *   sched_query.c     status views, open partitions, staleness
+ *   sched_shards.c    each shard's publish on a ClickHouse cluster
  */
 #ifndef BACKFILLD_SCHED_INT_H
 #define BACKFILLD_SCHED_INT_H
@@ -130,6 +131,9 @@ void sched_arm_retry(struct sched *s, int64_t at, int64_t now);
 void sched_retry_cb(uv_timer_t *t);
 void sched_run_cancel(struct sched *s, struct exec_run *run);
 void sched_run_fill(struct sched *s, struct active *a);
+/* sched_shards.c: a run on a ClickHouse cluster: the shards recorded
+ * published for its requests (not published again) and its shard_cb. */
+void sched_shards_fill(struct sched *s, struct active *a);
 void sched_active_free(struct active *a);
 /* Newest landing among the inputs of a downstream partition, or -1. */
 int64_t sched_inputs_at(struct sched *s, const struct job_def *j, part_t part);

@@ -95,6 +95,11 @@ struct config *sched_config(struct sched *s);
  * store refused the commit: the turn's changes are lost and the scheduler
  * stops taking work (rule 7); nothing may be acknowledged then. */
 int sched_flush(struct sched *s);
+/* A run of a ClickHouse job on a cluster's shards (sched_shards.c): the
+ * shards its requests have recorded published (run->shards_done, not
+ * published again) and the record of each shard's publish (shard_cb);
+ * nothing for any other run.  After its commits are set. */
+void sched_shards_prepare(struct sched *s, struct exec_run *run);
 /* Whether a commit failed (rule 7), why and since when (ms). */
 bool sched_store_failed(const struct sched *s, const char **error,
 			int64_t *since_ms);

@@ -586,6 +586,29 @@ store_trend_values(struct store *st, const char *job, const char *metric,
 }
 
 int
+store_shard_put(struct store *st, const struct store_shard_row *row,
+		struct err *err)
+{
+	if (store_refused(st, err))
+		return -1;
+	return store_wrote(st, st->ops->shard_put(st, row, err), err);
+}
+
+int
+store_shards_of(struct store *st, int64_t request, const char *job,
+		const char *key, store_shard_cb cb, void *data, struct err *err)
+{
+	return st->ops->shards_of(st, request, job, key, cb, data, err);
+}
+
+int
+store_shards_partial(struct store *st, store_shard_cb cb, void *data,
+		     struct err *err)
+{
+	return st->ops->shards_partial(st, cb, data, err);
+}
+
+int
 store_trend_put(struct store *st, const char *job, const char *metric,
 		const char *key, double value, int64_t run_id, struct err *err)
 {

@@ -271,6 +271,28 @@ typedef void (*store_budget_cb)(const struct store_budget_row *row,
 /* A recorded value of a metric (trend_values) and a (job, metric) that
  * has some (trend_series). */
 typedef void (*store_trend_cb)(const char *key, double value, void *data);
+
+/* One shard's publish of a partition on a ClickHouse Distributed target
+ * (shard_publishes; docs/clickhouse.md, "Beyond one server"): shard
+ * `shard` (1-based) of `nshards`, by run run_id of request `request`,
+ * with that shard's audit counts. */
+struct store_shard_row {
+	int64_t request;
+	const char *job, *key;
+	int shard, nshards;
+	int64_t run_id, rows_before, rows_after, published_at; /* ms */
+};
+/* shards_partial's query, the same in both stores. */
+#define STORE_SHARDS_PARTIAL \
+	"SELECT request, job, partition_key, shard, nshards, run_id, rows_before, rows_after, published_at" \
+	" FROM shard_publishes p WHERE nshards > (SELECT COUNT(*) FROM" \
+	" shard_publishes q WHERE q.request = p.request AND q.job = p.job" \
+	" AND q.partition_key = p.partition_key) AND NOT EXISTS (SELECT 1" \
+	" FROM runs r WHERE r.job = p.job AND r.partition_key =" \
+	" p.partition_key AND r.state = 'succeeded' AND r.id > p.run_id)" \
+	" ORDER BY job, partition_key, request, shard"
+typedef void (*store_shard_cb)(const struct store_shard_row *row,
+			       void *data);
 typedef void (*store_series_cb)(const char *job, const char *metric,
 				void *data);
 typedef void (*store_recent_cb)(int64_t id, const char *job, const char *kind,
@@ -559,6 +581,21 @@ struct store_ops {
 	int (*trend_series)(struct store *st, store_series_cb cb, void *data,
 			    struct err *err);
 
+	/* Write: a shard published a partition (replacing an earlier row
+	 * of the same request, job, partition and shard). */
+	int (*shard_put)(struct store *st, const struct store_shard_row *row,
+			 struct err *err);
+	/* The shards recorded for job's partition key by request, in shard
+	 * order. */
+	int (*shards_of)(struct store *st, int64_t request, const char *job,
+			 const char *key, store_shard_cb cb, void *data,
+			 struct err *err);
+	/* The partitions some shards published and others not (fewer rows
+	 * than nshards for their request, no later successful run of the
+	 * partition): their rows, by job, partition, request and shard. */
+	int (*shards_partial)(struct store *st, store_shard_cb cb, void *data,
+			      struct err *err);
+
 	/* Roll back whatever is open, the deferred transaction and its
 	 * groups included (store.c, a failed turn); never fails loudly. */
 	void (*discard)(struct store *st);
@@ -747,6 +784,13 @@ int store_over_budget(struct store *st, int limit, store_budget_cb cb,
 int store_trend_values(struct store *st, const char *job, const char *metric,
 		       size_t max, store_trend_cb cb, void *data,
 		       struct err *err);
+int store_shard_put(struct store *st, const struct store_shard_row *row,
+		    struct err *err);
+int store_shards_of(struct store *st, int64_t request, const char *job,
+		    const char *key, store_shard_cb cb, void *data,
+		    struct err *err);
+int store_shards_partial(struct store *st, store_shard_cb cb, void *data,
+			 struct err *err);
 int store_trend_put(struct store *st, const char *job, const char *metric,
 		    const char *key, double value, int64_t run_id,
 		    struct err *err);

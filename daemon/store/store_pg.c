@@ -136,6 +136,9 @@ enum pgst_stmt {
 	P_TREND_PUT,
 	P_TREND_TRIM,
 	P_TREND_SERIES,
+	P_SHARD_PUT,
+	P_SHARDS_OF,
+	P_SHARDS_PARTIAL,
 	P_REQUEST_GET,
 	P_RECENT_REQUESTS,
 	P_PROBLEMS,
@@ -313,6 +316,18 @@ static const char *const pgst_sql[P_COUNT] = {
 	[P_TREND_VALUES] =
 	"SELECT partition_key, value FROM trend_values WHERE job = $1 AND"
 	" metric = $2 ORDER BY run_id DESC, partition_key DESC LIMIT $3",
+	/* shards' publishes (sql/pg/007_shard_publishes.sql) */
+	[P_SHARD_PUT] =
+	"INSERT INTO shard_publishes (request, job, partition_key, shard,"
+	" nshards, run_id, rows_before, rows_after, published_at) VALUES"
+	" ($1,$2,$3,$4,$5,$6,$7,$8,$9) ON CONFLICT (request, job,"
+	" partition_key, shard) DO UPDATE SET nshards = $5, run_id = $6,"
+	" rows_before = $7, rows_after = $8, published_at = $9",
+	[P_SHARDS_OF] =
+	"SELECT request, job, partition_key, shard, nshards, run_id, rows_before, rows_after, published_at"
+	" FROM shard_publishes WHERE request = $1 AND job = $2 AND"
+	" partition_key = $3 ORDER BY shard",
+	[P_SHARDS_PARTIAL] = STORE_SHARDS_PARTIAL,
 	[P_TREND_PUT] =
 	"INSERT INTO trend_values (job, metric, partition_key, value, run_id)"
 	" VALUES ($1,$2,$3,$4,$5) ON CONFLICT (job, metric, partition_key)"
@@ -2639,6 +2654,76 @@ pgst_trend_values(struct store *st, const char *job, const char *metric,
 	return 0;
 }
 
+/* The shard_publishes rows statement q reads (their columns in table
+ * order) to cb. */
+static int
+pgst_shard_rows(struct store *st, int q, const struct pgst_args *a,
+		store_shard_cb cb, void *data, struct err *err)
+{
+	PGresult *r = pgst_exec(pgst_of(st), q, a,
+				"reading the shards' publishes", err);
+
+	if (r == NULL)
+		return -1;
+	for (int i = 0; i < PQntuples(r); i++) {
+		struct store_shard_row row = {
+			.request = col_int(r, i, 0),
+			.job = col_text(r, i, 1),
+			.key = col_text(r, i, 2),
+			.shard = (int)col_int(r, i, 3),
+			.nshards = (int)col_int(r, i, 4),
+			.run_id = col_int(r, i, 5),
+			.rows_before = col_int(r, i, 6),
+			.rows_after = col_int(r, i, 7),
+			.published_at = col_int(r, i, 8),
+		};
+
+		cb(&row, data);
+	}
+	PQclear(r);
+	return 0;
+}
+
+/* Record a shard's publish of a partition. */
+static int
+pgst_shard_put(struct store *st, const struct store_shard_row *row,
+	       struct err *err)
+{
+	struct pgst_args a = { 0 };
+
+	arg_int(&a, row->request);
+	arg_text(&a, row->job);
+	arg_text(&a, row->key);
+	arg_int(&a, row->shard);
+	arg_int(&a, row->nshards);
+	arg_int(&a, row->run_id);
+	arg_int(&a, row->rows_before);
+	arg_int(&a, row->rows_after);
+	arg_int(&a, row->published_at);
+	return pgst_write_done(pgst_of(st), P_SHARD_PUT, &a,
+			       "recording a shard's publish", err);
+}
+
+static int
+pgst_shards_of(struct store *st, int64_t request, const char *job,
+	       const char *key, store_shard_cb cb, void *data,
+	       struct err *err)
+{
+	struct pgst_args a = { 0 };
+
+	arg_int(&a, request);
+	arg_text(&a, job);
+	arg_text(&a, key);
+	return pgst_shard_rows(st, P_SHARDS_OF, &a, cb, data, err);
+}
+
+static int
+pgst_shards_partial(struct store *st, store_shard_cb cb, void *data,
+		    struct err *err)
+{
+	return pgst_shard_rows(st, P_SHARDS_PARTIAL, NULL, cb, data, err);
+}
+
 /* Record a metric's value for a partition (replacing an earlier one). */
 static int
 pgst_trend_put(struct store *st, const char *job, const char *metric,
@@ -3171,6 +3256,9 @@ const struct store_ops store_pg_ops = {
 	.trend_put = pgst_trend_put,
 	.trend_trim = pgst_trend_trim,
 	.trend_series = pgst_trend_series,
+	.shard_put = pgst_shard_put,
+	.shards_of = pgst_shards_of,
+	.shards_partial = pgst_shards_partial,
 	.request_problems = pgst_request_problems,
 	.audit_add = pgst_audit_add,
 	.audit_of = pgst_audit_of,

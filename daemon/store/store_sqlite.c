@@ -70,6 +70,9 @@ enum stmt_id {
 	S_TREND_PUT,
 	S_TREND_TRIM,
 	S_TREND_SERIES,
+	S_SHARD_PUT,
+	S_SHARDS_OF,
+	S_SHARDS_PARTIAL,
 	S_REQUEST_GET,
 	S_RECENT_REQUESTS,
 	S_PROBLEMS,
@@ -228,6 +231,18 @@ static const char *const store_sql[S_COUNT] = {
 	" partition_key NOT IN (SELECT partition_key FROM trend_values"
 	" WHERE job = ?1 AND metric = ?2 ORDER BY run_id DESC,"
 	" partition_key DESC LIMIT ?3)",
+	/* shards' publishes (sql/009_shard_publishes.sql) */
+	[S_SHARD_PUT] =
+	"INSERT INTO shard_publishes (request, job, partition_key, shard,"
+	" nshards, run_id, rows_before, rows_after, published_at) VALUES"
+	" (?1,?2,?3,?4,?5,?6,?7,?8,?9) ON CONFLICT (request, job,"
+	" partition_key, shard) DO UPDATE SET nshards = ?5, run_id = ?6,"
+	" rows_before = ?7, rows_after = ?8, published_at = ?9",
+	[S_SHARDS_OF] =
+	"SELECT request, job, partition_key, shard, nshards, run_id, rows_before, rows_after, published_at"
+	" FROM shard_publishes WHERE request = ?1 AND job = ?2 AND"
+	" partition_key = ?3 ORDER BY shard",
+	[S_SHARDS_PARTIAL] = STORE_SHARDS_PARTIAL,
 	[S_TREND_SERIES] =
 	"SELECT DISTINCT job, metric FROM trend_values ORDER BY job, metric",
 	[S_REQUEST_GET] =
@@ -1595,6 +1610,75 @@ store_sqlite_trend_put(struct store *base, const char *job,
 	return store_sqlite_step_done(st, s, err, "recording a trend value");
 }
 
+/* The shard_publishes rows statement s reads (their columns in table
+ * order) to cb. */
+static int
+store_sqlite_shard_rows(struct store_sqlite *st, sqlite3_stmt *s,
+			store_shard_cb cb, void *data, struct err *err)
+{
+	int rc;
+
+	while ((rc = store_sqlite_next(st, s, err,
+				       "reading the shards' publishes")) > 0) {
+		struct store_shard_row r = {
+			.request = sqlite3_column_int64(s, 0),
+			.job = col_text(s, 1),
+			.key = col_text(s, 2),
+			.shard = sqlite3_column_int(s, 3),
+			.nshards = sqlite3_column_int(s, 4),
+			.run_id = sqlite3_column_int64(s, 5),
+			.rows_before = sqlite3_column_int64(s, 6),
+			.rows_after = sqlite3_column_int64(s, 7),
+			.published_at = sqlite3_column_int64(s, 8),
+		};
+
+		cb(&r, data);
+	}
+	return rc < 0 ? -1 : 0;
+}
+
+static int
+store_sqlite_shard_put(struct store *base, const struct store_shard_row *r,
+		       struct err *err)
+{
+	struct store_sqlite *st = store_sqlite_of(base);
+	sqlite3_stmt *s = st->stmt[S_SHARD_PUT];
+
+	sqlite3_bind_int64(s, 1, r->request);
+	bind_text(s, 2, r->job);
+	bind_text(s, 3, r->key);
+	sqlite3_bind_int(s, 4, r->shard);
+	sqlite3_bind_int(s, 5, r->nshards);
+	sqlite3_bind_int64(s, 6, r->run_id);
+	sqlite3_bind_int64(s, 7, r->rows_before);
+	sqlite3_bind_int64(s, 8, r->rows_after);
+	sqlite3_bind_int64(s, 9, r->published_at);
+	return store_sqlite_step_done(st, s, err, "recording a shard's publish");
+}
+
+static int
+store_sqlite_shards_of(struct store *base, int64_t request, const char *job,
+		       const char *key, store_shard_cb cb, void *data,
+		       struct err *err)
+{
+	struct store_sqlite *st = store_sqlite_of(base);
+	sqlite3_stmt *s = st->stmt[S_SHARDS_OF];
+
+	sqlite3_bind_int64(s, 1, request);
+	bind_text(s, 2, job);
+	bind_text(s, 3, key);
+	return store_sqlite_shard_rows(st, s, cb, data, err);
+}
+
+static int
+store_sqlite_shards_partial(struct store *base, store_shard_cb cb, void *data,
+			    struct err *err)
+{
+	struct store_sqlite *st = store_sqlite_of(base);
+	return store_sqlite_shard_rows(st, st->stmt[S_SHARDS_PARTIAL], cb, data,
+				       err);
+}
+
 static int
 store_sqlite_trend_trim(struct store *base, const char *job,
 			const char *metric, size_t keep, struct err *err)
@@ -2052,6 +2136,9 @@ const struct store_ops store_sqlite_ops = {
 	.trend_put = store_sqlite_trend_put,
 	.trend_trim = store_sqlite_trend_trim,
 	.trend_series = store_sqlite_trend_series,
+	.shard_put = store_sqlite_shard_put,
+	.shards_of = store_sqlite_shards_of,
+	.shards_partial = store_sqlite_shards_partial,
 	.request_problems = store_sqlite_request_problems,
 	.audit_add = store_sqlite_audit_add,
 	.audit_of = store_sqlite_audit_of,

@@ -1023,15 +1023,43 @@ def shard_raw(srv):
                     " GROUP BY dt, store_id ORDER BY dt, store_id", "sh")
 
 
+def open_fifo_to_write(path, timeout=120):
+    """Open FIFO to write: returns once the daemon opens it to read (its
+    BACKFILLD_TEST_CH_PAUSE point reached); None after timeout."""
+    got = []
+    t = threading.Thread(target=lambda: got.append(os.open(path, os.O_WRONLY)), daemon=True)
+    t.start()
+    t.join(timeout)
+    return got[0] if got else None
+
+
+def release_fifo(path, fd):
+    """Let the held run go on (also when the test failed meanwhile)."""
+    if fd is None:
+        try:
+            fd = os.open(path, os.O_WRONLY | os.O_NONBLOCK)
+        except OSError:
+            return
+    os.write(fd, b"x")
+    os.close(fd)
+
+
 def test_shards_kill9_between_publishes():
     """cluster: with a Distributed table over two servers: every shard's
-    stage is built and audited, then published shard by shard.  The
-    daemon is stopped right after shard 1's publish (a test-only hook):
-    the Distributed table then shows shard 1's new rows beside shard 2's
-    old ones, and the run is not succeeded.  kill -9 and a restart: both
-    shards end with the new rows, each partition succeeded once, no stage
-    or mark left on either shard."""
+    stage is built and audited, then published shard by shard, each
+    shard's publish recorded in the state store before the next one's.
+    The daemon is stopped right after shard 1's publish (a test-only
+    hook): the Distributed table then shows shard 1's new rows beside
+    shard 2's old ones, the store has shard 1's publish and not shard 2's,
+    and the run is not succeeded.  kill -9 and a restart: the run queued
+    again skips shard 1 (a row added to shard 1's live partition meanwhile
+    stays: it is not published again) and, held before shard 2 (another
+    hook), runs, status and audit say partially published, shard 1 of 2;
+    then both shards end with the new rows, each partition succeeded once
+    with both shards recorded, no stage or mark left on either shard."""
     srvs = two_shards()
+    fd = None
+    fifo = None
     try:
         d = h.Daemon(config=shard_config(srvs, listed=True), clock=None, name="chshards",
                      env={"BACKFILLD_TEST_CH_STOP": "shard"})
@@ -1046,22 +1074,69 @@ def test_shards_kill9_between_publishes():
         h.eq(d.state_rows("SELECT state FROM runs WHERE job = 'fct' AND partition_key ="
                           " '2026-02-09'"), [("running",)],
              "the state store while one shard has published (not succeeded)")
+        h.eq(d.state_rows("SELECT request, shard, nshards FROM shard_publishes WHERE job = 'fct'"
+                          " AND partition_key = '2026-02-09'"), [(req, 1, 2)],
+             "the state store's record of the shards' publishes: shard 1 of 2")
         d.kill9()
+        # a row only shard 1's live partition has: a publish of shard 1
+        # again (from its stage) would drop it
+        srvs[0].q("INSERT INTO fct_local VALUES (toDate('2026-02-09'), 99, 1, 1)", "sh")
+        fifo = os.path.join(d.dir, "pause.fifo")
+        os.mkfifo(fifo)
         d.extra_env.pop("BACKFILLD_TEST_CH_STOP")
+        d.extra_env["BACKFILLD_TEST_CH_PAUSE"] = fifo
         d.restart()
+        fd = open_fifo_to_write(fifo)
+        h.check(fd is not None, "the run queued again was not held before shard 2:\n%s"
+                % d.log_tail())
+        held = [r for r in d.runs() if r["partition"] == "2026-02-09"]
+        h.eq([(r["state"], r["shards"]) for r in held if r["state"] == "running"],
+             [("running", {"published": 1, "of": 2, "shards": [1], "partial": True})],
+             "runs --json while shard 1 of 2 has published")
+        h.check(all(r["state"] != "succeeded" for r in held), "succeeded while partial: %r" % held)
+        _, text, _ = d.ctl("runs", "--job", "fct")
+        h.check("partially published: shard 1 of 2" in text, "runs' table: %r" % text)
+        st = d.json("status")
+        h.eq([(p["request"], p["partition"], p["shards"]["shards"])
+              for p in st["partially_published"]], [(req, "2026-02-09", [1])],
+             "status --json's partially_published")
+        _, text, _ = d.ctl("status")
+        h.check("fct 2026-02-09 (request %d): partially published: shard 1 of 2" % req in text,
+                "status: %r" % text)
+        au = [p for p in d.json("audit", "--request", str(req))["partitions"]
+              if p["partition"] == "2026-02-09"]
+        h.eq([(p["passed"], p["shards"]["partial"]) for p in au], [(False, True)],
+             "audit while partial")
+        _, text, _ = d.ctl("audit", "--request", str(req))
+        h.check("FAIL (partially published: shard 1 of 2)" in text, "audit: %r" % text)
+        release_fifo(fifo, fd)
+        fd = None
         d.wait_request(req)
+        h.check(any("shards recorded published already" in line for line in
+                    d.log_tail(400).splitlines()), "no skip in the log:\n%s" % d.log_tail())
+        extra = [tuple(type(v)(w) for v, w in zip(day[0], ("2026-02-09", 99, 1, 1)))]
+        h.eq(shard_fact(srvs[0]), sorted(shard_raw(srvs[0]) + extra,
+                                         key=lambda r: (str(r[0]), int(r[1]))),
+             "shard 1 after the restart: not published again (its extra row stays)")
+        h.eq(shard_fact(srvs[1]), shard_raw(srvs[1]), "shard 2's facts after the restart")
         for k, srv in enumerate(srvs):
-            h.eq(shard_fact(srv), shard_raw(srv), "shard %d's facts after the restart" % (k + 1))
             h.eq(stage_leftovers("sh", srv=srv), {}, "stage rows left on shard %d" % (k + 1))
             h.eq(marks_left("sh", srv=srv), {}, "marks left on shard %d" % (k + 1))
-        ok = sorted(r["partition"] for r in d.runs() if r["job"] == "fct" and
+        runs = d.runs()
+        ok = sorted(r["partition"] for r in runs if r["job"] == "fct" and
                     r["state"] == "succeeded")
         h.eq(ok, ["2026-02-09", "2026-02-10"], "each partition succeeded once")
-        h.eq(srvs[0].rows("SELECT dt, store_id, sales, revenue_cents FROM fct ORDER BY dt, store_id",
-                          "sh"), sorted(shard_raw(srvs[0]) + shard_raw(srvs[1])),
-             "the Distributed table after the restart")
+        h.eq([r["shards"] for r in runs if r["state"] == "succeeded"],
+             [{"published": 2, "of": 2, "shards": [1, 2], "partial": False}] * 2,
+             "runs --json: every shard published")
+        h.eq(d.json("status")["partially_published"], [], "status once every shard published")
+        h.eq(d.state_rows("SELECT shard FROM shard_publishes WHERE request = ? AND"
+                          " partition_key = '2026-02-09' ORDER BY shard", (req,)), [(1,), (2,)],
+             "the store's record after the restart")
         d.stop()
     finally:
+        if fifo is not None:
+            release_fifo(fifo, fd)
         for srv in srvs:
             srv.close()
 

@@ -180,9 +180,10 @@ def test_stream_runs():
     h.eq(len(set(ids)), total, "distinct run ids")
     keys = {"id", "request", "job", "partition", "attempt", "state", "started_at",
             "finished_at", "error", "rows_changed", "code_version", "warnings",
-            "marked_by"}
+            "marked_by", "shards"}
     for r in (rs[0], rs[5], rs[-1]):
         h.eq(set(r), keys, "fields of a runs --json object")
+    h.check(all(r["shards"] is None for r in rs), "shards of a job on no cluster's shards: null")
     failed = [r for r in rs if r["state"] == "failed"]
     h.check(failed and failed[0]["error"].startswith('boom "') and "caf\u00e9" in failed[0]["error"],
             "an error text survives JSON: %r" % (failed[:1],))

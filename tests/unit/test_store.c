@@ -517,6 +517,14 @@ START_TEST(prune_keeps_what_it_must)
 	(void)history("2026-02-10", 2, 400, false, &last_young);
 	young_rq = history("2026-02-10", 2, 5000, false, &last_young);
 	ck_assert_int_eq(peek("SELECT COUNT(*) FROM runs"), 11);
+	/* shards' publishes (shard_publishes) go with their request */
+	for (int64_t r = old_rq; r <= open_rq; r += open_rq - old_rq) {
+		struct store_shard_row sh = { .request = r, .job = "fct",
+			.key = "2026-02-08", .shard = 1, .nshards = 2,
+			.run_id = 1, .published_at = 100 };
+
+		ck_assert_int_eq(store_shard_put(st, &sh, &err), 0);
+	}
 	while ((rc = store_prune_step(st, &pr, 2, &err)) > 0)
 		steps++;
 	ck_assert_int_eq(rc, 0);
@@ -541,6 +549,10 @@ START_TEST(prune_keeps_what_it_must)
 	(void)young_rq;
 	ck_assert_int_eq(pr.runs, 6);
 	ck_assert_int_eq(pr.requests, 2);
+	ck_assert_int_eq(peek("SELECT COUNT(*) FROM shard_publishes WHERE"
+			      " request = 1"), 0);
+	ck_assert_int_eq(peek("SELECT COUNT(*) FROM shard_publishes WHERE"
+			      " request = 3"), 1);
 	ck_assert_int_eq(peek("SELECT COUNT(*) FROM run_audit WHERE run_id NOT IN"
 			      " (SELECT id FROM runs)"), 0);
 	store_stats(st, &ss);

@@ -801,6 +801,92 @@ trend_series_cb(const char *job, const char *metric, void *data)
 /* Trend values: newest first by run then key, a partition recorded again
  * replaces its value and becomes newest, trim keeps the newest N (the
  * bound: after any number of puts, at most N), series lists the pairs. */
+/* Each shard's publish (shard_publishes): recorded, replaced, read for a
+ * request; a partition is partial while fewer shards than nshards have
+ * a row for its request and no later run of it succeeded. */
+struct shard_seen {
+	int n;
+	int64_t request[8], run[8], after[8];
+	int shard[8], nshards[8];
+	char key[8][32];
+};
+
+static void
+shard_seen_cb(const struct store_shard_row *row, void *data)
+{
+	struct shard_seen *t = data;
+
+	ck_assert_int_lt(t->n, 8);
+	ck_assert_str_eq(row->job, "fct");
+	t->request[t->n] = row->request;
+	t->run[t->n] = row->run_id;
+	t->after[t->n] = row->rows_after;
+	t->shard[t->n] = row->shard;
+	t->nshards[t->n] = row->nshards;
+	snprintf(t->key[t->n], 32, "%s", row->key);
+	t->n++;
+}
+
+START_TEST(shard_publishes)
+{
+	int64_t r1 = request("backfill", 10), r2 = request("backfill", 20);
+	int64_t m1 = item(r1, "fct", "2026-02-09", 1, MS_RUNNING);
+	int64_t m2 = item(r2, "fct", "2026-02-09", 1, MS_RUNNING);
+	int64_t run1 = run(m1, r1, "fct", "2026-02-09", 1, 30);
+	struct store_shard_row row = { .request = r1, .job = "fct",
+		.key = "2026-02-09", .shard = 1, .nshards = 2, .run_id = run1,
+		.rows_before = 3, .rows_after = 4, .published_at = 40 };
+	struct shard_seen t;
+	struct err err;
+	int64_t run2;
+
+	ck_assert_int_eq(store_shard_put(st, &row, &err), 0);
+	row.rows_after = 5; /* the same shard again: replaced */
+	ck_assert_int_eq(store_shard_put(st, &row, &err), 0);
+	memset(&t, 0, sizeof t);
+	ck_assert_int_eq(store_shards_of(st, r1, "fct", "2026-02-09",
+					 shard_seen_cb, &t, &err), 0);
+	ck_assert_int_eq(t.n, 1);
+	ck_assert_int_eq(t.shard[0], 1);
+	ck_assert_int_eq(t.nshards[0], 2);
+	ck_assert_int_eq(t.after[0], 5);
+	ck_assert_int_eq(t.run[0], run1);
+	/* another request's, another partition's: not this one's */
+	memset(&t, 0, sizeof t);
+	ck_assert_int_eq(store_shards_of(st, r2, "fct", "2026-02-09",
+					 shard_seen_cb, &t, &err), 0);
+	ck_assert_int_eq(t.n, 0);
+	/* one of two shards: partial */
+	memset(&t, 0, sizeof t);
+	ck_assert_int_eq(store_shards_partial(st, shard_seen_cb, &t, &err), 0);
+	ck_assert_int_eq(t.n, 1);
+	ck_assert_int_eq(t.request[0], r1);
+	ck_assert_str_eq(t.key[0], "2026-02-09");
+	/* both: not partial */
+	row.shard = 2;
+	ck_assert_int_eq(store_shard_put(st, &row, &err), 0);
+	memset(&t, 0, sizeof t);
+	ck_assert_int_eq(store_shards_partial(st, shard_seen_cb, &t, &err), 0);
+	ck_assert_int_eq(t.n, 0);
+	/* a second request publishes shard 1, then a later run of the
+	 * partition succeeds: no longer partial */
+	row.request = r2;
+	row.shard = 1;
+	ck_assert_int_eq(store_shard_put(st, &row, &err), 0);
+	memset(&t, 0, sizeof t);
+	ck_assert_int_eq(store_shards_partial(st, shard_seen_cb, &t, &err), 0);
+	ck_assert_int_eq(t.n, 1);
+	ck_assert_int_eq(t.request[0], r2);
+	run2 = run(m2, r2, "fct", "2026-02-09", 1, 50);
+	ck_assert_int_eq(store_run_finish(st, run2, MS_SUCCEEDED, 60, NULL, 8,
+					  &err), 0);
+	memset(&t, 0, sizeof t);
+	ck_assert_int_eq(store_shards_partial(st, shard_seen_cb, &t, &err), 0);
+	ck_assert_int_eq(t.n, 0);
+	ck_assert_int_eq(peek("SELECT COUNT(*) FROM shard_publishes"), 3);
+}
+END_TEST
+
 START_TEST(trend_values)
 {
 	struct trend_seen t;
@@ -1527,6 +1613,7 @@ add_cases(TCase *tc)
 	tcase_add_test(tc, builds);
 	tcase_add_test(tc, job_state);
 	tcase_add_test(tc, trend_values);
+	tcase_add_test(tc, shard_publishes);
 	tcase_add_test(tc, audit);
 	tcase_add_test(tc, runs_listing);
 	tcase_add_test(tc, shared_run);
