@@ -104,11 +104,20 @@ struct exec_recon_src {
 };
 
 /* One open warehouse connection of a worker. */
+/* The (job, request) pairs whose first run on a connection pruned
+ * backfilld_commits (wh_commits.h, rule 3), the oldest replaced first. */
+#define EXEC_PRUNED 8
+
 struct exec_conncache {
 	char *name;
 	char *where;  /* sqlite path or postgres conninfo */
 	struct wh_conn *conn;
 	bool commits_ready; /* backfilld_commits is there (wh_commits.h) */
+	struct {
+		char *job;
+		int64_t request;
+	} pruned[EXEC_PRUNED];
+	unsigned npruned;   /* pairs noted so far (next slot: % EXEC_PRUNED) */
 };
 
 struct exec_worker {
@@ -469,6 +478,8 @@ exec_conn_get(struct exec_worker *w, const struct warehouse_def *wh,
 	cc->where = exec_xstrdup(where);
 	cc->conn = conn;
 	cc->commits_ready = false;
+	memset(cc->pruned, 0, sizeof cc->pruned);
+	cc->npruned = 0;
 	return conn;
 }
 
@@ -485,6 +496,8 @@ exec_conn_drop(struct exec_worker *w, struct wh_conn *conn)
 		conn->drv->close(conn);
 		free(w->cache[i].name);
 		free(w->cache[i].where);
+		for (size_t k = 0; k < EXEC_PRUNED; k++)
+			free(w->cache[i].pruned[k].job);
 		w->cache[i] = w->cache[--w->ncache];
 		return;
 	}
@@ -548,11 +561,41 @@ exec_commits_seen(struct exec_run *run, struct wh_conn *conn,
 	return r;
 }
 
+/* Whether this run is the first of its (job, oldest request) on conn,
+ * which then prunes backfilld_commits (wh_commits.h, rule 3); noted. */
+static bool
+exec_commits_prune_due(struct exec_worker *w, struct wh_conn *conn,
+		       const struct exec_run *run)
+{
+	int64_t request = run->commits[0].request;
+	struct exec_conncache *cc = NULL;
+	unsigned slot;
+
+	for (size_t i = 1; i < run->ncommits; i++)
+		if (run->commits[i].request < request)
+			request = run->commits[i].request;
+	for (size_t i = 0; i < w->ncache && cc == NULL; i++)
+		if (w->cache[i].conn == conn)
+			cc = &w->cache[i];
+	if (cc == NULL)
+		return true;
+	for (size_t k = 0; k < EXEC_PRUNED; k++)
+		if (cc->pruned[k].job != NULL && cc->pruned[k].request ==
+		    request && strcmp(cc->pruned[k].job, run->job->name) == 0)
+			return false;
+	slot = cc->npruned++ % EXEC_PRUNED;
+	free(cc->pruned[slot].job);
+	cc->pruned[slot].job = exec_xstrdup(run->job->name);
+	cc->pruned[slot].request = request;
+	return true;
+}
+
 /* Inside the run's transaction, last: its rows of backfilld_commits, for
  * the identities without one. */
 static int
-exec_commits_record(struct exec_run *run, struct wh_conn *conn,
-		    const bool *present, struct err *err)
+exec_commits_record(struct exec_worker *w, struct exec_run *run,
+		    struct wh_conn *conn, const bool *present,
+		    struct err *err)
 {
 	int64_t now = clock_now_ms();
 	const char **keys;
@@ -563,7 +606,8 @@ exec_commits_record(struct exec_run *run, struct wh_conn *conn,
 	keys = exec_part_keys(run);
 	r = wh_commits_record(conn, run->job->name, keys, run->commits,
 			      run->ncommits, present, now,
-			      now - run->commits_keep_ms, err);
+			      exec_commits_prune_due(w, conn, run) ?
+			      now - run->commits_keep_ms : 0, err);
 	free(keys);
 	return r;
 }
@@ -1044,7 +1088,7 @@ exec_sql_tx(struct exec_flight *fl, struct wh_conn *conn, struct err *err)
 	if (exec_interrupted(fl, err))
 		goto fail;
 	changed = drv->changes(conn) - base;
-	if (exec_commits_record(run, conn, present, err) == -1)
+	if (exec_commits_record(fl->worker, run, conn, present, err) == -1)
 		goto fail;
 	free(present);
 	present = NULL;
