@@ -5,9 +5,13 @@
  * threads.  Each worker keeps its own warehouse connections, keyed by
  * warehouse name and location, open across runs; one that errors badly
  * (!usable) is closed and reopened by the next run that needs it.  A
- * worker never touches the loop except through uv_async_send(): it pushes
+ * worker never touches the loop except through wake_send() (wake.h: a
+ * pipe, not uv_async_send(), whose receiving side spins): it pushes
  * "started" and "done" events onto two lists under ex->lock and the one
- * async handle drains them on the loop thread, started before done.
+ * wake drains them on the loop thread, started before done.  A SQL run
+ * with no timeout and no started_cb wakes the loop once, when done (its
+ * start, which then arms nothing, is drained with it); one with either
+ * also when it starts.
  *
  * Command runs need no thread: uv_spawn() in their own session (so the
  * pid is also the process group), output appended to a per-run log file,
@@ -55,6 +59,7 @@
 #include "proc.h"
 #include "reconcile.h"
 #include "severity.h"
+#include "wake.h"
 #include "wh.h"
 
 
@@ -132,7 +137,7 @@ struct exec_worker {
 
 struct exec {
 	uv_loop_t *loop;
-	uv_async_t async;
+	struct wake wake;
 
 	uv_mutex_t lock;
 	uv_cond_t cond;
@@ -1694,7 +1699,8 @@ exec_worker_main(void *arg)
 		fl->worker = w;
 		exec_started_add(ex, fl);
 		uv_mutex_unlock(&ex->lock);
-		uv_async_send(&ex->async);
+		if (fl->run->job->timeout > 0 || fl->run->started_cb != NULL)
+			wake_send(&ex->wake);
 
 		exec_sql_run(w, fl);
 
@@ -1707,7 +1713,7 @@ exec_worker_main(void *arg)
 			ex->dhead = fl;
 		ex->dtail = fl;
 		uv_mutex_unlock(&ex->lock);
-		uv_async_send(&ex->async);
+		wake_send(&ex->wake);
 	}
 	while (w->ncache > 0)
 		exec_conn_drop(w, w->cache[0].conn);
@@ -1734,7 +1740,7 @@ exec_timer_close_cb(uv_handle_t *handle)
 	if (fl->anext != NULL)
 		fl->anext->aprev = fl->aprev;
 	if (--ex->nrunning == 0 && !ex->close_done)
-		uv_unref((uv_handle_t *)&ex->async);
+		wake_ref(&ex->wake, 0);
 	run->priv = NULL;
 	free(fl);
 	run->done_cb(run);
@@ -1853,9 +1859,9 @@ exec_arm_timeout(struct exec_flight *fl)
 
 /* Drain the workers' events: started runs first, then finished ones. */
 static void
-exec_async_cb(uv_async_t *async)
+exec_wake_cb(struct wake *wake)
 {
-	struct exec *ex = async->data;
+	struct exec *ex = wake->data;
 	struct exec_flight *s, *d, *next;
 
 	uv_mutex_lock(&ex->lock);
@@ -1893,7 +1899,7 @@ exec_post_started(struct exec_flight *fl)
 	uv_mutex_lock(&ex->lock);
 	exec_started_add(ex, fl);
 	uv_mutex_unlock(&ex->lock);
-	uv_async_send(&ex->async);
+	wake_send(&ex->wake);
 }
 
 /* The command's process handle is closed: the run is over. */
@@ -2160,7 +2166,7 @@ exec_submit(struct exec *ex, struct exec_run *run)
 		ex->all->aprev = fl;
 	ex->all = fl;
 	if (ex->nrunning++ == 0 && !ex->close_done)
-		uv_ref((uv_handle_t *)&ex->async);
+		wake_ref(&ex->wake, 1);
 
 	if (ex->closing) {
 		run->failed = true;
@@ -2313,31 +2319,31 @@ exec_new(uv_loop_t *loop, int nthreads, struct exec **out, struct err *err)
 		exec_destroy(ex);
 		return -1;
 	}
-	r = uv_async_init(loop, &ex->async, exec_async_cb);
+	r = wake_init(loop, &ex->wake, exec_wake_cb);
 	if (r != 0) {
 		exec_join(ex);
 		exec_destroy(ex);
-		return err_set(err, EXIT_INTERNAL, "cannot create an async "
-		    "handle: %s", uv_strerror(r));
+		return err_set(err, EXIT_INTERNAL, "cannot create the workers'"
+		    " wake-up pipe: %s", uv_strerror(r));
 	}
-	ex->async.data = ex;
+	ex->wake.data = ex;
 	/* Idle, the executor does not keep the loop alive. */
-	uv_unref((uv_handle_t *)&ex->async);
+	wake_ref(&ex->wake, 0);
 	*out = ex;
 	return 0;
 }
 
-/* The async handle is closed: the executor is fully stopped. */
+/* The wake is closed: the executor is fully stopped. */
 static void
-exec_async_close_cb(uv_handle_t *handle)
+exec_wake_close_cb(struct wake *wake)
 {
-	struct exec *ex = handle->data;
+	struct exec *ex = wake->data;
 
 	if (ex->closed_cb != NULL)
 		ex->closed_cb(ex->closed_data);
 }
 
-/* Nothing runs any more: stop the threads and close the async handle. */
+/* Nothing runs any more: stop the threads and close the wake. */
 static void
 exec_close_finish(struct exec *ex)
 {
@@ -2345,7 +2351,7 @@ exec_close_finish(struct exec *ex)
 		return;
 	ex->close_done = true;
 	exec_join(ex);
-	uv_close((uv_handle_t *)&ex->async, exec_async_close_cb);
+	wake_close(&ex->wake, exec_wake_close_cb);
 }
 
 /* Cancel what still runs, join the threads, close every handle. */
