@@ -16,10 +16,15 @@ wake_poll_cb(uv_poll_t *h, int status, int events)
 
 	(void)status;
 	(void)events;
-	/* cleared before the read: a send from now on writes again */
-	atomic_store(&w->pending, 0);
+	/* cleared after the read and before the drain: a sender that saw
+	 * it set queued its work before this store, so cb finds it; one
+	 * that comes later writes a byte again, which stays for the next
+	 * wake (cleared before the read, a byte read here could belong to
+	 * a sender whose work comes after cb, and later senders would see
+	 * the flag set and write nothing: a lost wake) */
 	while (read(w->fds[0], buf, sizeof buf) > 0)
 		;
+	atomic_store(&w->pending, 0);
 	w->cb(w);
 }
 

@@ -6,9 +6,12 @@
  * send: on a busy 2-core machine the woken loop often preempts the very
  * thread it waits for, once per run.  A wake is a non-blocking pipe
  * watched by a uv_poll_t instead: wake_send() writes one byte unless one
- * is pending, the callback reads them all and then calls cb, which drains
- * whatever the senders queued under their own lock.  A send after the
- * callback's read wakes the loop again, so nothing queued is missed.
+ * is pending, the callback reads them all, clears the flag and then calls
+ * cb, which drains whatever the senders queued under their own lock.
+ * Rule: a sender queues its work before it tests the flag; the callback
+ * clears the flag after its read and before cb.  So a sender that found
+ * the flag set has its work drained by this cb, and one that finds it
+ * clear writes a byte that wakes the loop again: nothing queued is missed.
  */
 #ifndef BACKFILLD_WAKE_H
 #define BACKFILLD_WAKE_H
