@@ -155,10 +155,10 @@ def strace_by_file(path, dbdir):
             if call not in CALLS:
                 continue
             arg = rest.split("(", 1)[1] if "(" in rest else ""
-            if "<" in arg.split(",")[0]:
+            if arg.startswith("AT_FDCWD") and "\"" in arg:
+                name = arg.split("\"")[1]   # the path argument, not the cwd
+            elif "<" in arg.split(",")[0]:
                 name = arg.split("<", 1)[1].split(">", 1)[0]
-            elif arg.startswith("AT_FDCWD, \""):
-                name = arg.split("\"")[1]
             else:
                 name = arg.split(",")[0]
             name = os.path.basename(name)
@@ -166,6 +166,10 @@ def strace_by_file(path, dbdir):
                 name = "warehouse" + name[name.index(".db") + 3:]
             elif name.startswith("state.db"):
                 name = "state" + name[len("state.db"):]
+            elif name.startswith("sidebyside-"):
+                name = "warehouse's folder"
+            elif name.startswith("sbs-"):
+                name = "daemon's folder"
             counts[(call, name)] = counts.get((call, name), 0) + 1
     return counts
 
