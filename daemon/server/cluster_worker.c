@@ -85,6 +85,8 @@ struct cworker {
 	int ndropped; /* own runs whose result was dropped (deposed) */
 	uv_timer_t pump; /* next loop turn: offer, claim, cancel */
 	uv_timer_t takeover; /* a new planner reads the work in flight */
+	uv_timer_t retry; /* finishes the store refused: try them again */
+	uint64_t retry_ms; /* 0: the last finishes were recorded */
 	bool taking_over;    /* ... and has not adopted it yet */
 	bool adopting;       /* inside sched_start_adopt */
 	bool planner_once;
@@ -110,6 +112,7 @@ cworker_shut(struct cworker *w)
 	w->closed_cb = NULL;
 	uv_close((uv_handle_t *)&w->pump, NULL);
 	uv_close((uv_handle_t *)&w->takeover, NULL);
+	uv_close((uv_handle_t *)&w->retry, NULL);
 	w->drv->close(w->c, cb, w->closed_arg);
 }
 
@@ -876,6 +879,55 @@ cworker_finish_of(struct local *l, struct cluster_finish *f)
 }
 
 /*
+ * Finishes the store refused (a full disk: the statement fails while the
+ * connection stays up, so no reconnection comes to kick the pump) are
+ * tried again on a timer, CWORKER_RETRY_FIRST_MS and doubling to
+ * CWORKER_RETRY_MAX_MS, whether or not anything else happens on this
+ * node: once every slot holds a result waiting to be recorded, nothing
+ * else would.  The first refusal is logged, the next ones are not (a
+ * node that logged each of them filled the journal while the disk was
+ * full), and the recovery is.
+ */
+#define CWORKER_RETRY_FIRST_MS 1000
+#define CWORKER_RETRY_MAX_MS 30000
+
+static void
+cworker_retry_cb(uv_timer_t *t)
+{
+	struct cworker *w = t->data;
+
+	w->retry_ms = w->retry_ms * 2 > CWORKER_RETRY_MAX_MS ?
+		CWORKER_RETRY_MAX_MS : w->retry_ms * 2;
+	cworker_kick(w);
+}
+
+/* nf finishes were refused (err) or, with err NULL, recorded. */
+static void
+cworker_finishes_outcome(struct cworker *w, size_t nf, const struct err *err)
+{
+	if (err == NULL) {
+		if (w->retry_ms != 0)
+			log_notice("recorded the results of %zu runs the state"
+				   " store had refused", nf);
+		w->retry_ms = 0;
+		uv_timer_stop(&w->retry);
+		return;
+	}
+	if (w->retry_ms == 0) {
+		log_warn("cannot record the results of %zu runs: %s; trying"
+			 " again until the state store takes them", nf,
+			 err->msg);
+		w->retry_ms = CWORKER_RETRY_FIRST_MS;
+	} else {
+		log_debug("cannot record the results of %zu runs: %s", nf,
+			  err->msg);
+	}
+	if (!uv_is_active((uv_handle_t *)&w->retry) &&
+	    !uv_is_closing((uv_handle_t *)&w->retry))
+		uv_timer_start(&w->retry, cworker_retry_cb, w->retry_ms, 0);
+}
+
+/*
  * One loop turn's exchange with the work table, one statement: finish
  * the runs ended since the last (a finish the database did not take is
  * tried again next time), and claim what this node may run while it has
@@ -917,12 +969,12 @@ cworker_exchange(struct cworker *w)
 	    w->drv->finish_claim(w->c, f, nf, jobs, nj, room, &rows, &n,
 				 &err) < 0) {
 		if (nf > 0)
-			log_warn("cannot record the results of %zu runs: %s;"
-				 " trying again when the state store is back",
-				 nf, err.msg);
+			cworker_finishes_outcome(w, nf, &err);
 		else
 			log_debug("cannot claim: %s", err.msg);
 	} else {
+		if (nf > 0)
+			cworker_finishes_outcome(w, nf, NULL);
 		for (size_t i = 0; i < nf; i++)
 			for (l = w->locals; l != NULL; l = nx) {
 				nx = l->next;
@@ -1300,6 +1352,8 @@ cworker_open(const struct cworker_opts *o, struct cworker **out,
 	w->pump.data = w;
 	uv_timer_init(o->loop, &w->takeover);
 	w->takeover.data = w;
+	uv_timer_init(o->loop, &w->retry);
+	w->retry.data = w;
 	w->pump.timer_cb = cworker_pump_cb;
 	w->remote = (struct sched_remote){cworker_submit, cworker_cancel,
 		cworker_adopt, w};
@@ -1307,6 +1361,7 @@ cworker_open(const struct cworker_opts *o, struct cworker **out,
 	if (w->drv->open(o->loop, &co, &cbs, &w->c, err) < 0) {
 		uv_close((uv_handle_t *)&w->pump, NULL);
 		uv_close((uv_handle_t *)&w->takeover, NULL);
+		uv_close((uv_handle_t *)&w->retry, NULL);
 		return -1;
 	}
 	*out = w;
