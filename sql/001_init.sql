@@ -1,7 +1,7 @@
 -- 001_init.sql - the state store's first schema.
 --
 -- Times are epoch milliseconds (UTC).  Partition keys are the text a job
--- gets as :partition (README.md, "Concepts").  Every state change is
+-- gets as :partition (docs/configuration.md, "Concepts").  Every state change is
 -- committed here before it is acknowledged to a client.
 
 -- One row per operator or scheduler request: a set of partitions of one

@@ -53,7 +53,7 @@ q() { sqlite3 -box "$WH" "$@"; }
 say() { printf '\n== %s\n\n' "$*"; }
 # A checksum of every table in the warehouse (schema and rows, in any row
 # order) but the daemon's own backfilld_commits, where each request adds its
-# rows (README.md, "Tables in your warehouse").
+# rows (docs/guarantees.md, "Tables in your warehouse").
 wh_sum() { sqlite3 "$WH" .dump | grep -v backfilld_commits | LC_ALL=C sort | cksum; }
 
 if [ -S "$STATE/backfilld.sock" ] && [ -f "$CONF" ] && ctl status >/dev/null 2>&1; then

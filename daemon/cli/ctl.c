@@ -45,6 +45,7 @@
 #include "buf.h"
 #include "calendar.h"
 #include "cmdspec.h"
+#include "complete.h"
 #include "config.h"
 #include "err.h"
 #include "proto.h"
@@ -57,7 +58,7 @@
 
 #define CTL_DEFAULT_SOCKET "/run/backfilld/backfilld.sock"
 #define CTL_MAX_POS 8
-#define CTL_MAX_OPTS 16
+#define CTL_MAX_OPTS CMDSPEC_MAX_OPTS
 
 /* Option values above the char range: long-only options. */
 enum {
@@ -73,10 +74,8 @@ enum {
 	{ "config", required_argument, NULL, OPT_CONFIG }, \
 	{ "help", no_argument, NULL, 'h' }
 
-#define CTL_COMMON_HELP \
-	"  --socket PATH        the daemon's socket\n" \
-	"  --config FILE        read the socket path from this configuration\n" \
-	"  -h, --help           this text\n"
+/* their help: CMDSPEC_COMMON_HELP (cmdspec.h), which the completion
+ * scripts read too */
 
 
 /* The errno of a failed write to stdout, 0 while none failed. */
@@ -90,6 +89,7 @@ struct ctl_ctx {
 	bool help;
 	bool wait;
 	long long wait_request; /* backfillctl wait REQUEST */
+	const char *shell;      /* backfillctl completion SHELL */
 	char *path;         /* the socket path in use */
 };
 
@@ -540,6 +540,8 @@ ctl_parse(struct ctl_ctx *ctx, int argc, char **argv, struct buf *req,
 		ctl_report_path = ctl_get(&v, "html");
 	if (cs == &cmdspec_wait)
 		ctx->wait_request = strtoll(v.pos[0], NULL, 10);
+	if (cs == &cmdspec_completion)
+		ctx->shell = v.pos[0];
 	for (i = 0; i < v.npos; i++) {
 		if (ctl_arg_add(ctx, &cs->pos[i], v.pos[i], req, err) != 0)
 			return -1;
@@ -605,7 +607,7 @@ static void
 ctl_cmd_usage(const struct cmdspec *cmd)
 {
 	printf("usage: backfillctl %s\n%s%s", cmd->usage, cmd->help,
-	    CTL_COMMON_HELP);
+	    CMDSPEC_COMMON_HELP);
 }
 
 /* Decide the socket path: --socket, else --config's socket, else
@@ -619,7 +621,7 @@ ctl_socket_path(struct ctl_ctx *ctx, struct err *err)
 	if (ctx->socket != NULL) {
 		ctx->path = strdup(ctx->socket);
 	} else if (ctx->config != NULL) {
-		/* only its socket: the daemon checks the rest (README.md,
+		/* only its socket: the daemon checks the rest (docs/commands.md,
 		 * "backfillctl") */
 		if (config_socket(ctx->config, &sock, warn, sizeof warn,
 		    err) != 0) {
@@ -1003,6 +1005,29 @@ out:
 	return st;
 }
 
+/* backfillctl completion SHELL: the script, from the specification
+ * (complete.c); the daemon is not asked.  The exit status. */
+static int
+ctl_completion(const char *shell)
+{
+	struct buf out;
+
+	buf_init(&out);
+	if (complete_script(&out, shell) != 0) { /* the spec checked it */
+		buf_free(&out);
+		fprintf(stderr, "backfillctl: no completion for '%s'\n", shell);
+		return EXIT_BAD_INPUT;
+	}
+	fwrite(out.data, 1, out.len, stdout);
+	buf_free(&out);
+	if (fflush(stdout) != 0 || ferror(stdout)) {
+		fprintf(stderr, "backfillctl: cannot write the output: %s; "
+		    "check where standard output goes\n", strerror(errno));
+		return EXIT_WORK_FAILED;
+	}
+	return EXIT_DONE;
+}
+
 /* backfillctl [--socket PATH | --config FILE] COMMAND [ARGS] */
 int
 main(int argc, char **argv)
@@ -1060,6 +1085,10 @@ main(int argc, char **argv)
 		ctl_cmd_usage(ctx.cmd);
 		buf_free(&req);
 		return EXIT_DONE;
+	}
+	if (ctx.shell != NULL) {
+		buf_free(&req);
+		return ctl_completion(ctx.shell);
 	}
 	if (isatty(STDOUT_FILENO))
 		proto_add(&req, "tty", "1");

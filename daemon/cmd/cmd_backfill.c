@@ -15,6 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "budget.h"
 #include "calendar.h"
 #include "estimate.h"
 #include "json.h"
@@ -69,7 +70,7 @@ backfill_check_bounds(const struct job_def *j, part_t first, part_t last,
 }
 
 /* Refuse a count above the job's bound: the request is refused whole
- * (README, max_backfill). */
+ * (docs/configuration.md, max_backfill). */
 static int
 backfill_check_count(const struct job_def *j, int64_t count, const char *what,
 	    struct err *err)
@@ -231,6 +232,25 @@ backfill_downstream_json(const char *down, struct buf *out)
 	buf_free(&name);
 }
 
+/* The request's budget as a JSON value: {seconds, source, refused} (the
+ * verdict of budget_admit on the estimate), or null without one. */
+static void
+backfill_budget_json(const struct sched_req *rq, const struct estimate *est,
+		     struct buf *out)
+{
+	if (rq->budget_s <= 0) {
+		buf_addstr(out, "null");
+		return;
+	}
+	buf_printf(out, "{\"seconds\": %" PRId64 ", \"source\": ",
+		   rq->budget_s);
+	json_str(out, rq->budget_source);
+	buf_printf(out, ", \"refused\": %s}",
+		   budget_admit(rq->budget_s, rq->budget_source, est->has,
+				est->warehouse_seconds, NULL) < 0 ? "true" :
+		   "false");
+}
+
 /* A plan as JSON (dry run --json), with the request's own controls and
  * the estimate. */
 static void
@@ -279,6 +299,8 @@ backfill_plan_json(const struct config *cfg, const struct plan *plan,
 	backfill_downstream_json(rq->downstream, out);
 	buf_addstr(out, ", \"estimate\": ");
 	estimate_json(cfg, est, out);
+	buf_addstr(out, ", \"budget\": ");
+	backfill_budget_json(rq, est, out);
 	buf_addstr(out, "}\n");
 }
 
@@ -304,6 +326,28 @@ backfill_plan_waits(const struct config *cfg, const struct plan *plan,
 			buf_printf(waits, ", %s", dk);
 	}
 	buf_add(waits, "", 1);
+}
+
+/* The budget's line below a dry run's estimate: the budget, and what the
+ * request would meet. */
+static void
+backfill_budget_text(const struct sched_req *rq, const struct estimate *est,
+		     struct buf *out)
+{
+	char b[CAL_KEY_MAX];
+	struct err err;
+
+	if (rq->budget_s <= 0)
+		return;
+	cal_format_duration(rq->budget_s, b);
+	if (budget_admit(rq->budget_s, rq->budget_source, est->has,
+			 est->warehouse_seconds, &err) < 0)
+		buf_printf(out, "budget: %s (%s): this request would be %s\n",
+			   b, rq->budget_source, err.msg);
+	else
+		buf_printf(out, "budget: %s of warehouse time (%s): the request"
+			   " stops starting partitions once its runs have taken"
+			   " 1.5 times that\n", b, rq->budget_source);
 }
 
 /* A plan as a table (dry run), with the request's own controls and the
@@ -349,27 +393,55 @@ backfill_plan_text(const struct config *cfg, const struct plan *plan,
 			   " other downstream jobs' partitions are left stale\n",
 			   rq->downstream);
 	estimate_text(cfg, est, out);
+	backfill_budget_text(rq, est, out);
+}
+
+/* A plan's estimate (none when the durations cannot be read: logged). */
+static void
+backfill_estimate(struct sched *s, const struct plan *plan,
+		  const struct sched_req *rq, struct estimate *est)
+{
+	struct err err;
+
+	if (estimate_plan(sched_config(s), plan, rq->concurrency,
+			  backfill_durations_cb, sched_store(s), est,
+			  &err) < 0) {
+		log_warn("event=estimate error=\"%s\"", err.msg);
+		memset(est, 0, sizeof *est);
+	}
 }
 
 /* Print a plan (dry run) as a table or JSON, with its estimate. */
 static void
 backfill_render_plan(struct sched *s, const struct plan *plan,
-		     const struct sched_req *rq, bool json, struct buf *out)
+		     const struct sched_req *rq, const struct estimate *est,
+		     bool json, struct buf *out)
 {
 	const struct config *cfg = sched_config(s);
-	struct estimate est;
-	struct err err;
 
-	if (estimate_plan(cfg, plan, rq->concurrency, backfill_durations_cb,
-			  sched_store(s), &est, &err) < 0) {
-		log_warn("event=estimate error=\"%s\"", err.msg);
-		memset(&est, 0, sizeof est);
-	}
 	if (json)
-		backfill_plan_json(cfg, plan, rq, &est, out);
+		backfill_plan_json(cfg, plan, rq, est, out);
 	else
-		backfill_plan_text(cfg, plan, rq, &est, out);
-	estimate_free(&est);
+		backfill_plan_text(cfg, plan, rq, est, out);
+}
+
+/* The request's budget (budget.h, rule 1): --budget within the job's
+ * max_backfill_time (its form checked by the specification); a rerun
+ * has none. */
+static int
+backfill_budget(const struct job_def *jd, const struct proto_msg *req,
+		struct sched_req *rq, struct err *err)
+{
+	const char *asked = proto_get(req, "budget");
+	long long v = 0;
+
+	if (strcmp(rq->kind, "rerun") == 0)
+		return 0;
+	if (asked != NULL &&
+	    cmdspec_duration("--budget", asked, &v, err) < 0)
+		return -1;
+	return budget_of(jd->name, jd->max_backfill_time, v, &rq->budget_s,
+			 &rq->budget_source, err);
 }
 
 /* The request's own controls from its fields (--concurrency,
@@ -386,6 +458,10 @@ backfill_controls(const struct config *cfg, int j, const struct proto_msg *req,
 	struct err err;
 
 	rq->fail_fast = cmd_flag(req, "fail_fast");
+	if (backfill_budget(jd, req, rq, &err) < 0) {
+		cmd_fail_err(res, &err);
+		return -1;
+	}
 	if (proto_get_int(req, "concurrency", &n) == 0) {
 		if (n > jd->concurrency) {
 			cmd_fail(res, EXIT_BAD_INPUT, "--concurrency %lld is above"
@@ -586,8 +662,12 @@ backfill_answer(struct cmd_res *res, const struct sched_req *rq,
 			buf_printf(&res->out, "%d", rq->concurrency);
 		else
 			buf_addstr(&res->out, "null");
-		buf_printf(&res->out, ", \"fail_fast\": %s}\n",
+		buf_printf(&res->out, ", \"fail_fast\": %s, \"budget_seconds\": ",
 			   rq->fail_fast ? "true" : "false");
+		if (rq->budget_s > 0)
+			buf_printf(&res->out, "%" PRId64 "}\n", rq->budget_s);
+		else
+			buf_addstr(&res->out, "null}\n");
 		return;
 	}
 	buf_printf(&res->out, "request %" PRId64 ": queued %zu partition%s of"
@@ -597,6 +677,12 @@ backfill_answer(struct cmd_res *res, const struct sched_req *rq,
 		buf_printf(&res->out, "; at most %d at once", rq->concurrency);
 	if (rq->fail_fast)
 		buf_addstr(&res->out, "; fail-fast");
+	if (rq->budget_s > 0) {
+		char b[CAL_KEY_MAX];
+
+		cal_format_duration(rq->budget_s, b);
+		buf_printf(&res->out, "; budget %s of warehouse time", b);
+	}
 	buf_addstr(&res->out, "\n");
 }
 
@@ -615,6 +701,7 @@ backfill_submit(struct cmd_ctx *ctx, const struct proto_msg *req, int j,
 	const char *built_by = proto_get(req, "built_by");
 	const char *reprocess = proto_get(req, "reprocess");
 	bool dry = cmd_flag(req, "dry_run");
+	struct estimate est;
 	struct plan plan;
 	int64_t id = 0;
 	struct err err;
@@ -622,6 +709,20 @@ backfill_submit(struct cmd_ctx *ctx, const struct proto_msg *req, int j,
 	kc->n = backfill_unique(kc->parts, kc->n);
 	rq->parts = kc->parts;
 	rq->nparts = kc->n;
+	plan_init(&plan);
+	memset(&est, 0, sizeof est);
+	if (sched_submit(s, rq, false, &plan, &id, &err) < 0) {
+		cmd_fail_err(res, &err);
+		goto out;
+	}
+	if (dry || rq->budget_s > 0)
+		backfill_estimate(s, &plan, rq, &est);
+	/* budget.h rule 2: refused whole, before the proof and the queue */
+	if (!dry && budget_admit(rq->budget_s, rq->budget_source, est.has,
+				 est.warehouse_seconds, &err) < 0) {
+		cmd_fail_err(res, &err);
+		goto out;
+	}
 	if (!verified && kc->n > 0 &&
 	    (cmd_flag(req, "verify") || (kc->j->verify && !dry))) {
 		char vk[CAL_KEY_MAX];
@@ -633,14 +734,13 @@ backfill_submit(struct cmd_ctx *ctx, const struct proto_msg *req, int j,
 					   &err);
 		if (res->stream == NULL)
 			cmd_fail_err(res, &err);
-		return;
+		goto out;
 	}
-	plan_init(&plan);
-	if (sched_submit(s, rq, !dry, &plan, &id, &err) < 0)
-		cmd_fail_err(res, &err);
-	else if (dry)
-		backfill_render_plan(s, &plan, rq, cmd_flag(req, "json"),
+	if (dry)
+		backfill_render_plan(s, &plan, rq, &est, cmd_flag(req, "json"),
 				     &res->out);
+	else if (sched_queue_plan(s, rq, &plan, &id, &err) < 0)
+		cmd_fail_err(res, &err);
 	else if (id == 0 && built_by != NULL)
 		buf_printf(&res->out, "nothing to run: no partition of %s%s was"
 			   " last built by version %s\n", kc->j->name,
@@ -653,6 +753,8 @@ backfill_submit(struct cmd_ctx *ctx, const struct proto_msg *req, int j,
 	else
 		backfill_answer(res, rq, &plan, id, kc->j->name,
 				cmd_flag(req, "json"));
+out:
+	estimate_free(&est);
 	plan_free(&plan);
 }
 

@@ -12,7 +12,7 @@
  * only the checks that need the configuration or the state (a known job,
  * its grain, bounds and max_backfill).  A handler answers with status,
  * out and err in its struct cmd_res, and changes nothing when it refuses.
- * Output is a human table or JSON (json=1), in the shapes of the README.
+ * Output is a human table or JSON (json=1), in the shapes of docs/commands.md.
  */
 #ifndef BACKFILLD_CMD_ENTRY_H
 #define BACKFILLD_CMD_ENTRY_H

@@ -48,8 +48,8 @@ cmd_reload_json_set(const struct config_diff_set *set, bool versions,
 	buf_addstr(out, "]");
 }
 
-/* The reload report as JSON: {added, removed, changed} of jobs (README),
- * then warehouses, settings and what was cancelled. */
+/* The reload report as JSON: {added, removed, changed} of jobs
+ * (docs/commands.md), then warehouses, settings and what was cancelled. */
 static void
 cmd_reload_json(const struct config_diff *d, int64_t cancelled, bool dry_run,
 		struct buf *out)

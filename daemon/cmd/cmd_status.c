@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "budget.h"
 #include "calendar.h"
 #include "clock.h"
 #include "cluster.h"
@@ -374,8 +375,7 @@ status_job_text(const struct job_def *j, const struct sched_job_view *v,
 		if (v->has_reconciled)
 			part_key(j->grain, v->reconciled, ok);
 		buf_printf(out, "reconciled %s: through %s\n", j->name,
-			   v->has_reconciled ? ok : "- (none since the daemon"
-			   " started)");
+			   v->has_reconciled ? ok : "- (none yet)");
 	}
 	if (!v->has_sensor)
 		return;
@@ -393,6 +393,68 @@ status_job_text(const struct job_def *j, const struct sched_job_view *v,
 		buf_printf(out, "late_data %s: last check %s found %" PRId64
 			   " partitions; next %s\n", j->name, lc, v->found, nc);
 	}
+}
+
+/* The requests stopped over budget that status shows, at most. */
+#define STATUS_OVER_BUDGET_MAX 10
+
+struct status_budget {
+	struct buf *out;
+	const char *only; /* a job's name, or NULL */
+	bool json;
+	size_t n;
+};
+
+/* One request stopped over budget (budget.h), as a line or a JSON
+ * object. */
+static void
+status_budget_cb(const struct store_budget_row *row, void *data)
+{
+	struct status_budget *sb = data;
+	char at[CAL_KEY_MAX], b[32], sp[32];
+
+	if (sb->only != NULL && strcmp(sb->only, row->job) != 0)
+		return;
+	cal_format_iso_ms(row->over_at, at);
+	if (sb->json) {
+		buf_printf(sb->out, "%s{\"request\": %" PRId64 ", \"job\": ",
+			   sb->n ? ", " : "", row->id);
+		json_str(sb->out, row->job);
+		buf_printf(sb->out, ", \"budget_seconds\": %.3f,"
+			   " \"warehouse_seconds\": %.3f, \"cancelled\": %"
+			   PRId64 ", \"since\": \"%s\"}",
+			   (double)row->budget_ms / 1000.0,
+			   (double)row->spent_ms / 1000.0, row->cancelled, at);
+	} else {
+		budget_duration((double)row->budget_ms / 1000.0, b, sizeof b);
+		budget_duration((double)row->spent_ms / 1000.0, sp, sizeof sp);
+		buf_printf(sb->out, "request %" PRId64 " (%s): stopped over"
+			   " budget since %s: measured warehouse time %s passed"
+			   " 1.5 x its budget of %s; %" PRId64 " partitions"
+			   " cancelled (backfillctl retry %" PRId64 " resumes"
+			   " them)\n", row->id, row->job, at, sp, b,
+			   row->cancelled, row->id);
+	}
+	sb->n++;
+}
+
+/* The requests stopped over budget and not resumed, newest first: lines
+ * below the table, or the "over_budget" array of --json. */
+static void
+status_budget(struct cmd_ctx *ctx, const char *only, bool json,
+	      struct buf *out)
+{
+	struct status_budget sb = { out, only, json, 0 };
+	struct err err;
+
+	if (json)
+		buf_addstr(out, ", \"over_budget\": [");
+	if (store_over_budget(sched_store(ctx->sched), STATUS_OVER_BUDGET_MAX,
+			      status_budget_cb, &sb, &err) < 0 && !json)
+		buf_printf(out, "requests over budget: cannot be read: %s\n",
+			   err.msg);
+	if (json)
+		buf_addstr(out, "]");
 }
 
 /* status [JOB] [--json]: every job (or JOB), as a table or JSON. */
@@ -440,12 +502,16 @@ cmd_status_exec(struct cmd_ctx *ctx, const struct proto_msg *req,
 	}
 	if (json) {
 		status_warehouses_json(s, &res->out);
+		status_budget(ctx, only >= 0 ? cfg->jobs[only].name : NULL,
+			      true, &res->out);
 		cmd_nodes_json(ctx, &res->out);
 		buf_addstr(&res->out, "}\n");
 		return;
 	}
 	cmd_table_print(&t, &res->out);
 	status_store_text(ctx, &res->out);
+	status_budget(ctx, only >= 0 ? cfg->jobs[only].name : NULL, false,
+		      &res->out);
 	cmd_nodes_text(ctx, &res->out);
 	for (size_t i = 0; i < cfg->njobs; i++) {
 		if (only >= 0 && (int)i != only)

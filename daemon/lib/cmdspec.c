@@ -45,6 +45,7 @@ static const struct cmdspec_arg cmdspec_backfill_opts[] = {
 	{ "downstream", CMDSPEC_LIST, "downstream", NULL, NULL, 0 },
 	{ "concurrency", CMDSPEC_INT, "concurrency", NULL, NULL, 0 },
 	{ "fail-fast", CMDSPEC_FLAG, "fail_fast", NULL, NULL, 0 },
+	{ "budget", CMDSPEC_DURATION, "budget", NULL, NULL, 0 },
 	{ "stale", CMDSPEC_FLAG, "stale", NULL, NULL, 0 },
 	{ "reason", CMDSPEC_TEXT, "reason", NULL, NULL, 0 },
 	{ "dry-run", CMDSPEC_FLAG, "dry_run", NULL, NULL, 0 },
@@ -133,6 +134,12 @@ static const struct cmdspec_arg cmdspec_report_opts[] = {
 	  "report page", NULL, CMDSPEC_ARG_CLIENT },
 	CMDSPEC_END
 };
+static const char *const cmdspec_shell_names[] = { "bash", "zsh", NULL };
+static const struct cmdspec_arg cmdspec_completion_pos[] = {
+	{ "SHELL", CMDSPEC_ENUM, "shell", "SHELL: say which shell, bash or "
+	  "zsh", cmdspec_shell_names, 0 },
+	CMDSPEC_END
+};
 static const struct cmdspec_arg cmdspec_none[] = {
 	CMDSPEC_END
 };
@@ -165,6 +172,12 @@ const struct cmdspec cmdspec_backfill = {
 	"  --fail-fast          after the first failure, cancel the rest "
 	"(resume it\n"
 	"                       with 'backfillctl retry REQUEST')\n"
+	"  --budget DURATION    the request's budget of warehouse time (at "
+	"most the\n"
+	"                       job's max_backfill_time): refused when its "
+	"estimate is\n"
+	"                       above it, stopped past 1.5 times it (resume "
+	"with retry)\n"
 	"  --reason TEXT        why, recorded with the request\n"
 	"  --dry-run            print the partitions it would run, in order, "
 	"and an\n"
@@ -364,11 +377,25 @@ const struct cmdspec cmdspec_wait = {
 	cmdspec_none, cmdspec_wait_pos, 1, NULL
 };
 
+/* The script is built from this table by backfillctl (lib/complete.c):
+ * the daemon is not asked. */
+const struct cmdspec cmdspec_completion = {
+	"completion",
+	"completion bash|zsh",
+	"Print the shell completion script of backfillctl for bash or zsh:\n"
+	"its commands, their options and values, and job names from the\n"
+	"running daemon when it answers.  The package installs both; from a\n"
+	"shell: source <(backfillctl completion bash).\n\n",
+	CMDSPEC_CLIENT,
+	cmdspec_none, cmdspec_completion_pos, 1, NULL
+};
+
 const struct cmdspec *const cmdspec_table[] = {
 	&cmdspec_backfill, &cmdspec_rerun, &cmdspec_verify, &cmdspec_status,
 	&cmdspec_runs, &cmdspec_stale, &cmdspec_audit, &cmdspec_pause,
 	&cmdspec_resume, &cmdspec_cancel, &cmdspec_retry, &cmdspec_reload,
-	&cmdspec_jobs, &cmdspec_map, &cmdspec_report, &cmdspec_wait
+	&cmdspec_jobs, &cmdspec_map, &cmdspec_report, &cmdspec_wait,
+	&cmdspec_completion
 };
 const size_t cmdspec_count = sizeof cmdspec_table / sizeof cmdspec_table[0];
 
@@ -467,6 +494,22 @@ cmdspec_enum_ok(const char *what, const char *const *values, const char *s,
 		       list, s);
 }
 
+/* A positive duration. */
+int
+cmdspec_duration(const char *what, const char *s, long long *seconds,
+		 struct err *err)
+{
+	int64_t v;
+
+	if (cal_parse_duration(s, &v, NULL) < 0 || v <= 0)
+		return err_set(err, EXIT_BAD_INPUT, "%s must be a positive "
+			       "duration like 30s, 15m, 2h or 1d, not '%.40s'",
+			       what, s);
+	if (seconds != NULL)
+		*seconds = (long long)v;
+	return 0;
+}
+
 /* Names separated by commas, none of them empty. */
 static int
 cmdspec_list_ok(const char *what, const char *s, struct err *err)
@@ -505,6 +548,8 @@ cmdspec_check_value(const struct cmdspec_arg *a, const char *what,
 		return cmdspec_enum_ok(what, a->values, s, err);
 	case CMDSPEC_LIST:
 		return cmdspec_list_ok(what, s, err);
+	case CMDSPEC_DURATION:
+		return cmdspec_duration(what, s, n, err);
 	default:
 		return 0;
 	}

@@ -36,6 +36,7 @@ enum cmdspec_kind {
 	CMDSPEC_ENUM,       /* one of the argument's values */
 	CMDSPEC_LIST,       /* names separated by commas, none empty */
 	CMDSPEC_DATES_FILE, /* a file the client reads and sends as its dates */
+	CMDSPEC_DURATION,   /* a positive duration: 30s, 15m, 2h, 1d */
 	CMDSPEC_WAIT        /* the client waits for the request: no field */
 };
 
@@ -63,6 +64,8 @@ struct cmdspec_arg {
 #define CMDSPEC_STREAMS 0x2 /* always answers with DATA frames */
 #define CMDSPEC_CONTROL 0x4 /* answered by the control socket itself
 			     * (wait: PROGRESS frames), not by a cmd_entry */
+#define CMDSPEC_CLIENT 0x8  /* answered by backfillctl alone, never sent
+			     * (completion); the daemon has no entry */
 
 /* Where a check reads the values: the value of request field `field`,
  * or NULL when absent (proto_get for the daemon, argv for the client). */
@@ -85,12 +88,22 @@ struct cmdspec {
 	cmdspec_check_fn *check;    /* or NULL */
 };
 
+/* Options of one command, at most (backfillctl's getopt table). */
+#define CMDSPEC_MAX_OPTS 32
+
+/* The help of the options every command takes (backfillctl's own:
+ * --socket, --config, --help), after a command's own. */
+#define CMDSPEC_COMMON_HELP \
+	"  --socket PATH        the daemon's socket\n" \
+	"  --config FILE        read the socket path from this configuration\n" \
+	"  -h, --help           this text\n"
+
 /* Each command, and all of them in the order of backfillctl --help. */
 extern const struct cmdspec cmdspec_backfill, cmdspec_rerun, cmdspec_verify,
     cmdspec_status, cmdspec_runs, cmdspec_stale, cmdspec_audit,
     cmdspec_pause, cmdspec_resume, cmdspec_cancel, cmdspec_retry,
     cmdspec_reload, cmdspec_jobs, cmdspec_map, cmdspec_report,
-    cmdspec_wait;
+    cmdspec_wait, cmdspec_completion;
 extern const struct cmdspec *const cmdspec_table[];
 extern const size_t cmdspec_count;
 
@@ -113,6 +126,10 @@ int cmdspec_check(const struct cmdspec *cs, cmdspec_get_fn *get,
  * or "JOB"); an integer is left in *n when n is not NULL.  0, or -1. */
 int cmdspec_check_value(const struct cmdspec_arg *a, const char *what,
 			const char *s, long long *n, struct err *err);
+/* A positive duration (30s, 15m, 2h, 1d) into *seconds (may be NULL):
+ * 0, or -1 with a message naming what (--budget). */
+int cmdspec_duration(const char *what, const char *s, long long *seconds,
+		     struct err *err);
 /* A date or an hour (YYYY-MM-DD or YYYY-MM-DDTHH): 0, or -1 with the
  * calendar's message. */
 int cmdspec_date_ok(const char *s, struct err *err);

@@ -1,6 +1,6 @@
 /*
  * config.c - load and validate the configuration file (backfilld.yaml(5);
- * README.md, "Configuration").
+ * docs/configuration.md, "Configuration").
  *
  * The file is loaded with libyaml's document API and walked with one table
  * per mapping (top level, warehouse, job, check, metric, late_data): each
@@ -50,6 +50,7 @@
 #include "hookq.h"
 #include "severity.h"
 #include "sqlscan.h"
+#include "trend.h"
 #include "chsql.h"
 #include "xalloc.h"
 
@@ -846,6 +847,29 @@ cfg_h_bool(struct cfg_parser *p, void *obj, const struct cfg_key *k,
 	return 0;
 }
 
+/* batch: true (all of a request's partitions in one run), false, or N
+ * (partitions per run, at least 2: batch: 1 is false). */
+static int
+cfg_h_batch(struct cfg_parser *p, void *obj, const struct cfg_key *k,
+	    yaml_node_t *key, yaml_node_t *val)
+{
+	struct job_def *j = obj;
+	int64_t v;
+
+	(void)key;
+	j->batch_size = 0;
+	if (strcmp(cfg_text(val), "true") == 0 ||
+	    strcmp(cfg_text(val), "false") == 0) {
+		j->batch = strcmp(cfg_text(val), "true") == 0;
+		return 0;
+	}
+	if (!cfg_parse_int64(cfg_text(val), &v) || v < 2 || v > INT_MAX)
+		return cfg_bad_value(p, k, val);
+	j->batch = true;
+	j->batch_size = (int)v;
+	return 0;
+}
+
 /* A sequence of non-empty strings into char ** (off) and size_t (off2). */
 static int
 cfg_h_strseq(struct cfg_parser *p, void *obj, const struct cfg_key *k,
@@ -1021,6 +1045,9 @@ static const struct cfg_key cfg_top_keys[] = {
 	  CFG_OFF(config, max_catchup), 1, CFG_POSINT, 0 },
 	{ "max_backfill", YAML_SCALAR_NODE, cfg_h_int,
 	  CFG_OFF(config, max_backfill), 1, CFG_POSINT, 0 },
+	{ "max_backfill_time", YAML_SCALAR_NODE, cfg_h_duration,
+	  CFG_OFF(config, max_backfill_time), 0, CFG_DURATION " (0s: none)",
+	  0 },
 	{ "shutdown_grace", YAML_SCALAR_NODE, cfg_h_duration,
 	  CFG_OFF(config, shutdown_grace), 0, CFG_DURATION, 0 },
 	{ "keep_runs", YAML_SCALAR_NODE, cfg_h_keep,
@@ -1132,20 +1159,27 @@ cfg_h_wh_postgres(struct cfg_parser *p, void *obj, const struct cfg_key *k,
 	return cfg_h_str(p, obj, k, key, val);
 }
 
+/* A finite number, the whole of t. */
+static bool
+cfg_real(const char *t, double *v)
+{
+	char *end;
+
+	errno = 0;
+	*v = strtod(t, &end);
+	return end != t && *end == '\0' && errno == 0 && isfinite(*v);
+}
+
 /* A finite number (YAML int or float) into a double; off2 names the
  * bool field that says it was given. */
 static int
 cfg_h_number(struct cfg_parser *p, void *obj, const struct cfg_key *k,
 	     yaml_node_t *key, yaml_node_t *val)
 {
-	const char *t = cfg_text(val);
-	char *end;
 	double v;
 
 	(void)key;
-	errno = 0;
-	v = strtod(t, &end);
-	if (end == t || *end != '\0' || errno != 0 || !isfinite(v))
+	if (!cfg_real(cfg_text(val), &v))
 		return cfg_bad_value(p, k, val);
 	*CFG_FIELD(obj, k->off, double) = v;
 	*CFG_FIELD(obj, k->off2, bool) = true;
@@ -1762,11 +1796,85 @@ cfg_h_max_change(struct cfg_parser *p, void *obj, const struct cfg_key *k,
 	return 0;
 }
 
+/* trend: last and min_history, integers from TREND_LAST_MIN to
+ * TREND_LAST_MAX. */
+static int
+cfg_h_trend_int(struct cfg_parser *p, void *obj, const struct cfg_key *k,
+		yaml_node_t *key, yaml_node_t *val)
+{
+	int64_t v;
+
+	(void)key;
+	if (!cfg_parse_int64(cfg_text(val), &v) || v < TREND_LAST_MIN ||
+	    v > TREND_LAST_MAX)
+		return cfg_bad_value(p, k, val);
+	*CFG_FIELD(obj, k->off, int) = (int)v;
+	return 0;
+}
+
+/* trend: max_sigma, a positive finite number. */
+static int
+cfg_h_trend_sigma(struct cfg_parser *p, void *obj, const struct cfg_key *k,
+		  yaml_node_t *key, yaml_node_t *val)
+{
+	double v;
+
+	(void)key;
+	if (!cfg_real(cfg_text(val), &v) || v <= 0)
+		return cfg_bad_value(p, k, val);
+	*CFG_FIELD(obj, k->off, double) = v;
+	return 0;
+}
+
+#define CFG_TREND_INT "an integer from 2 to 1000"
+static const struct cfg_key cfg_trend_keys[] = {
+	{ "last", YAML_SCALAR_NODE, cfg_h_trend_int,
+	  CFG_OFF(trend_def, last), 0, CFG_TREND_INT, 0 },
+	{ "max_sigma", YAML_SCALAR_NODE, cfg_h_trend_sigma,
+	  CFG_OFF(trend_def, max_sigma), 0, "a positive number like 3", 0 },
+	{ "min_history", YAML_SCALAR_NODE, cfg_h_trend_int,
+	  CFG_OFF(trend_def, min_history), 0, CFG_TREND_INT, 0 },
+	{ NULL, YAML_NO_NODE, NULL, 0, 0, NULL, 0 }
+};
+
+/* trend: {last, max_sigma, min_history} (trend.h): the metric against the
+ * values of the job's most recent partitions. */
+static int
+cfg_h_trend(struct cfg_parser *p, void *obj, const struct cfg_key *k,
+	    yaml_node_t *key, yaml_node_t *val)
+{
+	struct metric_def *m = obj;
+	struct trend_def *t = &m->trend;
+	yaml_node_t *mh;
+
+	(void)k;
+	(void)key;
+	if (cfg_parse_map(p, val, cfg_trend_keys, t) < 0)
+		return -1;
+	if (t->last == 0 || t->max_sigma == 0)
+		return cfg_fail(p, val->start_mark, "%s: trend needs last: (the"
+				" partitions it looks back on) and max_sigma:"
+				" (how many standard deviations from their mean"
+				" are allowed)", p->ctx);
+	mh = cfg_map_get(p, val, "min_history");
+	if (mh == NULL)
+		t->min_history = t->last < TREND_MIN_HISTORY_DEFAULT ? t->last :
+				 TREND_MIN_HISTORY_DEFAULT;
+	else if (t->min_history > t->last)
+		return cfg_fail(p, mh->start_mark, "%s: trend min_history %d is"
+				" above last %d; lower it (or raise last)",
+				p->ctx, t->min_history, t->last);
+	t->has = true;
+	return 0;
+}
+
 static const struct cfg_key cfg_metric_keys[] = {
 	{ "sql", YAML_SCALAR_NODE, cfg_h_str, CFG_OFF(metric_def, sql), 0,
 	  "an SQL expression", 0 },
 	{ "max_change", YAML_SCALAR_NODE, cfg_h_max_change, 0, 0,
 	  "a percentage like 50%", 0 },
+	{ "trend", YAML_MAPPING_NODE, cfg_h_trend, 0, 0,
+	  "a mapping {last, max_sigma, min_history}", 0 },
 	{ "severity", YAML_SCALAR_NODE, cfg_h_severity,
 	  CFG_OFF(metric_def, warn), 0, "error or warn", 0 },
 	{ NULL, YAML_NO_NODE, NULL, 0, 0, NULL, 0 }
@@ -1812,13 +1920,14 @@ cfg_h_metrics(struct cfg_parser *p, void *obj, const struct cfg_key *k,
 			if (rc == 0 && m->sql == NULL)
 				rc = cfg_fail(p, vn->start_mark, "%s needs sql:",
 					      p->ctx);
-			if (rc == 0 && m->warn && !m->has_max_change)
+			if (rc == 0 && m->warn && !m->has_max_change &&
+			    !m->trend.has)
 				rc = cfg_fail(p, vn->start_mark,
-					      "%s: severity: needs max_change:",
-					      p->ctx);
+					      "%s: severity: needs max_change:"
+					      " or trend:", p->ctx);
 		} else {
 			rc = cfg_fail(p, vn->start_mark,
-				      "%s must be an SQL expression or a mapping with sql: and max_change:, got %s",
+				      "%s must be an SQL expression or a mapping with sql:, max_change: and trend:, got %s",
 				      p->ctx, cfg_got(vn, buf, sizeof buf));
 		}
 	}
@@ -1912,6 +2021,8 @@ static const struct cfg_key cfg_job_keys[] = {
 	  CFG_POSINT, 0 },
 	{ "max_backfill", YAML_SCALAR_NODE, cfg_h_int, CFG_JOB(max_backfill), 1,
 	  CFG_POSINT, 0 },
+	{ "max_backfill_time", YAML_SCALAR_NODE, cfg_h_duration,
+	  CFG_JOB(max_backfill_time), 0, CFG_DURATION " (0s: none)", 0 },
 	{ "concurrency", YAML_SCALAR_NODE, cfg_h_int, CFG_JOB(concurrency), 1,
 	  CFG_POSINT, 0 },
 	{ "retries", YAML_SCALAR_NODE, cfg_h_int, CFG_JOB(retries), 0,
@@ -1933,8 +2044,8 @@ static const struct cfg_key cfg_job_keys[] = {
 	  CFG_JOB(nupstream), "a sequence of job names", 0 },
 	{ "allow_wall_clock", YAML_SCALAR_NODE, cfg_h_bool,
 	  CFG_JOB(allow_wall_clock), 0, "true or false", 0 },
-	{ "batch", YAML_SCALAR_NODE, cfg_h_bool, CFG_JOB(batch), 0,
-	  "true or false", 0 },
+	{ "batch", YAML_SCALAR_NODE, cfg_h_batch, 0, 0,
+	  "true, false or a number of partitions per run of at least 2", 0 },
 	{ "keep_runs", YAML_SCALAR_NODE, cfg_h_keep, CFG_JOB(keep_runs), 0,
 	  CFG_KEEP, 0 },
 	{ "verify", YAML_SCALAR_NODE, cfg_h_bool, CFG_JOB(verify), 0,
@@ -2021,21 +2132,24 @@ cfg_job_date(struct cfg_parser *p, struct job_def *j, yaml_node_t *val,
 	return 0;
 }
 
+/* The SQL dialect of warehouse index wh (-1: none, SQLite's). */
+static enum sqlscan_dialect
+cfg_dialect(const struct config *cfg, int wh)
+{
+	if (wh >= 0 && cfg->warehouses[wh].kind == WH_POSTGRES)
+		return SQLSCAN_PG;
+	if (wh >= 0 && cfg->warehouses[wh].kind == WH_CLICKHOUSE)
+		return SQLSCAN_CH;
+	return SQLSCAN_SQLITE;
+}
+
 /* The first read of the wall clock in a job's SQL (sqlscan.h), in the
  * dialect of its warehouse: the byte offset, or -1. */
 static long
 cfg_wall_clock(const struct config *cfg, const struct job_def *j,
 	       const char *sql, const char **what)
 {
-	enum sqlscan_dialect d = SQLSCAN_SQLITE;
-
-	if (j->warehouse >= 0 &&
-	    cfg->warehouses[j->warehouse].kind == WH_POSTGRES)
-		d = SQLSCAN_PG;
-	if (j->warehouse >= 0 &&
-	    cfg->warehouses[j->warehouse].kind == WH_CLICKHOUSE)
-		d = SQLSCAN_CH;
-	return sqlscan_wall_clock(sql, d, what);
+	return sqlscan_wall_clock(sql, cfg_dialect(cfg, j->warehouse), what);
 }
 
 /* 1-based line and column of byte `off` of a text. */
@@ -2124,29 +2238,25 @@ cfg_scalar_pos(struct cfg_parser *p, const yaml_node_t *n, size_t off,
 	}
 }
 
-/* Refuse SQL that reads the wall clock, unless allow_wall_clock. `check`
- * names the check (NULL for the job's SQL). */
+/* Refuse SQL that reads the wall clock, unless allow_wall_clock.  `what`
+ * names the SQL after the job (" check \"c\"", " reconcile \"r\" source"
+ * or "" for the job's own); wh is the warehouse it runs on (its dialect). */
 static int
 cfg_no_wall_clock(struct cfg_parser *p, const struct job_def *j,
 		  const yaml_node_t *sqlnode, const char *sql,
-		  const char *check)
+		  const char *what_sql, int wh)
 {
 	const char *what = NULL;
-	char buf[CFG_QUOTE_MAX * 4 + 16], chk[CFG_QUOTE_MAX * 4 + 32];
 	long off;
 	int line, col;
 
-	if (j->allow_wall_clock || (off = cfg_wall_clock(p->cfg, j, sql, &what)) < 0)
+	if (j->allow_wall_clock ||
+	    (off = sqlscan_wall_clock(sql, cfg_dialect(p->cfg, wh), &what)) < 0)
 		return 0;
-	if (check != NULL)
-		snprintf(chk, sizeof chk, " check %s",
-			 cfg_quote(check, buf, sizeof buf));
-	else
-		chk[0] = '\0';
 	cfg_scalar_pos(p, sqlnode, (size_t)off, &line, &col);
 	return cfg_fail_at(p, line, col,
 			   "job \"%s\"%s reads the wall clock (%s): take the date from :partition, or set allow_wall_clock: true",
-			   j->name, chk, what);
+			   j->name, what_sql, what);
 }
 
 /* The key node, of those named, that comes second in the mapping. */
@@ -2264,8 +2374,8 @@ cfg_job_needs(struct cfg_parser *p, struct job_def *j, yaml_node_t *map,
 				p->pfx);
 	if (j->batch && !is_sql)
 		return cfg_fail(p, cfg_map_get(p, map, "batch")->start_mark,
-				"%sbatch: true needs a SQL job (sql: or sql_file:)",
-				p->pfx);
+				"%sbatch: %s needs a SQL job (sql: or sql_file:)",
+				p->pfx, cfg_text(cfg_map_get(p, map, "batch")));
 	if (j->nreconciles > 0 && !is_sql)
 		return cfg_fail(p, cfg_map_key(p, map, "reconcile")->start_mark,
 				"%sreconcile needs a SQL job (sql: or sql_file:)",
@@ -2305,6 +2415,46 @@ cfg_job_needs(struct cfg_parser *p, struct job_def *j, yaml_node_t *map,
 	return 0;
 }
 
+static int cfg_no_txn(struct cfg_parser *p, const struct job_def *j,
+		      const yaml_node_t *n, const char *sql, const char *what,
+		      const yaml_node_t *key, const char *file, int flags,
+		      int wh);
+
+/* A job's reconcile SQL, scanned as its own: the source in the dialect of
+ * its warehouse, the target in the job's; the wall clock (txn false) or
+ * transaction control (txn true).  The source runs outside the run's
+ * transaction, but a source that commits or reads the clock is as wrong. */
+static int
+cfg_recon_scan(struct cfg_parser *p, const struct job_def *j,
+	       yaml_node_t *map, bool txn)
+{
+	yaml_node_t *seq = cfg_map_get(p, map, "reconcile"), *it, *src;
+	char what[CFG_QUOTE_MAX * 4 + 48], buf[CFG_QUOTE_MAX * 4 + 16];
+
+	for (size_t i = 0; seq != NULL && i < j->nreconciles; i++) {
+		const struct reconcile_def *r = &j->reconciles[i];
+
+		it = cfg_seq_item(p, seq, i);
+		src = cfg_map_get(p, it, "source");
+		cfg_quote(r->name, buf, sizeof buf);
+		snprintf(what, sizeof what, " reconcile %s source", buf);
+		if (txn ? cfg_no_txn(p, j, cfg_map_get(p, src, "sql"),
+				     r->source_sql, what, NULL, NULL, 0,
+				     r->source_wh) < 0 :
+			  cfg_no_wall_clock(p, j, cfg_map_get(p, src, "sql"),
+					    r->source_sql, what, r->source_wh) < 0)
+			return -1;
+		snprintf(what, sizeof what, " reconcile %s target", buf);
+		if (txn ? cfg_no_txn(p, j, cfg_map_get(p, it, "target"),
+				     r->target_sql, what, NULL, NULL, 0,
+				     j->warehouse) < 0 :
+			  cfg_no_wall_clock(p, j, cfg_map_get(p, it, "target"),
+					    r->target_sql, what, j->warehouse) < 0)
+			return -1;
+	}
+	return 0;
+}
+
 /* The job's SQL and its checks must not read the wall clock. */
 static int
 cfg_job_clock(struct cfg_parser *p, struct job_def *j, yaml_node_t *map)
@@ -2312,6 +2462,7 @@ cfg_job_clock(struct cfg_parser *p, struct job_def *j, yaml_node_t *map)
 	yaml_node_t *n_sql = cfg_map_get(p, map, "sql");
 	yaml_node_t *n_file = cfg_map_get(p, map, "sql_file");
 	yaml_node_t *n;
+	char chk[CFG_QUOTE_MAX * 4 + 32], buf[CFG_QUOTE_MAX * 4 + 16];
 	size_t i;
 
 	if (j->sql != NULL && !j->allow_wall_clock) {
@@ -2319,7 +2470,8 @@ cfg_job_clock(struct cfg_parser *p, struct job_def *j, yaml_node_t *map)
 		long off;
 
 		if (n_sql != NULL) {
-			if (cfg_no_wall_clock(p, j, n_sql, j->sql, NULL) < 0)
+			if (cfg_no_wall_clock(p, j, n_sql, j->sql, "",
+					      j->warehouse) < 0)
 				return -1;
 		} else if ((off = cfg_wall_clock(p->cfg, j, j->sql, &what)) >= 0) {
 			int line, col;
@@ -2331,12 +2483,15 @@ cfg_job_clock(struct cfg_parser *p, struct job_def *j, yaml_node_t *map)
 		}
 	}
 	if ((n = cfg_map_get(p, map, "checks")) != NULL)
-		for (i = 0; i < j->nchecks; i++)
+		for (i = 0; i < j->nchecks; i++) {
+			snprintf(chk, sizeof chk, " check %s",
+				 cfg_quote(j->checks[i].name, buf, sizeof buf));
 			if (cfg_no_wall_clock(p, j,
 					      cfg_map_get(p, cfg_seq_item(p, n, i), "sql"),
-					      j->checks[i].sql, j->checks[i].name) < 0)
+					      j->checks[i].sql, chk, j->warehouse) < 0)
 				return -1;
-	return 0;
+		}
+	return cfg_recon_scan(p, j, map, false);
 }
 
 /*
@@ -2350,14 +2505,13 @@ cfg_job_clock(struct cfg_parser *p, struct job_def *j, yaml_node_t *map)
 static int
 cfg_no_txn(struct cfg_parser *p, const struct job_def *j,
 	   const yaml_node_t *n, const char *sql, const char *what,
-	   const yaml_node_t *key, const char *file, int flags)
+	   const yaml_node_t *key, const char *file, int flags, int wh)
 {
 	enum sqlscan_dialect d = SQLSCAN_SQLITE;
 	struct sqlscan_txn t;
 	int line, col;
 
-	if (j->warehouse >= 0 &&
-	    p->cfg->warehouses[j->warehouse].kind == WH_POSTGRES)
+	if (wh >= 0 && p->cfg->warehouses[wh].kind == WH_POSTGRES)
 		d = SQLSCAN_PG;
 	if (sqlscan_txn(sql, d, flags, &t) < 0)
 		return 0;
@@ -2387,7 +2541,7 @@ cfg_job_txn(struct cfg_parser *p, struct job_def *j, yaml_node_t *map)
 	if (j->sql != NULL &&
 	    cfg_no_txn(p, j, n_file != NULL ? NULL : cfg_map_get(p, map, "sql"),
 		       j->sql, "", n_file, n_file != NULL ? cfg_text(n_file) :
-		       NULL, 0) < 0)
+		       NULL, 0, j->warehouse) < 0)
 		return -1;
 	if ((n = cfg_map_get(p, map, "checks")) != NULL)
 		for (i = 0; i < j->nchecks; i++) {
@@ -2395,7 +2549,8 @@ cfg_job_txn(struct cfg_parser *p, struct job_def *j, yaml_node_t *map)
 				 cfg_quote(j->checks[i].name, buf, sizeof buf));
 			if (cfg_no_txn(p, j, cfg_map_get(p, cfg_seq_item(p, n, i),
 						       "sql"),
-				       j->checks[i].sql, what, NULL, NULL, 0) < 0)
+				       j->checks[i].sql, what, NULL, NULL, 0,
+				       j->warehouse) < 0)
 				return -1;
 		}
 	if ((n = cfg_map_get(p, map, "metrics")) != NULL)
@@ -2408,15 +2563,15 @@ cfg_job_txn(struct cfg_parser *p, struct job_def *j, yaml_node_t *map)
 			snprintf(what, sizeof what, " metric %s",
 				 cfg_quote(j->metrics[i].name, buf, sizeof buf));
 			if (cfg_no_txn(p, j, it, j->metrics[i].sql, what, NULL,
-				       NULL, SQLSCAN_TXN_EXPR) < 0)
+				       NULL, SQLSCAN_TXN_EXPR, j->warehouse) < 0)
 				return -1;
 		}
 	if (j->late_data != NULL &&
 	    (n = cfg_map_get(p, map, "late_data")) != NULL &&
 	    cfg_no_txn(p, j, cfg_map_get(p, n, "sql"), j->late_data->sql,
-		       " late_data", NULL, NULL, 0) < 0)
+		       " late_data", NULL, NULL, 0, j->warehouse) < 0)
 		return -1;
-	return 0;
+	return cfg_recon_scan(p, j, map, true);
 }
 
 /* A job on a ClickHouse warehouse is write-audit-publish
@@ -2516,6 +2671,7 @@ cfg_load_jobs(struct cfg_parser *p)
 		j->catchup = true;
 		j->max_catchup = cfg->max_catchup;
 		j->max_backfill = cfg->max_backfill;
+		j->max_backfill_time = cfg->max_backfill_time;
 		j->keep_runs = cfg->keep_runs;
 		j->concurrency = 1;
 		j->retry_backoff = 30;
@@ -2746,6 +2902,13 @@ cfg_code_version(struct job_def *j)
 				  j->metrics[i].has_max_change ? mc : NULL);
 		if (j->metrics[i].warn)
 			h = cfg_fnv_field(h, "metric.severity", "warn");
+		if (j->metrics[i].trend.has) {
+			const struct trend_def *t = &j->metrics[i].trend;
+
+			snprintf(mc, sizeof mc, "%d %.17g %d", t->last,
+				 t->max_sigma, t->min_history);
+			h = cfg_fnv_field(h, "metric.trend", mc);
+		}
 	}
 	h = cfg_fnv_int(h, "key", (long long)j->nkey);
 	for (i = 0; i < j->nkey; i++)
@@ -2754,6 +2917,8 @@ cfg_code_version(struct job_def *j)
 	h = cfg_fnv_field(h, "partition_column", j->partition_column);
 	h = cfg_fnv_int(h, "min_rows", (long long)j->min_rows);
 	h = cfg_fnv_int(h, "batch", j->batch);
+	if (j->batch_size > 0) /* batch: N; batch: true keeps its hash */
+		h = cfg_fnv_int(h, "batch_size", j->batch_size);
 	if (j->allow_empty) /* ClickHouse only: other jobs keep their hash */
 		h = cfg_fnv_int(h, "allow_empty", 1);
 	snprintf(j->code_version, sizeof j->code_version, "%016llx",

@@ -1,5 +1,5 @@
 /*
- * config.h - the configuration file (backfilld.yaml(5); README.md,
+ * config.h - the configuration file (backfilld.yaml(5); docs/configuration.md,
  * "Configuration"), loaded
  * with libyaml into these structs and validated completely before anyone
  * sees it.  Pure: reads only the file it is given and the sql_file/
@@ -19,6 +19,7 @@
 #include "calendar.h"
 #include "err.h"
 #include "reconcile.h"
+#include "trend.h"
 
 struct pos {
 	int line; /* 1-based; 0 when unknown */
@@ -64,7 +65,7 @@ struct check_def {
 };
 
 /* reconcile: a value on another warehouse against one on the job's own,
- * after the write (README.md, "Reconciliation"). */
+ * after the write (docs/configuration.md, "Reconciliation"). */
 struct reconcile_def {
 	char *name;
 	char *source_warehouse;  /* its name */
@@ -82,7 +83,9 @@ struct metric_def {
 	char *sql;          /* an aggregate expression over the job's table */
 	bool has_max_change;
 	double max_change;  /* percent */
-	bool warn;          /* severity: warn of its max_change (default error) */
+	bool warn;          /* severity: warn of its max_change and trend
+			     * (default error) */
+	struct trend_def trend; /* trend: against the job's own history */
 	struct pos pos;
 };
 
@@ -123,12 +126,17 @@ struct job_def {
 	bool catchup;        /* default true */
 	int max_catchup;     /* default: config max_catchup */
 	int max_backfill;    /* default: config max_backfill */
+	int64_t max_backfill_time; /* seconds, a backfill request's budget of
+				    * warehouse time (budget.h); default:
+				    * config's; 0: none */
 	int concurrency;     /* default 1 */
 	int retries;         /* default 0 */
 	int64_t retry_backoff; /* seconds, default 30 */
 	int64_t timeout;       /* seconds, 0 = none */
 	bool allow_wall_clock;
-	bool batch;
+	bool batch;          /* batch: true or batch: N */
+	int batch_size;      /* batch: N, partitions per run (>= 2); 0 with
+			      * batch: true (all of a request at once) */
 	bool verify;         /* prove idempotency before every request */
 	int64_t keep_runs;   /* seconds; default: config keep_runs */
 
@@ -157,7 +165,7 @@ struct job_def {
 	size_t nmetrics;
 	struct late_data_def *late_data; /* NULL when absent */
 
-	/* freshness (README.md, "Freshness and hooks") */
+	/* freshness (docs/configuration.md, "Freshness and hooks") */
 	int64_t deadline;    /* seconds, 0 = none */
 	struct hook_def hooks[HOOK_COUNT]; /* indexed by enum hook_kind */
 
@@ -201,6 +209,8 @@ struct config {
 	int max_concurrency; /* default 4 */
 	int max_catchup;     /* default 31 */
 	int max_backfill;    /* default 366 */
+	int64_t max_backfill_time; /* seconds, default 0 (none): the jobs'
+				    * default budget (budget.h) */
 	int64_t shutdown_grace; /* seconds, default 30 */
 	int64_t keep_runs;      /* seconds, default 365d: finished runs kept */
 	int64_t hook_timeout;   /* seconds, default 30: a hook is killed after */

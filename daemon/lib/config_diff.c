@@ -76,7 +76,12 @@ config_diff_metrics(const struct job_def *a, const struct job_def *b)
 		if (config_diff_str(x->name, y->name) ||
 		    config_diff_str(x->sql, y->sql) ||
 		    x->has_max_change != y->has_max_change ||
-		    (x->has_max_change && x->max_change != y->max_change))
+		    (x->has_max_change && x->max_change != y->max_change) ||
+		    x->warn != y->warn || x->trend.has != y->trend.has ||
+		    (x->trend.has && (x->trend.last != y->trend.last ||
+				      x->trend.max_sigma != y->trend.max_sigma ||
+				      x->trend.min_history !=
+				      y->trend.min_history)))
 			return true;
 	}
 	return false;
@@ -99,6 +104,8 @@ config_diff_job(const struct job_def *a, const struct job_def *b,
 	CD_IF(a->catchup != b->catchup, "catchup");
 	CD_IF(a->max_catchup != b->max_catchup, "max_catchup");
 	CD_IF(a->max_backfill != b->max_backfill, "max_backfill");
+	CD_IF(a->max_backfill_time != b->max_backfill_time,
+	      "max_backfill_time");
 	CD_IF(a->concurrency != b->concurrency, "concurrency");
 	CD_IF(a->retries != b->retries, "retries");
 	CD_IF(a->retry_backoff != b->retry_backoff, "retry_backoff");
@@ -113,7 +120,7 @@ config_diff_job(const struct job_def *a, const struct job_def *b,
 			       b->nupstream), "upstream");
 	CD_IF(a->allow_wall_clock != b->allow_wall_clock, "allow_wall_clock");
 	CD_IF(a->allow_empty != b->allow_empty, "allow_empty");
-	CD_IF(a->batch != b->batch, "batch");
+	CD_IF(a->batch != b->batch || a->batch_size != b->batch_size, "batch");
 	CD_IF(a->verify != b->verify, "verify");
 	CD_IF(a->keep_runs != b->keep_runs, "keep_runs");
 	CD_IF(config_diff_str(a->table, b->table), "table");
@@ -185,6 +192,8 @@ config_diff_settings(const struct config *a, const struct config *b,
 	CD_IF(a->max_concurrency != b->max_concurrency, "max_concurrency");
 	CD_IF(a->max_catchup != b->max_catchup, "max_catchup");
 	CD_IF(a->max_backfill != b->max_backfill, "max_backfill");
+	CD_IF(a->max_backfill_time != b->max_backfill_time,
+	      "max_backfill_time");
 	CD_IF(a->shutdown_grace != b->shutdown_grace, "shutdown_grace");
 	CD_IF(a->keep_runs != b->keep_runs, "keep_runs");
 	CD_IF(a->hook_timeout != b->hook_timeout, "hook_timeout");

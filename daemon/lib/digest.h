@@ -1,5 +1,5 @@
 /*
- * digest.h - the one form of a partition's checksum (verify, README.md
+ * digest.h - the one form of a partition's checksum (verify, docs/commands.md
  * "backfillctl"): the wrapping sum, modulo 2^64, of a 64-bit hash of each
  * row, written as 16 lower-case hex digits, whichever driver computed it.
  */

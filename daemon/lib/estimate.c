@@ -85,7 +85,9 @@ estimate_plan(const struct config *cfg, const struct plan *plan, int cap,
 			c = cap;
 
 		if (jd->batch && jd->sql)
-			r = 1;
+			r = jd->batch_size > 0 ?
+			    (r + (size_t)jd->batch_size - 1) /
+			    (size_t)jd->batch_size : 1;
 		out->has = true;
 		out->seconds += (double)((r + (size_t)c - 1) / (size_t)c) * med;
 		if (jd->sql)

@@ -7,7 +7,7 @@
  * not double the estimate).  The job's partitions run in waves of its
  * effective concurrency (its `concurrency`, bounded by `max_concurrency`
  * and, on PostgreSQL, by the warehouse's `max_connections`); a batch job
- * runs once per request.  Jobs of a plan run one after the other (the
+ * runs once per request (batch: true) or once per chunk of N (batch: N).  Jobs of a plan run one after the other (the
  * downstream ones wait for their inputs), so their times add up:
  *
  *   seconds           = sum over jobs of ceil(runs / concurrency) * median

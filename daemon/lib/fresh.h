@@ -1,6 +1,6 @@
 /*
  * fresh.h - freshness: the partitions a job with a `deadline` still owes,
- * and which of them are late (README.md, "Freshness and hooks").
+ * and which of them are late (docs/configuration.md, "Freshness and hooks").
  *
  * Pure: no clock, no I/O.  The scheduler tells it when a partition starts
  * being owed (a scheduled partition when it is materialised, since its due

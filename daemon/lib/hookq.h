@@ -1,6 +1,7 @@
 /*
  * hookq.h - the bounds on the operator's hooks, as decisions without I/O
- * (daemon/server/hooks.c applies them; README.md, "Freshness and hooks").
+ * (daemon/server/hooks.c applies them; docs/configuration.md, "Freshness
+ * and hooks").
  *
  * At most `concurrency` hooks run at once (hook_concurrency); a hook fired
  * while they all run waits in a first-in first-out queue of at most

@@ -395,9 +395,10 @@ manifest_landed(struct manifest *m, const char *job, const char *key,
 }
 
 /* Cancel a request's queued and blocked items; with a note, each is
- * noted as a change (MANIFEST_FAIL_FAST).  Returns how many. */
+ * noted as a change (why).  Returns how many. */
 static int64_t
-manifest_cancel_open(struct manifest *m, struct request *rq, const char *note)
+manifest_cancel_open(struct manifest *m, struct request *rq, const char *note,
+		     enum manifest_why why)
 {
 	int64_t n = 0;
 
@@ -408,7 +409,7 @@ manifest_cancel_open(struct manifest *m, struct request *rq, const char *note)
 			continue;
 		manifest_set(m, it, MS_CANCELLED);
 		if (note != NULL)
-			snprintf(manifest_note(m, it, MANIFEST_FAIL_FAST)->note,
+			snprintf(manifest_note(m, it, why)->note,
 				 sizeof m->changes[0].note, "%s", note);
 		n++;
 	}
@@ -429,13 +430,29 @@ manifest_fail_fast(struct manifest *m, struct request *rq,
 
 	snprintf(note, sizeof note, "cancelled: --fail-fast after %s %s failed",
 		 bad->job_name, bad->key);
-	return manifest_cancel_open(m, rq, note);
+	return manifest_cancel_open(m, rq, note, MANIFEST_FAIL_FAST);
+}
+
+/*
+ * Budgets (budget.h, rule 4).  A request whose measured warehouse time
+ * passed 1.5 times its budget starts nothing more: its queued and blocked
+ * items are cancelled with the reason, as fail fast does; runs in flight
+ * finish.  `retry` resumes it (the shell sets its measured time to zero).
+ */
+int64_t
+manifest_over_budget(struct manifest *m, struct request *rq, const char *note)
+{
+	char buf[256];
+
+	rq->over_budget = true;
+	snprintf(buf, sizeof buf, "cancelled: %s", note);
+	return manifest_cancel_open(m, rq, buf, MANIFEST_OVER_BUDGET);
 }
 
 int64_t
 manifest_cancel(struct manifest *m, struct request *rq)
 {
-	return manifest_cancel_open(m, rq, NULL);
+	return manifest_cancel_open(m, rq, NULL, MANIFEST_FAIL_FAST);
 }
 
 /* After a reload: queued or blocked items of jobs no longer in the

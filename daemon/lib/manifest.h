@@ -69,6 +69,9 @@ struct request {
 	int cap;	/* runs of it at once, 0: no cap of its own */
 	int nruns;	/* runs in flight carrying an item of it */
 	bool fail_fast; /* cancel the rest after a failure */
+	int64_t budget_ms; /* budget of warehouse time (budget.h), 0: none */
+	int64_t spent_ms;  /* its measured warehouse time */
+	bool over_budget;  /* stopped over budget (rule 4 of budget.h) */
 	void *data;	/* the shell's (its watchers) */
 	struct request *next, *prev;
 };
@@ -94,6 +97,7 @@ enum manifest_why {
 	MANIFEST_LANDED,	  /* failed here, landed by another request */
 	MANIFEST_FAIL_FAST,	  /* cancelled by --fail-fast */
 	MANIFEST_UNCONFIGURED,	  /* cancelled: its job is gone */
+	MANIFEST_OVER_BUDGET,	  /* cancelled: its request is over budget */
 };
 
 /* One item moved by a rule: write it (state, attempts, not_before,
@@ -157,6 +161,11 @@ int64_t manifest_landed(struct manifest *m, const char *job, const char *key,
 			struct request *by);
 int64_t manifest_fail_fast(struct manifest *m, struct request *rq,
 			   const struct item *bad);
+/* Cancel a request's queued and blocked items, its measured time past
+ * 1.5 times its budget (budget.h, rule 4), with note as their error:
+ * how many.  It is marked over_budget. */
+int64_t manifest_over_budget(struct manifest *m, struct request *rq,
+			     const char *note);
 /* Cancel a request's queued and blocked items (the operator's cancel):
  * how many. */
 int64_t manifest_cancel(struct manifest *m, struct request *rq);

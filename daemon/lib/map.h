@@ -1,6 +1,6 @@
 /*
- * map.h - a job's partitions as a map of states (README.md, "The map"): the
- * pure part.  The daemon fills a struct map from the state store's
+ * map.h - a job's partitions as a map of states (docs/commands.md, "The
+ * map"): the pure part.  The daemon fills a struct map from the state store's
  * partition_latest and its own memory (cmd.c), one byte per partition of
  * a bounded range; map.c turns it into runs of one state (the JSON
  * `ranges`) or a calendar, one character per partition.

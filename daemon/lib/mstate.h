@@ -42,6 +42,9 @@ struct store_job_state {
 	int64_t late_checked_at;  /* ms */
 	int64_t late_found;       /* partitions the last check found */
 	char late_error[512];     /* "" when the last check succeeded */
+	/* the newest partition whose reconcile checks all passed */
+	bool has_reconciled;
+	char reconciled[32];
 };
 
 #endif

@@ -169,23 +169,48 @@ pick_run_add(struct run *r, struct item *it)
 	r->items[r->nitems++] = it;
 }
 
+/* Must a batch of job j hold consecutive partitions only?  On ClickHouse
+ * the stage is filled once over the batch's interval, so a partition of
+ * that interval outside the batch (queued later, running elsewhere) would
+ * be filled into the stage too. */
+static bool
+pick_contiguous(const struct manifest *m, int job)
+{
+	int w = m->cfg->jobs[job].warehouse;
+
+	return w >= 0 && m->cfg->warehouses[w].kind == WH_CLICKHOUSE;
+}
+
 /*
  * Rule 5, one run for many.  Items of several requests for the same job
  * and partition that are ready at the same time run once, together.  A
- * batch job's ready partitions of one request run as one batch.
+ * batch job's ready partitions of one request run as one batch: all of
+ * them (batch: true) or at most batch_size (batch: N, a chunk), the
+ * first in seq order, consecutive partitions only on ClickHouse.  Items
+ * before `it` in seq order are not ready (pick_request_next took the
+ * first that is).
  */
 static void
 pick_gather(struct manifest *m, const struct pick_gate *g, struct run *r,
 	    struct item *it, int64_t now)
 {
 	int64_t wake = INT64_MAX;
+	size_t size = r->batch ? (size_t)m->cfg->jobs[it->job].batch_size : 0;
+	bool contiguous = r->batch && pick_contiguous(m, it->job);
 	struct item *x;
 
-	for (size_t i = 0; r->batch && i < it->rq->nroot; i++) {
+	for (size_t i = it->idx + 1; r->batch && i < it->rq->nroot; i++) {
+		struct item *last = r->items[r->nitems - 1];
+
+		if (size > 0 && r->nitems >= size)
+			break;
 		x = it->rq->items[i];
-		if (x != it && x->job == it->job &&
-		    pick_ready(m, g, x, now, &wake))
+		if (x->job == it->job && pick_ready(m, g, x, now, &wake) &&
+		    (!contiguous || x->part == last->part + 1 ||
+		     x->part == last->part - 1))
 			pick_run_add(r, x);
+		else if (contiguous)
+			break;
 	}
 	for (x = *manifest_bucket(m, it->job_name, it->key); x && !r->batch;
 	     x = x->hnext) {

@@ -1,7 +1,8 @@
 /*
- * reconcile.h - the arithmetic of a reconciliation check (README.md,
- * "Reconciliation"): a value computed on a source warehouse against one
- * computed on the job's own after the write, within a tolerance.
+ * reconcile.h - the arithmetic of a reconciliation check
+ * (docs/configuration.md, "Reconciliation"): a value computed on a source
+ * warehouse against one computed on the job's own after the write, within
+ * a tolerance.
  */
 #ifndef BACKFILLD_RECONCILE_H
 #define BACKFILLD_RECONCILE_H

@@ -129,6 +129,17 @@ runresult_format(const struct runresult *r, struct buf *out)
 			buf_addstr(out, ", \"difference\": ");
 			runresult_put_num(out, true, c->diff);
 		}
+		if (c->trend) {
+			buf_addstr(out, ", \"trend\": true, \"target\": ");
+			runresult_put_num(out, c->has_target, c->target);
+			buf_printf(out, ", \"history\": %" PRId64 ", \"mean\": ",
+				   c->history);
+			runresult_put_num(out, true, c->mean);
+			buf_addstr(out, ", \"sd\": ");
+			runresult_put_num(out, true, c->sd);
+			buf_addstr(out, ", \"sigma\": ");
+			runresult_put_num(out, c->has_sigma, c->sigma);
+		}
 		buf_addstr(out, "}");
 	}
 	buf_addstr(out, "]");
@@ -546,6 +557,27 @@ rr_check_member(struct rr_in *in, const char *key, void *arg)
 		return rr_bool(in, &c->warn);
 	if (strcmp(key, "recon") == 0)
 		return rr_bool(in, &c->recon);
+	if (strcmp(key, "trend") == 0)
+		return rr_bool(in, &c->trend);
+	if (strcmp(key, "history") == 0)
+		return rr_int(in, &c->history);
+	if (strcmp(key, "mean") == 0 || strcmp(key, "sd") == 0 ||
+	    strcmp(key, "sigma") == 0) {
+		bool has;
+		double v = 0;
+
+		if (rr_opt_num(in, &has, &v) < 0)
+			return -1;
+		if (key[0] == 'm')
+			c->mean = v;
+		else if (key[1] == 'd')
+			c->sd = v;
+		else {
+			c->sigma = v;
+			c->has_sigma = has;
+		}
+		return 0;
+	}
 	if (strcmp(key, "source") == 0)
 		return rr_opt_num(in, &c->has_source, &c->source);
 	if (strcmp(key, "target") == 0)

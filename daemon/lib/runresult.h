@@ -54,6 +54,11 @@ struct runresult_check {
 	/* a reconcile check: the values compared (exec.h) */
 	bool recon, has_source, has_target;
 	double source, target, diff;
+	/* a trend check: its value in has_target and target, the window
+	 * (exec.h) */
+	bool trend, has_sigma;
+	int64_t history;
+	double mean, sd, sigma;
 };
 
 struct runresult_metric {

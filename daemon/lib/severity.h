@@ -1,5 +1,6 @@
 /*
- * severity.h - how loud a failed check is (README.md, "Guardrails"):
+ * severity.h - how loud a failed check is (docs/configuration.md,
+ * "Guardrails"):
  * severity: error (the default) fails the run, which rolls back;
  * severity: warn publishes the partition and records a warning.
  */

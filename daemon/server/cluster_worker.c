@@ -46,6 +46,7 @@
 #include "store.h"
 #include "module.h"
 #include "runresult.h"
+#include "trend_hist.h"
 #include "xalloc.h"
 
 /* A claimed run on this node, or one the planner runs itself (own). */
@@ -53,6 +54,8 @@ struct local {
 	struct exec_run run;
 	struct exec_part *parts;
 	struct wh_commit *commits; /* exactly-once commits, or NULL */
+	struct exec_trend_hist *trend; /* trend checks' history, or NULL */
+	size_t ntrend;
 	int64_t id;   /* the work row (own: the run's id, no row) */
 	bool done;    /* ended; its finish waits for the database */
 	bool discard; /* fenced: its result would be refused */
@@ -208,6 +211,16 @@ cworker_may_run_here(struct cworker *w, const struct exec_run *run)
 	return w->drv->planner_now(w->c);
 }
 
+/* The history of the run's trend checks, read from the shared store on
+ * this node (trend_hist.h). */
+static void
+cworker_trend(struct cworker *w, struct local *l)
+{
+	l->trend = trend_hist_load(w->store, l->run.job);
+	l->ntrend = l->run.job->nmetrics;
+	l->run.trend = l->trend;
+}
+
 /* Run the scheduler's run here, built like a claim (its partitions, and
  * the scheduler's commit identities: every request it serves). */
 static void
@@ -236,6 +249,7 @@ cworker_run_here(struct cworker *w, struct exec_run *run)
 	l->run.commits = l->commits;
 	l->run.ncommits = run->ncommits;
 	l->run.commits_keep_ms = run->commits_keep_ms;
+	cworker_trend(w, l);
 	l->run.done_cb = cworker_run_done_cb;
 	l->run.data = l;
 	l->pending = true;
@@ -571,6 +585,12 @@ cworker_decode_checks(struct runresult *rr, struct exec_run *run)
 		cr->source = c->source;
 		cr->target = c->target;
 		cr->diff = c->diff;
+		cr->trend = c->trend;
+		cr->history = c->history;
+		cr->mean = c->mean;
+		cr->sd = c->sd;
+		cr->has_sigma = c->has_sigma;
+		cr->sigma = c->sigma;
 		cr->part = c->part;
 		c->name = c->detail = NULL;
 	}
@@ -786,6 +806,7 @@ cworker_build(struct cworker *w, const struct cluster_work *x,
 	l->run.attempt = x->attempt;
 	l->run.log_dir = w->log_dir;
 	cworker_commits(l, j, x);
+	cworker_trend(w, l);
 	l->run.done_cb = cworker_run_done_cb;
 	l->run.data = l;
 	return 0;
@@ -806,6 +827,7 @@ cworker_local_free(struct cworker *w, struct local *l)
 	}
 	free(l->parts);
 	free(l->commits);
+	trend_hist_free(l->trend, l->ntrend);
 	free(l);
 }
 
@@ -832,6 +854,12 @@ cworker_encode(const struct exec_run *run)
 		rr.checks[i].source = run->checks[i].source;
 		rr.checks[i].target = run->checks[i].target;
 		rr.checks[i].diff = run->checks[i].diff;
+		rr.checks[i].trend = run->checks[i].trend;
+		rr.checks[i].history = run->checks[i].history;
+		rr.checks[i].mean = run->checks[i].mean;
+		rr.checks[i].sd = run->checks[i].sd;
+		rr.checks[i].has_sigma = run->checks[i].has_sigma;
+		rr.checks[i].sigma = run->checks[i].sigma;
 		rr.checks[i].part = run->checks[i].part;
 	}
 	if (run->guards != NULL) {

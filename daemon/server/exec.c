@@ -1062,7 +1062,7 @@ exec_sql_tx(struct exec_flight *fl, struct wh_conn *conn, struct err *err)
 	}
 	if (jd->nchecks > 0 || jd->table != NULL || jd->nreconciles > 0)
 		run->checks = exec_xcalloc((jd->nchecks + jd->nreconciles +
-		    (jd->table ? 2 + jd->nmetrics : 0)) * run->nparts,
+		    (jd->table ? 2 + 2 * jd->nmetrics : 0)) * run->nparts,
 		    sizeof *run->checks);
 	base = drv->changes(conn);
 	if (jd->batch) {
@@ -1476,7 +1476,7 @@ exec_sql_wap(struct exec_flight *fl, struct wh_conn *conn, struct err *err)
 	free(sql);
 	if (rc == -1)
 		return -1;
-	run->checks = exec_xcalloc((jd->nchecks + 2 + jd->nmetrics) *
+	run->checks = exec_xcalloc((jd->nchecks + 2 + 2 * jd->nmetrics) *
 				   run->nparts, sizeof *run->checks);
 	if (jd->batch)
 		return exec_wap_batch(fl, conn, stage, err);

@@ -48,6 +48,21 @@ struct exec_check_result {
 	 * source reached) and target - source */
 	bool recon, has_source, has_target;
 	double source, target, diff;
+	/* a trend check (trend.h): the metric's value (has_target, target),
+	 * its window's size, mean and sd, and how far off (has_sigma) */
+	bool trend, has_sigma;
+	int64_t history;
+	double mean, sd, sigma;
+};
+
+/* The values a job's successful runs recorded for one metric, newest
+ * first (trend_values of the state store), for its trend check; error
+ * set (and n 0) when they could not be read. */
+struct exec_trend_hist {
+	size_t n;
+	char **keys;
+	double *values;
+	char *error;
 };
 
 /* A metric of a guarded run, before and after its write. */
@@ -92,6 +107,10 @@ struct exec_run {
 	const struct wh_commit *commits;
 	size_t ncommits;
 	int64_t commits_keep_ms;
+	/* Trend checks: [k] for each metric of the job (n 0 for one without
+	 * trend:), read by the caller before exec_submit and kept until
+	 * done_cb; NULL for a job without trend (trend_hist.h). */
+	const struct exec_trend_hist *trend;
 	void (*done_cb)(struct exec_run *run);
 	/* Optional (NULL for none): called on the loop thread once the run
 	 * has really begun (taken by a worker, or spawned), before done_cb;

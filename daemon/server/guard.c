@@ -8,6 +8,10 @@
  *   key_unique          no two rows of the partition share the `key`
  *   min_rows            at least `min_rows` rows (default 0)
  *   max_change:NAME     the metric moved at most `max_change` percent
+ *   trend:NAME          the metric after the write is within `max_sigma`
+ *                       standard deviations of the values the job's runs
+ *                       recorded most recently (trend.h; the history is
+ *                       read by the caller: exec_run.trend)
  * A failed one fails the run, which rolls back: the old partition stays;
  * a max_change whose metric says severity: warn only warns.
  * Table and column names are the operator's configuration, quoted as
@@ -23,6 +27,7 @@
 
 #include "buf.h"
 #include "severity.h"
+#include "trend.h"
 #include "xalloc.h"
 
 /* Append an identifier, double-quoted with embedded quotes doubled. */
@@ -227,6 +232,98 @@ guard_record(struct exec_run *run, size_t i, const char *name, bool passed,
 	return cr;
 }
 
+/* Metric k's trend check on part i: recorded; true when it fails the run
+ * (a failure without severity: warn). */
+static bool
+guard_trend(struct exec_run *run, size_t i, size_t k, char *detail,
+	    size_t dsize)
+{
+	const struct metric_def *md = &run->job->metrics[k];
+	const struct exec_metric_result *m = &run->guards[i].metrics[k];
+	const struct exec_trend_hist *h = run->trend ? &run->trend[k] : NULL;
+	struct exec_check_result *cr;
+	struct trend_result tr;
+	char name[160];
+	double *win;
+	size_t n;
+
+	snprintf(name, sizeof name, "trend:%s", md->name);
+	if (h == NULL || h->error != NULL) {
+		snprintf(detail, dsize, "the history could not be read: %s",
+			 h != NULL ? h->error : "none given");
+		cr = guard_record(run, i, name, false, detail);
+		cr->warn = md->warn;
+		cr->trend = true;
+		return !md->warn;
+	}
+	win = xcalloc((size_t)md->trend.last + 1, sizeof *win);
+	n = trend_window((const char *const *)h->keys, h->values, h->n,
+			 run->parts[i].key, &md->trend, win);
+	trend_judge(win, n, m->has_after, m->after, &md->trend, &tr);
+	free(win);
+	trend_detail(&tr, m->has_after, m->after, &md->trend, detail, dsize);
+	cr = guard_record(run, i, name, trend_passed(tr.verdict), detail);
+	cr->warn = md->warn;
+	cr->trend = true;
+	cr->has_target = m->has_after;
+	cr->target = m->after;
+	cr->history = (int64_t)tr.st.n;
+	cr->mean = tr.st.mean;
+	cr->sd = tr.st.sd;
+	cr->has_sigma = tr.has_sigma;
+	cr->sigma = tr.sigma;
+	return severity_fails_run(cr->passed, cr->warn);
+}
+
+/* Part i's metric checks (max_change:NAME, trend:NAME) after rc of the
+ * others: the outcome of all; err keeps the first failure when
+ * first_error. */
+static enum guard_outcome
+guard_metrics(struct exec_run *run, size_t i, bool first_error,
+	      enum guard_outcome rc, struct err *err)
+{
+	const struct job_def *j = run->job;
+	const char *key = run->parts[i].key;
+	struct exec_guard_result *g = &run->guards[i];
+	char detail[ERR_MSG_MAX], name[160];
+
+	for (size_t k = 0; k < j->nmetrics; k++) {
+		const struct exec_metric_result *m = &g->metrics[k];
+		bool ok;
+
+		if (!j->metrics[k].has_max_change)
+			continue;
+		snprintf(name, sizeof name, "max_change:%s", j->metrics[k].name);
+		if (!m->has_change) {
+			guard_record(run, i, name, true, "no value before to"
+				     " compare with");
+			continue;
+		}
+		ok = fabs(m->change_pct) <= j->metrics[k].max_change;
+		snprintf(detail, sizeof detail, "%s moved %+.1f%% (%.2f -> %.2f),"
+			 " %s %g%%", j->metrics[k].name, m->change_pct, m->before,
+			 m->after, ok ? "within" : "above max_change",
+			 j->metrics[k].max_change);
+		guard_record(run, i, name, ok, detail)->warn = j->metrics[k].warn;
+		if (severity_fails_run(ok, j->metrics[k].warn)) {
+			if (rc == GUARD_PASSED && first_error)
+				err_set(err, EXIT_WORK_FAILED, "check %s failed for"
+					" %s: %s", name, key, detail);
+			rc = GUARD_FAILED;
+		}
+	}
+	for (size_t k = 0; k < j->nmetrics; k++) {
+		if (!j->metrics[k].trend.has ||
+		    !guard_trend(run, i, k, detail, sizeof detail))
+			continue;
+		if (rc == GUARD_PASSED && first_error)
+			err_set(err, EXIT_WORK_FAILED, "check trend:%s failed for"
+				" %s: %s", j->metrics[k].name, key, detail);
+		rc = GUARD_FAILED;
+	}
+	return rc;
+}
+
 enum guard_outcome
 guard_after(struct exec_run *run, struct wh_conn *conn, size_t i,
 	    const struct wh_param *params, size_t nparams, bool first_error,
@@ -235,7 +332,7 @@ guard_after(struct exec_run *run, struct wh_conn *conn, size_t i,
 	const struct job_def *j = run->job;
 	const char *key = run->parts[i].key;
 	struct exec_guard_result *g = &run->guards[i];
-	char detail[ERR_MSG_MAX], name[160];
+	char detail[ERR_MSG_MAX];
 	struct err qerr;
 	enum guard_outcome rc = GUARD_PASSED;
 
@@ -279,32 +376,7 @@ guard_after(struct exec_run *run, struct wh_conn *conn, size_t i,
 	} else {
 		guard_record(run, i, "min_rows", true, detail);
 	}
-	for (size_t k = 0; k < j->nmetrics; k++) {
-		const struct exec_metric_result *m = &g->metrics[k];
-		bool ok;
-
-		if (!j->metrics[k].has_max_change)
-			continue;
-		snprintf(name, sizeof name, "max_change:%s", j->metrics[k].name);
-		if (!m->has_change) {
-			guard_record(run, i, name, true, "no value before to"
-				     " compare with");
-			continue;
-		}
-		ok = fabs(m->change_pct) <= j->metrics[k].max_change;
-		snprintf(detail, sizeof detail, "%s moved %+.1f%% (%.2f -> %.2f),"
-			 " %s %g%%", j->metrics[k].name, m->change_pct, m->before,
-			 m->after, ok ? "within" : "above max_change",
-			 j->metrics[k].max_change);
-		guard_record(run, i, name, ok, detail)->warn = j->metrics[k].warn;
-		if (severity_fails_run(ok, j->metrics[k].warn)) {
-			if (rc == GUARD_PASSED && first_error)
-				err_set(err, EXIT_WORK_FAILED, "check %s failed for"
-					" %s: %s", name, key, detail);
-			rc = GUARD_FAILED;
-		}
-	}
-	return rc;
+	return guard_metrics(run, i, first_error, rc, err);
 }
 
 enum guard_outcome

@@ -477,6 +477,29 @@ hooks_fire(struct hooks *h, const struct job_def *j, enum hook_kind kind,
 }
 
 void
+hooks_fire_budget(struct hooks *h, const struct job_def *j, int64_t timeout_s,
+		  int64_t request, const char *error, int64_t budget_ms,
+		  int64_t spent_ms)
+{
+	const struct hook_def *hd = &j->hooks[HOOK_FAILURE];
+	char reqs[32], budget[32], spent[32], who[320];
+
+	if (hd->argv == NULL || h == NULL || h->closing)
+		return;
+	snprintf(reqs, sizeof reqs, "%" PRId64, request);
+	snprintf(budget, sizeof budget, "%" PRId64, budget_ms / 1000);
+	snprintf(spent, sizeof spent, "%" PRId64, spent_ms / 1000);
+	const struct hook_var vars[] = { { "job", j->name },
+		{ "partition", "" }, { "request", reqs },
+		{ "error", error ? error : "" }, { "budget", budget },
+		{ "warehouse_seconds", spent } };
+	snprintf(who, sizeof who, "hook=on_failure job=%.127s request=%s"
+		 " over budget", j->name, reqs);
+	hooks_run(h, who, hd->argv, hd->argc, vars, 6, timeout_s,
+		  h->counts[HOOK_FAILURE]);
+}
+
+void
 hooks_fire_throttle(struct hooks *h, const struct warehouse_def *w,
 		    int64_t timeout_s, const char *value, const char *state)
 {

@@ -1,7 +1,8 @@
 /*
  * hooks.h - the operator's hooks: a job's on_failure, on_late, on_refused
- * (README.md, "Freshness and hooks") and a warehouse's on_throttle
- * (README.md, "Throttling"); backfilld.yaml(5) lists their placeholders.
+ * (docs/configuration.md, "Freshness and hooks") and a warehouse's
+ * on_throttle (docs/configuration.md, "Throttling"); backfilld.yaml(5)
+ * lists their placeholders.
  *
  * A hook is argv, run without a shell through uv_spawn in its own process
  * group, with its placeholders substituted ({job}, {partition}, {request}
@@ -41,6 +42,13 @@ struct hooks *hooks_new(uv_loop_t *loop);
 void hooks_fire(struct hooks *h, const struct job_def *j, enum hook_kind kind,
 		int64_t timeout_s, const char *partition, int64_t request,
 		const char *error);
+/* Run job j's on_failure for a request stopped over budget (budget.h):
+ * {partition} empty, {error} the reason, and {budget} and
+ * {warehouse_seconds} (BACKFILLD_BUDGET, BACKFILLD_WAREHOUSE_SECONDS):
+ * the budget and the measured time, in whole seconds. */
+void hooks_fire_budget(struct hooks *h, const struct job_def *j,
+		       int64_t timeout_s, int64_t request, const char *error,
+		       int64_t budget_ms, int64_t spent_ms);
 /* Run warehouse w's on_throttle (nothing when it has none) for state
  * "throttled", "critical" or "released"; value "" when the query failed. */
 void hooks_fire_throttle(struct hooks *h, const struct warehouse_def *w,

@@ -358,6 +358,16 @@ metrics_render(struct metrics *m, struct buf *o)
 			   strcmp(views[i].catchup, "refused") == 0);
 	}
 
+	metrics_head(o, "backfilld_budget_stops_total", "counter",
+		     "Backfill requests stopped since the daemon started, their"
+		     " measured warehouse time past 1.5 times their budget"
+		     " (max_backfill_time, --budget), by job.");
+	for (size_t i = 0; i < cfg->njobs; i++) {
+		buf_addstr(o, "backfilld_budget_stops_total{job=\"");
+		metrics_label(o, cfg->jobs[i].name);
+		buf_printf(o, "\"} %" PRId64 "\n", views[i].budget_stops);
+	}
+
 	metrics_head(o, "backfilld_hooks_total", "counter",
 		     "Hooks ended since the daemon started, by hook and result.");
 	for (int k = 0; k < HOOK_COUNT; k++)

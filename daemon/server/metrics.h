@@ -1,5 +1,5 @@
 /*
- * metrics.h - the metrics file (README.md, "Metrics"): the
+ * metrics.h - the metrics file (docs/operations.md, "Metrics"): the
  * Prometheus text format for node_exporter's textfile collector.
  *
  * With metrics_file set, the daemon writes the file at start, at most

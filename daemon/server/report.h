@@ -1,5 +1,5 @@
 /*
- * report.h - the report page (README.md, "The report page"): one
+ * report.h - the report page (docs/commands.md, "The report page"): one
  * self-contained HTML file (inline CSS, no external asset, no script)
  * with each job's partition map (cells carrying data-job, data-partition
  * and data-state, as `map --json` would state them), the requests in

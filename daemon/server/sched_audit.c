@@ -4,6 +4,8 @@
  */
 #include "sched_int.h"
 
+#include <math.h>
+
 #include "guard.h"
 #include "json.h"
 #include "severity.h"
@@ -85,8 +87,29 @@ sched_audit_metrics(const struct exec_run *run,
 	buf_add(text, "", 1);
 }
 
+/* A trend check's figures: the value held, the window's size, mean and
+ * sd, and how many sd away (null when not judged; a string "inf" for a
+ * move off a constant history, which JSON numbers cannot say). */
+static void
+sched_audit_trend(struct buf *json, const struct exec_check_result *cr)
+{
+	buf_addstr(json, ", \"value\": ");
+	sched_audit_num(json, cr->has_target, cr->target);
+	buf_printf(json, ", \"history\": %lld, \"mean\": ",
+		   (long long)cr->history);
+	sched_audit_num(json, cr->history > 0, cr->mean);
+	buf_addstr(json, ", \"stddev\": ");
+	sched_audit_num(json, cr->history > 1, cr->sd);
+	buf_addstr(json, ", \"sigma\": ");
+	if (cr->has_sigma && isinf(cr->sigma))
+		buf_addstr(json, "\"inf\"");
+	else
+		sched_audit_num(json, cr->has_sigma, cr->sigma);
+}
+
 /* The checks of partition i: JSON into `json`, "N/M passed; name: why"
- * into `text`. */
+ * into `text` ("not run" when the run failed before them, "none"
+ * when it had none to run). */
 static void
 sched_audit_checks(const struct exec_run *run, size_t i, struct buf *json,
 		   struct buf *text)
@@ -118,6 +141,8 @@ sched_audit_checks(const struct exec_run *run, size_t i, struct buf *json,
 			sched_audit_num(json, cr->has_source && cr->has_target,
 					cr->diff);
 		}
+		if (cr->trend)
+			sched_audit_trend(json, cr);
 		buf_addstr(json, "}");
 		if (cr->passed)
 			npassed++;
@@ -128,7 +153,12 @@ sched_audit_checks(const struct exec_run *run, size_t i, struct buf *json,
 	buf_addstr(json, "]");
 	buf_add(json, "", 1);
 	buf_add(&failed, "", 1);
-	buf_printf(text, "%zu/%zu passed", npassed, n);
+	if (n > 0)
+		buf_printf(text, "%zu/%zu passed", npassed, n);
+	else if (run->failed || run->cancelled)
+		buf_addstr(text, "not run"); /* the write failed before */
+	else
+		buf_addstr(text, "none");
 	buf_addstr(text, failed.data);
 	buf_add(text, "", 1);
 	buf_free(&failed);

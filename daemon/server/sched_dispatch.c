@@ -20,6 +20,7 @@
 #include "log.h"
 #include "schedule.h"
 #include "throttle.h"
+#include "trend_hist.h"
 #include "xalloc.h"
 
 static void sched_run_done_cb(struct exec_run *run);
@@ -40,6 +41,7 @@ sched_active_free(struct active *a)
 {
 	manifest_run_free(a->mr);
 	free(a->commits);
+	trend_hist_free(a->trend, a->ntrend);
 	free(a->run_ids);
 	free(a->parts);
 	free(a);
@@ -138,6 +140,12 @@ sched_run_fill(struct sched *s, struct active *a)
 	a->run.attempt = e->attempts;
 	a->run.log_dir = s->log_dir;
 	sched_run_commits(a, j);
+	if (s->remote == NULL && a->trend == NULL) {
+		/* several hosts: the node that runs it reads them */
+		a->trend = trend_hist_load(s->store, j);
+		a->ntrend = j->nmetrics;
+		a->run.trend = a->trend;
+	}
 	a->run.done_cb = sched_run_done_cb;
 	/* only a command has something to record at its start (its process
 	 * group): a SQL run without it wakes the loop once, when done */
@@ -430,6 +438,9 @@ sched_record_end(struct sched *s, struct active *a, const struct outcome *o,
 			goto fail;
 	if (!run->cancelled && sched_audit(s, run, a->run_ids, err) < 0)
 		goto fail;
+	if (o->result == MS_SUCCEEDED &&
+	    trend_hist_record(s->store, run, run->run_id, err) < 0)
+		goto fail;
 	/* the other requests' rows of a run shared by several (rule 5) */
 	for (size_t i = 1; !r->batch && a->run_ids && i < r->nitems; i++) {
 		if (store_run_finish(s->store, a->run_ids[i], o->run_state, now,
@@ -635,6 +646,8 @@ sched_run_done_cb(struct exec_run *run)
 	else
 		sched_run_record(s, a, &o, now);
 	manifest_run_finish(&s->m, r);
+	/* before the run's configuration goes: run->job is in it */
+	sched_budget_run_done(s, a, now);
 	exec_run_clear_results(run);
 	config_unref(run->cfg);
 	sched_run_settle(s, r, &o, now);

@@ -114,6 +114,31 @@ sched_fresh_blocked(struct sched *s, const struct item *it, int64_t now)
 	return true;
 }
 
+/* Partition e of job j passed its reconcile checks: the job's
+ * reconciled-through watermark moves to it if it is newer, saved in the
+ * job's row (in the turn's transaction). */
+static void
+sched_fresh_reconciled(struct sched *s, const struct job_def *j,
+		       const struct item *e)
+{
+	struct jobstate *js;
+	struct err err;
+	part_t had;
+
+	if (j == NULL)
+		return;
+	js = sched_jobstate(s, j->name);
+	if (js->st.has_reconciled &&
+	    part_parse_key(j->grain, js->st.reconciled, &had, &err) == 0 &&
+	    had >= e->part)
+		return;
+	js->st.has_reconciled = true;
+	part_key(j->grain, e->part, js->st.reconciled);
+	if (sched_jobstate_save(s, js, &err) < 0)
+		log_err("job=%s cannot save reconciled-through %s: %s", j->name,
+			js->st.reconciled, err.msg);
+}
+
 /* A run finished (not cancelled): its partitions that landed are no longer
  * owed, the downstream partitions waiting for them are owed from now, and
  * a last attempt that failed runs the job's on_failure, one that succeeded
@@ -136,14 +161,8 @@ sched_fresh_run_done(struct sched *s, struct active *a, enum mstate result,
 				   a->run.error[0] ? a->run.error : "failed");
 		if (result != MS_SUCCEEDED)
 			continue;
-		if (sched_audit_reconciled(&a->run, r->batch ? i : 0)) {
-			struct jobstate *js = sched_jobstate(s, r->job_name);
-
-			if (!js->has_reconciled || e->part > js->reconciled) {
-				js->has_reconciled = true;
-				js->reconciled = e->part;
-			}
-		}
+		if (sched_audit_reconciled(&a->run, r->batch ? i : 0))
+			sched_fresh_reconciled(s, j, e);
 		if (j != NULL && sched_audit_warning(&a->run, r->batch ? i : 0,
 						     note, sizeof note))
 			hooks_fire(s->hooks, j, HOOK_WARNING,

@@ -15,6 +15,7 @@
  *   sched_clock.c     the clock schedule and pause/resume
  *   sched_sensor.c    late_data sensors
  *   sched_fresh.c     deadlines (fresh.h) and the hooks they fire
+ *   sched_budget.c    budgets of warehouse time (budget.h)
  *   sched_recover.c   start: orphans, recovery, relinking, probes
  *   sched_adopt.c     start of a new planner: the runs it adopts
  *   sched_query.c     status views, open partitions, staleness
@@ -39,6 +40,8 @@ struct active {
 	int64_t *run_ids;	 /* a batch run, or one run for several
 				  * items (rule 5): one runs row per item */
 	struct wh_commit *commits; /* one per item (exactly-once commits) */
+	struct exec_trend_hist *trend; /* trend checks' history (trend_hist.h) */
+	size_t ntrend;                 /* ... its entries (the job's metrics) */
 	struct run *mr;
 	struct sched *s;
 	int64_t started_at; /* ms */
@@ -60,10 +63,7 @@ struct jobstate {
 	int64_t last[MS_COUNT];	   /* partitions by their newest finished run */
 	struct sensor_run *sensor; /* a late_data check in flight */
 	bool unread;               /* st could not be read: read it again */
-	/* the newest partition whose reconcile checks all passed, since the
-	 * daemon started (README.md, "Reconciliation") */
-	bool has_reconciled;
-	part_t reconciled;
+	int64_t budget_stops; /* its requests stopped over budget, since start */
 };
 
 struct sched {
@@ -171,6 +171,9 @@ void sched_fresh_reload(struct sched *s);
 bool sched_fresh_blocked(struct sched *s, const struct item *it, int64_t now);
 void sched_fresh_materialised(struct sched *s, int job, part_t first,
 			      part_t last, int64_t request_id);
+
+/* sched_budget.c */
+void sched_budget_run_done(struct sched *s, struct active *a, int64_t now);
 
 /* sched_adopt.c */
 struct sched_adopt;

@@ -21,6 +21,7 @@ sched_job_view(struct sched *s, int job, struct sched_job_view *v)
 	const struct job_def *j = &s->cfg->jobs[job];
 	struct jobstate *js = sched_jobstate_of(s, job);
 	struct schedule_view sv;
+	struct err err;
 
 	memset(v, 0, sizeof *v);
 	schedule_view(j, &js->st, clock_now(), &sv);
@@ -33,8 +34,10 @@ sched_job_view(struct sched *s, int job, struct sched_job_view *v)
 	v->gap_to = sv.gap_to;
 	v->has_next_due = sv.has_next_due;
 	v->next_due = sv.next_due;
-	v->has_reconciled = js->has_reconciled;
-	v->reconciled = js->reconciled;
+	v->budget_stops = js->budget_stops;
+	v->has_reconciled = js->st.has_reconciled &&
+	    part_parse_key(j->grain, js->st.reconciled, &v->reconciled,
+			   &err) == 0;
 	if (j->late_data != NULL) {
 		v->has_sensor = true;
 		v->has_last_check = js->st.has_late_checked;

@@ -14,6 +14,7 @@
 #include "clock.h"
 #include "log.h"
 #include "proc.h"
+#include "trend_hist.h"
 #include "xalloc.h"
 
 struct load_ctx {
@@ -35,6 +36,9 @@ sched_load_cb(const struct store_open_row *row, void *data, struct err *err)
 					      row->rq_created_at);
 		lc->rq->cap = row->rq_concurrency;
 		lc->rq->fail_fast = row->rq_fail_fast;
+		lc->rq->budget_ms = row->rq_budget_ms;
+		lc->rq->spent_ms = row->rq_spent_ms;
+		lc->rq->over_budget = row->rq_over_budget;
 	}
 	it = manifest_item_add(&lc->s->m, lc->rq, row->id, row->job, row->key,
 			       row->seq, row->downstream, row->state);
@@ -269,6 +273,7 @@ sched_recover_load(struct sched *s, const struct adopt_row *rows,
 		sched_adopt_keep(ad, &keep, &nkeep);
 	}
 	if (store_recover(s->store, now, keep, nkeep, recovered, err) < 0 ||
+	    trend_hist_trim(s->store, s->cfg, err) < 0 ||
 	    store_latest_counts(s->store, sched_count_load_cb, s, err) < 0 ||
 	    store_load_open(s->store, sched_load_cb, &lc, err) < 0)
 		goto out;

@@ -51,6 +51,7 @@ sched_apply_log(const struct manifest_change *c)
 	case MANIFEST_INPUT_CANCELLED:
 	case MANIFEST_LANDED:
 	case MANIFEST_FAIL_FAST:
+	case MANIFEST_OVER_BUDGET: /* one line for the request: sched_budget.c */
 		break;
 	}
 }
@@ -299,6 +300,10 @@ sched_retry_store(struct sched *s, struct request *rq, int64_t now,
 		return -1;
 	if (store_request_reopen(s->store, rq->id, err) < 0)
 		goto fail;
+	/* budget.h, rule 4: a resumed request's measured time starts again */
+	if ((rq->spent_ms > 0 || rq->over_budget) &&
+	    store_request_budget(s->store, rq->id, 0, 0, err) < 0)
+		goto fail;
 	for (size_t i = 0; i < rq->n; i++) {
 		struct item *it = rq->items[i];
 
@@ -337,6 +342,8 @@ sched_retry_request(struct sched *s, int64_t request_id, int64_t *queued,
 		return -1;
 	}
 	*queued = manifest_retry(&s->m, rq);
+	rq->spent_ms = 0;
+	rq->over_budget = false;
 	log_notice("request=%" PRId64 " job=%s retry: %" PRId64 " partitions"
 		   " queued again",
 		   request_id, rq->job, *queued);

@@ -36,6 +36,7 @@ sched_store_plan(struct sched *s, const struct sched_req *rq,
 	    .concurrency = rq->concurrency,
 	    .fail_fast = rq->fail_fast,
 	    .downstream = rq->downstream,
+	    .budget_ms = rq->budget_s * 1000,
 	};
 	char key[CAL_KEY_MAX];
 
@@ -64,6 +65,19 @@ fail:
 	return sched_tx_end(s, -1, err);
 }
 
+/* " budget=2h" for the log line of a request with a budget, or "". */
+static const char *
+budget_log(const struct sched_req *rq, char *buf, size_t size)
+{
+	char b[CAL_KEY_MAX];
+
+	if (rq->budget_s <= 0)
+		return "";
+	cal_format_duration(rq->budget_s, b);
+	snprintf(buf, size, " budget=%s", b);
+	return buf;
+}
+
 /* Write the items of a plan as a new request and queue them; returns its
  * id via *id. */
 static int
@@ -74,7 +88,7 @@ sched_commit_plan(struct sched *s, const struct sched_req *rq,
 	const struct job_def *j = &cfg->jobs[rq->job];
 	int64_t created_at = clock_now_ms();
 	int64_t *ids = xcalloc(plan->n, sizeof *ids);
-	char qreason[256], key[CAL_KEY_MAX];
+	char qreason[256], key[CAL_KEY_MAX], qbudget[64];
 	struct request *r;
 
 	if (sched_store_plan(s, rq, plan, created_at, id, ids, err) < 0) {
@@ -84,6 +98,7 @@ sched_commit_plan(struct sched *s, const struct sched_req *rq,
 	r = manifest_request_add(&s->m, *id, j->name, rq->kind, created_at);
 	r->cap = rq->concurrency;
 	r->fail_fast = rq->fail_fast;
+	r->budget_ms = rq->budget_s * 1000;
 	for (size_t i = 0; i < plan->n; i++) {
 		const struct plan_item *it = &plan->items[i];
 		struct item *x;
@@ -96,13 +111,24 @@ sched_commit_plan(struct sched *s, const struct sched_req *rq,
 	}
 	free(ids);
 	log_info("request=%" PRId64 " job=%s kind=%s queued %zu partitions"
-		 " (%zu downstream)%s%s",
+		 " (%zu downstream)%s%s%s",
 		 *id, j->name, rq->kind, plan->n, plan->n - plan->nroot,
+		 budget_log(rq, qbudget, sizeof qbudget),
 		 rq->reason ? " reason=" : "",
 		 rq->reason ? text_escape(rq->reason, qreason, sizeof qreason)
 			    : "");
 	sched_kick(s);
 	return 0;
+}
+
+int
+sched_queue_plan(struct sched *s, const struct sched_req *rq,
+		 const struct plan *plan, int64_t *request_id, struct err *err)
+{
+	*request_id = 0;
+	if (plan->n == 0)
+		return 0;
+	return sched_commit_plan(s, rq, plan, request_id, err);
 }
 
 struct last_filter {
@@ -177,8 +203,8 @@ sched_submit(struct sched *s, const struct sched_req *rq, bool commit,
 	if (plan->n > 0 && !rq->no_downstream)
 		plan_expand(plan, s->cfg, rq->reverse, rq->keep);
 	rc = 0;
-	if (commit && plan->n > 0)
-		rc = sched_commit_plan(s, rq, plan, request_id, err);
+	if (commit)
+		rc = sched_queue_plan(s, rq, plan, request_id, err);
 out:
 	free(lf.keys);
 	free(lf.states);

@@ -42,6 +42,7 @@
 #include "clock.h"
 #include "fresh.h"
 #include "log.h"
+#include "trend_hist.h"
 #include "xalloc.h"
 
 /* Size the per-job caches to the configuration. */
@@ -87,10 +88,14 @@ int64_t
 sched_reload(struct sched *s, struct config *cfg)
 {
 	int64_t cancelled;
+	struct err err;
 
 	config_unref(s->cfg);
 	s->cfg = cfg;
 	sched_index_jobs(s);
+	/* a trend removed or its window made smaller: the store's bound */
+	if (!s->dormant && trend_hist_trim(s->store, cfg, &err) < 0)
+		log_err("cannot trim the trend history: %s", err.msg);
 	sched_fresh_reload(s);
 	cancelled = sched_cancel_unconfigured(s);
 	sched_probe_warehouses(s);

@@ -169,6 +169,8 @@ struct sched_req {
 	bool fail_fast;       /* cancel the rest after its first failure */
 	const bool *keep;     /* downstream jobs kept (plan.h), NULL: all */
 	const char *downstream; /* the same, as given, for the record */
+	int64_t budget_s;     /* budget of warehouse time (budget.h), 0: none */
+	const char *budget_source; /* "--budget", "max_backfill_time" */
 };
 /*
  * Plan a request: filter by reprocess, expand downstream.  With `commit`
@@ -177,6 +179,11 @@ struct sched_req {
  */
 int sched_submit(struct sched *s, const struct sched_req *rq, bool commit,
 		 struct plan *plan, int64_t *request_id, struct err *err);
+/* Write a plan sched_submit made (without commit) as a new request and
+ * queue it: *request_id, or 0 when the plan is empty. */
+int sched_queue_plan(struct sched *s, const struct sched_req *rq,
+		     const struct plan *plan, int64_t *request_id,
+		     struct err *err);
 
 struct sched_progress {
 	int64_t total, succeeded, failed, blocked, cancelled, running, queued;
@@ -224,9 +231,11 @@ struct sched_job_view {
 	int64_t found;
 	const char *sensor_error;          /* NULL when the last check worked */
 	/* reconcile: the newest partition whose reconcile checks passed
-	 * since the daemon started */
+	 * (kept in the state store's job row) */
 	bool has_reconciled;
 	part_t reconciled;
+	/* requests of the job stopped over budget since the daemon started */
+	int64_t budget_stops;
 };
 void sched_job_view(struct sched *s, int job, struct sched_job_view *v);
 struct store *sched_store(struct sched *s);

@@ -339,6 +339,23 @@ store_request_controls(struct store *st, int64_t id, int *concurrency,
 }
 
 int
+store_request_budget(struct store *st, int64_t id, int64_t spent_ms,
+		     int64_t over_at, struct err *err)
+{
+	if (store_refused(st, err))
+		return -1;
+	return store_wrote(st, st->ops->request_budget(st, id, spent_ms,
+						       over_at, err), err);
+}
+
+int
+store_over_budget(struct store *st, int limit, store_budget_cb cb, void *data,
+		  struct err *err)
+{
+	return st->ops->over_budget(st, limit, cb, data, err);
+}
+
+int
 store_request_reopen(struct store *st, int64_t id, struct err *err)
 {
 	if (store_refused(st, err))
@@ -513,4 +530,38 @@ store_request_get(struct store *st, int64_t id, char *job, size_t jobsz,
 		  bool *finished, struct err *err)
 {
 	return st->ops->request_get(st, id, job, jobsz, finished, err);
+}
+
+int
+store_trend_values(struct store *st, const char *job, const char *metric,
+		   size_t max, store_trend_cb cb, void *data, struct err *err)
+{
+	return st->ops->trend_values(st, job, metric, max, cb, data, err);
+}
+
+int
+store_trend_put(struct store *st, const char *job, const char *metric,
+		const char *key, double value, int64_t run_id, struct err *err)
+{
+	if (store_refused(st, err))
+		return -1;
+	return store_wrote(st, st->ops->trend_put(st, job, metric, key, value,
+						  run_id, err), err);
+}
+
+int
+store_trend_trim(struct store *st, const char *job, const char *metric,
+		 size_t keep, struct err *err)
+{
+	if (store_refused(st, err))
+		return -1;
+	return store_wrote(st, st->ops->trend_trim(st, job, metric, keep, err),
+			   err);
+}
+
+int
+store_trend_series(struct store *st, store_series_cb cb, void *data,
+		   struct err *err)
+{
+	return st->ops->trend_series(st, cb, data, err);
 }

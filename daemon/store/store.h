@@ -108,6 +108,7 @@ struct store_request {
 	int concurrency;        /* runs of it at once, 0: no cap of its own */
 	bool fail_fast;
 	const char *downstream; /* the downstream jobs it keeps, NULL: all */
+	int64_t budget_ms;      /* budget of warehouse time (budget.h), 0: none */
 };
 
 struct store_item {
@@ -139,6 +140,9 @@ struct store_open_row {
 	int64_t rq_created_at;
 	int rq_concurrency;     /* 0: none */
 	bool rq_fail_fast;
+	int64_t rq_budget_ms;   /* 0: none (budget.h) */
+	int64_t rq_spent_ms;    /* its measured warehouse time */
+	bool rq_over_budget;    /* stopped over budget, not resumed */
 };
 typedef int (*store_open_cb)(const struct store_open_row *row, void *data,
 			     struct err *err);
@@ -237,6 +241,21 @@ struct store_audit_row {
 				 * later by request N") */
 };
 typedef void (*store_audit_cb)(const struct store_audit_row *row, void *data);
+/* A request stopped over budget (over_budget; budget.h). */
+struct store_budget_row {
+	int64_t id;
+	const char *job;
+	int64_t budget_ms, spent_ms;
+	int64_t over_at;   /* ms: when it stopped */
+	int64_t cancelled; /* its partitions cancelled (not retried since) */
+};
+typedef void (*store_budget_cb)(const struct store_budget_row *row,
+				void *data);
+/* A recorded value of a metric (trend_values) and a (job, metric) that
+ * has some (trend_series). */
+typedef void (*store_trend_cb)(const char *key, double value, void *data);
+typedef void (*store_series_cb)(const char *job, const char *metric,
+				void *data);
 typedef void (*store_recent_cb)(int64_t id, const char *job, const char *kind,
 				const char *reason, int64_t created_at,
 				bool finished, int64_t finished_at,
@@ -465,6 +484,33 @@ struct store_ops {
 	int (*request_get)(struct store *st, int64_t id, char *job,
 			   size_t jobsz, bool *finished, struct err *err);
 
+	/* Write: a request's measured warehouse time and when it stopped
+	 * over budget (over_at 0: it did not, or retry resumed it). */
+	int (*request_budget)(struct store *st, int64_t id, int64_t spent_ms,
+			      int64_t over_at, struct err *err);
+	/* The newest `limit` requests stopped over budget and not resumed,
+	 * newest first (status; an indexed, bounded read). */
+	int (*over_budget)(struct store *st, int limit, store_budget_cb cb,
+			   void *data, struct err *err);
+	/* Trend checks' history (trend.h): the values of metric of job the
+	 * successful runs recorded, newest first (by run id, then partition
+	 * key), at most max. */
+	int (*trend_values)(struct store *st, const char *job,
+			    const char *metric, size_t max, store_trend_cb cb,
+			    void *data, struct err *err);
+	/* Write: the value of metric for job's partition key after run
+	 * run_id, replacing one recorded before. */
+	int (*trend_put)(struct store *st, const char *job, const char *metric,
+			 const char *key, double value, int64_t run_id,
+			 struct err *err);
+	/* Write: keep only the newest `keep` values of (job, metric) (0:
+	 * none): the bound, applied after each put and at start and reload. */
+	int (*trend_trim)(struct store *st, const char *job, const char *metric,
+			  size_t keep, struct err *err);
+	/* Every (job, metric) with values, in order. */
+	int (*trend_series)(struct store *st, store_series_cb cb, void *data,
+			    struct err *err);
+
 	/* Roll back whatever is open, the deferred transaction and its
 	 * groups included (store.c, a failed turn); never fails loudly. */
 	void (*discard)(struct store *st);
@@ -630,5 +676,19 @@ int store_recent_requests(struct store *st, int limit, store_recent_cb cb,
 			  void *data, struct err *err);
 int store_request_get(struct store *st, int64_t id, char *job, size_t jobsz,
 		      bool *finished, struct err *err);
+int store_request_budget(struct store *st, int64_t id, int64_t spent_ms,
+			 int64_t over_at, struct err *err);
+int store_over_budget(struct store *st, int limit, store_budget_cb cb,
+		      void *data, struct err *err);
+int store_trend_values(struct store *st, const char *job, const char *metric,
+		       size_t max, store_trend_cb cb, void *data,
+		       struct err *err);
+int store_trend_put(struct store *st, const char *job, const char *metric,
+		    const char *key, double value, int64_t run_id,
+		    struct err *err);
+int store_trend_trim(struct store *st, const char *job, const char *metric,
+		     size_t keep, struct err *err);
+int store_trend_series(struct store *st, store_series_cb cb, void *data,
+		       struct err *err);
 
 #endif

@@ -127,6 +127,10 @@ enum pgst_stmt {
 	P_PARTS_OF,
 	P_JOB_GET,
 	P_JOB_PUT,
+	P_TREND_VALUES,
+	P_TREND_PUT,
+	P_TREND_TRIM,
+	P_TREND_SERIES,
 	P_REQUEST_GET,
 	P_RECENT_REQUESTS,
 	P_PROBLEMS,
@@ -135,6 +139,8 @@ enum pgst_stmt {
 	P_REQUEST_COUNTS,
 	P_NEWEST_BUILD,
 	P_DURATIONS,
+	P_REQUEST_BUDGET,
+	P_OVER_BUDGET,
 	P_FENCE,
 	P_DB_SIZE,
 	P_ITEM_ADD_ID,
@@ -157,8 +163,8 @@ static const char *const pgst_sql[P_COUNT] = {
 	[P_REQUEST_ADD] =
 	"INSERT INTO requests (job, kind, reason, from_key, to_key, reprocess,"
 	" reverse, no_downstream, created_at, concurrency, fail_fast,"
-	" downstream) VALUES ($1,$2,$3,$4,$5,$6,$7,$8,$9,$10,$11,$12)"
-	" RETURNING id",
+	" downstream, budget_ms) VALUES ($1,$2,$3,$4,$5,$6,$7,$8,$9,$10,$11,"
+	"$12,$13) RETURNING id",
 	[P_REQUEST_FINISH] =
 	"UPDATE requests SET finished_at = $2, cancelled = $3 WHERE id = $1",
 	[P_ITEM_ADD] =
@@ -186,13 +192,15 @@ static const char *const pgst_sql[P_COUNT] = {
 	[P_LOAD_OPEN] =
 	"SELECT m.id, m.request_id, m.job, m.partition_key, m.seq, m.downstream,"
 	" m.state, m.attempts, m.not_before, m.blocked_on, r.job, r.kind,"
-	" r.reverse, r.created_at, r.concurrency, r.fail_fast FROM manifest m"
+	" r.reverse, r.created_at, r.concurrency, r.fail_fast, r.budget_ms,"
+	" r.spent_ms, r.over_budget_at IS NOT NULL FROM manifest m"
 	" JOIN requests r ON r.id = m.request_id WHERE r.finished_at IS NULL"
 	" ORDER BY m.request_id, m.seq",
 	[P_LOAD_ONE] =
 	"SELECT m.id, m.request_id, m.job, m.partition_key, m.seq, m.downstream,"
 	" m.state, m.attempts, m.not_before, m.blocked_on, r.job, r.kind,"
-	" r.reverse, r.created_at, r.concurrency, r.fail_fast FROM manifest m"
+	" r.reverse, r.created_at, r.concurrency, r.fail_fast, r.budget_ms,"
+	" r.spent_ms, r.over_budget_at IS NOT NULL FROM manifest m"
 	" JOIN requests r ON r.id = m.request_id WHERE r.id = $1"
 	" ORDER BY m.seq",
 	[P_REQUEST_REOPEN] =
@@ -266,16 +274,32 @@ static const char *const pgst_sql[P_COUNT] = {
 	" job = $1 ORDER BY partition_key",
 	[P_JOB_GET] =
 	"SELECT watermark, catchup, gap_from, gap_to, paused, paused_at,"
-	" late_since, late_checked_at, late_found, late_error FROM jobs"
-	" WHERE job = $1",
+	" late_since, late_checked_at, late_found, late_error,"
+	" reconciled_through FROM jobs WHERE job = $1",
 	[P_JOB_PUT] =
 	"INSERT INTO jobs (job, watermark, catchup, gap_from, gap_to, paused,"
 	" paused_at, updated_at, late_since, late_checked_at, late_found,"
-	" late_error) VALUES ($1,$2,$3,$4,$5,$6,$7,$8,$9,$10,$11,$12)"
-	" ON CONFLICT (job) DO UPDATE SET watermark = $2, catchup = $3,"
-	" gap_from = $4, gap_to = $5, paused = $6, paused_at = $7,"
-	" updated_at = $8, late_since = $9, late_checked_at = $10,"
-	" late_found = $11, late_error = $12",
+	" late_error, reconciled_through) VALUES ($1,$2,$3,$4,$5,$6,$7,$8,$9,"
+	"$10,$11,$12,$13) ON CONFLICT (job) DO UPDATE SET watermark = $2,"
+	" catchup = $3, gap_from = $4, gap_to = $5, paused = $6,"
+	" paused_at = $7, updated_at = $8, late_since = $9,"
+	" late_checked_at = $10, late_found = $11, late_error = $12,"
+	" reconciled_through = $13",
+	/* trend checks' history (sql/pg/006_trends.sql) */
+	[P_TREND_VALUES] =
+	"SELECT partition_key, value FROM trend_values WHERE job = $1 AND"
+	" metric = $2 ORDER BY run_id DESC, partition_key DESC LIMIT $3",
+	[P_TREND_PUT] =
+	"INSERT INTO trend_values (job, metric, partition_key, value, run_id)"
+	" VALUES ($1,$2,$3,$4,$5) ON CONFLICT (job, metric, partition_key)"
+	" DO UPDATE SET value = $4, run_id = $5",
+	[P_TREND_TRIM] =
+	"DELETE FROM trend_values WHERE job = $1 AND metric = $2 AND"
+	" partition_key NOT IN (SELECT partition_key FROM trend_values"
+	" WHERE job = $1 AND metric = $2 ORDER BY run_id DESC,"
+	" partition_key DESC LIMIT $3)",
+	[P_TREND_SERIES] =
+	"SELECT DISTINCT job, metric FROM trend_values ORDER BY job, metric",
 	[P_REQUEST_GET] =
 	"SELECT job, finished_at IS NOT NULL FROM requests WHERE id = $1",
 	[P_RECENT_REQUESTS] =
@@ -315,6 +339,16 @@ static const char *const pgst_sql[P_COUNT] = {
 	"SELECT finished_at - started_at FROM runs WHERE job = $1 AND"
 	" state = 'succeeded' AND finished_at IS NOT NULL ORDER BY id DESC"
 	" LIMIT $2",
+	[P_REQUEST_BUDGET] =
+	"UPDATE requests SET spent_ms = $2, over_budget_at = CASE WHEN"
+	" $3::bigint IS NULL THEN NULL ELSE COALESCE(over_budget_at, $3) END"
+	" WHERE id = $1",
+	/* requests_over_budget: the newest first, at most $1 */
+	[P_OVER_BUDGET] =
+	"SELECT r.id, r.job, r.budget_ms, r.spent_ms, r.over_budget_at,"
+	" (SELECT count(*) FROM manifest m WHERE m.request_id = r.id AND"
+	" m.state = 'cancelled') FROM requests r WHERE r.over_budget_at IS NOT"
+	" NULL ORDER BY r.id DESC LIMIT $1",
 	[P_FENCE] =
 	"SELECT 1 / count(*)::int FROM (SELECT 1 FROM lease WHERE id = 1"
 	" AND generation = $1 FOR KEY SHARE) AS l",
@@ -1715,6 +1749,10 @@ pgst_request_add(struct store *st, const struct store_request *rq,
 		arg_text(&a, NULL);
 	arg_bool(&a, rq->fail_fast);
 	arg_text(&a, rq->downstream);
+	if (rq->budget_ms > 0)
+		arg_int(&a, rq->budget_ms);
+	else
+		arg_text(&a, NULL);
 	return pgst_returned_id(pgst_write(p, P_REQUEST_ADD, &a,
 					   "adding a request", err), id);
 }
@@ -1964,6 +2002,9 @@ pgst_load_rows(struct pgst *p, enum pgst_stmt id, const struct pgst_args *a,
 		row.rq_created_at = col_int(r, i, 13);
 		row.rq_concurrency = (int)col_int(r, i, 14);
 		row.rq_fail_fast = col_bool(r, i, 15);
+		row.rq_budget_ms = col_int(r, i, 16);
+		row.rq_spent_ms = col_int(r, i, 17);
+		row.rq_over_budget = col_bool(r, i, 18);
 		if (cb(&row, data, err) < 0) {
 			PQclear(r);
 			return -1;
@@ -2403,6 +2444,8 @@ pgst_job_get(struct store *st, const char *job, struct store_job_state *js,
 		js->late_checked_at = col_int(r, 0, 7);
 		js->late_found = col_int(r, 0, 8);
 		col_copy(r, 0, 9, js->late_error, sizeof js->late_error);
+		js->has_reconciled = !col_null(r, 0, 10);
+		col_copy(r, 0, 10, js->reconciled, sizeof js->reconciled);
 	}
 	PQclear(r);
 	return 0;
@@ -2438,8 +2481,80 @@ pgst_job_put(struct store *st, const char *job,
 		arg_text(&a, NULL);
 	}
 	arg_text(&a, js->late_error[0] ? js->late_error : NULL);
+	arg_text(&a, js->has_reconciled ? js->reconciled : NULL);
 	return pgst_write_done(pgst_of(st), P_JOB_PUT, &a, "saving job state",
 			       err);
+}
+
+/* The values recorded for (job, metric), newest first, at most max. */
+static int
+pgst_trend_values(struct store *st, const char *job, const char *metric,
+		  size_t max, store_trend_cb cb, void *data, struct err *err)
+{
+	struct pgst_args a = { 0 };
+	PGresult *r;
+
+	arg_text(&a, job);
+	arg_text(&a, metric);
+	arg_int(&a, (int64_t)max);
+	r = pgst_exec(pgst_of(st), P_TREND_VALUES, &a, "reading trend values",
+		      err);
+	if (r == NULL)
+		return -1;
+	for (int i = 0; i < PQntuples(r); i++)
+		cb(col_text(r, i, 0), strtod(PQgetvalue(r, i, 1), NULL), data);
+	PQclear(r);
+	return 0;
+}
+
+/* Record a metric's value for a partition (replacing an earlier one). */
+static int
+pgst_trend_put(struct store *st, const char *job, const char *metric,
+	       const char *key, double value, int64_t run_id, struct err *err)
+{
+	struct pgst_args a = { 0 };
+
+	arg_text(&a, job);
+	arg_text(&a, metric);
+	arg_text(&a, key);
+	snprintf(a.buf[a.n], sizeof a.buf[a.n], "%.17g", value);
+	a.v[a.n] = a.buf[a.n];
+	a.n++;
+	arg_int(&a, run_id);
+	return pgst_write_done(pgst_of(st), P_TREND_PUT, &a,
+			       "recording a trend value", err);
+}
+
+/* Keep the newest `keep` values of (job, metric). */
+static int
+pgst_trend_trim(struct store *st, const char *job, const char *metric,
+		size_t keep, struct err *err)
+{
+	struct pgst_args a = { 0 };
+
+	arg_text(&a, job);
+	arg_text(&a, metric);
+	arg_int(&a, (int64_t)keep);
+	return pgst_write_done(pgst_of(st), P_TREND_TRIM, &a,
+			       "trimming trend values", err);
+}
+
+/* Every (job, metric) with values. */
+static int
+pgst_trend_series(struct store *st, store_series_cb cb, void *data,
+		  struct err *err)
+{
+	struct pgst_args a = { 0 };
+	PGresult *r;
+
+	r = pgst_exec(pgst_of(st), P_TREND_SERIES, &a, "reading trend series",
+		      err);
+	if (r == NULL)
+		return -1;
+	for (int i = 0; i < PQntuples(r); i++)
+		cb(col_text(r, i, 0), col_text(r, i, 1), data);
+	PQclear(r);
+	return 0;
 }
 
 /* Does request id exist: 0 with its job and whether finished, 1 not. */
@@ -2487,6 +2602,50 @@ pgst_request_controls(struct store *st, int64_t id, int *concurrency,
 	}
 	PQclear(r);
 	return rc;
+}
+
+/* A request's measured warehouse time and when it stopped over budget. */
+static int
+pgst_request_budget(struct store *st, int64_t id, int64_t spent_ms,
+		    int64_t over_at, struct err *err)
+{
+	struct pgst_args a = { 0 };
+
+	arg_int(&a, id);
+	arg_int(&a, spent_ms);
+	if (over_at > 0)
+		arg_int(&a, over_at);
+	else
+		arg_text(&a, NULL);
+	return pgst_write_done(pgst_of(st), P_REQUEST_BUDGET, &a,
+			       "writing a request's measured time", err);
+}
+
+/* The newest `limit` requests stopped over budget, newest first. */
+static int
+pgst_over_budget(struct store *st, int limit, store_budget_cb cb, void *data,
+		 struct err *err)
+{
+	struct store_budget_row row;
+	struct pgst_args a = { 0 };
+	PGresult *r;
+
+	arg_int(&a, limit);
+	r = pgst_exec(pgst_of(st), P_OVER_BUDGET, &a, "reading the requests"
+		      " stopped over budget", err);
+	if (r == NULL)
+		return -1;
+	for (int i = 0; i < PQntuples(r); i++) {
+		row.id = col_int(r, i, 0);
+		row.job = col_text(r, i, 1);
+		row.budget_ms = col_int(r, i, 2);
+		row.spent_ms = col_int(r, i, 3);
+		row.over_at = col_int(r, i, 4);
+		row.cancelled = col_int(r, i, 5);
+		cb(&row, data);
+	}
+	PQclear(r);
+	return 0;
 }
 
 /* The newest `limit` requests, newest first. */
@@ -2866,6 +3025,10 @@ const struct store_ops store_pg_ops = {
 	.prune_step = pgst_prune_step,
 	.job_get = pgst_job_get,
 	.job_put = pgst_job_put,
+	.trend_values = pgst_trend_values,
+	.trend_put = pgst_trend_put,
+	.trend_trim = pgst_trend_trim,
+	.trend_series = pgst_trend_series,
 	.request_problems = pgst_request_problems,
 	.audit_add = pgst_audit_add,
 	.audit_of = pgst_audit_of,
@@ -2873,5 +3036,7 @@ const struct store_ops store_pg_ops = {
 	.durations = pgst_durations,
 	.recent_requests = pgst_recent_requests,
 	.request_get = pgst_request_get,
+	.request_budget = pgst_request_budget,
+	.over_budget = pgst_over_budget,
 	.discard = pgst_discard,
 };

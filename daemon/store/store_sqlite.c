@@ -62,6 +62,10 @@ enum stmt_id {
 	S_PARTS_OF,
 	S_JOB_GET,
 	S_JOB_PUT,
+	S_TREND_VALUES,
+	S_TREND_PUT,
+	S_TREND_TRIM,
+	S_TREND_SERIES,
 	S_REQUEST_GET,
 	S_RECENT_REQUESTS,
 	S_PROBLEMS,
@@ -70,6 +74,8 @@ enum stmt_id {
 	S_REQUEST_COUNTS,
 	S_NEWEST_BUILD,
 	S_DURATIONS,
+	S_REQUEST_BUDGET,
+	S_OVER_BUDGET,
 	S_TX_BEGIN,
 	S_TX_COMMIT,
 	S_TX_ROLLBACK,
@@ -83,7 +89,7 @@ static const char *const store_sql[S_COUNT] = {
 	[S_REQUEST_ADD] =
 	"INSERT INTO requests (job, kind, reason, from_key, to_key, reprocess,"
 	" reverse, no_downstream, created_at, concurrency, fail_fast,"
-	" downstream) VALUES (?,?,?,?,?,?,?,?,?,?,?,?)",
+	" downstream, budget_ms) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?)",
 	[S_REQUEST_FINISH] =
 	"UPDATE requests SET finished_at = ?2, cancelled = ?3 WHERE id = ?1",
 	[S_ITEM_ADD] =
@@ -110,13 +116,15 @@ static const char *const store_sql[S_COUNT] = {
 	[S_LOAD_OPEN] =
 	"SELECT m.id, m.request_id, m.job, m.partition_key, m.seq, m.downstream,"
 	" m.state, m.attempts, m.not_before, m.blocked_on, r.job, r.kind,"
-	" r.reverse, r.created_at, r.concurrency, r.fail_fast FROM manifest m"
+	" r.reverse, r.created_at, r.concurrency, r.fail_fast, r.budget_ms,"
+	" r.spent_ms, r.over_budget_at IS NOT NULL FROM manifest m"
 	" JOIN requests r ON r.id = m.request_id WHERE r.finished_at IS NULL"
 	" ORDER BY m.request_id, m.seq",
 	[S_LOAD_ONE] =
 	"SELECT m.id, m.request_id, m.job, m.partition_key, m.seq, m.downstream,"
 	" m.state, m.attempts, m.not_before, m.blocked_on, r.job, r.kind,"
-	" r.reverse, r.created_at, r.concurrency, r.fail_fast FROM manifest m"
+	" r.reverse, r.created_at, r.concurrency, r.fail_fast, r.budget_ms,"
+	" r.spent_ms, r.over_budget_at IS NOT NULL FROM manifest m"
 	" JOIN requests r ON r.id = m.request_id WHERE r.id = ?1"
 	" ORDER BY m.seq",
 	[S_REQUEST_REOPEN] =
@@ -173,16 +181,32 @@ static const char *const store_sql[S_COUNT] = {
 	" ORDER BY partition_key",
 	[S_JOB_GET] =
 	"SELECT watermark, catchup, gap_from, gap_to, paused, paused_at,"
-	" late_since, late_checked_at, late_found, late_error FROM jobs"
-	" WHERE job = ?",
+	" late_since, late_checked_at, late_found, late_error,"
+	" reconciled_through FROM jobs WHERE job = ?",
 	[S_JOB_PUT] =
 	"INSERT INTO jobs (job, watermark, catchup, gap_from, gap_to, paused,"
 	" paused_at, updated_at, late_since, late_checked_at, late_found,"
-	" late_error) VALUES (?1,?2,?3,?4,?5,?6,?7,?8,?9,?10,?11,?12)"
-	" ON CONFLICT (job) DO UPDATE SET watermark = ?2, catchup = ?3,"
-	" gap_from = ?4, gap_to = ?5, paused = ?6, paused_at = ?7,"
-	" updated_at = ?8, late_since = ?9, late_checked_at = ?10,"
-	" late_found = ?11, late_error = ?12",
+	" late_error, reconciled_through) VALUES (?1,?2,?3,?4,?5,?6,?7,?8,?9,"
+	"?10,?11,?12,?13) ON CONFLICT (job) DO UPDATE SET watermark = ?2,"
+	" catchup = ?3, gap_from = ?4, gap_to = ?5, paused = ?6,"
+	" paused_at = ?7, updated_at = ?8, late_since = ?9,"
+	" late_checked_at = ?10, late_found = ?11, late_error = ?12,"
+	" reconciled_through = ?13",
+	/* trend checks' history (sql/008_trends.sql) */
+	[S_TREND_VALUES] =
+	"SELECT partition_key, value FROM trend_values WHERE job = ?1 AND"
+	" metric = ?2 ORDER BY run_id DESC, partition_key DESC LIMIT ?3",
+	[S_TREND_PUT] =
+	"INSERT INTO trend_values (job, metric, partition_key, value, run_id)"
+	" VALUES (?1,?2,?3,?4,?5) ON CONFLICT (job, metric, partition_key)"
+	" DO UPDATE SET value = ?4, run_id = ?5",
+	[S_TREND_TRIM] =
+	"DELETE FROM trend_values WHERE job = ?1 AND metric = ?2 AND"
+	" partition_key NOT IN (SELECT partition_key FROM trend_values"
+	" WHERE job = ?1 AND metric = ?2 ORDER BY run_id DESC,"
+	" partition_key DESC LIMIT ?3)",
+	[S_TREND_SERIES] =
+	"SELECT DISTINCT job, metric FROM trend_values ORDER BY job, metric",
 	[S_REQUEST_GET] =
 	"SELECT job, finished_at IS NOT NULL FROM requests WHERE id = ?",
 	[S_RECENT_REQUESTS] =
@@ -220,6 +244,15 @@ static const char *const store_sql[S_COUNT] = {
 	" state = 'succeeded' AND finished_at IS NOT NULL ORDER BY id DESC"
 	" LIMIT ?2",
 	/* transactions and savepoints, stepped on every state change */
+	[S_REQUEST_BUDGET] =
+	"UPDATE requests SET spent_ms = ?2, over_budget_at = CASE WHEN ?3 IS"
+	" NULL THEN NULL ELSE COALESCE(over_budget_at, ?3) END WHERE id = ?1",
+	/* requests_over_budget: the newest first, at most ?1 */
+	[S_OVER_BUDGET] =
+	"SELECT r.id, r.job, r.budget_ms, r.spent_ms, r.over_budget_at,"
+	" (SELECT COUNT(*) FROM manifest m WHERE m.request_id = r.id AND"
+	" m.state = 'cancelled') FROM requests r WHERE r.over_budget_at IS NOT"
+	" NULL ORDER BY r.id DESC LIMIT ?1",
 	[S_TX_BEGIN] = "BEGIN IMMEDIATE",
 	[S_TX_COMMIT] = "COMMIT",
 	[S_TX_ROLLBACK] = "ROLLBACK",
@@ -745,6 +778,10 @@ store_sqlite_request_add(struct store *base, const struct store_request *rq,
 		sqlite3_bind_null(s, 10);
 	sqlite3_bind_int(s, 11, rq->fail_fast);
 	bind_text(s, 12, rq->downstream);
+	if (rq->budget_ms > 0)
+		sqlite3_bind_int64(s, 13, rq->budget_ms);
+	else
+		sqlite3_bind_null(s, 13);
 	if (store_sqlite_step_done(st, s, err, "adding a request") < 0)
 		return -1;
 	*id = sqlite3_last_insert_rowid(st->db);
@@ -960,6 +997,9 @@ store_sqlite_load_rows(struct store_sqlite *st, sqlite3_stmt *s,
 		row.rq_created_at = sqlite3_column_int64(s, 13);
 		row.rq_concurrency = sqlite3_column_int(s, 14);
 		row.rq_fail_fast = sqlite3_column_int(s, 15);
+		row.rq_budget_ms = sqlite3_column_int64(s, 16);
+		row.rq_spent_ms = sqlite3_column_int64(s, 17);
+		row.rq_over_budget = sqlite3_column_int(s, 18);
 		if (cb(&row, data, err) < 0) {
 			store_sqlite_done(s);
 			return -1;
@@ -1324,6 +1364,8 @@ store_sqlite_job_get(struct store *base, const char *job,
 		js->late_checked_at = sqlite3_column_int64(s, 7);
 		js->late_found = sqlite3_column_int64(s, 8);
 		col_copy(s, 9, js->late_error, sizeof js->late_error);
+		js->has_reconciled = sqlite3_column_type(s, 10) != SQLITE_NULL;
+		col_copy(s, 10, js->reconciled, sizeof js->reconciled);
 		store_sqlite_done(s);
 	}
 	return 0;
@@ -1355,7 +1397,67 @@ store_sqlite_job_put(struct store *base, const char *job,
 		sqlite3_bind_int64(s, 11, js->late_found);
 	}
 	bind_text(s, 12, js->late_error[0] ? js->late_error : NULL);
+	bind_text(s, 13, js->has_reconciled ? js->reconciled : NULL);
 	return store_sqlite_step_done(st, s, err, "saving job state");
+}
+
+static int
+store_sqlite_trend_values(struct store *base, const char *job,
+			  const char *metric, size_t max, store_trend_cb cb,
+			  void *data, struct err *err)
+{
+	struct store_sqlite *st = store_sqlite_of(base);
+	sqlite3_stmt *s = st->stmt[S_TREND_VALUES];
+	int rc;
+
+	bind_text(s, 1, job);
+	bind_text(s, 2, metric);
+	sqlite3_bind_int64(s, 3, (sqlite3_int64)max);
+	while ((rc = store_sqlite_next(st, s, err, "reading trend values")) > 0)
+		cb(col_text(s, 0), sqlite3_column_double(s, 1), data);
+	return rc < 0 ? -1 : 0;
+}
+
+static int
+store_sqlite_trend_put(struct store *base, const char *job,
+		       const char *metric, const char *key, double value,
+		       int64_t run_id, struct err *err)
+{
+	struct store_sqlite *st = store_sqlite_of(base);
+	sqlite3_stmt *s = st->stmt[S_TREND_PUT];
+
+	bind_text(s, 1, job);
+	bind_text(s, 2, metric);
+	bind_text(s, 3, key);
+	sqlite3_bind_double(s, 4, value);
+	sqlite3_bind_int64(s, 5, run_id);
+	return store_sqlite_step_done(st, s, err, "recording a trend value");
+}
+
+static int
+store_sqlite_trend_trim(struct store *base, const char *job,
+			const char *metric, size_t keep, struct err *err)
+{
+	struct store_sqlite *st = store_sqlite_of(base);
+	sqlite3_stmt *s = st->stmt[S_TREND_TRIM];
+
+	bind_text(s, 1, job);
+	bind_text(s, 2, metric);
+	sqlite3_bind_int64(s, 3, (sqlite3_int64)keep);
+	return store_sqlite_step_done(st, s, err, "trimming trend values");
+}
+
+static int
+store_sqlite_trend_series(struct store *base, store_series_cb cb, void *data,
+			  struct err *err)
+{
+	struct store_sqlite *st = store_sqlite_of(base);
+	sqlite3_stmt *s = st->stmt[S_TREND_SERIES];
+	int rc;
+
+	while ((rc = store_sqlite_next(st, s, err, "reading trend series")) > 0)
+		cb(col_text(s, 0), col_text(s, 1), data);
+	return rc < 0 ? -1 : 0;
 }
 
 static int
@@ -1392,6 +1494,46 @@ store_sqlite_request_controls(struct store *base, int64_t id, int *concurrency,
 	col_copy(s, 2, downstream, dsz);
 	store_sqlite_done(s);
 	return 0;
+}
+
+static int
+store_sqlite_request_budget(struct store *base, int64_t id, int64_t spent_ms,
+			    int64_t over_at, struct err *err)
+{
+	struct store_sqlite *st = store_sqlite_of(base);
+	sqlite3_stmt *s = st->stmt[S_REQUEST_BUDGET];
+
+	sqlite3_bind_int64(s, 1, id);
+	sqlite3_bind_int64(s, 2, spent_ms);
+	if (over_at > 0)
+		sqlite3_bind_int64(s, 3, over_at);
+	else
+		sqlite3_bind_null(s, 3);
+	return store_sqlite_step_done(st, s, err, "writing a request's"
+				      " measured time");
+}
+
+static int
+store_sqlite_over_budget(struct store *base, int limit, store_budget_cb cb,
+			 void *data, struct err *err)
+{
+	struct store_sqlite *st = store_sqlite_of(base);
+	sqlite3_stmt *s = st->stmt[S_OVER_BUDGET];
+	struct store_budget_row row;
+	int rc;
+
+	sqlite3_bind_int(s, 1, limit);
+	while ((rc = store_sqlite_next(st, s, err, "reading the requests"
+				       " stopped over budget")) > 0) {
+		row.id = sqlite3_column_int64(s, 0);
+		row.job = col_text(s, 1);
+		row.budget_ms = sqlite3_column_int64(s, 2);
+		row.spent_ms = sqlite3_column_int64(s, 3);
+		row.over_at = sqlite3_column_int64(s, 4);
+		row.cancelled = sqlite3_column_int64(s, 5);
+		cb(&row, data);
+	}
+	return rc;
 }
 
 static int
@@ -1733,6 +1875,10 @@ const struct store_ops store_sqlite_ops = {
 	.prune_step = store_sqlite_prune_step,
 	.job_get = store_sqlite_job_get,
 	.job_put = store_sqlite_job_put,
+	.trend_values = store_sqlite_trend_values,
+	.trend_put = store_sqlite_trend_put,
+	.trend_trim = store_sqlite_trend_trim,
+	.trend_series = store_sqlite_trend_series,
 	.request_problems = store_sqlite_request_problems,
 	.audit_add = store_sqlite_audit_add,
 	.audit_of = store_sqlite_audit_of,
@@ -1740,5 +1886,7 @@ const struct store_ops store_sqlite_ops = {
 	.durations = store_sqlite_durations,
 	.recent_requests = store_sqlite_recent_requests,
 	.request_get = store_sqlite_request_get,
+	.request_budget = store_sqlite_request_budget,
+	.over_budget = store_sqlite_over_budget,
 	.discard = store_sqlite_discard,
 };

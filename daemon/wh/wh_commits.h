@@ -13,8 +13,8 @@
  * store, shared by all attempts of its manifest item and new for each new
  * request.  So a run queued again after its node died between the
  * warehouse commit and the state store write finds the row, commits
- * nothing, and is recorded succeeded with a note (README.md, "Tables in
- * your warehouse"; docs/several-hosts.md, "Guarantees").
+ * nothing, and is recorded succeeded with a note (docs/guarantees.md,
+ * "Tables in your warehouse"; docs/several-hosts.md, "Guarantees").
  *
  * Rules that must always hold:
  *  1. The lookup comes first in the run's transaction, the insert last,

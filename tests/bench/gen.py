@@ -4,7 +4,7 @@
     gen.py OUT.db [--days 365] [--rows-per-day 27000] [--stores 100]
                   [--start 2025-01-01] [--seed 20260101] [--covering-index]
 
-The warehouse of the benchmark (README.md, "Performance"; tests/bench/README.md):
+The warehouse of the benchmark (docs/performance.md, "Performance"; tests/bench/README.md):
 
   raw_sales(sale_id, dt, store_id, amount_usd)   DAYS x ROWS_PER_DAY rows in
       sale_id (= arrival) order, stores uniform over 1..STORES, amounts

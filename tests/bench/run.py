@@ -15,6 +15,8 @@ weeks of the weekly mart, with and without a covering index, by:
   backfilld   the daemon: backfillctl backfill ... --wait, end to end
   batch       backfilld with `batch: true` (measured only if the daemon
               really runs a request as one run; otherwise "not available")
+  chunks      backfilld with `batch: 7`: a week of days per run, each its
+              own transaction (measured with batch)
 
 Every method starts from the same bytes (a cp of a cached, generated
 warehouse, flushed to disk before the clock starts) and its result is
@@ -108,7 +110,9 @@ LABEL = {
     "floor": "floor: per-date tx, 1 process",
     "backfilld": "backfilld --wait",
     "batch": "backfilld batch: true",
+    "chunk": "backfilld batch: 7 (chunks)",
 }
+CHUNK = 7   # batch: N of the "chunk" method: a week of days per run
 SCRIPT = {"hand": "hand_loop.sh", "xargs2": "xargs_p.sh", "set": "set_based.sh",
           "floor": "floor.sh"}
 
@@ -515,7 +519,7 @@ def spawn_baseline(args, n):
 
 def sales_config(args, batch=False):
     fact, week = (FACT_BATCH_SQL, WEEK_BATCH_SQL) if batch else (FACT_SQL, WEEK_SQL)
-    b = "    batch: true\n" if batch else ""
+    b = ("    batch: %s\n" % ("true" if batch is True else batch)) if batch else ""
     return ("state_db: state.db\nsocket: backfilld.sock\n"
             "max_concurrency: %d\nmax_backfill: 100000\n"
             "warehouses:\n  - name: sales\n    sqlite: sales.db\n"
@@ -603,8 +607,9 @@ def measure(args, case, method, work, run_no):
     weeks = os.path.join(work, "weeks.txt")
     what = "%s, %s (run %d)" % (case.name, LABEL[method], run_no)
     daemon = None
-    if method in ("backfilld", "batch"):
-        daemon = Daemon(args, rundir, sales_config(args, batch=(method == "batch"))).start()
+    if method in ("backfilld", "batch", "chunk"):
+        batch = {"batch": True, "chunk": CHUNK}.get(method, False)
+        daemon = Daemon(args, rundir, sales_config(args, batch=batch)).start()
         try:
             n0 = daemon.notifications
             dt, out = daemon.ctl("backfill", "fct_daily_sales", "--from", case.first,
@@ -702,7 +707,7 @@ def sales_bench(args, work, report):
     report["batch"] = {"available": batch_ok, "note": batch_note}
     log("batch: true: %s" % batch_note)
     if batch_ok:
-        methods.append("batch")
+        methods += ["batch", "chunk"]
     with open(os.path.join(work, "dates.txt"), "w"):
         pass
     total = args.runs * len(cases) * len(methods)

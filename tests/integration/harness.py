@@ -805,7 +805,7 @@ class Daemon:
         """The whole warehouse as SQL text (schema and rows), rows sorted:
         a partition rewritten with DELETE + INSERT holds the same rows at
         new rowids, which is no change of content.  The daemon's own
-        table backfilld_commits (README, "Tables in your warehouse") is
+        table backfilld_commits (docs/guarantees.md, "Tables in your warehouse") is
         left out: each run of a new request adds its row by design."""
         con = self.wh(wh)
         try:

@@ -142,5 +142,24 @@ def test_audit_of_the_lessons_backfill():
     d.stop()   # exit 0, and no sanitizer report in the log
 
 
+def test_checks_column_of_a_failed_write():
+    """A write that fails runs no check: the text audit says "not run",
+    not "0/0 passed"."""
+    broken = FACT.replace("FROM raw_sales WHERE dt = :partition GROUP BY dt, store_id;",
+                          "FROM no_such_table WHERE dt = :partition GROUP BY dt, store_id;")
+    h.check(broken != FACT, "the fact job's SQL changed in harness.py")
+    d = h.Daemon(jobs=broken, warehouses={"sales": h.sales_seed()},
+                 settings={"max_concurrency": 1}, name="audit-failed")
+    rc, out, err = d.ctl("backfill", "fct_daily_sales", "--from", "2026-02-09",
+                         "--to", "2026-02-09", "--wait")
+    h.check(rc != 0, "a backfill of a broken write succeeded: %s%s" % (out, err))
+    req = int(re.search(r"[Rr]equest\D{0,4}(\d+)", out + err).group(1))
+    text = d.ok("audit", "--request", req)
+    row = [l for l in text.split("\n") if "2026-02-09" in l]
+    h.check(row and "not run" in row[0] and "0/0" not in text,
+            "the checks column of a failed write:\n%s" % text)
+    d.stop()
+
+
 if __name__ == "__main__":
-    h.main([test_audit_of_the_lessons_backfill])
+    h.main([test_audit_of_the_lessons_backfill, test_checks_column_of_a_failed_write])

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Check severity (issue 29, README.md "Guardrails"), on the real daemon.
+"""Check severity (issue 29, docs/configuration.md "Guardrails"), on the real daemon.
 
 - a failing check and a failing max_change of severity: warn publish the
   partition (no rollback); the run succeeds with warnings, and that is

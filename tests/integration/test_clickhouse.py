@@ -34,6 +34,7 @@ What it checks (docs/clickhouse.md):
     job whose rows change is refused, nothing published;
   - batch: true fills the stage once for the request, audits every
     partition, then publishes each; a failing check publishes none;
+    batch: 3 does the same per chunk of three consecutive partitions;
   - a late_data sensor (its :since an instant in UTC) rebuilds the day of
     a late row;
   - an hourly job on a table partitioned by toStartOfHour publishes each
@@ -626,6 +627,45 @@ def test_batch():
     d.stop()
 
 
+def test_batch_chunks():
+    """batch: 3 over 10 days: 4 runs of consecutive partitions (3, 3, 3, 1),
+    each filled, audited and published on its own; a check failing for
+    2026-02-08 publishes nothing of its chunk (2026-02-07..09: two of them
+    still the buggy build's) and every other chunk."""
+    db = fresh_db()
+    lo, hi = "2026-02-01", "2026-02-10"
+    jobs = BATCH.replace("batch: true", "batch: 3").replace("2026-02-10", "2026-02-08")
+    before = SRV.rows("SELECT * FROM fct_daily_sales WHERE dt BETWEEN '2026-02-07' AND"
+                      " '2026-02-09' ORDER BY dt, store_id", db)
+    d = h.Daemon(config=ch_config(db, jobs), clock=None, name="chchunks")
+    rc, out, err = d.ctl("backfill", "fct", "--from", lo, "--to", hi, "--wait")
+    h.eq(rc, 1, "a request one of whose chunks fails a check (%r %r)" % (out, err))
+    h.check("7 succeeded, 3 failed" in out, "summary: %r" % out)
+    runs = d.runs()
+    starts = {}
+    for r in runs:
+        starts.setdefault(r["started_at"], []).append(r["partition"])
+    h.eq(sorted(sorted(v) for v in starts.values()),
+         [h.days("2026-02-01", "2026-02-03"), h.days("2026-02-04", "2026-02-06"),
+          h.days("2026-02-07", "2026-02-09"), ["2026-02-10"]],
+         "the runs (one start time each) and their partitions")
+    h.eq(sorted(r["partition"] for r in runs if r["state"] == "failed"),
+         h.days("2026-02-07", "2026-02-09"), "failed partitions: the chunk's")
+    for a, b in (("2026-02-01", "2026-02-06"), ("2026-02-10", "2026-02-10")):
+        fact, raw = fact_vs_raw(db, a, b)
+        h.eq(fact, raw, "fact vs raw for %s..%s, the chunks that passed" % (a, b))
+    h.eq(SRV.rows("SELECT * FROM fct_daily_sales WHERE dt BETWEEN '2026-02-07' AND"
+                  " '2026-02-09' ORDER BY dt, store_id", db), before,
+         "live rows of the failed chunk")
+    audit = {p["partition"]: p for p in
+             d.json("audit", "--request", str(runs[0]["request"]))["partitions"]}
+    h.eq(sorted(audit), h.days(lo, hi), "audited partitions")
+    h.eq({c["name"]: c["passed"] for c in audit["2026-02-08"]["checks"]}.get("not_the_10th"),
+         False, "the check of 2026-02-08: %r" % audit["2026-02-08"])
+    h.eq(stage_leftovers(db), {}, "stage rows left by the chunks")
+    d.stop()
+
+
 def test_late_data():
     db = fresh_db()
     SRV.q("CREATE TABLE landing (dt Date, store_id UInt8, amount_cents Int64,"
@@ -775,7 +815,7 @@ def main():
     SRV = Server()
     h.main([test_module_on_demand, test_lesson, test_failing_check_publishes_nothing, test_empty_stage_refused,
             test_wrong_grain_refused, test_hostile_input, test_check_config_shows_bound, test_timeout_kills_query, test_shutdown_grace_kills_query,
-            test_reader_never_sees_a_mix, test_verify, test_batch, test_late_data, test_hourly, test_throttle,
+            test_reader_never_sees_a_mix, test_verify, test_batch, test_batch_chunks, test_late_data, test_hourly, test_throttle,
             test_kill9_mid_backfill])
 
 

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Exactly-once commits of SQL partitions (README, "Tables in your
+"""Exactly-once commits of SQL partitions (docs/guarantees.md, "Tables in your
 warehouse"): the daemon killed between a run's warehouse commit and the
 state store write that records it, then started again.  The run is queued
 again by the recovery, finds its row of backfilld_commits, commits nothing
@@ -86,20 +86,9 @@ class PgWh:
         self.c.fresh_db()
         self.c.as_etl("CREATE TABLE exec_log (part text);"
                       " CREATE TABLE out (dt text PRIMARY KEY, n int)")
-        self.proc = None
 
     def hold(self):
-        self.proc = subprocess.Popen(self.c.psql_cmd("etl"), stdin=subprocess.PIPE,
-                                     stdout=subprocess.PIPE, text=True)
-        self.proc.stdin.write("BEGIN; LOCK TABLE exec_log IN ACCESS EXCLUSIVE MODE;\n"
-                              "\\echo locked\n")
-        self.proc.stdin.flush()
-        h.eq(self.proc.stdout.readline().strip(), "locked", "psql holding exec_log")
-
-    def release(self):
-        self.proc.stdin.write("ROLLBACK;\n\\q\n")
-        self.proc.stdin.flush()
-        self.proc.wait(timeout=60)
+        self.release = self.c.lock("exec_log")
 
     def executions(self):
         return [r[0] for r in self.c.psql("SELECT part FROM exec_log ORDER BY 1")]

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Freshness deadlines and hooks (issue 15, README.md "Freshness and
+"""Freshness deadlines and hooks (issue 15, docs/configuration.md "Freshness and
 hooks"), on the real daemon with the test clock.
 
 Every hook here is `sh -c` with the placeholders as its positional
@@ -116,7 +116,7 @@ def test_late_counted_and_on_late_once():
     argv, job, part, req, err = lines[0].split("|")
     h.eq((job, part), ("slow", "2026-03-03"), "on_late values")
     h.check(argv.startswith("slow 2026-03-03 "), "on_late argv: %r" % argv)
-    h.eq(err, "not landed 7200s after it was due", "on_late's {error} (README: Ns)")
+    h.eq(err, "not landed 7200s after it was due", "on_late's {error} (docs/configuration.md: Ns)")
     h.check(argv.endswith(" not landed 7200s after it was due"), "on_late's {error} in argv")
     # later clock moves: no second on_late for 03-03; 03-04 becomes late once
     ts.tick(d, "2026-03-04T05:30:00Z")
@@ -131,7 +131,7 @@ def test_late_counted_and_on_late_once():
     h.eq((st["late"], st["oldest_late"]), (2, "2026-03-03"), "two late, oldest named")
     # a restart: the failed partitions are owed still (read back from
     # partition_latest), late at once; on_late runs again for them (the
-    # record of hooks run is in memory: at least once, see README)
+    # record of hooks run is in memory: at least once, see docs/configuration.md)
     d.stop()
     d.start()
     st = ts.job_status(d, "slow")
@@ -219,7 +219,7 @@ def hook_metric(d, result, name="backfilld_hooks_total"):
 
 
 def test_hook_failures_logged_as_failed():
-    """README: a hook that fails (non-zero exit, signal, cannot start) is
+    """docs/configuration.md: a hook that fails (non-zero exit, signal, cannot start) is
     logged with `hook=... failed` and the reason, and counted failed."""
     cases = [("exit", '["sh", "-c", "exit 7"]', r"failed: exit status 7; not retried"),
              ("signal", '["sh", "-c", "kill -9 $$"]',

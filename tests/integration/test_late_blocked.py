@@ -5,7 +5,7 @@ item 3).
 The day 2026-03-03 of `fact` fails (due 03-04 00:00, run at 00:30), which
 blocks the week 2026-03-02 of `mart` (deadline 1h).  At 01:45 the running
 daemon counts the week late and runs on_late once, as a daemon restarted at
-the same clock does (README.md, "Freshness and hooks").  Once the day is
+the same clock does (docs/configuration.md, "Freshness and hooks").  Once the day is
 fixed and rerun, the week is released, rebuilt and no longer late.  On main
 the running daemon never counted the blocked week late; only a restart did.
 """

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""The metrics file (issue 15, README.md "Metrics"): written at
+"""The metrics file (issue 15, docs/operations.md "Metrics"): written at
 start and at shutdown (tmp file + rename), valid for `promtool check
 metrics`, counting the runs; no partition key is ever a label.
 

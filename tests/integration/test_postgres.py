@@ -194,6 +194,23 @@ class Cluster:
         """Run SQL as the warehouse role (SET ROLE: objects owned by etl)."""
         return self.psql("SET ROLE etl; " + sql)
 
+    def lock(self, table, db="etl"):
+        """Hold an ACCESS EXCLUSIVE lock on table in a psql session of the
+        test's until the returned function is called (the warehouse's runs
+        on it wait meanwhile)."""
+        proc = subprocess.Popen(self.psql_cmd(db), stdin=subprocess.PIPE,
+                                stdout=subprocess.PIPE, text=True)
+        proc.stdin.write("BEGIN; LOCK TABLE %s IN ACCESS EXCLUSIVE MODE;\n"
+                         "\\echo locked\n" % table)
+        proc.stdin.flush()
+        h.eq(proc.stdout.readline().strip(), "locked", "psql holding %s" % table)
+
+        def release():
+            proc.stdin.write("ROLLBACK;\n\\q\n")
+            proc.stdin.flush()
+            proc.wait(timeout=60)
+        return release
+
 
 CLUSTER = None
 

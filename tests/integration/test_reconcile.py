@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Reconciliation across warehouses (issue 29, README.md "Reconciliation").
+"""Reconciliation across warehouses (issue 29, docs/configuration.md "Reconciliation").
 
 The lesson's question "do the numbers reconcile against raw?" asked of
 another warehouse: the landing database holds the raw sales as
@@ -12,7 +12,12 @@ landing's SUM(amount) of the day.
   fails, rolls back, and the audit holds source, target and difference;
 - a landing that cannot be reached fails the check (not passes it), and
   with severity: warn the partition is published with a warning;
-- a source query that outlives its own timeout fails the check;
+- a source query that outlives its own timeout fails the check (SQLite:
+  interrupted; PostgreSQL: pg_sleep cancelled on the server, the daemon
+  answering status and runs meanwhile);
+- reconcile SQL is scanned like job SQL: a source or target that reads the
+  wall clock or controls a transaction is refused with its position by
+  --check-config, at start and on reload (the old configuration kept);
 - different drivers (with PostgreSQL, skipped without it unless
   BACKFILLD_REQUIRE_POSTGRES=1): SQLite landing with a PostgreSQL sales
   warehouse, and a PostgreSQL landing with a SQLite sales warehouse."""
@@ -20,6 +25,7 @@ import os
 import shutil
 import subprocess
 import sys
+import time
 
 import harness as h
 import test_guardrails as tg
@@ -179,7 +185,16 @@ def test_sqlite_to_sqlite():
         p = subprocess.run([tool, "check", "metrics"], input=text, capture_output=True,
                            text=True)
         h.check(p.returncode == 0, "promtool check metrics: %s%s" % (p.stdout, p.stderr))
-    return
+    # kept in the state store: the same after a restart (and after kill -9)
+    d.start()
+    h.eq(d.status()["fct_daily_sales"].get("reconciled_through"), h.WINDOW[1],
+         "reconciled_through after a restart")
+    d.kill9()
+    d.start()
+    h.eq(d.status()["fct_daily_sales"].get("reconciled_through"), h.WINDOW[1],
+         "reconciled_through after kill -9 and a start")
+    h.check("reconciled fct_daily_sales: through %s" % h.WINDOW[1] in d.ok("status"),
+            "status text after the restarts")
     d.stop()
 
 
@@ -219,6 +234,61 @@ def test_source_timeout():
     h.check("timed out" in err and "source landing" in err, "error %r" % err)
     started, finished = h.parse_iso(run["started_at"]), h.parse_iso(run["finished_at"])
     h.check((finished - started).total_seconds() < 20, "run took %r" % (finished - started))
+    d.stop()
+
+
+def daemon_refusal(d):
+    """--check-config, then a start of the daemon: (rc, one line) each."""
+    out = []
+    for args in (["--check-config", "--config", d.conf], ["--config", d.conf]):
+        p = subprocess.run([d.backfilld] + args, capture_output=True, text=True,
+                           timeout=60, cwd=d.dir, env=d.env())
+        out.append(h.one_line_error(p.returncode, p.stdout, p.stderr, 2,
+                                    "backfilld %s" % " ".join(args[:1])))
+    return out
+
+
+def test_recon_sql_scanned():
+    """Reconcile SQL through the job SQL's scans: the wall clock (in the
+    dialect of the warehouse each side runs on) and transaction control,
+    refused by --check-config, at start and by reload, with the position."""
+    clock = "SELECT SUM(amount) FROM sales WHERE day = date('now')"
+    commit = "SELECT SUM(amount) FROM sales WHERE day = :partition; COMMIT"
+    target = "SELECT SUM(revenue_usd) FROM fct_daily_sales WHERE dt = :partition"
+    cases = [
+        (job(tg.GOOD_SQL, source_sql=clock), "'now'",
+         "job \"fct_daily_sales\" reconcile \"revenue_matches_source\" source reads the"
+         " wall clock ('now'): take the date from :partition, or set allow_wall_clock: true"),
+        (job(tg.GOOD_SQL, source_sql=commit), "COMMIT",
+         "job \"fct_daily_sales\" reconcile \"revenue_matches_source\" source statement 2"
+         " controls the run's transaction (COMMIT): "),
+        (job(tg.GOOD_SQL).replace(target, target + " AND CURRENT_DATE > dt"), "CURRENT_DATE",
+         "job \"fct_daily_sales\" reconcile \"revenue_matches_source\" target reads the"
+         " wall clock (CURRENT_DATE)"),
+        (job(tg.GOOD_SQL).replace(target, "'" + target + "; ROLLBACK'"), "ROLLBACK",
+         "job \"fct_daily_sales\" reconcile \"revenue_matches_source\" target statement 2"
+         " controls the run's transaction (ROLLBACK): "),
+    ]
+    d = sqlite_daemon(tg.GOOD_SQL, "rc-scan")
+    good = d.config_text
+    for text, needle, want in cases:
+        d.write_config(d.render(text, SETTINGS))
+        line = next(n for n, l in enumerate(d.config_text.split("\n"), 1) if needle in l)
+        col = d.config_text.split("\n")[line - 1].index(needle) + 1
+        pos = "backfilld.yaml:%d:%d: " % (line, col)
+        for e in daemon_refusal(d):
+            h.check(pos + want in e, "refusal %r, want %r" % (e, pos + want))
+        rc, out, err = d.ctl("reload")
+        e = h.one_line_error(rc, out, err, 2, "reload of %s" % needle)
+        h.check(pos + want in e, "reload said %r, want %r" % (e, pos + want))
+    # the configuration the daemon kept still reconciles
+    d.write_config(good)
+    d.backfill("fct_daily_sales", "2026-02-03", "2026-02-03")
+    h.eq([r["state"] for r in d.runs()[-1:]], ["succeeded"], "a run after the refusals")
+    # allow_wall_clock lets the source read the clock, as for job SQL
+    d.write_config(d.render(job(tg.GOOD_SQL, source_sql=clock).replace(
+        "  retries: 0\n", "  retries: 0\n  allow_wall_clock: true\n"), SETTINGS))
+    d.ok("reload")
     d.stop()
 
 
@@ -279,8 +349,57 @@ def test_pg_source_sqlite_target():
     d.stop()
 
 
+def test_pg_source_timeout_cancelled():
+    """A PostgreSQL source slower than its timeout (pg_sleep) is cancelled
+    on the server, not abandoned there, and fails the check; while it
+    sleeps the daemon answers status and runs (the source runs on a
+    worker thread, off the loop)."""
+    tp = pg()
+    c = tp.cluster()
+    c.fresh_db()
+    c.as_etl("CREATE TABLE sales AS SELECT dt AS day, amount_usd AS amount FROM raw_sales")
+    slow = "SELECT SUM(amount) FROM sales, pg_sleep(60) WHERE day = :partition::date"
+    d = h.Daemon(config=None, jobs=job(tg.GOOD_SQL, timeout="3s", source_sql=slow),
+                 warehouses={"sales": h.sales_seed()}, name="rc-pg-slow", start=False)
+    d.write_config(open(d.conf).read().replace(
+        "warehouses:\n", "warehouses:\n" + tp.pg_warehouse("landing"), 1))
+    d.start()
+    whole = d.wh_dump()
+    day = "2026-02-03"
+    sleeping = ("SELECT pid FROM pg_stat_activity WHERE query LIKE '%%pg_sleep(60)%%'"
+                " AND state = 'active' AND pid <> pg_backend_pid()")
+    req = d.enqueue("backfill", "fct_daily_sales", "--from", day, "--to", day)
+    deadline = time.monotonic() + 60
+    while not c.psql(sleeping):
+        h.check(time.monotonic() < deadline, "the source query never ran on the server")
+        h.check(not d.runs() or d.runs()[-1]["state"] in ("queued", "running"),
+                "the run ended before its source query was seen: %r" % d.runs()[-1:])
+    # the source sleeps on the server: the daemon answers meanwhile
+    st = d.status()
+    h.check("fct_daily_sales" in st, "status while the source sleeps: %r" % st)
+    h.eq([(r["partition"], r["state"]) for r in d.runs()], [(day, "running")],
+         "runs while the source sleeps")
+    d.wait_request(req)
+    [run] = d.runs()
+    err = run["error"] or ""
+    h.eq(run["state"], "failed", "the run whose source timed out")
+    h.check("reconcile:revenue_matches_source" in err and "source landing" in err
+            and "timed out" in err, "error %r" % err)
+    h.eq(c.psql(sleeping), [], "the source query left running on the server (not cancelled)")
+    h.eq(d.wh_dump(), whole, "the sales warehouse after the failed run")
+    _, p = tg.audit_part(d, req, "fct_daily_sales", day)
+    h.eq((recon_of(p)["result"], recon_of(p)["source"]), ("failed", None),
+         "audit of the timed-out source")
+    d.stop()
+
+
 if __name__ == "__main__":
-    tests = [test_sqlite_to_sqlite, test_unreachable_source, test_source_timeout]
+    tests = [test_sqlite_to_sqlite, test_unreachable_source, test_source_timeout,
+             test_recon_sql_scanned]
     if "--postgres" in sys.argv:
-        tests = [test_sqlite_source_pg_target, test_pg_source_sqlite_target]
+        tests = [test_sqlite_source_pg_target, test_pg_source_sqlite_target,
+                 test_pg_source_timeout_cancelled]
+    if "--state" in sys.argv:
+        # on the store BACKFILLD_TEST_STATE names (meson: test_reconcile_statepg)
+        tests = [test_sqlite_to_sqlite]
     h.main(tests)

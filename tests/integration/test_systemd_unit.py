@@ -5,7 +5,9 @@ A copy of the unit template with ExecStart pointed at the built backfilld
 
 - `systemd-analyze verify --man=no` must exit 0 and print nothing;
 - `systemd-analyze security --offline=true` must report an overall exposure
-  level of at most 2.0.
+  level of at most 2.0;
+- its one condition is ConditionPathExists= on the configuration file
+  ExecStart reads (the unit is idle until configured).
 
 No systemd manager is started.  Exit codes (meson): 0 pass, 1 fail, 77 skip
 (no systemd-analyze, or no backfilld to point ExecStart at).
@@ -43,6 +45,20 @@ def render(template, backfilld):
     return text
 
 
+def check_condition(text):
+    """Enabled but idle until configured (docs/operations.md, "The Debian
+    package"): the unit starts only when the configuration ExecStart
+    names exists, and that is the one condition."""
+    conf = re.search(r"^ExecStart=\S+ --config (\S+)$", text, re.M)
+    if conf is None:
+        fail("ExecStart names no --config file")
+    conds = re.findall(r"^(Condition\w+|Assert\w+)=(.*)$", text, re.M)
+    if conds != [("ConditionPathExists", conf.group(1))]:
+        fail("the unit's conditions are %r, expected ConditionPathExists=%s"
+             % (conds, conf.group(1)))
+    print("ok   ConditionPathExists=%s, the file ExecStart reads" % conf.group(1))
+
+
 def run(argv, cwd):
     env = dict(os.environ, SYSTEMD_COLORS="0", SYSTEMD_PAGER="", LC_ALL="C")
     p = subprocess.run(argv, cwd=cwd, env=env, capture_output=True, text=True,
@@ -71,6 +87,8 @@ def main():
         unit = os.path.join(tmp, "backfilld.service")
         with open(unit, "w") as f:
             f.write(render(TEMPLATE, backfilld))
+
+        check_condition(render(TEMPLATE, backfilld))
 
         rc, out = run([analyze, "verify", "--man=no", unit], tmp)
         if rc != 0 or out.strip():

@@ -214,14 +214,14 @@ START_TEST(test_table)
 		"pause", "resume", "cancel", "retry", "reload" };
 	size_t nmut = 0;
 
-	ck_assert_uint_eq(cmdspec_count, 16);
+	ck_assert_uint_eq(cmdspec_count, 17);
 	for (size_t i = 0; i < cmdspec_count; i++) {
 		const struct cmdspec *cs = cmdspec_table[i];
 
 		ck_assert_ptr_eq(cmdspec_find(cs->name), cs);
 		ck_assert_msg(strncmp(cs->usage, cs->name, strlen(cs->name)) == 0,
 			      "%s: usage %s", cs->name, cs->usage);
-		ck_assert_int_le(cmdspec_nopts(cs), 16);
+		ck_assert_int_le(cmdspec_nopts(cs), CMDSPEC_MAX_OPTS);
 		ck_assert_int_le(cs->minpos, cmdspec_npos(cs));
 		for (int k = 0; k < cs->minpos; k++)
 			ck_assert_msg(cs->pos[k].missing != NULL, "%s: positional"
@@ -256,6 +256,8 @@ START_TEST(test_table)
 	ck_assert(!(cmdspec_status.flags & CMDSPEC_STREAMS));
 	ck_assert_ptr_eq(cmdspec_find("wait"), &cmdspec_wait);
 	ck_assert(cmdspec_wait.flags & CMDSPEC_CONTROL);
+	ck_assert_ptr_eq(cmdspec_find("completion"), &cmdspec_completion);
+	ck_assert(cmdspec_completion.flags & CMDSPEC_CLIENT);
 	ck_assert_ptr_null(cmdspec_find("frobnicate"));
 }
 END_TEST
@@ -285,6 +287,8 @@ START_TEST(test_value)
 {
 	const struct cmdspec_arg integer = { "limit", CMDSPEC_INT, "limit",
 		NULL, NULL, 0 };
+	const struct cmdspec_arg budget = { "budget", CMDSPEC_DURATION,
+		"budget", NULL, NULL, 0 };
 	long long n = 0;
 	struct err err;
 
@@ -295,6 +299,15 @@ START_TEST(test_value)
 					     &err), -1);
 	ck_assert_str_eq(err.msg, "--limit must be a positive integer, not ''");
 	ck_assert_int_eq(cmdspec_check_value(&integer, "--limit", "1 ", &n,
+					     &err), -1);
+	ck_assert_int_eq(cmdspec_check_value(&budget, "--budget", "90m", &n,
+					     &err), 0);
+	ck_assert_int_eq(n, 5400);
+	ck_assert_int_eq(cmdspec_check_value(&budget, "--budget", "0s", &n,
+					     &err), -1);
+	ck_assert_str_eq(err.msg, "--budget must be a positive duration like"
+			 " 30s, 15m, 2h or 1d, not '0s'");
+	ck_assert_int_eq(cmdspec_check_value(&budget, "--budget", "2 h", &n,
 					     &err), -1);
 	ck_assert_int_eq(cmdspec_date_ok("2024-02-29", &err), 0);
 	ck_assert_int_eq(cmdspec_date_ok("2025-02-29", &err), -1);

@@ -283,6 +283,13 @@ struct bad_inline {
 	const char *msg;
 };
 
+/* A job "x" on SQLite warehouse sales reconciling against PostgreSQL
+ * warehouse landing: its reconcile's items from line 12. */
+#define RX "warehouses:\n  - name: sales\n    sqlite: sales.db\n" \
+	"  - name: landing\n    postgres: \"dbname=x\"\njobs:\n" \
+	"  - name: x\n    warehouse: sales\n    partition: day\n" \
+	"    sql: SELECT 1\n    reconcile:\n"
+
 static const struct bad_inline bad_inlines[] = {
 	{ JX "    upstream: [x]\n    sql: SELECT 1\n",
 	  "inline.yaml:8:16: upstream cycle x -> x (each job lists the next in upstream); remove one of these entries" },
@@ -298,6 +305,18 @@ static const struct bad_inline bad_inlines[] = {
 	  "inline.yaml:9:5: job \"x\": partition_column needs table:" },
 	{ "jobs:\n  - name: e\n    partition: day\n    command: [/bin/true]\n    batch: true\n",
 	  "inline.yaml:5:12: job \"e\": batch: true needs a SQL job (sql: or sql_file:)" },
+	{ "jobs:\n  - name: e\n    partition: day\n    command: [/bin/true]\n    batch: 4\n",
+	  "inline.yaml:5:12: job \"e\": batch: 4 needs a SQL job (sql: or sql_file:)" },
+	{ JX "    sql: SELECT 1\n    batch: 1\n",
+	  "inline.yaml:9:12: job \"x\": batch must be true, false or a number of partitions per run of at least 2, got \"1\"" },
+	{ JX "    sql: SELECT 1\n    batch: 0\n",
+	  "inline.yaml:9:12: job \"x\": batch must be true, false or a number of partitions per run of at least 2, got \"0\"" },
+	{ JX "    sql: SELECT 1\n    max_backfill_time: 2 hours\n",
+	  "inline.yaml:9:24: job \"x\": max_backfill_time must be a duration like 30s, 15m, 2h or 1d (0s: none), got \"2 hours\"" },
+	{ "max_backfill_time: -1h\njobs: []\n",
+	  "inline.yaml:1:20: max_backfill_time must be a duration like 30s, 15m, 2h or 1d (0s: none), got \"-1h\"" },
+	{ JX "    sql: SELECT 1\n    batch: yes\n",
+	  "inline.yaml:9:12: job \"x\": batch must be true, false or a number of partitions per run of at least 2, got \"yes\"" },
 	{ "jobs:\n  - name: e\n    partition: day\n    command: [/bin/true]\n    checks:\n      - {name: c, sql: SELECT 1}\n",
 	  "inline.yaml:5:5: job \"e\": checks needs a warehouse to run on: add warehouse: NAME" },
 	{ "warehouses:\n  - name: s\n    sqlite: s.db\n    password_file: pw\n",
@@ -347,13 +366,35 @@ static const struct bad_inline bad_inlines[] = {
 	{ JX "    sql: SELECT 1\n    table: t\n    partition_column: dt\n    metrics:\n      rows: COUNT(*)\n      rows: SUM(1)\n",
 	  "inline.yaml:13:7: duplicate key \"rows\" in job \"x\" (first at line 12); keep one" },
 	{ JX "    sql: SELECT 1\n    table: t\n    partition_column: dt\n    metrics:\n      rows: [COUNT(*)]\n",
-	  "inline.yaml:12:13: metric \"rows\" of job \"x\" must be an SQL expression or a mapping with sql: and max_change:, got a sequence" },
+	  "inline.yaml:12:13: metric \"rows\" of job \"x\" must be an SQL expression or a mapping with sql:, max_change: and trend:, got a sequence" },
 	{ JX "    sql: SELECT 1\n    table: t\n    partition_column: dt\n    metrics:\n      rows: {max_change: 10%}\n",
 	  "inline.yaml:12:13: metric \"rows\" of job \"x\" needs sql:" },
 	{ JX "    sql: SELECT 1\n    checks:\n      - {name: c, sql: SELECT 1, severity: loud}\n",
 	  "inline.yaml:10:44: check \"c\" of job \"x\": severity must be error or warn, got \"loud\"" },
 	{ JX "    sql: SELECT 1\n    table: t\n    partition_column: dt\n    metrics:\n      rows: {sql: COUNT(*), severity: warn}\n",
-	  "inline.yaml:12:13: metric \"rows\" of job \"x\": severity: needs max_change:" },
+	  "inline.yaml:12:13: metric \"rows\" of job \"x\": severity: needs max_change: or trend:" },
+	{ JX "    sql: SELECT 1\n    table: t\n    partition_column: dt\n    metrics:\n      rev: {sql: SUM(v), trend: {last: 28}}\n",
+	  "inline.yaml:12:33: metric \"rev\" of job \"x\": trend needs last: (the partitions it looks back on) and max_sigma: (how many standard deviations from their mean are allowed)" },
+	{ JX "    sql: SELECT 1\n    table: t\n    partition_column: dt\n    metrics:\n      rev: {sql: SUM(v), trend: {last: 1, max_sigma: 3}}\n",
+	  "inline.yaml:12:40: metric \"rev\" of job \"x\": last must be an integer from 2 to 1000, got \"1\"" },
+	{ JX "    sql: SELECT 1\n    table: t\n    partition_column: dt\n    metrics:\n      rev: {sql: SUM(v), trend: {last: 1001, max_sigma: 3}}\n",
+	  "inline.yaml:12:40: metric \"rev\" of job \"x\": last must be an integer from 2 to 1000, got \"1001\"" },
+	{ JX "    sql: SELECT 1\n    table: t\n    partition_column: dt\n    metrics:\n      rev: {sql: SUM(v), trend: {last: 28, max_sigma: -3}}\n",
+	  "inline.yaml:12:55: metric \"rev\" of job \"x\": max_sigma must be a positive number like 3, got \"-3\"" },
+	{ JX "    sql: SELECT 1\n    table: t\n    partition_column: dt\n    metrics:\n      rev: {sql: SUM(v), trend: {last: 28, max_sigma: 3, min_history: 29}}\n",
+	  "inline.yaml:12:71: metric \"rev\" of job \"x\": trend min_history 29 is above last 28; lower it (or raise last)" },
+	{ JX "    sql: SELECT 1\n    table: t\n    partition_column: dt\n    metrics:\n      rev: {sql: SUM(v), trend: {last: 28, max_sigmas: 3}}\n",
+	  "inline.yaml:12:44: unknown key \"max_sigmas\" in metric \"rev\" of job \"x\"; did you mean \"max_sigma\"?" },
+	{ JX "    sql: SELECT 1\n    table: t\n    partition_column: dt\n    metrics:\n      rev: {sql: SUM(v), trend: 3 sigma}\n",
+	  "inline.yaml:12:33: metric \"rev\" of job \"x\": trend must be a mapping {last, max_sigma, min_history}, got \"3 sigma\"" },
+	{ RX "      - name: r\n        source: {warehouse: landing, sql: \"SELECT SUM(a) FROM s WHERE d < now()\"}\n        target: SELECT 1\n",
+	  "inline.yaml:13:75: job \"x\" reconcile \"r\" source reads the wall clock (now()): take the date from :partition, or set allow_wall_clock: true" },
+	{ RX "      - name: r\n        source: {warehouse: landing, sql: SELECT 1}\n        target: SELECT SUM(v) FROM t WHERE d = date('now')\n",
+	  "inline.yaml:14:53: job \"x\" reconcile \"r\" target reads the wall clock ('now'): take the date from :partition, or set allow_wall_clock: true" },
+	{ RX "      - name: r\n        source: {warehouse: landing, sql: \"SELECT 1; COMMIT\"}\n        target: SELECT 1\n",
+	  "inline.yaml:13:54: job \"x\" reconcile \"r\" source statement 2 controls the run's transaction (COMMIT): backfilld begins and commits each partition's transaction itself; remove it (to nest one, use SAVEPOINT name ... RELEASE name)" },
+	{ RX "      - name: r\n        source: {warehouse: landing, sql: SELECT 1}\n        target: |\n          SELECT 1;\n          ROLLBACK;\n",
+	  "inline.yaml:16:11: job \"x\" reconcile \"r\" target statement 2 controls the run's transaction (ROLLBACK): backfilld begins and commits each partition's transaction itself; remove it (to nest one, use SAVEPOINT name ... RELEASE name)" },
 	{ JX "    sql: SELECT 1\n    reconcile:\n      - {name: r, source: {warehouse: nope, sql: SELECT 1}, target: SELECT 1}\n",
 	  "inline.yaml:10:9: reconcile \"r\" of job \"x\": unknown source warehouse \"nope\"" },
 	{ JX "    sql: SELECT 1\n    reconcile:\n      - {name: r, source: {warehouse: sales, sql: SELECT 1}, target: SELECT 1, tolerance: 5 %}\n",
@@ -876,6 +917,49 @@ START_TEST(test_refs)
 }
 END_TEST
 
+/* trend: its keys, min_history's default (7, or last when below), and
+ * code_version (a trend is part of the definition; none changes none). */
+START_TEST(test_trend_values)
+{
+	const char *text =
+		"warehouses:\n  - name: dw\n    sqlite: /srv/dw.db\n"
+		"jobs:\n  - name: x\n    warehouse: dw\n    partition: day\n"
+		"    sql: SELECT 1\n    table: t\n    partition_column: dt\n"
+		"    metrics:\n%s";
+	char buf[1024];
+	struct config *a, *b, *c, *d;
+	const struct metric_def *m;
+
+	snprintf(buf, sizeof buf, text, "      rev: {sql: SUM(v), trend: {last: 28, max_sigma: 3}, severity: warn}\n"
+		 "      few: {sql: COUNT(*), trend: {last: 4, max_sigma: 2.5}}\n"
+		 "      own: {sql: MAX(v), trend: {last: 10, max_sigma: 4, min_history: 3}}\n");
+	a = load_ok(buf);
+	m = a->jobs[0].metrics;
+	ck_assert(m[0].trend.has && m[0].warn && !m[0].has_max_change);
+	ck_assert_int_eq(m[0].trend.last, 28);
+	ck_assert_double_eq(m[0].trend.max_sigma, 3);
+	ck_assert_int_eq(m[0].trend.min_history, 7);
+	ck_assert_int_eq(m[1].trend.min_history, 4);
+	ck_assert_double_eq(m[1].trend.max_sigma, 2.5);
+	ck_assert_int_eq(m[2].trend.min_history, 3);
+	snprintf(buf, sizeof buf, text, "      rev: {sql: SUM(v), trend: {last: 28, max_sigma: 4}, severity: warn}\n"
+		 "      few: {sql: COUNT(*), trend: {last: 4, max_sigma: 2.5}}\n"
+		 "      own: {sql: MAX(v), trend: {last: 10, max_sigma: 4, min_history: 3}}\n");
+	b = load_ok(buf);
+	ck_assert_str_ne(a->jobs[0].code_version, b->jobs[0].code_version);
+	snprintf(buf, sizeof buf, text, "      rev: SUM(v)\n");
+	c = load_ok(buf);
+	snprintf(buf, sizeof buf, text, "      rev: {sql: SUM(v)}\n");
+	d = load_ok(buf);
+	ck_assert(!c->jobs[0].metrics[0].trend.has);
+	ck_assert_str_eq(c->jobs[0].code_version, d->jobs[0].code_version);
+	config_unref(a);
+	config_unref(b);
+	config_unref(c);
+	config_unref(d);
+}
+END_TEST
+
 /* reconcile: its keys, defaults, the source warehouse resolved (also
  * when jobs come before warehouses in the file), code_version. */
 START_TEST(test_reconcile_values)
@@ -1042,6 +1126,47 @@ START_TEST(test_defaults)
 	ck_assert_str_eq(cfg->path, "/etc/bf/x.yaml");
 	ck_assert_str_eq(cfg->socket, "/etc/bf/run/b.sock");
 	ck_assert_str_eq(cfg->state_db, "/etc/bf/st.db");
+	config_unref(cfg);
+}
+END_TEST
+
+/* max_backfill_time (top level, a job's own, 0s: none) and batch: N. */
+START_TEST(test_budget_chunk_values)
+{
+	static const char text[] =
+		"jobs:\n"
+		"  - {name: a, warehouse: w, partition: day, sql: SELECT 1}\n"
+		"  - {name: b, warehouse: w, partition: day, max_backfill_time: 30m,"
+		" batch: 3, sql: SELECT 1}\n"
+		"  - {name: c, warehouse: w, partition: day, max_backfill_time: 0s,"
+		" batch: true, sql: SELECT 1}\n"
+		"max_backfill_time: 2h\n"
+		"warehouses:\n  - {name: w, sqlite: w.db}\n";
+	struct config *cfg = load_ok(text), *other;
+	const struct job_def *b = config_job(cfg, "b"), *c = config_job(cfg, "c");
+
+	ck_assert_int_eq(cfg->max_backfill_time, 7200);
+	ck_assert_int_eq(config_job(cfg, "a")->max_backfill_time, 7200);
+	ck_assert_int_eq(b->max_backfill_time, 1800);
+	ck_assert_int_eq(c->max_backfill_time, 0);
+	ck_assert(b->batch);
+	ck_assert_int_eq(b->batch_size, 3);
+	ck_assert(c->batch);
+	ck_assert_int_eq(c->batch_size, 0);
+	ck_assert(!config_job(cfg, "a")->batch);
+	/* batch: N is another definition than batch: true; the budget is not */
+	other = load_ok("jobs:\n"
+			"  - {name: b, warehouse: w, partition: day, batch: true,"
+			" sql: SELECT 1}\n"
+			"warehouses:\n  - {name: w, sqlite: w.db}\n");
+	ck_assert_str_ne(config_job(other, "b")->code_version, b->code_version);
+	config_unref(other);
+	other = load_ok("jobs:\n"
+			"  - {name: c, warehouse: w, partition: day, batch: true,"
+			" sql: SELECT 1}\n"
+			"warehouses:\n  - {name: w, sqlite: w.db}\n");
+	ck_assert_str_eq(config_job(other, "c")->code_version, c->code_version);
+	config_unref(other);
 	config_unref(cfg);
 }
 END_TEST
@@ -1691,6 +1816,7 @@ config_suite(void)
 	tcase_add_test(tc, test_hooks_values);
 	tcase_add_test(tc, test_socket_only);
 	tcase_add_test(tc, test_defaults_order);
+	tcase_add_test(tc, test_budget_chunk_values);
 	tcase_add_test(tc, test_dates_per_grain);
 	tcase_add_test(tc, test_cluster_values);
 	tcase_add_test(tc, test_cluster_defaults);
@@ -1700,6 +1826,7 @@ config_suite(void)
 	tcase_add_test(tc, test_load_file);
 	tcase_add_test(tc, test_severity_values);
 	tcase_add_test(tc, test_reconcile_values);
+	tcase_add_test(tc, test_trend_values);
 	tcase_add_test(tc, test_sql_file);
 	suite_add_tcase(s, tc);
 

@@ -3,6 +3,7 @@
  * and the exact differences listed (names, keys, code versions).
  */
 #include <check.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -107,6 +108,45 @@ START_TEST(test_diff_rename_and_edit)
 	config_unref(b);
 	free(t1);
 	free(t2);
+}
+END_TEST
+
+/* A trend added, its window changed, its severity changed: each is a
+ * change of the job's key "metrics" with a new code version. */
+START_TEST(test_diff_trend)
+{
+	static const char *const metric[] = {
+		"{sql: SUM(v)}",
+		"{sql: SUM(v), trend: {last: 28, max_sigma: 3}}",
+		"{sql: SUM(v), trend: {last: 14, max_sigma: 3}}",
+		"{sql: SUM(v), trend: {last: 14, max_sigma: 3}, severity: warn}",
+	};
+	struct config *c[4];
+
+	for (int i = 0; i < 4; i++) {
+		char with[256], *t;
+
+		snprintf(with, sizeof with, "    sql: SELECT 1\n    table: t\n"
+			 "    partition_column: dt\n    metrics:\n      rev: %s\n",
+			 metric[i]);
+		t = replace(base, "    sql: SELECT 1\n", with);
+		c[i] = load(t);
+		free(t);
+	}
+	for (int i = 1; i < 4; i++) {
+		struct config_diff d;
+
+		config_diff(c[i - 1], c[i], &d);
+		ck_assert_uint_eq(d.jobs.nchanged, 1);
+		ck_assert_str_eq(d.jobs.changed[0].name, "fct");
+		ck_assert_uint_eq(d.jobs.changed[0].nkeys, 1);
+		ck_assert_str_eq(d.jobs.changed[0].keys[0], "metrics");
+		ck_assert_str_ne(d.jobs.changed[0].old_code_version,
+				 d.jobs.changed[0].new_code_version);
+		config_diff_free(&d);
+	}
+	for (int i = 0; i < 4; i++)
+		config_unref(c[i]);
 }
 END_TEST
 
@@ -290,6 +330,7 @@ config_diff_suite(void)
 
 	tcase_add_test(tc, test_diff_none);
 	tcase_add_test(tc, test_diff_rename_and_edit);
+	tcase_add_test(tc, test_diff_trend);
 	tcase_add_test(tc, test_diff_setting_default);
 	tcase_add_test(tc, test_diff_warehouses_and_keys);
 	tcase_add_test(tc, test_diff_clickhouse);

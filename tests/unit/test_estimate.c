@@ -22,7 +22,8 @@ static const char yaml[] =
 	"  - {name: fct, warehouse: w, partition: day, concurrency: 2, sql: SELECT 1}\n"
 	"  - {name: weekly, warehouse: w, partition: week, upstream: [fct], sql: SELECT 1}\n"
 	"  - {name: export, partition: day, upstream: [fct], command: [/bin/true]}\n"
-	"  - {name: bulk, warehouse: w, partition: day, batch: true, concurrency: 3, sql: SELECT 1}\n";
+	"  - {name: bulk, warehouse: w, partition: day, batch: true, concurrency: 3, sql: SELECT 1}\n"
+	"  - {name: chunked, warehouse: w, partition: day, batch: 3, concurrency: 2, sql: SELECT 1}\n";
 
 static struct config *cfg;
 
@@ -56,7 +57,7 @@ fake_cb(const char *job, int64_t *ms, size_t max, size_t *n, void *data,
 	} else if (strcmp(job, "export") == 0) {
 		ms[0] = 500;
 		*n = 1;
-	} else if (strcmp(job, "bulk") == 0) {
+	} else if (strcmp(job, "bulk") == 0 || strcmp(job, "chunked") == 0) {
 		ms[0] = 10000;
 		*n = 1;
 	}
@@ -137,6 +138,23 @@ START_TEST(batch_once)
 }
 END_TEST
 
+/* A batch: N job runs once per chunk of N: 10 partitions are 4 runs, two
+ * at a time (its concurrency). */
+START_TEST(batch_chunks)
+{
+	struct plan p;
+	struct estimate e;
+	struct err err;
+
+	plan_days(&p, "chunked", "2026-02-02", 10);
+	ck_assert_int_eq(estimate_plan(cfg, &p, 0, fake_cb, NULL, &e, &err), 0);
+	ck_assert_double_eq_tol(e.seconds, 20.0, 1e-9);
+	ck_assert_double_eq_tol(e.warehouse_seconds, 40.0, 1e-9);
+	estimate_free(&e);
+	plan_free(&p);
+}
+END_TEST
+
 START_TEST(no_history)
 {
 	struct plan p;
@@ -164,6 +182,7 @@ main(void)
 	tcase_add_test(tc, median);
 	tcase_add_test(tc, waves_and_missing);
 	tcase_add_test(tc, batch_once);
+	tcase_add_test(tc, batch_chunks);
 	tcase_add_test(tc, no_history);
 	suite_add_tcase(s, tc);
 	sr = srunner_create(s);

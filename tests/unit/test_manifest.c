@@ -20,8 +20,9 @@
  *         Running, Succeeded, Failed, Blocked, Cancelled)
  *   why   want: the rules that moved items since the last step that
  *         looked ("blocked", "released", "landed", "cancelled",
- *         "failfast"), space separated, "-" for none
+ *         "failfast", "overbudget"), space separated, "-" for none
  *   cancel, retry   "ID": the operator's cancel or retry of a request
+ *   over  "ID": the request went over its budget (manifest_over_budget)
  *   relink "ID": link the request's downstream items to their inputs by
  *         the mapping, as a restart does
  *   gone  "job/key": that item is cancelled (its job left the
@@ -56,7 +57,19 @@ static const char jobs_yaml[] = BASE_YAML
 	"  - {name: p1, warehouse: pg, partition: day, concurrency: 4, sql: SELECT 1}\n"
 	"  - {name: p2, warehouse: pg, partition: day, concurrency: 4, sql: SELECT 1}\n"
 	"  - {name: r, warehouse: w, partition: day, retries: 2, retry_backoff: 30s, sql: SELECT 1}\n"
-	"  - {name: bt, warehouse: w, partition: day, batch: true, sql: SELECT 1}\n";
+	"  - {name: bt, warehouse: w, partition: day, batch: true, sql: SELECT 1}\n"
+	"  - {name: b3, warehouse: w, partition: day, batch: 3, concurrency: 3, sql: SELECT 1}\n";
+
+/* Chunks on ClickHouse (consecutive partitions) beside the same on SQLite. */
+static const char ch_yaml[] = BASE_YAML
+	"  - {name: ch, clickhouse: \"http://127.0.0.1:8123/?database=x\"}\n"
+	"max_concurrency: 8\n"
+	"jobs:\n"
+	"  - {name: b3, warehouse: w, partition: day, batch: 3, concurrency: 3, sql: SELECT 1}\n"
+	"  - {name: c3, warehouse: ch, partition: day, batch: 3, concurrency: 3,\n"
+	"     table: t, partition_column: dt, sql: SELECT 1}\n"
+	"  - {name: ct, warehouse: ch, partition: day, batch: true, concurrency: 3,\n"
+	"     table: t, partition_column: dt, sql: SELECT 1}\n";
 
 static const char tight_yaml[] = BASE_YAML
 	"max_concurrency: 2\n"
@@ -144,6 +157,48 @@ static const struct mcase cases[] = {
 		{ "pick", NULL, "bt/2026-01-01@1x3" },
 		{ "end", "bt/2026-01-01 ok", NULL },
 		{ "state", NULL, "1:SSS" } } },
+	{ "batch: N runs a request's partitions N at a time", NULL, {
+		{ "req", "1 backfill: b3/2026-01-01 b3/2026-01-02 b3/2026-01-03 b3/2026-01-04 b3/2026-01-05 b3/2026-01-06 b3/2026-01-07", NULL },
+		{ "pick", NULL, "b3/2026-01-01@1x3 b3/2026-01-04@1x3 b3/2026-01-07@1" },
+		{ "state", NULL, "1:RRRRRRR" },
+		{ "end", "b3/2026-01-05 fail", NULL },
+		{ "state", NULL, "1:RRRFFFR" },
+		{ "end", "b3/2026-01-01 ok", NULL },
+		{ "end", "b3/2026-01-07 ok", NULL },
+		{ "state", NULL, "1:SSSFFFS" },
+		{ "retry", "1", "3" },
+		{ "pick", NULL, "b3/2026-01-04@1x3" } } },
+	{ "a chunk fills up past a partition running elsewhere", ch_yaml, {
+		{ "req", "1 backfill: b3/2026-01-02", NULL },
+		{ "pick", NULL, "b3/2026-01-02@1" },
+		{ "req", "2 backfill: b3/2026-01-01 b3/2026-01-02 b3/2026-01-03 b3/2026-01-04", NULL },
+		{ "pick", NULL, "b3/2026-01-01@2x3" },
+		{ "end", "b3/2026-01-02 ok", NULL },
+		{ "pick", NULL, "b3/2026-01-02@2" } } },
+	{ "on ClickHouse a chunk holds consecutive partitions only", ch_yaml, {
+		{ "req", "1 backfill: c3/2026-01-02", NULL },
+		{ "pick", NULL, "c3/2026-01-02@1" },
+		{ "req", "2 backfill: c3/2026-01-01 c3/2026-01-02 c3/2026-01-03 c3/2026-01-04 c3/2026-01-05 c3/2026-01-06", NULL },
+		{ "pick", NULL, "c3/2026-01-01@2 c3/2026-01-03@2x3" },
+		{ "end", "c3/2026-01-02 ok", NULL },
+		{ "pick", NULL, "c3/2026-01-02@2" } } },
+	{ "on ClickHouse batch: true holds consecutive partitions too", ch_yaml, {
+		{ "req", "1 backfill: ct/2026-01-03", NULL },
+		{ "pick", NULL, "ct/2026-01-03@1" },
+		{ "req", "2 backfill: ct/2026-01-01 ct/2026-01-02 ct/2026-01-03 ct/2026-01-04 ct/2026-01-05", NULL },
+		{ "pick", NULL, "ct/2026-01-01@2x2 ct/2026-01-04@2x2" } } },
+	/* ---- budgets (budget.h, rule 4) ---- */
+	{ "over budget cancels the rest, runs in flight finish", NULL, {
+		{ "req", "1 backfill: c/2026-01-01 c/2026-01-02 c/2026-01-03 ^wk/2025-12-29<0", NULL },
+		{ "pick", NULL, "c/2026-01-01@1" },
+		{ "over", "1", "3" },
+		{ "why", NULL, "overbudget overbudget overbudget" },
+		{ "state", NULL, "1:RCCC" },
+		{ "pick", NULL, "-" },
+		{ "end", "c/2026-01-01 ok", NULL },
+		{ "state", NULL, "1:SCCC" },
+		{ "retry", "1", "3" },
+		{ "pick", NULL, "c/2026-01-02@1 wk/2025-12-29@1" } } },
 	/* ---- rule 4, downstream ---- */
 	{ "downstream runs once, after all its inputs are final", NULL, {
 		{ "req", "1 backfill: a/2026-01-05 a/2026-01-06 ^wk/2026-01-05<0,1", NULL },
@@ -306,6 +361,7 @@ world_drain(struct world *w)
 	    [MANIFEST_LANDED] = "landed",
 	    [MANIFEST_FAIL_FAST] = "failfast",
 	    [MANIFEST_UNCONFIGURED] = "unconfigured",
+	    [MANIFEST_OVER_BUDGET] = "overbudget",
 	};
 
 	for (size_t i = 0; i < w->m.nchanges; i++) {
@@ -495,6 +551,12 @@ world_step(struct world *w, const struct step *st, const char *name)
 			manifest_settle_outs(
 			    &w->m, manifest_request_find(&w->m, atoll(st->arg))
 				       ->items[i]);
+	} else if (strcmp(st->op, "over") == 0) {
+		struct request *rq = manifest_request_find(&w->m, atoll(st->arg));
+
+		snprintf(got, sizeof got, "%lld",
+			 (long long)manifest_over_budget(&w->m, rq, "over budget"));
+		ck_assert(rq->over_budget);
 	} else if (strcmp(st->op, "gone") == 0) {
 		struct item *it = world_item(w, st->arg, 0);
 

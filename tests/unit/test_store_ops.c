@@ -701,6 +701,8 @@ START_TEST(job_state)
 	js.late_checked_at = 2345;
 	js.late_found = 3;
 	strcpy(js.late_error, "late: no table");
+	js.has_reconciled = true;
+	strcpy(js.reconciled, "2026-02-08");
 	ck_assert_int_eq(store_job_put(st, "fct", &js, 100, &err), 0);
 	ck_assert_int_eq(store_job_get(st, "fct", &back, &err), 0);
 	ck_assert(back.has_watermark);
@@ -716,12 +718,15 @@ START_TEST(job_state)
 	ck_assert_int_eq(back.late_checked_at, 2345);
 	ck_assert_int_eq(back.late_found, 3);
 	ck_assert_str_eq(back.late_error, "late: no table");
+	ck_assert(back.has_reconciled);
+	ck_assert_str_eq(back.reconciled, "2026-02-08");
 	/* overwritten: cleared fields read back cleared */
 	memset(&js, 0, sizeof js);
 	ck_assert_int_eq(store_job_put(st, "fct", &js, 200, &err), 0);
 	ck_assert_int_eq(store_job_get(st, "fct", &back, &err), 0);
 	ck_assert(!back.has_watermark && !back.paused);
 	ck_assert(!back.has_late_since && !back.has_late_checked);
+	ck_assert(!back.has_reconciled);
 	ck_assert_str_eq(back.catchup, "ok");
 	ck_assert_str_eq(back.gap_to, "");
 	ck_assert_str_eq(back.late_error, "");
@@ -765,6 +770,96 @@ audit_cb(const struct store_audit_row *row, void *data)
 
 /* The audit: each manifest row with its latest run and that run's
  * record, which a second record for the same partition replaces. */
+struct trend_seen {
+	int n;
+	char key[40][16];
+	double v[40];
+	char series[8][40];
+	int nseries;
+};
+
+static void
+trend_seen_cb(const char *key, double value, void *data)
+{
+	struct trend_seen *t = data;
+
+	ck_assert_int_lt(t->n, 40);
+	snprintf(t->key[t->n], sizeof t->key[t->n], "%s", key);
+	t->v[t->n++] = value;
+}
+
+static void
+trend_series_cb(const char *job, const char *metric, void *data)
+{
+	struct trend_seen *t = data;
+
+	ck_assert_int_lt(t->nseries, 8);
+	snprintf(t->series[t->nseries++], sizeof t->series[0], "%s/%s", job,
+		 metric);
+}
+
+/* Trend values: newest first by run then key, a partition recorded again
+ * replaces its value and becomes newest, trim keeps the newest N (the
+ * bound: after any number of puts, at most N), series lists the pairs. */
+START_TEST(trend_values)
+{
+	struct trend_seen t;
+	struct err err;
+	char key[16];
+
+	memset(&t, 0, sizeof t);
+	for (int i = 1; i <= 30; i++) {
+		snprintf(key, sizeof key, "2026-01-%02d", i);
+		ck_assert_int_eq(store_trend_put(st, "fct", "revenue", key,
+						 100.0 + i + 0.25, 10 + i, &err), 0);
+		ck_assert_int_eq(store_trend_trim(st, "fct", "revenue", 8, &err),
+				 0);
+	}
+	ck_assert_int_eq(store_trend_put(st, "fct", "rows", "2026-01-01", 7,
+					 3, &err), 0);
+	ck_assert_int_eq(store_trend_values(st, "fct", "revenue", 100,
+					    trend_seen_cb, &t, &err), 0);
+	ck_assert_int_eq(t.n, 8);
+	ck_assert_str_eq(t.key[0], "2026-01-30");
+	ck_assert_double_eq(t.v[0], 130.25);
+	ck_assert_str_eq(t.key[7], "2026-01-23");
+	/* the same partition again, by a newer run: replaced, newest */
+	ck_assert_int_eq(store_trend_put(st, "fct", "revenue", "2026-01-25",
+					 -1.5, 99, &err), 0);
+	memset(&t, 0, sizeof t);
+	ck_assert_int_eq(store_trend_values(st, "fct", "revenue", 3,
+					    trend_seen_cb, &t, &err), 0);
+	ck_assert_int_eq(t.n, 3);
+	ck_assert_str_eq(t.key[0], "2026-01-25");
+	ck_assert_double_eq(t.v[0], -1.5);
+	ck_assert_str_eq(t.key[1], "2026-01-30");
+	/* a batch run: one run id, newest key first */
+	ck_assert_int_eq(store_trend_put(st, "fct", "revenue", "2026-02-01",
+					 1, 100, &err), 0);
+	ck_assert_int_eq(store_trend_put(st, "fct", "revenue", "2026-02-02",
+					 2, 100, &err), 0);
+	memset(&t, 0, sizeof t);
+	ck_assert_int_eq(store_trend_values(st, "fct", "revenue", 2,
+					    trend_seen_cb, &t, &err), 0);
+	ck_assert_str_eq(t.key[0], "2026-02-02");
+	ck_assert_str_eq(t.key[1], "2026-02-01");
+	memset(&t, 0, sizeof t);
+	ck_assert_int_eq(store_trend_series(st, trend_series_cb, &t, &err), 0);
+	ck_assert_int_eq(t.nseries, 2);
+	ck_assert_str_eq(t.series[0], "fct/revenue");
+	ck_assert_str_eq(t.series[1], "fct/rows");
+	/* trim to 0: the pair is gone, the other kept */
+	ck_assert_int_eq(store_trend_trim(st, "fct", "revenue", 0, &err), 0);
+	memset(&t, 0, sizeof t);
+	ck_assert_int_eq(store_trend_values(st, "fct", "revenue", 100,
+					    trend_seen_cb, &t, &err), 0);
+	ck_assert_int_eq(t.n, 0);
+	ck_assert_int_eq(store_trend_series(st, trend_series_cb, &t, &err), 0);
+	ck_assert_int_eq(t.nseries, 1);
+	ck_assert_str_eq(t.series[0], "fct/rows");
+}
+END_TEST
+
 START_TEST(audit)
 {
 	struct audits au = { 0 };
@@ -1431,6 +1526,7 @@ add_cases(TCase *tc)
 	tcase_add_test(tc, last_states);
 	tcase_add_test(tc, builds);
 	tcase_add_test(tc, job_state);
+	tcase_add_test(tc, trend_values);
 	tcase_add_test(tc, audit);
 	tcase_add_test(tc, runs_listing);
 	tcase_add_test(tc, shared_run);
