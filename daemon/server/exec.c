@@ -1,8 +1,12 @@
 /*
  * exec.c - running one partition (or one batch) of a job, off the loop.
  *
- * SQL runs go through a queue (ex->lock, ex->cond) to a pool of worker
- * threads.  Each worker keeps its own warehouse connections, keyed by
+ * SQL runs go through a queue (ex->lock) to a pool of worker threads; a
+ * run is handed to the worker that went idle last (its own condition
+ * variable), whose connection, page cache and CPU caches are the warmest:
+ * one shared condition variable woke the workers in turn, and with one
+ * run at a time every run found a connection whose cache the other
+ * worker's commit had made stale.  Each worker keeps its own warehouse connections, keyed by
  * warehouse name and location, open across runs; one that errors badly
  * (!usable) is closed and reopened by the next run that needs it.  A
  * worker never touches the loop except through wake_send() (wake.h: a
@@ -133,6 +137,9 @@ struct exec_worker {
 	struct wh_conn *conn;
 	struct exec_conncache *cache; /* this worker's thread only */
 	size_t ncache;
+	uv_cond_t cond;            /* with ex->lock: a run, or quit */
+	bool idle;                 /* on ex->idle (ex->lock) */
+	struct exec_worker *idle_next;
 };
 
 struct exec {
@@ -140,7 +147,7 @@ struct exec {
 	struct wake wake;
 
 	uv_mutex_t lock;
-	uv_cond_t cond;
+	struct exec_worker *idle;          /* waiting, the last idle first */
 	struct exec_flight *qhead, *qtail; /* queued SQL runs */
 	struct exec_flight *dhead, *dtail; /* finished by a worker */
 	struct exec_flight *shead, *stail; /* started, not yet told */
@@ -1674,6 +1681,32 @@ exec_started_add(struct exec *ex, struct exec_flight *fl)
 	ex->stail = fl;
 }
 
+/* Put w on top of the idle workers (ex->lock held). */
+static void
+exec_idle_push(struct exec *ex, struct exec_worker *w)
+{
+	if (w->idle)
+		return;
+	w->idle = true;
+	w->idle_next = ex->idle;
+	ex->idle = w;
+}
+
+/* Take w off the idle workers, if it is there (ex->lock held). */
+static void
+exec_idle_drop(struct exec *ex, struct exec_worker *w)
+{
+	struct exec_worker **p;
+
+	if (!w->idle)
+		return;
+	for (p = &ex->idle; *p != w; p = &(*p)->idle_next)
+		;
+	*p = w->idle_next;
+	w->idle = false;
+	w->idle_next = NULL;
+}
+
 /* A worker thread: take queued runs until told to quit. */
 static void
 exec_worker_main(void *arg)
@@ -1684,8 +1717,11 @@ exec_worker_main(void *arg)
 
 	for (;;) {
 		uv_mutex_lock(&ex->lock);
-		while (ex->qhead == NULL && !ex->quit)
-			uv_cond_wait(&ex->cond, &ex->lock);
+		while (ex->qhead == NULL && !ex->quit) {
+			exec_idle_push(ex, w);
+			uv_cond_wait(&w->cond, &ex->lock);
+		}
+		exec_idle_drop(ex, w);
 		fl = ex->qhead;
 		if (fl == NULL) {
 			uv_mutex_unlock(&ex->lock);
@@ -2140,6 +2176,7 @@ void
 exec_submit(struct exec *ex, struct exec_run *run)
 {
 	const struct job_def *jd = run->job;
+	struct exec_worker *w;
 	struct exec_flight *fl;
 
 	fl = exec_xcalloc(1, sizeof *fl);
@@ -2202,7 +2239,11 @@ exec_submit(struct exec *ex, struct exec_run *run)
 	else
 		ex->qhead = fl;
 	ex->qtail = fl;
-	uv_cond_signal(&ex->cond);
+	/* the worker idle last; none: a busy one takes it when done */
+	if ((w = ex->idle) != NULL) {
+		exec_idle_drop(ex, w);
+		uv_cond_signal(&w->cond);
+	}
 	uv_mutex_unlock(&ex->lock);
 }
 
@@ -2243,8 +2284,15 @@ exec_resize(struct exec *ex, int nthreads, struct err *err)
 			return err_set(err, EXIT_INTERNAL, "cannot create a "
 			    "mutex");
 		}
+		if (uv_cond_init(&w->cond) != 0) {
+			uv_mutex_destroy(&w->lock);
+			free(w);
+			return err_set(err, EXIT_INTERNAL, "cannot create a "
+			    "condition");
+		}
 		r = uv_thread_create(&w->tid, exec_worker_main, w);
 		if (r != 0) {
+			uv_cond_destroy(&w->cond);
 			uv_mutex_destroy(&w->lock);
 			free(w);
 			return err_set(err, EXIT_INTERNAL, "cannot start a "
@@ -2263,7 +2311,8 @@ exec_join(struct exec *ex)
 
 	uv_mutex_lock(&ex->lock);
 	ex->quit = true;
-	uv_cond_broadcast(&ex->cond);
+	for (i = 0; i < ex->nworkers; i++)
+		uv_cond_signal(&ex->workers[i]->cond);
 	uv_mutex_unlock(&ex->lock);
 	for (i = 0; i < ex->nworkers; i++)
 		uv_thread_join(&ex->workers[i]->tid);
@@ -2276,6 +2325,7 @@ exec_destroy(struct exec *ex)
 	int i;
 
 	for (i = 0; i < ex->nworkers; i++) {
+		uv_cond_destroy(&ex->workers[i]->cond);
 		uv_mutex_destroy(&ex->workers[i]->lock);
 		free(ex->workers[i]);
 	}
@@ -2283,7 +2333,6 @@ exec_destroy(struct exec *ex)
 	for (size_t k = 0; k < ex->nconncount; k++)
 		free(ex->conncount[k].name);
 	free(ex->conncount);
-	uv_cond_destroy(&ex->cond);
 	uv_mutex_destroy(&ex->lock);
 	free(ex);
 }
@@ -2306,11 +2355,6 @@ exec_new(uv_loop_t *loop, int nthreads, struct exec **out, struct err *err)
 	if (uv_mutex_init(&ex->lock) != 0) {
 		free(ex);
 		return err_set(err, EXIT_INTERNAL, "cannot create a mutex");
-	}
-	if (uv_cond_init(&ex->cond) != 0) {
-		uv_mutex_destroy(&ex->lock);
-		free(ex);
-		return err_set(err, EXIT_INTERNAL, "cannot create a condition");
 	}
 	/* Workers first: none signals the loop before a run is submitted,
 	 * and a failure here leaves no handle to close. */
