@@ -1740,7 +1740,9 @@ exec_worker_main(void *arg)
 
 		exec_sql_run(w, fl);
 
-		/* After this, fl belongs to the loop thread again. */
+		/* After this, fl belongs to the loop thread again; and this
+		 * worker is the idle one on top before the loop hears of the
+		 * end, so the run the loop starts next comes here. */
 		uv_mutex_lock(&ex->lock);
 		fl->state = EXEC_DONE;
 		if (ex->dtail != NULL)
@@ -1748,6 +1750,7 @@ exec_worker_main(void *arg)
 		else
 			ex->dhead = fl;
 		ex->dtail = fl;
+		exec_idle_push(ex, w);
 		uv_mutex_unlock(&ex->lock);
 		wake_send(&ex->wake);
 	}
