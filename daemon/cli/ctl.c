@@ -57,7 +57,7 @@
 #endif
 
 #define CTL_DEFAULT_SOCKET "/run/backfilld/backfilld.sock"
-#define CTL_MAX_POS 8
+#define CTL_MAX_POS 1024 /* mark JOB PARTITION... */
 #define CTL_MAX_OPTS CMDSPEC_MAX_OPTS
 
 /* Option values above the char range: long-only options. */
@@ -267,6 +267,32 @@ ctl_args_init(struct ctl_args *a, int argc, char **argv,
 	opterr = 0;
 }
 
+
+/* The joined values of ctl_join_many, freed at exit. */
+static char *ctl_joined;
+
+static void
+ctl_joined_free(void)
+{
+	free(ctl_joined);
+}
+
+/* A command whose last positional repeats (CMDSPEC_MANY): its values,
+ * from positional npos - 1 on, joined by commas into that one. */
+static void
+ctl_join_many(struct ctl_args *a, int npos)
+{
+	struct buf b;
+
+	buf_init(&b);
+	for (int i = npos - 1; i < a->npos; i++)
+		buf_printf(&b, "%s%s", i > npos - 1 ? "," : "", a->pos[i]);
+	free(ctl_joined);
+	if (ctl_joined == NULL)
+		atexit(ctl_joined_free);
+	ctl_joined = a->pos[npos - 1] = buf_steal(&b);
+	a->npos = npos;
+}
 
 /* Check the number of positionals: at most the command's (the missing
  * ones are cmdspec_check's). */
@@ -523,6 +549,8 @@ ctl_parse(struct ctl_ctx *ctx, int argc, char **argv, struct buf *req,
 		return -1;
 	if (ctx->help)
 		return 0;
+	if ((cs->flags & CMDSPEC_MANY) && a.npos > cmdspec_npos(cs))
+		ctl_join_many(&a, cmdspec_npos(cs));
 	if (ctl_args_check(ctx, &a, cmdspec_npos(cs), err) != 0)
 		return -1;
 	v.cs = cs;

@@ -141,7 +141,7 @@ static const struct cmd_entry *const cmd_table[] = {
 	&cmd_status_entry, &cmd_runs_entry, &cmd_stale_entry, &cmd_audit_entry,
 	&cmd_pause_entry, &cmd_resume_entry, &cmd_cancel_entry,
 	&cmd_retry_entry, &cmd_reload_entry, &cmd_jobs_entry, &cmd_map_entry,
-	&cmd_report_entry
+	&cmd_report_entry, &cmd_mark_entry, &cmd_logs_entry
 };
 
 /* The entry of a command. */

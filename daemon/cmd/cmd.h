@@ -19,13 +19,20 @@ struct cluster_driver;
 
 /*
  * Reload the configuration (SIGHUP's work): load and validate the file,
- * fill *diff with what changes against the running configuration and
- * *cancelled with the queued partitions of removed jobs that are (or, with
- * dry_run, would be) cancelled; apply it unless dry_run.  Returns 0, or
- * -1 with err (nothing applied, *diff empty).
+ * fill a diff with what changes against the running configuration and
+ * count the queued partitions of removed jobs that are (or, with dry_run,
+ * would be) cancelled; apply it unless dry_run.  The checks that reach a
+ * warehouse (a ClickHouse table's partition key) run off the loop, so
+ * the answer comes later: done(arg, ...) is called once, on the loop
+ * thread, possibly before cmd_reload_fn returns, with rc 0 and the diff
+ * (the callee frees it with config_diff_free), or rc -1 and err (nothing
+ * applied, diff empty).  A reload asked for while another one is being
+ * checked is refused with rc -1.
  */
-typedef int cmd_reload_fn(void *data, bool dry_run, struct config_diff *diff,
-			  int64_t *cancelled, struct err *err);
+typedef void cmd_reload_done_fn(void *arg, int rc, struct config_diff *diff,
+				int64_t cancelled, const struct err *err);
+typedef void cmd_reload_fn(void *data, bool dry_run, cmd_reload_done_fn *done,
+			   void *arg);
 
 struct cmd_ctx {
 	struct sched *sched;
@@ -39,6 +46,9 @@ struct cmd_ctx {
 	 * itself, from its own memory, when the planner cannot be asked:
 	 * why (the state store lost, no answer), or NULL */
 	const char *from_memory;
+	/* the peer's user ("NAME" or "uid N", with "@NODE" when a node
+	 * forwarded the request), recorded by mark; NULL: not known */
+	const char *peer;
 };
 
 /*

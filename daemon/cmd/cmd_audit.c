@@ -17,7 +17,7 @@ struct audit_ctx {
 	bool json;
 	struct buf *out;
 	struct cmd_table *t;
-	size_t n, passed, failed, unrun, downstream;
+	size_t n, passed, failed, unrun, downstream, skipped;
 	char versions[8][32];
 	size_t nversions;
 };
@@ -35,6 +35,9 @@ audit_cb(const struct store_audit_row *r, void *data)
 	struct audit_ctx *ac = data;
 	bool passed = r->has_run && r->run_state != NULL &&
 		      strcmp(r->run_state, "succeeded") == 0;
+	/* early cut-off (docs/cutoff.md): not run, its build stands */
+	bool skipped = r->has_run && r->run_state != NULL &&
+		       strcmp(r->run_state, "skipped") == 0;
 	const char *note = r->has_run && !passed &&
 				   strcmp(r->item_state, "succeeded") == 0
 			       ? r->item_error
@@ -47,6 +50,8 @@ audit_cb(const struct store_audit_row *r, void *data)
 		ac->unrun++;
 	else if (passed)
 		ac->passed++;
+	else if (skipped)
+		ac->skipped++;
 	else
 		ac->failed++;
 	if (r->code_version) {
@@ -90,6 +95,12 @@ audit_cb(const struct store_audit_row *r, void *data)
 		json_str(ac->out, r->error);
 		buf_addstr(ac->out, ", \"note\": ");
 		json_str(ac->out, note);
+		buf_addstr(ac->out, ", \"reason\": ");
+		json_str(ac->out, skipped ? r->error : NULL);
+		buf_addstr(ac->out, ", \"checksum_before\": ");
+		json_str(ac->out, r->sum_before);
+		buf_addstr(ac->out, ", \"checksum_after\": ");
+		json_str(ac->out, r->sum_after);
 		buf_printf(ac->out, ", \"passed\": %s}", passed ? "true" : "false");
 		return;
 	}
@@ -111,6 +122,9 @@ audit_cb(const struct store_audit_row *r, void *data)
 		snprintf(result, sizeof result, "%s", r->item_state);
 	else if (passed)
 		snprintf(result, sizeof result, "pass");
+	else if (skipped)
+		snprintf(result, sizeof result, "skipped (%s)",
+			 r->error ? r->error : "inputs unchanged");
 	else if (note != NULL)
 		snprintf(result, sizeof result, "FAIL (%s)", note);
 	else
@@ -158,9 +172,10 @@ cmd_audit_exec(struct cmd_ctx *ctx, const struct proto_msg *req,
 	if (ac.json) {
 		buf_printf(&res->out, "%s], \"summary\": {\"partitions\": %zu,"
 			   " \"downstream\": %zu, \"passed\": %zu, \"failed\":"
-			   " %zu, \"not_run\": %zu, \"code_versions\": [",
+			   " %zu, \"skipped\": %zu, \"not_run\": %zu,"
+			   " \"code_versions\": [",
 			   ac.n ? "\n" : "", ac.n, ac.downstream, ac.passed,
-			   ac.failed, ac.unrun);
+			   ac.failed, ac.skipped, ac.unrun);
 		for (size_t v = 0; v < ac.nversions; v++)
 			buf_printf(&res->out, "%s\"%s\"", v ? ", " : "",
 				   ac.versions[v]);
@@ -169,8 +184,12 @@ cmd_audit_exec(struct cmd_ctx *ctx, const struct proto_msg *req,
 	}
 	cmd_table_print(&t, &res->out);
 	buf_printf(&res->out, "request %lld (%s): %zu partitions (%zu downstream):"
-		   " %zu passed, %zu failed, %zu not run\n", id, job, ac.n,
-		   ac.downstream, ac.passed, ac.failed, ac.unrun);
+		   " %zu passed, %zu failed, ", id, job, ac.n, ac.downstream,
+		   ac.passed, ac.failed);
+	if (ac.skipped > 0)
+		buf_printf(&res->out, "%zu skipped (inputs unchanged), ",
+			   ac.skipped);
+	buf_printf(&res->out, "%zu not run\n", ac.unrun);
 }
 
 const struct cmd_entry cmd_audit_entry = {

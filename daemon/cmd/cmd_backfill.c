@@ -17,6 +17,7 @@
 
 #include "budget.h"
 #include "calendar.h"
+#include "cutoff.h"
 #include "estimate.h"
 #include "json.h"
 #include "log.h"
@@ -84,17 +85,10 @@ backfill_check_count(const struct job_def *j, int64_t count, const char *what,
 		       j->max_backfill, j->max_backfill);
 }
 
-struct backfill_keys {
-	const struct job_def *j;
-	part_t *parts;
-	size_t n, cap;
-};
-
-/* Collect a key into a partition list. */
-static int
-backfill_key_cb(const char *key, void *data, struct err *err)
+int
+cmd_keys_cb(const char *key, void *data, struct err *err)
 {
-	struct backfill_keys *kc = data;
+	struct cmd_keys *kc = data;
 	part_t p;
 
 	if (part_parse_key(kc->j->grain, key, &p, NULL) < 0)
@@ -114,12 +108,12 @@ backfill_stale_cb(int job, part_t part, bool built, int64_t built_at,
 	      const struct stale_input *in, size_t nin, void *data,
 	      struct err *err)
 {
-	struct backfill_keys *kc = data;
+	struct cmd_keys *kc = data;
 	char key[CAL_KEY_MAX];
 
 	(void)job; (void)built; (void)built_at; (void)in; (void)nin;
 	part_key(kc->j->grain, part, key);
-	return backfill_key_cb(key, kc, err);
+	return cmd_keys_cb(key, kc, err);
 }
 
 /* The file line of the n-th date (1-based): from the client's dates_lines
@@ -142,7 +136,7 @@ backfill_dates_line(const char *lines, int n)
 /* Refuse more distinct partitions than the job's max_backfill: sorts
  * and deduplicates kc first, so 1,001 copies of a date are one. */
 static int
-backfill_dates_count(struct backfill_keys *kc, struct err *err)
+backfill_dates_count(struct cmd_keys *kc, struct err *err)
 {
 	kc->n = backfill_unique(kc->parts, kc->n);
 	return backfill_check_count(kc->j, (int64_t)kc->n, "the dates file", err);
@@ -154,7 +148,7 @@ backfill_dates_count(struct backfill_keys *kc, struct err *err)
  * distinct partitions. */
 static int
 backfill_parse_dates(const struct job_def *j, const char *dates, const char *file,
-	    const char *lines, struct backfill_keys *kc, struct err *err)
+	    const char *lines, struct cmd_keys *kc, struct err *err)
 {
 	const char *p = dates;
 	int line = 0;
@@ -185,7 +179,7 @@ backfill_parse_dates(const struct job_def *j, const char *dates, const char *fil
 		for (part_t q = r.first; q <= r.last; q++) {
 			char key[CAL_KEY_MAX];
 			part_key(j->grain, q, key);
-			if (backfill_key_cb(key, kc, err) < 0)
+			if (cmd_keys_cb(key, kc, err) < 0)
 				return -1;
 		}
 		/* bounded memory: duplicates go every few bounds' worth */
@@ -232,6 +226,52 @@ backfill_downstream_json(const char *down, struct buf *out)
 	buf_free(&name);
 }
 
+/* Which plan items are conditional (early cut-off, docs/cutoff.md): a
+ * downstream partition runs only when an input changes, when every input
+ * reads its fingerprint or is conditional itself, unless --no-cutoff.
+ * Allocated, one per item. */
+static bool *
+backfill_conditional(const struct config *cfg, const struct plan *plan,
+		     const struct sched_req *rq)
+{
+	bool *cond = xcalloc(plan->n ? plan->n : 1, sizeof *cond);
+
+	for (size_t i = 0; i < plan->n && !rq->no_cutoff; i++) {
+		const struct plan_item *it = &plan->items[i];
+
+		cond[i] = it->downstream && it->ndeps > 0;
+		for (size_t d = 0; cond[i] && d < it->ndeps; d++) {
+			size_t k = plan->deps[it->dep_off + d];
+
+			cond[i] = cond[k] || cutoff_fingerprinted(cfg,
+					&cfg->jobs[plan->items[k].job]);
+		}
+	}
+	return cond;
+}
+
+/* The dry run's line about early cut-off, when it has downstream work. */
+static void
+backfill_cutoff_text(const struct config *cfg, const struct plan *plan,
+		     const struct sched_req *rq, struct buf *out)
+{
+	bool *cond = backfill_conditional(cfg, plan, rq);
+	size_t n = 0;
+
+	for (size_t i = 0; i < plan->n; i++)
+		n += cond[i];
+	free(cond);
+	if (rq->no_cutoff && plan->n > plan->nroot)
+		buf_addstr(out, "cutoff: off (--no-cutoff): every downstream"
+			   " partition is rebuilt\n");
+	else if (n > 0)
+		buf_printf(out, "cutoff: %zu of the %zu downstream partitions"
+			   " are conditional: each runs only if one of its"
+			   " inputs changes (skipped: inputs unchanged; the"
+			   " estimate counts them all; --no-cutoff rebuilds"
+			   " them regardless)\n", n, plan->n - plan->nroot);
+}
+
 /* The request's budget as a JSON value: {seconds, source, refused} (the
  * verdict of budget_admit on the estimate), or null without one. */
 static void
@@ -259,7 +299,11 @@ backfill_plan_json(const struct config *cfg, const struct plan *plan,
 		   struct buf *out)
 {
 	char key[CAL_KEY_MAX], dk[CAL_KEY_MAX];
+	bool *cond = backfill_conditional(cfg, plan, rq);
+	size_t ncond = 0;
 
+	for (size_t i = 0; i < plan->n; i++)
+		ncond += cond[i];
 	buf_addstr(out, "{\"partitions\": [");
 	for (size_t i = 0; i < plan->n; i++) {
 		const struct plan_item *it = &plan->items[i];
@@ -271,8 +315,9 @@ backfill_plan_json(const struct config *cfg, const struct plan *plan,
 		json_str(out, j->name);
 		buf_addstr(out, ", \"partition\": ");
 		json_str(out, key);
-		buf_printf(out, ", \"downstream\": %s, \"waits_for\": [",
-			   it->downstream ? "true" : "false");
+		buf_printf(out, ", \"downstream\": %s, \"conditional\": %s,"
+			   " \"waits_for\": [", it->downstream ? "true" : "false",
+			   cond[i] ? "true" : "false");
 		for (size_t d = 0; d < it->ndeps; d++) {
 			const struct plan_item *in =
 				&plan->items[plan->deps[it->dep_off + d]];
@@ -294,8 +339,11 @@ backfill_plan_json(const struct config *cfg, const struct plan *plan,
 		buf_printf(out, "%d", rq->concurrency);
 	else
 		buf_addstr(out, "null");
-	buf_printf(out, ", \"fail_fast\": %s, \"downstream_jobs\": ",
-		   rq->fail_fast ? "true" : "false");
+	buf_printf(out, ", \"fail_fast\": %s, \"cutoff\": %s,"
+		   " \"conditional\": %zu, \"downstream_jobs\": ",
+		   rq->fail_fast ? "true" : "false",
+		   rq->no_cutoff ? "false" : "true", ncond);
+	free(cond);
 	backfill_downstream_json(rq->downstream, out);
 	buf_addstr(out, ", \"estimate\": ");
 	estimate_json(cfg, est, out);
@@ -392,6 +440,7 @@ backfill_plan_text(const struct config *cfg, const struct plan *plan,
 		buf_printf(out, "downstream: only %s and what they feed; the"
 			   " other downstream jobs' partitions are left stale\n",
 			   rq->downstream);
+	backfill_cutoff_text(cfg, plan, rq, out);
 	estimate_text(cfg, est, out);
 	backfill_budget_text(rq, est, out);
 }
@@ -458,6 +507,7 @@ backfill_controls(const struct config *cfg, int j, const struct proto_msg *req,
 	struct err err;
 
 	rq->fail_fast = cmd_flag(req, "fail_fast");
+	rq->no_cutoff = cmd_flag(req, "no_cutoff");
 	if (backfill_budget(jd, req, rq, &err) < 0) {
 		cmd_fail_err(res, &err);
 		return -1;
@@ -486,7 +536,7 @@ backfill_controls(const struct config *cfg, int j, const struct proto_msg *req,
 
 /* rerun: the one partition, a key of the job's grain within its bounds. */
 static int
-backfill_rerun_part(const struct proto_msg *req, struct backfill_keys *kc,
+backfill_rerun_part(const struct proto_msg *req, struct cmd_keys *kc,
 		    struct sched_req *rq, struct err *err)
 {
 	const char *partition = proto_get(req, "partition");
@@ -496,20 +546,20 @@ backfill_rerun_part(const struct proto_msg *req, struct backfill_keys *kc,
 	    backfill_check_bounds(kc->j, p, p, err) < 0)
 		return -1;
 	rq->from_key = rq->to_key = partition;
-	return backfill_key_cb(partition, kc, err);
+	return cmd_keys_cb(partition, kc, err);
 }
 
 /* --from/--to at the job's grain: the range within the job's bounds and,
  * unless --built-by narrows it, its max_backfill; its keys into fk, tk. */
 static int
-backfill_range(const struct proto_msg *req, struct backfill_keys *kc,
+backfill_range(const struct proto_msg *req, struct cmd_keys *kc,
 	       struct part_range *r, struct sched_req *rq, char *fk, char *tk,
 	       struct err *err)
 {
 	if (range_parse(kc->j->grain, proto_get(req, "from"),
 			proto_get(req, "to"), r, err) < 0)
 		return -1;
-	if ((proto_get(req, "built_by") == NULL &&
+	if ((proto_get(req, "built_by") == NULL && !cmd_flag(req, "changed") &&
 	     backfill_check_count(kc->j, range_count(r), "this range",
 				  err) < 0) ||
 	    backfill_check_bounds(kc->j, r->first, r->last, err) < 0)
@@ -525,13 +575,13 @@ backfill_range(const struct proto_msg *req, struct backfill_keys *kc,
  * the range r when --from/--to narrow it. */
 static int
 backfill_built_by(struct sched *s, const char *built_by, bool narrow,
-		  const struct part_range *r, struct backfill_keys *kc,
+		  const struct part_range *r, struct cmd_keys *kc,
 		  struct err *err)
 {
 	size_t k = 0;
 
 	if (store_keys_built_by(sched_store(s), kc->j->name, built_by,
-				backfill_key_cb, kc, err) < 0)
+				cmd_keys_cb, kc, err) < 0)
 		return -1;
 	if (narrow) {
 		for (size_t i = 0; i < kc->n; i++)
@@ -543,10 +593,26 @@ backfill_built_by(struct sched *s, const char *built_by, bool narrow,
 				    " that version", err);
 }
 
+/* --changed: the partitions whose newest build used a code version other
+ * than the job's current one, within the range r when --from/--to narrow
+ * it; refused whole above max_backfill. */
+static int
+backfill_changed(struct sched *s, bool narrow, const char *fk,
+		 const char *tk, struct cmd_keys *kc, struct err *err)
+{
+	if (store_keys_changed(sched_store(s), kc->j->name,
+			       kc->j->code_version, narrow ? fk : "",
+			       narrow ? tk : "~", cmd_keys_cb, kc,
+			       err) < 0)
+		return -1;
+	return backfill_check_count(kc->j, (int64_t)kc->n, "the set built by"
+				    " other code versions", err);
+}
+
 /* --stale: the job's stale partitions; 1 (with a message in res) when
  * there are none, -1 after refusing. */
 static int
-backfill_stale(struct sched *s, int j, struct backfill_keys *kc,
+backfill_stale(struct sched *s, int j, struct cmd_keys *kc,
 	       struct cmd_res *res)
 {
 	struct err err;
@@ -573,7 +639,7 @@ backfill_stale(struct sched *s, int j, struct backfill_keys *kc,
 
 /* --dates-file: the file's dates (at least one), within the bounds. */
 static int
-backfill_dates(const struct proto_msg *req, struct backfill_keys *kc,
+backfill_dates(const struct proto_msg *req, struct cmd_keys *kc,
 	       struct cmd_res *res)
 {
 	struct err err;
@@ -606,7 +672,7 @@ backfill_dates(const struct proto_msg *req, struct backfill_keys *kc,
  */
 static int
 backfill_select(struct cmd_ctx *ctx, const struct proto_msg *req, int j,
-		struct backfill_keys *kc, struct sched_req *rq, char *fk,
+		struct cmd_keys *kc, struct sched_req *rq, char *fk,
 		char *tk, struct cmd_res *res)
 {
 	struct sched *s = ctx->sched;
@@ -623,6 +689,11 @@ backfill_select(struct cmd_ctx *ctx, const struct proto_msg *req, int j,
 			goto fail;
 		return 0;
 	}
+	if (cmd_flag(req, "changed")) {
+		if (backfill_changed(s, from, fk, tk, kc, &err) < 0)
+			goto fail;
+		return 0;
+	}
 	if (cmd_flag(req, "stale")) {
 		rq->kind = "stale";
 		return backfill_stale(s, j, kc, res);
@@ -633,7 +704,7 @@ backfill_select(struct cmd_ctx *ctx, const struct proto_msg *req, int j,
 		char key[CAL_KEY_MAX];
 
 		part_key(kc->j->grain, q, key);
-		if (backfill_key_cb(key, kc, &err) < 0)
+		if (cmd_keys_cb(key, kc, &err) < 0)
 			goto fail;
 	}
 	return 0;
@@ -662,8 +733,9 @@ backfill_answer(struct cmd_res *res, const struct sched_req *rq,
 			buf_printf(&res->out, "%d", rq->concurrency);
 		else
 			buf_addstr(&res->out, "null");
-		buf_printf(&res->out, ", \"fail_fast\": %s, \"budget_seconds\": ",
-			   rq->fail_fast ? "true" : "false");
+		buf_printf(&res->out, ", \"fail_fast\": %s, \"cutoff\": %s,"
+			   " \"budget_seconds\": ", rq->fail_fast ? "true" : "false",
+			   rq->no_cutoff ? "false" : "true");
 		if (rq->budget_s > 0)
 			buf_printf(&res->out, "%" PRId64 "}\n", rq->budget_s);
 		else
@@ -677,6 +749,9 @@ backfill_answer(struct cmd_res *res, const struct sched_req *rq,
 		buf_printf(&res->out, "; at most %d at once", rq->concurrency);
 	if (rq->fail_fast)
 		buf_addstr(&res->out, "; fail-fast");
+	if (rq->no_cutoff && plan->n > plan->nroot)
+		buf_addstr(&res->out, "; no cutoff: every downstream partition"
+			   " is rebuilt");
 	if (rq->budget_s > 0) {
 		char b[CAL_KEY_MAX];
 
@@ -694,7 +769,7 @@ static void backfill_verified(struct cmd_ctx *ctx, const struct proto_msg *req,
  * backfill_verified), then the plan (a dry run prints it) or the queue. */
 static void
 backfill_submit(struct cmd_ctx *ctx, const struct proto_msg *req, int j,
-		struct backfill_keys *kc, struct sched_req *rq, bool verified,
+		struct cmd_keys *kc, struct sched_req *rq, bool verified,
 		struct cmd_res *res)
 {
 	struct sched *s = ctx->sched;
@@ -741,6 +816,11 @@ backfill_submit(struct cmd_ctx *ctx, const struct proto_msg *req, int j,
 				     &res->out);
 	else if (sched_queue_plan(s, rq, &plan, &id, &err) < 0)
 		cmd_fail_err(res, &err);
+	else if (id == 0 && cmd_flag(req, "changed"))
+		buf_printf(&res->out, "nothing to run: no partition of %s%s was"
+			   " last built by a code version other than %s\n",
+			   kc->j->name, proto_get(req, "from") ? " in that range" :
+			   "", kc->j->code_version);
 	else if (id == 0 && built_by != NULL)
 		buf_printf(&res->out, "nothing to run: no partition of %s%s was"
 			   " last built by version %s\n", kc->j->name,
@@ -766,7 +846,7 @@ backfill_common(struct cmd_ctx *ctx, const struct proto_msg *req,
 {
 	const struct config *cfg = sched_config(ctx->sched);
 	struct sched_req rq = { .kind = rerun ? "rerun" : "backfill" };
-	struct backfill_keys kc = { 0 };
+	struct cmd_keys kc = { 0 };
 	char fk[CAL_KEY_MAX], tk[CAL_KEY_MAX];
 	bool *keep = NULL;
 	struct err err;

@@ -44,12 +44,28 @@ extern const struct cmd_entry cmd_backfill_entry, cmd_rerun_entry,
     cmd_verify_entry, cmd_status_entry, cmd_runs_entry, cmd_stale_entry,
     cmd_audit_entry, cmd_pause_entry, cmd_resume_entry, cmd_cancel_entry,
     cmd_retry_entry, cmd_reload_entry, cmd_jobs_entry, cmd_map_entry,
-    cmd_report_entry;
+    cmd_report_entry, cmd_mark_entry, cmd_logs_entry;
 
 /* status on several hosts (cmd_nodes.c): the nodes and warnings; nothing
  * on a single host. */
 void cmd_nodes_json(struct cmd_ctx *ctx, struct buf *out);
 void cmd_nodes_text(struct cmd_ctx *ctx, struct buf *out);
+
+/* Partitions of job j collected by key (backfill's ways of choosing
+ * them, cmd_changed.c): cmd_keys_cb adds one key of the job's grain (a
+ * store_key_cb; other text is left out). */
+struct cmd_keys {
+	const struct job_def *j;
+	part_t *parts;
+	size_t n, cap;
+};
+int cmd_keys_cb(const char *key, void *data, struct err *err);
+
+/* reload (cmd_changed.c): per job whose code version changed, the
+ * partitions older versions built, `backfill JOB --changed` and its
+ * estimate; text lines, or a JSON array. */
+void cmd_changed_report(struct sched *s, const struct config_diff *d,
+			bool json, struct buf *out);
 
 /* The entry of command `name`, or NULL. */
 const struct cmd_entry *cmd_find(const char *name);

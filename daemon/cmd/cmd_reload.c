@@ -11,6 +11,7 @@
 
 #include "json.h"
 #include "log.h"
+#include "xalloc.h"
 
 /* "sql, timeout": the keys of a change, into a buf. */
 static void
@@ -49,10 +50,11 @@ cmd_reload_json_set(const struct config_diff_set *set, bool versions,
 }
 
 /* The reload report as JSON: {added, removed, changed} of jobs
- * (docs/commands.md), then warehouses, settings and what was cancelled. */
+ * (docs/commands.md), then warehouses, settings, what was cancelled and
+ * what to rebuild (a JSON array, cmd_changed_report). */
 static void
 cmd_reload_json(const struct config_diff *d, int64_t cancelled, bool dry_run,
-		struct buf *out)
+		const char *rebuild, struct buf *out)
 {
 	buf_printf(out, "{\"dry_run\": %s, \"no_change\": %s, ",
 		   dry_run ? "true" : "false",
@@ -62,7 +64,8 @@ cmd_reload_json(const struct config_diff *d, int64_t cancelled, bool dry_run,
 	cmd_reload_json_set(&d->warehouses, false, out);
 	buf_addstr(out, "}, \"settings\": ");
 	json_keys(out, d->settings, d->nsettings);
-	buf_printf(out, ", \"cancelled\": %" PRId64 "}\n", cancelled);
+	buf_printf(out, ", \"cancelled\": %" PRId64 ", \"rebuild\": %s}\n",
+		   cancelled, rebuild);
 }
 
 /* The reload report as a table (one row per difference) and a summary
@@ -199,25 +202,100 @@ cmd_reload_log(const struct config_diff *d, int64_t cancelled)
 	buf_free(&k);
 }
 
-/* reload [--dry-run] [--json]: apply (or only compare) and report. */
+/* A reload in progress: a stream that pauses until the reload's done
+ * callback (the checks that reach a warehouse run off the loop). */
+struct cmd_reload_wait {
+	struct cmd_stream cs; /* first: the stream control.c drives */
+	struct sched *sched;  /* for what older code versions built */
+	bool dry, json;
+	bool running;         /* done has not been called yet */
+	bool orphan;          /* the stream was freed meanwhile */
+	int rc;
+	struct config_diff diff;
+	int64_t cancelled;
+};
+
+static void
+cmd_reload_done(void *arg, int rc, struct config_diff *diff, int64_t cancelled,
+		const struct err *err)
+{
+	struct cmd_reload_wait *w = arg;
+
+	w->running = false;
+	w->rc = rc;
+	if (rc == 0) {
+		w->diff = *diff;
+		w->cancelled = cancelled;
+	} else {
+		w->cs.err = *err;
+		w->cs.status = err->code == EXIT_INTERNAL || err->code == 0 ?
+		    EXIT_WORK_FAILED : err->code;
+	}
+	if (w->orphan) {
+		if (rc == 0)
+			config_diff_free(&w->diff);
+		free(w);
+		return;
+	}
+	if (w->cs.wake)
+		w->cs.wake(w->cs.wake_data);
+}
+
+static int
+cmd_reload_next(struct cmd_stream *cs, struct buf *out)
+{
+	struct cmd_reload_wait *w = (struct cmd_reload_wait *)cs;
+
+	if (w->running)
+		return CMD_STREAM_PAUSE;
+	if (w->rc < 0)
+		return 1;
+	if (w->json) {
+		struct buf rebuild;
+
+		buf_init(&rebuild);
+		cmd_changed_report(w->sched, &w->diff, true, &rebuild);
+		buf_add(&rebuild, "", 1);
+		cmd_reload_json(&w->diff, w->cancelled, w->dry, rebuild.data,
+				out);
+		buf_free(&rebuild);
+	} else {
+		cmd_reload_text(&w->diff, w->cancelled, w->dry, out);
+		cmd_changed_report(w->sched, &w->diff, false, out);
+	}
+	return 1;
+}
+
+static void
+cmd_reload_free(struct cmd_stream *cs)
+{
+	struct cmd_reload_wait *w = (struct cmd_reload_wait *)cs;
+
+	if (w->running) {
+		w->orphan = true;
+		return;
+	}
+	if (w->rc == 0)
+		config_diff_free(&w->diff);
+	free(w);
+}
+
+/* reload [--dry-run] [--json]: apply (or only compare) and report, once
+ * the reload's checks are done. */
 static void
 cmd_reload_exec(struct cmd_ctx *ctx, const struct proto_msg *req,
 		struct cmd_res *res)
 {
-	struct err err;
-	struct config_diff d;
-	int64_t cancelled = 0;
-	bool dry = cmd_flag(req, "dry_run");
+	struct cmd_reload_wait *w = xcalloc(1, sizeof *w);
 
-	if (ctx->reload(ctx->reload_data, dry, &d, &cancelled, &err) < 0) {
-		cmd_fail_err(res, &err);
-		return;
-	}
-	if (cmd_flag(req, "json"))
-		cmd_reload_json(&d, cancelled, dry, &res->out);
-	else
-		cmd_reload_text(&d, cancelled, dry, &res->out);
-	config_diff_free(&d);
+	w->cs.next = cmd_reload_next;
+	w->cs.free = cmd_reload_free;
+	w->sched = ctx->sched;
+	w->dry = cmd_flag(req, "dry_run");
+	w->json = cmd_flag(req, "json");
+	w->running = true;
+	res->stream = &w->cs;
+	ctx->reload(ctx->reload_data, w->dry, cmd_reload_done, w);
 }
 
 const struct cmd_entry cmd_reload_entry = {

@@ -77,6 +77,8 @@ runs_cb(const struct store_run_row *r, void *data, struct err *err)
 			buf_addstr(rc->out, "null");
 		buf_addstr(rc->out, ", \"code_version\": ");
 		json_str(rc->out, r->code_version);
+		buf_addstr(rc->out, ", \"marked_by\": ");
+		json_str(rc->out, r->marked_by);
 		buf_addstr(rc->out, rc->jsonl ? "}\n" : "}");
 		return (rc->limit > 0 && rc->n >= rc->limit) ||
 		    rc->out->len >= CMD_PAGE_BYTES;

@@ -40,9 +40,14 @@ cmd_wait_summary(struct sched *s, int64_t request_id,
 	struct problems_ctx pc = { out, 0 };
 	struct err err;
 
-	buf_printf(out, "request %" PRId64 ": %" PRId64 " succeeded, %" PRId64
-		   " failed, %" PRId64 " blocked, %" PRId64 " cancelled of %"
-		   PRId64 " in %.1fs\n", request_id, p->succeeded, p->failed,
+	buf_printf(out, "request %" PRId64 ": %" PRId64 " succeeded, ",
+		   request_id, p->succeeded);
+	/* early cut-off (docs/cutoff.md): named only when it skipped some */
+	if (p->skipped > 0)
+		buf_printf(out, "%" PRId64 " skipped (inputs unchanged), ",
+			   p->skipped);
+	buf_printf(out, "%" PRId64 " failed, %" PRId64 " blocked, %" PRId64
+		   " cancelled of %" PRId64 " in %.1fs\n", p->failed,
 		   p->blocked, p->cancelled, p->total,
 		   (double)p->elapsed_ms / 1000.0);
 	if (p->failed + p->blocked == 0) {

@@ -112,6 +112,15 @@ chsql_stage_name(const char *table, char *buf, size_t len)
 		buf[0] = '\0';
 }
 
+void
+chsql_mark_name(const char *table, char *buf, size_t len)
+{
+	int n = snprintf(buf, len, "_backfilld_audited_%s", table);
+
+	if (n < 0 || (size_t)n >= len || n >= CHSQL_IDENT_MAX)
+		buf[0] = '\0';
+}
+
 /* The value given for placeholder `name` (n bytes), or NULL. */
 static const struct chsql_param *
 chsql_find(const struct chsql_param *params, size_t nparams, const char *name,
@@ -386,4 +395,76 @@ chsql_describe(const char *job, const char *what, const char *sql,
 		n++;
 	}
 	return n;
+}
+
+/* One argument of an engine's list at *p: a plain name, or one in single
+ * quotes or backquotes (no escapes: a name chsql_ident_ok accepts). */
+static int
+chsql_engine_arg(const char **p, char *out, size_t outsz)
+{
+	const char *q = *p;
+	char quote = 0;
+	size_t n = 0;
+
+	while (*q == ' ')
+		q++;
+	if (*q == '\'' || *q == '`')
+		quote = *q++;
+	while (*q != '\0' && (quote ? *q != quote : (*q != ',' && *q != ')' &&
+	       *q != ' '))) {
+		if (n + 1 >= outsz)
+			return -1;
+		out[n++] = *q++;
+	}
+	if (quote && *q++ != quote)
+		return -1;
+	while (*q == ' ')
+		q++;
+	out[n] = '\0';
+	*p = q;
+	return chsql_ident_ok(out) ? 0 : -1;
+}
+
+int
+chsql_distributed(const char *engine_full, char *cluster, char *db,
+		  char *table, size_t sz)
+{
+	const char *p = engine_full;
+	char *outs[3] = { cluster, db, table };
+
+	if (strncmp(p, "Distributed(", 12) != 0)
+		return -1;
+	p += 12;
+	for (int i = 0; i < 3; i++) {
+		if (chsql_engine_arg(&p, outs[i], sz) < 0)
+			return -1;
+		if (*p != (i < 2 ? ',' : *p == ',' ? ',' : ')'))
+			return -1;
+		p++;
+	}
+	return 0;
+}
+
+int
+chsql_shard_url(const char *url, const char *host, const char *db, char *out,
+		size_t outsz)
+{
+	const char *hs = strstr(url, "://"), *he, *port;
+	bool v6;
+	int n;
+
+	if (hs == NULL || strspn(host, "0123456789abcdefABCDEF.:-"
+				 "ghijklmnopqrstuvwxyzGHIJKLMNOPQRSTUVWXYZ_") !=
+	    strlen(host) || host[0] == '\0' || !chsql_ident_ok(db))
+		return -1;
+	hs += 3;
+	he = hs + strcspn(hs, "/?");
+	/* the port of the configured URL (the cluster gives TCP ports) */
+	port = memchr(hs, ']', (size_t)(he - hs));
+	port = memchr(port ? port : hs, ':', (size_t)(he - (port ? port : hs)));
+	v6 = strchr(host, ':') != NULL; /* an IPv6 address: in brackets */
+	n = snprintf(out, outsz, "%.*s%s%s%s%.*s/?database=%s",
+		     (int)(hs - url), url, v6 ? "[" : "", host, v6 ? "]" : "",
+		     (int)(port ? he - port : 0), port ? port : "", db);
+	return n < 0 || (size_t)n >= outsz ? -1 : 0;
 }

@@ -49,6 +49,9 @@ bool chsql_ident_ok(const char *name);
 /* The stage table of `table` (chsql_ident_ok): _backfilld_stage_TABLE,
  * or "" when that would be too long. */
 void chsql_stage_name(const char *table, char *buf, size_t len);
+/* The table of the stage's marks (docs/clickhouse.md, "Exactly once"):
+ * _backfilld_audited_TABLE, "" when too long. */
+void chsql_mark_name(const char *table, char *buf, size_t len);
 
 /*
  * `sql` with every :name replaced: "stage" by the backquoted value (an
@@ -101,5 +104,17 @@ bool chsql_body_exception(const char *body, size_t len, char *msg,
 /* The message of an error body (any status): its exception as above, or
  * its first line, trimmed, into msg. */
 void chsql_error_text(const char *body, size_t len, char *msg, size_t msgsz);
+
+/* The cluster, database and local table of an engine_full (system.tables)
+ * "Distributed(cluster, db, table[, sharding_key...])", each plain or
+ * quoted, into buffers of sz bytes; -1 when it is no Distributed engine
+ * over plain names. */
+int chsql_distributed(const char *engine_full, char *cluster, char *db,
+		      char *table, size_t sz);
+/* The HTTP URL of a shard at `host` (system.clusters' host_address): the
+ * configured url's scheme and port with that host and ?database=db; -1
+ * when host or db is no plain name or address, or it does not fit. */
+int chsql_shard_url(const char *url, const char *host, const char *db,
+		    char *out, size_t outsz);
 
 #endif

@@ -40,11 +40,13 @@ static const struct cmdspec_arg cmdspec_backfill_opts[] = {
 	{ "reprocess", CMDSPEC_ENUM, "reprocess", NULL, cmdspec_reprocess_names,
 	  0 },
 	{ "built-by", CMDSPEC_TEXT, "built_by", NULL, NULL, 0 },
+	{ "changed", CMDSPEC_FLAG, "changed", NULL, NULL, 0 },
 	{ "reverse", CMDSPEC_FLAG, "reverse", NULL, NULL, 0 },
 	{ "no-downstream", CMDSPEC_FLAG, "no_downstream", NULL, NULL, 0 },
 	{ "downstream", CMDSPEC_LIST, "downstream", NULL, NULL, 0 },
 	{ "concurrency", CMDSPEC_INT, "concurrency", NULL, NULL, 0 },
 	{ "fail-fast", CMDSPEC_FLAG, "fail_fast", NULL, NULL, 0 },
+	{ "no-cutoff", CMDSPEC_FLAG, "no_cutoff", NULL, NULL, 0 },
 	{ "budget", CMDSPEC_DURATION, "budget", NULL, NULL, 0 },
 	{ "stale", CMDSPEC_FLAG, "stale", NULL, NULL, 0 },
 	{ "reason", CMDSPEC_TEXT, "reason", NULL, NULL, 0 },
@@ -147,7 +149,7 @@ static const struct cmdspec_arg cmdspec_none[] = {
 const struct cmdspec cmdspec_backfill = {
 	"backfill",
 	"backfill JOB (--from D --to D | --dates-file F | --stale | "
-	"--built-by VERSION) [options]",
+	"--built-by VERSION | --changed) [options]",
 	"Enqueue the partitions of JOB in a range of dates as one request,\n"
 	"with the downstream partitions that contain them.\n\n"
 	"  --from D             first date, YYYY-MM-DD (YYYY-MM-DDTHH for "
@@ -159,10 +161,16 @@ const struct cmdspec cmdspec_backfill = {
 	"  --reprocess WHICH    all (default), failed or missing\n"
 	"  --built-by VERSION   the partitions whose latest build used this "
 	"code version\n"
+	"  --changed            the partitions whose latest build used a code "
+	"version\n"
+	"                       other than the job's current one (a deploy's)\n"
 	"  --stale              the stale partitions (see 'backfillctl "
 	"stale')\n"
 	"  --reverse            newest partition first\n"
 	"  --no-downstream      do not rebuild the downstream partitions\n"
+	"  --no-cutoff          rebuild the downstream partitions even where "
+	"their\n"
+	"                       inputs came out unchanged (early cut-off)\n"
 	"  --downstream JOB[,JOB]\n"
 	"                       rebuild only these downstream jobs (and what "
 	"they feed)\n"
@@ -238,8 +246,9 @@ const struct cmdspec cmdspec_runs = {
 	"--limit).\n\n"
 	"  --job J              only the runs of job J\n"
 	"  --request N          only the runs of request N\n"
-	"  --state S            queued, running, succeeded, failed, blocked "
-	"or cancelled\n"
+	"  --state S            queued, running, succeeded, failed, blocked, "
+	"cancelled\n"
+	"                       or skipped (early cut-off)\n"
 	"  --limit N            at most N runs\n"
 	"  --json               print JSON (every matching run unless "
 	"--limit)\n"
@@ -389,13 +398,66 @@ const struct cmdspec cmdspec_completion = {
 	CMDSPEC_CLIENT,
 	cmdspec_none, cmdspec_completion_pos, 1, NULL
 };
+static const struct cmdspec_arg cmdspec_mark_opts[] = {
+	{ "succeeded", CMDSPEC_FLAG, "succeeded", "--succeeded: say what to"
+	  " record (the one state a mark records)", NULL, 0 },
+	{ "reason", CMDSPEC_TEXT, "reason", "--reason TEXT: say why the"
+	  " partitions are marked (recorded with the operator's name)", NULL,
+	  0 },
+	{ "no-downstream", CMDSPEC_FLAG, "no_downstream", NULL, NULL, 0 },
+	CMDSPEC_END
+};
+static const struct cmdspec_arg cmdspec_mark_pos[] = {
+	{ "JOB", CMDSPEC_JOB, "job", "JOB: say which job", NULL, 0 },
+	{ "PARTITION", CMDSPEC_LIST, "partitions", "PARTITION: say which"
+	  " partitions to mark (their keys: YYYY-MM-DD, or YYYY-MM-DDTHH for"
+	  " an hourly job)", NULL, 0 },
+	CMDSPEC_END
+};
+const struct cmdspec cmdspec_mark = {
+	"mark",
+	"mark JOB PARTITION... --succeeded --reason TEXT [--no-downstream]",
+	"Record partitions of JOB as built without running them (they were\n"
+	"repaired by hand), with your user name and the reason: shown as\n"
+	"marked in runs, audit and map.  Their downstream partitions are\n"
+	"rebuilt, as after any landing.  Prints the request id.\n\n"
+	"  --succeeded          the state recorded (required)\n"
+	"  --reason TEXT        why (required)\n"
+	"  --no-downstream      do not rebuild the downstream partitions\n",
+	CMDSPEC_MUTATES | CMDSPEC_MANY,
+	cmdspec_mark_opts, cmdspec_mark_pos, 2, NULL
+};
+static const struct cmdspec_arg cmdspec_logs_opts[] = {
+	{ "attempt", CMDSPEC_INT, "attempt", NULL, NULL, 0 },
+	{ "follow", CMDSPEC_FLAG, "follow", NULL, NULL, 0 },
+	CMDSPEC_END
+};
+static const struct cmdspec_arg cmdspec_logs_pos[] = {
+	{ "JOB", CMDSPEC_JOB, "job", "JOB: say which job", NULL, 0 },
+	CMDSPEC_PARTITION,
+	CMDSPEC_END
+};
+const struct cmdspec cmdspec_logs = {
+	"logs",
+	"logs JOB PARTITION [--attempt N] [--follow]",
+	"Print the output of a partition's newest run (or of attempt N of its\n"
+	"newest request): a command run's log, a SQL run's error with its\n"
+	"statement and position.  Streamed by the daemon: no access to its\n"
+	"log folder is needed.  Exit 2 for a partition never run or an\n"
+	"attempt that does not exist.\n\n"
+	"  --attempt N          that attempt instead of the newest\n"
+	"  --follow             go on printing while the run is running;\n"
+	"                       return when it ends\n",
+	CMDSPEC_STREAMS,
+	cmdspec_logs_opts, cmdspec_logs_pos, 2, NULL
+};
 
 const struct cmdspec *const cmdspec_table[] = {
 	&cmdspec_backfill, &cmdspec_rerun, &cmdspec_verify, &cmdspec_status,
 	&cmdspec_runs, &cmdspec_stale, &cmdspec_audit, &cmdspec_pause,
 	&cmdspec_resume, &cmdspec_cancel, &cmdspec_retry, &cmdspec_reload,
 	&cmdspec_jobs, &cmdspec_map, &cmdspec_report, &cmdspec_wait,
-	&cmdspec_completion
+	&cmdspec_completion, &cmdspec_mark, &cmdspec_logs
 };
 const size_t cmdspec_count = sizeof cmdspec_table / sizeof cmdspec_table[0];
 
@@ -570,8 +632,13 @@ cmdspec_check_args(const struct cmdspec_arg *args, bool opts,
 		    CMDSPEC_ARG_CLIENT)))
 			continue;
 		v = get(src, a->field);
-		if (a->kind == CMDSPEC_FLAG)
+		if (a->kind == CMDSPEC_FLAG) {
+			/* a required flag (mark --succeeded) */
+			if (a->missing != NULL && v == NULL)
+				return err_set(err, EXIT_BAD_INPUT,
+					       "missing %s", a->missing);
 			continue;
+		}
 		if (a->missing != NULL && (v == NULL || (*v == '\0' &&
 		    a->kind == CMDSPEC_TEXT)))
 			return err_set(err, EXIT_BAD_INPUT, "missing %s",
@@ -618,10 +685,10 @@ cmdspec_backfill_check(const struct cmdspec *cs, cmdspec_get_fn *get,
 		       const void *src, struct err *err)
 {
 	static const char *const way[] = { "--from/--to", "--dates-file",
-		"--stale", "--built-by" };
+		"--stale", "--built-by", "--changed" };
 	const char *from = get(src, "from"), *to = get(src, "to");
 	const char *built_by = get(src, "built_by");
-	bool given[4];
+	bool given[5];
 	struct part_range r;
 	int a, b;
 
@@ -638,18 +705,19 @@ cmdspec_backfill_check(const struct cmdspec *cs, cmdspec_get_fn *get,
 	given[1] = get(src, "dates") != NULL;
 	given[2] = cmdspec_flag(get, src, "stale");
 	given[3] = built_by != NULL;
-	for (a = 0; a < 4; a++)
-		for (b = a + 1; b < 4; b++)
-			if (given[a] && given[b] && !(a == 0 && b == 3))
+	given[4] = cmdspec_flag(get, src, "changed");
+	for (a = 0; a < 5; a++)
+		for (b = a + 1; b < 5; b++)
+			if (given[a] && given[b] && !(a == 0 && b >= 3))
 				return err_set(err, EXIT_BAD_INPUT, "%s and %s "
 					       "both given: choose the dates one "
-					       "way%s", way[a], way[b], b == 3 ?
+					       "way%s", way[a], way[b], b >= 3 ?
 					       " (only --from/--to may narrow "
-					       "--built-by)" : "");
-	if (!given[0] && !given[1] && !given[2] && !given[3])
+					       "--built-by and --changed)" : "");
+	if (!given[0] && !given[1] && !given[2] && !given[3] && !given[4])
 		return err_set(err, EXIT_BAD_INPUT, "no dates given: add --from "
-			       "D --to D, --dates-file F, --stale or --built-by "
-			       "VERSION");
+			       "D --to D, --dates-file F, --stale, --built-by "
+			       "VERSION or --changed");
 	/* Hour grain takes both forms of bound; it checks the order. */
 	if (from != NULL && range_parse(GRAIN_HOUR, from, to, &r, err) < 0)
 		return -1;

@@ -66,6 +66,9 @@ struct cmdspec_arg {
 			     * (wait: PROGRESS frames), not by a cmd_entry */
 #define CMDSPEC_CLIENT 0x8  /* answered by backfillctl alone, never sent
 			     * (completion); the daemon has no entry */
+#define CMDSPEC_MANY 0x10   /* the last positional repeats: backfillctl
+			     * sends its values joined by commas (its kind
+			     * is CMDSPEC_LIST) */
 
 /* Where a check reads the values: the value of request field `field`,
  * or NULL when absent (proto_get for the daemon, argv for the client). */
@@ -103,7 +106,7 @@ extern const struct cmdspec cmdspec_backfill, cmdspec_rerun, cmdspec_verify,
     cmdspec_status, cmdspec_runs, cmdspec_stale, cmdspec_audit,
     cmdspec_pause, cmdspec_resume, cmdspec_cancel, cmdspec_retry,
     cmdspec_reload, cmdspec_jobs, cmdspec_map, cmdspec_report,
-    cmdspec_wait, cmdspec_completion;
+    cmdspec_wait, cmdspec_completion, cmdspec_mark, cmdspec_logs;
 extern const struct cmdspec *const cmdspec_table[];
 extern const size_t cmdspec_count;
 

@@ -48,6 +48,7 @@
 #include <yaml.h>
 
 #include "hookq.h"
+#include "http.h"
 #include "severity.h"
 #include "sqlscan.h"
 #include "trend.h"
@@ -1023,6 +1024,24 @@ cfg_h_socket_group(struct cfg_parser *p, void *obj, const struct cfg_key *k,
 	return 0;
 }
 
+/* http_listen: PORT, IPV4:PORT or [IPV6]:PORT (http.h). */
+static int
+cfg_h_http_listen(struct cfg_parser *p, void *obj, const struct cfg_key *k,
+		  yaml_node_t *key, yaml_node_t *val)
+{
+	struct config *cfg = obj;
+	char buf[CFG_QUOTE_MAX * 4 + 16];
+	const char *why;
+
+	if (cfg_h_str(p, obj, k, key, val) < 0)
+		return -1;
+	if (http_listen_parse(cfg->http_listen, cfg->http_host,
+			      &cfg->http_port, &cfg->http_loopback, &why) < 0)
+		return cfg_fail(p, val->start_mark, "%s%s, got %s", p->pfx,
+				why, cfg_got(val, buf, sizeof buf));
+	return 0;
+}
+
 static const struct cfg_key cfg_top_keys[] = {
 	{ "state_db", YAML_SCALAR_NODE, cfg_h_state_db,
 	  CFG_OFF(config, state_db), 0, "a file path", 0 },
@@ -1056,6 +1075,9 @@ static const struct cfg_key cfg_top_keys[] = {
 	  CFG_OFF(config, metrics_file), 0, "a file path", 0 },
 	{ "report_file", YAML_SCALAR_NODE, cfg_h_path,
 	  CFG_OFF(config, report_file), 0, "a file path", 0 },
+	{ "http_listen", YAML_SCALAR_NODE, cfg_h_http_listen,
+	  CFG_OFF(config, http_listen), 0,
+	  "PORT, IPV4:PORT or [IPV6]:PORT", 0 },
 	{ "hook_timeout", YAML_SCALAR_NODE, cfg_h_posduration,
 	  CFG_OFF(config, hook_timeout), 0, CFG_POSDURATION, 0 },
 	{ "hook_concurrency", YAML_SCALAR_NODE, cfg_h_hookq,
@@ -1305,10 +1327,45 @@ static const struct cfg_key cfg_wh_keys[] = {
 	  CFG_OFF(warehouse_def, max_connections), 1, CFG_POSINT, 0 },
 	{ "throttle", YAML_MAPPING_NODE, cfg_h_throttle, 0, 0,
 	  "a mapping with sql:, max: and optionally critical: and every:", 0 },
+	{ "cluster", YAML_SCALAR_NODE, cfg_h_str,
+	  CFG_OFF(warehouse_def, cluster), 0,
+	  "the name of a remote_servers cluster", 0 },
+	{ "shards", YAML_SEQUENCE_NODE, cfg_h_strseq,
+	  CFG_OFF(warehouse_def, shards), CFG_OFF(warehouse_def, nshards),
+	  "a non-empty sequence of URLs, one per shard in shard_num order", 0 },
 	{ "on_throttle", YAML_SEQUENCE_NODE, cfg_h_wh_argv, 0, 0,
 	  "a non-empty sequence of strings (argv, no shell)", 0 },
 	{ NULL, YAML_NO_NODE, NULL, 0, 0, NULL, 0 }
 };
+
+/* cluster: and shards: (ClickHouse only; shards: needs cluster:, each an
+ * http(s) URL; docs/clickhouse.md, "Beyond one server"). */
+static int
+cfg_wh_cluster(struct cfg_parser *p, struct warehouse_def *w, yaml_node_t *map,
+	       yaml_node_t *kc)
+{
+	yaml_node_t *kcl = cfg_map_key(p, map, "cluster");
+	yaml_node_t *ksh = cfg_map_key(p, map, "shards");
+
+	if (kcl != NULL && kc == NULL)
+		return cfg_fail(p, kcl->start_mark, "%scluster is for clickhouse"
+				" warehouses only", p->pfx);
+	if (ksh != NULL && kcl == NULL)
+		return cfg_fail(p, ksh->start_mark, "%sshards needs cluster: (the"
+				" remote_servers cluster they are the shards"
+				" of)", p->pfx);
+	if (w->cluster != NULL && !chsql_ident_ok(w->cluster))
+		return cfg_fail(p, kcl->start_mark, "%scluster must be a plain"
+				" name ([A-Za-z_][A-Za-z0-9_]*), got \"%.60s\"",
+				p->pfx, w->cluster);
+	for (size_t i = 0; i < w->nshards; i++)
+		if (strncmp(w->shards[i], "http://", 7) != 0 &&
+		    strncmp(w->shards[i], "https://", 8) != 0)
+			return cfg_fail(p, ksh->start_mark, "%sshard %zu is not"
+					" an http:// or https:// URL: \"%.60s\"",
+					p->pfx, i + 1, w->shards[i]);
+	return 0;
+}
 
 /* A warehouse's own rules, once its mapping is loaded. */
 static int
@@ -1344,6 +1401,8 @@ cfg_wh_finish(struct cfg_parser *p, struct warehouse_def *w, yaml_node_t *map)
 		return cfg_fail(p, kpw->start_mark,
 				"%spassword_file is for postgres and clickhouse warehouses only",
 				p->pfx);
+	if (cfg_wh_cluster(p, w, map, kc) < 0)
+		return -1;
 	if (w->on_throttle != NULL && w->throttle == NULL)
 		return cfg_fail(p, cfg_map_key(p, map, "on_throttle")->start_mark,
 				"%son_throttle needs throttle: (the query whose"
@@ -2141,6 +2200,12 @@ cfg_dialect(const struct config *cfg, int wh)
 	if (wh >= 0 && cfg->warehouses[wh].kind == WH_CLICKHOUSE)
 		return SQLSCAN_CH;
 	return SQLSCAN_SQLITE;
+}
+
+enum sqlscan_dialect
+config_job_dialect(const struct config *cfg, const struct job_def *j)
+{
+	return cfg_dialect(cfg, j->warehouse);
 }
 
 /* The first read of the wall clock in a job's SQL (sqlscan.h), in the
@@ -3374,6 +3439,10 @@ config_free(struct config *cfg)
 		free(w->path);
 		free(w->conninfo);
 		free(w->password_file);
+		free(w->cluster);
+		for (k = 0; k < w->nshards; k++)
+			free(w->shards[k]);
+		free(w->shards);
 		free(w->url);
 		free(w->user);
 		if (w->throttle)
@@ -3448,6 +3517,7 @@ config_free(struct config *cfg)
 	free(cfg->log_level);
 	free(cfg->metrics_file);
 	free(cfg->report_file);
+	free(cfg->http_listen);
 	free(cfg);
 }
 

@@ -20,6 +20,7 @@
 #include "err.h"
 #include "reconcile.h"
 #include "trend.h"
+#include "sqlscan.h"
 
 struct pos {
 	int line; /* 1-based; 0 when unknown */
@@ -55,6 +56,10 @@ struct warehouse_def {
 	struct pos path_pos; /* sqlite: where its path is in that file */
 	char *url;           /* clickhouse: the HTTP interface's URL */
 	char *user;          /* clickhouse: the user, or NULL (default) */
+	char *cluster;       /* clickhouse: a remote_servers cluster, or NULL */
+	char **shards;       /* clickhouse: each shard's URL, in shard_num
+			      * order (NULL: from system.clusters) */
+	size_t nshards;
 };
 
 struct check_def {
@@ -218,6 +223,13 @@ struct config {
 	int hook_queue;         /* hooks waiting for room, at most */
 	char *metrics_file;     /* Prometheus text format, or NULL */
 	char *report_file;      /* the HTML report page, or NULL */
+	/* http_listen (docs/http.md): the read-only HTTP endpoint's
+	 * address as written (NULL: off), its numeric host and port, and
+	 * whether the host is a loopback address */
+	char *http_listen;
+	char http_host[46];
+	int http_port;
+	bool http_loopback;
 
 	struct warehouse_def *warehouses;
 	size_t nwarehouses;
@@ -260,6 +272,11 @@ const char *hook_kind_name(enum hook_kind k);
 /* Job by name, or NULL. */
 const struct job_def *config_job(const struct config *cfg, const char *name);
 int config_job_index(const struct config *cfg, const char *name);
+
+/* The SQL dialect of a job's warehouse (sqlscan.h), SQLite's when it has
+ * none. */
+enum sqlscan_dialect config_job_dialect(const struct config *cfg,
+					const struct job_def *j);
 
 /* True when this daemon shares a PostgreSQL state store with other nodes. */
 bool config_is_cluster(const struct config *cfg);

@@ -170,6 +170,9 @@ config_diff_wh(const struct warehouse_def *a, const struct warehouse_def *b,
 			       b->on_throttle, b->on_throttle_len),
 	      "on_throttle");
 	CD_IF(a->max_connections != b->max_connections, "max_connections");
+	CD_IF(config_diff_str(a->cluster, b->cluster), "cluster");
+	CD_IF(config_diff_strv(a->shards, a->nshards, b->shards, b->nshards),
+	      "shards");
 }
 
 /* The top-level settings that differ. */
@@ -201,6 +204,7 @@ config_diff_settings(const struct config *a, const struct config *b,
 	CD_IF(a->hook_queue != b->hook_queue, "hook_queue");
 	CD_IF(config_diff_str(a->metrics_file, b->metrics_file), "metrics_file");
 	CD_IF(config_diff_str(a->report_file, b->report_file), "report_file");
+	CD_IF(config_diff_str(a->http_listen, b->http_listen), "http_listen");
 #undef CD_IF
 	memcpy(d->settings, c->keys, sizeof c->keys);
 	d->nsettings = c->nkeys;

@@ -5,6 +5,28 @@
 
 #include <string.h>
 
+bool
+cutoff_fingerprinted(const struct config *cfg, const struct job_def *j)
+{
+	(void)cfg;
+	return j->sql != NULL && j->table != NULL &&
+	       j->partition_column != NULL && j->ndownstream > 0 &&
+	       j->warehouse >= 0;
+}
+
+int
+cutoff_changed_of(enum cutoff_input in)
+{
+	return in == CUTOFF_IN_SAME ? 0 : in == CUTOFF_IN_CHANGED ? 1 : -1;
+}
+
+enum cutoff_input
+cutoff_input_of_changed(int changed)
+{
+	return changed == 0 ? CUTOFF_IN_SAME :
+	       changed == 1 ? CUTOFF_IN_CHANGED : CUTOFF_IN_UNKNOWN;
+}
+
 enum cutoff_input
 cutoff_input_of(const struct cutoff_fp *before, const struct cutoff_fp *after)
 {

@@ -29,6 +29,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "config.h"
 #include "digest.h"
 
 /* A partition's fingerprint: its row count and order-independent
@@ -61,6 +62,16 @@ enum cutoff_verdict {
 
 #define CUTOFF_REASON_UNCHANGED "inputs unchanged"
 
+/* Does a run of job j read its partition's fingerprint (a SQL job with
+ * table: and partition_column: that feeds another job; on ClickHouse the
+ * live partition before publishing and the stage)?  For a command job,
+ * no: its downstream always runs. */
+bool cutoff_fingerprinted(const struct config *cfg, const struct job_def *j);
+/* The state store's form of what a run did to its partition (its
+ * manifest row's `changed`): 0 identical, 1 changed, -1 anything else;
+ * and back. */
+int cutoff_changed_of(enum cutoff_input in);
+enum cutoff_input cutoff_input_of_changed(int changed);
 /* What one input did, from its fingerprints before and after its write. */
 enum cutoff_input cutoff_input_of(const struct cutoff_fp *before,
 				  const struct cutoff_fp *after);

@@ -155,7 +155,21 @@ bool
 manifest_final(enum mstate st)
 {
 	return st == MS_SUCCEEDED || st == MS_FAILED || st == MS_CANCELLED ||
-	       st == MS_BLOCKED;
+	       st == MS_BLOCKED || st == MS_SKIPPED;
+}
+
+bool
+manifest_landed_state(enum mstate st)
+{
+	return st == MS_SUCCEEDED || st == MS_SKIPPED;
+}
+
+void
+manifest_skip(struct manifest *m, struct item *it)
+{
+	it->attempts++;
+	it->cut = CUTOFF_IN_SKIPPED;
+	manifest_set(m, it, MS_SKIPPED);
 }
 
 struct request *
@@ -208,6 +222,7 @@ manifest_item_add(struct manifest *m, struct request *rq, int64_t id,
 	snprintf(it->key, sizeof it->key, "%s", key);
 	it->seq = seq;
 	it->downstream = downstream;
+	it->cut = state == MS_SKIPPED ? CUTOFF_IN_SKIPPED : CUTOFF_IN_UNKNOWN;
 	it->state = MS_COUNT;
 	manifest_resolve(m, it);
 	manifest_set(m, it, state);

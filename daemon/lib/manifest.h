@@ -5,8 +5,8 @@
  * A request is what an operator, the clock schedule or a sensor asked
  * for; its items are the (job, partition) pairs it runs, in run order,
  * each with the items of the same request it waits for (its inputs).  An
- * item is queued, running, succeeded, failed, blocked or cancelled (enum
- * mstate).  A run is one execution in flight: one item, one batch of
+ * item is queued, running, succeeded, failed, blocked, cancelled or
+ * skipped (early cut-off, cutoff.h; enum mstate).  A run is one execution in flight: one item, one batch of
  * items of one request, or one item of each of several requests (rule 5).
  *
  * The scheduler's shell (scheduler.c and the sched_*.c files) owns a
@@ -28,6 +28,7 @@
 
 #include "calendar.h"
 #include "config.h"
+#include "cutoff.h"
 #include "mstate.h"
 
 struct request;
@@ -53,6 +54,10 @@ struct item {
 	size_t nouts, outcap;
 	struct run *run;    /* while running */
 	struct item *hnext; /* hash chain by (job, key) */
+	/* what its last successful run did to its partition (early
+	 * cut-off, cutoff.h): CUTOFF_IN_SAME, _CHANGED, _UNKNOWN, or
+	 * _SKIPPED once skipped itself */
+	enum cutoff_input cut;
 };
 
 struct request {
@@ -69,6 +74,7 @@ struct request {
 	int cap;	/* runs of it at once, 0: no cap of its own */
 	int nruns;	/* runs in flight carrying an item of it */
 	bool fail_fast; /* cancel the rest after a failure */
+	bool no_cutoff; /* rebuild the downstream regardless (cutoff.h) */
 	int64_t budget_ms; /* budget of warehouse time (budget.h), 0: none */
 	int64_t spent_ms;  /* its measured warehouse time */
 	bool over_budget;  /* stopped over budget (rule 4 of budget.h) */
@@ -153,6 +159,12 @@ void manifest_relink(struct manifest *m, struct request *rq);
 void manifest_set(struct manifest *m, struct item *it, enum mstate to);
 /* True for states an item does not leave by itself. */
 bool manifest_final(enum mstate st);
+/* True for the states an item's downstream counts as landed: succeeded,
+ * or skipped by early cut-off (its build stands). */
+bool manifest_landed_state(enum mstate st);
+/* Early cut-off skipped an item that was about to run: skipped, its
+ * partition as it was (the shell records it, then settles its outs). */
+void manifest_skip(struct manifest *m, struct item *it);
 
 /* Rule 4, see manifest.c. */
 bool manifest_settle(struct manifest *m, struct item *it);

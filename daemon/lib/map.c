@@ -12,21 +12,25 @@
 #include "xalloc.h"
 
 static const char *const map_names[MAP_NSTATES] = {
-	"not_due", "never_run", "refused", "succeeded", "stale", "failed",
+	"not_due", "never_run", "refused", "succeeded", "skipped", "marked",
+	"stale",
+	"failed",
 	"late", "blocked", "queued", "running",
 };
 static const char map_letters[MAP_NSTATES] = {
-	'.', 'n', 'X', 's', 't', 'F', 'L', 'B', 'q', 'r',
+	'.', 'n', 'X', 's', 'u', 'm', 't', 'F', 'L', 'B', 'q', 'r',
 };
 /* ANSI SGR per state: green, red, yellow, cyan, blue, magenta; dim for
- * what has not run */
+ * what has not run; a mark is a success underlined */
 static const char *const map_colours[MAP_NSTATES] = {
-	"2", "2", "31;2", "32", "33", "1;31", "1;35", "35", "34", "36",
+	"2", "2", "31;2", "32", "2;32", "32;4", "33", "1;31", "1;35", "35", "34",
+	"36",
 };
 /* The order of the legend. */
 static const enum map_state map_legend[MAP_NSTATES] = {
-	MAP_SUCCEEDED, MAP_FAILED, MAP_RUNNING, MAP_QUEUED, MAP_BLOCKED,
-	MAP_STALE, MAP_LATE, MAP_NEVER_RUN, MAP_REFUSED, MAP_NOT_DUE,
+	MAP_SUCCEEDED, MAP_SKIPPED, MAP_MARKED, MAP_FAILED, MAP_RUNNING,
+	MAP_QUEUED, MAP_BLOCKED, MAP_STALE, MAP_LATE, MAP_NEVER_RUN,
+	MAP_REFUSED, MAP_NOT_DUE,
 };
 
 const char *

@@ -7,7 +7,7 @@
  *
  * When several things are true of a partition, the strongest wins, in the
  * order of enum map_state's rank (map_raise): running, queued, blocked,
- * late, failed, stale, succeeded, refused, never_run, not_due.
+ * late, failed, stale, marked, skipped, succeeded, refused, never_run, not_due.
  */
 #ifndef BACKFILLD_MAP_H
 #define BACKFILLD_MAP_H
@@ -27,6 +27,8 @@ enum map_state {
 	MAP_NEVER_RUN,
 	MAP_REFUSED,
 	MAP_SUCCEEDED,
+	MAP_SKIPPED,  /* its newest run skipped by early cut-off: 'u' */
+	MAP_MARKED,   /* succeeded by backfillctl mark: nothing ran */
 	MAP_STALE,
 	MAP_FAILED,
 	MAP_LATE,

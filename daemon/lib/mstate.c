@@ -9,6 +9,7 @@
 
 const char *const mstate_names[MS_COUNT + 1] = {
 	"queued", "running", "succeeded", "failed", "blocked", "cancelled",
+	"skipped",
 	NULL
 };
 

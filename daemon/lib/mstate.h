@@ -16,6 +16,7 @@ enum mstate {
 	MS_FAILED,
 	MS_BLOCKED,
 	MS_CANCELLED,
+	MS_SKIPPED,   /* early cut-off: its inputs came out unchanged */
 	MS_COUNT
 };
 

@@ -80,7 +80,7 @@ pick_ready(struct manifest *m, const struct pick_gate *g, struct item *it,
 	if (it->state != MS_QUEUED || it->job < 0)
 		return false;
 	for (size_t i = 0; i < it->nins; i++)
-		if (it->ins[i]->state != MS_SUCCEEDED)
+		if (!manifest_landed_state(it->ins[i]->state))
 			return false;
 	if (it->not_before > now) {
 		if (it->not_before < *wake)

@@ -80,6 +80,12 @@ runresult_put_guard(struct buf *b, const struct runresult_guard *g)
 	runresult_put_int(b, g->has_rows_before, g->rows_before);
 	buf_addstr(b, ", \"rows_after\": ");
 	runresult_put_int(b, g->has_rows_after, g->rows_after);
+	if (g->sum_before[0] != '\0' || g->sum_after[0] != '\0') {
+		buf_addstr(b, ", \"sum_before\": ");
+		runresult_put_str(b, g->sum_before);
+		buf_addstr(b, ", \"sum_after\": ");
+		runresult_put_str(b, g->sum_after);
+	}
 	buf_addstr(b, ", \"metrics\": [");
 	for (size_t k = 0; k < nm; k++) {
 		const struct runresult_metric *m = &g->metrics[k];
@@ -660,6 +666,23 @@ rr_metric(struct rr_in *in, void *arg)
 	return rr_object(in, rr_metric_member, m);
 }
 
+/* A checksum: a string of at most RUNRESULT_SUM_MAX - 1 bytes. */
+static int
+rr_sum(struct rr_in *in, char out[RUNRESULT_SUM_MAX])
+{
+	char *s = NULL;
+
+	if (rr_string(in, &s) < 0)
+		return -1;
+	if (strlen(s) >= RUNRESULT_SUM_MAX) {
+		free(s);
+		return rr_fail(in, "checksum too long");
+	}
+	memcpy(out, s, strlen(s) + 1);
+	free(s);
+	return 0;
+}
+
 /* A member of a guard. */
 static int
 rr_guard_member(struct rr_in *in, const char *key, void *arg)
@@ -670,6 +693,10 @@ rr_guard_member(struct rr_in *in, const char *key, void *arg)
 		return rr_opt_int(in, &g->has_rows_before, &g->rows_before);
 	if (strcmp(key, "rows_after") == 0)
 		return rr_opt_int(in, &g->has_rows_after, &g->rows_after);
+	if (strcmp(key, "sum_before") == 0)
+		return rr_sum(in, g->sum_before);
+	if (strcmp(key, "sum_after") == 0)
+		return rr_sum(in, g->sum_after);
 	if (strcmp(key, "metrics") == 0)
 		return rr_array(in, rr_metric, g);
 	return rr_skip(in);

@@ -13,6 +13,7 @@
  *    "checks": [{"name": "min_rows", "passed": true,
  *                "detail": "3 rows, at least 1", "part": 0}, ...],
  *    "guards": [{"rows_before": 2, "rows_after": 3,
+ *                "sum_before": "00ab...", "sum_after": "00ab...",
  *                "metrics": [{"before": 1.5, "after": 2,
  *                             "change_pct": 33.3}, ...]}, ...]}
  *
@@ -44,6 +45,7 @@
 #define RUNRESULT_MAX_PARTS 100000
 #define RUNRESULT_MAX_METRICS 1024
 #define RUNRESULT_MAX_DEPTH 16
+#define RUNRESULT_SUM_MAX 17         /* a checksum's 16 hex digits, NUL */
 
 struct runresult_check {
 	char *name;
@@ -71,6 +73,8 @@ struct runresult_guard {
 	int64_t rows_before, rows_after;
 	struct runresult_metric *metrics;
 	size_t nmetrics;
+	/* the partition's checksums (digest.h), "" when not read */
+	char sum_before[RUNRESULT_SUM_MAX], sum_after[RUNRESULT_SUM_MAX];
 };
 
 struct runresult {

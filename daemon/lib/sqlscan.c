@@ -280,6 +280,34 @@ sqlscan_is_punct(const struct sqlscan *s, const struct sqlscan_tok *t, char c)
 	return t->kind == SQLSCAN_PUNCT && s->sql[t->off] == c;
 }
 
+bool
+sqlscan_statement(const char *sql, enum sqlscan_dialect dialect, int n,
+		  size_t *off, size_t *len, int *line)
+{
+	struct sqlscan s;
+	struct sqlscan_tok t;
+	int k = 0;
+	bool open = false;
+
+	sqlscan_init(&s, sql, dialect);
+	while (sqlscan_next_solid(&s, &t) != SQLSCAN_END) {
+		if (sqlscan_is_punct(&s, &t, ';')) {
+			if (open && k == n)
+				return true;
+			open = false;
+			continue;
+		}
+		if (!open) {
+			open = true;
+			k++;
+			*off = t.off;
+			*line = t.line;
+		}
+		*len = t.off + t.len - *off;
+	}
+	return open && k == n;
+}
+
 /* ---- the wall-clock guard ---------------------------------------------- */
 
 /* A word among the NULL-terminated list, or NULL. */

@@ -75,6 +75,12 @@ void sqlscan_init(struct sqlscan *s, const char *sql,
 enum sqlscan_kind sqlscan_next(struct sqlscan *s, struct sqlscan_tok *t);
 /* The next token that is not blank or a comment. */
 enum sqlscan_kind sqlscan_next_solid(struct sqlscan *s, struct sqlscan_tok *t);
+/* Statement n (from 1) of a script, statements ending at ';' and blank
+ * ones not counted (as the drivers number them in "statement N
+ * failed"): its first and last solid byte in *off and *len, and the line
+ * of its first byte.  False when the script has fewer. */
+bool sqlscan_statement(const char *sql, enum sqlscan_dialect dialect, int n,
+		       size_t *off, size_t *len, int *line);
 /* True when the token is the word `w` (any case). */
 bool sqlscan_is_word(const struct sqlscan *s, const struct sqlscan_tok *t,
 		     const char *w);

@@ -38,6 +38,7 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdatomic.h>
 #include <stdint.h>
 #include <uv.h>
 
@@ -62,6 +63,12 @@ struct cluster_opts {
 	const char *node;          /* this node's name */
 	int64_t lease_s;
 	const char *config_hash;   /* config->cluster_hash */
+	/* Or NULL.  After each heartbeat that found this node alive: until
+	 * when (CLOCK_MONOTONIC ms) it cannot have been declared dead, less a
+	 * third of the lease (the send time of the heartbeat plus two thirds
+	 * of the lease); 1 once it was declared dead.  Any thread reads it:
+	 * the ClickHouse publish is fenced by it (exec_fence_clock). */
+	_Atomic int64_t *alive_until;
 };
 
 /* One run on offer, as the planner describes it. */

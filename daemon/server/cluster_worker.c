@@ -322,6 +322,20 @@ cworker_start_own(struct cworker *w)
 		cworker_kick(w); /* the pump shuts once none is left */
 }
 
+/* Record which node ran a run: its command log is there (logs). */
+static void
+cworker_ran_on(struct cworker *w, int64_t run_id, const char *node)
+{
+	struct err err;
+
+	if (node == NULL || node[0] == '\0')
+		return;
+	if (store_defer(w->store, &err) < 0 ||
+	    store_run_node(w->store, run_id, node, &err) < 0)
+		log_warn("run=%" PRId64 ": cannot record that node %s ran it:"
+			 " %s", run_id, node, err.msg);
+}
+
 /* An own run ended: its result to the scheduler's run, as a worker's
  * result would come (cworker_finish_of, then cworker_result). */
 static void
@@ -330,6 +344,7 @@ cworker_own_result(struct cworker *w, struct local *l)
 	struct exec_run *run = l->direct;
 	char *text = cworker_encode(&l->run);
 
+	cworker_ran_on(w, run->run_id, sched_config(w->sched)->node);
 	cworker_decode(text, run);
 	free(text);
 	run->failed = l->run.failed || l->run.cancelled;
@@ -624,6 +639,10 @@ cworker_decode_guards(const struct runresult *rr, struct exec_run *run)
 		eg->rows_before = g->rows_before;
 		eg->has_rows_after = g->has_rows_after;
 		eg->rows_after = g->rows_after;
+		snprintf(eg->sum_before, sizeof eg->sum_before, "%s",
+			 g->sum_before);
+		snprintf(eg->sum_after, sizeof eg->sum_after, "%s",
+			 g->sum_after);
 		eg->metrics = xcalloc(j->nmetrics + 1, sizeof *eg->metrics);
 		for (size_t k = 0; k < j->nmetrics; k++) {
 			struct exec_metric_result *m = &eg->metrics[k];
@@ -698,6 +717,7 @@ cworker_result(struct cworker *w, const struct cluster_work *x)
 		return;
 	}
 	cworker_drop_cancel(w, run);
+	cworker_ran_on(w, x->id, x->claimed_by);
 	cworker_decode(x->result, run);
 	run->failed = x->failed;
 	if (x->error != NULL)
@@ -874,6 +894,10 @@ cworker_encode(const struct exec_run *run)
 		rr.guards[p].rows_before = g->rows_before;
 		rr.guards[p].has_rows_after = g->has_rows_after;
 		rr.guards[p].rows_after = g->rows_after;
+		snprintf(rr.guards[p].sum_before, sizeof rr.guards[p].sum_before,
+			 "%s", g->sum_before);
+		snprintf(rr.guards[p].sum_after, sizeof rr.guards[p].sum_after,
+			 "%s", g->sum_after);
 		rr.guards[p].metrics = &ms[p * nm];
 		rr.guards[p].nmetrics = nm;
 		for (size_t k = 0; k < nm; k++) {
@@ -1359,7 +1383,8 @@ cworker_open(const struct cworker_opts *o, struct cworker **out,
 	struct cworker *w = xcalloc(1, sizeof *w);
 	struct config *cfg = sched_config(o->sched);
 	struct cluster_opts co = {cfg->state_conninfo, cfg->state_password_file,
-		cfg->node, cfg->lease, cfg->cluster_hash};
+		cfg->node, cfg->lease, cfg->cluster_hash,
+		exec_fence_clock(o->exec)};
 	struct cluster_cbs cbs = {cworker_role_cb, cworker_work_cb,
 		cworker_collect, cworker_mail_cb, cworker_fenced_cb, cworker_db_cb,
 		cworker_cancel_cb, cworker_log_cb, w};

@@ -430,8 +430,9 @@ progress_fields(struct buf *f, const struct sched_progress *p)
 {
 	proto_add_int(f, "total", p->total);
 	proto_add_int(f, "done", p->succeeded + p->failed + p->blocked +
-		      p->cancelled);
+		      p->cancelled + p->skipped);
 	proto_add_int(f, "succeeded", p->succeeded);
+	proto_add_int(f, "skipped", p->skipped);
 	proto_add_int(f, "failed", p->failed);
 	proto_add_int(f, "blocked", p->blocked);
 	proto_add_int(f, "cancelled", p->cancelled);
@@ -628,6 +629,26 @@ client_stream_wake(void *data)
 
 static bool control_peer_may_change(struct control *c, int fd);
 
+/* The peer's user, for what is recorded with its name (mark): its login
+ * name, or "uid N" when it has none; "unknown" without credentials. */
+static void
+control_peer_name(int fd, char *out, size_t size)
+{
+	struct ucred cred;
+	socklen_t len = sizeof cred;
+	struct passwd *pw;
+
+	if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &len) < 0) {
+		snprintf(out, size, "unknown");
+		return;
+	}
+	pw = getpwuid(cred.uid);
+	if (pw != NULL && pw->pw_name != NULL && pw->pw_name[0] != '\0')
+		snprintf(out, size, "%s", pw->pw_name);
+	else
+		snprintf(out, size, "uid %u", (unsigned)cred.uid);
+}
+
 /* Answer one request (from_memory: cmd_ctx's, or NULL). */
 static void
 client_handle_here(struct client *cl, const struct proto_msg *req,
@@ -642,12 +663,16 @@ client_handle_here(struct client *cl, const struct proto_msg *req,
 	};
 	struct cmd_stream *stream;
 	uv_os_fd_t fd;
+	char peer[128];
 
 	/* rights are the peer's now, per request: a group membership taken
 	 * away while a connection stays open takes its rights with it */
-	if (uv_fileno((uv_handle_t *)&cl->pipe, &fd) == 0)
+	if (uv_fileno((uv_handle_t *)&cl->pipe, &fd) == 0) {
 		ctx.may_change = cl->may_change =
 			control_peer_may_change(cl->c, fd);
+		control_peer_name(fd, peer, sizeof peer);
+		ctx.peer = peer;
+	}
 	if (req->type != PROTO_REQUEST) {
 		/* a protocol violation, like a bad frame: answer and close */
 		client_error(cl, EXIT_BAD_INPUT, "a client sends REQUEST frames"
@@ -718,8 +743,9 @@ client_forwards(struct client *cl, const struct proto_msg *req)
 	if (!st.db_ok && strcmp(cmd, "status") == 0)
 		return false;
 	/* served here: runs reads the shared store; reload reads this
-	 * node's own configuration */
-	return strcmp(cmd, "runs") != 0 && strcmp(cmd, "reload") != 0;
+	 * node's own configuration; logs this node's log folder */
+	return strcmp(cmd, "runs") != 0 && strcmp(cmd, "reload") != 0 &&
+	    strcmp(cmd, "logs") != 0;
 }
 
 static void client_forward_again_cb(uv_timer_t *t);
@@ -895,7 +921,7 @@ static void
 client_forward(struct client *cl, const struct proto_msg *req,
 	       const char *raw, size_t len)
 {
-	uv_os_fd_t fd;
+	uv_os_fd_t fd = -1;
 
 	if (uv_fileno((uv_handle_t *)&cl->pipe, &fd) == 0)
 		cl->may_change = control_peer_may_change(cl->c, fd);
@@ -918,6 +944,27 @@ client_forward(struct client *cl, const struct proto_msg *req,
 		cl->fwd_status_len = len;
 	}
 	cl->fwd_ms = client_forward_ms(cl, req);
+	if (cmd_request_mutates(req)) {
+		/* the planner records the peer's name (mark): this node
+		 * says who it is, over any peer= the client sent */
+		struct buf f;
+		char peer[128];
+
+		control_peer_name(fd, peer, sizeof peer);
+		buf_init(&f);
+		proto_begin(&f, PROTO_REQUEST);
+		for (size_t i = 0; i < req->nfields; i++)
+			if (strcmp(req->fields[i].key, "peer") != 0)
+				proto_add_n(&f, req->fields[i].key,
+					    req->fields[i].value,
+					    req->fields[i].value_len);
+		proto_addf(&f, "peer", "%s@%s", peer,
+			   sched_config(cl->c->sched)->node);
+		proto_end(&f);
+		client_forward_send(cl, f.data, f.len);
+		buf_free(&f);
+		return;
+	}
 	client_forward_send(cl, raw, len);
 }
 
@@ -1575,7 +1622,8 @@ control_mail_one(struct control *c, const struct cluster_mail *m,
 {
 	struct cmd_ctx ctx = {.sched = c->sched, .reload = c->reload,
 		.reload_data = c->reload_data, .may_change = true,
-		.cluster_drv = c->drv, .cluster = c->cluster};
+		.cluster_drv = c->drv, .cluster = c->cluster,
+		.peer = proto_get(req, "peer")};
 	struct cmd_stream *stream;
 	struct sched_progress p;
 	struct err err;

@@ -57,6 +57,7 @@
 #include "clock.h"
 #include "clock_ms.h"
 #include "exec.h"
+#include "exec_int.h"
 #include "chsql.h"
 #include "guard.h"
 #include "module.h"
@@ -65,6 +66,7 @@
 #include "severity.h"
 #include "wake.h"
 #include "wh.h"
+#include "xalloc.h"
 
 
 
@@ -88,6 +90,7 @@ struct exec_flight {
 	enum exec_state state;
 	struct exec_worker *worker;  /* while EXEC_RUNNING */
 	struct exec_flight *qnext;      /* queue or done list */
+	struct exec_flight *rnext, *rprev; /* running (ex->rhead) */
 	struct exec_flight *snext;      /* started list */
 	bool on_slist;
 
@@ -99,6 +102,8 @@ struct exec_flight {
 	bool spawned;
 	bool exited;
 	char log_path[PATH_MAX];
+
+	bool staged;                 /* published, stages kept (exec_wap.c) */
 
 	/* worker thread only: each reconcile's source value of each part,
 	 * [part * job->nreconciles + k], read before the transaction */
@@ -127,11 +132,36 @@ struct exec_conncache {
 		int64_t request;
 	} pruned[EXEC_PRUNED];
 	unsigned npruned;   /* pairs noted so far (next slot: % EXEC_PRUNED) */
+	/* ClickHouse: the jobs whose partition key passed exec_wap_key on
+	 * this connection, as "job table column grain" (exec_conn_wap) */
+	char **wap_checked;
+	size_t nwap_checked;
+};
+
+/*
+ * Stages to drop (ClickHouse, exec_wap.c rule 2): the partitions a
+ * recorded run published, or, at start, a sweep of the marks no open
+ * request names.  Kept on the loop thread (ex->phead) until the caller
+ * has committed the run's record (exec_release_stages), then queued for
+ * the workers (ex->uhead), which take them before runs.  A partition of
+ * a run queued or running then is skipped (that run clears it first, and
+ * its own record releases it), and a run of a partition being dropped
+ * waits for the drop (ex->ubusy): a drop never meets a run's own stage.
+ */
+struct exec_unstage {
+	struct exec_unstage *next;
+	struct config *cfg;          /* a reference */
+	const struct job_def *job;   /* inside cfg */
+	struct exec_part *parts;     /* NULL for a sweep */
+	size_t nparts;
+	int64_t *keep;               /* a sweep: the open requests */
+	size_t nkeep;
 };
 
 struct exec_worker {
 	struct exec *ex;
 	uv_thread_t tid;
+	struct exec_flight *taken;   /* ex->lock: the run it runs */
 	uv_mutex_t lock;           /* current and conn, for interrupts */
 	struct exec_flight *current;
 	struct wh_conn *conn;
@@ -151,6 +181,9 @@ struct exec {
 	struct exec_flight *qhead, *qtail; /* queued SQL runs */
 	struct exec_flight *dhead, *dtail; /* finished by a worker */
 	struct exec_flight *shead, *stail; /* started, not yet told */
+	struct exec_unstage *uhead, *utail; /* stages to drop now */
+	struct exec_unstage *ubusy;        /* ... being dropped */
+	struct exec_flight *rhead;         /* taken by a worker */
 	bool quit;
 
 	/* open warehouse connections over all workers, by warehouse name
@@ -168,6 +201,8 @@ struct exec {
 	struct exec_worker **workers;
 	int nworkers;
 	struct exec_flight *all;
+	struct exec_unstage *phead;        /* loop: waiting for the record */
+	_Atomic int64_t alive_until;       /* several hosts (exec_fence_clock) */
 	int nrunning;
 	bool closing;
 	bool close_done;
@@ -232,14 +267,14 @@ exec_fail(struct exec_run *run, const char *fmt, ...)
 }
 
 /* True once someone asked the run to stop. */
-static bool
+bool
 exec_stopping(struct exec_flight *fl)
 {
 	return atomic_load(&fl->stop) != EXEC_STOP_NONE;
 }
 
 /* exec_stopping, with err saying so. */
-static bool
+bool
 exec_interrupted(struct exec_flight *fl, struct err *err)
 {
 	if (!exec_stopping(fl))
@@ -327,7 +362,7 @@ exec_no_driver(enum wh_kind kind)
 }
 
 /* The driver for a kind of warehouse, or NULL when not built in. */
-static const struct wh_driver *
+const struct wh_driver *
 exec_driver(enum wh_kind kind)
 {
 	switch (kind) {
@@ -424,6 +459,67 @@ exec_warehouse_state(struct exec *ex, const char *name, char *error,
 
 static void exec_conn_drop(struct exec_worker *w, struct wh_conn *conn);
 
+/* Forget `key` among cc's checked jobs, or every one when key is NULL. */
+static void
+exec_conn_wap_forget(struct exec_conncache *cc, const char *key)
+{
+	size_t i = 0;
+
+	while (i < cc->nwap_checked) {
+		if (key == NULL || strcmp(cc->wap_checked[i], key) == 0) {
+			free(cc->wap_checked[i]);
+			cc->wap_checked[i] = cc->wap_checked[--cc->nwap_checked];
+		} else {
+			i++;
+		}
+	}
+	if (cc->nwap_checked == 0) {
+		free(cc->wap_checked);
+		cc->wap_checked = NULL;
+	}
+}
+
+/*
+ * Has job jd's partition key passed exec_wap_key on conn before (op 0)?
+ * Op 1 records that it has, op -1 forgets it (a run of jd failed: the
+ * next one checks again).  The key is checked at start and at every
+ * reload too; this spares each run of a backfill its system.tables
+ * round trip.  At most EXEC_WAP_CHECKED_MAX jobs a connection.
+ */
+#define EXEC_WAP_CHECKED_MAX 256
+static bool
+exec_conn_wap(struct exec_worker *w, struct wh_conn *conn,
+	      const struct job_def *jd, int op)
+{
+	struct exec_conncache *cc = NULL;
+	char *key;
+	bool found = false;
+
+	for (size_t i = 0; i < w->ncache && cc == NULL; i++)
+		if (w->cache[i].conn == conn)
+			cc = &w->cache[i];
+	if (cc == NULL)
+		return false;
+	key = exec_xasprintf("%s %s %s %s", jd->name, jd->table,
+			     jd->partition_column, grain_name(jd->grain));
+	for (size_t i = 0; i < cc->nwap_checked && !found; i++)
+		found = strcmp(cc->wap_checked[i], key) == 0;
+	if (op == -1 && found)
+		exec_conn_wap_forget(cc, key);
+	if (op == 1 && !found) {
+		if (cc->nwap_checked >= EXEC_WAP_CHECKED_MAX)
+			exec_conn_wap_forget(cc, NULL);
+		cc->wap_checked = realloc(cc->wap_checked,
+		    (cc->nwap_checked + 1) * sizeof *cc->wap_checked);
+		if (cc->wap_checked == NULL)
+			abort();
+		cc->wap_checked[cc->nwap_checked++] = key;
+		return true;
+	}
+	free(key);
+	return found;
+}
+
 /* The worker's open connection to wh, opening one if needed. */
 static struct wh_conn *
 exec_conn_get(struct exec_worker *w, const struct warehouse_def *wh,
@@ -492,6 +588,8 @@ exec_conn_get(struct exec_worker *w, const struct warehouse_def *wh,
 	cc->commits_ready = false;
 	memset(cc->pruned, 0, sizeof cc->pruned);
 	cc->npruned = 0;
+	cc->wap_checked = NULL;
+	cc->nwap_checked = 0;
 	return conn;
 }
 
@@ -510,6 +608,7 @@ exec_conn_drop(struct exec_worker *w, struct wh_conn *conn)
 		free(w->cache[i].where);
 		for (size_t k = 0; k < EXEC_PRUNED; k++)
 			free(w->cache[i].pruned[k].job);
+		exec_conn_wap_forget(&w->cache[i], NULL);
 		w->cache[i] = w->cache[--w->ncache];
 		return;
 	}
@@ -683,7 +782,7 @@ exec_value_true(const char *v)
  * (SQL error, interrupt) stops there.  Returns 0 when all passed, -1 when
  * one failed, -2 when one could not run.
  */
-static int
+int
 exec_checks(struct exec_flight *fl, struct wh_conn *conn, size_t i,
 	    const struct wh_param *params, size_t nparams, struct err *err)
 {
@@ -765,8 +864,6 @@ exec_watchdog_main(void *arg)
 	uv_mutex_unlock(&wd->lock);
 }
 
-static void exec_part_params(const struct exec_part *p,
-			     struct wh_param params[3]);
 
 /*
  * Before the run's transaction: every reconcile's source query for every
@@ -930,7 +1027,7 @@ exec_reconciles(struct exec_flight *fl, struct wh_conn *conn, size_t i,
 }
 
 /* Fill params with part i's :partition, :partition_start, :partition_end. */
-static void
+void
 exec_part_params(const struct exec_part *p, struct wh_param params[3])
 {
 	params[0].name = "partition";
@@ -942,7 +1039,7 @@ exec_part_params(const struct exec_part *p, struct wh_param params[3])
 }
 
 /* Begin the run's transaction on conn. */
-static int
+int
 exec_begin(struct wh_conn *conn, struct err *err)
 {
 	if (conn->drv->begin(conn, err) == -1) {
@@ -1204,384 +1301,42 @@ exec_sql_query(struct exec_flight *fl, struct wh_conn *conn, struct err *err)
 	return 0;
 }
 
-/* ---- write-audit-publish (ClickHouse; docs/clickhouse.md) ----------- */
-
-/* The target's partition key must make one of its partitions one of the
- * job's (chsql_key_matches); the table must exist. */
-static int
-exec_wap_key(struct wh_conn *conn, const struct job_def *jd, struct err *err)
+struct exec_run *
+exec_flight_run(struct exec_flight *fl)
 {
-	char sql[256], want[300];
-	bool has_row;
-	char *key = NULL;
+	return fl->run;
+}
 
-	snprintf(sql, sizeof sql, "SELECT partition_key FROM system.tables"
-		 " WHERE database = currentDatabase() AND name = '%s'",
-		 jd->table); /* a plain name (config.c) */
-	if (conn->drv->query_value(conn, sql, NULL, 0, &has_row, &key,
-				   err) == -1) {
-		err_prefix(err, "reading the partition key of %s", jd->table);
-		return -1;
-	}
-	if (!has_row || key == NULL) {
-		free(key);
-		return err_set(err, EXIT_BAD_INPUT, "%s:%d:%d: job \"%s\": table"
-			       " %s does not exist in the warehouse's database",
-			       jd->file, jd->pos.line, jd->pos.col, jd->name,
-			       jd->table);
-	}
-	if (!chsql_key_matches(key, jd->partition_column, jd->grain, want,
-			       sizeof want)) {
-		err_set(err, EXIT_BAD_INPUT, "%s:%d:%d: job \"%s\": table %s is"
-			" partitioned by %s, which is not the job's %s grain:"
-			" partition it by %s", jd->file, jd->pos.line,
-			jd->pos.col, jd->name, jd->table, key[0] ? key :
-			"nothing", grain_name(jd->grain), want);
-		free(key);
-		return -1;
-	}
-	free(key);
-	return 0;
+_Atomic int64_t *
+exec_fence_clock(struct exec *ex)
+{
+	return &ex->alive_until;
 }
 
 int
-exec_check_partition_keys(const struct config *cfg, struct err *err)
+exec_fence_check(struct exec_flight *fl, const char *when, struct err *err)
 {
-	const struct wh_driver *drv;
-	struct wh_conn **conns;
-	bool *tried, any = false;
-	int rc = 0;
+	int64_t until = atomic_load(&fl->ex->alive_until);
 
-	for (size_t w = 0; w < cfg->nwarehouses; w++)
-		any |= cfg->warehouses[w].kind == WH_CLICKHOUSE;
-	/* no module loaded for a configuration without ClickHouse */
-	if (!any || (drv = exec_driver(WH_CLICKHOUSE)) == NULL)
+	/* 0: one host, or no heartbeat yet (no run is claimed before one) */
+	if (until == 0 || clock_ms(CLOCK_MONOTONIC) < until)
 		return 0;
-	conns = exec_xcalloc(cfg->nwarehouses + 1, sizeof *conns);
-	tried = exec_xcalloc(cfg->nwarehouses + 1, sizeof *tried);
-	for (size_t i = 0; i < cfg->njobs && rc == 0; i++) {
-		const struct job_def *jd = &cfg->jobs[i];
-		int w = jd->warehouse;
-		struct err e;
-
-		if (w < 0 || cfg->warehouses[w].kind != WH_CLICKHOUSE)
-			continue;
-		if (!tried[w]) {
-			tried[w] = true;
-			/* unreachable now: its runs say so when they run */
-			if (drv->open(&cfg->warehouses[w], &conns[w], &e) == -1)
-				conns[w] = NULL;
-		}
-		if (conns[w] == NULL)
-			continue;
-		err_clear(&e);
-		if (exec_wap_key(conns[w], jd, &e) == -1 &&
-		    e.code == EXIT_BAD_INPUT) {
-			*err = e;
-			rc = -1;
-		}
-	}
-	for (size_t w = 0; w < cfg->nwarehouses; w++)
-		if (conns[w] != NULL)
-			drv->close(conns[w]);
-	free(conns);
-	free(tried);
-	return rc;
+	return err_set(err, EXIT_WORK_FAILED, "%s: this node's lease could"
+		       " have run out (paused or cut off past it), so another"
+		       " node may have taken the partition over; it is run"
+		       " again there", when);
 }
 
-/* One statement of the sequence, naming the step when it fails. */
-static int
-exec_wap_step(struct exec_flight *fl, struct wh_conn *conn, const char *what,
-	      const char *sql, const struct wh_param *params, size_t nparams,
-	      struct err *err)
+const atomic_int *
+exec_flight_stop(struct exec_flight *fl)
 {
-	if (exec_interrupted(fl, err))
-		return -1;
-	if (conn->drv->exec_script(conn, sql, params, nparams, err) == -1) {
-		if (strcmp(err->msg, "interrupted") != 0)
-			err_prefix(err, "%s", what);
-		return -1;
-	}
-	return 0;
+	return &fl->stop;
 }
 
-/* Drop part's stage partition: after its publish, or after a failure
- * (so that no stage rows are left behind); best effort, not once the run
- * is being stopped (the next run of the partition clears it first). */
-static void
-exec_wap_unstage(struct exec_flight *fl, struct wh_conn *conn,
-		 const char *stage, const struct wh_param *params)
+void
+exec_flight_set_staged(struct exec_flight *fl)
 {
-	struct err e;
-	char *sql;
-
-	if (exec_stopping(fl))
-		return;
-	sql = exec_xasprintf("ALTER TABLE `%s` DROP PARTITION :partition",
-			     stage);
-	(void)conn->drv->exec_script(conn, sql, params, 1, &e);
-	free(sql);
-}
-
-static int exec_wap_audit(struct exec_flight *fl, struct wh_conn *conn,
-			  size_t i, const struct wh_param *params,
-			  const char *stage, struct err *err);
-
-/* Steps 3 to 7 of docs/clickhouse.md for part i: clear the stage
- * partition, fill it, audit it, refuse it empty, publish it. */
-static int
-exec_wap_part(struct exec_flight *fl, struct wh_conn *conn, size_t i,
-	      const struct wh_param *params, const char *stage,
-	      struct err *err)
-{
-	const struct job_def *jd = fl->run->job;
-	char *sql;
-	int rc;
-
-	sql = exec_xasprintf("ALTER TABLE `%s` DROP PARTITION :partition",
-			     stage);
-	rc = exec_wap_step(fl, conn, "clearing the stage partition", sql,
-			   params, 1, err);
-	free(sql);
-	if (rc == -1)
-		return -1;
-	sql = exec_xasprintf("INSERT INTO `%s` %s", stage, jd->sql);
-	rc = exec_wap_step(fl, conn, "filling the stage", sql, params, 4, err);
-	free(sql);
-	if (rc == -1)
-		return -1;
-	if (exec_wap_audit(fl, conn, i, params, stage, err) == -1)
-		return -1;
-	sql = exec_xasprintf("ALTER TABLE `%s` REPLACE PARTITION :partition"
-			     " FROM `%s`", jd->table, stage);
-	rc = exec_wap_step(fl, conn, "publishing", sql, params, 1, err);
-	free(sql);
-	return rc;
-}
-
-/* Part i's audit in the stage: checks, guardrails, the empty refusal. */
-static int
-exec_wap_audit(struct exec_flight *fl, struct wh_conn *conn, size_t i,
-	       const struct wh_param *params, const char *stage,
-	       struct err *err)
-{
-	struct exec_run *run = fl->run;
-
-	if (exec_checks(fl, conn, i, params, 4, err) != 0)
-		return -1;
-	if (guard_after_in(run, conn, i, params, 3, true, stage, err) !=
-	    GUARD_PASSED)
-		return -1;
-	if (run->guards[i].rows_after == 0 && !run->job->allow_empty)
-		return err_set(err, EXIT_WORK_FAILED, "refused: the stage"
-			       " partition of %s is empty, and publishing it"
-			       " would empty the live partition; set"
-			       " allow_empty: true to allow it",
-			       run->parts[i].key);
-	return 0;
-}
-
-/* Params of part i with :stage. */
-static void
-exec_wap_params(const struct exec_run *run, size_t i, const char *stage,
-		struct wh_param params[4])
-{
-	exec_part_params(&run->parts[i], params);
-	params[3].name = "stage";
-	params[3].value = stage;
-}
-
-/* A batch on ClickHouse: every stage partition cleared, one fill for the
- * batch's interval, every partition audited, then each published. */
-static int
-exec_wap_batch(struct exec_flight *fl, struct wh_conn *conn, const char *stage,
-	       struct err *err)
-{
-	struct exec_run *run = fl->run;
-	struct wh_param params[4], span[3];
-	const char *lo = run->parts[0].start, *hi = run->parts[0].end;
-	int64_t published = 0;
-	char *sql;
-	size_t i;
-	int rc = 0;
-
-	for (i = 0; i < run->nparts && rc == 0; i++) {
-		exec_wap_params(run, i, stage, params);
-		if (strcmp(run->parts[i].start, lo) < 0)
-			lo = run->parts[i].start;
-		if (strcmp(run->parts[i].end, hi) > 0)
-			hi = run->parts[i].end;
-		if (exec_interrupted(fl, err) ||
-		    guard_before(run, conn, i, params, 3, err) == -1)
-			return -1;
-		sql = exec_xasprintf("ALTER TABLE `%s` DROP PARTITION :partition",
-				     stage);
-		rc = exec_wap_step(fl, conn, "clearing the stage partition", sql,
-				   params, 1, err);
-		free(sql);
-	}
-	/* the whole batch's interval; :partition is deliberately not bound */
-	span[0].name = "partition_start";
-	span[0].value = lo;
-	span[1].name = "partition_end";
-	span[1].value = hi;
-	span[2].name = "stage";
-	span[2].value = stage;
-	if (rc == 0) {
-		sql = exec_xasprintf("INSERT INTO `%s` %s", stage, run->job->sql);
-		rc = exec_wap_step(fl, conn, "filling the stage", sql, span, 3,
-				   err);
-		free(sql);
-	}
-	for (i = 0; i < run->nparts && rc == 0; i++) {
-		exec_wap_params(run, i, stage, params);
-		rc = exec_wap_audit(fl, conn, i, params, stage, err);
-	}
-	for (i = 0; i < run->nparts && rc == 0; i++) {
-		exec_wap_params(run, i, stage, params);
-		sql = exec_xasprintf("ALTER TABLE `%s` REPLACE PARTITION"
-				     " :partition FROM `%s`", run->job->table,
-				     stage);
-		rc = exec_wap_step(fl, conn, "publishing", sql, params, 1, err);
-		free(sql);
-		if (rc == 0)
-			published += run->guards[i].rows_after;
-	}
-	for (i = 0; i < run->nparts; i++) {
-		exec_wap_params(run, i, stage, params);
-		exec_wap_unstage(fl, conn, stage, params);
-	}
-	run->rows_changed = published;
-	return rc;
-}
-
-/*
- * A run on ClickHouse: for each partition, the stage partition cleared,
- * filled by INSERT INTO stage + the job's SELECT, audited there (checks
- * with :stage, guardrails before from the live table and after from the
- * stage, an empty stage refused unless allow_empty), then published by
- * one REPLACE PARTITION and the stage partition dropped.  Nothing is
- * published for a partition whose step or check failed.
- */
-static int
-exec_sql_wap(struct exec_flight *fl, struct wh_conn *conn, struct err *err)
-{
-	struct exec_run *run = fl->run;
-	const struct job_def *jd = run->job;
-	char stage[CHSQL_IDENT_MAX + 32], *sql;
-	struct wh_param params[4];
-	int64_t published = 0;
-	int rc = 0;
-
-	chsql_stage_name(jd->table, stage, sizeof stage);
-	if (exec_begin(conn, err) == -1 || exec_wap_key(conn, jd, err) == -1)
-		return -1;
-	sql = exec_xasprintf("CREATE TABLE IF NOT EXISTS `%s` AS `%s`", stage,
-			     jd->table);
-	rc = exec_wap_step(fl, conn, "creating the stage table", sql, NULL, 0,
-			   err);
-	free(sql);
-	if (rc == -1)
-		return -1;
-	run->checks = exec_xcalloc((jd->nchecks + 2 + 2 * jd->nmetrics) *
-				   run->nparts, sizeof *run->checks);
-	if (jd->batch)
-		return exec_wap_batch(fl, conn, stage, err);
-	for (size_t i = 0; i < run->nparts; i++) {
-		exec_part_params(&run->parts[i], params);
-		params[3].name = "stage";
-		params[3].value = stage;
-		if (exec_interrupted(fl, err) ||
-		    guard_before(run, conn, i, params, 3, err) == -1)
-			return -1;
-		if (exec_wap_part(fl, conn, i, params, stage, err) == -1) {
-			exec_wap_unstage(fl, conn, stage, params);
-			return -1;
-		}
-		published += run->guards[i].rows_after;
-		exec_wap_unstage(fl, conn, stage, params);
-	}
-	run->rows_changed = published;
-	return 0;
-}
-
-/* A partition's rows and order-independent checksum (the sum, modulo
- * 2^64, of a 64-bit hash of each row) in `table`. */
-static int
-exec_wap_digest(struct wh_conn *conn, const char *table, const char *column,
-		const struct wh_param *params, int64_t *rows, char *sum,
-		size_t sumsz, struct err *err)
-{
-	char *sql, *v = NULL, *end;
-	bool has_row;
-	int rc;
-
-	sql = exec_xasprintf("SELECT toString(count()) || ' ' ||"
-			     " toString(sum(cityHash64(*))) FROM `%s` WHERE `%s`"
-			     " = :partition", table, column);
-	rc = conn->drv->query_value(conn, sql, params, 1, &has_row, &v, err);
-	free(sql);
-	if (rc == -1)
-		return -1;
-	if (!has_row || v == NULL || (*rows = strtoll(v, &end, 10), *end != ' ')) {
-		free(v);
-		return err_set(err, EXIT_WORK_FAILED, "reading partition %s of %s:"
-			       " no count", params[0].value, table);
-	}
-	snprintf(sum, sumsz, "%s", end + 1);
-	free(v);
-	return 0;
-}
-
-/* A proof (--verify) on ClickHouse: the live partition read, then the
- * stage filled twice from the job's SELECT and read after each fill; the
- * stage partition dropped, nothing published. */
-static int
-exec_sql_wap_verify(struct exec_flight *fl, struct wh_conn *conn,
-		    struct err *err)
-{
-	struct exec_run *run = fl->run;
-	const struct job_def *jd = run->job;
-	char stage[CHSQL_IDENT_MAX + 32], *sql;
-	struct wh_param params[4];
-	int rc = 0;
-
-	chsql_stage_name(jd->table, stage, sizeof stage);
-	exec_part_params(&run->parts[0], params);
-	params[3].name = "stage";
-	params[3].value = stage;
-	if (exec_begin(conn, err) == -1 || exec_wap_key(conn, jd, err) == -1)
-		return -1;
-	sql = exec_xasprintf("CREATE TABLE IF NOT EXISTS `%s` AS `%s`", stage,
-			     jd->table);
-	rc = exec_wap_step(fl, conn, "creating the stage table", sql, NULL, 0,
-			   err);
-	free(sql);
-	if (rc == -1 || exec_wap_digest(conn, jd->table, jd->partition_column,
-	    params, &run->verify_rows[0], run->verify_sum[0],
-	    sizeof run->verify_sum[0], err) == -1)
-		return -1;
-	for (int k = 1; k < 3 && rc == 0; k++) {
-		sql = exec_xasprintf("ALTER TABLE `%s` DROP PARTITION :partition",
-				     stage);
-		rc = exec_wap_step(fl, conn, "clearing the stage partition", sql,
-				   params, 1, err);
-		free(sql);
-		if (rc == 0) {
-			sql = exec_xasprintf("INSERT INTO `%s` %s", stage, jd->sql);
-			rc = exec_wap_step(fl, conn, "filling the stage", sql,
-					   params, 4, err);
-			free(sql);
-		}
-		if (rc == 0)
-			rc = exec_wap_digest(conn, stage, jd->partition_column,
-			    params, &run->verify_rows[k], run->verify_sum[k],
-			    sizeof run->verify_sum[k], err);
-		if (rc == -1)
-			err_prefix(err, "run %d of 2", k);
-	}
-	exec_wap_unstage(fl, conn, stage, params);
-	return rc;
+	fl->staged = true;
 }
 
 /* One SQL run on worker w. */
@@ -1632,9 +1387,14 @@ exec_sql_run(struct exec_worker *w, struct exec_flight *fl)
 		conn->drv->tag(conn, run->run_id);
 	if (run->query_sql != NULL)
 		rc = exec_sql_query(fl, conn, &err);
-	else if (wh->kind == WH_CLICKHOUSE)
-		rc = run->verify ? exec_sql_wap_verify(fl, conn, &err) :
-			exec_sql_wap(fl, conn, &err);
+	else if (wh->kind == WH_CLICKHOUSE && run->verify)
+		rc = exec_sql_wap_verify(fl, conn, &err);
+	else if (wh->kind == WH_CLICKHOUSE) {
+		rc = exec_sql_wap(fl, conn, exec_conn_wap(w, conn, run->job, 0),
+				  &err);
+		/* checked once a connection; again after a failed run */
+		exec_conn_wap(w, conn, run->job, rc == 0 ? 1 : -1);
+	}
 	else if (run->verify)
 		rc = exec_sql_verify(fl, conn, &err);
 	else if (run->ncommits > 0 && exec_conn_commits(w, conn, &err) == -1)
@@ -1692,6 +1452,15 @@ exec_idle_push(struct exec *ex, struct exec_worker *w)
 	ex->idle = w;
 }
 
+/* Wake every idle worker to look again (ex->lock held): they stay on
+ * the stack, in their order, until one takes something. */
+static void
+exec_idle_wake_all(struct exec *ex)
+{
+	for (struct exec_worker *w = ex->idle; w != NULL; w = w->idle_next)
+		uv_cond_signal(&w->cond);
+}
+
 /* Take w off the idle workers, if it is there (ex->lock held). */
 static void
 exec_idle_drop(struct exec *ex, struct exec_worker *w)
@@ -1707,7 +1476,207 @@ exec_idle_drop(struct exec *ex, struct exec_worker *w)
 	w->idle_next = NULL;
 }
 
-/* A worker thread: take queued runs until told to quit. */
+/* ---- stages kept until recorded (struct exec_unstage) ------------------ */
+
+static void
+exec_unstage_free(struct exec_unstage *u)
+{
+	config_unref(u->cfg);
+	free(u->parts);
+	free(u->keep);
+	free(u);
+}
+
+/* Whether fl is a run of job `job`, of partition `key` (NULL: any). */
+static bool
+exec_flight_of(const struct exec_flight *fl, const char *job, const char *key)
+{
+	const struct exec_run *run = fl->run;
+
+	if (run->query_sql != NULL || run->job == NULL ||
+	    strcmp(run->job->name, job) != 0)
+		return false;
+	for (size_t i = 0; key != NULL && i < run->nparts; i++)
+		if (strcmp(run->parts[i].key, key) == 0)
+			return true;
+	return key == NULL;
+}
+
+/* Whether a run of job's partition key (NULL: any) is queued or running;
+ * ex->lock held. */
+static bool
+exec_partition_busy(struct exec *ex, const char *job, const char *key)
+{
+	for (struct exec_flight *fl = ex->qhead; fl != NULL; fl = fl->qnext)
+		if (exec_flight_of(fl, job, key))
+			return true;
+	for (struct exec_flight *fl = ex->rhead; fl != NULL; fl = fl->rnext)
+		if (exec_flight_of(fl, job, key))
+			return true;
+	return false;
+}
+
+/* Whether run fl must wait for a drop of one of its partitions (or a
+ * sweep of its job); ex->lock held. */
+static bool
+exec_flight_waits(struct exec *ex, const struct exec_flight *fl)
+{
+	for (struct exec_unstage *u = ex->ubusy; u != NULL; u = u->next) {
+		if (u->parts == NULL && exec_flight_of(fl, u->job->name, NULL))
+			return true;
+		for (size_t i = 0; i < u->nparts; i++)
+			if (exec_flight_of(fl, u->job->name, u->parts[i].key))
+				return true;
+	}
+	return false;
+}
+
+/* Drop what u names on worker w (skip[i]: a run has part i now). */
+static void
+exec_unstage_run(struct exec_worker *w, struct exec_unstage *u,
+		 const bool *skip)
+{
+	const struct warehouse_def *wh =
+	    &u->cfg->warehouses[u->job->warehouse];
+	struct exec_part *parts;
+	struct wh_conn *conn;
+	struct err err;
+	size_t n;
+
+	conn = exec_conn_get(w, wh, &err);
+	if (conn == NULL)
+		return; /* the next run of each partition clears it */
+	if (conn->drv->watch != NULL)
+		conn->drv->watch(conn, NULL, 10000, false); /* bounded */
+	if (conn->drv->tag != NULL)
+		conn->drv->tag(conn, 0);
+	if (u->parts != NULL) {
+		exec_wap_release(conn, u->cfg, wh, u->job, u->parts, skip,
+				 u->nparts);
+	} else if (exec_wap_stale(conn, u->cfg, u->job, u->keep, u->nkeep,
+				  &parts, &n, &err) == 0) {
+		exec_wap_release(conn, u->cfg, wh, u->job, parts, NULL, n);
+		free(parts);
+	}
+	if (conn->drv->watch != NULL)
+		conn->drv->watch(conn, NULL, 0, false);
+	if (!conn->drv->usable(conn))
+		exec_conn_drop(w, conn);
+}
+
+/* Take the first stage to drop and drop it; ex->lock held on entry and
+ * on return (released meanwhile). */
+static void
+exec_unstage_take(struct exec_worker *w)
+{
+	struct exec *ex = w->ex;
+	struct exec_unstage *u = ex->uhead, **pp;
+	bool *skip, all = false;
+
+	ex->uhead = u->next;
+	if (ex->uhead == NULL)
+		ex->utail = NULL;
+	skip = xcalloc(u->nparts ? u->nparts : 1, sizeof *skip);
+	for (size_t i = 0; i < u->nparts; i++)
+		skip[i] = exec_partition_busy(ex, u->job->name, u->parts[i].key);
+	/* a sweep meets no run of its job: else left to the next start */
+	all = u->parts == NULL && exec_partition_busy(ex, u->job->name, NULL);
+	u->next = ex->ubusy;
+	ex->ubusy = u;
+	uv_mutex_unlock(&ex->lock);
+	if (!all)
+		exec_unstage_run(w, u, skip);
+	free(skip);
+	uv_mutex_lock(&ex->lock);
+	for (pp = &ex->ubusy; *pp != u; pp = &(*pp)->next)
+		;
+	*pp = u->next;
+	exec_idle_wake_all(ex); /* runs waiting for it */
+	uv_mutex_unlock(&ex->lock);
+	exec_unstage_free(u);
+	uv_mutex_lock(&ex->lock);
+}
+
+/* Queue u for the workers (loop thread). */
+static void
+exec_unstage_queue(struct exec *ex, struct exec_unstage *u)
+{
+	uv_mutex_lock(&ex->lock);
+	u->next = NULL;
+	if (ex->utail != NULL)
+		ex->utail->next = u;
+	else
+		ex->uhead = u;
+	ex->utail = u;
+	exec_idle_wake_all(ex);
+	uv_mutex_unlock(&ex->lock);
+}
+
+void
+exec_release_stages(struct exec *ex)
+{
+	static bool stopped;
+	const char *test = getenv("BACKFILLD_TEST_CH_STOP");
+	struct exec_unstage *u;
+
+	/* tests only: stop between the record and the release, once */
+	if (ex->phead != NULL && test != NULL && strcmp(test, "recorded") == 0 &&
+	    !stopped) {
+		stopped = true;
+		raise(SIGSTOP);
+	}
+	while ((u = ex->phead) != NULL) {
+		ex->phead = u->next;
+		exec_unstage_queue(ex, u);
+	}
+}
+
+void
+exec_sweep_stages(struct exec *ex, struct config *cfg, const struct job_def *jd,
+		  const int64_t *keep, size_t nkeep)
+{
+	struct exec_unstage *u = xcalloc(1, sizeof *u);
+
+	u->cfg = config_ref(cfg);
+	u->job = jd;
+	u->keep = xcalloc(nkeep ? nkeep : 1, sizeof *u->keep);
+	if (nkeep > 0)
+		memcpy(u->keep, keep, nkeep * sizeof *keep);
+	u->nkeep = nkeep;
+	exec_unstage_queue(ex, u);
+}
+
+/* A run that kept its stages is over (loop thread): they wait for the
+ * caller's record (ex->phead). */
+static void
+exec_unstage_later(struct exec *ex, const struct exec_run *run)
+{
+	struct exec_unstage *u = xcalloc(1, sizeof *u);
+
+	u->cfg = config_ref(run->cfg);
+	u->job = run->job;
+	u->parts = xcalloc(run->nparts, sizeof *u->parts);
+	memcpy(u->parts, run->parts, run->nparts * sizeof *u->parts);
+	u->nparts = run->nparts;
+	u->next = ex->phead;
+	ex->phead = u;
+}
+
+/* ---- the worker loop --------------------------------------------------- */
+
+/* Whether a worker has something to do now; ex->lock held. */
+static bool
+exec_worker_ready(struct exec *ex)
+{
+	if (ex->uhead != NULL)
+		return true;
+	if (ex->qhead != NULL)
+		return !exec_flight_waits(ex, ex->qhead);
+	return ex->quit;
+}
+
+/* A worker thread: take queued runs (stages to drop first) until told to
+ * quit. */
 static void
 exec_worker_main(void *arg)
 {
@@ -1717,11 +1686,16 @@ exec_worker_main(void *arg)
 
 	for (;;) {
 		uv_mutex_lock(&ex->lock);
-		while (ex->qhead == NULL && !ex->quit) {
+		while (!exec_worker_ready(ex)) {
 			exec_idle_push(ex, w);
 			uv_cond_wait(&w->cond, &ex->lock);
 		}
 		exec_idle_drop(ex, w);
+		if (ex->uhead != NULL) {
+			exec_unstage_take(w);
+			uv_mutex_unlock(&ex->lock);
+			continue;
+		}
 		fl = ex->qhead;
 		if (fl == NULL) {
 			uv_mutex_unlock(&ex->lock);
@@ -1733,6 +1707,11 @@ exec_worker_main(void *arg)
 		fl->qnext = NULL;
 		fl->state = EXEC_RUNNING;
 		fl->worker = w;
+		fl->rnext = ex->rhead;
+		fl->rprev = NULL;
+		if (ex->rhead != NULL)
+			ex->rhead->rprev = fl;
+		ex->rhead = fl;
 		exec_started_add(ex, fl);
 		uv_mutex_unlock(&ex->lock);
 		if (fl->run->job->timeout > 0 || fl->run->started_cb != NULL)
@@ -1744,6 +1723,12 @@ exec_worker_main(void *arg)
 		 * worker is the idle one on top before the loop hears of the
 		 * end, so the run the loop starts next comes here. */
 		uv_mutex_lock(&ex->lock);
+		if (fl->rprev != NULL)
+			fl->rprev->rnext = fl->rnext;
+		else
+			ex->rhead = fl->rnext;
+		if (fl->rnext != NULL)
+			fl->rnext->rprev = fl->rprev;
 		fl->state = EXEC_DONE;
 		if (ex->dtail != NULL)
 			ex->dtail->qnext = fl;
@@ -1781,6 +1766,8 @@ exec_timer_close_cb(uv_handle_t *handle)
 	if (--ex->nrunning == 0 && !ex->close_done)
 		wake_ref(&ex->wake, 0);
 	run->priv = NULL;
+	if (fl->staged)
+		exec_unstage_later(ex, run);
 	free(fl);
 	run->done_cb(run);
 	if (ex->closing && ex->nrunning == 0)
@@ -2325,6 +2312,7 @@ exec_join(struct exec *ex)
 static void
 exec_destroy(struct exec *ex)
 {
+	struct exec_unstage *u;
 	int i;
 
 	for (i = 0; i < ex->nworkers; i++) {
@@ -2333,6 +2321,11 @@ exec_destroy(struct exec *ex)
 		free(ex->workers[i]);
 	}
 	free(ex->workers);
+	exec_release_stages(ex); /* unrecorded: left to the next start */
+	while ((u = ex->uhead) != NULL) {
+		ex->uhead = u->next;
+		exec_unstage_free(u);
+	}
 	for (size_t k = 0; k < ex->nconncount; k++)
 		free(ex->conncount[k].name);
 	free(ex->conncount);

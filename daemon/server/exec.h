@@ -19,12 +19,14 @@
 #ifndef BACKFILLD_EXEC_H
 #define BACKFILLD_EXEC_H
 
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <uv.h>
 
 #include "calendar.h"
 #include "config.h"
+#include "digest.h"
 #include "err.h"
 #include "wh_commits.h"
 
@@ -73,11 +75,15 @@ struct exec_metric_result {
 	double change_pct;
 };
 
-/* The guardrail figures of one partition of a run (job->table set). */
+/* The guardrail figures of one partition of a run (job->table set).
+ * sum_before and sum_after: its order-independent checksum (digest.h)
+ * before and after the write, in the run's transaction, for a job that
+ * feeds a downstream job (early cut-off); "" when not read. */
 struct exec_guard_result {
 	bool has_rows_before, has_rows_after;
 	int64_t rows_before, rows_after;
 	struct exec_metric_result *metrics; /* job->nmetrics of them */
+	char sum_before[DIGEST_LEN], sum_after[DIGEST_LEN];
 };
 
 struct exec_run {
@@ -175,9 +181,26 @@ const struct wh_driver *exec_driver_for(enum wh_kind kind, const char **why);
 /* ClickHouse (docs/clickhouse.md): every job's table reached now, its
  * partition key against the job's grain; -1 with err (EXIT_BAD_INPUT,
  * "FILE:LINE:COL: job ...") at the first mismatch or missing table.  A
- * warehouse that cannot be reached is skipped.  Blocking: at start and
- * reload. */
+ * warehouse that cannot be reached (or does not answer within 10 s) is
+ * skipped.  Blocking: at start; on reload it runs off the loop
+ * (keycheck.h).  Any thread. */
 int exec_check_partition_keys(const struct config *cfg, struct err *err);
+/* ClickHouse (docs/clickhouse.md, "Exactly once"): a run that published
+ * keeps its stage partitions until its record is committed; call this
+ * after each commit of the caller's records (loop thread): the stages of
+ * the runs whose done_cb has been called are then dropped, on the
+ * workers. */
+void exec_release_stages(struct exec *ex);
+/* At start (loop thread, before any run of the job is submitted): drop
+ * the marks and stage partitions of job jd that none of the open requests
+ * `keep` names (a crash came between a record and its release). */
+void exec_sweep_stages(struct exec *ex, struct config *cfg,
+		       const struct job_def *jd, const int64_t *keep,
+		       size_t nkeep);
+/* Several hosts: the clock of the fence (cluster.h, cluster_opts'
+ * alive_until), written by the cluster's heartbeat, read by the workers
+ * right before and after each ClickHouse publish. */
+_Atomic int64_t *exec_fence_clock(struct exec *ex);
 /* Number of runs in flight. */
 int exec_running(const struct exec *ex);
 /* Cancel what still runs, join the threads, close every handle; closed_cb

@@ -155,6 +155,33 @@ guard_number(struct wh_conn *conn, const char *sql,
 	return 0;
 }
 
+/* The fingerprint of part i (early cut-off, cutoff.h): its row count and
+ * checksum, by the driver's verify digest, for a job whose partitions
+ * feed another job's; not on a driver without one, nor on a stage
+ * (ClickHouse): 1 read (*rows set), 0 not read, -1 failed. */
+static int
+guard_fingerprint(struct exec_run *run, struct wh_conn *conn, size_t i,
+		  bool after, int64_t *rows, struct err *err)
+{
+	const struct job_def *j = run->job;
+	struct exec_guard_result *g = &run->guards[i];
+	char *sum = after ? g->sum_after : g->sum_before;
+
+	sum[0] = '\0';
+	if (j->ndownstream == 0 || j->partition_column == NULL ||
+	    conn->drv->digest == NULL ||
+	    guard_table_over != NULL)
+		return 0;
+	if (conn->drv->digest(conn, j->table, j->partition_column,
+			      run->parts[i].key, rows, sum, DIGEST_LEN,
+			      err) == -1) {
+		sum[0] = '\0';
+		err_prefix(err, "fingerprint of %s", j->table);
+		return -1;
+	}
+	return 1;
+}
+
 /* Rows and metrics of part i, before (after = false) or after the write. */
 static int
 guard_measure(struct exec_run *run, struct wh_conn *conn, size_t i,
@@ -164,10 +191,23 @@ guard_measure(struct exec_run *run, struct wh_conn *conn, size_t i,
 	const struct job_def *j = run->job;
 	struct exec_guard_result *g = &run->guards[i];
 	double v = 0;
+	int64_t rows = 0;
 	bool has;
-	int rc;
+	int rc, fp;
 
-	for (int k = -1; k < (int)j->nmetrics; k++) {
+	/* the fingerprint counts the rows too: no COUNT(*) of its own */
+	if ((fp = guard_fingerprint(run, conn, i, after, &rows, err)) < 0)
+		return -1;
+	if (fp > 0) {
+		if (after) {
+			g->has_rows_after = true;
+			g->rows_after = rows;
+		} else {
+			g->has_rows_before = true;
+			g->rows_before = rows;
+		}
+	}
+	for (int k = fp > 0 ? 0 : -1; k < (int)j->nmetrics; k++) {
 		char *sql = guard_sql_metric(j, k);
 
 		rc = guard_number(conn, sql, params, nparams, &has, &v, err);
@@ -388,6 +428,19 @@ guard_after_in(struct exec_run *run, struct wh_conn *conn, size_t i,
 
 	guard_table_over = table;
 	rc = guard_after(run, conn, i, params, nparams, first_error, err);
+	guard_table_over = NULL;
+	return rc;
+}
+
+int
+guard_before_in(struct exec_run *run, struct wh_conn *conn, size_t i,
+		const struct wh_param *params, size_t nparams,
+		const char *table, struct err *err)
+{
+	int rc;
+
+	guard_table_over = table;
+	rc = guard_before(run, conn, i, params, nparams, err);
 	guard_table_over = NULL;
 	return rc;
 }

@@ -30,6 +30,11 @@ bool guard_change(double before, double after, double *pct);
 int guard_before(struct exec_run *run, struct wh_conn *conn, size_t i,
 		 const struct wh_param *params, size_t nparams,
 		 struct err *err);
+/* guard_before reading `table` instead of the job's (ClickHouse: a
+ * shard's local table). */
+int guard_before_in(struct exec_run *run, struct wh_conn *conn, size_t i,
+		    const struct wh_param *params, size_t nparams,
+		    const char *table, struct err *err);
 /* What the checks after the write found. */
 enum guard_outcome {
 	GUARD_PASSED,  /* every check passed */

@@ -36,7 +36,9 @@
 #include "chsql.h"
 #include "buf.h"
 #include "hooks.h"
+#include "httpd.h"
 #include "metrics.h"
+#include "keycheck.h"
 #include "log.h"
 #include "notify.h"
 #include "proc.h"
@@ -46,6 +48,7 @@
 #include "store.h"
 #include "text.h"
 #include "throttle.h"
+#include "xalloc.h"
 
 struct daemon {
 	uv_loop_t loop;
@@ -57,6 +60,7 @@ struct daemon {
 	struct throttle *throttle; /* the warehouses' throttles */
 	struct hooks *hooks;
 	struct metrics *metrics;
+	struct httpd *http; /* http_listen (docs/http.md) */
 	struct control *control;
 	struct notify *notify;
 	struct prune *prune;
@@ -80,6 +84,8 @@ struct daemon {
 	char **argv;             /* to restart in place */
 	int cli_log_level;       /* -1 when not given */
 	char last_reload[ERR_MSG_MAX + 64];
+	struct daemon_reload *reload; /* a reload being checked, or NULL */
+	bool reload_again;       /* SIGHUP meanwhile: reload once it ends */
 };
 
 static const char usage[] =
@@ -287,68 +293,68 @@ daemon_log_level(struct daemon *d, const struct config *cfg)
 
 static int daemon_check_warehouses(const struct config *cfg,
 				   struct err *err);
+static void daemon_reload(void *data, bool dry_run, cmd_reload_done_fn *done,
+			  void *arg);
+static cmd_reload_done_fn daemon_sighup_done;
 
-/*
- * Reload the configuration: all or nothing (cmd_reload_fn).  The report of
- * what changed (config_diff against the running configuration) is logged
- * and handed back for `backfillctl reload`; a dry run loads, validates and
- * compares, counts what removing jobs would cancel, and changes nothing
- * (no systemd RELOADING=1 either).
- */
-static int
-daemon_reload(void *data, bool dry_run, struct config_diff *diff,
-	      int64_t *cancelled, struct err *err)
+/* After a reload: listen where http_listen says now; an address that
+ * cannot be bound leaves the endpoint where it was (or off) and says so. */
+static void
+daemon_reload_http(struct daemon *d)
 {
-	struct daemon *d = data;
-	struct config *cfg;
-	const struct config *old = sched_config(d->sched);
-	char when[CAL_KEY_MAX];
+	struct err err;
 
-	memset(diff, 0, sizeof *diff);
-	*cancelled = 0;
+	if (httpd_configure(d->http, sched_config(d->sched), &err) < 0)
+		log_err("http: %s; the endpoint stays where it was", err.msg);
+}
+
+/* A reload whose configuration is loaded and being checked off the loop
+ * (keycheck.h): d->reload while it is. */
+struct daemon_reload {
+	struct daemon *d;
+	struct config *cfg;
+	bool dry_run;
+	cmd_reload_done_fn *done;
+	void *arg;
+	char when[CAL_KEY_MAX];
+};
+
+/* A reload refused: the running configuration kept, said once. */
+static void
+daemon_reload_refused(struct daemon *d, bool dry_run, const char *when,
+		      const struct err *err)
+{
+	if (dry_run)
+		return;
+	log_err("reload refused, keeping the running configuration: %s",
+		err->msg);
+	snprintf(d->last_reload, sizeof d->last_reload,
+		 "reload failed at %s: %s", when, err->msg);
+	notify_ready(d->notify, NULL);
+	daemon_status(d);
+}
+
+/* The rest of a reload once cfg passed the checks that reach a warehouse:
+ * compare, and apply unless dry_run; takes cfg's reference. */
+static int
+daemon_reload_apply(struct daemon *d, struct config *cfg, bool dry_run,
+		    const char *when, struct config_diff *diff,
+		    int64_t *cancelled, struct err *err)
+{
+	const struct config *old = sched_config(d->sched);
+
+	if (daemon_check_warehouses(cfg, err) < 0) {
+		config_unref(cfg);
+		return -1;
+	}
+	config_diff(old, cfg, diff);
 	if (dry_run) {
-		if (config_load(d->config_path, &cfg, err) < 0)
-			return -1;
-		if (daemon_check_warehouses(cfg, err) < 0 ||
-		    exec_check_partition_keys(cfg, err) < 0) {
-			config_unref(cfg);
-			return -1;
-		}
-		config_diff(old, cfg, diff);
 		for (size_t i = 0; i < diff->jobs.nremoved; i++)
 			*cancelled += sched_pending_of(d->sched,
 						       diff->jobs.removed[i]);
 		config_unref(cfg);
 		return 0;
 	}
-	notify_reloading(d->notify);
-	cal_format_iso_ms(clock_now_ms(), when);
-	if (config_load(d->config_path, &cfg, err) < 0) {
-		cfg = NULL;
-	} else if (exec_check_partition_keys(cfg, err) < 0) {
-		config_unref(cfg);
-		cfg = NULL;
-	}
-	if (cfg == NULL) {
-		log_err("reload refused, keeping the running configuration: %s",
-			err->msg);
-		snprintf(d->last_reload, sizeof d->last_reload,
-			 "reload failed at %s: %s", when, err->msg);
-		notify_ready(d->notify, NULL);
-		daemon_status(d);
-		return -1;
-	}
-	if (daemon_check_warehouses(cfg, err) < 0) {
-		log_err("reload refused, keeping the running configuration: %s",
-			err->msg);
-		snprintf(d->last_reload, sizeof d->last_reload,
-			 "reload failed at %s: %s", when, err->msg);
-		config_unref(cfg);
-		notify_ready(d->notify, NULL);
-		daemon_status(d);
-		return -1;
-	}
-	config_diff(old, cfg, diff);
 	for (size_t i = 0; i < diff->nsettings; i++)
 		if (config_diff_needs_restart(diff->settings[i]))
 			log_warn("%s changed: takes effect at the next restart",
@@ -356,7 +362,6 @@ daemon_reload(void *data, bool dry_run, struct config_diff *diff,
 	if (exec_resize(d->exec, cfg->max_concurrency, err) < 0) {
 		config_diff_free(diff);
 		config_unref(cfg);
-		notify_ready(d->notify, NULL);
 		return -1;
 	}
 	daemon_log_level(d, cfg);
@@ -368,11 +373,102 @@ daemon_reload(void *data, bool dry_run, struct config_diff *diff,
 	throttle_configure(d->throttle, sched_config(d->sched));
 	hooks_bound(d->hooks, sched_config(d->sched)->hook_concurrency,
 		    sched_config(d->sched)->hook_queue);
+	daemon_reload_http(d);
 	cmd_reload_log(diff, *cancelled);
 	snprintf(d->last_reload, sizeof d->last_reload, "reloaded at %s", when);
 	notify_ready(d->notify, NULL);
 	daemon_status(d);
 	return 0;
+}
+
+/* The checks that reach a warehouse are done (loop thread). */
+static void
+daemon_reload_checked(void *arg, int rc, const struct err *cerr)
+{
+	struct daemon_reload *r = arg;
+	struct daemon *d = r->d;
+	struct config_diff diff;
+	int64_t cancelled = 0;
+	struct err err;
+
+	d->reload = NULL;
+	memset(&diff, 0, sizeof diff);
+	err_clear(&err);
+	if (d->stopping) {
+		config_unref(r->cfg);
+		rc = err_set(&err, EXIT_WORK_FAILED, "the daemon is stopping:"
+			     " nothing was reloaded");
+	} else if (rc < 0) {
+		err = *cerr;
+		config_unref(r->cfg);
+	} else {
+		rc = daemon_reload_apply(d, r->cfg, r->dry_run, r->when, &diff,
+					 &cancelled, &err);
+	}
+	if (rc < 0 && !d->stopping)
+		daemon_reload_refused(d, r->dry_run, r->when, &err);
+	r->done(r->arg, rc, &diff, cancelled, &err);
+	free(r);
+	if (d->reload_again && !d->stopping) {
+		d->reload_again = false;
+		daemon_reload(d, false, daemon_sighup_done, d);
+	}
+}
+
+/*
+ * Reload the configuration: all or nothing (cmd_reload_fn).  The report of
+ * what changed (config_diff against the running configuration) is logged
+ * and handed back for `backfillctl reload`; a dry run loads, validates and
+ * compares, counts what removing jobs would cancel, and changes nothing
+ * (no systemd RELOADING=1 either).  The file is read here; the partition
+ * keys of ClickHouse targets are checked off the loop (keycheck.h), the
+ * rest once that check is done.  One reload at a time: another one asked
+ * for meanwhile is refused (SIGHUP: done again after it).
+ */
+static void
+daemon_reload(void *data, bool dry_run, cmd_reload_done_fn *done, void *arg)
+{
+	struct daemon *d = data;
+	struct daemon_reload *r;
+	struct config *cfg;
+	char when[CAL_KEY_MAX];
+	struct err err;
+
+	err_clear(&err);
+	if (d->reload != NULL) {
+		err_set(&err, EXIT_WORK_FAILED, "a reload is in progress (its"
+			" ClickHouse warehouses are being checked): nothing"
+			" was changed; try again once it ends");
+		done(arg, -1, NULL, 0, &err);
+		return;
+	}
+	cal_format_iso_ms(clock_now_ms(), when);
+	if (!dry_run)
+		notify_reloading(d->notify);
+	if (config_load(d->config_path, &cfg, &err) < 0) {
+		daemon_reload_refused(d, dry_run, when, &err);
+		done(arg, -1, NULL, 0, &err);
+		return;
+	}
+	r = xcalloc(1, sizeof *r);
+	r->d = d;
+	r->cfg = cfg;
+	r->dry_run = dry_run;
+	r->done = done;
+	r->arg = arg;
+	memcpy(r->when, when, sizeof when);
+	d->reload = r;
+	keycheck_start(&d->loop, cfg, daemon_reload_checked, r);
+}
+
+/* SIGHUP's reload is over: nobody waits for its report. */
+static void
+daemon_sighup_done(void *arg, int rc, struct config_diff *diff,
+		   int64_t cancelled, const struct err *err)
+{
+	(void)arg; (void)cancelled; (void)err;
+	if (rc == 0)
+		config_diff_free(diff);
 }
 
 static void daemon_exec_closed_cb(void *data);
@@ -394,6 +490,7 @@ daemon_idle_cb(void *data)
 		return;
 	}
 	uv_timer_stop(&d->grace);
+	sched_flush(d->sched); /* the last records, before their stages go */
 	exec_close(d->exec, daemon_exec_closed_cb, d);
 }
 
@@ -404,6 +501,7 @@ daemon_cluster_closed_cb(void *data)
 	struct daemon *d = data;
 
 	uv_timer_stop(&d->grace);
+	sched_flush(d->sched); /* the last records, before their stages go */
 	exec_close(d->exec, daemon_exec_closed_cb, d);
 }
 
@@ -468,6 +566,7 @@ daemon_stop(struct daemon *d)
 		   " runs in flight", cfg->shutdown_grace, d->cw != NULL ?
 		   cworker_running(d->cw) : sched_running(d->sched));
 	control_close(d->control);
+	httpd_close(d->http);
 	sched_drain(d->sched);
 	/* several hosts: with another node alive, no more claims and a
 	 * planner hands the runs it offered over to the next planner
@@ -485,14 +584,14 @@ static void
 daemon_signal_cb(uv_signal_t *h, int signum)
 {
 	struct daemon *d = h->data;
-	struct err err;
-	struct config_diff diff;
-	int64_t cancelled;
 
 	if (signum == SIGHUP) {
-		if (!d->stopping && daemon_reload(d, false, &diff, &cancelled,
-						  &err) == 0)
-			config_diff_free(&diff);
+		if (d->stopping)
+			return;
+		if (d->reload != NULL)
+			d->reload_again = true; /* once the one in progress ends */
+		else
+			daemon_reload(d, false, daemon_sighup_done, d);
 		return;
 	}
 	daemon_stop(d);
@@ -915,6 +1014,16 @@ daemon_start(struct daemon *d, struct err *err)
 	d->prune = prune_new(&d->loop, d->sched);
 	d->metrics = metrics_new(&d->loop, d->sched, d->hooks);
 	sched_on_run(d->sched, metrics_run_cb, d->metrics);
+	d->http = httpd_new(&d->loop, d->sched, d->metrics,
+			    d->cw != NULL ? cworker_driver() : NULL,
+			    d->cw != NULL ? cworker_cluster(d->cw) : NULL);
+	if (httpd_configure(d->http, sched_config(d->sched), err) < 0) {
+		metrics_close(d->metrics); /* freed by their close callbacks */
+		d->metrics = NULL;
+		prune_close(d->prune);
+		d->prune = NULL;
+		return EXIT_BAD_INPUT;
+	}
 	log_notice("backfilld %s started: %zu jobs, socket %s, state %s",
 		   BACKFILLD_VERSION, cfg->njobs, cfg->socket,
 		   cluster ? "on PostgreSQL, shared by several hosts" :
@@ -1052,6 +1161,7 @@ main(int argc, char **argv)
 		d.hooks = NULL;
 		if (d.control)
 			control_close(d.control);
+		httpd_close(d.http);
 		throttle_close(d.throttle);
 		if (d.exec)
 			exec_close(d.exec, daemon_abort_closed_cb, &d);
@@ -1064,6 +1174,7 @@ main(int argc, char **argv)
 	if (uv_loop_close(&d.loop) != 0 && rc == EXIT_DONE)
 		log_warn("some libuv handles were still open at exit");
 	control_free(d.control);
+	httpd_free(d.http);
 	throttle_free(d.throttle);
 	if (d.sched)
 		sched_free(d.sched);

@@ -41,8 +41,22 @@ map_last_cb(const char *key, enum mstate st, void *data)
 		return;
 	if (st == MS_SUCCEEDED)
 		map_raise(m, p, MAP_SUCCEEDED);
+	else if (st == MS_SKIPPED)
+		map_raise(m, p, MAP_SKIPPED);
 	else if (st == MS_FAILED)
 		map_raise(m, p, MAP_FAILED);
+}
+
+/* One partition whose newest run is a mark. */
+static void
+map_marked_cb(const char *key, enum mstate st, void *data)
+{
+	struct map *m = data;
+	part_t p;
+
+	(void)st;
+	if (part_parse_key(m->grain, key, &p, NULL) == 0)
+		map_raise(m, p, MAP_MARKED);
 }
 
 /* The oldest partition in the scheduler's memory. */
@@ -145,6 +159,8 @@ map_view_build_newest(struct sched *s, int job, const char *from,
 	part_key(j->grain, first, a);
 	part_key(j->grain, last, b);
 	if (store_last_states(sched_store(s), j->name, a, b, map_last_cb, m,
+			      err) < 0 ||
+	    store_marked_keys(sched_store(s), j->name, a, b, map_marked_cb, m,
 			      err) < 0) {
 		map_free(m);
 		return -1;

@@ -101,6 +101,8 @@ metrics_run_cb(void *data, const struct sched_run_event *ev)
 
 	if (ev->state < MS_COUNT)
 		j->runs[ev->state]++;
+	if (ev->state == MS_SKIPPED)
+		return; /* early cut-off: nothing ran, nothing to time */
 	metrics_observe(&j->dur, metrics_dur_buckets, NDUR, ev->duration_s);
 	if (ev->has_delay)
 		metrics_observe(&j->delay, metrics_delay_buckets, NDELAY,
@@ -266,7 +268,7 @@ metrics_render(struct metrics *m, struct buf *o)
 {
 	const struct config *cfg = sched_config(m->s);
 	static const enum mstate run_states[] = { MS_SUCCEEDED, MS_FAILED,
-						  MS_CANCELLED };
+						  MS_CANCELLED, MS_SKIPPED };
 	static const char *const pstates[] = { "queued", "running", "blocked",
 					       "failed", "late", "stale" };
 	struct sched_job_view *views;
@@ -287,7 +289,8 @@ metrics_render(struct metrics *m, struct buf *o)
 	metrics_head(o, "backfilld_runs_total", "counter",
 		     "Runs ended since the daemon started, by job and result.");
 	for (size_t i = 0; i < m->njobs; i++)
-		for (size_t k = 0; k < 3; k++) {
+		for (size_t k = 0; k < sizeof run_states / sizeof *run_states;
+		     k++) {
 			buf_addstr(o, "backfilld_runs_total{job=\"");
 			metrics_label(o, m->jobs[i].name);
 			buf_printf(o, "\",state=\"%s\"} %" PRId64 "\n",

@@ -39,7 +39,9 @@ static const char report_css[] =
 	".g-month{grid-template-columns:repeat(12,14px)}"
 	".c{width:14px;height:14px;display:block;border-radius:2px}"
 	".pad{visibility:hidden}"
-	".s-succeeded{background:#2da44e}.s-failed{background:#cf222e}"
+	".s-succeeded{background:#2da44e}.s-marked{background:#2da44e;"
+	"outline:1px dashed #222;outline-offset:-2px}"
+	".s-failed{background:#cf222e}"
 	".s-running{background:#1f9bd1}.s-queued{background:#0969da}"
 	".s-blocked{background:#8250df}.s-stale{background:#d4a72c}"
 	".s-late{background:#ff6a00}.s-never_run{background:#d0d7de}"
@@ -201,7 +203,7 @@ report_request_cb(int64_t id, const char *job, const char *kind,
 
 	if (sched_progress(s, id, &p, &err) < 0)
 		return;
-	done = p.succeeded + p.failed + p.blocked + p.cancelled;
+	done = p.succeeded + p.failed + p.blocked + p.cancelled + p.skipped;
 	cal_format_iso_ms(created_at, at);
 	buf_printf(o, "<tr><td>%" PRId64 "</td><td>", id);
 	report_esc(o, job);
@@ -210,9 +212,11 @@ report_request_cb(int64_t id, const char *job, const char *kind,
 	buf_printf(o, "</td><td>%s</td><td><span class=\"bar\"><span style="
 		   "\"width:%d%%\"></span></span> %" PRId64 "/%" PRId64
 		   "</td><td>%" PRId64 "</td><td>%" PRId64 "</td><td>%" PRId64
-		   "</td><td>%" PRId64 "</td><td>%" PRId64 "</td><td>", at,
+		   "</td><td>%" PRId64 "</td><td>%" PRId64 "</td><td>%" PRId64
+		   "</td><td>", at,
 		   p.total ? (int)(100 * done / p.total) : 100, done, p.total,
-		   p.succeeded, p.failed, p.blocked, p.running, p.queued);
+		   p.succeeded, p.skipped, p.failed, p.blocked, p.running,
+		   p.queued);
 	/* what is left at the pace so far, as backfill --wait shows it */
 	if (done > 0 && done < p.total) {
 		int64_t left = p.elapsed_ms * (p.total - done) / done / 1000;
@@ -270,8 +274,9 @@ report_recent(struct sched *s, struct buf *o)
 		   " requests; <code>backfillctl audit --request N</code> gives"
 		   " each partition's rows, metrics and checks.</p>\n<table><tr>"
 		   "<th>request</th><th>job</th><th>kind</th><th>reason</th><th>"
-		   "created</th><th>finished</th><th>succeeded</th><th>failed"
-		   "</th><th>blocked</th><th>cancelled</th><th>open</th></tr>\n",
+		   "created</th><th>finished</th><th>succeeded</th><th>skipped"
+		   "</th><th>failed</th><th>blocked</th><th>cancelled</th><th>"
+		   "open</th></tr>\n",
 		   REPORT_RECENT);
 	if (store_recent_requests(sched_store(s), REPORT_RECENT,
 				  report_recent_cb, c, &err) < 0) {
@@ -299,9 +304,11 @@ report_recent(struct sched *s, struct buf *o)
 		report_esc(o, r->reason);
 		buf_printf(o, "</td><td>%s</td><td>%s%s</td><td>%" PRId64
 			   "</td><td>%" PRId64 "</td><td>%" PRId64 "</td><td>%"
-			   PRId64 "</td><td>%" PRId64 "</td></tr>\n", at,
+			   PRId64 "</td><td>%" PRId64 "</td><td>%" PRId64
+			   "</td></tr>\n", at,
 			   r->finished ? fin : "", r->cancelled ? " (cancelled)" : "",
-			   counts[MS_SUCCEEDED], counts[MS_FAILED],
+			   counts[MS_SUCCEEDED], counts[MS_SKIPPED],
+			   counts[MS_FAILED],
 			   counts[MS_BLOCKED], counts[MS_CANCELLED],
 			   counts[MS_QUEUED] + counts[MS_RUNNING]);
 	}
@@ -499,8 +506,9 @@ report_render(struct sched *s, struct buf *o)
 
 	buf_addstr(o, "<h2>Requests</h2>\n<table><tr><th>request</th><th>job"
 		   "</th><th>kind</th><th>created</th><th>progress</th><th>"
-		   "succeeded</th><th>failed</th><th>blocked</th><th>running"
-		   "</th><th>queued</th><th>time left</th></tr>\n");
+		   "succeeded</th><th>skipped</th><th>failed</th><th>blocked"
+		   "</th><th>running</th><th>queued</th><th>time left</th></tr>"
+		   "\n");
 	sched_each_request(s, report_request_cb, ctx);
 	buf_addstr(o, "</table>\n");
 	report_recent(s, o);

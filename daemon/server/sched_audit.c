@@ -235,7 +235,9 @@ sched_audit(struct sched *s, struct exec_run *run, const int64_t *run_ids,
 		    run->parts[i].key, g && g->has_rows_before,
 		    g ? g->rows_before : 0, g && g->has_rows_after,
 		    g ? g->rows_after : 0, metrics.data, checks.data,
-		    mtext.data, ctext.data, !run->failed, err);
+		    mtext.data, ctext.data, !run->failed,
+		    g && g->sum_before[0] ? g->sum_before : NULL,
+		    g && g->sum_after[0] ? g->sum_after : NULL, err);
 	}
 	buf_free(&metrics);
 	buf_free(&checks);

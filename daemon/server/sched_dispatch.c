@@ -240,9 +240,14 @@ sched_dispatch(struct sched *s)
 
 	if (s->draining || s->closing || s->store_failed || s->dormant)
 		return;
-	while ((r = pick_next_run(&s->m, &g, now, &wake)) != NULL)
+	while ((r = pick_next_run(&s->m, &g, now, &wake)) != NULL) {
+		if (sched_cutoff(s, r, now)) {
+			manifest_run_free(r);
+			continue;
+		}
 		if (sched_run_begin(s, r, now) < 0)
 			break;
+	}
 	sched_arm_retry(s, wake, now);
 }
 
@@ -346,7 +351,7 @@ logged:
 }
 
 /* Newest landing among the inputs of a downstream partition, or -1. */
-static int64_t
+int64_t
 sched_inputs_at(struct sched *s, const struct job_def *j, part_t part)
 {
 	int64_t newest = -1;
@@ -375,12 +380,52 @@ struct outcome {
 	bool retry;
 };
 
-/* A partition's newest run changed: the per-job counts follow. */
-static void
-sched_prev_cb(const char *job, enum mstate prev, enum mstate state,
-	      void *data)
+/*
+ * When a successful build landed, for staleness: now, but for a run that
+ * left its partition identical (early cut-off, cutoff.h), which keeps
+ * the time its content last changed, so that it makes no downstream
+ * partition stale (docs/cutoff.md).
+ */
+static int64_t
+sched_built_at(struct sched *s, const struct item *x, int64_t now)
 {
-	sched_count_finished(data, job, prev, state);
+	int64_t built, inputs;
+	struct err err;
+
+	if (x->cut != CUTOFF_IN_SAME ||
+	    store_partition_get(s->store, x->job_name, x->key, &built, &inputs,
+				NULL, 0, &err) != 0)
+		return now;
+	return built;
+}
+
+/* What a successful run did to each of its items' partitions, from the
+ * fingerprints it read before and after its write. */
+static void
+sched_run_cuts(struct active *a, const struct outcome *o)
+{
+	const struct exec_run *run = &a->run;
+	struct run *r = a->mr;
+
+	for (size_t i = 0; i < r->nitems; i++) {
+		const struct exec_guard_result *g =
+		    run->guards != NULL && o->result == MS_SUCCEEDED &&
+		    !run->committed_before ?
+		    &run->guards[r->batch ? i : 0] : NULL;
+		struct cutoff_fp before = {0}, after = {0};
+
+		if (g != NULL) {
+			before.known = g->sum_before[0] != '\0' &&
+				       g->has_rows_before;
+			before.rows = g->rows_before;
+			memcpy(before.sum, g->sum_before, sizeof before.sum);
+			after.known = g->sum_after[0] != '\0' &&
+				      g->has_rows_after;
+			after.rows = g->rows_after;
+			memcpy(after.sum, g->sum_after, sizeof after.sum);
+		}
+		r->items[i]->cut = cutoff_input_of(&before, &after);
+	}
 }
 
 /* Write one partition's run row, newest run and build. */
@@ -408,12 +453,13 @@ sched_record_part(struct sched *s, struct active *a, size_t i,
 		return -1;
 	if (o->run_state != MS_CANCELLED &&
 	    store_partition_finished(s->store, a->mr->job_name, key, rid,
-				     o->run_state, sched_prev_cb, s, err) < 0)
+				     o->run_state, sched_count_prev_cb, s, err) < 0)
 		return -1;
 	if (o->result == MS_SUCCEEDED &&
-	    store_partition_built(s->store, a->mr->job_name, key, now,
-				  inputs_at, rid, run->job->code_version,
-				  err) < 0)
+	    store_partition_built(s->store, a->mr->job_name, key,
+				  sched_built_at(s, a->mr->items[a->mr->batch ?
+				  i : 0], now), inputs_at, rid,
+				  run->job->code_version, err) < 0)
 		return -1;
 	return 0;
 }
@@ -525,7 +571,7 @@ sched_run_event(struct sched *s, const struct active *a,
 
 /* (job, key) landed through request `by`: release what its failed items
  * elsewhere blocked (rule 4) and tell their requests. */
-static void
+void
 sched_landed(struct sched *s, const char *job, const char *key,
 	     struct request *by, int64_t now)
 {
@@ -618,6 +664,7 @@ sched_run_record(struct sched *s, struct active *a, const struct outcome *o,
 
 	manifest_run_result(&s->m, r, o->result, o->retry ? a->run.job : NULL,
 			    now);
+	sched_run_cuts(a, o);
 	if (sched_record_end(s, a, o, now, &err) < 0)
 		log_err("job=%s partition=%s run=%" PRId64 " cannot record the"
 			" result: %s",

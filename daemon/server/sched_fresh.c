@@ -83,7 +83,7 @@ sched_fresh_materialised(struct sched *s, int job, part_t first, part_t last,
 }
 
 /* The downstream items waiting for item x are owed from now. */
-static void
+void
 sched_fresh_outs(struct sched *s, const struct item *x, int64_t now)
 {
 	for (size_t o = 0; o < x->nouts; o++) {
@@ -189,7 +189,7 @@ sched_fresh_loaded(struct sched *s, struct request *rq)
 		bool pending = false;
 
 		if (j == NULL || j->deadline <= 0 || e->state == MS_SUCCEEDED ||
-		    e->state == MS_CANCELLED)
+		    e->state == MS_CANCELLED || e->state == MS_SKIPPED)
 			continue;
 		for (size_t k = 0; k < e->nins; k++)
 			if (e->ins[k]->state == MS_QUEUED ||

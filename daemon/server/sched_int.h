@@ -10,6 +10,7 @@
  *   sched_request.c   applying the core's changes; progress, watches,
  *                     cancel and retry of a request
  *   sched_dispatch.c  starting runs (sched_run_begin) and recording them
+ *   sched_cutoff.c    early cut-off: downstream items skipped at dispatch
  *   sched_audit.c     the audit JSON of a run
  *   sched_jobstate.c  the per-job state cache (watermark, pause, counts)
  *   sched_clock.c     the clock schedule and pause/resume
@@ -130,6 +131,18 @@ void sched_retry_cb(uv_timer_t *t);
 void sched_run_cancel(struct sched *s, struct exec_run *run);
 void sched_run_fill(struct sched *s, struct active *a);
 void sched_active_free(struct active *a);
+/* Newest landing among the inputs of a downstream partition, or -1. */
+int64_t sched_inputs_at(struct sched *s, const struct job_def *j, part_t part);
+/* What a landing of (job, key) through request `by` releases elsewhere
+ * (rule 4); shared with sched_mark.c. */
+void sched_landed(struct sched *s, const char *job, const char *key,
+		  struct request *by, int64_t now);
+
+/* sched_cutoff.c */
+/* Early cut-off (cutoff.h) as dispatch is about to start run r: the
+ * downstream items whose inputs all came out unchanged are recorded
+ * skipped and dropped from r; true when none is left (free r). */
+bool sched_cutoff(struct sched *s, struct run *r, int64_t now);
 
 /* sched_audit.c */
 /* The note of a run that succeeded with warnings for partition i (the
@@ -148,6 +161,10 @@ struct jobstate *sched_jobstate_of(struct sched *s, int job);
 int sched_jobstate_save(struct sched *s, struct jobstate *js, struct err *err);
 void sched_count_finished(struct sched *s, const char *job, enum mstate prev,
 			  enum mstate state);
+/* sched_count_finished as the store's partition_finished callback (data:
+ * the scheduler). */
+void sched_count_prev_cb(const char *job, enum mstate prev, enum mstate state,
+			 void *data);
 void sched_count_load_cb(const char *job, enum mstate state, int64_t count,
 			 void *data);
 bool sched_paused_cb(void *data, int job);
@@ -162,6 +179,7 @@ int64_t sched_sensor_next(struct sched *s, const struct job_def *j,
 			  const struct jobstate *js);
 
 /* sched_fresh.c */
+void sched_fresh_outs(struct sched *s, const struct item *x, int64_t now);
 void sched_fresh_arm(struct sched *s);
 void sched_fresh_run_done(struct sched *s, struct active *a, enum mstate result,
 			  int64_t now);

@@ -94,3 +94,10 @@ sched_count_load_cb(const char *job, enum mstate state, int64_t count,
 {
 	sched_jobstate(data, job)->last[state] = count;
 }
+
+void
+sched_count_prev_cb(const char *job, enum mstate prev, enum mstate state,
+		    void *data)
+{
+	sched_count_finished(data, job, prev, state);
+}

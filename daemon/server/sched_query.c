@@ -15,6 +15,42 @@
 #include "schedule.h"
 #include "xalloc.h"
 
+bool
+sched_partition_running(struct sched *s, const char *job, const char *key,
+			int *attempt, int64_t *request)
+{
+	for (struct item *it = *manifest_bucket(&s->m, job, key); it != NULL;
+	     it = it->hnext)
+		if (manifest_same(it, job, key) && it->state == MS_RUNNING) {
+			*attempt = it->attempts;
+			*request = it->rq->id;
+			return true;
+		}
+	return false;
+}
+
+bool
+sched_partition_queued(struct sched *s, const char *job, const char *key)
+{
+	for (struct item *it = *manifest_bucket(&s->m, job, key); it != NULL;
+	     it = it->hnext)
+		if (manifest_same(it, job, key) && it->state == MS_QUEUED)
+			return true;
+	return false;
+}
+
+uv_loop_t *
+sched_loop(struct sched *s)
+{
+	return s->loop;
+}
+
+const char *
+sched_log_dir(struct sched *s)
+{
+	return s->log_dir;
+}
+
 void
 sched_job_view(struct sched *s, int job, struct sched_job_view *v)
 {
@@ -47,7 +83,8 @@ sched_job_view(struct sched *s, int job, struct sched_job_view *v)
 		v->sensor_error =
 		    js->st.late_error[0] ? js->st.late_error : NULL;
 	}
-	v->succeeded = js->last[MS_SUCCEEDED];
+	/* a partition skipped by early cut-off keeps its build: succeeded */
+	v->succeeded = js->last[MS_SUCCEEDED] + js->last[MS_SKIPPED];
 	v->failed = js->last[MS_FAILED];
 	v->queued = s->m.job_counts[job][MS_QUEUED];
 	v->running = s->m.job_counts[job][MS_RUNNING];
@@ -199,7 +236,7 @@ stale_report(struct sched *s, int d, const struct stale_collect *sc,
 			b++;
 		part_key(dj->grain, sc->rows[a].part, key);
 		has_built = store_partition_get(s->store, dj->name, key, &built,
-						&inputs, NULL) == 0;
+						&inputs, NULL, 0, NULL) == 0;
 		for (size_t k = a; k < b; k++)
 			if (sc->rows[k].in_built > (has_built ? inputs : -1))
 				in[nin++] = (struct stale_input){

@@ -20,7 +20,8 @@ sched_item_store(struct sched *s, struct item *it, const char *error,
 		 int64_t now, struct err *err)
 {
 	return store_item_set(s->store, it->id, it->state, it->attempts,
-			      it->not_before, error, it->blocked_on, now, err);
+			      it->not_before, error, it->blocked_on,
+			      cutoff_changed_of(it->cut), now, err);
 }
 
 /* Log one item a rule moved. */
@@ -104,6 +105,7 @@ sched_request_progress(const struct request *rq, int64_t now,
 	p->failed = rq->counts[MS_FAILED];
 	p->blocked = rq->counts[MS_BLOCKED];
 	p->cancelled = rq->counts[MS_CANCELLED];
+	p->skipped = rq->counts[MS_SKIPPED];
 	p->running = rq->counts[MS_RUNNING];
 	p->queued = rq->counts[MS_QUEUED];
 	p->elapsed_ms = now - rq->created_at;
@@ -140,8 +142,9 @@ sched_request_changed(struct sched *s, struct request *rq)
 		return;
 	}
 	log_info("request=%" PRId64 " job=%s finished: %" PRId64
-		 " succeeded, %" PRId64 " failed, %" PRId64 " cancelled",
-		 rq->id, rq->job, p.succeeded, p.failed, p.cancelled);
+		 " succeeded, %" PRId64 " skipped, %" PRId64 " failed, %" PRId64
+		 " cancelled", rq->id, rq->job, p.succeeded, p.skipped, p.failed,
+		 p.cancelled);
 	sched_request_free(s, rq);
 }
 
@@ -182,6 +185,7 @@ sched_progress(struct sched *s, int64_t request_id, struct sched_progress *p,
 	p->failed = counts[MS_FAILED];
 	p->blocked = counts[MS_BLOCKED];
 	p->cancelled = counts[MS_CANCELLED];
+	p->skipped = counts[MS_SKIPPED];
 	p->finished = true;
 	return 1;
 }
@@ -250,7 +254,7 @@ sched_cancel_request(struct sched *s, int64_t request_id, int64_t *dropped,
 			continue;
 		if (store_item_set(s->store, it->id, MS_CANCELLED, it->attempts,
 				   it->not_before, "cancelled by the operator",
-				   it->blocked_on, now, err) < 0) {
+				   it->blocked_on, -1, now, err) < 0) {
 			store_rollback(s->store);
 			return -1;
 		}
@@ -309,7 +313,7 @@ sched_retry_store(struct sched *s, struct request *rq, int64_t now,
 
 		if (manifest_retriable(it) &&
 		    store_item_set(s->store, it->id, MS_QUEUED, 0, 0, NULL,
-				   NULL, now, err) < 0)
+				   NULL, -1, now, err) < 0)
 			goto fail;
 	}
 	return sched_tx_end(s, 0, err);

@@ -36,6 +36,7 @@ sched_store_plan(struct sched *s, const struct sched_req *rq,
 	    .concurrency = rq->concurrency,
 	    .fail_fast = rq->fail_fast,
 	    .downstream = rq->downstream,
+	    .no_cutoff = rq->no_cutoff,
 	    .budget_ms = rq->budget_s * 1000,
 	};
 	char key[CAL_KEY_MAX];
@@ -98,6 +99,7 @@ sched_commit_plan(struct sched *s, const struct sched_req *rq,
 	r = manifest_request_add(&s->m, *id, j->name, rq->kind, created_at);
 	r->cap = rq->concurrency;
 	r->fail_fast = rq->fail_fast;
+	r->no_cutoff = rq->no_cutoff;
 	r->budget_ms = rq->budget_s * 1000;
 	for (size_t i = 0; i < plan->n; i++) {
 		const struct plan_item *it = &plan->items[i];

@@ -122,8 +122,13 @@ sched_flush(struct sched *s)
 {
 	struct err err;
 
-	if (store_flush(s->store, &err) == 0)
+	if (store_flush(s->store, &err) == 0) {
+		/* the records of the runs done so far are committed: their
+		 * ClickHouse stages may go (exec.h) */
+		if (!s->store_failed)
+			exec_release_stages(s->exec);
 		return 0;
+	}
 	/* rule 7: the turn's changes are rolled back and memory is ahead
 	 * of the store; stop taking work, say so once, let main.c decide */
 	if (!s->store_failed) {

@@ -140,7 +140,8 @@ void sched_each_request(struct sched *s, sched_request_cb cb, void *data);
 /* A run ended (not one that could not start): for the metrics. */
 struct sched_run_event {
 	const char *job;
-	enum mstate state;   /* succeeded, failed or cancelled */
+	enum mstate state;   /* succeeded, failed, cancelled, or skipped by
+			      * early cut-off (no duration, no checks) */
 	double duration_s;
 	bool has_delay;      /* a scheduled partition: */
 	double delay_s;      /* from its due time to the run's start */
@@ -167,6 +168,7 @@ struct sched_req {
 	const char *to_key;
 	int concurrency;      /* runs of it at once (<= the job's), 0: none */
 	bool fail_fast;       /* cancel the rest after its first failure */
+	bool no_cutoff;       /* rebuild the downstream regardless (cutoff.h) */
 	const bool *keep;     /* downstream jobs kept (plan.h), NULL: all */
 	const char *downstream; /* the same, as given, for the record */
 	int64_t budget_s;     /* budget of warehouse time (budget.h), 0: none */
@@ -185,8 +187,30 @@ int sched_queue_plan(struct sched *s, const struct sched_req *rq,
 		     const struct plan *plan, int64_t *request_id,
 		     struct err *err);
 
+/*
+ * backfillctl mark (docs/mark.md): record the partitions of a job as
+ * built without running them.  One request (stored as kind 'rerun'), its
+ * partitions' items succeeded at once, each with a runs row that is a
+ * mark (marked_by, and the note "marked succeeded by BY: REASON"), its
+ * newest run and build, all in one transaction; then, as after any
+ * landing, its downstream items (unless no_downstream) queue and what
+ * failed inputs blocked elsewhere is released.  *request_id is the new
+ * request's.  -1 with err when the store refused (nothing changed).
+ */
+struct sched_mark_req {
+	int job;
+	const part_t *parts; /* ascending, distinct */
+	size_t nparts;
+	bool no_downstream;
+	const char *by;      /* the operator */
+	const char *reason;
+};
+int sched_mark(struct sched *s, const struct sched_mark_req *mk,
+	       int64_t *request_id, struct err *err);
+
 struct sched_progress {
 	int64_t total, succeeded, failed, blocked, cancelled, running, queued;
+	int64_t skipped; /* early cut-off: inputs unchanged (docs/cutoff.md) */
 	int64_t elapsed_ms;
 	bool finished; /* nothing queued or running any more */
 };
@@ -239,6 +263,14 @@ struct sched_job_view {
 };
 void sched_job_view(struct sched *s, int job, struct sched_job_view *v);
 struct store *sched_store(struct sched *s);
+/* Is job's partition key running here?  Its attempt and request. */
+bool sched_partition_running(struct sched *s, const char *job, const char *key,
+			     int *attempt, int64_t *request);
+/* Is it queued here (waiting to run)? */
+bool sched_partition_queued(struct sched *s, const char *job, const char *key);
+/* The loop, and the folder of command runs' logs (JOB/KEY.ATTEMPT.log). */
+uv_loop_t *sched_loop(struct sched *s);
+const char *sched_log_dir(struct sched *s);
 /* The executor runs go to (the proofs of --verify use it too). */
 struct exec *sched_exec(struct sched *s);
 /* Per-warehouse throttling (throttle.h): the scheduler starts no run on a

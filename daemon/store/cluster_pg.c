@@ -73,6 +73,7 @@ struct cluster {
 	char node[LEASE_NAME_MAX];
 	char config_hash[17];
 	int64_t lease_s;
+	_Atomic int64_t *alive_until; /* cluster_opts', or NULL */
 	int running;
 	int64_t *taken;       /* planner: mailbox ids taken, not answered */
 	size_t ntaken;
@@ -1023,13 +1024,18 @@ cpg_beat_cb(uv_timer_t *t)
 	struct cluster *c = t->data;
 	struct lease_row row;
 	struct err err;
-	int64_t now_ms;
+	int64_t now_ms, sent = cpg_mono_ms();
 	bool fenced;
 
 	if (c->closing || cpg_ensure(c, &err) < 0)
 		return;
 	if (cpg_heartbeat(c, &row, &now_ms, &fenced, &err) < 0)
 		goto failed;
+	/* alive in the database's view until sent + lease at least (rule 3:
+	 * last_seen is the heartbeat's commit, after it was sent) */
+	if (c->alive_until != NULL)
+		atomic_store(c->alive_until, fenced ? 1 :
+			     sent + c->lease_s * 1000 - c->lease_s * 1000 / 3);
 	if (fenced) {
 		if (cpg_fenced(c, &err) < 0)
 			goto failed;
@@ -1300,6 +1306,7 @@ cpg_open(uv_loop_t *loop, const struct cluster_opts *o,
 	snprintf(c->config_hash, sizeof c->config_hash, "%s",
 		 o->config_hash ? o->config_hash : "");
 	c->lease_s = o->lease_s;
+	c->alive_until = o->alive_until;
 	c->role = CLUSTER_OFFLINE;
 	uv_timer_init(loop, &c->beat);
 	uv_timer_init(loop, &c->deadline);

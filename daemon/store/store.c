@@ -236,14 +236,14 @@ store_item_add(struct store *st, const struct store_item *it, int64_t *id,
 int
 store_item_set(struct store *st, int64_t id, enum mstate state, int attempts,
 	       int64_t not_before, const char *error, const char *blocked_on,
-	       int64_t at, struct err *err)
+	       int changed, int64_t at, struct err *err)
 {
 	if (store_refused(st, err))
 		return -1;
 	return store_wrote(st,
 			   st->ops->item_set(st, id, state, attempts,
-					     not_before, error, blocked_on, at,
-					     err),
+					     not_before, error, blocked_on,
+					     changed, at, err),
 			   err);
 }
 
@@ -293,9 +293,11 @@ store_partition_built(struct store *st, const char *job, const char *key,
 
 int
 store_partition_get(struct store *st, const char *job, const char *key,
-		    int64_t *built_at, int64_t *inputs_at, struct err *err)
+		    int64_t *built_at, int64_t *inputs_at, char *code_version,
+		    size_t cvsz, struct err *err)
 {
-	return st->ops->partition_get(st, job, key, built_at, inputs_at, err);
+	return st->ops->partition_get(st, job, key, built_at, inputs_at,
+				      code_version, cvsz, err);
 }
 
 int
@@ -380,6 +382,15 @@ store_keys_built_by(struct store *st, const char *job, const char *code_version,
 }
 
 int
+store_keys_changed(struct store *st, const char *job, const char *code_version,
+		   const char *first_key, const char *last_key, store_key_cb cb,
+		   void *data, struct err *err)
+{
+	return st->ops->keys_changed(st, job, code_version, first_key, last_key,
+				     cb, data, err);
+}
+
+int
 store_partitions_of(struct store *st, const char *job, store_built_cb cb,
 		    void *data, struct err *err)
 {
@@ -412,6 +423,40 @@ store_latest_counts(struct store *st, store_count_cb cb, void *data,
 		    struct err *err)
 {
 	return st->ops->latest_counts(st, cb, data, err);
+}
+
+int
+store_run_lookup(struct store *st, const char *job, const char *key,
+		 int attempt, struct store_run_info *out, struct err *err)
+{
+	return st->ops->run_lookup(st, job, key, attempt, out, err);
+}
+
+int
+store_run_node(struct store *st, int64_t run_id, const char *node,
+	       struct err *err)
+{
+	if (store_refused(st, err))
+		return -1;
+	return store_wrote(st, st->ops->run_node(st, run_id, node, err), err);
+}
+
+int
+store_run_mark(struct store *st, int64_t run_id, const char *by,
+	       struct err *err)
+{
+	if (store_refused(st, err))
+		return -1;
+	return store_wrote(st, st->ops->run_mark(st, run_id, by, err), err);
+}
+
+int
+store_marked_keys(struct store *st, const char *job, const char *first_key,
+		  const char *last_key, store_last_cb cb, void *data,
+		  struct err *err)
+{
+	return st->ops->marked_keys(st, job, first_key, last_key, cb, data,
+				    err);
 }
 
 int
@@ -484,7 +529,7 @@ store_audit_add(struct store *st, int64_t run_id, const char *key,
 		bool has_before, int64_t rows_before, bool has_after,
 		int64_t rows_after, const char *metrics, const char *checks,
 		const char *metrics_text, const char *checks_text, bool passed,
-		struct err *err)
+		const char *sum_before, const char *sum_after, struct err *err)
 {
 	if (store_refused(st, err))
 		return -1;
@@ -492,7 +537,8 @@ store_audit_add(struct store *st, int64_t run_id, const char *key,
 	    st,
 	    st->ops->audit_add(st, run_id, key, has_before, rows_before,
 			       has_after, rows_after, metrics, checks,
-			       metrics_text, checks_text, passed, err),
+			       metrics_text, checks_text, passed, sum_before,
+			       sum_after, err),
 	    err);
 }
 

@@ -108,6 +108,7 @@ struct store_request {
 	int concurrency;        /* runs of it at once, 0: no cap of its own */
 	bool fail_fast;
 	const char *downstream; /* the downstream jobs it keeps, NULL: all */
+	bool no_cutoff;         /* backfill --no-cutoff */
 	int64_t budget_ms;      /* budget of warehouse time (budget.h), 0: none */
 };
 
@@ -140,6 +141,9 @@ struct store_open_row {
 	int64_t rq_created_at;
 	int rq_concurrency;     /* 0: none */
 	bool rq_fail_fast;
+	bool rq_no_cutoff;
+	int changed;            /* its run left its partition: 0 identical,
+				 * 1 changed, -1 unknown (cutoff.h) */
 	int64_t rq_budget_ms;   /* 0: none (budget.h) */
 	int64_t rq_spent_ms;    /* its measured warehouse time */
 	bool rq_over_budget;    /* stopped over budget, not resumed */
@@ -171,6 +175,7 @@ struct store_run_row {
 	bool has_rows;
 	int64_t rows_changed;
 	const char *code_version;
+	const char *marked_by; /* a mark (backfillctl mark): by whom; or NULL */
 };
 typedef int (*store_run_cb)(const struct store_run_row *row, void *data,
 			    struct err *err);
@@ -183,6 +188,16 @@ typedef void (*store_prev_cb)(const char *job, enum mstate prev,
 typedef void (*store_orphan_cb)(int64_t run_id, const char *job,
 				const char *key, int64_t pgid,
 				int64_t proc_start, void *data);
+
+/* One run found by run_lookup: its error copied. */
+struct store_run_info {
+	int64_t id;
+	int64_t request_id;
+	int attempt;
+	enum mstate state;
+	char error[4096];  /* "" when it has none */
+	char node[128];    /* several hosts: the node that claimed it, or "" */
+};
 
 /* A runs row left 'running' (running_runs). */
 struct store_running_row {
@@ -239,6 +254,8 @@ struct store_audit_row {
 	bool has_audit, passed;
 	const char *item_error; /* the manifest row's error or note ("landed
 				 * later by request N") */
+	const char *sum_before, *sum_after; /* the partition's checksums
+					     * (digest.h), or NULL */
 };
 typedef void (*store_audit_cb)(const struct store_audit_row *row, void *data);
 /* A request stopped over budget (over_budget; budget.h). */
@@ -302,10 +319,12 @@ struct store_ops {
 	int (*item_add)(struct store *st, const struct store_item *it,
 			int64_t *id, struct err *err);
 	/* Write: set a manifest row's state and the fields that go with it
-	 * (error and blocked_on may be NULL). */
+	 * (error and blocked_on may be NULL; changed: what its run did to
+	 * its partition, 0 identical, 1 changed, -1 unknown). */
 	int (*item_set)(struct store *st, int64_t id, enum mstate state,
 			int attempts, int64_t not_before, const char *error,
-			const char *blocked_on, int64_t at, struct err *err);
+			const char *blocked_on, int changed, int64_t at,
+			struct err *err);
 
 	/* Write: a run started ('running'), its id in *run_id.  shared_run:
 	 * the id of the first row of the one execution this row shares
@@ -327,10 +346,11 @@ struct store_ops {
 			       int64_t inputs_at, int64_t run_id,
 			       const char *code_version, struct err *err);
 	/* When (job, key) last landed: 0 and *built_at (*inputs_at -1 when
-	 * none), or 1 when never. */
+	 * none) and, when code_version is not NULL, the code version that
+	 * built it ("" when unknown), or 1 when never. */
 	int (*partition_get)(struct store *st, const char *job, const char *key,
 			     int64_t *built_at, int64_t *inputs_at,
-			     struct err *err);
+			     char *code_version, size_t cvsz, struct err *err);
 	/* The newest landing among job's partitions first_key..last_key: 0
 	 * and *built_at, or 1 when none of them was ever built. */
 	int (*newest_build)(struct store *st, const char *job,
@@ -374,6 +394,13 @@ struct store_ops {
 	int (*keys_built_by)(struct store *st, const char *job,
 			     const char *code_version, store_key_cb cb,
 			     void *data, struct err *err);
+	/* Keys of job in [first_key, last_key] whose latest successful
+	 * build used a code version other than code_version (or none), in
+	 * key order; cb returning -1 stops the walk. */
+	int (*keys_changed)(struct store *st, const char *job,
+			    const char *code_version, const char *first_key,
+			    const char *last_key, store_key_cb cb, void *data,
+			    struct err *err);
 	/* Every built partition of job, in key order; cb returning -1 stops
 	 * the walk. */
 	int (*partitions_of)(struct store *st, const char *job,
@@ -414,6 +441,24 @@ struct store_ops {
 	int (*latest_counts)(struct store *st, store_count_cb cb, void *data,
 			     struct err *err);
 
+	/* Write: run run_id is a mark (backfillctl mark, docs/mark.md):
+	 * recorded succeeded by the operator `by`, nothing ran. */
+	int (*run_mark)(struct store *st, int64_t run_id, const char *by,
+			struct err *err);
+	/* The partitions of job in [first_key, last_key] whose newest run
+	 * is a mark (cb with the key; last_state is MS_SUCCEEDED). */
+	int (*marked_keys)(struct store *st, const char *job,
+			   const char *first_key, const char *last_key,
+			   store_last_cb cb, void *data, struct err *err);
+	/* A run of the request that built (or failed) job's partition key
+	 * last: attempt `attempt`, or its newest when 0 (logs).  1: none. */
+	int (*run_lookup)(struct store *st, const char *job, const char *key,
+			  int attempt, struct store_run_info *out,
+			  struct err *err);
+	/* Write: several hosts, the node that runs run_id (its command log
+	 * is there); nothing to record on one host. */
+	int (*run_node)(struct store *st, int64_t run_id, const char *node,
+			struct err *err);
 	/* Write: a command run's process group and its leader's start time. */
 	int (*run_proc)(struct store *st, int64_t run_id, int64_t pgid,
 			int64_t proc_start, struct err *err);
@@ -458,12 +503,15 @@ struct store_ops {
 				store_problem_cb cb, void *data,
 				struct err *err);
 	/* Write: what a run wrote to one partition (JSON text for metrics
-	 * and checks; NULL reads as {} and []); replaces an earlier one. */
+	 * and checks; NULL reads as {} and []; the checksums before and
+	 * after, NULL when unknown); replaces an earlier one. */
 	int (*audit_add)(struct store *st, int64_t run_id, const char *key,
 			 bool has_before, int64_t rows_before, bool has_after,
 			 int64_t rows_after, const char *metrics,
 			 const char *checks, const char *metrics_text,
-			 const char *checks_text, bool passed, struct err *err);
+			 const char *checks_text, bool passed,
+			 const char *sum_before, const char *sum_after,
+			 struct err *err);
 	/* Every manifest row of a request, in seq order, with its latest run
 	 * and that run's audit. */
 	int (*audit_of)(struct store *st, int64_t request_id, store_audit_cb cb,
@@ -563,7 +611,8 @@ int store_item_add(struct store *st, const struct store_item *it,
 		   int64_t *id, struct err *err);
 int store_item_set(struct store *st, int64_t id, enum mstate state,
 		   int attempts, int64_t not_before, const char *error,
-		   const char *blocked_on, int64_t at, struct err *err);
+		   const char *blocked_on, int changed, int64_t at,
+		   struct err *err);
 int store_run_start(struct store *st, int64_t manifest_id, int64_t request_id,
 		    const char *job, const char *key, int attempt,
 		    int64_t started_at, const char *code_version,
@@ -576,7 +625,8 @@ int store_partition_built(struct store *st, const char *job, const char *key,
 			  int64_t built_at, int64_t inputs_at, int64_t run_id,
 			  const char *code_version, struct err *err);
 int store_partition_get(struct store *st, const char *job, const char *key,
-			int64_t *built_at, int64_t *inputs_at, struct err *err);
+			int64_t *built_at, int64_t *inputs_at,
+			char *code_version, size_t cvsz, struct err *err);
 int store_newest_build(struct store *st, const char *job, const char *first_key,
 		       const char *last_key, int64_t *built_at, struct err *err);
 int store_recover(struct store *st, int64_t at, const int64_t *keep,
@@ -595,6 +645,10 @@ int store_last_states(struct store *st, const char *job, const char *first_key,
 int store_keys_built_by(struct store *st, const char *job,
 			const char *code_version, store_key_cb cb, void *data,
 			struct err *err);
+int store_keys_changed(struct store *st, const char *job,
+		       const char *code_version, const char *first_key,
+		       const char *last_key, store_key_cb cb, void *data,
+		       struct err *err);
 int store_partitions_of(struct store *st, const char *job, store_built_cb cb,
 			void *data, struct err *err);
 int store_runs_open(struct store *st, const char *job, int64_t request_id,
@@ -638,6 +692,15 @@ int store_latest_counts(struct store *st, store_count_cb cb, void *data,
 			struct err *err);
 int store_run_proc(struct store *st, int64_t run_id, int64_t pgid,
 		   int64_t proc_start, struct err *err);
+int store_run_lookup(struct store *st, const char *job, const char *key,
+		     int attempt, struct store_run_info *out, struct err *err);
+int store_run_node(struct store *st, int64_t run_id, const char *node,
+		   struct err *err);
+int store_run_mark(struct store *st, int64_t run_id, const char *by,
+		   struct err *err);
+int store_marked_keys(struct store *st, const char *job, const char *first_key,
+		      const char *last_key, store_last_cb cb, void *data,
+		      struct err *err);
 int store_orphans(struct store *st, store_orphan_cb cb, void *data,
 		  struct err *err);
 int store_running_runs(struct store *st, store_running_cb cb, void *data,
@@ -664,7 +727,8 @@ int store_audit_add(struct store *st, int64_t run_id, const char *key,
 		    bool has_before, int64_t rows_before, bool has_after,
 		    int64_t rows_after, const char *metrics, const char *checks,
 		    const char *metrics_text, const char *checks_text,
-		    bool passed, struct err *err);
+		    bool passed, const char *sum_before, const char *sum_after,
+		    struct err *err);
 int store_audit_of(struct store *st, int64_t request_id, store_audit_cb cb,
 		   void *data, struct err *err);
 int store_request_counts(struct store *st, int64_t request_id,

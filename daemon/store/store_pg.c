@@ -112,6 +112,10 @@ enum pgst_stmt {
 	P_LATEST_COUNTS,
 	P_RUNS_COUNT,
 	P_RUN_PROC,
+	P_RUN_MARK,
+	P_RUN_NODE,
+	P_RUN_LOOKUP,
+	P_MARKED_KEYS,
 	P_ORPHANS,
 	P_RUN_UNSTART,
 	P_RECOVER_RUNS,
@@ -124,6 +128,7 @@ enum pgst_stmt {
 	P_PRUNE_MANIFEST_DEL,
 	P_PRUNE_REQUEST_DEL,
 	P_BUILT_BY,
+	P_KEYS_CHANGED,
 	P_PARTS_OF,
 	P_JOB_GET,
 	P_JOB_PUT,
@@ -163,8 +168,8 @@ static const char *const pgst_sql[P_COUNT] = {
 	[P_REQUEST_ADD] =
 	"INSERT INTO requests (job, kind, reason, from_key, to_key, reprocess,"
 	" reverse, no_downstream, created_at, concurrency, fail_fast,"
-	" downstream, budget_ms) VALUES ($1,$2,$3,$4,$5,$6,$7,$8,$9,$10,$11,"
-	"$12,$13) RETURNING id",
+	" downstream, budget_ms, no_cutoff) VALUES ($1,$2,$3,$4,$5,$6,$7,$8,"
+	" $9,$10,$11,$12,$13,$14) RETURNING id",
 	[P_REQUEST_FINISH] =
 	"UPDATE requests SET finished_at = $2, cancelled = $3 WHERE id = $1",
 	[P_ITEM_ADD] =
@@ -173,7 +178,8 @@ static const char *const pgst_sql[P_COUNT] = {
 	" RETURNING id",
 	[P_ITEM_SET] =
 	"UPDATE manifest SET state = $2, attempts = $3, not_before = $4,"
-	" error = $5, blocked_on = $6, updated_at = $7 WHERE id = $1",
+	" error = $5, blocked_on = $6, updated_at = $7, changed = $8"
+	" WHERE id = $1",
 	[P_RUN_START] =
 	"INSERT INTO runs (manifest_id, request_id, job, partition_key, attempt,"
 	" state, started_at, code_version, config_hash, shared_run)"
@@ -187,20 +193,22 @@ static const char *const pgst_sql[P_COUNT] = {
 	" partition_key) DO UPDATE SET built_at = $3, inputs_at = $4,"
 	" run_id = $5, code_version = $6",
 	[P_PART_GET] =
-	"SELECT built_at, inputs_at FROM partitions WHERE job = $1 AND"
-	" partition_key = $2",
+	"SELECT built_at, inputs_at, code_version FROM partitions WHERE"
+	" job = $1 AND partition_key = $2",
 	[P_LOAD_OPEN] =
 	"SELECT m.id, m.request_id, m.job, m.partition_key, m.seq, m.downstream,"
 	" m.state, m.attempts, m.not_before, m.blocked_on, r.job, r.kind,"
 	" r.reverse, r.created_at, r.concurrency, r.fail_fast, r.budget_ms,"
-	" r.spent_ms, r.over_budget_at IS NOT NULL FROM manifest m"
+	" r.spent_ms, r.over_budget_at IS NOT NULL, r.no_cutoff, m.changed"
+	" FROM manifest m"
 	" JOIN requests r ON r.id = m.request_id WHERE r.finished_at IS NULL"
 	" ORDER BY m.request_id, m.seq",
 	[P_LOAD_ONE] =
 	"SELECT m.id, m.request_id, m.job, m.partition_key, m.seq, m.downstream,"
 	" m.state, m.attempts, m.not_before, m.blocked_on, r.job, r.kind,"
 	" r.reverse, r.created_at, r.concurrency, r.fail_fast, r.budget_ms,"
-	" r.spent_ms, r.over_budget_at IS NOT NULL FROM manifest m"
+	" r.spent_ms, r.over_budget_at IS NOT NULL, r.no_cutoff, m.changed"
+	" FROM manifest m"
 	" JOIN requests r ON r.id = m.request_id WHERE r.id = $1"
 	" ORDER BY m.seq",
 	[P_REQUEST_REOPEN] =
@@ -221,6 +229,18 @@ static const char *const pgst_sql[P_COUNT] = {
 	[P_RUNS_COUNT] = "SELECT COUNT(*) FROM runs",
 	[P_RUN_PROC] =
 	"UPDATE runs SET pgid = $2, proc_start = $3 WHERE id = $1",
+	[P_RUN_MARK] = "UPDATE runs SET marked_by = $2 WHERE id = $1",
+	[P_RUN_NODE] = "UPDATE runs SET node = $2 WHERE id = $1",
+	[P_RUN_LOOKUP] =
+	"SELECT r.id, r.request_id, r.attempt, r.state, r.error, r.node FROM"
+	" partition_latest l JOIN runs x ON x.id = l.run_id JOIN runs r"
+	" ON r.manifest_id = x.manifest_id WHERE l.job = $1 AND"
+	" l.partition_key = $2 AND ($3::int = 0 OR r.attempt = $3::int)"
+	" ORDER BY r.id DESC LIMIT 1",
+	[P_MARKED_KEYS] =
+	"SELECT l.partition_key FROM partition_latest l JOIN runs r ON"
+	" r.id = l.run_id WHERE l.job = $1 AND l.partition_key BETWEEN $2 AND"
+	" $3 AND r.marked_by IS NOT NULL",
 	[P_ORPHANS] =
 	"SELECT id, job, partition_key, pgid, proc_start FROM runs"
 	" WHERE state = 'running' AND pgid IS NOT NULL AND proc_start >= 0",
@@ -269,6 +289,10 @@ static const char *const pgst_sql[P_COUNT] = {
 	[P_BUILT_BY] =
 	"SELECT partition_key FROM partitions WHERE job = $1 AND"
 	" code_version = $2 ORDER BY partition_key",
+	[P_KEYS_CHANGED] =
+	"SELECT partition_key FROM partitions WHERE job = $1 AND"
+	" code_version IS DISTINCT FROM $2 AND partition_key BETWEEN $3 AND $4"
+	" ORDER BY partition_key",
 	[P_PARTS_OF] =
 	"SELECT partition_key, built_at, inputs_at FROM partitions WHERE"
 	" job = $1 ORDER BY partition_key",
@@ -311,17 +335,18 @@ static const char *const pgst_sql[P_COUNT] = {
 	/* INSERT OR REPLACE on SQLite: every column replaced */
 	[P_AUDIT_ADD] =
 	"INSERT INTO run_audit (run_id, partition_key, rows_before,"
-	" rows_after, metrics, checks, passed, metrics_text, checks_text)"
-	" VALUES ($1,$2,$3,$4,$5,$6,$7,$8,$9) ON CONFLICT (run_id,"
-	" partition_key) DO UPDATE SET rows_before = $3, rows_after = $4,"
-	" metrics = $5, checks = $6, passed = $7, metrics_text = $8,"
-	" checks_text = $9",
+	" rows_after, metrics, checks, passed, metrics_text, checks_text,"
+	" sum_before, sum_after) VALUES ($1,$2,$3,$4,$5,$6,$7,$8,$9,$10,$11)"
+	" ON CONFLICT (run_id, partition_key) DO UPDATE SET rows_before = $3,"
+	" rows_after = $4, metrics = $5, checks = $6, passed = $7,"
+	" metrics_text = $8, checks_text = $9, sum_before = $10,"
+	" sum_after = $11",
 	[P_AUDIT_OF] =
 	"SELECT m.job, m.partition_key, m.downstream, m.state,"
 	" COALESCE(r.shared_run, r.id),"
 	" r.code_version, r.config_hash, r.state, r.error, a.rows_before,"
 	" a.rows_after, a.metrics, a.checks, a.passed, a.metrics_text,"
-	" a.checks_text, m.error FROM manifest m"
+	" a.checks_text, m.error, a.sum_before, a.sum_after FROM manifest m"
 	" LEFT JOIN runs r ON r.id = (SELECT MAX(id) FROM runs"
 	" WHERE manifest_id = m.id)"
 	" LEFT JOIN run_audit a ON a.run_id = r.id"
@@ -388,10 +413,11 @@ static const char *const pgst_sql[P_COUNT] = {
 	[P_B_ITEM_SET] =
 	"UPDATE manifest m SET state = t.state, attempts = t.attempts,"
 	" not_before = t.not_before, error = t.error,"
-	" blocked_on = t.blocked_on, updated_at = t.at"
+	" blocked_on = t.blocked_on, updated_at = t.at, changed = t.changed"
 	" FROM unnest($1::bigint[], $2::text[], $3::int[], $4::bigint[],"
-	" $5::text[], $6::text[], $7::bigint[])"
-	" AS t(id, state, attempts, not_before, error, blocked_on, at)"
+	" $5::text[], $6::text[], $7::bigint[], $8::boolean[])"
+	" AS t(id, state, attempts, not_before, error, blocked_on, at,"
+	" changed)"
 	" WHERE m.id = t.id",
 	[P_B_RUN_FINISH] =
 	"UPDATE runs r SET state = t.state, finished_at = t.at,"
@@ -506,7 +532,7 @@ static const struct {
 } pgst_batch_kinds[B_COUNT] = {
 	[B_ITEM_ADD] = { P_B_ITEM_ADD, 8, P_COUNT, "adding to the manifest" },
 	[B_RUN_START] = { P_B_RUN_START, 10, P_COUNT, "recording runs" },
-	[B_ITEM_SET] = { P_B_ITEM_SET, 7, P_ITEM_SET,
+	[B_ITEM_SET] = { P_B_ITEM_SET, 8, P_ITEM_SET,
 			 "updating the manifest" },
 	[B_RUN_FINISH] = { P_B_RUN_FINISH, 5, P_RUN_FINISH,
 			   "finishing runs" },
@@ -1753,6 +1779,7 @@ pgst_request_add(struct store *st, const struct store_request *rq,
 		arg_int(&a, rq->budget_ms);
 	else
 		arg_text(&a, NULL);
+	arg_bool(&a, rq->no_cutoff);
 	return pgst_returned_id(pgst_write(p, P_REQUEST_ADD, &a,
 					   "adding a request", err), id);
 }
@@ -1800,7 +1827,7 @@ pgst_item_add(struct store *st, const struct store_item *it, int64_t *id,
 static int
 pgst_item_set(struct store *st, int64_t id, enum mstate state, int attempts,
 	      int64_t not_before, const char *error, const char *blocked_on,
-	      int64_t at, struct err *err)
+	      int changed, int64_t at, struct err *err)
 {
 	struct pgst *p = pgst_of(st);
 	struct pgst_args a = { 0 };
@@ -1812,6 +1839,10 @@ pgst_item_set(struct store *st, int64_t id, enum mstate state, int attempts,
 	arg_text(&a, error);
 	arg_text(&a, blocked_on);
 	arg_int(&a, at);
+	if (changed >= 0)
+		arg_bool(&a, changed > 0);
+	else
+		arg_text(&a, NULL);
 	if (p->tx)
 		return pgst_batch_add(p, B_ITEM_SET, id, NULL, NULL, &a, err);
 	return pgst_write_done(p, P_ITEM_SET, &a, "updating the manifest",
@@ -1905,7 +1936,8 @@ pgst_partition_built(struct store *st, const char *job, const char *key,
 /* When (job, key) last landed: 0, or 1 when never. */
 static int
 pgst_partition_get(struct store *st, const char *job, const char *key,
-		   int64_t *built_at, int64_t *inputs_at, struct err *err)
+		   int64_t *built_at, int64_t *inputs_at, char *code_version,
+		   size_t cvsz, struct err *err)
 {
 	struct pgst_args a = { 0 };
 	PGresult *r;
@@ -1919,6 +1951,9 @@ pgst_partition_get(struct store *st, const char *job, const char *key,
 	if (PQntuples(r) > 0) {
 		*built_at = col_int(r, 0, 0);
 		*inputs_at = col_null(r, 0, 1) ? -1 : col_int(r, 0, 1);
+		if (code_version != NULL)
+			snprintf(code_version, cvsz, "%s",
+				 col_null(r, 0, 2) ? "" : col_text(r, 0, 2));
 		rc = 0;
 	}
 	PQclear(r);
@@ -2005,6 +2040,8 @@ pgst_load_rows(struct pgst *p, enum pgst_stmt id, const struct pgst_args *a,
 		row.rq_budget_ms = col_int(r, i, 16);
 		row.rq_spent_ms = col_int(r, i, 17);
 		row.rq_over_budget = col_bool(r, i, 18);
+		row.rq_no_cutoff = col_bool(r, i, 19);
+		row.changed = col_null(r, i, 20) ? -1 : col_bool(r, i, 20);
 		if (cb(&row, data, err) < 0) {
 			PQclear(r);
 			return -1;
@@ -2093,6 +2130,22 @@ pgst_keys_built_by(struct store *st, const char *job, const char *code_version,
 	arg_text(&a, job);
 	arg_text(&a, code_version);
 	return pgst_key_rows(pgst_exec(pgst_of(st), P_BUILT_BY, &a,
+				       "reading builds", err), cb, data, err);
+}
+
+/* Keys of job in [first_key, last_key] built by another code version. */
+static int
+pgst_keys_changed(struct store *st, const char *job, const char *code_version,
+		  const char *first_key, const char *last_key, store_key_cb cb,
+		  void *data, struct err *err)
+{
+	struct pgst_args a = { 0 };
+
+	arg_text(&a, job);
+	arg_text(&a, code_version);
+	arg_text(&a, first_key);
+	arg_text(&a, last_key);
+	return pgst_key_rows(pgst_exec(pgst_of(st), P_KEYS_CHANGED, &a,
 				       "reading builds", err), cb, data, err);
 }
 
@@ -2193,6 +2246,85 @@ pgst_run_proc(struct store *st, int64_t run_id, int64_t pgid,
 	arg_int(&a, proc_start);
 	return pgst_write_done(pgst_of(st), P_RUN_PROC, &a,
 			       "recording a run's process", err);
+}
+
+/* A run of the request that last finished job's partition key. */
+static int
+pgst_run_lookup(struct store *st, const char *job, const char *key,
+		int attempt, struct store_run_info *out, struct err *err)
+{
+	struct pgst_args a = { 0 };
+	PGresult *r;
+	int rc = 1;
+
+	arg_text(&a, job);
+	arg_text(&a, key);
+	arg_int(&a, attempt);
+	r = pgst_exec(pgst_of(st), P_RUN_LOOKUP, &a, "reading a run", err);
+	if (r == NULL)
+		return -1;
+	if (PQntuples(r) > 0) {
+		out->id = strtoll(col_text(r, 0, 0), NULL, 10);
+		out->request_id = strtoll(col_text(r, 0, 1), NULL, 10);
+		out->attempt = atoi(col_text(r, 0, 2));
+		if (mstate_parse(col_text(r, 0, 3), &out->state) < 0)
+			out->state = MS_FAILED;
+		snprintf(out->error, sizeof out->error, "%s",
+			 col_text(r, 0, 4) ? col_text(r, 0, 4) : "");
+		snprintf(out->node, sizeof out->node, "%s",
+			 col_text(r, 0, 5) ? col_text(r, 0, 5) : "");
+		rc = 0;
+	}
+	PQclear(r);
+	return rc;
+}
+
+/* Run run_id runs on node `node` (the planner's own runs). */
+static int
+pgst_run_node(struct store *st, int64_t run_id, const char *node,
+	      struct err *err)
+{
+	struct pgst_args a = { 0 };
+
+	arg_int(&a, run_id);
+	arg_text(&a, node);
+	return pgst_write_done(pgst_of(st), P_RUN_NODE, &a,
+			       "recording a run's node", err);
+}
+
+/* Run run_id is a mark by `by`. */
+static int
+pgst_run_mark(struct store *st, int64_t run_id, const char *by,
+	      struct err *err)
+{
+	struct pgst_args a = { 0 };
+
+	arg_int(&a, run_id);
+	arg_text(&a, by);
+	return pgst_write_done(pgst_of(st), P_RUN_MARK, &a,
+			       "recording a mark", err);
+}
+
+/* The partitions of job in a key range whose newest run is a mark. */
+static int
+pgst_marked_keys(struct store *st, const char *job, const char *first_key,
+		 const char *last_key, store_last_cb cb, void *data,
+		 struct err *err)
+{
+	struct pgst_args a = { 0 };
+	PGresult *r;
+
+	arg_text(&a, job);
+	arg_text(&a, first_key);
+	arg_text(&a, last_key);
+	r = pgst_exec(pgst_of(st), P_MARKED_KEYS, &a, "reading the marks",
+		      err);
+	if (r == NULL)
+		return -1;
+	for (int i = 0; i < PQntuples(r); i++)
+		cb(col_text(r, i, 0), MS_SUCCEEDED, data);
+	PQclear(r);
+	return 0;
 }
 
 /* Runs left running with a process group. */
@@ -2695,7 +2827,7 @@ pgst_audit_add(struct store *st, int64_t run_id, const char *key,
 	       bool has_before, int64_t rows_before, bool has_after,
 	       int64_t rows_after, const char *metrics, const char *checks,
 	       const char *metrics_text, const char *checks_text, bool passed,
-	       struct err *err)
+	       const char *sum_before, const char *sum_after, struct err *err)
 {
 	struct pgst_args a = { 0 };
 
@@ -2714,6 +2846,8 @@ pgst_audit_add(struct store *st, int64_t run_id, const char *key,
 	arg_bool(&a, passed);
 	arg_text(&a, metrics_text);
 	arg_text(&a, checks_text);
+	arg_text(&a, sum_before);
+	arg_text(&a, sum_after);
 	return pgst_write_done(pgst_of(st), P_AUDIT_ADD, &a,
 			       "recording an audit", err);
 }
@@ -2744,6 +2878,8 @@ pgst_audit_row(PGresult *r, int i, struct store_audit_row *row)
 	row->metrics_text = col_text(r, i, 14);
 	row->checks_text = col_text(r, i, 15);
 	row->item_error = col_text(r, i, 16);
+	row->sum_before = col_null(r, i, 17) ? NULL : col_text(r, i, 17);
+	row->sum_after = col_null(r, i, 18) ? NULL : col_text(r, i, 18);
 }
 
 /* Every manifest row of a request with its latest run and its audit. */
@@ -2932,6 +3068,7 @@ pgst_run_row(PGresult *r, int i, struct store_run_row *row)
 	row->has_rows = !col_null(r, i, 9);
 	row->rows_changed = col_int(r, i, 9);
 	row->code_version = col_text(r, i, 10);
+	row->marked_by = col_text(r, i, 11);
 }
 
 /* One window of the current phase (store_runs_window_fn). */
@@ -2964,7 +3101,7 @@ pgst_runs_window(struct store_runs_cursor *base, int64_t lo,
 	}
 	for (int i = 0; i < PQntuples(r) && !pg->stop; i++) {
 		pgst_run_row(r, i, &row);
-		if (store_runs_row(base, &row, col_int(r, i, 11), pg,
+		if (store_runs_row(base, &row, col_int(r, i, 12), pg,
 				   err) < 0) {
 			PQclear(r);
 			return -1;
@@ -3009,6 +3146,7 @@ const struct store_ops store_pg_ops = {
 	.request_reopen = pgst_request_reopen,
 	.last_states = pgst_last_states,
 	.keys_built_by = pgst_keys_built_by,
+	.keys_changed = pgst_keys_changed,
 	.partitions_of = pgst_partitions_of,
 	.runs_open = pgst_runs_open,
 	.runs_page = pgst_runs_page,
@@ -3017,6 +3155,10 @@ const struct store_ops store_pg_ops = {
 	.partition_finished = pgst_partition_finished,
 	.latest_counts = pgst_latest_counts,
 	.run_proc = pgst_run_proc,
+	.run_mark = pgst_run_mark,
+	.run_node = pgst_run_node,
+	.run_lookup = pgst_run_lookup,
+	.marked_keys = pgst_marked_keys,
 	.orphans = pgst_orphans,
 	.running_runs = pgst_running_runs,
 	.run_unstart = pgst_run_unstart,

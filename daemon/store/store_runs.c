@@ -36,13 +36,13 @@ static const char *const store_runs_select[3] = {
 	"SELECT NULL, request_id, job, partition_key, attempts + 1,"
 	" state, NULL, NULL, CASE WHEN state = 'blocked' THEN"
 	" 'blocked: its input ' || blocked_on || ' failed' ELSE error"
-	" END, NULL, NULL, id FROM manifest WHERE (state = 'queued' OR"
+	" END, NULL, NULL, NULL, id FROM manifest WHERE (state = 'queued' OR"
 	" state = 'blocked')",
 	"SELECT COALESCE(shared_run, id), request_id, job, partition_key,"
 	" attempt, state, started_at, finished_at, error, rows_changed,"
-	" code_version, id FROM runs WHERE true",
+	" code_version, marked_by, id FROM runs WHERE true",
 	"SELECT NULL, request_id, job, partition_key, attempts + 1,"
-	" state, NULL, updated_at, error, NULL, NULL, id FROM manifest m"
+	" state, NULL, updated_at, error, NULL, NULL, NULL, id FROM manifest m"
 	" WHERE state = 'cancelled' AND NOT EXISTS (SELECT 1 FROM runs r"
 	" WHERE r.manifest_id = m.id)",
 };

@@ -50,6 +50,9 @@ enum stmt_id {
 	S_LATEST_COUNTS,
 	S_RUNS_COUNT,
 	S_RUN_PROC,
+	S_RUN_MARK,
+	S_RUN_LOOKUP,
+	S_MARKED_KEYS,
 	S_ORPHANS,
 	S_RUN_UNSTART,
 	S_PRUNE_RUNS,
@@ -59,6 +62,7 @@ enum stmt_id {
 	S_PRUNE_MANIFEST_DEL,
 	S_PRUNE_REQUEST_DEL,
 	S_BUILT_BY,
+	S_KEYS_CHANGED,
 	S_PARTS_OF,
 	S_JOB_GET,
 	S_JOB_PUT,
@@ -89,7 +93,8 @@ static const char *const store_sql[S_COUNT] = {
 	[S_REQUEST_ADD] =
 	"INSERT INTO requests (job, kind, reason, from_key, to_key, reprocess,"
 	" reverse, no_downstream, created_at, concurrency, fail_fast,"
-	" downstream, budget_ms) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?)",
+	" downstream, budget_ms, no_cutoff) VALUES"
+	" (?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
 	[S_REQUEST_FINISH] =
 	"UPDATE requests SET finished_at = ?2, cancelled = ?3 WHERE id = ?1",
 	[S_ITEM_ADD] =
@@ -97,7 +102,8 @@ static const char *const store_sql[S_COUNT] = {
 	" state, created_at, updated_at) VALUES (?,?,?,?,?,?,?8,?8)",
 	[S_ITEM_SET] =
 	"UPDATE manifest SET state = ?2, attempts = ?3, not_before = ?4,"
-	" error = ?5, blocked_on = ?6, updated_at = ?7 WHERE id = ?1",
+	" error = ?5, blocked_on = ?6, updated_at = ?7, changed = ?8"
+	" WHERE id = ?1",
 	[S_RUN_START] =
 	"INSERT INTO runs (manifest_id, request_id, job, partition_key, attempt,"
 	" state, started_at, code_version, config_hash, shared_run)"
@@ -111,20 +117,22 @@ static const char *const store_sql[S_COUNT] = {
 	" DO UPDATE SET built_at = ?3, inputs_at = ?4, run_id = ?5,"
 	" code_version = ?6",
 	[S_PART_GET] =
-	"SELECT built_at, inputs_at FROM partitions WHERE job = ? AND"
-	" partition_key = ?",
+	"SELECT built_at, inputs_at, code_version FROM partitions WHERE job = ?"
+	" AND partition_key = ?",
 	[S_LOAD_OPEN] =
 	"SELECT m.id, m.request_id, m.job, m.partition_key, m.seq, m.downstream,"
 	" m.state, m.attempts, m.not_before, m.blocked_on, r.job, r.kind,"
 	" r.reverse, r.created_at, r.concurrency, r.fail_fast, r.budget_ms,"
-	" r.spent_ms, r.over_budget_at IS NOT NULL FROM manifest m"
+	" r.spent_ms, r.over_budget_at IS NOT NULL, r.no_cutoff, m.changed"
+	" FROM manifest m"
 	" JOIN requests r ON r.id = m.request_id WHERE r.finished_at IS NULL"
 	" ORDER BY m.request_id, m.seq",
 	[S_LOAD_ONE] =
 	"SELECT m.id, m.request_id, m.job, m.partition_key, m.seq, m.downstream,"
 	" m.state, m.attempts, m.not_before, m.blocked_on, r.job, r.kind,"
 	" r.reverse, r.created_at, r.concurrency, r.fail_fast, r.budget_ms,"
-	" r.spent_ms, r.over_budget_at IS NOT NULL FROM manifest m"
+	" r.spent_ms, r.over_budget_at IS NOT NULL, r.no_cutoff, m.changed"
+	" FROM manifest m"
 	" JOIN requests r ON r.id = m.request_id WHERE r.id = ?1"
 	" ORDER BY m.seq",
 	[S_REQUEST_REOPEN] =
@@ -144,6 +152,17 @@ static const char *const store_sql[S_COUNT] = {
 	"SELECT job, state, COUNT(*) FROM partition_latest GROUP BY job, state",
 	[S_RUNS_COUNT] = "SELECT COUNT(*) FROM runs",
 	[S_RUN_PROC] = "UPDATE runs SET pgid = ?2, proc_start = ?3 WHERE id = ?1",
+	[S_RUN_MARK] = "UPDATE runs SET marked_by = ?2 WHERE id = ?1",
+	[S_RUN_LOOKUP] =
+	"SELECT r.id, r.request_id, r.attempt, r.state, r.error, NULL FROM"
+	" partition_latest l JOIN runs x ON x.id = l.run_id JOIN runs r"
+	" ON r.manifest_id = x.manifest_id WHERE l.job = ?1 AND"
+	" l.partition_key = ?2 AND (?3 = 0 OR r.attempt = ?3)"
+	" ORDER BY r.id DESC LIMIT 1",
+	[S_MARKED_KEYS] =
+	"SELECT l.partition_key FROM partition_latest l JOIN runs r ON"
+	" r.id = l.run_id WHERE l.job = ?1 AND l.partition_key BETWEEN ?2 AND"
+	" ?3 AND r.marked_by IS NOT NULL",
 	[S_ORPHANS] =
 	"SELECT id, job, partition_key, pgid, proc_start FROM runs"
 	" WHERE state = 'running' AND pgid IS NOT NULL AND proc_start >= 0",
@@ -175,6 +194,10 @@ static const char *const store_sql[S_COUNT] = {
 	" WHERE request_id = ?1)",
 	[S_BUILT_BY] =
 	"SELECT partition_key FROM partitions WHERE job = ? AND code_version = ?"
+	" ORDER BY partition_key",
+	[S_KEYS_CHANGED] =
+	"SELECT partition_key FROM partitions WHERE job = ?1 AND"
+	" code_version IS NOT ?2 AND partition_key BETWEEN ?3 AND ?4"
 	" ORDER BY partition_key",
 	[S_PARTS_OF] =
 	"SELECT partition_key, built_at, inputs_at FROM partitions WHERE job = ?"
@@ -217,14 +240,14 @@ static const char *const store_sql[S_COUNT] = {
 	" WHERE request_id = ? AND state IN ('failed', 'blocked') ORDER BY seq",
 	[S_AUDIT_ADD] =
 	"INSERT OR REPLACE INTO run_audit (run_id, partition_key, rows_before,"
-	" rows_after, metrics, checks, passed, metrics_text, checks_text)"
-	" VALUES (?,?,?,?,?,?,?,?,?)",
+	" rows_after, metrics, checks, passed, metrics_text, checks_text,"
+	" sum_before, sum_after) VALUES (?,?,?,?,?,?,?,?,?,?,?)",
 	[S_AUDIT_OF] =
 	"SELECT m.job, m.partition_key, m.downstream, m.state,"
 	" COALESCE(r.shared_run, r.id),"
 	" r.code_version, r.config_hash, r.state, r.error, a.rows_before,"
 	" a.rows_after, a.metrics, a.checks, a.passed, a.metrics_text,"
-	" a.checks_text, m.error FROM manifest m"
+	" a.checks_text, m.error, a.sum_before, a.sum_after FROM manifest m"
 	" LEFT JOIN runs r ON r.id = (SELECT MAX(id) FROM runs"
 	" WHERE manifest_id = m.id)"
 	" LEFT JOIN run_audit a ON a.run_id = r.id"
@@ -318,6 +341,28 @@ store_sqlite_exec(struct store_sqlite *st, const char *sql, struct err *err)
 	return 0;
 }
 
+/* The line of a migration that asks for foreign keys off while it runs. */
+#define STORE_MIGRATION_FK_OFF "-- backfilld: foreign_keys off"
+
+/* No row breaks a foreign key (after a migration that ran without). */
+static int
+store_sqlite_fk_check(struct store_sqlite *st, struct err *err)
+{
+	sqlite3_stmt *s;
+	int rc;
+
+	if (sqlite3_prepare_v2(st->db, "PRAGMA foreign_key_check", -1, &s,
+			       NULL) != SQLITE_OK)
+		return store_sqlite_fail(st, err, "checking foreign keys");
+	rc = sqlite3_step(s);
+	sqlite3_finalize(s);
+	if (rc == SQLITE_ROW)
+		return err_set(err, EXIT_INTERNAL, "state store: a row breaks a"
+			       " foreign key after the migration; restore the"
+			       " store from a backup");
+	return 0;
+}
+
 /* Apply the compiled-in migrations above PRAGMA user_version. */
 static int
 store_sqlite_migrate(struct store_sqlite *st, const char *path, struct err *err)
@@ -337,17 +382,28 @@ store_sqlite_migrate(struct store_sqlite *st, const char *path, struct err *err)
 			       "knows (%d): run the backfilld that wrote it", path,
 			       version, sql_migrations_count);
 	for (int i = version; i < sql_migrations_count; i++) {
+		/* a migration that rebuilds a table others reference (a new
+		 * CHECK) runs with foreign keys off, checked before commit */
+		bool fk_off = strstr(sql_migrations[i].sql,
+				     STORE_MIGRATION_FK_OFF) != NULL;
+
+		if (fk_off && store_sqlite_exec(st, "PRAGMA foreign_keys = OFF",
+						err) < 0)
+			return -1;
 		if (store_sqlite_exec(st, "BEGIN IMMEDIATE", err) < 0)
 			return -1;
 		snprintf(sql, sizeof sql, "PRAGMA user_version = %d",
 			 sql_migrations[i].version);
 		if (store_sqlite_exec(st, sql_migrations[i].sql, err) < 0 ||
+		    (fk_off && store_sqlite_fk_check(st, err) < 0) ||
 		    store_sqlite_exec(st, sql, err) < 0) {
 			err_prefix(err, "applying %s", sql_migrations[i].name);
 			store_sqlite_exec(st, "ROLLBACK", NULL);
 			return -1;
 		}
-		if (store_sqlite_exec(st, "COMMIT", err) < 0)
+		if (store_sqlite_exec(st, "COMMIT", err) < 0 ||
+		    (fk_off && store_sqlite_exec(st, "PRAGMA foreign_keys = ON",
+						 err) < 0))
 			return -1;
 	}
 	return 0;
@@ -782,6 +838,7 @@ store_sqlite_request_add(struct store *base, const struct store_request *rq,
 		sqlite3_bind_int64(s, 13, rq->budget_ms);
 	else
 		sqlite3_bind_null(s, 13);
+	sqlite3_bind_int(s, 14, rq->no_cutoff);
 	if (store_sqlite_step_done(st, s, err, "adding a request") < 0)
 		return -1;
 	*id = sqlite3_last_insert_rowid(st->db);
@@ -824,7 +881,8 @@ store_sqlite_item_add(struct store *base, const struct store_item *it,
 static int
 store_sqlite_item_set(struct store *base, int64_t id, enum mstate state,
 		      int attempts, int64_t not_before, const char *error,
-		      const char *blocked_on, int64_t at, struct err *err)
+		      const char *blocked_on, int changed, int64_t at,
+		      struct err *err)
 {
 	struct store_sqlite *st = store_sqlite_of(base);
 	sqlite3_stmt *s = st->stmt[S_ITEM_SET];
@@ -836,6 +894,10 @@ store_sqlite_item_set(struct store *base, int64_t id, enum mstate state,
 	bind_text(s, 5, error);
 	bind_text(s, 6, blocked_on);
 	sqlite3_bind_int64(s, 7, at);
+	if (changed >= 0)
+		sqlite3_bind_int(s, 8, changed);
+	else
+		sqlite3_bind_null(s, 8);
 	return store_sqlite_step_done(st, s, err, "updating the manifest");
 }
 
@@ -911,7 +973,7 @@ store_sqlite_partition_built(struct store *base, const char *job,
 static int
 store_sqlite_partition_get(struct store *base, const char *job, const char *key,
 			   int64_t *built_at, int64_t *inputs_at,
-			   struct err *err)
+			   char *code_version, size_t cvsz, struct err *err)
 {
 	struct store_sqlite *st = store_sqlite_of(base);
 	sqlite3_stmt *s = st->stmt[S_PART_GET];
@@ -925,6 +987,10 @@ store_sqlite_partition_get(struct store *base, const char *job, const char *key,
 	*built_at = sqlite3_column_int64(s, 0);
 	*inputs_at = sqlite3_column_type(s, 1) == SQLITE_NULL ? -1 :
 		sqlite3_column_int64(s, 1);
+	if (code_version != NULL)
+		snprintf(code_version, cvsz, "%s",
+			 sqlite3_column_text(s, 2) ?
+			 (const char *)sqlite3_column_text(s, 2) : "");
 	store_sqlite_done(s);
 	return 0;
 }
@@ -1000,6 +1066,9 @@ store_sqlite_load_rows(struct store_sqlite *st, sqlite3_stmt *s,
 		row.rq_budget_ms = sqlite3_column_int64(s, 16);
 		row.rq_spent_ms = sqlite3_column_int64(s, 17);
 		row.rq_over_budget = sqlite3_column_int(s, 18);
+		row.rq_no_cutoff = sqlite3_column_int(s, 19);
+		row.changed = sqlite3_column_type(s, 20) == SQLITE_NULL ? -1 :
+			      sqlite3_column_int(s, 20);
 		if (cb(&row, data, err) < 0) {
 			store_sqlite_done(s);
 			return -1;
@@ -1057,17 +1126,13 @@ store_sqlite_last_states(struct store *base, const char *job,
 	return rc;
 }
 
+/* Hand each key of a builds query (first column) to cb. */
 static int
-store_sqlite_keys_built_by(struct store *base, const char *job,
-			   const char *code_version, store_key_cb cb,
-			   void *data, struct err *err)
+store_sqlite_key_rows(struct store_sqlite *st, sqlite3_stmt *s,
+		      store_key_cb cb, void *data, struct err *err)
 {
-	struct store_sqlite *st = store_sqlite_of(base);
-	sqlite3_stmt *s = st->stmt[S_BUILT_BY];
 	int rc;
 
-	bind_text(s, 1, job);
-	bind_text(s, 2, code_version);
 	while ((rc = store_sqlite_next(st, s, err, "reading builds")) > 0) {
 		if (cb(col_text(s, 0), data, err) < 0) {
 			store_sqlite_done(s);
@@ -1075,6 +1140,35 @@ store_sqlite_keys_built_by(struct store *base, const char *job,
 		}
 	}
 	return rc;
+}
+
+static int
+store_sqlite_keys_built_by(struct store *base, const char *job,
+			   const char *code_version, store_key_cb cb,
+			   void *data, struct err *err)
+{
+	struct store_sqlite *st = store_sqlite_of(base);
+	sqlite3_stmt *s = st->stmt[S_BUILT_BY];
+
+	bind_text(s, 1, job);
+	bind_text(s, 2, code_version);
+	return store_sqlite_key_rows(st, s, cb, data, err);
+}
+
+static int
+store_sqlite_keys_changed(struct store *base, const char *job,
+			  const char *code_version, const char *first_key,
+			  const char *last_key, store_key_cb cb, void *data,
+			  struct err *err)
+{
+	struct store_sqlite *st = store_sqlite_of(base);
+	sqlite3_stmt *s = st->stmt[S_KEYS_CHANGED];
+
+	bind_text(s, 1, job);
+	bind_text(s, 2, code_version);
+	bind_text(s, 3, first_key);
+	bind_text(s, 4, last_key);
+	return store_sqlite_key_rows(st, s, cb, data, err);
 }
 
 static int
@@ -1160,6 +1254,73 @@ store_sqlite_run_proc(struct store *base, int64_t run_id, int64_t pgid,
 	sqlite3_bind_int64(s, 2, pgid);
 	sqlite3_bind_int64(s, 3, proc_start);
 	return store_sqlite_step_done(st, s, err, "recording a run's process");
+}
+
+static int
+store_sqlite_run_lookup(struct store *base, const char *job, const char *key,
+			int attempt, struct store_run_info *out,
+			struct err *err)
+{
+	struct store_sqlite *st = store_sqlite_of(base);
+	sqlite3_stmt *s = st->stmt[S_RUN_LOOKUP];
+	int rc;
+
+	bind_text(s, 1, job);
+	bind_text(s, 2, key);
+	sqlite3_bind_int(s, 3, attempt);
+	rc = store_sqlite_next(st, s, err, "reading a run");
+	if (rc <= 0)
+		return rc < 0 ? -1 : 1;
+	out->id = sqlite3_column_int64(s, 0);
+	out->request_id = sqlite3_column_int64(s, 1);
+	out->attempt = sqlite3_column_int(s, 2);
+	if (mstate_parse(col_text(s, 3), &out->state) < 0)
+		out->state = MS_FAILED;
+	snprintf(out->error, sizeof out->error, "%s",
+		 col_text(s, 4) ? col_text(s, 4) : "");
+	store_sqlite_done(s);
+	return 0;
+}
+
+/* One host: every log is this host's. */
+static int
+store_sqlite_run_node(struct store *base, int64_t run_id, const char *node,
+		      struct err *err)
+{
+	(void)base;
+	(void)run_id;
+	(void)node;
+	(void)err;
+	return 0;
+}
+
+static int
+store_sqlite_run_mark(struct store *base, int64_t run_id, const char *by,
+		      struct err *err)
+{
+	struct store_sqlite *st = store_sqlite_of(base);
+	sqlite3_stmt *s = st->stmt[S_RUN_MARK];
+
+	sqlite3_bind_int64(s, 1, run_id);
+	bind_text(s, 2, by);
+	return store_sqlite_step_done(st, s, err, "recording a mark");
+}
+
+static int
+store_sqlite_marked_keys(struct store *base, const char *job,
+			 const char *first_key, const char *last_key,
+			 store_last_cb cb, void *data, struct err *err)
+{
+	struct store_sqlite *st = store_sqlite_of(base);
+	sqlite3_stmt *s = st->stmt[S_MARKED_KEYS];
+	int rc;
+
+	bind_text(s, 1, job);
+	bind_text(s, 2, first_key);
+	bind_text(s, 3, last_key);
+	while ((rc = store_sqlite_next(st, s, err, "reading the marks")) > 0)
+		cb(col_text(s, 0), MS_SUCCEEDED, data);
+	return rc;
 }
 
 static int
@@ -1576,7 +1737,9 @@ store_sqlite_audit_add(struct store *base, int64_t run_id, const char *key,
 		       bool has_before, int64_t rows_before, bool has_after,
 		       int64_t rows_after, const char *metrics,
 		       const char *checks, const char *metrics_text,
-		       const char *checks_text, bool passed, struct err *err)
+		       const char *checks_text, bool passed,
+		       const char *sum_before, const char *sum_after,
+		       struct err *err)
 {
 	struct store_sqlite *st = store_sqlite_of(base);
 	sqlite3_stmt *s = st->stmt[S_AUDIT_ADD];
@@ -1592,6 +1755,8 @@ store_sqlite_audit_add(struct store *base, int64_t run_id, const char *key,
 	sqlite3_bind_int(s, 7, passed);
 	bind_text(s, 8, metrics_text);
 	bind_text(s, 9, checks_text);
+	bind_text(s, 10, sum_before);
+	bind_text(s, 11, sum_after);
 	return store_sqlite_step_done(st, s, err, "recording an audit");
 }
 
@@ -1628,6 +1793,8 @@ store_sqlite_audit_of(struct store *base, int64_t request_id, store_audit_cb cb,
 		row.metrics_text = col_text(s, 14);
 		row.checks_text = col_text(s, 15);
 		row.item_error = col_text(s, 16);
+		row.sum_before = col_text(s, 17);
+		row.sum_after = col_text(s, 18);
 		cb(&row, data);
 	}
 	return rc;
@@ -1775,6 +1942,7 @@ store_sqlite_run_row(sqlite3_stmt *s, struct store_run_row *row)
 	row->has_rows = sqlite3_column_type(s, 9) != SQLITE_NULL;
 	row->rows_changed = sqlite3_column_int64(s, 9);
 	row->code_version = col_text(s, 10);
+	row->marked_by = col_text(s, 11);
 }
 
 /* One window query of the current phase (store_runs_window_fn). */
@@ -1802,7 +1970,7 @@ store_sqlite_runs_window(struct store_runs_cursor *base, int64_t lo,
 	sqlite3_bind_int64(s, 6, pg->max_rows);
 	while (!pg->stop && (rc = sqlite3_step(s)) == SQLITE_ROW) {
 		store_sqlite_run_row(s, &row);
-		if (store_runs_row(base, &row, sqlite3_column_int64(s, 11), pg,
+		if (store_runs_row(base, &row, sqlite3_column_int64(s, 12), pg,
 				   err) < 0) {
 			sqlite3_finalize(s);
 			return -1;
@@ -1860,6 +2028,7 @@ const struct store_ops store_sqlite_ops = {
 	.request_reopen = store_sqlite_request_reopen,
 	.last_states = store_sqlite_last_states,
 	.keys_built_by = store_sqlite_keys_built_by,
+	.keys_changed = store_sqlite_keys_changed,
 	.partitions_of = store_sqlite_partitions_of,
 	.runs_open = store_sqlite_runs_open,
 	.runs_page = store_sqlite_runs_page,
@@ -1868,6 +2037,10 @@ const struct store_ops store_sqlite_ops = {
 	.partition_finished = store_sqlite_partition_finished,
 	.latest_counts = store_sqlite_latest_counts,
 	.run_proc = store_sqlite_run_proc,
+	.run_mark = store_sqlite_run_mark,
+	.run_node = store_sqlite_run_node,
+	.run_lookup = store_sqlite_run_lookup,
+	.marked_keys = store_sqlite_marked_keys,
 	.orphans = store_sqlite_orphans,
 	.run_unstart = store_sqlite_run_unstart,
 	.probe_write = store_sqlite_probe_write,

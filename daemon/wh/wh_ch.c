@@ -36,6 +36,11 @@
 
 extern const struct wh_driver wh_ch_driver;
 
+/* To connect, and for open()'s SELECT 1 to be answered: a server that
+ * accepts the connection but never answers (stopped, overloaded) counts
+ * as unreachable after this. */
+#define WHCH_CONNECT_MS 10000L
+
 struct whch_conn {
 	struct wh_conn base;
 	char *name;          /* the warehouse's */
@@ -48,6 +53,7 @@ struct whch_conn {
 	const atomic_int *stop; /* watch(): the executor's stop flag */
 	int64_t run_id;
 	int64_t nquery;         /* queries of this run so far */
+	int64_t limit_ms;       /* each query's bound (0: none; watch()) */
 	bool broken;
 };
 
@@ -134,7 +140,9 @@ whch_setup(struct whch_conn *c, CURL *h, const char *url, const char *sql,
 	curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, whch_write_cb);
 	curl_easy_setopt(h, CURLOPT_WRITEDATA, body);
 	curl_easy_setopt(h, CURLOPT_NOSIGNAL, 1L);
-	curl_easy_setopt(h, CURLOPT_CONNECTTIMEOUT_MS, 10000L);
+	curl_easy_setopt(h, CURLOPT_CONNECTTIMEOUT_MS, WHCH_CONNECT_MS);
+	if (c->limit_ms > 0)
+		curl_easy_setopt(h, CURLOPT_TIMEOUT_MS, (long)c->limit_ms);
 	if (c->user != NULL) {
 		curl_easy_setopt(h, CURLOPT_USERNAME, c->user);
 		curl_easy_setopt(h, CURLOPT_PASSWORD,
@@ -299,6 +307,7 @@ whch_open(const struct warehouse_def *wh, struct wh_conn **out,
 	  struct err *err)
 {
 	struct whch_conn *c;
+	int rc;
 
 	*out = NULL;
 	pthread_once(&whch_once, whch_global);
@@ -321,7 +330,10 @@ whch_open(const struct warehouse_def *wh, struct wh_conn **out,
 	if (c->curl == NULL || c->multi == NULL)
 		xalloc_exhausted("libcurl");
 	/* reach it now: a wrong URL, password or database fails here */
-	if (whch_post(c, "SELECT 1", NULL, NULL, err) == -1) {
+	c->limit_ms = WHCH_CONNECT_MS;
+	rc = whch_post(c, "SELECT 1", NULL, NULL, err);
+	c->limit_ms = 0;
+	if (rc == -1) {
 		err_prefix(err, "warehouse \"%s\": cannot connect to %s",
 			   wh->name, wh->url);
 		whch_free(c);
@@ -555,8 +567,12 @@ static void
 whch_watch(struct wh_conn *conn, const atomic_int *stop, int64_t timeout_ms,
 	   bool allow_wall_clock)
 {
-	(void)timeout_ms; (void)allow_wall_clock;
+	(void)allow_wall_clock;
 	whch_conn(conn)->stop = stop;
+	/* a run's timeout is the executor's (its stop flag, then KILL
+	 * QUERY); a caller without one (the start's and reload's check)
+	 * bounds each query itself */
+	whch_conn(conn)->limit_ms = stop == NULL ? timeout_ms : 0;
 }
 
 static void

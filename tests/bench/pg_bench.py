@@ -36,7 +36,6 @@ or a missing tool, 77 PostgreSQL cannot be started here (the message says
 why).  KEEP_TMP=1 keeps the cluster's folder after a failure.
 """
 
-import argparse
 import datetime
 import glob
 import json
@@ -52,8 +51,8 @@ import time
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(os.path.dirname(HERE))
 sys.path.insert(0, HERE)
-from run import (BenchError, Daemon, FACT_SQL, WEEK_SQL, date_range, indent,  # noqa: E402
-                 loadavg, median, monday, run_time_sum)
+from run import (BenchError, FACT_SQL, WEEK_SQL, WindowCase, indent, loadavg,  # noqa: E402
+                 median, window_args)
 
 SKIP = 77
 PASSWORD = "bench-etl-3c9d"
@@ -336,19 +335,6 @@ def daemon_config(c, concurrency):
             % (c.conninfo, c.pwfile, concurrency, indent(FACT_SQL, 6), indent(WEEK_SQL, 6)))
 
 
-class Case:
-    def __init__(self, ndays, first):
-        self.ndays = ndays
-        self.dates = date_range(first, ndays)
-        self.first, self.last = self.dates[0], self.dates[-1]
-        self.weeks = sorted({monday(d) for d in self.dates})
-        self.name = "%d days" % ndays
-        self.times = {}
-        self.run_sums = {}
-        self.digest = None
-        self.truth_checked = set()
-
-
 def measure(args, c, case, method, work, run_no, pristine):
     c.psql(RESET_SQL)
     if digest(c) != pristine:
@@ -361,25 +347,8 @@ def measure(args, c, case, method, work, run_no, pristine):
         f.write("\n".join(case.weeks) + "\n")
     what = "%s, %s (run %d)" % (case.name, LABEL[method], run_no)
     if method.startswith("bfd"):
-        rundir = os.path.join(work, "daemon")
-        shutil.rmtree(rundir, ignore_errors=True)
-        d = Daemon(args, rundir, daemon_config(c, int(method[3:]))).start()
-        try:
-            dt, out = d.ctl("backfill", "fct_daily_sales", "--from", case.first,
-                            "--to", case.last, "--wait")
-            runs = d.runs()
-        finally:
-            d.stop()
-        case.run_sums.setdefault(method, []).append(run_time_sum(d.log))
-        bad = {k: v for k, v in runs.items() if k[1] != "succeeded"}
-        nf = runs.get(("fct_daily_sales", "succeeded"), 0)
-        nw = runs.get(("mart_weekly_sales", "succeeded"), 0)
-        if bad or nf != case.ndays or nw != len(case.weeks):
-            raise BenchError("%s: runs in the state store %r; expected %d fact and %d week "
-                             "runs, all succeeded\n%s\n%s" % (what, runs, case.ndays,
-                                                              len(case.weeks), out[-1500:],
-                                                              d.tail()))
-        shutil.rmtree(rundir, ignore_errors=True)
+        dt = case.backfill(args, os.path.join(work, "daemon"),
+                           daemon_config(c, int(method[3:])), method, what)
     else:
         t0 = time.monotonic()
         p = subprocess.run([os.path.join(HERE, SCRIPT[method]), dates, weeks],
@@ -389,19 +358,8 @@ def measure(args, c, case, method, work, run_no, pristine):
         if p.returncode != 0:
             raise BenchError("%s: %s exited %d\n%s" % (what, SCRIPT[method], p.returncode,
                                                        (p.stdout + p.stderr)[-2000:]))
-    dg = digest(c)
-    if dg == pristine:
-        raise BenchError("%s: the fact and mart did not change (nothing was rebuilt)" % what)
-    if case.digest is None:
-        case.digest = (dg, method)
-    elif dg != case.digest[0]:
-        raise BenchError("%s: fct_daily_sales/mart_weekly_sales differ from those of %s"
-                         % (what, LABEL[case.digest[1]]))
-    if method not in case.truth_checked:
-        check_truth(c, case, what)
-        case.truth_checked.add(method)
-    case.times.setdefault(method, []).append(dt)
-    return dt
+    return case.record(method, dt, digest(c), pristine, what, LABEL,
+                       lambda: check_truth(c, case, what))
 
 
 def table(cases, runs):
@@ -434,22 +392,10 @@ def table(cases, runs):
 # ------------------------------------------------------------------ main
 
 def parse(argv):
-    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0],
-                                 formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--quick", action="store_true", help="one run of each, 30 days only")
-    ap.add_argument("--smoke", action="store_true",
-                    help="tiny warehouse, one run, no timing claims: checks the results only")
-    ap.add_argument("--runs", type=int, help="runs of each method (default 3; --quick 1)")
-    ap.add_argument("--windows", help="backfill sizes in days (default 30,90; --quick 30)")
-    ap.add_argument("--build", default=os.path.join(ROOT, "build-bench"),
-                    help="meson build folder holding daemon/backfilld (default build-bench)")
-    ap.add_argument("--days", type=int, default=120, help="days in the warehouse")
-    ap.add_argument("--rows-per-day", type=int, default=27000)
-    ap.add_argument("--stores", type=int, default=100)
+    ap = window_args(__doc__, 120)
     ap.add_argument("--port", type=int, default=54330, help="the server's port (names the "
                     "Unix socket only; no TCP)")
     ap.add_argument("--shared-buffers", default="512MB")
-    ap.add_argument("--json", help="write every figure to this file")
     args = ap.parse_args(argv)
     if args.smoke:
         args.days, args.rows_per_day, args.stores = 20, 300, 10
@@ -503,7 +449,7 @@ def main(argv=None):
         report["postgres"] = c.version
         log("  generated in %.1f s: %r" % (time.monotonic() - t0, report["warehouse"]))
         pristine = digest(c)
-        cases = [Case(n, args.window_start) for n in args.windows]
+        cases = [WindowCase(n, args.window_start) for n in args.windows]
         total = args.runs * len(cases) * len(METHODS)
         k = 0
         t_start = time.monotonic()
@@ -538,14 +484,7 @@ def main(argv=None):
     print(table(cases, args.runs))
     print()
     print("elapsed %.0f s" % report["elapsed_s"])
-    report["cases"] = [{"case": cs.name, "weeks": len(cs.weeks), "window": [cs.first, cs.last],
-                        "times_ms": {m: [round(t * 1000, 1) for t in ts]
-                                     for m, ts in cs.times.items()},
-                        "median_ms": {m: round(median(ts) * 1000, 1)
-                                      for m, ts in cs.times.items()},
-                        "daemon_run_time_sum_ms": {m: [round(t * 1000) for t in ts]
-                                                   for m, ts in cs.run_sums.items()}}
-                       for cs in cases]
+    report["cases"] = [cs.as_json() for cs in cases]
     if args.json:
         with open(args.json, "w") as f:
             json.dump(report, f, indent=1)

@@ -582,6 +582,90 @@ class Case:
         self.run_sums = {}
 
 
+def window_args(doc, days):
+    """The options pg_bench.py and ch_bench.py share: an ArgumentParser."""
+    ap = argparse.ArgumentParser(description=doc.split("\n")[0],
+                                 formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--quick", action="store_true", help="one run of each, 30 days only")
+    ap.add_argument("--smoke", action="store_true",
+                    help="tiny warehouse, one run, no timing claims: checks the results only")
+    ap.add_argument("--runs", type=int, help="runs of each method (default 3; --quick 1)")
+    ap.add_argument("--windows", help="backfill sizes in days (default 30,90; --quick 30)")
+    ap.add_argument("--build", default=os.path.join(ROOT, "build-bench"),
+                    help="meson build folder holding daemon/backfilld (default build-bench)")
+    ap.add_argument("--days", type=int, default=days, help="days in the warehouse")
+    ap.add_argument("--rows-per-day", type=int, default=27000)
+    ap.add_argument("--stores", type=int, default=100)
+    ap.add_argument("--json", help="write every figure to this file")
+    return ap
+
+
+class WindowCase:
+    """A backfill window of ndays from first (pg_bench.py, ch_bench.py):
+    its dates, the ISO weeks they touch, and each method's times."""
+
+    def __init__(self, ndays, first):
+        self.ndays = ndays
+        self.dates = date_range(first, ndays)
+        self.first, self.last = self.dates[0], self.dates[-1]
+        self.weeks = sorted({monday(d) for d in self.dates})
+        self.name = "%d days" % ndays
+        self.times = {}
+        self.run_sums = {}
+        self.digest = None
+        self.truth_checked = set()
+
+    def backfill(self, args, rundir, config_text, method, what):
+        """A fresh daemon on config_text in rundir (its start not timed):
+        `backfillctl backfill fct_daily_sales --from --to --wait` of the
+        window, timed; the state store must hold one succeeded run per day
+        and per affected week.  Seconds."""
+        shutil.rmtree(rundir, ignore_errors=True)
+        d = Daemon(args, rundir, config_text).start()
+        try:
+            dt, out = d.ctl("backfill", "fct_daily_sales", "--from", self.first,
+                            "--to", self.last, "--wait")
+            runs = d.runs()
+        finally:
+            d.stop()
+        self.run_sums.setdefault(method, []).append(run_time_sum(d.log))
+        bad = {k: v for k, v in runs.items() if k[1] != "succeeded"}
+        nf = runs.get(("fct_daily_sales", "succeeded"), 0)
+        nw = runs.get(("mart_weekly_sales", "succeeded"), 0)
+        if bad or nf != self.ndays or nw != len(self.weeks):
+            raise BenchError("%s: runs in the state store %r; expected %d fact and %d week "
+                             "runs, all succeeded\n%s\n%s" % (what, runs, self.ndays,
+                                                              len(self.weeks), out[-1500:],
+                                                              d.tail()))
+        shutil.rmtree(rundir, ignore_errors=True)
+        return dt
+
+    def as_json(self):
+        """Every time of this window, for --json."""
+        return {"case": self.name, "weeks": len(self.weeks), "window": [self.first, self.last],
+                "times_ms": {m: [round(t * 1000, 1) for t in ts] for m, ts in self.times.items()},
+                "median_ms": {m: round(median(ts) * 1000, 1) for m, ts in self.times.items()},
+                "daemon_run_time_sum_ms": {m: [round(t * 1000) for t in ts]
+                                           for m, ts in self.run_sums.items()}}
+
+    def record(self, method, dt, dg, pristine, what, label, check_truth):
+        """After one measurement of method: its result (digest dg) changed
+        the warehouse, equals the first method's, and has been checked
+        against the truth (check_truth(), once a method); its time kept."""
+        if dg == pristine:
+            raise BenchError("%s: the fact and mart did not change (nothing was rebuilt)" % what)
+        if self.digest is None:
+            self.digest = (dg, method)
+        elif dg != self.digest[0]:
+            raise BenchError("%s: fct_daily_sales/mart_weekly_sales differ from those of %s"
+                             % (what, label[self.digest[1]]))
+        if method not in self.truth_checked:
+            check_truth()
+            self.truth_checked.add(method)
+        self.times.setdefault(method, []).append(dt)
+        return dt
+
+
 def run_time_sum(logfile):
     """Seconds the runs themselves took, by the daemon's log ("succeeded in N ms")."""
     total = 0

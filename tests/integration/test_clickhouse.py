@@ -41,7 +41,17 @@ What it checks (docs/clickhouse.md):
     hour (toDateTime literals), a rerun of one hour replaces it alone;
   - a throttle holds runs on the warehouse until its value falls back;
   - kill -9 in the middle of a backfill, then a restart: every partition
-    published, no stage leftovers.
+    published, no stage leftovers;
+  - the reload's check of the partition keys runs off the loop: `status`
+    answers while the server is stopped (SIGSTOP) during a reload;
+  - exactly once: killed right after a REPLACE, before the record, the
+    restart publishes the same audited stage again (raw changed meanwhile
+    does not reach it); killed after the record, before the stage is
+    dropped, the restart drops it and runs nothing again;
+  - cluster: two local servers as the shards of a Distributed table,
+    killed between the two shards' publishes: both end with the new rows,
+    each partition succeeded once, no stage or mark left; the shards found
+    in system.clusters (servers on 127.0.0.1 and 127.0.0.2).
 """
 import atexit
 import os
@@ -60,6 +70,7 @@ import urllib.request
 import harness as h
 
 SERVER = os.environ.get("CLICKHOUSE_SERVER", "/usr/sbin/clickhouse-server")
+OTHERS = []  # every Server started, closed on a signal
 PASSWORD = "etl-secret-c81d"
 CH_DIR = os.path.join(h.SOURCE_ROOT, "config", "clickhouse")
 
@@ -83,19 +94,25 @@ def free_port():
 class Server:
     """A clickhouse-server of our own in a temporary directory."""
 
-    def __init__(self):
+    def __init__(self, ports=None, extra="", host="127.0.0.1"):
+        """ports: (http, tcp, interserver), free ones by default; extra:
+        XML inside <yandex> (remote_servers); host: the loopback address
+        it listens on."""
         if not os.access(SERVER, os.X_OK):
             skip("no %s (apt-get install clickhouse-server)" % SERVER)
         module = os.path.join(os.path.dirname(h.binaries()[0]), "backfilld-ch.so")
         if not os.path.exists(module):
             skip("this build has no ClickHouse driver (%s; libcurl4-openssl-dev)" % module)
         self.dir = tempfile.mkdtemp(prefix="bfd-ch-")
-        self.http, self.tcp, self.inter = free_port(), free_port(), free_port()
+        self.extra = extra
+        self.host = host
+        self.http, self.tcp, self.inter = ports or (free_port(), free_port(), free_port())
         for sub in ("data", "tmp", "user_files", "log", "format_schemas"):
             os.makedirs(os.path.join(self.dir, sub))
         self.write_config()
         self.proc = None
         atexit.register(self.close)
+        OTHERS.append(self)
         for sig in (signal.SIGTERM, signal.SIGINT):
             signal.signal(sig, self._on_signal)
         self.start(as_user=None)
@@ -114,7 +131,7 @@ class Server:
 <yandex>
   <logger><level>information</level><log>{d}/log/server.log</log>
     <errorlog>{d}/log/error.log</errorlog><console>0</console></logger>
-  <listen_host>127.0.0.1</listen_host>
+  <listen_host>{host}</listen_host>
   <http_port>{http}</http_port>
   <tcp_port>{tcp}</tcp_port>
   <interserver_http_port>{inter}</interserver_http_port>
@@ -128,15 +145,17 @@ class Server:
   <mark_cache_size>53687091</mark_cache_size>
   <uncompressed_cache_size>53687091</uncompressed_cache_size>
   <max_concurrent_queries>50</max_concurrent_queries>
+{extra}
 </yandex>
-""".format(d=d, http=self.http, tcp=self.tcp, inter=self.inter)
+""".format(d=d, http=self.http, tcp=self.tcp, inter=self.inter, extra=self.extra,
+           host=self.host)
         users = """<?xml version="1.0"?>
 <yandex>
   <profiles><default><max_memory_usage>2000000000</max_memory_usage></default></profiles>
   <users>
-    <default><password></password><networks><ip>127.0.0.1</ip></networks>
+    <default><password></password><networks><ip>127.0.0.0/8</ip></networks>
       <profile>default</profile><quota>default</quota></default>
-    <etl><password>{pw}</password><networks><ip>127.0.0.1</ip></networks>
+    <etl><password>{pw}</password><networks><ip>127.0.0.0/8</ip></networks>
       <profile>default</profile><quota>default</quota></etl>
   </users>
   <quotas><default><interval><duration>3600</duration><queries>0</queries>
@@ -171,7 +190,7 @@ class Server:
             if self.proc.poll() is not None:
                 return False
             try:
-                if urllib.request.urlopen("http://127.0.0.1:%d/ping" % self.http,
+                if urllib.request.urlopen("http://%s:%d/ping" % (self.host, self.http),
                                           timeout=2).read().strip() == b"Ok.":
                     return True
             except (OSError, urllib.error.URLError):
@@ -190,7 +209,8 @@ class Server:
         return "\n".join(out)
 
     def _on_signal(self, sig, frame):
-        self.close()
+        for srv in OTHERS:
+            srv.close()
         raise SystemExit(128 + sig)
 
     def close(self):
@@ -207,7 +227,7 @@ class Server:
             shutil.rmtree(self.dir, ignore_errors=True)
 
     def url(self, db):
-        return "http://127.0.0.1:%d/?database=%s" % (self.http, db)
+        return "http://%s:%d/?database=%s" % (self.host, self.http, db)
 
     def q(self, sql, db="default", check=True):
         """One statement as `default`; the body text (TabSeparated)."""
@@ -268,12 +288,35 @@ def example_jobs():
     return text[text.index("jobs:\n") + len("jobs:\n"):]
 
 
-def stage_leftovers(db):
-    """Rows left in any stage table of db."""
+def stage_leftovers(db, settle=True, srv=None):
+    """Rows left in any stage table of db.  settle: once the daemon has
+    released them (a published stage partition is dropped on a worker
+    after the run's record, docs/clickhouse.md "Exactly once"), with a
+    guard of 30 s."""
+    return _settled(db, "stage", settle, srv)
+
+
+def marks_left(db, settle=True, srv=None):
+    """Rows left in any table of the stage's marks of db (settle: as
+    stage_leftovers)."""
+    return _settled(db, "audited", settle, srv)
+
+
+def _settled(db, kind, settle, srv):
+    deadline = time.monotonic() + 30
+    while True:
+        out = _leftovers(db, kind, srv or SRV)
+        if not settle or not out or time.monotonic() > deadline:
+            return out
+        time.sleep(0.05)
+
+
+def _leftovers(db, kind, srv=None):
+    srv = srv or SRV
     out = {}
-    for (name,) in SRV.rows("SELECT name FROM system.tables WHERE database = currentDatabase()"
-                            " AND name LIKE '\\\\_backfilld\\\\_stage\\\\_%'", db):
-        n = int(SRV.q("SELECT count() FROM `%s`" % name, db))
+    for (name,) in srv.rows("SELECT name FROM system.tables WHERE database = currentDatabase()"
+                            " AND name LIKE '\\\\_backfilld\\\\_%s\\\\_%%'" % kind, db):
+        n = int(srv.q("SELECT count() FROM `%s`" % name, db))
         if n:
             out[name] = n
     return out
@@ -345,9 +388,29 @@ def test_lesson():
     # a rerun changes nothing
     snap = SRV.rows("SELECT * FROM fct_daily_sales ORDER BY dt, store_id", db)
     wsnap = SRV.rows("SELECT * FROM mart_weekly_sales ORDER BY week_start", db)
-    d.backfill("fct_daily_sales", h.WINDOW[0], h.WINDOW[1], "--reason", "again")
+    out = d.backfill("fct_daily_sales", h.WINDOW[0], h.WINDOW[1], "--reason", "again")
     h.eq(SRV.rows("SELECT * FROM fct_daily_sales ORDER BY dt, store_id", db), snap, "fact after a rerun")
     h.eq(SRV.rows("SELECT * FROM mart_weekly_sales ORDER BY week_start", db), wsnap, "weeks after a rerun")
+    # early cut-off (docs/cutoff.md): the days came out of the rerun as
+    # they were (live partition before, stage after), so their weeks
+    # were not run
+    again = int(out.split("request ")[1].split(":")[0])
+    runs = d.json("runs", "--request", str(again))
+    h.eq(sorted((r["partition"], r["state"]) for r in runs if r["job"] == "mart_weekly_sales"),
+         [("2026-02-02", "skipped"), ("2026-02-09", "skipped")],
+         "weeks of an identical rerun on ClickHouse: skipped")
+    for p in d.json("audit", "--request", str(again))["partitions"]:
+        if p["job"] == "fct_daily_sales":
+            h.check(p["checksum_before"] and p["checksum_before"] == p["checksum_after"],
+                    "an identical day's checksums on ClickHouse: %r" % p)
+    # one more raw row on 2026-02-10: its week only
+    SRV.q("INSERT INTO raw_sales SELECT * FROM raw_sales WHERE dt = '2026-02-10' LIMIT 1", db)
+    out = d.backfill("fct_daily_sales", h.WINDOW[0], h.WINDOW[1], "--reason", "one more sale")
+    req = int(out.split("request ")[1].split(":")[0])
+    runs = d.json("runs", "--request", str(req))
+    h.eq(sorted((r["partition"], r["state"]) for r in runs if r["job"] == "mart_weekly_sales"),
+         [("2026-02-02", "skipped"), ("2026-02-09", "succeeded")],
+         "a changed day on ClickHouse rebuilds its week only")
     d.stop()
 
 
@@ -794,7 +857,243 @@ def test_kill9_mid_backfill():
     fact, raw = fact_vs_raw(db, "2026-01-26", "2026-02-22")
     h.eq(fact, raw, "fact vs raw after kill -9 and restart")
     h.eq(stage_leftovers(db), {}, "stage rows left after kill -9 and restart")
+    h.eq(marks_left(db), {}, "marks left after kill -9 and restart")
     d.stop()
+
+
+def test_reload_while_server_stopped():
+    """The reload's check of the partition keys runs off the loop: with
+    the server stopped (SIGSTOP: it accepts connections and never
+    answers), `status` answers while the reload waits; a second reload
+    meanwhile is refused with one line; once the server goes on, the
+    reload ends and is applied."""
+    db = fresh_db()
+    good = FAILING_CHECK[:FAILING_CHECK.index("  checks:")]
+    d = h.Daemon(config=ch_config(db, good), clock=None, name="chreload")
+    d.write_config(ch_config(db, good.replace("name: fct", "name: fct2")).replace("{dir}", d.dir))
+    argv = [d.backfillctl, "--socket", d.sock, "reload"]
+    d.drain_notifications()
+    os.killpg(SRV.proc.pid, signal.SIGSTOP)
+    try:
+        p = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                             env=d.env(), cwd=d.dir)
+        d.wait_notification("RELOADING=1", 30, what="RELOADING=1 of the reload")
+        rc, out, err = d.ctl("status", timeout=30)
+        h.eq(rc, 0, "status while a reload waits for a stopped server (stderr %r)" % err)
+        rc2, out2, err2 = d.ctl("reload", timeout=30)
+        pending = p.poll() is None
+    finally:
+        os.killpg(SRV.proc.pid, signal.SIGCONT)
+    out1, err1 = p.communicate(timeout=60)
+    h.check(pending, "the reload ended before status answered (%r %r): it did not wait for the"
+            " stopped server" % (out1, err1))
+    h.eq(rc2, 1, "a second reload while one is checked (stdout %r)" % out2)
+    h.check("a reload is in progress" in err2 and err2.count("\n") == 1,
+            "second reload's error: %r" % err2)
+    h.eq(p.returncode, 0, "the reload once the server goes on (stderr %r)" % err1)
+    h.check("added" in out1 and "fct2" in out1, "reload report: %r" % out1)
+    h.check("fct2" in [j["name"] for j in d.json("jobs")["jobs"]], "fct2 not running after the reload")
+    d.stop()
+
+
+def wait_stopped(d, what):
+    """Until the daemon stops itself (SIGSTOP, a BACKFILLD_TEST_CH_STOP point)."""
+    r = os.waitid(os.P_PID, d.proc.pid, os.WSTOPPED | os.WEXITED | os.WNOWAIT)
+    h.check(r.si_code == os.CLD_STOPPED, "the daemon did not stop at %s: %r\n%s"
+            % (what, r, d.log_tail()))
+
+
+ONE_DAY = FAILING_CHECK[:FAILING_CHECK.index("  checks:")]
+
+
+def test_crash_between_publish_and_record():
+    """kill -9 right after a REPLACE, before the state store recorded the
+    run: the restart publishes the same audited stage again (raw changed
+    meanwhile, and the live rows are still the first build's), the run is
+    then recorded once, and no stage or mark is left."""
+    db = fresh_db()
+    day = "2026-02-09"
+    d = h.Daemon(config=ch_config(db, ONE_DAY), clock=None, name="chrepub",
+                 env={"BACKFILLD_TEST_CH_STOP": "published"})
+    req = d.enqueue("backfill", "fct", "--from", day, "--to", day)
+    wait_stopped(d, "the publish")
+    first = SRV.rows("SELECT * FROM fct_daily_sales WHERE dt = '%s' ORDER BY store_id" % day, db)
+    fact, raw = fact_vs_raw(db, day, day)
+    h.eq(first, raw, "the live partition after the first publish")
+    h.eq(marks_left(db, settle=False), {"_backfilld_audited_fct_daily_sales": 1},
+         "marks while unrecorded")
+    d.kill9()
+    # raw changes before the restart: a rebuild would publish other rows
+    SRV.q("INSERT INTO raw_sales SELECT * FROM raw_sales WHERE dt = '%s' LIMIT 3" % day, db)
+    h.check(fact_vs_raw(db, day, day)[1] != first, "raw should have changed")
+    d.extra_env.pop("BACKFILLD_TEST_CH_STOP")
+    d.restart()
+    d.wait_request(req)
+    runs = [r for r in d.runs() if r["job"] == "fct"]
+    h.eq([r["state"] for r in runs if r["state"] == "succeeded"], ["succeeded"],
+         "one succeeded run after the restart: %r" % runs)
+    h.eq(SRV.rows("SELECT * FROM fct_daily_sales WHERE dt = '%s' ORDER BY store_id" % day, db),
+         first, "the live partition after the restart (the same stage published again)")
+    h.eq(stage_leftovers(db), {}, "stage rows left")
+    h.eq(marks_left(db), {}, "marks left")
+    d.stop()
+
+
+def test_crash_between_record_and_release():
+    """kill -9 after the state store recorded the run but before its stage
+    was dropped: the restart drops the stage and its mark (no open
+    request names them), runs nothing again, and changes no live row."""
+    db = fresh_db()
+    day = "2026-02-10"
+    d = h.Daemon(config=ch_config(db, ONE_DAY), clock=None, name="chrelease",
+                 env={"BACKFILLD_TEST_CH_STOP": "recorded"})
+    d.enqueue("backfill", "fct", "--from", day, "--to", day)
+    wait_stopped(d, "the release")
+    h.check(stage_leftovers(db, settle=False) != {}, "the stage should be kept until released")
+    live = SRV.rows("SELECT * FROM fct_daily_sales ORDER BY dt, store_id", db)
+    d.kill9()
+    d.extra_env.pop("BACKFILLD_TEST_CH_STOP")
+    d.restart()
+    h.eq(stage_leftovers(db), {}, "stage rows left after the restart")
+    h.eq(marks_left(db), {}, "marks left after the restart")
+    h.eq([r["state"] for r in d.runs() if r["job"] == "fct"], ["succeeded"], "runs")
+    h.eq(SRV.rows("SELECT * FROM fct_daily_sales ORDER BY dt, store_id", db), live, "live rows")
+    d.stop()
+
+
+# one day of the fact, on each shard's local tables
+SHARD_JOB = ONE_DAY.replace("table: fct_daily_sales", "table: fct").replace(
+    "FROM raw_sales", "FROM raw_local") + "  concurrency: 1\n  min_rows: 1\n"
+
+
+def two_shards(hosts=("127.0.0.1", "127.0.0.1")):
+    """Two servers of our own, the shards of cluster two_shards, each with
+    raw_local and fct_local (stores 1-2 on shard 1, 3-4 on shard 2) and
+    the Distributed table fct over them; the facts seeded wrong.  On two
+    loopback addresses (hosts), the servers share one HTTP port."""
+    http = free_port()
+    ports = [(free_port() if hosts[0] == hosts[1] else http, free_port(), free_port())
+             for _ in range(2)]
+    xml = "<remote_servers><two_shards>%s</two_shards></remote_servers>" % "".join(
+        "<shard><replica><host>%s</host><port>%d</port></replica></shard>" % (hst, p[1])
+        for hst, p in zip(hosts, ports))
+    srvs = []
+    for hst, p in zip(hosts, ports):
+        srvs.append(Server(ports=p, extra=xml, host=hst))
+    for k, srv in enumerate(srvs):
+        srv.q("CREATE DATABASE sh")
+        srv.q("CREATE TABLE raw_local (dt Date, store_id UInt32, amount_cents Int64)"
+              " ENGINE = MergeTree PARTITION BY dt ORDER BY store_id", "sh")
+        srv.q("CREATE TABLE fct_local (dt Date, store_id UInt32, sales UInt64, revenue_cents Int64)"
+              " ENGINE = MergeTree PARTITION BY dt ORDER BY (dt, store_id)", "sh")
+        srv.q("CREATE TABLE fct AS fct_local ENGINE = Distributed(two_shards, sh, fct_local, store_id)",
+              "sh")
+        for day in ("2026-02-09", "2026-02-10"):
+            for store in (2 * k + 1, 2 * k + 2):
+                srv.q("INSERT INTO raw_local SELECT toDate('%s'), %d, number * 10 + %d FROM numbers(%d)"
+                      % (day, store, store, 5 + store), "sh")
+                srv.q("INSERT INTO fct_local VALUES ('%s', %d, 1, 1)" % (day, store), "sh")
+    return srvs
+
+
+def shard_config(srvs, listed):
+    """The daemon's configuration for SHARD_JOB on the two shards (listed:
+    with shards:, else found in system.clusters)."""
+    shards = "\n    shards: [%s]" % ", ".join(srv.url("sh") for srv in srvs) if listed else ""
+    return textwrap.dedent("""\
+        state_db: state.db
+        socket: backfilld.sock
+        warehouses:
+          - name: sales
+            clickhouse: %s
+            user: etl
+            password_file: %s
+            cluster: two_shards%s
+        jobs:
+        """) % (srvs[0].url("sh"), srvs[0].pwfile, shards) + \
+        textwrap.indent(textwrap.dedent(SHARD_JOB).strip("\n"), "  ") + "\n"
+
+
+def shard_fact(srv):
+    return srv.rows("SELECT dt, store_id, sales, revenue_cents FROM fct_local ORDER BY dt, store_id", "sh")
+
+
+def shard_raw(srv):
+    return srv.rows("SELECT dt, store_id, count(), sum(amount_cents) FROM raw_local"
+                    " GROUP BY dt, store_id ORDER BY dt, store_id", "sh")
+
+
+def test_shards_kill9_between_publishes():
+    """cluster: with a Distributed table over two servers: every shard's
+    stage is built and audited, then published shard by shard.  The
+    daemon is stopped right after shard 1's publish (a test-only hook):
+    the Distributed table then shows shard 1's new rows beside shard 2's
+    old ones, and the run is not succeeded.  kill -9 and a restart: both
+    shards end with the new rows, each partition succeeded once, no stage
+    or mark left on either shard."""
+    srvs = two_shards()
+    try:
+        d = h.Daemon(config=shard_config(srvs, listed=True), clock=None, name="chshards",
+                     env={"BACKFILLD_TEST_CH_STOP": "shard"})
+        before = [shard_fact(srv) for srv in srvs]
+        req = d.enqueue("backfill", "fct", "--from", "2026-02-09", "--to", "2026-02-10")
+        wait_stopped(d, "shard 1's publish")
+        day = [r for r in shard_fact(srvs[0]) if r[0] == "2026-02-09"]
+        h.eq(day, [r for r in shard_raw(srvs[0]) if r[0] == "2026-02-09"],
+             "shard 1 published 2026-02-09")
+        h.eq(shard_fact(srvs[1]), before[1], "shard 2 not published yet")
+        h.check(marks_left("sh", settle=False, srv=srvs[1]) != {}, "shard 2's stage is marked")
+        h.eq(d.state_rows("SELECT state FROM runs WHERE job = 'fct' AND partition_key ="
+                          " '2026-02-09'"), [("running",)],
+             "the state store while one shard has published (not succeeded)")
+        d.kill9()
+        d.extra_env.pop("BACKFILLD_TEST_CH_STOP")
+        d.restart()
+        d.wait_request(req)
+        for k, srv in enumerate(srvs):
+            h.eq(shard_fact(srv), shard_raw(srv), "shard %d's facts after the restart" % (k + 1))
+            h.eq(stage_leftovers("sh", srv=srv), {}, "stage rows left on shard %d" % (k + 1))
+            h.eq(marks_left("sh", srv=srv), {}, "marks left on shard %d" % (k + 1))
+        ok = sorted(r["partition"] for r in d.runs() if r["job"] == "fct" and
+                    r["state"] == "succeeded")
+        h.eq(ok, ["2026-02-09", "2026-02-10"], "each partition succeeded once")
+        h.eq(srvs[0].rows("SELECT dt, store_id, sales, revenue_cents FROM fct ORDER BY dt, store_id",
+                          "sh"), sorted(shard_raw(srvs[0]) + shard_raw(srvs[1])),
+             "the Distributed table after the restart")
+        d.stop()
+    finally:
+        for srv in srvs:
+            srv.close()
+
+
+def test_shards_from_system_clusters():
+    """cluster: without shards: the shards are system.clusters' hosts on
+    the configured URL's port (two servers on 127.0.0.1 and 127.0.0.2,
+    one HTTP port): a backfill publishes on both.  Without cluster: the
+    Distributed target is refused at start; --verify on it is refused."""
+    srvs = two_shards(hosts=("127.0.0.1", "127.0.0.2"))
+    try:
+        # without cluster: a Distributed target is refused at start: a
+        # stage created AS it would write into the live shards
+        bad = shard_config(srvs, listed=False).replace("    cluster: two_shards\n", "")
+        d = h.Daemon(config=bad, clock=None, name="chnocluster", start=False)
+        r = subprocess.run([d.backfilld, "--config", d.conf], capture_output=True, text=True,
+                           timeout=60, cwd=d.dir, env=d.env())
+        e = h.one_line_error(r.returncode, r.stdout, r.stderr, 2,
+                             "start with a Distributed table and no cluster:")
+        h.check("backfilld.yaml:" in e and "is a Distributed table" in e and "cluster:" in e,
+                "error: %r" % e)
+        d = h.Daemon(config=shard_config(srvs, listed=False), clock=None, name="chclusters")
+        d.backfill("fct", "2026-02-09", "2026-02-10")
+        rc, out, err = d.ctl("verify", "fct", "2026-02-09")
+        h.check(rc == 2 and "Distributed" in err, "verify on a Distributed table: %r %r" % (out, err))
+        for k, srv in enumerate(srvs):
+            h.eq(shard_fact(srv), shard_raw(srv), "shard %d's facts" % (k + 1))
+            h.eq(stage_leftovers("sh", srv=srv), {}, "stage rows left on shard %d" % (k + 1))
+        d.stop()
+    finally:
+        for srv in srvs:
+            srv.close()
 
 
 def test_check_config_shows_bound():
@@ -812,12 +1111,20 @@ def test_check_config_shows_bound():
 
 def main():
     global SRV
+    tests = [test_module_on_demand, test_lesson, test_failing_check_publishes_nothing,
+             test_empty_stage_refused, test_wrong_grain_refused, test_hostile_input,
+             test_check_config_shows_bound, test_timeout_kills_query,
+             test_shutdown_grace_kills_query, test_reader_never_sees_a_mix, test_verify,
+             test_batch, test_batch_chunks, test_late_data, test_hourly, test_throttle, test_kill9_mid_backfill,
+             test_reload_while_server_stopped, test_crash_between_publish_and_record,
+             test_crash_between_record_and_release, test_shards_kill9_between_publishes,
+             test_shards_from_system_clusters]
+    # BACKFILLD_TEST_ONLY=name,name: those alone (while working on them)
+    only = os.environ.get("BACKFILLD_TEST_ONLY")
+    if only:
+        tests = [t for t in tests if t.__name__ in only.split(",")]
     SRV = Server()
-    h.main([test_module_on_demand, test_lesson, test_failing_check_publishes_nothing, test_empty_stage_refused,
-            test_wrong_grain_refused, test_hostile_input, test_check_config_shows_bound, test_timeout_kills_query, test_shutdown_grace_kills_query,
-            test_reader_never_sees_a_mix, test_verify, test_batch, test_batch_chunks, test_late_data, test_hourly, test_throttle,
-            test_kill9_mid_backfill])
-
+    h.main(tests)
 
 if __name__ == "__main__":
     main()

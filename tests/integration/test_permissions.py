@@ -135,6 +135,7 @@ def test_world_writable_socket_mutations_refused():
         ("rerun", "export", "2026-02-01"),
         ("cancel", "1"),
         ("reload",),
+        ("mark", "export", "2026-02-01", "--succeeded", "--reason", "by hand"),
     ]
     for args in refused:
         rc, out, err = ctl_nobody(d, *args)

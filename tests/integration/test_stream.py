@@ -179,7 +179,8 @@ def test_stream_runs():
     h.eq(ids, sorted(ids, reverse=True), "runs newest first")
     h.eq(len(set(ids)), total, "distinct run ids")
     keys = {"id", "request", "job", "partition", "attempt", "state", "started_at",
-            "finished_at", "error", "rows_changed", "code_version", "warnings"}
+            "finished_at", "error", "rows_changed", "code_version", "warnings",
+            "marked_by"}
     for r in (rs[0], rs[5], rs[-1]):
         h.eq(set(r), keys, "fields of a runs --json object")
     failed = [r for r in rs if r["state"] == "failed"]

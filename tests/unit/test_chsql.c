@@ -12,6 +12,42 @@
 
 #include "chsql.h"
 
+START_TEST(test_distributed)
+{
+	char c[64], d[64], t[64], u[256];
+
+	ck_assert_int_eq(chsql_distributed("Distributed(two, wh1, fct_local,"
+					   " rand())", c, d, t, sizeof c), 0);
+	ck_assert_str_eq(c, "two");
+	ck_assert_str_eq(d, "wh1");
+	ck_assert_str_eq(t, "fct_local");
+	ck_assert_int_eq(chsql_distributed("Distributed('two', 'wh1',"
+					   " 'fct_local')", c, d, t, sizeof c), 0);
+	ck_assert_str_eq(t, "fct_local");
+	ck_assert_int_eq(chsql_distributed("MergeTree PARTITION BY dt ORDER BY"
+					   " dt", c, d, t, sizeof c), -1);
+	ck_assert_int_eq(chsql_distributed("Distributed(two, wh1)", c, d, t,
+					   sizeof c), -1);
+	ck_assert_int_eq(chsql_distributed("Distributed(two, 'w\\'h', t)", c, d,
+					   t, sizeof c), -1);
+	ck_assert_int_eq(chsql_distributed("Distributed(two, wh1, currentDatabase())",
+					   c, d, t, sizeof c), -1);
+	ck_assert_int_eq(chsql_shard_url("http://127.0.0.1:8123/?database=wh",
+					 "10.0.0.2", "wh1", u, sizeof u), 0);
+	ck_assert_str_eq(u, "http://10.0.0.2:8123/?database=wh1");
+	ck_assert_int_eq(chsql_shard_url("https://ch.example:8443/?database=a",
+					 "ch2.example", "b", u, sizeof u), 0);
+	ck_assert_str_eq(u, "https://ch2.example:8443/?database=b");
+	ck_assert_int_eq(chsql_shard_url("http://ch/?database=a", "::1", "b",
+					 u, sizeof u), 0);
+	ck_assert_str_eq(u, "http://[::1]/?database=b");
+	ck_assert_int_eq(chsql_shard_url("http://ch:1/", "h/x", "b", u,
+					 sizeof u), -1);
+	ck_assert_int_eq(chsql_shard_url("http://ch:1/", "h", "b&x=1", u,
+					 sizeof u), -1);
+}
+END_TEST
+
 START_TEST(test_literal)
 {
 	static const struct { const char *in, *want; } ok[] = {
@@ -194,6 +230,7 @@ main(void)
 	tcase_add_test(tc, test_key);
 	tcase_add_test(tc, test_body);
 	tcase_add_test(tc, test_names);
+	tcase_add_test(tc, test_distributed);
 	suite_add_tcase(s, tc);
 	sr = srunner_create(s);
 	srunner_run_all(sr, CK_NORMAL);

@@ -69,7 +69,17 @@ static const struct {
 	  "--dates-file and --stale both given" },
 	{ "backfill", { { "job=j", "stale=1", "built_by=v" } },
 	  "--stale and --built-by both given: choose the dates one way (only"
-	  " --from/--to may narrow --built-by)" },
+	  " --from/--to may narrow --built-by and --changed)" },
+	/* --changed: the partitions a deploy changed, narrowed by a range */
+	{ "backfill", { { "job=j", "changed=1" } }, "" },
+	{ "backfill", { { "job=j", "changed=1", "from=2026-02-01",
+			  "to=2026-02-02" } }, "" },
+	{ "backfill", { { "job=j", "changed=1", "stale=1" } },
+	  "--stale and --changed both given" },
+	{ "backfill", { { "job=j", "changed=1", "built_by=v" } },
+	  "--built-by and --changed both given" },
+	{ "backfill", { { "job=j", "changed=0" } }, "or --changed" },
+	{ "backfill", { { "job=j", "stale=1", "no_cutoff=1" } }, "" },
 	{ "backfill", { { "job=j", "built_by=" } },
 	  "--built-by needs a code version" },
 	{ "backfill", { { "job=j", "from=2026-02-30", "to=2026-03-01" } },
@@ -128,8 +138,8 @@ static const struct {
 	{ "runs", { { "limit=abc" } }, "--limit must be a positive integer" },
 	{ "runs", { { "request=0" } }, "--request must be a positive integer" },
 	{ "runs", { { "state=exploded" } },
-	  "--state must be queued, running, succeeded, failed, blocked or"
-	  " cancelled, not 'exploded'" },
+	  "--state must be queued, running, succeeded, failed, blocked,"
+	  " cancelled or skipped, not 'exploded'" },
 	{ "runs", { { "json=1", "jsonl=1" } },
 	  "--json and --jsonl exclude each other: choose one" },
 	{ "runs", { { "json=1", "jsonl=0" } }, "" },
@@ -147,6 +157,23 @@ static const struct {
 	{ "wait", { { NULL } },
 	  "missing REQUEST: say which request to wait for" },
 	{ "wait", { { "request=0" } }, "REQUEST" },
+	/* mark: a required flag and text, a list of partitions */
+	{ "mark", { { "job=j", "partitions=2026-01-01,2026-01-02",
+		      "succeeded=1", "reason=fixed" } }, "" },
+	{ "mark", { { "job=j", "partitions=2026-01-01", "reason=fixed" } },
+	  "missing --succeeded" },
+	{ "mark", { { "job=j", "partitions=2026-01-01", "succeeded=1" } },
+	  "missing --reason TEXT" },
+	{ "mark", { { "job=j", "partitions=2026-01-01", "succeeded=1",
+		      "reason=" } }, "missing --reason TEXT" },
+	{ "mark", { { "job=j", "succeeded=1", "reason=x" } },
+	  "missing PARTITION" },
+	{ "mark", { { "job=j", "partitions=2026-01-01,,x", "succeeded=1",
+		      "reason=x" } }, "PARTITION" },
+	{ "logs", { { "job=j", "partition=2026-01-01" } }, "" },
+	{ "logs", { { "job=j", "partition=2026-01-01", "attempt=0" } },
+	  "--attempt" },
+	{ "logs", { { "job=j" } }, "missing PARTITION" },
 	{ "pause", { { NULL } }, "missing JOB: say which job" },
 	{ "resume", { { "job=j" } }, "" },
 	{ "map", { { "job=j", "from=anything" } }, "" },
@@ -211,10 +238,10 @@ START_TEST(test_table)
 {
 	/* verify rolls back: anyone who may connect may run it */
 	static const char *const mutating[] = { "backfill", "rerun",
-		"pause", "resume", "cancel", "retry", "reload" };
+		"pause", "resume", "cancel", "retry", "reload", "mark" };
 	size_t nmut = 0;
 
-	ck_assert_uint_eq(cmdspec_count, 17);
+	ck_assert_uint_eq(cmdspec_count, 19);
 	for (size_t i = 0; i < cmdspec_count; i++) {
 		const struct cmdspec *cs = cmdspec_table[i];
 
@@ -258,6 +285,10 @@ START_TEST(test_table)
 	ck_assert(cmdspec_wait.flags & CMDSPEC_CONTROL);
 	ck_assert_ptr_eq(cmdspec_find("completion"), &cmdspec_completion);
 	ck_assert(cmdspec_completion.flags & CMDSPEC_CLIENT);
+	ck_assert(cmdspec_mark.flags & CMDSPEC_MANY);
+	ck_assert(cmdspec_mark.flags & CMDSPEC_MUTATES);
+	ck_assert(cmdspec_logs.flags & CMDSPEC_STREAMS);
+	ck_assert(!(cmdspec_logs.flags & CMDSPEC_MUTATES));
 	ck_assert_ptr_null(cmdspec_find("frobnicate"));
 }
 END_TEST

@@ -101,7 +101,7 @@ START_TEST(test_bash_actions)
 	b = branch(s, "\n\truns)\n");
 	has(b, "--job) act=job ;;");
 	has(b, "--state) act='w:queued running succeeded failed blocked "
-	    "cancelled' ;;");
+	    "cancelled skipped' ;;");
 	free(b);
 	b = branch(s, "\n\treport)\n");
 	has(b, "--html) act=file ;;"); /* its help calls the value FILE */

@@ -217,6 +217,10 @@ static const struct bad_fixture bad_fixtures[] = {
 	  "1:15: metrics_file must be a file path, got a sequence" },
 	{ "bad-report-file.yaml",
 	  "1:13: report_file must be a file path, got nothing" },
+	{ "bad-http-listen.yaml",
+	  "1:14: http_listen must be PORT, IPV4:PORT or [IPV6]:PORT with a numeric address, for example 127.0.0.1:9187, got \"localhost:9187\"" },
+	{ "bad-http-listen-port.yaml",
+	  "2:14: the port of http_listen must be a number from 0 to 65535, got \"127.0.0.1:99999\"" },
 	{ "bad-hook-timeout.yaml",
 	  "1:15: hook_timeout must be a positive duration like 30s, 15m, 2h or 1d, got \"0s\"" },
 };
@@ -331,6 +335,14 @@ static const struct bad_inline bad_inlines[] = {
 	  "inline.yaml:9:5: job \"x\": allow_empty is for jobs on clickhouse warehouses only" },
 	{ "warehouses:\n  - name: c\n    clickhouse: 127.0.0.1:8123\n",
 	  "inline.yaml:3:17: warehouse \"c\": clickhouse must be the URL of the HTTP interface (http://HOST:8123/?database=DB), got \"127.0.0.1:8123\"" },
+	{ "warehouses:\n  - name: s\n    sqlite: s.db\n    cluster: two\n",
+	  "inline.yaml:4:5: warehouse \"s\": cluster is for clickhouse warehouses only" },
+	{ "warehouses:\n  - name: c\n    clickhouse: http://h:8123/\n    shards: [http://h:8123/]\n",
+	  "inline.yaml:4:5: warehouse \"c\": shards needs cluster: (the remote_servers cluster they are the shards of)" },
+	{ "warehouses:\n  - name: c\n    clickhouse: http://h:8123/\n    cluster: a-b\n",
+	  "inline.yaml:4:5: warehouse \"c\": cluster must be a plain name ([A-Za-z_][A-Za-z0-9_]*), got \"a-b\"" },
+	{ "warehouses:\n  - name: c\n    clickhouse: http://h:8123/\n    cluster: two\n    shards: [http://h:8123/, h2:8123]\n",
+	  "inline.yaml:5:5: warehouse \"c\": shard 2 is not an http:// or https:// URL: \"h2:8123\"" },
 	{ "warehouses:\n  - name: s\n    sqlite: s.db\n    user: etl\n",
 	  "inline.yaml:4:5: warehouse \"s\": user is for clickhouse warehouses only (postgres: the user goes in the CONNINFO)" },
 	{ "warehouses:\n  - name: s\n    sqlite: s.db\n    max_connections: 0\n",
@@ -1059,7 +1071,8 @@ START_TEST(test_hooks_values)
 		"    on_late: [\"/bin/page\", \"late {request}\"]\n"
 		"    on_refused: [\"/bin/page\"]\n"
 		"  - name: b\n    partition: week\n    upstream: [a]\n"
-		"    command: [\"true\"]\n    deadline: 1d\n");
+		"    command: [\"true\"]\n    deadline: 1d\n"
+		"http_listen: \"[::1]:9187\"\n");
 	struct config *plain = load_ok_at("/etc/bf/x.yaml",
 		"jobs:\n  - name: a\n    partition: day\n    start: 2026-03-01\n"
 		"    command: [\"true\"]\n");
@@ -1070,6 +1083,11 @@ START_TEST(test_hooks_values)
 	ck_assert_str_eq(cfg->report_file, "/srv/r.html");
 	ck_assert_ptr_null(plain->metrics_file);
 	ck_assert_ptr_null(plain->report_file);
+	ck_assert_ptr_null(plain->http_listen);
+	ck_assert_str_eq(cfg->http_listen, "[::1]:9187");
+	ck_assert_str_eq(cfg->http_host, "::1");
+	ck_assert_int_eq(cfg->http_port, 9187);
+	ck_assert(cfg->http_loopback);
 	ck_assert_int_eq(plain->hook_timeout, 30);
 	ck_assert_int_eq(plain->hook_concurrency, 4);
 	ck_assert_int_eq(plain->hook_queue, 4096);

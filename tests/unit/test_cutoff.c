@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "cutoff.h"
+#include "manifest.h"
 
 static struct cutoff_fp
 fp(int64_t rows, const char *sum)
@@ -127,6 +128,91 @@ START_TEST(test_chain)
 }
 END_TEST
 
+START_TEST(test_store_form)
+{
+	/* the manifest row's `changed`, both ways */
+	ck_assert_int_eq(cutoff_changed_of(CUTOFF_IN_SAME), 0);
+	ck_assert_int_eq(cutoff_changed_of(CUTOFF_IN_CHANGED), 1);
+	ck_assert_int_eq(cutoff_changed_of(CUTOFF_IN_UNKNOWN), -1);
+	ck_assert_int_eq(cutoff_changed_of(CUTOFF_IN_SKIPPED), -1);
+	for (int c = -1; c <= 1; c++)
+		ck_assert_int_eq(cutoff_changed_of(cutoff_input_of_changed(c)), c);
+	ck_assert_int_eq(cutoff_input_of_changed(7), CUTOFF_IN_UNKNOWN);
+}
+END_TEST
+
+START_TEST(test_fingerprinted)
+{
+	struct warehouse_def whs[3] = {
+		{ .name = "s", .kind = WH_SQLITE },
+		{ .name = "p", .kind = WH_POSTGRES },
+		{ .name = "c", .kind = WH_CLICKHOUSE },
+	};
+	struct config cfg = { .warehouses = whs, .nwarehouses = 3 };
+	int down = 1;
+	struct job_def j = { .name = "fct", .sql = "x", .table = "t",
+		.partition_column = "dt", .warehouse = 0,
+		.downstream_idx = &down, .ndownstream = 1 };
+
+	ck_assert(cutoff_fingerprinted(&cfg, &j));
+	j.warehouse = 1;
+	ck_assert(cutoff_fingerprinted(&cfg, &j));
+	j.warehouse = 2; /* ClickHouse: the live partition and the stage */
+	ck_assert(cutoff_fingerprinted(&cfg, &j));
+	j.warehouse = 0;
+	j.ndownstream = 0; /* nothing reads it: not read */
+	ck_assert(!cutoff_fingerprinted(&cfg, &j));
+	j.ndownstream = 1;
+	j.partition_column = NULL;
+	ck_assert(!cutoff_fingerprinted(&cfg, &j));
+	j.partition_column = "dt";
+	j.sql = NULL; /* a command job */
+	ck_assert(!cutoff_fingerprinted(&cfg, &j));
+}
+END_TEST
+
+/* A skipped item is final, counts as landed for what waits for it, and
+ * is never retried: a week skipped releases its month. */
+START_TEST(test_manifest_skip)
+{
+	struct job_def jobs[2] = {
+		{ .name = "wk", .grain = GRAIN_WEEK },
+		{ .name = "mo", .grain = GRAIN_MONTH },
+	};
+	struct config cfg = { .jobs = jobs, .njobs = 2 };
+	struct manifest m;
+	struct request *rq;
+	struct item *wk, *mo;
+
+	manifest_init(&m, &cfg);
+	rq = manifest_request_add(&m, 1, "wk", "backfill", 0);
+	wk = manifest_item_add(&m, rq, 1, "wk", "2026-01-05", 0, true,
+			       MS_QUEUED);
+	mo = manifest_item_add(&m, rq, 2, "mo", "2026-01-01", 1, true,
+			       MS_QUEUED);
+	manifest_link(wk, mo);
+	ck_assert_int_eq(wk->cut, CUTOFF_IN_UNKNOWN);
+	manifest_skip(&m, wk);
+	ck_assert_int_eq(wk->state, MS_SKIPPED);
+	ck_assert_int_eq(wk->cut, CUTOFF_IN_SKIPPED);
+	ck_assert_int_eq(wk->attempts, 1);
+	ck_assert(manifest_final(wk->state));
+	ck_assert(manifest_landed_state(wk->state));
+	ck_assert(!manifest_landed_state(MS_FAILED));
+	ck_assert(!manifest_retriable(wk));
+	ck_assert_int_eq(rq->counts[MS_SKIPPED], 1);
+	ck_assert_int_eq(m.job_counts[0][MS_SKIPPED], 1);
+	manifest_settle_outs(&m, wk);
+	ck_assert_int_eq(mo->state, MS_QUEUED); /* not blocked: it may run */
+	ck_assert_int_eq(m.nchanges, 0);
+	/* loaded back from the store as skipped */
+	ck_assert_int_eq(manifest_item_add(&m, rq, 3, "wk", "2026-01-12", 2,
+					   true, MS_SKIPPED)->cut,
+			 CUTOFF_IN_SKIPPED);
+	manifest_clear(&m);
+}
+END_TEST
+
 static Suite *
 cutoff_suite(void)
 {
@@ -137,6 +223,9 @@ cutoff_suite(void)
 	tcase_add_test(tc, test_unchanged_skips);
 	tcase_add_test(tc, test_rebuild_reasons);
 	tcase_add_test(tc, test_chain);
+	tcase_add_test(tc, test_store_form);
+	tcase_add_test(tc, test_fingerprinted);
+	tcase_add_test(tc, test_manifest_skip);
 	suite_add_tcase(s, tc);
 	return s;
 }

@@ -73,8 +73,9 @@ START_TEST(test_round_trip_batch)
 		{true, false, false, -0.0, 0, 0}};
 	struct runresult_metric m1[] = {{false, true, false, 0, 1e300, 0},
 		{true, true, true, NAN, INFINITY, -INFINITY}};
-	struct runresult_guard guards[] = {{true, true, 7, 9, m0, 2},
-		{false, true, 0, -4, m1, 2}};
+	struct runresult_guard guards[] = {{true, true, 7, 9, m0, 2,
+		"00000000000000ab", "00000000000000cd"},
+		{false, true, 0, -4, m1, 2, "", ""}};
 	struct runresult in = {false, false, false, false, 42, checks, 6,
 		guards, 2};
 	struct runresult out;
@@ -122,6 +123,9 @@ START_TEST(test_round_trip_batch)
 			ck_assert_int_eq(g->rows_before, guards[p].rows_before);
 		ck_assert_int_eq(g->rows_after, guards[p].rows_after);
 		ck_assert_int_eq(g->nmetrics, 2);
+		/* the fingerprints travel (early cut-off) */
+		ck_assert_str_eq(g->sum_before, guards[p].sum_before);
+		ck_assert_str_eq(g->sum_after, guards[p].sum_after);
 	}
 	/* doubles exactly, NaN and infinities included */
 	ck_assert(out.guards[0].metrics[0].before == 0.1);
@@ -147,7 +151,7 @@ START_TEST(test_guards_empty_and_absent)
 {
 	struct runresult in = {false, false, false, false, 0, NULL, 0, NULL,
 		0}, out;
-	struct runresult_guard none = {false, false, 0, 0, NULL, 0};
+	struct runresult_guard none = {false, false, 0, 0, NULL, 0, "", ""};
 	struct err err;
 
 	/* a job with a table whose run measured nothing: guards, not NULL */
@@ -267,7 +271,7 @@ START_TEST(test_truncated_refused)
 	struct runresult_check c = {"name", "detail", true, 0, false, true, true, true, 1, 2, 1,
 		false, false, 0, 0, 0, 0};
 	struct runresult_metric m = {true, true, true, 1, 2, 100};
-	struct runresult_guard g = {true, true, 1, 2, &m, 1};
+	struct runresult_guard g = {true, true, 1, 2, &m, 1, "", ""};
 	struct runresult in = {true, false, false, false, 5, &c, 1, &g, 1};
 	struct runresult r;
 	struct buf b;
@@ -295,8 +299,8 @@ START_TEST(test_mutations)
 		{"x", "caf\xc3\xa9 \"q\"", false, 1, true, true, false, true, 0, 3, 0,
 		 true, true, 5, 2.5, 1, 0.5}};
 	struct runresult_metric m = {true, false, true, 1.5, 0, 12.5};
-	struct runresult_guard g[] = {{true, true, 1, 2, &m, 1},
-		{false, true, 0, 3, &m, 1}};
+	struct runresult_guard g[] = {{true, true, 1, 2, &m, 1, "", ""},
+		{false, true, 0, 3, &m, 1, "", ""}};
 	struct runresult in = {false, true, false, true, 5, c, 2, g, 2};
 	struct runresult r;
 	static const char pick[] =

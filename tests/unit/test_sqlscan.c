@@ -683,6 +683,32 @@ START_TEST(test_txn_pragma)
 END_TEST
 
 /* Suite: tokens, lines, the wall clock, transaction control. */
+/* Statement N of a script, as the drivers number them (logs). */
+START_TEST(test_statement)
+{
+	const char *sql = "-- head\nDELETE FROM t WHERE dt = :partition;\n"
+			  "\n;  INSERT INTO t SELECT ';' FROM s ; /* c; */\n"
+			  "SELECT 1";
+	size_t off = 0, len = 0;
+	int line = 0;
+
+	ck_assert(sqlscan_statement(sql, SQLSCAN_SQLITE, 1, &off, &len, &line));
+	ck_assert_int_eq(line, 2);
+	ck_assert(strncmp(sql + off, "DELETE FROM t WHERE dt = :partition",
+			  len) == 0 && len == 35);
+	ck_assert(sqlscan_statement(sql, SQLSCAN_SQLITE, 2, &off, &len, &line));
+	ck_assert_int_eq(line, 4);
+	ck_assert(strncmp(sql + off, "INSERT INTO t SELECT ';' FROM s", len)
+		  == 0 && len == 31);
+	ck_assert(sqlscan_statement(sql, SQLSCAN_SQLITE, 3, &off, &len, &line));
+	ck_assert_int_eq(line, 5);
+	ck_assert_uint_eq(len, 8);
+	ck_assert(!sqlscan_statement(sql, SQLSCAN_SQLITE, 4, &off, &len, &line));
+	ck_assert(!sqlscan_statement(sql, SQLSCAN_SQLITE, 0, &off, &len, &line));
+	ck_assert(!sqlscan_statement("  ;; ", SQLSCAN_PG, 1, &off, &len, &line));
+}
+END_TEST
+
 static Suite *
 sqlscan_suite(void)
 {
@@ -696,6 +722,7 @@ sqlscan_suite(void)
 	tcase_add_test(tc, test_wall_clock_deep);
 	tcase_add_loop_test(tc, test_txn, 0, NTXN);
 	tcase_add_test(tc, test_txn_pragma);
+	tcase_add_test(tc, test_statement);
 	suite_add_tcase(s, tc);
 	return s;
 }

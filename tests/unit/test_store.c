@@ -191,7 +191,7 @@ START_TEST(manifest_and_recovery)
 	ck_assert_int_eq(store_flush(st, &err), 0);
 
 	ck_assert_int_eq(store_item_set(st, m1, MS_RUNNING, 1, 0, NULL, NULL,
-					2000, &err), 0);
+					-1, 2000, &err), 0);
 	ck_assert_int_eq(store_run_start(st, m1, rid, "fct", "2026-02-08", 1,
 					 2000, "abc", "cfg", 0, &run, &err), 0);
 	ck_assert_int_eq(store_recover(st, 3000, NULL, 0, &recovered, &err), 0);
@@ -390,6 +390,64 @@ START_TEST(migrates_history_from_v2)
 }
 END_TEST
 
+/* A store of schema 6 (before early cut-off) keeps every row through
+ * 007_cutoff.sql, which rebuilds manifest, runs and partition_latest for
+ * the state 'skipped': ids, the rows that reference them (run_audit, a
+ * run's manifest row) and the foreign keys hold. */
+START_TEST(migrates_cutoff_from_v6)
+{
+	struct store *again;
+	struct err err;
+	sqlite3 *db;
+	char *msg = NULL;
+
+	store_close(st);
+	st = NULL;
+	unlink(path);
+	ck_assert_int_eq(sqlite3_open(path, &db), SQLITE_OK);
+	for (int i = 0; i < 6; i++)
+		ck_assert_int_eq(sqlite3_exec(db, sql_migrations[i].sql, NULL,
+					      NULL, NULL), SQLITE_OK);
+	ck_assert_int_eq(sqlite3_exec(db,
+		"PRAGMA user_version = 6;"
+		"INSERT INTO requests (id, job, kind, created_at) VALUES"
+		" (1, 'fct', 'backfill', 1);"
+		"INSERT INTO manifest (id, request_id, job, partition_key, seq,"
+		" state, created_at, updated_at) VALUES"
+		" (7, 1, 'fct', '2026-02-08', 0, 'succeeded', 1, 1);"
+		"INSERT INTO runs (id, manifest_id, request_id, job,"
+		" partition_key, attempt, state, started_at, finished_at,"
+		" shared_run) VALUES (9, 7, 1, 'fct', '2026-02-08', 1,"
+		" 'succeeded', 1, 2, NULL);"
+		"INSERT INTO run_audit (run_id, partition_key, rows_before,"
+		" rows_after, passed) VALUES (9, '2026-02-08', 1, 2, 1);"
+		"INSERT INTO partition_latest VALUES ('fct', '2026-02-08', 9,"
+		" 'succeeded');",
+		NULL, NULL, &msg), SQLITE_OK);
+	sqlite3_close(db);
+	ck_assert_int_eq(store_open(path, &again, &err), 0);
+	st = again;
+	ck_assert_int_eq(peek("PRAGMA user_version"), sql_migrations_count);
+	ck_assert_int_eq(peek("SELECT manifest_id FROM runs WHERE id = 9"), 7);
+	ck_assert_int_eq(peek("SELECT rows_after FROM run_audit WHERE"
+			      " run_id = 9"), 2);
+	ck_assert_int_eq(peek("SELECT run_id FROM partition_latest"), 9);
+	ck_assert_int_eq(peek("SELECT COUNT(*) FROM pragma_foreign_key_check"),
+			 0);
+	ck_assert_int_eq(peek("SELECT COUNT(*) FROM sqlite_master WHERE name"
+			      " LIKE '%_new'"), 0);
+	/* the new state, and what goes with it */
+	ck_assert_int_eq(store_run_finish(st, 9, MS_SKIPPED, 3,
+					  "inputs unchanged", -1, &err), 0);
+	ck_assert_int_eq(store_item_set(st, 7, MS_SKIPPED, 1, 0,
+					"inputs unchanged", NULL, 0, 3, &err), 0);
+	ck_assert_int_eq(store_flush(st, &err), 0);
+	ck_assert_int_eq(peek("SELECT COUNT(*) FROM runs WHERE state ="
+			      " 'skipped'"), 1);
+	ck_assert_int_eq(peek("SELECT changed FROM manifest WHERE id = 7"), 0);
+}
+END_TEST
+
 /* A request with one manifest row and `n` finished runs of it, ending at
  * `at`; returns the request id (finished at `at` unless open). */
 static int64_t
@@ -415,7 +473,7 @@ history(const char *key, int n, int64_t at, bool open, int64_t *last_run)
 						  NULL, -1, &err), 0);
 		ck_assert_int_eq(store_audit_add(st, run, key, true, 1, true, 1,
 						 NULL, NULL, NULL, NULL, true,
-						 &err), 0);
+						 NULL, NULL, &err), 0);
 		ck_assert_int_eq(store_partition_finished(st, "fct", key, run,
 							  state, NULL, NULL,
 							  &err), 0);
@@ -534,13 +592,13 @@ START_TEST(builds_and_job_state)
 	struct err err;
 
 	ck_assert_int_eq(store_partition_get(st, "wk", "2026-02-02", &built,
-					     &inputs, &err), 1);
+					     &inputs, NULL, 0, &err), 1);
 	ck_assert_int_eq(store_partition_built(st, "wk", "2026-02-02", 50, 40,
 					       7, "v", &err), 0);
 	ck_assert_int_eq(store_partition_built(st, "wk", "2026-02-02", 60, -1,
 					       8, "v", &err), 0);
 	ck_assert_int_eq(store_partition_get(st, "wk", "2026-02-02", &built,
-					     &inputs, &err), 0);
+					     &inputs, NULL, 0, &err), 0);
 	ck_assert_int_eq(built, 60);
 	ck_assert_int_eq(inputs, -1);
 
@@ -593,7 +651,7 @@ static struct store_ops faulty_ops;
 static int
 faulty_item_set(struct store *s, int64_t id, enum mstate state, int attempts,
 		int64_t not_before, const char *error, const char *blocked_on,
-		int64_t at, struct err *err)
+		int changed, int64_t at, struct err *err)
 {
 	(void)s, (void)id, (void)state, (void)attempts, (void)not_before;
 	(void)error, (void)blocked_on, (void)at;
@@ -661,7 +719,7 @@ START_TEST(failed_write_fails_the_turn)
 	ck_assert_int_eq(store_defer(st, &err), 0);
 	rid = one_item(&item);
 	ck_assert_int_eq(store_item_set(st, item, MS_RUNNING, 1, 0, NULL, NULL,
-					2, &err), -1);
+					-1, 2, &err), -1);
 	ck_assert_str_eq(err.msg, "state store: injected: disk full");
 	/* refused without reaching the implementation */
 	ck_assert_int_eq(store_request_finish(st, rid, 3, false, &err), -1);
@@ -715,7 +773,7 @@ START_TEST(refuse_all_refuses_every_write)
 	ck_assert_int_eq(store_begin(st, &err), -1);
 	ck_assert_int_eq(store_request_finish(st, rid, 3, false, &err), -1);
 	ck_assert_int_eq(store_item_set(st, item, MS_RUNNING, 1, 0, NULL, NULL,
-					2, &err), -1);
+					-1, 2, &err), -1);
 	ck_assert_int_eq(store_flush(st, &err), 0);
 	ck_assert_int_eq(store_request_get(st, rid, job, sizeof job, &finished,
 					   &err), 0);
@@ -743,7 +801,7 @@ START_TEST(failed_write_outside_a_turn)
 	ck_assert_int_eq(store_begin(st, &err), 0); /* a group */
 	(void)one_item(&item);
 	ck_assert_int_eq(store_item_set(st, item, MS_RUNNING, 1, 0, NULL, NULL,
-					2, &err), -1);
+					-1, 2, &err), -1);
 	store_rollback(st);
 	ck_assert_int_eq(store_flush(st, &err), -1);
 	ck_assert_str_eq(err.msg, "state store: injected: disk full");
@@ -751,7 +809,7 @@ START_TEST(failed_write_outside_a_turn)
 	/* a lone write, committed by itself before the failure */
 	(void)one_item(&item);
 	ck_assert_int_eq(store_item_set(st, item, MS_FAILED, 1, 0, NULL, NULL,
-					2, &err), -1);
+					-1, 2, &err), -1);
 	ck_assert_int_eq(store_flush(st, &err), -1);
 	ck_assert_int_eq(peek("SELECT COUNT(*) FROM requests"), 1);
 	ck_assert_int_eq(store_flush(st, &err), 0);
@@ -863,6 +921,7 @@ main(void)
 	tcase_add_test(tc, migrates_once);
 	tcase_add_test(tc, refuses_newer_schema);
 	tcase_add_test(tc, migrates_history_from_v2);
+	tcase_add_test(tc, migrates_cutoff_from_v6);
 	tcase_add_test(tc, wal_stays_bounded);
 	tcase_add_test(tc, opens_from_config);
 	tcase_add_test(tc, pg_module_absent);

@@ -219,9 +219,9 @@ START_TEST(requests_and_manifest)
 			 -1);
 	ck_assert_int_eq(store_flush(st, &err), -1); /* that failed turn */
 	ck_assert_int_eq(store_item_set(st, m1, MS_FAILED, 2, 5000, "boom", NULL,
-				     1100, &err), 0);
+				     -1, 1100, &err), 0);
 	ck_assert_int_eq(store_item_set(st, m3, MS_BLOCKED, 0, 0, NULL,
-				     "fct/2026-02-01", 1100, &err), 0);
+				     "fct/2026-02-01", -1, 1100, &err), 0);
 	ck_assert_int_eq(peek("SELECT not_before FROM manifest WHERE"
 			      " error = 'boom'"), 5000);
 
@@ -341,10 +341,10 @@ START_TEST(recent_and_problems)
 
 	m = item(a, "fct", "k1", 0, MS_QUEUED);
 	(void)item(a, "fct", "k0", 1, MS_SUCCEEDED);
-	ck_assert_int_eq(store_item_set(st, m, MS_FAILED, 1, 0, "oops", NULL, 3,
+	ck_assert_int_eq(store_item_set(st, m, MS_FAILED, 1, 0, "oops", NULL, -1, 3,
 				     &err), 0);
 	m = item(a, "wk", "w1", 2, MS_QUEUED);
-	ck_assert_int_eq(store_item_set(st, m, MS_BLOCKED, 0, 0, NULL, "fct/k1", 3,
+	ck_assert_int_eq(store_item_set(st, m, MS_BLOCKED, 0, 0, NULL, "fct/k1", -1, 3,
 				     &err), 0);
 	ck_assert_int_eq(store_request_problems(st, a, problem_cb, &pb, &err), 0);
 	ck_assert_int_eq(pb.n, 2);
@@ -411,9 +411,9 @@ START_TEST(runs_and_recovery)
 
 	/* the interrupted runs were attempt 1 and 2 of their items */
 	ck_assert_int_eq(store_item_set(st, m1, MS_RUNNING, 1, 0, NULL, NULL,
-					100, &err), 0);
+					-1, 100, &err), 0);
 	ck_assert_int_eq(store_item_set(st, m2, MS_RUNNING, 2, 0, NULL, NULL,
-					100, &err), 0);
+					-1, 100, &err), 0);
 	store_stats(st, &ss);
 	ck_assert_int_eq(ss.runs_kept, 4);
 	ck_assert_int_gt(ss.db_bytes, 0);
@@ -436,7 +436,7 @@ START_TEST(runs_and_recovery)
 	/* a run that never started goes, unless it was audited */
 	ck_assert_int_eq(store_run_unstart(st, r2, &err), 0);
 	ck_assert_int_eq(store_audit_add(st, r1, "2026-02-08", false, 0, false, 0,
-				      NULL, NULL, NULL, NULL, true, &err), 0);
+				      NULL, NULL, NULL, NULL, true, NULL, NULL, &err), 0);
 	ck_assert_int_eq(store_run_unstart(st, r1, &err), 0);
 	ck_assert_int_eq(peek("SELECT COUNT(*) FROM runs"), 3);
 	store_stats(st, &ss);
@@ -642,19 +642,19 @@ START_TEST(builds)
 	struct err err;
 
 	ck_assert_int_eq(store_partition_get(st, "wk", "2026-02-02", &built,
-					  &inputs, &err), 1);
+					  &inputs, NULL, 0, &err), 1);
 	ck_assert_int_eq(store_newest_build(st, "wk", "2026-01-01", "2026-12-31",
 					 &built, &err), 1);
 	ck_assert_int_eq(store_partition_built(st, "wk", "2026-02-02", 50, 40, 7,
 					    "v1", &err), 0);
 	ck_assert_int_eq(store_partition_get(st, "wk", "2026-02-02", &built,
-					  &inputs, &err), 0);
+					  &inputs, NULL, 0, &err), 0);
 	ck_assert_int_eq(built, 50);
 	ck_assert_int_eq(inputs, 40);
 	ck_assert_int_eq(store_partition_built(st, "wk", "2026-02-02", 60, -1, 8,
 					    "v2", &err), 0);
 	ck_assert_int_eq(store_partition_get(st, "wk", "2026-02-02", &built,
-					  &inputs, &err), 0);
+					  &inputs, NULL, 0, &err), 0);
 	ck_assert_int_eq(built, 60);
 	ck_assert_int_eq(inputs, -1);
 	ck_assert_int_eq(store_partition_built(st, "wk", "2026-01-26", 70, 65, 9,
@@ -872,12 +872,12 @@ START_TEST(audit)
 	(void)m2;
 	r1 = run(m1, rid, "fct", "k1", 1, 5);
 	ck_assert_int_eq(store_audit_add(st, r1, "k1", true, 1, true, 2, "{\"a\":1}",
-				      "[]", "a=1", "", false, &err), 0);
+				      "[]", "a=1", "", false, NULL, NULL, &err), 0);
 	r2 = run(m1, rid, "fct", "k1", 2, 6);
 	ck_assert_int_eq(store_audit_add(st, r2, "k1", true, 1, true, 5, "{\"a\":2}",
-				      "[]", "a=2", "", true, &err), 0);
+				      "[]", "a=2", "", true, NULL, NULL, &err), 0);
 	ck_assert_int_eq(store_audit_add(st, r2, "k1", false, 0, true, 9, NULL,
-				      NULL, NULL, NULL, true, &err), 0);
+				      NULL, NULL, NULL, true, NULL, NULL, &err), 0);
 	ck_assert_int_eq(store_run_finish(st, r2, MS_SUCCEEDED, 7, NULL, 4, &err),
 			 0);
 	ck_assert_int_eq(store_audit_of(st, rid, audit_cb, &au, &err), 0);
@@ -951,11 +951,11 @@ START_TEST(runs_listing)
 	r1 = run(m1, rid, "fct", "k1", 1, 5);
 	ck_assert_int_eq(store_run_finish(st, r1, MS_FAILED, 6, "x", -1, &err), 0);
 	r2 = run(m1, rid, "fct", "k1", 2, 7);
-	ck_assert_int_eq(store_item_set(st, m2, MS_BLOCKED, 0, 0, NULL, "up/k0", 8,
+	ck_assert_int_eq(store_item_set(st, m2, MS_BLOCKED, 0, 0, NULL, "up/k0", -1, 8,
 				     &err), 0);
 	ck_assert_int_eq(store_item_set(st, m3, MS_CANCELLED, 0, 0, "cancelled",
-				     NULL, 8, &err), 0);
-	ck_assert_int_eq(store_item_set(st, m1, MS_RUNNING, 2, 0, NULL, NULL, 8,
+				     NULL, -1, 8, &err), 0);
+	ck_assert_int_eq(store_item_set(st, m1, MS_RUNNING, 2, 0, NULL, NULL, -1, 8,
 				     &err), 0);
 	rid2 = request("rerun", 2);
 	(void)item(rid2, "wk", "w1", 0, MS_QUEUED);
@@ -1163,7 +1163,7 @@ START_TEST(one_turn_many_rows)
 		m[i] = item(rid, "fct", key, i, MS_QUEUED);
 		ck_assert_int_eq(store_begin(st, &err), 0);
 		ck_assert_int_eq(store_item_set(st, m[i], MS_RUNNING, 1, 0,
-						NULL, NULL, 3, &err), 0);
+						NULL, NULL, -1, 3, &err), 0);
 		r[i] = run(m[i], rid, "fct", key, 1, 3);
 		ck_assert_int_eq(store_commit(st, &err), 0);
 	}
@@ -1176,8 +1176,8 @@ START_TEST(one_turn_many_rows)
 				 0);
 		ck_assert_int_eq(store_item_set(st, m[i], i == 7 ? MS_FAILED :
 						MS_SUCCEEDED, 1, 0,
-						i == 7 ? odd : NULL, NULL, 4,
-						&err), 0);
+						i == 7 ? odd : NULL, NULL, -1,
+						4, &err), 0);
 		if (i == 5)
 			ck_assert_int_eq(store_partition_finished(
 			    st, "fct", key, r[i], MS_SUCCEEDED, turn_prev_cb,
@@ -1196,7 +1196,7 @@ START_TEST(one_turn_many_rows)
 						  MS_FAILED, turn_prev_cb,
 						  &tp, &err), 0);
 	ck_assert_int_eq(store_item_set(st, m[5], MS_FAILED, 2, 0, "again",
-					NULL, 6, &err), 0);
+					NULL, -1, 6, &err), 0);
 	if (on_pg)
 		ck_assert_int_eq(tp.calls, 0); /* at the commit */
 	ck_assert_int_eq(peek("SELECT COUNT(*) FROM runs"), 0);
@@ -1231,7 +1231,7 @@ START_TEST(one_turn_many_rows)
 						  MS_SUCCEEDED, turn_prev_cb,
 						  &tp, &err), 0);
 	ck_assert_int_eq(store_item_set(st, m[9], MS_QUEUED, 0, 0, NULL, NULL,
-					7, &err), 0);
+					-1, 7, &err), 0);
 	st->ops->discard(st);
 	if (on_pg)
 		ck_assert_int_eq(tp.calls, 2);

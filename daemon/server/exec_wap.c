@@ -1,0 +1,1107 @@
+/*
+ * exec_wap.c - write-audit-publish on ClickHouse (docs/clickhouse.md):
+ * the runs of a job on a ClickHouse warehouse, their --verify proof, and
+ * the start's check of the targets' partition keys.  Called by exec.c's
+ * worker threads (exec_int.h); there is no transaction: a stage table is
+ * filled, audited, then swapped in by one REPLACE PARTITION.
+ */
+#include <signal.h>
+#include <stdint.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "buf.h"
+#include "calendar.h"
+#include "chsql.h"
+#include "digest.h"
+#include "exec.h"
+#include "exec_int.h"
+#include "guard.h"
+#include "wh.h"
+#include "xalloc.h"
+
+/* ---- write-audit-publish (ClickHouse; docs/clickhouse.md) ----------- */
+
+/* The target's partition key must make one of its partitions one of the
+ * job's (chsql_key_matches); the table must exist.  A Distributed table
+ * (*distributed set, NULL: not wanted) needs the warehouse's cluster:
+ * (an INSERT into a stage created AS it would write the live shards) and
+ * its local table's key is checked (on this server, one of the shards). */
+static int
+exec_wap_key_of(struct wh_conn *conn, const struct config *cfg,
+		const struct job_def *jd, bool *distributed, struct err *err)
+{
+	const struct warehouse_def *wh = &cfg->warehouses[jd->warehouse];
+	char sql[512], want[300], c[CHSQL_IDENT_MAX], db[CHSQL_IDENT_MAX];
+	char local[CHSQL_IDENT_MAX], *key = NULL, *sp;
+	bool has_row;
+
+	if (distributed != NULL)
+		*distributed = false;
+	/* names are plain (config.c, chsql_distributed) */
+	snprintf(sql, sizeof sql, "SELECT concat(engine, ' ', partition_key)"
+		 " FROM system.tables WHERE database = currentDatabase() AND"
+		 " name = '%s'", jd->table);
+	if (conn->drv->query_value(conn, sql, NULL, 0, &has_row, &key,
+				   err) == -1) {
+		err_prefix(err, "reading the partition key of %s", jd->table);
+		return -1;
+	}
+	if (key != NULL && strncmp(key, "Distributed ", 12) == 0) {
+		free(key);
+		key = NULL;
+		if (distributed != NULL)
+			*distributed = true;
+		if (wh->cluster == NULL)
+			return err_set(err, EXIT_BAD_INPUT, "%s:%d:%d: job \"%s\":"
+				       " table %s is a Distributed table: name"
+				       " its cluster on the warehouse (cluster:)"
+				       " to publish on its shards", jd->file,
+				       jd->pos.line, jd->pos.col, jd->name,
+				       jd->table);
+		snprintf(sql, sizeof sql, "SELECT engine_full FROM"
+			 " system.tables WHERE database = currentDatabase() AND"
+			 " name = '%s'", jd->table);
+		if (conn->drv->query_value(conn, sql, NULL, 0, &has_row, &key,
+					   err) == -1)
+			return -1;
+		if (key == NULL || chsql_distributed(key, c, db, local,
+						     sizeof local) < 0) {
+			free(key);
+			return err_set(err, EXIT_BAD_INPUT, "%s:%d:%d: job"
+				       " \"%s\": the Distributed table %s does"
+				       " not name its cluster, database and"
+				       " local table as plain names",
+				       jd->file, jd->pos.line, jd->pos.col,
+				       jd->name, jd->table);
+		}
+		free(key);
+		key = NULL;
+		snprintf(sql, sizeof sql, "SELECT concat(engine, ' ',"
+			 " partition_key) FROM system.tables WHERE database ="
+			 " '%s' AND name = '%s'", db, local);
+		if (conn->drv->query_value(conn, sql, NULL, 0, &has_row, &key,
+					   err) == -1) {
+			err_prefix(err, "reading the partition key of %s",
+				   local);
+			return -1;
+		}
+	}
+	/* "ENGINE KEY": the key alone */
+	if (key != NULL && (sp = strchr(key, ' ')) != NULL)
+		memmove(key, sp + 1, strlen(sp + 1) + 1);
+	if (!has_row || key == NULL) {
+		free(key);
+		return err_set(err, EXIT_BAD_INPUT, "%s:%d:%d: job \"%s\": table"
+			       " %s does not exist in the warehouse's database",
+			       jd->file, jd->pos.line, jd->pos.col, jd->name,
+			       jd->table);
+	}
+	if (!chsql_key_matches(key, jd->partition_column, jd->grain, want,
+			       sizeof want)) {
+		err_set(err, EXIT_BAD_INPUT, "%s:%d:%d: job \"%s\": table %s is"
+			" partitioned by %s, which is not the job's %s grain:"
+			" partition it by %s", jd->file, jd->pos.line,
+			jd->pos.col, jd->name, jd->table, key[0] ? key :
+			"nothing", grain_name(jd->grain), want);
+		free(key);
+		return -1;
+	}
+	free(key);
+	return 0;
+}
+
+static int
+exec_wap_key(struct wh_conn *conn, const struct config *cfg,
+	     const struct job_def *jd, struct err *err)
+{
+	return exec_wap_key_of(conn, cfg, jd, NULL, err);
+}
+
+int
+exec_check_partition_keys(const struct config *cfg, struct err *err)
+{
+	const struct wh_driver *drv;
+	struct wh_conn **conns;
+	bool *tried, any = false;
+	int rc = 0;
+
+	for (size_t w = 0; w < cfg->nwarehouses; w++)
+		any |= cfg->warehouses[w].kind == WH_CLICKHOUSE;
+	/* no module loaded for a configuration without ClickHouse */
+	if (!any || (drv = exec_driver(WH_CLICKHOUSE)) == NULL)
+		return 0;
+	conns = xcalloc(cfg->nwarehouses + 1, sizeof *conns);
+	tried = xcalloc(cfg->nwarehouses + 1, sizeof *tried);
+	for (size_t i = 0; i < cfg->njobs && rc == 0; i++) {
+		const struct job_def *jd = &cfg->jobs[i];
+		int w = jd->warehouse;
+		struct err e;
+
+		if (w < 0 || cfg->warehouses[w].kind != WH_CLICKHOUSE)
+			continue;
+		if (!tried[w]) {
+			tried[w] = true;
+			/* unreachable now: its runs say so when they run */
+			if (drv->open(&cfg->warehouses[w], &conns[w], &e) == -1)
+				conns[w] = NULL;
+			else if (drv->watch != NULL) /* each query bounded */
+				drv->watch(conns[w], NULL, 10000, false);
+		}
+		if (conns[w] == NULL)
+			continue;
+		err_clear(&e);
+		if (exec_wap_key(conns[w], cfg, jd, &e) == -1 &&
+		    e.code == EXIT_BAD_INPUT) {
+			*err = e;
+			rc = -1;
+		}
+	}
+	for (size_t w = 0; w < cfg->nwarehouses; w++)
+		if (conns[w] != NULL)
+			drv->close(conns[w]);
+	free(conns);
+	free(tried);
+	return rc;
+}
+
+/* One statement of the sequence, naming the step when it fails. */
+static int
+exec_wap_step(struct exec_flight *fl, struct wh_conn *conn, const char *what,
+	      const char *sql, const struct wh_param *params, size_t nparams,
+	      struct err *err)
+{
+	if (exec_interrupted(fl, err))
+		return -1;
+	if (conn->drv->exec_script(conn, sql, params, nparams, err) == -1) {
+		if (strcmp(err->msg, "interrupted") != 0)
+			err_prefix(err, "%s", what);
+		return -1;
+	}
+	return 0;
+}
+
+/*
+ * The stage and its marks.  `_backfilld_audited_TABLE` holds a row
+ * (partition, request, run) for each stage partition that passed its
+ * audit and is being published.  Rules that must always hold:
+ *  1. A mark is written after its stage partition's audit passed and
+ *     before its REPLACE; it is dropped before its stage partition is
+ *     cleared or dropped.  So a mark always names a stage partition that
+ *     holds exactly the audited rows.
+ *  2. After its publish a stage partition and its mark stay until the
+ *     state store has recorded the run (exec_release_stages, by the
+ *     caller after its commit); a failed run drops them at once.
+ *  3. A run that finds a mark naming one of its own requests for the
+ *     partition (an earlier attempt published it, or was about to, and
+ *     its record was lost to a crash) audits that stage partition again
+ *     and publishes it again, unchanged: the REPLACE of the same rows
+ *     twice leaves what once does.  Any other mark is stale and dropped.
+ */
+struct wap_tables {
+	const char *live;   /* the table published into */
+	char stage[CHSQL_IDENT_MAX + 32];
+	char mark[CHSQL_IDENT_MAX + 32];
+};
+
+/* The stage and marks of table `live` (the job's, or a shard's local).
+ * On several hosts each node has its own (suffixed with a hash of its
+ * name), so that a node paused past its lease can never write into the
+ * stage of the node that took its partition over (docs/several-hosts.md,
+ * "Exactly once"). */
+static void
+exec_wap_tables_of(const struct config *cfg, const char *live,
+		   struct wap_tables *t)
+{
+	uint32_t h = 2166136261u;
+	char base[CHSQL_IDENT_MAX + 16];
+
+	t->live = live;
+	snprintf(base, sizeof base, "%s", live);
+	if (config_is_cluster(cfg) && cfg->node != NULL) {
+		for (const char *p = cfg->node; *p; p++)
+			h = (h ^ (unsigned char)*p) * 16777619u;
+		snprintf(base, sizeof base, "%s_n%08x", live, h);
+	}
+	chsql_stage_name(base, t->stage, sizeof t->stage);
+	chsql_mark_name(base, t->mark, sizeof t->mark);
+}
+
+static void
+exec_wap_tables(const struct config *cfg, const struct job_def *jd,
+		struct wap_tables *t)
+{
+	exec_wap_tables_of(cfg, jd->table, t);
+}
+
+/* Drop the mark (unless known to be none), then the stage partition, of
+ * part `params` (rule 1). */
+static int
+exec_wap_drop_as(struct wh_conn *conn, const struct wap_tables *t,
+		 const struct wh_param *params, bool marked, struct err *err)
+{
+	char *sql;
+	int rc;
+
+	sql = xasprintf("ALTER TABLE `%s` DROP PARTITION toString(:partition)",
+			t->mark);
+	rc = marked ? conn->drv->exec_script(conn, sql, params, 1, err) : 0;
+	free(sql);
+	if (rc == -1)
+		return -1;
+	sql = xasprintf("ALTER TABLE `%s` DROP PARTITION :partition", t->stage);
+	rc = conn->drv->exec_script(conn, sql, params, 1, err);
+	free(sql);
+	return rc;
+}
+
+static int
+exec_wap_drop(struct wh_conn *conn, const struct wap_tables *t,
+	      const struct wh_param *params, struct err *err)
+{
+	return exec_wap_drop_as(conn, t, params, true, err);
+}
+
+/* After a failure: drop part's mark and stage partition, so that no
+ * stage rows are left behind; best effort, not once the run is being
+ * stopped (the next run of the partition clears it first, or publishes
+ * it again when it was marked: rule 3). */
+static void
+exec_wap_unstage(struct exec_flight *fl, struct wh_conn *conn,
+		 const struct wap_tables *t, const struct wh_param *params)
+{
+	struct err e;
+
+	if (!exec_stopping(fl))
+		(void)exec_wap_drop(conn, t, params, &e);
+}
+
+/* The request that marks part i (the first of the run's identities for
+ * it; 0 without any). */
+static int64_t
+exec_wap_request(const struct exec_run *run, size_t i)
+{
+	for (size_t k = 0; k < run->ncommits; k++)
+		if (run->commits[k].part == i)
+			return run->commits[k].request;
+	return 0;
+}
+
+/* *kept: part i's stage partition is marked by one of this run's
+ * requests for it (rule 3). */
+static int
+exec_wap_marked(struct exec_flight *fl, struct wh_conn *conn, size_t i,
+		const struct wap_tables *t, const struct wh_param *params,
+		bool *kept, bool *any, struct err *err)
+{
+	struct exec_run *run = exec_flight_run(fl);
+	char *sql, **v = NULL;
+	size_t n = 0;
+	int rc;
+
+	*kept = false;
+	*any = false;
+	if (exec_interrupted(fl, err))
+		return -1;
+	sql = xasprintf("SELECT toString(request) FROM `%s` WHERE partition ="
+			" toString(:partition)", t->mark);
+	rc = conn->drv->query_column(conn, sql, params, 1, 16, &v, &n, err);
+	free(sql);
+	if (rc == -1) {
+		err_prefix(err, "reading the marks of the stage");
+		return -1;
+	}
+	*any = n > 0;
+	for (size_t k = 0; k < n; k++) {
+		int64_t req = strtoll(v[k], NULL, 10);
+
+		for (size_t c = 0; c < run->ncommits && req > 0; c++)
+			*kept |= run->commits[c].part == i &&
+				 run->commits[c].request == req;
+		free(v[k]);
+	}
+	free(v);
+	return 0;
+}
+
+/* Mark part i's audited stage partition (rule 1), before its REPLACE. */
+static int
+exec_wap_mark(struct exec_flight *fl, struct wh_conn *conn, size_t i,
+	      const struct wap_tables *t, const struct wh_param *params,
+	      struct err *err)
+{
+	struct exec_run *run = exec_flight_run(fl);
+	char *sql;
+	int rc;
+
+	/* integers the daemon generated, not text from anyone */
+	sql = xasprintf("INSERT INTO `%s` SELECT toString(:partition),"
+			" %lld, %lld", t->mark,
+			(long long)exec_wap_request(run, i),
+			(long long)run->run_id);
+	rc = exec_wap_step(fl, conn, "marking the audited stage", sql, params,
+			   1, err);
+	free(sql);
+	return rc;
+}
+
+/* Tests only: BACKFILLD_TEST_CH_STOP=POINT stops the whole daemon
+ * (SIGSTOP) the first time a run reaches POINT ("published": right after
+ * a REPLACE, before the run's result reaches the state store), so that a
+ * test can kill it there. */
+static void
+exec_wap_test_stop(const char *point)
+{
+	static atomic_int done;
+	const char *want = getenv("BACKFILLD_TEST_CH_STOP");
+
+	if (want != NULL && strcmp(want, point) == 0 &&
+	    atomic_exchange(&done, 1) == 0)
+		raise(SIGSTOP);
+}
+
+/* REPLACE part `params` from the stage. */
+static int
+exec_wap_publish(struct exec_flight *fl, struct wh_conn *conn,
+		 const struct wap_tables *t, const struct wh_param *params,
+		 struct err *err)
+{
+	char *sql;
+	int rc;
+
+	/* the fence (docs/several-hosts.md): no REPLACE once another node may
+	 * have taken the partition over, and a REPLACE that ended past it is
+	 * no success of this node's */
+	exec_wap_test_stop("publishing");
+	if (exec_fence_check(fl, "not published", err) == -1)
+		return -1;
+	sql = xasprintf("ALTER TABLE `%s` REPLACE PARTITION :partition"
+			" FROM `%s`", t->live, t->stage);
+	rc = exec_wap_step(fl, conn, "publishing", sql, params, 1, err);
+	free(sql);
+	if (rc == 0)
+		rc = exec_fence_check(fl, "published late", err);
+	if (rc == 0)
+		exec_wap_test_stop("published");
+	return rc;
+}
+
+static int exec_wap_audit(struct exec_flight *fl, struct wh_conn *conn,
+			  size_t i, const struct wh_param *params,
+			  const char *stage, struct err *err);
+static int exec_wap_fingerprint(struct exec_flight *fl, struct wh_conn *conn,
+				size_t i, const struct wh_param *params,
+				const struct wap_tables *t, struct err *err);
+
+/* Steps 3 to 7 of docs/clickhouse.md for part i: clear the stage
+ * partition (its stale mark first), fill it, audit it, refuse it empty,
+ * mark it; or, marked by this run's request (rule 3), audit it again. */
+static int
+exec_wap_build(struct exec_flight *fl, struct wh_conn *conn, size_t i,
+	       const struct wh_param *params, const struct wap_tables *t,
+	       struct err *err)
+{
+	const struct job_def *jd = exec_flight_run(fl)->job;
+	bool kept, any;
+	char *sql;
+	int rc;
+
+	if (exec_wap_marked(fl, conn, i, t, params, &kept, &any, err) == -1)
+		return -1;
+	if (kept)
+		return exec_wap_audit(fl, conn, i, params, t->stage, err);
+	if (exec_interrupted(fl, err))
+		return -1;
+	if (exec_wap_drop_as(conn, t, params, any, err) == -1) {
+		if (strcmp(err->msg, "interrupted") != 0)
+			err_prefix(err, "clearing the stage partition");
+		return -1;
+	}
+	sql = xasprintf("INSERT INTO `%s` %s", t->stage, jd->sql);
+	rc = exec_wap_step(fl, conn, "filling the stage", sql, params, 4, err);
+	free(sql);
+	if (rc == -1 ||
+	    exec_wap_audit(fl, conn, i, params, t->stage, err) == -1 ||
+	    exec_wap_fingerprint(fl, conn, i, params, t, err) == -1)
+		return -1;
+	return exec_wap_mark(fl, conn, i, t, params, err);
+}
+
+/* Part i built (exec_wap_build), then published (step 8). */
+static int
+exec_wap_part(struct exec_flight *fl, struct wh_conn *conn, size_t i,
+	      const struct wh_param *params, const struct wap_tables *t,
+	      struct err *err)
+{
+	if (exec_wap_build(fl, conn, i, params, t, err) == -1)
+		return -1;
+	return exec_wap_publish(fl, conn, t, params, err);
+}
+
+/* Part i's audit in the stage: checks, guardrails, the empty refusal. */
+static int
+exec_wap_audit(struct exec_flight *fl, struct wh_conn *conn, size_t i,
+	       const struct wh_param *params, const char *stage,
+	       struct err *err)
+{
+	struct exec_run *run = exec_flight_run(fl);
+
+	if (exec_checks(fl, conn, i, params, 4, err) != 0)
+		return -1;
+	if (guard_after_in(run, conn, i, params, 3, true, stage, err) !=
+	    GUARD_PASSED)
+		return -1;
+	if (run->guards[i].rows_after == 0 && !run->job->allow_empty)
+		return err_set(err, EXIT_WORK_FAILED, "refused: the stage"
+			       " partition of %s is empty, and publishing it"
+			       " would empty the live partition; set"
+			       " allow_empty: true to allow it",
+			       run->parts[i].key);
+	return 0;
+}
+
+/* Params of part i with :stage. */
+static void
+exec_wap_params(const struct exec_run *run, size_t i, const char *stage,
+		struct wh_param params[4])
+{
+	exec_part_params(&run->parts[i], params);
+	params[3].name = "stage";
+	params[3].value = stage;
+}
+
+/* A batch's first steps: each part's before figures, and whether every
+ * part is marked by the batch's request (*kept, rule 3); when not, every
+ * part's mark and stage partition dropped. */
+static int
+exec_wap_batch_begin(struct exec_flight *fl, struct wh_conn *conn,
+		     const struct wap_tables *t, bool *kept, struct err *err)
+{
+	struct exec_run *run = exec_flight_run(fl);
+	struct wh_param params[4];
+	bool k, any;
+
+	*kept = true;
+	for (size_t i = 0; i < run->nparts; i++) {
+		exec_wap_params(run, i, t->stage, params);
+		if (exec_interrupted(fl, err) ||
+		    guard_before(run, conn, i, params, 3, err) == -1 ||
+		    exec_wap_marked(fl, conn, i, t, params, &k, &any, err) == -1)
+			return -1;
+		*kept &= k;
+	}
+	for (size_t i = 0; i < run->nparts && !*kept; i++) {
+		exec_wap_params(run, i, t->stage, params);
+		if (exec_interrupted(fl, err))
+			return -1;
+		if (exec_wap_drop(conn, t, params, err) == -1) {
+			err_prefix(err, "clearing the stage partition");
+			return -1;
+		}
+	}
+	return 0;
+}
+
+/* A batch on ClickHouse: every stage partition cleared, one fill for the
+ * batch's interval, every partition audited and marked, then each
+ * published; or, every part marked by the batch's request (rule 3), each
+ * audited again and published again. */
+static int
+exec_wap_batch(struct exec_flight *fl, struct wh_conn *conn,
+	       const struct wap_tables *t, struct err *err)
+{
+	struct exec_run *run = exec_flight_run(fl);
+	struct wh_param params[4], span[3];
+	const char *lo = run->parts[0].start, *hi = run->parts[0].end;
+	int64_t published = 0;
+	bool kept;
+	char *sql;
+	size_t i;
+	int rc;
+
+	for (i = 0; i < run->nparts; i++) {
+		if (strcmp(run->parts[i].start, lo) < 0)
+			lo = run->parts[i].start;
+		if (strcmp(run->parts[i].end, hi) > 0)
+			hi = run->parts[i].end;
+	}
+	rc = exec_wap_batch_begin(fl, conn, t, &kept, err);
+	/* the whole batch's interval; :partition is deliberately not bound */
+	span[0].name = "partition_start";
+	span[0].value = lo;
+	span[1].name = "partition_end";
+	span[1].value = hi;
+	span[2].name = "stage";
+	span[2].value = t->stage;
+	if (rc == 0 && !kept) {
+		sql = xasprintf("INSERT INTO `%s` %s", t->stage, run->job->sql);
+		rc = exec_wap_step(fl, conn, "filling the stage", sql, span, 3,
+				   err);
+		free(sql);
+	}
+	for (i = 0; i < run->nparts && rc == 0; i++) {
+		exec_wap_params(run, i, t->stage, params);
+		rc = exec_wap_audit(fl, conn, i, params, t->stage, err);
+		if (rc == 0 && !kept)
+			rc = exec_wap_fingerprint(fl, conn, i, params, t, err);
+	}
+	for (i = 0; i < run->nparts && rc == 0 && !kept; i++) {
+		exec_wap_params(run, i, t->stage, params);
+		rc = exec_wap_mark(fl, conn, i, t, params, err);
+	}
+	for (i = 0; i < run->nparts && rc == 0; i++) {
+		exec_wap_params(run, i, t->stage, params);
+		rc = exec_wap_publish(fl, conn, t, params, err);
+		if (rc == 0)
+			published += run->guards[i].rows_after;
+	}
+	for (i = 0; i < run->nparts && rc == -1; i++) {
+		exec_wap_params(run, i, t->stage, params);
+		exec_wap_unstage(fl, conn, t, params);
+	}
+	run->rows_changed = published;
+	if (rc == 0)
+		exec_flight_set_staged(fl);
+	return rc;
+}
+
+/* The stage table and its marks' table, created when absent. */
+static int
+exec_wap_create(struct exec_flight *fl, struct wh_conn *conn,
+		const struct wap_tables *t, struct err *err)
+{
+	char *sql;
+	int rc;
+
+	sql = xasprintf("CREATE TABLE IF NOT EXISTS `%s` AS `%s`", t->stage,
+			t->live);
+	rc = exec_wap_step(fl, conn, "creating the stage table", sql, NULL, 0,
+			   err);
+	free(sql);
+	if (rc == -1)
+		return -1;
+	sql = xasprintf("CREATE TABLE IF NOT EXISTS `%s` (partition String,"
+			" request Int64, run Int64) ENGINE = MergeTree PARTITION"
+			" BY partition ORDER BY tuple()", t->mark);
+	rc = exec_wap_step(fl, conn, "creating the stage's marks", sql, NULL,
+			   0, err);
+	free(sql);
+	return rc;
+}
+
+/* ---- shards (cluster:; docs/clickhouse.md, "Beyond one server") ------ */
+
+/* A job's Distributed table and its shards' connections. */
+struct wap_shards {
+	char cluster[CHSQL_IDENT_MAX], db[CHSQL_IDENT_MAX];
+	char local[CHSQL_IDENT_MAX];
+	struct wh_conn **conns;  /* in shard_num order */
+	size_t n;
+};
+
+static void
+exec_wap_shards_close(struct wap_shards *sh)
+{
+	for (size_t i = 0; i < sh->n; i++)
+		if (sh->conns[i] != NULL)
+			sh->conns[i]->drv->close(sh->conns[i]);
+	free(sh->conns);
+	sh->conns = NULL;
+	sh->n = 0;
+}
+
+/* The shards' URLs: the configured ones (their count checked against
+ * system.clusters), or each shard's first replica there, reached on the
+ * configured URL's port. */
+static int
+exec_wap_shard_urls(struct wh_conn *conn, const struct warehouse_def *wh,
+		    const struct wap_shards *sh, char ***urls, size_t *n,
+		    struct err *err)
+{
+	char sql[256], **v = NULL, u[1024];
+	size_t nv = 0;
+
+	*urls = NULL;
+	*n = 0;
+	snprintf(sql, sizeof sql, "SELECT host_address FROM system.clusters"
+		 " WHERE cluster = '%s' AND replica_num = 1 ORDER BY shard_num",
+		 sh->cluster); /* a plain name (chsql_distributed) */
+	if (conn->drv->query_column(conn, sql, NULL, 0, 1000, &v, &nv,
+				    err) == -1) {
+		err_prefix(err, "reading the shards of cluster %s", sh->cluster);
+		return -1;
+	}
+	if (nv == 0 || (wh->nshards > 0 && nv != wh->nshards)) {
+		for (size_t i = 0; i < nv; i++)
+			free(v[i]);
+		free(v);
+		return err_set(err, EXIT_WORK_FAILED, "cluster %s has %zu"
+			       " shards in system.clusters, the warehouse's"
+			       " shards: lists %zu: make them agree",
+			       sh->cluster, nv, wh->nshards);
+	}
+	*urls = xcalloc(nv, sizeof **urls);
+	for (size_t i = 0; i < nv; i++) {
+		if (wh->nshards > 0)
+			(*urls)[i] = xstrdup(wh->shards[i]);
+		else if (chsql_shard_url(wh->url, v[i], sh->db, u,
+					 sizeof u) == 0)
+			(*urls)[i] = xstrdup(u);
+		else
+			(*urls)[i] = NULL;
+		free(v[i]);
+	}
+	free(v);
+	*n = nv;
+	for (size_t i = 0; i < nv; i++)
+		if ((*urls)[i] == NULL)
+			return err_set(err, EXIT_WORK_FAILED, "shard %zu of"
+				       " cluster %s has an address that is no"
+				       " host name: list the shards' URLs in"
+				       " shards:", i + 1, sh->cluster);
+	return 0;
+}
+
+/* 1 when jd's table is a Distributed table over the warehouse's cluster
+ * (sh filled, a connection open to each shard, watching `stop`, tagged
+ * run_id), 0 when it is a table of its own (published once: a
+ * ReplicatedMergeTree's replicas follow), -1 with err. */
+static int
+exec_wap_shards_open(struct wh_conn *conn, const struct warehouse_def *wh,
+		     const struct job_def *jd, const atomic_int *stop,
+		     int64_t run_id, struct wap_shards *sh, struct err *err)
+{
+	char sql[256], *engine = NULL, **urls;
+	bool has_row;
+	size_t n;
+	int rc = 0;
+
+	memset(sh, 0, sizeof *sh);
+	snprintf(sql, sizeof sql, "SELECT engine_full FROM system.tables WHERE"
+		 " database = currentDatabase() AND name = '%s'", jd->table);
+	if (conn->drv->query_value(conn, sql, NULL, 0, &has_row, &engine,
+				   err) == -1)
+		return -1;
+	if (engine == NULL || chsql_distributed(engine, sh->cluster, sh->db,
+						sh->local, sizeof sh->local) < 0) {
+		free(engine);
+		return 0;
+	}
+	free(engine);
+	if (strcmp(sh->cluster, wh->cluster) != 0)
+		return err_set(err, EXIT_WORK_FAILED, "table %s is Distributed"
+			       " over cluster %s, not the warehouse's cluster"
+			       " %s", jd->table, sh->cluster, wh->cluster);
+	if (exec_wap_shard_urls(conn, wh, sh, &urls, &n, err) == -1)
+		rc = -1;
+	sh->conns = xcalloc(n ? n : 1, sizeof *sh->conns);
+	for (size_t i = 0; i < n && rc == 0; i++) {
+		struct warehouse_def d = *wh;
+
+		d.url = urls[i];
+		if (conn->drv->open(&d, &sh->conns[i], err) == -1) {
+			err_prefix(err, "shard %zu", i + 1);
+			rc = -1;
+			break;
+		}
+		sh->n = i + 1;
+		if (conn->drv->watch != NULL)
+			conn->drv->watch(sh->conns[i], stop, stop ? 0 : 10000,
+					 false);
+		if (conn->drv->tag != NULL)
+			conn->drv->tag(sh->conns[i], run_id);
+	}
+	for (size_t i = 0; i < n; i++)
+		free(urls[i]);
+	free(urls);
+	if (rc == -1) {
+		exec_wap_shards_close(sh);
+		return -1;
+	}
+	return 1;
+}
+
+/* Every part's mark and stage partition on every shard (after a
+ * failure; best effort). */
+static void
+exec_wap_shards_unstage(struct exec_flight *fl, const struct wap_shards *sh,
+			const struct wap_tables *t)
+{
+	struct exec_run *run = exec_flight_run(fl);
+	struct wh_param params[4];
+
+	for (size_t s = 0; s < sh->n; s++)
+		for (size_t i = 0; i < run->nparts; i++) {
+			exec_wap_params(run, i, t->stage, params);
+			exec_wap_unstage(fl, sh->conns[s], t, params);
+		}
+}
+
+/* Phase 1 on shard s: each part built and audited in the shard's stage
+ * (the job's SELECT runs on the shard, against its tables); the rows
+ * added to rows[2 * i] (before) and rows[2 * i + 1] (after). */
+static int
+exec_wap_shard_build(struct exec_flight *fl, struct wh_conn *c,
+		     const struct wap_tables *t, size_t s, int64_t *rows,
+		     struct err *err)
+{
+	struct exec_run *run = exec_flight_run(fl);
+	struct wh_param params[4];
+
+	if (exec_wap_create(fl, c, t, err) == -1)
+		goto fail;
+	for (size_t i = 0; i < run->nparts; i++) {
+		exec_wap_params(run, i, t->stage, params);
+		if (exec_interrupted(fl, err) ||
+		    guard_before_in(run, c, i, params, 3, t->live, err) == -1 ||
+		    exec_wap_build(fl, c, i, params, t, err) == -1)
+			goto fail;
+		rows[2 * i] += run->guards[i].rows_before;
+		rows[2 * i + 1] += run->guards[i].rows_after;
+	}
+	return 0;
+fail:
+	if (strcmp(err->msg, "interrupted") != 0)
+		err_prefix(err, "shard %zu", s + 1);
+	return -1;
+}
+
+/*
+ * A run whose table is Distributed: every shard's stage built, audited
+ * and marked first (a failure anywhere publishes nothing anywhere), then
+ * each shard's partitions published, shard by shard.  There is no atomic
+ * swap across shards: between two shards' REPLACE a reader of the
+ * Distributed table sees the new rows of the shards done and the old rows
+ * of the others.  A crash in between leaves every shard's stage marked
+ * with the request: the run queued again publishes each of them again
+ * (rule 3), the shards done already as well (the same rows).
+ */
+static int
+exec_sql_wap_shards(struct exec_flight *fl, struct wap_shards *sh,
+		    struct err *err)
+{
+	struct exec_run *run = exec_flight_run(fl);
+	struct wap_tables t;
+	struct wh_param params[4];
+	int64_t *rows = xcalloc(2 * run->nparts, sizeof *rows);
+	int rc = 0;
+
+	exec_wap_tables_of(run->cfg, sh->local, &t);
+	for (size_t s = 0; s < sh->n && rc == 0; s++)
+		rc = exec_wap_shard_build(fl, sh->conns[s], &t, s, rows, err);
+	for (size_t s = 0; s < sh->n && rc == 0; s++) {
+		for (size_t i = 0; i < run->nparts && rc == 0; i++) {
+			exec_wap_params(run, i, t.stage, params);
+			rc = exec_wap_publish(fl, sh->conns[s], &t, params, err);
+			if (rc == -1 && strcmp(err->msg, "interrupted") != 0)
+				err_prefix(err, "shard %zu", s + 1);
+		}
+		if (rc == 0 && s == 0)
+			exec_wap_test_stop("shard");
+	}
+	if (rc == -1) {
+		exec_wap_shards_unstage(fl, sh, &t);
+		free(rows);
+		return -1;
+	}
+	run->rows_changed = 0;
+	for (size_t i = 0; i < run->nparts; i++) {
+		/* the audit's row counts: the sums over the shards */
+		run->guards[i].rows_before = rows[2 * i];
+		run->guards[i].rows_after = rows[2 * i + 1];
+		run->rows_changed += rows[2 * i + 1];
+	}
+	free(rows);
+	exec_flight_set_staged(fl);
+	return 0;
+}
+
+/*
+ * A run on ClickHouse: for each partition, the stage partition cleared,
+ * filled by INSERT INTO stage + the job's SELECT, audited there (checks
+ * with :stage, guardrails before from the live table and after from the
+ * stage, an empty stage refused unless allow_empty), marked, then
+ * published by one REPLACE PARTITION; the stage partitions are kept until
+ * the caller has recorded the run (rule 2).  Nothing is published for a
+ * partition whose step or check failed.
+ */
+int
+exec_sql_wap(struct exec_flight *fl, struct wh_conn *conn, bool key_checked,
+	     struct err *err)
+{
+	struct exec_run *run = exec_flight_run(fl);
+	const struct job_def *jd = run->job;
+	struct wap_tables t;
+	struct wh_param params[4];
+	int64_t published = 0;
+
+	const struct warehouse_def *wh = &run->cfg->warehouses[jd->warehouse];
+	struct wap_shards sh;
+	int rc;
+
+	exec_wap_tables(run->cfg, jd, &t);
+	if (exec_begin(conn, err) == -1 ||
+	    (!key_checked && exec_wap_key(conn, run->cfg, jd, err) == -1))
+		return -1;
+	rc = wh->cluster == NULL ? 0 : exec_wap_shards_open(conn, wh, jd,
+	    exec_flight_stop(fl), run->run_id, &sh, err);
+	if (rc == -1)
+		return -1;
+	if (rc == 1 && jd->batch) {
+		exec_wap_shards_close(&sh);
+		return err_set(err, EXIT_BAD_INPUT, "batch: true on a"
+			       " Distributed table is not supported: run the"
+			       " job without batch");
+	}
+	run->checks = xcalloc((jd->nchecks + 2 + 2 * jd->nmetrics) * run->nparts *
+			      (rc == 1 ? sh.n : 1), sizeof *run->checks);
+	if (rc == 1) {
+		rc = exec_sql_wap_shards(fl, &sh, err);
+		exec_wap_shards_close(&sh);
+		return rc;
+	}
+	if (exec_wap_create(fl, conn, &t, err) == -1)
+		return -1;
+	if (jd->batch)
+		return exec_wap_batch(fl, conn, &t, err);
+	for (size_t i = 0; i < run->nparts; i++) {
+		exec_wap_params(run, i, t.stage, params);
+		if (exec_interrupted(fl, err) ||
+		    guard_before(run, conn, i, params, 3, err) == -1)
+			return -1;
+		if (exec_wap_part(fl, conn, i, params, &t, err) == -1) {
+			exec_wap_unstage(fl, conn, &t, params);
+			return -1;
+		}
+		published += run->guards[i].rows_after;
+	}
+	run->rows_changed = published;
+	exec_flight_set_staged(fl);
+	return 0;
+}
+
+/* Once the run is recorded (rule 2): drop the marks and stage partitions
+ * of `parts`.  Outside any run, on a worker thread. */
+void
+exec_wap_release(struct wh_conn *conn, const struct config *cfg,
+		 const struct warehouse_def *wh, const struct job_def *jd, const struct exec_part *parts,
+		 const bool *skip, size_t n)
+{
+	struct wap_tables t;
+	struct wh_param params[3];
+	struct wap_shards sh;
+	struct err e;
+	int rc;
+
+	rc = wh->cluster == NULL ? 0 :
+	    exec_wap_shards_open(conn, wh, jd, NULL, 0, &sh, &e);
+	if (rc == -1)
+		return; /* the next run of each partition clears them */
+	exec_wap_tables_of(cfg, rc == 1 ? sh.local : jd->table, &t);
+	for (size_t s = 0; s < (rc == 1 ? sh.n : 1); s++)
+		for (size_t i = 0; i < n; i++) {
+			if (skip != NULL && skip[i])
+				continue;
+			exec_part_params(&parts[i], params);
+			(void)exec_wap_drop(rc == 1 ? sh.conns[s] : conn, &t,
+					    params, &e);
+		}
+	if (rc == 1)
+		exec_wap_shards_close(&sh);
+}
+
+/* The part of job jd whose mark says `v` (toString of its :partition:
+ * "YYYY-MM-DD", or "YYYY-MM-DD HH:00:00" for hours); -1 when it is none
+ * (text from the warehouse, checked before it is bound again). */
+static int
+exec_wap_part_of(const struct job_def *jd, const char *v, struct exec_part *p)
+{
+	char key[CAL_KEY_MAX];
+	struct err e;
+	part_t x;
+
+	snprintf(key, sizeof key, "%s", v);
+	if (jd->grain == GRAIN_HOUR && strlen(key) == 19 && key[10] == ' ' &&
+	    strcmp(key + 13, ":00:00") == 0) {
+		key[10] = 'T';
+		key[13] = '\0';
+	}
+	if (part_parse_key(jd->grain, key, &x, &e) < 0)
+		return -1;
+	part_key(jd->grain, x, p->key);
+	part_bound(jd->grain, part_start(jd->grain, x), p->start);
+	part_bound(jd->grain, part_end(jd->grain, x), p->end);
+	return 0;
+}
+
+/* At start: the partitions marked by none of the open requests `keep`
+ * (a crash came between a record and its release), into *parts (*n). */
+int
+exec_wap_stale(struct wh_conn *conn, const struct config *cfg,
+	       const struct job_def *jd,
+	       const int64_t *keep, size_t nkeep, struct exec_part **parts,
+	       size_t *n, struct err *err)
+{
+	struct wap_tables t;
+	struct buf b;
+	char **v = NULL;
+	size_t nv = 0;
+	int rc;
+
+	*parts = NULL;
+	*n = 0;
+	exec_wap_tables(cfg, jd, &t);
+	buf_init(&b);
+	buf_printf(&b, "SELECT partition FROM `%s` WHERE request NOT IN (0",
+		   t.mark);
+	for (size_t i = 0; i < nkeep; i++)
+		buf_printf(&b, ", %lld", (long long)keep[i]);
+	buf_addstr(&b, ")");
+	buf_add(&b, "", 1);
+	rc = conn->drv->query_column(conn, b.data, NULL, 0, 10000, &v, &nv,
+				     err);
+	buf_free(&b);
+	if (rc == -1)
+		return -1;
+	*parts = xcalloc(nv ? nv : 1, sizeof **parts);
+	for (size_t i = 0; i < nv; i++) {
+		if (exec_wap_part_of(jd, v[i], &(*parts)[*n]) == 0)
+			(*n)++;
+		free(v[i]);
+	}
+	free(v);
+	return 0;
+}
+
+/* A partition's rows and order-independent checksum (the sum, modulo
+ * 2^64, of a 64-bit hash of each row) in `table`. */
+static int
+exec_wap_digest(struct wh_conn *conn, const char *table, const char *column,
+		const struct wh_param *params, int64_t *rows, char *sum,
+		size_t sumsz, struct err *err)
+{
+	char *sql, *v = NULL, *end;
+	bool has_row;
+	int rc;
+
+	sql = xasprintf("SELECT toString(count()) || ' ' ||"
+			     " toString(sum(cityHash64(*))) FROM `%s` WHERE `%s`"
+			     " = :partition", table, column);
+	rc = conn->drv->query_value(conn, sql, params, 1, &has_row, &v, err);
+	free(sql);
+	if (rc == -1)
+		return -1;
+	if (!has_row || v == NULL || (*rows = strtoll(v, &end, 10), *end != ' ')) {
+		free(v);
+		return err_set(err, EXIT_WORK_FAILED, "reading partition %s of %s:"
+			       " no count", params[0].value, table);
+	}
+	snprintf(sum, sumsz, "%s", end + 1);
+	free(v);
+	return 0;
+}
+
+/* A ClickHouse sum (decimal, modulo 2^64) as digest.h's one form. */
+static void
+exec_wap_sum(const char *dec, char *out)
+{
+	uint64_t v = 0;
+
+	if (digest_parse_decimal(dec, &v) < 0)
+		snprintf(out, DIGEST_LEN, "%s", "");
+	else
+		digest_format(v, out, DIGEST_LEN);
+}
+
+/*
+ * Early cut-off on ClickHouse (docs/cutoff.md): part i's fingerprint
+ * before its write is the live partition's (the table published into,
+ * not read on a Distributed target's shards), read once the stage is
+ * audited and before it is published; after it, the stage's, which the
+ * publish copies whole.  For a job that feeds another.  Not read for a
+ * stage kept from an earlier attempt (it may be published already: the
+ * live partition tells nothing then), which leaves it unknown, so that
+ * its downstream is rebuilt.
+ */
+static int
+exec_wap_fingerprint(struct exec_flight *fl, struct wh_conn *conn, size_t i,
+		     const struct wh_param *params, const struct wap_tables *t,
+		     struct err *err)
+{
+	const struct job_def *jd = exec_flight_run(fl)->job;
+	struct exec_guard_result *g = &exec_flight_run(fl)->guards[i];
+	char dec[2][64];
+	int64_t rows;
+
+	/* a shard's local table holds part of the partition: the sums of
+	 * the other shards are not here, so it stays unknown (rebuilt) */
+	if (jd->ndownstream == 0 || jd->partition_column == NULL ||
+	    strcmp(t->live, jd->table) != 0)
+		return 0;
+	if (exec_wap_digest(conn, t->live, jd->partition_column, params,
+			    &rows, dec[0], sizeof dec[0], err) == -1 ||
+	    exec_wap_digest(conn, t->stage, jd->partition_column, params,
+			    &rows, dec[1], sizeof dec[1], err) == -1) {
+		err_prefix(err, "fingerprint of %s", t->live);
+		return -1;
+	}
+	exec_wap_sum(dec[0], g->sum_before);
+	exec_wap_sum(dec[1], g->sum_after);
+	return 0;
+}
+
+/* A proof (--verify) on ClickHouse: the live partition read, then the
+ * stage filled twice from the job's SELECT and read after each fill; the
+ * stage partition dropped, nothing published. */
+int
+exec_sql_wap_verify(struct exec_flight *fl, struct wh_conn *conn,
+		    struct err *err)
+{
+	struct exec_run *run = exec_flight_run(fl);
+	const struct job_def *jd = run->job;
+	struct wap_tables t;
+	struct wh_param params[4];
+	char *sql;
+	int rc = 0;
+
+	bool distributed;
+
+	exec_wap_tables(run->cfg, jd, &t);
+	exec_wap_params(run, 0, t.stage, params);
+	if (exec_begin(conn, err) == -1 ||
+	    exec_wap_key_of(conn, run->cfg, jd, &distributed, err) == -1)
+		return -1;
+	if (distributed)
+		return err_set(err, EXIT_BAD_INPUT, "--verify on a Distributed"
+			       " table is not supported: verify the job against"
+			       " one shard's local table");
+	rc = exec_wap_create(fl, conn, &t, err);
+	if (rc == -1 || exec_wap_digest(conn, jd->table, jd->partition_column,
+	    params, &run->verify_rows[0], run->verify_sum[0],
+	    sizeof run->verify_sum[0], err) == -1)
+		return -1;
+	for (int k = 1; k < 3 && rc == 0; k++) {
+		/* a stage kept for a record (its mark first: rule 1) goes:
+		 * its run is built again if it must be */
+		if (exec_interrupted(fl, err) ||
+		    exec_wap_drop(conn, &t, params, err) == -1)
+			rc = -1;
+		if (rc == 0) {
+			sql = xasprintf("INSERT INTO `%s` %s", t.stage, jd->sql);
+			rc = exec_wap_step(fl, conn, "filling the stage", sql,
+					   params, 4, err);
+			free(sql);
+		}
+		if (rc == 0)
+			rc = exec_wap_digest(conn, t.stage, jd->partition_column,
+			    params, &run->verify_rows[k], run->verify_sum[k],
+			    sizeof run->verify_sum[k], err);
+		if (rc == -1)
+			err_prefix(err, "run %d of 2", k);
+	}
+	exec_wap_unstage(fl, conn, &t, params);
+	return rc;
+}
+

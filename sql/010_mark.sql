@@ -1,0 +1,11 @@
+-- 010_mark.sql - backfillctl mark (docs/mark.md): a partition recorded as
+-- built without running it (repaired by hand).
+--
+-- runs.marked_by: the operator who marked it (the control socket peer's
+-- user), NULL for a run that ran.  A mark is a runs row like any other
+-- (succeeded, its note saying who marked it and why), so `runs`, `audit`,
+-- partition_latest, staleness and pruning treat it as a landing; `map`
+-- shows a partition whose newest run is a mark as marked.  The request of
+-- a mark is stored with kind 'rerun' (the partitions named, with their
+-- downstream): the CHECK on requests.kind cannot be widened in place.
+ALTER TABLE runs ADD COLUMN marked_by TEXT;

@@ -1,0 +1,131 @@
+#!/usr/bin/env python3
+"""ClickHouse runs spare each partition the set-up statements
+(docs/clickhouse.md, "The write-audit-publish sequence") without losing
+what they guarded, against a throwaway server (tools/chserver.py):
+
+  - the stage table is created only when the clear finds none: a stage
+    table dropped between two runs is created again by the next run,
+    which succeeds at its first attempt (retries: 0);
+  - the partition key is checked once a connection: the backfill's runs
+    after the first send no system.tables query (the server's own
+    query_log says so), and after a failed run the next one checks it
+    again: a live table recreated at another grain while the daemon runs
+    fails the publish, then the retry with the key error and the job's
+    position; the live rows stay as they were.
+
+Skipped (77) without clickhouse-server, as test_clickhouse.py is.
+"""
+import os
+import shutil
+import sys
+
+import harness as h
+import test_clickhouse as tc
+
+sys.path.insert(0, os.path.join(h.SOURCE_ROOT, "tools"))
+from chserver import ChServer, ChServerError  # noqa: E402
+
+JOB = """
+- name: fct
+  warehouse: sales
+  partition: day
+  table: fct_daily_sales
+  partition_column: dt
+  retries: %d
+  retry_backoff: 1s
+  sql: SELECT dt, store_id, count(), sum(amount_cents) FROM raw_sales WHERE dt = :partition GROUP BY dt, store_id
+"""
+STAGE = "_backfilld_stage_fct_daily_sales"
+
+
+def stage_exists(db):
+    return tc.SRV.q("SELECT count() FROM system.tables WHERE database = '%s' AND name = '%s'"
+                    % (db, STAGE)).strip() == "1"
+
+
+def test_stage_dropped_between_runs():
+    db = tc.fresh_db()
+    d = h.Daemon(config=tc.ch_config(db, JOB % 0).replace("max_concurrency: 4", "max_concurrency: 1"), clock=None,
+                 name="chstage")
+    h.check(not stage_exists(db), "the stage table exists before any run")
+    d.backfill("fct", "2026-02-09", "2026-02-09")
+    h.check(stage_exists(db), "the first run did not create the stage table")
+    tc.SRV.q("DROP TABLE `%s`" % STAGE, db)
+    d.backfill("fct", "2026-02-10", "2026-02-10")
+    r = [x for x in d.runs() if x["job"] == "fct" and x["partition"] == "2026-02-10"]
+    h.eq([(x["attempt"], x["state"]) for x in r], [(1, "succeeded")],
+         "runs of 2026-02-10 after the stage table was dropped")
+    h.check(stage_exists(db), "the stage table was not created again")
+    fact, raw = tc.fact_vs_raw(db, "2026-02-09", "2026-02-10")
+    h.eq(fact, raw, "fact vs raw for the two days")
+    h.eq(tc.stage_leftovers(db), {}, "stage rows left")
+    d.stop()
+
+
+def test_key_checked_once_then_after_failure():
+    db = tc.fresh_db()
+    n0 = count_key_checks()
+    d = h.Daemon(config=tc.ch_config(db, JOB % 1).replace("max_concurrency: 4", "max_concurrency: 1"), clock=None,
+                 name="chkey")
+    d.backfill("fct", "2026-02-02", "2026-02-08")
+    runs = [x for x in d.runs() if x["job"] == "fct" and x["state"] == "succeeded"]
+    h.eq(len(runs), 7, "runs of the week")
+    # one worker (max_concurrency 1), so one connection: its first run
+    # checks the key, the six others do not (checked once a run: 7)
+    h.eq(count_key_checks() - n0, 1, "system.tables queries of the 7 runs")
+    # the live table recreated at the week grain, with the same rows
+    tc.SRV.q("RENAME TABLE fct_daily_sales TO fct_old", db)
+    tc.SRV.q("CREATE TABLE fct_daily_sales AS fct_old ENGINE = MergeTree"
+             " PARTITION BY toMonday(dt) ORDER BY (dt, store_id)", db)
+    tc.SRV.q("INSERT INTO fct_daily_sales SELECT * FROM fct_old", db)
+    before = tc.SRV.rows("SELECT * FROM fct_daily_sales ORDER BY dt, store_id", db)
+    rc, out, err = d.ctl("backfill", "fct", "--from", "2026-02-10", "--to", "2026-02-10",
+                         "--wait")
+    h.check(rc != 0, "a backfill onto a table at another grain succeeded: %r" % out)
+    r = [x for x in d.runs() if x["job"] == "fct" and x["partition"] == "2026-02-10"]
+    h.eq([(x["attempt"], x["state"]) for x in r], [(1, "failed"), (2, "failed")],
+         "attempts of 2026-02-10")
+    h.check("publishing" in (r[0]["error"] or ""), "first attempt's error: %r" % r[0]["error"])
+    e = r[1]["error"] or ""
+    h.check("backfilld.yaml:" in e and "partitioned by toMonday(dt)" in e and
+            "partition it by dt" in e, "the retry did not check the key again: %r" % e)
+    h.eq(tc.SRV.rows("SELECT * FROM fct_daily_sales ORDER BY dt, store_id", db), before,
+         "live rows after the refused runs")
+    d.stop()
+
+
+def count_key_checks():
+    """Runs' system.tables lookups of fct_daily_sales so far (the server's
+    query_log; a run's queries have the query_id backfilld-RUN-N)."""
+    tc.SRV.q("SYSTEM FLUSH LOGS")
+    return int(tc.SRV.q("SELECT count() FROM system.query_log WHERE type = 2 AND user = 'etl'"
+                        " AND startsWith(query_id, 'backfilld-') AND"
+                        " position(query, 'system.tables') > 0 AND"
+                        " position(query, 'fct_daily_sales') > 0").strip())
+
+
+class Server(ChServer):
+    """tools/chserver.py's server in a folder of the suite's (test_leftovers
+    finds it if it is left running), removed with it."""
+
+    def close(self):
+        ChServer.close(self)
+        shutil.rmtree(os.path.dirname(self.dir), ignore_errors=True)
+
+    kill = close
+
+
+def main():
+    if not os.path.exists(os.path.join(os.path.dirname(h.binaries()[0]), "backfilld-ch.so")):
+        tc.skip("this build has no ClickHouse driver (libcurl4-openssl-dev)")
+    try:
+        # tools/chserver.py's server: the same users as test_clickhouse's, and a query_log
+        tc.SRV = Server(prefix="server-", parent=h.suite_mkdtemp("ch"), query_log=True)
+    except ChServerError as e:
+        tc.skip(str(e))
+    h.register_server(tc.SRV)
+    h.main([test_stage_dropped_between_runs, test_key_checked_once_then_after_failure])
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,216 @@
+"""chserver.py - a throwaway clickhouse-server in a temporary folder.
+
+Used by tools/demo-clickhouse and tests/bench/ch_bench.py: a config XML
+of its own listening on 127.0.0.1 only, free ports for HTTP, the native
+protocol (clickhouse-client) and interserver, its own data, tmp, log and
+user_files folders, and a users.xml with the passwordless `default` user
+(for inspection) and `etl` with a password (the daemon's, written to
+etl.password in the folder).  Run as root, the server is started as the
+`clickhouse` user when it refuses to run as root.
+
+    srv = ChServer()          # raises ChServerError(why) if it cannot start
+    try:
+        srv.q("SELECT 1")
+    finally:
+        srv.close()           # SIGKILL of its process group, folder removed
+
+Python 3 standard library only.
+"""
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import tempfile
+import time
+import urllib.error
+import urllib.request
+
+SERVER = os.environ.get("CLICKHOUSE_SERVER", "/usr/sbin/clickhouse-server")
+CLIENT = os.environ.get("CLICKHOUSE_CLIENT", "clickhouse-client")
+
+CONFIG_XML = """<?xml version="1.0"?>
+<yandex>
+  <logger><level>information</level><log>{d}/log/server.log</log>
+    <errorlog>{d}/log/error.log</errorlog><console>0</console></logger>
+  <listen_host>127.0.0.1</listen_host>
+  <http_port>{http}</http_port>
+  <tcp_port>{tcp}</tcp_port>
+  <interserver_http_port>{inter}</interserver_http_port>
+  <path>{d}/data/</path>
+  <tmp_path>{d}/tmp/</tmp_path>
+  <user_files_path>{d}/user_files/</user_files_path>
+  <format_schema_path>{d}/format_schemas/</format_schema_path>
+  <users_config>{d}/users.xml</users_config>
+  <default_profile>default</default_profile>
+  <default_database>default</default_database>
+  <mark_cache_size>{cache}</mark_cache_size>
+  <uncompressed_cache_size>{cache}</uncompressed_cache_size>
+  <max_concurrent_queries>50</max_concurrent_queries>
+{query_log}</yandex>
+"""
+
+USERS_XML = """<?xml version="1.0"?>
+<yandex>
+  <profiles><default><max_memory_usage>2000000000</max_memory_usage>{log_queries}</default></profiles>
+  <users>
+    <default><password></password><networks><ip>127.0.0.1</ip></networks>
+      <profile>default</profile><quota>default</quota></default>
+    <etl><password>{pw}</password><networks><ip>127.0.0.1</ip></networks>
+      <profile>default</profile><quota>default</quota></etl>
+  </users>
+  <quotas><default><interval><duration>3600</duration><queries>0</queries>
+    <errors>0</errors><result_rows>0</result_rows><read_rows>0</read_rows>
+    <execution_time>0</execution_time></interval></default></quotas>
+</yandex>
+"""
+
+
+QUERY_LOG_XML = """  <query_log><database>system</database><table>query_log</table>
+    <flush_interval_milliseconds>500</flush_interval_milliseconds></query_log>
+"""
+
+
+class ChServerError(Exception):
+    """The server cannot be started here; the message says why."""
+
+
+def free_port():
+    s = socket.socket()
+    s.bind(("127.0.0.1", 0))
+    p = s.getsockname()[1]
+    s.close()
+    return p
+
+
+class ChServer:
+    """A clickhouse-server of our own; close() stops it whatever happened."""
+
+    def __init__(self, prefix="backfilld-ch-", password="etl-secret-0d1e",
+                 cache=53687091, keep=False, query_log=False,
+                 parent=None):
+        if not os.access(SERVER, os.X_OK):
+            raise ChServerError("no %s (apt-get install clickhouse-server)" % SERVER)
+        self.password = password
+        self.keep = keep
+        self.proc = None
+        self.out = None
+        self.dir = tempfile.mkdtemp(prefix=prefix, dir=parent)
+        self.http, self.tcp, self.inter = free_port(), free_port(), free_port()
+        for sub in ("data", "tmp", "user_files", "log", "format_schemas"):
+            os.makedirs(os.path.join(self.dir, sub))
+        with open(os.path.join(self.dir, "config.xml"), "w") as f:
+            f.write(CONFIG_XML.format(d=self.dir, http=self.http, tcp=self.tcp,
+                                      inter=self.inter, cache=cache,
+                                      query_log=QUERY_LOG_XML if query_log else ""))
+        with open(os.path.join(self.dir, "users.xml"), "w") as f:
+            f.write(USERS_XML.format(pw=password, log_queries="<log_queries>1</log_queries>"
+                                     if query_log else ""))
+        self.pwfile = os.path.join(self.dir, "etl.password")
+        with open(self.pwfile, "w") as f:
+            f.write(password + "\n")
+        os.chmod(self.pwfile, 0o600)
+        self._start(None)
+        if self._wait_ready():
+            return
+        log = self.log_tail()
+        self._stop()
+        if "root" in log.lower():
+            self._start("clickhouse")
+            if self._wait_ready():
+                return
+            log = self.log_tail()
+        self.close()
+        raise ChServerError("clickhouse-server did not start:\n%s" % log)
+
+    def _start(self, as_user):
+        argv = [SERVER, "--config-file=%s" % os.path.join(self.dir, "config.xml")]
+        if as_user:
+            for root, dirs, files in os.walk(self.dir):
+                shutil.chown(root, as_user)
+                for n in files:
+                    shutil.chown(os.path.join(root, n), as_user)
+            argv = ["runuser", "-u", as_user, "--"] + argv
+        self.out = open(os.path.join(self.dir, "stdout.log"), "a")
+        self.proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=self.out,
+                                     stderr=self.out, start_new_session=True, cwd=self.dir)
+
+    def _wait_ready(self, timeout=60):
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if self.proc.poll() is not None:
+                return False
+            try:
+                if urllib.request.urlopen("http://127.0.0.1:%d/ping" % self.http,
+                                          timeout=2).read().strip() == b"Ok.":
+                    return True
+            except (OSError, urllib.error.URLError):
+                pass
+            time.sleep(0.1)   # polling the server's /ping: it has no readiness event
+        return False
+
+    def log_tail(self):
+        out = []
+        for n in ("stdout.log", "log/error.log"):
+            try:
+                with open(os.path.join(self.dir, n), errors="replace") as f:
+                    out.append(f.read()[-1500:])
+            except OSError:
+                pass
+        return "\n".join(out)
+
+    def _stop(self):
+        p, self.proc = self.proc, None
+        if p is not None:
+            if p.poll() is None:
+                try:
+                    os.killpg(p.pid, signal.SIGKILL)
+                except ProcessLookupError:
+                    pass
+            p.wait()
+        if self.out is not None:
+            self.out.close()
+            self.out = None
+
+    def close(self):
+        """Stop the server (SIGKILL of its process group) and remove its folder."""
+        self._stop()
+        if not self.keep and os.path.isdir(self.dir):
+            shutil.rmtree(self.dir, ignore_errors=True)
+
+    kill = close   # for harness.register_server: as fast, and safe twice
+
+    def url(self, db):
+        """The HTTP interface's URL for database db (a clickhouse: warehouse)."""
+        return "http://127.0.0.1:%d/?database=%s" % (self.http, db)
+
+    def q(self, sql, db="default", timeout=600):
+        """One statement as `default`: the body text (TabSeparated).  Raises
+        ChQueryError with the server's exception text."""
+        try:
+            return urllib.request.urlopen(self.url(db), sql.encode(),
+                                          timeout=timeout).read().decode()
+        except urllib.error.HTTPError as e:
+            raise ChQueryError("%s\n-> %s" % (sql.strip()[:800], e.read().decode().strip()))
+
+    def rows(self, sql, db="default"):
+        return [tuple(l.split("\t")) for l in self.q(sql, db).splitlines()]
+
+    def script(self, text, db="default"):
+        """Statements separated by ';', '--' comment lines dropped."""
+        text = "\n".join(l for l in text.splitlines() if not l.strip().startswith("--"))
+        for st in text.split(";"):
+            if st.strip():
+                self.q(st, db)
+
+    def client_argv(self, db, user="etl"):
+        """clickhouse-client on the native port, as `user` (etl: with its password)."""
+        argv = [CLIENT, "--host", "127.0.0.1", "--port", str(self.tcp), "--user", user,
+                "--database", db]
+        if user == "etl":
+            argv += ["--password", self.password]
+        return argv
+
+
+class ChQueryError(Exception):
+    """A statement the server refused."""
