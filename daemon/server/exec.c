@@ -1,12 +1,8 @@
 /*
  * exec.c - running one partition (or one batch) of a job, off the loop.
  *
- * SQL runs go through a queue (ex->lock) to a pool of worker threads; a
- * run is handed to the worker that went idle last (its own condition
- * variable), whose connection, page cache and CPU caches are the warmest:
- * one shared condition variable woke the workers in turn, and with one
- * run at a time every run found a connection whose cache the other
- * worker's commit had made stale.  Each worker keeps its own warehouse connections, keyed by
+ * SQL runs go through a queue (ex->lock, ex->cond) to a pool of worker
+ * threads.  Each worker keeps its own warehouse connections, keyed by
  * warehouse name and location, open across runs; one that errors badly
  * (!usable) is closed and reopened by the next run that needs it.  A
  * worker never touches the loop except through wake_send() (wake.h: a
@@ -167,9 +163,6 @@ struct exec_worker {
 	struct wh_conn *conn;
 	struct exec_conncache *cache; /* this worker's thread only */
 	size_t ncache;
-	uv_cond_t cond;            /* with ex->lock: a run, or quit */
-	bool idle;                 /* on ex->idle (ex->lock) */
-	struct exec_worker *idle_next;
 };
 
 struct exec {
@@ -177,7 +170,7 @@ struct exec {
 	struct wake wake;
 
 	uv_mutex_t lock;
-	struct exec_worker *idle;          /* waiting, the last idle first */
+	uv_cond_t cond;
 	struct exec_flight *qhead, *qtail; /* queued SQL runs */
 	struct exec_flight *dhead, *dtail; /* finished by a worker */
 	struct exec_flight *shead, *stail; /* started, not yet told */
@@ -1441,41 +1434,6 @@ exec_started_add(struct exec *ex, struct exec_flight *fl)
 	ex->stail = fl;
 }
 
-/* Put w on top of the idle workers (ex->lock held). */
-static void
-exec_idle_push(struct exec *ex, struct exec_worker *w)
-{
-	if (w->idle)
-		return;
-	w->idle = true;
-	w->idle_next = ex->idle;
-	ex->idle = w;
-}
-
-/* Wake every idle worker to look again (ex->lock held): they stay on
- * the stack, in their order, until one takes something. */
-static void
-exec_idle_wake_all(struct exec *ex)
-{
-	for (struct exec_worker *w = ex->idle; w != NULL; w = w->idle_next)
-		uv_cond_signal(&w->cond);
-}
-
-/* Take w off the idle workers, if it is there (ex->lock held). */
-static void
-exec_idle_drop(struct exec *ex, struct exec_worker *w)
-{
-	struct exec_worker **p;
-
-	if (!w->idle)
-		return;
-	for (p = &ex->idle; *p != w; p = &(*p)->idle_next)
-		;
-	*p = w->idle_next;
-	w->idle = false;
-	w->idle_next = NULL;
-}
-
 /* ---- stages kept until recorded (struct exec_unstage) ------------------ */
 
 static void
@@ -1591,7 +1549,7 @@ exec_unstage_take(struct exec_worker *w)
 	for (pp = &ex->ubusy; *pp != u; pp = &(*pp)->next)
 		;
 	*pp = u->next;
-	exec_idle_wake_all(ex); /* runs waiting for it */
+	uv_cond_broadcast(&ex->cond); /* runs waiting for it */
 	uv_mutex_unlock(&ex->lock);
 	exec_unstage_free(u);
 	uv_mutex_lock(&ex->lock);
@@ -1608,7 +1566,7 @@ exec_unstage_queue(struct exec *ex, struct exec_unstage *u)
 	else
 		ex->uhead = u;
 	ex->utail = u;
-	exec_idle_wake_all(ex);
+	uv_cond_broadcast(&ex->cond);
 	uv_mutex_unlock(&ex->lock);
 }
 
@@ -1686,11 +1644,8 @@ exec_worker_main(void *arg)
 
 	for (;;) {
 		uv_mutex_lock(&ex->lock);
-		while (!exec_worker_ready(ex)) {
-			exec_idle_push(ex, w);
-			uv_cond_wait(&w->cond, &ex->lock);
-		}
-		exec_idle_drop(ex, w);
+		while (!exec_worker_ready(ex))
+			uv_cond_wait(&ex->cond, &ex->lock);
 		if (ex->uhead != NULL) {
 			exec_unstage_take(w);
 			uv_mutex_unlock(&ex->lock);
@@ -1719,9 +1674,7 @@ exec_worker_main(void *arg)
 
 		exec_sql_run(w, fl);
 
-		/* After this, fl belongs to the loop thread again; and this
-		 * worker is the idle one on top before the loop hears of the
-		 * end, so the run the loop starts next comes here. */
+		/* After this, fl belongs to the loop thread again. */
 		uv_mutex_lock(&ex->lock);
 		if (fl->rprev != NULL)
 			fl->rprev->rnext = fl->rnext;
@@ -1735,7 +1688,6 @@ exec_worker_main(void *arg)
 		else
 			ex->dhead = fl;
 		ex->dtail = fl;
-		exec_idle_push(ex, w);
 		uv_mutex_unlock(&ex->lock);
 		wake_send(&ex->wake);
 	}
@@ -2166,7 +2118,6 @@ void
 exec_submit(struct exec *ex, struct exec_run *run)
 {
 	const struct job_def *jd = run->job;
-	struct exec_worker *w;
 	struct exec_flight *fl;
 
 	fl = exec_xcalloc(1, sizeof *fl);
@@ -2229,11 +2180,7 @@ exec_submit(struct exec *ex, struct exec_run *run)
 	else
 		ex->qhead = fl;
 	ex->qtail = fl;
-	/* the worker idle last; none: a busy one takes it when done */
-	if ((w = ex->idle) != NULL) {
-		exec_idle_drop(ex, w);
-		uv_cond_signal(&w->cond);
-	}
+	uv_cond_signal(&ex->cond);
 	uv_mutex_unlock(&ex->lock);
 }
 
@@ -2274,15 +2221,8 @@ exec_resize(struct exec *ex, int nthreads, struct err *err)
 			return err_set(err, EXIT_INTERNAL, "cannot create a "
 			    "mutex");
 		}
-		if (uv_cond_init(&w->cond) != 0) {
-			uv_mutex_destroy(&w->lock);
-			free(w);
-			return err_set(err, EXIT_INTERNAL, "cannot create a "
-			    "condition");
-		}
 		r = uv_thread_create(&w->tid, exec_worker_main, w);
 		if (r != 0) {
-			uv_cond_destroy(&w->cond);
 			uv_mutex_destroy(&w->lock);
 			free(w);
 			return err_set(err, EXIT_INTERNAL, "cannot start a "
@@ -2301,8 +2241,7 @@ exec_join(struct exec *ex)
 
 	uv_mutex_lock(&ex->lock);
 	ex->quit = true;
-	for (i = 0; i < ex->nworkers; i++)
-		uv_cond_signal(&ex->workers[i]->cond);
+	uv_cond_broadcast(&ex->cond);
 	uv_mutex_unlock(&ex->lock);
 	for (i = 0; i < ex->nworkers; i++)
 		uv_thread_join(&ex->workers[i]->tid);
@@ -2316,7 +2255,6 @@ exec_destroy(struct exec *ex)
 	int i;
 
 	for (i = 0; i < ex->nworkers; i++) {
-		uv_cond_destroy(&ex->workers[i]->cond);
 		uv_mutex_destroy(&ex->workers[i]->lock);
 		free(ex->workers[i]);
 	}
@@ -2329,6 +2267,7 @@ exec_destroy(struct exec *ex)
 	for (size_t k = 0; k < ex->nconncount; k++)
 		free(ex->conncount[k].name);
 	free(ex->conncount);
+	uv_cond_destroy(&ex->cond);
 	uv_mutex_destroy(&ex->lock);
 	free(ex);
 }
@@ -2351,6 +2290,11 @@ exec_new(uv_loop_t *loop, int nthreads, struct exec **out, struct err *err)
 	if (uv_mutex_init(&ex->lock) != 0) {
 		free(ex);
 		return err_set(err, EXIT_INTERNAL, "cannot create a mutex");
+	}
+	if (uv_cond_init(&ex->cond) != 0) {
+		uv_mutex_destroy(&ex->lock);
+		free(ex);
+		return err_set(err, EXIT_INTERNAL, "cannot create a condition");
 	}
 	/* Workers first: none signals the loop before a run is submitted,
 	 * and a failure here leaves no handle to close. */

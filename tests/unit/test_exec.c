@@ -760,35 +760,6 @@ START_TEST(sql_commits_pruned_once_per_request)
 }
 END_TEST
 
-/* One run at a time goes to the worker idle last, so to the same
- * connection (a temporary table is its own): not to each in turn. */
-START_TEST(sql_warmest_worker)
-{
-	struct job_def jd = sql_job("counted",
-	    "CREATE TEMP TABLE IF NOT EXISTS seen (n INTEGER);"
-	    "INSERT INTO seen VALUES (1);"
-	    "INSERT INTO fct (dt, v) SELECT :partition, count(*) FROM seen");
-	struct exec *two;
-	struct trun t;
-	struct err err;
-
-	ck_assert_int_eq(exec_new(&loop, 2, &two, &err), 0);
-	for (int i = 0; i < 6; i++) {
-		char key[16];
-
-		snprintf(key, sizeof key, "w%d", i);
-		trun_init(&t, &jd, key, key, key);
-		exec_submit(two, &t.run);
-		uv_run(&loop, UV_RUN_DEFAULT);
-		ck_assert_msg(!t.run.failed, "%s", t.run.error);
-	}
-	/* every run counted the ones before it: one connection served all */
-	ck_assert_int_eq(db_int("SELECT max(v) FROM fct WHERE dt LIKE 'w%'"),
-			 6);
-	close_exec(two);
-}
-END_TEST
-
 START_TEST(sql_missing_warehouse)
 {
 	struct job_def jd = sql_job("fct_daily", "SELECT 1");
@@ -1035,7 +1006,6 @@ exec_suite(void)
 	tcase_add_test(sql, sql_timeout_interrupts);
 	tcase_add_test(sql, sql_cancel_running_and_queued);
 	tcase_add_test(sql, sql_commits_pruned_once_per_request);
-	tcase_add_test(sql, sql_warmest_worker);
 	tcase_add_test(sql, sql_missing_warehouse);
 	tcase_add_test(sql, sql_many_concurrent);
 	suite_add_tcase(s, sql);
