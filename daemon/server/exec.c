@@ -5,12 +5,15 @@
  * threads.  Each worker keeps its own warehouse connections, keyed by
  * warehouse name and location, open across runs; one that errors badly
  * (!usable) is closed and reopened by the next run that needs it.  A
- * worker never touches the loop except through uv_async_send(): it pushes
+ * worker never touches the loop except through wake_send() (wake.h: a
+ * pipe, not uv_async_send(), whose receiving side spins): it pushes
  * "started" and "done" events onto two lists under ex->lock and the one
- * async handle drains them on the loop thread, started before done; a
- * shard's publish (exec_shard_published, ClickHouse) is a third list,
- * drained between them, whose worker waits until the loop has recorded
- * it.
+ * wake drains them on the loop thread, started before done; a shard's
+ * publish (exec_shard_published, ClickHouse) is a third list, drained
+ * between them, whose worker waits until the loop has recorded it.  A
+ * SQL run with no timeout and no started_cb wakes the loop once, when
+ * done (its start, which then arms nothing, is drained with it); one
+ * with either also when it starts.
  *
  * Command runs need no thread: uv_spawn() in their own session (so the
  * pid is also the process group), output appended to a per-run log file,
@@ -59,6 +62,7 @@
 #include "proc.h"
 #include "reconcile.h"
 #include "severity.h"
+#include "wake.h"
 #include "wh.h"
 #include "xalloc.h"
 
@@ -112,11 +116,20 @@ struct exec_recon_src {
 };
 
 /* One open warehouse connection of a worker. */
+/* The (job, request) pairs whose first run on a connection pruned
+ * backfilld_commits (wh_commits.h, rule 3), the oldest replaced first. */
+#define EXEC_PRUNED 8
+
 struct exec_conncache {
 	char *name;
 	char *where;  /* sqlite path or postgres conninfo */
 	struct wh_conn *conn;
 	bool commits_ready; /* backfilld_commits is there (wh_commits.h) */
+	struct {
+		char *job;
+		int64_t request;
+	} pruned[EXEC_PRUNED];
+	unsigned npruned;   /* pairs noted so far (next slot: % EXEC_PRUNED) */
 	/* ClickHouse: the jobs whose partition key passed exec_wap_key on
 	 * this connection, as "job table column grain" (exec_conn_wap) */
 	char **wap_checked;
@@ -167,7 +180,7 @@ struct exec_worker {
 
 struct exec {
 	uv_loop_t *loop;
-	uv_async_t async;
+	struct wake wake;
 
 	uv_mutex_t lock;
 	uv_cond_t cond;
@@ -580,6 +593,8 @@ exec_conn_get(struct exec_worker *w, const struct warehouse_def *wh,
 	cc->where = exec_xstrdup(where);
 	cc->conn = conn;
 	cc->commits_ready = false;
+	memset(cc->pruned, 0, sizeof cc->pruned);
+	cc->npruned = 0;
 	cc->wap_checked = NULL;
 	cc->nwap_checked = 0;
 	return conn;
@@ -598,6 +613,8 @@ exec_conn_drop(struct exec_worker *w, struct wh_conn *conn)
 		conn->drv->close(conn);
 		free(w->cache[i].name);
 		free(w->cache[i].where);
+		for (size_t k = 0; k < EXEC_PRUNED; k++)
+			free(w->cache[i].pruned[k].job);
 		exec_conn_wap_forget(&w->cache[i], NULL);
 		w->cache[i] = w->cache[--w->ncache];
 		return;
@@ -662,11 +679,41 @@ exec_commits_seen(struct exec_run *run, struct wh_conn *conn,
 	return r;
 }
 
+/* Whether this run is the first of its (job, oldest request) on conn,
+ * which then prunes backfilld_commits (wh_commits.h, rule 3); noted. */
+static bool
+exec_commits_prune_due(struct exec_worker *w, struct wh_conn *conn,
+		       const struct exec_run *run)
+{
+	int64_t request = run->commits[0].request;
+	struct exec_conncache *cc = NULL;
+	unsigned slot;
+
+	for (size_t i = 1; i < run->ncommits; i++)
+		if (run->commits[i].request < request)
+			request = run->commits[i].request;
+	for (size_t i = 0; i < w->ncache && cc == NULL; i++)
+		if (w->cache[i].conn == conn)
+			cc = &w->cache[i];
+	if (cc == NULL)
+		return true;
+	for (size_t k = 0; k < EXEC_PRUNED; k++)
+		if (cc->pruned[k].job != NULL && cc->pruned[k].request ==
+		    request && strcmp(cc->pruned[k].job, run->job->name) == 0)
+			return false;
+	slot = cc->npruned++ % EXEC_PRUNED;
+	free(cc->pruned[slot].job);
+	cc->pruned[slot].job = exec_xstrdup(run->job->name);
+	cc->pruned[slot].request = request;
+	return true;
+}
+
 /* Inside the run's transaction, last: its rows of backfilld_commits, for
  * the identities without one. */
 static int
-exec_commits_record(struct exec_run *run, struct wh_conn *conn,
-		    const bool *present, struct err *err)
+exec_commits_record(struct exec_worker *w, struct exec_run *run,
+		    struct wh_conn *conn, const bool *present,
+		    struct err *err)
 {
 	int64_t now = clock_now_ms();
 	const char **keys;
@@ -677,7 +724,8 @@ exec_commits_record(struct exec_run *run, struct wh_conn *conn,
 	keys = exec_part_keys(run);
 	r = wh_commits_record(conn, run->job->name, keys, run->commits,
 			      run->ncommits, present, now,
-			      now - run->commits_keep_ms, err);
+			      exec_commits_prune_due(w, conn, run) ?
+			      now - run->commits_keep_ms : 0, err);
 	free(keys);
 	return r;
 }
@@ -1156,7 +1204,7 @@ exec_sql_tx(struct exec_flight *fl, struct wh_conn *conn, struct err *err)
 	if (exec_interrupted(fl, err))
 		goto fail;
 	changed = drv->changes(conn) - base;
-	if (exec_commits_record(run, conn, present, err) == -1)
+	if (exec_commits_record(fl->worker, run, conn, present, err) == -1)
 		goto fail;
 	free(present);
 	present = NULL;
@@ -1285,7 +1333,7 @@ exec_shard_published(struct exec_flight *fl,
 	n.next = ex->nhead;
 	ex->nhead = &n;
 	uv_mutex_unlock(&ex->lock);
-	uv_async_send(&ex->async);
+	wake_send(&ex->wake);
 	/* the loop drains notes before it can finish (or close) this run */
 	uv_mutex_lock(&ex->lock);
 	while (!n.done)
@@ -1686,7 +1734,8 @@ exec_worker_main(void *arg)
 		ex->rhead = fl;
 		exec_started_add(ex, fl);
 		uv_mutex_unlock(&ex->lock);
-		uv_async_send(&ex->async);
+		if (fl->run->job->timeout > 0 || fl->run->started_cb != NULL)
+			wake_send(&ex->wake);
 
 		exec_sql_run(w, fl);
 
@@ -1705,7 +1754,7 @@ exec_worker_main(void *arg)
 			ex->dhead = fl;
 		ex->dtail = fl;
 		uv_mutex_unlock(&ex->lock);
-		uv_async_send(&ex->async);
+		wake_send(&ex->wake);
 	}
 	while (w->ncache > 0)
 		exec_conn_drop(w, w->cache[0].conn);
@@ -1732,7 +1781,7 @@ exec_timer_close_cb(uv_handle_t *handle)
 	if (fl->anext != NULL)
 		fl->anext->aprev = fl->aprev;
 	if (--ex->nrunning == 0 && !ex->close_done)
-		uv_unref((uv_handle_t *)&ex->async);
+		wake_ref(&ex->wake, 0);
 	run->priv = NULL;
 	if (fl->staged)
 		exec_unstage_later(ex, run);
@@ -1853,9 +1902,9 @@ exec_arm_timeout(struct exec_flight *fl)
 
 /* Drain the workers' events: started runs first, then finished ones. */
 static void
-exec_async_cb(uv_async_t *async)
+exec_wake_cb(struct wake *wake)
 {
-	struct exec *ex = async->data;
+	struct exec *ex = wake->data;
 	struct exec_flight *s, *d, *next;
 
 	uv_mutex_lock(&ex->lock);
@@ -1894,7 +1943,7 @@ exec_post_started(struct exec_flight *fl)
 	uv_mutex_lock(&ex->lock);
 	exec_started_add(ex, fl);
 	uv_mutex_unlock(&ex->lock);
-	uv_async_send(&ex->async);
+	wake_send(&ex->wake);
 }
 
 /* The command's process handle is closed: the run is over. */
@@ -2161,7 +2210,7 @@ exec_submit(struct exec *ex, struct exec_run *run)
 		ex->all->aprev = fl;
 	ex->all = fl;
 	if (ex->nrunning++ == 0 && !ex->close_done)
-		uv_ref((uv_handle_t *)&ex->async);
+		wake_ref(&ex->wake, 1);
 
 	if (ex->closing) {
 		run->failed = true;
@@ -2320,31 +2369,31 @@ exec_new(uv_loop_t *loop, int nthreads, struct exec **out, struct err *err)
 		exec_destroy(ex);
 		return -1;
 	}
-	r = uv_async_init(loop, &ex->async, exec_async_cb);
+	r = wake_init(loop, &ex->wake, exec_wake_cb);
 	if (r != 0) {
 		exec_join(ex);
 		exec_destroy(ex);
-		return err_set(err, EXIT_INTERNAL, "cannot create an async "
-		    "handle: %s", uv_strerror(r));
+		return err_set(err, EXIT_INTERNAL, "cannot create the workers'"
+		    " wake-up pipe: %s", uv_strerror(r));
 	}
-	ex->async.data = ex;
+	ex->wake.data = ex;
 	/* Idle, the executor does not keep the loop alive. */
-	uv_unref((uv_handle_t *)&ex->async);
+	wake_ref(&ex->wake, 0);
 	*out = ex;
 	return 0;
 }
 
-/* The async handle is closed: the executor is fully stopped. */
+/* The wake is closed: the executor is fully stopped. */
 static void
-exec_async_close_cb(uv_handle_t *handle)
+exec_wake_close_cb(struct wake *wake)
 {
-	struct exec *ex = handle->data;
+	struct exec *ex = wake->data;
 
 	if (ex->closed_cb != NULL)
 		ex->closed_cb(ex->closed_data);
 }
 
-/* Nothing runs any more: stop the threads and close the async handle. */
+/* Nothing runs any more: stop the threads and close the wake. */
 static void
 exec_close_finish(struct exec *ex)
 {
@@ -2352,7 +2401,7 @@ exec_close_finish(struct exec *ex)
 		return;
 	ex->close_done = true;
 	exec_join(ex);
-	uv_close((uv_handle_t *)&ex->async, exec_async_close_cb);
+	wake_close(&ex->wake, exec_wake_close_cb);
 }
 
 /* Cancel what still runs, join the threads, close every handle. */

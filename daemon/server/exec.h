@@ -12,7 +12,7 @@
  *    a per-run log file.
  * Warehouses sit behind struct wh_driver (wh.h) so PostgreSQL can join
  * SQLite.  Completion is reported on the loop thread through done_cb
- * (worker threads only ever touch the loop with uv_async_send).
+ * (worker threads only ever touch the loop with wake_send, wake.h).
  * Timeouts: a run past job->timeout is interrupted (sqlite3_interrupt, or
  * SIGKILL to the command's process group) and reported with timed_out set.
  */
@@ -128,7 +128,9 @@ struct exec_run {
 	void (*done_cb)(struct exec_run *run);
 	/* Optional (NULL for none): called on the loop thread once the run
 	 * has really begun (taken by a worker, or spawned), before done_cb;
-	 * a run that never starts (cancelled while queued) gets none. */
+	 * a run that never starts (cancelled while queued) gets none.  A SQL
+	 * run without one and without a timeout does not wake the loop when
+	 * it begins, only when it is done. */
 	void (*started_cb)(struct exec_run *run);
 	/* Optional: a shard of a Distributed target published a part; called
 	 * on the loop thread while the worker waits for its return, before

@@ -148,7 +148,9 @@ sched_run_fill(struct sched *s, struct active *a)
 		a->run.trend = a->trend;
 	}
 	a->run.done_cb = sched_run_done_cb;
-	a->run.started_cb = sched_run_started_cb;
+	/* only a command has something to record at its start (its process
+	 * group): a SQL run without it wakes the loop once, when done */
+	a->run.started_cb = j->command != NULL ? sched_run_started_cb : NULL;
 	a->run.data = a;
 }
 

@@ -29,10 +29,9 @@ static const struct wh_commits_sql wh_commits_sqls[] = {
 	  " request_id INTEGER NOT NULL, job TEXT NOT NULL,"
 	  " partition_key TEXT NOT NULL, run_id INTEGER NOT NULL,"
 	  " committed_at INTEGER NOT NULL,"
-	  " PRIMARY KEY (request_id, job, partition_key));"
-	  "CREATE INDEX IF NOT EXISTS backfilld_commits_age ON"
-	  " backfilld_commits (job, committed_at)",
+	  " PRIMARY KEY (job, request_id, partition_key)) WITHOUT ROWID",
 	  "DELETE FROM backfilld_commits WHERE job = :job AND"
+	  " request_id < CAST(:request AS INTEGER) AND"
 	  " committed_at < CAST(:before AS INTEGER)" },
 	/* pruning skips the rows another run is deleting: no wait on it */
 	{ "postgres",
@@ -43,12 +42,10 @@ static const struct wh_commits_sql wh_commits_sqls[] = {
 	  " request_id bigint NOT NULL, job text NOT NULL,"
 	  " partition_key text NOT NULL, run_id bigint NOT NULL,"
 	  " committed_at bigint NOT NULL,"
-	  " PRIMARY KEY (request_id, job, partition_key));"
-	  "CREATE INDEX IF NOT EXISTS backfilld_commits_age ON"
-	  " backfilld_commits (job, committed_at)",
+	  " PRIMARY KEY (job, request_id, partition_key))",
 	  "DELETE FROM backfilld_commits WHERE ctid IN (SELECT ctid FROM"
-	  " backfilld_commits WHERE job = :job AND committed_at < :before"
-	  " FOR UPDATE SKIP LOCKED)" },
+	  " backfilld_commits WHERE job = :job AND request_id < :request"
+	  " AND committed_at < :before FOR UPDATE SKIP LOCKED)" },
 };
 
 #define WH_COMMITS_FIND "SELECT run_id || ' ' || committed_at FROM" \
@@ -204,6 +201,7 @@ wh_commits_record(struct wh_conn *conn, const char *job,
 	const struct wh_commits_sql *q = wh_commits_sql(conn);
 	char request[24], run[24], at[24], before[24];
 	struct wh_param p[5];
+	int64_t oldest;
 
 	snprintf(at, sizeof at, "%" PRId64, now);
 	for (size_t i = 0; i < n; i++) {
@@ -217,12 +215,19 @@ wh_commits_record(struct wh_conn *conn, const char *job,
 			return -1;
 		}
 	}
-	if (q == NULL)
+	if (q == NULL || prune_before <= 0 || n == 0)
 		return 0;
+	/* only requests older than every one this run commits for */
+	oldest = c[0].request;
+	for (size_t i = 1; i < n; i++)
+		if (c[i].request < oldest)
+			oldest = c[i].request;
+	snprintf(request, sizeof request, "%" PRId64, oldest);
 	snprintf(before, sizeof before, "%" PRId64, prune_before);
 	p[0] = (struct wh_param){ "job", job };
-	p[1] = (struct wh_param){ "before", before };
-	if (conn->drv->exec_script(conn, q->prune, p, 2, err) == -1) {
+	p[1] = (struct wh_param){ "request", request };
+	p[2] = (struct wh_param){ "before", before };
+	if (conn->drv->exec_script(conn, q->prune, p, 3, err) == -1) {
 		err_prefix(err, "pruning backfilld_commits");
 		return -1;
 	}

@@ -25,8 +25,13 @@
  *     request's created_at) is a leftover of an earlier state store
  *     whose request ids came back (a store deleted and created again, or
  *     a SQLite id reused after pruning): it is replaced, never trusted.
- *  3. Growth: each run deletes its own job's rows older than the job's
- *     keep_runs (the history's retention), in the same transaction.
+ *  3. Growth: the first run of each request on a connection deletes,
+ *     in its own transaction, its job's rows of older requests committed
+ *     before the job's keep_runs (the history's retention); later runs
+ *     of the request delete nothing.  The key leads with the job and the
+ *     request (request ids only grow), so that deletion reads one range
+ *     of the key, and the table has no other index: a run's insert
+ *     writes one b-tree, not three (SQLite: WITHOUT ROWID).
  *  4. The fence (docs/several-hosts.md, "Exactly once"): the insert is a
  *     plain INSERT on the key, never ON CONFLICT DO NOTHING, and only for
  *     the identities the lookup found missing.  So of two transactions
@@ -76,8 +81,9 @@ int wh_commits_seen(struct wh_conn *conn, const char *job,
 		    struct err *err);
 /* Inside the run's transaction, after its statements: a row for each
  * identity not present (present NULL: every one; an identity that has a
- * row fails the insert, rule 4), then the job's rows committed before
- * prune_before (ms) deleted. */
+ * row fails the insert, rule 4), then, when prune_before (ms) > 0, the
+ * job's rows of requests older than the run's committed before it
+ * deleted (rule 3: the caller passes 0 but for a request's first run). */
 int wh_commits_record(struct wh_conn *conn, const char *job,
 		      const char *const *keys, const struct wh_commit *c,
 		      size_t n, const bool *present, int64_t now,

@@ -88,10 +88,22 @@ struct whsql_script {
 	int n;
 };
 
+/* A read-only statement (a check, a lookup of backfilld_commits), as
+ * whsql_prepare_read left it, kept and reset for its next use. */
+#define WHSQL_RCACHE 16
+
+struct whsql_read_st {
+	char *sql;
+	bool single;
+	sqlite3_stmt *st;
+};
+
 struct whsql_conn {
 	struct wh_conn base;
 	struct whsql_script cache[WHSQL_CACHE];
 	unsigned next_slot;     /* round-robin replacement */
+	struct whsql_read_st rcache[WHSQL_RCACHE];
+	unsigned next_rslot;
 	sqlite3_stmt *begin_st; /* BEGIN IMMEDIATE and COMMIT, prepared once */
 	sqlite3_stmt *commit_st;
 	sqlite3 *db;
@@ -548,6 +560,10 @@ whsql_close(struct wh_conn *conn)
 	c = whsql_conn(conn);
 	for (int i = 0; i < WHSQL_CACHE; i++)
 		whsql_script_drop(&c->cache[i]);
+	for (int i = 0; i < WHSQL_RCACHE; i++) {
+		sqlite3_finalize(c->rcache[i].st);
+		free(c->rcache[i].sql);
+	}
 	sqlite3_finalize(c->begin_st);
 	sqlite3_finalize(c->commit_st);
 	for (size_t i = 0; i < WHSQL_NCLOCK; i++)
@@ -814,10 +830,40 @@ fail:
 	return -1;
 }
 
+/* The cached statement of sql, bound to params, or a new one prepared
+ * (whsql_prepare_read) and kept: -1 with msg. */
+static int
+whsql_read_stmt(struct whsql_conn *c, const char *sql, const char *what,
+		bool single, const struct wh_param *params, size_t nparams,
+		sqlite3_stmt **st, char *msg, size_t len)
+{
+	struct whsql_read_st *rs;
+
+	for (int i = 0; i < WHSQL_RCACHE; i++) {
+		rs = &c->rcache[i];
+		if (rs->sql == NULL || rs->single != single ||
+		    strcmp(rs->sql, sql) != 0)
+			continue;
+		*st = rs->st;
+		return whsql_bind(c, *st, params, nparams, msg, len);
+	}
+	if (whsql_prepare_read(c, sql, what, single, params, nparams, st,
+			       msg, len) == -1)
+		return -1;
+	rs = &c->rcache[c->next_rslot++ % WHSQL_RCACHE];
+	sqlite3_finalize(rs->st);
+	free(rs->sql);
+	rs->sql = xstrdup(sql);
+	rs->single = single;
+	rs->st = *st;
+	return 0;
+}
+
 /*
- * One read-only statement (whsql_prepare_read) run under the interrupt
- * guard: each row to row(st, arg, msg, len), which returns 0 for the
- * next row, 1 to stop, -1 to fail with msg.  0, or -1 with err.
+ * One read-only statement (whsql_prepare_read, kept per connection by
+ * whsql_read_stmt) run under the interrupt guard: each row to row(st,
+ * arg, msg, len), which returns 0 for the next row, 1 to stop, -1 to
+ * fail with msg.  0, or -1 with err.
  */
 static int
 whsql_read(struct whsql_conn *c, const char *sql, const char *what,
@@ -832,8 +878,8 @@ whsql_read(struct whsql_conn *c, const char *sql, const char *what,
 	if (atomic_load(&c->interrupted))
 		return err_set(err, EXIT_WORK_FAILED, "interrupted");
 	c->guarded = true;
-	if (whsql_prepare_read(c, sql, what, single, params, nparams, &st,
-			       msg, sizeof msg) == -1)
+	if (whsql_read_stmt(c, sql, what, single, params, nparams, &st,
+			    msg, sizeof msg) == -1)
 		r = -1;
 	while (r == 0 && (rc = sqlite3_step(st)) == SQLITE_ROW)
 		r = row(st, arg, msg, sizeof msg);
@@ -841,7 +887,10 @@ whsql_read(struct whsql_conn *c, const char *sql, const char *what,
 		whsql_errmsg(c, rc, msg, sizeof msg);
 		r = -1;
 	}
-	sqlite3_finalize(st);
+	if (st != NULL) {
+		sqlite3_reset(st);
+		sqlite3_clear_bindings(st);
+	}
 	c->guarded = false;
 	if (r == 0 && c->in_tx && sqlite3_get_autocommit(c->db)) {
 		c->in_tx = false;

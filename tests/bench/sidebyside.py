@@ -9,7 +9,8 @@ daemons on the same workload, alternating: a fresh daemon and a fresh
 SQLite warehouse for every measurement, max_concurrency 1, a backfill of N
 hourly partitions of a one-row INSERT OR REPLACE through `backfillctl
 backfill --wait`, timed end to end (the daemon's start is not timed).
-Prints each side's median, the ratio old/new, and with --strace the
+Prints each side's median, the ratio old/new, the daemon's CPU time (user +
+system, all threads, /proc/PID/stat) per partition, and with --strace the
 pwrite/fdatasync/fstat/pread calls per partition of every process of the
 daemon (one backfill each under strace -f -c).
 
@@ -95,10 +96,18 @@ def fresh_db(path):
     con.close()
 
 
-def one(side, work, dbdir, keys, strace_out=None):
+def cpu_s(pid):
+    """User + system CPU seconds of process PID so far (all its threads)."""
+    with open("/proc/%d/stat" % pid) as f:
+        fields = f.read().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def one(side, work, dbdir, keys, strace_out=None, by_file=False, cpu=None):
     """A fresh daemon and warehouse, one backfill --wait: seconds. With
     STRACE_OUT, strace -f -c follows the daemon (attached once it is ready,
-    detached after the backfill) and writes its summary there."""
+    detached after the backfill) and writes its summary there; with
+    BY_FILE, every call instead, each with its descriptor's path (-y)."""
     d = tempfile.mkdtemp(prefix="sbs-", dir=work)
     db = os.path.join(dbdir, "sbs-%d.db" % os.getpid())
     fresh_db(db)
@@ -106,14 +115,17 @@ def one(side, work, dbdir, keys, strace_out=None):
     tracer = None
     try:
         if strace_out:
-            tracer = subprocess.Popen(["strace", "-f", "-c", "-o", strace_out,
+            tracer = subprocess.Popen(["strace", "-f", "-y" if by_file else "-c", "-o", strace_out,
                                        "-e", "trace=" + ",".join(CALLS), "-p", str(dm.pid)],
                                       stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
             # attached once it reports it (a line on stderr per thread)
             if "attached" not in tracer.stderr.readline():
                 raise run.BenchError("strace did not attach to %d" % dm.pid)
+        c0 = cpu_s(dm.pid)
         dt, out = dm.ctl("backfill", "hourly_rows", "--from", keys[0], "--to", keys[-1],
                          "--wait", timeout=3600)
+        if cpu is not None:
+            cpu.append(cpu_s(dm.pid) - c0)
         ok = dm.runs().get(("hourly_rows", "succeeded"), 0)
     finally:
         if tracer:
@@ -128,6 +140,38 @@ def one(side, work, dbdir, keys, strace_out=None):
                              % (side.label, len(keys), ok, rows, out))
     shutil.rmtree(d, ignore_errors=True)
     return dt
+
+
+def strace_by_file(path, dbdir):
+    """{(call, file): count} from an strace -f -y log; the file is the
+    descriptor's path (or the path argument) with the scratch folder cut,
+    and the warehouse's and state store's names made generic."""
+    counts = {}
+    with open(path) as f:
+        for line in f:
+            p = line.split(None, 1)
+            rest = p[1] if len(p) > 1 and p[0].isdigit() else line
+            call = rest.split("(", 1)[0].strip()
+            if call not in CALLS:
+                continue
+            arg = rest.split("(", 1)[1] if "(" in rest else ""
+            if arg.startswith("AT_FDCWD") and "\"" in arg:
+                name = arg.split("\"")[1]   # the path argument, not the cwd
+            elif "<" in arg.split(",")[0]:
+                name = arg.split("<", 1)[1].split(">", 1)[0]
+            else:
+                name = arg.split(",")[0]
+            name = os.path.basename(name)
+            if name.startswith("sbs-") and ".db" in name:
+                name = "warehouse" + name[name.index(".db") + 3:]
+            elif name.startswith("state.db"):
+                name = "state" + name[len("state.db"):]
+            elif name.startswith("sidebyside-"):
+                name = "warehouse's folder"
+            elif name.startswith("sbs-"):
+                name = "daemon's folder"
+            counts[(call, name)] = counts.get((call, name), 0) + 1
+    return counts
 
 
 def strace_counts(path):
@@ -155,6 +199,8 @@ def main():
                     help="folder of the warehouse and state store (default /dev/shm)")
     ap.add_argument("--strace", action="store_true",
                     help="also count syscalls per partition (one backfill of each side)")
+    ap.add_argument("--by-file", action="store_true",
+                    help="with --strace, also the calls per partition by file (strace -y)")
     ap.add_argument("--data", default=os.path.join(HERE, "data"))
     args = ap.parse_args()
     os.makedirs(args.data, exist_ok=True)
@@ -177,20 +223,26 @@ def main():
     dbdir = work  # inside --dir, removed at the end
     try:
         times = {s.label: [] for s in sides}
+        cpus = {s.label: [] for s in sides}
         run.log("%d partitions, %d pairs, load average %s" % (args.n, args.pairs, run.loadavg()))
         for i in range(args.pairs):
             order = sides if i % 2 == 0 else list(reversed(sides))
             for s in order:
-                t = one(s, work, dbdir, keys)
+                t = one(s, work, dbdir, keys, cpu=cpus[s.label])
                 times[s.label].append(t)
-                run.log("  pair %d %-28s %7.3f s  %6.0f partitions/s" % (i + 1, s.label, t, args.n / t))
+                run.log("  pair %d %-28s %7.3f s  %6.0f partitions/s  %5.1f us CPU/partition"
+                        % (i + 1, s.label, t, args.n / t, cpus[s.label][-1] * 1e6 / args.n))
         new = statistics.median(times[sides[0].label])
+        newc = statistics.median(cpus[sides[0].label])
         print("\n%d one-row hourly partitions, max_concurrency 1, median of %d, alternating"
               % (args.n, args.pairs))
-        print("%-28s %9s %14s %12s" % ("daemon", "median s", "partitions/s", "vs new"))
+        print("%-28s %9s %14s %12s %14s %12s" % ("daemon", "median s", "partitions/s", "vs new",
+                                                 "CPU us/part.", "CPU vs new"))
         for s in sides:
             m = statistics.median(times[s.label])
-            print("%-28s %9.3f %14.0f %12.2f" % (s.label, m, args.n / m, m / new))
+            c = statistics.median(cpus[s.label])
+            print("%-28s %9.3f %14.0f %12.2f %14.1f %12.2f"
+                  % (s.label, m, args.n / m, m / new, c * 1e6 / args.n, c / newc))
         if args.strace:
             if not shutil.which("strace"):
                 raise SystemExit("sidebyside: --strace needs strace (apt-get install strace)")
@@ -201,6 +253,16 @@ def main():
                 one(s, work, dbdir, keys, strace_out=out)
                 c = strace_counts(out)
                 print("%-28s" % s.label + "".join("%12.2f" % (c.get(k, 0) / args.n) for k in CALLS))
+            if args.by_file:
+                print("\nby file, per partition (strace -f -y, one backfill each)")
+                for s in sides:
+                    out = os.path.join(work, "strace-y-%s.txt" % s.label.split()[0])
+                    one(s, work, dbdir, keys, strace_out=out, by_file=True)
+                    c = strace_by_file(out, dbdir)
+                    print(s.label)
+                    for (call, name), v in sorted(c.items()):
+                        if v / args.n >= 0.01:
+                            print("  %-12s %-28s %8.2f" % (call, name, v / args.n))
         print("load average at the end %s" % run.loadavg())
     finally:
         shutil.rmtree(work, ignore_errors=True)

@@ -93,11 +93,25 @@ START_TEST(test_once_per_request)
 {
 	const char *keys[] = { "2026-02-10" };
 	struct wh_commit c = { 7, 1000, 3, 0 };
-	char note[128] = "";
+	char note[128] = "", *v;
 	struct err err;
+	bool has;
 
 	ck_assert_int_eq(wh_commits_ensure(conn, &err), 0);
 	ck_assert_int_eq(wh_commits_ensure(conn, &err), 0); /* it is there */
+	/* one b-tree (WITHOUT ROWID, no other index), keyed job first */
+	ck_assert_int_eq(rows("1"), 0);
+	ck_assert_int_eq(conn->drv->query_value(conn, "SELECT count(*) FROM"
+	    " sqlite_master WHERE tbl_name = 'backfilld_commits'", NULL, 0,
+	    &has, &v, &err), 0);
+	ck_assert_str_eq(v, "1");
+	free(v);
+	ck_assert_int_eq(conn->drv->query_value(conn, "SELECT group_concat("
+	    "name, ',') FROM (SELECT name FROM pragma_index_xinfo("
+	    "'sqlite_autoindex_backfilld_commits_1') WHERE key ORDER BY seqno)",
+	    NULL, 0, &has, &v, &err), 0);
+	ck_assert_str_eq(v, "job,request_id,partition_key");
+	free(v);
 	/* a rolled-back attempt leaves nothing */
 	ck_assert_int_eq(attempt(keys, &c, 1, 2000, 0, false, note), 0);
 	ck_assert_int_eq(rows("1"), 0);
@@ -159,7 +173,8 @@ START_TEST(test_batch_and_prune)
 	c[2].request = 2;
 	ck_assert_int_eq(attempt(keys, c, 3, 300, 0, true, note), 0);
 	ck_assert_int_eq(rows("1"), 4);
-	/* pruning: the job's rows committed before 300 go, not the others' */
+	/* pruning: the job's rows of older requests committed before 300
+	 * go (request 1's), not the others' */
 	ck_assert_int_eq(conn->drv->exec_script(conn, "INSERT INTO"
 	    " backfilld_commits VALUES (5, 'other', 'k', 1, 1)", NULL, 0,
 	    &err), 0);
@@ -167,6 +182,16 @@ START_TEST(test_batch_and_prune)
 	ck_assert_int_eq(attempt(keys, c, 1, 400, 300, true, note), 0);
 	ck_assert_int_eq(rows("job = 'j'"), 2);
 	ck_assert_int_eq(rows("job = 'other'"), 1);
+	/* prune_before 0: nothing deleted (a request's later runs) */
+	c[0].request = 4;
+	ck_assert_int_eq(attempt(keys, c, 1, 500, 0, true, note), 0);
+	ck_assert_int_eq(rows("job = 'j'"), 3);
+	/* never the rows of the run's own request, however old */
+	c[0].request = 2;
+	c[0].part = 1;
+	ck_assert_int_eq(attempt(keys, c, 1, 600, 550, true, note), 0);
+	ck_assert_int_eq(rows("job = 'j' AND request_id = 2"), 2);
+	ck_assert_int_eq(rows("job = 'j'"), 4);
 }
 END_TEST
 

@@ -26,6 +26,7 @@
 #include <uv.h>
 
 #include "exec.h"
+#include "wh_commits.h"
 
 #define SLOW_SQL \
 	"WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM c " \
@@ -714,6 +715,51 @@ START_TEST(sql_cancel_running_and_queued)
 }
 END_TEST
 
+/* backfilld_commits (wh_commits.h, rule 3): the first run of a request
+ * on a connection deletes its job's rows of older requests past the
+ * job's keep_runs; the request's later runs delete nothing. */
+START_TEST(sql_commits_pruned_once_per_request)
+{
+	struct job_def jd = sql_job("ones",
+	    "INSERT INTO fct (dt, v) VALUES (:partition, 1)");
+	struct wh_commit c = { 2, 0, 21, 0 };
+	struct exec *one;
+	struct trun t;
+	struct err err;
+
+	ck_assert_int_eq(exec_new(&loop, 1, &one, &err), 0);
+	for (int i = 0; i < 3; i++) {
+		char key[16];
+
+		if (i == 1) /* an old request's row, long past keep_runs */
+			db_exec("INSERT INTO backfilld_commits VALUES (1,"
+			    " 'ones', 'old', 1, 1)");
+		if (i == 2)
+			c.request = 3;
+		snprintf(key, sizeof key, "k%d", i);
+		trun_init(&t, &jd, key, key, key);
+		c.run_id = 21 + i;
+		t.run.commits = &c;
+		t.run.ncommits = 1;
+		t.run.commits_keep_ms = 3600 * 1000;
+		exec_submit(one, &t.run);
+		uv_run(&loop, UV_RUN_DEFAULT);
+		ck_assert_msg(!t.run.failed, "%s", t.run.error);
+		if (i == 1) /* request 2's second run: kept */
+			ck_assert_int_eq(db_int("SELECT count(*) FROM"
+			    " backfilld_commits WHERE request_id = 1"), 1);
+	}
+	/* request 3's first run deleted it; request 2's rows are recent */
+	ck_assert_int_eq(db_int("SELECT count(*) FROM backfilld_commits"
+	    " WHERE request_id = 1"), 0);
+	ck_assert_int_eq(db_int("SELECT count(*) FROM backfilld_commits"
+	    " WHERE request_id = 2"), 2);
+	ck_assert_int_eq(db_int("SELECT count(*) FROM backfilld_commits"
+	    " WHERE request_id = 3"), 1);
+	close_exec(one);
+}
+END_TEST
+
 START_TEST(sql_missing_warehouse)
 {
 	struct job_def jd = sql_job("fct_daily", "SELECT 1");
@@ -959,6 +1005,7 @@ exec_suite(void)
 	tcase_add_test(sql, connection_reused_across_runs);
 	tcase_add_test(sql, sql_timeout_interrupts);
 	tcase_add_test(sql, sql_cancel_running_and_queued);
+	tcase_add_test(sql, sql_commits_pruned_once_per_request);
 	tcase_add_test(sql, sql_missing_warehouse);
 	tcase_add_test(sql, sql_many_concurrent);
 	suite_add_tcase(s, sql);
