@@ -542,7 +542,7 @@ static int
 rr_check_member(struct rr_in *in, const char *key, void *arg)
 {
 	struct runresult_check *c = arg;
-	int64_t part;
+	int64_t part = 0;
 	char *s = NULL;
 
 	if (strcmp(key, "name") == 0 || strcmp(key, "detail") == 0) {
