@@ -160,10 +160,16 @@ cmd_shards_partial(struct cmd_ctx *ctx, const char *only, bool json,
 	struct err err;
 	int rc;
 
+	const struct config *cfg = sched_config(ctx->sched);
+	bool any = false;
+
+	for (size_t j = 0; j < cfg->njobs && !any; j++)
+		any = cmd_shards_job(cfg, cfg->jobs[j].name);
 	if (json)
 		buf_addstr(out, ", \"partially_published\": [");
-	rc = store_shards_partial(sched_store(ctx->sched),
-				  cmd_shards_partial_cb, &pa, &err);
+	/* no job on a cluster's shards: nothing to read (no transaction) */
+	rc = !any ? 0 : store_shards_partial(sched_store(ctx->sched),
+					     cmd_shards_partial_cb, &pa, &err);
 	cmd_shards_partial_end(&pa);
 	if (rc < 0 && !json)
 		buf_printf(out, "partially published partitions: cannot be"

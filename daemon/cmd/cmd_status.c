@@ -403,6 +403,7 @@ struct status_budget {
 	const char *only; /* a job's name, or NULL */
 	bool json;
 	size_t n;
+	size_t seen; /* rows read, whatever their job */
 };
 
 /* One request stopped over budget (budget.h), as a line or a JSON
@@ -413,6 +414,7 @@ status_budget_cb(const struct store_budget_row *row, void *data)
 	struct status_budget *sb = data;
 	char at[CAL_KEY_MAX], b[32], sp[32];
 
+	sb->seen++;
 	if (sb->only != NULL && strcmp(sb->only, row->job) != 0)
 		return;
 	cal_format_iso_ms(row->over_at, at);
@@ -444,15 +446,22 @@ static void
 status_budget(struct cmd_ctx *ctx, const char *only, bool json,
 	      struct buf *out)
 {
-	struct status_budget sb = { out, only, json, 0 };
+	struct status_budget sb = { out, only, json, 0, 0 };
 	struct err err;
+	int rc;
 
 	if (json)
 		buf_addstr(out, ", \"over_budget\": [");
-	if (store_over_budget(sched_store(ctx->sched), STATUS_OVER_BUDGET_MAX,
-			      status_budget_cb, &sb, &err) < 0 && !json)
+	/* none was there last time and none stopped since: no read (a
+	 * status a second makes no store transaction for this) */
+	rc = sched_budget_none(ctx->sched) ? 0 :
+	    store_over_budget(sched_store(ctx->sched), STATUS_OVER_BUDGET_MAX,
+			      status_budget_cb, &sb, &err);
+	if (rc < 0 && !json)
 		buf_printf(out, "requests over budget: cannot be read: %s\n",
 			   err.msg);
+	if (rc == 0 && sb.seen == 0)
+		sched_set_budget_none(ctx->sched, true);
 	if (json)
 		buf_addstr(out, "]");
 }

@@ -43,6 +43,7 @@ sched_budget_stop(struct sched *s, struct request *rq, int64_t now)
 	log_notice("request=%" PRId64 " job=%s stopped %s; %" PRId64
 		   " partitions cancelled", rq->id, rq->job, note, n);
 	sched_jobstate(s, rq->job)->budget_stops++;
+	s->budget_none = false;
 	if (j != NULL)
 		hooks_fire_budget(s->hooks, j, s->cfg->hook_timeout, rq->id,
 				  note, rq->budget_ms, rq->spent_ms);

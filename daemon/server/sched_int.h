@@ -70,6 +70,8 @@ struct jobstate {
 
 struct sched {
 	uv_loop_t *loop;
+	/* status read no request stopped over budget, and none was since */
+	bool budget_none;
 	struct store *store;
 	struct exec *exec;
 	struct config *cfg;

@@ -302,3 +302,15 @@ sched_stale(struct sched *s, int only_job, sched_stale_cb cb, void *data,
 	}
 	return rc;
 }
+
+bool
+sched_budget_none(struct sched *s)
+{
+	return s->budget_none;
+}
+
+void
+sched_set_budget_none(struct sched *s, bool none)
+{
+	s->budget_none = none;
+}

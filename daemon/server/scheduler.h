@@ -268,6 +268,10 @@ struct sched_job_view {
 };
 void sched_job_view(struct sched *s, int job, struct sched_job_view *v);
 struct store *sched_store(struct sched *s);
+/* Whether status found no request stopped over budget, none having
+ * stopped since (then it need not read them again); set by status. */
+bool sched_budget_none(struct sched *s);
+void sched_set_budget_none(struct sched *s, bool none);
 /* Is job's partition key running here?  Its attempt and request. */
 bool sched_partition_running(struct sched *s, const char *job, const char *key,
 			     int *attempt, int64_t *request);

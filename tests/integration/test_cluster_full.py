@@ -35,7 +35,11 @@ import test_cluster as tc
 SIZE = "40M"
 FULL_FOR = 15.0         # seconds measured while full
 MAX_LINES_PER_S = 5.0   # per node
-MAX_XACTS_PER_S = 60.0  # all nodes together
+# all nodes together; most of it is the test's own `status` on each node
+# every second (a forwarded one goes through the store's mailbox) and the
+# heartbeats: measured 40 to 63 under load, where a retry storm would make
+# thousands
+MAX_XACTS_PER_S = 100.0
 STATUS_BOUND = tc.LEASE + 2 + 3.0
 # a run's own lines: as many as the runs, not noise about the store
 PROGRESS = re.compile(r"info: job=\S+ partition=\S+ (request=\d+ run=\d+ attempt=\d+ started"
