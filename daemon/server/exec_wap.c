@@ -350,7 +350,7 @@ exec_wap_mark(struct exec_flight *fl, struct wh_conn *conn, size_t i,
 /* Tests only: BACKFILLD_TEST_CH_STOP=POINT stops the whole daemon
  * (SIGSTOP) the first time a run reaches POINT ("published": right after
  * a REPLACE, before the run's result reaches the state store), so that a
- * test can kill it there. */
+ * test can kill it there; once per daemon, a restart in place included. */
 static void
 exec_wap_test_stop(const char *point)
 {
@@ -358,8 +358,12 @@ exec_wap_test_stop(const char *point)
 	const char *want = getenv("BACKFILLD_TEST_CH_STOP");
 
 	if (want != NULL && strcmp(want, point) == 0 &&
-	    atomic_exchange(&done, 1) == 0)
+	    atomic_exchange(&done, 1) == 0) {
+		/* once per process, not again in the image a restart in
+		 * place execs with this environment */
+		unsetenv("BACKFILLD_TEST_CH_STOP");
 		raise(SIGSTOP);
+	}
 }
 
 /* REPLACE part `params` from the stage. */

@@ -96,11 +96,21 @@ def pause_then_continue(c, db, victim, via):
         return set(DAYS) <= {r[0] for r in c.state.rows(
             "SELECT partition_key FROM runs WHERE request_id = %d AND state = 'succeeded'"
             % req)}
-    c.wait_until(lambda: done() or int(tch.SRV.q(
-        "SELECT count() FROM system.processes WHERE (query LIKE '%%ALTER TABLE%%'"
-        " OR query LIKE '%%INSERT INTO%%') AND query NOT LIKE '%%system.processes%%'"
-        " AND elapsed > 1").strip()) > 0,
-        "the partitions run again without %s (or waiting on its lock)" % victim, guard=GUARD)
+    def stuck():
+        return int(tch.SRV.q(
+            "SELECT count() FROM system.processes WHERE (query LIKE '%%ALTER TABLE%%'"
+            " OR query LIKE '%%INSERT INTO%%') AND query NOT LIKE '%%system.processes%%'"
+            " AND elapsed > 1").strip()) > 0
+
+    # ... and, either way, the victim declared dead by another node first:
+    # continued before its lease ran out, it would be no victim at all
+    def declared_dead():
+        return any("nodes declared dead" in line and victim in line.rsplit(":", 1)[-1]
+                   for name, d in c.nodes.items() if name != victim
+                   for line in d.log_tail(400).splitlines())
+    c.wait_until(lambda: declared_dead() and (done() or stuck()),
+                 "the partitions run again without %s (or waiting on its lock)" % victim,
+                 guard=GUARD)
     v.signal(signal.SIGCONT)
     # (a wait forwarded to a stopped planner may end when the lease moves)
     c.wait_until(done, "every partition of the backfill succeeded", guard=GUARD)
