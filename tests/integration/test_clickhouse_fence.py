@@ -21,6 +21,7 @@ worker's older audited stage); every partition succeeded once.  Skipped
 or BACKFILLD_REQUIRE_CLICKHOUSE=1.
 """
 import signal
+import time
 
 import harness as h
 import test_cluster as tc
@@ -114,7 +115,16 @@ def pause_then_continue(c, db, victim, via):
     v.signal(signal.SIGCONT)
     # (a wait forwarded to a stopped planner may end when the lease moves)
     c.wait_until(done, "every partition of the backfill succeeded", guard=GUARD)
-    via.wait_request(req, timeout=GUARD)
+    # a node restarting in place (deposed, or declared dead) resets the
+    # connections open to it; its new image listens on the same socket
+    for attempt in range(3):
+        try:
+            via.wait_request(req, timeout=GUARD)
+            break
+        except (ConnectionResetError, BrokenPipeError):
+            if attempt == 2:
+                raise
+            time.sleep(1.0)
     tc.succeeded_once(via, req, [("fct", p) for p in DAYS])
     # the victim's worker thread goes on at once from where it stopped
     # (its fence check, then the REPLACE it would send); its loop learns
