@@ -1514,7 +1514,8 @@ pgst_migrate(struct pgst *p, struct err *err)
 {
 	const char *vals[2];
 	char num[16];
-	int version;
+	int version, rc;
+	int64_t fence;
 	PGresult *r;
 
 	if (pgst_simple(p, "BEGIN", err) < 0)
@@ -1550,8 +1551,18 @@ pgst_migrate(struct pgst *p, struct err *err)
 		}
 		PQclear(r);
 	}
+	/* committed without the planner's fence: the schema is no
+	 * planner's write, and its check is a prepared statement, which a
+	 * first connection prepares only after this (pgst_open_db); sent
+	 * unprepared it would fail as a lost connection, on this and on
+	 * every later first connection, and the node would refuse every
+	 * request while the lease is its own */
+	fence = p->fence;
+	p->fence = 0;
 	p->aborted = false;
-	return pgst_tx_commit(p, err);
+	rc = pgst_tx_commit(p, err);
+	p->fence = fence;
+	return rc;
 fail:
 	pgst_tx_rollback(p);
 	return -1;
