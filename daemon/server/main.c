@@ -81,6 +81,8 @@ struct daemon {
 				  * the store can be written */
 	bool deposed_db_ok;      /* ... or failed: the cluster reached the
 				  * store at the last change */
+	uint64_t restart_by;     /* a restart in place waiting for forwarded
+				  * requests' answers: uv_now it waits until */
 	char **argv;             /* to restart in place */
 	int cli_log_level;       /* -1 when not given */
 	char last_reload[ERR_MSG_MAX + 64];
@@ -178,6 +180,51 @@ daemon_reexec(struct daemon *d)
 
 static void daemon_deposed_reexec(struct daemon *d);
 
+/*
+ * Restart in place, once the clients waiting for the planner's answer to
+ * a request this node forwarded have it (control_forwarding), for at
+ * most RESTART_FORWARD_WAIT_MS: the planner may have queued a backfill
+ * already, and a client whose connection the exec cuts is told it failed
+ * (exit 3) and may send it again.  Meanwhile the node starts nothing.
+ */
+#define RESTART_FORWARD_WAIT_MS 10000
+
+static void daemon_restart(struct daemon *d);
+
+static void
+daemon_restart_cb(uv_timer_t *t)
+{
+	daemon_restart(t->data);
+}
+
+static void
+daemon_restart(struct daemon *d)
+{
+	uint64_t now = uv_now(&d->loop);
+	int n = control_forwarding(d->control);
+
+	if (d->stopping)
+		return;
+	if (n > 0 && (d->restart_by == 0 || now < d->restart_by)) {
+		if (d->restart_by == 0) {
+			d->restart_by = now + RESTART_FORWARD_WAIT_MS;
+			log_notice("restarting in place once the planner has"
+				   " answered the %d requests this node"
+				   " forwarded (at most %d s)", n,
+				   RESTART_FORWARD_WAIT_MS / 1000);
+			sched_suspend(d->sched, "restarting in place");
+			if (d->cw != NULL)
+				cworker_resign(d->cw);
+		}
+		uv_timer_start(&d->store_timer, daemon_restart_cb, 100, 0);
+		return;
+	}
+	if (d->deposed)
+		daemon_deposed_reexec(d);
+	else
+		daemon_reexec(d);
+}
+
 /* Try the failed store again. */
 static void
 daemon_store_retry_cb(uv_timer_t *t)
@@ -198,7 +245,7 @@ daemon_store_retry_cb(uv_timer_t *t)
 		return;
 	}
 	if (d->deposed) {
-		daemon_deposed_reexec(d);
+		daemon_restart(d);
 		return;
 	}
 	if (sched_running(d->sched) > 0) {
@@ -210,7 +257,7 @@ daemon_store_retry_cb(uv_timer_t *t)
 		uv_timer_start(t, daemon_store_retry_cb, 1000, 0);
 		return;
 	}
-	daemon_reexec(d);
+	daemon_restart(d);
 }
 
 /* A turn could not be written: say so and start trying again. */
@@ -897,7 +944,7 @@ daemon_deposed_cb(void *data)
 		return;
 	d->deposed = true;
 	if (store_probe_write(d->store, STORE_MIN_FREE, &err) == 0) {
-		daemon_deposed_reexec(d);
+		daemon_restart(d);
 		return;
 	}
 	log_warn("deposed: this node is no longer the planner and the state"
