@@ -45,6 +45,32 @@
 #include "trend_hist.h"
 #include "xalloc.h"
 
+/*
+ * The loop's step (sched_want): what the files below asked for during
+ * this loop turn, done once at its end (the idle phase, before main.c's
+ * commit of the turn): the schedule run again (a sensor's check came
+ * back), then one dispatch however many events asked for it.
+ */
+static void
+sched_step_cb(uv_idle_t *h)
+{
+	struct sched *s = h->data;
+	unsigned want = s->want;
+
+	s->want = 0;
+	if (want & SCHED_WANT_SCHEDULE) {
+		sched_schedule(s, false, -1);
+		want |= s->want; /* what the schedule asked for */
+		s->want = 0;
+	}
+	if (want & SCHED_WANT_DISPATCH)
+		sched_dispatch(s);
+	if (s->want == 0) {
+		uv_idle_stop(h);
+		s->step_armed = false;
+	}
+}
+
 /* Size the per-job caches to the configuration. */
 static void
 sched_index_jobs(struct sched *s)
@@ -78,9 +104,28 @@ sched_new(uv_loop_t *loop, struct store *store, struct exec *exec,
 	uv_timer_init(loop, &s->late_timer);
 	s->late_timer.data = s;
 	s->fresh = fresh_new();
-	uv_idle_init(loop, &s->kick);
-	s->kick.data = s;
+	uv_idle_init(loop, &s->step);
+	s->step.data = s;
+	s->step_cb = sched_step_cb;
 	*out = s;
+	return 0;
+}
+
+int
+sched_start(struct sched *s, struct err *err)
+{
+	return sched_start_adopt(s, NULL, 0, NULL, err);
+}
+
+int
+sched_start_adopt(struct sched *s, const struct adopt_row *rows, size_t nrows,
+		  enum adopt_action *action, struct err *err)
+{
+	if (sched_recover(s, rows, nrows, action, err) < 0)
+		return -1;
+	sched_probe_warehouses(s);
+	sched_schedule(s, false, -1);
+	sched_want(s, SCHED_WANT_DISPATCH);
 	return 0;
 }
 
@@ -101,51 +146,8 @@ sched_reload(struct sched *s, struct config *cfg)
 	sched_probe_warehouses(s);
 	if (!s->draining)
 		sched_schedule(s, false, -1);
-	sched_kick(s);
+	sched_want(s, SCHED_WANT_DISPATCH);
 	return cancelled;
-}
-
-/* End a transaction the caller began: commit after rc 0 (its writes
- * went in), roll back otherwise; 0, or -1 with err filled by the write
- * or the commit that failed. */
-int
-sched_tx_end(struct sched *s, int rc, struct err *err)
-{
-	if (rc == 0 && store_commit(s->store, err) == 0)
-		return 0;
-	store_rollback(s->store);
-	return -1;
-}
-
-int
-sched_flush(struct sched *s)
-{
-	struct err err;
-
-	if (store_flush(s->store, &err) == 0) {
-		/* the records of the runs done so far are committed: their
-		 * ClickHouse stages may go (exec.h) */
-		if (!s->store_failed)
-			exec_release_stages(s->exec);
-		return 0;
-	}
-	/* rule 7: the turn's changes are rolled back and memory is ahead
-	 * of the store; stop taking work, say so once, let main.c decide */
-	if (!s->store_failed) {
-		s->store_failed = true;
-		s->store_failed_at = clock_now_ms();
-		snprintf(s->store_error, sizeof s->store_error, "%s", err.msg);
-		store_refuse_all(s->store, s->store_error);
-		log_err(
-		    "cannot commit to the state store: %s; no new runs start"
-		    " and nothing more is acknowledged until it can be written"
-		    " again: free space on its filesystem, backfilld resumes"
-		    " by itself",
-		    err.msg);
-		if (s->store_cb)
-			s->store_cb(s->store_data);
-	}
-	return -1;
 }
 
 bool
@@ -222,7 +224,7 @@ sched_set_hooks(struct sched *s, struct hooks *h)
 void
 sched_poke(struct sched *s)
 {
-	sched_kick(s);
+	sched_want(s, SCHED_WANT_DISPATCH);
 }
 
 void
@@ -283,7 +285,7 @@ sched_close(struct sched *s)
 	uv_close((uv_handle_t *)&s->retry_timer, NULL);
 	uv_close((uv_handle_t *)&s->due_timer, NULL);
 	uv_close((uv_handle_t *)&s->late_timer, NULL);
-	uv_close((uv_handle_t *)&s->kick, NULL);
+	uv_close((uv_handle_t *)&s->step, NULL);
 }
 
 void
