@@ -12,7 +12,11 @@
       (daemon/server/scheduler.c and daemon/server/sched_*.c): file A
       points to file B when A uses the name of a function B defines (and
       A does not define itself); a call through a function pointer or a
-      struct member (x.f(), x->f()) is no arrow.
+      struct member (x.f(), x->f()) is no arrow;
+  (e) when scheduler.c's top comment has its table of layers ("layer
+      files", then one line per layer: its number and its files), every
+      file of the scheduler is in one layer and every arrow of (d) goes
+      from a layer to a higher-numbered one (down).
 
 Each violation is printed as one line.  KNOWN below lists the violations
 known today, one line each with its figure, as this script prints them:
@@ -29,14 +33,44 @@ Exit 0 when the tree holds, 1 when it does not.
 """
 
 import argparse
+import functools
 import os
 import re
 import sys
 
 # The known violations, one line each, exactly as printed below ("lines",
-# "function" and "include" lines only: a cycle is never tolerated).  The
+# "function" and "include" lines only: a cycle or a layer crossed is
+# never tolerated).  The
 # figure is a ceiling: a file or function that grows past it fails.
 KNOWN = """
+function daemon/cli/ctl.c:main 97
+function daemon/cmd/cmd_audit.c:audit_cb 111
+function daemon/cmd/cmd_runs.c:runs_cb 82
+lines daemon/lib/config.c 3816
+function daemon/lib/config.c:cfg_link 95
+function daemon/lib/config.c:config_free 93
+function daemon/lib/pgsql.c:pgsql_parse 84
+function daemon/lib/sqlscan.c:sqlscan_next 98
+lines daemon/server/cluster_worker.c 1608
+lines daemon/server/control.c 1871
+lines daemon/server/exec.c 2458
+function daemon/server/exec.c:exec_sql_tx 81
+function daemon/server/exec.c:exec_sql_run 86
+function daemon/server/exec.c:exec_cmd_start 88
+function daemon/server/main.c:daemon_start 93
+function daemon/server/main.c:main 154
+function daemon/server/metrics.c:metrics_render 124
+function daemon/server/report.c:report_render 85
+lines daemon/store/cluster_pg.c 2175
+lines daemon/store/store_pg.c 3272
+lines daemon/store/store_sqlite.c 2152
+lines daemon/wh/wh_sqlite.c 1231
+include daemon/wh/wh_pg.c server/clock_ms.h
+include daemon/wh/wh_sqlite.c server/clock_ms.h
+include daemon/store/cluster_pg.c server/cluster.h
+include daemon/store/store.c server/module.h
+include daemon/store/store_pg.h server/cluster.h
+include daemon/store/store_sqlite.c server/log.h
 """.strip().splitlines()
 
 MAX_FILE_LINES = 1200
@@ -126,7 +160,8 @@ class CFile:
             self.text = f.read()
         self.nlines = self.text.count('\n') + (
             0 if self.text.endswith('\n') or not self.text else 1)
-        self.functions = []   # (name, static, first line, last line)
+        # [name, static, line of {, line of }, line of the name]
+        self.functions = []
         self.uses = {}        # name -> [function using it ('' file scope)]
         self._parse(list(tokens(strip_c(self.text))))
 
@@ -139,7 +174,8 @@ class CFile:
                     fn = self._definition(toks, k)
                     if fn is not None:
                         current = fn[0]
-                        self.functions.append([fn[0], fn[1], line, line])
+                        self.functions.append([fn[0], fn[1], line, line,
+                                               fn[2]])
                 depth += 1
             elif t == '}':
                 depth = max(0, depth - 1)
@@ -184,13 +220,13 @@ class CFile:
                 if toks[b][0] == 'static':
                     static = True
                 b -= 1
-            return name, static
+            return name, static, toks[i - 1][1]
         return None
 
     def long_functions(self, limit):
-        for name, _static, first, last in self.functions:
+        for name, _static, first, last, at in self.functions:
             if last - first + 1 > limit:
-                yield name, first, last - first + 1
+                yield name, at, last - first + 1
 
 
 def c_files(root, sub):
@@ -248,6 +284,7 @@ def check_includes(root):
     return out
 
 
+@functools.lru_cache(maxsize=None)
 def sched_graph(root):
     """The scheduler's files: {file: {file it uses: [(fn, name)]}}."""
     top = os.path.join(root, SCHED_DIR)
@@ -258,7 +295,7 @@ def sched_graph(root):
                 files[f] = CFile(os.path.join(top, f), SCHED_DIR + '/' + f)
     owner = {}
     for f, cf in files.items():
-        for name, static, _a, _b in cf.functions:
+        for name, static, _a, _b, _at in cf.functions:
             if not static:
                 owner.setdefault(name, f)
     graph = {f: {} for f in files}
@@ -338,6 +375,58 @@ def check_cycles(root):
     return out
 
 
+LAYER_HEAD = re.compile(r'^\s*\*\s+layer\s+files\s*$')
+LAYER_ROW = re.compile(r'^\s*\*\s+(\d+)\s+((?:\S+\.c\s*)+)$')
+
+
+def sched_layers(root):
+    """{file: layer} from scheduler.c's table, or None without one."""
+    path = os.path.join(root, SCHED_DIR, 'scheduler.c')
+    if not os.path.isfile(path):
+        return None
+    layers, inside = None, False
+    with open(path, encoding='utf-8', errors='replace') as f:
+        for ln in f:
+            if LAYER_HEAD.match(ln):
+                layers, inside = {}, True
+                continue
+            m = LAYER_ROW.match(ln) if inside else None
+            if m is None:
+                inside = inside and not layers
+                continue
+            for name in m.group(2).split():
+                layers.setdefault(name, []).append(int(m.group(1)))
+    return layers
+
+
+def check_layers(root):
+    """(e): one line per file out of the table, per arrow up or across."""
+    layers = sched_layers(root)
+    if layers is None:
+        return []
+    graph = sched_graph(root)
+    out = []
+    for f in sorted(set(graph) | set(layers)):
+        where = layers.get(f, [])
+        if len(where) != 1 or f not in graph:
+            key = 'layer %s' % f
+            why = ('in no layer' if not where else
+                   'in layers %s' % ' '.join(map(str, where))
+                   if f in graph else 'not a file of the scheduler')
+            out.append((key, None, '%s: %s of the table at the top of'
+                        ' %s/scheduler.c' % (key, why, SCHED_DIR)))
+    for f, to in graph.items():
+        for g, uses in sorted(to.items()):
+            a, b = layers.get(f, [0]), layers.get(g, [0])
+            if len(a) == 1 and len(b) == 1 and f in layers and \
+                    g in layers and b[0] <= a[0]:
+                key = 'layer %s (%d) -> %s (%d)' % (f, a[0], g, b[0])
+                out.append((key, None, '%s: %s:%s uses %s, not of a'
+                            ' lower layer' % (key, f, uses[0][0],
+                                              uses[0][1])))
+    return out
+
+
 def parse_known(lines):
     """{key: figure} of the known violations (blank and # lines skipped)."""
     known = {}
@@ -361,7 +450,8 @@ def parse_known(lines):
 def check(root, known_lines):
     """The lines to print and whether the tree holds."""
     known = parse_known(known_lines)
-    found = check_sizes(root) + check_includes(root) + check_cycles(root)
+    found = (check_sizes(root) + check_includes(root) + check_cycles(root) +
+             check_layers(root))
     lines, ok, seen = [], True, set()
     for key, figure, line in found:
         seen.add(key)

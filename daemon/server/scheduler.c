@@ -1,38 +1,57 @@
 /*
- * scheduler.c - the scheduler's life cycle and the store's commit.
+ * scheduler.c - the scheduler's one entry: its life cycle (new, start,
+ * reload, drain, close), and the loop's step, where what the files
+ * below asked for during a loop turn (sched_want) is done once.
  *
  * The scheduling rules live with the code that applies each:
- *  1. The store first                     here (sched_flush)
+ *  1. The store first                     sched_store.c (sched_flush)
  *  2. Caps                                pick.c (pick_job_free)
  *  3. Order                               pick.c (pick_item)
  *  4. Downstream, fail fast, retry        manifest.c (manifest_settle, ...)
  *  5. One run for many                    pick.c (pick_gather)
  *  6. The schedule                        schedule.c (schedule_decide)
- *  7. A store that cannot be written      here (sched_flush)
+ *  7. A store that cannot be written      sched_store.c (sched_flush)
  * manifest.c, pick.c and schedule.c are pure (no libuv, no store, no
  * clock); the shell that applies their decisions is split by concern
- * (sched_int.h).
+ * (sched_int.h says which file does what).
  *
- * Rule 1, the store first.  A state change is committed to the state
- * store before it is acknowledged to a client: the changes of one loop
- * turn (runs started and finished) share one transaction, committed by
- * sched_flush() at the end of the turn and before any answer is sent; a
- * request is committed before its id is returned.  A crash can lose only
- * the record of runs of the last turn, whose partitions are then still
- * queued and run again (partition writes are idempotent).
+ * Layers.  The shell's files call each other in one direction only: a
+ * file calls functions of files in layers below its own, never above,
+ * never around (tools/check_layout.py checks that this table holds and
+ * that no circle exists; meson test test_layout):
  *
- * Rule 7, a store that cannot be written (a full disk) stops the work,
- * never the daemon: when a write fails (store.h), the turn is rolled
- * back and memory is ahead of the store, so no run starts, nothing is
- * materialised and no answer acknowledges anything from then on
- * (sched_flush fails, control.c answers with the error); runs in flight
- * finish unrecorded, and no later turn writes anything either
- * (store_refuse_all): it could commit the end of a change whose start
- * was rolled back (a request finished, its last run still running in
- * the store), which a restart would then never repair.  main.c waits
- * until the store can be written and nothing runs, then restarts the
- * daemon in place, which resumes from the last commit as after a crash
- * (rule 1).
+ *   layer  files
+ *   1      scheduler.c
+ *   2      sched_recover.c sched_clock.c sched_mark.c sched_query.c
+ *   3      sched_adopt.c sched_sensor.c
+ *   4      sched_dispatch.c
+ *   5      sched_cutoff.c sched_budget.c sched_shards.c
+ *   6      sched_request.c sched_submit.c
+ *   7      sched_fresh.c
+ *   8      sched_audit.c sched_jobstate.c sched_store.c
+ *
+ * 1 is the entry: main.c, control.c and the cluster start, reload and
+ * stop the scheduler through it, and the loop runs its step.  2 are the
+ * policies, each called by the entry or by a command (scheduler.h):
+ * start and recovery, the clock schedule, mark, the read-only views.  3
+ * what two of them use (adoption by a new planner, the late_data
+ * sensors).  4 starts runs and records their ends; 5 what a run's start
+ * or end involves beside that (early cut-off, budgets, ClickHouse
+ * shards).  6 requests: the core's changes written, landings, watchers,
+ * a submission written.  7 deadlines and their hooks; 8 the job state
+ * cache, the audit JSON, and the store's commit with the writes every
+ * file shares.
+ *
+ * A file that must have something done that belongs above it does not
+ * call up: it asks with sched_want() (sched_int.h), which sets a flag
+ * and arms the idle handle; the step (sched_step_cb, here) does it once
+ * at the end of the loop turn, before main.c commits the turn (rule
+ * 1): SCHED_WANT_DISPATCH (a request queued, a run ended, a job
+ * resumed: start what the caps allow) and SCHED_WANT_SCHEDULE (a
+ * sensor's check came back: run the schedule again).  Libuv's callbacks
+ * (a timer, a run's done_cb) enter the file that armed them; a call
+ * through a function pointer (the remote, a watcher, the change and
+ * store callbacks) is no arrow.
  */
 #include "sched_int.h"
 
