@@ -1,29 +1,9 @@
 /*
  * sched_store.c - the bottom of the scheduler's shell: the store's
- * commit (rules 1 and 7) and the writes and reads every other file of
- * the shell shares.  It calls no other file of the shell (scheduler.c
- * says how the files are layered).
- *
- * Rule 1, the store first.  A state change is committed to the state
- * store before it is acknowledged to a client: the changes of one loop
- * turn (runs started and finished) share one transaction, committed by
- * sched_flush() at the end of the turn and before any answer is sent; a
- * request is committed before its id is returned.  A crash can lose only
- * the record of runs of the last turn, whose partitions are then still
- * queued and run again (partition writes are idempotent).
- *
- * Rule 7, a store that cannot be written (a full disk) stops the work,
- * never the daemon: when a write fails (store.h), the turn is rolled
- * back and memory is ahead of the store, so no run starts, nothing is
- * materialised and no answer acknowledges anything from then on
- * (sched_flush fails, control.c answers with the error); runs in flight
- * finish unrecorded, and no later turn writes anything either
- * (store_refuse_all): it could commit the end of a change whose start
- * was rolled back (a request finished, its last run still running in
- * the store), which a restart would then never repair.  main.c waits
- * until the store can be written and nothing runs, then restarts the
- * daemon in place, which resumes from the last commit as after a crash
- * (rule 1).
+ * commit, which applies rules 1 and 7 (the store first; a store that
+ * cannot be written stops the work, never the daemon: both stated at
+ * the top of scheduler.c), and the writes and reads every other file of
+ * the shell shares.  It calls no other file of the shell.
  */
 #include "sched_int.h"
 
