@@ -11,7 +11,6 @@
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
-#include <string.h>
 
 #include "clock.h"
 #include "hooks.h"

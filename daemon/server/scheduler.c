@@ -30,17 +30,19 @@
  *   7      sched_fresh.c
  *   8      sched_audit.c sched_jobstate.c sched_store.c
  *
- * 1 is the entry: main.c, control.c and the cluster start, reload and
- * stop the scheduler through it, and the loop runs its step.  2 are the
- * policies, each called by the entry or by a command (scheduler.h):
- * start and recovery, the clock schedule, mark, the read-only views.  3
- * what two of them use (adoption by a new planner, the late_data
- * sensors).  4 starts runs and records their ends; 5 what a run's start
- * or end involves beside that (early cut-off, budgets, ClickHouse
- * shards).  6 requests: the core's changes written, landings, watchers,
- * a submission written.  7 deadlines and their hooks; 8 the job state
- * cache, the audit JSON, and the store's commit with the writes every
- * file shares.
+ * 1 is the entry of the loop: the life cycle main.c and the cluster
+ * drive, and the step.  2 are the policies: start and recovery, the
+ * clock schedule, mark, the read-only views.  3 what they use beside
+ * (adoption by a new planner, the late_data sensors).  4 starts runs
+ * and records their ends; 5 what a run's start or end involves beside
+ * that (early cut-off, budgets, ClickHouse shards).  6 requests: the
+ * core's changes written, landings, watchers, cancel and retry, a
+ * submission planned and written.  7 deadlines and their hooks; 8 the
+ * job state cache, the audit JSON, the store's commit and the writes
+ * every file shares.  scheduler.h's functions are each defined in the
+ * file of its concern, so a command enters at the layer it needs (a
+ * backfill at sched_submit.c, a cancel at sched_request.c): since no
+ * file calls up, whatever it starts runs downwards from there.
  *
  * A file that must have something done that belongs above it does not
  * call up: it asks with sched_want() (sched_int.h), which sets a flag
