@@ -474,6 +474,15 @@ rr_result(const json_t *o, struct runresult *r, struct err *err)
 	return rr_lists(o, r, err);
 }
 
+/* The length of s before the first needle (all of s without one). */
+static size_t
+rr_before(const char *s, const char *needle)
+{
+	const char *at = strstr(s, needle);
+
+	return at != NULL ? (size_t)(at - s) : strlen(s);
+}
+
 /* A text that starts with '{': one JSON object, read by jansson. */
 static int
 runresult_parse_json(const char *text, struct runresult *r, struct err *err)
@@ -489,9 +498,12 @@ runresult_parse_json(const char *text, struct runresult *r, struct err *err)
 		case json_error_stack_overflow:
 			return rr_fail(err, NULL, "nested too deep");
 		default:
+			/* jansson's words without the text "near" the error,
+			 * which may hold any byte, a newline too */
 			return err_set(err, EXIT_BAD_INPUT, "a malformed run"
-				       " result: %s at byte %d", je.text,
-				       je.position);
+				       " result: %.*s at byte %d",
+				       (int)rr_before(je.text, " near "),
+				       je.text, je.position);
 		}
 	}
 	rc = rr_bounded(root, 1, err);
