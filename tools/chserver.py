@@ -14,6 +14,10 @@ etl.password in the folder).  Run as root, the server is started as the
     finally:
         srv.close()           # SIGKILL of its process group, folder removed
 
+ZkServer is a standalone ZooKeeper of the same kind (java and Debian's
+`zookeeper` package), for servers that are replicas of one another
+(ReplicatedMergeTree): ChServer(extra=zk.xml() + macros).
+
 Python 3 standard library only.
 """
 import os
@@ -47,7 +51,7 @@ CONFIG_XML = """<?xml version="1.0"?>
   <mark_cache_size>{cache}</mark_cache_size>
   <uncompressed_cache_size>{cache}</uncompressed_cache_size>
   <max_concurrent_queries>50</max_concurrent_queries>
-{query_log}</yandex>
+{query_log}{extra}</yandex>
 """
 
 USERS_XML = """<?xml version="1.0"?>
@@ -88,7 +92,9 @@ class ChServer:
 
     def __init__(self, prefix="backfilld-ch-", password="etl-secret-0d1e",
                  cache=53687091, keep=False, query_log=False,
-                 parent=None):
+                 parent=None, extra=""):
+        """extra: XML inside <yandex> (a <zookeeper> section, <macros>,
+        <remote_servers>), ZkServer.xml() for one."""
         if not os.access(SERVER, os.X_OK):
             raise ChServerError("no %s (apt-get install clickhouse-server)" % SERVER)
         self.password = password
@@ -102,7 +108,8 @@ class ChServer:
         with open(os.path.join(self.dir, "config.xml"), "w") as f:
             f.write(CONFIG_XML.format(d=self.dir, http=self.http, tcp=self.tcp,
                                       inter=self.inter, cache=cache,
-                                      query_log=QUERY_LOG_XML if query_log else ""))
+                                      query_log=QUERY_LOG_XML if query_log else "",
+                                      extra=extra))
         with open(os.path.join(self.dir, "users.xml"), "w") as f:
             f.write(USERS_XML.format(pw=password, log_queries="<log_queries>1</log_queries>"
                                      if query_log else ""))
@@ -214,3 +221,111 @@ class ChServer:
 
 class ChQueryError(Exception):
     """A statement the server refused."""
+
+
+ZK_JAR = os.environ.get("ZOOKEEPER_JAR", "/usr/share/java/zookeeper.jar")
+JAVA = os.environ.get("JAVA", "java")
+
+ZOO_CFG = """tickTime=500
+initLimit=10
+syncLimit=5
+dataDir={d}/data
+clientPort={port}
+clientPortAddress=127.0.0.1
+maxClientCnxns=0
+"""
+
+
+class ZkServer:
+    """A standalone ZooKeeper of our own (Debian's `zookeeper` package, run
+    with java): its own folder, data dir and free port on 127.0.0.1, no
+    admin server; close() stops it whatever happened.  As ChServer, it
+    raises ChServerError(why) when it cannot start, and keep=True keeps
+    its folder.  The JVM is killed too when the process that started it
+    dies (PR_SET_PDEATHSIG): a ZooKeeper outlives no test."""
+
+    def __init__(self, prefix="backfilld-zk-", keep=False, parent=None):
+        if not os.path.exists(ZK_JAR):
+            raise ChServerError("no %s (apt-get install zookeeper)" % ZK_JAR)
+        if shutil.which(JAVA) is None:
+            raise ChServerError("no %s for ZooKeeper (apt-get install zookeeper)" % JAVA)
+        self.keep = keep
+        self.proc = None
+        self.out = None
+        self.dir = tempfile.mkdtemp(prefix=prefix, dir=parent)
+        self.port = free_port()
+        os.makedirs(os.path.join(self.dir, "data"))
+        cfg = os.path.join(self.dir, "zoo.cfg")
+        with open(cfg, "w") as f:
+            f.write(ZOO_CFG.format(d=self.dir, port=self.port))
+        argv = [JAVA, "-Xmx192m", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1",
+                "-Dzookeeper.admin.enableServer=false",
+                "-Dzookeeper.4lw.commands.whitelist=ruok",
+                "-cp", ZK_JAR, "org.apache.zookeeper.server.ZooKeeperServerMain", cfg]
+        self.out = open(os.path.join(self.dir, "stdout.log"), "a")
+        self.proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=self.out,
+                                     stderr=self.out, start_new_session=True, cwd=self.dir,
+                                     preexec_fn=_die_with_parent)
+        if not self._wait_ready():
+            log = self.log_tail()
+            self.close()
+            raise ChServerError("ZooKeeper did not start:\n%s" % log)
+
+    def _wait_ready(self, timeout=60):
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if self.proc.poll() is not None:
+                return False
+            if self.ruok():
+                return True
+            time.sleep(0.1)   # polling its `ruok`: it has no readiness event
+        return False
+
+    def ruok(self):
+        """True when the server answers `ruok` with `imok`."""
+        try:
+            with socket.create_connection(("127.0.0.1", self.port), timeout=2) as s:
+                s.sendall(b"ruok")
+                return s.recv(16) == b"imok"
+        except OSError:
+            return False
+
+    def log_tail(self):
+        try:
+            with open(os.path.join(self.dir, "stdout.log"), errors="replace") as f:
+                return f.read()[-1500:]
+        except OSError:
+            return ""
+
+    def xml(self, session_timeout_ms=30000):
+        """The <zookeeper> section of a clickhouse-server's config."""
+        return ("  <zookeeper><node><host>127.0.0.1</host><port>%d</port></node>\n"
+                "    <session_timeout_ms>%d</session_timeout_ms></zookeeper>\n"
+                % (self.port, session_timeout_ms))
+
+    def close(self):
+        """SIGKILL of its process group, folder removed; safe twice."""
+        p, self.proc = self.proc, None
+        if p is not None:
+            if p.poll() is None:
+                try:
+                    os.killpg(p.pid, signal.SIGKILL)
+                except ProcessLookupError:
+                    pass
+            p.wait()
+        if self.out is not None:
+            self.out.close()
+            self.out = None
+        if not self.keep and os.path.isdir(self.dir):
+            shutil.rmtree(self.dir, ignore_errors=True)
+
+    kill = close   # for harness.register_server
+
+
+def _die_with_parent():
+    """In the child before exec: SIGKILL when the parent dies (Linux)."""
+    try:
+        import ctypes
+        ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
+    except (OSError, AttributeError):
+        pass
