@@ -92,13 +92,16 @@ class ChServer:
 
     def __init__(self, prefix="backfilld-ch-", password="etl-secret-0d1e",
                  cache=53687091, keep=False, query_log=False,
-                 parent=None, extra=""):
-        """extra: XML inside <yandex> (a <zookeeper> section, <macros>,
-        <remote_servers>), ZkServer.xml() for one."""
+                 parent=None, extra="", own_parent=False):
+        """parent: the folder to make its own in (own_parent: a folder
+        made for it alone, harness.suite_mkdtemp's, removed with it);
+        extra: XML inside <yandex> (<remote_servers>, or
+        ZkServer.replica_xml() for a replica)."""
         if not os.access(SERVER, os.X_OK):
-            raise ChServerError("no %s (apt-get install clickhouse-server)" % SERVER)
+            _refuse(parent, own_parent, "no %s (apt-get install clickhouse-server)" % SERVER)
         self.password = password
         self.keep = keep
+        self.own_parent = own_parent
         self.proc = None
         self.out = None
         self.dir = tempfile.mkdtemp(prefix=prefix, dir=parent)
@@ -182,8 +185,7 @@ class ChServer:
     def close(self):
         """Stop the server (SIGKILL of its process group) and remove its folder."""
         self._stop()
-        if not self.keep and os.path.isdir(self.dir):
-            shutil.rmtree(self.dir, ignore_errors=True)
+        _remove(self)
 
     kill = close   # for harness.register_server: as fast, and safe twice
 
@@ -224,6 +226,7 @@ class ChQueryError(Exception):
 
 
 ZK_JAR = os.environ.get("ZOOKEEPER_JAR", "/usr/share/java/zookeeper.jar")
+ZK_LOG_JAR = "/usr/share/java/slf4j-simple.jar"   # its log on stderr (libslf4j-java)
 JAVA = os.environ.get("JAVA", "java")
 
 ZOO_CFG = """tickTime=500
@@ -244,12 +247,13 @@ class ZkServer:
     its folder.  The JVM is killed too when the process that started it
     dies (PR_SET_PDEATHSIG): a ZooKeeper outlives no test."""
 
-    def __init__(self, prefix="backfilld-zk-", keep=False, parent=None):
+    def __init__(self, prefix="backfilld-zk-", keep=False, parent=None, own_parent=False):
         if not os.path.exists(ZK_JAR):
-            raise ChServerError("no %s (apt-get install zookeeper)" % ZK_JAR)
+            _refuse(parent, own_parent, "no %s (apt-get install zookeeper)" % ZK_JAR)
         if shutil.which(JAVA) is None:
-            raise ChServerError("no %s for ZooKeeper (apt-get install zookeeper)" % JAVA)
+            _refuse(parent, own_parent, "no %s for ZooKeeper (apt-get install zookeeper)" % JAVA)
         self.keep = keep
+        self.own_parent = own_parent
         self.proc = None
         self.out = None
         self.dir = tempfile.mkdtemp(prefix=prefix, dir=parent)
@@ -260,8 +264,10 @@ class ZkServer:
             f.write(ZOO_CFG.format(d=self.dir, port=self.port))
         argv = [JAVA, "-Xmx192m", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1",
                 "-Dzookeeper.admin.enableServer=false",
-                "-Dzookeeper.4lw.commands.whitelist=ruok",
-                "-cp", ZK_JAR, "org.apache.zookeeper.server.ZooKeeperServerMain", cfg]
+                "-Dzookeeper.4lw.commands.whitelist=srvr",
+                "-Dorg.slf4j.simpleLogger.showDateTime=true",
+                "-cp", ZK_JAR + (":" + ZK_LOG_JAR if os.path.exists(ZK_LOG_JAR) else ""),
+                "org.apache.zookeeper.server.ZooKeeperServerMain", cfg]
         self.out = open(os.path.join(self.dir, "stdout.log"), "a")
         self.proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=self.out,
                                      stderr=self.out, start_new_session=True, cwd=self.dir,
@@ -276,17 +282,19 @@ class ZkServer:
         while time.monotonic() < deadline:
             if self.proc.poll() is not None:
                 return False
-            if self.ruok():
+            if self.serving():
                 return True
-            time.sleep(0.1)   # polling its `ruok`: it has no readiness event
+            time.sleep(0.1)   # polling its `srvr`: it has no readiness event
         return False
 
-    def ruok(self):
-        """True when the server answers `ruok` with `imok`."""
+    def serving(self):
+        """True when the server serves requests: `srvr` gives its version
+        (`ruok` says imok as soon as it listens, before it loaded its
+        database; a client connecting then is dropped)."""
         try:
             with socket.create_connection(("127.0.0.1", self.port), timeout=2) as s:
-                s.sendall(b"ruok")
-                return s.recv(16) == b"imok"
+                s.sendall(b"srvr")
+                return s.recv(64).startswith(b"Zookeeper version:")
         except OSError:
             return False
 
@@ -303,6 +311,16 @@ class ZkServer:
                 "    <session_timeout_ms>%d</session_timeout_ms></zookeeper>\n"
                 % (self.port, session_timeout_ms))
 
+    def replica_xml(self, shard, replica):
+        """extra= for a clickhouse-server that is replica `replica` of shard
+        `shard` on this ZooKeeper: the <zookeeper> section, the {shard} and
+        {replica} macros, and 127.0.0.1 as the host its replicas fetch
+        parts from (its interserver port)."""
+        return (self.xml() +
+                "  <macros><shard>%s</shard><replica>%s</replica></macros>\n"
+                "  <interserver_http_host>127.0.0.1</interserver_http_host>\n"
+                % (shard, replica))
+
     def close(self):
         """SIGKILL of its process group, folder removed; safe twice."""
         p, self.proc = self.proc, None
@@ -316,10 +334,26 @@ class ZkServer:
         if self.out is not None:
             self.out.close()
             self.out = None
-        if not self.keep and os.path.isdir(self.dir):
-            shutil.rmtree(self.dir, ignore_errors=True)
+        _remove(self)
 
     kill = close   # for harness.register_server
+
+
+def _refuse(parent, own_parent, why):
+    """Raise ChServerError(why) for a server that cannot start here, its
+    own parent folder (own_parent) removed."""
+    if own_parent and parent:
+        shutil.rmtree(parent, ignore_errors=True)
+    raise ChServerError(why)
+
+
+def _remove(srv):
+    """A stopped server's folder (and its parent if own_parent), unless keep."""
+    if srv.keep:
+        return
+    folder = os.path.dirname(srv.dir) if srv.own_parent else srv.dir
+    if os.path.isdir(folder):
+        shutil.rmtree(folder, ignore_errors=True)
 
 
 def _die_with_parent():
