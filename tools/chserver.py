@@ -16,7 +16,7 @@ etl.password in the folder).  Run as root, the server is started as the
 
 ZkServer is a standalone ZooKeeper of the same kind (java and Debian's
 `zookeeper` package), for servers that are replicas of one another
-(ReplicatedMergeTree): ChServer(extra=zk.xml() + macros).
+(ReplicatedMergeTree): ChServer(extra=zk.replica_xml(shard, replica)).
 
 Python 3 standard library only.
 """
@@ -87,8 +87,78 @@ def free_port():
     return p
 
 
-class ChServer:
+class _Server:
+    """What ChServer and ZkServer share: a process group of its own in
+    self.dir (its output in stdout.log), waited for by polling, stopped
+    with SIGKILL, its folder removed unless keep."""
+
+    LOGS = ("stdout.log",)
+
+    def _init_dir(self, prefix, keep, parent, own_parent):
+        self.keep = keep
+        self.own_parent = own_parent
+        self.proc = None
+        self.out = None
+        self.dir = tempfile.mkdtemp(prefix=prefix, dir=parent)
+
+    def _spawn(self, argv, **kw):
+        self.out = open(os.path.join(self.dir, "stdout.log"), "a")
+        self.proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=self.out,
+                                     stderr=self.out, start_new_session=True, cwd=self.dir,
+                                     **kw)
+
+    def _wait(self, ready, timeout=60):
+        """True once ready() is, False if the process ended or timeout
+        passed (the servers have no readiness event: polled)."""
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if self.proc.poll() is not None:
+                return False
+            if ready():
+                return True
+            time.sleep(0.1)
+        return False
+
+    def log_tail(self):
+        out = []
+        for n in self.LOGS:
+            try:
+                with open(os.path.join(self.dir, n), errors="replace") as f:
+                    out.append(f.read()[-1500:])
+            except OSError:
+                pass
+        return "\n".join(out)
+
+    def _stop(self):
+        p, self.proc = self.proc, None
+        if p is not None:
+            if p.poll() is None:
+                try:
+                    os.killpg(p.pid, signal.SIGKILL)
+                except ProcessLookupError:
+                    pass
+            p.wait()
+        if self.out is not None:
+            self.out.close()
+            self.out = None
+
+    def close(self):
+        """Stop the server (SIGKILL of its process group) and remove its
+        folder (its parent too if own_parent), unless keep; safe twice."""
+        self._stop()
+        if self.keep:
+            return
+        folder = os.path.dirname(self.dir) if self.own_parent else self.dir
+        if os.path.isdir(folder):
+            shutil.rmtree(folder, ignore_errors=True)
+
+    kill = close   # for harness.register_server: as fast, and safe twice
+
+
+class ChServer(_Server):
     """A clickhouse-server of our own; close() stops it whatever happened."""
+
+    LOGS = ("stdout.log", "log/error.log")
 
     def __init__(self, prefix="backfilld-ch-", password="etl-secret-0d1e",
                  cache=53687091, keep=False, query_log=False,
@@ -100,11 +170,7 @@ class ChServer:
         if not os.access(SERVER, os.X_OK):
             _refuse(parent, own_parent, "no %s (apt-get install clickhouse-server)" % SERVER)
         self.password = password
-        self.keep = keep
-        self.own_parent = own_parent
-        self.proc = None
-        self.out = None
-        self.dir = tempfile.mkdtemp(prefix=prefix, dir=parent)
+        self._init_dir(prefix, keep, parent, own_parent)
         self.http, self.tcp, self.inter = free_port(), free_port(), free_port()
         for sub in ("data", "tmp", "user_files", "log", "format_schemas"):
             os.makedirs(os.path.join(self.dir, sub))
@@ -141,53 +207,17 @@ class ChServer:
                 for n in files:
                     shutil.chown(os.path.join(root, n), as_user)
             argv = ["runuser", "-u", as_user, "--"] + argv
-        self.out = open(os.path.join(self.dir, "stdout.log"), "a")
-        self.proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=self.out,
-                                     stderr=self.out, start_new_session=True, cwd=self.dir)
+        self._spawn(argv)
 
-    def _wait_ready(self, timeout=60):
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
-            if self.proc.poll() is not None:
-                return False
-            try:
-                if urllib.request.urlopen("http://127.0.0.1:%d/ping" % self.http,
-                                          timeout=2).read().strip() == b"Ok.":
-                    return True
-            except (OSError, urllib.error.URLError):
-                pass
-            time.sleep(0.1)   # polling the server's /ping: it has no readiness event
-        return False
+    def _wait_ready(self):
+        return self._wait(self._ping)
 
-    def log_tail(self):
-        out = []
-        for n in ("stdout.log", "log/error.log"):
-            try:
-                with open(os.path.join(self.dir, n), errors="replace") as f:
-                    out.append(f.read()[-1500:])
-            except OSError:
-                pass
-        return "\n".join(out)
-
-    def _stop(self):
-        p, self.proc = self.proc, None
-        if p is not None:
-            if p.poll() is None:
-                try:
-                    os.killpg(p.pid, signal.SIGKILL)
-                except ProcessLookupError:
-                    pass
-            p.wait()
-        if self.out is not None:
-            self.out.close()
-            self.out = None
-
-    def close(self):
-        """Stop the server (SIGKILL of its process group) and remove its folder."""
-        self._stop()
-        _remove(self)
-
-    kill = close   # for harness.register_server: as fast, and safe twice
+    def _ping(self):
+        try:
+            return urllib.request.urlopen("http://127.0.0.1:%d/ping" % self.http,
+                                          timeout=2).read().strip() == b"Ok."
+        except (OSError, urllib.error.URLError):
+            return False
 
     def url(self, db):
         """The HTTP interface's URL for database db (a clickhouse: warehouse)."""
@@ -239,7 +269,7 @@ maxClientCnxns=0
 """
 
 
-class ZkServer:
+class ZkServer(_Server):
     """A standalone ZooKeeper of our own (Debian's `zookeeper` package, run
     with java): its own folder, data dir and free port on 127.0.0.1, no
     admin server; close() stops it whatever happened.  As ChServer, it
@@ -252,11 +282,7 @@ class ZkServer:
             _refuse(parent, own_parent, "no %s (apt-get install zookeeper)" % ZK_JAR)
         if shutil.which(JAVA) is None:
             _refuse(parent, own_parent, "no %s for ZooKeeper (apt-get install zookeeper)" % JAVA)
-        self.keep = keep
-        self.own_parent = own_parent
-        self.proc = None
-        self.out = None
-        self.dir = tempfile.mkdtemp(prefix=prefix, dir=parent)
+        self._init_dir(prefix, keep, parent, own_parent)
         self.port = free_port()
         os.makedirs(os.path.join(self.dir, "data"))
         cfg = os.path.join(self.dir, "zoo.cfg")
@@ -268,24 +294,11 @@ class ZkServer:
                 "-Dorg.slf4j.simpleLogger.showDateTime=true",
                 "-cp", ZK_JAR + (":" + ZK_LOG_JAR if os.path.exists(ZK_LOG_JAR) else ""),
                 "org.apache.zookeeper.server.ZooKeeperServerMain", cfg]
-        self.out = open(os.path.join(self.dir, "stdout.log"), "a")
-        self.proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=self.out,
-                                     stderr=self.out, start_new_session=True, cwd=self.dir,
-                                     preexec_fn=_die_with_parent)
-        if not self._wait_ready():
+        self._spawn(argv, preexec_fn=_die_with_parent)
+        if not self._wait(self.serving):
             log = self.log_tail()
             self.close()
             raise ChServerError("ZooKeeper did not start:\n%s" % log)
-
-    def _wait_ready(self, timeout=60):
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
-            if self.proc.poll() is not None:
-                return False
-            if self.serving():
-                return True
-            time.sleep(0.1)   # polling its `srvr`: it has no readiness event
-        return False
 
     def serving(self):
         """True when the server serves requests: `srvr` gives its version
@@ -297,13 +310,6 @@ class ZkServer:
                 return s.recv(64).startswith(b"Zookeeper version:")
         except OSError:
             return False
-
-    def log_tail(self):
-        try:
-            with open(os.path.join(self.dir, "stdout.log"), errors="replace") as f:
-                return f.read()[-1500:]
-        except OSError:
-            return ""
 
     def xml(self, session_timeout_ms=30000):
         """The <zookeeper> section of a clickhouse-server's config."""
@@ -321,23 +327,6 @@ class ZkServer:
                 "  <interserver_http_host>127.0.0.1</interserver_http_host>\n"
                 % (shard, replica))
 
-    def close(self):
-        """SIGKILL of its process group, folder removed; safe twice."""
-        p, self.proc = self.proc, None
-        if p is not None:
-            if p.poll() is None:
-                try:
-                    os.killpg(p.pid, signal.SIGKILL)
-                except ProcessLookupError:
-                    pass
-            p.wait()
-        if self.out is not None:
-            self.out.close()
-            self.out = None
-        _remove(self)
-
-    kill = close   # for harness.register_server
-
 
 def _refuse(parent, own_parent, why):
     """Raise ChServerError(why) for a server that cannot start here, its
@@ -345,15 +334,6 @@ def _refuse(parent, own_parent, why):
     if own_parent and parent:
         shutil.rmtree(parent, ignore_errors=True)
     raise ChServerError(why)
-
-
-def _remove(srv):
-    """A stopped server's folder (and its parent if own_parent), unless keep."""
-    if srv.keep:
-        return
-    folder = os.path.dirname(srv.dir) if srv.own_parent else srv.dir
-    if os.path.isdir(folder):
-        shutil.rmtree(folder, ignore_errors=True)
 
 
 def _die_with_parent():
