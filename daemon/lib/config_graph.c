@@ -60,83 +60,78 @@ cfg_find_cycle(struct cfg_parser *p, size_t u, char *state, size_t *path,
 	return 0;
 }
 
-/* Resolve upstream names, check grains and cycles, fill downstream and
- * the topological order. */
-int
-cfg_link(struct cfg_parser *p)
+/* Resolve job a's upstream names (suggesting the closest job name for an
+ * unknown one), each once, each of a grain that can feed a's. */
+static int
+cfg_link_upstream(struct cfg_parser *p, size_t a)
 {
 	struct config *cfg = p->cfg;
-	size_t a, b, i, placed;
-	char *state = NULL;
-	size_t *path = NULL;
+	struct job_def *j = &cfg->jobs[a];
 	char q[CFG_QUOTE_MAX * 4 + 16];
-	int rc = 0;
+	size_t b, i, m;
 
-	for (a = 0; a < cfg->njobs; a++) {
-		struct job_def *j = &cfg->jobs[a];
+	j->upstream_idx = xcalloc(j->nupstream, sizeof *j->upstream_idx);
+	for (i = 0; i < j->nupstream; i++) {
+		int u = config_job_index(cfg, j->upstream[i]);
+		size_t best = SIZE_MAX;
+		const char *sugg = NULL;
 
-		if (j->nupstream == 0)
-			continue;
-		j->upstream_idx = xcalloc(j->nupstream, sizeof *j->upstream_idx);
-		for (i = 0; i < j->nupstream; i++) {
-			int u = config_job_index(cfg, j->upstream[i]);
-			size_t best = SIZE_MAX, m;
-			const char *sugg = NULL;
-
-			if (u < 0) {
-				for (b = 0; b < cfg->njobs; b++)
-					if (suggest_close(j->upstream[i], cfg->jobs[b].name, &best))
-						sugg = cfg->jobs[b].name;
-				return cfg_fail(p, cfg_upstream_node(p, a, i)->start_mark,
-						"job \"%s\": unknown upstream job %s%s%s%s",
-						j->name, cfg_quote(j->upstream[i], q, sizeof q),
-						sugg ? "; did you mean \"" : "",
-						sugg ? sugg : "", sugg ? "\"?" : "");
-			}
-			for (m = 0; m < i; m++)
-				if (j->upstream_idx[m] == u)
-					return cfg_fail(p, cfg_upstream_node(p, a, i)->start_mark,
-							"job \"%s\" lists upstream \"%s\" twice; keep one",
-							j->name, j->upstream[i]);
-			j->upstream_idx[i] = u;
-			if (!grain_can_feed(cfg->jobs[u].grain, j->grain))
-				return cfg_fail(p, cfg_upstream_node(p, a, i)->start_mark,
-						"job \"%s\" (%s) cannot follow upstream \"%s\" (%s): a %s partition does not lie inside one %s partition; make \"%s\" as coarse as its upstream or coarser",
-						j->name, grain_name(j->grain),
-						cfg->jobs[u].name,
-						grain_name(cfg->jobs[u].grain),
-						grain_name(cfg->jobs[u].grain),
-						grain_name(j->grain), j->name);
+		if (u < 0) {
+			for (b = 0; b < cfg->njobs; b++)
+				if (suggest_close(j->upstream[i], cfg->jobs[b].name, &best))
+					sugg = cfg->jobs[b].name;
+			return cfg_fail(p, cfg_upstream_node(p, a, i)->start_mark,
+					"job \"%s\": unknown upstream job %s%s%s%s",
+					j->name, cfg_quote(j->upstream[i], q, sizeof q),
+					sugg ? "; did you mean \"" : "",
+					sugg ? sugg : "", sugg ? "\"?" : "");
 		}
+		for (m = 0; m < i; m++)
+			if (j->upstream_idx[m] == u)
+				return cfg_fail(p, cfg_upstream_node(p, a, i)->start_mark,
+						"job \"%s\" lists upstream \"%s\" twice; keep one",
+						j->name, j->upstream[i]);
+		j->upstream_idx[i] = u;
+		if (!grain_can_feed(cfg->jobs[u].grain, j->grain))
+			return cfg_fail(p, cfg_upstream_node(p, a, i)->start_mark,
+					"job \"%s\" (%s) cannot follow upstream \"%s\" (%s): a %s partition does not lie inside one %s partition; make \"%s\" as coarse as its upstream or coarser",
+					j->name, grain_name(j->grain),
+					cfg->jobs[u].name,
+					grain_name(cfg->jobs[u].grain),
+					grain_name(cfg->jobs[u].grain),
+					grain_name(j->grain), j->name);
 	}
+	return 0;
+}
 
-	state = xcalloc(cfg->njobs + 1, 1);
-	path = xcalloc(cfg->njobs + 1, sizeof *path);
-	for (a = 0; a < cfg->njobs && rc == 0; a++)
-		if (state[a] == 0)
-			rc = cfg_find_cycle(p, a, state, path, 0);
-	if (rc < 0)
-		goto out;
+/* downstream: every job that names job a in its upstream, in job order. */
+static void
+cfg_link_downstream(struct config *cfg, size_t a)
+{
+	struct job_def *j = &cfg->jobs[a];
+	size_t b, i;
 
-	/* downstream: every job that names this one, in job order */
-	for (a = 0; a < cfg->njobs; a++) {
-		struct job_def *j = &cfg->jobs[a];
+	for (b = 0; b < cfg->njobs; b++)
+		for (i = 0; i < cfg->jobs[b].nupstream; i++)
+			if (cfg->jobs[b].upstream_idx[i] == (int)a)
+				j->ndownstream++;
+	if (j->ndownstream == 0)
+		return;
+	j->downstream_idx = xcalloc(j->ndownstream, sizeof *j->downstream_idx);
+	j->ndownstream = 0;
+	for (b = 0; b < cfg->njobs; b++)
+		for (i = 0; i < cfg->jobs[b].nupstream; i++)
+			if (cfg->jobs[b].upstream_idx[i] == (int)a)
+				j->downstream_idx[j->ndownstream++] = (int)b;
+}
 
-		for (b = 0; b < cfg->njobs; b++)
-			for (i = 0; i < cfg->jobs[b].nupstream; i++)
-				if (cfg->jobs[b].upstream_idx[i] == (int)a)
-					j->ndownstream++;
-		if (j->ndownstream == 0)
-			continue;
-		j->downstream_idx = xcalloc(j->ndownstream, sizeof *j->downstream_idx);
-		j->ndownstream = 0;
-		for (b = 0; b < cfg->njobs; b++)
-			for (i = 0; i < cfg->jobs[b].nupstream; i++)
-				if (cfg->jobs[b].upstream_idx[i] == (int)a)
-					j->downstream_idx[j->ndownstream++] = (int)b;
-	}
+/* topo: repeatedly the lowest-index job whose upstream is placed (the
+ * graph has no cycle); state is scratch of njobs + 1 bytes. */
+static void
+cfg_link_topo(struct config *cfg, char *state)
+{
+	size_t a, i, placed;
 
-	/* topo: repeatedly the lowest-index job whose upstream is placed */
 	cfg->topo = xcalloc(cfg->njobs + 1, sizeof *cfg->topo);
 	memset(state, 0, cfg->njobs + 1);
 	for (placed = 0; placed < cfg->njobs;) {
@@ -154,7 +149,32 @@ cfg_link(struct cfg_parser *p)
 			}
 		}
 	}
-out:
+}
+
+/* Resolve upstream names, check grains and cycles, fill downstream and
+ * the topological order. */
+int
+cfg_link(struct cfg_parser *p)
+{
+	struct config *cfg = p->cfg;
+	size_t a;
+	char *state = NULL;
+	size_t *path = NULL;
+	int rc = 0;
+
+	for (a = 0; a < cfg->njobs; a++)
+		if (cfg->jobs[a].nupstream > 0 && cfg_link_upstream(p, a) < 0)
+			return -1;
+	state = xcalloc(cfg->njobs + 1, 1);
+	path = xcalloc(cfg->njobs + 1, sizeof *path);
+	for (a = 0; a < cfg->njobs && rc == 0; a++)
+		if (state[a] == 0)
+			rc = cfg_find_cycle(p, a, state, path, 0);
+	if (rc == 0) {
+		for (a = 0; a < cfg->njobs; a++)
+			cfg_link_downstream(cfg, a);
+		cfg_link_topo(cfg, state);
+	}
 	free(state);
 	free(path);
 	return rc;

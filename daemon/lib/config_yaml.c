@@ -308,6 +308,29 @@ cfg_check_depth(struct cfg_parser *p)
 	return rc;
 }
 
+/* Refuse a setting (a key of the top level's table) in an included file,
+ * saying where it belongs. */
+static int
+cfg_inc_setting(struct cfg_parser *p, const yaml_node_t *root)
+{
+	yaml_node_pair_t *pr;
+	char buf[CFG_QUOTE_MAX * 4 + 16];
+
+	for (pr = root->data.mapping.pairs.start;
+	     pr < root->data.mapping.pairs.top; pr++) {
+		yaml_node_t *kn = cfg_node(p, pr->key);
+
+		if (kn->type == YAML_SCALAR_NODE &&
+		    cfg_key_find(cfg_inc_keys, cfg_text(kn)) == NULL &&
+		    cfg_key_find(cfg_top_keys, cfg_text(kn)) != NULL)
+			return cfg_fail(p, kn->start_mark,
+					"%s is a setting of the main configuration file, not of an included one (which holds only jobs:, warehouses: and include:); move it to %s",
+					cfg_quote(cfg_text(kn), buf, sizeof buf),
+					p->srcs[0]->file);
+	}
+	return 0;
+}
+
 /*
  * Parse the current file into its document and walk its top level: the
  * settings table for the main file, cfg_inc_keys for an included one (an
@@ -320,7 +343,6 @@ cfg_parse_file(struct cfg_parser *p, bool included)
 	yaml_parser_t yp;
 	yaml_document_t extra;
 	yaml_node_t *root, *x;
-	yaml_node_pair_t *pr;
 	char buf[CFG_QUOTE_MAX * 4 + 16];
 	int rc = -1;
 
@@ -370,22 +392,8 @@ cfg_parse_file(struct cfg_parser *p, bool included)
 		rc = cfg_parse_map(p, root, cfg_top_keys, p->cfg);
 		goto out;
 	}
-	/* a setting in an included file: say where it belongs */
-	for (pr = root->data.mapping.pairs.start;
-	     pr < root->data.mapping.pairs.top; pr++) {
-		yaml_node_t *kn = cfg_node(p, pr->key);
-
-		if (kn->type == YAML_SCALAR_NODE &&
-		    cfg_key_find(cfg_inc_keys, cfg_text(kn)) == NULL &&
-		    cfg_key_find(cfg_top_keys, cfg_text(kn)) != NULL) {
-			cfg_fail(p, kn->start_mark,
-				 "%s is a setting of the main configuration file, not of an included one (which holds only jobs:, warehouses: and include:); move it to %s",
-				 cfg_quote(cfg_text(kn), buf, sizeof buf),
-				 p->srcs[0]->file);
-			goto out;
-		}
-	}
-	rc = cfg_parse_map(p, root, cfg_inc_keys, p->cfg);
+	if (cfg_inc_setting(p, root) == 0)
+		rc = cfg_parse_map(p, root, cfg_inc_keys, p->cfg);
 out:
 	yaml_parser_delete(&yp);
 	return rc;
