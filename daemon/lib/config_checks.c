@@ -1,8 +1,8 @@
 /*
- * config_checks.c - a job's checks and guardrails: checks: (cfg_check_keys),
- * reconcile: (cfg_recon_keys, cfg_recon_source_keys), metrics: and their
- * trend: (cfg_metric_keys, cfg_trend_keys) and the late_data: sensor
- * (cfg_late_keys).
+ * config_checks.c - a job's checks and guardrails: checks:
+ * (cfg_check_keys), reconcile: (cfg_recon_keys, cfg_recon_source_keys),
+ * metrics: and their trend: (cfg_metric_keys, cfg_trend_keys) and the
+ * late_data: sensor (cfg_late_keys).
  */
 #include "config_int.h"
 

@@ -1,9 +1,9 @@
 /*
- * config_err.c - errors and their positions: every message of the load is one line
- * "FILE:LINE:COLUMN: message" (libyaml marks are 0-based: we add 1),
- * with the context it is about ("job \"x\": ") and user text quoted
- * and escaped; the positions inside a scalar (an SQL statement's byte)
- * and libyaml's own syntax errors.  The first error stops the load.
+ * config_err.c - errors and their positions: every message of the load is
+ * one line "FILE:LINE:COLUMN: message" (libyaml marks are 0-based: we add
+ * 1), with the context it is about ("job \"x\": ") and user text quoted and
+ * escaped; the positions inside a scalar (an SQL statement's byte) and
+ * libyaml's own syntax errors.  The first error stops the load.
  */
 #include "config_int.h"
 

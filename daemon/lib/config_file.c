@@ -1,7 +1,7 @@
 /*
- * config_file.c - the files of a configuration: reading one (bounded, never a FIFO),
- * resolving the paths it names against its folder, and include: (globs,
- * nesting, cycles, the bounds on files and bytes).
+ * config_file.c - the files of a configuration: reading one (bounded, never
+ * a FIFO), resolving the paths it names against its folder, and include:
+ * (globs, nesting, cycles, the bounds on files and bytes).
  */
 #include "config_int.h"
 

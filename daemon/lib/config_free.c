@@ -1,6 +1,6 @@
 /*
- * config_free.c - freeing a loaded (or half-loaded) configuration and
- * all it holds.  A field a new key allocates is freed here.
+ * config_free.c - freeing a loaded (or half-loaded) configuration and all
+ * it holds.  A field a new key allocates is freed here.
  */
 #include "config_int.h"
 

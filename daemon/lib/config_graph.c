@@ -1,7 +1,8 @@
 /*
- * config_graph.c - the upstream graph, once every job is read: upstream names
- * resolved (with a suggestion), grains that can feed each other, cycles
- * (the path named), then the downstream lists and the topological order.
+ * config_graph.c - the upstream graph, once every job is read: upstream
+ * names resolved (with a suggestion), grains that can feed each other,
+ * cycles (the path named), then the downstream lists and the topological
+ * order.
  */
 #include "config_int.h"
 

@@ -1,7 +1,7 @@
 /*
- * config_hash.c - the hashes of a configuration: each job's code_version (over what
- * defines a run, free of positions), the files' file_hash and the
- * cluster_hash that nodes sharing one configuration agree on.
+ * config_hash.c - the hashes of a configuration: each job's code_version
+ * (over what defines a run, free of positions), the files' file_hash and
+ * the cluster_hash that nodes sharing one configuration agree on.
  */
 #include "config_int.h"
 

@@ -60,7 +60,6 @@
 #define CFG_NAME_MAX 64                  /* job and warehouse names */
 #define CFG_CTX_MAX 256
 #define CFG_QUOTE_MAX 64                 /* user text quoted in messages */
-#define CFG_QBUF (CFG_QUOTE_MAX * 4 + 16) /* a buffer for cfg_quote */
 #define CFG_SUN_PATH_MAX 108             /* sizeof sockaddr_un.sun_path */
 
 #define CFG_DEFAULT_STATE_DB "/var/lib/backfilld/state.db"

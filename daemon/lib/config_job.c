@@ -1,7 +1,7 @@
 /*
- * config_job.c - the jobs: section (cfg_job_keys): a job's own keys and hooks, then
- * its rules across keys once its mapping is read (start <= end, one of
- * sql/sql_file/command, its warehouse, the keys that need others, a
+ * config_job.c - the jobs: section (cfg_job_keys): a job's own keys and
+ * hooks, then its rules across keys once its mapping is read (start <= end,
+ * one of sql/sql_file/command, its warehouse, the keys that need others, a
  * ClickHouse job's).  Its checks, reconcile, metrics and late_data have
  * their tables in config_checks.c; the scan of its SQL is config_sql.c.
  */

@@ -1,8 +1,8 @@
 /*
- * config_settings.c - the top level's settings (cfg_top_keys: the state store, node,
- * socket, limits, hooks' bounds, the files written) and what an included
- * file may hold (cfg_inc_keys); the state store's rules once the top
- * level is read.
+ * config_settings.c - the top level's settings (cfg_top_keys: the state
+ * store, node, socket, limits, hooks' bounds, the files written) and what
+ * an included file may hold (cfg_inc_keys); the state store's rules once
+ * the top level is read.
  */
 #include "config_int.h"
 

@@ -1,6 +1,6 @@
 /*
- * config_socket.c - config_socket: the socket path of a configuration file as
- * backfillctl --config reads it, the rest unchecked (config.h).
+ * config_socket.c - config_socket: the socket path of a configuration file
+ * as backfillctl --config reads it, the rest unchecked (config.h).
  */
 #include "config_int.h"
 

@@ -1,8 +1,8 @@
 /*
- * config_sql.c - the scan of a job's SQL once its keys are read (sqlscan.h): no
- * read of the wall clock unless allow_wall_clock, no statement that
- * controls the run's transaction; each refusal points at the offending
- * byte of the file (or of its sql_file).
+ * config_sql.c - the scan of a job's SQL once its keys are read
+ * (sqlscan.h): no read of the wall clock unless allow_wall_clock, no
+ * statement that controls the run's transaction; each refusal points at the
+ * offending byte of the file (or of its sql_file).
  */
 #include "config_int.h"
 

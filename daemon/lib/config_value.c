@@ -1,7 +1,7 @@
 /*
- * config_value.c - the generic handlers of the key tables (a string, a path, an
- * integer, a duration, a boolean, a number, a sequence of strings, an
- * argv, a severity) and the value parsers they share.  A key whose value
+ * config_value.c - the generic handlers of the key tables (a string, a
+ * path, an integer, a duration, a boolean, a number, a sequence of strings,
+ * an argv, a severity) and the value parsers they share.  A key whose value
  * is one of these needs no handler of its own: its row names the handler
  * and the field's offset.
  */

@@ -1,6 +1,7 @@
 /*
- * config_wh.c - the warehouses: section (cfg_wh_keys) and a warehouse's throttle
- * (cfg_throttle_keys); a warehouse's own rules once its mapping is read.
+ * config_wh.c - the warehouses: section (cfg_wh_keys) and a warehouse's
+ * throttle (cfg_throttle_keys); a warehouse's own rules once its mapping is
+ * read.
  */
 #include "config_int.h"
 

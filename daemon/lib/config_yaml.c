@@ -1,11 +1,11 @@
 /*
- * config_yaml.c - reading YAML into libyaml's node tree with positions, and the one
- * walk of a mapping through its table of keys (cfg_parse_map): every key
- * checked (unknown, duplicate) before any value, then each row's handler
- * phase by phase, in document order within a phase.  netplan's parse.c
- * shape: a row names a key, the node type it expects, what its value must
- * be (for messages), its handler and, for the generic handlers, the
- * offset of the field it fills (config_int.h, struct cfg_key).
+ * config_yaml.c - reading YAML into libyaml's node tree with positions, and
+ * the one walk of a mapping through its table of keys (cfg_parse_map):
+ * every key checked (unknown, duplicate) before any value, then each row's
+ * handler phase by phase, in document order within a phase.  netplan's
+ * parse.c shape: a row names a key, the node type it expects, what its
+ * value must be (for messages), its handler and, for the generic handlers,
+ * the offset of the field it fills (config_int.h, struct cfg_key).
  */
 #include "config_int.h"
 
