@@ -5,8 +5,8 @@
  * configuration (shaped like config/example.yaml, a warehouse of each
  * kind) asserting every loaded value, default, resolved path and derived
  * index.  The key tables themselves (config_int.h): every key refused
- * with its table's wording when its value has the wrong shape, and
- * documented in backfilld.yaml(5).
+ * with its table's wording when its value has the wrong shape, suggested
+ * by its own table when misspelt, and documented in backfilld.yaml(5).
  */
 #include <check.h>
 #include <errno.h>
@@ -1874,6 +1874,30 @@ START_TEST(test_tables_wrong_shape)
 }
 END_TEST
 
+/* Every key of a mapping misspelt (a letter added) is refused at the key
+ * as unknown in that mapping, and its own table suggests it. */
+START_TEST(test_tables_suggest)
+{
+	const struct table_at *t = &tables_at[_i];
+	const struct cfg_key *k;
+	char text[512], msg[512], where[128];
+
+	if (t->ctx[0] == '\0')
+		snprintf(where, sizeof where, "at the top level");
+	else
+		snprintf(where, sizeof where, "in %.*s", (int)strlen(t->ctx) - 2,
+			 t->ctx);
+	for (k = t->keys; k->name != NULL; k++) {
+		snprintf(text, sizeof text, "%s%*s%sx: 1\n", t->before,
+			 t->indent, "", k->name);
+		snprintf(msg, sizeof msg,
+			 "inline.yaml:%d:%d: unknown key \"%sx\" %s; did you mean \"%s\"?",
+			 t->line, t->indent + 1, k->name, where, k->name);
+		load_bad(text, msg);
+	}
+}
+END_TEST
+
 /* Every mapping's table is in cfg_tables, each key once, each row whole. */
 START_TEST(test_tables_rows)
 {
@@ -2008,6 +2032,7 @@ config_suite(void)
 
 	tc = tcase_create("tables");
 	tcase_add_loop_test(tc, test_tables_wrong_shape, 0, NTABLES_AT);
+	tcase_add_loop_test(tc, test_tables_suggest, 0, NTABLES_AT);
 	tcase_add_test(tc, test_tables_rows);
 	tcase_add_test(tc, test_tables_documented);
 	suite_add_tcase(s, tc);
