@@ -44,6 +44,7 @@
 #include "proc.h"
 #include "prune.h"
 #include "scheduler.h"
+#include "startup.h"
 #include "cluster_worker.h"
 #include "store.h"
 #include "text.h"
@@ -338,8 +339,6 @@ daemon_log_level(struct daemon *d, const struct config *cfg)
 	log_set_level(level);
 }
 
-static int daemon_check_warehouses(const struct config *cfg,
-				   struct err *err);
 static void daemon_reload(void *data, bool dry_run, cmd_reload_done_fn *done,
 			  void *arg);
 static cmd_reload_done_fn daemon_sighup_done;
@@ -390,7 +389,7 @@ daemon_reload_apply(struct daemon *d, struct config *cfg, bool dry_run,
 {
 	const struct config *old = sched_config(d->sched);
 
-	if (daemon_check_warehouses(cfg, err) < 0) {
+	if (startup_check_warehouses(cfg, err) < 0) {
 		config_unref(cfg);
 		return -1;
 	}
@@ -663,26 +662,6 @@ daemon_clock_cb(uv_fs_event_t *h, const char *filename, int events, int status)
 	free(copy);
 }
 
-/* mkdir -p for the log folder. */
-static int
-mkdir_p(const char *path, mode_t mode)
-{
-	char tmp[PATH_MAX];
-
-	snprintf(tmp, sizeof tmp, "%s", path);
-	for (char *p = tmp + 1; *p; p++) {
-		if (*p != '/')
-			continue;
-		*p = '\0';
-		if (mkdir(tmp, mode) < 0 && errno != EEXIST)
-			return -1;
-		*p = '/';
-	}
-	if (mkdir(tmp, mode) < 0 && errno != EEXIST)
-		return -1;
-	return 0;
-}
-
 /* Close a handle left open (start-up failure path). */
 static void
 daemon_walk_close_cb(uv_handle_t *h, void *arg)
@@ -719,193 +698,6 @@ daemon_abort_closed_cb(void *data)
 	struct daemon *d = data;
 
 	uv_walk(&d->loop, daemon_walk_close_cb, NULL);
-}
-
-/*
- * One daemon per state store.  Two daemons on one state_db (say, two
- * configurations that differ only in socket:) would both run every
- * partition.  The first takes an exclusive flock on STATE_DB.lock, beside
- * the store, and writes its pid there; a second finds the lock held and
- * refuses to start, naming the pid.  The lock goes with the process (kill
- * -9 included), so a stale file never blocks a restart.  O_CLOEXEC: the
- * commands we spawn must not inherit it (a command left running would
- * otherwise hold the store against the next daemon).
- *
- * Several hosts: the store is shared by design, but one node's command
- * log folder is not: its files and the marker of its commands (proc.h)
- * would be another daemon's too, and a restart would end that daemon's
- * commands as orphans.  So the lock is LOGDIR.lock there (state_db is the
- * log folder's path, cluster true).
- */
-static int
-daemon_lock_store(struct daemon *d, const char *state_db, bool cluster,
-		  struct err *err)
-{
-	char path[PATH_MAX], pidbuf[32];
-	ssize_t n;
-	int fd;
-
-	if ((size_t)snprintf(path, sizeof path, "%s.lock", state_db) >= sizeof path)
-		return err_set(err, EXIT_BAD_INPUT, "state_db %s: path too long",
-			       state_db);
-	fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW | O_NOCTTY,
-		  0640);
-	if (fd < 0)
-		return err_set(err, EXIT_BAD_INPUT, "cannot open the state store"
-			       " lock %s: %s; check state_db and that its folder"
-			       " exists and is writable", path, strerror(errno));
-	if (flock(fd, LOCK_EX | LOCK_NB) < 0) {
-		int e = errno;
-
-		n = pread(fd, pidbuf, sizeof pidbuf - 1, 0);
-		pidbuf[n > 0 ? n : 0] = '\0';
-		pidbuf[strcspn(pidbuf, "\n")] = '\0';
-		close(fd);
-		if (e == EWOULDBLOCK && cluster)
-			return err_set(err, EXIT_BAD_INPUT, "command log folder"
-				       " %s is in use by another backfilld (pid"
-				       " %s, lock %s): stop it first, or start"
-				       " this node from a folder of its own",
-				       state_db, pidbuf[0] ? pidbuf : "unknown",
-				       path);
-		if (e == EWOULDBLOCK)
-			return err_set(err, EXIT_BAD_INPUT, "state store %s is in"
-				       " use by another backfilld (pid %s, lock"
-				       " %s): stop it first, or give this"
-				       " configuration its own state_db",
-				       state_db, pidbuf[0] ? pidbuf : "unknown",
-				       path);
-		return err_set(err, EXIT_BAD_INPUT, "cannot lock %s: %s",
-			       path, strerror(e));
-	}
-	n = snprintf(pidbuf, sizeof pidbuf, "%ld\n", (long)getpid());
-	if (ftruncate(fd, 0) < 0 || pwrite(fd, pidbuf, (size_t)n, 0) != n)
-		log_warn("cannot write the pid into %s: %s", path,
-			 strerror(errno));
-	d->lock_fd = fd;
-	return 0;
-}
-
-/*
- * What the daemon refuses at start that --check-config can see too
- * without the running system: a state_db that is a symbolic link (the
- * store, its WAL and its lock would be written wherever it points), a
- * socket_group that does not exist.
- */
-/* "FILE:LINE:COLUMN" of a key's value, like every configuration error
- * (or "FILE" when the value is not in the file), into at. */
-static const char *
-daemon_config_at(const struct config *cfg, struct pos pos, char *at,
-		 size_t size)
-{
-	if (pos.line > 0)
-		snprintf(at, size, "%s:%d:%d", cfg->path, pos.line, pos.col);
-	else
-		snprintf(at, size, "%s", cfg->path);
-	return at;
-}
-
-static int
-daemon_check_host(const struct config *cfg, struct err *err)
-{
-	char at[PATH_MAX + 32];
-	struct stat sb;
-
-	if (cfg->state_db != NULL && lstat(cfg->state_db, &sb) == 0 &&
-	    S_ISLNK(sb.st_mode))
-		return err_set(err, EXIT_BAD_INPUT, "%s: state_db %s is a"
-			       " symbolic link: point state_db at the real"
-			       " file", daemon_config_at(cfg, cfg->state_db_pos,
-			       at, sizeof at), cfg->state_db);
-	if (cfg->socket_group != NULL && getgrnam(cfg->socket_group) == NULL) {
-		char q[128];
-
-		return err_set(err, EXIT_BAD_INPUT, "%s: socket_group \"%s\""
-			       " does not exist: create it (groupadd) or change"
-			       " socket_group", daemon_config_at(cfg,
-			       cfg->socket_group_pos, at, sizeof at),
-			       text_escape(cfg->socket_group, q, sizeof q));
-	}
-	return 0;
-}
-
-/* --check-config: where the ClickHouse driver substitutes the values it
- * generates (docs/clickhouse.md, "Bound values"). */
-static void
-daemon_check_bound(const struct config *cfg)
-{
-	struct buf b;
-
-	buf_init(&b);
-	for (size_t i = 0; i < cfg->njobs; i++) {
-		const struct job_def *j = &cfg->jobs[i];
-		char stage[CHSQL_IDENT_MAX + 32], what[160];
-
-		if (j->warehouse < 0 || j->sql == NULL ||
-		    cfg->warehouses[j->warehouse].kind != WH_CLICKHOUSE)
-			continue;
-		chsql_stage_name(j->table, stage, sizeof stage);
-		chsql_describe(j->name, "sql", j->sql, j->grain, stage, &b);
-		for (size_t k = 0; k < j->nchecks; k++) {
-			snprintf(what, sizeof what, "check %s", j->checks[k].name);
-			chsql_describe(j->name, what, j->checks[k].sql, j->grain,
-				       stage, &b);
-		}
-	}
-	if (b.len > 0) {
-		printf("values the daemon substitutes (ClickHouse):\n");
-		fwrite(b.data, 1, b.len, stdout);
-	}
-	buf_free(&b);
-}
-
-/*
- * A SQLite warehouse whose file does not exist: refused at start, by
- * --check-config and on reload, with the position of its path.  The
- * driver never creates a warehouse (wh_sqlite.c), so a mistyped path would
- * otherwise start a daemon whose every run there fails.
- */
-static int
-daemon_check_warehouses(const struct config *cfg, struct err *err)
-{
-	char qn[128], qp[512];
-	struct stat sb;
-
-	for (size_t i = 0; i < cfg->nwarehouses; i++) {
-		const struct warehouse_def *w = &cfg->warehouses[i];
-
-		if (w->kind != WH_SQLITE || w->path == NULL ||
-		    stat(w->path, &sb) == 0 || errno != ENOENT)
-			continue;
-		return err_set(err, EXIT_BAD_INPUT, "%s:%d:%d: warehouse \"%s\":"
-			       " sqlite file %s does not exist: create it"
-			       " (sqlite3 FILE 'VACUUM') or correct the path;"
-			       " the daemon never creates a warehouse",
-			       w->file, w->path_pos.line, w->path_pos.col,
-			       text_escape(w->name, qn, sizeof qn),
-			       text_escape(w->path, qp, sizeof qp));
-	}
-	return 0;
-}
-
-/*
- * Descriptors.  Command runs open a log file and spawn through pipes;
- * warehouse connections and control clients take descriptors too.  The
- * soft limit (often 1024) is raised to the hard one so that runs have a
- * reserve; a run that still finds none is put back in the queue without
- * counting an attempt (sched_dispatch.c).
- */
-static void
-daemon_raise_nofile(void)
-{
-	struct rlimit rl;
-
-	if (getrlimit(RLIMIT_NOFILE, &rl) < 0 || rl.rlim_cur >= rl.rlim_max)
-		return;
-	rl.rlim_cur = rl.rlim_max;
-	if (setrlimit(RLIMIT_NOFILE, &rl) < 0)
-		log_warn("cannot raise the descriptor limit to %llu: %s",
-			 (unsigned long long)rl.rlim_max, strerror(errno));
 }
 
 /* Restart in place as a deposed planner (the control socket kept). */
@@ -1073,13 +865,13 @@ daemon_start(struct daemon *d, struct err *err)
 	 * configuration */
 	snprintf(dir, sizeof dir, "%s", cluster ? cfg->path : cfg->state_db);
 	snprintf(logdir, sizeof logdir, "%.4000s/logs", dirname(dir));
-	if (daemon_check_host(cfg, err) < 0 ||
-	    daemon_check_warehouses(cfg, err) < 0 ||
-	    daemon_lock_store(d, cluster ? logdir : cfg->state_db, cluster,
-			      err) < 0)
+	if (startup_check_host(cfg, err) < 0 ||
+	    startup_check_warehouses(cfg, err) < 0 ||
+	    startup_lock_store(cluster ? logdir : cfg->state_db, cluster,
+			       &d->lock_fd, err) < 0)
 		return EXIT_BAD_INPUT;
-	daemon_raise_nofile();
-	if (mkdir_p(logdir, 0750) < 0)
+	startup_raise_nofile();
+	if (startup_mkdir_p(logdir, 0750) < 0)
 		log_warn("cannot create the command log folder %s: %s", logdir,
 			 strerror(errno));
 	if (store_open_config(cfg, &d->store, err) < 0)
@@ -1181,8 +973,8 @@ daemon_load_config(struct daemon *d, const char *config_path, bool check)
 		early_error("%s", err.msg);
 		return EXIT_BAD_INPUT;
 	}
-	if (check && (daemon_check_host(d->cfg, &err) < 0 ||
-	    daemon_check_warehouses(d->cfg, &err) < 0)) {
+	if (check && (startup_check_host(d->cfg, &err) < 0 ||
+	    startup_check_warehouses(d->cfg, &err) < 0)) {
 		early_error("%s", err.msg);
 		config_unref(d->cfg);
 		return EXIT_BAD_INPUT;
@@ -1195,7 +987,7 @@ daemon_load_config(struct daemon *d, const char *config_path, bool check)
 	if (check) {
 		printf("%s: configuration OK: %zu jobs, %zu warehouses\n",
 		       d->cfg->path, d->cfg->njobs, d->cfg->nwarehouses);
-		daemon_check_bound(d->cfg);
+		startup_check_bound(d->cfg);
 		config_unref(d->cfg);
 		return EXIT_DONE;
 	}
