@@ -509,6 +509,8 @@ pgst_run_finish(struct store *st, int64_t run_id, enum mstate state,
 {
 	struct pgst *p = pgst_of(st);
 	struct pgst_args a = { 0 };
+	char *node = pgst_node_take(p, run_id);
+	int rc;
 
 	arg_int(&a, run_id);
 	arg_text(&a, mstate_name(state));
@@ -518,10 +520,15 @@ pgst_run_finish(struct store *st, int64_t run_id, enum mstate state,
 		arg_int(&a, rows_changed);
 	else
 		arg_text(&a, NULL);
+	arg_text(&a, node); /* NULL: the row's node stays */
 	if (p->tx)
-		return pgst_batch_add(p, B_RUN_FINISH, run_id, NULL, NULL, &a,
-				      err);
-	return pgst_write_done(p, P_RUN_FINISH, &a, "finishing a run", err);
+		rc = pgst_batch_add(p, B_RUN_FINISH, run_id, NULL, NULL, &a,
+				    err);
+	else
+		rc = pgst_write_done(p, P_RUN_FINISH, &a, "finishing a run",
+				     err);
+	free(node);
+	return rc;
 }
 
 /* Record a successful build of a partition. */
@@ -900,6 +907,8 @@ pgst_run_node(struct store *st, int64_t run_id, const char *node,
 {
 	struct pgst_args a = { 0 };
 
+	if (pgst_of(st)->tx)
+		return pgst_node_keep(pgst_of(st), run_id, node, err);
 	arg_int(&a, run_id);
 	arg_text(&a, node);
 	return pgst_write_done(pgst_of(st), P_RUN_NODE, &a,

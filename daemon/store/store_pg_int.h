@@ -101,6 +101,7 @@ enum pgst_stmt {
 	P_B_BUILT,
 	P_B_OFFER,
 	P_B_FORGET,
+	P_B_RUN_NODE,
 	P_COUNT
 };
 /*
@@ -134,16 +135,27 @@ struct pgst_ids {
  * time, because a plan cached while the tables were small would read
  * them whole as they grow, and that planning costs more than it saves
  * below PGST_BATCH_JOIN rows: such a batch goes as its rows' single
- * statements (prepared, pipelined).  With several hosts
- * the planner's offers and the deletion of the results it recorded go in
- * the same transaction (store_pg_offer, store_pg_forget): a run's row and
- * its offer, a result's record and its deletion, commit together.
+ * statements (prepared, pipelined).  Those planned for their rows are
+ * sent with enable_seqscan off for them (SET LOCAL, then back to the
+ * default before anything else): on tables of a few thousand rows the
+ * planner would otherwise hash-join each batch against a scan of the
+ * whole table, every turn, a cost that grows with the store (the cluster
+ * bench, tests/bench/README.md: 275 rows read per partition at 3,000
+ * partitions).  With
+ * several hosts the planner's offers and the deletion of the results it
+ * recorded go in the same transaction (store_pg_offer, store_pg_forget):
+ * a run's row and its offer, a result's record and its deletion, commit
+ * together.  The node that ran a run (run_node, recorded with its
+ * result) is kept until the run's finish in the same transaction and
+ * written by the finish's UPDATE (pgst_node_keep): one new version of
+ * the runs row, not two; one no finish took goes as a B_RUN_NODE row.
  */
 enum pgst_batch_kind {
 	B_ITEM_ADD,
 	B_RUN_START,
 	B_ITEM_SET,
 	B_RUN_FINISH,
+	B_RUN_NODE,
 	B_LATEST,
 	B_BUILT,
 	B_OFFER,
@@ -181,6 +193,13 @@ struct pgst_answer {
 	size_t arg;
 };
 
+/* A run's node (pgst_run_node) kept for the run's finish in the same
+ * transaction, so that one UPDATE of the row writes both. */
+struct pgst_node {
+	int64_t id;
+	char *node;
+};
+
 struct pgst {
 	struct store base; /* first: store.c sees this */
 	PGconn *pg;
@@ -208,6 +227,8 @@ struct pgst {
 	struct pgst_after *after; /* to call once the transaction commits */
 	size_t nafter, cafter;
 	struct pgst_ids item_ids, run_ids; /* reserved, not used yet */
+	struct pgst_node *nodes; /* runs' nodes waiting for their finish */
+	size_t nnodes, cnodes;
 };
 /* Parameters of one statement, as text (NULL: SQL NULL). */
 struct pgst_args {
@@ -341,6 +362,15 @@ int pgst_simple(struct pgst *p, const char *sql, struct err *err);
 /* Run prepared statement id: its result (PQclear it), or NULL with err. */
 PGresult *pgst_exec(struct pgst *p, enum pgst_stmt id,
 	const struct pgst_args *a, const char *what, struct err *err);
+
+/* Keep run id's node for its finish in this transaction (pgst_run_node):
+ * a finish takes it (pgst_node_take), and one not taken by the next send
+ * goes as its own row. */
+int pgst_node_keep(struct pgst *p, int64_t id, const char *node,
+	struct err *err);
+
+/* The node kept for run id, taken (free it), or NULL. */
+char *pgst_node_take(struct pgst *p, int64_t id);
 
 /* Drop the batches and free what they hold (close). */
 void pgst_batch_free(struct pgst *p);

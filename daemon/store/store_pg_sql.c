@@ -28,7 +28,7 @@ const char *const pgst_sql[P_COUNT] = {
 	" VALUES ($1,$2,$3,$4,$5,'running',$6,$7,$8,$9) RETURNING id",
 	[P_RUN_FINISH] =
 	"UPDATE runs SET state = $2, finished_at = $3, error = $4,"
-	" rows_changed = $5 WHERE id = $1",
+	" rows_changed = $5, node = COALESCE($6, node) WHERE id = $1",
 	[P_PART_BUILT] =
 	"INSERT INTO partitions (job, partition_key, built_at, inputs_at, run_id,"
 	" code_version) VALUES ($1,$2,$3,$4,$5,$6) ON CONFLICT (job,"
@@ -276,9 +276,11 @@ const char *const pgst_sql[P_COUNT] = {
 	" WHERE m.id = t.id",
 	[P_B_RUN_FINISH] =
 	"UPDATE runs r SET state = t.state, finished_at = t.at,"
-	" error = t.error, rows_changed = t.rows"
+	" error = t.error, rows_changed = t.rows,"
+	" node = COALESCE(t.node, r.node)"
 	" FROM unnest($1::bigint[], $2::text[], $3::bigint[], $4::text[],"
-	" $5::bigint[]) AS t(id, state, at, error, rows) WHERE r.id = t.id",
+	" $5::bigint[], $6::text[]) AS t(id, state, at, error, rows, node)"
+	" WHERE r.id = t.id",
 	/* the rows' states they replace, by ordinal */
 	[P_B_LATEST] =
 	"WITH t AS (SELECT * FROM unnest($1::text[], $2::text[],"
@@ -311,6 +313,12 @@ const char *const pgst_sql[P_COUNT] = {
 	" SELECT pg_notify('bf_work', '') WHERE EXISTS (SELECT 1 FROM ins)",
 	[P_B_FORGET] =
 	"DELETE FROM work WHERE id = ANY($1::bigint[]) AND state = 'done'",
+	/* which node ran a run (the planner records it with the run's
+	 * result, in the same turn as its finish) */
+	[P_B_RUN_NODE] =
+	"UPDATE runs r SET node = t.node FROM unnest($1::bigint[],"
+	" $2::text[]) AS t(id, node) WHERE r.id = t.id"
+	"",
 };
 
 const struct pgst_batch_kind_def pgst_batch_kinds[B_COUNT] = {
@@ -318,8 +326,10 @@ const struct pgst_batch_kind_def pgst_batch_kinds[B_COUNT] = {
 	[B_RUN_START] = { P_B_RUN_START, 10, P_COUNT, "recording runs" },
 	[B_ITEM_SET] = { P_B_ITEM_SET, 8, P_ITEM_SET,
 			 "updating the manifest" },
-	[B_RUN_FINISH] = { P_B_RUN_FINISH, 5, P_RUN_FINISH,
+	[B_RUN_FINISH] = { P_B_RUN_FINISH, 6, P_RUN_FINISH,
 			   "finishing runs" },
+	[B_RUN_NODE] = { P_B_RUN_NODE, 2, P_RUN_NODE,
+			 "recording runs' nodes" },
 	[B_LATEST] = { P_B_LATEST, 4, P_LATEST_PUT,
 		       "recording partitions' last runs" },
 	[B_BUILT] = { P_B_BUILT, 6, P_COUNT, "recording builds" },

@@ -347,7 +347,76 @@ pgst_batch_drop(struct pgst *p)
 {
 	for (int k = 0; k < B_COUNT; k++)
 		pgst_batch_clear(&p->batch[k]);
+	for (size_t i = 0; i < p->nnodes; i++)
+		free(p->nodes[i].node);
+	p->nnodes = 0;
 	p->batched = false;
+}
+
+/* Keep run id's node for its finish in this transaction (pgst_run_node):
+ * a finish takes it (pgst_node_take), and one not taken by the next send
+ * goes as its own row (pgst_node_spill). */
+int
+pgst_node_keep(struct pgst *p, int64_t id, const char *node,
+	       struct err *err)
+{
+	if (p->aborted)
+		return err_set(err, EXIT_INTERNAL, "state store: recording a"
+			       " run's node: the transaction failed earlier"
+			       " (%s)", p->abort_msg);
+	for (size_t i = 0; i < p->nnodes; i++)
+		if (p->nodes[i].id == id) {
+			free(p->nodes[i].node);
+			p->nodes[i].node = xstrdup(node);
+			return 0;
+		}
+	if (p->nnodes == p->cnodes) {
+		p->cnodes = p->cnodes ? 2 * p->cnodes : 16;
+		p->nodes = xreallocarray(p->nodes, p->cnodes, sizeof *p->nodes);
+	}
+	p->nodes[p->nnodes].id = id;
+	p->nodes[p->nnodes].node = xstrdup(node);
+	p->nnodes++;
+	p->batched = true;
+	return 0;
+}
+
+/* The node kept for run id, taken (free it), or NULL. */
+char *
+pgst_node_take(struct pgst *p, int64_t id)
+{
+	for (size_t i = 0; i < p->nnodes; i++)
+		if (p->nodes[i].id == id) {
+			char *node = p->nodes[i].node;
+
+			p->nodes[i] = p->nodes[--p->nnodes];
+			return node;
+		}
+	return NULL;
+}
+
+/* The nodes no finish took, as rows of their own. */
+static void
+pgst_node_spill(struct pgst *p)
+{
+	struct pgst_node *nodes = p->nodes;
+	size_t n = p->nnodes;
+	struct err err;
+
+	if (n == 0)
+		return;
+	p->nodes = NULL; /* a send on the way sees none */
+	p->nnodes = p->cnodes = 0;
+	for (size_t i = 0; i < n; i++) {
+		struct pgst_args a = { 0 };
+
+		arg_int(&a, nodes[i].id);
+		arg_text(&a, nodes[i].node);
+		pgst_batch_add(p, B_RUN_NODE, nodes[i].id, NULL, NULL, &a,
+			       &err);
+		free(nodes[i].node);
+	}
+	free(nodes);
 }
 
 /* Drop the batches and free what they hold (close). */
@@ -359,6 +428,9 @@ pgst_batch_free(struct pgst *p)
 		free(p->batch[k].val);
 		p->batch[k].val = NULL;
 	}
+	free(p->nodes);
+	p->nodes = NULL;
+	p->cnodes = 0;
 }
 
 /* P_B_LATEST's answer: the state each row replaced, by ordinal, into the
@@ -428,15 +500,30 @@ pgst_batch_send_kind(struct pgst *p, int k)
 static void
 pgst_batch_send(struct pgst *p)
 {
+	bool joins = false;
+	struct err err;
+
 	if (!p->batched || p->sending)
 		return;
+	pgst_node_spill(p);
 	p->sending = true; /* a sync on the way must not send them twice */
+	for (int k = 0; k < B_COUNT; k++)
+		joins |= pgst_batch_kinds[k].single != P_COUNT &&
+			 p->batch[k].n >= PGST_BATCH_JOIN;
+	if (joins)
+		pgst_pipe_send(p, "SET LOCAL enable_seqscan = off", P_COUNT,
+			       NULL, "planning the batched writes", NULL, 0,
+			       &err);
 	for (int k = 0; k < B_COUNT; k++) {
 		if (p->batch[k].n == 0)
 			continue;
 		pgst_batch_send_kind(p, k);
 		pgst_batch_clear(&p->batch[k]);
 	}
+	if (joins)
+		pgst_pipe_send(p, "SET LOCAL enable_seqscan TO DEFAULT",
+			       P_COUNT, NULL, "planning the batched writes",
+			       NULL, 0, &err);
 	p->batched = false;
 	p->sending = false;
 }
