@@ -119,6 +119,8 @@ class Cluster:
         opts = ("-c listen_addresses='' -k %s -p %d -c max_connections=40 "
                 "-c shared_buffers=%s -c max_wal_size=4GB" % (self.sockdir, args.port,
                                                               args.shared_buffers))
+        # extra server options for profiling (e.g. pg_stat_statements)
+        opts += " " + os.environ.get("BACKFILLD_BENCH_PG_OPTS", "")
         r = self.as_server([os.path.join(self.bindir, "pg_ctl"), "-D", self.data, "-l",
                             self.logfile, "-o", opts, "-w", "-t", "60", "start"], check=False)
         if r.returncode != 0:
