@@ -42,21 +42,11 @@ cmd_fail_err(struct cmd_res *res, const struct err *err)
 	res->status = err->code == EXIT_INTERNAL ? EXIT_WORK_FAILED : err->code;
 }
 
-/* A boolean flag field. */
-bool
-cmd_flag(const struct proto_msg *req, const char *key)
-{
-	const char *v = proto_get(req, key);
-
-	return v != NULL && strcmp(v, "1") == 0;
-}
-
-/* The job named by field `job`, or -1 after refusing. */
+/* The job called name, or -1 after refusing. */
 int
-cmd_job(struct cmd_ctx *ctx, const struct proto_msg *req, struct cmd_res *res)
+cmd_job(struct cmd_ctx *ctx, const char *name, struct cmd_res *res)
 {
 	const struct config *cfg = sched_config(ctx->sched);
-	const char *name = proto_get(req, "job");
 	struct buf names;
 	char q[128];
 	int j;
@@ -161,22 +151,28 @@ cmd_get(const void *src, const char *field)
 	return proto_get(src, field);
 }
 
-/* Check a request's fields by the specification. */
+/* Parse a request by the specification: the one place a command's
+ * fields are read. */
 int
-cmd_check(const struct cmd_entry *ce, const struct proto_msg *req,
-	  struct err *err)
+cmd_parse(const struct cmd_entry *ce, const struct proto_msg *msg,
+	  struct cmdspec_req *rq, struct err *err)
 {
-	return cmdspec_check(ce->spec, cmd_get, req, false, err);
+	return cmdspec_parse(ce->spec, cmd_get, msg, false, rq, err);
 }
 
 /* Whether this request changes state: a mutating command, except with
- * dry_run=1 (a plan, a reload's report: it changes nothing). */
+ * dry_run=1 (a plan, a reload's report: it changes nothing).  Read
+ * before the request is parsed, as the rights are checked before its
+ * fields (a peer without them is told so whatever it sent), and by
+ * control.c for a request it forwards as it came. */
 static bool
-cmd_req_mutates(const struct cmd_entry *ce, const struct proto_msg *req)
+cmd_req_mutates(const struct cmd_entry *ce, const struct proto_msg *msg)
 {
+	const char *dry = proto_get(msg, "dry_run");
+
 	if (!(ce->spec->flags & CMDSPEC_MUTATES))
 		return false;
-	return !cmd_flag(req, "dry_run");
+	return dry == NULL || strcmp(dry, "1") != 0;
 }
 
 bool
@@ -237,39 +233,56 @@ cmd_stream_end(struct cmd_stream *cs, struct buf *resp)
 	cs->free(cs);
 }
 
-void
-cmd_run(struct cmd_ctx *ctx, const struct proto_msg *req, struct buf *resp,
-	struct cmd_stream **stream)
+/* Find the request's command, check the rights, parse the fields into
+ * the typed request the handler receives, and run it; the answer is in
+ * res.  The name is left in *name for the log. */
+static void
+cmd_dispatch(struct cmd_ctx *ctx, const struct proto_msg *msg,
+	     struct cmd_res *res, const char **name)
 {
-	const char *name = proto_get(req, "cmd");
-	const struct cmd_entry *ce = cmd_find(name);
-	struct cmd_res res = { .status = EXIT_DONE, .frame = resp };
-	struct text_stream *ts;
+	const struct cmd_entry *ce;
+	struct cmdspec_req rq = { 0 };
 	char qname[64];
 	const char *why;
 	struct err err;
 
-	*stream = NULL;
-	buf_init(&res.out);
-	err_clear(&res.err);
+	*name = proto_get(msg, "cmd");
+	ce = cmd_find(*name);
 	if (ce == NULL)
-		cmd_fail(&res, EXIT_BAD_INPUT, "unknown command \"%s\": see"
-			 " backfillctl --help", text_escape(name, qname, sizeof qname));
-	else if (cmd_req_mutates(ce, req) && !ctx->may_change)
-		cmd_fail(&res, EXIT_BAD_INPUT, "permission denied: %s changes"
+		cmd_fail(res, EXIT_BAD_INPUT, "unknown command \"%s\": see"
+			 " backfillctl --help", text_escape(*name, qname,
+			 sizeof qname));
+	else if (cmd_req_mutates(ce, msg) && !ctx->may_change)
+		cmd_fail(res, EXIT_BAD_INPUT, "permission denied: %s changes"
 			 " state and needs root, the daemon's user or the socket's"
 			 " group", ce->spec->name);
-	else if (cmd_req_mutates(ce, req) &&
+	else if (cmd_req_mutates(ce, msg) &&
 		 sched_store_failed(ctx->sched, &why, NULL))
-		cmd_fail(&res, EXIT_WORK_FAILED, "the state store cannot be"
+		cmd_fail(res, EXIT_WORK_FAILED, "the state store cannot be"
 			 " written (%s): nothing was changed; %sbackfilld"
 			 " resumes by itself", why,
 			 config_is_cluster(sched_config(ctx->sched)) ? "" :
 			 "free space on its filesystem, ");
-	else if (cmd_check(ce, req, &err) < 0)
-		cmd_fail_err(&res, &err);
+	else if (cmd_parse(ce, msg, &rq, &err) < 0)
+		cmd_fail_err(res, &err);
 	else
-		ce->exec(ctx, req, &res);
+		ce->exec(ctx, &rq, res);
+	cmdspec_req_free(&rq);
+}
+
+void
+cmd_run(struct cmd_ctx *ctx, const struct proto_msg *req, struct buf *resp,
+	struct cmd_stream **stream)
+{
+	struct cmd_res res = { .status = EXIT_DONE, .frame = resp };
+	struct text_stream *ts;
+	const char *name;
+	char qname[64];
+
+	*stream = NULL;
+	buf_init(&res.out);
+	err_clear(&res.err);
+	cmd_dispatch(ctx, req, &res, &name);
 	if (res.stream != NULL) {
 		buf_free(&res.out);
 		*stream = res.stream;

@@ -146,12 +146,12 @@ audit_cb(const struct store_audit_row *r, void *data)
 }
 
 static void
-cmd_audit_exec(struct cmd_ctx *ctx, const struct proto_msg *req,
+cmd_audit_exec(struct cmd_ctx *ctx, const struct cmdspec_req *req,
 	       struct cmd_res *res)
 {
-	long long id = 0;
+	long long id = req->request.request;
 	struct cmd_table t = { .ncols = 8 };
-	struct audit_ctx ac = { .json = cmd_flag(req, "json"), .out = &res->out,
+	struct audit_ctx ac = { .json = req->request.json, .out = &res->out,
 				.t = &t };
 	const char *head[8] = { "JOB", "PARTITION", "VERSION", "ROWS BEFORE",
 		"ROWS AFTER", "METRICS BEFORE -> AFTER", "CHECKS", "RESULT" };
@@ -159,8 +159,6 @@ cmd_audit_exec(struct cmd_ctx *ctx, const struct proto_msg *req,
 	bool finished;
 	struct err err;
 
-	/* a positive integer: the specification checked it */
-	(void)proto_get_int(req, "request", &id);
 	ac.sched = ctx->sched;
 	ac.request = id;
 	if (store_request_get(sched_store(ctx->sched), id, job, sizeof job,

@@ -228,34 +228,57 @@ runs_removed_job(struct cmd_ctx *ctx, const char *name, char *head,
 	return true;
 }
 
+/* The table's head row, and page 1's widths from what is known of
+ * every page (the newest id, the job names, the widest state and
+ * time), so that the pages stay aligned. */
 static void
-cmd_runs_exec(struct cmd_ctx *ctx, const struct proto_msg *req,
-	      struct cmd_res *res)
+runs_table_head(struct runs_ctx *rc, const struct config *cfg,
+		const char *job)
 {
-	bool json = cmd_flag(req, "json"), jsonl = cmd_flag(req, "jsonl");
-	long long request = 0, limit = 0;
-	const char *state = proto_get(req, "state");
-	const struct config *cfg = sched_config(ctx->sched);
-	struct runs_ctx *rc;
-	const char *job = proto_get(req, "job");
-	char removed[256] = "";
-	struct err err;
+	const char *head[11] = { "ID", "REQUEST", "JOB", "PARTITION",
+		"ATTEMPT", "STATE", "STARTED", "DURATION", "ROWS", "VERSION",
+		"ERROR" };
 	char id[24];
 
-	if (job != NULL && config_job_index(cfg, job) < 0 &&
-	    !runs_removed_job(ctx, job, removed, sizeof removed)) {
-		(void)cmd_job(ctx, req, res); /* unknown: its error */
+	cmd_table_row(&rc->t, head);
+	snprintf(id, sizeof id, "%" PRId64, store_runs_max_id(rc->cur));
+	if (strlen(id) > rc->t.width[0])
+		rc->t.width[0] = strlen(id);
+	for (size_t i = 0; i < cfg->njobs; i++)
+		if (strlen(cfg->jobs[i].name) > rc->t.width[2])
+			rc->t.width[2] = strlen(cfg->jobs[i].name);
+	if (job != NULL && strlen(job) > rc->t.width[2])
+		rc->t.width[2] = strlen(job);
+	if (rc->t.width[5] < strlen("succeeded"))
+		rc->t.width[5] = strlen("succeeded");
+	if (rc->t.width[6] < strlen("2026-01-01T00:00:00.000Z"))
+		rc->t.width[6] = strlen("2026-01-01T00:00:00.000Z");
+}
+
+static void
+cmd_runs_exec(struct cmd_ctx *ctx, const struct cmdspec_req *req,
+	      struct cmd_res *res)
+{
+	const struct cmdreq_runs *q = &req->runs;
+	bool text = !q->json && !q->jsonl;
+	long long limit = q->limit;
+	const struct config *cfg = sched_config(ctx->sched);
+	struct runs_ctx *rc;
+	char removed[256] = "";
+	struct err err;
+
+	if (q->job != NULL && config_job_index(cfg, q->job) < 0 &&
+	    !runs_removed_job(ctx, q->job, removed, sizeof removed)) {
+		(void)cmd_job(ctx, q->job, res); /* unknown: its error */
 		return;
 	}
 	/* positive integers, a known state, not json with jsonl: the
 	 * specification checked them */
-	(void)proto_get_int(req, "request", &request);
-	(void)proto_get_int(req, "limit", &limit);
-	if (!json && !jsonl && limit == 0 && cmd_flag(req, "tty"))
+	if (text && limit == 0 && req->tty)
 		limit = 50;
 	rc = xcalloc(1, sizeof *rc);
-	if (store_runs_open(sched_store(ctx->sched), job, request, state,
-			    &rc->cur, &err) < 0) {
+	if (store_runs_open(sched_store(ctx->sched), q->job, q->request,
+			    q->state.name, &rc->cur, &err) < 0) {
 		free(rc);
 		cmd_fail_err(res, &err);
 		return;
@@ -265,36 +288,17 @@ cmd_runs_exec(struct cmd_ctx *ctx, const struct proto_msg *req,
 	rc->cs.free = runs_free;
 	rc->cs.status = EXIT_DONE;
 	err_clear(&rc->cs.err);
-	rc->json = json;
-	rc->jsonl = jsonl;
+	rc->json = q->json;
+	rc->jsonl = q->jsonl;
 	rc->limit = limit;
-	if (request > 0 && !json && !jsonl)
-		runs_request_head(ctx, request, rc->head, sizeof rc->head);
-	if (removed[0] && !json && !jsonl)
+	if (q->request > 0 && text)
+		runs_request_head(ctx, q->request, rc->head, sizeof rc->head);
+	if (removed[0] && text)
 		snprintf(rc->head + strlen(rc->head),
 			 sizeof rc->head - strlen(rc->head), "%s", removed);
 	rc->t.ncols = 11;
-	if (!json && !jsonl) {
-		const char *head[11] = { "ID", "REQUEST", "JOB", "PARTITION",
-			"ATTEMPT", "STATE", "STARTED", "DURATION", "ROWS",
-			"VERSION", "ERROR" };
-
-		cmd_table_row(&rc->t, head);
-		/* page 1's widths from what is known of every page */
-		snprintf(id, sizeof id, "%" PRId64,
-			 store_runs_max_id(rc->cur));
-		if (strlen(id) > rc->t.width[0])
-			rc->t.width[0] = strlen(id);
-		for (size_t i = 0; i < cfg->njobs; i++)
-			if (strlen(cfg->jobs[i].name) > rc->t.width[2])
-				rc->t.width[2] = strlen(cfg->jobs[i].name);
-		if (job != NULL && strlen(job) > rc->t.width[2])
-			rc->t.width[2] = strlen(job);
-		if (rc->t.width[5] < strlen("succeeded"))
-			rc->t.width[5] = strlen("succeeded");
-		if (rc->t.width[6] < strlen("2026-01-01T00:00:00.000Z"))
-			rc->t.width[6] = strlen("2026-01-01T00:00:00.000Z");
-	}
+	if (text)
+		runs_table_head(rc, cfg, q->job);
 	res->stream = &rc->cs;
 }
 

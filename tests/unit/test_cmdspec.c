@@ -317,9 +317,9 @@ END_TEST
 START_TEST(test_value)
 {
 	const struct cmdspec_arg integer = { "limit", CMDSPEC_INT, "limit",
-		NULL, NULL, 0 };
+		NULL, NULL, 0, 0 };
 	const struct cmdspec_arg budget = { "budget", CMDSPEC_DURATION,
-		"budget", NULL, NULL, 0 };
+		"budget", NULL, NULL, 0, 0 };
 	long long n = 0;
 	struct err err;
 
