@@ -37,59 +37,63 @@ struct runs_ctx {
 	char head[512]; /* a line above the table, or "" */
 };
 
-/* One run as JSON or a table row; 1 ends the page. */
-static int
-runs_cb(const struct store_run_row *r, void *data, struct err *err)
+/* A count, or null when not known. */
+static void
+runs_json_count(struct buf *out, bool has, int64_t n)
 {
-	struct runs_ctx *rc = data;
+	if (has)
+		buf_printf(out, "%" PRId64, n);
+	else
+		buf_addstr(out, "null");
+}
+
+/* One run as a JSON object (an element of the array, or a line). */
+static void
+runs_json_row(struct runs_ctx *rc, const struct store_run_row *r,
+	      const struct cmd_shards *sh, bool has_sh)
+{
+	struct buf *out = rc->out;
+
+	if (rc->jsonl)
+		buf_addstr(out, "{\"id\": ");
+	else
+		buf_printf(out, "%s{\"id\": ", rc->n ? ",\n  " : "\n  ");
+	rc->n++;
+	runs_json_count(out, r->has_id, r->id);
+	buf_printf(out, ", \"request\": %" PRId64 ", \"job\": ",
+		   r->request_id);
+	json_str(out, r->job);
+	buf_addstr(out, ", \"partition\": ");
+	json_str(out, r->key);
+	buf_printf(out, ", \"attempt\": %d, \"state\": \"%s\","
+		   " \"started_at\": ", r->attempt, r->state);
+	json_time(out, r->started_at, r->has_started_at);
+	buf_addstr(out, ", \"finished_at\": ");
+	json_time(out, r->finished_at, r->has_finished_at);
+	buf_addstr(out, ", \"error\": ");
+	json_str(out, r->error);
+	buf_printf(out, ", \"warnings\": %s",
+		   strcmp(r->state, "succeeded") == 0 &&
+		   severity_is_note(r->error) ? "true" : "false");
+	buf_addstr(out, ", \"rows_changed\": ");
+	runs_json_count(out, r->has_rows, r->rows_changed);
+	buf_addstr(out, ", \"code_version\": ");
+	json_str(out, r->code_version);
+	buf_addstr(out, ", \"marked_by\": ");
+	json_str(out, r->marked_by);
+	buf_addstr(out, ", \"shards\": ");
+	cmd_shards_json(out, sh, has_sh);
+	buf_addstr(out, rc->jsonl ? "}\n" : "}");
+}
+
+/* One run as a row of the table. */
+static void
+runs_text_row(struct runs_ctx *rc, const struct store_run_row *r,
+	      const struct cmd_shards *sh, bool has_sh)
+{
 	char st[CAL_KEY_MAX], dur[32], id[24], rq[24], att[12], rows[24];
 	char shards[320], errcol[4096];
-	struct cmd_shards sh;
-	bool has_sh = r->has_id && cmd_shards_read(rc->sched, r->request_id,
-						   r->job, r->key, r->id, &sh);
 
-	(void)err;
-	if (rc->json || rc->jsonl) {
-		if (rc->jsonl)
-			buf_addstr(rc->out, "{\"id\": ");
-		else
-			buf_printf(rc->out, "%s{\"id\": ", rc->n ?
-				   ",\n  " : "\n  ");
-		rc->n++;
-		if (r->has_id)
-			buf_printf(rc->out, "%" PRId64, r->id);
-		else
-			buf_addstr(rc->out, "null");
-		buf_printf(rc->out, ", \"request\": %" PRId64 ", \"job\": ",
-			   r->request_id);
-		json_str(rc->out, r->job);
-		buf_addstr(rc->out, ", \"partition\": ");
-		json_str(rc->out, r->key);
-		buf_printf(rc->out, ", \"attempt\": %d, \"state\": \"%s\","
-			   " \"started_at\": ", r->attempt, r->state);
-		json_time(rc->out, r->started_at, r->has_started_at);
-		buf_addstr(rc->out, ", \"finished_at\": ");
-		json_time(rc->out, r->finished_at, r->has_finished_at);
-		buf_addstr(rc->out, ", \"error\": ");
-		json_str(rc->out, r->error);
-		buf_printf(rc->out, ", \"warnings\": %s",
-			   strcmp(r->state, "succeeded") == 0 &&
-			   severity_is_note(r->error) ? "true" : "false");
-		buf_addstr(rc->out, ", \"rows_changed\": ");
-		if (r->has_rows)
-			buf_printf(rc->out, "%" PRId64, r->rows_changed);
-		else
-			buf_addstr(rc->out, "null");
-		buf_addstr(rc->out, ", \"code_version\": ");
-		json_str(rc->out, r->code_version);
-		buf_addstr(rc->out, ", \"marked_by\": ");
-		json_str(rc->out, r->marked_by);
-		buf_addstr(rc->out, ", \"shards\": ");
-		cmd_shards_json(rc->out, &sh, has_sh);
-		buf_addstr(rc->out, rc->jsonl ? "}\n" : "}");
-		return (rc->limit > 0 && rc->n >= rc->limit) ||
-		    rc->out->len >= CMD_PAGE_BYTES;
-	}
 	cmd_fmt_time(r->started_at, r->has_started_at, st);
 	/* a partition cancelled before it started has a finish only */
 	if (r->has_started_at && r->has_finished_at)
@@ -108,8 +112,8 @@ runs_cb(const struct store_run_row *r, void *data, struct err *err)
 	else
 		strcpy(rows, "-");
 	/* a partition some shards have not published yet says so */
-	if (has_sh && sh.published < sh.of) {
-		cmd_shards_text(&sh, shards, sizeof shards);
+	if (has_sh && sh->published < sh->of) {
+		cmd_shards_text(sh, shards, sizeof shards);
 		snprintf(errcol, sizeof errcol, "%s%s%s", shards,
 			 r->error ? "; " : "", r->error ? r->error : "");
 	} else {
@@ -119,6 +123,24 @@ runs_cb(const struct store_run_row *r, void *data, struct err *err)
 		rows, r->code_version ? r->code_version : "-", errcol };
 	cmd_table_row(&rc->t, row);
 	rc->n++;
+}
+
+/* One run as JSON or a table row; 1 ends the page. */
+static int
+runs_cb(const struct store_run_row *r, void *data, struct err *err)
+{
+	struct runs_ctx *rc = data;
+	struct cmd_shards sh = { 0 };
+	bool has_sh = r->has_id && cmd_shards_read(rc->sched, r->request_id,
+						   r->job, r->key, r->id, &sh);
+
+	(void)err;
+	if (rc->json || rc->jsonl) {
+		runs_json_row(rc, r, &sh, has_sh);
+		return (rc->limit > 0 && rc->n >= rc->limit) ||
+		    rc->out->len >= CMD_PAGE_BYTES;
+	}
+	runs_text_row(rc, r, &sh, has_sh);
 	return (rc->limit > 0 && rc->n >= rc->limit) ||
 	    rc->t.nrows * 128 >= CMD_PAGE_BYTES;
 }
