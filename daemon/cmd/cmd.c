@@ -125,7 +125,14 @@ cmd_table_print(struct cmd_table *t, struct buf *out)
 	t->cap = 0;
 }
 
-/* Every command of the daemon, one file each (cmd_NAME.c). */
+/* Every command of the daemon, one file each (cmd_NAME.c), as tmux's
+ * cmd.c lists them: a new command is a line here and one in the table. */
+extern const struct cmd_entry cmd_backfill_entry, cmd_rerun_entry,
+    cmd_verify_entry, cmd_status_entry, cmd_runs_entry, cmd_stale_entry,
+    cmd_audit_entry, cmd_pause_entry, cmd_resume_entry, cmd_cancel_entry,
+    cmd_retry_entry, cmd_reload_entry, cmd_jobs_entry, cmd_map_entry,
+    cmd_report_entry, cmd_mark_entry, cmd_logs_entry;
+
 static const struct cmd_entry *const cmd_table[] = {
 	&cmd_backfill_entry, &cmd_rerun_entry, &cmd_verify_entry,
 	&cmd_status_entry, &cmd_runs_entry, &cmd_stale_entry, &cmd_audit_entry,

@@ -42,12 +42,6 @@ struct cmd_entry {
 		     struct cmd_res *res);
 };
 
-extern const struct cmd_entry cmd_backfill_entry, cmd_rerun_entry,
-    cmd_verify_entry, cmd_status_entry, cmd_runs_entry, cmd_stale_entry,
-    cmd_audit_entry, cmd_pause_entry, cmd_resume_entry, cmd_cancel_entry,
-    cmd_retry_entry, cmd_reload_entry, cmd_jobs_entry, cmd_map_entry,
-    cmd_report_entry, cmd_mark_entry, cmd_logs_entry;
-
 /* status on several hosts (cmd_nodes.c): the nodes and warnings; nothing
  * on a single host. */
 void cmd_nodes_json(struct cmd_ctx *ctx, struct buf *out);
