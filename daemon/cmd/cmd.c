@@ -4,8 +4,10 @@
  * cmd_run() finds the command's entry (one file per command, cmd_NAME.c,
  * as tmux lists its cmd_entry structs), refuses a mutating command to a
  * peer without the rights or while the state store cannot be written,
- * checks the request's fields by the specification shared with
- * backfillctl (cmdspec.h), and calls the handler.  Its answer goes into
+ * parses the request's fields once by the specification shared with
+ * backfillctl (cmdspec.h) into a typed request, and calls the handler
+ * with it: the only place a command's fields are read (beside `cmd`
+ * and, for the rights, `dry_run`).  Its answer goes into
  * the RESPONSE, or becomes a stream of DATA frames when it is one or is
  * too large for one frame.  Also here: the helpers the command files
  * share (cmd_entry.h).
@@ -168,10 +170,11 @@ cmd_parse(const struct cmd_entry *ce, const struct proto_msg *msg,
 }
 
 /* Whether this request changes state: a mutating command, except with
- * dry_run=1 (a plan, a reload's report: it changes nothing).  Read
- * before the request is parsed, as the rights are checked before its
- * fields (a peer without them is told so whatever it sent), and by
- * control.c for a request it forwards as it came. */
+ * dry_run=1 where its specification has --dry-run (a plan, a reload's
+ * report: it changes nothing).  Read before the request is parsed, as
+ * the rights are checked before its fields (a peer without them is told
+ * so whatever it sent), and by control.c for a request it forwards as
+ * it came. */
 static bool
 cmd_req_mutates(const struct cmd_entry *ce, const struct proto_msg *msg)
 {
@@ -179,7 +182,10 @@ cmd_req_mutates(const struct cmd_entry *ce, const struct proto_msg *msg)
 
 	if (!(ce->spec->flags & CMDSPEC_MUTATES))
 		return false;
-	return dry == NULL || strcmp(dry, "1") != 0;
+	for (const struct cmdspec_arg *a = ce->spec->opts; a->name != NULL; a++)
+		if (a->field != NULL && strcmp(a->field, "dry_run") == 0)
+			return dry == NULL || strcmp(dry, "1") != 0;
+	return true;
 }
 
 bool

@@ -3,15 +3,20 @@
  *
  * Both programs read their commands from this table: backfillctl builds
  * its usage, its help and its getopt options from it and checks argv
- * with it (ctl.c); the daemon checks every REQUEST's fields with it
- * again, never trusting the client, before a command's handler runs
- * (cmd.c, one cmd_*.c per command).  A rule and its message are written
- * once, here, so the two sides cannot drift.
+ * with it (ctl.c); the daemon parses every REQUEST's fields with it
+ * again, never trusting the client, into a typed request (struct
+ * cmdspec_req, as tmux's args_parse fills a struct args) that is all a
+ * command's handler sees (cmd.c, one cmd_*.c per command).  A rule and
+ * its message are written once, here, so the two sides cannot drift.
+ *
+ * Each argument names the member of struct cmdspec_req its value goes
+ * to (`off`); the member's type follows from its kind, so one table
+ * says a field's name, its check and where its value lives.
  *
  * A command has options (--name, a request field each) and positionals
  * (JOB, PARTITION, REQUEST: a field each too); each argument has a kind
  * that says how its value is checked.  Rules across arguments (exclusive
- * options, pairs) are a command's check function.  What needs the
+ * options, pairs) are a command's check function, run on the values.  What needs the
  * configuration (whether a job exists, its grain, bounds and
  * max_backfill) is the daemon's handler's business, not this file's.
  *

@@ -1,5 +1,9 @@
 /*
- * control.c - the control socket server.
+ * control.c - the control socket server: listening, accepting, the
+ * bounds below, the peer's credentials, frames read and answers
+ * written.  What a request becomes is control_answer.c's (here) or
+ * control_forward.c's (the planner's, several hosts); the planner's
+ * mailbox is control_mail.c's (control_int.h lists the four).
  *
  * One uv_pipe_t listens; each connection reads frames into a buffer that
  * never grows past one maximal request, answers each REQUEST in order, and

@@ -122,7 +122,7 @@ client_watch_cb(void *data, const struct sched_progress *p)
 }
 
 /* A request field, for cmdspec_parse (cmdspec_get_fn). */
-static const char *
+const char *
 control_req_get(const void *src, const char *field)
 {
 	return proto_get(src, field);

@@ -14,6 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "cmdspec.h"
 #include "log.h"
 #include "xalloc.h"
 
@@ -159,18 +160,27 @@ static int64_t
 client_forward_ms(struct client *cl, const struct proto_msg *req)
 {
 	const struct config *cfg = sched_config(cl->c->sched);
-	const char *cmd = proto_get(req, "cmd"), *job = proto_get(req, "job");
-	const char *v = proto_get(req, "verify"), *dry = proto_get(req,
-								  "dry_run");
-	const struct job_def *j = job != NULL ? config_job(cfg, job) : NULL;
+	const struct cmdspec *cs = cmdspec_find(proto_get(req, "cmd"));
+	const struct job_def *j = NULL;
 	int64_t ms = (cfg->lease + 2) * 1000;
-	bool proof;
+	struct cmdspec_req rq;
+	struct err err;
+	bool proof = false;
 
-	proof = strcmp(cmd, "verify") == 0 ||
-		((strcmp(cmd, "backfill") == 0 || strcmp(cmd, "rerun") == 0) &&
-		 ((v != NULL && strcmp(v, "1") == 0) ||
-		  (j != NULL && j->verify &&
-		   (dry == NULL || strcmp(dry, "1") != 0))));
+	/* a request its specification refuses is answered at once */
+	if (cs != NULL && cmdspec_parse(cs, control_req_get, req, false, &rq,
+					&err) == 0) {
+		if (cs == &cmdspec_verify) {
+			j = config_job(cfg, rq.part.job);
+			proof = true;
+		} else if (cs == &cmdspec_backfill || cs == &cmdspec_rerun) {
+			j = config_job(cfg, rq.backfill.job);
+			proof = rq.backfill.verify || (j != NULL && j->verify &&
+							!rq.backfill.dry_run);
+		}
+	}
+	if (cs != NULL)
+		cmdspec_req_free(&rq);
 	if (proof)
 		ms += j != NULL && j->timeout > 0 ? 2 * j->timeout * 1000 :
 		      FWD_PROOF_MS;

@@ -191,6 +191,8 @@ void client_pump_cb(uv_idle_t *h);
 void progress_fields(struct buf *f, const struct sched_progress *p);
 void control_wait_done(struct sched *s, int64_t id,
 		       const struct sched_progress *p, struct buf *f);
+/* A request field (cmdspec_get_fn). */
+const char *control_req_get(const void *src, const char *field);
 /* The request a `wait` names, parsed by its specification: 0, or -1
  * with err. */
 int control_wait_id(const struct proto_msg *req, int64_t *id,
