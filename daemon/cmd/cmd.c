@@ -14,6 +14,7 @@
  */
 #include "cmd_entry.h"
 
+#include <inttypes.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -70,6 +71,16 @@ cmd_job(struct cmd_ctx *ctx, const char *name, struct cmd_res *res)
 		 " jobs are %s", text_escape(name, q, sizeof q), names.data);
 	buf_free(&names);
 	return -1;
+}
+
+/* A count as JSON, or null when not known. */
+void
+cmd_json_count(struct buf *out, bool has, int64_t n)
+{
+	if (has)
+		buf_printf(out, "%" PRId64, n);
+	else
+		buf_addstr(out, "null");
 }
 
 /* Format epoch ms as ISO-8601 or "-" when absent. */

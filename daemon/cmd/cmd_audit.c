@@ -62,16 +62,6 @@ audit_count(struct audit_ctx *ac, const struct store_audit_row *r,
 			 r->code_version);
 }
 
-/* A count, or null when not known. */
-static void
-audit_json_count(struct buf *out, bool has, int64_t n)
-{
-	if (has)
-		buf_printf(out, "%" PRId64, n);
-	else
-		buf_addstr(out, "null");
-}
-
 /* One partition as a JSON object of the "partitions" array. */
 static void
 audit_json_row(struct audit_ctx *ac, const struct store_audit_row *r,
@@ -85,15 +75,15 @@ audit_json_row(struct audit_ctx *ac, const struct store_audit_row *r,
 	json_str(out, r->key);
 	buf_printf(out, ", \"downstream\": %s, \"state\": \"%s\", \"run\": ",
 		   r->downstream ? "true" : "false", r->item_state);
-	audit_json_count(out, r->has_run, r->run_id);
+	cmd_json_count(out, r->has_run, r->run_id);
 	buf_addstr(out, ", \"code_version\": ");
 	json_str(out, r->code_version);
 	buf_addstr(out, ", \"config_hash\": ");
 	json_str(out, r->config_hash);
 	buf_addstr(out, ", \"rows_before\": ");
-	audit_json_count(out, r->has_rows_before, r->rows_before);
+	cmd_json_count(out, r->has_rows_before, r->rows_before);
 	buf_addstr(out, ", \"rows_after\": ");
-	audit_json_count(out, r->has_rows_after, r->rows_after);
+	cmd_json_count(out, r->has_rows_after, r->rows_after);
 	buf_printf(out, ", \"metrics\": %s, \"checks\": %s, \"error\": ",
 		   r->metrics ? r->metrics : "{}", r->checks ? r->checks : "[]");
 	json_str(out, r->error);

@@ -108,6 +108,8 @@ void cmd_fail_err(struct cmd_res *res, const struct err *err);
 /* The index of the job called name (the request's JOB), or -1 after
  * refusing an unknown one with the configured names. */
 int cmd_job(struct cmd_ctx *ctx, const char *name, struct cmd_res *res);
+/* n as JSON, or null when !has. */
+void cmd_json_count(struct buf *out, bool has, int64_t n);
 /* Epoch ms as ISO-8601, or "-" when !has, into buf (CAL_KEY_MAX). */
 void cmd_fmt_time(int64_t ms, bool has, char *buf);
 

@@ -37,16 +37,6 @@ struct runs_ctx {
 	char head[512]; /* a line above the table, or "" */
 };
 
-/* A count, or null when not known. */
-static void
-runs_json_count(struct buf *out, bool has, int64_t n)
-{
-	if (has)
-		buf_printf(out, "%" PRId64, n);
-	else
-		buf_addstr(out, "null");
-}
-
 /* One run as a JSON object (an element of the array, or a line). */
 static void
 runs_json_row(struct runs_ctx *rc, const struct store_run_row *r,
@@ -59,7 +49,7 @@ runs_json_row(struct runs_ctx *rc, const struct store_run_row *r,
 	else
 		buf_printf(out, "%s{\"id\": ", rc->n ? ",\n  " : "\n  ");
 	rc->n++;
-	runs_json_count(out, r->has_id, r->id);
+	cmd_json_count(out, r->has_id, r->id);
 	buf_printf(out, ", \"request\": %" PRId64 ", \"job\": ",
 		   r->request_id);
 	json_str(out, r->job);
@@ -76,7 +66,7 @@ runs_json_row(struct runs_ctx *rc, const struct store_run_row *r,
 		   strcmp(r->state, "succeeded") == 0 &&
 		   severity_is_note(r->error) ? "true" : "false");
 	buf_addstr(out, ", \"rows_changed\": ");
-	runs_json_count(out, r->has_rows, r->rows_changed);
+	cmd_json_count(out, r->has_rows, r->rows_changed);
 	buf_addstr(out, ", \"code_version\": ");
 	json_str(out, r->code_version);
 	buf_addstr(out, ", \"marked_by\": ");

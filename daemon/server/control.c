@@ -149,6 +149,21 @@ client_send(struct client *cl, struct buf *frame)
 	cl->queued += len;
 }
 
+/* The length of the next DATA frame's `out` of text data[0..len): at
+ * most CONTROL_DATA_MAX bytes, cut between UTF-8 sequences. */
+size_t
+control_data_chunk(const char *data, size_t len)
+{
+	size_t n = len;
+
+	if (n > CONTROL_DATA_MAX) {
+		n = CONTROL_DATA_MAX;
+		while (n > 1 && ((unsigned char)data[n] & 0xc0) == 0x80)
+			n--;
+	}
+	return n;
+}
+
 /* Send text for stdout as DATA frames of at most CONTROL_DATA_MAX bytes,
  * cut between UTF-8 sequences. */
 void
@@ -159,13 +174,7 @@ client_send_data(struct client *cl, const char *data, size_t len)
 
 	buf_init(&f);
 	while (off < len && !cl->closing) {
-		n = len - off;
-		if (n > CONTROL_DATA_MAX) {
-			n = CONTROL_DATA_MAX;
-			while (n > 1 && ((unsigned char)data[off + n] & 0xc0) ==
-			       0x80)
-				n--;
-		}
+		n = control_data_chunk(data + off, len - off);
 		proto_begin(&f, PROTO_DATA);
 		proto_add_n(&f, "out", data + off, n);
 		proto_end(&f);

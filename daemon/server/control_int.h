@@ -177,6 +177,8 @@ void client_finish(struct client *cl);
 void client_close(struct client *cl);
 void client_kick(struct client *cl);
 void client_handle_closed_cb(uv_handle_t *h);
+/* The length of the next DATA frame's `out` of data[0..len). */
+size_t control_data_chunk(const char *data, size_t len);
 /* Count one event of rl: the number to log now, or 0 (the last line is
  * recent). */
 int control_ratelog(struct control_ratelog *rl, uint64_t now);

@@ -29,13 +29,7 @@ control_data_frames(struct buf *f, const char *data, size_t len)
 	size_t off = 0, n;
 
 	while (off < len) {
-		n = len - off;
-		if (n > CONTROL_DATA_MAX) {
-			n = CONTROL_DATA_MAX;
-			while (n > 1 && ((unsigned char)data[off + n] & 0xc0) ==
-			       0x80)
-				n--;
-		}
+		n = control_data_chunk(data + off, len - off);
 		proto_begin(f, PROTO_DATA);
 		proto_add_n(f, "out", data + off, n);
 		proto_end(f);
