@@ -1056,88 +1056,84 @@ ctl_completion(const char *shell)
 	return EXIT_DONE;
 }
 
-/* backfillctl [--socket PATH | --config FILE] COMMAND [ARGS] */
-int
-main(int argc, char **argv)
+/* The global options, up to the command name, and the command: 0, 1
+ * when done already (*st: --version, --help), or -1 with err. */
+static int
+ctl_global(struct ctl_ctx *ctx, int argc, char **argv, int *st,
+	   struct err *err)
 {
 	static const struct option opts[] = {
 		{ "version", no_argument, NULL, OPT_VERSION },
 		CTL_COMMON_OPTS,
 		{ NULL, 0, NULL, 0 }
 	};
-	struct ctl_ctx ctx;
 	struct ctl_args a;
-	struct err err;
-	struct buf req;
-	char tmp[PATH_MAX + 32];
-	int c, st;
-
-	signal(SIGPIPE, SIG_IGN);
-	memset(&ctx, 0, sizeof ctx);
-	err_clear(&err);
-	buf_init(&req);
+	int c;
 
 	/* Global options stop at the command name. */
 	ctl_args_init(&a, argc, argv, opts);
 	a.first_only = true;
-	while ((c = ctl_next(&ctx, &a, &err)) >= 0) {
+	while ((c = ctl_next(ctx, &a, err)) >= 0) {
 		if (c == OPT_VERSION) {
 			printf("backfillctl %s\n", BACKFILLD_VERSION);
-			return EXIT_DONE;
+			*st = EXIT_DONE;
+			return 1;
 		}
 	}
 	if (c == -2)
-		goto fail;
+		return -1;
 	if (a.npos == 0) {
-		if (ctx.help) {
+		if (ctx->help) {
 			ctl_usage(stdout);
-			return EXIT_DONE;
+			*st = EXIT_DONE;
+			return 1;
 		}
-		err_set(&err, EXIT_BAD_INPUT, "no command given; see "
+		return err_set(err, EXIT_BAD_INPUT, "no command given; see "
 		    "'backfillctl --help' for the commands");
-		goto fail;
 	}
-	ctx.cmd = cmdspec_find(a.pos[0]);
-	if (ctx.cmd == NULL) {
-		ctl_unknown_cmd(a.pos[0], &err);
-		goto fail;
+	ctx->cmd = cmdspec_find(a.pos[0]);
+	if (ctx->cmd == NULL) {
+		ctl_unknown_cmd(a.pos[0], err);
+		return -1;
 	}
+	return 0;
+}
 
-	/* The command's own options, from its name on. */
-	c = optind;
-	proto_begin(&req, PROTO_REQUEST);
-	proto_add(&req, "cmd", ctx.cmd->name);
-	if (ctl_parse(&ctx, argc - c, argv + c, &req, &err) != 0)
-		goto fail;
-	if (ctx.help) {
-		ctl_cmd_usage(ctx.cmd);
-		buf_free(&req);
-		return EXIT_DONE;
+/* The command's own options, from its name on, into the REQUEST frame
+ * req: 0, 1 when answered here (*st: its --help, completion), or -1
+ * with err. */
+static int
+ctl_request(struct ctl_ctx *ctx, int argc, char **argv, struct buf *req,
+	    int *st, struct err *err)
+{
+	proto_begin(req, PROTO_REQUEST);
+	proto_add(req, "cmd", ctx->cmd->name);
+	if (ctl_parse(ctx, argc, argv, req, err) != 0)
+		return -1;
+	if (ctx->help) {
+		ctl_cmd_usage(ctx->cmd);
+		*st = EXIT_DONE;
+		return 1;
 	}
-	if (ctx.shell != NULL) {
-		buf_free(&req);
-		return ctl_completion(ctx.shell);
+	if (ctx->shell != NULL) {
+		*st = ctl_completion(ctx->shell);
+		return 1;
 	}
 	if (isatty(STDOUT_FILENO))
-		proto_add(&req, "tty", "1");
-	proto_end(&req);
-	if (req.len - PROTO_HEADER > PROTO_MAX_BODY) {
-		err_set(&err, EXIT_BAD_INPUT, "the request is too large (%zu "
-		    "bytes, at most %u); split it into smaller ones",
-		    req.len - PROTO_HEADER, PROTO_MAX_BODY);
-		goto fail;
-	}
-	if (ctl_socket_path(&ctx, &err) != 0)
-		goto fail;
-	if (ctl_report_path != NULL && ctl_report_open(tmp, sizeof tmp, &err) < 0)
-		goto fail;
-	st = ctl_run(&ctx, &req, &err);
-	if (ctl_report_path != NULL)
-		st = ctl_report_close(tmp, st, &err);
-	if (st < 0)
-		goto fail;
-	buf_free(&req);
-	free(ctx.path);
+		proto_add(req, "tty", "1");
+	proto_end(req);
+	if (req->len - PROTO_HEADER > PROTO_MAX_BODY)
+		return err_set(err, EXIT_BAD_INPUT, "the request is too large "
+		    "(%zu bytes, at most %u); split it into smaller ones",
+		    req->len - PROTO_HEADER, PROTO_MAX_BODY);
+	return 0;
+}
+
+/* The exit status once stdout is flushed: a write that failed is said
+ * (quietly when its reader went away). */
+static int
+ctl_flush(int st)
+{
 	if (fflush(stdout) != 0 || ferror(stdout) || ctl_stdout_errno) {
 		if (ctl_stdout_errno == 0)
 			ctl_stdout_errno = errno;
@@ -1149,6 +1145,41 @@ main(int argc, char **argv)
 		return st == EXIT_DONE ? EXIT_WORK_FAILED : st;
 	}
 	return st;
+}
+
+/* backfillctl [--socket PATH | --config FILE] COMMAND [ARGS] */
+int
+main(int argc, char **argv)
+{
+	struct ctl_ctx ctx;
+	struct err err;
+	struct buf req;
+	char tmp[PATH_MAX + 32];
+	int rc, st = EXIT_DONE;
+
+	signal(SIGPIPE, SIG_IGN);
+	memset(&ctx, 0, sizeof ctx);
+	err_clear(&err);
+	buf_init(&req);
+	if ((rc = ctl_global(&ctx, argc, argv, &st, &err)) == 0)
+		rc = ctl_request(&ctx, argc - optind, argv + optind, &req, &st,
+				 &err);
+	if (rc > 0) {
+		buf_free(&req);
+		return st;
+	}
+	if (rc < 0 || ctl_socket_path(&ctx, &err) != 0)
+		goto fail;
+	if (ctl_report_path != NULL && ctl_report_open(tmp, sizeof tmp, &err) < 0)
+		goto fail;
+	st = ctl_run(&ctx, &req, &err);
+	if (ctl_report_path != NULL)
+		st = ctl_report_close(tmp, st, &err);
+	if (st < 0)
+		goto fail;
+	buf_free(&req);
+	free(ctx.path);
+	return ctl_flush(st);
 
 fail:
 	buf_free(&req);

@@ -4,14 +4,17 @@
  * cmd_run() finds the command's entry (one file per command, cmd_NAME.c,
  * as tmux lists its cmd_entry structs), refuses a mutating command to a
  * peer without the rights or while the state store cannot be written,
- * checks the request's fields by the specification shared with
- * backfillctl (cmdspec.h), and calls the handler.  Its answer goes into
+ * parses the request's fields once by the specification shared with
+ * backfillctl (cmdspec.h) into a typed request, and calls the handler
+ * with it: the only place a command's fields are read (beside `cmd`
+ * and, for the rights, `dry_run`).  Its answer goes into
  * the RESPONSE, or becomes a stream of DATA frames when it is one or is
  * too large for one frame.  Also here: the helpers the command files
  * share (cmd_entry.h).
  */
 #include "cmd_entry.h"
 
+#include <inttypes.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -42,21 +45,11 @@ cmd_fail_err(struct cmd_res *res, const struct err *err)
 	res->status = err->code == EXIT_INTERNAL ? EXIT_WORK_FAILED : err->code;
 }
 
-/* A boolean flag field. */
-bool
-cmd_flag(const struct proto_msg *req, const char *key)
-{
-	const char *v = proto_get(req, key);
-
-	return v != NULL && strcmp(v, "1") == 0;
-}
-
-/* The job named by field `job`, or -1 after refusing. */
+/* The job called name, or -1 after refusing. */
 int
-cmd_job(struct cmd_ctx *ctx, const struct proto_msg *req, struct cmd_res *res)
+cmd_job(struct cmd_ctx *ctx, const char *name, struct cmd_res *res)
 {
 	const struct config *cfg = sched_config(ctx->sched);
-	const char *name = proto_get(req, "job");
 	struct buf names;
 	char q[128];
 	int j;
@@ -78,6 +71,16 @@ cmd_job(struct cmd_ctx *ctx, const struct proto_msg *req, struct cmd_res *res)
 		 " jobs are %s", text_escape(name, q, sizeof q), names.data);
 	buf_free(&names);
 	return -1;
+}
+
+/* A count as JSON, or null when not known. */
+void
+cmd_json_count(struct buf *out, bool has, int64_t n)
+{
+	if (has)
+		buf_printf(out, "%" PRId64, n);
+	else
+		buf_addstr(out, "null");
 }
 
 /* Format epoch ms as ISO-8601 or "-" when absent. */
@@ -135,7 +138,14 @@ cmd_table_print(struct cmd_table *t, struct buf *out)
 	t->cap = 0;
 }
 
-/* Every command of the daemon, one file each (cmd_NAME.c). */
+/* Every command of the daemon, one file each (cmd_NAME.c), as tmux's
+ * cmd.c lists them: a new command is a line here and one in the table. */
+extern const struct cmd_entry cmd_backfill_entry, cmd_rerun_entry,
+    cmd_verify_entry, cmd_status_entry, cmd_runs_entry, cmd_stale_entry,
+    cmd_audit_entry, cmd_pause_entry, cmd_resume_entry, cmd_cancel_entry,
+    cmd_retry_entry, cmd_reload_entry, cmd_jobs_entry, cmd_map_entry,
+    cmd_report_entry, cmd_mark_entry, cmd_logs_entry;
+
 static const struct cmd_entry *const cmd_table[] = {
 	&cmd_backfill_entry, &cmd_rerun_entry, &cmd_verify_entry,
 	&cmd_status_entry, &cmd_runs_entry, &cmd_stale_entry, &cmd_audit_entry,
@@ -161,22 +171,32 @@ cmd_get(const void *src, const char *field)
 	return proto_get(src, field);
 }
 
-/* Check a request's fields by the specification. */
+/* Parse a request by the specification: the one place a command's
+ * fields are read. */
 int
-cmd_check(const struct cmd_entry *ce, const struct proto_msg *req,
-	  struct err *err)
+cmd_parse(const struct cmd_entry *ce, const struct proto_msg *msg,
+	  struct cmdspec_req *rq, struct err *err)
 {
-	return cmdspec_check(ce->spec, cmd_get, req, false, err);
+	return cmdspec_parse(ce->spec, cmd_get, msg, false, rq, err);
 }
 
 /* Whether this request changes state: a mutating command, except with
- * dry_run=1 (a plan, a reload's report: it changes nothing). */
+ * dry_run=1 where its specification has --dry-run (a plan, a reload's
+ * report: it changes nothing).  Read before the request is parsed, as
+ * the rights are checked before its fields (a peer without them is told
+ * so whatever it sent), and by control.c for a request it forwards as
+ * it came. */
 static bool
-cmd_req_mutates(const struct cmd_entry *ce, const struct proto_msg *req)
+cmd_req_mutates(const struct cmd_entry *ce, const struct proto_msg *msg)
 {
+	const char *dry = proto_get(msg, "dry_run");
+
 	if (!(ce->spec->flags & CMDSPEC_MUTATES))
 		return false;
-	return !cmd_flag(req, "dry_run");
+	for (const struct cmdspec_arg *a = ce->spec->opts; a->name != NULL; a++)
+		if (a->field != NULL && strcmp(a->field, "dry_run") == 0)
+			return dry == NULL || strcmp(dry, "1") != 0;
+	return true;
 }
 
 bool
@@ -237,39 +257,56 @@ cmd_stream_end(struct cmd_stream *cs, struct buf *resp)
 	cs->free(cs);
 }
 
-void
-cmd_run(struct cmd_ctx *ctx, const struct proto_msg *req, struct buf *resp,
-	struct cmd_stream **stream)
+/* Find the request's command, check the rights, parse the fields into
+ * the typed request the handler receives, and run it; the answer is in
+ * res.  The name is left in *name for the log. */
+static void
+cmd_dispatch(struct cmd_ctx *ctx, const struct proto_msg *msg,
+	     struct cmd_res *res, const char **name)
 {
-	const char *name = proto_get(req, "cmd");
-	const struct cmd_entry *ce = cmd_find(name);
-	struct cmd_res res = { .status = EXIT_DONE, .frame = resp };
-	struct text_stream *ts;
+	const struct cmd_entry *ce;
+	struct cmdspec_req rq = { 0 };
 	char qname[64];
 	const char *why;
 	struct err err;
 
-	*stream = NULL;
-	buf_init(&res.out);
-	err_clear(&res.err);
+	*name = proto_get(msg, "cmd");
+	ce = cmd_find(*name);
 	if (ce == NULL)
-		cmd_fail(&res, EXIT_BAD_INPUT, "unknown command \"%s\": see"
-			 " backfillctl --help", text_escape(name, qname, sizeof qname));
-	else if (cmd_req_mutates(ce, req) && !ctx->may_change)
-		cmd_fail(&res, EXIT_BAD_INPUT, "permission denied: %s changes"
+		cmd_fail(res, EXIT_BAD_INPUT, "unknown command \"%s\": see"
+			 " backfillctl --help", text_escape(*name, qname,
+			 sizeof qname));
+	else if (cmd_req_mutates(ce, msg) && !ctx->may_change)
+		cmd_fail(res, EXIT_BAD_INPUT, "permission denied: %s changes"
 			 " state and needs root, the daemon's user or the socket's"
 			 " group", ce->spec->name);
-	else if (cmd_req_mutates(ce, req) &&
+	else if (cmd_req_mutates(ce, msg) &&
 		 sched_store_failed(ctx->sched, &why, NULL))
-		cmd_fail(&res, EXIT_WORK_FAILED, "the state store cannot be"
+		cmd_fail(res, EXIT_WORK_FAILED, "the state store cannot be"
 			 " written (%s): nothing was changed; %sbackfilld"
 			 " resumes by itself", why,
 			 config_is_cluster(sched_config(ctx->sched)) ? "" :
 			 "free space on its filesystem, ");
-	else if (cmd_check(ce, req, &err) < 0)
-		cmd_fail_err(&res, &err);
+	else if (cmd_parse(ce, msg, &rq, &err) < 0)
+		cmd_fail_err(res, &err);
 	else
-		ce->exec(ctx, req, &res);
+		ce->exec(ctx, &rq, res);
+	cmdspec_req_free(&rq);
+}
+
+void
+cmd_run(struct cmd_ctx *ctx, const struct proto_msg *req, struct buf *resp,
+	struct cmd_stream **stream)
+{
+	struct cmd_res res = { .status = EXIT_DONE, .frame = resp };
+	struct text_stream *ts;
+	const char *name;
+	char qname[64];
+
+	*stream = NULL;
+	buf_init(&res.out);
+	err_clear(&res.err);
+	cmd_dispatch(ctx, req, &res, &name);
 	if (res.stream != NULL) {
 		buf_free(&res.out);
 		*stream = res.stream;

@@ -1,9 +1,9 @@
 /*
  * cmd.h - the daemon side of backfillctl's commands: one handler per
  * command (cmd_NAME.c, listed in cmd.c; cmd_entry.h), each turning a
- * REQUEST's fields, checked by the specification shared with backfillctl
- * (cmdspec.h), into a change of the scheduler or a report, rendered as a
- * human table or as JSON.
+ * REQUEST, parsed once by the specification shared with backfillctl
+ * (cmdspec.h) into typed values, into a change of the scheduler or a
+ * report, rendered as a human table or as JSON.
  */
 #ifndef BACKFILLD_CMD_H
 #define BACKFILLD_CMD_H

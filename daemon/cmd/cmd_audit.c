@@ -24,96 +24,89 @@ struct audit_ctx {
 	size_t nversions;
 };
 
-/*
- * One partition of the audited request.  What passed is the request's own
- * run of it (the one `runs --request N` lists): a partition whose run
- * failed here and which landed later through another request is
- * succeeded in the request (`state`) but its run did not pass, and its
- * note says which request landed it.
- */
-static void
-audit_cb(const struct store_audit_row *r, void *data)
-{
-	struct audit_ctx *ac = data;
-	bool passed = r->has_run && r->run_state != NULL &&
-		      strcmp(r->run_state, "succeeded") == 0;
-	/* (a partition some shards have not published is not passed: its
-	 * run has not succeeded) */
-	/* early cut-off (docs/cutoff.md): not run, its build stands */
-	bool skipped = r->has_run && r->run_state != NULL &&
-		       strcmp(r->run_state, "skipped") == 0;
-	const char *note = r->has_run && !passed &&
-				   strcmp(r->item_state, "succeeded") == 0
-			       ? r->item_error
-			       : NULL;
-	char rb[24], ra[24], result[400], shards[320];
+/* What the audit says of one partition (audit_cb). */
+struct audit_verdict {
+	bool passed;  /* the request's own run succeeded */
+	bool skipped; /* early cut-off (docs/cutoff.md): not run, its build
+		       * stands */
+	const char *note; /* landed through another request: why */
 	struct cmd_shards sh;
-	bool has_sh = r->has_run && cmd_shards_read(ac->sched, ac->request,
-						    r->job, r->key, 0, &sh);
-	bool partial = has_sh && sh.published < sh.of;
+	bool has_sh;  /* ... published shard by shard */
+	bool partial; /* some shards have not published: not passed */
+};
+
+/* Count a partition in the summary, and its code version. */
+static void
+audit_count(struct audit_ctx *ac, const struct store_audit_row *r,
+	    const struct audit_verdict *v)
+{
+	size_t i;
 
 	ac->n++;
 	ac->downstream += r->downstream;
 	if (!r->has_run)
 		ac->unrun++;
-	else if (passed)
+	else if (v->passed)
 		ac->passed++;
-	else if (skipped)
+	else if (v->skipped)
 		ac->skipped++;
 	else
 		ac->failed++;
-	if (r->code_version) {
-		size_t v;
-		for (v = 0; v < ac->nversions; v++)
-			if (strcmp(ac->versions[v], r->code_version) == 0)
-				break;
-		if (v == ac->nversions && v < 8)
-			snprintf(ac->versions[ac->nversions++], 32, "%s",
-				 r->code_version);
-	}
-	if (ac->json) {
-		buf_addstr(ac->out, ac->n > 1 ? ",\n  {\"job\": " : "\n  {\"job\": ");
-		json_str(ac->out, r->job);
-		buf_addstr(ac->out, ", \"partition\": ");
-		json_str(ac->out, r->key);
-		buf_printf(ac->out, ", \"downstream\": %s, \"state\": \"%s\","
-			   " \"run\": ", r->downstream ? "true" : "false",
-			   r->item_state);
-		if (r->has_run)
-			buf_printf(ac->out, "%" PRId64, r->run_id);
-		else
-			buf_addstr(ac->out, "null");
-		buf_addstr(ac->out, ", \"code_version\": ");
-		json_str(ac->out, r->code_version);
-		buf_addstr(ac->out, ", \"config_hash\": ");
-		json_str(ac->out, r->config_hash);
-		buf_addstr(ac->out, ", \"rows_before\": ");
-		if (r->has_rows_before)
-			buf_printf(ac->out, "%" PRId64, r->rows_before);
-		else
-			buf_addstr(ac->out, "null");
-		buf_addstr(ac->out, ", \"rows_after\": ");
-		if (r->has_rows_after)
-			buf_printf(ac->out, "%" PRId64, r->rows_after);
-		else
-			buf_addstr(ac->out, "null");
-		buf_printf(ac->out, ", \"metrics\": %s, \"checks\": %s,"
-			   " \"error\": ", r->metrics ? r->metrics : "{}",
-			   r->checks ? r->checks : "[]");
-		json_str(ac->out, r->error);
-		buf_addstr(ac->out, ", \"note\": ");
-		json_str(ac->out, note);
-		buf_addstr(ac->out, ", \"reason\": ");
-		json_str(ac->out, skipped ? r->error : NULL);
-		buf_addstr(ac->out, ", \"checksum_before\": ");
-		json_str(ac->out, r->sum_before);
-		buf_addstr(ac->out, ", \"checksum_after\": ");
-		json_str(ac->out, r->sum_after);
-		buf_addstr(ac->out, ", \"shards\": ");
-		cmd_shards_json(ac->out, &sh, has_sh);
-		buf_printf(ac->out, ", \"passed\": %s}", passed ? "true" : "false");
+	if (r->code_version == NULL)
 		return;
-	}
+	for (i = 0; i < ac->nversions; i++)
+		if (strcmp(ac->versions[i], r->code_version) == 0)
+			break;
+	if (i == ac->nversions && i < 8)
+		snprintf(ac->versions[ac->nversions++], 32, "%s",
+			 r->code_version);
+}
+
+/* One partition as a JSON object of the "partitions" array. */
+static void
+audit_json_row(struct audit_ctx *ac, const struct store_audit_row *r,
+	       const struct audit_verdict *v)
+{
+	struct buf *out = ac->out;
+
+	buf_addstr(out, ac->n > 1 ? ",\n  {\"job\": " : "\n  {\"job\": ");
+	json_str(out, r->job);
+	buf_addstr(out, ", \"partition\": ");
+	json_str(out, r->key);
+	buf_printf(out, ", \"downstream\": %s, \"state\": \"%s\", \"run\": ",
+		   r->downstream ? "true" : "false", r->item_state);
+	cmd_json_count(out, r->has_run, r->run_id);
+	buf_addstr(out, ", \"code_version\": ");
+	json_str(out, r->code_version);
+	buf_addstr(out, ", \"config_hash\": ");
+	json_str(out, r->config_hash);
+	buf_addstr(out, ", \"rows_before\": ");
+	cmd_json_count(out, r->has_rows_before, r->rows_before);
+	buf_addstr(out, ", \"rows_after\": ");
+	cmd_json_count(out, r->has_rows_after, r->rows_after);
+	buf_printf(out, ", \"metrics\": %s, \"checks\": %s, \"error\": ",
+		   r->metrics ? r->metrics : "{}", r->checks ? r->checks : "[]");
+	json_str(out, r->error);
+	buf_addstr(out, ", \"note\": ");
+	json_str(out, v->note);
+	buf_addstr(out, ", \"reason\": ");
+	json_str(out, v->skipped ? r->error : NULL);
+	buf_addstr(out, ", \"checksum_before\": ");
+	json_str(out, r->sum_before);
+	buf_addstr(out, ", \"checksum_after\": ");
+	json_str(out, r->sum_after);
+	buf_addstr(out, ", \"shards\": ");
+	cmd_shards_json(out, &v->sh, v->has_sh);
+	buf_printf(out, ", \"passed\": %s}", v->passed ? "true" : "false");
+}
+
+/* One partition as a row of the table. */
+static void
+audit_text_row(struct audit_ctx *ac, const struct store_audit_row *r,
+	       const struct audit_verdict *v)
+{
+	char rb[24], ra[24], result[400], shards[320];
+
 	if (r->has_rows_before)
 		snprintf(rb, sizeof rb, "%" PRId64, r->rows_before);
 	else
@@ -130,28 +123,57 @@ audit_cb(const struct store_audit_row *r, void *data)
 
 	if (!r->has_run)
 		snprintf(result, sizeof result, "%s", r->item_state);
-	else if (passed)
+	else if (v->passed)
 		snprintf(result, sizeof result, "pass");
-	else if (skipped)
+	else if (v->skipped)
 		snprintf(result, sizeof result, "skipped (%s)",
 			 r->error ? r->error : "inputs unchanged");
-	else if (partial) {
-		cmd_shards_text(&sh, shards, sizeof shards);
+	else if (v->partial) {
+		cmd_shards_text(&v->sh, shards, sizeof shards);
 		snprintf(result, sizeof result, "FAIL (%s)", shards);
-	} else if (note != NULL)
-		snprintf(result, sizeof result, "FAIL (%s)", note);
+	} else if (v->note != NULL)
+		snprintf(result, sizeof result, "FAIL (%s)", v->note);
 	else
 		snprintf(result, sizeof result, "FAIL");
 	cmd_table_row(ac->t, row);
 }
 
+/*
+ * One partition of the audited request.  What passed is the request's own
+ * run of it (the one `runs --request N` lists): a partition whose run
+ * failed here and which landed later through another request is
+ * succeeded in the request (`state`) but its run did not pass, and its
+ * note says which request landed it.
+ */
 static void
-cmd_audit_exec(struct cmd_ctx *ctx, const struct proto_msg *req,
+audit_cb(const struct store_audit_row *r, void *data)
+{
+	struct audit_ctx *ac = data;
+	struct audit_verdict v = { 0 };
+
+	v.passed = r->has_run && r->run_state != NULL &&
+	    strcmp(r->run_state, "succeeded") == 0;
+	v.skipped = r->has_run && r->run_state != NULL &&
+	    strcmp(r->run_state, "skipped") == 0;
+	v.note = r->has_run && !v.passed &&
+	    strcmp(r->item_state, "succeeded") == 0 ? r->item_error : NULL;
+	v.has_sh = r->has_run && cmd_shards_read(ac->sched, ac->request,
+						 r->job, r->key, 0, &v.sh);
+	v.partial = v.has_sh && v.sh.published < v.sh.of;
+	audit_count(ac, r, &v);
+	if (ac->json)
+		audit_json_row(ac, r, &v);
+	else
+		audit_text_row(ac, r, &v);
+}
+
+static void
+cmd_audit_exec(struct cmd_ctx *ctx, const struct cmdspec_req *req,
 	       struct cmd_res *res)
 {
-	long long id = 0;
+	long long id = req->request.request;
 	struct cmd_table t = { .ncols = 8 };
-	struct audit_ctx ac = { .json = cmd_flag(req, "json"), .out = &res->out,
+	struct audit_ctx ac = { .json = req->request.json, .out = &res->out,
 				.t = &t };
 	const char *head[8] = { "JOB", "PARTITION", "VERSION", "ROWS BEFORE",
 		"ROWS AFTER", "METRICS BEFORE -> AFTER", "CHECKS", "RESULT" };
@@ -159,8 +181,6 @@ cmd_audit_exec(struct cmd_ctx *ctx, const struct proto_msg *req,
 	bool finished;
 	struct err err;
 
-	/* a positive integer: the specification checked it */
-	(void)proto_get_int(req, "request", &id);
 	ac.sched = ctx->sched;
 	ac.request = id;
 	if (store_request_get(sched_store(ctx->sched), id, job, sizeof job,

@@ -478,19 +478,13 @@ backfill_render_plan(struct sched *s, const struct plan *plan,
  * max_backfill_time (its form checked by the specification); a rerun
  * has none. */
 static int
-backfill_budget(const struct job_def *jd, const struct proto_msg *req,
+backfill_budget(const struct job_def *jd, const struct cmdreq_backfill *req,
 		struct sched_req *rq, struct err *err)
 {
-	const char *asked = proto_get(req, "budget");
-	long long v = 0;
-
 	if (strcmp(rq->kind, "rerun") == 0)
 		return 0;
-	if (asked != NULL &&
-	    cmdspec_duration("--budget", asked, &v, err) < 0)
-		return -1;
-	return budget_of(jd->name, jd->max_backfill_time, v, &rq->budget_s,
-			 &rq->budget_source, err);
+	return budget_of(jd->name, jd->max_backfill_time, req->budget,
+			 &rq->budget_s, &rq->budget_source, err);
 }
 
 /* The request's own controls from its fields (--concurrency,
@@ -498,21 +492,22 @@ backfill_budget(const struct job_def *jd, const struct proto_msg *req,
  * 0, or -1 after refusing.  *keep is allocated for --downstream (the
  * caller frees it). */
 static int
-backfill_controls(const struct config *cfg, int j, const struct proto_msg *req,
-		  struct sched_req *rq, bool **keep, struct cmd_res *res)
+backfill_controls(const struct config *cfg, int j,
+		  const struct cmdreq_backfill *req, struct sched_req *rq,
+		  bool **keep, struct cmd_res *res)
 {
 	const struct job_def *jd = &cfg->jobs[j];
-	const char *down = proto_get(req, "downstream");
-	long long n;
+	const char *down = req->downstream.text;
+	long long n = req->concurrency;
 	struct err err;
 
-	rq->fail_fast = cmd_flag(req, "fail_fast");
-	rq->no_cutoff = cmd_flag(req, "no_cutoff");
+	rq->fail_fast = req->fail_fast;
+	rq->no_cutoff = req->no_cutoff;
 	if (backfill_budget(jd, req, rq, &err) < 0) {
 		cmd_fail_err(res, &err);
 		return -1;
 	}
-	if (proto_get_int(req, "concurrency", &n) == 0) {
+	if (n > 0) {
 		if (n > jd->concurrency) {
 			cmd_fail(res, EXIT_BAD_INPUT, "--concurrency %lld is above"
 				 " %s's own concurrency %d: give at most %d (a"
@@ -536,10 +531,10 @@ backfill_controls(const struct config *cfg, int j, const struct proto_msg *req,
 
 /* rerun: the one partition, a key of the job's grain within its bounds. */
 static int
-backfill_rerun_part(const struct proto_msg *req, struct cmd_keys *kc,
+backfill_rerun_part(const struct cmdreq_backfill *req, struct cmd_keys *kc,
 		    struct sched_req *rq, struct err *err)
 {
-	const char *partition = proto_get(req, "partition");
+	const char *partition = req->partition.text;
 	part_t p;
 
 	if (part_parse_key(kc->j->grain, partition, &p, err) < 0 ||
@@ -552,14 +547,14 @@ backfill_rerun_part(const struct proto_msg *req, struct cmd_keys *kc,
 /* --from/--to at the job's grain: the range within the job's bounds and,
  * unless --built-by narrows it, its max_backfill; its keys into fk, tk. */
 static int
-backfill_range(const struct proto_msg *req, struct cmd_keys *kc,
+backfill_range(const struct cmdreq_backfill *req, struct cmd_keys *kc,
 	       struct part_range *r, struct sched_req *rq, char *fk, char *tk,
 	       struct err *err)
 {
-	if (range_parse(kc->j->grain, proto_get(req, "from"),
-			proto_get(req, "to"), r, err) < 0)
+	if (range_parse(kc->j->grain, req->from.text, req->to.text, r,
+			err) < 0)
 		return -1;
-	if ((proto_get(req, "built_by") == NULL && !cmd_flag(req, "changed") &&
+	if ((req->built_by == NULL && !req->changed &&
 	     backfill_check_count(kc->j, range_count(r), "this range",
 				  err) < 0) ||
 	    backfill_check_bounds(kc->j, r->first, r->last, err) < 0)
@@ -639,14 +634,13 @@ backfill_stale(struct sched *s, int j, struct cmd_keys *kc,
 
 /* --dates-file: the file's dates (at least one), within the bounds. */
 static int
-backfill_dates(const struct proto_msg *req, struct cmd_keys *kc,
+backfill_dates(const struct cmdspec_dates *dates, struct cmd_keys *kc,
 	       struct cmd_res *res)
 {
 	struct err err;
 
-	if (backfill_parse_dates(kc->j, proto_get(req, "dates"),
-				 proto_get(req, "dates_file"),
-				 proto_get(req, "dates_lines"), kc, &err) < 0) {
+	if (backfill_parse_dates(kc->j, dates->text, dates->file,
+				 dates->lines, kc, &err) < 0) {
 		cmd_fail_err(res, &err);
 		return -1;
 	}
@@ -671,13 +665,13 @@ backfill_dates(const struct proto_msg *req, struct cmd_keys *kc,
  * (CAL_KEY_MAX) hold the range's keys for the record.
  */
 static int
-backfill_select(struct cmd_ctx *ctx, const struct proto_msg *req, int j,
-		struct cmd_keys *kc, struct sched_req *rq, char *fk,
+backfill_select(struct cmd_ctx *ctx, const struct cmdreq_backfill *req,
+		int j, struct cmd_keys *kc, struct sched_req *rq, char *fk,
 		char *tk, struct cmd_res *res)
 {
 	struct sched *s = ctx->sched;
-	const char *built_by = proto_get(req, "built_by");
-	bool from = proto_get(req, "from") != NULL;
+	const char *built_by = req->built_by;
+	bool from = req->from.text != NULL;
 	struct part_range r = { 0, -1 };
 	struct err err;
 
@@ -689,17 +683,17 @@ backfill_select(struct cmd_ctx *ctx, const struct proto_msg *req, int j,
 			goto fail;
 		return 0;
 	}
-	if (cmd_flag(req, "changed")) {
+	if (req->changed) {
 		if (backfill_changed(s, from, fk, tk, kc, &err) < 0)
 			goto fail;
 		return 0;
 	}
-	if (cmd_flag(req, "stale")) {
+	if (req->stale) {
 		rq->kind = "stale";
 		return backfill_stale(s, j, kc, res);
 	}
-	if (proto_get(req, "dates") != NULL)
-		return backfill_dates(req, kc, res);
+	if (req->dates.text != NULL)
+		return backfill_dates(&req->dates, kc, res);
 	for (part_t q = r.first; q <= r.last; q++) {
 		char key[CAL_KEY_MAX];
 
@@ -761,21 +755,21 @@ backfill_answer(struct cmd_res *res, const struct sched_req *rq,
 	buf_addstr(&res->out, "\n");
 }
 
-static void backfill_verified(struct cmd_ctx *ctx, const struct proto_msg *req,
+static void backfill_verified(struct cmd_ctx *ctx,
+			      const struct cmdspec_req *req,
 			      struct cmd_stream *cs, struct buf *out);
 
 /* Submit the request (rq, its partitions in kc): first the proof when it
  * is asked for and has not passed yet (a stream that comes back through
  * backfill_verified), then the plan (a dry run prints it) or the queue. */
 static void
-backfill_submit(struct cmd_ctx *ctx, const struct proto_msg *req, int j,
+backfill_submit(struct cmd_ctx *ctx, const struct cmdspec_req *creq, int j,
 		struct cmd_keys *kc, struct sched_req *rq, bool verified,
 		struct cmd_res *res)
 {
+	const struct cmdreq_backfill *req = &creq->backfill;
 	struct sched *s = ctx->sched;
-	const char *built_by = proto_get(req, "built_by");
-	const char *reprocess = proto_get(req, "reprocess");
-	bool dry = cmd_flag(req, "dry_run");
+	bool dry = req->dry_run;
 	struct estimate est;
 	struct plan plan;
 	int64_t id = 0;
@@ -799,40 +793,38 @@ backfill_submit(struct cmd_ctx *ctx, const struct proto_msg *req, int j,
 		goto out;
 	}
 	if (!verified && kc->n > 0 &&
-	    (cmd_flag(req, "verify") || (kc->j->verify && !dry))) {
+	    (req->verify || (kc->j->verify && !dry))) {
 		char vk[CAL_KEY_MAX];
 
 		/* the first partition the request would run */
 		part_key(kc->j->grain, kc->parts[rq->reverse ? kc->n - 1 : 0],
 			 vk);
-		res->stream = verify_start(ctx, req, j, vk, backfill_verified,
-					   &err);
+		res->stream = verify_start(ctx, creq, j, vk, req->json,
+					   backfill_verified, &err);
 		if (res->stream == NULL)
 			cmd_fail_err(res, &err);
 		goto out;
 	}
 	if (dry)
-		backfill_render_plan(s, &plan, rq, &est, cmd_flag(req, "json"),
-				     &res->out);
+		backfill_render_plan(s, &plan, rq, &est, req->json, &res->out);
 	else if (sched_queue_plan(s, rq, &plan, &id, &err) < 0)
 		cmd_fail_err(res, &err);
-	else if (id == 0 && cmd_flag(req, "changed"))
+	else if (id == 0 && req->changed)
 		buf_printf(&res->out, "nothing to run: no partition of %s%s was"
 			   " last built by a code version other than %s\n",
-			   kc->j->name, proto_get(req, "from") ? " in that range" :
-			   "", kc->j->code_version);
-	else if (id == 0 && built_by != NULL)
+			   kc->j->name, req->from.text ? " in that range" : "",
+			   kc->j->code_version);
+	else if (id == 0 && req->built_by != NULL)
 		buf_printf(&res->out, "nothing to run: no partition of %s%s was"
 			   " last built by version %s\n", kc->j->name,
-			   proto_get(req, "from") ? " in that range" : "",
-			   built_by);
+			   req->from.text ? " in that range" : "",
+			   req->built_by);
 	else if (id == 0)
 		buf_printf(&res->out, "nothing to run: no partition of %s in"
 			   " that range matches --reprocess %s\n", kc->j->name,
-			   reprocess ? reprocess : "all");
+			   cmdspec_reprocess_name(rq->reprocess));
 	else
-		backfill_answer(res, rq, &plan, id, kc->j->name,
-				cmd_flag(req, "json"));
+		backfill_answer(res, rq, &plan, id, kc->j->name, req->json);
 out:
 	estimate_free(&est);
 	plan_free(&plan);
@@ -841,9 +833,11 @@ out:
 /* backfill JOB ... and rerun JOB PARTITION; verified: the proof (--verify,
  * verify: true) has passed, or is not asked for. */
 static void
-backfill_common(struct cmd_ctx *ctx, const struct proto_msg *req,
-		struct cmd_res *res, bool rerun, bool verified)
+backfill_common(struct cmd_ctx *ctx, const struct cmdspec_req *creq,
+		struct cmd_res *res, bool verified)
 {
+	const struct cmdreq_backfill *req = &creq->backfill;
+	bool rerun = creq->cs == &cmdspec_rerun;
 	const struct config *cfg = sched_config(ctx->sched);
 	struct sched_req rq = { .kind = rerun ? "rerun" : "backfill" };
 	struct cmd_keys kc = { 0 };
@@ -852,16 +846,16 @@ backfill_common(struct cmd_ctx *ctx, const struct proto_msg *req,
 	struct err err;
 	int j, rc;
 
-	if ((j = cmd_job(ctx, req, res)) < 0)
+	if ((j = cmd_job(ctx, req->job, res)) < 0)
 		return;
 	kc.j = &cfg->jobs[j];
 	rq.job = j;
-	rq.reverse = cmd_flag(req, "reverse");
-	rq.no_downstream = cmd_flag(req, "no_downstream");
-	rq.reason = proto_get(req, "reason");
-	/* the specification let through one of its names */
-	(void)cmdspec_reprocess_parse(proto_get(req, "reprocess"),
-				      &rq.reprocess);
+	rq.reverse = req->reverse;
+	rq.no_downstream = req->no_downstream;
+	rq.reason = req->reason;
+	/* the specification let through one of its names, or none: all */
+	rq.reprocess = req->reprocess.name != NULL ?
+	    (enum reprocess)req->reprocess.i : REPROCESS_ALL;
 	if (backfill_controls(cfg, j, req, &rq, &keep, res) < 0)
 		goto out;
 	if (rerun) {
@@ -872,7 +866,7 @@ backfill_common(struct cmd_ctx *ctx, const struct proto_msg *req,
 		rc = backfill_select(ctx, req, j, &kc, &rq, fk, tk, res);
 	}
 	if (rc == 0)
-		backfill_submit(ctx, req, j, &kc, &rq, verified, res);
+		backfill_submit(ctx, creq, j, &kc, &rq, verified, res);
 out:
 	free(kc.parts);
 	free(keep);
@@ -880,15 +874,14 @@ out:
 
 /* The proof passed: queue the request as asked (verify.h's then). */
 static void
-backfill_verified(struct cmd_ctx *ctx, const struct proto_msg *req,
+backfill_verified(struct cmd_ctx *ctx, const struct cmdspec_req *req,
 		  struct cmd_stream *cs, struct buf *out)
 {
 	struct cmd_res res = { .status = EXIT_DONE };
-	const char *name = proto_get(req, "cmd");
 
 	buf_init(&res.out);
 	err_clear(&res.err);
-	backfill_common(ctx, req, &res, strcmp(name, "rerun") == 0, true);
+	backfill_common(ctx, req, &res, true);
 	if (res.stream != NULL) { /* not from a verified request */
 		res.stream->free(res.stream);
 		cmd_fail(&res, EXIT_WORK_FAILED, "internal error: a verified"
@@ -903,25 +896,18 @@ backfill_verified(struct cmd_ctx *ctx, const struct proto_msg *req,
 	buf_free(&res.out);
 }
 
-/* backfill JOB (--from D --to D | --dates-file F | --stale | --built-by V) */
+/* backfill JOB (--from D --to D | --dates-file F | --stale | --built-by V)
+ * and rerun JOB PARTITION */
 static void
-cmd_backfill_exec(struct cmd_ctx *ctx, const struct proto_msg *req,
+cmd_backfill_exec(struct cmd_ctx *ctx, const struct cmdspec_req *req,
 		  struct cmd_res *res)
 {
-	backfill_common(ctx, req, res, false, false);
-}
-
-/* rerun JOB PARTITION */
-static void
-cmd_rerun_exec(struct cmd_ctx *ctx, const struct proto_msg *req,
-	       struct cmd_res *res)
-{
-	backfill_common(ctx, req, res, true, false);
+	backfill_common(ctx, req, res, false);
 }
 
 const struct cmd_entry cmd_backfill_entry = {
 	&cmdspec_backfill, cmd_backfill_exec
 };
 const struct cmd_entry cmd_rerun_entry = {
-	&cmdspec_rerun, cmd_rerun_exec
+	&cmdspec_rerun, cmd_backfill_exec
 };

@@ -10,15 +10,13 @@
 
 
 static void
-cmd_cancel_exec(struct cmd_ctx *ctx, const struct proto_msg *req,
+cmd_cancel_exec(struct cmd_ctx *ctx, const struct cmdspec_req *req,
 		struct cmd_res *res)
 {
-	long long id = 0;
+	long long id = req->request.request;
 	int64_t dropped;
 	struct err err;
 
-	/* a positive integer: the specification checked it */
-	(void)proto_get_int(req, "request", &id);
 	if (sched_cancel_request(ctx->sched, id, &dropped, &err) < 0) {
 		cmd_fail_err(res, &err);
 		return;

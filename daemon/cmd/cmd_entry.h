@@ -7,10 +7,12 @@
  * cmd_entry`: the command's specification (cmdspec.h: its name, flags
  * and arguments, shared with backfillctl) and the function that runs it.
  * cmd.c lists them all, finds the entry of a REQUEST, checks the peer's
- * rights and the request's fields by the specification, and only then
- * calls exec, so a handler starts from fields already checked and keeps
- * only the checks that need the configuration or the state (a known job,
- * its grain, bounds and max_backfill).  A handler answers with status,
+ * rights, parses the request's fields once by the specification into a
+ * typed request (struct cmdspec_req: strings, integers, flags, dates,
+ * lists, each in its command's member of the union), and only then calls
+ * exec, so a handler starts from values already checked, never looks a
+ * field up, and keeps only the checks that need the configuration or the
+ * state (a known job, its grain, bounds and max_backfill).  A handler answers with status,
  * out and err in its struct cmd_res, and changes nothing when it refuses.
  * Output is a human table or JSON (json=1), in the shapes of docs/commands.md.
  */
@@ -36,15 +38,9 @@ struct cmd_res {
 /* A command of the daemon: its specification and what runs it. */
 struct cmd_entry {
 	const struct cmdspec *spec;
-	void (*exec)(struct cmd_ctx *ctx, const struct proto_msg *req,
+	void (*exec)(struct cmd_ctx *ctx, const struct cmdspec_req *req,
 		     struct cmd_res *res);
 };
-
-extern const struct cmd_entry cmd_backfill_entry, cmd_rerun_entry,
-    cmd_verify_entry, cmd_status_entry, cmd_runs_entry, cmd_stale_entry,
-    cmd_audit_entry, cmd_pause_entry, cmd_resume_entry, cmd_cancel_entry,
-    cmd_retry_entry, cmd_reload_entry, cmd_jobs_entry, cmd_map_entry,
-    cmd_report_entry, cmd_mark_entry, cmd_logs_entry;
 
 /* status on several hosts (cmd_nodes.c): the nodes and warnings; nothing
  * on a single host. */
@@ -93,10 +89,11 @@ void cmd_changed_report(struct sched *s, const struct config_diff *d,
 
 /* The entry of command `name`, or NULL. */
 const struct cmd_entry *cmd_find(const char *name);
-/* Check a request's fields by its command's specification, as
- * cmd_run() does before exec: 0, or -1 with err (EXIT_BAD_INPUT). */
-int cmd_check(const struct cmd_entry *ce, const struct proto_msg *req,
-	      struct err *err);
+/* Parse a request's fields by its command's specification into *rq, as
+ * cmd_run() does before exec: 0, or -1 with err (EXIT_BAD_INPUT); *rq
+ * is released with cmdspec_req_free either way. */
+int cmd_parse(const struct cmd_entry *ce, const struct proto_msg *msg,
+	      struct cmdspec_req *rq, struct err *err);
 
 /* Pages of a stream: about this many bytes of output at most (a page
  * ends after the row that crosses it), and a long `out` is cut into DATA
@@ -108,13 +105,11 @@ void cmd_fail(struct cmd_res *res, int status, const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));
 /* Take an error as the result. */
 void cmd_fail_err(struct cmd_res *res, const struct err *err);
-/* A flag field: given as "1". */
-bool cmd_flag(const struct proto_msg *req, const char *key);
-/* The index of the job named by field `job` (present: the specification
- * requires it, or the caller looked), or -1 after refusing an unknown
- * one with the configured names. */
-int cmd_job(struct cmd_ctx *ctx, const struct proto_msg *req,
-	    struct cmd_res *res);
+/* The index of the job called name (the request's JOB), or -1 after
+ * refusing an unknown one with the configured names. */
+int cmd_job(struct cmd_ctx *ctx, const char *name, struct cmd_res *res);
+/* n as JSON, or null when !has. */
+void cmd_json_count(struct buf *out, bool has, int64_t n);
 /* Epoch ms as ISO-8601, or "-" when !has, into buf (CAL_KEY_MAX). */
 void cmd_fmt_time(int64_t ms, bool has, char *buf);
 

@@ -89,7 +89,7 @@ jobs_row(const struct config *cfg, const struct job_def *j,
 /* jobs [--json]: the loaded jobs, how each runs, its schedule state, code
  * version and where it is defined. */
 static void
-cmd_jobs_exec(struct cmd_ctx *ctx, const struct proto_msg *req,
+cmd_jobs_exec(struct cmd_ctx *ctx, const struct cmdspec_req *req,
 	      struct cmd_res *res)
 {
 	static const char *const head[9] = { "JOB", "GRAIN", "RUNS ON",
@@ -97,7 +97,7 @@ cmd_jobs_exec(struct cmd_ctx *ctx, const struct proto_msg *req,
 		"DEFINED AT" };
 	struct sched *s = ctx->sched;
 	const struct config *cfg = sched_config(s);
-	bool json = cmd_flag(req, "json");
+	bool json = req->show.json;
 	struct cmd_table t = { .ncols = 9 };
 
 	if (json)

@@ -244,27 +244,26 @@ logs_command(struct cmd_ctx *ctx, const struct job_def *j, const char *key,
 }
 
 static void
-cmd_logs_exec(struct cmd_ctx *ctx, const struct proto_msg *req,
+cmd_logs_exec(struct cmd_ctx *ctx, const struct cmdspec_req *req,
 	      struct cmd_res *res)
 {
 	const struct config *cfg = sched_config(ctx->sched);
-	const char *key = proto_get(req, "partition");
+	const char *key = req->part.partition.text;
 	struct store_run_info ri;
 	const struct job_def *j;
-	long long attempt = 0;
+	long long attempt = req->part.attempt;
 	bool running;
 	struct err err;
 	part_t p;
 	int job, rc;
 
-	if ((job = cmd_job(ctx, req, res)) < 0)
+	if ((job = cmd_job(ctx, req->part.job, res)) < 0)
 		return;
 	j = &cfg->jobs[job];
 	if (part_parse_key(j->grain, key, &p, &err) < 0) {
 		cmd_fail_err(res, &err);
 		return;
 	}
-	(void)proto_get_int(req, "attempt", &attempt);
 	rc = logs_find(ctx, j, key, (int)attempt, &running, &ri, &err);
 	if (rc < 0) {
 		cmd_fail_err(res, &err);
@@ -293,7 +292,7 @@ cmd_logs_exec(struct cmd_ctx *ctx, const struct proto_msg *req,
 		logs_sql(cfg, j, key, &ri, &res->out);
 		return;
 	}
-	logs_command(ctx, j, key, &ri, running, cmd_flag(req, "follow"), res);
+	logs_command(ctx, j, key, &ri, running, req->part.follow, res);
 }
 
 const struct cmd_entry cmd_logs_entry = {

@@ -14,7 +14,7 @@
 /* map JOB [--from D --to D]: the job's partitions as ranges (json) or a
  * calendar (colours when tty); see map.h and map_view.h. */
 static void
-cmd_map_exec(struct cmd_ctx *ctx, const struct proto_msg *req,
+cmd_map_exec(struct cmd_ctx *ctx, const struct cmdspec_req *req,
 	     struct cmd_res *res)
 {
 	const struct config *cfg = sched_config(ctx->sched);
@@ -22,17 +22,17 @@ cmd_map_exec(struct cmd_ctx *ctx, const struct proto_msg *req,
 	struct err err;
 	int j;
 
-	if ((j = cmd_job(ctx, req, res)) < 0)
+	if ((j = cmd_job(ctx, req->map.job, res)) < 0)
 		return;
-	if (map_view_build(ctx->sched, j, proto_get(req, "from"),
-			   proto_get(req, "to"), &m, &err) < 0) {
+	if (map_view_build(ctx->sched, j, req->map.from, req->map.to, &m,
+			   &err) < 0) {
 		cmd_fail_err(res, &err);
 		return;
 	}
-	if (cmd_flag(req, "json"))
+	if (req->map.json)
 		map_json(&m, cfg->jobs[j].name, &res->out);
 	else
-		map_text(&m, cfg->jobs[j].name, cmd_flag(req, "tty"), &res->out);
+		map_text(&m, cfg->jobs[j].name, req->tty, &res->out);
 	map_free(&m);
 }
 

@@ -52,36 +52,29 @@ mark_key(const struct job_def *j, const char *key, part_t due, part_t *p,
 /* The partitions field: keys separated by commas, sorted, distinct,
  * at most max_backfill of them. */
 static int
-mark_parts(const struct job_def *j, const char *list, part_t **out,
-	   size_t *n, struct err *err)
+mark_parts(const struct job_def *j, const struct cmdspec_list *list,
+	   part_t **out, size_t *n, struct err *err)
 {
 	part_t due = schedule_last_due(j->grain, j->ready_after, clock_now());
-	char *copy = xstrdup(list), *save = NULL, *key;
 	size_t cap = 0, k = 0;
 
 	*out = NULL;
 	*n = 0;
-	for (key = strtok_r(copy, ",", &save); key != NULL;
-	     key = strtok_r(NULL, ",", &save)) {
-		if (*n >= (size_t)j->max_backfill) {
-			free(copy);
+	for (size_t i = 0; i < list->n; i++) {
+		if (*n >= (size_t)j->max_backfill)
 			return err_set(err, EXIT_BAD_INPUT, "refused: more than"
 				       " %d partitions of %s (its max_backfill);"
 				       " nothing was marked: mark them in"
 				       " several commands", j->max_backfill,
 				       j->name);
-		}
 		if (*n == cap) {
 			cap = cap ? cap * 2 : 8;
 			*out = xreallocarray(*out, cap, sizeof **out);
 		}
-		if (mark_key(j, key, due, &(*out)[*n], err) < 0) {
-			free(copy);
+		if (mark_key(j, list->v[i], due, &(*out)[*n], err) < 0)
 			return -1;
-		}
 		(*n)++;
 	}
-	free(copy);
 	qsort(*out, *n, sizeof **out, mark_part_cmp);
 	for (size_t i = 0; i < *n; i++)
 		if (k == 0 || (*out)[k - 1] != (*out)[i])
@@ -91,18 +84,18 @@ mark_parts(const struct job_def *j, const char *list, part_t **out,
 }
 
 static void
-cmd_mark_exec(struct cmd_ctx *ctx, const struct proto_msg *req,
+cmd_mark_exec(struct cmd_ctx *ctx, const struct cmdspec_req *req,
 	      struct cmd_res *res)
 {
-	const char *reason = proto_get(req, "reason");
-	struct sched_mark_req mk = { .no_downstream = cmd_flag(req,
-							       "no_downstream") };
+	const char *reason = req->mark.reason;
+	struct sched_mark_req mk = { .no_downstream =
+				     req->mark.no_downstream };
 	const struct job_def *j;
 	part_t *parts = NULL;
 	int64_t id;
 	struct err err;
 
-	if ((mk.job = cmd_job(ctx, req, res)) < 0)
+	if ((mk.job = cmd_job(ctx, req->mark.job, res)) < 0)
 		return;
 	j = &sched_config(ctx->sched)->jobs[mk.job];
 	if (reason[strspn(reason, " \t")] == '\0') {
@@ -111,7 +104,7 @@ cmd_mark_exec(struct cmd_ctx *ctx, const struct proto_msg *req,
 			 " name)");
 		return;
 	}
-	if (mark_parts(j, proto_get(req, "partitions"), &parts, &mk.nparts,
+	if (mark_parts(j, &req->mark.partitions, &parts, &mk.nparts,
 		       &err) < 0) {
 		cmd_fail_err(res, &err);
 		free(parts);

@@ -12,11 +12,11 @@
 
 /* pause/resume JOB. */
 static void
-pause_common(struct cmd_ctx *ctx, const struct proto_msg *req,
+pause_common(struct cmd_ctx *ctx, const struct cmdspec_req *req,
 		 struct cmd_res *res, bool pause)
 {
 	struct err err;
-	int j = cmd_job(ctx, req, res);
+	int j = cmd_job(ctx, req->show.job, res);
 
 	if (j < 0)
 		return;
@@ -30,14 +30,14 @@ pause_common(struct cmd_ctx *ctx, const struct proto_msg *req,
 }
 
 static void
-cmd_pause_exec(struct cmd_ctx *ctx, const struct proto_msg *req,
+cmd_pause_exec(struct cmd_ctx *ctx, const struct cmdspec_req *req,
 	       struct cmd_res *res)
 {
 	pause_common(ctx, req, res, true);
 }
 
 static void
-cmd_resume_exec(struct cmd_ctx *ctx, const struct proto_msg *req,
+cmd_resume_exec(struct cmd_ctx *ctx, const struct cmdspec_req *req,
 		struct cmd_res *res)
 {
 	pause_common(ctx, req, res, false);

@@ -283,7 +283,7 @@ cmd_reload_free(struct cmd_stream *cs)
 /* reload [--dry-run] [--json]: apply (or only compare) and report, once
  * the reload's checks are done. */
 static void
-cmd_reload_exec(struct cmd_ctx *ctx, const struct proto_msg *req,
+cmd_reload_exec(struct cmd_ctx *ctx, const struct cmdspec_req *req,
 		struct cmd_res *res)
 {
 	struct cmd_reload_wait *w = xcalloc(1, sizeof *w);
@@ -291,8 +291,8 @@ cmd_reload_exec(struct cmd_ctx *ctx, const struct proto_msg *req,
 	w->cs.next = cmd_reload_next;
 	w->cs.free = cmd_reload_free;
 	w->sched = ctx->sched;
-	w->dry = cmd_flag(req, "dry_run");
-	w->json = cmd_flag(req, "json");
+	w->dry = req->reload.dry_run;
+	w->json = req->reload.json;
 	w->running = true;
 	res->stream = &w->cs;
 	ctx->reload(ctx->reload_data, w->dry, cmd_reload_done, w);

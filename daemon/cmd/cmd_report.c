@@ -13,7 +13,7 @@
 
 /* report: the HTML page as out (the client writes it to its file). */
 static void
-cmd_report_exec(struct cmd_ctx *ctx, const struct proto_msg *req,
+cmd_report_exec(struct cmd_ctx *ctx, const struct cmdspec_req *req,
 	   struct cmd_res *res)
 {
 	(void)req;

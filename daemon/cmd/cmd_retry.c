@@ -12,15 +12,13 @@
 
 /* retry REQUEST: its failed, blocked and cancelled partitions again. */
 static void
-cmd_retry_exec(struct cmd_ctx *ctx, const struct proto_msg *req,
+cmd_retry_exec(struct cmd_ctx *ctx, const struct cmdspec_req *req,
 	       struct cmd_res *res)
 {
-	long long id = 0;
+	long long id = req->request.request;
 	int64_t queued;
 	struct err err;
 
-	/* a positive integer: the specification checked it */
-	(void)proto_get_int(req, "request", &id);
 	if (sched_retry_request(ctx->sched, id, &queued, &err) < 0) {
 		cmd_fail_err(res, &err);
 		return;

@@ -37,59 +37,53 @@ struct runs_ctx {
 	char head[512]; /* a line above the table, or "" */
 };
 
-/* One run as JSON or a table row; 1 ends the page. */
-static int
-runs_cb(const struct store_run_row *r, void *data, struct err *err)
+/* One run as a JSON object (an element of the array, or a line). */
+static void
+runs_json_row(struct runs_ctx *rc, const struct store_run_row *r,
+	      const struct cmd_shards *sh, bool has_sh)
 {
-	struct runs_ctx *rc = data;
+	struct buf *out = rc->out;
+
+	if (rc->jsonl)
+		buf_addstr(out, "{\"id\": ");
+	else
+		buf_printf(out, "%s{\"id\": ", rc->n ? ",\n  " : "\n  ");
+	rc->n++;
+	cmd_json_count(out, r->has_id, r->id);
+	buf_printf(out, ", \"request\": %" PRId64 ", \"job\": ",
+		   r->request_id);
+	json_str(out, r->job);
+	buf_addstr(out, ", \"partition\": ");
+	json_str(out, r->key);
+	buf_printf(out, ", \"attempt\": %d, \"state\": \"%s\","
+		   " \"started_at\": ", r->attempt, r->state);
+	json_time(out, r->started_at, r->has_started_at);
+	buf_addstr(out, ", \"finished_at\": ");
+	json_time(out, r->finished_at, r->has_finished_at);
+	buf_addstr(out, ", \"error\": ");
+	json_str(out, r->error);
+	buf_printf(out, ", \"warnings\": %s",
+		   strcmp(r->state, "succeeded") == 0 &&
+		   severity_is_note(r->error) ? "true" : "false");
+	buf_addstr(out, ", \"rows_changed\": ");
+	cmd_json_count(out, r->has_rows, r->rows_changed);
+	buf_addstr(out, ", \"code_version\": ");
+	json_str(out, r->code_version);
+	buf_addstr(out, ", \"marked_by\": ");
+	json_str(out, r->marked_by);
+	buf_addstr(out, ", \"shards\": ");
+	cmd_shards_json(out, sh, has_sh);
+	buf_addstr(out, rc->jsonl ? "}\n" : "}");
+}
+
+/* One run as a row of the table. */
+static void
+runs_text_row(struct runs_ctx *rc, const struct store_run_row *r,
+	      const struct cmd_shards *sh, bool has_sh)
+{
 	char st[CAL_KEY_MAX], dur[32], id[24], rq[24], att[12], rows[24];
 	char shards[320], errcol[4096];
-	struct cmd_shards sh;
-	bool has_sh = r->has_id && cmd_shards_read(rc->sched, r->request_id,
-						   r->job, r->key, r->id, &sh);
 
-	(void)err;
-	if (rc->json || rc->jsonl) {
-		if (rc->jsonl)
-			buf_addstr(rc->out, "{\"id\": ");
-		else
-			buf_printf(rc->out, "%s{\"id\": ", rc->n ?
-				   ",\n  " : "\n  ");
-		rc->n++;
-		if (r->has_id)
-			buf_printf(rc->out, "%" PRId64, r->id);
-		else
-			buf_addstr(rc->out, "null");
-		buf_printf(rc->out, ", \"request\": %" PRId64 ", \"job\": ",
-			   r->request_id);
-		json_str(rc->out, r->job);
-		buf_addstr(rc->out, ", \"partition\": ");
-		json_str(rc->out, r->key);
-		buf_printf(rc->out, ", \"attempt\": %d, \"state\": \"%s\","
-			   " \"started_at\": ", r->attempt, r->state);
-		json_time(rc->out, r->started_at, r->has_started_at);
-		buf_addstr(rc->out, ", \"finished_at\": ");
-		json_time(rc->out, r->finished_at, r->has_finished_at);
-		buf_addstr(rc->out, ", \"error\": ");
-		json_str(rc->out, r->error);
-		buf_printf(rc->out, ", \"warnings\": %s",
-			   strcmp(r->state, "succeeded") == 0 &&
-			   severity_is_note(r->error) ? "true" : "false");
-		buf_addstr(rc->out, ", \"rows_changed\": ");
-		if (r->has_rows)
-			buf_printf(rc->out, "%" PRId64, r->rows_changed);
-		else
-			buf_addstr(rc->out, "null");
-		buf_addstr(rc->out, ", \"code_version\": ");
-		json_str(rc->out, r->code_version);
-		buf_addstr(rc->out, ", \"marked_by\": ");
-		json_str(rc->out, r->marked_by);
-		buf_addstr(rc->out, ", \"shards\": ");
-		cmd_shards_json(rc->out, &sh, has_sh);
-		buf_addstr(rc->out, rc->jsonl ? "}\n" : "}");
-		return (rc->limit > 0 && rc->n >= rc->limit) ||
-		    rc->out->len >= CMD_PAGE_BYTES;
-	}
 	cmd_fmt_time(r->started_at, r->has_started_at, st);
 	/* a partition cancelled before it started has a finish only */
 	if (r->has_started_at && r->has_finished_at)
@@ -108,8 +102,8 @@ runs_cb(const struct store_run_row *r, void *data, struct err *err)
 	else
 		strcpy(rows, "-");
 	/* a partition some shards have not published yet says so */
-	if (has_sh && sh.published < sh.of) {
-		cmd_shards_text(&sh, shards, sizeof shards);
+	if (has_sh && sh->published < sh->of) {
+		cmd_shards_text(sh, shards, sizeof shards);
 		snprintf(errcol, sizeof errcol, "%s%s%s", shards,
 			 r->error ? "; " : "", r->error ? r->error : "");
 	} else {
@@ -119,6 +113,24 @@ runs_cb(const struct store_run_row *r, void *data, struct err *err)
 		rows, r->code_version ? r->code_version : "-", errcol };
 	cmd_table_row(&rc->t, row);
 	rc->n++;
+}
+
+/* One run as JSON or a table row; 1 ends the page. */
+static int
+runs_cb(const struct store_run_row *r, void *data, struct err *err)
+{
+	struct runs_ctx *rc = data;
+	struct cmd_shards sh = { 0 };
+	bool has_sh = r->has_id && cmd_shards_read(rc->sched, r->request_id,
+						   r->job, r->key, r->id, &sh);
+
+	(void)err;
+	if (rc->json || rc->jsonl) {
+		runs_json_row(rc, r, &sh, has_sh);
+		return (rc->limit > 0 && rc->n >= rc->limit) ||
+		    rc->out->len >= CMD_PAGE_BYTES;
+	}
+	runs_text_row(rc, r, &sh, has_sh);
 	return (rc->limit > 0 && rc->n >= rc->limit) ||
 	    rc->t.nrows * 128 >= CMD_PAGE_BYTES;
 }
@@ -228,34 +240,57 @@ runs_removed_job(struct cmd_ctx *ctx, const char *name, char *head,
 	return true;
 }
 
+/* The table's head row, and page 1's widths from what is known of
+ * every page (the newest id, the job names, the widest state and
+ * time), so that the pages stay aligned. */
 static void
-cmd_runs_exec(struct cmd_ctx *ctx, const struct proto_msg *req,
-	      struct cmd_res *res)
+runs_table_head(struct runs_ctx *rc, const struct config *cfg,
+		const char *job)
 {
-	bool json = cmd_flag(req, "json"), jsonl = cmd_flag(req, "jsonl");
-	long long request = 0, limit = 0;
-	const char *state = proto_get(req, "state");
-	const struct config *cfg = sched_config(ctx->sched);
-	struct runs_ctx *rc;
-	const char *job = proto_get(req, "job");
-	char removed[256] = "";
-	struct err err;
+	const char *head[11] = { "ID", "REQUEST", "JOB", "PARTITION",
+		"ATTEMPT", "STATE", "STARTED", "DURATION", "ROWS", "VERSION",
+		"ERROR" };
 	char id[24];
 
-	if (job != NULL && config_job_index(cfg, job) < 0 &&
-	    !runs_removed_job(ctx, job, removed, sizeof removed)) {
-		(void)cmd_job(ctx, req, res); /* unknown: its error */
+	cmd_table_row(&rc->t, head);
+	snprintf(id, sizeof id, "%" PRId64, store_runs_max_id(rc->cur));
+	if (strlen(id) > rc->t.width[0])
+		rc->t.width[0] = strlen(id);
+	for (size_t i = 0; i < cfg->njobs; i++)
+		if (strlen(cfg->jobs[i].name) > rc->t.width[2])
+			rc->t.width[2] = strlen(cfg->jobs[i].name);
+	if (job != NULL && strlen(job) > rc->t.width[2])
+		rc->t.width[2] = strlen(job);
+	if (rc->t.width[5] < strlen("succeeded"))
+		rc->t.width[5] = strlen("succeeded");
+	if (rc->t.width[6] < strlen("2026-01-01T00:00:00.000Z"))
+		rc->t.width[6] = strlen("2026-01-01T00:00:00.000Z");
+}
+
+static void
+cmd_runs_exec(struct cmd_ctx *ctx, const struct cmdspec_req *req,
+	      struct cmd_res *res)
+{
+	const struct cmdreq_runs *q = &req->runs;
+	bool text = !q->json && !q->jsonl;
+	long long limit = q->limit;
+	const struct config *cfg = sched_config(ctx->sched);
+	struct runs_ctx *rc;
+	char removed[256] = "";
+	struct err err;
+
+	if (q->job != NULL && config_job_index(cfg, q->job) < 0 &&
+	    !runs_removed_job(ctx, q->job, removed, sizeof removed)) {
+		(void)cmd_job(ctx, q->job, res); /* unknown: its error */
 		return;
 	}
 	/* positive integers, a known state, not json with jsonl: the
 	 * specification checked them */
-	(void)proto_get_int(req, "request", &request);
-	(void)proto_get_int(req, "limit", &limit);
-	if (!json && !jsonl && limit == 0 && cmd_flag(req, "tty"))
+	if (text && limit == 0 && req->tty)
 		limit = 50;
 	rc = xcalloc(1, sizeof *rc);
-	if (store_runs_open(sched_store(ctx->sched), job, request, state,
-			    &rc->cur, &err) < 0) {
+	if (store_runs_open(sched_store(ctx->sched), q->job, q->request,
+			    q->state.name, &rc->cur, &err) < 0) {
 		free(rc);
 		cmd_fail_err(res, &err);
 		return;
@@ -265,36 +300,17 @@ cmd_runs_exec(struct cmd_ctx *ctx, const struct proto_msg *req,
 	rc->cs.free = runs_free;
 	rc->cs.status = EXIT_DONE;
 	err_clear(&rc->cs.err);
-	rc->json = json;
-	rc->jsonl = jsonl;
+	rc->json = q->json;
+	rc->jsonl = q->jsonl;
 	rc->limit = limit;
-	if (request > 0 && !json && !jsonl)
-		runs_request_head(ctx, request, rc->head, sizeof rc->head);
-	if (removed[0] && !json && !jsonl)
+	if (q->request > 0 && text)
+		runs_request_head(ctx, q->request, rc->head, sizeof rc->head);
+	if (removed[0] && text)
 		snprintf(rc->head + strlen(rc->head),
 			 sizeof rc->head - strlen(rc->head), "%s", removed);
 	rc->t.ncols = 11;
-	if (!json && !jsonl) {
-		const char *head[11] = { "ID", "REQUEST", "JOB", "PARTITION",
-			"ATTEMPT", "STATE", "STARTED", "DURATION", "ROWS",
-			"VERSION", "ERROR" };
-
-		cmd_table_row(&rc->t, head);
-		/* page 1's widths from what is known of every page */
-		snprintf(id, sizeof id, "%" PRId64,
-			 store_runs_max_id(rc->cur));
-		if (strlen(id) > rc->t.width[0])
-			rc->t.width[0] = strlen(id);
-		for (size_t i = 0; i < cfg->njobs; i++)
-			if (strlen(cfg->jobs[i].name) > rc->t.width[2])
-				rc->t.width[2] = strlen(cfg->jobs[i].name);
-		if (job != NULL && strlen(job) > rc->t.width[2])
-			rc->t.width[2] = strlen(job);
-		if (rc->t.width[5] < strlen("succeeded"))
-			rc->t.width[5] = strlen("succeeded");
-		if (rc->t.width[6] < strlen("2026-01-01T00:00:00.000Z"))
-			rc->t.width[6] = strlen("2026-01-01T00:00:00.000Z");
-	}
+	if (text)
+		runs_table_head(rc, cfg, q->job);
 	res->stream = &rc->cs;
 }
 

@@ -74,17 +74,17 @@ stale_render_cb(int job, part_t part, bool built, int64_t built_at,
 }
 
 static void
-cmd_stale_exec(struct cmd_ctx *ctx, const struct proto_msg *req,
+cmd_stale_exec(struct cmd_ctx *ctx, const struct cmdspec_req *req,
 	       struct cmd_res *res)
 {
 	struct cmd_table t = { .ncols = 4 };
-	struct stale_ctx sc = { .s = ctx->sched, .json = cmd_flag(req, "json"),
+	struct stale_ctx sc = { .s = ctx->sched, .json = req->show.json,
 				.out = &res->out, .t = &t };
 	const char *head[4] = { "JOB", "PARTITION", "BUILT", "NEWER INPUTS" };
 	struct err err;
 	int only = -1;
 
-	if (proto_get(req, "job") && (only = cmd_job(ctx, req, res)) < 0)
+	if (req->show.job && (only = cmd_job(ctx, req->show.job, res)) < 0)
 		return;
 	if (sc.json)
 		buf_addstr(&res->out, "{\"stale\": [");

@@ -468,7 +468,7 @@ status_budget(struct cmd_ctx *ctx, const char *only, bool json,
 
 /* status [JOB] [--json]: every job (or JOB), as a table or JSON. */
 static void
-cmd_status_exec(struct cmd_ctx *ctx, const struct proto_msg *req,
+cmd_status_exec(struct cmd_ctx *ctx, const struct cmdspec_req *req,
 		struct cmd_res *res)
 {
 	static const char *const head[12] = { "JOB", "GRAIN", "PAUSED",
@@ -476,14 +476,14 @@ cmd_status_exec(struct cmd_ctx *ctx, const struct proto_msg *req,
 		"SUCCEEDED", "FAILED", "BLOCKED", "STALE" };
 	struct sched *s = ctx->sched;
 	const struct config *cfg = sched_config(s);
-	bool json = cmd_flag(req, "json");
+	bool json = req->show.json;
 	struct cmd_table t = { .ncols = 12 };
 	struct sched_job_view v;
 	size_t k = 0;
 	int only = -1;
 	bool known = status_known(ctx);
 
-	if (proto_get(req, "job") && (only = cmd_job(ctx, req, res)) < 0)
+	if (req->show.job && (only = cmd_job(ctx, req->show.job, res)) < 0)
 		return;
 	if (json) {
 		status_head_json(ctx, &res->out);

@@ -13,16 +13,16 @@
 
 /* verify JOB PARTITION: the proof alone. */
 static void
-cmd_verify_exec(struct cmd_ctx *ctx, const struct proto_msg *req,
+cmd_verify_exec(struct cmd_ctx *ctx, const struct cmdspec_req *req,
 	   struct cmd_res *res)
 {
-	const char *partition = proto_get(req, "partition");
 	struct err err;
 	int j;
 
-	if ((j = cmd_job(ctx, req, res)) < 0)
+	if ((j = cmd_job(ctx, req->part.job, res)) < 0)
 		return;
-	res->stream = verify_start(ctx, req, j, partition, NULL, &err);
+	res->stream = verify_start(ctx, req, j, req->part.partition.text,
+				   req->part.json, NULL, &err);
 	if (res->stream == NULL)
 		cmd_fail_err(res, &err);
 }

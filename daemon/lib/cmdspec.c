@@ -5,11 +5,13 @@
 #include "cmdspec.h"
 
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "calendar.h"
 #include "mstate.h"
 #include "suggest.h"
+#include "xalloc.h"
 
 const char *const cmdspec_reprocess_names[] = {
 	"all", "failed", "missing", NULL
@@ -23,84 +25,113 @@ static cmdspec_check_fn cmdspec_runs_check;
 	"(YYYY-MM-DD, or YYYY-MM-DDTHH for an hourly job)"
 
 /* Rows the tables below share. */
-#define CMDSPEC_END { NULL, 0, NULL, NULL, NULL, 0 }
-#define CMDSPEC_JSON { "json", CMDSPEC_FLAG, "json", NULL, NULL, 0 }
-#define CMDSPEC_WAIT_OPT { "wait", CMDSPEC_WAIT, NULL, NULL, NULL, 0 }
-#define CMDSPEC_PARTITION { "PARTITION", CMDSPEC_DATE, "partition", \
-	CMDSPEC_PARTITION_MISSING, NULL, 0 }
+#define R CMDSPEC_REQ_OFF
+#define CMDSPEC_END { NULL, 0, NULL, NULL, NULL, 0, 0 }
+/* --json, into member m (a bool) */
+#define CMDSPEC_JSON(m) { "json", CMDSPEC_FLAG, "json", NULL, NULL, 0, R(m) }
+#define CMDSPEC_WAIT_OPT { "wait", CMDSPEC_WAIT, NULL, NULL, NULL, 0, 0 }
+#define CMDSPEC_PARTITION(m) { "PARTITION", CMDSPEC_DATE, "partition", \
+	CMDSPEC_PARTITION_MISSING, NULL, 0, R(m) }
 /* REQUEST, for the command verb ("cancel", "retry"). */
 #define CMDSPEC_REQUEST(verb) { "REQUEST", CMDSPEC_INT, "request", \
 	"REQUEST: say which request to " verb " (ids are in 'backfillctl" \
-	" runs')", NULL, 0 }
+	" runs')", NULL, 0, R(request.request) }
+
+/* An option or positional of no message, no values, no flags. */
+#define CMDSPEC_ARG(name, kind, field, m) \
+	{ name, kind, field, NULL, NULL, 0, R(m) }
+#define BF(m) R(backfill.m)
 
 static const struct cmdspec_arg cmdspec_backfill_opts[] = {
-	{ "from", CMDSPEC_DATE, "from", NULL, NULL, 0 },
-	{ "to", CMDSPEC_DATE, "to", NULL, NULL, 0 },
-	{ "dates-file", CMDSPEC_DATES_FILE, "dates", NULL, NULL, 0 },
+	CMDSPEC_ARG("from", CMDSPEC_DATE, "from", backfill.from),
+	CMDSPEC_ARG("to", CMDSPEC_DATE, "to", backfill.to),
+	CMDSPEC_ARG("dates-file", CMDSPEC_DATES_FILE, "dates", backfill.dates),
 	{ "reprocess", CMDSPEC_ENUM, "reprocess", NULL, cmdspec_reprocess_names,
-	  0 },
-	{ "built-by", CMDSPEC_TEXT, "built_by", NULL, NULL, 0 },
-	{ "changed", CMDSPEC_FLAG, "changed", NULL, NULL, 0 },
-	{ "reverse", CMDSPEC_FLAG, "reverse", NULL, NULL, 0 },
-	{ "no-downstream", CMDSPEC_FLAG, "no_downstream", NULL, NULL, 0 },
-	{ "downstream", CMDSPEC_LIST, "downstream", NULL, NULL, 0 },
-	{ "concurrency", CMDSPEC_INT, "concurrency", NULL, NULL, 0 },
-	{ "fail-fast", CMDSPEC_FLAG, "fail_fast", NULL, NULL, 0 },
-	{ "no-cutoff", CMDSPEC_FLAG, "no_cutoff", NULL, NULL, 0 },
-	{ "budget", CMDSPEC_DURATION, "budget", NULL, NULL, 0 },
-	{ "stale", CMDSPEC_FLAG, "stale", NULL, NULL, 0 },
-	{ "reason", CMDSPEC_TEXT, "reason", NULL, NULL, 0 },
-	{ "dry-run", CMDSPEC_FLAG, "dry_run", NULL, NULL, 0 },
-	{ "verify", CMDSPEC_FLAG, "verify", NULL, NULL, 0 },
+	  0, BF(reprocess) },
+	CMDSPEC_ARG("built-by", CMDSPEC_TEXT, "built_by", backfill.built_by),
+	CMDSPEC_ARG("changed", CMDSPEC_FLAG, "changed", backfill.changed),
+	CMDSPEC_ARG("reverse", CMDSPEC_FLAG, "reverse", backfill.reverse),
+	CMDSPEC_ARG("no-downstream", CMDSPEC_FLAG, "no_downstream",
+		    backfill.no_downstream),
+	CMDSPEC_ARG("downstream", CMDSPEC_LIST, "downstream",
+		    backfill.downstream),
+	CMDSPEC_ARG("concurrency", CMDSPEC_INT, "concurrency",
+		    backfill.concurrency),
+	CMDSPEC_ARG("fail-fast", CMDSPEC_FLAG, "fail_fast", backfill.fail_fast),
+	CMDSPEC_ARG("no-cutoff", CMDSPEC_FLAG, "no_cutoff", backfill.no_cutoff),
+	CMDSPEC_ARG("budget", CMDSPEC_DURATION, "budget", backfill.budget),
+	CMDSPEC_ARG("stale", CMDSPEC_FLAG, "stale", backfill.stale),
+	CMDSPEC_ARG("reason", CMDSPEC_TEXT, "reason", backfill.reason),
+	CMDSPEC_ARG("dry-run", CMDSPEC_FLAG, "dry_run", backfill.dry_run),
+	CMDSPEC_ARG("verify", CMDSPEC_FLAG, "verify", backfill.verify),
 	CMDSPEC_WAIT_OPT,
-	CMDSPEC_JSON,
+	CMDSPEC_JSON(backfill.json),
 	CMDSPEC_END
 };
 static const struct cmdspec_arg cmdspec_backfill_pos[] = {
 	{ "JOB", CMDSPEC_JOB, "job", "JOB: say which job to backfill", NULL,
-	  0 },
+	  0, BF(job) },
 	CMDSPEC_END
 };
 static const struct cmdspec_arg cmdspec_rerun_opts[] = {
-	{ "reason", CMDSPEC_TEXT, "reason", NULL, NULL, 0 },
+	CMDSPEC_ARG("reason", CMDSPEC_TEXT, "reason", backfill.reason),
 	CMDSPEC_WAIT_OPT,
 	CMDSPEC_END
 };
 static const struct cmdspec_arg cmdspec_rerun_pos[] = {
-	{ "JOB", CMDSPEC_JOB, "job", "JOB: say which job to rerun", NULL, 0 },
-	CMDSPEC_PARTITION,
+	{ "JOB", CMDSPEC_JOB, "job", "JOB: say which job to rerun", NULL, 0,
+	  BF(job) },
+	CMDSPEC_PARTITION(backfill.partition),
+	CMDSPEC_END
+};
+static const struct cmdspec_arg cmdspec_verify_opts[] = {
+	CMDSPEC_JSON(part.json),
 	CMDSPEC_END
 };
 static const struct cmdspec_arg cmdspec_verify_pos[] = {
-	{ "JOB", CMDSPEC_JOB, "job", "JOB: say which job to verify", NULL, 0 },
-	CMDSPEC_PARTITION,
+	{ "JOB", CMDSPEC_JOB, "job", "JOB: say which job to verify", NULL, 0,
+	  R(part.job) },
+	CMDSPEC_PARTITION(part.partition),
 	CMDSPEC_END
 };
 static const struct cmdspec_arg cmdspec_json_opts[] = {
-	CMDSPEC_JSON,
+	CMDSPEC_JSON(show.json),
 	CMDSPEC_END
 };
 static const struct cmdspec_arg cmdspec_status_pos[] = {
-	{ "JOB", CMDSPEC_JOB, "job", NULL, NULL, 0 },
+	CMDSPEC_ARG("JOB", CMDSPEC_JOB, "job", show.job),
+	CMDSPEC_END
+};
+/* stale: a job the request may name, though backfillctl never does */
+static const struct cmdspec_arg cmdspec_stale_fields[] = {
+	CMDSPEC_ARG("job", CMDSPEC_TEXT, "job", show.job),
 	CMDSPEC_END
 };
 static const struct cmdspec_arg cmdspec_runs_opts[] = {
-	{ "job", CMDSPEC_JOB, "job", NULL, NULL, 0 },
-	{ "request", CMDSPEC_INT, "request", NULL, NULL, 0 },
-	{ "state", CMDSPEC_ENUM, "state", NULL, mstate_names, 0 },
-	{ "limit", CMDSPEC_INT, "limit", NULL, NULL, 0 },
-	CMDSPEC_JSON,
-	{ "jsonl", CMDSPEC_FLAG, "jsonl", NULL, NULL, 0 },
+	CMDSPEC_ARG("job", CMDSPEC_JOB, "job", runs.job),
+	CMDSPEC_ARG("request", CMDSPEC_INT, "request", runs.request),
+	{ "state", CMDSPEC_ENUM, "state", NULL, mstate_names, 0,
+	  R(runs.state) },
+	CMDSPEC_ARG("limit", CMDSPEC_INT, "limit", runs.limit),
+	CMDSPEC_JSON(runs.json),
+	CMDSPEC_ARG("jsonl", CMDSPEC_FLAG, "jsonl", runs.jsonl),
 	CMDSPEC_END
 };
 static const struct cmdspec_arg cmdspec_audit_opts[] = {
 	{ "request", CMDSPEC_INT, "request", "--request N: say which request "
-	  "to audit (ids are in 'backfillctl runs')", NULL, 0 },
-	CMDSPEC_JSON,
+	  "to audit (ids are in 'backfillctl runs')", NULL, 0,
+	  R(request.request) },
+	CMDSPEC_JSON(request.json),
 	CMDSPEC_END
 };
 static const struct cmdspec_arg cmdspec_job_pos[] = {
-	{ "JOB", CMDSPEC_JOB, "job", "JOB: say which job", NULL, 0 },
+	{ "JOB", CMDSPEC_JOB, "job", "JOB: say which job", NULL, 0,
+	  R(show.job) },
+	CMDSPEC_END
+};
+static const struct cmdspec_arg cmdspec_map_pos[] = {
+	{ "JOB", CMDSPEC_JOB, "job", "JOB: say which job", NULL, 0,
+	  R(map.job) },
 	CMDSPEC_END
 };
 static const struct cmdspec_arg cmdspec_cancel_pos[] = {
@@ -108,8 +139,8 @@ static const struct cmdspec_arg cmdspec_cancel_pos[] = {
 	CMDSPEC_END
 };
 static const struct cmdspec_arg cmdspec_reload_opts[] = {
-	{ "dry-run", CMDSPEC_FLAG, "dry_run", NULL, NULL, 0 },
-	CMDSPEC_JSON,
+	CMDSPEC_ARG("dry-run", CMDSPEC_FLAG, "dry_run", reload.dry_run),
+	CMDSPEC_JSON(reload.json),
 	CMDSPEC_END
 };
 static const struct cmdspec_arg cmdspec_retry_pos[] = {
@@ -125,21 +156,21 @@ static const struct cmdspec_arg cmdspec_wait_pos[] = {
 	CMDSPEC_END
 };
 static const struct cmdspec_arg cmdspec_map_opts[] = {
-	{ "from", CMDSPEC_TEXT, "from", NULL, NULL, 0 },
-	{ "to", CMDSPEC_TEXT, "to", NULL, NULL, 0 },
-	CMDSPEC_JSON,
+	CMDSPEC_ARG("from", CMDSPEC_TEXT, "from", map.from),
+	CMDSPEC_ARG("to", CMDSPEC_TEXT, "to", map.to),
+	CMDSPEC_JSON(map.json),
 	CMDSPEC_END
 };
 /* The page is written by the client: the daemon ignores the field. */
 static const struct cmdspec_arg cmdspec_report_opts[] = {
 	{ "html", CMDSPEC_TEXT, "html", "--html FILE: say where to write the "
-	  "report page", NULL, CMDSPEC_ARG_CLIENT },
+	  "report page", NULL, CMDSPEC_ARG_CLIENT, R(client.html) },
 	CMDSPEC_END
 };
 static const char *const cmdspec_shell_names[] = { "bash", "zsh", NULL };
 static const struct cmdspec_arg cmdspec_completion_pos[] = {
 	{ "SHELL", CMDSPEC_ENUM, "shell", "SHELL: say which shell, bash or "
-	  "zsh", cmdspec_shell_names, 0 },
+	  "zsh", cmdspec_shell_names, 0, R(client.shell) },
 	CMDSPEC_END
 };
 static const struct cmdspec_arg cmdspec_none[] = {
@@ -198,7 +229,7 @@ const struct cmdspec cmdspec_backfill = {
 	"done\n"
 	"  --json               print JSON\n",
 	CMDSPEC_MUTATES,
-	cmdspec_backfill_opts, cmdspec_backfill_pos, 1, cmdspec_backfill_check
+	cmdspec_backfill_opts, cmdspec_backfill_pos, 1, cmdspec_backfill_check, NULL
 };
 
 const struct cmdspec cmdspec_rerun = {
@@ -210,7 +241,7 @@ const struct cmdspec cmdspec_rerun = {
 	"  --wait               show progress; return when the work is "
 	"done\n",
 	CMDSPEC_MUTATES,
-	cmdspec_rerun_opts, cmdspec_rerun_pos, 2, NULL
+	cmdspec_rerun_opts, cmdspec_rerun_pos, 2, NULL, NULL
 };
 
 const struct cmdspec cmdspec_verify = {
@@ -224,7 +255,7 @@ const struct cmdspec cmdspec_verify = {
 	"anyone who may connect may run it.\n\n"
 	"  --json               print JSON (\"idempotent\": false too)\n",
 	CMDSPEC_STREAMS,
-	cmdspec_json_opts, cmdspec_verify_pos, 2, NULL
+	cmdspec_verify_opts, cmdspec_verify_pos, 2, NULL, NULL
 };
 
 const struct cmdspec cmdspec_status = {
@@ -235,7 +266,7 @@ const struct cmdspec cmdspec_status = {
 	"(late) and the oldest of them.\n\n"
 	"  --json               print JSON\n",
 	0,
-	cmdspec_json_opts, cmdspec_status_pos, 0, NULL
+	cmdspec_json_opts, cmdspec_status_pos, 0, NULL, NULL
 };
 
 const struct cmdspec cmdspec_runs = {
@@ -254,7 +285,7 @@ const struct cmdspec cmdspec_runs = {
 	"--limit)\n"
 	"  --jsonl              print one JSON object per line\n",
 	CMDSPEC_STREAMS,
-	cmdspec_runs_opts, cmdspec_none, 0, cmdspec_runs_check
+	cmdspec_runs_opts, cmdspec_none, 0, cmdspec_runs_check, NULL
 };
 
 const struct cmdspec cmdspec_stale = {
@@ -263,7 +294,7 @@ const struct cmdspec cmdspec_stale = {
 	"The downstream partitions older than their inputs.\n\n"
 	"  --json               print JSON\n",
 	0,
-	cmdspec_json_opts, cmdspec_none, 0, NULL
+	cmdspec_json_opts, cmdspec_none, 0, NULL, cmdspec_stale_fields
 };
 
 const struct cmdspec cmdspec_audit = {
@@ -274,7 +305,7 @@ const struct cmdspec cmdspec_audit = {
 	"  --request N          the request\n"
 	"  --json               print JSON\n",
 	0,
-	cmdspec_audit_opts, cmdspec_none, 0, NULL
+	cmdspec_audit_opts, cmdspec_none, 0, NULL, NULL
 };
 
 const struct cmdspec cmdspec_pause = {
@@ -282,7 +313,7 @@ const struct cmdspec cmdspec_pause = {
 	"pause JOB",
 	"Freeze JOB's schedule and queue.\n\n",
 	CMDSPEC_MUTATES,
-	cmdspec_none, cmdspec_job_pos, 1, NULL
+	cmdspec_none, cmdspec_job_pos, 1, NULL, NULL
 };
 
 const struct cmdspec cmdspec_resume = {
@@ -290,7 +321,7 @@ const struct cmdspec cmdspec_resume = {
 	"resume JOB",
 	"Unfreeze JOB's schedule and queue.\n\n",
 	CMDSPEC_MUTATES,
-	cmdspec_none, cmdspec_job_pos, 1, NULL
+	cmdspec_none, cmdspec_job_pos, 1, NULL, NULL
 };
 
 const struct cmdspec cmdspec_cancel = {
@@ -298,7 +329,7 @@ const struct cmdspec cmdspec_cancel = {
 	"cancel REQUEST",
 	"Drop the queued partitions of request REQUEST.\n\n",
 	CMDSPEC_MUTATES,
-	cmdspec_none, cmdspec_cancel_pos, 1, NULL
+	cmdspec_none, cmdspec_cancel_pos, 1, NULL, NULL
 };
 
 const struct cmdspec cmdspec_retry = {
@@ -310,7 +341,7 @@ const struct cmdspec cmdspec_retry = {
 	"  --wait               show progress; return when the work is "
 	"done\n",
 	CMDSPEC_MUTATES,
-	cmdspec_wait_opts, cmdspec_retry_pos, 1, NULL
+	cmdspec_wait_opts, cmdspec_retry_pos, 1, NULL, NULL
 };
 
 const struct cmdspec cmdspec_reload = {
@@ -329,7 +360,7 @@ const struct cmdspec cmdspec_reload = {
 	"warehouses,\n"
 	"                       settings, cancelled}\n",
 	CMDSPEC_MUTATES,
-	cmdspec_reload_opts, cmdspec_none, 0, NULL
+	cmdspec_reload_opts, cmdspec_none, 0, NULL, NULL
 };
 
 const struct cmdspec cmdspec_jobs = {
@@ -340,7 +371,7 @@ const struct cmdspec cmdspec_jobs = {
 	"define each.\n\n"
 	"  --json               print JSON\n",
 	0,
-	cmdspec_json_opts, cmdspec_none, 0, NULL
+	cmdspec_json_opts, cmdspec_none, 0, NULL, NULL
 };
 
 const struct cmdspec cmdspec_map = {
@@ -359,7 +390,7 @@ const struct cmdspec cmdspec_map = {
 	"                       count}]}: runs of consecutive partitions in "
 	"one state\n",
 	0,
-	cmdspec_map_opts, cmdspec_job_pos, 1, NULL
+	cmdspec_map_opts, cmdspec_map_pos, 1, NULL, NULL
 };
 
 const struct cmdspec cmdspec_report = {
@@ -372,7 +403,7 @@ const struct cmdspec cmdspec_report = {
 	"(a temporary file beside it, renamed).\n\n"
 	"  --html FILE          where to write the page\n",
 	0,
-	cmdspec_report_opts, cmdspec_none, 0, NULL
+	cmdspec_report_opts, cmdspec_none, 0, NULL, NULL
 };
 const struct cmdspec cmdspec_wait = {
 	"wait",
@@ -383,7 +414,7 @@ const struct cmdspec cmdspec_wait = {
 	"partition succeeded, 1 when one failed, was blocked or was cancelled,\n"
 	"2 for a request that does not exist.\n\n",
 	CMDSPEC_CONTROL,
-	cmdspec_none, cmdspec_wait_pos, 1, NULL
+	cmdspec_none, cmdspec_wait_pos, 1, NULL, NULL
 };
 
 /* The script is built from this table by backfillctl (lib/complete.c):
@@ -396,22 +427,25 @@ const struct cmdspec cmdspec_completion = {
 	"running daemon when it answers.  The package installs both; from a\n"
 	"shell: source <(backfillctl completion bash).\n\n",
 	CMDSPEC_CLIENT,
-	cmdspec_none, cmdspec_completion_pos, 1, NULL
+	cmdspec_none, cmdspec_completion_pos, 1, NULL, NULL
 };
 static const struct cmdspec_arg cmdspec_mark_opts[] = {
 	{ "succeeded", CMDSPEC_FLAG, "succeeded", "--succeeded: say what to"
-	  " record (the one state a mark records)", NULL, 0 },
+	  " record (the one state a mark records)", NULL, 0,
+	  R(mark.succeeded) },
 	{ "reason", CMDSPEC_TEXT, "reason", "--reason TEXT: say why the"
 	  " partitions are marked (recorded with the operator's name)", NULL,
-	  0 },
-	{ "no-downstream", CMDSPEC_FLAG, "no_downstream", NULL, NULL, 0 },
+	  0, R(mark.reason) },
+	CMDSPEC_ARG("no-downstream", CMDSPEC_FLAG, "no_downstream",
+		    mark.no_downstream),
 	CMDSPEC_END
 };
 static const struct cmdspec_arg cmdspec_mark_pos[] = {
-	{ "JOB", CMDSPEC_JOB, "job", "JOB: say which job", NULL, 0 },
+	{ "JOB", CMDSPEC_JOB, "job", "JOB: say which job", NULL, 0,
+	  R(mark.job) },
 	{ "PARTITION", CMDSPEC_LIST, "partitions", "PARTITION: say which"
 	  " partitions to mark (their keys: YYYY-MM-DD, or YYYY-MM-DDTHH for"
-	  " an hourly job)", NULL, 0 },
+	  " an hourly job)", NULL, 0, R(mark.partitions) },
 	CMDSPEC_END
 };
 const struct cmdspec cmdspec_mark = {
@@ -425,16 +459,17 @@ const struct cmdspec cmdspec_mark = {
 	"  --reason TEXT        why (required)\n"
 	"  --no-downstream      do not rebuild the downstream partitions\n",
 	CMDSPEC_MUTATES | CMDSPEC_MANY,
-	cmdspec_mark_opts, cmdspec_mark_pos, 2, NULL
+	cmdspec_mark_opts, cmdspec_mark_pos, 2, NULL, NULL
 };
 static const struct cmdspec_arg cmdspec_logs_opts[] = {
-	{ "attempt", CMDSPEC_INT, "attempt", NULL, NULL, 0 },
-	{ "follow", CMDSPEC_FLAG, "follow", NULL, NULL, 0 },
+	CMDSPEC_ARG("attempt", CMDSPEC_INT, "attempt", part.attempt),
+	CMDSPEC_ARG("follow", CMDSPEC_FLAG, "follow", part.follow),
 	CMDSPEC_END
 };
 static const struct cmdspec_arg cmdspec_logs_pos[] = {
-	{ "JOB", CMDSPEC_JOB, "job", "JOB: say which job", NULL, 0 },
-	CMDSPEC_PARTITION,
+	{ "JOB", CMDSPEC_JOB, "job", "JOB: say which job", NULL, 0,
+	  R(part.job) },
+	CMDSPEC_PARTITION(part.partition),
 	CMDSPEC_END
 };
 const struct cmdspec cmdspec_logs = {
@@ -449,7 +484,7 @@ const struct cmdspec cmdspec_logs = {
 	"  --follow             go on printing while the run is running;\n"
 	"                       return when it ends\n",
 	CMDSPEC_STREAMS,
-	cmdspec_logs_opts, cmdspec_logs_pos, 2, NULL
+	cmdspec_logs_opts, cmdspec_logs_pos, 2, NULL, NULL
 };
 
 const struct cmdspec *const cmdspec_table[] = {
@@ -617,12 +652,98 @@ cmdspec_check_value(const struct cmdspec_arg *a, const char *what,
 	}
 }
 
-/* Check each argument of a list that was given, and that each required
- * one was; opts: the list is of options (messages say --name). */
+/* The member at offset off of rq. */
+#define CMDSPEC_AT(rq, off, type) ((type *)(void *)((char *)(rq) + (off)))
+
+/* A list's names into l->v (one allocation: the names follow the
+ * pointers). */
+static void
+cmdspec_list_split(const char *s, struct cmdspec_list *l)
+{
+	size_t n = 1, len = strlen(s);
+	char *names;
+
+	for (const char *p = s; *p != '\0'; p++)
+		n += *p == ',';
+	l->v = xmalloc(n * sizeof *l->v + len + 1);
+	names = (char *)(l->v + n);
+	memcpy(names, s, len + 1);
+	l->n = 0;
+	for (char *p = names;; p++) {
+		if (l->n == 0 || p[-1] == '\0')
+			l->v[l->n++] = p;
+		if (*p == '\0')
+			break;
+		if (*p == ',')
+			*p = '\0';
+	}
+	l->text = s;
+}
+
+/* Check value s of argument a (what: its name in messages) and put it
+ * in its member of rq. */
 static int
-cmdspec_check_args(const struct cmdspec_arg *args, bool opts,
+cmdspec_put(const struct cmdspec_arg *a, const char *what, const char *s,
+	    cmdspec_get_fn *get, const void *src, struct cmdspec_req *rq,
+	    struct err *err)
+{
+	char field[64];
+	struct cmdspec_date *d;
+	struct cmdspec_dates *ds;
+	long long n = 0;
+
+	if (cmdspec_check_value(a, what, s, &n, err) < 0)
+		return -1;
+	switch (a->kind) {
+	case CMDSPEC_FLAG:
+		*CMDSPEC_AT(rq, a->off, bool) = strcmp(s, "1") == 0;
+		break;
+	case CMDSPEC_INT:
+	case CMDSPEC_DURATION:
+		*CMDSPEC_AT(rq, a->off, long long) = n;
+		break;
+	case CMDSPEC_DATE:
+		d = CMDSPEC_AT(rq, a->off, struct cmdspec_date);
+		d->text = s;
+		d->hour = strlen(s) == 13 && s[10] == 'T';
+		(void)(d->hour ? cal_parse_hour(s, &d->v, err) :
+		       cal_parse_date(s, &d->v, err));
+		break;
+	case CMDSPEC_ENUM:
+		CMDSPEC_AT(rq, a->off, struct cmdspec_enum)->name = s;
+		for (int i = 0; a->values[i] != NULL; i++)
+			if (strcmp(a->values[i], s) == 0)
+				CMDSPEC_AT(rq, a->off, struct cmdspec_enum)->i = i;
+		break;
+	case CMDSPEC_LIST:
+		cmdspec_list_split(s, CMDSPEC_AT(rq, a->off,
+						 struct cmdspec_list));
+		break;
+	case CMDSPEC_DATES_FILE:
+		ds = CMDSPEC_AT(rq, a->off, struct cmdspec_dates);
+		ds->text = s;
+		snprintf(field, sizeof field, "%s_file", a->field);
+		ds->file = get(src, field);
+		snprintf(field, sizeof field, "%s_lines", a->field);
+		ds->lines = get(src, field);
+		break;
+	case CMDSPEC_TEXT:
+	case CMDSPEC_JOB:
+		*CMDSPEC_AT(rq, a->off, const char *) = s;
+		break;
+	case CMDSPEC_WAIT:
+		break;
+	}
+	return 0;
+}
+
+/* Parse each argument of a list that was given, and check that each
+ * required one was; opts: the list is of options (messages say
+ * --name). */
+static int
+cmdspec_parse_args(const struct cmdspec_arg *args, bool opts,
 		   cmdspec_get_fn *get, const void *src, bool client,
-		   struct err *err)
+		   struct cmdspec_req *rq, struct err *err)
 {
 	char what[64];
 	const char *v;
@@ -632,13 +753,6 @@ cmdspec_check_args(const struct cmdspec_arg *args, bool opts,
 		    CMDSPEC_ARG_CLIENT)))
 			continue;
 		v = get(src, a->field);
-		if (a->kind == CMDSPEC_FLAG) {
-			/* a required flag (mark --succeeded) */
-			if (a->missing != NULL && v == NULL)
-				return err_set(err, EXIT_BAD_INPUT,
-					       "missing %s", a->missing);
-			continue;
-		}
 		if (a->missing != NULL && (v == NULL || (*v == '\0' &&
 		    a->kind == CMDSPEC_TEXT)))
 			return err_set(err, EXIT_BAD_INPUT, "missing %s",
@@ -646,32 +760,166 @@ cmdspec_check_args(const struct cmdspec_arg *args, bool opts,
 		if (v == NULL)
 			continue;
 		snprintf(what, sizeof what, "%s%s", opts ? "--" : "", a->name);
-		if (cmdspec_check_value(a, what, v, NULL, err) < 0)
+		if (cmdspec_put(a, what, v, get, src, rq, err) < 0)
 			return -1;
 	}
 	return 0;
 }
 
-/* Check a request's values by the command's specification. */
+/* Parse a request by the command's specification. */
+int
+cmdspec_parse(const struct cmdspec *cs, cmdspec_get_fn *get,
+	      const void *src, bool client, struct cmdspec_req *rq,
+	      struct err *err)
+{
+	const char *tty = get(src, "tty");
+
+	memset(rq, 0, sizeof *rq);
+	rq->cs = cs;
+	rq->tty = tty != NULL && strcmp(tty, "1") == 0;
+	if (cmdspec_parse_args(cs->pos, false, get, src, client, rq, err) < 0 ||
+	    cmdspec_parse_args(cs->opts, true, get, src, client, rq, err) < 0 ||
+	    (cs->fields != NULL && cmdspec_parse_args(cs->fields, false, get,
+	    src, client, rq, err) < 0))
+		return -1;
+	if (cs->check != NULL)
+		return cs->check(rq, err);
+	return 0;
+}
+
+/* Check a request's values, keeping nothing. */
 int
 cmdspec_check(const struct cmdspec *cs, cmdspec_get_fn *get,
 	      const void *src, bool client, struct err *err)
 {
-	if (cmdspec_check_args(cs->pos, false, get, src, client, err) < 0 ||
-	    cmdspec_check_args(cs->opts, true, get, src, client, err) < 0)
-		return -1;
-	if (cs->check != NULL)
-		return cs->check(cs, get, src, err);
-	return 0;
+	struct cmdspec_req rq;
+	int rc = cmdspec_parse(cs, get, src, client, &rq, err);
+
+	cmdspec_req_free(&rq);
+	return rc;
 }
 
-/* Is flag field `field` given ("1")? */
-static bool
-cmdspec_flag(cmdspec_get_fn *get, const void *src, const char *field)
+/* Call fn on each argument of cs with a member that holds memory. */
+static void
+cmdspec_each_arg(const struct cmdspec *cs,
+		 void (*fn)(const struct cmdspec_arg *a, void *data),
+		 void *data)
 {
-	const char *v = get(src, field);
+	const struct cmdspec_arg *lists[3] = { cs->pos, cs->opts, cs->fields };
 
-	return v != NULL && strcmp(v, "1") == 0;
+	for (int i = 0; i < 3; i++)
+		for (const struct cmdspec_arg *a = lists[i];
+		     a != NULL && a->name != NULL; a++)
+			if (a->field != NULL)
+				fn(a, data);
+}
+
+/* Free one argument's member (strings too when the request owns them). */
+static void
+cmdspec_free_arg(const struct cmdspec_arg *a, void *data)
+{
+	struct cmdspec_req *rq = data;
+	struct cmdspec_list *l;
+	struct cmdspec_dates *ds;
+
+	switch (a->kind) {
+	case CMDSPEC_LIST:
+		l = CMDSPEC_AT(rq, a->off, struct cmdspec_list);
+		free(l->v);
+		if (rq->owned)
+			free((char *)l->text);
+		memset(l, 0, sizeof *l);
+		return;
+	case CMDSPEC_TEXT:
+	case CMDSPEC_JOB:
+		if (rq->owned)
+			free(*CMDSPEC_AT(rq, a->off, char *));
+		return;
+	case CMDSPEC_DATE:
+		if (rq->owned)
+			free((char *)CMDSPEC_AT(rq, a->off,
+						struct cmdspec_date)->text);
+		return;
+	case CMDSPEC_ENUM:
+		if (rq->owned)
+			free((char *)CMDSPEC_AT(rq, a->off,
+						struct cmdspec_enum)->name);
+		return;
+	case CMDSPEC_DATES_FILE:
+		ds = CMDSPEC_AT(rq, a->off, struct cmdspec_dates);
+		if (rq->owned) {
+			free((char *)ds->text);
+			free((char *)ds->file);
+			free((char *)ds->lines);
+		}
+		return;
+	default:
+		return;
+	}
+}
+
+/* Release a request's memory. */
+void
+cmdspec_req_free(struct cmdspec_req *rq)
+{
+	if (rq->cs != NULL)
+		cmdspec_each_arg(rq->cs, cmdspec_free_arg, rq);
+}
+
+/* A copy of string s, or NULL. */
+static const char *
+cmdspec_strdup(const char *s)
+{
+	return s != NULL ? xstrdup(s) : NULL;
+}
+
+/* Make one argument's member of a copy its own. */
+static void
+cmdspec_dup_arg(const struct cmdspec_arg *a, void *data)
+{
+	struct cmdspec_req *rq = data;
+	struct cmdspec_list *l;
+	struct cmdspec_dates *ds;
+	const char **sp;
+
+	switch (a->kind) {
+	case CMDSPEC_LIST:
+		l = CMDSPEC_AT(rq, a->off, struct cmdspec_list);
+		if (l->text != NULL)
+			cmdspec_list_split(xstrdup(l->text), l);
+		return;
+	case CMDSPEC_TEXT:
+	case CMDSPEC_JOB:
+		sp = CMDSPEC_AT(rq, a->off, const char *);
+		*sp = cmdspec_strdup(*sp);
+		return;
+	case CMDSPEC_DATE:
+		sp = &CMDSPEC_AT(rq, a->off, struct cmdspec_date)->text;
+		*sp = cmdspec_strdup(*sp);
+		return;
+	case CMDSPEC_ENUM:
+		sp = &CMDSPEC_AT(rq, a->off, struct cmdspec_enum)->name;
+		*sp = cmdspec_strdup(*sp);
+		return;
+	case CMDSPEC_DATES_FILE:
+		ds = CMDSPEC_AT(rq, a->off, struct cmdspec_dates);
+		ds->text = cmdspec_strdup(ds->text);
+		ds->file = cmdspec_strdup(ds->file);
+		ds->lines = cmdspec_strdup(ds->lines);
+		return;
+	default:
+		return;
+	}
+}
+
+/* A copy that owns its strings. */
+void
+cmdspec_req_dup(const struct cmdspec_req *rq, struct cmdspec_req *out)
+{
+	*out = *rq;
+	out->owned = true;
+	if (out->cs != NULL)
+		cmdspec_each_arg(out->cs, cmdspec_dup_arg, out);
 }
 
 /*
@@ -681,18 +929,16 @@ cmdspec_flag(cmdspec_get_fn *get, const void *src, const char *field)
  * --downstream not with --no-downstream.
  */
 static int
-cmdspec_backfill_check(const struct cmdspec *cs, cmdspec_get_fn *get,
-		       const void *src, struct err *err)
+cmdspec_backfill_check(const struct cmdspec_req *rq, struct err *err)
 {
 	static const char *const way[] = { "--from/--to", "--dates-file",
 		"--stale", "--built-by", "--changed" };
-	const char *from = get(src, "from"), *to = get(src, "to");
-	const char *built_by = get(src, "built_by");
+	const struct cmdreq_backfill *b = &rq->backfill;
+	const char *from = b->from.text, *to = b->to.text;
 	bool given[5];
 	struct part_range r;
-	int a, b;
+	int i, k;
 
-	(void)cs;
 	if (from != NULL && to == NULL)
 		return err_set(err, EXIT_BAD_INPUT, "--from without --to: give "
 			       "both bounds (inclusive; the same date twice for "
@@ -702,16 +948,16 @@ cmdspec_backfill_check(const struct cmdspec *cs, cmdspec_get_fn *get,
 			       "both bounds (inclusive; the same date twice for "
 			       "one day)");
 	given[0] = from != NULL;
-	given[1] = get(src, "dates") != NULL;
-	given[2] = cmdspec_flag(get, src, "stale");
-	given[3] = built_by != NULL;
-	given[4] = cmdspec_flag(get, src, "changed");
-	for (a = 0; a < 5; a++)
-		for (b = a + 1; b < 5; b++)
-			if (given[a] && given[b] && !(a == 0 && b >= 3))
+	given[1] = b->dates.text != NULL;
+	given[2] = b->stale;
+	given[3] = b->built_by != NULL;
+	given[4] = b->changed;
+	for (i = 0; i < 5; i++)
+		for (k = i + 1; k < 5; k++)
+			if (given[i] && given[k] && !(i == 0 && k >= 3))
 				return err_set(err, EXIT_BAD_INPUT, "%s and %s "
 					       "both given: choose the dates one "
-					       "way%s", way[a], way[b], b >= 3 ?
+					       "way%s", way[i], way[k], k >= 3 ?
 					       " (only --from/--to may narrow "
 					       "--built-by and --changed)" : "");
 	if (!given[0] && !given[1] && !given[2] && !given[3] && !given[4])
@@ -721,12 +967,11 @@ cmdspec_backfill_check(const struct cmdspec *cs, cmdspec_get_fn *get,
 	/* Hour grain takes both forms of bound; it checks the order. */
 	if (from != NULL && range_parse(GRAIN_HOUR, from, to, &r, err) < 0)
 		return -1;
-	if (built_by != NULL && *built_by == '\0')
+	if (b->built_by != NULL && *b->built_by == '\0')
 		return err_set(err, EXIT_BAD_INPUT, "--built-by needs a code "
 			       "version (the code_version of 'backfillctl "
 			       "runs')");
-	if (get(src, "downstream") != NULL &&
-	    cmdspec_flag(get, src, "no_downstream"))
+	if (b->downstream.text != NULL && b->no_downstream)
 		return err_set(err, EXIT_BAD_INPUT, "--downstream and "
 			       "--no-downstream both given: choose one");
 	return 0;
@@ -734,11 +979,9 @@ cmdspec_backfill_check(const struct cmdspec *cs, cmdspec_get_fn *get,
 
 /* runs: --json and --jsonl exclude each other. */
 static int
-cmdspec_runs_check(const struct cmdspec *cs, cmdspec_get_fn *get,
-		   const void *src, struct err *err)
+cmdspec_runs_check(const struct cmdspec_req *rq, struct err *err)
 {
-	(void)cs;
-	if (cmdspec_flag(get, src, "json") && cmdspec_flag(get, src, "jsonl"))
+	if (rq->runs.json && rq->runs.jsonl)
 		return err_set(err, EXIT_BAD_INPUT, "--json and --jsonl exclude "
 			       "each other: choose one");
 	return 0;

@@ -3,15 +3,20 @@
  *
  * Both programs read their commands from this table: backfillctl builds
  * its usage, its help and its getopt options from it and checks argv
- * with it (ctl.c); the daemon checks every REQUEST's fields with it
- * again, never trusting the client, before a command's handler runs
- * (cmd.c, one cmd_*.c per command).  A rule and its message are written
- * once, here, so the two sides cannot drift.
+ * with it (ctl.c); the daemon parses every REQUEST's fields with it
+ * again, never trusting the client, into a typed request (struct
+ * cmdspec_req, as tmux's args_parse fills a struct args) that is all a
+ * command's handler sees (cmd.c, one cmd_*.c per command).  A rule and
+ * its message are written once, here, so the two sides cannot drift.
+ *
+ * Each argument names the member of struct cmdspec_req its value goes
+ * to (`off`); the member's type follows from its kind, so one table
+ * says a field's name, its check and where its value lives.
  *
  * A command has options (--name, a request field each) and positionals
  * (JOB, PARTITION, REQUEST: a field each too); each argument has a kind
  * that says how its value is checked.  Rules across arguments (exclusive
- * options, pairs) are a command's check function.  What needs the
+ * options, pairs) are a command's check function, run on the values.  What needs the
  * configuration (whether a job exists, its grain, bounds and
  * max_backfill) is the daemon's handler's business, not this file's.
  *
@@ -23,6 +28,7 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 
 #include "err.h"
 
@@ -47,7 +53,9 @@ enum cmdspec_kind {
  * An option of a command (name: its long name, without "--") or a
  * positional argument (name: what messages call it, e.g. JOB).  A
  * required one has `missing`: what to say, after "missing ", when it is
- * absent.  Lists end with a NULL name.
+ * absent.  `off` is where cmdspec_parse() puts its value in a struct
+ * cmdspec_req (CMDSPEC_REQ_OFF), of the member type its kind says
+ * (struct cmdspec_req below).  Lists end with a NULL name.
  */
 struct cmdspec_arg {
 	const char *name;
@@ -56,7 +64,115 @@ struct cmdspec_arg {
 	const char *missing;       /* required: the message when absent */
 	const char *const *values; /* CMDSPEC_ENUM: NULL-terminated */
 	int flags;                 /* CMDSPEC_ARG_* */
+	size_t off;                /* its member in struct cmdspec_req */
 };
+
+/*
+ * Typed values, one member type per kind (cmdspec_parse):
+ *   CMDSPEC_FLAG      bool: given as "1"
+ *   CMDSPEC_TEXT, CMDSPEC_JOB   const char *: NULL when absent
+ *   CMDSPEC_INT       long long: 0 when absent (a given one is positive)
+ *   CMDSPEC_DURATION  long long: its seconds, 0 when absent
+ *   CMDSPEC_DATE      struct cmdspec_date
+ *   CMDSPEC_ENUM      struct cmdspec_enum
+ *   CMDSPEC_LIST      struct cmdspec_list
+ *   CMDSPEC_DATES_FILE struct cmdspec_dates
+ * Strings point into the source (the REQUEST's body, argv) unless the
+ * request is a copy (cmdspec_req_dup), which owns them.
+ */
+struct cmdspec_date {
+	const char *text; /* as sent, NULL when absent */
+	int64_t v;        /* its day (cal_parse_date) or hour number */
+	bool hour;        /* YYYY-MM-DDTHH */
+};
+struct cmdspec_enum {
+	const char *name; /* NULL when absent */
+	int i;            /* its index in the argument's values */
+};
+struct cmdspec_list {
+	const char *text; /* as sent ("a,b"), NULL when absent */
+	size_t n;
+	char **v;         /* its n names (owned by the request) */
+};
+struct cmdspec_dates {
+	const char *text;  /* the dates, '\n' between them (the client:
+			    * the file's path); NULL when absent */
+	const char *file;  /* the file's name for messages ("stdin") */
+	const char *lines; /* the file line of each date */
+};
+
+/* The values of each command, one struct per shape (the union of struct
+ * cmdspec_req says which command uses which). */
+struct cmdreq_backfill { /* backfill, rerun */
+	const char *job;
+	struct cmdspec_date partition; /* rerun */
+	struct cmdspec_date from, to;
+	struct cmdspec_dates dates;
+	struct cmdspec_enum reprocess;
+	const char *built_by, *reason;
+	struct cmdspec_list downstream;
+	long long concurrency, budget;
+	bool changed, reverse, no_downstream, fail_fast, no_cutoff, stale,
+	    dry_run, verify, json;
+};
+struct cmdreq_part { /* verify, logs */
+	const char *job;
+	struct cmdspec_date partition;
+	long long attempt;
+	bool json, follow;
+};
+struct cmdreq_show { /* status, stale, jobs */
+	const char *job;
+	bool json;
+};
+struct cmdreq_runs {
+	const char *job;
+	long long request, limit;
+	struct cmdspec_enum state;
+	bool json, jsonl;
+};
+struct cmdreq_request { /* audit, cancel, retry, wait */
+	long long request;
+	bool json;
+};
+struct cmdreq_reload {
+	bool dry_run, json;
+};
+struct cmdreq_map {
+	const char *job, *from, *to;
+	bool json;
+};
+struct cmdreq_mark {
+	const char *job, *reason;
+	struct cmdspec_list partitions;
+	bool succeeded, no_downstream;
+};
+struct cmdreq_client { /* report, completion: backfillctl's */
+	const char *html;
+	struct cmdspec_enum shell;
+};
+
+struct cmdspec;
+/* A request parsed by its command's specification: what a handler
+ * receives (cmd_entry.h), never the raw fields. */
+struct cmdspec_req {
+	const struct cmdspec *cs;
+	bool tty;   /* the client's standard output is a terminal */
+	bool owned; /* a copy: its strings are its own */
+	union {
+		struct cmdreq_backfill backfill;
+		struct cmdreq_part part;
+		struct cmdreq_show show;
+		struct cmdreq_runs runs;
+		struct cmdreq_request request;
+		struct cmdreq_reload reload;
+		struct cmdreq_map map;
+		struct cmdreq_mark mark;
+		struct cmdreq_client client;
+	};
+};
+/* An argument's `off`: CMDSPEC_REQ_OFF(backfill.from). */
+#define CMDSPEC_REQ_OFF(member) offsetof(struct cmdspec_req, member)
 
 /* A command's flags. */
 #define CMDSPEC_MUTATES 0x1 /* changes state: needs the socket's group
@@ -74,10 +190,9 @@ struct cmdspec_arg {
  * or NULL when absent (proto_get for the daemon, argv for the client). */
 typedef const char *cmdspec_get_fn(const void *src, const char *field);
 
-struct cmdspec;
-/* A command's rules across its arguments: 0, or -1 with err. */
-typedef int cmdspec_check_fn(const struct cmdspec *cs, cmdspec_get_fn *get,
-			     const void *src, struct err *err);
+/* A command's rules across its arguments, on its parsed values: 0, or
+ * -1 with err. */
+typedef int cmdspec_check_fn(const struct cmdspec_req *rq, struct err *err);
 
 struct cmdspec {
 	const char *name;
@@ -89,6 +204,10 @@ struct cmdspec {
 	int minpos;                 /* the first minpos positionals are
 				     * required */
 	cmdspec_check_fn *check;    /* or NULL */
+	/* request fields a client may send that are no option of the
+	 * command line (no --name: not in usage, help or completion), or
+	 * NULL */
+	const struct cmdspec_arg *fields;
 };
 
 /* Options of one command, at most (backfillctl's getopt table). */
@@ -117,12 +236,23 @@ int cmdspec_nopts(const struct cmdspec *cs);
 int cmdspec_npos(const struct cmdspec *cs);
 
 /*
- * Check a request's values: each argument given, by its kind (in the
- * order positionals, then options), each required one present, then the
- * command's rules.  With `client` false, arguments marked
- * CMDSPEC_ARG_CLIENT and CMDSPEC_WAIT are skipped.  0, or -1 with err
- * (EXIT_BAD_INPUT).
+ * Parse a request by its command's specification, once: each argument
+ * given is checked by its kind (in the order positionals, then options)
+ * and its value put in *rq, each required one must be present, then the
+ * command's rules are checked on the values.  With `client` false,
+ * arguments marked CMDSPEC_ARG_CLIENT and CMDSPEC_WAIT are skipped.  0,
+ * or -1 with err (EXIT_BAD_INPUT); either way *rq is to be released with
+ * cmdspec_req_free (its lists are allocated).
  */
+int cmdspec_parse(const struct cmdspec *cs, cmdspec_get_fn *get,
+		  const void *src, bool client, struct cmdspec_req *rq,
+		  struct err *err);
+/* Release what a parsed request or a copy holds. */
+void cmdspec_req_free(struct cmdspec_req *rq);
+/* A copy of rq that owns its strings (kept past its source's life: a
+ * backfill waiting for its proof, verify.c). */
+void cmdspec_req_dup(const struct cmdspec_req *rq, struct cmdspec_req *out);
+/* Check a request's values as cmdspec_parse does, keeping nothing. */
 int cmdspec_check(const struct cmdspec *cs, cmdspec_get_fn *get,
 		  const void *src, bool client, struct err *err);
 /* Check one value s of argument a (what: its name in messages, "--from"

@@ -32,10 +32,10 @@ enum complete_action {
 /* The options every command takes beside its own (ctl.c's getopt table;
  * their help is CMDSPEC_COMMON_HELP). */
 static const struct cmdspec_arg complete_common[] = {
-	{ "socket", CMDSPEC_TEXT, NULL, NULL, NULL, 0 },
-	{ "config", CMDSPEC_TEXT, NULL, NULL, NULL, 0 },
-	{ "help", CMDSPEC_FLAG, NULL, NULL, NULL, 0 },
-	{ NULL, 0, NULL, NULL, NULL, 0 }
+	{ "socket", CMDSPEC_TEXT, NULL, NULL, NULL, 0, 0 },
+	{ "config", CMDSPEC_TEXT, NULL, NULL, NULL, 0, 0 },
+	{ "help", CMDSPEC_FLAG, NULL, NULL, NULL, 0, 0 },
+	{ NULL, 0, NULL, NULL, NULL, 0, 0 }
 };
 
 /* Whether p begins an option's line of help: only spaces, or "-X, ",

@@ -1,5 +1,9 @@
 /*
- * control.c - the control socket server.
+ * control.c - the control socket server: listening, accepting, the
+ * bounds below, the peer's credentials, frames read and answers
+ * written.  What a request becomes is control_answer.c's (here) or
+ * control_forward.c's (the planner's, several hosts); the planner's
+ * mailbox is control_mail.c's (control_int.h lists the four).
  *
  * One uv_pipe_t listens; each connection reads frames into a buffer that
  * never grows past one maximal request, answers each REQUEST in order, and
@@ -48,15 +52,12 @@
  * wait that fails (the planner changed meanwhile) is asked again up to
  * FWD_WAIT_TRIES times before the client is told.
  */
-#include "control.h"
+#include "control_int.h"
 
 #include <errno.h>
 #include <fcntl.h>
 #include <grp.h>
 #include <inttypes.h>
-#ifdef __GLIBC__
-#include <malloc.h>
-#endif
 #include <pwd.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -67,148 +68,9 @@
 #include <unistd.h>
 
 #include "clock.h"
-#include "cluster.h"
-#include "cmdspec.h"
 #include "log.h"
 #include "proc.h"
 #include "xalloc.h"
-
-#define READ_CHUNK 65536
-#define PROGRESS_EVERY_MS 100
-/* A client's unsent output above which nothing more is produced for it
- * and it is not read. */
-#define CONTROL_QUEUE_MAX (256 * 1024)
-/* The largest `out` chunk of one DATA frame. */
-#define CONTROL_DATA_MAX (1024 * 1024)
-/* Connections served at once; more are refused. */
-#define CONTROL_MAX_CLIENTS 64
-/* Descriptors kept for the daemon's own work, besides two per run. */
-#define CONTROL_FD_RESERVE 16
-/* An idle connection is closed after this (BACKFILLD_TEST_IDLE_TIMEOUT_MS
- * overrides it, for tests). */
-#define CONTROL_IDLE_TIMEOUT_MS 60000
-/* At most one log line per this long about refused connections, and one
- * about idle connections closed to make room, each with a count. */
-#define CONTROL_RATELOG_MS 10000
-/* Forwarded waits: how long the planner holds one, how many at most,
- * how soon a node asks again after an empty answer, and how many
- * failed forwards in a row a wait outlives. */
-#define MAIL_HOLD_MS 5000
-#define MAIL_HOLD_MAX 256
-#define FWD_AGAIN_MS 300
-#define FWD_WAIT_TRIES 3
-/* A forwarded request that may run a proof of idempotency (verify,
- * --verify, a job with verify: true) is given this long besides the
- * lease, or twice its job's timeout when it has one: the proof runs the
- * partition twice before the planner answers. */
-#define FWD_PROOF_MS (3600 * 1000)
-/* The planner could not write an answer: it reads the mailbox again
- * after this, doubling up to MAIL_AGAIN_MAX_MS. */
-#define MAIL_AGAIN_MS 1000
-#define MAIL_AGAIN_MAX_MS 30000
-/* Give memory back to the system after a stream of this many bytes. */
-#define CONTROL_TRIM_BYTES (4 * 1024 * 1024)
-
-struct client {
-	uv_pipe_t pipe;
-	struct control *c;
-	char *rbuf;
-	size_t rlen;
-	size_t rcap;
-	bool closing;
-	bool finishing; /* shutting down after a last answer */
-	bool reading;   /* uv_read_start is in effect */
-	bool refused;
-	uint64_t last_active;      /* uv_now at accept and at each read */   /* over the connection cap: answered and closed */
-	int handles;    /* open handles; freed when it drops to 0 */
-	void *watch;
-	int64_t wait_id;
-	uv_timer_t throttle;
-	bool pending;
-	int64_t last_sent;
-	struct sched_progress last;
-	bool may_change;
-	size_t queued;             /* bytes in uv_write, not yet written */
-	struct cmd_stream *stream; /* the answer being streamed, if any */
-	struct buf resp;           /* its RESPONSE, sent when it ends */
-	size_t streamed;           /* bytes of the stream so far */
-	uv_idle_t pump;            /* produces the stream's next page */
-	uv_timer_t idle;           /* closes the connection when idle */
-	bool forwarding;           /* a request is with the planner */
-	bool fwd_wait;             /* ... or is asked again soon */
-	char *fwd;                 /* a forwarded wait, asked again */
-	size_t fwd_len;
-	char *fwd_status;          /* a forwarded status, answered here
-				    * if the planner does not */
-	size_t fwd_status_len;
-	int fwd_fails;             /* ... failed in a row */
-	int64_t fwd_ms;            /* how long the planner may take */
-	struct client *next, *prev;
-};
-
-/* Events of one kind logged at most once per CONTROL_RATELOG_MS. */
-struct control_ratelog {
-	int count;       /* since the last line */
-	uint64_t logged; /* when the last line was written */
-	bool ever;       /* a line was written */
-};
-
-struct control {
-	uv_loop_t *loop;
-	uv_pipe_t listener;
-	struct sched *sched;
-	char *path;
-	bool has_group;
-	gid_t group;
-	cmd_reload_fn *reload;
-	void *reload_data;
-	struct client clients; /* list head */
-	bool closing;
-	int nclients;          /* served (not refused) connections */
-	uint64_t idle_ms;
-	struct control_ratelog refusals; /* connections refused at the cap */
-	struct control_ratelog evictions; /* idle ones closed at the cap */
-	bool fd_short;         /* in a spell of too few free descriptors */
-	int fd_closed;         /* ... idle connections closed in it */
-	int fd_refused;        /* ... connections refused in it */
-	const struct cluster_driver *drv; /* several hosts, or NULL */
-	struct cluster *cluster;
-	struct mail_wait *held;  /* planner: forwarded waits held */
-	int nheld;
-	uv_timer_t hold;         /* answers the held waits due */
-	bool hold_init;
-	struct mail_stream *streams; /* planner: forwarded streams paused */
-	uv_idle_t stream_pump;   /* ... resumes those woken */
-	bool stream_init;
-	uv_timer_t mail_again;   /* an answer the store refused: later */
-	bool mail_again_init;
-	uint64_t mail_again_ms;  /* ... backing off */
-	struct control_ratelog answer_fails; /* answers the store refused */
-};
-
-/* A forwarded request whose answer is a stream that waits for an event
- * (the proof of a verify, verify.c): its pages are kept until it ends,
- * then it is answered whole. */
-struct mail_stream {
-	struct control *c;
-	int64_t mail_id;
-	char *from;
-	struct cmd_stream *cs;
-	struct buf f;    /* its frames so far */
-	bool woken;
-	struct mail_stream *next;
-};
-
-/* A forwarded wait the planner holds (the long poll above). */
-struct mail_wait {
-	struct control *c;
-	int64_t mail_id;
-	int64_t request;
-	char *from;
-	void *watch;     /* NULL once the request finished */
-	uint64_t until;  /* uv_now after which it is answered anyway */
-	struct mail_wait *next;
-};
 
 struct write_req {
 	uv_write_t req;
@@ -217,11 +79,6 @@ struct write_req {
 	char *data;
 };
 
-static void client_close(struct client *cl);
-static void control_mail_stream_free(struct mail_stream *ms);
-static void control_hold_release(struct control *c, bool all);
-static void client_finish(struct client *cl);
-static void client_kick(struct client *cl);
 static void client_alloc_cb(uv_handle_t *h, size_t hint, uv_buf_t *b);
 static void client_read_cb(uv_stream_t *st, ssize_t n, const uv_buf_t *b);
 
@@ -244,10 +101,8 @@ control_write_cb(uv_write_t *req, int status)
 	client_kick(cl);
 }
 
-static void client_queue(struct client *cl, struct buf *frame);
-
 /* Queue a built frame to a client (takes the buffer's data). */
-static void
+void
 client_send(struct client *cl, struct buf *frame)
 {
 	if (cl->closing) {
@@ -275,7 +130,7 @@ client_send(struct client *cl, struct buf *frame)
 /* Queue a frame as it is: client_send's, or the planner's answer to a
  * request this node forwarded, which the planner committed and this
  * node's own store (failed or not) has no say in. */
-static void
+void
 client_queue(struct client *cl, struct buf *frame)
 {
 	struct write_req *wr;
@@ -306,9 +161,24 @@ client_queue(struct client *cl, struct buf *frame)
 	cl->queued += len;
 }
 
+/* The length of the next DATA frame's `out` of text data[0..len): at
+ * most CONTROL_DATA_MAX bytes, cut between UTF-8 sequences. */
+size_t
+control_data_chunk(const char *data, size_t len)
+{
+	size_t n = len;
+
+	if (n > CONTROL_DATA_MAX) {
+		n = CONTROL_DATA_MAX;
+		while (n > 1 && ((unsigned char)data[n] & 0xc0) == 0x80)
+			n--;
+	}
+	return n;
+}
+
 /* Send text for stdout as DATA frames of at most CONTROL_DATA_MAX bytes,
  * cut between UTF-8 sequences. */
-static void
+void
 client_send_data(struct client *cl, const char *data, size_t len)
 {
 	struct buf f;
@@ -316,13 +186,7 @@ client_send_data(struct client *cl, const char *data, size_t len)
 
 	buf_init(&f);
 	while (off < len && !cl->closing) {
-		n = len - off;
-		if (n > CONTROL_DATA_MAX) {
-			n = CONTROL_DATA_MAX;
-			while (n > 1 && ((unsigned char)data[off + n] & 0xc0) ==
-			       0x80)
-				n--;
-		}
+		n = control_data_chunk(data + off, len - off);
 		proto_begin(&f, PROTO_DATA);
 		proto_add_n(&f, "out", data + off, n);
 		proto_end(&f);
@@ -362,7 +226,7 @@ client_reading(struct client *cl)
 }
 
 /* Stop reading, let queued answers go out, then close. */
-static void
+void
 client_finish(struct client *cl)
 {
 	uv_shutdown_t *req;
@@ -384,7 +248,7 @@ client_finish(struct client *cl)
 }
 
 /* Send a RESPONSE with a status and an error line. */
-static void
+void
 client_error(struct client *cl, int status, const char *msg)
 {
 	struct buf f;
@@ -398,7 +262,7 @@ client_error(struct client *cl, int status, const char *msg)
 }
 
 /* One of a client's handles closed; free it after the last. */
-static void
+void
 client_handle_closed_cb(uv_handle_t *h)
 {
 	struct client *cl = h->data;
@@ -412,7 +276,7 @@ client_handle_closed_cb(uv_handle_t *h)
 }
 
 /* Close a connection (idempotent); a stream in progress is freed now. */
-static void
+void
 client_close(struct client *cl)
 {
 	if (cl->closing)
@@ -436,550 +300,6 @@ client_close(struct client *cl)
 	uv_close((uv_handle_t *)&cl->pump, client_handle_closed_cb);
 	uv_close((uv_handle_t *)&cl->idle, client_handle_closed_cb);
 	uv_close((uv_handle_t *)&cl->pipe, client_handle_closed_cb);
-}
-
-/* Add the progress fields to a frame. */
-static void
-progress_fields(struct buf *f, const struct sched_progress *p)
-{
-	proto_add_int(f, "total", p->total);
-	proto_add_int(f, "done", p->succeeded + p->failed + p->blocked +
-		      p->cancelled + p->skipped);
-	proto_add_int(f, "succeeded", p->succeeded);
-	proto_add_int(f, "skipped", p->skipped);
-	proto_add_int(f, "failed", p->failed);
-	proto_add_int(f, "blocked", p->blocked);
-	proto_add_int(f, "cancelled", p->cancelled);
-	proto_add_int(f, "running", p->running);
-	proto_add_int(f, "queued", p->queued);
-	proto_add_int(f, "elapsed_ms", p->elapsed_ms);
-}
-
-/* The final RESPONSE of a wait, into f. */
-static void
-control_wait_done(struct sched *s, int64_t id, const struct sched_progress *p,
-		  struct buf *f)
-{
-	struct buf out;
-
-	buf_init(&out);
-	cmd_wait_summary(s, id, p, &out);
-	proto_begin(f, PROTO_RESPONSE);
-	proto_add_int(f, "status", p->failed + p->blocked + p->cancelled > 0 ?
-		      EXIT_WORK_FAILED : EXIT_DONE);
-	proto_add_int(f, "request", id);
-	progress_fields(f, p);
-	proto_add(f, "finished", "1");
-	buf_add(&out, "", 1);
-	proto_add(f, "out", out.data);
-	proto_end(f);
-	buf_free(&out);
-}
-
-/* Send the final RESPONSE of a wait. */
-static void
-client_wait_done(struct client *cl, const struct sched_progress *p)
-{
-	struct buf f;
-
-	buf_init(&f);
-	control_wait_done(cl->c->sched, cl->wait_id, p, &f);
-	client_send(cl, &f);
-	cl->wait_id = 0;
-}
-
-/* Send a PROGRESS frame with the latest counts. */
-static void
-client_progress_send(struct client *cl)
-{
-	struct buf f;
-
-	buf_init(&f);
-	proto_begin(&f, PROTO_PROGRESS);
-	proto_add_int(&f, "request", cl->wait_id);
-	progress_fields(&f, &cl->last);
-	proto_end(&f);
-	client_send(cl, &f);
-	cl->pending = false;
-	cl->last_sent = uv_now(cl->c->loop);
-}
-
-/* Throttle timer: send the progress held back. */
-static void
-client_throttle_cb(uv_timer_t *t)
-{
-	struct client *cl = t->data;
-
-	if (cl->pending && !cl->closing)
-		client_progress_send(cl);
-}
-
-/* The scheduler reports a change of the waited request. */
-static void
-client_watch_cb(void *data, const struct sched_progress *p)
-{
-	struct client *cl = data;
-	uint64_t now = uv_now(cl->c->loop);
-
-	cl->last = *p;
-	if (p->finished) {
-		cl->watch = NULL;
-		uv_timer_stop(&cl->throttle);
-		client_wait_done(cl, p);
-		return;
-	}
-	if ((int64_t)now - cl->last_sent >= PROGRESS_EVERY_MS) {
-		client_progress_send(cl);
-	} else if (!cl->pending) {
-		cl->pending = true;
-		uv_timer_start(&cl->throttle, client_throttle_cb,
-			       (uint64_t)(PROGRESS_EVERY_MS - ((int64_t)now - cl->last_sent)),
-			       0);
-	}
-}
-
-/* A request field, for cmdspec_check (cmdspec_get_fn). */
-static const char *
-control_req_get(const void *src, const char *field)
-{
-	return proto_get(src, field);
-}
-
-/* cmd=wait: stream progress until the request is done. */
-static void
-client_wait(struct client *cl, const struct proto_msg *req)
-{
-	long long id;
-	struct sched_progress p;
-	struct err err;
-
-	/* backfillctl wait REQUEST and --wait: the one specification's
-	 * check (cmdspec.c), then a positive id */
-	if (cmdspec_check(&cmdspec_wait, control_req_get, req, false,
-			  &err) < 0) {
-		client_error(cl, err.code, err.msg);
-		return;
-	}
-	if (proto_get_int(req, "request", &id) < 0 || id <= 0) {
-		client_error(cl, EXIT_BAD_INPUT,
-			     "wait needs request=N with a positive request id");
-		return;
-	}
-	if (cl->watch) {
-		client_error(cl, EXIT_BAD_INPUT,
-			     "this connection already waits for a request");
-		return;
-	}
-	cl->wait_id = id;
-	cl->watch = sched_watch(cl->c->sched, id, client_watch_cb, cl);
-	if (cl->watch) {
-		if (sched_progress(cl->c->sched, id, &cl->last, &err) == 0)
-			client_progress_send(cl);
-		return;
-	}
-	if (sched_progress(cl->c->sched, id, &p, &err) < 0) {
-		cl->wait_id = 0;
-		client_error(cl, err.code, err.msg);
-		return;
-	}
-	client_wait_done(cl, &p);
-}
-
-/* End the stream: send its RESPONSE, give its memory back, and go on
- * with the requests that waited. */
-static void
-client_stream_end(struct client *cl)
-{
-	cmd_stream_end(cl->stream, &cl->resp);
-	cl->stream = NULL;
-	uv_idle_stop(&cl->pump);
-	proto_end(&cl->resp);
-	client_send(cl, &cl->resp);
-	buf_free(&cl->resp);
-#ifdef __GLIBC__
-	if (cl->streamed >= CONTROL_TRIM_BYTES)
-		malloc_trim(0);
-#endif
-	cl->streamed = 0;
-	client_kick(cl);
-}
-
-/* Loop turn with a stream in progress: produce and send its next page. */
-static void
-client_pump_cb(uv_idle_t *h)
-{
-	struct client *cl = h->data;
-	struct buf out;
-	int rc;
-
-	if (cl->closing || cl->stream == NULL) {
-		uv_idle_stop(h);
-		return;
-	}
-	buf_init(&out);
-	rc = cl->stream->next(cl->stream, &out);
-	cl->streamed += out.len;
-	client_send_data(cl, out.data, out.len);
-	buf_free(&out);
-	if (cl->closing)
-		return;
-	if (rc == CMD_STREAM_PAUSE)
-		uv_idle_stop(h); /* the stream's wake() resumes it */
-	else if (rc != 0)
-		client_stream_end(cl);
-	else if (cl->queued >= CONTROL_QUEUE_MAX)
-		uv_idle_stop(h); /* control_write_cb resumes it */
-}
-
-/* A paused stream has more: produce it on the next loop turns. */
-static void
-client_stream_wake(void *data)
-{
-	struct client *cl = data;
-
-	if (!cl->closing && cl->stream != NULL && cl->queued < CONTROL_QUEUE_MAX)
-		uv_idle_start(&cl->pump, client_pump_cb);
-}
-
-static bool control_peer_may_change(struct control *c, int fd);
-
-/* The peer's user, for what is recorded with its name (mark): its login
- * name, or "uid N" when it has none; "unknown" without credentials. */
-static void
-control_peer_name(int fd, char *out, size_t size)
-{
-	struct ucred cred;
-	socklen_t len = sizeof cred;
-	struct passwd *pw;
-
-	if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &len) < 0) {
-		snprintf(out, size, "unknown");
-		return;
-	}
-	pw = getpwuid(cred.uid);
-	if (pw != NULL && pw->pw_name != NULL && pw->pw_name[0] != '\0')
-		snprintf(out, size, "%s", pw->pw_name);
-	else
-		snprintf(out, size, "uid %u", (unsigned)cred.uid);
-}
-
-/* Answer one request (from_memory: cmd_ctx's, or NULL). */
-static void
-client_handle_here(struct client *cl, const struct proto_msg *req,
-		   const char *from_memory)
-{
-	const char *cmd = proto_get(req, "cmd");
-	struct cmd_ctx ctx = {
-		.sched = cl->c->sched, .reload = cl->c->reload,
-		.reload_data = cl->c->reload_data, .may_change = cl->may_change,
-		.cluster_drv = cl->c->drv, .cluster = cl->c->cluster,
-		.from_memory = from_memory,
-	};
-	struct cmd_stream *stream;
-	uv_os_fd_t fd;
-	char peer[128];
-
-	/* rights are the peer's now, per request: a group membership taken
-	 * away while a connection stays open takes its rights with it */
-	if (uv_fileno((uv_handle_t *)&cl->pipe, &fd) == 0) {
-		ctx.may_change = cl->may_change =
-			control_peer_may_change(cl->c, fd);
-		control_peer_name(fd, peer, sizeof peer);
-		ctx.peer = peer;
-	}
-	if (req->type != PROTO_REQUEST) {
-		/* a protocol violation, like a bad frame: answer and close */
-		client_error(cl, EXIT_BAD_INPUT, "a client sends REQUEST frames"
-			     " only: use backfillctl and backfilld from the same"
-			     " release");
-		client_finish(cl);
-		return;
-	}
-	if (cmd == NULL) {
-		client_error(cl, EXIT_BAD_INPUT, "the request names no command"
-			     " (cmd=...): see backfillctl --help");
-		return;
-	}
-	if (strcmp(cmd, "wait") == 0) {
-		client_wait(cl, req);
-		return;
-	}
-	proto_begin(&cl->resp, PROTO_RESPONSE);
-	cmd_run(&ctx, req, &cl->resp, &stream);
-	if (stream != NULL) {
-		cl->stream = stream;
-		cl->streamed = 0;
-		stream->wake = client_stream_wake;
-		stream->wake_data = cl;
-		uv_idle_start(&cl->pump, client_pump_cb);
-		return;
-	}
-	proto_end(&cl->resp);
-	client_send(cl, &cl->resp);
-	buf_free(&cl->resp);
-}
-
-/* Answer one request here: on a node that is not the planner and
- * cannot reach the state store, from its own memory (status says so). */
-static void
-client_handle(struct client *cl, const struct proto_msg *req)
-{
-	struct cluster_state st;
-	char why[ERR_MSG_MAX + 64];
-
-	if (cl->c->drv != NULL) {
-		cl->c->drv->state(cl->c->cluster, &st);
-		if (st.role != CLUSTER_PLANNER && !st.db_ok) {
-			snprintf(why, sizeof why, "the state store cannot be"
-				 " reached (%s)", st.db_error);
-			client_handle_here(cl, req, why);
-			return;
-		}
-	}
-	client_handle_here(cl, req, NULL);
-}
-
-/* Several hosts: is this request the planner's to answer?  `status` on
- * a node that cannot reach the state store is answered here, from this
- * node's memory (nobody can be asked); so is one the planner did not
- * answer (client_forward_cb). */
-static bool
-client_forwards(struct client *cl, const struct proto_msg *req)
-{
-	struct cluster_state st;
-	const char *cmd = proto_get(req, "cmd");
-
-	if (cl->c->drv == NULL || req->type != PROTO_REQUEST || cmd == NULL)
-		return false;
-	cl->c->drv->state(cl->c->cluster, &st);
-	if (st.role == CLUSTER_PLANNER)
-		return false;
-	if (!st.db_ok && strcmp(cmd, "status") == 0)
-		return false;
-	/* served here: runs reads the shared store; reload reads this
-	 * node's own configuration; logs this node's log folder */
-	return strcmp(cmd, "runs") != 0 && strcmp(cmd, "reload") != 0 &&
-	    strcmp(cmd, "logs") != 0;
-}
-
-static void client_forward_again_cb(uv_timer_t *t);
-
-/* No planner answered a forwarded request: one line, exit 3; a status
- * is answered here instead, from this node's memory, saying why. */
-static void
-client_forward_fail(struct client *cl, const char *why)
-{
-	char msg[ERR_MSG_MAX + 256];
-	struct cluster_state st;
-	struct proto_msg req;
-	struct err err;
-	size_t used;
-
-	if (cl->fwd_status != NULL) {
-		char *raw = cl->fwd_status;
-
-		cl->fwd_status = NULL;
-		snprintf(msg, sizeof msg, "the planner could not be asked: %s",
-			 why ? why : "no answer");
-		if (proto_parse(raw, cl->fwd_status_len, &used, &req,
-				&err) > 0) {
-			client_handle_here(cl, &req, msg);
-			proto_msg_free(&req);
-			free(raw);
-			return;
-		}
-		free(raw);
-	}
-	cl->c->drv->state(cl->c->cluster, &st);
-	if (!st.db_ok)
-		snprintf(msg, sizeof msg, "state store lost: %.900s; no planner"
-			 " can be reached from this node", st.db_error[0] ?
-			 st.db_error : why ? why : "unreachable");
-	else if (why != NULL &&
-		 strncmp(why, "the planner changed", 19) == 0)
-		snprintf(msg, sizeof msg, "%.900s", why);
-	else
-		snprintf(msg, sizeof msg, "no planner answered: %.900s; none"
-			 " holds the lease of the shared state store now (see"
-			 " the logs of the nodes)", why ? why : "unreachable");
-	client_error(cl, EXIT_UNREACHABLE, msg);
-}
-
-/* Is this answer one PROGRESS frame (a held wait, not finished)? */
-static bool
-control_is_progress(const void *resp, size_t len)
-{
-	struct proto_msg msg;
-	struct err err;
-	size_t used;
-	bool yes;
-
-	if (proto_parse(resp, len, &used, &msg, &err) <= 0)
-		return false;
-	yes = msg.type == PROTO_PROGRESS && used == len;
-	proto_msg_free(&msg);
-	return yes;
-}
-
-/* A forwarded wait not finished: ask the planner again in `ms`. */
-static void
-client_forward_again(struct client *cl, uint64_t ms)
-{
-	cl->fwd_wait = true;
-	uv_timer_start(&cl->throttle, client_forward_again_cb, ms, 0);
-}
-
-/* The planner's answer to a forwarded request. */
-static void
-client_forward_cb(void *arg, int status, const void *resp, size_t len,
-		  const char *why)
-{
-	struct client *cl = arg;
-	struct buf f;
-
-	cl->forwarding = false;
-	if (cl->closing) {
-		client_handle_closed_cb((uv_handle_t *)&cl->pipe);
-		return;
-	}
-	if (status < 0 && cl->fwd != NULL && ++cl->fwd_fails < FWD_WAIT_TRIES) {
-		log_info("control: a forwarded wait failed (%s); asking the"
-			 " planner again", why ? why : "no answer");
-		client_forward_again(cl, FWD_AGAIN_MS);
-		return;
-	}
-	if (status < 0) {
-		client_forward_fail(cl, why);
-	} else if (len == 0 && cl->fwd != NULL) {
-		cl->fwd_fails = 0;
-		client_forward_again(cl, FWD_AGAIN_MS);
-		return;
-	} else if (cl->fwd != NULL && control_is_progress(resp, len)) {
-		cl->fwd_fails = 0;
-		buf_init(&f);
-		buf_add(&f, resp, len);
-		client_queue(cl, &f);
-		client_forward_again(cl, 0);
-		return;
-	} else {
-		buf_init(&f);
-		buf_add(&f, resp, len);
-		client_queue(cl, &f);
-	}
-	free(cl->fwd);
-	cl->fwd = NULL;
-	free(cl->fwd_status);
-	cl->fwd_status = NULL;
-	client_kick(cl);
-}
-
-/* How long the planner may take to answer req: the lease and 2 s, and
- * for a request that runs a proof first, FWD_PROOF_MS or twice its job's
- * timeout more (a planner that goes away meanwhile fails it sooner: the
- * cluster sees the lease move, cluster.h). */
-static int64_t
-client_forward_ms(struct client *cl, const struct proto_msg *req)
-{
-	const struct config *cfg = sched_config(cl->c->sched);
-	const char *cmd = proto_get(req, "cmd"), *job = proto_get(req, "job");
-	const char *v = proto_get(req, "verify"), *dry = proto_get(req,
-								  "dry_run");
-	const struct job_def *j = job != NULL ? config_job(cfg, job) : NULL;
-	int64_t ms = (cfg->lease + 2) * 1000;
-	bool proof;
-
-	proof = strcmp(cmd, "verify") == 0 ||
-		((strcmp(cmd, "backfill") == 0 || strcmp(cmd, "rerun") == 0) &&
-		 ((v != NULL && strcmp(v, "1") == 0) ||
-		  (j != NULL && j->verify &&
-		   (dry == NULL || strcmp(dry, "1") != 0))));
-	if (proof)
-		ms += j != NULL && j->timeout > 0 ? 2 * j->timeout * 1000 :
-		      FWD_PROOF_MS;
-	return ms;
-}
-
-/* Send a request to the planner. */
-static void
-client_forward_send(struct client *cl, const void *req, size_t len)
-{
-	const struct config *cfg = sched_config(cl->c->sched);
-	struct err err;
-	int64_t ms = cl->fwd_ms > 0 ? cl->fwd_ms : (cfg->lease + 2) * 1000;
-
-	cl->forwarding = true;
-	if (cl->c->drv->forward(cl->c->cluster, req, len, ms,
-				client_forward_cb, cl, &err) < 0) {
-		cl->forwarding = false;
-		client_forward_fail(cl, err.msg);
-		free(cl->fwd);
-		cl->fwd = NULL;
-	}
-}
-
-/* A forwarded wait: ask the planner again. */
-static void
-client_forward_again_cb(uv_timer_t *t)
-{
-	struct client *cl = t->data;
-
-	cl->fwd_wait = false;
-	if (!cl->closing && cl->fwd != NULL)
-		client_forward_send(cl, cl->fwd, cl->fwd_len);
-	if (!cl->closing && !cl->forwarding)
-		client_kick(cl);
-}
-
-/* Forward one request to the planner, its rights checked here. */
-static void
-client_forward(struct client *cl, const struct proto_msg *req,
-	       const char *raw, size_t len)
-{
-	uv_os_fd_t fd = -1;
-
-	if (uv_fileno((uv_handle_t *)&cl->pipe, &fd) == 0)
-		cl->may_change = control_peer_may_change(cl->c, fd);
-	if (cmd_request_mutates(req) && !cl->may_change) {
-		client_error(cl, EXIT_BAD_INPUT, "permission denied: this"
-			     " command changes state and needs root, the"
-			     " daemon's user or the socket's group");
-		return;
-	}
-	if (strcmp(proto_get(req, "cmd"), "wait") == 0) {
-		free(cl->fwd);
-		cl->fwd = xmalloc(len);
-		memcpy(cl->fwd, raw, len);
-		cl->fwd_len = len;
-		cl->fwd_fails = 0;
-	} else if (strcmp(proto_get(req, "cmd"), "status") == 0) {
-		free(cl->fwd_status);
-		cl->fwd_status = xmalloc(len);
-		memcpy(cl->fwd_status, raw, len);
-		cl->fwd_status_len = len;
-	}
-	cl->fwd_ms = client_forward_ms(cl, req);
-	if (cmd_request_mutates(req)) {
-		/* the planner records the peer's name (mark): this node
-		 * says who it is, over any peer= the client sent */
-		struct buf f;
-		char peer[128];
-
-		control_peer_name(fd, peer, sizeof peer);
-		buf_init(&f);
-		proto_begin(&f, PROTO_REQUEST);
-		for (size_t i = 0; i < req->nfields; i++)
-			if (strcmp(req->fields[i].key, "peer") != 0)
-				proto_add_n(&f, req->fields[i].key,
-					    req->fields[i].value,
-					    req->fields[i].value_len);
-		proto_addf(&f, "peer", "%s@%s", peer,
-			   sched_config(cl->c->sched)->node);
-		proto_end(&f);
-		client_forward_send(cl, f.data, f.len);
-		buf_free(&f);
-		return;
-	}
-	client_forward_send(cl, raw, len);
 }
 
 /* Answer the complete requests read so far, one at a time, while nothing
@@ -1032,7 +352,7 @@ client_process(struct client *cl)
 }
 
 /* Output drained or a stream ended: resume the stream, or the requests. */
-static void
+void
 client_kick(struct client *cl)
 {
 	if (cl->closing)
@@ -1100,7 +420,7 @@ client_idle_cb(uv_timer_t *t)
 
 /* Count one event; the number to log now (those since the last line,
  * this one included), or 0 while the last line is recent. */
-static int
+int
 control_ratelog(struct control_ratelog *rl, uint64_t now)
 {
 	int n;
@@ -1235,7 +555,7 @@ control_fd_guard(struct control *c, struct client *cl)
 }
 
 /* May this peer change state? */
-static bool
+bool
 control_peer_may_change(struct control *c, int fd)
 {
 	struct ucred cred;
@@ -1258,6 +578,26 @@ control_peer_may_change(struct control *c, int fd)
 		if (groups[i] == group)
 			return true;
 	return false;
+}
+
+/* The peer's user, for what is recorded with its name (mark): its login
+ * name, or "uid N" when it has none; "unknown" without credentials. */
+void
+control_peer_name(int fd, char *out, size_t size)
+{
+	struct ucred cred;
+	socklen_t len = sizeof cred;
+	struct passwd *pw;
+
+	if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &len) < 0) {
+		snprintf(out, size, "unknown");
+		return;
+	}
+	pw = getpwuid(cred.uid);
+	if (pw != NULL && pw->pw_name != NULL && pw->pw_name[0] != '\0')
+		snprintf(out, size, "%s", pw->pw_name);
+	else
+		snprintf(out, size, "uid %u", (unsigned)cred.uid);
 }
 
 /* A client connected. */
@@ -1515,385 +855,4 @@ control_set_cluster(struct control *c, const struct cluster_driver *drv,
 {
 	c->drv = drv;
 	c->cluster = cluster;
-}
-
-/* DATA frames of text, into f. */
-static void
-control_data_frames(struct buf *f, const char *data, size_t len)
-{
-	size_t off = 0, n;
-
-	while (off < len) {
-		n = len - off;
-		if (n > CONTROL_DATA_MAX) {
-			n = CONTROL_DATA_MAX;
-			while (n > 1 && ((unsigned char)data[off + n] & 0xc0) ==
-			       0x80)
-				n--;
-		}
-		proto_begin(f, PROTO_DATA);
-		proto_add_n(f, "out", data + off, n);
-		proto_end(f);
-		off += n;
-	}
-}
-
-static int control_mail_answer(struct control *c, int64_t id,
-			       const char *from, const struct buf *f);
-static void control_mail_stream_pump_cb(uv_idle_t *h);
-
-/* A held stream has more (its wake): go on with it next loop turn. */
-static void
-control_mail_stream_wake(void *data)
-{
-	struct mail_stream *ms = data;
-
-	ms->woken = true;
-	if (!ms->c->closing)
-		uv_idle_start(&ms->c->stream_pump, control_mail_stream_pump_cb);
-}
-
-/* Pull a stream's pages into ms->f until it pauses (0) or ends (1: the
- * RESPONSE appended, the stream freed). */
-static int
-control_mail_stream_run(struct mail_stream *ms)
-{
-	struct buf out, resp;
-	int rc;
-
-	do {
-		buf_init(&out);
-		rc = ms->cs->next(ms->cs, &out);
-		if (ms->f.len + out.len < CLUSTER_MAIL_MAX - 4096)
-			control_data_frames(&ms->f, out.data, out.len);
-		buf_free(&out);
-	} while (rc == 0);
-	if (rc == CMD_STREAM_PAUSE)
-		return 0;
-	buf_init(&resp);
-	proto_begin(&resp, PROTO_RESPONSE);
-	cmd_stream_end(ms->cs, &resp);
-	ms->cs = NULL;
-	proto_end(&resp);
-	buf_add(&ms->f, resp.data, resp.len);
-	buf_free(&resp);
-	return 1;
-}
-
-/* Free a held stream (its stream too, if not ended: a proof in flight
- * is orphaned, verify.c). */
-static void
-control_mail_stream_free(struct mail_stream *ms)
-{
-	if (ms->cs != NULL)
-		ms->cs->free(ms->cs);
-	buf_free(&ms->f);
-	free(ms->from);
-	free(ms);
-}
-
-/* The held streams woken: go on; answer those that ended. */
-static void
-control_mail_stream_pump_cb(uv_idle_t *h)
-{
-	struct control *c = h->data;
-	struct mail_stream **pp = &c->streams, *ms;
-
-	uv_idle_stop(h);
-	while ((ms = *pp) != NULL) {
-		if (!ms->woken) {
-			pp = &ms->next;
-			continue;
-		}
-		ms->woken = false;
-		if (control_mail_stream_run(ms) == 0) {
-			pp = &ms->next;
-			continue;
-		}
-		*pp = ms->next;
-		sched_flush(c->sched); /* nothing acknowledged uncommitted */
-		control_mail_answer(c, ms->mail_id, ms->from, &ms->f);
-		control_mail_stream_free(ms);
-	}
-}
-
-/* Hold a forwarded request's stream that paused until it ends. */
-static void
-control_mail_stream_hold(struct control *c, const struct cluster_mail *m,
-			 struct cmd_stream *cs, struct buf *f)
-{
-	struct mail_stream *ms = xcalloc(1, sizeof *ms);
-
-	if (!c->stream_init) {
-		uv_idle_init(c->loop, &c->stream_pump);
-		c->stream_pump.data = c;
-		c->stream_init = true;
-	}
-	ms->c = c;
-	ms->mail_id = m->id;
-	ms->from = xstrdup(m->from);
-	ms->cs = cs;
-	ms->f = *f; /* its frames so far: the hold owns them */
-	buf_init(f);
-	cs->wake = control_mail_stream_wake;
-	cs->wake_data = ms;
-	ms->next = c->streams;
-	c->streams = ms;
-}
-
-/* One forwarded request, answered into f.  Returns 1, f empty, for a
- * wait whose request is not finished (held, or asked again); 2 for a
- * stream that paused (held: control_mail_stream_hold). */
-static int
-control_mail_one(struct control *c, const struct cluster_mail *m,
-		 const struct proto_msg *req, struct buf *f)
-{
-	struct cmd_ctx ctx = {.sched = c->sched, .reload = c->reload,
-		.reload_data = c->reload_data, .may_change = true,
-		.cluster_drv = c->drv, .cluster = c->cluster,
-		.peer = proto_get(req, "peer")};
-	struct cmd_stream *stream;
-	struct sched_progress p;
-	struct err err;
-	long long id;
-	const char *cmd = proto_get(req, "cmd");
-
-	if (cmd != NULL && strcmp(cmd, "wait") == 0) {
-		if (proto_get_int(req, "request", &id) < 0 || id <= 0 ||
-		    sched_progress(c->sched, id, &p, &err) < 0) {
-			proto_begin(f, PROTO_RESPONSE);
-			proto_add_int(f, "status", EXIT_BAD_INPUT);
-			proto_add(f, "err", id <= 0 ? "wait needs request=N"
-				  " with a positive request id" : err.msg);
-			proto_end(f);
-		} else if (p.finished) {
-			control_wait_done(c->sched, id, &p, f);
-		} else {
-			return 1;
-		}
-		return 0;
-	}
-	proto_begin(f, PROTO_RESPONSE);
-	cmd_run(&ctx, req, f, &stream);
-	if (stream != NULL) {
-		struct mail_stream ms = { .c = c, .cs = stream };
-
-		buf_reset(f);
-		ms.f = *f;
-		buf_init(f);
-		if (control_mail_stream_run(&ms) == 0) {
-			control_mail_stream_hold(c, m, stream, &ms.f);
-			buf_free(&ms.f);
-			return 2;
-		}
-		*f = ms.f;
-		return 0;
-	}
-	proto_end(f);
-	return 0;
-}
-
-/* Answer a forwarded request: 0, or -1 when the store does not take
- * it (logged at most once per CONTROL_RATELOG_MS, with the count). */
-static int
-control_mail_answer(struct control *c, int64_t id, const char *from,
-		    const struct buf *f)
-{
-	struct err err;
-	int n;
-
-	if (c->drv->mail_answer(c->cluster, id, f->data ? f->data : "",
-				f->len, &err) == 0) {
-		c->mail_again_ms = 0;
-		return 0;
-	}
-	if ((n = control_ratelog(&c->answer_fails, uv_now(c->loop))) > 0)
-		log_warn("control: cannot answer %s's request: %s (%d answers"
-			 " not written since the last such line); the mailbox"
-			 " is read again later", from, err.msg, n);
-	return -1;
-}
-
-static void control_hold_cb(uv_timer_t *t);
-
-/* Arm the hold timer for the earliest held wait due. */
-static void
-control_hold_arm(struct control *c)
-{
-	uint64_t now = uv_now(c->loop), first = UINT64_MAX;
-
-	for (struct mail_wait *w = c->held; w != NULL; w = w->next)
-		if (w->until < first)
-			first = w->until;
-	if (first == UINT64_MAX)
-		uv_timer_stop(&c->hold);
-	else
-		uv_timer_start(&c->hold, control_hold_cb,
-			       first > now ? first - now : 0, 0);
-}
-
-/* The scheduler reports a change of a held wait's request. */
-static void
-control_hold_watch_cb(void *data, const struct sched_progress *p)
-{
-	struct mail_wait *w = data;
-
-	if (!p->finished)
-		return;
-	w->watch = NULL; /* a finished request's watch is gone */
-	w->until = 0;
-	control_hold_arm(w->c);
-}
-
-/* Answer the held waits due (all of them when `all`): the final RESPONSE
- * once their request finished, one PROGRESS frame otherwise. */
-static void
-control_hold_release(struct control *c, bool all)
-{
-	uint64_t now = uv_now(c->loop);
-	struct mail_wait **pp = &c->held, *w;
-	struct sched_progress p;
-	struct err err;
-	struct buf f;
-
-	sched_flush(c->sched); /* a finish is answered once committed */
-	while ((w = *pp) != NULL) {
-		if (!all && w->until > now) {
-			pp = &w->next;
-			continue;
-		}
-		*pp = w->next;
-		c->nheld--;
-		if (w->watch != NULL)
-			sched_unwatch(c->sched, w->watch);
-		buf_init(&f);
-		if (sched_progress(c->sched, w->request, &p, &err) < 0) {
-			proto_begin(&f, PROTO_RESPONSE);
-			proto_add_int(&f, "status", err.code);
-			proto_add(&f, "err", err.msg);
-			proto_end(&f);
-		} else if (p.finished) {
-			control_wait_done(c->sched, w->request, &p, &f);
-		} else {
-			proto_begin(&f, PROTO_PROGRESS);
-			proto_add_int(&f, "request", w->request);
-			progress_fields(&f, &p);
-			proto_end(&f);
-		}
-		control_mail_answer(c, w->mail_id, w->from, &f);
-		buf_free(&f);
-		free(w->from);
-		free(w);
-	}
-	control_hold_arm(c);
-}
-
-/* Hold timer. */
-static void
-control_hold_cb(uv_timer_t *t)
-{
-	control_hold_release(t->data, false);
-}
-
-/* Hold a forwarded wait until its request finishes or MAIL_HOLD_MS pass.
- * Returns -1 when no more may be held. */
-static int
-control_hold(struct control *c, const struct cluster_mail *m,
-	     int64_t request)
-{
-	struct mail_wait *w;
-
-	if (c->nheld >= MAIL_HOLD_MAX || c->closing)
-		return -1;
-	if (!c->hold_init) {
-		uv_timer_init(c->loop, &c->hold);
-		c->hold.data = c;
-		c->hold_init = true;
-	}
-	w = xcalloc(1, sizeof *w);
-	w->c = c;
-	w->mail_id = m->id;
-	w->request = request;
-	w->from = xstrdup(m->from);
-	w->until = uv_now(c->loop) + MAIL_HOLD_MS;
-	w->watch = sched_watch(c->sched, request, control_hold_watch_cb, w);
-	if (w->watch == NULL)
-		w->until = 0; /* finished meanwhile: answered next turn */
-	w->next = c->held;
-	c->held = w;
-	c->nheld++;
-	control_hold_arm(c);
-	return 0;
-}
-
-/* The mailbox again, after an answer the store refused. */
-static void
-control_mail_again_cb(uv_timer_t *t)
-{
-	control_mail(t->data);
-}
-
-/*
- * Answer the requests waiting in the mailbox, oldest first.  An answer
- * the store does not take (a full disk, the connection lost) ends the
- * pass: its request stays in the mailbox, unanswered, and the mailbox is
- * read again MAIL_AGAIN_MS later, doubling up to MAIL_AGAIN_MAX_MS (or
- * at the next request's wake-up), never at once: the same request taken
- * and refused again and again would hold the loop.
- */
-void
-control_mail(struct control *c)
-{
-	struct cluster_mail *m;
-	struct proto_msg msg;
-	struct err err;
-	size_t used;
-	struct buf f;
-	long long id;
-	int held, rc;
-	bool refused = false;
-
-	if (c->closing)
-		return;
-	while (!refused && c->drv != NULL &&
-	       c->drv->mail_take(c->cluster, &m, &err) == 0 && m != NULL) {
-		buf_init(&f);
-		held = -1;
-		if (proto_parse(m->req, m->len, &used, &msg, &err) > 0) {
-			rc = control_mail_one(c, m, &msg, &f);
-			if (rc == 2)
-				held = 0;
-			else if (rc == 1 &&
-				 proto_get_int(&msg, "request", &id) == 0)
-				held = control_hold(c, m, id);
-			proto_msg_free(&msg);
-		} else {
-			proto_begin(&f, PROTO_RESPONSE);
-			proto_add_int(&f, "status", EXIT_BAD_INPUT);
-			proto_add(&f, "err", "a forwarded request that is not"
-				  " one frame");
-			proto_end(&f);
-		}
-		if (held < 0) {
-			/* nothing is acknowledged uncommitted (scheduler.c,
-			 * rule 7) */
-			sched_flush(c->sched);
-			refused = control_mail_answer(c, m->id, m->from,
-						      &f) < 0;
-		}
-		buf_free(&f);
-		c->drv->mail_free(m);
-	}
-	if (!refused)
-		return;
-	if (!c->mail_again_init) {
-		uv_timer_init(c->loop, &c->mail_again);
-		c->mail_again.data = c;
-		c->mail_again_init = true;
-	}
-	c->mail_again_ms = c->mail_again_ms == 0 ? MAIL_AGAIN_MS :
-		c->mail_again_ms * 2 > MAIL_AGAIN_MAX_MS ? MAIL_AGAIN_MAX_MS :
-		c->mail_again_ms * 2;
-	uv_timer_start(&c->mail_again, control_mail_again_cb,
-		       c->mail_again_ms, 0);
 }

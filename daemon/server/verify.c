@@ -28,7 +28,7 @@ struct verify {
 	struct exec_run run;
 	struct exec_part part;
 	struct cmd_ctx ctx;
-	struct proto_msg req;  /* a copy of the request, for then */
+	struct cmdspec_req req; /* a copy of the request, for then */
 	verify_then_fn *then;
 	bool json;
 	bool running;          /* the run is in flight */
@@ -59,7 +59,7 @@ verify_free_all(struct verify *v)
 	exec_run_clear_results(&v->run);
 	if (v->run.cfg)
 		config_unref(v->run.cfg);
-	free(v->req.body);
+	cmdspec_req_free(&v->req);
 	free(v);
 }
 
@@ -180,28 +180,12 @@ verify_free(struct cmd_stream *cs)
 		verify_free_all(v);
 }
 
-/* A copy of req that owns its body. */
-static void
-verify_copy_msg(const struct proto_msg *req, struct proto_msg *out)
-{
-	*out = *req;
-	out->body = xmalloc(req->body_len + 1);
-	memcpy(out->body, req->body, req->body_len);
-	out->body[req->body_len] = '\0';
-	for (size_t i = 0; i < req->nfields; i++) {
-		out->fields[i].key = out->body + (req->fields[i].key - req->body);
-		out->fields[i].value = out->body +
-			(req->fields[i].value - req->body);
-	}
-}
-
 struct cmd_stream *
-verify_start(struct cmd_ctx *ctx, const struct proto_msg *req, int j,
-	     const char *key, verify_then_fn *then, struct err *err)
+verify_start(struct cmd_ctx *ctx, const struct cmdspec_req *req, int j,
+	     const char *key, bool json, verify_then_fn *then, struct err *err)
 {
 	struct config *cfg = sched_config(ctx->sched);
 	const struct job_def *jd = &cfg->jobs[j];
-	const char *json = proto_get(req, "json");
 	struct verify *v;
 	part_t p;
 
@@ -209,12 +193,12 @@ verify_start(struct cmd_ctx *ctx, const struct proto_msg *req, int j,
 	    part_parse_key(jd->grain, key, &p, err) < 0)
 		return NULL;
 	v = xcalloc(1, sizeof *v);
-	verify_copy_msg(req, &v->req);
+	cmdspec_req_dup(req, &v->req);
 	v->cs.next = verify_next;
 	v->cs.free = verify_free;
 	v->ctx = *ctx;
 	v->then = then;
-	v->json = json != NULL && strcmp(json, "1") == 0;
+	v->json = json;
 	part_key(jd->grain, p, v->part.key);
 	part_bound(jd->grain, part_start(jd->grain, p), v->part.start);
 	part_bound(jd->grain, part_end(jd->grain, p), v->part.end);

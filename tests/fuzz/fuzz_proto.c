@@ -11,10 +11,16 @@
  *    proto_add() of its fields and proto_end(), and parses again to
  *    the same fields; proto_get() finds each field;
  *  - each value rendered as a JSON string (json_str) is quoted,
- *    holds no control byte and is valid UTF-8.
+ *    holds no control byte and is valid UTF-8;
+ *  - a REQUEST parsed by each command's specification (cmdspec_parse,
+ *    what cmd.c does at the boundary) is refused with a message (which
+ *    may quote the value sent as it came: backfillctl escapes it), or
+ *    gives each list the names its text holds; a copy of the typed
+ *    request (cmdspec_req_dup) holds the same values.
  */
 #include "fuzz.h"
 
+#include "cmdspec.h"
 #include "json.h"
 #include "proto.h"
 
@@ -87,6 +93,65 @@ fuzz_proto_json(const char *value)
 	buf_free(&b);
 }
 
+/* A field of a frame (cmdspec_get_fn). */
+static const char *
+fuzz_proto_get(const void *src, const char *field)
+{
+	return proto_get(src, field);
+}
+
+/* A list's names are its text's, between its commas. */
+static void
+fuzz_proto_list(const struct cmdspec_list *l)
+{
+	struct buf b;
+
+	if (l->text == NULL) {
+		FUZZ_CHECK(l->n == 0);
+		return;
+	}
+	buf_init(&b);
+	for (size_t i = 0; i < l->n; i++)
+		buf_printf(&b, "%s%s", i ? "," : "", l->v[i]);
+	buf_add(&b, "", 1);
+	FUZZ_CHECK(strcmp(b.data, l->text) == 0);
+	buf_free(&b);
+}
+
+/* A REQUEST parsed by every command's specification. */
+static void
+fuzz_proto_typed(const struct proto_msg *msg)
+{
+	struct cmdspec_req rq, copy;
+	struct err err;
+
+	for (size_t i = 0; i < cmdspec_count; i++) {
+		const struct cmdspec *cs = cmdspec_table[i];
+
+		memset(&err, 0, sizeof err);
+		if (cmdspec_parse(cs, fuzz_proto_get, msg, false, &rq,
+				  &err) < 0) {
+			FUZZ_CHECK(err.code == EXIT_BAD_INPUT);
+			FUZZ_CHECK(err.msg[0] != '\0');
+			cmdspec_req_free(&rq);
+			continue;
+		}
+		cmdspec_req_dup(&rq, &copy);
+		if (cs == &cmdspec_backfill) {
+			fuzz_proto_list(&rq.backfill.downstream);
+			fuzz_proto_list(&copy.backfill.downstream);
+			FUZZ_CHECK(rq.backfill.job != NULL &&
+			    strcmp(rq.backfill.job, copy.backfill.job) == 0);
+		} else if (cs == &cmdspec_mark) {
+			fuzz_proto_list(&rq.mark.partitions);
+			fuzz_proto_list(&copy.mark.partitions);
+			FUZZ_CHECK(rq.mark.partitions.n > 0);
+		}
+		cmdspec_req_free(&rq);
+		cmdspec_req_free(&copy);
+	}
+}
+
 /* Check a parsed frame against the bytes it came from. */
 static void
 fuzz_proto_frame(const struct proto_msg *msg, const char *bytes, size_t used)
@@ -118,6 +183,8 @@ fuzz_proto_frame(const struct proto_msg *msg, const char *bytes, size_t used)
 		    strcmp(again.fields[i].value, msg->fields[i].value) == 0);
 	proto_msg_free(&again);
 	buf_free(&b);
+	if (msg->type == PROTO_REQUEST)
+		fuzz_proto_typed(msg);
 }
 
 /* Feed the stream in pieces (max_piece 0: whole) and log what comes out. */

@@ -1,16 +1,18 @@
 /*
  * test_cmdspec.c - the command specification shared by backfillctl and
  * backfilld: each command's arguments accept and refuse what they should,
- * with the one message of each rule (table-driven), the enums' tables.
+ * with the one message of each rule (table-driven), the enums' tables;
+ * a request parsed once into typed values, copied and released.
  */
 #include <check.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "cmdspec.h"
 
-#define MAX_FIELDS 8
+#define MAX_FIELDS 16
 
 /* A request's fields: "key=value" strings, NULL-terminated. */
 struct fields {
@@ -317,9 +319,9 @@ END_TEST
 START_TEST(test_value)
 {
 	const struct cmdspec_arg integer = { "limit", CMDSPEC_INT, "limit",
-		NULL, NULL, 0 };
+		NULL, NULL, 0, 0 };
 	const struct cmdspec_arg budget = { "budget", CMDSPEC_DURATION,
-		"budget", NULL, NULL, 0 };
+		"budget", NULL, NULL, 0, 0 };
 	long long n = 0;
 	struct err err;
 
@@ -347,6 +349,131 @@ START_TEST(test_value)
 }
 END_TEST
 
+/* A request parsed into its command's typed values: each kind. */
+START_TEST(test_parse)
+{
+	const struct fields f = { { "job=fct", "from=2026-02-01",
+		"to=2026-02-03T05", "downstream=a,bb,c", "concurrency=3",
+		"budget=2h", "reprocess=failed", "fail_fast=1", "dry_run=0",
+		"json=1", "reason=why", "tty=1", "cmd=backfill" } };
+	struct cmdspec_req rq, copy;
+	struct err err;
+
+	ck_assert_int_eq(cmdspec_parse(&cmdspec_backfill, get, &f, false, &rq,
+				       &err), 0);
+	ck_assert_ptr_eq(rq.cs, &cmdspec_backfill);
+	ck_assert(rq.tty);
+	ck_assert_str_eq(rq.backfill.job, "fct");
+	ck_assert_str_eq(rq.backfill.from.text, "2026-02-01");
+	ck_assert(!rq.backfill.from.hour);
+	ck_assert(rq.backfill.to.hour);
+	ck_assert_int_eq(rq.backfill.to.v - rq.backfill.from.v * 24, 2 * 24 + 5);
+	ck_assert_uint_eq(rq.backfill.downstream.n, 3);
+	ck_assert_str_eq(rq.backfill.downstream.v[1], "bb");
+	ck_assert_str_eq(rq.backfill.downstream.text, "a,bb,c");
+	ck_assert_int_eq(rq.backfill.concurrency, 3);
+	ck_assert_int_eq(rq.backfill.budget, 7200);
+	ck_assert_str_eq(rq.backfill.reprocess.name, "failed");
+	ck_assert_int_eq(rq.backfill.reprocess.i, REPROCESS_FAILED);
+	ck_assert(rq.backfill.fail_fast && rq.backfill.json);
+	ck_assert(!rq.backfill.dry_run && !rq.backfill.stale);
+	ck_assert_ptr_null(rq.backfill.built_by);
+	ck_assert_ptr_null(rq.backfill.dates.text);
+	/* a copy outlives its source */
+	cmdspec_req_dup(&rq, &copy);
+	ck_assert_ptr_ne(copy.backfill.job, rq.backfill.job);
+	cmdspec_req_free(&rq);
+	ck_assert_str_eq(copy.backfill.job, "fct");
+	ck_assert_str_eq(copy.backfill.reason, "why");
+	ck_assert_str_eq(copy.backfill.to.text, "2026-02-03T05");
+	ck_assert_str_eq(copy.backfill.downstream.v[2], "c");
+	ck_assert_str_eq(copy.backfill.reprocess.name, "failed");
+	cmdspec_req_free(&copy);
+}
+END_TEST
+
+/* Lists, a dates file's three fields, a field that is no option. */
+START_TEST(test_parse_fields)
+{
+	const struct fields mark = { { "job=fct", "partitions=2026-01-02",
+		"succeeded=1", "reason=fixed" } };
+	const struct fields dates = { { "job=fct", "dates=2026-01-01\n"
+		"2026-01-03", "dates_file=d.txt", "dates_lines=1\n3" } };
+	const struct fields stale = { { "job=x", "json=1" } };
+	struct cmdspec_req rq;
+	struct err err;
+
+	ck_assert_int_eq(cmdspec_parse(&cmdspec_mark, get, &mark, false, &rq,
+				       &err), 0);
+	ck_assert_uint_eq(rq.mark.partitions.n, 1);
+	ck_assert_str_eq(rq.mark.partitions.v[0], "2026-01-02");
+	ck_assert(rq.mark.succeeded && !rq.mark.no_downstream);
+	ck_assert(!rq.tty);
+	cmdspec_req_free(&rq);
+	ck_assert_int_eq(cmdspec_parse(&cmdspec_backfill, get, &dates, false,
+				       &rq, &err), 0);
+	ck_assert_str_eq(rq.backfill.dates.file, "d.txt");
+	ck_assert_str_eq(rq.backfill.dates.lines, "1\n3");
+	cmdspec_req_free(&rq);
+	ck_assert_int_eq(cmdspec_parse(&cmdspec_stale, get, &stale, false, &rq,
+				       &err), 0);
+	ck_assert_str_eq(rq.show.job, "x");
+	ck_assert(rq.show.json);
+	cmdspec_req_free(&rq);
+	/* refused: released all the same */
+	ck_assert_int_eq(cmdspec_parse(&cmdspec_runs, get, &(struct fields){ {
+		"json=1", "jsonl=1" } }, false, &rq, &err), -1);
+	ck_assert_ptr_nonnull(strstr(err.msg, "exclude each other"));
+	cmdspec_req_free(&rq);
+}
+END_TEST
+
+/* The member size of a kind. */
+static size_t
+kind_size(enum cmdspec_kind k)
+{
+	switch (k) {
+	case CMDSPEC_FLAG: return sizeof(bool);
+	case CMDSPEC_TEXT: case CMDSPEC_JOB: return sizeof(const char *);
+	case CMDSPEC_INT: case CMDSPEC_DURATION: return sizeof(long long);
+	case CMDSPEC_DATE: return sizeof(struct cmdspec_date);
+	case CMDSPEC_ENUM: return sizeof(struct cmdspec_enum);
+	case CMDSPEC_LIST: return sizeof(struct cmdspec_list);
+	case CMDSPEC_DATES_FILE: return sizeof(struct cmdspec_dates);
+	default: return 0;
+	}
+}
+
+/* Every argument's member lies in the union, past the common head, and
+ * no two arguments of a command share one. */
+START_TEST(test_offsets)
+{
+	for (size_t i = 0; i < cmdspec_count; i++) {
+		const struct cmdspec *cs = cmdspec_table[i];
+		const struct cmdspec_arg *lists[3] = { cs->pos, cs->opts,
+			cs->fields };
+		size_t off[CMDSPEC_MAX_OPTS * 2], n = 0;
+
+		for (int l = 0; l < 3; l++)
+			for (const struct cmdspec_arg *a = lists[l];
+			     a != NULL && a->name != NULL; a++) {
+				if (a->field == NULL)
+					continue;
+				ck_assert_msg(a->off >= offsetof(struct
+					      cmdspec_req, backfill) && a->off +
+					      kind_size(a->kind) <= sizeof(struct
+					      cmdspec_req), "%s %s: offset",
+					      cs->name, a->name);
+				for (size_t k = 0; k < n; k++)
+					ck_assert_msg(off[k] != a->off, "%s %s:"
+						      " a member twice",
+						      cs->name, a->name);
+				off[n++] = a->off;
+			}
+	}
+}
+END_TEST
+
 int
 main(void)
 {
@@ -360,6 +487,9 @@ main(void)
 	tcase_add_test(tc, test_table);
 	tcase_add_test(tc, test_reprocess);
 	tcase_add_test(tc, test_value);
+	tcase_add_test(tc, test_parse);
+	tcase_add_test(tc, test_parse_fields);
+	tcase_add_test(tc, test_offsets);
 	suite_add_tcase(s, tc);
 	sr = srunner_create(s);
 	srunner_run_all(sr, CK_ENV);
