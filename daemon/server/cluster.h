@@ -46,7 +46,7 @@
 #include "lease.h"
 
 #define CLUSTER_CALL_MS 2000      /* one statement, at most */
-#define CLUSTER_MAIL_MAX (1 << 20) /* a forwarded request or answer */
+#define CLUSTER_MAIL_MAX (16 << 20) /* a forwarded request or answer */
 
 struct cluster;
 

@@ -155,6 +155,7 @@ struct mail_stream {
 	struct cmd_stream *cs;
 	struct buf f;    /* its frames so far */
 	bool woken;
+	bool too_large;  /* a page did not fit CLUSTER_MAIL_MAX: it fails */
 	struct mail_stream *next;
 };
 

@@ -27,14 +27,20 @@ static void
 control_data_frames(struct buf *f, const char *data, size_t len)
 {
 	size_t off = 0, n;
+	struct buf one;
 
+	/* each frame built on its own, then appended: proto_begin starts
+	 * its buffer afresh, and f holds the frames of earlier pages */
+	buf_init(&one);
 	while (off < len) {
 		n = control_data_chunk(data + off, len - off);
-		proto_begin(f, PROTO_DATA);
-		proto_add_n(f, "out", data + off, n);
-		proto_end(f);
+		proto_begin(&one, PROTO_DATA);
+		proto_add_n(&one, "out", data + off, n);
+		proto_end(&one);
+		buf_add(f, one.data, one.len);
 		off += n;
 	}
+	buf_free(&one);
 }
 
 /* A held stream has more (its wake): go on with it next loop turn. */
@@ -59,8 +65,12 @@ control_mail_stream_run(struct mail_stream *ms)
 	do {
 		buf_init(&out);
 		rc = ms->cs->next(ms->cs, &out);
-		if (ms->f.len + out.len < CLUSTER_MAIL_MAX - 4096)
+		/* (the frames' headers take about 16 bytes a MiB) */
+		if (ms->f.len + out.len + out.len / 4096 + 4096 <
+		    CLUSTER_MAIL_MAX)
 			control_data_frames(&ms->f, out.data, out.len);
+		else
+			ms->too_large = true;
 		buf_free(&out);
 	} while (rc == 0);
 	if (rc == CMD_STREAM_PAUSE)
@@ -70,6 +80,17 @@ control_mail_stream_run(struct mail_stream *ms)
 	cmd_stream_end(ms->cs, &resp);
 	ms->cs = NULL;
 	proto_end(&resp);
+	if (ms->too_large) {
+		/* never a part of the answer as if it were all of it */
+		buf_reset(&ms->f);
+		proto_begin(&resp, PROTO_RESPONSE);
+		proto_add_int(&resp, "status", EXIT_UNREACHABLE);
+		proto_addf(&resp, "err", "the answer is larger than a forwarded"
+			   " answer may be (%d MiB): run the command on the"
+			   " planner's node, or narrow it",
+			   CLUSTER_MAIL_MAX >> 20);
+		proto_end(&resp);
+	}
 	buf_add(&ms->f, resp.data, resp.len);
 	buf_free(&resp);
 	return 1;

@@ -64,6 +64,32 @@ def test_logs_names_the_node():
     h.check("is on node %s, which ran it" % runner in e, e)
 
 
+def test_large_answer_forwarded():
+    """An answer too large for one frame (above 1 MiB: DATA frames, cut
+    between UTF-8 sequences) comes back through a worker whole, the same
+    bytes as on the planner (the mailbox kept only its last frame)."""
+    job = """
+- name: hourly
+  partition: hour
+  start: 2020-01-01T00
+  catchup: false
+  max_backfill: 60000
+  command: ["true"]
+"""
+    c = tc.Nodes(job, names=("n1", "n2"))
+    planner = c.planner(c["n1"])
+    worker = "n2" if planner == "n1" else "n1"
+    args = ("backfill", "hourly", "--from", "2020-01-01T00", "--to", "2024-12-31T23",
+            "--dry-run", "--json")
+    rc, here, err = c[planner].ctl(*args)
+    h.eq(rc, 0, "dry run on the planner: %s" % err)
+    h.check(len(here) > 2 * 1024 * 1024, "the answer is above two frames: %d bytes" % len(here))
+    rc, there, err = c[worker].ctl(*args)
+    h.eq(rc, 0, "dry run through %s: %s" % (worker, err))
+    h.eq(len(there), len(here), "bytes of the answer through the worker")
+    h.check(there == here, "the answer through the worker differs from the planner's")
+
+
 def test_http_on_each_node():
     import json
     import test_http as th
@@ -91,4 +117,5 @@ def test_http_on_each_node():
 
 
 if __name__ == "__main__":
-    h.main([test_mark_through_the_planner, test_logs_names_the_node, test_http_on_each_node])
+    h.main([test_mark_through_the_planner, test_logs_names_the_node, test_large_answer_forwarded,
+            test_http_on_each_node])
