@@ -1,7 +1,8 @@
 /*
- * exec_int.h - what exec.c shares with the files that run one kind of SQL
- * run for it on a worker thread (exec_wap.c: ClickHouse).  Worker threads
- * only: nothing here touches the loop.
+ * exec_int.h - what the executor (exec*.c, exec_priv.h) shares with the
+ * files that run one kind of SQL run for it on a worker thread
+ * (exec_wap.c: ClickHouse).  Worker threads only: nothing here touches
+ * the loop.
  */
 #ifndef BACKFILLD_EXEC_INT_H
 #define BACKFILLD_EXEC_INT_H
