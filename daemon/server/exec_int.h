@@ -54,7 +54,7 @@ void exec_flight_set_staged(struct exec_flight *fl);
 
 /* exec_wap.c: a run, and a proof, on ClickHouse (key_checked: the
  * table's partition key passed exec_wap_key on this connection already,
- * exec.c's per-connection cache). */
+ * exec_conn.c's per-connection cache). */
 int exec_sql_wap(struct exec_flight *fl, struct wh_conn *conn,
 		 bool key_checked, struct err *err);
 int exec_sql_wap_verify(struct exec_flight *fl, struct wh_conn *conn,
