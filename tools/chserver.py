@@ -14,6 +14,10 @@ etl.password in the folder).  Run as root, the server is started as the
     finally:
         srv.close()           # SIGKILL of its process group, folder removed
 
+ZkServer is a standalone ZooKeeper of the same kind (java and Debian's
+`zookeeper` package), for servers that are replicas of one another
+(ReplicatedMergeTree): ChServer(extra=zk.replica_xml(shard, replica)).
+
 Python 3 standard library only.
 """
 import os
@@ -47,7 +51,7 @@ CONFIG_XML = """<?xml version="1.0"?>
   <mark_cache_size>{cache}</mark_cache_size>
   <uncompressed_cache_size>{cache}</uncompressed_cache_size>
   <max_concurrent_queries>50</max_concurrent_queries>
-{query_log}</yandex>
+{query_log}{extra}</yandex>
 """
 
 USERS_XML = """<?xml version="1.0"?>
@@ -83,26 +87,98 @@ def free_port():
     return p
 
 
-class ChServer:
-    """A clickhouse-server of our own; close() stops it whatever happened."""
+class _Server:
+    """What ChServer and ZkServer share: a process group of its own in
+    self.dir (its output in stdout.log), waited for by polling, stopped
+    with SIGKILL, its folder removed unless keep."""
 
-    def __init__(self, prefix="backfilld-ch-", password="etl-secret-0d1e",
-                 cache=53687091, keep=False, query_log=False,
-                 parent=None):
-        if not os.access(SERVER, os.X_OK):
-            raise ChServerError("no %s (apt-get install clickhouse-server)" % SERVER)
-        self.password = password
+    LOGS = ("stdout.log",)
+
+    def _init_dir(self, prefix, keep, parent, own_parent):
         self.keep = keep
+        self.own_parent = own_parent
         self.proc = None
         self.out = None
         self.dir = tempfile.mkdtemp(prefix=prefix, dir=parent)
+
+    def _spawn(self, argv, **kw):
+        self.out = open(os.path.join(self.dir, "stdout.log"), "a")
+        self.proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=self.out,
+                                     stderr=self.out, start_new_session=True, cwd=self.dir,
+                                     **kw)
+
+    def _wait(self, ready, timeout=60):
+        """True once ready() is, False if the process ended or timeout
+        passed (the servers have no readiness event: polled)."""
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if self.proc.poll() is not None:
+                return False
+            if ready():
+                return True
+            time.sleep(0.1)
+        return False
+
+    def log_tail(self):
+        out = []
+        for n in self.LOGS:
+            try:
+                with open(os.path.join(self.dir, n), errors="replace") as f:
+                    out.append(f.read()[-1500:])
+            except OSError:
+                pass
+        return "\n".join(out)
+
+    def _stop(self):
+        p, self.proc = self.proc, None
+        if p is not None:
+            if p.poll() is None:
+                try:
+                    os.killpg(p.pid, signal.SIGKILL)
+                except ProcessLookupError:
+                    pass
+            p.wait()
+        if self.out is not None:
+            self.out.close()
+            self.out = None
+
+    def close(self):
+        """Stop the server (SIGKILL of its process group) and remove its
+        folder (its parent too if own_parent), unless keep; safe twice."""
+        self._stop()
+        if self.keep:
+            return
+        folder = os.path.dirname(self.dir) if self.own_parent else self.dir
+        if os.path.isdir(folder):
+            shutil.rmtree(folder, ignore_errors=True)
+
+    kill = close   # for harness.register_server: as fast, and safe twice
+
+
+class ChServer(_Server):
+    """A clickhouse-server of our own; close() stops it whatever happened."""
+
+    LOGS = ("stdout.log", "log/error.log")
+
+    def __init__(self, prefix="backfilld-ch-", password="etl-secret-0d1e",
+                 cache=53687091, keep=False, query_log=False,
+                 parent=None, extra="", own_parent=False):
+        """parent: the folder to make its own in (own_parent: a folder
+        made for it alone, harness.suite_mkdtemp's, removed with it);
+        extra: XML inside <yandex> (<remote_servers>, or
+        ZkServer.replica_xml() for a replica)."""
+        if not os.access(SERVER, os.X_OK):
+            _refuse(parent, own_parent, "no %s (apt-get install clickhouse-server)" % SERVER)
+        self.password = password
+        self._init_dir(prefix, keep, parent, own_parent)
         self.http, self.tcp, self.inter = free_port(), free_port(), free_port()
         for sub in ("data", "tmp", "user_files", "log", "format_schemas"):
             os.makedirs(os.path.join(self.dir, sub))
         with open(os.path.join(self.dir, "config.xml"), "w") as f:
             f.write(CONFIG_XML.format(d=self.dir, http=self.http, tcp=self.tcp,
                                       inter=self.inter, cache=cache,
-                                      query_log=QUERY_LOG_XML if query_log else ""))
+                                      query_log=QUERY_LOG_XML if query_log else "",
+                                      extra=extra))
         with open(os.path.join(self.dir, "users.xml"), "w") as f:
             f.write(USERS_XML.format(pw=password, log_queries="<log_queries>1</log_queries>"
                                      if query_log else ""))
@@ -131,54 +207,17 @@ class ChServer:
                 for n in files:
                     shutil.chown(os.path.join(root, n), as_user)
             argv = ["runuser", "-u", as_user, "--"] + argv
-        self.out = open(os.path.join(self.dir, "stdout.log"), "a")
-        self.proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=self.out,
-                                     stderr=self.out, start_new_session=True, cwd=self.dir)
+        self._spawn(argv)
 
-    def _wait_ready(self, timeout=60):
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
-            if self.proc.poll() is not None:
-                return False
-            try:
-                if urllib.request.urlopen("http://127.0.0.1:%d/ping" % self.http,
-                                          timeout=2).read().strip() == b"Ok.":
-                    return True
-            except (OSError, urllib.error.URLError):
-                pass
-            time.sleep(0.1)   # polling the server's /ping: it has no readiness event
-        return False
+    def _wait_ready(self):
+        return self._wait(self._ping)
 
-    def log_tail(self):
-        out = []
-        for n in ("stdout.log", "log/error.log"):
-            try:
-                with open(os.path.join(self.dir, n), errors="replace") as f:
-                    out.append(f.read()[-1500:])
-            except OSError:
-                pass
-        return "\n".join(out)
-
-    def _stop(self):
-        p, self.proc = self.proc, None
-        if p is not None:
-            if p.poll() is None:
-                try:
-                    os.killpg(p.pid, signal.SIGKILL)
-                except ProcessLookupError:
-                    pass
-            p.wait()
-        if self.out is not None:
-            self.out.close()
-            self.out = None
-
-    def close(self):
-        """Stop the server (SIGKILL of its process group) and remove its folder."""
-        self._stop()
-        if not self.keep and os.path.isdir(self.dir):
-            shutil.rmtree(self.dir, ignore_errors=True)
-
-    kill = close   # for harness.register_server: as fast, and safe twice
+    def _ping(self):
+        try:
+            return urllib.request.urlopen("http://127.0.0.1:%d/ping" % self.http,
+                                          timeout=2).read().strip() == b"Ok."
+        except (OSError, urllib.error.URLError):
+            return False
 
     def url(self, db):
         """The HTTP interface's URL for database db (a clickhouse: warehouse)."""
@@ -214,3 +253,93 @@ class ChServer:
 
 class ChQueryError(Exception):
     """A statement the server refused."""
+
+
+ZK_JAR = os.environ.get("ZOOKEEPER_JAR", "/usr/share/java/zookeeper.jar")
+ZK_LOG_JAR = "/usr/share/java/slf4j-simple.jar"   # its log on stderr (libslf4j-java)
+JAVA = os.environ.get("JAVA", "java")
+
+ZOO_CFG = """tickTime=500
+initLimit=10
+syncLimit=5
+dataDir={d}/data
+clientPort={port}
+clientPortAddress=127.0.0.1
+maxClientCnxns=0
+"""
+
+
+class ZkServer(_Server):
+    """A standalone ZooKeeper of our own (Debian's `zookeeper` package, run
+    with java): its own folder, data dir and free port on 127.0.0.1, no
+    admin server; close() stops it whatever happened.  As ChServer, it
+    raises ChServerError(why) when it cannot start, and keep=True keeps
+    its folder.  The JVM is killed too when the process that started it
+    dies (PR_SET_PDEATHSIG): a ZooKeeper outlives no test."""
+
+    def __init__(self, prefix="backfilld-zk-", keep=False, parent=None, own_parent=False):
+        if not os.path.exists(ZK_JAR):
+            _refuse(parent, own_parent, "no %s (apt-get install zookeeper)" % ZK_JAR)
+        if shutil.which(JAVA) is None:
+            _refuse(parent, own_parent, "no %s for ZooKeeper (apt-get install zookeeper)" % JAVA)
+        self._init_dir(prefix, keep, parent, own_parent)
+        self.port = free_port()
+        os.makedirs(os.path.join(self.dir, "data"))
+        cfg = os.path.join(self.dir, "zoo.cfg")
+        with open(cfg, "w") as f:
+            f.write(ZOO_CFG.format(d=self.dir, port=self.port))
+        argv = [JAVA, "-Xmx192m", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1",
+                "-Dzookeeper.admin.enableServer=false",
+                "-Dzookeeper.4lw.commands.whitelist=srvr",
+                "-Dorg.slf4j.simpleLogger.showDateTime=true",
+                "-cp", ZK_JAR + (":" + ZK_LOG_JAR if os.path.exists(ZK_LOG_JAR) else ""),
+                "org.apache.zookeeper.server.ZooKeeperServerMain", cfg]
+        self._spawn(argv, preexec_fn=_die_with_parent)
+        if not self._wait(self.serving):
+            log = self.log_tail()
+            self.close()
+            raise ChServerError("ZooKeeper did not start:\n%s" % log)
+
+    def serving(self):
+        """True when the server serves requests: `srvr` gives its version
+        (`ruok` says imok as soon as it listens, before it loaded its
+        database; a client connecting then is dropped)."""
+        try:
+            with socket.create_connection(("127.0.0.1", self.port), timeout=2) as s:
+                s.sendall(b"srvr")
+                return s.recv(64).startswith(b"Zookeeper version:")
+        except OSError:
+            return False
+
+    def xml(self, session_timeout_ms=30000):
+        """The <zookeeper> section of a clickhouse-server's config."""
+        return ("  <zookeeper><node><host>127.0.0.1</host><port>%d</port></node>\n"
+                "    <session_timeout_ms>%d</session_timeout_ms></zookeeper>\n"
+                % (self.port, session_timeout_ms))
+
+    def replica_xml(self, shard, replica):
+        """extra= for a clickhouse-server that is replica `replica` of shard
+        `shard` on this ZooKeeper: the <zookeeper> section, the {shard} and
+        {replica} macros, and 127.0.0.1 as the host its replicas fetch
+        parts from (its interserver port)."""
+        return (self.xml() +
+                "  <macros><shard>%s</shard><replica>%s</replica></macros>\n"
+                "  <interserver_http_host>127.0.0.1</interserver_http_host>\n"
+                % (shard, replica))
+
+
+def _refuse(parent, own_parent, why):
+    """Raise ChServerError(why) for a server that cannot start here, its
+    own parent folder (own_parent) removed."""
+    if own_parent and parent:
+        shutil.rmtree(parent, ignore_errors=True)
+    raise ChServerError(why)
+
+
+def _die_with_parent():
+    """In the child before exec: SIGKILL when the parent dies (Linux)."""
+    try:
+        import ctypes
+        ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
+    except (OSError, AttributeError):
+        pass

@@ -6,7 +6,7 @@
  * changes every job that does not set its own); its file and position are
  * not part of its definition, so moving a job to another file is no
  * change.  Which keys changed is reported by their YAML names; code_version
- * changes only with the keys that define what a run does (config.c).
+ * changes only with the keys that define what a run does (config_hash.c).
  */
 #include "config_diff.h"
 

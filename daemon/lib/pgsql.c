@@ -110,6 +110,56 @@ pgsql_cur_end(struct pgsql_cur *cur, struct pgsql_script *out)
 	memset(cur, 0, sizeof *cur);
 }
 
+/* The error of a token left open at the end of the text (at p). */
+static int
+pgsql_unterminated(const char *p, const struct sqlscan_tok *t,
+    struct err *err)
+{
+	size_t n;
+
+	if (t->open == SQLSCAN_COMMENT)
+		return err_set(err, EXIT_BAD_INPUT, "unterminated "
+		    "/* comment starting at line %d", t->line);
+	if (t->open == SQLSCAN_DOLLAR) {
+		n = 1 + strcspn(p + 1, "$") + 1;
+		return err_set(err, EXIT_BAD_INPUT,
+		    "unterminated dollar-quoted string %.*s "
+		    "starting at line %d", (int)(n > 64 ? 64 : n),
+		    p, t->line);
+	}
+	return err_set(err, EXIT_BAD_INPUT, "unterminated "
+	    "%s starting at line %d", t->open ==
+	    SQLSCAN_QUOTED ? "quoted identifier" :
+	    "quoted string", t->line);
+}
+
+/* A parameter token (at p): :name becomes $N in the statement; a
+ * positional $N is refused. */
+static int
+pgsql_param(struct pgsql_cur *cur, const char *p,
+    const struct sqlscan_tok *t, struct err *err)
+{
+	size_t n, k;
+	char num[24];
+
+	if (p[0] == '$') {
+		n = t->len - 1;
+		return err_set(err, EXIT_BAD_INPUT, "positional parameter "
+		    "$%.*s at line %d: name the value instead "
+		    "(:partition, :partition_start, :partition_end)",
+		    (int)(n > 9 ? 9 : n), p + 1, t->line);
+	}
+	/* "x:name" must not become "x$1": PostgreSQL reads
+	 * that as one identifier, and the parameter is lost */
+	if (cur->text.len > 0 &&
+	    pgsql_word_byte(cur->text.p[cur->text.len - 1]))
+		pgsql_buf_add(&cur->text, " ", 1);
+	k = pgsql_name_index(cur, p + 1, t->len - 1);
+	snprintf(num, sizeof num, "$%zu", k);
+	pgsql_buf_add(&cur->text, num, strlen(num));
+	return 0;
+}
+
 /* Split and translate; see pgsql.h. */
 int
 pgsql_parse(const char *sql, struct pgsql_script *out, struct err *err)
@@ -118,8 +168,7 @@ pgsql_parse(const char *sql, struct pgsql_script *out, struct err *err)
 	struct sqlscan sc;
 	struct sqlscan_tok t;
 	const char *p;
-	size_t n, k;
-	char num[24];
+	size_t k;
 	int rc = 0;
 
 	out->stmts = NULL;
@@ -134,21 +183,7 @@ pgsql_parse(const char *sql, struct pgsql_script *out, struct err *err)
 			pgsql_buf_add(&cur.text, p, t.len);
 			continue;
 		case SQLSCAN_UNTERMINATED:
-			if (t.open == SQLSCAN_COMMENT) {
-				rc = err_set(err, EXIT_BAD_INPUT, "unterminated "
-				    "/* comment starting at line %d", t.line);
-			} else if (t.open == SQLSCAN_DOLLAR) {
-				n = 1 + strcspn(p + 1, "$") + 1;
-				rc = err_set(err, EXIT_BAD_INPUT,
-				    "unterminated dollar-quoted string %.*s "
-				    "starting at line %d", (int)(n > 64 ? 64 : n),
-				    p, t.line);
-			} else {
-				rc = err_set(err, EXIT_BAD_INPUT, "unterminated "
-				    "%s starting at line %d", t.open ==
-				    SQLSCAN_QUOTED ? "quoted identifier" :
-				    "quoted string", t.line);
-			}
+			rc = pgsql_unterminated(p, &t, err);
 			continue;
 		default:
 			break;
@@ -161,23 +196,8 @@ pgsql_parse(const char *sql, struct pgsql_script *out, struct err *err)
 			cur.started = true;
 			cur.line = t.line;
 		}
-		if (t.kind == SQLSCAN_PARAM && p[0] == '$') {
-			n = t.len - 1;
-			rc = err_set(err, EXIT_BAD_INPUT, "positional parameter "
-			    "$%.*s at line %d: name the value instead "
-			    "(:partition, :partition_start, :partition_end)",
-			    (int)(n > 9 ? 9 : n), p + 1, t.line);
-			continue;
-		}
 		if (t.kind == SQLSCAN_PARAM) {
-			/* "x:name" must not become "x$1": PostgreSQL reads
-			 * that as one identifier, and the parameter is lost */
-			if (cur.text.len > 0 &&
-			    pgsql_word_byte(cur.text.p[cur.text.len - 1]))
-				pgsql_buf_add(&cur.text, " ", 1);
-			k = pgsql_name_index(&cur, p + 1, t.len - 1);
-			snprintf(num, sizeof num, "$%zu", k);
-			pgsql_buf_add(&cur.text, num, strlen(num));
+			rc = pgsql_param(&cur, p, &t, err);
 			continue;
 		}
 		if (sqlscan_is_punct(&sc, &t, '('))

@@ -1,11 +1,16 @@
 /*
  * runresult.c - the result of a run on another node (runresult.h).
  *
- * Writing goes through json.c.  Reading is a small recursive-descent
- * JSON reader over the NUL-terminated text: every loop stops at the NUL,
- * every array and string is counted against the bounds of runresult.h,
- * and nesting is bounded, so a garbled or hostile text costs at most its
- * own length in memory and is refused as a whole.
+ * Writing goes through json.c.  Reading is jansson's (json_loads, strict
+ * RFC 8259: valid UTF-8, no NUL in a string, no text after the object,
+ * integers that fit in 64 bits, reals that stay finite), then one walk
+ * that holds the whole tree, unknown members included, to the bounds of
+ * runresult.h (nesting, string length), then typed lookups of the known
+ * members.  jansson stops nesting at its own JSON_PARSER_MAX_DEPTH (2048)
+ * without deep recursion, so a garbled or hostile text costs memory in
+ * proportion to its length (jansson's tree: a few dozen bytes a value)
+ * and is refused as a whole.  A member named twice counts once, the last
+ * (json_loads keeps the last).
  */
 #include "runresult.h"
 
@@ -15,6 +20,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+
+#include <jansson.h>
 
 #include "json.h"
 #include "xalloc.h"
@@ -45,12 +52,15 @@ runresult_put_str(struct buf *b, const char *s)
 	free(cut);
 }
 
-/* A measured number, or null; NaN and infinities as strings. */
+/* A measured number, or null; NaN and infinities as strings; a negative
+ * zero as -0.0 (a real: a reader keeps "-0" as the integer 0). */
 static void
 runresult_put_num(struct buf *b, bool has, double v)
 {
 	if (!has)
 		buf_addstr(b, "null");
+	else if (v == 0 && signbit(v))
+		buf_addstr(b, "-0.0");
 	else if (isnan(v))
 		buf_addstr(b, "\"nan\"");
 	else if (isinf(v))
@@ -163,593 +173,344 @@ runresult_format(const struct runresult *r, struct buf *out)
 
 /* ------------------------------------------------------------- reading */
 
-/* The reader's position; err is filled by the first failure. */
-struct rr_in {
-	const char *start, *p;
-	int depth;
-	struct err *err;
-};
-
-/* Fail at the current position. */
+/* Refuse the text: what is wrong, and in which member when known. */
 static int
-rr_fail(struct rr_in *in, const char *what)
+rr_fail(struct err *err, const char *key, const char *what)
 {
-	return err_set(in->err, EXIT_BAD_INPUT, "a malformed run result: %s"
-		       " at byte %td", what, in->p - in->start);
+	if (key == NULL)
+		return err_set(err, EXIT_BAD_INPUT, "a malformed run result:"
+			       " %s", what);
+	return err_set(err, EXIT_BAD_INPUT, "a malformed run result: %s: %s",
+		       key, what);
 }
 
-/* Skip JSON white space; the next byte. */
-static char
-rr_peek(struct rr_in *in)
-{
-	while (*in->p == ' ' || *in->p == '\t' || *in->p == '\n' ||
-	       *in->p == '\r')
-		in->p++;
-	return *in->p;
-}
-
-/* The byte c, after white space. */
+/* The bounds of runresult.h over the whole tree, unknown members
+ * included: containers nested at most RUNRESULT_MAX_DEPTH deep (v at
+ * depth), every string and key at most RUNRESULT_STR_MAX bytes. */
 static int
-rr_expect(struct rr_in *in, char c)
+rr_bounded(const json_t *v, int depth, struct err *err)
 {
-	char what[32];
+	const char *key;
+	json_t *el;
+	size_t i;
 
-	if (rr_peek(in) != c) {
-		snprintf(what, sizeof what, "'%c' expected", c);
-		return rr_fail(in, what);
-	}
-	in->p++;
-	return 0;
-}
-
-/* The literal word (true, false, null) if it comes next: 1, else 0. */
-static int
-rr_word(struct rr_in *in, const char *word)
-{
-	size_t n = strlen(word);
-
-	rr_peek(in);
-	if (strncmp(in->p, word, n) != 0)
+	if (json_is_string(v) && json_string_length(v) > RUNRESULT_STR_MAX)
+		return rr_fail(err, NULL, "a string too long");
+	if (!json_is_object(v) && !json_is_array(v))
 		return 0;
-	in->p += n;
-	return 1;
-}
-
-/* Four hex digits of a \u escape into *cp. */
-static int
-rr_hex4(struct rr_in *in, unsigned *cp)
-{
-	*cp = 0;
-	for (int i = 0; i < 4; i++) {
-		char c = *in->p;
-
-		if (c >= '0' && c <= '9')
-			*cp = *cp * 16 + (unsigned)(c - '0');
-		else if (c >= 'a' && c <= 'f')
-			*cp = *cp * 16 + (unsigned)(c - 'a' + 10);
-		else if (c >= 'A' && c <= 'F')
-			*cp = *cp * 16 + (unsigned)(c - 'A' + 10);
-		else
-			return rr_fail(in, "a bad \\u escape");
-		in->p++;
-	}
-	return 0;
-}
-
-/* A \u escape (after the backslash and u), as UTF-8 into out. */
-static int
-rr_unicode(struct rr_in *in, struct buf *out)
-{
-	unsigned cp, lo;
-	char u[4];
-	size_t n;
-
-	if (rr_hex4(in, &cp) < 0)
-		return -1;
-	if (cp >= 0xdc00 && cp <= 0xdfff)
-		return rr_fail(in, "a lone low surrogate");
-	if (cp >= 0xd800 && cp <= 0xdbff) {
-		if (in->p[0] != '\\' || in->p[1] != 'u')
-			return rr_fail(in, "a lone high surrogate");
-		in->p += 2;
-		if (rr_hex4(in, &lo) < 0)
-			return -1;
-		if (lo < 0xdc00 || lo > 0xdfff)
-			return rr_fail(in, "a lone high surrogate");
-		cp = 0x10000 + ((cp - 0xd800) << 10) + (lo - 0xdc00);
-	}
-	if (cp == 0)
-		return rr_fail(in, "a NUL in a string");
-	if (cp < 0x80) {
-		u[0] = (char)cp;
-		n = 1;
-	} else if (cp < 0x800) {
-		u[0] = (char)(0xc0 | cp >> 6);
-		u[1] = (char)(0x80 | (cp & 0x3f));
-		n = 2;
-	} else if (cp < 0x10000) {
-		u[0] = (char)(0xe0 | cp >> 12);
-		u[1] = (char)(0x80 | (cp >> 6 & 0x3f));
-		u[2] = (char)(0x80 | (cp & 0x3f));
-		n = 3;
-	} else {
-		u[0] = (char)(0xf0 | cp >> 18);
-		u[1] = (char)(0x80 | (cp >> 12 & 0x3f));
-		u[2] = (char)(0x80 | (cp >> 6 & 0x3f));
-		u[3] = (char)(0x80 | (cp & 0x3f));
-		n = 4;
-	}
-	buf_add(out, u, n);
-	return 0;
-}
-
-/* One escape (after the backslash) into out. */
-static int
-rr_escape(struct rr_in *in, struct buf *out)
-{
-	static const char from[] = "\"\\/bfnrt", to[] = "\"\\/\b\f\n\r\t";
-	const char *e;
-	char c = *in->p;
-
-	if (c == 'u') {
-		in->p++;
-		return rr_unicode(in, out);
-	}
-	if (c == '\0' || (e = strchr(from, c)) == NULL)
-		return rr_fail(in, "a bad escape");
-	buf_add(out, &to[e - from], 1);
-	in->p++;
-	return 0;
-}
-
-/* A string into *out (allocated; NULL to skip it), at most
- * RUNRESULT_STR_MAX bytes once read. */
-static int
-rr_string(struct rr_in *in, char **out)
-{
-	struct buf b;
-	int rc = 0;
-
-	if (rr_expect(in, '"') < 0)
-		return -1;
-	buf_init(&b);
-	buf_add(&b, "", 0);
-	while (rc == 0 && *in->p != '"') {
-		unsigned char c = (unsigned char)*in->p;
-
-		if (c == '\0')
-			rc = rr_fail(in, "an unterminated string");
-		else if (c < 0x20)
-			rc = rr_fail(in, "a control character in a string");
-		else if (c == '\\') {
-			in->p++;
-			rc = rr_escape(in, &b);
-		} else {
-			buf_add(&b, in->p++, 1);
+	if (depth > RUNRESULT_MAX_DEPTH)
+		return rr_fail(err, NULL, "nested too deep");
+	if (json_is_array(v)) {
+		json_array_foreach(v, i, el) {
+			if (rr_bounded(el, depth + 1, err) < 0)
+				return -1;
 		}
-		if (rc == 0 && b.len > RUNRESULT_STR_MAX)
-			rc = rr_fail(in, "a string too long");
-	}
-	if (rc == 0) {
-		in->p++;
-		if (out != NULL)
-			*out = buf_steal(&b);
-	}
-	buf_free(&b);
-	return rc;
-}
-
-/* The text of a JSON number into tok (NUL-terminated). */
-static int
-rr_number_token(struct rr_in *in, char tok[64])
-{
-	size_t n = 0;
-
-	rr_peek(in);
-	if (*in->p != '-' && (*in->p < '0' || *in->p > '9'))
-		return rr_fail(in, "a number expected");
-	while (strchr("-+.eE0123456789", *in->p) != NULL && *in->p != '\0') {
-		if (n == 63)
-			return rr_fail(in, "a number too long");
-		tok[n++] = *in->p++;
-	}
-	tok[n] = '\0';
-	return 0;
-}
-
-/* An integer (a row count) into *v. */
-static int
-rr_int(struct rr_in *in, int64_t *v)
-{
-	char tok[64], *end;
-	long long x;
-
-	if (rr_number_token(in, tok) < 0)
-		return -1;
-	errno = 0;
-	x = strtoll(tok, &end, 10);
-	if (*end != '\0' || errno != 0)
-		return rr_fail(in, "an integer expected");
-	*v = x;
-	return 0;
-}
-
-/* An integer or null into *has, *v. */
-static int
-rr_opt_int(struct rr_in *in, bool *has, int64_t *v)
-{
-	*has = false;
-	*v = 0;
-	if (rr_word(in, "null"))
 		return 0;
-	*has = true;
-	return rr_int(in, v);
-}
-
-/* A number, null, or "nan" "inf" "-inf" into *has, *v. */
-static int
-rr_opt_num(struct rr_in *in, bool *has, double *v)
-{
-	char tok[64], *end, *s = NULL;
-
-	*has = false;
-	*v = 0;
-	if (rr_word(in, "null"))
-		return 0;
-	*has = true;
-	if (rr_peek(in) == '"') {
-		if (rr_string(in, &s) < 0)
+	}
+	json_object_foreach((json_t *)v, key, el) {
+		if (strlen(key) > RUNRESULT_STR_MAX)
+			return rr_fail(err, NULL, "a string too long");
+		if (rr_bounded(el, depth + 1, err) < 0)
 			return -1;
+	}
+	return 0;
+}
+
+/* The member key of o, true or false, into *v (untouched when absent). */
+static int
+rr_bool(const json_t *o, const char *key, bool *v, struct err *err)
+{
+	const json_t *j = json_object_get(o, key);
+
+	if (j == NULL)
+		return 0;
+	if (!json_is_boolean(j))
+		return rr_fail(err, key, "true or false expected");
+	*v = json_is_true(j);
+	return 0;
+}
+
+/* The member key of o, an integer, into *v (untouched when absent). */
+static int
+rr_int(const json_t *o, const char *key, int64_t *v, struct err *err)
+{
+	const json_t *j = json_object_get(o, key);
+
+	if (j == NULL)
+		return 0;
+	if (!json_is_integer(j))
+		return rr_fail(err, key, "an integer expected");
+	*v = json_integer_value(j);
+	return 0;
+}
+
+/* The member key of o, an integer or null, into *has, *v. */
+static int
+rr_opt_int(const json_t *o, const char *key, bool *has, int64_t *v,
+	   struct err *err)
+{
+	const json_t *j = json_object_get(o, key);
+
+	if (j == NULL || json_is_null(j))
+		return 0;
+	*has = true;
+	return rr_int(o, key, v, err);
+}
+
+/* The member key of o, a number, null, or "nan" "inf" "-inf", into
+ * *has, *v (untouched when absent). */
+static int
+rr_opt_num(const json_t *o, const char *key, bool *has, double *v,
+	   struct err *err)
+{
+	const json_t *j = json_object_get(o, key);
+	const char *s;
+
+	if (j == NULL || json_is_null(j))
+		return 0;
+	if (json_is_number(j)) {
+		*v = json_number_value(j);
+	} else if (json_is_string(j)) {
+		s = json_string_value(j);
 		if (strcmp(s, "nan") == 0)
 			*v = NAN;
-		else if (strcmp(s, "inf") == 0 || strcmp(s, "-inf") == 0)
-			*v = s[0] == '-' ? -INFINITY : INFINITY;
+		else if (strcmp(s, "inf") == 0)
+			*v = INFINITY;
+		else if (strcmp(s, "-inf") == 0)
+			*v = -INFINITY;
 		else
-			*has = false;
-		free(s);
-		return *has ? 0 : rr_fail(in, "a number expected");
+			return rr_fail(err, key, "a number expected");
+	} else {
+		return rr_fail(err, key, "a number expected");
 	}
-	if (rr_number_token(in, tok) < 0)
-		return -1;
-	*v = strtod(tok, &end);
-	if (*end != '\0' || !isfinite(*v))
-		return rr_fail(in, "a number expected");
+	*has = true;
 	return 0;
 }
 
-/* true or false into *v. */
+/* The member key of o, a string or null, into *out (allocated; NULL for
+ * null, untouched when absent). */
 static int
-rr_bool(struct rr_in *in, bool *v)
+rr_opt_str(const json_t *o, const char *key, char **out, struct err *err)
 {
-	if (rr_word(in, "true"))
-		*v = true;
-	else if (rr_word(in, "false"))
-		*v = false;
-	else
-		return rr_fail(in, "true or false expected");
-	return 0;
-}
+	const json_t *j = json_object_get(o, key);
 
-static int rr_skip(struct rr_in *in);
-
-/* A member's value of an object: called with its key. */
-typedef int rr_member_fn(struct rr_in *in, const char *key, void *arg);
-/* An element of an array. */
-typedef int rr_elem_fn(struct rr_in *in, void *arg);
-
-/* An object, each member handed to fn. */
-static int
-rr_object(struct rr_in *in, rr_member_fn *fn, void *arg)
-{
-	char *key;
-	int rc;
-
-	if (rr_expect(in, '{') < 0)
-		return -1;
-	if (++in->depth > RUNRESULT_MAX_DEPTH)
-		return rr_fail(in, "nested too deep");
-	if (rr_peek(in) == '}') {
-		in->p++;
-		in->depth--;
+	if (j == NULL || json_is_null(j))
 		return 0;
-	}
-	for (;;) {
-		if (rr_string(in, &key) < 0)
-			return -1;
-		rc = rr_expect(in, ':');
-		if (rc == 0)
-			rc = fn(in, key, arg);
-		free(key);
-		if (rc < 0)
-			return -1;
-		if (rr_peek(in) == '}')
-			break;
-		if (rr_expect(in, ',') < 0)
-			return -1;
-	}
-	in->p++;
-	in->depth--;
+	if (!json_is_string(j))
+		return rr_fail(err, key, "a string expected");
+	*out = xstrdup(json_string_value(j));
 	return 0;
 }
 
-/* An array, each element handed to fn. */
+/* The member key of o, an array of at most max elements, into *arr
+ * (NULL when absent); *n its length. */
 static int
-rr_array(struct rr_in *in, rr_elem_fn *fn, void *arg)
+rr_array(const json_t *o, const char *key, size_t max, const json_t **arr,
+	 size_t *n, struct err *err)
 {
-	if (rr_expect(in, '[') < 0)
-		return -1;
-	if (++in->depth > RUNRESULT_MAX_DEPTH)
-		return rr_fail(in, "nested too deep");
-	if (rr_peek(in) == ']') {
-		in->p++;
-		in->depth--;
+	const json_t *j = json_object_get(o, key);
+	char what[48];
+
+	*arr = NULL;
+	*n = 0;
+	if (j == NULL)
 		return 0;
+	if (!json_is_array(j))
+		return rr_fail(err, key, "an array expected");
+	if (json_array_size(j) > max) {
+		snprintf(what, sizeof what, "too many %s", key);
+		return rr_fail(err, key, what);
 	}
-	for (;;) {
-		if (fn(in, arg) < 0)
-			return -1;
-		if (rr_peek(in) == ']')
-			break;
-		if (rr_expect(in, ',') < 0)
-			return -1;
-	}
-	in->p++;
-	in->depth--;
+	*arr = j;
+	*n = json_array_size(j);
 	return 0;
 }
 
-/* Skip a member of an unknown key. */
+/* The reconcile and trend figures of a check (exec.h). */
 static int
-rr_skip_member(struct rr_in *in, const char *key, void *arg)
-{
-	(void)key;
-	(void)arg;
-	return rr_skip(in);
-}
-
-/* Skip an element of an unknown array. */
-static int
-rr_skip_elem(struct rr_in *in, void *arg)
-{
-	(void)arg;
-	return rr_skip(in);
-}
-
-/* Skip any value. */
-static int
-rr_skip(struct rr_in *in)
+rr_check_figures(const json_t *o, struct runresult_check *c, struct err *err)
 {
 	bool has;
-	double v;
 
-	switch (rr_peek(in)) {
-	case '{':
-		return rr_object(in, rr_skip_member, NULL);
-	case '[':
-		return rr_array(in, rr_skip_elem, NULL);
-	case '"':
-		return rr_string(in, NULL);
-	case 't':
-	case 'f':
-		return rr_bool(in, &has);
-	default:
-		return rr_opt_num(in, &has, &v);
-	}
-}
-
-/* A member of a check. */
-static int
-rr_check_member(struct rr_in *in, const char *key, void *arg)
-{
-	struct runresult_check *c = arg;
-	int64_t part = 0;
-	char *s = NULL;
-
-	if (strcmp(key, "name") == 0 || strcmp(key, "detail") == 0) {
-		if (!rr_word(in, "null") && rr_string(in, &s) < 0)
-			return -1;
-		if (key[0] == 'n') {
-			free(c->name);
-			c->name = s;
-		} else {
-			free(c->detail);
-			c->detail = s;
-		}
-		return 0;
-	}
-	if (strcmp(key, "passed") == 0)
-		return rr_bool(in, &c->passed);
-	if (strcmp(key, "warn") == 0)
-		return rr_bool(in, &c->warn);
-	if (strcmp(key, "recon") == 0)
-		return rr_bool(in, &c->recon);
-	if (strcmp(key, "trend") == 0)
-		return rr_bool(in, &c->trend);
-	if (strcmp(key, "history") == 0)
-		return rr_int(in, &c->history);
-	if (strcmp(key, "mean") == 0 || strcmp(key, "sd") == 0 ||
-	    strcmp(key, "sigma") == 0) {
-		bool has;
-		double v = 0;
-
-		if (rr_opt_num(in, &has, &v) < 0)
-			return -1;
-		if (key[0] == 'm')
-			c->mean = v;
-		else if (key[1] == 'd')
-			c->sd = v;
-		else {
-			c->sigma = v;
-			c->has_sigma = has;
-		}
-		return 0;
-	}
-	if (strcmp(key, "source") == 0)
-		return rr_opt_num(in, &c->has_source, &c->source);
-	if (strcmp(key, "target") == 0)
-		return rr_opt_num(in, &c->has_target, &c->target);
-	if (strcmp(key, "difference") == 0) {
-		bool has;
-
-		return rr_opt_num(in, &has, &c->diff);
-	}
-	if (strcmp(key, "part") == 0) {
-		if (rr_int(in, &part) < 0)
-			return -1;
-		if (part < 0 || part >= RUNRESULT_MAX_PARTS)
-			return rr_fail(in, "a check's part out of range");
-		c->part = (size_t)part;
-		return 0;
-	}
-	return rr_skip(in);
-}
-
-/* Append a zeroed element to an array of n elements of `size` bytes that
- * doubles as it grows; returns the new element. */
-static void *
-rr_append(void *arrp, size_t n, size_t size)
-{
-	void **arr = arrp;
-	char *el;
-
-	if ((n & (n - 1)) == 0)
-		*arr = xreallocarray(*arr, n ? n * 2 : 1, size);
-	el = (char *)*arr + n * size;
-	memset(el, 0, size);
-	return el;
+	if (rr_bool(o, "recon", &c->recon, err) < 0 ||
+	    rr_bool(o, "trend", &c->trend, err) < 0 ||
+	    rr_int(o, "history", &c->history, err) < 0 ||
+	    rr_opt_num(o, "mean", &has, &c->mean, err) < 0 ||
+	    rr_opt_num(o, "sd", &has, &c->sd, err) < 0 ||
+	    rr_opt_num(o, "sigma", &c->has_sigma, &c->sigma, err) < 0 ||
+	    rr_opt_num(o, "source", &c->has_source, &c->source, err) < 0 ||
+	    rr_opt_num(o, "target", &c->has_target, &c->target, err) < 0 ||
+	    rr_opt_num(o, "difference", &has, &c->diff, err) < 0)
+		return -1;
+	return 0;
 }
 
 /* A check: name required; detail "" when absent. */
 static int
-rr_check(struct rr_in *in, void *arg)
+rr_check(const json_t *o, struct runresult_check *c, struct err *err)
 {
-	struct runresult *r = arg;
-	struct runresult_check *c;
+	int64_t part = 0;
 
-	if (r->nchecks == RUNRESULT_MAX_CHECKS)
-		return rr_fail(in, "too many checks");
-	c = rr_append(&r->checks, r->nchecks++, sizeof *r->checks);
-	if (rr_object(in, rr_check_member, c) < 0)
+	if (!json_is_object(o))
+		return rr_fail(err, "checks", "an object expected");
+	if (rr_opt_str(o, "name", &c->name, err) < 0 ||
+	    rr_opt_str(o, "detail", &c->detail, err) < 0 ||
+	    rr_bool(o, "passed", &c->passed, err) < 0 ||
+	    rr_bool(o, "warn", &c->warn, err) < 0 ||
+	    rr_check_figures(o, c, err) < 0 ||
+	    rr_int(o, "part", &part, err) < 0)
 		return -1;
+	if (part < 0 || part >= RUNRESULT_MAX_PARTS)
+		return rr_fail(err, "part", "a check's part out of range");
+	c->part = (size_t)part;
 	if (c->name == NULL)
-		return rr_fail(in, "a check without a name");
+		return rr_fail(err, "checks", "a check without a name");
 	if (c->detail == NULL)
 		c->detail = xstrdup("");
 	return 0;
 }
 
-/* A member of a metric. */
-static int
-rr_metric_member(struct rr_in *in, const char *key, void *arg)
-{
-	struct runresult_metric *m = arg;
-
-	if (strcmp(key, "before") == 0)
-		return rr_opt_num(in, &m->has_before, &m->before);
-	if (strcmp(key, "after") == 0)
-		return rr_opt_num(in, &m->has_after, &m->after);
-	if (strcmp(key, "change_pct") == 0)
-		return rr_opt_num(in, &m->has_change, &m->change_pct);
-	return rr_skip(in);
-}
-
 /* A metric of a guard. */
 static int
-rr_metric(struct rr_in *in, void *arg)
+rr_metric(const json_t *o, struct runresult_metric *m, struct err *err)
 {
-	struct runresult_guard *g = arg;
-	struct runresult_metric *m;
-
-	if (g->nmetrics == RUNRESULT_MAX_METRICS)
-		return rr_fail(in, "too many metrics");
-	m = rr_append(&g->metrics, g->nmetrics++, sizeof *g->metrics);
-	return rr_object(in, rr_metric_member, m);
-}
-
-/* A checksum: a string of at most RUNRESULT_SUM_MAX - 1 bytes. */
-static int
-rr_sum(struct rr_in *in, char out[RUNRESULT_SUM_MAX])
-{
-	char *s = NULL;
-
-	if (rr_string(in, &s) < 0)
+	if (!json_is_object(o))
+		return rr_fail(err, "metrics", "an object expected");
+	if (rr_opt_num(o, "before", &m->has_before, &m->before, err) < 0 ||
+	    rr_opt_num(o, "after", &m->has_after, &m->after, err) < 0 ||
+	    rr_opt_num(o, "change_pct", &m->has_change, &m->change_pct,
+			err) < 0)
 		return -1;
-	if (strlen(s) >= RUNRESULT_SUM_MAX) {
-		free(s);
-		return rr_fail(in, "checksum too long");
-	}
-	memcpy(out, s, strlen(s) + 1);
-	free(s);
 	return 0;
 }
 
-/* A member of a guard. */
+/* The member key of o, a checksum (a string of at most
+ * RUNRESULT_SUM_MAX - 1 bytes), into out (untouched when absent). */
 static int
-rr_guard_member(struct rr_in *in, const char *key, void *arg)
+rr_sum(const json_t *o, const char *key, char out[RUNRESULT_SUM_MAX],
+       struct err *err)
 {
-	struct runresult_guard *g = arg;
+	const json_t *j = json_object_get(o, key);
 
-	if (strcmp(key, "rows_before") == 0)
-		return rr_opt_int(in, &g->has_rows_before, &g->rows_before);
-	if (strcmp(key, "rows_after") == 0)
-		return rr_opt_int(in, &g->has_rows_after, &g->rows_after);
-	if (strcmp(key, "sum_before") == 0)
-		return rr_sum(in, g->sum_before);
-	if (strcmp(key, "sum_after") == 0)
-		return rr_sum(in, g->sum_after);
-	if (strcmp(key, "metrics") == 0)
-		return rr_array(in, rr_metric, g);
-	return rr_skip(in);
+	if (j == NULL)
+		return 0;
+	if (!json_is_string(j))
+		return rr_fail(err, key, "a string expected");
+	if (json_string_length(j) >= RUNRESULT_SUM_MAX)
+		return rr_fail(err, key, "checksum too long");
+	memcpy(out, json_string_value(j), json_string_length(j) + 1);
+	return 0;
 }
 
 /* The guard of one partition. */
 static int
-rr_guard(struct rr_in *in, void *arg)
+rr_guard(const json_t *o, struct runresult_guard *g, struct err *err)
 {
-	struct runresult *r = arg;
-	struct runresult_guard *g;
+	const json_t *ms;
 
-	if (r->nguards == RUNRESULT_MAX_PARTS)
-		return rr_fail(in, "too many guards");
-	g = rr_append(&r->guards, r->nguards++, sizeof *r->guards);
-	return rr_object(in, rr_guard_member, g);
+	if (!json_is_object(o))
+		return rr_fail(err, "guards", "an object expected");
+	if (rr_opt_int(o, "rows_before", &g->has_rows_before, &g->rows_before,
+		       err) < 0 ||
+	    rr_opt_int(o, "rows_after", &g->has_rows_after, &g->rows_after,
+		       err) < 0 ||
+	    rr_sum(o, "sum_before", g->sum_before, err) < 0 ||
+	    rr_sum(o, "sum_after", g->sum_after, err) < 0 ||
+	    rr_array(o, "metrics", RUNRESULT_MAX_METRICS, &ms, &g->nmetrics,
+		     err) < 0)
+		return -1;
+	if (g->nmetrics > 0)
+		g->metrics = xcalloc(g->nmetrics, sizeof *g->metrics);
+	for (size_t k = 0; k < g->nmetrics; k++)
+		if (rr_metric(json_array_get(ms, k), &g->metrics[k], err) < 0)
+			return -1;
+	return 0;
 }
 
-/* A member of the result. */
+/* The checks and the guards of the result. */
 static int
-rr_result_member(struct rr_in *in, const char *key, void *arg)
+rr_lists(const json_t *o, struct runresult *r, struct err *err)
 {
-	struct runresult *r = arg;
+	const json_t *cs, *gs;
 
-	if (strcmp(key, "timed_out") == 0)
-		return rr_bool(in, &r->timed_out);
-	if (strcmp(key, "not_started") == 0)
-		return rr_bool(in, &r->not_started);
-	if (strcmp(key, "cancelled") == 0)
-		return rr_bool(in, &r->cancelled);
-	if (strcmp(key, "committed_before") == 0)
-		return rr_bool(in, &r->committed_before);
-	if (strcmp(key, "rows_changed") == 0) {
-		if (rr_word(in, "null")) {
-			r->rows_changed = -1;
-			return 0;
-		}
-		if (rr_int(in, &r->rows_changed) < 0)
+	if (rr_array(o, "checks", RUNRESULT_MAX_CHECKS, &cs, &r->nchecks,
+		     err) < 0)
+		return -1;
+	if (r->nchecks > 0)
+		r->checks = xcalloc(r->nchecks, sizeof *r->checks);
+	for (size_t i = 0; i < r->nchecks; i++)
+		if (rr_check(json_array_get(cs, i), &r->checks[i], err) < 0)
 			return -1;
-		if (r->rows_changed < 0)
-			r->rows_changed = -1;
+	if (json_is_null(json_object_get(o, "guards")))
 		return 0;
+	if (rr_array(o, "guards", RUNRESULT_MAX_PARTS, &gs, &r->nguards,
+		     err) < 0)
+		return -1;
+	if (gs != NULL)
+		r->guards = xcalloc(r->nguards ? r->nguards : 1,
+				    sizeof *r->guards);
+	for (size_t i = 0; i < r->nguards; i++)
+		if (rr_guard(json_array_get(gs, i), &r->guards[i], err) < 0)
+			return -1;
+	return 0;
+}
+
+/* The result's object. */
+static int
+rr_result(const json_t *o, struct runresult *r, struct err *err)
+{
+	const json_t *rows = json_object_get(o, "rows_changed");
+
+	if (rr_bool(o, "timed_out", &r->timed_out, err) < 0 ||
+	    rr_bool(o, "not_started", &r->not_started, err) < 0 ||
+	    rr_bool(o, "cancelled", &r->cancelled, err) < 0 ||
+	    rr_bool(o, "committed_before", &r->committed_before, err) < 0)
+		return -1;
+	if (rows != NULL && !json_is_null(rows) &&
+	    rr_int(o, "rows_changed", &r->rows_changed, err) < 0)
+		return -1;
+	if (r->rows_changed < 0)
+		r->rows_changed = -1;
+	return rr_lists(o, r, err);
+}
+
+/* The length of s before the first needle (all of s without one). */
+static size_t
+rr_before(const char *s, const char *needle)
+{
+	const char *at = strstr(s, needle);
+
+	return at != NULL ? (size_t)(at - s) : strlen(s);
+}
+
+/* A text that starts with '{': one JSON object, read by jansson. */
+static int
+runresult_parse_json(const char *text, struct runresult *r, struct err *err)
+{
+	json_error_t je;
+	json_t *root;
+	int rc;
+
+	if ((root = json_loads(text, 0, &je)) == NULL) {
+		switch (json_error_code(&je)) {
+		case json_error_out_of_memory:
+			xalloc_exhausted("jansson");
+		case json_error_stack_overflow:
+			return rr_fail(err, NULL, "nested too deep");
+		default:
+			/* jansson's words without the text "near" the error,
+			 * which may hold any byte, a newline too */
+			return err_set(err, EXIT_BAD_INPUT, "a malformed run"
+				       " result: %.*s at byte %d",
+				       (int)rr_before(je.text, " near "),
+				       je.text, je.position);
+		}
 	}
-	if (strcmp(key, "checks") == 0)
-		return rr_array(in, rr_check, r);
-	if (strcmp(key, "guards") == 0) {
-		if (rr_word(in, "null"))
-			return 0;
-		if (r->guards == NULL)
-			r->guards = xcalloc(1, sizeof *r->guards);
-		return rr_array(in, rr_guard, r);
-	}
-	return rr_skip(in);
+	rc = rr_bounded(root, 1, err);
+	if (rc == 0)
+		rc = rr_result(root, r, err);
+	json_decref(root);
+	return rc;
 }
 
 /* One key=value field of an earlier worker's line, integer value. */
@@ -802,18 +563,17 @@ runresult_parse_line(const char *line, struct runresult *r, struct err *err)
 int
 runresult_parse(const char *text, struct runresult *r, struct err *err)
 {
-	struct rr_in in = {text, text, 0, err};
+	size_t lead;
 	int rc;
 
 	memset(r, 0, sizeof *r);
 	r->rows_changed = -1;
-	if (text == NULL || rr_peek(&in) == '\0')
+	if (text == NULL || text[lead = strspn(text, " \t\n\r")] == '\0')
 		return 0;
-	if (*in.p != '{')
+	if (text[lead] != '{')
 		rc = runresult_parse_line(text, r, err);
-	else if ((rc = rr_object(&in, rr_result_member, r)) == 0 &&
-		 rr_peek(&in) != '\0')
-		rc = rr_fail(&in, "text after the object");
+	else
+		rc = runresult_parse_json(text, r, err);
 	if (rc < 0)
 		runresult_clear(r);
 	return rc;

@@ -154,11 +154,78 @@ sqlscan_quote(struct sqlscan *s, struct sqlscan_tok *t, size_t skip,
 	return sqlscan_emit(s, t, kind, skip + n);
 }
 
+/* A PostgreSQL token at a '$': a $1 parameter, a $tag$...$tag$ string
+ * (unterminated without its closing tag), else the punctuation. */
+static enum sqlscan_kind
+sqlscan_dollar(struct sqlscan *s, struct sqlscan_tok *t)
+{
+	const char *p = s->sql + s->pos;
+	size_t left = s->len - s->pos, n, tag;
+
+	if (left > 1 && p[1] >= '0' && p[1] <= '9') {
+		n = 1 + strspn(p + 1, "0123456789");
+		return sqlscan_emit(s, t, SQLSCAN_PARAM, n);
+	}
+	tag = sqlscan_dollar_tag(p, left);
+	if (tag != 0) {
+		const char *end = p + tag;
+
+		for (;;) {
+			end = strchr(end, '$');
+			if (end == NULL)
+				return sqlscan_unterminated(s, t,
+				    SQLSCAN_DOLLAR);
+			if (strncmp(end, p, tag) == 0)
+				break;
+			end++;
+		}
+		return sqlscan_emit(s, t, SQLSCAN_DOLLAR,
+		    (size_t)(end - p) + tag);
+	}
+	return sqlscan_emit(s, t, SQLSCAN_PUNCT, 1);
+}
+
+/* A token at c that is neither space, comment, word, number nor quoted:
+ * a parameter or cast of the dialect, a dollar string, else one byte of
+ * punctuation. */
+static enum sqlscan_kind
+sqlscan_sigil(struct sqlscan *s, struct sqlscan_tok *t, unsigned char c)
+{
+	const char *p = s->sql + s->pos;
+	size_t left = s->len - s->pos, n;
+	bool pg = s->dialect == SQLSCAN_PG;
+	bool ch = s->dialect == SQLSCAN_CH;
+
+	if (c == '$' && pg)
+		return sqlscan_dollar(s, t);
+	if (c == ':' && left > 1 && p[1] == ':' && pg)
+		return sqlscan_emit(s, t, SQLSCAN_CAST, 2);
+	if (c == ':' && left > 1 && (unsigned char)p[1] < 0x80 &&
+	    sqlscan_word_start((unsigned char)p[1])) {
+		for (n = 2; n < left && sqlscan_name_char((unsigned char)p[n]);
+		     n++)
+			;
+		return sqlscan_emit(s, t, SQLSCAN_PARAM, n);
+	}
+	if (!pg && !ch && (c == '$' || c == '@' || c == ':')) {
+		for (n = 1; n < left && sqlscan_word_char((unsigned char)p[n]);
+		     n++)
+			;
+		return sqlscan_emit(s, t, n > 1 ? SQLSCAN_PARAM : SQLSCAN_PUNCT,
+		    n);
+	}
+	if (!pg && !ch && c == '?') {
+		n = 1 + strspn(p + 1, "0123456789");
+		return sqlscan_emit(s, t, SQLSCAN_PARAM, n);
+	}
+	return sqlscan_emit(s, t, SQLSCAN_PUNCT, 1);
+}
+
 enum sqlscan_kind
 sqlscan_next(struct sqlscan *s, struct sqlscan_tok *t)
 {
 	const char *p = s->sql + s->pos;
-	size_t left = s->len - s->pos, n, tag;
+	size_t left = s->len - s->pos, n;
 	bool pg = s->dialect == SQLSCAN_PG;
 	bool ch = s->dialect == SQLSCAN_CH;
 	unsigned char c;
@@ -209,50 +276,7 @@ sqlscan_next(struct sqlscan *s, struct sqlscan_tok *t)
 		return sqlscan_quote(s, t, 0, '`', ch, SQLSCAN_QUOTED);
 	if (!pg && !ch && c == '[')
 		return sqlscan_quote(s, t, 0, ']', false, SQLSCAN_QUOTED);
-	if (c == '$' && pg) {
-		if (left > 1 && p[1] >= '0' && p[1] <= '9') {
-			n = 1 + strspn(p + 1, "0123456789");
-			return sqlscan_emit(s, t, SQLSCAN_PARAM, n);
-		}
-		tag = sqlscan_dollar_tag(p, left);
-		if (tag != 0) {
-			const char *end = p + tag;
-
-			for (;;) {
-				end = strchr(end, '$');
-				if (end == NULL)
-					return sqlscan_unterminated(s, t,
-					    SQLSCAN_DOLLAR);
-				if (strncmp(end, p, tag) == 0)
-					break;
-				end++;
-			}
-			return sqlscan_emit(s, t, SQLSCAN_DOLLAR,
-			    (size_t)(end - p) + tag);
-		}
-		return sqlscan_emit(s, t, SQLSCAN_PUNCT, 1);
-	}
-	if (c == ':' && left > 1 && p[1] == ':' && pg)
-		return sqlscan_emit(s, t, SQLSCAN_CAST, 2);
-	if (c == ':' && left > 1 && (unsigned char)p[1] < 0x80 &&
-	    sqlscan_word_start((unsigned char)p[1])) {
-		for (n = 2; n < left && sqlscan_name_char((unsigned char)p[n]);
-		     n++)
-			;
-		return sqlscan_emit(s, t, SQLSCAN_PARAM, n);
-	}
-	if (!pg && !ch && (c == '$' || c == '@' || c == ':')) {
-		for (n = 1; n < left && sqlscan_word_char((unsigned char)p[n]);
-		     n++)
-			;
-		return sqlscan_emit(s, t, n > 1 ? SQLSCAN_PARAM : SQLSCAN_PUNCT,
-		    n);
-	}
-	if (!pg && !ch && c == '?') {
-		n = 1 + strspn(p + 1, "0123456789");
-		return sqlscan_emit(s, t, SQLSCAN_PARAM, n);
-	}
-	return sqlscan_emit(s, t, SQLSCAN_PUNCT, 1);
+	return sqlscan_sigil(s, t, c);
 }
 
 enum sqlscan_kind

@@ -244,14 +244,12 @@ control_write_cb(uv_write_t *req, int status)
 	client_kick(cl);
 }
 
+static void client_queue(struct client *cl, struct buf *frame);
+
 /* Queue a built frame to a client (takes the buffer's data). */
 static void
 client_send(struct client *cl, struct buf *frame)
 {
-	struct write_req *wr;
-	uv_buf_t b;
-	size_t len = frame->len;
-
 	if (cl->closing) {
 		buf_free(frame);
 		return;
@@ -270,7 +268,23 @@ client_send(struct client *cl, struct buf *frame)
 			   config_is_cluster(sched_config(cl->c->sched)) ? "" :
 			   "free space on its filesystem and ");
 		proto_end(frame);
-		len = frame->len;
+	}
+	client_queue(cl, frame);
+}
+
+/* Queue a frame as it is: client_send's, or the planner's answer to a
+ * request this node forwarded, which the planner committed and this
+ * node's own store (failed or not) has no say in. */
+static void
+client_queue(struct client *cl, struct buf *frame)
+{
+	struct write_req *wr;
+	uv_buf_t b;
+	size_t len = frame->len;
+
+	if (cl->closing) {
+		buf_free(frame);
+		return;
 	}
 	wr = calloc(1, sizeof *wr);
 	if (wr == NULL) {
@@ -844,13 +858,13 @@ client_forward_cb(void *arg, int status, const void *resp, size_t len,
 		cl->fwd_fails = 0;
 		buf_init(&f);
 		buf_add(&f, resp, len);
-		client_send(cl, &f);
+		client_queue(cl, &f);
 		client_forward_again(cl, 0);
 		return;
 	} else {
 		buf_init(&f);
 		buf_add(&f, resp, len);
-		client_send(cl, &f);
+		client_queue(cl, &f);
 	}
 	free(cl->fwd);
 	cl->fwd = NULL;
@@ -1365,6 +1379,20 @@ control_keep_for_exec(struct control *c)
 		return;
 	snprintf(buf, sizeof buf, "%d", fd);
 	setenv("BACKFILLD_CONTROL_FD", buf, 1);
+}
+
+int
+control_forwarding(const struct control *c)
+{
+	int n = 0;
+
+	if (c == NULL)
+		return 0;
+	for (const struct client *cl = c->clients.next; cl != &c->clients;
+	     cl = cl->next)
+		if (!cl->closing && cl->forwarding)
+			n++;
+	return n;
 }
 
 int

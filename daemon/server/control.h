@@ -39,5 +39,9 @@ void control_free(struct control *c);
 /* Before an execv of the daemon (restart in place): the listening socket
  * stays open for the new image, which listens on it at once. */
 void control_keep_for_exec(struct control *c);
+/* How many clients wait for the planner's answer to a request this node
+ * forwarded: a restart in place waits for them a while (main.c), or the
+ * answer of a request the planner may already have queued is lost. */
+int control_forwarding(const struct control *c);
 
 #endif

@@ -15,6 +15,7 @@
 #include "buf.h"
 #include "calendar.h"
 #include "chsql.h"
+#include "chstage.h"
 #include "digest.h"
 #include "exec.h"
 #include "exec_int.h"
@@ -571,11 +572,40 @@ exec_wap_batch(struct exec_flight *fl, struct wh_conn *conn,
 	return rc;
 }
 
+/* After `CREATE ... AS live` failed with `first` (a Replicated*MergeTree
+ * target's path and replica: code 253), the same engine unreplicated
+ * (chstage.h); its engine read only then, never on runs that find the
+ * stage.  Any other target keeps the first error. */
+static int
+exec_wap_create_unreplicated(struct exec_flight *fl, struct wh_conn *conn,
+			     const struct wap_tables *t,
+			     const struct err *first, struct err *err)
+{
+	char sql[256], *engine = NULL, *create = NULL;
+	bool has_row;
+	int rc = -1;
+
+	snprintf(sql, sizeof sql, "SELECT engine_full FROM system.tables WHERE"
+		 " database = currentDatabase() AND name = '%s'", t->live);
+	if (conn->drv->query_value(conn, sql, NULL, 0, &has_row, &engine,
+				   err) == 0 && engine != NULL)
+		create = chstage_create(t->stage, t->live, engine);
+	if (create != NULL)
+		rc = exec_wap_step(fl, conn, "creating the stage table", create,
+				   NULL, 0, err);
+	else if (strcmp(err->msg, "interrupted") != 0)
+		*err = *first;
+	free(engine);
+	free(create);
+	return rc;
+}
+
 /* The stage table and its marks' table, created when absent. */
 static int
 exec_wap_create(struct exec_flight *fl, struct wh_conn *conn,
 		const struct wap_tables *t, struct err *err)
 {
+	struct err first;
 	char *sql;
 	int rc;
 
@@ -584,6 +614,10 @@ exec_wap_create(struct exec_flight *fl, struct wh_conn *conn,
 	rc = exec_wap_step(fl, conn, "creating the stage table", sql, NULL, 0,
 			   err);
 	free(sql);
+	if (rc == -1 && strcmp(err->msg, "interrupted") != 0) {
+		first = *err;
+		rc = exec_wap_create_unreplicated(fl, conn, t, &first, err);
+	}
 	if (rc == -1)
 		return -1;
 	sql = xasprintf("CREATE TABLE IF NOT EXISTS `%s` (partition String,"

@@ -81,6 +81,8 @@ struct daemon {
 				  * the store can be written */
 	bool deposed_db_ok;      /* ... or failed: the cluster reached the
 				  * store at the last change */
+	uint64_t restart_by;     /* a restart in place waiting for forwarded
+				  * requests' answers: uv_now it waits until */
 	char **argv;             /* to restart in place */
 	int cli_log_level;       /* -1 when not given */
 	char last_reload[ERR_MSG_MAX + 64];
@@ -178,6 +180,51 @@ daemon_reexec(struct daemon *d)
 
 static void daemon_deposed_reexec(struct daemon *d);
 
+/*
+ * Restart in place, once the clients waiting for the planner's answer to
+ * a request this node forwarded have it (control_forwarding), for at
+ * most RESTART_FORWARD_WAIT_MS: the planner may have queued a backfill
+ * already, and a client whose connection the exec cuts is told it failed
+ * (exit 3) and may send it again.  Meanwhile the node starts nothing.
+ */
+#define RESTART_FORWARD_WAIT_MS 10000
+
+static void daemon_restart(struct daemon *d);
+
+static void
+daemon_restart_cb(uv_timer_t *t)
+{
+	daemon_restart(t->data);
+}
+
+static void
+daemon_restart(struct daemon *d)
+{
+	uint64_t now = uv_now(&d->loop);
+	int n = control_forwarding(d->control);
+
+	if (d->stopping)
+		return;
+	if (n > 0 && (d->restart_by == 0 || now < d->restart_by)) {
+		if (d->restart_by == 0) {
+			d->restart_by = now + RESTART_FORWARD_WAIT_MS;
+			log_notice("restarting in place once the planner has"
+				   " answered the %d requests this node"
+				   " forwarded (at most %d s)", n,
+				   RESTART_FORWARD_WAIT_MS / 1000);
+			sched_suspend(d->sched, "restarting in place");
+			if (d->cw != NULL)
+				cworker_resign(d->cw);
+		}
+		uv_timer_start(&d->store_timer, daemon_restart_cb, 100, 0);
+		return;
+	}
+	if (d->deposed)
+		daemon_deposed_reexec(d);
+	else
+		daemon_reexec(d);
+}
+
 /* Try the failed store again. */
 static void
 daemon_store_retry_cb(uv_timer_t *t)
@@ -198,7 +245,7 @@ daemon_store_retry_cb(uv_timer_t *t)
 		return;
 	}
 	if (d->deposed) {
-		daemon_deposed_reexec(d);
+		daemon_restart(d);
 		return;
 	}
 	if (sched_running(d->sched) > 0) {
@@ -210,7 +257,7 @@ daemon_store_retry_cb(uv_timer_t *t)
 		uv_timer_start(t, daemon_store_retry_cb, 1000, 0);
 		return;
 	}
-	daemon_reexec(d);
+	daemon_restart(d);
 }
 
 /* A turn could not be written: say so and start trying again. */
@@ -897,7 +944,7 @@ daemon_deposed_cb(void *data)
 		return;
 	d->deposed = true;
 	if (store_probe_write(d->store, STORE_MIN_FREE, &err) == 0) {
-		daemon_deposed_reexec(d);
+		daemon_restart(d);
 		return;
 	}
 	log_warn("deposed: this node is no longer the planner and the state"
@@ -937,6 +984,81 @@ daemon_cluster_open(struct daemon *d, const char *logdir, struct err *err)
 	return 0;
 }
 
+/* The hooks and the throttle, handed to the scheduler. */
+static void
+daemon_start_hooks(struct daemon *d)
+{
+	struct throttle_ops ops = { daemon_throttle_poke,
+		daemon_throttle_requeue, d };
+
+	d->hooks = hooks_new(&d->loop);
+	hooks_bound(d->hooks, sched_config(d->sched)->hook_concurrency,
+		    sched_config(d->sched)->hook_queue);
+	sched_set_hooks(d->sched, d->hooks);
+	sched_on_change(d->sched, daemon_changed_cb, d);
+	d->throttle = throttle_new(&d->loop, d->hooks, &ops);
+	sched_set_throttle(d->sched, d->throttle);
+	throttle_configure(d->throttle, sched_config(d->sched));
+}
+
+/* SIGHUP reloads, SIGTERM and SIGINT stop: loop events. */
+static void
+daemon_start_signals(struct daemon *d)
+{
+	uv_signal_init(&d->loop, &d->sighup);
+	uv_signal_init(&d->loop, &d->sigterm);
+	uv_signal_init(&d->loop, &d->sigint);
+	d->sighup.data = d->sigterm.data = d->sigint.data = d;
+	uv_signal_start(&d->sighup, daemon_signal_cb, SIGHUP);
+	uv_signal_start(&d->sigterm, daemon_signal_cb, SIGTERM);
+	uv_signal_start(&d->sigint, daemon_signal_cb, SIGINT);
+}
+
+/* The test clock: watch its file's folder, so that a change of the
+ * clock is a loop event. */
+static void
+daemon_watch_test_clock(struct daemon *d)
+{
+	char *copy;
+
+	if (!clock_is_test())
+		return;
+	copy = strdup(clock_test_file());
+	uv_fs_event_init(&d->loop, &d->clock_watch);
+	d->clock_watch.data = d;
+	if (copy && uv_fs_event_start(&d->clock_watch, daemon_clock_cb,
+				      dirname(copy), 0) == 0) {
+		d->clock_watching = true;
+		uv_unref((uv_handle_t *)&d->clock_watch);
+	} else {
+		uv_close((uv_handle_t *)&d->clock_watch, NULL);
+	}
+	free(copy);
+	log_warn("using the test clock in %s: %s", clock_test_file(),
+		 "not for production");
+}
+
+/* Pruning, the metrics and the HTTP endpoint; -1 with err filled when
+ * the endpoint cannot be configured. */
+static int
+daemon_start_http(struct daemon *d, struct err *err)
+{
+	d->prune = prune_new(&d->loop, d->sched);
+	d->metrics = metrics_new(&d->loop, d->sched, d->hooks);
+	sched_on_run(d->sched, metrics_run_cb, d->metrics);
+	d->http = httpd_new(&d->loop, d->sched, d->metrics,
+			    d->cw != NULL ? cworker_driver() : NULL,
+			    d->cw != NULL ? cworker_cluster(d->cw) : NULL);
+	if (httpd_configure(d->http, sched_config(d->sched), err) < 0) {
+		metrics_close(d->metrics); /* freed by their close callbacks */
+		d->metrics = NULL;
+		prune_close(d->prune);
+		d->prune = NULL;
+		return -1;
+	}
+	return 0;
+}
+
 /* Start everything; returns an exit code when start-up fails, else -1. */
 static int
 daemon_start(struct daemon *d, struct err *err)
@@ -968,62 +1090,18 @@ daemon_start(struct daemon *d, struct err *err)
 	d->cfg = NULL; /* the scheduler holds it now */
 	if (sched_new(&d->loop, d->store, d->exec, cfg, logdir, &d->sched, err) < 0)
 		return EXIT_WORK_FAILED;
-	d->hooks = hooks_new(&d->loop);
-	hooks_bound(d->hooks, sched_config(d->sched)->hook_concurrency,
-		    sched_config(d->sched)->hook_queue);
-	sched_set_hooks(d->sched, d->hooks);
-	sched_on_change(d->sched, daemon_changed_cb, d);
-	{
-		struct throttle_ops ops = { daemon_throttle_poke,
-			daemon_throttle_requeue, d };
-
-		d->throttle = throttle_new(&d->loop, d->hooks, &ops);
-		sched_set_throttle(d->sched, d->throttle);
-		throttle_configure(d->throttle, sched_config(d->sched));
-	}
+	daemon_start_hooks(d);
 	sched_on_store_failure(d->sched, daemon_store_failed_cb, d);
 	if (control_new(&d->loop, d->sched, cfg->socket, cfg->socket_group,
 			daemon_reload, d, &d->control, err) < 0)
 		return EXIT_BAD_INPUT;
-	uv_signal_init(&d->loop, &d->sighup);
-	uv_signal_init(&d->loop, &d->sigterm);
-	uv_signal_init(&d->loop, &d->sigint);
-	d->sighup.data = d->sigterm.data = d->sigint.data = d;
-	uv_signal_start(&d->sighup, daemon_signal_cb, SIGHUP);
-	uv_signal_start(&d->sigterm, daemon_signal_cb, SIGTERM);
-	uv_signal_start(&d->sigint, daemon_signal_cb, SIGINT);
-	if (clock_is_test()) {
-		char *copy = strdup(clock_test_file());
-
-		uv_fs_event_init(&d->loop, &d->clock_watch);
-		d->clock_watch.data = d;
-		if (copy && uv_fs_event_start(&d->clock_watch, daemon_clock_cb,
-					      dirname(copy), 0) == 0) {
-			d->clock_watching = true;
-			uv_unref((uv_handle_t *)&d->clock_watch);
-		} else {
-			uv_close((uv_handle_t *)&d->clock_watch, NULL);
-		}
-		free(copy);
-		log_warn("using the test clock in %s: %s", clock_test_file(),
-			 "not for production");
-	}
+	daemon_start_signals(d);
+	daemon_watch_test_clock(d);
 	if (cluster ? daemon_cluster_open(d, logdir, err) < 0 :
 	    sched_start(d->sched, err) < 0)
 		return EXIT_WORK_FAILED;
-	d->prune = prune_new(&d->loop, d->sched);
-	d->metrics = metrics_new(&d->loop, d->sched, d->hooks);
-	sched_on_run(d->sched, metrics_run_cb, d->metrics);
-	d->http = httpd_new(&d->loop, d->sched, d->metrics,
-			    d->cw != NULL ? cworker_driver() : NULL,
-			    d->cw != NULL ? cworker_cluster(d->cw) : NULL);
-	if (httpd_configure(d->http, sched_config(d->sched), err) < 0) {
-		metrics_close(d->metrics); /* freed by their close callbacks */
-		d->metrics = NULL;
-		prune_close(d->prune);
-		d->prune = NULL;
+	if (daemon_start_http(d, err) < 0)
 		return EXIT_BAD_INPUT;
-	}
 	log_notice("backfilld %s started: %zu jobs, socket %s, state %s",
 		   BACKFILLD_VERSION, cfg->njobs, cfg->socket,
 		   cluster ? "on PostgreSQL, shared by several hosts" :
@@ -1034,8 +1112,11 @@ daemon_start(struct daemon *d, struct err *err)
 	return -1;
 }
 
-int
-main(int argc, char **argv)
+/* The command line into d, *config_path and *check; returns an exit code
+ * when the program ends here (--version, --help, a bad option), else -1. */
+static int
+daemon_options(int argc, char **argv, struct daemon *d,
+	       const char **config_path, bool *check)
 {
 	static const struct option opts[] = {
 		{ "config", required_argument, NULL, 'c' },
@@ -1045,33 +1126,19 @@ main(int argc, char **argv)
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 }
 	};
-	struct daemon d;
-	const char *config_path = CONFIG_DEFAULT_PATH;
-	bool check = false;
-	struct err err;
-	int c, rc;
+	int c;
 
-	/* no descriptor this process was given, or a thread of the image
-	 * before a restart in place left open, reaches a child */
-	if (getenv("BACKFILLD_CONTROL_FD") != NULL)
-		proc_close_strays(atoi(getenv("BACKFILLD_CONTROL_FD")));
-	else
-		proc_cloexec_all(-1);
-	memset(&d, 0, sizeof d);
-	d.cli_log_level = -1;
-	d.lock_fd = -1;
-	log_init("backfilld");
 	opterr = 0;
 	while ((c = getopt_long(argc, argv, ":c:nl:Vh", opts, NULL)) != -1) {
 		switch (c) {
 		case 'c':
-			config_path = optarg;
+			*config_path = optarg;
 			break;
 		case 'n':
-			check = true;
+			*check = true;
 			break;
 		case 'l':
-			if (log_parse_level(optarg, &d.cli_log_level) < 0) {
+			if (log_parse_level(optarg, &d->cli_log_level) < 0) {
 				early_error("unknown log level \"%s\":"
 					    " use err, warning, notice, info or debug",
 					    optarg);
@@ -1099,29 +1166,48 @@ main(int argc, char **argv)
 			    " --help", argv[optind]);
 		return EXIT_BAD_INPUT;
 	}
-	if (config_load(config_path, &d.cfg, &err) < 0) {
+	return -1;
+}
+
+/* Load the configuration into d->cfg and check it (all of it with
+ * --check-config, which ends here); returns an exit code when the program
+ * ends here, else -1. */
+static int
+daemon_load_config(struct daemon *d, const char *config_path, bool check)
+{
+	struct err err;
+
+	if (config_load(config_path, &d->cfg, &err) < 0) {
 		early_error("%s", err.msg);
 		return EXIT_BAD_INPUT;
 	}
-	if (check && (daemon_check_host(d.cfg, &err) < 0 ||
-	    daemon_check_warehouses(d.cfg, &err) < 0)) {
+	if (check && (daemon_check_host(d->cfg, &err) < 0 ||
+	    daemon_check_warehouses(d->cfg, &err) < 0)) {
 		early_error("%s", err.msg);
-		config_unref(d.cfg);
+		config_unref(d->cfg);
 		return EXIT_BAD_INPUT;
 	}
-	if (!check && exec_check_partition_keys(d.cfg, &err) < 0) {
+	if (!check && exec_check_partition_keys(d->cfg, &err) < 0) {
 		early_error("%s", err.msg);
-		config_unref(d.cfg);
+		config_unref(d->cfg);
 		return EXIT_BAD_INPUT;
 	}
 	if (check) {
 		printf("%s: configuration OK: %zu jobs, %zu warehouses\n",
-		       d.cfg->path, d.cfg->njobs, d.cfg->nwarehouses);
-		daemon_check_bound(d.cfg);
-		config_unref(d.cfg);
+		       d->cfg->path, d->cfg->njobs, d->cfg->nwarehouses);
+		daemon_check_bound(d->cfg);
+		config_unref(d->cfg);
 		return EXIT_DONE;
 	}
-	daemon_log_level(&d, d.cfg);
+	return -1;
+}
+
+/* The process settings, the loop and its own handles (timers, the flush
+ * before each poll); returns an exit code when that fails, else -1. */
+static int
+daemon_init_loop(struct daemon *d, char **argv)
+{
+	daemon_log_level(d, d->cfg);
 	signal(SIGPIPE, SIG_IGN);
 	/* SQLite's sorters ask for large blocks on every run; glibc would
 	 * mmap each one and give it back after the run, so the next run
@@ -1131,62 +1217,103 @@ main(int argc, char **argv)
 	mallopt(M_TRIM_THRESHOLD, 64 * 1024 * 1024);
 	/* A copy: the first configuration (and its path) is freed once a
 	 * reload replaces it and its last run finishes. */
-	d.config_path = strdup(d.cfg->path);
-	if (d.config_path == NULL) {
+	d->config_path = strdup(d->cfg->path);
+	if (d->config_path == NULL) {
 		early_error("out of memory");
-		config_unref(d.cfg);
+		config_unref(d->cfg);
 		return EXIT_WORK_FAILED;
 	}
-	uv_loop_init(&d.loop);
-	d.notify = notify_new(&d.loop);
-	uv_timer_init(&d.loop, &d.grace);
-	d.grace.data = &d;
-	uv_timer_init(&d.loop, &d.status_timer);
-	d.status_timer.data = &d;
-	uv_timer_init(&d.loop, &d.store_timer);
-	d.store_timer.data = &d;
-	d.argv = argv;
-	uv_prepare_init(&d.loop, &d.flush);
-	d.flush.data = &d;
-	uv_prepare_start(&d.flush, daemon_flush_cb);
-	uv_unref((uv_handle_t *)&d.flush);
+	uv_loop_init(&d->loop);
+	d->notify = notify_new(&d->loop);
+	uv_timer_init(&d->loop, &d->grace);
+	d->grace.data = d;
+	uv_timer_init(&d->loop, &d->status_timer);
+	d->status_timer.data = d;
+	uv_timer_init(&d->loop, &d->store_timer);
+	d->store_timer.data = d;
+	d->argv = argv;
+	uv_prepare_init(&d->loop, &d->flush);
+	d->flush.data = d;
+	uv_prepare_start(&d->flush, daemon_flush_cb);
+	uv_unref((uv_handle_t *)&d->flush);
+	return -1;
+}
+
+/* Start-up failed: close what was opened (the loop then runs their close
+ * callbacks). */
+static void
+daemon_abort_start(struct daemon *d)
+{
+	d->stopping = true;
+	if (d->sched)
+		sched_set_hooks(d->sched, NULL);
+	hooks_close(d->hooks); /* none ran: freed at once */
+	d->hooks = NULL;
+	if (d->control)
+		control_close(d->control);
+	httpd_close(d->http);
+	throttle_close(d->throttle);
+	if (d->exec)
+		exec_close(d->exec, daemon_abort_closed_cb, d);
+	else
+		uv_walk(&d->loop, daemon_walk_close_cb, NULL);
+}
+
+/* After the loop: free what the close callbacks left, the lock last. */
+static void
+daemon_free(struct daemon *d)
+{
+	control_free(d->control);
+	httpd_free(d->http);
+	throttle_free(d->throttle);
+	if (d->sched)
+		sched_free(d->sched);
+	else if (d->cfg)
+		config_unref(d->cfg);
+	if (d->cw != NULL)
+		cworker_free(d->cw);
+	exec_free(d->exec);
+	store_close(d->store);
+	notify_free(d->notify);
+	free(d->config_path);
+	if (d->lock_fd >= 0)
+		close(d->lock_fd); /* last: the store is closed */
+}
+
+int
+main(int argc, char **argv)
+{
+	struct daemon d;
+	const char *config_path = CONFIG_DEFAULT_PATH;
+	bool check = false;
+	struct err err;
+	int rc;
+
+	/* no descriptor this process was given, or a thread of the image
+	 * before a restart in place left open, reaches a child */
+	if (getenv("BACKFILLD_CONTROL_FD") != NULL)
+		proc_close_strays(atoi(getenv("BACKFILLD_CONTROL_FD")));
+	else
+		proc_cloexec_all(-1);
+	memset(&d, 0, sizeof d);
+	d.cli_log_level = -1;
+	d.lock_fd = -1;
+	log_init("backfilld");
+	if ((rc = daemon_options(argc, argv, &d, &config_path, &check)) >= 0 ||
+	    (rc = daemon_load_config(&d, config_path, check)) >= 0 ||
+	    (rc = daemon_init_loop(&d, argv)) >= 0)
+		return rc;
 	rc = daemon_start(&d, &err);
 	if (rc >= 0) {
 		/* start-up failed: close what was opened, then exit */
 		log_err("cannot start: %s", err.msg);
-		d.stopping = true;
-		if (d.sched)
-			sched_set_hooks(d.sched, NULL);
-		hooks_close(d.hooks); /* none ran: freed at once */
-		d.hooks = NULL;
-		if (d.control)
-			control_close(d.control);
-		httpd_close(d.http);
-		throttle_close(d.throttle);
-		if (d.exec)
-			exec_close(d.exec, daemon_abort_closed_cb, &d);
-		else
-			uv_walk(&d.loop, daemon_walk_close_cb, NULL);
+		daemon_abort_start(&d);
 	} else {
 		rc = EXIT_DONE;
 	}
 	uv_run(&d.loop, UV_RUN_DEFAULT);
 	if (uv_loop_close(&d.loop) != 0 && rc == EXIT_DONE)
 		log_warn("some libuv handles were still open at exit");
-	control_free(d.control);
-	httpd_free(d.http);
-	throttle_free(d.throttle);
-	if (d.sched)
-		sched_free(d.sched);
-	else if (d.cfg)
-		config_unref(d.cfg);
-	if (d.cw != NULL)
-		cworker_free(d.cw);
-	exec_free(d.exec);
-	store_close(d.store);
-	notify_free(d.notify);
-	free(d.config_path);
-	if (d.lock_fd >= 0)
-		close(d.lock_fd); /* last: the store is closed */
+	daemon_free(&d);
 	return rc;
 }

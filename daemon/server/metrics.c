@@ -263,22 +263,12 @@ metrics_throttle(struct metrics *m, struct buf *o)
 	}
 }
 
-void
-metrics_render(struct metrics *m, struct buf *o)
+/* The build, and the runs and checks ended since the daemon started. */
+static void
+metrics_counters(struct metrics *m, struct buf *o)
 {
-	const struct config *cfg = sched_config(m->s);
 	static const enum mstate run_states[] = { MS_SUCCEEDED, MS_FAILED,
 						  MS_CANCELLED, MS_SKIPPED };
-	static const char *const pstates[] = { "queued", "running", "blocked",
-					       "failed", "late", "stale" };
-	struct sched_job_view *views;
-
-	/* every configured job has its series, even before its first run */
-	for (size_t i = 0; i < cfg->njobs; i++)
-		metrics_job(m, cfg->jobs[i].name);
-	views = xcalloc(cfg->njobs + 1, sizeof *views);
-	for (size_t i = 0; i < cfg->njobs; i++)
-		sched_job_view(m->s, (int)i, &views[i]);
 
 	metrics_head(o, "backfilld_build_info", "gauge",
 		     "The running backfilld's version (value 1).");
@@ -313,14 +303,16 @@ metrics_render(struct metrics *m, struct buf *o)
 					   severity_result(r == 0, r == 2),
 					   m->jobs[i].checks[c].n[r]);
 			}
+}
 
-	metrics_recon(m, o);
-
-	metrics_hist_family(o, m, "backfilld_run_duration_seconds",
-			    "Wall time of runs, by job.", false);
-	metrics_hist_family(o, m, "backfilld_schedule_delay_seconds",
-			    "From a scheduled partition's due time to its run's start, by job.",
-			    true);
+/* Each configured job's partitions by state now. */
+static void
+metrics_partitions(struct metrics *m, struct buf *o,
+		   const struct sched_job_view *views)
+{
+	const struct config *cfg = sched_config(m->s);
+	static const char *const pstates[] = { "queued", "running", "blocked",
+					       "failed", "late", "stale" };
 
 	metrics_head(o, "backfilld_partitions", "gauge",
 		     "Partitions of each job by state now (failed: by their newest run; late: past the job's deadline; stale: downstream partitions older than their inputs).");
@@ -340,6 +332,14 @@ metrics_render(struct metrics *m, struct buf *o)
 				   pstates[k], vals[k]);
 		}
 	}
+}
+
+/* Each configured job's watermark, catchup and budget stops. */
+static void
+metrics_job_gauges(struct metrics *m, struct buf *o,
+		   const struct sched_job_view *views)
+{
+	const struct config *cfg = sched_config(m->s);
 
 	metrics_head(o, "backfilld_watermark_timestamp_seconds", "gauge",
 		     "Start of the newest partition the schedule materialised, Unix time.");
@@ -370,7 +370,12 @@ metrics_render(struct metrics *m, struct buf *o)
 		metrics_label(o, cfg->jobs[i].name);
 		buf_printf(o, "\"} %" PRId64 "\n", views[i].budget_stops);
 	}
+}
 
+/* The hooks ended and dropped since the daemon started. */
+static void
+metrics_hooks(struct metrics *m, struct buf *o)
+{
 	metrics_head(o, "backfilld_hooks_total", "counter",
 		     "Hooks ended since the daemon started, by hook and result.");
 	for (int k = 0; k < HOOK_COUNT; k++)
@@ -386,6 +391,30 @@ metrics_render(struct metrics *m, struct buf *o)
 		     " hook_queue hooks waited already.");
 	buf_printf(o, "backfilld_hooks_dropped_total %" PRId64 "\n",
 		   hooks_dropped(m->h));
+}
+
+void
+metrics_render(struct metrics *m, struct buf *o)
+{
+	const struct config *cfg = sched_config(m->s);
+	struct sched_job_view *views;
+
+	/* every configured job has its series, even before its first run */
+	for (size_t i = 0; i < cfg->njobs; i++)
+		metrics_job(m, cfg->jobs[i].name);
+	views = xcalloc(cfg->njobs + 1, sizeof *views);
+	for (size_t i = 0; i < cfg->njobs; i++)
+		sched_job_view(m->s, (int)i, &views[i]);
+	metrics_counters(m, o);
+	metrics_recon(m, o);
+	metrics_hist_family(o, m, "backfilld_run_duration_seconds",
+			    "Wall time of runs, by job.", false);
+	metrics_hist_family(o, m, "backfilld_schedule_delay_seconds",
+			    "From a scheduled partition's due time to its run's start, by job.",
+			    true);
+	metrics_partitions(m, o, views);
+	metrics_job_gauges(m, o, views);
+	metrics_hooks(m, o);
 	metrics_throttle(m, o);
 	free(views);
 }

@@ -472,14 +472,62 @@ report_warehouses(struct sched *s, struct buf *o)
 	buf_addstr(o, "</table>\n");
 }
 
+/* The newest REPORT_FAILURES failed runs. */
+static void
+report_failures(struct sched *s, struct buf *o)
+{
+	struct store_runs_cursor *cur;
+	struct fail_ctx fc = { o, 0 };
+	struct err err;
+
+	buf_printf(o, "<h2>Failures</h2>\n<p>The newest %d failed runs.</p>\n"
+		   "<table><tr><th>job</th><th>partition</th><th>request</th>"
+		   "<th>run</th><th>finished</th><th>error</th></tr>\n",
+		   REPORT_FAILURES);
+	if (store_runs_open(sched_store(s), NULL, 0, "failed", &cur, &err) == 0) {
+		for (int page = 0; page < 200 && fc.n < REPORT_FAILURES; page++)
+			if (store_runs_page(cur, REPORT_FAILURES - fc.n,
+					    report_fail_cb, &fc, &err) != 0)
+				break;
+		store_runs_close(cur);
+	}
+	buf_addstr(o, "</table>\n");
+}
+
+/* The newest REPORT_FAILURES runs that succeeded with warnings. */
+static void
+report_warnings(struct sched *s, struct buf *o)
+{
+	struct store_runs_cursor *cur;
+	struct fail_ctx wc;
+	struct err err;
+
+	buf_printf(o, "<h2>Warnings</h2>\n<p>The newest %d runs that"
+		   " succeeded with warnings (checks of severity: warn that"
+		   " failed).</p>\n<table><tr><th>job</th><th>partition</th>"
+		   "<th>request</th><th>run</th><th>finished</th><th>warning"
+		   "</th></tr>\n", REPORT_FAILURES);
+	wc.o = o;
+	wc.n = 0;
+	if (store_runs_open(sched_store(s), NULL, 0, "succeeded", &cur,
+			    &err) == 0) {
+		/* the newest 4000 succeeded runs at most: those without
+		 * warnings are skipped */
+		for (int page = 0; page < 4 && wc.n < REPORT_FAILURES; page++)
+			if (store_runs_page(cur, 1000, report_warn_cb,
+					    &wc, &err) != 0)
+				break;
+		store_runs_close(cur);
+	}
+	buf_addstr(o, "</table>\n");
+}
+
 void
 report_render(struct sched *s, struct buf *o)
 {
 	const struct config *cfg = sched_config(s);
 	char now[CAL_KEY_MAX];
 	void *ctx[3] = { o, s, NULL };
-	struct store_runs_cursor *cur;
-	struct fail_ctx fc = { o, 0 }, wc;
 	struct err err;
 
 	cal_format_iso_ms(clock_now_ms(), now);
@@ -513,37 +561,8 @@ report_render(struct sched *s, struct buf *o)
 	buf_addstr(o, "</table>\n");
 	report_recent(s, o);
 
-	buf_printf(o, "<h2>Failures</h2>\n<p>The newest %d failed runs.</p>\n"
-		   "<table><tr><th>job</th><th>partition</th><th>request</th>"
-		   "<th>run</th><th>finished</th><th>error</th></tr>\n",
-		   REPORT_FAILURES);
-	if (store_runs_open(sched_store(s), NULL, 0, "failed", &cur, &err) == 0) {
-		for (int page = 0; page < 200 && fc.n < REPORT_FAILURES; page++)
-			if (store_runs_page(cur, REPORT_FAILURES - fc.n,
-					    report_fail_cb, &fc, &err) != 0)
-				break;
-		store_runs_close(cur);
-	}
-	buf_addstr(o, "</table>\n");
-
-	buf_printf(o, "<h2>Warnings</h2>\n<p>The newest %d runs that"
-		   " succeeded with warnings (checks of severity: warn that"
-		   " failed).</p>\n<table><tr><th>job</th><th>partition</th>"
-		   "<th>request</th><th>run</th><th>finished</th><th>warning"
-		   "</th></tr>\n", REPORT_FAILURES);
-	wc.o = o;
-	wc.n = 0;
-	if (store_runs_open(sched_store(s), NULL, 0, "succeeded", &cur,
-			    &err) == 0) {
-		/* the newest 4000 succeeded runs at most: those without
-		 * warnings are skipped */
-		for (int page = 0; page < 4 && wc.n < REPORT_FAILURES; page++)
-			if (store_runs_page(cur, 1000, report_warn_cb,
-					    &wc, &err) != 0)
-				break;
-		store_runs_close(cur);
-	}
-	buf_addstr(o, "</table>\n");
+	report_failures(s, o);
+	report_warnings(s, o);
 
 	buf_addstr(o, "<h2>Late partitions</h2>\n<table><tr><th>job</th><th>"
 		   "partition</th><th>deadline</th></tr>\n");

@@ -3,14 +3,14 @@
  * clock-driven job, apply schedule_decide() (rule 6, schedule.c):
  * materialise what it says as a request, log what it skipped or refused,
  * fire on_refused, save the job's state and arm the timer for the next
- * due time.  Pause and resume, and the refused gap cleared once filled.
+ * due time.  Pause and resume.  (The refused gap cleared once filled:
+ * sched_jobstate.c.)
  */
 #include "sched_int.h"
 
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
-#include <string.h>
 
 #include "clock.h"
 #include "hooks.h"
@@ -177,7 +177,7 @@ sched_clock_changed(struct sched *s)
 {
 	sched_schedule(s, false, -1);
 	sched_fresh_arm(s);
-	sched_kick(s);
+	sched_want(s, SCHED_WANT_DISPATCH);
 }
 
 int
@@ -196,51 +196,7 @@ sched_pause(struct sched *s, int job, bool pause, struct err *err)
 	log_notice("job=%s %s", j->name, pause ? "paused" : "resumed");
 	if (!pause && was) {
 		sched_schedule(s, true, job);
-		sched_kick(s);
+		sched_want(s, SCHED_WANT_DISPATCH);
 	}
 	return 0;
-}
-
-struct gap_count {
-	int64_t succeeded;
-};
-
-/* Count the gap's partitions whose last run succeeded. */
-static void
-sched_gap_count_cb(const char *key, enum mstate st, void *data)
-{
-	(void)key;
-	if (st == MS_SUCCEEDED)
-		((struct gap_count *)data)->succeeded++;
-}
-
-/* A partition of job succeeded: when it was the last of the job's
- * refused catchup gap to succeed, the gap is filled and catchup is what
- * the configuration says again.  (Here, when the state changes, and not
- * when status reads it: reads never write.) */
-void
-sched_gap_filled(struct sched *s, const char *job, const char *key)
-{
-	struct jobstate *js = sched_jobstate(s, job);
-	const struct job_def *j = config_job(s->cfg, job);
-	struct gap_count gc = {0};
-	part_t from, to;
-	struct err err;
-
-	if (j == NULL || !schedule_gap_covers(j, &js->st, key, &from, &to))
-		return;
-	if (store_last_states(s->store, job, js->st.gap_from, js->st.gap_to,
-			      sched_gap_count_cb, &gc, &err) < 0) {
-		log_err("job=%s %s", job, err.msg);
-		return;
-	}
-	if (gc.succeeded < to - from + 1)
-		return;
-	log_notice("job=%s the refused catchup gap %s..%s is filled; catchup"
-		   " is %s again",
-		   job, js->st.gap_from, js->st.gap_to,
-		   j->catchup ? "on" : "off");
-	schedule_gap_clear(j, &js->st);
-	if (sched_jobstate_save(s, js, &err) < 0)
-		log_err("job=%s %s", job, err.msg);
 }

@@ -25,6 +25,7 @@
 
 static void sched_run_done_cb(struct exec_run *run);
 static void sched_run_started_cb(struct exec_run *run);
+static void sched_retry_cb(uv_timer_t *t);
 
 /* Is a warehouse throttled (the dispatch gate)? */
 static bool
@@ -211,7 +212,7 @@ sched_run_begin(struct sched *s, struct run *r, int64_t now)
 }
 
 /* Arm the retry timer for `at` (ms) if sooner than what is armed. */
-void
+static void
 sched_arm_retry(struct sched *s, int64_t at, int64_t now)
 {
 	if (at == INT64_MAX || at >= s->retry_at || s->closing)
@@ -222,7 +223,7 @@ sched_arm_retry(struct sched *s, int64_t at, int64_t now)
 }
 
 /* The retry timer: a retry came due. */
-void
+static void
 sched_retry_cb(uv_timer_t *t)
 {
 	struct sched *s = t->data;
@@ -250,27 +251,6 @@ sched_dispatch(struct sched *s)
 			break;
 	}
 	sched_arm_retry(s, wake, now);
-}
-
-/* Idle callback: one dispatch per loop turn however many events asked. */
-static void
-sched_kick_cb(uv_idle_t *h)
-{
-	struct sched *s = h->data;
-
-	uv_idle_stop(h);
-	s->kick_armed = false;
-	sched_dispatch(s);
-}
-
-/* Ask for a dispatch at the end of this loop turn. */
-void
-sched_kick(struct sched *s)
-{
-	if (s->kick_armed || s->closing)
-		return;
-	s->kick_armed = true;
-	uv_idle_start(&s->kick, sched_kick_cb);
 }
 
 /* A command run was spawned: record its process group and the leader's
@@ -349,29 +329,6 @@ logged:
 			 r->job_name, e->key, e->rq->id, run->error,
 			 SCHED_NOT_STARTED_MS / 1000);
 	sched_arm_retry(s, now + delay, now);
-}
-
-/* Newest landing among the inputs of a downstream partition, or -1. */
-int64_t
-sched_inputs_at(struct sched *s, const struct job_def *j, part_t part)
-{
-	int64_t newest = -1;
-
-	for (size_t u = 0; u < j->nupstream; u++) {
-		const struct job_def *uj = &s->cfg->jobs[j->upstream_idx[u]];
-		struct part_range r = part_inputs(uj->grain, j->grain, part);
-		char first[CAL_KEY_MAX], last[CAL_KEY_MAX];
-		int64_t built;
-
-		/* keys of one grain sort in time order: one range query */
-		part_key(uj->grain, r.first, first);
-		part_key(uj->grain, r.last, last);
-		if (store_newest_build(s->store, uj->name, first, last, &built,
-				       NULL) == 0 &&
-		    built > newest)
-			newest = built;
-	}
-	return newest;
 }
 
 /* What a run's end means: the state of its runs rows (run_state) and of
@@ -570,33 +527,9 @@ sched_run_event(struct sched *s, const struct active *a,
 	s->run_cb(s->run_data, &ev);
 }
 
-/* (job, key) landed through request `by`: release what its failed items
- * elsewhere blocked (rule 4) and tell their requests. */
-void
-sched_landed(struct sched *s, const char *job, const char *key,
-	     struct request *by, int64_t now)
-{
-	int64_t *ids;
-	size_t n = 0;
-
-	manifest_landed(&s->m, job, key, by);
-	ids = xcalloc(s->m.nchanges + 1, sizeof *ids);
-	for (size_t i = 0; i < s->m.nchanges; i++)
-		if (s->m.changes[i].why == MANIFEST_LANDED &&
-		    s->m.changes[i].item->rq != by)
-			ids[n++] = s->m.changes[i].item->rq->id;
-	sched_apply(s, now);
-	for (size_t i = 0; i < n; i++) {
-		struct request *rq = manifest_request_find(&s->m, ids[i]);
-
-		if (rq != NULL)
-			sched_request_changed(s, rq);
-	}
-	free(ids);
-}
-
 /* After a run's end: settle what waits for its items, release blocked
- * items elsewhere, fill a refused gap, fail fast (rule 4). */
+ * items elsewhere and fill a refused gap (sched_landed), fail fast
+ * (rule 4). */
 static void
 sched_run_settle(struct sched *s, struct run *r, const struct outcome *o,
 		 int64_t now)
@@ -610,7 +543,6 @@ sched_run_settle(struct sched *s, struct run *r, const struct outcome *o,
 	for (size_t i = 0;
 	     o->result == MS_SUCCEEDED && i < (r->batch ? r->nitems : 1); i++) {
 		sched_landed(s, r->job_name, r->items[i]->key, e->rq, now);
-		sched_gap_filled(s, r->job_name, r->items[i]->key);
 	}
 	for (size_t i = 0; o->result == MS_FAILED && i < r->nitems; i++) {
 		struct request *rq = r->items[i]->rq;
@@ -714,7 +646,7 @@ sched_run_done_cb(struct exec_run *run)
 	if (s->draining && s->m.nrunning == 0 && s->idle_cb)
 		s->idle_cb(s->idle_data);
 	else
-		sched_kick(s);
+		sched_want(s, SCHED_WANT_DISPATCH);
 }
 
 void

@@ -4,23 +4,29 @@
  *
  * The shell applies what the pure core decides (manifest.h: items,
  * settling and dispatch; schedule.h: the clock schedule) to the state
- * store, the executor, the log and the timers.  One file per concern:
- *   scheduler.c       life cycle, the store's commit (rules 1 and 7)
- *   sched_submit.c    a request planned and written (the submission)
- *   sched_request.c   applying the core's changes; progress, watches,
- *                     cancel and retry of a request
- *   sched_dispatch.c  starting runs (sched_run_begin) and recording them
- *   sched_cutoff.c    early cut-off: downstream items skipped at dispatch
- *   sched_audit.c     the audit JSON of a run
- *   sched_jobstate.c  the per-job state cache (watermark, pause, counts)
+ * store, the executor, the log and the timers.  One file per concern,
+ * layered (the table at the top of scheduler.c: a file calls only files
+ * of layers below its own):
+ *   scheduler.c       the one entry: life cycle, start, reload, the
+ *                     loop's step (sched_want)
+ *   sched_recover.c   start: orphans, recovery, probes; after a reload
+ *   sched_adopt.c     start of a new planner: the runs it adopts
  *   sched_clock.c     the clock schedule and pause/resume
  *   sched_sensor.c    late_data sensors
- *   sched_fresh.c     deadlines (fresh.h) and the hooks they fire
- *   sched_budget.c    budgets of warehouse time (budget.h)
- *   sched_recover.c   start: orphans, recovery, relinking, probes
- *   sched_adopt.c     start of a new planner: the runs it adopts
+ *   sched_mark.c      backfillctl mark
  *   sched_query.c     status views, open partitions, staleness
+ *   sched_dispatch.c  starting runs (sched_run_begin) and recording them
+ *   sched_cutoff.c    early cut-off: downstream items skipped at dispatch
+ *   sched_budget.c    budgets of warehouse time (budget.h)
  *   sched_shards.c    each shard's publish on a ClickHouse cluster
+ *   sched_request.c   applying the core's changes, landings; loading,
+ *                     progress, watches, cancel and retry of a request
+ *   sched_submit.c    a request planned and written (the submission)
+ *   sched_fresh.c     deadlines (fresh.h) and the hooks they fire
+ *   sched_audit.c     the audit JSON of a run
+ *   sched_jobstate.c  the per-job state cache (watermark, pause, counts,
+ *                     the refused gap)
+ *   sched_store.c     the store's commit (rules 1 and 7), shared writes
  */
 #ifndef BACKFILLD_SCHED_INT_H
 #define BACKFILLD_SCHED_INT_H
@@ -104,9 +110,11 @@ struct sched {
 	uv_timer_t late_timer; /* the next deadline (fresh.h) */
 	struct fresh *fresh;   /* partitions owed by jobs with a deadline */
 	struct hooks *hooks;   /* NULL: hooks are not run */
-	uv_idle_t kick;	       /* dispatch once per loop turn */
+	uv_idle_t step;	       /* the loop's step (sched_want) */
+	uv_idle_cb step_cb;    /* ... scheduler.c's: what it calls */
+	unsigned want;	       /* SCHED_WANT_*: asked for this turn */
+	bool step_armed;
 	int64_t started_ms;    /* :since of a sensor's first check */
-	bool kick_armed;
 	int closing;
 	/* several hosts (sched_set_remote): runs go to the cluster, not to
 	 * the executor; dormant until this node is the planner */
@@ -116,33 +124,56 @@ struct sched {
 	char prev_planner[LEASE_NAME_MAX];
 };
 
-/* scheduler.c */
+/*
+ * Ask the loop's entry (scheduler.c) for a step at the end of this loop
+ * turn: a file below it asks for what it may not call itself (the
+ * schedule, a dispatch) and the step does it once, however many asked
+ * (one dispatch per turn).  Nothing while closing.
+ */
+enum {
+	SCHED_WANT_DISPATCH = 1 << 0, /* start what the caps allow */
+	SCHED_WANT_SCHEDULE = 1 << 1, /* run the schedule and the sensors */
+};
+static inline void
+sched_want(struct sched *s, unsigned what)
+{
+	if (s->closing)
+		return;
+	s->want |= what;
+	if (!s->step_armed) {
+		s->step_armed = true;
+		uv_idle_start(&s->step, s->step_cb);
+	}
+}
+
+/* sched_store.c */
 int sched_tx_end(struct sched *s, int rc, struct err *err);
+int sched_item_store(struct sched *s, struct item *it, const char *error,
+		     int64_t now, struct err *err);
+/* Newest landing among the inputs of a downstream partition, or -1. */
+int64_t sched_inputs_at(struct sched *s, const struct job_def *j, part_t part);
 
 /* sched_request.c */
 void sched_apply(struct sched *s, int64_t now);
 void sched_request_changed(struct sched *s, struct request *rq);
 void sched_request_free(struct sched *s, struct request *rq);
-int sched_item_store(struct sched *s, struct item *it, const char *error,
-		     int64_t now, struct err *err);
+/* What a landing of (job, key) through request `by` releases elsewhere
+ * (rule 4), and the job's refused gap it may fill. */
+void sched_landed(struct sched *s, const char *job, const char *key,
+		  struct request *by, int64_t now);
+int sched_load_open(struct sched *s, struct err *err);
+struct request *sched_load_request(struct sched *s, int64_t request_id,
+				   struct err *err);
 
 /* sched_dispatch.c */
 void sched_dispatch(struct sched *s);
-void sched_kick(struct sched *s);
-void sched_arm_retry(struct sched *s, int64_t at, int64_t now);
-void sched_retry_cb(uv_timer_t *t);
 void sched_run_cancel(struct sched *s, struct exec_run *run);
 void sched_run_fill(struct sched *s, struct active *a);
+void sched_active_free(struct active *a);
+
 /* sched_shards.c: a run on a ClickHouse cluster: the shards recorded
  * published for its requests (not published again) and its shard_cb. */
 void sched_shards_fill(struct sched *s, struct active *a);
-void sched_active_free(struct active *a);
-/* Newest landing among the inputs of a downstream partition, or -1. */
-int64_t sched_inputs_at(struct sched *s, const struct job_def *j, part_t part);
-/* What a landing of (job, key) through request `by` releases elsewhere
- * (rule 4); shared with sched_mark.c. */
-void sched_landed(struct sched *s, const char *job, const char *key,
-		  struct request *by, int64_t now);
 
 /* sched_cutoff.c */
 /* Early cut-off (cutoff.h) as dispatch is about to start run r: the
@@ -174,10 +205,10 @@ void sched_count_prev_cb(const char *job, enum mstate prev, enum mstate state,
 void sched_count_load_cb(const char *job, enum mstate state, int64_t count,
 			 void *data);
 bool sched_paused_cb(void *data, int job);
+void sched_gap_filled(struct sched *s, const char *job, const char *key);
 
 /* sched_clock.c */
 void sched_schedule(struct sched *s, bool resumed, int only);
-void sched_gap_filled(struct sched *s, const char *job, const char *key);
 
 /* sched_sensor.c */
 void sched_sensor_check(struct sched *s, int job, int64_t now, int64_t *next);
@@ -210,8 +241,8 @@ void sched_adopt_apply(struct sched *s, struct sched_adopt *ad);
 void sched_adopt_free(struct sched_adopt *ad);
 
 /* sched_recover.c */
-struct request *sched_load_request(struct sched *s, int64_t request_id,
-				   struct err *err);
+int sched_recover(struct sched *s, const struct adopt_row *rows, size_t nrows,
+		  enum adopt_action *action, struct err *err);
 void sched_probe_warehouses(struct sched *s);
 int64_t sched_cancel_unconfigured(struct sched *s);
 

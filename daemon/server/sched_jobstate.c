@@ -2,7 +2,8 @@
  * sched_jobstate.c - the per-job state the scheduler keeps beside the
  * manifest: the store's job row (watermark, catchup, refused gap, pause,
  * sensor), cached on first use, and the partitions of each job by their
- * newest finished run (status counts, loaded once at start).
+ * newest finished run (status counts, loaded once at start); the refused
+ * catchup gap cleared once its last partition succeeded.
  */
 #include "sched_int.h"
 
@@ -11,6 +12,7 @@
 
 #include "clock.h"
 #include "log.h"
+#include "schedule.h"
 #include "xalloc.h"
 
 /* The cached state of a job by name (loaded from the store on first use). */
@@ -100,4 +102,48 @@ sched_count_prev_cb(const char *job, enum mstate prev, enum mstate state,
 		    void *data)
 {
 	sched_count_finished(data, job, prev, state);
+}
+
+struct gap_count {
+	int64_t succeeded;
+};
+
+/* Count the gap's partitions whose last run succeeded. */
+static void
+sched_gap_count_cb(const char *key, enum mstate st, void *data)
+{
+	(void)key;
+	if (st == MS_SUCCEEDED)
+		((struct gap_count *)data)->succeeded++;
+}
+
+/* A partition of job succeeded: when it was the last of the job's
+ * refused catchup gap to succeed, the gap is filled and catchup is what
+ * the configuration says again.  (Here, when the state changes, and not
+ * when status reads it: reads never write.) */
+void
+sched_gap_filled(struct sched *s, const char *job, const char *key)
+{
+	struct jobstate *js = sched_jobstate(s, job);
+	const struct job_def *j = config_job(s->cfg, job);
+	struct gap_count gc = {0};
+	part_t from, to;
+	struct err err;
+
+	if (j == NULL || !schedule_gap_covers(j, &js->st, key, &from, &to))
+		return;
+	if (store_last_states(s->store, job, js->st.gap_from, js->st.gap_to,
+			      sched_gap_count_cb, &gc, &err) < 0) {
+		log_err("job=%s %s", job, err.msg);
+		return;
+	}
+	if (gc.succeeded < to - from + 1)
+		return;
+	log_notice("job=%s the refused catchup gap %s..%s is filled; catchup"
+		   " is %s again",
+		   job, js->st.gap_from, js->st.gap_to,
+		   j->catchup ? "on" : "off");
+	schedule_gap_clear(j, &js->st);
+	if (sched_jobstate_save(s, js, &err) < 0)
+		log_err("job=%s %s", job, err.msg);
 }

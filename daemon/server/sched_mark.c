@@ -176,11 +176,10 @@ sched_mark(struct sched *s, const struct sched_mark_req *mk,
 		manifest_settle_outs(&s->m, x);
 		fresh_done(s->fresh, job, x->key); /* no longer owed (late) */
 		sched_landed(s, job, x->key, r, now);
-		sched_gap_filled(s, job, x->key);
 	}
 	sched_apply(s, now);
 	sched_request_changed(s, r); /* may finish (and free) it */
-	sched_kick(s);
+	sched_want(s, SCHED_WANT_DISPATCH);
 	rc = 0;
 out:
 	free(ids);

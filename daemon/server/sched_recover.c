@@ -1,8 +1,9 @@
 /*
  * sched_recover.c - start and restart: end the process groups a crashed
  * daemon left, recover its runs, rebuild the open manifest from the store
- * (relinking downstream items by the mapping), probe the warehouses; and
- * the same for one finished request brought back by retry.
+ * (sched_load_open; downstream items relinked by the mapping), probe the
+ * warehouses; after a reload, cancel what jobs no longer configured had
+ * queued.
  */
 #include "sched_int.h"
 
@@ -16,69 +17,6 @@
 #include "proc.h"
 #include "trend_hist.h"
 #include "xalloc.h"
-
-struct load_ctx {
-	struct sched *s;
-	struct request *rq;
-};
-
-/* Rebuild one open manifest row in memory. */
-static int
-sched_load_cb(const struct store_open_row *row, void *data, struct err *err)
-{
-	struct load_ctx *lc = data;
-	struct item *it;
-
-	(void)err;
-	if (lc->rq == NULL || lc->rq->id != row->request_id) {
-		lc->rq = manifest_request_add(&lc->s->m, row->request_id,
-					      row->rq_job, row->rq_kind,
-					      row->rq_created_at);
-		lc->rq->cap = row->rq_concurrency;
-		lc->rq->fail_fast = row->rq_fail_fast;
-		lc->rq->no_cutoff = row->rq_no_cutoff;
-		lc->rq->budget_ms = row->rq_budget_ms;
-		lc->rq->spent_ms = row->rq_spent_ms;
-		lc->rq->over_budget = row->rq_over_budget;
-	}
-	it = manifest_item_add(&lc->s->m, lc->rq, row->id, row->job, row->key,
-			       row->seq, row->downstream, row->state);
-	if (row->state != MS_SKIPPED)
-		it->cut = cutoff_input_of_changed(row->changed);
-	it->attempts = row->attempts;
-	it->not_before = row->not_before;
-	if (row->blocked_on)
-		it->blocked_on = xstrdup(row->blocked_on);
-	return 0;
-}
-
-/* Bring a finished request back into memory from the store (retry). */
-struct request *
-sched_load_request(struct sched *s, int64_t request_id, struct err *err)
-{
-	struct load_ctx lc = {s, NULL};
-	int64_t failed_total = s->m.failed_total;
-
-	/* its failures were counted when they happened */
-	if (store_load_request(s->store, request_id, sched_load_cb, &lc, err) <
-	    0) {
-		s->m.failed_total = failed_total;
-		if (lc.rq != NULL)
-			sched_request_free(s, lc.rq);
-		return NULL;
-	}
-	s->m.failed_total = failed_total;
-	if (lc.rq == NULL) {
-		err_set(err, EXIT_BAD_INPUT,
-			"request %" PRId64 " has no"
-			" partitions left in the state store (pruned):"
-			" backfill them again",
-			request_id);
-		return NULL;
-	}
-	manifest_relink(&s->m, lc.rq);
-	return lc.rq;
-}
 
 struct probe {
 	struct exec_run run;
@@ -276,19 +214,12 @@ sched_end_orphans(struct sched *s, bool recorded)
 	free(o.what);
 }
 
-int
-sched_start(struct sched *s, struct err *err)
-{
-	return sched_start_adopt(s, NULL, 0, NULL, err);
-}
-
 /* Recover, with the runs a new planner adopts kept running, and load. */
 static int
 sched_recover_load(struct sched *s, const struct adopt_row *rows,
 		   size_t nrows, enum adopt_action *action, int64_t now,
 		   int *recovered, struct err *err)
 {
-	struct load_ctx lc = {s, NULL};
 	struct sched_adopt *ad = NULL;
 	const int64_t *keep = NULL;
 	size_t nkeep = 0;
@@ -302,7 +233,7 @@ sched_recover_load(struct sched *s, const struct adopt_row *rows,
 	if (store_recover(s->store, now, keep, nkeep, recovered, err) < 0 ||
 	    trend_hist_trim(s->store, s->cfg, err) < 0 ||
 	    store_latest_counts(s->store, sched_count_load_cb, s, err) < 0 ||
-	    store_load_open(s->store, sched_load_cb, &lc, err) < 0)
+	    sched_load_open(s, err) < 0)
 		goto out;
 	if (ad != NULL)
 		sched_adopt_apply(s, ad);
@@ -312,9 +243,13 @@ out:
 	return rc;
 }
 
+/* sched_start_adopt's recovery (scheduler.h): the orphans ended, runs
+ * left running recovered (a new planner's adopted), the open manifest
+ * loaded and settled, deadlines owed, finished requests closed,
+ * ClickHouse stages a crash left swept. */
 int
-sched_start_adopt(struct sched *s, const struct adopt_row *rows, size_t nrows,
-		  enum adopt_action *action, struct err *err)
+sched_recover(struct sched *s, const struct adopt_row *rows, size_t nrows,
+	      enum adopt_action *action, struct err *err)
 {
 	struct request *rq, *nx;
 	int recovered = 0;
@@ -347,9 +282,6 @@ sched_start_adopt(struct sched *s, const struct adopt_row *rows, size_t nrows,
 	}
 	if (s->remote == NULL)
 		sched_sweep_stages(s);
-	sched_probe_warehouses(s);
-	sched_schedule(s, false, -1);
-	sched_kick(s);
 	return 0;
 }
 

@@ -1,7 +1,8 @@
 /*
  * sched_request.c - requests in the shell: the core's changes written and
- * logged, a request's progress and watchers, the operator's cancel and
- * retry of a request.
+ * logged (sched_apply), a landing's consequences elsewhere (rule 4,
+ * sched_landed), a request loaded from the store, its progress and
+ * watchers, the operator's cancel and retry of a request.
  */
 #include "sched_int.h"
 
@@ -13,16 +14,6 @@
 #include "clock.h"
 #include "log.h"
 #include "xalloc.h"
-
-/* Persist an item's state. */
-int
-sched_item_store(struct sched *s, struct item *it, const char *error,
-		 int64_t now, struct err *err)
-{
-	return store_item_set(s->store, it->id, it->state, it->attempts,
-			      it->not_before, error, it->blocked_on,
-			      cutoff_changed_of(it->cut), now, err);
-}
 
 /* Log one item a rule moved. */
 static void
@@ -94,6 +85,78 @@ sched_request_free(struct sched *s, struct request *rq)
 	manifest_request_free(&s->m, rq);
 }
 
+struct load_ctx {
+	struct sched *s;
+	struct request *rq;
+};
+
+/* Rebuild one open manifest row in memory. */
+static int
+sched_load_cb(const struct store_open_row *row, void *data, struct err *err)
+{
+	struct load_ctx *lc = data;
+	struct item *it;
+
+	(void)err;
+	if (lc->rq == NULL || lc->rq->id != row->request_id) {
+		lc->rq = manifest_request_add(&lc->s->m, row->request_id,
+					      row->rq_job, row->rq_kind,
+					      row->rq_created_at);
+		lc->rq->cap = row->rq_concurrency;
+		lc->rq->fail_fast = row->rq_fail_fast;
+		lc->rq->no_cutoff = row->rq_no_cutoff;
+		lc->rq->budget_ms = row->rq_budget_ms;
+		lc->rq->spent_ms = row->rq_spent_ms;
+		lc->rq->over_budget = row->rq_over_budget;
+	}
+	it = manifest_item_add(&lc->s->m, lc->rq, row->id, row->job, row->key,
+			       row->seq, row->downstream, row->state);
+	if (row->state != MS_SKIPPED)
+		it->cut = cutoff_input_of_changed(row->changed);
+	it->attempts = row->attempts;
+	it->not_before = row->not_before;
+	if (row->blocked_on)
+		it->blocked_on = xstrdup(row->blocked_on);
+	return 0;
+}
+
+/* At start: the open manifest of the store rebuilt in memory. */
+int
+sched_load_open(struct sched *s, struct err *err)
+{
+	struct load_ctx lc = {s, NULL};
+
+	return store_load_open(s->store, sched_load_cb, &lc, err);
+}
+
+/* Bring a finished request back into memory from the store (retry). */
+struct request *
+sched_load_request(struct sched *s, int64_t request_id, struct err *err)
+{
+	struct load_ctx lc = {s, NULL};
+	int64_t failed_total = s->m.failed_total;
+
+	/* its failures were counted when they happened */
+	if (store_load_request(s->store, request_id, sched_load_cb, &lc, err) <
+	    0) {
+		s->m.failed_total = failed_total;
+		if (lc.rq != NULL)
+			sched_request_free(s, lc.rq);
+		return NULL;
+	}
+	s->m.failed_total = failed_total;
+	if (lc.rq == NULL) {
+		err_set(err, EXIT_BAD_INPUT,
+			"request %" PRId64 " has no"
+			" partitions left in the state store (pruned):"
+			" backfill them again",
+			request_id);
+		return NULL;
+	}
+	manifest_relink(&s->m, lc.rq);
+	return lc.rq;
+}
+
 /* Progress of a request. */
 static void
 sched_request_progress(const struct request *rq, int64_t now,
@@ -146,6 +209,33 @@ sched_request_changed(struct sched *s, struct request *rq)
 		 " cancelled", rq->id, rq->job, p.succeeded, p.skipped, p.failed,
 		 p.cancelled);
 	sched_request_free(s, rq);
+}
+
+/* (job, key) landed through request `by`: release what its failed items
+ * elsewhere blocked (rule 4) and tell their requests; the job's refused
+ * catchup gap may be filled now (sched_gap_filled). */
+void
+sched_landed(struct sched *s, const char *job, const char *key,
+	     struct request *by, int64_t now)
+{
+	int64_t *ids;
+	size_t n = 0;
+
+	manifest_landed(&s->m, job, key, by);
+	ids = xcalloc(s->m.nchanges + 1, sizeof *ids);
+	for (size_t i = 0; i < s->m.nchanges; i++)
+		if (s->m.changes[i].why == MANIFEST_LANDED &&
+		    s->m.changes[i].item->rq != by)
+			ids[n++] = s->m.changes[i].item->rq->id;
+	sched_apply(s, now);
+	for (size_t i = 0; i < n; i++) {
+		struct request *rq = manifest_request_find(&s->m, ids[i]);
+
+		if (rq != NULL)
+			sched_request_changed(s, rq);
+	}
+	free(ids);
+	sched_gap_filled(s, job, key);
 }
 
 /* The error for a request id the store does not know. */
@@ -353,6 +443,6 @@ sched_retry_request(struct sched *s, int64_t request_id, int64_t *queued,
 		   request_id, rq->job, *queued);
 	if (s->change_cb)
 		s->change_cb(s->change_data);
-	sched_kick(s);
+	sched_want(s, SCHED_WANT_DISPATCH);
 	return 0;
 }

@@ -189,8 +189,9 @@ sensor_done_cb(struct exec_run *run)
 	exec_run_clear_results(run);
 	config_unref(run->cfg);
 	free(sr);
+	/* its next check: the schedule armed again (scheduler.c) */
 	if (!s->closing && !s->draining)
-		sched_schedule(s, false, -1);
+		sched_want(s, SCHED_WANT_SCHEDULE);
 }
 
 /* Start job j's late_data check. */

@@ -119,7 +119,7 @@ sched_commit_plan(struct sched *s, const struct sched_req *rq,
 		 rq->reason ? " reason=" : "",
 		 rq->reason ? text_escape(rq->reason, qreason, sizeof qreason)
 			    : "");
-	sched_kick(s);
+	sched_want(s, SCHED_WANT_DISPATCH);
 	return 0;
 }
 

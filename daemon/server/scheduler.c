@@ -1,17 +1,59 @@
 /*
- * scheduler.c - the scheduler's life cycle and the store's commit.
+ * scheduler.c - the scheduler's one entry: its life cycle (new, start,
+ * reload, drain, close), and the loop's step, where what the files
+ * below asked for during a loop turn (sched_want) is done once.
  *
  * The scheduling rules live with the code that applies each:
- *  1. The store first                     here (sched_flush)
+ *  1. The store first                     sched_store.c (sched_flush)
  *  2. Caps                                pick.c (pick_job_free)
  *  3. Order                               pick.c (pick_item)
  *  4. Downstream, fail fast, retry        manifest.c (manifest_settle, ...)
  *  5. One run for many                    pick.c (pick_gather)
  *  6. The schedule                        schedule.c (schedule_decide)
- *  7. A store that cannot be written      here (sched_flush)
+ *  7. A store that cannot be written      sched_store.c (sched_flush)
  * manifest.c, pick.c and schedule.c are pure (no libuv, no store, no
  * clock); the shell that applies their decisions is split by concern
- * (sched_int.h).
+ * (sched_int.h says which file does what).
+ *
+ * Layers.  The shell's files call each other in one direction only: a
+ * file calls functions of files in layers below its own, never above,
+ * never around (tools/check_layout.py checks that this table holds and
+ * that no circle exists; meson test test_layout):
+ *
+ *   layer  files
+ *   1      scheduler.c
+ *   2      sched_recover.c sched_clock.c sched_mark.c sched_query.c
+ *   3      sched_adopt.c sched_sensor.c
+ *   4      sched_dispatch.c
+ *   5      sched_cutoff.c sched_budget.c sched_shards.c
+ *   6      sched_request.c sched_submit.c
+ *   7      sched_fresh.c
+ *   8      sched_audit.c sched_jobstate.c sched_store.c
+ *
+ * 1 is the entry of the loop: the life cycle main.c and the cluster
+ * drive, and the step.  2 are the policies: start and recovery, the
+ * clock schedule, mark, the read-only views.  3 what they use beside
+ * (adoption by a new planner, the late_data sensors).  4 starts runs
+ * and records their ends; 5 what a run's start or end involves beside
+ * that (early cut-off, budgets, ClickHouse shards).  6 requests: the
+ * core's changes written, landings, watchers, cancel and retry, a
+ * submission planned and written.  7 deadlines and their hooks; 8 the
+ * job state cache, the audit JSON, the store's commit and the writes
+ * every file shares.  scheduler.h's functions are each defined in the
+ * file of its concern, so a command enters at the layer it needs (a
+ * backfill at sched_submit.c, a cancel at sched_request.c): since no
+ * file calls up, whatever it starts runs downwards from there.
+ *
+ * A file that must have something done that belongs above it does not
+ * call up: it asks with sched_want() (sched_int.h), which sets a flag
+ * and arms the idle handle; the step (sched_step_cb, here) does it once
+ * at the end of the loop turn, before main.c commits the turn (rule
+ * 1): SCHED_WANT_DISPATCH (a request queued, a run ended, a job
+ * resumed: start what the caps allow) and SCHED_WANT_SCHEDULE (a
+ * sensor's check came back: run the schedule again).  Libuv's callbacks
+ * (a timer, a run's done_cb) enter the file that armed them; a call
+ * through a function pointer (the remote, a watcher, the change and
+ * store callbacks) is no arrow.
  *
  * Rule 1, the store first.  A state change is committed to the state
  * store before it is acknowledged to a client: the changes of one loop
@@ -44,6 +86,32 @@
 #include "log.h"
 #include "trend_hist.h"
 #include "xalloc.h"
+
+/*
+ * The loop's step (sched_want): what the files below asked for during
+ * this loop turn, done once at its end (the idle phase, before main.c's
+ * commit of the turn): the schedule run again (a sensor's check came
+ * back), then one dispatch however many events asked for it.
+ */
+static void
+sched_step_cb(uv_idle_t *h)
+{
+	struct sched *s = h->data;
+	unsigned want = s->want;
+
+	s->want = 0;
+	if (want & SCHED_WANT_SCHEDULE) {
+		sched_schedule(s, false, -1);
+		want |= s->want; /* what the schedule asked for */
+		s->want = 0;
+	}
+	if (want & SCHED_WANT_DISPATCH)
+		sched_dispatch(s);
+	if (s->want == 0) {
+		uv_idle_stop(h);
+		s->step_armed = false;
+	}
+}
 
 /* Size the per-job caches to the configuration. */
 static void
@@ -78,9 +146,28 @@ sched_new(uv_loop_t *loop, struct store *store, struct exec *exec,
 	uv_timer_init(loop, &s->late_timer);
 	s->late_timer.data = s;
 	s->fresh = fresh_new();
-	uv_idle_init(loop, &s->kick);
-	s->kick.data = s;
+	uv_idle_init(loop, &s->step);
+	s->step.data = s;
+	s->step_cb = sched_step_cb;
 	*out = s;
+	return 0;
+}
+
+int
+sched_start(struct sched *s, struct err *err)
+{
+	return sched_start_adopt(s, NULL, 0, NULL, err);
+}
+
+int
+sched_start_adopt(struct sched *s, const struct adopt_row *rows, size_t nrows,
+		  enum adopt_action *action, struct err *err)
+{
+	if (sched_recover(s, rows, nrows, action, err) < 0)
+		return -1;
+	sched_probe_warehouses(s);
+	sched_schedule(s, false, -1);
+	sched_want(s, SCHED_WANT_DISPATCH);
 	return 0;
 }
 
@@ -101,51 +188,8 @@ sched_reload(struct sched *s, struct config *cfg)
 	sched_probe_warehouses(s);
 	if (!s->draining)
 		sched_schedule(s, false, -1);
-	sched_kick(s);
+	sched_want(s, SCHED_WANT_DISPATCH);
 	return cancelled;
-}
-
-/* End a transaction the caller began: commit after rc 0 (its writes
- * went in), roll back otherwise; 0, or -1 with err filled by the write
- * or the commit that failed. */
-int
-sched_tx_end(struct sched *s, int rc, struct err *err)
-{
-	if (rc == 0 && store_commit(s->store, err) == 0)
-		return 0;
-	store_rollback(s->store);
-	return -1;
-}
-
-int
-sched_flush(struct sched *s)
-{
-	struct err err;
-
-	if (store_flush(s->store, &err) == 0) {
-		/* the records of the runs done so far are committed: their
-		 * ClickHouse stages may go (exec.h) */
-		if (!s->store_failed)
-			exec_release_stages(s->exec);
-		return 0;
-	}
-	/* rule 7: the turn's changes are rolled back and memory is ahead
-	 * of the store; stop taking work, say so once, let main.c decide */
-	if (!s->store_failed) {
-		s->store_failed = true;
-		s->store_failed_at = clock_now_ms();
-		snprintf(s->store_error, sizeof s->store_error, "%s", err.msg);
-		store_refuse_all(s->store, s->store_error);
-		log_err(
-		    "cannot commit to the state store: %s; no new runs start"
-		    " and nothing more is acknowledged until it can be written"
-		    " again: free space on its filesystem, backfilld resumes"
-		    " by itself",
-		    err.msg);
-		if (s->store_cb)
-			s->store_cb(s->store_data);
-	}
-	return -1;
 }
 
 bool
@@ -222,7 +266,7 @@ sched_set_hooks(struct sched *s, struct hooks *h)
 void
 sched_poke(struct sched *s)
 {
-	sched_kick(s);
+	sched_want(s, SCHED_WANT_DISPATCH);
 }
 
 void
@@ -283,7 +327,7 @@ sched_close(struct sched *s)
 	uv_close((uv_handle_t *)&s->retry_timer, NULL);
 	uv_close((uv_handle_t *)&s->due_timer, NULL);
 	uv_close((uv_handle_t *)&s->late_timer, NULL);
-	uv_close((uv_handle_t *)&s->kick, NULL);
+	uv_close((uv_handle_t *)&s->step, NULL);
 }
 
 void

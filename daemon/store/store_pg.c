@@ -602,6 +602,7 @@ struct pgst {
 	char abort_msg[512];
 	int64_t runs_kept;
 	bool opened;       /* migrated and counted (pgst_open_db) */
+	bool connected;    /* the last pgst_connect succeeded */
 	bool recount;      /* count runs_kept again at the next chance */
 	bool piped;        /* in pipeline mode: sent, answers not read */
 	int npiped;        /* statements sent since the last sync */
@@ -669,6 +670,7 @@ pgst_connect(struct pgst *p, struct err *err)
 	p->prepared = false;
 	p->piped = false;
 	p->npiped = 0;
+	p->connected = false;
 	if (p->password_file != NULL &&
 	    pg_conn_password("state store", p->password_file, EXIT_BAD_INPUT,
 			     false, &password, err) < 0)
@@ -682,6 +684,7 @@ pgst_connect(struct pgst *p, struct err *err)
 		return err_set(err, EXIT_WORK_FAILED, "state store: cannot"
 			       " connect to %s: %s", where, msg);
 	}
+	p->connected = true;
 	PQsetNoticeProcessor(p->pg, pgst_notice, NULL);
 	/* A transaction lasts one loop callback.  One left open (the
 	 * process stopped by SIGSTOP or a frozen VM mid-turn) would hold
@@ -1514,7 +1517,8 @@ pgst_migrate(struct pgst *p, struct err *err)
 {
 	const char *vals[2];
 	char num[16];
-	int version;
+	int version, rc;
+	int64_t fence;
 	PGresult *r;
 
 	if (pgst_simple(p, "BEGIN", err) < 0)
@@ -1550,8 +1554,18 @@ pgst_migrate(struct pgst *p, struct err *err)
 		}
 		PQclear(r);
 	}
+	/* committed without the planner's fence: the schema is no
+	 * planner's write, and its check is a prepared statement, which a
+	 * first connection prepares only after this (pgst_open_db); sent
+	 * unprepared it would fail as a lost connection, on this and on
+	 * every later first connection, and the node would refuse every
+	 * request while the lease is its own */
+	fence = p->fence;
+	p->fence = 0;
 	p->aborted = false;
-	return pgst_tx_commit(p, err);
+	rc = pgst_tx_commit(p, err);
+	p->fence = fence;
+	return rc;
 fail:
 	pgst_tx_rollback(p);
 	return -1;
@@ -1624,10 +1638,15 @@ store_pg_open(const char *conninfo, const char *password_file,
 		 * down); a server that answers and refuses this node (its
 		 * password, its database) is a start-up error */
 		PGPing ping = PQping(p->conninfo);
+		/* or reached, and the connection lost before the schema was
+		 * checked (the server shutting down, a session terminated) */
+		bool lost = p->connected && p->pg != NULL &&
+			    PQstatus(p->pg) == CONNECTION_BAD;
 
 		if (p->opened || p->pg == NULL ||
 		    PQstatus(p->pg) == CONNECTION_OK ||
-		    (ping != PQPING_NO_RESPONSE && ping != PQPING_REJECT)) {
+		    (!lost && ping != PQPING_NO_RESPONSE &&
+		     ping != PQPING_REJECT)) {
 			pgst_close(&p->base);
 			return -1;
 		}

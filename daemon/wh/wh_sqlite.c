@@ -24,13 +24,8 @@
  * deleted or replaced under us, and every write would go to an unlinked
  * inode nobody will ever read.
  *
- * The wall clock.  date(), time(), datetime(), julianday(), unixepoch()
- * and strftime() are replaced on the connection by functions that refuse
- * a call that would read the clock (no time value, or 'now') unless the
- * run allows it (set_wall_clock()), and otherwise evaluate the very same
- * call on a private in-memory connection, so their results are SQLite's
- * own.  CURRENT_DATE and friends are keywords, not functions, and cannot
- * be replaced: config.c's static check refuses them.
+ * The wall clock.  The date and time functions refuse to read it unless
+ * the run allows it (wh_sqlite_clock.h).
  *
  * Interrupts.  sqlite3_interrupt() only stops statements that are running
  * when it is called: one that arrives between two statements is forgotten
@@ -71,12 +66,12 @@
 #include "digest.h"
 #include "sqlscan.h"
 #include "wh.h"
+#include "wh_sqlite_clock.h"
 #include "xalloc.h"
 
 #define WHSQL_BUSY_MAX_MS 30000   /* one wait on a lock, at most */
 #define WHSQL_BUSY_STEP_MS 100    /* longest sleep between two tries */
 #define WHSQL_PROGRESS_OPS 1000
-#define WHSQL_CLOCK_ARGS 8        /* helper statements cached up to this */
 
 /* A job's script, prepared once per connection and reused (reset) by
  * every later run of the same text on it. */
@@ -123,13 +118,7 @@ struct whsql_conn {
 	dev_t dev;
 	ino_t ino;
 	/* the wall clock (watch()) */
-	bool allow_clock;
-	sqlite3 *helper;        /* in-memory: evaluates the real functions */
-	struct whsql_clockfn {
-		struct whsql_conn *c;
-		int fn;             /* index into whsql_clock_fns */
-	} clockfn[6];
-	sqlite3_stmt *clock_st[6][WHSQL_CLOCK_ARGS];
+	struct whsql_clock clock;
 };
 
 /* Finalize a cached script's statements and forget it. */
@@ -334,146 +323,6 @@ whsql_step_fixed(struct whsql_conn *c, sqlite3_stmt **st, const char *sql)
 
 static void whsql_close(struct wh_conn *conn);
 
-/* The date and time functions replaced on a warehouse connection. */
-static const char *const whsql_clock_fns[] = {
-	"date", "time", "datetime", "julianday", "unixepoch", "strftime"
-};
-#define WHSQL_NCLOCK (sizeof whsql_clock_fns / sizeof whsql_clock_fns[0])
-
-/* True when the call would read the wall clock: no time value (for
- * strftime: none after the format), or the time value 'now'. */
-static bool
-whsql_clock_read(int fn, int argc, sqlite3_value **argv)
-{
-	int t = strcmp(whsql_clock_fns[fn], "strftime") == 0 ? 1 : 0;
-	const unsigned char *v;
-
-	if (argc <= t)
-		return true;
-	if (sqlite3_value_type(argv[t]) != SQLITE_TEXT)
-		return false;
-	v = sqlite3_value_text(argv[t]);
-	return v != NULL && strcasecmp((const char *)v, "now") == 0;
-}
-
-/* "date('now', 'start of day')": the call as written, for messages. */
-static void
-whsql_clock_call(int fn, int argc, sqlite3_value **argv, char *buf,
-		 size_t len)
-{
-	size_t off;
-	int i, w;
-
-	w = snprintf(buf, len, "%s(", whsql_clock_fns[fn]);
-	off = w > 0 ? (size_t)w : 0;
-	for (i = 0; i < argc && off < len; i++) {
-		const char *v = (const char *)sqlite3_value_text(argv[i]);
-
-		if (sqlite3_value_type(argv[i]) == SQLITE_TEXT)
-			w = snprintf(buf + off, len - off, "%s'%.40s'",
-			    i ? ", " : "", v);
-		else
-			w = snprintf(buf + off, len - off, "%s%.40s",
-			    i ? ", " : "", v != NULL ? v : "NULL");
-		off += w > 0 ? (size_t)w : 0;
-	}
-	if (off < len)
-		snprintf(buf + off, len - off, ")");
-}
-
-/* The statement evaluating function fn with argc arguments on the helper
- * connection; cached for up to WHSQL_CLOCK_ARGS arguments, else *fresh. */
-static sqlite3_stmt *
-whsql_clock_stmt(struct whsql_conn *c, int fn, int argc, bool *fresh)
-{
-	char sql[64 + 3 * 64];
-	sqlite3_stmt *st = NULL;
-	size_t off;
-	int i;
-
-	*fresh = argc >= WHSQL_CLOCK_ARGS;
-	if (!*fresh && c->clock_st[fn][argc] != NULL)
-		return c->clock_st[fn][argc];
-	if (argc > 64)
-		return NULL;
-	off = (size_t)snprintf(sql, sizeof sql, "SELECT %s(",
-	    whsql_clock_fns[fn]);
-	for (i = 0; i < argc; i++)
-		off += (size_t)snprintf(sql + off, sizeof sql - off, "%s?",
-		    i ? "," : "");
-	snprintf(sql + off, sizeof sql - off, ")");
-	if (sqlite3_prepare_v2(c->helper, sql, -1, &st, NULL) != SQLITE_OK)
-		return NULL;
-	if (!*fresh)
-		c->clock_st[fn][argc] = st;
-	return st;
-}
-
-/*
- * The replacement of one date and time function: refuse a clock read
- * unless allowed, else evaluate the same call (same arguments, bound) on
- * the helper connection, whose functions are SQLite's own.
- */
-static void
-whsql_clock_fn(sqlite3_context *ctx, int argc, sqlite3_value **argv)
-{
-	const struct whsql_clockfn *f = sqlite3_user_data(ctx);
-	struct whsql_conn *c = f->c;
-	sqlite3_stmt *st;
-	char call[200], msg[ERR_MSG_MAX];
-	bool fresh;
-	int i, rc;
-
-	if (!c->allow_clock && whsql_clock_read(f->fn, argc, argv)) {
-		whsql_clock_call(f->fn, argc, argv, call, sizeof call);
-		snprintf(msg, sizeof msg, "job reads the wall clock: %s; take "
-		    "the date from :partition, or set allow_wall_clock: true",
-		    call);
-		sqlite3_result_error(ctx, msg, -1);
-		return;
-	}
-	st = whsql_clock_stmt(c, f->fn, argc, &fresh);
-	if (st == NULL) {
-		sqlite3_result_error(ctx, sqlite3_errmsg(c->helper), -1);
-		return;
-	}
-	for (i = 0; i < argc; i++)
-		sqlite3_bind_value(st, i + 1, argv[i]);
-	rc = sqlite3_step(st);
-	if (rc == SQLITE_ROW)
-		sqlite3_result_value(ctx, sqlite3_column_value(st, 0));
-	else
-		sqlite3_result_error(ctx, sqlite3_errmsg(c->helper), -1);
-	if (fresh) {
-		sqlite3_finalize(st);
-	} else {
-		sqlite3_reset(st);
-		sqlite3_clear_bindings(st);
-	}
-}
-
-/* Open the helper connection and replace the date and time functions. */
-static int
-whsql_clock_install(struct whsql_conn *c)
-{
-	int rc;
-
-	rc = sqlite3_open_v2(":memory:", &c->helper, SQLITE_OPEN_READWRITE |
-	    SQLITE_OPEN_NOMUTEX | SQLITE_OPEN_MEMORY, NULL);
-	if (rc != SQLITE_OK)
-		return rc;
-	for (int i = 0; i < (int)WHSQL_NCLOCK; i++) {
-		c->clockfn[i].c = c;
-		c->clockfn[i].fn = i;
-		rc = sqlite3_create_function_v2(c->db, whsql_clock_fns[i], -1,
-		    SQLITE_UTF8 | SQLITE_DETERMINISTIC | SQLITE_INNOCUOUS,
-		    &c->clockfn[i], whsql_clock_fn, NULL, NULL, NULL);
-		if (rc != SQLITE_OK)
-			return rc;
-	}
-	return SQLITE_OK;
-}
-
 /* Open the warehouse file read-write, never creating it. */
 static int
 whsql_open(const struct warehouse_def *wh, struct wh_conn **out,
@@ -521,10 +370,12 @@ whsql_open(const struct warehouse_def *wh, struct wh_conn **out,
 			c->ino = sb.st_ino;
 		}
 	}
-	if (rc == SQLITE_OK && whsql_clock_install(c) != SQLITE_OK) {
+	if (rc == SQLITE_OK && whsql_clock_install(&c->clock, c->db) !=
+	    SQLITE_OK) {
 		err_set(err, EXIT_WORK_FAILED, "warehouse \"%s\": cannot "
 		    "replace its date and time functions: %s", wh->name,
-		    sqlite3_errmsg(c->helper != NULL ? c->helper : c->db));
+		    sqlite3_errmsg(c->clock.helper != NULL ? c->clock.helper :
+		    c->db));
 		whsql_close(&c->base);
 		return -1;
 	}
@@ -566,10 +417,7 @@ whsql_close(struct wh_conn *conn)
 	}
 	sqlite3_finalize(c->begin_st);
 	sqlite3_finalize(c->commit_st);
-	for (size_t i = 0; i < WHSQL_NCLOCK; i++)
-		for (int k = 0; k < WHSQL_CLOCK_ARGS; k++)
-			sqlite3_finalize(c->clock_st[i][k]);
-	sqlite3_close_v2(c->helper);
+	whsql_clock_free(&c->clock);
 	sqlite3_close_v2(c->db);
 	free(c->name);
 	free(c->path);
@@ -1062,7 +910,7 @@ whsql_watch(struct wh_conn *conn, const atomic_int *stop, int64_t timeout_ms,
 
 	c->stop = stop;
 	c->deadline_ms = timeout_ms > 0 ? whsql_now_ms() + timeout_ms : 0;
-	c->allow_clock = allow_wall_clock;
+	c->clock.allow = allow_wall_clock;
 	c->busy_gave_up = false;
 }
 

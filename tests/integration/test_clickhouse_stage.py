@@ -16,7 +16,6 @@ what they guarded, against a throwaway server (tools/chserver.py):
 Skipped (77) without clickhouse-server, as test_clickhouse.py is.
 """
 import os
-import shutil
 import sys
 
 import harness as h
@@ -104,23 +103,15 @@ def count_key_checks():
                         " position(query, 'fct_daily_sales') > 0").strip())
 
 
-class Server(ChServer):
-    """tools/chserver.py's server in a folder of the suite's (test_leftovers
-    finds it if it is left running), removed with it."""
-
-    def close(self):
-        ChServer.close(self)
-        shutil.rmtree(os.path.dirname(self.dir), ignore_errors=True)
-
-    kill = close
-
-
 def main():
     if not os.path.exists(os.path.join(os.path.dirname(h.binaries()[0]), "backfilld-ch.so")):
         tc.skip("this build has no ClickHouse driver (libcurl4-openssl-dev)")
     try:
         # tools/chserver.py's server: the same users as test_clickhouse's, and a query_log
-        tc.SRV = Server(prefix="server-", parent=h.suite_mkdtemp("ch"), query_log=True)
+        # in a folder of the suite's (test_leftovers finds it if it is left
+        # running), removed with it
+        tc.SRV = ChServer(prefix="server-", parent=h.suite_mkdtemp("ch"), own_parent=True,
+                          query_log=True)
     except ChServerError as e:
         tc.skip(str(e))
     h.register_server(tc.SRV)

@@ -61,18 +61,31 @@ def terminate_sessions(c, pg):
                     db="postgres")
 
 
-def queued_already(c, args, known):
+def queued_already(c, args, known, guard=60):
     """The request of backfill `args` the store holds that is not one of
-    `known`: a node may queue a forwarded request whose answer a fault
-    then loses (exit 3), and asking again would queue it twice."""
+    `known`, or None once nothing forwarded is still waiting for the
+    planner: a node may queue a forwarded request whose answer a fault
+    then loses (exit 3), and asking again would queue it twice.  What an
+    operator does: look before sending again (docs/several-hosts.md)."""
     job, frm, to = args[1], args[3], args[5]
-    try:
-        rows = c.state.rows("SELECT id FROM requests WHERE job = '%s' AND kind = 'backfill'"
-                            " AND from_key = '%s' AND to_key = '%s'" % (job, frm, to))
-    except h.StateError:
-        return None   # the store is down: ask again later
-    ids = [r[0] for r in rows if r[0] not in known]
-    return ids[0] if ids else None
+    end = time.monotonic() + guard
+    while True:
+        try:
+            rows = c.state.rows("SELECT id FROM requests WHERE job = '%s' AND"
+                                " kind = 'backfill' AND from_key = '%s' AND"
+                                " to_key = '%s'" % (job, frm, to))
+            ids = [r[0] for r in rows if r[0] not in known]
+            if ids:
+                return ids[0]
+            # a forwarded request not yet read by a planner may still be
+            # queued: wait until the mailbox holds none unanswered
+            if not c.state.rows("SELECT id FROM mailbox WHERE response IS NULL"):
+                return None
+        except h.StateError:
+            pass   # the store is down: look again
+        h.check(time.monotonic() < end, "the store showed neither backfill %s nor"
+                " an empty mailbox within %d s" % (" ".join(args), guard))
+        time.sleep(0.5)
 
 
 def send(c, rnd, up, args, known=(), guard=120):
@@ -89,9 +102,10 @@ def send(c, rnd, up, args, known=(), guard=120):
             return int(m.group(1))
         h.check(rc == 3 or "cannot be written" in err,
                 "%s on %s: exit %d: %s%s" % (" ".join(args), d.node_name, rc, out, err))
-        req = queued_already(c, args, known)
-        if req is not None:
-            return req
+        if "cannot be written" not in err:   # (that one changed nothing)
+            req = queued_already(c, args, known)
+            if req is not None:
+                return req
         h.check(time.monotonic() < end, "no node took %s within %d s: %s"
                 % (" ".join(args), guard, err))
         time.sleep(0.5)

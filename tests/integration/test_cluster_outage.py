@@ -213,6 +213,43 @@ def test_start_while_down():
     tc.succeeded_once(n1, req, [("work", p) for p in parts])
 
 
+def test_planner_before_store():
+    """A node started while the database is down that takes the lease
+    when it is back before its state store's own connection was ever
+    made: that first connection migrates and counts under the planner's
+    fence, and the node takes backfills at once (seen in
+    test_cluster_chaos: the first connection's schema check committed
+    with the fence before its statements were prepared, failed as a lost
+    connection, and so did every probe after it: requests were refused
+    for minutes)."""
+    c = tc.Nodes(tc.cmd_job("work", concurrency=2), names=(), lease=LEASE)
+    pg = tp.cluster()
+    n1 = c.add("n1")
+    c.wait_view(["n1"])
+    c.settle()
+    n1.stop()
+    pg.stop()
+    try:
+        n1.start()   # no command until it plans: the store stays unconnected
+    finally:
+        pg.start()
+    c.wait_until(lambda: "this node is now planner" in open(n1.log).read(),
+                 "n1 takes the lease once the database is back", guard=60)
+    parts = h.days("2025-06-01", "2025-06-03")
+    end = time.monotonic() + 15
+    while True:
+        rc, out, err = n1.ctl("backfill", "work", "--from", parts[0], "--to", parts[-1])
+        if rc == 0:
+            break
+        h.check(time.monotonic() < end, "n1 refuses backfills 15 s after it took"
+                " the lease: exit %d: %s%s" % (rc, out, err))
+        time.sleep(0.5)
+    m = re.search(r"[Rr]equest\D{0,4}(\d+)", out)
+    h.check(m, "backfill printed no request: %r" % out)
+    n1.wait_request(int(m.group(1)))
+    tc.succeeded_once(n1, int(m.group(1)), [("work", p) for p in parts])
+
+
 SEED = """
 CREATE TABLE src (dt TEXT, v INTEGER);
 WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < 30)
@@ -412,7 +449,8 @@ def test_counts_after_failover():
     same_counts(c, others, "after the new planner ran more")
 
 
-TESTS = [test_store_down, test_start_while_down, test_forwarded_verify, test_forward_planner_dies,
+TESTS = [test_store_down, test_start_while_down, test_planner_before_store,
+         test_forwarded_verify, test_forward_planner_dies,
          test_counts_after_failover]
 
 

@@ -267,6 +267,13 @@ def test_thousand_failures_bounded():
     h.check(max(seen) <= 5, "at most hook_concurrency 5 hooks alive at once, saw %d" % max(seen))
     h.check(max(seen) >= 2, "hooks ran side by side (saw at most %d)" % max(seen))
     h.eq(ts.log_lines(d, r"hook=on_failure .* dropped"), [], "no hook dropped")
+    # the last hooks wrote their line and may not have exited yet: the
+    # daemon counts a hook when it has seen it end
+    deadline = time.monotonic() + GUARD
+    while len(ts.log_lines(d, r"hook=on_failure job=\S+ partition=\S+ done")) < 1000:
+        h.check(time.monotonic() < deadline, "1,000 hooks ended in the log:\n%s"
+                % d.log_tail())
+        time.sleep(POLL)
     d.stop()
     h.eq(hook_metric(d, None, "backfilld_hooks_dropped_total"), 0, "none dropped")
     h.eq(hook_metric(d, "ok"), 1000, "backfilld_hooks_total result=ok")

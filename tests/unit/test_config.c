@@ -4,7 +4,9 @@
  * and position, inline cases through config_load_string, and a full valid
  * configuration (shaped like config/example.yaml, a warehouse of each
  * kind) asserting every loaded value, default, resolved path and derived
- * index.
+ * index.  The key tables themselves (config_int.h): every key refused
+ * with its table's wording when its value has the wrong shape, suggested
+ * by its own table when misspelt, and documented in backfilld.yaml(5).
  */
 #include <check.h>
 #include <errno.h>
@@ -16,6 +18,7 @@
 #include <unistd.h>
 
 #include "config.h"
+#include "config_int.h"
 
 #define FX FIXTURES_DIR "/config/"
 
@@ -1807,6 +1810,179 @@ START_TEST(test_socket_only)
 }
 END_TEST
 
+/* ------------------------------------------------------------------ */
+/* The key tables                                                      */
+/* ------------------------------------------------------------------ */
+
+/* Where a table's mapping is in a file: the YAML before it, the indent
+ * and line of its keys, and the context its messages name. */
+struct table_at {
+	const struct cfg_key *keys;
+	const char *before;
+	int indent, line;
+	const char *ctx;   /* "" at the top level, else "CTX: " */
+	const char *named; /* a key `before` already holds, or NULL */
+};
+
+static const struct table_at tables_at[] = {
+	{ cfg_top_keys, "", 0, 1, "", NULL },
+	{ cfg_state_keys, "state:\n", 2, 2, "state: ", NULL },
+	{ cfg_wh_keys, "warehouses:\n  - name: w\n", 4, 3,
+	  "warehouse \"w\": ", "name" },
+	{ cfg_throttle_keys, "warehouses:\n  - name: w\n    throttle:\n", 6, 4,
+	  "throttle of warehouse \"w\": ", NULL },
+	{ cfg_job_keys, "jobs:\n  - name: x\n", 4, 3, "job \"x\": ", "name" },
+	{ cfg_check_keys, "jobs:\n  - name: x\n    checks:\n      - name: c\n",
+	  8, 5, "check \"c\" of job \"x\": ", "name" },
+	{ cfg_recon_keys, "jobs:\n  - name: x\n    reconcile:\n      - name: r\n",
+	  8, 5, "reconcile \"r\" of job \"x\": ", "name" },
+	{ cfg_recon_source_keys, "jobs:\n  - name: x\n    reconcile:\n"
+	  "      - name: r\n        source:\n", 10, 6,
+	  "reconcile \"r\" of job \"x\": ", NULL },
+	{ cfg_metric_keys, "jobs:\n  - name: x\n    metrics:\n      m:\n", 8, 5,
+	  "metric \"m\" of job \"x\": ", NULL },
+	{ cfg_trend_keys, "jobs:\n  - name: x\n    metrics:\n      m:\n"
+	  "        trend:\n", 10, 6, "metric \"m\" of job \"x\": ", NULL },
+	{ cfg_late_keys, "jobs:\n  - name: x\n    late_data:\n", 6, 4,
+	  "late_data of job \"x\": ", NULL },
+};
+#define NTABLES_AT (sizeof tables_at / sizeof tables_at[0])
+
+/* Every key of a mapping given a value of the wrong shape (a sequence for
+ * a scalar, a scalar for the others) is refused at the value with its
+ * table's own wording of what it must be. */
+START_TEST(test_tables_wrong_shape)
+{
+	const struct table_at *t = &tables_at[_i];
+	const struct cfg_key *k;
+	char text[512], msg[512];
+
+	for (k = t->keys; k->name != NULL; k++) {
+		bool scalar = k->type == YAML_SCALAR_NODE;
+
+		if (k->type == YAML_NO_NODE ||
+		    (t->named != NULL && strcmp(k->name, t->named) == 0))
+			continue;
+		snprintf(text, sizeof text, "%s%*s%s: %s\n", t->before,
+			 t->indent, "", k->name, scalar ? "[1]" : "x");
+		snprintf(msg, sizeof msg,
+			 "inline.yaml:%d:%d: %s%s must be %s, got %s", t->line,
+			 t->indent + (int)strlen(k->name) + 3, t->ctx, k->name,
+			 k->what, scalar ? "a sequence" : "\"x\"");
+		load_bad(text, msg);
+	}
+}
+END_TEST
+
+/* Every key of a mapping misspelt (a letter added) is refused at the key
+ * as unknown in that mapping, and its own table suggests it. */
+START_TEST(test_tables_suggest)
+{
+	const struct table_at *t = &tables_at[_i];
+	const struct cfg_key *k;
+	char text[512], msg[512], where[128];
+
+	if (t->ctx[0] == '\0')
+		snprintf(where, sizeof where, "at the top level");
+	else
+		snprintf(where, sizeof where, "in %.*s", (int)strlen(t->ctx) - 2,
+			 t->ctx);
+	for (k = t->keys; k->name != NULL; k++) {
+		snprintf(text, sizeof text, "%s%*s%sx: 1\n", t->before,
+			 t->indent, "", k->name);
+		snprintf(msg, sizeof msg,
+			 "inline.yaml:%d:%d: unknown key \"%sx\" %s; did you mean \"%s\"?",
+			 t->line, t->indent + 1, k->name, where, k->name);
+		load_bad(text, msg);
+	}
+}
+END_TEST
+
+/* Every mapping's table is in cfg_tables, each key once, each row whole. */
+START_TEST(test_tables_rows)
+{
+	const struct cfg_table *t;
+	const struct cfg_key *k, *o;
+	size_t n = 0, c;
+
+	for (t = cfg_tables; t->name != NULL; t++, n++) {
+		for (k = t->keys; k->name != NULL; k++) {
+			ck_assert_msg(k->fn != NULL && k->what != NULL &&
+				      k->what[0] != '\0', "%s: %s", t->name,
+				      k->name);
+			ck_assert_msg(strspn(k->name, "abcdefghijklmnopqrstuvwxyz_") ==
+				      strlen(k->name), "%s", k->name);
+			for (o = t->keys; o < k; o++)
+				ck_assert_msg(strcmp(o->name, k->name) != 0,
+					      "%s: %s twice", t->name, k->name);
+		}
+	}
+	for (c = 0; c < NTABLES_AT; c++) {
+		for (t = cfg_tables; t->name != NULL; t++)
+			if (t->keys == tables_at[c].keys)
+				break;
+		ck_assert_ptr_nonnull(t->name);
+	}
+	ck_assert_uint_eq(n, NTABLES_AT + 1); /* and cfg_inc_keys */
+}
+END_TEST
+
+/* Whether `word` is in text as a whole word. */
+static bool
+has_word(const char *text, const char *word)
+{
+	size_t n = strlen(word);
+
+	for (const char *c = strstr(text, word); c != NULL;
+	     c = strstr(c + 1, word)) {
+		char a = c == text ? ' ' : c[-1], b = c[n];
+
+		if (!(a == '_' || a == '\\' || (a >= 'a' && a <= 'z')) &&
+		    !(b == '_' || b == '\\' || (b >= 'a' && b <= 'z')))
+			return true;
+	}
+	return false;
+}
+
+/* Every key of every table is in backfilld.yaml(5), the key-by-key
+ * reference (where scdoc's '_' is written "\_", or not inside a span). */
+START_TEST(test_tables_documented)
+{
+	const char *man = FIXTURES_DIR "/../../docs/man/backfilld.yaml.5.scd";
+	const struct cfg_table *t;
+	const struct cfg_key *k;
+	char *text, esc[128];
+	FILE *f = fopen(man, "r");
+	long len;
+
+	ck_assert_msg(f != NULL, "%s: %s", man, strerror(errno));
+	ck_assert_int_eq(fseek(f, 0, SEEK_END), 0);
+	len = ftell(f);
+	rewind(f);
+	text = calloc(1, (size_t)len + 1);
+	ck_assert_ptr_nonnull(text);
+	ck_assert_uint_eq(fread(text, 1, (size_t)len, f), (size_t)len);
+	fclose(f);
+	for (t = cfg_tables; t->name != NULL; t++)
+		for (k = t->keys; k->name != NULL; k++) {
+			size_t o = 0;
+
+			for (const char *c = k->name;
+			     *c != '\0' && o + 3 < sizeof esc; c++) {
+				if (*c == '_')
+					esc[o++] = '\\';
+				esc[o++] = *c;
+			}
+			esc[o] = '\0';
+			ck_assert_msg(has_word(text, k->name) ||
+				      has_word(text, esc),
+				      "key %s (%s) is not in %s", k->name,
+				      t->name, man);
+		}
+	free(text);
+}
+END_TEST
+
 static Suite *
 config_suite(void)
 {
@@ -1852,6 +2028,13 @@ config_suite(void)
 	tcase_add_loop_test(tc, test_include_refused, 0, NINC);
 	tcase_add_test(tc, test_include_good);
 	tcase_add_test(tc, test_include_bounds);
+	suite_add_tcase(s, tc);
+
+	tc = tcase_create("tables");
+	tcase_add_loop_test(tc, test_tables_wrong_shape, 0, NTABLES_AT);
+	tcase_add_loop_test(tc, test_tables_suggest, 0, NTABLES_AT);
+	tcase_add_test(tc, test_tables_rows);
+	tcase_add_test(tc, test_tables_documented);
 	suite_add_tcase(s, tc);
 	return s;
 }

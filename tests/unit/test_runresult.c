@@ -211,6 +211,14 @@ START_TEST(test_defaults_and_old_lines)
 }
 END_TEST
 
+/* RUNRESULT_STR_MAX + 1 bytes of 'a' (4097). */
+#define RR_A16 "aaaaaaaaaaaaaaaa"
+#define RR_A256 RR_A16 RR_A16 RR_A16 RR_A16 RR_A16 RR_A16 RR_A16 RR_A16 \
+	RR_A16 RR_A16 RR_A16 RR_A16 RR_A16 RR_A16 RR_A16 RR_A16
+#define RR_A4096 RR_A256 RR_A256 RR_A256 RR_A256 RR_A256 RR_A256 RR_A256 \
+	RR_A256 RR_A256 RR_A256 RR_A256 RR_A256 RR_A256 RR_A256 RR_A256 RR_A256
+#define RR_LONG RR_A4096 "a"
+
 /* Texts a garbled row or a hostile worker could hold. */
 static const char *const bad[] = {
 	"{", "}", "{\"rows_changed\": }", "{\"rows_changed\": 1,}",
@@ -241,6 +249,13 @@ static const char *const bad[] = {
 	"{\"guards\": [{\"rows_before\": 1.0}]}",
 	"{\"guards\": 3}",
 	"{\"x\": [1 2]}", "{\"x\": @}", "{\"x\"}", "[]", "\"s\"", "null",
+	/* not RFC 8259 JSON (no writer makes it): bytes that are not UTF-8,
+	 * a leading zero, a bare dot */
+	"{\"checks\": [{\"name\": \"caf\xe9\"}]}",
+	"{\"checks\": [{\"name\": \"\xed\xa0\x80\"}]}",
+	"{\"rows_changed\": 05}", "{\"guards\": [{\"metrics\": [{\"after\": 1.}]}]}",
+	/* a string over the bound in a member nobody reads */
+	"{\"later\": \"" RR_LONG "\"}",
 };
 
 START_TEST(test_garbled_refused)
@@ -331,6 +346,28 @@ START_TEST(test_mutations)
 }
 END_TEST
 
+/* A negative zero keeps its sign (written as a real); a member named
+ * twice counts once, the last. */
+START_TEST(test_zero_and_twice)
+{
+	struct runresult_metric m = {true, true, true, -0.0, 0.0, -0.0};
+	struct runresult_guard g = {false, false, 0, 0, &m, 1, "", ""};
+	struct runresult in = {false, false, false, false, 0, NULL, 0, &g, 1};
+	struct runresult out;
+	struct err err;
+
+	free(round_trip(&in, &out));
+	ck_assert(signbit(out.guards[0].metrics[0].before));
+	ck_assert(!signbit(out.guards[0].metrics[0].after));
+	ck_assert(signbit(out.guards[0].metrics[0].change_pct));
+	runresult_clear(&out);
+	ck_assert_int_eq(runresult_parse("{\"rows_changed\": 1,"
+					 " \"rows_changed\": 2}", &out, &err), 0);
+	ck_assert_int_eq(out.rows_changed, 2);
+	runresult_clear(&out);
+}
+END_TEST
+
 START_TEST(test_bounds)
 {
 	struct runresult r;
@@ -403,6 +440,7 @@ main(void)
 	tcase_add_test(tc, test_garbled_refused);
 	tcase_add_test(tc, test_truncated_refused);
 	tcase_add_test(tc, test_mutations);
+	tcase_add_test(tc, test_zero_and_twice);
 	tcase_add_test(tc, test_bounds);
 	suite_add_tcase(s, tc);
 	sr = srunner_create(s);

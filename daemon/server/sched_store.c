@@ -1,0 +1,89 @@
+/*
+ * sched_store.c - the bottom of the scheduler's shell: the store's
+ * commit, which applies rules 1 and 7 (the store first; a store that
+ * cannot be written stops the work, never the daemon: both stated at
+ * the top of scheduler.c), and the writes and reads every other file of
+ * the shell shares.  It calls no other file of the shell.
+ */
+#include "sched_int.h"
+
+#include <stdio.h>
+
+#include "clock.h"
+#include "log.h"
+
+/* End a transaction the caller began: commit after rc 0 (its writes
+ * went in), roll back otherwise; 0, or -1 with err filled by the write
+ * or the commit that failed. */
+int
+sched_tx_end(struct sched *s, int rc, struct err *err)
+{
+	if (rc == 0 && store_commit(s->store, err) == 0)
+		return 0;
+	store_rollback(s->store);
+	return -1;
+}
+
+int
+sched_flush(struct sched *s)
+{
+	struct err err;
+
+	if (store_flush(s->store, &err) == 0) {
+		/* the records of the runs done so far are committed: their
+		 * ClickHouse stages may go (exec.h) */
+		if (!s->store_failed)
+			exec_release_stages(s->exec);
+		return 0;
+	}
+	/* rule 7: the turn's changes are rolled back and memory is ahead
+	 * of the store; stop taking work, say so once, let main.c decide */
+	if (!s->store_failed) {
+		s->store_failed = true;
+		s->store_failed_at = clock_now_ms();
+		snprintf(s->store_error, sizeof s->store_error, "%s", err.msg);
+		store_refuse_all(s->store, s->store_error);
+		log_err(
+		    "cannot commit to the state store: %s; no new runs start"
+		    " and nothing more is acknowledged until it can be written"
+		    " again: free space on its filesystem, backfilld resumes"
+		    " by itself",
+		    err.msg);
+		if (s->store_cb)
+			s->store_cb(s->store_data);
+	}
+	return -1;
+}
+
+/* Persist an item's state. */
+int
+sched_item_store(struct sched *s, struct item *it, const char *error,
+		 int64_t now, struct err *err)
+{
+	return store_item_set(s->store, it->id, it->state, it->attempts,
+			      it->not_before, error, it->blocked_on,
+			      cutoff_changed_of(it->cut), now, err);
+}
+
+/* Newest landing among the inputs of a downstream partition, or -1. */
+int64_t
+sched_inputs_at(struct sched *s, const struct job_def *j, part_t part)
+{
+	int64_t newest = -1;
+
+	for (size_t u = 0; u < j->nupstream; u++) {
+		const struct job_def *uj = &s->cfg->jobs[j->upstream_idx[u]];
+		struct part_range r = part_inputs(uj->grain, j->grain, part);
+		char first[CAL_KEY_MAX], last[CAL_KEY_MAX];
+		int64_t built;
+
+		/* keys of one grain sort in time order: one range query */
+		part_key(uj->grain, r.first, first);
+		part_key(uj->grain, r.last, last);
+		if (store_newest_build(s->store, uj->name, first, last, &built,
+				       NULL) == 0 &&
+		    built > newest)
+			newest = built;
+	}
+	return newest;
+}

@@ -1,0 +1,275 @@
+#!/usr/bin/env python3
+"""The test of tools/check_layout.py: tiny trees that break each rule
+once (and their twins that keep it) make it fail with the one line
+that names the violation, or pass.  CHECK_LAYOUT: the script."""
+
+import os
+import subprocess
+import sys
+import tempfile
+import textwrap
+import unittest
+
+SCRIPT = os.environ.get('CHECK_LAYOUT') or os.path.join(
+    os.path.dirname(os.path.abspath(__file__)), '..', 'tools',
+    'check_layout.py')
+
+SCHEDULER = '''\
+/*
+ * scheduler.c - the entry.
+ *
+ *   layer  files
+ *   1      scheduler.c
+ *   2      sched_a.c
+ *   3      sched_b.c
+ */
+#include "sched_int.h"
+
+void
+sched_start(struct sched *s)
+{
+	sched_a_run(s);
+}
+'''
+
+SCHED_A = '''\
+#include "sched_int.h"
+
+/* sched_b_f is named in a comment only */
+void
+sched_a_run(struct sched *s)
+{
+	const char *x = "sched_b_g(s)";
+
+	s->sched_b_g(s);	/* through a pointer: no arrow */
+	(void)x;
+	sched_b_f(s);
+}
+'''
+
+SCHED_B = '''\
+#include "sched_int.h"
+
+static void
+sched_a_run(struct sched *s)	/* its own, shadowing sched_a.c's */
+{
+	(void)s;
+}
+
+void
+sched_b_f(struct sched *s)
+{
+	sched_a_run(s);
+}
+
+int
+sched_b_g(struct sched *s)
+{
+	return s != 0;
+}
+'''
+
+
+def function(name, nlines, static=False):
+    """A C function whose body spans nlines lines, braces included."""
+    body = ''.join('\tx += %d;\n' % i for i in range(nlines - 3))
+    return '%sint\n%s(int x)\n{\n%s\treturn x;\n}\n' % (
+        'static ' if static else '', name, body)
+
+
+class Tree:
+    """A tree in a temporary folder: daemon/{lib,server,store,wh}."""
+
+    def __init__(self, test):
+        self.tmp = tempfile.TemporaryDirectory()
+        test.addCleanup(self.tmp.cleanup)
+        self.root = self.tmp.name
+        for d in ('lib', 'server', 'store', 'wh', 'cmd', 'cli'):
+            os.makedirs(os.path.join(self.root, 'daemon', d))
+        self.write('daemon/lib/err.h', '#define ERR 1\n')
+        self.write('daemon/server/log.h', 'void log_err(void);\n')
+        self.write('daemon/server/clock_ms.h', 'long clock_ms(void);\n')
+        self.write('daemon/lib/calc.c', '#include "err.h"\n' +
+                   function('calc_add', 10))
+        self.write('daemon/server/scheduler.c', SCHEDULER)
+        self.write('daemon/server/sched_a.c', SCHED_A)
+        self.write('daemon/server/sched_b.c', SCHED_B)
+
+    def write(self, rel, text):
+        path = os.path.join(self.root, rel)
+        with open(path, 'w', encoding='utf-8') as f:
+            f.write(text)
+
+    def check(self, known=None):
+        """(exit status, lines printed) of the script on this tree."""
+        args = [sys.executable, SCRIPT, '--root', self.root]
+        if known is not None:
+            path = os.path.join(self.root, 'known.txt')
+            with open(path, 'w', encoding='utf-8') as f:
+                f.write(textwrap.dedent(known))
+            args += ['--known', path]
+        else:
+            args += ['--known', os.devnull]
+        p = subprocess.run(args, capture_output=True, text=True,
+                           timeout=60)
+        return p.returncode, p.stdout.splitlines()
+
+
+class CheckLayout(unittest.TestCase):
+
+    def test_clean_tree_passes(self):
+        rc, out = Tree(self).check()
+        self.assertEqual(out, [])
+        self.assertEqual(rc, 0)
+
+    def test_file_above_1200_lines(self):
+        t = Tree(self)
+        t.write('daemon/store/big.c', '\n' * 1201)
+        t.write('daemon/store/fits.c', '\n' * 1200)
+        t.write('daemon/store/big.h', '\n' * 1500)  # a header: not counted
+        rc, out = t.check()
+        self.assertEqual(out, ['lines daemon/store/big.c 1201 (above 1200)'])
+        self.assertEqual(rc, 1)
+
+    def test_function_above_80_lines(self):
+        t = Tree(self)
+        t.write('daemon/wh/long.c', '\n' + function('wh_fits', 80) + '\n' +
+                function('wh_long', 81, static=True))
+        t.write('daemon/wh/inline.h',
+                function('wh_inline', 90, static=True))
+        rc, out = t.check()
+        self.assertEqual(out, [
+            'function daemon/wh/inline.h:wh_inline 90 (above 80; line 2)',
+            'function daemon/wh/long.c:wh_long 81 (above 80; line 86)',
+        ])
+        self.assertEqual(rc, 1)
+
+    def test_server_header_from_a_lower_layer(self):
+        t = Tree(self)
+        t.write('daemon/store/st.c', '#include "err.h"\n#include "log.h"\n'
+                '#include <stdio.h>\n')
+        t.write('daemon/wh/w.h', '#  include "../server/clock_ms.h"\n')
+        # a server/ file may include its own headers
+        t.write('daemon/server/srv.c', '#include "log.h"\n')
+        rc, out = t.check()
+        self.assertEqual(out, [
+            'include daemon/wh/w.h server/clock_ms.h (a server/ header)',
+            'include daemon/store/st.c server/log.h (a server/ header)',
+        ])
+        self.assertEqual(rc, 1)
+
+    def test_header_moved_below_resolves_there(self):
+        t = Tree(self)
+        t.write('daemon/store/st.c', '#include "log.h"\n')
+        t.write('daemon/lib/log.h', 'void log_err(void);\n')  # lib first
+        rc, out = t.check()
+        self.assertEqual((rc, out), (0, []))
+
+    def test_cycle_between_scheduler_files(self):
+        t = Tree(self)
+        t.write('daemon/server/sched_b.c', SCHED_B.replace(
+            'static void\nsched_a_run', 'static void\nsched_b_own'))
+        rc, out = t.check()
+        self.assertEqual(rc, 1)
+        self.assertIn(
+            'cycle sched_a.c -> sched_b.c -> sched_a.c (sched_a.c:sched_a_run'
+            ' uses sched_b_f, sched_b.c:sched_b_f uses sched_a_run; 2 files'
+            ' in the circle: sched_a.c sched_b.c)', out)
+        # and the arrow up, against the table of layers
+        self.assertIn('layer sched_b.c (3) -> sched_a.c (2): sched_b.c:'
+                      'sched_b_f uses sched_a_run, not of a lower layer', out)
+        self.assertEqual(len(out), 2)
+
+    def test_three_file_cycle_through_a_callback(self):
+        t = Tree(self)
+        # a function named as a value (a callback registered) is an arrow
+        t.write('daemon/server/sched_c.c', '#include "sched_int.h"\n'
+                'void\nsched_c_f(struct sched *s)\n{\n'
+                '\tuv_idle_start(&s->h, sched_start);\n}\n')
+        t.write('daemon/server/sched_b.c', SCHED_B + 'void\nsched_b_h(void)\n'
+                '{\n\tsched_c_f(0);\n}\n')
+        rc, out = t.check()
+        self.assertEqual(rc, 1)
+        self.assertTrue(any(ln.startswith(
+            'cycle sched_a.c -> sched_b.c -> sched_c.c -> scheduler.c ->'
+            ' sched_a.c (') for ln in out), out)
+        self.assertIn('layer sched_c.c: in no layer of the table at the top'
+                      ' of daemon/server/scheduler.c', out)
+
+    def test_layer_listed_twice_or_not_a_file(self):
+        t = Tree(self)
+        t.write('daemon/server/scheduler.c', SCHEDULER.replace(
+            ' *   3      sched_b.c\n',
+            ' *   3      sched_b.c\n *   4      sched_b.c sched_gone.c\n'))
+        rc, out = t.check()
+        self.assertEqual(out, [
+            'layer sched_b.c: in layers 3 4 of the table at the top of'
+            ' daemon/server/scheduler.c',
+            'layer sched_gone.c: not a file of the scheduler of the table at'
+            ' the top of daemon/server/scheduler.c',
+        ])
+        self.assertEqual(rc, 1)
+
+    def broken(self):
+        t = Tree(self)
+        t.write('daemon/lib/big.c', '\n' * 1300)
+        t.write('daemon/lib/long.c', function('lib_long', 100))
+        t.write('daemon/store/st.c', '#include "log.h"\n')
+        return t
+
+    def test_known_violations_tolerated(self):
+        rc, out = self.broken().check('''\
+            # what other branches fix
+            lines daemon/lib/big.c 1300
+            function daemon/lib/long.c:lib_long 100
+            include daemon/store/st.c server/log.h
+            ''')
+        self.assertEqual((rc, out), (0, []))
+
+    def test_known_violation_that_grew_fails(self):
+        rc, out = self.broken().check('''\
+            lines daemon/lib/big.c 1299
+            function daemon/lib/long.c:lib_long 101
+            include daemon/store/st.c server/log.h
+            ''')
+        self.assertEqual(out, [
+            'lines daemon/lib/big.c 1300 (above 1200) (known at 1299: it'
+            ' grew)',
+            'known (lower its figure to 100): function daemon/lib/long.c:'
+            'lib_long 100 (above 80; line 2)',
+        ])
+        self.assertEqual(rc, 1)
+
+    def test_known_violation_fixed_fails_until_removed(self):
+        t = self.broken()
+        t.write('daemon/lib/big.c', '\n' * 1200)
+        rc, out = t.check('''\
+            lines daemon/lib/big.c 1300
+            function daemon/lib/long.c:lib_long 100
+            include daemon/store/st.c server/log.h
+            ''')
+        self.assertEqual(out, [
+            'fixed (remove it from KNOWN in tools/check_layout.py): lines'
+            ' daemon/lib/big.c 1300',
+        ])
+        self.assertEqual(rc, 1)
+
+    def test_a_cycle_cannot_be_known(self):
+        rc, _ = Tree(self).check('cycle sched_a.c -> sched_b.c\n')
+        self.assertNotEqual(rc, 0)
+
+    def test_unknown_violation_beside_known_ones_fails(self):
+        t = self.broken()
+        t.write('daemon/wh/w.c', '#include "clock_ms.h"\n')
+        rc, out = t.check('''\
+            lines daemon/lib/big.c 1300
+            function daemon/lib/long.c:lib_long 100
+            include daemon/store/st.c server/log.h
+            ''')
+        self.assertEqual(out, [
+            'include daemon/wh/w.c server/clock_ms.h (a server/ header)'])
+        self.assertEqual(rc, 1)
+
+
+if __name__ == '__main__':
+    unittest.main(verbosity=2)

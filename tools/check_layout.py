@@ -1,0 +1,490 @@
+#!/usr/bin/env python3
+"""check_layout.py - the shape rules of the tree (docs/architecture.md).
+
+  (a) no C file under daemon/ above MAX_FILE_LINES lines;
+  (b) no function above MAX_FUNC_LINES lines: from the line of its opening
+      brace to the line of its closing brace, both counted;
+  (c) no #include of a server/ header from daemon/lib, daemon/wh or
+      daemon/store (a quoted name resolved as the compiler does: the
+      including file's folder first, then daemon/meson.build's
+      include_directories order);
+  (d) no cycle in the call graph between the scheduler's files
+      (daemon/server/scheduler.c and daemon/server/sched_*.c): file A
+      points to file B when A uses the name of a function B defines (and
+      A does not define itself); a call through a function pointer or a
+      struct member (x.f(), x->f()) is no arrow;
+  (e) when scheduler.c's top comment has its table of layers ("layer
+      files", then one line per layer: its number and its files), every
+      file of the scheduler is in one layer and every arrow of (d) goes
+      from a layer to a higher-numbered one (down).
+
+Each violation is printed as one line.  KNOWN below lists the violations
+known today, one line each with its figure, as this script prints them:
+such a violation is tolerated while its figure stays at or below the
+one listed.  The check fails on any other violation and on an entry of
+KNOWN that no longer violates (remove it: the list only shrinks).
+
+  tools/check_layout.py [--root DIR] [--known FILE] [--graph]
+
+--root: the tree to check (default: this script's repository); --known:
+read the known violations from FILE instead of KNOWN (the self-test);
+--graph: print the scheduler's call graph (file -> files) and stop.
+Exit 0 when the tree holds, 1 when it does not.
+"""
+
+import argparse
+import functools
+import os
+import re
+import sys
+
+# The known violations, one line each, as this script prints them without
+# the parenthesis ("lines", "function" and "include" lines only: a cycle
+# or a layer crossed is never tolerated).  The figure is a ceiling: a
+# file or function that grows past it fails.  Those of other files than
+# the scheduler's, fixed in parallel: the list only shrinks, to empty.
+KNOWN = """
+function daemon/cli/ctl.c:main 97
+function daemon/cmd/cmd_audit.c:audit_cb 111
+function daemon/cmd/cmd_runs.c:runs_cb 82
+lines daemon/lib/config.c 3816
+function daemon/lib/config.c:cfg_link 95
+function daemon/lib/config.c:config_free 93
+function daemon/lib/pgsql.c:pgsql_parse 84
+function daemon/lib/sqlscan.c:sqlscan_next 98
+lines daemon/server/cluster_worker.c 1608
+lines daemon/server/control.c 1871
+function daemon/server/main.c:daemon_start 93
+function daemon/server/main.c:main 154
+function daemon/server/metrics.c:metrics_render 124
+function daemon/server/report.c:report_render 85
+lines daemon/store/cluster_pg.c 2175
+lines daemon/store/store_pg.c 3272
+lines daemon/wh/wh_sqlite.c 1231
+""".strip().splitlines()
+
+MAX_FILE_LINES = 1200
+MAX_FUNC_LINES = 80
+# daemon/meson.build: include_directories('lib', 'server', 'store', 'wh',
+# 'cmd', 'cli')
+INCLUDE_DIRS = ['lib', 'server', 'store', 'wh', 'cmd', 'cli']
+LOWER_LAYERS = ['lib', 'wh', 'store']
+SCHED_DIR = 'daemon/server'
+SCHED_FILES = re.compile(r'^(scheduler|sched_[A-Za-z0-9_]+)\.c$')
+
+KEYWORDS = {
+    'if', 'for', 'while', 'switch', 'return', 'sizeof', 'do', 'else',
+    'case', 'goto', 'break', 'continue', 'default', 'typedef', 'struct',
+    'union', 'enum', 'static', 'const', 'volatile', 'extern', 'inline',
+    'register', 'restrict', 'void', 'char', 'short', 'int', 'long',
+    'float', 'double', 'signed', 'unsigned', '_Bool', 'bool',
+    '__attribute__', '_Static_assert', 'alignof', '_Alignof',
+}
+
+TOKEN = re.compile(r'[0-9][A-Za-z0-9_.]*|[A-Za-z_][A-Za-z0-9_]*|->|[{}()\[\];=,.]|\n')
+
+
+def strip_c(text):
+    """Comments, string and character literals and preprocessor lines
+    blanked out, newlines kept (so line numbers hold)."""
+    out = []
+    i, n = 0, len(text)
+    line_start = True
+    while i < n:
+        c = text[i]
+        if line_start and c in ' \t':
+            out.append(c)
+            i += 1
+            continue
+        if line_start and c == '#':
+            # a directive, with its continuation lines
+            while i < n and text[i] != '\n':
+                if text[i] == '\\' and i + 1 < n and text[i + 1] == '\n':
+                    out.append('\n')
+                    i += 2
+                    continue
+                i += 1
+            continue
+        line_start = False
+        if c == '\n':
+            out.append(c)
+            line_start = True
+            i += 1
+        elif text.startswith('/*', i):
+            j = text.find('*/', i + 2)
+            j = n if j < 0 else j + 2
+            out.append(re.sub(r'[^\n]', ' ', text[i:j]))
+            i = j
+        elif text.startswith('//', i):
+            j = text.find('\n', i)
+            i = n if j < 0 else j
+        elif c in '"\'':
+            j = i + 1
+            while j < n and text[j] != c and text[j] != '\n':
+                j += 2 if text[j] == '\\' else 1
+            out.append(c + ' ' * max(0, min(j, n) - i - 1) + c)
+            i = j + 1
+        else:
+            out.append(c)
+            i += 1
+    return ''.join(out)
+
+
+def tokens(text):
+    """(token, line) pairs of a stripped C text."""
+    line = 1
+    for m in TOKEN.finditer(text):
+        t = m.group(0)
+        if t == '\n':
+            line += 1
+        else:
+            yield t, line
+
+
+class CFile:
+    """A C file's function definitions and the names it uses."""
+
+    def __init__(self, path, rel):
+        self.rel = rel
+        with open(path, encoding='utf-8', errors='replace') as f:
+            self.text = f.read()
+        self.nlines = self.text.count('\n') + (
+            0 if self.text.endswith('\n') or not self.text else 1)
+        # [name, static, line of {, line of }, line of the name]
+        self.functions = []
+        self.uses = {}        # name -> [function using it ('' file scope)]
+        self._parse(list(tokens(strip_c(self.text))))
+
+    def _parse(self, toks):
+        depth = 0
+        current = ''   # the function whose body we are in
+        for k, (t, line) in enumerate(toks):
+            if t == '{':
+                if depth == 0:
+                    fn = self._definition(toks, k)
+                    if fn is not None:
+                        current = fn[0]
+                        self.functions.append([fn[0], fn[1], line, line,
+                                               fn[2]])
+                depth += 1
+            elif t == '}':
+                depth = max(0, depth - 1)
+                if depth == 0 and current:
+                    self.functions[-1][3] = line
+                    current = ''
+            elif (t[0].isalpha() or t[0] == '_') and t not in KEYWORDS:
+                prev = toks[k - 1][0] if k > 0 else ''
+                if prev in ('.', '->'):
+                    continue  # a member: a call through a pointer
+                self.uses.setdefault(t, []).append(current)
+
+    @staticmethod
+    def _definition(toks, k):
+        """(name, static) when the '{' at toks[k] opens a function body."""
+        j = k - 1
+        # skip trailing __attribute__((...)) groups
+        while j >= 0 and toks[j][0] == ')':
+            d, i = 0, j
+            while i >= 0:
+                if toks[i][0] == ')':
+                    d += 1
+                elif toks[i][0] == '(':
+                    d -= 1
+                    if d == 0:
+                        break
+                i -= 1
+            if i > 0 and toks[i - 1][0] == '__attribute__':
+                j = i - 2
+                continue
+            if i <= 0:
+                return None
+            name = toks[i - 1][0]
+            if not (name[0].isalpha() or name[0] == '_') or name in KEYWORDS:
+                return None
+            # the declaration's specifiers: back to the previous ; } or {
+            static = False
+            b = i - 2
+            while b >= 0 and toks[b][0] not in (';', '}', '{'):
+                if toks[b][0] == '=':
+                    return None
+                if toks[b][0] == 'static':
+                    static = True
+                b -= 1
+            return name, static, toks[i - 1][1]
+        return None
+
+    def long_functions(self, limit):
+        for name, _static, first, last, at in self.functions:
+            if last - first + 1 > limit:
+                yield name, at, last - first + 1
+
+
+def c_files(root, sub):
+    top = os.path.join(root, sub)
+    for d, dirs, files in os.walk(top):
+        dirs.sort()
+        for f in sorted(files):
+            if f.endswith('.c') or f.endswith('.h'):
+                p = os.path.join(d, f)
+                yield p, os.path.relpath(p, root).replace(os.sep, '/')
+
+
+def check_sizes(root):
+    """(a) and (b): (key, figure, line) per violation."""
+    out = []
+    for path, rel in c_files(root, 'daemon'):
+        cf = CFile(path, rel)
+        if rel.endswith('.c') and cf.nlines > MAX_FILE_LINES:
+            out.append(('lines %s' % rel, cf.nlines,
+                        'lines %s %d (above %d)' % (rel, cf.nlines,
+                                                    MAX_FILE_LINES)))
+        for name, first, n in cf.long_functions(MAX_FUNC_LINES):
+            out.append(('function %s:%s' % (rel, name), n,
+                        'function %s:%s %d (above %d; line %d)' %
+                        (rel, name, n, MAX_FUNC_LINES, first)))
+    return out
+
+
+INCLUDE = re.compile(r'^\s*#\s*include\s*"([^"]+)"', re.M)
+
+
+def resolve(root, rel, header):
+    """Where daemon/rel's #include "header" lands, relative to daemon/."""
+    here = os.path.dirname(rel)  # daemon/<layer>
+    for d in [here] + ['daemon/' + x for x in INCLUDE_DIRS]:
+        p = os.path.normpath(os.path.join(root, d, header))
+        if os.path.isfile(p):
+            return os.path.relpath(p, os.path.join(root, 'daemon')).replace(
+                os.sep, '/')
+    return None
+
+
+def check_includes(root):
+    """(c): (key, figure, line) per violation (the figure: 1)."""
+    out = []
+    for layer in LOWER_LAYERS:
+        for path, rel in c_files(root, 'daemon/' + layer):
+            with open(path, encoding='utf-8', errors='replace') as f:
+                text = f.read()
+            for m in INCLUDE.finditer(text):
+                where = resolve(root, rel, m.group(1))
+                if where is not None and where.startswith('server/'):
+                    key = 'include %s %s' % (rel, where)
+                    out.append((key, 1, key + ' (a server/ header)'))
+    return out
+
+
+@functools.lru_cache(maxsize=None)
+def sched_graph(root):
+    """The scheduler's files: {file: {file it uses: [(fn, name)]}}."""
+    top = os.path.join(root, SCHED_DIR)
+    files = {}
+    if os.path.isdir(top):
+        for f in sorted(os.listdir(top)):
+            if SCHED_FILES.match(f):
+                files[f] = CFile(os.path.join(top, f), SCHED_DIR + '/' + f)
+    owner = {}
+    for f, cf in files.items():
+        for name, static, _a, _b, _at in cf.functions:
+            if not static:
+                owner.setdefault(name, f)
+    graph = {f: {} for f in files}
+    for f, cf in files.items():
+        own = {fn[0] for fn in cf.functions}
+        for name, users in cf.uses.items():
+            g = owner.get(name)
+            if g is None or g == f or name in own:
+                continue
+            for u in users:
+                graph[f].setdefault(g, []).append((u or '(file scope)', name))
+    return graph
+
+
+def sccs(graph):
+    """Tarjan's strongly connected components, each sorted."""
+    index, low, stack, on, out = {}, {}, [], set(), []
+
+    def visit(v):
+        index[v] = low[v] = len(index)
+        stack.append(v)
+        on.add(v)
+        for w in sorted(graph[v]):
+            if w not in index:
+                visit(w)
+                low[v] = min(low[v], low[w])
+            elif w in on:
+                low[v] = min(low[v], index[w])
+        if low[v] == index[v]:
+            comp = []
+            while True:
+                w = stack.pop()
+                on.discard(w)
+                comp.append(w)
+                if w == v:
+                    break
+            out.append(sorted(comp))
+
+    for v in sorted(graph):
+        if v not in index:
+            visit(v)
+    return out
+
+
+def a_cycle(graph, comp):
+    """One cycle through the first file of a component: [f, ..., f]."""
+    start, inside = comp[0], set(comp)
+    prev, queue = {start: None}, [start]
+    while queue:
+        v = queue.pop(0)
+        for w in sorted(graph[v]):
+            if w == start:
+                path = [v]
+                while prev[path[-1]] is not None:
+                    path.append(prev[path[-1]])
+                return list(reversed(path)) + [start]
+            if w in inside and w not in prev:
+                prev[w] = v
+                queue.append(w)
+    return comp + [comp[0]]
+
+
+def check_cycles(root):
+    """(d): one line per cycle (per strongly connected set of files)."""
+    graph = sched_graph(root)
+    out = []
+    for comp in sccs(graph):
+        if len(comp) < 2:
+            continue
+        cyc = a_cycle(graph, comp)
+        why = ', '.join('%s:%s uses %s' % (a, graph[a][b][0][0],
+                                           graph[a][b][0][1])
+                        for a, b in zip(cyc, cyc[1:]))
+        key = 'cycle ' + ' -> '.join(cyc)
+        out.append((key, None, '%s (%s; %d files in the circle: %s)' %
+                    (key, why, len(comp), ' '.join(comp))))
+    return out
+
+
+LAYER_HEAD = re.compile(r'^\s*\*\s+layer\s+files\s*$')
+LAYER_ROW = re.compile(r'^\s*\*\s+(\d+)\s+((?:\S+\.c\s*)+)$')
+
+
+def sched_layers(root):
+    """{file: layer} from scheduler.c's table, or None without one."""
+    path = os.path.join(root, SCHED_DIR, 'scheduler.c')
+    if not os.path.isfile(path):
+        return None
+    layers, inside = None, False
+    with open(path, encoding='utf-8', errors='replace') as f:
+        for ln in f:
+            if LAYER_HEAD.match(ln):
+                layers, inside = {}, True
+                continue
+            m = LAYER_ROW.match(ln) if inside else None
+            if m is None:
+                inside = inside and not layers
+                continue
+            for name in m.group(2).split():
+                layers.setdefault(name, []).append(int(m.group(1)))
+    return layers
+
+
+def check_layers(root):
+    """(e): one line per file out of the table, per arrow up or across."""
+    layers = sched_layers(root)
+    if layers is None:
+        return []
+    graph = sched_graph(root)
+    out = []
+    for f in sorted(set(graph) | set(layers)):
+        where = layers.get(f, [])
+        if len(where) != 1 or f not in graph:
+            key = 'layer %s' % f
+            why = ('in no layer' if not where else
+                   'in layers %s' % ' '.join(map(str, where))
+                   if f in graph else 'not a file of the scheduler')
+            out.append((key, None, '%s: %s of the table at the top of'
+                        ' %s/scheduler.c' % (key, why, SCHED_DIR)))
+    for f, to in graph.items():
+        for g, uses in sorted(to.items()):
+            a, b = layers.get(f, [0]), layers.get(g, [0])
+            if len(a) == 1 and len(b) == 1 and f in layers and \
+                    g in layers and b[0] <= a[0]:
+                key = 'layer %s (%d) -> %s (%d)' % (f, a[0], g, b[0])
+                out.append((key, None, '%s: %s:%s uses %s, not of a'
+                            ' lower layer' % (key, f, uses[0][0],
+                                              uses[0][1])))
+    return out
+
+
+def parse_known(lines):
+    """{key: figure} of the known violations (blank and # lines skipped)."""
+    known = {}
+    for ln in lines:
+        ln = ln.strip()
+        if not ln or ln.startswith('#'):
+            continue
+        m = re.match(r'^(lines \S+|function \S+) (\d+)', ln)
+        if m:
+            known[m.group(1)] = int(m.group(2))
+            continue
+        m = re.match(r'^(include \S+ \S+)', ln)
+        if m:
+            known[m.group(1)] = 1
+            continue
+        raise SystemExit('check_layout: cannot read the known violation'
+                         ' %r' % ln)
+    return known
+
+
+def check(root, known_lines):
+    """The lines to print and whether the tree holds."""
+    known = parse_known(known_lines)
+    found = (check_sizes(root) + check_includes(root) + check_cycles(root) +
+             check_layers(root))
+    lines, ok, seen = [], True, set()
+    for key, figure, line in found:
+        seen.add(key)
+        if figure is not None and key in known and figure <= known[key]:
+            if figure < known[key]:
+                lines.append('known (lower its figure to %d): %s' %
+                             (figure, line))
+            continue
+        if key in known:
+            line += ' (known at %d: it grew)' % known[key]
+        lines.append(line)
+        ok = False
+    for key in sorted(set(known) - seen):
+        lines.append('fixed (remove it from KNOWN in tools/check_layout.py):'
+                     ' %s %d' % (key, known[key]))
+        ok = False
+    return lines, ok
+
+
+def main(argv):
+    ap = argparse.ArgumentParser(description=__doc__.split('\n')[0])
+    ap.add_argument('--root', default=os.path.dirname(
+        os.path.dirname(os.path.abspath(__file__))))
+    ap.add_argument('--known')
+    ap.add_argument('--graph', action='store_true')
+    args = ap.parse_args(argv)
+    if args.graph:
+        for f, to in sched_graph(args.root).items():
+            print('%s -> %s' % (f, ' '.join(sorted(to)) or '(nothing)'))
+        return 0
+    if args.known is not None:
+        with open(args.known, encoding='utf-8') as f:
+            known_lines = f.read().splitlines()
+    else:
+        known_lines = KNOWN
+    lines, ok = check(args.root, known_lines)
+    for ln in lines:
+        print(ln)
+    if not ok:
+        print('check_layout: the tree breaks the rules above'
+              ' (docs/architecture.md)', file=sys.stderr)
+    return 0 if ok else 1
+
+
+if __name__ == '__main__':
+    sys.exit(main(sys.argv[1:]))
