@@ -54,24 +54,13 @@ function daemon/lib/pgsql.c:pgsql_parse 84
 function daemon/lib/sqlscan.c:sqlscan_next 98
 lines daemon/server/cluster_worker.c 1608
 lines daemon/server/control.c 1871
-lines daemon/server/exec.c 2458
-function daemon/server/exec.c:exec_sql_tx 81
-function daemon/server/exec.c:exec_sql_run 86
-function daemon/server/exec.c:exec_cmd_start 88
 function daemon/server/main.c:daemon_start 93
 function daemon/server/main.c:main 154
 function daemon/server/metrics.c:metrics_render 124
 function daemon/server/report.c:report_render 85
 lines daemon/store/cluster_pg.c 2175
 lines daemon/store/store_pg.c 3272
-lines daemon/store/store_sqlite.c 2152
 lines daemon/wh/wh_sqlite.c 1231
-include daemon/wh/wh_pg.c server/clock_ms.h
-include daemon/wh/wh_sqlite.c server/clock_ms.h
-include daemon/store/cluster_pg.c server/cluster.h
-include daemon/store/store.c server/module.h
-include daemon/store/store_pg.h server/cluster.h
-include daemon/store/store_sqlite.c server/log.h
 """.strip().splitlines()
 
 MAX_FILE_LINES = 1200

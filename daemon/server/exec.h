@@ -176,7 +176,7 @@ struct exec_run {
 	int64_t verify_rows[3];   /* a proof: before, after run 1, after run 2 */
 	char verify_sum[3][64];   /* ... and the partition's checksums */
 
-	/* Private to exec.c. */
+	/* Private to the executor (exec_priv.h). */
 	void *priv;
 };
 

@@ -1,7 +1,8 @@
 /*
- * exec_int.h - what exec.c shares with the files that run one kind of SQL
- * run for it on a worker thread (exec_wap.c: ClickHouse).  Worker threads
- * only: nothing here touches the loop.
+ * exec_int.h - what the executor (exec*.c, exec_priv.h) shares with the
+ * files that run one kind of SQL run for it on a worker thread
+ * (exec_wap.c: ClickHouse).  Worker threads only: nothing here touches
+ * the loop.
  */
 #ifndef BACKFILLD_EXEC_INT_H
 #define BACKFILLD_EXEC_INT_H
@@ -53,7 +54,7 @@ void exec_flight_set_staged(struct exec_flight *fl);
 
 /* exec_wap.c: a run, and a proof, on ClickHouse (key_checked: the
  * table's partition key passed exec_wap_key on this connection already,
- * exec.c's per-connection cache). */
+ * exec_conn.c's per-connection cache). */
 int exec_sql_wap(struct exec_flight *fl, struct wh_conn *conn,
 		 bool key_checked, struct err *err);
 int exec_sql_wap_verify(struct exec_flight *fl, struct wh_conn *conn,

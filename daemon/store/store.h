@@ -506,8 +506,8 @@ struct store_ops {
 	void (*stats)(struct store *st, struct store_stats *out);
 
 	/* Write: look at up to `limit` rows of pr's pass and delete what may
-	 * go (see store_sqlite.c, "Pruning"): 1 when there is more to do, 0
-	 * when the pass is over, -1 with err. */
+	 * go (see store_sqlite_query.c, "Pruning"): 1 when there is more to
+	 * do, 0 when the pass is over, -1 with err. */
 	int (*prune_step)(struct store *st, struct store_prune *pr, int limit,
 			  struct err *err);
 

@@ -2,8 +2,8 @@
  * module.h - the optional module backfilld-pg.so (libpq and what it
  * brings), loaded on first use so that a daemon on SQLite alone never maps
  * it.  It holds the PostgreSQL warehouse driver (wh_pg_driver, for
- * exec.c) and the PostgreSQL state store (store_pg_ops and store_pg_open,
- * for store.c).
+ * exec_conn.c), the PostgreSQL state store (store_pg_ops and
+ * store_pg_open, for store.c) and the cluster driver (cluster.c).
  *
  * Searched beside the executable (a build tree), then in the install
  * folder; BACKFILLD_TEST_MODULE_DIR (tests only) replaces both.  Loaded
