@@ -61,6 +61,14 @@ int exec_wap_mark_set(struct exec_flight *fl, struct wh_conn *conn,
 /* Outside a run: the marks, then the stage partitions, of keys. */
 int exec_wap_drop_keys(struct wh_conn *conn, const struct wap_tables *t,
 		       const char *const *keys, size_t n, struct err *err);
+/* exec_wap_key.c: the target's partition key against jd's grain (the
+ * table must exist; *distributed, when not NULL: it is a Distributed
+ * table, whose local table's key was checked). */
+int exec_wap_key_of(struct wh_conn *conn, const struct config *cfg,
+		    const struct job_def *jd, bool *distributed,
+		    struct err *err);
+int exec_wap_key(struct wh_conn *conn, const struct config *cfg,
+		 const struct job_def *jd, struct err *err);
 /* The request that marks part i (exec_wap.c). */
 int64_t exec_wap_request(const struct exec_run *run, size_t i);
 
