@@ -329,6 +329,8 @@ exec_wap_build(struct exec_flight *fl, struct wh_conn *conn, size_t i,
 		rc = exec_wap_step(fl, conn, "filling the stage", sql, params,
 				   4, err);
 		free(sql);
+		if (rc == -1)
+			exec_wap_unswept(t->stage);
 	}
 	if (rc == 0)
 		rc = exec_wap_audit(fl, conn, i, params, t, WAP_AFTER_READ,
@@ -481,6 +483,8 @@ exec_wap_batch(struct exec_flight *fl, struct wh_conn *conn,
 		rc = exec_wap_step(fl, conn, "filling the stage", sql, span, 3,
 				   err);
 		free(sql);
+		if (rc == -1)
+			exec_wap_unswept(t->stage);
 	}
 	if (rc == 0)
 		rc = exec_wap_batch_audit(fl, conn, t, &st, fast, kept, err);

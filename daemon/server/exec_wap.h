@@ -54,6 +54,10 @@ void exec_wap_forget_after(struct exec_run *run, size_t i);
 int exec_wap_clear(struct exec_flight *fl, struct wh_conn *conn,
 		   const struct wap_tables *t, size_t from, size_t n,
 		   const bool *marked, const bool *staged, struct err *err);
+/* A fill into stage failed: its INSERT may still run on the server, so
+ * the next clear of stage drops whether or not the state read saw parts
+ * (a DROP PARTITION waits for it). */
+void exec_wap_unswept(const char *stage);
 /* Every part of [from, from + n) marked, one INSERT a chunk (rule 1). */
 int exec_wap_mark_set(struct exec_flight *fl, struct wh_conn *conn,
 		      const struct wap_tables *t, size_t from, size_t n,

@@ -25,33 +25,70 @@
  * can leave its INSERT running on the server, to land after the next
  * process's state read: so each process clears unconditionally (as every
  * run once did) until one such drop of the table has gone through, and
- * only then trusts the state read's "holds nothing".
+ * only then trusts the state read's "holds nothing".  A fill of this
+ * process's that failed (stopped, the connection lost: its INSERT may
+ * run on) makes the next clear of its table unconditional again.
  */
 static pthread_mutex_t wap_swept_lock = PTHREAD_MUTEX_INITIALIZER;
-static char **wap_swept;
+static struct wap_swept {
+	char *stage;
+	bool swept;
+	unsigned gen;  /* fills that failed: a clear begun before one is no sweep */
+} *wap_swept;
 static size_t wap_nswept;
 
-static bool
-exec_wap_swept(const char *stage)
+/* The entry of stage (added when absent); wap_swept_lock held. */
+static struct wap_swept *
+exec_wap_swept_of(const char *stage)
 {
-	bool found = false;
-
-	pthread_mutex_lock(&wap_swept_lock);
-	for (size_t i = 0; i < wap_nswept && !found; i++)
-		found = strcmp(wap_swept[i], stage) == 0;
-	pthread_mutex_unlock(&wap_swept_lock);
-	return found;
-}
-
-static void
-exec_wap_set_swept(const char *stage)
-{
-	if (exec_wap_swept(stage))
-		return;
-	pthread_mutex_lock(&wap_swept_lock);
+	for (size_t i = 0; i < wap_nswept; i++)
+		if (strcmp(wap_swept[i].stage, stage) == 0)
+			return &wap_swept[i];
 	wap_swept = xreallocarray(wap_swept, wap_nswept + 1,
 				  sizeof *wap_swept);
-	wap_swept[wap_nswept++] = xstrdup(stage);
+	wap_swept[wap_nswept].stage = xstrdup(stage);
+	wap_swept[wap_nswept].swept = false;
+	wap_swept[wap_nswept].gen = 0;
+	return &wap_swept[wap_nswept++];
+}
+
+/* Whether stage is swept; *gen its generation now. */
+static bool
+exec_wap_swept(const char *stage, unsigned *gen)
+{
+	struct wap_swept *e;
+	bool swept;
+
+	pthread_mutex_lock(&wap_swept_lock);
+	e = exec_wap_swept_of(stage);
+	swept = e->swept;
+	*gen = e->gen;
+	pthread_mutex_unlock(&wap_swept_lock);
+	return swept;
+}
+
+/* A clear begun at generation gen went through. */
+static void
+exec_wap_set_swept(const char *stage, unsigned gen)
+{
+	struct wap_swept *e;
+
+	pthread_mutex_lock(&wap_swept_lock);
+	e = exec_wap_swept_of(stage);
+	if (e->gen == gen)
+		e->swept = true;
+	pthread_mutex_unlock(&wap_swept_lock);
+}
+
+void
+exec_wap_unswept(const char *stage)
+{
+	struct wap_swept *e;
+
+	pthread_mutex_lock(&wap_swept_lock);
+	e = exec_wap_swept_of(stage);
+	e->swept = false;
+	e->gen++;
 	pthread_mutex_unlock(&wap_swept_lock);
 }
 
@@ -322,7 +359,8 @@ exec_wap_clear(struct exec_flight *fl, struct wh_conn *conn,
 	       const bool *marked, const bool *staged, struct err *err)
 {
 	struct exec_run *run = exec_flight_run(fl);
-	bool swept = exec_wap_swept(t->stage);
+	unsigned gen;
+	bool swept = exec_wap_swept(t->stage, &gen);
 
 	for (size_t c = from; c < from + n; c += CHWAP_CHUNK) {
 		size_t m = from + n - c < CHWAP_CHUNK ? from + n - c : CHWAP_CHUNK;
@@ -338,7 +376,7 @@ exec_wap_clear(struct exec_flight *fl, struct wh_conn *conn,
 		}
 	}
 	if (!swept)
-		exec_wap_set_swept(t->stage);
+		exec_wap_set_swept(t->stage, gen);
 	return 0;
 }
 
