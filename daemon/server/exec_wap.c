@@ -1,9 +1,10 @@
 /*
  * exec_wap.c - write-audit-publish on ClickHouse (docs/clickhouse.md):
- * the runs of a job on a ClickHouse warehouse, their --verify proof, and
- * the start's check of the targets' partition keys.  Called by exec.c's
- * worker threads (exec_int.h); there is no transaction: a stage table is
- * filled, audited, then swapped in by one REPLACE PARTITION.
+ * the runs of a job on a ClickHouse warehouse and their --verify proof
+ * (the statements over several partitions at once in exec_wap_set.c, the
+ * check of the targets' partition keys in exec_wap_key.c).  Called by
+ * exec.c's worker threads (exec_int.h); there is no transaction: a stage
+ * table is filled, audited, then swapped in by one REPLACE PARTITION.
  */
 #include <signal.h>
 #include <stdint.h>
@@ -19,154 +20,12 @@
 #include "digest.h"
 #include "exec.h"
 #include "exec_int.h"
+#include "exec_wap.h"
 #include "guard.h"
 #include "wh.h"
 #include "xalloc.h"
 
 /* ---- write-audit-publish (ClickHouse; docs/clickhouse.md) ----------- */
-
-/* The target's partition key must make one of its partitions one of the
- * job's (chsql_key_matches); the table must exist.  A Distributed table
- * (*distributed set, NULL: not wanted) needs the warehouse's cluster:
- * (an INSERT into a stage created AS it would write the live shards) and
- * its local table's key is checked (on this server, one of the shards). */
-static int
-exec_wap_key_of(struct wh_conn *conn, const struct config *cfg,
-		const struct job_def *jd, bool *distributed, struct err *err)
-{
-	const struct warehouse_def *wh = &cfg->warehouses[jd->warehouse];
-	char sql[512], want[300], c[CHSQL_IDENT_MAX], db[CHSQL_IDENT_MAX];
-	char local[CHSQL_IDENT_MAX], *key = NULL, *sp;
-	bool has_row;
-
-	if (distributed != NULL)
-		*distributed = false;
-	/* names are plain (config.c, chsql_distributed) */
-	snprintf(sql, sizeof sql, "SELECT concat(engine, ' ', partition_key)"
-		 " FROM system.tables WHERE database = currentDatabase() AND"
-		 " name = '%s'", jd->table);
-	if (conn->drv->query_value(conn, sql, NULL, 0, &has_row, &key,
-				   err) == -1) {
-		err_prefix(err, "reading the partition key of %s", jd->table);
-		return -1;
-	}
-	if (key != NULL && strncmp(key, "Distributed ", 12) == 0) {
-		free(key);
-		key = NULL;
-		if (distributed != NULL)
-			*distributed = true;
-		if (wh->cluster == NULL)
-			return err_set(err, EXIT_BAD_INPUT, "%s:%d:%d: job \"%s\":"
-				       " table %s is a Distributed table: name"
-				       " its cluster on the warehouse (cluster:)"
-				       " to publish on its shards", jd->file,
-				       jd->pos.line, jd->pos.col, jd->name,
-				       jd->table);
-		snprintf(sql, sizeof sql, "SELECT engine_full FROM"
-			 " system.tables WHERE database = currentDatabase() AND"
-			 " name = '%s'", jd->table);
-		if (conn->drv->query_value(conn, sql, NULL, 0, &has_row, &key,
-					   err) == -1)
-			return -1;
-		if (key == NULL || chsql_distributed(key, c, db, local,
-						     sizeof local) < 0) {
-			free(key);
-			return err_set(err, EXIT_BAD_INPUT, "%s:%d:%d: job"
-				       " \"%s\": the Distributed table %s does"
-				       " not name its cluster, database and"
-				       " local table as plain names",
-				       jd->file, jd->pos.line, jd->pos.col,
-				       jd->name, jd->table);
-		}
-		free(key);
-		key = NULL;
-		snprintf(sql, sizeof sql, "SELECT concat(engine, ' ',"
-			 " partition_key) FROM system.tables WHERE database ="
-			 " '%s' AND name = '%s'", db, local);
-		if (conn->drv->query_value(conn, sql, NULL, 0, &has_row, &key,
-					   err) == -1) {
-			err_prefix(err, "reading the partition key of %s",
-				   local);
-			return -1;
-		}
-	}
-	/* "ENGINE KEY": the key alone */
-	if (key != NULL && (sp = strchr(key, ' ')) != NULL)
-		memmove(key, sp + 1, strlen(sp + 1) + 1);
-	if (!has_row || key == NULL) {
-		free(key);
-		return err_set(err, EXIT_BAD_INPUT, "%s:%d:%d: job \"%s\": table"
-			       " %s does not exist in the warehouse's database",
-			       jd->file, jd->pos.line, jd->pos.col, jd->name,
-			       jd->table);
-	}
-	if (!chsql_key_matches(key, jd->partition_column, jd->grain, want,
-			       sizeof want)) {
-		err_set(err, EXIT_BAD_INPUT, "%s:%d:%d: job \"%s\": table %s is"
-			" partitioned by %s, which is not the job's %s grain:"
-			" partition it by %s", jd->file, jd->pos.line,
-			jd->pos.col, jd->name, jd->table, key[0] ? key :
-			"nothing", grain_name(jd->grain), want);
-		free(key);
-		return -1;
-	}
-	free(key);
-	return 0;
-}
-
-static int
-exec_wap_key(struct wh_conn *conn, const struct config *cfg,
-	     const struct job_def *jd, struct err *err)
-{
-	return exec_wap_key_of(conn, cfg, jd, NULL, err);
-}
-
-int
-exec_check_partition_keys(const struct config *cfg, struct err *err)
-{
-	const struct wh_driver *drv;
-	struct wh_conn **conns;
-	bool *tried, any = false;
-	int rc = 0;
-
-	for (size_t w = 0; w < cfg->nwarehouses; w++)
-		any |= cfg->warehouses[w].kind == WH_CLICKHOUSE;
-	/* no module loaded for a configuration without ClickHouse */
-	if (!any || (drv = exec_driver(WH_CLICKHOUSE)) == NULL)
-		return 0;
-	conns = xcalloc(cfg->nwarehouses + 1, sizeof *conns);
-	tried = xcalloc(cfg->nwarehouses + 1, sizeof *tried);
-	for (size_t i = 0; i < cfg->njobs && rc == 0; i++) {
-		const struct job_def *jd = &cfg->jobs[i];
-		int w = jd->warehouse;
-		struct err e;
-
-		if (w < 0 || cfg->warehouses[w].kind != WH_CLICKHOUSE)
-			continue;
-		if (!tried[w]) {
-			tried[w] = true;
-			/* unreachable now: its runs say so when they run */
-			if (drv->open(&cfg->warehouses[w], &conns[w], &e) == -1)
-				conns[w] = NULL;
-			else if (drv->watch != NULL) /* each query bounded */
-				drv->watch(conns[w], NULL, 10000, false);
-		}
-		if (conns[w] == NULL)
-			continue;
-		err_clear(&e);
-		if (exec_wap_key(conns[w], cfg, jd, &e) == -1 &&
-		    e.code == EXIT_BAD_INPUT) {
-			*err = e;
-			rc = -1;
-		}
-	}
-	for (size_t w = 0; w < cfg->nwarehouses; w++)
-		if (conns[w] != NULL)
-			drv->close(conns[w]);
-	free(conns);
-	free(tried);
-	return rc;
-}
 
 /* One statement of the sequence, naming the step when it fails. */
 static int
@@ -201,12 +60,6 @@ exec_wap_step(struct exec_flight *fl, struct wh_conn *conn, const char *what,
  *     and publishes it again, unchanged: the REPLACE of the same rows
  *     twice leaves what once does.  Any other mark is stale and dropped.
  */
-struct wap_tables {
-	const char *live;   /* the table published into */
-	char stage[CHSQL_IDENT_MAX + 32];
-	char mark[CHSQL_IDENT_MAX + 32];
-};
-
 /* The stage and marks of table `live` (the job's, or a shard's local).
  * On several hosts each node has its own (suffixed with a hash of its
  * name), so that a node paused past its lease can never write into the
@@ -281,7 +134,7 @@ exec_wap_unstage(struct exec_flight *fl, struct wh_conn *conn,
 
 /* The request that marks part i (the first of the run's identities for
  * it; 0 without any). */
-static int64_t
+int64_t
 exec_wap_request(const struct exec_run *run, size_t i)
 {
 	for (size_t k = 0; k < run->ncommits; k++)
@@ -393,45 +246,106 @@ exec_wap_publish(struct exec_flight *fl, struct wh_conn *conn,
 	return rc;
 }
 
+/* How exec_wap_audit comes by the after figures. */
+enum wap_after {
+	WAP_AFTER_READ,     /* read now, with the set statement if it can */
+	WAP_AFTER_MEASURED, /* read already (exec_wap_read_after) */
+	WAP_AFTER_OLD       /* read now, a statement a figure */
+};
+
 static int exec_wap_audit(struct exec_flight *fl, struct wh_conn *conn,
 			  size_t i, const struct wh_param *params,
-			  const char *stage, struct err *err);
+			  const struct wap_tables *t, enum wap_after how,
+			  char (*sum_after)[32], struct err *err);
 static int exec_wap_fingerprint(struct exec_flight *fl, struct wh_conn *conn,
 				size_t i, const struct wh_param *params,
-				const struct wap_tables *t, struct err *err);
+				const struct wap_tables *t, const char *before,
+				const char *after, struct err *err);
+static int exec_wap_create(struct exec_flight *fl, struct wh_conn *conn,
+			   const struct wap_tables *t, struct err *err);
+static void exec_wap_params(const struct exec_run *run, size_t i,
+			    const char *stage, struct wh_param params[4]);
 
-/* Steps 3 to 7 of docs/clickhouse.md for part i: clear the stage
- * partition (its stale mark first), fill it, audit it, refuse it empty,
- * mark it; or, marked by this run's request (rule 3), audit it again. */
+/* Steps 1 to 3 for parts [from, from + n): their state and before
+ * figures, by one statement (a chunk), the tables created when it finds
+ * the stage missing or fails (the job's first run, or someone dropped
+ * them: then read again); when it still cannot be read, the old way:
+ * each part's before figures and marks, its stage partition taken to
+ * hold rows.  *fast: the one statement read it. */
+static int
+exec_wap_state(struct exec_flight *fl, struct wh_conn *conn, size_t from,
+	       size_t n, const struct wap_tables *t, struct wap_state *st,
+	       bool *fast, struct err *err)
+{
+	struct exec_run *run = exec_flight_run(fl);
+	struct wh_param params[4];
+	int rc = exec_wap_read_state(fl, conn, t, from, n, st, err);
+
+	if (rc == 0 && !st->stage_exists)
+		rc = exec_wap_create(fl, conn, t, err);
+	else if (rc == 1 && (rc = exec_wap_create(fl, conn, t, err)) == 0)
+		rc = exec_wap_read_state(fl, conn, t, from, n, st, err);
+	*fast = rc == 0;
+	if (rc != 1)
+		return rc;
+	for (size_t i = from; i < from + n; i++) {
+		exec_wap_params(run, i, t->stage, params);
+		if (exec_interrupted(fl, err) ||
+		    guard_before_in(run, conn, i, params, 3, t->live, err) == -1 ||
+		    exec_wap_marked(fl, conn, i, t, params, &st->kept[i],
+				    &st->any[i], err) == -1)
+			return -1;
+		st->staged[i] = true;
+		st->sum_before[i][0] = '\0';
+	}
+	return 0;
+}
+
+/* Steps 1 to 7 of docs/clickhouse.md for part i: its state and before
+ * figures, the stage partition cleared (its stale mark first) when it
+ * holds anything, filled, audited, refused empty, marked; or, marked by
+ * this run's request (rule 3), audited again. */
 static int
 exec_wap_build(struct exec_flight *fl, struct wh_conn *conn, size_t i,
 	       const struct wh_param *params, const struct wap_tables *t,
 	       struct err *err)
 {
-	const struct job_def *jd = exec_flight_run(fl)->job;
-	bool kept, any;
+	struct exec_run *run = exec_flight_run(fl);
+	struct wap_state st = { 0 };
+	char (*sums)[32] = xcalloc(run->nparts, sizeof *sums);
+	bool fast, dig = exec_wap_digested(run, t);
 	char *sql;
 	int rc;
 
-	if (exec_wap_marked(fl, conn, i, t, params, &kept, &any, err) == -1)
-		return -1;
-	if (kept)
-		return exec_wap_audit(fl, conn, i, params, t->stage, err);
-	if (exec_interrupted(fl, err))
-		return -1;
-	if (exec_wap_drop_as(conn, t, params, any, err) == -1) {
-		if (strcmp(err->msg, "interrupted") != 0)
-			err_prefix(err, "clearing the stage partition");
-		return -1;
+	rc = exec_wap_state(fl, conn, i, 1, t, &st, &fast, err);
+	if (rc == 0 && st.kept[i]) {
+		rc = exec_wap_audit(fl, conn, i, params, t, WAP_AFTER_READ,
+				    NULL, err);
+		goto out;
 	}
-	sql = xasprintf("INSERT INTO `%s` %s", t->stage, jd->sql);
-	rc = exec_wap_step(fl, conn, "filling the stage", sql, params, 4, err);
-	free(sql);
-	if (rc == -1 ||
-	    exec_wap_audit(fl, conn, i, params, t->stage, err) == -1 ||
-	    exec_wap_fingerprint(fl, conn, i, params, t, err) == -1)
-		return -1;
-	return exec_wap_mark(fl, conn, i, t, params, err);
+	if (rc == 0)
+		rc = exec_wap_clear(fl, conn, t, i, 1, st.any, st.staged, err);
+	if (rc == 0) {
+		sql = xasprintf("INSERT INTO `%s` %s", t->stage, run->job->sql);
+		rc = exec_wap_step(fl, conn, "filling the stage", sql, params,
+				   4, err);
+		free(sql);
+		if (rc == -1)
+			exec_wap_unswept(t->stage);
+	}
+	if (rc == 0)
+		rc = exec_wap_audit(fl, conn, i, params, t, WAP_AFTER_READ,
+				    dig ? sums : NULL, err);
+	if (rc == 0)
+		rc = exec_wap_fingerprint(fl, conn, i, params, t,
+					  fast ? st.sum_before[i] : "",
+					  sums[i], err);
+	if (rc == 0)
+		rc = exec_wap_mark(fl, conn, i, t, params, err);
+out:
+	exec_wap_state_free(&st);
+	free(sums);
+	return rc;
 }
 
 /* Part i built (exec_wap_build), then published (step 8). */
@@ -445,18 +359,35 @@ exec_wap_part(struct exec_flight *fl, struct wh_conn *conn, size_t i,
 	return exec_wap_publish(fl, conn, t, params, err);
 }
 
-/* Part i's audit in the stage: checks, guardrails, the empty refusal. */
+/* Part i's audit in the stage: checks, guardrails, the empty refusal;
+ * the after figures as `how` says (sum_after[i] too when not NULL). */
 static int
 exec_wap_audit(struct exec_flight *fl, struct wh_conn *conn, size_t i,
-	       const struct wh_param *params, const char *stage,
-	       struct err *err)
+	       const struct wh_param *params, const struct wap_tables *t,
+	       enum wap_after how, char (*sum_after)[32], struct err *err)
 {
 	struct exec_run *run = exec_flight_run(fl);
+	enum guard_outcome g;
+	int rc;
 
-	if (exec_checks(fl, conn, i, params, 4, err) != 0)
+	if (exec_checks(fl, conn, i, params, 4, err) != 0) {
+		/* the guardrails' figures were not reached */
+		if (how == WAP_AFTER_MEASURED)
+			exec_wap_forget_after(run, i);
 		return -1;
-	if (guard_after_in(run, conn, i, params, 3, true, stage, err) !=
-	    GUARD_PASSED)
+	}
+	if (how == WAP_AFTER_READ) {
+		rc = exec_wap_read_after(fl, conn, t, i, 1, sum_after, err);
+		if (rc == -1)
+			return -1;
+		how = rc == 0 ? WAP_AFTER_MEASURED : WAP_AFTER_OLD;
+	}
+	if (how == WAP_AFTER_MEASURED)
+		g = guard_judge_in(run, conn, i, params, 3, true, t->stage, err);
+	else
+		g = guard_after_in(run, conn, i, params, 3, true, t->stage,
+				   err);
+	if (g != GUARD_PASSED)
 		return -1;
 	if (run->guards[i].rows_after == 0 && !run->job->allow_empty)
 		return err_set(err, EXIT_WORK_FAILED, "refused: the stage"
@@ -477,42 +408,44 @@ exec_wap_params(const struct exec_run *run, size_t i, const char *stage,
 	params[3].value = stage;
 }
 
-/* A batch's first steps: each part's before figures, and whether every
- * part is marked by the batch's request (*kept, rule 3); when not, every
- * part's mark and stage partition dropped. */
+/* A batch's audits after its fill (the after figures of every part read
+ * at once when they can be), each part's fingerprint unless kept. */
 static int
-exec_wap_batch_begin(struct exec_flight *fl, struct wh_conn *conn,
-		     const struct wap_tables *t, bool *kept, struct err *err)
+exec_wap_batch_audit(struct exec_flight *fl, struct wh_conn *conn,
+		     const struct wap_tables *t, const struct wap_state *st,
+		     bool fast, bool kept, struct err *err)
 {
 	struct exec_run *run = exec_flight_run(fl);
+	char (*sums)[32] = xcalloc(run->nparts, sizeof *sums);
+	bool dig = !kept && exec_wap_digested(run, t);
 	struct wh_param params[4];
-	bool k, any;
+	enum wap_after how;
+	int rc;
 
-	*kept = true;
-	for (size_t i = 0; i < run->nparts; i++) {
+	rc = exec_wap_read_after(fl, conn, t, 0, run->nparts, dig ? sums : NULL,
+				 err);
+	how = rc == 0 ? WAP_AFTER_MEASURED : WAP_AFTER_OLD;
+	for (size_t i = 0; i < run->nparts && rc != -1; i++) {
 		exec_wap_params(run, i, t->stage, params);
-		if (exec_interrupted(fl, err) ||
-		    guard_before(run, conn, i, params, 3, err) == -1 ||
-		    exec_wap_marked(fl, conn, i, t, params, &k, &any, err) == -1)
-			return -1;
-		*kept &= k;
+		rc = exec_wap_audit(fl, conn, i, params, t, how, NULL, err);
+		if (rc == 0 && !kept)
+			rc = exec_wap_fingerprint(fl, conn, i, params, t,
+						  fast ? st->sum_before[i] : "",
+						  sums[i], err);
+		/* the parts after a failed one were not audited */
+		for (size_t j = i + 1; rc == -1 && how == WAP_AFTER_MEASURED &&
+		     j < run->nparts; j++)
+			exec_wap_forget_after(run, j);
 	}
-	for (size_t i = 0; i < run->nparts && !*kept; i++) {
-		exec_wap_params(run, i, t->stage, params);
-		if (exec_interrupted(fl, err))
-			return -1;
-		if (exec_wap_drop(conn, t, params, err) == -1) {
-			err_prefix(err, "clearing the stage partition");
-			return -1;
-		}
-	}
-	return 0;
+	free(sums);
+	return rc == -1 ? -1 : 0;
 }
 
-/* A batch on ClickHouse: every stage partition cleared, one fill for the
- * batch's interval, every partition audited and marked, then each
- * published; or, every part marked by the batch's request (rule 3), each
- * audited again and published again. */
+/* A batch on ClickHouse: every part's state and before figures read,
+ * the stage partitions that hold anything cleared (their marks first),
+ * one fill for the batch's interval, every partition audited, all marked
+ * by one INSERT, then each published; or, every part marked by the
+ * batch's request (rule 3), each audited again and published again. */
 static int
 exec_wap_batch(struct exec_flight *fl, struct wh_conn *conn,
 	       const struct wap_tables *t, struct err *err)
@@ -520,8 +453,9 @@ exec_wap_batch(struct exec_flight *fl, struct wh_conn *conn,
 	struct exec_run *run = exec_flight_run(fl);
 	struct wh_param params[4], span[3];
 	const char *lo = run->parts[0].start, *hi = run->parts[0].end;
+	struct wap_state st = { 0 };
 	int64_t published = 0;
-	bool kept;
+	bool kept = true, fast;
 	char *sql;
 	size_t i;
 	int rc;
@@ -532,7 +466,12 @@ exec_wap_batch(struct exec_flight *fl, struct wh_conn *conn,
 		if (strcmp(run->parts[i].end, hi) > 0)
 			hi = run->parts[i].end;
 	}
-	rc = exec_wap_batch_begin(fl, conn, t, &kept, err);
+	rc = exec_wap_state(fl, conn, 0, run->nparts, t, &st, &fast, err);
+	for (i = 0; i < run->nparts && rc == 0; i++)
+		kept &= st.kept[i];
+	if (rc == 0 && !kept)
+		rc = exec_wap_clear(fl, conn, t, 0, run->nparts, st.any,
+				    st.staged, err);
 	/* the whole batch's interval; :partition is deliberately not bound */
 	span[0].name = "partition_start";
 	span[0].value = lo;
@@ -545,17 +484,13 @@ exec_wap_batch(struct exec_flight *fl, struct wh_conn *conn,
 		rc = exec_wap_step(fl, conn, "filling the stage", sql, span, 3,
 				   err);
 		free(sql);
+		if (rc == -1)
+			exec_wap_unswept(t->stage);
 	}
-	for (i = 0; i < run->nparts && rc == 0; i++) {
-		exec_wap_params(run, i, t->stage, params);
-		rc = exec_wap_audit(fl, conn, i, params, t->stage, err);
-		if (rc == 0 && !kept)
-			rc = exec_wap_fingerprint(fl, conn, i, params, t, err);
-	}
-	for (i = 0; i < run->nparts && rc == 0 && !kept; i++) {
-		exec_wap_params(run, i, t->stage, params);
-		rc = exec_wap_mark(fl, conn, i, t, params, err);
-	}
+	if (rc == 0)
+		rc = exec_wap_batch_audit(fl, conn, t, &st, fast, kept, err);
+	if (rc == 0 && !kept)
+		rc = exec_wap_mark_set(fl, conn, t, 0, run->nparts, err);
 	for (i = 0; i < run->nparts && rc == 0; i++) {
 		exec_wap_params(run, i, t->stage, params);
 		rc = exec_wap_publish(fl, conn, t, params, err);
@@ -566,6 +501,7 @@ exec_wap_batch(struct exec_flight *fl, struct wh_conn *conn,
 		exec_wap_params(run, i, t->stage, params);
 		exec_wap_unstage(fl, conn, t, params);
 	}
+	exec_wap_state_free(&st);
 	run->rows_changed = published;
 	if (rc == 0)
 		exec_flight_set_staged(fl);
@@ -788,12 +724,10 @@ exec_wap_shard_build(struct exec_flight *fl, struct wh_conn *c,
 	struct exec_run *run = exec_flight_run(fl);
 	struct wh_param params[4];
 
-	if (exec_wap_create(fl, c, t, err) == -1)
-		goto fail;
+	guard_prepare(run);
 	for (size_t i = 0; i < run->nparts; i++) {
 		exec_wap_params(run, i, t->stage, params);
 		if (exec_interrupted(fl, err) ||
-		    guard_before_in(run, c, i, params, 3, t->live, err) == -1 ||
 		    exec_wap_build(fl, c, i, params, t, err) == -1)
 			goto fail;
 		rows[2 * i] = run->guards[i].rows_before;
@@ -969,14 +903,13 @@ exec_sql_wap(struct exec_flight *fl, struct wh_conn *conn, bool key_checked,
 		exec_wap_shards_close(&sh);
 		return rc;
 	}
-	if (exec_wap_create(fl, conn, &t, err) == -1)
-		return -1;
+	/* the stage tables are created when a state read finds none */
+	guard_prepare(run);
 	if (jd->batch)
 		return exec_wap_batch(fl, conn, &t, err);
 	for (size_t i = 0; i < run->nparts; i++) {
 		exec_wap_params(run, i, t.stage, params);
-		if (exec_interrupted(fl, err) ||
-		    guard_before(run, conn, i, params, 3, err) == -1)
+		if (exec_interrupted(fl, err))
 			return -1;
 		if (exec_wap_part(fl, conn, i, params, &t, err) == -1) {
 			exec_wap_unstage(fl, conn, &t, params);
@@ -989,34 +922,35 @@ exec_sql_wap(struct exec_flight *fl, struct wh_conn *conn, bool key_checked,
 	return 0;
 }
 
-/* Once the run is recorded (rule 2): drop the marks and stage partitions
- * of `parts`.  Outside any run, on a worker thread. */
+/* Once the run is recorded (rule 2): drop the marks, then the stage
+ * partitions, of `parts`, one statement a table (a chunk).  Outside any
+ * run, on a worker thread. */
 void
 exec_wap_release(struct wh_conn *conn, const struct config *cfg,
 		 const struct warehouse_def *wh, const struct job_def *jd, const struct exec_part *parts,
 		 const bool *skip, size_t n)
 {
+	const char **keys = xcalloc(n ? n : 1, sizeof *keys);
 	struct wap_tables t;
-	struct wh_param params[3];
 	struct wap_shards sh;
 	struct err e;
+	size_t k = 0;
 	int rc;
 
-	rc = wh->cluster == NULL ? 0 :
+	for (size_t i = 0; i < n; i++)
+		if (skip == NULL || !skip[i])
+			keys[k++] = parts[i].key;
+	rc = k == 0 || wh->cluster == NULL ? 0 :
 	    exec_wap_shards_open(conn, wh, jd, NULL, 0, &sh, &e);
-	if (rc == -1)
-		return; /* the next run of each partition clears them */
-	exec_wap_tables_of(cfg, rc == 1 ? sh.local : jd->table, &t);
-	for (size_t s = 0; s < (rc == 1 ? sh.n : 1); s++)
-		for (size_t i = 0; i < n; i++) {
-			if (skip != NULL && skip[i])
-				continue;
-			exec_part_params(&parts[i], params);
-			(void)exec_wap_drop(rc == 1 ? sh.conns[s] : conn, &t,
-					    params, &e);
-		}
+	if (rc != -1) { /* else the next run of each partition clears them */
+		exec_wap_tables_of(cfg, rc == 1 ? sh.local : jd->table, &t);
+		for (size_t s = 0; s < (rc == 1 ? sh.n : 1) && k > 0; s++)
+			(void)exec_wap_drop_keys(rc == 1 ? sh.conns[s] : conn,
+						 &t, keys, k, &e);
+	}
 	if (rc == 1)
 		exec_wap_shards_close(&sh);
+	free(keys);
 }
 
 /* The part of job jd whose mark says `v` (toString of its :partition:
@@ -1122,35 +1056,48 @@ exec_wap_sum(const char *dec, char *out)
 		digest_format(v, out, DIGEST_LEN);
 }
 
+bool
+exec_wap_digested(const struct exec_run *run, const struct wap_tables *t)
+{
+	const struct job_def *jd = run->job;
+
+	/* a shard's local table holds part of the partition: the sums of
+	 * the other shards are not there, so it stays unknown (rebuilt) */
+	return jd->ndownstream > 0 && jd->partition_column != NULL &&
+	    strcmp(t->live, jd->table) == 0;
+}
+
 /*
  * Early cut-off on ClickHouse (docs/cutoff.md): part i's fingerprint
  * before its write is the live partition's (the table published into,
- * not read on a Distributed target's shards), read once the stage is
- * audited and before it is published; after it, the stage's, which the
- * publish copies whole.  For a job that feeds another.  Not read for a
- * stage kept from an earlier attempt (it may be published already: the
- * live partition tells nothing then), which leaves it unknown, so that
- * its downstream is rebuilt.
+ * not read on a Distributed target's shards), read by the state read
+ * before the fill (`before`; "": read now, once the stage is audited and
+ * before it is published); after it, the stage's, which the publish
+ * copies whole (`after`, from the after figures; "": read now).  For a
+ * job that feeds another.  Not read for a stage kept from an earlier
+ * attempt (it may be published already: the live partition tells nothing
+ * then), which leaves it unknown, so that its downstream is rebuilt.
  */
 static int
 exec_wap_fingerprint(struct exec_flight *fl, struct wh_conn *conn, size_t i,
 		     const struct wh_param *params, const struct wap_tables *t,
-		     struct err *err)
+		     const char *before, const char *after, struct err *err)
 {
 	const struct job_def *jd = exec_flight_run(fl)->job;
 	struct exec_guard_result *g = &exec_flight_run(fl)->guards[i];
 	char dec[2][64];
 	int64_t rows;
 
-	/* a shard's local table holds part of the partition: the sums of
-	 * the other shards are not here, so it stays unknown (rebuilt) */
-	if (jd->ndownstream == 0 || jd->partition_column == NULL ||
-	    strcmp(t->live, jd->table) != 0)
+	if (!exec_wap_digested(exec_flight_run(fl), t))
 		return 0;
-	if (exec_wap_digest(conn, t->live, jd->partition_column, params,
-			    &rows, dec[0], sizeof dec[0], err) == -1 ||
-	    exec_wap_digest(conn, t->stage, jd->partition_column, params,
-			    &rows, dec[1], sizeof dec[1], err) == -1) {
+	snprintf(dec[0], sizeof dec[0], "%s", before);
+	snprintf(dec[1], sizeof dec[1], "%s", after);
+	if ((dec[0][0] == '\0' &&
+	     exec_wap_digest(conn, t->live, jd->partition_column, params,
+			     &rows, dec[0], sizeof dec[0], err) == -1) ||
+	    (dec[1][0] == '\0' &&
+	     exec_wap_digest(conn, t->stage, jd->partition_column, params,
+			     &rows, dec[1], sizeof dec[1], err) == -1)) {
 		err_prefix(err, "fingerprint of %s", t->live);
 		return -1;
 	}

@@ -243,9 +243,8 @@ guard_measure(struct exec_run *run, struct wh_conn *conn, size_t i,
 	return 0;
 }
 
-int
-guard_before(struct exec_run *run, struct wh_conn *conn, size_t i,
-	     const struct wh_param *params, size_t nparams, struct err *err)
+void
+guard_prepare(struct exec_run *run)
 {
 	const struct job_def *j = run->job;
 
@@ -255,6 +254,13 @@ guard_before(struct exec_run *run, struct wh_conn *conn, size_t i,
 			run->guards[p].metrics = xcalloc(j->nmetrics,
 							 sizeof *run->guards[p].metrics);
 	}
+}
+
+int
+guard_before(struct exec_run *run, struct wh_conn *conn, size_t i,
+	     const struct wh_param *params, size_t nparams, struct err *err)
+{
+	guard_prepare(run);
 	return guard_measure(run, conn, i, params, nparams, false, err);
 }
 
@@ -364,8 +370,9 @@ guard_metrics(struct exec_run *run, size_t i, bool first_error,
 	return rc;
 }
 
-enum guard_outcome
-guard_after(struct exec_run *run, struct wh_conn *conn, size_t i,
+/* guard_after's checks, on the figures measured already. */
+static enum guard_outcome
+guard_judge(struct exec_run *run, struct wh_conn *conn, size_t i,
 	    const struct wh_param *params, size_t nparams, bool first_error,
 	    struct err *err)
 {
@@ -376,8 +383,6 @@ guard_after(struct exec_run *run, struct wh_conn *conn, size_t i,
 	struct err qerr;
 	enum guard_outcome rc = GUARD_PASSED;
 
-	if (guard_measure(run, conn, i, params, nparams, true, err) < 0)
-		return GUARD_BROKEN;
 	if (j->nkey > 0) {
 		char *sql = guard_sql_dupkey(j), *value = NULL;
 		bool has_row;
@@ -417,6 +422,29 @@ guard_after(struct exec_run *run, struct wh_conn *conn, size_t i,
 		guard_record(run, i, "min_rows", true, detail);
 	}
 	return guard_metrics(run, i, first_error, rc, err);
+}
+
+enum guard_outcome
+guard_after(struct exec_run *run, struct wh_conn *conn, size_t i,
+	    const struct wh_param *params, size_t nparams, bool first_error,
+	    struct err *err)
+{
+	if (guard_measure(run, conn, i, params, nparams, true, err) < 0)
+		return GUARD_BROKEN;
+	return guard_judge(run, conn, i, params, nparams, first_error, err);
+}
+
+enum guard_outcome
+guard_judge_in(struct exec_run *run, struct wh_conn *conn, size_t i,
+	       const struct wh_param *params, size_t nparams, bool first_error,
+	       const char *table, struct err *err)
+{
+	enum guard_outcome rc;
+
+	guard_table_over = table;
+	rc = guard_judge(run, conn, i, params, nparams, first_error, err);
+	guard_table_over = NULL;
+	return rc;
 }
 
 enum guard_outcome

@@ -26,6 +26,9 @@ char *guard_sql_dupkey(const struct job_def *j);
  * from (no value before, or zero before). */
 bool guard_change(double before, double after, double *pct);
 
+/* run->guards allocated (guard_before does it; a caller that measures
+ * the figures itself calls it first). */
+void guard_prepare(struct exec_run *run);
 /* Before the write: rows and metrics of part i into run->guards[i]. */
 int guard_before(struct exec_run *run, struct wh_conn *conn, size_t i,
 		 const struct wh_param *params, size_t nparams,
@@ -55,6 +58,11 @@ enum guard_outcome guard_after(struct exec_run *run, struct wh_conn *conn, size_
  * stage, where the new partition is before it is published; the before
  * figures came from the live table). */
 enum guard_outcome guard_after_in(struct exec_run *run, struct wh_conn *conn,
+		size_t i, const struct wh_param *params, size_t nparams,
+		bool first_error, const char *table, struct err *err);
+/* guard_after_in on the figures the caller put into run->guards[i]
+ * already (ClickHouse: read for several partitions at once). */
+enum guard_outcome guard_judge_in(struct exec_run *run, struct wh_conn *conn,
 		size_t i, const struct wh_param *params, size_t nparams,
 		bool first_error, const char *table, struct err *err);
 

@@ -11,7 +11,13 @@ what they guarded, against a throwaway server (tools/chserver.py):
     query_log says so), and after a failed run the next one checks it
     again: a live table recreated at another grain while the daemon runs
     fails the publish, then the retry with the key error and the job's
-    position; the live rows stay as they were.
+    position; the live rows stay as they were;
+  - a run of one partition sends five statements once the key is checked
+    and the stage exists (docs/clickhouse.md, "Round trips": the state
+    read, the fill, the after figures, the mark, the REPLACE), a batch of
+    seven partitions 7 REPLACEs and at most 6 more; a metric whose SQL
+    binds :partition is read a statement at a time, as before, and the
+    audit's figures are the same either way.
 
 Skipped (77) without clickhouse-server, as test_clickhouse.py is.
 """
@@ -101,6 +107,74 @@ def count_key_checks():
                         " AND startsWith(query_id, 'backfilld-') AND"
                         " position(query, 'system.tables') > 0 AND"
                         " position(query, 'fct_daily_sales') > 0").strip())
+RT_JOB = """
+- name: fct
+  warehouse: sales
+  partition: day
+  table: fct_daily_sales
+  partition_column: dt
+  min_rows: 1
+%s  metrics:
+    revenue: {sql: "%s", max_change: 1000%%}
+  sql: SELECT dt, store_id, count(), sum(amount_cents) FROM raw_sales WHERE %s GROUP BY dt, store_id
+"""
+
+
+def statements_by_run():
+    """Statements the runs sent so far, by run id ({id: n}; a run's queries
+    have the query_id backfilld-RUN-N; each daemon's ids start at 1)."""
+    tc.SRV.q("SYSTEM FLUSH LOGS")
+    return {int(r): int(n) for r, n in tc.SRV.rows(
+        "SELECT toInt64OrZero(splitByChar('-', query_id)[2]) AS r, count() FROM"
+        " system.query_log WHERE type = 2 AND user = 'etl' AND"
+        " startsWith(query_id, 'backfilld-') GROUP BY r")}
+
+
+def audit_figures(d, req):
+    return sorted((p["partition"], p["rows_before"], p["rows_after"],
+                   p["metrics"]["revenue"]["before"], p["metrics"]["revenue"]["after"],
+                   sorted((c["name"], c["passed"]) for c in p["checks"]))
+                  for p in d.json("audit", "--request", str(req))["partitions"])
+
+
+def test_round_trips():
+    lo, hi = "2026-02-02", "2026-02-08"
+    figures = {}
+    for name, batch, metric, where in (
+            ("set", "", "sum(revenue_cents)", "dt = :partition"),
+            ("one", "", "sumIf(revenue_cents, dt = :partition)", "dt = :partition"),
+            ("batch", "  batch: true\n", "sum(revenue_cents)",
+             "dt >= :partition_start AND dt < :partition_end")):
+        db = tc.fresh_db()
+        n0 = statements_by_run()
+        d = h.Daemon(config=tc.ch_config(db, RT_JOB % (batch, metric, where)).replace(
+            "max_concurrency: 4", "max_concurrency: 1"), clock=None, name="chrt" + name)
+        d.backfill("fct", lo, hi)
+        runs = sorted((r for r in d.runs() if r["job"] == "fct"), key=lambda r: r["id"])
+        h.eq({r["state"] for r in runs}, {"succeeded"}, "states of the runs (%s)" % name)
+        fact, raw = tc.fact_vs_raw(db, lo, hi)
+        h.eq(fact, raw, "fact vs raw (%s)" % name)
+        n1 = statements_by_run()
+        n = {r["id"]: n1.get(r["id"], 0) - n0.get(r["id"], 0) for r in runs}
+        if name == "set":
+            # the first run checks the key and creates the stage tables
+            h.eq([n[r["id"]] for r in runs[1:]], [5] * 6,
+                 "statements of the runs after the first")
+        elif name == "one":
+            h.check(all(n[r["id"]] > 5 for r in runs[1:]),
+                    "a metric binding :partition: statements %r" % n)
+        else:
+            # one run: the key, the stage tables, the state, the fill, the
+            # after figures, the marks, 7 REPLACEs
+            h.eq(len(runs), 7, "partitions of the batch")
+            h.check(len(set(r["request"] for r in runs)) == 1, "one request")
+            h.check(sum(n.values()) <= 7 + 6 + 3, "statements of the batch: %r" % n)
+        figures[name] = audit_figures(d, runs[0]["request"])
+        h.eq(tc.stage_leftovers(db), {}, "stage rows left (%s)" % name)
+        h.eq(tc.marks_left(db), {}, "marks left (%s)" % name)
+        d.stop()
+    h.eq(figures["one"], figures["set"], "audit figures, a statement at a time vs set")
+    h.eq(figures["batch"], figures["set"], "audit figures, batch vs one a run")
 
 
 def main():
@@ -115,7 +189,8 @@ def main():
     except ChServerError as e:
         tc.skip(str(e))
     h.register_server(tc.SRV)
-    h.main([test_stage_dropped_between_runs, test_key_checked_once_then_after_failure])
+    h.main([test_stage_dropped_between_runs, test_key_checked_once_then_after_failure,
+            test_round_trips])
 
 
 if __name__ == "__main__":

@@ -1,0 +1,79 @@
+/*
+ * exec_wap.h - what exec_wap.c (write-audit-publish on ClickHouse) shares
+ * with exec_wap_set.c, its statements over several partitions at once
+ * (docs/clickhouse.md, "Round trips").  Worker threads only.
+ */
+#ifndef BACKFILLD_EXEC_WAP_H
+#define BACKFILLD_EXEC_WAP_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+#include "chsql.h"
+#include "exec_int.h"
+
+/* The tables of one publish: the live one, its stage and marks. */
+struct wap_tables {
+	const char *live;   /* the table published into */
+	char stage[CHSQL_IDENT_MAX + 32];
+	char mark[CHSQL_IDENT_MAX + 32];
+};
+
+/* What the state read found, per part of the run. */
+struct wap_state {
+	bool *kept;    /* marked by one of the run's requests for it (rule 3) */
+	bool *any;     /* marked at all */
+	bool *staged;  /* its stage partition holds parts */
+	char (*sum_before)[32]; /* the live partition's sum ("" unread) */
+	bool stage_exists;
+};
+
+void exec_wap_state_free(struct wap_state *st);
+/* Whether the fingerprint is read for the run on t (exec_wap.c). */
+bool exec_wap_digested(const struct exec_run *run, const struct wap_tables *t);
+/*
+ * One statement a chunk of parts [from, from + n): the stage's existence,
+ * each part's stage parts and marks, and its before figures (rows,
+ * metrics, the live sum when digested) into run->guards.  0 read; 1 not
+ * read (a statement failed, or the job's metrics bind values: the caller
+ * reads them one by one, as before); -1 interrupted (err).
+ */
+int exec_wap_read_state(struct exec_flight *fl, struct wh_conn *conn,
+			const struct wap_tables *t, size_t from, size_t n,
+			struct wap_state *st, struct err *err);
+/* The after figures of parts [from, from + n) from the stage, into
+ * run->guards (and sum_after[i] when digested): 0, 1 not read, -1
+ * interrupted. */
+int exec_wap_read_after(struct exec_flight *fl, struct wh_conn *conn,
+			const struct wap_tables *t, size_t from, size_t n,
+			char (*sum_after)[32], struct err *err);
+/* Part i's after figures forgotten (its audit was not reached). */
+void exec_wap_forget_after(struct exec_run *run, size_t i);
+/* The marks of the parts with marked[i], then the stage partitions of
+ * those with staged[i], dropped, a statement a table per chunk (rule 1). */
+int exec_wap_clear(struct exec_flight *fl, struct wh_conn *conn,
+		   const struct wap_tables *t, size_t from, size_t n,
+		   const bool *marked, const bool *staged, struct err *err);
+/* A fill into stage failed: its INSERT may still run on the server, so
+ * the next clear of stage drops whether or not the state read saw parts
+ * (a DROP PARTITION waits for it). */
+void exec_wap_unswept(const char *stage);
+/* Every part of [from, from + n) marked, one INSERT a chunk (rule 1). */
+int exec_wap_mark_set(struct exec_flight *fl, struct wh_conn *conn,
+		      const struct wap_tables *t, size_t from, size_t n,
+		      struct err *err);
+/* Outside a run: the marks, then the stage partitions, of keys. */
+int exec_wap_drop_keys(struct wh_conn *conn, const struct wap_tables *t,
+		       const char *const *keys, size_t n, struct err *err);
+/* exec_wap_key.c: the target's partition key against jd's grain (the
+ * table must exist; *distributed, when not NULL: it is a Distributed
+ * table, whose local table's key was checked). */
+int exec_wap_key_of(struct wh_conn *conn, const struct config *cfg,
+		    const struct job_def *jd, bool *distributed,
+		    struct err *err);
+int exec_wap_key(struct wh_conn *conn, const struct config *cfg,
+		 const struct job_def *jd, struct err *err);
+/* The request that marks part i (exec_wap.c). */
+int64_t exec_wap_request(const struct exec_run *run, size_t i);
+
+#endif

@@ -1,0 +1,439 @@
+/*
+ * exec_wap_set.c - the statements of write-audit-publish on ClickHouse
+ * that cover several partitions at once (exec_wap.h, chwap.h;
+ * docs/clickhouse.md, "Round trips"): the state and before figures read
+ * before a fill, the after figures, the clears, the marks and the drops
+ * after a record, each one HTTP request per chunk of partitions instead of
+ * one per partition.  Each reads or writes exactly what the statements of
+ * one partition did; when one fails, the caller goes the old way, one
+ * partition and statement at a time, whose errors say what is wrong.
+ */
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "chwap.h"
+#include "exec_wap.h"
+#include "guard.h"
+#include "xalloc.h"
+
+/*
+ * The stage tables this process has cleared a partition of, whatever the
+ * state read said.  An ALTER ... DROP PARTITION waits for the INSERTs
+ * into its table that are running, and a daemon killed during a fill
+ * can leave its INSERT running on the server, to land after the next
+ * process's state read: so each process clears unconditionally (as every
+ * run once did) until one such drop of the table has gone through, and
+ * only then trusts the state read's "holds nothing".  A fill of this
+ * process's that failed (stopped, the connection lost: its INSERT may
+ * run on) makes the next clear of its table unconditional again.
+ */
+static pthread_mutex_t wap_swept_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct wap_swept {
+	char *stage;
+	bool swept;
+	unsigned gen;  /* fills that failed: a clear begun before one is no sweep */
+} *wap_swept;
+static size_t wap_nswept;
+
+/* The entry of stage (added when absent); wap_swept_lock held. */
+static struct wap_swept *
+exec_wap_swept_of(const char *stage)
+{
+	for (size_t i = 0; i < wap_nswept; i++)
+		if (strcmp(wap_swept[i].stage, stage) == 0)
+			return &wap_swept[i];
+	wap_swept = xreallocarray(wap_swept, wap_nswept + 1,
+				  sizeof *wap_swept);
+	wap_swept[wap_nswept].stage = xstrdup(stage);
+	wap_swept[wap_nswept].swept = false;
+	wap_swept[wap_nswept].gen = 0;
+	return &wap_swept[wap_nswept++];
+}
+
+/* Whether stage is swept; *gen its generation now. */
+static bool
+exec_wap_swept(const char *stage, unsigned *gen)
+{
+	struct wap_swept *e;
+	bool swept;
+
+	pthread_mutex_lock(&wap_swept_lock);
+	e = exec_wap_swept_of(stage);
+	swept = e->swept;
+	*gen = e->gen;
+	pthread_mutex_unlock(&wap_swept_lock);
+	return swept;
+}
+
+/* A clear begun at generation gen went through. */
+static void
+exec_wap_set_swept(const char *stage, unsigned gen)
+{
+	struct wap_swept *e;
+
+	pthread_mutex_lock(&wap_swept_lock);
+	e = exec_wap_swept_of(stage);
+	if (e->gen == gen)
+		e->swept = true;
+	pthread_mutex_unlock(&wap_swept_lock);
+}
+
+void
+exec_wap_unswept(const char *stage)
+{
+	struct wap_swept *e;
+
+	pthread_mutex_lock(&wap_swept_lock);
+	e = exec_wap_swept_of(stage);
+	e->swept = false;
+	e->gen++;
+	pthread_mutex_unlock(&wap_swept_lock);
+}
+
+void
+exec_wap_state_free(struct wap_state *st)
+{
+	free(st->kept);
+	free(st->any);
+	free(st->staged);
+	free(st->sum_before);
+	memset(st, 0, sizeof *st);
+}
+
+/* The job's metric SQL for chwap_spec (*ms malloc'd), or false when one
+ * binds a value (it must then be read a partition at a time). */
+static bool
+exec_wap_metrics(const struct job_def *jd, const char ***ms)
+{
+	struct err e;
+	char *out;
+
+	*ms = xcalloc(jd->nmetrics + 1, sizeof **ms);
+	for (size_t k = 0; k < jd->nmetrics; k++) {
+		if (chsql_bind(jd->metrics[k].sql, NULL, 0, &out, &e) == -1) {
+			free(*ms);
+			*ms = NULL;
+			return false;
+		}
+		free(out);
+		(*ms)[k] = jd->metrics[k].sql;
+	}
+	return true;
+}
+
+/* The keys of parts [from, from + n). */
+static const char **
+exec_wap_keys(const struct exec_run *run, size_t from, size_t n)
+{
+	const char **keys = xcalloc(n ? n : 1, sizeof *keys);
+
+	for (size_t i = 0; i < n; i++)
+		keys[i] = run->parts[from + i].key;
+	return keys;
+}
+
+/* One read of s over parts [from, from + n): 0 into r, 1 failed, -1
+ * interrupted. */
+static int
+exec_wap_read(struct exec_flight *fl, struct wh_conn *conn,
+	      const struct chwap_spec *s, size_t from, size_t n,
+	      struct chwap_result *r, struct err *err)
+{
+	struct exec_run *run = exec_flight_run(fl);
+	const char **keys = exec_wap_keys(run, from, n);
+	char *sql = NULL, **v = NULL;
+	size_t nv = 0;
+	struct err e;
+	int rc;
+
+	if (exec_interrupted(fl, err)) {
+		free(keys);
+		return -1;
+	}
+	rc = chwap_sql(s, keys, n, &sql, &e);
+	free(keys);
+	if (rc == 0)
+		rc = conn->drv->query_column(conn, sql, NULL, 0,
+		    (CHWAP_MARKS_MAX + 2) * n + 4, &v, &nv, &e);
+	free(sql);
+	if (rc == 0) {
+		rc = chwap_parse(s, v, nv, n, r, &e);
+		for (size_t i = 0; i < nv; i++)
+			free(v[i]);
+		free(v);
+	}
+	if (rc == 0)
+		return 0;
+	if (exec_stopping(fl) || strcmp(e.msg, "interrupted") == 0) {
+		*err = e;
+		return -1;
+	}
+	return 1;
+}
+
+/* A metric's text as guard_measure reads it: *has false for "" or text
+ * that is no number. */
+static double
+exec_wap_number(const char *text, bool *has)
+{
+	char *end;
+	double v = strtod(text, &end);
+
+	*has = end != text;
+	return *has ? v : 0;
+}
+
+/* Part i's figures from p, before or after. */
+static void
+exec_wap_figures(struct exec_run *run, size_t i, const struct chwap_part *p,
+		 bool after)
+{
+	struct exec_guard_result *g = &run->guards[i];
+
+	if (after) {
+		g->has_rows_after = true;
+		g->rows_after = p->rows;
+	} else {
+		g->has_rows_before = true;
+		g->rows_before = p->rows;
+	}
+	for (size_t k = 0; k < run->job->nmetrics; k++) {
+		struct exec_metric_result *m = &g->metrics[k];
+		bool has;
+		double v = exec_wap_number(p->metric[k], &has);
+
+		m->name = run->job->metrics[k].name;
+		if (after) {
+			m->has_after = has;
+			m->after = v;
+			m->has_change = m->has_before && m->has_after &&
+			    guard_change(m->before, m->after, &m->change_pct);
+		} else {
+			m->has_before = has;
+			m->before = v;
+		}
+	}
+}
+
+void
+exec_wap_forget_after(struct exec_run *run, size_t i)
+{
+	struct exec_guard_result *g = &run->guards[i];
+
+	g->has_rows_after = false;
+	g->rows_after = 0;
+	for (size_t k = 0; k < run->job->nmetrics; k++) {
+		g->metrics[k].has_after = false;
+		g->metrics[k].after = 0;
+		g->metrics[k].has_change = false;
+	}
+}
+
+static void
+exec_wap_state_alloc(struct wap_state *st, size_t nparts)
+{
+	if (st->kept != NULL)
+		return;
+	st->kept = xcalloc(nparts + 1, sizeof *st->kept);
+	st->any = xcalloc(nparts + 1, sizeof *st->any);
+	st->staged = xcalloc(nparts + 1, sizeof *st->staged);
+	st->sum_before = xcalloc(nparts + 1, sizeof *st->sum_before);
+}
+
+/* Part i's marks against the run's requests for it (rule 3). */
+static void
+exec_wap_state_part(const struct exec_run *run, size_t i,
+		    const struct chwap_part *p, struct wap_state *st)
+{
+	st->any[i] = p->nmarks > 0;
+	st->kept[i] = false;
+	st->staged[i] = p->staged;
+	for (size_t m = 0; m < p->nmarks; m++)
+		for (size_t c = 0; c < run->ncommits && p->marks[m] > 0; c++)
+			st->kept[i] |= run->commits[c].part == i &&
+			    run->commits[c].request == p->marks[m];
+	snprintf(st->sum_before[i], sizeof st->sum_before[i], "%s", p->sum);
+}
+
+int
+exec_wap_read_state(struct exec_flight *fl, struct wh_conn *conn,
+		    const struct wap_tables *t, size_t from, size_t n,
+		    struct wap_state *st, struct err *err)
+{
+	struct exec_run *run = exec_flight_run(fl);
+	struct chwap_spec s = { .table = t->live,
+				.column = run->job->partition_column,
+				.nmetrics = run->job->nmetrics,
+				.digest = exec_wap_digested(run, t),
+				.stage = t->stage, .mark = t->mark };
+	const char **ms;
+	int rc = 0;
+
+	guard_prepare(run);
+	exec_wap_state_alloc(st, run->nparts);
+	if (!exec_wap_metrics(run->job, &ms))
+		return 1;
+	s.metrics = ms;
+	st->stage_exists = true;
+	for (size_t c = from; c < from + n && rc == 0; c += CHWAP_CHUNK) {
+		size_t m = from + n - c < CHWAP_CHUNK ? from + n - c : CHWAP_CHUNK;
+		struct chwap_result r = { 0 };
+
+		rc = exec_wap_read(fl, conn, &s, c, m, &r, err);
+		for (size_t i = 0; i < m && rc == 0; i++) {
+			/* more marks than were read: the old way says so */
+			if (r.parts[i].nmarks >= CHWAP_MARKS_MAX)
+				rc = 1;
+			exec_wap_state_part(run, c + i, &r.parts[i], st);
+			exec_wap_figures(run, c + i, &r.parts[i], false);
+		}
+		st->stage_exists &= rc != 0 || r.stage_exists;
+		chwap_result_free(&r);
+	}
+	free(ms);
+	return rc;
+}
+
+int
+exec_wap_read_after(struct exec_flight *fl, struct wh_conn *conn,
+		    const struct wap_tables *t, size_t from, size_t n,
+		    char (*sum_after)[32], struct err *err)
+{
+	struct exec_run *run = exec_flight_run(fl);
+	struct chwap_spec s = { .table = t->stage,
+				.column = run->job->partition_column,
+				.nmetrics = run->job->nmetrics,
+				.digest = sum_after != NULL };
+	const char **ms;
+	int rc = 0;
+
+	if (!exec_wap_metrics(run->job, &ms))
+		return 1;
+	s.metrics = ms;
+	for (size_t c = from; c < from + n && rc == 0; c += CHWAP_CHUNK) {
+		size_t m = from + n - c < CHWAP_CHUNK ? from + n - c : CHWAP_CHUNK;
+		struct chwap_result r = { 0 };
+
+		rc = exec_wap_read(fl, conn, &s, c, m, &r, err);
+		for (size_t i = 0; i < m && rc == 0; i++) {
+			exec_wap_figures(run, c + i, &r.parts[i], true);
+			if (sum_after != NULL)
+				snprintf(sum_after[c + i], sizeof sum_after[0],
+					 "%s", r.parts[i].sum);
+		}
+		chwap_result_free(&r);
+	}
+	free(ms);
+	return rc;
+}
+
+/* One ALTER ... DROP PARTITION of the keys of parts [from, from + n)
+ * with want[i] (none: nothing sent). */
+static int
+exec_wap_drop_some(struct wh_conn *conn, const char *table, bool as_string,
+		   const struct exec_run *run, size_t from, size_t n,
+		   const bool *want, struct err *err)
+{
+	const char **keys = xcalloc(n ? n : 1, sizeof *keys);
+	size_t k = 0;
+	char *sql;
+	int rc;
+
+	for (size_t i = from; i < from + n; i++)
+		if (want == NULL || want[i])
+			keys[k++] = run->parts[i].key;
+	rc = k == 0 ? 0 : chwap_drop_sql(table, as_string, keys, k, &sql, err);
+	free(keys);
+	if (k == 0 || rc == -1)
+		return rc;
+	rc = conn->drv->exec_script(conn, sql, NULL, 0, err);
+	free(sql);
+	return rc;
+}
+
+int
+exec_wap_clear(struct exec_flight *fl, struct wh_conn *conn,
+	       const struct wap_tables *t, size_t from, size_t n,
+	       const bool *marked, const bool *staged, struct err *err)
+{
+	struct exec_run *run = exec_flight_run(fl);
+	unsigned gen;
+	bool swept = exec_wap_swept(t->stage, &gen);
+
+	for (size_t c = from; c < from + n; c += CHWAP_CHUNK) {
+		size_t m = from + n - c < CHWAP_CHUNK ? from + n - c : CHWAP_CHUNK;
+
+		if (exec_interrupted(fl, err) ||
+		    exec_wap_drop_some(conn, t->mark, true, run, c, m, marked,
+				       err) == -1 ||
+		    exec_wap_drop_some(conn, t->stage, false, run, c, m,
+				       swept ? staged : NULL, err) == -1) {
+			if (strcmp(err->msg, "interrupted") != 0)
+				err_prefix(err, "clearing the stage partition");
+			return -1;
+		}
+	}
+	if (!swept)
+		exec_wap_set_swept(t->stage, gen);
+	return 0;
+}
+
+int
+exec_wap_mark_set(struct exec_flight *fl, struct wh_conn *conn,
+		  const struct wap_tables *t, size_t from, size_t n,
+		  struct err *err)
+{
+	struct exec_run *run = exec_flight_run(fl);
+
+	for (size_t c = from; c < from + n; c += CHWAP_CHUNK) {
+		size_t m = from + n - c < CHWAP_CHUNK ? from + n - c : CHWAP_CHUNK;
+		const char **keys = exec_wap_keys(run, c, m);
+		int64_t *req = xcalloc(m, sizeof *req);
+		char *sql = NULL;
+		int rc;
+
+		for (size_t i = 0; i < m; i++)
+			req[i] = exec_wap_request(run, c + i);
+		/* integers the daemon generated, not text from anyone */
+		rc = chwap_mark_sql(t->mark, keys, req, m, run->run_id, &sql,
+				    err);
+		free(keys);
+		free(req);
+		if (rc == 0 && !exec_interrupted(fl, err))
+			rc = conn->drv->exec_script(conn, sql, NULL, 0, err);
+		else
+			rc = -1;
+		free(sql);
+		if (rc == -1) {
+			if (strcmp(err->msg, "interrupted") != 0)
+				err_prefix(err, "marking the audited stage");
+			return -1;
+		}
+	}
+	return 0;
+}
+
+int
+exec_wap_drop_keys(struct wh_conn *conn, const struct wap_tables *t,
+		   const char *const *keys, size_t n, struct err *err)
+{
+	for (size_t c = 0; c < n; c += CHWAP_CHUNK) {
+		size_t m = n - c < CHWAP_CHUNK ? n - c : CHWAP_CHUNK;
+		char *sql;
+		int rc;
+
+		/* the marks first (rule 1): a failure leaves the stage */
+		for (int k = 0; k < 2; k++) {
+			if (chwap_drop_sql(k == 0 ? t->mark : t->stage, k == 0,
+					   keys + c, m, &sql, err) == -1)
+				return -1;
+			rc = conn->drv->exec_script(conn, sql, NULL, 0, err);
+			free(sql);
+			if (rc == -1)
+				return -1;
+		}
+	}
+	return 0;
+}
