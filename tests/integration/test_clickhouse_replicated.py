@@ -154,6 +154,7 @@ def test_lesson_replicated():
     lookups0 = len(etl_queries(R1, "SELECT engine_full"))
     # the key check at start accepts the ReplicatedMergeTree targets
     d = h.Daemon(config=conf, clock=None, name="chrepl")
+    d.settle()   # the schedule's run at start publishes before the count
     r2_before = {t: table_rows(R2, db, t) for t in TABLES}
     fact, raw = tc.fact_vs_raw(db, *h.WINDOW)
     h.check(fact != raw, "the seeded fact should be wrong in the deploy window")
