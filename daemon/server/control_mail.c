@@ -136,7 +136,7 @@ control_mail_stream_pump_cb(uv_idle_t *h)
 /* Hold a forwarded request's stream that paused until it ends. */
 static void
 control_mail_stream_hold(struct control *c, const struct cluster_mail *m,
-			 struct cmd_stream *cs, struct buf *f)
+			 struct cmd_stream *cs, struct buf *f, bool too_large)
 {
 	struct mail_stream *ms = xcalloc(1, sizeof *ms);
 
@@ -150,6 +150,7 @@ control_mail_stream_hold(struct control *c, const struct cluster_mail *m,
 	ms->from = xstrdup(m->from);
 	ms->cs = cs;
 	ms->f = *f; /* its frames so far: the hold owns them */
+	ms->too_large = too_large; /* a page dropped before it paused */
 	buf_init(f);
 	cs->wake = control_mail_stream_wake;
 	cs->wake_data = ms;
@@ -203,7 +204,8 @@ control_mail_one(struct control *c, const struct cluster_mail *m,
 		ms.f = *f;
 		buf_init(f);
 		if (control_mail_stream_run(&ms) == 0) {
-			control_mail_stream_hold(c, m, stream, &ms.f);
+			control_mail_stream_hold(c, m, stream, &ms.f,
+						 ms.too_large);
 			buf_free(&ms.f);
 			return 2;
 		}
