@@ -181,12 +181,28 @@ pick_contiguous(const struct manifest *m, int job)
 	return w >= 0 && m->cfg->warehouses[w].kind == WH_CLICKHOUSE;
 }
 
+void
+pick_run_trim(const struct manifest *m, struct run *r)
+{
+	size_t k = 1;
+
+	if (!r->batch || r->nitems < 2 || !pick_contiguous(m, r->job))
+		return;
+	while (k < r->nitems &&
+	       (r->items[k]->part == r->items[k - 1]->part + 1 ||
+		r->items[k]->part == r->items[k - 1]->part - 1))
+		k++;
+	r->nitems = k;
+}
+
 /*
  * Rule 5, one run for many.  Items of several requests for the same job
  * and partition that are ready at the same time run once, together.  A
  * batch job's ready partitions of one request run as one batch: all of
  * them (batch: true) or at most batch_size (batch: N, a chunk), the
- * first in seq order, consecutive partitions only on ClickHouse.  Items
+ * first in seq order, consecutive partitions only on ClickHouse.  So do
+ * its downstream items of one request that are ready at once (the weeks
+ * of a batch of days, say), when there are two or more.  Items
  * before `it` in seq order are not ready (pick_request_next took the
  * first that is).
  */
@@ -197,14 +213,19 @@ pick_gather(struct manifest *m, const struct pick_gate *g, struct run *r,
 	int64_t wake = INT64_MAX;
 	size_t size = r->batch ? (size_t)m->cfg->jobs[it->job].batch_size : 0;
 	bool contiguous = r->batch && pick_contiguous(m, it->job);
+	size_t end = it->downstream ? it->rq->n : it->rq->nroot;
 	struct item *x;
 
-	for (size_t i = it->idx + 1; r->batch && i < it->rq->nroot; i++) {
+	for (size_t i = it->idx + 1; r->batch && i < end; i++) {
 		struct item *last = r->items[r->nitems - 1];
 
 		if (size > 0 && r->nitems >= size)
 			break;
 		x = it->rq->items[i];
+		/* a downstream batch: the job's items ready now (its other
+		 * items wait for other inputs: not a gap) */
+		if (it->downstream && x->job != it->job)
+			continue;
 		if (x->job == it->job && pick_ready(m, g, x, now, &wake) &&
 		    (!contiguous || x->part == last->part + 1 ||
 		     x->part == last->part - 1))
@@ -212,6 +233,10 @@ pick_gather(struct manifest *m, const struct pick_gate *g, struct run *r,
 		else if (contiguous)
 			break;
 	}
+	/* a downstream item alone is no batch: it may ride with the same
+	 * partition of other requests (below) */
+	if (r->batch && it->downstream && r->nitems == 1)
+		r->batch = false;
 	for (x = *manifest_bucket(m, it->job_name, it->key); x && !r->batch;
 	     x = x->hnext) {
 		if (x == it || !manifest_same(x, it->job_name, it->key))
@@ -238,7 +263,7 @@ pick_next_run(struct manifest *m, const struct pick_gate *g, int64_t now,
 	r = xcalloc(1, sizeof *r);
 	r->job = it->job;
 	snprintf(r->job_name, sizeof r->job_name, "%s", it->job_name);
-	r->batch = m->cfg->jobs[it->job].batch && !it->downstream;
+	r->batch = m->cfg->jobs[it->job].batch;
 	pick_run_add(r, it);
 	pick_gather(m, g, r, it, now);
 	return r;

@@ -24,4 +24,9 @@ struct pick_gate {
 struct run *pick_next_run(struct manifest *m, const struct pick_gate *g,
 			  int64_t now, int64_t *wake);
 
+/* Items were taken out of picked run r (early cut-off skipped them):
+ * a batch whose stage is filled over its interval (ClickHouse) keeps
+ * only its first consecutive partitions, the rest stay queued. */
+void pick_run_trim(const struct manifest *m, struct run *r);
+
 #endif

@@ -31,6 +31,7 @@
 #include "cutoff.h"
 #include "fresh.h"
 #include "log.h"
+#include "pick.h"
 #include "xalloc.h"
 
 /* What input item `in` did, for cutoff_decide. */
@@ -162,5 +163,6 @@ sched_cutoff(struct sched *s, struct run *r, int64_t now)
 		r->items[k++] = x;
 	}
 	r->nitems = k;
+	pick_run_trim(&s->m, r);
 	return k == 0;
 }

@@ -82,5 +82,40 @@ def test_batch_check_failure_rolls_back_all():
     h.eq(h.fact_rows(d, *h.ALL_DAYS), before, "the whole batch rolled back")
 
 
+BATCH_WEEKS = h.WEEKLY_JOB.replace("  sql: |", "  batch: true\n  sql: |").replace(
+    "DELETE FROM mart_weekly_sales WHERE week_start = :partition;",
+    "DELETE FROM mart_weekly_sales WHERE week_start IN"
+    " (SELECT partition_key FROM backfill_manifest);").replace(
+    "SELECT :partition, SUM(revenue_usd) FROM fct_daily_sales\n"
+    "    WHERE dt >= :partition_start AND dt < :partition_end;",
+    "SELECT m.partition_key, SUM(f.revenue_usd) FROM backfill_manifest m\n"
+    "    JOIN fct_daily_sales f ON f.dt >= m.partition_start AND f.dt < m.partition_end\n"
+    "    GROUP BY m.partition_key;")
+
+
+def test_batch_downstream_weeks_one_run():
+    """The weeks a batch of days feeds, ready at once, are one batch run
+    of their batch: true job (one start in the log), with the
+    per-partition results."""
+    h.check("backfill_manifest m" in BATCH_WEEKS and "batch: true" in BATCH_WEEKS,
+            "the weekly job was not made a batch job:\n%s" % BATCH_WEEKS)
+    per = h.sales_daemon(marts=True, name="perweeks")
+    per.backfill("fct_daily_sales", *h.WINDOW)
+    d = h.Daemon(jobs=BATCH_FACT + BATCH_WEEKS, warehouses={"sales": h.sales_seed()},
+                 settings={"max_concurrency": 4}, name="batchweeks")
+    out = d.backfill("fct_daily_sales", *h.WINDOW)
+    h.check("7 succeeded, 0 failed" in out, "backfill --wait summary: %r" % out)
+    h.eq(marts(d), marts(per), "weekly mart: batch weeks against per-partition")
+    weeks = h.by_job(d.runs(), "mart_weekly_sales")
+    h.eq(sorted(r["partition"] for r in weeks), ["2026-02-02", "2026-02-09"], "weeks rebuilt")
+    with open(d.log, errors="replace") as f:
+        starts = [ln for ln in f if "job=mart_weekly_sales" in ln and " started" in ln]
+    h.eq(len(starts), 1, "the two weeks should start as one run: %r" % starts)
+    h.check("partition=2026-02-02..2026-02-09" in starts[0] and
+            "one batch of 2 partitions" in starts[0], "the weeks' run: %r" % starts[0])
+    h.check(all(r["state"] == "succeeded" for r in weeks), "week runs: %r" % weeks)
+
+
 if __name__ == "__main__":
-    h.main([test_batch_matches_per_partition, test_batch_check_failure_rolls_back_all])
+    h.main([test_batch_matches_per_partition, test_batch_check_failure_rolls_back_all,
+            test_batch_downstream_weeks_one_run])

@@ -690,6 +690,42 @@ def test_batch():
     d.stop()
 
 
+BATCH_WEEKS = """
+- name: mart_weekly_sales
+  warehouse: sales
+  partition: week
+  upstream: [fct]
+  batch: true
+  table: mart_weekly_sales
+  partition_column: week_start
+  sql: SELECT toMonday(dt) AS week_start, sum(revenue_cents) FROM fct_daily_sales WHERE dt >= :partition_start AND dt < :partition_end GROUP BY week_start
+"""
+
+
+def test_batch_downstream_weeks():
+    """The two weeks a batch of the deploy window's days feeds are one
+    batch run of the batch: true mart: one start, one stage fill, a
+    REPLACE per week; each week the sum of its days."""
+    db = fresh_db()
+    jobs = BATCH.replace(" AND :partition != toDate('2026-02-10')", "") + BATCH_WEEKS
+    d = h.Daemon(config=ch_config(db, jobs), clock=None, name="chbatchweeks")
+    d.backfill("fct", h.WINDOW[0], h.WINDOW[1])
+    weeks = sorted((r["partition"], r["state"]) for r in d.runs()
+                   if r["job"] == "mart_weekly_sales")
+    h.eq(weeks, [("2026-02-02", "succeeded"), ("2026-02-09", "succeeded")], "week runs")
+    with open(d.log, errors="replace") as f:
+        starts = [ln for ln in f if "job=mart_weekly_sales" in ln and " started" in ln]
+    h.eq(len(starts), 1, "the two weeks should start as one run: %r" % starts)
+    h.check("one batch of 2 partitions" in starts[0], "the weeks' run: %r" % starts[0])
+    want = dict(SRV.rows("SELECT toMonday(dt), sum(revenue_cents) FROM fct_daily_sales"
+                         " GROUP BY toMonday(dt)", db))
+    got = dict(SRV.rows("SELECT week_start, revenue_cents FROM mart_weekly_sales", db))
+    for wk in ("2026-02-02", "2026-02-09"):
+        h.eq(got[wk], want[wk], "week %s vs its days" % wk)
+    h.eq(stage_leftovers(db), {}, "stage rows left by the batch of weeks")
+    d.stop()
+
+
 def test_batch_chunks():
     """batch: 3 over 10 days: 4 runs of consecutive partitions (3, 3, 3, 1),
     each filled, audited and published on its own; a check failing for
@@ -1190,7 +1226,7 @@ def main():
              test_empty_stage_refused, test_wrong_grain_refused, test_hostile_input,
              test_check_config_shows_bound, test_timeout_kills_query,
              test_shutdown_grace_kills_query, test_reader_never_sees_a_mix, test_verify,
-             test_batch, test_batch_chunks, test_late_data, test_hourly, test_throttle, test_kill9_mid_backfill,
+             test_batch, test_batch_downstream_weeks, test_batch_chunks, test_late_data, test_hourly, test_throttle, test_kill9_mid_backfill,
              test_reload_while_server_stopped, test_crash_between_publish_and_record,
              test_crash_between_record_and_release, test_shards_kill9_between_publishes,
              test_shards_from_system_clusters]

@@ -58,7 +58,8 @@ static const char jobs_yaml[] = BASE_YAML
 	"  - {name: p2, warehouse: pg, partition: day, concurrency: 4, sql: SELECT 1}\n"
 	"  - {name: r, warehouse: w, partition: day, retries: 2, retry_backoff: 30s, sql: SELECT 1}\n"
 	"  - {name: bt, warehouse: w, partition: day, batch: true, sql: SELECT 1}\n"
-	"  - {name: b3, warehouse: w, partition: day, batch: 3, concurrency: 3, sql: SELECT 1}\n";
+	"  - {name: b3, warehouse: w, partition: day, batch: 3, concurrency: 3, sql: SELECT 1}\n"
+	"  - {name: wb, warehouse: w, partition: week, upstream: [a, bt], batch: true, concurrency: 2, sql: SELECT 1}\n";
 
 /* Chunks on ClickHouse (consecutive partitions) beside the same on SQLite. */
 static const char ch_yaml[] = BASE_YAML
@@ -69,7 +70,11 @@ static const char ch_yaml[] = BASE_YAML
 	"  - {name: c3, warehouse: ch, partition: day, batch: 3, concurrency: 3,\n"
 	"     table: t, partition_column: dt, sql: SELECT 1}\n"
 	"  - {name: ct, warehouse: ch, partition: day, batch: true, concurrency: 3,\n"
-	"     table: t, partition_column: dt, sql: SELECT 1}\n";
+	"     table: t, partition_column: dt, sql: SELECT 1}\n"
+	"  - {name: ca, warehouse: ch, partition: day, concurrency: 4,\n"
+	"     table: t, partition_column: dt, sql: SELECT 1}\n"
+	"  - {name: cw, warehouse: ch, partition: week, upstream: [ca], batch: true, concurrency: 2,\n"
+	"     table: w, partition_column: wk, sql: SELECT 1}\n";
 
 static const char tight_yaml[] = BASE_YAML
 	"max_concurrency: 2\n"
@@ -187,6 +192,32 @@ static const struct mcase cases[] = {
 		{ "pick", NULL, "ct/2026-01-03@1" },
 		{ "req", "2 backfill: ct/2026-01-01 ct/2026-01-02 ct/2026-01-03 ct/2026-01-04 ct/2026-01-05", NULL },
 		{ "pick", NULL, "ct/2026-01-01@2x2 ct/2026-01-04@2x2" } } },
+	{ "a batch job's downstream items ready at once run as one batch", NULL, {
+		{ "req", "1 backfill: bt/2026-01-09 bt/2026-01-10 bt/2026-01-11 bt/2026-01-12 ^wb/2026-01-05<0,1,2 ^wb/2026-01-12<3", NULL },
+		{ "pick", NULL, "bt/2026-01-09@1x4" },
+		{ "end", "bt/2026-01-09 ok", NULL },
+		{ "pick", NULL, "wb/2026-01-05@1x2" },
+		{ "end", "wb/2026-01-05 ok", NULL },
+		{ "state", NULL, "1:SSSSSS" } } },
+	{ "a downstream batch takes the items ready, not those still waiting", NULL, {
+		{ "req", "1 backfill: a/2026-01-05 a/2026-01-12 a/2026-01-19 ^wb/2026-01-05<0 ^wb/2026-01-12<1 ^wb/2026-01-19<2", NULL },
+		{ "pick", NULL, "a/2026-01-05@1 a/2026-01-12@1 a/2026-01-19@1" },
+		{ "end", "a/2026-01-05 ok", NULL },
+		{ "pick", NULL, "wb/2026-01-05@1" },
+		{ "end", "a/2026-01-12 ok", NULL },
+		{ "end", "a/2026-01-19 ok", NULL },
+		{ "pick", NULL, "wb/2026-01-12@1x2" },
+		{ "end", "wb/2026-01-05 ok", NULL },
+		{ "end", "wb/2026-01-12 ok", NULL },
+		{ "state", NULL, "1:SSSSSS" } } },
+	{ "on ClickHouse a downstream batch holds consecutive partitions only", ch_yaml, {
+		{ "req", "1 backfill: ca/2026-01-05 ca/2026-01-12 ca/2026-01-19 ^cw/2026-01-05<0 ^cw/2026-01-12<1 ^cw/2026-01-19<2", NULL },
+		{ "pick", NULL, "ca/2026-01-05@1 ca/2026-01-12@1 ca/2026-01-19@1" },
+		{ "end", "ca/2026-01-12 fail", NULL },
+		{ "end", "ca/2026-01-05 ok", NULL },
+		{ "end", "ca/2026-01-19 ok", NULL },
+		{ "state", NULL, "1:SFSQBQ" },
+		{ "pick", NULL, "cw/2026-01-05@1 cw/2026-01-19@1" } } },
 	/* ---- budgets (budget.h, rule 4) ---- */
 	{ "over budget cancels the rest, runs in flight finish", NULL, {
 		{ "req", "1 backfill: c/2026-01-01 c/2026-01-02 c/2026-01-03 ^wk/2025-12-29<0", NULL },
