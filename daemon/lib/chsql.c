@@ -89,6 +89,25 @@ chsql_literal(const char *v, char out[CHSQL_LITERAL_MAX], struct err *err)
 		       text_escape(v, q, sizeof q));
 }
 
+int
+chsql_plain(const char *key, char out[CHSQL_LITERAL_MAX], struct err *err)
+{
+	size_t n = strlen(key);
+	char lit[CHSQL_LITERAL_MAX];
+	const char *q;
+
+	if ((n != 10 && n != 13) || chsql_literal(key, lit, err) == -1)
+		return n == 10 || n == 13 ? -1 :
+		       err_set(err, EXIT_BAD_INPUT, "refused: a partition key"
+			       " is YYYY-MM-DD or YYYY-MM-DDTHH; nothing was"
+			       " sent to the server");
+	/* the quoted text of toDate('...') or toDateTime('...') */
+	q = strchr(lit, '\'');
+	snprintf(out, CHSQL_LITERAL_MAX, "%.*s", (int)(strrchr(lit, '\'') - q + 1),
+		 q);
+	return 0;
+}
+
 bool
 chsql_ident_ok(const char *name)
 {

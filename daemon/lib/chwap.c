@@ -12,40 +12,28 @@
 #include "chsql.h"
 #include "xalloc.h"
 
-/* The literals of keys[0..n), each wrapped in toString() when as_string. */
+/* The texts of keys[0..n) as plain quoted literals, 'YYYY-MM-DD' or
+ * 'YYYY-MM-DD HH:00:00' (the server converts them to the column's type;
+ * a typed literal per partition, toDate('...'), costs the 18.16 analyser
+ * a millisecond each). */
 static int
-chwap_literals(const char *const *keys, size_t n, bool as_string,
-	       char (*lit)[CHSQL_LITERAL_MAX + 12], struct err *err)
+chwap_texts(const char *const *keys, size_t n, char (*txt)[CHSQL_LITERAL_MAX],
+	    struct err *err)
 {
-	char l[CHSQL_LITERAL_MAX];
-
-	for (size_t i = 0; i < n; i++) {
-		if (chsql_literal(keys[i], l, err) == -1)
+	for (size_t i = 0; i < n; i++)
+		if (chsql_plain(keys[i], txt[i], err) == -1)
 			return -1;
-		snprintf(lit[i], CHSQL_LITERAL_MAX + 12, as_string ?
-			 "toString(%s)" : "%s", l);
-	}
 	return 0;
 }
 
-/* multiIf(E = L1, 1, E = L2, 2, ..., 0): which part a row is. */
+/* "E IN (T1, T2, ...)" */
 static void
-chwap_which(struct buf *b, const char *e, char (*lit)[CHSQL_LITERAL_MAX + 12],
-	    size_t n)
+chwap_in(struct buf *b, const char *e, char (*txt)[CHSQL_LITERAL_MAX], size_t n)
 {
-	buf_addstr(b, "multiIf(");
+	buf_printf(b, "%s IN (", e);
 	for (size_t i = 0; i < n; i++)
-		buf_printf(b, "%s = %s, %zu, ", e, lit[i], i + 1);
-	buf_addstr(b, "0)");
-}
-
-/* "E = L1 OR E = L2 ..." */
-static void
-chwap_any(struct buf *b, const char *e, char (*lit)[CHSQL_LITERAL_MAX + 12],
-	  size_t n)
-{
-	for (size_t i = 0; i < n; i++)
-		buf_printf(b, "%s%s = %s", i ? " OR " : "", e, lit[i]);
+		buf_printf(b, "%s%s", i ? ", " : "", txt[i]);
+	buf_addstr(b, ")");
 }
 
 /* The figures: ", '\t', toString(count()) [, sum] [, metrics]" */
@@ -63,23 +51,18 @@ chwap_figures(struct buf *b, const struct chwap_spec *s)
 /* The state: the stage's existence, its parts and marks. */
 static void
 chwap_state(struct buf *b, const struct chwap_spec *s,
-	    char (*str)[CHSQL_LITERAL_MAX + 12], size_t n)
+	    char (*txt)[CHSQL_LITERAL_MAX], size_t n)
 {
 	/* the names are plain (chsql_ident_ok) */
 	buf_printf(b, "SELECT 'e' AS v FROM system.columns WHERE database ="
 		   " currentDatabase() AND table = '%s' AND name = '%s' UNION"
-		   " ALL ", s->stage, s->column);
-	buf_addstr(b, "SELECT concat('s\\t', toString(");
-	chwap_which(b, "partition", str, n);
-	buf_printf(b, ")) AS v FROM system.parts WHERE database ="
-		   " currentDatabase() AND table = '%s' AND active AND (",
-		   s->stage);
-	chwap_any(b, "partition", str, n);
-	buf_addstr(b, ") UNION ALL SELECT concat('m\\t', toString(");
-	chwap_which(b, "partition", str, n);
-	buf_printf(b, "), '\\t', toString(request)) AS v FROM `%s` WHERE ",
-		   s->mark);
-	chwap_any(b, "partition", str, n);
+		   " ALL SELECT concat('s\\t', partition) AS v FROM system.parts"
+		   " WHERE database = currentDatabase() AND table = '%s' AND"
+		   " active AND ", s->stage, s->column, s->stage);
+	chwap_in(b, "partition", txt, n);
+	buf_printf(b, " UNION ALL SELECT concat('m\\t', partition, '\\t',"
+		   " toString(request)) AS v FROM `%s` WHERE ", s->mark);
+	chwap_in(b, "partition", txt, n);
 	buf_addstr(b, " UNION ALL ");
 }
 
@@ -87,37 +70,34 @@ int
 chwap_sql(const struct chwap_spec *s, const char *const *keys, size_t n,
 	  char **out, struct err *err)
 {
-	char (*lit)[CHSQL_LITERAL_MAX + 12] = xcalloc(n ? n : 1, sizeof *lit);
-	char (*str)[CHSQL_LITERAL_MAX + 12] = xcalloc(n ? n : 1, sizeof *str);
+	char (*txt)[CHSQL_LITERAL_MAX] = xcalloc(n ? n : 1, sizeof *txt);
 	char col[CHSQL_IDENT_MAX + 2];
 	struct buf b;
 
 	*out = NULL;
-	if (chwap_literals(keys, n, false, lit, err) == -1 ||
-	    chwap_literals(keys, n, true, str, err) == -1) {
-		free(lit);
-		free(str);
-		return -1;
+	if (n == 0 || chwap_texts(keys, n, txt, err) == -1) {
+		free(txt);
+		return n == 0 ? err_set(err, EXIT_BAD_INPUT, "no partition")
+			      : -1;
 	}
 	snprintf(col, sizeof col, "`%s`", s->column);
 	buf_init(&b);
 	if (s->stage != NULL)
-		chwap_state(&b, s, str, n);
-	buf_addstr(&b, "SELECT concat('f\\t', toString(");
-	chwap_which(&b, col, lit, n);
-	buf_addstr(&b, " AS _backfilld_part)");
+		chwap_state(&b, s, txt, n);
+	buf_printf(&b, "SELECT concat('f\\t', toString(%s) AS _backfilld_part",
+		   col);
 	chwap_figures(&b, s);
 	buf_printf(&b, ") AS v FROM `%s` WHERE ", s->table);
-	chwap_any(&b, col, lit, n);
-	buf_addstr(&b, " GROUP BY _backfilld_part UNION ALL SELECT concat('f\\t0'");
+	chwap_in(&b, col, txt, n);
+	buf_addstr(&b, " GROUP BY _backfilld_part UNION ALL SELECT"
+		   " concat('n\\t-'");
 	chwap_figures(&b, s);
 	/* the figures of no row: no row read (18.16 scans all of a table
 	 * for WHERE 0; the key's condition prunes it to one partition) */
 	buf_printf(&b, ") AS v FROM `%s` WHERE %s = %s AND 0", s->table, col,
-		   n > 0 ? lit[0] : "NULL");
+		   txt[0]);
 	buf_add(&b, "", 1);
-	free(lit);
-	free(str);
+	free(txt);
 	*out = buf_steal(&b);
 	return 0;
 }
@@ -155,26 +135,47 @@ chwap_set_figures(const struct chwap_spec *s, struct chwap_part *p, char **f)
 	return 0;
 }
 
+/* Which of keys[0..n) the server's text of a value is (its plain
+ * literal unquoted), 1-based; 0 for none. */
+static size_t
+chwap_which(const char *const *keys, size_t n, const char *text)
+{
+	char t[CHSQL_LITERAL_MAX];
+	struct err e;
+	size_t len;
+
+	for (size_t i = 0; i < n; i++) {
+		if (chsql_plain(keys[i], t, &e) == -1)
+			continue;
+		len = strlen(t);
+		if (len >= 2 && strlen(text) == len - 2 &&
+		    strncmp(text, t + 1, len - 2) == 0)
+			return i + 1;
+	}
+	return 0;
+}
+
 /* One value of the answer into r; -1 when it is none of the forms. */
 static int
-chwap_value(const struct chwap_spec *s, const char *value,
-	    struct chwap_result *r, bool *empty_seen, struct chwap_part *empty)
+chwap_value(const struct chwap_spec *s, const char *const *keys,
+	    const char *value, struct chwap_result *r, bool *empty_seen,
+	    struct chwap_part *empty)
 {
-	size_t want = 3 + (s->digest ? 1 : 0) + s->nmetrics, nf, k;
-	char *v = xstrdup(value), *f[64], *end;
+	size_t want = 3 + (s->digest ? 1 : 0) + s->nmetrics, nf, k = 0;
+	char *v = xstrdup(value), *f[64] = { NULL }, *end;
 	int rc = -1;
 
 	nf = chwap_fields(v, f, want < 64 ? want : 64);
-	k = nf >= 2 ? (size_t)strtoul(f[1], &end, 10) : 0;
-	if (nf >= 2 && (end == f[1] || *end != '\0' || k > r->n))
+	if (nf >= 2 && strcmp(f[0], "n") != 0 &&
+	    (k = chwap_which(keys, r->n, f[1])) == 0)
 		goto out;
 	if (strcmp(f[0], "e") == 0 && nf == 1) {
 		r->stage_exists = true;
 		rc = 0;
-	} else if (strcmp(f[0], "s") == 0 && nf == 2 && k > 0) {
+	} else if (strcmp(f[0], "s") == 0 && nf == 2) {
 		r->parts[k - 1].staged = true;
 		rc = 0;
-	} else if (strcmp(f[0], "m") == 0 && nf == 3 && k > 0) {
+	} else if (strcmp(f[0], "m") == 0 && nf == 3) {
 		struct chwap_part *p = &r->parts[k - 1];
 
 		if (p->nmarks < CHWAP_MARKS_MAX) {
@@ -182,12 +183,11 @@ chwap_value(const struct chwap_spec *s, const char *value,
 			rc = *end == '\0' && end != f[2] ? 0 : -1;
 		}
 	} else if (strcmp(f[0], "f") == 0 && nf == want) {
-		rc = chwap_set_figures(s, k > 0 ? &r->parts[k - 1] : empty,
-				       f + 2);
-		if (k == 0)
-			*empty_seen = true;
-		else
-			r->parts[k - 1].seen = true;
+		rc = chwap_set_figures(s, &r->parts[k - 1], f + 2);
+		r->parts[k - 1].seen = true;
+	} else if (strcmp(f[0], "n") == 0 && nf == want) {
+		rc = chwap_set_figures(s, empty, f + 2);
+		*empty_seen = true;
 	}
 out:
 	free(v);
@@ -203,8 +203,9 @@ chwap_part_free(struct chwap_part *p, size_t nmetrics)
 }
 
 int
-chwap_parse(const struct chwap_spec *s, char *const *values, size_t nvalues,
-	    size_t n, struct chwap_result *r, struct err *err)
+chwap_parse(const struct chwap_spec *s, const char *const *keys,
+	    char *const *values, size_t nvalues, size_t n,
+	    struct chwap_result *r, struct err *err)
 {
 	struct chwap_part empty = { 0 };
 	bool empty_seen = false;
@@ -219,7 +220,8 @@ chwap_parse(const struct chwap_spec *s, char *const *values, size_t nvalues,
 		r->parts[i].metric = xcalloc(s->nmetrics + 1,
 					     sizeof *r->parts[i].metric);
 	for (size_t i = 0; i < nvalues && rc == 0; i++)
-		if (chwap_value(s, values[i], r, &empty_seen, &empty) == -1)
+		if (chwap_value(s, keys, values[i], r, &empty_seen,
+				&empty) == -1)
 			rc = err_set(err, EXIT_WORK_FAILED, "unexpected answer"
 				     " %.80s", values[i]);
 	if (rc == 0 && !empty_seen)
@@ -256,23 +258,23 @@ chwap_result_free(struct chwap_result *r)
 }
 
 int
-chwap_drop_sql(const char *table, bool as_string, const char *const *keys,
-	       size_t n, char **out, struct err *err)
+chwap_drop_sql(const char *table, const char *const *keys, size_t n,
+	       char **out, struct err *err)
 {
-	char (*lit)[CHSQL_LITERAL_MAX + 12] = xcalloc(n ? n : 1, sizeof *lit);
+	char (*txt)[CHSQL_LITERAL_MAX] = xcalloc(n ? n : 1, sizeof *txt);
 	struct buf b;
 
 	*out = NULL;
-	if (chwap_literals(keys, n, as_string, lit, err) == -1) {
-		free(lit);
+	if (chwap_texts(keys, n, txt, err) == -1) {
+		free(txt);
 		return -1;
 	}
 	buf_init(&b);
 	buf_printf(&b, "ALTER TABLE `%s`", table);
 	for (size_t i = 0; i < n; i++)
-		buf_printf(&b, "%s DROP PARTITION %s", i ? "," : "", lit[i]);
+		buf_printf(&b, "%s DROP PARTITION %s", i ? "," : "", txt[i]);
 	buf_add(&b, "", 1);
-	free(lit);
+	free(txt);
 	*out = buf_steal(&b);
 	return 0;
 }
@@ -282,21 +284,21 @@ chwap_mark_sql(const char *mark, const char *const *keys,
 	       const int64_t *requests, size_t n, int64_t run, char **out,
 	       struct err *err)
 {
-	char (*lit)[CHSQL_LITERAL_MAX + 12] = xcalloc(n ? n : 1, sizeof *lit);
+	char (*txt)[CHSQL_LITERAL_MAX] = xcalloc(n ? n : 1, sizeof *txt);
 	struct buf b;
 
 	*out = NULL;
-	if (chwap_literals(keys, n, true, lit, err) == -1) {
-		free(lit);
+	if (chwap_texts(keys, n, txt, err) == -1) {
+		free(txt);
 		return -1;
 	}
 	buf_init(&b);
-	buf_printf(&b, "INSERT INTO `%s`", mark);
+	buf_printf(&b, "INSERT INTO `%s` VALUES", mark);
 	for (size_t i = 0; i < n; i++)
-		buf_printf(&b, "%s SELECT %s, %lld, %lld", i ? " UNION ALL" : "",
-			   lit[i], (long long)requests[i], (long long)run);
+		buf_printf(&b, "%s (%s, %lld, %lld)", i ? "," : "", txt[i],
+			   (long long)requests[i], (long long)run);
 	buf_add(&b, "", 1);
-	free(lit);
+	free(txt);
 	*out = buf_steal(&b);
 	return 0;
 }

@@ -1,10 +1,10 @@
 /*
  * chwap.h - the statements of write-audit-publish on ClickHouse that
  * cover several partitions at once (docs/clickhouse.md, "Round trips"),
- * and the reading of their answers.  Each partition is read exactly as
- * the per-partition statements read it (`column` = the typed literal of
- * its key), grouped by which partition a row equals; the keys are the
- * daemon's own, bound by chsql_literal.  Pure: no I/O.
+ * and the reading of their answers.  Each partition is read as the
+ * per-partition statements read it (`column` = its key), grouped by the
+ * value a row has; the keys are the daemon's own, validated by
+ * chsql_plain.  Pure: no I/O.
  */
 #ifndef BACKFILLD_CHWAP_H
 #define BACKFILLD_CHWAP_H
@@ -48,27 +48,29 @@ struct chwap_result {
 };
 
 /*
- * One SELECT (UNION ALL of its parts) reading keys[0..n) (n at most
- * CHWAP_CHUNK): each row one value, "e" (the stage exists), "s\tK" (the
- * stage partition of part K, 1-based, holds a part), "m\tK\tREQUEST", "f\tK
- * \tROWS[\tSUM]\tMETRIC..." (K 0: the figures of no row at all).  *out
- * malloc'd; -1 with err for a key that is none.
+ * One SELECT (UNION ALL of its parts) reading keys[0..n) (n from 1 to
+ * CHWAP_CHUNK), each key a plain quoted literal ('YYYY-MM-DD', or
+ * 'YYYY-MM-DD HH:00:00' for an hour: chsql_plain): each row one value, "e"
+ * (the stage exists), "s\tP" (the stage partition P, the server's text
+ * of the partition's value, holds a part), "m\tP\tREQUEST", "f\tP\tROWS
+ * [\tSUM]\tMETRIC..." and "n\t-\tROWS..." (the figures of no row at
+ * all).  *out malloc'd; -1 with err for a key that is none.
  */
 int chwap_sql(const struct chwap_spec *s, const char *const *keys, size_t n,
 	      char **out, struct err *err);
-/* Its answer, the rows' values, into r (n parts): -1 with err when a
- * value is not one of the forms above. */
-int chwap_parse(const struct chwap_spec *s, char *const *values,
-		size_t nvalues, size_t n, struct chwap_result *r,
-		struct err *err);
+/* Its answer, the rows' values, into r (the n parts of keys): -1 with err
+ * when a value is not one of the forms above or names no key. */
+int chwap_parse(const struct chwap_spec *s, const char *const *keys,
+		char *const *values, size_t nvalues, size_t n,
+		struct chwap_result *r, struct err *err);
 void chwap_result_free(struct chwap_result *r);
 
-/* ALTER TABLE `table` DROP PARTITION L, DROP PARTITION ... of keys[0..n)
- * (L toString(literal) when as_string: the marks' table). */
-int chwap_drop_sql(const char *table, bool as_string, const char *const *keys,
-		   size_t n, char **out, struct err *err);
-/* INSERT INTO `mark` of one row (toString(literal), requests[i], run) a
- * key. */
+/* ALTER TABLE `table` DROP PARTITION 'K', DROP PARTITION ... of
+ * keys[0..n) (the plain literal converts to the partition's type, the
+ * stage's Date or DateTime and the marks' String alike). */
+int chwap_drop_sql(const char *table, const char *const *keys, size_t n,
+		   char **out, struct err *err);
+/* INSERT INTO `mark` VALUES ('K', requests[i], run), ... a key. */
 int chwap_mark_sql(const char *mark, const char *const *keys,
 		   const int64_t *requests, size_t n, int64_t run,
 		   char **out, struct err *err);

@@ -153,17 +153,17 @@ exec_wap_read(struct exec_flight *fl, struct wh_conn *conn,
 		return -1;
 	}
 	rc = chwap_sql(s, keys, n, &sql, &e);
-	free(keys);
 	if (rc == 0)
 		rc = conn->drv->query_column(conn, sql, NULL, 0,
 		    (CHWAP_MARKS_MAX + 2) * n + 4, &v, &nv, &e);
 	free(sql);
 	if (rc == 0) {
-		rc = chwap_parse(s, v, nv, n, r, &e);
+		rc = chwap_parse(s, keys, v, nv, n, r, &e);
 		for (size_t i = 0; i < nv; i++)
 			free(v[i]);
 		free(v);
 	}
+	free(keys);
 	if (rc == 0)
 		return 0;
 	if (exec_stopping(fl) || strcmp(e.msg, "interrupted") == 0) {
@@ -332,7 +332,7 @@ exec_wap_read_after(struct exec_flight *fl, struct wh_conn *conn,
 /* One ALTER ... DROP PARTITION of the keys of parts [from, from + n)
  * with want[i] (none: nothing sent). */
 static int
-exec_wap_drop_some(struct wh_conn *conn, const char *table, bool as_string,
+exec_wap_drop_some(struct wh_conn *conn, const char *table,
 		   const struct exec_run *run, size_t from, size_t n,
 		   const bool *want, struct err *err)
 {
@@ -344,7 +344,7 @@ exec_wap_drop_some(struct wh_conn *conn, const char *table, bool as_string,
 	for (size_t i = from; i < from + n; i++)
 		if (want == NULL || want[i])
 			keys[k++] = run->parts[i].key;
-	rc = k == 0 ? 0 : chwap_drop_sql(table, as_string, keys, k, &sql, err);
+	rc = k == 0 ? 0 : chwap_drop_sql(table, keys, k, &sql, err);
 	free(keys);
 	if (k == 0 || rc == -1)
 		return rc;
@@ -366,9 +366,9 @@ exec_wap_clear(struct exec_flight *fl, struct wh_conn *conn,
 		size_t m = from + n - c < CHWAP_CHUNK ? from + n - c : CHWAP_CHUNK;
 
 		if (exec_interrupted(fl, err) ||
-		    exec_wap_drop_some(conn, t->mark, true, run, c, m, marked,
+		    exec_wap_drop_some(conn, t->mark, run, c, m, marked,
 				       err) == -1 ||
-		    exec_wap_drop_some(conn, t->stage, false, run, c, m,
+		    exec_wap_drop_some(conn, t->stage, run, c, m,
 				       swept ? staged : NULL, err) == -1) {
 			if (strcmp(err->msg, "interrupted") != 0)
 				err_prefix(err, "clearing the stage partition");
@@ -426,7 +426,7 @@ exec_wap_drop_keys(struct wh_conn *conn, const struct wap_tables *t,
 
 		/* the marks first (rule 1): a failure leaves the stage */
 		for (int k = 0; k < 2; k++) {
-			if (chwap_drop_sql(k == 0 ? t->mark : t->stage, k == 0,
+			if (chwap_drop_sql(k == 0 ? t->mark : t->stage,
 					   keys + c, m, &sql, err) == -1)
 				return -1;
 			rc = conn->drv->exec_script(conn, sql, NULL, 0, err);

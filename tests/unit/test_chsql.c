@@ -88,6 +88,24 @@ static const struct chsql_param params[] = {
 	{ "stage", "_backfilld_stage_t" },
 };
 
+START_TEST(test_plain)
+{
+	char out[CHSQL_LITERAL_MAX];
+	struct err e;
+
+	ck_assert_int_eq(chsql_plain("2026-02-09", out, &e), 0);
+	ck_assert_str_eq(out, "'2026-02-09'");
+	ck_assert_int_eq(chsql_plain("2026-02-09T07", out, &e), 0);
+	ck_assert_str_eq(out, "'2026-02-09 07:00:00'");
+	/* keys only: no bound with minutes, no instant, nothing else */
+	ck_assert_int_eq(chsql_plain("2026-02-09 07:00:00", out, &e), -1);
+	ck_assert_int_eq(chsql_plain("2026-02-09T07:00:00Z", out, &e), -1);
+	ck_assert_int_eq(chsql_plain("2026-02-3'", out, &e), -1);
+	ck_assert_int_eq(chsql_plain("2026-13-09", out, &e), -1);
+	ck_assert_int_eq(chsql_plain("2026-02-09T24", out, &e), -1);
+}
+END_TEST
+
 START_TEST(test_bind)
 {
 	static const struct { const char *in, *want; } cases[] = {
@@ -224,6 +242,7 @@ main(void)
 	int failed;
 
 	tcase_add_test(tc, test_literal);
+	tcase_add_test(tc, test_plain);
 	tcase_add_test(tc, test_bind);
 	tcase_add_test(tc, test_bind_refused);
 	tcase_add_test(tc, test_split);

@@ -26,15 +26,26 @@ START_TEST(test_sql)
 	ck_assert_ptr_nonnull(strstr(sql, "FROM system.columns WHERE database ="
 				     " currentDatabase() AND table ="
 				     " '_backfilld_stage_fct' AND name = 'dt'"));
-	ck_assert_ptr_nonnull(strstr(sql, "multiIf(`dt` = toDate('2025-03-05'),"
-				     " 1, `dt` = toDate('2025-03-06'), 2, 0)"));
-	ck_assert_ptr_nonnull(strstr(sql, "WHERE `dt` = toDate('2025-03-05') OR"
-				     " `dt` = toDate('2025-03-06') GROUP BY"));
-	ck_assert_ptr_nonnull(strstr(sql, "partition = toString(toDate("
-				     "'2025-03-06')), 2"));
+	ck_assert_ptr_nonnull(strstr(sql, "concat('f\\t', toString(`dt`) AS"
+				     " _backfilld_part"));
+	ck_assert_ptr_nonnull(strstr(sql, "WHERE `dt` IN ('2025-03-05',"
+				     " '2025-03-06') GROUP BY _backfilld_part"));
+	ck_assert_ptr_nonnull(strstr(sql, "AND active AND partition IN"
+				     " ('2025-03-05', '2025-03-06')"));
+	ck_assert_ptr_nonnull(strstr(sql, "FROM `_backfilld_audited_fct` WHERE"
+				     " partition IN ('2025-03-05', '2025-03-06')"));
 	ck_assert_ptr_nonnull(strstr(sql, "ifNull(toString((sum(revenue_cents)))"));
 	ck_assert_ptr_nonnull(strstr(sql, "FROM `fct` WHERE `dt` ="
-				     " toDate('2025-03-05') AND 0"));
+				     " '2025-03-05' AND 0"));
+	ck_assert_ptr_null(strstr(sql, "toDate("));
+	free(sql);
+	{
+		const char *hours[] = { "2025-03-05T07" };
+
+		ck_assert_int_eq(chwap_sql(&s, hours, 1, &sql, &e), 0);
+		ck_assert_ptr_nonnull(strstr(sql, "WHERE `dt` IN ('2025-03-05"
+					     " 07:00:00') GROUP BY"));
+	}
 	free(sql);
 	s.stage = NULL;
 	ck_assert_int_eq(chwap_sql(&s, keys, 2, &sql, &e), 0);
@@ -45,7 +56,9 @@ START_TEST(test_sql)
 
 		ck_assert_int_eq(chwap_sql(&s, bad, 1, &sql, &e), -1);
 		ck_assert_ptr_null(sql);
-		ck_assert_int_eq(chwap_drop_sql("t", false, bad, 1, &sql, &e), -1);
+		ck_assert_int_eq(chwap_drop_sql("t", bad, 1, &sql, &e), -1);
+		ck_assert_ptr_null(sql);
+		ck_assert_int_eq(chwap_sql(&s, keys, 0, &sql, &e), -1);
 	}
 }
 END_TEST
@@ -56,12 +69,13 @@ START_TEST(test_parse)
 	struct chwap_spec s = { .table = "fct", .column = "dt", .metrics = ms,
 				.nmetrics = 1, .digest = true, .stage = "st",
 				.mark = "mk" };
-	char *v[] = { "e", "s\t2", "m\t2\t7", "m\t2\t9", "f\t1\t3\t123\t4.5",
-		      "f\t0\t0\t0\t" };
+	char *v[] = { "e", "s\t2025-03-06", "m\t2025-03-06\t7",
+		      "m\t2025-03-06\t9", "f\t2025-03-05\t3\t123\t4.5",
+		      "n\t-\t0\t0\t" };
 	struct chwap_result r;
 	struct err e;
 
-	ck_assert_int_eq(chwap_parse(&s, v, 6, 2, &r, &e), 0);
+	ck_assert_int_eq(chwap_parse(&s, keys, v, 6, 2, &r, &e), 0);
 	ck_assert(r.stage_exists);
 	ck_assert(!r.parts[0].staged);
 	ck_assert(r.parts[1].staged);
@@ -76,16 +90,28 @@ START_TEST(test_parse)
 	ck_assert_str_eq(r.parts[1].sum, "0");
 	ck_assert_str_eq(r.parts[1].metric[0], "");
 	chwap_result_free(&r);
-	/* without the row of no row; a part out of range; too few fields */
-	ck_assert_int_eq(chwap_parse(&s, v, 5, 2, &r, &e), -1);
+	/* without the row of no row; a value of no key; too few fields; a
+	 * request that is no number */
+	ck_assert_int_eq(chwap_parse(&s, keys, v, 5, 2, &r, &e), -1);
 	{
-		char *w[] = { "f\t3\t1\t1\t1", "f\t0\t0\t0\t" };
-		char *x[] = { "f\t1\t1\t1", "f\t0\t0\t0\t" };
-		char *y[] = { "m\t1\tseven", "f\t0\t0\t0\t" };
+		char *w[] = { "f\t2025-03-07\t1\t1\t1", "n\t-\t0\t0\t" };
+		char *x[] = { "f\t2025-03-05\t1\t1", "n\t-\t0\t0\t" };
+		char *y[] = { "m\t2025-03-05\tseven", "n\t-\t0\t0\t" };
+		char *z[] = { "s\t3", "n\t-\t0\t0\t" };
 
-		ck_assert_int_eq(chwap_parse(&s, w, 2, 2, &r, &e), -1);
-		ck_assert_int_eq(chwap_parse(&s, x, 2, 2, &r, &e), -1);
-		ck_assert_int_eq(chwap_parse(&s, y, 2, 2, &r, &e), -1);
+		ck_assert_int_eq(chwap_parse(&s, keys, w, 2, 2, &r, &e), -1);
+		ck_assert_int_eq(chwap_parse(&s, keys, x, 2, 2, &r, &e), -1);
+		ck_assert_int_eq(chwap_parse(&s, keys, y, 2, 2, &r, &e), -1);
+		ck_assert_int_eq(chwap_parse(&s, keys, z, 2, 2, &r, &e), -1);
+	}
+	{
+		/* an hour's value as the server writes a DateTime */
+		const char *hours[] = { "2025-03-05T07" };
+		char *h[] = { "f\t2025-03-05 07:00:00\t2\t5\t1", "n\t-\t0\t0\t" };
+
+		ck_assert_int_eq(chwap_parse(&s, hours, h, 2, 1, &r, &e), 0);
+		ck_assert_int_eq(r.parts[0].rows, 2);
+		chwap_result_free(&r);
 	}
 }
 END_TEST
@@ -96,18 +122,13 @@ START_TEST(test_drop_mark)
 	struct err e;
 	char *sql;
 
-	ck_assert_int_eq(chwap_drop_sql("st", false, keys, 2, &sql, &e), 0);
-	ck_assert_str_eq(sql, "ALTER TABLE `st` DROP PARTITION toDate('2025-03-05'),"
-			 " DROP PARTITION toDate('2025-03-06')");
-	free(sql);
-	ck_assert_int_eq(chwap_drop_sql("mk", true, keys, 1, &sql, &e), 0);
-	ck_assert_str_eq(sql, "ALTER TABLE `mk` DROP PARTITION"
-			 " toString(toDate('2025-03-05'))");
+	ck_assert_int_eq(chwap_drop_sql("st", keys, 2, &sql, &e), 0);
+	ck_assert_str_eq(sql, "ALTER TABLE `st` DROP PARTITION '2025-03-05',"
+			 " DROP PARTITION '2025-03-06'");
 	free(sql);
 	ck_assert_int_eq(chwap_mark_sql("mk", keys, req, 2, 12, &sql, &e), 0);
-	ck_assert_str_eq(sql, "INSERT INTO `mk` SELECT toString(toDate("
-			 "'2025-03-05')), 3, 12 UNION ALL SELECT toString(toDate("
-			 "'2025-03-06')), 4, 12");
+	ck_assert_str_eq(sql, "INSERT INTO `mk` VALUES ('2025-03-05', 3, 12),"
+			 " ('2025-03-06', 4, 12)");
 	free(sql);
 }
 END_TEST
