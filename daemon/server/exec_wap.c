@@ -17,6 +17,7 @@
 #include "calendar.h"
 #include "chsql.h"
 #include "chstage.h"
+#include "chwap.h"
 #include "digest.h"
 #include "exec.h"
 #include "exec_int.h"
@@ -183,20 +184,21 @@ exec_wap_marked(struct exec_flight *fl, struct wh_conn *conn, size_t i,
 /* Mark part i's audited stage partition (rule 1), before its REPLACE. */
 static int
 exec_wap_mark(struct exec_flight *fl, struct wh_conn *conn, size_t i,
-	      const struct wap_tables *t, const struct wh_param *params,
-	      struct err *err)
+	      const struct wap_tables *t, struct err *err)
 {
 	struct exec_run *run = exec_flight_run(fl);
+	const char *key = run->parts[i].key;
+	int64_t req = exec_wap_request(run, i);
 	char *sql;
 	int rc;
 
-	/* integers the daemon generated, not text from anyone */
-	sql = xasprintf("INSERT INTO `%s` SELECT toString(:partition),"
-			" %lld, %lld", t->mark,
-			(long long)exec_wap_request(run, i),
-			(long long)run->run_id);
-	rc = exec_wap_step(fl, conn, "marking the audited stage", sql, params,
-			   1, err);
+	/* the daemon's own key and integers, not text from anyone; VALUES,
+	 * which the server parses without analysing a query */
+	if (chwap_mark_sql(t->mark, &key, &req, 1, run->run_id, &sql,
+			   err) == -1)
+		return -1;
+	rc = exec_wap_step(fl, conn, "marking the audited stage", sql, NULL,
+			   0, err);
 	free(sql);
 	return rc;
 }
@@ -341,7 +343,7 @@ exec_wap_build(struct exec_flight *fl, struct wh_conn *conn, size_t i,
 					  fast ? st.sum_before[i] : "",
 					  sums[i], err);
 	if (rc == 0)
-		rc = exec_wap_mark(fl, conn, i, t, params, err);
+		rc = exec_wap_mark(fl, conn, i, t, err);
 out:
 	exec_wap_state_free(&st);
 	free(sums);

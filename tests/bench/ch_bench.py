@@ -20,7 +20,7 @@ and of 90 days from Wednesday 2025-03-05 (fact plus the affected weeks):
   set-based   ch_set_based.sh: one clickhouse-client --multiquery: ONE
               INSERT ... SELECT of the whole range into a stage table, one
               REPLACE PARTITION per date; the same for the weeks
-  backfilld c the daemon, write-audit-publish per partition, the fact job's
+  backfilld c the daemon, write-audit-publish per partition, both jobs'
               concurrency c = 1 and 4 (max_concurrency 4, max_connections 4),
               backfillctl backfill ... --wait, end to end (start not timed)
   batch       the daemon with batch: true (one stage fill per request, a
@@ -270,10 +270,10 @@ def daemon_config(s, method):
             "    table: fct_daily_sales\n    partition_column: dt\n%s"
             "    sql: |\n%s\n"
             "  - name: mart_weekly_sales\n    warehouse: sales\n    partition: week\n"
-            "    upstream: [fct_daily_sales]\n    concurrency: 1\n    retries: 0\n"
+            "    upstream: [fct_daily_sales]\n    concurrency: %d\n    retries: 0\n"
             "    table: mart_weekly_sales\n    partition_column: week_start\n%s"
             "    sql: |\n%s\n"
-            % (s.url(DB), s.pwfile, conc, b, indent(fact, 6), b, indent(week, 6)))
+            % (s.url(DB), s.pwfile, conc, b, indent(fact, 6), conc, b, indent(week, 6)))
 
 
 def client_env(s, work):
