@@ -134,7 +134,7 @@ chsql_stage_name(const char *table, char *buf, size_t len)
 void
 chsql_mark_name(const char *table, char *buf, size_t len)
 {
-	int n = snprintf(buf, len, "_backfilld_audited_%s", table);
+	int n = snprintf(buf, len, "_backfilld_marks_%s", table);
 
 	if (n < 0 || (size_t)n >= len || n >= CHSQL_IDENT_MAX)
 		buf[0] = '\0';

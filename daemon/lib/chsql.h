@@ -56,7 +56,7 @@ bool chsql_ident_ok(const char *name);
  * or "" when that would be too long. */
 void chsql_stage_name(const char *table, char *buf, size_t len);
 /* The table of the stage's marks (docs/clickhouse.md, "Exactly once"):
- * _backfilld_audited_TABLE, "" when too long. */
+ * _backfilld_marks_TABLE, "" when too long. */
 void chsql_mark_name(const char *table, char *buf, size_t len);
 
 /*

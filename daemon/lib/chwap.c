@@ -302,3 +302,51 @@ chwap_mark_sql(const char *mark, const char *const *keys,
 	*out = buf_steal(&b);
 	return 0;
 }
+
+int
+chwap_mark_runs_sql(const char *mark, const char *const *keys, size_t n,
+		    char **out, struct err *err)
+{
+	char (*txt)[CHSQL_LITERAL_MAX] = xcalloc(n ? n : 1, sizeof *txt);
+	struct buf b;
+
+	*out = NULL;
+	if (n == 0 || chwap_texts(keys, n, txt, err) == -1) {
+		free(txt);
+		return n == 0 ? err_set(err, EXIT_BAD_INPUT, "no partition")
+			      : -1;
+	}
+	buf_init(&b);
+	buf_printf(&b, "SELECT DISTINCT toString(run) FROM `%s` WHERE ", mark);
+	chwap_in(&b, "partition", txt, n);
+	buf_add(&b, "", 1);
+	free(txt);
+	*out = buf_steal(&b);
+	return 0;
+}
+
+int
+chwap_drop_runs_sql(const char *mark, char *const *runs, size_t n, char **out,
+		    struct err *err)
+{
+	struct buf b;
+
+	*out = NULL;
+	buf_init(&b);
+	buf_printf(&b, "ALTER TABLE `%s`", mark);
+	for (size_t i = 0; i < n; i++) {
+		const char *r = runs[i];
+		size_t len = strspn(r, "0123456789");
+
+		/* text from the server, bound again: digits only */
+		if (len == 0 || len > 18 || r[len] != '\0') {
+			buf_free(&b);
+			return err_set(err, EXIT_WORK_FAILED, "unexpected run"
+				       " %.40s in the marks", r);
+		}
+		buf_printf(&b, "%s DROP PARTITION %s", i ? "," : "", r);
+	}
+	buf_add(&b, "", 1);
+	*out = buf_steal(&b);
+	return 0;
+}

@@ -74,4 +74,13 @@ int chwap_drop_sql(const char *table, const char *const *keys, size_t n,
 int chwap_mark_sql(const char *mark, const char *const *keys,
 		   const int64_t *requests, size_t n, int64_t run,
 		   char **out, struct err *err);
+/* The marks' table holds a partition per run (PARTITION BY run): the
+ * runs holding a mark of keys[0..n) (n from 1 to CHWAP_CHUNK), "SELECT
+ * DISTINCT toString(run) ...", then "ALTER TABLE `mark` DROP PARTITION R,
+ * ..." of the runs it answered (-1 with err for an answer that is no run
+ * id). */
+int chwap_mark_runs_sql(const char *mark, const char *const *keys, size_t n,
+			char **out, struct err *err);
+int chwap_drop_runs_sql(const char *mark, char *const *runs, size_t n,
+			char **out, struct err *err);
 #endif

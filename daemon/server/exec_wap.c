@@ -45,9 +45,9 @@ exec_wap_step(struct exec_flight *fl, struct wh_conn *conn, const char *what,
 }
 
 /*
- * The stage and its marks.  `_backfilld_audited_TABLE` holds a row
+ * The stage and its marks.  `_backfilld_marks_TABLE` holds a row
  * (partition, request, run) for each stage partition that passed its
- * audit and is being published.  Rules that must always hold:
+ * audit and is being published, a partition of the table per run.  Rules that must always hold:
  *  1. A mark is written after its stage partition's audit passed and
  *     before its REPLACE; it is dropped before its stage partition is
  *     cleared or dropped.  So a mark always names a stage partition that
@@ -97,14 +97,11 @@ static int
 exec_wap_drop_as(struct wh_conn *conn, const struct wap_tables *t,
 		 const struct wh_param *params, bool marked, struct err *err)
 {
+	const char *key = params[0].value; /* :partition, the part's key */
 	char *sql;
 	int rc;
 
-	sql = xasprintf("ALTER TABLE `%s` DROP PARTITION toString(:partition)",
-			t->mark);
-	rc = marked ? conn->drv->exec_script(conn, sql, params, 1, err) : 0;
-	free(sql);
-	if (rc == -1)
+	if (marked && exec_wap_drop_marks(conn, t, &key, 1, err) == -1)
 		return -1;
 	sql = xasprintf("ALTER TABLE `%s` DROP PARTITION :partition", t->stage);
 	rc = conn->drv->exec_script(conn, sql, params, 1, err);
@@ -558,11 +555,23 @@ exec_wap_create(struct exec_flight *fl, struct wh_conn *conn,
 	}
 	if (rc == -1)
 		return -1;
+	/* a run's marks are one partition: one part to write, one to drop,
+	 * however many partitions it marks */
 	sql = xasprintf("CREATE TABLE IF NOT EXISTS `%s` (partition String,"
 			" request Int64, run Int64) ENGINE = MergeTree PARTITION"
-			" BY partition ORDER BY tuple()", t->mark);
+			" BY run ORDER BY partition", t->mark);
 	rc = exec_wap_step(fl, conn, "creating the stage's marks", sql, NULL,
 			   0, err);
+	free(sql);
+	if (rc == -1)
+		return -1;
+	/* the marks' table of the versions before a run's marks were one
+	 * partition (docs/clickhouse.md): no longer read, so it goes; a
+	 * stage partition it named is cleared by its next run */
+	sql = xasprintf("DROP TABLE IF EXISTS `_backfilld_audited_%s`",
+			t->mark + strlen("_backfilld_marks_"));
+	rc = exec_wap_step(fl, conn, "dropping the marks of an earlier"
+			   " version", sql, NULL, 0, err);
 	free(sql);
 	return rc;
 }

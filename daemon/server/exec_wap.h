@@ -62,6 +62,13 @@ void exec_wap_unswept(const char *stage);
 int exec_wap_mark_set(struct exec_flight *fl, struct wh_conn *conn,
 		      const struct wap_tables *t, size_t from, size_t n,
 		      struct err *err);
+/* Drop the marks of keys[0..n) (rule 1): the runs holding one are read,
+ * then their partitions of the marks' table dropped, a run's marks being
+ * one partition (so the marks of the run's other keys go too: a key
+ * whose mark is gone is cleared and built again, never published
+ * unaudited).  Nothing is dropped when none is marked. */
+int exec_wap_drop_marks(struct wh_conn *conn, const struct wap_tables *t,
+			const char *const *keys, size_t n, struct err *err);
 /* Outside a run: the marks, then the stage partitions, of keys. */
 int exec_wap_drop_keys(struct wh_conn *conn, const struct wap_tables *t,
 		       const char *const *keys, size_t n, struct err *err);

@@ -329,6 +329,36 @@ exec_wap_read_after(struct exec_flight *fl, struct wh_conn *conn,
 	return rc;
 }
 
+int
+exec_wap_drop_marks(struct wh_conn *conn, const struct wap_tables *t,
+		    const char *const *keys, size_t n, struct err *err)
+{
+	for (size_t c = 0; c < n; c += CHWAP_CHUNK) {
+		size_t m = n - c < CHWAP_CHUNK ? n - c : CHWAP_CHUNK;
+		char *sql, **v = NULL;
+		size_t nv = 0;
+		int rc;
+
+		if (chwap_mark_runs_sql(t->mark, keys + c, m, &sql, err) == -1)
+			return -1;
+		rc = conn->drv->query_column(conn, sql, NULL, 0,
+					     CHWAP_MARKS_MAX * m + 1, &v, &nv,
+					     err);
+		free(sql);
+		if (rc == 0 && nv > 0 &&
+		    (rc = chwap_drop_runs_sql(t->mark, v, nv, &sql, err)) == 0) {
+			rc = conn->drv->exec_script(conn, sql, NULL, 0, err);
+			free(sql);
+		}
+		for (size_t i = 0; i < nv; i++)
+			free(v[i]);
+		free(v);
+		if (rc == -1)
+			return -1;
+	}
+	return 0;
+}
+
 /* One ALTER ... DROP PARTITION of the keys of parts [from, from + n)
  * with want[i] (none: nothing sent). */
 static int
@@ -353,6 +383,24 @@ exec_wap_drop_some(struct wh_conn *conn, const char *table,
 	return rc;
 }
 
+/* The marks of the parts [from, from + n) with marked[i]. */
+static int
+exec_wap_drop_marked(struct wh_conn *conn, const struct wap_tables *t,
+		     const struct exec_run *run, size_t from, size_t n,
+		     const bool *marked, struct err *err)
+{
+	const char **keys = xcalloc(n ? n : 1, sizeof *keys);
+	size_t k = 0;
+	int rc;
+
+	for (size_t i = from; i < from + n; i++)
+		if (marked[i])
+			keys[k++] = run->parts[i].key;
+	rc = k == 0 ? 0 : exec_wap_drop_marks(conn, t, keys, k, err);
+	free(keys);
+	return rc;
+}
+
 int
 exec_wap_clear(struct exec_flight *fl, struct wh_conn *conn,
 	       const struct wap_tables *t, size_t from, size_t n,
@@ -366,8 +414,7 @@ exec_wap_clear(struct exec_flight *fl, struct wh_conn *conn,
 		size_t m = from + n - c < CHWAP_CHUNK ? from + n - c : CHWAP_CHUNK;
 
 		if (exec_interrupted(fl, err) ||
-		    exec_wap_drop_some(conn, t->mark, run, c, m, marked,
-				       err) == -1 ||
+		    exec_wap_drop_marked(conn, t, run, c, m, marked, err) == -1 ||
 		    exec_wap_drop_some(conn, t->stage, run, c, m,
 				       swept ? staged : NULL, err) == -1) {
 			if (strcmp(err->msg, "interrupted") != 0)
@@ -425,15 +472,13 @@ exec_wap_drop_keys(struct wh_conn *conn, const struct wap_tables *t,
 		int rc;
 
 		/* the marks first (rule 1): a failure leaves the stage */
-		for (int k = 0; k < 2; k++) {
-			if (chwap_drop_sql(k == 0 ? t->mark : t->stage,
-					   keys + c, m, &sql, err) == -1)
-				return -1;
-			rc = conn->drv->exec_script(conn, sql, NULL, 0, err);
-			free(sql);
-			if (rc == -1)
-				return -1;
-		}
+		if (exec_wap_drop_marks(conn, t, keys + c, m, err) == -1 ||
+		    chwap_drop_sql(t->stage, keys + c, m, &sql, err) == -1)
+			return -1;
+		rc = conn->drv->exec_script(conn, sql, NULL, 0, err);
+		free(sql);
+		if (rc == -1)
+			return -1;
 	}
 	return 0;
 }

@@ -299,7 +299,7 @@ def stage_leftovers(db, settle=True, srv=None):
 def marks_left(db, settle=True, srv=None):
     """Rows left in any table of the stage's marks of db (settle: as
     stage_leftovers)."""
-    return _settled(db, "audited", settle, srv)
+    return _settled(db, "marks", settle, srv)
 
 
 def _settled(db, kind, settle, srv):
@@ -956,7 +956,7 @@ def test_crash_between_publish_and_record():
     first = SRV.rows("SELECT * FROM fct_daily_sales WHERE dt = '%s' ORDER BY store_id" % day, db)
     fact, raw = fact_vs_raw(db, day, day)
     h.eq(first, raw, "the live partition after the first publish")
-    h.eq(marks_left(db, settle=False), {"_backfilld_audited_fct_daily_sales": 1},
+    h.eq(marks_left(db, settle=False), {"_backfilld_marks_fct_daily_sales": 1},
          "marks while unrecorded")
     d.kill9()
     # raw changes before the restart: a rebuild would publish other rows
@@ -970,6 +970,49 @@ def test_crash_between_publish_and_record():
          "one succeeded run after the restart: %r" % runs)
     h.eq(SRV.rows("SELECT * FROM fct_daily_sales WHERE dt = '%s' ORDER BY store_id" % day, db),
          first, "the live partition after the restart (the same stage published again)")
+    h.eq(stage_leftovers(db), {}, "stage rows left")
+    h.eq(marks_left(db), {}, "marks left")
+    d.stop()
+
+
+def test_batch_crash_between_publish_and_record():
+    """A batch's marks are one part, a partition of the marks' table for
+    the run; kill -9 right after the batch's first REPLACE, raw changed,
+    restart: every partition of the batch ends as the first build audited
+    it (the same stage published again), each succeeded once, and the
+    marks go in one drop.  A marks' table of an earlier version
+    (_backfilld_audited_TABLE) is dropped when the new one is created."""
+    db = fresh_db()
+    lo, hi = "2026-02-08", "2026-02-12"
+    SRV.q("CREATE TABLE _backfilld_audited_fct_daily_sales (partition String, request Int64,"
+          " run Int64) ENGINE = MergeTree PARTITION BY partition ORDER BY tuple()", db)
+    SRV.q("INSERT INTO _backfilld_audited_fct_daily_sales VALUES ('2026-02-01', 99, 99)", db)
+    jobs = BATCH.replace(" AND :partition != toDate('2026-02-10')", "")
+    d = h.Daemon(config=ch_config(db, jobs), clock=None, name="chbatchrepub",
+                 env={"BACKFILLD_TEST_CH_STOP": "published"})
+    req = d.enqueue("backfill", "fct", "--from", lo, "--to", hi)
+    wait_stopped(d, "the batch's first publish")
+    h.eq(SRV.rows("SELECT count() FROM system.tables WHERE database = currentDatabase() AND"
+                  " name = '_backfilld_audited_fct_daily_sales'", db), [("0",)],
+         "the marks' table of an earlier version after the first run")
+    h.eq(SRV.rows("SELECT count(), uniqExact(partition), uniqExact(run) FROM"
+                  " _backfilld_marks_fct_daily_sales", db), [("5", "5", "1")],
+         "the batch's marks: a row a partition, one run")
+    h.eq(SRV.rows("SELECT count() FROM system.parts WHERE database = currentDatabase() AND"
+                  " table = '_backfilld_marks_fct_daily_sales' AND active", db), [("1",)],
+         "the batch's marks are one part")
+    first = SRV.rows("SELECT dt, store_id, sales, revenue_cents FROM _backfilld_stage_fct_daily_sales"
+                     " ORDER BY dt, store_id", db)
+    d.kill9()
+    SRV.q("INSERT INTO raw_sales SELECT * FROM raw_sales WHERE dt = '2026-02-11' LIMIT 3", db)
+    d.extra_env.pop("BACKFILLD_TEST_CH_STOP")
+    d.restart()
+    d.wait_request(req)
+    runs = [r for r in d.runs() if r["job"] == "fct" and r["state"] == "succeeded"]
+    h.eq(sorted(r["partition"] for r in runs), h.days(lo, hi), "one success a partition")
+    h.eq(SRV.rows("SELECT dt, store_id, sales, revenue_cents FROM fct_daily_sales WHERE dt"
+                  " BETWEEN '%s' AND '%s' ORDER BY dt, store_id" % (lo, hi), db), first,
+         "the live partitions after the restart (the audited stage published again)")
     h.eq(stage_leftovers(db), {}, "stage rows left")
     h.eq(marks_left(db), {}, "marks left")
     d.stop()
@@ -1228,6 +1271,7 @@ def main():
              test_shutdown_grace_kills_query, test_reader_never_sees_a_mix, test_verify,
              test_batch, test_batch_downstream_weeks, test_batch_chunks, test_late_data, test_hourly, test_throttle, test_kill9_mid_backfill,
              test_reload_while_server_stopped, test_crash_between_publish_and_record,
+             test_batch_crash_between_publish_and_record,
              test_crash_between_record_and_release, test_shards_kill9_between_publishes,
              test_shards_from_system_clusters]
     # BACKFILLD_TEST_ONLY=name,name: those alone (while working on them)

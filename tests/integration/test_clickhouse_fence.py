@@ -50,7 +50,7 @@ def node_tables(name):
     h32 = 2166136261
     for ch in name.encode():
         h32 = ((h32 ^ ch) * 16777619) & 0xFFFFFFFF
-    return "_backfilld_audited_fct_daily_sales_n%08x" % h32
+    return "_backfilld_marks_fct_daily_sales_n%08x" % h32
 
 
 def stopped(pid):

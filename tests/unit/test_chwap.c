@@ -2,7 +2,7 @@
  * test_chwap.c - write-audit-publish statements over several partitions
  * (chwap.c): the state and figures read, its answer parsed (a partition no
  * row equals takes the figures of no row), refused keys and answers, the
- * drops and the marks' INSERT.
+ * drops, the marks' INSERT and their drop by run.
  */
 #include <check.h>
 #include <stdlib.h>
@@ -18,7 +18,7 @@ START_TEST(test_sql)
 	struct chwap_spec s = { .table = "fct", .column = "dt", .metrics = ms,
 				.nmetrics = 1, .digest = true,
 				.stage = "_backfilld_stage_fct",
-				.mark = "_backfilld_audited_fct" };
+				.mark = "_backfilld_marks_fct" };
 	struct err e;
 	char *sql;
 
@@ -32,7 +32,7 @@ START_TEST(test_sql)
 				     " '2025-03-06') GROUP BY _backfilld_part"));
 	ck_assert_ptr_nonnull(strstr(sql, "AND active AND partition IN"
 				     " ('2025-03-05', '2025-03-06')"));
-	ck_assert_ptr_nonnull(strstr(sql, "FROM `_backfilld_audited_fct` WHERE"
+	ck_assert_ptr_nonnull(strstr(sql, "FROM `_backfilld_marks_fct` WHERE"
 				     " partition IN ('2025-03-05', '2025-03-06')"));
 	ck_assert_ptr_nonnull(strstr(sql, "ifNull(toString((sum(revenue_cents)))"));
 	ck_assert_ptr_nonnull(strstr(sql, "FROM `fct` WHERE `dt` ="
@@ -126,6 +126,27 @@ START_TEST(test_drop_mark)
 	ck_assert_str_eq(sql, "ALTER TABLE `st` DROP PARTITION '2025-03-05',"
 			 " DROP PARTITION '2025-03-06'");
 	free(sql);
+	/* the marks go by run: the runs holding a mark of the keys, then
+	 * their partitions; an answer that is no run id is refused */
+	ck_assert_int_eq(chwap_mark_runs_sql("mk", keys, 2, &sql, &e), 0);
+	ck_assert_str_eq(sql, "SELECT DISTINCT toString(run) FROM `mk` WHERE"
+			 " partition IN ('2025-03-05', '2025-03-06')");
+	free(sql);
+	ck_assert_int_eq(chwap_mark_runs_sql("mk", keys, 0, &sql, &e), -1);
+	{
+		char *runs[] = { "12", "7" };
+		char *bad[] = { "12", "7) DROP TABLE x" };
+		char *empty[] = { "" };
+
+		ck_assert_int_eq(chwap_drop_runs_sql("mk", runs, 2, &sql, &e), 0);
+		ck_assert_str_eq(sql, "ALTER TABLE `mk` DROP PARTITION 12,"
+				 " DROP PARTITION 7");
+		free(sql);
+		ck_assert_int_eq(chwap_drop_runs_sql("mk", bad, 2, &sql, &e), -1);
+		ck_assert_ptr_null(sql);
+		ck_assert_int_eq(chwap_drop_runs_sql("mk", empty, 1, &sql, &e),
+				 -1);
+	}
 	ck_assert_int_eq(chwap_mark_sql("mk", keys, req, 2, 12, &sql, &e), 0);
 	ck_assert_str_eq(sql, "INSERT INTO `mk` VALUES ('2025-03-05', 3, 12),"
 			 " ('2025-03-06', 4, 12)");
