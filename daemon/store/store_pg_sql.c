@@ -241,11 +241,11 @@ const char *const pgst_sql[P_COUNT] = {
 	" attempt, state, started_at, code_version, config_hash, shared_run)"
 	" VALUES ($10,$1,$2,$3,$4,$5,'running',$6,$7,$8,$9)",
 	[P_ITEM_IDS] =
-	"SELECT nextval(pg_get_serial_sequence('manifest', 'id'))"
-	" FROM generate_series(1, $1)",
+	"SELECT nextval(s.seq) FROM (SELECT pg_get_serial_sequence("
+	" 'manifest', 'id')::regclass AS seq OFFSET 0) s, generate_series(1, $1)",
 	[P_RUN_IDS] =
-	"SELECT nextval(pg_get_serial_sequence('runs', 'id'))"
-	" FROM generate_series(1, $1)",
+	"SELECT nextval(s.seq) FROM (SELECT pg_get_serial_sequence("
+	" 'runs', 'id')::regclass AS seq OFFSET 0) s, generate_series(1, $1)",
 	[P_FORGET_ONE] =
 	"DELETE FROM work WHERE id = $1 AND state = 'done'",
 	/* the batched writes (store_pg_int.h): many rows, one statement,
