@@ -337,13 +337,3 @@ const struct pgst_batch_kind_def pgst_batch_kinds[B_COUNT] = {
 	[B_FORGET] = { P_B_FORGET, 1, P_FORGET_ONE,
 		       "deleting recorded results" },
 };
-
-/* Is statement id one planned at each use (never prepared)? */
-bool
-pgst_unprepared(int id)
-{
-	for (int k = 0; k < B_COUNT; k++)
-		if (pgst_batch_kinds[k].stmt == (enum pgst_stmt)id)
-			return pgst_batch_kinds[k].single != P_COUNT;
-	return false;
-}
