@@ -175,6 +175,7 @@ cworker_role_cb(void *data, enum cluster_role role, int64_t gen)
 
 	log_notice("this node is now %s%s", cluster_role_name(role),
 		   role == CLUSTER_PLANNER ? " (it holds the lease)" : "");
+	w->offers_maybe = true;
 	if (role != CLUSTER_PLANNER) {
 		/* a planner handing over keeps its fence: it writes nothing
 		 * more to the state store */
@@ -217,7 +218,10 @@ cworker_mail_cb(void *data)
 static void
 cworker_work_cb(void *data)
 {
-	cworker_kick(data);
+	struct cworker *w = data;
+
+	w->offers_maybe = true;
+	cworker_kick(w);
 }
 
 /* fenced_cb: every claimed run is forgotten. */
@@ -229,6 +233,7 @@ cworker_fenced_cb(void *data, int64_t old_inc, int64_t new_inc)
 	log_warn("this node was declared dead (incarnation %" PRId64 ", now %"
 		 PRId64 "): its runs are cancelled and run again elsewhere",
 		 old_inc, new_inc);
+	w->offers_maybe = true;
 	for (struct local *l = w->locals; l != NULL; l = l->next) {
 		l->discard = true;
 		if (!l->done)
@@ -314,6 +319,7 @@ cworker_open(const struct cworker_opts *o, struct cworker **out,
 	w->store = o->store;
 	w->exec = o->exec;
 	w->log_dir = xstrdup(o->log_dir);
+	w->offers_maybe = true;
 	if ((w->drv = cluster_driver_load(why, sizeof why)) == NULL) {
 		free(w->log_dir);
 		free(w);

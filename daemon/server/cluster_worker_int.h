@@ -71,6 +71,11 @@ struct cworker {
 	uv_timer_t takeover; /* a new planner reads the work in flight */
 	uv_timer_t retry; /* finishes the store refused: try them again */
 	uint64_t retry_ms; /* 0: the last finishes were recorded */
+	/* an offer may wait for this node: set by bf_work, a role change,
+	 * a claim that came back full or failed; cleared as a claim is
+	 * sent (cworker_exchange) */
+	bool offers_maybe;
+	uint64_t short_at; /* uv_now of the last claim that came back short */
 	bool taking_over;    /* ... and has not adopted it yet */
 	bool adopting;       /* inside sched_start_adopt */
 	bool planner_once;

@@ -421,7 +421,21 @@ cworker_finishes_outcome(struct cworker *w, size_t nf, const struct err *err)
  * tried again next time), and claim what this node may run while it has
  * room (max_concurrency).  A refused finish (this node was declared dead
  * meanwhile) is dropped: its run was queued again.
+ *
+ * The claim goes only when an offer may wait: since a bf_work
+ * notification (every offer's commit sends one), a role change, or a
+ * claim that came back full or failed.  A claim that came back short saw
+ * every offer this node may take; a later one comes with its own
+ * notification, which is only read after this statement's result, so
+ * the flag is cleared before the statement and a notification read
+ * meanwhile sets it again.  The one offer no notification announces, a
+ * row another node's claim skipped (SKIP LOCKED) and then failed to take,
+ * is claimed at the first turn CWORKER_RECLAIM_MS after the short claim.
+ * Without this, each turn of a node (the planner's own runs ending) sent
+ * a claim that found nothing.
  */
+#define CWORKER_RECLAIM_MS 1000
+
 void
 cworker_exchange(struct cworker *w)
 {
@@ -432,6 +446,8 @@ cworker_exchange(struct cworker *w)
 	size_t nj = 0, nf = 0, n = 0, room = 0;
 	struct cluster_work *rows = NULL;
 	struct err err;
+	uint64_t now = uv_now(w->loop);
+	bool claim;
 
 	for (l = w->locals; l != NULL; l = nx) {
 		nx = l->next;
@@ -453,14 +469,26 @@ cworker_exchange(struct cworker *w)
 		if (lease_job_allowed(cfg->jobs[i].nodes, cfg->jobs[i].nnodes,
 				      cfg->node))
 			jobs[nj++] = cfg->jobs[i].name;
+	claim = nj > 0 && (w->offers_maybe ||
+			   now - w->short_at >= CWORKER_RECLAIM_MS);
+	if (!claim)
+		nj = room = 0;
+	else
+		w->offers_maybe = false;
 	if ((nf > 0 || nj > 0) &&
 	    w->drv->finish_claim(w->c, f, nf, jobs, nj, room, &rows, &n,
 				 &err) < 0) {
+		if (claim)
+			w->offers_maybe = true;
 		if (nf > 0)
 			cworker_finishes_outcome(w, nf, &err);
 		else
 			log_debug("cannot claim: %s", err.msg);
 	} else {
+		if (claim && n < room)
+			w->short_at = now;
+		else if (claim)
+			w->offers_maybe = true; /* full: there may be more */
 		if (nf > 0)
 			cworker_finishes_outcome(w, nf, NULL);
 		for (size_t i = 0; i < nf; i++)

@@ -444,7 +444,13 @@ cpg_connect(struct cluster *c, struct err *err)
 	c->prepared = 0;
 	if (PQsetnonblocking(c->pg, 1) != 0)
 		goto failed;
-	res = cpg_q(c, "LISTEN bf_work; LISTEN bf_reply", 0, NULL, err);
+	/* The prepared statements (enum cpg_prep) touch the small
+	 * coordination tables by key or whole (work has its primary key
+	 * only): their one generic plan is the plan their parameters would
+	 * get, without planning them again at each call (the exchange, a
+	 * dozen plan nodes, is sent at every turn). */
+	res = cpg_q(c, "SET plan_cache_mode = force_generic_plan;"
+		    " LISTEN bf_work; LISTEN bf_reply", 0, NULL, err);
 	c->listen_planner = false;
 	if (res == NULL) {
 		if (c->pg != NULL)

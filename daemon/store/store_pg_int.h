@@ -129,19 +129,21 @@ struct pgst_ids {
  * names the same row (id, or job and key) as one already kept sends every
  * kind first, so that the statements change each row in the order the
  * writes were made.  So a loop turn that starts and ends fifty runs
- * costs six statements, not three hundred and fifty.  The statements
- * that insert are prepared; those that join their rows to a table
- * (updates, the newest runs, deletions) are planned for their rows each
- * time, because a plan cached while the tables were small would read
- * them whole as they grow, and that planning costs more than it saves
- * below PGST_BATCH_JOIN rows: such a batch goes as its rows' single
- * statements (prepared, pipelined).  Those planned for their rows are
- * sent with enable_seqscan off for them (SET LOCAL, then back to the
- * default before anything else): on tables of a few thousand rows the
- * planner would otherwise hash-join each batch against a scan of the
- * whole table, every turn, a cost that grows with the store (the cluster
- * bench, tests/bench/README.md: 275 rows read per partition at 3,000
- * partitions).  With
+ * costs six statements, not three hundred and fifty.  Every statement
+ * is prepared.  Those that join their rows to a table (updates, the
+ * newest runs, deletions) are sent with enable_seqscan off and
+ * plan_cache_mode force_generic_plan for them (SET LOCAL, then back to
+ * the default before anything else): their one plan, made the first
+ * time and whenever the server invalidates it, is then the index
+ * lookup of each row, whatever the rows' number and the tables' size.
+ * Planned for their rows each time instead (as they were), they cost
+ * their parsing and planning at every turn (a fifth of the planner's
+ * store connection's CPU in the cluster bench, docs/design-notes.md);
+ * with enable_seqscan on, a plan made while the tables held a few
+ * thousand rows hash-joined each batch against a scan of the whole
+ * table, a cost that grows with the store (tests/bench/README.md: 275
+ * rows read per partition at 3,000 partitions).  A kind with a single
+ * row goes as that row's single statement (PGST_BATCH_JOIN).  With
  * several hosts the planner's offers and the deletion of the results it
  * recorded go in the same transaction (store_pg_offer, store_pg_forget):
  * a run's row and its offer, a result's record and its deletion, commit
@@ -166,7 +168,7 @@ enum pgst_batch_kind {
 #define PGST_PIPE_MAX 256 /* statements sent before their answers are read */
 #define PGST_BATCH_COLS 10
 #define PGST_BATCH_MAX 256
-#define PGST_BATCH_JOIN 8
+#define PGST_BATCH_JOIN 2
 
 struct pgst_batch {
 	struct pgsql_array col[PGST_BATCH_COLS];
@@ -333,9 +335,6 @@ col_copy(PGresult *r, int row, int i, char *buf, size_t sz)
 /* Connect, and the first time migrate and count the runs kept; then
  * prepare the statements. */
 int pgst_open_db(struct pgst *p, struct err *err);
-
-/* Is statement id one planned at each use (never prepared)? */
-bool pgst_unprepared(int id);
 
 /* Fill err from the connection's last error, with context; a failure
  * inside a transaction aborts it (see the top of store_pg.c). */

@@ -241,11 +241,11 @@ const char *const pgst_sql[P_COUNT] = {
 	" attempt, state, started_at, code_version, config_hash, shared_run)"
 	" VALUES ($10,$1,$2,$3,$4,$5,'running',$6,$7,$8,$9)",
 	[P_ITEM_IDS] =
-	"SELECT nextval(pg_get_serial_sequence('manifest', 'id'))"
-	" FROM generate_series(1, $1)",
+	"SELECT nextval(s.seq) FROM (SELECT pg_get_serial_sequence("
+	" 'manifest', 'id')::regclass AS seq OFFSET 0) s, generate_series(1, $1)",
 	[P_RUN_IDS] =
-	"SELECT nextval(pg_get_serial_sequence('runs', 'id'))"
-	" FROM generate_series(1, $1)",
+	"SELECT nextval(s.seq) FROM (SELECT pg_get_serial_sequence("
+	" 'runs', 'id')::regclass AS seq OFFSET 0) s, generate_series(1, $1)",
 	[P_FORGET_ONE] =
 	"DELETE FROM work WHERE id = $1 AND state = 'done'",
 	/* the batched writes (store_pg_int.h): many rows, one statement,
@@ -337,13 +337,3 @@ const struct pgst_batch_kind_def pgst_batch_kinds[B_COUNT] = {
 	[B_FORGET] = { P_B_FORGET, 1, P_FORGET_ONE,
 		       "deleting recorded results" },
 };
-
-/* Is statement id one planned at each use (never prepared)? */
-bool
-pgst_unprepared(int id)
-{
-	for (int k = 0; k < B_COUNT; k++)
-		if (pgst_batch_kinds[k].stmt == (enum pgst_stmt)id)
-			return pgst_batch_kinds[k].single != P_COUNT;
-	return false;
-}

@@ -94,8 +94,6 @@ pgst_prepare(struct pgst *p, struct err *err)
 	PGresult *r;
 
 	for (int i = 0; i < P_COUNT; i++) {
-		if (pgst_unprepared(i))
-			continue;
 		snprintf(name, sizeof name, "s%d", i);
 		r = PQprepare(p->pg, name, pgst_sql[i], 0, NULL);
 		if (PQresultStatus(r) != PGRES_COMMAND_OK) {
@@ -488,9 +486,7 @@ pgst_batch_send_kind(struct pgst *p, int k)
 	}
 	for (int c = 0; c < ncols; c++)
 		a.v[a.n++] = pgsql_array_end(&b->col[c]);
-	pgst_pipe_send(p, single != P_COUNT ?
-		       pgst_sql[pgst_batch_kinds[k].stmt] : NULL,
-		       single != P_COUNT ? P_COUNT : pgst_batch_kinds[k].stmt,
+	pgst_pipe_send(p, NULL, pgst_batch_kinds[k].stmt,
 		       &a, pgst_batch_kinds[k].what,
 		       k == B_LATEST ? pgst_latest_answer : NULL,
 		       b->first_after, &err);
@@ -512,20 +508,28 @@ pgst_batch_send(struct pgst *p)
 	for (int k = 0; k < B_COUNT; k++)
 		joins |= pgst_batch_kinds[k].single != P_COUNT &&
 			 p->batch[k].n >= PGST_BATCH_JOIN;
-	if (joins)
+	if (joins) {
 		pgst_pipe_send(p, "SET LOCAL enable_seqscan = off", P_COUNT,
 			       NULL, "planning the batched writes", NULL, 0,
 			       &err);
+		pgst_pipe_send(p, "SET LOCAL plan_cache_mode ="
+			       " force_generic_plan", P_COUNT, NULL,
+			       "planning the batched writes", NULL, 0, &err);
+	}
 	for (int k = 0; k < B_COUNT; k++) {
 		if (p->batch[k].n == 0)
 			continue;
 		pgst_batch_send_kind(p, k);
 		pgst_batch_clear(&p->batch[k]);
 	}
-	if (joins)
+	if (joins) {
 		pgst_pipe_send(p, "SET LOCAL enable_seqscan TO DEFAULT",
 			       P_COUNT, NULL, "planning the batched writes",
 			       NULL, 0, &err);
+		pgst_pipe_send(p, "SET LOCAL plan_cache_mode TO DEFAULT",
+			       P_COUNT, NULL, "planning the batched writes",
+			       NULL, 0, &err);
+	}
 	p->batched = false;
 	p->sending = false;
 }

@@ -21,8 +21,8 @@ import harness as h
 import test_postgres as tp
 
 # cases only PostgreSQL runs (test_store_ops.c)
-PG_ONLY = {"pg_migrates_once", "pg_concurrent_open", "pg_fence",
-           "pg_failed_statement", "pg_reconnects"}
+PG_ONLY = {"pg_migrates_once", "pg_fewer_writes", "pg_concurrent_open",
+           "pg_fence", "pg_failed_statement", "pg_reconnects"}
 
 
 def suite_binaries():

@@ -1375,6 +1375,39 @@ START_TEST(pg_migrates_once)
 }
 END_TEST
 
+/* 010_fewer_writes.sql (docs/design-notes.md, "The PostgreSQL store's
+ * writes per partition"): manifest and runs reference nothing, a run's
+ * finish and a work row's claim and report change no indexed column
+ * (work has its primary key only, runs no index on state), and the
+ * tables updated in place leave room on their pages; run_audit keeps its
+ * reference. */
+START_TEST(pg_fewer_writes)
+{
+	ck_assert_int_eq(peek("SELECT COUNT(*) FROM pg_constraint WHERE"
+			      " contype = 'f' AND conrelid IN"
+			      " ('manifest'::regclass, 'runs'::regclass)"), 0);
+	ck_assert_int_eq(peek("SELECT COUNT(*) FROM pg_constraint WHERE"
+			      " contype = 'f' AND conrelid ="
+			      " 'run_audit'::regclass"), 1);
+	ck_assert_int_eq(peek("SELECT COUNT(*) FROM pg_index WHERE indrelid ="
+			      " 'work'::regclass"), 1);
+	ck_assert_int_eq(peek("SELECT COUNT(*) FROM pg_index WHERE indrelid ="
+			      " 'runs'::regclass AND indpred IS NOT NULL"), 0);
+	ck_assert_int_eq(peek("SELECT COUNT(*) FROM pg_index i JOIN pg_attribute"
+			      " a ON a.attrelid = i.indrelid AND a.attnum ="
+			      " ANY(i.indkey) WHERE i.indrelid IN"
+			      " ('runs'::regclass, 'manifest'::regclass,"
+			      " 'work'::regclass) AND a.attname IN ('state',"
+			      " 'finished_at', 'claimed_by', 'updated_at')"), 0);
+	ck_assert_int_eq(peek("SELECT COUNT(*) FROM pg_class WHERE oid IN"
+			      " ('runs'::regclass, 'manifest'::regclass,"
+			      " 'work'::regclass) AND reloptions::text LIKE"
+			      " '%fillfactor%'"), 3);
+	ck_assert_int_eq(peek("SELECT COUNT(*) FROM pg_class WHERE oid ="
+			      " to_regclass('runs_job_id')"), 1);
+}
+END_TEST
+
 /* Nodes starting together on an empty database migrate it once. */
 START_TEST(pg_concurrent_open)
 {
@@ -1639,6 +1672,7 @@ main(void)
 		tcase_add_checked_fixture(tc, pg_setup, pg_teardown);
 		add_cases(tc);
 		tcase_add_test(tc, pg_migrates_once);
+		tcase_add_test(tc, pg_fewer_writes);
 		tcase_add_test(tc, pg_concurrent_open);
 		tcase_add_test(tc, pg_fence);
 		tcase_add_test(tc, pg_failed_statement);
