@@ -135,29 +135,23 @@ chwap_set_figures(const struct chwap_spec *s, struct chwap_part *p, char **f)
 	return 0;
 }
 
-/* Which of keys[0..n) the server's text of a value is (its plain
- * literal unquoted), 1-based; 0 for none. */
+/* Which of the n keys the server's text of a value is, by their plain
+ * literals txt (chwap_texts, quoted), 1-based; 0 for none. */
 static size_t
-chwap_which(const char *const *keys, size_t n, const char *text)
+chwap_which(char (*txt)[CHSQL_LITERAL_MAX], size_t n, const char *text)
 {
-	char t[CHSQL_LITERAL_MAX];
-	struct err e;
-	size_t len;
+	size_t len = strlen(text);
 
-	for (size_t i = 0; i < n; i++) {
-		if (chsql_plain(keys[i], t, &e) == -1)
-			continue;
-		len = strlen(t);
-		if (len >= 2 && strlen(text) == len - 2 &&
-		    strncmp(text, t + 1, len - 2) == 0)
+	for (size_t i = 0; i < n; i++)
+		if (strlen(txt[i]) == len + 2 &&
+		    strncmp(text, txt[i] + 1, len) == 0)
 			return i + 1;
-	}
 	return 0;
 }
 
 /* One value of the answer into r; -1 when it is none of the forms. */
 static int
-chwap_value(const struct chwap_spec *s, const char *const *keys,
+chwap_value(const struct chwap_spec *s, char (*txt)[CHSQL_LITERAL_MAX],
 	    const char *value, struct chwap_result *r, bool *empty_seen,
 	    struct chwap_part *empty)
 {
@@ -167,7 +161,7 @@ chwap_value(const struct chwap_spec *s, const char *const *keys,
 
 	nf = chwap_fields(v, f, want < 64 ? want : 64);
 	if (nf >= 2 && strcmp(f[0], "n") != 0 &&
-	    (k = chwap_which(keys, r->n, f[1])) == 0)
+	    (k = chwap_which(txt, r->n, f[1])) == 0)
 		goto out;
 	if (strcmp(f[0], "e") == 0 && nf == 1) {
 		r->stage_exists = true;
@@ -207,9 +201,10 @@ chwap_parse(const struct chwap_spec *s, const char *const *keys,
 	    char *const *values, size_t nvalues, size_t n,
 	    struct chwap_result *r, struct err *err)
 {
+	char (*txt)[CHSQL_LITERAL_MAX] = xcalloc(n ? n : 1, sizeof *txt);
 	struct chwap_part empty = { 0 };
 	bool empty_seen = false;
-	int rc = 0;
+	int rc = chwap_texts(keys, n, txt, err);
 
 	memset(r, 0, sizeof *r);
 	r->n = n;
@@ -220,7 +215,7 @@ chwap_parse(const struct chwap_spec *s, const char *const *keys,
 		r->parts[i].metric = xcalloc(s->nmetrics + 1,
 					     sizeof *r->parts[i].metric);
 	for (size_t i = 0; i < nvalues && rc == 0; i++)
-		if (chwap_value(s, keys, values[i], r, &empty_seen,
+		if (chwap_value(s, txt, values[i], r, &empty_seen,
 				&empty) == -1)
 			rc = err_set(err, EXIT_WORK_FAILED, "unexpected answer"
 				     " %.80s", values[i]);
@@ -242,6 +237,7 @@ chwap_parse(const struct chwap_spec *s, const char *const *keys,
 		}
 	}
 	chwap_part_free(&empty, s->nmetrics);
+	free(txt);
 	if (rc == -1)
 		chwap_result_free(r);
 	return rc;

@@ -253,8 +253,12 @@ cworker_db_cb(void *data, bool ok, const char *why)
 	else if (!ok)
 		log_warn("the state store is lost: %s", why ? why : "?");
 	w->db_lost = !ok;
-	if (ok)
+	if (ok) {
+		/* a new connection has missed the notifications sent while
+		 * there was none: an offer may wait */
+		w->offers_maybe = true;
 		cworker_kick(w);
+	}
 	if (w->o.changed_cb != NULL)
 		w->o.changed_cb(w->o.data);
 }

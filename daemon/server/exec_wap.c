@@ -47,7 +47,8 @@ exec_wap_step(struct exec_flight *fl, struct wh_conn *conn, const char *what,
 /*
  * The stage and its marks.  `_backfilld_marks_TABLE` holds a row
  * (partition, request, run) for each stage partition that passed its
- * audit and is being published, a partition of the table per run.  Rules that must always hold:
+ * audit and is being published, a partition of the table per run.  Rules
+ * that must always hold:
  *  1. A mark is written after its stage partition's audit passed and
  *     before its REPLACE; it is dropped before its stage partition is
  *     cleared or dropped.  So a mark always names a stage partition that
