@@ -253,9 +253,10 @@ chwap_result_free(struct chwap_result *r)
 	r->n = 0;
 }
 
-int
-chwap_drop_sql(const char *table, const char *const *keys, size_t n,
-	       char **out, struct err *err)
+/* ALTER TABLE `table` VERB PARTITION 'K'[ FROM `from`], ... of keys[0..n). */
+static int
+chwap_alter_sql(const char *table, const char *verb, const char *from,
+		const char *const *keys, size_t n, char **out, struct err *err)
 {
 	char (*txt)[CHSQL_LITERAL_MAX] = xcalloc(n ? n : 1, sizeof *txt);
 	struct buf b;
@@ -267,12 +268,30 @@ chwap_drop_sql(const char *table, const char *const *keys, size_t n,
 	}
 	buf_init(&b);
 	buf_printf(&b, "ALTER TABLE `%s`", table);
-	for (size_t i = 0; i < n; i++)
-		buf_printf(&b, "%s DROP PARTITION %s", i ? "," : "", txt[i]);
+	for (size_t i = 0; i < n; i++) {
+		buf_printf(&b, "%s %s PARTITION %s", i ? "," : "", verb, txt[i]);
+		if (from != NULL)
+			buf_printf(&b, " FROM `%s`", from);
+	}
 	buf_add(&b, "", 1);
 	free(txt);
 	*out = buf_steal(&b);
 	return 0;
+}
+
+int
+chwap_drop_sql(const char *table, const char *const *keys, size_t n,
+	       char **out, struct err *err)
+{
+	return chwap_alter_sql(table, "DROP", NULL, keys, n, out, err);
+}
+
+int
+chwap_replace_sql(const char *live, const char *stage,
+		  const char *const *keys, size_t n, char **out,
+		  struct err *err)
+{
+	return chwap_alter_sql(live, "REPLACE", stage, keys, n, out, err);
 }
 
 int

@@ -70,6 +70,12 @@ void chwap_result_free(struct chwap_result *r);
  * stage's Date or DateTime and the marks' String alike). */
 int chwap_drop_sql(const char *table, const char *const *keys, size_t n,
 		   char **out, struct err *err);
+/* ALTER TABLE `live` REPLACE PARTITION 'K' FROM `stage`, ... of
+ * keys[0..n): one request publishes them all, each REPLACE atomic on its
+ * own (the server runs them in turn). */
+int chwap_replace_sql(const char *live, const char *stage,
+		      const char *const *keys, size_t n, char **out,
+		      struct err *err);
 /* INSERT INTO `mark` VALUES ('K', requests[i], run), ... a key. */
 int chwap_mark_sql(const char *mark, const char *const *keys,
 		   const int64_t *requests, size_t n, int64_t run,

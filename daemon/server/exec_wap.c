@@ -220,11 +220,13 @@ exec_wap_test_stop(const char *point)
 	}
 }
 
-/* REPLACE part `params` from the stage. */
+/* REPLACE parts keys[0..n) from the stage, one statement for them all:
+ * the server runs its REPLACEs in turn, each atomic on its own, and a
+ * pause of this node cannot fall between two of them. */
 static int
-exec_wap_publish(struct exec_flight *fl, struct wh_conn *conn,
-		 const struct wap_tables *t, const struct wh_param *params,
-		 struct err *err)
+exec_wap_publish_keys(struct exec_flight *fl, struct wh_conn *conn,
+		      const struct wap_tables *t, const char *const *keys,
+		      size_t n, struct err *err)
 {
 	char *sql;
 	int rc;
@@ -233,17 +235,27 @@ exec_wap_publish(struct exec_flight *fl, struct wh_conn *conn,
 	 * have taken the partition over, and a REPLACE that ended past it is
 	 * no success of this node's */
 	exec_wap_test_stop("publishing");
-	if (exec_fence_check(fl, "not published", err) == -1)
+	if (exec_fence_check(fl, "not published", err) == -1 ||
+	    chwap_replace_sql(t->live, t->stage, keys, n, &sql, err) == -1)
 		return -1;
-	sql = xasprintf("ALTER TABLE `%s` REPLACE PARTITION :partition"
-			" FROM `%s`", t->live, t->stage);
-	rc = exec_wap_step(fl, conn, "publishing", sql, params, 1, err);
+	rc = exec_wap_step(fl, conn, "publishing", sql, NULL, 0, err);
 	free(sql);
 	if (rc == 0)
 		rc = exec_fence_check(fl, "published late", err);
 	if (rc == 0)
 		exec_wap_test_stop("published");
 	return rc;
+}
+
+/* REPLACE part `params` from the stage. */
+static int
+exec_wap_publish(struct exec_flight *fl, struct wh_conn *conn,
+		 const struct wap_tables *t, const struct wh_param *params,
+		 struct err *err)
+{
+	const char *key = params[0].value; /* :partition, the part's key */
+
+	return exec_wap_publish_keys(fl, conn, t, &key, 1, err);
 }
 
 /* How exec_wap_audit comes by the after figures. */
@@ -456,6 +468,7 @@ exec_wap_batch(struct exec_flight *fl, struct wh_conn *conn,
 	struct wap_state st = { 0 };
 	int64_t published = 0;
 	bool kept = true, fast;
+	const char **keys;
 	char *sql;
 	size_t i;
 	int rc;
@@ -491,12 +504,19 @@ exec_wap_batch(struct exec_flight *fl, struct wh_conn *conn,
 		rc = exec_wap_batch_audit(fl, conn, t, &st, fast, kept, err);
 	if (rc == 0 && !kept)
 		rc = exec_wap_mark_set(fl, conn, t, 0, run->nparts, err);
-	for (i = 0; i < run->nparts && rc == 0; i++) {
-		exec_wap_params(run, i, t->stage, params);
-		rc = exec_wap_publish(fl, conn, t, params, err);
-		if (rc == 0)
-			published += run->guards[i].rows_after;
+	/* a statement a chunk: a REPLACE each, one round trip */
+	keys = xcalloc(run->nparts, sizeof *keys);
+	for (i = 0; i < run->nparts; i++)
+		keys[i] = run->parts[i].key;
+	for (i = 0; i < run->nparts && rc == 0; i += CHWAP_CHUNK) {
+		size_t m = run->nparts - i < CHWAP_CHUNK ? run->nparts - i :
+		    CHWAP_CHUNK;
+
+		rc = exec_wap_publish_keys(fl, conn, t, keys + i, m, err);
+		for (size_t k = i; k < i + m && rc == 0; k++)
+			published += run->guards[k].rows_after;
 	}
+	free(keys);
 	for (i = 0; i < run->nparts && rc == -1; i++) {
 		exec_wap_params(run, i, t->stage, params);
 		exec_wap_unstage(fl, conn, t, params);

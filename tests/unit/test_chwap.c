@@ -58,6 +58,9 @@ START_TEST(test_sql)
 		ck_assert_ptr_null(sql);
 		ck_assert_int_eq(chwap_drop_sql("t", bad, 1, &sql, &e), -1);
 		ck_assert_ptr_null(sql);
+		ck_assert_int_eq(chwap_replace_sql("t", "st", bad, 1, &sql,
+						   &e), -1);
+		ck_assert_ptr_null(sql);
 		ck_assert_int_eq(chwap_sql(&s, keys, 0, &sql, &e), -1);
 	}
 }
@@ -125,6 +128,11 @@ START_TEST(test_drop_mark)
 	ck_assert_int_eq(chwap_drop_sql("st", keys, 2, &sql, &e), 0);
 	ck_assert_str_eq(sql, "ALTER TABLE `st` DROP PARTITION '2025-03-05',"
 			 " DROP PARTITION '2025-03-06'");
+	free(sql);
+	/* a batch's publish: one statement, a REPLACE a key */
+	ck_assert_int_eq(chwap_replace_sql("fct", "st", keys, 2, &sql, &e), 0);
+	ck_assert_str_eq(sql, "ALTER TABLE `fct` REPLACE PARTITION '2025-03-05'"
+			 " FROM `st`, REPLACE PARTITION '2025-03-06' FROM `st`");
 	free(sql);
 	/* the marks go by run: the runs holding a mark of the keys, then
 	 * their partitions; an answer that is no run id is refused */
