@@ -690,6 +690,27 @@ def test_batch():
     d.stop()
 
 
+def test_batch_over_a_chunk():
+    """A batch of 70 days, more than one publish statement holds (64
+    REPLACEs a statement): every day published, the ones of the second
+    statement too, each recorded once, no stage rows left."""
+    db = fresh_db()
+    lo, hi = "2025-01-01", "2025-03-11"
+    SRV.q("INSERT INTO raw_sales SELECT toUInt32(100000 + number), toDate('%s') + intDiv(number, 3),"
+          " 1 + number %% 3, toInt64(100 + number) FROM numbers(210)" % lo, db)
+    jobs = BATCH.replace(" AND :partition != toDate('2026-02-10')", "")
+    d = h.Daemon(config=ch_config(db, jobs), clock=None, name="chbatch70")
+    d.backfill("fct", lo, hi)
+    fact, raw = fact_vs_raw(db, lo, hi)
+    h.eq(len(raw), 210, "raw groups of the 70 days")
+    h.eq(fact, raw, "fact vs raw after a batch of 70 days")
+    h.eq(sorted(r["partition"] for r in d.runs() if r["state"] == "succeeded"),
+         h.days(lo, hi), "partitions of the batch, each succeeded once")
+    h.eq(stage_leftovers(db), {}, "stage rows left by a batch of 70 days")
+    h.eq(marks_left(db), {}, "marks left by a batch of 70 days")
+    d.stop()
+
+
 BATCH_WEEKS = """
 - name: mart_weekly_sales
   warehouse: sales
@@ -1269,7 +1290,7 @@ def main():
              test_empty_stage_refused, test_wrong_grain_refused, test_hostile_input,
              test_check_config_shows_bound, test_timeout_kills_query,
              test_shutdown_grace_kills_query, test_reader_never_sees_a_mix, test_verify,
-             test_batch, test_batch_downstream_weeks, test_batch_chunks, test_late_data, test_hourly, test_throttle, test_kill9_mid_backfill,
+             test_batch, test_batch_over_a_chunk, test_batch_downstream_weeks, test_batch_chunks, test_late_data, test_hourly, test_throttle, test_kill9_mid_backfill,
              test_reload_while_server_stopped, test_crash_between_publish_and_record,
              test_batch_crash_between_publish_and_record,
              test_crash_between_record_and_release, test_shards_kill9_between_publishes,
