@@ -129,10 +129,13 @@ def publishes(srv, since=None):
     database), less those counted in `since`, an earlier result."""
     out = {}
     for q in etl_queries(srv, "REPLACE PARTITION"):
-        m = re.search(r"ALTER TABLE `(\w+)` REPLACE PARTITION to\w+\('([^']+)'\)", q)
+        # ALTER TABLE `t` REPLACE PARTITION 'K' FROM `s`[, REPLACE PARTITION ...]
+        m = re.fullmatch(r"ALTER TABLE `(\w+)` ((?:,? ?REPLACE PARTITION '[^']+' FROM `\w+`)+)",
+                         q.strip())
         h.check(m is not None, "a REPLACE the test cannot read: %r" % q)
-        key = (m.group(1), m.group(2))
-        out[key] = out.get(key, 0) + 1
+        for part in re.findall(r"REPLACE PARTITION '([^']+)'", m.group(2)):
+            key = (m.group(1), part)
+            out[key] = out.get(key, 0) + 1
     for k, n in (since or {}).items():
         out[k] -= n
     return {k: n for k, n in out.items() if n}
