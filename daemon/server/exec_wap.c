@@ -505,9 +505,7 @@ exec_wap_batch(struct exec_flight *fl, struct wh_conn *conn,
 	if (rc == 0 && !kept)
 		rc = exec_wap_mark_set(fl, conn, t, 0, run->nparts, err);
 	/* a statement a chunk: a REPLACE each, one round trip */
-	keys = xcalloc(run->nparts, sizeof *keys);
-	for (i = 0; i < run->nparts; i++)
-		keys[i] = run->parts[i].key;
+	keys = exec_wap_keys(run, 0, run->nparts);
 	for (i = 0; i < run->nparts && rc == 0; i += CHWAP_CHUNK) {
 		size_t m = run->nparts - i < CHWAP_CHUNK ? run->nparts - i :
 		    CHWAP_CHUNK;

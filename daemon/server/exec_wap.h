@@ -62,6 +62,9 @@ void exec_wap_unswept(const char *stage);
 int exec_wap_mark_set(struct exec_flight *fl, struct wh_conn *conn,
 		      const struct wap_tables *t, size_t from, size_t n,
 		      struct err *err);
+/* The keys of parts [from, from + n) of the run, an array to free (its
+ * strings are the run's). */
+const char **exec_wap_keys(const struct exec_run *run, size_t from, size_t n);
 /* Drop the marks of keys[0..n) (rule 1): the runs holding one are read,
  * then their partitions of the marks' table dropped, a run's marks being
  * one partition (so the marks of the run's other keys go too: a key

@@ -123,8 +123,7 @@ exec_wap_metrics(const struct job_def *jd, const char ***ms)
 	return true;
 }
 
-/* The keys of parts [from, from + n). */
-static const char **
+const char **
 exec_wap_keys(const struct exec_run *run, size_t from, size_t n)
 {
 	const char **keys = xcalloc(n ? n : 1, sizeof *keys);
