@@ -35,6 +35,7 @@ void
 manifest_init(struct manifest *m, const struct config *cfg)
 {
 	memset(m, 0, sizeof *m);
+	m->deck_job = -1;
 	m->requests.next = m->requests.prev = &m->requests;
 	m->runs.next = m->runs.prev = &m->runs;
 	manifest_reindex(m, cfg);
@@ -46,9 +47,11 @@ manifest_clear(struct manifest *m)
 	while (m->requests.next != &m->requests)
 		manifest_request_free(m, m->requests.next);
 	free(m->job_running);
+	free(m->job_deck);
 	free(m->job_counts);
 	free(m->changes);
 	m->job_running = NULL;
+	m->job_deck = NULL;
 	m->job_counts = NULL;
 	m->changes = NULL;
 	m->nchanges = m->changecap = 0;
@@ -69,9 +72,11 @@ manifest_reindex(struct manifest *m, const struct config *cfg)
 {
 	m->cfg = cfg;
 	free(m->job_running);
+	free(m->job_deck);
 	free(m->job_counts);
 	m->njobs = cfg->njobs;
 	m->job_running = xcalloc(m->njobs, sizeof *m->job_running);
+	m->job_deck = xcalloc(m->njobs, sizeof *m->job_deck);
 	m->job_counts = xcalloc(m->njobs, sizeof *m->job_counts);
 	for (struct request *rq = m->requests.next; rq != &m->requests;
 	     rq = rq->next) {
@@ -87,6 +92,8 @@ manifest_reindex(struct manifest *m, const struct config *cfg)
 		r->job = config_job_index(cfg, r->job_name);
 		if (r->job >= 0)
 			m->job_running[r->job]++;
+		if (r->job >= 0 && r->deck)
+			m->job_deck[r->job]++;
 	}
 }
 
@@ -587,7 +594,26 @@ manifest_run_adopt(struct manifest *m, struct run *r)
 	m->nrunning++;
 	if (r->job >= 0 && (size_t)r->job < m->njobs)
 		m->job_running[r->job]++;
+	if (r->deck) {
+		m->ndeck++;
+		if (r->job >= 0 && (size_t)r->job < m->njobs)
+			m->job_deck[r->job]++;
+	}
 	manifest_count_requests(r, 1);
+}
+
+void
+manifest_run_undeck(struct manifest *m, struct run *r)
+{
+	if (!r->deck)
+		return;
+	r->deck = false;
+	if (r->next == NULL)
+		return; /* never started */
+	m->ndeck--;
+	if (r->job >= 0 && (size_t)r->job < m->njobs &&
+	    m->job_deck[r->job] > 0)
+		m->job_deck[r->job]--;
 }
 
 void
@@ -642,6 +668,7 @@ manifest_run_finish(struct manifest *m, struct run *r)
 {
 	if (r->next == NULL)
 		return; /* never started */
+	manifest_run_undeck(m, r);
 	m->nrunning--;
 	if (r->job >= 0 && (size_t)r->job < m->njobs &&
 	    m->job_running[r->job] > 0)

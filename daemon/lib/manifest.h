@@ -91,6 +91,9 @@ struct run {
 	char job_name[128];
 	bool requeue; /* interrupted by a throttle (no attempt, as any
 		       * interruption) */
+	bool deck;    /* handed ahead (pick_next_deck): waits for another
+		       * run of its job to end, counted in flight but not
+		       * against the caps */
 	void *data;   /* the shell's */
 	struct run *next, *prev;
 };
@@ -125,6 +128,9 @@ struct manifest {
 	struct run runs; /* runs in flight: list head */
 	int nrunning;
 	int *job_running;		 /* runs in flight per job index */
+	int ndeck;			 /* ... of them handed ahead */
+	int *job_deck;			 /* ... per job index */
+	int deck_job;			 /* pick_next_deck's job while it picks */
 	int64_t (*job_counts)[MS_COUNT]; /* items by job index and state */
 	size_t njobs;
 	int64_t nqueued;      /* queued or running items */
@@ -211,6 +217,9 @@ void manifest_run_not_started(struct manifest *m, struct run *r,
 			      int64_t not_before);
 /* The run is over: no longer counted against the caps (then free it). */
 void manifest_run_finish(struct manifest *m, struct run *r);
+/* A run handed ahead has started (the run it followed ended): counted
+ * against the caps from now. */
+void manifest_run_undeck(struct manifest *m, struct run *r);
 void manifest_run_free(struct run *r);
 /* Retries (rule 4): is a run that failed at attempt `attempts` tried
  * again, and after how long (ms)? */

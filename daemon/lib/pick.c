@@ -53,15 +53,22 @@ pick_job_free(struct manifest *m, const struct pick_gate *g, int job)
 	if (job < 0)
 		return false;
 	j = &m->cfg->jobs[job];
-	if ((size_t)job < m->njobs && m->job_running[job] >= j->concurrency)
+	if (m->deck_job >= 0) {
+		/* pick_next_deck: one run more than the cap, of its job only,
+		 * while none is handed ahead */
+		if (job != m->deck_job || m->job_deck[job] > 0)
+			return false;
+	} else if ((size_t)job < m->njobs &&
+		   m->job_running[job] - m->job_deck[job] >= j->concurrency) {
 		return false;
+	}
 	if (j->warehouse < 0)
 		return true;
 	w = &m->cfg->warehouses[j->warehouse];
 	if (w->kind == WH_POSTGRES || w->kind == WH_CLICKHOUSE) {
 		/* its runs in flight: at most max_concurrency, a cheap scan */
 		for (struct run *r = m->runs.next; r != &m->runs; r = r->next)
-			if (r->job >= 0 &&
+			if (r->job >= 0 && !r->deck &&
 			    m->cfg->jobs[r->job].warehouse == j->warehouse)
 				n++;
 		if (n >= w->max_connections)
@@ -92,11 +99,12 @@ pick_ready(struct manifest *m, const struct pick_gate *g, struct item *it,
 	return !pick_partition_running(m, it);
 }
 
-/* Is a request running as many runs as its own cap allows? */
+/* Is a request running as many runs as its own cap allows (one more
+ * for pick_next_deck)? */
 static bool
-pick_at_cap(const struct request *rq)
+pick_at_cap(const struct manifest *m, const struct request *rq)
 {
-	return rq->cap > 0 && rq->nruns >= rq->cap;
+	return rq->cap > 0 && rq->nruns >= rq->cap + (m->deck_job >= 0);
 }
 
 /* The first runnable item of a request in seq order, or NULL. */
@@ -106,7 +114,7 @@ pick_request_next(struct manifest *m, const struct pick_gate *g,
 {
 	while (rq->cursor < rq->n && rq->items[rq->cursor]->state != MS_QUEUED)
 		rq->cursor++;
-	if (pick_at_cap(rq))
+	if (pick_at_cap(m, rq))
 		return NULL;
 	for (size_t i = rq->cursor; i < rq->n; i++) {
 		struct item *it = rq->items[i];
@@ -241,7 +249,7 @@ pick_gather(struct manifest *m, const struct pick_gate *g, struct run *r,
 	     x = x->hnext) {
 		if (x == it || !manifest_same(x, it->job_name, it->key))
 			continue;
-		if (!pick_at_cap(x->rq) && pick_ready(m, g, x, now, &wake))
+		if (!pick_at_cap(m, x->rq) && pick_ready(m, g, x, now, &wake))
 			pick_run_add(r, x);
 	}
 }
@@ -249,15 +257,13 @@ pick_gather(struct manifest *m, const struct pick_gate *g, struct run *r,
 /* The next run to start under the caps, in order, or NULL (*wake: when a
  * retry comes due, if sooner).  The run is not started yet: the shell
  * records it, then calls manifest_run_start (or manifest_run_free). */
-struct run *
-pick_next_run(struct manifest *m, const struct pick_gate *g, int64_t now,
-	      int64_t *wake)
+static struct run *
+pick_run(struct manifest *m, const struct pick_gate *g, int64_t now,
+	 int64_t *wake)
 {
 	struct item *it;
 	struct run *r;
 
-	if (m->nrunning >= m->cfg->max_concurrency)
-		return NULL;
 	if ((it = pick_item(m, g, now, wake)) == NULL)
 		return NULL;
 	r = xcalloc(1, sizeof *r);
@@ -266,5 +272,30 @@ pick_next_run(struct manifest *m, const struct pick_gate *g, int64_t now,
 	r->batch = m->cfg->jobs[it->job].batch;
 	pick_run_add(r, it);
 	pick_gather(m, g, r, it, now);
+	return r;
+}
+
+struct run *
+pick_next_run(struct manifest *m, const struct pick_gate *g, int64_t now,
+	      int64_t *wake)
+{
+	if (m->nrunning - m->ndeck >= m->cfg->max_concurrency)
+		return NULL;
+	return pick_run(m, g, now, wake);
+}
+
+struct run *
+pick_next_deck(struct manifest *m, const struct pick_gate *g, int job,
+	       int64_t now, int64_t *wake)
+{
+	struct run *r;
+
+	if (job < 0 || (size_t)job >= m->njobs || m->job_deck[job] > 0)
+		return NULL;
+	m->deck_job = job;
+	r = pick_run(m, g, now, wake);
+	m->deck_job = -1;
+	if (r != NULL)
+		r->deck = true;
 	return r;
 }

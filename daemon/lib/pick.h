@@ -24,6 +24,15 @@ struct pick_gate {
 struct run *pick_next_run(struct manifest *m, const struct pick_gate *g,
 			  int64_t now, int64_t *wake);
 
+/* The next run of job `job` to hand ahead (exec_submit_after): what
+ * pick_next_run would start next if that job, and the requests of its
+ * items, had one slot more and max_concurrency did not count, or NULL
+ * (also when one of its runs is handed ahead already).  The run has
+ * deck set; it counts in flight, not against the caps, until
+ * manifest_run_undeck. */
+struct run *pick_next_deck(struct manifest *m, const struct pick_gate *g,
+			   int job, int64_t now, int64_t *wake);
+
 /* Items were taken out of picked run r (early cut-off skipped them):
  * a batch whose stage is filled over its interval (ClickHouse) keeps
  * only its first consecutive partitions, the rest stay queued. */

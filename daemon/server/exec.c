@@ -209,13 +209,57 @@ exec_finish(struct exec_flight *fl)
 	uv_close((uv_handle_t *)&fl->timer, exec_timer_close_cb);
 }
 
+/* Take fl out of the queue; ex->lock held. */
+static void
+exec_unqueue(struct exec *ex, struct exec_flight *fl)
+{
+	struct exec_flight **pp;
+
+	for (pp = &ex->qhead; *pp != fl; pp = &(*pp)->qnext)
+		;
+	*pp = fl->qnext;
+	if (ex->qtail == fl) {
+		ex->qtail = ex->qhead;
+		while (ex->qtail != NULL && ex->qtail->qnext != NULL)
+			ex->qtail = ex->qtail->qnext;
+	}
+	fl->qnext = NULL;
+}
+
+/* Take a run handed ahead off the run it follows (the one after it, if
+ * any, follows that run instead); ex->lock held. */
+static void
+exec_deck_unlink(struct exec_flight *fl)
+{
+	fl->deck_of->deck = fl->deck;
+	if (fl->deck != NULL)
+		fl->deck->deck_of = fl->deck_of;
+	fl->deck = NULL;
+	fl->deck_of = NULL;
+}
+
+void
+exec_deck_release(struct exec *ex, struct exec_flight *fl)
+{
+	struct exec_flight *nx = fl->deck;
+
+	if (nx == NULL)
+		return;
+	fl->deck = NULL;
+	nx->deck_of = NULL;
+	nx->state = EXEC_QUEUED;
+	nx->qnext = ex->qhead;
+	ex->qhead = nx;
+	if (ex->qtail == NULL)
+		ex->qtail = nx;
+}
+
 /* Stop a run for `reason` (the first reason given wins). */
 static void
 exec_stop(struct exec_flight *fl, int reason)
 {
 	struct exec *ex = fl->ex;
 	struct exec_worker *w;
-	struct exec_flight **pp;
 	int none = EXEC_STOP_NONE;
 
 	if (fl->finishing)
@@ -229,15 +273,16 @@ exec_stop(struct exec_flight *fl, int reason)
 	uv_mutex_lock(&ex->lock);
 	switch (fl->state) {
 	case EXEC_QUEUED:
-		for (pp = &ex->qhead; *pp != fl; pp = &(*pp)->qnext)
-			;
-		*pp = fl->qnext;
-		if (ex->qtail == fl) {
-			ex->qtail = ex->qhead;
-			while (ex->qtail != NULL && ex->qtail->qnext != NULL)
-				ex->qtail = ex->qtail->qnext;
+	case EXEC_DECK:
+		if (fl->state == EXEC_DECK) {
+			exec_deck_unlink(fl);
+		} else {
+			exec_unqueue(ex, fl);
+			if (fl->deck != NULL) {
+				exec_deck_release(ex, fl);
+				uv_cond_signal(&ex->cond);
+			}
 		}
-		fl->qnext = NULL;
 		fl->state = EXEC_DONE;
 		uv_mutex_unlock(&ex->lock);
 		fl->run->failed = true;
@@ -309,12 +354,13 @@ exec_wake_cb(struct wake *wake)
 	}
 }
 
-/* Start a run now; done_cb follows exactly once, later, on the loop. */
-void
-exec_submit(struct exec *ex, struct exec_run *run)
+/* Start a run now, or after `after` (exec_submit_after); done_cb
+ * follows exactly once, later, on the loop. */
+static void
+exec_submit_to(struct exec *ex, struct exec_run *run, struct exec_run *after)
 {
 	const struct job_def *jd = run->job;
-	struct exec_flight *fl;
+	struct exec_flight *fl, *prev = after != NULL ? after->priv : NULL;
 
 	fl = xcalloc(1, sizeof *fl);
 	fl->ex = ex;
@@ -326,6 +372,7 @@ exec_submit(struct exec *ex, struct exec_run *run)
 	run->timed_out = false;
 	run->cancelled = false;
 	run->not_started = false;
+	run->withdrawn = false;
 	run->committed_before = false;
 	run->pgid = 0;
 	run->proc_start = -1;
@@ -370,6 +417,16 @@ exec_submit(struct exec *ex, struct exec_run *run)
 		return;
 	}
 	uv_mutex_lock(&ex->lock);
+	while (prev != NULL && prev->deck != NULL)
+		prev = prev->deck; /* the end of the chain */
+	if (prev != NULL && !prev->is_cmd && prev->state != EXEC_DONE) {
+		/* no signal: prev's worker takes it when prev ends */
+		fl->state = EXEC_DECK;
+		fl->deck_of = prev;
+		prev->deck = fl;
+		uv_mutex_unlock(&ex->lock);
+		return;
+	}
 	fl->state = EXEC_QUEUED;
 	if (ex->qtail != NULL)
 		ex->qtail->qnext = fl;
@@ -378,6 +435,42 @@ exec_submit(struct exec *ex, struct exec_run *run)
 	ex->qtail = fl;
 	uv_cond_signal(&ex->cond);
 	uv_mutex_unlock(&ex->lock);
+}
+
+void
+exec_submit(struct exec *ex, struct exec_run *run)
+{
+	exec_submit_to(ex, run, NULL);
+}
+
+void
+exec_submit_after(struct exec *ex, struct exec_run *run,
+		  struct exec_run *after)
+{
+	exec_submit_to(ex, run, after);
+}
+
+bool
+exec_withdraw(struct exec *ex, struct exec_run *run)
+{
+	struct exec_flight *fl = run->priv;
+
+	if (fl == NULL || fl->finishing)
+		return false;
+	uv_mutex_lock(&ex->lock);
+	if (fl->state != EXEC_DECK) {
+		uv_mutex_unlock(&ex->lock);
+		return false;
+	}
+	exec_deck_unlink(fl);
+	fl->state = EXEC_DONE;
+	uv_mutex_unlock(&ex->lock);
+	run->failed = true;
+	run->not_started = true;
+	run->withdrawn = true;
+	exec_fail(run, "taken back before it started");
+	exec_finish(fl);
+	return true;
 }
 
 /* Interrupt a run in flight; done_cb follows with cancelled set. */

@@ -158,6 +158,9 @@ struct exec_run {
 	 * (docs/several-hosts.md): the run is recorded failed with its
 	 * error and its partitions are queued again at once. */
 	bool interrupted;
+	/* With not_started: a run handed ahead (exec_submit_after) taken
+	 * back by exec_withdraw before it started. */
+	bool withdrawn;
 	/* Every identity of commits already had its row: nothing ran,
 	 * nothing was committed, the run succeeded; error holds the note
 	 * ("already committed by run N at T"). */
@@ -188,6 +191,17 @@ int exec_resize(struct exec *ex, int nthreads, struct err *err);
 /* Start a run now.  done_cb is always called exactly once, later, on the
  * loop thread (also when starting fails: failed set, error filled). */
 void exec_submit(struct exec *ex, struct exec_run *run);
+/* Hand a SQL run ahead: it starts on the worker of run `after` (in
+ * flight, SQL) as soon as that one ends, without waiting for the loop,
+ * so the worker never sleeps between the two (a run handed after one
+ * that has a run after it follows the last of them).  When `after` has
+ * ended already, or is no SQL run, this is exec_submit. */
+void exec_submit_after(struct exec *ex, struct exec_run *run,
+		       struct exec_run *after);
+/* Take back a run handed ahead that has not started: its done_cb
+ * follows with not_started and withdrawn set.  False (nothing done)
+ * once it has started or ended. */
+bool exec_withdraw(struct exec *ex, struct exec_run *run);
 /* Interrupt a run in flight; its done_cb follows with cancelled set. */
 void exec_cancel(struct exec *ex, struct exec_run *run);
 /* Whether warehouse `name` could be reached the last time a worker

@@ -39,7 +39,8 @@
 enum exec_stop { EXEC_STOP_NONE, EXEC_STOP_TIMEOUT, EXEC_STOP_CANCEL };
 
 /* Where a SQL run is; guarded by ex->lock. */
-enum exec_state { EXEC_QUEUED, EXEC_RUNNING, EXEC_DONE };
+enum exec_state { EXEC_QUEUED, EXEC_RUNNING, EXEC_DONE,
+		  EXEC_DECK /* handed ahead: queued when deck_of ends */ };
 
 struct exec_worker;
 
@@ -54,6 +55,8 @@ struct exec_flight {
 	enum exec_state state;
 	struct exec_worker *worker;  /* while EXEC_RUNNING */
 	struct exec_flight *qnext;      /* queue or done list */
+	struct exec_flight *deck;       /* the run handed ahead after it */
+	struct exec_flight *deck_of;    /* EXEC_DECK: the run it follows */
 	struct exec_flight *rnext, *rprev; /* running (ex->rhead) */
 	struct exec_flight *snext;      /* started list */
 	bool on_slist;
@@ -193,6 +196,9 @@ void exec_result_stop(struct exec_flight *fl);
 void exec_finish(struct exec_flight *fl);
 /* exec.c: arm a run's timeout, if it has one. */
 void exec_arm_timeout(struct exec_flight *fl);
+/* exec.c: fl ends (or leaves the queue): the run handed ahead after it,
+ * if any, goes to the head of the queue; ex->lock held. */
+void exec_deck_release(struct exec *ex, struct exec_flight *fl);
 
 /* exec_worker.c: a worker thread's body (arg: its struct exec_worker). */
 void exec_worker_main(void *arg);

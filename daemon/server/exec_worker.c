@@ -86,6 +86,8 @@ exec_worker_main(void *arg)
 		if (fl->rnext != NULL)
 			fl->rnext->rprev = fl->rprev;
 		fl->state = EXEC_DONE;
+		/* the run handed ahead after it: next in this loop, no sleep */
+		exec_deck_release(ex, fl);
 		if (ex->dtail != NULL)
 			ex->dtail->qnext = fl;
 		else

@@ -179,6 +179,8 @@ sched_run_submit(struct sched *s, struct active *a)
 		sched_request_changed(s, r->items[i]->rq);
 	if (s->remote != NULL)
 		s->remote->submit(s->remote->data, &a->run);
+	else if (a->deck_of != NULL)
+		exec_submit_after(s->exec, &a->run, &a->deck_of->run);
 	else
 		exec_submit(s->exec, &a->run);
 }
@@ -190,7 +192,8 @@ sched_run_submit(struct sched *s, struct active *a)
  * freed) when the store refused.
  */
 static int
-sched_run_begin(struct sched *s, struct run *r, int64_t now)
+sched_run_begin(struct sched *s, struct run *r, struct active *after,
+		int64_t now)
 {
 	struct active *a = xcalloc(1, sizeof *a);
 	struct err err;
@@ -199,11 +202,17 @@ sched_run_begin(struct sched *s, struct run *r, int64_t now)
 	a->mr = r;
 	a->started_at = now;
 	r->data = a;
+	if (after != NULL) {
+		a->deck_of = after;
+		after->deck = a;
+	}
 	manifest_run_start(&s->m, r);
 	if (sched_run_record_start(s, a, now, &err) < 0) {
 		manifest_run_unstart(&s->m, r);
 		log_err("job=%s partition=%s cannot start: %s", r->job_name,
 			r->items[0]->key, err.msg);
+		if (after != NULL)
+			after->deck = NULL;
 		sched_active_free(a);
 		return -1;
 	}
@@ -232,6 +241,81 @@ sched_retry_cb(uv_timer_t *t)
 	sched_dispatch(s);
 }
 
+/*
+ * A run handed ahead (docs/performance.md, "Runs handed ahead"): when a
+ * job's partitions take under SCHED_DECK_MS, the loop's turn between one
+ * run's end and the next one's start (the worker wakes the loop, the loop
+ * records and dispatches, the worker wakes again) costs as much as the
+ * run itself.  So such a job gets its next run started (recorded running)
+ * while its current one runs; the executor starts it on the same worker
+ * the moment the current one ends.  It is counted in flight, not against
+ * the caps, until then, so no more of the job's runs execute at once than
+ * its concurrency allows.  Only SQL runs on SQLite on this host, not a
+ * batch, no trend check (whose history the run before it may still add
+ * to).  One that has not started yet is taken back when its job is
+ * paused, its warehouse throttled, the daemon drains or reloads.
+ */
+#define SCHED_DECK_MS 20
+
+/* May job index `job` have a run handed ahead? */
+static bool
+sched_deckable(struct sched *s, int job)
+{
+	const struct job_def *j = &s->cfg->jobs[job];
+	struct jobstate *js;
+
+	if (s->remote != NULL || j->sql == NULL || j->command != NULL ||
+	    j->batch || j->nmetrics > 0 || j->warehouse < 0 ||
+	    s->cfg->warehouses[j->warehouse].kind != WH_SQLITE)
+		return false;
+	js = sched_jobstate_of(s, job);
+	return js->last_ms >= 0 && js->last_ms <= SCHED_DECK_MS;
+}
+
+/* Hand a run ahead after each deckable job's running run that has none. */
+static void
+sched_deck(struct sched *s, const struct pick_gate *g, int64_t now,
+	   int64_t *wake)
+{
+	for (struct run *p = s->m.runs.next; p != &s->m.runs; p = p->next) {
+		struct active *pa = p->data;
+		struct run *r;
+
+		if (p->deck || pa->deck != NULL || p->job < 0 ||
+		    s->m.job_deck[p->job] > 0 || !sched_deckable(s, p->job))
+			continue;
+		while ((r = pick_next_deck(&s->m, g, p->job, now, wake)) !=
+		       NULL && sched_cutoff(s, r, now))
+			manifest_run_free(r);
+		if (r != NULL && sched_run_begin(s, r, pa, now) < 0)
+			return;
+	}
+}
+
+/* Take back the runs handed ahead that have not started: all of them, or
+ * those of paused jobs and throttled warehouses.  Their done_cb follows
+ * (sched_not_started: queued again, no attempt counted). */
+static void
+sched_deck_review(struct sched *s, bool all)
+{
+	for (struct run *r = s->m.runs.next; r != &s->m.runs; r = r->next) {
+		const struct job_def *j =
+		    r->job >= 0 ? &s->cfg->jobs[r->job] : NULL;
+
+		if (!r->deck || s->remote != NULL)
+			continue;
+		if (all || j == NULL || sched_paused_cb(s, r->job) ||
+		    (j->warehouse >= 0 && sched_throttled_cb(s, j->warehouse)))
+			exec_withdraw(s->exec, &((struct active *)r->data)->run);
+	}
+}
+
+void
+sched_deck_withdraw(struct sched *s)
+{
+	sched_deck_review(s, true);
+}
+
 /* Start the runs the core picks while the caps allow. */
 void
 sched_dispatch(struct sched *s)
@@ -240,6 +324,9 @@ sched_dispatch(struct sched *s)
 	int64_t now = clock_now_ms(), wake = INT64_MAX;
 	struct run *r;
 
+	if (s->m.ndeck > 0)
+		sched_deck_review(s, s->draining || s->closing ||
+				     s->store_failed || s->dormant);
 	if (s->draining || s->closing || s->store_failed || s->dormant)
 		return;
 	while ((r = pick_next_run(&s->m, &g, now, &wake)) != NULL) {
@@ -247,9 +334,11 @@ sched_dispatch(struct sched *s)
 			manifest_run_free(r);
 			continue;
 		}
-		if (sched_run_begin(s, r, now) < 0)
+		if (sched_run_begin(s, r, NULL, now) < 0)
 			break;
 	}
+	if (s->remote == NULL && s->m.nrunning > 0)
+		sched_deck(s, &g, now, &wake);
 	sched_arm_retry(s, wake, now);
 }
 
@@ -289,7 +378,8 @@ sched_not_started(struct sched *s, struct active *a, int64_t now)
 	struct exec_run *run = &a->run;
 	struct run *r = a->mr;
 	struct item *e = r->items[0];
-	int64_t delay = run->interrupted ? 0 : SCHED_NOT_STARTED_MS;
+	int64_t delay = run->interrupted || run->withdrawn ? 0 :
+			SCHED_NOT_STARTED_MS;
 	struct err err;
 
 	manifest_run_not_started(&s->m, r, now + delay);
@@ -318,7 +408,12 @@ fail:
 		" not start: %s",
 		r->job_name, e->key, run->run_id, err.msg);
 logged:
-	if (run->interrupted)
+	if (run->withdrawn)
+		log_info("job=%s partition=%s request=%" PRId64 " run=%" PRId64
+			 " taken back before it started; queued again, no"
+			 " attempt counted", r->job_name, e->key, e->rq->id,
+			 run->run_id);
+	else if (run->interrupted)
 		log_warn("job=%s partition=%s request=%" PRId64 " run=%" PRId64
 			 " %s; queued again, no attempt counted", r->job_name,
 			 e->key, e->rq->id, run->run_id, run->error);
@@ -620,6 +715,18 @@ sched_run_done_cb(struct exec_run *run)
 	int64_t *ids;
 	size_t n = r->nitems;
 
+	/* the run handed ahead after this one has started (or ended) */
+	if (a->deck != NULL) {
+		manifest_run_undeck(&s->m, a->deck->mr);
+		a->deck->deck_of = NULL;
+		a->deck = NULL;
+	}
+	if (a->deck_of != NULL) { /* ended before it started */
+		a->deck_of->deck = NULL;
+		a->deck_of = NULL;
+	}
+	if (!run->failed && !run->cancelled && r->job >= 0)
+		sched_jobstate_of(s, r->job)->last_ms = now - a->started_at;
 	sched_outcome(s, a, &o);
 	if (run->not_started && !run->cancelled)
 		sched_not_started(s, a, now);

@@ -53,6 +53,9 @@ struct active {
 	struct run *mr;
 	struct sched *s;
 	int64_t started_at; /* ms */
+	/* a run handed ahead (sched_deck): the one after this run, and the
+	 * one this run follows while it waits */
+	struct active *deck, *deck_of;
 };
 
 /* A watcher of a request (sched_watch): the list is the request's data. */
@@ -72,6 +75,7 @@ struct jobstate {
 	struct sensor_run *sensor; /* a late_data check in flight */
 	bool unread;               /* st could not be read: read it again */
 	int64_t budget_stops; /* its requests stopped over budget, since start */
+	int64_t last_ms;      /* how long its newest succeeded run took, -1 */
 };
 
 struct sched {
@@ -167,6 +171,8 @@ struct request *sched_load_request(struct sched *s, int64_t request_id,
 
 /* sched_dispatch.c */
 void sched_dispatch(struct sched *s);
+/* Take back every run handed ahead that has not started (sched_deck). */
+void sched_deck_withdraw(struct sched *s);
 void sched_run_cancel(struct sched *s, struct exec_run *run);
 void sched_run_fill(struct sched *s, struct active *a);
 void sched_active_free(struct active *a);

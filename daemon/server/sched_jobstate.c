@@ -40,6 +40,7 @@ sched_jobstate(struct sched *s, const char *name)
 	js = xcalloc(1, sizeof *js);
 	s->jobstates[s->njobstates++] = js;
 	js->name = xstrdup(name);
+	js->last_ms = -1;
 	if (store_job_get(s->store, name, &js->st, &err) < 0) {
 		log_err("job=%s %s", name, err.msg);
 		js->unread = true;

@@ -177,6 +177,7 @@ sched_reload(struct sched *s, struct config *cfg)
 	int64_t cancelled;
 	struct err err;
 
+	sched_deck_withdraw(s); /* handed ahead under the old definitions */
 	config_unref(s->cfg);
 	s->cfg = cfg;
 	sched_index_jobs(s);
@@ -275,6 +276,7 @@ sched_drain(struct sched *s)
 	s->draining = true;
 	uv_timer_stop(&s->due_timer);
 	uv_timer_stop(&s->retry_timer);
+	sched_deck_withdraw(s); /* what has not started waits for the next start */
 }
 
 int
