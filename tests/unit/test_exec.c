@@ -715,6 +715,114 @@ START_TEST(sql_cancel_running_and_queued)
 }
 END_TEST
 
+/* ---- runs handed ahead (exec_submit_after) ------------------------------ */
+
+/* A run handed ahead waits for the run it follows, then starts on its
+ * worker (its TEMP table is the connection's: the count says which
+ * connection, and in which order), although three workers are idle; a
+ * third one follows the last of the chain. */
+START_TEST(sql_handed_ahead_same_worker_after)
+{
+	struct job_def jd = sql_job("ahead",
+	    "CREATE TEMP TABLE IF NOT EXISTS seen (x);"
+	    "INSERT INTO seen VALUES (1);"
+	    "WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM c "
+	    "WHERE x < 300000) "
+	    "INSERT INTO fct (dt, v) SELECT :partition,"
+	    " (SELECT count(*) FROM seen) + 0 * count(*) FROM c");
+	struct trun a, b, c;
+
+	trun_init(&a, &jd, "a", "a", "b");
+	trun_init(&b, &jd, "b", "b", "c");
+	trun_init(&c, &jd, "c", "c", "d");
+	exec_submit(ex, &a.run);
+	exec_submit_after(ex, &b.run, &a.run);
+	exec_submit_after(ex, &c.run, &a.run);
+	ck_assert_int_eq(exec_running(ex), 3);
+	wait_runs();
+	ck_assert_msg(!a.run.failed, "%s", a.run.error);
+	ck_assert_msg(!b.run.failed, "%s", b.run.error);
+	ck_assert_msg(!c.run.failed, "%s", c.run.error);
+	ck_assert_int_eq(b.started, 1);
+	ck_assert_int_eq(db_int("SELECT v FROM fct WHERE dt = 'a'"), 1);
+	ck_assert_int_eq(db_int("SELECT v FROM fct WHERE dt = 'b'"), 2);
+	ck_assert_int_eq(db_int("SELECT v FROM fct WHERE dt = 'c'"), 3);
+}
+END_TEST
+
+/* Taken back or cancelled before it starts, a run handed ahead never
+ * runs (the one after it follows the run before it instead); one after
+ * a run that is cancelled while it runs starts when that one ends. */
+START_TEST(sql_handed_ahead_withdrawn_and_cancelled)
+{
+	struct job_def slow = sql_job("slow", SLOW_SQL);
+	struct job_def fast = sql_job("fast",
+	    "INSERT INTO fct (dt, v) VALUES (:partition, 1)");
+	struct trun a, b, c, d;
+
+	trun_init(&a, &slow, "a", "a", "b");
+	trun_init(&b, &fast, "b", "b", "c");
+	trun_init(&c, &fast, "c", "c", "d");
+	trun_init(&d, &fast, "d", "d", "e");
+	exec_submit(ex, &a.run);
+	exec_submit_after(ex, &b.run, &a.run);
+	exec_submit_after(ex, &c.run, &a.run); /* a, b, c */
+	ck_assert(exec_withdraw(ex, &b.run));  /* a, c */
+	exec_cancel(ex, &c.run);               /* a */
+	exec_submit_after(ex, &d.run, &a.run); /* a, d */
+	a.cancel_on_start = ex;
+	wait_runs();
+	ck_assert_int_eq(b.done, 1);
+	ck_assert_int_eq(b.started, 0);
+	ck_assert(b.run.failed && b.run.not_started && b.run.withdrawn);
+	ck_assert(!b.run.cancelled);
+	ck_assert_str_eq(b.run.error, "taken back before it started");
+	ck_assert(!exec_withdraw(ex, &b.run));
+	ck_assert_int_eq(c.done, 1);
+	ck_assert_int_eq(c.started, 0);
+	ck_assert(c.run.cancelled && !c.run.withdrawn);
+	ck_assert(a.run.cancelled);
+	ck_assert_int_eq(d.done, 1);
+	ck_assert_int_eq(d.started, 1);
+	ck_assert_msg(!d.run.failed, "%s", d.run.error);
+	ck_assert(!exec_withdraw(ex, &d.run));
+	ck_assert_int_eq(db_int("SELECT count(*) FROM fct"), 1);
+	ck_assert_int_eq(db_int("SELECT count(*) FROM fct WHERE dt = 'd'"), 1);
+}
+END_TEST
+
+/* The run before it cancelled while queued: the run handed ahead takes
+ * its place in the queue and runs. */
+START_TEST(sql_handed_ahead_after_queued_cancel)
+{
+	struct job_def slow = sql_job("slow", SLOW_SQL);
+	struct job_def fast = sql_job("fast",
+	    "INSERT INTO fct (dt, v) VALUES (:partition, 1)");
+	struct exec *one;
+	struct trun x, a, b;
+	struct err err;
+
+	ck_assert_int_eq(exec_new(&loop, 1, &one, &err), 0);
+	trun_init(&x, &slow, "x", "x", "y");
+	trun_init(&a, &fast, "a", "a", "b");
+	trun_init(&b, &fast, "b", "b", "c");
+	exec_submit(one, &x.run);
+	exec_submit(one, &a.run);
+	exec_submit_after(one, &b.run, &a.run);
+	exec_cancel(one, &a.run);
+	x.cancel_on_start = one;
+	uv_run(&loop, UV_RUN_DEFAULT);
+	ck_assert(x.run.cancelled);
+	ck_assert(a.run.cancelled);
+	ck_assert_int_eq(a.started, 0);
+	ck_assert_int_eq(b.started, 1);
+	ck_assert_msg(!b.run.failed, "%s", b.run.error);
+	close_exec(one);
+	ck_assert_int_eq(db_int("SELECT count(*) FROM fct"), 1);
+	ck_assert_int_eq(db_int("SELECT count(*) FROM fct WHERE dt = 'b'"), 1);
+}
+END_TEST
+
 /* backfilld_commits (wh_commits.h, rule 3): the first run of a request
  * on a connection deletes its job's rows of older requests past the
  * job's keep_runs; the request's later runs delete nothing. */
@@ -1005,6 +1113,9 @@ exec_suite(void)
 	tcase_add_test(sql, connection_reused_across_runs);
 	tcase_add_test(sql, sql_timeout_interrupts);
 	tcase_add_test(sql, sql_cancel_running_and_queued);
+	tcase_add_test(sql, sql_handed_ahead_same_worker_after);
+	tcase_add_test(sql, sql_handed_ahead_withdrawn_and_cancelled);
+	tcase_add_test(sql, sql_handed_ahead_after_queued_cancel);
 	tcase_add_test(sql, sql_commits_pruned_once_per_request);
 	tcase_add_test(sql, sql_missing_warehouse);
 	tcase_add_test(sql, sql_many_concurrent);

@@ -29,6 +29,10 @@
  *         configuration, say) and what waits for it settles
  *   now   "MS": the time from then on
  *   pause "JOB", throttle "WAREHOUSE"
+ *   deck  "JOB": start the run of that job that pick_next_deck hands
+ *         ahead; want as for pick
+ *   undeck "job/key": the run handed ahead started (the one before it
+ *         ended)
  */
 #include <check.h>
 #include <stdio.h>
@@ -95,6 +99,46 @@ struct mcase {
 };
 
 static const struct mcase cases[] = {
+	/* ---- runs handed ahead (pick_next_deck) ---- */
+	{ "deck: one run past the job's cap, one at a time", tight_yaml, {
+		{ "req", "1 backfill: a/2026-01-01 a/2026-01-02 a/2026-01-03 a/2026-01-04", NULL },
+		{ "pick", NULL, "a/2026-01-01@1 a/2026-01-02@1" },
+		{ "deck", "a", "a/2026-01-03@1" },
+		{ "deck", "a", "-" },
+		{ "pick", NULL, "-" },
+		{ "state", NULL, "1:RRRQ" },
+		{ "end", "a/2026-01-01 ok", NULL },
+		{ "undeck", "a/2026-01-03", NULL },
+		{ "pick", NULL, "-" },
+		{ "deck", "a", "a/2026-01-04@1" },
+		{ "state", NULL, "1:SRRR" },
+	} },
+	{ "deck: no slot of max_concurrency taken", tight_yaml, {
+		{ "req", "1 backfill: a/2026-01-01 a/2026-01-02 a/2026-01-03", NULL },
+		{ "req", "2 backfill: b/2026-01-01 b/2026-01-02 b/2026-01-03", NULL },
+		{ "pick", NULL, "a/2026-01-01@1 b/2026-01-01@2" },
+		{ "deck", "a", "a/2026-01-02@1" },
+		{ "pick", NULL, "-" },
+		{ "end", "b/2026-01-01 ok", NULL },
+		{ "pick", NULL, "b/2026-01-02@2" },
+		{ "deck", "b", "b/2026-01-03@2" },
+		{ "end", "b/2026-01-02 ok", NULL },
+		{ "undeck", "b/2026-01-03", NULL },
+		{ "pick", NULL, "-" },
+		{ "state", NULL, "1:RRQ 2:SSR" },
+	} },
+	{ "deck: a request's cap, a paused job, another job", NULL, {
+		{ "req", "1 backfill cap=1: a/2026-01-01 a/2026-01-02 a/2026-01-03", NULL },
+		{ "req", "2 backfill: c/2026-01-01 c/2026-01-02", NULL },
+		{ "pick", NULL, "a/2026-01-01@1 c/2026-01-01@2" },
+		{ "deck", "a", "a/2026-01-02@1" },
+		{ "deck", "a", "-" },
+		{ "deck", "b", "-" },
+		{ "pause", "c", NULL },
+		{ "deck", "c", "-" },
+		{ "state", NULL, "1:RRQ 2:RQ" },
+	} },
+
 	/* ---- rule 2, caps ---- */
 	{ "global cap", tight_yaml, {
 		{ "req", "1 backfill: a/2026-01-01 a/2026-01-02 a/2026-01-03", NULL },
@@ -461,30 +505,45 @@ world_request(struct world *w, const char *spec)
 	free(items);
 }
 
-/* Start every run the core picks; the runs as text into out. */
+/* Start run r; append it to out as text. */
 static void
-world_pick(struct world *w, char *out, size_t outsz)
+world_start(struct world *w, struct run *r, char *out, size_t outsz)
+{
+	size_t n = strlen(out);
+	struct item *e = r->items[0];
+
+	manifest_run_start(&w->m, r);
+	n += (size_t)snprintf(out + n, outsz - n, "%s%s/%s@%lld",
+			      n ? " " : "", e->job_name, e->key,
+			      (long long)e->rq->id);
+	if (r->batch && r->nitems > 1)
+		n += (size_t)snprintf(out + n, outsz - n, "x%zu", r->nitems);
+	for (size_t i = 1; !r->batch && i < r->nitems; i++)
+		n += (size_t)snprintf(out + n, outsz - n, "+%lld",
+				      (long long)r->items[i]->rq->id);
+}
+
+/* Start every run the core picks (deck: the one run of that job handed
+ * ahead, pick_next_deck); the runs as text into out. */
+static void
+world_pick(struct world *w, const char *deck, char *out, size_t outsz)
 {
 	struct pick_gate g = {paused_cb, throttled_cb, w};
 	int64_t wake = INT64_MAX;
 	struct run *r;
 
 	out[0] = '\0';
-	while ((r = pick_next_run(&w->m, &g, w->now, &wake)) != NULL) {
-		size_t n = strlen(out);
-		struct item *e = r->items[0];
-
-		manifest_run_start(&w->m, r);
-		n += (size_t)snprintf(out + n, outsz - n, "%s%s/%s@%lld",
-				      n ? " " : "", e->job_name, e->key,
-				      (long long)e->rq->id);
-		if (r->batch && r->nitems > 1)
-			n += (size_t)snprintf(out + n, outsz - n, "x%zu",
-					      r->nitems);
-		for (size_t i = 1; !r->batch && i < r->nitems; i++)
-			n += (size_t)snprintf(out + n, outsz - n, "+%lld",
-					      (long long)r->items[i]->rq->id);
+	if (deck != NULL) {
+		r = pick_next_deck(&w->m, &g, config_job_index(w->cfg, deck),
+				   w->now, &wake);
+		if (r != NULL) {
+			ck_assert(r->deck);
+			world_start(w, r, out, outsz);
+		}
 	}
+	while (deck == NULL &&
+	       (r = pick_next_run(&w->m, &g, w->now, &wake)) != NULL)
+		world_start(w, r, out, outsz);
 	if (out[0] == '\0')
 		snprintf(out, outsz, "-");
 }
@@ -563,7 +622,16 @@ world_step(struct world *w, const struct step *st, const char *name)
 	if (strcmp(st->op, "req") == 0) {
 		world_request(w, st->arg);
 	} else if (strcmp(st->op, "pick") == 0) {
-		world_pick(w, got, sizeof got);
+		world_pick(w, NULL, got, sizeof got);
+	} else if (strcmp(st->op, "deck") == 0) {
+		world_pick(w, st->arg, got, sizeof got);
+	} else if (strcmp(st->op, "undeck") == 0) {
+		struct item *it = world_item(w, st->arg, 0);
+
+		ck_assert_ptr_nonnull(it->run);
+		ck_assert(it->run->deck);
+		manifest_run_undeck(&w->m, it->run);
+		ck_assert(!it->run->deck);
 	} else if (strcmp(st->op, "end") == 0) {
 		world_end(w, st->arg);
 	} else if (strcmp(st->op, "state") == 0) {

@@ -1,0 +1,131 @@
+#!/usr/bin/env python3
+"""Runs handed ahead (docs/performance.md, "Runs handed ahead"): a job whose
+runs take under 20 ms gets its next run started while the current one runs,
+and its worker takes it the moment the current one ends.
+
+- short runs: each partition runs once, one attempt, its row written once,
+  and the runs' records overlap (the next one was recorded started before
+  the current one was recorded finished);
+- runs over 20 ms are never handed ahead (no record overlaps);
+- a run handed ahead that has not started when the daemon drains is taken
+  back: queued again without an attempt counted, run once at the next
+  start, and no other run of its job runs meanwhile.
+"""
+import sqlite3
+import time
+
+import harness as h
+
+SEED = "CREATE TABLE hourly (hour TEXT PRIMARY KEY, n INTEGER);"
+
+
+def job(rows, name="hourly_rows"):
+    """An hourly job of one row per partition, counting `rows` first."""
+    return """
+- name: %s
+  warehouse: wh
+  partition: hour
+  catchup: false
+  concurrency: 1
+  retries: 0
+  max_backfill: 100000
+  sql: |
+    DELETE FROM hourly WHERE hour = :partition;
+    WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM c WHERE x < %d)
+    INSERT INTO hourly (hour, n) SELECT :partition, count(*) FROM c;
+""" % (name, rows)
+
+
+def hours(n, first="2026-02-01T00"):
+    base = time.strptime(first, "%Y-%m-%dT%H")
+    t0 = time.mktime(base)
+    return [time.strftime("%Y-%m-%dT%H", time.localtime(t0 + 3600 * i)) for i in range(n)]
+
+
+def overlaps(runs):
+    """Consecutive runs (by id) whose records overlap."""
+    rs = sorted(runs, key=lambda r: r["id"])
+    return sum(1 for a, b in zip(rs, rs[1:])
+               if h.parse_iso(b["started_at"]) < h.parse_iso(a["finished_at"]))
+
+
+def once_each(d, keys, what):
+    runs = [r for r in d.runs() if r["job"] == "hourly_rows"]
+    got = {}
+    for r in runs:
+        h.check(r["state"] == "succeeded", "%s: run %r" % (what, r))
+        h.eq(r["attempt"], 1, "%s: attempt of %s" % (what, r["partition"]))
+        got[r["partition"]] = got.get(r["partition"], 0) + 1
+    h.eq(sorted(got), sorted(keys), "%s: partitions run" % what)
+    h.eq(set(got.values()), {1}, "%s: runs per partition" % what)
+    rows = d.query("SELECT hour, n FROM hourly ORDER BY hour", wh="wh")
+    h.eq([r[0] for r in rows], sorted(keys), "%s: rows written" % what)
+    return runs
+
+
+def test_short_runs_handed_ahead():
+    d = h.Daemon(jobs=job(2000), warehouses={"wh": SEED},
+                 settings={"max_concurrency": 2}, clock=None, name="ahead")
+    keys = hours(300)
+    d.backfill("hourly_rows", keys[0], keys[-1])
+    runs = once_each(d, keys, "short runs")
+    n = overlaps(runs)
+    h.check(n >= len(runs) // 4,
+            "only %d of %d short runs were recorded started before the one"
+            " before them finished: none handed ahead?" % (n, len(runs)))
+    d.stop()
+
+
+def test_long_runs_not_handed_ahead():
+    d = h.Daemon(jobs=job(400000), warehouses={"wh": SEED},
+                 settings={"max_concurrency": 2}, clock=None, name="ahead-long")
+    keys = hours(8)
+    d.backfill("hourly_rows", keys[0], keys[-1])
+    runs = once_each(d, keys, "long runs")
+    slow = min(h.parse_iso(r["finished_at"]) - h.parse_iso(r["started_at"]) for r in runs)
+    h.check(slow.total_seconds() > 0.02, "runs of 400,000 rows took under 20 ms: %s" % slow)
+    h.eq(overlaps(runs), 0, "long runs recorded overlapping (handed ahead)")
+    d.stop()
+
+
+def wait_for(cond, what, timeout=30.0):
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if cond():
+            return
+        time.sleep(0.02)
+    h.fail("timed out waiting for %s" % what)
+
+
+def test_drain_takes_back_what_has_not_started():
+    d = h.Daemon(jobs=job(10), warehouses={"wh": SEED},
+                 settings={"max_concurrency": 2}, clock=None, name="ahead-drain")
+    first = hours(20)
+    d.backfill("hourly_rows", first[0], first[-1])   # its runs are short
+    later = hours(10, "2026-03-01T00")
+    # The warehouse locked: the next run waits on the lock while the one
+    # handed ahead after it waits for it.
+    lock = sqlite3.connect(d.warehouses["wh"], isolation_level=None)
+    lock.execute("BEGIN EXCLUSIVE")
+    try:
+        req = d.enqueue("backfill", "hourly_rows", "--from", later[0], "--to", later[-1])
+        wait_for(lambda: d.status("hourly_rows")["hourly_rows"]["running"] == 2,
+                 "a run and the one handed ahead after it")
+        d.signal(15)
+        wait_for(lambda: "taken back before it started" in open(d.log).read(),
+                 "the run handed ahead taken back on SIGTERM")
+    finally:
+        lock.execute("COMMIT")
+        lock.close()
+    rc = d.proc.wait(timeout=h.STOP_TIMEOUT)
+    d.proc = None
+    h.eq(rc, 0, "exit status after the drain")
+    d.start()
+    d.wait_request(req)
+    once_each(d, first + later, "after the drain")
+    d.stop()
+
+
+if __name__ == "__main__":
+    h.main([test_short_runs_handed_ahead, test_long_runs_not_handed_ahead,
+            test_drain_takes_back_what_has_not_started])
