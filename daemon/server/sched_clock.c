@@ -194,9 +194,10 @@ sched_pause(struct sched *s, int job, bool pause, struct err *err)
 		return -1;
 	}
 	log_notice("job=%s %s", j->name, pause ? "paused" : "resumed");
-	if (!pause && was) {
+	if (!pause && was)
 		sched_schedule(s, true, job);
+	/* resumed: its runs; paused: its run handed ahead taken back */
+	if (pause != was)
 		sched_want(s, SCHED_WANT_DISPATCH);
-	}
 	return 0;
 }

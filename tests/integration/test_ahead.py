@@ -7,9 +7,10 @@ and its worker takes it the moment the current one ends.
   and the runs' records overlap (the next one was recorded started before
   the current one was recorded finished);
 - runs over 20 ms are never handed ahead (no record overlaps);
-- a run handed ahead that has not started when the daemon drains is taken
-  back: queued again without an attempt counted, run once at the next
-  start, and no other run of its job runs meanwhile.
+- a run handed ahead that has not started when the daemon drains, or its
+  job is paused, or the configuration reloaded, is taken back: queued
+  again without an attempt counted and run once later (at the next start,
+  once resumed); no other run of the job starts while it is paused.
 """
 import sqlite3
 import time
@@ -97,23 +98,33 @@ def wait_for(cond, what, timeout=30.0):
     h.fail("timed out waiting for %s" % what)
 
 
+def taken_back(d):
+    return open(d.log).read().count("taken back before it started")
+
+
+def held(d, later):
+    """Short runs first; then, the warehouse locked, a backfill of `later`
+    whose first run waits on the lock while the one handed ahead after it
+    waits for it.  Returns (the lock, the request)."""
+    first = hours(20)
+    d.backfill("hourly_rows", first[0], first[-1])   # its runs are short
+    lock = sqlite3.connect(d.warehouses["wh"], isolation_level=None)
+    lock.execute("BEGIN EXCLUSIVE")
+    req = d.enqueue("backfill", "hourly_rows", "--from", later[0], "--to", later[-1])
+    wait_for(lambda: d.status("hourly_rows")["hourly_rows"]["running"] == 2,
+             "a run and the one handed ahead after it")
+    h.eq(taken_back(d), 0, "runs taken back before")
+    return first, lock, req
+
+
 def test_drain_takes_back_what_has_not_started():
     d = h.Daemon(jobs=job(10), warehouses={"wh": SEED},
                  settings={"max_concurrency": 2}, clock=None, name="ahead-drain")
-    first = hours(20)
-    d.backfill("hourly_rows", first[0], first[-1])   # its runs are short
     later = hours(10, "2026-03-01T00")
-    # The warehouse locked: the next run waits on the lock while the one
-    # handed ahead after it waits for it.
-    lock = sqlite3.connect(d.warehouses["wh"], isolation_level=None)
-    lock.execute("BEGIN EXCLUSIVE")
+    first, lock, req = held(d, later)
     try:
-        req = d.enqueue("backfill", "hourly_rows", "--from", later[0], "--to", later[-1])
-        wait_for(lambda: d.status("hourly_rows")["hourly_rows"]["running"] == 2,
-                 "a run and the one handed ahead after it")
         d.signal(15)
-        wait_for(lambda: "taken back before it started" in open(d.log).read(),
-                 "the run handed ahead taken back on SIGTERM")
+        wait_for(lambda: taken_back(d) == 1, "the run handed ahead taken back on SIGTERM")
     finally:
         lock.execute("COMMIT")
         lock.close()
@@ -126,6 +137,43 @@ def test_drain_takes_back_what_has_not_started():
     d.stop()
 
 
+def test_pause_and_reload_take_back():
+    d = h.Daemon(jobs=job(10), warehouses={"wh": SEED},
+                 settings={"max_concurrency": 2}, clock=None, name="ahead-pause")
+    later = hours(10, "2026-03-01T00")
+    first, lock, req = held(d, later)
+    try:
+        d.ok("pause", "hourly_rows")
+        wait_for(lambda: taken_back(d) == 1, "the run handed ahead taken back on pause")
+    finally:
+        lock.execute("COMMIT")
+        lock.close()
+    # the run that held the slot ends; nothing else starts while paused
+    wait_for(lambda: d.status("hourly_rows")["hourly_rows"]["running"] == 0,
+             "the run in flight to end")
+    h.eq(d.status("hourly_rows")["hourly_rows"]["succeeded"], len(first) + 1,
+         "partitions succeeded while paused")
+    d.ok("resume", "hourly_rows")
+    d.wait_request(req)
+    once_each(d, first + later, "after the pause")
+    # a reload takes back what was handed ahead under the old definitions
+    more = hours(10, "2026-04-01T00")
+    lock = sqlite3.connect(d.warehouses["wh"], isolation_level=None)
+    lock.execute("BEGIN EXCLUSIVE")
+    try:
+        req = d.enqueue("backfill", "hourly_rows", "--from", more[0], "--to", more[-1])
+        wait_for(lambda: d.status("hourly_rows")["hourly_rows"]["running"] == 2,
+                 "a run and the one handed ahead after it")
+        d.ok("reload")
+        wait_for(lambda: taken_back(d) == 2, "the run handed ahead taken back on reload")
+    finally:
+        lock.execute("COMMIT")
+        lock.close()
+    d.wait_request(req)
+    once_each(d, first + later + more, "after the reload")
+    d.stop()
+
+
 if __name__ == "__main__":
     h.main([test_short_runs_handed_ahead, test_long_runs_not_handed_ahead,
-            test_drain_takes_back_what_has_not_started])
+            test_drain_takes_back_what_has_not_started, test_pause_and_reload_take_back])
