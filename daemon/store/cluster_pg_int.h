@@ -78,6 +78,7 @@ struct cluster {
 	int64_t incarnation;  /* 0: not registered */
 	enum cluster_role role;
 	int64_t generation;   /* while planner */
+	int64_t forgotten;    /* planner: work rows deleted since its vacuum */
 	int64_t renew_sent;   /* monotonic ms of the last renewal sent */
 	char planner[LEASE_NAME_MAX];
 	char prev_planner[LEASE_NAME_MAX]; /* the lease's holder before */

@@ -43,6 +43,16 @@ def hours(n, first="2026-02-01T00"):
     return [time.strftime("%Y-%m-%dT%H", time.localtime(t0 + 3600 * i)) for i in range(n)]
 
 
+def daemon(rows, name):
+    return h.Daemon(jobs=job(rows), warehouses={"wh": SEED},
+                    settings={"max_concurrency": 2}, clock=None, name=name)
+
+
+def backfill_once(d, keys, what):
+    d.backfill("hourly_rows", keys[0], keys[-1])
+    return once_each(d, keys, what)
+
+
 def overlaps(runs):
     """Consecutive runs (by id) whose records overlap."""
     rs = sorted(runs, key=lambda r: r["id"])
@@ -65,11 +75,9 @@ def once_each(d, keys, what):
 
 
 def test_short_runs_handed_ahead():
-    d = h.Daemon(jobs=job(2000), warehouses={"wh": SEED},
-                 settings={"max_concurrency": 2}, clock=None, name="ahead")
+    d = daemon(2000, "ahead")
     keys = hours(300)
-    d.backfill("hourly_rows", keys[0], keys[-1])
-    runs = once_each(d, keys, "short runs")
+    runs = backfill_once(d, keys, "short runs")
     n = overlaps(runs)
     h.check(n >= len(runs) // 4,
             "only %d of %d short runs were recorded started before the one"
@@ -78,11 +86,9 @@ def test_short_runs_handed_ahead():
 
 
 def test_long_runs_not_handed_ahead():
-    d = h.Daemon(jobs=job(400000), warehouses={"wh": SEED},
-                 settings={"max_concurrency": 2}, clock=None, name="ahead-long")
+    d = daemon(400000, "ahead-long")
     keys = hours(8)
-    d.backfill("hourly_rows", keys[0], keys[-1])
-    runs = once_each(d, keys, "long runs")
+    runs = backfill_once(d, keys, "long runs")
     slow = min(h.parse_iso(r["finished_at"]) - h.parse_iso(r["started_at"]) for r in runs)
     h.check(slow.total_seconds() > 0.02, "runs of 400,000 rows took under 20 ms: %s" % slow)
     h.eq(overlaps(runs), 0, "long runs recorded overlapping (handed ahead)")
@@ -118,8 +124,7 @@ def held(d, later):
 
 
 def test_drain_takes_back_what_has_not_started():
-    d = h.Daemon(jobs=job(10), warehouses={"wh": SEED},
-                 settings={"max_concurrency": 2}, clock=None, name="ahead-drain")
+    d = daemon(10, "ahead-drain")
     later = hours(10, "2026-03-01T00")
     first, lock, req = held(d, later)
     try:
@@ -138,8 +143,7 @@ def test_drain_takes_back_what_has_not_started():
 
 
 def test_pause_and_reload_take_back():
-    d = h.Daemon(jobs=job(10), warehouses={"wh": SEED},
-                 settings={"max_concurrency": 2}, clock=None, name="ahead-pause")
+    d = daemon(10, "ahead-pause")
     later = hours(10, "2026-03-01T00")
     first, lock, req = held(d, later)
     try:

@@ -19,6 +19,9 @@ At the end: mail older than five minutes (answered, never fetched: its
 forwarder died) is deleted by the planner within a few heartbeats; mail
 younger stays.  Every SQL partition was committed once, on one node's
 warehouse (backfilld_commits, the request's id as the workers got it).
+
+Then an hourly backfill of 3,000 partitions over two nodes: the planner
+vacuums `work` as it collects results, so the table stays a few pages.
 """
 import os
 import sqlite3
@@ -134,11 +137,53 @@ def test_cluster_tables_bounded():
          "partitions of sqlj in backfilld_commits (once each, over the nodes)")
     h.eq({r[0] for r in rows}, set(sqlreqs), "requests in backfilld_commits")
 
+HOURLY_JOB = """
+- name: hourly
+  warehouse: wh
+  partition: hour
+  catchup: false
+  concurrency: 8
+  retries: 0
+  max_backfill: 100000
+  sql: INSERT INTO ran (k) VALUES (:partition)
+"""
+WORK_PARTS = 3000   # partitions of the hourly backfill
+WORK_PAGES = 64     # pages of `work` at most after it (measured: 35 to 40)
+
+
+def test_work_table_vacuumed():
+    """The planner vacuums `work` as it collects results (every 500): an
+    hourly backfill of WORK_PARTS partitions over two nodes leaves the
+    table at most WORK_PAGES pages, where without the vacuums it grew by
+    about 36 pages a thousand partitions (each run leaves four dead row
+    versions, and pruning does not give their room back to new offers)."""
+    c = tc.Nodes(HOURLY_JOB, names=("n1", "n2"), settings={"max_concurrency": 8},
+                 warehouses={"wh": "CREATE TABLE ran (k TEXT);"})
+    c.settle()
+    planner = c.planner(c["n1"])
+    keys = ["%s" % k for k in h.days("2025-01-01", "2025-12-31")]
+    hours = ["%sT%02d" % (d, hr) for d in keys for hr in range(24)][:WORK_PARTS]
+    req = tc.backfill(c[planner], "hourly", hours[0], hours[-1])
+    resp = c[planner].wait_request(req, timeout=300)
+    h.eq(resp.get("status"), "0", "hourly request: %r" % (resp,))
+    c.wait_until(lambda: count(c, "work") == 0, "work empty once the request finished")
+    (pages, vacuums), = c.state.rows(
+        "SELECT pg_relation_size('work') / current_setting('block_size')::int,"
+        " vacuum_count FROM pg_stat_user_tables WHERE relname = 'work'")
+    ran = sum(sqlite3.connect(c[n].warehouses["wh"]).execute(
+        "SELECT count(*) FROM ran").fetchone()[0] for n in ("n1", "n2"))
+    print("  work: %d pages, %d vacuums, after %d partitions" % (pages, vacuums, ran))
+    h.eq(ran, WORK_PARTS, "partitions run")
+    h.check(vacuums >= 1, "the planner never vacuumed work")
+    h.check(pages <= WORK_PAGES, "work holds %d pages after %d partitions, above %d"
+            % (pages, WORK_PARTS, WORK_PAGES))
+
+
 def main():
     h.binaries()
     try:
         tp.cluster()
-        h.main([tc.isolated(test_cluster_tables_bounded)])
+        h.main([tc.isolated(test_cluster_tables_bounded), tc.isolated(test_work_table_vacuumed)])
     finally:
         if tp.CLUSTER is not None:
             tp.CLUSTER.close()
