@@ -252,8 +252,9 @@ sched_retry_cb(uv_timer_t *t)
  * the caps, until then, so no more of the job's runs execute at once than
  * its concurrency allows.  Only SQL runs on SQLite on this host, not a
  * batch, no trend check (whose history the run before it may still add
- * to).  One that has not started yet is taken back when its job is
- * paused, its warehouse throttled, the daemon drains or reloads.
+ * to).  One that has not started yet is taken back when the daemon
+ * drains or reloads, when its job is paused, and at a dispatch that finds
+ * its warehouse throttled.
  */
 #define SCHED_DECK_MS 20
 
