@@ -10,7 +10,10 @@ and its worker takes it the moment the current one ends.
 - a run handed ahead that has not started when the daemon drains, or its
   job is paused, or the configuration reloaded, is taken back: queued
   again without an attempt counted and run once later (at the next start,
-  once resumed); no other run of the job starts while it is paused.
+  once resumed); no other run of the job starts while it is paused;
+- kill -9 with a run handed ahead: after the restart each partition
+  succeeds once, with one attempt; the run handed ahead is in the history
+  as interrupted, like the run in flight.
 """
 import sqlite3
 import time
@@ -60,8 +63,18 @@ def overlaps(runs):
                if h.parse_iso(b["started_at"]) < h.parse_iso(a["finished_at"]))
 
 
-def once_each(d, keys, what):
+INTERRUPTED = "interrupted: the daemon stopped during the run; queued again"
+
+
+def once_each(d, keys, what, interrupted=()):
+    """Each key succeeded once, at attempt 1, and was written once; the
+    only other runs are those of `interrupted` keys a crash cut (kept in
+    the history as failed, no attempt)."""
     runs = [r for r in d.runs() if r["job"] == "hourly_rows"]
+    cut = [r for r in runs if r["state"] == "failed" and r["error"] == INTERRUPTED]
+    h.check({r["partition"] for r in cut} <= set(interrupted),
+            "%s: runs cut by a crash: %r" % (what, cut))
+    runs = [r for r in runs if r not in cut]
     got = {}
     for r in runs:
         h.check(r["state"] == "succeeded", "%s: run %r" % (what, r))
@@ -142,6 +155,27 @@ def test_drain_takes_back_what_has_not_started():
     d.stop()
 
 
+def test_kill9_with_a_run_handed_ahead():
+    """kill -9 while a run waits on the lock and the next is handed ahead
+    after it: both stay in the history as interrupted, as every run in
+    flight at a crash does, are queued again (neither committed), and
+    every partition succeeds once, with one attempt."""
+    d = daemon(10, "ahead-kill")
+    later = hours(10, "2026-03-01T00")
+    first, lock, req = held(d, later)
+    try:
+        d.kill9()
+    finally:
+        lock.execute("ROLLBACK")
+        lock.close()
+    d.start()
+    d.wait_request(req)
+    # the run that waited on the lock and the one handed ahead after it
+    # were both recorded running: both are cut, neither had committed
+    once_each(d, first + later, "after kill -9", interrupted=later[:2])
+    d.stop()
+
+
 def test_pause_and_reload_take_back():
     d = daemon(10, "ahead-pause")
     later = hours(10, "2026-03-01T00")
@@ -180,4 +214,5 @@ def test_pause_and_reload_take_back():
 
 if __name__ == "__main__":
     h.main([test_short_runs_handed_ahead, test_long_runs_not_handed_ahead,
-            test_drain_takes_back_what_has_not_started, test_pause_and_reload_take_back])
+            test_drain_takes_back_what_has_not_started, test_kill9_with_a_run_handed_ahead,
+            test_pause_and_reload_take_back])
