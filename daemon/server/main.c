@@ -601,6 +601,7 @@ static void
 daemon_stop(struct daemon *d)
 {
 	const struct config *cfg = sched_config(d->sched);
+	int taken;
 
 	if (d->stopping) {
 		daemon_grace_cb(&d->grace);
@@ -608,12 +609,14 @@ daemon_stop(struct daemon *d)
 	}
 	d->stopping = true;
 	notify_stopping(d->notify);
+	/* the runs handed ahead that had not started are no runs in flight:
+	 * taken back first, they are not counted */
+	taken = sched_drain(d->sched);
 	log_notice("stopping: no new runs; waiting up to %" PRId64 "s for %d"
 		   " runs in flight", cfg->shutdown_grace, d->cw != NULL ?
-		   cworker_running(d->cw) : sched_running(d->sched));
+		   cworker_running(d->cw) : sched_running(d->sched) - taken);
 	control_close(d->control);
 	httpd_close(d->http);
-	sched_drain(d->sched);
 	/* several hosts: with another node alive, no more claims and a
 	 * planner hands the runs it offered over to the next planner
 	 * (cworker_stop); alone, its runs are its runs in flight, awaited

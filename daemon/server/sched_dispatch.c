@@ -295,10 +295,13 @@ sched_deck(struct sched *s, const struct pick_gate *g, int64_t now,
 
 /* Take back the runs handed ahead that have not started: all of them, or
  * those of paused jobs and throttled warehouses.  Their done_cb follows
- * (sched_not_started: queued again, no attempt counted). */
-static void
+ * (sched_not_started: queued again, no attempt counted).  Returns how
+ * many. */
+static int
 sched_deck_review(struct sched *s, bool all)
 {
+	int n = 0;
+
 	for (struct run *r = s->m.runs.next; r != &s->m.runs; r = r->next) {
 		const struct job_def *j =
 		    r->job >= 0 ? &s->cfg->jobs[r->job] : NULL;
@@ -307,14 +310,16 @@ sched_deck_review(struct sched *s, bool all)
 			continue;
 		if (all || j == NULL || sched_paused_cb(s, r->job) ||
 		    (j->warehouse >= 0 && sched_throttled_cb(s, j->warehouse)))
-			exec_withdraw(s->exec, &((struct active *)r->data)->run);
+			n += exec_withdraw(s->exec,
+					   &((struct active *)r->data)->run);
 	}
+	return n;
 }
 
-void
+int
 sched_deck_withdraw(struct sched *s)
 {
-	sched_deck_review(s, true);
+	return sched_deck_review(s, true);
 }
 
 /* Start the runs the core picks while the caps allow. */

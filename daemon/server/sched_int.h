@@ -171,8 +171,9 @@ struct request *sched_load_request(struct sched *s, int64_t request_id,
 
 /* sched_dispatch.c */
 void sched_dispatch(struct sched *s);
-/* Take back every run handed ahead that has not started (sched_deck). */
-void sched_deck_withdraw(struct sched *s);
+/* Take back every run handed ahead that has not started (sched_deck);
+ * returns how many. */
+int sched_deck_withdraw(struct sched *s);
 void sched_run_cancel(struct sched *s, struct exec_run *run);
 void sched_run_fill(struct sched *s, struct active *a);
 void sched_active_free(struct active *a);

@@ -270,13 +270,14 @@ sched_poke(struct sched *s)
 	sched_want(s, SCHED_WANT_DISPATCH);
 }
 
-void
+int
 sched_drain(struct sched *s)
 {
 	s->draining = true;
 	uv_timer_stop(&s->due_timer);
 	uv_timer_stop(&s->retry_timer);
-	sched_deck_withdraw(s); /* what has not started waits for the next start */
+	/* what has not started waits for the next start */
+	return sched_deck_withdraw(s);
 }
 
 int

@@ -113,8 +113,10 @@ void sched_suspend(struct sched *s, const char *why);
 /* A scheduler that has not loaded the store: a node that has not been
  * the planner (several hosts).  What it holds in memory is no count. */
 bool sched_dormant(const struct sched *s);
-/* Stop dispatching; runs in flight go on. */
-void sched_drain(struct sched *s);
+/* Stop dispatching; runs in flight go on.  Returns how many of them were
+ * runs handed ahead that had not started, taken back (their done_cb
+ * follows). */
+int sched_drain(struct sched *s);
 /* Cancel runs in flight (shutdown): their partitions are queued again. */
 void sched_cancel_running(struct sched *s);
 int sched_running(const struct sched *s);

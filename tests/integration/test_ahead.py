@@ -143,6 +143,10 @@ def test_drain_takes_back_what_has_not_started():
     try:
         d.signal(15)
         wait_for(lambda: taken_back(d) == 1, "the run handed ahead taken back on SIGTERM")
+        # the one taken back is no run in flight: the drain waits for one
+        stop = [l for l in open(d.log) if "stopping: no new runs" in l]
+        h.check(len(stop) == 1 and "for 1 runs in flight" in stop[0],
+                "stop message, with one run in flight and one handed ahead: %r" % stop)
     finally:
         lock.execute("COMMIT")
         lock.close()
