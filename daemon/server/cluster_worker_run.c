@@ -433,8 +433,27 @@ cworker_finishes_outcome(struct cworker *w, size_t nf, const struct err *err)
  * is claimed at the first turn CWORKER_RECLAIM_MS after the short claim.
  * Without this, each turn of a node (the planner's own runs ending) sent
  * a claim that found nothing.
+ *
+ * A finish alone, while other runs of this node are in flight, waits up
+ * to CWORKER_FINISH_MS for those that end meanwhile (cworker_run_done_cb):
+ * with short runs, each ending on its own turn, a node sent one exchange
+ * per run, whose statement, commit and bf_done notification cost the
+ * server more than the rows it changed (docs/design-notes.md, "The
+ * PostgreSQL store's writes per partition").  A claim that is due goes at
+ * once, with every finish waiting, so that no slot waits idle for an
+ * offer that waits too; so does the finish of a node's last run in
+ * flight, which nothing would join.
  */
 #define CWORKER_RECLAIM_MS 1000
+#define CWORKER_FINISH_MS 5
+
+/* Is a claim due at the next exchange (cworker_exchange's rule)? */
+static bool
+cworker_claim_due(const struct cworker *w)
+{
+	return w->offers_maybe ||
+	       uv_now(w->loop) - w->short_at >= CWORKER_RECLAIM_MS;
+}
 
 void
 cworker_exchange(struct cworker *w)
@@ -469,8 +488,7 @@ cworker_exchange(struct cworker *w)
 		if (lease_job_allowed(cfg->jobs[i].nodes, cfg->jobs[i].nnodes,
 				      cfg->node))
 			jobs[nj++] = cfg->jobs[i].name;
-	claim = nj > 0 && (w->offers_maybe ||
-			   now - w->short_at >= CWORKER_RECLAIM_MS);
+	claim = nj > 0 && cworker_claim_due(w);
 	if (!claim)
 		nj = room = 0;
 	else
@@ -489,8 +507,11 @@ cworker_exchange(struct cworker *w)
 			w->short_at = now;
 		else if (claim)
 			w->offers_maybe = true; /* full: there may be more */
-		if (nf > 0)
+		if (nf > 0) {
+			log_debug("sent the ends of %zu runs in one exchange",
+				  nf);
 			cworker_finishes_outcome(w, nf, NULL);
+		}
 		for (size_t i = 0; i < nf; i++)
 			for (l = w->locals; l != NULL; l = nx) {
 				nx = l->next;
@@ -515,9 +536,10 @@ cworker_exchange(struct cworker *w)
 }
 
 /* A claimed run ended on the executor: its finish goes with the next
- * exchange (next loop turn, or now when the node closes).  An own run's
- * result goes to the scheduler now, unless this node is no longer the
- * planner (dropped: it writes nothing). */
+ * exchange (within CWORKER_FINISH_MS, at the next loop turn when a claim
+ * is due, or now when the node closes).  An own run's result goes to the
+ * scheduler now, unless this node is no longer the planner (dropped: it
+ * writes nothing). */
 void
 cworker_run_done_cb(struct exec_run *run)
 {
@@ -539,6 +561,14 @@ cworker_run_done_cb(struct exec_run *run)
 			cworker_own_result(w, l);
 		cworker_local_free(w, l);
 		w->drv->set_running(w->c, w->nlocal);
+	} else if (!w->closing && w->nlocal > 0 && !cworker_claim_due(w)) {
+		/* the exchange already due (a kick), or one a little later
+		 * that the runs still in flight, ending meanwhile, join */
+		if (!uv_is_active((uv_handle_t *)&w->pump) &&
+		    !uv_is_closing((uv_handle_t *)&w->pump))
+			uv_timer_start(&w->pump, w->pump.timer_cb,
+				       CWORKER_FINISH_MS, 0);
+		return;
 	}
 	cworker_kick(w); /* closing: the pump sends it and shuts */
 }
