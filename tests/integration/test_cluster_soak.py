@@ -195,7 +195,7 @@ BURST_JOB = """
   retries: 0
   nodes: [n2]
   command: ["/bin/sh", "-c", "touch @DIR@/started/$BFD_TEST_NODE.$1;
-            while [ ! -e @DIR@/release ]; do sleep 0.005; done; d=${1##*-};
+            while [ -d @DIR@ ] && [ ! -e @DIR@/release ]; do sleep 0.005; done; d=${1##*-};
             sleep $(printf 0.%%03d $((${d#0} * 2)))",
             "sh", "{partition}"]
 """ % BURST
