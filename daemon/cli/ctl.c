@@ -907,8 +907,9 @@ static int
 ctl_wait(int fd, const char *path, struct buf *in, long long request,
     struct err *err)
 {
-	bool tty = isatty(STDERR_FILENO), drawn = false;
+	bool tty = isatty(STDERR_FILENO), drawn = false, sent;
 	struct proto_msg msg;
+	struct err rerr;
 	struct buf req;
 	int rc;
 
@@ -919,12 +920,12 @@ ctl_wait(int fd, const char *path, struct buf *in, long long request,
 	if (isatty(STDOUT_FILENO))
 		proto_add(&req, "tty", "1");
 	proto_end(&req);
-	rc = ctl_send(fd, path, &req, err);
+	/* A send failure may come with an answer saying why (a connection
+	 * refused for want of descriptors): read it. */
+	sent = ctl_send(fd, path, &req, err) == 0;
 	buf_free(&req);
-	if (rc != 0)
-		return -1;
 	for (;;) {
-		if (ctl_recv(fd, path, in, &msg, err) != 0) {
+		if (ctl_recv(fd, path, in, &msg, sent ? err : &rerr) != 0) {
 			if (drawn)
 				fputs("\r\033[K", stderr);
 			return -1;

@@ -483,7 +483,10 @@ def test_descriptor_reserve():
     try:
         for _ in range(40):
             c = d.connect(GUARD)
-            c.sendall(h.frame({"cmd": "wait", "request": req}))
+            try:
+                c.sendall(h.frame({"cmd": "wait", "request": req}))
+            except (BrokenPipeError, ConnectionResetError):
+                pass  # refused at once: the refusal is there to read
             t, f = h.read_frame(c)
             if t == h.PROTO_RESPONSE:
                 refusal = f
@@ -496,6 +499,9 @@ def test_descriptor_reserve():
         h.check("too few descriptors free" in refusal.get("err", ""),
                 "the refusal says why: %r" % (refusal,))
         print("  %d waiting clients served, the next refused" % len(busy))
+        rc, out, err = d.ctl("wait", str(req))
+        h.eq(rc, 3, "backfillctl wait while refused (stderr %r)" % err)
+        h.check("too few descriptors free" in err, "what backfillctl says: %r" % err)
     finally:
         for c in busy:
             c.close()
