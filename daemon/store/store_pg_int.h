@@ -132,8 +132,9 @@ struct pgst_ids {
  * costs six statements, not three hundred and fifty.  Every statement
  * is prepared.  Those that join their rows to a table (updates, the
  * newest runs, deletions) are sent with enable_seqscan off and
- * plan_cache_mode force_generic_plan for them (SET LOCAL, then back to
- * the default before anything else): their one plan, made the first
+ * plan_cache_mode force_generic_plan for them (one set_config statement,
+ * local to the transaction, then back to the default before anything
+ * else but the COMMIT that ends them): their one plan, made the first
  * time and whenever the server invalidates it, is then the index
  * lookup of each row, whatever the rows' number and the tables' size.
  * Planned for their rows each time instead (as they were), they cost

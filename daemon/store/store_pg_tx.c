@@ -494,9 +494,12 @@ pgst_batch_send_kind(struct pgst *p, int k)
 
 /* Send every kind's rows in the order of enum pgst_batch_kind.  A failure
  * aborts the transaction (pgst_pipe_send), whose commit then fails: the
- * rows are not kept. */
+ * rows are not kept.  The joins' settings are set by one statement and
+ * set back after them, unless last: the transaction's COMMIT follows,
+ * which ends them, with nothing between but the lease's fence (a lookup
+ * of its one row by key, whatever the settings). */
 static void
-pgst_batch_send(struct pgst *p)
+pgst_batch_send_as(struct pgst *p, bool last)
 {
 	bool joins = false;
 	struct err err;
@@ -508,21 +511,18 @@ pgst_batch_send(struct pgst *p)
 	for (int k = 0; k < B_COUNT; k++)
 		joins |= pgst_batch_kinds[k].single != P_COUNT &&
 			 p->batch[k].n >= PGST_BATCH_JOIN;
-	if (joins) {
-		pgst_pipe_send(p, "SET LOCAL enable_seqscan = off", P_COUNT,
-			       NULL, "planning the batched writes", NULL, 0,
-			       &err);
-		pgst_pipe_send(p, "SET LOCAL plan_cache_mode ="
-			       " force_generic_plan", P_COUNT, NULL,
+	if (joins)
+		pgst_pipe_send(p, "SELECT set_config('enable_seqscan', 'off',"
+			       " true), set_config('plan_cache_mode',"
+			       " 'force_generic_plan', true)", P_COUNT, NULL,
 			       "planning the batched writes", NULL, 0, &err);
-	}
 	for (int k = 0; k < B_COUNT; k++) {
 		if (p->batch[k].n == 0)
 			continue;
 		pgst_batch_send_kind(p, k);
 		pgst_batch_clear(&p->batch[k]);
 	}
-	if (joins) {
+	if (joins && !last) {
 		pgst_pipe_send(p, "SET LOCAL enable_seqscan TO DEFAULT",
 			       P_COUNT, NULL, "planning the batched writes",
 			       NULL, 0, &err);
@@ -532,6 +532,12 @@ pgst_batch_send(struct pgst *p)
 	}
 	p->batched = false;
 	p->sending = false;
+}
+
+static void
+pgst_batch_send(struct pgst *p)
+{
+	pgst_batch_send_as(p, false);
 }
 
 /*
@@ -701,7 +707,7 @@ pgst_tx_commit(struct pgst *p, struct err *err)
 {
 	struct err ignored;
 
-	pgst_batch_send(p);
+	pgst_batch_send_as(p, true);
 	p->committed = false;
 	if (p->fence > 0 && !p->aborted) {
 		struct pgst_args a = { 0 };
