@@ -8,14 +8,19 @@
  * writing the same warehouse queue on the lock instead of deadlocking on a
  * lock upgrade.
  *
- * Waiting on a lock.  Not sqlite3_busy_timeout(): a fixed busy timeout
+ * Waiting on a lock.  The runs of this process that write one file take
+ * turns before their BEGIN IMMEDIATE (wh_sqlite_queue.h): a run that
+ * commits or rolls back hands the file to the run that waited longest,
+ * which is woken at once.  The file lock then only decides between
+ * processes.  Not sqlite3_busy_timeout() for that: a fixed busy timeout
  * ignores the run's deadline and the daemon's shutdown, and
  * sqlite3_interrupt() does not end a busy wait.  Our busy handler sleeps
  * in steps of at most 100 ms and gives up as soon as the run was stopped
  * (watch(): the executor's stop flag, set by a timeout, a cancel or the
  * shutdown), interrupt() was called, the run's deadline passed, or one
- * wait lasted WHSQL_BUSY_MAX_MS.  So a locked warehouse delays a timeout
- * or a shutdown by 100 ms at most.
+ * wait lasted WHSQL_BUSY_MAX_MS; a wait for the turn obeys the same rules
+ * (whsql_wait_left), in steps of 100 ms too.  So a locked warehouse delays
+ * a timeout or a shutdown by 100 ms at most.
  *
  * The file.  The (st_dev, st_ino) of the path are kept at open; check()
  * compares them with the path's now.  An open connection keeps its inode
@@ -67,6 +72,7 @@
 #include "sqlscan.h"
 #include "wh.h"
 #include "wh_sqlite_clock.h"
+#include "wh_sqlite_queue.h"
 #include "xalloc.h"
 
 #define WHSQL_BUSY_MAX_MS 30000   /* one wait on a lock, at most */
@@ -113,6 +119,8 @@ struct whsql_conn {
 	int64_t deadline_ms;    /* monotonic; 0: none */
 	int64_t busy_since_ms;  /* start of the current wait on a lock */
 	bool busy_gave_up;      /* the last wait ended on the deadline */
+	struct whq *queue;      /* this process's writers of the file */
+	bool turn;              /* ours, from begin() to commit()/rollback() */
 	/* the file (check()) */
 	char *path;
 	dev_t dev;
@@ -252,10 +260,52 @@ whsql_now_ms(void)
 }
 
 /*
+ * How long the wait that began at busy_since_ms may still last, in ms; 0
+ * to give up: once the run is stopped or interrupted, past the run's
+ * deadline (busy_gave_up then), or after WHSQL_BUSY_MAX_MS of this wait.
+ */
+static int64_t
+whsql_wait_left(struct whsql_conn *c, int64_t now)
+{
+	int64_t left;
+
+	if (atomic_load(&c->interrupted) ||
+	    (c->stop != NULL && atomic_load(c->stop) != 0))
+		return 0;
+	left = c->busy_since_ms + WHSQL_BUSY_MAX_MS - now;
+	if (c->deadline_ms != 0 && c->deadline_ms - now < left) {
+		left = c->deadline_ms - now;
+		if (left <= 0) {
+			c->busy_gave_up = true;
+			return 0;
+		}
+	}
+	return left > 0 ? left : 0;
+}
+
+/* whq_take's left(): at most a step, so that a stop is seen within it. */
+static int64_t
+whsql_turn_left(void *arg)
+{
+	int64_t left = whsql_wait_left(arg, whsql_now_ms());
+
+	return left < WHSQL_BUSY_STEP_MS ? left : WHSQL_BUSY_STEP_MS;
+}
+
+/* End the connection's turn at the file, if it has it. */
+static void
+whsql_turn_end(struct whsql_conn *c)
+{
+	if (c->turn) {
+		c->turn = false;
+		whq_give(c->queue);
+	}
+}
+
+/*
  * Busy handler: 1 to try the lock again after a sleep, 0 to give up (the
- * statement then fails with SQLITE_BUSY).  Gives up once the run is
- * stopped or interrupted, past the run's deadline, or after
- * WHSQL_BUSY_MAX_MS of this wait; sleeps at most WHSQL_BUSY_STEP_MS.
+ * statement then fails with SQLITE_BUSY), by whsql_wait_left's rules;
+ * sleeps at most WHSQL_BUSY_STEP_MS.
  */
 static int
 whsql_busy_cb(void *arg, int count)
@@ -268,18 +318,7 @@ whsql_busy_cb(void *arg, int count)
 
 	if (count == 0)
 		c->busy_since_ms = now;
-	if (atomic_load(&c->interrupted) ||
-	    (c->stop != NULL && atomic_load(c->stop) != 0))
-		return 0;
-	left = c->busy_since_ms + WHSQL_BUSY_MAX_MS - now;
-	if (c->deadline_ms != 0 && c->deadline_ms - now < left) {
-		left = c->deadline_ms - now;
-		if (left <= 0) {
-			c->busy_gave_up = true;
-			return 0;
-		}
-	}
-	if (left <= 0)
+	if ((left = whsql_wait_left(c, now)) == 0)
 		return 0;
 	ms = count < (int)(sizeof steps / sizeof steps[0]) ? steps[count] :
 	    WHSQL_BUSY_STEP_MS;
@@ -368,6 +407,7 @@ whsql_open(const struct warehouse_def *wh, struct wh_conn **out,
 		} else {
 			c->dev = sb.st_dev;
 			c->ino = sb.st_ino;
+			c->queue = whq_get(c->dev, c->ino);
 		}
 	}
 	if (rc == SQLITE_OK && whsql_clock_install(&c->clock, c->db) !=
@@ -391,6 +431,7 @@ whsql_open(const struct warehouse_def *wh, struct wh_conn **out,
 		    "warehouse \"%s\": cannot open %s: %s", wh->name, wh->path,
 		    msg);
 		sqlite3_close(c->db);
+		whq_put(c->queue);
 		free(c->name);
 		free(c->path);
 		free(c);
@@ -418,13 +459,34 @@ whsql_close(struct wh_conn *conn)
 	sqlite3_finalize(c->begin_st);
 	sqlite3_finalize(c->commit_st);
 	whsql_clock_free(&c->clock);
-	sqlite3_close_v2(c->db);
+	sqlite3_close_v2(c->db); /* rolls back what is open: then the turn */
+	whsql_turn_end(c);
+	whq_put(c->queue);
 	free(c->name);
 	free(c->path);
 	free(c);
 }
 
-/* BEGIN IMMEDIATE, lowering any interrupt left by an earlier run. */
+/* A wait for the turn given up (whsql_wait_left): why, in err. */
+static int
+whsql_turn_fail(struct whsql_conn *c, struct err *err)
+{
+	if (c->busy_gave_up)
+		return err_set(err, EXIT_WORK_FAILED, "warehouse \"%s\" stayed"
+		    " locked by another run of this daemon until the run's"
+		    " timeout", c->name);
+	if (atomic_load(&c->interrupted) ||
+	    (c->stop != NULL && atomic_load(c->stop) != 0))
+		return err_set(err, EXIT_WORK_FAILED, "warehouse \"%s\" is"
+		    " locked by another run of this daemon: stopped while"
+		    " waiting for it", c->name);
+	return err_set(err, EXIT_WORK_FAILED, "warehouse \"%s\" stayed locked"
+	    " by another run of this daemon for %d s", c->name,
+	    WHSQL_BUSY_MAX_MS / 1000);
+}
+
+/* BEGIN IMMEDIATE, after this process's earlier writers of the file
+ * (its turn), lowering any interrupt left by an earlier run. */
 static int
 whsql_begin(struct wh_conn *conn, struct err *err)
 {
@@ -437,9 +499,16 @@ whsql_begin(struct wh_conn *conn, struct err *err)
 	c->busy_gave_up = false;
 	if (!sqlite3_get_autocommit(c->db))
 		sqlite3_exec(c->db, "ROLLBACK", NULL, NULL, NULL);
+	whsql_turn_end(c);
+	c->busy_since_ms = whsql_now_ms();
+	if (c->queue != NULL && whq_take(c->queue, whsql_turn_left, c) < 0)
+		return whsql_turn_fail(c, err);
+	c->turn = c->queue != NULL;
 	rc = whsql_step_fixed(c, &c->begin_st, "BEGIN IMMEDIATE");
-	if (rc != SQLITE_OK)
+	if (rc != SQLITE_OK) {
+		whsql_turn_end(c);
 		return whsql_fail(c, rc, err, NULL);
+	}
 	c->in_tx = true;
 	return 0;
 }
@@ -845,6 +914,7 @@ whsql_commit(struct wh_conn *conn, struct err *err)
 	if (sqlite3_get_autocommit(c->db)) {
 		/* it ended early (the top of this file): not ours to end */
 		c->in_tx = false;
+		whsql_turn_end(c);
 		return err_set(err, EXIT_WORK_FAILED, "the run's transaction "
 		    "had ended before its commit");
 	}
@@ -856,9 +926,11 @@ whsql_commit(struct wh_conn *conn, struct err *err)
 		    SQLITE_OK && !sqlite3_get_autocommit(c->db))
 			c->broken = true;
 		c->in_tx = false;
+		whsql_turn_end(c);
 		return -1;
 	}
 	c->in_tx = false;
+	whsql_turn_end(c);
 	return 0;
 }
 
@@ -870,11 +942,11 @@ whsql_rollback(struct wh_conn *conn)
 
 	c->guarded = false;
 	c->in_tx = false;
-	if (sqlite3_get_autocommit(c->db))
-		return;
-	if (sqlite3_exec(c->db, "ROLLBACK", NULL, NULL, NULL) != SQLITE_OK &&
+	if (!sqlite3_get_autocommit(c->db) &&
+	    sqlite3_exec(c->db, "ROLLBACK", NULL, NULL, NULL) != SQLITE_OK &&
 	    !sqlite3_get_autocommit(c->db))
 		c->broken = true;
+	whsql_turn_end(c);
 }
 
 /* Stop the running statement and every later one until begin(). */

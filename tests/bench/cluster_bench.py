@@ -165,6 +165,37 @@ def server_pids(server):
     return pids
 
 
+def main_thread_seconds(pid):
+    """utime + stime of the process's main thread alone (its event loop:
+    scheduling, the stores' client side, the coordination), in s."""
+    tick = os.sysconf("SC_CLK_TCK")
+    try:
+        with open("/proc/%d/task/%d/stat" % (pid, pid)) as f:
+            p = f.read().rsplit(")", 1)[1].split()
+    except OSError:
+        return 0.0
+    return (int(p[11]) + int(p[12])) / tick
+
+
+def backend_roles(server, db):
+    """{pid: role} of the server's backends connected to db: "store" (a
+    node's state store connection, application_name backfilld) or
+    "cluster" (its coordination connection, backfilld-cluster)."""
+    rows = server.psql("SELECT pid, application_name FROM pg_stat_activity"
+                       " WHERE datname = '%s'" % db, db="postgres")
+    roles = {}
+    for pid, app in rows:
+        if app == "backfilld":
+            roles[int(pid)] = "store"
+        elif app == "backfilld-cluster":
+            roles[int(pid)] = "cluster"
+    return roles
+
+
+BREAKDOWN = ("nodes: main threads", "nodes: other threads (the runs)",
+             "server: store connections", "server: cluster connections", "server: the rest")
+
+
 def hour_keys(first, n):
     t0 = datetime.datetime.fromisoformat(first)
     return [(t0 + datetime.timedelta(hours=i)).strftime("%Y-%m-%dT%H") for i in range(n)]
@@ -176,6 +207,7 @@ class Bench:
         self.server = None
         self.seq = 0
         self.open = []
+        self.breakdowns = collections.defaultdict(list)
 
     # -- set-up
 
@@ -276,7 +308,10 @@ class Bench:
             pids = [m.proc.pid for _, m in members]
             if kind != "sqlite":
                 pids += server_pids(self.server)
+            nodes = [m.proc.pid for _, m in members]
             c0 = cpu_seconds(pids)
+            each0 = {p: cpu_seconds([p]) for p in pids}
+            main0 = {p: main_thread_seconds(p) for p in nodes}
             t0 = time.monotonic()
             req = via.enqueue("backfill", "hourly_rows", "--from", keys[0], "--to", keys[-1])
             via.wait_request(req, timeout=a.guard)
@@ -287,6 +322,22 @@ class Bench:
                 born = [p for p in server_pids(self.server) if p not in pids]
                 pids += born
             cpu = cpu_seconds(pids) - c0
+            if a.breakdown:
+                roles = backend_roles(self.server, c.state.db) if c is not None else {}
+                parts = dict.fromkeys(BREAKDOWN, 0.0)
+                for p in pids:
+                    used = cpu_seconds([p]) - each0.get(p, 0.0)
+                    if p in main0:
+                        main = main_thread_seconds(p) - main0[p]
+                        parts[BREAKDOWN[0]] += main
+                        parts[BREAKDOWN[1]] += used - main
+                    elif roles.get(p) == "store":
+                        parts[BREAKDOWN[2]] += used
+                    elif roles.get(p) == "cluster":
+                        parts[BREAKDOWN[3]] += used
+                    else:
+                        parts[BREAKDOWN[4]] += used
+                self.breakdowns[(kind, n)].append(parts)
             _, split = self.check_request(via, req, "hourly_rows", keys, members)
             ok = True
         finally:
@@ -414,10 +465,16 @@ def main():
     ap.add_argument("--build", help="build folder (else $BACKFILLD/$BACKFILLCTL or build/)")
     ap.add_argument("--guard", type=float, default=600.0, help="failure guard (s)")
     ap.add_argument("--json", help="write the results here")
+    ap.add_argument("--breakdown", action="store_true",
+                    help="also split each configuration's CPU per partition by role: the"
+                         " nodes' main threads and their other threads (the runs), the"
+                         " server's store connections, cluster connections and the rest"
+                         " (always with --smoke)")
     a = ap.parse_args()
     if a.smoke:
         a.runs, a.n, a.failover_n, a.kill_after = 1, 200, 150, 10
         a.idle_seconds, a.idle_warmup = 3.0, 0.5
+        a.breakdown = True
     a.max_concurrency = a.concurrency
     if a.build:
         a.build = os.path.abspath(a.build)
@@ -452,6 +509,8 @@ def main():
             res["throughput"] = {LABEL[k]: {"seconds": v, "cpu_seconds": cpus[k],
                                             "split": splits[k]}
                                  for k, v in times.items()}
+            for k, parts in b.breakdowns.items():
+                res["throughput"][LABEL[k]]["breakdown_cpu_seconds"] = parts
         if "failover" not in skip:
             log("  failover: %d partitions of `sleep 0.05`, kill -9 of the planner after %d"
                 % (a.failover_n, a.kill_after))
@@ -506,6 +565,16 @@ def report(a, res):
         print(table(rows, ("configuration", "partitions", "seconds", "partitions/s",
                            "rate vs SQLite", "time/partition vs SQLite", "CPU us/partition",
                            "CPU vs SQLite", "per node")))
+        if any("breakdown_cpu_seconds" in v for v in res["throughput"].values()):
+            brows = []
+            for k in CONFIGS:
+                v = res["throughput"][LABEL[k]]
+                brows.append([LABEL[k]] + ["%.0f" % (1e6 * statistics.median(
+                    p[name] for p in v["breakdown_cpu_seconds"]) / a.n) for name in BREAKDOWN])
+            print()
+            print("Where the CPU goes, us per partition (medians; the nodes' threads from"
+                  " /proc/PID/task, the server's backends by application_name):")
+            print(table(brows, ("configuration",) + BREAKDOWN))
         t3 = med[LABEL[("pg", 3)]]
         targets.append(("3 nodes: partitions/s", "%.0f" % (a.n / t3), ">= 1,500",
                         a.n / t3 >= 1500))

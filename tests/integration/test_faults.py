@@ -1,10 +1,10 @@
 #!/usr/bin/env python3
 """Faults of a SQLite warehouse (issue 12): a clock read the static check
 cannot see fails the run; a warehouse file deleted or replaced while open
-is noticed before the next run; a run waiting on a locked warehouse obeys
-its timeout and the daemon's shutdown_grace (measured on the monotonic
-clock against twice the configured time: a correctness bound, not a
-performance target)."""
+is noticed before the next run; a run waiting on a locked warehouse, or
+for its turn behind another run of the same daemon, obeys its timeout and
+the daemon's shutdown_grace (measured on the monotonic clock against twice
+the configured time: a correctness bound, not a performance target)."""
 import os
 import signal
 import sqlite3
@@ -226,6 +226,91 @@ def test_shutdown_while_locked():
     d.check_sanitizers()
 
 
+# The runs of one daemon that write one SQLite file take turns in the
+# daemon (daemon/wh/wh_sqlite_queue.h): a run waiting for its turn obeys
+# its timeout and the shutdown as one waiting on the file lock does.
+# "hold" (no start: no schedule, backfills only) keeps the file in a
+# statement that never ends on its own (a recursive count, interrupted by
+# the stop).
+TURN_JOBS = LOCK_JOB + """
+- name: hold
+  warehouse: sales
+  partition: day
+  end: 2025-12-31
+  retries: 0
+  sql: |
+    INSERT OR REPLACE INTO t SELECT :partition, count(*) FROM
+      (WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM c)
+       SELECT x FROM c);
+"""
+
+
+def hold_turn(d):
+    """Start "hold" and return once its transaction holds the file (a
+    write lock taken from outside fails at once)."""
+    d.enqueue("backfill", "hold", "--from", "2025-06-01", "--to", "2025-06-01")
+    deadline = time.monotonic() + 20
+    while True:
+        con = sqlite3.connect(d.warehouses["sales"], timeout=0, isolation_level=None)
+        try:
+            con.execute("BEGIN IMMEDIATE")
+            con.execute("ROLLBACK")
+        except sqlite3.OperationalError as e:
+            h.check("locked" in str(e), "taking the write lock: %s" % e)
+            return
+        finally:
+            con.close()
+        h.check(time.monotonic() < deadline, "the hold run never took the warehouse")
+        time.sleep(0.02)
+
+
+def test_timeout_waiting_for_the_turn():
+    d = h.Daemon(jobs=TURN_JOBS, warehouses={"sales": "CREATE TABLE t (dt TEXT PRIMARY KEY, d TEXT);"},
+                 settings={"shutdown_grace": "2s"}, clock=None, name="turn")
+    hold_turn(d)
+    t0 = time.monotonic()
+    rc, out, err = d.ctl("backfill", "locked", "--from", "2025-03-01", "--to",
+                         "2025-03-01", "--wait")
+    elapsed = time.monotonic() - t0
+    h.eq(rc, 1, "a run waiting for another run's turn (%r %r)" % (out, err))
+    print("timeout 2s waiting for the turn: failed after %.2f s" % elapsed)
+    h.check(elapsed < 4.0, "timeout 2s: the run failed only after %.2f s" % elapsed)
+    (r,) = [r for r in d.runs() if r["job"] == "locked"]
+    print("error of the run: %r" % r["error"])
+    h.check(r["error"] and ("timed out" in r["error"] or "locked by another run" in r["error"]),
+            "error of the run: %r" % r["error"])
+    h.eq([r["state"] for r in d.runs() if r["job"] == "hold"], ["running"],
+         "the hold run, still writing")
+    h.eq(d.query("SELECT dt FROM t WHERE dt IN ('2025-03-01', '2025-06-01')"), [],
+         "rows of the two runs written while the file was held")
+    d.stop()
+
+
+def test_shutdown_waiting_for_the_turn():
+    d = h.Daemon(jobs=TURN_JOBS, warehouses={"sales": "CREATE TABLE t (dt TEXT PRIMARY KEY, d TEXT);"},
+                 settings={"shutdown_grace": "2s"}, clock=None, name="turnstop")
+    hold_turn(d)
+    d.enqueue("backfill", "patient", "--from", "2025-03-01", "--to", "2025-03-01")
+    deadline = time.monotonic() + 20
+    while sorted(r["job"] for r in d.runs() if r["state"] == "running") != ["hold", "patient"]:
+        h.check(time.monotonic() < deadline, "the patient run never started")
+        time.sleep(0.05)
+    t0 = time.monotonic()
+    d.proc.send_signal(signal.SIGTERM)
+    d.proc.wait(60)
+    elapsed = time.monotonic() - t0
+    d.proc = None
+    print("SIGTERM with shutdown_grace 2s, one run writing, one waiting for its turn:"
+          " exit after %.2f s" % elapsed)
+    h.check(elapsed < 4.0, "shutdown_grace 2s: the daemon took %.2f s to exit" % elapsed)
+    con = sqlite3.connect(d.warehouses["sales"])
+    h.eq(con.execute("SELECT dt FROM t WHERE dt IN ('2025-03-01', '2025-06-01')").fetchall(),
+         [], "rows committed by either run")
+    con.close()
+    d.check_sanitizers()
+
+
 if __name__ == "__main__":
     h.main([test_hidden_clock_read_fails_the_run, test_warehouse_file_deleted_or_replaced,
-            test_timeout_while_locked, test_shutdown_while_locked])
+            test_timeout_while_locked, test_shutdown_while_locked,
+            test_timeout_waiting_for_the_turn, test_shutdown_waiting_for_the_turn])
