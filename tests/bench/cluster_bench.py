@@ -19,7 +19,10 @@ server's default durability) and measures, in one run:
               CPU time all the processes spent per partition (the
               nodes, their threads, and every process of the
               PostgreSQL server): a figure less shaken than wall time
-              by what else the machine runs.
+              by what else the machine runs.  --breakdown splits it by
+              role: the nodes' main threads and their other threads
+              (the runs), the server's store connections, its cluster
+              connections (application_name) and the rest.
   failover    three nodes backfill a command job (`sleep 0.05` per
               partition); the planner is killed (-9) mid-request.
               Reported: the kill to the moment another node is listed as
