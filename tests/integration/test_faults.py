@@ -180,6 +180,15 @@ def hold_lock(path):
     return con
 
 
+def terminate(d):
+    """SIGTERM the daemon; the seconds until it exited."""
+    t0 = time.monotonic()
+    d.proc.send_signal(signal.SIGTERM)
+    d.proc.wait(60)
+    d.proc = None
+    return time.monotonic() - t0
+
+
 def test_timeout_while_locked():
     d = h.Daemon(jobs=LOCK_JOB, warehouses={"sales": "CREATE TABLE t (dt TEXT PRIMARY KEY, d TEXT);"},
                  clock=None, name="locked")
@@ -212,11 +221,7 @@ def test_shutdown_while_locked():
             h.check(time.monotonic() < deadline, "the run never started")
             time.sleep(0.05)
         time.sleep(0.3)
-        t0 = time.monotonic()
-        d.proc.send_signal(signal.SIGTERM)
-        d.proc.wait(60)
-        elapsed = time.monotonic() - t0
-        d.proc = None
+        elapsed = terminate(d)
     finally:
         con.rollback()
         con.close()
@@ -295,11 +300,7 @@ def test_shutdown_waiting_for_the_turn():
     while sorted(r["job"] for r in d.runs() if r["state"] == "running") != ["hold", "patient"]:
         h.check(time.monotonic() < deadline, "the patient run never started")
         time.sleep(0.05)
-    t0 = time.monotonic()
-    d.proc.send_signal(signal.SIGTERM)
-    d.proc.wait(60)
-    elapsed = time.monotonic() - t0
-    d.proc = None
+    elapsed = terminate(d)
     print("SIGTERM with shutdown_grace 2s, one run writing, one waiting for its turn:"
           " exit after %.2f s" % elapsed)
     h.check(elapsed < 4.0, "shutdown_grace 2s: the daemon took %.2f s to exit" % elapsed)
