@@ -259,6 +259,14 @@ whsql_now_ms(void)
 	return clock_ms(CLOCK_MONOTONIC);
 }
 
+/* Was the run stopped (watch()) or interrupted since begin()? */
+static bool
+whsql_stopped(struct whsql_conn *c)
+{
+	return atomic_load(&c->interrupted) ||
+	       (c->stop != NULL && atomic_load(c->stop) != 0);
+}
+
 /*
  * How long the wait that began at busy_since_ms may still last, in ms; 0
  * to give up: once the run is stopped or interrupted, past the run's
@@ -269,8 +277,7 @@ whsql_wait_left(struct whsql_conn *c, int64_t now)
 {
 	int64_t left;
 
-	if (atomic_load(&c->interrupted) ||
-	    (c->stop != NULL && atomic_load(c->stop) != 0))
+	if (whsql_stopped(c))
 		return 0;
 	left = c->busy_since_ms + WHSQL_BUSY_MAX_MS - now;
 	if (c->deadline_ms != 0 && c->deadline_ms - now < left) {
@@ -475,8 +482,7 @@ whsql_turn_fail(struct whsql_conn *c, struct err *err)
 		return err_set(err, EXIT_WORK_FAILED, "warehouse \"%s\" stayed"
 		    " locked by another run of this daemon until the run's"
 		    " timeout", c->name);
-	if (atomic_load(&c->interrupted) ||
-	    (c->stop != NULL && atomic_load(c->stop) != 0))
+	if (whsql_stopped(c))
 		return err_set(err, EXIT_WORK_FAILED, "warehouse \"%s\" is"
 		    " locked by another run of this daemon: stopped while"
 		    " waiting for it", c->name);
@@ -501,9 +507,9 @@ whsql_begin(struct wh_conn *conn, struct err *err)
 		sqlite3_exec(c->db, "ROLLBACK", NULL, NULL, NULL);
 	whsql_turn_end(c);
 	c->busy_since_ms = whsql_now_ms();
-	if (c->queue != NULL && whq_take(c->queue, whsql_turn_left, c) < 0)
+	if (whq_take(c->queue, whsql_turn_left, c) < 0)
 		return whsql_turn_fail(c, err);
-	c->turn = c->queue != NULL;
+	c->turn = true;
 	rc = whsql_step_fixed(c, &c->begin_st, "BEGIN IMMEDIATE");
 	if (rc != SQLITE_OK) {
 		whsql_turn_end(c);

@@ -43,7 +43,6 @@ struct whq {
 	int refs;
 	bool held;
 	bool fair;              /* the next end of turn hands it to head */
-	int nwaiting;
 	struct whq_waiter *head, *tail;
 	struct whq *next;
 };
@@ -102,22 +101,16 @@ whq_leave(struct whq *q, struct whq_waiter *w)
 	*p = w->next;
 	if (q->tail == w)
 		q->tail = prev;
-	q->nwaiting--;
 }
 
 /* Sleep on w's condition variable for at most ms. */
 static void
 whq_sleep(struct whq_waiter *w, int64_t ms)
 {
-	struct timespec ts;
+	int64_t until = clock_ms(CLOCK_MONOTONIC) + ms;
+	struct timespec ts = { .tv_sec = until / 1000,
+			       .tv_nsec = (until % 1000) * 1000000L };
 
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	ts.tv_sec += ms / 1000;
-	ts.tv_nsec += (ms % 1000) * 1000000L;
-	if (ts.tv_nsec >= 1000000000L) {
-		ts.tv_sec++;
-		ts.tv_nsec -= 1000000000L;
-	}
 	pthread_cond_timedwait(&w->cv, &whq_mu, &ts);
 }
 
@@ -144,7 +137,6 @@ whq_take(struct whq *q, int64_t (*left)(void *arg), void *arg)
 	else
 		q->head = &w;
 	q->tail = &w;
-	q->nwaiting++;
 	since = clock_ms(CLOCK_MONOTONIC);
 	for (;;) {
 		if (w.granted)
@@ -186,7 +178,6 @@ whq_give(struct whq *q)
 		q->head = w->next;
 		if (q->head == NULL)
 			q->tail = NULL;
-		q->nwaiting--;
 		q->fair = false;
 		w->granted = true; /* held stays: the turn is w's now */
 	} else {
@@ -200,10 +191,11 @@ whq_give(struct whq *q)
 int
 whq_waiting(struct whq *q)
 {
-	int n;
+	int n = 0;
 
 	pthread_mutex_lock(&whq_mu);
-	n = q->nwaiting;
+	for (struct whq_waiter *w = q->head; w != NULL; w = w->next)
+		n++;
 	pthread_mutex_unlock(&whq_mu);
 	return n;
 }

@@ -8,8 +8,9 @@
  * steps of 1 ms up to 100 ms, so that at a concurrency of 48 most runs
  * slept, woke and retried many times for each that committed, and the
  * lock often lay free while every waiter slept.  Now a run first takes
- * its turn here, where a writer that ends hands the file to the writer
- * that waited longest, at once: the file lock then has one contender
+ * its turn here: a free file at once, else when a writer that ends wakes
+ * the longest waiter (or, once that one waited 10 ms, hands it the file
+ * directly; wh_sqlite_queue.c).  The file lock then has one contender
  * from this process, and the busy handler only waits for other
  * processes.  Keyed by the file (device and inode), so that two
  * warehouse names for one file share a queue.
