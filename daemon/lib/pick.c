@@ -107,6 +107,20 @@ pick_at_cap(const struct manifest *m, const struct request *rq)
 	return rq->cap > 0 && rq->nruns >= rq->cap + (m->deck_job >= 0);
 }
 
+/*
+ * A fail-fast request's runs are never handed ahead (pick_next_deck): a
+ * run handed ahead starts on its worker the moment the run before it
+ * ends, before the loop learns that run failed, so it would start after
+ * the request's first failure, which must start nothing more.  Taking it
+ * back at the failure (exec_withdraw) would come too late for the run
+ * before it on the same worker.
+ */
+static bool
+pick_no_deck(const struct manifest *m, const struct request *rq)
+{
+	return m->deck_job >= 0 && rq->fail_fast;
+}
+
 /* The first runnable item of a request in seq order, or NULL. */
 static struct item *
 pick_request_next(struct manifest *m, const struct pick_gate *g,
@@ -114,7 +128,7 @@ pick_request_next(struct manifest *m, const struct pick_gate *g,
 {
 	while (rq->cursor < rq->n && rq->items[rq->cursor]->state != MS_QUEUED)
 		rq->cursor++;
-	if (pick_at_cap(m, rq))
+	if (pick_at_cap(m, rq) || pick_no_deck(m, rq))
 		return NULL;
 	for (size_t i = rq->cursor; i < rq->n; i++) {
 		struct item *it = rq->items[i];
@@ -249,7 +263,8 @@ pick_gather(struct manifest *m, const struct pick_gate *g, struct run *r,
 	     x = x->hnext) {
 		if (x == it || !manifest_same(x, it->job_name, it->key))
 			continue;
-		if (!pick_at_cap(m, x->rq) && pick_ready(m, g, x, now, &wake))
+		if (!pick_at_cap(m, x->rq) && !pick_no_deck(m, x->rq) &&
+		    pick_ready(m, g, x, now, &wake))
 			pick_run_add(r, x);
 	}
 }

@@ -27,7 +27,8 @@ struct run *pick_next_run(struct manifest *m, const struct pick_gate *g,
 /* The next run of job `job` to hand ahead (exec_submit_after): what
  * pick_next_run would start next if that job, and the requests of its
  * items, had one slot more and max_concurrency did not count, or NULL
- * (also when one of its runs is handed ahead already).  The run has
+ * (also when one of its runs is handed ahead already).  No item of a
+ * fail-fast request is handed ahead, nor rides along.  The run has
  * deck set; it counts in flight, not against the caps, until
  * manifest_run_undeck. */
 struct run *pick_next_deck(struct manifest *m, const struct pick_gate *g,

@@ -13,8 +13,13 @@ and its worker takes it the moment the current one ends.
   once resumed); no other run of the job starts while it is paused;
 - kill -9 with a run handed ahead: after the restart each partition
   succeeds once, with one attempt; the run handed ahead is in the history
-  as interrupted, like the run in flight.
+  as interrupted, like the run in flight;
+- a --fail-fast request's runs are never handed ahead: at concurrency 1,
+  with the third partition failing its check, nothing more of it starts
+  (2 succeeded, 1 failed, 7 cancelled), where a run handed ahead would
+  have started on its worker the moment the failed one ended.
 """
+import re
 import sqlite3
 import time
 
@@ -216,7 +221,53 @@ def test_pause_and_reload_take_back():
     d.stop()
 
 
+def ff_job(slow):
+    """Short hourly runs but `slow`'s, which writes 2,000,000 and fails its
+    check (at most 100)."""
+    return """
+- name: hourly_rows
+  warehouse: wh
+  partition: hour
+  catchup: false
+  concurrency: 1
+  retries: 0
+  max_backfill: 100000
+  sql: |
+    DELETE FROM hourly WHERE hour = :partition;
+    WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM c
+      WHERE x < CASE WHEN :partition = '%s' THEN 2000000 ELSE 10 END)
+    INSERT INTO hourly (hour, n) SELECT :partition, count(*) FROM c;
+  checks:
+    - name: at_most_100
+      sql: SELECT n <= 100 FROM hourly WHERE hour = :partition
+""" % slow
+
+
+def test_fail_fast_hands_nothing_ahead():
+    """At concurrency 1 the third partition runs about a second and fails
+    its check; a run handed ahead after it would start on its worker the
+    moment it ended, after the failure.  Nothing more of the request may
+    start: 2 succeeded, 1 failed, 7 cancelled, and its runs never overlap."""
+    keys = hours(10)
+    d = h.Daemon(jobs=ff_job(keys[2]), warehouses={"wh": SEED},
+                 settings={"max_concurrency": 2}, clock=None, name="ahead-ff")
+    rc, out, err = d.ctl("backfill", "hourly_rows", "--from", keys[0], "--to", keys[-1],
+                         "--fail-fast", "--wait")
+    h.eq(rc, 1, "backfill --fail-fast --wait with a failure (stderr %r)" % err)
+    m = re.search(r"request (\d+): (\d+) succeeded, (\d+) failed, (\d+) blocked, "
+                  r"(\d+) cancelled of (\d+)", out)
+    h.check(m, "--wait summary missing: %r" % out)
+    h.eq(tuple(int(x) for x in m.groups()[1:]), (2, 1, 0, 7, 10),
+         "summary counts (succeeded, failed, blocked, cancelled, total)")
+    ran = [r for r in d.runs() if r["id"] is not None]
+    h.eq(sorted(r["partition"] for r in ran), keys[:3], "partitions that ran")
+    h.eq(overlaps(ran), 0, "runs of the fail-fast request recorded overlapping")
+    h.eq(d.query("SELECT hour FROM hourly ORDER BY hour", wh="wh"),
+         [(k,) for k in keys[:2]], "rows written (the failed run rolled back)")
+    d.stop()
+
+
 if __name__ == "__main__":
     h.main([test_short_runs_handed_ahead, test_long_runs_not_handed_ahead,
             test_drain_takes_back_what_has_not_started, test_kill9_with_a_run_handed_ahead,
-            test_pause_and_reload_take_back])
+            test_pause_and_reload_take_back, test_fail_fast_hands_nothing_ahead])

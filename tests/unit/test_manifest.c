@@ -138,6 +138,17 @@ static const struct mcase cases[] = {
 		{ "deck", "c", "-" },
 		{ "state", NULL, "1:RRQ 2:RQ" },
 	} },
+	{ "deck: never a fail-fast request's run, nor riding along", tight_yaml, {
+		{ "req", "1 backfill ff: a/2026-01-01 a/2026-01-02 a/2026-01-03", NULL },
+		{ "req", "2 backfill: b/2026-01-01 b/2026-01-02", NULL },
+		{ "req", "3 backfill ff: b/2026-01-02", NULL },
+		{ "pick", NULL, "a/2026-01-01@1 b/2026-01-01@2" },
+		{ "deck", "a", "-" },
+		{ "deck", "b", "b/2026-01-02@2" },
+		{ "state", NULL, "1:RQQ 2:RR 3:Q" },
+		{ "end", "a/2026-01-01 fail", NULL },
+		{ "state", NULL, "1:FCC 2:RR 3:Q" },
+	} },
 
 	/* ---- rule 2, caps ---- */
 	{ "global cap", tight_yaml, {
