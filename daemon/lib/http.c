@@ -41,6 +41,7 @@ http_request_line(const char *line, size_t n, struct http_req *req,
 		  int *status, const char **why)
 {
 	size_t m = 0, ts, te, plen;
+	bool path_root = false;
 
 	while (m < n && http_tchar((unsigned char)line[m]))
 		m++;
@@ -70,16 +71,46 @@ http_request_line(const char *line, size_t n, struct http_req *req,
 	else
 		return http_refuse(405, "only GET and HEAD are served: the"
 				   " endpoint is read-only", status, why);
-	if (line[ts] != '/')
+	if (te - ts > 7 && (strncasecmp(line + ts, "http://", 7) == 0 ||
+			    (te - ts > 8 &&
+			     strncasecmp(line + ts, "https://", 8) == 0))) {
+		/* absolute-form (RFC 9112 3.2.2): the path of the URI, "/"
+		 * when it has none; its authority is not checked against
+		 * Host (nothing served depends on the host) */
+		size_t a = ts + (line[ts + 4] == ':' ? 7 : 8), host = a;
+
+		while (a < te && line[a] != '/' && line[a] != '?')
+			a++;
+		if (a == host)
+			return http_refuse(400, "the target's URI has no host",
+					   status, why);
+		path_root = a == te || line[a] == '?';
+		ts = a;
+	} else if (line[ts] != '/') {
 		return http_refuse(400, "the target is not a path starting"
-				   " with /", status, why);
+				   " with / (or an absolute http:// URI)",
+				   status, why);
+	}
 	for (plen = 0; ts + plen < te && line[ts + plen] != '?'; plen++)
 		;
-	req->path_long = plen >= sizeof req->path;
-	if (req->path_long)
-		plen = sizeof req->path - 1;
-	memcpy(req->path, line + ts, plen);
-	req->path[plen] = '\0';
+	if (path_root) {
+		strcpy(req->path, "/");
+	} else {
+		req->path_long = plen >= sizeof req->path;
+		memcpy(req->path, line + ts, req->path_long ?
+		       sizeof req->path - 1 : plen);
+		req->path[req->path_long ? sizeof req->path - 1 : plen] = '\0';
+	}
+	if (ts + plen < te) {
+		/* the query, after its '?' */
+		size_t q = te - ts - plen - 1;
+
+		req->query_long = q >= sizeof req->query;
+		if (req->query_long)
+			q = sizeof req->query - 1;
+		memcpy(req->query, line + ts + plen + 1, q);
+		req->query[q] = '\0';
+	}
 	return HTTP_PARSE_DONE;
 }
 
@@ -278,8 +309,10 @@ http_listen_parse(const char *text, char *host, int *port, bool *loopback,
 		host[hl] = '\0';
 		if (inet_pton(AF_INET6, host, a) != 1)
 			return -1;
+		/* ::1, or an IPv4-mapped loopback (::ffff:127.x.y.z) */
 		*loopback = memcmp(a, "\0\0\0\0\0\0\0\0\0\0\0\0\0\0\0\1", 16)
-		    == 0;
+		    == 0 || (memcmp(a, "\0\0\0\0\0\0\0\0\0\0\xff\xff", 12)
+			     == 0 && a[12] == 127);
 		colon++;
 	} else {
 		colon = strrchr(text, ':');

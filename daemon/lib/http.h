@@ -16,8 +16,11 @@
  *    byte, or a method byte that is no token byte, is 400 at once;
  *  - the method is a token; GET and HEAD are served, any other is 405
  *    (with Allow: GET, HEAD);
- *  - the target is origin-form (starts with '/'), of visible ASCII; the
- *    query is cut off; anything else is 400;
+ *  - the target is origin-form (starts with '/') or absolute-form
+ *    (http://AUTHORITY/PATH or https://..., scheme in any case: RFC 9112
+ *    says a server must accept it; its path is taken, "/" when it has
+ *    none), of visible ASCII; the query is kept apart from the path
+ *    (cut at HTTP_QUERY_MAX - 1 bytes, flagged); anything else is 400;
  *  - each header is NAME ":" value, NAME a token; at most
  *    HTTP_HEADERS_MAX of them; obsolete line folding, a space before the
  *    colon, a NUL or another control byte are 400;
@@ -35,6 +38,7 @@
 #define HTTP_HEAD_MAX 8192     /* bytes of a request head, at most */
 #define HTTP_HEADERS_MAX 64    /* header lines, at most */
 #define HTTP_PATH_MAX 256      /* bytes of a path kept (longer: 404) */
+#define HTTP_QUERY_MAX 256     /* bytes of a query kept */
 
 enum http_method { HTTP_GET, HTTP_HEAD, HTTP_OTHER };
 
@@ -43,6 +47,8 @@ struct http_req {
 	int minor;                 /* HTTP/1.minor */
 	char path[HTTP_PATH_MAX];  /* the target without its query */
 	bool path_long;            /* longer than HTTP_PATH_MAX - 1 */
+	char query[HTTP_QUERY_MAX]; /* after the '?', without it ("": none) */
+	bool query_long;           /* longer than HTTP_QUERY_MAX - 1 */
 	size_t head_len;           /* bytes of the head, final CRLF included */
 };
 
@@ -72,7 +78,8 @@ void http_head(struct buf *out, int status, const char *ctype, size_t length);
  * The address of http_listen: "PORT" (127.0.0.1), "IPV4:PORT" or
  * "[IPV6]:PORT", PORT from 0 to 65535 (0: any free port, the one chosen
  * is logged).  Fills host (a numeric address, at most 46 bytes with its
- * NUL) and *port, and *loopback when the address is 127.0.0.0/8 or ::1.
+ * NUL) and *port, and *loopback when the address is 127.0.0.0/8, ::1 or
+ * an IPv4-mapped loopback (::ffff:127.0.0.0/104).
  * Returns 0, or -1 with *why a static line saying what is wrong.
  */
 #define HTTP_HOST_MAX 46

@@ -7,7 +7,9 @@
  *    for more than HTTP_HEAD_MAX bytes;
  *  - an error's status is one of 400, 405, 414, 431, 505, with a reason;
  *  - a head it accepts lies within the input and the bound, ends in LF,
- *    names a path that starts with '/' and holds only visible ASCII, and
+ *    names a path that starts with '/' and holds only visible ASCII (an
+ *    absolute-form target is taken as its path), and a query of visible
+ *    ASCII within its bound, and
  *    parses again, alone, to the same request; each shorter prefix of it
  *    is MORE or the same kind of answer, never a different request.
  */
@@ -43,10 +45,15 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	for (size_t i = 0; req.path[i] != '\0'; i++)
 		FUZZ_CHECK((unsigned char)req.path[i] > 0x20 &&
 			   (unsigned char)req.path[i] < 0x7f);
+	FUZZ_CHECK(strlen(req.query) < HTTP_QUERY_MAX);
+	for (size_t i = 0; req.query[i] != '\0'; i++)
+		FUZZ_CHECK((unsigned char)req.query[i] > 0x20 &&
+			   (unsigned char)req.query[i] < 0x7f);
 	FUZZ_CHECK(req.method == HTTP_GET || req.method == HTTP_HEAD);
 	FUZZ_CHECK(http_parse_head(d, req.head_len, max, &again, &st2, &why2)
 		   == HTTP_PARSE_DONE);
 	FUZZ_CHECK(strcmp(again.path, req.path) == 0 &&
+		   strcmp(again.query, req.query) == 0 &&
 		   again.method == req.method && again.minor == req.minor &&
 		   again.head_len == req.head_len);
 	for (size_t n = 0; n < req.head_len; n += 1 + n / 8)

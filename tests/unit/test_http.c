@@ -29,6 +29,15 @@ static const struct {
 	  HTTP_PARSE_DONE, 0, "/m" },
 	{ "GET /m HTTP/1.1\r\nhOsT:x\r\nX-A: caf\xc3\xa9\r\n\r\n",
 	  HTTP_PARSE_DONE, 0, "/m" },
+	/* absolute-form (RFC 9112 3.2.2): its path */
+	{ "GET http://127.0.0.1:9187/metrics HTTP/1.1\r\nHost: x\r\n\r\n",
+	  HTTP_PARSE_DONE, 0, "/metrics" },
+	{ "GET HTTPS://[::1]:1/report?job=a HTTP/1.0\r\n\r\n",
+	  HTTP_PARSE_DONE, 0, "/report" },
+	{ "GET http://h HTTP/1.1\r\nHost: h\r\n\r\n", HTTP_PARSE_DONE, 0,
+	  "/" },
+	{ "GET http://h?x HTTP/1.1\r\nHost: h\r\n\r\n", HTTP_PARSE_DONE, 0,
+	  "/" },
 	/* incomplete */
 	{ "", HTTP_PARSE_MORE, 0, NULL },
 	{ "GET /metrics HT", HTTP_PARSE_MORE, 0, NULL },
@@ -42,7 +51,9 @@ static const struct {
 	{ "GET /metrics HTTP/1.1 \r\n", HTTP_PARSE_ERROR, 400, NULL },
 	{ "GET  /metrics HTTP/1.1\r\n", HTTP_PARSE_ERROR, 400, NULL },
 	{ "GET /metrics\r\n", HTTP_PARSE_ERROR, 400, NULL },
-	{ "GET http://h/metrics HTTP/1.1\r\n", HTTP_PARSE_ERROR, 400, NULL },
+	{ "GET http:///metrics HTTP/1.1\r\n", HTTP_PARSE_ERROR, 400, NULL },
+	{ "GET http:/metrics HTTP/1.1\r\n", HTTP_PARSE_ERROR, 400, NULL },
+	{ "GET ftp://h/metrics HTTP/1.1\r\n", HTTP_PARSE_ERROR, 400, NULL },
 	{ "GET * HTTP/1.1\r\n", HTTP_PARSE_ERROR, 400, NULL },
 	{ "G(T / HTTP/1.1\r\n", HTTP_PARSE_ERROR, 400, NULL },
 	{ "GET /a\x01 HTTP/1.1\r\n", HTTP_PARSE_ERROR, 400, NULL },
@@ -94,6 +105,44 @@ START_TEST(test_heads)
 			ck_assert(heads[i].head[req.head_len - 1] == '\n');
 		}
 	}
+}
+END_TEST
+
+/* The query is kept apart from the path, in both forms of target;
+ * a long one is cut and flagged. */
+START_TEST(test_query)
+{
+	static const struct {
+		const char *head, *path, *query;
+	} q[] = {
+		{ "GET /report?job=a&page=2 HTTP/1.0\r\n\r\n", "/report",
+		  "job=a&page=2" },
+		{ "GET /report HTTP/1.0\r\n\r\n", "/report", "" },
+		{ "GET /report? HTTP/1.0\r\n\r\n", "/report", "" },
+		{ "GET /a?b?c HTTP/1.0\r\n\r\n", "/a", "b?c" },
+		{ "GET http://h:1/report?page=3 HTTP/1.0\r\n\r\n", "/report",
+		  "page=3" },
+		{ "GET http://h:1?page=3 HTTP/1.0\r\n\r\n", "/", "page=3" },
+	};
+	struct http_req req;
+	int status;
+	const char *why;
+	char head[1024];
+
+	for (size_t i = 0; i < sizeof q / sizeof q[0]; i++) {
+		ck_assert_int_eq(http_parse_head(q[i].head, strlen(q[i].head),
+						 HTTP_HEAD_MAX, &req, &status,
+						 &why), HTTP_PARSE_DONE);
+		ck_assert_str_eq(req.path, q[i].path);
+		ck_assert_str_eq(req.query, q[i].query);
+		ck_assert(!req.query_long);
+	}
+	snprintf(head, sizeof head, "GET /r?%0600d HTTP/1.0\r\n\r\n", 7);
+	ck_assert_int_eq(http_parse_head(head, strlen(head), HTTP_HEAD_MAX,
+					 &req, &status, &why), HTTP_PARSE_DONE);
+	ck_assert_str_eq(req.path, "/r");
+	ck_assert(req.query_long);
+	ck_assert_uint_eq(strlen(req.query), HTTP_QUERY_MAX - 1);
 }
 END_TEST
 
@@ -201,6 +250,10 @@ static const struct {
 	{ "10.0.0.5:65535", 0, "10.0.0.5", 65535, false },
 	{ "[::1]:9187", 0, "::1", 9187, true },
 	{ "[::]:9187", 0, "::", 9187, false },
+	{ "[::ffff:127.0.0.1]:9187", 0, "::ffff:127.0.0.1", 9187, true },
+	{ "[::ffff:127.9.8.7]:1", 0, "::ffff:127.9.8.7", 1, true },
+	{ "[::ffff:10.0.0.1]:9187", 0, "::ffff:10.0.0.1", 9187, false },
+	{ "[::127.0.0.1]:9187", 0, "::127.0.0.1", 9187, false },
 	{ "localhost:9187", -1, NULL, 0, false },
 	{ "127.0.0.1:65536", -1, NULL, 0, false },
 	{ "127.0.0.1:", -1, NULL, 0, false },
@@ -244,6 +297,7 @@ http_suite(void)
 	TCase *tc = tcase_create("core");
 
 	tcase_add_test(tc, test_heads);
+	tcase_add_test(tc, test_query);
 	tcase_add_test(tc, test_prefixes);
 	tcase_add_test(tc, test_limits);
 	tcase_add_test(tc, test_response_head);
