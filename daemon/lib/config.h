@@ -278,6 +278,13 @@ int config_job_index(const struct config *cfg, const char *name);
 enum sqlscan_dialect config_job_dialect(const struct config *cfg,
 					const struct job_def *j);
 
+/* A SQLite warehouse's file, read-only and never created: 0 when it is an
+ * SQLite database (empty, or its header says "SQLite format 3") or cannot
+ * be opened (a missing file is startup.c's, a permission the daemon's
+ * user may have), else -1 with why ("it is 12 bytes of something else:
+ * its header is not SQLite's"). */
+int config_wh_sqlite_header(const char *path, char *why, size_t n);
+
 /* True when this daemon shares a PostgreSQL state store with other nodes. */
 bool config_is_cluster(const struct config *cfg);
 

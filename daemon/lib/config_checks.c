@@ -72,9 +72,20 @@ cfg_h_tolerance(struct cfg_parser *p, void *obj, const struct cfg_key *k,
 		yaml_node_t *key, yaml_node_t *val)
 {
 	struct reconcile_def *r = obj;
+	const char *s = cfg_text(val);
+	size_t n = strlen(s);
+	char num[64];
 
 	(void)key;
-	if (reconcile_tolerance_parse(cfg_text(val), &r->tolerance) < 0)
+	/* a percentage may be quoted ("0.1%"); a number may not */
+	if ((n == 0 || s[n - 1] != '%') && cfg_want_plain(p, k, val) < 0)
+		return -1;
+	if (n == 0 || n >= sizeof num)
+		return cfg_bad_value(p, k, val);
+	memcpy(num, s, n);
+	num[n - (s[n - 1] == '%')] = '\0';
+	if (num[0] == '-' || !cfg_decimal(num, true) ||
+	    reconcile_tolerance_parse(s, &r->tolerance) < 0)
 		return cfg_bad_value(p, k, val);
 	return 0;
 }
@@ -187,6 +198,8 @@ cfg_h_max_change(struct cfg_parser *p, void *obj, const struct cfg_key *k,
 		return cfg_bad_value(p, k, val);
 	memcpy(num, s, n - 1);
 	num[n - 1] = '\0';
+	if (!cfg_decimal(num, true))
+		return cfg_bad_value(p, k, val);
 	errno = 0;
 	v = strtod(num, &end);
 	if (errno != 0 || *end != '\0' || !isfinite(v) || v <= 0)
@@ -205,6 +218,8 @@ cfg_h_trend_int(struct cfg_parser *p, void *obj, const struct cfg_key *k,
 	int64_t v;
 
 	(void)key;
+	if (cfg_want_plain(p, k, val) < 0)
+		return -1;
 	if (!cfg_parse_int64(cfg_text(val), &v) || v < TREND_LAST_MIN ||
 	    v > TREND_LAST_MAX)
 		return cfg_bad_value(p, k, val);
@@ -220,6 +235,8 @@ cfg_h_trend_sigma(struct cfg_parser *p, void *obj, const struct cfg_key *k,
 	double v;
 
 	(void)key;
+	if (cfg_want_plain(p, k, val) < 0)
+		return -1;
 	if (!cfg_real(cfg_text(val), &v) || v <= 0)
 		return cfg_bad_value(p, k, val);
 	*CFG_FIELD(obj, k->off, double) = v;

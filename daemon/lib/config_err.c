@@ -19,12 +19,19 @@
 const char *
 cfg_quote(const char *s, char *buf, size_t n)
 {
+	return cfg_quote_n(s, strlen(s), buf, n);
+}
+
+/* cfg_quote of the len bytes at s, NUL bytes included (as \x00). */
+const char *
+cfg_quote_n(const char *s, size_t len, char *buf, size_t n)
+{
 	size_t o = 0, i;
 
 	if (n < 8)
 		return "";
 	buf[o++] = '"';
-	for (i = 0; s[i] != '\0'; i++) {
+	for (i = 0; i < len; i++) {
 		unsigned char c = (unsigned char)s[i];
 
 		if (o + 8 >= n || i >= CFG_QUOTE_MAX) {
@@ -134,6 +141,16 @@ cfg_bad_value(struct cfg_parser *p, const struct cfg_key *k, yaml_node_t *val)
 {
 	char buf[CFG_QUOTE_MAX * 4 + 16];
 
+	const char *t = val->type == YAML_SCALAR_NODE ? cfg_text(val) : "";
+
+	t += *t == '-' || *t == '+';
+	/* 0x10, 0o10, 010: YAML 1.1 or strtod would read another number */
+	if (t[0] == '0' && (t[1] == 'x' || t[1] == 'X' || t[1] == 'o' ||
+			    t[1] == 'O' || (t[1] >= '0' && t[1] <= '9')))
+		return cfg_fail(p, val->start_mark, "%s%s must be %s, got %s:"
+				" write numbers in decimal (16, not 0x10 or"
+				" 020)", p->pfx, k->name, k->what,
+				cfg_got(val, buf, sizeof buf));
 	return cfg_fail(p, val->start_mark, "%s%s must be %s, got %s", p->pfx,
 			k->name, k->what, cfg_got(val, buf, sizeof buf));
 }

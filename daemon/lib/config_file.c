@@ -15,6 +15,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "text.h"
 #include "xalloc.h"
 
 /* "a/./b//c" -> "a/b/c": drop empty and "." components (".." is kept:
@@ -312,28 +313,61 @@ cfg_include_file(struct cfg_parser *p, yaml_node_t *it, const char *path)
 	return rc;
 }
 
-/* include: each entry a file or a glob(3) pattern, relative to the file
- * that names it; a pattern's matches in bytewise order.  A file named
- * without wildcards must exist; a pattern may match nothing. */
+/*
+ * One include: entry: the pattern node (a scalar, or the value of an
+ * `optional:` mapping) into *pat, and whether it may match nothing.
+ */
+static int
+cfg_include_entry(struct cfg_parser *p, const struct cfg_key *k,
+		  yaml_node_t *it, yaml_node_t **pat, bool *optional)
+{
+	yaml_node_t *v;
+
+	*optional = false;
+	*pat = it;
+	if (it->type == YAML_MAPPING_NODE) {
+		v = cfg_map_get(p, it, "optional");
+		if (v == NULL || it->data.mapping.pairs.top -
+		    it->data.mapping.pairs.start != 1)
+			return cfg_bad_value(p, k, it);
+		*optional = true;
+		*pat = v;
+	}
+	return cfg_want_text(p, k, *pat);
+}
+
+/*
+ * include: each entry a file or a glob(3) pattern, relative to the file
+ * that names it; a pattern's matches in bytewise order.  An entry that
+ * matches no file is an error (a typo such as job.d/ for jobs.d/ would
+ * otherwise load no job at all, and a reload would remove every job),
+ * unless written `- optional: PATTERN`: then it may match nothing (an
+ * empty folder, a file not there).
+ */
 int
 cfg_h_include(struct cfg_parser *p, void *obj, const struct cfg_key *k,
 	      yaml_node_t *key, yaml_node_t *val)
 {
 	size_t i, m, me = p->cur;
-	char buf[CFG_QUOTE_MAX * 4 + 16];
+	char buf[CFG_QUOTE_MAX * 4 + 16], where[PATH_MAX * 4 + 8];
 	int rc = 0;
 
 	for (i = 0; i < cfg_seq_len(val) && rc == 0; i++) {
-		yaml_node_t *it = cfg_seq_item(p, val, i);
+		yaml_node_t *it;
+		struct stat st;
+		bool optional;
 		glob_t g;
 		char *pat;
 		int gr;
 
-		if (cfg_want_text(p, k, it) < 0)
+		if (cfg_include_entry(p, k, cfg_seq_item(p, val, i), &it,
+				      &optional) < 0)
 			return -1;
 		pat = cfg_resolve(p->srcs[me]->dir, cfg_text(it));
 		if (!cfg_has_wildcard(cfg_text(it))) {
-			rc = cfg_include_file(p, it, pat);
+			if (!optional || stat(pat, &st) == 0 ||
+			    errno != ENOENT)
+				rc = cfg_include_file(p, it, pat);
 			free(pat);
 			continue;
 		}
@@ -348,6 +382,12 @@ cfg_h_include(struct cfg_parser *p, void *obj, const struct cfg_key *k,
 			}
 		} else if (gr == GLOB_NOSPACE) {
 			xalloc_exhausted("glob");
+		} else if (gr == GLOB_NOMATCH && !optional) {
+			rc = cfg_fail(p, it->start_mark,
+				      "include %s: the pattern matches no file (it looks in %s); correct it, or write it \"- optional: PATTERN\" if it may match nothing",
+				      cfg_quote(cfg_text(it), buf, sizeof buf),
+				      text_escape(p->srcs[me]->dir, where,
+						  sizeof where));
 		} else if (gr != GLOB_NOMATCH) {
 			rc = cfg_fail(p, it->start_mark,
 				      "include %s: cannot list the files it matches; check the folder's permissions",

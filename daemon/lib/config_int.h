@@ -154,6 +154,7 @@ extern const struct cfg_table cfg_tables[];
 
 /* config_err.c: messages and positions */
 const char *cfg_quote(const char *s, char *buf, size_t n);
+const char *cfg_quote_n(const char *s, size_t len, char *buf, size_t n);
 int cfg_fail_at(struct cfg_parser *p, int line, int col, const char *fmt, ...)
 	__attribute__((format(printf, 4, 5)));
 int cfg_fail(struct cfg_parser *p, yaml_mark_t m, const char *fmt, ...)
@@ -197,7 +198,10 @@ void cfg_use(struct cfg_parser *p, size_t i);
 int cfg_parse_file(struct cfg_parser *p, bool included);
 
 /* config_value.c: value parsers and the generic handlers */
+bool cfg_decimal(const char *s, bool frac);
 bool cfg_parse_int64(const char *s, int64_t *out);
+int cfg_want_plain(struct cfg_parser *p, const struct cfg_key *k,
+		   yaml_node_t *val);
 bool cfg_real(const char *t, double *v);
 bool cfg_valid_name(const char *s);
 int cfg_want_text(struct cfg_parser *p, const struct cfg_key *k,

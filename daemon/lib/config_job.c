@@ -26,6 +26,8 @@ cfg_h_batch(struct cfg_parser *p, void *obj, const struct cfg_key *k,
 
 	(void)key;
 	j->batch_size = 0;
+	if (cfg_want_plain(p, k, val) < 0)
+		return -1;
 	if (strcmp(cfg_text(val), "true") == 0 ||
 	    strcmp(cfg_text(val), "false") == 0) {
 		j->batch = strcmp(cfg_text(val), "true") == 0;

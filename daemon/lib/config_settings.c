@@ -26,6 +26,8 @@ cfg_h_hookq(struct cfg_parser *p, void *obj, const struct cfg_key *k,
 	int64_t v, min = k->off2 == HOOKQ_CONCURRENCY_MAX ? 1 : 0;
 
 	(void)key;
+	if (cfg_want_plain(p, k, val) < 0)
+		return -1;
 	if (!cfg_parse_int64(cfg_text(val), &v) || v < min ||
 	    v > (int64_t)k->off2)
 		return cfg_bad_value(p, k, val);
@@ -199,7 +201,7 @@ const struct cfg_key cfg_top_keys[] = {
 	{ "jobs", YAML_SEQUENCE_NODE, cfg_h_jobs, 0, 0, "a sequence of jobs",
 	  2 },
 	{ "include", YAML_SEQUENCE_NODE, cfg_h_include, 0, 0,
-	  "a sequence of file names or glob patterns", 1 },
+	  "a sequence of file names or glob patterns (each maybe as optional: PATTERN)", 1 },
 	{ NULL, YAML_NO_NODE, NULL, 0, 0, NULL, 0 }
 };
 
@@ -210,7 +212,7 @@ const struct cfg_key cfg_inc_keys[] = {
 	{ "jobs", YAML_SEQUENCE_NODE, cfg_h_jobs, 0, 0, "a sequence of jobs",
 	  0 },
 	{ "include", YAML_SEQUENCE_NODE, cfg_h_include, 0, 0,
-	  "a sequence of file names or glob patterns", 0 },
+	  "a sequence of file names or glob patterns (each maybe as optional: PATTERN)", 0 },
 	{ NULL, YAML_NO_NODE, NULL, 0, 0, NULL, 0 }
 };
 

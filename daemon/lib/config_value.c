@@ -16,27 +16,89 @@
 #include "severity.h"
 #include "xalloc.h"
 
-/* Parse a whole decimal integer (optional '-'); false on anything else. */
+/*
+ * True when s is a number written in decimal: an optional sign, digits
+ * without a leading zero (0 itself, 0.5), and with frac a fraction and an
+ * exponent (1.5, .5, 2e3).  Hex (0x10), octal (010, 0o10), inf, nan and
+ * separators (1_000) are refused: strtod and YAML 1.1 would read them
+ * otherwise than a reader of the file does.
+ */
+bool
+cfg_decimal(const char *s, bool frac)
+{
+	const char *c = s, *d;
+
+	if (*c == '-' || (frac && *c == '+'))
+		c++;
+	d = c;
+	while (*c >= '0' && *c <= '9')
+		c++;
+	if (c - d > 1 && d[0] == '0')
+		return false;
+	if (!frac)
+		return c > d && *c == '\0';
+	if (*c == '.') {
+		const char *f = ++c;
+
+		while (*c >= '0' && *c <= '9')
+			c++;
+		if (c == f && f - 1 == d)
+			return false;
+	} else if (c == d) {
+		return false;
+	}
+	if (*c == 'e' || *c == 'E') {
+		const char *e;
+
+		c++;
+		if (*c == '-' || *c == '+')
+			c++;
+		e = c;
+		while (*c >= '0' && *c <= '9')
+			c++;
+		if (c == e)
+			return false;
+	}
+	return *c == '\0';
+}
+
+/* Parse a whole decimal integer (optional '-', no leading zero); false on
+ * anything else. */
 bool
 cfg_parse_int64(const char *s, int64_t *out)
 {
-	const char *c = s;
 	char *end;
 	long long v;
 
-	if (*c == '-')
-		c++;
-	if (*c < '0' || *c > '9')
+	if (!cfg_decimal(s, false))
 		return false;
-	for (; *c != '\0'; c++)
-		if (*c < '0' || *c > '9')
-			return false;
 	errno = 0;
 	v = strtoll(s, &end, 10);
 	if (errno != 0 || *end != '\0')
 		return false;
 	*out = v;
 	return true;
+}
+
+/*
+ * A number or a boolean must be a plain YAML scalar (3, true): a quoted
+ * one ("3", '3') is a string, and a string where a number or a boolean
+ * is expected is refused, at the value.  0 when val is plain.
+ */
+int
+cfg_want_plain(struct cfg_parser *p, const struct cfg_key *k,
+	       yaml_node_t *val)
+{
+	char buf[CFG_QUOTE_MAX * 4 + 16];
+
+	if (val->type != YAML_SCALAR_NODE)
+		return cfg_bad_value(p, k, val);
+	if (val->data.scalar.style == YAML_PLAIN_SCALAR_STYLE)
+		return 0;
+	return cfg_fail(p, val->start_mark, "%s%s must be %s, got %s, a"
+			" quoted string: write the value without quotes",
+			p->pfx, k->name, k->what,
+			cfg_quote(cfg_text(val), buf, sizeof buf));
 }
 
 /* Valid job or warehouse name: [A-Za-z0-9_][A-Za-z0-9_.-]*, at most 64. */
@@ -109,6 +171,8 @@ cfg_h_int(struct cfg_parser *p, void *obj, const struct cfg_key *k,
 {
 	int64_t v;
 
+	if (cfg_want_plain(p, k, val) < 0)
+		return -1;
 	if (!cfg_parse_int64(cfg_text(val), &v) || v < (int64_t)k->off2 ||
 	    v > INT_MAX)
 		return cfg_bad_value(p, k, val);
@@ -123,6 +187,8 @@ cfg_h_int64(struct cfg_parser *p, void *obj, const struct cfg_key *k,
 {
 	int64_t v;
 
+	if (cfg_want_plain(p, k, val) < 0)
+		return -1;
 	if (!cfg_parse_int64(cfg_text(val), &v) || v < 0)
 		return cfg_bad_value(p, k, val);
 	*CFG_FIELD(obj, k->off, int64_t) = v;
@@ -175,6 +241,8 @@ cfg_h_bool(struct cfg_parser *p, void *obj, const struct cfg_key *k,
 {
 	const char *s = cfg_text(val);
 
+	if (cfg_want_plain(p, k, val) < 0)
+		return -1;
 	if (strcmp(s, "true") == 0)
 		*CFG_FIELD(obj, k->off, bool) = true;
 	else if (strcmp(s, "false") == 0)
@@ -249,12 +317,14 @@ cfg_take_name(struct cfg_parser *p, const struct cfg_key *k, yaml_node_t *val,
 	return 0;
 }
 
-/* A finite number, the whole of t. */
+/* A finite number written in decimal (cfg_decimal), the whole of t. */
 bool
 cfg_real(const char *t, double *v)
 {
 	char *end;
 
+	if (!cfg_decimal(t, true))
+		return false;
 	errno = 0;
 	*v = strtod(t, &end);
 	return end != t && *end == '\0' && errno == 0 && isfinite(*v);
@@ -269,6 +339,8 @@ cfg_h_number(struct cfg_parser *p, void *obj, const struct cfg_key *k,
 	double v;
 
 	(void)key;
+	if (cfg_want_plain(p, k, val) < 0)
+		return -1;
 	if (!cfg_real(cfg_text(val), &v))
 		return cfg_bad_value(p, k, val);
 	*CFG_FIELD(obj, k->off, double) = v;

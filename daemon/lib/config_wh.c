@@ -5,8 +5,12 @@
  */
 #include "config_int.h"
 
+#include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include "chsql.h"
 #include "xalloc.h"
@@ -280,4 +284,40 @@ cfg_wh_list(const struct config *cfg, char *buf, size_t n)
 		o += (size_t)snprintf(buf + o, n - o, "%s%s", i ? ", " : "",
 				      cfg->warehouses[i].name);
 	return buf;
+}
+
+int
+config_wh_sqlite_header(const char *path, char *why, size_t n)
+{
+	static const char magic[16] = "SQLite format 3"; /* and its NUL */
+	char head[sizeof magic];
+	struct stat st;
+	ssize_t r;
+	int fd;
+
+	fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
+	if (fd < 0)
+		return 0;
+	if (fstat(fd, &st) < 0) {
+		close(fd);
+		return 0;
+	}
+	if (!S_ISREG(st.st_mode)) {
+		close(fd);
+		snprintf(why, n, "it is not a regular file");
+		return -1;
+	}
+	do
+		r = pread(fd, head, sizeof head, 0);
+	while (r < 0 && errno == EINTR);
+	close(fd);
+	if (r == 0 && st.st_size == 0)
+		return 0; /* an empty file is an empty database */
+	if (r == (ssize_t)sizeof head && memcmp(head, magic, sizeof magic) == 0)
+		return 0;
+	if (r < 0)
+		return 0;
+	snprintf(why, n, "it is not an SQLite database (%jd bytes that do not"
+		 " start with SQLite's header)", (intmax_t)st.st_size);
+	return -1;
 }

@@ -308,6 +308,91 @@ cfg_check_depth(struct cfg_parser *p)
 	return rc;
 }
 
+/* True when a scalar node holds a NUL byte (libyaml gives its length). */
+static bool
+cfg_has_nul(const yaml_node_t *n)
+{
+	return n->type == YAML_SCALAR_NODE &&
+	       memchr(n->data.scalar.value, '\0', n->data.scalar.length) != NULL;
+}
+
+/* Refuse a scalar holding a NUL byte, shown whole and escaped: every C
+ * string the loader takes would end at the NUL ("warn\0x" read as
+ * "warn"). */
+static int
+cfg_nul_fail(struct cfg_parser *p, const yaml_node_t *n, const char *key)
+{
+	char buf[CFG_QUOTE_MAX * 4 + 16], kb[CFG_QUOTE_MAX * 4 + 16];
+
+	cfg_quote_n(cfg_text(n), n->data.scalar.length, buf, sizeof buf);
+	if (key == NULL)
+		return cfg_fail(p, n->start_mark,
+				"a key holds a NUL byte: %s; remove it", buf);
+	if (key[0] == '\0')
+		return cfg_fail(p, n->start_mark,
+				"a value holds a NUL byte: %s; remove it", buf);
+	return cfg_fail(p, n->start_mark, "%s holds a NUL byte: %s; remove it",
+			cfg_quote(key, kb, sizeof kb), buf);
+}
+
+/* The key whose value is node i (directly, or as an item of a sequence
+ * that is the value), "" when none; NULL when node i is itself a key. */
+static const char *
+cfg_key_of(struct cfg_parser *p, int i)
+{
+	yaml_node_t *n;
+	yaml_node_pair_t *pr;
+	yaml_node_item_t *it;
+	int want = i, round;
+
+	for (round = 0; round < 2; round++) {
+		for (n = p->doc->nodes.start; n < p->doc->nodes.top; n++) {
+			if (n->type != YAML_MAPPING_NODE)
+				continue;
+			for (pr = n->data.mapping.pairs.start;
+			     pr < n->data.mapping.pairs.top; pr++) {
+				yaml_node_t *kn = cfg_node(p, pr->key);
+
+				if (round == 0 && pr->key == want)
+					return NULL;
+				if (pr->value == want &&
+				    kn->type == YAML_SCALAR_NODE)
+					return cfg_text(kn);
+			}
+		}
+		/* not a value: the sequence that holds it */
+		for (n = p->doc->nodes.start; n < p->doc->nodes.top &&
+		     want == i; n++) {
+			if (n->type != YAML_SEQUENCE_NODE)
+				continue;
+			for (it = n->data.sequence.items.start;
+			     it < n->data.sequence.items.top; it++)
+				if (*it == i) {
+					want = (int)(n - p->doc->nodes.start) + 1;
+					break;
+				}
+		}
+		if (want == i)
+			break;
+	}
+	return "";
+}
+
+/* Refuse the first scalar (in document order) that holds a NUL byte,
+ * before any handler reads one as a C string.  Linear in the nodes: an
+ * alias is one node however often it is used. */
+static int
+cfg_check_nul(struct cfg_parser *p)
+{
+	yaml_node_t *n;
+
+	for (n = p->doc->nodes.start; n < p->doc->nodes.top; n++)
+		if (cfg_has_nul(n))
+			return cfg_nul_fail(p, n, cfg_key_of(p,
+					    (int)(n - p->doc->nodes.start) + 1));
+	return 0;
+}
+
 /* Refuse a setting (a key of the top level's table) in an included file,
  * saying where it belongs. */
 static int
@@ -388,6 +473,8 @@ cfg_parse_file(struct cfg_parser *p, bool included)
 		goto out;
 	}
 	cfg_set_ctx(p, "%s", "");
+	if (cfg_check_nul(p) < 0)
+		goto out;
 	if (!included) {
 		rc = cfg_parse_map(p, root, cfg_top_keys, p->cfg);
 		goto out;

@@ -186,10 +186,11 @@ startup_check_bound(const struct config *cfg)
 }
 
 /*
- * A SQLite warehouse whose file does not exist: refused at start, by
- * --check-config and on reload, with the position of its path.  The
- * driver never creates a warehouse (wh_sqlite.c), so a mistyped path would
- * otherwise start a daemon whose every run there fails.
+ * A SQLite warehouse whose file does not exist, or is not an SQLite
+ * database (config_wh_sqlite_header: read-only, never created): refused
+ * at start, by --check-config and on reload, with the position of its
+ * path.  The driver never creates a warehouse (wh_sqlite.c), so a mistyped
+ * path would otherwise start a daemon whose every run there fails.
  */
 int
 startup_check_warehouses(const struct config *cfg, struct err *err)
@@ -199,7 +200,16 @@ startup_check_warehouses(const struct config *cfg, struct err *err)
 
 	for (size_t i = 0; i < cfg->nwarehouses; i++) {
 		const struct warehouse_def *w = &cfg->warehouses[i];
+		char why[160];
 
+		if (w->kind == WH_SQLITE && w->path != NULL &&
+		    config_wh_sqlite_header(w->path, why, sizeof why) < 0)
+			return err_set(err, EXIT_BAD_INPUT, "%s:%d:%d: warehouse"
+				       " \"%s\": sqlite file %s: %s; correct"
+				       " the path", w->file, w->path_pos.line,
+				       w->path_pos.col,
+				       text_escape(w->name, qn, sizeof qn),
+				       text_escape(w->path, qp, sizeof qp), why);
 		if (w->kind != WH_SQLITE || w->path == NULL ||
 		    stat(w->path, &sb) == 0 || errno != ENOENT)
 			continue;

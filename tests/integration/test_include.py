@@ -24,7 +24,7 @@ warehouses:
     sqlite: sales.db
 include:
   - jobs.d/*.yaml
-  - teams.d/*.yaml
+  - optional: teams.d/*.yaml
 """
 
 N = 100

@@ -102,6 +102,29 @@ static const struct bad_fixture bad_fixtures[] = {
 	  "1:18: max_concurrency must be a positive integer, got a sequence" },
 	{ "bad-bool.yaml",
 	  "8:14: job \"x\": catchup must be true or false, got \"yes\"" },
+	/* a quoted scalar is a string, not a number or a boolean */
+	{ "bad-quoted-int.yaml",
+	  "8:12: job \"x\": batch must be true, false or a number of partitions per run of at least 2, got \"3\", a quoted string: write the value without quotes" },
+	{ "bad-quoted-bool.yaml",
+	  "8:14: job \"x\": catchup must be true or false, got \"true\", a quoted string: write the value without quotes" },
+	{ "bad-quoted-setting.yaml",
+	  "1:18: max_concurrency must be a positive integer, got \"4\", a quoted string: write the value without quotes" },
+	/* numbers are decimal only, in every numeric key */
+	{ "bad-int-hex.yaml",
+	  "1:18: max_concurrency must be a positive integer, got \"0x4\": write numbers in decimal (16, not 0x10 or 020)" },
+	{ "bad-int-octal.yaml",
+	  "9:18: job \"x\": concurrency must be a positive integer, got \"010\": write numbers in decimal (16, not 0x10 or 020)" },
+	{ "bad-tolerance-hex.yaml",
+	  "13:20: reconcile \"r\" of job \"x\": tolerance must be a percentage like 0.1% or a non-negative number, got \"0x10\": write numbers in decimal (16, not 0x10 or 020)" },
+	{ "bad-max-change-hex.yaml",
+	  "12:21: metric \"rows\" of job \"x\": max_change must be a percentage like 50%, got \"0x10%\": write numbers in decimal (16, not 0x10 or 020)" },
+	{ "bad-sigma-inf.yaml",
+	  "12:38: metric \"rows\" of job \"x\": max_sigma must be a positive number like 3, got \"inf\"" },
+	/* a NUL byte in a scalar: refused, the whole value shown escaped */
+	{ "bad-nul-severity.yaml",
+	  "12:19: \"severity\" holds a NUL byte: \"warn\\x00\"; remove it" },
+	{ "bad-nul-name.yaml",
+	  "5:11: \"name\" holds a NUL byte: \"ab\\x00cd\"; remove it" },
 	{ "bad-duplicate-key.yaml",
 	  "9:5: duplicate key \"partition\" in job \"x\" (first at line 7); keep one" },
 	{ "bad-duplicate-top-key.yaml",
@@ -1507,6 +1530,11 @@ static const struct inc_fixture inc_fixtures[] = {
 	  "@/cycle/b.yaml:5:11: include cycle @/cycle/a.yaml -> @/cycle/b.yaml -> @/cycle/a.yaml; remove one of these includes" },
 	{ "missing.yaml",
 	  "^:4:5: include \"nope.yaml\": cannot read @/nope.yaml: No such file or directory; create it or remove it from include:" },
+	/* a typo (job.d for jobs.d): an error, not zero jobs */
+	{ "nomatch.yaml",
+	  "^:4:5: include \"job.d/*.yaml\": the pattern matches no file (it looks in @); correct it, or write it \"- optional: PATTERN\" if it may match nothing" },
+	{ "badoptional.yaml",
+	  "^:3:5: include must be a sequence of file names or glob patterns (each maybe as optional: PATTERN), got a mapping" },
 	{ "dup/main.yaml",
 	  "@/dup/jobs.d/20-second.yaml:5:11: duplicate job name \"x\": also defined at @/dup/jobs.d/10-first.yaml:3; job names must be unique across all included files" },
 	{ "badkey/main.yaml",
@@ -1536,6 +1564,81 @@ subst(const char *s, const char *at, const char *caret, char *out, size_t n)
 	out[o < n ? o : n - 1] = '\0';
 }
 
+/* Numbers are decimal only: cfg_decimal's forms, and plain values (and a
+ * quoted percentage) still taken. */
+START_TEST(test_decimal_only)
+{
+	static const char *const ok_int[] = { "0", "7", "-3", "2026", NULL };
+	static const char *const ok_real[] = { "0", "1.5", ".5", "5.", "-2e3",
+		"+1E-2", "0.25", NULL };
+	static const char *const bad[] = { "", "-", ".", "0x10", "0X1f",
+		"010", "00", "0o10", "1_000", "inf", "nan", "1e", "1.5.2",
+		" 1", "1 ", "+-1", NULL };
+	struct config *cfg;
+	size_t i;
+
+	for (i = 0; ok_int[i] != NULL; i++)
+		ck_assert_msg(cfg_decimal(ok_int[i], false), "%s", ok_int[i]);
+	for (i = 0; ok_real[i] != NULL; i++)
+		ck_assert_msg(cfg_decimal(ok_real[i], true), "%s", ok_real[i]);
+	ck_assert(!cfg_decimal("1.5", false));
+	ck_assert(!cfg_decimal("+1", false));
+	for (i = 0; bad[i] != NULL; i++) {
+		ck_assert_msg(!cfg_decimal(bad[i], false), "%s", bad[i]);
+		ck_assert_msg(!cfg_decimal(bad[i], true), "%s", bad[i]);
+	}
+	cfg = load_ok("max_concurrency: 4\n"
+		      "warehouses:\n  - name: s\n    sqlite: s.db\n"
+		      "jobs:\n  - name: x\n    warehouse: s\n"
+		      "    partition: day\n    batch: 3\n    catchup: true\n"
+		      "    sql: SELECT 1\n"
+		      "    reconcile:\n      - name: r\n"
+		      "        source: {warehouse: s, sql: SELECT 1}\n"
+		      "        target: SELECT 1\n        tolerance: \"0.5%\"\n");
+	ck_assert_int_eq(cfg->max_concurrency, 4);
+	ck_assert_int_eq(cfg->jobs[0].batch_size, 3);
+	ck_assert(cfg->jobs[0].catchup);
+	ck_assert(cfg->jobs[0].reconciles[0].tolerance.pct);
+	ck_assert(cfg->jobs[0].reconciles[0].tolerance.value == 0.5);
+	config_unref(cfg);
+}
+END_TEST
+
+/* A SQLite warehouse's file is read, never created: an empty file and a
+ * database pass, anything else is named; a missing file is left to the
+ * start's check (it says "does not exist"). */
+START_TEST(test_wh_sqlite_header)
+{
+	char dir[] = "/tmp/bf-whXXXXXX", path[PATH_MAX], why[160] = "";
+	struct stat st;
+	FILE *f;
+
+	ck_assert_ptr_nonnull(mkdtemp(dir));
+	snprintf(path, sizeof path, "%s/w.db", dir);
+	ck_assert_int_eq(config_wh_sqlite_header(path, why, sizeof why), 0);
+	ck_assert_int_eq(stat(path, &st), -1); /* not created */
+	f = fopen(path, "w");
+	ck_assert_ptr_nonnull(f);
+	fclose(f);
+	ck_assert_int_eq(config_wh_sqlite_header(path, why, sizeof why), 0);
+	f = fopen(path, "w");
+	fputs("name,amount\n2026-01-01,3\n", f);
+	fclose(f);
+	ck_assert_int_eq(config_wh_sqlite_header(path, why, sizeof why), -1);
+	ck_assert_str_eq(why, "it is not an SQLite database (25 bytes that do"
+			 " not start with SQLite's header)");
+	f = fopen(path, "w");
+	fwrite("SQLite format 3\0", 1, 16, f);
+	fwrite("\x10\x00", 1, 2, f);
+	fclose(f);
+	ck_assert_int_eq(config_wh_sqlite_header(path, why, sizeof why), 0);
+	ck_assert_int_eq(config_wh_sqlite_header(dir, why, sizeof why), -1);
+	ck_assert_str_eq(why, "it is not a regular file");
+	unlink(path);
+	rmdir(dir);
+}
+END_TEST
+
 /* Each refused include fixture names the file, line and column that has
  * the error. */
 START_TEST(test_include_refused)
@@ -1560,7 +1663,7 @@ END_TEST
 /* A valid include: jobs and warehouses of every file in order (main
  * first, then the matches sorted), paths relative to the file that names
  * them, each job's file and line, defaults from the main file, upstream
- * across files, and a pattern that matches nothing. */
+ * across files, and optional entries that match nothing. */
 START_TEST(test_include_good)
 {
 	struct config *cfg = NULL;
@@ -1579,7 +1682,7 @@ START_TEST(test_include_good)
 	ck_assert_str_eq(cfg->jobs[2].name, "mart");
 	snprintf(want, sizeof want, "%s/main.yaml", real);
 	ck_assert_str_eq(cfg->jobs[0].file, want);
-	ck_assert_int_eq(cfg->jobs[0].pos.line, 10);
+	ck_assert_int_eq(cfg->jobs[0].pos.line, 11);
 	j = config_job(cfg, "fct");
 	snprintf(want, sizeof want, "%s/jobs.d/10-fct.yaml", real);
 	ck_assert_str_eq(j->file, want);
@@ -2021,6 +2124,8 @@ config_suite(void)
 	tcase_add_test(tc, test_severity_values);
 	tcase_add_test(tc, test_reconcile_values);
 	tcase_add_test(tc, test_trend_values);
+	tcase_add_test(tc, test_decimal_only);
+	tcase_add_test(tc, test_wh_sqlite_header);
 	tcase_add_test(tc, test_sql_file);
 	suite_add_tcase(s, tc);
 
