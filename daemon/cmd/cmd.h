@@ -91,8 +91,11 @@ bool cmd_request_mutates(const struct proto_msg *req);
  * free the stream. */
 void cmd_stream_end(struct cmd_stream *cs, struct buf *resp);
 /* Log what a reload changed: one line per job, warehouse and setting
- * changed, or one line saying nothing did. */
-void cmd_reload_log(const struct config_diff *d, int64_t cancelled);
+ * changed (a removed job with queued partitions as a warning with their
+ * count), or one line saying nothing did; then the partitions older code
+ * versions built, as `backfillctl reload` prints them. */
+void cmd_reload_log(struct sched *s, const struct config_diff *d,
+		    int64_t cancelled);
 /* The summary `wait` prints when a request is done. */
 void cmd_wait_summary(struct sched *s, int64_t request_id,
 		      const struct sched_progress *p, struct buf *out);

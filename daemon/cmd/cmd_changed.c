@@ -45,13 +45,21 @@ changed_estimate(struct sched *s, int j, const struct cmd_keys *ck,
 	return rc;
 }
 
-/* One changed job's line (text) or object (JSON). */
+/*
+ * One changed job's line (text) or object (JSON), judged by cfg: the
+ * file's configuration on a dry run (its max_backfill decides whether the
+ * command must be split), the running one otherwise.  The estimate is the
+ * running scheduler's plan: on a dry run it is given only when the running
+ * job would take the same request.
+ */
 static void
-changed_job(struct sched *s, const struct config_diff_changed *c, bool json,
-	    bool first, struct buf *out)
+changed_job(struct sched *s, const struct config *cfg,
+	    const struct config_diff_changed *c, bool json, bool first,
+	    struct buf *out)
 {
-	const struct config *cfg = sched_config(s);
+	const struct config *run = sched_config(s);
 	int j = config_job_index(cfg, c->name);
+	int jr = config_job_index(run, c->name);
 	struct cmd_keys ck = { .j = j >= 0 ? &cfg->jobs[j] : NULL };
 	struct estimate est = { 0 };
 	bool over, has_est = false;
@@ -61,8 +69,9 @@ changed_job(struct sched *s, const struct config_diff_changed *c, bool json,
 	    c->new_code_version, "", "~", cmd_keys_cb, &ck, &err) < 0)
 		return;
 	over = ck.n > (size_t)ck.j->max_backfill;
-	if (ck.n > 0 && !over)
-		has_est = changed_estimate(s, j, &ck, &est) == 0;
+	if (ck.n > 0 && !over && jr >= 0 &&
+	    ck.n <= (size_t)run->jobs[jr].max_backfill)
+		has_est = changed_estimate(s, jr, &ck, &est) == 0;
 	if (json) {
 		buf_addstr(out, first ? "{\"job\": " : ", {\"job\": ");
 		json_str(out, c->name);
@@ -96,6 +105,7 @@ void
 cmd_changed_report(struct sched *s, const struct config_diff *d, bool json,
 		   struct buf *out)
 {
+	const struct config *cfg = d->next != NULL ? d->next : sched_config(s);
 	bool first = true;
 
 	if (json)
@@ -105,7 +115,7 @@ cmd_changed_report(struct sched *s, const struct config_diff *d, bool json,
 
 		if (strcmp(c->old_code_version, c->new_code_version) == 0)
 			continue;
-		changed_job(s, c, json, first, out);
+		changed_job(s, cfg, c, json, first, out);
 		first = false;
 	}
 	if (json)

@@ -83,7 +83,8 @@ int cmd_keys_cb(const char *key, void *data, struct err *err);
 
 /* reload (cmd_changed.c): per job whose code version changed, the
  * partitions older versions built, `backfill JOB --changed` and its
- * estimate; text lines, or a JSON array. */
+ * estimate; text lines, or a JSON array.  Judged by d->next's settings
+ * (a dry run's file) when it is set, else by the running ones. */
 void cmd_changed_report(struct sched *s, const struct config_diff *d,
 			bool json, struct buf *out);
 

@@ -92,8 +92,14 @@ cmd_reload_text(const struct config_diff *d, int64_t cancelled, bool dry_run,
 		cmd_table_row(&t, row);
 	}
 	for (size_t i = 0; i < d->jobs.nremoved; i++) {
+		int64_t q = d->removed_queued ? d->removed_queued[i] : 0;
+
+		buf_reset(&det);
+		buf_printf(&det, "its %" PRId64 " queued partition%s %s", q,
+			   q == 1 ? "" : "s", dry_run ? "would be cancelled" :
+			   "cancelled");
 		const char *row[4] = { "removed", "job", d->jobs.removed[i],
-			"its queued partitions are cancelled" };
+			det.data };
 		cmd_table_row(&t, row);
 	}
 	for (size_t i = 0; i < d->jobs.nchanged; i++) {
@@ -152,9 +158,11 @@ cmd_reload_text(const struct config_diff *d, int64_t cancelled, bool dry_run,
 }
 
 void
-cmd_reload_log(const struct config_diff *d, int64_t cancelled)
+cmd_reload_log(struct sched *s, const struct config_diff *d,
+	       int64_t cancelled)
 {
 	struct buf k;
+	char *line, *nl;
 
 	if (config_diff_empty(d)) {
 		log_notice("reload: no change");
@@ -163,8 +171,16 @@ cmd_reload_log(const struct config_diff *d, int64_t cancelled)
 	buf_init(&k);
 	for (size_t i = 0; i < d->jobs.nadded; i++)
 		log_notice("reload: job=%s added", d->jobs.added[i]);
-	for (size_t i = 0; i < d->jobs.nremoved; i++)
-		log_notice("reload: job=%s removed", d->jobs.removed[i]);
+	for (size_t i = 0; i < d->jobs.nremoved; i++) {
+		int64_t q = d->removed_queued ? d->removed_queued[i] : 0;
+
+		if (q > 0)
+			log_warn("reload: job=%s removed: its %" PRId64 " queued"
+				 " partition%s cancelled", d->jobs.removed[i],
+				 q, q == 1 ? " is" : "s are");
+		else
+			log_notice("reload: job=%s removed", d->jobs.removed[i]);
+	}
 	for (size_t i = 0; i < d->jobs.nchanged; i++) {
 		const struct config_diff_changed *c = &d->jobs.changed[i];
 
@@ -199,6 +215,17 @@ cmd_reload_log(const struct config_diff *d, int64_t cancelled)
 		   d->jobs.nchanged, d->warehouses.nadded,
 		   d->warehouses.nremoved, d->warehouses.nchanged, d->nsettings,
 		   cancelled);
+	/* what older code versions built: the same lines as the reply's */
+	buf_reset(&k);
+	cmd_changed_report(s, d, false, &k);
+	buf_add(&k, "", 1);
+	for (line = k.data; line != NULL && *line != '\0'; line = nl) {
+		nl = strchr(line, '\n');
+		if (nl != NULL)
+			*nl++ = '\0';
+		if (line[0] != '\0')
+			log_notice("reload: %s", line);
+	}
 	buf_free(&k);
 }
 

@@ -195,6 +195,7 @@ config_diff_settings(const struct config *a, const struct config *b,
 	CD_IF(a->max_concurrency != b->max_concurrency, "max_concurrency");
 	CD_IF(a->max_catchup != b->max_catchup, "max_catchup");
 	CD_IF(a->max_backfill != b->max_backfill, "max_backfill");
+	CD_IF(a->build_future != b->build_future, "build_future");
 	CD_IF(a->max_backfill_time != b->max_backfill_time,
 	      "max_backfill_time");
 	CD_IF(a->shutdown_grace != b->shutdown_grace, "shutdown_grace");
@@ -348,5 +349,8 @@ config_diff_free(struct config_diff *d)
 {
 	config_diff_set_free(&d->jobs);
 	config_diff_set_free(&d->warehouses);
+	free(d->removed_queued);
+	if (d->next != NULL)
+		config_unref(d->next);
 	memset(d, 0, sizeof *d);
 }

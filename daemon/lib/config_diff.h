@@ -9,6 +9,7 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 
 #include "config.h"
 
@@ -39,6 +40,13 @@ struct config_diff {
 	struct config_diff_set warehouses;
 	const char *settings[CONFIG_DIFF_KEYS_MAX]; /* top-level keys changed */
 	size_t nsettings;
+	/* Filled by the daemon's reload, not by config_diff: per removed job
+	 * (jobs.removed's order), its queued partitions that the reload
+	 * cancels (NULL: none counted); and, for a dry run, the file's
+	 * configuration (a reference), whose settings judge what the report
+	 * proposes (NULL: the running one's).  config_diff_free frees both. */
+	int64_t *removed_queued;
+	struct config *next;
 };
 
 /* Fill *d with what changes from old to new (both loaded configurations);

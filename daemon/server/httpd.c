@@ -588,6 +588,10 @@ httpd_configure(struct httpd *h, const struct config *cfg, struct err *err)
 			log_notice("http: no longer listening on %s", h->addr);
 			uv_close((uv_handle_t *)&h->lst->tcp, httpd_free_cb);
 			h->lst = NULL;
+			/* off until this succeeds: on failure, configuring
+			 * the old address again listens there again */
+			free(h->addr);
+			h->addr = NULL;
 			l = httpd_listen(h, cfg, err);
 		}
 		if (l == NULL)

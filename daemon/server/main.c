@@ -343,15 +343,25 @@ static void daemon_reload(void *data, bool dry_run, cmd_reload_done_fn *done,
 			  void *arg);
 static cmd_reload_done_fn daemon_sighup_done;
 
-/* After a reload: listen where http_listen says now; an address that
- * cannot be bound leaves the endpoint where it was (or off) and says so. */
-static void
-daemon_reload_http(struct daemon *d)
+/* A reload moves the endpoint to the file's http_listen before anything
+ * else changes: an address that cannot be bound refuses the whole reload
+ * (exit 2), the endpoint left where it was. */
+static int
+daemon_reload_http(struct daemon *d, const struct config *cfg,
+		   struct err *err)
 {
-	struct err err;
+	struct err e;
 
-	if (httpd_configure(d->http, sched_config(d->sched), &err) < 0)
-		log_err("http: %s; the endpoint stays where it was", err.msg);
+	if (httpd_configure(d->http, cfg, &e) == 0)
+		return 0;
+	/* the old listener may have been closed to free its port: back */
+	if (httpd_configure(d->http, sched_config(d->sched), err) < 0)
+		log_err("http: %s; the endpoint is off", err->msg);
+	return err_set(err, EXIT_BAD_INPUT, "%s: %s; nothing was reloaded and"
+		       " the endpoint stays %s%s", cfg->path, e.msg,
+		       sched_config(d->sched)->http_listen ? "on " : "off",
+		       sched_config(d->sched)->http_listen ?
+		       sched_config(d->sched)->http_listen : "");
 }
 
 /* A reload whose configuration is loaded and being checked off the loop
@@ -380,32 +390,75 @@ daemon_reload_refused(struct daemon *d, bool dry_run, const char *when,
 	daemon_status(d);
 }
 
-/* The rest of a reload once cfg passed the checks that reach a warehouse:
- * compare, and apply unless dry_run; takes cfg's reference. */
+/* Per removed job of diff, its queued partitions (diff->removed_queued);
+ * returns their sum. */
+static int64_t
+daemon_reload_queued(struct daemon *d, struct config_diff *diff)
+{
+	int64_t total = 0;
+
+	diff->removed_queued = xcalloc(diff->jobs.nremoved + 1,
+				       sizeof *diff->removed_queued);
+	for (size_t i = 0; i < diff->jobs.nremoved; i++) {
+		diff->removed_queued[i] = sched_pending_of(d->sched,
+							   diff->jobs.removed[i]);
+		total += diff->removed_queued[i];
+	}
+	return total;
+}
+
+/*
+ * The rest of a reload once cfg passed the checks that reach a warehouse:
+ * compare, and apply unless dry_run; takes cfg's reference.  Refused whole
+ * (nothing changed, exit 2): a file that defines no job while the running
+ * jobs have queued partitions (an include typo or an emptied folder would
+ * otherwise cancel all of them), and an http_listen that cannot be bound.
+ * A dry run keeps cfg in diff->next: what it proposes is judged by the
+ * file's settings.
+ */
 static int
 daemon_reload_apply(struct daemon *d, struct config *cfg, bool dry_run,
 		    const char *when, struct config_diff *diff,
 		    int64_t *cancelled, struct err *err)
 {
 	const struct config *old = sched_config(d->sched);
+	int64_t queued;
 
 	if (startup_check_warehouses(cfg, err) < 0) {
 		config_unref(cfg);
 		return -1;
 	}
 	config_diff(old, cfg, diff);
-	if (dry_run) {
-		for (size_t i = 0; i < diff->jobs.nremoved; i++)
-			*cancelled += sched_pending_of(d->sched,
-						       diff->jobs.removed[i]);
+	queued = daemon_reload_queued(d, diff);
+	if (cfg->njobs == 0 && old->njobs > 0 && queued > 0) {
+		err_set(err, EXIT_BAD_INPUT, "%s defines no job: this reload"
+			" would remove all %zu jobs and cancel their %" PRId64
+			" queued partitions; nothing was reloaded (if that is"
+			" meant, cancel their requests first: backfillctl"
+			" cancel REQUEST)", cfg->path, old->njobs, queued);
+		config_diff_free(diff);
 		config_unref(cfg);
+		return -1;
+	}
+	if (dry_run) {
+		*cancelled = queued;
+		diff->next = cfg;
 		return 0;
 	}
 	for (size_t i = 0; i < diff->nsettings; i++)
 		if (config_diff_needs_restart(diff->settings[i]))
 			log_warn("%s changed: takes effect at the next restart",
 				 diff->settings[i]);
+	if (daemon_reload_http(d, cfg, err) < 0) {
+		config_diff_free(diff);
+		config_unref(cfg);
+		return -1;
+	}
 	if (exec_resize(d->exec, cfg->max_concurrency, err) < 0) {
+		struct err e;
+
+		if (httpd_configure(d->http, old, &e) < 0)
+			log_err("http: %s", e.msg);
 		config_diff_free(diff);
 		config_unref(cfg);
 		return -1;
@@ -414,13 +467,17 @@ daemon_reload_apply(struct daemon *d, struct config *cfg, bool dry_run,
 	log_notice("configuration reloaded from %s: %zu jobs in %zu files",
 		   cfg->path, cfg->njobs, cfg->nfiles);
 	*cancelled = sched_reload(d->sched, cfg);
+	/* the removed jobs' queued and blocked partitions, as the dry run
+	 * and the per-job lines count them (the scheduler's count leaves out
+	 * the blocked ones that fall with them) */
+	if (*cancelled < queued)
+		*cancelled = queued;
 	if (d->cw != NULL)
 		cworker_reload(d->cw);
 	throttle_configure(d->throttle, sched_config(d->sched));
 	hooks_bound(d->hooks, sched_config(d->sched)->hook_concurrency,
 		    sched_config(d->sched)->hook_queue);
-	daemon_reload_http(d);
-	cmd_reload_log(diff, *cancelled);
+	cmd_reload_log(d->sched, diff, *cancelled);
 	snprintf(d->last_reload, sizeof d->last_reload, "reloaded at %s", when);
 	notify_ready(d->notify, NULL);
 	daemon_status(d);

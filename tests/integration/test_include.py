@@ -143,8 +143,7 @@ def test_errors_in_included_files():
                       r"\S*/jobs\.d/job-051\.yaml:2;", e), "both places: %r" % e)
     write_job(d, 53, job_text(53))
     # a named file that does not exist; an include cycle
-    with open(d.conf, "a") as f:
-        f.write("  - extra.yaml\n")
+    d.write_config(MAIN + "  - extra.yaml\n")
     rc, out, err = d.ctl("reload")
     e = h.one_line_error(rc, out, err, 2, "reload with a missing named file")
     h.check(re.search(r"backfilld\.yaml:9:5: include \"extra\.yaml\": cannot read \S*extra\.yaml: "
@@ -251,6 +250,61 @@ def test_reload_report():
          "max_catchup does not change the code version")
 
 
+def test_include_typo():
+    """`include: [job.d/*.yaml]` (for jobs.d) is an error naming the pattern
+    at --check-config, on `reload` and on SIGHUP: nothing changes, the
+    queued work stays.  Written `optional:` it may match nothing, but a
+    reload that would then remove every job with queued work is refused
+    too."""
+    d = make_daemon()
+    d.ok("pause", "job-001")
+    d.ok("backfill", "job-001", "--from", "2025-12-01", "--to", "2025-12-03")
+    h.eq(d.status()["job-001"]["queued"], 3, "queued before the typo")
+    typo = MAIN.replace("  - jobs.d/*.yaml\n", "  - job.d/*.yaml\n")
+    d.write_config(typo)
+    want = (r"backfilld\.yaml:7:5: include \"job\.d/\*\.yaml\": the pattern matches no file"
+            r" \(it looks in %s\); correct it, or write it \"- optional: PATTERN\" if it may"
+            r" match nothing$" % re.escape(os.path.realpath(d.dir)))
+    p = subprocess.run([d.backfilld, "--check-config", "--config", d.conf],
+                       capture_output=True, text=True, timeout=30)
+    h.eq((p.returncode, p.stdout), (2, ""), "--check-config of the typo (stderr %r)" % p.stderr)
+    h.check(re.search(want, p.stderr.strip()) and p.stderr.count("\n") == 1,
+            "--check-config names the pattern, one line: %r" % p.stderr)
+    rc, out, err = d.ctl("reload")
+    e = h.one_line_error(rc, out, err, 2, "reload of the typo")
+    h.check(re.search(want, e), "reload names the pattern: %r" % e)
+    since = len(log_text(d))
+    d.signal(signal.SIGHUP)
+    wait_log(d, r"reload refused, keeping the running configuration: .*job\.d/\*\.yaml",
+             since, "SIGHUP of the typo")
+    h.eq(len(d.json("jobs")["jobs"]), N, "every job is still there")
+    h.eq(d.status()["job-001"]["queued"], 3, "the queued work stays")
+
+    # optional: allowed to match nothing; every job would go with queued
+    # work: refused, nothing changed
+    d.write_config(MAIN.replace("  - jobs.d/*.yaml\n", "  - optional: job.d/*.yaml\n"))
+    p = subprocess.run([d.backfilld, "--check-config", "--config", d.conf],
+                       capture_output=True, text=True, timeout=30)
+    h.eq(p.returncode, 0, "--check-config of an optional pattern (stderr %r)" % p.stderr)
+    h.check("configuration OK: 0 jobs" in p.stdout, p.stdout)
+    rc, out, err = d.ctl("reload", "--dry-run")
+    e = h.one_line_error(rc, out, err, 2, "dry run removing every job")
+    h.check(re.search(r"backfilld\.yaml defines no job: this reload would remove all 100 jobs"
+                      r" and cancel their 3 queued partitions; nothing was reloaded", e), e)
+    rc, out, err = d.ctl("reload")
+    e2 = h.one_line_error(rc, out, err, 2, "reload removing every job")
+    h.eq(e2, e, "the reload says what its dry run says")
+    h.eq(len(d.json("jobs")["jobs"]), N, "every job is still there")
+    h.eq(d.status()["job-001"]["queued"], 3, "the queued work stays")
+    # once nothing is queued, an empty configuration is the operator's word
+    req = [r for r in d.runs("--job", "job-001")][0]["request"]
+    d.ok("cancel", str(req))
+    out = d.ok("reload")
+    h.check("jobs 0 added, 100 removed" in out, out)
+    h.eq(d.json("jobs")["jobs"], [], "no job after the accepted reload")
+    d.stop()
+
+
 if __name__ == "__main__":
     h.main([test_hundred_files_and_jobs_listing, test_errors_in_included_files,
-            test_reload_report])
+            test_reload_report, test_include_typo])

@@ -3,11 +3,14 @@
 backfillctl reload), the old configuration keeps running; SIGHUP behaves the
 same; a valid change is then picked up; a run in flight during a reload
 keeps going."""
+import http.client
 import os
 import re
 import select
 import signal
+import socket
 import subprocess
+import time
 
 import harness as h
 
@@ -165,7 +168,17 @@ def test_reload_dropping_a_job_with_queued_work():
   partition: day
   command: ["true"]
 """, {}))
-    d.ok("reload")
+    since = len(log_text(d))
+    out = d.ok("reload")
+    h.check(re.search(r"^removed +job +gone +its 3 queued partitions cancelled$", out, re.M),
+            "the removed job's row counts what was cancelled:\n%s" % out)
+    # said loudly: a warning per removed job with queued work
+    wait_log(d, r"warning: reload: job=gone removed: its 3 queued partitions are cancelled",
+             since, "warning for the removed job")
+    wait_log(d, r"warning: reload: job=gone_weekly removed: its 1 queued partition is cancelled",
+             since, "warning for its removed downstream")
+    wait_log(d, r"reload: jobs added=0 removed=2 .* cancelled=4\n", since,
+             "the summary counts them all, as the request does")
     resp = d.wait_request(req)
     # cancelled partitions are work not done: the wait's status is 1 (issue 16)
     h.eq((resp.get("status"), resp.get("cancelled"), resp.get("total")), ("1", "4", "4"),
@@ -176,5 +189,118 @@ def test_reload_dropping_a_job_with_queued_work():
     d.stop()
 
 
+def log_text(d):
+    with open(d.log, errors="replace") as f:
+        return f.read()
+
+
+def wait_log(d, pattern, since, what, timeout=30):
+    """The log (from byte since) matches pattern within timeout (a guard:
+    the line is written before the reply or the reload ends)."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        m = re.search(pattern, log_text(d)[since:])
+        if m:
+            return m
+        time.sleep(0.05)
+    h.fail("%s: %r not in the log\n%s" % (what, pattern, d.log_tail()))
+
+
+CHANGED = """
+- name: a
+  partition: day
+  max_backfill: %d
+  command: ["/bin/echo", "%s"]
+"""
+
+
+def test_changed_report_judged_by_the_file():
+    """reload --dry-run proposes `backfill --changed` by the file's
+    max_backfill, not the running one's; every reload (SIGHUP included)
+    logs the report of what older code versions built."""
+    d = h.Daemon(jobs=CHANGED % (40, "v1"), name="changed")
+    d.backfill("a", "2025-12-01", "2025-12-10")
+    # 40 -> 3 with new code: 10 partitions are above the file's bound
+    d.write_config(d.render(CHANGED % (3, "v2"), {}))
+    out = d.ok("reload", "--dry-run")
+    h.check(re.search(r"^a: 10 partitions built by older code versions; rebuild them:"
+                      r" backfillctl backfill a --changed --from D --to D \(they are above its"
+                      r" max_backfill: split them\)$", out, re.M),
+            "the dry run judges by the file's max_backfill 3:\n%s" % out)
+    rep = d.json("reload", "--dry-run")
+    h.eq([(r["job"], r["partitions"], r["above_max_backfill"]) for r in rep["rebuild"]],
+         [("a", 10, True)], "--json: above the file's max_backfill")
+    # 3 -> 40 (running 40, file 40 but run with 3 first): applied, then back
+    d.write_config(d.render(CHANGED % (3, "v1"), {}))
+    d.ok("reload")
+    d.write_config(d.render(CHANGED % (40, "v2"), {}))
+    rep = d.json("reload", "--dry-run")
+    h.eq([(r["job"], r["partitions"], r["above_max_backfill"]) for r in rep["rebuild"]],
+         [("a", 10, False)], "--json: within the file's max_backfill 40 (running 3)")
+    # applied through SIGHUP: the report is in the log
+    since = len(log_text(d))
+    d.signal(signal.SIGHUP)
+    wait_log(d, r"reload: a: 10 partitions built by older code versions; rebuild them:"
+             r" backfillctl backfill a --changed\n", since, "the --changed report on SIGHUP")
+    d.stop()
+
+
+def free_port():
+    s = socket.socket()
+    s.bind(("127.0.0.1", 0))
+    port = s.getsockname()[1]
+    s.close()
+    return port
+
+
+def healthz(port):
+    c = http.client.HTTPConnection("127.0.0.1", port, timeout=30)
+    c.request("GET", "/healthz")
+    st = c.getresponse().status
+    c.close()
+    return st
+
+
+def test_http_listen_that_cannot_bind():
+    """A reload whose http_listen cannot be bound is refused whole: exit 2,
+    one line naming the address, nothing else applied, the endpoint where
+    it was; through SIGHUP the same, in the log."""
+    port = free_port()
+    jobs = """
+- name: a
+  partition: day
+  command: ["true"]
+"""
+    d = h.Daemon(jobs=jobs, name="rebind", settings={"http_listen": "127.0.0.1:%d" % port})
+    h.eq(healthz(port), 200, "the endpoint at start")
+    blocker = socket.socket()
+    blocker.bind(("127.0.0.1", 0))
+    blocker.listen(1)
+    busy = blocker.getsockname()[1]
+    d.write_config(d.render(jobs + """
+- name: b
+  partition: day
+  command: ["true"]
+""", {"http_listen": "127.0.0.1:%d" % busy, "max_catchup": 7}))
+    rc, out, err = d.ctl("reload")
+    e = h.one_line_error(rc, out, err, 2, "reload to an address in use")
+    h.check(re.search(r"backfilld\.yaml: cannot listen on http_listen 127\.0\.0\.1:%d: .*;"
+                      r" nothing was reloaded and the endpoint stays on 127\.0\.0\.1:%d$"
+                      % (busy, port), e), "the refusal names the address: %r" % e)
+    h.eq(healthz(port), 200, "the endpoint stays")
+    h.eq(sorted(j["name"] for j in d.json("jobs")["jobs"]), ["a"], "job b was not added")
+    since = len(log_text(d))
+    d.signal(signal.SIGHUP)
+    wait_log(d, r"reload refused, keeping the running configuration: .*cannot listen on"
+             r" http_listen 127\.0\.0\.1:%d" % busy, since, "SIGHUP refused")
+    h.eq(healthz(port), 200, "the endpoint stays after SIGHUP")
+    blocker.close()
+    d.ok("reload")
+    h.eq(healthz(busy), 200, "moved once the address is free")
+    h.eq(sorted(j["name"] for j in d.json("jobs")["jobs"]), ["a", "b"], "job b added")
+    d.stop()
+
+
 if __name__ == "__main__":
-    h.main([test_broken_then_valid_reload, test_reload_dropping_a_job_with_queued_work])
+    h.main([test_broken_then_valid_reload, test_reload_dropping_a_job_with_queued_work,
+            test_changed_report_judged_by_the_file, test_http_listen_that_cannot_bind])
