@@ -30,6 +30,15 @@ struct chsql_param {
 /* The longest table name a ClickHouse job may use. */
 #define CHSQL_IDENT_MAX 128
 
+/* A row's 64-bit hash for a partition's checksum (digest.h): the text of
+ * the row as a tuple, in which a NULL is NULL and a string quoted, every
+ * float in its shortest exact form (0.1 apart from 0.10000000000000002,
+ * -0 apart from 0), a Decimal at its scale, so that every type hashes,
+ * Nullable, Decimal and LowCardinality too (cityHash64(*) refuses
+ * Decimal and is NULL for a row holding a NULL, which dropped the row
+ * out of the sum on 18.16). */
+#define CHSQL_ROW_HASH "cityHash64(toString(tuple(*)))"
+
 /*
  * The typed literal of a value the daemon generated: YYYY-MM-DD gives
  * toDate('YYYY-MM-DD'), YYYY-MM-DDTHH gives toDateTime('YYYY-MM-DD

@@ -42,7 +42,7 @@ chwap_figures(struct buf *b, const struct chwap_spec *s)
 {
 	buf_addstr(b, ", '\\t', toString(count())");
 	if (s->digest)
-		buf_addstr(b, ", '\\t', toString(sum(cityHash64(*)))");
+		buf_addstr(b, ", '\\t', toString(sum(" CHSQL_ROW_HASH "))");
 	for (size_t k = 0; k < s->nmetrics; k++)
 		buf_printf(b, ", '\\t', ifNull(toString((%s)), '')",
 			   s->metrics[k]);

@@ -28,13 +28,25 @@ cutoff_input_of_changed(int changed)
 }
 
 enum cutoff_input
-cutoff_input_of(const struct cutoff_fp *before, const struct cutoff_fp *after)
+cutoff_input_of(const struct cutoff_fp *before, const struct cutoff_fp *after,
+		int64_t changes)
 {
-	if (before == NULL || after == NULL || !before->known || !after->known)
+	if (before == NULL || after == NULL || !before->known || !after->known ||
+	    before->sum[0] == '\0' || after->sum[0] == '\0')
 		return CUTOFF_IN_UNKNOWN;
 	if (before->rows != after->rows || strcmp(before->sum, after->sum) != 0)
 		return CUTOFF_IN_CHANGED;
+	/* no row seen either side: identical only if nothing was written */
+	if (before->rows == 0 && changes != 0)
+		return CUTOFF_IN_UNKNOWN;
 	return CUTOFF_IN_SAME;
+}
+
+bool
+cutoff_partition_missed(int64_t rows_before, int64_t rows_after,
+			int64_t changes)
+{
+	return changes > 0 && rows_before == 0 && rows_after == 0;
 }
 
 enum cutoff_verdict

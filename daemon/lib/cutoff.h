@@ -17,8 +17,10 @@
  *  4. A partition whose last build is older than an input's previous
  *     state (it was not built from them) is rebuilt.
  *  5. A partition with an input that changed, or whose fingerprint is
- *     unknown (a job without table and partition_column, a failed read),
- *     is rebuilt.
+ *     unknown (a job without table and partition_column, a failed read,
+ *     a fingerprint that matched no row before nor after a write that
+ *     changed rows or whose changes are not known), is rebuilt: a skip
+ *     is proven, never assumed.
  *  6. Otherwise every input came out identical or was skipped itself
  *     (chains: an unchanged week skips its month): skipped, "inputs
  *     unchanged".
@@ -44,7 +46,8 @@ enum cutoff_input {
 	CUTOFF_IN_SAME,     /* ran, fingerprint before == after */
 	CUTOFF_IN_CHANGED,  /* ran, fingerprint differs */
 	CUTOFF_IN_SKIPPED,  /* skipped by cut-off itself */
-	CUTOFF_IN_UNKNOWN,  /* no fingerprint before or after */
+	CUTOFF_IN_UNKNOWN,  /* no fingerprint before or after, or one that
+			     * proves nothing (cutoff_input_of) */
 };
 
 struct cutoff_self {
@@ -72,9 +75,21 @@ bool cutoff_fingerprinted(const struct config *cfg, const struct job_def *j);
  * and back. */
 int cutoff_changed_of(enum cutoff_input in);
 enum cutoff_input cutoff_input_of_changed(int changed);
-/* What one input did, from its fingerprints before and after its write. */
+/* What one input did, from its fingerprints before and after its write
+ * and the rows that write changed (the driver's count of rows inserted,
+ * updated or deleted; -1 when not known).  Identical only when both were
+ * read, agree, and prove it: a partition of no row before and after is
+ * identical only when the write changed no row at all (it may have
+ * written rows that the partition_column filter does not see: a column
+ * holding :partition_start rather than the key); else unknown. */
 enum cutoff_input cutoff_input_of(const struct cutoff_fp *before,
-				  const struct cutoff_fp *after);
+				  const struct cutoff_fp *after,
+				  int64_t changes);
+/* The guardrail: did a write that changed rows (changes > 0) leave no row
+ * with the partition's key in partition_column, before or after it?  Its
+ * writes then fell outside its declared partition. */
+bool cutoff_partition_missed(int64_t rows_before, int64_t rows_after,
+			     int64_t changes);
 /* Run or skip one downstream partition with n inputs in the request;
  * *reason (static text) says why. */
 enum cutoff_verdict cutoff_decide(const struct cutoff_self *self,

@@ -84,6 +84,13 @@ struct exec_guard_result {
 	int64_t rows_before, rows_after;
 	struct exec_metric_result *metrics; /* job->nmetrics of them */
 	char sum_before[DIGEST_LEN], sum_after[DIGEST_LEN];
+	/* The rows the job's statements changed (inserted, updated,
+	 * deleted) for this partition, when has_changes: a run of one
+	 * partition at a time on SQLite or PostgreSQL (not a batch, nor a
+	 * ClickHouse stage).  Early cut-off and the partition_column
+	 * guardrail read it (cutoff.h). */
+	bool has_changes;
+	int64_t changes;
 };
 
 /* One shard's publish of a run's part on a ClickHouse Distributed target

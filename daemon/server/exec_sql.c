@@ -223,6 +223,7 @@ exec_sql_parts(struct exec_flight *fl, struct wh_conn *conn, struct err *err)
 	struct exec_run *run = fl->run;
 	const struct job_def *jd = run->job;
 	struct wh_param params[3];
+	int64_t base;
 	int rc = 0;
 
 	for (size_t i = 0; i < run->nparts; i++) {
@@ -232,9 +233,16 @@ exec_sql_parts(struct exec_flight *fl, struct wh_conn *conn, struct err *err)
 		if (jd->table != NULL && guard_before(run, conn, i, params, 3,
 						      err) == -1)
 			return -1;
+		base = conn->drv->changes(conn);
 		if (conn->drv->exec_script(conn, jd->sql, params, 3,
 					   rc == 0 ? err : NULL) == -1)
 			return -1;
+		/* what this partition's statements wrote (early cut-off and
+		 * the partition_column guardrail, guard.c) */
+		if (run->guards != NULL) {
+			run->guards[i].has_changes = true;
+			run->guards[i].changes = conn->drv->changes(conn) - base;
+		}
 		if (exec_part_after(fl, conn, i, params, &rc, err) == -1)
 			return -1;
 	}
@@ -266,7 +274,7 @@ exec_sql_tx(struct exec_flight *fl, struct wh_conn *conn, struct err *err)
 	}
 	if (jd->nchecks > 0 || jd->table != NULL || jd->nreconciles > 0)
 		run->checks = xcalloc((jd->nchecks + jd->nreconciles +
-		    (jd->table ? 2 + 2 * jd->nmetrics : 0)) * run->nparts,
+		    (jd->table ? 3 + 2 * jd->nmetrics : 0)) * run->nparts,
 		    sizeof *run->checks);
 	base = drv->changes(conn);
 	if (jd->batch) {

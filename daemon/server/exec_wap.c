@@ -1050,16 +1050,26 @@ exec_wap_stale(struct wh_conn *conn, const struct config *cfg,
  * 2^64, of a 64-bit hash of each row) in `table`. */
 static int
 exec_wap_digest(struct wh_conn *conn, const char *table, const char *column,
-		const struct wh_param *params, int64_t *rows, char *sum,
-		size_t sumsz, struct err *err)
+		enum grain grain, const struct wh_param *params, int64_t *rows,
+		char *sum, size_t sumsz, struct err *err)
 {
 	char *sql, *v = NULL, *end;
 	bool has_row;
 	int rc;
 
+	static const char *const part_of[] = {
+		[GRAIN_HOUR] = "toStartOfHour", [GRAIN_DAY] = "toDate",
+		[GRAIN_WEEK] = "toMonday", [GRAIN_MONTH] = "toStartOfMonth",
+	};
+
+	/* the rows of the partition as the table's partition key makes it
+	 * (docs/clickhouse.md): a DateTime column is compared by the
+	 * grain's function, not as a DateTime with a Date (never equal on
+	 * 18.16) */
 	sql = xasprintf("SELECT toString(count()) || ' ' ||"
-			     " toString(sum(cityHash64(*))) FROM `%s` WHERE `%s`"
-			     " = :partition", table, column);
+			     " toString(sum(" CHSQL_ROW_HASH ")) FROM `%s` WHERE"
+			     " %s(`%s`) = :partition", table, part_of[grain],
+			     column);
 	rc = conn->drv->query_value(conn, sql, params, 1, &has_row, &v, err);
 	free(sql);
 	if (rc == -1)
@@ -1123,11 +1133,11 @@ exec_wap_fingerprint(struct exec_flight *fl, struct wh_conn *conn, size_t i,
 	snprintf(dec[0], sizeof dec[0], "%s", before);
 	snprintf(dec[1], sizeof dec[1], "%s", after);
 	if ((dec[0][0] == '\0' &&
-	     exec_wap_digest(conn, t->live, jd->partition_column, params,
-			     &rows, dec[0], sizeof dec[0], err) == -1) ||
+	     exec_wap_digest(conn, t->live, jd->partition_column, jd->grain,
+			     params, &rows, dec[0], sizeof dec[0], err) == -1) ||
 	    (dec[1][0] == '\0' &&
-	     exec_wap_digest(conn, t->stage, jd->partition_column, params,
-			     &rows, dec[1], sizeof dec[1], err) == -1)) {
+	     exec_wap_digest(conn, t->stage, jd->partition_column, jd->grain,
+			     params, &rows, dec[1], sizeof dec[1], err) == -1)) {
 		err_prefix(err, "fingerprint of %s", t->live);
 		return -1;
 	}
@@ -1163,7 +1173,7 @@ exec_sql_wap_verify(struct exec_flight *fl, struct wh_conn *conn,
 			       " one shard's local table");
 	rc = exec_wap_create(fl, conn, &t, err);
 	if (rc == -1 || exec_wap_digest(conn, jd->table, jd->partition_column,
-	    params, &run->verify_rows[0], run->verify_sum[0],
+	    jd->grain, params, &run->verify_rows[0], run->verify_sum[0],
 	    sizeof run->verify_sum[0], err) == -1)
 		return -1;
 	for (int k = 1; k < 3 && rc == 0; k++) {
@@ -1179,8 +1189,9 @@ exec_sql_wap_verify(struct exec_flight *fl, struct wh_conn *conn,
 			free(sql);
 		}
 		if (rc == 0)
-			rc = exec_wap_digest(conn, t.stage, jd->partition_column,
-			    params, &run->verify_rows[k], run->verify_sum[k],
+			rc = exec_wap_digest(conn, t.stage,
+			    jd->partition_column, jd->grain, params,
+			    &run->verify_rows[k], run->verify_sum[k],
 			    sizeof run->verify_sum[k], err);
 		if (rc == -1)
 			err_prefix(err, "run %d of 2", k);

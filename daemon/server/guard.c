@@ -26,6 +26,7 @@
 #include <string.h>
 
 #include "buf.h"
+#include "cutoff.h"
 #include "severity.h"
 #include "trend.h"
 #include "xalloc.h"
@@ -409,6 +410,25 @@ guard_judge(struct exec_run *run, struct wh_conn *conn, size_t i,
 			guard_record(run, i, "key_unique", true, "no duplicate key");
 		}
 		free(value);
+	}
+	/* the guardrail (issue 40): a write that changed rows while the
+	 * partition_column holds no row with the key, before or after it,
+	 * wrote outside its declared partition: its guards and its
+	 * fingerprint would read nothing */
+	if (g->has_changes && g->has_rows_before && g->has_rows_after &&
+	    cutoff_partition_missed(g->rows_before, g->rows_after,
+				    g->changes)) {
+		snprintf(detail, sizeof detail, "the write changed %lld rows but"
+			 " %s.%s holds no row with the partition's key %s:"
+			 " partition_column must hold the key (:partition),"
+			 " not e.g. :partition_start",
+			 (long long)g->changes, j->table, j->partition_column,
+			 key);
+		guard_record(run, i, "partition_column", false, detail);
+		if (rc == GUARD_PASSED && first_error)
+			err_set(err, EXIT_WORK_FAILED, "check partition_column"
+				" failed for %s: %s", key, detail);
+		rc = GUARD_FAILED;
 	}
 	snprintf(detail, sizeof detail, "%lld rows, at least %lld",
 		 (long long)g->rows_after, (long long)j->min_rows);

@@ -472,6 +472,7 @@ sched_run_cuts(struct active *a, const struct outcome *o)
 		    !run->committed_before ?
 		    &run->guards[r->batch ? i : 0] : NULL;
 		struct cutoff_fp before = {0}, after = {0};
+		int64_t changes = -1;
 
 		if (g != NULL) {
 			before.known = g->sum_before[0] != '\0' &&
@@ -482,8 +483,10 @@ sched_run_cuts(struct active *a, const struct outcome *o)
 				      g->has_rows_after;
 			after.rows = g->rows_after;
 			memcpy(after.sum, g->sum_after, sizeof after.sum);
+			if (g->has_changes)
+				changes = g->changes;
 		}
-		r->items[i]->cut = cutoff_input_of(&before, &after);
+		r->items[i]->cut = cutoff_input_of(&before, &after, changes);
 	}
 }
 

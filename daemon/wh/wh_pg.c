@@ -888,8 +888,12 @@ whpg_usable(const struct wh_conn *conn)
 }
 
 /* A partition's row count and the sum of hashtextextended() over each
- * row's text (the row as a composite value), within the transaction; the
- * sum modulo 2^64 in digest.h's one form. */
+ * row's binary form (record_send: every column by its type's send
+ * function, float4 and float8 by their bits, numeric by its digits and
+ * scale, timestamps as integers), within the transaction; the sum modulo
+ * 2^64 in digest.h's one form.  No session setting (extra_float_digits,
+ * DateStyle, TimeZone, IntervalStyle) changes it, as the row's text
+ * would. */
 static int
 whpg_digest(struct wh_conn *conn, const char *table, const char *column,
 	    const char *partition, int64_t *rows, char *sum, size_t sumsz,
@@ -897,8 +901,8 @@ whpg_digest(struct wh_conn *conn, const char *table, const char *column,
 {
 	struct wh_param param = { "partition", partition };
 	char sql[1024] = "SELECT count(*)::text || ' ' || coalesce(sum("
-		"hashtextextended(ROW(backfilld_row.*)::text, 0)), 0)::text"
-		" FROM ";
+		"hashtextextended(encode(record_send(backfilld_row), 'base64'),"
+		" 0)), 0)::text FROM ";
 	char *value = NULL, *sp;
 	uint64_t total;
 	bool has_row;

@@ -1071,8 +1071,54 @@ whsql_fnv(uint64_t h, const void *p, size_t n)
 	return h;
 }
 
+/* FNV-1a over v as 8 bytes, least significant first (the same hash on
+ * every host). */
+static uint64_t
+whsql_fnv64(uint64_t h, uint64_t v)
+{
+	unsigned char b[8];
+
+	for (int i = 0; i < 8; i++)
+		b[i] = (unsigned char)(v >> (8 * i));
+	return whsql_fnv(h, b, sizeof b);
+}
+
+/* Column i of the row at st into h, exactly: its storage class, then an
+ * INTEGER's 64 bits, a REAL's IEEE 754 bits (0.1 and 0.10000000000000002
+ * differ, and so do -0.0 and 0.0), a TEXT's or BLOB's length and bytes;
+ * a NULL is its class alone (apart from '' and 0). */
+static uint64_t
+whsql_fnv_column(uint64_t h, sqlite3_stmt *st, int i)
+{
+	int type = sqlite3_column_type(st, i);
+	unsigned char t = (unsigned char)type;
+	double d;
+	uint64_t bits;
+	const void *p;
+	int len;
+
+	h = whsql_fnv(h, &t, 1);
+	switch (type) {
+	case SQLITE_INTEGER:
+		return whsql_fnv64(h, (uint64_t)sqlite3_column_int64(st, i));
+	case SQLITE_FLOAT:
+		d = sqlite3_column_double(st, i);
+		memcpy(&bits, &d, sizeof bits);
+		return whsql_fnv64(h, bits);
+	case SQLITE_TEXT:
+	case SQLITE_BLOB:
+		p = type == SQLITE_TEXT ? (const void *)sqlite3_column_text(st, i)
+					: sqlite3_column_blob(st, i);
+		len = sqlite3_column_bytes(st, i);
+		h = whsql_fnv64(h, (uint64_t)len);
+		return p != NULL && len > 0 ? whsql_fnv(h, p, (size_t)len) : h;
+	default:
+		return h;
+	}
+}
+
 /* A partition's row count and the wrapping sum of each row's hash: FNV-1a
- * over every column's type and text (NULL apart from ''), finished by a
+ * over every column's exact value (whsql_fnv_column), finished by a
  * splitmix64 step so that sums of similar rows spread. */
 static int
 whsql_digest(struct wh_conn *conn, const char *table, const char *column,
@@ -1105,16 +1151,8 @@ whsql_digest(struct wh_conn *conn, const char *table, const char *column,
 		uint64_t h = 0xcbf29ce484222325ULL;
 		int ncol = sqlite3_column_count(st);
 
-		for (int i = 0; i < ncol; i++) {
-			unsigned char type = (unsigned char)sqlite3_column_type(st, i);
-			const unsigned char *t = type == SQLITE_NULL ? NULL :
-				sqlite3_column_text(st, i);
-			int len = sqlite3_column_bytes(st, i);
-
-			h = whsql_fnv(h, &type, 1);
-			if (t != NULL)
-				h = whsql_fnv(h, t, (size_t)len + 1);
-		}
+		for (int i = 0; i < ncol; i++)
+			h = whsql_fnv_column(h, st, i);
 		h ^= h >> 30;
 		h *= 0xbf58476d1ce4e5b9ULL;
 		h ^= h >> 27;

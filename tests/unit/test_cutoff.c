@@ -32,12 +32,43 @@ START_TEST(test_input_of)
 	struct cutoff_fp c = fp(11, "00000000000000aa");
 	struct cutoff_fp u = { .known = false };
 
-	ck_assert_int_eq(cutoff_input_of(&a, &a), CUTOFF_IN_SAME);
-	ck_assert_int_eq(cutoff_input_of(&a, &b), CUTOFF_IN_CHANGED);
-	ck_assert_int_eq(cutoff_input_of(&a, &c), CUTOFF_IN_CHANGED);
-	ck_assert_int_eq(cutoff_input_of(&u, &a), CUTOFF_IN_UNKNOWN);
-	ck_assert_int_eq(cutoff_input_of(&a, &u), CUTOFF_IN_UNKNOWN);
-	ck_assert_int_eq(cutoff_input_of(NULL, &a), CUTOFF_IN_UNKNOWN);
+	ck_assert_int_eq(cutoff_input_of(&a, &a, 20), CUTOFF_IN_SAME);
+	ck_assert_int_eq(cutoff_input_of(&a, &a, -1), CUTOFF_IN_SAME);
+	ck_assert_int_eq(cutoff_input_of(&a, &b, 20), CUTOFF_IN_CHANGED);
+	ck_assert_int_eq(cutoff_input_of(&a, &c, 20), CUTOFF_IN_CHANGED);
+	ck_assert_int_eq(cutoff_input_of(&u, &a, 20), CUTOFF_IN_UNKNOWN);
+	ck_assert_int_eq(cutoff_input_of(&a, &u, 20), CUTOFF_IN_UNKNOWN);
+	ck_assert_int_eq(cutoff_input_of(NULL, &a, 20), CUTOFF_IN_UNKNOWN);
+}
+END_TEST
+
+/* issue 40: a fingerprint that matched no row before nor after proves
+ * nothing when the write changed rows (a partition_column holding
+ * :partition_start), nor when its changes are not known; an empty
+ * partition that stayed empty under a write that changed nothing is
+ * identical; a sum that was not read is unknown. */
+START_TEST(test_input_of_proof)
+{
+	struct cutoff_fp z = fp(0, "0000000000000000");
+	struct cutoff_fp a = fp(24, "00000000000000aa");
+	struct cutoff_fp blank = fp(24, "");
+
+	ck_assert_int_eq(cutoff_input_of(&z, &z, 24), CUTOFF_IN_UNKNOWN);
+	ck_assert_int_eq(cutoff_input_of(&z, &z, -1), CUTOFF_IN_UNKNOWN);
+	ck_assert_int_eq(cutoff_input_of(&z, &z, 0), CUTOFF_IN_SAME);
+	ck_assert_int_eq(cutoff_input_of(&z, &a, 24), CUTOFF_IN_CHANGED);
+	ck_assert_int_eq(cutoff_input_of(&a, &z, 24), CUTOFF_IN_CHANGED);
+	ck_assert_int_eq(cutoff_input_of(&blank, &blank, 0), CUTOFF_IN_UNKNOWN);
+}
+END_TEST
+
+START_TEST(test_partition_missed)
+{
+	ck_assert(cutoff_partition_missed(0, 0, 24));
+	ck_assert(!cutoff_partition_missed(0, 0, 0));
+	ck_assert(!cutoff_partition_missed(0, 0, -1));  /* not known: no claim */
+	ck_assert(!cutoff_partition_missed(3, 0, 3));   /* deleted by key */
+	ck_assert(!cutoff_partition_missed(0, 24, 24)); /* written by key */
 }
 END_TEST
 
@@ -220,6 +251,8 @@ cutoff_suite(void)
 	TCase *tc = tcase_create("core");
 
 	tcase_add_test(tc, test_input_of);
+	tcase_add_test(tc, test_input_of_proof);
+	tcase_add_test(tc, test_partition_missed);
 	tcase_add_test(tc, test_unchanged_skips);
 	tcase_add_test(tc, test_rebuild_reasons);
 	tcase_add_test(tc, test_chain);
