@@ -780,7 +780,14 @@ backfill_submit(struct cmd_ctx *ctx, const struct cmdspec_req *creq, int j,
 	rq->nparts = kc->n;
 	plan_init(&plan);
 	memset(&est, 0, sizeof est);
-	if (sched_submit(s, rq, false, &plan, &id, &err) < 0) {
+	if (backfill_check_closed(sched_config(s), kc, &err) < 0 ||
+	    sched_submit(s, rq, false, &plan, &id, &err) < 0) {
+		cmd_fail_err(res, &err);
+		goto out;
+	}
+	/* budget.h rule 1: only a plan with warehouse time has a budget */
+	if (budget_fit_plan(sched_config(s), &plan, kc->j->name,
+			    &rq->budget_s, &rq->budget_source, &err) < 0) {
 		cmd_fail_err(res, &err);
 		goto out;
 	}

@@ -412,7 +412,7 @@ static void
 status_budget_cb(const struct store_budget_row *row, void *data)
 {
 	struct status_budget *sb = data;
-	char at[CAL_KEY_MAX], b[32], sp[32];
+	char at[CAL_KEY_MAX], b[48], sp[48];
 
 	sb->seen++;
 	if (sb->only != NULL && strcmp(sb->only, row->job) != 0)

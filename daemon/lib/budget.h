@@ -10,14 +10,19 @@
  *      only lower its job's max_backfill_time; without --budget it is the
  *      job's max_backfill_time (the top-level one unless the job sets its
  *      own); 0 is none.  Other requests (the schedule, catchup, sensors,
- *      rerun) have none.
+ *      rerun) have none.  A budget applies only to a request of which
+ *      some job's runs take warehouse time (rule 3: a SQL job's, not a
+ *      command's): one of commands alone has none, and its --budget is
+ *      refused, since nothing would measure it.
  *   2. Admission.  A request whose estimated warehouse time (estimate.h:
  *      the figure --dry-run prints) is above its budget is refused whole,
  *      before anything is queued, naming both.  A request without an
  *      estimate (none of its jobs has a successful run yet) is admitted:
  *      only its measured time can stop it.
  *   3. Measurement.  Each run that carries partitions of the request and
- *      ran on a warehouse (a SQL job; not a run that never started) adds
+ *      ran on a warehouse (a SQL job, budget_job_measured; not a command,
+ *      whose process the daemon cannot see the warehouse time of; not a
+ *      run that never started) adds
  *      its wall time, start to end, to the request's measured time once,
  *      whether it succeeded, failed or was interrupted: a batch or a chunk
  *      counts once, a run shared by several requests counts for each.
@@ -36,7 +41,9 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "config.h"
 #include "err.h"
+#include "plan.h"
 
 #define BUDGET_STOP_NUM 3 /* the stop: measured > budget * 3 / 2 */
 #define BUDGET_STOP_DEN 2
@@ -50,6 +57,22 @@
  */
 int budget_of(const char *job, int64_t max_s, int64_t asked_s,
 	      int64_t *budget_s, const char **source, struct err *err);
+
+/* Rule 3: do job j's runs take warehouse time the budget counts (a SQL
+ * job on a warehouse; not a command)? */
+bool budget_job_measured(const struct job_def *j);
+
+/*
+ * Rule 1, for the request's plan (its downstream partitions included):
+ * with a budget *budget_s from *source (budget_of) and no job of the plan
+ * measured (budget_job_measured), a --budget is refused (-1,
+ * EXIT_BAD_INPUT, saying why and what to do) and a max_backfill_time
+ * dropped (*budget_s 0, *source NULL: the request has none); else 0,
+ * unchanged.  `job` is the request's job.
+ */
+int budget_fit_plan(const struct config *cfg, const struct plan *plan,
+		    const char *job, int64_t *budget_s, const char **source,
+		    struct err *err);
 
 /*
  * Rule 2: admit a request with budget budget_s (0: none) and, when
@@ -79,7 +102,10 @@ bool budget_stop(int64_t budget_ms, int64_t spent_ms, bool stopped,
 void budget_stop_note(int64_t request, int64_t budget_ms, int64_t spent_ms,
 		      char *out, size_t size);
 
-/* A duration in seconds as text: "1h 2m", "3m 4s", "5.2s". */
+/* A duration in seconds as text, said once: "5.2s", "30s" under a
+ * minute, else "3m 4s (184 s)", "1h 2m (3720 s)", "2h (7200 s)"; whole
+ * seconds rounded
+ * down, as the on_failure hook's {budget} and {warehouse_seconds} are. */
 void budget_duration(double s, char *out, size_t size);
 
 #endif

@@ -32,8 +32,6 @@
 #define CAL_SEC_DAY 86400
 #define CAL_YEAR_MIN 1
 #define CAL_YEAR_MAX 9999
-/* The longest duration a parser accepts: 100 years of 365 days. */
-#define CAL_DURATION_MAX_DAYS 36500
 #define CAL_DURATION_MAX ((int64_t)CAL_DURATION_MAX_DAYS * CAL_SEC_DAY)
 /* How much of a user's text an error message quotes. */
 #define CAL_QUOTE_MAX 48

@@ -48,8 +48,11 @@ int cal_days_in_month(int y, int m);
 int cal_parse_date(const char *s, int64_t *days, struct err *err);
 /* Strict YYYY-MM-DDTHH (HH 00..23) -> hours since the epoch. */
 int cal_parse_hour(const char *s, int64_t *hours, struct err *err);
+/* The longest duration a parser accepts: 100 years of 365 days. */
+#define CAL_DURATION_MAX_DAYS 36500
 /* Strict duration: digits then one of s, m, h, d ("30s", "15m", "2h",
- * "1d"); "0s" allowed; no sign, no spaces, no overflow. */
+ * "1d"); "0s" allowed, at most CAL_DURATION_MAX_DAYS; no sign, no
+ * spaces, no overflow. */
 int cal_parse_duration(const char *s, int64_t *seconds, struct err *err);
 /* Format a day number as YYYY-MM-DD into buf (CAL_KEY_MAX). */
 void cal_format_date(int64_t days, char *buf);

@@ -600,8 +600,9 @@ cmdspec_duration(const char *what, const char *s, long long *seconds,
 
 	if (cal_parse_duration(s, &v, NULL) < 0 || v <= 0)
 		return err_set(err, EXIT_BAD_INPUT, "%s must be a positive "
-			       "duration like 30s, 15m, 2h or 1d, not '%.40s'",
-			       what, s);
+			       "duration like 30s, 15m, 2h or 1d, at most %dd"
+			       " (100 years), not '%.40s'", what,
+			       CAL_DURATION_MAX_DAYS, s);
 	if (seconds != NULL)
 		*seconds = (long long)v;
 	return 0;

@@ -21,9 +21,7 @@
 static bool
 sched_budget_counts(const struct active *a)
 {
-	const struct job_def *j = a->run.job;
-
-	if (j == NULL || j->warehouse < 0 || j->sql == NULL)
+	if (!budget_job_measured(a->run.job))
 		return false;
 	return !a->run.not_started || a->run.cancelled;
 }

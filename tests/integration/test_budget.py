@@ -17,7 +17,10 @@ What it checks:
     of 1 h, times 10 partitions) is above its budget is refused whole,
     exit 2, one line naming both figures and where the budget came from
     (--budget, max_backfill_time), nothing queued; --budget above the
-    job's max_backfill_time is refused; one within it is queued; --dry-run
+    job's max_backfill_time or the longest duration (36500d, said) is
+    refused; a budget on a request of command jobs alone, which take no
+    warehouse time, is refused (max_backfill_time gives it none); one
+    within the budget is queued; --dry-run
     shows the budget and the verdict;
   - a request whose measured time passes 1.5 times its budget (1 h runs,
     budget 1 h: the second run) is stopped: the 8 partitions left are
@@ -167,12 +170,12 @@ def budget_refusals(w):
     rc, out, err = d.ctl("backfill", "fct", "--from", DAYS[0], "--to", DAYS[1],
                          "--budget", "5h")
     e = h.one_line_error(rc, out, err, 2, "a request estimated above its --budget")
-    h.check("estimated warehouse time 10h 0m (36000 s) is above the request's budget of"
-            " 5h (18000 s, --budget); nothing was queued" in e, "the refusal: %r" % e)
+    h.check("estimated warehouse time 10h (36000 s) is above the request's budget of"
+            " 5h (18000 s), from --budget; nothing was queued" in e, "the refusal: %r" % e)
     rc, out, err = d.ctl("backfill", "fct", "--from", DAYS[0], "--to", DAYS[1])
     e = h.one_line_error(rc, out, err, 2, "a request estimated above max_backfill_time")
-    h.check("10h 0m (36000 s) is above the request's budget of 8h (28800 s,"
-            " max_backfill_time)" in e, "the refusal: %r" % e)
+    h.check("10h (36000 s) is above the request's budget of 8h (28800 s), from"
+            " max_backfill_time;" in e, "the refusal: %r" % e)
     rc, out, err = d.ctl("backfill", "fct", "--from", DAYS[0], "--to", DAYS[1],
                          "--budget", "9h")
     e = h.one_line_error(rc, out, err, 2, "--budget above max_backfill_time")
@@ -181,6 +184,11 @@ def budget_refusals(w):
                          "--budget", "soon")
     e = h.one_line_error(rc, out, err, 2, "--budget soon")
     h.check("--budget must be a positive duration" in e, "the refusal: %r" % e)
+    # the longest duration accepted is said, and is accepted
+    rc, out, err = d.ctl("backfill", "fct", "--from", DAYS[0], "--to", DAYS[1],
+                         "--budget", "1000000d")
+    e = h.one_line_error(rc, out, err, 2, "--budget 1000000d")
+    h.check("at most 36500d (100 years), not '1000000d'" in e, "the refusal: %r" % e)
     _, resp = d.request({"cmd": "backfill", "job": "fct", "from": DAYS[0], "to": DAYS[1],
                          "budget": "0s"})
     h.eq((resp.get("status"), "--budget must be a positive duration" in resp.get("err", "")),
@@ -209,7 +217,7 @@ def budget_refusals(w):
     d.ok("reload")
     rc, out, err = d.ctl("backfill", "fct", "--from", DAYS[0], "--to", DAYS[0])
     e = h.one_line_error(rc, out, err, 2, "one day's backfill above max_backfill_time 30m")
-    h.check("budget of 30m (1800 s, max_backfill_time)" in e, "the refusal: %r" % e)
+    h.check("budget of 30m (1800 s), from max_backfill_time" in e, "the refusal: %r" % e)
     rq = d.enqueue("rerun", "fct", DAYS[0])
     d.wait_request(rq)
     h.eq([r["state"] for r in d.runs() if r["request"] == rq], ["succeeded"],
@@ -273,8 +281,8 @@ def over_budget(w):
          ["2025-03-01", "2025-03-02"], "partitions run before the stop")
     cancelled = [r for r in runs if r["state"] == "cancelled"]
     h.eq(len(cancelled), 8, "partitions cancelled by the stop")
-    reason = ("over budget: measured warehouse time 2h 0m (7200 s) passed 1.5 x the budget"
-              " of 1h 0m (3600 s); backfillctl retry %d resumes it" % rq)
+    reason = ("over budget: measured warehouse time 2h (7200 s) passed 1.5 x the budget"
+              " of 1h (3600 s); backfillctl retry %d resumes it" % rq)
     h.check(all(reason in (r["error"] or "") for r in cancelled),
             "their reason: %r" % cancelled[0]["error"])
     with open(d.log) as f:
@@ -288,8 +296,9 @@ def over_budget(w):
           ob["cancelled"], ob["since"]), (rq, "fct", 3600, 7200, 8, iso_ms(stop_at)),
          "status --json over_budget")
     text = d.ok("status")
-    h.check("request %d (fct): stopped over budget since %s: measured warehouse time 2h 0m"
-            " passed 1.5 x its budget of 1h 0m; 8 partitions cancelled (backfillctl retry %d"
+    h.check("request %d (fct): stopped over budget since %s: measured warehouse time 2h"
+            " (7200 s) passed 1.5 x its budget of 1h (3600 s); 8 partitions cancelled"
+            " (backfillctl retry %d"
             " resumes them)" % (rq, iso_ms(stop_at), rq) in text, "status:\n%s" % text)
     hook = os.path.join(d.dir, "hook-%d.env" % rq)
     until(lambda: os.path.exists(hook), "the on_failure hook of the stop")
@@ -334,6 +343,51 @@ def over_budget(w):
     d.stop()
 
 
+CMD_JOBS = """
+- name: cmd
+  partition: day
+  retries: 0
+  command: ["true"]
+- name: cmd_sql
+  warehouse: sales
+  partition: day
+  upstream: [cmd_up]
+  sql: INSERT OR REPLACE INTO out (dt, n) VALUES (:partition, 1);
+- name: cmd_up
+  partition: day
+  command: ["true"]
+"""
+
+
+def test_budget_of_commands():
+    """A budget counts SQL runs' warehouse time: on a request of command
+    jobs alone an explicit --budget is refused (exit 2, one line, nothing
+    queued) rather than accepted and ignored; a max_backfill_time gives
+    such a request no budget (none echoed, none stored); a command job
+    with a SQL job downstream keeps its budget."""
+    d = h.Daemon(jobs=CMD_JOBS, warehouses={
+        "sales": "CREATE TABLE out (dt TEXT PRIMARY KEY, n INTEGER);"},
+        settings={"max_backfill_time": "4h"}, clock=T0, name="budcmd")
+    n_req = requests_count(d)
+    for extra in ((), ("--dry-run",)):
+        rc, out, err = d.ctl("backfill", "cmd", "--from", DAYS[0], "--to", DAYS[1],
+                             "--budget", "1s", *extra)
+        e = h.one_line_error(rc, out, err, 2, "--budget on a command job %r" % (extra,))
+        h.check("--budget 1s would not apply: cmd runs a command, as does every job of the"
+                " request, and a budget counts only the warehouse time of SQL jobs' runs;"
+                " nothing was queued. Drop --budget" in e, "the refusal: %r" % e)
+    h.eq(requests_count(d), n_req, "requests after the refusals: nothing queued")
+    out = d.ok("backfill", "cmd", "--from", DAYS[0], "--to", DAYS[1])
+    h.check("budget" not in out, "a request of commands echoes no budget: %r" % out)
+    rq = int(re.search(r"request (\d+)", out).group(1))
+    stored = d.state_rows("SELECT budget_ms FROM requests WHERE id = %d" % rq)[0][0]
+    h.check(stored in (None, 0), "the stored budget of a request of commands: %r" % stored)
+    d.wait_request(rq)
+    out = d.ok("backfill", "cmd_up", "--from", DAYS[0], "--to", DAYS[0], "--budget", "1h")
+    h.check("budget 1h of warehouse time" in out, "a command with SQL downstream: %r" % out)
+    d.stop()
+
+
 def test_refusal_sqlite():
     budget_refusals(SqliteWh())
 
@@ -351,5 +405,5 @@ def test_over_budget_postgres():
 
 
 if __name__ == "__main__":
-    h.main([test_refusal_sqlite, test_over_budget_sqlite, test_refusal_postgres,
+    h.main([test_budget_of_commands, test_refusal_sqlite, test_over_budget_sqlite, test_refusal_postgres,
             test_over_budget_postgres])

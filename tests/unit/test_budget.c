@@ -92,16 +92,20 @@ START_TEST(test_admit_message)
 
 	ck_assert_int_eq(budget_admit(18000, "--budget", true, 72000, &err), -1);
 	ck_assert_int_eq(err.code, EXIT_BAD_INPUT);
-	ck_assert_str_eq(err.msg, "refused: the estimated warehouse time 20h 0m"
+	ck_assert_str_eq(err.msg, "refused: the estimated warehouse time 20h"
 			 " (72000 s) is above the request's budget of 5h"
-			 " (18000 s, --budget); nothing was queued. Split the"
-			 " request, or give it a larger budget (backfill"
+			 " (18000 s), from --budget; nothing was queued. Split"
+			 " the request, or give it a larger budget (backfill"
 			 " --dry-run shows the estimate)");
 	ck_assert_int_eq(budget_admit(90, "max_backfill_time", true, 95.5,
 				      &err), -1);
-	ck_assert_ptr_nonnull(strstr(err.msg, "time 1m 36s (96 s) is above the"
-				     " request's budget of 90s (90 s,"
-				     " max_backfill_time)"));
+	ck_assert_ptr_nonnull(strstr(err.msg, "time 1m 35s (95 s) is above the"
+				     " request's budget of 1m 30s (90 s), from"
+				     " max_backfill_time;"));
+	/* under a minute each figure once: no "1.4s (1 s) ... 1s (1 s)" */
+	ck_assert_int_eq(budget_admit(1, "--budget", true, 1.4, &err), -1);
+	ck_assert_ptr_nonnull(strstr(err.msg, "time 1.4s is above the request's"
+				     " budget of 1s, from --budget;"));
 }
 END_TEST
 
@@ -159,13 +163,108 @@ START_TEST(test_stop_note)
 	char note[256];
 
 	budget_stop_note(12, 3600000, 7200000, note, sizeof note);
-	ck_assert_str_eq(note, "over budget: measured warehouse time 2h 0m"
-			 " (7200 s) passed 1.5 x the budget of 1h 0m (3600 s);"
+	ck_assert_str_eq(note, "over budget: measured warehouse time 2h"
+			 " (7200 s) passed 1.5 x the budget of 1h (3600 s);"
 			 " backfillctl retry 12 resumes it");
 	budget_stop_note(3, 2000, 3500, note, sizeof note);
 	ck_assert_str_eq(note, "over budget: measured warehouse time 3.5s"
-			 " (4 s) passed 1.5 x the budget of 2.0s (2 s);"
-			 " backfillctl retry 3 resumes it");
+			 " passed 1.5 x the budget of 2s; backfillctl retry 3"
+			 " resumes it");
+}
+END_TEST
+
+/* One rounding rule: whole seconds rounded down, as the hook's. */
+static const struct {
+	double s;
+	const char *want;
+} duration_cases[] = {
+	{ 0, "0s" },
+	{ 2, "2s" },
+	{ 16.8, "16.8s" },
+	{ 59.5, "59.5s" },
+	{ 60, "1m (60 s)" },
+	{ 90, "1m 30s (90 s)" },
+	{ 136.8, "2m 16s (136 s)" },
+	{ 3599.9, "59m 59s (3599 s)" },
+	{ 8160, "2h 16m (8160 s)" },
+	{ 7230, "2h (7230 s)" },
+	{ 9223372036854.775, "2562047788h (9223372036854 s)" },
+};
+
+START_TEST(test_duration)
+{
+	char out[48];
+
+	budget_duration(duration_cases[_i].s, out, sizeof out);
+	ck_assert_str_eq(out, duration_cases[_i].want);
+}
+END_TEST
+
+/* Rule 1 for a plan: a budget applies to a plan with a SQL job. */
+static const char plan_yaml[] =
+	"state_db: s.db\n"
+	"socket: s.sock\n"
+	"warehouses:\n"
+	"  - {name: w, sqlite: w.db}\n"
+	"jobs:\n"
+	"  - {name: cmd, partition: day, command: [/bin/true]}\n"
+	"  - {name: cmd_down, partition: day, upstream: [cmd], command: [/bin/true]}\n"
+	"  - {name: fct, partition: day, warehouse: w, sql: SELECT 1}\n"
+	"  - {name: fct_down, partition: day, upstream: [cmd], warehouse: w, sql: SELECT 1}\n";
+
+/* The plan of one day of job (and its downstream, unless none). */
+static void
+plan_of(const struct config *cfg, const char *job, bool down, struct plan *p)
+{
+	bool keep[8] = {false};
+
+	plan_init(p);
+	plan_add_root(p, config_job_index(cfg, job), 20500);
+	plan_expand(p, cfg, false, down ? NULL : keep);
+}
+
+START_TEST(test_fit_plan)
+{
+	struct config *cfg;
+	struct plan p;
+	struct err err;
+	int64_t b;
+	const char *src;
+
+	if (config_load_string("/tmp/budget.yaml", plan_yaml,
+			       strlen(plan_yaml), &cfg, &err) < 0)
+		ck_abort_msg("config: %s", err.msg);
+	/* commands alone: --budget refused, max_backfill_time dropped */
+	plan_of(cfg, "cmd", false, &p);
+	b = 1, src = "--budget";
+	ck_assert_int_eq(budget_fit_plan(cfg, &p, "cmd", &b, &src, &err), -1);
+	ck_assert_int_eq(err.code, EXIT_BAD_INPUT);
+	ck_assert_str_eq(err.msg, "refused: --budget 1s would not apply: cmd"
+			 " runs a command, as does every job of the request,"
+			 " and a budget counts only the warehouse time of SQL"
+			 " jobs' runs; nothing was queued. Drop --budget"
+			 " (--concurrency and max_backfill bound a request of"
+			 " commands)");
+	b = 3600, src = "max_backfill_time";
+	ck_assert_int_eq(budget_fit_plan(cfg, &p, "cmd", &b, &src, &err), 0);
+	ck_assert_int_eq(b, 0);
+	ck_assert_ptr_null(src);
+	plan_free(&p);
+	/* a SQL job downstream of the command takes warehouse time */
+	plan_of(cfg, "cmd", true, &p);
+	b = 60, src = "--budget";
+	ck_assert_int_eq(budget_fit_plan(cfg, &p, "cmd", &b, &src, &err), 0);
+	ck_assert_int_eq(b, 60);
+	ck_assert_str_eq(src, "--budget");
+	plan_free(&p);
+	/* a SQL job */
+	plan_of(cfg, "fct", true, &p);
+	ck_assert_int_eq(budget_fit_plan(cfg, &p, "fct", &b, &src, &err), 0);
+	ck_assert_int_eq(b, 60);
+	plan_free(&p);
+	ck_assert(!budget_job_measured(&cfg->jobs[0]));
+	ck_assert(budget_job_measured(&cfg->jobs[2]));
+	config_unref(cfg);
 }
 END_TEST
 
@@ -185,6 +284,9 @@ budget_suite(void)
 			    sizeof over_cases / sizeof over_cases[0]);
 	tcase_add_test(tc, test_stop);
 	tcase_add_test(tc, test_stop_note);
+	tcase_add_loop_test(tc, test_duration, 0,
+			    sizeof duration_cases / sizeof duration_cases[0]);
+	tcase_add_test(tc, test_fit_plan);
 	suite_add_tcase(s, tc);
 	return s;
 }
