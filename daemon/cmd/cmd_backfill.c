@@ -780,8 +780,7 @@ backfill_submit(struct cmd_ctx *ctx, const struct cmdspec_req *creq, int j,
 	rq->nparts = kc->n;
 	plan_init(&plan);
 	memset(&est, 0, sizeof est);
-	if (backfill_check_closed(sched_config(s), kc, &err) < 0 ||
-	    sched_submit(s, rq, false, &plan, &id, &err) < 0) {
+	if (sched_submit(s, rq, false, &plan, &id, &err) < 0) {
 		cmd_fail_err(res, &err);
 		goto out;
 	}
