@@ -357,14 +357,47 @@ status_store_text(struct cmd_ctx *ctx, struct buf *out)
 	}
 }
 
-/* Below the status table: a job's late partitions and its late-data
- * sensor. */
+/* Below the status table: a refused catchup's gap and the command that
+ * fills it, in pieces of at most max_backfill (the log line of the
+ * refusal says the same, sched_clock.c). */
+static void
+status_gap_text(const struct job_def *j, const struct sched_job_view *v,
+		struct buf *out)
+{
+	char a[CAL_KEY_MAX], b[CAL_KEY_MAX], c[CAL_KEY_MAX], n[CAL_KEY_MAX];
+	int64_t gap = v->gap_to - v->gap_from + 1;
+	part_t piece = v->gap_to;
+	bool more = j->max_backfill > 0 && gap > j->max_backfill;
+
+	if (more)
+		piece = v->gap_from + j->max_backfill - 1;
+	part_key(j->grain, v->gap_from, a);
+	part_key(j->grain, v->gap_to, b);
+	part_key(j->grain, piece, c);
+	part_key(j->grain, piece + 1, n);
+	buf_printf(out, "catchup %s: refused, gap %s..%s (%" PRId64
+		   " partition%s, above max_catchup %d); fill it", j->name, a,
+		   b, gap, gap == 1 ? "" : "s", j->max_catchup);
+	if (more)
+		buf_printf(out, " in pieces of at most %d partitions (its"
+			   " max_backfill)", j->max_backfill);
+	buf_printf(out, ": backfillctl backfill %s --from %s --to %s", j->name,
+		   a, c);
+	if (more)
+		buf_printf(out, ", then the same from %s on", n);
+	buf_addstr(out, "\n");
+}
+
+/* Below the status table: a job's refused gap, its late partitions and
+ * its late-data sensor. */
 static void
 status_job_text(const struct job_def *j, const struct sched_job_view *v,
 		struct buf *out)
 {
 	char lc[CAL_KEY_MAX], nc[CAL_KEY_MAX], ok[CAL_KEY_MAX];
 
+	if (v->has_gap)
+		status_gap_text(j, v, out);
 	if (v->late > 0) {
 		part_key(j->grain, v->late_oldest, ok);
 		buf_printf(out, "late %s: %" PRId64 " partition%s past the"

@@ -49,12 +49,51 @@ manifest_clear(struct manifest *m)
 	free(m->job_running);
 	free(m->job_deck);
 	free(m->job_counts);
+	free(m->job_parts);
 	free(m->changes);
 	m->job_running = NULL;
 	m->job_deck = NULL;
 	m->job_counts = NULL;
+	m->job_parts = NULL;
 	m->changes = NULL;
 	m->nchanges = m->changecap = 0;
+}
+
+/* The states counted by partition (job_parts). */
+static bool
+manifest_distinct(enum mstate st)
+{
+	return st == MS_QUEUED || st == MS_RUNNING || st == MS_BLOCKED;
+}
+
+/* Is an item of its job and partition other than it, from x on in its
+ * hash chain, in state st? */
+static bool
+manifest_sibling_in(const struct item *x, const struct item *it,
+		    enum mstate st)
+{
+	for (; x; x = x->hnext)
+		if (x != it && x->state == st &&
+		    manifest_same(x, it->job_name, it->key))
+			return true;
+	return false;
+}
+
+/* Count item it leaving state from (MS_COUNT: none) for state to in its
+ * job's partitions: a partition is in a state while any of its items
+ * is. */
+static void
+manifest_count_part(struct manifest *m, struct item *it, enum mstate from,
+		    enum mstate to)
+{
+	struct item *first = *manifest_bucket(m, it->job_name, it->key);
+
+	if (from != MS_COUNT && manifest_distinct(from) &&
+	    !manifest_sibling_in(first, it, from))
+		m->job_parts[it->job][from]--;
+	if (to != MS_COUNT && manifest_distinct(to) &&
+	    !manifest_sibling_in(first, it, to))
+		m->job_parts[it->job][to]++;
 }
 
 /* Resolve an item's job index against the configuration. */
@@ -74,10 +113,12 @@ manifest_reindex(struct manifest *m, const struct config *cfg)
 	free(m->job_running);
 	free(m->job_deck);
 	free(m->job_counts);
+	free(m->job_parts);
 	m->njobs = cfg->njobs;
 	m->job_running = xcalloc(m->njobs, sizeof *m->job_running);
 	m->job_deck = xcalloc(m->njobs, sizeof *m->job_deck);
 	m->job_counts = xcalloc(m->njobs, sizeof *m->job_counts);
+	m->job_parts = xcalloc(m->njobs, sizeof *m->job_parts);
 	for (struct request *rq = m->requests.next; rq != &m->requests;
 	     rq = rq->next) {
 		for (size_t i = 0; i < rq->n; i++) {
@@ -88,6 +129,12 @@ manifest_reindex(struct manifest *m, const struct config *cfg)
 				m->job_counts[it->job][it->state]++;
 		}
 	}
+	/* each partition once: by the last of its items in its chain */
+	for (size_t b = 0; b < MANIFEST_HASH_SIZE; b++)
+		for (struct item *it = m->hash[b]; it; it = it->hnext)
+			if (manifest_distinct(it->state) && it->job >= 0 &&
+			    !manifest_sibling_in(it->hnext, it, it->state))
+				m->job_parts[it->job][it->state]++;
 	for (struct run *r = m->runs.next; r != &m->runs; r = r->next) {
 		r->job = config_job_index(cfg, r->job_name);
 		if (r->job >= 0)
@@ -136,8 +183,10 @@ manifest_count(struct manifest *m, struct item *it, enum mstate from,
 		if (counted)
 			m->job_counts[it->job][from]--;
 	}
-	if (counted)
+	if (counted) {
 		m->job_counts[it->job][to]++;
+		manifest_count_part(m, it, from, to);
+	}
 	rq->counts[to]++;
 	if (to == MS_QUEUED || to == MS_RUNNING)
 		m->nqueued++;
@@ -301,8 +350,10 @@ manifest_request_free(struct manifest *m, struct request *rq)
 		if (it->state == MS_QUEUED || it->state == MS_RUNNING)
 			m->nqueued--;
 		if (it->job >= 0 && (size_t)it->job < m->njobs &&
-		    it->state < MS_COUNT)
+		    it->state < MS_COUNT) {
 			m->job_counts[it->job][it->state]--;
+			manifest_count_part(m, it, it->state, MS_COUNT);
+		}
 		manifest_unhash(m, it);
 		free(it->job_name);
 		free(it->blocked_on);

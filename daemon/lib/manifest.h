@@ -132,6 +132,9 @@ struct manifest {
 	int *job_deck;			 /* ... per job index */
 	int deck_job;			 /* pick_next_deck's job while it picks */
 	int64_t (*job_counts)[MS_COUNT]; /* items by job index and state */
+	/* partitions by job index and state, each once however many
+	 * requests hold it (manifest_distinct: queued, running, blocked) */
+	int64_t (*job_parts)[MS_COUNT];
 	size_t njobs;
 	int64_t nqueued;      /* queued or running items */
 	int64_t failed_total; /* items that ever failed */

@@ -86,9 +86,10 @@ sched_job_view(struct sched *s, int job, struct sched_job_view *v)
 	/* a partition skipped by early cut-off keeps its build: succeeded */
 	v->succeeded = js->last[MS_SUCCEEDED] + js->last[MS_SKIPPED];
 	v->failed = js->last[MS_FAILED];
-	v->queued = s->m.job_counts[job][MS_QUEUED];
-	v->running = s->m.job_counts[job][MS_RUNNING];
-	v->blocked = s->m.job_counts[job][MS_BLOCKED];
+	/* partitions, each once however many requests queued it */
+	v->queued = s->m.job_parts[job][MS_QUEUED];
+	v->running = s->m.job_parts[job][MS_RUNNING];
+	v->blocked = s->m.job_parts[job][MS_BLOCKED];
 	v->late = fresh_late(s->fresh, j->name, &v->late_oldest, NULL);
 }
 

@@ -17,7 +17,9 @@ and its worker takes it the moment the current one ends.
 - a --fail-fast request's runs are never handed ahead: at concurrency 1,
   with the third partition failing its check, nothing more of it starts
   (2 succeeded, 1 failed, 7 cancelled), where a run handed ahead would
-  have started on its worker the moment the failed one ended.
+  have started on its worker the moment the failed one ended;
+- status counts queued partitions, not requests' items: two hours queued
+  by three requests are QUEUED 2.
 """
 import re
 import sqlite3
@@ -267,7 +269,27 @@ def test_fail_fast_hands_nothing_ahead():
     d.stop()
 
 
+def test_status_counts_partitions():
+    d = daemon(10, "ahead-counts")
+    keys = hours(2)
+    d.ok("pause", "hourly_rows")
+    reqs = [d.enqueue("backfill", "hourly_rows", "--from", keys[0], "--to", keys[-1])
+            for _ in range(3)]
+    st = d.status("hourly_rows")["hourly_rows"]
+    h.eq((st["queued"], st["running"], st["blocked"]), (2, 0, 0),
+         "status of two hours queued by three requests")
+    out = d.ok("status", "hourly_rows")
+    row = out.split("\n")[1].split()   # ... QUEUED RUNNING SUCCEEDED FAILED BLOCKED STALE
+    h.eq(row[-6], "2", "QUEUED in the table:\n%s" % out)
+    d.ok("resume", "hourly_rows")
+    for rq in reqs:
+        d.wait_request(rq)
+    h.eq(d.status("hourly_rows")["hourly_rows"]["queued"], 0, "queued once all ran")
+    d.stop()
+
+
 if __name__ == "__main__":
     h.main([test_short_runs_handed_ahead, test_long_runs_not_handed_ahead,
             test_drain_takes_back_what_has_not_started, test_kill9_with_a_run_handed_ahead,
-            test_pause_and_reload_take_back, test_fail_fast_hands_nothing_ahead])
+            test_pause_and_reload_take_back, test_fail_fast_hands_nothing_ahead,
+            test_status_counts_partitions])

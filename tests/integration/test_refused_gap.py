@@ -9,7 +9,8 @@ backfilld_catchup_refused stays 1 and `map` draws the gap as refused.  A
 second refusal while the first gap is unfilled extends it.  Only once every
 partition of the gap has succeeded (backfilled in bounded pieces) is
 catchup `ok` again.  On main, the catchup of two partitions cleared the gap
-although none of it had run.
+although none of it had run.  Status also says the command that fills the
+gap, in pieces of at most max_backfill (as the README promises).
 """
 import os
 import re
@@ -41,6 +42,16 @@ def expect_refused(d, gap, what, cells=None):
          "map's refused cells " + what)
 
 
+def expect_fill(d, gap, n, to, then):
+    """status names the gap and the command that fills its first piece."""
+    out = d.ok("status")
+    want = ("catchup gappy: refused, gap %s..%s (%d partitions, above max_catchup 5);"
+            " fill it in pieces of at most 60 partitions (its max_backfill): backfillctl"
+            " backfill gappy --from %s --to %s, then the same from %s on\n"
+            % (gap["from"], gap["to"], n, gap["from"], to, then))
+    h.check(want in out, "status lacks %r:\n%s" % (want, out))
+
+
 def restart(d, instant):
     d.stop()
     h.eq(metric(d), 1, "backfilld_catchup_refused at the stop before " + instant)
@@ -50,10 +61,12 @@ def restart(d, instant):
 
 
 def test_refused_gap_stays_until_filled():
-    jobs = ts.cmd_job("gappy", "day", "2026-01-01", "catchup: true\nmax_catchup: 5")
+    jobs = ts.cmd_job("gappy", "day", "2026-01-01",
+                      "catchup: true\nmax_catchup: 5\nmax_backfill: 60")
     d = ts.sched_daemon(jobs, "2026-03-10T00:30:00Z", "gap",
                         settings={"max_concurrency": 4, "metrics_file": "backfilld.prom"})
     expect_refused(d, GAP, "at the first start")
+    expect_fill(d, GAP, 68, "2026-03-01", "2026-03-02")
     h.eq(ts.new_requests(d), [], "requests at the first start (the gap is refused)")
 
     # the next partition comes due: it runs, the gap stays
@@ -78,6 +91,7 @@ def test_refused_gap_stays_until_filled():
     # (the days that ran in between are drawn as succeeded, not refused)
     cells = [("2026-01-01", "2026-03-09"), ("2026-03-13", "2026-03-18")]
     expect_refused(d, wide, "after a second refusal", cells)
+    expect_fill(d, wide, 77, "2026-03-01", "2026-03-02")
     h.eq(ts.ran_parts(d, "gappy"), h.days("2026-03-10", "2026-03-12"),
          "partitions run: none of either gap")
 

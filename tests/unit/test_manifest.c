@@ -27,6 +27,9 @@
  *         the mapping, as a restart does
  *   gone  "job/key": that item is cancelled (its job left the
  *         configuration, say) and what waits for it settles
+ *   reindex  the configuration read again (manifest_reindex)
+ *   parts "JOB": want its partitions queued, running and blocked, each
+ *         once however many requests hold it, "Q R B" (job_parts)
  *   now   "MS": the time from then on
  *   pause "JOB", throttle "WAREHOUSE"
  *   deck  "JOB": start the run of that job that pick_next_deck hands
@@ -148,6 +151,26 @@ static const struct mcase cases[] = {
 		{ "state", NULL, "1:RQQ 2:RR 3:Q" },
 		{ "end", "a/2026-01-01 fail", NULL },
 		{ "state", NULL, "1:FCC 2:RR 3:Q" },
+	} },
+
+	/* ---- status counts partitions, not requests' items ---- */
+	{ "parts: a partition queued by three requests is one", NULL, {
+		{ "req", "1 backfill: c/2026-01-01 c/2026-01-02", NULL },
+		{ "req", "2 backfill: c/2026-01-01", NULL },
+		{ "req", "3 backfill: c/2026-01-01", NULL },
+		{ "parts", "c", "2 0 0" },
+		{ "pick", NULL, "c/2026-01-01@1+3+2" },
+		{ "parts", "c", "1 1 0" },
+		{ "end", "c/2026-01-01 ok", NULL },
+		{ "parts", "c", "1 0 0" },
+		{ "cancel", "1", NULL },
+		{ "parts", "c", "0 0 0" },
+		{ "req", "4 backfill: c/2026-01-05", NULL },
+		{ "req", "5 backfill: c/2026-01-05", NULL },
+		{ "cancel", "4", NULL },
+		{ "parts", "c", "1 0 0" },
+		{ "reindex", NULL, NULL },
+		{ "parts", "c", "1 0 0" },
 	} },
 
 	/* ---- rule 2, caps ---- */
@@ -704,6 +727,15 @@ world_step(struct world *w, const struct step *st, const char *name)
 	} else if (strcmp(st->op, "attempts") == 0) {
 		snprintf(got, sizeof got, "%d",
 			 world_item(w, st->arg, 0)->attempts);
+	} else if (strcmp(st->op, "reindex") == 0) {
+		manifest_reindex(&w->m, w->cfg);
+	} else if (strcmp(st->op, "parts") == 0) {
+		int j = config_job_index(w->cfg, st->arg);
+
+		snprintf(got, sizeof got, "%lld %lld %lld",
+			 (long long)w->m.job_parts[j][MS_QUEUED],
+			 (long long)w->m.job_parts[j][MS_RUNNING],
+			 (long long)w->m.job_parts[j][MS_BLOCKED]);
 	} else {
 		ck_abort_msg("%s: unknown step %s", name, st->op);
 	}
