@@ -281,8 +281,9 @@ enum sqlscan_dialect config_job_dialect(const struct config *cfg,
 /* A SQLite warehouse's file, read-only and never created: 0 when it is an
  * SQLite database (empty, or its header says "SQLite format 3") or cannot
  * be opened (a missing file is startup.c's, a permission the daemon's
- * user may have), else -1 with why ("it is 12 bytes of something else:
- * its header is not SQLite's"). */
+ * user may have), else -1 with why ("it is not an SQLite database (25
+ * bytes that do not start with SQLite's header)", "it is not a regular
+ * file"). */
 int config_wh_sqlite_header(const char *path, char *why, size_t n);
 
 /* True when this daemon shares a PostgreSQL state store with other nodes. */

@@ -301,6 +301,33 @@ def test_http_listen_that_cannot_bind():
     d.stop()
 
 
+def test_check_config_warehouse_not_sqlite():
+    """--check-config reads a sqlite: warehouse's file (never writing it)
+    and refuses one that is not an SQLite database, at its path's
+    position; the start refuses it the same way."""
+    d = h.Daemon(jobs="""
+- name: a
+  warehouse: sales
+  partition: day
+  sql: SELECT 1
+""", warehouses={"sales": None}, name="notdb", start=False)
+    csv = b"day,amount\n2026-01-01,3\n"
+    with open(d.warehouses["sales"], "wb") as f:
+        f.write(csv)
+    line, col = position(d.config_text, "sales.db")
+    for args in (["--check-config"], []):
+        p = subprocess.run([d.backfilld] + args + ["--config", d.conf], capture_output=True,
+                           text=True, env=d.env(), timeout=60)
+        h.eq(p.returncode, 2, "%s of a warehouse that is not SQLite (stderr %r)" % (args, p.stderr))
+        h.check(re.search(r"backfilld\.yaml:%d:%d: warehouse \"sales\": sqlite file \S+sales\.db:"
+                          r" it is not an SQLite database \(24 bytes that do not start with"
+                          r" SQLite's header\); correct the path$" % (line, col),
+                          p.stderr.strip()), "%s names the file: %r" % (args, p.stderr))
+    with open(d.warehouses["sales"], "rb") as f:
+        h.eq(f.read(), csv, "the file is left as it was")
+
+
 if __name__ == "__main__":
     h.main([test_broken_then_valid_reload, test_reload_dropping_a_job_with_queued_work,
-            test_changed_report_judged_by_the_file, test_http_listen_that_cannot_bind])
+            test_changed_report_judged_by_the_file, test_http_listen_that_cannot_bind,
+            test_check_config_warehouse_not_sqlite])
