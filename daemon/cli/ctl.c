@@ -111,6 +111,10 @@ struct ctl_args {
  * temporary file renamed once the whole page arrived). */
 static const char *ctl_report_path;
 
+/* logs --raw: a run's output (DATA frames of `bytes`) written as the
+ * command wrote it; otherwise rendered by text.h's rule for lines. */
+static bool ctl_raw;
+
 /* Fill err with a usage error (exit 2) that points at the command's
  * --help; returns -1. */
 static int __attribute__((format(printf, 3, 4)))
@@ -566,6 +570,15 @@ ctl_parse(struct ctl_ctx *ctx, int argc, char **argv, struct buf *req,
 		    "there is nothing to --wait for: drop one of them");
 	if (cs == &cmdspec_report)
 		ctl_report_path = ctl_get(&v, "html");
+	if (cs == &cmdspec_logs && ctl_get(&v, "raw") != NULL) {
+		if (isatty(STDOUT_FILENO))
+			return err_set(err, EXIT_BAD_INPUT, "--raw writes the "
+			    "command's bytes as they are, escape sequences "
+			    "included, so never to a terminal: redirect or "
+			    "pipe the output (> FILE, | less -R), or drop "
+			    "--raw to see them escaped");
+		ctl_raw = true;
+	}
 	if (cs == &cmdspec_wait)
 		ctx->wait_request = strtoll(v.pos[0], NULL, 10);
 	if (cs == &cmdspec_completion)
@@ -791,21 +804,48 @@ ctl_status(const struct proto_msg *msg, const char *path, struct err *err)
 	return st == EXIT_INTERNAL ? EXIT_WORK_FAILED : (int)st;
 }
 
-/* Write a DATA frame's out to stdout now; 0, or the errno of a failed
- * write (EPIPE: its reader, such as head, went away). */
+/* Write a DATA frame to stdout now: its `out` as is (text the daemon
+ * rendered), its `bytes` (outside bytes, a run's output) decoded and
+ * rendered by text.h's rule for lines, or as they are with --raw.  0, the
+ * errno of a failed write (EPIPE: its reader, such as head, went away),
+ * or -1 when `bytes` is not an encoding. */
 static int
 ctl_data(const struct proto_msg *msg)
 {
+	struct buf dec, shown;
+	const struct buf *w;
 	size_t i;
+	int rc = 0;
 
-	for (i = 0; i < msg->nfields; i++) {
-		if (strcmp(msg->fields[i].key, "out") != 0)
+	buf_init(&dec);
+	buf_init(&shown);
+	for (i = 0; i < msg->nfields && rc == 0; i++) {
+		const char *v = msg->fields[i].value;
+		size_t n = msg->fields[i].value_len;
+
+		if (strcmp(msg->fields[i].key, "bytes") == 0) {
+			buf_reset(&dec);
+			buf_reset(&shown);
+			if (proto_bytes_decode(v, n, &dec) < 0) {
+				rc = -1;
+				break;
+			}
+			if (!ctl_raw)
+				text_escape_lines(&shown, dec.data, dec.len);
+			w = ctl_raw ? &dec : &shown;
+			v = w->data;
+			n = w->len;
+		} else if (strcmp(msg->fields[i].key, "out") != 0) {
 			continue;
-		if (fwrite(msg->fields[i].value, 1, msg->fields[i].value_len,
-		    stdout) != msg->fields[i].value_len || fflush(stdout) != 0)
-			return errno ? errno : EIO;
+		}
+		errno = 0;
+		if ((n > 0 && fwrite(v, 1, n, stdout) != n) ||
+		    fflush(stdout) != 0)
+			rc = errno ? errno : EIO;
 	}
-	return 0;
+	buf_free(&dec);
+	buf_free(&shown);
+	return rc;
 }
 
 /* Print a response's out (stdout, as is: the daemon escaped what came
@@ -898,6 +938,17 @@ ctl_closed_stdout(bool drawn, int e)
 	return EXIT_DONE;
 }
 
+/* A DATA frame whose `bytes` is not an encoding: -1 with err. */
+static int
+ctl_bad_data(bool drawn, const char *path, struct err *err)
+{
+	if (drawn)
+		fputs("\r\033[K", stderr);
+	return err_set(err, EXIT_UNREACHABLE, "invalid answer from backfilld "
+	    "at %s: a data frame whose bytes are not encoded; use backfillctl "
+	    "and backfilld from the same release", path);
+}
+
 /*
  * The --wait part: ask for `request`'s progress on the same connection,
  * show PROGRESS frames when stderr is a terminal, and return the final
@@ -933,6 +984,8 @@ ctl_wait(int fd, const char *path, struct buf *in, long long request,
 		if (msg.type == PROTO_DATA) {
 			rc = ctl_data(&msg);
 			proto_msg_free(&msg);
+			if (rc < 0)
+				return ctl_bad_data(drawn, path, err);
 			if (rc != 0)
 				return ctl_closed_stdout(drawn, rc);
 			continue;
@@ -999,6 +1052,10 @@ ctl_run(struct ctl_ctx *ctx, const struct buf *req, struct err *err)
 			int closed = ctl_data(&msg);
 
 			proto_msg_free(&msg);
+			if (closed < 0) {
+				st = ctl_bad_data(false, ctx->path, err);
+				goto out;
+			}
 			if (closed) {
 				st = ctl_closed_stdout(false, closed);
 				goto out;

@@ -74,6 +74,10 @@ struct cmd_stream {
 	 * calls (on the loop thread) once it has more. */
 	void (*wake)(void *data);
 	void *wake_data;
+	/* The pages are outside bytes carried exactly (a command run's log):
+	 * DATA frames with `bytes` (proto_add_bytes), which backfillctl
+	 * renders by text.h's rule, instead of `out` text. */
+	bool bytes;
 };
 #define CMD_STREAM_PAUSE 2
 

@@ -1,12 +1,16 @@
 /*
- * cmd_logs.c - logs JOB PARTITION [--attempt N] [--follow] (docs/logs.md):
- * a run's output, streamed over the control socket so that the client
- * needs no access to the daemon's log folder.
+ * cmd_logs.c - logs JOB PARTITION [--attempt N] [--follow] [--raw]
+ * (docs/logs.md): a run's output, streamed over the control socket so
+ * that the client needs no access to the daemon's log folder.
  *
  * Which run: the one running now (--follow follows it), else the newest
  * finished run of the partition, or attempt N of the request that ran it
- * last.  A command run's log (LOG_DIR/JOB/PARTITION.ATTEMPT.log, the
- * executor's) is read CMD_PAGE_BYTES at a time, one page per turn of the
+ * last.  A command run's log (LOG_DIR/JOB/PARTITION.run-ID.log, named by
+ * its run: exec_log_path; a log written before logs were named by run,
+ * PARTITION.ATTEMPT.log, is read when the run's own is not there) is
+ * sent as the bytes the command wrote (DATA frames of `bytes`, which
+ * carry any byte: backfillctl renders them by text.h's rule unless asked
+ * for --raw).  It is read CMD_PAGE_BYTES at a time, one page per turn of the
  * control socket's pump and only while the client's unsent output is
  * small (control.c's bound): any size of log, in bounded memory.  With
  * --follow, at the end of the file while the run is running the stream
@@ -38,6 +42,7 @@ struct logs_stream {
 	char key[CAL_KEY_MAX];
 	int attempt;
 	int64_t request;
+	int64_t run_id;
 	bool follow;    /* the run was running: follow it */
 	bool ended;     /* ... and it has ended since */
 	uv_fs_event_t ev;
@@ -77,11 +82,12 @@ static bool
 logs_running(struct logs_stream *ls)
 {
 	int attempt;
-	int64_t request;
+	int64_t request, run_id;
 
 	return sched_partition_running(ls->s, ls->job, ls->key, &attempt,
-				       &request) &&
-	    attempt == ls->attempt && request == ls->request;
+				       &request, &run_id) &&
+	    attempt == ls->attempt && request == ls->request &&
+	    run_id == ls->run_id;
 }
 
 static int
@@ -166,7 +172,8 @@ logs_sql(const struct config *cfg, const struct job_def *j, const char *key,
 	buf_printf(out, "statement %d, line %d of %s's SQL%s%s:\n", n, line,
 		   j->name, j->sql_file ? " in " : "",
 		   j->sql_file ? j->sql_file : "");
-	buf_add(out, j->sql + off, len);
+	/* the configuration's text, rendered as every output's (text.h) */
+	text_escape_lines(out, j->sql + off, len);
 	buf_addstr(out, "\n");
 }
 
@@ -178,12 +185,14 @@ logs_find(struct cmd_ctx *ctx, const struct job_def *j, const char *key,
 	  struct err *err)
 {
 	int a;
-	int64_t rq;
+	int64_t rq, id;
 
 	memset(ri, 0, sizeof *ri);
-	*running = sched_partition_running(ctx->sched, j->name, key, &a, &rq) &&
+	*running = sched_partition_running(ctx->sched, j->name, key, &a, &rq,
+					   &id) &&
 	    (attempt == 0 || attempt == a);
 	if (*running) {
+		ri->id = id;
 		ri->attempt = a;
 		ri->request_id = rq;
 		ri->state = MS_RUNNING;
@@ -211,9 +220,23 @@ logs_command(struct cmd_ctx *ctx, const struct job_def *j, const char *key,
 			 j->name, key, ri->attempt, ri->node);
 		return;
 	}
-	snprintf(path, sizeof path, "%s/%s/%s.%d.log",
-		 sched_log_dir(ctx->sched), j->name, key, ri->attempt);
+	if (exec_log_path(path, sizeof path, sched_log_dir(ctx->sched),
+			  j->name, key, ri->id) < 0) {
+		cmd_fail(res, EXIT_BAD_INPUT, "the log of %s %s has a path too"
+			 " long for this system", j->name, key);
+		return;
+	}
 	fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+	if (fd < 0 && errno == ENOENT && !running) {
+		/* written before logs were named by run (docs/logs.md) */
+		snprintf(path, sizeof path, "%s/%s/%s.%d.log",
+			 sched_log_dir(ctx->sched), j->name, key, ri->attempt);
+		fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+		if (fd < 0)
+			exec_log_path(path, sizeof path,
+				      sched_log_dir(ctx->sched), j->name, key,
+				      ri->id);
+	}
 	if (fd < 0) {
 		cmd_fail(res, EXIT_BAD_INPUT, "no log of %s %s attempt %d on"
 			 " this node (%s: %s)%s", j->name, key, ri->attempt,
@@ -225,12 +248,14 @@ logs_command(struct cmd_ctx *ctx, const struct job_def *j, const char *key,
 	ls = xcalloc(1, sizeof *ls);
 	ls->cs.next = logs_next;
 	ls->cs.free = logs_free;
+	ls->cs.bytes = true;
 	ls->s = ctx->sched;
 	ls->fd = fd;
 	snprintf(ls->job, sizeof ls->job, "%s", j->name);
 	snprintf(ls->key, sizeof ls->key, "%s", key);
 	ls->attempt = ri->attempt;
 	ls->request = ri->request_id;
+	ls->run_id = ri->id;
 	ls->follow = follow && running;
 	if (ls->follow) {
 		uv_fs_event_init(sched_loop(ctx->sched), &ls->ev);
@@ -262,6 +287,12 @@ cmd_logs_exec(struct cmd_ctx *ctx, const struct cmdspec_req *req,
 	j = &cfg->jobs[job];
 	if (part_parse_key(j->grain, key, &p, &err) < 0) {
 		cmd_fail_err(res, &err);
+		return;
+	}
+	if (attempt > INT_MAX) {
+		cmd_fail(res, EXIT_BAD_INPUT, "--attempt %lld is out of range:"
+			 " attempts are numbered from 1 to at most %d (backfillctl"
+			 " runs %s shows them)", attempt, INT_MAX, j->name);
 		return;
 	}
 	rc = logs_find(ctx, j, key, (int)attempt, &running, &ri, &err);

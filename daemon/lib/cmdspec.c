@@ -464,6 +464,7 @@ const struct cmdspec cmdspec_mark = {
 static const struct cmdspec_arg cmdspec_logs_opts[] = {
 	CMDSPEC_ARG("attempt", CMDSPEC_INT, "attempt", part.attempt),
 	CMDSPEC_ARG("follow", CMDSPEC_FLAG, "follow", part.follow),
+	CMDSPEC_ARG("raw", CMDSPEC_FLAG, "raw", part.raw),
 	CMDSPEC_END
 };
 static const struct cmdspec_arg cmdspec_logs_pos[] = {
@@ -474,15 +475,19 @@ static const struct cmdspec_arg cmdspec_logs_pos[] = {
 };
 const struct cmdspec cmdspec_logs = {
 	"logs",
-	"logs JOB PARTITION [--attempt N] [--follow]",
+	"logs JOB PARTITION [--attempt N] [--follow] [--raw]",
 	"Print the output of a partition's newest run (or of attempt N of its\n"
 	"newest request): a command run's log, a SQL run's error with its\n"
 	"statement and position.  Streamed by the daemon: no access to its\n"
-	"log folder is needed.  Exit 2 for a partition never run or an\n"
-	"attempt that does not exist.\n\n"
+	"log folder is needed.  Control bytes (ESC, BEL, CR, NUL...) are shown\n"
+	"escaped (\\r, \\x1b), as in every output; newlines and tabs are\n"
+	"kept.  Exit 2 for a partition never run or an attempt that does not\n"
+	"exist.\n\n"
 	"  --attempt N          that attempt instead of the newest\n"
 	"  --follow             go on printing while the run is running;\n"
-	"                       return when it ends\n",
+	"                       return when it ends\n"
+	"  --raw                the bytes as the command wrote them, for a\n"
+	"                       pipe or a file (refused on a terminal)\n",
 	CMDSPEC_STREAMS,
 	cmdspec_logs_opts, cmdspec_logs_pos, 2, NULL, NULL
 };

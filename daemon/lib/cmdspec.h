@@ -119,7 +119,7 @@ struct cmdreq_part { /* verify, logs */
 	const char *job;
 	struct cmdspec_date partition;
 	long long attempt;
-	bool json, follow;
+	bool json, follow, raw;
 };
 struct cmdreq_show { /* status, stale, jobs */
 	const char *job;

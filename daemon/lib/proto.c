@@ -3,7 +3,10 @@
  *
  * Writing: proto_begin() resets a struct buf and reserves the 12-byte
  * header, proto_add*() append "key=value\0" fields, proto_end() fills the
- * header with the body length.  One frame per buffer: a sender that queues
+ * header with the body length.  No byte of a value makes a sender abort
+ * (only a key that is not one, which the code names, never the data):
+ * proto_add_n() renders a NUL of text as "\x00", proto_add_bytes() carries
+ * any byte, encoded.  One frame per buffer: a sender that queues
  * several frames builds each in its own buffer and appends it.  proto_end()
  * does not enforce PROTO_MAX_BODY: a sender whose body may grow large
  * keeps it small itself (the daemon sends long output as DATA frames of at
@@ -96,18 +99,84 @@ proto_add(struct buf *b, const char *key, const char *value)
 	buf_add(b, "", 1);
 }
 
-/* Append field key=value where value is len bytes without a NUL. */
+/* Append field key=value where value is len bytes of text: a NUL among
+ * them goes as "\x00" (the text rule's), never an abort: the bytes may
+ * be anyone's. */
 void
 proto_add_n(struct buf *b, const char *key, const char *value, size_t len)
 {
-	size_t klen = strlen(key);
+	size_t klen = strlen(key), i, run = 0;
 
-	if (!proto_key_ok(key, klen) || memchr(value, '\0', len) != NULL)
+	if (!proto_key_ok(key, klen))
 		abort();
 	buf_add(b, key, klen);
 	buf_add(b, "=", 1);
-	buf_add(b, value, len);
+	for (i = 0; i < len; i++) {
+		if (value[i] != '\0')
+			continue;
+		buf_add(b, value + run, i - run);
+		buf_add(b, "\\x00", 4);
+		run = i + 1;
+	}
+	if (len > run)
+		buf_add(b, value + run, len - run);
 	buf_add(b, "", 1);
+}
+
+/* Append field key=<data[0..len) encoded: a backslash as two, a NUL as
+ * a backslash and '0'>. */
+void
+proto_add_bytes(struct buf *b, const char *key, const void *data, size_t len)
+{
+	const char *p = data;
+	size_t klen = strlen(key), i, run = 0;
+
+	if (!proto_key_ok(key, klen))
+		abort();
+	buf_add(b, key, klen);
+	buf_add(b, "=", 1);
+	for (i = 0; i < len; i++) {
+		if (p[i] != '\0' && p[i] != '\\')
+			continue;
+		buf_add(b, p + run, i - run);
+		buf_add(b, p[i] == '\0' ? "\\0" : "\\\\", 2);
+		run = i + 1;
+	}
+	if (len > run)
+		buf_add(b, p + run, len - run);
+	buf_add(b, "", 1);
+}
+
+/* Decode a value of proto_add_bytes into out: 0, or -1 at a fault. */
+int
+proto_bytes_decode(const char *value, size_t value_len, struct buf *out)
+{
+	size_t i, run = 0;
+
+	for (i = 0; i < value_len; i++) {
+		if (value[i] != '\\')
+			continue;
+		buf_add(out, value + run, i - run);
+		if (i + 1 == value_len || (value[i + 1] != '\\' &&
+		    value[i + 1] != '0'))
+			return -1;
+		buf_add(out, value[i + 1] == '0' ? "" : "\\", 1);
+		run = ++i + 1;
+	}
+	if (value_len > run)
+		buf_add(out, value + run, value_len - run);
+	if (out->data == NULL)
+		buf_add(out, "", 0);
+	return 0;
+}
+
+/* One DATA frame with data[0..len) in its field `bytes`. */
+void
+proto_data_bytes(struct buf *f, const void *data, size_t len)
+{
+	proto_begin(f, PROTO_DATA);
+	proto_add_bytes(f, "bytes", data, len);
+	proto_end(f);
 }
 
 /* Append field key=<printf-formatted value>. */
@@ -322,6 +391,20 @@ proto_get(const struct proto_msg *msg, const char *key)
 			return msg->fields[i].value;
 	}
 	return NULL;
+}
+
+/* A bytes field decoded into out: 0, -1 when absent or malformed. */
+int
+proto_get_bytes(const struct proto_msg *msg, const char *key, struct buf *out)
+{
+	size_t i;
+
+	for (i = 0; i < msg->nfields; i++) {
+		if (strcmp(msg->fields[i].key, key) == 0)
+			return proto_bytes_decode(msg->fields[i].value,
+			    msg->fields[i].value_len, out);
+	}
+	return -1;
 }
 
 /* Integer field: optional '-', then decimal digits only; no spaces, no

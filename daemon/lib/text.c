@@ -39,15 +39,18 @@ text_escape_byte(unsigned char c, char *e)
 	}
 }
 
-void
-text_escape_add(struct buf *b, const void *s, size_t len)
+/* The rule's rendering of s[0..len) into b; keep_lines: newline and tab
+ * kept as they are. */
+static void
+text_escape_rule(struct buf *b, const void *s, size_t len, bool keep_lines)
 {
 	const unsigned char *p = s, *run = s;
 	char e[5];
 	size_t i;
 
 	for (i = 0; i < len; i++) {
-		if (!text_is_control(p[i]))
+		if (!text_is_control(p[i]) ||
+		    (keep_lines && (p[i] == '\n' || p[i] == '\t')))
 			continue;
 		if (p + i > run)
 			buf_add(b, run, (size_t)(p + i - run));
@@ -58,6 +61,18 @@ text_escape_add(struct buf *b, const void *s, size_t len)
 		buf_add(b, run, (size_t)(p + len - run));
 	if (b->data == NULL)
 		buf_add(b, "", 0);
+}
+
+void
+text_escape_add(struct buf *b, const void *s, size_t len)
+{
+	text_escape_rule(b, s, len, false);
+}
+
+void
+text_escape_lines(struct buf *b, const void *s, size_t len)
+{
+	text_escape_rule(b, s, len, true);
 }
 
 void

@@ -33,6 +33,14 @@ struct buf;
  * \x00) to b. */
 void text_escape_add(struct buf *b, const void *s, size_t len);
 
+/* The same rule for text of many lines (a command run's output, which
+ * `backfillctl logs` prints): newline and tab are kept, since they lay out
+ * lines and columns and move no cursor back; every other byte as above
+ * (\r, \xNN for 0x00-0x1f and 0x7f: ESC, BEL, NUL, backspace never reach
+ * a terminal raw).  Byte by byte, so text cut anywhere renders the same
+ * in pieces as whole. */
+void text_escape_lines(struct buf *b, const void *s, size_t len);
+
 /* Append the rendering of the string s (NULL: nothing) to b. */
 void text_escape_str(struct buf *b, const char *s);
 

@@ -196,6 +196,25 @@ client_send_data(struct client *cl, const char *data, size_t len)
 	buf_free(&f);
 }
 
+/* Send outside bytes (a run's log) exactly, as DATA frames whose field
+ * `bytes` carries at most PROTO_DATA_BYTES_MAX of them each, encoded. */
+void
+client_send_bytes(struct client *cl, const char *data, size_t len)
+{
+	struct buf f;
+	size_t off = 0, n;
+
+	buf_init(&f);
+	while (off < len && !cl->closing) {
+		n = len - off < PROTO_DATA_BYTES_MAX ? len - off :
+		    PROTO_DATA_BYTES_MAX;
+		proto_data_bytes(&f, data + off, n);
+		client_send(cl, &f);
+		off += n;
+	}
+	buf_free(&f);
+}
+
 /* The queued answers are written: close. */
 static void
 client_shutdown_cb(uv_shutdown_t *req, int status)

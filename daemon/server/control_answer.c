@@ -209,7 +209,10 @@ client_pump_cb(uv_idle_t *h)
 	buf_init(&out);
 	rc = cl->stream->next(cl->stream, &out);
 	cl->streamed += out.len;
-	client_send_data(cl, out.data, out.len);
+	if (cl->stream->bytes)
+		client_send_bytes(cl, out.data, out.len);
+	else
+		client_send_data(cl, out.data, out.len);
 	buf_free(&out);
 	if (cl->closing)
 		return;

@@ -174,6 +174,8 @@ struct mail_wait {
 void client_send(struct client *cl, struct buf *frame);
 void client_queue(struct client *cl, struct buf *frame);
 void client_send_data(struct client *cl, const char *data, size_t len);
+/* Send outside bytes exactly: DATA frames with `bytes` (proto.h). */
+void client_send_bytes(struct client *cl, const char *data, size_t len);
 void client_error(struct client *cl, int status, const char *msg);
 void client_finish(struct client *cl);
 void client_close(struct client *cl);

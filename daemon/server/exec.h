@@ -101,6 +101,15 @@ struct exec_shard_publish {
 	int64_t rows_before, rows_after; /* that shard's audit counts */
 };
 
+/*
+ * A command run's log, LOG_DIR/JOB/KEY.run-ID.log: named by the run (ID
+ * its run id, the first request's when one execution serves several), so
+ * that each run of a partition has its own and none is appended to
+ * another request's.  Into out: 0, or -1 when it does not fit.
+ */
+int exec_log_path(char *out, size_t size, const char *log_dir,
+		  const char *job, const char *key, int64_t run_id);
+
 struct exec_run {
 	/* Set by the caller before exec_submit; unchanged until done_cb. */
 	int64_t run_id;
@@ -109,7 +118,7 @@ struct exec_run {
 	struct exec_part *parts;   /* one, or several for a batch run */
 	size_t nparts;
 	int attempt;               /* 1 for the first */
-	const char *log_dir;       /* command output: LOG_DIR/JOB/PARTITION.ATTEMPT.log */
+	const char *log_dir;       /* command output: exec_log_path() */
 	/* A query run instead (late_data sensors): this read-only SQL with
 	 * :since bound runs outside a transaction, the job's statements do
 	 * not; the first column of its rows comes back in values. */

@@ -1,13 +1,15 @@
 /*
  * exec_cmd.c - command runs: no thread, uv_spawn() in their own session
  * (so the pid is also the process group), with BACKFILLD_* in the
- * environment and stdout and stderr appended to a per-run log file;
+ * environment and stdout and stderr appended to the run's own log file
+ * (exec_log_path: named by its run id);
  * reaped by libuv's exit callback on the loop.  A command is stopped by
  * SIGKILL to its group, only while the child is not yet reaped (the pid
  * could be reused after).
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <inttypes.h>
 #include <limits.h>
 #include <signal.h>
 #include <stdio.h>
@@ -141,6 +143,16 @@ exec_resource_errno(int e)
 	return e == EMFILE || e == ENFILE || e == EAGAIN || e == ENOMEM;
 }
 
+int
+exec_log_path(char *out, size_t size, const char *log_dir, const char *job,
+	      const char *key, int64_t run_id)
+{
+	int n = snprintf(out, size, "%s/%s/%s.run-%" PRId64 ".log", log_dir,
+			 job, key, run_id);
+
+	return n < 0 || (size_t)n >= size ? -1 : 0;
+}
+
 /* Open (creating LOG_DIR/JOB) the run's log file for appending. */
 static int
 exec_cmd_log(struct exec_flight *fl, int *fd, struct err *err)
@@ -167,9 +179,8 @@ exec_cmd_log(struct exec_flight *fl, int *fd, struct err *err)
 		if (mkdir(dir, 0750) == -1 && errno != EEXIST)
 			return err_set(err, EXIT_WORK_FAILED, "cannot create "
 			    "%s: %s", dir, strerror(errno));
-		n = snprintf(fl->log_path, sizeof fl->log_path,
-		    "%s/%s.%d.log", dir, run->parts[0].key, run->attempt);
-		if (n < 0 || (size_t)n >= sizeof fl->log_path)
+		if (exec_log_path(fl->log_path, sizeof fl->log_path,
+		    run->log_dir, name, run->parts[0].key, run->run_id) < 0)
 			return err_set(err, EXIT_WORK_FAILED, "log path too "
 			    "long under %s", dir);
 	}

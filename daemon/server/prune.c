@@ -18,11 +18,21 @@
  *     one that fails ends the pass and fails the turn, so the daemon stops
  *     new work and restarts in place once the store can be written
  *     (scheduler.c, rule 7); no pass starts or goes on while it waits.
+ *  5. Logs go with their runs.  A command run's log (exec_log_path, named
+ *     by its run id) is deleted once the slice that deleted its run is
+ *     committed, never before (a slice rolled back keeps both), so the
+ *     log folder holds the logs of the runs kept and no more.  A log
+ *     written before logs were named by run (PARTITION.ATTEMPT.log) is
+ *     not the daemon's to match with a run: it stays (docs/logs.md).
  */
 #include "prune.h"
 
+#include <errno.h>
 #include <inttypes.h>
+#include <limits.h>
 #include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
 
 #include "clock.h"
 #include "log.h"
@@ -42,8 +52,45 @@ struct prune {
 	int64_t started_real;    /* uv_now at the pass's start */
 	int64_t now;             /* the pass's daemon clock, ms */
 	struct store_prune pass;
+	struct buf logs;         /* the slice's pruned runs' logs, each
+				  * path NUL-terminated: unlinked once
+				  * the slice is committed */
 	int closing;             /* handles still to close */
 };
+
+/* A run was pruned: its log goes once the slice is committed (rule 5). */
+static void
+prune_run_log(const char *job, const char *key, int64_t run_id, void *data)
+{
+	struct prune *p = data;
+	const char *dir = sched_log_dir(p->sched);
+	char path[PATH_MAX];
+
+	/* the executor names no log for such names (exec_cmd.c) */
+	if (dir == NULL || dir[0] == '\0' || strchr(job, '/') != NULL ||
+	    strcmp(job, "..") == 0 || strcmp(job, ".") == 0 ||
+	    strchr(key, '/') != NULL ||
+	    exec_log_path(path, sizeof path, dir, job, key, run_id) < 0)
+		return;
+	buf_add(&p->logs, path, strlen(path) + 1);
+}
+
+/* The slice is committed: delete its runs' logs. */
+static void
+prune_logs_unlink(struct prune *p)
+{
+	size_t off = 0;
+
+	while (off < p->logs.len) {
+		const char *path = p->logs.data + off;
+
+		if (unlink(path) < 0 && errno != ENOENT)
+			log_warn("cannot delete the log %s of a pruned run: %s",
+				 path, strerror(errno));
+		off += strlen(path) + 1;
+	}
+	buf_reset(&p->logs);
+}
 
 /* The cutoff for runs of job: finished before it, they may go. */
 static int64_t
@@ -83,6 +130,7 @@ prune_slice_cb(uv_timer_t *t)
 	}
 	p->pass.newest_cutoff = prune_newest_cutoff(sched_config(p->sched),
 						    p->now);
+	buf_reset(&p->logs);
 	if (store_begin(st, &err) < 0) {
 		rc = -1;
 	} else {
@@ -92,6 +140,9 @@ prune_slice_cb(uv_timer_t *t)
 		else if (store_commit(st, &err) < 0)
 			rc = -1;
 	}
+	if (rc >= 0)
+		prune_logs_unlink(p);
+	buf_reset(&p->logs);
 	if (rc < 0) {
 		log_err("pruning history stopped: %s", err.msg);
 		p->running = false;
@@ -127,7 +178,8 @@ prune_tick(struct prune *p)
 	p->now = now;
 	p->running = true;
 	p->started_real = (int64_t)uv_now(p->slice.loop);
-	p->pass = (struct store_prune){ .cutoff = prune_cutoff, .data = p };
+	p->pass = (struct store_prune){ .cutoff = prune_cutoff, .data = p,
+					.pruned = prune_run_log };
 	uv_timer_start(&p->slice, prune_slice_cb, 0, 0);
 }
 
@@ -160,8 +212,10 @@ prune_closed_cb(uv_handle_t *h)
 {
 	struct prune *p = h->data;
 
-	if (--p->closing == 0)
+	if (--p->closing == 0) {
+		buf_free(&p->logs);
 		free(p);
+	}
 }
 
 void

@@ -17,13 +17,18 @@
 
 bool
 sched_partition_running(struct sched *s, const char *job, const char *key,
-			int *attempt, int64_t *request)
+			int *attempt, int64_t *request, int64_t *run_id)
 {
 	for (struct item *it = *manifest_bucket(&s->m, job, key); it != NULL;
 	     it = it->hnext)
 		if (manifest_same(it, job, key) && it->state == MS_RUNNING) {
+			struct active *a = it->run != NULL ? it->run->data :
+					   NULL;
+
 			*attempt = it->attempts;
 			*request = it->rq->id;
+			if (run_id != NULL)
+				*run_id = a != NULL ? a->run.run_id : 0;
 			return true;
 		}
 	return false;

@@ -274,12 +274,13 @@ struct store *sched_store(struct sched *s);
  * stopped since (then it need not read them again); set by status. */
 bool sched_budget_none(struct sched *s);
 void sched_set_budget_none(struct sched *s, bool none);
-/* Is job's partition key running here?  Its attempt and request. */
+/* Is job's partition key running here?  Its attempt, request, and the
+ * run id its execution's log is named by (run_id may be NULL). */
 bool sched_partition_running(struct sched *s, const char *job, const char *key,
-			     int *attempt, int64_t *request);
+			     int *attempt, int64_t *request, int64_t *run_id);
 /* Is it queued here (waiting to run)? */
 bool sched_partition_queued(struct sched *s, const char *job, const char *key);
-/* The loop, and the folder of command runs' logs (JOB/KEY.ATTEMPT.log). */
+/* The loop, and the folder of command runs' logs (JOB/KEY.run-ID.log). */
 uv_loop_t *sched_loop(struct sched *s);
 const char *sched_log_dir(struct sched *s);
 /* The executor runs go to (the proofs of --verify use it too). */

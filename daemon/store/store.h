@@ -191,7 +191,7 @@ typedef void (*store_orphan_cb)(int64_t run_id, const char *job,
 
 /* One run found by run_lookup: its error copied. */
 struct store_run_info {
-	int64_t id;
+	int64_t id;        /* as runs shows it: the execution's (shared_run) */
 	int64_t request_id;
 	int attempt;
 	enum mstate state;
@@ -233,6 +233,11 @@ struct store_prune {
 	int64_t cursor;   /* the last id looked at */
 	int64_t runs;     /* deleted so far */
 	int64_t requests;
+	/* Optional: each run deleted (its job, partition and id), inside the
+	 * step's transaction, for what goes with it (a command run's log);
+	 * job and key are valid during the call only. */
+	void (*pruned)(const char *job, const char *key, int64_t run_id,
+		       void *data);
 };
 
 

@@ -79,10 +79,11 @@ pgst_stats(struct store *st, struct store_stats *out)
 	PQclear(r);
 }
 
-/* Delete one slice of history that may go (store.c, "Pruning"). */
+/* Delete one slice of history that may go (store.c, "Pruning"); job
+ * and key: the run's (phase 0, for pr->pruned), or NULL. */
 static int
 pgst_prune_delete(struct pgst *p, struct store_prune *pr, int64_t id,
-		  struct err *err)
+		  const char *job, const char *key, struct err *err)
 {
 	struct pgst_args a = { 0 };
 	PGresult *r;
@@ -98,6 +99,8 @@ pgst_prune_delete(struct pgst *p, struct store_prune *pr, int64_t id,
 			return -1;
 		n = pgst_changes(r);
 		pr->runs += n;
+		if (n > 0 && pr->pruned != NULL && job != NULL)
+			pr->pruned(job, key, id, pr->data);
 		p->runs_kept -= n;
 	} else {
 		if (pgst_write_done(p, P_PRUNE_MANIFEST_DEL, &a,
@@ -121,8 +124,10 @@ pgst_prune_step(struct store *st, struct store_prune *pr, int limit,
 	struct pgst *p = pgst_of(st);
 	struct pgst_args a = { 0 };
 	int64_t *ids, nids = 0, seen = 0;
+	char **names; /* phase 0: job and key of each id */
 	bool end = false;
 	PGresult *r;
+	int rc = 0;
 
 	if (pr->phase >= 2)
 		return 0;
@@ -133,6 +138,7 @@ pgst_prune_step(struct store *st, struct store_prune *pr, int limit,
 	if (r == NULL)
 		return -1;
 	ids = xcalloc((size_t)(limit > 0 ? limit : 1), sizeof *ids);
+	names = xcalloc((size_t)(limit > 0 ? limit : 1) * 2, sizeof *names);
 	for (int i = 0; i < PQntuples(r); i++) {
 		int64_t id = col_int(r, i, 0);
 		bool finished = !col_null(r, i, 3);
@@ -145,17 +151,26 @@ pgst_prune_step(struct store *st, struct store_prune *pr, int limit,
 		}
 		pr->cursor = id;
 		if (!keep && finished &&
-		    col_int(r, i, 3) < pr->cutoff(col_text(r, i, 1), pr->data))
+		    col_int(r, i, 3) < pr->cutoff(col_text(r, i, 1), pr->data)) {
+			if (pr->phase == 0) {
+				names[nids * 2] = xstrdup(col_text(r, i, 1) ?
+				    col_text(r, i, 1) : "");
+				names[nids * 2 + 1] = xstrdup(col_text(r, i, 5) ?
+				    col_text(r, i, 5) : "");
+			}
 			ids[nids++] = id;
-	}
-	PQclear(r);
-	for (int64_t i = 0; i < nids; i++) {
-		if (pgst_prune_delete(p, pr, ids[i], err) < 0) {
-			free(ids);
-			return -1;
 		}
 	}
+	PQclear(r);
+	for (int64_t i = 0; i < nids && rc == 0; i++)
+		rc = pgst_prune_delete(p, pr, ids[i], names[i * 2],
+				       names[i * 2 + 1], err);
+	for (int64_t i = 0; i < nids * 2; i++)
+		free(names[i]);
+	free(names);
 	free(ids);
+	if (rc < 0)
+		return -1;
 	if (end || seen < limit) { /* the walk reached the end or a young row */
 		pr->phase++;
 		pr->cursor = 0;

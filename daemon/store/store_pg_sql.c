@@ -74,8 +74,8 @@ const char *const pgst_sql[P_COUNT] = {
 	[P_RUN_MARK] = "UPDATE runs SET marked_by = $2 WHERE id = $1",
 	[P_RUN_NODE] = "UPDATE runs SET node = $2 WHERE id = $1",
 	[P_RUN_LOOKUP] =
-	"SELECT r.id, r.request_id, r.attempt, r.state, r.error, r.node FROM"
-	" partition_latest l JOIN runs x ON x.id = l.run_id JOIN runs r"
+	"SELECT COALESCE(r.shared_run, r.id), r.request_id, r.attempt, r.state,"
+	" r.error, r.node FROM partition_latest l JOIN runs x ON x.id = l.run_id JOIN runs r"
 	" ON r.manifest_id = x.manifest_id WHERE l.job = $1 AND"
 	" l.partition_key = $2 AND ($3::int = 0 OR r.attempt = $3::int)"
 	" ORDER BY r.id DESC LIMIT 1",
@@ -114,7 +114,7 @@ const char *const pgst_sql[P_COUNT] = {
 	" OR EXISTS (SELECT 1 FROM partitions p WHERE p.job = r.job AND"
 	" p.partition_key = r.partition_key AND p.run_id = r.id)"
 	" OR EXISTS (SELECT 1 FROM requests q WHERE q.id = r.request_id AND"
-	" q.finished_at IS NULL)"
+	" q.finished_at IS NULL), r.partition_key"
 	" FROM runs r WHERE r.id > $1 ORDER BY r.id LIMIT $2",
 	[P_PRUNE_AUDIT_DEL] = "DELETE FROM run_audit WHERE run_id = $1",
 	[P_PRUNE_RUN_DEL] = "DELETE FROM runs WHERE id = $1",

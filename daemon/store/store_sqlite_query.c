@@ -70,6 +70,17 @@ store_sqlite_stats(struct store *base, struct store_stats *out)
 		out->wal_bytes = sb.st_size;
 }
 
+/* Free the job and key copies of n pruned ids. */
+static void
+store_sqlite_names_free(char **names, int64_t n)
+{
+	if (names == NULL)
+		return;
+	for (int64_t i = 0; i < n * 2; i++)
+		free(names[i]);
+	free(names);
+}
+
 /*
  * Pruning, one slice at a time.  Phase 1 walks runs by id and deletes
  * each finished run older than its job's keep_runs with its audit rows,
@@ -89,12 +100,15 @@ store_sqlite_prune_step(struct store *base, struct store_prune *pr, int limit,
 	struct store_sqlite *st = store_sqlite_of(base);
 	sqlite3_stmt *s;
 	int64_t *ids, nids = 0, seen = 0;
+	char **names = NULL; /* phase 0: job and key of each id */
 	bool end = false;
 	int rc;
 
 	if (pr->phase >= 2)
 		return 0;
 	ids = xcalloc((size_t)limit, sizeof *ids);
+	if (pr->phase == 0 && pr->pruned != NULL)
+		names = xcalloc((size_t)limit * 2, sizeof *names);
 	s = st->stmt[pr->phase == 0 ? S_PRUNE_RUNS : S_PRUNE_REQUESTS];
 	sqlite3_bind_int64(s, 1, pr->cursor);
 	sqlite3_bind_int(s, 2, limit);
@@ -114,8 +128,15 @@ store_sqlite_prune_step(struct store *base, struct store_prune *pr, int limit,
 		}
 		pr->cursor = id;
 		if (!keep && finished &&
-		    finished_at < pr->cutoff(job, pr->data))
+		    finished_at < pr->cutoff(job, pr->data)) {
+			if (names != NULL) {
+				const char *key = store_sqlite_col_text(s, 5);
+
+				names[nids * 2] = xstrdup(job ? job : "");
+				names[nids * 2 + 1] = xstrdup(key ? key : "");
+			}
 			ids[nids++] = id;
+		}
 	}
 	if (rc < 0)
 		goto fail;
@@ -131,6 +152,9 @@ store_sqlite_prune_step(struct store *base, struct store_prune *pr, int limit,
 				goto fail;
 			pr->runs += sqlite3_changes(st->db);
 			st->runs_kept -= sqlite3_changes(st->db);
+			if (names != NULL && sqlite3_changes(st->db) > 0)
+				pr->pruned(names[i * 2], names[i * 2 + 1],
+					   ids[i], pr->data);
 		} else {
 			s = st->stmt[S_PRUNE_MANIFEST_DEL];
 			if (store_sqlite_id_done(st, s, ids[i], err,
@@ -143,6 +167,7 @@ store_sqlite_prune_step(struct store *base, struct store_prune *pr, int limit,
 			pr->requests += sqlite3_changes(st->db);
 		}
 	}
+	store_sqlite_names_free(names, nids);
 	free(ids);
 	if (end || seen < limit) { /* the walk reached the end or a young row */
 		pr->phase++;
@@ -150,6 +175,7 @@ store_sqlite_prune_step(struct store *base, struct store_prune *pr, int limit,
 	}
 	return pr->phase < 2 ? 1 : 0;
 fail:
+	store_sqlite_names_free(names, nids);
 	free(ids);
 	return -1;
 }

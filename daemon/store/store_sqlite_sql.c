@@ -69,8 +69,8 @@ const char *const store_sqlite_sql[S_COUNT] = {
 	[S_RUN_PROC] = "UPDATE runs SET pgid = ?2, proc_start = ?3 WHERE id = ?1",
 	[S_RUN_MARK] = "UPDATE runs SET marked_by = ?2 WHERE id = ?1",
 	[S_RUN_LOOKUP] =
-	"SELECT r.id, r.request_id, r.attempt, r.state, r.error, NULL FROM"
-	" partition_latest l JOIN runs x ON x.id = l.run_id JOIN runs r"
+	"SELECT COALESCE(r.shared_run, r.id), r.request_id, r.attempt, r.state,"
+	" r.error, NULL FROM partition_latest l JOIN runs x ON x.id = l.run_id JOIN runs r"
 	" ON r.manifest_id = x.manifest_id WHERE l.job = ?1 AND"
 	" l.partition_key = ?2 AND (?3 = 0 OR r.attempt = ?3)"
 	" ORDER BY r.id DESC LIMIT 1",
@@ -93,7 +93,7 @@ const char *const store_sqlite_sql[S_COUNT] = {
 	" OR EXISTS (SELECT 1 FROM partitions p WHERE p.job = r.job AND"
 	" p.partition_key = r.partition_key AND p.run_id = r.id)"
 	" OR EXISTS (SELECT 1 FROM requests q WHERE q.id = r.request_id AND"
-	" q.finished_at IS NULL)"
+	" q.finished_at IS NULL), r.partition_key"
 	" FROM runs r WHERE r.id > ?1 ORDER BY r.id LIMIT ?2",
 	[S_PRUNE_AUDIT_DEL] = "DELETE FROM run_audit WHERE run_id = ?",
 	[S_PRUNE_RUN_DEL] = "DELETE FROM runs WHERE id = ?",

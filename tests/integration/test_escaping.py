@@ -9,8 +9,11 @@ out of `backfill --wait`, `runs`, `audit`, `status`, an error line
 SQL text cannot hold 0x00 (a C string ends there): the warehouse value
 and the SQL error carry 0x01-0x1f and 0x7f, the hook's output 0x00 too."""
 import os
+import pty
 import re
 import shutil
+import subprocess
+import tempfile
 import time
 
 import harness as h
@@ -224,5 +227,132 @@ def test_every_output():
         h.check(OWNED_TEXT in p.stdout, "the rendered report: the title escape shown escaped")
 
 
+# What a run may print to take over the terminal of whoever reads its log:
+# a title set, the screen cleared, a bell, a carriage return that writes
+# over the line, a NUL (which once stopped the daemon), DEL, a backspace;
+# and a literal backslash, UTF-8 and a byte that is not UTF-8, kept.
+NOISY = (b"first line\n\x1b]0;owned\x07\x1b[2J\rover\x00nul\x7fdel\x08bs\ttab\\x1b\n"
+         b"\xc3\xa9 \xff\n")
+FOLLOW_1 = b"before\x00\x1b[31mred\x07\n"
+FOLLOW_2 = b"after\rcr\x00\x1b[0m\n"
+
+
+def lines_rule(data):
+    """backfillctl logs' rendering of data (text.h, text_escape_lines): the
+    rule, newline and tab kept."""
+    out = bytearray()
+    for b in data:
+        if b in (0x0a, 0x09) or (0x20 <= b != 0x7f):
+            out.append(b)
+        else:
+            out += rule(b).encode()
+    return bytes(out)
+
+
+def octal(data):
+    return "".join("\\%03o" % b for b in data)
+
+
+def ctl_bytes(d, *args, stdout=subprocess.PIPE):
+    return subprocess.run([d.backfillctl, "--socket", d.sock] + list(args), stdout=stdout,
+                          stderr=subprocess.PIPE, env=d.env(), timeout=GUARD)
+
+
+def test_logs_outside_bytes():
+    """A run's output through `logs` and `logs --follow`: every byte carried
+    (a NUL stops nothing), shown by the rule; --raw gives the bytes to a
+    pipe and is refused on a terminal; the daemon stays up and no command
+    runs twice."""
+    tmp = tempfile.mkdtemp(prefix="bfd-noisy-")
+    go = os.path.join(tmp, "go")
+    with open(os.path.join(tmp, "noisy.sh"), "w") as f:
+        f.write("echo ran >> %s/noisy.count\nprintf '%s'\n" % (tmp, octal(NOISY)))
+    with open(os.path.join(tmp, "follow.sh"), "w") as f:
+        f.write("echo ran >> %s/follow.count\nprintf '%s'\n"
+                "while [ ! -e %s ]; do sleep 0.05; done\nprintf '%s'\n"
+                % (tmp, octal(FOLLOW_1), go, octal(FOLLOW_2)))
+    jobs = """
+- name: noisy
+  partition: day
+  catchup: false
+  retries: 0
+  command: ["sh", "%(tmp)s/noisy.sh"]
+- name: follow
+  partition: day
+  catchup: false
+  retries: 0
+  command: ["sh", "%(tmp)s/follow.sh"]
+""" % {"tmp": tmp}
+    d = h.Daemon(jobs=jobs, name="escape-logs", clock=None)
+    try:
+        d.wait_request(d.enqueue("backfill", "noisy", "--from", "2026-02-01",
+                                 "--to", "2026-02-01"))
+        p = ctl_bytes(d, "logs", "noisy", "2026-02-01")
+        h.eq((p.returncode, p.stderr), (0, b""), "logs of a run that printed a NUL")
+        h.eq(p.stdout, lines_rule(NOISY), "logs: the output by the rule")
+        h.eq(raw_controls(p.stdout), ["09"], "logs: no raw control byte but tabs")
+        d.assert_alive("after logs of a NUL")
+        h.check("noisy" in d.status(), "status answers after logs")
+
+        # --raw to a pipe: the bytes exactly; on a terminal: refused
+        p = ctl_bytes(d, "logs", "noisy", "2026-02-01", "--raw")
+        h.eq((p.returncode, p.stdout), (0, NOISY), "logs --raw to a pipe: %r" % p.stderr)
+        master, slave = pty.openpty()
+        try:
+            p = ctl_bytes(d, "logs", "noisy", "2026-02-01", "--raw", stdout=slave)
+            os.close(slave)
+            slave = -1
+            shown = b""
+            while True:
+                try:
+                    chunk = os.read(master, 4096)
+                except OSError:
+                    break
+                if not chunk:
+                    break
+                shown += chunk
+        finally:
+            if slave >= 0:
+                os.close(slave)
+            os.close(master)
+        e = h.one_line_error(p.returncode, "", p.stderr.decode(), 2, "logs --raw on a terminal")
+        h.check("never to a terminal" in e, e)
+        h.eq(shown, b"", "logs --raw on a terminal: nothing written to it")
+
+        # --follow: what it wrote so far, then the rest, each by the rule
+        req = d.enqueue("backfill", "follow", "--from", "2026-02-01", "--to", "2026-02-01")
+        deadline = time.monotonic() + GUARD
+        while d.status("follow")["follow"]["running"] < 1:
+            h.check(time.monotonic() < deadline, "follow never ran")
+            time.sleep(0.02)
+        p = subprocess.Popen([d.backfillctl, "--socket", d.sock, "logs", "follow", "2026-02-01",
+                              "--follow"], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                             env=d.env())
+        try:
+            first = p.stdout.readline()
+            h.eq(first, lines_rule(FOLLOW_1), "--follow: the first part by the rule")
+            h.check(p.poll() is None, "--follow goes on while the run runs")
+            open(go, "w").close()
+            rest, err = p.communicate(timeout=GUARD)
+        finally:
+            if p.poll() is None:
+                p.kill()
+                p.wait()
+        h.eq((p.returncode, err), (0, b""), "--follow's exit")
+        h.eq(rest, lines_rule(FOLLOW_2), "--follow: the rest by the rule")
+        h.eq(d.wait_request(req).get("succeeded"), "1", "the followed run")
+        d.assert_alive("after logs --follow")
+        h.check("follow" in d.status(), "status answers after --follow")
+
+        # each command ran once: nothing stopped the daemon mid-run
+        for job in ("noisy", "follow"):
+            with open(os.path.join(tmp, job + ".count")) as f:
+                h.eq(f.read(), "ran\n", "%s ran once" % job)
+            h.eq(len(d.runs("--job", job)), 1, "runs of %s" % job)
+        d.stop()
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
 if __name__ == "__main__":
-    h.main([test_every_output])
+    h.main([test_every_output, test_logs_outside_bytes])

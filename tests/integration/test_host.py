@@ -306,8 +306,14 @@ def test_paths_and_groups():
     with open(victim, "w") as f:
         f.write("keep\n")
     os.makedirs(os.path.join(d.dir, "logs", "export"), exist_ok=True)
-    os.symlink(victim, os.path.join(d.dir, "logs", "export", "2026-02-01.1.log"))
+    # the log is named by the run's id (docs/logs.md): the next ones planted
+    last = d.state_rows("SELECT COALESCE(MAX(id), 0) FROM runs")[0][0]
+    planted = range(last + 1, last + 4)
+    for i in planted:
+        os.symlink(victim, os.path.join(d.dir, "logs", "export", "2026-02-01.run-%d.log" % i))
     rc, out, err = d.ctl("backfill", "export", "--from", "2026-02-01", "--to", "2026-02-01", "--wait")
+    h.check([r for r in d.runs("--job", "export") if r["id"] in planted],
+            "the run's id is one of those planted: %r" % d.runs("--job", "export"))
     with open(victim) as f:
         h.eq(f.read(), "keep\n", "a command log written through a symlink")
     d.stop()

@@ -12,7 +12,15 @@ creates: no sleep stands in for the order).  A SQL run's answer is its
 state, its error, the statement the error names and that statement's
 line.  A partition never run, one only queued, and an attempt that does
 not exist are each refused with one line and exit 2.
+
+Logs by run (test_logs_by_run): three requests of one partition each have
+their own log (named by run id), `logs` prints the newest run's alone and
+`--attempt N` the attempt of the newest request; `--attempt 4294967297`
+is refused (out of range), not read as attempt 1; once keep_runs prunes
+the older runs, their logs are deleted with them and the newest stays.
 """
+import datetime
+import glob
 import os
 import subprocess
 import time
@@ -109,8 +117,9 @@ def run_test(d, go):
         os.chmod(d.sock, 0o666)
         rc, out, err = tp.ctl_nobody(d, "logs", "cmd", "2026-02-01")
         h.eq((rc, out), (0, "out 2026-02-01 attempt 2\n"), "logs as nobody: %r" % err)
-        p = subprocess.run(tp.as_nobody_argv() + ["cat", os.path.join(
-            d.dir, "logs", "cmd", "2026-02-01.2.log")], capture_output=True)
+        files = glob.glob(os.path.join(d.dir, "logs", "cmd", "2026-02-01.run-*.log"))
+        h.eq(len(files), 2, "one log per run of cmd 2026-02-01: %r" % files)
+        p = subprocess.run(tp.as_nobody_argv() + ["cat", files[0]], capture_output=True)
         h.check(p.returncode != 0, "nobody cannot read the file itself")
 
     # a queued partition: not run yet
@@ -165,5 +174,94 @@ def wait_running(d, job):
         time.sleep(0.02)
 
 
+BY_RUN = """
+- name: each
+  partition: day
+  catchup: false
+  keep_runs: 1h
+  retries: 1
+  retry_backoff: 1s
+  command: ["sh", "-c", "n=$(cat %(count)s 2>/dev/null || echo 0); n=$((n+1)); echo $n > %(count)s; echo run $n attempt $BACKFILLD_ATTEMPT; test $BACKFILLD_ATTEMPT = 2"]
+- name: shared
+  partition: day
+  catchup: false
+  command: ["sh", "-c", "echo shared {partition}"]
+"""
+
+
+def test_logs_by_run():
+    day0 = datetime.datetime(2026, 3, 1)
+    count = os.path.join(os.environ.get("TMPDIR", "/tmp"), "bfd-logs-count-%d" % os.getpid())
+    if os.path.exists(count):
+        os.unlink(count)
+    d = h.Daemon(jobs=BY_RUN % {"count": count}, name="logsrun",
+                 clock=day0.strftime("%Y-%m-%dT%H:%M:%SZ"))
+    try:
+        folder = os.path.join(d.dir, "logs", "each")
+        # three requests of one partition, each two attempts (the retry is
+        # due once the test clock passes its backoff)
+        now = day0
+        for i in range(3):
+            req = d.enqueue("backfill", "each", "--from", "2026-02-01", "--to", "2026-02-01")
+            deadline = time.monotonic() + GUARD
+            while not [r for r in d.runs("--request", req) if r["state"] == "failed"]:
+                h.check(time.monotonic() < deadline, "attempt 1 of request %s (guard)" % req)
+                time.sleep(0.02)
+            now += datetime.timedelta(seconds=5)
+            d.set_clock(now.strftime("%Y-%m-%dT%H:%M:%SZ"))
+            d.wait_request(req)
+        runs = sorted(r["id"] for r in d.runs("--job", "each"))
+        h.eq(len(runs), 6, "runs of each 2026-02-01")
+        files = sorted(glob.glob(os.path.join(folder, "2026-02-01.run-*.log")))
+        h.eq(sorted(int(f.rsplit("run-", 1)[1][:-4]) for f in files), runs,
+             "one log per run, named by its run id")
+        h.eq(d.ok("logs", "each", "2026-02-01"), "run 6 attempt 2\n",
+             "logs: the newest run alone, not every request's")
+        h.eq(d.ok("logs", "each", "2026-02-01", "--attempt", "1"), "run 5 attempt 1\n",
+             "--attempt 1: of the newest request")
+        # out of range: refused, never read modulo 2^32 as attempt 1
+        for bad in ("4294967297", "2147483648", "999999999999999999"):
+            rc, out, err = d.ctl("logs", "each", "2026-02-01", "--attempt", bad)
+            e = h.one_line_error(rc, out, err, 2, "--attempt %s" % bad)
+            h.check("--attempt %s is out of range" % bad in e, e)
+        rc, out, err = d.ctl("logs", "each", "2026-02-01", "--attempt", "2147483647")
+        e = h.one_line_error(rc, out, err, 2, "--attempt 2147483647")
+        h.check("has no attempt 2147483647: its newest is attempt 2" in e, e)
+
+        # one run serving two requests: one log, named by the id runs shows
+        d.ok("pause", "shared")
+        r1 = d.enqueue("backfill", "shared", "--from", "2026-02-01", "--to", "2026-02-01")
+        r2 = d.enqueue("backfill", "shared", "--from", "2026-02-01", "--to", "2026-02-01")
+        d.ok("resume", "shared")
+        for r in (r1, r2):
+            d.wait_request(r)
+        ids = {r["id"] for r in d.runs("--job", "shared")}
+        h.eq(len(ids), 1, "one run id shown for the two requests: %r" % ids)
+        files = glob.glob(os.path.join(d.dir, "logs", "shared", "*.log"))
+        h.eq([os.path.basename(f) for f in files], ["2026-02-01.run-%d.log" % ids.pop()],
+             "the shared run's one log")
+        h.eq(d.ok("logs", "shared", "2026-02-01"), "shared 2026-02-01\n", "logs of a shared run")
+
+        # a day later keep_runs (1h) prunes the older runs: their logs go too
+        d.set_clock((day0 + datetime.timedelta(days=1)).strftime("%Y-%m-%dT%H:%M:%SZ"))
+        deadline = time.monotonic() + GUARD
+        while True:
+            kept = sorted(r["id"] for r in d.runs("--job", "each"))
+            files = sorted(glob.glob(os.path.join(folder, "*.log")))
+            names = sorted(int(f.rsplit("run-", 1)[1][:-4]) for f in files)
+            if len(kept) < len(runs) and names == kept:
+                break
+            h.check(time.monotonic() < deadline,
+                    "logs left %r, runs kept %r of %r (guard)" % (names, kept, runs))
+            time.sleep(0.05)
+        h.check(runs[-1] in kept, "the newest run is kept: %r" % kept)
+        h.eq(d.ok("logs", "each", "2026-02-01"), "run 6 attempt 2\n", "logs after pruning")
+        d.assert_alive("after pruning")
+        d.stop()
+    finally:
+        if os.path.exists(count):
+            os.unlink(count)
+
+
 if __name__ == "__main__":
-    h.main([test_logs])
+    h.main([test_logs, test_logs_by_run])

@@ -983,6 +983,7 @@ START_TEST(cmd_success_argv_env_log)
 	trun_init(&t, &jd, "2026-02-08T05", "2026-02-08 05:00:00",
 	    "2026-02-08 06:00:00");
 	t.run.attempt = 2;
+	t.run.run_id = 7;
 	exec_submit(ex, &t.run);
 	wait_runs();
 	ck_assert_int_eq(t.done, 1);
@@ -994,20 +995,27 @@ START_TEST(cmd_success_argv_env_log)
 	    "export 2026-02-08T05 2026-02-08 05:00:00 2026-02-08 06:00:00 2 "
 	    "kept 2026-02-08T05 2026-02-08T05:2026-02-08 05:00:00.."
 	    "2026-02-08 06:00:00{x}\n");
-	snprintf(log, sizeof log, "%s/export/2026-02-08T05.2.log", logdir);
+	/* the log is the run's: named by its run id (exec_log_path) */
+	snprintf(log, sizeof log, "%s/export/2026-02-08T05.run-7.log", logdir);
 	ck_assert_str_eq(read_file(log, buf, sizeof buf),
 	    "to-stderr\nto-stdout\n");
 	snprintf(log, sizeof log, "%s/export", logdir);
 	ck_assert_int_eq(stat(log, &st), 0);
 	ck_assert_int_eq(st.st_mode & 0777, 0750);
 
-	/* A second attempt appends to its own file; no log_dir: /dev/null. */
+	/* Another run of the same partition and attempt number (another
+	 * request's) writes its own file, the first one's stays as it was;
+	 * no log_dir: /dev/null. */
+	t.run.run_id = 8;
 	exec_submit(ex, &t.run);
 	wait_runs();
 	ck_assert_msg(!t.run.failed, "%s", t.run.error);
-	snprintf(log, sizeof log, "%s/export/2026-02-08T05.2.log", logdir);
+	snprintf(log, sizeof log, "%s/export/2026-02-08T05.run-8.log", logdir);
 	ck_assert_str_eq(read_file(log, buf, sizeof buf),
-	    "to-stderr\nto-stdout\nto-stderr\nto-stdout\n");
+	    "to-stderr\nto-stdout\n");
+	snprintf(log, sizeof log, "%s/export/2026-02-08T05.run-7.log", logdir);
+	ck_assert_str_eq(read_file(log, buf, sizeof buf),
+	    "to-stderr\nto-stdout\n");
 	t.run.log_dir = NULL;
 	exec_submit(ex, &t.run);
 	wait_runs();
@@ -1026,18 +1034,20 @@ START_TEST(cmd_exit_status_and_signal)
 
 	trun_init(&ta, &a, "2026-02-08", "2026-02-08", "2026-02-09");
 	trun_init(&tb, &b, "2026-02-09", "2026-02-09", "2026-02-10");
+	ta.run.run_id = 11;
+	tb.run.run_id = 12;
 	exec_submit(ex, &ta.run);
 	exec_submit(ex, &tb.run);
 	wait_runs();
 	ck_assert(ta.run.failed && !ta.run.timed_out);
 	snprintf(want, sizeof want, "command exited with status 3 "
-	    "(log: %s/export/2026-02-08.1.log)", logdir);
+	    "(log: %s/export/2026-02-08.run-11.log)", logdir);
 	ck_assert_str_eq(ta.run.error, want);
-	snprintf(want, sizeof want, "%s/export/2026-02-08.1.log", logdir);
+	snprintf(want, sizeof want, "%s/export/2026-02-08.run-11.log", logdir);
 	ck_assert_str_eq(read_file(want, buf, sizeof buf), "failing\n");
 	ck_assert(tb.run.failed);
 	snprintf(want, sizeof want, "command killed by signal 9 "
-	    "(log: %s/export/2026-02-09.1.log)", logdir);
+	    "(log: %s/export/2026-02-09.run-12.log)", logdir);
 	ck_assert_str_eq(tb.run.error, want);
 }
 END_TEST

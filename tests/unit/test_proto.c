@@ -584,6 +584,87 @@ START_TEST(test_data_frame)
 }
 END_TEST
 
+START_TEST(test_data_nul)
+{
+	struct proto_msg msg;
+	struct err err;
+	struct buf b;
+	size_t used;
+
+	/* text with a NUL (a run's output quoted somewhere): never an
+	 * abort; the NUL is sent as the text rule's \x00 */
+	buf_init(&b);
+	proto_begin(&b, PROTO_DATA);
+	proto_add_n(&b, "out", "a\0b\0", 4);
+	proto_end(&b);
+	ck_assert_int_eq(proto_parse(b.data, b.len, &used, &msg, &err), 1);
+	ck_assert_str_eq(proto_get(&msg, "out"), "a\\x00b\\x00");
+	proto_msg_free(&msg);
+	buf_free(&b);
+}
+END_TEST
+
+/* data[0..len) through a DATA frame of bytes and back. */
+static void
+bytes_round_trip(const char *data, size_t len)
+{
+	struct proto_msg msg;
+	struct err err;
+	struct buf b, out;
+	size_t used;
+
+	buf_init(&b);
+	buf_init(&out);
+	proto_data_bytes(&b, data, len);
+	ck_assert_uint_le(b.len - PROTO_HEADER, 2 * len + 7);
+	ck_assert_int_eq(proto_parse(b.data, b.len, &used, &msg, &err), 1);
+	ck_assert_uint_eq(used, b.len);
+	ck_assert_int_eq(msg.type, PROTO_DATA);
+	ck_assert_int_eq(proto_get_bytes(&msg, "bytes", &out), 0);
+	ck_assert_uint_eq(out.len, len);
+	ck_assert_ptr_nonnull(out.data);
+	if (len > 0)
+		ck_assert_mem_eq(out.data, data, len);
+	ck_assert_int_eq(proto_get_bytes(&msg, "out", &out), -1);
+	proto_msg_free(&msg);
+	buf_free(&out);
+	buf_free(&b);
+}
+
+START_TEST(test_data_bytes)
+{
+	static const char every[] = "\0\\0\\\\\0\x1b[2J\a\r\n\xff\\";
+	char all[256 * 2];
+	struct buf out;
+
+	bytes_round_trip("", 0);
+	bytes_round_trip("plain text\n", 11);
+	bytes_round_trip(every, sizeof every - 1);
+	for (int i = 0; i < 256; i++) {
+		all[i] = (char)i;
+		all[511 - i] = (char)i;
+	}
+	bytes_round_trip(all, sizeof all);
+	/* the encoding on the wire: backslash doubled, NUL as \0 */
+	buf_init(&out);
+	proto_begin(&out, PROTO_DATA);
+	proto_add_bytes(&out, "bytes", "a\0\\0", 4);
+	ck_assert_uint_eq(out.len - PROTO_HEADER, 13);
+	ck_assert_mem_eq(out.data + PROTO_HEADER, "bytes=a\\0\\\\0", 13);
+	buf_free(&out);
+	/* what is not an encoding is refused, not guessed */
+	buf_init(&out);
+	ck_assert_int_eq(proto_bytes_decode("ab\\", 3, &out), -1);
+	buf_reset(&out);
+	ck_assert_int_eq(proto_bytes_decode("a\\nb", 4, &out), -1);
+	buf_reset(&out);
+	ck_assert_int_eq(proto_bytes_decode("a\\0\\\\", 5, &out), 0);
+	ck_assert_uint_eq(out.len, 3);
+	ck_assert_mem_eq(out.data, "a\0\\", 3);
+	buf_free(&out);
+}
+END_TEST
+
 START_TEST(test_fuzz)
 {
 	uint32_t seed = 0x2026beefu;
@@ -650,6 +731,8 @@ proto_suite(void)
 	tcase_add_test(tc, test_json_escape);
 	tcase_add_test(tc, test_buf);
 	tcase_add_test(tc, test_data_frame);
+	tcase_add_test(tc, test_data_nul);
+	tcase_add_test(tc, test_data_bytes);
 	tcase_add_test(tc, test_fuzz);
 	suite_add_tcase(s, tc);
 	return s;

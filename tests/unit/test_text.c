@@ -80,6 +80,64 @@ START_TEST(test_idempotent)
 }
 END_TEST
 
+START_TEST(test_lines_every_byte)
+{
+	/* the rule for lines: newline and tab kept, the rest as the rule */
+	for (unsigned c = 0; c < 0x100; c++) {
+		unsigned char in[3] = { 'a', (unsigned char)c, 'b' };
+		char want[16], one[8];
+		struct buf b;
+
+		if (c == '\n' || c == '\t')
+			snprintf(one, sizeof one, "%c", c);
+		else if (c < 0x80)
+			want_byte((unsigned char)c, one, sizeof one);
+		else
+			snprintf(one, sizeof one, "%c", c);
+		snprintf(want, sizeof want, "a%sb", one);
+		buf_init(&b);
+		text_escape_lines(&b, in, sizeof in);
+		ck_assert_uint_eq(b.len, strlen(want));
+		ck_assert_mem_eq(b.data, want, b.len);
+		for (size_t i = 0; i < b.len; i++) {
+			unsigned char o = (unsigned char)b.data[i];
+
+			ck_assert(o >= 0x20 || o == '\n' || o == '\t');
+			ck_assert(o != 0x7f);
+		}
+		buf_free(&b);
+	}
+}
+END_TEST
+
+START_TEST(test_lines_terminal)
+{
+	/* what a run may print to take a terminal over: ESC, BEL, CR, NUL,
+	 * backspace; the lines stay lines */
+	static const char in[] = "ok\n\x1b]0;owned\a\x1b[2Jgone\rfake\0x\b\n"
+	    "\tcol\r\n";
+	struct buf b, piece;
+
+	buf_init(&b);
+	text_escape_lines(&b, in, sizeof in - 1);
+	ck_assert_str_eq(b.data, "ok\n\\x1b]0;owned\\x07\\x1b[2Jgone\\rfake"
+	    "\\x00x\\x08\n\tcol\\r\n");
+	/* byte by byte: cut anywhere, the same rendering */
+	buf_init(&piece);
+	for (size_t i = 0; i < sizeof in - 1; i++)
+		text_escape_lines(&piece, in + i, 1);
+	ck_assert_uint_eq(piece.len, b.len);
+	ck_assert_mem_eq(piece.data, b.data, b.len);
+	buf_free(&piece);
+	buf_free(&b);
+	buf_init(&b);
+	text_escape_lines(&b, "", 0);
+	ck_assert_ptr_nonnull(b.data);
+	ck_assert_uint_eq(b.len, 0);
+	buf_free(&b);
+}
+END_TEST
+
 START_TEST(test_nul_and_empty)
 {
 	struct buf b;
@@ -163,6 +221,8 @@ main(void)
 	tcase_add_test(tc, test_every_byte);
 	tcase_add_test(tc, test_terminal_escape);
 	tcase_add_test(tc, test_idempotent);
+	tcase_add_test(tc, test_lines_every_byte);
+	tcase_add_test(tc, test_lines_terminal);
 	tcase_add_test(tc, test_nul_and_empty);
 	tcase_add_test(tc, test_fixed_cut);
 	tcase_add_test(tc, test_double);
