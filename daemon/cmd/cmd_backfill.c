@@ -17,11 +17,13 @@
 
 #include "budget.h"
 #include "calendar.h"
+#include "clock.h"
 #include "cutoff.h"
 #include "estimate.h"
 #include "json.h"
 #include "log.h"
 #include "plan.h"
+#include "schedule.h"
 #include "text.h"
 #include "verify.h"
 #include "xalloc.h"
@@ -755,6 +757,22 @@ backfill_answer(struct cmd_res *res, const struct sched_req *rq,
 	buf_addstr(&res->out, "\n");
 }
 
+/* Nothing before its time (schedule.h): the first partition whose
+ * interval has not closed yet is refused, and the request with it,
+ * unless the configuration's build_future allows it. */
+static int
+backfill_check_closed(const struct config *cfg, const struct cmd_keys *kc,
+		      struct err *err)
+{
+	part_t last = schedule_last_closed(kc->j, false, clock_now());
+
+	for (size_t i = 0; i < kc->n && !cfg->build_future; i++)
+		if (kc->parts[i] > last)
+			return schedule_refuse_open(kc->j, kc->parts[i], false,
+						    "nothing was queued", err);
+	return 0;
+}
+
 static void backfill_verified(struct cmd_ctx *ctx,
 			      const struct cmdspec_req *req,
 			      struct cmd_stream *cs, struct buf *out);
@@ -780,7 +798,8 @@ backfill_submit(struct cmd_ctx *ctx, const struct cmdspec_req *creq, int j,
 	rq->nparts = kc->n;
 	plan_init(&plan);
 	memset(&est, 0, sizeof est);
-	if (sched_submit(s, rq, false, &plan, &id, &err) < 0) {
+	if (backfill_check_closed(sched_config(s), kc, &err) < 0 ||
+	    sched_submit(s, rq, false, &plan, &id, &err) < 0) {
 		cmd_fail_err(res, &err);
 		goto out;
 	}

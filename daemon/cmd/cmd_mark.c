@@ -43,9 +43,8 @@ mark_key(const struct job_def *j, const char *key, part_t due, part_t *p,
 			       "ends", k);
 	}
 	if (*p > due)
-		return err_set(err, EXIT_BAD_INPUT, "%s %s is not due yet:"
-			       " only a partition that could have run can be"
-			       " marked; nothing was marked", j->name, key);
+		return schedule_refuse_open(j, *p, true, "nothing was marked",
+					    err);
 	return 0;
 }
 
@@ -55,7 +54,7 @@ static int
 mark_parts(const struct job_def *j, const struct cmdspec_list *list,
 	   part_t **out, size_t *n, struct err *err)
 {
-	part_t due = schedule_last_due(j->grain, j->ready_after, clock_now());
+	part_t due = schedule_last_closed(j, true, clock_now());
 	size_t cap = 0, k = 0;
 
 	*out = NULL;
@@ -102,6 +101,13 @@ cmd_mark_exec(struct cmd_ctx *ctx, const struct cmdspec_req *req,
 		cmd_fail(res, EXIT_BAD_INPUT, "--reason is empty: say why the"
 			 " partitions are marked (it is recorded with your"
 			 " name)");
+		return;
+	}
+	if (strlen(reason) > SCHED_MARK_REASON_MAX) {
+		cmd_fail(res, EXIT_BAD_INPUT, "--reason is %zu bytes, above"
+			 " the %d a mark keeps: say it in at most %d bytes",
+			 strlen(reason), SCHED_MARK_REASON_MAX,
+			 SCHED_MARK_REASON_MAX);
 		return;
 	}
 	if (mark_parts(j, &req->mark.partitions, &parts, &mk.nparts,

@@ -276,12 +276,22 @@ cmd_runs_exec(struct cmd_ctx *ctx, const struct cmdspec_req *req,
 	long long limit = q->limit;
 	const struct config *cfg = sched_config(ctx->sched);
 	struct runs_ctx *rc;
-	char removed[256] = "";
+	char removed[256] = "", rjob[128];
+	bool fin;
 	struct err err;
 
 	if (q->job != NULL && config_job_index(cfg, q->job) < 0 &&
 	    !runs_removed_job(ctx, q->job, removed, sizeof removed)) {
 		(void)cmd_job(ctx, q->job, res); /* unknown: its error */
+		return;
+	}
+	/* a request the store does not know: as audit, retry and wait */
+	if (q->request > 0 && store_request_get(sched_store(ctx->sched),
+						q->request, rjob, sizeof rjob,
+						&fin, &err) != 0) {
+		cmd_fail(res, EXIT_BAD_INPUT, "no request %lld: see"
+			 " 'backfillctl runs' for request ids",
+			 (long long)q->request);
 		return;
 	}
 	/* positive integers, a known state, not json with jsonl: the

@@ -33,15 +33,40 @@ problem_cb(const char *job, const char *key, const char *state,
 	}
 }
 
+/* A partition whose run failed in the request and which landed later
+ * through another one (a later run, a mark): succeeded in the request,
+ * but `audit` says its run failed (FAIL (landed later by request M)). */
+static void
+landed_cb(const struct store_audit_row *r, void *data)
+{
+	int64_t *n = data;
+
+	if (r->has_run && r->run_state != NULL &&
+	    strcmp(r->item_state, "succeeded") == 0 &&
+	    strcmp(r->run_state, "succeeded") != 0 &&
+	    strcmp(r->run_state, "skipped") != 0)
+		(*n)++;
+}
+
 void
 cmd_wait_summary(struct sched *s, int64_t request_id,
 		 const struct sched_progress *p, struct buf *out)
 {
 	struct problems_ctx pc = { out, 0 };
+	int64_t landed = 0;
 	struct err err;
 
+	/* as audit: what failed here is not counted succeeded */
+	if (p->succeeded > 0 &&
+	    store_audit_of(sched_store(s), request_id, landed_cb, &landed,
+			   &err) < 0)
+		landed = 0;
 	buf_printf(out, "request %" PRId64 ": %" PRId64 " succeeded, ",
-		   request_id, p->succeeded);
+		   request_id, p->succeeded - landed);
+	if (landed > 0)
+		buf_printf(out, "%" PRId64 " landed later by another request"
+			   " (their run here failed: backfillctl audit %"
+			   PRId64 "), ", landed, request_id);
 	/* early cut-off (docs/cutoff.md): named only when it skipped some */
 	if (p->skipped > 0)
 		buf_printf(out, "%" PRId64 " skipped (inputs unchanged), ",

@@ -977,6 +977,12 @@ cmdspec_backfill_check(const struct cmdspec_req *rq, struct err *err)
 		return err_set(err, EXIT_BAD_INPUT, "--built-by needs a code "
 			       "version (the code_version of 'backfillctl "
 			       "runs')");
+	if (b->built_by != NULL && (strlen(b->built_by) != 16 ||
+	    strspn(b->built_by, "0123456789abcdef") != 16))
+		return err_set(err, EXIT_BAD_INPUT, "--built-by takes a code"
+			       " version: its 16 hex digits as the VERSION"
+			       " column of 'backfillctl runs' shows them, e.g."
+			       " 3f2a9c0d41b7e865");
 	if (b->downstream.text != NULL && b->no_downstream)
 		return err_set(err, EXIT_BAD_INPUT, "--downstream and "
 			       "--no-downstream both given: choose one");

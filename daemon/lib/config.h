@@ -214,6 +214,9 @@ struct config {
 	int max_concurrency; /* default 4 */
 	int max_catchup;     /* default 31 */
 	int max_backfill;    /* default 366 */
+	bool build_future;   /* default false: backfill and rerun refuse a
+			      * partition whose interval has not closed
+			      * (schedule.h); true: they build it */
 	int64_t max_backfill_time; /* seconds, default 0 (none): the jobs'
 				    * default budget (budget.h) */
 	int64_t shutdown_grace; /* seconds, default 30 */

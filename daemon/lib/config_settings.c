@@ -174,6 +174,8 @@ const struct cfg_key cfg_top_keys[] = {
 	  CFG_OFF(config, max_catchup), 1, CFG_POSINT, 0 },
 	{ "max_backfill", YAML_SCALAR_NODE, cfg_h_int,
 	  CFG_OFF(config, max_backfill), 1, CFG_POSINT, 0 },
+	{ "build_future", YAML_SCALAR_NODE, cfg_h_bool,
+	  CFG_OFF(config, build_future), 0, "true or false", 0 },
 	{ "max_backfill_time", YAML_SCALAR_NODE, cfg_h_duration,
 	  CFG_OFF(config, max_backfill_time), 0, CFG_DURATION " (0s: none)",
 	  0 },

@@ -467,6 +467,49 @@ manifest_landed(struct manifest *m, const char *job, const char *key,
 	return n;
 }
 
+struct item *
+manifest_mark_running(struct manifest *m, const char *job, const char *key)
+{
+	for (struct item *it = *manifest_bucket(m, job, key); it;
+	     it = it->hnext)
+		if (it->state == MS_RUNNING && manifest_same(it, job, key))
+			return it;
+	return NULL;
+}
+
+/*
+ * Rule 4, a mark.  The operator's word stands: a queued or blocked item
+ * of the marked partition in another request would overwrite it, so it
+ * leaves its queue.  It landed (what waits for it in its request runs as
+ * after any landing), unless the mark says --no-downstream: then it is
+ * cancelled and what waits for it settles (cancelled when nothing else
+ * of it is pending or failed), so that nothing downstream runs because
+ * of the mark.  A failed item of it is left to manifest_landed (released
+ * by a mark with downstream, kept failed by one without).
+ */
+int64_t
+manifest_marked(struct manifest *m, const char *job, const char *key,
+		const struct request *by, bool no_downstream, const char *note)
+{
+	int64_t n = 0;
+
+	for (struct item *it = *manifest_bucket(m, job, key); it;
+	     it = it->hnext) {
+		if ((it->state != MS_QUEUED && it->state != MS_BLOCKED) ||
+		    it->rq == by || !manifest_same(it, job, key))
+			continue;
+		free(it->blocked_on);
+		it->blocked_on = NULL;
+		it->cut = CUTOFF_IN_UNKNOWN; /* built by hand: changed */
+		manifest_set(m, it, no_downstream ? MS_CANCELLED : MS_SUCCEEDED);
+		snprintf(manifest_note(m, it, MANIFEST_MARKED)->note,
+			 sizeof m->changes[0].note, "%s", note);
+		manifest_settle_outs(m, it);
+		n++;
+	}
+	return n;
+}
+
 /* Cancel a request's queued and blocked items; with a note, each is
  * noted as a change (why).  Returns how many. */
 static int64_t

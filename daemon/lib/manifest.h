@@ -107,6 +107,7 @@ enum manifest_why {
 	MANIFEST_FAIL_FAST,	  /* cancelled by --fail-fast */
 	MANIFEST_UNCONFIGURED,	  /* cancelled: its job is gone */
 	MANIFEST_OVER_BUDGET,	  /* cancelled: its request is over budget */
+	MANIFEST_MARKED,	  /* out of its queue: the partition was marked */
 };
 
 /* One item moved by a rule: write it (state, attempts, not_before,
@@ -187,6 +188,21 @@ int64_t manifest_fail_fast(struct manifest *m, struct request *rq,
  * how many.  It is marked over_budget. */
 int64_t manifest_over_budget(struct manifest *m, struct request *rq,
 			     const char *note);
+/*
+ * A mark (backfillctl mark, docs/mark.md) of (job, key) by request `by`:
+ * manifest_mark_running() is an item of it running (the mark is refused
+ * then), or NULL.  manifest_marked() takes the queued and blocked items
+ * of it in other requests out of their queue: landed (succeeded, what
+ * waits for them in their request goes on), or with no_downstream
+ * cancelled (what waits for them only on them is cancelled with them:
+ * no downstream work because of the mark); `note` is their error text.
+ * Returns how many.
+ */
+struct item *manifest_mark_running(struct manifest *m, const char *job,
+				   const char *key);
+int64_t manifest_marked(struct manifest *m, const char *job, const char *key,
+			const struct request *by, bool no_downstream,
+			const char *note);
 /* Cancel a request's queued and blocked items (the operator's cancel):
  * how many. */
 int64_t manifest_cancel(struct manifest *m, struct request *rq);

@@ -39,6 +39,33 @@ schedule_due_time(enum grain g, int64_t ready_after, part_t p)
 	return part_end(g, p) + ready_after;
 }
 
+part_t
+schedule_last_closed(const struct job_def *j, bool due, int64_t now)
+{
+	return schedule_last_due(j->grain, due ? j->ready_after : 0, now);
+}
+
+int
+schedule_refuse_open(const struct job_def *j, part_t p, bool due,
+		     const char *nothing, struct err *err)
+{
+	char key[CAL_KEY_MAX], at[CAL_KEY_MAX];
+	int64_t t = due ? schedule_due_time(j->grain, j->ready_after, p)
+			: part_end(j->grain, p);
+
+	part_key(j->grain, p, key);
+	cal_format_iso_ms(t * 1000, at);
+	if (due)
+		return err_set(err, EXIT_BAD_INPUT, "%s %s is not due yet: it"
+			       " comes due at %s; only a partition that could"
+			       " have run can be marked; %s", j->name, key, at,
+			       nothing);
+	return err_set(err, EXIT_BAD_INPUT, "refused: %s %s has not closed"
+		       " yet: it closes at %s; only a partition whose"
+		       " interval has ended can be built (build_future:"
+		       " true allows it); %s", j->name, key, at, nothing);
+}
+
 bool
 schedule_is_clock_job(const struct job_def *j)
 {

@@ -27,6 +27,19 @@
 part_t schedule_last_due(enum grain g, int64_t ready_after, int64_t now);
 int64_t schedule_due_time(enum grain g, int64_t ready_after, part_t p);
 
+/*
+ * Nothing before its time (docs/commands.md): a partition may be built by
+ * backfill or rerun once its interval has closed, and marked (mark) once
+ * it is due (closed and ready_after passed).  schedule_last_closed() is
+ * the newest such partition of job j at `now` (seconds; `due`: the mark's
+ * rule); schedule_refuse_open() refuses partition p, one after it, with
+ * one line naming p and when it closes (or comes due), ending with
+ * `nothing` ("nothing was queued").  Returns -1 (EXIT_BAD_INPUT).
+ */
+part_t schedule_last_closed(const struct job_def *j, bool due, int64_t now);
+int schedule_refuse_open(const struct job_def *j, part_t p, bool due,
+			 const char *nothing, struct err *err);
+
 /* Is the job driven by the clock (a start, no upstream)? */
 bool schedule_is_clock_job(const struct job_def *j);
 

@@ -18,26 +18,64 @@
 #include "schedule.h"
 #include "xalloc.h"
 
-/* Materialise partitions first..last of job j for the schedule. */
+struct marked_ctx {
+	const struct job_def *j;
+	part_t first;
+	bool *marked; /* by partition - first */
+	size_t n;
+};
+
+static void
+sched_marked_cb(const char *key, enum mstate st, void *data)
+{
+	struct marked_ctx *mc = data;
+	part_t p;
+
+	(void)st;
+	if (part_parse_key(mc->j->grain, key, &p, NULL) == 0 &&
+	    p >= mc->first && (size_t)(p - mc->first) < mc->n)
+		mc->marked[p - mc->first] = true;
+}
+
+/* Materialise partitions first..last of job j for the schedule, but for
+ * those whose newest run is a mark (docs/mark.md: the operator's word;
+ * only backfill or rerun builds them again). */
 static int
 sched_materialise(struct sched *s, int job, part_t first, part_t last,
 		  const char *kind, struct err *err)
 {
+	const struct job_def *j = &s->cfg->jobs[job];
 	struct sched_req rq = {.job = job, .kind = kind};
+	struct marked_ctx mc = {.j = j, .first = first};
+	char a[CAL_KEY_MAX], b[CAL_KEY_MAX];
 	struct plan plan;
 	int64_t id;
 	int rc;
 
-	rq.nparts = (size_t)(last - first + 1);
-	rq.parts = xcalloc(rq.nparts, sizeof *rq.parts);
-	for (size_t i = 0; i < rq.nparts; i++)
-		rq.parts[i] = first + (part_t)i;
+	mc.n = (size_t)(last - first + 1);
+	mc.marked = xcalloc(mc.n, sizeof *mc.marked);
+	rq.parts = xcalloc(mc.n, sizeof *rq.parts);
+	part_key(j->grain, first, a);
+	part_key(j->grain, last, b);
+	if (store_marked_keys(s->store, j->name, a, b, sched_marked_cb, &mc,
+			      err) < 0) {
+		rc = -1;
+		goto out;
+	}
+	for (size_t i = 0; i < mc.n; i++)
+		if (!mc.marked[i])
+			rq.parts[rq.nparts++] = first + (part_t)i;
+	if (rq.nparts < mc.n)
+		log_info("job=%s %s: %zu marked partitions of %s..%s left as"
+			 " marked", j->name, kind, mc.n - rq.nparts, a, b);
 	plan_init(&plan);
-	rc = sched_submit(s, &rq, true, &plan, &id, err);
+	rc = rq.nparts > 0 ? sched_submit(s, &rq, true, &plan, &id, err) : 0;
 	plan_free(&plan);
+	for (size_t i = 0; rc == 0 && i < rq.nparts; i++)
+		sched_fresh_materialised(s, job, rq.parts[i], rq.parts[i], id);
+out:
+	free(mc.marked);
 	free(rq.parts);
-	if (rc == 0)
-		sched_fresh_materialised(s, job, first, last, id);
 	return rc;
 }
 

@@ -70,7 +70,8 @@ sched_mark_store(struct sched *s, const struct sched_mark_req *mk,
 {
 	const struct config *cfg = s->cfg;
 	const struct job_def *j = &cfg->jobs[mk->job];
-	char from[CAL_KEY_MAX], to[CAL_KEY_MAX], note[ERR_MSG_MAX];
+	char from[CAL_KEY_MAX], to[CAL_KEY_MAX];
+	char note[SCHED_MARK_REASON_MAX + 512];
 	struct store_request srq = {
 	    .job = j->name, .kind = "rerun", .reason = note,
 	    .from_key = from, .to_key = to, .reprocess = "all",
@@ -139,6 +140,66 @@ sched_mark_memory(struct sched *s, const struct sched_mark_req *mk,
 	return r;
 }
 
+/* A partition of the mark running now: refused (the run's end would
+ * contradict the mark). */
+static int
+sched_mark_running(struct sched *s, const struct sched_mark_req *mk,
+		   struct err *err)
+{
+	const struct job_def *j = &s->cfg->jobs[mk->job];
+	char key[CAL_KEY_MAX];
+	struct item *x;
+
+	for (size_t i = 0; i < mk->nparts; i++) {
+		part_key(j->grain, mk->parts[i], key);
+		if ((x = manifest_mark_running(&s->m, j->name, key)) != NULL)
+			return err_set(err, EXIT_BAD_INPUT, "refused: %s %s is"
+				       " running (request %" PRId64 "): wait for"
+				       " it to end (backfillctl wait %" PRId64
+				       "), then mark it if it is still needed;"
+				       " nothing was marked", j->name, key,
+				       x->rq->id, x->rq->id);
+	}
+	return 0;
+}
+
+/* Marked partition x of request r: its queued (and blocked) items in
+ * other requests leave their queue (manifest_marked); with downstream,
+ * it lands there as after a run (sched_landed: what its failures blocked
+ * is released), without, nothing waiting for it is released or run.
+ * The requests it moved are told. */
+static void
+sched_mark_others(struct sched *s, const struct sched_mark_req *mk,
+		  struct request *r, struct item *x, int64_t now)
+{
+	const char *job = s->cfg->jobs[mk->job].name;
+	char note[128];
+	int64_t *ids;
+	size_t n = 0;
+
+	snprintf(note, sizeof note, "%smarked succeeded by request %" PRId64
+		 "%s", mk->no_downstream ? "cancelled: " : "", r->id,
+		 mk->no_downstream ? " (--no-downstream)" : "");
+	manifest_marked(&s->m, job, x->key, r, mk->no_downstream, note);
+	ids = xcalloc(s->m.nchanges + 1, sizeof *ids);
+	for (size_t i = 0; i < s->m.nchanges; i++)
+		if (s->m.changes[i].item->rq != r)
+			ids[n++] = s->m.changes[i].item->rq->id;
+	if (mk->no_downstream) {
+		sched_apply(s, now);
+		sched_gap_filled(s, job, x->key);
+	} else {
+		sched_landed(s, job, x->key, r, now);
+	}
+	for (size_t i = 0; i < n; i++) {
+		struct request *o = manifest_request_find(&s->m, ids[i]);
+
+		if (o != NULL)
+			sched_request_changed(s, o);
+	}
+	free(ids);
+}
+
 int
 sched_mark(struct sched *s, const struct sched_mark_req *mk,
 	   int64_t *request_id, struct err *err)
@@ -157,7 +218,8 @@ sched_mark(struct sched *s, const struct sched_mark_req *mk,
 	int rc = -1;
 
 	plan_init(&plan);
-	if (sched_submit(s, &rq, false, &plan, &id0, err) < 0)
+	if (sched_mark_running(s, mk, err) < 0 ||
+	    sched_submit(s, &rq, false, &plan, &id0, err) < 0)
 		goto out;
 	ids = xcalloc(plan.n, sizeof *ids);
 	if (sched_mark_store(s, mk, &plan, now, request_id, ids, err) < 0)
@@ -175,7 +237,7 @@ sched_mark(struct sched *s, const struct sched_mark_req *mk,
 			continue;
 		manifest_settle_outs(&s->m, x);
 		fresh_done(s->fresh, job, x->key); /* no longer owed (late) */
-		sched_landed(s, job, x->key, r, now);
+		sched_mark_others(s, mk, r, x, now);
 	}
 	sched_apply(s, now);
 	sched_request_changed(s, r); /* may finish (and free) it */

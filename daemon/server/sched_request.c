@@ -40,6 +40,11 @@ sched_apply_log(const struct manifest_change *c)
 			 " cancelled: the job is no longer configured",
 			 it->job_name, it->key, it->rq->id);
 		break;
+	case MANIFEST_MARKED:
+		log_notice("job=%s partition=%s request=%" PRId64
+			   " out of its queue: %s", it->job_name, it->key,
+			   it->rq->id, c->note);
+		break;
 	case MANIFEST_INPUT_CANCELLED:
 	case MANIFEST_LANDED:
 	case MANIFEST_FAIL_FAST:

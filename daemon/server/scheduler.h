@@ -204,6 +204,9 @@ int sched_queue_plan(struct sched *s, const struct sched_req *rq,
  * failed inputs blocked elsewhere is released.  *request_id is the new
  * request's.  -1 with err when the store refused (nothing changed).
  */
+/* The longest --reason a mark takes, in bytes (docs/mark.md): it is
+ * kept whole in the runs' note "marked succeeded by USER: REASON". */
+#define SCHED_MARK_REASON_MAX 1000
 struct sched_mark_req {
 	int job;
 	const part_t *parts; /* ascending, distinct */

@@ -169,5 +169,165 @@ def test_mark():
     d.stop()
 
 
+JOBS2 = """
+- name: d
+  partition: day
+  start: 2026-01-01
+  catchup: true
+  max_catchup: 100
+  retries: 0
+  command: ["sh", "-c", "echo d {partition} >> %(m)s; echo built > %(out)s/{partition}; test ! -e %(out)s/fail-{partition}"]
+- name: gated
+  partition: day
+  start: 2026-01-01
+  catchup: false
+  concurrency: 1
+  command: ["sh", "-c", "while test ! -e %(out)s/gate; do sleep 0.02; done; echo gated {partition} >> %(m)s"]
+- name: gweekly
+  partition: week
+  upstream: [gated]
+  command: ["sh", "-c", "echo gweekly {partition} >> %(m)s"]
+- name: dweekly
+  partition: week
+  upstream: [d]
+  command: ["sh", "-c", "echo dweekly {partition} >> %(m)s"]
+"""
+
+
+def wait_for(what, cond, timeout=30):
+    deadline = time.monotonic() + timeout
+    while not cond():
+        h.check(time.monotonic() < deadline, what)
+        time.sleep(0.02)
+
+
+def test_mark_is_the_operators_word():
+    """A mark stands: the catchup after a resume does not run the marked
+    partition (the data restored by hand stays), --reprocess missing and
+    failed leave it, an explicit backfill rebuilds it; a running
+    partition cannot be marked; a queued one leaves its queue and never
+    runs; --no-downstream releases nothing (a blocked downstream partition
+    of another request stays blocked; a queued partition's request
+    cancels it and what waits only on it).  And the item-11 cases: runs
+    --request of an unknown request, --built-by that is not a version, a
+    --reason above the limit, wait agreeing with audit on a partition
+    that failed and was then marked."""
+    mdir = tempfile.mkdtemp(prefix="bfd-markword-")
+    m = os.path.join(mdir, "ran.txt")
+    out = os.path.join(mdir, "out")
+    os.mkdir(out)
+    open(os.path.join(out, "gate"), "w").close()
+    d = h.Daemon(jobs=JOBS2 % {"m": m, "out": out}, name="markword",
+                 clock="2026-03-01T00:00:00Z")
+
+    # pause, the clock moves on, a day restored by hand and marked, resume
+    d.ok("pause", "d")
+    d.set_clock("2026-03-04T00:00:00Z")
+    with open(os.path.join(out, "2026-03-02"), "w") as f:
+        f.write("restored\n")
+    d.ok("mark", "d", "2026-03-02", "--succeeded", "--reason", "restored from backup",
+         "--no-downstream")
+    n0 = len(lines(m))
+    d.ok("resume", "d")
+    wait_for("the catchup after resume: %r" % lines(m),
+             lambda: "d 2026-03-03" in lines(m) and "d 2026-03-01" in lines(m))
+    for r in d.json("runs", "--job", "d"):
+        if r["state"] in ("queued", "running"):
+            d.wait_request(r["request"])
+    h.check("d 2026-03-02" not in lines(m)[n0:], "the catchup ran the marked day: %r" % lines(m))
+    with open(os.path.join(out, "2026-03-02")) as f:
+        h.eq(f.read(), "restored\n", "the restored data")
+
+    # --reprocess missing and failed leave a marked partition; backfill builds it
+    open(os.path.join(out, "fail-2026-02-10"), "w").close()
+    r = d.enqueue("rerun", "d", "2026-02-10")
+    h.eq(d.wait_request(r).get("failed"), "1", "2026-02-10 failed")
+    os.unlink(os.path.join(out, "fail-2026-02-10"))
+    d.ok("mark", "d", "2026-02-10", "2026-02-11", "--succeeded", "--reason", "loaded",
+         "--no-downstream")
+    for how in ("missing", "failed"):
+        rc, o, e = d.ctl("backfill", "d", "--from", "2026-02-10", "--to", "2026-02-11",
+                         "--reprocess", how)
+        h.eq(rc, 0, "--reprocess %s: %s" % (how, e))
+        h.check(o.startswith("nothing to run"), "--reprocess %s queued: %r" % (how, o))
+    n0 = len(lines(m))
+    d.wait_request(d.enqueue("backfill", "d", "--from", "2026-03-02", "--to", "2026-03-02",
+                             "--no-downstream"))
+    h.eq(lines(m)[n0:], ["d 2026-03-02"], "an explicit backfill rebuilds the marked day")
+
+    # wait and audit agree on a partition that failed, then was marked
+    open(os.path.join(out, "fail-2026-02-17"), "w").close()
+    r = d.enqueue("backfill", "d", "--from", "2026-02-16", "--to", "2026-02-17")
+    h.eq(d.wait_request(r).get("failed"), "1", "2026-02-17 failed")
+    d.wait_request(d.enqueue("mark", "d", "2026-02-17", "--succeeded", "--reason", "fixed"))
+    rc, o, e = d.ctl("wait", str(r))
+    h.eq(rc, 0, "wait after the mark: " + o + e)
+    h.check("2 succeeded, 1 landed later by another request (their run here failed" in o,
+            "wait's line: %r" % o)
+    audit = d.ok("audit", "--request", str(r))
+    h.check("FAIL (landed later by request" in audit and "2 passed, 1 failed" in audit,
+            "audit: %r" % audit)
+
+    # a running partition is refused; a queued one leaves its queue
+    os.unlink(os.path.join(out, "gate"))
+    r = d.enqueue("backfill", "gated", "--from", "2026-02-02", "--to", "2026-02-04")
+    wait_for("gated 2026-02-02 running", lambda: any(
+        x["partition"] == "2026-02-02" and x["state"] == "running"
+        for x in d.json("runs", "--request", str(r))))
+    state = d.state_dump()
+    rc, o, e = d.ctl("mark", "gated", "2026-02-02", "--succeeded", "--reason", "r")
+    e = h.one_line_error(rc, o, e, 2, "mark of a running partition")
+    h.check("gated 2026-02-02 is running (request %d): wait for it to end (backfillctl wait %d)"
+            % (r, r) in e, e)
+    h.eq(d.state_dump(), state, "the store after the refusal")
+    d.ok("mark", "gated", "2026-02-04", "--succeeded", "--reason", "copied")
+    d.ok("mark", "gated", "2026-02-03", "--succeeded", "--reason", "copied", "--no-downstream")
+    open(os.path.join(out, "gate"), "w").close()
+    resp = d.wait_request(r)
+    h.eq((resp.get("succeeded"), resp.get("cancelled"), resp.get("failed")), ("2", "2", "0"),
+         "request %d: 02 ran, 04 landed by the mark, 03 and its week cancelled: %r" % (r, resp))
+    ran = lines(m)
+    h.check("gated 2026-02-02" in ran, ran)
+    h.check("gated 2026-02-03" not in ran and "gated 2026-02-04" not in ran,
+            "a marked queued partition ran: %r" % ran)
+    # request r's week waited on 03, which a --no-downstream mark took
+    # out: cancelled with it (the week ran once, by 04's mark's request)
+    h.eq([x["state"] for x in d.json("runs", "--request", str(r), "--job", "gweekly")],
+         ["cancelled"], "request %d's week" % r)
+    h.eq(ran.count("gweekly 2026-02-02"), 1, "the week's runs: %r" % ran)
+    text = d.ok("runs", "--request", str(r))
+    h.check("cancelled: marked succeeded by request" in text, text)
+
+    # --no-downstream: another request's blocked downstream stays blocked
+    open(os.path.join(out, "fail-2026-01-14"), "w").close()
+    weeks = lines(m).count("dweekly 2026-01-12")  # the catchup's
+    r = d.enqueue("backfill", "d", "--from", "2026-01-13", "--to", "2026-01-14")
+    d.wait_request(r)
+    h.eq(lines(m).count("dweekly 2026-01-12"), weeks, "dweekly ran with a failed input")
+    d.wait_request(d.enqueue("mark", "d", "2026-01-14", "--succeeded", "--reason", "x",
+                             "--no-downstream"))
+    h.eq([x["state"] for x in d.json("runs", "--request", str(r), "--job", "dweekly")],
+         ["blocked"], "request %d's week after a --no-downstream mark" % r)
+    h.eq(lines(m).count("dweekly 2026-01-12"), weeks, "the week ran because of the mark")
+
+    # item 11: one line, exit 2, nothing changed
+    state = d.state_dump()
+    for args, want in (
+            (("runs", "--request", "999"), "no request 999: see 'backfillctl runs'"),
+            (("backfill", "d", "--built-by", "xyz"), "--built-by takes a code version: its 16 hex"),
+            (("mark", "d", "2026-01-20", "--succeeded", "--reason", "x" * 1001),
+             "--reason is 1001 bytes, above the 1000 a mark keeps"),
+    ):
+        rc, o, e = d.ctl(*args)
+        e = h.one_line_error(rc, o, e, 2, " ".join(args)[:80])
+        h.check(want in e, "%s: %r" % (" ".join(args)[:80], e))
+    h.eq(d.state_dump(), state, "the store after the refusals")
+    reason = "r" * 1000
+    mreq = d.enqueue("mark", "d", "2026-01-20", "--succeeded", "--reason", reason)
+    got = [x for x in d.json("runs", "--request", str(mreq)) if x["job"] == "d"]
+    h.eq(got[0]["error"], "marked succeeded by root: " + reason, "a 1000-byte reason whole")
+    d.stop()
+
+
 if __name__ == "__main__":
-    h.main([test_mark])
+    h.main([test_mark, test_mark_is_the_operators_word])

@@ -352,6 +352,71 @@ START_TEST(schedule_view_cases)
 }
 END_TEST
 
+/* Nothing before its time: the newest partition backfill may build
+ * (closed) and mark may record (due), and the refusal's line. */
+static const struct {
+	enum grain grain;
+	int64_t ready_after;
+	const char *now;
+	const char *closed, *due; /* keys */
+	const char *open;	  /* the refused key */
+	const char *closes, *comes_due;
+} closed_cases[] = {
+	{ GRAIN_DAY, 0, "2026-02-21 03:30", "2026-02-20", "2026-02-20",
+	  "2026-02-21", "closes at 2026-02-22T00:00:00.000Z",
+	  "comes due at 2026-02-22T00:00:00.000Z" },
+	{ GRAIN_DAY, 6 * 3600, "2026-02-21 03:30", "2026-02-20", "2026-02-19",
+	  "2026-02-20", NULL, "comes due at 2026-02-21T06:00:00.000Z" },
+	{ GRAIN_DAY, 0, "2026-02-22 00:00", "2026-02-21", "2026-02-21",
+	  "2027-02-10", "closes at 2027-02-11T00:00:00.000Z", NULL },
+	{ GRAIN_HOUR, 0, "2026-02-21 03:30", "2026-02-21T02", "2026-02-21T02",
+	  "2026-02-21T03", "closes at 2026-02-21T04:00:00.000Z", NULL },
+	{ GRAIN_WEEK, 0, "2026-02-21 03:30", "2026-02-09", "2026-02-09",
+	  "2026-02-16", "closes at 2026-02-23T00:00:00.000Z", NULL },
+	{ GRAIN_MONTH, 3600, "2026-03-01 00:30", "2026-02-01", "2026-01-01",
+	  "2026-03-01", "closes at 2026-04-01T00:00:00.000Z",
+	  "comes due at 2026-04-01T01:00:00.000Z" },
+};
+
+START_TEST(schedule_closed_cases)
+{
+	struct jobspec js = { closed_cases[_i].grain, "2026-01-01", "",
+			      closed_cases[_i].ready_after, true, 10, 100 };
+	int64_t now = at(closed_cases[_i].now);
+	enum grain g = closed_cases[_i].grain;
+	part_t open = part(g, closed_cases[_i].open);
+	struct job_def j;
+	struct err err;
+
+	if (g == GRAIN_WEEK)
+		js.start = "2026-01-05";
+	make_job(&js, &j);
+	ck_assert_int_eq(schedule_last_closed(&j, false, now),
+			 part(g, closed_cases[_i].closed));
+	ck_assert_int_eq(schedule_last_closed(&j, true, now),
+			 part(g, closed_cases[_i].due));
+	ck_assert_int_gt(open, schedule_last_closed(&j,
+			 closed_cases[_i].closes == NULL, now));
+	if (closed_cases[_i].closes != NULL) {
+		ck_assert_int_eq(schedule_refuse_open(&j, open, false,
+				 "nothing was queued", &err), -1);
+		ck_assert_int_eq(err.code, EXIT_BAD_INPUT);
+		ck_assert_ptr_nonnull(strstr(err.msg, closed_cases[_i].closes));
+		ck_assert_ptr_nonnull(strstr(err.msg, closed_cases[_i].open));
+		ck_assert_ptr_nonnull(strstr(err.msg, "has not closed yet"));
+		ck_assert_ptr_nonnull(strstr(err.msg, "nothing was queued"));
+	}
+	if (closed_cases[_i].comes_due != NULL) {
+		ck_assert_int_eq(schedule_refuse_open(&j, open, true,
+				 "nothing was marked", &err), -1);
+		ck_assert_ptr_nonnull(strstr(err.msg,
+					     closed_cases[_i].comes_due));
+		ck_assert_ptr_nonnull(strstr(err.msg, "is not due yet"));
+		ck_assert_ptr_nonnull(strstr(err.msg, "nothing was marked"));
+	}
+}
+END_TEST
+
 static Suite *
 schedule_suite(void)
 {
@@ -364,6 +429,9 @@ schedule_suite(void)
 			    (int)(sizeof gap_cases / sizeof gap_cases[0]));
 	tcase_add_loop_test(tc, schedule_view_cases, 0,
 			    (int)(sizeof view_cases / sizeof view_cases[0]));
+	tcase_add_loop_test(tc, schedule_closed_cases, 0,
+			    (int)(sizeof closed_cases /
+				  sizeof closed_cases[0]));
 	suite_add_tcase(s, tc);
 	return s;
 }

@@ -1,0 +1,130 @@
+#!/usr/bin/env python3
+"""test_future.py - nothing before its time (docs/commands.md, backfill
+and rerun).
+
+A partition whose interval has not closed yet cannot be built:
+`backfill` (a range, a dates file) and `rerun` refuse it with one line,
+exit 2, naming the first such partition and when it closes, and change
+nothing (the state store as it was, nothing ran) - a typo's year
+(2027 for 2026), a day of next month, today's open partition, the
+current hour of an hourly job, the current week of a weekly one.  A
+partition that closed but whose ready_after has not passed may be
+built (it is `mark` that waits for the due time); the day before today
+is built.  With `build_future: true` (the suite's harness sets it for
+every other test, whose clock is before the dates they build) they are
+built, and mark still refuses what is not due.
+"""
+import os
+import tempfile
+
+import harness as h
+
+JOBS = """
+- name: fact
+  partition: day
+  start: 2026-01-01
+  catchup: false
+  ready_after: 6h
+  command: ["sh", "-c", "echo fact {partition} >> %(m)s"]
+- name: d
+  partition: day
+  upstream: [fact]
+  command: ["sh", "-c", "echo d {partition} >> %(m)s"]
+- name: hourly
+  partition: hour
+  start: 2026-01-01T00
+  catchup: false
+  command: ["sh", "-c", "echo hourly {partition} >> %(m)s"]
+- name: weekly
+  partition: week
+  start: 2026-01-05
+  catchup: false
+  command: ["sh", "-c", "echo weekly {partition} >> %(m)s"]
+"""
+
+
+def lines(path):
+    if not os.path.exists(path):
+        return []
+    with open(path) as f:
+        return f.read().split("\n")[:-1]
+
+
+def test_future():
+    mdir = tempfile.mkdtemp(prefix="bfd-future-")
+    m = os.path.join(mdir, "ran.txt")
+    dates = os.path.join(mdir, "dates.txt")
+    with open(dates, "w") as f:
+        f.write("2026-02-01\n2026-02-21\n")
+    # Saturday 2026-02-21 03:30: fact 2026-02-20 has closed (not yet
+    # due: ready_after 6h), 2026-02-21 is open; hour 03 is open
+    d = h.Daemon(jobs=JOBS % {"m": m}, name="future", clock="2026-02-21T03:30:00Z",
+                 settings={"build_future": "false"})
+    d.settle()
+    state = d.state_dump()
+    ran = lines(m)
+    for args, want in (
+            (("backfill", "fact", "--from", "2027-02-10", "--to", "2027-02-11"),
+             "fact 2027-02-10 has not closed yet: it closes at 2027-02-11T00:00:00.000Z"),
+            (("backfill", "fact", "--from", "2026-02-19", "--to", "2026-02-22"),
+             "fact 2026-02-21 has not closed yet: it closes at 2026-02-22T00:00:00.000Z"),
+            (("backfill", "fact", "--from", "2026-02-21", "--to", "2026-02-21", "--dry-run"),
+             "fact 2026-02-21 has not closed yet"),
+            (("backfill", "fact", "--dates-file", dates),
+             "fact 2026-02-21 has not closed yet"),
+            (("rerun", "d", "2026-12-20"),
+             "d 2026-12-20 has not closed yet: it closes at 2026-12-21T00:00:00.000Z"),
+            (("rerun", "fact", "2026-02-21"), "fact 2026-02-21 has not closed yet"),
+            (("rerun", "hourly", "2026-02-21T03"),
+             "hourly 2026-02-21T03 has not closed yet: it closes at 2026-02-21T04:00:00.000Z"),
+            (("backfill", "hourly", "--from", "2026-02-21", "--to", "2026-02-21"),
+             "hourly 2026-02-21T03 has not closed yet"),
+            (("rerun", "weekly", "2026-02-16"),
+             "weekly 2026-02-16 has not closed yet: it closes at 2026-02-23T00:00:00.000Z"),
+    ):
+        rc, out, err = d.ctl(*args)
+        e = h.one_line_error(rc, out, err, 2, " ".join(args))
+        h.check(want in e and "nothing was queued" in e, "%s: %r" % (" ".join(args), e))
+    h.eq(d.state_dump(), state, "the store after the refusals")
+    h.eq(lines(m), ran, "nothing ran for the refusals")
+
+    # what has closed is built: the day before today (closed, not yet
+    # due), the hour before this one, last week
+    for args in (("rerun", "fact", "2026-02-20"), ("rerun", "hourly", "2026-02-21T02"),
+                 ("rerun", "weekly", "2026-02-09"),
+                 ("backfill", "fact", "--from", "2026-02-19", "--to", "2026-02-20")):
+        h.eq(d.wait_request(d.enqueue(*args)).get("failed"), "0", " ".join(args))
+    got = lines(m)[len(ran):]
+    for want in ("fact 2026-02-20", "d 2026-02-20", "hourly 2026-02-21T02", "weekly 2026-02-09",
+                 "fact 2026-02-19"):
+        h.check(want in got, "%s ran: %r" % (want, got))
+    # the clock moves on: the day that was open has closed and is built
+    d.set_clock("2026-02-22T00:00:01Z")
+    h.eq(d.wait_request(d.enqueue("rerun", "fact", "2026-02-21")).get("failed"), "0",
+         "rerun once closed")
+    d.stop()
+
+
+def test_build_future():
+    """build_future: true lets backfill and rerun build a partition that
+    has not closed (a forecast's dates to come); mark still waits."""
+    mdir = tempfile.mkdtemp(prefix="bfd-future-")
+    m = os.path.join(mdir, "ran.txt")
+    d = h.Daemon(jobs=JOBS % {"m": m}, name="buildfuture", clock="2026-02-21T03:30:00Z",
+                 settings={"build_future": "true"})
+    d.settle()
+    h.eq(d.wait_request(d.enqueue("rerun", "fact", "2026-02-21")).get("failed"), "0",
+         "rerun of the open day")
+    h.eq(d.wait_request(d.enqueue("backfill", "fact", "--from", "2027-02-10", "--to",
+                                  "2027-02-11")).get("failed"), "0", "a backfill of 2027")
+    got = lines(m)
+    for want in ("fact 2026-02-21", "d 2026-02-21", "fact 2027-02-10", "fact 2027-02-11"):
+        h.check(want in got, "%s ran: %r" % (want, got))
+    rc, out, err = d.ctl("mark", "fact", "2026-02-22", "--succeeded", "--reason", "r")
+    e = h.one_line_error(rc, out, err, 2, "mark of a day to come")
+    h.check("fact 2026-02-22 is not due yet: it comes due at 2026-02-23T06:00:00.000Z" in e, e)
+    d.stop()
+
+
+if __name__ == "__main__":
+    h.main([test_future, test_build_future])
