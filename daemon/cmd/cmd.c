@@ -283,8 +283,9 @@ cmd_dispatch(struct cmd_ctx *ctx, const struct proto_msg *msg,
 	else if (cmd_req_mutates(ce, msg) &&
 		 sched_store_failed(ctx->sched, &why, NULL))
 		cmd_fail(res, EXIT_WORK_FAILED, "the state store cannot be"
-			 " written (%s): nothing was changed; %sbackfilld"
-			 " resumes by itself", why,
+			 " written (%s): nothing was recorded and none of it"
+			 " will be done; %sbackfilld resumes by itself, then try"
+			 " again", why,
 			 config_is_cluster(sched_config(ctx->sched)) ? "" :
 			 "free space on its filesystem, ");
 	else if (cmd_parse(ce, msg, &rq, &err) < 0)

@@ -118,10 +118,15 @@ client_send(struct client *cl, struct buf *frame)
 		buf_reset(frame);
 		proto_begin(frame, PROTO_RESPONSE);
 		proto_add_int(frame, "status", EXIT_WORK_FAILED);
+		/* the same words as cmd.c's refusal of the commands after
+		 * it: what this one changed in memory is forgotten when the
+		 * daemon resumes from its last commit, and nothing starts
+		 * before */
 		proto_addf(frame, "err", "the state store cannot be written (%s):"
-			   " what was asked was not recorded; %stry again", why,
+			   " nothing was recorded and none of it will be done;"
+			   " %sbackfilld resumes by itself, then try again", why,
 			   config_is_cluster(sched_config(cl->c->sched)) ? "" :
-			   "free space on its filesystem and ");
+			   "free space on its filesystem, ");
 		proto_end(frame);
 	}
 	client_queue(cl, frame);
