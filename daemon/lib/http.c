@@ -237,6 +237,61 @@ http_parse_head(const char *data, size_t len, size_t max, struct http_req *req,
 	return HTTP_PARSE_DONE;
 }
 
+/* The value of a hex digit, or -1. */
+static int
+http_hex(char c)
+{
+	if (c >= '0' && c <= '9')
+		return c - '0';
+	if (c >= 'a' && c <= 'f')
+		return c - 'a' + 10;
+	if (c >= 'A' && c <= 'F')
+		return c - 'A' + 10;
+	return -1;
+}
+
+int
+http_query_get(const char *query, const char *name, char *out, size_t outsz)
+{
+	size_t nl = strlen(name);
+	const char *p = query;
+
+	while (*p != '\0') {
+		const char *end = strchr(p, '&');
+		size_t n;
+
+		if (end == NULL)
+			end = p + strlen(p);
+		if ((size_t)(end - p) >= nl && strncmp(p, name, nl) == 0 &&
+		    (p[nl] == '=' || p + nl == end)) {
+			const char *v = p + nl + (p[nl] == '=' ? 1 : 0);
+
+			for (n = 0; v < end; n++) {
+				int c = (unsigned char)*v;
+
+				if (c == '%') {
+					if (end - v < 3 || http_hex(v[1]) < 0 ||
+					    http_hex(v[2]) < 0)
+						return -1;
+					c = http_hex(v[1]) * 16 + http_hex(v[2]);
+					v += 3;
+				} else {
+					if (c == '+')
+						c = ' ';
+					v++;
+				}
+				if (c < 0x20 || c == 0x7f || n + 1 >= outsz)
+					return -1;
+				out[n] = (char)c;
+			}
+			out[n] = '\0';
+			return 1;
+		}
+		p = *end == '&' ? end + 1 : end;
+	}
+	return 0;
+}
+
 const char *
 http_reason(int status)
 {

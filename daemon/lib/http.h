@@ -66,6 +66,14 @@ enum http_parse http_parse_head(const char *data, size_t len, size_t max,
 				struct http_req *req, int *status,
 				const char **why);
 
+/* The value of the first parameter `name` of a query ("a=1&b=x%2Fy"):
+ * 1 with it in out (percent escapes and '+' decoded, NUL-ended; a
+ * parameter without '=' has the value ""), 0 when the query has no such
+ * parameter, -1 when its value has a bad escape, decodes to a control
+ * byte, or does not fit outsz. */
+int http_query_get(const char *query, const char *name, char *out,
+		   size_t outsz);
+
 /* The reason phrase of a status this server answers ("Unknown" else). */
 const char *http_reason(int status);
 

@@ -4,16 +4,27 @@
  * A uv_tcp_t listens on the address of http_listen; each connection
  * carries one request: its head is read (lib/http.c parses it), the
  * answer is rendered whole by the renderer the rest of the daemon uses
- * (metrics_render for /metrics, report_render for /report, the status
- * command's JSON for /status), written, and the connection is closed
- * (Connection: close).  Nothing served changes state, and nothing is read
- * but the head: a body is refused by the parser.
+ * (metrics_render for /metrics, report_render_query for /report, the
+ * status command's JSON for /status), written, and the connection is
+ * closed (Connection: close).  Nothing served changes state, and nothing
+ * is read but the head: a body is refused by the parser.
+ *
+ * An answer is a page (head and body in one buffer, counted references):
+ * a /report page is kept HTTPD_REPORT_KEEP_MS and handed to every client
+ * that asks the same query meanwhile, and report pages are rendered one
+ * per turn of the loop (an idle handle), the clients waiting for one queued
+ * in order of arrival: so clients that ask at once cost one rendering,
+ * and the loop answers its other events between renderings.  A report
+ * page is bounded (report.h), so a client that never reads holds at most
+ * one page, shared, and what libuv was handed of it.
  *
  * Bounds, so that no client holds much memory or the loop for long:
  *  - at most HTTPD_MAX_CLIENTS connections are served; up to
  *    HTTPD_MAX_REFUSING more are answered 503 without being read, and any
  *    beyond those closed at once; refusals are logged at most once per
- *    HTTPD_RATELOG_MS with their count;
+ *    HTTPD_RATELOG_MS with their count: the first at once, those of the
+ *    next HTTPD_RATELOG_MS by a one-shot timer at its end (so the count of
+ *    a flood is logged when it ends, not at the next refusal);
  *  - a head of at most HTTP_HEAD_MAX bytes, read into a fixed buffer of
  *    the connection (431 or 414 above it);
  *  - a connection whose head is not complete HTTPD_TIMEOUT_MS after it
@@ -49,8 +60,18 @@
 #define HTTPD_TIMEOUT_MS 10000 /* BACKFILLD_TEST_HTTP_TIMEOUT_MS overrides */
 #define HTTPD_CHUNK (64 * 1024)
 #define HTTPD_QUEUE_MAX (128 * 1024)
-#define HTTPD_RATELOG_MS 10000
+#define HTTPD_RATELOG_MS 10000 /* BACKFILLD_TEST_HTTP_RATELOG_MS overrides */
+#define HTTPD_REPORT_KEEP_MS 1000
 #define HTTPD_TEXT "text/plain; charset=utf-8"
+
+/* An answer, head and body, shared by the clients it is written to. */
+struct httpd_page {
+	int refs;
+	size_t head_len;     /* bytes of data that are the head */
+	struct buf data;
+	char query[HTTP_QUERY_MAX]; /* a report page: its query */
+	uint64_t at;         /* ... and when it was rendered (uv_now) */
+};
 
 struct httpd_listener {
 	uv_tcp_t tcp;
@@ -64,10 +85,14 @@ struct httpd_client {
 	struct httpd *h;
 	char head[HTTP_HEAD_MAX];
 	size_t len;          /* bytes of head read */
-	struct buf out;      /* the whole answer, head and body */
-	size_t off;          /* bytes of out handed to uv_write */
+	struct httpd_page *page; /* the answer */
+	size_t end;          /* bytes of it to write (the head alone: HEAD) */
+	size_t off;          /* bytes of page handed to uv_write */
 	size_t queued;       /* ... not yet written */
 	bool responding;
+	bool waiting;        /* for a report page: req_query says which */
+	bool head_only;
+	char req_query[HTTP_QUERY_MAX];
 	bool refusing;       /* answered 503: not one of those served */
 	bool closing;
 	struct httpd_client *next, *prev;
@@ -95,12 +120,40 @@ struct httpd {
 	bool closing;
 	int refused;                 /* since the last line about them */
 	uint64_t refused_logged;
+	uint64_t ratelog_ms;
 	bool refused_ever;
+	uv_timer_t refused_timer;    /* logs those refused since the line */
+	uv_idle_t render_idle;       /* renders the next report page */
+	struct httpd_page *report;   /* the newest report page, or NULL */
+	int handles;                 /* the timers not closed yet */
+	bool freed;                  /* httpd_free was called */
 };
 
 static void httpd_client_close(struct httpd_client *cl);
 static void httpd_pump(struct httpd_client *cl);
 static void httpd_timer_cb(uv_timer_t *t);
+static void httpd_timer_closed_cb(uv_handle_t *hd);
+static void httpd_report(struct httpd_client *cl,
+			 const struct http_req *req);
+
+static struct httpd_page *
+httpd_page_new(void)
+{
+	struct httpd_page *p = xcalloc(1, sizeof *p);
+
+	p->refs = 1;
+	buf_init(&p->data);
+	return p;
+}
+
+static void
+httpd_page_unref(struct httpd_page *p)
+{
+	if (p == NULL || --p->refs > 0)
+		return;
+	buf_free(&p->data);
+	free(p);
+}
 
 struct httpd *
 httpd_new(uv_loop_t *loop, struct sched *s, struct metrics *m,
@@ -117,6 +170,14 @@ httpd_new(uv_loop_t *loop, struct sched *s, struct metrics *m,
 	h->clients.next = h->clients.prev = &h->clients;
 	h->timeout_ms = t != NULL && atoi(t) > 0 ? (uint64_t)atoi(t) :
 	    HTTPD_TIMEOUT_MS;
+	t = getenv("BACKFILLD_TEST_HTTP_RATELOG_MS");
+	h->ratelog_ms = t != NULL && atoi(t) > 0 ? (uint64_t)atoi(t) :
+	    HTTPD_RATELOG_MS;
+	uv_timer_init(loop, &h->refused_timer);
+	uv_idle_init(loop, &h->render_idle);
+	h->refused_timer.data = h;
+	h->render_idle.data = h;
+	h->handles = 2;
 	return h;
 }
 
@@ -127,7 +188,7 @@ httpd_client_closed_cb(uv_handle_t *hd)
 
 	if (--cl->handles > 0)
 		return;
-	buf_free(&cl->out);
+	httpd_page_unref(cl->page);
 	free(cl);
 }
 
@@ -209,17 +270,17 @@ httpd_write_cb(uv_write_t *req, int status)
 static void
 httpd_pump(struct httpd_client *cl)
 {
-	while (!cl->closing && cl->off < cl->out.len &&
+	while (!cl->closing && cl->off < cl->end &&
 	       cl->queued < HTTPD_QUEUE_MAX) {
 		struct httpd_write *w = xcalloc(1, sizeof *w);
-		size_t n = cl->out.len - cl->off;
+		size_t n = cl->end - cl->off;
 		uv_buf_t b;
 
 		if (n > HTTPD_CHUNK)
 			n = HTTPD_CHUNK;
 		w->cl = cl;
 		w->len = n;
-		b = uv_buf_init(cl->out.data + cl->off, (unsigned)n);
+		b = uv_buf_init(cl->page->data.data + cl->off, (unsigned)n);
 		if (uv_write(&w->req, (uv_stream_t *)&cl->tcp, &b, 1,
 			     httpd_write_cb) < 0) {
 			free(w);
@@ -229,7 +290,7 @@ httpd_pump(struct httpd_client *cl)
 		cl->off += n;
 		cl->queued += n;
 	}
-	if (!cl->closing && cl->off == cl->out.len && cl->queued == 0) {
+	if (!cl->closing && cl->off == cl->end && cl->queued == 0) {
 		uv_shutdown_t *req = xcalloc(1, sizeof *req);
 
 		req->data = cl;
@@ -241,21 +302,45 @@ httpd_pump(struct httpd_client *cl)
 	}
 }
 
+/* Write page (a reference taken) to cl: its head alone for HEAD. */
+static void
+httpd_send(struct httpd_client *cl, struct httpd_page *page, bool head_only)
+{
+	cl->responding = true;
+	cl->waiting = false;
+	uv_read_stop((uv_stream_t *)&cl->tcp);
+	page->refs++;
+	cl->page = page;
+	cl->end = head_only ? page->head_len : page->data.len;
+	/* from now on the deadline is the reader's (httpd_write_cb) */
+	uv_timer_start(&cl->timer, httpd_timer_cb, cl->h->timeout_ms,
+		       cl->h->timeout_ms);
+	httpd_pump(cl);
+}
+
+/* A page of status with body (taken). */
+static struct httpd_page *
+httpd_page_of(int status, const char *ctype, struct buf *body)
+{
+	struct httpd_page *p = httpd_page_new();
+
+	http_head(&p->data, status, ctype, body->len);
+	p->head_len = p->data.len;
+	if (body->len > 0)
+		buf_add(&p->data, body->data, body->len);
+	buf_free(body);
+	return p;
+}
+
 /* Answer status with body (taken; only its length for HEAD). */
 static void
 httpd_respond(struct httpd_client *cl, int status, const char *ctype,
 	      struct buf *body, bool head_only)
 {
-	cl->responding = true;
-	uv_read_stop((uv_stream_t *)&cl->tcp);
-	http_head(&cl->out, status, ctype, body->len);
-	if (!head_only && body->len > 0)
-		buf_add(&cl->out, body->data, body->len);
-	buf_free(body);
-	/* from now on the deadline is the reader's (httpd_write_cb) */
-	uv_timer_start(&cl->timer, httpd_timer_cb, cl->h->timeout_ms,
-		       cl->h->timeout_ms);
-	httpd_pump(cl);
+	struct httpd_page *p = httpd_page_of(status, ctype, body);
+
+	httpd_send(cl, p, head_only);
+	httpd_page_unref(p);
 }
 
 /* A one-line text answer. */
@@ -349,6 +434,99 @@ httpd_health(struct httpd *h, struct buf *body, int *status)
 	buf_addstr(body, "ok\n");
 }
 
+/* The next report page asked for, one per turn of the loop: rendered
+ * (or the one kept, when young enough) and written to every client
+ * waiting for the same query. */
+static void
+httpd_render_cb(uv_idle_t *t)
+{
+	struct httpd *h = t->data;
+	struct httpd_client *cl, *first = NULL, *prev;
+	struct report_query q;
+	struct err err;
+	struct buf body;
+	bool more = false;
+
+	/* the oldest waiting client: the list is newest first */
+	for (cl = h->clients.prev; cl != &h->clients; cl = cl->prev)
+		if (cl->waiting) {
+			first = cl;
+			break;
+		}
+	if (first == NULL) {
+		uv_idle_stop(&h->render_idle);
+		return;
+	}
+	if (h->report == NULL || strcmp(h->report->query, first->req_query)
+	    != 0 || uv_now(h->loop) - h->report->at >= HTTPD_REPORT_KEEP_MS) {
+		buf_init(&body);
+		if (report_query_parse(sched_config(h->s), first->req_query, &q,
+				       &err) < 0 ||
+		    report_render_query(h->s, &q, &body, &err) < 0) {
+			buf_free(&body);
+			buf_printf(&body, "%s\n", err.msg);
+			httpd_respond(first, 400, HTTPD_TEXT, &body,
+				      first->head_only);
+			return;
+		}
+		httpd_page_unref(h->report);
+		h->report = httpd_page_of(200, "text/html; charset=utf-8",
+					  &body);
+		snprintf(h->report->query, sizeof h->report->query, "%s",
+			 first->req_query);
+		/* kept from when it is ready: the rendering took time */
+		uv_update_time(h->loop);
+		h->report->at = uv_now(h->loop);
+	}
+	for (cl = h->clients.prev; cl != &h->clients; cl = prev) {
+		prev = cl->prev;
+		if (!cl->waiting)
+			continue;
+		if (strcmp(cl->req_query, h->report->query) == 0)
+			httpd_send(cl, h->report, cl->head_only);
+		else
+			more = true;
+	}
+	if (!more)
+		uv_idle_stop(&h->render_idle);
+}
+
+/* /report?QUERY: the page kept when it is young enough, else wait for
+ * its turn to be rendered. */
+static void
+httpd_report(struct httpd_client *cl, const struct http_req *req)
+{
+	struct httpd *h = cl->h;
+	struct report_query q;
+	struct err err;
+	struct buf body;
+
+	if (req->query_long || report_query_parse(sched_config(h->s),
+						  req->query, &q, &err) < 0) {
+		buf_init(&body);
+		if (req->query_long)
+			buf_addstr(&body, "the query is too long: the report"
+				   " takes job=NAME, from=KEY, to=KEY and"
+				   " page=N\n");
+		else
+			buf_printf(&body, "%s\n", err.msg);
+		httpd_respond(cl, 400, HTTPD_TEXT, &body,
+			      req->method == HTTP_HEAD);
+		return;
+	}
+	if (h->report != NULL && strcmp(h->report->query, req->query) == 0 &&
+	    uv_now(h->loop) - h->report->at < HTTPD_REPORT_KEEP_MS) {
+		httpd_send(cl, h->report, req->method == HTTP_HEAD);
+		return;
+	}
+	cl->responding = true;  /* no 408: the head is in */
+	cl->waiting = true;
+	cl->head_only = req->method == HTTP_HEAD;
+	snprintf(cl->req_query, sizeof cl->req_query, "%s", req->query);
+	uv_read_stop((uv_stream_t *)&cl->tcp);
+	uv_idle_start(&h->render_idle, httpd_render_cb);
+}
+
 /* Answer a parsed request. */
 static void
 httpd_route(struct httpd_client *cl, const struct http_req *req)
@@ -367,9 +545,7 @@ httpd_route(struct httpd_client *cl, const struct http_req *req)
 			      " charset=utf-8", &body, head);
 		return;
 	} else if (strcmp(req->path, "/report") == 0) {
-		report_render(h->s, &body);
-		httpd_respond(cl, 200, "text/html; charset=utf-8", &body,
-			      head);
+		httpd_report(cl, req);
 		return;
 	} else if (strcmp(req->path, "/status") == 0) {
 		if (httpd_status(h, &body) < 0)
@@ -446,21 +622,41 @@ httpd_timer_cb(uv_timer_t *t)
 	httpd_client_close(cl);
 }
 
-/* Beyond HTTPD_MAX_CLIENTS: counted and logged (at most once per
- * HTTPD_RATELOG_MS). */
+/* The refusals counted since the last line about them, logged. */
+static void
+httpd_refused_flush(struct httpd *h)
+{
+	if (h->refused == 0)
+		return;
+	log_warn("http: %d connections refused: %d are served at once",
+		 h->refused, HTTPD_MAX_CLIENTS);
+	h->refused = 0;
+	h->refused_logged = uv_now(h->loop);
+	h->refused_ever = true;
+}
+
+static void
+httpd_refused_timer_cb(uv_timer_t *t)
+{
+	httpd_refused_flush(t->data);
+}
+
+/* Beyond HTTPD_MAX_CLIENTS: counted and logged, at most once per
+ * ratelog_ms: at once when no line was logged for that long, else by
+ * the timer at the end of that time, with the count so far. */
 static void
 httpd_refused_log(struct httpd *h)
 {
 	uint64_t now = uv_now(h->loop);
 
 	h->refused++;
-	if (!h->refused_ever || now - h->refused_logged >= HTTPD_RATELOG_MS) {
-		log_warn("http: %d connections refused: %d are served at once",
-			 h->refused, HTTPD_MAX_CLIENTS);
-		h->refused = 0;
-		h->refused_logged = now;
-		h->refused_ever = true;
+	if (!h->refused_ever || now - h->refused_logged >= h->ratelog_ms) {
+		httpd_refused_flush(h);
+		return;
 	}
+	if (!uv_is_active((uv_handle_t *)&h->refused_timer))
+		uv_timer_start(&h->refused_timer, httpd_refused_timer_cb,
+			       h->refused_logged + h->ratelog_ms - now, 0);
 }
 
 static void
@@ -494,7 +690,6 @@ httpd_connection_cb(uv_stream_t *server, int status)
 	cl->tcp.data = cl;
 	uv_timer_init(h->loop, &cl->timer);
 	cl->timer.data = cl;
-	buf_init(&cl->out);
 	cl->next = h->clients.next;
 	cl->prev = &h->clients;
 	h->clients.next->prev = cl;
@@ -608,6 +803,18 @@ httpd_configure(struct httpd *h, const struct config *cfg, struct err *err)
 	return 0;
 }
 
+/* The httpd is freed once httpd_free was called and its timers closed. */
+static void
+httpd_timer_closed_cb(uv_handle_t *hd)
+{
+	struct httpd *h = hd->data;
+
+	if (--h->handles == 0 && h->freed) {
+		free(h->addr);
+		free(h);
+	}
+}
+
 void
 httpd_close(struct httpd *h)
 {
@@ -619,6 +826,11 @@ httpd_close(struct httpd *h)
 	h->lst = NULL;
 	while (h->clients.next != &h->clients)
 		httpd_client_close(h->clients.next);
+	httpd_refused_flush(h);
+	uv_close((uv_handle_t *)&h->refused_timer, httpd_timer_closed_cb);
+	uv_close((uv_handle_t *)&h->render_idle, httpd_timer_closed_cb);
+	httpd_page_unref(h->report);
+	h->report = NULL;
 }
 
 void
@@ -626,6 +838,9 @@ httpd_free(struct httpd *h)
 {
 	if (h == NULL)
 		return;
+	h->freed = true;
+	if (h->handles > 0)
+		return; /* its timers' close callbacks free it */
 	free(h->addr);
 	free(h);
 }

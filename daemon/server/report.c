@@ -17,8 +17,10 @@
 #include <unistd.h>
 
 #include "clock.h"
+#include "http.h"
 #include "map.h"
 #include "map_view.h"
+#include "schedule.h"
 #include "severity.h"
 #include "text.h"
 #include "xalloc.h"
@@ -53,16 +55,27 @@ static const char report_css[] =
 	"margin:0 4px 0 12px}";
 
 /* Outside text for HTML: control bytes by the one rule (text.h), then
- * HTML's own escapes. */
+ * HTML's own escapes; at most REPORT_TEXT_MAX bytes of it (then "..."),
+ * so that no row is unbounded. */
 static void
 report_esc(struct buf *o, const char *text)
 {
 	struct buf t;
 	const char *s;
+	size_t n = strlen(text);
 
 	buf_init(&t);
-	text_escape_str(&t, text);
-	for (s = t.data; *s; s++) {
+	if (n > REPORT_TEXT_MAX) {
+		n = REPORT_TEXT_MAX;
+		/* not inside a UTF-8 sequence */
+		while (n > 0 && ((unsigned char)text[n] & 0xc0) == 0x80)
+			n--;
+	}
+	text_escape_add(&t, text, n);
+	if (n < strlen(text))
+		buf_addstr(&t, "...");
+	for (size_t i = 0; i < t.len; i++) {
+		s = t.data + i;
 		switch (*s) {
 		case '&': buf_addstr(o, "&amp;"); break;
 		case '<': buf_addstr(o, "&lt;"); break;
@@ -127,24 +140,98 @@ report_day_row(const struct job_def *j, part_t first, part_t last,
 	report_day_label(o, "lbl", j, "week", value, value);
 }
 
+/* The newest partition due of job j (its end at most). */
+static part_t
+report_due(const struct job_def *j)
+{
+	part_t due = schedule_last_due(j->grain, j->ready_after, clock_now());
+
+	if (j->has_end && due > j->end)
+		due = j->end;
+	return due;
+}
+
+/* How many of the newest partitions a map shows on the pages of jobs:
+ * a week of hours, 13 weeks of days, a year of weeks, 3 years of months. */
+static int64_t
+report_window(enum grain g)
+{
+	switch (g) {
+	case GRAIN_HOUR: return 7 * 24;
+	case GRAIN_DAY: return 13 * 7;
+	case GRAIN_WEEK: return 53;
+	default: return 36;
+	}
+}
+
+/* A link to another view of the page, query q (already safe in HTML:
+ * job names and keys are [A-Za-z0-9_.:T-]), or its text alone in a file. */
+static void
+report_link(struct buf *o, const struct report_query *q, const char *href,
+	    const char *text)
+{
+	if (q->links)
+		buf_printf(o, "<a href=\"?%s\">%s</a>", href, text);
+	else
+		buf_printf(o, "%s", text);
+}
+
 /* One job's map as a grid of cells (leading pads align days to weekdays,
  * hours to the hour of the day); the day grid has a row of weekdays, the
- * date of each week's Monday and the months. */
+ * date of each week's Monday and the months.  On the pages of jobs
+ * (q->job empty): the newest report_window() partitions due, from the
+ * job's start at the earliest; on a job's page: q->from..q->to, or the
+ * newest REPORT_MAP_MAX of the job's default map range (or up to q->to),
+ * at most REPORT_MAP_MAX partitions, with links to the older and newer
+ * ones. */
 static void
-report_map(struct sched *s, int job, struct buf *o)
+report_map(struct sched *s, int job, const struct report_query *q,
+	   struct buf *o)
 {
 	const struct job_def *j = &sched_config(s)->jobs[job];
 	int64_t counts[MAP_NSTATES] = { 0 };
 	struct map m;
 	struct err err;
-	char a[CAL_KEY_MAX], b[CAL_KEY_MAX];
+	char a[CAL_KEY_MAX], b[CAL_KEY_MAX], href[3 * CAL_KEY_MAX + 80];
+	const char *from = NULL, *to = NULL;
+	part_t due = report_due(j);
 	int64_t pads = 0;
+	int rc;
 
 	buf_addstr(o, "<section><h3>");
 	report_esc(o, j->name);
-	buf_printf(o, " <small>(%s)</small></h3>\n", grain_name(j->grain));
-	if (map_view_build_newest(s, job, NULL, NULL, REPORT_MAP_MAX, &m,
-				  &err) < 0) {
+	buf_printf(o, " <small>(%s", grain_name(j->grain));
+	if (q->job[0] == '\0' && q->links) {
+		buf_printf(o, ", ");
+		snprintf(href, sizeof href, "job=%s", j->name);
+		report_link(o, q, href, "the whole map");
+	}
+	buf_addstr(o, ")</small></h3>\n");
+	if (q->job[0] == '\0') {
+		part_t first = due - report_window(j->grain) + 1;
+
+		if (j->has_start && j->start > first)
+			first = j->start;
+		part_key(j->grain, first, a);
+		from = a;
+	} else {
+		struct part_range r;
+
+		from = q->from[0] ? q->from : NULL;
+		to = q->to[0] ? q->to : NULL;
+		/* from (to) a range above the bound: its first partitions
+		 * (without to, the range ends at the newest due) */
+		if (from != NULL &&
+		    range_parse(j->grain, from, to != NULL ? to : from, &r,
+				&err) == 0 &&
+		    (to != NULL ? r.last : due > r.first ? due : r.first) -
+		    r.first + 1 > REPORT_MAP_MAX) {
+			part_key(j->grain, r.first + REPORT_MAP_MAX - 1, b);
+			to = b;
+		}
+	}
+	rc = map_view_build_newest(s, job, from, to, REPORT_MAP_MAX, &m, &err);
+	if (rc < 0) {
 		buf_addstr(o, "<p>no map: ");
 		report_esc(o, err.msg);
 		buf_addstr(o, "</p></section>\n");
@@ -152,7 +239,27 @@ report_map(struct sched *s, int job, struct buf *o)
 	}
 	part_key(j->grain, m.from, a);
 	part_key(j->grain, m.to, b);
-	buf_printf(o, "<p>%s .. %s: %zu partitions</p>\n", a, b, m.n);
+	buf_printf(o, "<p>%s .. %s: %zu partitions", a, b, m.n);
+	if (q->job[0] != '\0') {
+		char k[CAL_KEY_MAX];
+
+		buf_printf(o, " (at most %d on a page)", REPORT_MAP_MAX);
+		if (!j->has_start || m.from > j->start) {
+			part_key(j->grain, m.from - 1, k);
+			snprintf(href, sizeof href, "job=%s&amp;to=%s", j->name,
+				 k);
+			buf_addstr(o, "; ");
+			report_link(o, q, href, "older");
+		}
+		if (m.to < due) {
+			part_key(j->grain, m.to + 1, k);
+			snprintf(href, sizeof href, "job=%s&amp;from=%s",
+				 j->name, k);
+			buf_addstr(o, "; ");
+			report_link(o, q, href, "newer");
+		}
+	}
+	buf_addstr(o, "</p>\n");
 	if (j->grain == GRAIN_DAY)
 		pads = cal_weekday(part_start(GRAIN_DAY, m.from) / 86400) - 1;
 	else if (j->grain == GRAIN_HOUR)
@@ -189,19 +296,57 @@ report_map(struct sched *s, int job, struct buf *o)
 	map_free(&m);
 }
 
+/* What the tables' callbacks share: the page, the job of a job's page
+ * (-1: every job), and the rows of the table so far (and those left
+ * out beyond REPORT_ROWS). */
+struct report_ctx {
+	struct buf *o;
+	struct sched *s;
+	int job;
+	const struct job_def *j;   /* late partitions: the job walked */
+	int64_t rows, more;
+};
+
+/* Whether a table has room for one more row; counts it either way. */
+static bool
+report_row(struct report_ctx *c)
+{
+	if (c->rows >= REPORT_ROWS) {
+		c->more++;
+		return false;
+	}
+	c->rows++;
+	return true;
+}
+
+/* The end of a table, and how many rows it left out. */
+static void
+report_table_end(struct report_ctx *c, const char *where)
+{
+	buf_addstr(c->o, "</table>\n");
+	if (c->more > 0)
+		buf_printf(c->o, "<p>and %" PRId64 " more, not shown (%s)</p>\n",
+			   c->more, where);
+	c->rows = c->more = 0;
+}
+
 /* One request in memory, with its progress. */
 static void
 report_request_cb(int64_t id, const char *job, const char *kind,
 		  int64_t created_at, void *data)
 {
-	struct buf *o = ((void **)data)[0];
-	struct sched *s = ((void **)data)[1];
+	struct report_ctx *c = data;
+	struct buf *o = c->o;
+	struct sched *s = c->s;
 	struct sched_progress p;
 	struct err err;
 	char at[CAL_KEY_MAX];
 	int64_t done;
 
-	if (sched_progress(s, id, &p, &err) < 0)
+	if (c->job >= 0 &&
+	    strcmp(job, sched_config(s)->jobs[c->job].name) != 0)
+		return;
+	if (!report_row(c) || sched_progress(s, id, &p, &err) < 0)
 		return;
 	done = p.succeeded + p.failed + p.blocked + p.cancelled + p.skipped;
 	cal_format_iso_ms(created_at, at);
@@ -359,23 +504,27 @@ report_stale_cb(int job, part_t part, bool built, int64_t built_at,
 		const struct stale_input *in, size_t nin, void *data,
 		struct err *err)
 {
-	struct buf *o = ((void **)data)[0];
-	struct sched *s = ((void **)data)[1];
-	const struct config *cfg = sched_config(s);
+	struct report_ctx *c = data;
+	struct buf *o = c->o;
+	const struct config *cfg = sched_config(c->s);
 	char key[CAL_KEY_MAX], at[CAL_KEY_MAX];
 
 	(void)err;
+	if (!report_row(c))
+		return 0;
 	part_key(cfg->jobs[job].grain, part, key);
 	cal_format_iso_ms(built_at, at);
 	buf_addstr(o, "<tr><td>");
 	report_esc(o, cfg->jobs[job].name);
 	buf_printf(o, "</td><td>%s</td><td>%s</td><td>", key, built ? at : "never");
-	for (size_t i = 0; i < nin; i++) {
+	for (size_t i = 0; i < nin && i < REPORT_INPUTS; i++) {
 		part_key(cfg->jobs[in[i].job].grain, in[i].part, key);
 		buf_addstr(o, i ? ", " : "");
 		report_esc(o, cfg->jobs[in[i].job].name);
 		buf_printf(o, " %s", key);
 	}
+	if (nin > REPORT_INPUTS)
+		buf_printf(o, " and %zu more", nin - REPORT_INPUTS);
 	buf_addstr(o, "</td></tr>\n");
 	return 0;
 }
@@ -384,11 +533,12 @@ report_stale_cb(int job, part_t part, bool built, int64_t built_at,
 static void
 report_late_cb(part_t p, enum mstate st, void *data)
 {
-	struct buf *o = ((void **)data)[0];
-	const struct job_def *j = ((void **)data)[2];
+	struct report_ctx *c = data;
+	struct buf *o = c->o;
+	const struct job_def *j = c->j;
 	char key[CAL_KEY_MAX];
 
-	if (st != MS_COUNT)
+	if (st != MS_COUNT || !report_row(c))
 		return;
 	part_key(j->grain, p, key);
 	buf_addstr(o, "<tr><td>");
@@ -399,7 +549,8 @@ report_late_cb(part_t p, enum mstate st, void *data)
 
 /* A job's row of the jobs table: the columns of `status`, and late. */
 static void
-report_job_row(struct sched *s, int job, struct buf *o)
+report_job_row(struct sched *s, int job, const struct report_query *q,
+	       struct buf *o)
 {
 	const struct job_def *j = &sched_config(s)->jobs[job];
 	char wm[CAL_KEY_MAX], nd[CAL_KEY_MAX], gf[CAL_KEY_MAX],
@@ -417,7 +568,14 @@ report_job_row(struct sched *s, int job, struct buf *o)
 	else
 		strcpy(nd, "-");
 	buf_addstr(o, "<tr><td>");
-	report_esc(o, j->name);
+	if (q->links && q->job[0] == '\0') {
+		char href[80];
+
+		snprintf(href, sizeof href, "job=%s", j->name);
+		report_link(o, q, href, j->name);
+	} else {
+		report_esc(o, j->name);
+	}
 	buf_printf(o, "</td><td>%s</td><td>%s</td><td>%s</td><td>%s</td><td>",
 		   grain_name(j->grain), v.paused ? "yes" : "no", wm, nd);
 	if (v.has_gap) {
@@ -445,7 +603,7 @@ report_warehouses(struct sched *s, struct buf *o)
 
 	buf_addstr(o, "<h2>Warehouses</h2>\n<table><tr><th>warehouse</th><th>"
 		   "throttle</th></tr>\n");
-	for (size_t w = 0; w < cfg->nwarehouses; w++) {
+	for (size_t w = 0; w < cfg->nwarehouses && w < REPORT_ROWS; w++) {
 		memset(&v, 0, sizeof v);
 		if (th != NULL)
 			throttle_view(th, cfg->warehouses[w].name, &v);
@@ -470,11 +628,14 @@ report_warehouses(struct sched *s, struct buf *o)
 		buf_addstr(o, "</td></tr>\n");
 	}
 	buf_addstr(o, "</table>\n");
+	if (cfg->nwarehouses > REPORT_ROWS)
+		buf_printf(o, "<p>and %zu more, not shown (backfillctl status)"
+			   "</p>\n", cfg->nwarehouses - REPORT_ROWS);
 }
 
-/* The newest REPORT_FAILURES failed runs. */
+/* The newest REPORT_FAILURES failed runs (of job, when not NULL). */
 static void
-report_failures(struct sched *s, struct buf *o)
+report_failures(struct sched *s, const char *job, struct buf *o)
 {
 	struct store_runs_cursor *cur;
 	struct fail_ctx fc = { o, 0 };
@@ -484,7 +645,7 @@ report_failures(struct sched *s, struct buf *o)
 		   "<table><tr><th>job</th><th>partition</th><th>request</th>"
 		   "<th>run</th><th>finished</th><th>error</th></tr>\n",
 		   REPORT_FAILURES);
-	if (store_runs_open(sched_store(s), NULL, 0, "failed", &cur, &err) == 0) {
+	if (store_runs_open(sched_store(s), job, 0, "failed", &cur, &err) == 0) {
 		for (int page = 0; page < 200 && fc.n < REPORT_FAILURES; page++)
 			if (store_runs_page(cur, REPORT_FAILURES - fc.n,
 					    report_fail_cb, &fc, &err) != 0)
@@ -494,9 +655,10 @@ report_failures(struct sched *s, struct buf *o)
 	buf_addstr(o, "</table>\n");
 }
 
-/* The newest REPORT_FAILURES runs that succeeded with warnings. */
+/* The newest REPORT_FAILURES runs that succeeded with warnings (of job,
+ * when not NULL). */
 static void
-report_warnings(struct sched *s, struct buf *o)
+report_warnings(struct sched *s, const char *job, struct buf *o)
 {
 	struct store_runs_cursor *cur;
 	struct fail_ctx wc;
@@ -509,7 +671,7 @@ report_warnings(struct sched *s, struct buf *o)
 		   "</th></tr>\n", REPORT_FAILURES);
 	wc.o = o;
 	wc.n = 0;
-	if (store_runs_open(sched_store(s), NULL, 0, "succeeded", &cur,
+	if (store_runs_open(sched_store(s), job, 0, "succeeded", &cur,
 			    &err) == 0) {
 		/* the newest 4000 succeeded runs at most: those without
 		 * warnings are skipped */
@@ -523,13 +685,141 @@ report_warnings(struct sched *s, struct buf *o)
 }
 
 void
-report_render(struct sched *s, struct buf *o)
+report_query_init(struct report_query *q)
+{
+	memset(q, 0, sizeof *q);
+	q->page = 1;
+}
+
+int
+report_query_parse(const struct config *cfg, const char *query,
+		   struct report_query *q, struct err *err)
+{
+	static const char *const names[] = { "job", "from", "to", "page" };
+	char page[24];
+	size_t known = 0;
+	const char *p;
+
+	report_query_init(q);
+	q->links = true;
+	if (http_query_get(query, "job", q->job, sizeof q->job) < 0 ||
+	    http_query_get(query, "from", q->from, sizeof q->from) < 0 ||
+	    http_query_get(query, "to", q->to, sizeof q->to) < 0 ||
+	    http_query_get(query, "page", page, sizeof page) < 0)
+		return err_set(err, EXIT_BAD_INPUT, "a parameter of the query"
+			       " is too long or badly escaped: the report takes"
+			       " job=NAME, from=KEY, to=KEY and page=N");
+	/* every parameter is one of those */
+	for (p = query; *p != '\0'; p = *p == '&' ? p + 1 : p) {
+		size_t n = strcspn(p, "=&");
+
+		for (known = 0; known < 4; known++)
+			if (n > 0 && strlen(names[known]) == n &&
+			    strncmp(p, names[known], n) == 0)
+				break;
+		if (n > 0 && known == 4)
+			return err_set(err, EXIT_BAD_INPUT, "the report takes"
+				       " job=NAME, from=KEY, to=KEY and page=N:"
+				       " not %.*s", (int)(n > 32 ? 32 : n), p);
+		p += strcspn(p, "&");
+	}
+	if (q->job[0] != '\0' && config_job_index(cfg, q->job) < 0)
+		return err_set(err, EXIT_BAD_INPUT, "no job %s in the"
+			       " configuration: see /report for the jobs",
+			       q->job);
+	if ((q->from[0] != '\0' || q->to[0] != '\0') && q->job[0] == '\0')
+		return err_set(err, EXIT_BAD_INPUT, "from and to are the range"
+			       " of a job's map: add job=NAME");
+	if (q->job[0] != '\0') {
+		const struct job_def *j =
+		    &cfg->jobs[config_job_index(cfg, q->job)];
+		struct part_range r;
+
+		if ((q->from[0] != '\0' &&
+		     range_parse(j->grain, q->from, q->from, &r, err) < 0) ||
+		    (q->to[0] != '\0' &&
+		     range_parse(j->grain, q->to, q->to, &r, err) < 0) ||
+		    (q->from[0] != '\0' && q->to[0] != '\0' &&
+		     range_parse(j->grain, q->from, q->to, &r, err) < 0))
+			return -1;
+	}
+	if (page[0] != '\0' && http_query_get(query, "page", page,
+						sizeof page) == 1) {
+		char *end;
+		long long v = strtoll(page, &end, 10);
+
+		if (*end != '\0' || end == page || v < 1 || v > 1000000 ||
+		    page[0] == '+' || page[0] == '-')
+			return err_set(err, EXIT_BAD_INPUT, "page must be a"
+				       " number from 1: not %s", page);
+		q->page = v;
+	}
+	return 0;
+}
+
+/* The links to the other pages of jobs, at most four. */
+static void
+report_pages(struct buf *o, const struct report_query *q, int64_t pages)
+{
+	char href[40];
+
+	if (pages <= 1)
+		return;
+	buf_printf(o, "<p>page %" PRId64 " of %" PRId64 " (%d jobs a page",
+		   q->page, pages, REPORT_PAGE_JOBS);
+	if (!q->links) {
+		buf_addstr(o, "; the others on /report?page=N of http_listen)"
+			   "</p>\n");
+		return;
+	}
+	buf_addstr(o, "):");
+	if (q->page > 1) {
+		buf_addstr(o, " ");
+		report_link(o, q, "page=1", "first");
+		snprintf(href, sizeof href, "page=%" PRId64, q->page - 1);
+		buf_addstr(o, " ");
+		report_link(o, q, href, "previous");
+	}
+	if (q->page < pages) {
+		snprintf(href, sizeof href, "page=%" PRId64, q->page + 1);
+		buf_addstr(o, " ");
+		report_link(o, q, href, "next");
+		snprintf(href, sizeof href, "page=%" PRId64, pages);
+		buf_addstr(o, " ");
+		report_link(o, q, href, "last");
+	}
+	buf_addstr(o, "</p>\n");
+}
+
+int
+report_render_query(struct sched *s, const struct report_query *q,
+		    struct buf *o, struct err *err)
 {
 	const struct config *cfg = sched_config(s);
 	char now[CAL_KEY_MAX];
-	void *ctx[3] = { o, s, NULL };
-	struct err err;
+	struct report_ctx c = { o, s, -1, NULL, 0, 0 };
+	size_t first = 0, last = cfg->njobs;
+	int64_t pages = ((int64_t)cfg->njobs + REPORT_PAGE_JOBS - 1) /
+	    REPORT_PAGE_JOBS;
+	const char *only = NULL;
 
+	if (q->job[0] != '\0') {
+		c.job = config_job_index(cfg, q->job);
+		if (c.job < 0)
+			return err_set(err, EXIT_BAD_INPUT, "no job %s in the"
+				       " configuration", q->job);
+		first = (size_t)c.job;
+		last = first + 1;
+		only = cfg->jobs[c.job].name;
+	} else {
+		if (q->page > 1 && q->page > pages)
+			return err_set(err, EXIT_BAD_INPUT, "no page %" PRId64
+				       ": the jobs fill %" PRId64, q->page,
+				       pages);
+		first = (size_t)(q->page - 1) * REPORT_PAGE_JOBS;
+		if (last > first + REPORT_PAGE_JOBS)
+			last = first + REPORT_PAGE_JOBS;
+	}
 	cal_format_iso_ms(clock_now_ms(), now);
 	buf_addstr(o, "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset="
 		   "\"utf-8\"><title>backfilld report</title><style>");
@@ -538,45 +828,74 @@ report_render(struct sched *s, struct buf *o)
 		   "<p>backfilld %s, %s, %zu jobs, %d runs in flight, %" PRId64
 		   " partitions queued</p>\n", BACKFILLD_VERSION, now, cfg->njobs,
 		   sched_running(s), sched_queued(s));
+	if (only != NULL) {
+		buf_addstr(o, "<p>The job ");
+		report_esc(o, only);
+		buf_addstr(o, " alone; ");
+		report_link(o, q, "page=1", "every job");
+		buf_addstr(o, ".</p>\n");
+	} else {
+		report_pages(o, q, pages);
+	}
 
 	buf_addstr(o, "<h2>Jobs</h2>\n<table><tr><th>job</th><th>grain</th>"
 		   "<th>paused</th><th>watermark</th><th>next due</th><th>"
 		   "catchup</th><th>queued</th><th>running</th><th>succeeded"
 		   "</th><th>failed</th><th>blocked</th><th>stale</th><th>late"
 		   "</th></tr>\n");
-	for (size_t i = 0; i < cfg->njobs; i++)
-		report_job_row(s, (int)i, o);
+	for (size_t i = first; i < last; i++)
+		report_job_row(s, (int)i, q, o);
 	buf_addstr(o, "</table>\n");
-	report_warehouses(s, o);
+	if (only == NULL)
+		report_warehouses(s, o);
 	buf_addstr(o, "<h2>Partition maps</h2>\n");
-	for (size_t i = 0; i < cfg->njobs; i++)
-		report_map(s, (int)i, o);
+	for (size_t i = first; i < last; i++)
+		report_map(s, (int)i, q, o);
 
 	buf_addstr(o, "<h2>Requests</h2>\n<table><tr><th>request</th><th>job"
 		   "</th><th>kind</th><th>created</th><th>progress</th><th>"
 		   "succeeded</th><th>skipped</th><th>failed</th><th>blocked"
 		   "</th><th>running</th><th>queued</th><th>time left</th></tr>"
 		   "\n");
-	sched_each_request(s, report_request_cb, ctx);
-	buf_addstr(o, "</table>\n");
-	report_recent(s, o);
+	sched_each_request(s, report_request_cb, &c);
+	report_table_end(&c, "backfillctl status and runs list them");
+	if (only == NULL)
+		report_recent(s, o);
 
-	report_failures(s, o);
-	report_warnings(s, o);
+	report_failures(s, only, o);
+	report_warnings(s, only, o);
 
 	buf_addstr(o, "<h2>Late partitions</h2>\n<table><tr><th>job</th><th>"
 		   "partition</th><th>deadline</th></tr>\n");
-	for (size_t i = 0; i < cfg->njobs; i++) {
-		ctx[2] = (void *)&cfg->jobs[i];
+	for (size_t i = only != NULL ? first : 0;
+	     i < (only != NULL ? last : cfg->njobs); i++) {
+		c.j = &cfg->jobs[i];
 		if (cfg->jobs[i].deadline > 0)
-			sched_job_open(s, (int)i, report_late_cb, ctx);
+			sched_job_open(s, (int)i, report_late_cb, &c);
 	}
-	buf_addstr(o, "</table>\n");
+	report_table_end(&c, "backfillctl status counts them");
 
 	buf_addstr(o, "<h2>Stale partitions</h2>\n<table><tr><th>job</th><th>"
 		   "partition</th><th>built</th><th>newer inputs</th></tr>\n");
-	sched_stale(s, -1, report_stale_cb, ctx, &err);
-	buf_addstr(o, "</table>\n</body></html>\n");
+	if (sched_stale(s, c.job, report_stale_cb, &c, err) < 0) {
+		buf_addstr(o, "</table>\n<p>");
+		report_esc(o, err->msg);
+		buf_addstr(o, "</p>\n");
+	} else {
+		report_table_end(&c, "backfillctl stale lists them");
+	}
+	buf_addstr(o, "</body></html>\n");
+	return 0;
+}
+
+void
+report_render(struct sched *s, struct buf *o)
+{
+	struct report_query q;
+	struct err err;
+
+	report_query_init(&q);
+	(void)report_render_query(s, &q, o, &err);
 }
 
 int

@@ -26,10 +26,13 @@ store_sqlite_runs_bounds(struct store_sqlite *st, const char *table,
 			 int64_t *lo, int64_t *hi, struct err *err)
 {
 	sqlite3_stmt *s;
-	char sql[96];
+	char sql[128];
 	int rc;
 
-	snprintf(sql, sizeof sql, "SELECT min(id), max(id) FROM %s", table);
+	/* two subqueries: SQLite reads min() or max() alone off the rowid
+	 * in one step, but both in one query scan the whole table */
+	snprintf(sql, sizeof sql, "SELECT (SELECT min(id) FROM %s),"
+		 " (SELECT max(id) FROM %s)", table, table);
 	if (sqlite3_prepare_v2(st->db, sql, -1, &s, NULL) != SQLITE_OK)
 		return store_sqlite_fail(st, err, "listing runs");
 	rc = sqlite3_step(s);

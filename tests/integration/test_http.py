@@ -11,7 +11,10 @@ gives the head alone; other methods 405, other paths 404, bad heads 400,
 client that never finishes its head (silent, or trickling a byte at a
 time) is answered 408 and closed after the timeout
 (BACKFILLD_TEST_HTTP_TIMEOUT_MS) and never holds another client's answer;
-hostile bytes change nothing and the daemon serves on.  Reload moves the
+hostile bytes change nothing and the daemon serves on.  An absolute-form
+target is served its path.  The refusals of a flood are logged in all,
+the last ones by a timer once it ends; an IPv4-mapped loopback address
+is not warned about.  Reload moves the
 listener; an address in use refuses the start with one line.  Then a
 real Prometheus (Debian's `prometheus`, when installed: its own config,
 a temporary storage folder, a free port; stopped whatever happens)
@@ -144,6 +147,14 @@ def test_paths():
     h.check(int(hd["content-length"]) > 100, "HEAD's length is the body's: %r" % hd)
     st, hd, body = get(port, "/metrics?x=1")
     h.eq(st, 200, "a query is ignored")
+    # an absolute-form target (RFC 9112 3.2.2: a server must accept it):
+    # its path is served
+    out = raw(port, b"GET http://127.0.0.1:%d/metrics HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n"
+              % port)
+    h.eq(status_of(out), 200, "an absolute-form target: %r" % out[:200])
+    h.check(b"backfilld_build_info" in out, "the metrics through an absolute-form target")
+    h.eq(status_of(raw(port, b"GET HTTP://x/nosuch HTTP/1.0\r\n\r\n")), 404,
+         "an absolute-form target's path is routed")
 
     for method in ("POST", "PUT", "DELETE", "OPTIONS"):
         st, hd, body = get(port, "/metrics", method=method)
@@ -255,6 +266,44 @@ def test_bounds():
     st, hd, body = get(port, "/healthz")
     h.eq(st, 200, "served on after hostile clients")
     d.assert_alive("after hostile clients")
+    d.stop()
+
+
+def test_refusal_count():
+    """The refusals of a flood are all logged, by a timer once the flood
+    ends (not only at the next refusal): the counts of the lines add up
+    to the connections refused; an IPv4-mapped loopback address is
+    loopback (no warning)."""
+    ratelog = 1500
+    d = h.Daemon(jobs=JOBS, name="httpr", settings={"http_listen": '"[::ffff:127.0.0.1]:0"'},
+                 env={"BACKFILLD_TEST_HTTP_RATELOG_MS": str(ratelog)})
+    port = listening_port(d)
+    with open(d.log) as f:
+        line = [l for l in f if "http: listening on" in l][-1]
+    h.check("::ffff:127.0.0.1" in line and "not a loopback" not in line,
+            "an IPv4-mapped loopback address is loopback: %r" % line)
+    held = [socket.create_connection(("127.0.0.1", port), timeout=GUARD) for _ in range(16)]
+    for s in held:
+        s.sendall(b"G")
+    flood = 40
+    for _ in range(flood):
+        out = raw(port, b"GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n", shut=False)
+        h.eq(status_of(out), 503, "a refused connection")
+    t0 = time.monotonic()
+    deadline = t0 + GUARD
+    while True:
+        with open(d.log) as f:
+            counts = [int(l.split("http: ", 1)[1].split()[0]) for l in f
+                      if "connections refused" in l]
+        if sum(counts) == flood:
+            break
+        h.check(sum(counts) < flood and time.monotonic() < deadline,
+                "the refusal lines count %r, not %d in all" % (counts, flood))
+        time.sleep(0.05)
+    h.check(len(counts) >= 2, "the first refusal at once, the rest later: %r" % counts)
+    h.eq(counts[0], 1, "the first refusal logged at once")
+    for s in held:
+        s.close()
     d.stop()
 
 
@@ -435,5 +484,6 @@ def test_prometheus_scrape():
 
 
 if __name__ == "__main__":
-    h.main([test_paths, test_bounds, test_reload_and_refusal, test_healthz_store_full,
+    h.main([test_paths, test_bounds, test_refusal_count, test_reload_and_refusal,
+            test_healthz_store_full,
             test_prometheus_scrape])

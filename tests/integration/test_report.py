@@ -24,6 +24,8 @@ import harness as h
 import test_map
 
 GUARD = 20.0
+# the newest partitions a map shows on a page of jobs (docs/commands.md)
+WINDOW = {"hour": 7 * 24, "day": 13 * 7, "week": 53, "month": 36}
 
 
 def chromium():
@@ -182,15 +184,21 @@ def test_report_matches_map():
     dom = Cells()
     dom.feed(p.stdout)
     h.eq((dom.scripts, dom.external), (0, []), "scripts and external assets in the DOM")
-    for job in ("daily", "weekly", "hourly"):
-        m = d.json("map", job)
+    # each map: the newest WINDOW partitions due (from the job's start at
+    # the earliest: daily's whole map), as map --json states them
+    for job, grain in (("daily", "day"), ("weekly", "week"), ("hourly", "hour")):
+        got = [c for c in dom.cells if c[0] == job]
+        whole = d.json("map", job)
+        if job == "daily":
+            h.eq(got[0][1], whole["from"], "first cell of daily: its start")
+        else:
+            h.eq(len(got), WINDOW[grain], "cells of %s" % job)
+        m = d.json("map", job, "--from", got[0][1])
         want = []
         for r in m["ranges"]:
             want += [r["state"]] * r["count"]
-        got = [c for c in dom.cells if c[0] == job]
         h.eq(len(got), len(want), "cells of %s" % job)
-        h.eq(got[0][1], m["from"], "first cell of %s" % job)
-        h.eq(got[-1][1], m["to"], "last cell of %s" % job)
+        h.eq(got[-1][1], whole["to"], "last cell of %s" % job)
         h.eq([c[2] for c in got], want, "cell states of %s against map --json" % job)
     h.check(("daily", "2026-01-08", "failed") in dom.cells, "the failed day's cell")
     m = d.json("map", "daily")

@@ -146,6 +146,38 @@ START_TEST(test_query)
 }
 END_TEST
 
+/* A query's parameters: the first of a name, decoded; bad escapes,
+ * control bytes and values too long are -1. */
+START_TEST(test_query_get)
+{
+	char v[8];
+
+	ck_assert_int_eq(http_query_get("job=a&page=2", "job", v, sizeof v), 1);
+	ck_assert_str_eq(v, "a");
+	ck_assert_int_eq(http_query_get("job=a&page=2", "page", v, sizeof v),
+			 1);
+	ck_assert_str_eq(v, "2");
+	ck_assert_int_eq(http_query_get("jobs=a&job=b", "job", v, sizeof v),
+			 1);
+	ck_assert_str_eq(v, "b");
+	ck_assert_int_eq(http_query_get("job=a&job=b", "job", v, sizeof v), 1);
+	ck_assert_str_eq(v, "a");
+	ck_assert_int_eq(http_query_get("a%2Fb+c=1&x=%41%2f+", "x", v,
+					sizeof v), 1);
+	ck_assert_str_eq(v, "A/ ");
+	ck_assert_int_eq(http_query_get("flag&x=1", "flag", v, sizeof v), 1);
+	ck_assert_str_eq(v, "");
+	ck_assert_int_eq(http_query_get("", "job", v, sizeof v), 0);
+	ck_assert_int_eq(http_query_get("jo=1&&obj=2", "job", v, sizeof v), 0);
+	ck_assert_int_eq(http_query_get("job=%4", "job", v, sizeof v), -1);
+	ck_assert_int_eq(http_query_get("job=%zz", "job", v, sizeof v), -1);
+	ck_assert_int_eq(http_query_get("job=%0a", "job", v, sizeof v), -1);
+	ck_assert_int_eq(http_query_get("job=12345678", "job", v, sizeof v),
+			 -1);
+	ck_assert_int_eq(http_query_get("job=1234567", "job", v, sizeof v), 1);
+}
+END_TEST
+
 /* Every prefix of a good head is MORE, the whole of it DONE. */
 START_TEST(test_prefixes)
 {
@@ -298,6 +330,7 @@ http_suite(void)
 
 	tcase_add_test(tc, test_heads);
 	tcase_add_test(tc, test_query);
+	tcase_add_test(tc, test_query_get);
 	tcase_add_test(tc, test_prefixes);
 	tcase_add_test(tc, test_limits);
 	tcase_add_test(tc, test_response_head);
