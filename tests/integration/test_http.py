@@ -23,6 +23,7 @@ scrapes the endpoint and its HTTP API says up == 1.
 import http.client
 import json
 import os
+import re
 import shutil
 import socket
 import subprocess
@@ -116,6 +117,12 @@ def test_paths():
     h.check(hd["content-type"].startswith("text/plain; version=0.0.4"), hd)
     text = body.decode()
     h.check('backfilld_runs_total{job="daily",state="succeeded"} 2' in text, text[:2000])
+    # every state of backfilld_runs_total is the one docs/operations.md lists
+    got = sorted(set(re.findall(r'backfilld_runs_total\{job="daily",state="([a-z]+)"\}', text)))
+    with open(os.path.join(h.SOURCE_ROOT, "docs", "operations.md")) as f:
+        row = [l for l in f if l.startswith("| `backfilld_runs_total`")][0]
+    documented = sorted(re.search(r"`state` \(([a-z, ]+)\)", row).group(1).split(", "))
+    h.eq(got, documented, "the states of backfilld_runs_total against docs/operations.md")
     tool = shutil.which("promtool")
     if tool is None and os.environ.get("BACKFILLD_REQUIRE_PROMTOOL") == "1":
         h.fail("promtool is not installed and BACKFILLD_REQUIRE_PROMTOOL=1")
