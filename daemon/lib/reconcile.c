@@ -59,6 +59,31 @@ reconcile_number(const char *value, bool *has, double *v)
 	return 0;
 }
 
+void
+reconcile_detail(bool has_source, double source, bool has_target,
+		 double target, double diff, bool passed, const char *tol,
+		 char *out, size_t size)
+{
+	char sv[40] = "NULL", tv[40] = "NULL";
+
+	if (has_source)
+		snprintf(sv, sizeof sv, "%.15g", source);
+	if (has_target)
+		snprintf(tv, sizeof tv, "%.15g", target);
+	if (has_source && has_target)
+		snprintf(out, size, "source %s, target %s, difference %+.10g,"
+			 " %s %s", sv, tv, diff, passed ? "within tolerance" :
+			 "above tolerance", tol);
+	else if (!has_source && !has_target)
+		snprintf(out, size, "source NULL, target NULL: both were NULL"
+			 " (no value on either side), no difference");
+	else
+		snprintf(out, size, "source %s, target %s: the %s was NULL (no"
+			 " value, or no row), so there is no difference to"
+			 " compare; a NULL matches only a NULL", sv, tv,
+			 has_source ? "target" : "source");
+}
+
 bool
 reconcile_within(bool has_source, double source, bool has_target,
 		 double target, const struct reconcile_tolerance *t,

@@ -35,4 +35,14 @@ bool reconcile_within(bool has_source, double source, bool has_target,
 		      double target, const struct reconcile_tolerance *t,
 		      double *diff);
 
+/*
+ * The audit's words for a compared reconcile (passed: reconcile_within's
+ * verdict, tol: the tolerance's text): "source 715.12, target 834.07,
+ * difference +118.95, above tolerance 0.1%"; with a NULL side it names
+ * the side that was NULL and gives no difference, which has none.
+ */
+void reconcile_detail(bool has_source, double source, bool has_target,
+		      double target, double diff, bool passed,
+		      const char *tol, char *out, size_t size);
+
 #endif

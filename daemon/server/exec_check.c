@@ -273,16 +273,9 @@ exec_reconciles(struct exec_flight *fl, struct wh_conn *conn, size_t i,
 			cr->passed = reconcile_within(rs->has, rs->v,
 			    cr->has_target, cr->target, &rd->tolerance,
 			    &cr->diff);
-			char sv[40] = "NULL", tv[40] = "NULL";
-
-			if (rs->has)
-				snprintf(sv, sizeof sv, "%.15g", rs->v);
-			if (cr->has_target)
-				snprintf(tv, sizeof tv, "%.15g", cr->target);
-			snprintf(detail, sizeof detail, "source %s, target %s,"
-			    " difference %+.10g, %s %s", sv, tv, cr->diff,
-			    cr->passed ? "within tolerance" : "above tolerance",
-			    tol);
+			reconcile_detail(rs->has, rs->v, cr->has_target,
+			    cr->target, cr->diff, cr->passed, tol, detail,
+			    sizeof detail);
 		}
 		free(value);
 		cr->detail = xstrdup(detail);

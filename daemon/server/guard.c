@@ -418,20 +418,21 @@ guard_judge(struct exec_run *run, struct wh_conn *conn, size_t i,
 	if (g->has_changes && g->has_rows_before && g->has_rows_after &&
 	    cutoff_partition_missed(g->rows_before, g->rows_after,
 				    g->changes)) {
-		snprintf(detail, sizeof detail, "the write changed %lld rows but"
-			 " %s.%s holds no row with the partition's key %s:"
+		snprintf(detail, sizeof detail, "the write changed %lld row%s"
+			 " but %s.%s holds no row with the partition's key %s:"
 			 " partition_column must hold the key (:partition),"
 			 " not e.g. :partition_start",
-			 (long long)g->changes, j->table, j->partition_column,
-			 key);
+			 (long long)g->changes, g->changes == 1 ? "" : "s",
+			 j->table, j->partition_column, key);
 		guard_record(run, i, "partition_column", false, detail);
 		if (rc == GUARD_PASSED && first_error)
 			err_set(err, EXIT_WORK_FAILED, "check partition_column"
 				" failed for %s: %s", key, detail);
 		rc = GUARD_FAILED;
 	}
-	snprintf(detail, sizeof detail, "%lld rows, at least %lld",
-		 (long long)g->rows_after, (long long)j->min_rows);
+	snprintf(detail, sizeof detail, "%lld row%s, at least %lld",
+		 (long long)g->rows_after, g->rows_after == 1 ? "" : "s",
+		 (long long)j->min_rows);
 	if (g->rows_after < j->min_rows) {
 		guard_record(run, i, "min_rows", false, detail);
 		if (rc == GUARD_PASSED && first_error)

@@ -141,10 +141,12 @@ verify_next(struct cmd_stream *cs, struct buf *out)
 		else
 			err_set(&cs->err, EXIT_BAD_INPUT, "verify %s %s: the"
 				" second run changed the partition's content"
-				" (%" PRId64 " rows, checksum %s -> %s): the job"
+				" (%" PRId64 " row%s, checksum %s -> %s): the job"
 				" reads what it wrote; the request is refused"
 				" and nothing was changed", job, key,
-				r->verify_rows[2], r->verify_sum[1],
+				r->verify_rows[2],
+				r->verify_rows[2] == 1 ? "" : "s",
+				r->verify_sum[1],
 				r->verify_sum[2]);
 		return 1;
 	}
@@ -154,9 +156,11 @@ verify_next(struct cmd_stream *cs, struct buf *out)
 		else
 			buf_printf(out, "verify %s %s: idempotent: the second"
 				   " run left the partition as the first did"
-				   " (%" PRId64 " rows before, %" PRId64
+				   " (%" PRId64 " row%s before, %" PRId64
 				   " after, checksum %s); rolled back\n", job,
-				   key, r->verify_rows[0], r->verify_rows[2],
+				   key, r->verify_rows[0],
+				   r->verify_rows[0] == 1 ? "" : "s",
+				   r->verify_rows[2],
 				   r->verify_sum[2]);
 		return 1;
 	}

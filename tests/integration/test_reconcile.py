@@ -223,6 +223,21 @@ def test_unreachable_source():
     d.stop()
 
 
+def test_null_source():
+    """A source that returns NULL (no row of the day on the landing) fails
+    the check, and the words say the source was NULL: no "difference +0",
+    which a NULL does not have."""
+    d = sqlite_daemon(tg.GOOD_SQL, "rc-null",
+                      source_sql="SELECT SUM(amount) FROM sales WHERE day = 'never'")
+    _, run = tg.fail_one(d, "fct_daily_sales", "2026-02-03")
+    err = run["error"] or ""
+    h.check("source NULL, target " in err and "the source was NULL" in err,
+            "the error says the source was NULL: %r" % err)
+    h.check("difference" not in err.replace("no difference", ""),
+            "a NULL source has no difference: %r" % err)
+    d.stop()
+
+
 def test_source_timeout():
     """A source query slower than its timeout (a recursive CTE counting to
     a billion) is interrupted: the check fails, quickly."""
@@ -394,8 +409,8 @@ def test_pg_source_timeout_cancelled():
 
 
 if __name__ == "__main__":
-    tests = [test_sqlite_to_sqlite, test_unreachable_source, test_source_timeout,
-             test_recon_sql_scanned]
+    tests = [test_sqlite_to_sqlite, test_unreachable_source, test_null_source,
+             test_source_timeout, test_recon_sql_scanned]
     if "--postgres" in sys.argv:
         tests = [test_sqlite_source_pg_target, test_pg_source_sqlite_target,
                  test_pg_source_timeout_cancelled]

@@ -5,6 +5,7 @@
  */
 #include <check.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "reconcile.h"
 
@@ -73,6 +74,32 @@ START_TEST(test_within)
 }
 END_TEST
 
+/* The audit's words: a NULL side says so and has no difference (was
+ * "difference +0"). */
+START_TEST(test_detail)
+{
+	char out[256];
+
+	reconcile_detail(true, 715.12, true, 834.07, 834.07 - 715.12, false,
+			 "0.1%", out, sizeof out);
+	ck_assert_str_eq(out, "source 715.12, target 834.07, difference"
+			 " +118.95, above tolerance 0.1%");
+	reconcile_detail(false, 0, true, 12, 0, false, "0.1%", out,
+			 sizeof out);
+	ck_assert_str_eq(out, "source NULL, target 12: the source was NULL"
+			 " (no value, or no row), so there is no difference"
+			 " to compare; a NULL matches only a NULL");
+	ck_assert_ptr_null(strstr(out, "difference +"));
+	reconcile_detail(true, 12, false, 0, 0, false, "0.1%", out,
+			 sizeof out);
+	ck_assert_ptr_nonnull(strstr(out, "source 12, target NULL: the target"
+				     " was NULL"));
+	reconcile_detail(false, 0, false, 0, 0, true, "0.1%", out, sizeof out);
+	ck_assert_str_eq(out, "source NULL, target NULL: both were NULL (no"
+			 " value on either side), no difference");
+}
+END_TEST
+
 int
 main(void)
 {
@@ -84,6 +111,7 @@ main(void)
 	tcase_add_test(tc, test_tolerance);
 	tcase_add_test(tc, test_number);
 	tcase_add_test(tc, test_within);
+	tcase_add_test(tc, test_detail);
 	suite_add_tcase(s, tc);
 	sr = srunner_create(s);
 	srunner_run_all(sr, CK_NORMAL);
