@@ -7,7 +7,14 @@ out of `backfill --wait`, `runs`, `audit`, `status`, an error line
 (HTML-escaped in the report, JSON-escaped in --json), never raw.
 
 SQL text cannot hold 0x00 (a C string ends there): the warehouse value
-and the SQL error carry 0x01-0x1f and 0x7f, the hook's output 0x00 too."""
+and the SQL error carry 0x01-0x1f and 0x7f, the hook's output 0x00 too.
+
+A command run's output (test_logs_outside_bytes) holds any byte: through
+`logs` and `logs --follow` a NUL stops nothing, ESC, BEL, CR, DEL and
+backspace come out by the rule for lines (newline and tab kept), `--raw`
+gives a pipe the exact bytes and is refused on a terminal (which gets
+nothing), the daemon stays up and answers `status`, and each command ran
+once."""
 import os
 import pty
 import re

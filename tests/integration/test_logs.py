@@ -16,8 +16,10 @@ not exist are each refused with one line and exit 2.
 Logs by run (test_logs_by_run): three requests of one partition each have
 their own log (named by run id), `logs` prints the newest run's alone and
 `--attempt N` the attempt of the newest request; `--attempt 4294967297`
-is refused (out of range), not read as attempt 1; once keep_runs prunes
-the older runs, their logs are deleted with them and the newest stays.
+is refused (out of range), not read as attempt 1; one execution serving
+two requests has one log; once keep_runs prunes the older runs, their
+logs are deleted with them and the newest stays; a log of the older
+naming (PARTITION.ATTEMPT.log) is still read.
 """
 import datetime
 import glob
@@ -256,6 +258,11 @@ def test_logs_by_run():
             time.sleep(0.05)
         h.check(runs[-1] in kept, "the newest run is kept: %r" % kept)
         h.eq(d.ok("logs", "each", "2026-02-01"), "run 6 attempt 2\n", "logs after pruning")
+        # a log written before logs were named by run is still read
+        os.rename(os.path.join(folder, "2026-02-01.run-%d.log" % runs[-1]),
+                  os.path.join(folder, "2026-02-01.2.log"))
+        h.eq(d.ok("logs", "each", "2026-02-01"), "run 6 attempt 2\n",
+             "logs of a run whose log has the old name")
         d.assert_alive("after pruning")
         d.stop()
     finally:
