@@ -44,21 +44,22 @@ text_escape_byte(unsigned char c, char *e)
 static void
 text_escape_rule(struct buf *b, const void *s, size_t len, bool keep_lines)
 {
-	const unsigned char *p = s, *run = s;
+	const unsigned char *p = s;
 	char e[5];
-	size_t i;
+	size_t i, run = 0;
 
+	/* indices, not pointers: s may be NULL with len 0 */
 	for (i = 0; i < len; i++) {
 		if (!text_is_control(p[i]) ||
 		    (keep_lines && (p[i] == '\n' || p[i] == '\t')))
 			continue;
-		if (p + i > run)
-			buf_add(b, run, (size_t)(p + i - run));
+		if (i > run)
+			buf_add(b, p + run, i - run);
 		buf_add(b, e, text_escape_byte(p[i], e));
-		run = p + i + 1;
+		run = i + 1;
 	}
-	if (p + len > run)
-		buf_add(b, run, (size_t)(p + len - run));
+	if (len > run)
+		buf_add(b, p + run, len - run);
 	if (b->data == NULL)
 		buf_add(b, "", 0);
 }
