@@ -377,6 +377,35 @@ chsql_error_text(const char *body, size_t len, char *msg, size_t msgsz)
 		msg[i] = '\0';
 }
 
+int
+chsql_error_code(const char *msg)
+{
+	long v;
+	char *end;
+
+	if (strncmp(msg, "Code: ", 6) != 0)
+		return 0;
+	v = strtol(msg + 6, &end, 10);
+	return end != msg + 6 && *end == ',' && v > 0 && v < 100000 ? (int)v :
+	    0;
+}
+
+bool
+chsql_denied(long status, int code, bool *privilege)
+{
+	*privilege = code == 497 || code == 164;
+	switch (code) {
+	case 516: case 192: case 193: case 194: case 195:
+		return true;
+	case 497: case 164:
+		return true;
+	default:
+		break;
+	}
+	*privilege = status == 403;
+	return status == 401 || status == 403;
+}
+
 size_t
 chsql_describe(const char *job, const char *what, const char *sql,
 	       enum grain g, const char *stage, struct buf *b)

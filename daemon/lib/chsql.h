@@ -119,6 +119,15 @@ bool chsql_body_exception(const char *body, size_t len, char *msg,
 /* The message of an error body (any status): its exception as above, or
  * its first line, trimmed, into msg. */
 void chsql_error_text(const char *body, size_t len, char *msg, size_t msgsz);
+/* The N of a message "Code: N, ..." (chsql_error_text's), 0 for none. */
+int chsql_error_code(const char *msg);
+/* Whether a failed request was refused for who sent it, which no retry
+ * cures (docs/clickhouse.md, "Credentials and privileges"): HTTP 401 or
+ * 403, or ClickHouse code 516 AUTHENTICATION_FAILED, 192 UNKNOWN_USER,
+ * 193 WRONG_PASSWORD, 194 REQUIRED_PASSWORD, 195 IP_ADDRESS_NOT_ALLOWED,
+ * 497 ACCESS_DENIED or 164 READONLY.  *privilege: the user is known but
+ * lacks a right (497, 164, HTTP 403 without a credentials code). */
+bool chsql_denied(long status, int code, bool *privilege);
 
 /* The cluster, database and local table of an engine_full (system.tables)
  * "Distributed(cluster, db, table[, sharding_key...])", each plain or

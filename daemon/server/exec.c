@@ -371,6 +371,7 @@ exec_submit_to(struct exec *ex, struct exec_run *run, struct exec_run *after)
 	run->failed = false;
 	run->timed_out = false;
 	run->cancelled = false;
+	run->no_retry = false;
 	run->not_started = false;
 	run->withdrawn = false;
 	run->committed_before = false;

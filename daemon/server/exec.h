@@ -166,6 +166,9 @@ struct exec_run {
 	bool failed;
 	bool timed_out;
 	bool cancelled;           /* exec_cancel() or exec_close() stopped it */
+	/* Failed with an error no retry cures (the warehouse refused the
+	 * user or a privilege, WH_ERR_DENIED): not retried. */
+	bool no_retry;
 	/* It could not start for want of resources (EMFILE, ENFILE, EAGAIN,
 	 * ENOMEM from opening its log or spawning): failed is set too, but
 	 * nothing ran; the caller queues it again without counting it. */

@@ -59,6 +59,11 @@ int exec_sql_wap(struct exec_flight *fl, struct wh_conn *conn,
 		 bool key_checked, struct err *err);
 int exec_sql_wap_verify(struct exec_flight *fl, struct wh_conn *conn,
 			struct err *err);
+/* After a run (exec_wap.c): log the line of the statement conn stopped
+ * on the server for it (wh_driver.stopped), if any; shard: 1-based, 0
+ * for none. */
+void exec_log_stopped(const struct exec_run *run, struct wh_conn *conn,
+		      size_t shard);
 /* The marks and stage partitions of parts (skip[i]: not that one; skip
  * NULL: all), once their run is recorded; best effort, outside a run. */
 void exec_wap_release(struct wh_conn *conn, const struct config *cfg,

@@ -436,6 +436,7 @@ exec_sql_run(struct exec_worker *w, struct exec_flight *fl)
 	wh = &run->cfg->warehouses[run->job->warehouse];
 	conn = exec_conn_get(w, wh, &err);
 	if (conn == NULL) {
+		run->no_retry = err.code == WH_ERR_DENIED;
 		exec_fail(run, "%s", err.msg);
 		exec_result_stop(fl);
 		return;
@@ -464,6 +465,7 @@ exec_sql_run(struct exec_worker *w, struct exec_flight *fl)
 	if (conn->drv->tag != NULL)
 		conn->drv->tag(conn, run->run_id);
 	rc = exec_sql_kind(w, fl, conn, wh->kind, &err);
+	exec_log_stopped(run, conn, 0);
 	free(fl->recon);
 	fl->recon = NULL;
 
@@ -487,6 +489,7 @@ exec_sql_run(struct exec_worker *w, struct exec_flight *fl)
 		run->checks = NULL;
 	}
 	if (rc == -1) {
+		run->no_retry = err.code == WH_ERR_DENIED;
 		exec_fail(run, "%s", err.msg);
 		exec_result_stop(fl);
 	}

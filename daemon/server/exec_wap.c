@@ -6,6 +6,7 @@
  * exec.c's worker threads (exec_int.h); there is no transaction: a stage
  * table is filled, audited, then swapped in by one REPLACE PARTITION.
  */
+#include <inttypes.h>
 #include <signal.h>
 #include <stdint.h>
 #include <stdatomic.h>
@@ -23,6 +24,7 @@
 #include "exec_int.h"
 #include "exec_wap.h"
 #include "guard.h"
+#include "log.h"
 #include "wh.h"
 #include "xalloc.h"
 
@@ -605,6 +607,23 @@ struct wap_shards {
 	size_t n;
 };
 
+void
+exec_log_stopped(const struct exec_run *run, struct wh_conn *conn,
+		 size_t shard)
+{
+	char note[300], sh[32] = "";
+
+	if (conn == NULL || conn->drv->stopped == NULL ||
+	    !conn->drv->stopped(conn, note, sizeof note))
+		return;
+	if (shard > 0)
+		snprintf(sh, sizeof sh, " shard=%zu", shard);
+	log_warn("job=%s partition=%s%s%s run=%" PRId64 "%s: %s",
+		 run->job->name, run->parts[0].key, run->nparts > 1 ? ".." : "",
+		 run->nparts > 1 ? run->parts[run->nparts - 1].key : "",
+		 run->run_id, sh, note);
+}
+
 static void
 exec_wap_shards_close(struct wap_shards *sh)
 {
@@ -930,6 +949,8 @@ exec_sql_wap(struct exec_flight *fl, struct wh_conn *conn, bool key_checked,
 			      (rc == 1 ? sh.n : 1), sizeof *run->checks);
 	if (rc == 1) {
 		rc = exec_sql_wap_shards(fl, &sh, err);
+		for (size_t s = 0; s < sh.n; s++)
+			exec_log_stopped(run, sh.conns[s], s + 1);
 		exec_wap_shards_close(&sh);
 		return rc;
 	}

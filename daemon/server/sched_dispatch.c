@@ -683,8 +683,9 @@ sched_outcome(struct sched *s, const struct active *a, struct outcome *o)
 		o->run_state = MS_CANCELLED;
 	} else if (run->failed) {
 		o->run_state = MS_FAILED;
-		o->retry = manifest_retries(run->job, a->mr->items[0]->attempts,
-					    s->draining);
+		o->retry = !run->no_retry &&
+		    manifest_retries(run->job, a->mr->items[0]->attempts,
+				     s->draining);
 		o->result = o->retry ? MS_QUEUED : MS_FAILED;
 	} else {
 		o->result = o->run_state = MS_SUCCEEDED;

@@ -40,6 +40,12 @@
 
 struct wh_driver;
 
+/* err.code of a driver's error that no retry cures: the warehouse
+ * refused the user (wrong password, unknown user) or a privilege.  The
+ * run fails at once, not retried (its message says what to do); never
+ * an exit code as such. */
+#define WH_ERR_DENIED 5
+
 /* The head of every driver's connection: conn->drv->op(conn, ...). */
 struct wh_conn {
 	const struct wh_driver *drv;
@@ -141,8 +147,14 @@ struct wh_driver {
 		      char *sum, size_t sumsz, struct err *err);
 	/* Optional.  Before a run: the run it serves, for the server's own
 	 * view of it (ClickHouse: every query's query_id is
-	 * backfilld-RUN-N, N counted from 1 per run). */
+	 * backfilld-INSTANCE-RUN-N, N counted from 1 per run). */
 	void (*tag)(struct wh_conn *conn, int64_t run_id);
+	/* Optional.  After a run: one line about the statement this
+	 * connection stopped on the server (ClickHouse: its KILL QUERY, and
+	 * how long the server took to end it, or that it still ran when the
+	 * driver stopped waiting), taken (cleared) by the call; false when
+	 * there is none. */
+	bool (*stopped)(struct wh_conn *conn, char *buf, size_t size);
 };
 
 /* The embedded SQLite driver (wh_sqlite.c). */

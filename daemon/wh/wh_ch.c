@@ -9,12 +9,19 @@
  * statement is one POST of its text; the values the daemon generated are
  * substituted as typed literals (chsql.h), never text from a request.
  *
- * Every query carries query_id backfilld-RUN-N.  interrupt() only raises
- * a flag; the worker thread, running the transfer through a multi handle,
- * looks at it (and at the executor's stop flag given to watch()) every
- * 50 ms and aborts the transfer,
- * and the worker then sends KILL QUERY WHERE query_id = ... SYNC on a
- * handle of its own, so that the server stops the statement too.
+ * Every query of a run carries query_id backfilld-INSTANCE-RUN-N
+ * (INSTANCE: 16 hex digits drawn at random when the module loads, so
+ * that two daemons on one server never share an id, whatever their state
+ * stores) and, when the run has a timeout, max_execution_time: the
+ * timeout plus WHCH_EXEC_SLACK_S, so that the server ends the statement
+ * itself should the daemon be gone.  interrupt() only raises a flag; the
+ * worker thread, running the transfer through a multi handle, looks at it
+ * (and at the executor's stop flag given to watch()) every 50 ms and
+ * aborts the transfer, then sends KILL QUERY WHERE query_id = ... ASYNC
+ * on a handle of its own and reads system.processes until the query is
+ * gone, up to WHCH_KILL_WAIT_MS: the run is not over before the server
+ * has stopped its statement, or that bound has passed.  What the kill
+ * took is kept for the executor's log line (stopped()).
  *
  * A response is a failure when its status is not 200, or when its last
  * line is an exception the server appended after a 200 status (it has
@@ -22,11 +29,15 @@
  */
 #include <curl/curl.h>
 #include <errno.h>
+#include <inttypes.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/random.h>
+#include <time.h>
+#include <unistd.h>
 
 #include "buf.h"
 #include "chsql.h"
@@ -40,6 +51,14 @@ extern const struct wh_driver wh_ch_driver;
  * accepts the connection but never answers (stopped, overloaded) counts
  * as unreachable after this. */
 #define WHCH_CONNECT_MS 10000L
+/* A KILL QUERY's own request, and each read of system.processes after
+ * it, is bounded by this. */
+#define WHCH_KILL_REQUEST_MS 2000L
+/* How long a stopped run waits for the server to end its statement. */
+#define WHCH_KILL_WAIT_MS 10000L
+/* max_execution_time is the run's timeout plus this many seconds: the
+ * daemon's own timeout comes first, the server's is the backstop. */
+#define WHCH_EXEC_SLACK_S 2
 
 struct whch_conn {
 	struct wh_conn base;
@@ -54,7 +73,9 @@ struct whch_conn {
 	int64_t run_id;
 	int64_t nquery;         /* queries of this run so far */
 	int64_t limit_ms;       /* each query's bound (0: none; watch()) */
+	int64_t exec_limit_s;   /* max_execution_time (0: none; watch()) */
 	bool broken;
+	char stopped[256];      /* what the last KILL took ("": none) */
 };
 
 static struct whch_conn *
@@ -64,11 +85,24 @@ whch_conn(struct wh_conn *conn)
 }
 
 static pthread_once_t whch_once = PTHREAD_ONCE_INIT;
+/* This process's part of every query_id: 16 hex digits. */
+static char whch_instance[17];
 
 static void
 whch_global(void)
 {
+	uint64_t r = 0;
+	struct timespec ts;
+
 	curl_global_init(CURL_GLOBAL_DEFAULT);
+	if (getrandom(&r, sizeof r, 0) != (ssize_t)sizeof r) {
+		/* no entropy source: the clock and the pid, still unlike
+		 * another daemon's */
+		clock_gettime(CLOCK_REALTIME, &ts);
+		r = ((uint64_t)ts.tv_sec << 32 ^ (uint64_t)ts.tv_nsec) *
+		    0x9e3779b97f4a7c15ULL ^ (uint64_t)getpid();
+	}
+	snprintf(whch_instance, sizeof whch_instance, "%016" PRIx64, r);
 }
 
 /* The first line of a password file, malloc'd. */
@@ -111,7 +145,8 @@ whch_progress_cb(void *arg, curl_off_t dt, curl_off_t dn, curl_off_t ut,
 	    (c->stop != NULL && atomic_load(c->stop) != 0);
 }
 
-/* The URL of one query: the configured one with query_id (when given). */
+/* The URL of one query: the configured one with query_id (when given)
+ * and max_execution_time (with it, when the run has a timeout). */
 static char *
 whch_url(const struct whch_conn *c, const char *query_id)
 {
@@ -122,6 +157,9 @@ whch_url(const struct whch_conn *c, const char *query_id)
 	if (query_id != NULL) {
 		buf_addstr(&b, strchr(c->url, '?') ? "&" : "?");
 		buf_printf(&b, "query_id=%s", query_id);
+		if (c->exec_limit_s > 0)
+			buf_printf(&b, "&max_execution_time=%" PRId64,
+				   c->exec_limit_s);
 	}
 	buf_add(&b, "", 1);
 	return buf_steal(&b);
@@ -158,23 +196,98 @@ whch_setup(struct whch_conn *c, CURL *h, const char *url, const char *sql,
 	}
 }
 
-/* Ask the server to stop query `id` (a fresh handle: the run's own was
- * aborted), waiting until it has. */
+static int64_t
+whch_now_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+/* POST sql on handle h (not abortable: the run's stop flags are raised),
+ * bounded by WHCH_KILL_REQUEST_MS; 0 with the body when the server
+ * answered 200, else -1 with *why. */
+static int
+whch_post_plain(struct whch_conn *c, CURL *h, const char *url,
+		const char *sql, struct buf *body, const char **why)
+{
+	CURLcode rc;
+	long status = 0;
+
+	body->len = 0;
+	whch_setup(c, h, url, sql, body, false);
+	curl_easy_setopt(h, CURLOPT_TIMEOUT_MS, WHCH_KILL_REQUEST_MS);
+	rc = curl_easy_perform(h);
+	if (rc != CURLE_OK) {
+		*why = curl_easy_strerror(rc);
+		return -1;
+	}
+	curl_easy_getinfo(h, CURLINFO_RESPONSE_CODE, &status);
+	buf_add(body, "", 1);
+	if (status != 200) {
+		*why = "the server refused it";
+		return -1;
+	}
+	return 0;
+}
+
+/*
+ * Ask the server to stop query `id` (a fresh handle: the run's own was
+ * aborted) without waiting in the KILL itself (SYNC would wait up to the
+ * server's own 30 s), then read system.processes, 20 ms after, then twice
+ * as long after each read up to 500 ms apart, until the query is gone or
+ * WHCH_KILL_WAIT_MS has passed.  What it took goes into c->stopped.
+ */
 static void
 whch_kill(struct whch_conn *c, const char *id)
 {
-	char sql[160], *url;
+	char sql[200], *url;
+	const char *why = NULL;
 	struct buf body;
+	int64_t t0 = whch_now_ms(), wait = 20, left;
 	CURL *h = curl_easy_init();
+	bool gone = false, sent;
 
 	if (h == NULL)
 		return;
 	buf_init(&body);
-	snprintf(sql, sizeof sql, "KILL QUERY WHERE query_id = '%s' SYNC", id);
 	url = whch_url(c, NULL);
-	whch_setup(c, h, url, sql, &body, false);
-	curl_easy_setopt(h, CURLOPT_TIMEOUT_MS, 30000L);
-	(void)curl_easy_perform(h);
+	snprintf(sql, sizeof sql, "KILL QUERY WHERE query_id = '%s' ASYNC", id);
+	sent = whch_post_plain(c, h, url, sql, &body, &why) == 0;
+	if (sent) {
+		snprintf(sql, sizeof sql, "SELECT count() FROM system.processes"
+			 " WHERE query_id = '%s'", id);
+		for (;;) {
+			if (whch_post_plain(c, h, url, sql, &body, &why) == 0 &&
+			    strtol(body.data, NULL, 10) == 0) {
+				gone = true;
+				break;
+			}
+			left = WHCH_KILL_WAIT_MS - (whch_now_ms() - t0);
+			if (left <= 0)
+				break;
+			if (wait > left)
+				wait = left;
+			nanosleep(&(struct timespec){ .tv_sec = wait / 1000,
+			    .tv_nsec = wait % 1000 * 1000000 }, NULL);
+			wait = wait * 2 > 500 ? 500 : wait * 2;
+		}
+	}
+	if (gone)
+		snprintf(c->stopped, sizeof c->stopped, "query %s stopped on"
+			 " the server (KILL QUERY), gone after %.1f s", id,
+			 (double)(whch_now_ms() - t0) / 1000.0);
+	else if (!sent)
+		snprintf(c->stopped, sizeof c->stopped, "query %s: KILL QUERY"
+			 " failed (%s); it may still run on the server", id,
+			 why);
+	else
+		snprintf(c->stopped, sizeof c->stopped, "query %s still"
+			 " running on the server %.1f s after KILL QUERY%s", id,
+			 (double)(whch_now_ms() - t0) / 1000.0,
+			 c->exec_limit_s > 0 ? "; its max_execution_time ends"
+			 " it" : "");
 	curl_easy_cleanup(h);
 	buf_free(&body);
 	free(url);
@@ -212,6 +325,37 @@ whch_perform(struct whch_conn *c)
 	return rc;
 }
 
+/* A response of status (0: 200 with an exception after it) saying msg:
+ * the error, WH_ERR_DENIED with what to do when the server refused the
+ * user or a privilege (chsql_denied), which no retry cures. */
+static int
+whch_refused(const struct whch_conn *c, long status, const char *msg,
+	     struct err *err)
+{
+	char http[32];
+	bool privilege;
+
+	if (status != 0)
+		snprintf(http, sizeof http, "(HTTP %ld)", status);
+	else
+		snprintf(http, sizeof http, "(after HTTP 200)");
+	if (!chsql_denied(status, chsql_error_code(msg), &privilege))
+		return err_set(err, EXIT_WORK_FAILED, "%s%s%s", msg,
+			       msg[0] ? " " : "", http);
+	if (privilege)
+		return err_set(err, WH_ERR_DENIED, "%s%s%s: user %s lacks a"
+			       " privilege this job needs (see"
+			       " docs/clickhouse.md, \"Credentials and"
+			       " privileges\"); not retried", msg,
+			       msg[0] ? " " : "", http,
+			       c->user ? c->user : "default");
+	return err_set(err, WH_ERR_DENIED, "%s%s%s: the server refused user"
+		       " %s: correct user or password_file of warehouse \"%s\""
+		       " (or the user in the server's users.xml), then reload;"
+		       " not retried", msg, msg[0] ? " " : "", http,
+		       c->user ? c->user : "default", c->name);
+}
+
 /*
  * POST one statement (already bound); the body in *out (NUL-terminated,
  * malloc'd) when out is not NULL.  Errors: "interrupted"; "cannot reach
@@ -221,10 +365,11 @@ static int
 whch_post(struct whch_conn *c, const char *sql, char **out, size_t *outlen,
 	  struct err *err)
 {
-	char id[64], msg[ERR_MSG_MAX], *url;
+	char id[80], msg[ERR_MSG_MAX], *url;
 	struct buf body;
 	CURLcode rc;
 	long status = 0;
+	bool privilege;
 
 	if (out != NULL)
 		*out = NULL;
@@ -232,8 +377,8 @@ whch_post(struct whch_conn *c, const char *sql, char **out, size_t *outlen,
 		return err_set(err, EXIT_WORK_FAILED, "interrupted");
 	/* outside a run (opening, the start's checks): no query_id, so that
 	 * connections opened at once do not share one */
-	snprintf(id, sizeof id, "backfilld-%lld-%lld", (long long)c->run_id,
-		 (long long)++c->nquery);
+	snprintf(id, sizeof id, "backfilld-%s-%lld-%lld", whch_instance,
+		 (long long)c->run_id, (long long)++c->nquery);
 	url = whch_url(c, c->run_id > 0 ? id : NULL);
 	buf_init(&body);
 	whch_setup(c, c->curl, url, sql, &body, true);
@@ -256,11 +401,12 @@ whch_post(struct whch_conn *c, const char *sql, char **out, size_t *outlen,
 	if (status != 200) {
 		chsql_error_text(body.data, body.len - 1, msg, sizeof msg);
 		buf_free(&body);
-		return err_set(err, EXIT_WORK_FAILED, "%s%s(HTTP %ld)", msg,
-			       msg[0] ? " " : "", status);
+		return whch_refused(c, status, msg, err);
 	}
 	if (chsql_body_exception(body.data, body.len - 1, msg, sizeof msg)) {
 		buf_free(&body);
+		if (chsql_denied(0, chsql_error_code(msg), &privilege))
+			return whch_refused(c, 0, msg, err);
 		return err_set(err, EXIT_WORK_FAILED, "%s (after HTTP 200)",
 			       msg);
 	}
@@ -567,12 +713,29 @@ static void
 whch_watch(struct wh_conn *conn, const atomic_int *stop, int64_t timeout_ms,
 	   bool allow_wall_clock)
 {
+	struct whch_conn *c = whch_conn(conn);
+
 	(void)allow_wall_clock;
-	whch_conn(conn)->stop = stop;
+	c->stop = stop;
 	/* a run's timeout is the executor's (its stop flag, then KILL
-	 * QUERY); a caller without one (the start's and reload's check)
-	 * bounds each query itself */
-	whch_conn(conn)->limit_ms = stop == NULL ? timeout_ms : 0;
+	 * QUERY), and the server's backstop (max_execution_time); a caller
+	 * without one (the start's and reload's check) bounds each query
+	 * itself */
+	c->limit_ms = stop == NULL ? timeout_ms : 0;
+	c->exec_limit_s = stop != NULL && timeout_ms > 0 ?
+	    (timeout_ms + 999) / 1000 + WHCH_EXEC_SLACK_S : 0;
+}
+
+static bool
+whch_stopped(struct wh_conn *conn, char *buf, size_t size)
+{
+	struct whch_conn *c = whch_conn(conn);
+
+	if (c->stopped[0] == '\0')
+		return false;
+	snprintf(buf, size, "%s", c->stopped);
+	c->stopped[0] = '\0';
+	return true;
 }
 
 static void
@@ -599,4 +762,5 @@ const struct wh_driver wh_ch_driver = {
 	.usable = whch_usable,
 	.watch = whch_watch,
 	.tag = whch_tag,
+	.stopped = whch_stopped,
 };
