@@ -252,7 +252,9 @@ sched_retry_cb(uv_timer_t *t)
  * the caps, until then, so no more of the job's runs execute at once than
  * its concurrency allows.  Only SQL runs on SQLite on this host, not a
  * batch, no trend check (whose history the run before it may still add
- * to).  One that has not started yet is taken back when the daemon
+ * to), no item of a fail-fast request (pick_next_deck: it would start
+ * after a failure of the run before it).  One that has not started yet
+ * is taken back when the daemon
  * drains or reloads, when its job is paused, and at a dispatch that finds
  * its warehouse throttled.
  */
