@@ -19,8 +19,10 @@ import os
 import pty
 import re
 import shutil
+import socket
 import subprocess
 import tempfile
+import threading
 import time
 
 import harness as h
@@ -301,6 +303,22 @@ def test_logs_outside_bytes():
         d.assert_alive("after logs of a NUL")
         h.check("noisy" in d.status(), "status answers after logs")
 
+        # on the wire: one DATA frame of `bytes`, backslash doubled, NUL as \0
+        c = d.connect()
+        try:
+            c.sendall(h.frame({"cmd": "logs", "job": "noisy", "partition": "2026-02-01"}))
+            frames = []
+            while not frames or frames[-1][0] != h.PROTO_RESPONSE:
+                fr = h.read_frame(c, raw=True)
+                h.check(fr is not None, "the daemon closed the connection: %r" % frames)
+                frames.append(fr)
+        finally:
+            c.close()
+        h.eq([body for t, body in frames if t == h.PROTO_DATA],
+             [b"bytes=" + NOISY.replace(b"\\", b"\\\\").replace(b"\0", b"\\0") + b"\0"],
+             "the DATA frames of logs")
+        h.eq(h.parse_body(frames[-1][1]).get("status"), "0", "the RESPONSE")
+
         # --raw to a pipe: the bytes exactly; on a terminal: refused
         p = ctl_bytes(d, "logs", "noisy", "2026-02-01", "--raw")
         h.eq((p.returncode, p.stdout), (0, NOISY), "logs --raw to a pipe: %r" % p.stderr)
@@ -361,5 +379,45 @@ def test_logs_outside_bytes():
         shutil.rmtree(tmp, ignore_errors=True)
 
 
+def test_logs_bad_encoding():
+    """A DATA frame whose `bytes` is not an encoding (a backslash followed by
+    neither a backslash nor 0) is refused by backfillctl: one line, exit 3,
+    nothing of it printed."""
+    tmp = tempfile.mkdtemp(prefix="bfd-fake-")
+    path = os.path.join(tmp, "fake.sock")
+    srv = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    srv.bind(path)
+    srv.listen(1)
+    srv.settimeout(GUARD)
+
+    def serve():
+        try:
+            c, _ = srv.accept()
+        except OSError:
+            return
+        with c:
+            c.settimeout(GUARD)
+            h.read_frame(c, raw=True)
+            c.sendall(h.frame(b"bytes=ok\\x1b\0", h.PROTO_DATA) +
+                      h.frame({"status": 0}, h.PROTO_RESPONSE))
+            try:
+                c.recv(1)
+            except OSError:
+                pass
+
+    t = threading.Thread(target=serve, daemon=True)
+    t.start()
+    try:
+        p = subprocess.run([h.binaries()[1], "--socket", path, "logs", "j", "2026-02-01"],
+                           capture_output=True, timeout=GUARD)
+        e = h.one_line_error(p.returncode, p.stdout.decode(), p.stderr.decode(), 3,
+                             "a DATA frame that is not an encoding")
+        h.check("bytes are not encoded" in e, e)
+    finally:
+        srv.close()
+        t.join(GUARD)
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
 if __name__ == "__main__":
-    h.main([test_every_output, test_logs_outside_bytes])
+    h.main([test_every_output, test_logs_outside_bytes, test_logs_bad_encoding])
