@@ -696,16 +696,17 @@ report_query_parse(const struct config *cfg, const char *query,
 		   struct report_query *q, struct err *err)
 {
 	static const char *const names[] = { "job", "from", "to", "page" };
-	char page[24];
+	char page[24] = "";
 	size_t known = 0;
 	const char *p;
+	int has_page;
 
 	report_query_init(q);
 	q->links = true;
 	if (http_query_get(query, "job", q->job, sizeof q->job) < 0 ||
 	    http_query_get(query, "from", q->from, sizeof q->from) < 0 ||
 	    http_query_get(query, "to", q->to, sizeof q->to) < 0 ||
-	    http_query_get(query, "page", page, sizeof page) < 0)
+	    (has_page = http_query_get(query, "page", page, sizeof page)) < 0)
 		return err_set(err, EXIT_BAD_INPUT, "a parameter of the query"
 			       " is too long or badly escaped: the report takes"
 			       " job=NAME, from=KEY, to=KEY and page=N");
@@ -743,8 +744,7 @@ report_query_parse(const struct config *cfg, const char *query,
 		     range_parse(j->grain, q->from, q->to, &r, err) < 0))
 			return -1;
 	}
-	if (page[0] != '\0' && http_query_get(query, "page", page,
-						sizeof page) == 1) {
+	if (has_page == 1) {
 		char *end;
 		long long v = strtoll(page, &end, 10);
 

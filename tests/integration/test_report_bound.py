@@ -20,7 +20,8 @@ partitions (about 60 MB here): each client held a copy, the loop rendered
 them one after the other, and status waited seconds.
 
 The time guards below are failure guards; STATUS_MAX_S is the bound the
-issue states (100 ms)."""
+issue states (100 ms), scaled under the sanitizers, whose quarantine also
+makes VmRSS say nothing (not checked then)."""
 import datetime
 import os
 import re
@@ -37,6 +38,9 @@ NJOBS = 300
 PAGE_MAX = 2 * 1024 * 1024        # REPORT_PAGE_MAX (report.h, docs/http.md)
 RSS_GROWTH_MAX = 64 * 1024        # KiB: 16 pages of at most 2 MiB, and slack
 STATUS_MAX_S = 0.100
+# under ASan+UBSan every allocation and check costs several times more
+# (backfillctl's own start included): the same test, a scaled bound
+STATUS_MAX_S_SANITIZED = 0.400
 STATUS_CALLS = 10
 CLOCK = "2026-03-01T00:30:00Z"
 HISTORY_FROM = datetime.datetime(2026, 2, 22, 0)   # a week of runs per job
@@ -192,8 +196,9 @@ def test_report_bounded():
     rss1 = test_stream.rss_kib(d)
     print("status: worst %.1f ms; VmRSS %d KiB -> %d KiB while 16 clients hang"
           % (worst * 1000, rss0, rss1))
-    h.check(worst < STATUS_MAX_S, "status took %.0f ms while 16 clients hang (bound %.0f ms)"
-            % (worst * 1000, STATUS_MAX_S * 1000))
+    bound = STATUS_MAX_S_SANITIZED if sanitized else STATUS_MAX_S
+    h.check(worst < bound, "status took %.0f ms while 16 clients hang (bound %.0f ms)"
+            % (worst * 1000, bound * 1000))
     if not sanitized:
         h.check(rss1 - rss0 < RSS_GROWTH_MAX, "VmRSS grew by %d KiB while 16 clients hang"
                 " (bound %d KiB)" % (rss1 - rss0, RSS_GROWTH_MAX))
