@@ -397,10 +397,11 @@ const struct cmdspec cmdspec_report = {
 	"report",
 	"report --html FILE",
 	"Write the report page to FILE now: one self-contained HTML file\n"
-	"(no script, no external asset) with each job's partition map, the\n"
-	"requests with their progress, the newest failures with their\n"
-	"errors, and the late and stale partitions.  FILE is replaced whole\n"
-	"(a temporary file beside it, renamed).\n\n"
+	"(no script, no external asset) with the partition maps of the\n"
+	"first 20 jobs (the others are on the pages of http_listen's\n"
+	"/report), the requests with their progress, the newest failures\n"
+	"with their errors, and the late and stale partitions; below 2 MiB.\n"
+	"FILE is replaced whole (a temporary file beside it, renamed).\n\n"
 	"  --html FILE          where to write the page\n",
 	0,
 	cmdspec_report_opts, cmdspec_none, 0, NULL, NULL
