@@ -84,6 +84,8 @@ audit_json_row(struct audit_ctx *ac, const struct store_audit_row *r,
 	cmd_json_count(out, r->has_rows_before, r->rows_before);
 	buf_addstr(out, ", \"rows_after\": ");
 	cmd_json_count(out, r->has_rows_after, r->rows_after);
+	buf_addstr(out, ", \"rows_changed\": ");
+	cmd_json_count(out, r->has_changes, r->changes);
 	buf_printf(out, ", \"metrics\": %s, \"checks\": %s, \"error\": ",
 		   r->metrics ? r->metrics : "{}", r->checks ? r->checks : "[]");
 	json_str(out, r->error);
@@ -105,7 +107,7 @@ static void
 audit_text_row(struct audit_ctx *ac, const struct store_audit_row *r,
 	       const struct audit_verdict *v)
 {
-	char rb[24], ra[24], result[400], shards[320];
+	char rb[24], ra[24], rc[24], result[400], shards[320];
 
 	if (r->has_rows_before)
 		snprintf(rb, sizeof rb, "%" PRId64, r->rows_before);
@@ -115,8 +117,14 @@ audit_text_row(struct audit_ctx *ac, const struct store_audit_row *r,
 		snprintf(ra, sizeof ra, "%" PRId64, r->rows_after);
 	else
 		strcpy(ra, "-");
-	const char *row[8] = { r->job, r->key,
-		r->code_version ? r->code_version : "-", rb, ra,
+	/* what the run's statements wrote, which rows before and after do
+	 * not show when partition_column does not hold the key */
+	if (r->has_changes)
+		snprintf(rc, sizeof rc, "%" PRId64, r->changes);
+	else
+		strcpy(rc, "-");
+	const char *row[9] = { r->job, r->key,
+		r->code_version ? r->code_version : "-", rb, ra, rc,
 		r->metrics_text && r->metrics_text[0] ? r->metrics_text : "-",
 		r->checks_text ? r->checks_text : (r->error ? r->error : "-"),
 		result };
@@ -172,11 +180,12 @@ cmd_audit_exec(struct cmd_ctx *ctx, const struct cmdspec_req *req,
 	       struct cmd_res *res)
 {
 	long long id = req->request.request;
-	struct cmd_table t = { .ncols = 8 };
+	struct cmd_table t = { .ncols = 9 };
 	struct audit_ctx ac = { .json = req->request.json, .out = &res->out,
 				.t = &t };
-	const char *head[8] = { "JOB", "PARTITION", "VERSION", "ROWS BEFORE",
-		"ROWS AFTER", "METRICS BEFORE -> AFTER", "CHECKS", "RESULT" };
+	const char *head[9] = { "JOB", "PARTITION", "VERSION", "ROWS BEFORE",
+		"ROWS AFTER", "ROWS CHANGED", "METRICS BEFORE -> AFTER", "CHECKS",
+		"RESULT" };
 	char job[128];
 	bool finished;
 	struct err err;

@@ -96,6 +96,8 @@ runresult_put_guard(struct buf *b, const struct runresult_guard *g)
 		buf_addstr(b, ", \"sum_after\": ");
 		runresult_put_str(b, g->sum_after);
 	}
+	if (g->has_changes && g->changes >= 0)
+		buf_printf(b, ", \"changes\": %" PRId64, g->changes);
 	buf_addstr(b, ", \"metrics\": [");
 	for (size_t k = 0; k < nm; k++) {
 		const struct runresult_metric *m = &g->metrics[k];
@@ -416,9 +418,15 @@ rr_guard(const json_t *o, struct runresult_guard *g, struct err *err)
 		       err) < 0 ||
 	    rr_sum(o, "sum_before", g->sum_before, err) < 0 ||
 	    rr_sum(o, "sum_after", g->sum_after, err) < 0 ||
+	    rr_opt_int(o, "changes", &g->has_changes, &g->changes, err) < 0 ||
 	    rr_array(o, "metrics", RUNRESULT_MAX_METRICS, &ms, &g->nmetrics,
 		     err) < 0)
 		return -1;
+	/* a count of rows: a negative one is no count (a skip would be
+	 * decided by it: cutoff_input_of) */
+	if (g->has_changes && g->changes < 0)
+		return rr_fail(err, "changes", "a count of rows (0 or more)"
+			       " expected");
 	if (g->nmetrics > 0)
 		g->metrics = xcalloc(g->nmetrics, sizeof *g->metrics);
 	for (size_t k = 0; k < g->nmetrics; k++)

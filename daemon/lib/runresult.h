@@ -14,11 +14,15 @@
  *                "detail": "3 rows, at least 1", "part": 0}, ...],
  *    "guards": [{"rows_before": 2, "rows_after": 3,
  *                "sum_before": "00ab...", "sum_after": "00ab...",
+ *                "changes": 4,
  *                "metrics": [{"before": 1.5, "after": 2,
  *                             "change_pct": 33.3}, ...]}, ...]}
  *
  * null stands for a figure not measured; "guards" is absent when the job
- * has no table (else one per partition, metrics in the job's order).
+ * has no table (else one per partition, metrics in the job's order).  A
+ * guard's "changes" (the rows the statements changed in that partition:
+ * early cut-off and the audit read it) is absent when not counted, and
+ * must be an integer from 0 to INT64_MAX.
  * Unknown keys are skipped, so a newer worker's text reads on an older
  * planner (a cancelled run says not_started too, which is what an older
  * planner made of it).  The key=value line of earlier workers
@@ -75,6 +79,10 @@ struct runresult_guard {
 	size_t nmetrics;
 	/* the partition's checksums (digest.h), "" when not read */
 	char sum_before[RUNRESULT_SUM_MAX], sum_after[RUNRESULT_SUM_MAX];
+	/* the rows the run's statements changed in the partition
+	 * (exec_guard_result), >= 0, when has_changes */
+	bool has_changes;
+	int64_t changes;
 };
 
 struct runresult {

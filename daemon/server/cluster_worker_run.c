@@ -78,6 +78,10 @@ cworker_decode_guards(const struct runresult *rr, struct exec_run *run)
 			 g->sum_before);
 		snprintf(eg->sum_after, sizeof eg->sum_after, "%s",
 			 g->sum_after);
+		/* what the statements wrote: without it an empty partition
+		 * is unknown to early cut-off, and the audit shows no count */
+		eg->has_changes = g->has_changes;
+		eg->changes = g->changes;
 		eg->metrics = xcalloc(j->nmetrics + 1, sizeof *eg->metrics);
 		for (size_t k = 0; k < j->nmetrics; k++) {
 			struct exec_metric_result *m = &eg->metrics[k];
@@ -334,6 +338,8 @@ cworker_encode(const struct exec_run *run)
 			 "%s", g->sum_before);
 		snprintf(rr.guards[p].sum_after, sizeof rr.guards[p].sum_after,
 			 "%s", g->sum_after);
+		rr.guards[p].has_changes = g->has_changes && g->changes >= 0;
+		rr.guards[p].changes = g->changes;
 		rr.guards[p].metrics = &ms[p * nm];
 		rr.guards[p].nmetrics = nm;
 		for (size_t k = 0; k < nm; k++) {

@@ -237,7 +237,8 @@ sched_audit(struct sched *s, struct exec_run *run, const int64_t *run_ids,
 		    g ? g->rows_after : 0, metrics.data, checks.data,
 		    mtext.data, ctext.data, !run->failed,
 		    g && g->sum_before[0] ? g->sum_before : NULL,
-		    g && g->sum_after[0] ? g->sum_after : NULL, err);
+		    g && g->sum_after[0] ? g->sum_after : NULL,
+		    g && g->has_changes ? g->changes : -1, err);
 	}
 	buf_free(&metrics);
 	buf_free(&checks);

@@ -529,7 +529,8 @@ store_audit_add(struct store *st, int64_t run_id, const char *key,
 		bool has_before, int64_t rows_before, bool has_after,
 		int64_t rows_after, const char *metrics, const char *checks,
 		const char *metrics_text, const char *checks_text, bool passed,
-		const char *sum_before, const char *sum_after, struct err *err)
+		const char *sum_before, const char *sum_after, int64_t changes,
+		struct err *err)
 {
 	if (store_refused(st, err))
 		return -1;
@@ -538,7 +539,7 @@ store_audit_add(struct store *st, int64_t run_id, const char *key,
 	    st->ops->audit_add(st, run_id, key, has_before, rows_before,
 			       has_after, rows_after, metrics, checks,
 			       metrics_text, checks_text, passed, sum_before,
-			       sum_after, err),
+			       sum_after, changes, err),
 	    err);
 }
 

@@ -261,6 +261,8 @@ struct store_audit_row {
 				 * later by request N") */
 	const char *sum_before, *sum_after; /* the partition's checksums
 					     * (digest.h), or NULL */
+	bool has_changes;  /* the rows the run's statements changed in */
+	int64_t changes;   /* the partition (run_audit.changes) */
 };
 typedef void (*store_audit_cb)(const struct store_audit_row *row, void *data);
 /* A request stopped over budget (over_budget; budget.h). */
@@ -531,14 +533,15 @@ struct store_ops {
 				struct err *err);
 	/* Write: what a run wrote to one partition (JSON text for metrics
 	 * and checks; NULL reads as {} and []; the checksums before and
-	 * after, NULL when unknown); replaces an earlier one. */
+	 * after, NULL when unknown; the rows its statements changed, -1
+	 * when not counted); replaces an earlier one. */
 	int (*audit_add)(struct store *st, int64_t run_id, const char *key,
 			 bool has_before, int64_t rows_before, bool has_after,
 			 int64_t rows_after, const char *metrics,
 			 const char *checks, const char *metrics_text,
 			 const char *checks_text, bool passed,
 			 const char *sum_before, const char *sum_after,
-			 struct err *err);
+			 int64_t changes, struct err *err);
 	/* Every manifest row of a request, in seq order, with its latest run
 	 * and that run's audit. */
 	int (*audit_of)(struct store *st, int64_t request_id, store_audit_cb cb,
@@ -770,7 +773,7 @@ int store_audit_add(struct store *st, int64_t run_id, const char *key,
 		    int64_t rows_after, const char *metrics, const char *checks,
 		    const char *metrics_text, const char *checks_text,
 		    bool passed, const char *sum_before, const char *sum_after,
-		    struct err *err);
+		    int64_t changes, struct err *err);
 int store_audit_of(struct store *st, int64_t request_id, store_audit_cb cb,
 		   void *data, struct err *err);
 int store_request_counts(struct store *st, int64_t request_id,

@@ -511,7 +511,8 @@ int pgst_audit_add(struct store *st, int64_t run_id, const char *key,
 	bool has_before, int64_t rows_before, bool has_after,
 	int64_t rows_after, const char *metrics, const char *checks,
 	const char *metrics_text, const char *checks_text, bool passed,
-	const char *sum_before, const char *sum_after, struct err *err);
+	const char *sum_before, const char *sum_after, int64_t changes,
+	struct err *err);
 
 /* Every manifest row of a request with its latest run and its audit. */
 int pgst_audit_of(struct store *st, int64_t request_id, store_audit_cb cb,

@@ -529,7 +529,8 @@ pgst_audit_add(struct store *st, int64_t run_id, const char *key,
 	       bool has_before, int64_t rows_before, bool has_after,
 	       int64_t rows_after, const char *metrics, const char *checks,
 	       const char *metrics_text, const char *checks_text, bool passed,
-	       const char *sum_before, const char *sum_after, struct err *err)
+	       const char *sum_before, const char *sum_after, int64_t changes,
+	       struct err *err)
 {
 	struct pgst_args a = { 0 };
 
@@ -550,6 +551,10 @@ pgst_audit_add(struct store *st, int64_t run_id, const char *key,
 	arg_text(&a, checks_text);
 	arg_text(&a, sum_before);
 	arg_text(&a, sum_after);
+	if (changes >= 0)
+		arg_int(&a, changes);
+	else
+		arg_text(&a, NULL);
 	return pgst_write_done(pgst_of(st), P_AUDIT_ADD, &a,
 			       "recording an audit", err);
 }
@@ -582,6 +587,8 @@ pgst_audit_row(PGresult *r, int i, struct store_audit_row *row)
 	row->item_error = col_text(r, i, 16);
 	row->sum_before = col_null(r, i, 17) ? NULL : col_text(r, i, 17);
 	row->sum_after = col_null(r, i, 18) ? NULL : col_text(r, i, 18);
+	row->has_changes = !col_null(r, i, 19);
+	row->changes = col_int(r, i, 19);
 }
 
 /* Every manifest row of a request with its latest run and its audit. */

@@ -190,17 +190,19 @@ const char *const pgst_sql[P_COUNT] = {
 	[P_AUDIT_ADD] =
 	"INSERT INTO run_audit (run_id, partition_key, rows_before,"
 	" rows_after, metrics, checks, passed, metrics_text, checks_text,"
-	" sum_before, sum_after) VALUES ($1,$2,$3,$4,$5,$6,$7,$8,$9,$10,$11)"
+	" sum_before, sum_after, changes) VALUES ($1,$2,$3,$4,$5,$6,$7,$8,$9,"
+	"$10,$11,$12)"
 	" ON CONFLICT (run_id, partition_key) DO UPDATE SET rows_before = $3,"
 	" rows_after = $4, metrics = $5, checks = $6, passed = $7,"
 	" metrics_text = $8, checks_text = $9, sum_before = $10,"
-	" sum_after = $11",
+	" sum_after = $11, changes = $12",
 	[P_AUDIT_OF] =
 	"SELECT m.job, m.partition_key, m.downstream, m.state,"
 	" COALESCE(r.shared_run, r.id),"
 	" r.code_version, r.config_hash, r.state, r.error, a.rows_before,"
 	" a.rows_after, a.metrics, a.checks, a.passed, a.metrics_text,"
-	" a.checks_text, m.error, a.sum_before, a.sum_after FROM manifest m"
+	" a.checks_text, m.error, a.sum_before, a.sum_after, a.changes"
+	" FROM manifest m"
 	" LEFT JOIN runs r ON r.id = (SELECT MAX(id) FROM runs"
 	" WHERE manifest_id = m.id)"
 	" LEFT JOIN run_audit a ON a.run_id = r.id"

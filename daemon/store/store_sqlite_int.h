@@ -281,7 +281,7 @@ int store_sqlite_audit_add(struct store *base, int64_t run_id, const char *key,
 			   const char *checks, const char *metrics_text,
 			   const char *checks_text, bool passed,
 			   const char *sum_before, const char *sum_after,
-			   struct err *err);
+			   int64_t changes, struct err *err);
 int store_sqlite_audit_of(struct store *base, int64_t request_id,
 			  store_audit_cb cb, void *data, struct err *err);
 int store_sqlite_request_counts(struct store *base, int64_t request_id,

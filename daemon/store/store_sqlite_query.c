@@ -502,7 +502,7 @@ store_sqlite_audit_add(struct store *base, int64_t run_id, const char *key,
 		       const char *checks, const char *metrics_text,
 		       const char *checks_text, bool passed,
 		       const char *sum_before, const char *sum_after,
-		       struct err *err)
+		       int64_t changes, struct err *err)
 {
 	struct store_sqlite *st = store_sqlite_of(base);
 	sqlite3_stmt *s = st->stmt[S_AUDIT_ADD];
@@ -520,6 +520,8 @@ store_sqlite_audit_add(struct store *base, int64_t run_id, const char *key,
 	store_sqlite_bind_text(s, 9, checks_text);
 	store_sqlite_bind_text(s, 10, sum_before);
 	store_sqlite_bind_text(s, 11, sum_after);
+	if (changes >= 0)
+		sqlite3_bind_int64(s, 12, changes);
 	return store_sqlite_step_done(st, s, err, "recording an audit");
 }
 
@@ -558,6 +560,8 @@ store_sqlite_audit_of(struct store *base, int64_t request_id, store_audit_cb cb,
 		row.item_error = store_sqlite_col_text(s, 16);
 		row.sum_before = store_sqlite_col_text(s, 17);
 		row.sum_after = store_sqlite_col_text(s, 18);
+		row.has_changes = sqlite3_column_type(s, 19) != SQLITE_NULL;
+		row.changes = sqlite3_column_int64(s, 19);
 		cb(&row, data);
 	}
 	return rc;

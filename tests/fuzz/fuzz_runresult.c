@@ -44,6 +44,7 @@ fuzz_runresult_bounded(const struct runresult *r)
 		FUZZ_CHECK((g->nmetrics == 0) == (g->metrics == NULL));
 		FUZZ_CHECK(memchr(g->sum_before, '\0', RUNRESULT_SUM_MAX));
 		FUZZ_CHECK(memchr(g->sum_after, '\0', RUNRESULT_SUM_MAX));
+		FUZZ_CHECK(!g->has_changes || g->changes >= 0);
 	}
 }
 
@@ -78,6 +79,11 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	fuzz_runresult_bounded(&again);
 	FUZZ_CHECK(again.nchecks == r.nchecks && again.nguards == r.nguards);
 	FUZZ_CHECK((again.guards == NULL) == (r.guards == NULL));
+	for (size_t p = 0; p < r.nguards; p++)
+		FUZZ_CHECK(again.guards[p].has_changes ==
+			   r.guards[p].has_changes &&
+			   (!r.guards[p].has_changes ||
+			    again.guards[p].changes == r.guards[p].changes));
 	runresult_format(&again, &twice);
 	FUZZ_CHECK(once.len == twice.len &&
 		   memcmp(once.data, twice.data, once.len) == 0);

@@ -68,8 +68,8 @@ def test_audit_of_the_lessons_backfill():
          "audited partitions (the window and its two weeks)")
     for p in a["partitions"]:
         for k in ("job", "partition", "downstream", "state", "run", "code_version",
-                  "config_hash", "rows_before", "rows_after", "metrics", "checks",
-                  "error", "passed"):
+                  "config_hash", "rows_before", "rows_after", "rows_changed", "metrics",
+                  "checks", "error", "passed"):
             h.check(k in p, "audit partition lacks %r: %r" % (k, p))
         h.eq(p["passed"], True, "passed of %s %s" % (p["job"], p["partition"]))
         h.eq(p["state"], "succeeded", "state of %s %s" % (p["job"], p["partition"]))
@@ -86,6 +86,8 @@ def test_audit_of_the_lessons_backfill():
         p = parts[("fct_daily_sales", x)]
         h.eq(p["downstream"], False, "downstream of day %s" % x)
         h.eq((p["rows_before"], p["rows_after"]), (3, 3), "rows before/after of %s" % x)
+        # what its statements wrote: the DELETE of 3 rows, the INSERT of 3
+        h.eq(p["rows_changed"], 6, "rows changed of %s" % x)
         h.eq(p["metrics"]["rows"], {"before": 3, "after": 3, "change_pct": 0},
              "metrics.rows of %s" % x)
         h.eq(p["metrics"]["stores"]["after"], 3, "metrics.stores.after of %s" % x)
@@ -109,6 +111,7 @@ def test_audit_of_the_lessons_backfill():
         p = parts[("mart_weekly_sales", w)]
         h.eq(p["downstream"], True, "downstream of week %s" % w)
         h.eq((p["rows_before"], p["rows_after"]), (1, 1), "rows before/after of week %s" % w)
+        h.eq(p["rows_changed"], 2, "rows changed of week %s" % w)
         rev = p["metrics"]["revenue"]
         truth = sum(v for x, v in raw_all.items() if h.week_of(x) == w)
         close(rev["before"], mart_before[w], "revenue before of week %s" % w)
@@ -130,6 +133,12 @@ def test_audit_of_the_lessons_backfill():
     lines = text.rstrip("\n").split("\n")
     for x in days + WEEKS:
         h.check(any(x in l for l in lines), "text audit has no row for %s:\n%s" % (x, text))
+    head = lines[0].split()
+    h.check("CHANGED" in head and head[head.index("CHANGED") - 1] == "ROWS",
+            "text audit has no ROWS CHANGED column:\n%s" % text)
+    row = [l for l in lines if days[0] in l][0]
+    h.check(re.search(r"\s3\s+3\s+6\s", row),
+            "text audit's row of %s: rows 3 -> 3, 6 changed:\n%s" % (days[0], row))
     last = lines[-1]
     h.check(re.search(r"\b7 partitions\b", last) and re.search(r"\b7 passed\b", last)
             and re.search(r"\b0 failed\b", last),

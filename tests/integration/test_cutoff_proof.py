@@ -235,6 +235,20 @@ def test_sqlite(w, d):
     # an identical rebuild is still skipped
     req = backfill(d)
     h.eq(week_state(d, req), "skipped", "an identical day still skips its week")
+    # the rows each run wrote: the day's DELETE and INSERT of its row
+    h.eq([p["rows_changed"] for p in d.json("audit", "--request", str(req))["partitions"]
+          if p["job"] == "fct"], [2], "audit: the rows the day's run changed")
+    # a day without rows that stays empty under a write that changed
+    # nothing is proven identical (its count of 0 travels from the worker
+    # on the PostgreSQL state store too): its week is skipped
+    empty = "2026-01-06"
+    d.ok("backfill", "fct", "--from", empty, "--to", empty, "--wait")
+    out = d.ok("backfill", "fct", "--from", empty, "--to", empty, "--wait")
+    req = int(out.split("request ")[1].split(":")[0])
+    h.eq(week_state(d, req), "skipped", "an empty day that stays empty skips its week")
+    h.eq([(p["rows_before"], p["rows_after"], p["rows_changed"])
+          for p in d.json("audit", "--request", str(req))["partitions"] if p["job"] == "fct"],
+         [(0, 0, 0)], "audit of the empty day")
 
 
 def test_partition_start(w, d):
@@ -250,6 +264,16 @@ def test_partition_start(w, d):
             "%sT05" % DAY in msg and "not e.g. :partition_start" in msg,
             "the run names partition_column and the key: %r" % msg)
     h.eq(w.value("SELECT count(*) FROM hf"), ("0",), "the failed run wrote nothing")
+    # audit shows what the run's statements wrote beside the column's
+    # rows (0 -> 0 read by the key): the INSERT of one row
+    req = runs[0]["request"]
+    a = [p for p in d.json("audit", "--request", str(req))["partitions"] if p["job"] == "hf"]
+    h.eq([(p["rows_before"], p["rows_after"], p["rows_changed"]) for p in a], [(0, 0, 1)],
+         "audit of the hour: rows before, after, changed")
+    lines = d.ok("audit", "--request", str(req)).split("\n")
+    h.check("ROWS CHANGED" in lines[0], "audit's head: %r" % lines[0])
+    row = [l.split() for l in lines if l.startswith("hf ")]
+    h.eq([r[3:6] for r in row], [["0", "0", "1"]], "audit's row of the hour: %r" % row)
     h.eq([r["state"] for r in d.json("runs", "--job", "hday") if r["partition"] == DAY],
          ["blocked"], "the day rollup did not run on it")
 

@@ -74,8 +74,8 @@ START_TEST(test_round_trip_batch)
 	struct runresult_metric m1[] = {{false, true, false, 0, 1e300, 0},
 		{true, true, true, NAN, INFINITY, -INFINITY}};
 	struct runresult_guard guards[] = {{true, true, 7, 9, m0, 2,
-		"00000000000000ab", "00000000000000cd"},
-		{false, true, 0, -4, m1, 2, "", ""}};
+		"00000000000000ab", "00000000000000cd", false, 0},
+		{false, true, 0, -4, m1, 2, "", "", false, 0}};
 	struct runresult in = {false, false, false, false, 42, checks, 6,
 		guards, 2};
 	struct runresult out;
@@ -151,7 +151,8 @@ START_TEST(test_guards_empty_and_absent)
 {
 	struct runresult in = {false, false, false, false, 0, NULL, 0, NULL,
 		0}, out;
-	struct runresult_guard none = {false, false, 0, 0, NULL, 0, "", ""};
+	struct runresult_guard none = {false, false, 0, 0, NULL, 0, "", "",
+		false, 0};
 	struct err err;
 
 	/* a job with a table whose run measured nothing: guards, not NULL */
@@ -168,6 +169,65 @@ START_TEST(test_guards_empty_and_absent)
 	runresult_clear(&out);
 	ck_assert_int_eq(runresult_parse("{\"guards\": null}", &out, &err), 0);
 	ck_assert_ptr_null(out.guards);
+}
+END_TEST
+
+/* The rows a run's statements changed in each partition travel (early
+ * cut-off reads them: without them an empty partition is unknown and its
+ * downstream always rebuilt; the audit shows them): 0 apart from not
+ * counted; a negative, fractional or text count is refused whole; a
+ * planner's text without it reads as not counted. */
+START_TEST(test_guard_changes)
+{
+	struct runresult_guard g[3] = {
+		{true, true, 0, 0, NULL, 0, "0000000000000000",
+		 "0000000000000000", true, 24},
+		{true, true, 0, 0, NULL, 0, "", "", true, 0},
+		{true, true, 3, 3, NULL, 0, "", "", false, 0}};
+	struct runresult in = {false, false, false, false, 24, NULL, 0, g, 3};
+	struct runresult out;
+	struct err err;
+	char *text = round_trip(&in, &out);
+
+	ck_assert_ptr_nonnull(strstr(text, "\"changes\": 24"));
+	ck_assert(out.guards[0].has_changes);
+	ck_assert_int_eq(out.guards[0].changes, 24);
+	ck_assert(out.guards[1].has_changes);
+	ck_assert_int_eq(out.guards[1].changes, 0);
+	ck_assert(!out.guards[2].has_changes);
+	free(text);
+	runresult_clear(&out);
+	ck_assert_int_eq(runresult_parse("{\"guards\": [{\"changes\": null}]}",
+					 &out, &err), 0);
+	ck_assert(!out.guards[0].has_changes);
+	runresult_clear(&out);
+	ck_assert_int_eq(runresult_parse("{\"guards\": [{\"changes\":"
+					 " 9223372036854775807}]}", &out,
+					 &err), 0);
+	ck_assert_int_eq(out.guards[0].changes, INT64_MAX);
+	runresult_clear(&out);
+	{
+		const char *bad[] = {
+			"{\"guards\": [{\"changes\": -1}]}",
+			"{\"guards\": [{\"changes\": 1.5}]}",
+			"{\"guards\": [{\"changes\": \"7\"}]}",
+			"{\"guards\": [{}, {\"changes\": -9223372036854775807}]}",
+		};
+
+		for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+			ck_assert_int_eq(runresult_parse(bad[i], &out, &err), -1);
+			ck_assert_msg(strstr(err.msg, "changes") != NULL, "%s",
+				      err.msg);
+			ck_assert_ptr_null(out.guards);
+			ck_assert_int_eq(out.rows_changed, -1);
+		}
+	}
+	/* a count the format is given below 0 is written as not counted */
+	g[0].changes = -5;
+	text = round_trip(&in, &out);
+	ck_assert(!out.guards[0].has_changes);
+	free(text);
+	runresult_clear(&out);
 }
 END_TEST
 
@@ -286,7 +346,8 @@ START_TEST(test_truncated_refused)
 	struct runresult_check c = {"name", "detail", true, 0, false, true, true, true, 1, 2, 1,
 		false, false, 0, 0, 0, 0};
 	struct runresult_metric m = {true, true, true, 1, 2, 100};
-	struct runresult_guard g = {true, true, 1, 2, &m, 1, "", ""};
+	struct runresult_guard g = {true, true, 1, 2, &m, 1, "", "", false,
+		0};
 	struct runresult in = {true, false, false, false, 5, &c, 1, &g, 1};
 	struct runresult r;
 	struct buf b;
@@ -314,8 +375,8 @@ START_TEST(test_mutations)
 		{"x", "caf\xc3\xa9 \"q\"", false, 1, true, true, false, true, 0, 3, 0,
 		 true, true, 5, 2.5, 1, 0.5}};
 	struct runresult_metric m = {true, false, true, 1.5, 0, 12.5};
-	struct runresult_guard g[] = {{true, true, 1, 2, &m, 1, "", ""},
-		{false, true, 0, 3, &m, 1, "", ""}};
+	struct runresult_guard g[] = {{true, true, 1, 2, &m, 1, "", "", false, 0},
+		{false, true, 0, 3, &m, 1, "", "", false, 0}};
 	struct runresult in = {false, true, false, true, 5, c, 2, g, 2};
 	struct runresult r;
 	static const char pick[] =
@@ -351,7 +412,8 @@ END_TEST
 START_TEST(test_zero_and_twice)
 {
 	struct runresult_metric m = {true, true, true, -0.0, 0.0, -0.0};
-	struct runresult_guard g = {false, false, 0, 0, &m, 1, "", ""};
+	struct runresult_guard g = {false, false, 0, 0, &m, 1, "", "", false,
+		0};
 	struct runresult in = {false, false, false, false, 0, NULL, 0, &g, 1};
 	struct runresult out;
 	struct err err;
@@ -436,6 +498,7 @@ main(void)
 	tcase_add_test(tc, test_round_trip_scalars);
 	tcase_add_test(tc, test_round_trip_batch);
 	tcase_add_test(tc, test_guards_empty_and_absent);
+	tcase_add_test(tc, test_guard_changes);
 	tcase_add_test(tc, test_defaults_and_old_lines);
 	tcase_add_test(tc, test_garbled_refused);
 	tcase_add_test(tc, test_truncated_refused);

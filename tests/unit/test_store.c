@@ -473,7 +473,7 @@ history(const char *key, int n, int64_t at, bool open, int64_t *last_run)
 						  NULL, -1, &err), 0);
 		ck_assert_int_eq(store_audit_add(st, run, key, true, 1, true, 1,
 						 NULL, NULL, NULL, NULL, true,
-						 NULL, NULL, &err), 0);
+						 NULL, NULL, -1, &err), 0);
 		ck_assert_int_eq(store_partition_finished(st, "fct", key, run,
 							  state, NULL, NULL,
 							  &err), 0);

@@ -436,7 +436,8 @@ START_TEST(runs_and_recovery)
 	/* a run that never started goes, unless it was audited */
 	ck_assert_int_eq(store_run_unstart(st, r2, &err), 0);
 	ck_assert_int_eq(store_audit_add(st, r1, "2026-02-08", false, 0, false, 0,
-				      NULL, NULL, NULL, NULL, true, NULL, NULL, &err), 0);
+				      NULL, NULL, NULL, NULL, true, NULL, NULL, -1,
+				      &err), 0);
 	ck_assert_int_eq(store_run_unstart(st, r1, &err), 0);
 	ck_assert_int_eq(peek("SELECT COUNT(*) FROM runs"), 3);
 	store_stats(st, &ss);
@@ -744,6 +745,8 @@ struct audits {
 		char key[32], item_state[16], run_state[16], metrics[32];
 		bool has_run, has_audit, passed, has_before, downstream;
 		int64_t run_id, rows_after;
+		bool has_changes;
+		int64_t changes;
 	} r[4];
 };
 
@@ -766,6 +769,8 @@ audit_cb(const struct store_audit_row *row, void *data)
 	a->r[i].downstream = row->downstream;
 	a->r[i].run_id = row->run_id;
 	a->r[i].rows_after = row->rows_after;
+	a->r[i].has_changes = row->has_changes;
+	a->r[i].changes = row->changes;
 }
 
 /* The audit: each manifest row with its latest run and that run's
@@ -958,12 +963,12 @@ START_TEST(audit)
 	(void)m2;
 	r1 = run(m1, rid, "fct", "k1", 1, 5);
 	ck_assert_int_eq(store_audit_add(st, r1, "k1", true, 1, true, 2, "{\"a\":1}",
-				      "[]", "a=1", "", false, NULL, NULL, &err), 0);
+				      "[]", "a=1", "", false, NULL, NULL, 3, &err), 0);
 	r2 = run(m1, rid, "fct", "k1", 2, 6);
 	ck_assert_int_eq(store_audit_add(st, r2, "k1", true, 1, true, 5, "{\"a\":2}",
-				      "[]", "a=2", "", true, NULL, NULL, &err), 0);
+				      "[]", "a=2", "", true, NULL, NULL, -1, &err), 0);
 	ck_assert_int_eq(store_audit_add(st, r2, "k1", false, 0, true, 9, NULL,
-				      NULL, NULL, NULL, true, NULL, NULL, &err), 0);
+				      NULL, NULL, NULL, true, NULL, NULL, 24, &err), 0);
 	ck_assert_int_eq(store_run_finish(st, r2, MS_SUCCEEDED, 7, NULL, 4, &err),
 			 0);
 	ck_assert_int_eq(store_audit_of(st, rid, audit_cb, &au, &err), 0);
@@ -974,6 +979,10 @@ START_TEST(audit)
 	ck_assert_str_eq(au.r[0].run_state, "succeeded");
 	ck_assert(!au.r[0].has_before);
 	ck_assert_int_eq(au.r[0].rows_after, 9);
+	/* the rows its statements changed (run_audit.changes), replaced */
+	ck_assert(au.r[0].has_changes);
+	ck_assert_int_eq(au.r[0].changes, 24);
+	ck_assert(!au.r[1].has_changes);
 	ck_assert_str_eq(au.r[0].metrics, "{}");
 	ck_assert_str_eq(au.r[1].key, "k2");
 	ck_assert(!au.r[1].has_run && !au.r[1].has_audit);
