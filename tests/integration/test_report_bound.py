@@ -6,7 +6,8 @@ daemon's store (and two months of partitions due): /report is a page of
 20 jobs whose maps show their newest week, below REPORT_PAGE_MAX bytes;
 the other jobs are on the pages its links name (?page=N), a job's whole
 map on ?job=NAME (at most 3,660 partitions, with links to the older and
-newer ones), and a bad query is 400 with one line.  `backfillctl report
+newer ones), and a bad query is 400 with one line.  A page asked again
+within a second is the same rendering; a later one shows what changed.  `backfillctl report
 --html` writes the same first page, as bounded.
 
 Then 16 raw clients send GET /report (each a different page or job, so
@@ -162,6 +163,21 @@ def test_report_bounded():
         st, body = get(port, "/report" + q)
         h.eq(st, 400, "/report%s" % q)
         h.check(what in body and body.count("\n") == 1, "one line for %s: %r" % (q, body))
+    # a page is kept a second: asked again meanwhile, the same rendering;
+    # a later one shows what changed
+    t = time.monotonic()
+    st, a = get(port, "/report?page=3")
+    d.ok("pause", "h040")
+    st, b = get(port, "/report?page=3")
+    if time.monotonic() - t < 0.9:
+        h.eq(b, a, "/report?page=3 asked again within a second")
+    paused = r'h040</a></td><td>hour</td><td>(yes|no)</td>'
+    h.eq(re.search(paused, a).group(1), "no", "h040 before the pause")
+    deadline = time.monotonic() + GUARD
+    while re.search(paused, get(port, "/report?page=3")[1]).group(1) != "yes":
+        h.check(time.monotonic() < deadline, "the pause of h040 never shown")
+        time.sleep(0.1)
+    d.ok("resume", "h040")
     # the file has the same bounded first page (no links: a file)
     path = os.path.join(d.dir, "r.html")
     d.ok("report", "--html", path)
