@@ -276,6 +276,21 @@ chsql_key_norm(const char *key, char *buf, size_t len)
 	buf[o] = '\0';
 }
 
+const char *
+chsql_grain_fn(enum grain g)
+{
+	switch (g) {
+	case GRAIN_HOUR:
+		return "toStartOfHour";
+	case GRAIN_DAY:
+		return "toDate";
+	case GRAIN_WEEK:
+		return "toMonday";
+	default:
+		return "toStartOfMonth";
+	}
+}
+
 bool
 chsql_key_matches(const char *partition_key, const char *column, enum grain g,
 		  char *want, size_t wantsz)

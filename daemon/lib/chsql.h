@@ -94,6 +94,17 @@ void chsql_split_free(char **stmts, size_t n);
  * case of function names ignored, the column backquoted or not.  False
  * with `want` (the key to use) filled.
  */
+/*
+ * The function through which a partition's rows are read at grain g:
+ * toStartOfHour, toDate, toMonday, toStartOfMonth, the function of the
+ * table's partition key (chsql_key_matches), so that "FN(c) = :partition"
+ * holds for every row of the table's partition, a DateTime column
+ * holding the partition's start or any instant in it too (18.16 compares
+ * a DateTime with a Date as never equal, and refuses the text
+ * 'YYYY-MM-DD' as a DateTime); toDate of a Date is the Date, and the
+ * server still prunes by the partition key through it.
+ */
+const char *chsql_grain_fn(enum grain g);
 bool chsql_key_matches(const char *partition_key, const char *column,
 		       enum grain g, char *want, size_t wantsz);
 

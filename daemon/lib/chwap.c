@@ -71,7 +71,7 @@ chwap_sql(const struct chwap_spec *s, const char *const *keys, size_t n,
 	  char **out, struct err *err)
 {
 	char (*txt)[CHSQL_LITERAL_MAX] = xcalloc(n ? n : 1, sizeof *txt);
-	char col[CHSQL_IDENT_MAX + 2];
+	char col[CHSQL_IDENT_MAX + 48];
 	struct buf b;
 
 	*out = NULL;
@@ -80,7 +80,13 @@ chwap_sql(const struct chwap_spec *s, const char *const *keys, size_t n,
 		return n == 0 ? err_set(err, EXIT_BAD_INPUT, "no partition")
 			      : -1;
 	}
-	snprintf(col, sizeof col, "`%s`", s->column);
+	/* the partition's rows: those whose column, through the grain's
+	 * function, is its key (a DateTime column holding any instant of
+	 * it); the column compared as it is would never equal a day's key */
+	if (s->part_fn != NULL)
+		snprintf(col, sizeof col, "%s(`%s`)", s->part_fn, s->column);
+	else
+		snprintf(col, sizeof col, "`%s`", s->column);
 	buf_init(&b);
 	if (s->stage != NULL)
 		chwap_state(&b, s, txt, n);

@@ -2,9 +2,9 @@
  * chwap.h - the statements of write-audit-publish on ClickHouse that
  * cover several partitions at once (docs/clickhouse.md, "Round trips"),
  * and the reading of their answers.  Each partition is read as the
- * per-partition statements read it (`column` = its key), grouped by the
- * value a row has; the keys are the daemon's own, validated by
- * chsql_plain.  Pure: no I/O.
+ * per-partition statements read it (`part_fn(column)` = its key), grouped
+ * by the value a row has there; the keys are the daemon's own, validated
+ * by chsql_plain.  Pure: no I/O.
  */
 #ifndef BACKFILLD_CHWAP_H
 #define BACKFILLD_CHWAP_H
@@ -23,6 +23,10 @@
 struct chwap_spec {
 	const char *table;   /* the figures: rows, sum, metrics from it */
 	const char *column;  /* the partition column */
+	/* the function the column is read through (chsql_grain_fn: a
+	 * partition is the rows with part_fn(column) = its key, a DateTime
+	 * column too); NULL: the column itself */
+	const char *part_fn;
 	const char *const *metrics; /* aggregate SQL without placeholders */
 	size_t nmetrics;
 	bool digest;         /* also sum(cityHash64(*)) */

@@ -1078,19 +1078,14 @@ exec_wap_digest(struct wh_conn *conn, const char *table, const char *column,
 	bool has_row;
 	int rc;
 
-	static const char *const part_of[] = {
-		[GRAIN_HOUR] = "toStartOfHour", [GRAIN_DAY] = "toDate",
-		[GRAIN_WEEK] = "toMonday", [GRAIN_MONTH] = "toStartOfMonth",
-	};
-
 	/* the rows of the partition as the table's partition key makes it
 	 * (docs/clickhouse.md): a DateTime column is compared by the
 	 * grain's function, not as a DateTime with a Date (never equal on
 	 * 18.16) */
 	sql = xasprintf("SELECT toString(count()) || ' ' ||"
 			     " toString(sum(" CHSQL_ROW_HASH ")) FROM `%s` WHERE"
-			     " %s(`%s`) = :partition", table, part_of[grain],
-			     column);
+			     " %s(`%s`) = :partition", table,
+			     chsql_grain_fn(grain), column);
 	rc = conn->drv->query_value(conn, sql, params, 1, &has_row, &v, err);
 	free(sql);
 	if (rc == -1)

@@ -13,6 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "chsql.h"
 #include "chwap.h"
 #include "exec_wap.h"
 #include "guard.h"
@@ -264,6 +265,7 @@ exec_wap_read_state(struct exec_flight *fl, struct wh_conn *conn,
 	struct exec_run *run = exec_flight_run(fl);
 	struct chwap_spec s = { .table = t->live,
 				.column = run->job->partition_column,
+				.part_fn = chsql_grain_fn(run->job->grain),
 				.nmetrics = run->job->nmetrics,
 				.digest = exec_wap_digested(run, t),
 				.stage = t->stage, .mark = t->mark };
@@ -303,6 +305,7 @@ exec_wap_read_after(struct exec_flight *fl, struct wh_conn *conn,
 	struct exec_run *run = exec_flight_run(fl);
 	struct chwap_spec s = { .table = t->stage,
 				.column = run->job->partition_column,
+				.part_fn = chsql_grain_fn(run->job->grain),
 				.nmetrics = run->job->nmetrics,
 				.digest = sum_after != NULL };
 	const char **ms;

@@ -26,6 +26,7 @@
 #include <string.h>
 
 #include "buf.h"
+#include "chsql.h"
 #include "cutoff.h"
 #include "severity.h"
 #include "trend.h"
@@ -66,15 +67,21 @@ guard_col(struct buf *b, const struct job_def *j, const char *col)
 	guard_ident(b, col);
 }
 
-/* " FROM table WHERE partition_column = :partition" */
+/* " FROM table WHERE partition_column = :partition"; on ClickHouse (a
+ * table given by guard_*_in) the column through the grain's function
+ * (chsql_grain_fn), as its partition key reads it: a DateTime column
+ * holding the partition's start is never equal to a day's Date there. */
 static void
 guard_where(struct buf *b, const struct job_def *j)
 {
 	buf_addstr(b, " FROM ");
 	guard_ident(b, guard_table(j));
 	buf_addstr(b, " WHERE ");
+	if (guard_table_over != NULL)
+		buf_printf(b, "%s(", chsql_grain_fn(j->grain));
 	guard_col(b, j, j->partition_column);
-	buf_addstr(b, " = :partition");
+	buf_addstr(b, guard_table_over != NULL ? ") = :partition" :
+		   " = :partition");
 }
 
 char *

@@ -17,7 +17,13 @@ what they guarded, against a throwaway server (tools/chserver.py):
     read, the fill, the after figures, the mark, the REPLACE), a batch of
     seven partitions 7 REPLACEs and at most 6 more; a metric whose SQL
     binds :partition is read a statement at a time, as before, and the
-    audit's figures are the same either way.
+    audit's figures are the same either way;
+  - a fact whose partition column is a DateTime (PARTITION BY toDate(ts),
+    toStartOfHour(ts) for an hourly one) holding any instant of the day
+    (its start too): each run's stage is audited with its rows (it was
+    refused as empty: 18.16 compares a DateTime with a Date as never
+    equal), the rows published, the audit's rows and metric before and
+    after right, one partition a run and in a batch.
 
 Skipped (77) without clickhouse-server, as test_clickhouse.py is.
 """
@@ -122,10 +128,11 @@ RT_JOB = """
 
 def statements_by_run():
     """Statements the runs sent so far, by run id ({id: n}; a run's queries
-    have the query_id backfilld-RUN-N; each daemon's ids start at 1)."""
+    have the query_id backfilld-INSTANCE-RUN-N, earlier backfilld-RUN-N:
+    the run is the last field but one; each daemon's ids start at 1)."""
     tc.SRV.q("SYSTEM FLUSH LOGS")
     return {int(r): int(n) for r, n in tc.SRV.rows(
-        "SELECT toInt64OrZero(splitByChar('-', query_id)[2]) AS r, count() FROM"
+        "SELECT toInt64OrZero(splitByChar('-', query_id)[-2]) AS r, count() FROM"
         " system.query_log WHERE type = 2 AND user = 'etl' AND"
         " startsWith(query_id, 'backfilld-') GROUP BY r")}
 
@@ -177,6 +184,76 @@ def test_round_trips():
     h.eq(figures["batch"], figures["set"], "audit figures, batch vs one a run")
 
 
+DT_JOB = """
+- name: tfct
+  warehouse: sales
+  partition: %s
+  table: %s
+  partition_column: ts
+  min_rows: 1
+%s  metrics:
+    total: {sql: "sum(v)", max_change: 1000%%}
+  sql: SELECT ts, v FROM tsrc WHERE %s
+"""
+DT_DAYS = ["2026-02-02", "2026-02-03", "2026-02-04"]
+DT_TIMES = ["00:00:00", "00:45:10", "23:59:59"]
+
+
+def dt_figures(d, req):
+    return sorted((p["partition"], p["state"], p["rows_before"], p["rows_after"],
+                   p["metrics"]["total"]["after"])
+                  for p in d.json("audit", "--request", str(req))["partitions"])
+
+
+def test_datetime_partition_column():
+    for name, grain, table, batch, where in (
+            ("day", "day", "tf", "", "toDate(ts) = :partition"),
+            ("batch", "day", "tf", "  batch: true\n",
+             "toDate(ts) >= :partition_start AND toDate(ts) < :partition_end"),
+            ("hour", "hour", "th", "", "toStartOfHour(ts) = :partition")):
+        db = tc.fresh_db(seed=False)
+        tc.SRV.script(
+            "CREATE TABLE tsrc (ts DateTime, v Float64) ENGINE = MergeTree ORDER BY ts;"
+            " CREATE TABLE tf (ts DateTime, v Float64) ENGINE = MergeTree"
+            " PARTITION BY toDate(ts) ORDER BY ts;"
+            " CREATE TABLE th (ts DateTime, v Float64) ENGINE = MergeTree"
+            " PARTITION BY toStartOfHour(ts) ORDER BY ts;"
+            " INSERT INTO tsrc VALUES " + ", ".join(
+                "('%s %s', %d)" % (x, t, 10 * i + k + 1)
+                for i, x in enumerate(DT_DAYS) for k, t in enumerate(DT_TIMES)), db)
+        d = h.Daemon(config=tc.ch_config(db, DT_JOB % (grain, table, batch, where)).replace(
+            "max_concurrency: 4", "max_concurrency: 1"), clock=None, name="chdt" + name)
+        if grain == "day":
+            lo, hi = DT_DAYS[0], DT_DAYS[-1]
+            want = [(x, 3, sum(10 * i + k + 1 for k in range(3)))
+                    for i, x in enumerate(DT_DAYS)]
+        else:
+            # the first hour of a day: its start and an instant in it
+            lo = hi = DT_DAYS[1] + "T00"
+            want = [(lo, 2, 11 + 12)]
+        for rnd in (0, 1):
+            rc, out, err = d.ctl("backfill", "tfct", "--from", lo, "--to", hi, "--wait")
+            h.check(rc == 0, "%s: a backfill of the DateTime fact (round %d):\n%s%s\n%s"
+                    % (name, rnd, out, err, d.log_tail(20)))
+            req = int(out.split("request ")[1].split(":")[0])
+            figs = [f for f in dt_figures(d, req) if f[3] or f[0] in [w[0] for w in want]]
+            h.eq([(f[0], f[1], f[3], f[4]) for f in figs if f[0] in [w[0] for w in want]],
+                 [(k, "succeeded", n, s) for k, n, s in want],
+                 "%s: the audit's rows and metric after (round %d)" % (name, rnd))
+            if rnd == 1:
+                h.eq([f[2] for f in figs if f[0] in [w[0] for w in want]],
+                     [n for _, n, _ in want], "%s: the rows before a rebuild" % name)
+        fn = "toDate" if grain == "day" else "toStartOfHour"
+        got = tc.SRV.rows("SELECT toString(%s(ts)), toString(count()), toString(sum(v))"
+                          " FROM %s GROUP BY %s(ts) ORDER BY %s(ts)" % (fn, table, fn, fn), db)
+        h.eq([(g[0][:13].replace(" ", "T") if grain == "hour" else g[0], int(g[1]),
+               float(g[2])) for g in got],
+             [(k, n, float(s)) for k, n, s in want], "%s: the published rows" % name)
+        h.eq(tc.stage_leftovers(db), {}, "stage rows left (%s)" % name)
+        h.eq(tc.marks_left(db), {}, "marks left (%s)" % name)
+        d.stop()
+
+
 def main():
     if not os.path.exists(os.path.join(os.path.dirname(h.binaries()[0]), "backfilld-ch.so")):
         tc.skip("this build has no ClickHouse driver (libcurl4-openssl-dev)")
@@ -190,7 +267,7 @@ def main():
         tc.skip(str(e))
     h.register_server(tc.SRV)
     h.main([test_stage_dropped_between_runs, test_key_checked_once_then_after_failure,
-            test_round_trips])
+            test_round_trips, test_datetime_partition_column])
 
 
 if __name__ == "__main__":

@@ -132,7 +132,6 @@ JOBS_CH = """
   catchup: false
   table: tf
   partition_column: ts
-  allow_empty: true
   sql: SELECT ts, v FROM tsrc WHERE toDate(ts) = :partition
 - name: twk
   warehouse: sales
@@ -322,14 +321,25 @@ def test_clickhouse(w, d):
     h.eq(got[0], "0.10000000000000002", "the mart holds the new float")
     req = backfill(d)
     h.eq(week_state(d, req), "skipped", "an identical day still skips its week")
-    # a DateTime partition column holding the day's start
+    # a DateTime partition column (PARTITION BY toDate(ts)) holding the
+    # day's start, then an instant within the day: the stage's audit reads
+    # the row (it was refused as empty), the fact is published with it and
+    # the week's mart holds the new value
     tcols = "(ts DateTime, v Float64)"
-    w.exec(ch_src("('%s 00:00:00', 1)" % DAY, "tsrc", tcols))
-    backfill(d, "tf")
-    # (the week is rebuilt; what the fact's publish leaves in a DateTime
-    # partition is the stage's business, not the fingerprint's)
-    change(w, d, ch_src("('%s 00:00:00', 2)" % DAY, "tsrc", tcols),
-           "DateTime partition column", "SELECT count() FROM twk", fact="tf", mart="twk")
+    twk = "SELECT toString(sum(v)) FROM twk WHERE week = '%s'" % DAY
+    for ts, old, new in (("00:00:00", 1, 2), ("05:30:00", 2, 3)):
+        w.exec(ch_src("('%s %s', %d)" % (DAY, ts, old), "tsrc", tcols))
+        backfill(d, "tf")
+        h.eq(w.value(twk), (str(old),), "the mart after the fact of %s" % ts)
+        got = change(w, d, ch_src("('%s %s', %d)" % (DAY, ts, new), "tsrc", tcols),
+                     "DateTime partition column at %s" % ts, twk, fact="tf", mart="twk")
+        h.eq(got, (str(new),), "the week's mart after the rebuild (%s)" % ts)
+        h.eq(w.value("SELECT toString(count()), toString(sum(v)) FROM tf"), ("1", str(new)),
+             "the fact holds the day's row (%s)" % ts)
+    req = max(r["request"] for r in d.json("runs", "--job", "tf") if r["partition"] == DAY)
+    a = [p for p in d.json("audit", "--request", str(req))["partitions"] if p["job"] == "tf"]
+    h.eq([(p["rows_before"], p["rows_after"]) for p in a], [(1, 1)],
+         "audit of the DateTime day: its row before and after")
 
 
 def run_all():

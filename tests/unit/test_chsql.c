@@ -193,6 +193,19 @@ START_TEST(test_key)
 	ck_assert(!chsql_key_matches("other", "dt", GRAIN_DAY, want,
 				     sizeof want));
 	ck_assert(!chsql_key_matches("", "dt", GRAIN_DAY, want, sizeof want));
+	/* the function a partition's rows are read through is the one of
+	 * the key each grain must have (chsql_grain_fn) */
+	ck_assert_str_eq(chsql_grain_fn(GRAIN_HOUR), "toStartOfHour");
+	ck_assert_str_eq(chsql_grain_fn(GRAIN_DAY), "toDate");
+	ck_assert_str_eq(chsql_grain_fn(GRAIN_WEEK), "toMonday");
+	ck_assert_str_eq(chsql_grain_fn(GRAIN_MONTH), "toStartOfMonth");
+	for (int g = GRAIN_HOUR; g <= GRAIN_MONTH; g++) {
+		char fn[128];
+
+		snprintf(fn, sizeof fn, "%s(ts)", chsql_grain_fn((enum grain)g));
+		ck_assert(chsql_key_matches(fn, "ts", (enum grain)g, want,
+					    sizeof want));
+	}
 }
 END_TEST
 

@@ -52,6 +52,36 @@ START_TEST(test_sql)
 	ck_assert_ptr_null(strstr(sql, "system."));
 	free(sql);
 	{
+		/* a DateTime column read through the grain's function, as
+		 * the table's partition key reads it (issue 40): grouped,
+		 * filtered and the figures of no row alike, the state's
+		 * partitions by their values as before */
+		const char *hours[] = { "2025-03-05T07" };
+
+		s.part_fn = "toDate";
+		s.column = "ts";
+		s.stage = "_backfilld_stage_fct";
+		ck_assert_int_eq(chwap_sql(&s, keys, 2, &sql, &e), 0);
+		ck_assert_ptr_nonnull(strstr(sql, "concat('f\\t',"
+		    " toString(toDate(`ts`)) AS _backfilld_part"));
+		ck_assert_ptr_nonnull(strstr(sql, "WHERE toDate(`ts`) IN"
+		    " ('2025-03-05', '2025-03-06') GROUP BY _backfilld_part"));
+		ck_assert_ptr_nonnull(strstr(sql, "FROM `fct` WHERE"
+		    " toDate(`ts`) = '2025-03-05' AND 0"));
+		ck_assert_ptr_nonnull(strstr(sql, "AND active AND partition IN"
+		    " ('2025-03-05', '2025-03-06')"));
+		ck_assert_ptr_null(strstr(sql, "`ts` IN"));
+		free(sql);
+		s.part_fn = "toStartOfHour";
+		ck_assert_int_eq(chwap_sql(&s, hours, 1, &sql, &e), 0);
+		ck_assert_ptr_nonnull(strstr(sql, "WHERE toStartOfHour(`ts`) IN"
+		    " ('2025-03-05 07:00:00') GROUP BY"));
+		free(sql);
+		s.part_fn = NULL;
+		s.column = "dt";
+		s.stage = NULL;
+	}
+	{
 		const char *bad[] = { "2025-03-05') OR 1 --" };
 
 		ck_assert_int_eq(chwap_sql(&s, bad, 1, &sql, &e), -1);
