@@ -70,6 +70,8 @@ def history(d):
             key = (HISTORY_FROM + datetime.timedelta(hours=i)).strftime("%Y-%m-%dT%H")
             state = "failed" if i % 24 == 5 else "succeeded"
             err = "command exited with status 1" if state == "failed" else None
+            if state == "failed" and j == NJOBS - 1 and i == 149:
+                err = "boom " + "x" * 5000   # the newest failure: cut at 512 bytes
             at = t0 + 3600000 * (i + 1)
             man.append((mid, rid, job, key, i, state, 1, at, at))
             runs.append((mid, rid, job, key, 1, state, at, at + 50, err, 1, "v1"))
@@ -139,6 +141,9 @@ def test_report_bounded():
         want += [r["state"]] * r["count"]
     h.eq([s for _, _, s in cells(page, "h000")], want, "the week's states against map --json")
     h.check("page 1 of 15" in page, "the page says which page of how many")
+    long = re.search(r"<td>(boom x*(\.\.\.)?)</td>", page)
+    h.check(long is not None and long.group(1) == "boom " + "x" * 507 + "...",
+            "a long error is cut at 512 bytes: %r" % (long and long.group(1)[-20:]))
     for link in ('href="?page=2"', 'href="?page=15"', 'href="?job=h000"'):
         h.check(link in page, "the first page links %s" % link)
     st, last = get(port, "/report?page=15")
