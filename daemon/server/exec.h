@@ -238,6 +238,21 @@ const struct wh_driver *exec_driver_for(enum wh_kind kind, const char **why);
  * skipped.  Blocking: at start; on reload it runs off the loop
  * (keycheck.h).  Any thread. */
 int exec_check_partition_keys(const struct config *cfg, struct err *err);
+/* What --check-config learnt from exec_check_partition_keys_report:
+ * the ClickHouse jobs checked, what could not be checked ("warehouse
+ * \"NAME\": why; ...", malloc'd; NULL when nothing was left unchecked),
+ * and each job's Distributed table's local table (locals[j], malloc'd;
+ * NULL for a job whose table is not Distributed or was not reached). */
+struct exec_keycheck {
+	size_t nchecked;
+	char *unchecked;
+	char **locals;
+};
+/* exec_check_partition_keys, reporting into kc (NULL: no report). */
+int exec_check_partition_keys_report(const struct config *cfg,
+				     struct exec_keycheck *kc,
+				     struct err *err);
+void exec_keycheck_free(struct exec_keycheck *kc, size_t njobs);
 /* ClickHouse (docs/clickhouse.md, "Exactly once"): a run that published
  * keeps its stage partitions until its record is committed; call this
  * after each commit of the caller's records (loop thread): the stages of

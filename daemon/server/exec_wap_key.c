@@ -20,17 +20,22 @@
  * (*distributed set, NULL: not wanted) needs the warehouse's cluster:
  * (an INSERT into a stage created AS it would write the live shards) and
  * its local table's key is checked (on this server, one of the shards). */
-int
-exec_wap_key_of(struct wh_conn *conn, const struct config *cfg,
-		const struct job_def *jd, bool *distributed, struct err *err)
+/* exec_wap_key_of, with the Distributed table's local table in local
+ * (NULL: not wanted; "" for a table that is not Distributed). */
+static int
+exec_wap_key_local(struct wh_conn *conn, const struct config *cfg,
+		   const struct job_def *jd, bool *distributed, char *out,
+		   size_t outsz, struct err *err)
 {
 	const struct warehouse_def *wh = &cfg->warehouses[jd->warehouse];
 	char sql[512], want[300], c[CHSQL_IDENT_MAX], db[CHSQL_IDENT_MAX];
-	char local[CHSQL_IDENT_MAX], *key = NULL, *sp;
+	char local[CHSQL_IDENT_MAX] = "", *key = NULL, *sp;
 	bool has_row;
 
 	if (distributed != NULL)
 		*distributed = false;
+	if (out != NULL && outsz > 0)
+		out[0] = '\0';
 	/* names are plain (config.c, chsql_distributed) */
 	snprintf(sql, sizeof sql, "SELECT concat(engine, ' ', partition_key)"
 		 " FROM system.tables WHERE database = currentDatabase() AND"
@@ -45,6 +50,16 @@ exec_wap_key_of(struct wh_conn *conn, const struct config *cfg,
 		key = NULL;
 		if (distributed != NULL)
 			*distributed = true;
+		/* one stage filled over the batch's interval on every shard is
+		 * not done: refused before any run (start, reload,
+		 * --check-config) rather than failing each */
+		if (jd->batch)
+			return err_set(err, EXIT_BAD_INPUT, "%s:%d:%d: job \"%s\":"
+				       " batch: true on table %s, a Distributed"
+				       " table, is not supported: remove batch"
+				       " (each partition then runs on its own,"
+				       " on every shard)", jd->file, jd->pos.line,
+				       jd->pos.col, jd->name, jd->table);
 		if (wh->cluster == NULL)
 			return err_set(err, EXIT_BAD_INPUT, "%s:%d:%d: job \"%s\":"
 				       " table %s is a Distributed table: name"
@@ -70,6 +85,8 @@ exec_wap_key_of(struct wh_conn *conn, const struct config *cfg,
 		}
 		free(key);
 		key = NULL;
+		if (out != NULL)
+			snprintf(out, outsz, "%s", local);
 		snprintf(sql, sizeof sql, "SELECT concat(engine, ' ',"
 			 " partition_key) FROM system.tables WHERE database ="
 			 " '%s' AND name = '%s'", db, local);
@@ -105,6 +122,13 @@ exec_wap_key_of(struct wh_conn *conn, const struct config *cfg,
 }
 
 int
+exec_wap_key_of(struct wh_conn *conn, const struct config *cfg,
+		const struct job_def *jd, bool *distributed, struct err *err)
+{
+	return exec_wap_key_local(conn, cfg, jd, distributed, NULL, 0, err);
+}
+
+int
 exec_wap_key(struct wh_conn *conn, const struct config *cfg,
 	     const struct job_def *jd, struct err *err)
 {
@@ -114,21 +138,68 @@ exec_wap_key(struct wh_conn *conn, const struct config *cfg,
 int
 exec_check_partition_keys(const struct config *cfg, struct err *err)
 {
+	return exec_check_partition_keys_report(cfg, NULL, err);
+}
+
+void
+exec_keycheck_free(struct exec_keycheck *kc, size_t njobs)
+{
+	for (size_t i = 0; kc->locals != NULL && i < njobs; i++)
+		free(kc->locals[i]);
+	free(kc->locals);
+	free(kc->unchecked);
+	memset(kc, 0, sizeof *kc);
+}
+
+/* kc->unchecked += "; warehouse "NAME": why" (why saying the warehouse
+ * already when it starts with "warehouse ") */
+static void
+exec_keycheck_note(struct exec_keycheck *kc, const char *wh, const char *why)
+{
+	char *prev = kc->unchecked;
+
+	if (strncmp(why, "warehouse ", 10) == 0)
+		kc->unchecked = xasprintf("%s%s%s", prev ? prev : "",
+					  prev ? "; " : "", why);
+	else
+		kc->unchecked = xasprintf("%s%swarehouse \"%s\": %s",
+					  prev ? prev : "", prev ? "; " : "",
+					  wh, why);
+	free(prev);
+}
+
+int
+exec_check_partition_keys_report(const struct config *cfg,
+				 struct exec_keycheck *kc, struct err *err)
+{
 	const struct wh_driver *drv;
+	const char *why = NULL;
 	struct wh_conn **conns;
 	bool *tried, any = false;
 	int rc = 0;
 
+	if (kc != NULL) {
+		memset(kc, 0, sizeof *kc);
+		kc->locals = xcalloc(cfg->njobs + 1, sizeof *kc->locals);
+	}
 	for (size_t w = 0; w < cfg->nwarehouses; w++)
 		any |= cfg->warehouses[w].kind == WH_CLICKHOUSE;
 	/* no module loaded for a configuration without ClickHouse */
-	if (!any || (drv = exec_driver(WH_CLICKHOUSE)) == NULL)
+	if (!any)
 		return 0;
+	if ((drv = exec_driver_for(WH_CLICKHOUSE, &why)) == NULL) {
+		for (size_t w = 0; kc != NULL && w < cfg->nwarehouses; w++)
+			if (cfg->warehouses[w].kind == WH_CLICKHOUSE)
+				exec_keycheck_note(kc, cfg->warehouses[w].name,
+						   why);
+		return 0;
+	}
 	conns = xcalloc(cfg->nwarehouses + 1, sizeof *conns);
 	tried = xcalloc(cfg->nwarehouses + 1, sizeof *tried);
 	for (size_t i = 0; i < cfg->njobs && rc == 0; i++) {
 		const struct job_def *jd = &cfg->jobs[i];
 		int w = jd->warehouse;
+		char local[CHSQL_IDENT_MAX];
 		struct err e;
 
 		if (w < 0 || cfg->warehouses[w].kind != WH_CLICKHOUSE)
@@ -136,18 +207,33 @@ exec_check_partition_keys(const struct config *cfg, struct err *err)
 		if (!tried[w]) {
 			tried[w] = true;
 			/* unreachable now: its runs say so when they run */
-			if (drv->open(&cfg->warehouses[w], &conns[w], &e) == -1)
+			if (drv->open(&cfg->warehouses[w], &conns[w], &e) == -1) {
 				conns[w] = NULL;
-			else if (drv->watch != NULL) /* each query bounded */
+				if (kc != NULL)
+					exec_keycheck_note(kc,
+					    cfg->warehouses[w].name, e.msg);
+			} else if (drv->watch != NULL) /* each query bounded */
 				drv->watch(conns[w], NULL, 10000, false);
 		}
 		if (conns[w] == NULL)
 			continue;
 		err_clear(&e);
-		if (exec_wap_key(conns[w], cfg, jd, &e) == -1 &&
+		local[0] = '\0';
+		if (exec_wap_key_local(conns[w], cfg, jd, NULL, local,
+				       sizeof local, &e) == -1 &&
 		    e.code == EXIT_BAD_INPUT) {
 			*err = e;
 			rc = -1;
+		} else if (kc != NULL && e.msg[0] != '\0') {
+			char why2[ERR_MSG_MAX + 64];
+
+			snprintf(why2, sizeof why2, "job %s: %s", jd->name,
+				 e.msg);
+			exec_keycheck_note(kc, cfg->warehouses[w].name, why2);
+		} else if (kc != NULL) {
+			kc->nchecked++;
+			if (local[0] != '\0')
+				kc->locals[i] = xstrdup(local);
 		}
 	}
 	for (size_t w = 0; w < cfg->nwarehouses; w++)

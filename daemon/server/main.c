@@ -1027,6 +1027,7 @@ daemon_options(int argc, char **argv, struct daemon *d,
 static int
 daemon_load_config(struct daemon *d, const char *config_path, bool check)
 {
+	struct exec_keycheck kc = { 0 };
 	struct err err;
 
 	if (config_load(config_path, &d->cfg, &err) < 0) {
@@ -1034,8 +1035,10 @@ daemon_load_config(struct daemon *d, const char *config_path, bool check)
 		return EXIT_BAD_INPUT;
 	}
 	if (check && (startup_check_host(d->cfg, &err) < 0 ||
-	    startup_check_warehouses(d->cfg, &err) < 0)) {
+	    startup_check_warehouses(d->cfg, &err) < 0 ||
+	    exec_check_partition_keys_report(d->cfg, &kc, &err) < 0)) {
 		early_error("%s", err.msg);
+		exec_keycheck_free(&kc, d->cfg->njobs);
 		config_unref(d->cfg);
 		return EXIT_BAD_INPUT;
 	}
@@ -1045,9 +1048,19 @@ daemon_load_config(struct daemon *d, const char *config_path, bool check)
 		return EXIT_BAD_INPUT;
 	}
 	if (check) {
-		printf("%s: configuration OK: %zu jobs, %zu warehouses\n",
+		/* the partition keys need the server: checked when reached,
+		 * else said plainly (docs/clickhouse.md, "The partition key") */
+		printf("%s: configuration OK: %zu jobs, %zu warehouses",
 		       d->cfg->path, d->cfg->njobs, d->cfg->nwarehouses);
-		startup_check_bound(d->cfg);
+		if (kc.unchecked != NULL)
+			printf(" (ClickHouse partition keys not checked: %s;"
+			       " they are checked at start)", kc.unchecked);
+		else if (kc.nchecked > 0)
+			printf(" (ClickHouse partition keys checked on the"
+			       " server: %zu jobs)", kc.nchecked);
+		printf("\n");
+		startup_check_bound(d->cfg, kc.locals);
+		exec_keycheck_free(&kc, d->cfg->njobs);
 		config_unref(d->cfg);
 		return EXIT_DONE;
 	}

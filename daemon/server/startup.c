@@ -156,9 +156,11 @@ startup_check_host(const struct config *cfg, struct err *err)
 }
 
 /* --check-config: where the ClickHouse driver substitutes the values it
- * generates (docs/clickhouse.md, "Bound values"). */
+ * generates (docs/clickhouse.md, "Bound values"); locals[j] (NULL: none
+ * known): job j's table is Distributed over that local table, whose
+ * stage is the one :stage names. */
 void
-startup_check_bound(const struct config *cfg)
+startup_check_bound(const struct config *cfg, char *const *locals)
 {
 	struct buf b;
 
@@ -166,17 +168,25 @@ startup_check_bound(const struct config *cfg)
 	for (size_t i = 0; i < cfg->njobs; i++) {
 		const struct job_def *j = &cfg->jobs[i];
 		char stage[CHSQL_IDENT_MAX + 32], what[160];
+		const char *local = locals != NULL ? locals[i] : NULL;
+		size_t n;
 
 		if (j->warehouse < 0 || j->sql == NULL ||
 		    cfg->warehouses[j->warehouse].kind != WH_CLICKHOUSE)
 			continue;
-		chsql_stage_name(j->table, stage, sizeof stage);
-		chsql_describe(j->name, "sql", j->sql, j->grain, stage, &b);
+		chsql_stage_name(local ? local : j->table, stage, sizeof stage);
+		n = chsql_describe(j->name, "sql", j->sql, j->grain, stage, &b);
 		for (size_t k = 0; k < j->nchecks; k++) {
 			snprintf(what, sizeof what, "check %s", j->checks[k].name);
-			chsql_describe(j->name, what, j->checks[k].sql, j->grain,
-				       stage, &b);
+			n += chsql_describe(j->name, what, j->checks[k].sql,
+					    j->grain, stage, &b);
 		}
+		if (n > 0 && local == NULL &&
+		    cfg->warehouses[j->warehouse].cluster != NULL)
+			buf_printf(&b, "  job %s: if table %s is Distributed,"
+				   " :stage is _backfilld_stage_ and its local"
+				   " table (not known: the server was not"
+				   " reached)\n", j->name, j->table);
 	}
 	if (b.len > 0) {
 		printf("values the daemon substitutes (ClickHouse):\n");

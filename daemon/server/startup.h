@@ -20,7 +20,7 @@ int startup_lock_store(const char *state_db, bool cluster, int *lock_fd,
 /* state_db not a symbolic link, socket_group exists. */
 int startup_check_host(const struct config *cfg, struct err *err);
 /* Log the bounds that are allowed but unwise. */
-void startup_check_bound(const struct config *cfg);
+void startup_check_bound(const struct config *cfg, char *const *locals);
 /* Every warehouse's driver can be loaded. */
 int startup_check_warehouses(const struct config *cfg, struct err *err);
 /* Raise the soft descriptor limit to the hard one. */

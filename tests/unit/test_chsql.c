@@ -233,6 +233,30 @@ START_TEST(test_body)
 }
 END_TEST
 
+/* A refusal of the user or a privilege: no retry cures it. */
+START_TEST(test_denied)
+{
+	bool priv;
+
+	ck_assert_int_eq(chsql_error_code("Code: 193, e.displayText() = x"),
+			 193);
+	ck_assert_int_eq(chsql_error_code("Code: 193 x"), 0);
+	ck_assert_int_eq(chsql_error_code("Code: , x"), 0);
+	ck_assert_int_eq(chsql_error_code("Not found"), 0);
+	ck_assert(chsql_denied(401, 193, &priv) && !priv);
+	ck_assert(chsql_denied(500, 516, &priv) && !priv);
+	ck_assert(chsql_denied(500, 192, &priv) && !priv);
+	ck_assert(chsql_denied(500, 497, &priv) && priv);
+	ck_assert(chsql_denied(500, 164, &priv) && priv);
+	ck_assert(chsql_denied(0, 164, &priv) && priv);
+	ck_assert(chsql_denied(401, 0, &priv) && !priv);
+	ck_assert(chsql_denied(403, 0, &priv) && priv);
+	ck_assert(!chsql_denied(500, 216, &priv));
+	ck_assert(!chsql_denied(500, 0, &priv));
+	ck_assert(!chsql_denied(0, 159, &priv)); /* timeout: temporary */
+}
+END_TEST
+
 START_TEST(test_names)
 {
 	char stage[CHSQL_IDENT_MAX + 32];
@@ -261,6 +285,7 @@ main(void)
 	tcase_add_test(tc, test_split);
 	tcase_add_test(tc, test_key);
 	tcase_add_test(tc, test_body);
+	tcase_add_test(tc, test_denied);
 	tcase_add_test(tc, test_names);
 	tcase_add_test(tc, test_distributed);
 	suite_add_tcase(s, tc);
