@@ -537,15 +537,23 @@ cmdspec_npos(const struct cmdspec *cs)
 	return cmdspec_nargs(cs->pos);
 }
 
+/* A date or an hour, told apart by the 'T' every hour has, so that a
+ * badly written hour is told how hours are written, not dates. */
+static int
+cmdspec_when(const char *s, int64_t *v, bool *hour, struct err *err)
+{
+	*hour = strchr(s, 'T') != NULL;
+	return *hour ? cal_parse_hour(s, v, err) : cal_parse_date(s, v, err);
+}
+
 /* A date or an hour. */
 int
 cmdspec_date_ok(const char *s, struct err *err)
 {
 	int64_t v;
+	bool hour;
 
-	if (strlen(s) == 13 && s[10] == 'T')
-		return cal_parse_hour(s, &v, err);
-	return cal_parse_date(s, &v, err);
+	return cmdspec_when(s, &v, &hour, err);
 }
 
 /* Strict positive decimal integer: digits only, no sign, no overflow. */
@@ -712,9 +720,7 @@ cmdspec_put(const struct cmdspec_arg *a, const char *what, const char *s,
 	case CMDSPEC_DATE:
 		d = CMDSPEC_AT(rq, a->off, struct cmdspec_date);
 		d->text = s;
-		d->hour = strlen(s) == 13 && s[10] == 'T';
-		(void)(d->hour ? cal_parse_hour(s, &d->v, err) :
-		       cal_parse_date(s, &d->v, err));
+		(void)cmdspec_when(s, &d->v, &d->hour, err);
 		break;
 	case CMDSPEC_ENUM:
 		CMDSPEC_AT(rq, a->off, struct cmdspec_enum)->name = s;

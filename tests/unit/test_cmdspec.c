@@ -90,6 +90,11 @@ static const struct {
 	  "--to: 2026-13-01 is not a date" },
 	{ "backfill", { { "job=j", "from=2026-2-1", "to=2026-02-03" } },
 	  "--from: bad date" },
+	/* an hour written wrongly is told how hours are written */
+	{ "backfill", { { "job=j", "from=2026-02-08T5", "to=2026-02-08T06" } },
+	  "--from: bad hour \"2026-02-08T5\": write hours as YYYY-MM-DDTHH" },
+	{ "backfill", { { "job=j", "from=2026-02-08T05", "to=2026-02-08T06:00" } },
+	  "--to: bad hour \"2026-02-08T06:00\": write hours as YYYY-MM-DDTHH" },
 	{ "backfill", { { "job=j", "from=2026-02-03", "to=2026-02-01" } },
 	  "--from 2026-02-03 is after --to 2026-02-01" },
 	{ "backfill", { { "job=j", "stale=1", "reprocess=failed" } }, "" },
