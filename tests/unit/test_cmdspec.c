@@ -49,8 +49,8 @@ static const struct {
 	  "" },
 	{ "backfill", { { "job=j", "dates=2026-02-01" } }, "" },
 	{ "backfill", { { "job=j", "stale=1" } }, "" },
-	{ "backfill", { { "job=j", "built_by=v1" } }, "" },
-	{ "backfill", { { "job=j", "built_by=v1", "from=2026-02-01",
+	{ "backfill", { { "job=j", "built_by=3f2a9c0d41b7e865" } }, "" },
+	{ "backfill", { { "job=j", "built_by=3f2a9c0d41b7e865", "from=2026-02-01",
 			  "to=2026-02-02" } }, "" },
 	{ "backfill", { { "from=2026-02-01", "to=2026-02-03" } },
 	  "missing JOB: say which job to backfill" },
@@ -69,7 +69,7 @@ static const struct {
 	  "--from/--to and --stale both given" },
 	{ "backfill", { { "job=j", "dates=2026-02-01", "stale=1" } },
 	  "--dates-file and --stale both given" },
-	{ "backfill", { { "job=j", "stale=1", "built_by=v" } },
+	{ "backfill", { { "job=j", "stale=1", "built_by=3f2a9c0d41b7e865" } },
 	  "--stale and --built-by both given: choose the dates one way (only"
 	  " --from/--to may narrow --built-by and --changed)" },
 	/* --changed: the partitions a deploy changed, narrowed by a range */
@@ -78,10 +78,12 @@ static const struct {
 			  "to=2026-02-02" } }, "" },
 	{ "backfill", { { "job=j", "changed=1", "stale=1" } },
 	  "--stale and --changed both given" },
-	{ "backfill", { { "job=j", "changed=1", "built_by=v" } },
+	{ "backfill", { { "job=j", "changed=1", "built_by=3f2a9c0d41b7e865" } },
 	  "--built-by and --changed both given" },
 	{ "backfill", { { "job=j", "changed=0" } }, "or --changed" },
 	{ "backfill", { { "job=j", "stale=1", "no_cutoff=1" } }, "" },
+	{ "backfill", { { "job=j", "built_by=xyz" } },
+	  "--built-by takes a code version: its 16 hex digits" },
 	{ "backfill", { { "job=j", "built_by=" } },
 	  "--built-by needs a code version" },
 	{ "backfill", { { "job=j", "from=2026-02-30", "to=2026-03-01" } },
@@ -344,7 +346,8 @@ START_TEST(test_value)
 	ck_assert_int_eq(cmdspec_check_value(&budget, "--budget", "0s", &n,
 					     &err), -1);
 	ck_assert_str_eq(err.msg, "--budget must be a positive duration like"
-			 " 30s, 15m, 2h or 1d, not '0s'");
+			 " 30s, 15m, 2h or 1d, at most 36500d (100 years),"
+			 " not '0s'");
 	ck_assert_int_eq(cmdspec_check_value(&budget, "--budget", "2 h", &n,
 					     &err), -1);
 	ck_assert_int_eq(cmdspec_date_ok("2024-02-29", &err), 0);
