@@ -84,16 +84,17 @@ class Tree:
         self.tmp = tempfile.TemporaryDirectory()
         test.addCleanup(self.tmp.cleanup)
         self.root = self.tmp.name
-        for d in ('lib', 'server', 'store', 'wh', 'cmd', 'cli'):
+        for d in ('lib', 'server', 'server/sched', 'store', 'wh', 'cmd',
+                  'cli'):
             os.makedirs(os.path.join(self.root, 'daemon', d))
         self.write('daemon/lib/err.h', '#define ERR 1\n')
         self.write('daemon/server/log.h', 'void log_err(void);\n')
         self.write('daemon/server/clock_ms.h', 'long clock_ms(void);\n')
         self.write('daemon/lib/calc.c', '#include "err.h"\n' +
                    function('calc_add', 10))
-        self.write('daemon/server/scheduler.c', SCHEDULER)
-        self.write('daemon/server/sched_a.c', SCHED_A)
-        self.write('daemon/server/sched_b.c', SCHED_B)
+        self.write('daemon/server/sched/scheduler.c', SCHEDULER)
+        self.write('daemon/server/sched/sched_a.c', SCHED_A)
+        self.write('daemon/server/sched/sched_b.c', SCHED_B)
 
     def write(self, rel, text):
         path = os.path.join(self.root, rel)
@@ -167,7 +168,7 @@ class CheckLayout(unittest.TestCase):
 
     def test_cycle_between_scheduler_files(self):
         t = Tree(self)
-        t.write('daemon/server/sched_b.c', SCHED_B.replace(
+        t.write('daemon/server/sched/sched_b.c', SCHED_B.replace(
             'static void\nsched_a_run', 'static void\nsched_b_own'))
         rc, out = t.check()
         self.assertEqual(rc, 1)
@@ -183,10 +184,10 @@ class CheckLayout(unittest.TestCase):
     def test_three_file_cycle_through_a_callback(self):
         t = Tree(self)
         # a function named as a value (a callback registered) is an arrow
-        t.write('daemon/server/sched_c.c', '#include "sched_int.h"\n'
+        t.write('daemon/server/sched/sched_c.c', '#include "sched_int.h"\n'
                 'void\nsched_c_f(struct sched *s)\n{\n'
                 '\tuv_idle_start(&s->h, sched_start);\n}\n')
-        t.write('daemon/server/sched_b.c', SCHED_B + 'void\nsched_b_h(void)\n'
+        t.write('daemon/server/sched/sched_b.c', SCHED_B + 'void\nsched_b_h(void)\n'
                 '{\n\tsched_c_f(0);\n}\n')
         rc, out = t.check()
         self.assertEqual(rc, 1)
@@ -194,19 +195,19 @@ class CheckLayout(unittest.TestCase):
             'cycle sched_a.c -> sched_b.c -> sched_c.c -> scheduler.c ->'
             ' sched_a.c (') for ln in out), out)
         self.assertIn('layer sched_c.c: in no layer of the table at the top'
-                      ' of daemon/server/scheduler.c', out)
+                      ' of daemon/server/sched/scheduler.c', out)
 
     def test_layer_listed_twice_or_not_a_file(self):
         t = Tree(self)
-        t.write('daemon/server/scheduler.c', SCHEDULER.replace(
+        t.write('daemon/server/sched/scheduler.c', SCHEDULER.replace(
             ' *   3      sched_b.c\n',
             ' *   3      sched_b.c\n *   4      sched_b.c sched_gone.c\n'))
         rc, out = t.check()
         self.assertEqual(out, [
             'layer sched_b.c: in layers 3 4 of the table at the top of'
-            ' daemon/server/scheduler.c',
+            ' daemon/server/sched/scheduler.c',
             'layer sched_gone.c: not a file of the scheduler of the table at'
-            ' the top of daemon/server/scheduler.c',
+            ' the top of daemon/server/sched/scheduler.c',
         ])
         self.assertEqual(rc, 1)
 

@@ -1,6 +1,6 @@
 /*
  * hookq.h - the bounds on the operator's hooks, as decisions without I/O
- * (daemon/server/hooks.c applies them; docs/configuration.md, "Freshness
+ * (daemon/server/base/hooks.c applies them; docs/configuration.md, "Freshness
  * and hooks").
  *
  * At most `concurrency` hooks run at once (hook_concurrency); a hook fired

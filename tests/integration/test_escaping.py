@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Outside text is escaped by one rule (daemon/lib/text.h) in every
+"""Outside text is escaped by one rule (daemon/lib/util/text.h) in every
 output: every byte 0x00-0x1f and 0x7f, carried by a warehouse value that
 fails a key_unique check, by an SQL error and by a hook's output, comes
 out of `backfill --wait`, `runs`, `audit`, `status`, an error line
@@ -114,7 +114,7 @@ def raw_controls(data):
 def rendering(marker, codes, flat=()):
     """A regex for marker<codes> rendered by the rule; a byte in flat may
     also show as a space (a run's error is one line when it is recorded:
-    daemon/server/exec.c; a hook's output line: daemon/server/hooks.c)."""
+    daemon/server/exec/exec.c; a hook's output line: daemon/server/base/hooks.c)."""
     parts = []
     for c in codes:
         alt = [re.escape(rule(c))] + ([" "] if c in flat else [])

@@ -1,5 +1,5 @@
 /*
- * test_adopt.c - what a new planner adopts (daemon/lib/adopt.h): runs
+ * test_adopt.c - what a new planner adopts (daemon/lib/cluster/adopt.h): runs
  * rows matched with work rows, one run, a batch, one run for several
  * requests; runs never offered; work rows without a run; a job the new
  * planner does not know.

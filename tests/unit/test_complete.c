@@ -1,5 +1,5 @@
 /*
- * test_complete.c - the completion scripts (daemon/lib/complete.c) are
+ * test_complete.c - the completion scripts (daemon/lib/proto/complete.c) are
  * the command table's: every command and every option of each is in
  * both scripts, each argument with the action its kind calls for (jobs,
  * a list of jobs, an enum's values, files), option descriptions joined

@@ -1,5 +1,5 @@
 /*
- * test_guard.c - the guardrails of a SQL job (daemon/server/guard.c)
+ * test_guard.c - the guardrails of a SQL job (daemon/server/exec/guard.c)
  * without a warehouse: a fake driver answers the guard's queries from a
  * table of cases, and each case says what the guard decides (passed,
  * failed, could not run), which checks it records with which detail, and

@@ -1,5 +1,5 @@
 /*
- * test_hooks.c - a hook's argv and environment (daemon/server/hooks.c),
+ * test_hooks.c - a hook's argv and environment (daemon/server/base/hooks.c),
  * without a loop: the placeholders of a job's hooks ({job}, {partition},
  * {request}, {error}) and of on_throttle ({warehouse}, {value}, {state}),
  * table-driven; the BACKFILLD_* variables that replace the daemon's own;

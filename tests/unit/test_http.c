@@ -1,5 +1,5 @@
 /*
- * test_http.c - the HTTP endpoint's pure part (daemon/lib/http.c): the
+ * test_http.c - the HTTP endpoint's pure part (daemon/lib/util/http.c): the
  * request line, headers and their bounds, response heads and the
  * http_listen address, from tables.
  */

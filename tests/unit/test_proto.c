@@ -1,6 +1,6 @@
 /*
  * test_proto.c - the control protocol's framing, field validation, struct
- * buf and JSON escaping (daemon/lib/proto.c).
+ * buf and JSON escaping (daemon/lib/proto/proto.c).
  */
 #include <check.h>
 #include <stdint.h>

@@ -1,5 +1,5 @@
 /*
- * test_reconcile.c - reconciliation arithmetic (daemon/lib/reconcile.h):
+ * test_reconcile.c - reconciliation arithmetic (daemon/lib/checks/reconcile.h):
  * tolerances parsed and refused, numbers read, the comparison at and past
  * its bounds, NULLs on either side.
  */

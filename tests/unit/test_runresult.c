@@ -1,6 +1,6 @@
 /*
  * test_runresult.c - the result of a run on another node
- * (daemon/lib/runresult.h): round trips of every field, checks and
+ * (daemon/lib/cluster/runresult.h): round trips of every field, checks and
  * guards included; the defaults; the key=value line of earlier workers;
  * garbled and hostile texts refused whole, without a crash; the bounds.
  */

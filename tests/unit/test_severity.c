@@ -1,5 +1,5 @@
 /*
- * test_severity.c - a check's severity (daemon/lib/severity.h): the
+ * test_severity.c - a check's severity (daemon/lib/checks/severity.h): the
  * words, the outcome names, which outcomes fail a run, the note.
  */
 #include <check.h>

@@ -1,6 +1,6 @@
 /*
  * test_throttle.c - what a throttle check's result does
- * (throttle_decide, daemon/server/throttle.c), table-driven: above max is
+ * (throttle_decide, daemon/server/exec/throttle.c), table-driven: above max is
  * throttled (max itself is not), above critical is critical as well, a
  * failed query throttles but is never critical, and a spell begins and
  * ends once (on_throttle fires on exactly those two).

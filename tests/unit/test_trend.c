@@ -1,5 +1,5 @@
 /*
- * test_trend.c - the statistics of trend checks (daemon/lib/trend.h):
+ * test_trend.c - the statistics of trend checks (daemon/lib/checks/trend.h):
  * mean and sample standard deviation against values worked by hand,
  * the verdict at and past max_sigma, too little history, a NULL value,
  * zero variance, the window that leaves the partition itself out, and

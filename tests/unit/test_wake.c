@@ -1,5 +1,5 @@
 /*
- * test_wake.c - waking the loop from other threads (daemon/server/wake.h):
+ * test_wake.c - waking the loop from other threads (daemon/server/exec/wake.h):
  * several threads queue items under a lock and wake the loop, which
  * drains them; every item is drained (no wake is lost), however the
  * sends and the drains interleave, and the loop closes clean.

@@ -8,7 +8,7 @@
  * state is the level (atomic) and the format chosen by log_init(), which
  * runs before any thread starts.  A message is cut at LOG_LINE_MAX bytes
  * and its control bytes, newlines included, are escaped by the one rule
- * of daemon/lib/text.h (\n, \t, \xNN): one event, one line, and no
+ * of daemon/lib/util/text.h (\n, \t, \xNN): one event, one line, and no
  * outside text (an SQL error, a warehouse value, a hook's output) can
  * drive the terminal of whoever reads the log.
  *

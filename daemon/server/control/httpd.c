@@ -2,7 +2,7 @@
  * httpd.c - the read-only HTTP endpoint (http_listen, docs/http.md).
  *
  * A uv_tcp_t listens on the address of http_listen; each connection
- * carries one request: its head is read (lib/http.c parses it), the
+ * carries one request: its head is read (lib/util/http.c parses it), the
  * answer is rendered whole by the renderer the rest of the daemon uses
  * (metrics_render for /metrics, report_render_query for /report, the
  * status command's JSON for /status), written, and the connection is

@@ -418,7 +418,7 @@ const struct cmdspec cmdspec_wait = {
 	cmdspec_none, cmdspec_wait_pos, 1, NULL, NULL
 };
 
-/* The script is built from this table by backfillctl (lib/complete.c):
+/* The script is built from this table by backfillctl (lib/proto/complete.c):
  * the daemon is not asked. */
 const struct cmdspec cmdspec_completion = {
 	"completion",

@@ -1,7 +1,7 @@
 /*
  * http.h - the HTTP/1.1 of the read-only endpoint (pure: no I/O).
  *
- * The endpoint (daemon/server/http.c, docs/http.md) reads one request
+ * The endpoint (daemon/server/control/httpd.c, docs/http.md) reads one request
  * head per connection, answers it and closes: so a parser needs only the
  * head.  http_parse_head() is called on the bytes read so far, from the
  * start each time (a head is at most HTTP_HEAD_MAX bytes, so that costs
