@@ -49,6 +49,9 @@ READY_TIMEOUT = 20.0   # guard: the daemon must send READY=1 within this
 STOP_TIMEOUT = 60.0    # guard: SIGTERM must end the daemon within this
 CTL_TIMEOUT = 60.0     # guard: any backfillctl call, --wait included
 
+# The line write_config adds (Daemon.write_config says when and why).
+BUILD_FUTURE_LINE = "build_future: true  # the test harness's\n"
+
 HERE = os.path.dirname(os.path.abspath(__file__))
 SOURCE_ROOT = os.environ.get("SOURCE_ROOT") or os.path.dirname(os.path.dirname(HERE))
 SALES_SQL = os.path.join(SOURCE_ROOT, "config", "demo", "sales.sql")
@@ -435,9 +438,13 @@ class Daemon:
         # last so that no line moves; not where it says build_future
         # itself, nor where it includes files (test_include.py extends
         # the include list, last in its file, and builds no such date)
+        # A text made from config_text with lines added after it (a job
+        # more, for a reload) holds the line at its old place: it moves
+        # back to the end.
+        text = text.replace(BUILD_FUTURE_LINE, "")
         if not re.search(r"(?m)^(build_future|include):", text):
             text = text + ("\n" if text and not text.endswith("\n") else "") \
-                + "build_future: true\n"
+                + BUILD_FUTURE_LINE
         text = self.state.configure(text)
         tmp = self.conf + ".tmp"
         with open(tmp, "w") as f:

@@ -204,7 +204,9 @@ def test_stream_runs():
     h.check(all(r["request"] == 1001 for r in got), "request filter holds")
     got = json.loads(d.ok("runs", "--json", "--state", "queued"))
     h.eq(len(got), 3, "runs --state queued")
-    h.eq(json.loads(d.ok("runs", "--json", "--request", "999999")), [], "no such request: []")
+    rc, o, e = d.ctl("runs", "--json", "--request", "999999")
+    h.check(rc == 2 and o == "" and "no request 999999" in e,
+            "runs of no such request: exit %d, %r, %r" % (rc, o, e))
 
     # the table streams too, its columns aligned across pages
     table = d.ok("runs", timeout=120).splitlines()
