@@ -37,6 +37,7 @@
 
 #include "config.h"
 #include "err.h"
+#include "sqlparam.h"
 
 struct wh_driver;
 
@@ -51,11 +52,6 @@ struct wh_conn {
 	const struct wh_driver *drv;
 };
 
-/* One named parameter; `name` without its ':'; `value` NULL binds NULL. */
-struct wh_param {
-	const char *name;
-	const char *value;
-};
 
 /* One row of the batch manifest (backfilld.yaml(5), *batch*). */
 struct wh_manifest_row {

@@ -26,7 +26,7 @@
 #include <stdint.h>
 
 #include "err.h"
-#include "wh.h"
+#include "sqlparam.h"
 
 /* One statement of a script, ready for PQexecParams. */
 struct pgsql_stmt {
