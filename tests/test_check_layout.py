@@ -84,8 +84,8 @@ class Tree:
         self.tmp = tempfile.TemporaryDirectory()
         test.addCleanup(self.tmp.cleanup)
         self.root = self.tmp.name
-        for d in ('lib', 'server', 'server/sched', 'store', 'wh', 'cmd',
-                  'cli'):
+        for d in ('lib', 'lib/util', 'server', 'server/sched', 'server/exec',
+                  'server/control', 'store', 'wh', 'cmd', 'cli'):
             os.makedirs(os.path.join(self.root, 'daemon', d))
         self.write('daemon/lib/err.h', '#define ERR 1\n')
         self.write('daemon/server/log.h', 'void log_err(void);\n')
@@ -154,10 +154,99 @@ class CheckLayout(unittest.TestCase):
         t.write('daemon/server/srv.c', '#include "log.h"\n')
         rc, out = t.check()
         self.assertEqual(out, [
-            'include daemon/wh/w.h server/clock_ms.h (a server/ header)',
-            'include daemon/store/st.c server/log.h (a server/ header)',
+            'include daemon/store/st.c server/log.h (store/ may not include'
+            ' server/)',
+            'include daemon/wh/w.h server/clock_ms.h (wh/ may not include'
+            ' server/)',
         ])
         self.assertEqual(rc, 1)
+
+    def test_include_up_between_folders(self):
+        t = Tree(self)
+        t.write('daemon/server/sched/scheduler.h', 'struct sched;\n')
+        t.write('daemon/server/exec/exec.h', 'struct exec;\n')
+        # down: the scheduler includes the executor's header
+        t.write('daemon/server/sched/trend_hist.c', '#include "exec.h"\n')
+        # up: the executor includes the scheduler's, the rule core cmd's
+        t.write('daemon/server/exec/exec.c', '#include "exec.h"\n'
+                '#include "scheduler.h"\n')
+        t.write('daemon/cmd/cmd.h', 'struct cmd;\n')
+        t.write('daemon/lib/util/buf.c', '#include "cmd.h"\n')
+        rc, out = t.check()
+        self.assertEqual(out, [
+            'include daemon/lib/util/buf.c cmd/cmd.h (lib/util/ may not'
+            ' include cmd/)',
+            'include daemon/server/exec/exec.c server/sched/scheduler.h'
+            ' (server/exec/ may not include server/sched/)',
+        ])
+        self.assertEqual(rc, 1)
+
+    def test_util_includes_only_util(self):
+        t = Tree(self)
+        t.write('daemon/lib/cal.h', 'int cal(void);\n')
+        t.write('daemon/lib/util/json.c', '#include "cal.h"\n')
+        t.write('daemon/lib/plan.c', '#include "buf.h"\n')  # core: util
+        t.write('daemon/lib/util/buf.h', 'struct buf;\n')
+        rc, out = t.check()
+        self.assertEqual(out, [
+            'include daemon/lib/util/json.c lib/cal.h (lib/util/ may not'
+            ' include lib/)'])
+        self.assertEqual(rc, 1)
+
+    def test_call_up_without_an_include(self):
+        t = Tree(self)
+        # control calls cmd (allowed); cmd calls control back (not),
+        # through a declaration of its own: the include rule cannot see it
+        t.write('daemon/server/control/control.c',
+                'void cmd_run(void);\nvoid\ncontrol_reply(void)\n{\n'
+                '\tcmd_run();\n}\nstatic void\nlocal(void)\n{\n}\n')
+        t.write('daemon/cmd/cmd.c',
+                'void control_reply(void);\nvoid\ncmd_run(void)\n{\n'
+                '\tcontrol_reply();\n\tlocal();\n}\n')
+        rc, out = t.check()
+        self.assertEqual(out, [
+            'call daemon/cmd/cmd.c server/control 1 (uses control_reply;'
+            ' cmd/ may not use server/control/)'])
+        self.assertEqual(rc, 1)
+        # known with its figure: tolerated; one more name: it grew
+        self.assertEqual(t.check('call daemon/cmd/cmd.c server/control 1\n'),
+                         (0, []))
+        t.write('daemon/server/control/control_b.c',
+                'void\ncontrol_more(void)\n{\n}\n')
+        t.write('daemon/cmd/cmd.c',
+                'void\ncmd_run(void)\n{\n\tcontrol_reply();\n'
+                '\tcontrol_more();\n}\n')
+        rc, out = t.check('call daemon/cmd/cmd.c server/control 1\n')
+        self.assertEqual(out, [
+            'call daemon/cmd/cmd.c server/control 2 (uses control_more'
+            ' control_reply; cmd/ may not use server/control/) (known at 1:'
+            ' it grew)'])
+        self.assertEqual(rc, 1)
+
+    def test_folder_above_30_files(self):
+        t = Tree(self)
+        for i in range(30):
+            t.write('daemon/wh/w%02d.h' % i, '\n')
+        rc, out = t.check()
+        self.assertEqual((rc, out), (0, []))  # 30: fits
+        t.write('daemon/wh/more.c', '\n')
+        t.write('daemon/wh/notes.txt', '\n')  # not a source file
+        rc, out = t.check()
+        self.assertEqual(out, ['files daemon/wh 31 (above 30)'])
+        self.assertEqual(rc, 1)
+
+    def test_folder_in_no_layer(self):
+        t = Tree(self)
+        os.makedirs(os.path.join(t.root, 'daemon', 'server', 'new'))
+        t.write('daemon/server/new/x.c', '\n')
+        rc, out = t.check()
+        self.assertEqual(out, [
+            'folder daemon/server/new: in no layer (MAY_USE in'
+            ' tools/check_layout.py)'])
+        self.assertEqual(rc, 1)
+        # and a folder in no layer cannot be known
+        rc, _ = t.check('folder daemon/server/new\n')
+        self.assertNotEqual(rc, 0)
 
     def test_header_moved_below_resolves_there(self):
         t = Tree(self)
@@ -268,7 +357,8 @@ class CheckLayout(unittest.TestCase):
             include daemon/store/st.c server/log.h
             ''')
         self.assertEqual(out, [
-            'include daemon/wh/w.c server/clock_ms.h (a server/ header)'])
+            'include daemon/wh/w.c server/clock_ms.h (wh/ may not include'
+            ' server/)'])
         self.assertEqual(rc, 1)
 
 
