@@ -1,14 +1,17 @@
 /*
  * exec_wap.h - what exec_wap.c (write-audit-publish on ClickHouse) shares
  * with exec_wap_set.c, its statements over several partitions at once
- * (docs/clickhouse.md, "Round trips").  Worker threads only.
+ * (docs/clickhouse.md, "Round trips"), and exec_wap_digest.c, the
+ * fingerprints.  Worker threads only.
  */
 #ifndef BACKFILLD_EXEC_WAP_H
 #define BACKFILLD_EXEC_WAP_H
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 
+#include "calendar.h"
 #include "chsql.h"
 #include "exec_int.h"
 
@@ -29,8 +32,19 @@ struct wap_state {
 };
 
 void exec_wap_state_free(struct wap_state *st);
-/* Whether the fingerprint is read for the run on t (exec_wap.c). */
+/* Whether the fingerprint is read for the run on t (exec_wap_digest.c). */
 bool exec_wap_digested(const struct exec_run *run, const struct wap_tables *t);
+/* exec_wap_digest.c: a partition's rows and checksum in table (params[0]
+ * its :partition); part i's fingerprints before and after its write into
+ * run->guards[i] ("" before/after: read now). */
+int exec_wap_digest(struct wh_conn *conn, const char *table,
+		    const char *column, enum grain grain,
+		    const struct wh_param *params, int64_t *rows, char *sum,
+		    size_t sumsz, struct err *err);
+int exec_wap_fingerprint(struct exec_flight *fl, struct wh_conn *conn,
+			 size_t i, const struct wh_param *params,
+			 const struct wap_tables *t, const char *before,
+			 const char *after, struct err *err);
 /*
  * One statement a chunk of parts [from, from + n): the stage's existence,
  * each part's stage parts and marks, and its before figures (rows,

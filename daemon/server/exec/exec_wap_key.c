@@ -15,6 +15,66 @@
 #include "exec_wap.h"
 #include "xalloc.h"
 
+/* The partition key of Distributed table jd->table's local table into
+ * *key (*has_row), its name into out (when not NULL): 0, or -1 with err
+ * (a batch job, no cluster, or a table not named plainly). */
+static int
+exec_wap_key_dist(struct wh_conn *conn, const struct warehouse_def *wh,
+		  const struct job_def *jd, char **key, bool *has_row,
+		  char *out, size_t outsz, struct err *err)
+{
+	char sql[512], c[CHSQL_IDENT_MAX], db[CHSQL_IDENT_MAX];
+	char local[CHSQL_IDENT_MAX] = "";
+
+	/* one stage filled over the batch's interval on every shard is
+	 * not done: refused before any run (start, reload,
+	 * --check-config) rather than failing each */
+	if (jd->batch)
+		return err_set(err, EXIT_BAD_INPUT, "%s:%d:%d: job \"%s\":"
+			       " batch: true on table %s, a Distributed"
+			       " table, is not supported: remove batch"
+			       " (each partition then runs on its own,"
+			       " on every shard)", jd->file, jd->pos.line,
+			       jd->pos.col, jd->name, jd->table);
+	if (wh->cluster == NULL)
+		return err_set(err, EXIT_BAD_INPUT, "%s:%d:%d: job \"%s\":"
+			       " table %s is a Distributed table: name"
+			       " its cluster on the warehouse (cluster:)"
+			       " to publish on its shards", jd->file,
+			       jd->pos.line, jd->pos.col, jd->name,
+			       jd->table);
+	snprintf(sql, sizeof sql, "SELECT engine_full FROM"
+		 " system.tables WHERE database = currentDatabase() AND"
+		 " name = '%s'", jd->table);
+	if (conn->drv->query_value(conn, sql, NULL, 0, has_row, key,
+				   err) == -1)
+		return -1;
+	if (*key == NULL || chsql_distributed(*key, c, db, local,
+					     sizeof local) < 0) {
+		free(*key);
+		return err_set(err, EXIT_BAD_INPUT, "%s:%d:%d: job"
+			       " \"%s\": the Distributed table %s does"
+			       " not name its cluster, database and"
+			       " local table as plain names",
+			       jd->file, jd->pos.line, jd->pos.col,
+			       jd->name, jd->table);
+	}
+	free(*key);
+	*key = NULL;
+	if (out != NULL)
+		snprintf(out, outsz, "%s", local);
+	snprintf(sql, sizeof sql, "SELECT concat(engine, ' ',"
+		 " partition_key) FROM system.tables WHERE database ="
+		 " '%s' AND name = '%s'", db, local);
+	if (conn->drv->query_value(conn, sql, NULL, 0, has_row, key,
+				   err) == -1) {
+		err_prefix(err, "reading the partition key of %s",
+			   local);
+		return -1;
+	}
+	return 0;
+}
+
 /* The target's partition key must make one of its partitions one of the
  * job's (chsql_key_matches); the table must exist.  A Distributed table
  * (*distributed set, NULL: not wanted) needs the warehouse's cluster:
@@ -28,8 +88,7 @@ exec_wap_key_local(struct wh_conn *conn, const struct config *cfg,
 		   size_t outsz, struct err *err)
 {
 	const struct warehouse_def *wh = &cfg->warehouses[jd->warehouse];
-	char sql[512], want[300], c[CHSQL_IDENT_MAX], db[CHSQL_IDENT_MAX];
-	char local[CHSQL_IDENT_MAX] = "", *key = NULL, *sp;
+	char sql[512], want[300], *key = NULL, *sp;
 	bool has_row;
 
 	if (distributed != NULL)
@@ -50,52 +109,9 @@ exec_wap_key_local(struct wh_conn *conn, const struct config *cfg,
 		key = NULL;
 		if (distributed != NULL)
 			*distributed = true;
-		/* one stage filled over the batch's interval on every shard is
-		 * not done: refused before any run (start, reload,
-		 * --check-config) rather than failing each */
-		if (jd->batch)
-			return err_set(err, EXIT_BAD_INPUT, "%s:%d:%d: job \"%s\":"
-				       " batch: true on table %s, a Distributed"
-				       " table, is not supported: remove batch"
-				       " (each partition then runs on its own,"
-				       " on every shard)", jd->file, jd->pos.line,
-				       jd->pos.col, jd->name, jd->table);
-		if (wh->cluster == NULL)
-			return err_set(err, EXIT_BAD_INPUT, "%s:%d:%d: job \"%s\":"
-				       " table %s is a Distributed table: name"
-				       " its cluster on the warehouse (cluster:)"
-				       " to publish on its shards", jd->file,
-				       jd->pos.line, jd->pos.col, jd->name,
-				       jd->table);
-		snprintf(sql, sizeof sql, "SELECT engine_full FROM"
-			 " system.tables WHERE database = currentDatabase() AND"
-			 " name = '%s'", jd->table);
-		if (conn->drv->query_value(conn, sql, NULL, 0, &has_row, &key,
-					   err) == -1)
+		if (exec_wap_key_dist(conn, wh, jd, &key, &has_row, out, outsz,
+				      err) == -1)
 			return -1;
-		if (key == NULL || chsql_distributed(key, c, db, local,
-						     sizeof local) < 0) {
-			free(key);
-			return err_set(err, EXIT_BAD_INPUT, "%s:%d:%d: job"
-				       " \"%s\": the Distributed table %s does"
-				       " not name its cluster, database and"
-				       " local table as plain names",
-				       jd->file, jd->pos.line, jd->pos.col,
-				       jd->name, jd->table);
-		}
-		free(key);
-		key = NULL;
-		if (out != NULL)
-			snprintf(out, outsz, "%s", local);
-		snprintf(sql, sizeof sql, "SELECT concat(engine, ' ',"
-			 " partition_key) FROM system.tables WHERE database ="
-			 " '%s' AND name = '%s'", db, local);
-		if (conn->drv->query_value(conn, sql, NULL, 0, &has_row, &key,
-					   err) == -1) {
-			err_prefix(err, "reading the partition key of %s",
-				   local);
-			return -1;
-		}
 	}
 	/* "ENGINE KEY": the key alone */
 	if (key != NULL && (sp = strchr(key, ' ')) != NULL)
