@@ -68,6 +68,39 @@ cmd_reload_json(const struct config_diff *d, int64_t cancelled, bool dry_run,
 		   cancelled, rebuild);
 }
 
+/* The reload table's rows of warehouses and settings (det: scratch). */
+static void
+cmd_reload_rows_rest(const struct config_diff *d, struct cmd_table *t,
+		     struct buf *det)
+{
+	for (size_t i = 0; i < d->warehouses.nadded; i++) {
+		const char *row[4] = { "added", "warehouse",
+			d->warehouses.added[i], "" };
+		cmd_table_row(t, row);
+	}
+	for (size_t i = 0; i < d->warehouses.nremoved; i++) {
+		const char *row[4] = { "removed", "warehouse",
+			d->warehouses.removed[i], "" };
+		cmd_table_row(t, row);
+	}
+	for (size_t i = 0; i < d->warehouses.nchanged; i++) {
+		const struct config_diff_changed *c = &d->warehouses.changed[i];
+
+		buf_reset(det);
+		buf_addstr(det, "keys: ");
+		cmd_keys_text(det, c->keys, c->nkeys);
+		const char *row[4] = { "changed", "warehouse", c->name,
+			det->data };
+		cmd_table_row(t, row);
+	}
+	for (size_t i = 0; i < d->nsettings; i++) {
+		const char *row[4] = { "changed", "setting", d->settings[i],
+			config_diff_needs_restart(d->settings[i]) ?
+			"takes effect at the next restart" : "" };
+		cmd_table_row(t, row);
+	}
+}
+
 /* The reload report as a table (one row per difference) and a summary
  * line; "no change" when nothing differs. */
 static void
@@ -117,32 +150,7 @@ cmd_reload_text(const struct config_diff *d, int64_t cancelled, bool dry_run,
 		const char *row[4] = { "changed", "job", c->name, det.data };
 		cmd_table_row(&t, row);
 	}
-	for (size_t i = 0; i < d->warehouses.nadded; i++) {
-		const char *row[4] = { "added", "warehouse",
-			d->warehouses.added[i], "" };
-		cmd_table_row(&t, row);
-	}
-	for (size_t i = 0; i < d->warehouses.nremoved; i++) {
-		const char *row[4] = { "removed", "warehouse",
-			d->warehouses.removed[i], "" };
-		cmd_table_row(&t, row);
-	}
-	for (size_t i = 0; i < d->warehouses.nchanged; i++) {
-		const struct config_diff_changed *c = &d->warehouses.changed[i];
-
-		buf_reset(&det);
-		buf_addstr(&det, "keys: ");
-		cmd_keys_text(&det, c->keys, c->nkeys);
-		const char *row[4] = { "changed", "warehouse", c->name,
-			det.data };
-		cmd_table_row(&t, row);
-	}
-	for (size_t i = 0; i < d->nsettings; i++) {
-		const char *row[4] = { "changed", "setting", d->settings[i],
-			config_diff_needs_restart(d->settings[i]) ?
-			"takes effect at the next restart" : "" };
-		cmd_table_row(&t, row);
-	}
+	cmd_reload_rows_rest(d, &t, &det);
 	cmd_table_print(&t, out);
 	buf_free(&det);
 	snprintf(cnt, sizeof cnt, "%" PRId64 " queued partition%s of removed"

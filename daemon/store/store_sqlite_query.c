@@ -81,6 +81,34 @@ store_sqlite_names_free(char **names, int64_t n)
 	free(names);
 }
 
+/* Prune row id of the walk's phase (0: a run and its audit rows, its
+ * job and key in names[0..1] for pr->pruned when not NULL; 1: a request
+ * and its manifest rows): 0, or -1 with err. */
+static int
+store_sqlite_prune_id(struct store_sqlite *st, struct store_prune *pr,
+		      int64_t id, char **names, struct err *err)
+{
+	if (pr->phase == 0) {
+		if (store_sqlite_id_done(st, st->stmt[S_PRUNE_AUDIT_DEL], id,
+					 err, "pruning audit rows") < 0 ||
+		    store_sqlite_id_done(st, st->stmt[S_PRUNE_RUN_DEL], id,
+					 err, "pruning runs") < 0)
+			return -1;
+		pr->runs += sqlite3_changes(st->db);
+		st->runs_kept -= sqlite3_changes(st->db);
+		if (names != NULL && sqlite3_changes(st->db) > 0)
+			pr->pruned(names[0], names[1], id, pr->data);
+		return 0;
+	}
+	if (store_sqlite_id_done(st, st->stmt[S_PRUNE_MANIFEST_DEL], id, err,
+				 "pruning the manifest") < 0 ||
+	    store_sqlite_id_done(st, st->stmt[S_PRUNE_REQUEST_DEL], id, err,
+				 "pruning requests") < 0)
+		return -1;
+	pr->requests += sqlite3_changes(st->db);
+	return 0;
+}
+
 /*
  * Pruning, one slice at a time.  Phase 1 walks runs by id and deletes
  * each finished run older than its job's keep_runs with its audit rows,
@@ -140,33 +168,10 @@ store_sqlite_prune_step(struct store *base, struct store_prune *pr, int limit,
 	}
 	if (rc < 0)
 		goto fail;
-	for (int64_t i = 0; i < nids; i++) {
-		if (pr->phase == 0) {
-			s = st->stmt[S_PRUNE_AUDIT_DEL];
-			if (store_sqlite_id_done(st, s, ids[i], err,
-						 "pruning audit rows") < 0)
-				goto fail;
-			s = st->stmt[S_PRUNE_RUN_DEL];
-			if (store_sqlite_id_done(st, s, ids[i], err,
-						 "pruning runs") < 0)
-				goto fail;
-			pr->runs += sqlite3_changes(st->db);
-			st->runs_kept -= sqlite3_changes(st->db);
-			if (names != NULL && sqlite3_changes(st->db) > 0)
-				pr->pruned(names[i * 2], names[i * 2 + 1],
-					   ids[i], pr->data);
-		} else {
-			s = st->stmt[S_PRUNE_MANIFEST_DEL];
-			if (store_sqlite_id_done(st, s, ids[i], err,
-						 "pruning the manifest") < 0)
-				goto fail;
-			s = st->stmt[S_PRUNE_REQUEST_DEL];
-			if (store_sqlite_id_done(st, s, ids[i], err,
-						 "pruning requests") < 0)
-				goto fail;
-			pr->requests += sqlite3_changes(st->db);
-		}
-	}
+	for (int64_t i = 0; i < nids; i++)
+		if (store_sqlite_prune_id(st, pr, ids[i],
+		    names != NULL ? names + i * 2 : NULL, err) < 0)
+			goto fail;
 	store_sqlite_names_free(names, nids);
 	free(ids);
 	if (end || seen < limit) { /* the walk reached the end or a young row */

@@ -176,6 +176,49 @@ report_link(struct buf *o, const struct report_query *q, const char *href,
 		buf_printf(o, "%s", text);
 }
 
+/* The cells of map m of job j (a day grid for days) and its legend. */
+static void
+report_map_grid(const struct job_def *j, const struct map *m, struct buf *o)
+{
+	int64_t counts[MAP_NSTATES] = { 0 };
+	char a[CAL_KEY_MAX];
+	int64_t pads = 0;
+
+	if (j->grain == GRAIN_DAY)
+		pads = cal_weekday(part_start(GRAIN_DAY, m->from) / 86400) - 1;
+	else if (j->grain == GRAIN_HOUR)
+		pads = (part_start(GRAIN_HOUR, m->from) % 86400) / 3600;
+	buf_printf(o, "<div class=\"map g-%s\">", grain_name(j->grain));
+	if (j->grain == GRAIN_DAY)
+		report_day_head(o);
+	for (int64_t i = 0; i < pads; i++) {
+		if (i == 0 && j->grain == GRAIN_DAY)
+			report_day_row(j, m->from, m->to, m->from, o);
+		buf_addstr(o, "<span class=\"c pad\"></span>");
+	}
+	for (size_t i = 0; i < m->n; i++) {
+		const char *st = map_state_name((enum map_state)m->st[i]);
+
+		if (j->grain == GRAIN_DAY && (pads + (int64_t)i) % 7 == 0)
+			report_day_row(j, m->from, m->to,
+				       m->from + (part_t)i, o);
+		counts[m->st[i]]++;
+		part_key(j->grain, m->from + (part_t)i, a);
+		buf_addstr(o, "\n<span class=\"c s-");
+		buf_addstr(o, st);
+		buf_addstr(o, "\" data-job=\"");
+		report_esc(o, j->name);
+		buf_printf(o, "\" data-partition=\"%s\" data-state=\"%s\""
+			   " title=\"%s %s\"></span>", a, st, a, st);
+	}
+	buf_addstr(o, "</div>\n<p class=\"legend\">");
+	for (int k = MAP_NSTATES - 1; k >= 0; k--)
+		if (counts[k] > 0)
+			buf_printf(o, "<span class=\"c s-%s\"></span>%s %" PRId64,
+				   map_state_name((enum map_state)k),
+				   map_state_name((enum map_state)k), counts[k]);
+}
+
 /* One job's map as a grid of cells (leading pads align days to weekdays,
  * hours to the hour of the day); the day grid has a row of weekdays, the
  * date of each week's Monday and the months.  On the pages of jobs
@@ -189,13 +232,11 @@ report_map(struct sched *s, int job, const struct report_query *q,
 	   struct buf *o)
 {
 	const struct job_def *j = &sched_config(s)->jobs[job];
-	int64_t counts[MAP_NSTATES] = { 0 };
 	struct map m;
 	struct err err;
 	char a[CAL_KEY_MAX], b[CAL_KEY_MAX], href[3 * CAL_KEY_MAX + 80];
 	const char *from = NULL, *to = NULL;
 	part_t due = report_due(j);
-	int64_t pads = 0;
 	int rc;
 
 	buf_addstr(o, "<section><h3>");
@@ -260,38 +301,7 @@ report_map(struct sched *s, int job, const struct report_query *q,
 		}
 	}
 	buf_addstr(o, "</p>\n");
-	if (j->grain == GRAIN_DAY)
-		pads = cal_weekday(part_start(GRAIN_DAY, m.from) / 86400) - 1;
-	else if (j->grain == GRAIN_HOUR)
-		pads = (part_start(GRAIN_HOUR, m.from) % 86400) / 3600;
-	buf_printf(o, "<div class=\"map g-%s\">", grain_name(j->grain));
-	if (j->grain == GRAIN_DAY)
-		report_day_head(o);
-	for (int64_t i = 0; i < pads; i++) {
-		if (i == 0 && j->grain == GRAIN_DAY)
-			report_day_row(j, m.from, m.to, m.from, o);
-		buf_addstr(o, "<span class=\"c pad\"></span>");
-	}
-	for (size_t i = 0; i < m.n; i++) {
-		const char *st = map_state_name((enum map_state)m.st[i]);
-
-		if (j->grain == GRAIN_DAY && (pads + (int64_t)i) % 7 == 0)
-			report_day_row(j, m.from, m.to, m.from + (part_t)i, o);
-		counts[m.st[i]]++;
-		part_key(j->grain, m.from + (part_t)i, a);
-		buf_addstr(o, "\n<span class=\"c s-");
-		buf_addstr(o, st);
-		buf_addstr(o, "\" data-job=\"");
-		report_esc(o, j->name);
-		buf_printf(o, "\" data-partition=\"%s\" data-state=\"%s\""
-			   " title=\"%s %s\"></span>", a, st, a, st);
-	}
-	buf_addstr(o, "</div>\n<p class=\"legend\">");
-	for (int k = MAP_NSTATES - 1; k >= 0; k--)
-		if (counts[k] > 0)
-			buf_printf(o, "<span class=\"c s-%s\"></span>%s %" PRId64,
-				   map_state_name((enum map_state)k),
-				   map_state_name((enum map_state)k), counts[k]);
+	report_map_grid(j, &m, o);
 	buf_addstr(o, "</p></section>\n");
 	map_free(&m);
 }
@@ -791,12 +801,39 @@ report_pages(struct buf *o, const struct report_query *q, int64_t pages)
 	buf_addstr(o, "</p>\n");
 }
 
+/* The page's head: its style, the daemon's figures, and the links to
+ * the other pages (only: the one job shown, or NULL). */
+static void
+report_head(struct sched *s, const struct report_query *q, const char *only,
+	    int64_t pages, struct buf *o)
+{
+	const struct config *cfg = sched_config(s);
+	char now[CAL_KEY_MAX];
+
+	cal_format_iso_ms(clock_now_ms(), now);
+	buf_addstr(o, "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset="
+		   "\"utf-8\"><title>backfilld report</title><style>");
+	buf_addstr(o, report_css);
+	buf_printf(o, "</style></head><body>\n<h1>backfilld report</h1>\n"
+		   "<p>backfilld %s, %s, %zu jobs, %d runs in flight, %" PRId64
+		   " partitions queued</p>\n", BACKFILLD_VERSION, now, cfg->njobs,
+		   sched_running(s), sched_queued(s));
+	if (only != NULL) {
+		buf_addstr(o, "<p>The job ");
+		report_esc(o, only);
+		buf_addstr(o, " alone; ");
+		report_link(o, q, "page=1", "every job");
+		buf_addstr(o, ".</p>\n");
+	} else {
+		report_pages(o, q, pages);
+	}
+}
+
 int
 report_render_query(struct sched *s, const struct report_query *q,
 		    struct buf *o, struct err *err)
 {
 	const struct config *cfg = sched_config(s);
-	char now[CAL_KEY_MAX];
 	struct report_ctx c = { o, s, -1, NULL, 0, 0 };
 	size_t first = 0, last = cfg->njobs;
 	int64_t pages = ((int64_t)cfg->njobs + REPORT_PAGE_JOBS - 1) /
@@ -820,23 +857,7 @@ report_render_query(struct sched *s, const struct report_query *q,
 		if (last > first + REPORT_PAGE_JOBS)
 			last = first + REPORT_PAGE_JOBS;
 	}
-	cal_format_iso_ms(clock_now_ms(), now);
-	buf_addstr(o, "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset="
-		   "\"utf-8\"><title>backfilld report</title><style>");
-	buf_addstr(o, report_css);
-	buf_printf(o, "</style></head><body>\n<h1>backfilld report</h1>\n"
-		   "<p>backfilld %s, %s, %zu jobs, %d runs in flight, %" PRId64
-		   " partitions queued</p>\n", BACKFILLD_VERSION, now, cfg->njobs,
-		   sched_running(s), sched_queued(s));
-	if (only != NULL) {
-		buf_addstr(o, "<p>The job ");
-		report_esc(o, only);
-		buf_addstr(o, " alone; ");
-		report_link(o, q, "page=1", "every job");
-		buf_addstr(o, ".</p>\n");
-	} else {
-		report_pages(o, q, pages);
-	}
+	report_head(s, q, only, pages, o);
 
 	buf_addstr(o, "<h2>Jobs</h2>\n<table><tr><th>job</th><th>grain</th>"
 		   "<th>paused</th><th>watermark</th><th>next due</th><th>"
