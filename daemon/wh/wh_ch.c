@@ -374,7 +374,7 @@ whch_post(struct whch_conn *c, const char *sql, char **out, size_t *outlen,
 	if (out != NULL)
 		*out = NULL;
 	if (whch_progress_cb(c, 0, 0, 0, 0))
-		return err_set(err, EXIT_WORK_FAILED, "interrupted");
+		return err_interrupted(err);
 	/* outside a run (opening, the start's checks): no query_id, so that
 	 * connections opened at once do not share one */
 	snprintf(id, sizeof id, "backfilld-%s-%lld-%lld", whch_instance,
@@ -388,7 +388,7 @@ whch_post(struct whch_conn *c, const char *sql, char **out, size_t *outlen,
 		if (c->run_id > 0)
 			whch_kill(c, id);
 		buf_free(&body);
-		return err_set(err, EXIT_WORK_FAILED, "interrupted");
+		return err_interrupted(err);
 	}
 	if (rc != CURLE_OK) {
 		buf_free(&body);

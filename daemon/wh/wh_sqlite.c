@@ -198,6 +198,8 @@ whsql_fail(struct whsql_conn *c, int rc, struct err *err, const char *prefix)
 {
 	char msg[ERR_MSG_MAX];
 
+	if (prefix == NULL && (rc & 0xff) == SQLITE_INTERRUPT)
+		return err_interrupted(err);
 	whsql_errmsg(c, rc, msg, sizeof msg);
 	if (prefix == NULL)
 		return err_set(err, EXIT_WORK_FAILED, "%s", msg);
@@ -799,7 +801,7 @@ whsql_read(struct whsql_conn *c, const char *sql, const char *what,
 	int rc = SQLITE_DONE, r = 0;
 
 	if (atomic_load(&c->interrupted))
-		return err_set(err, EXIT_WORK_FAILED, "interrupted");
+		return err_interrupted(err);
 	c->guarded = true;
 	if (whsql_read_stmt(c, sql, what, single, params, nparams, &st,
 			    msg, sizeof msg) == -1)
@@ -1139,7 +1141,7 @@ whsql_digest(struct wh_conn *conn, const char *table, const char *column,
 	sqlscan_quote_ident(sql, sizeof sql, column);
 	strncat(sql, " = ?1", sizeof sql - strlen(sql) - 1);
 	if (atomic_load(&c->interrupted))
-		return err_set(err, EXIT_WORK_FAILED, "interrupted");
+		return err_interrupted(err);
 	c->guarded = true;
 	rc = sqlite3_prepare_v2(c->db, sql, -1, &st, NULL);
 	if (rc != SQLITE_OK) {

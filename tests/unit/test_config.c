@@ -31,7 +31,7 @@ static struct config *
 load_ok_at(const char *path, const char *text)
 {
 	struct config *cfg = NULL;
-	struct err err = { 0, "" };
+	struct err err = { 0 };
 	int rc = config_load_string(path, text, strlen(text), &cfg, &err);
 
 	ck_assert_msg(rc == 0, "unexpected error: %s", err.msg);
@@ -51,7 +51,7 @@ static void
 load_bad(const char *text, const char *msg)
 {
 	struct config *cfg = (struct config *)1;
-	struct err err = { 0, "" };
+	struct err err = { 0 };
 	int rc = config_load_string("inline.yaml", text, strlen(text), &cfg,
 				    &err);
 
@@ -259,7 +259,7 @@ START_TEST(test_bad_fixture)
 	const struct bad_fixture *f = &bad_fixtures[_i];
 	char path[PATH_MAX], want[PATH_MAX + ERR_MSG_MAX];
 	struct config *cfg = (struct config *)1;
-	struct err err = { 0, "" };
+	struct err err = { 0 };
 
 	snprintf(path, sizeof path, "%s%s", FX, f->file);
 	snprintf(want, sizeof want, "%s:%s", path, f->msg);
@@ -571,7 +571,7 @@ START_TEST(test_wall_clock)
 	const struct wall_case *w = &wall_cases[_i];
 	char yaml[1024];
 	struct config *cfg = NULL;
-	struct err err = { 0, "" };
+	struct err err = { 0 };
 	int rc;
 
 	snprintf(yaml, sizeof yaml, "%s    sql: \"%s\"\n", w->pg ? JXPG : JX,
@@ -1646,7 +1646,7 @@ START_TEST(test_include_refused)
 	const struct inc_fixture *f = &inc_fixtures[_i];
 	char path[PATH_MAX], want[PATH_MAX * 4 + ERR_MSG_MAX], *real;
 	struct config *cfg = (struct config *)1;
-	struct err err = { 0, "" };
+	struct err err = { 0 };
 
 	real = realpath(FX "include", NULL);
 	ck_assert_ptr_nonnull(real);
@@ -1667,7 +1667,7 @@ END_TEST
 START_TEST(test_include_good)
 {
 	struct config *cfg = NULL;
-	struct err err = { 0, "" };
+	struct err err = { 0 };
 	char *real, want[PATH_MAX];
 	const struct job_def *j;
 
@@ -1713,7 +1713,7 @@ START_TEST(test_include_bounds)
 	char dir[] = "/tmp/bf-inc-XXXXXX", name[64], text[128], *real;
 	char path[PATH_MAX], want[PATH_MAX * 3 + 256];
 	struct config *cfg = (struct config *)1;
-	struct err err = { 0, "" };
+	struct err err = { 0 };
 	int i;
 
 	ck_assert_ptr_nonnull(mkdtemp(dir));

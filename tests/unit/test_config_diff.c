@@ -38,7 +38,7 @@ static struct config *
 load(const char *text)
 {
 	struct config *cfg = NULL;
-	struct err err = { 0, "" };
+	struct err err = { 0 };
 
 	ck_assert_msg(config_load_string("/tmp/diff.yaml", text, strlen(text),
 					 &cfg, &err) == 0, "%s", err.msg);

@@ -10,6 +10,7 @@ err_setv(struct err *err, int code, const char *fmt, va_list ap)
 	if (err == NULL)
 		return -1;
 	err->code = code;
+	err->kind = ERR_NONE;
 	vsnprintf(err->msg, sizeof err->msg, fmt, ap);
 	return -1;
 }
@@ -25,6 +26,15 @@ err_set(struct err *err, int code, const char *fmt, ...)
 	return -1;
 }
 
+int
+err_interrupted(struct err *err)
+{
+	err_set(err, EXIT_WORK_FAILED, "interrupted");
+	if (err != NULL)
+		err->kind = ERR_INTERRUPTED;
+	return -1;
+}
+
 void
 err_prefix(struct err *err, const char *fmt, ...)
 {
@@ -36,6 +46,7 @@ err_prefix(struct err *err, const char *fmt, ...)
 	va_start(ap, fmt);
 	vsnprintf(head, sizeof head, fmt, ap);
 	va_end(ap);
+	err->kind = ERR_NONE;
 	memcpy(old, err->msg, sizeof old);
 	snprintf(err->msg, sizeof err->msg, "%.255s: %.*s", head,
 		 (int)(sizeof err->msg - sizeof head - 3), old);
@@ -47,5 +58,6 @@ err_clear(struct err *err)
 	if (err == NULL)
 		return;
 	err->code = 0;
+	err->kind = ERR_NONE;
 	err->msg[0] = '\0';
 }

@@ -166,7 +166,7 @@ exec_wap_read(struct exec_flight *fl, struct wh_conn *conn,
 	free(keys);
 	if (rc == 0)
 		return 0;
-	if (exec_stopping(fl) || strcmp(e.msg, "interrupted") == 0) {
+	if (exec_stopping(fl) || err_is(&e, ERR_INTERRUPTED)) {
 		*err = e;
 		return -1;
 	}
@@ -419,7 +419,7 @@ exec_wap_clear(struct exec_flight *fl, struct wh_conn *conn,
 		    exec_wap_drop_marked(conn, t, run, c, m, marked, err) == -1 ||
 		    exec_wap_drop_some(conn, t->stage, run, c, m,
 				       swept ? staged : NULL, err) == -1) {
-			if (strcmp(err->msg, "interrupted") != 0)
+			if (!err_is(err, ERR_INTERRUPTED))
 				err_prefix(err, "clearing the stage partition");
 			return -1;
 		}
@@ -456,7 +456,7 @@ exec_wap_mark_set(struct exec_flight *fl, struct wh_conn *conn,
 			rc = -1;
 		free(sql);
 		if (rc == -1) {
-			if (strcmp(err->msg, "interrupted") != 0)
+			if (!err_is(err, ERR_INTERRUPTED))
 				err_prefix(err, "marking the audited stage");
 			return -1;
 		}
