@@ -194,6 +194,29 @@ START_TEST(test_double)
 }
 END_TEST
 
+START_TEST(test_figure)
+{
+	static const struct {
+		double v;
+		const char *want;
+	} cases[] = {
+		{ 3348168, "3348168" }, { 0, "0" }, { -42, "-42" },
+		{ 1.5, "1.50" }, { 0.125, "0.12" }, { -0.5, "-0.50" },
+		{ 9007199254740991.0, "9007199254740991" },
+		{ 1e300, NULL },
+	};
+	char out[32];
+
+	for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+		text_figure(cases[i].v, out, sizeof out);
+		if (cases[i].want != NULL)
+			ck_assert_str_eq(out, cases[i].want);
+		else /* beyond 2^53: %.2f, cut to the buffer */
+			ck_assert(strlen(out) == sizeof out - 1);
+	}
+}
+END_TEST
+
 START_TEST(test_byte)
 {
 	char e[5];
@@ -226,6 +249,7 @@ main(void)
 	tcase_add_test(tc, test_nul_and_empty);
 	tcase_add_test(tc, test_fixed_cut);
 	tcase_add_test(tc, test_double);
+	tcase_add_test(tc, test_figure);
 	tcase_add_test(tc, test_byte);
 	suite_add_tcase(s, tc);
 	sr = srunner_create(s);

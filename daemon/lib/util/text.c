@@ -1,5 +1,6 @@
 /* text.c - rendering outside text printable; the rule is in text.h. */
 #include "text.h"
+#include <inttypes.h>
 
 #include <stdint.h>
 #include <stdio.h>
@@ -138,6 +139,17 @@ text_double(double v, char *out, size_t size)
 		if (strtod(out, NULL) == v || v != v)
 			break;
 	}
+	return out;
+}
+
+const char *
+text_figure(double v, char *out, size_t size)
+{
+	if (v == v && v > -9007199254740992.0 && v < 9007199254740992.0 &&
+	    v == (double)(int64_t)v)
+		snprintf(out, size, "%" PRId64, (int64_t)v);
+	else
+		snprintf(out, size, "%.2f", v);
 	return out;
 }
 

@@ -61,6 +61,11 @@ bool text_is_clean(const void *s, size_t len);
  * returns out. */
 const char *text_double(double v, char *out, size_t size);
 
+/* A figure for people (an audit's metric): an integral v (|v| < 2^53) as
+ * an integer, 3348168 (money in integer cents has no ".00"), any other
+ * as %.2f, 1.50; into out (size >= 32); returns out. */
+const char *text_figure(double v, char *out, size_t size);
+
 /* FNV-1a of two strings with a separator between them (a job name and a
  * partition key, say): for hash tables keyed by the pair. */
 unsigned text_hash_pair(const char *a, const char *b);
