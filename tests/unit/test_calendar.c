@@ -545,6 +545,15 @@ START_TEST(test_grain_names)
 		ck_assert_msg(grain_parse(bad[i], &back) == -1, "\"%s\" taken",
 		    bad[i]);
 	ck_assert_int_eq(grain_parse(NULL, &back), -1);
+	/* quarter and year are calendar grains, not yet a job's words */
+	ck_assert_str_eq(grain_name(GRAIN_QUARTER), "quarter");
+	ck_assert_str_eq(grain_name(GRAIN_YEAR), "year");
+	ck_assert_int_eq(grain_parse("quarter", &back), -1);
+	for (g = GRAIN_HOUR; g <= GRAIN_YEAR; g++) {
+		ck_assert_int_eq(cal_grain_parse(grain_name(g), &back), 0);
+		ck_assert_int_eq(back, g);
+	}
+	ck_assert_int_eq(cal_grain_parse("years", &back), -1);
 }
 END_TEST
 
@@ -1033,6 +1042,183 @@ START_TEST(test_sched_boundary_walk)
 }
 END_TEST
 
+/* --- calendars: quarters, years, Sunday weeks (UTC) -------------------- */
+
+/* Partitions of the UTC calendars beside months: a key, its index, its
+ * interval as UTC text and the key of the partition after it.  Indices
+ * and weekdays cross-checked with Python's datetime. */
+static const struct {
+	enum grain g;
+	enum week_start ws;
+	const char *key;
+	part_t index;
+	const char *start, *end; /* cal_bound_utc of start and end */
+	const char *next;
+} cals[] = {
+	{ GRAIN_QUARTER, WEEK_MONDAY, "2023-10-01", 215,
+	  "2023-10-01 00:00:00", "2024-01-01 00:00:00", "2024-01-01" },
+	{ GRAIN_QUARTER, WEEK_MONDAY, "2024-01-01", 216,
+	  "2024-01-01 00:00:00", "2024-04-01 00:00:00", "2024-04-01" },
+	{ GRAIN_QUARTER, WEEK_MONDAY, "1969-10-01", -1,
+	  "1969-10-01 00:00:00", "1970-01-01 00:00:00", "1970-01-01" },
+	{ GRAIN_QUARTER, WEEK_MONDAY, "9999-07-01", 32118,
+	  "9999-07-01 00:00:00", "9999-10-01 00:00:00", "9999-10-01" },
+	{ GRAIN_YEAR, WEEK_MONDAY, "2023-01-01", 53,
+	  "2023-01-01 00:00:00", "2024-01-01 00:00:00", "2024-01-01" },
+	{ GRAIN_YEAR, WEEK_MONDAY, "2024-01-01", 54,
+	  "2024-01-01 00:00:00", "2025-01-01 00:00:00", "2025-01-01" },
+	{ GRAIN_YEAR, WEEK_MONDAY, "1969-01-01", -1,
+	  "1969-01-01 00:00:00", "1970-01-01 00:00:00", "1970-01-01" },
+	{ GRAIN_WEEK, WEEK_SUNDAY, "1969-12-28", 0,
+	  "1969-12-28 00:00:00", "1970-01-04 00:00:00", "1970-01-04" },
+	{ GRAIN_WEEK, WEEK_SUNDAY, "2023-12-31", 2818,
+	  "2023-12-31 00:00:00", "2024-01-07 00:00:00", "2024-01-07" },
+	{ GRAIN_WEEK, WEEK_SUNDAY, "2024-03-31", 2831,
+	  "2024-03-31 00:00:00", "2024-04-07 00:00:00", "2024-04-07" },
+	{ GRAIN_WEEK, WEEK_MONDAY, "2024-01-01", 2818,
+	  "2024-01-01 00:00:00", "2024-01-08 00:00:00", "2024-01-08" },
+};
+
+START_TEST(test_cal_table)
+{
+	struct cal c = { cals[_i].g, cals[_i].ws, NULL };
+	char key[CAL_KEY_MAX], t[CAL_KEY_MAX], a[CAL_KEY_MAX], b[CAL_KEY_MAX];
+	struct err err;
+	part_t p = 99999;
+
+	err_clear(&err);
+	ck_assert_msg(cal_parse_key(&c, cals[_i].key, &p, &err) == 0, "%s: %s",
+	    cals[_i].key, err.msg);
+	ck_assert_int_eq(p, cals[_i].index);
+	cal_key(&c, p, key);
+	ck_assert_str_eq(key, cals[_i].key);
+	cal_bound_utc(cal_start(&c, p), t);
+	ck_assert_str_eq(t, cals[_i].start);
+	cal_bound_utc(cal_end(&c, p), t);
+	ck_assert_str_eq(t, cals[_i].end);
+	ck_assert(!cal_empty(&c, p));
+	/* the interval's first and last second are p's, the next one p+1's */
+	ck_assert_int_eq(cal_part_of(&c, cal_start(&c, p)), p);
+	ck_assert_int_eq(cal_part_of(&c, cal_end(&c, p) - 1), p);
+	ck_assert_int_eq(cal_part_of(&c, cal_end(&c, p)), p + 1);
+	ck_assert_int_eq(cal_part_of_day(&c, cal_first_day(&c, p)), p);
+	cal_key(&c, p + 1, key);
+	ck_assert_str_eq(key, cals[_i].next);
+	/* day+ local bounds are the first days of p and p + 1 */
+	cal_bounds_local(&c, p, a, b);
+	ck_assert_str_eq(a, cals[_i].key);
+	ck_assert_str_eq(b, cals[_i].next);
+}
+END_TEST
+
+/* Keys that are not a partition's first day are refused naming it. */
+static const struct {
+	enum grain g;
+	enum week_start ws;
+	const char *key, *want;
+} cal_bad_keys[] = {
+	{ GRAIN_QUARTER, WEEK_MONDAY, "2024-02-01",
+	  "2024-02-01 is not a quarter key: quarters are keyed by their "
+	  "first day, 2024-01-01" },
+	{ GRAIN_QUARTER, WEEK_MONDAY, "2023-12-31",
+	  "2023-12-31 is not a quarter key: quarters are keyed by their "
+	  "first day, 2023-10-01" },
+	{ GRAIN_YEAR, WEEK_MONDAY, "2024-07-01",
+	  "2024-07-01 is not a year key: years are keyed by their first "
+	  "day, 2024-01-01" },
+	{ GRAIN_WEEK, WEEK_SUNDAY, "2024-01-01",
+	  "2024-01-01 is not a week key: weeks are keyed by their Sunday, "
+	  "2023-12-31" },
+	{ GRAIN_WEEK, WEEK_MONDAY, "2023-12-31",
+	  "2023-12-31 is not a week key: weeks are keyed by their Monday, "
+	  "2023-12-25" },
+};
+
+START_TEST(test_cal_bad_keys)
+{
+	struct cal c = { cal_bad_keys[_i].g, cal_bad_keys[_i].ws, NULL };
+	struct err err;
+	part_t p = 12345;
+
+	err_clear(&err);
+	ck_assert_int_eq(cal_parse_key(&c, cal_bad_keys[_i].key, &p, &err),
+	    -1);
+	ck_assert_int_eq(p, 12345);
+	assert_bad_input(&err, cal_bad_keys[_i].key);
+	ck_assert_str_eq(err.msg, cal_bad_keys[_i].want);
+}
+END_TEST
+
+/* Ranges and overlap over the new grains: a date names the partition
+ * holding it; days map into quarters and years across year ends. */
+START_TEST(test_cal_ranges_and_maps)
+{
+	struct cal q = { GRAIN_QUARTER, WEEK_MONDAY, NULL };
+	struct cal y = { GRAIN_YEAR, WEEK_MONDAY, NULL };
+	struct cal sw = { GRAIN_WEEK, WEEK_SUNDAY, NULL };
+	struct part_range r;
+	struct err err;
+	char k[CAL_KEY_MAX];
+
+	err_clear(&err);
+	ck_assert_int_eq(cal_range_parse(&q, "2023-12-31", "2024-01-01", &r,
+	    &err), 0);
+	ck_assert_int_eq(range_count(&r), 2);
+	cal_key(&q, r.first, k);
+	ck_assert_str_eq(k, "2023-10-01");
+	ck_assert_int_eq(cal_range_parse(&y, "2023-12-31", "2024-01-01", &r,
+	    &err), 0);
+	ck_assert_int_eq(range_count(&r), 2);
+	/* the Sunday week holding Saturday 2024-04-06 is the one of 03-31 */
+	ck_assert_int_eq(cal_range_parse_one(&sw, "2024-04-06", &r, &err), 0);
+	ck_assert_int_eq(range_count(&r), 1);
+	cal_key(&sw, r.first, k);
+	ck_assert_str_eq(k, "2024-03-31");
+	/* a Sunday week across a month end feeds two months */
+	r = cal_map(&sw, 2831, &cal_utc[GRAIN_MONTH]);
+	ck_assert_int_eq(range_count(&r), 2);
+	/* a quarter reads its 92 days, a year its 366 */
+	r = cal_inputs(&cal_utc[GRAIN_DAY], &q, 215);
+	ck_assert_int_eq(range_count(&r), 92);
+	r = cal_inputs(&cal_utc[GRAIN_DAY], &y, 54);
+	ck_assert_int_eq(range_count(&r), 366);
+	r = cal_inputs(&cal_utc[GRAIN_MONTH], &q, 216);
+	ck_assert_int_eq(range_count(&r), 3);
+	cal_key(&cal_utc[GRAIN_MONTH], r.first, k);
+	ck_assert_str_eq(k, "2024-01-01");
+	ck_assert(cal_can_feed(&cal_utc[GRAIN_MONTH], &q));
+	ck_assert(!cal_can_feed(&y, &q));
+	ck_assert(cal_keys_sort_in_time(&q));
+	ck_assert_str_eq(cal_zone_name(&q), "UTC");
+}
+END_TEST
+
+/* The UTC calendars are the part_*() functions, over every grain and a
+ * sweep of instants around 1970 and 2024. */
+START_TEST(test_cal_utc_is_part)
+{
+	enum grain g;
+	int64_t t;
+	char a[CAL_KEY_MAX], b[CAL_KEY_MAX];
+
+	for (g = GRAIN_HOUR; g <= GRAIN_MONTH; g++) {
+		for (t = -86400 * 40; t < 86400 * 40; t += 1799) {
+			part_t p = part_of_time(g, t);
+			part_t q = cal_part_of(&cal_utc[g], t + 1704067200);
+
+			ck_assert_int_eq(cal_part_of(&cal_utc[g], t), p);
+			ck_assert_int_eq(cal_start(&cal_utc[g], p),
+			    part_start(g, p));
+			ck_assert_int_eq(cal_end(&cal_utc[g], q),
+			    part_end(g, q));
+			cal_key(&cal_utc[g], q, a);
+			part_key(g, q, b);
+			ck_assert_str_eq(a, b);
+		}
+	}
+}
+END_TEST
+
 static Suite *
 calendar_suite(void)
 {
@@ -1082,6 +1268,13 @@ calendar_suite(void)
 	tc = tcase_create("sched");
 	tcase_add_loop_test(tc, test_sched, 0, NELEM(scheds));
 	tcase_add_test(tc, test_sched_boundary_walk);
+	suite_add_tcase(s, tc);
+
+	tc = tcase_create("cal");
+	tcase_add_loop_test(tc, test_cal_table, 0, NELEM(cals));
+	tcase_add_loop_test(tc, test_cal_bad_keys, 0, NELEM(cal_bad_keys));
+	tcase_add_test(tc, test_cal_ranges_and_maps);
+	tcase_add_test(tc, test_cal_utc_is_part);
 	suite_add_tcase(s, tc);
 	return s;
 }
