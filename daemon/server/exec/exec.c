@@ -679,4 +679,10 @@ exec_run_clear_results(struct exec_run *run)
 		free(run->guards);
 		run->guards = NULL;
 	}
+	for (i = 0; run->shard_guards != NULL &&
+	     i < run->nshards * run->nparts; i++)
+		free(run->shard_guards[i].metrics);
+	free(run->shard_guards);
+	run->shard_guards = NULL;
+	run->nshards = 0;
 }

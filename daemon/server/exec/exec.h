@@ -46,6 +46,8 @@ struct exec_check_result {
 	char *detail;  /* "returned 1", "returned NULL", "returned no row", or
 			* the error that kept the check from running */
 	size_t part;   /* index into exec_run.parts: the partition checked */
+	int shard;     /* 1-based: the shard of a Distributed target it ran
+			* on (exec_wap.c); 0 for a table that is not one */
 	/* a reconcile check: the values compared (has_*: not NULL, and the
 	 * source reached) and target - source */
 	bool recon, has_source, has_target;
@@ -193,6 +195,12 @@ struct exec_run {
 	struct exec_check_result *checks; /* every check's outcome, in order */
 	size_t nchecks;
 	struct exec_guard_result *guards; /* one per part when job->table */
+	/* A Distributed target (ClickHouse cluster:): each shard's figures,
+	 * [s * nparts + i] for shard s + 1 and part i, has_rows_* false for a
+	 * shard recorded published by an earlier attempt (not built again);
+	 * guards then holds their sums (guard_shard_total).  NULL else. */
+	struct exec_guard_result *shard_guards;
+	size_t nshards;
 	char **values;            /* a query run's values */
 	size_t nvalues;
 	int64_t verify_rows[3];   /* a proof: before, after run 1, after run 2 */
@@ -235,8 +243,9 @@ const struct wh_driver *exec_driver_for(enum wh_kind kind, const char **why);
  * partition key against the job's grain; -1 with err (EXIT_BAD_INPUT,
  * "FILE:LINE:COL: job ...") at the first mismatch or missing table.  A
  * warehouse that cannot be reached (or does not answer within 10 s) is
- * skipped.  Blocking: at start; on reload it runs off the loop
- * (keycheck.h).  Any thread. */
+ * skipped.  Each job's `distributed` is set as found (cutoff.h, CUTOFF-1):
+ * cfg is not yet shared.  Blocking: at start; on reload it runs off the
+ * loop (keycheck.h).  Any thread. */
 int exec_check_partition_keys(const struct config *cfg, struct err *err);
 /* What --check-config learnt from exec_check_partition_keys_report:
  * the ClickHouse jobs checked, what could not be checked ("warehouse

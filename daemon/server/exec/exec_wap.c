@@ -770,17 +770,28 @@ exec_wap_shard_build(struct exec_flight *fl, struct wh_conn *c,
 	struct exec_run *run = exec_flight_run(fl);
 	struct wh_param params[4];
 
+	size_t c0 = run->nchecks;
+	int rc = 0;
+
 	guard_prepare(run);
-	for (size_t i = 0; i < run->nparts; i++) {
+	for (size_t i = 0; i < run->nparts && rc == 0; i++) {
+		struct exec_metric_result *m = run->guards[i].metrics;
+
+		/* nothing of the shard before read as this one's */
+		memset(m, 0, run->job->nmetrics * sizeof *m);
+		memset(&run->guards[i], 0, sizeof run->guards[i]);
+		run->guards[i].metrics = m;
 		exec_wap_params(run, i, t->stage, params);
-		if (exec_interrupted(fl, err) ||
-		    exec_wap_build(fl, c, i, params, t, err) == -1)
-			goto fail;
+		rc = exec_interrupted(fl, err) ? -1 :
+		     exec_wap_build(fl, c, i, params, t, err);
 		rows[2 * i] = run->guards[i].rows_before;
 		rows[2 * i + 1] = run->guards[i].rows_after;
+		guard_shard_keep(run, s, i); /* what it read, even failed */
 	}
-	return 0;
-fail:
+	for (; c0 < run->nchecks; c0++) /* each check names its shard */
+		run->checks[c0].shard = (int)s + 1;
+	if (rc == 0)
+		return 0;
 	if (strcmp(err->msg, "interrupted") != 0)
 		err_prefix(err, "shard %zu", s + 1);
 	return -1;
@@ -865,6 +876,7 @@ exec_sql_wap_shards(struct exec_flight *fl, struct wap_shards *sh,
 	int rc = 0;
 
 	exec_wap_tables_of(run->cfg, sh->local, &t);
+	guard_shard_prepare(run, sh->n);
 	for (size_t s = 0; s < sh->n && rc == 0; s++)
 		if (!exec_wap_shard_done(run, s))
 			rc = exec_wap_shard_build(fl, sh->conns[s], &t, s,
@@ -879,6 +891,8 @@ exec_sql_wap_shards(struct exec_flight *fl, struct wap_shards *sh,
 		if (rc == 0 && s == 0)
 			exec_wap_test_stop("shard");
 	}
+	for (size_t i = 0; i < run->nparts; i++)
+		guard_shard_total(run, i); /* rows and every metric summed */
 	if (rc == -1) {
 		exec_wap_shards_unstage(fl, sh, &t);
 		free(rows);

@@ -264,6 +264,73 @@ guard_prepare(struct exec_run *run)
 	}
 }
 
+void
+guard_shard_prepare(struct exec_run *run, size_t nshards)
+{
+	size_t n = nshards * run->nparts;
+
+	guard_prepare(run);
+	if (run->shard_guards != NULL)
+		return;
+	run->nshards = nshards;
+	run->shard_guards = xcalloc(n + 1, sizeof *run->shard_guards);
+	for (size_t p = 0; p < n; p++)
+		run->shard_guards[p].metrics = xcalloc(run->job->nmetrics + 1,
+		    sizeof *run->shard_guards[p].metrics);
+}
+
+void
+guard_shard_keep(struct exec_run *run, size_t s, size_t i)
+{
+	const struct exec_guard_result *g = &run->guards[i];
+	struct exec_guard_result *sg = &run->shard_guards[s * run->nparts + i];
+	struct exec_metric_result *m = sg->metrics;
+
+	memcpy(m, g->metrics, run->job->nmetrics * sizeof *m);
+	*sg = *g;
+	sg->metrics = m;
+}
+
+void
+guard_shard_total(struct exec_run *run, size_t i)
+{
+	struct exec_guard_result *g = &run->guards[i];
+
+	g->has_rows_before = g->has_rows_after = true;
+	g->rows_before = g->rows_after = 0;
+	for (size_t s = 0; s < run->nshards; s++) {
+		const struct exec_guard_result *sg =
+		    &run->shard_guards[s * run->nparts + i];
+
+		g->has_rows_before &= sg->has_rows_before;
+		g->has_rows_after &= sg->has_rows_after;
+		g->rows_before += sg->rows_before;
+		g->rows_after += sg->rows_after;
+	}
+	for (size_t k = 0; k < run->job->nmetrics; k++) {
+		struct exec_metric_result *m = &g->metrics[k];
+
+		m->has_before = m->has_after = true;
+		m->before = m->after = 0;
+		for (size_t s = 0; s < run->nshards; s++) {
+			const struct exec_guard_result *sg =
+			    &run->shard_guards[s * run->nparts + i];
+			const struct exec_metric_result *sm = &sg->metrics[k];
+
+			m->has_before &= sg->has_rows_after && sm->has_before;
+			m->has_after &= sg->has_rows_after && sm->has_after;
+			m->before += sm->before;
+			m->after += sm->after;
+		}
+		if (!m->has_before)
+			m->before = 0;
+		if (!m->has_after)
+			m->after = 0;
+		m->has_change = m->has_before && m->has_after &&
+				guard_change(m->before, m->after, &m->change_pct);
+	}
+}
+
 int
 guard_before(struct exec_run *run, struct wh_conn *conn, size_t i,
 	     const struct wh_param *params, size_t nparams, struct err *err)

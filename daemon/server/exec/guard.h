@@ -29,6 +29,17 @@ bool guard_change(double before, double after, double *pct);
 /* run->guards allocated (guard_before does it; a caller that measures
  * the figures itself calls it first). */
 void guard_prepare(struct exec_run *run);
+/* A Distributed target's shards (exec_wap.c): run->shard_guards
+ * allocated for nshards shards; guard_shard_keep copies shard s's
+ * figures of part i (run->guards[i] as its build left them) there;
+ * guard_shard_total sets the rows and each metric of run->guards[i] to
+ * their sums over the shards (each known only when every shard's is:
+ * not for a shard recorded published by an earlier attempt, whose figures
+ * were not read again, nor one a failure kept from reading it; a metric
+ * is summed, as sum() and count() add up over shards). */
+void guard_shard_prepare(struct exec_run *run, size_t nshards);
+void guard_shard_keep(struct exec_run *run, size_t s, size_t i);
+void guard_shard_total(struct exec_run *run, size_t i);
 /* Before the write: rows and metrics of part i into run->guards[i]. */
 int guard_before(struct exec_run *run, struct wh_conn *conn, size_t i,
 		 const struct wh_param *params, size_t nparams,

@@ -20,7 +20,7 @@ sched_audit_num(struct buf *b, bool has, double v)
 		buf_addstr(b, "null");
 }
 
-/* One "before, after, change" object. */
+/* One "before, after, change" object, its closing brace the caller's. */
 static void
 sched_audit_change(struct buf *b, bool has_before, double before,
 		   bool has_after, double after, bool has_change, double pct)
@@ -31,7 +31,44 @@ sched_audit_change(struct buf *b, bool has_before, double before,
 	sched_audit_num(b, has_after, after);
 	buf_addstr(b, ", \"change_pct\": ");
 	sched_audit_num(b, has_change, pct);
-	buf_addstr(b, "}");
+}
+
+/* A Distributed target's shards' figures of part i, rows (k < 0) or
+ * metric k: ", \"shards\": [{shard, before, after, change_pct}...]"
+ * after a total's change_pct (nothing for a table that is not one). */
+static void
+sched_audit_shards(struct buf *b, const struct exec_run *run, size_t i,
+		   int k)
+{
+	if (run->shard_guards == NULL)
+		return;
+	buf_addstr(b, ", \"shards\": [");
+	for (size_t s = 0; s < run->nshards; s++) {
+		const struct exec_guard_result *sg =
+		    &run->shard_guards[s * run->nparts + i];
+		bool hb = sg->has_rows_before, ha = sg->has_rows_after, hc;
+		double before = (double)sg->rows_before;
+		double after = (double)sg->rows_after, pct = 0;
+
+		if (k >= 0) {
+			const struct exec_metric_result *m = &sg->metrics[k];
+
+			hb = ha && m->has_before;
+			ha = ha && m->has_after;
+			before = m->before;
+			after = m->after;
+		}
+		hc = hb && ha && guard_change(before, after, &pct);
+		buf_printf(b, "%s{\"shard\": %zu, \"before\": ", s ? ", " : "",
+			   s + 1);
+		sched_audit_num(b, hb, before);
+		buf_addstr(b, ", \"after\": ");
+		sched_audit_num(b, ha, after);
+		buf_addstr(b, ", \"change_pct\": ");
+		sched_audit_num(b, hc, pct);
+		buf_addstr(b, "}");
+	}
+	buf_addstr(b, "]");
 }
 
 /* One metric as text: "name 1.00 -> 2.00 (+100.0%)". */
@@ -54,7 +91,7 @@ sched_audit_metric_text(struct buf *t, size_t k,
 
 /* The metrics of one partition: JSON into `json`, text into `text`. */
 static void
-sched_audit_metrics(const struct exec_run *run,
+sched_audit_metrics(const struct exec_run *run, size_t i,
 		    const struct exec_guard_result *g, struct buf *json,
 		    struct buf *text)
 {
@@ -70,6 +107,8 @@ sched_audit_metrics(const struct exec_run *run,
 		sched_audit_change(json, g->has_rows_before,
 				   (double)g->rows_before, g->has_rows_after,
 				   (double)g->rows_after, ch, pct);
+		sched_audit_shards(json, run, i, -1);
+		buf_addstr(json, "}");
 		for (size_t k = 0; k < run->job->nmetrics; k++) {
 			const struct exec_metric_result *m = &g->metrics[k];
 
@@ -79,6 +118,8 @@ sched_audit_metrics(const struct exec_run *run,
 			sched_audit_change(json, m->has_before, m->before,
 					   m->has_after, m->after,
 					   m->has_change, m->change_pct);
+			sched_audit_shards(json, run, i, (int)k);
+			buf_addstr(json, "}");
 			sched_audit_metric_text(text, k, m);
 		}
 	}
@@ -132,6 +173,8 @@ sched_audit_checks(const struct exec_run *run, size_t i, struct buf *json,
 			   cr->warn ? "warn" : "error",
 			   severity_result(cr->passed, cr->warn));
 		json_str(json, cr->detail);
+		if (cr->shard > 0) /* a Distributed target's shard */
+			buf_printf(json, ", \"shard\": %d", cr->shard);
 		if (cr->recon) {
 			buf_addstr(json, ", \"source\": ");
 			sched_audit_num(json, cr->has_source, cr->source);
@@ -146,6 +189,10 @@ sched_audit_checks(const struct exec_run *run, size_t i, struct buf *json,
 		buf_addstr(json, "}");
 		if (cr->passed)
 			npassed++;
+		else if (cr->shard > 0)
+			buf_printf(&failed, "; %s (shard %d)%s: %s", cr->name,
+				   cr->shard, cr->warn ? " (warning)" : "",
+				   cr->detail);
 		else
 			buf_printf(&failed, "; %s%s: %s", cr->name,
 				   cr->warn ? " (warning)" : "", cr->detail);
@@ -177,7 +224,12 @@ sched_audit_warning(const struct exec_run *run, size_t i, char *out,
 
 		if (cr->part != i || cr->passed || !cr->warn)
 			continue;
-		if (n++ == 0)
+		if (n++ == 0 && cr->shard > 0)
+			len = snprintf(out, size, SEVERITY_NOTE "check %s failed"
+				       " for %s on shard %d (%s)", cr->name,
+				       run->parts[i].key, cr->shard,
+				       cr->detail);
+		else if (n == 1)
 			len = snprintf(out, size, SEVERITY_NOTE "check %s failed"
 				       " for %s (%s)", cr->name,
 				       run->parts[i].key, cr->detail);
@@ -228,7 +280,7 @@ sched_audit(struct sched *s, struct exec_run *run, const int64_t *run_ids,
 		buf_reset(&checks);
 		buf_reset(&mtext);
 		buf_reset(&ctext);
-		sched_audit_metrics(run, g, &metrics, &mtext);
+		sched_audit_metrics(run, i, g, &metrics, &mtext);
 		sched_audit_checks(run, i, &checks, &ctext);
 		rc = store_audit_add(
 		    s->store, run_ids ? run_ids[i] : run->run_id,

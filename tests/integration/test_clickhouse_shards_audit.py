@@ -1,0 +1,86 @@
+#!/usr/bin/env python3
+"""The audit of a partition published on the shards of a ClickHouse
+Distributed table (issue 44 item 3; docs/clickhouse.md, "Beyond one
+server"), on two real servers of a cluster:
+
+- rows and every metric are the sums over the shards, each summed from
+  the values read on the servers themselves (before: the live local
+  tables before the run; after: once published);
+- audit --json gives each shard's figures beside the totals
+  (metrics.NAME.shards: [{shard, before, after, change_pct}]);
+- each check names the shard it ran on (checks[].shard), and the text
+  names the shard of a failed one."""
+import json
+
+import harness as h
+import test_clickhouse as tc
+
+DAY = "2026-02-09"
+METRICS = """  metrics:
+    revenue: sum(revenue_cents)
+    sales: sum(sales)
+  checks:
+    - name: low_stores
+      severity: warn
+      sql: SELECT count() = 0 FROM :stage WHERE dt = :partition AND store_id > 2
+"""
+
+
+def figures(srv):
+    """(rows, revenue, sales) of DAY in srv's local table."""
+    r = srv.rows("SELECT count(), sum(revenue_cents), sum(sales) FROM fct_local"
+                 " WHERE dt = '%s'" % DAY, "sh")[0]
+    return tuple(int(x) for x in r)
+
+
+def test_audit_sums_the_shards():
+    srvs = tc.two_shards()
+    try:
+        conf = tc.shard_config(srvs, listed=True) + "\n".join(
+            "  " + line if line else line for line in METRICS.split("\n"))
+        d = h.Daemon(config=conf, clock=None, name="chshaudit")
+        before = [figures(srv) for srv in srvs]
+        req = d.enqueue("backfill", "fct", "--from", DAY, "--to", DAY, "--wait")
+        after = [figures(srv) for srv in srvs]
+        for k, srv in enumerate(srvs):
+            h.eq([r for r in tc.shard_fact(srv) if r[0] == DAY],
+                 [r for r in tc.shard_raw(srv) if r[0] == DAY], "shard %d's facts" % (k + 1))
+        h.check(after[0] != after[1] and before != after,
+                "the shards should differ, and the run change them: %r %r" % (before, after))
+        au = [p for p in d.json("audit", "--request", str(req))["partitions"]
+              if p["partition"] == DAY]
+        h.eq(len(au), 1, "audit --json's partitions of %s" % DAY)
+        p = au[0]
+        h.eq((p["rows_before"], p["rows_after"]),
+             (before[0][0] + before[1][0], after[0][0] + after[1][0]), "rows, the shards' sum")
+        for col, name in ((0, "rows"), (1, "revenue"), (2, "sales")):
+            m = p["metrics"][name]
+            h.eq((m["before"], m["after"]),
+                 (before[0][col] + before[1][col], after[0][col] + after[1][col]),
+                 "%s in total: the sum of the shards' values read from the servers" % name)
+            h.eq([(s["shard"], s["before"], s["after"]) for s in m["shards"]],
+                 [(k + 1, before[k][col], after[k][col]) for k in range(2)],
+                 "%s per shard" % name)
+        h.eq(sorted((c["name"], c["shard"], c["passed"]) for c in p["checks"]
+                    if c["name"] == "low_stores"),
+             [("low_stores", 1, True), ("low_stores", 2, False)],
+             "each check's shard (shard 2 holds stores 3-4): %s" % json.dumps(p["checks"]))
+        _, text, _ = d.ctl("audit", "--request", str(req))
+        h.check("revenue %.2f -> %.2f" % (before[0][1] + before[1][1],
+                                          after[0][1] + after[1][1]) in text,
+                "the text's revenue is the shards' sum: %r" % text)
+        h.check("low_stores (shard 2) (warning):" in text,
+                "the text names the failed check's shard: %r" % text)
+        d.stop()
+    finally:
+        for srv in srvs:
+            srv.close()
+
+
+def main():
+    # the servers are the test's own (tc.two_shards); no shared one
+    h.main([test_audit_sums_the_shards])
+
+
+if __name__ == "__main__":
+    main()
