@@ -193,14 +193,6 @@ backfill_parse_dates(const struct job_def *j, const char *dates, const char *fil
 	return backfill_dates_count(kc, err);
 }
 
-/* A job's recent durations, for estimate_plan. */
-static int
-backfill_durations_cb(const char *job, int64_t *ms, size_t max, size_t *n,
-		      void *data, struct err *err)
-{
-	return store_durations(data, job, ms, max, n, err);
-}
-
 /* --downstream JOB[,JOB] as a JSON array of its names, or null. */
 static void
 backfill_downstream_json(const char *down, struct buf *out)
@@ -245,8 +237,11 @@ backfill_conditional(const struct config *cfg, const struct plan *plan,
 		for (size_t d = 0; cond[i] && d < it->ndeps; d++) {
 			size_t k = plan->deps[it->dep_off + d];
 
-			cond[i] = cond[k] || cutoff_fingerprinted(cfg,
-					&cfg->jobs[plan->items[k].job]);
+			const struct job_def *in =
+				&cfg->jobs[plan->items[k].job];
+
+			cond[i] = cond[k] ||
+			    cutoff_fingerprinted(in, in->distributed);
 		}
 	}
 	return cond;
@@ -447,29 +442,12 @@ backfill_plan_text(const struct config *cfg, const struct plan *plan,
 	backfill_budget_text(rq, est, out);
 }
 
-/* A plan's estimate (none when the durations cannot be read: logged). */
-static void
-backfill_estimate(struct sched *s, const struct plan *plan,
-		  const struct sched_req *rq, struct estimate *est)
-{
-	struct err err;
-
-	if (estimate_plan(sched_config(s), plan, rq->concurrency,
-			  backfill_durations_cb, sched_store(s), est,
-			  &err) < 0) {
-		log_warn("event=estimate error=\"%s\"", err.msg);
-		memset(est, 0, sizeof *est);
-	}
-}
-
 /* Print a plan (dry run) as a table or JSON, with its estimate. */
 static void
-backfill_render_plan(struct sched *s, const struct plan *plan,
+backfill_render_plan(const struct config *cfg, const struct plan *plan,
 		     const struct sched_req *rq, const struct estimate *est,
 		     bool json, struct buf *out)
 {
-	const struct config *cfg = sched_config(s);
-
 	if (json)
 		backfill_plan_json(cfg, plan, rq, est, out);
 	else
@@ -757,109 +735,109 @@ backfill_answer(struct cmd_res *res, const struct sched_req *rq,
 	buf_addstr(&res->out, "\n");
 }
 
-/* Nothing before its time (schedule.h): the first partition whose
- * interval has not closed yet is refused, and the request with it,
- * unless the configuration's build_future allows it. */
-static int
-backfill_check_closed(const struct config *cfg, const struct cmd_keys *kc,
-		      struct err *err)
+/* The answer once the scheduler took the request (sched_backfill, or
+ * the proof it waited for): a dry run's plan, the queued request, or
+ * why nothing was queued.  cfg and jd: the configuration it was planned
+ * with. */
+static void
+backfill_result(const struct config *cfg, const struct job_def *jd,
+		const struct cmdreq_backfill *req,
+		const struct sched_backfill *bf, struct cmd_res *res)
 {
-	part_t last = schedule_last_closed(kc->j, false, clock_now());
+	const struct sched_req *rq = &bf->rq;
 
-	for (size_t i = 0; i < kc->n && !cfg->build_future; i++)
-		if (kc->parts[i] > last)
-			return schedule_refuse_open(kc->j, kc->parts[i], false,
-						    "nothing was queued", err);
-	return 0;
+	if (req->dry_run)
+		backfill_render_plan(cfg, &bf->plan, rq, &bf->est, req->json,
+				     &res->out);
+	else if (bf->id == 0 && req->changed)
+		buf_printf(&res->out, "nothing to run: no partition of %s%s was"
+			   " last built by a code version other than %s\n",
+			   jd->name, req->from.text ? " in that range" : "",
+			   jd->code_version);
+	else if (bf->id == 0 && req->built_by != NULL)
+		buf_printf(&res->out, "nothing to run: no partition of %s%s was"
+			   " last built by version %s\n", jd->name,
+			   req->from.text ? " in that range" : "",
+			   req->built_by);
+	else if (bf->id == 0)
+		buf_printf(&res->out, "nothing to run: no partition of %s in"
+			   " that range matches --reprocess %s\n", jd->name,
+			   cmdspec_reprocess_name(rq->reprocess));
+	else
+		backfill_answer(res, rq, &bf->plan, bf->id, jd->name,
+				req->json);
 }
 
-static void backfill_verified(struct cmd_ctx *ctx,
-			      const struct cmdspec_req *req,
-			      struct cmd_stream *cs, struct buf *out);
-
-/* Submit the request (rq, its partitions in kc): first the proof when it
- * is asked for and has not passed yet (a stream that comes back through
- * backfill_verified), then the plan (a dry run prints it) or the queue. */
+/* The proof passed (verify.h's then): the answer from what the
+ * scheduler did with the request it held (data: a copy of the request). */
 static void
-backfill_submit(struct cmd_ctx *ctx, const struct cmdspec_req *creq, int j,
-		struct cmd_keys *kc, struct sched_req *rq, bool verified,
+backfill_verified(void *data, const struct sched_proof *p,
+		  struct cmd_stream *cs, struct buf *out)
+{
+	const struct cmdspec_req *req = data;
+	struct cmd_res res = { .status = EXIT_DONE };
+
+	buf_init(&res.out);
+	err_clear(&res.err);
+	if (p->rc < 0)
+		cmd_fail_err(&res, &p->err);
+	else
+		backfill_result(p->run.cfg, p->run.job, &req->backfill, p->bf,
+				&res);
+	cs->status = res.status;
+	cs->err = res.err;
+	cs->request = res.request;
+	cs->total = res.total;
+	if (res.status == EXIT_DONE || !res.err.msg[0])
+		buf_add(out, res.out.data, res.out.len);
+	buf_free(&res.out);
+}
+
+/* Free the copy of a request its proof's answer held. */
+static void
+backfill_req_free(void *data)
+{
+	cmdspec_req_free(data);
+	free(data);
+}
+
+/* Hand the request (rq, its partitions in kc) to the scheduler, which
+ * plans, estimates, fits the budget, proves and queues it
+ * (sched_backfill); answer what it did, or stream the proof's answer. */
+static void
+backfill_submit(struct cmd_ctx *ctx, const struct cmdspec_req *creq,
+		struct cmd_keys *kc, const struct sched_req *rq,
 		struct cmd_res *res)
 {
 	const struct cmdreq_backfill *req = &creq->backfill;
-	struct sched *s = ctx->sched;
-	bool dry = req->dry_run;
-	struct estimate est;
-	struct plan plan;
-	int64_t id = 0;
+	struct sched_backfill bf = { .rq = *rq, .dry_run = req->dry_run,
+				     .verify = req->verify };
+	struct cmdspec_req *copy;
 	struct err err;
 
 	kc->n = backfill_unique(kc->parts, kc->n);
-	rq->parts = kc->parts;
-	rq->nparts = kc->n;
-	plan_init(&plan);
-	memset(&est, 0, sizeof est);
-	if (backfill_check_closed(sched_config(s), kc, &err) < 0 ||
-	    sched_submit(s, rq, false, &plan, &id, &err) < 0) {
+	bf.rq.parts = kc->parts;
+	bf.rq.nparts = kc->n;
+	if (sched_backfill(ctx->sched, &bf, &err) < 0) {
 		cmd_fail_err(res, &err);
-		goto out;
+	} else if (bf.proof != NULL) {
+		copy = xcalloc(1, sizeof *copy);
+		cmdspec_req_dup(creq, copy);
+		res->stream = verify_stream(bf.proof, req->json,
+					    backfill_verified, copy,
+					    backfill_req_free);
+	} else {
+		backfill_result(sched_config(ctx->sched), kc->j, req, &bf,
+				res);
 	}
-	/* budget.h rule 1: only a plan with warehouse time has a budget */
-	if (budget_fit_plan(sched_config(s), &plan, kc->j->name,
-			    &rq->budget_s, &rq->budget_source, &err) < 0) {
-		cmd_fail_err(res, &err);
-		goto out;
-	}
-	if (dry || rq->budget_s > 0)
-		backfill_estimate(s, &plan, rq, &est);
-	/* budget.h rule 2: refused whole, before the proof and the queue */
-	if (!dry && budget_admit(rq->budget_s, rq->budget_source, est.has,
-				 est.warehouse_seconds, &err) < 0) {
-		cmd_fail_err(res, &err);
-		goto out;
-	}
-	if (!verified && kc->n > 0 &&
-	    (req->verify || (kc->j->verify && !dry))) {
-		char vk[CAL_KEY_MAX];
-
-		/* the first partition the request would run */
-		part_key(kc->j->grain, kc->parts[rq->reverse ? kc->n - 1 : 0],
-			 vk);
-		res->stream = verify_start(ctx, creq, j, vk, req->json,
-					   backfill_verified, &err);
-		if (res->stream == NULL)
-			cmd_fail_err(res, &err);
-		goto out;
-	}
-	if (dry)
-		backfill_render_plan(s, &plan, rq, &est, req->json, &res->out);
-	else if (sched_queue_plan(s, rq, &plan, &id, &err) < 0)
-		cmd_fail_err(res, &err);
-	else if (id == 0 && req->changed)
-		buf_printf(&res->out, "nothing to run: no partition of %s%s was"
-			   " last built by a code version other than %s\n",
-			   kc->j->name, req->from.text ? " in that range" : "",
-			   kc->j->code_version);
-	else if (id == 0 && req->built_by != NULL)
-		buf_printf(&res->out, "nothing to run: no partition of %s%s was"
-			   " last built by version %s\n", kc->j->name,
-			   req->from.text ? " in that range" : "",
-			   req->built_by);
-	else if (id == 0)
-		buf_printf(&res->out, "nothing to run: no partition of %s in"
-			   " that range matches --reprocess %s\n", kc->j->name,
-			   cmdspec_reprocess_name(rq->reprocess));
-	else
-		backfill_answer(res, rq, &plan, id, kc->j->name, req->json);
-out:
-	estimate_free(&est);
-	plan_free(&plan);
+	sched_backfill_free(&bf);
 }
 
-/* backfill JOB ... and rerun JOB PARTITION; verified: the proof (--verify,
- * verify: true) has passed, or is not asked for. */
+/* backfill JOB (--from D --to D | --dates-file F | --stale | --built-by V)
+ * and rerun JOB PARTITION */
 static void
-backfill_common(struct cmd_ctx *ctx, const struct cmdspec_req *creq,
-		struct cmd_res *res, bool verified)
+cmd_backfill_exec(struct cmd_ctx *ctx, const struct cmdspec_req *creq,
+		  struct cmd_res *res)
 {
 	const struct cmdreq_backfill *req = &creq->backfill;
 	bool rerun = creq->cs == &cmdspec_rerun;
@@ -891,43 +869,10 @@ backfill_common(struct cmd_ctx *ctx, const struct cmdspec_req *creq,
 		rc = backfill_select(ctx, req, j, &kc, &rq, fk, tk, res);
 	}
 	if (rc == 0)
-		backfill_submit(ctx, creq, j, &kc, &rq, verified, res);
+		backfill_submit(ctx, creq, &kc, &rq, res);
 out:
 	free(kc.parts);
 	free(keep);
-}
-
-/* The proof passed: queue the request as asked (verify.h's then). */
-static void
-backfill_verified(struct cmd_ctx *ctx, const struct cmdspec_req *req,
-		  struct cmd_stream *cs, struct buf *out)
-{
-	struct cmd_res res = { .status = EXIT_DONE };
-
-	buf_init(&res.out);
-	err_clear(&res.err);
-	backfill_common(ctx, req, &res, true);
-	if (res.stream != NULL) { /* not from a verified request */
-		res.stream->free(res.stream);
-		cmd_fail(&res, EXIT_WORK_FAILED, "internal error: a verified"
-			 " request asked for a proof again");
-	}
-	cs->status = res.status;
-	cs->err = res.err;
-	cs->request = res.request;
-	cs->total = res.total;
-	if (res.status == EXIT_DONE || !res.err.msg[0])
-		buf_add(out, res.out.data, res.out.len);
-	buf_free(&res.out);
-}
-
-/* backfill JOB (--from D --to D | --dates-file F | --stale | --built-by V)
- * and rerun JOB PARTITION */
-static void
-cmd_backfill_exec(struct cmd_ctx *ctx, const struct cmdspec_req *req,
-		  struct cmd_res *res)
-{
-	backfill_common(ctx, req, res, false);
 }
 
 const struct cmd_entry cmd_backfill_entry = {

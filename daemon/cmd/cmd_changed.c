@@ -16,14 +16,6 @@
 #include "plan.h"
 #include "xalloc.h"
 
-/* A job's recent durations, for estimate_plan. */
-static int
-changed_durations_cb(const char *job, int64_t *ms, size_t max, size_t *n,
-		     void *data, struct err *err)
-{
-	return store_durations(data, job, ms, max, n, err);
-}
-
 /* The estimate of backfill JOB --changed over ck: 0, or -1 (none). */
 static int
 changed_estimate(struct sched *s, int j, const struct cmd_keys *ck,
@@ -31,18 +23,9 @@ changed_estimate(struct sched *s, int j, const struct cmd_keys *ck,
 {
 	struct sched_req rq = { .job = j, .kind = "backfill",
 				.parts = ck->parts, .nparts = ck->n };
-	struct plan plan;
 	struct err err;
-	int64_t id;
-	int rc = -1;
 
-	plan_init(&plan);
-	if (sched_submit(s, &rq, false, &plan, &id, &err) == 0 &&
-	    estimate_plan(sched_config(s), &plan, 0, changed_durations_cb,
-			  sched_store(s), est, &err) == 0)
-		rc = 0;
-	plan_free(&plan);
-	return rc;
+	return sched_plan_estimate(s, &rq, est, &err);
 }
 
 /*

@@ -1,6 +1,6 @@
 /*
- * cmd_verify.c - verify JOB PARTITION: the idempotency proof alone
- * (verify.c).
+ * cmd_verify.c - verify JOB PARTITION: the idempotency proof alone (the
+ * scheduler's sched_proof_start, answered by verify.c).
  */
 #include "cmd_entry.h"
 
@@ -16,15 +16,18 @@ static void
 cmd_verify_exec(struct cmd_ctx *ctx, const struct cmdspec_req *req,
 	   struct cmd_res *res)
 {
+	struct sched_proof *p;
 	struct err err;
 	int j;
 
 	if ((j = cmd_job(ctx, req->part.job, res)) < 0)
 		return;
-	res->stream = verify_start(ctx, req, j, req->part.partition.text,
-				   req->part.json, NULL, &err);
-	if (res->stream == NULL)
+	p = sched_proof_start(ctx->sched, j, req->part.partition.text, &err);
+	if (p == NULL)
 		cmd_fail_err(res, &err);
+	else
+		res->stream = verify_stream(p, req->part.json, NULL, NULL,
+					    NULL);
 }
 
 const struct cmd_entry cmd_verify_entry = {

@@ -1,15 +1,15 @@
 /*
- * verify.c - the idempotency proof (verify.h).
+ * verify.c - the answer of the idempotency proof (verify.h).
  *
- * One proof is one exec_run with verify set, owned by a stream (struct
- * verify).  Its life:
- *   verify_start    submits the run; the stream's next() pauses;
- *   verify_done_cb  (loop thread) keeps the result and wakes the stream;
- *   next()          renders the verdict, and on success hands the copied
- *                   request to `then` (the backfill goes on);
- *   free()          a client that leaves while the run is in flight
- *                   orphans the proof: verify_done_cb frees it.
- * The run holds its own reference on the configuration it started with.
+ * The proof (struct sched_proof) is the scheduler's; its answer is a
+ * stream (struct verify) that owns it:
+ *   verify_stream  takes the proof over; the stream's next() pauses;
+ *   verify_done    (loop thread, the proof's done) wakes the stream;
+ *   next()         renders the verdict, and on success hands over to
+ *                  `then` (a backfill's answer);
+ *   free()         releases the proof: one still in flight is freed by
+ *                  the scheduler when its run ends, and nothing of its
+ *                  request is queued.
  */
 #include "verify.h"
 
@@ -17,63 +17,24 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "calendar.h"
-#include "exec.h"
 #include "json.h"
-#include "log.h"
 #include "xalloc.h"
 
 struct verify {
 	struct cmd_stream cs;  /* first: the stream control.c drives */
-	struct exec_run run;
-	struct exec_part part;
-	struct cmd_ctx ctx;
-	struct cmdspec_req req; /* a copy of the request, for then */
+	struct sched_proof *p;
 	verify_then_fn *then;
+	void *data;
+	void (*free_data)(void *);
 	bool json;
-	bool running;          /* the run is in flight */
-	bool orphan;           /* the stream was freed while it was */
 };
 
-int
-verify_job_ok(const struct config *cfg, int j, struct err *err)
-{
-	const struct job_def *jd = &cfg->jobs[j];
-
-	if (jd->sql == NULL)
-		return err_set(err, EXIT_BAD_INPUT, "%s is a command job: the"
-			       " proof runs a SQL job twice in one rolled-back"
-			       " transaction, which a command cannot do",
-			       jd->name);
-	if (jd->table == NULL || jd->partition_column == NULL)
-		return err_set(err, EXIT_BAD_INPUT, "%s declares no table: and"
-			       " partition_column:, so there is no partition to"
-			       " compare: add them to the job", jd->name);
-	return 0;
-}
-
-/* Free a proof whose run is over. */
+/* The proof ended (loop thread). */
 static void
-verify_free_all(struct verify *v)
+verify_done(void *data)
 {
-	exec_run_clear_results(&v->run);
-	if (v->run.cfg)
-		config_unref(v->run.cfg);
-	cmdspec_req_free(&v->req);
-	free(v);
-}
+	struct verify *v = data;
 
-/* The run finished (loop thread). */
-static void
-verify_done_cb(struct exec_run *run)
-{
-	struct verify *v = run->data;
-
-	v->running = false;
-	if (v->orphan) {
-		verify_free_all(v);
-		return;
-	}
 	if (v->cs.wake)
 		v->cs.wake(v->cs.wake_data);
 }
@@ -82,12 +43,12 @@ verify_done_cb(struct exec_run *run)
 static void
 verify_json(const struct verify *v, bool same, struct buf *out)
 {
-	const struct exec_run *r = &v->run;
+	const struct exec_run *r = &v->p->run;
 
 	buf_addstr(out, "{\"job\": ");
 	json_str(out, r->job->name);
 	buf_addstr(out, ", \"partition\": ");
-	json_str(out, v->part.key);
+	json_str(out, v->p->part.key);
 	buf_printf(out, ", \"idempotent\": %s, \"rows_before\": %" PRId64
 		   ", \"rows_first\": %" PRId64 ", \"rows_second\": %" PRId64
 		   ", \"checksum_first\": ", same ? "true" : "false",
@@ -98,61 +59,59 @@ verify_json(const struct verify *v, bool same, struct buf *out)
 	buf_addstr(out, "}\n");
 }
 
-/* Render the verdict; on success go on with the request. */
+/* The refusal of a proof whose second run changed the partition. */
+static void
+verify_changed(const struct verify *v, struct cmd_stream *cs)
+{
+	const struct exec_run *r = &v->p->run;
+	const char *job = r->job->name, *key = v->p->part.key;
+
+	if (r->verify_rows[1] != r->verify_rows[2])
+		err_set(&cs->err, EXIT_BAD_INPUT, "verify %s %s: the second"
+			" run changed rows %" PRId64 " -> %" PRId64 "%s: the"
+			" request is refused and nothing was changed; make the"
+			" job replace its partition (delete it first)", job,
+			key, r->verify_rows[1], r->verify_rows[2],
+			r->verify_rows[2] > r->verify_rows[1] ?
+			" (the job appends)" : "");
+	else
+		err_set(&cs->err, EXIT_BAD_INPUT, "verify %s %s: the second"
+			" run changed the partition's content (%" PRId64
+			" row%s, checksum %s -> %s): the job reads what it"
+			" wrote; the request is refused and nothing was"
+			" changed", job, key, r->verify_rows[2],
+			r->verify_rows[2] == 1 ? "" : "s", r->verify_sum[1],
+			r->verify_sum[2]);
+}
+
+/* Render the verdict; on success go on with the answer. */
 static int
 verify_next(struct cmd_stream *cs, struct buf *out)
 {
 	struct verify *v = (struct verify *)cs;
-	const struct exec_run *r = &v->run;
-	const char *job = r->job->name, *key = v->part.key;
-	bool same;
+	const struct exec_run *r = &v->p->run;
+	const char *job = r->job->name, *key = v->p->part.key;
 
-	if (v->running)
+	if (v->p->running)
 		return CMD_STREAM_PAUSE;
 	if (r->failed) {
 		err_set(&cs->err, EXIT_BAD_INPUT, "verify %s %s: the proof could"
 			" not run (%s): nothing was queued; fix the job or the"
 			" warehouse and try again", job, key, r->error);
 		cs->status = EXIT_BAD_INPUT;
-		log_info("event=verify job=%s partition=%s result=error error=\"%s\"",
-			 job, key, r->error);
 		return 1;
 	}
-	same = r->verify_rows[1] == r->verify_rows[2] &&
-	       strcmp(r->verify_sum[1], r->verify_sum[2]) == 0;
-	log_info("event=verify job=%s partition=%s result=%s rows=%" PRId64
-		 ",%" PRId64 ",%" PRId64, job, key, same ? "idempotent" :
-		 "changed", r->verify_rows[0], r->verify_rows[1],
-		 r->verify_rows[2]);
-	if (!same) {
+	if (!sched_proof_passed(v->p)) {
 		cs->status = EXIT_BAD_INPUT;
 		/* verify --json: the verdict on stdout, the line on stderr */
 		if (v->json && v->then == NULL)
-			verify_json(v, same, out);
-		if (r->verify_rows[1] != r->verify_rows[2])
-			err_set(&cs->err, EXIT_BAD_INPUT, "verify %s %s: the"
-				" second run changed rows %" PRId64 " -> %" PRId64
-				"%s: the request is refused and nothing was"
-				" changed; make the job replace its partition"
-				" (delete it first)", job, key,
-				r->verify_rows[1], r->verify_rows[2],
-				r->verify_rows[2] > r->verify_rows[1] ?
-				" (the job appends)" : "");
-		else
-			err_set(&cs->err, EXIT_BAD_INPUT, "verify %s %s: the"
-				" second run changed the partition's content"
-				" (%" PRId64 " row%s, checksum %s -> %s): the job"
-				" reads what it wrote; the request is refused"
-				" and nothing was changed", job, key,
-				r->verify_rows[2],
-				r->verify_rows[2] == 1 ? "" : "s",
-				r->verify_sum[1],
-				r->verify_sum[2]);
+			verify_json(v, false, out);
+		verify_changed(v, cs);
 		return 1;
 	}
 	if (v->then == NULL) {
 		if (v->json)
-			verify_json(v, same, out);
+			verify_json(v, true, out);
 		else
 			buf_printf(out, "verify %s %s: idempotent: the second"
 				   " run left the partition as the first did"
@@ -168,7 +127,7 @@ verify_next(struct cmd_stream *cs, struct buf *out)
 		buf_printf(out, "verify %s %s: idempotent (%" PRId64 " row%s after"
 			   " either run)\n", job, key, r->verify_rows[2],
 			   r->verify_rows[2] == 1 ? "" : "s");
-	v->then(&v->ctx, &v->req, cs, out);
+	v->then(v->data, v->p, cs, out);
 	return 1;
 }
 
@@ -178,45 +137,27 @@ verify_free(struct cmd_stream *cs)
 {
 	struct verify *v = (struct verify *)cs;
 
-	if (v->running)
-		v->orphan = true;
-	else
-		verify_free_all(v);
+	v->p->done = NULL;
+	sched_proof_release(v->p);
+	if (v->free_data != NULL)
+		v->free_data(v->data);
+	free(v);
 }
 
 struct cmd_stream *
-verify_start(struct cmd_ctx *ctx, const struct cmdspec_req *req, int j,
-	     const char *key, bool json, verify_then_fn *then, struct err *err)
+verify_stream(struct sched_proof *p, bool json, verify_then_fn *then,
+	      void *data, void (*free_data)(void *))
 {
-	struct config *cfg = sched_config(ctx->sched);
-	const struct job_def *jd = &cfg->jobs[j];
-	struct verify *v;
-	part_t p;
+	struct verify *v = xcalloc(1, sizeof *v);
 
-	if (verify_job_ok(cfg, j, err) < 0 ||
-	    part_parse_key(jd->grain, key, &p, err) < 0)
-		return NULL;
-	v = xcalloc(1, sizeof *v);
-	cmdspec_req_dup(req, &v->req);
 	v->cs.next = verify_next;
 	v->cs.free = verify_free;
-	v->ctx = *ctx;
+	v->p = p;
 	v->then = then;
+	v->data = data;
+	v->free_data = free_data;
 	v->json = json;
-	part_key(jd->grain, p, v->part.key);
-	part_bound(jd->grain, part_start(jd->grain, p), v->part.start);
-	part_bound(jd->grain, part_end(jd->grain, p), v->part.end);
-	v->run.cfg = config_ref(cfg);
-	v->run.job = jd;
-	v->run.parts = &v->part;
-	v->run.nparts = 1;
-	v->run.attempt = 1;
-	v->run.verify = true;
-	v->run.done_cb = verify_done_cb;
-	v->run.data = v;
-	v->running = true;
-	log_info("event=verify job=%s partition=%s result=started", jd->name,
-		 v->part.key);
-	exec_submit(sched_exec(ctx->sched), &v->run);
+	p->done = verify_done;
+	p->data = v;
 	return &v->cs;
 }

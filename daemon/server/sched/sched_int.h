@@ -21,7 +21,8 @@
  *   sched_shards.c    each shard's publish on a ClickHouse cluster
  *   sched_request.c   applying the core's changes, landings; loading,
  *                     progress, watches, cancel and retry of a request
- *   sched_submit.c    a request planned and written (the submission)
+ *   sched_submit.c    a request planned and written (the submission);
+ *                     a backfill whole (sched_backfill) and the proof
  *   sched_fresh.c     deadlines (fresh.h) and the hooks they fire
  *   sched_audit.c     the audit JSON of a run
  *   sched_jobstate.c  the per-job state cache (watermark, pause, counts,

@@ -1,7 +1,9 @@
 /*
  * sched_submit.c - submission: a request's partitions filtered by
  * --reprocess, expanded downstream (plan.h), written to the store with
- * its items in one transaction (rule 1) and added to the manifest.
+ * its items in one transaction (rule 1) and added to the manifest; a
+ * backfill whole (sched_backfill: the clock, the plan, its estimate and
+ * budget, the proof, the queue) and the proof (sched_proof_*).
  */
 #include "sched_int.h"
 
@@ -10,8 +12,10 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "budget.h"
 #include "clock.h"
 #include "log.h"
+#include "schedule.h"
 #include "text.h"
 #include "xalloc.h"
 
@@ -123,7 +127,9 @@ sched_commit_plan(struct sched *s, const struct sched_req *rq,
 	return 0;
 }
 
-int
+/* Write a plan sched_submit made (without commit) as a new request and
+ * queue it: *request_id, or 0 when the plan is empty. */
+static int
 sched_queue_plan(struct sched *s, const struct sched_req *rq,
 		 const struct plan *plan, int64_t *request_id, struct err *err)
 {
@@ -211,4 +217,270 @@ out:
 	free(lf.keys);
 	free(lf.states);
 	return rc;
+}
+
+/* A job's recent durations, for estimate_plan. */
+static int
+sched_durations_cb(const char *job, int64_t *ms, size_t max, size_t *n,
+		   void *data, struct err *err)
+{
+	return store_durations(data, job, ms, max, n, err);
+}
+
+int
+sched_plan_estimate(struct sched *s, const struct sched_req *rq,
+		    struct estimate *est, struct err *err)
+{
+	struct plan plan;
+	int64_t id;
+	int rc = -1;
+
+	plan_init(&plan);
+	if (sched_submit(s, rq, false, &plan, &id, err) == 0 &&
+	    estimate_plan(s->cfg, &plan, rq->concurrency, sched_durations_cb,
+			  s->store, est, err) == 0)
+		rc = 0;
+	plan_free(&plan);
+	return rc;
+}
+
+/* A plan's estimate (none when the durations cannot be read: logged). */
+static void
+sched_estimate(struct sched *s, const struct plan *plan,
+	       const struct sched_req *rq, struct estimate *est)
+{
+	struct err err;
+
+	if (estimate_plan(s->cfg, plan, rq->concurrency, sched_durations_cb,
+			  s->store, est, &err) < 0) {
+		log_warn("event=estimate error=\"%s\"", err.msg);
+		memset(est, 0, sizeof *est);
+	}
+}
+
+int
+sched_proof_check(const struct config *cfg, int j, struct err *err)
+{
+	const struct job_def *jd = &cfg->jobs[j];
+
+	if (jd->sql == NULL)
+		return err_set(err, EXIT_BAD_INPUT, "%s is a command job: the"
+			       " proof runs a SQL job twice in one rolled-back"
+			       " transaction, which a command cannot do",
+			       jd->name);
+	if (jd->table == NULL || jd->partition_column == NULL)
+		return err_set(err, EXIT_BAD_INPUT, "%s declares no table: and"
+			       " partition_column:, so there is no partition to"
+			       " compare: add them to the job", jd->name);
+	return 0;
+}
+
+bool
+sched_proof_passed(const struct sched_proof *p)
+{
+	return !p->run.failed &&
+	       p->run.verify_rows[1] == p->run.verify_rows[2] &&
+	       strcmp(p->run.verify_sum[1], p->run.verify_sum[2]) == 0;
+}
+
+/* The copies a backfill keeps while its proof runs. */
+static void
+sched_backfill_drop(struct sched_backfill *bf)
+{
+	struct sched_req *rq = &bf->rq;
+
+	free((char *)rq->reason);
+	free((char *)rq->from_key);
+	free((char *)rq->to_key);
+	free((char *)rq->downstream);
+	sched_backfill_free(bf);
+	free(bf);
+}
+
+/* Free a proof whose run is over. */
+static void
+sched_proof_free(struct sched_proof *p)
+{
+	exec_run_clear_results(&p->run);
+	if (p->run.cfg)
+		config_unref(p->run.cfg);
+	if (p->bf != NULL)
+		sched_backfill_drop(p->bf);
+	free(p);
+}
+
+/* Log the verdict of a proof that ended. */
+static void
+sched_proof_log(const struct sched_proof *p)
+{
+	const struct exec_run *r = &p->run;
+
+	if (r->failed) {
+		log_info("event=verify job=%s partition=%s result=error"
+			 " error=\"%s\"", r->job->name, p->part.key, r->error);
+		return;
+	}
+	log_info("event=verify job=%s partition=%s result=%s rows=%" PRId64
+		 ",%" PRId64 ",%" PRId64, r->job->name, p->part.key,
+		 sched_proof_passed(p) ? "idempotent" : "changed",
+		 r->verify_rows[0], r->verify_rows[1], r->verify_rows[2]);
+}
+
+/* The proof's run ended (loop thread): a backfill's passed request is
+ * queued with the plan made before it, unless the configuration the
+ * plan was made with was reloaded meanwhile. */
+static void
+sched_proof_done_cb(struct exec_run *run)
+{
+	struct sched_proof *p = run->data;
+	struct sched_backfill *bf = p->bf;
+
+	p->running = false;
+	if (p->orphan) {
+		sched_proof_free(p);
+		return;
+	}
+	sched_proof_log(p);
+	if (bf != NULL && !bf->dry_run && sched_proof_passed(p)) {
+		if (p->s->cfg != p->run.cfg)
+			p->rc = err_set(&p->err, EXIT_BAD_INPUT, "the"
+					" configuration was reloaded while the"
+					" proof ran: nothing was queued; ask"
+					" again");
+		else
+			p->rc = sched_queue_plan(p->s, &bf->rq, &bf->plan,
+						 &bf->id, &p->err);
+	}
+	if (p->done)
+		p->done(p->data);
+}
+
+struct sched_proof *
+sched_proof_start(struct sched *s, int j, const char *key, struct err *err)
+{
+	const struct job_def *jd = &s->cfg->jobs[j];
+	struct sched_proof *p;
+	part_t k;
+
+	if (sched_proof_check(s->cfg, j, err) < 0 ||
+	    part_parse_key(jd->grain, key, &k, err) < 0)
+		return NULL;
+	p = xcalloc(1, sizeof *p);
+	p->s = s;
+	err_clear(&p->err);
+	part_key(jd->grain, k, p->part.key);
+	part_bound(jd->grain, part_start(jd->grain, k), p->part.start);
+	part_bound(jd->grain, part_end(jd->grain, k), p->part.end);
+	p->run.cfg = config_ref(s->cfg);
+	p->run.job = jd;
+	p->run.parts = &p->part;
+	p->run.nparts = 1;
+	p->run.attempt = 1;
+	p->run.verify = true;
+	p->run.done_cb = sched_proof_done_cb;
+	p->run.data = p;
+	p->running = true;
+	log_info("event=verify job=%s partition=%s result=started", jd->name,
+		 p->part.key);
+	exec_submit(s->exec, &p->run);
+	return p;
+}
+
+void
+sched_proof_release(struct sched_proof *p)
+{
+	if (p->running)
+		p->orphan = true;
+	else
+		sched_proof_free(p);
+}
+
+/* Nothing before its time (schedule.h): the first partition whose
+ * interval has not closed yet is refused, and the request with it,
+ * unless the configuration's build_future allows it. */
+static int
+sched_check_closed(const struct config *cfg, const struct sched_req *rq,
+		   struct err *err)
+{
+	const struct job_def *j = &cfg->jobs[rq->job];
+	part_t last = schedule_last_closed(j, false, clock_now());
+
+	for (size_t i = 0; i < rq->nparts && !cfg->build_future; i++)
+		if (rq->parts[i] > last)
+			return schedule_refuse_open(j, rq->parts[i], false,
+						    "nothing was queued", err);
+	return 0;
+}
+
+/* Hand bf's plan and estimate over to its proof, with copies of the
+ * request's text (its partitions and kept jobs are planned already). */
+static void
+sched_backfill_hold(struct sched_backfill *bf)
+{
+	struct sched_backfill *h = xcalloc(1, sizeof *h);
+	struct sched_req *rq = &h->rq;
+
+	*h = *bf;
+	h->proof = NULL;
+	rq->parts = NULL;
+	rq->nparts = 0;
+	rq->keep = NULL;
+	rq->reason = bf->rq.reason ? xstrdup(bf->rq.reason) : NULL;
+	rq->from_key = bf->rq.from_key ? xstrdup(bf->rq.from_key) : NULL;
+	rq->to_key = bf->rq.to_key ? xstrdup(bf->rq.to_key) : NULL;
+	rq->downstream = bf->rq.downstream ? xstrdup(bf->rq.downstream) :
+	    NULL;
+	plan_init(&bf->plan);
+	memset(&bf->est, 0, sizeof bf->est);
+	bf->proof->bf = h;
+}
+
+int
+sched_backfill(struct sched *s, struct sched_backfill *bf, struct err *err)
+{
+	struct sched_req *rq = &bf->rq;
+	const struct job_def *j = &s->cfg->jobs[rq->job];
+	bool dry = bf->dry_run;
+	int64_t id;
+
+	plan_init(&bf->plan);
+	memset(&bf->est, 0, sizeof bf->est);
+	bf->id = 0;
+	bf->proof = NULL;
+	if (sched_check_closed(s->cfg, rq, err) < 0 ||
+	    sched_submit(s, rq, false, &bf->plan, &id, err) < 0)
+		return -1;
+	/* budget.h rule 1: only a plan with warehouse time has a budget */
+	if (budget_fit_plan(s->cfg, &bf->plan, j->name, &rq->budget_s,
+			    &rq->budget_source, err) < 0)
+		return -1;
+	if (dry || rq->budget_s > 0)
+		sched_estimate(s, &bf->plan, rq, &bf->est);
+	/* budget.h rule 2: refused whole, before the proof and the queue */
+	if (!dry && budget_admit(rq->budget_s, rq->budget_source,
+				 bf->est.has, bf->est.warehouse_seconds,
+				 err) < 0)
+		return -1;
+	if (rq->nparts > 0 && (bf->verify || (j->verify && !dry))) {
+		char vk[CAL_KEY_MAX];
+
+		/* the first partition the request would run */
+		part_key(j->grain, rq->parts[rq->reverse ? rq->nparts - 1 : 0],
+			 vk);
+		if ((bf->proof = sched_proof_start(s, rq->job, vk,
+						   err)) == NULL)
+			return -1;
+		sched_backfill_hold(bf);
+		return 0;
+	}
+	if (dry)
+		return 0;
+	return sched_queue_plan(s, rq, &bf->plan, &bf->id, err);
+}
+
+void
+sched_backfill_free(struct sched_backfill *bf)
+{
+	estimate_free(&bf->est);
+	plan_free(&bf->plan);
 }

@@ -23,6 +23,7 @@
 #include "calendar.h"
 #include "config.h"
 #include "err.h"
+#include "estimate.h"
 #include "exec.h"
 #include "plan.h"
 #include "buf.h"
@@ -188,11 +189,76 @@ struct sched_req {
  */
 int sched_submit(struct sched *s, const struct sched_req *rq, bool commit,
 		 struct plan *plan, int64_t *request_id, struct err *err);
-/* Write a plan sched_submit made (without commit) as a new request and
- * queue it: *request_id, or 0 when the plan is empty. */
-int sched_queue_plan(struct sched *s, const struct sched_req *rq,
-		     const struct plan *plan, int64_t *request_id,
-		     struct err *err);
+/* Plan a request (sched_submit without commit) and estimate its
+ * warehouse time with the job's recent durations: 0, or -1 (no plan or
+ * no durations).  For `reload`'s report of what a deploy changed. */
+int sched_plan_estimate(struct sched *s, const struct sched_req *rq,
+			struct estimate *est, struct err *err);
+
+/*
+ * The idempotency proof (verify JOB PARTITION, backfill --verify, a
+ * job's verify: true): before anything of a request commits, the job's
+ * SQL runs for one partition twice in one warehouse transaction on the
+ * executor's worker (exec_run.verify), the partition's content read
+ * before and after each run, and the transaction is rolled back.  The
+ * caller sets done and data at once (on the loop thread): done(data) is
+ * called on the loop when the proof ended, its verdict logged and, for
+ * a backfill's (sched_backfill), the request queued when it passed.
+ */
+struct sched_proof {
+	struct exec_run run;   /* the verdict once done: failed, error,
+				* verify_rows, verify_sum; run.cfg the
+				* configuration it started with (held) */
+	struct exec_part part; /* the partition proved */
+	void (*done)(void *data);
+	void *data;
+	bool running;          /* the run is in flight */
+	bool orphan;           /* released while it was */
+	struct sched *s;
+	/* a backfill waiting for the proof: its plan, queued (unless a dry
+	 * run) when the proof passed, with the queue's answer */
+	struct sched_backfill *bf;
+	int rc;                /* 0, or -1 with err: the queue refused */
+	struct err err;
+};
+/* Can job j be verified?  0, or -1 with err (exit 2, one line). */
+int sched_proof_check(const struct config *cfg, int j, struct err *err);
+/* Start the proof of job j on partition key: NULL with err when it
+ * cannot start. */
+struct sched_proof *sched_proof_start(struct sched *s, int j,
+				      const char *key, struct err *err);
+/* Did the proof pass: the second run left the partition as the first
+ * did (rows and checksum)?  Once done. */
+bool sched_proof_passed(const struct sched_proof *p);
+/* The caller is done with p: freed now, or when its run ends (a
+ * backfill's request is then not queued). */
+void sched_proof_release(struct sched_proof *p);
+
+/*
+ * A backfill or rerun, whole: its partitions (rq.parts) checked against
+ * the clock (nothing before its time, schedule.h), planned (filtered by
+ * reprocess, expanded downstream), the budget fitted to the plan and the
+ * request refused whole above it (budget.h rules 1 and 2, on the
+ * estimate), then: a request that asks for the proof (verify, or its
+ * job's verify: true unless a dry run) starts it and is answered from
+ * proof once done (plan, est and the queued id in proof->bf); a dry run
+ * stops with plan and est; any other is queued (id, 0 when nothing was
+ * left to run).  0, or -1 with err (nothing queued).  Free with
+ * sched_backfill_free.
+ */
+struct sched_backfill {
+	struct sched_req rq;   /* the request; budget_s and budget_source
+				* as fitted to the plan */
+	bool dry_run;
+	bool verify;           /* --verify */
+	struct plan plan;
+	struct estimate est;   /* a dry run's, or a budget's */
+	int64_t id;
+	struct sched_proof *proof; /* the proof in flight, or NULL */
+};
+int sched_backfill(struct sched *s, struct sched_backfill *bf,
+		   struct err *err);
+void sched_backfill_free(struct sched_backfill *bf);
 
 /*
  * backfillctl mark (docs/mark.md): record the partitions of a job as
