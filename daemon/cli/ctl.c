@@ -661,7 +661,7 @@ ctl_socket_path(struct ctl_ctx *ctx, struct err *err)
 	const char *env;
 
 	if (ctx->socket != NULL) {
-		ctx->path = strdup(ctx->socket);
+		ctx->path = xstrdup(ctx->socket);
 	} else if (ctx->config != NULL) {
 		/* only its socket: the daemon checks the rest (docs/commands.md,
 		 * "backfillctl") */
@@ -672,15 +672,13 @@ ctl_socket_path(struct ctl_ctx *ctx, struct err *err)
 		}
 		if (warn[0] != '\0')
 			fprintf(stderr, "backfillctl: warning: %s\n", warn);
-		ctx->path = strdup(sock != NULL ? sock : CTL_DEFAULT_SOCKET);
+		ctx->path = xstrdup(sock != NULL ? sock : CTL_DEFAULT_SOCKET);
 		free(sock);
 	} else if ((env = getenv("BACKFILLD_SOCKET")) != NULL && *env != '\0') {
-		ctx->path = strdup(env);
+		ctx->path = xstrdup(env);
 	} else {
-		ctx->path = strdup(CTL_DEFAULT_SOCKET);
+		ctx->path = xstrdup(CTL_DEFAULT_SOCKET);
 	}
-	if (ctx->path == NULL)
-		return err_set(err, EXIT_INTERNAL, "out of memory");
 	return 0;
 }
 

@@ -708,10 +708,10 @@ static void
 daemon_clock_cb(uv_fs_event_t *h, const char *filename, int events, int status)
 {
 	struct daemon *d = h->data;
-	char *copy = strdup(clock_test_file());
+	char *copy = xstrdup(clock_test_file());
 
 	(void)events;
-	if (status == 0 && copy && (filename == NULL ||
+	if (status == 0 && (filename == NULL ||
 				    strcmp(filename, basename(copy)) == 0)) {
 		clock_reload();
 		if (!d->stopping) {
@@ -875,10 +875,10 @@ daemon_watch_test_clock(struct daemon *d)
 
 	if (!clock_is_test())
 		return;
-	copy = strdup(clock_test_file());
+	copy = xstrdup(clock_test_file());
 	uv_fs_event_init(&d->loop, &d->clock_watch);
 	d->clock_watch.data = d;
-	if (copy && uv_fs_event_start(&d->clock_watch, daemon_clock_cb,
+	if (uv_fs_event_start(&d->clock_watch, daemon_clock_cb,
 				      dirname(copy), 0) == 0) {
 		d->clock_watching = true;
 		uv_unref((uv_handle_t *)&d->clock_watch);
@@ -1082,12 +1082,7 @@ daemon_init_loop(struct daemon *d, char **argv)
 	mallopt(M_TRIM_THRESHOLD, 64 * 1024 * 1024);
 	/* A copy: the first configuration (and its path) is freed once a
 	 * reload replaces it and its last run finishes. */
-	d->config_path = strdup(d->cfg->path);
-	if (d->config_path == NULL) {
-		early_error("out of memory");
-		config_unref(d->cfg);
-		return EXIT_WORK_FAILED;
-	}
+	d->config_path = xstrdup(d->cfg->path);
 	uv_loop_init(&d->loop);
 	d->notify = notify_new(&d->loop);
 	uv_timer_init(&d->loop, &d->grace);

@@ -29,6 +29,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "xalloc.h"
+
 /* Store v big-endian in n bytes at p. */
 static void
 proto_put_be(char *p, uint32_t v, int n)
@@ -347,10 +349,7 @@ proto_parse(const char *data, size_t len, size_t *used,
 		return 0;
 
 	msg->type = (int)type;
-	msg->body = malloc((size_t)blen + 1);
-	if (msg->body == NULL)
-		return err_set(err, EXIT_INTERNAL, "out of memory reading a "
-		    "frame of %lu bytes", (unsigned long)blen);
+	msg->body = xmalloc((size_t)blen + 1);
 	memcpy(msg->body, data + PROTO_HEADER, blen);
 	msg->body[blen] = '\0';
 	msg->body_len = blen;

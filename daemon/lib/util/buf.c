@@ -8,12 +8,13 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "xalloc.h"
+
 /* Make room for `more` bytes plus a closing NUL, or abort. */
 static void
 buf_grow(struct buf *b, size_t more)
 {
 	size_t need, cap;
-	char *p;
 
 	if (more > SIZE_MAX - b->len - 1)
 		abort();
@@ -23,12 +24,7 @@ buf_grow(struct buf *b, size_t more)
 	cap = b->cap ? b->cap : 256;
 	while (cap < need)
 		cap = cap > SIZE_MAX / 2 ? need : cap * 2;
-	p = realloc(b->data, cap);
-	if (p == NULL) {
-		fputs("out of memory\n", stderr);
-		abort();
-	}
-	b->data = p;
+	b->data = xreallocarray(b->data, cap, 1);
 	b->cap = cap;
 }
 

@@ -146,12 +146,7 @@ client_queue(struct client *cl, struct buf *frame)
 		buf_free(frame);
 		return;
 	}
-	wr = calloc(1, sizeof *wr);
-	if (wr == NULL) {
-		buf_free(frame);
-		client_close(cl);
-		return;
-	}
+	wr = xcalloc(1, sizeof *wr);
 	wr->cl = cl;
 	wr->len = len;
 	wr->data = buf_steal(frame);
@@ -259,11 +254,7 @@ client_finish(struct client *cl)
 		return;
 	cl->finishing = true;
 	client_reading(cl);
-	req = calloc(1, sizeof *req);
-	if (req == NULL) {
-		client_close(cl);
-		return;
-	}
+	req = xcalloc(1, sizeof *req);
 	req->data = cl;
 	if (uv_shutdown(req, (uv_stream_t *)&cl->pipe, client_shutdown_cb) < 0) {
 		free(req);
@@ -398,13 +389,7 @@ client_alloc_cb(uv_handle_t *h, size_t hint, uv_buf_t *b)
 	(void)hint;
 	if (cl->rcap - cl->rlen < READ_CHUNK) {
 		size_t ncap = cl->rlen + READ_CHUNK;
-		char *p = realloc(cl->rbuf, ncap);
-
-		if (p == NULL) {
-			*b = uv_buf_init(NULL, 0);
-			return;
-		}
-		cl->rbuf = p;
+		cl->rbuf = xreallocarray(cl->rbuf, ncap, 1);
 		cl->rcap = ncap;
 	}
 	*b = uv_buf_init(cl->rbuf + cl->rlen, (unsigned)(cl->rcap - cl->rlen));
@@ -636,9 +621,7 @@ control_connection_cb(uv_stream_t *server, int status)
 		log_warn("control: accept failed: %s", uv_strerror(status));
 		return;
 	}
-	cl = calloc(1, sizeof *cl);
-	if (cl == NULL)
-		return;
+	cl = xcalloc(1, sizeof *cl);
 	cl->c = c;
 	buf_init(&cl->resp);
 	uv_pipe_init(c->loop, &cl->pipe, 0);
@@ -774,9 +757,7 @@ control_new(uv_loop_t *loop, struct sched *s, const char *path,
 			       " for a unix socket (%zu bytes at most): choose a"
 			       " shorter socket path", path,
 			       sizeof(((struct sockaddr_un *)0)->sun_path) - 1);
-	c = calloc(1, sizeof *c);
-	if (c == NULL)
-		return err_set(err, EXIT_INTERNAL, "out of memory");
+	c = xcalloc(1, sizeof *c);
 	c->loop = loop;
 	c->sched = s;
 	c->reload = reload;
@@ -786,7 +767,7 @@ control_new(uv_loop_t *loop, struct sched *s, const char *path,
 	if ((env = getenv("BACKFILLD_TEST_IDLE_TIMEOUT_MS")) != NULL &&
 	    atoll(env) > 0)
 		c->idle_ms = (uint64_t)atoll(env);
-	c->path = strdup(path);
+	c->path = xstrdup(path);
 	if (group != NULL) {
 		gr = getgrnam(group);
 		if (gr == NULL) {

@@ -218,10 +218,8 @@ exec_conn_wap(struct exec_worker *w, struct wh_conn *conn,
 	if (op == 1 && !found) {
 		if (cc->nwap_checked >= EXEC_WAP_CHECKED_MAX)
 			exec_conn_wap_forget(cc, NULL);
-		cc->wap_checked = realloc(cc->wap_checked,
-		    (cc->nwap_checked + 1) * sizeof *cc->wap_checked);
-		if (cc->wap_checked == NULL)
-			abort();
+		cc->wap_checked = xreallocarray(cc->wap_checked,
+		    cc->nwap_checked + 1, sizeof *cc->wap_checked);
 		cc->wap_checked[cc->nwap_checked++] = key;
 		return true;
 	}
