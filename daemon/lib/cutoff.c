@@ -5,13 +5,14 @@
 
 #include <string.h>
 
+/* CUTOFF-1: the one rule of which runs read a fingerprint (the dry run's
+ * "conditional", guard.c's and exec_wap_digest.c's reads). */
 bool
-cutoff_fingerprinted(const struct config *cfg, const struct job_def *j)
+cutoff_fingerprinted(const struct job_def *j, bool distributed)
 {
-	(void)cfg;
 	return j->sql != NULL && j->table != NULL &&
 	       j->partition_column != NULL && j->ndownstream > 0 &&
-	       j->warehouse >= 0;
+	       j->warehouse >= 0 && !distributed;
 }
 
 int

@@ -65,11 +65,15 @@ enum cutoff_verdict {
 
 #define CUTOFF_REASON_UNCHANGED "inputs unchanged"
 
-/* Does a run of job j read its partition's fingerprint (a SQL job with
- * table: and partition_column: that feeds another job; on ClickHouse the
- * live partition before publishing and the stage)?  For a command job,
- * no: its downstream always runs. */
-bool cutoff_fingerprinted(const struct config *cfg, const struct job_def *j);
+/* CUTOFF-1.  Does a run of job j read its partition's fingerprint (a SQL
+ * job with table: and partition_column: that feeds another job; on
+ * ClickHouse the live partition before publishing and the stage)?  For a
+ * command job, no: its downstream always runs.  Nor on the shards of a
+ * Distributed table (distributed: the run publishes into a shard's local
+ * table, or the key check found jd->table Distributed), each of which
+ * holds part of the partition.  The one rule: the dry run's
+ * "conditional" and the runs' reads (guard.c, exec_wap_digest.c). */
+bool cutoff_fingerprinted(const struct job_def *j, bool distributed);
 /* The state store's form of what a run did to its partition (its
  * manifest row's `changed`): 0 identical, 1 changed, -1 anything else;
  * and back. */

@@ -174,31 +174,31 @@ END_TEST
 
 START_TEST(test_fingerprinted)
 {
-	struct warehouse_def whs[3] = {
-		{ .name = "s", .kind = WH_SQLITE },
-		{ .name = "p", .kind = WH_POSTGRES },
-		{ .name = "c", .kind = WH_CLICKHOUSE },
-	};
-	struct config cfg = { .warehouses = whs, .nwarehouses = 3 };
 	int down = 1;
 	struct job_def j = { .name = "fct", .sql = "x", .table = "t",
 		.partition_column = "dt", .warehouse = 0,
 		.downstream_idx = &down, .ndownstream = 1 };
 
-	ck_assert(cutoff_fingerprinted(&cfg, &j));
+	ck_assert(cutoff_fingerprinted(&j, false));
 	j.warehouse = 1;
-	ck_assert(cutoff_fingerprinted(&cfg, &j));
+	ck_assert(cutoff_fingerprinted(&j, false));
 	j.warehouse = 2; /* ClickHouse: the live partition and the stage */
-	ck_assert(cutoff_fingerprinted(&cfg, &j));
+	ck_assert(cutoff_fingerprinted(&j, false));
 	j.warehouse = 0;
 	j.ndownstream = 0; /* nothing reads it: not read */
-	ck_assert(!cutoff_fingerprinted(&cfg, &j));
+	ck_assert(!cutoff_fingerprinted(&j, false));
 	j.ndownstream = 1;
 	j.partition_column = NULL;
-	ck_assert(!cutoff_fingerprinted(&cfg, &j));
+	ck_assert(!cutoff_fingerprinted(&j, false));
 	j.partition_column = "dt";
 	j.sql = NULL; /* a command job */
-	ck_assert(!cutoff_fingerprinted(&cfg, &j));
+	ck_assert(!cutoff_fingerprinted(&j, false));
+	j.sql = "x";
+	/* CUTOFF-1: the shards of a Distributed table each hold part of the
+	 * partition: no run reads its fingerprint, so its downstream is not
+	 * conditional (the dry run said it was) */
+	j.warehouse = 2;
+	ck_assert(!cutoff_fingerprinted(&j, true));
 }
 END_TEST
 

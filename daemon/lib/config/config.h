@@ -184,6 +184,11 @@ struct job_def {
 	/* ClickHouse (docs/clickhouse.md): publish an empty stage partition,
 	 * emptying the live one; default false (refused) */
 	bool allow_empty;
+	/* ClickHouse: table is a Distributed table, as the check of the
+	 * partition keys found it on the server (exec_check_partition_keys,
+	 * at start and before a reload's configuration is used); false when
+	 * not reached.  Not from the file. */
+	bool distributed;
 };
 
 struct config {

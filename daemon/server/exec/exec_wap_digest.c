@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "chsql.h"
+#include "cutoff.h"
 #include "digest.h"
 #include "exec.h"
 #include "exec_int.h"
@@ -66,12 +67,10 @@ exec_wap_sum(const char *dec, char *out)
 bool
 exec_wap_digested(const struct exec_run *run, const struct wap_tables *t)
 {
-	const struct job_def *jd = run->job;
-
 	/* a shard's local table holds part of the partition: the sums of
 	 * the other shards are not there, so it stays unknown (rebuilt) */
-	return jd->ndownstream > 0 && jd->partition_column != NULL &&
-	    strcmp(t->live, jd->table) == 0;
+	return cutoff_fingerprinted(run->job, strcmp(t->live,
+						     run->job->table) != 0);
 }
 
 /*

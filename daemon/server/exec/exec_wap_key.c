@@ -213,7 +213,10 @@ exec_check_partition_keys_report(const struct config *cfg,
 	conns = xcalloc(cfg->nwarehouses + 1, sizeof *conns);
 	tried = xcalloc(cfg->nwarehouses + 1, sizeof *tried);
 	for (size_t i = 0; i < cfg->njobs && rc == 0; i++) {
-		const struct job_def *jd = &cfg->jobs[i];
+		/* its jobs' `distributed` learnt here, before the
+		 * configuration is shared (at start; a reload's checked
+		 * before it is used) */
+		struct job_def *jd = &cfg->jobs[i];
 		int w = jd->warehouse;
 		char local[CHSQL_IDENT_MAX];
 		struct err e;
@@ -235,8 +238,8 @@ exec_check_partition_keys_report(const struct config *cfg,
 			continue;
 		err_clear(&e);
 		local[0] = '\0';
-		if (exec_wap_key_local(conns[w], cfg, jd, NULL, local,
-				       sizeof local, &e) == -1 &&
+		if (exec_wap_key_local(conns[w], cfg, jd, &jd->distributed,
+				       local, sizeof local, &e) == -1 &&
 		    e.code == EXIT_BAD_INPUT) {
 			*err = e;
 			rc = -1;

@@ -176,8 +176,9 @@ guard_fingerprint(struct exec_run *run, struct wh_conn *conn, size_t i,
 	char *sum = after ? g->sum_after : g->sum_before;
 
 	sum[0] = '\0';
-	if (j->ndownstream == 0 || j->partition_column == NULL ||
-	    conn->drv->digest == NULL ||
+	/* CUTOFF-1; a stage (guard_table_over: ClickHouse, whose own
+	 * reads are exec_wap_digest.c's) is not read here */
+	if (!cutoff_fingerprinted(j, false) || conn->drv->digest == NULL ||
 	    guard_table_over != NULL)
 		return 0;
 	if (conn->drv->digest(conn, j->table, j->partition_column,
