@@ -211,14 +211,6 @@ fresh_late(const struct fresh *f, const char *job, part_t *oldest,
 	return n;
 }
 
-bool
-fresh_is_late(const struct fresh *f, const char *job, const char *key)
-{
-	const struct fitem *x = fresh_find(f, job, key);
-
-	return x != NULL && x->it.late;
-}
-
 size_t
 fresh_size(const struct fresh *f)
 {

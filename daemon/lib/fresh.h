@@ -59,8 +59,6 @@ int64_t fresh_advance(struct fresh *f, int64_t now, fresh_late_cb cb,
  * partition; *oldest untouched when none). */
 int64_t fresh_late(const struct fresh *f, const char *job, part_t *oldest,
 		   char oldest_key[CAL_KEY_MAX]);
-/* Whether (job, key) is late. */
-bool fresh_is_late(const struct fresh *f, const char *job, const char *key);
 /* Call cb for each late item of job. */
 void fresh_each_late(const struct fresh *f, const char *job,
 		     void (*cb)(const struct fresh_item *it, void *data),

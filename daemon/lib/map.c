@@ -39,12 +39,6 @@ map_state_name(enum map_state s)
 	return s < MAP_NSTATES ? map_names[s] : "?";
 }
 
-char
-map_state_letter(enum map_state s)
-{
-	return s < MAP_NSTATES ? map_letters[s] : '?';
-}
-
 int
 map_init(struct map *m, enum grain g, part_t from, part_t to, struct err *err)
 {

@@ -37,9 +37,8 @@ enum map_state {
 	MAP_RUNNING,
 	MAP_NSTATES
 };
-/* The state's name in JSON and the legend, and its calendar letter. */
+/* The state's name in JSON and the legend. */
 const char *map_state_name(enum map_state s);
-char map_state_letter(enum map_state s);
 
 struct map {
 	enum grain grain;

@@ -266,12 +266,6 @@ store_pg_fence(struct store *st, int64_t generation)
 	p->fence = generation > 0 ? generation : 0;
 }
 
-bool
-store_pg_deposed(const struct store *st)
-{
-	return ((const struct pgst *)st)->deposed;
-}
-
 /* The planner's open, fenced transaction, or -1 with err. */
 static int
 pgst_planner_tx(struct pgst *p, const char *what, struct err *err)

@@ -28,8 +28,6 @@ int store_pg_open(const char *conninfo, const char *password_file,
  * not; 0 turns the check off.
  */
 void store_pg_fence(struct store *st, int64_t generation);
-/* Did the last transaction the store tried to open fail its fence? */
-bool store_pg_deposed(const struct store *st);
 
 /*
  * The planner's work rows in its own transaction (reached through dlsym;

@@ -209,7 +209,6 @@ struct pgst {
 	char *conninfo;
 	char *password_file;
 	int64_t fence;     /* the lease generation it must see, 0: none */
-	bool deposed;      /* the last fence check failed */
 	bool prepared;     /* the connection has the statements */
 	bool tx;           /* a transaction is open */
 	bool deferred;     /* ... opened by defer: flush commits it */

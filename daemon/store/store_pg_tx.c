@@ -183,7 +183,6 @@ pgst_sync(struct pgst *p)
 		if (PQresultStatus(r) == PGRES_FATAL_ERROR && !p->aborted &&
 		    nulls < p->npiped &&
 		    p->answer[nulls].fn == pgst_fence_answer) {
-			p->deposed = true;
 			snprintf(msg, sizeof msg, "deposed: another node holds"
 				 " the planner lease");
 			p->aborted = true;
@@ -665,14 +664,14 @@ pgst_tx_open(struct pgst *p, struct err *err)
 	return 0;
 }
 
-/* The fence check's answer: it passed (a failure marks the store deposed,
- * pgst_sync). */
+/* The fence check's answer: it passed, nothing to keep (pgst_sync knows
+ * a failed one by this function and aborts the transaction, deposed). */
 static void
 pgst_fence_answer(struct pgst *p, PGresult *r, size_t arg)
 {
+	(void)p;
 	(void)r;
 	(void)arg;
-	p->deposed = false;
 }
 
 /* COMMIT's answer: committed, unless the server says ROLLBACK (its

@@ -58,18 +58,6 @@ lease_node_dead(int64_t last_seen_ms, int64_t now_ms, int64_t lease_s)
 	return now_ms - last_seen_ms > lease_s * 1000;
 }
 
-size_t
-lease_dead_nodes(const struct lease_node *nodes, size_t n, int64_t now_ms,
-		 int64_t lease_s, size_t *dead)
-{
-	size_t i, k = 0;
-
-	for (i = 0; i < n; i++)
-		if (lease_node_dead(nodes[i].last_seen_ms, now_ms, lease_s))
-			dead[k++] = i;
-	return k;
-}
-
 /* Append to buf (a line being built, at *o) without overflowing it. */
 static void
 lease_append(char *buf, size_t len, size_t *o, const char *s)
@@ -178,10 +166,4 @@ lease_share(int max_concurrency, int live_nodes)
 	share = max_concurrency / live_nodes +
 		(max_concurrency % live_nodes != 0);
 	return share < 1 ? 1 : share;
-}
-
-bool
-lease_fenced_out(int64_t store_incarnation, int64_t my_incarnation)
-{
-	return store_incarnation != my_incarnation;
 }

@@ -77,10 +77,6 @@ struct lease_node {
 
 /* True when a node last seen at last_seen_ms is dead at now_ms (rule 3). */
 bool lease_node_dead(int64_t last_seen_ms, int64_t now_ms, int64_t lease_s);
-/* The indices of the dead nodes among n, into dead (room for n); returns
- * how many. */
-size_t lease_dead_nodes(const struct lease_node *nodes, size_t n,
-			int64_t now_ms, int64_t lease_s, size_t *dead);
 
 /*
  * When the live nodes run different configurations, write one line into
@@ -111,9 +107,5 @@ bool lease_job_stranded(char *const *nodes, size_t n,
  * knows).
  */
 int lease_share(int max_concurrency, int live_nodes);
-
-/* True when the node was declared dead while it still ran (rule 4): the
- * store holds another incarnation than the one it registered with. */
-bool lease_fenced_out(int64_t store_incarnation, int64_t my_incarnation);
 
 #endif

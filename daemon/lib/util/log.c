@@ -64,13 +64,6 @@ log_set_level(int level)
 	atomic_store(&log_level, level);
 }
 
-/* The current level. */
-int
-log_get_level(void)
-{
-	return atomic_load(&log_level);
-}
-
 /* Level name -> level; 0, or -1 when the name is unknown. */
 int
 log_parse_level(const char *s, int *level)

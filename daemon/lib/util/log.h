@@ -21,7 +21,6 @@ enum log_level {
 /* Decide the line format from the environment (JOURNAL_STREAM). */
 void log_init(const char *progname);
 void log_set_level(int level);
-int log_get_level(void);
 /* "err|error", "warning|warn", "notice", "info", "debug" -> level. */
 int log_parse_level(const char *s, int *level);
 
