@@ -292,6 +292,20 @@ START_TEST(test_table)
 	ck_assert(!(cmdspec_status.flags & CMDSPEC_STREAMS));
 	ck_assert_ptr_eq(cmdspec_find("wait"), &cmdspec_wait);
 	ck_assert(cmdspec_wait.flags & CMDSPEC_CONTROL);
+	/* the control socket's and the forwarding's flags, by name */
+	ck_assert(cmdspec_is("wait", CMDSPEC_CONTROL));
+	ck_assert(!cmdspec_is("status", CMDSPEC_CONTROL));
+	ck_assert(!cmdspec_is("nonesuch", CMDSPEC_CONTROL));
+	ck_assert(!cmdspec_is(NULL, CMDSPEC_CONTROL));
+	for (size_t i = 0; i < cmdspec_count; i++) {
+		const char *n = cmdspec_table[i]->name;
+		bool local = strcmp(n, "runs") == 0 ||
+			     strcmp(n, "reload") == 0 ||
+			     strcmp(n, "logs") == 0;
+
+		ck_assert_msg(cmdspec_is(n, CMDSPEC_LOCAL) == local,
+			      "%s answered by a node itself", n);
+	}
 	ck_assert_ptr_eq(cmdspec_find("completion"), &cmdspec_completion);
 	ck_assert(cmdspec_completion.flags & CMDSPEC_CLIENT);
 	ck_assert(cmdspec_mark.flags & CMDSPEC_MANY);

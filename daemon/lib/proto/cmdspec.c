@@ -284,7 +284,7 @@ const struct cmdspec cmdspec_runs = {
 	"  --json               print JSON (every matching run unless "
 	"--limit)\n"
 	"  --jsonl              print one JSON object per line\n",
-	CMDSPEC_STREAMS,
+	CMDSPEC_STREAMS | CMDSPEC_LOCAL,
 	cmdspec_runs_opts, cmdspec_none, 0, cmdspec_runs_check, NULL
 };
 
@@ -359,7 +359,7 @@ const struct cmdspec cmdspec_reload = {
 	"  --json               print JSON: {added, removed, changed, "
 	"warehouses,\n"
 	"                       settings, cancelled}\n",
-	CMDSPEC_MUTATES,
+	CMDSPEC_MUTATES | CMDSPEC_LOCAL,
 	cmdspec_reload_opts, cmdspec_none, 0, NULL, NULL
 };
 
@@ -489,7 +489,7 @@ const struct cmdspec cmdspec_logs = {
 	"                       return when it ends\n"
 	"  --raw                the bytes as the command wrote them, for a\n"
 	"                       pipe or a file (refused on a terminal)\n",
-	CMDSPEC_STREAMS,
+	CMDSPEC_STREAMS | CMDSPEC_LOCAL,
 	cmdspec_logs_opts, cmdspec_logs_pos, 2, NULL, NULL
 };
 
@@ -510,6 +510,14 @@ cmdspec_find(const char *name)
 		if (strcmp(cmdspec_table[i]->name, name) == 0)
 			return cmdspec_table[i];
 	return NULL;
+}
+
+bool
+cmdspec_is(const char *name, int flag)
+{
+	const struct cmdspec *cs = name != NULL ? cmdspec_find(name) : NULL;
+
+	return cs != NULL && (cs->flags & flag) != 0;
 }
 
 /* The number of arguments of a list. */

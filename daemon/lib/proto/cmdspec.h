@@ -185,6 +185,10 @@ struct cmdspec_req {
 #define CMDSPEC_MANY 0x10   /* the last positional repeats: backfillctl
 			     * sends its values joined by commas (its kind
 			     * is CMDSPEC_LIST) */
+#define CMDSPEC_LOCAL 0x20  /* several hosts: a node answers it itself,
+			     * never forwarded to the planner (runs reads
+			     * the shared store, reload this node's
+			     * configuration, logs its log folder) */
 
 /* Where a check reads the values: the value of request field `field`,
  * or NULL when absent (proto_get for the daemon, argv for the client). */
@@ -198,7 +202,7 @@ struct cmdspec {
 	const char *name;
 	const char *usage;          /* the synopsis, after "backfillctl " */
 	const char *help;           /* what it does, and its options */
-	int flags;                  /* CMDSPEC_MUTATES, CMDSPEC_STREAMS */
+	int flags;                  /* CMDSPEC_MUTATES, CMDSPEC_STREAMS, ... */
 	const struct cmdspec_arg *opts;
 	const struct cmdspec_arg *pos;
 	int minpos;                 /* the first minpos positionals are
@@ -231,6 +235,8 @@ extern const size_t cmdspec_count;
 
 /* The command called name, or NULL. */
 const struct cmdspec *cmdspec_find(const char *name);
+/* Whether the command called name (NULL: none) is one with flag. */
+bool cmdspec_is(const char *name, int flag);
 /* Its number of options, and of positionals. */
 int cmdspec_nopts(const struct cmdspec *cs);
 int cmdspec_npos(const struct cmdspec *cs);

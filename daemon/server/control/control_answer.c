@@ -271,7 +271,7 @@ client_handle_here(struct client *cl, const struct proto_msg *req,
 			     " (cmd=...): see backfillctl --help");
 		return;
 	}
-	if (strcmp(cmd, "wait") == 0) {
+	if (cmdspec_is(cmd, CMDSPEC_CONTROL)) { /* wait */
 		client_wait(cl, req);
 		return;
 	}

@@ -37,10 +37,10 @@ client_forwards(struct client *cl, const struct proto_msg *req)
 		return false;
 	if (!st.db_ok && strcmp(cmd, "status") == 0)
 		return false;
-	/* served here: runs reads the shared store; reload reads this
-	 * node's own configuration; logs this node's log folder */
-	return strcmp(cmd, "runs") != 0 && strcmp(cmd, "reload") != 0 &&
-	    strcmp(cmd, "logs") != 0;
+	/* served here: the spec's CMDSPEC_LOCAL (runs reads the shared
+	 * store; reload this node's own configuration; logs this node's
+	 * log folder) */
+	return !cmdspec_is(cmd, CMDSPEC_LOCAL);
 }
 
 /* No planner answered a forwarded request: one line, exit 3; a status
@@ -233,7 +233,7 @@ client_forward(struct client *cl, const struct proto_msg *req,
 			     " daemon's user or the socket's group");
 		return;
 	}
-	if (strcmp(proto_get(req, "cmd"), "wait") == 0) {
+	if (cmdspec_is(proto_get(req, "cmd"), CMDSPEC_CONTROL)) {
 		free(cl->fwd);
 		cl->fwd = xmalloc(len);
 		memcpy(cl->fwd, raw, len);

@@ -175,7 +175,7 @@ control_mail_one(struct control *c, const struct cluster_mail *m,
 	int64_t id;
 	const char *cmd = proto_get(req, "cmd");
 
-	if (cmd != NULL && strcmp(cmd, "wait") == 0) {
+	if (cmdspec_is(cmd, CMDSPEC_CONTROL)) { /* wait */
 		if (control_wait_id(req, &id, &err) < 0) {
 			proto_begin(f, PROTO_RESPONSE);
 			proto_add_int(f, "status", EXIT_BAD_INPUT);
