@@ -69,6 +69,7 @@
 
 #include "clock_ms.h"
 #include "digest.h"
+#include "fnv.h"
 #include "sqlscan.h"
 #include "wh.h"
 #include "wh_sqlite_clock.h"
@@ -1060,18 +1061,8 @@ whsql_query_column(struct wh_conn *conn, const char *sql,
 	return 0;
 }
 
-/* FNV-1a over bytes, continuing from h. */
-static uint64_t
-whsql_fnv(uint64_t h, const void *p, size_t n)
-{
-	const unsigned char *b = p;
-
-	for (size_t i = 0; i < n; i++) {
-		h ^= b[i];
-		h *= 0x100000001b3ULL;
-	}
-	return h;
-}
+/* FNV-1a over bytes, continuing from h (fnv.h). */
+#define whsql_fnv fnv1a64
 
 /* FNV-1a over v as 8 bytes, least significant first (the same hash on
  * every host). */
@@ -1150,7 +1141,7 @@ whsql_digest(struct wh_conn *conn, const char *table, const char *column,
 	}
 	sqlite3_bind_text(st, 1, partition, -1, SQLITE_STATIC);
 	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
-		uint64_t h = 0xcbf29ce484222325ULL;
+		uint64_t h = FNV1A64_INIT;
 		int ncol = sqlite3_column_count(st);
 
 		for (int i = 0; i < ncol; i++)

@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "buf.h"
+#include "fnv.h"
 #include "text.h"
 
 /* The rendering of one byte by the rule. */
@@ -217,6 +218,24 @@ START_TEST(test_figure)
 }
 END_TEST
 
+/* UTIL-1: FNV-1a, the published test vectors, and text_hash_pair as the
+ * hash of "a" 0xff "b" (its values name things: they never change). */
+START_TEST(test_fnv)
+{
+	ck_assert_uint_eq(fnv1a32(FNV1A32_INIT, "", 0), 0x811c9dc5u);
+	ck_assert_uint_eq(fnv1a32(FNV1A32_INIT, "a", 1), 0xe40c292cu);
+	ck_assert_uint_eq(fnv1a32(FNV1A32_INIT, "foobar", 6), 0xbf9cf968u);
+	ck_assert_uint_eq(fnv1a64(FNV1A64_INIT, "a", 1),
+			  0xaf63dc4c8601ec8cULL);
+	ck_assert_uint_eq(fnv1a64(FNV1A64_INIT, "foobar", 6),
+			  0x85944171f73967e8ULL);
+	ck_assert_uint_eq(fnv1a64(fnv1a64(FNV1A64_INIT, "foo", 3), "bar", 3),
+			  0x85944171f73967e8ULL);
+	ck_assert_uint_eq(text_hash_pair("job", "2026-01-01"),
+			  fnv1a32(FNV1A32_INIT, "job\xff" "2026-01-01", 14));
+}
+END_TEST
+
 START_TEST(test_byte)
 {
 	char e[5];
@@ -251,6 +270,7 @@ main(void)
 	tcase_add_test(tc, test_double);
 	tcase_add_test(tc, test_figure);
 	tcase_add_test(tc, test_byte);
+	tcase_add_test(tc, test_fnv);
 	suite_add_tcase(s, tc);
 	sr = srunner_create(s);
 	srunner_run_all(sr, CK_ENV);

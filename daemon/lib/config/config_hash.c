@@ -8,21 +8,11 @@
 #include <stdio.h>
 #include <string.h>
 
-/* FNV-1a 64 over bytes, continuing from h. */
-static uint64_t
-cfg_fnv(uint64_t h, const void *buf, size_t n)
-{
-	const unsigned char *c = buf;
-	size_t i;
+#include "fnv.h"
 
-	for (i = 0; i < n; i++) {
-		h ^= c[i];
-		h *= 0x100000001b3ULL;
-	}
-	return h;
-}
-
-#define CFG_FNV_INIT 0xcbf29ce484222325ULL
+/* FNV-1a 64 over bytes, continuing from h (fnv.h). */
+#define cfg_fnv fnv1a64
+#define CFG_FNV_INIT FNV1A64_INIT
 
 /* Hash one tagged field: "tag:LEN:bytes", or "tag:-" for NULL. */
 static uint64_t

@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "buf.h"
+#include "fnv.h"
 
 /* Whether c is a byte the rule escapes. */
 static bool
@@ -156,12 +157,8 @@ text_figure(double v, char *out, size_t size)
 unsigned
 text_hash_pair(const char *a, const char *b)
 {
-	uint32_t h = 2166136261u;
+	uint32_t h = fnv1a32(FNV1A32_INIT, a, strlen(a));
 
-	for (const char *p = a; *p; p++)
-		h = (h ^ (unsigned char)*p) * 16777619u;
-	h = (h ^ 0xff) * 16777619u;
-	for (const char *p = b; *p; p++)
-		h = (h ^ (unsigned char)*p) * 16777619u;
-	return h;
+	h = fnv1a32(h, "\xff", 1);
+	return fnv1a32(h, b, strlen(b));
 }

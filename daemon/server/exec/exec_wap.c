@@ -24,6 +24,7 @@
 #include "exec.h"
 #include "exec_int.h"
 #include "exec_wap.h"
+#include "fnv.h"
 #include "guard.h"
 #include "log.h"
 #include "wh.h"
@@ -74,16 +75,13 @@ static void
 exec_wap_tables_of(const struct config *cfg, const char *live,
 		   struct wap_tables *t)
 {
-	uint32_t h = 2166136261u;
 	char base[CHSQL_IDENT_MAX + 16];
 
 	t->live = live;
 	snprintf(base, sizeof base, "%s", live);
-	if (config_is_cluster(cfg) && cfg->node != NULL) {
-		for (const char *p = cfg->node; *p; p++)
-			h = (h ^ (unsigned char)*p) * 16777619u;
-		snprintf(base, sizeof base, "%s_n%08x", live, h);
-	}
+	if (config_is_cluster(cfg) && cfg->node != NULL)
+		snprintf(base, sizeof base, "%s_n%08x", live,
+			 fnv1a32(FNV1A32_INIT, cfg->node, strlen(cfg->node)));
 	chsql_stage_name(base, t->stage, sizeof t->stage);
 	chsql_mark_name(base, t->mark, sizeof t->mark);
 }
