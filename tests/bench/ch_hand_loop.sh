@@ -1,29 +1,19 @@
 #!/usr/bin/env bash
 # ch_hand_loop.sh DATES_FILE WEEKS_FILE
-# The loop a user writes on ClickHouse: per date, one clickhouse-client for
-# the mutation ALTER TABLE ... DELETE WHERE dt = ..., clickhouse-client
-# polling system.mutations until it is done (back to back, no sleep:
-# 18.16 has no mutations_sync), then one clickhouse-client for the INSERT
-# ... SELECT; then the same per affected ISO week of the mart.  Readers see
-# the partition empty, or old and new rows together, meanwhile.
+# The loop a skilled ClickHouse user writes: per date, one clickhouse-client
+# --multiquery with ALTER TABLE ... DROP PARTITION of the day and the
+# INSERT ... SELECT that rebuilds it; then the same per affected ISO week
+# of the mart.  Not atomic: readers see each day empty between its DROP
+# and its INSERT, and a failed INSERT leaves it empty.
 set -euo pipefail
 . "$(dirname "$0")/ch_common.sh"
 need_args "$@"
 
-wait_mutations() {  # wait_mutations TABLE
-  while [ "$("${CH[@]}" -q "SELECT count() FROM system.mutations
-      WHERE database = currentDatabase() AND table = '$1' AND NOT is_done")" != 0 ]; do
-    :
-  done
-}
-
 while read -r d; do
-  "${CH[@]}" -q "ALTER TABLE fct_daily_sales DELETE WHERE dt = toDate('$d')"
-  wait_mutations fct_daily_sales
-  "${CH[@]}" -q "INSERT INTO fct_daily_sales ${FACT_SELECT//@D@/$d}"
+  "${CH[@]}" --multiquery -q "ALTER TABLE fct_daily_sales DROP PARTITION '$d';
+INSERT INTO fct_daily_sales ${FACT_SELECT//@D@/$d}"
 done < "$1"
 while read -r w; do
-  "${CH[@]}" -q "ALTER TABLE mart_weekly_sales DELETE WHERE week_start = toDate('$w')"
-  wait_mutations mart_weekly_sales
-  "${CH[@]}" -q "INSERT INTO mart_weekly_sales ${WEEK_SELECT//@D@/$w}"
+  "${CH[@]}" --multiquery -q "ALTER TABLE mart_weekly_sales DROP PARTITION '$w';
+INSERT INTO mart_weekly_sales ${WEEK_SELECT//@D@/$w}"
 done < "$2"
