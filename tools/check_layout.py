@@ -41,7 +41,12 @@
       file of the scheduler is in one layer and every arrow of (d) goes
       from a layer to a higher-numbered one (down);
   (f) no folder of daemon/ holds more than MAX_FOLDER_FILES source files
-      (.c and .h, its subfolders not counted).
+      (.c and .h, its subfolders not counted);
+  (g) no raw allocation outside daemon/lib/util/xalloc.c: a call of
+      malloc, calloc, realloc, reallocarray, strdup, strndup, asprintf or
+      vasprintf (xalloc.h's wrappers abort on exhaustion, so no caller
+      checks for NULL); a file that must (a library's allocator hook)
+      is listed in RAW_ALLOC with its reason.
 
 Each violation is printed as one line.  KNOWN below lists the violations
 known today, one line each with its figure, as this script prints them:
@@ -70,9 +75,6 @@ import sys
 # file or function that grows past it fails.  Those of other files than
 # the scheduler's, fixed in parallel: the list only shrinks, to empty.
 KNOWN = """
-# to fold: issue 43 (JSON's timestamps written by the calendar's format)
-include daemon/lib/util/json.c lib/calendar.h
-call daemon/lib/util/json.c lib 1
 """.strip().splitlines()
 
 MAX_FILE_LINES = 1200
@@ -108,6 +110,13 @@ MAY_USE = {
 for _d in LIB:
     MAY_USE.setdefault(_d, LIB)
 SCHED_DIR = 'daemon/server/sched'
+
+# (g): the calls xalloc.h wraps, and the files allowed them, with why.
+RAW_ALLOC_CALLS = {'malloc', 'calloc', 'realloc', 'reallocarray', 'strdup',
+                   'strndup', 'asprintf', 'vasprintf'}
+RAW_ALLOC = {
+    'daemon/lib/util/xalloc.c': 'the wrappers themselves',
+}
 SCHED_FILES = re.compile(r'^(scheduler|sched_[A-Za-z0-9_]+)\.c$')
 
 KEYWORDS = {
@@ -379,6 +388,26 @@ def check_folders(root):
     return out
 
 
+def check_alloc(root):
+    """(g): one (key, None, line) per raw allocation call (never
+    tolerated: a file that must is listed in RAW_ALLOC)."""
+    out = []
+    for path, rel in c_files(root, 'daemon'):
+        if rel in RAW_ALLOC:
+            continue
+        with open(path, encoding='utf-8', errors='replace') as f:
+            toks = list(tokens(strip_c(f.read())))
+        for k, (t, line) in enumerate(toks):
+            if (t in RAW_ALLOC_CALLS and k + 1 < len(toks) and
+                    toks[k + 1][0] == '(' and
+                    (k == 0 or toks[k - 1][0] not in ('.', '->'))):
+                key = 'alloc %s:%d %s' % (rel, line, t)
+                out.append((key, None, '%s (use x%s of lib/util/xalloc.h,'
+                            ' or list the file in RAW_ALLOC with its'
+                            ' reason)' % (key, t)))
+    return out
+
+
 @functools.lru_cache(maxsize=None)
 def sched_graph(root):
     """The scheduler's files: {file: {file it uses: [(fn, name)]}}."""
@@ -547,7 +576,8 @@ def check(root, known_lines):
     """The lines to print and whether the tree holds."""
     known = parse_known(known_lines)
     found = (check_sizes(root) + check_includes(root) + check_calls(root) +
-             check_folders(root) + check_cycles(root) + check_layers(root))
+             check_folders(root) + check_cycles(root) + check_layers(root) +
+             check_alloc(root))
     lines, ok, seen = [], True, set()
     for key, figure, line in found:
         seen.add(key)

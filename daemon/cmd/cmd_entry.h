@@ -80,6 +80,9 @@ struct cmd_keys {
 	size_t n, cap;
 };
 int cmd_keys_cb(const char *key, void *data, struct err *err);
+/* Epoch milliseconds as a JSON string of its ISO-8601 UTC time
+ * (cal_format_iso_ms), or null when !has (cmd_runs.c). */
+void cmd_json_time(struct buf *b, int64_t ms, bool has);
 
 /* reload (cmd_changed.c): per job whose code version changed, the
  * partitions older versions built, `backfill JOB --changed` and its

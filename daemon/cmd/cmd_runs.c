@@ -37,6 +37,19 @@ struct runs_ctx {
 	char head[512]; /* a line above the table, or "" */
 };
 
+void
+cmd_json_time(struct buf *b, int64_t ms, bool has)
+{
+	char t[CAL_KEY_MAX];
+
+	if (!has) {
+		buf_addstr(b, "null");
+		return;
+	}
+	cal_format_iso_ms(ms, t);
+	json_str(b, t);
+}
+
 /* One run as a JSON object (an element of the array, or a line). */
 static void
 runs_json_row(struct runs_ctx *rc, const struct store_run_row *r,
@@ -57,9 +70,9 @@ runs_json_row(struct runs_ctx *rc, const struct store_run_row *r,
 	json_str(out, r->key);
 	buf_printf(out, ", \"attempt\": %d, \"state\": \"%s\","
 		   " \"started_at\": ", r->attempt, r->state);
-	json_time(out, r->started_at, r->has_started_at);
+	cmd_json_time(out, r->started_at, r->has_started_at);
 	buf_addstr(out, ", \"finished_at\": ");
-	json_time(out, r->finished_at, r->has_finished_at);
+	cmd_json_time(out, r->finished_at, r->has_finished_at);
 	buf_addstr(out, ", \"error\": ");
 	json_str(out, r->error);
 	buf_printf(out, ", \"warnings\": %s",

@@ -39,7 +39,7 @@ stale_render_cb(int job, part_t part, bool built, int64_t built_at,
 		buf_addstr(sc->out, ", \"partition\": ");
 		json_str(sc->out, key);
 		buf_addstr(sc->out, ", \"built_at\": ");
-		json_time(sc->out, built_at, built);
+		cmd_json_time(sc->out, built_at, built);
 		buf_addstr(sc->out, ", \"newer_inputs\": [");
 		for (size_t i = 0; i < nin; i++) {
 			const struct job_def *ij = &cfg->jobs[in[i].job];
@@ -49,7 +49,7 @@ stale_render_cb(int job, part_t part, bool built, int64_t built_at,
 			buf_addstr(sc->out, ", \"partition\": ");
 			json_str(sc->out, ik);
 			buf_addstr(sc->out, ", \"built_at\": ");
-			json_time(sc->out, in[i].built_at, true);
+			cmd_json_time(sc->out, in[i].built_at, true);
 			buf_addstr(sc->out, "}");
 		}
 		buf_addstr(sc->out, "]}");

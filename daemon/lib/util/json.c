@@ -5,8 +5,6 @@
 
 #include <stdio.h>
 
-#include "calendar.h"
-
 /* Length of the valid UTF-8 sequence at s (1..4), or 0 if it is not one. */
 static size_t
 json_utf8_len(const unsigned char *s)
@@ -115,18 +113,4 @@ json_keys(struct buf *b, const char *const *k, size_t n)
 	for (size_t i = 0; i < n; i++)
 		buf_printf(b, "%s\"%s\"", i ? ", " : "", k[i]);
 	buf_addstr(b, "]");
-}
-
-/* An ISO-8601 time or null. */
-void
-json_time(struct buf *b, int64_t ms, bool has)
-{
-	char t[CAL_KEY_MAX];
-
-	if (!has) {
-		buf_addstr(b, "null");
-		return;
-	}
-	cal_format_iso_ms(ms, t);
-	json_str(b, t);
 }

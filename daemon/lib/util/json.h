@@ -21,7 +21,5 @@ void json_str(struct buf *b, const char *s);
 void json_strv(struct buf *b, char *const *v, size_t n);
 /* An array of n names that need no escaping (config keys). */
 void json_keys(struct buf *b, const char *const *k, size_t n);
-/* Epoch milliseconds as an ISO-8601 UTC string, or null when !has. */
-void json_time(struct buf *b, int64_t ms, bool has);
 
 #endif
