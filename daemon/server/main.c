@@ -940,8 +940,7 @@ daemon_start(struct daemon *d, struct err *err)
 	if (exec_new(&d->loop, cfg->max_concurrency, &d->exec, err) < 0)
 		return EXIT_WORK_FAILED;
 	d->cfg = NULL; /* the scheduler holds it now */
-	if (sched_new(&d->loop, d->store, d->exec, cfg, logdir, &d->sched, err) < 0)
-		return EXIT_WORK_FAILED;
+	d->sched = sched_new(&d->loop, d->store, d->exec, cfg, logdir);
 	daemon_start_hooks(d);
 	sched_on_store_failure(d->sched, daemon_store_failed_cb, d);
 	if (control_new(&d->loop, d->sched, cfg->socket, cfg->socket_group,
@@ -950,7 +949,7 @@ daemon_start(struct daemon *d, struct err *err)
 	daemon_start_signals(d);
 	daemon_watch_test_clock(d);
 	if (cluster ? daemon_cluster_open(d, logdir, err) < 0 :
-	    sched_start(d->sched, err) < 0)
+	    sched_start_adopt(d->sched, NULL, 0, NULL, err) < 0)
 		return EXIT_WORK_FAILED;
 	if (daemon_start_http(d, err) < 0)
 		return EXIT_BAD_INPUT;

@@ -66,14 +66,6 @@ cfg_h_grain(struct cfg_parser *p, void *obj, const struct cfg_key *k,
 	return 0;
 }
 
-/* sql: inline SQL text. */
-static int
-cfg_h_sql(struct cfg_parser *p, void *obj, const struct cfg_key *k,
-	  yaml_node_t *key, yaml_node_t *val)
-{
-	return cfg_h_str(p, obj, k, key, val);
-}
-
 /* sql_file: a path, read now into job->sql. */
 static int
 cfg_h_sql_file(struct cfg_parser *p, void *obj, const struct cfg_key *k,
@@ -238,7 +230,7 @@ const struct cfg_key cfg_job_keys[] = {
 	  CFG_JOB(retry_backoff), 0, CFG_DURATION, 0 },
 	{ "timeout", YAML_SCALAR_NODE, cfg_h_duration, CFG_JOB(timeout), 0,
 	  CFG_DURATION " (0s: none)", 0 },
-	{ "sql", YAML_SCALAR_NODE, cfg_h_sql, CFG_JOB(sql), 0, "SQL text", 0 },
+	{ "sql", YAML_SCALAR_NODE, cfg_h_str, CFG_JOB(sql), 0, "SQL text", 0 },
 	{ "sql_file", YAML_SCALAR_NODE, cfg_h_sql_file, CFG_JOB(sql_file), 0,
 	  "a file path", 0 },
 	{ "command", YAML_SEQUENCE_NODE, cfg_h_command, 0, 0,

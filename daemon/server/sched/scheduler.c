@@ -122,14 +122,12 @@ sched_index_jobs(struct sched *s)
 	manifest_reindex(&s->m, s->cfg);
 }
 
-int
+struct sched *
 sched_new(uv_loop_t *loop, struct store *store, struct exec *exec,
-	  struct config *cfg, const char *log_dir, struct sched **out,
-	  struct err *err)
+	  struct config *cfg, const char *log_dir)
 {
 	struct sched *s = xcalloc(1, sizeof *s);
 
-	(void)err;
 	s->loop = loop;
 	s->store = store;
 	s->exec = exec;
@@ -149,14 +147,7 @@ sched_new(uv_loop_t *loop, struct store *store, struct exec *exec,
 	uv_idle_init(loop, &s->step);
 	s->step.data = s;
 	s->step_cb = sched_step_cb;
-	*out = s;
-	return 0;
-}
-
-int
-sched_start(struct sched *s, struct err *err)
-{
-	return sched_start_adopt(s, NULL, 0, NULL, err);
+	return s;
 }
 
 int

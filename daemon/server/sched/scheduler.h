@@ -33,15 +33,15 @@
 struct sched;
 struct hooks;
 
-int sched_new(uv_loop_t *loop, struct store *store, struct exec *exec,
-	      struct config *cfg, const char *log_dir, struct sched **out,
-	      struct err *err);
-/* Load the open manifest, recover crashed runs, run the schedule once and
- * start dispatching. */
-int sched_start(struct sched *s, struct err *err);
+/* A scheduler over cfg (it holds cfg from now on), dormant until
+ * sched_start_adopt. */
+struct sched *sched_new(uv_loop_t *loop, struct store *store,
+			struct exec *exec, struct config *cfg,
+			const char *log_dir);
 /* Several hosts, before this node claims work: end the command process
  * groups this daemon's previous life on this host left running (found by
- * their marker, proc.h), as sched_start does for a daemon on its own. */
+ * their marker, proc.h), as sched_start_adopt does for a daemon on its
+ * own. */
 void sched_end_local_orphans(struct sched *s);
 
 /*
@@ -50,7 +50,7 @@ void sched_end_local_orphans(struct sched *s);
  * sched_run_begin recorded; the run's done_cb is called when its result
  * comes back (the same chain as a local run).  cancel() asks for it to
  * stop (its done_cb follows).  A scheduler with a remote is dormant (no
- * dispatch, no schedule) until sched_start.
+ * dispatch, no schedule) until sched_start_adopt.
  */
 struct sched_remote {
 	void (*submit)(void *data, struct exec_run *run);
@@ -62,7 +62,9 @@ struct sched_remote {
 };
 void sched_set_remote(struct sched *s, const struct sched_remote *remote);
 /*
- * sched_start for a new planner (docs/several-hosts.md): the runs rows
+ * Load the open manifest, recover crashed runs, run the schedule once and
+ * start dispatching.  A daemon on its own passes no rows (NULL, 0, NULL).
+ * For a new planner (docs/several-hosts.md): the runs rows
  * left running that a work row of rows[] carries (adopt.h) stay running
  * and are handed to the remote's adopt() with their done_cb, as if this
  * planner had started them; the others are recovered (failed as
