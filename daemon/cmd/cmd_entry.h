@@ -72,7 +72,7 @@ void cmd_shards_partial(struct cmd_ctx *ctx, const char *only, bool json,
 void cmd_nodes_text(struct cmd_ctx *ctx, struct buf *out);
 
 /* Partitions of job j collected by key (backfill's ways of choosing
- * them, cmd_changed.c): cmd_keys_cb adds one key of the job's grain (a
+ * them, cmd_backfill.c): cmd_keys_cb adds one key of the job's grain (a
  * store_key_cb; other text is left out). */
 struct cmd_keys {
 	const struct job_def *j;
