@@ -235,6 +235,28 @@ class CheckLayout(unittest.TestCase):
         self.assertEqual(out, ['files daemon/wh 31 (above 30)'])
         self.assertEqual(rc, 1)
 
+    def test_raw_allocation_outside_xalloc(self):
+        t = Tree(self)
+        t.write('daemon/lib/util/xalloc.c', 'void *\nxmalloc(unsigned long n)'
+                '\n{\n\treturn malloc(n);\n}\n')  # the wrapper: allowed
+        t.write('daemon/store/ok.c', '/* malloc(1) in a comment */\n'
+                'void\nok(struct a *a)\n{\n\tchar *p = xmalloc(1), *q ='
+                ' xstrdup("strdup(x)");\n\n\ta->malloc(2);\n'
+                '\t(void)p; (void)q;\n}\n')
+        t.write('daemon/server/raw.c', 'void\nraw(void)\n{\n'
+                '\tchar *p = calloc(1, 2);\n\tchar *s = strdup("a");\n'
+                '\t(void)p; (void)s;\n}\n')
+        rc, out = t.check()
+        self.assertEqual(out, [
+            'alloc daemon/server/raw.c:4 calloc (use xcalloc of'
+            ' lib/util/xalloc.h, or list the file in RAW_ALLOC with its'
+            ' reason)',
+            'alloc daemon/server/raw.c:5 strdup (use xstrdup of'
+            ' lib/util/xalloc.h, or list the file in RAW_ALLOC with its'
+            ' reason)',
+        ])
+        self.assertEqual(rc, 1)
+
     def test_folder_in_no_layer(self):
         t = Tree(self)
         os.makedirs(os.path.join(t.root, 'daemon', 'server', 'new'))
