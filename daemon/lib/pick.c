@@ -42,6 +42,13 @@ pick_paused(const struct pick_gate *g, int job)
 	       g->paused(g->data, job);
 }
 
+int64_t
+pick_wh_cap(const struct warehouse_def *w)
+{
+	return w->kind == WH_POSTGRES || w->kind == WH_CLICKHOUSE ?
+	    (int64_t)w->max_connections : -1;
+}
+
 /* May this job start one more run now (its cap, its warehouse's)? */
 static bool
 pick_job_free(struct manifest *m, const struct pick_gate *g, int job)
@@ -65,13 +72,13 @@ pick_job_free(struct manifest *m, const struct pick_gate *g, int job)
 	if (j->warehouse < 0)
 		return true;
 	w = &m->cfg->warehouses[j->warehouse];
-	if (w->kind == WH_POSTGRES || w->kind == WH_CLICKHOUSE) {
-		/* its runs in flight: at most max_concurrency, a cheap scan */
+	if (pick_wh_cap(w) >= 0) {
+		/* its runs in flight: at most its cap, a cheap scan */
 		for (struct run *r = m->runs.next; r != &m->runs; r = r->next)
 			if (r->job >= 0 && !r->deck &&
 			    m->cfg->jobs[r->job].warehouse == j->warehouse)
 				n++;
-		if (n >= w->max_connections)
+		if (n >= pick_wh_cap(w))
 			return false;
 	}
 	return g == NULL || g->throttled == NULL ||

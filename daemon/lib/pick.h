@@ -24,6 +24,12 @@ struct pick_gate {
 struct run *pick_next_run(struct manifest *m, const struct pick_gate *g,
 			  int64_t now, int64_t *wake);
 
+/* Rule 2's cap of a warehouse (PICK-2): a PostgreSQL or ClickHouse one
+ * holds at most max_connections, its runs in flight (pick_job_free) and
+ * the connections kept open for them (exec_sql.c); -1 for one without a
+ * cap (SQLite: one file). */
+int64_t pick_wh_cap(const struct warehouse_def *w);
+
 /* The next run of job `job` to hand ahead (exec_submit_after): what
  * pick_next_run would start next if that job, and the requests of its
  * items, had one slot more and max_concurrency did not count, or NULL

@@ -808,6 +808,20 @@ START_TEST(manifest_retry_cases)
 }
 END_TEST
 
+/* PICK-2: the one cap of a warehouse, for dispatch and for the
+ * connections the executor keeps (exec_sql.c). */
+START_TEST(test_wh_cap)
+{
+	struct warehouse_def w = { .kind = WH_POSTGRES, .max_connections = 3 };
+
+	ck_assert_int_eq(pick_wh_cap(&w), 3);
+	w.kind = WH_CLICKHOUSE;
+	ck_assert_int_eq(pick_wh_cap(&w), 3);
+	w.kind = WH_SQLITE; /* one file: no cap */
+	ck_assert_int_eq(pick_wh_cap(&w), -1);
+}
+END_TEST
+
 static Suite *
 manifest_suite(void)
 {
@@ -818,6 +832,7 @@ manifest_suite(void)
 			    (int)(sizeof cases / sizeof cases[0]));
 	tcase_add_loop_test(tc, manifest_retry_cases, 0,
 			    (int)(sizeof retry_cases / sizeof retry_cases[0]));
+	tcase_add_test(tc, test_wh_cap);
 	suite_add_tcase(s, tc);
 	return s;
 }

@@ -14,6 +14,7 @@
 #include "clock.h"
 #include "exec_priv.h"
 #include "guard.h"
+#include "pick.h"
 #include "wh_commits.h"
 #include "xalloc.h"
 
@@ -272,10 +273,9 @@ exec_sql_tx(struct exec_flight *fl, struct wh_conn *conn, struct err *err)
 	case -1:
 		goto fail;
 	}
-	if (jd->nchecks > 0 || jd->table != NULL || jd->nreconciles > 0)
-		run->checks = xcalloc((jd->nchecks + jd->nreconciles +
-		    (jd->table ? 3 + 2 * jd->nmetrics : 0)) * run->nparts,
-		    sizeof *run->checks);
+	if (guard_checks_max(jd) > 0)
+		run->checks = xcalloc(guard_checks_max(jd) * run->nparts,
+				      sizeof *run->checks);
 	base = drv->changes(conn);
 	if (jd->batch) {
 		if (exec_sql_batch(fl, conn, &base, err) == -1)
@@ -479,9 +479,8 @@ exec_sql_run(struct exec_worker *w, struct exec_flight *fl)
 	/* keep the connection for the next run, unless it is broken or the
 	 * warehouse has more open than its max_connections (PostgreSQL:
 	 * each worker thread caches its own) */
-	if (!conn->drv->usable(conn) ||
-	    ((wh->kind == WH_POSTGRES || wh->kind == WH_CLICKHOUSE) &&
-	     exec_conn_count(w->ex, wh->name, 0) > wh->max_connections))
+	if (!conn->drv->usable(conn) || (pick_wh_cap(wh) >= 0 &&
+	    exec_conn_count(w->ex, wh->name, 0) > pick_wh_cap(wh)))
 		exec_conn_drop(w, conn);
 	if (run->nchecks == 0) {
 		/* Failed before any check: nothing for the caller to free. */

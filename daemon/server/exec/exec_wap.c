@@ -954,7 +954,7 @@ exec_sql_wap(struct exec_flight *fl, struct wh_conn *conn, bool key_checked,
 			       " Distributed table is not supported: run the"
 			       " job without batch");
 	}
-	run->checks = xcalloc((jd->nchecks + 2 + 2 * jd->nmetrics) * run->nparts *
+	run->checks = xcalloc(guard_checks_max(jd) * run->nparts *
 			      (rc == 1 ? sh.n : 1), sizeof *run->checks);
 	if (rc == 1) {
 		rc = exec_sql_wap_shards(fl, &sh, err);

@@ -252,6 +252,16 @@ guard_measure(struct exec_run *run, struct wh_conn *conn, size_t i,
 	return 0;
 }
 
+size_t
+guard_checks_max(const struct job_def *j)
+{
+	/* its checks and reconciles; with table: key_unique, min_rows and
+	 * the partition guardrail (a stage's: min_rows and the empty
+	 * stage), max_change and trend of each metric */
+	return j->nchecks + j->nreconciles +
+	    (j->table != NULL ? 3 + 2 * j->nmetrics : 0);
+}
+
 void
 guard_prepare(struct exec_run *run)
 {

@@ -26,6 +26,10 @@ char *guard_sql_dupkey(const struct job_def *j);
  * from (no value before, or zero before). */
 bool guard_change(double before, double after, double *pct);
 
+/* The most checks one part of a run of j records (the size of
+ * run->checks per part, per shard): the one count, for SQL runs
+ * (exec_sql.c) and ClickHouse's (exec_wap.c). */
+size_t guard_checks_max(const struct job_def *j);
 /* run->guards allocated (guard_before does it; a caller that measures
  * the figures itself calls it first). */
 void guard_prepare(struct exec_run *run);
