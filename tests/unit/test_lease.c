@@ -1,7 +1,7 @@
 /*
  * test_lease.c - the rules of several hosts (daemon/lease.h): the lease
  * decision from a table of rows, nodes and times; liveness at its edges;
- * the configuration mismatch line; nodes: pinning; fencing.
+ * the configuration mismatch line; nodes: pinning; the planner's share.
  */
 #include <check.h>
 #include <stdlib.h>
