@@ -266,8 +266,7 @@ cmd_dispatch(struct cmd_ctx *ctx, const struct proto_msg *msg,
 {
 	const struct cmd_entry *ce;
 	struct cmdspec_req rq = { 0 };
-	char qname[64];
-	const char *why;
+	char qname[64], why[1024];
 	struct err err;
 
 	*name = proto_get(msg, "cmd");
@@ -281,13 +280,10 @@ cmd_dispatch(struct cmd_ctx *ctx, const struct proto_msg *msg,
 			 " state and needs root, the daemon's user or the socket's"
 			 " group", ce->spec->name);
 	else if (cmd_req_mutates(ce, msg) &&
-		 sched_store_failed(ctx->sched, &why, NULL))
-		cmd_fail(res, EXIT_WORK_FAILED, "the state store cannot be"
-			 " written (%s): nothing was recorded and none of it"
-			 " will be done; %sbackfilld resumes by itself, then try"
-			 " again", why,
-			 config_is_cluster(sched_config(ctx->sched)) ? "" :
-			 "free space on its filesystem, ");
+		 sched_store_failed(ctx->sched, NULL, NULL)) {
+		sched_store_refusal(ctx->sched, why, sizeof why);
+		cmd_fail(res, EXIT_WORK_FAILED, "%s", why);
+	}
 	else if (cmd_parse(ce, msg, &rq, &err) < 0)
 		cmd_fail_err(res, &err);
 	else

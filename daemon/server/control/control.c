@@ -112,21 +112,14 @@ client_send(struct client *cl, struct buf *frame)
 	/* nothing is acknowledged uncommitted: when the commit fails, the
 	 * answer becomes that error (scheduler.c, rule 7) */
 	if (sched_flush(cl->c->sched) < 0) {
-		const char *why = "";
+		char why[1024];
 
-		sched_store_failed(cl->c->sched, &why, NULL);
+		/* SCHED-7: cmd.c's refusal of the commands after it */
+		sched_store_refusal(cl->c->sched, why, sizeof why);
 		buf_reset(frame);
 		proto_begin(frame, PROTO_RESPONSE);
 		proto_add_int(frame, "status", EXIT_WORK_FAILED);
-		/* the same words as cmd.c's refusal of the commands after
-		 * it: what this one changed in memory is forgotten when the
-		 * daemon resumes from its last commit, and nothing starts
-		 * before */
-		proto_addf(frame, "err", "the state store cannot be written (%s):"
-			   " nothing was recorded and none of it will be done;"
-			   " %sbackfilld resumes by itself, then try again", why,
-			   config_is_cluster(sched_config(cl->c->sched)) ? "" :
-			   "free space on its filesystem, ");
+		proto_addf(frame, "err", "%s", why);
 		proto_end(frame);
 	}
 	client_queue(cl, frame);

@@ -153,6 +153,10 @@ sched_want(struct sched *s, unsigned what)
 
 /* sched_store.c */
 int sched_tx_end(struct sched *s, int rc, struct err *err);
+/* SCHED-7's one home: the store cannot be written from now on (why):
+ * the failure, its time and its reason set, every later write refused
+ * (store_refuse_all); true when it had not failed before. */
+bool sched_store_fail(struct sched *s, const char *why);
 int sched_item_store(struct sched *s, struct item *it, const char *error,
 		     int64_t now, struct err *err);
 /* Newest landing among the inputs of a downstream partition, or -1. */

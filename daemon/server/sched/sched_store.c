@@ -24,6 +24,31 @@ sched_tx_end(struct sched *s, int rc, struct err *err)
 	return -1;
 }
 
+bool
+sched_store_fail(struct sched *s, const char *why)
+{
+	if (s->store_failed)
+		return false;
+	s->store_failed = true;
+	s->store_failed_at = clock_now_ms();
+	snprintf(s->store_error, sizeof s->store_error, "%s", why);
+	store_refuse_all(s->store, s->store_error);
+	return true;
+}
+
+void
+sched_store_refusal(const struct sched *s, char *out, size_t outsz)
+{
+	/* what a change asked meanwhile did: nothing (it is forgotten when
+	 * the daemon resumes from its last commit, and nothing starts
+	 * before) */
+	snprintf(out, outsz, "the state store cannot be written (%s):"
+		 " nothing was recorded and none of it will be done;"
+		 " %sbackfilld resumes by itself, then try again",
+		 s->store_error, config_is_cluster(s->cfg) ? "" :
+		 "free space on its filesystem, ");
+}
+
 int
 sched_flush(struct sched *s)
 {
@@ -36,13 +61,9 @@ sched_flush(struct sched *s)
 			exec_release_stages(s->exec);
 		return 0;
 	}
-	/* rule 7: the turn's changes are rolled back and memory is ahead
+	/* SCHED-7: the turn's changes are rolled back and memory is ahead
 	 * of the store; stop taking work, say so once, let main.c decide */
-	if (!s->store_failed) {
-		s->store_failed = true;
-		s->store_failed_at = clock_now_ms();
-		snprintf(s->store_error, sizeof s->store_error, "%s", err.msg);
-		store_refuse_all(s->store, s->store_error);
+	if (sched_store_fail(s, err.msg)) {
 		log_err(
 		    "cannot commit to the state store: %s; no new runs start"
 		    " and nothing more is acknowledged until it can be written"

@@ -205,12 +205,7 @@ void
 sched_suspend(struct sched *s, const char *why)
 {
 	sched_drain(s);
-	if (s->store_failed)
-		return;
-	s->store_failed = true;
-	s->store_failed_at = clock_now_ms();
-	snprintf(s->store_error, sizeof s->store_error, "%s", why);
-	store_refuse_all(s->store, s->store_error);
+	(void)sched_store_fail(s, why); /* SCHED-7, without its callback */
 }
 
 bool

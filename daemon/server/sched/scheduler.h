@@ -106,6 +106,10 @@ void sched_shards_prepare(struct sched *s, struct exec_run *run);
 /* Whether a commit failed (rule 7), why and since when (ms). */
 bool sched_store_failed(const struct sched *s, const char **error,
 			int64_t *since_ms);
+/* SCHED-7's one answer to a change asked while the store cannot be
+ * written (cmd.c refuses the commands that change state with it,
+ * control.c replaces an answer whose commit failed by it), into out. */
+void sched_store_refusal(const struct sched *s, char *out, size_t outsz);
 /* Called once when a commit first fails. */
 void sched_on_store_failure(struct sched *s, void (*cb)(void *), void *data);
 /* Several hosts: a deposed planner waiting for its store before it
