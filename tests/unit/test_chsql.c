@@ -184,7 +184,25 @@ START_TEST(test_key)
 				    want, sizeof want));
 	ck_assert(chsql_key_matches("toStartOfHour(ts)", "ts", GRAIN_HOUR,
 				    want, sizeof want));
-	ck_assert(!chsql_key_matches("dt", "dt", GRAIN_WEEK, want,
+	/* a Date holding the grain's first day: its own partition key
+	 * (the stage then audited: chsql_first_day_sql) */
+	ck_assert_int_eq(chsql_key_shape("week_start", "week_start",
+					 GRAIN_WEEK, want, sizeof want),
+			 CHSQL_KEY_FIRST_DAY);
+	ck_assert_str_eq(want, "toMonday(week_start)");
+	ck_assert_int_eq(chsql_key_shape("`month_start`", "month_start",
+					 GRAIN_MONTH, want, sizeof want),
+			 CHSQL_KEY_FIRST_DAY);
+	ck_assert_int_eq(chsql_key_shape("q", "q", GRAIN_QUARTER, want,
+					 sizeof want), CHSQL_KEY_FIRST_DAY);
+	ck_assert_int_eq(chsql_key_shape("dt", "dt", GRAIN_DAY, want,
+					 sizeof want), CHSQL_KEY_GRAIN);
+	ck_assert_int_eq(chsql_key_shape("toMonday(dt)", "dt", GRAIN_WEEK,
+					 want, sizeof want), CHSQL_KEY_GRAIN);
+	/* an hour's column alone is an instant, not a partition */
+	ck_assert_int_eq(chsql_key_shape("ts", "ts", GRAIN_HOUR, want,
+					 sizeof want), CHSQL_KEY_NONE);
+	ck_assert(!chsql_key_matches("other", "dt", GRAIN_WEEK, want,
 				     sizeof want));
 	ck_assert_str_eq(want, "toMonday(dt)");
 	ck_assert(!chsql_key_matches("toYYYYMM(dt)", "dt", GRAIN_MONTH, want,
@@ -199,13 +217,36 @@ START_TEST(test_key)
 	ck_assert_str_eq(chsql_grain_fn(GRAIN_DAY), "toDate");
 	ck_assert_str_eq(chsql_grain_fn(GRAIN_WEEK), "toMonday");
 	ck_assert_str_eq(chsql_grain_fn(GRAIN_MONTH), "toStartOfMonth");
-	for (int g = GRAIN_HOUR; g <= GRAIN_MONTH; g++) {
+	ck_assert_str_eq(chsql_grain_fn(GRAIN_QUARTER), "toStartOfQuarter");
+	ck_assert_str_eq(chsql_grain_fn(GRAIN_YEAR), "toStartOfYear");
+	for (int g = GRAIN_HOUR; g <= GRAIN_YEAR; g++) {
 		char fn[128];
 
 		snprintf(fn, sizeof fn, "%s(ts)", chsql_grain_fn((enum grain)g));
 		ck_assert(chsql_key_matches(fn, "ts", (enum grain)g, want,
 					    sizeof want));
 	}
+}
+END_TEST
+
+START_TEST(test_first_day_sql)
+{
+	char sql[512];
+
+	ck_assert_int_eq(chsql_first_day_sql("_backfilld_stage_mart",
+					     "week_start", GRAIN_WEEK, sql,
+					     sizeof sql), 0);
+	ck_assert_str_eq(sql, "SELECT toString(`week_start`) FROM"
+			 " `_backfilld_stage_mart` WHERE toMonday(`week_start`)"
+			 " = :partition AND `week_start` != :partition LIMIT 1");
+	ck_assert_int_eq(chsql_first_day_sql("s", "m", GRAIN_MONTH, sql,
+					     sizeof sql), 0);
+	ck_assert(strstr(sql, "toStartOfMonth(`m`) = :partition") != NULL);
+	/* names are plain, never quoted into the text */
+	ck_assert_int_eq(chsql_first_day_sql("s", "a`b", GRAIN_WEEK, sql,
+					     sizeof sql), -1);
+	ck_assert_int_eq(chsql_first_day_sql("s", "m", GRAIN_WEEK, sql, 20),
+			 -1);
 }
 END_TEST
 
@@ -284,6 +325,7 @@ main(void)
 	tcase_add_test(tc, test_bind_refused);
 	tcase_add_test(tc, test_split);
 	tcase_add_test(tc, test_key);
+	tcase_add_test(tc, test_first_day_sql);
 	tcase_add_test(tc, test_body);
 	tcase_add_test(tc, test_denied);
 	tcase_add_test(tc, test_names);

@@ -286,39 +286,54 @@ chsql_grain_fn(enum grain g)
 		return "toDate";
 	case GRAIN_WEEK:
 		return "toMonday";
+	case GRAIN_QUARTER:
+		return "toStartOfQuarter";
+	case GRAIN_YEAR:
+		return "toStartOfYear";
 	default:
 		return "toStartOfMonth";
 	}
+}
+
+enum chsql_key_shape
+chsql_key_shape(const char *partition_key, const char *column, enum grain g,
+		char *want, size_t wantsz)
+{
+	char got[256], a[256];
+
+	chsql_key_norm(partition_key, got, sizeof got);
+	snprintf(a, sizeof a, "%s(%s)", chsql_grain_fn(g), column);
+	/* a day's: the column itself, or toDate of it */
+	snprintf(want, wantsz, "%s", g == GRAIN_DAY ? column : a);
+	if (strcasecmp(got, a) == 0)
+		return CHSQL_KEY_GRAIN;
+	/* the column itself: a day's Date, or (g coarser than a day) a Date
+	 * that must hold its partition's first day (audited in the stage) */
+	if (g != GRAIN_HOUR && strcmp(got, column) == 0)
+		return g == GRAIN_DAY ? CHSQL_KEY_GRAIN : CHSQL_KEY_FIRST_DAY;
+	return CHSQL_KEY_NONE;
 }
 
 bool
 chsql_key_matches(const char *partition_key, const char *column, enum grain g,
 		  char *want, size_t wantsz)
 {
-	char got[256], a[256], b[256];
+	return chsql_key_shape(partition_key, column, g, want, wantsz) !=
+	       CHSQL_KEY_NONE;
+}
 
-	chsql_key_norm(partition_key, got, sizeof got);
-	switch (g) {
-	case GRAIN_HOUR:
-		snprintf(a, sizeof a, "toStartOfHour(%s)", column);
-		b[0] = '\0';
-		break;
-	case GRAIN_DAY:
-		snprintf(a, sizeof a, "%s", column);
-		snprintf(b, sizeof b, "toDate(%s)", column);
-		break;
-	case GRAIN_WEEK:
-		snprintf(a, sizeof a, "toMonday(%s)", column);
-		b[0] = '\0';
-		break;
-	default:
-		snprintf(a, sizeof a, "toStartOfMonth(%s)", column);
-		b[0] = '\0';
-		break;
-	}
-	snprintf(want, wantsz, "%s", a);
-	return strcasecmp(got, a) == 0 || (b[0] != '\0' &&
-	    strcasecmp(got, b) == 0);
+int
+chsql_first_day_sql(const char *stage, const char *column, enum grain g,
+		    char *out, size_t outsz)
+{
+	int n;
+
+	if (!chsql_ident_ok(stage) || !chsql_ident_ok(column))
+		return -1;
+	n = snprintf(out, outsz, "SELECT toString(`%s`) FROM `%s` WHERE"
+		     " %s(`%s`) = :partition AND `%s` != :partition LIMIT 1",
+		     column, stage, chsql_grain_fn(g), column, column);
+	return n < 0 || (size_t)n >= outsz ? -1 : 0;
 }
 
 /* The start of the last non-empty line of body[0..len). */

@@ -90,10 +90,33 @@ void chsql_split_free(char **stmts, size_t n);
  * Whether a table's partition key (system.tables.partition_key) suits a
  * job of grain g partitioned by `column`, so that one partition of the
  * table is one partition of the job: hour toStartOfHour(c); day c or
- * toDate(c); week toMonday(c); month toStartOfMonth(c).  Blanks and the
- * case of function names ignored, the column backquoted or not.  False
- * with `want` (the key to use) filled.
+ * toDate(c); week toMonday(c); month toStartOfMonth(c); quarter
+ * toStartOfQuarter(c); year toStartOfYear(c) (CHSQL_KEY_GRAIN); or, for a
+ * week, month, quarter or year, c itself, a Date that holds the grain's
+ * first day (CHSQL_KEY_FIRST_DAY: the same partitions as the function
+ * of c when it does, which the stage is audited for: chsql_first_day_sql).
+ * Blanks and the case of function names ignored, the column backquoted or
+ * not.  CHSQL_KEY_NONE (chsql_key_matches false) with `want` (the key to
+ * use) filled.
  */
+enum chsql_key_shape {
+	CHSQL_KEY_NONE,
+	CHSQL_KEY_GRAIN,
+	CHSQL_KEY_FIRST_DAY
+};
+enum chsql_key_shape chsql_key_shape(const char *partition_key,
+				     const char *column, enum grain g,
+				     char *want, size_t wantsz);
+/*
+ * The audit of a stage whose partition key is the column itself
+ * (CHSQL_KEY_FIRST_DAY): "SELECT toString(`c`) FROM `stage` WHERE
+ * FN(`c`) = :partition AND `c` != :partition LIMIT 1", a row of the
+ * partition whose column is not the partition's first day (such a row
+ * lands in a partition of its own, which the REPLACE would not publish);
+ * no row when there is none.  -1 for a name that is not plain or no room.
+ */
+int chsql_first_day_sql(const char *stage, const char *column, enum grain g,
+			char *out, size_t outsz);
 /*
  * The function through which a partition's rows are read at grain g:
  * toStartOfHour, toDate, toMonday, toStartOfMonth, the function of the

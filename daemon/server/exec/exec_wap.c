@@ -379,7 +379,8 @@ exec_wap_audit(struct exec_flight *fl, struct wh_conn *conn, size_t i,
 	enum guard_outcome g;
 	int rc;
 
-	if (exec_checks(fl, conn, i, params, 4, err) != 0) {
+	if (exec_wap_key_audit(conn, run, params, 4, t->stage, err) == -1 ||
+	    exec_checks(fl, conn, i, params, 4, err) != 0) {
 		/* the guardrails' figures were not reached */
 		if (how == WAP_AFTER_MEASURED)
 			exec_wap_forget_after(run, i);

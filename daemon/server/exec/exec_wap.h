@@ -97,6 +97,15 @@ int exec_wap_key_of(struct wh_conn *conn, const struct config *cfg,
 		    struct err *err);
 int exec_wap_key(struct wh_conn *conn, const struct config *cfg,
 		 const struct job_def *jd, struct err *err);
+/* The audit of part i's stage (params: its :partition first) that the
+ * target's partition key calls for: a key that is the column itself
+ * holding the grain's first day (chsql_key_shape, as the last check of
+ * the job's table found it) refuses a stage holding rows of the
+ * partition whose column is another day (their stage partitions
+ * dropped, best effort); 0 for any other key. */
+int exec_wap_key_audit(struct wh_conn *conn, const struct exec_run *run,
+		       const struct wh_param *params, size_t nparams,
+		       const char *stage, struct err *err);
 /* The request that marks part i (exec_wap.c). */
 int64_t exec_wap_request(const struct exec_run *run, size_t i);
 

@@ -4,6 +4,7 @@
  * table's key, at start, at reload (keycheck.c) and once per connection
  * by a run (docs/clickhouse.md, "The partition key").
  */
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -14,6 +15,52 @@
 #include "exec_int.h"
 #include "exec_wap.h"
 #include "xalloc.h"
+
+/* The shapes of the partition keys last found, by warehouse and table
+ * (the key check runs before a connection's first run of a job, at start
+ * and reload: exec_wap_key_audit reads what it found). */
+#define EXEC_WAP_SHAPES_MAX 256
+static struct {
+	char wh[64], table[CHSQL_IDENT_MAX];
+	enum chsql_key_shape shape;
+} shapes[EXEC_WAP_SHAPES_MAX];
+static size_t nshapes;
+static pthread_mutex_t shapes_lock = PTHREAD_MUTEX_INITIALIZER;
+
+static void
+exec_wap_shape_set(const char *wh, const char *table,
+		   enum chsql_key_shape shape)
+{
+	size_t i;
+
+	pthread_mutex_lock(&shapes_lock);
+	for (i = 0; i < nshapes; i++)
+		if (strcmp(shapes[i].wh, wh) == 0 &&
+		    strcmp(shapes[i].table, table) == 0)
+			break;
+	if (i == nshapes && nshapes < EXEC_WAP_SHAPES_MAX) {
+		snprintf(shapes[i].wh, sizeof shapes[i].wh, "%s", wh);
+		snprintf(shapes[i].table, sizeof shapes[i].table, "%s", table);
+		nshapes++;
+	}
+	if (i < nshapes)
+		shapes[i].shape = shape;
+	pthread_mutex_unlock(&shapes_lock);
+}
+
+static enum chsql_key_shape
+exec_wap_shape_of(const char *wh, const char *table)
+{
+	enum chsql_key_shape shape = CHSQL_KEY_GRAIN;
+
+	pthread_mutex_lock(&shapes_lock);
+	for (size_t i = 0; i < nshapes; i++)
+		if (strcmp(shapes[i].wh, wh) == 0 &&
+		    strcmp(shapes[i].table, table) == 0)
+			shape = shapes[i].shape;
+	pthread_mutex_unlock(&shapes_lock);
+	return shape;
+}
 
 /* The partition key of Distributed table jd->table's local table into
  * *key (*has_row), its name into out (when not NULL): 0, or -1 with err
@@ -89,6 +136,7 @@ exec_wap_key_local(struct wh_conn *conn, const struct config *cfg,
 {
 	const struct warehouse_def *wh = &cfg->warehouses[jd->warehouse];
 	char sql[512], want[300], *key = NULL, *sp;
+	enum chsql_key_shape shape;
 	bool has_row;
 
 	if (distributed != NULL)
@@ -123,18 +171,78 @@ exec_wap_key_local(struct wh_conn *conn, const struct config *cfg,
 			       jd->file, jd->pos.line, jd->pos.col, jd->name,
 			       jd->table);
 	}
-	if (!chsql_key_matches(key, jd->partition_column, jd->grain, want,
-			       sizeof want)) {
+	shape = chsql_key_shape(key, jd->partition_column, jd->grain, want,
+				sizeof want);
+	if (shape == CHSQL_KEY_NONE) {
 		err_set(err, EXIT_BAD_INPUT, "%s:%d:%d: job \"%s\": table %s is"
 			" partitioned by %s, which is not the job's %s grain:"
-			" partition it by %s", jd->file, jd->pos.line,
-			jd->pos.col, jd->name, jd->table, key[0] ? key :
-			"nothing", grain_name(jd->grain), want);
+			" partition it by %s%s (a table is repartitioned by"
+			" CREATE TABLE new AS %s ENGINE = ... PARTITION BY ...,"
+			" INSERT INTO new SELECT * FROM %s, RENAME TABLE;"
+			" docs/clickhouse.md, \"The partition key\")",
+			jd->file, jd->pos.line, jd->pos.col, jd->name,
+			jd->table, key[0] ? key : "nothing",
+			grain_name(jd->grain), want, jd->grain > GRAIN_DAY ?
+			", or by the column itself holding each partition's"
+			" first day" : "", jd->table, jd->table);
 		free(key);
 		return -1;
 	}
+	exec_wap_shape_set(wh->name, jd->table, shape);
 	free(key);
 	return 0;
+}
+
+int
+exec_wap_key_audit(struct wh_conn *conn, const struct exec_run *run,
+		   const struct wh_param *params, size_t nparams,
+		   const char *stage, struct err *err)
+{
+	const struct job_def *jd = run->job;
+	const struct warehouse_def *wh = &run->cfg->warehouses[jd->warehouse];
+	char sql[512], drop[512], *v = NULL;
+	bool has_row = false;
+	struct err e;
+
+	if (exec_wap_shape_of(wh->name, jd->table) != CHSQL_KEY_FIRST_DAY)
+		return 0;
+	if (chsql_first_day_sql(stage, jd->partition_column, jd->grain, sql,
+				sizeof sql) == -1)
+		return err_set(err, EXIT_WORK_FAILED, "auditing the stage of"
+			       " %s: a name that is not plain", jd->table);
+	if (conn->drv->query_value(conn, sql, params, nparams, &has_row, &v,
+				   err) == -1) {
+		err_prefix(err, "auditing the stage's %s",
+			   jd->partition_column);
+		return -1;
+	}
+	if (!has_row) {
+		free(v);
+		return 0;
+	}
+	err_set(err, EXIT_WORK_FAILED, "refused: the stage holds rows of %s"
+		" whose %s is %s: table %s is partitioned by %s itself, which"
+		" must hold each %s's first day (%s), or such rows land in"
+		" partitions of their own that are never published; write"
+		" %s(...) AS %s in the job's SELECT", params[0].value,
+		jd->partition_column, v ? v : "NULL", jd->table,
+		jd->partition_column, grain_name(jd->grain), params[0].value,
+		chsql_grain_fn(jd->grain), jd->partition_column);
+	/* the stray partitions (a plain Date text alone) dropped, so that
+	 * no stage rows are left behind; best effort, a year's days at most */
+	for (int n = 0; n < 366 && has_row && v != NULL && strlen(v) == 10 &&
+	     strspn(v, "0123456789-") == 10; n++) {
+		snprintf(drop, sizeof drop, "ALTER TABLE `%s` DROP PARTITION"
+			 " '%s'", stage, v);
+		free(v);
+		v = NULL;
+		if (conn->drv->exec_script(conn, drop, NULL, 0, &e) == -1 ||
+		    conn->drv->query_value(conn, sql, params, nparams, &has_row,
+					   &v, &e) == -1)
+			break;
+	}
+	free(v);
+	return -1;
 }
 
 int

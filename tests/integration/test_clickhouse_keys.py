@@ -1,0 +1,139 @@
+#!/usr/bin/env python3
+"""Partition keys as ClickHouse tables already have them (issue 44 item 5;
+docs/clickhouse.md, "The partition key"), on the real server:
+
+- a weekly mart PARTITION BY week_start (a Date holding Mondays) and a
+  monthly one PARTITION BY month_start (first days) are accepted as they
+  are: the runs publish each week (month) as its one partition, whose id
+  is that of toMonday(week_start) (toStartOfMonth(month_start));
+- a fill that writes another day than the partition's first one into such
+  a column is refused at the audit (the row would land in a partition of
+  its own that no REPLACE publishes), with what to do; nothing is
+  published and no stage rows are left;
+- a key that fits no grain is refused with what to do (recreate the
+  table, or partition it by the column holding each first day)."""
+import os
+import subprocess
+import sys
+
+import harness as h
+import test_clickhouse as tc
+
+sys.path.insert(0, os.path.join(h.SOURCE_ROOT, "tools"))
+from chserver import ChServer, ChServerError  # noqa: E402
+
+# (grain, column, the grain's function, partitions backfilled, seeded wrong)
+SHAPES = [("week", "week_start", "toMonday", ("2026-02-02", "2026-02-09"),
+           "('2026-02-02', 1, 1), ('2026-02-09', 1, 1), ('2026-01-26', 3, 3)"),
+          ("month", "month_start", "toStartOfMonth", ("2026-02-01", "2026-02-01"),
+           "('2026-02-01', 2, 2), ('2026-01-01', 3, 3)")]
+
+JOB = """
+- name: mart
+  warehouse: sales
+  partition: %s
+  table: mart
+  partition_column: %s
+  sql: SELECT %s AS %s, store_id, sum(amount_cents) FROM raw_sales WHERE dt >= :partition_start AND dt < :partition_end GROUP BY %s, store_id
+"""
+
+
+def mart_db(col, seed):
+    """The lesson's warehouse and a mart partitioned by the Date column col
+    itself, seeded with wrong rows."""
+    db = tc.fresh_db()
+    tc.SRV.q("CREATE TABLE mart (%s Date, store_id UInt8, revenue_cents Int64)"
+             " ENGINE = MergeTree PARTITION BY %s ORDER BY store_id" % (col, col), db)
+    tc.SRV.q("INSERT INTO mart VALUES " + seed, db)
+    return db
+
+
+def expected(db, fn, lo, hi):
+    return tc.SRV.rows("SELECT %s(dt) AS k, store_id, sum(amount_cents) FROM raw_sales"
+                       " WHERE %s(dt) >= '%s' AND %s(dt) <= '%s' GROUP BY k, store_id"
+                       " ORDER BY k, store_id" % (fn, fn, lo, fn, hi), db)
+
+
+def mart_rows(db, col, fn, lo, hi):
+    return tc.SRV.rows("SELECT %s, store_id, revenue_cents FROM mart WHERE %s(%s) >= '%s'"
+                       " AND %s(%s) <= '%s' ORDER BY %s, store_id"
+                       % (col, fn, col, lo, fn, col, hi, col), db)
+
+
+def test_first_day_keys_published():
+    for grain, col, fn, (lo, hi), seed in SHAPES:
+        db = mart_db(col, seed)
+        untouched = tc.SRV.rows("SELECT * FROM mart WHERE %s < '2026-02-01' ORDER BY %s"
+                                % (col, col), db)
+        job = JOB % (grain, col, "%s(dt)" % fn, col, col)
+        d = h.Daemon(config=tc.ch_config(db, job), clock=None, name="chkey" + grain)
+        d.backfill("mart", lo, hi)
+        h.eq(mart_rows(db, col, fn, lo, hi), expected(db, fn, lo, hi),
+             "the %s mart PARTITION BY %s after the backfill" % (grain, col))
+        # each partition one of the table's, the same id as the grain's function
+        parts = tc.SRV.rows("SELECT DISTINCT partition_id FROM system.parts WHERE"
+                            " database = '%s' AND table = 'mart' AND active ORDER BY"
+                            " partition_id" % db)
+        ids = tc.SRV.rows("SELECT DISTINCT toString(toYYYYMMDD(%s(%s))) FROM mart ORDER BY 1"
+                          % (fn, col), db)
+        h.eq(sorted(parts), sorted(ids), "the %s mart's partition ids: those of %s(%s)" % (grain, fn, col))
+        h.eq(tc.SRV.rows("SELECT * FROM mart WHERE %s < '2026-02-01' ORDER BY %s"
+                         % (col, col), db), untouched, "the partitions not backfilled")
+        h.eq(tc.stage_leftovers(db), {}, "stage rows left")
+        d.stop()
+
+
+def test_not_first_day_refused():
+    """The fill writes dt, not the week's Monday: the audit refuses the
+    run, names the day and what to write; the live mart is unchanged and
+    the stage holds nothing."""
+    grain, col, fn, (lo, _), seed = SHAPES[0]
+    db = mart_db(col, seed)
+    before = tc.SRV.rows("SELECT * FROM mart ORDER BY %s, store_id" % col, db)
+    job = JOB % (grain, col, "dt", col, col)
+    d = h.Daemon(config=tc.ch_config(db, job), clock=None, name="chkeybad")
+    rc, out, err = d.ctl("backfill", "mart", "--from", lo, "--to", lo, "--wait")
+    h.check(rc != 0, "a fill of other days should fail: %r" % out)
+    r = [x for x in d.runs() if x["job"] == "mart"][-1]
+    e = r["error"] or ""
+    h.check(r["state"] == "failed" and "refused: the stage holds rows of 2026-02-02 whose"
+            " week_start is 2026-02-0" in e and "toMonday(...) AS week_start" in e,
+            "the run's error: %r" % r)
+    h.eq(tc.SRV.rows("SELECT * FROM mart ORDER BY %s, store_id" % col, db), before,
+         "the live mart after the refusal")
+    h.eq(tc.stage_leftovers(db), {}, "stage rows left after the refusal")
+    d.stop()
+
+
+def test_other_key_refused_with_what_to_do():
+    """A key that makes no partition of the grain: refused at start with
+    the key to use, and how (recreate the table, or the first-day
+    column)."""
+    db = tc.fresh_db()
+    tc.SRV.q("CREATE TABLE mart (week_start Date, store_id UInt8, revenue_cents Int64)"
+             " ENGINE = MergeTree PARTITION BY toYYYYMM(week_start) ORDER BY store_id", db)
+    job = JOB % ("week", "week_start", "toMonday(dt)", "week_start", "week_start")
+    d = h.Daemon(config=tc.ch_config(db, job), clock=None, name="chkeyother", start=False)
+    r = subprocess.run([d.backfilld, "--config", d.conf], capture_output=True, text=True,
+                       timeout=60, cwd=d.dir, env=d.env())
+    e = h.one_line_error(r.returncode, r.stdout, r.stderr, 2, "start on a month-keyed mart")
+    for part in ("partitioned by toYYYYMM(week_start)", "partition it by"
+                 " toMonday(week_start), or by the column itself holding each partition's"
+                 " first day", "RENAME TABLE"):
+        h.check(part in e, "the refusal lacks %r: %r" % (part, e))
+
+
+def main():
+    if not os.path.exists(os.path.join(os.path.dirname(h.binaries()[0]), "backfilld-ch.so")):
+        tc.skip("this build has no ClickHouse driver (libcurl4-openssl-dev)")
+    try:
+        tc.SRV = ChServer(prefix="server-", parent=h.suite_mkdtemp("ch"), own_parent=True)
+    except ChServerError as e:
+        tc.skip(str(e))
+    h.register_server(tc.SRV)
+    h.main([test_first_day_keys_published, test_not_first_day_refused,
+            test_other_key_refused_with_what_to_do])
+
+
+if __name__ == "__main__":
+    main()
