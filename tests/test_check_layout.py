@@ -281,6 +281,28 @@ class CheckLayout(unittest.TestCase):
         t = Tree(self)
         t.write('daemon/server/sched/sched_b.c', SCHED_B.replace(
             'static void\nsched_a_run', 'static void\nsched_b_own'))
+    def test_clock_read_outside_clock_ms(self):
+        t = Tree(self)
+        t.write('daemon/lib/util/clock_ms.h', 'static inline long\n'
+                'clock_ms(int id)\n{\n\tstruct timespec ts;\n\n'
+                '\tclock_gettime(id, &ts);\n\treturn ts.tv_sec;\n}\n')
+        t.write('daemon/store/ok.c', '/* clock_gettime(x) in a comment */\n'
+                'long\nok(struct a *a)\n{\n\treturn clock_ms(1) +'
+                ' a->time(2) + f("time(0)");\n}\n')
+        t.write('daemon/server/raw.c', 'long\nraw(void)\n{\n'
+                '\tstruct timespec ts;\n\n\tclock_gettime(1, &ts);\n'
+                '\treturn time(NULL);\n}\n')
+        rc, out = t.check()
+        self.assertEqual(out, [
+            'clock daemon/server/raw.c:6 clock_gettime (read the clock'
+            ' through daemon/lib/util/clock_ms.h: clock_read, clock_ms,'
+            ' clock_us; the daemon\'s wall clock is clock.h\'s)',
+            'clock daemon/server/raw.c:7 time (read the clock through'
+            ' daemon/lib/util/clock_ms.h: clock_read, clock_ms, clock_us;'
+            ' the daemon\'s wall clock is clock.h\'s)',
+        ])
+        self.assertEqual(rc, 1)
+
         rc, out = t.check()
         self.assertEqual(rc, 1)
         self.assertIn(

@@ -46,7 +46,11 @@
       malloc, calloc, realloc, reallocarray, strdup, strndup, asprintf or
       vasprintf (xalloc.h's wrappers abort on exhaustion, so no caller
       checks for NULL); a file that must (a library's allocator hook)
-      is listed in RAW_ALLOC with its reason.
+      is listed in RAW_ALLOC with its reason;
+  (h) no read of the system's clocks outside daemon/lib/util/clock_ms.h
+      (UTIL-2): a call of clock_gettime, gettimeofday or time (the
+      daemon's wall clock is clock.h's, over clock_ms.h; the layers below
+      read clock_ms.h directly).
 
 Each violation is printed as one line.  KNOWN below lists the violations
 known today, one line each with its figure, as this script prints them:
@@ -132,6 +136,9 @@ TOKEN = re.compile(r'[0-9][A-Za-z0-9_.]*|[A-Za-z_][A-Za-z0-9_]*|->|[{}()\[\];=,.
 
 
 def strip_c(text):
+# (h): the calls that read a clock, and the one file allowed them.
+CLOCK_CALLS = {'clock_gettime', 'gettimeofday', 'time'}
+CLOCK_HOME = 'daemon/lib/util/clock_ms.h'
     """Comments, string and character literals and preprocessor lines
     blanked out, newlines kept (so line numbers hold)."""
     out = []
@@ -425,6 +432,27 @@ def sched_graph(root):
     graph = {f: {} for f in files}
     for f, cf in files.items():
         own = {fn[0] for fn in cf.functions}
+def check_clock(root):
+    """(h): one (key, None, line) per clock read outside CLOCK_HOME
+    (never tolerated)."""
+    out = []
+    for path, rel in c_files(root, 'daemon'):
+        if rel == CLOCK_HOME:
+            continue
+        with open(path, encoding='utf-8', errors='replace') as f:
+            toks = list(tokens(strip_c(f.read())))
+        for k, (t, line) in enumerate(toks):
+            if (t in CLOCK_CALLS and k + 1 < len(toks) and
+                    toks[k + 1][0] == '(' and
+                    (k == 0 or toks[k - 1][0] not in ('.', '->'))):
+                key = 'clock %s:%d %s' % (rel, line, t)
+                out.append((key, None, '%s (read the clock through %s:'
+                            ' clock_read, clock_ms, clock_us; the'
+                            ' daemon\'s wall clock is clock.h\'s)' %
+                            (key, CLOCK_HOME)))
+    return out
+
+
         for name, users in cf.uses.items():
             g = owner.get(name)
             if g is None or g == f or name in own:
@@ -577,7 +605,7 @@ def check(root, known_lines):
     known = parse_known(known_lines)
     found = (check_sizes(root) + check_includes(root) + check_calls(root) +
              check_folders(root) + check_cycles(root) + check_layers(root) +
-             check_alloc(root))
+             check_alloc(root) + check_clock(root))
     lines, ok, seen = [], True, set()
     for key, figure, line in found:
         seen.add(key)

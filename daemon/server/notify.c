@@ -37,6 +37,7 @@
 #include <systemd/sd-daemon.h>
 #endif
 
+#include "clock_ms.h"
 #include "log.h"
 #include "notify.h"
 #include "xalloc.h"
@@ -264,15 +265,12 @@ void notify_ready(struct notify *n, const char *status)
 /* RELOADING=1 with the CLOCK_MONOTONIC time systemd 253+ asks for. */
 void notify_reloading(struct notify *n)
 {
-	struct timespec ts;
 	char msg[64];
 	unsigned long long usec;
 
 	if (n == NULL || !n->enabled)
 		return;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	usec = (unsigned long long)ts.tv_sec * 1000000ULL +
-	       (unsigned long long)ts.tv_nsec / 1000ULL;
+	usec = (unsigned long long)clock_us(CLOCK_MONOTONIC); /* UTIL-2 */
 	snprintf(msg, sizeof(msg), "RELOADING=1\nMONOTONIC_USEC=%llu", usec);
 	notify_send(n, msg);
 }

@@ -7,28 +7,24 @@
  */
 #include "cluster_pg_int.h"
 
+#include "clock_ms.h"
+
 /* ------------------------------------------------------------------ */
 /* Small things                                                        */
 /* ------------------------------------------------------------------ */
 
-/* Milliseconds on the monotonic clock. */
+/* Milliseconds on the monotonic clock (clock_ms.h, UTIL-2). */
 int64_t
 cpg_mono_ms(void)
 {
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+	return clock_ms(CLOCK_MONOTONIC);
 }
 
 /* Milliseconds on the wall clock (for status only). */
 static int64_t
 cpg_wall_ms(void)
 {
-	struct timespec ts;
-
-	clock_gettime(CLOCK_REALTIME, &ts);
-	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+	return clock_ms(CLOCK_REALTIME);
 }
 
 /* The bound on one statement: CLUSTER_CALL_MS, or a third of the lease. */

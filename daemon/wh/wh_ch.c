@@ -41,6 +41,7 @@
 
 #include "buf.h"
 #include "chsql.h"
+#include "clock_ms.h"
 #include "err.h"
 #include "wh.h"
 #include "xalloc.h"
@@ -98,7 +99,7 @@ whch_global(void)
 	if (getrandom(&r, sizeof r, 0) != (ssize_t)sizeof r) {
 		/* no entropy source: the clock and the pid, still unlike
 		 * another daemon's */
-		clock_gettime(CLOCK_REALTIME, &ts);
+		ts = clock_read(CLOCK_REALTIME);
 		r = ((uint64_t)ts.tv_sec << 32 ^ (uint64_t)ts.tv_nsec) *
 		    0x9e3779b97f4a7c15ULL ^ (uint64_t)getpid();
 	}
@@ -199,10 +200,7 @@ whch_setup(struct whch_conn *c, CURL *h, const char *url, const char *sql,
 static int64_t
 whch_now_ms(void)
 {
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+	return clock_ms(CLOCK_MONOTONIC); /* UTIL-2 */
 }
 
 /* POST sql on handle h (not abortable: the run's stop flags are raised),

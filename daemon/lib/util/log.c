@@ -17,6 +17,7 @@
  * when it was written, even when a test clock file stands the daemon's
  * clock still.
  */
+#include "clock_ms.h"
 #include "log.h"
 #include "text.h"
 
@@ -143,7 +144,7 @@ log_msg(int level, const char *fmt, ...)
 	if (log_journal) {
 		n = snprintf(line, sizeof line, "<%d>", level);
 	} else {
-		clock_gettime(CLOCK_REALTIME, &ts);
+		ts = clock_read(CLOCK_REALTIME); /* UTIL-2 */
 		gmtime_r(&ts.tv_sec, &tm);
 		n = snprintf(line, sizeof line,
 		    "%04d-%02d-%02dT%02d:%02d:%02d.%03ldZ %s[%ld]: %s: ",

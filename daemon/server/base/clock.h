@@ -1,5 +1,7 @@
 /*
- * clock.h - the one place that reads the wall clock.
+ * clock.h - the daemon's wall clock: the one place the server's layers
+ * read it (the system's clock through clock_ms.h, UTIL-2, or the test
+ * clock).
  *
  * Everything else takes `now` as a parameter.  For tests, the environment
  * variable BACKFILLD_TEST_CLOCK_FILE names a file holding the current time
