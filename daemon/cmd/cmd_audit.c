@@ -192,8 +192,8 @@ cmd_audit_exec(struct cmd_ctx *ctx, const struct cmdspec_req *req,
 
 	ac.sched = ctx->sched;
 	ac.request = id;
-	if (store_request_get(sched_store(ctx->sched), id, job, sizeof job,
-			      &finished, &err) != 0) {
+	if (sched_read_request_get(ctx->sched, id, job, sizeof job,
+				   &finished, &err) != 0) {
 		cmd_fail(res, EXIT_BAD_INPUT, "no request %lld: see 'backfillctl"
 			 " runs' for request ids", id);
 		return;
@@ -206,7 +206,7 @@ cmd_audit_exec(struct cmd_ctx *ctx, const struct cmdspec_req *req,
 		json_str(&res->out, job);
 		buf_addstr(&res->out, ", \"partitions\": [");
 	}
-	if (store_audit_of(sched_store(ctx->sched), id, audit_cb, &ac, &err) < 0) {
+	if (sched_read_audit_of(ctx->sched, id, audit_cb, &ac, &err) < 0) {
 		cmd_fail_err(res, &err);
 		if (!ac.json)
 			cmd_table_print(&t, &res->out);

@@ -555,8 +555,8 @@ backfill_built_by(struct sched *s, const char *built_by, bool narrow,
 {
 	size_t k = 0;
 
-	if (store_keys_built_by(sched_store(s), kc->j->name, built_by,
-				cmd_keys_cb, kc, err) < 0)
+	if (sched_read_keys_built_by(s, kc->j->name, built_by,
+				     cmd_keys_cb, kc, err) < 0)
 		return -1;
 	if (narrow) {
 		for (size_t i = 0; i < kc->n; i++)
@@ -575,10 +575,10 @@ static int
 backfill_changed(struct sched *s, bool narrow, const char *fk,
 		 const char *tk, struct cmd_keys *kc, struct err *err)
 {
-	if (store_keys_changed(sched_store(s), kc->j->name,
-			       kc->j->code_version, narrow ? fk : "",
-			       narrow ? tk : "~", cmd_keys_cb, kc,
-			       err) < 0)
+	if (sched_read_keys_changed(s, kc->j->name,
+				    kc->j->code_version, narrow ? fk : "",
+				    narrow ? tk : "~", cmd_keys_cb, kc,
+				    err) < 0)
 		return -1;
 	return backfill_check_count(kc->j, (int64_t)kc->n, "the set built by"
 				    " other code versions", err);

@@ -48,8 +48,9 @@ changed_job(struct sched *s, const struct config *cfg,
 	bool over, has_est = false;
 	struct err err;
 
-	if (ck.j == NULL || store_keys_changed(sched_store(s), c->name,
-	    c->new_code_version, "", "~", cmd_keys_cb, &ck, &err) < 0)
+	if (ck.j == NULL ||
+	    sched_read_keys_changed(s, c->name, c->new_code_version, "", "~",
+				    cmd_keys_cb, &ck, &err) < 0)
 		return;
 	over = ck.n > (size_t)ck.j->max_backfill;
 	if (ck.n > 0 && !over && jr >= 0 &&

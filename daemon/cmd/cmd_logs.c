@@ -198,8 +198,8 @@ logs_find(struct cmd_ctx *ctx, const struct job_def *j, const char *key,
 		ri->state = MS_RUNNING;
 		return 0;
 	}
-	return store_run_lookup(sched_store(ctx->sched), j->name, key, attempt,
-				ri, err);
+	return sched_read_run_lookup(ctx->sched, j->name, key, attempt,
+				     ri, err);
 }
 
 /* Start streaming a command run's log file. */

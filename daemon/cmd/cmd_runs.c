@@ -166,8 +166,8 @@ runs_next(struct cmd_stream *cs, struct buf *out)
 	if (rc->limit > 0 && rc->limit - rc->n < want)
 		want = rc->limit - rc->n;
 	if (want > 0)
-		done = store_runs_page(rc->cur, (int)want, runs_cb, rc,
-				       &cs->err);
+		done = sched_read_runs_page(rc->cur, (int)want, runs_cb, rc,
+					    &cs->err);
 	if (done < 0) {
 		cs->status = EXIT_WORK_FAILED;
 		cmd_table_print(&rc->t, out);
@@ -188,7 +188,7 @@ runs_free(struct cmd_stream *cs)
 {
 	struct runs_ctx *rc = (struct runs_ctx *)cs;
 
-	store_runs_close(rc->cur);
+	sched_read_runs_close(rc->cur);
 	for (size_t i = 0; i < rc->t.nrows * rc->t.ncols; i++)
 		free(rc->t.cells[i]);
 	free(rc->t.cells);
@@ -206,8 +206,8 @@ runs_request_head(struct cmd_ctx *ctx, int64_t request, char *head,
 	bool ff = false;
 
 	head[0] = '\0';
-	if (store_request_controls(sched_store(ctx->sched), request, &conc, &ff,
-				   down, sizeof down, NULL) != 0 ||
+	if (sched_read_request_controls(ctx->sched, request, &conc, &ff,
+					down, sizeof down, NULL) != 0 ||
 	    (conc == 0 && !ff && down[0] == '\0'))
 		return;
 	len = snprintf(head, size, "request %" PRId64 ":", request);
@@ -244,8 +244,8 @@ runs_removed_job(struct cmd_ctx *ctx, const char *name, char *head,
 	char q[128];
 
 	/* every partition key starts with its year's digits */
-	if (store_last_states(sched_store(ctx->sched), name, "0", ":",
-			      runs_history_cb, &n, &err) < 0 || n == 0)
+	if (sched_read_last_states(ctx->sched, name, "0", ":",
+				   runs_history_cb, &n, &err) < 0 || n == 0)
 		return false;
 	snprintf(head, size, "job %s is not in the configuration (removed?):"
 		 " its runs from the state store\n",
@@ -266,7 +266,7 @@ runs_table_head(struct runs_ctx *rc, const struct config *cfg,
 	char id[24];
 
 	cmd_table_row(&rc->t, head);
-	snprintf(id, sizeof id, "%" PRId64, store_runs_max_id(rc->cur));
+	snprintf(id, sizeof id, "%" PRId64, sched_read_runs_max_id(rc->cur));
 	if (strlen(id) > rc->t.width[0])
 		rc->t.width[0] = strlen(id);
 	for (size_t i = 0; i < cfg->njobs; i++)
@@ -299,9 +299,9 @@ cmd_runs_exec(struct cmd_ctx *ctx, const struct cmdspec_req *req,
 		return;
 	}
 	/* a request the store does not know: as audit, retry and wait */
-	if (q->request > 0 && store_request_get(sched_store(ctx->sched),
-						q->request, rjob, sizeof rjob,
-						&fin, &err) != 0) {
+	if (q->request > 0 &&
+	    sched_read_request_get(ctx->sched, q->request, rjob, sizeof rjob,
+				   &fin, &err) != 0) {
 		cmd_fail(res, EXIT_BAD_INPUT, "no request %lld: see"
 			 " 'backfillctl runs' for request ids",
 			 (long long)q->request);
@@ -312,8 +312,8 @@ cmd_runs_exec(struct cmd_ctx *ctx, const struct cmdspec_req *req,
 	if (text && limit == 0 && req->tty)
 		limit = 50;
 	rc = xcalloc(1, sizeof *rc);
-	if (store_runs_open(sched_store(ctx->sched), q->job, q->request,
-			    q->state.name, &rc->cur, &err) < 0) {
+	if (sched_read_runs_open(ctx->sched, q->job, q->request,
+				 q->state.name, &rc->cur, &err) < 0) {
 		free(rc);
 		cmd_fail_err(res, &err);
 		return;

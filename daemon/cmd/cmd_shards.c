@@ -60,8 +60,8 @@ cmd_shards_read(struct sched *sched, int64_t request, const char *job,
 	if (job == NULL || key == NULL ||
 	    !cmd_shards_job(sched_config(sched), job))
 		return false;
-	if (store_shards_of(sched_store(sched), request, job, key,
-			    cmd_shards_row_cb, &acc, &err) < 0)
+	if (sched_read_shards_of(sched, request, job, key,
+				 cmd_shards_row_cb, &acc, &err) < 0)
 		return false;
 	return out->published > 0;
 }
@@ -168,8 +168,9 @@ cmd_shards_partial(struct cmd_ctx *ctx, const char *only, bool json,
 	if (json)
 		buf_addstr(out, ", \"partially_published\": [");
 	/* no job on a cluster's shards: nothing to read (no transaction) */
-	rc = !any ? 0 : store_shards_partial(sched_store(ctx->sched),
-					     cmd_shards_partial_cb, &pa, &err);
+	rc = !any ? 0 : sched_read_shards_partial(ctx->sched,
+						  cmd_shards_partial_cb, &pa,
+						  &err);
 	cmd_shards_partial_end(&pa);
 	if (rc < 0 && !json)
 		buf_printf(out, "partially published partitions: cannot be"

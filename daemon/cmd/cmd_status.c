@@ -158,7 +158,7 @@ status_head_json(struct cmd_ctx *ctx, struct buf *out)
 	status_store_of(ctx, &so);
 	bad = strcmp(so.state, "ok") != 0;
 	cal_format_iso_ms(clock_now_ms(), now);
-	store_stats(sched_store(s), &ss);
+	sched_read_stats(s, &ss);
 	buf_printf(out, "{\"version\": \"%s\", \"now\": \"%s\", \"running\":"
 		   " %d, \"queued\": %" PRId64 ", \"runs_kept\": %" PRId64 ","
 		   " \"store_bytes\": %" PRId64 ", \"wal_bytes\": %" PRId64 ","
@@ -328,7 +328,7 @@ status_store_text(struct cmd_ctx *ctx, struct buf *out)
 
 	status_store_of(ctx, &so);
 	text_escape(so.error ? so.error : "", esc, sizeof esc);
-	store_stats(sched_store(s), &ss);
+	sched_read_stats(s, &ss);
 	buf_printf(out, "history: %" PRId64 " runs kept; state store %.1f MiB,"
 		   " its WAL %.1f MiB\n", ss.runs_kept,
 		   (double)ss.db_bytes / 1048576.0,
@@ -488,8 +488,8 @@ status_budget(struct cmd_ctx *ctx, const char *only, bool json,
 	/* none was there last time and none stopped since: no read (a
 	 * status a second makes no store transaction for this) */
 	rc = sched_budget_none(ctx->sched) ? 0 :
-	    store_over_budget(sched_store(ctx->sched), STATUS_OVER_BUDGET_MAX,
-			      status_budget_cb, &sb, &err);
+	    sched_read_over_budget(ctx->sched, STATUS_OVER_BUDGET_MAX,
+				   status_budget_cb, &sb, &err);
 	if (rc < 0 && !json)
 		buf_printf(out, "requests over budget: cannot be read: %s\n",
 			   err.msg);

@@ -58,8 +58,8 @@ cmd_wait_summary(struct sched *s, int64_t request_id,
 
 	/* as audit: what failed here is not counted succeeded */
 	if (p->succeeded > 0 &&
-	    store_audit_of(sched_store(s), request_id, landed_cb, &landed,
-			   &err) < 0)
+	    sched_read_audit_of(s, request_id, landed_cb, &landed,
+				&err) < 0)
 		landed = 0;
 	buf_printf(out, "request %" PRId64 ": %" PRId64 " succeeded, ",
 		   request_id, p->succeeded - landed);
@@ -82,8 +82,8 @@ cmd_wait_summary(struct sched *s, int64_t request_id,
 				   " again\n", p->cancelled, request_id);
 		return;
 	}
-	if (store_request_problems(sched_store(s), request_id, problem_cb, &pc,
-				   &err) < 0) {
+	if (sched_read_request_problems(s, request_id, problem_cb, &pc,
+					&err) < 0) {
 		buf_printf(out, "  (cannot list them: %s)\n", err.msg);
 		return;
 	}

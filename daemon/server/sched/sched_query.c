@@ -2,7 +2,9 @@
  * sched_query.c - what the scheduler tells without changing anything
  * (reads never write): a job's live view for status, its open partitions
  * for map, the requests in memory, warehouse reachability, and staleness
- * (downstream partitions older than their inputs).
+ * (downstream partitions older than their inputs); the commands' reads
+ * of the state store (sched_read_*: a command calls the scheduler, never
+ * the store).
  */
 #include "sched_int.h"
 
@@ -319,4 +321,119 @@ void
 sched_set_budget_none(struct sched *s, bool none)
 {
 	s->budget_none = none;
+}
+
+/* The commands' reads of the state store (scheduler.h). */
+
+int
+sched_read_audit_of(struct sched *s, int64_t request_id, store_audit_cb cb,
+	void *data, struct err *err)
+{
+	return store_audit_of(s->store, request_id, cb, data, err);
+}
+
+int
+sched_read_request_get(struct sched *s, int64_t id, char *job, size_t jobsz,
+	bool *finished, struct err *err)
+{
+	return store_request_get(s->store, id, job, jobsz, finished, err);
+}
+
+int
+sched_read_keys_built_by(struct sched *s, const char *job,
+	const char *code_version, store_key_cb cb, void *data, struct err *err)
+{
+	return store_keys_built_by(s->store, job, code_version, cb, data, err);
+}
+
+int
+sched_read_keys_changed(struct sched *s, const char *job,
+	const char *code_version, const char *first_key, const char *last_key,
+	store_key_cb cb, void *data, struct err *err)
+{
+	return store_keys_changed(s->store, job, code_version, first_key,
+	    last_key, cb, data, err);
+}
+
+int
+sched_read_run_lookup(struct sched *s, const char *job, const char *key,
+	int attempt, struct store_run_info *out, struct err *err)
+{
+	return store_run_lookup(s->store, job, key, attempt, out, err);
+}
+
+int
+sched_read_last_states(struct sched *s, const char *job, const char *first_key,
+	const char *last_key, store_last_cb cb, void *data, struct err *err)
+{
+	return store_last_states(s->store, job, first_key, last_key, cb, data,
+	    err);
+}
+
+int
+sched_read_request_controls(struct sched *s, int64_t id, int *concurrency,
+	bool *fail_fast, char *downstream, size_t dsz, struct err *err)
+{
+	return store_request_controls(s->store, id, concurrency, fail_fast,
+	    downstream, dsz, err);
+}
+
+int
+sched_read_runs_open(struct sched *s, const char *job, int64_t request_id,
+	const char *state, struct store_runs_cursor **out, struct err *err)
+{
+	return store_runs_open(s->store, job, request_id, state, out, err);
+}
+
+int
+sched_read_runs_page(struct store_runs_cursor *c, int max_rows,
+	store_run_cb cb, void *data, struct err *err)
+{
+	return store_runs_page(c, max_rows, cb, data, err);
+}
+
+void
+sched_read_runs_close(struct store_runs_cursor *c)
+{
+	store_runs_close(c);
+}
+
+int64_t
+sched_read_runs_max_id(const struct store_runs_cursor *c)
+{
+	return store_runs_max_id(c);
+}
+
+int
+sched_read_shards_of(struct sched *s, int64_t request, const char *job,
+	const char *key, store_shard_cb cb, void *data, struct err *err)
+{
+	return store_shards_of(s->store, request, job, key, cb, data, err);
+}
+
+int
+sched_read_shards_partial(struct sched *s, store_shard_cb cb, void *data,
+	struct err *err)
+{
+	return store_shards_partial(s->store, cb, data, err);
+}
+
+int
+sched_read_over_budget(struct sched *s, int limit, store_budget_cb cb,
+	void *data, struct err *err)
+{
+	return store_over_budget(s->store, limit, cb, data, err);
+}
+
+void
+sched_read_stats(struct sched *s, struct store_stats *out)
+{
+	store_stats(s->store, out);
+}
+
+int
+sched_read_request_problems(struct sched *s, int64_t request_id,
+	store_problem_cb cb, void *data, struct err *err)
+{
+	return store_request_problems(s->store, request_id, cb, data, err);
 }

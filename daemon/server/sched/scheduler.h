@@ -345,6 +345,44 @@ struct sched_job_view {
 };
 void sched_job_view(struct sched *s, int job, struct sched_job_view *v);
 struct store *sched_store(struct sched *s);
+/*
+ * The commands' reads of the state store (sched_query.c), each the
+ * store.h function of the same name (its contract there) on the
+ * scheduler's store: a command calls the scheduler, never the store
+ * (tools/check_layout.py, MAY_USE).
+ */
+int sched_read_audit_of(struct sched *s, int64_t request_id, store_audit_cb cb,
+	void *data, struct err *err);
+int sched_read_request_get(struct sched *s, int64_t id, char *job,
+	size_t jobsz, bool *finished, struct err *err);
+int sched_read_keys_built_by(struct sched *s, const char *job,
+	const char *code_version, store_key_cb cb, void *data,
+	struct err *err);
+int sched_read_keys_changed(struct sched *s, const char *job,
+	const char *code_version, const char *first_key, const char *last_key,
+	store_key_cb cb, void *data, struct err *err);
+int sched_read_run_lookup(struct sched *s, const char *job, const char *key,
+	int attempt, struct store_run_info *out, struct err *err);
+int sched_read_last_states(struct sched *s, const char *job,
+	const char *first_key, const char *last_key, store_last_cb cb,
+	void *data, struct err *err);
+int sched_read_request_controls(struct sched *s, int64_t id, int *concurrency,
+	bool *fail_fast, char *downstream, size_t dsz, struct err *err);
+int sched_read_runs_open(struct sched *s, const char *job, int64_t request_id,
+	const char *state, struct store_runs_cursor **out, struct err *err);
+int sched_read_runs_page(struct store_runs_cursor *c, int max_rows,
+	store_run_cb cb, void *data, struct err *err);
+void sched_read_runs_close(struct store_runs_cursor *c);
+int64_t sched_read_runs_max_id(const struct store_runs_cursor *c);
+int sched_read_shards_of(struct sched *s, int64_t request, const char *job,
+	const char *key, store_shard_cb cb, void *data, struct err *err);
+int sched_read_shards_partial(struct sched *s, store_shard_cb cb, void *data,
+	struct err *err);
+int sched_read_over_budget(struct sched *s, int limit, store_budget_cb cb,
+	void *data, struct err *err);
+void sched_read_stats(struct sched *s, struct store_stats *out);
+int sched_read_request_problems(struct sched *s, int64_t request_id,
+	store_problem_cb cb, void *data, struct err *err);
 /* Whether status found no request stopped over budget, none having
  * stopped since (then it need not read them again); set by status. */
 bool sched_budget_none(struct sched *s);
