@@ -79,7 +79,7 @@ manifest_sibling_in(const struct item *x, const struct item *it,
 	return false;
 }
 
-/* Count item it leaving state from (MS_COUNT: none) for state to in its
+/* Count item it leaving state from (MS_NONE: none) for state to in its
  * job's partitions: a partition is in a state while any of its items
  * is. */
 static void
@@ -88,10 +88,10 @@ manifest_count_part(struct manifest *m, struct item *it, enum mstate from,
 {
 	struct item *first = *manifest_bucket(m, it->job_name, it->key);
 
-	if (from != MS_COUNT && manifest_distinct(from) &&
+	if (from != MS_NONE && manifest_distinct(from) &&
 	    !manifest_sibling_in(first, it, from))
 		m->job_parts[it->job][from]--;
-	if (to != MS_COUNT && manifest_distinct(to) &&
+	if (to != MS_NONE && manifest_distinct(to) &&
 	    !manifest_sibling_in(first, it, to))
 		m->job_parts[it->job][to]++;
 }
@@ -176,7 +176,7 @@ manifest_count(struct manifest *m, struct item *it, enum mstate from,
 	struct request *rq = it->rq;
 	bool counted = it->job >= 0 && (size_t)it->job < m->njobs;
 
-	if (from != MS_COUNT) {
+	if (from != MS_NONE) {
 		rq->counts[from]--;
 		if (from == MS_QUEUED || from == MS_RUNNING)
 			m->nqueued--;
@@ -279,7 +279,7 @@ manifest_item_add(struct manifest *m, struct request *rq, int64_t id,
 	it->seq = seq;
 	it->downstream = downstream;
 	it->cut = state == MS_SKIPPED ? CUTOFF_IN_SKIPPED : CUTOFF_IN_UNKNOWN;
-	it->state = MS_COUNT;
+	it->state = MS_NONE; /* not set yet: manifest_set counts it */
 	manifest_resolve(m, it);
 	manifest_set(m, it, state);
 	b = manifest_bucket(m, job, key);
@@ -352,7 +352,7 @@ manifest_request_free(struct manifest *m, struct request *rq)
 		if (it->job >= 0 && (size_t)it->job < m->njobs &&
 		    it->state < MS_COUNT) {
 			m->job_counts[it->job][it->state]--;
-			manifest_count_part(m, it, it->state, MS_COUNT);
+			manifest_count_part(m, it, it->state, MS_NONE);
 		}
 		manifest_unhash(m, it);
 		free(it->job_name);

@@ -17,7 +17,11 @@ enum mstate {
 	MS_BLOCKED,
 	MS_CANCELLED,
 	MS_SKIPPED,   /* early cut-off: its inputs came out unchanged */
-	MS_COUNT
+	MS_COUNT,     /* how many states there are: an array's bound only */
+	/* not states of a row, never stored nor counted: what a variable of
+	 * the type holds when no state applies */
+	MS_NONE,      /* none: a partition that never ran, an item whose
+		       * state is not set yet, a run's predecessor unknown */
 };
 
 /* The names of the states, in the enum's order, then NULL (as `runs

@@ -182,7 +182,7 @@ typedef int (*store_run_cb)(const struct store_run_row *row, void *data,
 typedef void (*store_count_cb)(const char *job, enum mstate state,
 			       int64_t count, void *data);
 /* A partition's newest run changed (partition_finished): from prev
- * (MS_COUNT: it had none) to state. */
+ * (MS_NONE: it had none) to state. */
 typedef void (*store_prev_cb)(const char *job, enum mstate prev,
 			      enum mstate state, void *data);
 typedef void (*store_orphan_cb)(int64_t run_id, const char *job,

@@ -805,7 +805,7 @@ pgst_partitions_of(struct store *st, const char *job, store_built_cb cb,
 }
 
 /* A run finished: it becomes its partition's newest; cb learns the state
- * of the one it replaces (MS_COUNT: none): at once outside a
+ * of the one it replaces (MS_NONE: none): at once outside a
  * transaction, at its commit inside one (store.h). */
 static int
 pgst_partition_finished(struct store *st, const char *job, const char *key,
@@ -814,7 +814,7 @@ pgst_partition_finished(struct store *st, const char *job, const char *key,
 {
 	struct pgst *p = pgst_of(st);
 	struct pgst_args a = { 0 };
-	enum mstate prev = MS_COUNT;
+	enum mstate prev = MS_NONE;
 	PGresult *r;
 
 	arg_text(&a, job);
@@ -830,7 +830,7 @@ pgst_partition_finished(struct store *st, const char *job, const char *key,
 						 sizeof *p->after);
 		}
 		p->after[p->nafter++] = (struct pgst_after){ cb, data,
-			xstrdup(job), MS_COUNT, state };
+			xstrdup(job), MS_NONE, state };
 		return 0;
 	}
 	/* one statement reads the one it replaces and writes it */
@@ -839,7 +839,7 @@ pgst_partition_finished(struct store *st, const char *job, const char *key,
 	if (r == NULL)
 		return -1;
 	if (PQntuples(r) > 0 && mstate_parse(col_text(r, 0, 0), &prev) < 0)
-		prev = MS_COUNT;
+		prev = MS_NONE;
 	PQclear(r);
 	if (cb != NULL)
 		cb(job, prev, state, data);

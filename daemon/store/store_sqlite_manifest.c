@@ -394,7 +394,7 @@ store_sqlite_partition_finished(struct store *base, const char *job,
 {
 	struct store_sqlite *st = store_sqlite_of(base);
 	sqlite3_stmt *s = st->stmt[S_LATEST_GET];
-	enum mstate prev = MS_COUNT;
+	enum mstate prev = MS_NONE;
 	int rc;
 
 	store_sqlite_bind_text(s, 1, job);
@@ -404,7 +404,7 @@ store_sqlite_partition_finished(struct store *base, const char *job,
 		return -1;
 	if (rc > 0) {
 		if (mstate_parse(store_sqlite_col_text(s, 0), &prev) < 0)
-			prev = MS_COUNT;
+			prev = MS_NONE;
 		store_sqlite_done(s);
 	}
 	s = st->stmt[S_LATEST_PUT];

@@ -576,14 +576,14 @@ START_TEST(last_states)
 	rid = request("backfill", 1);
 	m = item(rid, "fct", "2026-02-08", 0, MS_QUEUED);
 	ck_assert_int_eq(finish(run(m, rid, "fct", "2026-02-08", 1, 1),
-				"2026-02-08", MS_FAILED), MS_COUNT);
+				"2026-02-08", MS_FAILED), MS_NONE);
 	ck_assert_int_eq(finish(run(m, rid, "fct", "2026-02-08", 2, 3),
 				"2026-02-08", MS_SUCCEEDED), MS_FAILED);
 	ck_assert_int_eq(finish(run(m, rid, "fct", "2026-02-09", 1, 5),
-				"2026-02-09", MS_FAILED), MS_COUNT);
+				"2026-02-09", MS_FAILED), MS_NONE);
 	/* outside the range, in byte order ('2026-02-1' > '2026-02-09') */
 	ck_assert_int_eq(finish(run(m, rid, "fct", "2026-03-01", 1, 5),
-				"2026-03-01", MS_SUCCEEDED), MS_COUNT);
+				"2026-03-01", MS_SUCCEEDED), MS_NONE);
 	ck_assert_int_eq(store_last_states(st, "fct", "2026-02-01", "2026-02-28",
 					seen_cb, &sn, NULL), 0);
 	ck_assert_int_eq(sn.n, 2);
@@ -1297,7 +1297,7 @@ START_TEST(one_turn_many_rows)
 	ck_assert_int_eq(peek("SELECT COUNT(*) FROM runs"), 0);
 	ck_assert_int_eq(store_flush(st, &err), 0);
 	ck_assert_int_eq(tp.calls, 2);
-	ck_assert_int_eq(tp.prev[0], MS_COUNT);
+	ck_assert_int_eq(tp.prev[0], MS_NONE);
 	ck_assert_int_eq(tp.prev[1], MS_SUCCEEDED);
 	ck_assert_int_eq(peek("SELECT COUNT(*) FROM manifest"), 300);
 	ck_assert_int_eq(peek("SELECT COUNT(*) FROM runs"), 301);

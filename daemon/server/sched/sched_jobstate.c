@@ -78,7 +78,7 @@ sched_paused_cb(void *data, int job)
 }
 
 /* A partition of job has a new newest finished run: move it between the
- * counts status shows (prev MS_COUNT: the partition had none). */
+ * counts status shows (prev MS_NONE: the partition had none). */
 void
 sched_count_finished(struct sched *s, const char *job, enum mstate prev,
 		     enum mstate state)

@@ -180,7 +180,7 @@ sched_last_states(struct sched *s, const struct sched_req *rq,
 	lf->states = xcalloc(lf->n, sizeof *lf->states);
 	for (size_t i = 0; i < lf->n; i++) {
 		part_key(j->grain, rq->parts[i], lf->keys[i]);
-		lf->states[i] = MS_COUNT; /* never ran */
+		lf->states[i] = MS_NONE; /* never ran */
 	}
 	return store_last_states(s->store, j->name, lf->keys[0],
 				 lf->keys[lf->n - 1], last_filter_cb, lf, err);
@@ -204,7 +204,7 @@ sched_submit(struct sched *s, const struct sched_req *rq, bool commit,
 		    lf.states[k] == MS_SUCCEEDED)
 			continue;
 		if (rq->reprocess == REPROCESS_MISSING &&
-		    lf.states[k] != MS_COUNT)
+		    lf.states[k] != MS_NONE)
 			continue;
 		plan_add_root(plan, rq->job, rq->parts[k]);
 	}
