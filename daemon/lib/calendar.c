@@ -24,6 +24,7 @@
  */
 #include "calendar.h"
 #include "text.h"
+#include "tz.h"
 
 #include <stdio.h>
 #include <string.h>
@@ -648,15 +649,27 @@ part_inputs(enum grain up, enum grain down, part_t d)
 static int64_t
 cal_day_start(const struct cal *c, int64_t days)
 {
-	return days * CAL_SEC_DAY;
+	if (c->tz == NULL)
+		return days * CAL_SEC_DAY;
+	return tz_wall_first(c->tz, days * CAL_SEC_DAY);
 }
 
 /* Local day number of instant t: the day whose interval holds t. */
 int64_t
 cal_local_day(const struct cal *c, int64_t t)
 {
-	(void)c;
-	return cal_div(t, CAL_SEC_DAY);
+	int64_t d;
+
+	if (c->tz == NULL)
+		return cal_div(t, CAL_SEC_DAY);
+	/* the wall clock's date, moved to the day whose interval holds t
+	 * (a fold at midnight, a skipped day) */
+	d = cal_div(t + tz_offset(c->tz, t), CAL_SEC_DAY);
+	while (cal_day_start(c, d + 1) <= t)
+		d++;
+	while (cal_day_start(c, d) > t)
+		d--;
+	return d;
 }
 
 /* The partition holding instant t. */
@@ -664,7 +677,8 @@ part_t
 cal_part_of(const struct cal *c, int64_t t)
 {
 	if (c->grain == GRAIN_HOUR)
-		return cal_div(t, CAL_SEC_HOUR);
+		return c->tz == NULL ? cal_div(t, CAL_SEC_HOUR) :
+		    tz_cell_of(c->tz, t);
 	return cal_of_day(c->grain, c->week_start, cal_local_day(c, t));
 }
 
@@ -673,7 +687,8 @@ int64_t
 cal_start(const struct cal *c, part_t p)
 {
 	if (c->grain == GRAIN_HOUR)
-		return p * CAL_SEC_HOUR;
+		return c->tz == NULL ? p * CAL_SEC_HOUR :
+		    tz_cell_start(c->tz, p);
 	return cal_day_start(c, cal_day_of(c->grain, c->week_start, p));
 }
 
@@ -711,12 +726,149 @@ cal_part_of_day(const struct cal *c, int64_t local_day)
 	return cal_of_day(c->grain, c->week_start, local_day);
 }
 
+/* Write an offset as +HH:MM, or +HH:MM:SS when it has seconds (the local
+ * mean time of a place before 1900), at p; returns its length. */
+static size_t
+cal_format_offset(int32_t off, char *p)
+{
+	int32_t a = off < 0 ? -off : off;
+
+	p[0] = off < 0 ? '-' : '+';
+	cal_put2(p + 1, (int)(a / 3600));
+	p[3] = ':';
+	cal_put2(p + 4, (int)(a / 60 % 60));
+	if (a % 60 == 0)
+		return 6;
+	p[6] = ':';
+	cal_put2(p + 7, (int)(a % 60));
+	return 9;
+}
+
+/* The key of hour cell p of a zone: the wall hour and the offset of its
+ * first instant, YYYY-MM-DDTHH+01:00. */
+static void
+cal_zoned_key(const struct cal *c, part_t p, char buf[CAL_KEY_MAX])
+{
+	int64_t t = tz_cell_start(c->tz, p);
+	int32_t off = tz_offset(c->tz, t);
+	int64_t w = t + off;
+
+	cal_format_date(cal_div(w, CAL_SEC_DAY), buf);
+	buf[10] = 'T';
+	cal_put2(buf + 11, (int)(cal_mod(w, CAL_SEC_DAY) / 3600));
+	buf[13 + cal_format_offset(off, buf + 13)] = '\0';
+}
+
+/* Parse the offset of a zoned hour key at s: [+-]HH:MM or [+-]HH:MM:SS
+ * and nothing after; false when the shape is wrong. */
+static bool
+cal_scan_offset(const char *s, int32_t *off)
+{
+	size_t n = strlen(s);
+	int32_t v;
+
+	if ((n != 6 && n != 9) || (s[0] != '+' && s[0] != '-') ||
+	    !cal_digits(s + 1, 2) || s[3] != ':' || !cal_digits(s + 4, 2) ||
+	    (n == 9 && (s[6] != ':' || !cal_digits(s + 7, 2))))
+		return false;
+	v = cal_atoi(s + 1, 2) * 3600 + cal_atoi(s + 4, 2) * 60 +
+	    (n == 9 ? cal_atoi(s + 7, 2) : 0);
+	if (cal_atoi(s + 4, 2) > 59 || (n == 9 && cal_atoi(s + 7, 2) > 59) ||
+	    v > 26 * 3600)
+		return false;
+	*off = s[0] == '-' ? -v : v;
+	return true;
+}
+
+/* The keys of the cells of wall hour h (hours since the epoch, local)
+ * into list ("K1 and K2"); returns how many. */
+static int
+cal_wall_hour_keys(const struct cal *c, int64_t h, char *list, size_t size)
+{
+	struct part_range r = cal_overlap(c,
+	    tz_wall_first(c->tz, h * CAL_SEC_HOUR),
+	    tz_wall_first(c->tz, (h + 1) * CAL_SEC_HOUR));
+	char want[CAL_KEY_MAX], key[CAL_KEY_MAX];
+	int n = 0;
+
+	cal_key(&cal_utc[GRAIN_HOUR], h, want);
+	list[0] = '\0';
+	for (part_t p = r.first; p <= r.last; p++) {
+		cal_key(c, p, key);
+		if (strncmp(key, want, 13) != 0)
+			continue;
+		snprintf(list + strlen(list), size - strlen(list), "%s%s",
+		    n > 0 ? " and " : "", key);
+		n++;
+	}
+	return n;
+}
+
+/* Refuse wall hour h of a zone: not a key of it (naming the keys it
+ * has) or a time the clocks skipped (naming the change). */
+static int
+cal_refuse_hour(const struct cal *c, const char *s, int64_t h,
+    struct err *err)
+{
+	char list[4 * CAL_KEY_MAX], q[CAL_QUOTE_MAX + 16], a[CAL_KEY_MAX],
+	    b[CAL_KEY_MAX];
+	int64_t t;
+	int n = cal_wall_hour_keys(c, h, list, sizeof list);
+
+	if (n > 0)
+		return err_set(err, EXIT_BAD_INPUT, "%s is not an hour of %s: "
+		    "that hour is %s", cal_quote(s, q, sizeof q),
+		    tz_name(c->tz), list);
+	t = tz_wall_first(c->tz, h * CAL_SEC_HOUR);
+	cal_format_wall(t - 1 + tz_offset(c->tz, t - 1) + 1, a);
+	cal_format_wall(t + tz_offset(c->tz, t), b);
+	return err_set(err, EXIT_BAD_INPUT, "%s does not exist in %s: clocks "
+	    "went from %.5s to %.5s on %.10s", cal_quote(s, q, sizeof q),
+	    tz_name(c->tz), a + 11, b + 11, a);
+}
+
+/* Parse a zoned hour key YYYY-MM-DDTHH+01:00: exactly one cell of the
+ * three around its instant must have that key. */
+static int
+cal_parse_zoned_hour(const struct cal *c, const char *s, part_t *p,
+    struct err *err)
+{
+	char hour[14], key[CAL_KEY_MAX], q[CAL_QUOTE_MAX + 16];
+	int64_t h;
+	int32_t off;
+	part_t mid;
+
+	if (s == NULL || strlen(s) < 14 || strlen(s) > 22 ||
+	    !cal_scan_offset(s + 13, &off))
+		return err_set(err, EXIT_BAD_INPUT, "bad hour %s: write hours "
+		    "of %s as YYYY-MM-DDTHH and their offset, e.g. "
+		    "2026-02-08T13+01:00", cal_quote(s, q, sizeof q),
+		    c->tz != NULL ? tz_name(c->tz) : "a zone");
+	memcpy(hour, s, 13);
+	hour[13] = '\0';
+	if (cal_parse_hour(hour, &h, err) == -1)
+		return -1;
+	mid = tz_cell_of(c->tz, h * CAL_SEC_HOUR - off);
+	for (part_t k = mid - 1; k <= mid + 1; k++) {
+		cal_key(c, k, key);
+		if (strcmp(key, s) == 0) {
+			*p = k;
+			return 0;
+		}
+	}
+	return cal_refuse_hour(c, s, h, err);
+}
+
 /* Key text of p into buf. */
 void
 cal_key(const struct cal *c, part_t p, char buf[CAL_KEY_MAX])
 {
 	if (c->grain != GRAIN_HOUR) {
 		cal_format_date(cal_day_of(c->grain, c->week_start, p), buf);
+		return;
+	}
+	if (c->tz != NULL) {
+		cal_zoned_key(c, p, buf);
 		return;
 	}
 	cal_format_date(cal_div(p, 24), buf);
@@ -759,6 +911,8 @@ cal_parse_key(const struct cal *c, const char *s, part_t *p, struct err *err)
 	part_t q;
 
 	if (c->grain == GRAIN_HOUR) {
+		if (c->tz != NULL)
+			return cal_parse_zoned_hour(c, s, p, err);
 		if (cal_parse_hour(s, &v, err) == -1)
 			return -1;
 		*p = v;
@@ -769,6 +923,9 @@ cal_parse_key(const struct cal *c, const char *s, part_t *p, struct err *err)
 	q = cal_of_day(c->grain, c->week_start, v);
 	if (cal_day_of(c->grain, c->week_start, q) != v)
 		return cal_refuse_key(c, s, q, err);
+	if (cal_empty(c, q))
+		return err_set(err, EXIT_BAD_INPUT, "%s did not happen in %s: "
+		    "its clocks skipped that day", s, tz_name(c->tz));
 	*p = q;
 	return 0;
 }
@@ -778,14 +935,48 @@ void
 cal_bounds_local(const struct cal *c, part_t p, char start[CAL_KEY_MAX],
     char end[CAL_KEY_MAX])
 {
+	int64_t t;
+
 	if (c->grain != GRAIN_HOUR) {
 		cal_format_date(cal_day_of(c->grain, c->week_start, p), start);
 		cal_format_date(cal_day_of(c->grain, c->week_start, p + 1),
 		    end);
 		return;
 	}
-	cal_format_wall(p * CAL_SEC_HOUR, start);
-	cal_format_wall((p + 1) * CAL_SEC_HOUR, end);
+	if (c->tz == NULL) {
+		cal_format_wall(p * CAL_SEC_HOUR, start);
+		cal_format_wall((p + 1) * CAL_SEC_HOUR, end);
+		return;
+	}
+	/* the end is the wall clock of the cell's last second, plus one:
+	 * the first 01 hour of a fold ends at 02:00:00, not 01:00:00 */
+	t = cal_start(c, p);
+	cal_format_wall(t + tz_offset(c->tz, t), start);
+	t = cal_end(c, p) - 1;
+	cal_format_wall(t + tz_offset(c->tz, t) + 1, end);
+}
+
+/* The first instant whose wall clock reads w or later. */
+static int64_t
+cal_wall_first(const struct cal *c, int64_t w)
+{
+	return c->tz == NULL ? w : tz_wall_first(c->tz, w);
+}
+
+/* A bound that is one cell of a zone: an hour with its offset. */
+static int
+cal_range_cell(const struct cal *c, const char *opt, const char *s,
+    int64_t *lo, int64_t *hi, struct err *err)
+{
+	part_t p;
+
+	if (cal_parse_key(c, s, &p, err) == -1) {
+		err_prefix(err, "%s", opt);
+		return -1;
+	}
+	*lo = cal_start(c, p);
+	*hi = cal_end(c, p);
+	return 0;
 }
 
 /* Parse one --from/--to bound of calendar c into the instants it covers,
@@ -804,12 +995,14 @@ cal_range_bound(const struct cal *c, const char *opt, const char *s,
 			    "bounds; this job's partitions are %ss, write "
 			    "%s as YYYY-MM-DD", opt, cal_quote(s, q, sizeof q),
 			    grain_name(c->grain), opt);
+		if (c->tz != NULL && strlen(s) > 13)
+			return cal_range_cell(c, opt, s, lo, hi, err);
 		if (cal_parse_hour(s, &v, err) == -1) {
 			err_prefix(err, "%s", opt);
 			return -1;
 		}
-		*lo = v * CAL_SEC_HOUR;
-		*hi = *lo + CAL_SEC_HOUR;
+		*lo = cal_wall_first(c, v * CAL_SEC_HOUR);
+		*hi = cal_wall_first(c, (v + 1) * CAL_SEC_HOUR);
 		return 0;
 	}
 	if (cal_parse_date(s, &v, err) == -1) {
@@ -819,6 +1012,19 @@ cal_range_bound(const struct cal *c, const char *opt, const char *s,
 	*lo = cal_day_start(c, v);
 	*hi = cal_day_start(c, v + 1);
 	return 0;
+}
+
+/* Refuse a range of time the zone's clocks skipped. */
+static int
+cal_refuse_skipped(const struct cal *c, const char *from, const char *to,
+    struct err *err)
+{
+	char q[CAL_QUOTE_MAX + 16], q2[CAL_QUOTE_MAX + 16];
+
+	return err_set(err, EXIT_BAD_INPUT, "%s..%s did not happen in %s: "
+	    "its clocks skipped that time; nothing was queued",
+	    cal_quote(from, q, sizeof q), cal_quote(to, q2, sizeof q2),
+	    cal_zone_name(c));
 }
 
 /* Parse --from/--to of calendar c: the partitions overlapping the
@@ -832,10 +1038,12 @@ cal_range_parse(const struct cal *c, const char *from, const char *to,
 	if (cal_range_bound(c, "--from", from, &flo, &fhi, err) == -1 ||
 	    cal_range_bound(c, "--to", to, &tlo, &thi, err) == -1)
 		return -1;
-	if (flo >= thi)
+	if (flo >= thi && flo > tlo)
 		return err_set(err, EXIT_BAD_INPUT,
 		    "--from %s is after --to %s: give the earlier one as "
 		    "--from (the range is inclusive)", from, to);
+	if (flo >= thi)
+		return cal_refuse_skipped(c, from, to, err);
 	*r = cal_overlap(c, flo, thi);
 	return 0;
 }
@@ -849,6 +1057,8 @@ cal_range_parse_one(const struct cal *c, const char *s,
 
 	if (cal_range_bound(c, "the date", s, &lo, &hi, err) == -1)
 		return -1;
+	if (lo >= hi)
+		return cal_refuse_skipped(c, s, s, err);
 	*r = cal_overlap(c, lo, hi);
 	return 0;
 }
@@ -913,14 +1123,27 @@ void
 cal_key_hull(const struct cal *c, struct part_range r, char lo[CAL_KEY_MAX],
     char hi[CAL_KEY_MAX])
 {
-	cal_key(c, r.first, lo);
-	cal_key(c, r.last, hi);
+	int64_t t;
+
+	if (cal_keys_sort_in_time(c)) {
+		cal_key(c, r.first, lo);
+		cal_key(c, r.last, hi);
+		return;
+	}
+	/* a key's wall hour is within the largest fold of its instant's */
+	t = cal_start(c, r.first);
+	t += tz_offset(c->tz, t) - tz_max_fold(c->tz);
+	cal_key(&cal_utc[GRAIN_HOUR], cal_div(t, CAL_SEC_HOUR), lo);
+	t = cal_start(c, r.last);
+	t += tz_offset(c->tz, t) + tz_max_fold(c->tz);
+	cal_key(&cal_utc[GRAIN_HOUR], cal_div(t, CAL_SEC_HOUR), hi);
+	hi[13] = '~'; /* after every offset's sign: '+' and '-' */
+	hi[14] = '\0';
 }
 
 /* "UTC" or the zone's IANA name. */
 const char *
 cal_zone_name(const struct cal *c)
 {
-	(void)c;
-	return "UTC";
+	return c->tz == NULL ? "UTC" : tz_name(c->tz);
 }

@@ -15,6 +15,7 @@
 
 #include "calendar.h"
 #include "schedule.h"
+#include "tz.h"
 
 #define NELEM(a) (sizeof(a) / sizeof((a)[0]))
 
@@ -1219,6 +1220,372 @@ START_TEST(test_cal_utc_is_part)
 }
 END_TEST
 
+/* --- calendars in a zone (the system's tzdata) ------------------------- */
+
+/* A zone's calendar; the zone stays loaded for the test's process. */
+static struct cal
+zcal(const char *zone, enum grain g, enum week_start ws)
+{
+	struct cal c = { g, ws, NULL };
+	struct tz *z = NULL;
+	struct err err;
+
+	if (tz_load(zone, &z, &err) != 0)
+		ck_abort_msg("%s", err.msg);
+	c.tz = z;
+	return c;
+}
+
+/* UTC seconds of "YYYY-MM-DD HH:MM:SS". */
+static int64_t
+utc_of(const char *s)
+{
+	char date[11];
+
+	memcpy(date, s, 10);
+	date[10] = '\0';
+	return time_of(date, atoi(s + 11), atoi(s + 14), atoi(s + 17));
+}
+
+/* The DST days of public schedulers' suites (Dagster, Airflow, ...) and
+ * the zones with odd offsets.  Instants from `zdump -v -c Y,Y+1 ZONE`
+ * (tzdata 2025b) when the tests were written: a day starts at the first
+ * instant whose wall clock reads its date. */
+static const struct {
+	const char *zone;
+	enum grain g;
+	enum week_start ws;
+	const char *key;
+	const char *start, *end;	/* UTC */
+	const char *lstart, *lend;	/* cal_bounds_local */
+} zoned[] = {
+	/* Berlin: 23 and 25 hour days; the repeated 02 hour twice */
+	{ "Europe/Berlin", GRAIN_DAY, WEEK_MONDAY, "2023-03-26",
+	  "2023-03-25 23:00:00", "2023-03-26 22:00:00",
+	  "2023-03-26", "2023-03-27" },
+	{ "Europe/Berlin", GRAIN_DAY, WEEK_MONDAY, "2023-10-29",
+	  "2023-10-28 22:00:00", "2023-10-29 23:00:00",
+	  "2023-10-29", "2023-10-30" },
+	{ "Europe/Berlin", GRAIN_HOUR, WEEK_MONDAY, "2023-10-29T02+02:00",
+	  "2023-10-29 00:00:00", "2023-10-29 01:00:00",
+	  "2023-10-29 02:00:00", "2023-10-29 03:00:00" },
+	{ "Europe/Berlin", GRAIN_HOUR, WEEK_MONDAY, "2023-10-29T02+01:00",
+	  "2023-10-29 01:00:00", "2023-10-29 02:00:00",
+	  "2023-10-29 02:00:00", "2023-10-29 03:00:00" },
+	{ "Europe/Berlin", GRAIN_HOUR, WEEK_MONDAY, "2023-03-26T01+01:00",
+	  "2023-03-26 00:00:00", "2023-03-26 01:00:00",
+	  "2023-03-26 01:00:00", "2023-03-26 02:00:00" },
+	{ "Europe/Berlin", GRAIN_HOUR, WEEK_MONDAY, "2023-03-26T03+02:00",
+	  "2023-03-26 01:00:00", "2023-03-26 02:00:00",
+	  "2023-03-26 03:00:00", "2023-03-26 04:00:00" },
+	/* a Berlin year and quarters across the year end */
+	{ "Europe/Berlin", GRAIN_YEAR, WEEK_MONDAY, "2023-01-01",
+	  "2022-12-31 23:00:00", "2023-12-31 23:00:00",
+	  "2023-01-01", "2024-01-01" },
+	{ "Europe/Berlin", GRAIN_QUARTER, WEEK_MONDAY, "2023-10-01",
+	  "2023-09-30 22:00:00", "2023-12-31 23:00:00",
+	  "2023-10-01", "2024-01-01" },
+	{ "Europe/Berlin", GRAIN_QUARTER, WEEK_MONDAY, "2024-01-01",
+	  "2023-12-31 23:00:00", "2024-03-31 22:00:00",
+	  "2024-01-01", "2024-04-01" },
+	{ "Europe/Berlin", GRAIN_MONTH, WEEK_MONDAY, "2023-10-01",
+	  "2023-09-30 22:00:00", "2023-10-31 23:00:00",
+	  "2023-10-01", "2023-11-01" },
+	/* New York */
+	{ "America/New_York", GRAIN_DAY, WEEK_MONDAY, "2024-03-10",
+	  "2024-03-10 05:00:00", "2024-03-11 04:00:00",
+	  "2024-03-10", "2024-03-11" },
+	{ "America/New_York", GRAIN_DAY, WEEK_MONDAY, "2024-11-03",
+	  "2024-11-03 04:00:00", "2024-11-04 05:00:00",
+	  "2024-11-03", "2024-11-04" },
+	{ "America/New_York", GRAIN_HOUR, WEEK_MONDAY, "2024-11-03T01-04:00",
+	  "2024-11-03 05:00:00", "2024-11-03 06:00:00",
+	  "2024-11-03 01:00:00", "2024-11-03 02:00:00" },
+	{ "America/New_York", GRAIN_HOUR, WEEK_MONDAY, "2024-11-03T01-05:00",
+	  "2024-11-03 06:00:00", "2024-11-03 07:00:00",
+	  "2024-11-03 01:00:00", "2024-11-03 02:00:00" },
+	/* a retail (Sunday) week holding the March change */
+	{ "America/New_York", GRAIN_WEEK, WEEK_SUNDAY, "2024-03-10",
+	  "2024-03-10 05:00:00", "2024-03-17 04:00:00",
+	  "2024-03-10", "2024-03-17" },
+	/* Chicago's repeated 01 hour */
+	{ "America/Chicago", GRAIN_HOUR, WEEK_MONDAY, "2021-11-07T01-05:00",
+	  "2021-11-07 06:00:00", "2021-11-07 07:00:00",
+	  "2021-11-07 01:00:00", "2021-11-07 02:00:00" },
+	{ "America/Chicago", GRAIN_HOUR, WEEK_MONDAY, "2021-11-07T01-06:00",
+	  "2021-11-07 07:00:00", "2021-11-07 08:00:00",
+	  "2021-11-07 01:00:00", "2021-11-07 02:00:00" },
+	/* Lord Howe: a 30-minute change, a 23.5 hour day, a 30-minute cell */
+	{ "Australia/Lord_Howe", GRAIN_DAY, WEEK_MONDAY, "2023-10-01",
+	  "2023-09-30 13:30:00", "2023-10-01 13:00:00",
+	  "2023-10-01", "2023-10-02" },
+	{ "Australia/Lord_Howe", GRAIN_HOUR, WEEK_MONDAY,
+	  "2023-10-01T01+10:30", "2023-09-30 14:30:00", "2023-09-30 15:30:00",
+	  "2023-10-01 01:00:00", "2023-10-01 02:00:00" },
+	{ "Australia/Lord_Howe", GRAIN_HOUR, WEEK_MONDAY,
+	  "2023-10-01T02+11:00", "2023-09-30 15:30:00", "2023-09-30 16:00:00",
+	  "2023-10-01 02:30:00", "2023-10-01 03:00:00" },
+	/* Kolkata: a half-hour offset all year */
+	{ "Asia/Kolkata", GRAIN_DAY, WEEK_MONDAY, "2024-01-01",
+	  "2023-12-31 18:30:00", "2024-01-01 18:30:00",
+	  "2024-01-01", "2024-01-02" },
+	{ "Asia/Kolkata", GRAIN_HOUR, WEEK_MONDAY, "2024-01-01T00+05:30",
+	  "2023-12-31 18:30:00", "2023-12-31 19:30:00",
+	  "2024-01-01 00:00:00", "2024-01-01 01:00:00" },
+	/* Santiago: midnight skipped (the day starts at 01:00), and 23:00
+	 * repeated (at 03:00Z the clocks went from 23:59:59 back to 23:00:
+	 * both 23:00 hours are 04-02's, a 25-hour day) */
+	{ "America/Santiago", GRAIN_DAY, WEEK_MONDAY, "2022-09-11",
+	  "2022-09-11 04:00:00", "2022-09-12 03:00:00",
+	  "2022-09-11", "2022-09-12" },
+	{ "America/Santiago", GRAIN_DAY, WEEK_MONDAY, "2022-04-02",
+	  "2022-04-02 03:00:00", "2022-04-03 04:00:00",
+	  "2022-04-02", "2022-04-03" },
+};
+
+START_TEST(test_zoned_table)
+{
+	struct cal c = zcal(zoned[_i].zone, zoned[_i].g, zoned[_i].ws);
+	char key[CAL_KEY_MAX], a[CAL_KEY_MAX], b[CAL_KEY_MAX];
+	struct err err;
+	part_t p = 0;
+
+	err_clear(&err);
+	ck_assert_msg(cal_parse_key(&c, zoned[_i].key, &p, &err) == 0, "%s: %s",
+	    zoned[_i].key, err.msg);
+	cal_key(&c, p, key);
+	ck_assert_str_eq(key, zoned[_i].key);
+	cal_bound_utc(cal_start(&c, p), a);
+	cal_bound_utc(cal_end(&c, p), b);
+	ck_assert_msg(strcmp(a, zoned[_i].start) == 0 &&
+	    strcmp(b, zoned[_i].end) == 0, "%s %s: [%s, %s)", zoned[_i].zone,
+	    zoned[_i].key, a, b);
+	ck_assert_int_eq(cal_start(&c, p), utc_of(zoned[_i].start));
+	ck_assert_int_eq(cal_part_of(&c, utc_of(zoned[_i].start)), p);
+	ck_assert_int_eq(cal_part_of(&c, utc_of(zoned[_i].end) - 1), p);
+	ck_assert_int_eq(cal_part_of(&c, utc_of(zoned[_i].end)), p + 1);
+	ck_assert_int_eq(cal_end(&c, p - 1), cal_start(&c, p));
+	cal_bounds_local(&c, p, a, b);
+	ck_assert_str_eq(a, zoned[_i].lstart);
+	ck_assert_str_eq(b, zoned[_i].lend);
+	ck_assert_str_eq(cal_zone_name(&c), zoned[_i].zone);
+	ck_assert(cal_keys_sort_in_time(&c) == (zoned[_i].g != GRAIN_HOUR));
+	tz_unref((struct tz *)c.tz);
+}
+END_TEST
+
+/* Partitions of one local day (or hour) of an hourly calendar. */
+static int64_t
+zcount(const char *zone, const char *from, const char *to)
+{
+	struct cal c = zcal(zone, GRAIN_HOUR, WEEK_MONDAY);
+	struct part_range r;
+	struct err err;
+
+	err_clear(&err);
+	if (cal_range_parse(&c, from, to, &r, &err) != 0)
+		ck_abort_msg("%s %s..%s: %s", zone, from, to, err.msg);
+	tz_unref((struct tz *)c.tz);
+	return range_count(&r);
+}
+
+START_TEST(test_zoned_counts)
+{
+	/* Chicago hourly: 23 partitions, then 25, each its own key */
+	ck_assert_int_eq(zcount("America/Chicago", "2021-03-14", "2021-03-14"),
+	    23);
+	ck_assert_int_eq(zcount("America/Chicago", "2021-11-07", "2021-11-07"),
+	    25);
+	ck_assert_int_eq(zcount("America/Chicago", "2021-11-06", "2021-11-06"),
+	    24);
+	/* an hour without offset is every hour of that wall time */
+	ck_assert_int_eq(zcount("America/Chicago", "2021-11-07T01",
+	    "2021-11-07T01"), 2);
+	ck_assert_int_eq(zcount("America/Chicago", "2021-11-07T01-06:00",
+	    "2021-11-07T01-06:00"), 1);
+	ck_assert_int_eq(zcount("America/Chicago", "2021-03-14T01",
+	    "2021-03-14T03"), 2);
+	/* Lord Howe's 23.5 hour day has 24 cells; Kolkata's days 24 */
+	ck_assert_int_eq(zcount("Australia/Lord_Howe", "2023-10-01",
+	    "2023-10-01"), 24);
+	ck_assert_int_eq(zcount("Asia/Kolkata", "2024-01-01", "2024-01-01"),
+	    24);
+	ck_assert_int_eq(zcount("Europe/Berlin", "2023-10-29", "2023-10-29"),
+	    25);
+}
+END_TEST
+
+START_TEST(test_zoned_chicago_keys)
+{
+	struct cal c = zcal("America/Chicago", GRAIN_HOUR, WEEK_MONDAY);
+	struct part_range r;
+	struct err err;
+	char key[CAL_KEY_MAX], prev[CAL_KEY_MAX] = "";
+	int n2 = 0;
+
+	ck_assert_int_eq(cal_range_parse_one(&c, "2021-03-14", &r, &err), 0);
+	for (part_t p = r.first; p <= r.last; p++) {
+		cal_key(&c, p, key);
+		ck_assert_msg(strncmp(key, "2021-03-14T02", 13) != 0, "%s", key);
+		ck_assert_str_ne(key, prev);
+		memcpy(prev, key, sizeof key);
+	}
+	ck_assert_int_eq(cal_range_parse_one(&c, "2021-11-07", &r, &err), 0);
+	for (part_t p = r.first; p <= r.last; p++) {
+		cal_key(&c, p, key);
+		if (strncmp(key, "2021-11-07T01", 13) == 0)
+			n2++;
+		ck_assert_int_eq(cal_end(&c, p) - cal_start(&c, p), 3600);
+	}
+	ck_assert_int_eq(n2, 2);
+	tz_unref((struct tz *)c.tz);
+}
+END_TEST
+
+/* Keys and ranges refused in a zone, with the words of the refusal. */
+static const struct {
+	const char *zone;
+	enum grain g;
+	const char *from, *to; /* to NULL: a key */
+	const char *want;
+} zoned_bad[] = {
+	{ "America/New_York", GRAIN_HOUR, "2024-03-10T02-05:00", NULL,
+	  "\"2024-03-10T02-05:00\" does not exist in America/New_York: "
+	  "clocks went from 02:00 to 03:00 on 2024-03-10" },
+	{ "Europe/Berlin", GRAIN_HOUR, "2023-10-29T02+03:00", NULL,
+	  "\"2023-10-29T02+03:00\" is not an hour of Europe/Berlin: that "
+	  "hour is 2023-10-29T02+02:00 and 2023-10-29T02+01:00" },
+	{ "Europe/Berlin", GRAIN_HOUR, "2023-10-29T02", NULL,
+	  "bad hour \"2023-10-29T02\": write hours of Europe/Berlin as "
+	  "YYYY-MM-DDTHH and their offset" },
+	{ "Europe/Berlin", GRAIN_HOUR, "2023-10-29T03+02:00", NULL,
+	  "is not an hour of Europe/Berlin: that hour is "
+	  "2023-10-29T03+01:00" },
+	{ "Pacific/Apia", GRAIN_DAY, "2011-12-30", NULL,
+	  "2011-12-30 did not happen in Pacific/Apia" },
+	{ "America/New_York", GRAIN_HOUR, "2024-03-10T02", "2024-03-10T02",
+	  "did not happen in America/New_York: its clocks skipped that "
+	  "time; nothing was queued" },
+	{ "America/New_York", GRAIN_HOUR, "2024-03-10T03", "2024-03-10T01",
+	  "is after --to" },
+	{ "America/New_York", GRAIN_WEEK, "2024-03-11", NULL,
+	  "weeks are keyed by their Sunday, 2024-03-10" },
+};
+
+START_TEST(test_zoned_refused)
+{
+	struct cal c = zcal(zoned_bad[_i].zone, zoned_bad[_i].g,
+	    zoned_bad[_i].g == GRAIN_WEEK ? WEEK_SUNDAY : WEEK_MONDAY);
+	struct part_range r = { 7, 9 };
+	struct err err;
+	part_t p = 42;
+	int rc;
+
+	err_clear(&err);
+	if (zoned_bad[_i].to == NULL)
+		rc = cal_parse_key(&c, zoned_bad[_i].from, &p, &err);
+	else
+		rc = cal_range_parse(&c, zoned_bad[_i].from, zoned_bad[_i].to,
+		    &r, &err);
+	ck_assert_int_eq(rc, -1);
+	ck_assert_int_eq(p, 42);
+	ck_assert_int_eq(r.first, 7);
+	assert_bad_input(&err, zoned_bad[_i].from);
+	ck_assert_msg(strstr(err.msg, zoned_bad[_i].want) != NULL, "%s",
+	    err.msg);
+	tz_unref((struct tz *)c.tz);
+}
+END_TEST
+
+/* A day a zone skipped is empty, counted in a range and skipped by a
+ * walk; the days around it are whole. */
+START_TEST(test_zoned_skipped_day)
+{
+	struct cal c = zcal("Pacific/Apia", GRAIN_DAY, WEEK_MONDAY);
+	struct part_range r;
+	struct err err;
+	int nonempty = 0;
+
+	ck_assert_int_eq(cal_range_parse(&c, "2011-12-29", "2011-12-31", &r,
+	    &err), 0);
+	ck_assert_int_eq(range_count(&r), 3);
+	for (part_t p = r.first; p <= r.last; p++)
+		nonempty += !cal_empty(&c, p);
+	ck_assert_int_eq(nonempty, 2);
+	ck_assert(cal_empty(&c, r.first + 1));
+	ck_assert_int_eq(cal_end(&c, r.first), cal_start(&c, r.last));
+	/* 2011-12-29 ended at 10:00Z: the instant is 12-31's */
+	ck_assert_int_eq(cal_part_of(&c, utc_of("2011-12-30 10:00:00")),
+	    r.last);
+	tz_unref((struct tz *)c.tz);
+}
+END_TEST
+
+/* Across zones, overlap relates partitions: a UTC hour across a Kolkata
+ * midnight feeds two Kolkata days, a UTC day two; a Berlin 25-hour day
+ * reads 25 UTC hours. */
+START_TEST(test_zoned_across)
+{
+	struct cal kd = zcal("Asia/Kolkata", GRAIN_DAY, WEEK_MONDAY);
+	struct cal bd = zcal("Europe/Berlin", GRAIN_DAY, WEEK_MONDAY);
+	struct cal bq = zcal("Europe/Berlin", GRAIN_QUARTER, WEEK_MONDAY);
+	struct part_range r;
+	char k[CAL_KEY_MAX];
+
+	r = cal_map(&cal_utc[GRAIN_HOUR], key_of(GRAIN_HOUR, "2023-12-31T18"),
+	    &kd);
+	ck_assert_int_eq(range_count(&r), 2);
+	cal_key(&kd, r.first, k);
+	ck_assert_str_eq(k, "2023-12-31");
+	cal_key(&kd, r.last, k);
+	ck_assert_str_eq(k, "2024-01-01");
+	r = cal_map(&cal_utc[GRAIN_HOUR], key_of(GRAIN_HOUR, "2023-12-31T19"),
+	    &kd);
+	ck_assert_int_eq(range_count(&r), 1);
+	r = cal_map(&cal_utc[GRAIN_DAY], key_of(GRAIN_DAY, "2024-01-01"), &kd);
+	ck_assert_int_eq(range_count(&r), 2);
+	r = cal_inputs(&cal_utc[GRAIN_HOUR], &bd, cal_part_of_day(&bd,
+	    day_of("2023-10-29")));
+	ck_assert_int_eq(range_count(&r), 25);
+	cal_key(&cal_utc[GRAIN_HOUR], r.first, k);
+	ck_assert_str_eq(k, "2023-10-28T22");
+	/* a Berlin day maps into its quarter; the quarter reads 92 days */
+	r = cal_map(&bd, cal_part_of_day(&bd, day_of("2023-12-31")), &bq);
+	ck_assert_int_eq(range_count(&r), 1);
+	cal_key(&bq, r.first, k);
+	ck_assert_str_eq(k, "2023-10-01");
+	r = cal_inputs(&bd, &bq, r.first);
+	ck_assert_int_eq(range_count(&r), 92);
+	tz_unref((struct tz *)kd.tz);
+	tz_unref((struct tz *)bd.tz);
+	tz_unref((struct tz *)bq.tz);
+}
+END_TEST
+
+/* Zoned hour keys do not sort in time; the hull holds them all. */
+START_TEST(test_zoned_hull)
+{
+	struct cal c = zcal("Europe/Berlin", GRAIN_HOUR, WEEK_MONDAY);
+	struct part_range r;
+	struct err err;
+	char lo[CAL_KEY_MAX], hi[CAL_KEY_MAX], k[CAL_KEY_MAX];
+
+	ck_assert_int_eq(cal_range_parse_one(&c, "2023-10-29", &r, &err), 0);
+	cal_key_hull(&c, r, lo, hi);
+	for (part_t p = r.first; p <= r.last; p++) {
+		cal_key(&c, p, k);
+		ck_assert_msg(strcmp(lo, k) <= 0 && strcmp(k, hi) <= 0,
+		    "%s outside %s..%s", k, lo, hi);
+	}
+	cal_key(&c, r.first + 2, lo);
+	cal_key(&c, r.first + 3, hi);
+	ck_assert_str_eq(lo, "2023-10-29T02+02:00");
+	ck_assert_str_eq(hi, "2023-10-29T02+01:00");
+	ck_assert_int_gt(strcmp(lo, hi), 0); /* bytes against time */
+	tz_unref((struct tz *)c.tz);
+}
+END_TEST
+
 static Suite *
 calendar_suite(void)
 {
@@ -1275,6 +1642,16 @@ calendar_suite(void)
 	tcase_add_loop_test(tc, test_cal_bad_keys, 0, NELEM(cal_bad_keys));
 	tcase_add_test(tc, test_cal_ranges_and_maps);
 	tcase_add_test(tc, test_cal_utc_is_part);
+	suite_add_tcase(s, tc);
+
+	tc = tcase_create("zoned");
+	tcase_add_loop_test(tc, test_zoned_table, 0, NELEM(zoned));
+	tcase_add_test(tc, test_zoned_counts);
+	tcase_add_test(tc, test_zoned_chicago_keys);
+	tcase_add_loop_test(tc, test_zoned_refused, 0, NELEM(zoned_bad));
+	tcase_add_test(tc, test_zoned_skipped_day);
+	tcase_add_test(tc, test_zoned_across);
+	tcase_add_test(tc, test_zoned_hull);
 	suite_add_tcase(s, tc);
 	return s;
 }
