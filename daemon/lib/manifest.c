@@ -35,7 +35,6 @@ void
 manifest_init(struct manifest *m, const struct config *cfg)
 {
 	memset(m, 0, sizeof *m);
-	m->deck_job = -1;
 	m->requests.next = m->requests.prev = &m->requests;
 	m->runs.next = m->runs.prev = &m->runs;
 	manifest_reindex(m, cfg);

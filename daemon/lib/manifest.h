@@ -131,7 +131,6 @@ struct manifest {
 	int *job_running;		 /* runs in flight per job index */
 	int ndeck;			 /* ... of them handed ahead */
 	int *job_deck;			 /* ... per job index */
-	int deck_job;			 /* pick_next_deck's job while it picks */
 	int64_t (*job_counts)[MS_COUNT]; /* items by job index and state */
 	/* partitions by job index and state, each once however many
 	 * requests hold it (manifest_distinct: queued, running, blocked) */

@@ -49,9 +49,11 @@ pick_wh_cap(const struct warehouse_def *w)
 	    (int64_t)w->max_connections : -1;
 }
 
-/* May this job start one more run now (its cap, its warehouse's)? */
+/* May this job start one more run now (its cap, its warehouse's)?  deck:
+ * the job pick_next_deck picks for, or -1 (pick_next_run). */
 static bool
-pick_job_free(struct manifest *m, const struct pick_gate *g, int job)
+pick_job_free(struct manifest *m, const struct pick_gate *g, int job,
+	      int deck)
 {
 	const struct job_def *j;
 	const struct warehouse_def *w;
@@ -60,10 +62,10 @@ pick_job_free(struct manifest *m, const struct pick_gate *g, int job)
 	if (job < 0)
 		return false;
 	j = &m->cfg->jobs[job];
-	if (m->deck_job >= 0) {
+	if (deck >= 0) {
 		/* pick_next_deck: one run more than the cap, of its job only,
 		 * while none is handed ahead */
-		if (job != m->deck_job || m->job_deck[job] > 0)
+		if (job != deck || m->job_deck[job] > 0)
 			return false;
 	} else if ((size_t)job < m->njobs &&
 		   m->job_running[job] - m->job_deck[job] >= j->concurrency) {
@@ -107,11 +109,11 @@ pick_ready(struct manifest *m, const struct pick_gate *g, struct item *it,
 }
 
 /* Is a request running as many runs as its own cap allows (one more
- * for pick_next_deck)? */
+ * for pick_next_deck: deck >= 0)? */
 static bool
-pick_at_cap(const struct manifest *m, const struct request *rq)
+pick_at_cap(const struct request *rq, int deck)
 {
-	return rq->cap > 0 && rq->nruns >= rq->cap + (m->deck_job >= 0);
+	return rq->cap > 0 && rq->nruns >= rq->cap + (deck >= 0);
 }
 
 /*
@@ -123,26 +125,27 @@ pick_at_cap(const struct manifest *m, const struct request *rq)
  * before it on the same worker.
  */
 static bool
-pick_no_deck(const struct manifest *m, const struct request *rq)
+pick_no_deck(const struct request *rq, int deck)
 {
-	return m->deck_job >= 0 && rq->fail_fast;
+	return deck >= 0 && rq->fail_fast;
 }
 
 /* The first runnable item of a request in seq order, or NULL. */
 static struct item *
-pick_request_next(struct manifest *m, const struct pick_gate *g,
+pick_request_next(struct manifest *m, const struct pick_gate *g, int deck,
 		  struct request *rq, int64_t now, int64_t *wake)
 {
 	while (rq->cursor < rq->n && rq->items[rq->cursor]->state != MS_QUEUED)
 		rq->cursor++;
-	if (pick_at_cap(m, rq) || pick_no_deck(m, rq))
+	if (pick_at_cap(rq, deck) || pick_no_deck(rq, deck))
 		return NULL;
 	for (size_t i = rq->cursor; i < rq->n; i++) {
 		struct item *it = rq->items[i];
 
 		if (it->state != MS_QUEUED)
 			continue;
-		if (!pick_job_free(m, g, it->job) || pick_paused(g, it->job)) {
+		if (!pick_job_free(m, g, it->job, deck) ||
+		    pick_paused(g, it->job)) {
 			if (!it->downstream)
 				i = rq->nroot -
 				    1; /* every root is this job's */
@@ -161,15 +164,15 @@ pick_request_next(struct manifest *m, const struct pick_gate *g,
  * --reverse; downstream items after the items they wait for).
  */
 static struct item *
-pick_item(struct manifest *m, const struct pick_gate *g, int64_t now,
-	  int64_t *wake)
+pick_item(struct manifest *m, const struct pick_gate *g, int deck,
+	  int64_t now, int64_t *wake)
 {
 	struct request *rq, *start;
 	struct item *it = NULL;
 
 	for (rq = m->requests.next; rq != &m->requests && !it; rq = rq->next)
 		if (rq->priority)
-			it = pick_request_next(m, g, rq, now, wake);
+			it = pick_request_next(m, g, deck, rq, now, wake);
 	if (it != NULL || m->requests.next == &m->requests)
 		return it;
 	start = m->rr;
@@ -178,7 +181,8 @@ pick_item(struct manifest *m, const struct pick_gate *g, int64_t now,
 	rq = start;
 	do {
 		if (rq != &m->requests && !rq->priority &&
-		    (it = pick_request_next(m, g, rq, now, wake)) != NULL) {
+		    (it = pick_request_next(m, g, deck, rq, now,
+					    wake)) != NULL) {
 			m->rr = rq->next;
 			return it;
 		}
@@ -236,8 +240,8 @@ pick_run_trim(const struct manifest *m, struct run *r)
  * first that is).
  */
 static void
-pick_gather(struct manifest *m, const struct pick_gate *g, struct run *r,
-	    struct item *it, int64_t now)
+pick_gather(struct manifest *m, const struct pick_gate *g, int deck,
+	    struct run *r, struct item *it, int64_t now)
 {
 	int64_t wake = INT64_MAX;
 	size_t size = r->batch ? (size_t)m->cfg->jobs[it->job].batch_size : 0;
@@ -270,30 +274,31 @@ pick_gather(struct manifest *m, const struct pick_gate *g, struct run *r,
 	     x = x->hnext) {
 		if (x == it || !manifest_same(x, it->job_name, it->key))
 			continue;
-		if (!pick_at_cap(m, x->rq) && !pick_no_deck(m, x->rq) &&
+		if (!pick_at_cap(x->rq, deck) && !pick_no_deck(x->rq, deck) &&
 		    pick_ready(m, g, x, now, &wake))
 			pick_run_add(r, x);
 	}
 }
 
 /* The next run to start under the caps, in order, or NULL (*wake: when a
- * retry comes due, if sooner).  The run is not started yet: the shell
- * records it, then calls manifest_run_start (or manifest_run_free). */
+ * retry comes due, if sooner); deck: the job pick_next_deck hands a run
+ * ahead for, or -1.  The run is not started yet: the shell records it,
+ * then calls manifest_run_start (or manifest_run_free). */
 static struct run *
-pick_run(struct manifest *m, const struct pick_gate *g, int64_t now,
-	 int64_t *wake)
+pick_run(struct manifest *m, const struct pick_gate *g, int deck,
+	 int64_t now, int64_t *wake)
 {
 	struct item *it;
 	struct run *r;
 
-	if ((it = pick_item(m, g, now, wake)) == NULL)
+	if ((it = pick_item(m, g, deck, now, wake)) == NULL)
 		return NULL;
 	r = xcalloc(1, sizeof *r);
 	r->job = it->job;
 	snprintf(r->job_name, sizeof r->job_name, "%s", it->job_name);
 	r->batch = m->cfg->jobs[it->job].batch;
 	pick_run_add(r, it);
-	pick_gather(m, g, r, it, now);
+	pick_gather(m, g, deck, r, it, now);
 	return r;
 }
 
@@ -303,7 +308,7 @@ pick_next_run(struct manifest *m, const struct pick_gate *g, int64_t now,
 {
 	if (m->nrunning - m->ndeck >= m->cfg->max_concurrency)
 		return NULL;
-	return pick_run(m, g, now, wake);
+	return pick_run(m, g, -1, now, wake);
 }
 
 struct run *
@@ -314,9 +319,7 @@ pick_next_deck(struct manifest *m, const struct pick_gate *g, int job,
 
 	if (job < 0 || (size_t)job >= m->njobs || m->job_deck[job] > 0)
 		return NULL;
-	m->deck_job = job;
-	r = pick_run(m, g, now, wake);
-	m->deck_job = -1;
+	r = pick_run(m, g, job, now, wake);
 	if (r != NULL)
 		r->deck = true;
 	return r;
