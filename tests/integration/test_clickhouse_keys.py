@@ -11,7 +11,10 @@ docs/clickhouse.md, "The partition key"), on the real server:
   its own that no REPLACE publishes), with what to do; nothing is
   published and no stage rows are left;
 - a key that fits no grain is refused with what to do (recreate the
-  table, or partition it by the column holding each first day)."""
+  table, or partition it by the column holding each first day);
+- a ReplacingMergeTree target is audited FINAL: a fill emitting several
+  versions of a key passes key_unique, its rows and metrics those of the
+  last versions."""
 import os
 import subprocess
 import sys
@@ -123,6 +126,50 @@ def test_other_key_refused_with_what_to_do():
         h.check(part in e, "the refusal lacks %r: %r" % (part, e))
 
 
+REPLACING = """
+- name: fct
+  warehouse: sales
+  partition: day
+  table: fct_r
+  partition_column: dt
+  key: [dt, store_id]
+  min_rows: 1
+  metrics:
+    revenue: sum(revenue_cents)
+  sql: SELECT dt, store_id, v, sum(amount_cents) * v FROM raw_sales ARRAY JOIN [1, 2] AS v WHERE dt = :partition GROUP BY dt, store_id, v
+"""
+
+
+def test_replacing_read_final():
+    """A ReplacingMergeTree(ver) target and a fill that emits two versions
+    of each key: the audit reads the stage FINAL (as the table's readers
+    see it once merged): key_unique passes, the rows and the metric are
+    those of the last versions; the live table FINAL holds them."""
+    db = tc.fresh_db()
+    day = "2026-02-09"
+    tc.SRV.q("CREATE TABLE fct_r (dt Date, store_id UInt8, ver UInt8, revenue_cents Int64)"
+             " ENGINE = ReplacingMergeTree(ver) PARTITION BY dt ORDER BY (dt, store_id)", db)
+    tc.SRV.q("INSERT INTO fct_r VALUES ('%s', 1, 1, 5)" % day, db)
+    tc.SRV.q("INSERT INTO fct_r VALUES ('%s', 1, 2, 7)" % day, db)
+    d = h.Daemon(config=tc.ch_config(db, REPLACING), clock=None, name="chreplacing")
+    req = d.enqueue("backfill", "fct", "--from", day, "--to", day, "--wait")
+    r = [x for x in d.runs() if x["job"] == "fct"]
+    h.eq([x["state"] for x in r], ["succeeded"], "the run of two versions a key: %r" % r)
+    want = tc.SRV.rows("SELECT dt, store_id, 2, sum(amount_cents) * 2 FROM raw_sales WHERE"
+                       " dt = '%s' GROUP BY dt, store_id ORDER BY store_id" % day, db)
+    h.eq(tc.SRV.rows("SELECT * FROM fct_r FINAL WHERE dt = '%s' ORDER BY store_id" % day, db),
+         want, "the live table's last versions")
+    p = [x for x in d.json("audit", "--request", str(req))["partitions"]
+         if x["partition"] == day][0]
+    h.eq((p["rows_before"], p["rows_after"]), (1, len(want)),
+         "the audit's rows: one a key, before (two versions of store 1) and after")
+    h.eq((p["metrics"]["revenue"]["before"], p["metrics"]["revenue"]["after"]),
+         (7, sum(int(w[3]) for w in want)), "the metric over the last versions")
+    h.eq([(c["name"], c["passed"]) for c in p["checks"] if c["name"] == "key_unique"],
+         [("key_unique", True)], "key_unique over the last versions")
+    d.stop()
+
+
 def main():
     if not os.path.exists(os.path.join(os.path.dirname(h.binaries()[0]), "backfilld-ch.so")):
         tc.skip("this build has no ClickHouse driver (libcurl4-openssl-dev)")
@@ -132,7 +179,7 @@ def main():
         tc.skip(str(e))
     h.register_server(tc.SRV)
     h.main([test_first_day_keys_published, test_not_first_day_refused,
-            test_other_key_refused_with_what_to_do])
+            test_other_key_refused_with_what_to_do, test_replacing_read_final])
 
 
 if __name__ == "__main__":

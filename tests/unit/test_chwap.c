@@ -50,7 +50,17 @@ START_TEST(test_sql)
 	s.stage = NULL;
 	ck_assert_int_eq(chwap_sql(&s, keys, 2, &sql, &e), 0);
 	ck_assert_ptr_null(strstr(sql, "system."));
+	ck_assert_ptr_null(strstr(sql, "FINAL"));
 	free(sql);
+	/* a Replacing or Collapsing engine: its rows read as merged */
+	s.final = true;
+	ck_assert_int_eq(chwap_sql(&s, keys, 2, &sql, &e), 0);
+	ck_assert_ptr_nonnull(strstr(sql, "FROM `fct` FINAL WHERE `dt` IN"
+				     " ('2025-03-05', '2025-03-06') GROUP BY"));
+	ck_assert_ptr_nonnull(strstr(sql, "FROM `fct` FINAL WHERE `dt` ="
+				     " '2025-03-05' AND 0"));
+	free(sql);
+	s.final = false;
 	{
 		/* a DateTime column read through the grain's function, as
 		 * the table's partition key reads it (issue 40): grouped,

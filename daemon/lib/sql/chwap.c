@@ -93,15 +93,16 @@ chwap_sql(const struct chwap_spec *s, const char *const *keys, size_t n,
 	buf_printf(&b, "SELECT concat('f\\t', toString(%s) AS _backfilld_part",
 		   col);
 	chwap_figures(&b, s);
-	buf_printf(&b, ") AS v FROM `%s` WHERE ", s->table);
+	buf_printf(&b, ") AS v FROM `%s`%s WHERE ", s->table,
+		   s->final ? " FINAL" : "");
 	chwap_in(&b, col, txt, n);
 	buf_addstr(&b, " GROUP BY _backfilld_part UNION ALL SELECT"
 		   " concat('n\\t-'");
 	chwap_figures(&b, s);
 	/* the figures of no row: no row read (18.16 scans all of a table
 	 * for WHERE 0; the key's condition prunes it to one partition) */
-	buf_printf(&b, ") AS v FROM `%s` WHERE %s = %s AND 0", s->table, col,
-		   txt[0]);
+	buf_printf(&b, ") AS v FROM `%s`%s WHERE %s = %s AND 0", s->table,
+		   s->final ? " FINAL" : "", col, txt[0]);
 	buf_add(&b, "", 1);
 	free(txt);
 	*out = buf_steal(&b);

@@ -30,6 +30,8 @@ struct chwap_spec {
 	const char *const *metrics; /* aggregate SQL without placeholders */
 	size_t nmetrics;
 	bool digest;         /* also sum(cityHash64(*)) */
+	bool final;          /* the table read FINAL (a Replacing or
+			      * Collapsing engine: its rows as merged) */
 	const char *stage;   /* the state too (NULL: figures only): */
 	const char *mark;    /*   the stage's existence, parts and marks */
 };

@@ -945,6 +945,7 @@ exec_sql_wap(struct exec_flight *fl, struct wh_conn *conn, bool key_checked,
 	if (exec_begin(conn, err) == -1 ||
 	    (!key_checked && exec_wap_key(conn, run->cfg, jd, err) == -1))
 		return -1;
+	guard_read_final(exec_wap_key_final(run)); /* a Replacing engine */
 	rc = wh->cluster == NULL ? 0 : exec_wap_shards_open(conn, wh, jd,
 	    exec_flight_stop(fl), run->run_id, &sh, err);
 	if (rc == -1)

@@ -103,6 +103,10 @@ int exec_wap_key(struct wh_conn *conn, const struct config *cfg,
  * the job's table found it) refuses a stage holding rows of the
  * partition whose column is another day (their stage partitions
  * dropped, best effort); 0 for any other key. */
+/* Whether the job's table is read FINAL: its engine (as the last check
+ * found it) a Replacing or Collapsing one, whose parts hold several
+ * versions of a key until merged. */
+bool exec_wap_key_final(const struct exec_run *run);
 int exec_wap_key_audit(struct wh_conn *conn, const struct exec_run *run,
 		       const struct wh_param *params, size_t nparams,
 		       const char *stage, struct err *err);

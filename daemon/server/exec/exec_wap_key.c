@@ -23,13 +23,14 @@
 static struct {
 	char wh[64], table[CHSQL_IDENT_MAX];
 	enum chsql_key_shape shape;
+	bool final;
 } shapes[EXEC_WAP_SHAPES_MAX];
 static size_t nshapes;
 static pthread_mutex_t shapes_lock = PTHREAD_MUTEX_INITIALIZER;
 
 static void
 exec_wap_shape_set(const char *wh, const char *table,
-		   enum chsql_key_shape shape)
+		   enum chsql_key_shape shape, bool final)
 {
 	size_t i;
 
@@ -43,23 +44,39 @@ exec_wap_shape_set(const char *wh, const char *table,
 		snprintf(shapes[i].table, sizeof shapes[i].table, "%s", table);
 		nshapes++;
 	}
-	if (i < nshapes)
+	if (i < nshapes) {
 		shapes[i].shape = shape;
+		shapes[i].final = final;
+	}
 	pthread_mutex_unlock(&shapes_lock);
 }
 
 static enum chsql_key_shape
-exec_wap_shape_of(const char *wh, const char *table)
+exec_wap_shape_of(const char *wh, const char *table, bool *final)
 {
 	enum chsql_key_shape shape = CHSQL_KEY_GRAIN;
 
+	*final = false;
 	pthread_mutex_lock(&shapes_lock);
 	for (size_t i = 0; i < nshapes; i++)
 		if (strcmp(shapes[i].wh, wh) == 0 &&
-		    strcmp(shapes[i].table, table) == 0)
+		    strcmp(shapes[i].table, table) == 0) {
 			shape = shapes[i].shape;
+			*final = shapes[i].final;
+		}
 	pthread_mutex_unlock(&shapes_lock);
 	return shape;
+}
+
+bool
+exec_wap_key_final(const struct exec_run *run)
+{
+	const struct job_def *jd = run->job;
+	bool final;
+
+	(void)exec_wap_shape_of(run->cfg->warehouses[jd->warehouse].name,
+				jd->table, &final);
+	return final;
 }
 
 /* The partition key of Distributed table jd->table's local table into
@@ -137,7 +154,7 @@ exec_wap_key_local(struct wh_conn *conn, const struct config *cfg,
 	const struct warehouse_def *wh = &cfg->warehouses[jd->warehouse];
 	char sql[512], want[300], *key = NULL, *sp;
 	enum chsql_key_shape shape;
-	bool has_row;
+	bool has_row, final = false;
 
 	if (distributed != NULL)
 		*distributed = false;
@@ -161,9 +178,14 @@ exec_wap_key_local(struct wh_conn *conn, const struct config *cfg,
 				      err) == -1)
 			return -1;
 	}
-	/* "ENGINE KEY": the key alone */
-	if (key != NULL && (sp = strchr(key, ' ')) != NULL)
+	/* "ENGINE KEY": the key alone; a Replacing or Collapsing engine
+	 * (Replicated too) read FINAL */
+	if (key != NULL && (sp = strchr(key, ' ')) != NULL) {
+		*sp = '\0';
+		final = strstr(key, "Replacing") != NULL ||
+			strstr(key, "Collapsing") != NULL;
 		memmove(key, sp + 1, strlen(sp + 1) + 1);
+	}
 	if (!has_row || key == NULL) {
 		free(key);
 		return err_set(err, EXIT_BAD_INPUT, "%s:%d:%d: job \"%s\": table"
@@ -188,7 +210,7 @@ exec_wap_key_local(struct wh_conn *conn, const struct config *cfg,
 		free(key);
 		return -1;
 	}
-	exec_wap_shape_set(wh->name, jd->table, shape);
+	exec_wap_shape_set(wh->name, jd->table, shape, final);
 	free(key);
 	return 0;
 }
@@ -201,10 +223,11 @@ exec_wap_key_audit(struct wh_conn *conn, const struct exec_run *run,
 	const struct job_def *jd = run->job;
 	const struct warehouse_def *wh = &run->cfg->warehouses[jd->warehouse];
 	char sql[512], drop[512], *v = NULL;
-	bool has_row = false;
+	bool has_row = false, final;
 	struct err e;
 
-	if (exec_wap_shape_of(wh->name, jd->table) != CHSQL_KEY_FIRST_DAY)
+	if (exec_wap_shape_of(wh->name, jd->table, &final) !=
+	    CHSQL_KEY_FIRST_DAY)
 		return 0;
 	if (chsql_first_day_sql(stage, jd->partition_column, jd->grain, sql,
 				sizeof sql) == -1)

@@ -268,6 +268,7 @@ exec_wap_read_state(struct exec_flight *fl, struct wh_conn *conn,
 				.part_fn = chsql_grain_fn(run->job->grain),
 				.nmetrics = run->job->nmetrics,
 				.digest = exec_wap_digested(run, t),
+				.final = exec_wap_key_final(run),
 				.stage = t->stage, .mark = t->mark };
 	const char **ms;
 	int rc = 0;
@@ -307,7 +308,8 @@ exec_wap_read_after(struct exec_flight *fl, struct wh_conn *conn,
 				.column = run->job->partition_column,
 				.part_fn = chsql_grain_fn(run->job->grain),
 				.nmetrics = run->job->nmetrics,
-				.digest = sum_after != NULL };
+				.digest = sum_after != NULL,
+				.final = exec_wap_key_final(run) };
 	const char **ms;
 	int rc = 0;
 

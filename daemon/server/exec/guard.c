@@ -48,6 +48,13 @@ guard_ident(struct buf *b, const char *name)
 /* The table guard_* read: the job's, or (ClickHouse) its stage after the
  * write; set by guard_after_in for the length of its call. */
 static _Thread_local const char *guard_table_over;
+static _Thread_local bool guard_final;
+
+void
+guard_read_final(bool final)
+{
+	guard_final = final;
+}
 
 static const char *
 guard_table(const struct job_def *j)
@@ -76,6 +83,8 @@ guard_where(struct buf *b, const struct job_def *j)
 {
 	buf_addstr(b, " FROM ");
 	guard_ident(b, guard_table(j));
+	if (guard_table_over != NULL && guard_final)
+		buf_addstr(b, " FINAL");
 	buf_addstr(b, " WHERE ");
 	if (guard_table_over != NULL)
 		buf_printf(b, "%s(", chsql_grain_fn(j->grain));

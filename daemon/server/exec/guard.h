@@ -75,6 +75,10 @@ enum guard_outcome guard_after(struct exec_run *run, struct wh_conn *conn, size_
 enum guard_outcome guard_after_in(struct exec_run *run, struct wh_conn *conn,
 		size_t i, const struct wh_param *params, size_t nparams,
 		bool first_error, const char *table, struct err *err);
+/* Whether the guard_*_in of this thread read their table FINAL (a
+ * ClickHouse Replacing or Collapsing engine: its rows as merged, one
+ * version a key), until set again. */
+void guard_read_final(bool final);
 /* guard_after_in on the figures the caller put into run->guards[i]
  * already (ClickHouse: read for several partitions at once). */
 enum guard_outcome guard_judge_in(struct exec_run *run, struct wh_conn *conn,
