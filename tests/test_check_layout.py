@@ -223,6 +223,30 @@ class CheckLayout(unittest.TestCase):
             ' it grew)'])
         self.assertEqual(rc, 1)
 
+    def test_cmd_reads_the_store_through_the_scheduler(self):
+        t = Tree(self)
+        t.write('daemon/store/store.h', 'struct store_stats { int n; };\n')
+        t.write('daemon/store/cluster.h', 'struct cluster_state;\n')
+        t.write('daemon/store/store.c',
+                'void\nstore_stats(void)\n{\n}\n')
+        # the several hosts' types (MAY_INCLUDE), and a struct tag named
+        # as a store function, are no use of store/
+        t.write('daemon/cmd/cmd_status.c',
+                '#include "cluster.h"\nvoid\ncmd_status(void)\n{\n'
+                '\tstruct store_stats ss;\n}\n')
+        self.assertEqual(t.check(), (0, []))
+        # a store function called, or store.h included: refused
+        t.write('daemon/cmd/cmd_status.c',
+                '#include "store.h"\nvoid\ncmd_status(void)\n{\n'
+                '\tstore_stats();\n}\n')
+        rc, out = t.check()
+        self.assertEqual(out, [
+            'include daemon/cmd/cmd_status.c store/store.h (cmd/ may not'
+            ' include store/)',
+            'call daemon/cmd/cmd_status.c store 1 (uses store_stats; cmd/'
+            ' may not use store/)'])
+        self.assertEqual(rc, 1)
+
     def test_folder_above_30_files(self):
         t = Tree(self)
         for i in range(30):
@@ -257,6 +281,28 @@ class CheckLayout(unittest.TestCase):
         ])
         self.assertEqual(rc, 1)
 
+    def test_clock_read_outside_clock_ms(self):
+        t = Tree(self)
+        t.write('daemon/lib/util/clock_ms.h', 'static inline long\n'
+                'clock_ms(int id)\n{\n\tstruct timespec ts;\n\n'
+                '\tclock_gettime(id, &ts);\n\treturn ts.tv_sec;\n}\n')
+        t.write('daemon/store/ok.c', '/* clock_gettime(x) in a comment */\n'
+                'long\nok(struct a *a)\n{\n\treturn clock_ms(1) +'
+                ' a->time(2) + f("time(0)");\n}\n')
+        t.write('daemon/server/raw.c', 'long\nraw(void)\n{\n'
+                '\tstruct timespec ts;\n\n\tclock_gettime(1, &ts);\n'
+                '\treturn time(NULL);\n}\n')
+        rc, out = t.check()
+        self.assertEqual(out, [
+            'clock daemon/server/raw.c:6 clock_gettime (read the clock'
+            ' through daemon/lib/util/clock_ms.h: clock_read, clock_ms,'
+            ' clock_us; the daemon\'s wall clock is clock.h\'s)',
+            'clock daemon/server/raw.c:7 time (read the clock through'
+            ' daemon/lib/util/clock_ms.h: clock_read, clock_ms, clock_us;'
+            ' the daemon\'s wall clock is clock.h\'s)',
+        ])
+        self.assertEqual(rc, 1)
+
     def test_folder_in_no_layer(self):
         t = Tree(self)
         os.makedirs(os.path.join(t.root, 'daemon', 'server', 'new'))
@@ -281,28 +327,6 @@ class CheckLayout(unittest.TestCase):
         t = Tree(self)
         t.write('daemon/server/sched/sched_b.c', SCHED_B.replace(
             'static void\nsched_a_run', 'static void\nsched_b_own'))
-    def test_clock_read_outside_clock_ms(self):
-        t = Tree(self)
-        t.write('daemon/lib/util/clock_ms.h', 'static inline long\n'
-                'clock_ms(int id)\n{\n\tstruct timespec ts;\n\n'
-                '\tclock_gettime(id, &ts);\n\treturn ts.tv_sec;\n}\n')
-        t.write('daemon/store/ok.c', '/* clock_gettime(x) in a comment */\n'
-                'long\nok(struct a *a)\n{\n\treturn clock_ms(1) +'
-                ' a->time(2) + f("time(0)");\n}\n')
-        t.write('daemon/server/raw.c', 'long\nraw(void)\n{\n'
-                '\tstruct timespec ts;\n\n\tclock_gettime(1, &ts);\n'
-                '\treturn time(NULL);\n}\n')
-        rc, out = t.check()
-        self.assertEqual(out, [
-            'clock daemon/server/raw.c:6 clock_gettime (read the clock'
-            ' through daemon/lib/util/clock_ms.h: clock_read, clock_ms,'
-            ' clock_us; the daemon\'s wall clock is clock.h\'s)',
-            'clock daemon/server/raw.c:7 time (read the clock through'
-            ' daemon/lib/util/clock_ms.h: clock_read, clock_ms, clock_us;'
-            ' the daemon\'s wall clock is clock.h\'s)',
-        ])
-        self.assertEqual(rc, 1)
-
         rc, out = t.check()
         self.assertEqual(rc, 1)
         self.assertIn(
