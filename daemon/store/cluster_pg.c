@@ -112,7 +112,7 @@ cpg_heartbeat(struct cluster *c, struct lease_row *row, int64_t *now_ms,
 		"  AND incarnation = $2 AND state = 'claimed' AND cancel),"
 		" 1 + (SELECT count(*) FROM nodes WHERE name <> $1"
 		"  AND role <> 'stopped'"
-		"  AND last_seen >= now() - $6 * interval '1 millisecond')"
+		"  AND NOT " LEASE_SQL_DEAD("last_seen", "$6") ")"
 		" FROM (SELECT 1) x LEFT JOIN lease l ON l.id = 1";
 	char inc[32], running[32], ms[32];
 	const char *v[6] = { c->node, inc, running, c->config_hash,
@@ -122,7 +122,7 @@ cpg_heartbeat(struct cluster *c, struct lease_row *row, int64_t *now_ms,
 
 	snprintf(inc, sizeof inc, "%" PRId64, c->incarnation);
 	snprintf(running, sizeof running, "%d", c->running);
-	snprintf(ms, sizeof ms, "%" PRId64, c->lease_s * 1000);
+	snprintf(ms, sizeof ms, "%" PRId64, lease_dead_ms(c->lease_s));
 	if ((res = cpg_qp(c, CPG_P_HEARTBEAT, sql, 6, v, err)) == NULL)
 		return -1;
 	*fenced = cpg_i64(res, 0, 0) == 0;
@@ -255,7 +255,7 @@ cpg_reap(struct cluster *c, struct err *err)
 		" dead AS (UPDATE nodes SET incarnation = incarnation + 1,"
 		"  role = 'stopped', running = 0"
 		"  WHERE name <> $1 AND role <> 'stopped'"
-		"  AND last_seen < now() - $3 * interval '1 millisecond'"
+		"  AND " LEASE_SQL_DEAD("last_seen", "$3")
 		"  AND EXISTS (SELECT 1 FROM ok) RETURNING name),"
 		" r AS (UPDATE work w SET state = 'done', failed = true,"
 		"  interrupted = true, finished_at = now(),"
@@ -279,7 +279,7 @@ cpg_reap(struct cluster *c, struct err *err)
 	int64_t runs;
 
 	snprintf(gen, sizeof gen, "%" PRId64, c->generation);
-	snprintf(ms, sizeof ms, "%" PRId64, c->lease_s * 1000);
+	snprintf(ms, sizeof ms, "%" PRId64, lease_dead_ms(c->lease_s));
 	if ((res = cpg_q(c, sql, 3, v, err)) == NULL)
 		return -1;
 	if (cpg_i64(res, 0, 0) == 0) {

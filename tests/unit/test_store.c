@@ -20,6 +20,7 @@
 #include <uv.h>
 
 #include "config.h"
+#include "lease.h"
 #include "sql_embedded.h"
 #include "store.h"
 #ifdef HAVE_LIBPQ
@@ -911,6 +912,31 @@ add_behaviour(TCase *tc)
 	tcase_add_test(tc, probe_writes);
 }
 
+#ifdef HAVE_LIBPQ
+/* LEASE-3: node death in SQL (LEASE_SQL_DEAD: cluster_pg.c's reap and
+ * the heartbeat's count of live nodes) says what lease_node_dead says,
+ * below, at and above the bound, by the server's now(). */
+START_TEST(lease_sql_agrees)
+{
+	const int64_t lease_s = 10, ms = lease_dead_ms(lease_s);
+	const int64_t ago[] = { 0, ms - 1, ms, ms + 1, 3 * ms };
+	char sql[256];
+
+	for (size_t i = 0; i < sizeof ago / sizeof ago[0]; i++) {
+		snprintf(sql, sizeof sql, "SELECT CASE WHEN "
+			 LEASE_SQL_DEAD("ts", "%lld") " THEN 1 ELSE 0 END FROM"
+			 " (SELECT now() - %lld * interval '1 millisecond' AS ts)"
+			 " x", (long long)ms, (long long)ago[i]);
+		ck_assert_int_eq(pgfix_peek(sql),
+				 lease_node_dead(1000000 - ago[i], 1000000,
+						 lease_s));
+	}
+	ck_assert(!lease_node_dead(1000000 - ms, 1000000, lease_s));
+	ck_assert(lease_node_dead(1000000 - ms - 1, 1000000, lease_s));
+}
+END_TEST
+#endif
+
 int
 main(void)
 {
@@ -925,6 +951,10 @@ main(void)
 		tc = tcase_create(impls[i].name);
 		tcase_add_checked_fixture(tc, impls[i].setup, impls[i].teardown);
 		add_behaviour(tc);
+#ifdef HAVE_LIBPQ
+		if (impls[i].peek == pgfix_peek) /* the server's own */
+			tcase_add_test(tc, lease_sql_agrees);
+#endif
 		suite_add_tcase(s, tc);
 	}
 	/* SQLite's own machinery: migrations, the WAL, opening */

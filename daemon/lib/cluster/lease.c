@@ -52,10 +52,16 @@ lease_local_deadline(int64_t sent_mono_ms, int64_t lease_s)
 	return sent_mono_ms + lease_s * 1000;
 }
 
+int64_t
+lease_dead_ms(int64_t lease_s)
+{
+	return lease_s * 1000;
+}
+
 bool
 lease_node_dead(int64_t last_seen_ms, int64_t now_ms, int64_t lease_s)
 {
-	return now_ms - last_seen_ms > lease_s * 1000;
+	return now_ms - last_seen_ms > lease_dead_ms(lease_s);
 }
 
 /* Append to buf (a line being built, at *o) without overflowing it. */

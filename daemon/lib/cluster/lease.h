@@ -75,8 +75,19 @@ struct lease_node {
 	const char *role;     /* "planner", "worker" */
 };
 
-/* True when a node last seen at last_seen_ms is dead at now_ms (rule 3). */
+/* True when a node last seen at last_seen_ms is dead at now_ms (rule 3,
+ * LEASE-3): silent for more than lease_dead_ms(lease_s). */
 bool lease_node_dead(int64_t last_seen_ms, int64_t now_ms, int64_t lease_s);
+/* LEASE-3's one bound: a node silent for more than this many ms is dead. */
+int64_t lease_dead_ms(int64_t lease_s);
+/* LEASE-3 in SQL, for the statements of the store that the planner runs
+ * (cluster_pg.c: the reap, and the heartbeat's count of live nodes): the
+ * node whose last heartbeat is the timestamptz col is dead by the
+ * database's now(), ms naming the bound parameter that holds
+ * lease_dead_ms(lease_s) -- lease_node_dead's rule, strict as it is
+ * (test_store checks the two agree on a server). */
+#define LEASE_SQL_DEAD(col, ms) \
+	"(" col " < now() - " ms " * interval '1 millisecond')"
 
 /*
  * When the live nodes run different configurations, write one line into
