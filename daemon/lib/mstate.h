@@ -22,6 +22,8 @@ enum mstate {
 	 * the type holds when no state applies */
 	MS_NONE,      /* none: a partition that never ran, an item whose
 		       * state is not set yet, a run's predecessor unknown */
+	MS_LATE       /* a late partition, with no run in memory: for map
+		       * and the report (sched_job_open) */
 };
 
 /* The names of the states, in the enum's order, then NULL (as `runs

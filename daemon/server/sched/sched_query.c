@@ -111,7 +111,7 @@ sched_open_late_cb(const struct fresh_item *it, void *data)
 {
 	struct open_ctx *c = data;
 
-	c->cb(it->part, MS_COUNT, c->data);
+	c->cb(it->part, MS_LATE, c->data);
 }
 
 void

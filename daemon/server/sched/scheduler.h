@@ -141,7 +141,7 @@ void sched_on_change(struct sched *s, void (*cb)(void *data), void *data);
  * (the default) runs none. */
 void sched_set_hooks(struct sched *s, struct hooks *h);
 /* The partitions of job in memory: queued, running and blocked ones (with
- * that state) and late ones (MS_COUNT), for `map`; a partition may come
+ * that state) and late ones (MS_LATE), for `map`; a partition may come
  * several times. */
 typedef void (*sched_open_cb)(part_t p, enum mstate st, void *data);
 void sched_job_open(struct sched *s, int job, sched_open_cb cb, void *data);

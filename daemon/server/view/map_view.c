@@ -78,7 +78,7 @@ map_open_cb(part_t p, enum mstate st, void *data)
 
 	map_raise(m, p, st == MS_RUNNING ? MAP_RUNNING :
 		  st == MS_QUEUED ? MAP_QUEUED :
-		  st == MS_BLOCKED ? MAP_BLOCKED : MAP_LATE);
+		  st == MS_BLOCKED ? MAP_BLOCKED : MAP_LATE); /* MS_LATE */
 }
 
 /* A stale downstream partition. */

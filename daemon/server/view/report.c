@@ -548,7 +548,7 @@ report_late_cb(part_t p, enum mstate st, void *data)
 	const struct job_def *j = c->j;
 	char key[CAL_KEY_MAX];
 
-	if (st != MS_COUNT || !report_row(c))
+	if (st != MS_LATE || !report_row(c))
 		return;
 	part_key(j->grain, p, key);
 	buf_addstr(o, "<tr><td>");
