@@ -57,18 +57,18 @@ START_TEST(test_round_trip_batch)
 	 * and details that need escaping, a metric not measured after */
 	struct runresult_check checks[] = {
 		{"min_rows", "3 rows, at least 1", true, 0, false, false, false, false, 0, 0, 0,
-		 false, false, 0, 0, 0, 0},
+		 false, false, 0, 0, 0, 0, 0},
 		{"no \"nulls\"\n",
 		 "returned 1 \\ caf\xc3\xa9 \xf0\x9f\x98\x80", false, 1, true, true, true, false, 715.12, 0, 0,
-		 false, false, 0, 0, 0, 0},
+		 false, false, 0, 0, 0, 0, 0},
 		{"reconcile:rev", "", true, 1, false, true, true, true, 1.5, 1.25, -0.25,
-		 false, false, 0, 0, 0, 0},
+		 false, false, 0, 0, 0, 0, 0},
 		{"trend:revenue", "value 7151.2, mean 974.5", false, 0, true, false, false, true, 0,
-		 7151.2, 0, true, true, 13, 974.52, 222.0, 27.82},
+		 7151.2, 0, true, true, 13, 974.52, 222.0, 27.82, 0},
 		{"trend:rows", "history constant", false, 1, false, false, false, true, 0, 42, 0,
-		 true, true, 8, 40, 0, INFINITY},
+		 true, true, 8, 40, 0, INFINITY, 0},
 		{"trend:first", "not enough history", true, 1, false, false, false, false, 0, 0, 0,
-		 true, false, 0, 0, 0, 0}};
+		 true, false, 0, 0, 0, 0, 0}};
 	struct runresult_metric m0[] = {{true, true, true, 0.1, 1.0 / 3, -12.5},
 		{true, false, false, -0.0, 0, 0}};
 	struct runresult_metric m1[] = {{false, true, false, 0, 1e300, 0},
@@ -79,11 +79,14 @@ START_TEST(test_round_trip_batch)
 	struct runresult in = {false, false, false, false, 42, checks, 6,
 		guards, 2};
 	struct runresult out;
-	char *text = round_trip(&in, &out);
+	char *text;
 
+	checks[1].shard = 2; /* a check on shard 2 of a Distributed target */
+	text = round_trip(&in, &out);
 	ck_assert_int_eq(out.rows_changed, 42);
 	ck_assert_int_eq(out.nchecks, 6);
 	for (size_t i = 0; i < 6; i++) {
+		ck_assert_int_eq(out.checks[i].shard, checks[i].shard);
 		ck_assert_str_eq(out.checks[i].name, checks[i].name);
 		ck_assert_str_eq(out.checks[i].detail, checks[i].detail);
 		ck_assert(out.checks[i].passed == checks[i].passed);
@@ -344,7 +347,7 @@ END_TEST
 START_TEST(test_truncated_refused)
 {
 	struct runresult_check c = {"name", "detail", true, 0, false, true, true, true, 1, 2, 1,
-		false, false, 0, 0, 0, 0};
+		false, false, 0, 0, 0, 0, 0};
 	struct runresult_metric m = {true, true, true, 1, 2, 100};
 	struct runresult_guard g = {true, true, 1, 2, &m, 1, "", "", false,
 		0};
@@ -371,9 +374,9 @@ END_TEST
 START_TEST(test_mutations)
 {
 	struct runresult_check c[] = {{"min_rows", "3 rows", true, 0, false, false, false, false, 0, 0, 0,
-		false, false, 0, 0, 0, 0},
+		false, false, 0, 0, 0, 0, 0},
 		{"x", "caf\xc3\xa9 \"q\"", false, 1, true, true, false, true, 0, 3, 0,
-		 true, true, 5, 2.5, 1, 0.5}};
+		 true, true, 5, 2.5, 1, 0.5, 0}};
 	struct runresult_metric m = {true, false, true, 1.5, 0, 12.5};
 	struct runresult_guard g[] = {{true, true, 1, 2, &m, 1, "", "", false, 0},
 		{false, true, 0, 3, &m, 1, "", "", false, 0}};
@@ -468,7 +471,7 @@ START_TEST(test_bounds)
 	memcpy(s + RUNRESULT_STR_MAX / 4 - 2, "\xc3\xa9", 2);
 	{
 		struct runresult_check c = {s, s, false, 0, false, false, false, false, 0, 0, 0,
-			false, false, 0, 0, 0, 0};
+			false, false, 0, 0, 0, 0, 0};
 		struct runresult in = {false, false, false, false, 0, &c, 1,
 			NULL, 0};
 		struct runresult out;

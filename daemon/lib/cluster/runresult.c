@@ -139,6 +139,8 @@ runresult_format(const struct runresult *r, struct buf *out)
 		runresult_put_str(out, c->detail);
 		buf_printf(out, ", \"part\": %zu%s", c->part,
 			   c->warn ? ", \"warn\": true" : "");
+		if (c->shard > 0)
+			buf_printf(out, ", \"shard\": %d", c->shard);
 		if (c->recon) {
 			buf_addstr(out, ", \"recon\": true, \"source\": ");
 			runresult_put_num(out, c->has_source, c->source);
@@ -351,7 +353,7 @@ rr_check_figures(const json_t *o, struct runresult_check *c, struct err *err)
 static int
 rr_check(const json_t *o, struct runresult_check *c, struct err *err)
 {
-	int64_t part = 0;
+	int64_t part = 0, shard = 0;
 
 	if (!json_is_object(o))
 		return rr_fail(err, "checks", "an object expected");
@@ -360,11 +362,15 @@ rr_check(const json_t *o, struct runresult_check *c, struct err *err)
 	    rr_bool(o, "passed", &c->passed, err) < 0 ||
 	    rr_bool(o, "warn", &c->warn, err) < 0 ||
 	    rr_check_figures(o, c, err) < 0 ||
-	    rr_int(o, "part", &part, err) < 0)
+	    rr_int(o, "part", &part, err) < 0 ||
+	    rr_int(o, "shard", &shard, err) < 0)
 		return -1;
 	if (part < 0 || part >= RUNRESULT_MAX_PARTS)
 		return rr_fail(err, "part", "a check's part out of range");
+	if (shard < 0 || shard > 4096)
+		return rr_fail(err, "shard", "a check's shard out of range");
 	c->part = (size_t)part;
+	c->shard = (int)shard;
 	if (c->name == NULL)
 		return rr_fail(err, "checks", "a check without a name");
 	if (c->detail == NULL)

@@ -65,6 +65,7 @@ struct runresult_check {
 	bool trend, has_sigma;
 	int64_t history;
 	double mean, sd, sigma;
+	int shard;   /* 1-based: the shard of a Distributed target (exec.h) */
 };
 
 struct runresult_metric {

@@ -29,6 +29,7 @@ cworker_decode_checks(struct runresult *rr, struct exec_run *run)
 		cr->detail = c->detail;
 		cr->passed = c->passed;
 		cr->warn = c->warn;
+		cr->shard = c->shard;
 		cr->recon = c->recon;
 		cr->has_source = c->has_source;
 		cr->has_target = c->has_target;
@@ -308,6 +309,7 @@ cworker_encode(const struct exec_run *run)
 		rr.checks[i].detail = run->checks[i].detail;
 		rr.checks[i].passed = run->checks[i].passed;
 		rr.checks[i].warn = run->checks[i].warn;
+		rr.checks[i].shard = run->checks[i].shard;
 		rr.checks[i].recon = run->checks[i].recon;
 		rr.checks[i].has_source = run->checks[i].has_source;
 		rr.checks[i].has_target = run->checks[i].has_target;
