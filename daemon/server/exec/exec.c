@@ -85,7 +85,7 @@ exec_interrupted(struct exec_flight *fl, struct err *err)
 {
 	if (!exec_stopping(fl))
 		return false;
-	err_set(err, EXIT_WORK_FAILED, "interrupted");
+	err_interrupted(err);
 	return true;
 }
 
@@ -500,9 +500,7 @@ exec_resize(struct exec *ex, int nthreads, struct err *err)
 	if (ex->closing)
 		return err_set(err, EXIT_INTERNAL, "executor is closing");
 	while (ex->nworkers < nthreads) {
-		ws = realloc(ex->workers, (ex->nworkers + 1) * sizeof *ws);
-		if (ws == NULL)
-			return err_set(err, EXIT_INTERNAL, "out of memory");
+		ws = xreallocarray(ex->workers, ex->nworkers + 1, sizeof *ws);
 		ex->workers = ws;
 		w = xcalloc(1, sizeof *w);
 		w->ex = ex;
@@ -573,9 +571,7 @@ exec_new(uv_loop_t *loop, int nthreads, struct exec **out, struct err *err)
 	if (nthreads < 1)
 		return err_set(err, EXIT_INTERNAL, "need at least one worker "
 		    "thread, not %d", nthreads);
-	ex = calloc(1, sizeof *ex);
-	if (ex == NULL)
-		return err_set(err, EXIT_INTERNAL, "out of memory");
+	ex = xcalloc(1, sizeof *ex);
 	ex->loop = loop;
 	if (uv_mutex_init(&ex->lock) != 0) {
 		free(ex);

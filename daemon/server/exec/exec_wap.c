@@ -41,7 +41,7 @@ exec_wap_step(struct exec_flight *fl, struct wh_conn *conn, const char *what,
 	if (exec_interrupted(fl, err))
 		return -1;
 	if (conn->drv->exec_script(conn, sql, params, nparams, err) == -1) {
-		if (strcmp(err->msg, "interrupted") != 0)
+		if (!err_is(err, ERR_INTERRUPTED))
 			err_prefix(err, "%s", what);
 		return -1;
 	}
@@ -545,7 +545,7 @@ exec_wap_create_unreplicated(struct exec_flight *fl, struct wh_conn *conn,
 	if (create != NULL)
 		rc = exec_wap_step(fl, conn, "creating the stage table", create,
 				   NULL, 0, err);
-	else if (strcmp(err->msg, "interrupted") != 0)
+	else if (!err_is(err, ERR_INTERRUPTED))
 		*err = *first;
 	free(engine);
 	free(create);
@@ -566,7 +566,7 @@ exec_wap_create(struct exec_flight *fl, struct wh_conn *conn,
 	rc = exec_wap_step(fl, conn, "creating the stage table", sql, NULL, 0,
 			   err);
 	free(sql);
-	if (rc == -1 && strcmp(err->msg, "interrupted") != 0) {
+	if (rc == -1 && !err_is(err, ERR_INTERRUPTED)) {
 		first = *err;
 		rc = exec_wap_create_unreplicated(fl, conn, t, &first, err);
 	}
@@ -791,7 +791,7 @@ exec_wap_shard_build(struct exec_flight *fl, struct wh_conn *c,
 		run->checks[c0].shard = (int)s + 1;
 	if (rc == 0)
 		return 0;
-	if (strcmp(err->msg, "interrupted") != 0)
+	if (!err_is(err, ERR_INTERRUPTED))
 		err_prefix(err, "shard %zu", s + 1);
 	return -1;
 }
@@ -837,7 +837,7 @@ exec_wap_shard_publish(struct exec_flight *fl, struct wap_shards *sh,
 		exec_wap_params(run, i, t->stage, params);
 		if (exec_wap_publish(fl, sh->conns[s], t, params, err) == -1 ||
 		    exec_shard_published(fl, &pub, err) == -1) {
-			if (strcmp(err->msg, "interrupted") != 0)
+			if (!err_is(err, ERR_INTERRUPTED))
 				err_prefix(err, "shard %zu", s + 1);
 			return -1;
 		}
