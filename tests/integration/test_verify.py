@@ -7,6 +7,9 @@ run (rows, order-independent checksum), roll back, and refuse the request
 request run as usual.  Nothing is written by a proof."""
 import json
 import re
+import sqlite3
+import subprocess
+import time
 
 import harness as h
 
@@ -206,6 +209,43 @@ def test_batch_mode():
     d.stop()
 
 
+def test_reload_while_the_proof_runs():
+    """The scheduler holds the plan while the proof runs and queues it
+    when it passed: a reload meanwhile that moves the job in the list
+    (a job added first) queues the request for the same job, by name."""
+    d = daemon("verifyreload")
+    lock = sqlite3.connect(d.warehouses["w"], isolation_level=None)
+    lock.execute("BEGIN EXCLUSIVE")   # the proof waits for the warehouse
+    argv = [d.backfillctl, "--socket", d.sock, "backfill", "overwriter", *RANGE,
+            "--verify"]
+    p = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                         text=True, env=d.env(), cwd=d.dir,
+                         stdin=subprocess.DEVNULL)
+    try:
+        started = "event=verify job=overwriter partition=2026-01-01 result=started"
+        deadline = time.monotonic() + 30
+        while started not in open(d.log).read():
+            h.check(time.monotonic() < deadline, "the proof did not start\n%s"
+                    % d.log_tail())
+            time.sleep(0.05)
+        d.write_config(d.config_text.replace(
+            "jobs:\n", "jobs:\n  - name: aaa_first\n    warehouse: w\n"
+            "    partition: day\n    sql: DELETE FROM out WHERE 0;\n", 1))
+        d.ok("reload")
+    finally:
+        lock.execute("COMMIT")
+        lock.close()
+    out, err = p.communicate(timeout=h.CTL_TIMEOUT)
+    h.eq((p.returncode, err), (0, ""), "backfill --verify across a reload")
+    m = re.search(r"request (\d+): queued 2 partitions of overwriter", out)
+    h.check(m is not None, "the request queued after the proof:\n%s" % out)
+    d.wait_request(int(m.group(1)))
+    h.eq(sorted((r["job"], r["partition"], r["state"]) for r in d.runs()),
+         [("overwriter", "2026-01-01", "succeeded"),
+          ("overwriter", "2026-01-02", "succeeded")], "the runs of the request")
+    d.stop()
+
+
 def test_bad_inputs():
     """A job without table/partition_column, a command job, an unknown job or
     partition: exit 2 with one line."""
@@ -229,4 +269,4 @@ def test_bad_inputs():
 if __name__ == "__main__":
     h.main([test_appending_job_refused, test_overwriting_job_passes_and_runs,
             test_verify_true_applies_to_every_request, test_verify_command_alone,
-            test_batch_mode, test_bad_inputs])
+            test_batch_mode, test_reload_while_the_proof_runs, test_bad_inputs])

@@ -326,9 +326,43 @@ sched_proof_log(const struct sched_proof *p)
 		 r->verify_rows[0], r->verify_rows[1], r->verify_rows[2]);
 }
 
+/* A reload while the proof ran: the held plan's jobs by name in the
+ * running configuration, each still there with its grain; else refused
+ * (the partitions were of the jobs the request was planned with). */
+static int
+sched_proof_remap(struct sched *s, struct sched_proof *p, struct err *err)
+{
+	const struct config *old = p->run.cfg, *cur = s->cfg;
+	struct sched_backfill *bf = p->bf;
+	struct plan *plan = &bf->plan;
+	int *to = xcalloc(old->njobs ? old->njobs : 1, sizeof *to);
+	int rc = 0;
+
+	for (size_t j = 0; j < old->njobs; j++) {
+		to[j] = config_job_index(cur, old->jobs[j].name);
+		if (to[j] >= 0 && cur->jobs[to[j]].grain != old->jobs[j].grain)
+			to[j] = -1;
+	}
+	for (size_t i = 0; i <= plan->n && rc == 0; i++) {
+		int *job = i < plan->n ? &plan->items[i].job : &bf->rq.job;
+
+		if (to[*job] < 0)
+			rc = err_set(err, EXIT_BAD_INPUT, "%s was removed, or its"
+				     " partition changed, by a reload while the"
+				     " proof ran: nothing was queued; ask again",
+				     old->jobs[*job].name);
+	}
+	for (size_t i = 0; i < plan->n && rc == 0; i++)
+		plan->items[i].job = to[plan->items[i].job];
+	if (rc == 0)
+		bf->rq.job = to[bf->rq.job];
+	free(to);
+	return rc;
+}
+
 /* The proof's run ended (loop thread): a backfill's passed request is
- * queued with the plan made before it, unless the configuration the
- * plan was made with was reloaded meanwhile. */
+ * queued with the plan made before it (its jobs found again after a
+ * reload). */
 static void
 sched_proof_done_cb(struct exec_run *run)
 {
@@ -342,12 +376,8 @@ sched_proof_done_cb(struct exec_run *run)
 	}
 	sched_proof_log(p);
 	if (bf != NULL && !bf->dry_run && sched_proof_passed(p)) {
-		if (p->s->cfg != p->run.cfg)
-			p->rc = err_set(&p->err, EXIT_BAD_INPUT, "the"
-					" configuration was reloaded while the"
-					" proof ran: nothing was queued; ask"
-					" again");
-		else
+		p->rc = sched_proof_remap(p->s, p, &p->err);
+		if (p->rc == 0)
 			p->rc = sched_queue_plan(p->s, &bf->rq, &bf->plan,
 						 &bf->id, &p->err);
 	}
