@@ -303,6 +303,46 @@ class CheckLayout(unittest.TestCase):
         ])
         self.assertEqual(rc, 1)
 
+    def test_rule_index(self):
+        t = Tree(self)
+        os.makedirs(os.path.join(t.root, 'docs'))
+        t.write('docs/architecture.md', '# x\n\n## Rule index\n\n'
+                '| name | rule | home |\n| --- | --- | --- |\n'
+                '| `PICK-1` | caps | `daemon/lib/calc.c` |\n'
+                '| `PICK-2` | order | `daemon/lib/calc.c` |\n'
+                '| `WAP-1` | marks | `daemon/lib/gone.c` |\n\n'
+                '## Layout\n\n| `PICK-9` | not the index | `x` |\n')
+        t.write('daemon/lib/calc.c', '/* PICK-1. caps; PICK-2. order */\n'
+                '#include "err.h"\n' + function('calc_add', 10))
+        t.write('daemon/server/sched/sched_b.c', SCHED_B +
+                '/* as PICK-1 says; PICK-3 is no rule; WAP-1 */\n')
+        rc, out = t.check()
+        self.assertEqual(out, [
+            'rule PICK-3: said at daemon/server/sched/sched_b.c:%d, not in'
+            ' the rule index of docs/architecture.md' %
+            (SCHED_B.count('\n') + 1),
+            'rule WAP-1: its home daemon/lib/gone.c'
+            ' (docs/architecture.md:9) does not exist'])
+        self.assertEqual(rc, 1)
+        # a rule of the index that no code says, or not its home
+        t.write('daemon/lib/calc.c', '/* PICK-1. caps */\n'
+                '#include "err.h"\n' + function('calc_add', 10))
+        t.write('daemon/server/sched/sched_b.c', SCHED_B +
+                '/* PICK-1 */\n')
+        t.write('daemon/lib/gone.c', '/* WAP-1. marks */\n')
+        rc, out = t.check()
+        self.assertEqual(out, [
+            'rule PICK-2: in the rule index (docs/architecture.md:8), said'
+            ' nowhere in daemon/'])
+        self.assertEqual(rc, 1)
+        t.write('daemon/server/sched/sched_b.c', SCHED_B +
+                '/* PICK-2 */\n')
+        rc, out = t.check()
+        self.assertEqual(out, [
+            'rule PICK-2: its home daemon/lib/calc.c'
+            ' (docs/architecture.md:8) does not say it'])
+        self.assertEqual(rc, 1)
+
     def test_folder_in_no_layer(self):
         t = Tree(self)
         os.makedirs(os.path.join(t.root, 'daemon', 'server', 'new'))

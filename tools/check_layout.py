@@ -54,7 +54,12 @@
   (h) no read of the system's clocks outside daemon/lib/util/clock_ms.h
       (UTIL-2): a call of clock_gettime, gettimeofday or time (the
       daemon's wall clock is clock.h's, over clock_ms.h; the layers below
-      read clock_ms.h directly).
+      read clock_ms.h directly);
+  (i) the rule index (docs/architecture.md, "Rule index": one row per
+      rule, `NAME` | what | `home`): every name the sources of daemon/
+      say (FAMILY-N, FAMILY one of the index's) is in the index, every
+      name of the index is said in daemon/, and each home exists and
+      says its name.
 
 Each violation is printed as one line.  KNOWN below lists the violations
 known today, one line each with its figure, as this script prints them:
@@ -432,6 +437,66 @@ def check_alloc(root):
     return out
 
 
+RULE_ROW = re.compile(r'^\|\s*`([A-Z]+)-(\d+)`\s*\|.*\|\s*`([^`]+)`\s*\|\s*$')
+ARCH = 'docs/architecture.md'
+
+
+def rule_index(root):
+    """{name: (home, line)} of the index's rows, or None without one."""
+    path = os.path.join(root, ARCH)
+    if not os.path.isfile(path):
+        return None
+    rules, inside = None, False
+    with open(path, encoding='utf-8') as f:
+        for n, ln in enumerate(f, 1):
+            if ln.startswith('## '):
+                inside = ln.strip() == '## Rule index'
+                if inside:
+                    rules = {}
+                continue
+            m = RULE_ROW.match(ln) if inside else None
+            if m:
+                rules.setdefault('%s-%s' % (m.group(1), m.group(2)),
+                                 (m.group(3), n))
+    return rules
+
+
+def check_rules(root):
+    """(i): one (key, None, line) per name out of the index, per index
+    row said nowhere, per home missing or silent (never tolerated)."""
+    rules = rule_index(root)
+    if rules is None:
+        return []
+    out = []
+    fams = sorted({r.split('-')[0] for r in rules})
+    if not fams:
+        return []
+    said = {}
+    tag = re.compile(r'\b(%s)-(\d+)\b' % '|'.join(fams))
+    for path, rel in c_files(root, 'daemon'):
+        with open(path, encoding='utf-8', errors='replace') as f:
+            for n, ln in enumerate(f, 1):
+                for m in tag.finditer(ln):
+                    said.setdefault(m.group(0), []).append((rel, n))
+    for name in sorted(set(said) - set(rules)):
+        rel, n = said[name][0]
+        key = 'rule %s' % name
+        out.append((key, None, '%s: said at %s:%d, not in the rule index'
+                    ' of %s' % (key, rel, n, ARCH)))
+    for name, (home, n) in sorted(rules.items()):
+        key = 'rule %s' % name
+        if not os.path.isfile(os.path.join(root, home)):
+            out.append((key, None, '%s: its home %s (%s:%d) does not'
+                        ' exist' % (key, home, ARCH, n)))
+        elif name not in said:
+            out.append((key, None, '%s: in the rule index (%s:%d), said'
+                        ' nowhere in daemon/' % (key, ARCH, n)))
+        elif home not in [rel for rel, _ in said[name]]:
+            out.append((key, None, '%s: its home %s (%s:%d) does not say'
+                        ' it' % (key, home, ARCH, n)))
+    return out
+
+
 def check_clock(root):
     """(h): one (key, None, line) per clock read outside CLOCK_HOME
     (never tolerated)."""
@@ -622,7 +687,7 @@ def check(root, known_lines):
     known = parse_known(known_lines)
     found = (check_sizes(root) + check_includes(root) + check_calls(root) +
              check_folders(root) + check_cycles(root) + check_layers(root) +
-             check_alloc(root) + check_clock(root))
+             check_alloc(root) + check_clock(root) + check_rules(root))
     lines, ok, seen = [], True, set()
     for key, figure, line in found:
         seen.add(key)

@@ -454,7 +454,7 @@ backfill_render_plan(const struct config *cfg, const struct plan *plan,
 		backfill_plan_text(cfg, plan, rq, est, out);
 }
 
-/* The request's budget (budget.h, rule 1): --budget within the job's
+/* The request's budget (budget.h, BUDGET-1): --budget within the job's
  * max_backfill_time (its form checked by the specification); a rerun
  * has none. */
 static int

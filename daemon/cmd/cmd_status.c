@@ -23,7 +23,7 @@
  * The state store as status shows it: its name (SQLite: the file; the
  * PostgreSQL store: the database its connection string names, never a
  * password) and its state: ok; failed, a commit it refused (memory is
- * ahead of it, scheduler.c rule 7; a deposed planner waiting for it
+ * ahead of it, scheduler.c SCHED-7; a deposed planner waiting for it
  * too); lost, it cannot be reached (several hosts: the node's
  * connection).
  */

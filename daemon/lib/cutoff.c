@@ -5,7 +5,7 @@
 
 #include <string.h>
 
-/* CUTOFF-1: the one rule of which runs read a fingerprint (the dry run's
+/* CUTOFF-7: the one rule of which runs read a fingerprint (the dry run's
  * "conditional", guard.c's and exec_wap_digest.c's reads). */
 bool
 cutoff_fingerprinted(const struct job_def *j, bool distributed)

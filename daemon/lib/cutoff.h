@@ -9,19 +9,19 @@
  * and what its own last build was; cutoff_decide() says run or skip.
  *
  * Rules (in this order):
- *  1. --no-cutoff rebuilds regardless.
- *  2. A partition never built, or already stale, is rebuilt (skipping it
+ *  CUTOFF-1. --no-cutoff rebuilds regardless.
+ *  CUTOFF-2. A partition never built, or already stale, is rebuilt (skipping it
  *     would leave the mart lying).
- *  3. A partition whose code version differs from its last build's is
+ *  CUTOFF-3. A partition whose code version differs from its last build's is
  *     rebuilt.
- *  4. A partition whose last build is older than an input's previous
+ *  CUTOFF-4. A partition whose last build is older than an input's previous
  *     state (it was not built from them) is rebuilt.
- *  5. A partition with an input that changed, or whose fingerprint is
+ *  CUTOFF-5. A partition with an input that changed, or whose fingerprint is
  *     unknown (a job without table and partition_column, a failed read,
  *     a fingerprint that matched no row before nor after a write that
  *     changed rows or whose changes are not known), is rebuilt: a skip
  *     is proven, never assumed.
- *  6. Otherwise every input came out identical or was skipped itself
+ *  CUTOFF-6. Otherwise every input came out identical or was skipped itself
  *     (chains: an unchanged week skips its month): skipped, "inputs
  *     unchanged".
  */
@@ -65,7 +65,7 @@ enum cutoff_verdict {
 
 #define CUTOFF_REASON_UNCHANGED "inputs unchanged"
 
-/* CUTOFF-1.  Does a run of job j read its partition's fingerprint (a SQL
+/* CUTOFF-7.  Does a run of job j read its partition's fingerprint (a SQL
  * job with table: and partition_column: that feeds another job; on
  * ClickHouse the live partition before publishing and the stage)?  For a
  * command job, no: its downstream always runs.  Nor on the shards of a

@@ -11,11 +11,11 @@
  * size is that of the open work of the jobs that have a deadline.
  *
  * Rules:
- *  1. A tracked partition is late from since + deadline on, until it
+ *  FRESH-1. A tracked partition is late from since + deadline on, until it
  *     succeeds (then it is forgotten).
- *  2. fresh_advance() reports each partition once when it becomes late:
+ *  FRESH-2. fresh_advance() reports each partition once when it becomes late:
  *     moving the clock again (forward or back) never reports it again.
- *  3. Tracking a partition already tracked keeps the earlier `since`.
+ *  FRESH-3. Tracking a partition already tracked keeps the earlier `since`.
  */
 #ifndef BACKFILLD_FRESH_H
 #define BACKFILLD_FRESH_H

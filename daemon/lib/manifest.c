@@ -2,7 +2,7 @@
  * manifest.c - the open manifest as a state machine (manifest.h).
  *
  * Pure: memory only.  The scheduler's shell writes every change to the
- * state store (rule 1 in scheduler.c) and logs it; this file decides.
+ * state store (SCHED-1 in scheduler.c) and logs it; this file decides.
  */
 #include "manifest.h"
 
@@ -366,10 +366,10 @@ manifest_request_free(struct manifest *m, struct request *rq)
 	free(rq);
 }
 
-/* ---- downstream: settle, block, release (rule 4) ---------------------- */
+/* ---- downstream: settle, block, release (SCHED-4) ---------------------- */
 
 /*
- * Rule 4, downstream.  An item with inputs runs only when every input
+ * SCHED-4, downstream.  An item with inputs runs only when every input
  * item of its request is final; an input that failed or is blocked blocks
  * it, naming the input.  A later successful run of that input's job and
  * partition, from any request, releases it (manifest_landed).  An input
@@ -477,7 +477,7 @@ manifest_mark_running(struct manifest *m, const char *job, const char *key)
 }
 
 /*
- * Rule 4, a mark.  The operator's word stands: a queued or blocked item
+ * SCHED-4, a mark.  The operator's word stands: a queued or blocked item
  * of the marked partition in another request would overwrite it, so it
  * leaves its queue.  It landed (what waits for it in its request runs as
  * after any landing), unless the mark says --no-downstream: then it is
@@ -532,7 +532,7 @@ manifest_cancel_open(struct manifest *m, struct request *rq, const char *note,
 }
 
 /*
- * Rule 4, fail fast.  Once an item of a --fail-fast request has failed
+ * SCHED-4, fail fast.  Once an item of a --fail-fast request has failed
  * for good (retries exhausted), its queued and blocked items are
  * cancelled and nothing more of it starts; runs in flight finish.
  * Returns how many were cancelled.
@@ -549,7 +549,7 @@ manifest_fail_fast(struct manifest *m, struct request *rq,
 }
 
 /*
- * Budgets (budget.h, rule 4).  A request whose measured warehouse time
+ * Budgets (budget.h, BUDGET-4).  A request whose measured warehouse time
  * passed 1.5 times its budget starts nothing more: its queued and blocked
  * items are cancelled with the reason, as fail fast does; runs in flight
  * finish.  `retry` resumes it (the shell sets its measured time to zero).
@@ -600,7 +600,7 @@ manifest_cancel_unconfigured(struct manifest *m)
 }
 
 /*
- * Rule 4, retry.  `retry` queues a request's failed, blocked and
+ * SCHED-4, retry.  `retry` queues a request's failed, blocked and
  * cancelled items again as the same request (reopened in the store and in
  * memory, attempts counted afresh), never while a run of it is in flight
  * (the shell refuses that before calling manifest_retry).

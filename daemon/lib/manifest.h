@@ -7,7 +7,7 @@
  * each with the items of the same request it waits for (its inputs).  An
  * item is queued, running, succeeded, failed, blocked, cancelled or
  * skipped (early cut-off, cutoff.h; enum mstate).  A run is one execution in flight: one item, one batch of
- * items of one request, or one item of each of several requests (rule 5).
+ * items of one request, or one item of each of several requests (SCHED-5).
  *
  * The scheduler's shell (scheduler.c and the sched_*.c files) owns a
  * struct manifest and applies what it decides: every function here only
@@ -15,9 +15,9 @@
  * items by a rule (settle, release, fail fast, cancel) also append one
  * struct manifest_change per item moved to m->changes, in order, which
  * the shell writes to the state store and logs (then
- * manifest_changes_clear).  Rule 4 (downstream, fail fast, retry) is the
+ * manifest_changes_clear).  SCHED-4 (downstream, fail fast, retry) is the
  * block comments in manifest.c, next to the code that applies each;
- * dispatch's choice (rules 2, 3 and 5) is pick.h.
+ * dispatch's choice (SCHED-2, SCHED-3 and SCHED-5) is pick.h.
  */
 #ifndef BACKFILLD_MANIFEST_H
 #define BACKFILLD_MANIFEST_H
@@ -64,7 +64,7 @@ struct request {
 	int64_t id;
 	char *job;
 	char *kind;	    /* schedule, catchup, backfill, ... */
-	bool priority;	    /* schedule or catchup (rule 3) */
+	bool priority;	    /* schedule or catchup (SCHED-3) */
 	int64_t created_at; /* ms */
 	struct item **items;
 	size_t n;
@@ -77,7 +77,7 @@ struct request {
 	bool no_cutoff; /* rebuild the downstream regardless (cutoff.h) */
 	int64_t budget_ms; /* budget of warehouse time (budget.h), 0: none */
 	int64_t spent_ms;  /* its measured warehouse time */
-	bool over_budget;  /* stopped over budget (rule 4 of budget.h) */
+	bool over_budget;  /* stopped over budget (BUDGET-4 of budget.h) */
 	void *data;	/* the shell's (its watchers) */
 	struct request *next, *prev;
 };
@@ -124,7 +124,7 @@ struct manifest_change {
 struct manifest {
 	const struct config *cfg;
 	struct request requests; /* circular list head, oldest first */
-	struct request *rr;	 /* round-robin position (rule 3) */
+	struct request *rr;	 /* round-robin position (SCHED-3) */
 	struct item *hash[MANIFEST_HASH_SIZE];
 	struct run runs; /* runs in flight: list head */
 	int nrunning;
@@ -175,7 +175,7 @@ bool manifest_landed_state(enum mstate st);
  * partition as it was (the shell records it, then settles its outs). */
 void manifest_skip(struct manifest *m, struct item *it);
 
-/* Rule 4, see manifest.c. */
+/* SCHED-4, see manifest.c. */
 bool manifest_settle(struct manifest *m, struct item *it);
 void manifest_settle_outs(struct manifest *m, struct item *it);
 int64_t manifest_landed(struct manifest *m, const char *job, const char *key,
@@ -183,7 +183,7 @@ int64_t manifest_landed(struct manifest *m, const char *job, const char *key,
 int64_t manifest_fail_fast(struct manifest *m, struct request *rq,
 			   const struct item *bad);
 /* Cancel a request's queued and blocked items, its measured time past
- * 1.5 times its budget (budget.h, rule 4), with note as their error:
+ * 1.5 times its budget (budget.h, BUDGET-4), with note as their error:
  * how many.  It is marked over_budget. */
 int64_t manifest_over_budget(struct manifest *m, struct request *rq,
 			     const char *note);
@@ -239,7 +239,7 @@ void manifest_run_finish(struct manifest *m, struct run *r);
  * against the caps from now. */
 void manifest_run_undeck(struct manifest *m, struct run *r);
 void manifest_run_free(struct run *r);
-/* Retries (rule 4): is a run that failed at attempt `attempts` tried
+/* Retries (SCHED-4): is a run that failed at attempt `attempts` tried
  * again, and after how long (ms)? */
 bool manifest_retries(const struct job_def *j, int attempts, bool draining);
 int64_t manifest_backoff_ms(const struct job_def *j, int attempts);

@@ -11,13 +11,13 @@
 #include "xalloc.h"
 
 /*
- * Rule 2, caps.  At most cfg->max_concurrency runs in flight, at most
+ * SCHED-2, caps.  At most cfg->max_concurrency runs in flight, at most
  * job->concurrency of one job, at most max_connections on one PostgreSQL
  * warehouse, at most a request's own concurrency (backfill --concurrency,
  * never above its job's) of that request's runs, its downstream items'
  * included, and never two runs of the same job and partition at once: a
  * partition queued while it runs waits for it.  A run carrying items of
- * several requests (rule 5) counts once against each of them and takes no
+ * several requests (SCHED-5) counts once against each of them and takes no
  * item of a request at its cap.  A throttled warehouse (throttle.h) starts
  * nothing; a paused job neither.
  */
@@ -158,7 +158,7 @@ pick_request_next(struct manifest *m, const struct pick_gate *g, int deck,
 }
 
 /*
- * Rule 3, order.  Requests of kind schedule and catchup are served before
+ * SCHED-3, order.  Requests of kind schedule and catchup are served before
  * operator requests; operator requests share the pool round-robin; within
  * a request, items run in seq order (oldest first, or newest with
  * --reverse; downstream items after the items they wait for).
@@ -229,7 +229,7 @@ pick_run_trim(const struct manifest *m, struct run *r)
 }
 
 /*
- * Rule 5, one run for many.  Items of several requests for the same job
+ * SCHED-5, one run for many.  Items of several requests for the same job
  * and partition that are ready at the same time run once, together.  A
  * batch job's ready partitions of one request run as one batch: all of
  * them (batch: true) or at most batch_size (batch: N, a chunk), the

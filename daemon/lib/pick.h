@@ -1,8 +1,8 @@
 /*
  * pick.h - dispatch's choice (pure: no libuv, no store, no clock, no
  * logging): the next run to start under the caps, in the order, with the
- * items that ride along.  Rules 2, 3 and 5 are the block comments in
- * pick.c.  The shell (sched_dispatch.c) starts what it picks
+ * items that ride along.  SCHED-2, SCHED-3 and SCHED-5 are the block
+ * comments in pick.c.  The shell (sched_dispatch.c) starts what it picks
  * (manifest_run_start) and records it.
  */
 #ifndef BACKFILLD_PICK_H
@@ -24,7 +24,7 @@ struct pick_gate {
 struct run *pick_next_run(struct manifest *m, const struct pick_gate *g,
 			  int64_t now, int64_t *wake);
 
-/* Rule 2's cap of a warehouse (PICK-2): a PostgreSQL or ClickHouse one
+/* SCHED-2, the cap of a warehouse: a PostgreSQL or ClickHouse one
  * holds at most max_connections, its runs in flight (pick_job_free) and
  * the connections kept open for them (exec_sql.c); -1 for one without a
  * cap (SQLite: one file). */

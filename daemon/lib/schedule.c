@@ -1,7 +1,7 @@
 /*
  * schedule.c - the clock schedule's decisions (schedule.h).
  *
- * Rule 6, the schedule.  Each clock-driven job has a watermark: the
+ * SCHED-6, the schedule.  Each clock-driven job has a watermark: the
  * newest partition the schedule materialised.  On every wake the due set
  * is recomputed from `now`; the partitions between the watermark and the
  * newest due one are a gap when more than one: caught up as one request

@@ -7,7 +7,7 @@
  * what to materialise, what to skip or refuse, the state to save and
  * when the job is next due.  The shell (sched_clock.c) applies it: it
  * writes the request, logs, fires the on_refused hook and arms the timer.
- * The rule (rule 6) is the block comment in schedule.c.
+ * The rule (SCHED-6) is the block comment in schedule.c.
  */
 #ifndef BACKFILLD_SCHEDULE_H
 #define BACKFILLD_SCHEDULE_H

@@ -75,7 +75,7 @@ struct daemon {
 	bool stopping;
 	bool cancelled;
 	int lock_fd;             /* STATE_DB.lock, flocked while we run */
-	uv_timer_t store_timer;  /* a failed store: try it again (rule 7) */
+	uv_timer_t store_timer;  /* a failed store: try it again (SCHED-7) */
 	uint64_t store_retry_ms;
 	bool store_waiting_logged;
 	bool deposed;            /* several hosts: restarting in place once
@@ -149,7 +149,7 @@ daemon_status(struct daemon *d)
 
 /*
  * A store that cannot be written (store.h, the failure policy: a write or
- * a commit of a loop turn failed; scheduler.c, rule 7).  The daemon stays
+ * a commit of a loop turn failed; scheduler.c, SCHED-7).  The daemon stays
  * up, says so in STATUS=, and tries the store again every 10 s, backing
  * off to a minute.  Once a real commit succeeds with STORE_MIN_FREE bytes
  * free on its filesystem and no run is in flight, it restarts in place

@@ -4,21 +4,21 @@
  * left empty (store_prune_step says what stays).
  *
  * Rules that must always hold:
- *  1. The daemon's clock.  A pass starts when the daemon's clock (the test
- *     clock in tests) has moved an hour or more since the last pass began,
+ *  PRUNE-1. The daemon's clock.  A pass starts when the daemon's clock (the
+ *     test clock in tests) has moved an hour or more since the last pass began,
  *     checked on an hourly timer and whenever the clock file changes; so
  *     at most one pass an hour of daemon time, and one at start.
- *  2. Slices.  A pass looks at PRUNE_SLICE rows per loop turn and then
+ *  PRUNE-2. Slices.  A pass looks at PRUNE_SLICE rows per loop turn and then
  *     yields (a zero timer), so the loop is never held for more than the
  *     few milliseconds one slice takes, and runs, clients and the
  *     schedule go on between slices.
- *  3. One pass at a time; the configuration is read at each slice, so a
+ *  PRUNE-3. One pass at a time; the configuration is read at each slice, so a
  *     reload between slices applies to the rest of the pass.
- *  4. A slice is a write of its loop turn (store.h, the failure policy):
+ *  PRUNE-4. A slice is a write of its loop turn (store.h, the failure policy):
  *     one that fails ends the pass and fails the turn, so the daemon stops
  *     new work and restarts in place once the store can be written
- *     (scheduler.c, rule 7); no pass starts or goes on while it waits.
- *  5. Logs go with their runs.  A command run's log (exec_log_path, named
+ *     (scheduler.c, SCHED-7); no pass starts or goes on while it waits.
+ *  PRUNE-5. Logs go with their runs.  A command run's log (exec_log_path, named
  *     by its run id) is deleted once the slice that deleted its run is
  *     committed, never before (a slice rolled back keeps both), so the
  *     log folder holds the logs of the runs kept and no more.  A log
@@ -58,7 +58,7 @@ struct prune {
 	int closing;             /* handles still to close */
 };
 
-/* A run was pruned: its log goes once the slice is committed (rule 5). */
+/* A run was pruned: its log goes once the slice is committed (PRUNE-5). */
 static void
 prune_run_log(const char *job, const char *key, int64_t run_id, void *data)
 {
@@ -125,7 +125,7 @@ prune_slice_cb(uv_timer_t *t)
 	int rc;
 
 	if (sched_store_failed(p->sched, NULL, NULL)) {
-		p->running = false; /* rule 4: the restart prunes */
+		p->running = false; /* PRUNE-4: the restart prunes */
 		return;
 	}
 	p->pass.newest_cutoff = prune_newest_cutoff(sched_config(p->sched),

@@ -29,7 +29,7 @@
  * database is lost, and the next heartbeat tries to connect again.  While
  * the database is lost no claim succeeds, so no run starts without a
  * durable claim; a planner that cannot renew stops being one when its
- * lease could have run out (lease.h, rule 2).
+ * lease could have run out (lease.h, LEASE-2).
  *
  * Callbacks run on the loop thread, never from inside a cluster call.
  */
@@ -226,7 +226,7 @@ struct cluster_driver {
 	int (*claim_own)(struct cluster *c, const struct cluster_offer *o,
 			 size_t n, struct err *err);
 	/* Planner now: the role, and a lease that cannot have run out on
-	 * this node's clock (lease.h, rule 2); when it could have, the node
+	 * this node's clock (lease.h, LEASE-2); when it could have, the node
 	 * stops being planner here (role_cb follows). */
 	bool (*planner_now)(struct cluster *c);
 	/* Planner stopping while others live: release the lease now and

@@ -26,7 +26,7 @@
  *
  * Times come from the database's clock (now()), as milliseconds since the
  * epoch; the local monotonic clock only bounds waits and the planner's own
- * deadline (lease.h, rule 2).
+ * deadline (lease.h, LEASE-2).
  */
 #include "cluster_pg_int.h"
 
@@ -94,7 +94,7 @@ cpg_cancels(struct cluster *c, const char *list)
 		cpg_kick(c);
 }
 
-/* Heartbeat and read the lease and how many nodes live (rule 3; this one
+/* Heartbeat and read the lease and how many nodes live (LEASE-3; this one
  * counted, however late its last heartbeat): *fenced when this
  * incarnation is no longer the node's (declared dead meanwhile). */
 static int
@@ -417,7 +417,7 @@ cpg_beat_cb(uv_timer_t *t)
 		return;
 	if (cpg_heartbeat(c, &row, &now_ms, &fenced, &err) < 0)
 		goto failed;
-	/* alive in the database's view until sent + lease at least (rule 3:
+	/* alive in the database's view until sent + lease at least (LEASE-3:
 	 * last_seen is the heartbeat's commit, after it was sent) */
 	if (c->alive_until != NULL)
 		atomic_store(c->alive_until, fenced ? 1 :
@@ -838,7 +838,7 @@ cpg_state(const struct cluster *c, struct cluster_state *st)
 	st->live_nodes = c->live_nodes;
 }
 
-/* Planner now, by the role and the local deadline (rule 2): the deadline
+/* Planner now, by the role and the local deadline (LEASE-2): the deadline
  * timer may not have fired yet (a process stopped, then continued). */
 static bool
 cpg_planner_now(struct cluster *c)

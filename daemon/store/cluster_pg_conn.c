@@ -214,7 +214,7 @@ cpg_drop(struct cluster *c, const char *why)
 	}
 	if (c->role == CLUSTER_WORKER)
 		cpg_set_role(c, CLUSTER_OFFLINE, 0);
-	/* a planner stays one until its local deadline (lease.h rule 2):
+	/* a planner stays one until its local deadline (lease.h LEASE-2):
 	 * the connection may come back in time to renew */
 }
 

@@ -3,15 +3,15 @@
  * store was opened with (store.h), and the one failure policy.
  *
  * Rules that must always hold:
- *  1. One policy.  A write that fails (the ops store.h marks "write")
+ *  STORE-1. One policy.  A write that fails (the ops store.h marks "write")
  *     fails the loop turn: the first error is kept in the store's head,
  *     every later write of the turn is refused with it without reaching
  *     the implementation, and store_flush() discards what the turn had
  *     not committed and returns -1 with that error, which is how the
- *     scheduler learns of it (scheduler.c, rule 7).  Reads are never
+ *     scheduler learns of it (scheduler.c, SCHED-7).  Reads are never
  *     refused and mark nothing.  store_flush() ends the turn: the next
  *     one starts clean.
- *  2. Nothing here knows an implementation: opening is the one place
+ *  STORE-2. Nothing here knows an implementation: opening is the one place
  *     that names them (store_open, store_open_pg).
  */
 #include "store.h"
@@ -71,7 +71,7 @@ store_kind(const struct store *st)
 	return st->ops->name;
 }
 
-/* ---- the failure policy (rule 1) ------------------------------------ */
+/* ---- the failure policy (STORE-1) ------------------------------------ */
 
 /* A write's result: a failure fails the turn, its error kept. */
 static int

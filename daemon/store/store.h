@@ -46,7 +46,7 @@
  *    refuses every later write of the turn with it, and the next
  *    store_flush() rolls back whatever the turn had not committed
  *    (discard) and returns -1 with that error.  sched_flush() then stops
- *    new work (scheduler.c, rule 7) and main.c restarts the daemon in
+ *    new work (scheduler.c, SCHED-7) and main.c restarts the daemon in
  *    place once a probe write succeeds; the new image resumes from the
  *    last commit as after a crash.  So the caller of a write puts its own
  *    memory back and logs or answers the error; it never exits and never
@@ -357,7 +357,7 @@ struct store_ops {
 
 	/* Write: a run started ('running'), its id in *run_id.  shared_run:
 	 * the id of the first row of the one execution this row shares
-	 * with other requests (rule 5: `runs` and `audit` show that id),
+	 * with other requests (SCHED-5: `runs` and `audit` show that id),
 	 * 0 for that first row and any run of its own. */
 	int (*run_start)(struct store *st, int64_t manifest_id,
 			 int64_t request_id, const char *job, const char *key,
@@ -754,7 +754,7 @@ int store_run_unstart(struct store *st, int64_t run_id, struct err *err);
 int store_probe_write(struct store *st, int64_t min_free, struct err *err);
 /* From now on refuse every write (the transaction verbs too) with why,
  * for good: a commit failed and memory is ahead of the store (scheduler.c,
- * rule 7), so no later turn may commit the second half of a change whose
+ * SCHED-7), so no later turn may commit the second half of a change whose
  * first half was lost (a request recorded finished whose last run's end
  * was rolled back).  Reads and store_probe_write still work; the restart
  * in place starts afresh. */

@@ -134,7 +134,7 @@ pgst_ready(struct pgst *p, struct err *err)
  * and before COMMIT or ROLLBACK, so that a loop turn's writes cost one
  * round trip per read, not one per write.  A write that failed is found
  * there: the transaction is marked aborted, and its commit (the turn's
- * flush) fails with it, as store.c's rule 1 wants of a failed write.  At
+ * flush) fails with it, as store.c's STORE-1 wants of a failed write.  At
  * most PGST_PIPE_MAX statements wait at once: their answers stay well
  * within the socket's buffers (a blocking connection that sends while the
  * server waits for its answers to be read would deadlock).  A statement

@@ -5,20 +5,20 @@
  * supplies only the bounds of its tables and one window's query.
  *
  * Rules that must always hold:
- *  1. The runs listing is, in this order: the manifest rows still queued
+ *  RUNS-1. The runs listing is, in this order: the manifest rows still queued
  *     or blocked (newest first), then the runs (newest first), then the
  *     manifest rows cancelled before they ran (newest first).
- *  2. Each phase walks its id space downwards in windows "id < hi AND
+ *  RUNS-2. Each phase walks its id space downwards in windows "id < hi AND
  *     id >= lo" with the filters, so that a page costs at most
  *     STORE_RUNS_SCAN ids of a range scan however selective the filters
  *     are; a page may therefore hold fewer rows than asked, even none,
  *     and still not be the last.
- *  3. A cursor holds no resource of the store between pages (no read
+ *  RUNS-3. A cursor holds no resource of the store between pages (no read
  *     transaction, no statement).  Rows added after the cursor opened
  *     (ids above the bounds taken then) are not listed; a row that leaves
  *     the manifest's pending states between pages may be missed or, once
  *     run, is not listed twice because its run's id is above the bound.
- *  4. A state filter names phases: runs are never queued or blocked,
+ *  RUNS-4. A state filter names phases: runs are never queued or blocked,
  *     cancelled rows are runs or manifest rows cancelled unrun.
  */
 #include "store.h"
@@ -59,7 +59,7 @@ store_runs_init(struct store_runs_cursor *c, struct store *st,
 }
 
 /* With the bounds of phases 0 (manifest) and 1 (runs) set: bound phase 2
- * and empty the phases the state filter rules out (rule 4). */
+ * and empty the phases the state filter rules out (RUNS-4). */
 void
 store_runs_clip(struct store_runs_cursor *c)
 {
@@ -129,7 +129,7 @@ store_runs_row(struct store_runs_cursor *c, const struct store_run_row *row,
 	return 0;
 }
 
-/* One page of the listing, window after window (rule 2): 1 complete, 0
+/* One page of the listing, window after window (RUNS-2): 1 complete, 0
  * more may follow, -1 err. */
 int
 store_runs_walk(struct store_runs_cursor *c, int max_rows,

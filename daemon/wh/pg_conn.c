@@ -3,9 +3,9 @@
  * state store on PostgreSQL (pg_conn.h).
  *
  * Rules that must always hold:
- *  1. A password read from password_file lives only for the connect: it
+ *  PGCONN-1. A password read from password_file lives only for the connect: it
  *     is wiped and freed before pg_conn_connect returns.
- *  2. The defaults (connect_timeout, fallback_application_name) come
+ *  PGCONN-2. The defaults (connect_timeout, fallback_application_name) come
  *     before dbname, so that a connection string may override them.
  */
 #include "pg_conn.h"
@@ -62,7 +62,7 @@ pg_conn_password(const char *who, const char *path, int code,
 }
 
 /* Connect to conninfo with password (NULL: none; wiped and freed here,
- * rule 1); NULL only when libpq could not allocate the connection. */
+ * PGCONN-1); NULL only when libpq could not allocate the connection. */
 PGconn *
 pg_conn_connect(const char *conninfo, char *password)
 {
@@ -70,7 +70,7 @@ pg_conn_connect(const char *conninfo, char *password)
 	PGconn *pg;
 	int n = 0;
 
-	/* rule 2 */
+	/* PGCONN-2 */
 	kw[n] = "connect_timeout";
 	val[n++] = PG_CONN_TIMEOUT;
 	kw[n] = "fallback_application_name";

@@ -99,7 +99,7 @@ wh_commits_ensure(struct wh_conn *conn, struct err *err)
 	/* a table created by hand serves a role that may not create one */
 	if ((r = wh_commits_exists(conn, q, err)) != 0)
 		return r < 0 ? -1 : 0;
-	/* rule 4: one transaction under a lock, so that the runs starting
+	/* COMMITS-4: one transaction under a lock, so that the runs starting
 	 * at once on a fresh warehouse wait for the first, never race it */
 	if (conn->drv->begin(conn, err) == -1)
 		goto fail;
@@ -171,7 +171,7 @@ wh_commits_seen(struct wh_conn *conn, const char *job,
 		}
 		if (has_row && v != NULL && sscanf(v, "%lld %lld", &rid,
 		    &at) == 2 && at < c[i].request_at) {
-			/* rule 2: a leftover of an earlier state store */
+			/* COMMITS-2: a leftover of an earlier state store */
 			has_row = false;
 			if (conn->drv->exec_script(conn, WH_COMMITS_DROP, p, 3,
 						   err) == -1) {

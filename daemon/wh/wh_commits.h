@@ -17,23 +17,23 @@
  * "Tables in your warehouse"; docs/several-hosts.md, "Guarantees").
  *
  * Rules that must always hold:
- *  1. The lookup comes first in the run's transaction, the insert last,
+ *  COMMITS-1. The lookup comes first in the run's transaction, the insert last,
  *     so a run that fails (or is interrupted, or a --verify proof, which
  *     never calls these) leaves no row, and a run that finds every row
  *     of its identities runs no statement of the job.
- *  2. A row older than the request it names (committed_at < the
+ *  COMMITS-2. A row older than the request it names (committed_at < the
  *     request's created_at) is a leftover of an earlier state store
  *     whose request ids came back (a store deleted and created again, or
  *     a SQLite id reused after pruning): it is replaced, never trusted.
- *  3. Growth: the first run of each request on a connection deletes,
+ *  COMMITS-3. Growth: the first run of each request on a connection deletes,
  *     in its own transaction, its job's rows of older requests committed
  *     before the job's keep_runs (the history's retention); later runs
  *     of the request delete nothing.  The key leads with the job and the
  *     request (request ids only grow), so that deletion reads one range
  *     of the key, and the table has no other index: a run's insert
  *     writes one b-tree, not three (SQLite: WITHOUT ROWID).
- *  4. The fence (docs/several-hosts.md, "Exactly once"): the insert is a
- *     plain INSERT on the key, never ON CONFLICT DO NOTHING, and only for
+ *  COMMITS-4. The fence (docs/several-hosts.md, "Exactly once"): the insert
+ *     is a plain INSERT on the key, never ON CONFLICT DO NOTHING, and only for
  *     the identities the lookup found missing.  So of two transactions
  *     writing one identity (a run abandoned by a node paused past its
  *     lease, and the run queued again elsewhere) at most one commits:
@@ -66,24 +66,24 @@ struct wh_commit {
 };
 
 /* Create backfilld_commits if absent (outside any transaction; in one
- * of its own, under a lock: rule 4). */
+ * of its own, under a lock: COMMITS-4). */
 int wh_commits_ensure(struct wh_conn *conn, struct err *err);
 /* Inside the run's transaction, before its statements: 1 when every
  * identity already has a row (note filled: "already committed by run N
  * at T"), 0 when the run must write (rows older than their request
- * deleted, rule 2), -1 with err; present[i] (NULL: not wanted) says
+ * deleted, COMMITS-2), -1 with err; present[i] (NULL: not wanted) says
  * whether identity i has a row.  After a failed record and its rollback,
  * outside any transaction: 1 when another run committed them all
- * meanwhile (rule 4). */
+ * meanwhile (COMMITS-4). */
 int wh_commits_seen(struct wh_conn *conn, const char *job,
 		    const char *const *keys, const struct wh_commit *c,
 		    size_t n, bool *present, char *note, size_t notesz,
 		    struct err *err);
 /* Inside the run's transaction, after its statements: a row for each
  * identity not present (present NULL: every one; an identity that has a
- * row fails the insert, rule 4), then, when prune_before (ms) > 0, the
+ * row fails the insert, COMMITS-4), then, when prune_before (ms) > 0, the
  * job's rows of requests older than the run's committed before it
- * deleted (rule 3: the caller passes 0 but for a request's first run). */
+ * deleted (COMMITS-3: the caller passes 0 but for a request's first run). */
 int wh_commits_record(struct wh_conn *conn, const char *job,
 		      const char *const *keys, const struct wh_commit *c,
 		      size_t n, const bool *present, int64_t now,

@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """Early cut-off and the shards of a ClickHouse Distributed table (issue
-43; docs/cutoff.md, "Drivers and hosts"; rule CUTOFF-1 in
+43; docs/cutoff.md, "Drivers and hosts"; rule CUTOFF-7 in
 docs/architecture.md): no run reads the fingerprint of a partition
 published shard by shard (each shard holds part of it), so the job's
 downstream always runs, and `backfill --dry-run` says so: none of it is

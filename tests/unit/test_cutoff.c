@@ -194,7 +194,7 @@ START_TEST(test_fingerprinted)
 	j.sql = NULL; /* a command job */
 	ck_assert(!cutoff_fingerprinted(&j, false));
 	j.sql = "x";
-	/* CUTOFF-1: the shards of a Distributed table each hold part of the
+	/* CUTOFF-7: the shards of a Distributed table each hold part of the
 	 * partition: no run reads its fingerprint, so its downstream is not
 	 * conditional (the dry run said it was) */
 	j.warehouse = 2;

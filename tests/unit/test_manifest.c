@@ -808,7 +808,7 @@ START_TEST(manifest_retry_cases)
 }
 END_TEST
 
-/* PICK-2: the one cap of a warehouse, for dispatch and for the
+/* SCHED-2: the one cap of a warehouse, for dispatch and for the
  * connections the executor keeps (exec_sql.c). */
 START_TEST(test_wh_cap)
 {

@@ -35,7 +35,7 @@ adopt_match(const struct adopt_run *runs, size_t nruns,
 	    const struct adopt_row *rows, size_t nrows, long *owner,
 	    enum adopt_action *action)
 {
-	/* the first runs row of each run: the work row's own id (rule 1) */
+	/* the first runs row of each run: the work row's own id (ADOPT-1) */
 	for (size_t i = 0; i < nruns; i++)
 		owner[i] = -1;
 	for (size_t k = 0; k < nrows; k++) {
@@ -50,7 +50,7 @@ adopt_match(const struct adopt_run *runs, size_t nruns,
 			break;
 		}
 	}
-	/* the others: by job and key, to a run adopted (rules 1, 2) */
+	/* the others: by job and key, to a run adopted (ADOPT-1, ADOPT-2) */
 	for (size_t i = 0; i < nruns; i++) {
 		if (owner[i] >= 0 || !runs[i].job_known)
 			continue;

@@ -24,10 +24,10 @@
  *    done.
  *
  * Rules that must always hold:
- *  1. A run is adopted only whole: each of its runs rows by the work row
+ *  ADOPT-1. A run is adopted only whole: each of its runs rows by the work row
  *     of its first, the others by job and partition key (a partition is
  *     in at most one run in flight).
- *  2. A run whose job the new planner does not know is not adopted: its
+ *  ADOPT-2. A run whose job the new planner does not know is not adopted: its
  *     rows are queued again and its work row is withdrawn or stopped.
  */
 #ifndef BACKFILLD_ADOPT_H

@@ -6,20 +6,20 @@
  * the nodes share), so that the clocks of the nodes never matter.
  *
  * Rules that must always hold:
- *  1. At most one node acts as planner at any instant of the database's
+ *  LEASE-1. At most one node acts as planner at any instant of the database's
  *     clock: the one named by the lease row while expires > now.  A node
  *     takes the lease only when it is free or expired, and taking it adds
  *     one to the generation; every planner write carries the generation it
  *     holds and the store refuses it when the row has moved on (the fence).
- *  2. A planner stops acting as one the moment its lease could have
+ *  LEASE-2. A planner stops acting as one the moment its lease could have
  *     expired: locally, lease seconds after it *sent* its last successful
  *     renewal (lease_local_deadline), which is never later than the
  *     database's expiry.  A renewal that finds the row changed, or
  *     expired, deposes it (it never renews a lease it may have lost).
- *  3. A node is dead when its last heartbeat is older than the lease.
+ *  LEASE-3. A node is dead when its last heartbeat is older than the lease.
  *     Nodes heartbeat every third of the lease, so a live node is at most
  *     a third of it old, and a lost heartbeat or two never kill it.
- *  4. A node whose incarnation in the store differs from its own was
+ *  LEASE-4. A node whose incarnation in the store differs from its own was
  *     declared dead meanwhile: it writes nothing more before it has
  *     cancelled its runs in flight and registered again.
  */
@@ -62,7 +62,7 @@ const char *lease_action_name(enum lease_action a);
 /* Heartbeat period (and lease renewal period) for a lease, in ms. */
 int64_t lease_heartbeat_ms(int64_t lease_s);
 /* Local monotonic time past which a planner must stop acting as one: the
- * lease counted from when its successful renewal was sent (rule 2). */
+ * lease counted from when its successful renewal was sent (LEASE-2). */
 int64_t lease_local_deadline(int64_t sent_mono_ms, int64_t lease_s);
 
 /* One row of the nodes table. */
@@ -75,7 +75,7 @@ struct lease_node {
 	const char *role;     /* "planner", "worker" */
 };
 
-/* True when a node last seen at last_seen_ms is dead at now_ms (rule 3,
+/* True when a node last seen at last_seen_ms is dead at now_ms (LEASE-3,
  * LEASE-3): silent for more than lease_dead_ms(lease_s). */
 bool lease_node_dead(int64_t last_seen_ms, int64_t now_ms, int64_t lease_s);
 /* LEASE-3's one bound: a node silent for more than this many ms is dead. */

@@ -31,17 +31,17 @@
  * key").
  *
  * Order of checks, which decides which error a broken file reports:
- *   1. a mapping's keys (unknown, duplicate) before any of its values;
- *   2. at the top level, scalar settings (phase 0), then warehouses and
+ *   CONFIG-1. a mapping's keys (unknown, duplicate) before any of its values;
+ *   CONFIG-2. at the top level, scalar settings (phase 0), then warehouses and
  *      include (phase 1), then jobs (phase 2); warehouses and jobs are
  *      taken in once every file is read (cfg_load_warehouses,
  *      cfg_load_jobs), so a job sees the final defaults and the warehouse
  *      names whatever order the files use;
- *   3. a job's own rules (one of sql/sql_file/command, start <= end,
+ *   CONFIG-3. a job's own rules (one of sql/sql_file/command, start <= end,
  *      concurrency <= max_concurrency, wall clock, ...) when its mapping is
  *      done;
- *   4. the rules between jobs (upstream names, grains, cycles) once every
- *      job is in; then the derived data (downstream, topo, code_version).
+ *   CONFIG-4. the rules between jobs (upstream names, grains, cycles) once
+ *      every job is in; then the derived data (downstream, topo, code_version).
  */
 #ifndef BACKFILLD_CONFIG_INT_H
 #define BACKFILLD_CONFIG_INT_H

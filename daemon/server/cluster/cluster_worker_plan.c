@@ -419,7 +419,7 @@ cworker_end_cancels(struct cworker *w)
  * Offer the runs recorded since the last turn, in the store transaction
  * that holds their runs rows: they commit together, so an offer never
  * names a run the state store does not hold (a takeover adopts by them,
- * adopt.h).  A store that cannot be written (rule 7) ends them unoffered.
+ * adopt.h).  A store that cannot be written (SCHED-7) ends them unoffered.
  */
 void
 cworker_offer(struct cworker *w)

@@ -110,7 +110,7 @@ client_send(struct client *cl, struct buf *frame)
 		return;
 	}
 	/* nothing is acknowledged uncommitted: when the commit fails, the
-	 * answer becomes that error (scheduler.c, rule 7) */
+	 * answer becomes that error (scheduler.c, SCHED-7) */
 	if (sched_flush(cl->c->sched) < 0) {
 		char why[1024];
 

@@ -396,7 +396,7 @@ control_mail(struct control *c)
 		}
 		if (held < 0) {
 			/* nothing is acknowledged uncommitted (scheduler.c,
-			 * rule 7) */
+			 * SCHED-7) */
 			sched_flush(c->sched);
 			refused = control_mail_answer(c, m->id, m->from,
 						      &f) < 0;

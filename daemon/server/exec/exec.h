@@ -243,7 +243,7 @@ const struct wh_driver *exec_driver_for(enum wh_kind kind, const char **why);
  * partition key against the job's grain; -1 with err (EXIT_BAD_INPUT,
  * "FILE:LINE:COL: job ...") at the first mismatch or missing table.  A
  * warehouse that cannot be reached (or does not answer within 10 s) is
- * skipped.  Each job's `distributed` is set as found (cutoff.h, CUTOFF-1):
+ * skipped.  Each job's `distributed` is set as found (cutoff.h, CUTOFF-7):
  * cfg is not yet shared.  Blocking: at start; on reload it runs off the
  * loop (keycheck.h).  Any thread. */
 int exec_check_partition_keys(const struct config *cfg, struct err *err);

@@ -340,7 +340,7 @@ exec_conn_commits(struct exec_worker *w, struct wh_conn *conn,
 }
 
 /* Whether this run is the first of its (job, oldest request) on conn,
- * which then prunes backfilld_commits (wh_commits.h, rule 3); noted. */
+ * which then prunes backfilld_commits (wh_commits.h, COMMITS-3); noted. */
 bool
 exec_commits_prune_due(struct exec_worker *w, struct wh_conn *conn,
 		       const struct exec_run *run)

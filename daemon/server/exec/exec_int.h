@@ -49,7 +49,7 @@ int exec_shard_published(struct exec_flight *fl,
 			 struct err *err);
 
 /* The run published and kept its stage partitions for the record
- * (exec_wap.c, rule 2): once the caller has recorded it, they go. */
+ * (exec_wap.c, WAP-2): once the caller has recorded it, they go. */
 void exec_flight_set_staged(struct exec_flight *fl);
 
 /* exec_wap.c: a run, and a proof, on ClickHouse (key_checked: the

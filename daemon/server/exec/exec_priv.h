@@ -86,7 +86,7 @@ struct exec_recon_src {
 
 /* One open warehouse connection of a worker. */
 /* The (job, request) pairs whose first run on a connection pruned
- * backfilld_commits (wh_commits.h, rule 3), the oldest replaced first. */
+ * backfilld_commits (wh_commits.h, COMMITS-3), the oldest replaced first. */
 #define EXEC_PRUNED 8
 
 struct exec_conncache {
@@ -106,7 +106,7 @@ struct exec_conncache {
 };
 
 /*
- * Stages to drop (ClickHouse, exec_wap.c rule 2): the partitions a
+ * Stages to drop (ClickHouse, exec_wap.c WAP-2): the partitions a
  * recorded run published, or, at start, a sweep of the marks no open
  * request names.  Kept on the loop thread (ex->phead) until the caller
  * has committed the run's record (exec_release_stages), then queued for

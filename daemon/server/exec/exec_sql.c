@@ -30,7 +30,7 @@ exec_part_keys(const struct exec_run *run)
 }
 
 /* Inside the run's transaction, first: 1 when an earlier attempt already
- * committed every identity of the run (wh_commits.h, rule 1), 0 when it
+ * committed every identity of the run (wh_commits.h, COMMITS-1), 0 when it
  * must run, -1 with err; *present (free it) says which identities have a
  * row already. */
 static int
@@ -79,7 +79,7 @@ exec_commits_record(struct exec_worker *w, struct exec_run *run,
 }
 
 /* After a transaction that failed, rolled back: when another run
- * committed every identity meanwhile (the fence, wh_commits.h rule 4: a
+ * committed every identity meanwhile (the fence, wh_commits.h COMMITS-4: a
  * run abandoned by a node paused past its lease, or the one queued again
  * in its place), this run committed nothing and is recorded as an
  * attempt that found them: 1.  Else 0, err untouched. */

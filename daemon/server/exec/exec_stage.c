@@ -1,6 +1,6 @@
 /*
  * exec_stage.c - ClickHouse stage partitions kept until their run is
- * recorded, then dropped on a worker (exec_wap.c rule 2; the rules are
+ * recorded, then dropped on a worker (exec_wap.c WAP-2; the rules are
  * at struct exec_unstage in exec_priv.h).
  */
 #include <signal.h>

@@ -53,14 +53,14 @@ exec_wap_step(struct exec_flight *fl, struct wh_conn *conn, const char *what,
  * (partition, request, run) for each stage partition that passed its
  * audit and is being published, a partition of the table per run.  Rules
  * that must always hold:
- *  1. A mark is written after its stage partition's audit passed and
+ *  WAP-1. A mark is written after its stage partition's audit passed and
  *     before its REPLACE; it is dropped before its stage partition is
  *     cleared or dropped.  So a mark always names a stage partition that
  *     holds exactly the audited rows.
- *  2. After its publish a stage partition and its mark stay until the
+ *  WAP-2. After its publish a stage partition and its mark stay until the
  *     state store has recorded the run (exec_release_stages, by the
  *     caller after its commit); a failed run drops them at once.
- *  3. A run that finds a mark naming one of its own requests for the
+ *  WAP-3. A run that finds a mark naming one of its own requests for the
  *     partition (an earlier attempt published it, or was about to, and
  *     its record was lost to a crash) audits that stage partition again
  *     and publishes it again, unchanged: the REPLACE of the same rows
@@ -94,7 +94,7 @@ exec_wap_tables(const struct config *cfg, const struct job_def *jd,
 }
 
 /* Drop the mark (unless known to be none), then the stage partition, of
- * part `params` (rule 1). */
+ * part `params` (WAP-1). */
 static int
 exec_wap_drop_as(struct wh_conn *conn, const struct wap_tables *t,
 		 const struct wh_param *params, bool marked, struct err *err)
@@ -121,7 +121,7 @@ exec_wap_drop(struct wh_conn *conn, const struct wap_tables *t,
 /* After a failure: drop part's mark and stage partition, so that no
  * stage rows are left behind; best effort, not once the run is being
  * stopped (the next run of the partition clears it first, or publishes
- * it again when it was marked: rule 3). */
+ * it again when it was marked: WAP-3). */
 static void
 exec_wap_unstage(struct exec_flight *fl, struct wh_conn *conn,
 		 const struct wap_tables *t, const struct wh_param *params)
@@ -144,7 +144,7 @@ exec_wap_request(const struct exec_run *run, size_t i)
 }
 
 /* *kept: part i's stage partition is marked by one of this run's
- * requests for it (rule 3). */
+ * requests for it (WAP-3). */
 static int
 exec_wap_marked(struct exec_flight *fl, struct wh_conn *conn, size_t i,
 		const struct wap_tables *t, const struct wh_param *params,
@@ -180,7 +180,7 @@ exec_wap_marked(struct exec_flight *fl, struct wh_conn *conn, size_t i,
 	return 0;
 }
 
-/* Mark part i's audited stage partition (rule 1), before its REPLACE. */
+/* Mark part i's audited stage partition (WAP-1), before its REPLACE. */
 static int
 exec_wap_mark(struct exec_flight *fl, struct wh_conn *conn, size_t i,
 	      const struct wap_tables *t, struct err *err)
@@ -313,7 +313,7 @@ exec_wap_state(struct exec_flight *fl, struct wh_conn *conn, size_t from,
 /* Steps 1 to 7 of docs/clickhouse.md for part i: its state and before
  * figures, the stage partition cleared (its stale mark first) when it
  * holds anything, filled, audited, refused empty, marked; or, marked by
- * this run's request (rule 3), audited again. */
+ * this run's request (WAP-3), audited again. */
 static int
 exec_wap_build(struct exec_flight *fl, struct wh_conn *conn, size_t i,
 	       const struct wh_param *params, const struct wap_tables *t,
@@ -455,7 +455,7 @@ exec_wap_batch_audit(struct exec_flight *fl, struct wh_conn *conn,
  * the stage partitions that hold anything cleared (their marks first),
  * one fill for the batch's interval, every partition audited, all marked
  * by one INSERT, then each published; or, every part marked by the
- * batch's request (rule 3), each audited again and published again. */
+ * batch's request (WAP-3), each audited again and published again. */
 static int
 exec_wap_batch(struct exec_flight *fl, struct wh_conn *conn,
 	       const struct wap_tables *t, struct err *err)
@@ -862,7 +862,7 @@ exec_wap_shard_done(const struct exec_run *run, size_t s)
  * of the others.  A crash in between: the run queued again skips the
  * shards the store has for its request (run->shards_done, their audit
  * counts from the record) and publishes the others again from their
- * marked stages (rule 3); a shard whose publish went through but whose
+ * marked stages (WAP-3); a shard whose publish went through but whose
  * record was lost has its mark still, and publishes the same rows again.
  */
 static int
@@ -924,7 +924,7 @@ exec_sql_wap_shards(struct exec_flight *fl, struct wap_shards *sh,
  * with :stage, guardrails before from the live table and after from the
  * stage, an empty stage refused unless allow_empty), marked, then
  * published by one REPLACE PARTITION; the stage partitions are kept until
- * the caller has recorded the run (rule 2).  Nothing is published for a
+ * the caller has recorded the run (WAP-2).  Nothing is published for a
  * partition whose step or check failed.
  */
 int
@@ -984,7 +984,7 @@ exec_sql_wap(struct exec_flight *fl, struct wh_conn *conn, bool key_checked,
 	return 0;
 }
 
-/* Once the run is recorded (rule 2): drop the marks, then the stage
+/* Once the run is recorded (WAP-2): drop the marks, then the stage
  * partitions, of `parts`, one statement a table (a chunk).  Outside any
  * run, on a worker thread. */
 void
@@ -1109,7 +1109,7 @@ exec_sql_wap_verify(struct exec_flight *fl, struct wh_conn *conn,
 	    sizeof run->verify_sum[0], err) == -1)
 		return -1;
 	for (int k = 1; k < 3 && rc == 0; k++) {
-		/* a stage kept for a record (its mark first: rule 1) goes:
+		/* a stage kept for a record (its mark first: WAP-1) goes:
 		 * its run is built again if it must be */
 		if (exec_interrupted(fl, err) ||
 		    exec_wap_drop(conn, &t, params, err) == -1)

@@ -24,7 +24,7 @@ struct wap_tables {
 
 /* What the state read found, per part of the run. */
 struct wap_state {
-	bool *kept;    /* marked by one of the run's requests for it (rule 3) */
+	bool *kept;    /* marked by one of the run's requests for it (WAP-3) */
 	bool *any;     /* marked at all */
 	bool *staged;  /* its stage partition holds parts */
 	char (*sum_before)[32]; /* the live partition's sum ("" unread) */
@@ -64,7 +64,7 @@ int exec_wap_read_after(struct exec_flight *fl, struct wh_conn *conn,
 /* Part i's after figures forgotten (its audit was not reached). */
 void exec_wap_forget_after(struct exec_run *run, size_t i);
 /* The marks of the parts with marked[i], then the stage partitions of
- * those with staged[i], dropped, a statement a table per chunk (rule 1). */
+ * those with staged[i], dropped, a statement a table per chunk (WAP-1). */
 int exec_wap_clear(struct exec_flight *fl, struct wh_conn *conn,
 		   const struct wap_tables *t, size_t from, size_t n,
 		   const bool *marked, const bool *staged, struct err *err);
@@ -72,14 +72,14 @@ int exec_wap_clear(struct exec_flight *fl, struct wh_conn *conn,
  * the next clear of stage drops whether or not the state read saw parts
  * (a DROP PARTITION waits for it). */
 void exec_wap_unswept(const char *stage);
-/* Every part of [from, from + n) marked, one INSERT a chunk (rule 1). */
+/* Every part of [from, from + n) marked, one INSERT a chunk (WAP-1). */
 int exec_wap_mark_set(struct exec_flight *fl, struct wh_conn *conn,
 		      const struct wap_tables *t, size_t from, size_t n,
 		      struct err *err);
 /* The keys of parts [from, from + n) of the run, an array to free (its
  * strings are the run's). */
 const char **exec_wap_keys(const struct exec_run *run, size_t from, size_t n);
-/* Drop the marks of keys[0..n) (rule 1): the runs holding one are read,
+/* Drop the marks of keys[0..n) (WAP-1): the runs holding one are read,
  * then their partitions of the marks' table dropped, a run's marks being
  * one partition (so the marks of the run's other keys go too: a key
  * whose mark is gone is cleared and built again, never published

@@ -242,7 +242,7 @@ exec_wap_state_alloc(struct wap_state *st, size_t nparts)
 	st->sum_before = xcalloc(nparts + 1, sizeof *st->sum_before);
 }
 
-/* Part i's marks against the run's requests for it (rule 3). */
+/* Part i's marks against the run's requests for it (WAP-3). */
 static void
 exec_wap_state_part(const struct exec_run *run, size_t i,
 		    const struct chwap_part *p, struct wap_state *st)
@@ -475,7 +475,7 @@ exec_wap_drop_keys(struct wh_conn *conn, const struct wap_tables *t,
 		char *sql;
 		int rc;
 
-		/* the marks first (rule 1): a failure leaves the stage */
+		/* the marks first (WAP-1): a failure leaves the stage */
 		if (exec_wap_drop_marks(conn, t, keys + c, m, err) == -1 ||
 		    chwap_drop_sql(t->stage, keys + c, m, &sql, err) == -1)
 			return -1;

@@ -185,7 +185,7 @@ guard_fingerprint(struct exec_run *run, struct wh_conn *conn, size_t i,
 	char *sum = after ? g->sum_after : g->sum_before;
 
 	sum[0] = '\0';
-	/* CUTOFF-1; a stage (guard_table_over: ClickHouse, whose own
+	/* CUTOFF-7; a stage (guard_table_over: ClickHouse, whose own
 	 * reads are exec_wap_digest.c's) is not read here */
 	if (!cutoff_fingerprinted(j, false) || conn->drv->digest == NULL ||
 	    guard_table_over != NULL)

@@ -1,6 +1,6 @@
 /*
  * sched_budget.c - budgets of warehouse time (budget.h), the shell of its
- * rules 3 and 4: each run's wall time charged to the requests with a
+ * BUDGET-3 and BUDGET-4: each run's wall time charged to the requests with a
  * budget that it carried, written in the turn that records the run's end
  * (so a restart counts on from there); a request past 1.5 times its
  * budget stopped: its queued and blocked partitions cancelled with the
@@ -16,7 +16,7 @@
 #include "hooks.h"
 #include "log.h"
 
-/* Rule 3: did the run take warehouse time?  A SQL job's run that started
+/* BUDGET-3: did the run take warehouse time?  A SQL job's run that started
  * (an interrupted one too); not a command, not a run that never did. */
 static bool
 sched_budget_counts(const struct active *a)
@@ -26,7 +26,7 @@ sched_budget_counts(const struct active *a)
 	return !a->run.not_started || a->run.cancelled;
 }
 
-/* Rule 4: stop rq, the reason in note. */
+/* BUDGET-4: stop rq, the reason in note. */
 static void
 sched_budget_stop(struct sched *s, struct request *rq, int64_t now)
 {

@@ -1,6 +1,6 @@
 /*
  * sched_clock.c - the clock schedule's shell: on every wake, for every
- * clock-driven job, apply schedule_decide() (rule 6, schedule.c):
+ * clock-driven job, apply schedule_decide() (SCHED-6, schedule.c):
  * materialise what it says as a request, log what it skipped or refused,
  * fire on_refused, save the job's state and arm the timer for the next
  * due time.  Pause and resume.  (The refused gap cleared once filled:
@@ -179,7 +179,7 @@ sched_due_cb(uv_timer_t *t)
 }
 
 /*
- * Run the schedule (rule 6, schedule.c) and the late_data sensors for
+ * Run the schedule (SCHED-6, schedule.c) and the late_data sensors for
  * every job; `resumed` with `only`: that job was just resumed.  Arm the
  * timer for the earliest next due time.
  */

@@ -1,7 +1,7 @@
 /*
  * sched_dispatch.c - dispatch and recording: the shell that starts the
- * runs the core picks (pick_next_run, rules 2, 3 and 5 in pick.c)
- * and records their outcome, retries and downstream settling (rule 4).
+ * runs the core picks (pick_next_run, SCHED-2, SCHED-3 and SCHED-5 in pick.c)
+ * and records their outcome, retries and downstream settling (SCHED-4).
  *
  * sched_run_begin() is the one place where "dispatch decided to start
  * run X" is applied: the start is committed to the store, then the run is
@@ -49,7 +49,7 @@ sched_active_free(struct active *a)
 }
 
 /* Record the start of a run in the store: its items running, a runs row
- * for each item (a batch's, or one run for several requests: rule 5). */
+ * for each item (a batch's, or one run for several requests: SCHED-5). */
 static int
 sched_run_record_start(struct sched *s, struct active *a, int64_t now,
 		       struct err *err)
@@ -96,7 +96,7 @@ sched_part(const struct job_def *j, const struct item *x, struct exec_part *p)
 /*
  * The identities a SQL run commits (wh_commits.h): each item's request
  * and partition.  A batch's items are of one request, one partition each;
- * a run for several requests (rule 5) commits its one partition for each
+ * a run for several requests (SCHED-5) commits its one partition for each
  * of them, so it counts as already committed only when every request's
  * row is there.
  */
@@ -551,7 +551,7 @@ sched_record_end(struct sched *s, struct active *a, const struct outcome *o,
 	if (o->result == MS_SUCCEEDED &&
 	    trend_hist_record(s->store, run, run->run_id, err) < 0)
 		goto fail;
-	/* the other requests' rows of a run shared by several (rule 5) */
+	/* the other requests' rows of a run shared by several (SCHED-5) */
 	for (size_t i = 1; !r->batch && a->run_ids && i < r->nitems; i++) {
 		if (store_run_finish(s->store, a->run_ids[i], o->run_state, now,
 				     run->failed ? run->error : NULL, -1,
@@ -635,7 +635,7 @@ sched_run_event(struct sched *s, const struct active *a,
 
 /* After a run's end: settle what waits for its items, release blocked
  * items elsewhere and fill a refused gap (sched_landed), fail fast
- * (rule 4). */
+ * (SCHED-4). */
 static void
 sched_run_settle(struct sched *s, struct run *r, const struct outcome *o,
 		 int64_t now)

@@ -27,7 +27,7 @@
  *   sched_audit.c     the audit JSON of a run
  *   sched_jobstate.c  the per-job state cache (watermark, pause, counts,
  *                     the refused gap)
- *   sched_store.c     the store's commit (rules 1 and 7), shared writes
+ *   sched_store.c     the store's commit (SCHED-1 and SCHED-7), shared writes
  */
 #ifndef BACKFILLD_SCHED_INT_H
 #define BACKFILLD_SCHED_INT_H
@@ -47,7 +47,7 @@ struct active {
 	struct exec_part part;	 /* the one partition of an ordinary run */
 	struct exec_part *parts; /* a batch run's partitions (items order) */
 	int64_t *run_ids;	 /* a batch run, or one run for several
-				  * items (rule 5): one runs row per item */
+				  * items (SCHED-5): one runs row per item */
 	struct wh_commit *commits; /* one per item (exactly-once commits) */
 	struct exec_trend_hist *trend; /* trend checks' history (trend_hist.h) */
 	size_t ntrend;                 /* ... its entries (the job's metrics) */
@@ -95,7 +95,7 @@ struct sched {
 	struct jobstate **js_by_job; /* per job index, filled on use */
 
 	bool draining;
-	/* the state store refused a commit (rule 7): no new work until the
+	/* the state store refused a commit (SCHED-7): no new work until the
 	 * daemon has restarted from what the store holds */
 	bool store_failed;
 	int64_t store_failed_at; /* ms */
@@ -167,7 +167,7 @@ void sched_apply(struct sched *s, int64_t now);
 void sched_request_changed(struct sched *s, struct request *rq);
 void sched_request_free(struct sched *s, struct request *rq);
 /* What a landing of (job, key) through request `by` releases elsewhere
- * (rule 4), and the job's refused gap it may fill. */
+ * (SCHED-4), and the job's refused gap it may fill. */
 void sched_landed(struct sched *s, const char *job, const char *key,
 		  struct request *by, int64_t now);
 int sched_load_open(struct sched *s, struct err *err);

@@ -8,7 +8,7 @@
  * before anything moves in memory; so a store that refuses leaves both
  * as they were.  Then the items are added to the manifest, the marked
  * ones succeeded (no longer owed to a deadline), and the landing rule
- * (rule 4) runs for each of them:
+ * (SCHED-4) runs for each of them:
  * their downstream items are ready once every input of the request is
  * final, and items of other requests that a failure of these partitions
  * blocked are released.

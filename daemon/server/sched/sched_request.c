@@ -1,6 +1,6 @@
 /*
  * sched_request.c - requests in the shell: the core's changes written and
- * logged (sched_apply), a landing's consequences elsewhere (rule 4,
+ * logged (sched_apply), a landing's consequences elsewhere (SCHED-4,
  * sched_landed), a request loaded from the store, its progress and
  * watchers, the operator's cancel and retry of a request.
  */
@@ -217,7 +217,7 @@ sched_request_changed(struct sched *s, struct request *rq)
 }
 
 /* (job, key) landed through request `by`: release what its failed items
- * elsewhere blocked (rule 4) and tell their requests; the job's refused
+ * elsewhere blocked (SCHED-4) and tell their requests; the job's refused
  * catchup gap may be filled now (sched_gap_filled). */
 void
 sched_landed(struct sched *s, const char *job, const char *key,
@@ -399,7 +399,7 @@ sched_retry_store(struct sched *s, struct request *rq, int64_t now,
 		return -1;
 	if (store_request_reopen(s->store, rq->id, err) < 0)
 		goto fail;
-	/* budget.h, rule 4: a resumed request's measured time starts again */
+	/* budget.h, BUDGET-4: a resumed request's measured time starts again */
 	if ((rq->spent_ms > 0 || rq->over_budget) &&
 	    store_request_budget(s->store, rq->id, 0, 0, err) < 0)
 		goto fail;

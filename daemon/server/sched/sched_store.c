@@ -1,6 +1,6 @@
 /*
  * sched_store.c - the bottom of the scheduler's shell: the store's
- * commit, which applies rules 1 and 7 (the store first; a store that
+ * commit, which applies SCHED-1 and SCHED-7 (the store first; a store that
  * cannot be written stops the work, never the daemon: both stated at
  * the top of scheduler.c), and the writes and reads every other file of
  * the shell shares.  It calls no other file of the shell.

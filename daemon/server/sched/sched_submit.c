@@ -1,7 +1,7 @@
 /*
  * sched_submit.c - submission: a request's partitions filtered by
  * --reprocess, expanded downstream (plan.h), written to the store with
- * its items in one transaction (rule 1) and added to the manifest; a
+ * its items in one transaction (SCHED-1) and added to the manifest; a
  * backfill whole (sched_backfill: the clock, the plan, its estimate and
  * budget, the proof, the queue) and the proof (sched_proof_*).
  */
@@ -480,13 +480,13 @@ sched_backfill(struct sched *s, struct sched_backfill *bf, struct err *err)
 	if (sched_check_closed(s->cfg, rq, err) < 0 ||
 	    sched_submit(s, rq, false, &bf->plan, &id, err) < 0)
 		return -1;
-	/* budget.h rule 1: only a plan with warehouse time has a budget */
+	/* budget.h BUDGET-1: only a plan with warehouse time has a budget */
 	if (budget_fit_plan(s->cfg, &bf->plan, j->name, &rq->budget_s,
 			    &rq->budget_source, err) < 0)
 		return -1;
 	if (dry || rq->budget_s > 0)
 		sched_estimate(s, &bf->plan, rq, &bf->est);
-	/* budget.h rule 2: refused whole, before the proof and the queue */
+	/* budget.h BUDGET-2: refused whole, before the proof and the queue */
 	if (!dry && budget_admit(rq->budget_s, rq->budget_source,
 				 bf->est.has, bf->est.warehouse_seconds,
 				 err) < 0)

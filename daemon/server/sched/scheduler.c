@@ -3,14 +3,15 @@
  * reload, drain, close), and the loop's step, where what the files
  * below asked for during a loop turn (sched_want) is done once.
  *
- * The scheduling rules live with the code that applies each:
- *  1. The store first                     sched_store.c (sched_flush)
- *  2. Caps                                pick.c (pick_job_free)
- *  3. Order                               pick.c (pick_item)
- *  4. Downstream, fail fast, retry        manifest.c (manifest_settle, ...)
- *  5. One run for many                    pick.c (pick_gather)
- *  6. The schedule                        schedule.c (schedule_decide)
- *  7. A store that cannot be written      sched_store.c (sched_flush)
+ * The scheduling rules live with the code that applies each (their one
+ * list: docs/architecture.md, "Rule index"):
+ *  SCHED-1. The store first                 sched_store.c (sched_flush)
+ *  SCHED-2. Caps                            pick.c (pick_job_free)
+ *  SCHED-3. Order                           pick.c (pick_item)
+ *  SCHED-4. Downstream, fail fast, retry    manifest.c (manifest_settle)
+ *  SCHED-5. One run for many                pick.c (pick_gather)
+ *  SCHED-6. The schedule                    schedule.c (schedule_decide)
+ *  SCHED-7. A store that cannot be written  sched_store.c (sched_store_fail)
  * manifest.c, pick.c and schedule.c are pure (no libuv, no store, no
  * clock); the shell that applies their decisions is split by concern
  * (sched_int.h says which file does what).
@@ -55,7 +56,7 @@
  * through a function pointer (the remote, a watcher, the change and
  * store callbacks) is no arrow.
  *
- * Rule 1, the store first.  A state change is committed to the state
+ * SCHED-1, the store first.  A state change is committed to the state
  * store before it is acknowledged to a client: the changes of one loop
  * turn (runs started and finished) share one transaction, committed by
  * sched_flush() at the end of the turn and before any answer is sent; a
@@ -63,7 +64,7 @@
  * the record of runs of the last turn, whose partitions are then still
  * queued and run again (partition writes are idempotent).
  *
- * Rule 7, a store that cannot be written (a full disk) stops the work,
+ * SCHED-7, a store that cannot be written (a full disk) stops the work,
  * never the daemon: when a write fails (store.h), the turn is rolled
  * back and memory is ahead of the store, so no run starts, nothing is
  * materialised and no answer acknowledges anything from then on
@@ -74,7 +75,7 @@
  * the store), which a restart would then never repair.  main.c waits
  * until the store can be written and nothing runs, then restarts the
  * daemon in place, which resumes from the last commit as after a crash
- * (rule 1).
+ * (SCHED-1).
  */
 #include "sched_int.h"
 

@@ -93,17 +93,17 @@ int64_t sched_reload(struct sched *s, struct config *cfg);
  * removes it cancels them). */
 int64_t sched_pending_of(struct sched *s, const char *job);
 struct config *sched_config(struct sched *s);
-/* Commit the state changes of this loop turn (rule 1 in scheduler.c):
+/* Commit the state changes of this loop turn (SCHED-1 in scheduler.c):
  * called before each poll and before any answer to a client.  -1 when the
  * store refused the commit: the turn's changes are lost and the scheduler
- * stops taking work (rule 7); nothing may be acknowledged then. */
+ * stops taking work (SCHED-7); nothing may be acknowledged then. */
 int sched_flush(struct sched *s);
 /* A run of a ClickHouse job on a cluster's shards (sched_shards.c): the
  * shards its requests have recorded published (run->shards_done, not
  * published again) and the record of each shard's publish (shard_cb);
  * nothing for any other run.  After its commits are set. */
 void sched_shards_prepare(struct sched *s, struct exec_run *run);
-/* Whether a commit failed (rule 7), why and since when (ms). */
+/* Whether a commit failed (SCHED-7), why and since when (ms). */
 bool sched_store_failed(const struct sched *s, const char **error,
 			int64_t *since_ms);
 /* SCHED-7's one answer to a change asked while the store cannot be
@@ -114,7 +114,7 @@ void sched_store_refusal(const struct sched *s, char *out, size_t outsz);
 void sched_on_store_failure(struct sched *s, void (*cb)(void *), void *data);
 /* Several hosts: a deposed planner waiting for its store before it
  * restarts in place: from now on nothing is dispatched, scheduled or
- * written, as after a failed commit (rule 7), and sched_store_failed
+ * written, as after a failed commit (SCHED-7), and sched_store_failed
  * says why.  Without the failure callback. */
 void sched_suspend(struct sched *s, const char *why);
 /* A scheduler that has not loaded the store: a node that has not been
@@ -244,7 +244,7 @@ void sched_proof_release(struct sched_proof *p);
  * A backfill or rerun, whole: its partitions (rq.parts) checked against
  * the clock (nothing before its time, schedule.h), planned (filtered by
  * reprocess, expanded downstream), the budget fitted to the plan and the
- * request refused whole above it (budget.h rules 1 and 2, on the
+ * request refused whole above it (budget.h BUDGET-1 and BUDGET-2, on the
  * estimate), then: a request that asks for the proof (verify, or its
  * job's verify: true unless a dry run) starts it and is answered from
  * proof once done (plan, est and the queued id in proof->bf); a dry run
