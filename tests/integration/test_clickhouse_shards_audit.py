@@ -77,9 +77,47 @@ def test_audit_sums_the_shards():
             srv.close()
 
 
+def test_resumed_run_metrics_unknown():
+    """kill -9 right after shard 1's publish, then a restart: the run
+    queued again skips shard 1 (recorded) and reads no figures of it, so
+    the audit's rows still add up (shard 1's from the record) while the
+    metric's total and shard 1's entry are null (not one shard's value
+    shown as the whole)."""
+    srvs = tc.two_shards()
+    try:
+        conf = tc.shard_config(srvs, listed=True) + "\n".join(
+            "  " + line if line else line for line in METRICS.split("\n"))
+        d = h.Daemon(config=conf, clock=None, name="chshresume",
+                     env={"BACKFILLD_TEST_CH_STOP": "shard"})
+        before = [figures(srv) for srv in srvs]
+        req = d.enqueue("backfill", "fct", "--from", DAY, "--to", DAY)
+        tc.wait_stopped(d, "shard 1's publish")
+        d.kill9()
+        d.extra_env.pop("BACKFILLD_TEST_CH_STOP")
+        d.restart()
+        d.wait_request(req)
+        after = [figures(srv) for srv in srvs]
+        p = [x for x in d.json("audit", "--request", str(req))["partitions"]
+             if x["partition"] == DAY][-1]
+        h.eq((p["passed"], p["rows_before"], p["rows_after"]),
+             (True, before[0][0] + before[1][0], after[0][0] + after[1][0]),
+             "the resumed run's rows: the shards' sum, shard 1's from the record")
+        m = p["metrics"]["revenue"]
+        h.eq((m["before"], m["after"]), (None, None),
+             "the metric's total, shard 1 not read again")
+        h.eq([(x["shard"], x["before"], x["after"]) for x in m["shards"]],
+             [(1, None, None), (2, before[1][1], after[1][1])], "the metric per shard")
+        h.eq(sorted(c["shard"] for c in p["checks"] if c["name"] == "low_stores"), [2],
+             "the checks of the shard run again")
+        d.stop()
+    finally:
+        for srv in srvs:
+            srv.close()
+
+
 def main():
     # the servers are the test's own (tc.two_shards); no shared one
-    h.main([test_audit_sums_the_shards])
+    h.main([test_audit_sums_the_shards, test_resumed_run_metrics_unknown])
 
 
 if __name__ == "__main__":
