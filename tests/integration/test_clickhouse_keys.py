@@ -11,7 +11,8 @@ docs/clickhouse.md, "The partition key"), on the real server:
   its own that no REPLACE publishes), with what to do; nothing is
   published and no stage rows are left;
 - a key that fits no grain is refused with what to do (recreate the
-  table, or partition it by the column holding each first day);
+  table, or partition it by the column holding each first day), a
+  compound one (dt, store_id) too (not done yet);
 - a ReplacingMergeTree target is audited FINAL: a fill emitting several
   versions of a key passes key_unique, its rows and metrics those of the
   last versions."""
@@ -124,6 +125,23 @@ def test_other_key_refused_with_what_to_do():
                  " toMonday(week_start), or by the column itself holding each partition's"
                  " first day", "RENAME TABLE"):
         h.check(part in e, "the refusal lacks %r: %r" % (part, e))
+    # a compound key (not done yet): refused the same way, the key to use
+    tc.SRV.q("CREATE TABLE fct_c (dt Date, store_id UInt8, revenue_cents Int64)"
+             " ENGINE = MergeTree PARTITION BY (dt, store_id) ORDER BY store_id", db)
+    job = """
+- name: fct
+  warehouse: sales
+  partition: day
+  table: fct_c
+  partition_column: dt
+  sql: SELECT dt, store_id, sum(amount_cents) FROM raw_sales WHERE dt = :partition GROUP BY dt, store_id
+"""
+    d = h.Daemon(config=tc.ch_config(db, job), clock=None, name="chkeycompound", start=False)
+    r = subprocess.run([d.backfilld, "--config", d.conf], capture_output=True, text=True,
+                       timeout=60, cwd=d.dir, env=d.env())
+    e = h.one_line_error(r.returncode, r.stdout, r.stderr, 2, "start on a compound key")
+    h.check("partitioned by (dt, store_id)" in e and "partition it by dt (" in e,
+            "the refusal of a compound key: %r" % e)
 
 
 REPLACING = """
