@@ -43,6 +43,10 @@ jobs_json(const struct job_def *j, const struct sched_job_view *v,
 		buf_addstr(out, "null");
 	buf_addstr(out, ", \"upstream\": ");
 	json_strv(out, j->upstream, j->nupstream);
+	buf_addstr(out, ", \"reads\": ");
+	json_strv(out, j->reads, j->nreads);
+	buf_addstr(out, ", \"writes\": ");
+	json_strv(out, j->writes, j->nwrites);
 	buf_printf(out, ", \"paused\": %s, \"catchup\": \"%s\","
 		   " \"watermark\": ", v->paused ? "true" : "false", v->catchup);
 	json_str(out, v->has_watermark ? wm : NULL);
@@ -53,16 +57,29 @@ jobs_json(const struct job_def *j, const struct sched_job_view *v,
 		   j->pos.col);
 }
 
+/* names joined by ',' into b, "-" when none, NUL-terminated. */
+static void
+jobs_list(struct buf *b, char *const *v, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		buf_printf(b, "%s%s", i ? "," : "", v[i]);
+	if (n == 0)
+		buf_addstr(b, "-");
+	buf_add(b, "", 1);
+}
+
 /* A job's row in the jobs table. */
 static void
 jobs_row(const struct config *cfg, const struct job_def *j,
 	 const struct sched_job_view *v, const char *wm, struct cmd_table *t)
 {
-	struct buf on, up, at;
+	struct buf on, up, at, rd, wr;
 
 	buf_init(&on);
 	buf_init(&up);
 	buf_init(&at);
+	buf_init(&rd);
+	buf_init(&wr);
 	if (j->warehouse_name != NULL)
 		buf_printf(&on, "warehouse %s", j->warehouse_name);
 	else
@@ -70,20 +87,20 @@ jobs_row(const struct config *cfg, const struct job_def *j,
 			buf_printf(&on, "%s%s", a ? " " : "command: ",
 				   j->command[a]);
 	buf_add(&on, "", 1);
-	for (size_t u = 0; u < j->nupstream; u++)
-		buf_printf(&up, "%s%s", u ? "," : "", j->upstream[u]);
-	if (j->nupstream == 0)
-		buf_addstr(&up, "-");
-	buf_add(&up, "", 1);
+	jobs_list(&up, j->upstream, j->nupstream);
+	jobs_list(&rd, j->reads, j->nreads);
+	jobs_list(&wr, j->writes, j->nwrites);
 	buf_printf(&at, "%s:%d", cmd_short_file(cfg, j->file), j->pos.line);
 	buf_add(&at, "", 1);
-	const char *row[9] = { j->name, grain_name(j->grain), on.data,
-		up.data, v->paused ? "yes" : "no", v->catchup,
+	const char *row[11] = { j->name, grain_name(j->grain), on.data,
+		up.data, rd.data, wr.data, v->paused ? "yes" : "no", v->catchup,
 		v->has_watermark ? wm : "-", j->code_version, at.data };
 	cmd_table_row(t, row);
 	buf_free(&on);
 	buf_free(&up);
 	buf_free(&at);
+	buf_free(&rd);
+	buf_free(&wr);
 }
 
 /* jobs [--json]: the loaded jobs, how each runs, its schedule state, code
@@ -92,13 +109,13 @@ static void
 cmd_jobs_exec(struct cmd_ctx *ctx, const struct cmdspec_req *req,
 	      struct cmd_res *res)
 {
-	static const char *const head[9] = { "JOB", "GRAIN", "RUNS ON",
-		"UPSTREAM", "PAUSED", "CATCHUP", "WATERMARK", "VERSION",
+	static const char *const head[11] = { "JOB", "GRAIN", "RUNS ON",
+		"UPSTREAM", "READS", "WRITES", "PAUSED", "CATCHUP", "WATERMARK", "VERSION",
 		"DEFINED AT" };
 	struct sched *s = ctx->sched;
 	const struct config *cfg = sched_config(s);
 	bool json = req->show.json;
-	struct cmd_table t = { .ncols = 9 };
+	struct cmd_table t = { .ncols = 11 };
 
 	if (json)
 		buf_addstr(&res->out, "{\"jobs\": [");

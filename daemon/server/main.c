@@ -548,7 +548,8 @@ daemon_reload(void *data, bool dry_run, cmd_reload_done_fn *done, void *arg)
 	cal_format_iso_ms(clock_now_ms(), when);
 	if (!dry_run)
 		notify_reloading(d->notify);
-	if (config_load(d->config_path, &cfg, &err) < 0) {
+	if (config_load(d->config_path, &cfg, &err) < 0 ||
+	    config_lineage_refuse(&cfg, &err) < 0) {
 		daemon_reload_refused(d, dry_run, when, &err);
 		done(arg, -1, NULL, 0, &err);
 		return;
@@ -1029,10 +1030,17 @@ daemon_load_config(struct daemon *d, const char *config_path, bool check)
 	struct exec_keycheck kc = { 0 };
 	struct err err;
 
-	if (config_load(config_path, &d->cfg, &err) < 0) {
+	if (config_load(config_path, &d->cfg, &err) < 0 ||
+	    (check && config_lineage_refuse(&d->cfg, &err) < 0)) {
 		early_error("%s", err.msg);
 		return EXIT_BAD_INPUT;
 	}
+	/* a start runs with an undeclared read, so that an upgrade never
+	 * stops a host (docs/configuration.md, "Lineage from the SQL") */
+	if (d->cfg->lineage_error != NULL)
+		log_warn("%s; --check-config and reload refuse this"
+			 " configuration until it is fixed",
+			 d->cfg->lineage_error);
 	if (check && (startup_check_host(d->cfg, &err) < 0 ||
 	    startup_check_warehouses(d->cfg, &err) < 0 ||
 	    exec_check_partition_keys_report(d->cfg, &kc, &err) < 0)) {

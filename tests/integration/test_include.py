@@ -110,7 +110,7 @@ def test_hundred_files_and_jobs_listing():
         h.check(re.fullmatch(r"[0-9a-f]{16}", j["code_version"]), "code_version %r" % j)
         h.eq(j["paused"], False, "paused")
     out = d.ok("jobs")
-    h.check(re.search(r"^job-007 +day +command: /bin/true +- +no +\S+ +- +[0-9a-f]{16} +jobs\.d/job-007\.yaml:2$",
+    h.check(re.search(r"^job-007 +day +command: /bin/true +- +- +- +no +\S+ +- +[0-9a-f]{16} +jobs\.d/job-007\.yaml:2$",
                       out, re.M), "jobs table row of job-007:\n%s" % out)
     h.check("100 jobs from 101 files" in out, "jobs summary line:\n%s" % out)
     # a reload of the same files: no change, in the output and the log

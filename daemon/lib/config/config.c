@@ -70,7 +70,7 @@ cfg_load_doc(struct cfg_parser *p)
 		return cfg_fail(p, cfg_map_get(p, root, "socket")->start_mark,
 				"socket path %s is %zu bytes long; a unix socket path has at most %d",
 				cfg->socket, strlen(cfg->socket), CFG_SUN_PATH_MAX - 1);
-	if (cfg_link(p) < 0)
+	if (cfg_link(p) < 0 || cfg_lineage(p) < 0)
 		return -1;
 	for (i = 0; i < cfg->njobs; i++)
 		cfg_code_version(&cfg->jobs[i]);

@@ -160,6 +160,17 @@ struct job_def {
 	int *downstream_idx; /* jobs that name this one in upstream */
 	size_t ndownstream;
 
+	/* lineage from the SQL (config_lineage.c, sqltables.h): the tables
+	 * the job's statements, checks and metrics read (its own left out)
+	 * and the tables it writes (its table, then its statements'), each
+	 * once; reads_ignored as written */
+	char **reads;
+	size_t nreads;
+	char **writes;
+	size_t nwrites;
+	char **reads_ignored;
+	size_t nreads_ignored;
+
 	/* guardrails */
 	char *table;
 	char *partition_column;
@@ -244,6 +255,11 @@ struct config {
 	struct job_def *jobs;
 	size_t njobs;
 	int *topo; /* job indices, every upstream before its downstream */
+	/* The first undeclared read of another job's table (DESIGN.md,
+	 * "Lineage from the SQL"), "FILE:LINE:COL: job ..." as a load error
+	 * would say it, or NULL: --check-config and a reload refuse the
+	 * configuration with it, a start logs it as a warning and runs. */
+	char *lineage_error;
 };
 
 /*
@@ -271,6 +287,9 @@ int config_socket(const char *path, char **socket, char *warn, size_t wsize,
 int config_socket_string(const char *path, const char *text, size_t len,
 			 char **socket, char *warn, size_t wsize,
 			 struct err *err);
+/* A configuration with an undeclared read (lineage_error) refused: -1
+ * with err (EXIT_BAD_INPUT) and *cfg unreferenced and NULL; else 0. */
+int config_lineage_refuse(struct config **cfg, struct err *err);
 struct config *config_ref(struct config *cfg);
 void config_unref(struct config *cfg);
 

@@ -77,6 +77,9 @@ cfg_job_free(struct job_def *j)
 	cfg_job_checks_free(j);
 	cfg_strv_free(j->upstream, j->nupstream);
 	free(j->upstream_idx);
+	cfg_strv_free(j->reads, j->nreads);
+	cfg_strv_free(j->writes, j->nwrites);
+	cfg_strv_free(j->reads_ignored, j->nreads_ignored);
 	free(j->downstream_idx);
 	free(j->table);
 	free(j->partition_column);
@@ -101,6 +104,7 @@ config_free(struct config *cfg)
 		cfg_job_free(&cfg->jobs[i]);
 	free(cfg->jobs);
 	free(cfg->topo);
+	free(cfg->lineage_error);
 	free(cfg->path);
 	free(cfg->dir);
 	free(cfg->state_db);

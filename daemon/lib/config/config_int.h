@@ -19,6 +19,8 @@
  *   config_checks.c    checks:, reconcile:, metrics: and trend:, late_data:
  *   config_sql.c       the scan of a job's SQL (wall clock, transactions)
  *   config_graph.c     the upstream graph: names, grains, cycles, order
+ *   config_lineage.c   lineage from the SQL: reads, writes, reads_ignored,
+ *                      undeclared reads (config->lineage_error)
  *   config_hash.c      code_version, file_hash, cluster_hash
  *   config_free.c      freeing a configuration
  *   config_socket.c    config_socket: the socket path alone, for backfillctl
@@ -248,6 +250,9 @@ int cfg_job_txn(struct cfg_parser *p, struct job_def *j, yaml_node_t *map);
 
 /* config_graph.c: the upstream graph */
 int cfg_link(struct cfg_parser *p);
+
+/* config_lineage.c: reads and writes from the SQL, undeclared reads */
+int cfg_lineage(struct cfg_parser *p);
 
 /* config_hash.c: hashes */
 void cfg_code_version(struct job_def *j);
