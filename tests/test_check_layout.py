@@ -16,12 +16,7 @@ SCRIPT = os.environ.get('CHECK_LAYOUT') or os.path.join(
 
 SCHEDULER = '''\
 /*
- * scheduler.c - the entry.
- *
- *   layer  files
- *   1      scheduler.c
- *   2      sched_a.c
- *   3      sched_b.c
+ * scheduler.c - the entry (its layers: docs/architecture.md).
  */
 #include "sched_int.h"
 
@@ -45,6 +40,24 @@ sched_a_run(struct sched *s)
 	(void)x;
 	sched_b_f(s);
 }
+'''
+
+ARCH = '''\
+# The map
+
+## The scheduler's layers
+
+| layer | files | what |
+| --- | --- | --- |
+| 1 | `scheduler.c` | the entry |
+| 2 | `sched_a.c` | a |
+| 3 | `sched_b.c` | b |
+
+## Layout
+
+| path | what |
+| --- | --- |
+| `daemon/lib/` | the core (`calc.c`, `err.h`) |
 '''
 
 SCHED_B = '''\
@@ -92,6 +105,8 @@ class Tree:
         self.write('daemon/server/clock_ms.h', 'long clock_ms(void);\n')
         self.write('daemon/lib/calc.c', '#include "err.h"\n' +
                    function('calc_add', 10))
+        os.makedirs(os.path.join(self.root, 'docs'))
+        self.write('docs/architecture.md', ARCH)
         self.write('daemon/server/sched/scheduler.c', SCHEDULER)
         self.write('daemon/server/sched/sched_a.c', SCHED_A)
         self.write('daemon/server/sched/sched_b.c', SCHED_B)
@@ -305,7 +320,6 @@ class CheckLayout(unittest.TestCase):
 
     def test_rule_index(self):
         t = Tree(self)
-        os.makedirs(os.path.join(t.root, 'docs'))
         t.write('docs/architecture.md', '# x\n\n## Rule index\n\n'
                 '| name | rule | home |\n| --- | --- | --- |\n'
                 '| `PICK-1` | caps | `daemon/lib/calc.c` |\n'
@@ -341,6 +355,18 @@ class CheckLayout(unittest.TestCase):
         self.assertEqual(out, [
             'rule PICK-2: its home daemon/lib/calc.c'
             ' (docs/architecture.md:8) does not say it'])
+        self.assertEqual(rc, 1)
+
+    def test_map_names_what_exists(self):
+        t = Tree(self)
+        t.write('docs/architecture.md', ARCH.replace(
+            '(`calc.c`, `err.h`) |', '(`calc.c`, `err.h`, `gone.c`, the'
+            ' `sqlite3.h` of SQLite) |\n| `daemon/nowhere/` | nothing |'))
+        rc, out = t.check()
+        self.assertEqual(out, [
+            'map gone.c: named in docs/architecture.md:15, no such file',
+            'map daemon/nowhere/: named in docs/architecture.md:16, no such'
+            ' folder'])
         self.assertEqual(rc, 1)
 
     def test_folder_in_no_layer(self):
@@ -391,20 +417,24 @@ class CheckLayout(unittest.TestCase):
         self.assertTrue(any(ln.startswith(
             'cycle sched_a.c -> sched_b.c -> sched_c.c -> scheduler.c ->'
             ' sched_a.c (') for ln in out), out)
-        self.assertIn('layer sched_c.c: in no layer of the table at the top'
-                      ' of daemon/server/sched/scheduler.c', out)
+        self.assertIn('layer sched_c.c: in no layer of the table in'
+                      ' docs/architecture.md ("The scheduler\'s layers")',
+                      out)
 
     def test_layer_listed_twice_or_not_a_file(self):
         t = Tree(self)
-        t.write('daemon/server/sched/scheduler.c', SCHEDULER.replace(
-            ' *   3      sched_b.c\n',
-            ' *   3      sched_b.c\n *   4      sched_b.c sched_gone.c\n'))
+        t.write('docs/architecture.md', ARCH.replace(
+            '| 3 | `sched_b.c` | b |\n',
+            '| 3 | `sched_b.c` | b |\n| 4 | `sched_b.c`, `sched_gone.c` |'
+            ' c |\n'))
         rc, out = t.check()
         self.assertEqual(out, [
-            'layer sched_b.c: in layers 3 4 of the table at the top of'
-            ' daemon/server/sched/scheduler.c',
-            'layer sched_gone.c: not a file of the scheduler of the table at'
-            ' the top of daemon/server/sched/scheduler.c',
+            'layer sched_b.c: in layers 3 4 of the table in'
+            ' docs/architecture.md ("The scheduler\'s layers")',
+            'layer sched_gone.c: not a file of the scheduler of the table in'
+            ' docs/architecture.md ("The scheduler\'s layers")',
+            'map sched_gone.c: named in docs/architecture.md:10, no such'
+            ' file',
         ])
         self.assertEqual(rc, 1)
 

@@ -40,10 +40,10 @@
       points to file B when A uses the name of a function B defines (and
       A does not define itself); a call through a function pointer or a
       struct member (x.f(), x->f()) is no arrow;
-  (e) when scheduler.c's top comment has its table of layers ("layer
-      files", then one line per layer: its number and its files), every
-      file of the scheduler is in one layer and every arrow of (d) goes
-      from a layer to a higher-numbered one (down);
+  (e) with the table of the scheduler's layers (docs/architecture.md,
+      "The scheduler's layers": one row per layer, its number and its
+      files), every file of the scheduler is in one layer and every arrow
+      of (d) goes from a layer to a higher-numbered one (down);
   (f) no folder of daemon/ holds more than MAX_FOLDER_FILES source files
       (.c and .h, its subfolders not counted);
   (g) no raw allocation outside daemon/lib/util/xalloc.c: a call of
@@ -59,7 +59,11 @@
       rule, `NAME` | what | `home`): every name the sources of daemon/
       say (FAMILY-N, FAMILY one of the index's) is in the index, every
       name of the index is said in daemon/, and each home exists and
-      says its name.
+      says its name;
+  (j) the module map is written once, docs/architecture.md ("Layout" and
+      "The scheduler's layers"), and every folder and file it names
+      exists: a file of a row is found from the repository, from daemon/,
+      from the row's folder, or by its name under the row's folder.
 
 Each violation is printed as one line.  KNOWN below lists the violations
 known today, one line each with its figure, as this script prints them:
@@ -609,28 +613,89 @@ def check_cycles(root):
     return out
 
 
-LAYER_HEAD = re.compile(r'^\s*\*\s+layer\s+files\s*$')
-LAYER_ROW = re.compile(r'^\s*\*\s+(\d+)\s+((?:\S+\.c\s*)+)$')
+LAYER_ROW = re.compile(r'^\|\s*(\d+)\s*\|([^|]*)\|')
+LAYERS_WHERE = 'the table in docs/architecture.md ("The scheduler\'s layers")'
+
+
+def doc_section(root, title):
+    """[(line number, line)] of docs/architecture.md's section `## title`,
+    or None without it."""
+    path = os.path.join(root, 'docs', 'architecture.md')
+    if not os.path.isfile(path):
+        return None
+    rows, inside = None, False
+    with open(path, encoding='utf-8', errors='replace') as f:
+        for n, ln in enumerate(f, 1):
+            if ln.startswith('## '):
+                inside = ln.strip() == '## ' + title
+                if inside:
+                    rows = []
+                continue
+            if inside:
+                rows.append((n, ln.rstrip('\n')))
+    return rows
 
 
 def sched_layers(root):
-    """{file: layer} from scheduler.c's table, or None without one."""
-    path = os.path.join(root, SCHED_DIR, 'scheduler.c')
-    if not os.path.isfile(path):
+    """{file: [layers]} from docs/architecture.md's table, or None."""
+    rows = doc_section(root, "The scheduler's layers")
+    if rows is None:
         return None
-    layers, inside = None, False
-    with open(path, encoding='utf-8', errors='replace') as f:
-        for ln in f:
-            if LAYER_HEAD.match(ln):
-                layers, inside = {}, True
-                continue
-            m = LAYER_ROW.match(ln) if inside else None
-            if m is None:
-                inside = inside and not layers
-                continue
-            for name in m.group(2).split():
+    layers = {}
+    for _, ln in rows:
+        m = LAYER_ROW.match(ln)
+        if m:
+            for name in re.findall(r'`([^`]+\.c)`', m.group(2)):
                 layers.setdefault(name, []).append(int(m.group(1)))
     return layers
+
+
+# the libraries' headers the map names, not files of the tree
+SYSTEM_HEADERS = {'sqlite3.h', 'libpq-fe.h', 'uv.h', 'yaml.h', 'check.h'}
+MAP_FILE = re.compile(r'^[A-Za-z0-9_./-]+\.(?:c|h|py|sql|md|sh)$')
+
+
+def map_found(root, folder, name):
+    """Whether file name of the map's row of folder exists."""
+    if name in SYSTEM_HEADERS:
+        return True
+    for base in ('', 'daemon', folder, os.path.join('daemon', folder)):
+        if os.path.isfile(os.path.join(root, base, name)):
+            return True
+    for top in ([folder] if folder else []) + ['daemon']:
+        for d, _, files in os.walk(os.path.join(root, top)):
+            if os.path.basename(name) in files:
+                return True
+    return False
+
+
+def check_map(root):
+    """(j): one (key, None, line) per folder or file of the map that does
+    not exist (never tolerated)."""
+    out = []
+    for title in ('Layout', "The scheduler's layers"):
+        for n, ln in doc_section(root, title) or []:
+            cells = ln.split('|')
+            if len(cells) < 4 or not ln.startswith('|'):
+                continue
+            first = re.findall(r'`([^`]+)`', cells[1])
+            folder = first[0] if first and first[0].endswith('/') else \
+                'daemon/server/sched/' if title != 'Layout' else ''
+            for f in first:
+                if f.endswith('/') and not any(os.path.isdir(
+                        os.path.join(root, b, f)) for b in ('', 'daemon')):
+                    key = 'map %s' % f
+                    out.append((key, None, '%s: named in'
+                                ' docs/architecture.md:%d, no such folder'
+                                % (key, n)))
+            for name in re.findall(r'`([^`]+)`', ln):
+                if MAP_FILE.match(name) and \
+                        not map_found(root, folder, name):
+                    key = 'map %s' % name
+                    out.append((key, None, '%s: named in'
+                                ' docs/architecture.md:%d, no such file' %
+                                (key, n)))
+    return out
 
 
 def check_layers(root):
@@ -647,8 +712,8 @@ def check_layers(root):
             why = ('in no layer' if not where else
                    'in layers %s' % ' '.join(map(str, where))
                    if f in graph else 'not a file of the scheduler')
-            out.append((key, None, '%s: %s of the table at the top of'
-                        ' %s/scheduler.c' % (key, why, SCHED_DIR)))
+            out.append((key, None, '%s: %s of %s' % (key, why,
+                                                     LAYERS_WHERE)))
     for f, to in graph.items():
         for g, uses in sorted(to.items()):
             a, b = layers.get(f, [0]), layers.get(g, [0])
@@ -687,7 +752,8 @@ def check(root, known_lines):
     known = parse_known(known_lines)
     found = (check_sizes(root) + check_includes(root) + check_calls(root) +
              check_folders(root) + check_cycles(root) + check_layers(root) +
-             check_alloc(root) + check_clock(root) + check_rules(root))
+             check_alloc(root) + check_clock(root) + check_rules(root) +
+             check_map(root))
     lines, ok, seen = [], True, set()
     for key, figure, line in found:
         seen.add(key)

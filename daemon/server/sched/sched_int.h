@@ -5,29 +5,9 @@
  * The shell applies what the pure core decides (manifest.h: items,
  * settling and dispatch; schedule.h: the clock schedule) to the state
  * store, the executor, the log and the timers.  One file per concern,
- * layered (the table at the top of scheduler.c: a file calls only files
- * of layers below its own):
- *   scheduler.c       the one entry: life cycle, start, reload, the
- *                     loop's step (sched_want)
- *   sched_recover.c   start: orphans, recovery, probes; after a reload
- *   sched_adopt.c     start of a new planner: the runs it adopts
- *   sched_clock.c     the clock schedule and pause/resume
- *   sched_sensor.c    late_data sensors
- *   sched_mark.c      backfillctl mark
- *   sched_query.c     status views, open partitions, staleness
- *   sched_dispatch.c  starting runs (sched_run_begin) and recording them
- *   sched_cutoff.c    early cut-off: downstream items skipped at dispatch
- *   sched_budget.c    budgets of warehouse time (budget.h)
- *   sched_shards.c    each shard's publish on a ClickHouse cluster
- *   sched_request.c   applying the core's changes, landings; loading,
- *                     progress, watches, cancel and retry of a request
- *   sched_submit.c    a request planned and written (the submission);
- *                     a backfill whole (sched_backfill) and the proof
- *   sched_fresh.c     deadlines (fresh.h) and the hooks they fire
- *   sched_audit.c     the audit JSON of a run
- *   sched_jobstate.c  the per-job state cache (watermark, pause, counts,
- *                     the refused gap)
- *   sched_store.c     the store's commit (SCHED-1 and SCHED-7), shared writes
+ * layered (a file calls only files of layers below its own); which file
+ * does what, and its layer, is written once: docs/architecture.md, "The
+ * scheduler's layers".
  */
 #ifndef BACKFILLD_SCHED_INT_H
 #define BACKFILLD_SCHED_INT_H

@@ -13,34 +13,15 @@
  *  SCHED-6. The schedule                    schedule.c (schedule_decide)
  *  SCHED-7. A store that cannot be written  sched_store.c (sched_store_fail)
  * manifest.c, pick.c and schedule.c are pure (no libuv, no store, no
- * clock); the shell that applies their decisions is split by concern
- * (sched_int.h says which file does what).
+ * clock); the shell that applies their decisions is split by concern.
  *
  * Layers.  The shell's files call each other in one direction only: a
  * file calls functions of files in layers below its own, never above,
- * never around (tools/check_layout.py checks that this table holds and
- * that no circle exists; meson test test_layout):
- *
- *   layer  files
- *   1      scheduler.c
- *   2      sched_recover.c sched_clock.c sched_mark.c sched_query.c
- *   3      sched_adopt.c sched_sensor.c
- *   4      sched_dispatch.c
- *   5      sched_cutoff.c sched_budget.c sched_shards.c
- *   6      sched_request.c sched_submit.c
- *   7      sched_fresh.c
- *   8      sched_audit.c sched_jobstate.c sched_store.c
- *
- * 1 is the entry of the loop: the life cycle main.c and the cluster
- * drive, and the step.  2 are the policies: start and recovery, the
- * clock schedule, mark, the read-only views.  3 what they use beside
- * (adoption by a new planner, the late_data sensors).  4 starts runs
- * and records their ends; 5 what a run's start or end involves beside
- * that (early cut-off, budgets, ClickHouse shards).  6 requests: the
- * core's changes written, landings, watchers, cancel and retry, a
- * submission planned and written.  7 deadlines and their hooks; 8 the
- * job state cache, the audit JSON, the store's commit and the writes
- * every file shares.  scheduler.h's functions are each defined in the
+ * never around.  Which file does what, and its layer, is written once:
+ * docs/architecture.md, "The scheduler's layers" (tools/check_layout.py
+ * checks that the table holds, that every file it names exists, and that
+ * no circle exists; meson test test_layout).  scheduler.h's functions are
+ * each defined in the
  * file of its concern, so a command enters at the layer it needs (a
  * backfill at sched_submit.c, a cancel at sched_request.c): since no
  * file calls up, whatever it starts runs downwards from there.
