@@ -9,7 +9,8 @@ server"), on two real servers of a cluster:
 - audit --json gives each shard's figures beside the totals
   (metrics.NAME.shards: [{shard, before, after, change_pct}]);
 - each check names the shard it ran on (checks[].shard), and the text
-  names the shard of a failed one."""
+  names the shard of a failed one;
+- a metric's trend is judged once, on the sum over the shards."""
 import json
 
 import harness as h
@@ -66,9 +67,10 @@ def test_audit_sums_the_shards():
              [("low_stores", 1, True), ("low_stores", 2, False)],
              "each check's shard (shard 2 holds stores 3-4): %s" % json.dumps(p["checks"]))
         _, text, _ = d.ctl("audit", "--request", str(req))
-        h.check("revenue %.2f -> %.2f" % (before[0][1] + before[1][1],
-                                          after[0][1] + after[1][1]) in text,
-                "the text's revenue is the shards' sum: %r" % text)
+        # integer cents print as integers, no ".00" (text_figure)
+        h.check("revenue %d -> %d (" % (before[0][1] + before[1][1],
+                                        after[0][1] + after[1][1]) in text,
+                "the text's revenue is the shards' sum, an integer: %r" % text)
         h.check("low_stores (shard 2) (warning):" in text,
                 "the text names the failed check's shard: %r" % text)
         d.stop()
@@ -115,9 +117,40 @@ def test_resumed_run_metrics_unknown():
             srv.close()
 
 
+def test_trend_judged_on_the_sums():
+    """A metric with trend: judged once a partition, on the sum over the
+    shards (the value its history holds), not once a shard on the shard's
+    part of it: one trend:revenue check, no shard, its value the total."""
+    srvs = tc.two_shards()
+    try:
+        conf = tc.shard_config(srvs, listed=True) + "\n".join(
+            "  " + line if line else line for line in METRICS.replace(
+                "revenue: sum(revenue_cents)",
+                "revenue: {sql: sum(revenue_cents), trend: {last: 7, max_sigma: 100}}"
+            ).split("\n"))
+        d = h.Daemon(config=conf, clock=None, name="chshtrend")
+        req = d.enqueue("backfill", "fct", "--from", "2026-02-09", "--to", "2026-02-10",
+                        "--wait")
+        after = [srv.rows("SELECT sum(revenue_cents) FROM fct_local WHERE dt = '2026-02-10'",
+                          "sh")[0][0] for srv in srvs]
+        p = [x for x in d.json("audit", "--request", str(req))["partitions"]
+             if x["partition"] == "2026-02-10"][0]
+        trend = [c for c in p["checks"] if c["name"] == "trend:revenue"]
+        h.eq([(c.get("shard"), c["value"]) for c in trend],
+             [(None, float(sum(int(a) for a in after)))],
+             "the trend check of 2026-02-10: once, on the shards' sum: %r" % trend)
+        h.eq(p["metrics"]["revenue"]["after"], sum(int(a) for a in after),
+             "the metric's total")
+        d.stop()
+    finally:
+        for srv in srvs:
+            srv.close()
+
+
 def main():
     # the servers are the test's own (tc.two_shards); no shared one
-    h.main([test_audit_sums_the_shards, test_resumed_run_metrics_unknown])
+    h.main([test_audit_sums_the_shards, test_resumed_run_metrics_unknown,
+            test_trend_judged_on_the_sums])
 
 
 if __name__ == "__main__":

@@ -881,6 +881,9 @@ exec_sql_wap_shards(struct exec_flight *fl, struct wap_shards *sh,
 			rc = exec_wap_shard_build(fl, sh->conns[s], &t, s,
 						  rows + 2 * s * run->nparts,
 						  err);
+	for (size_t i = 0; i < run->nparts && rc == 0; i++)
+		if (guard_shard_trends(run, i, err) != GUARD_PASSED)
+			rc = -1; /* on the sums, before any publish */
 	for (size_t s = 0; s < sh->n && rc == 0; s++) {
 		if (s > 0 && exec_wap_shard_done(run, s - 1))
 			exec_wap_test_pause();

@@ -311,6 +311,34 @@ guard_shard_keep(struct exec_run *run, size_t s, size_t i)
 	sg->metrics = m;
 }
 
+static bool guard_trend(struct exec_run *run, size_t i, size_t k,
+			char *detail, size_t dsize);
+
+enum guard_outcome
+guard_shard_trends(struct exec_run *run, size_t i, struct err *err)
+{
+	const struct job_def *j = run->job;
+	enum guard_outcome rc = GUARD_PASSED;
+	char detail[400];
+
+	/* a run resumed after some shards published: every shard of it was
+	 * audited, its trends judged, by the attempt that published them */
+	if (run->shards_done != 0)
+		return GUARD_PASSED;
+	guard_shard_total(run, i);
+	for (size_t k = 0; k < j->nmetrics; k++) {
+		if (!j->metrics[k].trend.has ||
+		    !guard_trend(run, i, k, detail, sizeof detail))
+			continue;
+		if (rc == GUARD_PASSED)
+			err_set(err, EXIT_WORK_FAILED, "check trend:%s failed for"
+				" %s: %s", j->metrics[k].name,
+				run->parts[i].key, detail);
+		rc = GUARD_FAILED;
+	}
+	return rc;
+}
+
 void
 guard_shard_total(struct exec_run *run, size_t i)
 {
@@ -453,7 +481,9 @@ guard_metrics(struct exec_run *run, size_t i, bool first_error,
 			rc = GUARD_FAILED;
 		}
 	}
-	for (size_t k = 0; k < j->nmetrics; k++) {
+	/* a shard's figures are part of the partition's: its trends are
+	 * judged once on the sums (guard_shard_trends) */
+	for (size_t k = 0; run->shard_guards == NULL && k < j->nmetrics; k++) {
 		if (!j->metrics[k].trend.has ||
 		    !guard_trend(run, i, k, detail, sizeof detail))
 			continue;

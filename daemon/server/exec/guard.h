@@ -26,6 +26,12 @@ char *guard_sql_dupkey(const struct job_def *j);
  * from (no value before, or zero before). */
 bool guard_change(double before, double after, double *pct);
 
+/* A part's figure read, before (after false) or after its write: its row
+ * count; metric k's value (has: not NULL), and its move once both sides
+ * are known.  The one way guard.c and exec_wap_set.c record them. */
+void guard_set_rows(struct exec_guard_result *g, bool after, int64_t rows);
+void guard_set_metric(struct exec_guard_result *g, const struct job_def *j,
+		      size_t k, bool after, bool has, double v);
 /* The most checks one part of a run of j records (the size of
  * run->checks per part, per shard): the one count, for SQL runs
  * (exec_sql.c) and ClickHouse's (exec_wap.c). */
@@ -44,6 +50,13 @@ void guard_prepare(struct exec_run *run);
 void guard_shard_prepare(struct exec_run *run, size_t nshards);
 void guard_shard_keep(struct exec_run *run, size_t s, size_t i);
 void guard_shard_total(struct exec_run *run, size_t i);
+/* The trend checks of part i, judged once on the sums over the shards
+ * (guard_shard_total), after every shard's build and before any publish
+ * (a shard's own are not judged: its part of a partition is not the
+ * partition its history holds); none for a run resumed after some shards
+ * published (judged by the attempt that published them). */
+enum guard_outcome guard_shard_trends(struct exec_run *run, size_t i,
+				      struct err *err);
 /* Before the write: rows and metrics of part i into run->guards[i]. */
 int guard_before(struct exec_run *run, struct wh_conn *conn, size_t i,
 		 const struct wh_param *params, size_t nparams,
