@@ -16,13 +16,19 @@
  *  - the transaction check answers -1 or the offset of a token's first
  *    byte, with a statement number and a spelling; the statement in front
  *    moves the offset by its length and the number by one; the text as
- *    one string literal controls nothing.
+ *    one string literal controls nothing;
+ *  - sqltables (also in ClickHouse's dialect): every table reported lies
+ *    at a token's first byte and inside the text, with a name and a
+ *    statement number; the statement in front moves each by its length
+ *    and its statement by one, names unchanged; the text as one string
+ *    literal names no table.
  */
 #include "fuzz.h"
 
 #include <strings.h>
 
 #include "sqlscan.h"
+#include "sqltables.h"
 
 #define FUZZ_SQLSCAN_PREFIX "SELECT 1;\n"
 
@@ -57,6 +63,55 @@ fuzz_sqlscan_tokens(const char *sql, enum sqlscan_dialect d, char *starts)
 	}
 	FUZZ_CHECK(off == len && t.off == len && t.len == 0);
 	FUZZ_CHECK(sqlscan_next(&s, &t) == SQLSCAN_END);
+}
+
+/* Check sqltables' answers on sql (starts: where its tokens begin), on
+ * moved (the prefix, then sql) and on quoted (sql as a literal, or
+ * NULL). */
+static void
+fuzz_sqltables(const char *sql, const char *moved, const char *quoted,
+	       enum sqlscan_dialect d, const char *starts)
+{
+	struct sqltables t, t2;
+	size_t len = strlen(sql), i, k = sizeof FUZZ_SQLSCAN_PREFIX - 1;
+
+	sqltables_scan(sql, d, &t);
+	for (i = 0; i < t.n; i++)
+		FUZZ_CHECK(t.refs[i].off < len && starts[t.refs[i].off] &&
+		    t.refs[i].len > 0 && t.refs[i].off + t.refs[i].len <= len &&
+		    t.refs[i].name != NULL && t.refs[i].stmt >= 1);
+	sqltables_scan(moved, d, &t2);
+	FUZZ_CHECK(t2.n == t.n);
+	for (i = 0; i < t.n; i++)
+		FUZZ_CHECK(t2.refs[i].off == t.refs[i].off + k &&
+		    t2.refs[i].stmt == t.refs[i].stmt + 1 &&
+		    t2.refs[i].use == t.refs[i].use &&
+		    strcmp(t2.refs[i].name, t.refs[i].name) == 0);
+	sqltables_free(&t2);
+	sqltables_free(&t);
+	if (quoted != NULL) {
+		sqltables_scan(quoted, d, &t);
+		FUZZ_CHECK(t.n == 0);
+		sqltables_free(&t);
+	}
+}
+
+/* ClickHouse's dialect: tokens and sqltables. */
+static void
+fuzz_sqlscan_ch(const char *sql)
+{
+	size_t len = strlen(sql);
+	char *starts = calloc(len + 1, 1), *moved;
+
+	FUZZ_CHECK(starts != NULL);
+	fuzz_sqlscan_tokens(sql, SQLSCAN_CH, starts);
+	moved = malloc(sizeof FUZZ_SQLSCAN_PREFIX + len);
+	FUZZ_CHECK(moved != NULL);
+	memcpy(moved, FUZZ_SQLSCAN_PREFIX, sizeof FUZZ_SQLSCAN_PREFIX - 1);
+	memcpy(moved + sizeof FUZZ_SQLSCAN_PREFIX - 1, sql, len + 1);
+	fuzz_sqltables(sql, moved, NULL, SQLSCAN_CH, starts);
+	free(moved);
+	free(starts);
 }
 
 /* Check the wall-clock answers for one dialect. */
@@ -97,7 +152,6 @@ fuzz_sqlscan_dialect(const char *sql, enum sqlscan_dialect d)
 	else
 		FUZZ_CHECK(at2 == at + (long)sizeof FUZZ_SQLSCAN_PREFIX - 1 &&
 		    tx2.stmt == tx.stmt + 1 && strcmp(tx.what, tx2.what) == 0);
-	free(moved);
 
 	quoted = malloc(2 * len + 3);
 	FUZZ_CHECK(quoted != NULL);
@@ -113,6 +167,8 @@ fuzz_sqlscan_dialect(const char *sql, enum sqlscan_dialect d)
 	if (strcasecmp(sql, "now") != 0)
 		FUZZ_CHECK(sqlscan_wall_clock(quoted, d, &what2) == -1);
 	FUZZ_CHECK(sqlscan_txn(quoted, d, 0, &tx) == -1);
+	fuzz_sqltables(sql, moved, quoted, d, starts);
+	free(moved);
 	free(quoted);
 	free(starts);
 }
@@ -125,6 +181,7 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 
 	fuzz_sqlscan_dialect(sql, SQLSCAN_SQLITE);
 	fuzz_sqlscan_dialect(sql, SQLSCAN_PG);
+	fuzz_sqlscan_ch(sql);
 	free(sql);
 	return 0;
 }
