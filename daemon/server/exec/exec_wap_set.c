@@ -192,28 +192,12 @@ exec_wap_figures(struct exec_run *run, size_t i, const struct chwap_part *p,
 {
 	struct exec_guard_result *g = &run->guards[i];
 
-	if (after) {
-		g->has_rows_after = true;
-		g->rows_after = p->rows;
-	} else {
-		g->has_rows_before = true;
-		g->rows_before = p->rows;
-	}
+	guard_set_rows(g, after, p->rows);
 	for (size_t k = 0; k < run->job->nmetrics; k++) {
-		struct exec_metric_result *m = &g->metrics[k];
 		bool has;
 		double v = exec_wap_number(p->metric[k], &has);
 
-		m->name = run->job->metrics[k].name;
-		if (after) {
-			m->has_after = has;
-			m->after = v;
-			m->has_change = m->has_before && m->has_after &&
-			    guard_change(m->before, m->after, &m->change_pct);
-		} else {
-			m->has_before = has;
-			m->before = v;
-		}
+		guard_set_metric(g, run->job, k, after, has, v);
 	}
 }
 

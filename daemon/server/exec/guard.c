@@ -236,32 +236,46 @@ guard_measure(struct exec_run *run, struct wh_conn *conn, size_t i,
 				   j->table);
 			return -1;
 		}
-		if (k < 0) {
-			if (after) {
-				g->has_rows_after = true;
-				g->rows_after = (int64_t)v;
-			} else {
-				g->has_rows_before = true;
-				g->rows_before = (int64_t)v;
-			}
-			continue;
-		}
-		struct exec_metric_result *m = &g->metrics[k];
-		m->name = j->metrics[k].name;
-		if (after) {
-			m->has_after = has;
-			m->after = v;
-			m->has_change = m->has_before && m->has_after &&
-				guard_change(m->before, m->after, &m->change_pct);
-		} else {
-			m->has_before = has;
-			m->before = v;
-		}
+		if (k < 0)
+			guard_set_rows(g, after, (int64_t)v);
+		else
+			guard_set_metric(g, j, (size_t)k, after, has, v);
 	}
 	return 0;
 }
 
 size_t
+void
+guard_set_rows(struct exec_guard_result *g, bool after, int64_t rows)
+{
+	if (after) {
+		g->has_rows_after = true;
+		g->rows_after = rows;
+	} else {
+		g->has_rows_before = true;
+		g->rows_before = rows;
+	}
+}
+
+void
+guard_set_metric(struct exec_guard_result *g, const struct job_def *j,
+		 size_t k, bool after, bool has, double v)
+{
+	struct exec_metric_result *m = &g->metrics[k];
+
+	m->name = j->metrics[k].name;
+	if (after) {
+		m->has_after = has;
+		m->after = v;
+		/* its move, for max_change, once both sides are known */
+		m->has_change = m->has_before && m->has_after &&
+		    guard_change(m->before, m->after, &m->change_pct);
+	} else {
+		m->has_before = has;
+		m->before = v;
+	}
+}
+
 guard_checks_max(const struct job_def *j)
 {
 	/* its checks and reconciles; with table: key_unique, min_rows and
