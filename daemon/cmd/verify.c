@@ -84,6 +84,21 @@ verify_changed(const struct verify *v, struct cmd_stream *cs)
 			r->verify_sum[2]);
 }
 
+/* How the proof's writes were undone: a transaction rolled back, or on
+ * ClickHouse, which has none, the stage partition dropped and nothing
+ * published (docs/clickhouse.md, "Verify"). */
+static const char *
+verify_undone(const struct exec_run *r)
+{
+	const struct job_def *jd = r->job;
+
+	if (r->cfg != NULL && jd != NULL && jd->warehouse >= 0 &&
+	    (size_t)jd->warehouse < r->cfg->nwarehouses &&
+	    r->cfg->warehouses[jd->warehouse].kind == WH_CLICKHOUSE)
+		return "the stage partition dropped, nothing published";
+	return "rolled back";
+}
+
 /* Render the verdict; on success go on with the answer. */
 static int
 verify_next(struct cmd_stream *cs, struct buf *out)
@@ -116,11 +131,11 @@ verify_next(struct cmd_stream *cs, struct buf *out)
 			buf_printf(out, "verify %s %s: idempotent: the second"
 				   " run left the partition as the first did"
 				   " (%" PRId64 " row%s before, %" PRId64
-				   " after, checksum %s); rolled back\n", job,
+				   " after, checksum %s); %s\n", job,
 				   key, r->verify_rows[0],
 				   r->verify_rows[0] == 1 ? "" : "s",
 				   r->verify_rows[2],
-				   r->verify_sum[2]);
+				   r->verify_sum[2], verify_undone(r));
 		return 1;
 	}
 	if (!v->json)
