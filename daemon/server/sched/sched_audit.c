@@ -9,6 +9,7 @@
 #include "guard.h"
 #include "json.h"
 #include "severity.h"
+#include "text.h"
 
 /* A number or null in JSON. */
 static void
@@ -71,18 +72,21 @@ sched_audit_shards(struct buf *b, const struct exec_run *run, size_t i,
 	buf_addstr(b, "]");
 }
 
-/* One metric as text: "name 1.00 -> 2.00 (+100.0%)". */
+/* One metric as text: "name 1.50 -> 2 (+33.3%)" (text_figure: an
+ * integral figure, money in integer cents, without ".00"). */
 static void
 sched_audit_metric_text(struct buf *t, size_t k,
 			const struct exec_metric_result *m)
 {
+	char f[32];
+
 	buf_printf(t, "%s%s ", k ? "; " : "", m->name);
 	if (m->has_before)
-		buf_printf(t, "%.2f", m->before);
+		buf_addstr(t, text_figure(m->before, f, sizeof f));
 	else
 		buf_addstr(t, "-");
 	if (m->has_after)
-		buf_printf(t, " -> %.2f", m->after);
+		buf_printf(t, " -> %s", text_figure(m->after, f, sizeof f));
 	else
 		buf_addstr(t, " -> -");
 	if (m->has_change)
