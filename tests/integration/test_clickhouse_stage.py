@@ -137,6 +137,17 @@ def statements_by_run():
         " startsWith(query_id, 'backfilld-') GROUP BY r")}
 
 
+def release_statements():
+    """Statements outside any run (no backfilld- query id) on the stage and
+    marks tables of fct_daily_sales so far: the releases after a record
+    (and the sweep at start)."""
+    tc.SRV.q("SYSTEM FLUSH LOGS")
+    return int(tc.SRV.q("SELECT count() FROM system.query_log WHERE type = 2 AND user = 'etl'"
+                        " AND NOT startsWith(query_id, 'backfilld-') AND"
+                        " (position(query, '_backfilld_stage_fct_daily_sales') > 0 OR"
+                        " position(query, '_backfilld_marks_fct_daily_sales') > 0)").strip())
+
+
 def audit_figures(d, req):
     return sorted((p["partition"], p["rows_before"], p["rows_after"],
                    p["metrics"]["revenue"]["before"], p["metrics"]["revenue"]["after"],
@@ -156,6 +167,7 @@ def test_round_trips():
         n0 = statements_by_run()
         d = h.Daemon(config=tc.ch_config(db, RT_JOB % (batch, metric, where)).replace(
             "max_concurrency: 4", "max_concurrency: 1"), clock=None, name="chrt" + name)
+        r0 = release_statements()   # the sweep at start is done once READY
         d.backfill("fct", lo, hi)
         runs = sorted((r for r in d.runs() if r["job"] == "fct"), key=lambda r: r["id"])
         h.eq({r["state"] for r in runs}, {"succeeded"}, "states of the runs (%s)" % name)
@@ -167,6 +179,7 @@ def test_round_trips():
             # the first run checks the key and creates the stage tables
             h.eq([n[r["id"]] for r in runs[1:]], [5] * 6,
                  "statements of the runs after the first")
+
         elif name == "one":
             h.check(all(n[r["id"]] > 5 for r in runs[1:]),
                     "a metric binding :partition: statements %r" % n)
@@ -180,6 +193,13 @@ def test_round_trips():
         h.eq(tc.stage_leftovers(db), {}, "stage rows left (%s)" % name)
         h.eq(tc.marks_left(db), {}, "marks left (%s)" % name)
         d.stop()
+        if name == "set":
+            # and after each record its release, outside the run
+            # (docs/clickhouse.md, "Round trips"): the runs holding its
+            # marks read, their drop, the stage partition's drop: 8
+            # statements a partition in all
+            h.eq(release_statements() - r0, 3 * len(runs),
+                 "statements releasing the runs' stages and marks")
     h.eq(figures["one"], figures["set"], "audit figures, a statement at a time vs set")
     h.eq(figures["batch"], figures["set"], "audit figures, batch vs one a run")
 
