@@ -6,7 +6,9 @@
  * rules across them; here are the checks that need the job: its grain,
  * its start and end, its max_backfill (a request above it is refused
  * whole, before anything is enumerated when the range says so) and its
- * concurrency.
+ * concurrency, and the choice of its partitions.  Then the request is
+ * one call into the scheduler (sched_backfill: the clock, the plan, its
+ * estimate and budget, the proof, the queue); here is only its answer.
  */
 #include "cmd_entry.h"
 
@@ -17,13 +19,10 @@
 
 #include "budget.h"
 #include "calendar.h"
-#include "clock.h"
 #include "cutoff.h"
 #include "estimate.h"
 #include "json.h"
-#include "log.h"
 #include "plan.h"
-#include "schedule.h"
 #include "text.h"
 #include "verify.h"
 #include "xalloc.h"
