@@ -159,12 +159,7 @@ exec_timer_close_cb(uv_handle_t *handle)
 	struct exec *ex = fl->ex;
 	struct exec_run *run = fl->run;
 
-	if (fl->aprev != NULL)
-		fl->aprev->anext = fl->anext;
-	else
-		ex->all = fl->anext;
-	if (fl->anext != NULL)
-		fl->anext->aprev = fl->aprev;
+	LIST_REMOVE(fl, alink);
 	if (--ex->nrunning == 0 && !ex->close_done)
 		wake_ref(&ex->wake, 0);
 	run->priv = NULL;
@@ -181,7 +176,6 @@ void
 exec_finish(struct exec_flight *fl)
 {
 	struct exec *ex = fl->ex;
-	struct exec_flight **pp;
 
 	if (fl->finishing)
 		return;
@@ -189,19 +183,7 @@ exec_finish(struct exec_flight *fl)
 	uv_mutex_lock(&ex->lock);
 	if (fl->on_slist) {
 		/* A "started" event not yet drained must not outlive fl. */
-		for (pp = &ex->shead; *pp != NULL; pp = &(*pp)->snext) {
-			if (*pp != fl)
-				continue;
-			*pp = fl->snext;
-			if (ex->stail == fl) {
-				struct exec_flight *p = ex->shead;
-
-				while (p != NULL && p->snext != NULL)
-					p = p->snext;
-				ex->stail = p;
-			}
-			break;
-		}
+		TAILQ_REMOVE(&ex->started, fl, slink);
 		fl->on_slist = false;
 	}
 	uv_mutex_unlock(&ex->lock);
@@ -213,17 +195,7 @@ exec_finish(struct exec_flight *fl)
 static void
 exec_unqueue(struct exec *ex, struct exec_flight *fl)
 {
-	struct exec_flight **pp;
-
-	for (pp = &ex->qhead; *pp != fl; pp = &(*pp)->qnext)
-		;
-	*pp = fl->qnext;
-	if (ex->qtail == fl) {
-		ex->qtail = ex->qhead;
-		while (ex->qtail != NULL && ex->qtail->qnext != NULL)
-			ex->qtail = ex->qtail->qnext;
-	}
-	fl->qnext = NULL;
+	TAILQ_REMOVE(&ex->queue, fl, qlink);
 }
 
 /* Take a run handed ahead off the run it follows (the one after it, if
@@ -248,10 +220,7 @@ exec_deck_release(struct exec *ex, struct exec_flight *fl)
 	fl->deck = NULL;
 	nx->deck_of = NULL;
 	nx->state = EXEC_QUEUED;
-	nx->qnext = ex->qhead;
-	ex->qhead = nx;
-	if (ex->qtail == NULL)
-		ex->qtail = nx;
+	TAILQ_INSERT_HEAD(&ex->queue, nx, qlink);
 }
 
 /* Stop a run for `reason` (the first reason given wins). */
@@ -325,20 +294,19 @@ static void
 exec_wake_cb(struct wake *wake)
 {
 	struct exec *ex = wake->data;
-	struct exec_flight *s, *d, *next;
+	struct exec_flight_tailq started = TAILQ_HEAD_INITIALIZER(started);
+	struct exec_flight_tailq done = TAILQ_HEAD_INITIALIZER(done);
+	struct exec_flight *s, *d;
 
 	uv_mutex_lock(&ex->lock);
-	s = ex->shead;
-	d = ex->dhead;
-	ex->shead = ex->stail = NULL;
-	ex->dhead = ex->dtail = NULL;
-	for (next = s; next != NULL; next = next->snext)
-		next->on_slist = false;
+	TAILQ_CONCAT(&started, &ex->started, slink);
+	TAILQ_CONCAT(&done, &ex->done, qlink);
+	TAILQ_FOREACH(s, &started, slink)
+		s->on_slist = false;
 	uv_mutex_unlock(&ex->lock);
 
-	for (; s != NULL; s = next) {
-		next = s->snext;
-		s->snext = NULL;
+	while ((s = TAILQ_FIRST(&started)) != NULL) {
+		TAILQ_REMOVE(&started, s, slink);
 		if (s->finishing)
 			continue;
 		if (!s->is_cmd)
@@ -347,9 +315,8 @@ exec_wake_cb(struct wake *wake)
 			s->run->started_cb(s->run);
 	}
 	exec_shard_notes(ex); /* after their runs' starts */
-	for (; d != NULL; d = next) {
-		next = d->qnext;
-		d->qnext = NULL;
+	while ((d = TAILQ_FIRST(&done)) != NULL) {
+		TAILQ_REMOVE(&done, d, qlink);
 		exec_finish(d);
 	}
 }
@@ -383,10 +350,7 @@ exec_submit_to(struct exec *ex, struct exec_run *run, struct exec_run *after)
 	run->nchecks = 0;
 	uv_timer_init(ex->loop, &fl->timer);
 	fl->timer.data = fl;
-	fl->anext = ex->all;
-	if (ex->all != NULL)
-		ex->all->aprev = fl;
-	ex->all = fl;
+	LIST_INSERT_HEAD(&ex->all, fl, alink);
 	if (ex->nrunning++ == 0 && !ex->close_done)
 		wake_ref(&ex->wake, 1);
 
@@ -429,11 +393,7 @@ exec_submit_to(struct exec *ex, struct exec_run *run, struct exec_run *after)
 		return;
 	}
 	fl->state = EXEC_QUEUED;
-	if (ex->qtail != NULL)
-		ex->qtail->qnext = fl;
-	else
-		ex->qhead = fl;
-	ex->qtail = fl;
+	TAILQ_INSERT_TAIL(&ex->queue, fl, qlink);
 	uv_cond_signal(&ex->cond);
 	uv_mutex_unlock(&ex->lock);
 }
@@ -573,6 +533,11 @@ exec_new(uv_loop_t *loop, int nthreads, struct exec **out, struct err *err)
 		    "thread, not %d", nthreads);
 	ex = xcalloc(1, sizeof *ex);
 	ex->loop = loop;
+	TAILQ_INIT(&ex->queue);
+	TAILQ_INIT(&ex->done);
+	TAILQ_INIT(&ex->started);
+	LIST_INIT(&ex->running);
+	LIST_INIT(&ex->all);
 	if (uv_mutex_init(&ex->lock) != 0) {
 		free(ex);
 		return err_set(err, EXIT_INTERNAL, "cannot create a mutex");
@@ -635,8 +600,8 @@ exec_close(struct exec *ex, void (*closed_cb)(void *data), void *data)
 	ex->closing = true;
 	ex->closed_cb = closed_cb;
 	ex->closed_data = data;
-	for (fl = ex->all; fl != NULL; fl = next) {
-		next = fl->anext;
+	for (fl = LIST_FIRST(&ex->all); fl != NULL; fl = next) {
+		next = LIST_NEXT(fl, alink);
 		exec_stop(fl, EXEC_STOP_CANCEL);
 	}
 	if (ex->nrunning == 0)

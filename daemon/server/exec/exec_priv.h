@@ -28,6 +28,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/queue.h>
 #include <uv.h>
 
 #include "config.h"
@@ -44,6 +45,10 @@ enum exec_state { EXEC_QUEUED, EXEC_RUNNING, EXEC_DONE,
 
 struct exec_worker;
 
+/* The executor's lists of runs (<sys/queue.h>). */
+TAILQ_HEAD(exec_flight_tailq, exec_flight);
+LIST_HEAD(exec_flight_list, exec_flight);
+
 /* A run in flight: exec_run.priv. */
 struct exec_flight {
 	struct exec *ex;
@@ -54,15 +59,15 @@ struct exec_flight {
 	/* ex->lock */
 	enum exec_state state;
 	struct exec_worker *worker;  /* while EXEC_RUNNING */
-	struct exec_flight *qnext;      /* queue or done list */
+	TAILQ_ENTRY(exec_flight) qlink; /* ex->queue or ex->done */
 	struct exec_flight *deck;       /* the run handed ahead after it */
 	struct exec_flight *deck_of;    /* EXEC_DECK: the run it follows */
-	struct exec_flight *rnext, *rprev; /* running (ex->rhead) */
-	struct exec_flight *snext;      /* started list */
+	LIST_ENTRY(exec_flight) rlink;  /* ex->running */
+	TAILQ_ENTRY(exec_flight) slink; /* ex->started, when on_slist */
 	bool on_slist;
 
 	/* loop thread only */
-	struct exec_flight *aprev, *anext; /* every run in flight */
+	LIST_ENTRY(exec_flight) alink;  /* ex->all */
 	uv_timer_t timer;
 	uv_process_t proc;
 	bool finishing;              /* the timer is closing: done_cb follows */
@@ -153,12 +158,12 @@ struct exec {
 
 	uv_mutex_t lock;
 	uv_cond_t cond;
-	struct exec_flight *qhead, *qtail; /* queued SQL runs */
-	struct exec_flight *dhead, *dtail; /* finished by a worker */
-	struct exec_flight *shead, *stail; /* started, not yet told */
+	struct exec_flight_tailq queue;    /* queued SQL runs */
+	struct exec_flight_tailq done;     /* finished by a worker */
+	struct exec_flight_tailq started;  /* started, not yet told */
 	struct exec_unstage *uhead, *utail; /* stages to drop now */
 	struct exec_unstage *ubusy;        /* ... being dropped */
-	struct exec_flight *rhead;         /* taken by a worker */
+	struct exec_flight_list running;   /* taken by a worker */
 	struct exec_shard_note *nhead;     /* shards' publishes to record */
 	bool quit;
 
@@ -176,7 +181,7 @@ struct exec {
 	/* loop thread only */
 	struct exec_worker **workers;
 	int nworkers;
-	struct exec_flight *all;
+	struct exec_flight_list all;       /* every run in flight */
 	struct exec_unstage *phead;        /* loop: waiting for the record */
 	_Atomic int64_t alive_until;       /* several hosts (exec_fence_clock) */
 	int nrunning;

@@ -39,10 +39,12 @@ exec_flight_of(const struct exec_flight *fl, const char *job, const char *key)
 static bool
 exec_partition_busy(struct exec *ex, const char *job, const char *key)
 {
-	for (struct exec_flight *fl = ex->qhead; fl != NULL; fl = fl->qnext)
+	struct exec_flight *fl;
+
+	TAILQ_FOREACH(fl, &ex->queue, qlink)
 		if (exec_flight_of(fl, job, key))
 			return true;
-	for (struct exec_flight *fl = ex->rhead; fl != NULL; fl = fl->rnext)
+	LIST_FOREACH(fl, &ex->running, rlink)
 		if (exec_flight_of(fl, job, key))
 			return true;
 	return false;

@@ -18,11 +18,7 @@ void
 exec_started_add(struct exec *ex, struct exec_flight *fl)
 {
 	fl->on_slist = true;
-	if (ex->stail != NULL)
-		ex->stail->snext = fl;
-	else
-		ex->shead = fl;
-	ex->stail = fl;
+	TAILQ_INSERT_TAIL(&ex->started, fl, slink);
 }
 
 /* Whether a worker has something to do now; ex->lock held. */
@@ -31,8 +27,8 @@ exec_worker_ready(struct exec *ex)
 {
 	if (ex->uhead != NULL)
 		return true;
-	if (ex->qhead != NULL)
-		return !exec_flight_waits(ex, ex->qhead);
+	if (!TAILQ_EMPTY(&ex->queue))
+		return !exec_flight_waits(ex, TAILQ_FIRST(&ex->queue));
 	return ex->quit;
 }
 
@@ -54,22 +50,15 @@ exec_worker_main(void *arg)
 			uv_mutex_unlock(&ex->lock);
 			continue;
 		}
-		fl = ex->qhead;
+		fl = TAILQ_FIRST(&ex->queue);
 		if (fl == NULL) {
 			uv_mutex_unlock(&ex->lock);
 			break;
 		}
-		ex->qhead = fl->qnext;
-		if (ex->qhead == NULL)
-			ex->qtail = NULL;
-		fl->qnext = NULL;
+		TAILQ_REMOVE(&ex->queue, fl, qlink);
 		fl->state = EXEC_RUNNING;
 		fl->worker = w;
-		fl->rnext = ex->rhead;
-		fl->rprev = NULL;
-		if (ex->rhead != NULL)
-			ex->rhead->rprev = fl;
-		ex->rhead = fl;
+		LIST_INSERT_HEAD(&ex->running, fl, rlink);
 		exec_started_add(ex, fl);
 		uv_mutex_unlock(&ex->lock);
 		if (fl->run->job->timeout > 0 || fl->run->started_cb != NULL)
@@ -79,20 +68,11 @@ exec_worker_main(void *arg)
 
 		/* After this, fl belongs to the loop thread again. */
 		uv_mutex_lock(&ex->lock);
-		if (fl->rprev != NULL)
-			fl->rprev->rnext = fl->rnext;
-		else
-			ex->rhead = fl->rnext;
-		if (fl->rnext != NULL)
-			fl->rnext->rprev = fl->rprev;
+		LIST_REMOVE(fl, rlink);
 		fl->state = EXEC_DONE;
 		/* the run handed ahead after it: next in this loop, no sleep */
 		exec_deck_release(ex, fl);
-		if (ex->dtail != NULL)
-			ex->dtail->qnext = fl;
-		else
-			ex->dhead = fl;
-		ex->dtail = fl;
+		TAILQ_INSERT_TAIL(&ex->done, fl, qlink);
 		uv_mutex_unlock(&ex->lock);
 		wake_send(&ex->wake);
 	}
