@@ -173,15 +173,13 @@ config_load_string(const char *path, const char *text, size_t len,
 int
 config_load(const char *path, struct config **out, struct err *err)
 {
-	char *text, why[256];
+	char *text;
 	size_t len;
 	int rc;
 
 	*out = NULL;
-	if (cfg_read_file(path, CFG_FILE_MAX, &text, &len, why, sizeof why) < 0)
-		return err_set(err, EXIT_BAD_INPUT,
-			       "%s: cannot read the configuration: %s", path,
-			       why);
+	if (cfg_read_config(path, &text, &len, err) < 0)
+		return -1;
 	rc = config_load_bytes(path, cfg_abs_path(path, true), text, len, out,
 			       err);
 	free(text);

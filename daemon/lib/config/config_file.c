@@ -111,6 +111,17 @@ cfg_file_kind(mode_t m)
 	return "not a regular file";
 }
 
+int
+cfg_read_config(const char *path, char **buf, size_t *len, struct err *err)
+{
+	char why[256];
+
+	if (cfg_read_file(path, CFG_FILE_MAX, buf, len, why, sizeof why) < 0)
+		return err_set(err, EXIT_BAD_INPUT, "%s: cannot read the"
+			       " configuration: %s", path, why);
+	return 0;
+}
+
 /*
  * Read a whole regular file of at most `max` bytes, NUL-terminated.
  * Opened O_NONBLOCK so that a FIFO cannot hang the load (nor a SIGHUP

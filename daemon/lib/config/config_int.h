@@ -223,6 +223,10 @@ cfg_handler_fn cfg_h_str, cfg_h_path, cfg_h_int, cfg_h_int64,
 char *cfg_resolve(const char *dir, const char *rel);
 char *cfg_abs_path(const char *path, bool use_realpath);
 char *cfg_dirname(const char *abs);
+/* The configuration file at path read whole (config_load and
+ * config_socket): 0, or -1 with err's one line (EXIT_BAD_INPUT). */
+int cfg_read_config(const char *path, char **buf, size_t *len,
+		    struct err *err);
 int cfg_read_file(const char *path, size_t max, char **buf, size_t *len,
 		  char *why, size_t whysz);
 void cfg_src_free(struct cfg_src *f);

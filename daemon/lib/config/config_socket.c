@@ -149,15 +149,13 @@ int
 config_socket(const char *path, char **socket, char *warn, size_t wsize,
 	      struct err *err)
 {
-	char *text, why[256];
+	char *text;
 	size_t len;
 	int rc;
 
 	*socket = NULL;
-	if (cfg_read_file(path, CFG_FILE_MAX, &text, &len, why, sizeof why) < 0)
-		return err_set(err, EXIT_BAD_INPUT,
-			       "%s: cannot read the configuration: %s", path,
-			       why);
+	if (cfg_read_config(path, &text, &len, err) < 0)
+		return -1;
 	rc = config_socket_string(path, text, len, socket, warn, wsize, err);
 	free(text);
 	return rc;
