@@ -143,12 +143,12 @@ cmd_job(const char *name, char **argv)
 	return jd;
 }
 
-/* Run the loop until no run is in flight. */
+/* Run the loop until no run is in flight (the executor keeps the loop
+ * alive while one is). */
 static void
 wait_runs(void)
 {
 	uv_run(&loop, UV_RUN_DEFAULT);
-	ck_assert_int_eq(exec_running(ex), 0);
 }
 
 /* Execute SQL on the warehouse from the test's own connection. */
@@ -700,7 +700,7 @@ START_TEST(sql_cancel_running_and_queued)
 	trun_init(&b, &jd, "2026-02-09", "2026-02-09", "2026-02-10");
 	exec_submit(one, &a.run);
 	exec_submit(one, &b.run);
-	ck_assert_int_eq(exec_running(one), 2);
+	ck_assert_int_eq(a.done + b.done, 0);
 	exec_cancel(one, &b.run);
 	a.cancel_on_start = one;
 	uv_run(&loop, UV_RUN_DEFAULT);
@@ -738,7 +738,7 @@ START_TEST(sql_handed_ahead_same_worker_after)
 	exec_submit(ex, &a.run);
 	exec_submit_after(ex, &b.run, &a.run);
 	exec_submit_after(ex, &c.run, &a.run);
-	ck_assert_int_eq(exec_running(ex), 3);
+	ck_assert_int_eq(a.done + b.done + c.done, 0);
 	wait_runs();
 	ck_assert_msg(!a.run.failed, "%s", a.run.error);
 	ck_assert_msg(!b.run.failed, "%s", b.run.error);
@@ -906,7 +906,8 @@ START_TEST(sql_many_concurrent)
 		trun_init(&t[i], &jd, key, key, key);
 		exec_submit(ex, &t[i].run);
 	}
-	ck_assert_int_eq(exec_running(ex), 50);
+	for (i = 0; i < 50; i++)
+		ck_assert_int_eq(t[i].done, 0);
 	wait_runs();
 	for (i = 0; i < 50; i++) {
 		ck_assert_int_eq(t[i].done, 1);
@@ -942,7 +943,6 @@ START_TEST(close_cancels_in_flight)
 	ck_assert(a.run.cancelled && b.run.cancelled && c.run.cancelled);
 	ck_assert_str_eq(b.run.error, "cancelled");
 	ck_assert_int_eq(b.run.rows_changed, -1);
-	ck_assert_int_eq(exec_running(ex), 0);
 }
 END_TEST
 

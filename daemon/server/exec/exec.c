@@ -443,13 +443,6 @@ exec_cancel(struct exec *ex, struct exec_run *run)
 		exec_stop(run->priv, EXEC_STOP_CANCEL);
 }
 
-/* Runs submitted whose done_cb has not been called yet. */
-int
-exec_running(const struct exec *ex)
-{
-	return ex->nrunning;
-}
-
 /* Start worker threads until there are nthreads. */
 int
 exec_resize(struct exec *ex, int nthreads, struct err *err)

@@ -278,8 +278,6 @@ void exec_sweep_stages(struct exec *ex, struct config *cfg,
  * alive_until), written by the cluster's heartbeat, read by the workers
  * right before and after each ClickHouse publish. */
 _Atomic int64_t *exec_fence_clock(struct exec *ex);
-/* Number of runs in flight. */
-int exec_running(const struct exec *ex);
 /* Cancel what still runs, join the threads, close every handle; closed_cb
  * runs once everything is closed, after which exec_free() may be called. */
 void exec_close(struct exec *ex, void (*closed_cb)(void *data), void *data);
