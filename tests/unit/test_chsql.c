@@ -298,6 +298,42 @@ START_TEST(test_denied)
 }
 END_TEST
 
+/* The write-audit-publish statements, built in chsql.c alone. */
+START_TEST(test_wap_statements)
+{
+	static const struct {
+		char *(*fn1)(const char *);
+		const char *want;
+	} one[] = {
+		{ chsql_create_marks_sql, "CREATE TABLE IF NOT EXISTS `m` (partition"
+		  " String, request Int64, run Int64) ENGINE = MergeTree PARTITION"
+		  " BY run ORDER BY partition" },
+		{ chsql_drop_table_sql, "DROP TABLE IF EXISTS `m`" },
+		{ chsql_drop_part_sql, "ALTER TABLE `m` DROP PARTITION :partition" },
+		{ chsql_marks_of_sql, "SELECT toString(request) FROM `m` WHERE"
+		  " partition = toString(:partition)" },
+		{ chsql_engine_sql, "SELECT engine_full FROM system.tables WHERE"
+		  " database = currentDatabase() AND name = 'm'" },
+		{ chsql_cluster_hosts_sql, "SELECT host_address FROM system.clusters"
+		  " WHERE cluster = 'm' AND replica_num = 1 ORDER BY shard_num" },
+	};
+	char *sql;
+
+	for (size_t i = 0; i < sizeof one / sizeof one[0]; i++) {
+		sql = one[i].fn1("m");
+		ck_assert_str_eq(sql, one[i].want);
+		free(sql);
+	}
+	sql = chsql_create_stage_sql("_backfilld_stage_fct", "fct");
+	ck_assert_str_eq(sql, "CREATE TABLE IF NOT EXISTS"
+			 " `_backfilld_stage_fct` AS `fct`");
+	free(sql);
+	sql = chsql_fill_sql("s", "SELECT 1 WHERE dt = :partition");
+	ck_assert_str_eq(sql, "INSERT INTO `s` SELECT 1 WHERE dt = :partition");
+	free(sql);
+}
+END_TEST
+
 START_TEST(test_names)
 {
 	char stage[CHSQL_IDENT_MAX + 32];
@@ -328,6 +364,7 @@ main(void)
 	tcase_add_test(tc, test_first_day_sql);
 	tcase_add_test(tc, test_body);
 	tcase_add_test(tc, test_denied);
+	tcase_add_test(tc, test_wap_statements);
 	tcase_add_test(tc, test_names);
 	tcase_add_test(tc, test_distributed);
 	suite_add_tcase(s, tc);

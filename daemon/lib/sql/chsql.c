@@ -546,3 +546,59 @@ chsql_shard_url(const char *url, const char *host, const char *db, char *out,
 		     (int)(port ? he - port : 0), port ? port : "", db);
 	return n < 0 || (size_t)n >= outsz ? -1 : 0;
 }
+
+/* ---- the write-audit-publish statements (chsql.h) ------------------- */
+
+char *
+chsql_create_stage_sql(const char *stage, const char *live)
+{
+	return xasprintf("CREATE TABLE IF NOT EXISTS `%s` AS `%s`", stage, live);
+}
+
+char *
+chsql_create_marks_sql(const char *mark)
+{
+	return xasprintf("CREATE TABLE IF NOT EXISTS `%s` (partition String,"
+			 " request Int64, run Int64) ENGINE = MergeTree PARTITION"
+			 " BY run ORDER BY partition", mark);
+}
+
+char *
+chsql_drop_table_sql(const char *table)
+{
+	return xasprintf("DROP TABLE IF EXISTS `%s`", table);
+}
+
+char *
+chsql_fill_sql(const char *stage, const char *select)
+{
+	return xasprintf("INSERT INTO `%s` %s", stage, select);
+}
+
+char *
+chsql_drop_part_sql(const char *stage)
+{
+	return xasprintf("ALTER TABLE `%s` DROP PARTITION :partition", stage);
+}
+
+char *
+chsql_marks_of_sql(const char *mark)
+{
+	return xasprintf("SELECT toString(request) FROM `%s` WHERE partition ="
+			 " toString(:partition)", mark);
+}
+
+char *
+chsql_engine_sql(const char *table)
+{
+	return xasprintf("SELECT engine_full FROM system.tables WHERE"
+			 " database = currentDatabase() AND name = '%s'", table);
+}
+
+char *
+chsql_cluster_hosts_sql(const char *cluster)
+{
+	return xasprintf("SELECT host_address FROM system.clusters WHERE"
+			 " cluster = '%s' AND replica_num = 1 ORDER BY shard_num",
+			 cluster);
+}

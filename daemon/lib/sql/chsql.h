@@ -69,6 +69,30 @@ void chsql_stage_name(const char *table, char *buf, size_t len);
 void chsql_mark_name(const char *table, char *buf, size_t len);
 
 /*
+ * The write-audit-publish sequence's statements (docs/clickhouse.md), the
+ * ClickHouse SQL of exec_wap.c in one place (issue 43).  Names are
+ * chsql_ident_ok (the caller's); each returns a malloc'd statement.
+ */
+/* CREATE TABLE IF NOT EXISTS `stage` AS `live`. */
+char *chsql_create_stage_sql(const char *stage, const char *live);
+/* The marks' table (partition, request, run), PARTITION BY run: a run's
+ * marks are one part, written by one INSERT, dropped by one ALTER. */
+char *chsql_create_marks_sql(const char *mark);
+/* DROP TABLE IF EXISTS `table`. */
+char *chsql_drop_table_sql(const char *table);
+/* INSERT INTO `stage` followed by the job's SELECT (its placeholders left
+ * for chsql_bind). */
+char *chsql_fill_sql(const char *stage, const char *select);
+/* ALTER TABLE `stage` DROP PARTITION :partition. */
+char *chsql_drop_part_sql(const char *stage);
+/* The requests of the marks of :partition in `mark`. */
+char *chsql_marks_of_sql(const char *mark);
+/* The engine_full of `table` in the current database. */
+char *chsql_engine_sql(const char *table);
+/* Each shard's first replica's host_address of `cluster`, by shard_num. */
+char *chsql_cluster_hosts_sql(const char *cluster);
+
+/*
  * `sql` with every :name replaced: "stage" by the backquoted value (an
  * identifier, chsql_ident_ok), any other by chsql_literal of its value.
  * *out is malloc'd.  -1 with err (EXIT_BAD_INPUT): a placeholder without

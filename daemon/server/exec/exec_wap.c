@@ -105,7 +105,7 @@ exec_wap_drop_as(struct wh_conn *conn, const struct wap_tables *t,
 
 	if (marked && exec_wap_drop_marks(conn, t, &key, 1, err) == -1)
 		return -1;
-	sql = xasprintf("ALTER TABLE `%s` DROP PARTITION :partition", t->stage);
+	sql = chsql_drop_part_sql(t->stage);
 	rc = conn->drv->exec_script(conn, sql, params, 1, err);
 	free(sql);
 	return rc;
@@ -159,8 +159,7 @@ exec_wap_marked(struct exec_flight *fl, struct wh_conn *conn, size_t i,
 	*any = false;
 	if (exec_interrupted(fl, err))
 		return -1;
-	sql = xasprintf("SELECT toString(request) FROM `%s` WHERE partition ="
-			" toString(:partition)", t->mark);
+	sql = chsql_marks_of_sql(t->mark);
 	rc = conn->drv->query_column(conn, sql, params, 1, 16, &v, &n, err);
 	free(sql);
 	if (rc == -1) {
@@ -335,7 +334,7 @@ exec_wap_build(struct exec_flight *fl, struct wh_conn *conn, size_t i,
 	if (rc == 0)
 		rc = exec_wap_clear(fl, conn, t, i, 1, st.any, st.staged, err);
 	if (rc == 0) {
-		sql = xasprintf("INSERT INTO `%s` %s", t->stage, run->job->sql);
+		sql = chsql_fill_sql(t->stage, run->job->sql);
 		rc = exec_wap_step(fl, conn, "filling the stage", sql, params,
 				   4, err);
 		free(sql);
@@ -491,7 +490,7 @@ exec_wap_batch(struct exec_flight *fl, struct wh_conn *conn,
 	span[2].name = "stage";
 	span[2].value = t->stage;
 	if (rc == 0 && !kept) {
-		sql = xasprintf("INSERT INTO `%s` %s", t->stage, run->job->sql);
+		sql = chsql_fill_sql(t->stage, run->job->sql);
 		rc = exec_wap_step(fl, conn, "filling the stage", sql, span, 3,
 				   err);
 		free(sql);
@@ -533,15 +532,14 @@ exec_wap_create_unreplicated(struct exec_flight *fl, struct wh_conn *conn,
 			     const struct wap_tables *t,
 			     const struct err *first, struct err *err)
 {
-	char sql[256], *engine = NULL, *create = NULL;
+	char *sql = chsql_engine_sql(t->live), *engine = NULL, *create = NULL;
 	bool has_row;
 	int rc = -1;
 
-	snprintf(sql, sizeof sql, "SELECT engine_full FROM system.tables WHERE"
-		 " database = currentDatabase() AND name = '%s'", t->live);
 	if (conn->drv->query_value(conn, sql, NULL, 0, &has_row, &engine,
 				   err) == 0 && engine != NULL)
 		create = chstage_create(t->stage, t->live, engine);
+	free(sql);
 	if (create != NULL)
 		rc = exec_wap_step(fl, conn, "creating the stage table", create,
 				   NULL, 0, err);
@@ -558,11 +556,10 @@ exec_wap_create(struct exec_flight *fl, struct wh_conn *conn,
 		const struct wap_tables *t, struct err *err)
 {
 	struct err first;
-	char *sql;
+	char *sql, *old;
 	int rc;
 
-	sql = xasprintf("CREATE TABLE IF NOT EXISTS `%s` AS `%s`", t->stage,
-			t->live);
+	sql = chsql_create_stage_sql(t->stage, t->live);
 	rc = exec_wap_step(fl, conn, "creating the stage table", sql, NULL, 0,
 			   err);
 	free(sql);
@@ -574,9 +571,7 @@ exec_wap_create(struct exec_flight *fl, struct wh_conn *conn,
 		return -1;
 	/* a run's marks are one partition: one part to write, one to drop,
 	 * however many partitions it marks */
-	sql = xasprintf("CREATE TABLE IF NOT EXISTS `%s` (partition String,"
-			" request Int64, run Int64) ENGINE = MergeTree PARTITION"
-			" BY run ORDER BY partition", t->mark);
+	sql = chsql_create_marks_sql(t->mark);
 	rc = exec_wap_step(fl, conn, "creating the stage's marks", sql, NULL,
 			   0, err);
 	free(sql);
@@ -585,8 +580,11 @@ exec_wap_create(struct exec_flight *fl, struct wh_conn *conn,
 	/* the marks' table of the versions before a run's marks were one
 	 * partition (docs/clickhouse.md): no longer read, so it goes; a
 	 * stage partition it named is cleared by its next run */
-	sql = xasprintf("DROP TABLE IF EXISTS `_backfilld_audited_%s`",
+	sql = xasprintf("_backfilld_audited_%s",
 			t->mark + strlen("_backfilld_marks_"));
+	old = sql;
+	sql = chsql_drop_table_sql(old);
+	free(old);
 	rc = exec_wap_step(fl, conn, "dropping the marks of an earlier"
 			   " version", sql, NULL, 0, err);
 	free(sql);
@@ -639,16 +637,16 @@ exec_wap_shard_urls(struct wh_conn *conn, const struct warehouse_def *wh,
 		    const struct wap_shards *sh, char ***urls, size_t *n,
 		    struct err *err)
 {
-	char sql[256], **v = NULL, u[1024];
+	/* a plain name (chsql_distributed) */
+	char *sql = chsql_cluster_hosts_sql(sh->cluster), **v = NULL, u[1024];
 	size_t nv = 0;
+	int rc;
 
 	*urls = NULL;
 	*n = 0;
-	snprintf(sql, sizeof sql, "SELECT host_address FROM system.clusters"
-		 " WHERE cluster = '%s' AND replica_num = 1 ORDER BY shard_num",
-		 sh->cluster); /* a plain name (chsql_distributed) */
-	if (conn->drv->query_column(conn, sql, NULL, 0, 1000, &v, &nv,
-				    err) == -1) {
+	rc = conn->drv->query_column(conn, sql, NULL, 0, 1000, &v, &nv, err);
+	free(sql);
+	if (rc == -1) {
 		err_prefix(err, "reading the shards of cluster %s", sh->cluster);
 		return -1;
 	}
@@ -692,16 +690,15 @@ exec_wap_shards_open(struct wh_conn *conn, const struct warehouse_def *wh,
 		     const struct job_def *jd, const atomic_int *stop,
 		     int64_t run_id, struct wap_shards *sh, struct err *err)
 {
-	char sql[256], *engine = NULL, **urls;
+	char *sql = chsql_engine_sql(jd->table), *engine = NULL, **urls;
 	bool has_row;
 	size_t n;
 	int rc = 0;
 
 	memset(sh, 0, sizeof *sh);
-	snprintf(sql, sizeof sql, "SELECT engine_full FROM system.tables WHERE"
-		 " database = currentDatabase() AND name = '%s'", jd->table);
-	if (conn->drv->query_value(conn, sql, NULL, 0, &has_row, &engine,
-				   err) == -1)
+	rc = conn->drv->query_value(conn, sql, NULL, 0, &has_row, &engine, err);
+	free(sql);
+	if (rc == -1)
 		return -1;
 	if (engine == NULL || chsql_distributed(engine, sh->cluster, sh->db,
 						sh->local, sizeof sh->local) < 0) {
@@ -1118,7 +1115,7 @@ exec_sql_wap_verify(struct exec_flight *fl, struct wh_conn *conn,
 		    exec_wap_drop(conn, &t, params, err) == -1)
 			rc = -1;
 		if (rc == 0) {
-			sql = xasprintf("INSERT INTO `%s` %s", t.stage, jd->sql);
+			sql = chsql_fill_sql(t.stage, jd->sql);
 			rc = exec_wap_step(fl, conn, "filling the stage", sql,
 					   params, 4, err);
 			free(sql);
