@@ -14,23 +14,39 @@ lineage_feeds(const struct config *cfg, int up, int down)
 	return false;
 }
 
+/* A job's calendar: its grain's UTC calendar until jobs declare a zone. */
+static const struct cal *
+lineage_cal(const struct job_def *j)
+{
+	return &cal_utc[j->grain];
+}
+
+struct part_range
+lineage_range(const struct config *cfg, int up, part_t p, int down)
+{
+	const struct job_def *dj = &cfg->jobs[down];
+	struct part_range r = { 0, -1 };
+
+	if (!lineage_feeds(cfg, up, down) ||
+	    !cal_can_feed(lineage_cal(&cfg->jobs[up]), lineage_cal(dj)))
+		return r;
+	r = cal_map(lineage_cal(&cfg->jobs[up]), p, lineage_cal(dj));
+	/* a partition outside down's start..end does not exist */
+	if (dj->has_start && r.first < dj->start)
+		r.first = dj->start;
+	if (dj->has_end && r.last > dj->end)
+		r.last = dj->end;
+	return r;
+}
+
 int
 lineage_map(const struct config *cfg, int up, part_t p, int down,
 	    part_t out[2])
 {
-	const struct job_def *dj = &cfg->jobs[down];
-	part_t all[2];
-	int n, k = 0;
+	struct part_range r = lineage_range(cfg, up, p, down);
+	int k = 0;
 
-	if (!lineage_feeds(cfg, up, down))
-		return 0;
-	n = part_map(cfg->jobs[up].grain, p, dj->grain, all);
-	for (int i = 0; i < n; i++) {
-		/* a partition outside down's start..end does not exist */
-		if ((dj->has_start && all[i] < dj->start) ||
-		    (dj->has_end && all[i] > dj->end))
-			continue;
-		out[k++] = all[i];
-	}
+	for (part_t q = r.first; q <= r.last && k < 2; q++)
+		out[k++] = q;
 	return k;
 }

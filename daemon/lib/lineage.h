@@ -22,8 +22,15 @@
 /* Does job index up feed job index down? */
 bool lineage_feeds(const struct config *cfg, int up, int down);
 
-/* The partitions of job down that partition p of job up feeds, into out
- * (0 to 2 of them, oldest first); 0 when up does not feed down. */
+/* The partitions of job down that partition p of job up feeds: those of
+ * down's calendar that p's interval overlaps (calendar.h cal_map: across
+ * grains and zones), clipped to down's start..end; an empty range (last <
+ * first) when up does not feed down. */
+struct part_range lineage_range(const struct config *cfg, int up, part_t p,
+    int down);
+
+/* The same into out (0 to 2 of them, oldest first), for callers of UTC
+ * calendars, where a partition feeds at most two. */
 int lineage_map(const struct config *cfg, int up, part_t p, int down,
 		part_t out[2]);
 

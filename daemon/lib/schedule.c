@@ -25,24 +25,48 @@
 #include <stdio.h>
 #include <string.h>
 
-/* The newest partition p with part_end(p) + ready_after <= now. */
+/* The newest partition p of calendar c with cal_end(p) + ready_after <=
+ * now: in a zone, a day comes due at that zone's midnight (plus
+ * ready_after), whatever the season. */
+part_t
+schedule_cal_last_due(const struct cal *c, int64_t ready_after, int64_t now)
+{
+	return cal_part_of(c, now - ready_after) - 1;
+}
+
+/* When partition p of calendar c comes due: its end plus ready_after. */
+int64_t
+schedule_cal_due_time(const struct cal *c, int64_t ready_after, part_t p)
+{
+	return cal_end(c, p) + ready_after;
+}
+
+/* The same at grain g of the UTC calendar. */
 part_t
 schedule_last_due(enum grain g, int64_t ready_after, int64_t now)
 {
-	return part_of_time(g, now - ready_after) - 1;
+	return schedule_cal_last_due(&cal_utc[g], ready_after, now);
 }
 
-/* When partition p comes due: its end plus ready_after. */
 int64_t
 schedule_due_time(enum grain g, int64_t ready_after, part_t p)
 {
-	return part_end(g, p) + ready_after;
+	return schedule_cal_due_time(&cal_utc[g], ready_after, p);
+}
+
+/* A job's calendar: the one place that says which (its grain's UTC
+ * calendar until jobs declare a zone). */
+static const struct cal *
+schedule_cal(const struct job_def *j)
+{
+	return &cal_utc[j->grain];
 }
 
 part_t
 schedule_last_closed(const struct job_def *j, bool due, int64_t now)
 {
-	return schedule_last_due(j->grain, due ? j->ready_after : 0, now);
+	return schedule_cal_last_due(schedule_cal(j), due ? j->ready_after : 0,
+	    now);
 }
 
 int
@@ -50,10 +74,11 @@ schedule_refuse_open(const struct job_def *j, part_t p, bool due,
 		     const char *nothing, struct err *err)
 {
 	char key[CAL_KEY_MAX], at[CAL_KEY_MAX];
-	int64_t t = due ? schedule_due_time(j->grain, j->ready_after, p)
-			: part_end(j->grain, p);
+	const struct cal *c = schedule_cal(j);
+	int64_t t = due ? schedule_cal_due_time(c, j->ready_after, p)
+			: cal_end(c, p);
 
-	part_key(j->grain, p, key);
+	cal_key(c, p, key);
 	cal_format_iso_ms(t * 1000, at);
 	if (due)
 		return err_set(err, EXIT_BAD_INPUT, "%s %s is not due yet: it"
@@ -81,7 +106,7 @@ schedule_next_due(const struct job_def *j, part_t next, int64_t *due)
 		next = j->start;
 	if (j->has_end && next > j->end)
 		return false;
-	*due = schedule_due_time(j->grain, j->ready_after, next);
+	*due = schedule_cal_due_time(schedule_cal(j), j->ready_after, next);
 	return true;
 }
 
@@ -136,9 +161,9 @@ schedule_gap(const struct job_def *j, bool resumed, struct schedule_decision *d)
 		 * the gap shown runs from the older one's first partition
 		 * (what ran in between counts as filled once succeeded) */
 		if (!schedule_has_refused(st) || st->gap_from[0] == '\0')
-			part_key(j->grain, d->first, st->gap_from);
+			cal_key(schedule_cal(j), d->first, st->gap_from);
 		schedule_set_catchup(st, "refused");
-		part_key(j->grain, d->last, st->gap_to);
+		cal_key(schedule_cal(j), d->last, st->gap_to);
 	}
 }
 
@@ -153,9 +178,9 @@ schedule_decide(const struct job_def *j, const struct store_job_state *st,
 	if (!schedule_is_clock_job(j) || st->paused)
 		return;
 	if (!st->has_watermark ||
-	    part_parse_key(j->grain, st->watermark, &wm, NULL) < 0)
+	    cal_parse_key(schedule_cal(j), st->watermark, &wm, NULL) < 0)
 		wm = j->start - 1;
-	d->last = schedule_last_due(j->grain, j->ready_after, now);
+	d->last = schedule_cal_last_due(schedule_cal(j), j->ready_after, now);
 	if (j->has_end && d->last > j->end)
 		d->last = j->end;
 	if (d->last > wm) {
@@ -168,7 +193,7 @@ schedule_decide(const struct job_def *j, const struct store_job_state *st,
 			schedule_gap(j, resumed, d);
 		}
 		d->state.has_watermark = true;
-		part_key(j->grain, d->last, d->state.watermark);
+		cal_key(schedule_cal(j), d->last, d->state.watermark);
 		d->save = true;
 	} else if (!st->has_watermark || !j->catchup) {
 		const char *want = j->catchup ? "ok" : "off";
@@ -192,7 +217,7 @@ schedule_view(const struct job_def *j, const struct store_job_state *st,
 	memset(v, 0, sizeof *v);
 	v->has_watermark =
 	    st->has_watermark &&
-	    part_parse_key(j->grain, st->watermark, &v->watermark, NULL) == 0;
+	    cal_parse_key(schedule_cal(j), st->watermark, &v->watermark, NULL) == 0;
 	if (!schedule_is_clock_job(j))
 		v->catchup = "off";
 	else if (refused)
@@ -203,11 +228,11 @@ schedule_view(const struct job_def *j, const struct store_job_state *st,
 	 * schedule_gap_clear() once the last one lands */
 	v->has_gap =
 	    refused && st->gap_from[0] &&
-	    part_parse_key(j->grain, st->gap_from, &v->gap_from, NULL) == 0 &&
-	    part_parse_key(j->grain, st->gap_to, &v->gap_to, NULL) == 0;
+	    cal_parse_key(schedule_cal(j), st->gap_from, &v->gap_from, NULL) == 0 &&
+	    cal_parse_key(schedule_cal(j), st->gap_to, &v->gap_to, NULL) == 0;
 	if (schedule_is_clock_job(j)) {
 		part_t nextp = v->has_watermark ? v->watermark + 1 : j->start;
-		part_t last = schedule_last_due(j->grain, j->ready_after, now);
+		part_t last = schedule_cal_last_due(schedule_cal(j), j->ready_after, now);
 
 		if (nextp <= last)
 			nextp = last + 1;
@@ -221,8 +246,8 @@ schedule_gap_covers(const struct job_def *j, const struct store_job_state *st,
 {
 	return strcmp(st->catchup, "refused") == 0 && st->gap_from[0] &&
 	       strcmp(key, st->gap_from) >= 0 && strcmp(key, st->gap_to) <= 0 &&
-	       part_parse_key(j->grain, st->gap_from, from, NULL) == 0 &&
-	       part_parse_key(j->grain, st->gap_to, to, NULL) == 0;
+	       cal_parse_key(schedule_cal(j), st->gap_from, from, NULL) == 0 &&
+	       cal_parse_key(schedule_cal(j), st->gap_to, to, NULL) == 0;
 }
 
 void

@@ -20,10 +20,16 @@
 #include "mstate.h"
 
 /*
- * Schedule math.  A partition p is due at part_end(p) + ready_after.
- * schedule_last_due() is the newest partition due at `now` (may be before
- * any start: the caller clips).  schedule_due_time() is when p comes due.
+ * Schedule math.  A partition p is due at cal_end(p) + ready_after: a day
+ * of a zone at that zone's midnight, in summer and in winter.
+ * schedule_cal_last_due() is the newest partition due at `now` (may be
+ * before any start: the caller clips).  schedule_cal_due_time() is when p
+ * comes due.  The enum grain forms are the UTC calendars'.
  */
+part_t schedule_cal_last_due(const struct cal *c, int64_t ready_after,
+    int64_t now);
+int64_t schedule_cal_due_time(const struct cal *c, int64_t ready_after,
+    part_t p);
 part_t schedule_last_due(enum grain g, int64_t ready_after, int64_t now);
 int64_t schedule_due_time(enum grain g, int64_t ready_after, part_t p);
 

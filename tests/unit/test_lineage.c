@@ -58,6 +58,11 @@ START_TEST(test_map)
 			want++;
 		ck_assert_msg(n == want, "%s %s -> %s: %d partitions, want %d",
 			      cases[i].up, cases[i].key, cases[i].down, n, want);
+		/* the range form says the same */
+		struct part_range r = lineage_range(cfg, up, p, down);
+		ck_assert_int_eq(range_count(&r), want);
+		if (want > 0)
+			ck_assert_int_eq(r.first, out[0]);
 		for (int k = 0; k < n; k++) {
 			part_key(cfg->jobs[down].grain, out[k], key);
 			ck_assert_str_eq(key, cases[i].want[k]);

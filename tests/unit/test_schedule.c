@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "schedule.h"
+#include "tz.h"
 
 /* A clock job: grain, start, end ("" none), ready_after (s), catchup,
  * max_catchup, max_backfill. */
@@ -417,6 +418,90 @@ START_TEST(schedule_closed_cases)
 }
 END_TEST
 
+/* A zone's calendar at grain g (the system's tzdata). */
+static struct cal
+zoned(const char *zone, enum grain g)
+{
+	struct cal c = { g, WEEK_MONDAY, NULL };
+	struct tz *z = NULL;
+	struct err err;
+
+	if (tz_load(zone, &z, &err) != 0)
+		ck_abort_msg("%s", err.msg);
+	c.tz = z;
+	return c;
+}
+
+/* UTC seconds of YYYY-MM-DD HH:MM:SS. */
+static int64_t
+at_s(const char *s)
+{
+	char date[11];
+	int64_t d = 0;
+
+	memcpy(date, s, 10);
+	date[10] = '\0';
+	ck_assert_int_eq(cal_parse_date(date, &d, NULL), 0);
+	return d * 86400 + atoi(s + 11) * 3600 + atoi(s + 14) * 60 +
+	       atoi(s + 17);
+}
+
+/* A Berlin day comes due at Berlin midnight: 22:00Z in summer, 23:00Z in
+ * winter (zdump -v Europe/Berlin: CEST +2, CET +1), plus ready_after. */
+START_TEST(schedule_zoned_due)
+{
+	struct cal c = zoned("Europe/Berlin", GRAIN_DAY);
+	char key[CAL_KEY_MAX];
+	part_t p;
+
+	p = schedule_cal_last_due(&c, 0, at_s("2024-07-14 21:59:59"));
+	cal_key(&c, p, key);
+	ck_assert_str_eq(key, "2024-07-13");
+	p = schedule_cal_last_due(&c, 0, at_s("2024-07-14 22:00:00"));
+	cal_key(&c, p, key);
+	ck_assert_str_eq(key, "2024-07-14");
+	ck_assert_int_eq(schedule_cal_due_time(&c, 0, p),
+			 at_s("2024-07-14 22:00:00"));
+	p = schedule_cal_last_due(&c, 0, at_s("2024-01-14 22:59:59"));
+	cal_key(&c, p, key);
+	ck_assert_str_eq(key, "2024-01-13");
+	p = schedule_cal_last_due(&c, 0, at_s("2024-01-14 23:00:00"));
+	cal_key(&c, p, key);
+	ck_assert_str_eq(key, "2024-01-14");
+	ck_assert_int_eq(schedule_cal_due_time(&c, 3600, p),
+			 at_s("2024-01-15 00:00:00"));
+	/* the 25-hour day 2023-10-29 comes due at 23:00Z, 25 h after the
+	 * day before it */
+	p = schedule_cal_last_due(&c, 0, at_s("2023-10-29 23:00:00"));
+	ck_assert_int_eq(schedule_cal_due_time(&c, 0, p) -
+			 schedule_cal_due_time(&c, 0, p - 1), 25 * 3600);
+	tz_unref((struct tz *)c.tz);
+}
+END_TEST
+
+/* Catchup counts local partitions: a Chicago hourly job that missed
+ * 2021-11-07 (midnight CDT = 05:00Z to midnight CST = 06:00Z next day)
+ * has 25 partitions newly due; 2021-03-14 23. */
+START_TEST(schedule_zoned_catchup_count)
+{
+	struct cal c = zoned("America/Chicago", GRAIN_HOUR);
+	struct part_range gap;
+
+	gap.first = schedule_cal_last_due(&c, 0, at_s("2021-11-07 05:00:00")) + 1;
+	gap.last = schedule_cal_last_due(&c, 0, at_s("2021-11-08 06:00:00"));
+	ck_assert_int_eq(range_count(&gap), 25);
+	gap.first = schedule_cal_last_due(&c, 0, at_s("2021-03-14 06:00:00")) + 1;
+	gap.last = schedule_cal_last_due(&c, 0, at_s("2021-03-15 05:00:00"));
+	ck_assert_int_eq(range_count(&gap), 23);
+	/* the same instants are 25 UTC hours too: counting is by instants */
+	gap.first = schedule_last_due(GRAIN_HOUR, 0, at_s("2021-11-07 05:00:00"))
+		    + 1;
+	gap.last = schedule_last_due(GRAIN_HOUR, 0, at_s("2021-11-08 06:00:00"));
+	ck_assert_int_eq(range_count(&gap), 25);
+	tz_unref((struct tz *)c.tz);
+}
+END_TEST
+
 static Suite *
 schedule_suite(void)
 {
@@ -432,6 +517,11 @@ schedule_suite(void)
 	tcase_add_loop_test(tc, schedule_closed_cases, 0,
 			    (int)(sizeof closed_cases /
 				  sizeof closed_cases[0]));
+	suite_add_tcase(s, tc);
+
+	tc = tcase_create("zoned");
+	tcase_add_test(tc, schedule_zoned_due);
+	tcase_add_test(tc, schedule_zoned_catchup_count);
 	suite_add_tcase(s, tc);
 	return s;
 }
