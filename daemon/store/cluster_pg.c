@@ -284,9 +284,7 @@ cpg_reap(struct cluster *c, struct err *err)
 		return -1;
 	if (cpg_i64(res, 0, 0) == 0) {
 		PQclear(res);
-		cpg_set_role(c, CLUSTER_WORKER, 0);
-		return err_set(err, EXIT_WORK_FAILED, "deposed: the lease moved"
-			       " on");
+		return cpg_deposed(c, NULL, err);
 	}
 	cpg_str(res, 0, 1, names, sizeof names);
 	runs = cpg_i64(res, 0, 2);

@@ -20,6 +20,14 @@ cpg_mono_ms(void)
 	return clock_ms(CLOCK_MONOTONIC);
 }
 
+int
+cpg_deposed(struct cluster *c, const char *why, struct err *err)
+{
+	cpg_set_role(c, CLUSTER_WORKER, 0);
+	return err_set(err, EXIT_WORK_FAILED, "deposed: the lease moved on%s%s",
+		       why != NULL ? "; " : "", why != NULL ? why : "");
+}
+
 /* Milliseconds on the wall clock (for status only). */
 static int64_t
 cpg_wall_ms(void)

@@ -171,6 +171,10 @@ void cpg_split_keys(const char *s, char ***keys, size_t *n);
 /* Have the kick deliver the pending events on the next loop turn. */
 void cpg_kick(struct cluster *c);
 
+/* LEASE-1: a planner write the fence refused (the lease moved on): this
+ * node a worker from now on, and -1 with err "deposed: the lease moved
+ * on" (and "; why" when why is not NULL), EXIT_WORK_FAILED. */
+int cpg_deposed(struct cluster *c, const char *why, struct err *err);
 /* Change role (events follow through the kick). */
 void cpg_set_role(struct cluster *c, enum cluster_role role,
 	int64_t generation);

@@ -73,11 +73,8 @@ cpg_offer(struct cluster *c, const struct cluster_offer *o, size_t n,
 		return -1;
 	ok = cpg_i64(res, 0, 0) == 1;
 	PQclear(res);
-	if (!ok) {
-		cpg_set_role(c, CLUSTER_WORKER, 0);
-		return err_set(err, EXIT_WORK_FAILED, "deposed: the lease moved"
-			       " on; offer refused");
-	}
+	if (!ok)
+		return cpg_deposed(c, "offer refused", err);
 	return 0;
 }
 
@@ -207,11 +204,8 @@ cpg_forget(struct cluster *c, const int64_t *ids, size_t n, struct err *err)
 		return -1;
 	ok = cpg_i64(res, 0, 0) == 1;
 	PQclear(res);
-	if (!ok) {
-		cpg_set_role(c, CLUSTER_WORKER, 0);
-		return err_set(err, EXIT_WORK_FAILED, "deposed: the lease moved"
-			       " on");
-	}
+	if (!ok)
+		return cpg_deposed(c, NULL, err);
 	return 0;
 }
 
@@ -304,11 +298,8 @@ cpg_claim_own(struct cluster *c, const struct cluster_offer *o, size_t n,
 	ok = cpg_i64(res, 0, 0);
 	ins = cpg_i64(res, 0, 1);
 	PQclear(res);
-	if (ok != 1) {
-		cpg_set_role(c, CLUSTER_WORKER, 0);
-		return err_set(err, EXIT_WORK_FAILED, "deposed: the lease moved"
-			       " on");
-	}
+	if (ok != 1)
+		return cpg_deposed(c, NULL, err);
 	if (ins != (int64_t)n)
 		return err_set(err, EXIT_WORK_FAILED, "%" PRId64 " of %zu rows"
 			       " inserted", ins, n);
