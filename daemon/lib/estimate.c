@@ -6,6 +6,7 @@
 
 #include "estimate.h"
 #include "json.h"
+#include "pick.h"
 #include "xalloc.h"
 
 /* Order two durations for qsort. */
@@ -40,10 +41,11 @@ estimate_concurrency(const struct config *cfg, int j)
 	if (cfg->max_concurrency > 0 && c > cfg->max_concurrency)
 		c = cfg->max_concurrency;
 	if (jd->warehouse >= 0) {
-		const struct warehouse_def *w = &cfg->warehouses[jd->warehouse];
-		if (w->kind == WH_POSTGRES && w->max_connections > 0 &&
-		    c > w->max_connections)
-			c = w->max_connections;
+		/* SCHED-2's cap of its warehouse, as dispatch applies it */
+		int64_t cap = pick_wh_cap(&cfg->warehouses[jd->warehouse]);
+
+		if (cap > 0 && c > cap)
+			c = (int)cap;
 	}
 	return c;
 }

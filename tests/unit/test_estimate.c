@@ -170,6 +170,28 @@ START_TEST(no_history)
 }
 END_TEST
 
+/* SCHED-2: a job's runs get at most its warehouse's cap, the one dispatch
+ * applies (pick_wh_cap): on ClickHouse too (the estimate counted eight at
+ * once where two ran), never on SQLite. */
+START_TEST(warehouse_cap)
+{
+	struct warehouse_def whs[3] = {
+		{ .name = "s", .kind = WH_SQLITE, .max_connections = 2 },
+		{ .name = "p", .kind = WH_POSTGRES, .max_connections = 2 },
+		{ .name = "c", .kind = WH_CLICKHOUSE, .max_connections = 2 },
+	};
+	struct job_def j = { .name = "j", .concurrency = 8, .warehouse = 0 };
+	struct config c = { .warehouses = whs, .nwarehouses = 3, .jobs = &j,
+			    .njobs = 1, .max_concurrency = 16 };
+
+	ck_assert_int_eq(estimate_concurrency(&c, 0), 8);
+	j.warehouse = 1;
+	ck_assert_int_eq(estimate_concurrency(&c, 0), 2);
+	j.warehouse = 2;
+	ck_assert_int_eq(estimate_concurrency(&c, 0), 2);
+}
+END_TEST
+
 int
 main(void)
 {
@@ -184,6 +206,7 @@ main(void)
 	tcase_add_test(tc, batch_once);
 	tcase_add_test(tc, batch_chunks);
 	tcase_add_test(tc, no_history);
+	tcase_add_test(tc, warehouse_cap);
 	suite_add_tcase(s, tc);
 	sr = srunner_create(s);
 	srunner_run_all(sr, CK_ENV);
