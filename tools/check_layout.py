@@ -421,23 +421,30 @@ def check_folders(root):
     return out
 
 
-def check_alloc(root):
-    """(g): one (key, None, line) per raw allocation call (never
-    tolerated: a file that must is listed in RAW_ALLOC)."""
-    out = []
+def calls_of(root, names, allowed):
+    """(rel, line, name) per call of one of names in daemon/'s sources
+    but those of allowed (not a member call, x.f() or x->f())."""
     for path, rel in c_files(root, 'daemon'):
-        if rel in RAW_ALLOC:
+        if rel in allowed:
             continue
         with open(path, encoding='utf-8', errors='replace') as f:
             toks = list(tokens(strip_c(f.read())))
         for k, (t, line) in enumerate(toks):
-            if (t in RAW_ALLOC_CALLS and k + 1 < len(toks) and
+            if (t in names and k + 1 < len(toks) and
                     toks[k + 1][0] == '(' and
                     (k == 0 or toks[k - 1][0] not in ('.', '->'))):
-                key = 'alloc %s:%d %s' % (rel, line, t)
-                out.append((key, None, '%s (use x%s of lib/util/xalloc.h,'
-                            ' or list the file in RAW_ALLOC with its'
-                            ' reason)' % (key, t)))
+                yield rel, line, t
+
+
+def check_alloc(root):
+    """(g): one (key, None, line) per raw allocation call (never
+    tolerated: a file that must is listed in RAW_ALLOC)."""
+    out = []
+    for rel, line, t in calls_of(root, RAW_ALLOC_CALLS, RAW_ALLOC):
+        key = 'alloc %s:%d %s' % (rel, line, t)
+        out.append((key, None, '%s (use x%s of lib/util/xalloc.h,'
+                    ' or list the file in RAW_ALLOC with its'
+                    ' reason)' % (key, t)))
     return out
 
 
@@ -505,20 +512,12 @@ def check_clock(root):
     """(h): one (key, None, line) per clock read outside CLOCK_HOME
     (never tolerated)."""
     out = []
-    for path, rel in c_files(root, 'daemon'):
-        if rel == CLOCK_HOME:
-            continue
-        with open(path, encoding='utf-8', errors='replace') as f:
-            toks = list(tokens(strip_c(f.read())))
-        for k, (t, line) in enumerate(toks):
-            if (t in CLOCK_CALLS and k + 1 < len(toks) and
-                    toks[k + 1][0] == '(' and
-                    (k == 0 or toks[k - 1][0] not in ('.', '->'))):
-                key = 'clock %s:%d %s' % (rel, line, t)
-                out.append((key, None, '%s (read the clock through %s:'
-                            ' clock_read, clock_ms, clock_us; the'
-                            ' daemon\'s wall clock is clock.h\'s)' %
-                            (key, CLOCK_HOME)))
+    for rel, line, t in calls_of(root, CLOCK_CALLS, {CLOCK_HOME}):
+        key = 'clock %s:%d %s' % (rel, line, t)
+        out.append((key, None, '%s (read the clock through %s:'
+                    ' clock_read, clock_ms, clock_us; the'
+                    ' daemon\'s wall clock is clock.h\'s)' %
+                    (key, CLOCK_HOME)))
     return out
 
 
