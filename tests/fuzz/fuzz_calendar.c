@@ -13,12 +13,86 @@
  *    neighbours; it maps into the coarser partitions that hold it, whose
  *    inputs hold it back;
  *  - a range has first <= last and its bounds' partitions at its ends;
- *  - the schedule: the newest due partition is due, the next is not.
+ *  - the schedule: the newest due partition is due, the next is not;
+ *  - the same in calendars beside the UTC ones: quarters, years, Sunday
+ *    weeks, and zones of the system's tzdata (Berlin, Chicago, Lord
+ *    Howe's half-hour change, Kolkata's half-hour offset) at every grain:
+ *    a key parses back, a partition holds its instants (or is a day the
+ *    zone skipped), a range of local dates or hours is first <= last.
  */
 #include "fuzz.h"
 
 #include "calendar.h"
 #include "schedule.h"
+#include "tz.h"
+
+#define FUZZ_ZONES 4
+
+/* The calendars beyond cal_utc[]: quarter, year and Sunday weeks in UTC,
+ * then every grain of each zone (a zone missing from tzdata is left
+ * out). */
+static struct cal fuzz_cals[3 + FUZZ_ZONES * GRAIN_COUNT];
+static size_t fuzz_ncals;
+
+static void
+fuzz_calendar_init(void)
+{
+	static const char *zones[FUZZ_ZONES] = { "Europe/Berlin",
+		"America/Chicago", "Australia/Lord_Howe", "Asia/Kolkata" };
+	struct err err;
+
+	if (fuzz_ncals > 0)
+		return;
+	fuzz_cals[fuzz_ncals++] = cal_utc[GRAIN_QUARTER];
+	fuzz_cals[fuzz_ncals++] = cal_utc[GRAIN_YEAR];
+	fuzz_cals[fuzz_ncals] = cal_utc[GRAIN_WEEK];
+	fuzz_cals[fuzz_ncals++].week_start = WEEK_SUNDAY;
+	for (int z = 0; z < FUZZ_ZONES; z++) {
+		struct tz *tz = NULL;
+
+		if (tz_load(zones[z], &tz, &err) == -1)
+			continue;
+		for (int g = 0; g < GRAIN_COUNT; g++) {
+			struct cal c = { (enum grain)g, WEEK_MONDAY, tz };
+
+			fuzz_cals[fuzz_ncals++] = c;
+		}
+	}
+}
+
+/* Keys, partitions and ranges of every calendar on the two texts. */
+static void
+fuzz_calendar_cals(const char *s, const char *to)
+{
+	char buf[CAL_KEY_MAX];
+	struct part_range r;
+	struct err err;
+	part_t p;
+
+	fuzz_calendar_init();
+	for (size_t i = 0; i < fuzz_ncals; i++) {
+		const struct cal *c = &fuzz_cals[i];
+
+		if (cal_parse_key(c, s, &p, &err) == 0) {
+			int64_t st = cal_start(c, p), e = cal_end(c, p);
+
+			cal_key(c, p, buf);
+			FUZZ_CHECK(strcmp(buf, s) == 0);
+			FUZZ_CHECK(st < e);
+			FUZZ_CHECK(cal_part_of(c, st) == p &&
+			    cal_part_of(c, e - 1) == p);
+			FUZZ_CHECK(cal_end(c, p - 1) == st);
+		} else {
+			FUZZ_CHECK(fuzz_one_line(err.msg));
+		}
+		if (cal_range_parse(c, s, to, &r, &err) == 0) {
+			FUZZ_CHECK(r.first <= r.last);
+			FUZZ_CHECK(cal_start(c, r.first) < cal_end(c, r.last));
+		} else {
+			FUZZ_CHECK(fuzz_one_line(err.msg));
+		}
+	}
+}
 
 /* Check the arithmetic around partition p of grain g. */
 static void
@@ -150,6 +224,7 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	fuzz_calendar_text(s);
 	fuzz_calendar_text(to);
 	fuzz_calendar_range(s, to);
+	fuzz_calendar_cals(s, to);
 	free(s);
 	return 0;
 }
