@@ -86,36 +86,21 @@ exec_wap_tables_of(const struct config *cfg, const char *live,
 	chsql_mark_name(base, t->mark, sizeof t->mark);
 }
 
-static void
-exec_wap_tables(const struct config *cfg, const struct job_def *jd,
-		struct wap_tables *t)
-{
-	exec_wap_tables_of(cfg, jd->table, t);
-}
-
-/* Drop the mark (unless known to be none), then the stage partition, of
- * part `params` (WAP-1). */
+/* Drop the mark, then the stage partition, of part `params` (WAP-1). */
 static int
-exec_wap_drop_as(struct wh_conn *conn, const struct wap_tables *t,
-		 const struct wh_param *params, bool marked, struct err *err)
+exec_wap_drop(struct wh_conn *conn, const struct wap_tables *t,
+	      const struct wh_param *params, struct err *err)
 {
 	const char *key = params[0].value; /* :partition, the part's key */
 	char *sql;
 	int rc;
 
-	if (marked && exec_wap_drop_marks(conn, t, &key, 1, err) == -1)
+	if (exec_wap_drop_marks(conn, t, &key, 1, err) == -1)
 		return -1;
 	sql = chsql_drop_part_sql(t->stage);
 	rc = conn->drv->exec_script(conn, sql, params, 1, err);
 	free(sql);
 	return rc;
-}
-
-static int
-exec_wap_drop(struct wh_conn *conn, const struct wap_tables *t,
-	      const struct wh_param *params, struct err *err)
-{
-	return exec_wap_drop_as(conn, t, params, true, err);
 }
 
 /* After a failure: drop part's mark and stage partition, so that no
@@ -941,7 +926,7 @@ exec_sql_wap(struct exec_flight *fl, struct wh_conn *conn, bool key_checked,
 	struct wap_shards sh;
 	int rc;
 
-	exec_wap_tables(run->cfg, jd, &t);
+	exec_wap_tables_of(run->cfg, jd->table, &t);
 	if (exec_begin(conn, err) == -1 ||
 	    (!key_checked && exec_wap_key(conn, run->cfg, jd, err) == -1))
 		return -1;
@@ -1055,7 +1040,7 @@ exec_wap_stale(struct wh_conn *conn, const struct config *cfg,
 
 	*parts = NULL;
 	*n = 0;
-	exec_wap_tables(cfg, jd, &t);
+	exec_wap_tables_of(cfg, jd->table, &t);
 	buf_init(&b);
 	buf_printf(&b, "SELECT partition FROM `%s` WHERE request NOT IN (0",
 		   t.mark);
@@ -1094,7 +1079,7 @@ exec_sql_wap_verify(struct exec_flight *fl, struct wh_conn *conn,
 
 	bool distributed;
 
-	exec_wap_tables(run->cfg, jd, &t);
+	exec_wap_tables_of(run->cfg, jd->table, &t);
 	exec_wap_params(run, 0, t.stage, params);
 	if (exec_begin(conn, err) == -1 ||
 	    exec_wap_key_of(conn, run->cfg, jd, &distributed, err) == -1)
