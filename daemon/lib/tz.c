@@ -613,7 +613,7 @@ tz_parse(const char *name, const unsigned char *buf, size_t len,
 	return 0;
 }
 
-/* --- names and loading ----------------------------------------------------- */
+/* --- names and loading -------------------------------------------------- */
 
 /* Check a zone name (see tz.h). */
 int
@@ -717,6 +717,24 @@ tz_load(const char *name, struct tz **out, struct err *err)
 	return rc;
 }
 
+/* A job's zone: NULL for a zone that is UTC itself. */
+int
+tz_load_calendar(const char *name, struct tz **out, struct err *err)
+{
+	struct tz *z = NULL;
+
+	*out = NULL;
+	if (name != NULL && strcmp(name, "UTC") == 0)
+		return 0;
+	if (tz_load(name, &z, err) == -1)
+		return -1;
+	if (tz_is_utc(z))
+		tz_unref(z);
+	else
+		*out = z;
+	return 0;
+}
+
 struct tz *
 tz_ref(struct tz *z)
 {
@@ -755,6 +773,21 @@ int32_t
 tz_max_fold(const struct tz *z)
 {
 	return z->max_fold;
+}
+
+bool
+tz_hours_on_utc_hours(const struct tz *z, int64_t from, int64_t to)
+{
+	struct tz_seg s;
+
+	for (int64_t t = tz_clamp(from); t < tz_clamp(to); t = s.to) {
+		tz_seg_at(z, t, &s);
+		if (s.off % TZ_SEC_HOUR != 0)
+			return false;
+		if (s.to == INT64_MAX)
+			break;
+	}
+	return true;
 }
 
 /* --- conversions ---------------------------------------------------------- */

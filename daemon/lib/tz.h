@@ -59,6 +59,10 @@ int tz_parse(const char *name, const unsigned char *buf, size_t len,
 int tz_name_check(const char *name, struct err *err);
 /* Read zone `name` from $TZDIR (or /usr/share/zoneinfo) and parse it. */
 int tz_load(const char *name, struct tz **out, struct err *err);
+/* A job's zone: as tz_load(), but a zone that is UTC itself ("UTC",
+ * Etc/UTC, Etc/GMT, Zulu, ...) gives *out = NULL, the built-in UTC
+ * calendar; "UTC" reads no file, so a host without tzdata runs UTC jobs. */
+int tz_load_calendar(const char *name, struct tz **out, struct err *err);
 struct tz *tz_ref(struct tz *z);
 void tz_unref(struct tz *z);
 
@@ -69,6 +73,9 @@ const char *tz_digest(const struct tz *z);
 bool tz_is_utc(const struct tz *z);
 /* The largest backward jump of the wall clock, in seconds (0 if none). */
 int32_t tz_max_fold(const struct tz *z);
+/* True when every offset in effect during [from, to) is whole hours, so
+ * the zone's hours start on UTC hours (ClickHouse's toStartOfHour). */
+bool tz_hours_on_utc_hours(const struct tz *z, int64_t from, int64_t to);
 
 /* Offset (seconds east of UT) in effect at instant t. */
 int32_t tz_offset(const struct tz *z, int64_t t);

@@ -444,6 +444,38 @@ START_TEST(test_system_shapes)
 }
 END_TEST
 
+/* Zones that are UTC become the built-in calendar; whole-hour offsets
+ * are told from others over a span of time. */
+START_TEST(test_calendar_zone)
+{
+	struct tz *z = (struct tz *)1;
+	struct err err;
+
+	/* "UTC" reads no file: not even a missing $TZDIR stops it */
+	setenv("TZDIR", "/nonexistent", 1);
+	ck_assert_int_eq(tz_load_calendar("UTC", &z, &err), 0);
+	ck_assert(z == NULL);
+	unsetenv("TZDIR");
+	ck_assert_int_eq(tz_load_calendar("Etc/UTC", &z, &err), 0);
+	ck_assert(z == NULL);
+	ck_assert_int_eq(tz_load_calendar("Etc/GMT", &z, &err), 0);
+	ck_assert(z == NULL);
+	ck_assert_int_eq(tz_load_calendar("No/Such_Zone", &z, &err), -1);
+	ck_assert_int_eq(tz_load_calendar("Asia/Kolkata", &z, &err), 0);
+	ck_assert(z != NULL);
+	ck_assert(!tz_hours_on_utc_hours(z, utc("2024-01-01 00:00:00"),
+	    utc("2025-01-01 00:00:00")));
+	tz_unref(z);
+	ck_assert_int_eq(tz_load_calendar("Europe/Berlin", &z, &err), 0);
+	ck_assert(tz_hours_on_utc_hours(z, utc("1990-01-01 00:00:00"),
+	    utc("2100-01-01 00:00:00")));
+	/* Berlin's local mean time was +0:53:28 until 1893 */
+	ck_assert(!tz_hours_on_utc_hours(z, utc("1890-01-01 00:00:00"),
+	    utc("1990-01-01 00:00:00")));
+	tz_unref(z);
+}
+END_TEST
+
 static Suite *
 tz_suite(void)
 {
@@ -462,6 +494,7 @@ tz_suite(void)
 	tcase_add_test(tc, test_load_tzdir);
 	tcase_add_loop_test(tc, test_zdump, 0, NELEM(zdumps));
 	tcase_add_test(tc, test_system_shapes);
+	tcase_add_test(tc, test_calendar_zone);
 	suite_add_tcase(s, tc);
 	return s;
 }
