@@ -1187,6 +1187,24 @@ START_TEST(test_cal_ranges_and_maps)
 	ck_assert_int_eq(range_count(&r), 3);
 	cal_key(&cal_utc[GRAIN_MONTH], r.first, k);
 	ck_assert_str_eq(k, "2024-01-01");
+	/* windows (issue 41): day d with lookback 6 reads 7 days, and a day
+	 * is read by the 7 windows that reach it; a month with lookback 1
+	 * reads the month before it too, a Sunday week's window 14 days */
+	r = cal_window_inputs(&cal_utc[GRAIN_DAY], &cal_utc[GRAIN_DAY],
+	    key_of(GRAIN_DAY, "2024-03-07"), 6);
+	ck_assert_int_eq(range_count(&r), 7);
+	cal_key(&cal_utc[GRAIN_DAY], r.first, k);
+	ck_assert_str_eq(k, "2024-03-01");
+	r = cal_window_readers(&cal_utc[GRAIN_DAY], key_of(GRAIN_DAY,
+	    "2024-03-01"), &cal_utc[GRAIN_DAY], 6);
+	ck_assert_int_eq(range_count(&r), 7);
+	cal_key(&cal_utc[GRAIN_DAY], r.last, k);
+	ck_assert_str_eq(k, "2024-03-07");
+	r = cal_window_inputs(&cal_utc[GRAIN_DAY], &cal_utc[GRAIN_MONTH],
+	    key_of(GRAIN_MONTH, "2024-03-01"), 1);
+	ck_assert_int_eq(range_count(&r), 29 + 31);
+	r = cal_window_inputs(&cal_utc[GRAIN_DAY], &sw, 2831, 1);
+	ck_assert_int_eq(range_count(&r), 14);
 	ck_assert(cal_can_feed(&cal_utc[GRAIN_MONTH], &q));
 	ck_assert(!cal_can_feed(&y, &q));
 	ck_assert(cal_keys_sort_in_time(&q));
