@@ -244,7 +244,6 @@ guard_measure(struct exec_run *run, struct wh_conn *conn, size_t i,
 	return 0;
 }
 
-size_t
 void
 guard_set_rows(struct exec_guard_result *g, bool after, int64_t rows)
 {
@@ -277,6 +276,7 @@ guard_set_metric(struct exec_guard_result *g, const struct job_def *j,
 }
 
 guard_checks_max(const struct job_def *j)
+size_t
 {
 	/* its checks and reconciles; with table: key_unique, min_rows and
 	 * the partition guardrail (a stage's: min_rows and the empty
