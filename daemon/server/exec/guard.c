@@ -275,8 +275,8 @@ guard_set_metric(struct exec_guard_result *g, const struct job_def *j,
 	}
 }
 
-guard_checks_max(const struct job_def *j)
 size_t
+guard_checks_max(const struct job_def *j)
 {
 	/* its checks and reconciles; with table: key_unique, min_rows and
 	 * the partition guardrail (a stage's: min_rows and the empty
