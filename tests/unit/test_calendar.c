@@ -1296,6 +1296,15 @@ static const struct {
 	{ "Europe/Berlin", GRAIN_HOUR, WEEK_MONDAY, "2023-03-26T03+02:00",
 	  "2023-03-26 01:00:00", "2023-03-26 02:00:00",
 	  "2023-03-26 03:00:00", "2023-03-26 04:00:00" },
+	/* local mean time, +0:53:28 until 1893-03-31 23:06:32Z, when the
+	 * clocks went from 23:59:59 to 00:06:32 CET: an offset with seconds
+	 * in the key, and a first CET cell of 53:28 */
+	{ "Europe/Berlin", GRAIN_HOUR, WEEK_MONDAY, "1880-01-01T00+00:53:28",
+	  "1879-12-31 23:06:32", "1880-01-01 00:06:32",
+	  "1880-01-01 00:00:00", "1880-01-01 01:00:00" },
+	{ "Europe/Berlin", GRAIN_HOUR, WEEK_MONDAY, "1893-04-01T00+01:00",
+	  "1893-03-31 23:06:32", "1893-04-01 00:00:00",
+	  "1893-04-01 00:06:32", "1893-04-01 01:00:00" },
 	/* a Berlin year and quarters across the year end */
 	{ "Europe/Berlin", GRAIN_YEAR, WEEK_MONDAY, "2023-01-01",
 	  "2022-12-31 23:00:00", "2023-12-31 23:00:00",
