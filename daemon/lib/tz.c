@@ -645,7 +645,7 @@ tz_name_check(const char *name, struct err *err)
 			break;
 	}
 	if (strcmp(name, "localtime") == 0 || strcmp(name, "posixrules") == 0 ||
-	    strncmp(name, "right/", 6) == 0 || strncmp(name, "posix/", 6) == 0)
+	    strncmp(name, "right/", 6) == 0)
 		return err_set(err, EXIT_BAD_INPUT, "time zone %s is not a "
 		    "zone name: write an IANA name such as Europe/Berlin",
 		    name);
