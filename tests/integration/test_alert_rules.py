@@ -19,6 +19,9 @@
       * a backfill stopped over its budget (the run's measured warehouse
         time made 2 h by the test clock, test_budget.py's way):
         BackfilldBudgetStop;
+      * the state store's filesystem full: BackfilldStateStoreNotWritable;
+      * an hourly job with no success past an hour and its deadline:
+        BackfilldNoSuccess;
       * a daemon that ran a backfill and nothing went wrong: no alert.
 
 Exit 77 (skipped) when promtool is not installed (Debian: prometheus),
@@ -42,7 +45,8 @@ SRC = os.environ.get("SOURCE_ROOT",
 RULES = os.path.join(SRC, "config", "prometheus", "backfilld.rules.yml")
 UNIT = os.path.join(SRC, "tests", "prometheus", "backfilld.rules.test.yml")
 ALERTS = ("BackfilldPartitionsLate", "BackfilldPartitionsFailed", "BackfilldCatchupRefused",
-          "BackfilldBudgetStop", "BackfilldNodeDown")
+          "BackfilldBudgetStop", "BackfilldNodeDown", "BackfilldStateStoreNotWritable",
+          "BackfilldNoSuccess")
 
 # The summaries, as the rules render them (the static unit test holds the
 # same text): each names the backfillctl command that looks further.
@@ -59,10 +63,16 @@ SUMMARY = {
     "BackfilldNodeDown": "backfilld on {instance} does not answer its scrape; look further"
                          " with backfillctl status on another node (its nodes and their"
                          " last_seen)",
+    "BackfilldStateStoreNotWritable": "backfilld on {instance}: the state store cannot be"
+                                      " written, no run starts; look further with"
+                                      " backfillctl status",
+    "BackfilldNoSuccess": "backfilld job {job}: no run succeeded for longer than a partition"
+                          " and its deadline; look further with backfillctl runs --job {job}",
 }
 SEVERITY = {"BackfilldPartitionsLate": "critical", "BackfilldPartitionsFailed": "warning",
             "BackfilldCatchupRefused": "warning", "BackfilldBudgetStop": "warning",
-            "BackfilldNodeDown": "critical"}
+            "BackfilldNodeDown": "critical", "BackfilldStateStoreNotWritable": "critical",
+            "BackfilldNoSuccess": "warning"}
 
 
 def free_port():
@@ -93,8 +103,12 @@ def promtool_run(tool, *args):
 class Scraper:
     """Scrapes of one daemon's GET /metrics, each standing for `n` minutes."""
 
-    def __init__(self, port):
+    def __init__(self, port, epoch=0):
         self.port = port
+        # the daemon's clock at minute 0 of the scrapes: its
+        # *_timestamp_seconds are shifted by it onto promtool's time,
+        # whose minute 0 is the Unix epoch (time() in the rules)
+        self.epoch = epoch
         self.instance = "127.0.0.1:%d" % port
         self.scrapes = []     # [(samples or None, n)]
 
@@ -124,6 +138,8 @@ class Scraper:
             vals = []
             for got, n in self.scrapes:
                 v = (got or {}).get((name, labels))
+                if v is not None and name.endswith("_timestamp_seconds"):
+                    v -= self.epoch
                 vals += ["_" if v is None else "%.17g" % v] * n
             text = ",".join('%s="%s"' % (k, lab[k]) for k in sorted(lab))
             out.append({"series": "%s{%s}" % (name, text), "values": " ".join(vals)})
@@ -169,7 +185,7 @@ def assert_alerts(tool, scraper, at, want, what):
 def test_shipped_file():
     tool = tm.promtool()
     rc, out = promtool_run(tool, "check", "rules", RULES)
-    h.check(rc == 0 and "SUCCESS: 5 rules found" in out,
+    h.check(rc == 0 and "SUCCESS: 7 rules found" in out,
             "promtool check rules, exit %d:\n%s" % (rc, out))
     rc, out = promtool_run(tool, "test", "rules", UNIT)
     h.check(rc == 0, "promtool test rules %s, exit %d:\n%s" % (UNIT, rc, out))
@@ -249,9 +265,83 @@ def test_budget_stop_and_healthy():
         "the request stopped over its budget")
 
 
+def test_no_success():
+    """An hourly job with a deadline of 1h succeeds once (its last success
+    the test clock's 2026-03-04T01:00), then nothing succeeds: promtool
+    time 0 is that instant; BackfilldNoSuccess fires past an hour and its
+    deadline (after 120 minutes) on that job alone, not before."""
+    tool = tm.promtool()
+    port = free_port()
+    d = ts.sched_daemon(ts.cmd_job("hourly", "hour", "2026-03-04T00", "deadline: 1h"),
+                        "2026-03-04T00:30:00Z", "alerts-success",
+                        settings={"max_concurrency": 4, "http_listen": port})
+    ts.tick(d, "2026-03-04T01:00:00Z")
+    for r in d.runs(include_boot=True):
+        d.wait_request(r["request"])
+    d.ok("pause", "hourly")
+    s = Scraper(port, epoch=int(ts.parse_clock("2026-03-04T01:00:00Z").timestamp()))
+    got = s.scrape(130)
+    h.check(got is not None, "GET /metrics on %s" % s.instance)
+    h.eq(got.get(("backfilld_last_success_timestamp_seconds",
+                  frozenset({("job", "hourly")}))), s.epoch, "hourly's last success")
+    d.stop()
+    assert_alerts(tool, s, 119, {}, "an hour and its deadline not yet passed")
+    assert_alerts(tool, s, 125, {
+        "BackfilldNoSuccess": [expect("BackfilldNoSuccess", s.instance, "hourly")]},
+        "no success for more than an hour and its deadline")
+
+
+def test_store_not_writable():
+    """The state store's filesystem fills up (a tmpfs: root only, else
+    skipped): backfilld_state_store_writable is 0 and
+    BackfilldStateStoreNotWritable fires after its minute."""
+    h.sqlite_state_only("the state store's filesystem fills up")
+    from test_full_store import mount_tmpfs, fill
+    tool = tm.promtool()
+    port = free_port()
+    config = ("state_db: {dir}/st/state.db\nsocket: backfilld.sock\n"
+              "http_listen: 127.0.0.1:%d\nmax_backfill: 100000\n"
+              "warehouses:\n  - {name: wh, sqlite: wh.db}\n"
+              "jobs:\n  - name: h\n    warehouse: wh\n    partition: hour\n"
+              "    sql: INSERT OR REPLACE INTO t (k, pad) VALUES (:partition, zeroblob(100))\n"
+              % port)
+    d = h.Daemon(config=config, warehouses={"wh": "CREATE TABLE t (k TEXT PRIMARY KEY, pad BLOB);"},
+                 name="alerts-store", env={"BACKFILLD_TEST_STORE_RETRY_MS": "60000"},
+                 start=False)
+    st_dir = os.path.join(d.dir, "st")
+    ok, why = mount_tmpfs(st_dir, "40M")
+    if not ok:
+        print("SKIP part: cannot mount a tmpfs (%s); run as root" % why)
+        d.close()
+        return
+    d.state_db = os.path.join(st_dir, "state.db")
+    try:
+        d.start()
+        s = Scraper(port)
+        h.eq(s.scrape(10)[("backfilld_state_store_writable", frozenset())], 1,
+             "the store writable at first")
+        d.enqueue("backfill", "h", "--from", "2026-01-01", "--to", "2026-03-01")
+        fill(st_dir)
+        tb.until(lambda: tm.samples(urllib.request.urlopen(
+            "http://%s/metrics" % s.instance, timeout=5).read().decode()).get(
+                ("backfilld_state_store_writable", frozenset())) == 0,
+            "backfilld_state_store_writable 0")
+        h.check(s.scrape(10) is not None, "GET /metrics with the store full")
+        assert_alerts(tool, s, 10, {}, "the store just failed")
+        assert_alerts(tool, s, 12, {"BackfilldStateStoreNotWritable": [
+            expect("BackfilldStateStoreNotWritable", s.instance)]}, "the store not writable")
+        os.unlink(os.path.join(st_dir, "filler"))
+        d.stop()
+    finally:
+        if d.alive():
+            d.kill9()
+        subprocess.run(["umount", "-l", st_dir], capture_output=True)
+
+
 DESCRIPTION = {}
 
 if __name__ == "__main__":
     tm.promtool()   # exit 77 without it (1 under BACKFILLD_REQUIRE_PROMTOOL=1)
     DESCRIPTION.update(descriptions())
-    h.main([test_shipped_file, test_failed_late_refused_down, test_budget_stop_and_healthy])
+    h.main([test_shipped_file, test_failed_late_refused_down, test_budget_stop_and_healthy,
+            test_no_success, test_store_not_writable])

@@ -33,6 +33,7 @@ JOBS = """
 - name: sched
   partition: day
   start: 2025-12-30
+  deadline: 2h
   command: ["true"]
 - name: daily
   partition: day
@@ -122,13 +123,24 @@ def test_metrics_file():
          "watermark 2025-12-31 as Unix time")
     h.eq(v("backfilld_hooks_total", hook="on_failure", result="ok"), 0, "hooks")
     h.eq(v("backfilld_hooks_dropped_total"), 0, "hooks dropped")
+    h.eq(v("backfilld_state_store_writable"), 1, "the state store writable")
+    h.eq(v("backfilld_last_success_timestamp_seconds", job="daily"), 1767225600,
+         "daily's last success at the test clock's 2026-01-01T00:00Z")
+    h.check(("backfilld_last_success_timestamp_seconds", frozenset({("job", "weekly")}))
+            not in s, "a last success of weekly, which never succeeded")
+    h.eq(v("backfilld_deadline_seconds", job="sched"), 7200, "sched's deadline")
+    h.eq(v("backfilld_partition_seconds", job="sched"), 86400, "sched's partition")
+    h.check(("backfilld_deadline_seconds", frozenset({("job", "daily")})) not in s,
+            "a deadline series for daily, which has none")
     h.check(any(k[0] == "backfilld_build_info" and v_ == 1 for k, v_ in s.items()),
             "build_info")
     for name in ("backfilld_runs_total", "backfilld_run_duration_seconds",
                  "backfilld_schedule_delay_seconds", "backfilld_partitions",
                  "backfilld_watermark_timestamp_seconds", "backfilld_catchup_refused",
                  "backfilld_hooks_total", "backfilld_hooks_dropped_total",
-                 "backfilld_build_info"):
+                 "backfilld_build_info", "backfilld_state_store_writable",
+                 "backfilld_last_success_timestamp_seconds", "backfilld_deadline_seconds",
+                 "backfilld_partition_seconds"):
         h.check("# HELP %s " % name in text and "# TYPE %s " % name in text,
                 "HELP and TYPE of %s" % name)
     h.check(not re.search(r"20\d\d-\d\d-\d\d", text), "a partition key in the metrics:\n" + text)

@@ -10,6 +10,7 @@
 #include "metrics.h"
 
 #include "atomicfile.h"
+#include "clock.h"
 #include "throttle.h"
 
 #include <errno.h>
@@ -52,6 +53,7 @@ struct mjob {
 	struct hist dur, delay;
 	struct mcheck *checks;
 	size_t nchecks;
+	int64_t last_success; /* seconds, daemon clock; 0: none since start */
 };
 
 struct metrics {
@@ -101,6 +103,8 @@ metrics_run_cb(void *data, const struct sched_run_event *ev)
 
 	if (ev->state < MS_COUNT)
 		j->runs[ev->state]++;
+	if (ev->state == MS_SUCCEEDED)
+		j->last_success = clock_now();
 	if (ev->state == MS_SKIPPED)
 		return; /* early cut-off: nothing ran, nothing to time */
 	metrics_observe(&j->dur, metrics_dur_buckets, NDUR, ev->duration_s);
@@ -314,6 +318,12 @@ metrics_partitions(struct metrics *m, struct buf *o,
 	static const char *const pstates[] = { "queued", "running", "blocked",
 					       "failed", "late", "stale" };
 
+	metrics_head(o, "backfilld_state_store_writable", "gauge",
+		     "1 while the state store takes the daemon's commits; 0"
+		     " after one failed (no run starts: status says why).");
+	buf_printf(o, "backfilld_state_store_writable %d\n",
+		   sched_store_failed(m->s, NULL, NULL) ? 0 : 1);
+
 	metrics_head(o, "backfilld_partitions", "gauge",
 		     "Partitions of each job by state now (failed: by their newest run; late: past the job's deadline; stale: downstream partitions older than their inputs).");
 	for (size_t i = 0; i < cfg->njobs; i++) {
@@ -331,6 +341,53 @@ metrics_partitions(struct metrics *m, struct buf *o,
 			buf_printf(o, "\",state=\"%s\"} %" PRId64 "\n",
 				   pstates[k], vals[k]);
 		}
+	}
+}
+
+/* Each job's newest success since the daemon started, and its deadline
+ * and partition length (the rule BackfilldNoSuccess adds the two). */
+static void
+metrics_success(struct metrics *m, struct buf *o)
+{
+	const struct config *cfg = sched_config(m->s);
+	int64_t now = clock_now();
+
+	metrics_head(o, "backfilld_last_success_timestamp_seconds", "gauge",
+		     "When a run of the job last succeeded since the daemon"
+		     " started, Unix time (no series before the first).");
+	for (size_t i = 0; i < cfg->njobs; i++) {
+		const struct mjob *mj = metrics_job(m, cfg->jobs[i].name);
+
+		if (mj->last_success == 0)
+			continue;
+		buf_addstr(o, "backfilld_last_success_timestamp_seconds{job=\"");
+		metrics_label(o, cfg->jobs[i].name);
+		buf_printf(o, "\"} %" PRId64 "\n", mj->last_success);
+	}
+
+	metrics_head(o, "backfilld_deadline_seconds", "gauge",
+		     "The job's deadline (jobs with one), seconds.");
+	for (size_t i = 0; i < cfg->njobs; i++) {
+		if (cfg->jobs[i].deadline <= 0)
+			continue;
+		buf_addstr(o, "backfilld_deadline_seconds{job=\"");
+		metrics_label(o, cfg->jobs[i].name);
+		buf_printf(o, "\"} %" PRId64 "\n", cfg->jobs[i].deadline);
+	}
+
+	metrics_head(o, "backfilld_partition_seconds", "gauge",
+		     "The length of the job's partition holding now (jobs with"
+		     " a deadline), seconds.");
+	for (size_t i = 0; i < cfg->njobs; i++) {
+		enum grain g = cfg->jobs[i].grain;
+		part_t p = part_of_time(g, now);
+
+		if (cfg->jobs[i].deadline <= 0)
+			continue;
+		buf_addstr(o, "backfilld_partition_seconds{job=\"");
+		metrics_label(o, cfg->jobs[i].name);
+		buf_printf(o, "\"} %" PRId64 "\n",
+			   part_end(g, p) - part_start(g, p));
 	}
 }
 
@@ -414,6 +471,7 @@ metrics_render(struct metrics *m, struct buf *o)
 			    true);
 	metrics_partitions(m, o, views);
 	metrics_job_gauges(m, o, views);
+	metrics_success(m, o);
 	metrics_hooks(m, o);
 	metrics_throttle(m, o);
 	free(views);
