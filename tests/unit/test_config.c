@@ -198,9 +198,13 @@ static const struct bad_fixture bad_fixtures[] = {
 	{ "bad-txn-pg.yaml",
 	  "10:41: job \"x\" statement 4 controls the run's transaction (COMMIT AND CHAIN): backfilld begins and commits each partition's transaction itself; remove it (to nest one, use SAVEPOINT name ... RELEASE name)" },
 	{ "bad-partition-missing.yaml",
-	  "5:5: job \"x\" needs partition: hour, day, week or month" },
+	  "5:5: job \"x\" needs partition: hour, day, week, month, quarter or year" },
 	{ "bad-partition-value.yaml",
-	  "7:16: job \"x\": partition must be one of hour, day, week, month, got \"daily\"" },
+	  "7:16: job \"x\": partition must be one of hour, day, week, month, quarter, year, got \"daily\"" },
+	{ "bad-timezone.yaml",
+	  "8:15: job \"x\": timezone: unknown time zone \"Europe/Berln\"; did you mean \"Europe/Berlin\"?" },
+	{ "bad-week-start.yaml",
+	  "8:5: job \"x\": week_start is for partition: week; this job's partitions are months" },
 	{ "bad-sql-file-missing.yaml",
 	  "8:5: job \"x\": cannot read sql_file \"jobs/missing.sql\" (" FX "jobs/missing.sql): No such file or directory" },
 	{ "bad-log-level.yaml",
@@ -1542,7 +1546,7 @@ static const struct inc_fixture inc_fixtures[] = {
 	{ "setting/main.yaml",
 	  "@/setting/jobs.d/a.yaml:5:1: \"max_catchup\" is a setting of the main configuration file, not of an included one (which holds only jobs:, warehouses: and include:); move it to ^" },
 	{ "badjob/main.yaml",
-	  "@/badjob/jobs.d/a.yaml:4:16: job \"a\": partition must be one of hour, day, week, month, got \"dya\"" },
+	  "@/badjob/jobs.d/a.yaml:4:16: job \"a\": partition must be one of hour, day, week, month, quarter, year, got \"dya\"" },
 };
 
 #define NINC (int)(sizeof inc_fixtures / sizeof inc_fixtures[0])

@@ -14,6 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "tz.h"
 #include "xalloc.h"
 
 /* True when two strings (either may be NULL) differ. */
@@ -97,6 +98,9 @@ config_diff_job(const struct job_def *a, const struct job_def *b,
 #define CD_IF(cond, key) do { if (cond) config_diff_key(c, key); } while (0)
 	CD_IF(config_diff_str(a->warehouse_name, b->warehouse_name), "warehouse");
 	CD_IF(a->grain != b->grain, "partition");
+	CD_IF(strcmp(cal_zone_name(&a->cal), cal_zone_name(&b->cal)) != 0,
+	      "timezone");
+	CD_IF(a->cal.week_start != b->cal.week_start, "week_start");
 	CD_IF(a->has_start != b->has_start ||
 	      (a->has_start && a->start != b->start), "start");
 	CD_IF(a->has_end != b->has_end || (a->has_end && a->end != b->end), "end");
@@ -195,6 +199,9 @@ config_diff_settings(const struct config *a, const struct config *b,
 	CD_IF(a->max_concurrency != b->max_concurrency, "max_concurrency");
 	CD_IF(a->max_catchup != b->max_catchup, "max_catchup");
 	CD_IF(a->max_backfill != b->max_backfill, "max_backfill");
+	CD_IF(strcmp(a->zone != NULL ? tz_name(a->zone) : "UTC",
+		     b->zone != NULL ? tz_name(b->zone) : "UTC") != 0,
+	      "timezone");
 	CD_IF(a->build_future != b->build_future, "build_future");
 	CD_IF(a->max_backfill_time != b->max_backfill_time,
 	      "max_backfill_time");

@@ -6,6 +6,8 @@
 
 #include <stdlib.h>
 
+#include "tz.h"
+
 /* Free n strings of v, then v. */
 static void
 cfg_strv_free(char **v, size_t n)
@@ -85,6 +87,7 @@ cfg_job_free(struct job_def *j)
 	free(j->partition_column);
 	cfg_strv_free(j->key, j->nkey);
 	cfg_strv_free(j->nodes, j->nnodes);
+	tz_unref(j->zone);
 	for (int h = 0; h < HOOK_COUNT; h++)
 		cfg_strv_free(j->hooks[h].argv, j->hooks[h].argc);
 }
@@ -117,5 +120,6 @@ config_free(struct config *cfg)
 	free(cfg->metrics_file);
 	free(cfg->report_file);
 	free(cfg->http_listen);
+	tz_unref(cfg->zone);
 	free(cfg);
 }

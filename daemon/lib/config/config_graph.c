@@ -93,7 +93,7 @@ cfg_link_upstream(struct cfg_parser *p, size_t a)
 						"job \"%s\" lists upstream \"%s\" twice; keep one",
 						j->name, j->upstream[i]);
 		j->upstream_idx[i] = u;
-		if (!grain_can_feed(cfg->jobs[u].grain, j->grain))
+		if (!cal_can_feed(&cfg->jobs[u].cal, &j->cal))
 			return cfg_fail(p, cfg_upstream_node(p, a, i)->start_mark,
 					"job \"%s\" (%s) cannot follow upstream \"%s\" (%s): a %s partition does not lie inside one %s partition; make \"%s\" as coarse as its upstream or coarser",
 					j->name, grain_name(j->grain),

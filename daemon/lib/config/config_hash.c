@@ -49,6 +49,12 @@ cfg_code_version(struct job_def *j)
 
 	h = cfg_fnv_field(h, "name", j->name);
 	h = cfg_fnv_field(h, "grain", grain_name(j->grain));
+	/* the calendar only when it is not UTC with Monday weeks, so that
+	 * every job written before zones keeps its code_version */
+	if (j->cal.tz != NULL)
+		h = cfg_fnv_field(h, "timezone", cal_zone_name(&j->cal));
+	if (j->cal.week_start == WEEK_SUNDAY)
+		h = cfg_fnv_field(h, "week_start", "sunday");
 	h = cfg_fnv_field(h, "sql", j->sql);
 	h = cfg_fnv_int(h, "argc", j->command ? (long long)j->command_len : -1);
 	for (i = 0; i < j->command_len; i++)

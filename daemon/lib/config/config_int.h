@@ -248,6 +248,11 @@ int cfg_load_jobs(struct cfg_parser *p);
 cfg_handler_fn cfg_h_checks, cfg_h_reconcile, cfg_h_metrics,
 	cfg_h_late_data;
 
+/* config_cal.c: timezone:, week_start:, a job's calendar */
+cfg_handler_fn cfg_h_timezone, cfg_h_week_start;
+int cfg_job_calendar(struct cfg_parser *p, struct job_def *j,
+		     yaml_node_t *map);
+
 /* config_sql.c: the scan of a job's SQL */
 int cfg_job_clock(struct cfg_parser *p, struct job_def *j, yaml_node_t *map);
 int cfg_job_txn(struct cfg_parser *p, struct job_def *j, yaml_node_t *map);

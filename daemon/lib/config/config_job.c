@@ -55,13 +55,13 @@ cfg_h_job_name(struct cfg_parser *p, void *obj, const struct cfg_key *k,
 			     o < j ? o->file : NULL, &j->name);
 }
 
-/* partition: hour | day | week | month. */
+/* partition: hour | day | week | month | quarter | year. */
 static int
 cfg_h_grain(struct cfg_parser *p, void *obj, const struct cfg_key *k,
 	    yaml_node_t *key, yaml_node_t *val)
 {
 	if (cfg_is_null(val) ||
-	    grain_parse(cfg_text(val), &((struct job_def *)obj)->grain) < 0)
+	    cal_grain_parse(cfg_text(val), &((struct job_def *)obj)->grain) < 0)
 		return cfg_bad_value(p, k, val);
 	return 0;
 }
@@ -209,7 +209,12 @@ const struct cfg_key cfg_job_keys[] = {
 	{ "warehouse", YAML_SCALAR_NODE, cfg_h_str, CFG_JOB(warehouse_name), 0,
 	  "a warehouse name", 0 },
 	{ "partition", YAML_SCALAR_NODE, cfg_h_grain, 0, 0,
-	  "one of hour, day, week, month", 0 },
+	  "one of hour, day, week, month, quarter, year", 0 },
+	{ "timezone", YAML_SCALAR_NODE, cfg_h_timezone, CFG_JOB(zone),
+	  CFG_JOB(zone_set), "an IANA time zone name such as Europe/Berlin",
+	  0 },
+	{ "week_start", YAML_SCALAR_NODE, cfg_h_week_start, 0, 0,
+	  "monday or sunday", 0 },
 	{ "start", YAML_SCALAR_NODE, cfg_h_later, 0, 0, "a date YYYY-MM-DD", 0 },
 	{ "end", YAML_SCALAR_NODE, cfg_h_later, 0, 0, "a date YYYY-MM-DD", 0 },
 	{ "ready_after", YAML_SCALAR_NODE, cfg_h_duration, CFG_JOB(ready_after),
@@ -281,28 +286,29 @@ const struct cfg_key cfg_job_keys[] = {
 	{ NULL, YAML_NO_NODE, NULL, 0, 0, NULL, 0 }
 };
 
-/* Parse a start/end text at the job's grain: the partition, and the first
- * (or, with `last`, the last) second of the date or hour as written.
- * `last` also maps a day of an hourly job to its last hour. */
+/* Parse a start/end text in the job's calendar (calendar.h
+ * cal_range_parse_one): the first (or, with `last`, the last) partition
+ * overlapping the local date or hour, and the first (or last) second of
+ * its wall clock as written.  A zone's hour may carry its offset. */
 static int
 cfg_job_date(struct cfg_parser *p, struct job_def *j, yaml_node_t *val,
 	     const char *what, bool last, part_t *part, int64_t *t)
 {
 	const char *s = cfg_text(val);
+	struct part_range r;
 	struct err e;
 	int64_t v;
-	char buf[CFG_QUOTE_MAX * 4 + 16];
+	char buf[CFG_QUOTE_MAX * 4 + 16], hour[16];
 
 	if (j->grain == GRAIN_HOUR && strchr(s, 'T') != NULL) {
-		if (cal_parse_hour(s, &v, &e) < 0)
+		snprintf(hour, sizeof hour, "%.13s", s);
+		if ((j->cal.tz == NULL && strlen(s) != 13) ||
+		    cal_parse_hour(hour, &v, &e) < 0)
 			return cfg_fail(p, val->start_mark,
 					"%s%s must be a date YYYY-MM-DD or an hour YYYY-MM-DDTHH, got %s",
 					p->pfx, what, cfg_quote(s, buf, sizeof buf));
-		*part = v;
 		*t = v * 3600 + (last ? 3599 : 0);
-		return 0;
-	}
-	if (cal_parse_date(s, &v, &e) < 0) {
+	} else if (cal_parse_date(s, &v, &e) < 0) {
 		if (j->grain == GRAIN_HOUR)
 			return cfg_fail(p, val->start_mark,
 					"%s%s must be a date YYYY-MM-DD or an hour YYYY-MM-DDTHH, got %s",
@@ -310,12 +316,13 @@ cfg_job_date(struct cfg_parser *p, struct job_def *j, yaml_node_t *val,
 		return cfg_fail(p, val->start_mark,
 				"%s%s must be a date YYYY-MM-DD, got %s", p->pfx,
 				what, cfg_quote(s, buf, sizeof buf));
+	} else {
+		*t = v * 86400 + (last ? 86399 : 0);
 	}
-	*t = v * 86400 + (last ? 86399 : 0);
-	if (j->grain == GRAIN_HOUR)
-		*part = part_of_time(GRAIN_HOUR, v * 86400 + (last ? 86400 - 3600 : 0));
-	else
-		*part = part_of_day(j->grain, v);
+	if (cal_range_parse_one(&j->cal, s, &r, &e) < 0)
+		return cfg_fail(p, val->start_mark, "%s%s: %s", p->pfx, what,
+				e.msg);
+	*part = last ? r.last : r.first;
 	return 0;
 }
 
@@ -506,9 +513,10 @@ cfg_job_finish(struct cfg_parser *p, struct job_def *j, yaml_node_t *map)
 
 	if (cfg_map_get(p, map, "partition") == NULL)
 		return cfg_fail(p, map->start_mark,
-				"%s needs partition: hour, day, week or month",
-				p->ctx);
-	if (cfg_job_span(p, j, map) < 0 ||
+				"%s needs partition: hour, day, week, month,"
+				" quarter or year", p->ctx);
+	if (cfg_job_calendar(p, j, map) < 0 ||
+	    cfg_job_span(p, j, map) < 0 ||
 	    cfg_job_target(p, j, map, is_sql) < 0 ||
 	    cfg_job_needs(p, j, map, is_sql) < 0 ||
 	    cfg_job_clickhouse(p, j, map, is_sql) < 0)

@@ -174,6 +174,8 @@ const struct cfg_key cfg_top_keys[] = {
 	  CFG_OFF(config, max_catchup), 1, CFG_POSINT, 0 },
 	{ "max_backfill", YAML_SCALAR_NODE, cfg_h_int,
 	  CFG_OFF(config, max_backfill), 1, CFG_POSINT, 0 },
+	{ "timezone", YAML_SCALAR_NODE, cfg_h_timezone, CFG_OFF(config, zone),
+	  0, "an IANA time zone name such as Europe/Berlin", 0 },
 	{ "build_future", YAML_SCALAR_NODE, cfg_h_bool,
 	  CFG_OFF(config, build_future), 0, "true or false", 0 },
 	{ "max_backfill_time", YAML_SCALAR_NODE, cfg_h_duration,
