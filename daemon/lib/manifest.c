@@ -100,8 +100,8 @@ static void
 manifest_resolve(struct manifest *m, struct item *it)
 {
 	it->job = config_job_index(m->cfg, it->job_name);
-	if (it->job >= 0 && part_parse_key(m->cfg->jobs[it->job].grain, it->key,
-					   &it->part, NULL) < 0)
+	if (it->job >= 0 && cal_parse_key(&m->cfg->jobs[it->job].cal, it->key,
+					  &it->part, NULL) < 0)
 		it->job = -1;
 }
 
@@ -310,15 +310,13 @@ manifest_relink(struct manifest *m, struct request *rq)
 			continue;
 		for (size_t k = 0; k < rq->n; k++) {
 			struct item *in = rq->items[k];
-			part_t out[2];
-			int n;
+			struct part_range r;
 
 			if (in == o || in->job < 0)
 				continue;
-			n = lineage_map(m->cfg, in->job, in->part, o->job, out);
-			for (int x = 0; x < n; x++)
-				if (out[x] == o->part)
-					manifest_link(in, o);
+			r = lineage_range(m->cfg, in->job, in->part, o->job);
+			if (o->part >= r.first && o->part <= r.last)
+				manifest_link(in, o);
 		}
 	}
 }

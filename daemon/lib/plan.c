@@ -99,12 +99,11 @@ plan_expand_job(struct plan *p, const struct config *cfg, int d, bool reverse)
 
 	for (size_t i = 0; i < limit; i++) {
 		const struct plan_item *it = &p->items[i];
-		part_t out[2];
-		int k = lineage_map(cfg, it->job, it->part, d, out);
+		struct part_range r = lineage_range(cfg, it->job, it->part, d);
 
-		for (int j = 0; j < k; j++) {
+		for (part_t q = r.first; q <= r.last; q++) {
 			plan_grow((void **)&pairs, &cap, n, sizeof *pairs);
-			pairs[n].part = out[j];
+			pairs[n].part = q;
 			pairs[n].input = i;
 			n++;
 		}

@@ -57,7 +57,7 @@ key_of(const struct plan *p, size_t i)
 {
 	static char buf[CAL_KEY_MAX];
 
-	part_key(cfg->jobs[p->items[i].job].grain, p->items[i].part, buf);
+	cal_key(&cfg->jobs[p->items[i].job].cal, p->items[i].part, buf);
 	return buf;
 }
 
@@ -142,6 +142,53 @@ START_TEST(hours_chain_week53)
 	ck_assert_str_eq(key_of(&p, 6), "2026-12-01");
 	ck_assert_str_eq(key_of(&p, 7), "2027-01-01");
 	ck_assert_str_eq(job_of(&p, 7), "monthly");
+	plan_free(&p);
+}
+END_TEST
+
+static const char rollup_yaml[] =
+	"jobs:\n"
+	"  - {name: fct, partition: day, command: [x]}\n"
+	"  - {name: quarterly, partition: quarter, upstream: [fct], command: [x]}\n"
+	"  - {name: yearly, partition: year, upstream: [quarterly], command: [x]}\n";
+
+static void
+rollup_setup(void)
+{
+	struct err err;
+
+	if (config_load_string("/tmp/plan.yaml", rollup_yaml,
+			       strlen(rollup_yaml), &cfg, &err) < 0)
+		ck_abort_msg("config: %s", err.msg);
+}
+
+/* Days across a quarter end and a year end: each quarter once, waiting
+ * for its days, each year once, waiting for its quarters. */
+START_TEST(quarter_year_rollups)
+{
+	struct plan p;
+	int fct = config_job_index(cfg, "fct");
+
+	plan_init(&p);
+	plan_add_root(&p, fct, day("2023-03-31"));
+	plan_add_root(&p, fct, day("2023-04-01"));
+	plan_add_root(&p, fct, day("2023-12-31"));
+	plan_add_root(&p, fct, day("2024-01-01"));
+	plan_expand(&p, cfg, false, NULL);
+	ck_assert_uint_eq(p.n, 4 + 4 + 2);
+	ck_assert_str_eq(job_of(&p, 4), "quarterly");
+	ck_assert_str_eq(key_of(&p, 4), "2023-01-01");
+	ck_assert_str_eq(key_of(&p, 5), "2023-04-01");
+	ck_assert_str_eq(key_of(&p, 6), "2023-10-01");
+	ck_assert_uint_eq(p.items[6].ndeps, 1);
+	ck_assert_uint_eq(p.deps[p.items[6].dep_off], 2);
+	ck_assert_str_eq(key_of(&p, 7), "2024-01-01");
+	ck_assert_str_eq(job_of(&p, 8), "yearly");
+	ck_assert_str_eq(key_of(&p, 8), "2023-01-01");
+	ck_assert_uint_eq(p.items[8].ndeps, 3);
+	ck_assert_str_eq(key_of(&p, 9), "2024-01-01");
+	ck_assert_uint_eq(p.items[9].ndeps, 1);
+	ck_assert_uint_eq(p.deps[p.items[9].dep_off], 7);
 	plan_free(&p);
 }
 END_TEST
@@ -340,6 +387,7 @@ main(void)
 	Suite *s = suite_create("plan");
 	TCase *tc = tcase_create("plan");
 	TCase *tn = tcase_create("narrow");
+	TCase *tr = tcase_create("rollups");
 	SRunner *sr;
 	int failed;
 
@@ -356,6 +404,9 @@ main(void)
 	tcase_add_test(tn, narrow_refusals);
 	tcase_add_test(tn, downstream_of_is_transitive);
 	suite_add_tcase(s, tn);
+	tcase_add_checked_fixture(tr, rollup_setup, teardown);
+	tcase_add_test(tr, quarter_year_rollups);
+	suite_add_tcase(s, tr);
 	sr = srunner_create(s);
 	srunner_run_all(sr, CK_ENV);
 	failed = srunner_ntests_failed(sr);
