@@ -45,6 +45,11 @@ struct cmd_entry {
 /* status on several hosts (cmd_nodes.c): the nodes and warnings; nothing
  * on a single host. */
 void cmd_nodes_json(struct cmd_ctx *ctx, struct buf *out);
+/* A job's GRAIN cell (jobs, status): its grain, with its week start and
+ * zone when they are not Monday and UTC: "week (sunday)",
+ * "day (Europe/Berlin)".  buf: at least CMD_GRAIN_MAX bytes. */
+#define CMD_GRAIN_MAX 320
+const char *cmd_grain_text(const struct job_def *j, char *buf);
 
 /* cmd_shards.c: a partition a ClickHouse Distributed target publishes
  * shard by shard (docs/clickhouse.md, "Beyond one server"). */

@@ -26,6 +26,18 @@ cmd_short_file(const struct config *cfg, const char *file)
 	return file;
 }
 
+const char *
+cmd_grain_text(const struct job_def *j, char *buf)
+{
+	bool sun = j->cal.week_start == WEEK_SUNDAY, tz = j->cal.tz != NULL;
+
+	snprintf(buf, CMD_GRAIN_MAX, "%s%s%s%s%s%s", grain_name(j->grain),
+		 sun || tz ? " (" : "", sun ? "sunday" : "",
+		 sun && tz ? ", " : "", tz ? cal_zone_name(&j->cal) : "",
+		 sun || tz ? ")" : "");
+	return buf;
+}
+
 /* A job's object in jobs --json (first: the first of the array). */
 static void
 jobs_json(const struct job_def *j, const struct sched_job_view *v,
@@ -33,8 +45,11 @@ jobs_json(const struct job_def *j, const struct sched_job_view *v,
 {
 	buf_addstr(out, first ? "\n  {\"name\": " : ",\n  {\"name\": ");
 	json_str(out, j->name);
-	buf_printf(out, ", \"grain\": \"%s\", \"warehouse\": ",
+	buf_printf(out, ", \"grain\": \"%s\", \"timezone\": ",
 		   grain_name(j->grain));
+	json_str(out, cal_zone_name(&j->cal));
+	buf_printf(out, ", \"week_start\": \"%s\", \"warehouse\": ",
+		   j->cal.week_start == WEEK_SUNDAY ? "sunday" : "monday");
 	json_str(out, j->warehouse_name);
 	buf_addstr(out, ", \"command\": ");
 	if (j->command != NULL)
@@ -74,6 +89,7 @@ jobs_row(const struct config *cfg, const struct job_def *j,
 	 const struct sched_job_view *v, const char *wm, struct cmd_table *t)
 {
 	struct buf on, up, at, rd, wr;
+	char grain[CMD_GRAIN_MAX];
 
 	buf_init(&on);
 	buf_init(&up);
@@ -92,7 +108,7 @@ jobs_row(const struct config *cfg, const struct job_def *j,
 	jobs_list(&wr, j->writes, j->nwrites);
 	buf_printf(&at, "%s:%d", cmd_short_file(cfg, j->file), j->pos.line);
 	buf_add(&at, "", 1);
-	const char *row[11] = { j->name, grain_name(j->grain), on.data,
+	const char *row[11] = { j->name, cmd_grain_text(j, grain), on.data,
 		up.data, rd.data, wr.data, v->paused ? "yes" : "no", v->catchup,
 		v->has_watermark ? wm : "-", j->code_version, at.data };
 	cmd_table_row(t, row);
@@ -128,7 +144,7 @@ cmd_jobs_exec(struct cmd_ctx *ctx, const struct cmdspec_req *req,
 
 		sched_job_view(s, (int)i, &v);
 		if (v.has_watermark)
-			part_key(j->grain, v.watermark, wm);
+			cal_key(&j->cal, v.watermark, wm);
 		if (json)
 			jobs_json(j, &v, wm, i == 0, &res->out);
 		else

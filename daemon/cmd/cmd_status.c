@@ -204,10 +204,13 @@ status_job_json(const struct job_def *j, const struct sched_job_view *v,
 
 	buf_addstr(out, first ? "\n  {\"name\": " : ",\n  {\"name\": ");
 	json_str(out, j->name);
-	buf_printf(out, ", \"grain\": \"%s\", \"paused\": %s, \"watermark\": ",
-		   grain_name(j->grain), v->paused ? "true" : "false");
+	buf_printf(out, ", \"grain\": \"%s\", \"timezone\": ",
+		   grain_name(j->grain));
+	json_str(out, cal_zone_name(&j->cal));
+	buf_printf(out, ", \"paused\": %s, \"watermark\": ",
+		   v->paused ? "true" : "false");
 	if (v->has_watermark)
-		part_key(j->grain, v->watermark, k);
+		cal_key(&j->cal, v->watermark, k);
 	json_str(out, v->has_watermark ? k : NULL);
 	buf_addstr(out, ", \"next_due\": ");
 	if (v->has_next_due)
@@ -215,8 +218,8 @@ status_job_json(const struct job_def *j, const struct sched_job_view *v,
 	json_str(out, v->has_next_due ? k : NULL);
 	buf_printf(out, ", \"catchup\": \"%s\", \"gap\": ", v->catchup);
 	if (v->has_gap) {
-		part_key(j->grain, v->gap_from, k);
-		part_key(j->grain, v->gap_to, k2);
+		cal_key(&j->cal, v->gap_from, k);
+		cal_key(&j->cal, v->gap_to, k2);
 		buf_printf(out, "{\"from\": \"%s\", \"to\": \"%s\", \"partitions\":"
 			   " %" PRId64 "}", k, k2, v->gap_to - v->gap_from + 1);
 	} else {
@@ -235,12 +238,12 @@ status_job_json(const struct job_def *j, const struct sched_job_view *v,
 			   " \"blocked\": null, \"stale\": null, \"late\":"
 			   " null, \"oldest_late\": ");
 	if (v->late > 0)
-		part_key(j->grain, v->late_oldest, k);
+		cal_key(&j->cal, v->late_oldest, k);
 	json_str(out, v->late > 0 ? k : NULL);
 	if (j->nreconciles > 0) {
 		buf_addstr(out, ", \"reconciled_through\": ");
 		if (v->has_reconciled)
-			part_key(j->grain, v->reconciled, k);
+			cal_key(&j->cal, v->reconciled, k);
 		json_str(out, v->has_reconciled ? k : NULL);
 	}
 	if (v->has_sensor)
@@ -254,10 +257,10 @@ status_job_row(const struct job_def *j, const struct sched_job_view *v,
 	       int64_t stale, bool known, struct cmd_table *t)
 {
 	char c[6][24], catch[80], wm[CAL_KEY_MAX], nd[CAL_KEY_MAX],
-	     gf[CAL_KEY_MAX], gt[CAL_KEY_MAX];
+	     gf[CAL_KEY_MAX], gt[CAL_KEY_MAX], grain[CMD_GRAIN_MAX];
 
 	if (v->has_watermark)
-		part_key(j->grain, v->watermark, wm);
+		cal_key(&j->cal, v->watermark, wm);
 	if (v->has_next_due)
 		cal_format_iso_ms(v->next_due * 1000, nd);
 	snprintf(c[0], 24, "%" PRId64, v->queued);
@@ -267,8 +270,8 @@ status_job_row(const struct job_def *j, const struct sched_job_view *v,
 	snprintf(c[4], 24, "%" PRId64, v->blocked);
 	snprintf(c[5], 24, "%" PRId64, stale);
 	if (v->has_gap) {
-		part_key(j->grain, v->gap_from, gf);
-		part_key(j->grain, v->gap_to, gt);
+		cal_key(&j->cal, v->gap_from, gf);
+		cal_key(&j->cal, v->gap_to, gt);
 		snprintf(catch, sizeof catch, "refused (gap %s..%s)", gf, gt);
 	} else {
 		snprintf(catch, sizeof catch, "%s", v->catchup);
@@ -276,7 +279,7 @@ status_job_row(const struct job_def *j, const struct sched_job_view *v,
 	if (!known)
 		for (int i = 0; i < 6; i++)
 			snprintf(c[i], 24, "-");
-	const char *row[12] = { j->name, grain_name(j->grain),
+	const char *row[12] = { j->name, cmd_grain_text(j, grain),
 		v->paused ? "yes" : "no", v->has_watermark ? wm : "-",
 		v->has_next_due ? nd : "-", catch, c[0], c[1], c[2], c[3], c[4],
 		c[5] };
@@ -371,10 +374,10 @@ status_gap_text(const struct job_def *j, const struct sched_job_view *v,
 
 	if (more)
 		piece = v->gap_from + j->max_backfill - 1;
-	part_key(j->grain, v->gap_from, a);
-	part_key(j->grain, v->gap_to, b);
-	part_key(j->grain, piece, c);
-	part_key(j->grain, piece + 1, n);
+	cal_key(&j->cal, v->gap_from, a);
+	cal_key(&j->cal, v->gap_to, b);
+	cal_key(&j->cal, piece, c);
+	cal_key(&j->cal, piece + 1, n);
 	buf_printf(out, "catchup %s: refused, gap %s..%s (%" PRId64
 		   " partition%s, above max_catchup %d); fill it", j->name, a,
 		   b, gap, gap == 1 ? "" : "s", j->max_catchup);
@@ -399,14 +402,14 @@ status_job_text(const struct job_def *j, const struct sched_job_view *v,
 	if (v->has_gap)
 		status_gap_text(j, v, out);
 	if (v->late > 0) {
-		part_key(j->grain, v->late_oldest, ok);
+		cal_key(&j->cal, v->late_oldest, ok);
 		buf_printf(out, "late %s: %" PRId64 " partition%s past the"
 			   " deadline of %" PRId64 "s, oldest %s\n", j->name,
 			   v->late, v->late == 1 ? "" : "s", j->deadline, ok);
 	}
 	if (j->nreconciles > 0) {
 		if (v->has_reconciled)
-			part_key(j->grain, v->reconciled, ok);
+			cal_key(&j->cal, v->reconciled, ok);
 		buf_printf(out, "reconciled %s: through %s\n", j->name,
 			   v->has_reconciled ? ok : "- (none yet)");
 	}
