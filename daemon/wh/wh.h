@@ -58,6 +58,8 @@ struct wh_manifest_row {
 	const char *key;
 	const char *start;
 	const char *end;
+	const char *start_utc; /* YYYY-MM-DD HH:MM:SS, UTC */
+	const char *end_utc;
 };
 
 struct wh_driver {
@@ -98,8 +100,9 @@ struct wh_driver {
 			    size_t max_values, char ***values, size_t *nvalues,
 			    struct err *err);
 	/* Create (replacing any) the temporary table
-	 * backfill_manifest(partition_key, partition_start, partition_end)
-	 * inside the transaction and fill it with `rows`. */
+	 * backfill_manifest(partition_key, partition_start, partition_end,
+	 * partition_start_utc, partition_end_utc) inside the transaction
+	 * and fill it with `rows`. */
 	int (*manifest_fill)(struct wh_conn *conn,
 			     const struct wh_manifest_row *rows, size_t nrows,
 			     struct err *err);

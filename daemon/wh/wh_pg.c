@@ -746,18 +746,19 @@ whpg_manifest_fill(struct wh_conn *conn, const struct wh_manifest_row *rows,
 		   size_t nrows, struct err *err)
 {
 	struct whpg_conn *c = whpg_conn(conn);
-	char *arr[3] = { NULL, NULL, NULL };
-	size_t len[3], cap[3], i, k;
+	char *arr[5] = { NULL, NULL, NULL, NULL, NULL };
+	size_t len[5], cap[5], i, k;
 	char msg[ERR_MSG_MAX];
 	int rc = -1;
 
 	if (whpg_simple(c, "DROP TABLE IF EXISTS pg_temp.backfill_manifest",
 	    true, err) == -1 ||
 	    whpg_simple(c, "CREATE TEMPORARY TABLE backfill_manifest ("
-	    "partition_key text, partition_start text, partition_end text) "
+	    "partition_key text, partition_start text, partition_end text, "
+	    "partition_start_utc timestamptz, partition_end_utc timestamptz) "
 	    "ON COMMIT DROP", true, err) == -1)
 		return -1;
-	for (k = 0; k < 3; k++) {
+	for (k = 0; k < 5; k++) {
 		cap[k] = 64;
 		len[k] = 1;
 		arr[k] = xmalloc(cap[k]);
@@ -767,19 +768,24 @@ whpg_manifest_fill(struct wh_conn *conn, const struct wh_manifest_row *rows,
 		whpg_array_add(&arr[0], &len[0], &cap[0], rows[i].key);
 		whpg_array_add(&arr[1], &len[1], &cap[1], rows[i].start);
 		whpg_array_add(&arr[2], &len[2], &cap[2], rows[i].end);
+		whpg_array_add(&arr[3], &len[3], &cap[3], rows[i].start_utc);
+		whpg_array_add(&arr[4], &len[4], &cap[4], rows[i].end_utc);
 	}
-	for (k = 0; k < 3; k++) {
+	for (k = 0; k < 5; k++) {
 		/* whpg_array_add always leaves room for the brace. */
 		arr[k][len[k]++] = '}';
 		arr[k][len[k]] = '\0';
 	}
-	if (whpg_exec(c, "INSERT INTO pg_temp.backfill_manifest SELECT * FROM "
-	    "unnest($1::text[], $2::text[], $3::text[])", 3,
+	/* the UTC bounds are UTC whatever the session's TimeZone */
+	if (whpg_exec(c, "INSERT INTO pg_temp.backfill_manifest SELECT k, s, e,"
+	    " su AT TIME ZONE 'UTC', eu AT TIME ZONE 'UTC' FROM "
+	    "unnest($1::text[], $2::text[], $3::text[], $4::timestamp[], "
+	    "$5::timestamp[]) AS m(k, s, e, su, eu)", 5,
 	    (const char *const *)arr, true, NULL, msg, sizeof msg) == -1)
 		err_set(err, EXIT_WORK_FAILED, "%s", msg);
 	else
 		rc = 0;
-	for (k = 0; k < 3; k++)
+	for (k = 0; k < 5; k++)
 		free(arr[k]);
 	return rc;
 }

@@ -876,12 +876,13 @@ whsql_manifest_fill(struct wh_conn *conn, const struct wh_manifest_row *rows,
 
 	if (whsql_exec_simple(c, "DROP TABLE IF EXISTS temp.backfill_manifest;"
 	    "CREATE TEMP TABLE backfill_manifest(partition_key TEXT, "
-	    "partition_start TEXT, partition_end TEXT)", err, NULL) == -1)
+	    "partition_start TEXT, partition_end TEXT, partition_start_utc "
+	    "TEXT, partition_end_utc TEXT)", err, NULL) == -1)
 		return -1;
 	c->guarded = true;
 	rc = sqlite3_prepare_v2(c->db,
-	    "INSERT INTO temp.backfill_manifest VALUES (?1, ?2, ?3)", -1, &st,
-	    NULL);
+	    "INSERT INTO temp.backfill_manifest VALUES (?1, ?2, ?3, ?4, ?5)",
+	    -1, &st, NULL);
 	for (i = 0; rc == SQLITE_OK && i < nrows; i++) {
 		if (atomic_load(&c->interrupted)) {
 			rc = SQLITE_INTERRUPT;
@@ -890,6 +891,8 @@ whsql_manifest_fill(struct wh_conn *conn, const struct wh_manifest_row *rows,
 		sqlite3_bind_text(st, 1, rows[i].key, -1, SQLITE_STATIC);
 		sqlite3_bind_text(st, 2, rows[i].start, -1, SQLITE_STATIC);
 		sqlite3_bind_text(st, 3, rows[i].end, -1, SQLITE_STATIC);
+		sqlite3_bind_text(st, 4, rows[i].start_utc, -1, SQLITE_STATIC);
+		sqlite3_bind_text(st, 5, rows[i].end_utc, -1, SQLITE_STATIC);
 		rc = sqlite3_step(st);
 		if (rc == SQLITE_DONE)
 			rc = sqlite3_reset(st);

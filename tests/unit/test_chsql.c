@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "buf.h"
 #include "chsql.h"
 
 START_TEST(test_distributed)
@@ -132,6 +133,42 @@ START_TEST(test_bind)
 		ck_assert_str_eq(out, cases[i].want);
 		free(out);
 	}
+}
+END_TEST
+
+/* The UTC bounds are DateTime('UTC') whatever the server's zone; a hostile
+ * value is refused as any other; describe names their form. */
+START_TEST(test_bind_utc)
+{
+	static const struct chsql_param utc[] = {
+		{ "partition_start_utc", "2023-10-28 22:00:00" },
+		{ "partition_end_utc", "2023-10-29 23:00:00" },
+		{ "partition_start", "2023-10-29" },
+	};
+	struct chsql_param bad = { "partition_end_utc", "2023-10-29'); DROP" };
+	struct err err;
+	struct buf b;
+	char *out;
+
+	ck_assert_int_eq(chsql_bind("SELECT * FROM t WHERE ts >= "
+	    ":partition_start_utc AND ts < :partition_end_utc AND d = "
+	    ":partition_start", utc, 3, &out, &err), 0);
+	ck_assert_str_eq(out, "SELECT * FROM t WHERE ts >= toDateTime("
+	    "'2023-10-28 22:00:00', 'UTC') AND ts < toDateTime("
+	    "'2023-10-29 23:00:00', 'UTC') AND d = toDate('2023-10-29')");
+	free(out);
+	ck_assert_int_eq(chsql_bind("SELECT :partition_end_utc", &bad, 1, &out,
+				    &err), -1);
+	ck_assert_ptr_null(out);
+	buf_init(&b);
+	ck_assert_uint_eq(chsql_describe("j", "sql", "SELECT "
+	    ":partition_start_utc, :partition_end_utc", GRAIN_DAY, "s", &b), 2);
+	buf_add(&b, "", 1);
+	ck_assert_str_eq(b.data, "  job j sql line 1: :partition_start_utc -> "
+	    "toDateTime('YYYY-MM-DD HH:MM:SS', 'UTC')\n"
+	    "  job j sql line 1: :partition_end_utc -> "
+	    "toDateTime('YYYY-MM-DD HH:MM:SS', 'UTC')\n");
+	buf_free(&b);
 }
 END_TEST
 
@@ -358,6 +395,7 @@ main(void)
 	tcase_add_test(tc, test_literal);
 	tcase_add_test(tc, test_plain);
 	tcase_add_test(tc, test_bind);
+	tcase_add_test(tc, test_bind_utc);
 	tcase_add_test(tc, test_bind_refused);
 	tcase_add_test(tc, test_split);
 	tcase_add_test(tc, test_key);

@@ -26,6 +26,7 @@
 #include <uv.h>
 
 #include "exec.h"
+#include "tz.h"
 #include "wh_commits.h"
 
 #define SLOW_SQL \
@@ -82,6 +83,26 @@ trun_started_cb(struct exec_run *run)
 	}
 }
 
+/* A partition's parameters: its UTC bounds and instants from its key
+ * when that is a UTC day or hour (exec_part_set, as the scheduler fills
+ * them), the local bounds as given. */
+static void
+tpart_set(struct exec_part *p, const char *key, const char *start,
+	  const char *end)
+{
+	struct err e;
+	part_t pt;
+
+	memset(p, 0, sizeof *p);
+	if (part_parse_key(GRAIN_DAY, key, &pt, &e) == 0)
+		exec_part_set(p, &cal_utc[GRAIN_DAY], pt);
+	else if (part_parse_key(GRAIN_HOUR, key, &pt, &e) == 0)
+		exec_part_set(p, &cal_utc[GRAIN_HOUR], pt);
+	snprintf(p->key, sizeof p->key, "%s", key);
+	snprintf(p->start, sizeof p->start, "%s", start);
+	snprintf(p->end, sizeof p->end, "%s", end);
+}
+
 /* Set up a run of jd for one partition. */
 static void
 trun_init(struct trun *t, const struct job_def *jd, const char *key,
@@ -97,20 +118,14 @@ trun_init(struct trun *t, const struct job_def *jd, const char *key,
 	t->run.done_cb = trun_done_cb;
 	t->run.started_cb = trun_started_cb;
 	t->run.data = t;
-	snprintf(t->parts[0].key, sizeof t->parts[0].key, "%s", key);
-	snprintf(t->parts[0].start, sizeof t->parts[0].start, "%s", start);
-	snprintf(t->parts[0].end, sizeof t->parts[0].end, "%s", end);
+	tpart_set(&t->parts[0], key, start, end);
 }
 
 /* Add one more partition to a run. */
 static void
 trun_add(struct trun *t, const char *key, const char *start, const char *end)
 {
-	struct exec_part *p = &t->parts[t->run.nparts++];
-
-	snprintf(p->key, sizeof p->key, "%s", key);
-	snprintf(p->start, sizeof p->start, "%s", start);
-	snprintf(p->end, sizeof p->end, "%s", end);
+	tpart_set(&t->parts[t->run.nparts++], key, start, end);
 }
 
 /* A SQL job on the test warehouse. */
@@ -317,6 +332,132 @@ START_TEST(sql_binds_parameters)
 }
 END_TEST
 
+/* Partition p of calendar c by its key. */
+static void
+tpart_key(struct exec_part *p, const struct cal *c, const char *key)
+{
+	struct err err;
+	part_t pt;
+
+	ck_assert_msg(cal_parse_key(c, key, &pt, &err) == 0, "%s", err.msg);
+	exec_part_set(p, c, pt);
+	ck_assert_str_eq(p->key, key);
+}
+
+/* The bounds of a partition: local and UTC, the same instants. */
+START_TEST(part_bounds_utc)
+{
+	struct tz *z;
+	struct err err;
+	struct exec_part p;
+
+	/* UTC: a day's local bounds keep their date form, its UTC bounds
+	 * are the same instants; an hour's are the same text */
+	tpart_key(&p, &cal_utc[GRAIN_DAY], "2026-02-08");
+	ck_assert_str_eq(p.start, "2026-02-08");
+	ck_assert_str_eq(p.end, "2026-02-09");
+	ck_assert_str_eq(p.start_utc, "2026-02-08 00:00:00");
+	ck_assert_str_eq(p.end_utc, "2026-02-09 00:00:00");
+	ck_assert_int_eq(p.t1 - p.t0, 86400);
+	tpart_key(&p, &cal_utc[GRAIN_HOUR], "2026-02-08T05");
+	ck_assert_str_eq(p.start, "2026-02-08 05:00:00");
+	ck_assert_str_eq(p.start_utc, "2026-02-08 05:00:00");
+	ck_assert_str_eq(p.end_utc, "2026-02-08 06:00:00");
+	tpart_key(&p, &cal_utc[GRAIN_MONTH], "2024-02-01");
+	ck_assert_str_eq(p.end, "2024-03-01");
+	ck_assert_str_eq(p.end_utc, "2024-03-01 00:00:00");
+
+	/* Berlin: the days of the clock changes (23 and 25 hours), and the
+	 * two hours of 02:00 on 2023-10-29 */
+	ck_assert_msg(tz_load_calendar("Europe/Berlin", &z, &err) == 0, "%s",
+		      err.msg);
+	ck_assert_ptr_nonnull(z);
+	{
+		struct cal day = { GRAIN_DAY, WEEK_MONDAY, z };
+		struct cal hour = { GRAIN_HOUR, WEEK_MONDAY, z };
+		struct cal quarter = { GRAIN_QUARTER, WEEK_MONDAY, z };
+
+		tpart_key(&p, &day, "2023-03-26");
+		ck_assert_str_eq(p.start, "2023-03-26");
+		ck_assert_str_eq(p.end, "2023-03-27");
+		ck_assert_str_eq(p.start_utc, "2023-03-25 23:00:00");
+		ck_assert_str_eq(p.end_utc, "2023-03-26 22:00:00");
+		ck_assert_int_eq(p.t1 - p.t0, 23 * 3600);
+		tpart_key(&p, &day, "2023-10-29");
+		ck_assert_str_eq(p.start_utc, "2023-10-28 22:00:00");
+		ck_assert_str_eq(p.end_utc, "2023-10-29 23:00:00");
+		ck_assert_int_eq(p.t1 - p.t0, 25 * 3600);
+		tpart_key(&p, &hour, "2023-10-29T02+02:00");
+		ck_assert_str_eq(p.start, "2023-10-29 02:00:00");
+		ck_assert_str_eq(p.end, "2023-10-29 03:00:00");
+		ck_assert_str_eq(p.start_utc, "2023-10-29 00:00:00");
+		ck_assert_str_eq(p.end_utc, "2023-10-29 01:00:00");
+		tpart_key(&p, &hour, "2023-10-29T02+01:00");
+		ck_assert_str_eq(p.start, "2023-10-29 02:00:00");
+		ck_assert_str_eq(p.start_utc, "2023-10-29 01:00:00");
+		ck_assert_str_eq(p.end_utc, "2023-10-29 02:00:00");
+		tpart_key(&p, &quarter, "2023-10-01");
+		ck_assert_str_eq(p.end, "2024-01-01");
+		ck_assert_str_eq(p.start_utc, "2023-09-30 22:00:00");
+		ck_assert_str_eq(p.end_utc, "2023-12-31 23:00:00");
+	}
+	tz_unref(z);
+}
+END_TEST
+
+/* A query receives the UTC bounds; a batch's span is taken by instant,
+ * not by text: Berlin's two 02:00 hours have the same local start. */
+START_TEST(sql_binds_utc_bounds)
+{
+	struct job_def jd = sql_job("fct_daily",
+	    "INSERT INTO fct (dt, pstart, pend) "
+	    "VALUES (:partition, :partition_start_utc, :partition_end_utc)");
+	struct job_def batch = sql_job("fct_hourly",
+	    "INSERT INTO fct (dt, pstart, pend) VALUES ('span', "
+	    ":partition_start_utc, :partition_end_utc);"
+	    "INSERT INTO fct (dt, pstart, pend) SELECT 'local', "
+	    ":partition_start, :partition_end;"
+	    "INSERT INTO fct (dt, pstart, pend) SELECT partition_key, "
+	    "partition_start_utc, partition_end_utc FROM backfill_manifest");
+	struct trun t;
+	struct tz *z;
+	struct err err;
+	char buf[512];
+
+	trun_init(&t, &jd, "2026-02-08", "2026-02-08", "2026-02-09");
+	exec_submit(ex, &t.run);
+	wait_runs();
+	ck_assert_msg(!t.run.failed, "%s", t.run.error);
+	ck_assert_str_eq(db_text("SELECT dt || '|' || pstart || '|' || pend "
+	    "FROM fct", buf, sizeof buf),
+	    "2026-02-08|2026-02-08 00:00:00|2026-02-09 00:00:00");
+	db_exec("DELETE FROM fct");
+
+	ck_assert_msg(tz_load_calendar("Europe/Berlin", &z, &err) == 0, "%s",
+		      err.msg);
+	{
+		struct cal hour = { GRAIN_HOUR, WEEK_MONDAY, z };
+
+		batch.batch = true;
+		trun_init(&t, &batch, "x", "x", "x");
+		tpart_key(&t.parts[0], &hour, "2023-10-29T02+01:00");
+		t.run.nparts = 2;
+		tpart_key(&t.parts[1], &hour, "2023-10-29T02+02:00");
+	}
+	exec_submit(ex, &t.run);
+	wait_runs();
+	ck_assert_msg(!t.run.failed, "%s", t.run.error);
+	ck_assert_str_eq(db_text("SELECT group_concat(r, ';') FROM (SELECT "
+	    "dt || '|' || pstart || '|' || pend AS r FROM fct "
+	    "ORDER BY dt = 'local', pstart, pend)", buf, sizeof buf),
+	    "2023-10-29T02+02:00|2023-10-29 00:00:00|2023-10-29 01:00:00;"
+	    "span|2023-10-29 00:00:00|2023-10-29 02:00:00;"
+	    "2023-10-29T02+01:00|2023-10-29 01:00:00|2023-10-29 02:00:00;"
+	    "local|2023-10-29 02:00:00|2023-10-29 03:00:00");
+	tz_unref(z);
+}
+END_TEST
+
 START_TEST(sql_multi_statement)
 {
 	struct job_def jd = sql_job("fct_daily",
@@ -388,7 +529,7 @@ START_TEST(sql_unknown_parameter_and_commit_refused)
 	ck_assert(t.run.failed);
 	ck_assert_str_eq(t.run.error, "statement 2 failed: parameter :partiton "
 	    "has no value (known: :partition, :partition_start, "
-	    ":partition_end)");
+	    ":partition_end, :partition_start_utc, :partition_end_utc)");
 
 	jd.sql = "INSERT INTO fct (dt) VALUES (:partition); COMMIT;"
 	    "INSERT INTO fct (dt) VALUES ('late')";
@@ -613,7 +754,7 @@ START_TEST(batch_manifest)
 	uv_run(&loop, UV_RUN_DEFAULT);
 	ck_assert_str_eq(t.run.error, "statement 1 failed: parameter "
 	    ":partition has no value (known: :partition_start, "
-	    ":partition_end)");
+	    ":partition_end, :partition_start_utc, :partition_end_utc)");
 	ck_assert_ptr_null(t.run.checks);
 	exec_run_clear_results(&t.run);
 	close_exec(one);
@@ -967,18 +1108,21 @@ START_TEST(cmd_success_argv_env_log)
 {
 	char script[PATH_MAX * 2], out[PATH_MAX], log[PATH_MAX], buf[512];
 	char *argv[] = { "/bin/sh", "-c", script, "sh",
-		"{partition}:{partition_start}..{partition_end}{x}", NULL };
+		"{partition}:{partition_start}..{partition_end}{x}",
+		"{partition_start_utc}|{partition_end_utc}", NULL };
 	struct job_def jd = cmd_job("export", argv);
 	struct trun t;
 	struct stat st;
 
 	setenv("BACKFILLD_JOB", "stale-value", 1);
+	setenv("BACKFILLD_PARTITION_END_UTC", "stale-value", 1);
 	setenv("BACKFILLD_TEST_INHERITED", "kept", 1);
 	snprintf(out, sizeof out, "%s/out.{partition}", tmpdir);
 	snprintf(script, sizeof script,
 	    "echo \"$BACKFILLD_JOB $BACKFILLD_PARTITION "
 	    "$BACKFILLD_PARTITION_START $BACKFILLD_PARTITION_END "
-	    "$BACKFILLD_ATTEMPT $BACKFILLD_TEST_INHERITED {partition} $1\" "
+	    "$BACKFILLD_ATTEMPT $BACKFILLD_TEST_INHERITED {partition} $1 "
+	    "$BACKFILLD_PARTITION_START_UTC $BACKFILLD_PARTITION_END_UTC $2\" "
 	    "> %s; echo to-stderr >&2; echo to-stdout", out);
 	trun_init(&t, &jd, "2026-02-08T05", "2026-02-08 05:00:00",
 	    "2026-02-08 06:00:00");
@@ -994,7 +1138,8 @@ START_TEST(cmd_success_argv_env_log)
 	ck_assert_str_eq(read_file(out, buf, sizeof buf),
 	    "export 2026-02-08T05 2026-02-08 05:00:00 2026-02-08 06:00:00 2 "
 	    "kept 2026-02-08T05 2026-02-08T05:2026-02-08 05:00:00.."
-	    "2026-02-08 06:00:00{x}\n");
+	    "2026-02-08 06:00:00{x} 2026-02-08 05:00:00 2026-02-08 06:00:00 "
+	    "2026-02-08 05:00:00|2026-02-08 06:00:00\n");
 	/* the log is the run's: named by its run id (exec_log_path) */
 	snprintf(log, sizeof log, "%s/export/2026-02-08T05.run-7.log", logdir);
 	ck_assert_str_eq(read_file(log, buf, sizeof buf),
@@ -1113,6 +1258,8 @@ exec_suite(void)
 
 	tcase_add_checked_fixture(sql, setup, teardown);
 	tcase_add_test(sql, sql_binds_parameters);
+	tcase_add_test(sql, part_bounds_utc);
+	tcase_add_test(sql, sql_binds_utc_bounds);
 	tcase_add_test(sql, sql_multi_statement);
 	tcase_add_test(sql, sql_failing_statement_rolls_back);
 	tcase_add_test(sql, sql_unknown_parameter_and_commit_refused);

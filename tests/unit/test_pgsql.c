@@ -27,6 +27,15 @@ static const struct pgsql_case cases[] = {
 	  { "SELECT $1, $2, $1" }, { "partition,partition_start" } },
 	{ "SELECT :partition_end, :partition", 1, { "SELECT $1, $2" },
 	  { "partition_end,partition" } },
+	/* a UTC bound is a timestamptz whatever the session's TimeZone */
+	{ "DELETE FROM t WHERE ts >= :partition_start_utc AND ts < "
+	  ":partition_end_utc AND d = :partition_start", 1,
+	  { "DELETE FROM t WHERE ts >= ($1::timestamp AT TIME ZONE 'UTC') AND "
+	    "ts < ($2::timestamp AT TIME ZONE 'UTC') AND d = $3" },
+	  { "partition_start_utc,partition_end_utc,partition_start" } },
+	{ "SELECT x:partition_end_utc::date", 1,
+	  { "SELECT x ($1::timestamp AT TIME ZONE 'UTC')::date" },
+	  { "partition_end_utc" } },
 	{ "SELECT x FROM t WHERE ts > :since", 1,
 	  { "SELECT x FROM t WHERE ts > $1" }, { "since" } },
 	{ "SELECT 1 WHERE a=:partition)", 1,

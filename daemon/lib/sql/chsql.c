@@ -152,6 +152,15 @@ chsql_find(const struct chsql_param *params, size_t nparams, const char *name,
 	return NULL;
 }
 
+/* True for a UTC bound's name (partition_start_utc, partition_end_utc). */
+static bool
+chsql_utc_name(const char *name)
+{
+	size_t n = strlen(name);
+
+	return n > 4 && strcmp(name + n - 4, "_utc") == 0;
+}
+
 int
 chsql_bind(const char *sql, const struct chsql_param *params, size_t nparams,
 	   char **out, struct err *err)
@@ -188,7 +197,9 @@ chsql_bind(const char *sql, const struct chsql_param *params, size_t nparams,
 			buf_free(&b);
 			return err_set(err, EXIT_BAD_INPUT, "statement uses %.*s,"
 				       " which is not bound here (:partition,"
-				       " :partition_start, :partition_end%s)",
+				       " :partition_start, :partition_end,"
+				       " :partition_start_utc,"
+				       " :partition_end_utc%s)",
 				       (int)(t.len > 64 ? 64 : t.len),
 				       sql + t.off, chsql_find(params, nparams,
 				       "stage", 5) ? ", :stage" : "");
@@ -207,7 +218,12 @@ chsql_bind(const char *sql, const struct chsql_param *params, size_t nparams,
 			buf_free(&b);
 			return -1;
 		}
-		buf_addstr(&b, lit);
+		/* a UTC bound is an instant: DateTime('UTC'), whatever the
+		 * server's or the column's zone */
+		if (chsql_utc_name(p->name) && strlen(p->value) == 19)
+			buf_printf(&b, "toDateTime('%s', 'UTC')", p->value);
+		else
+			buf_addstr(&b, lit);
 	}
 	buf_add(&b, "", 1);
 	*out = buf_steal(&b);
@@ -466,6 +482,11 @@ chsql_describe(const char *job, const char *what, const char *sql,
 			form = g == GRAIN_HOUR ?
 				"toDateTime('YYYY-MM-DD HH:MM:SS')" :
 				"toDate('YYYY-MM-DD')";
+		else if ((len == 19 &&
+			  strncmp(name, "partition_start_utc", 19) == 0) ||
+			 (len == 17 &&
+			  strncmp(name, "partition_end_utc", 17) == 0))
+			form = "toDateTime('YYYY-MM-DD HH:MM:SS', 'UTC')";
 		else
 			form = "refused: not bound here";
 		buf_printf(b, "  job %s %s line %d: :%.*s -> %s\n", job, what,

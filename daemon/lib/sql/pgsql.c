@@ -140,7 +140,7 @@ pgsql_param(struct pgsql_cur *cur, const char *p,
     const struct sqlscan_tok *t, struct err *err)
 {
 	size_t n, k;
-	char num[24];
+	char num[64];
 
 	if (p[0] == '$') {
 		n = t->len - 1;
@@ -154,8 +154,15 @@ pgsql_param(struct pgsql_cur *cur, const char *p,
 	if (cur->text.len > 0 &&
 	    pgsql_word_byte(cur->text.p[cur->text.len - 1]))
 		pgsql_buf_add(&cur->text, " ", 1);
-	k = pgsql_name_index(cur, p + 1, t->len - 1);
-	snprintf(num, sizeof num, "$%zu", k);
+	n = t->len - 1;
+	k = pgsql_name_index(cur, p + 1, n);
+	/* a UTC bound (:partition_start_utc) is a timestamptz whatever the
+	 * session's TimeZone: its text is UTC */
+	if (n > 4 && memcmp(p + 1 + n - 4, "_utc", 4) == 0)
+		snprintf(num, sizeof num, "($%zu::timestamp AT TIME ZONE 'UTC')",
+		    k);
+	else
+		snprintf(num, sizeof num, "$%zu", k);
 	pgsql_buf_add(&cur->text, num, strlen(num));
 	return 0;
 }

@@ -252,11 +252,10 @@ cworker_build(struct cworker *w, const struct cluster_work *x,
 		struct exec_part *p = &l->parts[k];
 		part_t pt;
 
-		if (part_parse_key(j->grain, x->keys[k], &pt, err) < 0)
+		if (cal_parse_key(&j->cal, x->keys[k], &pt, err) < 0)
 			return -1;
+		exec_part_set(p, &j->cal, pt);
 		snprintf(p->key, sizeof p->key, "%s", x->keys[k]);
-		part_bound(j->grain, part_start(j->grain, pt), p->start);
-		part_bound(j->grain, part_end(j->grain, pt), p->end);
 	}
 	l->run.run_id = x->id;
 	l->run.cfg = config_ref(cfg);

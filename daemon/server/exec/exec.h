@@ -32,12 +32,22 @@
 
 struct exec;
 
-/* One partition's parameters. */
+/* One partition's parameters: its key, its local bounds and the same
+ * instants in UTC (YYYY-MM-DD HH:MM:SS), [t0, t1) in seconds. */
 struct exec_part {
-	char key[CAL_KEY_MAX];   /* :partition / {partition} */
-	char start[CAL_KEY_MAX]; /* :partition_start */
-	char end[CAL_KEY_MAX];   /* :partition_end */
+	char key[CAL_KEY_MAX];       /* :partition / {partition} */
+	char start[CAL_KEY_MAX];     /* :partition_start */
+	char end[CAL_KEY_MAX];       /* :partition_end */
+	char start_utc[CAL_KEY_MAX]; /* :partition_start_utc */
+	char end_utc[CAL_KEY_MAX];   /* :partition_end_utc */
+	int64_t t0, t1;
 };
+
+/* The parameters a SQL run binds for one partition (exec_part_params). */
+#define EXEC_NPARAMS 5
+
+/* Fill p for partition pt of calendar c: key, local and UTC bounds. */
+void exec_part_set(struct exec_part *p, const struct cal *c, part_t pt);
 
 struct exec_check_result {
 	char *name;

@@ -147,7 +147,7 @@ exec_recon_sources(struct exec_worker *w, struct exec_flight *fl)
 {
 	struct exec_run *run = fl->run;
 	const struct job_def *jd = run->job;
-	struct wh_param params[3];
+	struct wh_param params[EXEC_NPARAMS];
 	struct exec_watchdog wd;
 	uv_thread_t tid;
 	size_t n = jd->nreconciles;
@@ -186,7 +186,7 @@ exec_recon_sources(struct exec_worker *w, struct exec_flight *fl)
 			    uv_thread_create(&tid, exec_watchdog_main, &wd) != 0)
 				abort();
 			rc = conn->drv->query_value(conn, rd->source_sql,
-			    params, 3, &has_row, &value, &qerr);
+			    params, EXEC_NPARAMS, &has_row, &value, &qerr);
 			uv_mutex_lock(&wd.lock);
 			wd.done = true;
 			uv_cond_signal(&wd.cond);

@@ -77,19 +77,21 @@ static size_t
 exec_subst_into(const char *s, const struct exec_part *p, char *out)
 {
 	static const char *const names[] = {
-		"{partition}", "{partition_start}", "{partition_end}"
+		"{partition}", "{partition_start}", "{partition_end}",
+		"{partition_start_utc}", "{partition_end_utc}"
 	};
-	const char *values[3] = { p->key, p->start, p->end };
+	const char *values[5] = { p->key, p->start, p->end, p->start_utc,
+				  p->end_utc };
 	size_t n = 0, len, vlen;
 	int k;
 
 	while (*s != '\0') {
-		for (k = 0; k < 3; k++) {
+		for (k = 0; k < 5; k++) {
 			len = strlen(names[k]);
 			if (strncmp(s, names[k], len) == 0)
 				break;
 		}
-		if (k < 3) {
+		if (k < 5) {
 			vlen = strlen(values[k]);
 			if (out != NULL)
 				memcpy(out + n, values[k], vlen);
@@ -107,7 +109,8 @@ exec_subst_into(const char *s, const struct exec_part *p, char *out)
 	return n;
 }
 
-/* A copy of `s` with {partition}, {partition_start}, {partition_end}. */
+/* A copy of `s` with {partition}, {partition_start}, {partition_end},
+ * {partition_start_utc}, {partition_end_utc}. */
 static char *
 exec_subst(const char *s, const struct exec_part *p)
 {
@@ -125,6 +128,7 @@ exec_env_ours(const char *e)
 	static const char *const ours[] = {
 		"BACKFILLD_JOB=", "BACKFILLD_PARTITION=",
 		"BACKFILLD_PARTITION_START=", "BACKFILLD_PARTITION_END=",
+		"BACKFILLD_PARTITION_START_UTC=", "BACKFILLD_PARTITION_END_UTC=",
 		"BACKFILLD_ATTEMPT=", "BACKFILLD_INSTANCE="
 	};
 	size_t i;
@@ -196,10 +200,12 @@ exec_cmd_log(struct exec_flight *fl, int *fd, struct err *err)
 	return 0;
 }
 
-/* The run's environment (free the array, and extra[0..5]): the daemon's,
- * less any BACKFILLD_* a run sets itself, then the run's own six. */
+/* The run's environment (free the array, and extra[0..EXEC_ENV_N - 1]):
+ * the daemon's, less any BACKFILLD_* a run sets itself, then the run's
+ * own eight. */
+#define EXEC_ENV_N 8
 static char **
-exec_cmd_env(const struct exec_run *run, char *extra[6])
+exec_cmd_env(const struct exec_run *run, char *extra[EXEC_ENV_N])
 {
 	const struct job_def *jd = run->job;
 	const struct exec_part *part = &run->parts[0];
@@ -214,13 +220,16 @@ exec_cmd_env(const struct exec_run *run, char *extra[6])
 	/* what finds this group again after a crash (proc.h) */
 	extra[5] = xasprintf("BACKFILLD_INSTANCE=%s", run->log_dir ?
 			     run->log_dir : "");
+	extra[6] = xasprintf("BACKFILLD_PARTITION_START_UTC=%s",
+			     part->start_utc);
+	extra[7] = xasprintf("BACKFILLD_PARTITION_END_UTC=%s", part->end_utc);
 	for (n = 0; environ != NULL && environ[n] != NULL; n++)
 		;
-	envp = xcalloc(n + 7, sizeof *envp);
+	envp = xcalloc(n + EXEC_ENV_N + 1, sizeof *envp);
 	for (i = 0, k = 0; i < n; i++)
 		if (!exec_env_ours(environ[i]))
 			envp[k++] = environ[i];
-	for (i = 0; i < 6; i++)
+	for (i = 0; i < EXEC_ENV_N; i++)
 		envp[k++] = extra[i];
 	return envp;
 }
@@ -235,7 +244,7 @@ exec_cmd_start(struct exec_flight *fl)
 	const struct exec_part *part = &run->parts[0];
 	uv_process_options_t opt;
 	uv_stdio_container_t stdio[3];
-	char **argv, **envp, *extra[6];
+	char **argv, **envp, *extra[EXEC_ENV_N];
 	int logfd = -1, nullfd, r;
 	size_t i;
 	struct err err;
@@ -282,7 +291,7 @@ exec_cmd_start(struct exec_flight *fl)
 	for (i = 0; i < jd->command_len; i++)
 		free(argv[i]);
 	free(argv);
-	for (i = 0; i < 6; i++)
+	for (i = 0; i < EXEC_ENV_N; i++)
 		free(extra[i]);
 	free(envp);
 

@@ -35,8 +35,14 @@ bool exec_interrupted(struct exec_flight *fl, struct err *err);
 int exec_checks(struct exec_flight *fl, struct wh_conn *conn, size_t i,
 		const struct wh_param *params, size_t nparams,
 		struct err *err);
-/* params[0..2]: part p's :partition, :partition_start, :partition_end. */
-void exec_part_params(const struct exec_part *p, struct wh_param params[3]);
+/* params[0..4]: part p's :partition, :partition_start, :partition_end,
+ * :partition_start_utc, :partition_end_utc. */
+void exec_part_params(const struct exec_part *p,
+		      struct wh_param params[EXEC_NPARAMS]);
+/* The interval of a batch's parts (earliest start to latest end, by
+ * instant): span[0..3] :partition_start, :partition_end and their _utc. */
+void exec_batch_span(const struct exec_part *parts, size_t n,
+		     struct wh_param span[4]);
 /* Begin the run's transaction on conn (the driver's begin()). */
 int exec_begin(struct wh_conn *conn, struct err *err);
 /* The driver for a kind of warehouse, or NULL when not built in. */

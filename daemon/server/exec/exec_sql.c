@@ -104,9 +104,21 @@ exec_commits_lost(struct exec_run *run, struct wh_conn *conn)
 	return 1;
 }
 
-/* Fill params with part i's :partition, :partition_start, :partition_end. */
 void
-exec_part_params(const struct exec_part *p, struct wh_param params[3])
+exec_part_set(struct exec_part *p, const struct cal *c, part_t pt)
+{
+	cal_key(c, pt, p->key);
+	cal_bounds_local(c, pt, p->start, p->end);
+	p->t0 = cal_start(c, pt);
+	p->t1 = cal_end(c, pt);
+	cal_bound_utc(p->t0, p->start_utc);
+	cal_bound_utc(p->t1, p->end_utc);
+}
+
+/* Fill params with part p's key, local bounds and UTC bounds. */
+void
+exec_part_params(const struct exec_part *p,
+		 struct wh_param params[EXEC_NPARAMS])
 {
 	params[0].name = "partition";
 	params[0].value = p->key;
@@ -114,6 +126,34 @@ exec_part_params(const struct exec_part *p, struct wh_param params[3])
 	params[1].value = p->start;
 	params[2].name = "partition_end";
 	params[2].value = p->end;
+	params[3].name = "partition_start_utc";
+	params[3].value = p->start_utc;
+	params[4].name = "partition_end_utc";
+	params[4].value = p->end_utc;
+}
+
+/* A batch's interval: compared by instant, never by text (a zone's local
+ * hours do not sort as text). */
+void
+exec_batch_span(const struct exec_part *parts, size_t n,
+		struct wh_param span[4])
+{
+	const struct exec_part *lo = &parts[0], *hi = &parts[0];
+
+	for (size_t i = 1; i < n; i++) {
+		if (parts[i].t0 < lo->t0)
+			lo = &parts[i];
+		if (parts[i].t1 > hi->t1)
+			hi = &parts[i];
+	}
+	span[0].name = "partition_start";
+	span[0].value = lo->start;
+	span[1].name = "partition_end";
+	span[1].value = hi->end;
+	span[2].name = "partition_start_utc";
+	span[2].value = lo->start_utc;
+	span[3].name = "partition_end_utc";
+	span[3].value = hi->end_utc;
 }
 
 /* Begin the run's transaction on conn. */
@@ -138,13 +178,14 @@ exec_part_after(struct exec_flight *fl, struct wh_conn *conn, size_t i,
 	enum guard_outcome g;
 	int r;
 
-	r = exec_checks(fl, conn, i, params, 3, *rc == 0 ? err : NULL);
+	r = exec_checks(fl, conn, i, params, EXEC_NPARAMS,
+			*rc == 0 ? err : NULL);
 	if (r == -2)
 		return -1;
 	if (r == -1)
 		*rc = -1;
 	if (run->job->nreconciles > 0) {
-		r = exec_reconciles(fl, conn, i, params, 3,
+		r = exec_reconciles(fl, conn, i, params, EXEC_NPARAMS,
 				    *rc == 0 ? err : NULL);
 		if (r == -2)
 			return -1;
@@ -152,7 +193,8 @@ exec_part_after(struct exec_flight *fl, struct wh_conn *conn, size_t i,
 			*rc = -1;
 	}
 	if (run->job->table != NULL) {
-		g = guard_after(run, conn, i, params, 3, *rc == 0, err);
+		g = guard_after(run, conn, i, params, EXEC_NPARAMS, *rc == 0,
+				err);
 		if (g == GUARD_BROKEN)
 			return -1;
 		if (g == GUARD_FAILED)
@@ -168,22 +210,17 @@ exec_sql_batch(struct exec_flight *fl, struct wh_conn *conn, int64_t *base,
 {
 	struct exec_run *run = fl->run;
 	struct wh_manifest_row *rows;
-	struct wh_param params[3];
-	const char *lo, *hi;
+	struct wh_param params[EXEC_NPARAMS];
 	int rc = 0, r;
 	size_t i;
 
 	rows = xcalloc(run->nparts, sizeof *rows);
-	lo = run->parts[0].start;
-	hi = run->parts[0].end;
 	for (i = 0; i < run->nparts; i++) {
 		rows[i].key = run->parts[i].key;
 		rows[i].start = run->parts[i].start;
 		rows[i].end = run->parts[i].end;
-		if (strcmp(rows[i].start, lo) < 0)
-			lo = rows[i].start;
-		if (strcmp(rows[i].end, hi) > 0)
-			hi = rows[i].end;
+		rows[i].start_utc = run->parts[i].start_utc;
+		rows[i].end_utc = run->parts[i].end_utc;
 	}
 	r = conn->drv->manifest_fill(conn, rows, run->nparts, err);
 	free(rows);
@@ -194,17 +231,14 @@ exec_sql_batch(struct exec_flight *fl, struct wh_conn *conn, int64_t *base,
 	*base = conn->drv->changes(conn);
 	for (i = 0; run->job->table != NULL && i < run->nparts; i++) {
 		exec_part_params(&run->parts[i], params);
-		if (guard_before(run, conn, i, params, 3, err) == -1)
+		if (guard_before(run, conn, i, params, EXEC_NPARAMS, err) == -1)
 			return -1;
 	}
 
 	/* The whole batch's interval; :partition means one partition and
 	 * is deliberately not bound (the driver says so by name). */
-	params[0].name = "partition_start";
-	params[0].value = lo;
-	params[1].name = "partition_end";
-	params[1].value = hi;
-	if (conn->drv->exec_script(conn, run->job->sql, params, 2, err) == -1)
+	exec_batch_span(run->parts, run->nparts, params);
+	if (conn->drv->exec_script(conn, run->job->sql, params, 4, err) == -1)
 		return -1;
 	for (i = 0; i < run->nparts; i++) {
 		exec_part_params(&run->parts[i], params);
@@ -223,7 +257,7 @@ exec_sql_parts(struct exec_flight *fl, struct wh_conn *conn, struct err *err)
 {
 	struct exec_run *run = fl->run;
 	const struct job_def *jd = run->job;
-	struct wh_param params[3];
+	struct wh_param params[EXEC_NPARAMS];
 	int64_t base;
 	int rc = 0;
 
@@ -231,11 +265,11 @@ exec_sql_parts(struct exec_flight *fl, struct wh_conn *conn, struct err *err)
 		exec_part_params(&run->parts[i], params);
 		if (exec_interrupted(fl, err))
 			return -1;
-		if (jd->table != NULL && guard_before(run, conn, i, params, 3,
-						      err) == -1)
+		if (jd->table != NULL && guard_before(run, conn, i, params,
+						      EXEC_NPARAMS, err) == -1)
 			return -1;
 		base = conn->drv->changes(conn);
-		if (conn->drv->exec_script(conn, jd->sql, params, 3,
+		if (conn->drv->exec_script(conn, jd->sql, params, EXEC_NPARAMS,
 					   rc == 0 ? err : NULL) == -1)
 			return -1;
 		/* what this partition's statements wrote (early cut-off and
@@ -322,8 +356,9 @@ exec_verify_steps(struct exec_flight *fl, struct wh_conn *conn,
 	struct exec_run *run = fl->run;
 	const struct job_def *jd = run->job;
 	const struct exec_part *p = &run->parts[0];
-	struct wh_manifest_row row = { p->key, p->start, p->end };
-	struct wh_param params[3];
+	struct wh_manifest_row row = { p->key, p->start, p->end,
+				       p->start_utc, p->end_utc };
+	struct wh_param params[EXEC_NPARAMS];
 
 	exec_part_params(p, params);
 	for (int k = 0; k < 3; k++) {
@@ -331,14 +366,14 @@ exec_verify_steps(struct exec_flight *fl, struct wh_conn *conn,
 			return -1;
 		if (k > 0 && jd->batch) {
 			if (drv->manifest_fill(conn, &row, 1, err) == -1 ||
-			    drv->exec_script(conn, jd->sql, params + 1, 2,
-					     err) == -1 ||
+			    drv->exec_script(conn, jd->sql, params + 1,
+					     EXEC_NPARAMS - 1, err) == -1 ||
 			    drv->manifest_drop(conn, err) == -1) {
 				err_prefix(err, "run %d of 2", k);
 				return -1;
 			}
-		} else if (k > 0 && drv->exec_script(conn, jd->sql, params, 3,
-						     err) == -1) {
+		} else if (k > 0 && drv->exec_script(conn, jd->sql, params,
+						     EXEC_NPARAMS, err) == -1) {
 			err_prefix(err, "run %d of 2", k);
 			return -1;
 		}

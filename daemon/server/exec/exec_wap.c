@@ -256,8 +256,11 @@ static int exec_wap_audit(struct exec_flight *fl, struct wh_conn *conn,
 			  char (*sum_after)[32], struct err *err);
 static int exec_wap_create(struct exec_flight *fl, struct wh_conn *conn,
 			   const struct wap_tables *t, struct err *err);
+/* A part's parameters and :stage. */
+#define WAP_NPARAMS (EXEC_NPARAMS + 1)
 static void exec_wap_params(const struct exec_run *run, size_t i,
-			    const char *stage, struct wh_param params[4]);
+			    const char *stage,
+			    struct wh_param params[WAP_NPARAMS]);
 
 /* Steps 1 to 3 for parts [from, from + n): their state and before
  * figures, by one statement (a chunk), the tables created when it finds
@@ -271,7 +274,7 @@ exec_wap_state(struct exec_flight *fl, struct wh_conn *conn, size_t from,
 	       bool *fast, struct err *err)
 {
 	struct exec_run *run = exec_flight_run(fl);
-	struct wh_param params[4];
+	struct wh_param params[WAP_NPARAMS];
 	int rc = exec_wap_read_state(fl, conn, t, from, n, st, err);
 
 	if (rc == 0 && !st->stage_exists)
@@ -284,7 +287,8 @@ exec_wap_state(struct exec_flight *fl, struct wh_conn *conn, size_t from,
 	for (size_t i = from; i < from + n; i++) {
 		exec_wap_params(run, i, t->stage, params);
 		if (exec_interrupted(fl, err) ||
-		    guard_before_in(run, conn, i, params, 3, t->live, err) == -1 ||
+		    guard_before_in(run, conn, i, params, EXEC_NPARAMS, t->live,
+				    err) == -1 ||
 		    exec_wap_marked(fl, conn, i, t, params, &st->kept[i],
 				    &st->any[i], err) == -1)
 			return -1;
@@ -321,7 +325,7 @@ exec_wap_build(struct exec_flight *fl, struct wh_conn *conn, size_t i,
 	if (rc == 0) {
 		sql = chsql_fill_sql(t->stage, run->job->sql);
 		rc = exec_wap_step(fl, conn, "filling the stage", sql, params,
-				   4, err);
+				   WAP_NPARAMS, err);
 		free(sql);
 		if (rc == -1)
 			exec_wap_unswept(t->stage);
@@ -363,8 +367,9 @@ exec_wap_audit(struct exec_flight *fl, struct wh_conn *conn, size_t i,
 	enum guard_outcome g;
 	int rc;
 
-	if (exec_wap_key_audit(conn, run, params, 4, t->stage, err) == -1 ||
-	    exec_checks(fl, conn, i, params, 4, err) != 0) {
+	if (exec_wap_key_audit(conn, run, params, WAP_NPARAMS, t->stage,
+			       err) == -1 ||
+	    exec_checks(fl, conn, i, params, WAP_NPARAMS, err) != 0) {
 		/* the guardrails' figures were not reached */
 		if (how == WAP_AFTER_MEASURED)
 			exec_wap_forget_after(run, i);
@@ -377,10 +382,11 @@ exec_wap_audit(struct exec_flight *fl, struct wh_conn *conn, size_t i,
 		how = rc == 0 ? WAP_AFTER_MEASURED : WAP_AFTER_OLD;
 	}
 	if (how == WAP_AFTER_MEASURED)
-		g = guard_judge_in(run, conn, i, params, 3, true, t->stage, err);
+		g = guard_judge_in(run, conn, i, params, EXEC_NPARAMS, true,
+				   t->stage, err);
 	else
-		g = guard_after_in(run, conn, i, params, 3, true, t->stage,
-				   err);
+		g = guard_after_in(run, conn, i, params, EXEC_NPARAMS, true,
+				   t->stage, err);
 	if (g != GUARD_PASSED)
 		return -1;
 	if (run->guards[i].rows_after == 0 && !run->job->allow_empty)
@@ -395,11 +401,11 @@ exec_wap_audit(struct exec_flight *fl, struct wh_conn *conn, size_t i,
 /* Params of part i with :stage. */
 static void
 exec_wap_params(const struct exec_run *run, size_t i, const char *stage,
-		struct wh_param params[4])
+		struct wh_param params[WAP_NPARAMS])
 {
 	exec_part_params(&run->parts[i], params);
-	params[3].name = "stage";
-	params[3].value = stage;
+	params[EXEC_NPARAMS].name = "stage";
+	params[EXEC_NPARAMS].value = stage;
 }
 
 /* A batch's audits after its fill (the after figures of every part read
@@ -412,7 +418,7 @@ exec_wap_batch_audit(struct exec_flight *fl, struct wh_conn *conn,
 	struct exec_run *run = exec_flight_run(fl);
 	char (*sums)[32] = xcalloc(run->nparts, sizeof *sums);
 	bool dig = !kept && exec_wap_digested(run, t);
-	struct wh_param params[4];
+	struct wh_param params[WAP_NPARAMS];
 	enum wap_after how;
 	int rc;
 
@@ -445,8 +451,7 @@ exec_wap_batch(struct exec_flight *fl, struct wh_conn *conn,
 	       const struct wap_tables *t, struct err *err)
 {
 	struct exec_run *run = exec_flight_run(fl);
-	struct wh_param params[4], span[3];
-	const char *lo = run->parts[0].start, *hi = run->parts[0].end;
+	struct wh_param params[WAP_NPARAMS], span[5];
 	struct wap_state st = { 0 };
 	int64_t published = 0;
 	bool kept = true, fast;
@@ -455,12 +460,6 @@ exec_wap_batch(struct exec_flight *fl, struct wh_conn *conn,
 	size_t i;
 	int rc;
 
-	for (i = 0; i < run->nparts; i++) {
-		if (strcmp(run->parts[i].start, lo) < 0)
-			lo = run->parts[i].start;
-		if (strcmp(run->parts[i].end, hi) > 0)
-			hi = run->parts[i].end;
-	}
 	rc = exec_wap_state(fl, conn, 0, run->nparts, t, &st, &fast, err);
 	for (i = 0; i < run->nparts && rc == 0; i++)
 		kept &= st.kept[i];
@@ -468,15 +467,12 @@ exec_wap_batch(struct exec_flight *fl, struct wh_conn *conn,
 		rc = exec_wap_clear(fl, conn, t, 0, run->nparts, st.any,
 				    st.staged, err);
 	/* the whole batch's interval; :partition is deliberately not bound */
-	span[0].name = "partition_start";
-	span[0].value = lo;
-	span[1].name = "partition_end";
-	span[1].value = hi;
-	span[2].name = "stage";
-	span[2].value = t->stage;
+	exec_batch_span(run->parts, run->nparts, span);
+	span[4].name = "stage";
+	span[4].value = t->stage;
 	if (rc == 0 && !kept) {
 		sql = chsql_fill_sql(t->stage, run->job->sql);
-		rc = exec_wap_step(fl, conn, "filling the stage", sql, span, 3,
+		rc = exec_wap_step(fl, conn, "filling the stage", sql, span, 5,
 				   err);
 		free(sql);
 		if (rc == -1)
@@ -731,7 +727,7 @@ exec_wap_shards_unstage(struct exec_flight *fl, const struct wap_shards *sh,
 			const struct wap_tables *t)
 {
 	struct exec_run *run = exec_flight_run(fl);
-	struct wh_param params[4];
+	struct wh_param params[WAP_NPARAMS];
 
 	for (size_t s = 0; s < sh->n; s++)
 		for (size_t i = 0; i < run->nparts; i++) {
@@ -749,7 +745,7 @@ exec_wap_shard_build(struct exec_flight *fl, struct wh_conn *c,
 		     struct err *err)
 {
 	struct exec_run *run = exec_flight_run(fl);
-	struct wh_param params[4];
+	struct wh_param params[WAP_NPARAMS];
 
 	size_t c0 = run->nchecks;
 	int rc = 0;
@@ -807,7 +803,7 @@ exec_wap_shard_publish(struct exec_flight *fl, struct wap_shards *sh,
 		       const int64_t *rows, struct err *err)
 {
 	struct exec_run *run = exec_flight_run(fl);
-	struct wh_param params[4];
+	struct wh_param params[WAP_NPARAMS];
 
 	for (size_t i = 0; i < run->nparts; i++) {
 		struct exec_shard_publish pub = {
@@ -919,7 +915,7 @@ exec_sql_wap(struct exec_flight *fl, struct wh_conn *conn, bool key_checked,
 	struct exec_run *run = exec_flight_run(fl);
 	const struct job_def *jd = run->job;
 	struct wap_tables t;
-	struct wh_param params[4];
+	struct wh_param params[WAP_NPARAMS];
 	int64_t published = 0;
 
 	const struct warehouse_def *wh = &run->cfg->warehouses[jd->warehouse];
@@ -1011,16 +1007,15 @@ exec_wap_part_of(const struct job_def *jd, const char *v, struct exec_part *p)
 	part_t x;
 
 	snprintf(key, sizeof key, "%s", v);
-	if (jd->grain == GRAIN_HOUR && strlen(key) == 19 && key[10] == ' ' &&
+	if (jd->grain == GRAIN_HOUR && jd->cal.tz == NULL &&
+	    strlen(key) == 19 && key[10] == ' ' &&
 	    strcmp(key + 13, ":00:00") == 0) {
 		key[10] = 'T';
 		key[13] = '\0';
 	}
-	if (part_parse_key(jd->grain, key, &x, &e) < 0)
+	if (cal_parse_key(&jd->cal, key, &x, &e) < 0)
 		return -1;
-	part_key(jd->grain, x, p->key);
-	part_bound(jd->grain, part_start(jd->grain, x), p->start);
-	part_bound(jd->grain, part_end(jd->grain, x), p->end);
+	exec_part_set(p, &jd->cal, x);
 	return 0;
 }
 
@@ -1073,7 +1068,7 @@ exec_sql_wap_verify(struct exec_flight *fl, struct wh_conn *conn,
 	struct exec_run *run = exec_flight_run(fl);
 	const struct job_def *jd = run->job;
 	struct wap_tables t;
-	struct wh_param params[4];
+	struct wh_param params[WAP_NPARAMS];
 	char *sql;
 	int rc = 0;
 
@@ -1102,7 +1097,7 @@ exec_sql_wap_verify(struct exec_flight *fl, struct wh_conn *conn,
 		if (rc == 0) {
 			sql = chsql_fill_sql(t.stage, jd->sql);
 			rc = exec_wap_step(fl, conn, "filling the stage", sql,
-					   params, 4, err);
+					   params, WAP_NPARAMS, err);
 			free(sql);
 		}
 		if (rc == 0)

@@ -393,14 +393,12 @@ sched_proof_start(struct sched *s, int j, const char *key, struct err *err)
 	part_t k;
 
 	if (sched_proof_check(s->cfg, j, err) < 0 ||
-	    part_parse_key(jd->grain, key, &k, err) < 0)
+	    cal_parse_key(&jd->cal, key, &k, err) < 0)
 		return NULL;
 	p = xcalloc(1, sizeof *p);
 	p->s = s;
 	err_clear(&p->err);
-	part_key(jd->grain, k, p->part.key);
-	part_bound(jd->grain, part_start(jd->grain, k), p->part.start);
-	part_bound(jd->grain, part_end(jd->grain, k), p->part.end);
+	exec_part_set(&p->part, &jd->cal, k);
 	p->run.cfg = config_ref(s->cfg);
 	p->run.job = jd;
 	p->run.parts = &p->part;

@@ -1,0 +1,327 @@
+#!/usr/bin/env python3
+"""The UTC bounds of a partition (issue 42; docs/configuration.md,
+"Placeholders"): :partition_start_utc and :partition_end_utc beside the
+local :partition_start and :partition_end, on every driver, in a
+command's placeholders and environment and in the batch manifest.
+
+- UTC jobs, now: a query on SQLite (text), PostgreSQL (timestamptz,
+  whatever the session's TimeZone) and ClickHouse (DateTime('UTC'))
+  receives the same instants as the local bounds; a command gets
+  {partition_start_utc}/{partition_end_utc} and BACKFILLD_PARTITION_*_UTC
+  (a stale one in the daemon's environment replaced); a batch's manifest
+  has the two columns appended and its span the batch's first and last
+  instants.
+- Zoned jobs: a backfill of Berlin's 25-hour 2023-10-29 and of its two
+  02:00 hours on each driver, with the bounds each query receives.  Zones
+  other than UTC are refused by the configuration until the whole of
+  issue 42 lands (config_zone_supported): these cases say SKIP in their
+  output and return while the daemon refuses the zone, and run once it
+  accepts it.
+
+PostgreSQL and ClickHouse parts run where their servers are installed
+(they say SKIP otherwise, unless BACKFILLD_REQUIRE_POSTGRES=1 /
+BACKFILLD_REQUIRE_CLICKHOUSE=1 make that a failure)."""
+import os
+import subprocess
+
+import harness as h
+
+SEEN = "CREATE TABLE seen (job TEXT, k TEXT, s TEXT, e TEXT, su TEXT, eu TEXT);"
+
+SQLITE_JOBS = """
+- name: daily
+  warehouse: sales
+  partition: day
+  sql: INSERT INTO seen VALUES ('daily', :partition, :partition_start, :partition_end, :partition_start_utc, :partition_end_utc)
+- name: hourly
+  warehouse: sales
+  partition: hour
+  sql: INSERT INTO seen VALUES ('hourly', :partition, :partition_start, :partition_end, :partition_start_utc, :partition_end_utc)
+- name: monthly
+  warehouse: sales
+  partition: month
+  sql: INSERT INTO seen VALUES ('monthly', :partition, :partition_start, :partition_end, :partition_start_utc, :partition_end_utc)
+"""
+
+# the manifest's five columns, then the batch's span
+BATCH_JOB = """
+- name: batched
+  warehouse: sales
+  partition: day
+  batch: true
+  sql: |
+    INSERT INTO seen SELECT 'row', partition_key, partition_start, partition_end, partition_start_utc, partition_end_utc FROM backfill_manifest;
+    INSERT INTO seen VALUES ('span', NULL, :partition_start, :partition_end, :partition_start_utc, :partition_end_utc)
+"""
+
+
+def day_row(job, d, n):
+    return (job, d, d, n, d + " 00:00:00", n + " 00:00:00")
+
+
+def skip_part(what, why):
+    """A part of this file that cannot run here: said, not failed."""
+    print("SKIP %s: %s" % (what, why), flush=True)
+
+
+def test_sqlite_utc_bounds():
+    d = h.Daemon(jobs=SQLITE_JOBS, warehouses={"sales": SEEN}, clock=None, name="calbounds")
+    d.backfill("daily", "2026-02-08", "2026-02-09")
+    d.backfill("hourly", "2026-02-08T23", "2026-02-08T23")
+    d.backfill("monthly", "2024-02-01", "2024-02-01")
+    h.eq(d.query("SELECT * FROM seen ORDER BY job, k"),
+         [day_row("daily", "2026-02-08", "2026-02-09"),
+          day_row("daily", "2026-02-09", "2026-02-10"),
+          ("hourly", "2026-02-08T23", "2026-02-08 23:00:00", "2026-02-09 00:00:00",
+           "2026-02-08 23:00:00", "2026-02-09 00:00:00"),
+          ("monthly", "2024-02-01", "2024-02-01", "2024-03-01",
+           "2024-02-01 00:00:00", "2024-03-01 00:00:00")],
+         "what the queries of UTC jobs received")
+    h.eq(d.query("SELECT DISTINCT typeof(su), typeof(eu) FROM seen"), [("text", "text")],
+         "SQLite binds the UTC bounds as text")
+    d.stop()
+
+
+def test_sqlite_batch_manifest():
+    d = h.Daemon(jobs=BATCH_JOB, warehouses={"sales": SEEN}, clock=None, name="calbatch")
+    d.backfill("batched", "2026-02-08", "2026-02-10")
+    h.eq(d.query("SELECT * FROM seen ORDER BY job, k"),
+         [day_row("row", "2026-02-08", "2026-02-09"),
+          day_row("row", "2026-02-09", "2026-02-10"),
+          day_row("row", "2026-02-10", "2026-02-11"),
+          ("span", None, "2026-02-08", "2026-02-11", "2026-02-08 00:00:00",
+           "2026-02-11 00:00:00")],
+         "the manifest's rows (five columns) and the batch's span")
+    d.stop()
+
+
+def test_command_utc_bounds():
+    out = "{dir}/out.{partition}"
+    jobs = """
+- name: export
+  partition: day
+  command: ["/bin/sh", "-c", "echo \\"$0|$1|$BACKFILLD_PARTITION_START_UTC|$BACKFILLD_PARTITION_END_UTC\\" > %s", "{partition_start_utc}", "{partition_end_utc}"]
+""" % out
+    d = h.Daemon(jobs=jobs, clock=None, name="calcmd",
+                 env={"BACKFILLD_PARTITION_START_UTC": "stale"})
+    d.backfill("export", "2026-02-08", "2026-02-08")
+    with open(os.path.join(d.dir, "out.2026-02-08")) as f:
+        got = f.read()
+    h.eq(got, "2026-02-08 00:00:00|2026-02-09 00:00:00|2026-02-08 00:00:00|"
+         "2026-02-09 00:00:00\n", "the command's argv and environment")
+    d.stop()
+
+
+# ---------------------------------------------------------------- PostgreSQL
+
+def pg_cluster():
+    """The suite's throwaway PostgreSQL cluster, or None (said) without one."""
+    import test_postgres as tp
+    try:
+        return tp, tp.cluster()
+    except SystemExit as e:
+        if e.code != h.SKIP:
+            raise
+        return tp, None
+
+
+PG_JOBS = """
+- name: daily
+  warehouse: sales
+  partition: day
+  sql: INSERT INTO seen SELECT 'daily', :partition, :partition_start, :partition_end, pg_typeof(:partition_start_utc)::text, to_char(:partition_start_utc AT TIME ZONE 'UTC', 'YYYY-MM-DD HH24:MI:SS') || '/' || to_char(:partition_end_utc AT TIME ZONE 'UTC', 'YYYY-MM-DD HH24:MI:SS')
+- name: batched
+  warehouse: sales
+  partition: day
+  batch: true
+  sql: |
+    INSERT INTO seen SELECT 'row', partition_key, partition_start, partition_end, pg_typeof(partition_start_utc)::text, to_char(partition_start_utc AT TIME ZONE 'UTC', 'YYYY-MM-DD HH24:MI:SS') || '/' || to_char(partition_end_utc AT TIME ZONE 'UTC', 'YYYY-MM-DD HH24:MI:SS') FROM backfill_manifest;
+    INSERT INTO seen SELECT 'span', NULL, :partition_start, :partition_end, pg_typeof(:partition_end_utc)::text, to_char(:partition_start_utc AT TIME ZONE 'UTC', 'YYYY-MM-DD HH24:MI:SS') || '/' || to_char(:partition_end_utc AT TIME ZONE 'UTC', 'YYYY-MM-DD HH24:MI:SS')
+"""
+
+PG_SEEN = "CREATE TABLE seen (job text, k text, s text, e text, t text, utc text)"
+
+
+def test_postgres_utc_bounds():
+    tp, c = pg_cluster()
+    if c is None:
+        return skip_part("test_postgres_utc_bounds", "no PostgreSQL server")
+    c.fresh_db()
+    c.as_etl(PG_SEEN)
+    # the session's zone is not UTC: the UTC bounds must not move
+    c.psql("ALTER DATABASE etl SET timezone TO 'America/New_York'", db="postgres")
+    d = tp.pg_daemon(PG_JOBS, tp.pg_warehouse(), clock=None, name="pgcal")
+    d.backfill("daily", "2026-02-08", "2026-02-08")
+    d.backfill("batched", "2026-02-09", "2026-02-10")
+    tz = "timestamp with time zone"
+    h.eq(c.psql("SELECT job, coalesce(k, '-'), s, e, t, utc FROM seen ORDER BY job, k"),
+         [("daily", "2026-02-08", "2026-02-08", "2026-02-09", tz,
+           "2026-02-08 00:00:00/2026-02-09 00:00:00"),
+          ("row", "2026-02-09", "2026-02-09", "2026-02-10", tz,
+           "2026-02-09 00:00:00/2026-02-10 00:00:00"),
+          ("row", "2026-02-10", "2026-02-10", "2026-02-11", tz,
+           "2026-02-10 00:00:00/2026-02-11 00:00:00"),
+          ("span", "-", "2026-02-09", "2026-02-11", tz,
+           "2026-02-09 00:00:00/2026-02-11 00:00:00")],
+         "what PostgreSQL queries received (a session in America/New_York)")
+    d.stop()
+
+
+# ---------------------------------------------------------------- ClickHouse
+
+CH = {}
+
+
+def ch_server():
+    """The suite's throwaway clickhouse-server, or None (said) without one."""
+    import sys
+    import test_clickhouse as tc
+    if "srv" in CH:
+        return tc, CH["srv"]
+    CH["srv"] = None
+    if not os.path.exists(os.path.join(os.path.dirname(h.binaries()[0]), "backfilld-ch.so")):
+        if os.environ.get("BACKFILLD_REQUIRE_CLICKHOUSE") == "1":
+            h.fail("this build has no ClickHouse driver")
+        return tc, None
+    sys.path.insert(0, os.path.join(h.SOURCE_ROOT, "tools"))
+    from chserver import ChServer, ChServerError
+    try:
+        tc.SRV = ChServer(prefix="server-", parent=h.suite_mkdtemp("ch"), own_parent=True)
+    except ChServerError as e:
+        if os.environ.get("BACKFILLD_REQUIRE_CLICKHOUSE") == "1":
+            h.fail(str(e))
+        return tc, None
+    h.register_server(tc.SRV)
+    CH["srv"] = tc.SRV
+    return tc, tc.SRV
+
+
+CH_JOB = """
+- name: bounds
+  warehouse: sales
+  partition: %s
+  table: bounds
+  partition_column: p
+  sql: SELECT :partition AS p, toString(:partition_start) AS s, toString(:partition_end) AS e, toTypeName(:partition_start_utc) AS t, toString(:partition_start_utc) || '/' || toString(:partition_end_utc) AS utc
+"""
+
+
+# toTypeName of a UTC bound, as the server's TSV writes it (quotes escaped)
+CH_UTC = "DateTime(\\'UTC\\')"
+
+
+def ch_bounds_table(srv, db, ptype, fn):
+    srv.q("CREATE TABLE bounds (p %s, s String, e String, t String, utc String)"
+          " ENGINE = MergeTree PARTITION BY %s(p) ORDER BY p" % (ptype, fn), db)
+
+
+def test_clickhouse_utc_bounds():
+    tc, srv = ch_server()
+    if srv is None:
+        return skip_part("test_clickhouse_utc_bounds", "no clickhouse-server")
+    db = tc.fresh_db(seed=False)
+    ch_bounds_table(srv, db, "Date", "toDate")
+    d = h.Daemon(config=tc.ch_config(db, CH_JOB % "day"), clock=None, name="chcal")
+    d.backfill("bounds", "2026-02-08", "2026-02-08")
+    h.eq(srv.rows("SELECT toString(p), s, e, t, utc FROM bounds", db),
+         [("2026-02-08", "2026-02-08", "2026-02-09", CH_UTC,
+           "2026-02-08 00:00:00/2026-02-09 00:00:00")],
+         "what a ClickHouse query received")
+    d.stop()
+
+
+# ---------------------------------------------------------------- zones
+
+def zone_refused(d):
+    """The daemon's refusal of a zone (the gate of config_zone_supported),
+    or None when it accepts the configuration."""
+    r = subprocess.run([d.backfilld, "--check-config", "--config", d.conf],
+                       capture_output=True, text=True, timeout=60, cwd=d.dir, env=d.env())
+    text = r.stdout + r.stderr
+    if r.returncode != 0 and "not supported yet" in text:
+        return text.strip().splitlines()[-1]
+    h.eq(r.returncode, 0, "--check-config: %s" % text)
+    return None
+
+
+# Europe/Berlin, 2023-10-29: 25 hours, 02:00 twice (+02:00, then +01:00)
+BERLIN_DAY = ("2023-10-29", "2023-10-29", "2023-10-30",
+              "2023-10-28 22:00:00", "2023-10-29 23:00:00")
+BERLIN_HOURS = [("2023-10-29T02+02:00", "2023-10-29 02:00:00", "2023-10-29 03:00:00",
+                 "2023-10-29 00:00:00", "2023-10-29 01:00:00"),
+                ("2023-10-29T02+01:00", "2023-10-29 02:00:00", "2023-10-29 03:00:00",
+                 "2023-10-29 01:00:00", "2023-10-29 02:00:00")]
+
+ZONED_SQLITE = """
+- name: daily
+  warehouse: sales
+  partition: day
+  timezone: Europe/Berlin
+  sql: INSERT INTO seen VALUES ('daily', :partition, :partition_start, :partition_end, :partition_start_utc, :partition_end_utc)
+- name: hourly
+  warehouse: sales
+  partition: hour
+  timezone: Europe/Berlin
+  sql: INSERT INTO seen VALUES ('hourly', :partition, :partition_start, :partition_end, :partition_start_utc, :partition_end_utc)
+"""
+
+
+def test_dst_day_sqlite():
+    d = h.Daemon(jobs=ZONED_SQLITE, warehouses={"sales": SEEN}, clock=None, name="caldst",
+                 start=False)
+    why = zone_refused(d)
+    if why:
+        return skip_part("test_dst_day_sqlite", "zones refused by this build: %s" % why)
+    d.start()
+    d.backfill("daily", "2023-10-29", "2023-10-29")
+    # a wall hour without offset: both of its cells
+    d.backfill("hourly", "2023-10-29T02", "2023-10-29T02")
+    h.eq(d.query("SELECT k, s, e, su, eu FROM seen WHERE job = 'daily'"), [BERLIN_DAY],
+         "Berlin's 25-hour day")
+    h.eq(d.query("SELECT k, s, e, su, eu FROM seen WHERE job = 'hourly' ORDER BY su"),
+         BERLIN_HOURS, "Berlin's two 02:00 hours")
+    d.stop()
+
+
+def test_dst_day_postgres():
+    tp, c = pg_cluster()
+    if c is None:
+        return skip_part("test_dst_day_postgres", "no PostgreSQL server")
+    c.fresh_db()
+    c.as_etl(PG_SEEN)
+    jobs = PG_JOBS.replace("partition: day\n", "partition: day\n  timezone: Europe/Berlin\n")
+    d = tp.pg_daemon(jobs, tp.pg_warehouse(), clock=None, name="pgcaldst", start=False)
+    why = zone_refused(d)
+    if why:
+        return skip_part("test_dst_day_postgres", "zones refused by this build: %s" % why)
+    d.start()
+    d.backfill("daily", "2023-10-29", "2023-10-29")
+    h.eq(c.psql("SELECT k, s, e, t, utc FROM seen"),
+         [("2023-10-29", "2023-10-29", "2023-10-30", "timestamp with time zone",
+           "2023-10-28 22:00:00/2023-10-29 23:00:00")], "Berlin's 25-hour day on PostgreSQL")
+    d.stop()
+
+
+def test_dst_day_clickhouse():
+    tc, srv = ch_server()
+    if srv is None:
+        return skip_part("test_dst_day_clickhouse", "no clickhouse-server")
+    db = tc.fresh_db(seed=False)
+    ch_bounds_table(srv, db, "Date", "toDate")
+    jobs = CH_JOB % "day\n  timezone: Europe/Berlin"
+    d = h.Daemon(config=tc.ch_config(db, jobs), clock=None, name="chcaldst", start=False)
+    why = zone_refused(d)
+    if why:
+        return skip_part("test_dst_day_clickhouse", "zones refused by this build: %s" % why)
+    d.start()
+    d.backfill("bounds", "2023-10-29", "2023-10-29")
+    h.eq(srv.rows("SELECT toString(p), s, e, t, utc FROM bounds", db),
+         [("2023-10-29", "2023-10-29", "2023-10-30", CH_UTC,
+           "2023-10-28 22:00:00/2023-10-29 23:00:00")], "Berlin's 25-hour day on ClickHouse")
+    d.stop()
+
+
+if __name__ == "__main__":
+    h.main([test_sqlite_utc_bounds, test_sqlite_batch_manifest, test_command_utc_bounds,
+            test_postgres_utc_bounds, test_clickhouse_utc_bounds,
+            test_dst_day_sqlite, test_dst_day_postgres, test_dst_day_clickhouse])
