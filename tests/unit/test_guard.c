@@ -89,13 +89,13 @@ static const struct {
 	{ "all pass", { { "10", "12" }, { "100", "120" }, NULL, NULL }, true,
 	  GUARD_PASSED, { { true, "no duplicate key" },
 			  { true, "12 rows, at least 1" },
-			  { true, "revenue moved +20.0% (100.00 -> 120.00), within 50%" } },
+			  { true, "revenue moved +20.0% (100 -> 120), within 50%" } },
 	  3, "" },
 	{ "a duplicated key", { { "10", "12" }, { "100", "100" }, "dt=2026-01-02, store_id=3 (2 rows)", NULL },
 	  true, GUARD_FAILED,
 	  { { false, "duplicate key dt=2026-01-02, store_id=3 (2 rows)" },
 	    { true, "12 rows, at least 1" },
-	    { true, "revenue moved +0.0% (100.00 -> 100.00), within 50%" } },
+	    { true, "revenue moved +0.0% (100 -> 100), within 50%" } },
 	  3, "check key_unique failed for 2026-01-02: duplicate key dt=2026-01-02, store_id=3 (2 rows)" },
 	{ "an emptied partition", { { "10", "0" }, { "100", NULL }, NULL, NULL }, true,
 	  GUARD_FAILED, { { true, "no duplicate key" },
@@ -105,12 +105,12 @@ static const struct {
 	{ "a metric moved too far", { { "10", "10" }, { "100", "40" }, NULL, NULL }, true,
 	  GUARD_FAILED, { { true, "no duplicate key" },
 			  { true, "10 rows, at least 1" },
-			  { false, "revenue moved -60.0% (100.00 -> 40.00), above max_change 50%" } },
-	  3, "check max_change:revenue failed for 2026-01-02: revenue moved -60.0% (100.00 -> 40.00), above max_change 50%" },
+			  { false, "revenue moved -60.0% (100 -> 40), above max_change 50%" } },
+	  3, "check max_change:revenue failed for 2026-01-02: revenue moved -60.0% (100 -> 40), above max_change 50%" },
 	{ "exactly max_change is within", { { "10", "10" }, { "100", "150" }, NULL, NULL }, true,
 	  GUARD_PASSED, { { true, "no duplicate key" },
 			  { true, "10 rows, at least 1" },
-			  { true, "revenue moved +50.0% (100.00 -> 150.00), within 50%" } },
+			  { true, "revenue moved +50.0% (100 -> 150), within 50%" } },
 	  3, "" },
 	{ "a new partition: nothing to move from", { { "0", "5" }, { NULL, "900" }, NULL, NULL }, true,
 	  GUARD_PASSED, { { true, "no duplicate key" },
@@ -120,7 +120,7 @@ static const struct {
 	{ "one row: singular", { { "3", "1" }, { "100", "100" }, NULL, NULL }, true,
 	  GUARD_PASSED, { { true, "no duplicate key" },
 			  { true, "1 row, at least 1" },
-			  { true, "revenue moved +0.0% (100.00 -> 100.00), within 50%" } },
+			  { true, "revenue moved +0.0% (100 -> 100), within 50%" } },
 	  3, "" },
 	{ "zero before: no base", { { "3", "3" }, { "0", "900" }, NULL, NULL }, true,
 	  GUARD_PASSED, { { true, "no duplicate key" },
@@ -136,12 +136,12 @@ static const struct {
 	  true, GUARD_FAILED,
 	  { { false, "duplicate key dt=x, store_id=1 (3 rows)" },
 	    { false, "0 rows, at least 1" },
-	    { false, "revenue moved -99.0% (100.00 -> 1.00), above max_change 50%" } },
+	    { false, "revenue moved -99.0% (100 -> 1), above max_change 50%" } },
 	  3, "check key_unique failed for 2026-01-02: duplicate key dt=x, store_id=1 (3 rows)" },
 	{ "an earlier failure keeps the error", { { "1", "0" }, { "100", "100" }, NULL, NULL }, false,
 	  GUARD_FAILED, { { true, "no duplicate key" },
 			  { false, "0 rows, at least 1" },
-			  { true, "revenue moved +0.0% (100.00 -> 100.00), within 50%" } },
+			  { true, "revenue moved +0.0% (100 -> 100), within 50%" } },
 	  3, "" },
 	{ "the key query cannot run", { { "1", "1" }, { "1", "1" }, NULL, "dupkey" }, true,
 	  GUARD_BROKEN, { { false, "no such column: x" } },
@@ -158,7 +158,9 @@ START_TEST(test_after)
 {
 	for (size_t t = 0; t < sizeof cases / sizeof cases[0]; t++) {
 		struct fake_conn conn = { { &fake_driver }, &cases[t].a, 0 };
-		struct exec_part part = { "2026-01-02", "2026-01-02", "2026-01-03" };
+		struct exec_part part = { .key = "2026-01-02",
+					  .start = "2026-01-02",
+					  .end = "2026-01-03" };
 		struct exec_run run;
 		struct wh_param p = { "partition", part.key };
 		struct err err;
@@ -211,7 +213,8 @@ START_TEST(test_figures)
 {
 	static const struct answers a = { { "7", "9" }, { "200", "250" }, NULL, NULL };
 	struct fake_conn conn = { { &fake_driver }, &a, 0 };
-	struct exec_part part = { "2026-01-02", "2026-01-02", "2026-01-03" };
+	struct exec_part part = { .key = "2026-01-02", .start = "2026-01-02",
+				  .end = "2026-01-03" };
 	struct wh_param p = { "partition", part.key };
 	struct exec_check_result checks[NCHECKS];
 	struct exec_run run;

@@ -29,6 +29,7 @@
 #include "chsql.h"
 #include "cutoff.h"
 #include "severity.h"
+#include "text.h"
 #include "trend.h"
 #include "xalloc.h"
 
@@ -472,6 +473,7 @@ guard_metrics(struct exec_run *run, size_t i, bool first_error,
 
 	for (size_t k = 0; k < j->nmetrics; k++) {
 		const struct exec_metric_result *m = &g->metrics[k];
+		char fb[32], fa[32];
 		bool ok;
 
 		if (!j->metrics[k].has_max_change)
@@ -483,9 +485,11 @@ guard_metrics(struct exec_run *run, size_t i, bool first_error,
 			continue;
 		}
 		ok = fabs(m->change_pct) <= j->metrics[k].max_change;
-		snprintf(detail, sizeof detail, "%s moved %+.1f%% (%.2f -> %.2f),"
-			 " %s %g%%", j->metrics[k].name, m->change_pct, m->before,
-			 m->after, ok ? "within" : "above max_change",
+		snprintf(detail, sizeof detail, "%s moved %+.1f%% (%s -> %s),"
+			 " %s %g%%", j->metrics[k].name, m->change_pct,
+			 text_figure(m->before, fb, sizeof fb),
+			 text_figure(m->after, fa, sizeof fa),
+			 ok ? "within" : "above max_change",
 			 j->metrics[k].max_change);
 		guard_record(run, i, name, ok, detail)->warn = j->metrics[k].warn;
 		if (severity_fails_run(ok, j->metrics[k].warn)) {
