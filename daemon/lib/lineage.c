@@ -14,13 +14,6 @@ lineage_feeds(const struct config *cfg, int up, int down)
 	return false;
 }
 
-/* A job's calendar: its grain's UTC calendar until jobs declare a zone. */
-static const struct cal *
-lineage_cal(const struct job_def *j)
-{
-	return &cal_utc[j->grain];
-}
-
 struct part_range
 lineage_range(const struct config *cfg, int up, part_t p, int down)
 {
@@ -28,9 +21,9 @@ lineage_range(const struct config *cfg, int up, part_t p, int down)
 	struct part_range r = { 0, -1 };
 
 	if (!lineage_feeds(cfg, up, down) ||
-	    !cal_can_feed(lineage_cal(&cfg->jobs[up]), lineage_cal(dj)))
+	    !cal_can_feed(job_cal(&cfg->jobs[up]), job_cal(dj)))
 		return r;
-	r = cal_map(lineage_cal(&cfg->jobs[up]), p, lineage_cal(dj));
+	r = cal_map(job_cal(&cfg->jobs[up]), p, job_cal(dj));
 	/* a partition outside down's start..end does not exist */
 	if (dj->has_start && r.first < dj->start)
 		r.first = dj->start;

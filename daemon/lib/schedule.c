@@ -54,18 +54,10 @@ schedule_due_time(enum grain g, int64_t ready_after, part_t p)
 	return schedule_cal_due_time(&cal_utc[g], ready_after, p);
 }
 
-/* A job's calendar: the one place that says which (its grain's UTC
- * calendar until jobs declare a zone). */
-static const struct cal *
-schedule_cal(const struct job_def *j)
-{
-	return &cal_utc[j->grain];
-}
-
 part_t
 schedule_last_closed(const struct job_def *j, bool due, int64_t now)
 {
-	return schedule_cal_last_due(schedule_cal(j), due ? j->ready_after : 0,
+	return schedule_cal_last_due(job_cal(j), due ? j->ready_after : 0,
 	    now);
 }
 
@@ -74,7 +66,7 @@ schedule_refuse_open(const struct job_def *j, part_t p, bool due,
 		     const char *nothing, struct err *err)
 {
 	char key[CAL_KEY_MAX], at[CAL_KEY_MAX];
-	const struct cal *c = schedule_cal(j);
+	const struct cal *c = job_cal(j);
 	int64_t t = due ? schedule_cal_due_time(c, j->ready_after, p)
 			: cal_end(c, p);
 
@@ -106,7 +98,7 @@ schedule_next_due(const struct job_def *j, part_t next, int64_t *due)
 		next = j->start;
 	if (j->has_end && next > j->end)
 		return false;
-	*due = schedule_cal_due_time(schedule_cal(j), j->ready_after, next);
+	*due = schedule_cal_due_time(job_cal(j), j->ready_after, next);
 	return true;
 }
 
@@ -161,9 +153,9 @@ schedule_gap(const struct job_def *j, bool resumed, struct schedule_decision *d)
 		 * the gap shown runs from the older one's first partition
 		 * (what ran in between counts as filled once succeeded) */
 		if (!schedule_has_refused(st) || st->gap_from[0] == '\0')
-			cal_key(schedule_cal(j), d->first, st->gap_from);
+			cal_key(job_cal(j), d->first, st->gap_from);
 		schedule_set_catchup(st, "refused");
-		cal_key(schedule_cal(j), d->last, st->gap_to);
+		cal_key(job_cal(j), d->last, st->gap_to);
 	}
 }
 
@@ -178,9 +170,9 @@ schedule_decide(const struct job_def *j, const struct store_job_state *st,
 	if (!schedule_is_clock_job(j) || st->paused)
 		return;
 	if (!st->has_watermark ||
-	    cal_parse_key(schedule_cal(j), st->watermark, &wm, NULL) < 0)
+	    cal_parse_key(job_cal(j), st->watermark, &wm, NULL) < 0)
 		wm = j->start - 1;
-	d->last = schedule_cal_last_due(schedule_cal(j), j->ready_after, now);
+	d->last = schedule_cal_last_due(job_cal(j), j->ready_after, now);
 	if (j->has_end && d->last > j->end)
 		d->last = j->end;
 	if (d->last > wm) {
@@ -193,7 +185,7 @@ schedule_decide(const struct job_def *j, const struct store_job_state *st,
 			schedule_gap(j, resumed, d);
 		}
 		d->state.has_watermark = true;
-		cal_key(schedule_cal(j), d->last, d->state.watermark);
+		cal_key(job_cal(j), d->last, d->state.watermark);
 		d->save = true;
 	} else if (!st->has_watermark || !j->catchup) {
 		const char *want = j->catchup ? "ok" : "off";
@@ -217,7 +209,7 @@ schedule_view(const struct job_def *j, const struct store_job_state *st,
 	memset(v, 0, sizeof *v);
 	v->has_watermark =
 	    st->has_watermark &&
-	    cal_parse_key(schedule_cal(j), st->watermark, &v->watermark, NULL) == 0;
+	    cal_parse_key(job_cal(j), st->watermark, &v->watermark, NULL) == 0;
 	if (!schedule_is_clock_job(j))
 		v->catchup = "off";
 	else if (refused)
@@ -228,11 +220,11 @@ schedule_view(const struct job_def *j, const struct store_job_state *st,
 	 * schedule_gap_clear() once the last one lands */
 	v->has_gap =
 	    refused && st->gap_from[0] &&
-	    cal_parse_key(schedule_cal(j), st->gap_from, &v->gap_from, NULL) == 0 &&
-	    cal_parse_key(schedule_cal(j), st->gap_to, &v->gap_to, NULL) == 0;
+	    cal_parse_key(job_cal(j), st->gap_from, &v->gap_from, NULL) == 0 &&
+	    cal_parse_key(job_cal(j), st->gap_to, &v->gap_to, NULL) == 0;
 	if (schedule_is_clock_job(j)) {
 		part_t nextp = v->has_watermark ? v->watermark + 1 : j->start;
-		part_t last = schedule_cal_last_due(schedule_cal(j), j->ready_after, now);
+		part_t last = schedule_cal_last_due(job_cal(j), j->ready_after, now);
 
 		if (nextp <= last)
 			nextp = last + 1;
@@ -246,8 +238,8 @@ schedule_gap_covers(const struct job_def *j, const struct store_job_state *st,
 {
 	return strcmp(st->catchup, "refused") == 0 && st->gap_from[0] &&
 	       strcmp(key, st->gap_from) >= 0 && strcmp(key, st->gap_to) <= 0 &&
-	       cal_parse_key(schedule_cal(j), st->gap_from, from, NULL) == 0 &&
-	       cal_parse_key(schedule_cal(j), st->gap_to, to, NULL) == 0;
+	       cal_parse_key(job_cal(j), st->gap_from, from, NULL) == 0 &&
+	       cal_parse_key(job_cal(j), st->gap_to, to, NULL) == 0;
 }
 
 void

@@ -10,10 +10,10 @@ import subprocess
 
 import harness as h
 
-# Sunday weeks run end to end once the core's lineage (lineage.c
-# lineage_cal) and the executor's bounds (exec.h exec_job_cal) use the
-# job's own calendar (job_def.cal) instead of the grain's UTC calendar.
-SUNDAY_WEEKS_WIRED = False
+# Sunday weeks run end to end: lineage, the schedule, the executor's
+# bounds and the request's keys take the job's own calendar (config.h
+# job_cal), not the grain's UTC calendar.
+SUNDAY_WEEKS_WIRED = True
 
 SEED = """
 CREATE TABLE events (dt TEXT, amount REAL);
@@ -113,11 +113,14 @@ def test_sunday_week_mart():
     if not SUNDAY_WEEKS_WIRED:
         print("skipped: Sunday weeks wait for lineage_cal and exec_job_cal to use job_def.cal")
         return
-    d = h.Daemon(jobs=JOBS + SUNDAY_JOB, warehouses={"sales": SEED}, name="calw")
-    d.backfill("fct", "2024-03-30", "2024-04-01")
+    d = h.Daemon(jobs=JOBS + SUNDAY_JOB, warehouses={"sales": SEED},
+                 settings={"max_backfill": 1000}, name="calw")
+    # two whole Sunday weeks, Sunday 03-24 to Saturday 04-06 (Monday
+    # weeks would be 03-18, 03-25 and 04-01)
+    d.backfill("fct", "2024-03-24", "2024-04-06")
     runs = d.runs()
     h.eq(sorted(r["partition"] for r in h.by_job(runs, "retail_weekly")),
-         ["2024-03-24", "2024-03-31"], "Sunday weeks holding 03-30 (Sat) and 03-31..04-01")
+         ["2024-03-24", "2024-03-31"], "the Sunday weeks of 03-24..04-06")
     recompute(d, "wk", "week_start", "+7 days")
     out = d.ok("jobs")
     h.check("week (sunday)" in out, "jobs shows the Sunday week: %r" % out)

@@ -207,8 +207,10 @@ END_TEST
 START_TEST(test_manifest_skip)
 {
 	struct job_def jobs[2] = {
-		{ .name = "wk", .grain = GRAIN_WEEK },
-		{ .name = "mo", .grain = GRAIN_MONTH },
+		{ .name = "wk", .grain = GRAIN_WEEK,
+		  .cal = { GRAIN_WEEK, WEEK_MONDAY, NULL } },
+		{ .name = "mo", .grain = GRAIN_MONTH,
+		  .cal = { GRAIN_MONTH, WEEK_MONDAY, NULL } },
 	};
 	struct config cfg = { .jobs = jobs, .njobs = 2 };
 	struct manifest m;

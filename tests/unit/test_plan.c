@@ -193,6 +193,52 @@ START_TEST(quarter_year_rollups)
 }
 END_TEST
 
+static const char sunday_yaml[] =
+	"jobs:\n"
+	"  - {name: fct, partition: day, command: [x]}\n"
+	"  - {name: retail, partition: week, week_start: sunday, upstream: [fct], command: [x]}\n"
+	"  - {name: monthly, partition: month, upstream: [retail], command: [x]}\n";
+
+/* Sunday weeks (US retail): a Saturday closes its week, a Sunday opens
+ * the next one; the week of 2024-03-31 straddles March and April and
+ * feeds both months. */
+static void
+sunday_setup(void)
+{
+	struct err err;
+
+	if (config_load_string("/tmp/plan.yaml", sunday_yaml,
+			       strlen(sunday_yaml), &cfg, &err) < 0)
+		ck_abort_msg("config: %s", err.msg);
+}
+
+START_TEST(sunday_weeks)
+{
+	struct plan p;
+
+	plan_init(&p);
+	plan_add_root(&p, 0, day("2024-03-30"));
+	plan_add_root(&p, 0, day("2024-03-31"));
+	plan_add_root(&p, 0, day("2024-04-06"));
+	plan_add_root(&p, 0, day("2024-04-07"));
+	plan_expand(&p, cfg, false, NULL);
+	ck_assert_uint_eq(p.n, 4 + 3 + 2);
+	ck_assert_str_eq(job_of(&p, 4), "retail");
+	ck_assert_str_eq(key_of(&p, 4), "2024-03-24");
+	ck_assert_uint_eq(p.items[4].ndeps, 1);
+	ck_assert_str_eq(key_of(&p, 5), "2024-03-31");
+	ck_assert_uint_eq(p.items[5].ndeps, 2);
+	ck_assert_uint_eq(p.deps[p.items[5].dep_off], 1);
+	ck_assert_uint_eq(p.deps[p.items[5].dep_off + 1], 2);
+	ck_assert_str_eq(key_of(&p, 6), "2024-04-07");
+	ck_assert_str_eq(job_of(&p, 7), "monthly");
+	ck_assert_str_eq(key_of(&p, 7), "2024-03-01");
+	ck_assert_str_eq(key_of(&p, 8), "2024-04-01");
+	ck_assert_uint_eq(p.items[8].ndeps, 2);
+	plan_free(&p);
+}
+END_TEST
+
 /* --reverse orders downstream partitions newest first too. */
 START_TEST(reverse_order)
 {
@@ -388,6 +434,7 @@ main(void)
 	TCase *tc = tcase_create("plan");
 	TCase *tn = tcase_create("narrow");
 	TCase *tr = tcase_create("rollups");
+	TCase *tw = tcase_create("sunday");
 	SRunner *sr;
 	int failed;
 
@@ -407,6 +454,9 @@ main(void)
 	tcase_add_checked_fixture(tr, rollup_setup, teardown);
 	tcase_add_test(tr, quarter_year_rollups);
 	suite_add_tcase(s, tr);
+	tcase_add_checked_fixture(tw, sunday_setup, teardown);
+	tcase_add_test(tw, sunday_weeks);
+	suite_add_tcase(s, tw);
 	sr = srunner_create(s);
 	srunner_run_all(sr, CK_ENV);
 	failed = srunner_ntests_failed(sr);

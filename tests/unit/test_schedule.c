@@ -208,6 +208,7 @@ make_job(const struct jobspec *js, struct job_def *j)
 	j->name = "j";
 	j->warehouse = -1;
 	j->grain = js->grain;
+	j->cal = cal_utc[js->grain];
 	j->has_start = true;
 	j->start = js->grain == GRAIN_HOUR ? part(GRAIN_DAY, js->start) * 24
 					   : part(js->grain, js->start);

@@ -61,7 +61,7 @@ sched_store_plan(struct sched *s, const struct sched_req *rq,
 		    .at = created_at,
 		};
 
-		part_key(cfg->jobs[it->job].grain, it->part, key);
+		cal_key(job_cal(&cfg->jobs[it->job]), it->part, key);
 		if (store_item_add(s->store, &si, &ids[i], err) < 0)
 			goto fail;
 	}
@@ -109,7 +109,7 @@ sched_commit_plan(struct sched *s, const struct sched_req *rq,
 		const struct plan_item *it = &plan->items[i];
 		struct item *x;
 
-		part_key(cfg->jobs[it->job].grain, it->part, key);
+		cal_key(job_cal(&cfg->jobs[it->job]), it->part, key);
 		x = manifest_item_add(&s->m, r, ids[i], cfg->jobs[it->job].name,
 				      key, (int)i, it->downstream, MS_QUEUED);
 		for (size_t d = 0; d < it->ndeps; d++)
@@ -179,7 +179,7 @@ sched_last_states(struct sched *s, const struct sched_req *rq,
 	lf->keys = xcalloc(lf->n, sizeof *lf->keys);
 	lf->states = xcalloc(lf->n, sizeof *lf->states);
 	for (size_t i = 0; i < lf->n; i++) {
-		part_key(j->grain, rq->parts[i], lf->keys[i]);
+		cal_key(job_cal(j), rq->parts[i], lf->keys[i]);
 		lf->states[i] = MS_NONE; /* never ran */
 	}
 	return store_last_states(s->store, j->name, lf->keys[0],
@@ -493,7 +493,7 @@ sched_backfill(struct sched *s, struct sched_backfill *bf, struct err *err)
 		char vk[CAL_KEY_MAX];
 
 		/* the first partition the request would run */
-		part_key(j->grain, rq->parts[rq->reverse ? rq->nparts - 1 : 0],
+		cal_key(job_cal(j), rq->parts[rq->reverse ? rq->nparts - 1 : 0],
 			 vk);
 		if ((bf->proof = sched_proof_start(s, rq->job, vk,
 						   err)) == NULL)
