@@ -902,7 +902,8 @@ daemon_start_http(struct daemon *d, struct err *err)
 	d->http = httpd_new(&d->loop, d->sched, d->metrics,
 			    d->cw != NULL ? cworker_driver() : NULL,
 			    d->cw != NULL ? cworker_cluster(d->cw) : NULL);
-	if (httpd_configure(d->http, sched_config(d->sched), err) < 0) {
+	if (httpd_configure(d->http, sched_config(d->sched), err) < 0 ||
+	    metrics_lineage_open(d->metrics, err) < 0) {
 		metrics_close(d->metrics); /* freed by their close callbacks */
 		d->metrics = NULL;
 		prune_close(d->prune);

@@ -40,6 +40,7 @@ const struct cfg_table cfg_tables[] = {
 	{ "metric", cfg_metric_keys },
 	{ "trend", cfg_trend_keys },
 	{ "late_data", cfg_late_keys },
+	{ "openlineage", cfg_ol_keys },
 	{ NULL, NULL }
 };
 

@@ -249,6 +249,17 @@ struct config {
 	int hook_queue;         /* hooks waiting for room, at most */
 	char *metrics_file;     /* Prometheus text format, or NULL */
 	char *report_file;      /* the HTML report page, or NULL */
+	/* openlineage (config_ol.c): the run events' endpoint or file
+	 * (one of them; both NULL: none), job namespace, timeout
+	 * (seconds), queue (events waiting at most) */
+	char *ol_url;
+	char *ol_file;
+	char *ol_namespace;
+	int64_t ol_timeout;
+	int ol_queue;
+#define OL_DEFAULT_NAMESPACE "backfilld"
+#define OL_DEFAULT_TIMEOUT 5
+#define OL_DEFAULT_QUEUE 1000
 	/* http_listen (docs/http.md): the read-only HTTP endpoint's
 	 * address as written (NULL: off), its numeric host and port, and
 	 * whether the host is a loopback address */
@@ -305,13 +316,6 @@ const char *hook_kind_name(enum hook_kind k);
 
 /* Job by name, or NULL. */
 const struct job_def *config_job(const struct config *cfg, const char *name);
-/* A job's calendar (grain, week_start:, timezone:): the one accessor
- * every rule relating its partitions goes through. */
-static inline const struct cal *
-job_cal(const struct job_def *j)
-{
-	return &j->cal;
-}
 /* Time zones other than UTC are refused by the configuration, in one
  * place (config_cal.c cfg_zone_gate), until the executor's side of them
  * (the *_utc bounds, the zoned schedule, zoned hour keys in the stores)

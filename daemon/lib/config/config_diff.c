@@ -213,6 +213,11 @@ config_diff_settings(const struct config *a, const struct config *b,
 	CD_IF(config_diff_str(a->metrics_file, b->metrics_file), "metrics_file");
 	CD_IF(config_diff_str(a->report_file, b->report_file), "report_file");
 	CD_IF(config_diff_str(a->http_listen, b->http_listen), "http_listen");
+	CD_IF(config_diff_str(a->ol_url, b->ol_url) ||
+	      config_diff_str(a->ol_file, b->ol_file) ||
+	      config_diff_str(a->ol_namespace, b->ol_namespace) ||
+	      a->ol_timeout != b->ol_timeout || a->ol_queue != b->ol_queue,
+	      "openlineage");
 #undef CD_IF
 	memcpy(d->settings, c->keys, sizeof c->keys);
 	d->nsettings = c->nkeys;
@@ -222,7 +227,7 @@ bool
 config_diff_needs_restart(const char *setting)
 {
 	static const char *const restart[] = { "state_db", "state", "node",
-					       "socket", NULL };
+					       "socket", "openlineage", NULL };
 
 	for (size_t i = 0; restart[i] != NULL; i++)
 		if (strcmp(setting, restart[i]) == 0)

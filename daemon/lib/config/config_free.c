@@ -120,6 +120,9 @@ config_free(struct config *cfg)
 	free(cfg->metrics_file);
 	free(cfg->report_file);
 	free(cfg->http_listen);
+	free(cfg->ol_url);
+	free(cfg->ol_file);
+	free(cfg->ol_namespace);
 	tz_unref(cfg->zone);
 	free(cfg);
 }

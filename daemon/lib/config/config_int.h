@@ -151,7 +151,7 @@ extern const struct cfg_key cfg_wh_keys[], cfg_throttle_keys[];
 extern const struct cfg_key cfg_job_keys[];
 extern const struct cfg_key cfg_check_keys[], cfg_recon_keys[],
 	cfg_recon_source_keys[], cfg_metric_keys[], cfg_trend_keys[],
-	cfg_late_keys[];
+	cfg_late_keys[], cfg_ol_keys[];
 extern const struct cfg_table cfg_tables[];
 
 /* config_err.c: messages and positions */
@@ -231,6 +231,8 @@ int cfg_read_file(const char *path, size_t max, char **buf, size_t *len,
 		  char *why, size_t whysz);
 void cfg_src_free(struct cfg_src *f);
 cfg_handler_fn cfg_h_include;
+/* config_ol.c: openlineage: */
+cfg_handler_fn cfg_h_openlineage;
 
 /* config_settings.c: the top level */
 int cfg_state_finish(struct cfg_parser *p, yaml_node_t *root);

@@ -192,6 +192,9 @@ const struct cfg_key cfg_top_keys[] = {
 	{ "http_listen", YAML_SCALAR_NODE, cfg_h_http_listen,
 	  CFG_OFF(config, http_listen), 0,
 	  "PORT, IPV4:PORT or [IPV6]:PORT", 0 },
+	{ "openlineage", YAML_MAPPING_NODE, cfg_h_openlineage, 0, 0,
+	  "a mapping with url: URL or file: PATH (and namespace:, timeout:,"
+	  " queue:)", 0 },
 	{ "hook_timeout", YAML_SCALAR_NODE, cfg_h_posduration,
 	  CFG_OFF(config, hook_timeout), 0, CFG_POSDURATION, 0 },
 	{ "hook_concurrency", YAML_SCALAR_NODE, cfg_h_hookq,

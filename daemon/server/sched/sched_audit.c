@@ -5,6 +5,7 @@
 #include "sched_int.h"
 
 #include <math.h>
+#include <string.h>
 
 #include "guard.h"
 #include "json.h"
@@ -301,4 +302,32 @@ sched_audit(struct sched *s, struct exec_run *run, const int64_t *run_ids,
 	buf_free(&mtext);
 	buf_free(&ctext);
 	return rc;
+}
+
+void
+sched_run_fact(struct sched *s, const struct job_def *j,
+	       struct item *const *items, size_t n, int64_t run_id,
+	       enum mstate state, const char *error, int64_t now)
+{
+	const struct cal *c;
+	struct sched_run_fact f;
+
+	if (s->fact_cb == NULL || j == NULL || n == 0)
+		return;
+	c = &j->cal;
+	memset(&f, 0, sizeof f);
+	f.state = state;
+	f.job = j;
+	f.run_id = run_id;
+	f.request_id = items[0]->rq->id;
+	f.request_job = items[0]->rq->job;
+	f.request_kind = items[0]->rq->kind;
+	f.request_created_ms = items[0]->rq->created_at;
+	f.key = items[0]->key;
+	f.t0 = cal_start(c, items[0]->part);
+	f.t1 = cal_end(c, items[n - 1]->part);
+	f.attempt = items[0]->attempts;
+	f.error = error;
+	f.now_ms = now;
+	s->fact_cb(s->fact_data, &f);
 }

@@ -142,6 +142,8 @@ sched_cutoff_skip(struct sched *s, struct item *x, int64_t now)
 
 		s->run_cb(s->run_data, &ev);
 	}
+	sched_run_fact(s, config_job(s->cfg, x->job_name), &x, 1, rid,
+		       MS_SKIPPED, NULL, now);
 	fresh_done(s->fresh, x->job_name, x->key);
 	sched_fresh_outs(s, x, now);
 	manifest_settle_outs(&s->m, x);

@@ -216,6 +216,9 @@ sched_run_begin(struct sched *s, struct run *r, struct active *after,
 		sched_active_free(a);
 		return -1;
 	}
+	sched_run_fact(s, &s->cfg->jobs[r->job], r->items,
+		       r->batch ? r->nitems : 1, a->run.run_id, MS_RUNNING,
+		       NULL, now);
 	sched_run_submit(s, a);
 	return 0;
 }
@@ -744,6 +747,9 @@ sched_run_done_cb(struct exec_run *run)
 		sched_not_started(s, a, now);
 	else
 		sched_run_record(s, a, &o, now);
+	sched_run_fact(s, run->job, r->items, r->batch ? n : 1, run->run_id,
+		       run->not_started ? MS_CANCELLED : o.run_state,
+		       run->failed ? run->error : NULL, now);
 	manifest_run_finish(&s->m, r);
 	/* before the run's configuration goes: run->job is in it */
 	sched_budget_run_done(s, a, now);

@@ -88,6 +88,8 @@ struct sched {
 	void *idle_data;
 	void (*run_cb)(void *, const struct sched_run_event *);
 	void *run_data;
+	void (*fact_cb)(void *, const struct sched_run_fact *);
+	void *fact_data;
 
 	uv_timer_t retry_timer;
 	int64_t retry_at; /* ms, INT64_MAX when not armed */
@@ -133,6 +135,10 @@ sched_want(struct sched *s, unsigned what)
 
 /* sched_store.c */
 int sched_tx_end(struct sched *s, int rc, struct err *err);
+/* Tell the lineage a run of items[0..n) began or ended (sched_audit.c). */
+void sched_run_fact(struct sched *s, const struct job_def *j,
+		    struct item *const *items, size_t n, int64_t run_id,
+		    enum mstate state, const char *error, int64_t now);
 /* SCHED-7's one home: the store cannot be written from now on (why):
  * the failure, its time and its reason set, every later write refused
  * (store_refuse_all); true when it had not failed before. */

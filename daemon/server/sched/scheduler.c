@@ -274,6 +274,15 @@ sched_on_change(struct sched *s, void (*cb)(void *data), void *data)
 }
 
 void
+sched_on_run_fact(struct sched *s,
+		  void (*cb)(void *data, const struct sched_run_fact *f),
+		  void *data)
+{
+	s->fact_cb = cb;
+	s->fact_data = data;
+}
+
+void
 sched_on_run(struct sched *s,
 	     void (*cb)(void *data, const struct sched_run_event *ev),
 	     void *data)

@@ -165,6 +165,26 @@ struct sched_run_event {
 void sched_on_run(struct sched *s,
 		  void (*cb)(void *data, const struct sched_run_event *ev),
 		  void *data);
+/* A run began (state MS_RUNNING) or ended (succeeded, failed,
+ * cancelled: stopped or never started, skipped by early cut-off): for
+ * the lineage events (server/view/olrun.c).  Valid during the call. */
+struct sched_run_fact {
+	enum mstate state;
+	const struct job_def *job;   /* of the run's configuration */
+	int64_t run_id;              /* the store's */
+	int64_t request_id;          /* of its first item */
+	const char *request_job;     /* that request's own job */
+	const char *request_kind;
+	int64_t request_created_ms;
+	const char *key;             /* its first partition */
+	int64_t t0, t1;              /* its partitions' interval, seconds */
+	int attempt;
+	const char *error;           /* a failed run's, or NULL */
+	int64_t now_ms;
+};
+void sched_on_run_fact(struct sched *s,
+		       void (*cb)(void *data, const struct sched_run_fact *f),
+		       void *data);
 /* The test clock changed: re-run the schedule now. */
 void sched_clock_changed(struct sched *s);
 

@@ -11,6 +11,8 @@
 
 #include "atomicfile.h"
 #include "clock.h"
+#include "olrun.h"
+#include "olsend.h"
 #include "throttle.h"
 
 #include <errno.h>
@@ -65,6 +67,8 @@ struct metrics {
 	size_t njobs;
 	bool failing;    /* the last write failed (logged once) */
 	bool report_failing;
+	struct olsend *ol;  /* openlineage: (NULL: none) */
+	struct olrun *olr;
 };
 
 /* The counters of job `name`, created on first use. */
@@ -450,6 +454,33 @@ metrics_hooks(struct metrics *m, struct buf *o)
 		   hooks_dropped(m->h));
 }
 
+/* The lineage events' fates, when openlineage: is configured. */
+static void
+metrics_lineage(struct metrics *m, struct buf *o)
+{
+	if (m->ol == NULL)
+		return;
+	metrics_head(o, "backfilld_lineage_events_total", "counter",
+		     "OpenLineage run events since the daemon started, by"
+		     " result (sent; dropped: the queue full or the daemon"
+		     " stopping; failed: refused or undeliverable after its"
+		     " retries).");
+	for (int c = 0; c < OLSEND_NCOUNTS; c++)
+		buf_printf(o, "backfilld_lineage_events_total{result=\"%s\"} %"
+			   PRId64 "\n", olsend_count_name((enum olsend_count)c),
+			   olsend_count(m->ol, (enum olsend_count)c));
+}
+
+int
+metrics_lineage_open(struct metrics *m, struct err *err)
+{
+	if (olsend_open(sched_config(m->s), &m->ol, err) < 0)
+		return -1;
+	if (m->ol != NULL)
+		m->olr = olrun_new(m->s, m->ol);
+	return 0;
+}
+
 void
 metrics_render(struct metrics *m, struct buf *o)
 {
@@ -474,6 +505,7 @@ metrics_render(struct metrics *m, struct buf *o)
 	metrics_success(m, o);
 	metrics_hooks(m, o);
 	metrics_throttle(m, o);
+	metrics_lineage(m, o);
 	free(views);
 }
 
@@ -554,6 +586,13 @@ metrics_close(struct metrics *m)
 {
 	if (m == NULL)
 		return;
+	if (m->ol != NULL) { /* OL-5: what waits is sent first, counted */
+		sched_on_run_fact(m->s, NULL, NULL);
+		olsend_close(m->ol);
+		olrun_free(m->olr);
+		m->ol = NULL;
+		m->olr = NULL;
+	}
 	metrics_timer_cb(&m->timer);
 	uv_timer_stop(&m->timer);
 	uv_close((uv_handle_t *)&m->timer, metrics_closed_cb);

@@ -36,6 +36,10 @@ void metrics_render(struct metrics *m, struct buf *out);
 /* Write the file now (tmp + rename); -1 and err when it cannot. */
 int metrics_write(struct metrics *m, struct err *err);
 /* Write once more, stop the timer and free after the loop closes it. */
+/* Start the run events of openlineage: (olsend.h, olrun.h), when
+ * configured, counted in backfilld_lineage_events_total: -1 with err when
+ * its transport cannot start. */
+int metrics_lineage_open(struct metrics *m, struct err *err);
 void metrics_close(struct metrics *m);
 
 #endif
