@@ -22,7 +22,7 @@
 #define OL_PRODUCER OL_PRODUCER_REPO "/tree/v" BACKFILLD_VERSION
 #define OL_PARTITION_SCHEMA \
 	OL_PRODUCER_REPO "/blob/v" BACKFILLD_VERSION \
-	"/docs/operations.md#BackfilldPartitionRunFacet"
+	"/docs/operations.md#lineage-events-openlineage"
 
 const char *
 ol_type_name(enum ol_type t)
