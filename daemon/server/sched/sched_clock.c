@@ -32,7 +32,8 @@ sched_marked_cb(const char *key, enum mstate st, void *data)
 	part_t p;
 
 	(void)st;
-	if (part_parse_key(mc->j->grain, key, &p, NULL) == 0 &&
+	/* the keys of a hull (cal_key_hull): any outside first.. dropped */
+	if (cal_parse_key(&mc->j->cal, key, &p, NULL) == 0 &&
 	    p >= mc->first && (size_t)(p - mc->first) < mc->n)
 		mc->marked[p - mc->first] = true;
 }
@@ -47,7 +48,8 @@ sched_materialise(struct sched *s, int job, part_t first, part_t last,
 	const struct job_def *j = &s->cfg->jobs[job];
 	struct sched_req rq = {.job = job, .kind = kind};
 	struct marked_ctx mc = {.j = j, .first = first};
-	char a[CAL_KEY_MAX], b[CAL_KEY_MAX];
+	struct part_range r = {first, last};
+	char a[CAL_KEY_MAX], b[CAL_KEY_MAX], lo[CAL_KEY_MAX], hi[CAL_KEY_MAX];
 	struct plan plan;
 	int64_t id;
 	int rc;
@@ -55,15 +57,17 @@ sched_materialise(struct sched *s, int job, part_t first, part_t last,
 	mc.n = (size_t)(last - first + 1);
 	mc.marked = xcalloc(mc.n, sizeof *mc.marked);
 	rq.parts = xcalloc(mc.n, sizeof *rq.parts);
-	part_key(j->grain, first, a);
-	part_key(j->grain, last, b);
-	if (store_marked_keys(s->store, j->name, a, b, sched_marked_cb, &mc,
+	cal_key(&j->cal, first, a);
+	cal_key(&j->cal, last, b);
+	cal_key_hull(&j->cal, r, lo, hi);
+	if (store_marked_keys(s->store, j->name, lo, hi, sched_marked_cb, &mc,
 			      err) < 0) {
 		rc = -1;
 		goto out;
 	}
+	/* a day a zone skipped has no interval: nothing to build */
 	for (size_t i = 0; i < mc.n; i++)
-		if (!mc.marked[i])
+		if (!mc.marked[i] && !cal_empty(&j->cal, first + (part_t)i))
 			rq.parts[rq.nparts++] = first + (part_t)i;
 	if (rq.nparts < mc.n)
 		log_info("job=%s %s: %zu marked partitions of %s..%s left as"
@@ -88,10 +92,10 @@ sched_refused(struct sched *s, const struct job_def *j,
 	char range[2 * CAL_KEY_MAX + 2], why[256];
 	bool more = d->piece < d->last;
 
-	part_key(j->grain, d->first, a);
-	part_key(j->grain, d->last, b);
-	part_key(j->grain, d->piece, c);
-	part_key(j->grain, more ? d->piece + 1 : d->last, n);
+	cal_key(&j->cal, d->first, a);
+	cal_key(&j->cal, d->last, b);
+	cal_key(&j->cal, d->piece, c);
+	cal_key(&j->cal, more ? d->piece + 1 : d->last, n);
 	log_err("job=%s catchup refused: %" PRId64 " partitions missed"
 		" (%s..%s), above max_catchup %d; nothing of the gap runs."
 		" Backfill it in bounded pieces of at most %d partitions:"
@@ -127,8 +131,8 @@ sched_clock_act(struct sched *s, int job, const struct schedule_decision *d,
 		if (sched_materialise(s, job, d->last, d->last, "schedule",
 				      err) < 0)
 			return -1;
-		part_key(j->grain, d->first, a);
-		part_key(j->grain, d->last - 1, b);
+		cal_key(&j->cal, d->first, a);
+		cal_key(&j->cal, d->last - 1, b);
 		log_notice("job=%s catchup is off: skipped %" PRId64 " missed"
 			   " partitions %s..%s, running the newest due one"
 			   " (backfill them if they are needed)",

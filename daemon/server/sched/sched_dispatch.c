@@ -88,9 +88,8 @@ fail:
 static void
 sched_part(const struct job_def *j, const struct item *x, struct exec_part *p)
 {
+	exec_part_set(p, &j->cal, x->part);
 	snprintf(p->key, sizeof p->key, "%s", x->key);
-	part_bound(j->grain, part_start(j->grain, x->part), p->start);
-	part_bound(j->grain, part_end(j->grain, x->part), p->end);
 }
 
 /*

@@ -73,9 +73,9 @@ sched_fresh_materialised(struct sched *s, int job, part_t first, part_t last,
 	if (j->deadline <= 0)
 		return;
 	for (part_t p = first; p <= last; p++) {
-		part_key(j->grain, p, key);
+		cal_key(&j->cal, p, key);
 		fresh_track(s->fresh, j->name, p, key,
-			    schedule_due_time(j->grain, j->ready_after, p) *
+			    schedule_cal_due_time(&j->cal, j->ready_after, p) *
 				1000,
 			    j->deadline * 1000, request_id);
 	}
@@ -129,11 +129,11 @@ sched_fresh_reconciled(struct sched *s, const struct job_def *j,
 		return;
 	js = sched_jobstate(s, j->name);
 	if (js->st.has_reconciled &&
-	    part_parse_key(j->grain, js->st.reconciled, &had, &err) == 0 &&
+	    cal_parse_key(&j->cal, js->st.reconciled, &had, &err) == 0 &&
 	    had >= e->part)
 		return;
 	js->st.has_reconciled = true;
-	part_key(j->grain, e->part, js->st.reconciled);
+	cal_key(&j->cal, e->part, js->st.reconciled);
 	if (sched_jobstate_save(s, js, &err) < 0)
 		log_err("job=%s cannot save reconciled-through %s: %s", j->name,
 			js->st.reconciled, err.msg);
@@ -201,8 +201,9 @@ sched_fresh_loaded(struct sched *s, struct request *rq)
 		else if (!e->downstream && rq->priority &&
 			 schedule_is_clock_job(j))
 			fresh_track(s->fresh, j->name, e->part, e->key,
-				    schedule_due_time(j->grain, j->ready_after,
-						      e->part) *
+				    schedule_cal_due_time(&j->cal,
+							  j->ready_after,
+							  e->part) *
 					1000,
 				    j->deadline * 1000, rq->id);
 	}
@@ -212,6 +213,7 @@ sched_fresh_loaded(struct sched *s, struct request *rq)
 struct fresh_failed_ctx {
 	struct sched *s;
 	const struct job_def *j;
+	struct part_range r; /* start..watermark: a hull's others dropped */
 };
 
 /* A scheduled partition whose newest run failed: still owed. */
@@ -222,10 +224,11 @@ sched_fresh_failed_cb(const char *key, enum mstate st, void *data)
 	const struct job_def *j = c->j;
 	part_t p;
 
-	if (st != MS_FAILED || part_parse_key(j->grain, key, &p, NULL) < 0)
+	if (st != MS_FAILED || cal_parse_key(&j->cal, key, &p, NULL) < 0 ||
+	    p < c->r.first || p > c->r.last)
 		return;
 	fresh_track(c->s->fresh, j->name, p, key,
-		    schedule_due_time(j->grain, j->ready_after, p) * 1000,
+		    schedule_cal_due_time(&j->cal, j->ready_after, p) * 1000,
 		    j->deadline * 1000, 0);
 }
 
@@ -238,8 +241,8 @@ sched_fresh_failed(struct sched *s)
 	for (size_t i = 0; i < s->cfg->njobs; i++) {
 		const struct job_def *j = &s->cfg->jobs[i];
 		struct jobstate *js;
-		struct fresh_failed_ctx c = {s, j};
-		char first[CAL_KEY_MAX];
+		struct fresh_failed_ctx c = {s, j, {0, 0}};
+		char lo[CAL_KEY_MAX], hi[CAL_KEY_MAX];
 		struct err err;
 
 		if (j->deadline <= 0 || !schedule_is_clock_job(j))
@@ -247,10 +250,16 @@ sched_fresh_failed(struct sched *s)
 		js = sched_jobstate_of(s, (int)i);
 		if (!js->st.has_watermark)
 			continue;
-		part_key(j->grain, j->start, first);
-		if (store_last_states(s->store, j->name, first,
-				      js->st.watermark, sched_fresh_failed_cb,
-				      &c, &err) < 0)
+		if (cal_parse_key(&j->cal, js->st.watermark, &c.r.last,
+				  &err) < 0) {
+			log_err("job=%s cannot read its watermark: %s",
+				j->name, err.msg);
+			continue;
+		}
+		c.r.first = j->start;
+		cal_key_hull(&j->cal, c.r, lo, hi);
+		if (store_last_states(s->store, j->name, lo, hi,
+				      sched_fresh_failed_cb, &c, &err) < 0)
 			log_err("job=%s cannot read its failed partitions: %s",
 				j->name, err.msg);
 	}

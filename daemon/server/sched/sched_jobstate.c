@@ -106,6 +106,8 @@ sched_count_prev_cb(const char *job, enum mstate prev, enum mstate state,
 }
 
 struct gap_count {
+	const struct cal *c;
+	part_t from, to; /* the gap: a hull's other keys are dropped */
 	int64_t succeeded;
 };
 
@@ -113,9 +115,12 @@ struct gap_count {
 static void
 sched_gap_count_cb(const char *key, enum mstate st, void *data)
 {
-	(void)key;
-	if (st == MS_SUCCEEDED)
-		((struct gap_count *)data)->succeeded++;
+	struct gap_count *gc = data;
+	part_t p;
+
+	if (st == MS_SUCCEEDED && cal_parse_key(gc->c, key, &p, NULL) == 0 &&
+	    p >= gc->from && p <= gc->to)
+		gc->succeeded++;
 }
 
 /* A partition of job succeeded: when it was the last of the job's
@@ -128,13 +133,18 @@ sched_gap_filled(struct sched *s, const char *job, const char *key)
 	struct jobstate *js = sched_jobstate(s, job);
 	const struct job_def *j = config_job(s->cfg, job);
 	struct gap_count gc = {0};
+	char lo[CAL_KEY_MAX], hi[CAL_KEY_MAX];
 	part_t from, to;
 	struct err err;
 
 	if (j == NULL || !schedule_gap_covers(j, &js->st, key, &from, &to))
 		return;
-	if (store_last_states(s->store, job, js->st.gap_from, js->st.gap_to,
-			      sched_gap_count_cb, &gc, &err) < 0) {
+	gc.c = &j->cal;
+	gc.from = from;
+	gc.to = to;
+	cal_key_hull(&j->cal, (struct part_range){from, to}, lo, hi);
+	if (store_last_states(s->store, job, lo, hi, sched_gap_count_cb, &gc,
+			      &err) < 0) {
 		log_err("job=%s %s", job, err.msg);
 		return;
 	}

@@ -43,7 +43,7 @@ sched_mark_store_part(struct sched *s, const struct job_def *j, part_t part,
 	int64_t run_id;
 	int64_t inputs_at = j->nupstream > 0 ? sched_inputs_at(s, j, part) : -1;
 
-	part_key(j->grain, part, key);
+	cal_key(&j->cal, part, key);
 	/* built by hand: what changed is unknown, so early cut-off rebuilds
 	 * its downstream (docs/cutoff.md) */
 	if (store_item_set(s->store, item_id, MS_SUCCEEDED, 1, 0, NULL, NULL,
@@ -80,8 +80,8 @@ sched_mark_store(struct sched *s, const struct sched_mark_req *mk,
 	char key[CAL_KEY_MAX];
 
 	sched_mark_note(mk, note, sizeof note);
-	part_key(j->grain, mk->parts[0], from);
-	part_key(j->grain, mk->parts[mk->nparts - 1], to);
+	cal_key(&j->cal, mk->parts[0], from);
+	cal_key(&j->cal, mk->parts[mk->nparts - 1], to);
 	if (store_defer(s->store, err) < 0 || store_begin(s->store, err) < 0)
 		return -1;
 	if (store_request_add(s->store, &srq, id, err) < 0)
@@ -95,7 +95,7 @@ sched_mark_store(struct sched *s, const struct sched_mark_req *mk,
 		    .state = MS_QUEUED, .at = now,
 		};
 
-		part_key(ij->grain, it->part, key);
+		cal_key(&ij->cal, it->part, key);
 		if (store_item_add(s->store, &si, &ids[i], err) < 0)
 			goto fail;
 		if (!it->downstream &&
@@ -125,7 +125,7 @@ sched_mark_memory(struct sched *s, const struct sched_mark_req *mk,
 		const struct plan_item *it = &plan->items[i];
 		struct item *x;
 
-		part_key(cfg->jobs[it->job].grain, it->part, key);
+		cal_key(&cfg->jobs[it->job].cal, it->part, key);
 		x = manifest_item_add(&s->m, r, ids[i], cfg->jobs[it->job].name,
 				      key, (int)i, it->downstream,
 				      it->downstream ? MS_QUEUED :
@@ -151,7 +151,7 @@ sched_mark_running(struct sched *s, const struct sched_mark_req *mk,
 	struct item *x;
 
 	for (size_t i = 0; i < mk->nparts; i++) {
-		part_key(j->grain, mk->parts[i], key);
+		cal_key(&j->cal, mk->parts[i], key);
 		if ((x = manifest_mark_running(&s->m, j->name, key)) != NULL)
 			return err_set(err, EXIT_BAD_INPUT, "refused: %s %s is"
 				       " running (request %" PRId64 "): wait for"

@@ -76,7 +76,7 @@ sensor_parts(const struct job_def *jd, const struct exec_run *run,
 	*n = 0;
 	err_clear(&err);
 	for (size_t i = 0; i < run->nvalues; i++) {
-		if (part_parse_key(jd->grain, run->values[i], &parts[*n],
+		if (cal_parse_key(&jd->cal, run->values[i], &parts[*n],
 				   &err) < 0 ||
 		    (jd->has_start && parts[*n] < jd->start) ||
 		    (jd->has_end && parts[*n] > jd->end)) {
@@ -114,8 +114,8 @@ sensor_enqueue(struct sched *s, struct sensor_run *sr, struct jobstate *js,
 	struct err err;
 	int64_t id;
 
-	part_key(jd->grain, parts[0], a);
-	part_key(jd->grain, parts[n - 1], b);
+	cal_key(&jd->cal, parts[0], a);
+	cal_key(&jd->cal, parts[n - 1], b);
 	rq.parts = parts;
 	rq.nparts = n;
 	rq.from_key = a;

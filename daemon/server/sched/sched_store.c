@@ -86,6 +86,51 @@ sched_item_store(struct sched *s, struct item *it, const char *error,
 			      cutoff_changed_of(it->cut), now, err);
 }
 
+struct newest_ctx {
+	const struct cal *c;
+	struct part_range r;
+	int64_t built;
+};
+
+static int
+sched_newest_cb(const char *key, int64_t built_at, bool has_inputs_at,
+		int64_t inputs_at, void *data, struct err *err)
+{
+	struct newest_ctx *n = data;
+	part_t p;
+
+	(void)has_inputs_at;
+	(void)inputs_at;
+	(void)err;
+	if (cal_parse_key(n->c, key, &p, NULL) == 0 && p >= n->r.first &&
+	    p <= n->r.last && built_at > n->built)
+		n->built = built_at;
+	return 0;
+}
+
+/* The newest build among partitions r of job uj (-1: none): one range
+ * query where keys sort in time; otherwise (hours of a zone: 02+02:00
+ * sorts after 02+01:00 as text) the job's partitions listed and filtered
+ * by index. */
+static int
+sched_newest_build(struct sched *s, const struct job_def *uj,
+		   struct part_range r, int64_t *built)
+{
+	struct newest_ctx n = {&uj->cal, r, -1};
+	char lo[CAL_KEY_MAX], hi[CAL_KEY_MAX];
+
+	if (cal_keys_sort_in_time(&uj->cal)) {
+		cal_key_hull(&uj->cal, r, lo, hi);
+		return store_newest_build(s->store, uj->name, lo, hi, built,
+					  NULL);
+	}
+	if (store_partitions_of(s->store, uj->name, sched_newest_cb, &n,
+				NULL) < 0)
+		return -1;
+	*built = n.built;
+	return 0;
+}
+
 /* Newest landing among the inputs of a downstream partition, or -1. */
 int64_t
 sched_inputs_at(struct sched *s, const struct job_def *j, part_t part)
@@ -94,16 +139,10 @@ sched_inputs_at(struct sched *s, const struct job_def *j, part_t part)
 
 	for (size_t u = 0; u < j->nupstream; u++) {
 		const struct job_def *uj = &s->cfg->jobs[j->upstream_idx[u]];
-		struct part_range r = part_inputs(uj->grain, j->grain, part);
-		char first[CAL_KEY_MAX], last[CAL_KEY_MAX];
+		struct part_range r = cal_inputs(&uj->cal, &j->cal, part);
 		int64_t built;
 
-		/* keys of one grain sort in time order: one range query */
-		part_key(uj->grain, r.first, first);
-		part_key(uj->grain, r.last, last);
-		if (store_newest_build(s->store, uj->name, first, last, &built,
-				       NULL) == 0 &&
-		    built > newest)
+		if (sched_newest_build(s, uj, r, &built) == 0 && built > newest)
 			newest = built;
 	}
 	return newest;
