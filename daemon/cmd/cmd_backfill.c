@@ -59,12 +59,12 @@ backfill_check_bounds(const struct job_def *j, part_t first, part_t last,
 	char k[CAL_KEY_MAX];
 
 	if (j->has_start && first < j->start) {
-		part_key(j->grain, j->start, k);
+		cal_key(job_cal(j), j->start, k);
 		return err_set(err, EXIT_BAD_INPUT, "%s has no partitions before"
 			       " its start %s: begin the range there", j->name, k);
 	}
 	if (j->has_end && last > j->end) {
-		part_key(j->grain, j->end, k);
+		cal_key(job_cal(j), j->end, k);
 		return err_set(err, EXIT_BAD_INPUT, "%s has no partitions after"
 			       " its end %s: end the range there", j->name, k);
 	}
@@ -92,7 +92,7 @@ cmd_keys_cb(const char *key, void *data, struct err *err)
 	struct cmd_keys *kc = data;
 	part_t p;
 
-	if (part_parse_key(kc->j->grain, key, &p, NULL) < 0)
+	if (cal_parse_key(job_cal(kc->j), key, &p, NULL) < 0)
 		return 0;
 	if (kc->n == kc->cap) {
 		kc->cap = kc->cap ? kc->cap * 2 : 64;
@@ -113,7 +113,7 @@ backfill_stale_cb(int job, part_t part, bool built, int64_t built_at,
 	char key[CAL_KEY_MAX];
 
 	(void)job; (void)built; (void)built_at; (void)in; (void)nin;
-	part_key(kc->j->grain, part, key);
+	cal_key(job_cal(kc->j), part, key);
 	return cmd_keys_cb(key, kc, err);
 }
 
@@ -173,13 +173,16 @@ backfill_parse_dates(const struct job_def *j, const char *dates, const char *fil
 				       " a line", qf, backfill_dates_line(lines, line));
 		memcpy(d, p, len);
 		d[len] = '\0';
-		if (range_parse_date(j->grain, d, &r, err) < 0) {
+		if (cal_range_parse_one(job_cal(j), d, &r, err) < 0) {
 			err_prefix(err, "%s:%ld", qf, backfill_dates_line(lines, line));
 			return -1;
 		}
 		for (part_t q = r.first; q <= r.last; q++) {
 			char key[CAL_KEY_MAX];
-			part_key(j->grain, q, key);
+
+			if (cal_empty(job_cal(j), q))
+				continue; /* a day the zone skipped */
+			cal_key(job_cal(j), q, key);
 			if (cmd_keys_cb(key, kc, err) < 0)
 				return -1;
 		}
@@ -305,7 +308,7 @@ backfill_plan_json(const struct config *cfg, const struct plan *plan,
 		const struct plan_item *it = &plan->items[i];
 		const struct job_def *j = &cfg->jobs[it->job];
 
-		part_key(j->grain, it->part, key);
+		cal_key(job_cal(j), it->part, key);
 		buf_addstr(out, i ? ",\n  {" : "\n  {");
 		buf_addstr(out, "\"job\": ");
 		json_str(out, j->name);
@@ -319,7 +322,7 @@ backfill_plan_json(const struct config *cfg, const struct plan *plan,
 				&plan->items[plan->deps[it->dep_off + d]];
 			const struct job_def *ij = &cfg->jobs[in->job];
 
-			part_key(ij->grain, in->part, dk);
+			cal_key(job_cal(ij), in->part, dk);
 			buf_addstr(out, d ? ", {\"job\": " : "{\"job\": ");
 			json_str(out, ij->name);
 			buf_addstr(out, ", \"partition\": ");
@@ -361,7 +364,7 @@ backfill_plan_waits(const struct config *cfg, const struct plan *plan,
 			&plan->items[plan->deps[it->dep_off + d]];
 		const struct job_def *ij = &cfg->jobs[in->job];
 
-		part_key(ij->grain, in->part, dk);
+		cal_key(job_cal(ij), in->part, dk);
 		if (d == 0 || in->job !=
 		    plan->items[plan->deps[it->dep_off + d - 1]].job)
 			buf_printf(waits, "%s%s %s", d ? "; " : "", ij->name,
@@ -413,7 +416,7 @@ backfill_plan_text(const struct config *cfg, const struct plan *plan,
 		const struct job_def *j = &cfg->jobs[it->job];
 
 		buf_reset(&waits);
-		part_key(j->grain, it->part, key);
+		cal_key(job_cal(j), it->part, key);
 		snprintf(order, sizeof order, "%zu", i + 1);
 		backfill_plan_waits(cfg, plan, i, &waits);
 		const char *row[4] = { order, j->name, key,
@@ -516,7 +519,7 @@ backfill_rerun_part(const struct cmdreq_backfill *req, struct cmd_keys *kc,
 	const char *partition = req->partition.text;
 	part_t p;
 
-	if (part_parse_key(kc->j->grain, partition, &p, err) < 0 ||
+	if (cal_parse_key(job_cal(kc->j), partition, &p, err) < 0 ||
 	    backfill_check_bounds(kc->j, p, p, err) < 0)
 		return -1;
 	rq->from_key = rq->to_key = partition;
@@ -530,7 +533,7 @@ backfill_range(const struct cmdreq_backfill *req, struct cmd_keys *kc,
 	       struct part_range *r, struct sched_req *rq, char *fk, char *tk,
 	       struct err *err)
 {
-	if (range_parse(kc->j->grain, req->from.text, req->to.text, r,
+	if (cal_range_parse(job_cal(kc->j), req->from.text, req->to.text, r,
 			err) < 0)
 		return -1;
 	if ((req->built_by == NULL && !req->changed &&
@@ -538,8 +541,8 @@ backfill_range(const struct cmdreq_backfill *req, struct cmd_keys *kc,
 				  err) < 0) ||
 	    backfill_check_bounds(kc->j, r->first, r->last, err) < 0)
 		return -1;
-	part_key(kc->j->grain, r->first, fk);
-	part_key(kc->j->grain, r->last, tk);
+	cal_key(job_cal(kc->j), r->first, fk);
+	cal_key(job_cal(kc->j), r->last, tk);
 	rq->from_key = fk;
 	rq->to_key = tk;
 	return 0;
@@ -676,7 +679,9 @@ backfill_select(struct cmd_ctx *ctx, const struct cmdreq_backfill *req,
 	for (part_t q = r.first; q <= r.last; q++) {
 		char key[CAL_KEY_MAX];
 
-		part_key(kc->j->grain, q, key);
+		if (cal_empty(job_cal(kc->j), q))
+			continue; /* a day the zone skipped */
+		cal_key(job_cal(kc->j), q, key);
 		if (cmd_keys_cb(key, kc, &err) < 0)
 			goto fail;
 	}

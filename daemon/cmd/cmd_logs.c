@@ -285,7 +285,7 @@ cmd_logs_exec(struct cmd_ctx *ctx, const struct cmdspec_req *req,
 	if ((job = cmd_job(ctx, req->part.job, res)) < 0)
 		return;
 	j = &cfg->jobs[job];
-	if (part_parse_key(j->grain, key, &p, &err) < 0) {
+	if (cal_parse_key(job_cal(j), key, &p, &err) < 0) {
 		cmd_fail_err(res, &err);
 		return;
 	}

@@ -31,10 +31,10 @@ mark_key(const struct job_def *j, const char *key, part_t due, part_t *p,
 {
 	char k[CAL_KEY_MAX], q[64];
 
-	if (part_parse_key(j->grain, key, p, err) < 0)
+	if (cal_parse_key(job_cal(j), key, p, err) < 0)
 		return -1;
 	if ((j->has_start && *p < j->start) || (j->has_end && *p > j->end)) {
-		part_key(j->grain, j->has_start && *p < j->start ? j->start :
+		cal_key(job_cal(j), j->has_start && *p < j->start ? j->start :
 			 j->end, k);
 		return err_set(err, EXIT_BAD_INPUT, "%s has no partition %s:"
 			       " it %s at %s; nothing was marked", j->name,

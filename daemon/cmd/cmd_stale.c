@@ -32,7 +32,7 @@ stale_render_cb(int job, part_t part, bool built, int64_t built_at,
 	struct buf ins;
 
 	(void)err;
-	part_key(j->grain, part, key);
+	cal_key(job_cal(j), part, key);
 	if (sc->json) {
 		buf_addstr(sc->out, sc->n++ ? ",\n  {\"job\": " : "\n  {\"job\": ");
 		json_str(sc->out, j->name);
@@ -43,7 +43,7 @@ stale_render_cb(int job, part_t part, bool built, int64_t built_at,
 		buf_addstr(sc->out, ", \"newer_inputs\": [");
 		for (size_t i = 0; i < nin; i++) {
 			const struct job_def *ij = &cfg->jobs[in[i].job];
-			part_key(ij->grain, in[i].part, ik);
+			cal_key(job_cal(ij), in[i].part, ik);
 			buf_addstr(sc->out, i ? ", {\"job\": " : "{\"job\": ");
 			json_str(sc->out, ij->name);
 			buf_addstr(sc->out, ", \"partition\": ");
@@ -58,7 +58,7 @@ stale_render_cb(int job, part_t part, bool built, int64_t built_at,
 	buf_init(&ins);
 	for (size_t i = 0; i < nin; i++) {
 		const struct job_def *ij = &cfg->jobs[in[i].job];
-		part_key(ij->grain, in[i].part, ik);
+		cal_key(job_cal(ij), in[i].part, ik);
 		if (i == 0 || in[i].job != in[i - 1].job)
 			buf_printf(&ins, "%s%s %s", i ? "; " : "", ij->name, ik);
 		else

@@ -127,6 +127,53 @@ def test_sunday_week_mart():
     d.stop()
 
 
+def test_operator_keys():
+    """backfill, rerun, mark, logs and stale speak the job's calendar:
+    dates resolve to the quarter, year or Sunday week holding them, and a
+    key that is not a partition's first day is refused naming the right
+    one, changing nothing."""
+    d = h.Daemon(jobs=JOBS + SUNDAY_JOB, warehouses={"sales": SEED},
+                 settings={"max_backfill": 1000}, name="calk")
+
+    def keys(job, frm, to):
+        plan = d.json("backfill", job, "--from", frm, "--to", to, "--dry-run", "--json")
+        return [x["partition"] for x in plan["partitions"] if x["job"] == job]
+    h.eq(keys("quarterly", "2023-02-03", "2023-05-01"), ["2023-01-01", "2023-04-01"],
+         "--from/--to of a quarterly job: the quarters holding the dates")
+    h.eq(keys("yearly", "2023-06-30", "2024-01-01"), ["2023-01-01", "2024-01-01"],
+         "--from/--to of a yearly job: the years holding the dates")
+    h.eq(keys("retail_weekly", "2024-03-25", "2024-04-02"), ["2024-03-24", "2024-03-31"],
+         "--from/--to of a Sunday-week job: the Sunday weeks holding the dates")
+    before = len(d.runs())
+    for args, right in [
+            (("rerun", "quarterly", "2023-02-03"),
+             "2023-02-03 is not a quarter key: quarters are keyed by their first day, 2023-01-01"),
+            (("rerun", "yearly", "2023-04-01"),
+             "2023-04-01 is not a year key: years are keyed by their first day, 2023-01-01"),
+            (("rerun", "retail_weekly", "2024-03-25"),
+             "2024-03-25 is not a week key: weeks are keyed by their Sunday, 2024-03-24"),
+            (("mark", "retail_weekly", "2024-03-25", "--succeeded", "--reason", "x"),
+             "weeks are keyed by their Sunday, 2024-03-24"),
+            (("logs", "retail_weekly", "2024-03-25"),
+             "weeks are keyed by their Sunday, 2024-03-24")]:
+        rc, _, err = d.ctl(*args)
+        h.eq(rc, 2, "exit of %r (stderr %r)" % (args, err))
+        h.check(right in err and len(err.strip().splitlines()) == 1,
+                "%r names the right key in one line: %r" % (args, err))
+    h.eq(len(d.runs()), before, "the refusals queued and marked nothing")
+    d.ok("mark", "retail_weekly", "2024-03-24", "--succeeded", "--reason", "by hand")
+    h.eq([r["partition"] for r in h.by_job(d.runs(), "retail_weekly")], ["2024-03-24"],
+         "a Sunday week marked under its own key")
+    # a day of the week rebuilt alone: its Sunday week is stale, by its key
+    d.backfill("fct", "2024-03-26", "2024-03-26", "--no-downstream")
+    stale = [x for x in d.json("stale", "--json")["stale"] if x["job"] == "retail_weekly"]
+    h.eq([x["partition"] for x in stale], ["2024-03-24"],
+         "stale names the Sunday week holding the rebuilt day")
+    h.eq([x["partition"] for x in stale[0]["newer_inputs"]], ["2024-03-26"],
+         "its newer input")
+    d.stop()
+
+
 def zones_gated():
     """True while the configuration refuses zones other than UTC."""
     backfilld, _ = h.binaries()
@@ -176,5 +223,5 @@ def test_local_from_to():
 
 
 if __name__ == "__main__":
-    h.main([test_quarter_year_rollups, test_sunday_week_mart, test_timezone_gate,
-            test_local_from_to])
+    h.main([test_quarter_year_rollups, test_sunday_week_mart, test_operator_keys,
+            test_timezone_gate, test_local_from_to])

@@ -79,7 +79,7 @@ sched_job_view(struct sched *s, int job, struct sched_job_view *v)
 	v->next_due = sv.next_due;
 	v->budget_stops = js->budget_stops;
 	v->has_reconciled = js->st.has_reconciled &&
-	    part_parse_key(j->grain, js->st.reconciled, &v->reconciled,
+	    cal_parse_key(job_cal(j), js->st.reconciled, &v->reconciled,
 			   &err) == 0;
 	if (j->late_data != NULL) {
 		v->has_sensor = true;
@@ -197,7 +197,7 @@ stale_collect_cb(const char *key, int64_t built_at, bool has_inputs_at,
 	(void)has_inputs_at;
 	(void)inputs_at;
 	(void)err;
-	if (part_parse_key(uj->grain, key, &p, NULL) < 0)
+	if (cal_parse_key(job_cal(uj), key, &p, NULL) < 0)
 		return 0;
 	n = lineage_map(sc->s->cfg, sc->u, p, sc->dj, out);
 	for (int i = 0; i < n; i++) {
@@ -242,7 +242,7 @@ stale_report(struct sched *s, int d, const struct stale_collect *sc,
 
 		while (b < sc->n && sc->rows[b].part == sc->rows[a].part)
 			b++;
-		part_key(dj->grain, sc->rows[a].part, key);
+		cal_key(job_cal(dj), sc->rows[a].part, key);
 		has_built = store_partition_get(s->store, dj->name, key, &built,
 						&inputs, NULL, 0, NULL) == 0;
 		for (size_t k = a; k < b; k++)
