@@ -317,5 +317,23 @@ def test_file_transport():
     h.eq({v[0]["job"]["namespace"] for v in runs.values()}, {"backfilld"}, "the default namespace")
 
 
+def test_bad_config():
+    """openlineage without url: or file:, or with a URL that is not
+    HTTP: one line with the position, exit 2."""
+    import subprocess
+    for ol, pos, words in (
+            ("{namespace: x}", ":3:14: ", "openlineage needs one of url:"),
+            ("{url: ftp://h/x}", ":3:15: ", "openlineage url must start with http://"),
+            ("{file: a, bogus: 1}", ":3:24: ", "unknown key \"bogus\"")):
+        d = h.Daemon(jobs=JOBS, warehouses={"dw": WAREHOUSE}, name="ol-bad",
+                     settings={"openlineage": ol}, start=False)
+        p = subprocess.run([d.backfilld, "--check-config", "--config", d.conf],
+                           capture_output=True, text=True, timeout=30)
+        h.eq(p.returncode, 2, "exit status for %s (%r)" % (ol, p.stderr))
+        h.check(pos in p.stderr and words in p.stderr and p.stderr.count("\n") == 1,
+                "%s: %r" % (ol, p.stderr))
+        d.close()
+
+
 if __name__ == "__main__":
-    h.main([test_backfill_events, test_retry_down_slow, test_file_transport])
+    h.main([test_backfill_events, test_retry_down_slow, test_file_transport, test_bad_config])
