@@ -1952,6 +1952,7 @@ static const struct table_at tables_at[] = {
 	  "        trend:\n", 10, 6, "metric \"m\" of job \"x\": ", NULL },
 	{ cfg_late_keys, "jobs:\n  - name: x\n    late_data:\n", 6, 4,
 	  "late_data of job \"x\": ", NULL },
+	{ cfg_ol_keys, "openlineage:\n", 2, 2, "openlineage: ", NULL },
 };
 #define NTABLES_AT (sizeof tables_at / sizeof tables_at[0])
 
