@@ -40,7 +40,8 @@ map_state_name(enum map_state s)
 }
 
 int
-map_init(struct map *m, enum grain g, part_t from, part_t to, struct err *err)
+map_init(struct map *m, const struct cal *c, part_t from, part_t to,
+	 struct err *err)
 {
 	memset(m, 0, sizeof *m);
 	if (to < from)
@@ -51,7 +52,8 @@ map_init(struct map *m, enum grain g, part_t from, part_t to, struct err *err)
 			       " partitions, above the bound of %d; narrow it"
 			       " with --from and --to", (int64_t)(to - from + 1),
 			       MAP_MAX_PARTITIONS);
-	m->grain = g;
+	m->grain = c->grain;
+	m->cal = *c;
 	m->from = from;
 	m->to = to;
 	m->n = (size_t)(to - from + 1);
@@ -111,8 +113,8 @@ map_json_range_cb(part_t from, part_t to, enum map_state s, int64_t count,
 	struct json_ctx *c = data;
 	char a[CAL_KEY_MAX], b[CAL_KEY_MAX];
 
-	part_key(c->m->grain, from, a);
-	part_key(c->m->grain, to, b);
+	cal_key(&c->m->cal, from, a);
+	cal_key(&c->m->cal, to, b);
 	buf_printf(c->out, "%s\n  {\"from\": \"%s\", \"to\": \"%s\", \"state\":"
 		   " \"%s\", \"count\": %" PRId64 "}", c->first ? "" : ",", a, b,
 		   map_state_name(s), count);
@@ -125,12 +127,15 @@ map_json(const struct map *m, const char *job, struct buf *out)
 	struct json_ctx c = { m, out, true };
 	char a[CAL_KEY_MAX], b[CAL_KEY_MAX];
 
-	part_key(m->grain, m->from, a);
-	part_key(m->grain, m->to, b);
+	cal_key(&m->cal, m->from, a);
+	cal_key(&m->cal, m->to, b);
 	buf_addstr(out, "{\"job\": ");
 	json_str(out, job);
-	buf_printf(out, ", \"grain\": \"%s\", \"from\": \"%s\", \"to\": \"%s\","
-		   " \"ranges\": [", grain_name(m->grain), a, b);
+	buf_printf(out, ", \"grain\": \"%s\", \"timezone\": ",
+		   grain_name(m->grain));
+	json_str(out, cal_zone_name(&m->cal));
+	buf_printf(out, ", \"from\": \"%s\", \"to\": \"%s\", \"ranges\": [",
+		   a, b);
 	map_ranges(m, map_json_range_cb, &c);
 	buf_addstr(out, c.first ? "]}\n" : "\n]}\n");
 }
@@ -174,13 +179,11 @@ map_row_end(struct row *r)
 static const char *const map_months[12] = { "Jan", "Feb", "Mar", "Apr",
 	"May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec" };
 
-/* Day number of partition p's first day. */
+/* Local day number of partition p's first day. */
 static int64_t
-map_day(enum grain g, part_t p)
+map_day(const struct map *m, part_t p)
 {
-	int64_t t = part_start(g, p);
-
-	return t >= 0 ? t / 86400 : -((-t + 86399) / 86400);
+	return cal_first_day(&m->cal, p);
 }
 
 /* Days: a row per ISO week (Monday first), month label where a month
@@ -188,7 +191,7 @@ map_day(enum grain g, part_t p)
 static void
 map_days(const struct map *m, struct row *r)
 {
-	int64_t d0 = map_day(GRAIN_DAY, m->from), d1 = map_day(GRAIN_DAY, m->to);
+	int64_t d0 = map_day(m, m->from), d1 = map_day(m, m->to);
 	int64_t first = d0 - (cal_weekday(d0) - 1);
 	int lastmon = -1;
 
@@ -211,54 +214,78 @@ map_days(const struct map *m, struct row *r)
 		cal_format_date(mon, date);
 		buf_printf(r->out, "%s %s ", date, label);
 		for (int k = 0; k < 7; k++)
-			map_cell(m, r, part_of_day(GRAIN_DAY, mon + k));
+			map_cell(m, r, cal_part_of_day(&m->cal, mon + k));
 		map_row_end(r);
 	}
 }
 
-/* Hours: a row per day, 24 columns. */
+/* Hours: a row per local day, a cell per hour of it (23 or 25 on the
+ * days clocks change). */
 static void
 map_hours(const struct map *m, struct row *r)
 {
-	int64_t d0 = map_day(GRAIN_HOUR, m->from);
-	int64_t d1 = map_day(GRAIN_HOUR, m->to);
+	struct cal day = { GRAIN_DAY, WEEK_MONDAY, m->cal.tz };
+	int64_t d0 = map_day(m, m->from), d1 = map_day(m, m->to);
 
 	buf_addstr(r->out, "           0     6     12    18\n");
 	for (int64_t d = d0; d <= d1; d++) {
 		char date[CAL_KEY_MAX];
-		part_t h0 = part_of_day(GRAIN_HOUR, d);
+		struct part_range h = cal_overlap(&m->cal, cal_start(&day, d),
+						  cal_end(&day, d));
 
 		cal_format_date(d, date);
 		buf_printf(r->out, "%s ", date);
-		for (int k = 0; k < 24; k++)
-			map_cell(m, r, h0 + k);
+		for (part_t p = h.first; p <= h.last; p++)
+			map_cell(m, r, p);
 		map_row_end(r);
 	}
 }
 
-/* Weeks and months: a row per year. */
+/* The first local day of the row holding day d: a year, or a decade for
+ * years. */
+static int64_t
+map_row_of(const struct map *m, int64_t d, int *label)
+{
+	int y, mo, dd;
+
+	cal_civil_from_days(d, &y, &mo, &dd);
+	if (m->grain == GRAIN_YEAR)
+		y -= ((y % 10) + 10) % 10;
+	*label = y;
+	return cal_days_from_civil(y, 1, 1);
+}
+
+/* Weeks, months and quarters: a row per year; years: a row per decade. */
 static void
 map_years(const struct map *m, struct row *r)
 {
-	int y0, y1, mo, d;
+	int y;
+	int64_t row, last = map_row_of(m, map_day(m, m->to), &y);
 
-	cal_civil_from_days(map_day(m->grain, m->from), &y0, &mo, &d);
-	cal_civil_from_days(map_day(m->grain, m->to), &y1, &mo, &d);
 	if (m->grain == GRAIN_MONTH)
 		buf_addstr(r->out, "     JFMAMJJASOND\n");
+	else if (m->grain == GRAIN_QUARTER)
+		buf_addstr(r->out, "     1234\n");
+	else if (m->grain == GRAIN_YEAR)
+		buf_addstr(r->out, "     0123456789\n");
 	else
-		buf_addstr(r->out, "     weeks (by Monday) from the first of the year\n");
-	for (int y = y0; y <= y1; y++) {
-		part_t p = part_of_day(m->grain, cal_days_from_civil(y, 1, 1));
+		buf_printf(r->out, "     weeks (by %s) from the first of the "
+			   "year\n", m->cal.week_start == WEEK_SUNDAY ?
+			   "Sunday" : "Monday");
+	for (row = map_row_of(m, map_day(m, m->from), &y); row <= last;) {
+		int64_t next = cal_days_from_civil(
+		    y + (m->grain == GRAIN_YEAR ? 10 : 1), 1, 1);
+		part_t p = cal_part_of_day(&m->cal, row);
 
-		/* a week holding Jan 1 with its Monday in the year before
-		 * belongs to that year's row */
-		if (map_day(m->grain, p) < cal_days_from_civil(y, 1, 1))
+		/* a week holding Jan 1 that began the year before belongs
+		 * to that year's row */
+		if (map_day(m, p) < row)
 			p++;
 		buf_printf(r->out, "%04d ", y);
-		for (; map_day(m->grain, p) < cal_days_from_civil(y + 1, 1, 1); p++)
+		for (; map_day(m, p) < next; p++)
 			map_cell(m, r, p);
 		map_row_end(r);
+		row = map_row_of(m, next, &y);
 	}
 }
 
@@ -269,10 +296,11 @@ map_text(const struct map *m, const char *job, bool colour, struct buf *out)
 	int64_t counts[MAP_NSTATES] = { 0 };
 	char a[CAL_KEY_MAX], b[CAL_KEY_MAX];
 
-	part_key(m->grain, m->from, a);
-	part_key(m->grain, m->to, b);
-	buf_printf(out, "%s (%s) %s..%s: %zu partitions\n", job,
-		   grain_name(m->grain), a, b, m->n);
+	cal_key(&m->cal, m->from, a);
+	cal_key(&m->cal, m->to, b);
+	buf_printf(out, "%s (%s%s%s) %s..%s: %zu partitions\n", job,
+		   grain_name(m->grain), m->cal.tz != NULL ? ", " : "",
+		   m->cal.tz != NULL ? cal_zone_name(&m->cal) : "", a, b, m->n);
 	if (m->grain == GRAIN_DAY)
 		map_days(m, &r);
 	else if (m->grain == GRAIN_HOUR)

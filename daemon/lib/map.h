@@ -41,7 +41,8 @@ enum map_state {
 const char *map_state_name(enum map_state s);
 
 struct map {
-	enum grain grain;
+	enum grain grain;  /* = cal.grain */
+	struct cal cal;    /* the job's calendar (its zone is referenced) */
 	part_t from, to;
 	size_t n;
 	uint8_t *st; /* n states, from first */
@@ -49,7 +50,7 @@ struct map {
 
 /* A map of from..to, every partition MAP_NEVER_RUN; refuses (EXIT_BAD_INPUT)
  * a range above MAP_MAX_PARTITIONS, computed, never enumerated. */
-int map_init(struct map *m, enum grain g, part_t from, part_t to,
+int map_init(struct map *m, const struct cal *c, part_t from, part_t to,
 	     struct err *err);
 void map_free(struct map *m);
 /* Set p's state (outside the range: nothing). */
@@ -60,11 +61,14 @@ void map_raise(struct map *m, part_t p, enum map_state s);
 typedef void (*map_range_cb)(part_t from, part_t to, enum map_state s,
 			     int64_t count, void *data);
 void map_ranges(const struct map *m, map_range_cb cb, void *data);
-/* {job, grain, from, to, ranges: [{from, to, state, count}]} and "\n". */
+/* {job, grain, timezone, from, to, ranges: [{from, to, state, count}]}
+ * and "\n"; keys in the map's calendar. */
 void map_json(const struct map *m, const char *job, struct buf *out);
-/* The calendar (day: a row per ISO week, a column per weekday; hour: a
- * row per day, 24 columns; week and month: a row per year), a legend with
- * counts; ANSI colours when `colour`. */
+/* The calendar in local time (day: a row per ISO week, a column per
+ * weekday; hour: a row per local day, 23, 24 or 25 columns; week, month
+ * and quarter: a row per year; year: a row per decade), the zone named in
+ * the header when not UTC, a legend with counts; ANSI colours when
+ * `colour`. */
 void map_text(const struct map *m, const char *job, bool colour,
 	      struct buf *out);
 

@@ -51,8 +51,8 @@ def test_map_matches_runs():
     days = h.days("2026-01-01", "2026-01-20")
     want = compress([(k, latest.get(("daily", k), "never_run")) for k in days])
     got = d.json("map", "daily", "--from", "2026-01-01", "--to", "2026-01-20")
-    h.eq(got, {"job": "daily", "grain": "day", "from": "2026-01-01", "to": "2026-01-20",
-               "ranges": want}, "map daily --json against the runs")
+    h.eq(got, {"job": "daily", "grain": "day", "timezone": "UTC", "from": "2026-01-01",
+               "to": "2026-01-20", "ranges": want}, "map daily --json against the runs")
     h.eq([r["state"] for r in want],
          ["never_run", "succeeded", "failed", "succeeded", "never_run"],
          "the shape of the expected ranges (test sanity)")

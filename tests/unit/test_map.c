@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "map.h"
+#include "tz.h"
 
 /* Collect ranges as "FROM..TO state count;" text. */
 static void
@@ -25,7 +26,7 @@ START_TEST(test_ranges)
 	struct err err;
 	struct buf b;
 
-	ck_assert_int_eq(map_init(&m, GRAIN_DAY, 100, 109, &err), 0);
+	ck_assert_int_eq(map_init(&m, &cal_utc[GRAIN_DAY], 100, 109, &err), 0);
 	map_raise(&m, 102, MAP_SUCCEEDED);
 	map_raise(&m, 103, MAP_SUCCEEDED);
 	map_raise(&m, 103, MAP_FAILED);
@@ -44,7 +45,7 @@ START_TEST(test_ranges)
 	map_json(&m, "j", &b);
 	buf_add(&b, "", 1);
 	ck_assert_ptr_nonnull(strstr(b.data, "{\"job\": \"j\", \"grain\": \"day\", "
-		"\"from\": \"1970-04-11\", \"to\": \"1970-04-20\", \"ranges\": ["));
+		"\"timezone\": \"UTC\", \"from\": \"1970-04-11\", \"to\": \"1970-04-20\", \"ranges\": ["));
 	ck_assert_ptr_nonnull(strstr(b.data, "{\"from\": \"1970-04-14\", \"to\":"
 		" \"1970-04-14\", \"state\": \"failed\", \"count\": 1}"));
 	buf_free(&b);
@@ -58,28 +59,30 @@ START_TEST(test_bound)
 	struct map m;
 	struct err err;
 
-	ck_assert_int_eq(map_init(&m, GRAIN_HOUR, 0, MAP_MAX_PARTITIONS - 1, &err), 0);
+	ck_assert_int_eq(map_init(&m, &cal_utc[GRAIN_HOUR], 0, MAP_MAX_PARTITIONS - 1, &err), 0);
 	map_free(&m);
-	ck_assert_int_eq(map_init(&m, GRAIN_HOUR, 0, MAP_MAX_PARTITIONS, &err), -1);
+	ck_assert_int_eq(map_init(&m, &cal_utc[GRAIN_HOUR], 0, MAP_MAX_PARTITIONS, &err), -1);
 	ck_assert_int_eq(err.code, EXIT_BAD_INPUT);
 	ck_assert_str_eq(err.msg, "the map would hold 100001 partitions, above the"
 			 " bound of 100000; narrow it with --from and --to");
-	ck_assert_int_eq(map_init(&m, GRAIN_DAY, 0, INT64_MAX / 2, &err), -1);
-	ck_assert_int_eq(map_init(&m, GRAIN_DAY, 5, 4, &err), -1);
+	ck_assert_int_eq(map_init(&m, &cal_utc[GRAIN_DAY], 0, INT64_MAX / 2, &err), -1);
+	ck_assert_int_eq(map_init(&m, &cal_utc[GRAIN_DAY], 5, 4, &err), -1);
 }
 END_TEST
 
-/* Text of a map whose partitions are all `s` but the first, failed. */
+/* Text of a map of calendar c whose partitions are all `s` but the
+ * first, failed. */
 static char *
-calendar(enum grain g, const char *from, const char *to)
+calendar_of(const struct cal *c, const char *from, const char *to)
 {
 	struct map m;
 	struct err err;
 	struct part_range r;
 	struct buf b;
 
-	ck_assert_int_eq(range_parse(g, from, to, &r, &err), 0);
-	ck_assert_int_eq(map_init(&m, g, r.first, r.last, &err), 0);
+	ck_assert_msg(cal_range_parse(c, from, to, &r, &err) == 0, "%s",
+		      err.msg);
+	ck_assert_int_eq(map_init(&m, c, r.first, r.last, &err), 0);
 	for (part_t p = r.first; p <= r.last; p++)
 		map_raise(&m, p, MAP_SUCCEEDED);
 	map_raise(&m, r.first, MAP_FAILED);
@@ -89,6 +92,111 @@ calendar(enum grain g, const char *from, const char *to)
 	map_free(&m);
 	return b.data;
 }
+
+/* The same in a grain's UTC calendar. */
+static char *
+calendar(enum grain g, const char *from, const char *to)
+{
+	return calendar_of(&cal_utc[g], from, to);
+}
+
+/* A zone's calendar from the system's tzdata (kept for the process). */
+static struct cal
+zcal(const char *zone, enum grain g)
+{
+	struct cal c = { g, WEEK_MONDAY, NULL };
+	struct tz *z = NULL;
+	struct err err;
+
+	if (tz_load(zone, &z, &err) != 0)
+		ck_abort_msg("%s", err.msg);
+	c.tz = z;
+	return c;
+}
+
+/* Quarters: a row per year, four cells; years: a row per decade. */
+START_TEST(test_calendar_quarters_years)
+{
+	char *t = calendar(GRAIN_QUARTER, "2023-07-01", "2024-06-30");
+
+	ck_assert_str_eq(t,
+		"j (quarter) 2023-07-01..2024-04-01: 4 partitions\n"
+		"     1234\n"
+		"2023   Fs\n"
+		"2024 ss\n"
+		"legend:  s succeeded 3  F failed 1\n");
+	free(t);
+	t = calendar(GRAIN_YEAR, "2018-05-05", "2021-12-31");
+	ck_assert_str_eq(t,
+		"j (year) 2018-01-01..2021-01-01: 4 partitions\n"
+		"     0123456789\n"
+		"2010         Fs\n"
+		"2020 ss\n"
+		"legend:  s succeeded 3  F failed 1\n");
+	free(t);
+}
+END_TEST
+
+/* Sunday weeks: a row per year, the week of 2023-12-31 (a Sunday) that
+ * holds 2024-01-01 in 2023's row. */
+START_TEST(test_calendar_sunday_weeks)
+{
+	struct cal c = { GRAIN_WEEK, WEEK_SUNDAY, NULL };
+	char *t = calendar_of(&c, "2023-12-20", "2024-01-08");
+
+	ck_assert_str_eq(t,
+		"j (week) 2023-12-17..2024-01-07: 4 partitions\n"
+		"     weeks (by Sunday) from the first of the year\n"
+		"2023                                                   Fss\n"
+		"2024 s\n"
+		"legend:  s succeeded 3  F failed 1\n");
+	free(t);
+}
+END_TEST
+
+/* A zoned job: the zone in the header and the JSON; hours a row per
+ * local day, 25 cells on the day Berlin's clocks go back, 23 when they go
+ * forward. */
+START_TEST(test_calendar_zoned)
+{
+	struct cal c = zcal("Europe/Berlin", GRAIN_HOUR);
+	struct cal d = zcal("Asia/Kolkata", GRAIN_DAY);
+	char *t = calendar_of(&c, "2023-10-29", "2023-10-29");
+	struct part_range r;
+	struct map m;
+	struct err err;
+	struct buf b;
+
+	ck_assert_str_eq(t,
+		"j (hour, Europe/Berlin) 2023-10-29T00+02:00..2023-10-29T23+01:00:"
+		" 25 partitions\n"
+		"           0     6     12    18\n"
+		"2023-10-29 Fssssssssssssssssssssssss\n"
+		"legend:  s succeeded 24  F failed 1\n");
+	free(t);
+	t = calendar_of(&c, "2023-03-26", "2023-03-26");
+	ck_assert_ptr_nonnull(strstr(t, "2023-03-26 Fssssssssssssssssssssss\n"));
+	ck_assert_ptr_nonnull(strstr(t, ": 23 partitions\n"));
+	free(t);
+	t = calendar_of(&d, "2024-01-01", "2024-01-02");
+	ck_assert_str_eq(t,
+		"j (day, Asia/Kolkata) 2024-01-01..2024-01-02: 2 partitions\n"
+		"               MTWTFSS\n"
+		"2024-01-01 Jan Fs\n"
+		"legend:  s succeeded 1  F failed 1\n");
+	free(t);
+	ck_assert_int_eq(cal_range_parse(&d, "2024-01-01", "2024-01-01", &r,
+					 &err), 0);
+	ck_assert_int_eq(map_init(&m, &d, r.first, r.last, &err), 0);
+	buf_init(&b);
+	map_json(&m, "j", &b);
+	buf_add(&b, "", 1);
+	ck_assert_ptr_nonnull(strstr(b.data, "\"grain\": \"day\", \"timezone\":"
+		" \"Asia/Kolkata\", \"from\": \"2024-01-01\""));
+	buf_free(&b);
+	map_free(&m);
+}
+END_TEST
 
 /* Days: rows by ISO week across a year end (2020-12-28 .. 2021-01-03 is
  * 2020-W53), the month label where a month begins. */
@@ -153,7 +261,7 @@ START_TEST(test_colour)
 	struct err err;
 	struct buf b;
 
-	ck_assert_int_eq(map_init(&m, GRAIN_MONTH, 0, 2, &err), 0);
+	ck_assert_int_eq(map_init(&m, &cal_utc[GRAIN_MONTH], 0, 2, &err), 0);
 	buf_init(&b);
 	map_text(&m, "j", true, &b);
 	buf_add(&b, "", 1);
@@ -175,6 +283,9 @@ map_suite(void)
 	tcase_add_test(tc, test_calendar_hours);
 	tcase_add_test(tc, test_calendar_strips);
 	tcase_add_test(tc, test_colour);
+	tcase_add_test(tc, test_calendar_quarters_years);
+	tcase_add_test(tc, test_calendar_sunday_weeks);
+	tcase_add_test(tc, test_calendar_zoned);
 	suite_add_tcase(s, tc);
 	return s;
 }

@@ -14,19 +14,24 @@
 #include "schedule.h"
 
 struct first_ctx {
-	char key[CAL_KEY_MAX];
+	const struct cal *cal;
+	part_t first;
 	bool found;
 };
 
-/* The smallest key of a job's partitions. */
+/* The oldest of a job's partitions, by index (a zoned hour's keys do not
+ * sort in time order). */
 static void
 map_first_cb(const char *key, enum mstate st, void *data)
 {
 	struct first_ctx *c = data;
+	part_t p;
 
 	(void)st;
-	if (!c->found || strcmp(key, c->key) < 0)
-		snprintf(c->key, sizeof c->key, "%s", key);
+	if (cal_parse_key(c->cal, key, &p, NULL) < 0)
+		return;
+	if (!c->found || p < c->first)
+		c->first = p;
 	c->found = true;
 }
 
@@ -37,7 +42,7 @@ map_last_cb(const char *key, enum mstate st, void *data)
 	struct map *m = data;
 	part_t p;
 
-	if (part_parse_key(m->grain, key, &p, NULL) < 0)
+	if (cal_parse_key(&m->cal, key, &p, NULL) < 0)
 		return;
 	if (st == MS_SUCCEEDED)
 		map_raise(m, p, MAP_SUCCEEDED);
@@ -55,7 +60,7 @@ map_marked_cb(const char *key, enum mstate st, void *data)
 	part_t p;
 
 	(void)st;
-	if (part_parse_key(m->grain, key, &p, NULL) == 0)
+	if (cal_parse_key(&m->cal, key, &p, NULL) == 0)
 		map_raise(m, p, MAP_MARKED);
 }
 
@@ -94,12 +99,12 @@ map_stale_cb(int job, part_t part, bool built, int64_t built_at,
 
 /* One bound as typed: its first (from) or last (to) partition. */
 static int
-map_bound(enum grain g, const char *text, bool last, part_t *p,
+map_bound(const struct cal *c, const char *text, bool last, part_t *p,
 	  struct err *err)
 {
 	struct part_range r;
 
-	if (range_parse(g, text, text, &r, err) < 0)
+	if (cal_range_parse(c, text, text, &r, err) < 0)
 		return -1;
 	*p = last ? r.last : r.first;
 	return 0;
@@ -122,42 +127,41 @@ map_view_build_newest(struct sched *s, int job, const char *from,
 	part_t first, last, due;
 	char a[CAL_KEY_MAX], b[CAL_KEY_MAX];
 
-	due = schedule_last_due(j->grain, j->ready_after, clock_now());
+	due = schedule_last_closed(j, true, clock_now());
 	if (j->has_end && due > j->end)
 		due = j->end;
 	if (from != NULL) {
-		if (map_bound(j->grain, from, false, &first, err) < 0)
+		if (map_bound(job_cal(j), from, false, &first, err) < 0)
 			return -1;
 	} else if (j->has_start) {
 		first = j->start;
 	} else {
-		struct first_ctx fc = { .found = false };
+		struct first_ctx fc = { .cal = job_cal(j), .found = false };
 		part_t open = INT64_MAX;
 
 		if (store_last_states(sched_store(s), j->name, "0", "9", map_first_cb,
 				      &fc, err) < 0)
 			return -1;
-		if (!fc.found || part_parse_key(j->grain, fc.key, &first, NULL) < 0)
-			first = due;
+		first = fc.found ? fc.first : due;
 		/* or the oldest partition queued, running or blocked */
 		sched_job_open(s, job, map_min_cb, &open);
 		if (open < first)
 			first = open;
 	}
 	if (to != NULL) {
-		if (map_bound(j->grain, to, true, &last, err) < 0)
+		if (map_bound(job_cal(j), to, true, &last, err) < 0)
 			return -1;
 	} else {
 		last = due > first ? due : first;
 	}
 	if (newest > 0 && from == NULL && last - first + 1 > newest)
 		first = last - newest + 1;
-	if (map_init(m, j->grain, first, last, err) < 0)
+	if (map_init(m, job_cal(j), first, last, err) < 0)
 		return -1;
 	for (part_t p = due + 1; p <= last; p++)
 		map_set(m, p, MAP_NOT_DUE);
-	part_key(j->grain, first, a);
-	part_key(j->grain, last, b);
+	/* zoned hours: the keys' hull, each key placed by its index */
+	cal_key_hull(job_cal(j), (struct part_range){ first, last }, a, b);
 	if (store_last_states(sched_store(s), j->name, a, b, map_last_cb, m,
 			      err) < 0 ||
 	    store_marked_keys(sched_store(s), j->name, a, b, map_marked_cb, m,
