@@ -29,6 +29,7 @@
 #include <uv.h>
 
 #include "clock.h"
+#include "clockjump.h"
 #include "config.h"
 #include "config_diff.h"
 #include "control.h"
@@ -72,6 +73,7 @@ struct daemon {
 	uv_prepare_t flush;      /* commit each loop turn's state changes */
 	uv_fs_event_t clock_watch;
 	bool clock_watching;
+	struct clockjump *clock_jump; /* steps of the system clock */
 	bool stopping;
 	bool cancelled;
 	int lock_fd;             /* STATE_DB.lock, flocked while we run */
@@ -634,6 +636,7 @@ daemon_exec_closed_cb(void *data)
 	uv_close((uv_handle_t *)&d->flush, NULL);
 	if (d->clock_watching)
 		uv_close((uv_handle_t *)&d->clock_watch, NULL);
+	clockjump_close(d->clock_jump);
 	log_notice("stopped");
 }
 
@@ -867,6 +870,19 @@ daemon_start_signals(struct daemon *d)
 	uv_signal_start(&d->sigint, daemon_signal_cb, SIGINT);
 }
 
+/* The system clock was set (clockjump.h): the schedule's timer was armed
+ * for the old time. */
+static void
+daemon_clock_jump_cb(void *data)
+{
+	struct daemon *d = data;
+
+	if (!d->stopping) {
+		sched_clock_changed(d->sched);
+		prune_tick(d->prune);
+	}
+}
+
 /* The test clock: watch its file's folder, so that a change of the
  * clock is a loop event. */
 static void
@@ -955,6 +971,9 @@ daemon_start(struct daemon *d, struct err *err)
 		return EXIT_WORK_FAILED;
 	if (daemon_start_http(d, err) < 0)
 		return EXIT_BAD_INPUT;
+	if (!clock_is_test())
+		d->clock_jump = clockjump_start(&d->loop, daemon_clock_jump_cb,
+						d);
 	log_notice("backfilld %s started: %zu jobs, socket %s, state %s",
 		   BACKFILLD_VERSION, cfg->njobs, cfg->socket,
 		   cluster ? "on PostgreSQL, shared by several hosts" :
@@ -1058,14 +1077,17 @@ daemon_load_config(struct daemon *d, const char *config_path, bool check)
 	if (check) {
 		/* the partition keys need the server: checked when reached,
 		 * else said plainly (docs/clickhouse.md, "The partition key") */
-		printf("%s: configuration OK: %zu jobs, %zu warehouses",
-		       d->cfg->path, d->cfg->njobs, d->cfg->nwarehouses);
+		printf("%s: configuration OK: %zu job%s, %zu warehouse%s",
+		       d->cfg->path, d->cfg->njobs,
+		       d->cfg->njobs == 1 ? "" : "s", d->cfg->nwarehouses,
+		       d->cfg->nwarehouses == 1 ? "" : "s");
 		if (kc.unchecked != NULL)
 			printf(" (ClickHouse partition keys not checked: %s;"
 			       " they are checked at start)", kc.unchecked);
 		else if (kc.nchecked > 0)
 			printf(" (ClickHouse partition keys checked on the"
-			       " server: %zu jobs)", kc.nchecked);
+			       " server: %zu job%s)", kc.nchecked,
+			       kc.nchecked == 1 ? "" : "s");
 		printf("\n");
 		startup_check_bound(d->cfg, kc.locals);
 		exec_keycheck_free(&kc, d->cfg->njobs);
