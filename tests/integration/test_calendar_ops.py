@@ -113,8 +113,11 @@ def test_sunday_week_mart():
     if not SUNDAY_WEEKS_WIRED:
         print("skipped: Sunday weeks wait for lineage_cal and exec_job_cal to use job_def.cal")
         return
+    # the clock a day after the second week closed: the report's window
+    # (the newest 53 weeks due) holds both
     d = h.Daemon(jobs=JOBS + SUNDAY_JOB, warehouses={"sales": SEED},
-                 settings={"max_backfill": 1000}, name="calw")
+                 settings={"max_backfill": 1000}, name="calw",
+                 clock="2024-04-08T00:00:00Z")
     # two whole Sunday weeks, Sunday 03-24 to Saturday 04-06 (Monday
     # weeks would be 03-18, 03-25 and 04-01)
     d.backfill("fct", "2024-03-24", "2024-04-06")
@@ -124,6 +127,21 @@ def test_sunday_week_mart():
     recompute(d, "wk", "week_start", "+7 days")
     out = d.ok("jobs")
     h.check("week (sunday)" in out, "jobs shows the Sunday week: %r" % out)
+    # the map and the report draw Sunday weeks under their own keys
+    m = d.json("map", "retail_weekly", "--from", "2024-03-24", "--to", "2024-04-06", "--json")
+    h.eq((m["from"], m["to"], [(r["from"], r["to"], r["state"]) for r in m["ranges"]]),
+         ("2024-03-24", "2024-03-31", [("2024-03-24", "2024-03-31", "succeeded")]),
+         "map --json of the Sunday weeks")
+    h.check("weeks (by Sunday)" in d.ok("map", "retail_weekly"), "map says Sunday weeks")
+    page = os.path.join(d.dir, "page.html")
+    d.ok("report", "--html", page)
+    with open(page, encoding="utf-8") as f:
+        html = f.read()
+    for k in ("2024-03-24", "2024-03-31"):
+        h.check('data-job="retail_weekly" data-partition="%s" data-state="succeeded"' % k
+                in html, "the report's cell of the Sunday week %s" % k)
+    h.check("retail_weekly <small>(week, Sunday weeks" in html,
+            "the report names the Sunday weeks")
     d.stop()
 
 

@@ -121,9 +121,9 @@ report_day_row(const struct job_def *j, part_t first, part_t last,
 	static const char *const months[12] = { "January", "February",
 		"March", "April", "May", "June", "July", "August", "September",
 		"October", "November", "December" };
-	int64_t days = part_start(GRAIN_DAY, day) / 86400;
+	int64_t days = cal_first_day(job_cal(j), day);
 	int64_t monday = days - (cal_weekday(days) - 1);
-	int64_t end = part_start(GRAIN_DAY, last) / 86400;
+	int64_t end = cal_first_day(job_cal(j), last);
 	char value[16], text[32];
 	int y, mo, d;
 
@@ -144,7 +144,7 @@ report_day_row(const struct job_def *j, part_t first, part_t last,
 static part_t
 report_due(const struct job_def *j)
 {
-	part_t due = schedule_last_due(j->grain, j->ready_after, clock_now());
+	part_t due = schedule_last_closed(j, true, clock_now());
 
 	if (j->has_end && due > j->end)
 		due = j->end;
@@ -152,7 +152,8 @@ report_due(const struct job_def *j)
 }
 
 /* How many of the newest partitions a map shows on the pages of jobs:
- * a week of hours, 13 weeks of days, a year of weeks, 3 years of months. */
+ * a week of hours, 13 weeks of days, a year of weeks, 3 years of months,
+ * 5 years of quarters, 10 years. */
 static int64_t
 report_window(enum grain g)
 {
@@ -160,8 +161,11 @@ report_window(enum grain g)
 	case GRAIN_HOUR: return 7 * 24;
 	case GRAIN_DAY: return 13 * 7;
 	case GRAIN_WEEK: return 53;
-	default: return 36;
+	case GRAIN_MONTH: return 36;
+	case GRAIN_QUARTER: return 20;
+	case GRAIN_YEAR: return 10;
 	}
+	return 36;
 }
 
 /* A link to another view of the page, query q (already safe in HTML:
@@ -185,9 +189,12 @@ report_map_grid(const struct job_def *j, const struct map *m, struct buf *o)
 	int64_t pads = 0;
 
 	if (j->grain == GRAIN_DAY)
-		pads = cal_weekday(part_start(GRAIN_DAY, m->from) / 86400) - 1;
-	else if (j->grain == GRAIN_HOUR)
-		pads = (part_start(GRAIN_HOUR, m->from) % 86400) / 3600;
+		pads = cal_weekday(cal_first_day(job_cal(j), m->from)) - 1;
+	else if (j->grain == GRAIN_HOUR) {
+		/* the local hour of the first cell, from its key */
+		cal_key(job_cal(j), m->from, a);
+		pads = atoi(a + 11);
+	}
 	buf_printf(o, "<div class=\"map g-%s\">", grain_name(j->grain));
 	if (j->grain == GRAIN_DAY)
 		report_day_head(o);
@@ -203,7 +210,7 @@ report_map_grid(const struct job_def *j, const struct map *m, struct buf *o)
 			report_day_row(j, m->from, m->to,
 				       m->from + (part_t)i, o);
 		counts[m->st[i]]++;
-		part_key(j->grain, m->from + (part_t)i, a);
+		cal_key(job_cal(j), m->from + (part_t)i, a);
 		buf_addstr(o, "\n<span class=\"c s-");
 		buf_addstr(o, st);
 		buf_addstr(o, "\" data-job=\"");
@@ -242,6 +249,10 @@ report_map(struct sched *s, int job, const struct report_query *q,
 	buf_addstr(o, "<section><h3>");
 	report_esc(o, j->name);
 	buf_printf(o, " <small>(%s", grain_name(j->grain));
+	if (j->cal.week_start == WEEK_SUNDAY)
+		buf_addstr(o, ", Sunday weeks");
+	if (j->cal.tz != NULL) /* [A-Za-z0-9_+./-]: nothing to escape */
+		buf_printf(o, ", %s, local time", cal_zone_name(job_cal(j)));
 	if (q->job[0] == '\0' && q->links) {
 		buf_printf(o, ", ");
 		snprintf(href, sizeof href, "job=%s", j->name);
@@ -253,7 +264,7 @@ report_map(struct sched *s, int job, const struct report_query *q,
 
 		if (j->has_start && j->start > first)
 			first = j->start;
-		part_key(j->grain, first, a);
+		cal_key(job_cal(j), first, a);
 		from = a;
 	} else {
 		struct part_range r;
@@ -263,11 +274,11 @@ report_map(struct sched *s, int job, const struct report_query *q,
 		/* from (to) a range above the bound: its first partitions
 		 * (without to, the range ends at the newest due) */
 		if (from != NULL &&
-		    range_parse(j->grain, from, to != NULL ? to : from, &r,
-				&err) == 0 &&
+		    cal_range_parse(job_cal(j), from, to != NULL ? to : from,
+				    &r, &err) == 0 &&
 		    (to != NULL ? r.last : due > r.first ? due : r.first) -
 		    r.first + 1 > REPORT_MAP_MAX) {
-			part_key(j->grain, r.first + REPORT_MAP_MAX - 1, b);
+			cal_key(job_cal(j), r.first + REPORT_MAP_MAX - 1, b);
 			to = b;
 		}
 	}
@@ -278,22 +289,22 @@ report_map(struct sched *s, int job, const struct report_query *q,
 		buf_addstr(o, "</p></section>\n");
 		return;
 	}
-	part_key(j->grain, m.from, a);
-	part_key(j->grain, m.to, b);
+	cal_key(job_cal(j), m.from, a);
+	cal_key(job_cal(j), m.to, b);
 	buf_printf(o, "<p>%s .. %s: %zu partitions", a, b, m.n);
 	if (q->job[0] != '\0') {
 		char k[CAL_KEY_MAX];
 
 		buf_printf(o, " (at most %d on a page)", REPORT_MAP_MAX);
 		if (!j->has_start || m.from > j->start) {
-			part_key(j->grain, m.from - 1, k);
+			cal_key(job_cal(j), m.from - 1, k);
 			snprintf(href, sizeof href, "job=%s&amp;to=%s", j->name,
 				 k);
 			buf_addstr(o, "; ");
 			report_link(o, q, href, "older");
 		}
 		if (m.to < due) {
-			part_key(j->grain, m.to + 1, k);
+			cal_key(job_cal(j), m.to + 1, k);
 			snprintf(href, sizeof href, "job=%s&amp;from=%s",
 				 j->name, k);
 			buf_addstr(o, "; ");
@@ -522,13 +533,13 @@ report_stale_cb(int job, part_t part, bool built, int64_t built_at,
 	(void)err;
 	if (!report_row(c))
 		return 0;
-	part_key(cfg->jobs[job].grain, part, key);
+	cal_key(job_cal(&cfg->jobs[job]), part, key);
 	cal_format_iso_ms(built_at, at);
 	buf_addstr(o, "<tr><td>");
 	report_esc(o, cfg->jobs[job].name);
 	buf_printf(o, "</td><td>%s</td><td>%s</td><td>", key, built ? at : "never");
 	for (size_t i = 0; i < nin && i < REPORT_INPUTS; i++) {
-		part_key(cfg->jobs[in[i].job].grain, in[i].part, key);
+		cal_key(job_cal(&cfg->jobs[in[i].job]), in[i].part, key);
 		buf_addstr(o, i ? ", " : "");
 		report_esc(o, cfg->jobs[in[i].job].name);
 		buf_printf(o, " %s", key);
@@ -550,7 +561,7 @@ report_late_cb(part_t p, enum mstate st, void *data)
 
 	if (st != MS_LATE || !report_row(c))
 		return;
-	part_key(j->grain, p, key);
+	cal_key(job_cal(j), p, key);
 	buf_addstr(o, "<tr><td>");
 	report_esc(o, j->name);
 	buf_printf(o, "</td><td>%s</td><td>%" PRId64 "s</td></tr>\n", key,
@@ -570,7 +581,7 @@ report_job_row(struct sched *s, int job, const struct report_query *q,
 
 	sched_job_view(s, job, &v);
 	if (v.has_watermark)
-		part_key(j->grain, v.watermark, wm);
+		cal_key(job_cal(j), v.watermark, wm);
 	else
 		strcpy(wm, "-");
 	if (v.has_next_due)
@@ -589,8 +600,8 @@ report_job_row(struct sched *s, int job, const struct report_query *q,
 	buf_printf(o, "</td><td>%s</td><td>%s</td><td>%s</td><td>%s</td><td>",
 		   grain_name(j->grain), v.paused ? "yes" : "no", wm, nd);
 	if (v.has_gap) {
-		part_key(j->grain, v.gap_from, gf);
-		part_key(j->grain, v.gap_to, gt);
+		cal_key(job_cal(j), v.gap_from, gf);
+		cal_key(job_cal(j), v.gap_to, gt);
 		buf_printf(o, "refused (gap %s..%s)", gf, gt);
 	} else {
 		report_esc(o, v.catchup);
@@ -742,16 +753,16 @@ report_query_parse(const struct config *cfg, const char *query,
 		return err_set(err, EXIT_BAD_INPUT, "from and to are the range"
 			       " of a job's map: add job=NAME");
 	if (q->job[0] != '\0') {
-		const struct job_def *j =
-		    &cfg->jobs[config_job_index(cfg, q->job)];
+		const struct cal *c =
+		    job_cal(&cfg->jobs[config_job_index(cfg, q->job)]);
 		struct part_range r;
 
 		if ((q->from[0] != '\0' &&
-		     range_parse(j->grain, q->from, q->from, &r, err) < 0) ||
+		     cal_range_parse(c, q->from, q->from, &r, err) < 0) ||
 		    (q->to[0] != '\0' &&
-		     range_parse(j->grain, q->to, q->to, &r, err) < 0) ||
+		     cal_range_parse(c, q->to, q->to, &r, err) < 0) ||
 		    (q->from[0] != '\0' && q->to[0] != '\0' &&
-		     range_parse(j->grain, q->from, q->to, &r, err) < 0))
+		     cal_range_parse(c, q->from, q->to, &r, err) < 0))
 			return -1;
 	}
 	if (has_page == 1) {
