@@ -383,15 +383,15 @@ metrics_success(struct metrics *m, struct buf *o)
 		     "The length of the job's partition holding now (jobs with"
 		     " a deadline), seconds.");
 	for (size_t i = 0; i < cfg->njobs; i++) {
-		enum grain g = cfg->jobs[i].grain;
-		part_t p = part_of_time(g, now);
+		const struct cal *c = job_cal(&cfg->jobs[i]);
+		part_t p = cal_part_of(c, now);
 
 		if (cfg->jobs[i].deadline <= 0)
 			continue;
 		buf_addstr(o, "backfilld_partition_seconds{job=\"");
 		metrics_label(o, cfg->jobs[i].name);
 		buf_printf(o, "\"} %" PRId64 "\n",
-			   part_end(g, p) - part_start(g, p));
+			   cal_end(c, p) - cal_start(c, p));
 	}
 }
 
@@ -410,7 +410,8 @@ metrics_job_gauges(struct metrics *m, struct buf *o,
 		buf_addstr(o, "backfilld_watermark_timestamp_seconds{job=\"");
 		metrics_label(o, cfg->jobs[i].name);
 		buf_printf(o, "\"} %" PRId64 "\n",
-			   part_start(cfg->jobs[i].grain, views[i].watermark));
+			   cal_start(job_cal(&cfg->jobs[i]),
+				     views[i].watermark));
 	}
 
 	metrics_head(o, "backfilld_catchup_refused", "gauge",
