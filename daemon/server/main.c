@@ -29,7 +29,6 @@
 #include <uv.h>
 
 #include "clock.h"
-#include "clockjump.h"
 #include "config.h"
 #include "config_diff.h"
 #include "control.h"
@@ -73,7 +72,6 @@ struct daemon {
 	uv_prepare_t flush;      /* commit each loop turn's state changes */
 	uv_fs_event_t clock_watch;
 	bool clock_watching;
-	struct clockjump *clock_jump; /* steps of the system clock */
 	bool stopping;
 	bool cancelled;
 	int lock_fd;             /* STATE_DB.lock, flocked while we run */
@@ -636,7 +634,6 @@ daemon_exec_closed_cb(void *data)
 	uv_close((uv_handle_t *)&d->flush, NULL);
 	if (d->clock_watching)
 		uv_close((uv_handle_t *)&d->clock_watch, NULL);
-	clockjump_close(d->clock_jump);
 	log_notice("stopped");
 }
 
@@ -870,19 +867,6 @@ daemon_start_signals(struct daemon *d)
 	uv_signal_start(&d->sigint, daemon_signal_cb, SIGINT);
 }
 
-/* The system clock was set (clockjump.h): the schedule's timer was armed
- * for the old time. */
-static void
-daemon_clock_jump_cb(void *data)
-{
-	struct daemon *d = data;
-
-	if (!d->stopping) {
-		sched_clock_changed(d->sched);
-		prune_tick(d->prune);
-	}
-}
-
 /* The test clock: watch its file's folder, so that a change of the
  * clock is a loop event. */
 static void
@@ -971,9 +955,6 @@ daemon_start(struct daemon *d, struct err *err)
 		return EXIT_WORK_FAILED;
 	if (daemon_start_http(d, err) < 0)
 		return EXIT_BAD_INPUT;
-	if (!clock_is_test())
-		d->clock_jump = clockjump_start(&d->loop, daemon_clock_jump_cb,
-						d);
 	log_notice("backfilld %s started: %zu jobs, socket %s, state %s",
 		   BACKFILLD_VERSION, cfg->njobs, cfg->socket,
 		   cluster ? "on PostgreSQL, shared by several hosts" :
