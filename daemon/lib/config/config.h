@@ -316,6 +316,13 @@ const char *hook_kind_name(enum hook_kind k);
 
 /* Job by name, or NULL. */
 const struct job_def *config_job(const struct config *cfg, const char *name);
+/* A job's calendar (grain, week_start:, timezone:): the one accessor
+ * every rule relating its partitions goes through. */
+static inline const struct cal *
+job_cal(const struct job_def *j)
+{
+	return &j->cal;
+}
 /* Time zones other than UTC are refused by the configuration, in one
  * place (config_cal.c cfg_zone_gate), until the executor's side of them
  * (the *_utc bounds, the zoned schedule, zoned hour keys in the stores)
