@@ -222,6 +222,17 @@ sched_clock_changed(struct sched *s)
 	sched_want(s, SCHED_WANT_DISPATCH);
 }
 
+/* The system clock was set (clockjump.h): the due timer was armed with
+ * a delay to an instant of the old time; not while draining. */
+void
+sched_clock_jumped(void *data)
+{
+	struct sched *s = data;
+
+	if (!s->draining)
+		sched_clock_changed(s);
+}
+
 int
 sched_pause(struct sched *s, int job, bool pause, struct err *err)
 {

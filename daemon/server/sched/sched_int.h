@@ -95,6 +95,7 @@ struct sched {
 	int64_t retry_at; /* ms, INT64_MAX when not armed */
 	uv_timer_t due_timer;
 	uv_timer_t late_timer; /* the next deadline (fresh.h) */
+	struct clockjump *clock_jump; /* steps of the system clock */
 	struct fresh *fresh;   /* partitions owed by jobs with a deadline */
 	struct hooks *hooks;   /* NULL: hooks are not run */
 	uv_idle_t step;	       /* the loop's step (sched_want) */
@@ -207,6 +208,8 @@ void sched_gap_filled(struct sched *s, const char *job, const char *key);
 
 /* sched_clock.c */
 void sched_schedule(struct sched *s, bool resumed, int only);
+/* A step of the system clock (clockjump.h callback, data the scheduler). */
+void sched_clock_jumped(void *data);
 
 /* sched_sensor.c */
 void sched_sensor_check(struct sched *s, int job, int64_t now, int64_t *next);

@@ -64,6 +64,7 @@
 #include <stdlib.h>
 
 #include "clock.h"
+#include "clockjump.h"
 #include "fresh.h"
 #include "log.h"
 #include "trend_hist.h"
@@ -125,6 +126,9 @@ sched_new(uv_loop_t *loop, struct store *store, struct exec *exec,
 	s->due_timer.data = s;
 	uv_timer_init(loop, &s->late_timer);
 	s->late_timer.data = s;
+	/* due times are instants of the wall clock, the timers monotonic */
+	if (!clock_is_test())
+		s->clock_jump = clockjump_start(loop, sched_clock_jumped, s);
 	s->fresh = fresh_new();
 	uv_idle_init(loop, &s->step);
 	s->step.data = s;
@@ -308,6 +312,8 @@ sched_close(struct sched *s)
 	uv_close((uv_handle_t *)&s->due_timer, NULL);
 	uv_close((uv_handle_t *)&s->late_timer, NULL);
 	uv_close((uv_handle_t *)&s->step, NULL);
+	clockjump_close(s->clock_jump);
+	s->clock_jump = NULL;
 }
 
 void
