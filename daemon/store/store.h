@@ -298,6 +298,21 @@ struct store_shard_row {
 	" FROM runs r WHERE r.job = p.job AND r.partition_key =" \
 	" p.partition_key AND r.state = 'succeeded' AND r.id > p.run_id)" \
 	" ORDER BY job, partition_key, request, shard"
+/* audit_of's query, the same in both stores but for the request's
+ * placeholder P: each item of the request with its newest run and that
+ * run's audit. */
+#define STORE_AUDIT_OF(P) \
+	"SELECT m.job, m.partition_key, m.downstream, m.state," \
+	" COALESCE(r.shared_run, r.id)," \
+	" r.code_version, r.config_hash, r.state, r.error, a.rows_before," \
+	" a.rows_after, a.metrics, a.checks, a.passed, a.metrics_text," \
+	" a.checks_text, m.error, a.sum_before, a.sum_after, a.changes" \
+	" FROM manifest m" \
+	" LEFT JOIN runs r ON r.id = (SELECT MAX(id) FROM runs" \
+	" WHERE manifest_id = m.id)" \
+	" LEFT JOIN run_audit a ON a.run_id = r.id" \
+	" AND a.partition_key = m.partition_key" \
+	" WHERE m.request_id = " P " ORDER BY m.seq"
 typedef void (*store_shard_cb)(const struct store_shard_row *row,
 			       void *data);
 typedef void (*store_series_cb)(const char *job, const char *metric,

@@ -196,18 +196,7 @@ const char *const pgst_sql[P_COUNT] = {
 	" rows_after = $4, metrics = $5, checks = $6, passed = $7,"
 	" metrics_text = $8, checks_text = $9, sum_before = $10,"
 	" sum_after = $11, changes = $12",
-	[P_AUDIT_OF] =
-	"SELECT m.job, m.partition_key, m.downstream, m.state,"
-	" COALESCE(r.shared_run, r.id),"
-	" r.code_version, r.config_hash, r.state, r.error, a.rows_before,"
-	" a.rows_after, a.metrics, a.checks, a.passed, a.metrics_text,"
-	" a.checks_text, m.error, a.sum_before, a.sum_after, a.changes"
-	" FROM manifest m"
-	" LEFT JOIN runs r ON r.id = (SELECT MAX(id) FROM runs"
-	" WHERE manifest_id = m.id)"
-	" LEFT JOIN run_audit a ON a.run_id = r.id"
-	" AND a.partition_key = m.partition_key"
-	" WHERE m.request_id = $1 ORDER BY m.seq",
+	[P_AUDIT_OF] = STORE_AUDIT_OF("$1"),
 	[P_REQUEST_COUNTS] =
 	"SELECT m.state, COUNT(*), MAX(r.created_at),"
 	" MAX(COALESCE(r.finished_at, r.created_at)) FROM manifest m"

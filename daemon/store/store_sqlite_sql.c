@@ -169,18 +169,7 @@ const char *const store_sqlite_sql[S_COUNT] = {
 	"INSERT OR REPLACE INTO run_audit (run_id, partition_key, rows_before,"
 	" rows_after, metrics, checks, passed, metrics_text, checks_text,"
 	" sum_before, sum_after, changes) VALUES (?,?,?,?,?,?,?,?,?,?,?,?)",
-	[S_AUDIT_OF] =
-	"SELECT m.job, m.partition_key, m.downstream, m.state,"
-	" COALESCE(r.shared_run, r.id),"
-	" r.code_version, r.config_hash, r.state, r.error, a.rows_before,"
-	" a.rows_after, a.metrics, a.checks, a.passed, a.metrics_text,"
-	" a.checks_text, m.error, a.sum_before, a.sum_after, a.changes"
-	" FROM manifest m"
-	" LEFT JOIN runs r ON r.id = (SELECT MAX(id) FROM runs"
-	" WHERE manifest_id = m.id)"
-	" LEFT JOIN run_audit a ON a.run_id = r.id"
-	" AND a.partition_key = m.partition_key"
-	" WHERE m.request_id = ? ORDER BY m.seq",
+	[S_AUDIT_OF] = STORE_AUDIT_OF("?"),
 	[S_REQUEST_COUNTS] =
 	"SELECT m.state, COUNT(*), MAX(r.created_at),"
 	" MAX(COALESCE(r.finished_at, r.created_at)) FROM manifest m"
