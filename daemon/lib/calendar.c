@@ -42,17 +42,6 @@ static const char *cal_month_names[12] = {
 	"August", "September", "October", "November", "December"
 };
 
-/* Floor division: rounds toward minus infinity (b > 0). */
-static int64_t
-cal_div(int64_t a, int64_t b)
-{
-	int64_t q = a / b;
-
-	if ((a % b) != 0 && a < 0)
-		q--;
-	return q;
-}
-
 /* Floor modulo: the result is in [0, b) (b > 0). */
 static int64_t
 cal_mod(int64_t a, int64_t b)

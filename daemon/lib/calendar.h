@@ -55,6 +55,18 @@ enum week_start { WEEK_MONDAY = 1, WEEK_SUNDAY = 7 };
 
 typedef int64_t part_t;
 
+/* Floor division: rounds toward minus infinity (b > 0); the calendar's
+ * and the zones' (tz.c) one division. */
+static inline int64_t
+cal_div(int64_t a, int64_t b)
+{
+	int64_t q = a / b;
+
+	if ((a % b) != 0 && a < 0)
+		q--;
+	return q;
+}
+
 struct tz; /* tz.h: an immutable, reference-counted zone */
 
 /* A job's calendar: a value, embedded in its definition.  tz == NULL is

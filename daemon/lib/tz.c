@@ -90,17 +90,6 @@ struct tz_trans {
 	size_t seq; /* order of generation: the later wins a tie */
 };
 
-/* Floor division (b > 0). */
-static int64_t
-tz_div(int64_t a, int64_t b)
-{
-	int64_t q = a / b;
-
-	if ((a % b) != 0 && a < 0)
-		q--;
-	return q;
-}
-
 static uint32_t
 tz_be32(const unsigned char *p)
 {
@@ -348,11 +337,11 @@ tz_cells(struct tz *z)
 	z->max_fold = 0;
 	for (size_t i = 1; i < z->nsp; i++) {
 		struct tz_span *p = &z->sp[i - 1], *s = &z->sp[i];
-		int64_t c = tz_div(s->from - 1 + p->off, TZ_SEC_HOUR) +
+		int64_t c = cal_div(s->from - 1 + p->off, TZ_SEC_HOUR) +
 		    p->shift + 1;
 
 		s->cell = c;
-		s->shift = c - tz_div(s->from + s->off, TZ_SEC_HOUR);
+		s->shift = c - cal_div(s->from + s->off, TZ_SEC_HOUR);
 		if (p->off - s->off > z->max_fold)
 			z->max_fold = p->off - s->off;
 	}
@@ -381,7 +370,7 @@ tz_raw_cell(const struct tz *z, int64_t t)
 {
 	const struct tz_span *s = &z->sp[tz_find(z, t)];
 
-	return tz_div(t + s->off, TZ_SEC_HOUR) + s->shift;
+	return cal_div(t + s->off, TZ_SEC_HOUR) + s->shift;
 }
 
 /* The table's offsets (type of each transition), the footer, and its
@@ -406,8 +395,8 @@ tz_timeline(struct tz *z, const int64_t *at, const int32_t *off,
 	if (f->has_dst) {
 		ylast = 0;
 		if (timecnt > 0) {
-			cal_civil_from_days(tz_div(at[timecnt - 1], TZ_SEC_DAY),
-			    &y, &m, &d);
+			cal_civil_from_days(cal_div(at[timecnt - 1],
+			    TZ_SEC_DAY), &y, &m, &d);
 			ylast = y;
 		}
 		tz_footer_gen(f, ylast - 1, ylast + TZ_RULE_YEARS, &b);
@@ -834,7 +823,7 @@ tz_cell_of(const struct tz *z, int64_t t)
 
 	t = tz_clamp(t);
 	tz_seg_at(z, t, &s);
-	return tz_div(t + s.off, TZ_SEC_HOUR) + s.shift;
+	return cal_div(t + s.off, TZ_SEC_HOUR) + s.shift;
 }
 
 int64_t
