@@ -20,8 +20,7 @@ lineage_range(const struct config *cfg, int up, part_t p, int down)
 	const struct job_def *dj = &cfg->jobs[down];
 	struct part_range r = { 0, -1 };
 
-	if (!lineage_feeds(cfg, up, down) ||
-	    !cal_can_feed(job_cal(&cfg->jobs[up]), job_cal(dj)))
+	if (!lineage_feeds(cfg, up, down))
 		return r;
 	r = cal_map(job_cal(&cfg->jobs[up]), p, job_cal(dj));
 	/* a partition outside down's start..end does not exist */
@@ -30,16 +29,4 @@ lineage_range(const struct config *cfg, int up, part_t p, int down)
 	if (dj->has_end && r.last > dj->end)
 		r.last = dj->end;
 	return r;
-}
-
-int
-lineage_map(const struct config *cfg, int up, part_t p, int down,
-	    part_t out[2])
-{
-	struct part_range r = lineage_range(cfg, up, p, down);
-	int k = 0;
-
-	for (part_t q = r.first; q <= r.last && k < 2; q++)
-		out[k++] = q;
-	return k;
 }

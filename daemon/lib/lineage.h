@@ -5,11 +5,11 @@
  * at start (which items wait for which), and by staleness (which
  * downstream partitions are older than their inputs).  Pure.
  *
- * The rule: job `down` names `up` in its upstream; map the partition
- * across grains (calendar.h part_map: same grain itself, hour -> day,
- * day -> week and month, week -> the months it touches, and
- * compositions); keep only partitions inside down's start..end, the ones
- * that exist.
+ * The rule: job `down` names `up` in its upstream; the partitions of
+ * down that a partition of up overlaps as intervals (calendar.h cal_map:
+ * finer into coarser, a coarser upstream into each finer partition it
+ * spans, and across zones); keep only partitions inside down's
+ * start..end, the ones that exist.
  */
 #ifndef BACKFILLD_LINEAGE_H
 #define BACKFILLD_LINEAGE_H
@@ -28,10 +28,5 @@ bool lineage_feeds(const struct config *cfg, int up, int down);
  * first) when up does not feed down. */
 struct part_range lineage_range(const struct config *cfg, int up, part_t p,
     int down);
-
-/* The same into out (0 to 2 of them, oldest first), for callers of UTC
- * calendars, where a partition feeds at most two. */
-int lineage_map(const struct config *cfg, int up, part_t p, int down,
-		part_t out[2]);
 
 #endif

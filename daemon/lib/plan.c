@@ -161,6 +161,31 @@ plan_expand(struct plan *p, const struct config *cfg, bool reverse,
 	free(own);
 }
 
+int
+plan_check_bounds(const struct plan *p, const struct config *cfg,
+		  struct err *err)
+{
+	size_t *n = xcalloc(cfg->njobs, sizeof *n);
+	int rc = 0;
+
+	for (size_t i = p->nroot; i < p->n; i++)
+		if (p->items[i].downstream)
+			n[p->items[i].job]++;
+	for (size_t t = 0; t < cfg->njobs && rc == 0; t++) {
+		const struct job_def *j = &cfg->jobs[cfg->topo[t]];
+
+		if (n[cfg->topo[t]] > (size_t)j->max_backfill)
+			rc = err_set(err, EXIT_BAD_INPUT, "refused: the request"
+				     " rebuilds %zu partitions of %s downstream,"
+				     " above its max_backfill of %d; nothing was"
+				     " queued. Split the request, or raise %s's"
+				     " max_backfill", n[cfg->topo[t]], j->name,
+				     j->max_backfill, j->name);
+	}
+	free(n);
+	return rc;
+}
+
 void
 plan_downstream_of(const struct config *cfg, int job, bool *below)
 {

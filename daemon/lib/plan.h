@@ -2,7 +2,9 @@
  * plan.h - the downstream planner (pure).
  *
  * From the partitions a request names for one job, the plan adds every
- * downstream partition that contains one of them, following upstream
+ * downstream partition that one of them overlaps (lineage.h: finer into
+ * coarser, or a coarser upstream into each of the finer partitions it
+ * spans), following upstream
  * chains to the end, each once, with the plan items it waits for.  Items
  * are in run order: the request's own partitions first (in the order
  * given), then downstream jobs in topological order, each job's partitions
@@ -55,6 +57,13 @@ void plan_add_root(struct plan *p, int job, part_t part);
  * job, see Narrowing) or NULL for every downstream job. */
 void plan_expand(struct plan *p, const struct config *cfg, bool reverse,
 		 const bool *keep);
+/* Refuse a plan whose part for some downstream job is above that job's
+ * max_backfill (DESIGN, "Calendars and dependency windows"): 0, or -1
+ * (EXIT_BAD_INPUT) naming the first such job, its count and its bound.
+ * A coarser upstream (a month for a day) or a window makes a downstream
+ * part larger than the request's own. */
+int plan_check_bounds(const struct plan *p, const struct config *cfg,
+		      struct err *err);
 /* Mark in below[] (cfg->njobs flags) the jobs downstream of job, directly
  * or through a chain. */
 void plan_downstream_of(const struct config *cfg, int job, bool *below);

@@ -73,10 +73,12 @@ START_TEST(test_quarter_year)
 	ck_assert_str_eq(key, "2023-01-01");
 	config_unref(cfg);
 
-	load_bad("jobs:\n"
-		 "  - {name: q, partition: quarter, command: [x]}\n"
-		 "  - {name: m, partition: month, upstream: [q], command: [x]}\n",
-		 "inline.yaml:3:44: job \"m\" (month) cannot follow upstream \"q\" (quarter): a quarter partition does not lie inside one month partition; make \"m\" as coarse as its upstream or coarser");
+	/* a coarser upstream: each month reads the quarter holding it */
+	cfg = load_ok("jobs:\n"
+		      "  - {name: q, partition: quarter, command: [x]}\n"
+		      "  - {name: m, partition: month, upstream: [q], command: [x]}\n");
+	ck_assert_int_eq(cfg->jobs[1].upstream_idx[0], 0);
+	config_unref(cfg);
 	load_bad("jobs:\n"
 		 "  - {name: q, partition: fortnight, command: [x]}\n",
 		 "inline.yaml:2:26: job \"q\": partition must be one of hour, day, week, month, quarter, year, got \"fortnight\"");

@@ -1,7 +1,8 @@
 /*
  * test_lineage.c - the one downstream rule, table-driven: grains, weeks
- * that straddle two months, jobs that do not feed each other, and
- * partitions outside a downstream job's start..end.
+ * that straddle two months, a coarser upstream (a month feeding each of
+ * its days), jobs that do not feed each other, and partitions outside a
+ * downstream job's start..end.
  */
 #include <check.h>
 #include <stdlib.h>
@@ -18,23 +19,30 @@ static const char yaml[] =
 	"  - {name: monthly, partition: month, upstream: [daily, weekly], command: [\"true\"]}\n"
 	"  - {name: bounded, partition: week, upstream: [daily], start: 2026-02-02,\n"
 	"     end: 2026-02-09, command: [\"true\"]}\n"
-	"  - {name: other, partition: day, command: [\"true\"]}\n";
+	"  - {name: other, partition: day, command: [\"true\"]}\n"
+	"  - {name: fx, partition: month, command: [\"true\"]}\n"
+	"  - {name: eur, partition: day, upstream: [daily, fx], command: [\"true\"]}\n";
 
 static const struct {
 	const char *up, *key, *down;
-	const char *want[2]; /* NULL-terminated keys */
+	const char *first, *last; /* NULL: none */
+	int count;
 } cases[] = {
-	{ "hourly", "2026-02-08T23", "daily", { "2026-02-08", NULL } },
-	{ "daily", "2026-02-08", "weekly", { "2026-02-02", NULL } },   /* a Sunday */
-	{ "daily", "2026-02-09", "weekly", { "2026-02-09", NULL } },   /* a Monday */
-	{ "daily", "2026-03-01", "monthly", { "2026-03-01", NULL } },
+	{ "hourly", "2026-02-08T23", "daily", "2026-02-08", "2026-02-08", 1 },
+	{ "daily", "2026-02-08", "weekly", "2026-02-02", "2026-02-02", 1 }, /* a Sunday */
+	{ "daily", "2026-02-09", "weekly", "2026-02-09", "2026-02-09", 1 }, /* a Monday */
+	{ "daily", "2026-03-01", "monthly", "2026-03-01", "2026-03-01", 1 },
 	/* the ISO week of 2026-04-27 holds April 27-30 and May 1-3 */
-	{ "weekly", "2026-04-27", "monthly", { "2026-04-01", "2026-05-01" } },
-	{ "daily", "2026-02-08", "bounded", { "2026-02-02", NULL } },
-	{ "daily", "2026-01-31", "bounded", { NULL } },   /* before start */
-	{ "daily", "2026-02-16", "bounded", { NULL } },   /* after end */
-	{ "daily", "2026-02-08", "other", { NULL } },     /* does not feed it */
-	{ "hourly", "2026-02-08T01", "weekly", { NULL } }, /* feeds it only through daily */
+	{ "weekly", "2026-04-27", "monthly", "2026-04-01", "2026-05-01", 2 },
+	{ "daily", "2026-02-08", "bounded", "2026-02-02", "2026-02-02", 1 },
+	{ "daily", "2026-01-31", "bounded", NULL, NULL, 0 },   /* before start */
+	{ "daily", "2026-02-16", "bounded", NULL, NULL, 0 },   /* after end */
+	{ "daily", "2026-02-08", "other", NULL, NULL, 0 },     /* does not feed it */
+	{ "hourly", "2026-02-08T01", "weekly", NULL, NULL, 0 }, /* only through daily */
+	/* a coarser upstream: February's rate feeds its 28 days */
+	{ "fx", "2026-02-01", "eur", "2026-02-01", "2026-02-28", 28 },
+	{ "fx", "2024-02-01", "eur", "2024-02-01", "2024-02-29", 29 },
+	{ "daily", "2026-02-08", "eur", "2026-02-08", "2026-02-08", 1 },
 };
 
 START_TEST(test_map)
@@ -47,25 +55,22 @@ START_TEST(test_map)
 	for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
 		int up = config_job_index(cfg, cases[i].up);
 		int down = config_job_index(cfg, cases[i].down);
-		part_t p, out[2];
+		struct part_range r;
 		char key[CAL_KEY_MAX];
-		int n, want = 0;
+		part_t p;
 
-		ck_assert_int_eq(part_parse_key(cfg->jobs[up].grain, cases[i].key,
-						&p, NULL), 0);
-		n = lineage_map(cfg, up, p, down, out);
-		while (want < 2 && cases[i].want[want] != NULL)
-			want++;
-		ck_assert_msg(n == want, "%s %s -> %s: %d partitions, want %d",
-			      cases[i].up, cases[i].key, cases[i].down, n, want);
-		/* the range form says the same */
-		struct part_range r = lineage_range(cfg, up, p, down);
-		ck_assert_int_eq(range_count(&r), want);
-		if (want > 0)
-			ck_assert_int_eq(r.first, out[0]);
-		for (int k = 0; k < n; k++) {
-			part_key(cfg->jobs[down].grain, out[k], key);
-			ck_assert_str_eq(key, cases[i].want[k]);
+		ck_assert_int_eq(cal_parse_key(job_cal(&cfg->jobs[up]),
+					       cases[i].key, &p, NULL), 0);
+		r = lineage_range(cfg, up, p, down);
+		ck_assert_msg(range_count(&r) == cases[i].count,
+			      "%s %s -> %s: %lld partitions, want %d",
+			      cases[i].up, cases[i].key, cases[i].down,
+			      (long long)range_count(&r), cases[i].count);
+		if (cases[i].count > 0) {
+			cal_key(job_cal(&cfg->jobs[down]), r.first, key);
+			ck_assert_str_eq(key, cases[i].first);
+			cal_key(job_cal(&cfg->jobs[down]), r.last, key);
+			ck_assert_str_eq(key, cases[i].last);
 		}
 		ck_assert(lineage_feeds(cfg, up, down) ==
 			  (strcmp(cases[i].down, "other") != 0 &&

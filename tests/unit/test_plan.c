@@ -427,6 +427,65 @@ START_TEST(downstream_of_is_transitive)
 }
 END_TEST
 
+static const char coarser_yaml[] =
+	"jobs:\n"
+	"  - {name: fx, partition: month, command: [x]}\n"
+	"  - {name: fct, partition: day, command: [x]}\n"
+	"  - {name: eur, partition: day, upstream: [fct, fx], max_backfill: 28,\n"
+	"     command: [x]}\n"
+	"  - {name: eur_weekly, partition: week, upstream: [eur], command: [x]}\n";
+
+static void
+coarser_setup(void)
+{
+	struct err err;
+
+	if (config_load_string("/tmp/plan.yaml", coarser_yaml,
+			       strlen(coarser_yaml), &cfg, &err) < 0)
+		ck_abort_msg("config: %s", err.msg);
+}
+
+/* A coarser upstream: February's rate rebuilds February's 28 days of the
+ * EUR table, each once, each waiting for the month; their weeks follow. */
+START_TEST(coarser_upstream)
+{
+	struct plan p;
+	struct err err;
+	int fx = config_job_index(cfg, "fx");
+
+	plan_init(&p);
+	plan_add_root(&p, fx, (2026 - 1970) * 12 + 1);
+	plan_expand(&p, cfg, false, NULL);
+	/* 28 days, then the ISO weeks 2026-01-26 .. 2026-02-23 (5) */
+	ck_assert_uint_eq(p.n, 1 + 28 + 5);
+	for (size_t i = 1; i <= 28; i++) {
+		ck_assert_str_eq(job_of(&p, i), "eur");
+		ck_assert_uint_eq(p.items[i].ndeps, 1);
+		ck_assert_uint_eq(p.deps[p.items[i].dep_off], 0);
+	}
+	ck_assert_str_eq(key_of(&p, 1), "2026-02-01");
+	ck_assert_str_eq(key_of(&p, 28), "2026-02-28");
+	ck_assert_str_eq(job_of(&p, 29), "eur_weekly");
+	ck_assert_str_eq(key_of(&p, 29), "2026-01-26");
+	ck_assert_uint_eq(p.items[29].ndeps, 1);  /* Feb 1 only */
+	ck_assert_uint_eq(p.items[30].ndeps, 7);
+	ck_assert_int_eq(plan_check_bounds(&p, cfg, &err), 0);
+	plan_free(&p);
+
+	/* January's 31 days are above eur's max_backfill of 28: refused */
+	plan_init(&p);
+	plan_add_root(&p, fx, (2026 - 1970) * 12);
+	plan_expand(&p, cfg, false, NULL);
+	ck_assert_int_eq(plan_check_bounds(&p, cfg, &err), -1);
+	ck_assert_int_eq(err.code, EXIT_BAD_INPUT);
+	ck_assert_str_eq(err.msg, "refused: the request rebuilds 31 partitions"
+			 " of eur downstream, above its max_backfill of 28;"
+			 " nothing was queued. Split the request, or raise"
+			 " eur's max_backfill");
+	plan_free(&p);
+}
+END_TEST
+
 int
 main(void)
 {
@@ -435,6 +494,7 @@ main(void)
 	TCase *tn = tcase_create("narrow");
 	TCase *tr = tcase_create("rollups");
 	TCase *tw = tcase_create("sunday");
+	TCase *tx = tcase_create("coarser");
 	SRunner *sr;
 	int failed;
 
@@ -457,6 +517,9 @@ main(void)
 	tcase_add_checked_fixture(tw, sunday_setup, teardown);
 	tcase_add_test(tw, sunday_weeks);
 	suite_add_tcase(s, tw);
+	tcase_add_checked_fixture(tx, coarser_setup, teardown);
+	tcase_add_test(tx, coarser_upstream);
+	suite_add_tcase(s, tx);
 	sr = srunner_create(s);
 	srunner_run_all(sr, CK_ENV);
 	failed = srunner_ntests_failed(sr);

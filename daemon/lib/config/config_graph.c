@@ -93,14 +93,6 @@ cfg_link_upstream(struct cfg_parser *p, size_t a)
 						"job \"%s\" lists upstream \"%s\" twice; keep one",
 						j->name, j->upstream[i]);
 		j->upstream_idx[i] = u;
-		if (!cal_can_feed(&cfg->jobs[u].cal, &j->cal))
-			return cfg_fail(p, cfg_upstream_node(p, a, i)->start_mark,
-					"job \"%s\" (%s) cannot follow upstream \"%s\" (%s): a %s partition does not lie inside one %s partition; make \"%s\" as coarse as its upstream or coarser",
-					j->name, grain_name(j->grain),
-					cfg->jobs[u].name,
-					grain_name(cfg->jobs[u].grain),
-					grain_name(cfg->jobs[u].grain),
-					grain_name(j->grain), j->name);
 	}
 	return 0;
 }

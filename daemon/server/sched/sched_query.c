@@ -191,23 +191,23 @@ stale_collect_cb(const char *key, int64_t built_at, bool has_inputs_at,
 {
 	struct stale_collect *sc = data;
 	const struct job_def *uj = &sc->s->cfg->jobs[sc->u];
-	part_t p, out[2];
-	int n;
+	struct part_range r;
+	part_t p;
 
 	(void)has_inputs_at;
 	(void)inputs_at;
 	(void)err;
 	if (cal_parse_key(job_cal(uj), key, &p, NULL) < 0)
 		return 0;
-	n = lineage_map(sc->s->cfg, sc->u, p, sc->dj, out);
-	for (int i = 0; i < n; i++) {
+	r = lineage_range(sc->s->cfg, sc->u, p, sc->dj);
+	for (part_t q = r.first; q <= r.last; q++) {
 		if (sc->n == sc->cap) {
 			sc->cap = sc->cap ? sc->cap * 2 : 64;
 			sc->rows =
 			    xreallocarray(sc->rows, sc->cap, sizeof *sc->rows);
 		}
 		sc->rows[sc->n++] =
-		    (struct stale_row){out[i], sc->u, p, built_at};
+		    (struct stale_row){q, sc->u, p, built_at};
 	}
 	return 0;
 }

@@ -143,14 +143,22 @@ struct last_filter {
 	char (*keys)[CAL_KEY_MAX];
 	enum mstate *states;
 	size_t n;
+	bool in_text_order; /* false for a zone's hours (cal_key_hull) */
 };
 
-/* Remember the last state of one key (keys are sorted: binary search). */
+/* Remember the last state of one key (keys in text order: binary search;
+ * otherwise, the hours of a zone at a fold, one by one). */
 static void
 last_filter_cb(const char *key, enum mstate st, void *data)
 {
 	struct last_filter *lf = data;
 	size_t lo = 0, hi = lf->n;
+
+	for (size_t i = 0; !lf->in_text_order && i < lf->n; i++)
+		if (strcmp(lf->keys[i], key) == 0)
+			lf->states[i] = st;
+	if (!lf->in_text_order)
+		return;
 
 	while (lo < hi) {
 		size_t mid = (lo + hi) / 2;
@@ -174,16 +182,20 @@ sched_last_states(struct sched *s, const struct sched_req *rq,
 		  struct last_filter *lf, struct err *err)
 {
 	const struct job_def *j = &s->cfg->jobs[rq->job];
+	char lo[CAL_KEY_MAX], hi[CAL_KEY_MAX];
 
 	lf->n = rq->nparts;
 	lf->keys = xcalloc(lf->n, sizeof *lf->keys);
 	lf->states = xcalloc(lf->n, sizeof *lf->states);
+	lf->in_text_order = cal_keys_sort_in_time(job_cal(j));
 	for (size_t i = 0; i < lf->n; i++) {
 		cal_key(job_cal(j), rq->parts[i], lf->keys[i]);
 		lf->states[i] = MS_NONE; /* never ran */
 	}
-	return store_last_states(s->store, j->name, lf->keys[0],
-				 lf->keys[lf->n - 1], last_filter_cb, lf, err);
+	cal_key_hull(job_cal(j), (struct part_range){rq->parts[0],
+		     rq->parts[lf->n - 1]}, lo, hi);
+	return store_last_states(s->store, j->name, lo, hi, last_filter_cb,
+				 lf, err);
 }
 
 int
@@ -210,6 +222,8 @@ sched_submit(struct sched *s, const struct sched_req *rq, bool commit,
 	}
 	if (plan->n > 0 && !rq->no_downstream)
 		plan_expand(plan, s->cfg, rq->reverse, rq->keep);
+	if (plan_check_bounds(plan, s->cfg, err) < 0)
+		goto out;
 	rc = 0;
 	if (commit)
 		rc = sched_queue_plan(s, rq, plan, request_id, err);

@@ -1,0 +1,124 @@
+#!/usr/bin/env python3
+"""Dependency windows (issue 41; DESIGN "Calendars and dependency
+windows"): a coarser upstream.  A daily EUR table reads the monthly FX
+rate; repairing February's rate rebuilds February's 28 days of it, each
+once, after the month landed, and nothing else; the days then equal a
+recompute, `stale` lists nothing, the dry run lists exactly those days, and
+a request whose downstream part is above the downstream job's max_backfill
+is refused whole, naming the job, the count and the bound."""
+import harness as h
+
+SEED = """
+CREATE TABLE events (dt TEXT, amount REAL);
+WITH RECURSIVE d(x) AS (SELECT '2026-01-01' UNION ALL
+  SELECT date(x, '+1 day') FROM d WHERE x < '2026-03-31')
+INSERT INTO events SELECT x, CAST(strftime('%j', x) AS REAL) + 0.5 FROM d;
+CREATE TABLE fx_source (month TEXT PRIMARY KEY, rate REAL);
+INSERT INTO fx_source VALUES ('2026-01-01', 0.90), ('2026-02-01', 0.92),
+  ('2026-03-01', 0.95);
+CREATE TABLE fx (month TEXT PRIMARY KEY, rate REAL);
+CREATE TABLE fct (dt TEXT PRIMARY KEY, revenue REAL);
+CREATE TABLE eur (dt TEXT PRIMARY KEY, revenue_eur REAL);
+"""
+
+JOBS = """
+- name: fx_monthly
+  warehouse: sales
+  partition: month
+  sql: |
+    DELETE FROM fx WHERE month = :partition;
+    INSERT INTO fx SELECT month, rate FROM fx_source WHERE month = :partition;
+- name: fct
+  warehouse: sales
+  partition: day
+  sql: |
+    DELETE FROM fct WHERE dt = :partition;
+    INSERT INTO fct SELECT :partition, SUM(amount) FROM events
+    WHERE dt >= :partition_start AND dt < :partition_end;
+- name: fct_eur
+  warehouse: sales
+  partition: day
+  max_backfill: 31
+  upstream: [fct, fx_monthly]
+  sql: |
+    DELETE FROM eur WHERE dt = :partition;
+    INSERT INTO eur SELECT f.dt, f.revenue * x.rate FROM fct f
+    JOIN fx x ON x.month = strftime('%Y-%m-01', f.dt)
+    WHERE f.dt = :partition;
+"""
+
+
+def recompute(d):
+    """Every EUR day equals a recompute from the events and the source rate;
+    every day of the quarter is there."""
+    rows = d.query("SELECT dt, revenue_eur FROM eur ORDER BY dt")
+    h.eq([r[0] for r in rows], h.days("2026-01-01", "2026-03-31"), "EUR days")
+    for dt, got in rows:
+        truth = d.query("SELECT SUM(e.amount) * s.rate FROM events e JOIN fx_source s"
+                        " ON s.month = strftime('%Y-%m-01', e.dt) WHERE e.dt = ?",
+                        (dt,))[0][0]
+        h.check(abs(got - truth) < 0.005, "eur %s: %.4f, a recompute says %.4f"
+                % (dt, got, truth))
+
+
+def built(d):
+    """The fact without its downstream, then each month's rate: each month
+    rebuilds its days of the EUR table (31 at most: its max_backfill)."""
+    d.backfill("fct", "2026-01-01", "2026-03-31", "--no-downstream")
+    for first, last in (("2026-01-01", "2026-01-31"), ("2026-02-01", "2026-02-28"),
+                        ("2026-03-01", "2026-03-31")):
+        d.backfill("fx_monthly", first, last)
+    recompute(d)
+    h.eq(d.json("stale")["stale"], [], "stale after the first build")
+
+
+def test_coarser_upstream_repair():
+    d = h.Daemon(jobs=JOBS, warehouses={"sales": SEED}, name="winfx", clock=None)
+    built(d)
+    # the dry run of February's month lists the month, then its 28 days
+    p = d.json("backfill", "fx_monthly", "--from", "2026-02-01", "--to", "2026-02-01",
+               "--dry-run")["partitions"]
+    h.eq([(e["job"], e["partition"]) for e in p],
+         [("fx_monthly", "2026-02-01")] + [("fct_eur", x) for x in
+                                           h.days("2026-02-01", "2026-02-28")],
+         "--dry-run of February's rate")
+    con = d.wh("sales")
+    con.execute("UPDATE fx_source SET rate = 0.97 WHERE month = '2026-02-01'")
+    con.commit()
+    con.close()
+    before = len(d.runs())
+    d.backfill("fx_monthly", "2026-02-01", "2026-02-01", "--reason", "wrong rate")
+    new = d.runs()[before:]
+    h.eq(sorted((r["job"], r["partition"]) for r in new),
+         [("fct_eur", x) for x in h.days("2026-02-01", "2026-02-28")] +
+         [("fx_monthly", "2026-02-01")],
+         "the runs of February's repair (each day once, nothing else)")
+    month = [r for r in new if r["job"] == "fx_monthly"][0]
+    for r in new:
+        h.eq(r["state"], "succeeded", "run %s %s" % (r["job"], r["partition"]))
+        if r["job"] == "fct_eur":
+            h.check(h.parse_iso(r["started_at"]) >= h.parse_iso(month["finished_at"]),
+                    "fct_eur %s started before February's rate landed" % r["partition"])
+    recompute(d)
+    h.eq(d.json("stale")["stale"], [], "stale after February's repair")
+    d.stop()
+
+
+def test_coarser_upstream_bound():
+    d = h.Daemon(jobs=JOBS, warehouses={"sales": SEED}, name="winfxb", clock=None)
+    built(d)
+    before = len(d.runs())
+    for extra in ((), ("--dry-run",)):
+        rc, out, err = d.ctl("backfill", "fx_monthly", "--from", "2026-01-01",
+                             "--to", "2026-02-28", *extra)
+        h.eq(rc, 2, "two months of rates (59 EUR days, max_backfill 31) %s" % (extra,))
+        h.eq(err.strip(), "backfillctl: refused: the request rebuilds 59 partitions of"
+             " fct_eur downstream, above its max_backfill of 31; nothing was queued."
+             " Split the request, or raise fct_eur's max_backfill",
+             "the refusal %s" % (extra,))
+    h.eq(len(d.runs()), before, "runs after the refused requests")
+    d.stop()
+
+
+if __name__ == "__main__":
+    h.main([test_coarser_upstream_repair, test_coarser_upstream_bound])
