@@ -115,6 +115,22 @@ exec_part_set(struct exec_part *p, const struct cal *c, part_t pt)
 	cal_bound_utc(p->t1, p->end_utc);
 }
 
+/* The four bounds' parameters, from lo's start to hi's end: a run's
+ * (lo == hi) and a batch's, named once. */
+static void
+exec_bound_params(const struct exec_part *lo, const struct exec_part *hi,
+		  struct wh_param out[4])
+{
+	out[0].name = "partition_start";
+	out[0].value = lo->start;
+	out[1].name = "partition_end";
+	out[1].value = hi->end;
+	out[2].name = "partition_start_utc";
+	out[2].value = lo->start_utc;
+	out[3].name = "partition_end_utc";
+	out[3].value = hi->end_utc;
+}
+
 /* Fill params with part p's key, local bounds and UTC bounds. */
 void
 exec_part_params(const struct exec_part *p,
@@ -122,14 +138,7 @@ exec_part_params(const struct exec_part *p,
 {
 	params[0].name = "partition";
 	params[0].value = p->key;
-	params[1].name = "partition_start";
-	params[1].value = p->start;
-	params[2].name = "partition_end";
-	params[2].value = p->end;
-	params[3].name = "partition_start_utc";
-	params[3].value = p->start_utc;
-	params[4].name = "partition_end_utc";
-	params[4].value = p->end_utc;
+	exec_bound_params(p, p, params + 1);
 }
 
 /* A batch's interval: compared by instant, never by text (a zone's local
@@ -146,14 +155,7 @@ exec_batch_span(const struct exec_part *parts, size_t n,
 		if (parts[i].t1 > hi->t1)
 			hi = &parts[i];
 	}
-	span[0].name = "partition_start";
-	span[0].value = lo->start;
-	span[1].name = "partition_end";
-	span[1].value = hi->end;
-	span[2].name = "partition_start_utc";
-	span[2].value = lo->start_utc;
-	span[3].name = "partition_end_utc";
-	span[3].value = hi->end_utc;
+	exec_bound_params(lo, hi, span);
 }
 
 /* Begin the run's transaction on conn. */
