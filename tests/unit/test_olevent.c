@@ -64,7 +64,7 @@ START_TEST(test_required_fields)
 	ck_assert_str_eq(str(j, "eventType"), "START");
 	ck_assert_str_eq(str(j, "eventTime"), "2026-01-01T00:00:00.123Z");
 	ck_assert_str_eq(str(j, "schemaURL"), OL_SCHEMA_URL);
-	ck_assert(strncmp(str(j, "producer"), "https://", 8) == 0);
+	ck_assert_str_eq(str(j, "producer"), "urn:backfilld:" BACKFILLD_VERSION);
 	ck_assert_str_eq(str(j, "run.runId"), f.run_id);
 	ck_assert_str_eq(str(j, "job.namespace"), "etl");
 	ck_assert_str_eq(str(j, "job.name"), "fct");
@@ -115,6 +115,11 @@ START_TEST(test_facets)
 	ck_assert_str_eq(str(bp, "partition"), "2026-01-06");
 	ck_assert_str_eq(str(bp, "requestKind"), "backfill");
 	ck_assert_str_eq(str(bp, "codeVersion"), "0123456789abcdef");
+	/* its schema as installed, its producer the event's */
+	ck_assert_str_eq(str(bp, "_schemaURL"), "file://"
+			 BACKFILLD_OL_SCHEMA_DIR "/BackfilldPartitionRunFacet.json"
+			 "#/$defs/BackfilldPartitionRunFacet");
+	ck_assert_str_eq(str(bp, "_producer"), str(j, "producer"));
 	json_decref(j);
 }
 END_TEST
@@ -186,6 +191,11 @@ START_TEST(test_dataset_names)
 	ol_dataset_name(&w, "fct", &d);
 	ck_assert_str_eq(d.ns, "postgres://localhost:5432");
 	ck_assert_str_eq(d.name, "dw.public.fct");
+	/* a Unix socket's directory as host: this host's server */
+	w.conninfo = "host=/run/postgresql port=5439 dbname=etl";
+	ol_dataset_name(&w, "fct", &d);
+	ck_assert_str_eq(d.ns, "postgres://localhost:5439");
+	ck_assert_str_eq(d.name, "etl.public.fct");
 	w.conninfo = "postgresql://etl@db2/sales?sslmode=require";
 	ol_dataset_name(&w, "fct", &d);
 	ck_assert_str_eq(d.ns, "postgres://db2:5432");

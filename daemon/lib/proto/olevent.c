@@ -5,7 +5,7 @@
  * strings of the configuration and the errors of runs are escaped by
  * it.  Each facet carries _producer and _schemaURL, as the spec's
  * BaseFacet requires; the custom facet backfilld_partition points at
- * the schema in docs/operations.md.
+ * its schema as installed (OL_PARTITION_SCHEMA).
  */
 #include "olevent.h"
 
@@ -19,10 +19,6 @@
 #include "xalloc.h"
 
 #define OL_FACETS "https://openlineage.io/spec/facets/"
-#define OL_PRODUCER OL_PRODUCER_REPO "/tree/v" BACKFILLD_VERSION
-#define OL_PARTITION_SCHEMA \
-	OL_PRODUCER_REPO "/blob/v" BACKFILLD_VERSION \
-	"/docs/operations.md#lineage-events-openlineage"
 
 const char *
 ol_type_name(enum ol_type t)
@@ -245,8 +241,10 @@ ol_pg_name(const char *ci, const char *table, struct ol_dataset *out)
 		ol_conninfo_get(ci, "host", host, sizeof host);
 		ol_conninfo_get(ci, "port", port, sizeof port);
 		ol_conninfo_get(ci, "dbname", db, sizeof db);
+		/* a socket directory is a server of this host */
 		snprintf(auth, sizeof auth, "%s:%s",
-			 host[0] ? host : "localhost", port[0] ? port : "5432");
+			 host[0] && host[0] != '/' ? host : "localhost",
+			 port[0] ? port : "5432");
 	}
 	if (db[0] == '\0')
 		snprintf(db, sizeof db, "postgres");

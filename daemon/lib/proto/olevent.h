@@ -25,7 +25,13 @@
 
 #define OL_SCHEMA_URL \
 	"https://openlineage.io/spec/2-0-2/OpenLineage.json#/$defs/RunEvent"
-#define OL_PRODUCER_REPO "https://github.com/backfilld/backfilld"
+/* The producer: a URI (the spec's format: uri) that claims no URL, as
+ * the project has none of its own; the version in it. */
+#define OL_PRODUCER "urn:backfilld:" BACKFILLD_VERSION
+/* The custom facet's schema, as installed (config/openlineage/). */
+#define OL_PARTITION_SCHEMA \
+	"file://" BACKFILLD_OL_SCHEMA_DIR "/BackfilldPartitionRunFacet.json" \
+	"#/$defs/BackfilldPartitionRunFacet"
 /* UUID text and its terminator */
 #define OL_UUID_LEN 37
 
