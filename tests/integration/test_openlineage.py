@@ -5,11 +5,14 @@ standard library) receives the events of a backfill of a day fact with
 its downstream weekly mart: one START and one end per run with the same
 runId, every event carrying the spec's required fields and types
 (RunEvent 2-0-2: eventTime, producer, schemaURL, eventType, run.runId as
-a UUID, job.namespace/name), the tables named as OpenLineage names SQLite
+a UUID, job.namespace/name), each event and its facets valid against the
+spec's own JSON schemas (olschema.py, tests/openlineage/), the tables named as OpenLineage names SQLite
 datasets, the partition's interval as nominalTime, the weeks parented to
 the request; a second backfill whose weeks' inputs came out unchanged
 makes the skipped week one COMPLETE saying so.  A failing run ends in
-FAIL, a cancelled one in ABORT.  The collector answering 500 then 200:
+FAIL, a run past its timeout: in FAIL with "timed out" in errorMessage,
+one interrupted by the daemon's stop in ABORT (`cancel` drops only queued
+partitions: no running run is cancelled).  The collector answering 500 then 200:
 the event is sent again and counted sent; the collector down: the
 backfill succeeds the same and the events are counted failed in
 /metrics; the collector slow: `status` answers within 100 ms.  The file
@@ -24,11 +27,13 @@ import time
 import urllib.request
 
 import harness as h
+import olschema
 
 UUID = re.compile(r"^[0-9a-f]{8}-[0-9a-f]{4}-[1-8][0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$")
 TIME = re.compile(r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d+)?Z$")
 SCHEMA = "https://openlineage.io/spec/2-0-2/OpenLineage.json#/$defs/RunEvent"
 GUARD = 30.0
+OURS = "/backfilld/openlineage/BackfilldPartitionRunFacet.json#/$defs/BackfilldPartitionRunFacet"
 
 WAREHOUSE = ("CREATE TABLE src (dt TEXT, v INTEGER); CREATE TABLE fct (dt TEXT, v INTEGER);"
              " CREATE TABLE wk (week TEXT, total INTEGER);")
@@ -55,6 +60,11 @@ JOBS = """
   partition: day
   retries: 0
   command: ["sh", "-c", "echo broken >&2; exit 3"]
+- name: slow
+  partition: day
+  retries: 0
+  timeout: 1s
+  command: ["sleep", "60"]
 - name: waits
   partition: day
   command: ["sh", "-c", "until [ -e {dir}/go ]; do sleep 0.05; done"]
@@ -120,7 +130,8 @@ def check_event(ev):
     for k in ("eventTime", "producer", "schemaURL", "eventType", "run", "job"):
         h.check(k in ev, "%s missing in %r" % (k, ev))
     h.check(TIME.match(ev["eventTime"]), "eventTime %r" % ev["eventTime"])
-    h.check(ev["producer"].startswith("https://"), "producer %r" % ev["producer"])
+    olschema.validate(ev)
+    h.check(re.match(r"^urn:backfilld:\d", ev["producer"]), "producer %r" % ev["producer"])
     h.eq(ev["schemaURL"], SCHEMA, "schemaURL")
     h.check(ev["eventType"] in ("START", "COMPLETE", "FAIL", "ABORT"), ev["eventType"])
     h.check(UUID.match(ev["run"]["runId"]), "runId %r" % ev["run"]["runId"])
@@ -130,8 +141,9 @@ def check_event(ev):
         for d in ev.get(side, []):
             h.check(isinstance(d["namespace"], str) and isinstance(d["name"], str), d)
     for name, f in ev["run"].get("facets", {}).items():
-        h.check(f["_producer"].startswith("https://") and f["_schemaURL"].startswith("https://"),
-                "facet %s: _producer and _schemaURL %r" % (name, f))
+        h.eq(f["_producer"], ev["producer"], "facet %s's _producer" % name)
+        h.check(f["_schemaURL"].startswith("https://openlineage.io/spec/facets/1-0-1/")
+                or f["_schemaURL"].endswith(OURS), "facet %s's _schemaURL %r" % (name, f))
     nt = ev["run"]["facets"]["nominalTime"]
     h.check(TIME.match(nt["nominalStartTime"]) and TIME.match(nt["nominalEndTime"]), nt)
     return ev
@@ -232,6 +244,16 @@ def test_backfill_events():
     h.eq(fail["job"]["name"], "broken", "FAIL's job")
     h.check("exit" in fail["run"]["facets"]["errorMessage"]["message"],
             fail["run"]["facets"]["errorMessage"])
+    # a run past its timeout: killed, failed, so FAIL with the reason
+    # (not ABORT: the spec's ABORT is a run stopped from outside)
+    rc, out, err = d.ctl("backfill", "slow", "--from", "2026-01-05", "--to", "2026-01-05",
+                         "--wait")
+    h.check(rc != 0, "the timed-out backfill fails")
+    evs = c.until(lambda e: sum(x["job"]["name"] == "slow" for x in e) >= 2, "slow's events")
+    sl = [x for x in evs if x["job"]["name"] == "slow"]
+    h.eq([x["eventType"] for x in sl], ["START", "FAIL"], "the timed-out run's events")
+    h.check("timed out" in sl[1]["run"]["facets"]["errorMessage"]["message"],
+            sl[1]["run"]["facets"]["errorMessage"])
     # a run the daemon's stop interrupts (shutdown_grace 1s): ABORT,
     # delivered while the daemon stops
     d.ok("backfill", "waits", "--from", "2026-01-05", "--to", "2026-01-05")
