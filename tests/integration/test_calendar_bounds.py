@@ -280,6 +280,12 @@ def test_dst_day_sqlite():
          "Berlin's 25-hour day")
     h.eq(d.query("SELECT k, s, e, su, eu FROM seen WHERE job = 'hourly' ORDER BY su"),
          BERLIN_HOURS, "Berlin's two 02:00 hours")
+    # the newest states of hours whose keys do not sort in time as text:
+    # only the two missing hours around the fold run
+    d.backfill("hourly", "2023-10-29T01", "2023-10-29T03", "--reprocess", "missing")
+    h.eq(d.query("SELECT k FROM seen WHERE job = 'hourly' ORDER BY su"),
+         [("2023-10-29T01+02:00",), ("2023-10-29T02+02:00",), ("2023-10-29T02+01:00",),
+          ("2023-10-29T03+01:00",)], "--reprocess missing across the fold")
     d.stop()
 
 
