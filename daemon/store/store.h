@@ -298,6 +298,17 @@ struct store_shard_row {
 	" FROM runs r WHERE r.job = p.job AND r.partition_key =" \
 	" p.partition_key AND r.state = 'succeeded' AND r.id > p.run_id)" \
 	" ORDER BY job, partition_key, request, shard"
+/* load_open's and load_one's head, the same in both stores: an item
+ * and its request in the columns both stores' row readers decode, up to
+ * the WHERE whose condition each appends. */
+#define STORE_LOAD_ITEMS \
+	"SELECT m.id, m.request_id, m.job, m.partition_key, m.seq," \
+	" m.downstream, m.state, m.attempts, m.not_before, m.blocked_on," \
+	" r.job, r.kind, r.reverse, r.created_at, r.concurrency," \
+	" r.fail_fast, r.budget_ms, r.spent_ms," \
+	" r.over_budget_at IS NOT NULL, r.no_cutoff, m.changed" \
+	" FROM manifest m" \
+	" JOIN requests r ON r.id = m.request_id WHERE "
 /* audit_of's query, the same in both stores but for the request's
  * placeholder P: each item of the request with its newest run and that
  * run's audit. */

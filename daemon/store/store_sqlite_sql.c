@@ -35,20 +35,10 @@ const char *const store_sqlite_sql[S_COUNT] = {
 	"SELECT built_at, inputs_at, code_version FROM partitions WHERE job = ?"
 	" AND partition_key = ?",
 	[S_LOAD_OPEN] =
-	"SELECT m.id, m.request_id, m.job, m.partition_key, m.seq, m.downstream,"
-	" m.state, m.attempts, m.not_before, m.blocked_on, r.job, r.kind,"
-	" r.reverse, r.created_at, r.concurrency, r.fail_fast, r.budget_ms,"
-	" r.spent_ms, r.over_budget_at IS NOT NULL, r.no_cutoff, m.changed"
-	" FROM manifest m"
-	" JOIN requests r ON r.id = m.request_id WHERE r.finished_at IS NULL"
+	STORE_LOAD_ITEMS "r.finished_at IS NULL"
 	" ORDER BY m.request_id, m.seq",
 	[S_LOAD_ONE] =
-	"SELECT m.id, m.request_id, m.job, m.partition_key, m.seq, m.downstream,"
-	" m.state, m.attempts, m.not_before, m.blocked_on, r.job, r.kind,"
-	" r.reverse, r.created_at, r.concurrency, r.fail_fast, r.budget_ms,"
-	" r.spent_ms, r.over_budget_at IS NOT NULL, r.no_cutoff, m.changed"
-	" FROM manifest m"
-	" JOIN requests r ON r.id = m.request_id WHERE r.id = ?1"
+	STORE_LOAD_ITEMS "r.id = ?1"
 	" ORDER BY m.seq",
 	[S_REQUEST_REOPEN] =
 	"UPDATE requests SET finished_at = NULL, cancelled = 0 WHERE id = ?1",
