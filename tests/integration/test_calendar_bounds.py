@@ -286,6 +286,17 @@ def test_dst_day_sqlite():
     h.eq(d.query("SELECT k FROM seen WHERE job = 'hourly' ORDER BY su"),
          [("2023-10-29T01+02:00",), ("2023-10-29T02+02:00",), ("2023-10-29T02+01:00",),
           ("2023-10-29T03+01:00",)], "--reprocess missing across the fold")
+    # a new version of the hourly job: --changed over the wall hour 02
+    # reads the keys 02+02:00 .. 02+01:00 (in time; reversed as text)
+    d.write_config(d.config_text.replace(":partition_end_utc)\n",
+                                         ":partition_end_utc) -- v2\n"))
+    rc, out, err = d.ctl("reload")
+    h.eq(rc, 0, "reload: %s %s" % (out, err))
+    d.backfill("hourly", "2023-10-29T02", "2023-10-29T02", "--changed")
+    h.eq(d.query("SELECT k, COUNT(*) FROM seen WHERE job = 'hourly' GROUP BY k ORDER BY k"),
+         [("2023-10-29T01+02:00", 1), ("2023-10-29T02+01:00", 2),
+          ("2023-10-29T02+02:00", 2), ("2023-10-29T03+01:00", 1)],
+         "--changed over a wall hour of the fold: both of its hours, no other")
     d.stop()
 
 

@@ -346,11 +346,71 @@ sched_read_keys_built_by(struct sched *s, const char *job,
 	return store_keys_built_by(s->store, job, code_version, cb, data, err);
 }
 
+/* A range of keys first..last of a job as the store reads it: the hours
+ * of a zone do not sort in time as text (02+02:00 after 02+01:00), so for
+ * them the range is the calendar's hull (cal_key_hull) and the keys
+ * outside first..last are dropped by index.  False: the keys as given
+ * (they sort in time, or they are no keys of the job: "" .. "~"). */
+struct key_filter {
+	const struct cal *c;
+	struct part_range r;
+	store_key_cb key_cb;
+	store_last_cb last_cb;
+	void *data;
+	char lo[CAL_KEY_MAX], hi[CAL_KEY_MAX];
+};
+
+static bool
+key_filter_init(struct sched *s, const char *job, const char *first_key,
+	const char *last_key, struct key_filter *f)
+{
+	const struct job_def *j = config_job(s->cfg, job);
+
+	if (j == NULL || cal_keys_sort_in_time(job_cal(j)) ||
+	    cal_parse_key(job_cal(j), first_key, &f->r.first, NULL) < 0 ||
+	    cal_parse_key(job_cal(j), last_key, &f->r.last, NULL) < 0)
+		return false;
+	f->c = job_cal(j);
+	cal_key_hull(f->c, f->r, f->lo, f->hi);
+	return true;
+}
+
+static bool
+key_filter_in(const struct key_filter *f, const char *key)
+{
+	part_t p;
+
+	return cal_parse_key(f->c, key, &p, NULL) == 0 && p >= f->r.first &&
+	    p <= f->r.last;
+}
+
+static int
+key_filter_key_cb(const char *key, void *data, struct err *err)
+{
+	struct key_filter *f = data;
+
+	return key_filter_in(f, key) ? f->key_cb(key, f->data, err) : 0;
+}
+
+static void
+key_filter_last_cb(const char *key, enum mstate st, void *data)
+{
+	struct key_filter *f = data;
+
+	if (key_filter_in(f, key))
+		f->last_cb(key, st, f->data);
+}
+
 int
 sched_read_keys_changed(struct sched *s, const char *job,
 	const char *code_version, const char *first_key, const char *last_key,
 	store_key_cb cb, void *data, struct err *err)
 {
+	struct key_filter f = { .key_cb = cb, .data = data };
+
+	if (key_filter_init(s, job, first_key, last_key, &f))
+		return store_keys_changed(s->store, job, code_version, f.lo,
+		    f.hi, key_filter_key_cb, &f, err);
 	return store_keys_changed(s->store, job, code_version, first_key,
 	    last_key, cb, data, err);
 }
@@ -366,6 +426,11 @@ int
 sched_read_last_states(struct sched *s, const char *job, const char *first_key,
 	const char *last_key, store_last_cb cb, void *data, struct err *err)
 {
+	struct key_filter f = { .last_cb = cb, .data = data };
+
+	if (key_filter_init(s, job, first_key, last_key, &f))
+		return store_last_states(s->store, job, f.lo, f.hi,
+		    key_filter_last_cb, &f, err);
 	return store_last_states(s->store, job, first_key, last_key, cb, data,
 	    err);
 }

@@ -369,7 +369,10 @@ struct store *sched_store(struct sched *s);
  * The commands' reads of the state store (sched_query.c), each the
  * store.h function of the same name (its contract there) on the
  * scheduler's store: a command calls the scheduler, never the store
- * (tools/check_layout.py, MAY_USE).
+ * (tools/check_layout.py, MAY_USE).  A range of keys (keys_changed,
+ * last_states) is of partitions: for the hours of a zone, whose keys do
+ * not sort in time as text, it is read as the calendar's hull and the
+ * keys outside it are dropped; the rows come in text order.
  */
 int sched_read_audit_of(struct sched *s, int64_t request_id, store_audit_cb cb,
 	void *data, struct err *err);
