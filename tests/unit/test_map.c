@@ -100,7 +100,7 @@ calendar(enum grain g, const char *from, const char *to)
 	return calendar_of(&cal_utc[g], from, to);
 }
 
-/* A zone's calendar from the system's tzdata (kept for the process). */
+/* A zone's calendar from the system's tzdata; tz_unref(c.tz) when done. */
 static struct cal
 zcal(const char *zone, enum grain g)
 {
@@ -195,6 +195,8 @@ START_TEST(test_calendar_zoned)
 		" \"Asia/Kolkata\", \"from\": \"2024-01-01\""));
 	buf_free(&b);
 	map_free(&m);
+	tz_unref((struct tz *)c.tz);
+	tz_unref((struct tz *)d.tz);
 }
 END_TEST
 
