@@ -338,7 +338,33 @@ def test_dst_day_clickhouse():
     d.stop()
 
 
+def test_zoned_hours_clickhouse_refused():
+    """The hours of a zone are not bound on ClickHouse in this version
+    (docs/clickhouse.md): the run fails with its key refused, and the
+    table is left as it was."""
+    tc, srv = ch_server()
+    if srv is None:
+        return skip_part("test_zoned_hours_clickhouse_refused", "no clickhouse-server")
+    db = tc.fresh_db(seed=False)
+    ch_bounds_table(srv, db, "DateTime", "toStartOfHour")
+    jobs = CH_JOB % "hour\n  timezone: Europe/Berlin"
+    d = h.Daemon(config=tc.ch_config(db, jobs), clock=None, name="chcalhour", start=False)
+    why = zone_refused(d)
+    if why:
+        return skip_part("test_zoned_hours_clickhouse_refused",
+                         "zones refused by this build: %s" % why)
+    d.start()
+    rc, out, err = d.ctl("backfill", "bounds", "--from", "2023-10-29T01", "--to",
+                         "2023-10-29T01", "--wait")
+    h.eq(rc, 1, "a zoned hour on ClickHouse: %s %s" % (out, err))
+    h.check("2023-10-29T01+02:00" in out and "is not a partition key" in out,
+            "the refusal names the key: %r" % out)
+    h.eq(srv.rows("SELECT count() FROM bounds", db), [("0",)], "the table after the refusal")
+    d.stop()
+
+
 if __name__ == "__main__":
     h.main([test_sqlite_utc_bounds, test_sqlite_batch_manifest, test_command_utc_bounds,
             test_postgres_utc_bounds, test_clickhouse_utc_bounds,
-            test_dst_day_sqlite, test_dst_day_postgres, test_dst_day_clickhouse])
+            test_dst_day_sqlite, test_dst_day_postgres, test_dst_day_clickhouse,
+            test_zoned_hours_clickhouse_refused])
