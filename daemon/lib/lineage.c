@@ -6,12 +6,18 @@
 bool
 lineage_feeds(const struct config *cfg, int up, int down)
 {
+	return lineage_lookback(cfg, up, down) >= 0;
+}
+
+int
+lineage_lookback(const struct config *cfg, int up, int down)
+{
 	const struct job_def *dj = &cfg->jobs[down];
 
 	for (size_t u = 0; u < dj->nupstream; u++)
 		if (dj->upstream_idx[u] == up)
-			return true;
-	return false;
+			return job_lookback(dj, u);
+	return -1;
 }
 
 struct part_range
@@ -19,10 +25,12 @@ lineage_range(const struct config *cfg, int up, part_t p, int down)
 {
 	const struct job_def *dj = &cfg->jobs[down];
 	struct part_range r = { 0, -1 };
+	int lookback = lineage_lookback(cfg, up, down);
 
-	if (!lineage_feeds(cfg, up, down))
+	if (lookback < 0)
 		return r;
-	r = cal_map(job_cal(&cfg->jobs[up]), p, job_cal(dj));
+	r = cal_window_readers(job_cal(&cfg->jobs[up]), p, job_cal(dj),
+			       lookback);
 	/* a partition outside down's start..end does not exist */
 	if (dj->has_start && r.first < dj->start)
 		r.first = dj->start;

@@ -21,10 +21,16 @@
 
 /* Does job index up feed job index down? */
 bool lineage_feeds(const struct config *cfg, int up, int down);
+/* The lookback of down's upstream entry for up (0 for a plain name), or
+ * -1 when up does not feed down. */
+int lineage_lookback(const struct config *cfg, int up, int down);
 
 /* The partitions of job down that partition p of job up feeds: those of
- * down's calendar that p's interval overlaps (calendar.h cal_map: across
- * grains and zones), clipped to down's start..end; an empty range (last <
+ * down's calendar whose window overlaps p's interval (calendar.h
+ * cal_window_readers: across grains and zones; the window of P is P's
+ * interval extended back by the entry's lookback partitions of down's
+ * own calendar, so p feeds the partitions it overlaps and the lookback
+ * partitions after them), clipped to down's start..end; an empty range (last <
  * first) when up does not feed down. */
 struct part_range lineage_range(const struct config *cfg, int up, part_t p,
     int down);

@@ -55,7 +55,7 @@ def jobs(wk_extra=""):
   partition: week
   start: 2025-12-29
   upstream: [fct]
-  max_backfill: 10
+  max_backfill: 12
   table: wk
   partition_column: week
   sql: |
@@ -356,7 +356,11 @@ def test_code_change(w, d):
 
 def test_changed(w, d, weeks):
     # backfill wk --changed: the weeks whose newest build used an older
-    # version; refused whole above max_backfill, like any request
+    # version; refused whole above max_backfill, like any request (wk's
+    # bound lowered to 10 here: its 12 weeks downstream of the 12-week
+    # window above count against it too)
+    d.write_config(d.config_text.replace("max_backfill: 12", "max_backfill: 10"))
+    d.ok("reload")
     left = [x for x in weeks if x not in ("2026-01-05", "2026-01-12")]
     h.check(len(left) > 10, "more weeks left than wk's max_backfill: %r" % left)
     rc, out, err = d.ctl("backfill", "wk", "--changed")
@@ -387,8 +391,10 @@ def test_changed(w, d, weeks):
     out = d.ok("reload")
     h.check("wk:" not in out, "a reload without a code change names no rebuild:\n%s" % out)
     # the fact's code changes: reload --dry-run names the command and its
-    # estimate (within max_backfill)
+    # estimate (within max_backfill: wk's too, for its weeks downstream)
     days = [r[0] for r in d.state_rows("SELECT partition_key FROM partitions WHERE job = 'fct'")]
+    d.write_config(d.config_text.replace("max_backfill: 10", "max_backfill: 20"))
+    d.ok("reload")
     d.write_config(d.config_text.replace("SELECT dt, store, v FROM src",
                                          "SELECT dt, store, v + 0 FROM src"))
     out = d.ok("reload", "--dry-run")

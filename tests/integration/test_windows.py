@@ -1,11 +1,14 @@
 #!/usr/bin/env python3
 """Dependency windows (issue 41; DESIGN "Calendars and dependency
-windows"): a coarser upstream.  A daily EUR table reads the monthly FX
+windows").  A coarser upstream.  A daily EUR table reads the monthly FX
 rate; repairing February's rate rebuilds February's 28 days of it, each
 once, after the month landed, and nothing else; the days then equal a
 recompute, `stale` lists nothing, the dry run lists exactly those days, and
 a request whose downstream part is above the downstream job's max_backfill
-is refused whole, naming the job, the count and the bound."""
+is refused whole, naming the job, the count and the bound.  A rolling
+window: a 7-day mart (upstream {job: fct, lookback: 6}); a repair of
+2026-02-08..12 rebuilds the mart's 2026-02-08..18, each once, after the
+repaired days in its window, equal to a recompute, nothing stale."""
 import harness as h
 
 SEED = """
@@ -120,5 +123,100 @@ def test_coarser_upstream_bound():
     d.stop()
 
 
+ROLLING_SEED = """
+CREATE TABLE events (dt TEXT, amount REAL);
+WITH RECURSIVE d(x) AS (SELECT '2026-01-01' UNION ALL
+  SELECT date(x, '+1 day') FROM d WHERE x < '2026-03-31')
+INSERT INTO events SELECT x, CAST(strftime('%j', x) AS REAL) + 0.5 FROM d;
+CREATE TABLE fct (dt TEXT PRIMARY KEY, revenue REAL);
+CREATE TABLE rolling (dt TEXT PRIMARY KEY, revenue_7d REAL);
+"""
+
+ROLLING_JOBS = """
+- name: fct
+  warehouse: sales
+  partition: day
+  sql: |
+    DELETE FROM fct WHERE dt = :partition;
+    INSERT INTO fct SELECT :partition, SUM(amount) FROM events
+    WHERE dt >= :partition_start AND dt < :partition_end;
+- name: mart_rolling_7d
+  warehouse: sales
+  partition: day
+  end: 2026-03-31
+  max_backfill: %d
+  upstream:
+    - job: fct
+      lookback: 6
+  sql: |
+    DELETE FROM rolling WHERE dt = :partition;
+    INSERT INTO rolling SELECT :partition, SUM(revenue) FROM fct
+    WHERE dt >= date(:partition_start, '-6 days') AND dt < :partition_end;
+"""
+
+
+def rolling_recompute(d):
+    rows = d.query("SELECT dt, revenue_7d FROM rolling ORDER BY dt")
+    h.eq([r[0] for r in rows], h.days("2026-01-01", "2026-03-31"), "rolling days")
+    for dt, got in rows:
+        truth = d.query("SELECT SUM(amount) FROM events WHERE dt > date(?, '-7 days')"
+                        " AND dt <= ?", (dt, dt))[0][0]
+        h.check(abs(got - truth) < 0.005, "mart_rolling_7d %s: %.2f, a recompute says"
+                " %.2f" % (dt, got, truth))
+
+
+def test_rolling_window_repair():
+    d = h.Daemon(jobs=ROLLING_JOBS % 366, warehouses={"sales": ROLLING_SEED},
+                 name="winroll", clock=None)
+    d.backfill("fct", "2026-01-01", "2026-03-31")
+    rolling_recompute(d)
+    h.eq(d.json("stale")["stale"], [], "stale after the first build")
+    repaired = h.days("2026-02-08", "2026-02-12")
+    rebuilt = h.days("2026-02-08", "2026-02-18")
+    p = d.json("backfill", "fct", "--from", repaired[0], "--to", repaired[-1],
+               "--dry-run")["partitions"]
+    h.eq([(e["job"], e["partition"]) for e in p],
+         [("fct", x) for x in repaired] + [("mart_rolling_7d", x) for x in rebuilt],
+         "--dry-run of the repair")
+    con = d.wh("sales")
+    con.execute("UPDATE events SET amount = amount + 100 WHERE dt BETWEEN ? AND ?",
+                (repaired[0], repaired[-1]))
+    con.commit()
+    con.close()
+    before = len(d.runs())
+    d.backfill("fct", repaired[0], repaired[-1], "--reason", "refunds")
+    new = d.runs()[before:]
+    h.eq(sorted((r["job"], r["partition"]) for r in new),
+         [("fct", x) for x in repaired] + [("mart_rolling_7d", x) for x in rebuilt],
+         "the runs of the repair (each mart day once, nothing else)")
+    fct_done = {r["partition"]: h.parse_iso(r["finished_at"]) for r in new
+                if r["job"] == "fct"}
+    for r in new:
+        h.eq(r["state"], "succeeded", "run %s %s" % (r["job"], r["partition"]))
+        if r["job"] != "mart_rolling_7d":
+            continue
+        window = [x for x in repaired if x in h.days("2026-01-01", r["partition"])[-7:]]
+        h.check(window and h.parse_iso(r["started_at"]) >= max(fct_done[x] for x in window),
+                "mart_rolling_7d %s started before the repaired days in its window"
+                " (%s) landed" % (r["partition"], window))
+    rolling_recompute(d)
+    h.eq(d.json("stale")["stale"], [], "stale after the repair")
+    d.stop()
+
+
+def test_rolling_window_bound():
+    d = h.Daemon(jobs=ROLLING_JOBS % 10, warehouses={"sales": ROLLING_SEED},
+                 name="winrollb", clock=None)
+    rc, out, err = d.ctl("backfill", "fct", "--from", "2026-02-08", "--to", "2026-02-12")
+    h.eq(rc, 2, "a repair whose 11 mart days are above the mart's max_backfill 10")
+    h.eq(err.strip(), "backfillctl: refused: the request rebuilds 11 partitions of"
+         " mart_rolling_7d downstream, above its max_backfill of 10; nothing was"
+         " queued. Split the request, or raise mart_rolling_7d's max_backfill",
+         "the refusal")
+    h.eq(d.runs(), [], "runs after the refused request")
+    d.stop()
+
+
 if __name__ == "__main__":
-    h.main([test_coarser_upstream_repair, test_coarser_upstream_bound])
+    h.main([test_coarser_upstream_repair, test_coarser_upstream_bound,
+            test_rolling_window_repair, test_rolling_window_bound])

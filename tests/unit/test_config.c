@@ -324,7 +324,7 @@ struct bad_inline {
 
 static const struct bad_inline bad_inlines[] = {
 	{ JX "    upstream: [x]\n    sql: SELECT 1\n",
-	  "inline.yaml:8:16: upstream cycle x -> x (each job lists the next in upstream); remove one of these entries" },
+	  "inline.yaml:8:16: job \"x\" lists itself in upstream: a job in its own upstream (a running total) is not available in this version; remove the entry" },
 	{ JX "    sql: SELECT 1\n  - name: y\n    warehouse: sales\n    partition: week\n    upstream: [x, x]\n    sql: SELECT 1\n",
 	  "inline.yaml:12:19: job \"y\" lists upstream \"x\" twice; keep one" },
 	{ JX "    sql: SELECT 1\n    late_data:\n      sql: SELECT dt FROM raw WHERE loaded_at > :since\n",
@@ -475,6 +475,19 @@ static const struct bad_inline bad_inlines[] = {
 	  "inline.yaml:4:15: job \"e\": command must be a non-empty sequence of strings (argv, no shell), got \"\"" },
 	{ "jobs:\n  - name: [e]\n    partition: day\n    command: [x]\n",
 	  "inline.yaml:2:11: job 1: name must be a name, got a sequence" },
+	/* upstream entries: a name or {job, lookback} (issue 41) */
+	{ "jobs:\n  - {name: a, partition: day, command: [x]}\n  - {name: b, partition: day, upstream: [{job: a, lookbak: 1}], command: [x]}\n",
+	  "inline.yaml:3:51: job \"b\": upstream entry 1: unknown key \"lookbak\"; an entry is a job name or {job: NAME, lookback: N}" },
+	{ "jobs:\n  - {name: a, partition: day, command: [x]}\n  - {name: b, partition: day, upstream: [{lookback: 1}], command: [x]}\n",
+	  "inline.yaml:3:42: job \"b\": upstream entry 1 has no job: write {job: NAME, lookback: N}" },
+	{ "jobs:\n  - {name: a, partition: day, command: [x]}\n  - {name: b, partition: day, upstream: [{job: a, lookback: -1}], command: [x]}\n",
+	  "inline.yaml:3:61: job \"b\": upstream entry 1: lookback must be an integer from 0 to 1000 (partitions of this job before each one), got \"-1\"" },
+	{ "jobs:\n  - {name: a, partition: day, command: [x]}\n  - {name: b, partition: day, upstream: [{job: a, lookback: 1001}], command: [x]}\n",
+	  "inline.yaml:3:61: job \"b\": upstream entry 1: lookback must be an integer from 0 to 1000 (partitions of this job before each one), got \"1001\"" },
+	{ "jobs:\n  - {name: a, partition: day, command: [x]}\n  - {name: b, partition: day, upstream: [{job: [a]}], command: [x]}\n",
+	  "inline.yaml:3:48: job \"b\": upstream must be a sequence of job names or {job: NAME, lookback: N}, got a sequence" },
+	{ "jobs:\n  - {name: a, partition: day, command: [x]}\n  - {name: b, partition: day, upstream: [a, {job: b, lookback: 1}], command: [x]}\n",
+	  "inline.yaml:3:45: job \"b\" lists itself in upstream: a job in its own upstream (a running total) is not available in this version; remove the entry" },
 	{ "state_db: /tmp/x.db\nstate:\n  postgres: \"dbname=b\"\n",
 	  "inline.yaml:2:1: state_db and state are exclusive; keep one (state_db: PATH for one host, state: postgres: for several)" },
 	{ "state:\n  postgres: \"dbname=b\"\nstate_db: /tmp/x.db\n",

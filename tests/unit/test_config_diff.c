@@ -111,6 +111,33 @@ START_TEST(test_diff_rename_and_edit)
 }
 END_TEST
 
+/* A lookback changed is a change of the job's key "upstream"; a plain
+ * name and {job: NAME} (lookback 0) are the same (issue 41). */
+START_TEST(test_diff_lookback)
+{
+	char *t1 = replace(base, "upstream: [fct]",
+			   "upstream: [{job: fct, lookback: 1}]");
+	char *t0 = replace(base, "upstream: [fct]", "upstream: [{job: fct}]");
+	struct config *a = load(base), *b = load(t1), *c = load(t0);
+	struct config_diff d;
+
+	config_diff(a, b, &d);
+	ck_assert_uint_eq(d.jobs.nchanged, 1);
+	ck_assert_str_eq(d.jobs.changed[0].name, "mart");
+	ck_assert_uint_eq(d.jobs.changed[0].nkeys, 1);
+	ck_assert_str_eq(d.jobs.changed[0].keys[0], "upstream");
+	config_diff_free(&d);
+	config_diff(a, c, &d);
+	ck_assert(config_diff_empty(&d));
+	config_diff_free(&d);
+	config_unref(a);
+	config_unref(b);
+	config_unref(c);
+	free(t1);
+	free(t0);
+}
+END_TEST
+
 /* A trend added, its window changed, its severity changed: each is a
  * change of the job's key "metrics" with a new code version. */
 START_TEST(test_diff_trend)
@@ -330,6 +357,7 @@ config_diff_suite(void)
 
 	tcase_add_test(tc, test_diff_none);
 	tcase_add_test(tc, test_diff_rename_and_edit);
+	tcase_add_test(tc, test_diff_lookback);
 	tcase_add_test(tc, test_diff_trend);
 	tcase_add_test(tc, test_diff_setting_default);
 	tcase_add_test(tc, test_diff_warehouses_and_keys);

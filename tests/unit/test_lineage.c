@@ -21,7 +21,11 @@ static const char yaml[] =
 	"     end: 2026-02-09, command: [\"true\"]}\n"
 	"  - {name: other, partition: day, command: [\"true\"]}\n"
 	"  - {name: fx, partition: month, command: [\"true\"]}\n"
-	"  - {name: eur, partition: day, upstream: [daily, fx], command: [\"true\"]}\n";
+	"  - {name: eur, partition: day, upstream: [daily, fx], command: [\"true\"]}\n"
+	"  - {name: rolling, partition: day, upstream: [{job: daily, lookback: 6}],\n"
+	"     end: 2026-02-15, command: [\"true\"]}\n"
+	"  - {name: rolling_w, partition: week, upstream: [{job: fx, lookback: 1}],\n"
+	"     command: [\"true\"]}\n";
 
 static const struct {
 	const char *up, *key, *down;
@@ -43,6 +47,12 @@ static const struct {
 	{ "fx", "2026-02-01", "eur", "2026-02-01", "2026-02-28", 28 },
 	{ "fx", "2024-02-01", "eur", "2024-02-01", "2024-02-29", 29 },
 	{ "daily", "2026-02-08", "eur", "2026-02-08", "2026-02-08", 1 },
+	/* a 7-day window (lookback 6): a day feeds itself and the 6 after */
+	{ "daily", "2026-02-08", "rolling", "2026-02-08", "2026-02-14", 7 },
+	{ "daily", "2026-02-12", "rolling", "2026-02-12", "2026-02-15", 4 }, /* end */
+	/* weeks reading the month and the week before: February's rate
+	 * feeds the weeks overlapping it and the week after them */
+	{ "fx", "2026-02-01", "rolling_w", "2026-01-26", "2026-03-02", 6 },
 };
 
 START_TEST(test_map)

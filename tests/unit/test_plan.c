@@ -486,6 +486,53 @@ START_TEST(coarser_upstream)
 }
 END_TEST
 
+static const char window_yaml[] =
+	"jobs:\n"
+	"  - {name: fct, partition: day, command: [x]}\n"
+	"  - {name: mart_rolling_7d, partition: day, max_backfill: 10,\n"
+	"     upstream: [{job: fct, lookback: 6}], command: [x]}\n";
+
+static void
+window_setup(void)
+{
+	struct err err;
+
+	if (config_load_string("/tmp/plan.yaml", window_yaml,
+			       strlen(window_yaml), &cfg, &err) < 0)
+		ck_abort_msg("config: %s", err.msg);
+}
+
+/* A rolling 7-day mart: a repair of 2026-02-08..12 rebuilds 02-08..18,
+ * each once, each waiting for the repaired days in its window. */
+START_TEST(rolling_window)
+{
+	struct plan p;
+	struct err err;
+	int fct = config_job_index(cfg, "fct");
+
+	plan_init(&p);
+	for (part_t d = day("2026-02-08"); d <= day("2026-02-12"); d++)
+		plan_add_root(&p, fct, d);
+	plan_expand(&p, cfg, false, NULL);
+	ck_assert_uint_eq(p.n, 5 + 11);
+	ck_assert_str_eq(key_of(&p, 5), "2026-02-08");
+	ck_assert_str_eq(key_of(&p, 15), "2026-02-18");
+	ck_assert_uint_eq(p.items[5].ndeps, 1);   /* 02-08 */
+	ck_assert_uint_eq(p.items[9].ndeps, 5);   /* 02-12: 02-08..12 */
+	ck_assert_uint_eq(p.items[11].ndeps, 5);  /* 02-14: 02-08..12 */
+	ck_assert_uint_eq(p.items[12].ndeps, 4);  /* 02-15: 02-09..12 */
+	ck_assert_uint_eq(p.items[15].ndeps, 1);  /* 02-18: 02-12 */
+	ck_assert_uint_eq(p.deps[p.items[15].dep_off], 4);
+	/* 11 partitions of the mart, above its max_backfill of 10 */
+	ck_assert_int_eq(plan_check_bounds(&p, cfg, &err), -1);
+	ck_assert_str_eq(err.msg, "refused: the request rebuilds 11 partitions"
+			 " of mart_rolling_7d downstream, above its"
+			 " max_backfill of 10; nothing was queued. Split the"
+			 " request, or raise mart_rolling_7d's max_backfill");
+	plan_free(&p);
+}
+END_TEST
+
 int
 main(void)
 {
@@ -495,6 +542,7 @@ main(void)
 	TCase *tr = tcase_create("rollups");
 	TCase *tw = tcase_create("sunday");
 	TCase *tx = tcase_create("coarser");
+	TCase *tl = tcase_create("window");
 	SRunner *sr;
 	int failed;
 
@@ -520,6 +568,9 @@ main(void)
 	tcase_add_checked_fixture(tx, coarser_setup, teardown);
 	tcase_add_test(tx, coarser_upstream);
 	suite_add_tcase(s, tx);
+	tcase_add_checked_fixture(tl, window_setup, teardown);
+	tcase_add_test(tl, rolling_window);
+	suite_add_tcase(s, tl);
 	sr = srunner_create(s);
 	srunner_run_all(sr, CK_ENV);
 	failed = srunner_ntests_failed(sr);

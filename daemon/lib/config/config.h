@@ -163,6 +163,7 @@ struct job_def {
 	char **upstream;   /* names */
 	size_t nupstream;
 	int *upstream_idx; /* indices into config->jobs */
+	int *upstream_lookback; /* per entry: {job, lookback: N}, or NULL (0) */
 	int *downstream_idx; /* jobs that name this one in upstream */
 	size_t ndownstream;
 
@@ -322,6 +323,14 @@ static inline const struct cal *
 job_cal(const struct job_def *j)
 {
 	return &j->cal;
+}
+/* The lookback of upstream entry u (DESIGN "Dependencies are windows"):
+ * partition P reads the upstream partitions overlapping P's interval
+ * extended back by this many partitions of the job's own calendar. */
+static inline int
+job_lookback(const struct job_def *j, size_t u)
+{
+	return j->upstream_lookback != NULL ? j->upstream_lookback[u] : 0;
 }
 /* Time zones other than UTC are refused by the configuration, in one
  * place (config_cal.c cfg_zone_gate), until the executor's side of them

@@ -63,6 +63,17 @@ config_diff_checks(const struct job_def *a, const struct job_def *b)
 	return false;
 }
 
+/* True when the lookbacks of two jobs' upstream entries differ (their
+ * names compared apart). */
+static bool
+config_diff_lookback(const struct job_def *a, const struct job_def *b)
+{
+	for (size_t i = 0; i < a->nupstream && i < b->nupstream; i++)
+		if (job_lookback(a, i) != job_lookback(b, i))
+			return true;
+	return false;
+}
+
 /* True when the metrics of two jobs differ. */
 static bool
 config_diff_metrics(const struct job_def *a, const struct job_def *b)
@@ -121,7 +132,8 @@ config_diff_job(const struct job_def *a, const struct job_def *b,
 			       b->command_len), "command");
 	CD_IF(config_diff_checks(a, b), "checks");
 	CD_IF(config_diff_strv(a->upstream, a->nupstream, b->upstream,
-			       b->nupstream), "upstream");
+			       b->nupstream) || config_diff_lookback(a, b),
+	      "upstream");
 	CD_IF(a->allow_wall_clock != b->allow_wall_clock, "allow_wall_clock");
 	CD_IF(a->allow_empty != b->allow_empty, "allow_empty");
 	CD_IF(a->batch != b->batch || a->batch_size != b->batch_size, "batch");

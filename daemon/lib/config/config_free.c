@@ -79,6 +79,7 @@ cfg_job_free(struct job_def *j)
 	cfg_job_checks_free(j);
 	cfg_strv_free(j->upstream, j->nupstream);
 	free(j->upstream_idx);
+	free(j->upstream_lookback);
 	cfg_strv_free(j->reads, j->nreads);
 	cfg_strv_free(j->writes, j->nwrites);
 	cfg_strv_free(j->reads_ignored, j->nreads_ignored);

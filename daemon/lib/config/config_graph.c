@@ -87,6 +87,10 @@ cfg_link_upstream(struct cfg_parser *p, size_t a)
 					sugg ? "; did you mean \"" : "",
 					sugg ? sugg : "", sugg ? "\"?" : "");
 		}
+		if (u == (int)a)
+			return cfg_fail(p, cfg_upstream_node(p, a, i)->start_mark,
+					"job \"%s\" lists itself in upstream: a job in its own upstream (a running total) is not available in this version; remove the entry",
+					j->name);
 		for (m = 0; m < i; m++)
 			if (j->upstream_idx[m] == u)
 				return cfg_fail(p, cfg_upstream_node(p, a, i)->start_mark,

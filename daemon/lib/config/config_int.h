@@ -142,6 +142,7 @@ struct cfg_table {
 #define CFG_POSDURATION "a positive duration like 30s, 15m, 2h or 1d"
 #define CFG_KEEP "a duration of at least 1h, like 30d or 365d"
 #define CFG_LEASE "a duration of at least 1s, like 10s"
+#define CFG_LOOKBACK_MAX 1000 /* upstream: {job, lookback}: at most */
 #define CFG_NODE_NAME "1 to 64 letters, digits, '_', '-' or '.', not" \
 	" starting with '-' or '.'"
 

@@ -108,6 +108,78 @@ cfg_h_command(struct cfg_parser *p, void *obj, const struct cfg_key *k,
 	return cfg_take_argv(p, k, val, NULL, &j->command, &j->command_len);
 }
 
+/* One {job: NAME, lookback: N} entry of upstream (entry i): the name's
+ * node into *name, the lookback into *lb. */
+static int
+cfg_upstream_entry(struct cfg_parser *p, yaml_node_t *it, size_t i,
+		   yaml_node_t **name, int *lb)
+{
+	char buf[CFG_QUOTE_MAX * 4 + 16];
+	yaml_node_t *v;
+	int64_t n;
+
+	if (cfg_check_dups(p, it) < 0)
+		return -1;
+	for (yaml_node_pair_t *pr = it->data.mapping.pairs.start;
+	     pr < it->data.mapping.pairs.top; pr++) {
+		yaml_node_t *kn = cfg_node(p, pr->key);
+
+		if (strcmp(cfg_text(kn), "job") != 0 &&
+		    strcmp(cfg_text(kn), "lookback") != 0)
+			return cfg_fail(p, kn->start_mark, "%supstream entry %zu:"
+					" unknown key %s; an entry is a job name"
+					" or {job: NAME, lookback: N}", p->pfx,
+					i + 1, cfg_quote(cfg_text(kn), buf,
+							 sizeof buf));
+	}
+	*name = cfg_map_get(p, it, "job");
+	if (*name == NULL)
+		return cfg_fail(p, it->start_mark, "%supstream entry %zu has no"
+				" job: write {job: NAME, lookback: N}", p->pfx,
+				i + 1);
+	v = cfg_map_get(p, it, "lookback");
+	if (v == NULL)
+		return 0;
+	if (v->type != YAML_SCALAR_NODE ||
+	    !cfg_parse_int64(cfg_text(v), &n) || n < 0 || n > CFG_LOOKBACK_MAX)
+		return cfg_fail(p, v->start_mark, "%supstream entry %zu: lookback"
+				" must be an integer from 0 to %d (partitions of"
+				" this job before each one), got %s", p->pfx,
+				i + 1, CFG_LOOKBACK_MAX,
+				cfg_got(v, buf, sizeof buf));
+	*lb = (int)n;
+	return 0;
+}
+
+/* upstream: a sequence of job names or {job: NAME, lookback: N} (DESIGN,
+ * "Dependencies are windows"). */
+static int
+cfg_h_upstream(struct cfg_parser *p, void *obj, const struct cfg_key *k,
+	       yaml_node_t *key, yaml_node_t *val)
+{
+	struct job_def *j = obj;
+	size_t n = cfg_seq_len(val);
+
+	(void)key;
+	if (n == 0)
+		return cfg_bad_value(p, k, val);
+	j->upstream = xcalloc(n, sizeof *j->upstream);
+	j->upstream_lookback = xcalloc(n, sizeof *j->upstream_lookback);
+	for (size_t i = 0; i < n; i++) {
+		yaml_node_t *it = cfg_seq_item(p, val, i);
+
+		if (it->type == YAML_MAPPING_NODE &&
+		    cfg_upstream_entry(p, it, i, &it,
+				       &j->upstream_lookback[i]) < 0)
+			return -1;
+		if (cfg_want_text(p, k, it) < 0)
+			return -1;
+		j->upstream[i] = xstrdup(cfg_text(it));
+		j->nupstream = i + 1;
+	}
+	return 0;
+}
+
 const char *
 hook_kind_name(enum hook_kind k)
 {
@@ -244,8 +316,8 @@ const struct cfg_key cfg_job_keys[] = {
 	  "a sequence of {name, sql}", 0 },
 	{ "reconcile", YAML_SEQUENCE_NODE, cfg_h_reconcile, 0, 0,
 	  "a sequence of {name, source, target, tolerance}", 0 },
-	{ "upstream", YAML_SEQUENCE_NODE, cfg_h_strseq, CFG_JOB(upstream),
-	  CFG_JOB(nupstream), "a sequence of job names", 0 },
+	{ "upstream", YAML_SEQUENCE_NODE, cfg_h_upstream, 0, 0,
+	  "a sequence of job names or {job: NAME, lookback: N}", 0 },
 	{ "reads_ignored", YAML_SEQUENCE_NODE, cfg_h_strseq,
 	  CFG_JOB(reads_ignored), CFG_JOB(nreads_ignored),
 	  "a sequence of table names", 0 },

@@ -139,7 +139,8 @@ sched_inputs_at(struct sched *s, const struct job_def *j, part_t part)
 
 	for (size_t u = 0; u < j->nupstream; u++) {
 		const struct job_def *uj = &s->cfg->jobs[j->upstream_idx[u]];
-		struct part_range r = cal_inputs(&uj->cal, &j->cal, part);
+		struct part_range r = cal_window_inputs(&uj->cal, &j->cal, part,
+							job_lookback(j, u));
 		int64_t built;
 
 		if (sched_newest_build(s, uj, r, &built) == 0 && built > newest)
