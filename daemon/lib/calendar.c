@@ -367,7 +367,14 @@ const struct cal cal_utc[GRAIN_COUNT] = {
 	{ GRAIN_MONTH, WEEK_MONDAY, NULL },
 	{ GRAIN_QUARTER, WEEK_MONDAY, NULL },
 	{ GRAIN_YEAR, WEEK_MONDAY, NULL },
+	{ GRAIN_NONE, WEEK_MONDAY, NULL },
 };
+
+/* The one partition of a none calendar: local days 0001-01-01 up to
+ * 9999-12-31 (exclusive, so both bounds print as dates), as UTC instants
+ * whatever the zone. */
+#define CAL_NONE_FIRST_DAY (-719162)  /* 0001-01-01 */
+#define CAL_NONE_END_DAY 2932896      /* 9999-12-31 */
 
 /* The configuration word for a grain ("hour" ... "year"). */
 const char *
@@ -386,6 +393,8 @@ grain_name(enum grain g)
 		return "quarter";
 	case GRAIN_YEAR:
 		return "year";
+	case GRAIN_NONE:
+		return "none";
 	}
 	return "unknown";
 }
@@ -418,7 +427,7 @@ grain_parse(const char *s, enum grain *g)
 int
 cal_grain_parse(const char *s, enum grain *g)
 {
-	return cal_grain_word(s, GRAIN_COUNT, g);
+	return cal_grain_word(s, GRAIN_YEAR + 1, g);
 }
 
 /* True when `down` is `up` or coarser.  The enum is ordered fine to
@@ -428,8 +437,8 @@ cal_grain_parse(const char *s, enum grain *g)
 bool
 grain_can_feed(enum grain up, enum grain down)
 {
-	if (up < GRAIN_HOUR || up > GRAIN_YEAR ||
-	    down < GRAIN_HOUR || down > GRAIN_YEAR)
+	if (up < GRAIN_HOUR || up > GRAIN_NONE ||
+	    down < GRAIN_HOUR || down > GRAIN_NONE)
 		return false;
 	return up <= down;
 }
@@ -455,6 +464,8 @@ cal_of_day(enum grain g, enum week_start ws, int64_t days)
 		return days;
 	case GRAIN_WEEK:
 		return cal_div(days + (ws == WEEK_SUNDAY ? 4 : 3), 7);
+	case GRAIN_NONE:
+		return 0;
 	case GRAIN_MONTH:
 	case GRAIN_QUARTER:
 	case GRAIN_YEAR:
@@ -488,6 +499,8 @@ cal_day_of(enum grain g, enum week_start ws, part_t p)
 		    (int)cal_mod(p, 4) * 3 + 1, 1);
 	case GRAIN_YEAR:
 		return cal_days_from_civil((int)(1970 + p), 1, 1);
+	case GRAIN_NONE:
+		return p <= 0 ? CAL_NONE_FIRST_DAY : CAL_NONE_END_DAY;
 	}
 	return 0;
 }
@@ -665,6 +678,8 @@ cal_local_day(const struct cal *c, int64_t t)
 part_t
 cal_part_of(const struct cal *c, int64_t t)
 {
+	if (c->grain == GRAIN_NONE)
+		return 0;
 	if (c->grain == GRAIN_HOUR)
 		return c->tz == NULL ? cal_div(t, CAL_SEC_HOUR) :
 		    tz_cell_of(c->tz, t);
@@ -675,6 +690,8 @@ cal_part_of(const struct cal *c, int64_t t)
 int64_t
 cal_start(const struct cal *c, part_t p)
 {
+	if (c->grain == GRAIN_NONE)
+		return cal_day_of(GRAIN_NONE, c->week_start, p) * CAL_SEC_DAY;
 	if (c->grain == GRAIN_HOUR)
 		return c->tz == NULL ? p * CAL_SEC_HOUR :
 		    tz_cell_start(c->tz, p);
@@ -692,6 +709,8 @@ cal_end(const struct cal *c, part_t p)
 bool
 cal_empty(const struct cal *c, part_t p)
 {
+	if (c->grain == GRAIN_NONE)
+		return p != 0;
 	if (c->tz == NULL)
 		return false;
 	return cal_start(c, p) == cal_end(c, p);
@@ -852,6 +871,10 @@ cal_parse_zoned_hour(const struct cal *c, const char *s, part_t *p,
 void
 cal_key(const struct cal *c, part_t p, char buf[CAL_KEY_MAX])
 {
+	if (c->grain == GRAIN_NONE) {
+		strcpy(buf, "-");
+		return;
+	}
 	if (c->grain != GRAIN_HOUR) {
 		cal_format_date(cal_day_of(c->grain, c->week_start, p), buf);
 		return;
@@ -880,6 +903,10 @@ cal_refuse_key(const struct cal *c, const char *s, part_t q,
 		    "%s is not a week key: weeks are keyed by their "
 		    "%s, %s", s, c->week_start == WEEK_SUNDAY ? "Sunday" :
 		    "Monday", right);
+	case GRAIN_NONE:
+		return err_set(err, EXIT_BAD_INPUT,
+		    "%s is not the key of a job with partition: none: its "
+		    "one partition is keyed -", s);
 	case GRAIN_HOUR:
 	case GRAIN_DAY:
 	case GRAIN_MONTH:
@@ -899,6 +926,12 @@ cal_parse_key(const struct cal *c, const char *s, part_t *p, struct err *err)
 	int64_t v;
 	part_t q;
 
+	if (c->grain == GRAIN_NONE) {
+		if (strcmp(s, "-") != 0)
+			return cal_refuse_key(c, s, 0, err);
+		*p = 0;
+		return 0;
+	}
 	if (c->grain == GRAIN_HOUR) {
 		if (c->tz != NULL)
 			return cal_parse_zoned_hour(c, s, p, err);
@@ -926,7 +959,7 @@ cal_bounds_local(const struct cal *c, part_t p, char start[CAL_KEY_MAX],
 {
 	int64_t t;
 
-	if (c->grain != GRAIN_HOUR) {
+	if (c->grain != GRAIN_HOUR) { /* none: 0001-01-01, 9999-12-31 */
 		cal_format_date(cal_day_of(c->grain, c->week_start, p), start);
 		cal_format_date(cal_day_of(c->grain, c->week_start, p + 1),
 		    end);
@@ -977,6 +1010,11 @@ cal_range_bound(const struct cal *c, const char *opt, const char *s,
 	char q[CAL_QUOTE_MAX + 16];
 	int64_t v;
 
+	if (c->grain == GRAIN_NONE)
+		return err_set(err, EXIT_BAD_INPUT,
+		    "%s %s: a job with partition: none has one partition, "
+		    "-, and takes no dates; leave %s out", opt,
+		    cal_quote(s, q, sizeof q), opt);
 	if (s != NULL && strchr(s, 'T') != NULL) {
 		if (c->grain != GRAIN_HOUR)
 			return err_set(err, EXIT_BAD_INPUT,

@@ -20,6 +20,11 @@
  *             Sunday 1969-12-28); the key is the first day's date
  *   month   - (y - 1970) * 12 + m - 1;  quarter - (y - 1970) * 4 +
  *             (m - 1) / 3;  year - y - 1970; keyed by their first day
+ *   none    - one partition, 0, keyed "-": the instants from 0001-01-01
+ *             to 9999-12-31 (exclusive) whatever the zone, so it overlaps
+ *             every partition of every calendar (a whole table); indices
+ *             below 0 and above 0 are empty; its local bounds are
+ *             0001-01-01 and 9999-12-31; --from/--to are refused for it
  * Indices may be negative (dates before 1970).  Dates are valid from
  * 0001-01-01 to 9999-12-31; parsers refuse anything outside.
  *
@@ -46,9 +51,9 @@
 /* Fine to coarse: the order is what cal_can_feed() compares. */
 enum grain {
 	GRAIN_HOUR, GRAIN_DAY, GRAIN_WEEK, GRAIN_MONTH, GRAIN_QUARTER,
-	GRAIN_YEAR
+	GRAIN_YEAR, GRAIN_NONE
 };
-#define GRAIN_COUNT 6
+#define GRAIN_COUNT 7
 
 /* ISO weekday of a week's first day. */
 enum week_start { WEEK_MONDAY = 1, WEEK_SUNDAY = 7 };
@@ -110,17 +115,19 @@ void cal_format_iso_ms(int64_t ms, char *buf);
 /* Format a duration in seconds the way users write it: "2h", "90s". */
 void cal_format_duration(int64_t seconds, char *buf);
 
-/* The configuration word of a grain: "hour" ... "year". */
+/* The configuration word of a grain: "hour" ... "year", "none". */
 const char *grain_name(enum grain g);
 /* Parse a grain a job may declare today: hour, day, week or month
  * (quarter and year come with the configuration keys of the zoned
  * calendar); 0, or -1 for anything else. */
 int grain_parse(const char *s, enum grain *g);
-/* Parse any of the six grain words; 0, or -1. */
+/* Parse any of the six time grain words (not "none": the configuration
+ * refuses partition: none until the daemon builds whole tables); 0, or
+ * -1. */
 int cal_grain_parse(const char *s, enum grain *g);
 /* True when every partition of `fine` lies inside partitions of `coarse`
  * that a mapping can follow: hour->any, day->day/week/month, week->week/month,
- * month->month. */
+ * month->month; any grain -> none, none -> none only. */
 bool grain_can_feed(enum grain up, enum grain down);
 
 /* The partition holding instant t (seconds). */

@@ -1589,6 +1589,79 @@ START_TEST(test_zoned_across)
 }
 END_TEST
 
+/* partition: none (issue 41): one partition, keyed "-", overlapping
+ * every partition of every calendar, in UTC and in a zone; no dates. */
+START_TEST(test_cal_none)
+{
+	struct cal n = cal_utc[GRAIN_NONE];
+	struct cal zn = zcal("Europe/Berlin", GRAIN_NONE, WEEK_MONDAY);
+	struct cal zh = zcal("Europe/Berlin", GRAIN_HOUR, WEEK_MONDAY);
+	struct part_range r;
+	struct err err;
+	char a[CAL_KEY_MAX], b[CAL_KEY_MAX];
+	part_t p = 7;
+	enum grain back;
+
+	ck_assert_str_eq(grain_name(GRAIN_NONE), "none");
+	ck_assert_int_eq(cal_grain_parse("none", &back), -1);
+	cal_key(&n, 0, a);
+	ck_assert_str_eq(a, "-");
+	ck_assert_int_eq(cal_parse_key(&n, "-", &p, &err), 0);
+	ck_assert_int_eq(p, 0);
+	ck_assert_int_eq(cal_parse_key(&zn, "2026-02-08", &p, &err), -1);
+	ck_assert_str_eq(err.msg, "2026-02-08 is not the key of a job with "
+	    "partition: none: its one partition is keyed -");
+	cal_bounds_local(&zn, 0, a, b);
+	ck_assert_str_eq(a, "0001-01-01");
+	ck_assert_str_eq(b, "9999-12-31");
+	ck_assert_int_eq(cal_start(&zn, 0), cal_start(&n, 0));
+	ck_assert_int_eq(cal_start(&n, 0),
+	    cal_days_from_civil(1, 1, 1) * 86400);
+	ck_assert_int_eq(cal_end(&n, 0),
+	    cal_days_from_civil(9999, 12, 31) * 86400);
+	ck_assert(cal_empty(&n, -1) && cal_empty(&zn, 1));
+	ck_assert_int_eq(cal_start(&n, -1), cal_end(&n, -1));
+	ck_assert_int_eq(cal_start(&n, 1), cal_end(&n, 1));
+	ck_assert(!cal_empty(&zn, 0));
+	/* every partition of every grain maps to 0, and 0 reads them all */
+	for (enum grain g = GRAIN_HOUR; g <= GRAIN_YEAR; g++) {
+		ck_assert(grain_can_feed(g, GRAIN_NONE));
+		ck_assert(!grain_can_feed(GRAIN_NONE, g));
+		for (part_t u = -30000; u <= 30000; u += 7919) {
+			r = cal_map(&cal_utc[g], u, &n);
+			ck_assert_int_eq(r.first, 0);
+			ck_assert_int_eq(r.last, 0);
+			r = cal_window_readers(&cal_utc[g], u, &zn, 0);
+			ck_assert_int_eq(r.first, 0);
+			ck_assert_int_eq(r.last, 0);
+		}
+	}
+	ck_assert(grain_can_feed(GRAIN_NONE, GRAIN_NONE));
+	r = cal_inputs(&cal_utc[GRAIN_DAY], &n, 0);
+	ck_assert_int_eq(r.first, cal_days_from_civil(1, 1, 1));
+	ck_assert_int_eq(r.last, cal_days_from_civil(9999, 12, 30));
+	r = cal_window_inputs(&zh, &zn, 0, 0);
+	/* the zone's cells overlapping the whole span, and no more */
+	ck_assert(cal_start(&zh, r.first) <= cal_start(&n, 0) &&
+	    cal_start(&n, 0) < cal_end(&zh, r.first));
+	ck_assert(cal_start(&zh, r.last) < cal_end(&n, 0) &&
+	    cal_end(&n, 0) <= cal_end(&zh, r.last));
+	ck_assert_int_eq(cal_part_of(&zn, 0), 0);
+	ck_assert_int_eq(cal_part_of_day(&n, 20500), 0);
+	cal_key_hull(&n, (struct part_range){ 0, 0 }, a, b);
+	ck_assert_str_eq(a, "-");
+	ck_assert_str_eq(b, "-");
+	/* a whole table takes no dates */
+	ck_assert_int_eq(cal_range_parse(&n, "2026-02-08", "2026-02-12", &r,
+	    &err), -1);
+	ck_assert_str_eq(err.msg, "--from \"2026-02-08\": a job with "
+	    "partition: none has one partition, -, and takes no dates; leave "
+	    "--from out");
+	ck_assert_int_eq(cal_range_parse_one(&zn, "2026-02-08", &r, &err),
+	    -1);
+}
+END_TEST
+
 /* Zoned hour keys do not sort in time; the hull holds them all. */
 START_TEST(test_zoned_hull)
 {
@@ -1679,6 +1752,7 @@ calendar_suite(void)
 	tcase_add_test(tc, test_zoned_skipped_day);
 	tcase_add_test(tc, test_zoned_across);
 	tcase_add_test(tc, test_zoned_hull);
+	tcase_add_test(tc, test_cal_none);
 	suite_add_tcase(s, tc);
 	return s;
 }

@@ -164,6 +164,7 @@ report_window(enum grain g)
 	case GRAIN_MONTH: return 36;
 	case GRAIN_QUARTER: return 20;
 	case GRAIN_YEAR: return 10;
+	case GRAIN_NONE: return 1;
 	}
 	return 36;
 }
