@@ -74,5 +74,25 @@ def test_due_at_berlin_midnight_winter():
                            "2024-01-13 23:00:00/2024-01-14 23:00:00")
 
 
+def test_skipped_day_not_materialised():
+    """Pacific/Apia skipped 2011-12-30 (from -10:00 to +14:00): its catchup
+    over the change builds the days that happened, and no empty one."""
+    clock = "2012-01-01T12:00:00Z"   # Apia's 2012-01-01 closed at 10:00Z
+    job = berlin_job("2011-12-28").replace("Europe/Berlin", "Pacific/Apia")
+    d = h.Daemon(jobs=job, clock=clock, name="calapia-gate", start=False)
+    why = zone_refused(d)
+    if why:
+        return skip_part("test_skipped_day_not_materialised",
+                         "zones refused by this build: %s" % why)
+    d = ts.sched_daemon(job, clock, "calapia")
+    h.eq([r for r in ts.new_requests(d) if r[1] == "berlin"],
+         [("catchup", "berlin", ["2011-12-28", "2011-12-29", "2011-12-31", "2012-01-01"])],
+         "Apia's days across the day it skipped")
+    h.eq(ran(d)[2], "2011-12-31 2011-12-31 2012-01-01 "
+         "2011-12-30 10:00:00/2011-12-31 10:00:00", "the first day after the change")
+    d.stop()
+
+
 if __name__ == "__main__":
-    h.main([test_due_at_berlin_midnight_summer, test_due_at_berlin_midnight_winter])
+    h.main([test_due_at_berlin_midnight_summer, test_due_at_berlin_midnight_winter,
+            test_skipped_day_not_materialised])

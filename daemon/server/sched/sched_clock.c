@@ -50,6 +50,7 @@ sched_materialise(struct sched *s, int job, part_t first, part_t last,
 	struct marked_ctx mc = {.j = j, .first = first};
 	struct part_range r = {first, last};
 	char a[CAL_KEY_MAX], b[CAL_KEY_MAX], lo[CAL_KEY_MAX], hi[CAL_KEY_MAX];
+	size_t nmarked = 0;
 	struct plan plan;
 	int64_t id;
 	int rc;
@@ -67,11 +68,13 @@ sched_materialise(struct sched *s, int job, part_t first, part_t last,
 	}
 	/* a day a zone skipped has no interval: nothing to build */
 	for (size_t i = 0; i < mc.n; i++)
-		if (!mc.marked[i] && !cal_empty(&j->cal, first + (part_t)i))
+		if (mc.marked[i])
+			nmarked++;
+		else if (!cal_empty(&j->cal, first + (part_t)i))
 			rq.parts[rq.nparts++] = first + (part_t)i;
-	if (rq.nparts < mc.n)
+	if (nmarked > 0)
 		log_info("job=%s %s: %zu marked partitions of %s..%s left as"
-			 " marked", j->name, kind, mc.n - rq.nparts, a, b);
+			 " marked", j->name, kind, nmarked, a, b);
 	plan_init(&plan);
 	rc = rq.nparts > 0 ? sched_submit(s, &rq, true, &plan, &id, err) : 0;
 	plan_free(&plan);
