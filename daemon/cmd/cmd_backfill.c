@@ -640,6 +640,19 @@ backfill_dates(const struct cmdspec_dates *dates, struct cmd_keys *kc,
 	return 0;
 }
 
+/* No dates at all: the one partition, -, of a job with partition: none;
+ * refused for any other job. */
+static int
+backfill_whole(struct cmd_keys *kc, struct sched_req *rq, struct err *err)
+{
+	if (kc->j->grain != GRAIN_NONE)
+		return err_set(err, EXIT_BAD_INPUT, "no dates given: add --from "
+			       "D --to D, --dates-file F, --stale, --built-by "
+			       "VERSION or --changed");
+	rq->from_key = rq->to_key = "-";
+	return cmd_keys_cb("-", kc, err);
+}
+
 /*
  * The partitions of a backfill, chosen the one way the specification let
  * through (--built-by possibly narrowed by --from/--to): 0, 1 when there
@@ -676,6 +689,8 @@ backfill_select(struct cmd_ctx *ctx, const struct cmdreq_backfill *req,
 	}
 	if (req->dates.text != NULL)
 		return backfill_dates(&req->dates, kc, res);
+	if (!from && backfill_whole(kc, rq, &err) < 0)
+		goto fail;
 	for (part_t q = r.first; q <= r.last; q++) {
 		char key[CAL_KEY_MAX];
 

@@ -1013,8 +1013,8 @@ cal_range_bound(const struct cal *c, const char *opt, const char *s,
 	if (c->grain == GRAIN_NONE)
 		return err_set(err, EXIT_BAD_INPUT,
 		    "%s %s: a job with partition: none has one partition, "
-		    "-, and takes no dates; leave %s out", opt,
-		    cal_quote(s, q, sizeof q), opt);
+		    "-, and takes no dates (a backfill without dates "
+		    "rebuilds it)", opt, cal_quote(s, q, sizeof q));
 	if (s != NULL && strchr(s, 'T') != NULL) {
 		if (c->grain != GRAIN_HOUR)
 			return err_set(err, EXIT_BAD_INPUT,

@@ -301,7 +301,11 @@ map_text(const struct map *m, const char *job, bool colour, struct buf *out)
 	buf_printf(out, "%s (%s%s%s) %s..%s: %zu partitions\n", job,
 		   grain_name(m->grain), m->cal.tz != NULL ? ", " : "",
 		   m->cal.tz != NULL ? cal_zone_name(&m->cal) : "", a, b, m->n);
-	if (m->grain == GRAIN_DAY)
+	if (m->grain == GRAIN_NONE) { /* the whole table: one cell */
+		buf_addstr(out, "- ");
+		map_cell(m, &r, 0);
+		map_row_end(&r);
+	} else if (m->grain == GRAIN_DAY)
 		map_days(m, &r);
 	else if (m->grain == GRAIN_HOUR)
 		map_hours(m, &r);

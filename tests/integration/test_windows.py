@@ -9,6 +9,9 @@ is refused whole, naming the job, the count and the bound.  A rolling
 window: a 7-day mart (upstream {job: fct, lookback: 6}); a repair of
 2026-02-08..12 rebuilds the mart's 2026-02-08..18, each once, after the
 repaired days in its window, equal to a recompute, nothing stale."""
+import os
+import subprocess
+
 import harness as h
 
 SEED = """
@@ -217,6 +220,147 @@ def test_rolling_window_bound():
     d.stop()
 
 
+LIFETIME_SEED = ROLLING_SEED + """
+CREATE TABLE lifetime (total REAL, days INTEGER, built_for TEXT);
+"""
+
+LIFETIME_JOBS = """
+- name: fct
+  warehouse: sales
+  partition: day
+  table: fct
+  partition_column: dt
+  sql: |
+    DELETE FROM fct WHERE dt = :partition;
+    INSERT INTO fct SELECT :partition, SUM(amount) FROM events
+    WHERE dt >= :partition_start AND dt < :partition_end;
+- name: store_lifetime
+  warehouse: sales
+  partition: none
+  max_backfill: 1
+  upstream: [fct]
+  sql: |
+    DELETE FROM lifetime;
+    INSERT INTO lifetime SELECT SUM(revenue), COUNT(*),
+      :partition || ' ' || :partition_start || ' ' || :partition_end FROM fct;
+"""
+
+
+def lifetime_recompute(d, what):
+    got = d.query("SELECT total, days, built_for FROM lifetime")
+    truth = d.query("SELECT SUM(amount), COUNT(DISTINCT dt) FROM events")[0]
+    h.eq(len(got), 1, "lifetime rows %s" % what)
+    h.check(abs(got[0][0] - truth[0]) < 0.005, "store_lifetime %s: %.2f, a recompute"
+            " says %.2f" % (what, got[0][0], truth[0]))
+    h.eq(got[0][1:], (truth[1], "- 0001-01-01 9999-12-31"), "lifetime days, bounds %s"
+         % what)
+
+
+def test_whole_table_repair():
+    """partition: none: a repair of 2 days of the fact rebuilds the lifetime
+    table once, after both days landed, equal to a recompute; its key is -;
+    nothing stale; its own backfill (no dates) rebuilds it."""
+    d = h.Daemon(jobs=LIFETIME_JOBS, warehouses={"sales": LIFETIME_SEED},
+                 name="winnone", clock=None)
+    d.backfill("fct", "2026-01-01", "2026-03-31")
+    h.eq([(r["job"], r["partition"]) for r in d.runs() if r["job"] != "fct"],
+         [("store_lifetime", "-")], "the whole table built once after 90 days")
+    lifetime_recompute(d, "after the first build")
+    h.eq(d.json("stale")["stale"], [], "stale after the first build")
+    p = d.json("backfill", "fct", "--from", "2026-02-08", "--to", "2026-02-09",
+               "--dry-run")["partitions"]
+    h.eq([(e["job"], e["partition"]) for e in p],
+         [("fct", "2026-02-08"), ("fct", "2026-02-09"), ("store_lifetime", "-")],
+         "--dry-run of the repair")
+    con = d.wh("sales")
+    con.execute("UPDATE events SET amount = amount + 100 WHERE dt IN"
+                " ('2026-02-08', '2026-02-09')")
+    con.commit()
+    con.close()
+    before = len(d.runs())
+    d.backfill("fct", "2026-02-08", "2026-02-09", "--reason", "refunds")
+    new = d.runs()[before:]
+    h.eq(sorted((r["job"], r["partition"]) for r in new),
+         [("fct", "2026-02-08"), ("fct", "2026-02-09"), ("store_lifetime", "-")],
+         "the runs of the repair (the whole table once, nothing else)")
+    last_fct = max(h.parse_iso(r["finished_at"]) for r in new if r["job"] == "fct")
+    whole = [r for r in new if r["job"] == "store_lifetime"][0]
+    h.eq(whole["state"], "succeeded", "the whole table's run")
+    h.check(h.parse_iso(whole["started_at"]) >= last_fct,
+            "store_lifetime started before both repaired days landed")
+    lifetime_recompute(d, "after the repair")
+    h.eq(d.json("stale")["stale"], [], "stale after the repair")
+    before = len(d.runs())
+    d.ok("backfill", "store_lifetime", "--wait")
+    h.eq([(r["job"], r["partition"], r["state"]) for r in d.runs()[before:]],
+         [("store_lifetime", "-", "succeeded")], "its own backfill")
+    rc, out, err = d.ctl("backfill", "store_lifetime", "--from", "2026-02-08",
+                         "--to", "2026-02-08")
+    h.eq((rc, err.strip()), (2, "backfillctl: --from \"2026-02-08\": a job with"
+         " partition: none has one partition, -, and takes no dates (a backfill"
+         " without dates rebuilds it)"), "--from/--to for a whole table")
+    rc, out, err = d.ctl("backfill", "fct")
+    h.eq(rc, 2, "a daily job's backfill without dates")
+    h.check("no dates given" in err, "its refusal: %r" % err)
+    # cut-off: a repair whose days come out identical skips it
+    before = len(d.runs())
+    d.backfill("fct", "2026-03-01", "2026-03-02")
+    h.eq([(r["job"], r["partition"], r["state"]) for r in d.runs()[before:]
+          if r["job"] == "store_lifetime"], [("store_lifetime", "-", "skipped")],
+         "the whole table after a repair that changed nothing")
+    # its key everywhere: map, status, logs, rerun, audit
+    h.eq(d.json("map", "store_lifetime")["ranges"],
+         [{"from": "-", "to": "-", "state": "skipped", "count": 1}], "map --json (its newest run)")
+    h.check(d.ok("map", "store_lifetime").splitlines()[1].startswith("- "),
+            "map's one cell")
+    h.check(d.ok("logs", "store_lifetime", "-") is not None, "logs JOB -")
+    before = len(d.runs())
+    d.ok("rerun", "store_lifetime", "-", "--wait")
+    new = d.runs()[before:]
+    h.eq([(r["job"], r["partition"], r["state"]) for r in new],
+         [("store_lifetime", "-", "succeeded")], "rerun JOB -")
+    audit = d.ok("audit", "--request", str(new[0]["request"]))
+    h.check("store_lifetime" in audit and " - " in audit, "audit names -: %r" % audit)
+    d.stop()
+
+
+def test_whole_table_refusals():
+    """A whole table without upstream, with start:, with a lookback,
+    feeding a daily job, or with a partition_column: each refused at its
+    position in one line."""
+    cases = [
+        ("- name: t\n  partition: none\n  command: [\"true\"]\n",
+         "partition: none needs upstream"),
+        ("- name: f\n  partition: day\n  command: [\"true\"]\n"
+         "- name: t\n  partition: none\n  start: 2026-01-01\n  upstream: [f]\n"
+         "  command: [\"true\"]\n", "start: a job with partition: none has no dates"),
+        ("- name: f\n  partition: day\n  command: [\"true\"]\n"
+         "- name: t\n  partition: none\n  upstream: [{job: f, lookback: 2}]\n"
+         "  command: [\"true\"]\n", "remove lookback"),
+        ("- name: f\n  partition: day\n  command: [\"true\"]\n"
+         "- name: t\n  partition: none\n  upstream: [f]\n  command: [\"true\"]\n"
+         "- name: g\n  partition: day\n  upstream: [t]\n  command: [\"true\"]\n",
+         "feeds only jobs with partition: none"),
+        ("- name: f\n  partition: day\n  command: [\"true\"]\n"
+         "- name: t\n  partition: none\n  upstream: [f]\n  warehouse: w\n"
+         "  table: t\n  partition_column: k\n  sql: SELECT 1\n",
+         "partition_column: a job with partition: none"),
+    ]
+    backfilld, _ = h.binaries()
+    folder = h.suite_mkdtemp("winnonecfg")
+    conf = os.path.join(folder, "c.yaml")
+    for jobs, want in cases:
+        with open(conf, "w") as f:
+            f.write("warehouses:\n  - {name: w, sqlite: w.db}\njobs:\n" +
+                    "".join("  " + x + "\n" for x in jobs.splitlines()))
+        p = subprocess.run([backfilld, "--check-config", "-c", conf],
+                           capture_output=True, text=True)
+        e = h.one_line_error(p.returncode, p.stdout, p.stderr, 2,
+                             "--check-config of %r" % jobs)
+        h.check(want in e and "c.yaml:" in e, "the refusal %r" % e)
+
+
 if __name__ == "__main__":
     h.main([test_coarser_upstream_repair, test_coarser_upstream_bound,
-            test_rolling_window_repair, test_rolling_window_bound])
+            test_rolling_window_repair, test_rolling_window_bound,
+            test_whole_table_repair, test_whole_table_refusals])

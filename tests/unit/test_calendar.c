@@ -1655,8 +1655,8 @@ START_TEST(test_cal_none)
 	ck_assert_int_eq(cal_range_parse(&n, "2026-02-08", "2026-02-12", &r,
 	    &err), -1);
 	ck_assert_str_eq(err.msg, "--from \"2026-02-08\": a job with "
-	    "partition: none has one partition, -, and takes no dates; leave "
-	    "--from out");
+	    "partition: none has one partition, -, and takes no dates (a "
+	    "backfill without dates rebuilds it)");
 	ck_assert_int_eq(cal_range_parse_one(&zn, "2026-02-08", &r, &err),
 	    -1);
 }

@@ -105,8 +105,8 @@ static const struct {
 	 * fields are still checked */
 	{ false, { "cmd=backfill", "dry_run=1", NULL }, EXIT_BAD_INPUT,
 	  "missing JOB: say which job to backfill" },
-	{ false, { "cmd=backfill", "job=j", "dry_run=1", NULL }, EXIT_BAD_INPUT,
-	  "no dates given" },
+	{ false, { "cmd=backfill", "job=j", "from=2026-02-01", "dry_run=1",
+		   NULL }, EXIT_BAD_INPUT, "--from without --to" },
 	{ false, { "cmd=backfill", "job=j", "from=2026-02-30", "to=2026-03-01",
 		   "dry_run=1", NULL }, EXIT_BAD_INPUT,
 	  "--from: 2026-02-30 is not a date" },

@@ -55,8 +55,10 @@ static const struct {
 	{ "backfill", { { "from=2026-02-01", "to=2026-02-03" } },
 	  "missing JOB: say which job to backfill" },
 	{ "backfill", { { "job=", "stale=1" } }, "the job name is empty" },
-	{ "backfill", { { "job=j" } }, "no dates given: add --from D --to D" },
-	{ "backfill", { { "job=j", "stale=0" } }, "no dates given" },
+	/* no dates: the daemon decides by the job (partition: none takes
+	 * none; any other job is refused there, "no dates given") */
+	{ "backfill", { { "job=j" } }, "" },
+	{ "backfill", { { "job=j", "stale=0" } }, "" },
 	{ "backfill", { { "job=j", "from=2026-02-01" } },
 	  "--from without --to: give both bounds" },
 	{ "backfill", { { "job=j", "to=2026-02-01" } },
@@ -80,7 +82,7 @@ static const struct {
 	  "--stale and --changed both given" },
 	{ "backfill", { { "job=j", "changed=1", "built_by=3f2a9c0d41b7e865" } },
 	  "--built-by and --changed both given" },
-	{ "backfill", { { "job=j", "changed=0" } }, "or --changed" },
+	{ "backfill", { { "job=j", "changed=0" } }, "" }, /* the daemon decides */
 	{ "backfill", { { "job=j", "stale=1", "no_cutoff=1" } }, "" },
 	{ "backfill", { { "job=j", "built_by=xyz" } },
 	  "--built-by takes a code version: its 16 hex digits" },
@@ -136,6 +138,12 @@ static const struct {
 	{ "rerun", { { "job=j", "partition=2026-02-01T24" } },
 	  "2026-02-01T24 is not an hour" },
 	{ "verify", { { "job=j", "partition=2026-02-01" } }, "" },
+	/* -: the key of a job with partition: none (the daemon parses it in
+	 * the job's calendar); not a date for --from */
+	{ "rerun", { { "job=j", "partition=-" } }, "" },
+	{ "verify", { { "job=j", "partition=-" } }, "" },
+	{ "logs", { { "job=j", "partition=-" } }, "" },
+	{ "backfill", { { "job=j", "from=-", "to=-" } }, "--from: bad date" },
 	{ "verify", { { "job=j" } }, "missing PARTITION" },
 	/* status, runs */
 	{ "status", { { NULL } }, "" },

@@ -196,9 +196,13 @@ static const struct bad_fixture bad_fixtures[] = {
 	{ "bad-txn-pg.yaml",
 	  "10:41: job \"x\" statement 4 controls the run's transaction (COMMIT AND CHAIN): backfilld begins and commits each partition's transaction itself; remove it (to nest one, use SAVEPOINT name ... RELEASE name)" },
 	{ "bad-partition-missing.yaml",
-	  "5:5: job \"x\" needs partition: hour, day, week, month, quarter or year" },
+	  "5:5: job \"x\" needs partition: hour, day, week, month, quarter, year or none" },
 	{ "bad-partition-value.yaml",
-	  "7:16: job \"x\": partition must be one of hour, day, week, month, quarter, year, got \"daily\"" },
+	  "7:16: job \"x\": partition must be one of hour, day, week, month, quarter, year, none, got \"daily\"" },
+	{ "bad-none-no-upstream.yaml",
+	  "6:16: job \"x\": partition: none needs upstream: a whole table has no schedule of its own and is rebuilt when the jobs it reads land; name them in upstream:" },
+	{ "bad-none-feeds-day.yaml",
+	  "14:16: job \"y\": upstream \"w\" has partition: none (one whole table) and feeds only jobs with partition: none; remove the entry or make \"y\" partition: none" },
 	{ "bad-timezone.yaml",
 	  "8:15: job \"x\": timezone: unknown time zone \"Europe/Berln\"; did you mean \"Europe/Berlin\"?" },
 	{ "bad-week-start.yaml",
@@ -353,6 +357,18 @@ static const struct bad_inline bad_inlines[] = {
 	  "inline.yaml:5:5: job \"e\": checks needs a warehouse to run on: add warehouse: NAME" },
 	{ "warehouses:\n  - name: s\n    sqlite: s.db\n    password_file: pw\n",
 	  "inline.yaml:4:5: warehouse \"s\": password_file is for postgres and clickhouse warehouses only" },
+	/* partition: none (issue 41): a lookback, a partition_column, a
+	 * clickhouse warehouse */
+	{ "jobs:\n  - {name: d, partition: day, command: [x]}\n"
+	  "  - {name: t, partition: none, upstream: [{job: d, lookback: 1}], command: [x]}\n",
+	  "inline.yaml:3:43: job \"t\" has partition: none: it reads every partition of \"d\" already; remove lookback" },
+	{ JX "    sql: SELECT 1\n  - name: t\n    partition: none\n    upstream: [x]\n"
+	  "    warehouse: sales\n    table: t\n    partition_column: k\n    sql: SELECT 1\n",
+	  "inline.yaml:14:5: job \"t\": partition_column: a job with partition: none writes its whole table, no column holds its key; remove it" },
+	{ "warehouses:\n  - name: c\n    clickhouse: http://127.0.0.1:8123/\njobs:\n"
+	  "  - {name: d, partition: day, command: [x]}\n"
+	  "  - {name: t, partition: none, upstream: [d], warehouse: c, table: t, sql: SELECT 1}\n",
+	  "inline.yaml:6:26: job \"t\": partition: none is not available on a clickhouse warehouse in this version (its runs replace one partition of a partition_column); use a SQLite or PostgreSQL warehouse, or a command job" },
 	{ CHX "    sql: SELECT 1\n",
 	  "inline.yaml:5:5: job \"x\" runs on clickhouse warehouse \"c\": it needs sql: (a SELECT of the partition's rows), table: and partition_column:" },
 	{ CHX "    sql: SELECT 1\n    table: a-b\n    partition_column: dt\n",
@@ -1555,7 +1571,7 @@ static const struct inc_fixture inc_fixtures[] = {
 	{ "setting/main.yaml",
 	  "@/setting/jobs.d/a.yaml:5:1: \"max_catchup\" is a setting of the main configuration file, not of an included one (which holds only jobs:, warehouses: and include:); move it to ^" },
 	{ "badjob/main.yaml",
-	  "@/badjob/jobs.d/a.yaml:4:16: job \"a\": partition must be one of hour, day, week, month, quarter, year, got \"dya\"" },
+	  "@/badjob/jobs.d/a.yaml:4:16: job \"a\": partition must be one of hour, day, week, month, quarter, year, none, got \"dya\"" },
 };
 
 #define NINC (int)(sizeof inc_fixtures / sizeof inc_fixtures[0])

@@ -81,7 +81,7 @@ START_TEST(test_quarter_year)
 	config_unref(cfg);
 	load_bad("jobs:\n"
 		 "  - {name: q, partition: fortnight, command: [x]}\n",
-		 "inline.yaml:2:26: job \"q\": partition must be one of hour, day, week, month, quarter, year, got \"fortnight\"");
+		 "inline.yaml:2:26: job \"q\": partition must be one of hour, day, week, month, quarter, year, none, got \"fortnight\"");
 }
 END_TEST
 

@@ -25,6 +25,8 @@ static const char yaml[] =
 	"  - {name: rolling, partition: day, upstream: [{job: daily, lookback: 6}],\n"
 	"     end: 2026-02-15, command: [\"true\"]}\n"
 	"  - {name: rolling_w, partition: week, upstream: [{job: fx, lookback: 1}],\n"
+	"     command: [\"true\"]}\n"
+	"  - {name: whole, partition: none, upstream: [hourly, daily, fx],\n"
 	"     command: [\"true\"]}\n";
 
 static const struct {
@@ -53,6 +55,11 @@ static const struct {
 	/* weeks reading the month and the week before: February's rate
 	 * feeds the weeks overlapping it and the week after them */
 	{ "fx", "2026-02-01", "rolling_w", "2026-01-26", "2026-03-02", 6 },
+	/* partition: none: any partition of any grain feeds its one, - */
+	{ "daily", "2026-02-08", "whole", "-", "-", 1 },
+	{ "daily", "0001-01-01", "whole", "-", "-", 1 },
+	{ "hourly", "2026-02-08T23", "whole", "-", "-", 1 },
+	{ "fx", "2026-02-01", "whole", "-", "-", 1 },
 };
 
 START_TEST(test_map)

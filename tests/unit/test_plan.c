@@ -533,6 +533,51 @@ START_TEST(rolling_window)
 }
 END_TEST
 
+static const char whole_yaml[] =
+	"jobs:\n"
+	"  - {name: fct, partition: day, command: [x]}\n"
+	"  - {name: fx, partition: month, command: [x]}\n"
+	"  - {name: store_lifetime, partition: none, max_backfill: 1,\n"
+	"     upstream: [fct, fx], command: [x]}\n";
+
+static void
+whole_setup(void)
+{
+	struct err err;
+
+	if (config_load_string("/tmp/plan.yaml", whole_yaml,
+			       strlen(whole_yaml), &cfg, &err) < 0)
+		ck_abort_msg("config: %s", err.msg);
+}
+
+/* partition: none: a repair of 2 days and a month rebuilds the whole table
+ * once, keyed -, last, waiting for all three; it counts 1 against its
+ * max_backfill of 1. */
+START_TEST(whole_table)
+{
+	struct plan p;
+	struct err err;
+	int fct = config_job_index(cfg, "fct");
+	part_t m;
+
+	plan_init(&p);
+	plan_add_root(&p, fct, day("2026-02-08"));
+	plan_add_root(&p, fct, day("2026-02-09"));
+	ck_assert_int_eq(cal_parse_key(&cfg->jobs[1].cal, "2026-02-01", &m,
+				       NULL), 0);
+	plan_add_root(&p, 1, m);
+	plan_expand(&p, cfg, false, NULL);
+	ck_assert_uint_eq(p.n, 4);
+	ck_assert_str_eq(job_of(&p, 3), "store_lifetime");
+	ck_assert_str_eq(key_of(&p, 3), "-");
+	ck_assert_uint_eq(p.items[3].ndeps, 3);
+	for (size_t k = 0; k < 3; k++)
+		ck_assert_uint_eq(p.deps[p.items[3].dep_off + k], k);
+	ck_assert_int_eq(plan_check_bounds(&p, cfg, &err), 0);
+	plan_free(&p);
+}
+END_TEST
+
 int
 main(void)
 {
@@ -543,6 +588,7 @@ main(void)
 	TCase *tw = tcase_create("sunday");
 	TCase *tx = tcase_create("coarser");
 	TCase *tl = tcase_create("window");
+	TCase *tz = tcase_create("whole");
 	SRunner *sr;
 	int failed;
 
@@ -571,6 +617,9 @@ main(void)
 	tcase_add_checked_fixture(tl, window_setup, teardown);
 	tcase_add_test(tl, rolling_window);
 	suite_add_tcase(s, tl);
+	tcase_add_checked_fixture(tz, whole_setup, teardown);
+	tcase_add_test(tz, whole_table);
+	suite_add_tcase(s, tz);
 	sr = srunner_create(s);
 	srunner_run_all(sr, CK_ENV);
 	failed = srunner_ntests_failed(sr);

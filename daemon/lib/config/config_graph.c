@@ -61,6 +61,28 @@ cfg_find_cycle(struct cfg_parser *p, size_t u, char *state, size_t *path,
 	return 0;
 }
 
+/* partition: none (a whole table) feeds only whole tables, and reads every
+ * partition of its upstream already: no lookback. */
+static int
+cfg_link_whole(struct cfg_parser *p, size_t a, size_t i, int u)
+{
+	const struct job_def *j = &p->cfg->jobs[a];
+	const struct job_def *up = &p->cfg->jobs[u];
+
+	if (up->grain == GRAIN_NONE && j->grain != GRAIN_NONE)
+		return cfg_fail(p, cfg_upstream_node(p, a, i)->start_mark,
+				"job \"%s\": upstream \"%s\" has partition:"
+				" none (one whole table) and feeds only jobs with"
+				" partition: none; remove the entry or make \"%s\""
+				" partition: none", j->name, up->name, j->name);
+	if (j->grain == GRAIN_NONE && job_lookback(j, i) > 0)
+		return cfg_fail(p, cfg_upstream_node(p, a, i)->start_mark,
+				"job \"%s\" has partition: none: it reads every"
+				" partition of \"%s\" already; remove lookback",
+				j->name, up->name);
+	return 0;
+}
+
 /* Resolve job a's upstream names (suggesting the closest job name for an
  * unknown one), each once, each of a grain that can feed a's. */
 static int
@@ -91,6 +113,8 @@ cfg_link_upstream(struct cfg_parser *p, size_t a)
 			return cfg_fail(p, cfg_upstream_node(p, a, i)->start_mark,
 					"job \"%s\" lists itself in upstream: a job in its own upstream (a running total) is not available in this version; remove the entry",
 					j->name);
+		if (cfg_link_whole(p, a, i, u) < 0)
+			return -1;
 		for (m = 0; m < i; m++)
 			if (j->upstream_idx[m] == u)
 				return cfg_fail(p, cfg_upstream_node(p, a, i)->start_mark,

@@ -60,8 +60,13 @@ static int
 cfg_h_grain(struct cfg_parser *p, void *obj, const struct cfg_key *k,
 	    yaml_node_t *key, yaml_node_t *val)
 {
-	if (cfg_is_null(val) ||
-	    cal_grain_parse(cfg_text(val), &((struct job_def *)obj)->grain) < 0)
+	struct job_def *j = obj;
+
+	if (!cfg_is_null(val) && strcmp(cfg_text(val), "none") == 0) {
+		j->grain = GRAIN_NONE; /* a whole table (issue 41) */
+		return 0;
+	}
+	if (cfg_is_null(val) || cal_grain_parse(cfg_text(val), &j->grain) < 0)
 		return cfg_bad_value(p, k, val);
 	return 0;
 }
@@ -281,7 +286,7 @@ const struct cfg_key cfg_job_keys[] = {
 	{ "warehouse", YAML_SCALAR_NODE, cfg_h_str, CFG_JOB(warehouse_name), 0,
 	  "a warehouse name", 0 },
 	{ "partition", YAML_SCALAR_NODE, cfg_h_grain, 0, 0,
-	  "one of hour, day, week, month, quarter, year", 0 },
+	  "one of hour, day, week, month, quarter, year, none", 0 },
 	{ "timezone", YAML_SCALAR_NODE, cfg_h_timezone, CFG_JOB(zone),
 	  CFG_JOB(zone_set), "an IANA time zone name such as Europe/Berlin",
 	  0 },
@@ -406,6 +411,13 @@ cfg_job_span(struct cfg_parser *p, struct job_def *j, yaml_node_t *map)
 	yaml_node_t *n_end = cfg_map_get(p, map, "end");
 	int64_t ts = 0, te = 0;
 
+	if (j->grain == GRAIN_NONE && (n_start != NULL || n_end != NULL))
+		return cfg_fail(p, cfg_map_key(p, map, n_start != NULL ?
+				"start" : "end")->start_mark,
+				"%s%s: a job with partition: none has no dates"
+				" and no schedule of its own; remove it (the job"
+				" runs when its upstream jobs land)", p->pfx,
+				n_start != NULL ? "start" : "end");
 	if (n_start != NULL) {
 		if (cfg_job_date(p, j, n_start, "start", false, &j->start, &ts) < 0)
 			return -1;
@@ -474,6 +486,18 @@ cfg_job_needs(struct cfg_parser *p, struct job_def *j, yaml_node_t *map,
 	yaml_node_t *k2;
 	size_t i;
 
+	if (j->grain == GRAIN_NONE && j->nupstream == 0)
+		return cfg_fail(p, cfg_map_get(p, map, "partition")->start_mark,
+				"%spartition: none needs upstream: a whole table"
+				" has no schedule of its own and is rebuilt when"
+				" the jobs it reads land; name them in upstream:",
+				p->pfx);
+	if (j->grain == GRAIN_NONE &&
+	    (k2 = cfg_map_key(p, map, "partition_column")) != NULL)
+		return cfg_fail(p, k2->start_mark,
+				"%spartition_column: a job with partition: none"
+				" writes its whole table, no column holds its"
+				" key; remove it", p->pfx);
 	if ((k2 = cfg_map_key(p, map, "deadline")) != NULL &&
 	    !j->has_start && j->nupstream == 0)
 		return cfg_fail(p, k2->start_mark,
@@ -550,6 +574,13 @@ cfg_job_clickhouse(struct cfg_parser *p, struct job_def *j, yaml_node_t *map,
 					p->pfx);
 		return 0;
 	}
+	if (j->grain == GRAIN_NONE)
+		return cfg_fail(p, cfg_map_get(p, map, "partition")->start_mark,
+				"%spartition: none is not available on a"
+				" clickhouse warehouse in this version (its runs"
+				" replace one partition of a partition_column);"
+				" use a SQLite or PostgreSQL warehouse, or a"
+				" command job", p->pfx);
 	if (!is_sql || j->table == NULL || j->partition_column == NULL)
 		return cfg_fail(p, map->start_mark, "%s runs on clickhouse"
 				" warehouse \"%s\": it needs sql: (a SELECT of"
@@ -586,7 +617,7 @@ cfg_job_finish(struct cfg_parser *p, struct job_def *j, yaml_node_t *map)
 	if (cfg_map_get(p, map, "partition") == NULL)
 		return cfg_fail(p, map->start_mark,
 				"%s needs partition: hour, day, week, month,"
-				" quarter or year", p->ctx);
+				" quarter, year or none", p->ctx);
 	if (cfg_job_calendar(p, j, map) < 0 ||
 	    cfg_job_span(p, j, map) < 0 ||
 	    cfg_job_target(p, j, map, is_sql) < 0 ||

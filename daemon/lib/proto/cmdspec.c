@@ -182,7 +182,8 @@ const struct cmdspec cmdspec_backfill = {
 	"backfill JOB (--from D --to D | --dates-file F | --stale | "
 	"--built-by VERSION | --changed) [options]",
 	"Enqueue the partitions of JOB in a range of dates as one request,\n"
-	"with the downstream partitions that contain them.\n\n"
+	"with the downstream partitions that contain them.  A job with\n"
+	"partition: none takes no dates: its one partition is -.\n\n"
 	"  --from D             first date, YYYY-MM-DD (YYYY-MM-DDTHH for "
 	"an hourly job)\n"
 	"  --to D               last date, inclusive\n"
@@ -659,6 +660,10 @@ cmdspec_check_value(const struct cmdspec_arg *a, const char *what,
 	case CMDSPEC_INT:
 		return cmdspec_posint(what, s, n, err);
 	case CMDSPEC_DATE:
+		/* -, the one partition of a job with partition: none; the
+		 * daemon parses a PARTITION in the job's calendar */
+		if (strcmp(a->name, "PARTITION") == 0 && strcmp(s, "-") == 0)
+			return 0;
 		if (cmdspec_date_ok(s, err) < 0) {
 			err_prefix(err, "%s", what);
 			return -1;
@@ -728,6 +733,8 @@ cmdspec_put(const struct cmdspec_arg *a, const char *what, const char *s,
 	case CMDSPEC_DATE:
 		d = CMDSPEC_AT(rq, a->off, struct cmdspec_date);
 		d->text = s;
+		d->v = 0;
+		d->hour = false;
 		(void)cmdspec_when(s, &d->v, &d->hour, err);
 		break;
 	case CMDSPEC_ENUM:
@@ -946,7 +953,8 @@ cmdspec_req_dup(const struct cmdspec_req *rq, struct cmdspec_req *out)
 /*
  * backfill: --from and --to go together; the dates are chosen one way:
  * --from/--to, --dates-file, --stale or --built-by (which --from/--to
- * may narrow); the bounds in order; --built-by names a version;
+ * may narrow), or none for a job with partition: none; the bounds in
+ * order; --built-by names a version;
  * --downstream not with --no-downstream.
  */
 static int
@@ -981,10 +989,8 @@ cmdspec_backfill_check(const struct cmdspec_req *rq, struct err *err)
 					       "way%s", way[i], way[k], k >= 3 ?
 					       " (only --from/--to may narrow "
 					       "--built-by and --changed)" : "");
-	if (!given[0] && !given[1] && !given[2] && !given[3] && !given[4])
-		return err_set(err, EXIT_BAD_INPUT, "no dates given: add --from "
-			       "D --to D, --dates-file F, --stale, --built-by "
-			       "VERSION or --changed");
+	/* no way at all: the daemon refuses it unless the job has
+	 * partition: none (its one partition; cmd_backfill.c) */
 	/* Hour grain takes both forms of bound; it checks the order. */
 	if (from != NULL && range_parse(GRAIN_HOUR, from, to, &r, err) < 0)
 		return -1;

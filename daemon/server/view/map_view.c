@@ -130,11 +130,13 @@ map_view_build_newest(struct sched *s, int job, const char *from,
 	due = schedule_last_closed(j, true, clock_now());
 	if (j->has_end && due > j->end)
 		due = j->end;
+	if (j->grain == GRAIN_NONE)
+		due = 0; /* a whole table: its one partition, - */
 	if (from != NULL) {
 		if (map_bound(job_cal(j), from, false, &first, err) < 0)
 			return -1;
-	} else if (j->has_start) {
-		first = j->start;
+	} else if (j->has_start || j->grain == GRAIN_NONE) {
+		first = j->has_start ? j->start : 0;
 	} else {
 		struct first_ctx fc = { .cal = job_cal(j), .found = false };
 		part_t open = INT64_MAX;
