@@ -122,8 +122,7 @@ const char *grain_name(enum grain g);
  * calendar); 0, or -1 for anything else. */
 int grain_parse(const char *s, enum grain *g);
 /* Parse any of the six time grain words (not "none": the configuration
- * refuses partition: none until the daemon builds whole tables); 0, or
- * -1. */
+ * reads partition: none itself, config_job.c); 0, or -1. */
 int cal_grain_parse(const char *s, enum grain *g);
 /* True when every partition of `fine` lies inside partitions of `coarse`
  * that a mapping can follow: hour->any, day->day/week/month, week->week/month,
