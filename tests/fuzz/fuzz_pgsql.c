@@ -64,24 +64,40 @@ fuzz_pgsql_skip_blanks(const char *s)
 	return s + strspn(s, " \t\r\n");
 }
 
-/* Statement st with each $n token turned back into :name, into b. */
+/* Statement st with each $n token turned back into :name, into b; a UTC
+ * bound's ($n::timestamp AT TIME ZONE 'UTC') back into its :name. */
 static void
 fuzz_pgsql_unbind(const struct pgsql_stmt *st, struct fuzz_pgsql_str *b)
 {
+	static const char utc_tail[] = "::timestamp AT TIME ZONE 'UTC')";
 	struct sqlscan sc;
 	struct sqlscan_tok t;
-	const char *p;
+	const char *p, *name;
 	unsigned long k;
+	bool skip = false;
 
 	sqlscan_init(&sc, st->sql, SQLSCAN_PG);
 	while (sqlscan_next(&sc, &t) != SQLSCAN_END) {
 		p = st->sql + t.off;
+		if (skip) {
+			/* the wrapper's tail, up to its ')' */
+			skip = !(t.len == 1 && p[0] == ')');
+			continue;
+		}
 		if (t.kind == SQLSCAN_PARAM && p[0] == '$') {
 			k = strtoul(p + 1, NULL, 10);
 			FUZZ_CHECK(k >= 1 && k <= st->nnames);
+			name = st->names[k - 1];
+			if (pgsql_utc_bound(name, strlen(name))) {
+				/* the '(' in front is the wrapper's */
+				FUZZ_CHECK(b->len >= 1 && b->p[b->len - 1] == '(');
+				FUZZ_CHECK(strncmp(p + t.len, utc_tail,
+				    sizeof utc_tail - 1) == 0);
+				b->len--;
+				skip = true;
+			}
 			fuzz_pgsql_add(b, ":", 1);
-			fuzz_pgsql_add(b, st->names[k - 1],
-			    strlen(st->names[k - 1]));
+			fuzz_pgsql_add(b, name, strlen(name));
 			continue;
 		}
 		fuzz_pgsql_add(b, p, t.len);

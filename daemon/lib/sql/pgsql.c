@@ -133,6 +133,14 @@ pgsql_unterminated(const char *p, const struct sqlscan_tok *t,
 	    "quoted string", t->line);
 }
 
+/* Is name[0..n) one of the two UTC bounds, bound as a timestamptz? */
+bool
+pgsql_utc_bound(const char *name, size_t n)
+{
+	return (n == 19 && memcmp(name, "partition_start_utc", 19) == 0) ||
+	    (n == 17 && memcmp(name, "partition_end_utc", 17) == 0);
+}
+
 /* A parameter token (at p): :name becomes $N in the statement; a
  * positional $N is refused. */
 static int
@@ -156,9 +164,9 @@ pgsql_param(struct pgsql_cur *cur, const char *p,
 		pgsql_buf_add(&cur->text, " ", 1);
 	n = t->len - 1;
 	k = pgsql_name_index(cur, p + 1, n);
-	/* a UTC bound (:partition_start_utc) is a timestamptz whatever the
-	 * session's TimeZone: its text is UTC */
-	if (n > 4 && memcmp(p + 1 + n - 4, "_utc", 4) == 0)
+	/* a UTC bound (:partition_start_utc, :partition_end_utc) is a
+	 * timestamptz whatever the session's TimeZone: its text is UTC */
+	if (pgsql_utc_bound(p + 1, n))
 		snprintf(num, sizeof num, "($%zu::timestamp AT TIME ZONE 'UTC')",
 		    k);
 	else

@@ -53,6 +53,10 @@ int pgsql_parse(const char *sql, struct pgsql_script *out, struct err *err);
 
 /* Free what pgsql_parse filled (a zeroed or failed script is fine). */
 void pgsql_script_free(struct pgsql_script *s);
+/* Is name[0..n) (without its ':') one of the two UTC bounds, which
+ * pgsql_parse binds as ($N::timestamp AT TIME ZONE 'UTC'), a timestamptz
+ * whatever the session's TimeZone? */
+bool pgsql_utc_bound(const char *name, size_t n);
 
 /*
  * values[k] = the value of st->names[k] in params (NULL binds NULL).  A
