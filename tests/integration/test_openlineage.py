@@ -10,7 +10,8 @@ spec's own JSON schemas (olschema.py, tests/openlineage/), the tables named as O
 datasets, the partition's interval as nominalTime, the weeks parented to
 the request; a second backfill whose weeks' inputs came out unchanged
 makes the skipped week one COMPLETE saying so.  A failing run ends in
-FAIL, a run past its timeout: in FAIL with "timed out" in errorMessage,
+FAIL (a command that exits non-zero; a run whose check fails, the check
+named), a run past its timeout in FAIL with "timed out" in errorMessage,
 one interrupted by the daemon's stop in ABORT (`cancel` drops only queued
 partitions: no running run is cancelled).  The collector answering 500 then 200:
 the event is sent again and counted sent; the collector down: the
@@ -37,6 +38,7 @@ GUARD = 30.0
 OURS = "/backfilld/openlineage/BackfilldPartitionRunFacet.json#/$defs/BackfilldPartitionRunFacet"
 
 WAREHOUSE = ("CREATE TABLE src (dt TEXT, v INTEGER); CREATE TABLE fct (dt TEXT, v INTEGER);"
+             " CREATE TABLE chk (dt TEXT, v INTEGER);"
              " CREATE TABLE wk (week TEXT, total INTEGER);")
 JOBS = """
 - name: fct
@@ -57,6 +59,18 @@ JOBS = """
     DELETE FROM wk WHERE week = :partition;
     INSERT INTO wk SELECT CAST(:partition AS TEXT), COALESCE(SUM(v), 0) FROM fct
       WHERE dt >= :partition_start AND dt < :partition_end;
+- name: checked
+  warehouse: dw
+  partition: day
+  retries: 0
+  table: chk
+  partition_column: dt
+  sql: |
+    DELETE FROM chk WHERE dt = :partition;
+    INSERT INTO chk SELECT dt, v FROM src WHERE dt = :partition;
+  checks:
+    - name: never_holds
+      sql: SELECT COUNT(*) > 1000 FROM chk WHERE dt = :partition
 - name: broken
   partition: day
   retries: 0
@@ -245,6 +259,18 @@ def test_backfill_events():
     h.eq(fail["job"]["name"], "broken", "FAIL's job")
     h.check("exit" in fail["run"]["facets"]["errorMessage"]["message"],
             fail["run"]["facets"]["errorMessage"])
+    # a run whose check fails: rolled back, FAIL naming the check
+    rc, out, err = d.ctl("backfill", "checked", "--from", "2026-01-05", "--to", "2026-01-05",
+                         "--wait")
+    h.check(rc != 0, "the backfill whose check fails fails")
+    evs = c.until(lambda e: sum(x["job"]["name"] == "checked" for x in e) >= 2,
+                  "checked's events")
+    ck = [x for x in evs if x["job"]["name"] == "checked"]
+    h.eq([x["eventType"] for x in ck], ["START", "FAIL"], "the failed check's run's events")
+    h.check("never_holds" in ck[1]["run"]["facets"]["errorMessage"]["message"],
+            ck[1]["run"]["facets"]["errorMessage"])
+    h.eq(ck[1]["outputs"], [{"namespace": ck[1]["outputs"][0]["namespace"], "name": "chk"}],
+         "the failed run's output")
     # a run past its timeout: killed, failed, so FAIL with the reason
     # (not ABORT: the spec's ABORT is a run stopped from outside)
     rc, out, err = d.ctl("backfill", "slow", "--from", "2026-01-05", "--to", "2026-01-05",
