@@ -178,6 +178,35 @@ START_TEST(test_query_get)
 }
 END_TEST
 
+/* A zoned hour's key in a report link: its '+' goes as %2B (a bare '+'
+ * is a space in application/x-www-form-urlencoded) and the reader gives
+ * the key back. */
+START_TEST(test_query_put)
+{
+	static const char key[] = "2023-10-29T02+02:00";
+	char v[32];
+	struct buf q;
+
+	buf_init(&q);
+	buf_addstr(&q, "job=b&from=");
+	http_query_put(&q, key);
+	ck_assert_str_eq(q.data, "job=b&from=2023-10-29T02%2B02:00");
+	ck_assert_int_eq(http_query_get(q.data, "from", v, sizeof v), 1);
+	ck_assert_str_eq(v, key);
+	/* unencoded, the '+' would be read as a space */
+	ck_assert_int_eq(http_query_get("from=2023-10-29T02+02:00", "from", v,
+					sizeof v), 1);
+	ck_assert_str_eq(v, "2023-10-29T02 02:00");
+	buf_reset(&q);
+	http_query_put(&q, "a b&c=d/%");
+	ck_assert_str_eq(q.data, "a%20b%26c%3Dd%2F%25");
+	ck_assert_int_eq(http_query_get("x=2023-10-29T02%2b01:00", "x", v,
+					sizeof v), 1);
+	ck_assert_str_eq(v, "2023-10-29T02+01:00");
+	buf_free(&q);
+}
+END_TEST
+
 /* Every prefix of a good head is MORE, the whole of it DONE. */
 START_TEST(test_prefixes)
 {
@@ -331,6 +360,7 @@ http_suite(void)
 	tcase_add_test(tc, test_heads);
 	tcase_add_test(tc, test_query);
 	tcase_add_test(tc, test_query_get);
+	tcase_add_test(tc, test_query_put);
 	tcase_add_test(tc, test_prefixes);
 	tcase_add_test(tc, test_limits);
 	tcase_add_test(tc, test_response_head);

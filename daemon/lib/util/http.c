@@ -292,6 +292,17 @@ http_query_get(const char *query, const char *name, char *out, size_t outsz)
 	return 0;
 }
 
+void
+http_query_put(struct buf *o, const char *value)
+{
+	for (const unsigned char *v = (const unsigned char *)value; *v; v++)
+		if ((*v >= 'A' && *v <= 'Z') || (*v >= 'a' && *v <= 'z') ||
+		    (*v >= '0' && *v <= '9') || strchr("._~:-", *v) != NULL)
+			buf_add(o, (const char *)v, 1);
+		else
+			buf_printf(o, "%%%02X", *v);
+}
+
 const char *
 http_reason(int status)
 {

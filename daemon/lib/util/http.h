@@ -74,6 +74,12 @@ enum http_parse http_parse_head(const char *data, size_t len, size_t max,
 int http_query_get(const char *query, const char *name, char *out,
 		   size_t outsz);
 
+/* Append value to a query, percent-encoded as
+ * application/x-www-form-urlencoded wants it: every byte but
+ * [A-Za-z0-9._~:-] as %XX, so a zoned hour's '+' goes as %2B (a bare '+'
+ * would decode as a space). */
+void http_query_put(struct buf *o, const char *value);
+
 /* The reason phrase of a status this server answers ("Unknown" else). */
 const char *http_reason(int status);
 

@@ -181,6 +181,22 @@ report_link(struct buf *o, const struct report_query *q, const char *href,
 		buf_printf(o, "%s", text);
 }
 
+/* A link to job j's map from (or to) key k: the key percent-encoded
+ * (a zoned hour's '+' as %2B, http_query_put). */
+static void
+report_key_link(struct buf *o, const struct report_query *q,
+		const struct job_def *j, const char *param, const char *k,
+		const char *text)
+{
+	struct buf href;
+
+	buf_init(&href);
+	buf_printf(&href, "job=%s&amp;%s=", j->name, param);
+	http_query_put(&href, k);
+	report_link(o, q, href.data, text);
+	buf_free(&href);
+}
+
 /* The cells of map m of job j (a day grid for days) and its legend. */
 static void
 report_map_grid(const struct job_def *j, const struct map *m, struct buf *o)
@@ -299,17 +315,13 @@ report_map(struct sched *s, int job, const struct report_query *q,
 		buf_printf(o, " (at most %d on a page)", REPORT_MAP_MAX);
 		if (!j->has_start || m.from > j->start) {
 			cal_key(job_cal(j), m.from - 1, k);
-			snprintf(href, sizeof href, "job=%s&amp;to=%s", j->name,
-				 k);
 			buf_addstr(o, "; ");
-			report_link(o, q, href, "older");
+			report_key_link(o, q, j, "to", k, "older");
 		}
 		if (m.to < due) {
 			cal_key(job_cal(j), m.to + 1, k);
-			snprintf(href, sizeof href, "job=%s&amp;from=%s",
-				 j->name, k);
 			buf_addstr(o, "; ");
-			report_link(o, q, href, "newer");
+			report_key_link(o, q, j, "from", k, "newer");
 		}
 	}
 	buf_addstr(o, "</p>\n");
