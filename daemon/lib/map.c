@@ -178,6 +178,9 @@ map_row_end(struct row *r)
 
 static const char *const map_months[12] = { "Jan", "Feb", "Mar", "Apr",
 	"May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec" };
+static const char *const map_months_long[12] = { "January", "February",
+	"March", "April", "May", "June", "July", "August", "September",
+	"October", "November", "December" };
 
 /* Local day number of partition p's first day. */
 static int64_t
@@ -328,4 +331,149 @@ map_text(const struct map *m, const char *job, bool colour, struct buf *out)
 		buf_printf(out, " %s %" PRId64, map_state_name(s), counts[s]);
 	}
 	buf_addstr(out, "\n");
+}
+
+/* ---- the report's grid ------------------------------------------------- */
+
+void
+map_html_calendar(const struct cal *c, struct buf *out)
+{
+	buf_addstr(out, grain_name(c->grain));
+	if (c->week_start == WEEK_SUNDAY)
+		buf_addstr(out, ", Sunday weeks");
+	if (c->tz != NULL) /* [A-Za-z0-9_+./-]: nothing to escape */
+		buf_printf(out, ", %s, local time", cal_zone_name(c));
+}
+
+/* A label of the grid: <span class="CLASS" data-job="JOB"
+ * data-ATTR="VALUE">TEXT</span>. */
+static void
+map_html_label(struct buf *o, const char *cls, const char *job,
+	       const char *attr, const char *value, const char *text)
+{
+	buf_printf(o, "<span class=\"%s\" data-job=\"%s\" data-%s=\"%s\">%s"
+		   "</span>", cls, job, attr, value, text);
+}
+
+/* Partition p's cell; hour: its local hour (HH' the second time). */
+static void
+map_html_cell(const struct map *m, const char *job, part_t p,
+	      const char *hour, bool again, struct buf *o)
+{
+	const char *st = map_state_name((enum map_state)m->st[p - m->from]);
+	char a[CAL_KEY_MAX];
+
+	cal_key(&m->cal, p, a);
+	buf_printf(o, "\n<span class=\"c%s s-%s\" data-job=\"%s\""
+		   " data-partition=\"%s\" data-state=\"%s\"", again ? " rep" : "",
+		   st, job, a, st);
+	if (hour != NULL)
+		buf_printf(o, " data-hour=\"%s%s\"", hour, again ? "'" : "");
+	buf_printf(o, " title=\"%s %s%s%s\"></span>", a, st,
+		   again ? ", the second " : "", again ? hour : "");
+}
+
+/* The labels before a week's row of the day grid whose first partition
+ * drawn is day: the month of the grid's first day and of each 1st drawn
+ * in the week, on lines of their own; then the date of its Monday. */
+static void
+map_html_week(const struct map *m, const char *job, part_t day,
+	      struct buf *o)
+{
+	int64_t days = cal_first_day(&m->cal, day);
+	int64_t monday = days - (cal_weekday(days) - 1);
+	int64_t end = cal_first_day(&m->cal, m->to);
+	char value[16], text[32];
+	int y, mo, d;
+
+	for (int64_t k = days; k < monday + 7 && k <= end; k++) {
+		cal_civil_from_days(k, &y, &mo, &d);
+		if (d != 1 && !(k == days && day == m->from))
+			continue;
+		snprintf(value, sizeof value, "%04d-%02d", y, mo);
+		snprintf(text, sizeof text, "%s %04d", map_months_long[mo - 1],
+			 y);
+		map_html_label(o, "month", job, "month", value, text);
+	}
+	cal_civil_from_days(monday, &y, &mo, &d);
+	snprintf(value, sizeof value, "%04d-%02d-%02d", y, mo, d);
+	map_html_label(o, "lbl", job, "week", value, value);
+}
+
+/* Days: a row of weekdays, then a row per ISO week. */
+static void
+map_html_days(const struct map *m, const char *job, struct buf *o)
+{
+	static const char *const wd[7] = { "M", "T", "W", "T", "F", "S", "S" };
+	int64_t pads = cal_weekday(cal_first_day(&m->cal, m->from)) - 1;
+
+	buf_addstr(o, "<span class=\"lbl\"></span>");
+	for (int i = 0; i < 7; i++)
+		buf_printf(o, "<span class=\"wd\">%s</span>", wd[i]);
+	for (int64_t i = 0; i < pads; i++) {
+		if (i == 0)
+			map_html_week(m, job, m->from, o);
+		buf_addstr(o, "<span class=\"c pad\"></span>");
+	}
+	for (size_t i = 0; i < m->n; i++) {
+		if ((pads + (int64_t)i) % 7 == 0)
+			map_html_week(m, job, m->from + (part_t)i, o);
+		map_html_cell(m, job, m->from + (part_t)i, NULL, false, o);
+	}
+}
+
+/* Hours: a row per local day, its date first, then its 23, 24 or 25
+ * hours; a repeated local hour's second cell marked. */
+static void
+map_html_hours(const struct map *m, const char *job, struct buf *o)
+{
+	struct cal day = { GRAIN_DAY, WEEK_MONDAY, m->cal.tz };
+	int64_t d0 = map_day(m, m->from), d1 = map_day(m, m->to);
+
+	for (int64_t d = d0; d <= d1; d++) {
+		struct part_range h = cal_overlap(&m->cal, cal_start(&day, d),
+						  cal_end(&day, d));
+		char date[CAL_KEY_MAX], key[CAL_KEY_MAX], hh[4] = "";
+		int prev = -1;
+
+		cal_format_date(d, date);
+		map_html_label(o, "lbl", job, "day", date, date);
+		for (part_t p = h.first; p <= h.last && p <= m->to; p++) {
+			int hour;
+
+			if (p < m->from) {
+				buf_addstr(o, "<span class=\"c pad\"></span>");
+				continue;
+			}
+			cal_key(&m->cal, p, key);
+			hour = atoi(key + 11);
+			snprintf(hh, sizeof hh, "%02d", hour % 100);
+			map_html_cell(m, job, p, hh, hour == prev, o);
+			prev = hour;
+		}
+	}
+}
+
+void
+map_html(const struct map *m, const char *job_html, struct buf *out)
+{
+	int64_t counts[MAP_NSTATES] = { 0 };
+
+	buf_printf(out, "<div class=\"map g-%s\">", grain_name(m->grain));
+	if (m->grain == GRAIN_DAY)
+		map_html_days(m, job_html, out);
+	else if (m->grain == GRAIN_HOUR)
+		map_html_hours(m, job_html, out);
+	else
+		for (size_t i = 0; i < m->n; i++)
+			map_html_cell(m, job_html, m->from + (part_t)i, NULL,
+				      false, out);
+	for (size_t i = 0; i < m->n; i++)
+		counts[m->st[i]]++;
+	buf_addstr(out, "</div>\n<p class=\"legend\">");
+	for (int k = MAP_NSTATES - 1; k >= 0; k--)
+		if (counts[k] > 0)
+			buf_printf(out, "<span class=\"c s-%s\"></span>%s %"
+				   PRId64, map_state_name((enum map_state)k),
+				   map_state_name((enum map_state)k), counts[k]);
 }

@@ -71,5 +71,17 @@ void map_json(const struct map *m, const char *job, struct buf *out);
  * `colour`. */
 void map_text(const struct map *m, const char *job, bool colour,
 	      struct buf *out);
+/* The calendar's words for a heading: the grain, ", Sunday weeks" for
+ * weeks from Sunday and ", ZONE, local time" in a zone other than UTC. */
+void map_html_calendar(const struct cal *c, struct buf *out);
+/* The report's grid of m (<div class="map g-GRAIN">, then its legend
+ * <p class="legend">, left open): a cell per partition (data-job=job_html,
+ * HTML-safe already, data-partition, data-state); days a row per ISO
+ * week under a row of weekdays, with months and the Monday's date; hours
+ * a row per local day (its date; 23, 24 or 25 cells, the first day's
+ * earlier hours as hidden pads) with data-hour the local hour, the
+ * second of a repeated hour marked class "c rep", data-hour="HH'";
+ * other grains the cells in a row from m->from. */
+void map_html(const struct map *m, const char *job_html, struct buf *out);
 
 #endif

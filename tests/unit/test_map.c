@@ -200,6 +200,105 @@ START_TEST(test_calendar_zoned)
 }
 END_TEST
 
+/* The report's grid of a map of calendar c over from..to (all
+ * succeeded, the first failed). */
+static char *
+html_of(const struct cal *c, const char *from, const char *to)
+{
+	struct map m;
+	struct err err;
+	struct part_range r;
+	struct buf b;
+
+	ck_assert_msg(cal_range_parse(c, from, to, &r, &err) == 0, "%s",
+		      err.msg);
+	ck_assert_int_eq(map_init(&m, c, r.first, r.last, &err), 0);
+	for (part_t p = r.first; p <= r.last; p++)
+		map_raise(&m, p, MAP_SUCCEEDED);
+	map_raise(&m, r.first, MAP_FAILED);
+	buf_init(&b);
+	map_html(&m, "j", &b);
+	map_free(&m);
+	return b.data;
+}
+
+/* How many times needle is in hay. */
+static int
+count(const char *hay, const char *needle)
+{
+	int n = 0;
+
+	for (const char *p = hay; (p = strstr(p, needle)) != NULL; p++)
+		n++;
+	return n;
+}
+
+/* The report's hour grid in Berlin: a row per local day (its date label,
+ * then its cells), 25 cells on 2023-10-29 with the second 02 marked
+ * apart, 23 on 2023-03-26 with no 02; a range from the middle of a day
+ * pads the day's earlier hours.  The heading's words name the zone. */
+START_TEST(test_html_zoned_hours)
+{
+	struct cal c = zcal("Europe/Berlin", GRAIN_HOUR);
+	struct buf b;
+	char *t = html_of(&c, "2023-10-29", "2023-10-29");
+
+	ck_assert_int_eq(count(t, "data-partition="), 25);
+	ck_assert_int_eq(count(t, "class=\"lbl\" data-job=\"j\" data-day="),
+			 1);
+	ck_assert_ptr_nonnull(strstr(t, "data-day=\"2023-10-29\""));
+	ck_assert_int_eq(count(t, "data-hour=\"02\""), 1);
+	ck_assert_int_eq(count(t, "class=\"c rep"), 1);
+	ck_assert_ptr_nonnull(strstr(t, "<span class=\"c rep s-succeeded\""
+		" data-job=\"j\" data-partition=\"2023-10-29T02+01:00\""
+		" data-state=\"succeeded\" data-hour=\"02'\" title=\""
+		"2023-10-29T02+01:00 succeeded, the second 02\">"));
+	ck_assert_ptr_nonnull(strstr(t, "data-partition=\"2023-10-29T02+02:00\""
+		" data-state=\"succeeded\" data-hour=\"02\""));
+	ck_assert_int_eq(count(t, "c pad"), 0);
+	free(t);
+	t = html_of(&c, "2023-03-26", "2023-03-26");
+	ck_assert_int_eq(count(t, "data-partition="), 23);
+	ck_assert_int_eq(count(t, "data-hour=\"02"), 0);
+	ck_assert_int_eq(count(t, "data-hour=\"03\""), 1);
+	ck_assert_int_eq(count(t, "rep"), 0);
+	free(t);
+	/* from 20:00 on the 28th: 20 pads, 4 cells, then the next day's row */
+	t = html_of(&c, "2023-10-28T20+02:00", "2023-10-29T03+01:00");
+	ck_assert_int_eq(count(t, "c pad"), 20);
+	ck_assert_int_eq(count(t, "data-day="), 2);
+	ck_assert_int_eq(count(t, "data-partition="), 4 + 5);
+	ck_assert_int_eq(count(t, "class=\"c rep"), 1);
+	ck_assert_ptr_nonnull(strstr(t, "data-day=\"2023-10-28\">2023-10-28"
+		"</span><span class=\"c pad\"></span>"));
+	free(t);
+	buf_init(&b);
+	map_html_calendar(&c, &b);
+	ck_assert_str_eq(b.data, "hour, Europe/Berlin, local time");
+	buf_reset(&b);
+	map_html_calendar(&cal_utc[GRAIN_HOUR], &b);
+	ck_assert_str_eq(b.data, "hour");
+	buf_free(&b);
+	tz_unref((struct tz *)c.tz);
+}
+END_TEST
+
+/* The report's day grid: the weekdays' row, a week's label (its month,
+ * its Monday), pads before the first day's weekday. */
+START_TEST(test_html_days)
+{
+	char *t = html_of(&cal_utc[GRAIN_DAY], "2024-01-03", "2024-01-08");
+
+	ck_assert_int_eq(count(t, "data-partition="), 6);
+	ck_assert_int_eq(count(t, "c pad"), 2);
+	ck_assert_ptr_nonnull(strstr(t, "data-month=\"2024-01\">January 2024"));
+	ck_assert_ptr_nonnull(strstr(t, "data-week=\"2024-01-01\""));
+	ck_assert_ptr_nonnull(strstr(t, "data-week=\"2024-01-08\""));
+	ck_assert_int_eq(count(t, "data-hour="), 0);
+	free(t);
+}
+END_TEST
+
 /* Days: rows by ISO week across a year end (2020-12-28 .. 2021-01-03 is
  * 2020-W53), the month label where a month begins. */
 START_TEST(test_calendar_days)
@@ -288,6 +387,8 @@ map_suite(void)
 	tcase_add_test(tc, test_calendar_quarters_years);
 	tcase_add_test(tc, test_calendar_sunday_weeks);
 	tcase_add_test(tc, test_calendar_zoned);
+	tcase_add_test(tc, test_html_zoned_hours);
+	tcase_add_test(tc, test_html_days);
 	suite_add_tcase(s, tc);
 	return s;
 }

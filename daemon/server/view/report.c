@@ -36,7 +36,9 @@ static const char report_css[] =
 	".lbl{padding-right:6px}.wd{text-align:center}"
 	".month{grid-column:1/-1;font-size:11px;font-weight:600;"
 	"margin-top:4px}"
-	".g-hour{grid-template-columns:repeat(24,14px)}"
+	".g-hour{grid-template-columns:max-content repeat(25,14px)}"
+	".g-hour .lbl{grid-column:1}"
+	".rep{box-shadow:inset 0 3px #222}"
 	".g-week{grid-template-columns:repeat(53,14px)}"
 	".g-month{grid-template-columns:repeat(12,14px)}"
 	".c{width:14px;height:14px;display:block;border-radius:2px}"
@@ -86,58 +88,6 @@ report_esc(struct buf *o, const char *text)
 		}
 	}
 	buf_free(&t);
-}
-
-/* The day grid's head: a corner, then the weekdays, Monday first. */
-static void
-report_day_head(struct buf *o)
-{
-	static const char *const wd[7] = { "M", "T", "W", "T", "F", "S", "S" };
-
-	buf_addstr(o, "<span class=\"lbl\"></span>");
-	for (int i = 0; i < 7; i++)
-		buf_printf(o, "<span class=\"wd\">%s</span>", wd[i]);
-}
-
-/* A label of the day grid: <span class="CLASS" data-job="JOB"
- * data-ATTR="VALUE">TEXT</span>. */
-static void
-report_day_label(struct buf *o, const char *cls, const struct job_def *j,
-		 const char *attr, const char *value, const char *text)
-{
-	buf_printf(o, "<span class=\"%s\" data-job=\"", cls);
-	report_esc(o, j->name);
-	buf_printf(o, "\" data-%s=\"%s\">%s</span>", attr, value, text);
-}
-
-/* The labels before a week's row of the day grid, whose first partition
- * drawn is day (first..last: the grid's days): on lines of their own, the
- * month of the grid's first day and of each 1st drawn in the week; then
- * the date of the week's Monday. */
-static void
-report_day_row(const struct job_def *j, part_t first, part_t last,
-	       part_t day, struct buf *o)
-{
-	static const char *const months[12] = { "January", "February",
-		"March", "April", "May", "June", "July", "August", "September",
-		"October", "November", "December" };
-	int64_t days = cal_first_day(job_cal(j), day);
-	int64_t monday = days - (cal_weekday(days) - 1);
-	int64_t end = cal_first_day(job_cal(j), last);
-	char value[16], text[32];
-	int y, mo, d;
-
-	for (int64_t k = days; k < monday + 7 && k <= end; k++) {
-		cal_civil_from_days(k, &y, &mo, &d);
-		if (d != 1 && !(k == days && day == first))
-			continue;
-		snprintf(value, sizeof value, "%04d-%02d", y, mo);
-		snprintf(text, sizeof text, "%s %04d", months[mo - 1], y);
-		report_day_label(o, "month", j, "month", value, text);
-	}
-	cal_civil_from_days(monday, &y, &mo, &d);
-	snprintf(value, sizeof value, "%04d-%02d-%02d", y, mo, d);
-	report_day_label(o, "lbl", j, "week", value, value);
 }
 
 /* The newest partition due of job j (its end at most). */
@@ -197,54 +147,20 @@ report_key_link(struct buf *o, const struct report_query *q,
 	buf_free(&href);
 }
 
-/* The cells of map m of job j (a day grid for days) and its legend. */
+/* The cells of map m of job j and its legend (map_html). */
 static void
 report_map_grid(const struct job_def *j, const struct map *m, struct buf *o)
 {
-	int64_t counts[MAP_NSTATES] = { 0 };
-	char a[CAL_KEY_MAX];
-	int64_t pads = 0;
+	struct buf job;
 
-	if (j->grain == GRAIN_DAY)
-		pads = cal_weekday(cal_first_day(job_cal(j), m->from)) - 1;
-	else if (j->grain == GRAIN_HOUR) {
-		/* the local hour of the first cell, from its key */
-		cal_key(job_cal(j), m->from, a);
-		pads = atoi(a + 11);
-	}
-	buf_printf(o, "<div class=\"map g-%s\">", grain_name(j->grain));
-	if (j->grain == GRAIN_DAY)
-		report_day_head(o);
-	for (int64_t i = 0; i < pads; i++) {
-		if (i == 0 && j->grain == GRAIN_DAY)
-			report_day_row(j, m->from, m->to, m->from, o);
-		buf_addstr(o, "<span class=\"c pad\"></span>");
-	}
-	for (size_t i = 0; i < m->n; i++) {
-		const char *st = map_state_name((enum map_state)m->st[i]);
-
-		if (j->grain == GRAIN_DAY && (pads + (int64_t)i) % 7 == 0)
-			report_day_row(j, m->from, m->to,
-				       m->from + (part_t)i, o);
-		counts[m->st[i]]++;
-		cal_key(job_cal(j), m->from + (part_t)i, a);
-		buf_addstr(o, "\n<span class=\"c s-");
-		buf_addstr(o, st);
-		buf_addstr(o, "\" data-job=\"");
-		report_esc(o, j->name);
-		buf_printf(o, "\" data-partition=\"%s\" data-state=\"%s\""
-			   " title=\"%s %s\"></span>", a, st, a, st);
-	}
-	buf_addstr(o, "</div>\n<p class=\"legend\">");
-	for (int k = MAP_NSTATES - 1; k >= 0; k--)
-		if (counts[k] > 0)
-			buf_printf(o, "<span class=\"c s-%s\"></span>%s %" PRId64,
-				   map_state_name((enum map_state)k),
-				   map_state_name((enum map_state)k), counts[k]);
+	buf_init(&job);
+	report_esc(&job, j->name);
+	map_html(m, job.data != NULL ? job.data : "", o);
+	buf_free(&job);
 }
 
-/* One job's map as a grid of cells (leading pads align days to weekdays,
- * hours to the hour of the day); the day grid has a row of weekdays, the
+/* One job's map as a grid of cells (map_html: leading pads align days to
+ * weekdays; hours a row per local day of 23, 24 or 25); the day grid has a row of weekdays, the
  * date of each week's Monday and the months.  On the pages of jobs
  * (q->job empty): the newest report_window() partitions due, from the
  * job's start at the earliest; on a job's page: q->from..q->to, or the
@@ -265,11 +181,8 @@ report_map(struct sched *s, int job, const struct report_query *q,
 
 	buf_addstr(o, "<section><h3>");
 	report_esc(o, j->name);
-	buf_printf(o, " <small>(%s", grain_name(j->grain));
-	if (j->cal.week_start == WEEK_SUNDAY)
-		buf_addstr(o, ", Sunday weeks");
-	if (j->cal.tz != NULL) /* [A-Za-z0-9_+./-]: nothing to escape */
-		buf_printf(o, ", %s, local time", cal_zone_name(job_cal(j)));
+	buf_addstr(o, " <small>(");
+	map_html_calendar(job_cal(j), o);
 	if (q->job[0] == '\0' && q->links) {
 		buf_printf(o, ", ");
 		snprintf(href, sizeof href, "job=%s", j->name);
