@@ -12,11 +12,8 @@ command's placeholders and environment and in the batch manifest.
   has the two columns appended and its span the batch's first and last
   instants.
 - Zoned jobs: a backfill of Berlin's 25-hour 2023-10-29 and of its two
-  02:00 hours on each driver, with the bounds each query receives.  Zones
-  other than UTC are refused by the configuration until the whole of
-  issue 42 lands (config_zone_supported): these cases say SKIP in their
-  output and return while the daemon refuses the zone, and run once it
-  accepts it.
+  02:00 hours on each driver, with the bounds each query receives; the
+  hours of a zone on ClickHouse refused by the configuration in one line.
 
 PostgreSQL and ClickHouse parts run where their servers are installed
 (they say SKIP otherwise, unless BACKFILLD_REQUIRE_POSTGRES=1 /
@@ -232,16 +229,13 @@ def test_clickhouse_utc_bounds():
 
 # ---------------------------------------------------------------- zones
 
-def zone_refused(d):
-    """The daemon's refusal of a zone (the gate of config_zone_supported),
-    or None when it accepts the configuration."""
+def check_config(d):
+    """backfilld --check-config on d's configuration: (exit code, its last
+    line)."""
     r = subprocess.run([d.backfilld, "--check-config", "--config", d.conf],
                        capture_output=True, text=True, timeout=60, cwd=d.dir, env=d.env())
-    text = r.stdout + r.stderr
-    if r.returncode != 0 and "not supported yet" in text:
-        return text.strip().splitlines()[-1]
-    h.eq(r.returncode, 0, "--check-config: %s" % text)
-    return None
+    text = (r.stdout + r.stderr).strip()
+    return r.returncode, text.splitlines()[-1] if text else ""
 
 
 # Europe/Berlin, 2023-10-29: 25 hours, 02:00 twice (+02:00, then +01:00)
@@ -269,9 +263,6 @@ ZONED_SQLITE = """
 def test_dst_day_sqlite():
     d = h.Daemon(jobs=ZONED_SQLITE, warehouses={"sales": SEEN}, clock=None, name="caldst",
                  start=False)
-    why = zone_refused(d)
-    if why:
-        return skip_part("test_dst_day_sqlite", "zones refused by this build: %s" % why)
     d.start()
     d.backfill("daily", "2023-10-29", "2023-10-29")
     # a wall hour without offset: both of its cells
@@ -308,9 +299,6 @@ def test_dst_day_postgres():
     c.as_etl(PG_SEEN)
     jobs = PG_JOBS.replace("partition: day\n", "partition: day\n  timezone: Europe/Berlin\n")
     d = tp.pg_daemon(jobs, tp.pg_warehouse(), clock=None, name="pgcaldst", start=False)
-    why = zone_refused(d)
-    if why:
-        return skip_part("test_dst_day_postgres", "zones refused by this build: %s" % why)
     d.start()
     d.backfill("daily", "2023-10-29", "2023-10-29")
     h.eq(c.psql("SELECT k, s, e, t, utc FROM seen"),
@@ -327,9 +315,6 @@ def test_dst_day_clickhouse():
     ch_bounds_table(srv, db, "Date", "toDate")
     jobs = CH_JOB % "day\n  timezone: Europe/Berlin"
     d = h.Daemon(config=tc.ch_config(db, jobs), clock=None, name="chcaldst", start=False)
-    why = zone_refused(d)
-    if why:
-        return skip_part("test_dst_day_clickhouse", "zones refused by this build: %s" % why)
     d.start()
     d.backfill("bounds", "2023-10-29", "2023-10-29")
     h.eq(srv.rows("SELECT toString(p), s, e, t, utc FROM bounds", db),
@@ -340,8 +325,8 @@ def test_dst_day_clickhouse():
 
 def test_zoned_hours_clickhouse_refused():
     """The hours of a zone are not bound on ClickHouse in this version
-    (docs/clickhouse.md): the run fails with its key refused, and the
-    table is left as it was."""
+    (docs/clickhouse.md): the configuration is refused in one line at the
+    job's timezone:, start and --check-config alike, and nothing is sent."""
     tc, srv = ch_server()
     if srv is None:
         return skip_part("test_zoned_hours_clickhouse_refused", "no clickhouse-server")
@@ -349,18 +334,13 @@ def test_zoned_hours_clickhouse_refused():
     ch_bounds_table(srv, db, "DateTime", "toStartOfHour")
     jobs = CH_JOB % "hour\n  timezone: Europe/Berlin"
     d = h.Daemon(config=tc.ch_config(db, jobs), clock=None, name="chcalhour", start=False)
-    why = zone_refused(d)
-    if why:
-        return skip_part("test_zoned_hours_clickhouse_refused",
-                         "zones refused by this build: %s" % why)
-    d.start()
-    rc, out, err = d.ctl("backfill", "bounds", "--from", "2023-10-29T01", "--to",
-                         "2023-10-29T01", "--wait")
-    h.eq(rc, 1, "a zoned hour on ClickHouse: %s %s" % (out, err))
-    h.check("2023-10-29T01+02:00" in out and "is not a partition key" in out,
-            "the refusal names the key: %r" % out)
+    rc, line = check_config(d)
+    h.eq(rc, 2, "--check-config of a zoned hourly job on ClickHouse: %s" % line)
+    h.check(line.endswith('job "bounds": partition: hour in timezone Europe/Berlin is not'
+                          ' supported on a clickhouse warehouse yet; write timezone: UTC for'
+                          ' its hours, or partition: day (or longer) in that zone'),
+            "the refusal: %r" % line)
     h.eq(srv.rows("SELECT count() FROM bounds", db), [("0",)], "the table after the refusal")
-    d.stop()
 
 
 if __name__ == "__main__":

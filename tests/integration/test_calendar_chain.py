@@ -9,12 +9,8 @@ recompute from scratch on the same raw data.
 
 The mart selects its fact hours by :partition_start_utc ..
 :partition_end_utc, the fact's rows carry their own UTC start: a Berlin day
-is 23, 24 or 25 of them.  Zones other than UTC are refused by the
-configuration until the whole of issue 42 lands (config_zone_supported):
-the test then says SKIP in its output and returns; it runs once the
-daemon accepts zones."""
+is 23, 24 or 25 of them."""
 import harness as h
-from test_calendar_bounds import zone_refused, skip_part
 
 SEED = """
 CREATE TABLE raw (ts TEXT, amount INTEGER);
@@ -70,9 +66,6 @@ def daemon(name):
 
 def test_repair_equals_recompute():
     d = daemon("calchain")
-    why = zone_refused(d)
-    if why:
-        return skip_part("test_repair_equals_recompute", "zones refused by this build: %s" % why)
     d.start()
     d.backfill("fct", FIRST, LAST)
     h.eq([r[:2] for r in d.query("SELECT day, hours FROM mart ORDER BY day")],

@@ -6,12 +6,9 @@ Berlin days; a command gets the local bounds and the UTC ones.
 
 Time is the suite's test clock file (harness set_clock; test_schedule's
 tick() waits until the daemon has acted on it), so no libfaketime is
-needed.  Zones other than UTC are refused by the configuration until the
-whole of issue 42 lands (config_zone_supported): each case then says
-SKIP in its output and returns; it runs once the daemon accepts zones."""
+needed."""
 import harness as h
 import test_schedule as ts
-from test_calendar_bounds import zone_refused, skip_part
 
 RAN_UTC = ('["sh", "-c", "echo {partition} {partition_start} {partition_end}'
            ' {partition_start_utc}/{partition_end_utc} >> {dir}/ran.txt"]')
@@ -31,16 +28,7 @@ def ran(d):
         return []
 
 
-def gate(clock, name):
-    """The reason this build refuses the zone, or None."""
-    d = h.Daemon(jobs=berlin_job(clock[:10]), clock=clock, name=name + "-gate", start=False)
-    return zone_refused(d)
-
-
 def due_at_berlin_midnight(name, start, clock, before, at, day, due, bounds):
-    why = gate(clock, name)
-    if why:
-        return skip_part(name, "zones refused by this build: %s" % why)
     d = ts.sched_daemon(berlin_job(start), clock, name)
     caught = [r for r in ts.new_requests(d) if r[1] == "berlin"]
     h.eq(caught, [("catchup", "berlin", h.days(start, ts.sub_days(day, 1)))],
@@ -79,11 +67,6 @@ def test_skipped_day_not_materialised():
     over the change builds the days that happened, and no empty one."""
     clock = "2012-01-01T12:00:00Z"   # Apia's 2012-01-01 closed at 10:00Z
     job = berlin_job("2011-12-28").replace("Europe/Berlin", "Pacific/Apia")
-    d = h.Daemon(jobs=job, clock=clock, name="calapia-gate", start=False)
-    why = zone_refused(d)
-    if why:
-        return skip_part("test_skipped_day_not_materialised",
-                         "zones refused by this build: %s" % why)
     d = ts.sched_daemon(job, clock, "calapia")
     h.eq([r for r in ts.new_requests(d) if r[1] == "berlin"],
          [("catchup", "berlin", ["2011-12-28", "2011-12-29", "2011-12-31", "2012-01-01"])],

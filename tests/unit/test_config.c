@@ -203,6 +203,8 @@ static const struct bad_fixture bad_fixtures[] = {
 	  "6:16: job \"x\": partition: none needs upstream: a whole table has no schedule of its own and is rebuilt when the jobs it reads land; name them in upstream:" },
 	{ "bad-none-feeds-day.yaml",
 	  "14:16: job \"y\": upstream \"w\" has partition: none (one whole table) and feeds only jobs with partition: none; remove the entry or make \"y\" partition: none" },
+	{ "bad-clickhouse-zoned-hours.yaml",
+	  "8:15: job \"hourly_events\": partition: hour in timezone Europe/Berlin is not supported on a clickhouse warehouse yet; write timezone: UTC for its hours, or partition: day (or longer) in that zone" },
 	{ "bad-timezone.yaml",
 	  "8:15: job \"x\": timezone: unknown time zone \"Europe/Berln\"; did you mean \"Europe/Berlin\"?" },
 	{ "bad-week-start.yaml",
@@ -369,6 +371,12 @@ static const struct bad_inline bad_inlines[] = {
 	  "  - {name: d, partition: day, command: [x]}\n"
 	  "  - {name: t, partition: none, upstream: [d], warehouse: c, table: t, sql: SELECT 1}\n",
 	  "inline.yaml:6:26: job \"t\": partition: none is not available on a clickhouse warehouse in this version (its runs replace one partition of a partition_column); use a SQLite or PostgreSQL warehouse, or a command job" },
+	/* a zoned hourly job on clickhouse, its zone the top level's: at
+	 * its partition: */
+	{ "timezone: America/New_York\nwarehouses:\n  - name: c\n"
+	  "    clickhouse: http://127.0.0.1:8123/\njobs:\n"
+	  "  - {name: h, partition: hour, warehouse: c, table: t, partition_column: k, sql: SELECT 1}\n",
+	  "inline.yaml:6:26: job \"h\": partition: hour in timezone America/New_York is not supported on a clickhouse warehouse yet; write timezone: UTC for its hours, or partition: day (or longer) in that zone" },
 	{ CHX "    sql: SELECT 1\n",
 	  "inline.yaml:5:5: job \"x\" runs on clickhouse warehouse \"c\": it needs sql: (a SELECT of the partition's rows), table: and partition_column:" },
 	{ CHX "    sql: SELECT 1\n    table: a-b\n    partition_column: dt\n",

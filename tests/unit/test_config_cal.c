@@ -2,11 +2,10 @@
  * test_config_cal.c - a job's calendar in the configuration (config_cal.c):
  * partition: quarter and year, week_start: (weekly jobs only), timezone:
  * (at the top level and on a job: a name of the system's tzdata, a
- * misspelt one refused at its position with the closest name), the gate
- * that refuses zones other than UTC in one line, code_version unchanged
- * for UTC jobs with Monday weeks, and config_diff naming the calendar's
- * keys.  The zoned cases turn the gate off (config_zone_gate(false)), so
- * they run as they will once the gate is lifted.
+ * misspelt one refused at its position with the closest name), the
+ * calendar the state store records (config_cal_name), code_version
+ * unchanged for UTC jobs with Monday weeks, and config_diff naming the
+ * calendar's keys.
  */
 #include <check.h>
 #include <stdlib.h>
@@ -167,20 +166,37 @@ START_TEST(test_timezone_unknown)
 }
 END_TEST
 
-/* The gate: a zone other than UTC is refused in one line, at the top
- * level and on a job, until the executor's side of zones lands. */
-START_TEST(test_timezone_gated)
+/* Zones are taken (the gate of the first landing is gone), at the top
+ * level and on a job; config_cal_name is what the state store records
+ * (jobs.calendar): "" for UTC with Monday weeks, else the zone and
+ * " sunday" for Sunday weeks. */
+START_TEST(test_timezone_accepted)
 {
-	ck_assert(config_zone_supported(NULL));
-	load_bad("timezone: Europe/Berlin\n",
-		 "inline.yaml:1:11: timezone: Europe/Berlin is not supported yet: partitions are UTC in this version; remove timezone: or write timezone: UTC");
-	load_bad("jobs:\n"
-		 "  - {name: d, partition: day, timezone: America/Chicago, command: [x]}\n",
-		 "inline.yaml:2:41: job \"d\": timezone: America/Chicago is not supported yet: partitions are UTC in this version; remove timezone: or write timezone: UTC");
+	struct config *c = load_ok(
+		"timezone: Europe/Berlin\n"
+		"jobs:\n"
+		"  - {name: b, partition: day, command: [x]}\n"
+		"  - {name: c, partition: day, timezone: America/Chicago, command: [x]}\n"
+		"  - {name: u, partition: day, timezone: UTC, command: [x]}\n"
+		"  - {name: w, partition: week, timezone: UTC, week_start: sunday, command: [x]}\n"
+		"  - {name: s, partition: week, week_start: sunday, command: [x]}\n");
+	char name[CONFIG_CAL_NAME_MAX];
+
+	config_cal_name(config_job(c, "b"), name, sizeof name);
+	ck_assert_str_eq(name, "Europe/Berlin");
+	config_cal_name(config_job(c, "c"), name, sizeof name);
+	ck_assert_str_eq(name, "America/Chicago");
+	config_cal_name(config_job(c, "u"), name, sizeof name);
+	ck_assert_str_eq(name, "");
+	config_cal_name(config_job(c, "w"), name, sizeof name);
+	ck_assert_str_eq(name, "UTC sunday");
+	config_cal_name(config_job(c, "s"), name, sizeof name);
+	ck_assert_str_eq(name, "Europe/Berlin sunday");
+	config_unref(c);
 }
 END_TEST
 
-/* Zones with the gate off: a job's own zone, the top level's inherited,
+/* Zones: a job's own zone, the top level's inherited,
  * UTC written on a job overriding it; start/end in local days; the
  * code_version names the zone; config_diff reports the change. */
 START_TEST(test_timezone_zoned)
@@ -190,7 +206,6 @@ START_TEST(test_timezone_zoned)
 	const struct job_def *j;
 	char key[CAL_KEY_MAX];
 
-	config_zone_gate(false);
 	a = load_ok(
 		"timezone: Europe/Berlin\n"
 		"jobs:\n"
@@ -236,7 +251,6 @@ START_TEST(test_timezone_zoned)
 	load_bad("jobs:\n"
 		 "  - {name: h, partition: hour, timezone: America/Chicago, start: 2021-03-14T02, end: 2021-03-14T02, command: [x]}\n",
 		 "inline.yaml:2:66: job \"h\": start: \"2021-03-14T02\"..\"2021-03-14T02\" did not happen in America/Chicago: its clocks skipped that time; nothing was queued");
-	config_zone_gate(true);
 	config_unref(a);
 	config_unref(b);
 }
@@ -271,7 +285,7 @@ config_cal_suite(void)
 	tcase_add_test(tc, test_week_start);
 	tcase_add_test(tc, test_code_version_unchanged);
 	tcase_add_test(tc, test_timezone_unknown);
-	tcase_add_test(tc, test_timezone_gated);
+	tcase_add_test(tc, test_timezone_accepted);
 	tcase_add_test(tc, test_timezone_zoned);
 	tcase_add_test(tc, test_diff_week_start);
 	suite_add_tcase(s, tc);

@@ -332,13 +332,11 @@ job_lookback(const struct job_def *j, size_t u)
 {
 	return j->upstream_lookback != NULL ? j->upstream_lookback[u] : 0;
 }
-/* Time zones other than UTC are refused by the configuration, in one
- * place (config_cal.c cfg_zone_gate), until the executor's side of them
- * (the *_utc bounds, the zoned schedule, zoned hour keys in the stores)
- * has landed.  Tests of the zoned paths turn the gate off with
- * config_zone_gate(false). */
-bool config_zone_supported(const struct tz *z);
-void config_zone_gate(bool on);
+/* A job's calendar as the state store records it (jobs.calendar): ""
+ * for UTC with Monday weeks, else "ZONE" or "ZONE sunday".  A job with
+ * built partitions keeps it (startup_check_calendars). */
+#define CONFIG_CAL_NAME_MAX 128
+void config_cal_name(const struct job_def *j, char *buf, size_t size);
 int config_job_index(const struct config *cfg, const char *name);
 
 /* The SQL dialect of a job's warehouse (sqlscan.h), SQLite's when it has

@@ -3,8 +3,7 @@
  * jobs' default, and on a job: an IANA name of the system's tzdata, read
  * through tz.h, a misspelt one answered with the closest name of
  * tzdata.zi), week_start: (weekly jobs only), and the job's struct cal
- * built from them and its partition:.  Zones other than UTC are refused
- * in one place, cfg_zone_gate(), until the executor's side of them lands.
+ * built from them and its partition:.
  */
 #include "config_int.h"
 
@@ -16,33 +15,19 @@
 #include "tz.h"
 #include "xalloc.h"
 
-/* The gate on zones other than UTC (config.h): on until the executor's
- * *_utc bounds, the zoned schedule and the stores' zoned hour keys land;
- * lifting it is config_zone_supported() returning true. */
-static bool cfg_zone_gate_on = true;
-
+/* The calendar of a job as the state store records it (jobs.calendar,
+ * docs/configuration.md "timezone"): "" for UTC with Monday weeks, else
+ * its zone's name, followed by " sunday" for Sunday weeks. */
 void
-config_zone_gate(bool on)
+config_cal_name(const struct job_def *j, char *buf, size_t size)
 {
-	cfg_zone_gate_on = on;
-}
-
-bool
-config_zone_supported(const struct tz *z)
-{
-	return z == NULL || !cfg_zone_gate_on;
-}
-
-/* The one refusal of a zone the daemon cannot run yet. */
-static int
-cfg_zone_gate(struct cfg_parser *p, yaml_node_t *val, const struct tz *z)
-{
-	if (config_zone_supported(z))
-		return 0;
-	return cfg_fail(p, val->start_mark,
-			"%stimezone: %s is not supported yet: partitions are"
-			" UTC in this version; remove timezone: or write"
-			" timezone: UTC", p->pfx, tz_name(z));
+	if (j->cal.tz == NULL && j->cal.week_start != WEEK_SUNDAY) {
+		if (size > 0)
+			buf[0] = '\0';
+		return;
+	}
+	snprintf(buf, size, "%s%s", j->cal.tz != NULL ? tz_name(j->cal.tz) :
+		 "UTC", j->cal.week_start == WEEK_SUNDAY ? " sunday" : "");
 }
 
 /* The names of tzdata.zi (its Z and L lines) into names[] (xmalloc'd,
@@ -139,10 +124,6 @@ cfg_h_timezone(struct cfg_parser *p, void *obj, const struct cfg_key *k,
 		return -1;
 	if (tz_load_calendar(cfg_text(val), &z, &e) < 0)
 		return cfg_zone_refuse(p, val, &e);
-	if (cfg_zone_gate(p, val, z) < 0) {
-		tz_unref(z);
-		return -1;
-	}
 	tz_unref(*f);
 	*f = z;
 	if (k->off2 != 0)

@@ -13,6 +13,7 @@
 #include <string.h>
 
 #include "chsql.h"
+#include "tz.h"
 #include "xalloc.h"
 
 /* batch: true (all of a request's partitions in one run), false, or N
@@ -555,6 +556,24 @@ cfg_job_needs(struct cfg_parser *p, struct job_def *j, yaml_node_t *map,
 	return 0;
 }
 
+/* Hours of a zone other than UTC on a ClickHouse warehouse: refused (their
+ * keys carry an offset, 2023-10-29T02+02:00, which its stage and
+ * partition_column are not written for yet; docs/clickhouse.md). */
+static int
+cfg_job_clickhouse_zoned(struct cfg_parser *p, const struct job_def *j,
+			 yaml_node_t *map)
+{
+	yaml_node_t *at = cfg_map_get(p, map, "timezone");
+
+	if (at == NULL)
+		at = cfg_map_get(p, map, "partition");
+	return cfg_fail(p, at->start_mark, "%spartition: hour in timezone %s"
+			" is not supported on a clickhouse warehouse yet;"
+			" write timezone: UTC for its hours, or partition:"
+			" day (or longer) in that zone", p->pfx,
+			tz_name(j->zone));
+}
+
 /* A job on a ClickHouse warehouse is write-audit-publish
  * (docs/clickhouse.md): SQL with table: and partition_column:, plain
  * names (the daemon names the stage after the table); allow_empty only
@@ -581,6 +600,8 @@ cfg_job_clickhouse(struct cfg_parser *p, struct job_def *j, yaml_node_t *map,
 				" replace one partition of a partition_column);"
 				" use a SQLite or PostgreSQL warehouse, or a"
 				" command job", p->pfx);
+	if (j->grain == GRAIN_HOUR && j->zone != NULL)
+		return cfg_job_clickhouse_zoned(p, j, map);
 	if (!is_sql || j->table == NULL || j->partition_column == NULL)
 		return cfg_fail(p, map->start_mark, "%s runs on clickhouse"
 				" warehouse \"%s\": it needs sql: (a SELECT of"
