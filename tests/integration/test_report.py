@@ -4,7 +4,10 @@ report_file write one self-contained HTML file; rendered by headless
 Chromium, its partition cells (data-job, data-partition, data-state) match
 `map --json` for every job, the day grid has its weeks' dates and its
 months, the jobs table has the columns of `status` with its values, and its
-screenshot is not blank; a throttle's bound shows in its shortest form.
+screenshot is not blank; a throttle's bound shows in its shortest form; a
+Berlin hourly job's page (issue 42) names its zone, draws 2023-10-29 as
+one row of 25 hours with the second 02 marked, and its older and newer
+links (a key's '+' as %2B) lead to the hours before and after.
 
 Exit 77 (skipped) when chromium is not installed (Debian: chromium),
 unless BACKFILLD_REQUIRE_CHROMIUM=1 (CI), which makes that a failure."""
@@ -21,6 +24,7 @@ import time
 import zlib
 
 import harness as h
+import test_http
 import test_map
 
 GUARD = 20.0
@@ -271,5 +275,69 @@ def test_report_throttle_shortest():
     d.stop()
 
 
+def zones_refused():
+    """Whether this build's configuration refuses zones other than UTC
+    (the gate of config_zone_supported)."""
+    backfilld, _ = h.binaries()
+    conf = os.path.join(h.suite_mkdtemp("rzgate"), "c.yaml")
+    with open(conf, "w") as f:
+        f.write("jobs:\n  - {name: b, partition: hour, timezone: Europe/Berlin,"
+                " command: [x]}\n")
+    p = subprocess.run([backfilld, "--check-config", "-c", conf],
+                       capture_output=True, text=True)
+    return p.returncode != 0 and "not supported yet" in p.stderr
+
+
+def test_report_zoned_hours():
+    """A Berlin hourly job's page over 2023-10-29: named in Berlin's local
+    time, one row of 25 hours with the second 02 marked, and its older and
+    newer links (keys with '+' sent as %2B) lead to the hours before and
+    after."""
+    if zones_refused():
+        print("skipped: zones other than UTC are refused by the configuration's gate")
+        return
+    d = h.Daemon(jobs="""
+- name: ber
+  partition: hour
+  timezone: Europe/Berlin
+  catchup: false
+  command: ["true"]
+""", name="rzoned", clock="2023-11-02T00:00:00Z",
+                 settings={"http_listen": "127.0.0.1:0"})
+    port = test_http.listening_port(d)
+
+    def page(query):
+        st, _, body = test_http.get(port, "/report?" + query)
+        body = body.decode()
+        h.eq(st, 200, "GET /report?%s: %s" % (query, body[:200]))
+        return body
+
+    def keys(body):
+        return re.findall(r'data-job="ber" data-partition="([^"]+)"', body)
+
+    def link(body, text):
+        m = re.search(r'<a href="\?([^"]+)">%s</a>' % text, body)
+        h.check(m is not None, "the %s link" % text)
+        return m.group(1).replace("&amp;", "&")
+
+    one = page("job=ber&from=2023-10-29T00%2B02:00&to=2023-10-29T23%2B01:00")
+    h.check("hour, Europe/Berlin, local time" in one, "the heading names the zone")
+    got = keys(one)
+    h.eq(len(got), 25, "the 25 hours of Berlin's 2023-10-29")
+    h.eq(got[2:4], ["2023-10-29T02+02:00", "2023-10-29T02+01:00"], "both 02s, in order")
+    h.eq(len(re.findall(r'data-job="ber" data-day="', one)), 1, "one day row")
+    h.eq(re.findall(r'data-partition="([^"]+)" data-state="[a-z_]+" data-hour="02\'"', one),
+         ["2023-10-29T02+01:00"], "the second 02 marked")
+    older, newer = link(one, "older"), link(one, "newer")
+    h.eq(older, "job=ber&to=2023-10-28T23%2B02:00", "the older link, its '+' encoded")
+    h.eq(newer, "job=ber&from=2023-10-30T00%2B01:00", "the newer link, its '+' encoded")
+    old = page(older)
+    h.check(keys(old)[-1:] == ["2023-10-28T23+02:00"], "older ends before the day: %s" % re.findall(r"<p>no map[^<]*", old))
+    after = keys(page(newer))
+    h.eq(after[0], "2023-10-30T00+01:00", "newer starts after the day")
+    d.stop()
+
+
 if __name__ == "__main__":
-    h.main([test_report_matches_map, test_report_throttle_shortest])
+    h.main([test_report_matches_map, test_report_throttle_shortest,
+            test_report_zoned_hours])

@@ -156,7 +156,10 @@ map_view_build_newest(struct sched *s, int job, const char *from,
 	} else {
 		last = due > first ? due : first;
 	}
-	if (newest > 0 && from == NULL && last - first + 1 > newest)
+	/* the report's newest partitions up to `to`, also before the
+	 * oldest one kept (the "older" link of a job without start) */
+	if (newest > 0 && from == NULL && (last - first + 1 > newest ||
+					   (last < first && !j->has_start)))
 		first = last - newest + 1;
 	if (map_init(m, job_cal(j), first, last, err) < 0)
 		return -1;
