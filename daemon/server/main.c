@@ -412,7 +412,8 @@ daemon_reload_queued(struct daemon *d, struct config_diff *diff)
  * compare, and apply unless dry_run; takes cfg's reference.  Refused whole
  * (nothing changed, exit 2): a file that defines no job while the running
  * jobs have queued partitions (an include typo or an emptied folder would
- * otherwise cancel all of them), and an http_listen that cannot be bound.
+ * otherwise cancel all of them), an http_listen that cannot be bound, and
+ * a job's calendar changed while it has built partitions (startup.c).
  * A dry run keeps cfg in diff->next: what it proposes is judged by the
  * file's settings.
  */
@@ -422,9 +423,11 @@ daemon_reload_apply(struct daemon *d, struct config *cfg, bool dry_run,
 		    int64_t *cancelled, struct err *err)
 {
 	const struct config *old = sched_config(d->sched);
+	struct err cerr;
 	int64_t queued;
 
-	if (startup_check_warehouses(cfg, err) < 0) {
+	if (startup_check_warehouses(cfg, err) < 0 ||
+	    startup_check_calendars(d->store, cfg, err) < 0) {
 		config_unref(cfg);
 		return -1;
 	}
@@ -464,6 +467,8 @@ daemon_reload_apply(struct daemon *d, struct config *cfg, bool dry_run,
 		return -1;
 	}
 	daemon_log_level(d, cfg);
+	if (startup_save_calendars(d->store, cfg, clock_now_ms(), &cerr) < 0)
+		log_err("cannot record the jobs' calendars: %s", cerr.msg);
 	log_notice("configuration reloaded from %s: %zu jobs in %zu files",
 		   cfg->path, cfg->njobs, cfg->nfiles);
 	*cancelled = sched_reload(d->sched, cfg);
@@ -936,7 +941,9 @@ daemon_start(struct daemon *d, struct err *err)
 	if (startup_mkdir_p(logdir, 0750) < 0)
 		log_warn("cannot create the command log folder %s: %s", logdir,
 			 strerror(errno));
-	if (store_open_config(cfg, &d->store, err) < 0)
+	if (store_open_config(cfg, &d->store, err) < 0 ||
+	    startup_check_calendars(d->store, cfg, err) < 0 ||
+	    startup_save_calendars(d->store, cfg, clock_now_ms(), err) < 0)
 		return EXIT_BAD_INPUT;
 	store_checkpoint_on(d->store, &d->loop);
 	if (exec_new(&d->loop, cfg->max_concurrency, &d->exec, err) < 0)

@@ -3,7 +3,8 @@
  * state store's lock (one daemon per store, or per command log folder on
  * several hosts), the host (state_db not a symbolic link, socket_group),
  * bounds worth a warning, the warehouses' drivers, the descriptor limit,
- * and the log folder.  Each returns 0 or -1 with err (main.c turns it
+ * the log folder, and each job's calendar against the one its built
+ * partitions are keyed in.  Each returns 0 or -1 with err (main.c turns it
  * into the exit code), or only logs.
  */
 #include "startup.h"
@@ -25,6 +26,7 @@
 #include "config.h"
 #include "exec.h"
 #include "log.h"
+#include "store.h"
 #include "text.h"
 
 /* mkdir -p for the log folder. */
@@ -252,4 +254,82 @@ startup_raise_nofile(void)
 	if (setrlimit(RLIMIT_NOFILE, &rl) < 0)
 		log_warn("cannot raise the descriptor limit to %llu: %s",
 			 (unsigned long long)rl.rlim_max, strerror(errno));
+}
+
+/*
+ * Calendars.  A job's keys name intervals of its calendar (timezone:,
+ * week_start:): the same key is another day in another zone.  The store
+ * records the calendar a job's keys were accepted in (jobs.calendar,
+ * config_cal_name); a start or reload that changes it while the job has
+ * built partitions is refused, so nothing reinterprets them.
+ */
+
+/* "timezone: Europe/Berlin" (", week_start: sunday" for a weekly job) of
+ * a config_cal_name. */
+static const char *
+startup_cal_words(const char *cal, bool weekly, char *buf, size_t size)
+{
+	const char *sp = strchr(cal, ' ');
+	int zlen = sp != NULL ? (int)(sp - cal) : (int)strlen(cal);
+
+	if (zlen == 0)
+		snprintf(buf, size, "timezone: UTC");
+	else
+		snprintf(buf, size, "timezone: %.*s", zlen, cal);
+	if (weekly)
+		snprintf(buf + strlen(buf), size - strlen(buf),
+			 ", week_start: %s", sp != NULL ? "sunday" : "monday");
+	return buf;
+}
+
+int
+startup_check_calendars(struct store *st, const struct config *cfg,
+			struct err *err)
+{
+	char want[CONFIG_CAL_NAME_MAX], had[CONFIG_CAL_NAME_MAX];
+	char was[CONFIG_CAL_NAME_MAX + 64], now[CONFIG_CAL_NAME_MAX + 64];
+	char qn[128];
+	bool built;
+
+	for (size_t i = 0; i < cfg->njobs; i++) {
+		const struct job_def *j = &cfg->jobs[i];
+		bool weekly = j->grain == GRAIN_WEEK;
+
+		config_cal_name(j, want, sizeof want);
+		if (store_job_calendar(st, j->name, had, sizeof had, &built,
+				       err) < 0)
+			return -1;
+		if (!built || strcmp(had, want) == 0)
+			continue;
+		return err_set(err, EXIT_BAD_INPUT, "job \"%s\": its built"
+			       " partitions are keyed in %s; %s would give"
+			       " those keys other intervals: write %s again,"
+			       " or define a new job (another name and table)"
+			       " in the new calendar",
+			       text_escape(j->name, qn, sizeof qn),
+			       startup_cal_words(had, weekly, was, sizeof was),
+			       startup_cal_words(want, weekly, now, sizeof now),
+			       was);
+	}
+	return 0;
+}
+
+int
+startup_save_calendars(struct store *st, const struct config *cfg,
+		       int64_t at, struct err *err)
+{
+	char want[CONFIG_CAL_NAME_MAX], had[CONFIG_CAL_NAME_MAX];
+	bool built;
+
+	for (size_t i = 0; i < cfg->njobs; i++) {
+		config_cal_name(&cfg->jobs[i], want, sizeof want);
+		if (store_job_calendar(st, cfg->jobs[i].name, had, sizeof had,
+				       &built, err) < 0)
+			return -1;
+		if (strcmp(had, want) != 0 &&
+		    store_job_calendar_put(st, cfg->jobs[i].name, want, at,
+					   err) < 0)
+			return -1;
+	}
+	return 0;
 }

@@ -5,11 +5,13 @@
 #define BACKFILLD_STARTUP_H
 
 #include <stdbool.h>
+#include <stdint.h>
 #include <sys/types.h>
 
 #include "err.h"
 
 struct config;
+struct store;
 
 /* mkdir -p: 0, or -1 with errno. */
 int startup_mkdir_p(const char *path, mode_t mode);
@@ -23,6 +25,13 @@ int startup_check_host(const struct config *cfg, struct err *err);
 void startup_check_bound(const struct config *cfg, char *const *locals);
 /* Every warehouse's driver can be loaded. */
 int startup_check_warehouses(const struct config *cfg, struct err *err);
+/* A job whose calendar (timezone:, week_start:) differs from the one its
+ * built partitions are keyed in (jobs.calendar): refused, naming both. */
+int startup_check_calendars(struct store *st, const struct config *cfg,
+			    struct err *err);
+/* Record each job's calendar where the store's differs. */
+int startup_save_calendars(struct store *st, const struct config *cfg,
+			   int64_t at, struct err *err);
 /* Raise the soft descriptor limit to the hard one. */
 void startup_raise_nofile(void);
 

@@ -518,6 +518,23 @@ store_job_put(struct store *st, const char *job,
 }
 
 int
+store_job_calendar(struct store *st, const char *job, char *cal, size_t calsz,
+		   bool *built, struct err *err)
+{
+	return st->ops->job_calendar(st, job, cal, calsz, built, err);
+}
+
+int
+store_job_calendar_put(struct store *st, const char *job, const char *cal,
+		       int64_t at, struct err *err)
+{
+	if (store_refused(st, err))
+		return -1;
+	return store_wrote(st, st->ops->job_calendar_put(st, job, cal, at, err),
+			   err);
+}
+
+int
 store_request_problems(struct store *st, int64_t request_id,
 		       store_problem_cb cb, void *data, struct err *err)
 {

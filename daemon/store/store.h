@@ -553,6 +553,15 @@ struct store_ops {
 		       const struct store_job_state *js, int64_t at,
 		       struct err *err);
 
+	/* The calendar a job's keys were last accepted in (jobs.calendar,
+	 * config_cal_name: "" for UTC with Monday weeks, also when the job
+	 * has no row) and whether the job has built partitions. */
+	int (*job_calendar)(struct store *st, const char *job, char *cal,
+			    size_t calsz, bool *built, struct err *err);
+	/* Write: record a job's calendar ("" stored as NULL). */
+	int (*job_calendar_put)(struct store *st, const char *job,
+				const char *cal, int64_t at, struct err *err);
+
 	/* The failed and blocked rows of a request, in run order. */
 	int (*request_problems)(struct store *st, int64_t request_id,
 				store_problem_cb cb, void *data,
@@ -792,6 +801,10 @@ int store_job_get(struct store *st, const char *job, struct store_job_state *js,
 		  struct err *err);
 int store_job_put(struct store *st, const char *job,
 		  const struct store_job_state *js, int64_t at, struct err *err);
+int store_job_calendar(struct store *st, const char *job, char *cal,
+		       size_t calsz, bool *built, struct err *err);
+int store_job_calendar_put(struct store *st, const char *job, const char *cal,
+			   int64_t at, struct err *err);
 int store_request_problems(struct store *st, int64_t request_id,
 			   store_problem_cb cb, void *data, struct err *err);
 int store_audit_add(struct store *st, int64_t run_id, const char *key,

@@ -69,6 +69,8 @@ enum pgst_stmt {
 	P_PARTS_OF,
 	P_JOB_GET,
 	P_JOB_PUT,
+	P_JOB_CAL_GET,
+	P_JOB_CAL_PUT,
 	P_TREND_VALUES,
 	P_TREND_PUT,
 	P_TREND_TRIM,
@@ -454,6 +456,10 @@ int pgst_job_get(struct store *st, const char *job, struct store_job_state *js,
 /* Save per-job schedule state. */
 int pgst_job_put(struct store *st, const char *job,
 	const struct store_job_state *js, int64_t at, struct err *err);
+int pgst_job_calendar(struct store *st, const char *job, char *cal,
+		      size_t calsz, bool *built, struct err *err);
+int pgst_job_calendar_put(struct store *st, const char *job, const char *cal,
+			  int64_t at, struct err *err);
 
 /* The values recorded for (job, metric), newest first, at most max. */
 int pgst_trend_values(struct store *st, const char *job, const char *metric,

@@ -250,6 +250,43 @@ pgst_job_put(struct store *st, const char *job,
 			       err);
 }
 
+/* The calendar a job's keys were built in, and whether any was. */
+int
+pgst_job_calendar(struct store *st, const char *job, char *cal, size_t calsz,
+		  bool *built, struct err *err)
+{
+	struct pgst_args a = { 0 };
+	PGresult *r;
+
+	cal[0] = '\0';
+	*built = false;
+	arg_text(&a, job);
+	r = pgst_exec(pgst_of(st), P_JOB_CAL_GET, &a, "reading a job's calendar",
+		      err);
+	if (r == NULL)
+		return -1;
+	if (PQntuples(r) > 0) {
+		col_copy(r, 0, 0, cal, calsz);
+		*built = col_bool(r, 0, 1);
+	}
+	PQclear(r);
+	return 0;
+}
+
+/* Record a job's calendar ("" as NULL). */
+int
+pgst_job_calendar_put(struct store *st, const char *job, const char *cal,
+		      int64_t at, struct err *err)
+{
+	struct pgst_args a = { 0 };
+
+	arg_text(&a, job);
+	arg_text(&a, cal[0] != '\0' ? cal : NULL);
+	arg_int(&a, at);
+	return pgst_write_done(pgst_of(st), P_JOB_CAL_PUT, &a,
+			       "saving a job's calendar", err);
+}
+
 /* The values recorded for (job, metric), newest first, at most max. */
 int
 pgst_trend_values(struct store *st, const char *job, const char *metric,

@@ -141,6 +141,14 @@ const char *const pgst_sql[P_COUNT] = {
 	" paused_at = $7, updated_at = $8, late_since = $9,"
 	" late_checked_at = $10, late_found = $11, late_error = $12,"
 	" reconciled_through = $13",
+	/* the calendar a job's keys were built in (sql/pg/012_job_calendar.sql)
+	 * and whether any of them was */
+	[P_JOB_CAL_GET] =
+	"SELECT (SELECT calendar FROM jobs WHERE job = $1),"
+	" EXISTS (SELECT 1 FROM partitions WHERE job = $1)",
+	[P_JOB_CAL_PUT] =
+	"INSERT INTO jobs (job, calendar, updated_at) VALUES ($1, $2, $3)"
+	" ON CONFLICT (job) DO UPDATE SET calendar = $2",
 	/* trend checks' history (sql/pg/006_trends.sql) */
 	[P_TREND_VALUES] =
 	"SELECT partition_key, value FROM trend_values WHERE job = $1 AND"

@@ -50,6 +50,8 @@ enum stmt_id {
 	S_PARTS_OF,
 	S_JOB_GET,
 	S_JOB_PUT,
+	S_JOB_CAL_GET,
+	S_JOB_CAL_PUT,
 	S_TREND_VALUES,
 	S_TREND_PUT,
 	S_TREND_TRIM,
@@ -241,6 +243,11 @@ int store_sqlite_job_get(struct store *base, const char *job,
 int store_sqlite_job_put(struct store *base, const char *job,
 			 const struct store_job_state *js, int64_t at,
 			 struct err *err);
+int store_sqlite_job_calendar(struct store *base, const char *job, char *cal,
+			      size_t calsz, bool *built, struct err *err);
+int store_sqlite_job_calendar_put(struct store *base, const char *job,
+				  const char *cal, int64_t at,
+				  struct err *err);
 int store_sqlite_trend_values(struct store *base, const char *job,
 			      const char *metric, size_t max, store_trend_cb cb,
 			      void *data, struct err *err);

@@ -256,6 +256,41 @@ store_sqlite_job_put(struct store *base, const char *job,
 }
 
 int
+store_sqlite_job_calendar(struct store *base, const char *job, char *cal,
+			  size_t calsz, bool *built, struct err *err)
+{
+	struct store_sqlite *st = store_sqlite_of(base);
+	sqlite3_stmt *s = st->stmt[S_JOB_CAL_GET];
+	int rc;
+
+	cal[0] = '\0';
+	*built = false;
+	store_sqlite_bind_text(s, 1, job);
+	rc = store_sqlite_next(st, s, err, "reading a job's calendar");
+	if (rc < 0)
+		return -1;
+	if (rc > 0) {
+		store_sqlite_col_copy(s, 0, cal, calsz);
+		*built = sqlite3_column_int(s, 1) != 0;
+		store_sqlite_done(s);
+	}
+	return 0;
+}
+
+int
+store_sqlite_job_calendar_put(struct store *base, const char *job,
+			      const char *cal, int64_t at, struct err *err)
+{
+	struct store_sqlite *st = store_sqlite_of(base);
+	sqlite3_stmt *s = st->stmt[S_JOB_CAL_PUT];
+
+	store_sqlite_bind_text(s, 1, job);
+	store_sqlite_bind_text(s, 2, cal[0] != '\0' ? cal : NULL);
+	sqlite3_bind_int64(s, 3, at);
+	return store_sqlite_step_done(st, s, err, "saving a job's calendar");
+}
+
+int
 store_sqlite_trend_values(struct store *base, const char *job,
 			  const char *metric, size_t max, store_trend_cb cb,
 			  void *data, struct err *err)

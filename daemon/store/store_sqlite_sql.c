@@ -120,6 +120,14 @@ const char *const store_sqlite_sql[S_COUNT] = {
 	" paused_at = ?7, updated_at = ?8, late_since = ?9,"
 	" late_checked_at = ?10, late_found = ?11, late_error = ?12,"
 	" reconciled_through = ?13",
+	/* the calendar a job's keys were built in (sql/013_job_calendar.sql)
+	 * and whether any of them was */
+	[S_JOB_CAL_GET] =
+	"SELECT (SELECT calendar FROM jobs WHERE job = ?1),"
+	" EXISTS (SELECT 1 FROM partitions WHERE job = ?1)",
+	[S_JOB_CAL_PUT] =
+	"INSERT INTO jobs (job, calendar, updated_at) VALUES (?1, ?2, ?3)"
+	" ON CONFLICT (job) DO UPDATE SET calendar = ?2",
 	/* trend checks' history (sql/008_trends.sql) */
 	[S_TREND_VALUES] =
 	"SELECT partition_key, value FROM trend_values WHERE job = ?1 AND"

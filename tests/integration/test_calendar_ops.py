@@ -220,6 +220,72 @@ def test_local_from_to():
     d.stop()
 
 
+ZONE_JOBS = """
+- name: berlin
+  partition: day
+  timezone: Europe/Berlin
+  command: [/bin/true]
+- name: retail
+  partition: week
+  week_start: sunday
+  command: [/bin/true]
+- name: fresh
+  partition: day
+  timezone: Asia/Kolkata
+  command: [/bin/true]
+"""
+
+
+def calendars(d):
+    return dict(d.state_rows("SELECT job, calendar FROM jobs WHERE calendar IS NOT NULL"))
+
+
+def test_zone_change_refused():
+    """A job's timezone: or week_start: changed while it has built
+    partitions would give its keys other intervals: the reload (and a start)
+    is refused in one line and nothing changes; a job with none built may
+    change its zone.  On both state stores (jobs.calendar)."""
+    d = h.Daemon(jobs=ZONE_JOBS, name="calchange")
+    d.backfill("berlin", "2025-10-26", "2025-10-26")
+    d.backfill("retail", "2025-10-26", "2025-10-26")
+    h.eq(calendars(d), {"berlin": "Europe/Berlin", "retail": "UTC sunday",
+                        "fresh": "Asia/Kolkata"}, "the calendars the store records")
+    first = d.config_text
+    cases = [(first.replace("timezone: Europe/Berlin", "timezone: UTC"),
+              'job "berlin": its built partitions are keyed in timezone: Europe/Berlin;'
+              ' timezone: UTC would give those keys other intervals: write timezone:'
+              ' Europe/Berlin again, or define a new job (another name and table) in the'
+              ' new calendar'),
+             ("".join(l for l in first.splitlines(True) if "week_start:" not in l),
+              'job "retail": its built partitions are keyed in timezone: UTC, week_start:'
+              ' sunday; timezone: UTC, week_start: monday would give those keys other'
+              ' intervals: write timezone: UTC, week_start: sunday again, or define a new'
+              ' job (another name and table) in the new calendar')]
+    for text, want in cases:
+        d.write_config(text)
+        rc, out, err = d.ctl("reload")
+        e = h.one_line_error(rc, out, err, 2, "a reload changing a built job's calendar")
+        h.check(e.endswith(want), "the refusal: %r" % e)
+        jobs = {j["name"]: j for j in d.json("jobs")["jobs"]}
+        h.eq((jobs["berlin"]["timezone"], jobs["retail"]["week_start"]),
+             ("Europe/Berlin", "sunday"), "the running calendars after the refusal")
+        h.eq(calendars(d)["berlin"], "Europe/Berlin", "the store after the refusal")
+    # a start with a changed zone: refused the same way
+    d.stop()
+    d.write_config(cases[0][0])
+    r = subprocess.run([d.backfilld, "--config", d.conf], capture_output=True, text=True,
+                       timeout=60, cwd=d.dir, env=d.env())
+    h.eq(r.returncode, 2, "a start changing a built job's zone: %s" % r.stderr)
+    h.check(cases[0][1] in r.stderr, "the start's refusal: %r" % r.stderr)
+    # the job never built may change its zone; back to UTC is NULL
+    d.write_config(first.replace("timezone: Asia/Kolkata", "timezone: UTC"))
+    d.start()
+    h.eq(calendars(d), {"berlin": "Europe/Berlin", "retail": "UTC sunday"},
+         "the unbuilt job's new zone (UTC) recorded")
+    d.stop()
+
+
 if __name__ == "__main__":
     h.main([test_quarter_year_rollups, test_sunday_week_mart, test_operator_keys,
-            test_timezone_misspelt, test_local_from_to])
+            test_timezone_misspelt, test_local_from_to,
+            test_zone_change_refused])
