@@ -275,27 +275,11 @@ def test_report_throttle_shortest():
     d.stop()
 
 
-def zones_refused():
-    """Whether this build's configuration refuses zones other than UTC
-    (the gate of config_zone_supported)."""
-    backfilld, _ = h.binaries()
-    conf = os.path.join(h.suite_mkdtemp("rzgate"), "c.yaml")
-    with open(conf, "w") as f:
-        f.write("jobs:\n  - {name: b, partition: hour, timezone: Europe/Berlin,"
-                " command: [x]}\n")
-    p = subprocess.run([backfilld, "--check-config", "-c", conf],
-                       capture_output=True, text=True)
-    return p.returncode != 0 and "not supported yet" in p.stderr
-
-
 def test_report_zoned_hours():
     """A Berlin hourly job's page over 2023-10-29: named in Berlin's local
     time, one row of 25 hours with the second 02 marked, and its older and
     newer links (keys with '+' sent as %2B) lead to the hours before and
     after."""
-    if zones_refused():
-        print("skipped: zones other than UTC are refused by the configuration's gate")
-        return
     d = h.Daemon(jobs="""
 - name: ber
   partition: hour
