@@ -924,7 +924,7 @@ daemon_start(struct daemon *d, struct err *err)
 {
 	struct config *cfg = d->cfg;
 	char dir[PATH_MAX], logdir[PATH_MAX + 8];
-
+	struct err cerr;
 	bool cluster = config_is_cluster(cfg);
 
 	/* several hosts (docs/several-hosts.md): no state_db file to lock,
@@ -942,9 +942,10 @@ daemon_start(struct daemon *d, struct err *err)
 		log_warn("cannot create the command log folder %s: %s", logdir,
 			 strerror(errno));
 	if (store_open_config(cfg, &d->store, err) < 0 ||
-	    startup_check_calendars(d->store, cfg, err) < 0 ||
-	    startup_save_calendars(d->store, cfg, clock_now_ms(), err) < 0)
+	    startup_check_calendars(d->store, cfg, err) < 0)
 		return EXIT_BAD_INPUT;
+	if (startup_save_calendars(d->store, cfg, clock_now_ms(), &cerr) < 0)
+		log_warn("cannot record the jobs' calendars: %s", cerr.msg);
 	store_checkpoint_on(d->store, &d->loop);
 	if (exec_new(&d->loop, cfg->max_concurrency, &d->exec, err) < 0)
 		return EXIT_WORK_FAILED;

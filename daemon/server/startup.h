@@ -26,7 +26,8 @@ void startup_check_bound(const struct config *cfg, char *const *locals);
 /* Every warehouse's driver can be loaded. */
 int startup_check_warehouses(const struct config *cfg, struct err *err);
 /* A job whose calendar (timezone:, week_start:) differs from the one its
- * built partitions are keyed in (jobs.calendar): refused, naming both. */
+ * built partitions are keyed in (jobs.calendar): refused, naming both.
+ * A store that cannot be read is logged and passes (checked next time). */
 int startup_check_calendars(struct store *st, const struct config *cfg,
 			    struct err *err);
 /* Record each job's calendar where the store's differs. */
