@@ -1659,6 +1659,8 @@ START_TEST(test_cal_none)
 	    "backfill without dates rebuilds it)");
 	ck_assert_int_eq(cal_range_parse_one(&zn, "2026-02-08", &r, &err),
 	    -1);
+	tz_unref((struct tz *)zn.tz);
+	tz_unref((struct tz *)zh.tz);
 }
 END_TEST
 
