@@ -11,7 +11,8 @@ bool
 cutoff_fingerprinted(const struct job_def *j, bool distributed)
 {
 	return j->sql != NULL && j->table != NULL &&
-	       j->partition_column != NULL && j->ndownstream > 0 &&
+	       j->partition_column != NULL &&
+	       (j->ndownstream > 0 || j->self_lookback > 0) &&
 	       j->warehouse >= 0 && !distributed;
 }
 

@@ -66,7 +66,9 @@ enum cutoff_verdict {
 #define CUTOFF_REASON_UNCHANGED "inputs unchanged"
 
 /* CUTOFF-7.  Does a run of job j read its partition's fingerprint (a SQL
- * job with table: and partition_column: that feeds another job; on
+ * job with table: and partition_column: that feeds another job or itself, a
+ * running total whose cascade stops at a partition that came out
+ * identical; on
  * ClickHouse the live partition before publishing and the stage)?  For a
  * command job, no: its downstream always runs.  Nor on the shards of a
  * Distributed table (distributed: the run publishes into a shard's local

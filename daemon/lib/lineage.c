@@ -14,6 +14,8 @@ lineage_lookback(const struct config *cfg, int up, int down)
 {
 	const struct job_def *dj = &cfg->jobs[down];
 
+	if (up == down)
+		return dj->self_lookback > 0 ? dj->self_lookback : -1;
 	for (size_t u = 0; u < dj->nupstream; u++)
 		if (dj->upstream_idx[u] == up)
 			return job_lookback(dj, u);
@@ -29,8 +31,14 @@ lineage_range(const struct config *cfg, int up, part_t p, int down)
 
 	if (lookback < 0)
 		return r;
-	r = cal_window_readers(job_cal(&cfg->jobs[up]), p, job_cal(dj),
-			       lookback);
+	if (up == down) {
+		/* a job in its own upstream: P reads P-N..P-1, never P */
+		r.first = p + 1;
+		r.last = p + lookback;
+	} else {
+		r = cal_window_readers(job_cal(&cfg->jobs[up]), p, job_cal(dj),
+				       lookback);
+	}
 	/* a partition outside down's start..end does not exist */
 	if (dj->has_start && r.first < dj->start)
 		r.first = dj->start;

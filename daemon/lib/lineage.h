@@ -9,7 +9,9 @@
  * down that a partition of up overlaps as intervals (calendar.h cal_map:
  * finer into coarser, a coarser upstream into each finer partition it
  * spans, and across zones); keep only partitions inside down's
- * start..end, the ones that exist.
+ * start..end, the ones that exist.  A job in its own upstream
+ * (job_def.self_lookback N) feeds itself: its partition p feeds its
+ * p+1..p+N (a running total's later partitions, never p itself).
  */
 #ifndef BACKFILLD_LINEAGE_H
 #define BACKFILLD_LINEAGE_H

@@ -306,7 +306,10 @@ manifest_relink(struct manifest *m, struct request *rq)
 	for (size_t i = 0; i < rq->n; i++) {
 		struct item *o = rq->items[i];
 
-		if (!o->downstream || o->job < 0)
+		/* a running total's own partitions wait for those before
+		 * them too (plan.h, Cascades) */
+		if (o->job < 0 || (!o->downstream &&
+				   m->cfg->jobs[o->job].self_lookback == 0))
 			continue;
 		for (size_t k = 0; k < rq->n; k++) {
 			struct item *in = rq->items[k];

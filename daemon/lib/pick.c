@@ -34,6 +34,32 @@ pick_partition_running(struct manifest *m, const struct item *it)
 	return false;
 }
 
+/*
+ * SCHED-8, running totals.  A job in its own upstream (job_def.
+ * self_lookback N) reads its N partitions before each one: an item of it
+ * does not start while one of those N partitions is queued or running in
+ * any request (its own request's wait for them already, plan.h
+ * Cascades), so a day's schedule run waits for the day before however
+ * many requests hold them, and concurrency above 1 never runs two of
+ * them out of order.
+ */
+static bool
+pick_earlier_pending(struct manifest *m, const struct item *it)
+{
+	const struct job_def *j = &m->cfg->jobs[it->job];
+	char key[CAL_KEY_MAX];
+
+	for (int k = 1; k <= j->self_lookback; k++) {
+		cal_key(job_cal(j), it->part - k, key);
+		for (struct item *x = *manifest_bucket(m, it->job_name, key); x;
+		     x = x->hnext)
+			if ((x->state == MS_QUEUED || x->state == MS_RUNNING) &&
+			    manifest_same(x, it->job_name, key))
+				return true;
+	}
+	return false;
+}
+
 /* Is a job paused, by the gate? */
 static bool
 pick_paused(const struct pick_gate *g, int job)
@@ -104,6 +130,9 @@ pick_ready(struct manifest *m, const struct pick_gate *g, struct item *it,
 		return false;
 	}
 	if (pick_paused(g, it->job))
+		return false;
+	if (m->cfg->jobs[it->job].self_lookback > 0 &&
+	    pick_earlier_pending(m, it))
 		return false;
 	return !pick_partition_running(m, it);
 }

@@ -90,9 +90,100 @@ pair_cmp(const void *a, const void *b)
 	return 0;
 }
 
+/* The last partition of a cascade of job j whose earliest rebuilt one
+ * is first and latest last: its newest built partition when later,
+ * within its end. */
+static part_t
+plan_cascade_last(const struct job_def *j, part_t last,
+		  const struct plan_built *built)
+{
+	if (built != NULL && built->has && built->newest > last)
+		last = built->newest;
+	if (j->has_end && last > j->end)
+		last = j->end;
+	return last;
+}
+
+/* Append to the last item the items of job j (a running total) among the
+ * nprev pushed before it (from index base), up to its lookback. */
+static void
+plan_push_self_deps(struct plan *p, const struct job_def *j, size_t base,
+		    size_t nprev)
+{
+	size_t lb = (size_t)j->self_lookback;
+
+	for (size_t k = nprev > lb ? nprev - lb : 0; k < nprev; k++)
+		plan_push_dep(p, base + k);
+}
+
+/*
+ * The cascade of job d in its own upstream (DESIGN, "A job in its own
+ * upstream"), from the (partition, input) pairs its upstream feeds
+ * (sorted): every partition from the earliest fed to the latest fed or
+ * its newest built one, whichever is later, each once, in time order
+ * (never reversed), each waiting for its inputs in the plan and for the
+ * job's own items before it within its lookback.  A day a zone skipped
+ * is not one.
+ */
+static void
+plan_expand_self(struct plan *p, const struct config *cfg, int d,
+		 const struct pair *pairs, size_t n,
+		 const struct plan_built *built)
+{
+	const struct job_def *dj = &cfg->jobs[d];
+	part_t last = plan_cascade_last(dj, pairs[n - 1].part, built);
+	size_t base = p->n, a = 0;
+
+	for (part_t q = pairs[0].part; q <= last; q++) {
+		if (cal_empty(job_cal(dj), q))
+			continue;
+		plan_push(p, d, q, true);
+		for (; a < n && pairs[a].part < q; a++)
+			;
+		for (size_t b = a; b < n && pairs[b].part == q; b++)
+			plan_push_dep(p, pairs[b].input);
+		plan_push_self_deps(p, dj, base, p->n - 1 - base);
+	}
+}
+
+/*
+ * The request's own partitions of a job in its own upstream: from the
+ * earliest to the latest named, every one (a gap between two would be
+ * read by the later one), then its later partitions up to its newest
+ * built one as downstream items (the cascade), all in time order, each
+ * waiting for those before it within its lookback.
+ */
+static void
+plan_cascade_roots(struct plan *p, const struct config *cfg,
+		   const struct plan_built *built)
+{
+	int j = p->items[0].job;
+	const struct job_def *jd = &cfg->jobs[j];
+	part_t lo = p->items[0].part, hi = lo, last;
+	size_t nroot = 0;
+
+	for (size_t i = 1; i < p->nroot; i++) {
+		if (p->items[i].part < lo)
+			lo = p->items[i].part;
+		if (p->items[i].part > hi)
+			hi = p->items[i].part;
+	}
+	last = plan_cascade_last(jd, hi, built);
+	p->n = p->ndeps = 0;
+	for (part_t q = lo; q <= last; q++) {
+		if (cal_empty(job_cal(jd), q))
+			continue;
+		plan_push(p, j, q, q > hi);
+		plan_push_self_deps(p, jd, 0, p->n - 1);
+		nroot += q <= hi;
+	}
+	p->nroot = nroot;
+}
+
 /* Add job d's items fed by items already in the plan. */
 static void
-plan_expand_job(struct plan *p, const struct config *cfg, int d, bool reverse)
+plan_expand_job(struct plan *p, const struct config *cfg, int d, bool reverse,
+		const struct plan_built *built)
 {
 	struct pair *pairs = NULL;
 	size_t n = 0, cap = 0, limit = p->n;
@@ -111,6 +202,11 @@ plan_expand_job(struct plan *p, const struct config *cfg, int d, bool reverse)
 	if (n == 0)
 		return;
 	qsort(pairs, n, sizeof *pairs, pair_cmp);
+	if (cfg->jobs[d].self_lookback > 0) {
+		plan_expand_self(p, cfg, d, pairs, n, built);
+		free(pairs);
+		return;
+	}
 	for (size_t a = 0; a < n;) {
 		size_t s = reverse ? n - 1 - a : a, b;
 
@@ -132,9 +228,20 @@ void
 plan_expand(struct plan *p, const struct config *cfg, bool reverse,
 	    const bool *keep)
 {
-	bool *in_plan = xcalloc(cfg->njobs, sizeof *in_plan);
-	bool *own = xcalloc(cfg->njobs, sizeof *own);
+	plan_expand_built(p, cfg, reverse, keep, NULL);
+}
 
+void
+plan_expand_built(struct plan *p, const struct config *cfg, bool reverse,
+		  const bool *keep, const struct plan_built *built)
+{
+	bool *in_plan, *own;
+
+	if (p->nroot > 0 && cfg->jobs[p->items[0].job].self_lookback > 0)
+		plan_cascade_roots(p, cfg, built != NULL ?
+				   &built[p->items[0].job] : NULL);
+	in_plan = xcalloc(cfg->njobs, sizeof *in_plan);
+	own = xcalloc(cfg->njobs, sizeof *own);
 	for (size_t i = 0; i < p->n; i++)
 		in_plan[p->items[i].job] = own[p->items[i].job] = true;
 	for (size_t t = 0; t < cfg->njobs; t++) {
@@ -153,7 +260,8 @@ plan_expand(struct plan *p, const struct config *cfg, bool reverse,
 		if (!fed || (keep != NULL && !keep[d] && !chained))
 			continue;
 		size_t before = p->n;
-		plan_expand_job(p, cfg, d, reverse);
+		plan_expand_job(p, cfg, d, reverse,
+				built != NULL ? &built[d] : NULL);
 		if (p->n > before)
 			in_plan[d] = true;
 	}
@@ -168,13 +276,24 @@ plan_check_bounds(const struct plan *p, const struct config *cfg,
 	size_t *n = xcalloc(cfg->njobs, sizeof *n);
 	int rc = 0;
 
-	for (size_t i = p->nroot; i < p->n; i++)
-		if (p->items[i].downstream)
+	for (size_t i = 0; i < p->n; i++)
+		if (p->items[i].downstream ||
+		    cfg->jobs[p->items[i].job].self_lookback > 0)
 			n[p->items[i].job]++;
 	for (size_t t = 0; t < cfg->njobs && rc == 0; t++) {
 		const struct job_def *j = &cfg->jobs[cfg->topo[t]];
 
-		if (n[cfg->topo[t]] > (size_t)j->max_backfill)
+		if (n[cfg->topo[t]] > (size_t)j->max_backfill &&
+		    j->self_lookback > 0)
+			rc = err_set(err, EXIT_BAD_INPUT, "refused: the request"
+				     " rebuilds %zu partitions of %s (it reads"
+				     " its own earlier partitions: each one"
+				     " from the earliest repaired to its newest"
+				     " built), above its max_backfill of %d;"
+				     " nothing was queued. Raise %s's"
+				     " max_backfill", n[cfg->topo[t]], j->name,
+				     j->max_backfill, j->name);
+		else if (n[cfg->topo[t]] > (size_t)j->max_backfill)
 			rc = err_set(err, EXIT_BAD_INPUT, "refused: the request"
 				     " rebuilds %zu partitions of %s downstream,"
 				     " above its max_backfill of %d; nothing was"

@@ -20,6 +20,19 @@
  * request's own job or by jobs left out is left out, and so is what only
  * it feeds.  The partitions left out are then stale, as with
  * --no-downstream.
+ *
+ * Cascades (DESIGN, "A job in its own upstream"): a job listing itself
+ * with {job: ITSELF, lookback: N} (job_def.self_lookback) reads its own N
+ * partitions before each one, so a rebuild of its partition P changes
+ * every later one.  Its items in a plan are every partition from the
+ * earliest one the request names or its upstream feeds, to the latest
+ * one of those or its newest built partition, whichever is later, each
+ * once, in time order whatever --reverse says, each waiting (besides its
+ * inputs) for the job's items before it within N; the ones after the
+ * request's own are downstream items (the cascade), and a gap between
+ * two of the request's own partitions is filled as its own.  What it
+ * feeds is planned from all of them.  Its part of the plan, its own
+ * partitions included, counts against its max_backfill.
  */
 #ifndef BACKFILLD_PLAN_H
 #define BACKFILLD_PLAN_H
@@ -49,6 +62,13 @@ struct plan {
 	size_t nroot;     /* the request's own partitions: items[0..nroot) */
 };
 
+/* A job's newest built partition (one with a successful run), for the
+ * cascade of a job in its own upstream; has false when none is. */
+struct plan_built {
+	bool has;
+	part_t newest;
+};
+
 void plan_init(struct plan *p);
 void plan_free(struct plan *p);
 /* Add one of the request's own partitions (before plan_expand). */
@@ -57,6 +77,12 @@ void plan_add_root(struct plan *p, int job, part_t part);
  * job, see Narrowing) or NULL for every downstream job. */
 void plan_expand(struct plan *p, const struct config *cfg, bool reverse,
 		 const bool *keep);
+/* The same, with each job's newest built partition (built: cfg->njobs
+ * entries, or NULL when none is known): a job in its own upstream then
+ * cascades (Cascades, above). */
+void plan_expand_built(struct plan *p, const struct config *cfg,
+		       bool reverse, const bool *keep,
+		       const struct plan_built *built);
 /* Refuse a plan whose part for some downstream job is above that job's
  * max_backfill (DESIGN, "Calendars and dependency windows"): 0, or -1
  * (EXIT_BAD_INPUT) naming the first such job, its count and its bound.

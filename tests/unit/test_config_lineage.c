@@ -82,7 +82,11 @@ START_TEST(test_self)
 	/* a running total reads its own table */
 	want_lineage(WH "  - name: tot\n    warehouse: w\n    partition: day\n"
 		     "    table: tot\n    sql: INSERT INTO tot SELECT * FROM tot\n",
-		     "inline.yaml:11:40: job \"tot\" reads its own table tot: a repair of one of its partitions would leave the later partitions that read it stale; add reads_ignored: [tot] if each partition reads only rows it writes itself (a lookback on the job itself is not available yet)");
+		     "inline.yaml:11:40: job \"tot\" reads its own table tot: a repair of one of its partitions would leave the later partitions that read it stale; add {job: tot, lookback: 1} to its upstream if a partition reads its earlier partitions (a running total: a repair then rebuilds every later partition in order), or reads_ignored: [tot] if each partition reads only rows it writes itself");
+	/* ... declared by a lookback on itself */
+	want_lineage(WH "  - name: tot\n    warehouse: w\n    partition: day\n"
+		     "    table: tot\n    sql: INSERT INTO tot SELECT * FROM tot\n"
+		     "    upstream: [{job: tot, lookback: 1}]\n", NULL);
 	want_lineage(WH "  - name: tot\n    warehouse: w\n    partition: day\n"
 		     "    table: tot\n    sql: INSERT INTO tot SELECT * FROM tot\n"
 		     "    reads_ignored: [tot]\n", NULL);

@@ -166,6 +166,14 @@ struct job_def {
 	int *upstream_lookback; /* per entry: {job, lookback: N}, or NULL (0) */
 	int *downstream_idx; /* jobs that name this one in upstream */
 	size_t ndownstream;
+	/* {job: ITSELF, lookback: N} (a running total, DESIGN "A job in its
+	 * own upstream"): N >= 1, 0 when the job does not read itself.  The
+	 * entry is taken out of upstream[] (config_graph.c), so every walk
+	 * of the graph (topological order, downstream lists, staleness, the
+	 * schedule's "no upstream") sees no loop; lineage.h and plan.h read
+	 * it here. */
+	int self_lookback;
+	size_t self_entry; /* its position in upstream: as written */
 
 	/* lineage from the SQL (config_lineage.c, sqltables.h): the tables
 	 * the job's statements, checks and metrics read (its own left out)

@@ -132,7 +132,8 @@ config_diff_job(const struct job_def *a, const struct job_def *b,
 			       b->command_len), "command");
 	CD_IF(config_diff_checks(a, b), "checks");
 	CD_IF(config_diff_strv(a->upstream, a->nupstream, b->upstream,
-			       b->nupstream) || config_diff_lookback(a, b),
+			       b->nupstream) || config_diff_lookback(a, b) ||
+	      a->self_lookback != b->self_lookback,
 	      "upstream");
 	CD_IF(a->allow_wall_clock != b->allow_wall_clock, "allow_wall_clock");
 	CD_IF(a->allow_empty != b->allow_empty, "allow_empty");

@@ -13,10 +13,16 @@
 #include "suggest.h"
 #include "xalloc.h"
 
-/* The node of job j's upstream entry i. */
+/* The node of job j's upstream entry i (an index into upstream[] once
+ * the entry naming the job itself was taken out: the ones after it were
+ * one further in the file). */
 static yaml_node_t *
 cfg_upstream_node(struct cfg_parser *p, size_t j, size_t i)
 {
+	const struct job_def *jd = &p->cfg->jobs[j];
+
+	if (jd->self_lookback > 0 && i >= jd->self_entry)
+		i++;
 	cfg_use(p, p->job_src[j]);
 	return cfg_seq_item(p, cfg_map_get(p, p->job_nodes[j], "upstream"), i);
 }
@@ -83,6 +89,55 @@ cfg_link_whole(struct cfg_parser *p, size_t a, size_t i, int u)
 	return 0;
 }
 
+/*
+ * A job in its own upstream (DESIGN, "A job in its own upstream"): a
+ * running total, whose partition P reads its partitions P-N..P-1.  N of 0
+ * would read P itself, a cycle; a whole table has no earlier partition.
+ */
+static int
+cfg_link_self(struct cfg_parser *p, size_t a, size_t i, int *self_lb)
+{
+	struct job_def *j = &p->cfg->jobs[a];
+	int lb = job_lookback(j, i);
+
+	if (*self_lb > 0)
+		return cfg_fail(p, cfg_upstream_node(p, a, i)->start_mark,
+				"job \"%s\" lists itself in upstream twice;"
+				" keep one", j->name);
+	if (j->grain == GRAIN_NONE)
+		return cfg_fail(p, cfg_upstream_node(p, a, i)->start_mark,
+				"job \"%s\" has partition: none: it has no"
+				" earlier partition to read; remove the entry"
+				" naming itself", j->name);
+	if (lb < 1)
+		return cfg_fail(p, cfg_upstream_node(p, a, i)->start_mark,
+				"job \"%s\" lists itself in upstream without a"
+				" lookback: a partition cannot wait for itself;"
+				" write {job: %s, lookback: 1} (a running total"
+				" reading its previous partition), or remove the"
+				" entry", j->name, j->name);
+	*self_lb = lb;
+	j->self_entry = i;
+	return 0;
+}
+
+/* Take the entry naming the job itself out of upstream[] (its lookback
+ * kept in self_lookback), so the graph's walks see no loop. */
+static void
+cfg_unlink_self(struct job_def *j)
+{
+	size_t k = j->self_entry;
+
+	free(j->upstream[k]);
+	for (size_t m = k; m + 1 < j->nupstream; m++) {
+		j->upstream[m] = j->upstream[m + 1];
+		j->upstream_idx[m] = j->upstream_idx[m + 1];
+		if (j->upstream_lookback != NULL)
+			j->upstream_lookback[m] = j->upstream_lookback[m + 1];
+	}
+	j->nupstream--;
+}
+
 /* Resolve job a's upstream names (suggesting the closest job name for an
  * unknown one), each once, each of a grain that can feed a's. */
 static int
@@ -92,6 +147,7 @@ cfg_link_upstream(struct cfg_parser *p, size_t a)
 	struct job_def *j = &cfg->jobs[a];
 	char q[CFG_QUOTE_MAX * 4 + 16];
 	size_t b, i, m;
+	int self_lb = 0;
 
 	j->upstream_idx = xcalloc(j->nupstream, sizeof *j->upstream_idx);
 	for (i = 0; i < j->nupstream; i++) {
@@ -109,10 +165,12 @@ cfg_link_upstream(struct cfg_parser *p, size_t a)
 					sugg ? "; did you mean \"" : "",
 					sugg ? sugg : "", sugg ? "\"?" : "");
 		}
-		if (u == (int)a)
-			return cfg_fail(p, cfg_upstream_node(p, a, i)->start_mark,
-					"job \"%s\" lists itself in upstream: a job in its own upstream (a running total) is not available in this version; remove the entry",
-					j->name);
+		if (u == (int)a) {
+			if (cfg_link_self(p, a, i, &self_lb) < 0)
+				return -1;
+			j->upstream_idx[i] = u; /* never another entry's twin */
+			continue;
+		}
 		if (cfg_link_whole(p, a, i, u) < 0)
 			return -1;
 		for (m = 0; m < i; m++)
@@ -121,6 +179,11 @@ cfg_link_upstream(struct cfg_parser *p, size_t a)
 						"job \"%s\" lists upstream \"%s\" twice; keep one",
 						j->name, j->upstream[i]);
 		j->upstream_idx[i] = u;
+	}
+	if (self_lb > 0) {
+		/* from here on, cfg_upstream_node skips its entry */
+		j->self_lookback = self_lb;
+		cfg_unlink_self(j);
 	}
 	return 0;
 }

@@ -8,9 +8,9 @@
  *  - a job writes its `table` and the tables its statements write;
  *  - its statements, checks and metrics read; a check's or a metric's
  *    read of the job's own tables is what checks are for, not a
- *    dependency; its statements' read of one is (a running total): until
- *    upstream takes a lookback on the job itself, such a job must name
- *    the table in reads_ignored;
+ *    dependency; its statements' read of one is (a running total): such a job
+ *    lists itself in upstream with a lookback (config_graph.c,
+ *    cfg_link_self), or names the table in reads_ignored;
  *  - tables are matched within one warehouse (sqltables_same);
  *  - reads_ignored names a table the job reads, or the load fails.
  *
@@ -189,6 +189,8 @@ lin_unlisted(const struct config *cfg, size_t a, const char *name)
 			continue;
 		for (size_t u = 0; u < j->nupstream; u++)
 			listed = listed || j->upstream_idx[u] == (int)b;
+		/* a lookback on itself declares the read of its own table */
+		listed = listed || (b == a && j->self_lookback > 0);
 		if (!listed)
 			return (int)b;
 	}
@@ -206,8 +208,8 @@ lin_fail(struct cfg_parser *p, size_t a, const struct lin_text *x,
 	char msg[ERR_MSG_MAX / 2];
 
 	if (b == (int)a)
-		snprintf(msg, sizeof msg, "job \"%s\" reads its own table %s: a repair of one of its partitions would leave the later partitions that read it stale; add reads_ignored: [%s] if each partition reads only rows it writes itself (a lookback on the job itself is not available yet)",
-			 j->name, r->name, r->name);
+		snprintf(msg, sizeof msg, "job \"%s\" reads its own table %s: a repair of one of its partitions would leave the later partitions that read it stale; add {job: %s, lookback: 1} to its upstream if a partition reads its earlier partitions (a running total: a repair then rebuilds every later partition in order), or reads_ignored: [%s] if each partition reads only rows it writes itself",
+			 j->name, r->name, j->name, r->name);
 	else
 		snprintf(msg, sizeof msg, "job \"%s\" reads %s, which job \"%s\" writes, but does not list it in upstream: a backfill of %s would leave %s stale; add it to upstream, or to reads_ignored: [%s] if %s reads it as a lookup that must not trigger rebuilds",
 			 j->name, r->name, p->cfg->jobs[b].name,

@@ -198,11 +198,69 @@ sched_last_states(struct sched *s, const struct sched_req *rq,
 				 lf, err);
 }
 
+struct newest_walk {
+	const struct cal *cal;
+	struct plan_built *b;
+};
+
+/* Keep the newest of a job's built partitions (store_partitions_of). */
+static int
+sched_newest_cb(const char *key, int64_t built_at, bool has_inputs_at,
+		int64_t inputs_at, void *data, struct err *err)
+{
+	struct newest_walk *w = data;
+	struct err perr;
+	part_t p;
+
+	(void)built_at;
+	(void)has_inputs_at;
+	(void)inputs_at;
+	(void)err;
+	if (cal_parse_key(w->cal, key, &p, &perr) < 0)
+		return 0; /* a key of an older calendar: not this one's */
+	if (!w->b->has || p > w->b->newest) {
+		w->b->has = true;
+		w->b->newest = p;
+	}
+	return 0;
+}
+
+/* The newest built partition of each job in its own upstream that the
+ * request's job is or feeds (plan.h, Cascades), into built[]; NULL
+ * (*built) when there is none. */
+static int
+sched_built(struct sched *s, int job, struct plan_built **built,
+	    struct err *err)
+{
+	const struct config *cfg = s->cfg;
+	bool *below = xcalloc(cfg->njobs, sizeof *below);
+	int rc = 0;
+
+	*built = NULL;
+	plan_downstream_of(cfg, job, below);
+	below[job] = true;
+	for (size_t d = 0; d < cfg->njobs && rc == 0; d++) {
+		struct newest_walk w;
+
+		if (!below[d] || cfg->jobs[d].self_lookback == 0)
+			continue;
+		if (*built == NULL)
+			*built = xcalloc(cfg->njobs, sizeof **built);
+		w.cal = job_cal(&cfg->jobs[d]);
+		w.b = &(*built)[d];
+		rc = store_partitions_of(s->store, cfg->jobs[d].name,
+					 sched_newest_cb, &w, err);
+	}
+	free(below);
+	return rc;
+}
+
 int
 sched_submit(struct sched *s, const struct sched_req *rq, bool commit,
 	     struct plan *plan, int64_t *request_id, struct err *err)
 {
 	struct last_filter lf = {0};
+	struct plan_built *built = NULL;
 	int rc = -1;
 
 	*request_id = 0;
@@ -220,14 +278,18 @@ sched_submit(struct sched *s, const struct sched_req *rq, bool commit,
 			continue;
 		plan_add_root(plan, rq->job, rq->parts[k]);
 	}
-	if (plan->n > 0 && !rq->no_downstream)
-		plan_expand(plan, s->cfg, rq->reverse, rq->keep);
+	if (plan->n > 0 && !rq->no_downstream) {
+		if (sched_built(s, rq->job, &built, err) < 0)
+			goto out;
+		plan_expand_built(plan, s->cfg, rq->reverse, rq->keep, built);
+	}
 	if (plan_check_bounds(plan, s->cfg, err) < 0)
 		goto out;
 	rc = 0;
 	if (commit)
 		rc = sched_queue_plan(s, rq, plan, request_id, err);
 out:
+	free(built);
 	free(lf.keys);
 	free(lf.states);
 	return rc;
