@@ -1,0 +1,368 @@
+/*
+ * test_cascade.c - a job in its own upstream (a running total; DESIGN,
+ * "A job in its own upstream"): the configuration that accepts it, the
+ * planner's cascade (plan.h, Cascades), its bound, the relink of a
+ * request loaded at start, and dispatch's order across requests
+ * (SCHED-8, pick.c).
+ */
+#include <check.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "calendar.h"
+#include "config.h"
+#include "lineage.h"
+#include "manifest.h"
+#include "pick.h"
+#include "plan.h"
+
+/* fct (day) -> rtd (day, reads its own previous day) -> weekly (week) */
+static const char rtd_yaml[] =
+	"state_db: s.db\n"
+	"socket: s.sock\n"
+	"warehouses:\n"
+	"  - {name: w, sqlite: w.db}\n"
+	"jobs:\n"
+	"  - {name: fct, warehouse: w, partition: day, sql: SELECT 1}\n"
+	"  - {name: rtd, warehouse: w, partition: day, max_backfill: 13,"
+	" concurrency: 2,"
+	" upstream: [fct, {job: rtd, lookback: 1}], sql: SELECT 1}\n"
+	"  - {name: weekly, warehouse: w, partition: week, upstream: [rtd],"
+	" sql: SELECT 1}\n"
+	"  - {name: bal, warehouse: w, partition: day, start: 2026-01-01,"
+	" upstream: [{job: bal, lookback: 2}], sql: SELECT 1}\n";
+
+static struct config *cfg;
+static int fct, rtd, weekly;
+
+static void
+setup(void)
+{
+	struct err err;
+
+	if (config_load_string("/tmp/cascade.yaml", rtd_yaml,
+			       strlen(rtd_yaml), &cfg, &err) < 0)
+		ck_abort_msg("config: %s", err.msg);
+	fct = config_job_index(cfg, "fct");
+	rtd = config_job_index(cfg, "rtd");
+	weekly = config_job_index(cfg, "weekly");
+}
+
+static void
+teardown(void)
+{
+	config_unref(cfg);
+}
+
+static part_t
+day(const char *s)
+{
+	int64_t d;
+
+	ck_assert_int_eq(cal_parse_date(s, &d, NULL), 0);
+	return d;
+}
+
+/* "job key" of plan item i. */
+static const char *
+item_of(const struct plan *p, size_t i)
+{
+	static char buf[CAL_KEY_MAX + 64];
+	char key[CAL_KEY_MAX];
+
+	cal_key(&cfg->jobs[p->items[i].job].cal, p->items[i].part, key);
+	snprintf(buf, sizeof buf, "%s %s", cfg->jobs[p->items[i].job].name,
+		 key);
+	return buf;
+}
+
+/* What plan item i waits for, as "job key, job key". */
+static const char *
+deps_of(const struct plan *p, size_t i)
+{
+	static char buf[1024];
+	size_t len = 0;
+
+	buf[0] = '\0';
+	for (size_t d = 0; d < p->items[i].ndeps; d++)
+		len += (size_t)snprintf(buf + len, sizeof buf - len, "%s%s",
+					d ? ", " : "",
+					item_of(p, p->deps[p->items[i].dep_off
+							   + d]));
+	return buf;
+}
+
+/* The built array with rtd's newest built partition at key (NULL:
+ * none). */
+static struct plan_built *
+built_at(const char *key)
+{
+	struct plan_built *b = calloc(cfg->njobs, sizeof *b);
+
+	if (key != NULL) {
+		b[rtd].has = true;
+		b[rtd].newest = day(key);
+	}
+	return b;
+}
+
+/* The job in its own upstream is accepted with its lookback, kept out of
+ * the graph's walks. */
+START_TEST(config_accepts_self)
+{
+	const struct job_def *j = &cfg->jobs[rtd];
+	const struct job_def *b = &cfg->jobs[config_job_index(cfg, "bal")];
+
+	ck_assert_int_eq(j->self_lookback, 1);
+	ck_assert_uint_eq(j->nupstream, 1);
+	ck_assert_int_eq(j->upstream_idx[0], fct);
+	ck_assert_int_eq(b->self_lookback, 2);
+	ck_assert_uint_eq(b->nupstream, 0);
+	ck_assert_int_eq(lineage_lookback(cfg, rtd, rtd), 1);
+	ck_assert_int_eq(lineage_lookback(cfg, fct, fct), -1);
+	ck_assert_int_eq(lineage_range(cfg, rtd, day("2026-02-10"), rtd).first,
+			 day("2026-02-11"));
+	ck_assert_int_eq(lineage_range(cfg, rtd, day("2026-02-10"), rtd).last,
+			 day("2026-02-11"));
+	/* the topological order holds every job */
+	for (size_t t = 0; t < cfg->njobs; t++)
+		ck_assert_int_ge(cfg->topo[t], 0);
+}
+END_TEST
+
+/* The lesson's repair 2026-02-08..12 of fct, rtd built to 02-20: rtd
+ * 02-08..02-20 in order, each after fct's day and rtd's day before;
+ * weekly from every one of them. */
+START_TEST(repair_cascades_to_newest)
+{
+	struct plan p;
+	struct plan_built *b = built_at("2026-02-20");
+	struct err err;
+	size_t i;
+
+	plan_init(&p);
+	for (part_t d = day("2026-02-08"); d <= day("2026-02-12"); d++)
+		plan_add_root(&p, fct, d);
+	plan_expand_built(&p, cfg, false, NULL, b);
+	ck_assert_uint_eq(p.nroot, 5);
+	ck_assert_str_eq(item_of(&p, 5), "rtd 2026-02-08");
+	ck_assert_str_eq(deps_of(&p, 5), "fct 2026-02-08");
+	ck_assert_str_eq(item_of(&p, 6), "rtd 2026-02-09");
+	ck_assert_str_eq(deps_of(&p, 6), "fct 2026-02-09, rtd 2026-02-08");
+	ck_assert_str_eq(deps_of(&p, 9), "fct 2026-02-12, rtd 2026-02-11");
+	ck_assert_str_eq(item_of(&p, 10), "rtd 2026-02-13");
+	ck_assert_str_eq(deps_of(&p, 10), "rtd 2026-02-12");
+	ck_assert_str_eq(item_of(&p, 17), "rtd 2026-02-20");
+	ck_assert_str_eq(deps_of(&p, 17), "rtd 2026-02-19");
+	for (i = 5; i <= 17; i++)
+		ck_assert(p.items[i].downstream);
+	ck_assert_str_eq(item_of(&p, 18), "weekly 2026-02-02");
+	ck_assert_str_eq(item_of(&p, 19), "weekly 2026-02-09");
+	ck_assert_str_eq(item_of(&p, 20), "weekly 2026-02-16");
+	ck_assert_str_eq(deps_of(&p, 20), "rtd 2026-02-16, rtd 2026-02-17,"
+			 " rtd 2026-02-18, rtd 2026-02-19, rtd 2026-02-20");
+	ck_assert_uint_eq(p.n, 21);
+	/* 13 of rtd: at its bound */
+	ck_assert_int_eq(plan_check_bounds(&p, cfg, &err), 0);
+	plan_free(&p);
+
+	/* reverse does not reverse a cascade */
+	plan_init(&p);
+	for (part_t d = day("2026-02-12"); d >= day("2026-02-08"); d--)
+		plan_add_root(&p, fct, d);
+	plan_expand_built(&p, cfg, true, NULL, b);
+	ck_assert_str_eq(item_of(&p, 5), "rtd 2026-02-08");
+	ck_assert_str_eq(item_of(&p, 17), "rtd 2026-02-20");
+	plan_free(&p);
+
+	/* nothing built past the repair: no cascade past it; nothing known
+	 * (plan_expand): the same */
+	plan_init(&p);
+	plan_add_root(&p, fct, day("2026-02-10"));
+	plan_expand(&p, cfg, false, NULL);
+	ck_assert_uint_eq(p.n, 3);
+	ck_assert_str_eq(item_of(&p, 1), "rtd 2026-02-10");
+	plan_free(&p);
+	free(b);
+}
+END_TEST
+
+/* Above rtd's max_backfill (13) the request is refused whole. */
+START_TEST(cascade_bound)
+{
+	struct plan p;
+	struct plan_built *b = built_at("2026-02-21");
+	struct err err;
+
+	plan_init(&p);
+	for (part_t d = day("2026-02-08"); d <= day("2026-02-12"); d++)
+		plan_add_root(&p, fct, d);
+	plan_expand_built(&p, cfg, false, NULL, b);
+	ck_assert_int_eq(plan_check_bounds(&p, cfg, &err), -1);
+	ck_assert_int_eq(err.code, EXIT_BAD_INPUT);
+	ck_assert_str_eq(err.msg, "refused: the request rebuilds 14"
+			 " partitions of rtd (it reads its own earlier"
+			 " partitions: each one from the earliest repaired to"
+			 " its newest built), above its max_backfill of 13;"
+			 " nothing was queued. Raise rtd's max_backfill");
+	plan_free(&p);
+	free(b);
+}
+END_TEST
+
+/* A request of rtd itself: its own partitions (a gap filled), then the
+ * cascade to its newest built one, all in order; its own count too. */
+START_TEST(own_request_cascades)
+{
+	struct plan p;
+	struct plan_built *b = built_at("2026-02-14");
+
+	plan_init(&p);
+	plan_add_root(&p, rtd, day("2026-02-12"));
+	plan_add_root(&p, rtd, day("2026-02-10"));
+	plan_expand_built(&p, cfg, true, NULL, b);
+	ck_assert_uint_eq(p.nroot, 3);
+	ck_assert_str_eq(item_of(&p, 0), "rtd 2026-02-10");
+	ck_assert_str_eq(deps_of(&p, 0), "");
+	ck_assert_str_eq(item_of(&p, 1), "rtd 2026-02-11");
+	ck_assert(!p.items[1].downstream);
+	ck_assert_str_eq(deps_of(&p, 1), "rtd 2026-02-10");
+	ck_assert_str_eq(item_of(&p, 2), "rtd 2026-02-12");
+	ck_assert_str_eq(item_of(&p, 3), "rtd 2026-02-13");
+	ck_assert(p.items[3].downstream);
+	ck_assert_str_eq(deps_of(&p, 3), "rtd 2026-02-12");
+	ck_assert_str_eq(item_of(&p, 4), "rtd 2026-02-14");
+	ck_assert_str_eq(item_of(&p, 5), "weekly 2026-02-09");
+	ck_assert_uint_eq(p.n, 6);
+	plan_free(&p);
+	free(b);
+
+	/* a lookback of 2 waits for the two before */
+	b = calloc(cfg->njobs, sizeof *b);
+	b[config_job_index(cfg, "bal")] = (struct plan_built){ true,
+		day("2026-01-05") };
+	plan_init(&p);
+	plan_add_root(&p, config_job_index(cfg, "bal"), day("2026-01-02"));
+	plan_expand_built(&p, cfg, false, NULL, b);
+	ck_assert_uint_eq(p.n, 4);
+	ck_assert_str_eq(deps_of(&p, 1), "bal 2026-01-02");
+	ck_assert_str_eq(deps_of(&p, 2), "bal 2026-01-02, bal 2026-01-03");
+	ck_assert_str_eq(deps_of(&p, 3), "bal 2026-01-03, bal 2026-01-04");
+	plan_free(&p);
+	free(b);
+}
+END_TEST
+
+/* A request loaded from the store: its rtd items wait for the ones
+ * before them again (the own ones too), and dispatch never starts a day
+ * of rtd while the day before is queued or running in any request. */
+START_TEST(relink_and_dispatch_order)
+{
+	struct manifest m;
+	struct request *a, *b;
+	struct item *a10, *a11, *a12, *b13;
+	struct run *r;
+	int64_t wake = INT64_MAX;
+
+	manifest_init(&m, cfg);
+	a = manifest_request_add(&m, 1, "rtd", "backfill", 0);
+	a10 = manifest_item_add(&m, a, 1, "rtd", "2026-02-10", 0, false,
+				MS_QUEUED);
+	a11 = manifest_item_add(&m, a, 2, "rtd", "2026-02-11", 1, false,
+				MS_QUEUED);
+	a12 = manifest_item_add(&m, a, 3, "rtd", "2026-02-12", 2, true,
+				MS_QUEUED);
+	a->nroot = 2;
+	manifest_relink(&m, a);
+	ck_assert_uint_eq(a10->nins, 0);
+	ck_assert_uint_eq(a11->nins, 1);
+	ck_assert_ptr_eq(a11->ins[0], a10);
+	ck_assert_uint_eq(a12->nins, 1);
+	ck_assert_ptr_eq(a12->ins[0], a11);
+	/* a schedule request of the next day, no input in it */
+	b = manifest_request_add(&m, 2, "rtd", "schedule", 0);
+	b->priority = true;
+	b13 = manifest_item_add(&m, b, 4, "rtd", "2026-02-13", 0, false,
+				MS_QUEUED);
+	b->nroot = 1;
+	manifest_relink(&m, b);
+	ck_assert_uint_eq(b13->nins, 0);
+	/* concurrency 2: only 02-10 starts */
+	r = pick_next_run(&m, NULL, 0, &wake);
+	ck_assert_ptr_nonnull(r);
+	ck_assert_ptr_eq(r->items[0], a10);
+	manifest_run_start(&m, r);
+	ck_assert_ptr_null(pick_next_run(&m, NULL, 0, &wake));
+	manifest_run_result(&m, r, MS_SUCCEEDED, NULL, 0);
+	manifest_settle(&m, a10);
+	manifest_run_finish(&m, r);
+	manifest_run_free(r);
+	r = pick_next_run(&m, NULL, 0, &wake);
+	ck_assert_ptr_eq(r->items[0], a11);
+	manifest_run_start(&m, r);
+	ck_assert_ptr_null(pick_next_run(&m, NULL, 0, &wake));
+	manifest_run_result(&m, r, MS_SUCCEEDED, NULL, 0);
+	manifest_settle(&m, a11);
+	manifest_run_finish(&m, r);
+	manifest_run_free(r);
+	r = pick_next_run(&m, NULL, 0, &wake);
+	ck_assert_ptr_eq(r->items[0], a12);
+	manifest_run_start(&m, r);
+	/* 02-13 waits for 02-12, running in another request */
+	ck_assert_ptr_null(pick_next_run(&m, NULL, 0, &wake));
+	manifest_run_result(&m, r, MS_SUCCEEDED, NULL, 0);
+	manifest_settle(&m, a12);
+	manifest_run_finish(&m, r);
+	manifest_run_free(r);
+	r = pick_next_run(&m, NULL, 0, &wake);
+	ck_assert_ptr_eq(r->items[0], b13);
+	manifest_run_start(&m, r);
+	manifest_run_result(&m, r, MS_SUCCEEDED, NULL, 0);
+	manifest_run_finish(&m, r);
+	manifest_run_free(r);
+	manifest_clear(&m);
+}
+END_TEST
+
+/* A job in its own upstream without a lookback is a cycle. */
+START_TEST(config_refuses_lookback_0)
+{
+	static const char bad[] =
+		"jobs:\n  - {name: t, partition: day,"
+		" upstream: [{job: t, lookback: 0}], command: [x]}\n";
+	struct config *c = NULL;
+	struct err err;
+
+	ck_assert_int_eq(config_load_string("inline.yaml", bad, strlen(bad),
+					    &c, &err), -1);
+	ck_assert_str_eq(err.msg, "inline.yaml:2:42: job \"t\" lists itself"
+			 " in upstream without a lookback: a partition cannot"
+			 " wait for itself; write {job: t, lookback: 1} (a"
+			 " running total reading its previous partition), or"
+			 " remove the entry");
+}
+END_TEST
+
+int
+main(void)
+{
+	Suite *s = suite_create("cascade");
+	TCase *tc = tcase_create("cascade");
+	SRunner *sr;
+	int failed;
+
+	tcase_add_checked_fixture(tc, setup, teardown);
+	tcase_add_test(tc, config_accepts_self);
+	tcase_add_test(tc, repair_cascades_to_newest);
+	tcase_add_test(tc, cascade_bound);
+	tcase_add_test(tc, own_request_cascades);
+	tcase_add_test(tc, relink_and_dispatch_order);
+	tcase_add_test(tc, config_refuses_lookback_0);
+	suite_add_tcase(s, tc);
+	sr = srunner_create(s);
+	srunner_run_all(sr, CK_ENV);
+	failed = srunner_ntests_failed(sr);
+	srunner_free(sr);
+	return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+}
