@@ -1,0 +1,294 @@
+#!/usr/bin/env python3
+"""A job in its own upstream: a running total (issue 41; DESIGN, "A job in
+its own upstream").  revenue_to_date's day D is day D-1's total plus the
+lesson's fact of D (upstream [fct_daily_sales, {job: revenue_to_date,
+lookback: 1}]).  Built from the buggy fact, then the fact's 2026-02-08..12
+repaired: revenue_to_date is rebuilt from 02-08 to its newest built day
+(02-22), each day once, strictly in order (each after the one before it
+finished, and after its repaired fact day), with concurrency 4 on the job;
+nothing else runs; the table then equals a recompute and nothing is stale;
+--dry-run lists the cascade.  Cut-off stops the cascade at the first day
+that comes out identical.  A cascade above the job's max_backfill is
+refused whole, naming job, count and bound.  kill -9 during a cascade,
+then a restart: the cascade resumes, in order, each day the result of one
+clean run (a command job blocking on a FIFO gives the moment: no sleep)."""
+import os
+import re
+import select
+import signal
+
+import harness as h
+
+FIRST, LAST = h.ALL_DAYS                 # 2026-01-26 .. 2026-02-22
+REPAIRED = h.days(*h.WINDOW)             # 2026-02-08 .. 2026-02-12
+CASCADE = h.days("2026-02-08", LAST)     # what the repair rebuilds of the total
+
+SEED_TOTAL = """
+CREATE TABLE revenue_to_date (dt TEXT PRIMARY KEY, revenue_usd REAL);
+"""
+
+# the lesson's fact, fingerprinted (table, partition_column) for cut-off
+FACT = """
+- name: fct_daily_sales
+  warehouse: sales
+  partition: day
+  start: 2026-01-26
+  end: 2026-02-22
+  catchup: false
+  concurrency: 4
+  table: fct_daily_sales
+  partition_column: dt
+  sql: |
+    DELETE FROM fct_daily_sales WHERE dt = :partition;
+    INSERT INTO fct_daily_sales (dt, store_id, sales, revenue_usd)
+    SELECT dt, store_id, COUNT(*), SUM(amount_usd)
+    FROM raw_sales WHERE dt = :partition GROUP BY dt, store_id;
+"""
+
+TOTAL = """
+- name: revenue_to_date
+  warehouse: sales
+  partition: day
+  start: 2026-01-26
+  concurrency: 4
+  max_backfill: %(bound)d
+  table: revenue_to_date
+  partition_column: dt
+  upstream:
+    - fct_daily_sales
+    - {job: revenue_to_date, lookback: 1}
+  sql: |
+    DELETE FROM revenue_to_date WHERE dt = :partition;
+    INSERT INTO revenue_to_date (dt, revenue_usd)
+    SELECT :partition,
+      COALESCE((SELECT revenue_usd FROM revenue_to_date
+                WHERE dt = date(:partition, '-1 day')), 0)
+      + COALESCE((SELECT SUM(revenue_usd) FROM fct_daily_sales
+                  WHERE dt = :partition), 0);
+"""
+
+
+def daemon(name, bound=40, total=TOTAL):
+    return h.Daemon(jobs=FACT + total % {"bound": bound},
+                    warehouses={"sales": h.sales_seed() + SEED_TOTAL},
+                    settings={"max_concurrency": 8}, name=name)
+
+
+def recompute(d, what):
+    """Every day of revenue_to_date equals the fact summed up to it."""
+    got = d.query("SELECT dt, revenue_usd FROM revenue_to_date ORDER BY dt")
+    h.eq([r[0] for r in got], h.days(FIRST, LAST), "revenue_to_date days %s" % what)
+    for dt, total in got:
+        truth = d.query("SELECT SUM(revenue_usd) FROM fct_daily_sales WHERE dt <= ?",
+                        (dt,))[0][0]
+        h.check(abs(total - truth) < 0.005, "revenue_to_date %s %s: %.2f, a recompute"
+                " says %.2f" % (dt, what, total, truth))
+
+
+def build_from_bug(d):
+    """revenue_to_date from the seeded fact (its 02-08..12 without refunds):
+    a request of the total itself, every day in order."""
+    d.backfill("revenue_to_date", FIRST, LAST)
+    recompute(d, "from the buggy fact")
+
+
+def in_order(runs, what):
+    """Each run started after the one before it finished."""
+    for a, b in zip(runs, runs[1:]):
+        h.check(h.parse_iso(b["started_at"]) >= h.parse_iso(a["finished_at"]),
+                "%s: %s started before %s finished" % (what, b["partition"],
+                                                       a["partition"]))
+
+
+def test_repair_cascades_in_order():
+    d = daemon("rtd")
+    build_from_bug(d)
+    bug = d.query("SELECT revenue_usd FROM revenue_to_date WHERE dt = ?", (LAST,))[0][0]
+    plan = d.json("backfill", "fct_daily_sales", "--from", REPAIRED[0], "--to",
+                  REPAIRED[-1], "--dry-run")["partitions"]
+    h.eq([(e["job"], e["partition"]) for e in plan],
+         [("fct_daily_sales", x) for x in REPAIRED] +
+         [("revenue_to_date", x) for x in CASCADE], "--dry-run of the repair")
+    rc, text, _ = d.ctl("backfill", "fct_daily_sales", "--from", REPAIRED[0], "--to",
+                        REPAIRED[-1], "--dry-run")
+    h.eq(rc, 0, "the dry run's exit")
+    h.check(re.search(r"(?m)^11 +revenue_to_date +2026-02-13 +revenue_to_date"
+                      r" 2026-02-12$", text),
+            "the dry run shows 02-13 waiting for 02-12:\n" + text)
+    h.check("20 partitions: 5 of fct_daily_sales, 15 downstream" in text,
+            "the dry run's count:\n" + text)
+    before = len(d.runs())
+    d.backfill("fct_daily_sales", REPAIRED[0], REPAIRED[-1], "--reason", "refund bug")
+    new = d.runs()[before:]
+    h.eq(sorted((r["job"], r["partition"]) for r in new),
+         sorted([("fct_daily_sales", x) for x in REPAIRED] +
+                [("revenue_to_date", x) for x in CASCADE]),
+         "the runs of the repair (each day of the total once, nothing else)")
+    for r in new:
+        h.eq(r["state"], "succeeded", "run %s %s" % (r["job"], r["partition"]))
+    total = sorted(h.by_job(new, "revenue_to_date"), key=lambda r: r["started_at"])
+    h.eq([r["partition"] for r in total], CASCADE, "the total's runs, by start")
+    in_order(total, "the cascade")
+    fact_done = {r["partition"]: h.parse_iso(r["finished_at"])
+                 for r in h.by_job(new, "fct_daily_sales")}
+    for r in total:
+        if r["partition"] in fact_done:
+            h.check(h.parse_iso(r["started_at"]) >= fact_done[r["partition"]],
+                    "revenue_to_date %s started before its fact day landed"
+                    % r["partition"])
+    h.assert_fact_repaired(d, FIRST, LAST)
+    recompute(d, "after the repair")
+    fixed = d.query("SELECT revenue_usd FROM revenue_to_date WHERE dt = ?", (LAST,))[0][0]
+    h.check(abs(fixed - bug) > 1, "the newest total changed (%.2f, was %.2f)"
+            % (fixed, bug))
+    h.eq(d.json("stale")["stale"], [], "stale after the repair")
+    # a rerun of one day of the total itself cascades too
+    before = len(d.runs())
+    d.backfill("revenue_to_date", "2026-02-20", "2026-02-20")
+    h.eq([r["partition"] for r in sorted(d.runs()[before:],
+                                          key=lambda r: r["started_at"])],
+         h.days("2026-02-20", LAST), "a backfill of the total's 02-20")
+    d.stop()
+
+
+def test_cutoff_stops_the_cascade():
+    """One sale moved from 02-10 to 02-09: the totals of 02-09 change, and
+    from 02-10 on they are what they were: 02-08 is skipped (its fact
+    came out identical), 02-09 and 02-10 run, 02-11..22 are skipped."""
+    d = daemon("rtdcut")
+    d.backfill("fct_daily_sales", FIRST, LAST)
+    recompute(d, "after the first build")
+    con = d.wh("sales")
+    con.execute("UPDATE raw_sales SET dt = '2026-02-09' WHERE sale_id ="
+                " (SELECT min(sale_id) FROM raw_sales WHERE dt = '2026-02-10')")
+    con.commit()
+    con.close()
+    before = len(d.runs())
+    d.backfill("fct_daily_sales", REPAIRED[0], REPAIRED[-1], "--reason", "moved sale")
+    new = d.runs()[before:]
+    total = {r["partition"]: r["state"] for r in h.by_job(new, "revenue_to_date")}
+    want = {x: "skipped" for x in CASCADE}
+    want["2026-02-09"] = want["2026-02-10"] = "succeeded"
+    h.eq(total, want, "the total's days: run where it changed, skipped from the"
+         " first identical day on")
+    h.eq(sorted(r["partition"] for r in h.by_job(new, "fct_daily_sales", "succeeded")),
+         REPAIRED, "the fact's repaired days")
+    recompute(d, "after the cut-off")
+    h.eq(d.json("stale")["stale"], [], "stale after the cut-off")
+    d.stop()
+
+
+def test_cascade_bound():
+    d = daemon("rtdbound", bound=10)
+    for a, b in (("2026-01-26", "2026-02-04"), ("2026-02-05", "2026-02-14"),
+                 ("2026-02-15", LAST)):
+        d.backfill("revenue_to_date", a, b)
+    before = len(d.runs())
+    for extra in ((), ("--dry-run",)):
+        rc, out, err = d.ctl("backfill", "fct_daily_sales", "--from", REPAIRED[0],
+                             "--to", REPAIRED[-1], *extra)
+        h.eq(rc, 2, "a repair whose cascade (15 days) is above max_backfill 10 %s"
+             % (extra,))
+        h.eq(err.strip(), "backfillctl: refused: the request rebuilds 15 partitions of"
+             " revenue_to_date (it reads its own earlier partitions: each one from"
+             " the earliest repaired to its newest built), above its max_backfill of"
+             " 10; nothing was queued. Raise revenue_to_date's max_backfill",
+             "the refusal %s" % (extra,))
+    h.eq(len(d.runs()), before, "runs after the refused requests")
+    d.stop()
+
+
+# The total as a command job, to stop it at a known day: the script blocks
+# in 2026-02-15 on a FIFO handshake (the test learns it runs: an event).
+SCRIPT = r"""#!/bin/sh
+set -e
+dir="$(dirname "$0")"
+p="$1"
+echo "$p" >> "$dir/attempts.log"
+if [ "$p" = "2026-02-15" ] && [ ! -e "$dir/release" ]; then
+    echo "$$" > "$dir/started.fifo"
+    read x < "$dir/hold.fifo"
+fi
+sqlite3 -cmd ".timeout 20000" "$dir/sales.db" "BEGIN IMMEDIATE;
+DELETE FROM revenue_to_date WHERE dt = '$p';
+INSERT INTO revenue_to_date SELECT '$p',
+  COALESCE((SELECT revenue_usd FROM revenue_to_date WHERE dt = date('$p', '-1 day')), 0)
+  + COALESCE((SELECT SUM(revenue_usd) FROM fct_daily_sales WHERE dt = '$p'), 0);
+COMMIT;"
+"""
+
+TOTAL_CMD = """
+- name: revenue_to_date
+  partition: day
+  start: 2026-01-26
+  concurrency: 4
+  max_backfill: %(bound)d
+  upstream:
+    - fct_daily_sales
+    - {job: revenue_to_date, lookback: 1}
+  command: ["/bin/sh", "{dir}/job.sh", "{partition}"]
+"""
+
+
+def lines(path):
+    try:
+        with open(path) as f:
+            return [x.strip() for x in f if x.strip()]
+    except FileNotFoundError:
+        return []
+
+
+def test_kill9_during_cascade():
+    d = h.Daemon(jobs=FACT + TOTAL_CMD % {"bound": 40},
+                 warehouses={"sales": h.sales_seed() + SEED_TOTAL},
+                 settings={"max_concurrency": 8}, name="rtdkill", start=False)
+    with open(os.path.join(d.dir, "job.sh"), "w") as f:
+        f.write(SCRIPT)
+    open(os.path.join(d.dir, "release"), "w").close()
+    d.start()
+    build_from_bug(d)
+    os.unlink(os.path.join(d.dir, "release"))
+    os.unlink(os.path.join(d.dir, "attempts.log"))
+    os.mkfifo(os.path.join(d.dir, "started.fifo"))
+    os.mkfifo(os.path.join(d.dir, "hold.fifo"))
+    fd = os.open(os.path.join(d.dir, "started.fifo"), os.O_RDONLY | os.O_NONBLOCK)
+    try:
+        req = d.enqueue("backfill", "fct_daily_sales", "--from", REPAIRED[0],
+                        "--to", REPAIRED[-1])
+        with d.draining():
+            r, _, _ = select.select([fd], [], [], 60)
+        h.check(r, "2026-02-15 did not start within 60 s (guard)\n" + d.log_tail())
+        data = os.read(fd, 100).decode().strip()
+    finally:
+        os.close(fd)
+    h.check(data.isdigit(), "the job sent %r instead of its pid" % data)
+    h.eq(lines(os.path.join(d.dir, "attempts.log")), h.days("2026-02-08", "2026-02-15"),
+         "the cascade's days started before the kill (in order, one at a time)")
+    d.kill9()
+    try:
+        os.kill(int(data), signal.SIGKILL)
+    except ProcessLookupError:
+        pass
+    open(os.path.join(d.dir, "release"), "w").close()
+    d.start()
+    resp = d.wait_request(req)
+    h.eq(resp.get("status"), "0", "wait for request %d after the restart: %r" % (req, resp))
+    h.eq(lines(os.path.join(d.dir, "attempts.log")),
+         h.days("2026-02-08", "2026-02-15") + CASCADE[CASCADE.index("2026-02-15"):],
+         "executions: the interrupted day again, then the rest in order")
+    runs = [r for r in d.runs() if r["request"] == req]
+    for p in CASCADE:
+        ok = [r for r in runs if r["job"] == "revenue_to_date" and r["partition"] == p
+              and r["state"] == "succeeded"]
+        h.eq(len(ok), 1, "succeeded runs of revenue_to_date %s" % p)
+    in_order(sorted([r for r in runs if r["job"] == "revenue_to_date"
+                     and r["state"] == "succeeded"], key=lambda r: r["started_at"]),
+             "the resumed cascade")
+    h.assert_fact_repaired(d, FIRST, LAST)
+    recompute(d, "after kill -9 and the restart")
+    d.stop()
+
+
+if __name__ == "__main__":
+    h.main([test_repair_cascades_in_order, test_cutoff_stops_the_cascade,
+            test_cascade_bound, test_kill9_during_cascade])
