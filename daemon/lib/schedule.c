@@ -57,6 +57,10 @@ schedule_due_time(enum grain g, int64_t ready_after, part_t p)
 part_t
 schedule_last_closed(const struct job_def *j, bool due, int64_t now)
 {
+	/* a whole table's one partition, -, spans all time: it never closes,
+	 * and is always buildable (it has no schedule to wait for) */
+	if (job_cal(j)->grain == GRAIN_NONE)
+		return 0;
 	return schedule_cal_last_due(job_cal(j), due ? j->ready_after : 0,
 	    now);
 }

@@ -38,7 +38,8 @@ int64_t schedule_due_time(enum grain g, int64_t ready_after, part_t p);
  * backfill or rerun once its interval has closed, and marked (mark) once
  * it is due (closed and ready_after passed).  schedule_last_closed() is
  * the newest such partition of job j at `now` (seconds; `due`: the mark's
- * rule); schedule_refuse_open() refuses partition p, one after it, with
+ * rule; a job with partition: none, its one partition - at any time);
+ * schedule_refuse_open() refuses partition p, one after it, with
  * one line naming p and when it closes (or comes due), ending with
  * `nothing` ("nothing was queued").  Returns -1 (EXIT_BAD_INPUT).
  */

@@ -419,6 +419,28 @@ START_TEST(schedule_closed_cases)
 }
 END_TEST
 
+/* partition: none (issue 41): the whole table's one partition, -, spans
+ * all time and never closes, yet may always be built and marked (a
+ * backfill of it was refused as 'closes at 9999-12-31'). */
+START_TEST(schedule_closed_none)
+{
+	static const char *const nows[] = { "1970-01-02 00:00",
+		"2026-02-21 03:30", "9998-12-31 00:00" };
+	struct job_def j;
+
+	memset(&j, 0, sizeof j);
+	j.name = "whole";
+	j.warehouse = -1;
+	j.grain = GRAIN_NONE;
+	j.cal = cal_utc[GRAIN_NONE];
+	j.ready_after = 6 * 3600;
+	for (size_t i = 0; i < sizeof nows / sizeof nows[0]; i++) {
+		ck_assert_int_eq(schedule_last_closed(&j, false, at(nows[i])), 0);
+		ck_assert_int_eq(schedule_last_closed(&j, true, at(nows[i])), 0);
+	}
+}
+END_TEST
+
 /* A zone's calendar at grain g (the system's tzdata). */
 static struct cal
 zoned(const char *zone, enum grain g)
@@ -518,6 +540,7 @@ schedule_suite(void)
 	tcase_add_loop_test(tc, schedule_closed_cases, 0,
 			    (int)(sizeof closed_cases /
 				  sizeof closed_cases[0]));
+	tcase_add_test(tc, schedule_closed_none);
 	suite_add_tcase(s, tc);
 
 	tc = tcase_create("zoned");

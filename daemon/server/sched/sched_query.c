@@ -180,6 +180,7 @@ struct stale_collect {
 	struct sched *s;
 	int dj; /* the downstream job */
 	int u;	/* the upstream job whose builds are read */
+	part_t last; /* the newest partition of dj that may be rebuilt */
 	struct stale_row *rows;
 	size_t n, cap;
 };
@@ -200,6 +201,8 @@ stale_collect_cb(const char *key, int64_t built_at, bool has_inputs_at,
 	if (cal_parse_key(job_cal(uj), key, &p, NULL) < 0)
 		return 0;
 	r = lineage_range(sc->s->cfg, sc->u, p, sc->dj);
+	if (r.last > sc->last)
+		r.last = sc->last;
 	for (part_t q = r.first; q <= r.last; q++) {
 		if (sc->n == sc->cap) {
 			sc->cap = sc->cap ? sc->cap * 2 : 64;
@@ -293,10 +296,16 @@ sched_stale(struct sched *s, int only_job, sched_stale_cb cb, void *data,
 	for (size_t t = 0; t < cfg->njobs && rc == 0; t++) {
 		int d = cfg->topo[t];
 		const struct job_def *dj = &cfg->jobs[d];
-		struct stale_collect sc = {.s = s, .dj = d};
+		struct stale_collect sc = {.s = s, .dj = d, .last = INT64_MAX};
 
 		if (dj->nupstream == 0 || (only_job >= 0 && only_job != d))
 			continue;
+		/* a partition whose interval has not closed is not stale yet:
+		 * `backfill --stale` could not rebuild it (schedule.h, nothing
+		 * before its time), and the inputs still to land in its window
+		 * rebuild it (a rolling window's next days, a week's) */
+		if (!cfg->build_future)
+			sc.last = schedule_last_closed(dj, false, clock_now());
 		for (size_t u = 0; u < dj->nupstream && rc == 0; u++) {
 			sc.u = dj->upstream_idx[u];
 			rc = store_partitions_of(s->store, cfg->jobs[sc.u].name,

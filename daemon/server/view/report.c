@@ -189,7 +189,9 @@ report_map(struct sched *s, int job, const struct report_query *q,
 		report_link(o, q, href, "the whole map");
 	}
 	buf_addstr(o, ")</small></h3>\n");
-	if (q->job[0] == '\0') {
+	if (j->grain == GRAIN_NONE) {
+		/* a whole table: its one cell, -, and no range to page */
+	} else if (q->job[0] == '\0') {
 		part_t first = due - report_window(j->grain) + 1;
 
 		if (j->has_start && j->start > first)
@@ -222,7 +224,7 @@ report_map(struct sched *s, int job, const struct report_query *q,
 	cal_key(job_cal(j), m.from, a);
 	cal_key(job_cal(j), m.to, b);
 	buf_printf(o, "<p>%s .. %s: %zu partitions", a, b, m.n);
-	if (q->job[0] != '\0') {
+	if (q->job[0] != '\0' && j->grain != GRAIN_NONE) {
 		char k[CAL_KEY_MAX];
 
 		buf_printf(o, " (at most %d on a page)", REPORT_MAP_MAX);
