@@ -136,9 +136,20 @@ def test_start_warns():
     does not stop the host at start: it runs and says so."""
     d = h.Daemon(jobs=UNDECLARED, warehouses={"wh": WAREHOUSE}, name="lineage-start")
     log = open(d.log).read()
-    h.check(re.search(r"warning: .*job \"mart\" reads fct, which job \"fct\" writes", log),
-            "the start's warning:\n%s" % log)
+    h.check(re.search(r"warning: .*job \"mart\" reads fct, which job \"fct\" writes.*;"
+                      r" --check-config and reload refuse this configuration until it is"
+                      r" fixed\n", log),
+            "the start's warning (docs/operations.md, the package's upgrade):\n%s" % log)
     h.eq(sorted(by_name(d)), ["fct", "mart"], "both jobs loaded")
+    # it runs as it did before the check existed: a backfill of fct runs,
+    # and (mart not listing it) rebuilds nothing of mart
+    d.backfill("fct", "2026-01-05", "2026-01-05")
+    h.eq([(r["job"], r["state"]) for r in d.runs()], [("fct", "succeeded")],
+         "a backfill under the start's configuration")
+    # and a reload of the same file is refused until it is fixed
+    rc, out, err = d.ctl("reload")
+    h.check(h.one_line_error(rc, out, err, 2, "reload after the start").endswith(refusal(d)),
+            "the reload's refusal: %r" % err)
     d.stop()
 
 
