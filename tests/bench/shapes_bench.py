@@ -27,6 +27,10 @@ that warehouse (and, for backfilld, of its state store):
              --wait`, timed from the request to all done: the 90 fact days,
              the rolling mart's F..L+6 and the running total's F..newest,
              one transaction a partition
+  batch      the same with the fact and the rolling mart `batch: true`
+             (their SQL over backfill_manifest: one run each)
+  batchall   the same with the running total `batch: true` too (a running
+             SUM over the batch's days from the row before its first)
   set-based  one sqlite3 process, one transaction (BEGIN IMMEDIATE), the
              statements a skilled user writes for exactly those partitions:
              the fact's days from a manifest table, the rolling mart's
@@ -34,10 +38,14 @@ that warehouse (and, for backfilld, of its state store):
              total's F..newest by a running SUM() OVER from the total of
              F-1 (--print-sql prints it)
   full       the same statements over the whole history
+  floor      the jobs' own statements, one transaction a partition, in
+             backfilld's order, in one sqlite3 process: what the
+             transactions cost without a daemon
 
-All three run on the same file with the same durability: the warehouse's
-own rollback journal (journal_mode DELETE) and SQLite's default
-synchronous=FULL, which backfilld's SQLite warehouse driver leaves alone;
+All of them run on the same file with the same durability: the
+warehouse's own journal (the rollback journal, journal_mode DELETE, or WAL
+with --journal wal) and SQLite's default synchronous=FULL, which
+backfilld's SQLite warehouse driver leaves alone;
 the set-based scripts commit once, so they are more atomic than backfilld
 (which makes each partition atomic), never less.  The methods alternate
 (their order rotates each round); each measurement starts from the same
@@ -50,8 +58,11 @@ once, the running total in order.  A wrong result fails the run (exit 1).
 Prints the medians, the paired ratios (each round's backfilld time over
 the other method's in the same round; their median) and the targets:
 backfilld within 1.2 x of the set-based SQL and a fraction of the full
-recompute.  Also where backfilld's time goes (the sum of its runs'
-durations, from `runs --json`, against the request's wall time).
+recompute.  Also where backfilld's time goes: its runs per job (count and
+time, from the daemon's log), the time some run was running (`runs
+--json`) and the rest of the request's wall time.  The warehouse and the
+daemons' folders are made under $TMPDIR (TMPDIR=/dev/shm: on tmpfs, where
+a commit costs no disk flush).
 
     BACKFILLD=build-rel/daemon/backfilld BACKFILLCTL=build-rel/daemon/backfillctl \\
         python3 tests/bench/shapes_bench.py [--rounds 5] [--rows-per-day 5000]
@@ -117,6 +128,23 @@ SELECT m.partition_key, (SELECT SUM(revenue_usd) FROM fct_daily_sales
                            AND dt < m.partition_end)
 FROM backfill_manifest m;
 """
+# The running total as a batch: the row before the batch's first day plus a
+# running SUM of the daily totals over the batch's days (contiguous: the
+# request's days from the first repaired one to the newest).
+TOTAL_BATCH_SQL = """\
+DELETE FROM revenue_to_date WHERE dt IN (SELECT partition_key FROM backfill_manifest);
+INSERT INTO revenue_to_date (dt, revenue_usd)
+SELECT m.partition_key,
+       COALESCE((SELECT revenue_usd FROM revenue_to_date
+                 WHERE dt = date((SELECT MIN(partition_key) FROM backfill_manifest),
+                                 '-1 day')), 0)
+     + SUM(COALESCE(f.revenue_usd, 0)) OVER (ORDER BY m.partition_key
+                                              ROWS UNBOUNDED PRECEDING)
+FROM backfill_manifest m
+LEFT JOIN (SELECT dt, SUM(revenue_usd) AS revenue_usd FROM fct_daily_sales
+           WHERE dt IN (SELECT partition_key FROM backfill_manifest) GROUP BY dt) f
+  ON f.dt = m.partition_key;
+"""
 
 SCHEMA = """
 DROP TABLE mart_weekly_sales;
@@ -137,16 +165,17 @@ def jobs_yaml(first, last, total, concurrency, batch=False):
               "  catchup: false\n  concurrency: %d\n  retries: 0\n  max_backfill: 5000\n"
               % (first, last, concurrency))
     b = "  batch: true\n" if batch else ""
+    tb = "  batch: true\n" if batch == "all" else ""
     out = ("- name: fct_daily_sales\n" + common + b + "  sql: |\n"
            + indent(FACT_BATCH_SQL if batch else FACT_SQL, 4))
     out += ("- name: mart_rolling_7d\n" + common + b
             + "  upstream:\n    - job: fct_daily_sales\n      lookback: 6\n"
             + "  sql: |\n" + indent(ROLLING_BATCH_SQL if batch else ROLLING_SQL, 4))
     if total:
-        out += ("- name: revenue_to_date\n" + common
+        out += ("- name: revenue_to_date\n" + common + tb
                 + "  upstream:\n    - fct_daily_sales\n"
                 + "    - job: revenue_to_date\n      lookback: 1\n"
-                + "  sql: |\n" + indent(TOTAL_SQL, 4))
+                + "  sql: |\n" + indent(TOTAL_BATCH_SQL if tb else TOTAL_SQL, 4))
     return out
 
 
@@ -315,6 +344,10 @@ def prepare(a, work, total):
     con.execute("DROP TABLE late_refunds")
     con.execute("VACUUM")
     con.close()
+    if a.journal == "wal":
+        con = sqlite3.connect(wh, isolation_level=None)
+        h.eq(con.execute("PRAGMA journal_mode = WAL").fetchone()[0], "wal", "journal_mode")
+        con.close()
     con = sqlite3.connect(d.state_db, isolation_level=None)
     con.execute("PRAGMA wal_checkpoint(TRUNCATE)")
     con.close()
@@ -360,12 +393,12 @@ def run_backfilld(a, base, total, batch=False):
     req = int(p.stdout.split("request ")[1].split(":")[0])
     runs = d.json("runs", "--request", str(req))
     d.stop()
-    ran, took = {}, {}
+    ran = {}
     for r in sorted(runs, key=lambda r: r["id"]):
         h.eq(r["state"], "succeeded", "run %s %s" % (r["job"], r["partition"]))
         ran.setdefault(r["job"], []).append(r)
-        took[r["job"]] = took.get(r["job"], 0.0) + (
-            h.parse_iso(r["finished_at"]) - h.parse_iso(r["started_at"])).total_seconds()
+    took = log_runs(d.log, req)
+    took["busy"], took["span"] = busy(runs)
     want = expected_runs(a, total)
     h.eq({j: sorted(x["partition"] for x in rs) for j, rs in ran.items()}, want,
          "the partitions backfilld's repair ran (each once)")
@@ -382,6 +415,41 @@ def run_backfilld(a, base, total, batch=False):
     return wall, took, result
 
 
+def log_runs(path, req):
+    """{job: [runs, ms]} of the request, from the daemon's log: a run's
+    "started" line (one for a batch) and its "succeeded in N ms" (the
+    loop's time from its start to its end)."""
+    out = {}
+    tag = " request=%d run=" % req
+    with open(path, errors="replace") as f:
+        for line in f:
+            if tag not in line or "job=" not in line:
+                continue
+            job = line.split("job=")[1].split()[0]
+            if " started" in line:
+                out.setdefault(job, [0, 0])[0] += 1
+            elif " succeeded in " in line:
+                out.setdefault(job, [0, 0])[1] += int(line.split(" succeeded in ")[1].split()[0])
+    return out
+
+
+def busy(runs):
+    """(seconds some run of the request was running, seconds from its first
+    run's start to its last one's end), from runs --json."""
+    iv = sorted({(h.parse_iso(r["started_at"]), h.parse_iso(r["finished_at"]))
+                 for r in runs})
+    total, cur = 0.0, None
+    for t0, t1 in iv:
+        if cur and t0 <= cur[1]:
+            cur = (cur[0], max(cur[1], t1))
+            continue
+        if cur:
+            total += (cur[1] - cur[0]).total_seconds()
+        cur = (t0, t1)
+    total += (cur[1] - cur[0]).total_seconds()
+    return total, (max(x[1] for x in iv) - iv[0][0]).total_seconds()
+
+
 def run_sql(a, base, work, total, method):
     """One sqlite3 process on a fresh copy; seconds from its start to its exit."""
     db = os.path.join(work, "run.db")
@@ -396,7 +464,7 @@ def run_sql(a, base, work, total, method):
     h.check(p.returncode == 0, "sqlite3 (%s) exited %d: %s"
             % (method, p.returncode, p.stderr[-2000:]))
     result = digests(db)
-    for suffix in ("", "-journal"):
+    for suffix in ("", "-journal", "-wal", "-shm"):
         try:
             os.unlink(db + suffix)
         except FileNotFoundError:
@@ -404,8 +472,9 @@ def run_sql(a, base, work, total, method):
     return wall, result
 
 
-METHODS = ("backfilld", "batch", "set", "full", "floor")
+METHODS = ("backfilld", "batch", "batchall", "set", "full", "floor")
 LABEL = {"backfilld": "backfilld --wait", "batch": "backfilld, fact and mart batch: true",
+         "batchall": "backfilld, every job batch: true",
          "set": "set-based SQL, same partitions",
          "full": "full-history recompute",
          "floor": "floor: its statements, a transaction a partition, one process"}
@@ -440,6 +509,9 @@ def parse(argv):
                     help="the repair's first day, as days after --first (default 500)")
     ap.add_argument("--concurrency", type=int, default=1, help="each job's concurrency")
     ap.add_argument("--max-concurrency", type=int, default=1)
+    ap.add_argument("--journal", choices=("delete", "wal"), default="delete",
+                    help="the warehouse's journal mode, for every method (default the"
+                    " rollback journal, as gen.py leaves it)")
     ap.add_argument("--no-total", action="store_true", help="leave the running total out")
     ap.add_argument("--data", default=os.path.join(HERE, "data"),
                     help="where the generated raw warehouse is cached")
@@ -465,23 +537,26 @@ def report(a, total, times, took, npart):
     print("shapes_bench: %s, %d rounds; source %s; %s, %d CPUs; load average %s"
           % (datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
              a.rounds, a.source or git_head(), platform.node(), os.cpu_count(), loadavg()))
-    print("history %s..%s (%d days x %d sales); repair %s..%s (%d days): %s partitions"
+    print("history %s..%s (%d days x %d sales); repair %s..%s (%d days): %s partitions;"
+          " warehouse journal_mode %s, synchronous FULL, in %s"
           % (a.first, a.newest, a.days, a.rows_per_day, a.rfirst, a.rlast, a.repair_days,
-             " + ".join("%d %s" % (n, j) for j, n in npart.items())))
+             " + ".join("%d %s" % (n, j) for j, n in npart.items()),
+             a.journal, tempfile.gettempdir()))
     if not total:
         print("running total LEFT OUT (this backfilld refuses a job in its own upstream)")
     print()
-    print("| method | median ms | backfilld / it, paired | batch / it, paired |")
-    print("|---|--:|--:|--:|")
+    forms = ("backfilld", "batch", "batchall")
+    print("| method | median ms | %s |" % " | ".join(
+        "%s / it, paired" % {"backfilld": "per partition", "batch": "fact, mart batch",
+                             "batchall": "all batch"}[f] for f in forms))
+    print("|---|--:|--:|--:|--:|")
     for m in METHODS:
-        print("| %s | %.0f | %s | %s |" % (
-            LABEL[m], med[m] * 1000,
-            "" if m == "backfilld" else "%.2f" % paired(times, "backfilld", m),
-            "" if m == "batch" else "%.2f" % paired(times, "batch", m)))
+        print("| %s | %.0f | %s |" % (LABEL[m], med[m] * 1000, " | ".join(
+            "" if m == f else "%.2f" % paired(times, f, m) for f in forms)))
     print()
     print("| target | measured | bound | |")
     print("|---|--:|--:|---|")
-    for m in ("backfilld", "batch"):
+    for m in forms:
         r_set = paired(times, m, "set")
         r_full = paired(times, m, "full")
         print("| %s vs set-based SQL, same partitions | %.2f | <= 1.20 | %s |"
@@ -493,14 +568,20 @@ def report(a, total, times, took, npart):
     print("| floor vs set-based SQL (a commit a partition) | %.2f | | |"
           % paired(times, "floor", "set"))
     print()
-    sums = {j: statistics.median(t[j] for t in took) for j in took[0]}
-    runs_s = sum(sums.values())
-    print("backfilld, medians: wall %.0f ms; its runs' durations (runs --json) %.0f ms (%s);"
-          " the rest %.0f ms (%.2f ms a partition)"
-          % (med["backfilld"] * 1000, runs_s * 1000,
-             ", ".join("%s %.0f" % (j, s * 1000) for j, s in sums.items()),
-             (med["backfilld"] - runs_s) * 1000,
-             (med["backfilld"] - runs_s) * 1000 / sum(npart.values())))
+    for m in ("backfilld", "batch", "batchall"):
+        tk = took[m]
+        jobs = [j for j in tk[0] if j not in ("busy", "span")]
+        runs = {j: statistics.median(t[j][0] for t in tk) for j in jobs}
+        ms = {j: statistics.median(t[j][1] for t in tk) for j in jobs}
+        bz = statistics.median(t["busy"] for t in tk)
+        sp = statistics.median(t["span"] for t in tk)
+        print("%s, medians: wall %.0f ms; runs (the daemon's log: count, ms from start to"
+              " end) %s; some run running %.0f ms of the %.0f ms from the first run's start"
+              " to the last one's end (runs --json); %.0f ms before and after (client,"
+              " request, plan, answer)"
+              % (LABEL[m], med[m] * 1000,
+                 ", ".join("%s %d, %.0f" % (j, runs[j], ms[j]) for j in jobs),
+                 bz * 1000, sp * 1000, (med[m] - sp) * 1000))
 
 
 def main(argv=None):
@@ -524,15 +605,16 @@ def main(argv=None):
         base_wh, base_st, before = prepare(a, work, total)
         base = (base_wh, base_st)
         want = {m: [] for m in METHODS}
-        times, took, truth = {m: [] for m in METHODS}, [], None
+        times, truth = {m: [] for m in METHODS}, None
+        took = {"backfilld": [], "batch": [], "batchall": []}
         for rnd in range(a.rounds):
             k = rnd % len(METHODS)
             order = METHODS[k:] + METHODS[:k]
             for m in order:
-                if m in ("backfilld", "batch"):
-                    t, tk, res = run_backfilld(a, base, total, m == "batch")
-                    if m == "backfilld":
-                        took.append(tk)
+                if m in ("backfilld", "batch", "batchall"):
+                    t, tk, res = run_backfilld(a, base, total,
+                                               {"batch": True, "batchall": "all"}.get(m))
+                    took[m].append(tk)
                 else:
                     t, res = run_sql(a, base, work, total, m)
                 log("round %d: %s %.0f ms" % (rnd + 1, m, t * 1000))
