@@ -10,7 +10,8 @@ EUR table reading a monthly rate) and a whole table (partition: none):
   days, the month's 28 EUR days, the table's -), and `stale` (text and
   JSON), status's count, `map --json`, the report page's map cells and its
   stale table name exactly those, each with the repaired input as the newer
-  one; `backfill JOB --stale` (and its --dry-run) rebuilds exactly them;
+  one, and `audit` of the repair lists them as left stale (left_stale in
+  --json); `backfill JOB --stale` (and its --dry-run) rebuilds exactly them;
 - cut-off: a repair whose upstream partitions come out identical but one
   skips exactly the downstream partitions whose window holds no changed
   one, and `audit` says so;
@@ -186,6 +187,22 @@ def check_stale_views(d, job, expect, newer, frm, to):
     return cells
 
 
+def check_audit_left(d, job, expect, newer, ranges):
+    """audit of the newest request (a --no-downstream repair of `newer`):
+    left_stale (JSON) is exactly expect, each naming newer; the text says
+    the ranges and the command."""
+    req = str(d.runs()[-1]["request"])
+    h.eq([(x["job"], x["partition"], [(i["job"], i["partition"]) for i in x["newer_inputs"]])
+          for x in d.json("audit", "--request", req)["left_stale"]],
+         [(job, k, [newer]) for k in expect], "audit --json's left_stale")
+    last = d.ok("audit", "--request", req).splitlines()[-1]
+    h.eq(last, "left stale: %s %s (%d partition%s stale now, a newer input in the window"
+         " being a partition this request built); rebuild with: backfillctl backfill %s"
+         " --stale" % (job, ranges, len(expect), "s" if len(expect) > 1 else "", job),
+         "audit's left stale line")
+    return req
+
+
 def rebuild_stale(d, job, expect):
     """backfill JOB --stale: its dry run and its runs are exactly expect."""
     p = d.json("backfill", job, "--stale", "--dry-run")["partitions"]
@@ -228,7 +245,12 @@ def test_rolling_window_views():
     week = h.days("2026-02-10", "2026-02-16")
     check_stale_views(d, "mart_rolling_7d", week, ("fct", "2026-02-10"),
                       "2026-02-01", "2026-02-28")
+    req = check_audit_left(d, "mart_rolling_7d", week, ("fct", "2026-02-10"),
+                           "2026-02-10..2026-02-16")
     rebuild_stale(d, "mart_rolling_7d", week)
+    h.eq(d.json("audit", "--request", req)["left_stale"], [], "left_stale once rebuilt")
+    h.check(not d.ok("audit", "--request", req).splitlines()[-1].startswith("left stale"),
+            "audit's text once rebuilt")
     rolling_recompute(d)
 
     # cut-off: 02-10..14 repaired, only 02-12 changed: the mart days whose
@@ -312,6 +334,8 @@ def test_coarser_upstream_views():
     d.backfill("fx_monthly", "2026-02-01", "2026-02-01", "--no-downstream")
     check_stale_views(d, "fct_eur", feb, ("fx_monthly", "2026-02-01"),
                       "2026-02-01", "2026-03-31")
+    check_audit_left(d, "fct_eur", feb, ("fx_monthly", "2026-02-01"),
+                     "2026-02-01..2026-02-28")
     rebuild_stale(d, "fct_eur", feb)
     eur_recompute(d)
 
@@ -368,6 +392,7 @@ def test_whole_table_views():
     d.backfill("fct", "2026-02-05", "2026-02-05", "--no-downstream")
     cells = check_stale_views(d, "store_lifetime", ["-"], ("fct", "2026-02-05"), "-", "-")
     h.eq(cells, {"-": "stale"}, "the whole table's cell on the report's overview")
+    check_audit_left(d, "store_lifetime", ["-"], ("fct", "2026-02-05"), "-")
     rebuild_stale(d, "store_lifetime", ["-"])
     lifetime_recompute(d)
     before = len(d.runs())
