@@ -594,7 +594,7 @@ backfill_stale(struct sched *s, int j, struct cmd_keys *kc,
 {
 	struct err err;
 
-	if (kc->j->nupstream == 0) {
+	if (kc->j->nupstream == 0 && kc->j->self_lookback == 0) {
 		cmd_fail(res, EXIT_BAD_INPUT, "%s has no upstream jobs, so"
 			 " nothing of it can be stale: --stale is for"
 			 " downstream jobs", kc->j->name);

@@ -27,14 +27,12 @@ SEED_TOTAL = """
 CREATE TABLE revenue_to_date (dt TEXT PRIMARY KEY, revenue_usd REAL);
 """
 
-# the lesson's fact, fingerprinted (table, partition_column) for cut-off
+# the lesson's fact (no schedule: no start), fingerprinted (table,
+# partition_column) for cut-off
 FACT = """
 - name: fct_daily_sales
   warehouse: sales
   partition: day
-  start: 2026-01-26
-  end: 2026-02-22
-  catchup: false
   concurrency: 4
   table: fct_daily_sales
   partition_column: dt
@@ -69,9 +67,10 @@ TOTAL = """
 
 
 def daemon(name, bound=40, total=TOTAL):
+    """On the real clock: staleness compares when partitions were built."""
     return h.Daemon(jobs=FACT + total % {"bound": bound},
                     warehouses={"sales": h.sales_seed() + SEED_TOTAL},
-                    settings={"max_concurrency": 8}, name=name)
+                    settings={"max_concurrency": 8}, name=name, clock=None)
 
 
 def recompute(d, what):
@@ -148,6 +147,28 @@ def test_repair_cascades_in_order():
     h.eq([r["partition"] for r in sorted(d.runs()[before:],
                                           key=lambda r: r["started_at"])],
          h.days("2026-02-20", LAST), "a backfill of the total's 02-20")
+    # --no-downstream leaves the cascade out: the day after is then stale,
+    # older than the day it reads, and --stale rebuilds it and what follows
+    plan = d.json("backfill", "revenue_to_date", "--from", "2026-02-10", "--to",
+                  "2026-02-10", "--no-downstream", "--dry-run")["partitions"]
+    h.eq([(e["job"], e["partition"]) for e in plan], [("revenue_to_date", "2026-02-10")],
+         "--dry-run --no-downstream of the total's 02-10")
+    con = d.wh("sales")     # the fact's day changed by hand: the total's changes
+    con.execute("UPDATE fct_daily_sales SET revenue_usd = revenue_usd + 1"
+                " WHERE dt = '2026-02-10'")
+    con.commit()
+    con.close()
+    d.backfill("revenue_to_date", "2026-02-10", "2026-02-10", "--no-downstream")
+    h.eq([(x["job"], x["partition"], [(i["job"], i["partition"]) for i in x["newer_inputs"]])
+          for x in d.json("stale")["stale"]],
+         [("revenue_to_date", "2026-02-11", [("revenue_to_date", "2026-02-10")])],
+         "stale after 02-10 alone")
+    before = len(d.runs())
+    d.ok("backfill", "revenue_to_date", "--stale", "--wait")
+    h.eq([r["partition"] for r in sorted(d.runs()[before:], key=lambda r: r["started_at"])],
+         h.days("2026-02-11", LAST), "backfill --stale of the total")
+    h.eq(d.json("stale")["stale"], [], "stale after backfill --stale")
+    recompute(d, "after backfill --stale")
     d.stop()
 
 
@@ -205,7 +226,9 @@ set -e
 dir="$(dirname "$0")"
 p="$1"
 echo "$p" >> "$dir/attempts.log"
-if [ "$p" = "2026-02-15" ] && [ ! -e "$dir/release" ]; then
+if [ -e "$dir/fail-$p" ]; then echo "$p fails" >&2; exit 3; fi
+hold="${HOLD:-2026-02-15}"
+if [ "$p" = "$hold" ] && [ ! -e "$dir/release" ]; then
     echo "$$" > "$dir/started.fifo"
     read x < "$dir/hold.fifo"
 fi
@@ -230,6 +253,16 @@ TOTAL_CMD = """
 """
 
 
+def cmd_daemon(name, jobs=None):
+    """The command total's daemon, its job.sh written, not started."""
+    d = h.Daemon(jobs=jobs or FACT + TOTAL_CMD % {"bound": 40},
+                 warehouses={"sales": h.sales_seed() + SEED_TOTAL},
+                 settings={"max_concurrency": 8}, name=name, start=False)
+    with open(os.path.join(d.dir, "job.sh"), "w") as f:
+        f.write(SCRIPT)
+    return d
+
+
 def lines(path):
     try:
         with open(path) as f:
@@ -239,11 +272,7 @@ def lines(path):
 
 
 def test_kill9_during_cascade():
-    d = h.Daemon(jobs=FACT + TOTAL_CMD % {"bound": 40},
-                 warehouses={"sales": h.sales_seed() + SEED_TOTAL},
-                 settings={"max_concurrency": 8}, name="rtdkill", start=False)
-    with open(os.path.join(d.dir, "job.sh"), "w") as f:
-        f.write(SCRIPT)
+    d = cmd_daemon("rtdkill")
     open(os.path.join(d.dir, "release"), "w").close()
     d.start()
     build_from_bug(d)
@@ -289,6 +318,106 @@ def test_kill9_during_cascade():
     d.stop()
 
 
+def test_failed_day_blocks_the_cascade():
+    """02-15 of the cascade fails: 02-16..22 are blocked, naming it; a
+    later success of 02-15 (a rerun, another request) releases them, and
+    each runs once, in order."""
+    d = cmd_daemon("rtdfail")
+    open(os.path.join(d.dir, "release"), "w").close()
+    d.start()
+    build_from_bug(d)
+    open(os.path.join(d.dir, "fail-2026-02-15"), "w").close()
+    req = d.enqueue("backfill", "fct_daily_sales", "--from", REPAIRED[0], "--to",
+                    REPAIRED[-1])
+    resp = d.wait_request(req)
+    h.eq(resp.get("status"), "1", "the repair with a failed day: %r" % resp)
+    runs = [r for r in d.runs() if r["request"] == req and r["job"] == "revenue_to_date"]
+    states = {r["partition"]: r["state"] for r in runs}
+    want = {x: "succeeded" for x in h.days("2026-02-08", "2026-02-14")}
+    want["2026-02-15"] = "failed"
+    want.update({x: "blocked" for x in h.days("2026-02-16", LAST)})
+    h.eq(states, want, "the cascade after 02-15 failed")
+    h.eq(d.status()["revenue_to_date"]["blocked"], 7, "status: blocked days")
+    os.unlink(os.path.join(d.dir, "fail-2026-02-15"))
+    os.unlink(os.path.join(d.dir, "attempts.log"))
+    d.ok("rerun", "revenue_to_date", "2026-02-15", "--wait")
+    resp = d.wait_request(req)
+    h.eq(resp.get("status"), "0", "the repair's request (its failed day landed by the"
+         " rerun)")
+    h.eq(lines(os.path.join(d.dir, "attempts.log")), h.days("2026-02-15", LAST),
+         "executions after the rerun: 02-15, then each later day once, in order")
+    h.eq({r["partition"]: r["state"] for r in d.runs()
+          if r["request"] == req and r["job"] == "revenue_to_date"
+          and r["partition"] > "2026-02-15"},
+         {x: "succeeded" for x in h.days("2026-02-16", LAST)},
+         "the repair's blocked days, released")
+    h.assert_fact_repaired(d, FIRST, LAST)
+    recompute(d, "after the failed day's rerun")
+    d.stop()
+
+
+# a balance that reads only its own day before: a clock-driven job
+BALANCE = """
+- name: balance
+  partition: day
+  start: 2026-03-01
+  concurrency: 2
+  upstream: [{job: balance, lookback: 1}]
+  command: ["/bin/sh", "{dir}/job.sh", "{partition}"]
+"""
+
+
+def wait_for(d, cond, what, guard=30):
+    """Until cond(d.runs()) holds (the daemon's answer), within guard."""
+    import time
+    end = time.monotonic() + guard
+    while True:
+        rs = d.runs(include_boot=True)
+        if cond(rs):
+            return rs
+        h.check(time.monotonic() < end, "%s: not within %d s (guard)\n%s"
+                % (what, guard, d.log_tail()))
+        time.sleep(0.05)
+
+
+def test_schedule_waits_for_the_day_before():
+    """A running total with only itself upstream keeps its clock schedule;
+    the schedule's run of 03-02 waits for 03-01, still running in the
+    request of the day before, though its concurrency is 2."""
+    d = cmd_daemon("rtdclock", jobs=BALANCE.replace("2026-02-15", "x"))
+    d.extra_env["HOLD"] = "2026-03-01"
+    d.set_clock("2026-03-01T12:00:00Z")
+    os.mkfifo(os.path.join(d.dir, "started.fifo"))
+    os.mkfifo(os.path.join(d.dir, "hold.fifo"))
+    d.start()
+    fd = os.open(os.path.join(d.dir, "started.fifo"), os.O_RDONLY | os.O_NONBLOCK)
+    try:
+        d.set_clock("2026-03-02T00:00:01Z")
+        with d.draining():
+            r, _, _ = select.select([fd], [], [], 60)
+        h.check(r, "2026-03-01 did not start within 60 s (guard)\n" + d.log_tail())
+        os.read(fd, 100)
+    finally:
+        os.close(fd)
+    d.set_clock("2026-03-03T00:00:01Z")
+    rs = wait_for(d, lambda rs: any(r["partition"] == "2026-03-02" for r in rs),
+                  "the schedule's request of 2026-03-02")
+    h.eq(sorted((r["partition"], r["state"]) for r in rs),
+         [("2026-03-01", "running"), ("2026-03-02", "queued")],
+         "03-02 queued while 03-01 runs (concurrency 2)")
+    h.check(len({r["request"] for r in rs}) == 2, "two schedule requests: %r" % rs)
+    with open(os.path.join(d.dir, "hold.fifo"), "w") as f:
+        f.write("go\n")
+    rs = wait_for(d, lambda rs: sorted((r["partition"], r["state"]) for r in rs) ==
+                  [("2026-03-01", "succeeded"), ("2026-03-02", "succeeded")],
+                  "both days succeeded")
+    in_order(sorted(rs, key=lambda r: r["partition"]), "the schedule")
+    h.eq(lines(os.path.join(d.dir, "attempts.log")), ["2026-03-01", "2026-03-02"],
+         "executions")
+    d.stop()
+
+
 if __name__ == "__main__":
     h.main([test_repair_cascades_in_order, test_cutoff_stops_the_cascade,
-            test_cascade_bound, test_kill9_during_cascade])
+            test_cascade_bound, test_kill9_during_cascade,
+            test_failed_day_blocks_the_cascade, test_schedule_waits_for_the_day_before])

@@ -541,7 +541,8 @@ sched_record_end(struct sched *s, struct active *a, const struct outcome *o,
 	size_t nkeys = r->batch ? r->nitems : 1;
 	int64_t inputs_at = -1;
 
-	if (o->result == MS_SUCCEEDED && run->job->nupstream > 0)
+	if (o->result == MS_SUCCEEDED &&
+	    (run->job->nupstream > 0 || run->job->self_lookback > 0))
 		inputs_at = sched_inputs_at(s, run->job, r->items[0]->part);
 	if (store_defer(s->store, err) < 0 || store_begin(s->store, err) < 0)
 		return -1;

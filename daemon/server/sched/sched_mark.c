@@ -41,7 +41,8 @@ sched_mark_store_part(struct sched *s, const struct job_def *j, part_t part,
 {
 	char key[CAL_KEY_MAX];
 	int64_t run_id;
-	int64_t inputs_at = j->nupstream > 0 ? sched_inputs_at(s, j, part) : -1;
+	int64_t inputs_at = j->nupstream > 0 || j->self_lookback > 0 ?
+	    sched_inputs_at(s, j, part) : -1;
 
 	cal_key(&j->cal, part, key);
 	/* built by hand: what changed is unknown, so early cut-off rebuilds

@@ -228,6 +228,21 @@ stale_cmp(const void *a, const void *b)
 	return x->in_part < y->in_part ? -1 : x->in_part > y->in_part;
 }
 
+/*
+ * Did input row r land after what downstream job d's partition was built
+ * from (inputs_at: the newest input its build read, its own earlier
+ * partitions included for a running total, sched_inputs_at; any, when it
+ * was never built)?  A day of a running total never built is not stale
+ * by its own day before alone.
+ */
+static bool
+stale_newer(const struct stale_row *r, int d, bool has_built, int64_t inputs)
+{
+	if (r->in_job == d && !has_built)
+		return false;
+	return r->in_built > (has_built ? inputs : -1);
+}
+
 /* Report the stale partitions of downstream job d from its sorted rows. */
 static int
 stale_report(struct sched *s, int d, const struct stale_collect *sc,
@@ -249,7 +264,7 @@ stale_report(struct sched *s, int d, const struct stale_collect *sc,
 		has_built = store_partition_get(s->store, dj->name, key, &built,
 						&inputs, NULL, 0, NULL) == 0;
 		for (size_t k = a; k < b; k++)
-			if (sc->rows[k].in_built > (has_built ? inputs : -1))
+			if (stale_newer(&sc->rows[k], d, has_built, inputs))
 				in[nin++] = (struct stale_input){
 				    sc->rows[k].in_job, sc->rows[k].in_part,
 				    sc->rows[k].in_built};
@@ -280,7 +295,8 @@ sched_stale_count(struct sched *s, int job)
 	int64_t n = 0;
 	struct err err;
 
-	if (s->cfg->jobs[job].nupstream > 0 &&
+	if ((s->cfg->jobs[job].nupstream > 0 ||
+	     s->cfg->jobs[job].self_lookback > 0) &&
 	    sched_stale(s, job, sched_stale_count_cb, &n, &err) < 0)
 		return 0;
 	return n;
@@ -298,7 +314,8 @@ sched_stale(struct sched *s, int only_job, sched_stale_cb cb, void *data,
 		const struct job_def *dj = &cfg->jobs[d];
 		struct stale_collect sc = {.s = s, .dj = d, .last = INT64_MAX};
 
-		if (dj->nupstream == 0 || (only_job >= 0 && only_job != d))
+		if ((dj->nupstream == 0 && dj->self_lookback == 0) ||
+		    (only_job >= 0 && only_job != d))
 			continue;
 		/* a partition whose interval has not closed is not stale yet:
 		 * `backfill --stale` could not rebuild it (schedule.h, nothing
@@ -309,6 +326,12 @@ sched_stale(struct sched *s, int only_job, sched_stale_cb cb, void *data,
 		for (size_t u = 0; u < dj->nupstream && rc == 0; u++) {
 			sc.u = dj->upstream_idx[u];
 			rc = store_partitions_of(s->store, cfg->jobs[sc.u].name,
+						 stale_collect_cb, &sc, err);
+		}
+		/* a running total reads its own earlier partitions */
+		if (rc == 0 && dj->self_lookback > 0) {
+			sc.u = d;
+			rc = store_partitions_of(s->store, dj->name,
 						 stale_collect_cb, &sc, err);
 		}
 		if (rc == 0 && sc.n > 0) {

@@ -146,5 +146,13 @@ sched_inputs_at(struct sched *s, const struct job_def *j, part_t part)
 		if (sched_newest_build(s, uj, r, &built) == 0 && built > newest)
 			newest = built;
 	}
+	/* a running total reads its own partitions part-N..part-1 */
+	if (j->self_lookback > 0) {
+		struct part_range r = { part - j->self_lookback, part - 1 };
+		int64_t built;
+
+		if (sched_newest_build(s, j, r, &built) == 0 && built > newest)
+			newest = built;
+	}
 	return newest;
 }

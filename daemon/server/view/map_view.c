@@ -179,7 +179,7 @@ map_view_build_newest(struct sched *s, int job, const char *from,
 		for (part_t p = v.gap_from > first ? v.gap_from : first;
 		     p <= v.gap_to && p <= last; p++)
 			map_raise(m, p, MAP_REFUSED);
-	if (j->nupstream > 0 &&
+	if ((j->nupstream > 0 || j->self_lookback > 0) &&
 	    sched_stale(s, job, map_stale_cb, m, err) < 0) {
 		map_free(m);
 		return -1;
