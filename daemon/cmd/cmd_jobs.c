@@ -11,6 +11,7 @@
 
 #include "calendar.h"
 #include "json.h"
+#include "xalloc.h"
 
 /* ---- jobs ------------------------------------------------------------- */
 
@@ -38,11 +39,33 @@ cmd_grain_text(const struct job_def *j, char *buf)
 	return buf;
 }
 
+/* A job's upstream as written, its own name too for a running total
+ * (config_graph.c keeps that entry out of upstream[]): a temporary array
+ * of n names to free (not the names). */
+static char **
+jobs_upstream(const struct job_def *j, size_t *n)
+{
+	char **v = xcalloc(j->nupstream + 1, sizeof *v);
+	size_t k = 0;
+
+	for (size_t i = 0; i <= j->nupstream; i++) {
+		if (j->self_lookback > 0 && i == j->self_entry)
+			v[k++] = j->name;
+		if (i < j->nupstream)
+			v[k++] = j->upstream[i];
+	}
+	*n = k;
+	return v;
+}
+
 /* A job's object in jobs --json (first: the first of the array). */
 static void
 jobs_json(const struct job_def *j, const struct sched_job_view *v,
 	  const char *wm, bool first, struct buf *out)
 {
+	char **up;
+	size_t nup;
+
 	buf_addstr(out, first ? "\n  {\"name\": " : ",\n  {\"name\": ");
 	json_str(out, j->name);
 	buf_printf(out, ", \"grain\": \"%s\", \"timezone\": ",
@@ -57,7 +80,9 @@ jobs_json(const struct job_def *j, const struct sched_job_view *v,
 	else
 		buf_addstr(out, "null");
 	buf_addstr(out, ", \"upstream\": ");
-	json_strv(out, j->upstream, j->nupstream);
+	up = jobs_upstream(j, &nup);
+	json_strv(out, up, nup);
+	free(up);
 	buf_addstr(out, ", \"reads\": ");
 	json_strv(out, j->reads, j->nreads);
 	buf_addstr(out, ", \"writes\": ");
@@ -90,6 +115,8 @@ jobs_row(const struct config *cfg, const struct job_def *j,
 {
 	struct buf on, up, at, rd, wr;
 	char grain[CMD_GRAIN_MAX];
+	char **upv;
+	size_t nup;
 
 	buf_init(&on);
 	buf_init(&up);
@@ -103,7 +130,9 @@ jobs_row(const struct config *cfg, const struct job_def *j,
 			buf_printf(&on, "%s%s", a ? " " : "command: ",
 				   j->command[a]);
 	buf_add(&on, "", 1);
-	jobs_list(&up, j->upstream, j->nupstream);
+	upv = jobs_upstream(j, &nup);
+	jobs_list(&up, upv, nup);
+	free(upv);
 	jobs_list(&rd, j->reads, j->nreads);
 	jobs_list(&wr, j->writes, j->nwrites);
 	buf_printf(&at, "%s:%d", cmd_short_file(cfg, j->file), j->pos.line);

@@ -101,6 +101,10 @@ def in_order(runs, what):
 
 def test_repair_cascades_in_order():
     d = daemon("rtd")
+    h.eq({j["name"]: j["upstream"] for j in d.json("jobs")["jobs"]},
+         {"fct_daily_sales": [], "revenue_to_date": ["fct_daily_sales",
+                                                     "revenue_to_date"]},
+         "jobs --json: upstream as written, the job itself included")
     build_from_bug(d)
     bug = d.query("SELECT revenue_usd FROM revenue_to_date WHERE dt = ?", (LAST,))[0][0]
     plan = d.json("backfill", "fct_daily_sales", "--from", REPAIRED[0], "--to",
