@@ -623,3 +623,15 @@ chsql_cluster_hosts_sql(const char *cluster)
 			 " cluster = '%s' AND replica_num = 1 ORDER BY shard_num",
 			 cluster);
 }
+
+char *
+chsql_table_key_sql(const char *db, const char *table)
+{
+	if (db == NULL)
+		return xasprintf("SELECT concat(engine, ' ', partition_key) FROM"
+				 " system.tables WHERE database = currentDatabase()"
+				 " AND name = '%s'", table);
+	return xasprintf("SELECT concat(engine, ' ', partition_key) FROM"
+			 " system.tables WHERE database = '%s' AND name = '%s'",
+			 db, table);
+}

@@ -91,6 +91,9 @@ char *chsql_marks_of_sql(const char *mark);
 char *chsql_engine_sql(const char *table);
 /* Each shard's first replica's host_address of `cluster`, by shard_num. */
 char *chsql_cluster_hosts_sql(const char *cluster);
+/* "ENGINE KEY" of `table` (its engine, a blank, its partition_key) in
+ * database db (NULL: the current one); names plain. */
+char *chsql_table_key_sql(const char *db, const char *table);
 
 /*
  * `sql` with every :name replaced: "stage" by the backquoted value (an

@@ -53,13 +53,19 @@ static void
 chwap_state(struct buf *b, const struct chwap_spec *s,
 	    char (*txt)[CHSQL_LITERAL_MAX], size_t n)
 {
+	char part[64] = "partition";
+
+	/* a compound key's "('K',...)": K from its third byte (chparts.h) */
+	if (s->compound)
+		snprintf(part, sizeof part, "substring(partition, 3, %zu)",
+			 strlen(txt[0]) - 2);
 	/* the names are plain (chsql_ident_ok) */
 	buf_printf(b, "SELECT 'e' AS v FROM system.columns WHERE database ="
 		   " currentDatabase() AND table = '%s' AND name = '%s' UNION"
-		   " ALL SELECT concat('s\\t', partition) AS v FROM system.parts"
+		   " ALL SELECT concat('s\\t', %s) AS v FROM system.parts"
 		   " WHERE database = currentDatabase() AND table = '%s' AND"
-		   " active AND ", s->stage, s->column, s->stage);
-	chwap_in(b, "partition", txt, n);
+		   " active AND ", s->stage, s->column, part, s->stage);
+	chwap_in(b, part, txt, n);
 	buf_printf(b, " UNION ALL SELECT concat('m\\t', partition, '\\t',"
 		   " toString(request)) AS v FROM `%s` WHERE ", s->mark);
 	chwap_in(b, "partition", txt, n);

@@ -32,6 +32,9 @@ struct chwap_spec {
 	bool digest;         /* also sum(cityHash64(*)) */
 	bool final;          /* the table read FINAL (a Replacing or
 			      * Collapsing engine: its rows as merged) */
+	bool compound;       /* the stage's partition key a tuple whose
+			      * first element is the key (chparts.h): its
+			      * parts found by that element */
 	const char *stage;   /* the state too (NULL: figures only): */
 	const char *mark;    /*   the stage's existence, parts and marks */
 };

@@ -72,12 +72,13 @@ exec_wap_step(struct exec_flight *fl, struct wh_conn *conn, const char *what,
  * stage of the node that took its partition over (docs/several-hosts.md,
  * "Exactly once"). */
 static void
-exec_wap_tables_of(const struct config *cfg, const char *live,
-		   struct wap_tables *t)
+exec_wap_tables_of(const struct config *cfg, const struct job_def *jd,
+		   const char *live, struct wap_tables *t)
 {
 	char base[CHSQL_IDENT_MAX + 16];
 
 	t->live = live;
+	t->compound = exec_wap_key_compound(cfg, jd);
 	snprintf(base, sizeof base, "%s", live);
 	if (config_is_cluster(cfg) && cfg->node != NULL)
 		snprintf(base, sizeof base, "%s_n%08x", live,
@@ -97,6 +98,8 @@ exec_wap_drop(struct wh_conn *conn, const struct wap_tables *t,
 
 	if (exec_wap_drop_marks(conn, t, &key, 1, err) == -1)
 		return -1;
+	if (t->compound) /* each of its partitions, by id */
+		return exec_wap_parts_drop(conn, t->stage, &key, 1, false, err);
 	sql = chsql_drop_part_sql(t->stage);
 	rc = conn->drv->exec_script(conn, sql, params, 1, err);
 	free(sql);
@@ -220,10 +223,17 @@ exec_wap_publish_keys(struct exec_flight *fl, struct wh_conn *conn,
 	 * have taken the partition over, and a REPLACE that ended past it is
 	 * no success of this node's */
 	exec_wap_test_stop("publishing");
-	if (exec_fence_check(fl, "not published", err) == -1 ||
+	if (exec_fence_check(fl, "not published", err) == -1)
+		return -1;
+	/* a compound key: each key's exact set of partitions, by id (none
+	 * at all: nothing to send) */
+	if (t->compound ?
+	    exec_wap_parts_publish_sql(exec_flight_run(fl), conn, t, keys, n,
+				       &sql, err) == -1 :
 	    chwap_replace_sql(t->live, t->stage, keys, n, &sql, err) == -1)
 		return -1;
-	rc = exec_wap_step(fl, conn, "publishing", sql, NULL, 0, err);
+	rc = sql == NULL ? 0 : exec_wap_step(fl, conn, "publishing", sql, NULL,
+					     0, err);
 	free(sql);
 	if (rc == 0)
 		rc = exec_fence_check(fl, "published late", err);
@@ -852,7 +862,7 @@ exec_sql_wap_shards(struct exec_flight *fl, struct wap_shards *sh,
 	int64_t *rows = xcalloc(2 * run->nparts * sh->n, sizeof *rows);
 	int rc = 0;
 
-	exec_wap_tables_of(run->cfg, sh->local, &t);
+	exec_wap_tables_of(run->cfg, run->job, sh->local, &t);
 	guard_shard_prepare(run, sh->n);
 	for (size_t s = 0; s < sh->n && rc == 0; s++)
 		if (!exec_wap_shard_done(run, s))
@@ -922,7 +932,7 @@ exec_sql_wap(struct exec_flight *fl, struct wh_conn *conn, bool key_checked,
 	struct wap_shards sh;
 	int rc;
 
-	exec_wap_tables_of(run->cfg, jd->table, &t);
+	exec_wap_tables_of(run->cfg, jd, jd->table, &t);
 	if (exec_begin(conn, err) == -1 ||
 	    (!key_checked && exec_wap_key(conn, run->cfg, jd, err) == -1))
 		return -1;
@@ -986,7 +996,8 @@ exec_wap_release(struct wh_conn *conn, const struct config *cfg,
 	rc = k == 0 || wh->cluster == NULL ? 0 :
 	    exec_wap_shards_open(conn, wh, jd, NULL, 0, &sh, &e);
 	if (rc != -1) { /* else the next run of each partition clears them */
-		exec_wap_tables_of(cfg, rc == 1 ? sh.local : jd->table, &t);
+		exec_wap_tables_of(cfg, jd, rc == 1 ? sh.local : jd->table,
+				   &t);
 		for (size_t s = 0; s < (rc == 1 ? sh.n : 1) && k > 0; s++)
 			(void)exec_wap_drop_keys(rc == 1 ? sh.conns[s] : conn,
 						 &t, keys, k, &e);
@@ -1035,7 +1046,7 @@ exec_wap_stale(struct wh_conn *conn, const struct config *cfg,
 
 	*parts = NULL;
 	*n = 0;
-	exec_wap_tables_of(cfg, jd->table, &t);
+	exec_wap_tables_of(cfg, jd, jd->table, &t);
 	buf_init(&b);
 	buf_printf(&b, "SELECT partition FROM `%s` WHERE request NOT IN (0",
 		   t.mark);
@@ -1074,7 +1085,7 @@ exec_sql_wap_verify(struct exec_flight *fl, struct wh_conn *conn,
 
 	bool distributed;
 
-	exec_wap_tables_of(run->cfg, jd->table, &t);
+	exec_wap_tables_of(run->cfg, jd, jd->table, &t);
 	exec_wap_params(run, 0, t.stage, params);
 	if (exec_begin(conn, err) == -1 ||
 	    exec_wap_key_of(conn, run->cfg, jd, &distributed, err) == -1)

@@ -20,6 +20,10 @@ struct wap_tables {
 	const char *live;   /* the table published into */
 	char stage[CHSQL_IDENT_MAX + 32];
 	char mark[CHSQL_IDENT_MAX + 32];
+	/* its partition key is compound (a tuple whose first element is the
+	 * grain's key; exec_wap_parts.c): a partition is a set of the
+	 * table's, published and dropped by their ids */
+	bool compound;
 };
 
 /* What the state read found, per part of the run. */
@@ -110,6 +114,28 @@ bool exec_wap_key_final(const struct exec_run *run);
 int exec_wap_key_audit(struct wh_conn *conn, const struct exec_run *run,
 		       const struct wh_param *params, size_t nparams,
 		       const char *stage, struct err *err);
+/* exec_wap_key.c: whether jd's table's partition key is compound, as the
+ * last check of it found it (chparts.h). */
+bool exec_wap_key_compound(const struct config *cfg, const struct job_def *jd);
+/*
+ * exec_wap_parts.c, for a table whose key is compound (t->compound):
+ * the publish of keys[0..n) as the exact set of each one's partitions,
+ * the ids of the stage's and of the live table's read now (one
+ * statement), into *sql (NULL: no id at all, nothing to send), refused
+ * for a key of run's own table whose audit counted rows in the stage
+ * but whose stage holds no partition (a first element that is no Date,
+ * or a DateTime, whose text is not the key's); the drop
+ * of each of keys[0..n)'s stage partitions (the ids read, then one ALTER
+ * when there are any), `wait`: after an ALTER of the stage first, which
+ * waits for the INSERTs into it still running (exec_wap_set.c's sweep).
+ */
+int exec_wap_parts_publish_sql(const struct exec_run *run,
+			       struct wh_conn *conn, const struct wap_tables *t,
+			       const char *const *keys, size_t n, char **sql,
+			       struct err *err);
+int exec_wap_parts_drop(struct wh_conn *conn, const char *stage,
+			const char *const *keys, size_t n, bool wait,
+			struct err *err);
 /* The request that marks part i (exec_wap.c). */
 int64_t exec_wap_request(const struct exec_run *run, size_t i);
 

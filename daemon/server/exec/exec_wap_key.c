@@ -10,7 +10,9 @@
 #include <string.h>
 
 #include "calendar.h"
+#include "chparts.h"
 #include "chsql.h"
+#include "chwap.h"
 #include "exec.h"
 #include "exec_int.h"
 #include "exec_wap.h"
@@ -22,15 +24,16 @@
 #define EXEC_WAP_SHAPES_MAX 256
 static struct {
 	char wh[64], table[CHSQL_IDENT_MAX];
-	enum chsql_key_shape shape;
+	enum chsql_key_shape shape; /* of the key, or of its first element */
 	bool final;
+	bool compound;              /* a tuple (chparts_first) */
 } shapes[EXEC_WAP_SHAPES_MAX];
 static size_t nshapes;
 static pthread_mutex_t shapes_lock = PTHREAD_MUTEX_INITIALIZER;
 
 static void
 exec_wap_shape_set(const char *wh, const char *table,
-		   enum chsql_key_shape shape, bool final)
+		   enum chsql_key_shape shape, bool final, bool compound)
 {
 	size_t i;
 
@@ -47,14 +50,17 @@ exec_wap_shape_set(const char *wh, const char *table,
 	if (i < nshapes) {
 		shapes[i].shape = shape;
 		shapes[i].final = final;
+		shapes[i].compound = compound;
 	}
 	pthread_mutex_unlock(&shapes_lock);
 }
 
 static enum chsql_key_shape
-exec_wap_shape_of(const char *wh, const char *table, bool *final)
+exec_wap_shape_of(const char *wh, const char *table, bool *final,
+		  bool *compound)
 {
 	enum chsql_key_shape shape = CHSQL_KEY_GRAIN;
+	bool c = false;
 
 	*final = false;
 	pthread_mutex_lock(&shapes_lock);
@@ -63,8 +69,11 @@ exec_wap_shape_of(const char *wh, const char *table, bool *final)
 		    strcmp(shapes[i].table, table) == 0) {
 			shape = shapes[i].shape;
 			*final = shapes[i].final;
+			c = shapes[i].compound;
 		}
 	pthread_mutex_unlock(&shapes_lock);
+	if (compound != NULL)
+		*compound = c;
 	return shape;
 }
 
@@ -75,8 +84,20 @@ exec_wap_key_final(const struct exec_run *run)
 	bool final;
 
 	(void)exec_wap_shape_of(run->cfg->warehouses[jd->warehouse].name,
-				jd->table, &final);
+				jd->table, &final, NULL);
 	return final;
+}
+
+bool
+exec_wap_key_compound(const struct config *cfg, const struct job_def *jd)
+{
+	bool final, compound;
+
+	if (jd->warehouse < 0)
+		return false;
+	(void)exec_wap_shape_of(cfg->warehouses[jd->warehouse].name,
+				jd->table, &final, &compound);
+	return compound;
 }
 
 /* The partition key of Distributed table jd->table's local table into
@@ -87,8 +108,9 @@ exec_wap_key_dist(struct wh_conn *conn, const struct warehouse_def *wh,
 		  const struct job_def *jd, char **key, bool *has_row,
 		  char *out, size_t outsz, struct err *err)
 {
-	char sql[512], c[CHSQL_IDENT_MAX], db[CHSQL_IDENT_MAX];
+	char c[CHSQL_IDENT_MAX], db[CHSQL_IDENT_MAX], *sql;
 	char local[CHSQL_IDENT_MAX] = "";
+	int rc;
 
 	/* one stage filled over the batch's interval on every shard is
 	 * not done: refused before any run (start, reload,
@@ -107,11 +129,10 @@ exec_wap_key_dist(struct wh_conn *conn, const struct warehouse_def *wh,
 			       " to publish on its shards", jd->file,
 			       jd->pos.line, jd->pos.col, jd->name,
 			       jd->table);
-	snprintf(sql, sizeof sql, "SELECT engine_full FROM"
-		 " system.tables WHERE database = currentDatabase() AND"
-		 " name = '%s'", jd->table);
-	if (conn->drv->query_value(conn, sql, NULL, 0, has_row, key,
-				   err) == -1)
+	sql = chsql_engine_sql(jd->table);
+	rc = conn->drv->query_value(conn, sql, NULL, 0, has_row, key, err);
+	free(sql);
+	if (rc == -1)
 		return -1;
 	if (*key == NULL || chsql_distributed(*key, c, db, local,
 					     sizeof local) < 0) {
@@ -127,11 +148,10 @@ exec_wap_key_dist(struct wh_conn *conn, const struct warehouse_def *wh,
 	*key = NULL;
 	if (out != NULL)
 		snprintf(out, outsz, "%s", local);
-	snprintf(sql, sizeof sql, "SELECT concat(engine, ' ',"
-		 " partition_key) FROM system.tables WHERE database ="
-		 " '%s' AND name = '%s'", db, local);
-	if (conn->drv->query_value(conn, sql, NULL, 0, has_row, key,
-				   err) == -1) {
+	sql = chsql_table_key_sql(db, local);
+	rc = conn->drv->query_value(conn, sql, NULL, 0, has_row, key, err);
+	free(sql);
+	if (rc == -1) {
 		err_prefix(err, "reading the partition key of %s",
 			   local);
 		return -1;
@@ -144,6 +164,34 @@ exec_wap_key_dist(struct wh_conn *conn, const struct warehouse_def *wh,
  * (*distributed set, NULL: not wanted) needs the warehouse's cluster:
  * (an INSERT into a stage created AS it would write the live shards) and
  * its local table's key is checked (on this server, one of the shards). */
+/* The shape of partition key `key` for jd (*compound: a tuple whose
+ * first element has that shape), or -1 with err saying what to do. */
+static int
+exec_wap_key_judge(const struct job_def *jd, const char *key,
+		   enum chsql_key_shape *shape, bool *compound,
+		   struct err *err)
+{
+	char first[256], want[300];
+
+	*compound = chparts_first(key, first, sizeof first);
+	*shape = chsql_key_shape(*compound ? first : key, jd->partition_column,
+				 jd->grain, want, sizeof want);
+	if (*shape != CHSQL_KEY_NONE)
+		return 0;
+	return err_set(err, EXIT_BAD_INPUT, "%s:%d:%d: job \"%s\": table %s is"
+		       " partitioned by %s, which is not the job's %s grain:"
+		       " partition it by %s%s, or by a tuple (%s, ...) whose"
+		       " first element is that (a table is repartitioned by"
+		       " CREATE TABLE new AS %s ENGINE = ... PARTITION BY ...,"
+		       " INSERT INTO new SELECT * FROM %s, RENAME TABLE;"
+		       " docs/clickhouse.md, \"The partition key\")",
+		       jd->file, jd->pos.line, jd->pos.col, jd->name,
+		       jd->table, key[0] ? key : "nothing",
+		       grain_name(jd->grain), want, jd->grain > GRAIN_DAY ?
+		       ", or by the column itself holding each partition's"
+		       " first day" : "", want, jd->table, jd->table);
+}
+
 /* exec_wap_key_of, with the Distributed table's local table in local
  * (NULL: not wanted; "" for a table that is not Distributed). */
 static int
@@ -152,20 +200,20 @@ exec_wap_key_local(struct wh_conn *conn, const struct config *cfg,
 		   size_t outsz, struct err *err)
 {
 	const struct warehouse_def *wh = &cfg->warehouses[jd->warehouse];
-	char sql[512], want[300], *key = NULL, *sp;
+	char *sql, *key = NULL, *sp;
 	enum chsql_key_shape shape;
-	bool has_row, final = false;
+	bool has_row, final = false, compound;
+	int rc;
 
 	if (distributed != NULL)
 		*distributed = false;
 	if (out != NULL && outsz > 0)
 		out[0] = '\0';
 	/* names are plain (config.c, chsql_distributed) */
-	snprintf(sql, sizeof sql, "SELECT concat(engine, ' ', partition_key)"
-		 " FROM system.tables WHERE database = currentDatabase() AND"
-		 " name = '%s'", jd->table);
-	if (conn->drv->query_value(conn, sql, NULL, 0, &has_row, &key,
-				   err) == -1) {
+	sql = chsql_table_key_sql(NULL, jd->table);
+	rc = conn->drv->query_value(conn, sql, NULL, 0, &has_row, &key, err);
+	free(sql);
+	if (rc == -1) {
 		err_prefix(err, "reading the partition key of %s", jd->table);
 		return -1;
 	}
@@ -193,24 +241,11 @@ exec_wap_key_local(struct wh_conn *conn, const struct config *cfg,
 			       jd->file, jd->pos.line, jd->pos.col, jd->name,
 			       jd->table);
 	}
-	shape = chsql_key_shape(key, jd->partition_column, jd->grain, want,
-				sizeof want);
-	if (shape == CHSQL_KEY_NONE) {
-		err_set(err, EXIT_BAD_INPUT, "%s:%d:%d: job \"%s\": table %s is"
-			" partitioned by %s, which is not the job's %s grain:"
-			" partition it by %s%s (a table is repartitioned by"
-			" CREATE TABLE new AS %s ENGINE = ... PARTITION BY ...,"
-			" INSERT INTO new SELECT * FROM %s, RENAME TABLE;"
-			" docs/clickhouse.md, \"The partition key\")",
-			jd->file, jd->pos.line, jd->pos.col, jd->name,
-			jd->table, key[0] ? key : "nothing",
-			grain_name(jd->grain), want, jd->grain > GRAIN_DAY ?
-			", or by the column itself holding each partition's"
-			" first day" : "", jd->table, jd->table);
+	if (exec_wap_key_judge(jd, key, &shape, &compound, err) == -1) {
 		free(key);
 		return -1;
 	}
-	exec_wap_shape_set(wh->name, jd->table, shape, final);
+	exec_wap_shape_set(wh->name, jd->table, shape, final, compound);
 	free(key);
 	return 0;
 }
@@ -222,11 +257,12 @@ exec_wap_key_audit(struct wh_conn *conn, const struct exec_run *run,
 {
 	const struct job_def *jd = run->job;
 	const struct warehouse_def *wh = &run->cfg->warehouses[jd->warehouse];
-	char sql[512], drop[512], *v = NULL;
-	bool has_row = false, final;
+	char sql[512], *drop, *v = NULL;
+	bool has_row = false, final, compound;
 	struct err e;
+	int rc;
 
-	if (exec_wap_shape_of(wh->name, jd->table, &final) !=
+	if (exec_wap_shape_of(wh->name, jd->table, &final, &compound) !=
 	    CHSQL_KEY_FIRST_DAY)
 		return 0;
 	if (chsql_first_day_sql(stage, jd->partition_column, jd->grain, sql,
@@ -251,17 +287,24 @@ exec_wap_key_audit(struct wh_conn *conn, const struct exec_run *run,
 		jd->partition_column, v ? v : "NULL", jd->table,
 		jd->partition_column, grain_name(jd->grain), params[0].value,
 		chsql_grain_fn(jd->grain), jd->partition_column);
-	/* the stray partitions (a plain Date text alone) dropped, so that
+	/* the stray partitions (a plain Date text alone: chsql_plain; a
+	 * compound key's, those whose first element it is) dropped, so that
 	 * no stage rows are left behind; best effort, a year's days at most */
-	for (int n = 0; n < 366 && has_row && v != NULL && strlen(v) == 10 &&
-	     strspn(v, "0123456789-") == 10; n++) {
-		snprintf(drop, sizeof drop, "ALTER TABLE `%s` DROP PARTITION"
-			 " '%s'", stage, v);
+	for (int n = 0; n < 366 && has_row && v != NULL; n++) {
+		const char *day = v;
+
+		if (compound)
+			rc = exec_wap_parts_drop(conn, stage, &day, 1, false,
+						 &e);
+		else if ((rc = chwap_drop_sql(stage, &day, 1, &drop, &e)) == 0) {
+			rc = conn->drv->exec_script(conn, drop, NULL, 0, &e);
+			free(drop);
+		}
 		free(v);
 		v = NULL;
-		if (conn->drv->exec_script(conn, drop, NULL, 0, &e) == -1 ||
-		    conn->drv->query_value(conn, sql, params, nparams, &has_row,
-					   &v, &e) == -1)
+		if (rc == -1 || conn->drv->query_value(conn, sql, params,
+						       nparams, &has_row, &v,
+						       &e) == -1)
 			break;
 	}
 	free(v);

@@ -253,6 +253,7 @@ exec_wap_read_state(struct exec_flight *fl, struct wh_conn *conn,
 				.nmetrics = run->job->nmetrics,
 				.digest = exec_wap_digested(run, t),
 				.final = exec_wap_key_final(run),
+				.compound = t->compound,
 				.stage = t->stage, .mark = t->mark };
 	const char **ms;
 	int rc = 0;
@@ -348,12 +349,15 @@ exec_wap_drop_marks(struct wh_conn *conn, const struct wap_tables *t,
 }
 
 /* One ALTER ... DROP PARTITION of the keys of parts [from, from + n)
- * with want[i] (none: nothing sent). */
+ * with want[i] (none: nothing sent); of a compound key, their ids
+ * (exec_wap_parts_drop, waiting for a running INSERT when want is
+ * NULL: exec_wap_clear's sweep). */
 static int
-exec_wap_drop_some(struct wh_conn *conn, const char *table,
+exec_wap_drop_some(struct wh_conn *conn, const struct wap_tables *t,
 		   const struct exec_run *run, size_t from, size_t n,
 		   const bool *want, struct err *err)
 {
+	const char *table = t->stage;
 	const char **keys = xcalloc(n ? n : 1, sizeof *keys);
 	size_t k = 0;
 	char *sql;
@@ -362,6 +366,12 @@ exec_wap_drop_some(struct wh_conn *conn, const char *table,
 	for (size_t i = from; i < from + n; i++)
 		if (want == NULL || want[i])
 			keys[k++] = run->parts[i].key;
+	if (k > 0 && t->compound) {
+		rc = exec_wap_parts_drop(conn, table, keys, k, want == NULL,
+					 err);
+		free(keys);
+		return rc;
+	}
 	rc = k == 0 ? 0 : chwap_drop_sql(table, keys, k, &sql, err);
 	free(keys);
 	if (k == 0 || rc == -1)
@@ -403,7 +413,7 @@ exec_wap_clear(struct exec_flight *fl, struct wh_conn *conn,
 
 		if (exec_interrupted(fl, err) ||
 		    exec_wap_drop_marked(conn, t, run, c, m, marked, err) == -1 ||
-		    exec_wap_drop_some(conn, t->stage, run, c, m,
+		    exec_wap_drop_some(conn, t, run, c, m,
 				       swept ? staged : NULL, err) == -1) {
 			if (!err_is(err, ERR_INTERRUPTED))
 				err_prefix(err, "clearing the stage partition");
@@ -460,8 +470,15 @@ exec_wap_drop_keys(struct wh_conn *conn, const struct wap_tables *t,
 		int rc;
 
 		/* the marks first (WAP-1): a failure leaves the stage */
-		if (exec_wap_drop_marks(conn, t, keys + c, m, err) == -1 ||
-		    chwap_drop_sql(t->stage, keys + c, m, &sql, err) == -1)
+		if (exec_wap_drop_marks(conn, t, keys + c, m, err) == -1)
+			return -1;
+		if (t->compound) { /* each key's partitions, by id */
+			if (exec_wap_parts_drop(conn, t->stage, keys + c, m,
+						false, err) == -1)
+				return -1;
+			continue;
+		}
+		if (chwap_drop_sql(t->stage, keys + c, m, &sql, err) == -1)
 			return -1;
 		rc = conn->drv->exec_script(conn, sql, NULL, 0, err);
 		free(sql);
