@@ -31,12 +31,16 @@ estimate_median(int64_t *ms, size_t n)
 }
 
 /* The concurrency job j's runs get: its own, within the pool and the
- * warehouse's connections. */
+ * warehouse's connections; 1 for a running total, whose days run one
+ * after the other (plan.h, Cascades). */
 int
 estimate_concurrency(const struct config *cfg, int j)
 {
 	const struct job_def *jd = &cfg->jobs[j];
 	int c = jd->concurrency > 0 ? jd->concurrency : 1;
+
+	if (jd->self_lookback > 0)
+		return 1;
 
 	if (cfg->max_concurrency > 0 && c > cfg->max_concurrency)
 		c = cfg->max_concurrency;

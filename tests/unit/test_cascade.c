@@ -12,6 +12,7 @@
 
 #include "calendar.h"
 #include "config.h"
+#include "estimate.h"
 #include "lineage.h"
 #include "manifest.h"
 #include "pick.h"
@@ -125,6 +126,8 @@ START_TEST(config_accepts_self)
 			 day("2026-02-11"));
 	ck_assert_int_eq(lineage_range(cfg, rtd, day("2026-02-10"), rtd).last,
 			 day("2026-02-11"));
+	/* its days run one after the other: an estimate counts them so */
+	ck_assert_int_eq(estimate_concurrency(cfg, rtd), 1);
 	/* the topological order holds every job */
 	for (size_t t = 0; t < cfg->njobs; t++)
 		ck_assert_int_ge(cfg->topo[t], 0);
