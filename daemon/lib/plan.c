@@ -146,12 +146,23 @@ plan_expand_self(struct plan *p, const struct config *cfg, int d,
 	}
 }
 
+/* Order partitions. */
+static int
+part_cmp(const void *a, const void *b)
+{
+	const part_t *x = a, *y = b;
+
+	return *x < *y ? -1 : *x > *y;
+}
+
 /*
  * The request's own partitions of a job in its own upstream: from the
  * earliest to the latest named, every one (a gap between two would be
- * read by the later one), then its later partitions up to its newest
- * built one as downstream items (the cascade), all in time order, each
- * waiting for those before it within its lookback.
+ * read by the later one: rebuilt in its place as a downstream item, so
+ * that a mark never marks it and cut-off may skip it), then its later
+ * partitions up to its newest built one as downstream items (the
+ * cascade), all in time order, each waiting for those before it within
+ * its lookback.  nroot counts up to the latest named.
  */
 static void
 plan_cascade_roots(struct plan *p, const struct config *cfg,
@@ -159,25 +170,29 @@ plan_cascade_roots(struct plan *p, const struct config *cfg,
 {
 	int j = p->items[0].job;
 	const struct job_def *jd = &cfg->jobs[j];
-	part_t lo = p->items[0].part, hi = lo, last;
-	size_t nroot = 0;
+	size_t n = p->nroot, k = 0, nroot = 0;
+	part_t *named = xcalloc(n, sizeof *named), last;
 
-	for (size_t i = 1; i < p->nroot; i++) {
-		if (p->items[i].part < lo)
-			lo = p->items[i].part;
-		if (p->items[i].part > hi)
-			hi = p->items[i].part;
-	}
-	last = plan_cascade_last(jd, hi, built);
+	for (size_t i = 0; i < n; i++)
+		named[i] = p->items[i].part;
+	qsort(named, n, sizeof *named, part_cmp);
+	last = plan_cascade_last(jd, named[n - 1], built);
 	p->n = p->ndeps = 0;
-	for (part_t q = lo; q <= last; q++) {
+	for (part_t q = named[0]; q <= last; q++) {
+		bool own;
+
 		if (cal_empty(job_cal(jd), q))
 			continue;
-		plan_push(p, j, q, q > hi);
+		while (k < n && named[k] < q)
+			k++;
+		own = k < n && named[k] == q;
+		plan_push(p, j, q, !own);
 		plan_push_self_deps(p, jd, 0, p->n - 1);
-		nroot += q <= hi;
+		if (q <= named[n - 1])
+			nroot = p->n;
 	}
 	p->nroot = nroot;
+	free(named);
 }
 
 /* Add job d's items fed by items already in the plan. */

@@ -30,7 +30,9 @@
  * once, in time order whatever --reverse says, each waiting (besides its
  * inputs) for the job's items before it within N; the ones after the
  * request's own are downstream items (the cascade), and a gap between
- * two of the request's own partitions is filled as its own.  What it
+ * two of the request's own partitions is rebuilt in its place as a
+ * downstream item (items[0..nroot) then holds it: a mark never marks
+ * it, cut-off may skip it).  What it
  * feeds is planned from all of them.  Its part of the plan, its own
  * partitions included, counts against its max_backfill.
  */

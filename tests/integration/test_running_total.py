@@ -173,6 +173,25 @@ def test_repair_cascades_in_order():
          h.days("2026-02-11", LAST), "backfill --stale of the total")
     h.eq(d.json("stale")["stale"], [], "stale after backfill --stale")
     recompute(d, "after backfill --stale")
+    # a mark of 02-18 and 02-20 (repaired by hand): the gap 02-19 and
+    # the days after are rebuilt, nothing else is marked
+    con = d.wh("sales")
+    for day in ("2026-02-18", "2026-02-20"):
+        con.execute("UPDATE revenue_to_date SET revenue_usd = (SELECT SUM(revenue_usd)"
+                    " FROM fct_daily_sales WHERE dt <= ?) WHERE dt = ?", (day, day))
+    con.commit()
+    con.close()
+    before = len(d.runs())
+    req = d.enqueue("mark", "revenue_to_date", "2026-02-18", "2026-02-20", "--succeeded",
+                    "--reason", "restored")
+    d.wait_request(req)
+    new = sorted(d.runs()[before:], key=lambda r: r["id"])
+    h.eq([(r["partition"], r["state"], r["marked_by"] is not None) for r in new],
+         [("2026-02-18", "succeeded", True), ("2026-02-20", "succeeded", True),
+          ("2026-02-19", "succeeded", False), ("2026-02-21", "succeeded", False),
+          ("2026-02-22", "succeeded", False)],
+         "the mark: two days marked, the gap and the days after rebuilt")
+    recompute(d, "after the mark")
     d.stop()
 
 

@@ -214,7 +214,7 @@ START_TEST(cascade_bound)
 }
 END_TEST
 
-/* A request of rtd itself: its own partitions (a gap filled), then the
+/* A request of rtd itself: its own partitions (a gap rebuilt), then the
  * cascade to its newest built one, all in order; its own count too. */
 START_TEST(own_request_cascades)
 {
@@ -228,8 +228,10 @@ START_TEST(own_request_cascades)
 	ck_assert_uint_eq(p.nroot, 3);
 	ck_assert_str_eq(item_of(&p, 0), "rtd 2026-02-10");
 	ck_assert_str_eq(deps_of(&p, 0), "");
+	ck_assert(!p.items[0].downstream);
 	ck_assert_str_eq(item_of(&p, 1), "rtd 2026-02-11");
-	ck_assert(!p.items[1].downstream);
+	ck_assert(p.items[1].downstream); /* the gap: rebuilt, never marked */
+	ck_assert(!p.items[2].downstream);
 	ck_assert_str_eq(deps_of(&p, 1), "rtd 2026-02-10");
 	ck_assert_str_eq(item_of(&p, 2), "rtd 2026-02-12");
 	ck_assert_str_eq(item_of(&p, 3), "rtd 2026-02-13");
