@@ -76,6 +76,7 @@ import hashlib
 import os
 import platform
 import shutil
+import signal
 import sqlite3
 import statistics
 import subprocess
@@ -375,7 +376,7 @@ def expected_runs(a, total):
     return want
 
 
-def run_backfilld(a, base, total, batch=False):
+def run_backfilld(a, base, total, batch=False, strace_out=None):
     """A fresh daemon on copies of base (its start not timed); the repair's
     wall time, from the request to all done.  Returns (seconds, {job: sum
     of its runs' durations in s}, the tables' digests)."""
@@ -385,9 +386,18 @@ def run_backfilld(a, base, total, batch=False):
     d.start()
     argv = [d.backfillctl, "--socket", d.sock, "backfill", "fct_daily_sales",
             "--from", a.rfirst, "--to", a.rlast, "--reason", "late refunds", "--wait"]
+    tracer = None
+    if strace_out:
+        tracer = subprocess.Popen(["strace", "-f", "-c", "-o", strace_out, "-e",
+                                   "trace=" + ",".join(CALLS), "-p", str(d.proc.pid)],
+                                  stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+        h.check("attached" in tracer.stderr.readline(), "strace did not attach")
     t0 = time.monotonic()
     p = subprocess.run(argv, capture_output=True, text=True, env=d.env())
     wall = time.monotonic() - t0
+    if tracer:
+        tracer.send_signal(signal.SIGINT)
+        tracer.wait(timeout=60)
     h.check(p.returncode == 0, "backfill failed (exit %d): %s %s\n%s"
             % (p.returncode, p.stdout, p.stderr, d.log_tail()))
     req = int(p.stdout.split("request ")[1].split(":")[0])
@@ -433,6 +443,38 @@ def log_runs(path, req):
     return out
 
 
+CALLS = ("fdatasync", "fsync", "pwrite64", "pread64", "unlink")
+
+
+def strace_counts(path):
+    """{call: count} from an strace -c -f summary."""
+    counts = {}
+    with open(path) as f:
+        for line in f:
+            p = line.split()
+            if len(p) >= 5 and p[-1] in CALLS:
+                counts[p[-1]] = int(p[3])
+    return counts
+
+
+def strace_report(a, base, work, total, npart):
+    """One more repair of each method under strace -f -c: the calls per
+    partition repaired (the daemon's threads, or sqlite3's)."""
+    n = sum(npart.values())
+    print()
+    print("system calls per partition (%d partitions; strace -f -c, one repair each)" % n)
+    print("| method | %s |" % " | ".join(CALLS))
+    print("|---|%s|" % "|".join("--:" for _ in CALLS))
+    for m in ("backfilld", "batch", "set", "floor"):
+        out = os.path.join(work, "strace-%s.txt" % m)
+        if m in ("backfilld", "batch"):
+            run_backfilld(a, base, total, m == "batch", strace_out=out)
+        else:
+            run_sql(a, base, work, total, m, strace_out=out)
+        c = strace_counts(out)
+        print("| %s | %s |" % (LABEL[m], " | ".join("%.2f" % (c.get(x, 0) / n) for x in CALLS)))
+
+
 def busy(runs):
     """(seconds some run of the request was running, seconds from its first
     run's start to its last one's end), from runs --json."""
@@ -450,7 +492,7 @@ def busy(runs):
     return total, (max(x[1] for x in iv) - iv[0][0]).total_seconds()
 
 
-def run_sql(a, base, work, total, method):
+def run_sql(a, base, work, total, method, strace_out=None):
     """One sqlite3 process on a fresh copy; seconds from its start to its exit."""
     db = os.path.join(work, "run.db")
     fresh_copy(base[0], db)
@@ -459,7 +501,10 @@ def run_sql(a, base, work, total, method):
     else:
         sql = set_sql(a.rfirst, a.rlast, a.newest, total, method == "full")
     t0 = time.monotonic()
-    p = subprocess.run(["sqlite3", "-bail", db], input=sql, capture_output=True, text=True)
+    pre = (["strace", "-f", "-c", "-o", strace_out, "-e", "trace=" + ",".join(CALLS)]
+           if strace_out else [])
+    p = subprocess.run(pre + ["sqlite3", "-bail", db], input=sql, capture_output=True,
+                       text=True)
     wall = time.monotonic() - t0
     h.check(p.returncode == 0, "sqlite3 (%s) exited %d: %s"
             % (method, p.returncode, p.stderr[-2000:]))
@@ -519,6 +564,8 @@ def parse(argv):
                     help="print the set-based and full scripts and exit")
     ap.add_argument("--source", help="the source the binaries were built from, for the"
                     " report (default: this tree's HEAD)")
+    ap.add_argument("--strace", action="store_true",
+                    help="then one more repair of each method under strace -f -c")
     ap.add_argument("--smoke", action="store_true")
     a = ap.parse_args(argv)
     if a.smoke:
@@ -636,6 +683,8 @@ def main(argv=None):
                      "" if total else " (running total left out: not supported yet)"))
             return 0
         report(a, total, times, took, npart)
+        if a.strace:
+            strace_report(a, base, work, total, npart)
         return 0
     finally:
         if os.environ.get("KEEP_TMP"):
