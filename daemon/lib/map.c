@@ -65,8 +65,26 @@ map_init(struct map *m, const struct cal *c, part_t from, part_t to,
 void
 map_free(struct map *m)
 {
+	for (size_t i = 0; m->why != NULL && i < m->n; i++)
+		free(m->why[i]);
+	free(m->why);
+	m->why = NULL;
 	free(m->st);
 	m->st = NULL;
+}
+
+void
+map_note(struct map *m, part_t p, const char *text)
+{
+	size_t i;
+
+	if (p < m->from || p > m->to)
+		return;
+	if (m->why == NULL)
+		m->why = xcalloc(m->n, sizeof *m->why);
+	i = (size_t)(p - m->from);
+	free(m->why[i]);
+	m->why[i] = xstrdup(text);
 }
 
 void
@@ -369,8 +387,11 @@ map_html_cell(const struct map *m, const char *job, part_t p,
 		   st, job, a, st);
 	if (hour != NULL)
 		buf_printf(o, " data-hour=\"%s%s\"", hour, again ? "'" : "");
-	buf_printf(o, " title=\"%s %s%s%s\"></span>", a, st,
-		   again ? ", the second " : "", again ? hour : "");
+	buf_printf(o, " title=\"%s %s%s%s", a, st, again ? ", the second " :
+		   "", again ? hour : "");
+	if (m->why != NULL && m->why[p - m->from] != NULL)
+		buf_printf(o, ": %s", m->why[p - m->from]);
+	buf_addstr(o, "\"></span>");
 }
 
 /* The labels before a week's row of the day grid whose first partition

@@ -46,6 +46,8 @@ struct map {
 	part_t from, to;
 	size_t n;
 	uint8_t *st; /* n states, from first */
+	char **why;  /* n notes or NULL: why a cell has its state (a stale
+		      * one's newer inputs), after it in the page's title */
 };
 
 /* A map of from..to, every partition MAP_NEVER_RUN; refuses (EXIT_BAD_INPUT)
@@ -55,6 +57,9 @@ int map_init(struct map *m, const struct cal *c, part_t from, part_t to,
 void map_free(struct map *m);
 /* Set p's state (outside the range: nothing). */
 void map_set(struct map *m, part_t p, enum map_state s);
+/* Note why p has its state (outside the range: nothing); text must be
+ * safe in an HTML attribute (job names, keys, spaces, commas). */
+void map_note(struct map *m, part_t p, const char *text);
 /* Set p's state when s ranks above the one it has. */
 void map_raise(struct map *m, part_t p, enum map_state s);
 /* Runs of one state: cb(from, to, state, count) in order. */

@@ -10,7 +10,7 @@ EUR table reading a monthly rate) and a whole table (partition: none):
   days, the month's 28 EUR days, the table's -), and `stale` (text and
   JSON), status's count, `map --json`, the report page's map cells and its
   stale table name exactly those, each with the repaired input as the newer
-  one, and `audit` of the repair lists them as left stale (left_stale in
+  one (on the page, in each stale cell's title too), and `audit` of the repair lists them as left stale (left_stale in
   --json); `backfill JOB --stale` (and its --dry-run) rebuilds exactly them;
 - cut-off: a repair whose upstream partitions come out identical but one
   skips exactly the downstream partitions whose window holds no changed
@@ -153,12 +153,14 @@ def report_views(d, job, frm, to):
     out = []
     for text in (overview, body.decode()):
         cells = re.findall(r'data-job="%s" data-partition="([^"]+)" data-state="([a-z_]+)"'
-                           % job, text)
+                           r'[^>]* title="([^"]*)"' % job, text)
+        out.append({k: t for k, s, t in cells if s == "stale"})
+        cells = [(k, s) for k, s, t in cells]
         part = text.split("<h2>Stale partitions</h2>", 1)[1].split("</table>", 1)[0]
         rows = [[re.sub(r"<[^>]*>", "", c) for c in re.findall(r"<td>(.*?)</td>", r)]
                 for r in re.findall(r"<tr>(.*?)</tr>", part, re.S)]
         out.append((dict(cells), [(r[1], r[3]) for r in rows if r and r[0] == job]))
-    return out
+    return out[1], out[3], out[2]
 
 
 def check_stale_views(d, job, expect, newer, frm, to):
@@ -175,7 +177,9 @@ def check_stale_views(d, job, expect, newer, frm, to):
     states = map_states(d, job, frm, to)
     h.eq(sorted(k for k, s in states.items() if s == "stale"), expect,
          "map --json's stale partitions of %s" % job)
-    (cells, rows), (jcells, jrows) = report_views(d, job, frm, to)
+    (cells, rows), (jcells, jrows), titles = report_views(d, job, frm, to)
+    h.eq(titles, {k: "%s stale: newer %s %s" % (k, newer[0], newer[1]) for k in expect},
+         "the titles of %s's stale cells on its report page (why each is stale)" % job)
     h.eq(sorted(k for k, s in jcells.items() if s == "stale"), expect,
          "the stale cells of %s's report page" % job)
     h.eq(jrows, [(k, "%s %s" % newer) for k in expect],

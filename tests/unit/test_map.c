@@ -299,6 +299,36 @@ START_TEST(test_html_days)
 }
 END_TEST
 
+/* A cell's note (map_note: why a stale partition is stale) follows its
+ * state in its title; a note outside the range is dropped, a second one
+ * replaces the first, cells without one are as before. */
+START_TEST(test_html_note)
+{
+	struct map m;
+	struct err err;
+	struct buf b;
+	part_t d = cal_days_from_civil(2026, 2, 12);
+
+	ck_assert_int_eq(map_init(&m, &cal_utc[GRAIN_DAY], d, d + 1, &err), 0);
+	map_raise(&m, d, MAP_STALE);
+	map_raise(&m, d + 1, MAP_SUCCEEDED);
+	map_note(&m, d, "replaced");
+	map_note(&m, d, "newer fct 2026-02-10");
+	map_note(&m, d + 2, "outside");
+	buf_init(&b);
+	map_html(&m, "mart", &b);
+	map_free(&m);
+	ck_assert_ptr_nonnull(strstr(b.data, "data-partition=\"2026-02-12\""
+		" data-state=\"stale\" title=\"2026-02-12 stale: newer fct"
+		" 2026-02-10\">"));
+	ck_assert_ptr_nonnull(strstr(b.data, "data-partition=\"2026-02-13\""
+		" data-state=\"succeeded\" title=\"2026-02-13 succeeded\">"));
+	ck_assert_int_eq(count(b.data, "outside"), 0);
+	ck_assert_int_eq(count(b.data, "replaced"), 0);
+	buf_free(&b);
+}
+END_TEST
+
 /* Days: rows by ISO week across a year end (2020-12-28 .. 2021-01-03 is
  * 2020-W53), the month label where a month begins. */
 START_TEST(test_calendar_days)
@@ -389,6 +419,7 @@ map_suite(void)
 	tcase_add_test(tc, test_calendar_zoned);
 	tcase_add_test(tc, test_html_zoned_hours);
 	tcase_add_test(tc, test_html_days);
+	tcase_add_test(tc, test_html_note);
 	suite_add_tcase(s, tc);
 	return s;
 }

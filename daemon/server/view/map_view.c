@@ -86,14 +86,50 @@ map_open_cb(part_t p, enum mstate st, void *data)
 		  st == MS_BLOCKED ? MAP_BLOCKED : MAP_LATE); /* MS_LATE */
 }
 
-/* A stale downstream partition. */
+/* The most newer inputs a stale cell's note names. */
+#define MAP_NOTE_INPUTS 10
+
+/* What map_stale_cb reads: the map, and the configuration its jobs are
+ * named in. */
+struct map_stale_ctx {
+	struct map *m;
+	const struct config *cfg;
+};
+
+/* A stale downstream partition, noted with its newer inputs ("newer fct
+ * 2026-02-10, 2026-02-11; fx 2026-02-01"): the inputs in its window that
+ * landed after it was built. */
 static int
 map_stale_cb(int job, part_t part, bool built, int64_t built_at,
 	     const struct stale_input *in, size_t nin, void *data,
 	     struct err *err)
 {
-	(void)job; (void)built; (void)built_at; (void)in; (void)nin; (void)err;
-	map_raise(data, part, MAP_STALE);
+	struct map_stale_ctx *sc = data;
+	struct map *m = sc->m;
+	const struct config *cfg = sc->cfg;
+	char k[CAL_KEY_MAX];
+	struct buf note;
+
+	(void)job; (void)built; (void)built_at; (void)err;
+	map_raise(m, part, MAP_STALE);
+	if (part < m->from || part > m->to)
+		return 0;
+	buf_init(&note);
+	buf_addstr(&note, "newer");
+	for (size_t i = 0; i < nin && i < MAP_NOTE_INPUTS; i++) {
+		const struct job_def *ij = &cfg->jobs[in[i].job];
+
+		cal_key(job_cal(ij), in[i].part, k);
+		if (i == 0 || in[i].job != in[i - 1].job)
+			buf_printf(&note, "%s %s %s", i ? ";" : "", ij->name, k);
+		else
+			buf_printf(&note, ", %s", k);
+	}
+	if (nin > MAP_NOTE_INPUTS)
+		buf_printf(&note, " and %zu more", nin - MAP_NOTE_INPUTS);
+	buf_add(&note, "", 1);
+	map_note(m, part, note.data);
+	buf_free(&note);
 	return 0;
 }
 
@@ -180,7 +216,8 @@ map_view_build_newest(struct sched *s, int job, const char *from,
 		     p <= v.gap_to && p <= last; p++)
 			map_raise(m, p, MAP_REFUSED);
 	if ((j->nupstream > 0 || j->self_lookback > 0) &&
-	    sched_stale(s, job, map_stale_cb, m, err) < 0) {
+	    sched_stale(s, job, map_stale_cb,
+			&(struct map_stale_ctx){ m, sched_config(s) }, err) < 0) {
 		map_free(m);
 		return -1;
 	}
