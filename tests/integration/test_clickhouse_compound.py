@@ -22,6 +22,7 @@ whose day is the set of its stores' partitions.
 import os
 import subprocess
 import sys
+import time
 
 import harness as h
 import test_clickhouse as tc
@@ -99,6 +100,24 @@ def check_repaired(d, db, untouched, what):
     h.eq(tc.marks_left(db), {}, "%s: marks left" % what)
 
 
+def run_statements(old, until=None):
+    """[(run id, statement)] of the runs' statements (query ids
+    backfilld-INSTANCE-RUN-N) not in old, and the set of all their ids;
+    until: read again until it holds of them (the server logs a query
+    once its answer is sent: the last ones may come a moment after),
+    30 s at most."""
+    deadline = time.monotonic() + 30
+    while True:
+        tc.SRV.q("SYSTEM FLUSH LOGS")
+        rows = tc.SRV.rows("SELECT query_id, replaceAll(query, '\\n', ' ') FROM"
+                           " system.query_log WHERE type = 2 AND user = 'etl' AND"
+                           " startsWith(query_id, 'backfilld-')")
+        out = [(int(q.split("-")[-2]), t.replace("\\'", "'")) for q, t in rows if q not in old]
+        if until is None or until(out) or time.monotonic() > deadline:
+            return out, {q for q, _ in rows}
+        time.sleep(0.05)
+
+
 def test_compound_repair():
     """A run a day: --check-config accepts the key, the repair publishes
     each day as the exact set of its stores, the audit counts the gone
@@ -111,8 +130,23 @@ def test_compound_repair():
                          text=True, timeout=60, cwd=d.dir, env=d.env())
     h.check(out.returncode == 0 and "partition keys checked on the server: 1 job" in out.stdout,
             "--check-config of a compound key: %r" % (out,))
+    _, old = run_statements(set())
     req = d.enqueue("backfill", "fct", "--from", LO, "--to", HI, "--wait")
     check_repaired(d, db, untouched, "a run a day")
+    # each run: one read of the ids, then one ALTER publishing the day's set
+    runs = {r["id"]: r["partition"] for r in d.runs() if r["job"] == "fct"}
+    stmts, _ = run_statements(old, lambda out: {r for r, t in out if t.startswith(
+        "ALTER TABLE `fct_c`")} == set(runs))
+    reads = sorted(r for r, t in stmts if "partition_id) FROM system.parts" in t and
+                   "table IN ('_backfilld_stage_fct_c', 'fct_c')" in t)
+    alters = {r: t for r, t in stmts if t.startswith("ALTER TABLE `fct_c`")}
+    h.eq((reads, sorted(alters)), (sorted(runs), sorted(runs)),
+         "the runs' reads of the ids and their publishes")
+    gone = [r for r, day in runs.items() if day == GONE][0]
+    h.eq(alters[gone], "ALTER TABLE `fct_c` REPLACE PARTITION ID '20260209-1' FROM"
+         " `_backfilld_stage_fct_c`, REPLACE PARTITION ID '20260209-2' FROM"
+         " `_backfilld_stage_fct_c`, REPLACE PARTITION ID '20260209-3' FROM"
+         " `_backfilld_stage_fct_c`, DROP PARTITION ID '20260209-9'", "the publish of %s" % GONE)
     p = [x for x in d.json("audit", "--request", str(req))["partitions"]
          if x["partition"] == GONE][0]
     h.eq((p["rows_before"], p["rows_after"]), (4, 3), "the audit's rows of %s" % GONE)
@@ -133,8 +167,14 @@ def test_compound_batch_and_verify():
     untouched = parts_outside(db)
     d = h.Daemon(config=tc.ch_config(db, JOB + "  batch: true\n"), clock=None,
                  name="chcompoundbatch")
+    _, old = run_statements(set())
     d.backfill("fct", LO, HI)
     check_repaired(d, db, untouched, "a batch")
+    alters = [t for _, t in run_statements(old, lambda out: any(
+        t.startswith("ALTER TABLE `fct_c`") for _, t in out))[0]
+              if t.startswith("ALTER TABLE `fct_c`")]
+    h.eq([(t.count(" REPLACE PARTITION ID "), t.count(" DROP PARTITION ID ")) for t in alters],
+         [(15, 1)], "the batch's publish: one ALTER, 5 days of 3 stores, store 9 dropped")
     runs = [r for r in d.runs() if r["job"] == "fct"]
     h.eq((len(runs), len({(r["started_at"], r["finished_at"]) for r in runs}),
           {r["state"] for r in runs}), (5, 1, {"succeeded"}), "one batch of 5 days: %r" % runs)
@@ -317,7 +357,8 @@ def main():
     if not os.path.exists(os.path.join(os.path.dirname(h.binaries()[0]), "backfilld-ch.so")):
         tc.skip("this build has no ClickHouse driver (libcurl4-openssl-dev)")
     try:
-        tc.SRV = ChServer(prefix="server-", parent=h.suite_mkdtemp("ch"), own_parent=True)
+        tc.SRV = ChServer(prefix="server-", parent=h.suite_mkdtemp("ch"), own_parent=True,
+                          query_log=True)
     except ChServerError as e:
         tc.skip(str(e))
     h.register_server(tc.SRV)
