@@ -260,6 +260,17 @@ def test_rolling_window_views():
     # cut-off: 02-10..14 repaired, only 02-12 changed: the mart days whose
     # window holds 02-12 run, 02-10 and 02-11 are skipped
     change(d, "UPDATE events SET amount = amount + 100 WHERE dt = '2026-02-12'")
+    # --dry-run: each mart day waits for the repaired days in its window
+    repaired = h.days("2026-02-10", "2026-02-14")
+    p = d.json("backfill", "fct", "--from", repaired[0], "--to", repaired[-1],
+               "--dry-run")["partitions"]
+    h.eq([(e["job"], e["partition"], [(w["job"], w["partition"]) for w in e["waits_for"]])
+          for e in p],
+         [("fct", x, []) for x in repaired] +
+         [("mart_rolling_7d", k, [("fct", x) for x in repaired
+                                  if x in h.days("2026-02-01", k)[-7:]])
+          for k in h.days("2026-02-10", "2026-02-20")],
+         "--dry-run's waits_for: the repaired days in each mart day's window")
     before = len(d.runs())
     d.backfill("fct", "2026-02-10", "2026-02-14")
     new = d.runs()[before:]
