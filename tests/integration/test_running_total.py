@@ -195,6 +195,54 @@ def test_repair_cascades_in_order():
     d.stop()
 
 
+WEEKLY = """
+- name: weekly_to_date
+  warehouse: sales
+  partition: week
+  upstream: [revenue_to_date]
+  sql: |
+    DELETE FROM weekly_to_date WHERE week_start = :partition;
+    INSERT INTO weekly_to_date (week_start, revenue_usd)
+    SELECT :partition, revenue_usd FROM revenue_to_date
+    WHERE dt = (SELECT MAX(dt) FROM revenue_to_date
+                WHERE dt >= :partition_start AND dt < :partition_end);
+"""
+
+
+def test_downstream_of_the_cascade():
+    """A weekly job reading the total (the week's last total): the repair
+    rebuilds each week that holds a day of the cascade, once, after its
+    last day of it."""
+    d = h.Daemon(jobs=FACT + TOTAL % {"bound": 40} + WEEKLY,
+                 warehouses={"sales": h.sales_seed() + SEED_TOTAL +
+                             "CREATE TABLE weekly_to_date (week_start TEXT PRIMARY KEY,"
+                             " revenue_usd REAL);"},
+                 settings={"max_concurrency": 8}, name="rtdweek", clock=None)
+    d.backfill("fct_daily_sales", FIRST, LAST)
+    before = len(d.runs())
+    d.backfill("fct_daily_sales", REPAIRED[0], REPAIRED[-1])
+    new = d.runs()[before:]
+    weeks = ["2026-02-02", "2026-02-09", "2026-02-16"]
+    h.eq(sorted((r["job"], r["partition"]) for r in new if r["job"] != "fct_daily_sales"),
+         sorted([("revenue_to_date", x) for x in CASCADE] +
+                [("weekly_to_date", w) for w in weeks]),
+         "the total's cascade and the weeks it feeds, each once")
+    done = {r["partition"]: h.parse_iso(r["finished_at"])
+            for r in h.by_job(new, "revenue_to_date")}
+    for r in h.by_job(new, "weekly_to_date"):
+        last = min(h.days(r["partition"], "2026-02-28")[6], LAST)
+        h.check(h.parse_iso(r["started_at"]) >= done[last], "week %s started before"
+                " its last day %s of the cascade landed" % (r["partition"], last))
+    for w, got in d.query("SELECT week_start, revenue_usd FROM weekly_to_date"
+                          " WHERE week_start >= '2026-02-02' ORDER BY week_start"):
+        truth = d.query("SELECT SUM(revenue_usd) FROM fct_daily_sales WHERE dt <= ?",
+                        (min(h.days(w, "2026-02-28")[6], LAST),))[0][0]
+        h.check(abs(got - truth) < 0.005, "weekly_to_date %s: %.2f, a recompute says"
+                " %.2f" % (w, got, truth))
+    h.eq(d.json("stale")["stale"], [], "stale after the repair")
+    d.stop()
+
+
 def test_cutoff_stops_the_cascade():
     """One sale moved from 02-10 to 02-09: the totals of 02-09 change, and
     from 02-10 on they are what they were: 02-08 is skipped (its fact
@@ -441,6 +489,7 @@ def test_schedule_waits_for_the_day_before():
 
 
 if __name__ == "__main__":
-    h.main([test_repair_cascades_in_order, test_cutoff_stops_the_cascade,
+    h.main([test_repair_cascades_in_order, test_downstream_of_the_cascade,
+            test_cutoff_stops_the_cascade,
             test_cascade_bound, test_kill9_during_cascade,
             test_failed_day_blocks_the_cascade, test_schedule_waits_for_the_day_before])
