@@ -195,6 +195,33 @@ plan_cascade_roots(struct plan *p, const struct config *cfg,
 	free(named);
 }
 
+void
+plan_own_in_order(struct plan *p, const struct config *cfg)
+{
+	const struct job_def *jd;
+	size_t n = p->nroot;
+	part_t *named;
+	int j;
+
+	if (n == 0 || cfg->jobs[p->items[0].job].self_lookback == 0)
+		return;
+	j = p->items[0].job;
+	jd = &cfg->jobs[j];
+	named = xcalloc(n, sizeof *named);
+	for (size_t i = 0; i < n; i++)
+		named[i] = p->items[i].part;
+	qsort(named, n, sizeof *named, part_cmp);
+	p->n = p->ndeps = 0;
+	for (size_t i = 0; i < n; i++) {
+		plan_push(p, j, named[i], false);
+		for (size_t k = 0; k < i; k++)
+			if (named[i] - named[k] <= jd->self_lookback)
+				plan_push_dep(p, k);
+	}
+	p->nroot = n;
+	free(named);
+}
+
 /* Add job d's items fed by items already in the plan. */
 static void
 plan_expand_job(struct plan *p, const struct config *cfg, int d, bool reverse,

@@ -85,6 +85,11 @@ void plan_expand(struct plan *p, const struct config *cfg, bool reverse,
 void plan_expand_built(struct plan *p, const struct config *cfg,
 		       bool reverse, const bool *keep,
 		       const struct plan_built *built);
+/* The request's own partitions of a job in its own upstream without
+ * its cascade (--no-downstream): in time order, each waiting for those
+ * of them it reads (within its lookback); nothing else added.  Any other
+ * job's: unchanged. */
+void plan_own_in_order(struct plan *p, const struct config *cfg);
 /* Refuse a plan whose part for some downstream job is above that job's
  * max_backfill (DESIGN, "Calendars and dependency windows"): 0, or -1
  * (EXIT_BAD_INPUT) naming the first such job, its count and its bound.

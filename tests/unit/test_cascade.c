@@ -243,6 +243,20 @@ START_TEST(own_request_cascades)
 	plan_free(&p);
 	free(b);
 
+	/* --no-downstream: the named days in order, no gap, no cascade */
+	plan_init(&p);
+	plan_add_root(&p, rtd, day("2026-02-12"));
+	plan_add_root(&p, rtd, day("2026-02-11"));
+	plan_add_root(&p, rtd, day("2026-02-09"));
+	plan_own_in_order(&p, cfg);
+	ck_assert_uint_eq(p.n, 3);
+	ck_assert_uint_eq(p.nroot, 3);
+	ck_assert_str_eq(item_of(&p, 0), "rtd 2026-02-09");
+	ck_assert_str_eq(deps_of(&p, 1), "");
+	ck_assert_str_eq(item_of(&p, 2), "rtd 2026-02-12");
+	ck_assert_str_eq(deps_of(&p, 2), "rtd 2026-02-11");
+	plan_free(&p);
+
 	/* a lookback of 2 waits for the two before */
 	b = calloc(cfg->njobs, sizeof *b);
 	b[config_job_index(cfg, "bal")] = (struct plan_built){ true,

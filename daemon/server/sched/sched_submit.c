@@ -282,6 +282,8 @@ sched_submit(struct sched *s, const struct sched_req *rq, bool commit,
 		if (sched_built(s, rq->job, &built, err) < 0)
 			goto out;
 		plan_expand_built(plan, s->cfg, rq->reverse, rq->keep, built);
+	} else {
+		plan_own_in_order(plan, s->cfg);
 	}
 	if (plan_check_bounds(plan, s->cfg, err) < 0)
 		goto out;
