@@ -213,12 +213,18 @@ plan_own_in_order(struct plan *p, const struct config *cfg)
 	qsort(named, n, sizeof *named, part_cmp);
 	p->n = p->ndeps = 0;
 	for (size_t i = 0; i < n; i++) {
+		size_t k = p->n;
+
+		if (k > 0 && p->items[k - 1].part == named[i])
+			continue; /* named twice */
 		plan_push(p, j, named[i], false);
-		for (size_t k = 0; k < i; k++)
-			if (named[i] - named[k] <= jd->self_lookback)
-				plan_push_dep(p, k);
+		while (k > 0 && named[i] - p->items[k - 1].part <=
+		       jd->self_lookback)
+			k--;
+		for (; k + 1 < p->n; k++)
+			plan_push_dep(p, k);
 	}
-	p->nroot = n;
+	p->nroot = p->n;
 	free(named);
 }
 

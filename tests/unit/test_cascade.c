@@ -248,6 +248,7 @@ START_TEST(own_request_cascades)
 	plan_add_root(&p, rtd, day("2026-02-12"));
 	plan_add_root(&p, rtd, day("2026-02-11"));
 	plan_add_root(&p, rtd, day("2026-02-09"));
+	plan_add_root(&p, rtd, day("2026-02-11"));
 	plan_own_in_order(&p, cfg);
 	ck_assert_uint_eq(p.n, 3);
 	ck_assert_uint_eq(p.nroot, 3);
