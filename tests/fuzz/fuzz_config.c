@@ -66,6 +66,10 @@ fuzz_config_check(const struct config *cfg)
 			FUZZ_CHECK(job_lookback(j, k) >= 0 &&
 			    job_lookback(j, k) <= 1000);
 		}
+		/* a running total's entry on itself: kept apart, 1..1000 */
+		FUZZ_CHECK(j->self_lookback >= 0 && j->self_lookback <= 1000);
+		FUZZ_CHECK(j->self_lookback == 0 ||
+		    j->self_entry <= j->nupstream);
 		for (k = 0; k < j->ndownstream; k++)
 			FUZZ_CHECK(j->downstream_idx[k] >= 0 &&
 			    (size_t)j->downstream_idx[k] < cfg->njobs);
