@@ -454,7 +454,8 @@ def wait_for(d, cond, what, guard=30):
 def test_schedule_waits_for_the_day_before():
     """A running total with only itself upstream keeps its clock schedule;
     the schedule's run of 03-02 waits for 03-01, still running in the
-    request of the day before, though its concurrency is 2."""
+    request of the day before, though its concurrency is 2; a catchup of
+    three days runs them one after the other."""
     d = cmd_daemon("rtdclock", jobs=BALANCE.replace("2026-02-15", "x"))
     d.extra_env["HOLD"] = "2026-03-01"
     d.set_clock("2026-03-01T12:00:00Z")
@@ -485,6 +486,14 @@ def test_schedule_waits_for_the_day_before():
     in_order(sorted(rs, key=lambda r: r["partition"]), "the schedule")
     h.eq(lines(os.path.join(d.dir, "attempts.log")), ["2026-03-01", "2026-03-02"],
          "executions")
+    # three days missed: one catchup request, its days one after the other
+    d.set_clock("2026-03-06T00:00:01Z")
+    days = h.days("2026-03-01", "2026-03-05")
+    rs = wait_for(d, lambda rs: sorted((r["partition"], r["state"]) for r in rs) ==
+                  [(x, "succeeded") for x in days], "the catchup of 03-03..05")
+    h.eq(len({r["request"] for r in rs if r["partition"] >= "2026-03-03"}), 1,
+         "one catchup request")
+    in_order(sorted(rs, key=lambda r: r["partition"]), "the catchup")
     d.stop()
 
 
