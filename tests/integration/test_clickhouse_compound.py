@@ -18,7 +18,9 @@ whose day is the set of its stores' partitions.
   week by week, and a fill writing another day there is refused;
 - the quarter and year grains: toStartOfQuarter(c), toStartOfYear(c) and a
   Date column holding quarter starts;
-- a Distributed fact over two shards with such local tables."""
+- a Distributed fact over two shards with such local tables;
+- early cut-off over such a fact: an identical rerun skips the weeks, a
+  day that lost a store rebuilds its week alone."""
 import os
 import subprocess
 import sys
@@ -218,6 +220,53 @@ def test_compound_kill9_between_mark_and_publish():
     d.stop()
 
 
+MART = """
+- name: mart
+  warehouse: sales
+  partition: week
+  upstream: [fct]
+  table: mart_weekly_sales
+  partition_column: week_start
+  sql: SELECT :partition, sum(revenue_cents) FROM fct_c WHERE dt >= :partition_start AND dt < :partition_end
+"""
+
+
+def test_compound_cutoff():
+    """The fingerprint of a compound fact's day (early cut-off): the
+    repair rebuilds the two weeks over the window; an identical rerun
+    skips them (each day's checksums before and after equal); a day whose
+    only change is a store gone (the live table's store 9) rebuilds its
+    week alone."""
+    db = compound_db()
+    tc.SRV.q("ALTER TABLE fct_c DROP PARTITION ID '20260209-9'", db)
+    d = h.Daemon(config=tc.ch_config(db, NO_CHECK + MART), clock=None, name="chcompoundcut")
+    d.backfill("fct", LO, HI)
+    h.eq(fact(db), recompute(db), "the window after the repair")
+    weeks = dict(tc.SRV.rows("SELECT week_start, revenue_cents FROM mart_weekly_sales", db))
+    want = dict(tc.SRV.rows("SELECT toMonday(dt), sum(amount_cents) FROM raw_sales"
+                            " GROUP BY toMonday(dt)", db))
+    h.eq((weeks["2026-02-02"], weeks["2026-02-09"]), (want["2026-02-02"], want["2026-02-09"]),
+         "the weeks over the window")
+    req = d.enqueue("backfill", "fct", "--from", LO, "--to", HI, "--wait")
+    runs = d.json("runs", "--request", str(req))
+    h.eq(sorted((r["partition"], r["state"]) for r in runs if r["job"] == "mart"),
+         [("2026-02-02", "skipped"), ("2026-02-09", "skipped")], "the weeks of an identical rerun")
+    for p in d.json("audit", "--request", str(req))["partitions"]:
+        if p["job"] == "fct":
+            h.check(p["checksum_before"] and p["checksum_before"] == p["checksum_after"],
+                    "an identical day's checksums: %r" % p)
+    # a store only the live day has: the day's fingerprint differs
+    tc.SRV.q("INSERT INTO fct_c VALUES ('2026-02-10', 9, 1, 100)", db)
+    req = d.enqueue("backfill", "fct", "--from", LO, "--to", HI, "--wait")
+    runs = d.json("runs", "--request", str(req))
+    h.eq(sorted((r["partition"], r["state"]) for r in runs if r["job"] == "mart"),
+         [("2026-02-02", "skipped"), ("2026-02-09", "succeeded")],
+         "a day that lost a store rebuilds its week only")
+    h.eq(ids_of(db, "2026-02-10"), ["20260210-1", "20260210-2", "20260210-3"],
+         "the day's partitions (store 9's gone)")
+    d.stop()
+
+
 def check_config(d):
     return subprocess.run([d.backfilld, "--config", d.conf, "--check-config"],
                           capture_output=True, text=True, timeout=60, cwd=d.dir, env=d.env())
@@ -364,7 +413,7 @@ def main():
     h.register_server(tc.SRV)
     tests = [test_compound_repair, test_compound_batch_and_verify,
              test_compound_kill9_between_mark_and_publish, test_compound_keys_of_other_forms,
-             test_compound_shards, test_quarter_and_year_grains]
+             test_compound_shards, test_compound_cutoff, test_quarter_and_year_grains]
     only = os.environ.get("BACKFILLD_TEST_ONLY")
     if only:
         tests = [t for t in tests if t.__name__ in only.split(",")]
