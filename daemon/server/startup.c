@@ -177,11 +177,13 @@ startup_check_bound(const struct config *cfg, char *const *locals)
 		    cfg->warehouses[j->warehouse].kind != WH_CLICKHOUSE)
 			continue;
 		chsql_stage_name(local ? local : j->table, stage, sizeof stage);
-		n = chsql_describe(j->name, "sql", j->sql, j->grain, stage, &b);
+		n = chsql_describe(j->name, "sql", j->sql, j->grain,
+				   j->cal.tz != NULL, stage, &b);
 		for (size_t k = 0; k < j->nchecks; k++) {
 			snprintf(what, sizeof what, "check %s", j->checks[k].name);
 			n += chsql_describe(j->name, what, j->checks[k].sql,
-					    j->grain, stage, &b);
+					    j->grain, j->cal.tz != NULL, stage,
+					    &b);
 		}
 		if (n > 0 && local == NULL &&
 		    cfg->warehouses[j->warehouse].cluster != NULL)

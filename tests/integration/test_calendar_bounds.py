@@ -12,8 +12,11 @@ command's placeholders and environment and in the batch manifest.
   has the two columns appended and its span the batch's first and last
   instants.
 - Zoned jobs: a backfill of Berlin's 25-hour 2023-10-29 and of its two
-  02:00 hours on each driver, with the bounds each query receives; the
-  hours of a zone on ClickHouse refused by the configuration in one line.
+  02:00 hours on each driver, with the bounds each query receives; a
+  Berlin hourly job on ClickHouse over both DST days of 2026 (23 and 25
+  hours, each published as its UTC hour, equal to a recompute); the hours
+  of a zone with a half-hour offset on ClickHouse refused by the
+  configuration in one line.
 
 PostgreSQL and ClickHouse parts run where their servers are installed
 (they say SKIP otherwise, unless BACKFILLD_REQUIRE_POSTGRES=1 /
@@ -323,22 +326,149 @@ def test_dst_day_clickhouse():
     d.stop()
 
 
+ZONED_CH_JOB = """
+- name: hits_hourly
+  warehouse: sales
+  partition: hour
+  timezone: Europe/Berlin
+  table: hits_hourly
+  partition_column: hour
+  sql: |
+    SELECT :partition AS hour, toString(:partition_start) AS s, toString(:partition_end) AS e,
+           toTypeName(:partition_start_utc) AS t,
+           toString(:partition_start_utc) || '/' || toString(:partition_end_utc) AS utc,
+           count() AS n, sum(v) AS total
+    FROM hits WHERE ts >= :partition_start_utc AND ts < :partition_end_utc
+"""
+
+
+def berlin_hours(first_utc, n, change):
+    """The n Berlin hours from the UTC hour first_utc: (key, local start,
+    local end, UTC start, UTC end); change is (the UTC instant of the
+    change, the offset in hours before it, after it).  A cell's local end
+    is its start's wall clock plus an hour (calendar.c cal_bounds_local)."""
+    import datetime as dt
+    fmt = "%Y-%m-%d %H:%M:%S"
+    t0 = dt.datetime.strptime(first_utc, fmt)
+    at, before, after = dt.datetime.strptime(change[0], fmt), change[1], change[2]
+    out = []
+    for i in range(n):
+        u = t0 + dt.timedelta(hours=i)
+        off = before if u < at else after
+        loc = u + dt.timedelta(hours=off)
+        out.append((loc.strftime("%Y-%m-%dT%H") + "+%02d:00" % off, loc.strftime(fmt),
+                    (loc + dt.timedelta(hours=1)).strftime(fmt), u.strftime(fmt),
+                    (u + dt.timedelta(hours=1)).strftime(fmt)))
+    return out
+
+
+# Berlin's 23-hour 2026-03-29 (02:00 skipped) and 25-hour 2026-10-25
+# (02:00 twice), hour by hour
+SPRING = berlin_hours("2026-03-28 23:00:00", 23, ("2026-03-29 01:00:00", 1, 2))
+FALL = berlin_hours("2026-10-24 22:00:00", 25, ("2026-10-25 01:00:00", 2, 1))
+
+
+def test_zoned_hours_clickhouse():
+    """A Berlin hourly job on ClickHouse (issue 42) backfilled over both DST
+    days of 2026: 23 and 25 partitions, each keyed with its offset, each
+    published once as the UTC hour it starts at (toStartOfHour of a
+    DateTime('UTC') column), the bounds each query received, the table
+    equal to a recompute; a rerun of one of the two 02:00 hours replaces
+    that one only."""
+    tc, srv = ch_server()
+    if srv is None:
+        return skip_part("test_zoned_hours_clickhouse", "no clickhouse-server")
+    zoned_hours_on(tc, srv, "chzoned")
+
+
+def test_zoned_hours_clickhouse_server_zone():
+    """The same on a server whose own zone is America/Chicago: the UTC
+    hours are named as DateTime('UTC') literals and the column is a
+    DateTime('UTC'), so nothing depends on the server's zone."""
+    import sys
+    tc, srv = ch_server()
+    if srv is None:
+        return skip_part("test_zoned_hours_clickhouse_server_zone", "no clickhouse-server")
+    sys.path.insert(0, os.path.join(h.SOURCE_ROOT, "tools"))
+    from chserver import ChServer
+    chi = ChServer(prefix="server-chi-", parent=h.suite_mkdtemp("chchi"), own_parent=True,
+                   extra="<timezone>America/Chicago</timezone>")
+    h.register_server(chi)
+    try:
+        h.eq(chi.rows("SELECT timezone()", "default"), [("America/Chicago",)],
+             "the second server's zone")
+        tc.SRV = chi     # test_clickhouse's helpers speak to tc.SRV
+        zoned_hours_on(tc, chi, "chzonedchi")
+    finally:
+        tc.SRV = srv
+        chi.close()
+
+
+def zoned_hours_on(tc, srv, name):
+    """test_zoned_hours_clickhouse's run on server srv."""
+    db = tc.fresh_db(seed=False)
+    srv.q("CREATE TABLE hits (ts DateTime('UTC'), v UInt32) ENGINE = MergeTree ORDER BY ts", db)
+    # a hit every 20 minutes over both days, v the minute of the day
+    for day in ("2026-03-28 20:00:00", "2026-10-24 20:00:00"):
+        srv.q("INSERT INTO hits SELECT toDateTime('%s', 'UTC') + number * 1200,"
+              " toUInt32(number %% 97) FROM numbers(3 * 30)" % day, db)
+    srv.q("CREATE TABLE hits_hourly (hour DateTime('UTC'), s String, e String, t String,"
+          " utc String, n UInt64, total UInt64) ENGINE = MergeTree"
+          " PARTITION BY toStartOfHour(hour) ORDER BY hour", db)
+    d = h.Daemon(config=tc.ch_config(db, ZONED_CH_JOB), clock=None, name=name, start=False)
+    rc, line = check_config(d)
+    h.eq(rc, 0, "--check-config of a Berlin hourly job on ClickHouse: %s" % line)
+    d.start()
+    d.backfill("hits_hourly", "2026-03-29", "2026-03-29")
+    d.backfill("hits_hourly", "2026-10-25", "2026-10-25")
+    runs = d.runs()
+    h.eq(sorted(r["partition"] for r in runs if r["state"] == "succeeded"),
+         sorted(x[0] for x in SPRING + FALL), "the hours built, each once")
+    h.eq(len(runs), 48, "runs of the two days (23 + 25)")
+    got = srv.rows("SELECT toString(hour), s, e, t, utc FROM hits_hourly ORDER BY hour", db)
+    h.eq(got, [(x[3], x[1], x[2], CH_UTC, x[3] + "/" + x[4]) for x in SPRING + FALL],
+         "each hour's partition and the bounds its query received")
+    recompute = ("SELECT toString(toStartOfHour(ts)) AS hr, count(), sum(v) FROM hits"
+                 " WHERE (ts >= toDateTime('2026-03-28 23:00:00', 'UTC') AND"
+                 " ts < toDateTime('2026-03-29 22:00:00', 'UTC')) OR"
+                 " (ts >= toDateTime('2026-10-24 22:00:00', 'UTC') AND"
+                 " ts < toDateTime('2026-10-25 23:00:00', 'UTC')) GROUP BY hr ORDER BY hr")
+    table = "SELECT toString(hour), toString(n), toString(total) FROM hits_hourly ORDER BY hour"
+    h.eq(srv.rows(table, db), srv.rows(recompute, db), "the table against a recompute")
+    h.eq(srv.rows("SELECT count(DISTINCT partition) FROM system.parts WHERE"
+                  " database = currentDatabase() AND table = 'hits_hourly' AND active", db),
+         [("48",)], "48 partitions of the live table")
+    # a late hit in the second 02:00 (01:00 UTC): a rerun of that key alone
+    srv.q("INSERT INTO hits VALUES (toDateTime('2026-10-25 01:30:00', 'UTC'), 1000)", db)
+    d.backfill("hits_hourly", "2026-10-25T02+01:00", "2026-10-25T02+01:00")
+    h.eq(srv.rows(table, db), srv.rows(recompute, db), "the table after the rerun")
+    h.eq(srv.rows("SELECT s, utc FROM hits_hourly WHERE n = 4", db),
+         [("2026-10-25 02:00:00", "2026-10-25 01:00:00/2026-10-25 02:00:00")],
+         "the rerun hour: the second 02:00, 01:00 UTC")
+    h.eq(len(d.runs()), 49, "one run more")
+    h.eq(tc.stage_leftovers(db, srv=srv), {}, "stage rows left")
+    d.stop()
+
+
 def test_zoned_hours_clickhouse_refused():
-    """The hours of a zone are not bound on ClickHouse in this version
-    (docs/clickhouse.md): the configuration is refused in one line at the
-    job's timezone:, start and --check-config alike, and nothing is sent."""
+    """A zone whose offsets are not whole hours (Asia/Kolkata's +05:30)
+    cannot have its hours published as UTC hours: the configuration is
+    refused in one line at the job's timezone:, and nothing is sent."""
     tc, srv = ch_server()
     if srv is None:
         return skip_part("test_zoned_hours_clickhouse_refused", "no clickhouse-server")
     db = tc.fresh_db(seed=False)
     ch_bounds_table(srv, db, "DateTime", "toStartOfHour")
-    jobs = CH_JOB % "hour\n  timezone: Europe/Berlin"
+    jobs = CH_JOB % "hour\n  timezone: Asia/Kolkata"
     d = h.Daemon(config=tc.ch_config(db, jobs), clock=None, name="chcalhour", start=False)
     rc, line = check_config(d)
-    h.eq(rc, 2, "--check-config of a zoned hourly job on ClickHouse: %s" % line)
-    h.check(line.endswith('job "bounds": partition: hour in timezone Europe/Berlin is not'
-                          ' supported on a clickhouse warehouse yet; write timezone: UTC for'
-                          ' its hours, or partition: day (or longer) in that zone'),
+    h.eq(rc, 2, "--check-config of a Kolkata hourly job on ClickHouse: %s" % line)
+    h.check(line.endswith('job "bounds": partition: hour in timezone Asia/Kolkata is not'
+                          ' supported on a clickhouse warehouse: the zone has offsets that'
+                          ' are not whole hours since 1970 (start: narrows that), so its'
+                          ' hours do not start on the UTC hours toStartOfHour partitions by;'
+                          ' write partition: day (or longer) in that zone, or timezone: UTC'
+                          ' for its hours'),
             "the refusal: %r" % line)
     h.eq(srv.rows("SELECT count() FROM bounds", db), [("0",)], "the table after the refusal")
 
@@ -347,4 +477,5 @@ if __name__ == "__main__":
     h.main([test_sqlite_utc_bounds, test_sqlite_batch_manifest, test_command_utc_bounds,
             test_postgres_utc_bounds, test_clickhouse_utc_bounds,
             test_dst_day_sqlite, test_dst_day_postgres, test_dst_day_clickhouse,
+            test_zoned_hours_clickhouse, test_zoned_hours_clickhouse_server_zone,
             test_zoned_hours_clickhouse_refused])

@@ -107,6 +107,53 @@ START_TEST(test_plain)
 }
 END_TEST
 
+/* The hours of a zone (issue 42): each key names its UTC hour, so the
+ * 23 and 25 hours of Chicago's and Berlin's DST days are distinct UTC
+ * hours, a day's first hours fall on the UTC day before, and an offset
+ * with minutes (an hour starting off a UTC hour) is refused. */
+START_TEST(test_zoned_hour)
+{
+	static const struct { const char *key, *utc; } ok[] = {
+		{ "2026-03-29T01+01:00", "2026-03-29 00:00:00" },
+		{ "2026-03-29T03+02:00", "2026-03-29 01:00:00" },
+		{ "2026-10-25T02+02:00", "2026-10-25 00:00:00" },
+		{ "2026-10-25T02+01:00", "2026-10-25 01:00:00" },
+		{ "2026-03-29T00+01:00", "2026-03-28 23:00:00" },
+		{ "2021-11-07T01-05:00", "2021-11-07 06:00:00" },
+		{ "2021-11-07T01-06:00", "2021-11-07 07:00:00" },
+		{ "2021-12-31T22-06:00", "2022-01-01 04:00:00" },
+		{ "2024-03-01T00+01:00", "2024-02-29 23:00:00" },
+		{ "2023-03-01T00+01:00", "2023-02-28 23:00:00" },
+		{ "2026-01-01T00+01:00", "2025-12-31 23:00:00" },
+		{ "2026-04-30T23-03:00", "2026-05-01 02:00:00" },
+	};
+	static const char *const bad[] = {
+		"2026-03-29T01+05:30", "2026-03-29T01+01:0", "2026-03-29T24+01:00",
+		"2026-02-30T01+01:00", "2026-03-29T01*01:00", "2026-03-29T01+24:00",
+		"2026-03-29 01+01:00", "0001-01-01T00+01:00",
+		"9999-12-31T23-01:00",
+	};
+	char out[CHSQL_LITERAL_MAX], lit[CHSQL_LITERAL_MAX + 16];
+	struct err e;
+
+	for (size_t i = 0; i < sizeof ok / sizeof *ok; i++) {
+		ck_assert_int_eq(chsql_zoned_hour(ok[i].key, out), 0);
+		ck_assert_str_eq(out, ok[i].utc);
+		ck_assert_int_eq(chsql_literal(ok[i].key, out, &e), 0);
+		snprintf(lit, sizeof lit, "toDateTime('%s', 'UTC')", ok[i].utc);
+		ck_assert_str_eq(out, lit);
+		ck_assert_int_eq(chsql_plain(ok[i].key, out, &e), 0);
+		snprintf(lit, sizeof lit, "'%s'", ok[i].utc);
+		ck_assert_str_eq(out, lit);
+	}
+	for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
+		ck_assert_int_eq(chsql_zoned_hour(bad[i], out), -1);
+		ck_assert_int_eq(chsql_literal(bad[i], out, &e), -1);
+		ck_assert_int_eq(chsql_plain(bad[i], out, &e), -1);
+	}
+}
+END_TEST
+
 START_TEST(test_bind)
 {
 	static const struct { const char *in, *want; } cases[] = {
@@ -162,12 +209,20 @@ START_TEST(test_bind_utc)
 	ck_assert_ptr_null(out);
 	buf_init(&b);
 	ck_assert_uint_eq(chsql_describe("j", "sql", "SELECT "
-	    ":partition_start_utc, :partition_end_utc", GRAIN_DAY, "s", &b), 2);
+	    ":partition_start_utc, :partition_end_utc", GRAIN_DAY, false, "s", &b),
+	    2);
 	buf_add(&b, "", 1);
 	ck_assert_str_eq(b.data, "  job j sql line 1: :partition_start_utc -> "
 	    "toDateTime('YYYY-MM-DD HH:MM:SS', 'UTC')\n"
 	    "  job j sql line 1: :partition_end_utc -> "
 	    "toDateTime('YYYY-MM-DD HH:MM:SS', 'UTC')\n");
+	buf_free(&b);
+	buf_init(&b);
+	ck_assert_uint_eq(chsql_describe("j", "sql", "SELECT :partition",
+	    GRAIN_HOUR, true, "s", &b), 1);
+	buf_add(&b, "", 1);
+	ck_assert_str_eq(b.data, "  job j sql line 1: :partition -> "
+	    "toDateTime('YYYY-MM-DD HH:00:00', 'UTC') (the hour's UTC start)\n");
 	buf_free(&b);
 }
 END_TEST
@@ -394,6 +449,7 @@ main(void)
 
 	tcase_add_test(tc, test_literal);
 	tcase_add_test(tc, test_plain);
+	tcase_add_test(tc, test_zoned_hour);
 	tcase_add_test(tc, test_bind);
 	tcase_add_test(tc, test_bind_utc);
 	tcase_add_test(tc, test_bind_refused);

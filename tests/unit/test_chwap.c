@@ -202,6 +202,71 @@ START_TEST(test_drop_mark)
 }
 END_TEST
 
+/* The hours of a zone (issue 42): Berlin's two 02:00 hours of
+ * 2026-10-25 are the UTC hours 00 and 01, named as partition values by
+ * their UTC text (the state, the drops, REPLACE, the marks) and compared
+ * with the column as DateTime('UTC') literals; the server's answers
+ * (toString of a DateTime('UTC')) name each key. */
+START_TEST(test_zoned_hours)
+{
+	const char *fold[] = { "2026-10-25T02+02:00", "2026-10-25T02+01:00" };
+	struct chwap_spec s = { .table = "h", .column = "hour",
+				.part_fn = "toStartOfHour", .stage = "st",
+				.mark = "mk" };
+	char *v[] = { "s\t2026-10-25 01:00:00", "f\t2026-10-25 00:00:00\t3",
+		      "n\t-\t0" };
+	struct chwap_result r;
+	struct err e;
+	char *sql;
+
+	ck_assert_int_eq(chwap_sql(&s, fold, 2, &sql, &e), 0);
+	ck_assert_ptr_nonnull(strstr(sql, "AND active AND partition IN"
+	    " ('2026-10-25 00:00:00', '2026-10-25 01:00:00')"));
+	ck_assert_ptr_nonnull(strstr(sql, "WHERE toStartOfHour(`hour`) IN"
+	    " (toDateTime('2026-10-25 00:00:00', 'UTC'),"
+	    " toDateTime('2026-10-25 01:00:00', 'UTC')) GROUP BY"));
+	ck_assert_ptr_nonnull(strstr(sql, "WHERE toStartOfHour(`hour`) ="
+	    " toDateTime('2026-10-25 00:00:00', 'UTC') AND 0"));
+	free(sql);
+	ck_assert_int_eq(chwap_parse(&s, fold, v, 3, 2, &r, &e), 0);
+	ck_assert_int_eq(r.parts[0].rows, 3);
+	ck_assert(!r.parts[0].staged);
+	ck_assert_int_eq(r.parts[1].rows, 0);
+	ck_assert(r.parts[1].staged);
+	chwap_result_free(&r);
+	ck_assert_int_eq(chwap_replace_sql("h", "st", fold, 2, &sql, &e), 0);
+	ck_assert_str_eq(sql, "ALTER TABLE `h` REPLACE PARTITION"
+	    " '2026-10-25 00:00:00' FROM `st`, REPLACE PARTITION"
+	    " '2026-10-25 01:00:00' FROM `st`");
+	free(sql);
+}
+END_TEST
+
+/* The statements of a run known clean (exec_wap_known.c): the stage
+ * learned once, the figures before and after in one statement, and the
+ * marks read by the sweep at start. */
+START_TEST(test_known_pair_marks)
+{
+	char *sql = chwap_known_sql("st", "mk", "dt");
+
+	ck_assert_str_eq(sql, "SELECT 'e' AS v FROM system.columns WHERE"
+	    " database = currentDatabase() AND table = 'st' AND name = 'dt'"
+	    " UNION ALL SELECT concat('s\\t', partition) AS v FROM"
+	    " system.parts WHERE database = currentDatabase() AND table ="
+	    " 'st' AND active UNION ALL SELECT concat('m\\t', partition) AS v"
+	    " FROM `mk`");
+	free(sql);
+	sql = chwap_pair_sql("SELECT 1 AS v", "SELECT 2 AS v");
+	ck_assert_str_eq(sql, "SELECT concat('b', v) AS v FROM (SELECT 1 AS"
+	    " v) UNION ALL SELECT concat('a', v) AS v FROM (SELECT 2 AS v)");
+	free(sql);
+	sql = chwap_marks_sql("mk");
+	ck_assert_str_eq(sql, "SELECT concat(toString(request), '\\t',"
+	    " partition) FROM `mk`");
+	free(sql);
+}
+END_TEST
+
 int
 main(void)
 {
@@ -213,6 +278,8 @@ main(void)
 	tcase_add_test(tc, test_sql);
 	tcase_add_test(tc, test_parse);
 	tcase_add_test(tc, test_drop_mark);
+	tcase_add_test(tc, test_known_pair_marks);
+	tcase_add_test(tc, test_zoned_hours);
 	suite_add_tcase(s, tc);
 	sr = srunner_create(s);
 	srunner_run_all(sr, CK_NORMAL);

@@ -99,6 +99,17 @@ static const struct {
 	  "--from: bad hour \"2026-02-08T5\": write hours as YYYY-MM-DDTHH" },
 	{ "backfill", { { "job=j", "from=2026-02-08T05", "to=2026-02-08T06:00" } },
 	  "--to: bad hour \"2026-02-08T06:00\": write hours as YYYY-MM-DDTHH" },
+	/* the hour of a zone with its offset: one hour of a repeated wall
+	 * hour (the daemon checks it against the job's zone) */
+	{ "backfill", { { "job=j", "from=2026-10-25T02+02:00",
+			  "to=2026-10-25T02+01:00" } }, "" },
+	{ "backfill", { { "job=j", "from=2021-11-07T01-06:00",
+			  "to=2021-11-07T01-06:00" } }, "" },
+	{ "backfill", { { "job=j", "from=2026-10-25T02+2:00",
+			  "to=2026-10-25T03" } },
+	  "--from: bad hour \"2026-10-25T02+2:00\": write hours as YYYY-MM-DDTHH" },
+	{ "backfill", { { "job=j", "from=2026-10-25T24+01:00",
+			  "to=2026-10-25T03" } }, "--from: " },
 	{ "backfill", { { "job=j", "from=2026-02-03", "to=2026-02-01" } },
 	  "--from 2026-02-03 is after --to 2026-02-01" },
 	{ "backfill", { { "job=j", "stale=1", "reprocess=failed" } }, "" },

@@ -204,7 +204,7 @@ static const struct bad_fixture bad_fixtures[] = {
 	{ "bad-none-feeds-day.yaml",
 	  "14:16: job \"y\": upstream \"w\" has partition: none (one whole table) and feeds only jobs with partition: none; remove the entry or make \"y\" partition: none" },
 	{ "bad-clickhouse-zoned-hours.yaml",
-	  "8:15: job \"hourly_events\": partition: hour in timezone Europe/Berlin is not supported on a clickhouse warehouse yet; write timezone: UTC for its hours, or partition: day (or longer) in that zone" },
+	  "8:15: job \"hourly_events\": partition: hour in timezone Asia/Kolkata is not supported on a clickhouse warehouse: the zone has offsets that are not whole hours since 1970 (start: narrows that), so its hours do not start on the UTC hours toStartOfHour partitions by; write partition: day (or longer) in that zone, or timezone: UTC for its hours" },
 	{ "bad-timezone.yaml",
 	  "8:15: job \"x\": timezone: unknown time zone \"Europe/Berln\"; did you mean \"Europe/Berlin\"?" },
 	{ "bad-week-start.yaml",
@@ -375,12 +375,12 @@ static const struct bad_inline bad_inlines[] = {
 	  "  - {name: d, partition: day, command: [x]}\n"
 	  "  - {name: t, partition: none, upstream: [d], warehouse: c, table: t, sql: SELECT 1}\n",
 	  "inline.yaml:6:26: job \"t\": partition: none is not available on a clickhouse warehouse in this version (its runs replace one partition of a partition_column); use a SQLite or PostgreSQL warehouse, or a command job" },
-	/* a zoned hourly job on clickhouse, its zone the top level's: at
-	 * its partition: */
-	{ "timezone: America/New_York\nwarehouses:\n  - name: c\n"
+	/* a zoned hourly job on clickhouse, its zone the top level's, one
+	 * with a half-hour offset after its start: at its partition: */
+	{ "timezone: Australia/Lord_Howe\nwarehouses:\n  - name: c\n"
 	  "    clickhouse: http://127.0.0.1:8123/\njobs:\n"
-	  "  - {name: h, partition: hour, warehouse: c, table: t, partition_column: k, sql: SELECT 1}\n",
-	  "inline.yaml:6:26: job \"h\": partition: hour in timezone America/New_York is not supported on a clickhouse warehouse yet; write timezone: UTC for its hours, or partition: day (or longer) in that zone" },
+	  "  - {name: h, partition: hour, start: 2020-01-01T00, warehouse: c, table: t, partition_column: k, sql: SELECT 1}\n",
+	  "inline.yaml:6:26: job \"h\": partition: hour in timezone Australia/Lord_Howe is not supported on a clickhouse warehouse: the zone has offsets that are not whole hours after the job's start, so its hours do not start on the UTC hours toStartOfHour partitions by; write partition: day (or longer) in that zone, or timezone: UTC for its hours" },
 	{ CHX "    sql: SELECT 1\n",
 	  "inline.yaml:5:5: job \"x\" runs on clickhouse warehouse \"c\": it needs sql: (a SELECT of the partition's rows), table: and partition_column:" },
 	{ CHX "    sql: SELECT 1\n    table: a-b\n    partition_column: dt\n",

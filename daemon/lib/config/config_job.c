@@ -556,22 +556,32 @@ cfg_job_needs(struct cfg_parser *p, struct job_def *j, yaml_node_t *map,
 	return 0;
 }
 
-/* Hours of a zone other than UTC on a ClickHouse warehouse: refused (their
- * keys carry an offset, 2023-10-29T02+02:00, which its stage and
- * partition_column are not written for yet; docs/clickhouse.md). */
+/* Hours of a zone on a ClickHouse warehouse: each is published as the
+ * UTC hour it starts at (chsql_zoned_hour, docs/clickhouse.md), so the
+ * zone's offsets must be whole hours from the job's start (1970 without
+ * one) to its end (9999 without one); a zone with offsets such as +05:30
+ * (Asia/Kolkata, Australia/Lord_Howe) is refused in one line. */
 static int
 cfg_job_clickhouse_zoned(struct cfg_parser *p, const struct job_def *j,
 			 yaml_node_t *map)
 {
 	yaml_node_t *at = cfg_map_get(p, map, "timezone");
+	int64_t from = j->has_start ? cal_start(&j->cal, j->start) : 0;
+	int64_t to = j->has_end ? cal_end(&j->cal, j->end) :
+		     cal_days_from_civil(9999, 12, 31) * 86400;
 
+	if (tz_hours_on_utc_hours(j->zone, from, to))
+		return 0;
 	if (at == NULL)
 		at = cfg_map_get(p, map, "partition");
 	return cfg_fail(p, at->start_mark, "%spartition: hour in timezone %s"
-			" is not supported on a clickhouse warehouse yet;"
-			" write timezone: UTC for its hours, or partition:"
-			" day (or longer) in that zone", p->pfx,
-			tz_name(j->zone));
+			" is not supported on a clickhouse warehouse: the"
+			" zone has offsets that are not whole hours%s, so its"
+			" hours do not start on the UTC hours toStartOfHour"
+			" partitions by; write partition: day (or longer) in"
+			" that zone, or timezone: UTC for its hours", p->pfx,
+			tz_name(j->zone), j->has_start ? " after the job's"
+			" start" : " since 1970 (start: narrows that)");
 }
 
 /* A job on a ClickHouse warehouse is write-audit-publish
@@ -600,8 +610,9 @@ cfg_job_clickhouse(struct cfg_parser *p, struct job_def *j, yaml_node_t *map,
 				" replace one partition of a partition_column);"
 				" use a SQLite or PostgreSQL warehouse, or a"
 				" command job", p->pfx);
-	if (j->grain == GRAIN_HOUR && j->zone != NULL)
-		return cfg_job_clickhouse_zoned(p, j, map);
+	if (j->grain == GRAIN_HOUR && j->zone != NULL &&
+	    cfg_job_clickhouse_zoned(p, j, map) < 0)
+		return -1;
 	if (!is_sql || j->table == NULL || j->partition_column == NULL)
 		return cfg_fail(p, map->start_mark, "%s runs on clickhouse"
 				" warehouse \"%s\": it needs sql: (a SELECT of"

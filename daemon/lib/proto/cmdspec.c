@@ -547,12 +547,35 @@ cmdspec_npos(const struct cmdspec *cs)
 }
 
 /* A date or an hour, told apart by the 'T' every hour has, so that a
- * badly written hour is told how hours are written, not dates. */
+ * badly written hour is told how hours are written, not dates.  An hour
+ * of a zone may carry its offset, YYYY-MM-DDTHH+01:00 (its key: the one
+ * hour of a repeated wall hour; the daemon checks it against the job's
+ * zone, cal_range_parse); *v is then its wall hour. */
 static int
 cmdspec_when(const char *s, int64_t *v, bool *hour, struct err *err)
 {
+	char wall[14];
+
 	*hour = strchr(s, 'T') != NULL;
+	if (*hour && strlen(s) == 19 && (s[13] == '+' || s[13] == '-') &&
+	    strspn(s + 14, "0123456789") == 2 && s[16] == ':' &&
+	    strspn(s + 17, "0123456789") == 2) {
+		memcpy(wall, s, 13);
+		wall[13] = '\0';
+		return cal_parse_hour(wall, v, err);
+	}
 	return *hour ? cal_parse_hour(s, v, err) : cal_parse_date(s, v, err);
+}
+
+/* s without the offset of an hour of a zone (cmdspec_when), in buf. */
+static const char *
+cmdspec_wall(const char *s, char buf[CAL_KEY_MAX])
+{
+	if (s == NULL || strlen(s) != 19 || (s[13] != '+' && s[13] != '-'))
+		return s;
+	memcpy(buf, s, 13);
+	buf[13] = '\0';
+	return buf;
 }
 
 /* A date or an hour. */
@@ -966,6 +989,7 @@ cmdspec_backfill_check(const struct cmdspec_req *rq, struct err *err)
 	const char *from = b->from.text, *to = b->to.text;
 	bool given[5];
 	struct part_range r;
+	char fw[CAL_KEY_MAX], tw[CAL_KEY_MAX];
 	int i, k;
 
 	if (from != NULL && to == NULL)
@@ -991,8 +1015,12 @@ cmdspec_backfill_check(const struct cmdspec_req *rq, struct err *err)
 					       "--built-by and --changed)" : "");
 	/* no way at all: the daemon refuses it unless the job has
 	 * partition: none (its one partition; cmd_backfill.c) */
-	/* Hour grain takes both forms of bound; it checks the order. */
-	if (from != NULL && range_parse(GRAIN_HOUR, from, to, &r, err) < 0)
+	/* Hour grain takes both forms of bound; it checks the order (of
+	 * the wall hours of hours with an offset: the wall clock only
+	 * repeats, never goes back, so the daemon's check is the exact one,
+	 * cal_range_parse) */
+	if (from != NULL && range_parse(GRAIN_HOUR, cmdspec_wall(from, fw),
+					cmdspec_wall(to, tw), &r, err) < 0)
 		return -1;
 	if (b->built_by != NULL && *b->built_by == '\0')
 		return err_set(err, EXIT_BAD_INPUT, "--built-by needs a code "

@@ -46,13 +46,70 @@ chsql_date(const char *s)
 	return true;
 }
 
+/* Days in month m of year y. */
+static int
+chsql_mdays(int y, int m)
+{
+	static const int mdays[] = { 31, 28, 31, 30, 31, 30, 31, 31, 30, 31,
+				     30, 31 };
+
+	return mdays[m - 1] + (m == 2 && ((y % 4 == 0 && y % 100 != 0) ||
+					  y % 400 == 0));
+}
+
+int
+chsql_zoned_hour(const char *key, char utc[CHSQL_LITERAL_MAX])
+{
+	int y, m, d, hh, oh, om;
+
+	if (strlen(key) != 19 || !chsql_date(key) || key[10] != 'T' ||
+	    !chsql_digits(key + 11, 2, &hh) || hh > 23 ||
+	    (key[13] != '+' && key[13] != '-') ||
+	    !chsql_digits(key + 14, 2, &oh) || oh > 23 || key[16] != ':' ||
+	    !chsql_digits(key + 17, 2, &om) || om != 0)
+		return -1;
+	chsql_digits(key, 4, &y);
+	chsql_digits(key + 5, 2, &m);
+	chsql_digits(key + 8, 2, &d);
+	/* the wall hour less the offset, at most a day either way (the
+	 * module has no calendar.c: the day before or after by hand) */
+	hh -= key[13] == '+' ? oh : -oh;
+	if (hh < 0) {
+		hh += 24;
+		if (--d == 0 && --m == 0) {
+			m = 12;
+			y--;
+		}
+		if (d == 0)
+			d = chsql_mdays(y, m);
+	} else if (hh > 23) {
+		hh -= 24;
+		if (++d > chsql_mdays(y, m)) {
+			d = 1;
+			if (++m == 13) {
+				m = 1;
+				y++;
+			}
+		}
+	}
+	if (y < 1 || y > 9999)
+		return -1;
+	snprintf(utc, CHSQL_LITERAL_MAX, "%04d-%02d-%02d %02d:00:00", y, m, d,
+		 hh);
+	return 0;
+}
+
 int
 chsql_literal(const char *v, char out[CHSQL_LITERAL_MAX], struct err *err)
 {
 	size_t n = strlen(v);
 	int hh, mi, ss;
-	char q[96];
+	char q[96], utc[CHSQL_LITERAL_MAX];
 
+	if (chsql_zoned_hour(v, utc) == 0) {
+		snprintf(out, CHSQL_LITERAL_MAX, "toDateTime('%s', 'UTC')", utc);
+		return 0;
+	}
 	if (n == 10 && chsql_date(v)) {
 		snprintf(out, CHSQL_LITERAL_MAX, "toDate('%s')", v);
 		return 0;
@@ -83,9 +140,9 @@ chsql_literal(const char *v, char out[CHSQL_LITERAL_MAX], struct err *err)
 	}
 	return err_set(err, EXIT_BAD_INPUT, "refused: \"%s\" is not a"
 		       " partition key, bound or instant (YYYY-MM-DD,"
-		       " YYYY-MM-DDTHH, YYYY-MM-DD HH:MM:SS or"
-		       " YYYY-MM-DDTHH:MM:SS.mmmZ); nothing was sent to the"
-		       " server",
+		       " YYYY-MM-DDTHH, YYYY-MM-DDTHH+HH:00, YYYY-MM-DD"
+		       " HH:MM:SS or YYYY-MM-DDTHH:MM:SS.mmmZ); nothing was"
+		       " sent to the server",
 		       text_escape(v, q, sizeof q));
 }
 
@@ -96,11 +153,17 @@ chsql_plain(const char *key, char out[CHSQL_LITERAL_MAX], struct err *err)
 	char lit[CHSQL_LITERAL_MAX];
 	const char *q;
 
+	/* an hour of a zone: the text of its UTC hour */
+	if (chsql_zoned_hour(key, lit) == 0) {
+		snprintf(out, CHSQL_LITERAL_MAX, "'%s'", lit);
+		return 0;
+	}
 	if ((n != 10 && n != 13) || chsql_literal(key, lit, err) == -1)
 		return n == 10 || n == 13 ? -1 :
 		       err_set(err, EXIT_BAD_INPUT, "refused: a partition key"
-			       " is YYYY-MM-DD or YYYY-MM-DDTHH; nothing was"
-			       " sent to the server");
+			       " is YYYY-MM-DD, YYYY-MM-DDTHH or"
+			       " YYYY-MM-DDTHH+HH:00; nothing was sent to the"
+			       " server");
 	/* the quoted text of toDate('...') or toDateTime('...') */
 	q = strchr(lit, '\'');
 	snprintf(out, CHSQL_LITERAL_MAX, "%.*s", (int)(strrchr(lit, '\'') - q + 1),
@@ -454,7 +517,7 @@ chsql_denied(long status, int code, bool *privilege)
 
 size_t
 chsql_describe(const char *job, const char *what, const char *sql,
-	       enum grain g, const char *stage, struct buf *b)
+	       enum grain g, bool zoned, const char *stage, struct buf *b)
 {
 	struct sqlscan sc;
 	struct sqlscan_tok t;
@@ -474,9 +537,10 @@ chsql_describe(const char *job, const char *what, const char *sql,
 			continue;
 		}
 		if (len == 9 && strncmp(name, "partition", 9) == 0)
-			form = g == GRAIN_HOUR ?
-				"toDateTime('YYYY-MM-DD HH:00:00')" :
-				"toDate('YYYY-MM-DD')";
+			form = g != GRAIN_HOUR ? "toDate('YYYY-MM-DD')" :
+			       zoned ? "toDateTime('YYYY-MM-DD HH:00:00',"
+				       " 'UTC') (the hour's UTC start)" :
+				       "toDateTime('YYYY-MM-DD HH:00:00')";
 		else if ((len == 15 && strncmp(name, "partition_start", 15) == 0) ||
 			 (len == 13 && strncmp(name, "partition_end", 13) == 0))
 			form = g == GRAIN_HOUR ?

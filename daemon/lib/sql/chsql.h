@@ -40,9 +40,23 @@ struct chsql_param {
 #define CHSQL_ROW_HASH "cityHash64(toString(tuple(*)))"
 
 /*
+ * The hour of a zone keyed YYYY-MM-DDTHH+HH:00 (or -HH:00; calendar.h) as
+ * the text of the UTC hour it starts at, "YYYY-MM-DD HH:00:00" (the wall
+ * hour less the offset: 2026-03-29T01+01:00 is 2026-03-29 00:00:00, the
+ * two 02:00 hours of a fall-back day two UTC hours).  An offset with
+ * minutes (+05:30) is refused: such an hour starts off a UTC hour, which
+ * toStartOfHour cannot name (the configuration refuses those zones,
+ * tz_hours_on_utc_hours).  0, or -1 for any other text.
+ */
+int chsql_zoned_hour(const char *key, char utc[CHSQL_LITERAL_MAX]);
+
+/*
  * The typed literal of a value the daemon generated: YYYY-MM-DD gives
  * toDate('YYYY-MM-DD'), YYYY-MM-DDTHH gives toDateTime('YYYY-MM-DD
- * HH:00:00'), YYYY-MM-DD HH:MM:SS gives toDateTime('...'), an instant
+ * HH:00:00'), an hour of a zone YYYY-MM-DDTHH+HH:00 gives
+ * toDateTime('its UTC hour', 'UTC') (chsql_zoned_hour), an instant
+ * whatever the server's or the column's zone; YYYY-MM-DD HH:MM:SS gives
+ * toDateTime('...'), an instant
  * YYYY-MM-DDTHH:MM:SS[.mmm]Z (late_data's :since) gives
  * toDateTime('YYYY-MM-DD HH:MM:SS', 'UTC'), to the second; every field
  * checked (digits, month 1-12, day of the month, hour 0-23, minutes and
@@ -52,7 +66,8 @@ struct chsql_param {
 int chsql_literal(const char *value, char out[CHSQL_LITERAL_MAX],
 		  struct err *err);
 /* A partition key's plain quoted literal: 'YYYY-MM-DD', or for an hour
- * (YYYY-MM-DDTHH) 'YYYY-MM-DD HH:00:00', which the server converts to the
+ * (YYYY-MM-DDTHH) 'YYYY-MM-DD HH:00:00', for an hour of a zone the text
+ * of its UTC hour (chsql_zoned_hour), which the server converts to the
  * type of what it meets (a Date or DateTime column, a partition value);
  * cheaper for it to analyse than a typed literal, in statements with many
  * of them.  -1 with err for any other text. */
@@ -162,12 +177,14 @@ bool chsql_key_matches(const char *partition_key, const char *column,
  * Where the driver will substitute values in `sql` (the text of `what`,
  * e.g. "sql" or "check reconciles"), for --check-config: one line per
  * placeholder into b, "  job NAME WHAT line L: :partition ->
- * toDate('YYYY-MM-DD')" (its form at grain g; :stage -> `STAGE`).
+ * toDate('YYYY-MM-DD')" (its form at grain g, hours of a zone when
+ * `zoned`; :stage -> `STAGE`).
  * Returns how many there are.
  */
 struct buf;
 size_t chsql_describe(const char *job, const char *what, const char *sql,
-		      enum grain g, const char *stage, struct buf *b);
+		      enum grain g, bool zoned, const char *stage,
+		      struct buf *b);
 
 /*
  * An exception ClickHouse wrote into a response body: the body's last

@@ -72,6 +72,21 @@ chwap_state(struct buf *b, const struct chwap_spec *s,
 	buf_addstr(b, " UNION ALL ");
 }
 
+/* The hours of a zone compared with the column as typed literals,
+ * toDateTime('UTC hour', 'UTC') (chsql_literal): 18.16 reads a text
+ * compared with a DateTime('UTC') in the server's zone, where a partition
+ * value (chwap_state, REPLACE PARTITION) is read in the column's. */
+static void
+chwap_typed(const char *const *keys, size_t n, char (*txt)[CHSQL_LITERAL_MAX])
+{
+	char utc[CHSQL_LITERAL_MAX];
+	struct err e;
+
+	for (size_t i = 0; i < n; i++)
+		if (chsql_zoned_hour(keys[i], utc) == 0)
+			(void)chsql_literal(keys[i], txt[i], &e);
+}
+
 int
 chwap_sql(const struct chwap_spec *s, const char *const *keys, size_t n,
 	  char **out, struct err *err)
@@ -96,6 +111,7 @@ chwap_sql(const struct chwap_spec *s, const char *const *keys, size_t n,
 	buf_init(&b);
 	if (s->stage != NULL)
 		chwap_state(&b, s, txt, n);
+	chwap_typed(keys, n, txt);
 	buf_printf(&b, "SELECT concat('f\\t', toString(%s) AS _backfilld_part",
 		   col);
 	chwap_figures(&b, s);

@@ -1008,7 +1008,8 @@ exec_wap_release(struct wh_conn *conn, const struct config *cfg,
 }
 
 /* The part of job jd whose mark says `v` (toString of its :partition:
- * "YYYY-MM-DD", or "YYYY-MM-DD HH:00:00" for hours); -1 when it is none
+ * "YYYY-MM-DD", or "YYYY-MM-DD HH:00:00" for hours, the UTC hour for the
+ * hours of a zone); -1 when it is none
  * (text from the warehouse, checked before it is bound again). */
 static int
 exec_wap_part_of(const struct job_def *jd, const char *v, struct exec_part *p)
@@ -1016,15 +1017,22 @@ exec_wap_part_of(const struct job_def *jd, const char *v, struct exec_part *p)
 	char key[CAL_KEY_MAX];
 	struct err e;
 	part_t x;
+	int64_t h;
 
 	snprintf(key, sizeof key, "%s", v);
-	if (jd->grain == GRAIN_HOUR && jd->cal.tz == NULL &&
-	    strlen(key) == 19 && key[10] == ' ' &&
+	if (jd->grain == GRAIN_HOUR && strlen(key) == 19 && key[10] == ' ' &&
 	    strcmp(key + 13, ":00:00") == 0) {
 		key[10] = 'T';
 		key[13] = '\0';
 	}
-	if (cal_parse_key(&jd->cal, key, &x, &e) < 0)
+	if (jd->grain == GRAIN_HOUR && jd->cal.tz != NULL) {
+		/* an hour of a zone is marked by its UTC hour (chsql_plain) */
+		if (cal_parse_hour(key, &h, &e) < 0)
+			return -1;
+		x = cal_part_of(&jd->cal, h * 3600);
+		if (cal_start(&jd->cal, x) != h * 3600)
+			return -1;
+	} else if (cal_parse_key(&jd->cal, key, &x, &e) < 0)
 		return -1;
 	exec_part_set(p, &jd->cal, x);
 	return 0;
