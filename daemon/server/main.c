@@ -56,6 +56,7 @@ struct daemon {
 	char *config_path;       /* ours: outlives every configuration */
 	struct config *cfg;      /* the scheduler owns the live reference */
 	struct store *store;
+	struct startup_cals cals; /* jobs.calendar as the last check read */
 	struct exec *exec;
 	struct sched *sched;
 	struct throttle *throttle; /* the warehouses' throttles */
@@ -427,7 +428,7 @@ daemon_reload_apply(struct daemon *d, struct config *cfg, bool dry_run,
 	int64_t queued;
 
 	if (startup_check_warehouses(cfg, err) < 0 ||
-	    startup_check_calendars(d->store, cfg, err) < 0) {
+	    startup_check_calendars(d->store, cfg, &d->cals, err) < 0) {
 		config_unref(cfg);
 		return -1;
 	}
@@ -467,7 +468,7 @@ daemon_reload_apply(struct daemon *d, struct config *cfg, bool dry_run,
 		return -1;
 	}
 	daemon_log_level(d, cfg);
-	if (startup_save_calendars(d->store, cfg, clock_now_ms(), &cerr) < 0)
+	if (startup_save_calendars(d->store, cfg, &d->cals, &cerr) < 0)
 		log_err("cannot record the jobs' calendars: %s", cerr.msg);
 	log_notice("configuration reloaded from %s: %zu jobs in %zu files",
 		   cfg->path, cfg->njobs, cfg->nfiles);
@@ -942,9 +943,9 @@ daemon_start(struct daemon *d, struct err *err)
 		log_warn("cannot create the command log folder %s: %s", logdir,
 			 strerror(errno));
 	if (store_open_config(cfg, &d->store, err) < 0 ||
-	    startup_check_calendars(d->store, cfg, err) < 0)
+	    startup_check_calendars(d->store, cfg, &d->cals, err) < 0)
 		return EXIT_BAD_INPUT;
-	if (startup_save_calendars(d->store, cfg, clock_now_ms(), &cerr) < 0)
+	if (startup_save_calendars(d->store, cfg, &d->cals, &cerr) < 0)
 		log_warn("cannot record the jobs' calendars: %s", cerr.msg);
 	store_checkpoint_on(d->store, &d->loop);
 	if (exec_new(&d->loop, cfg->max_concurrency, &d->exec, err) < 0)
@@ -1153,6 +1154,7 @@ daemon_free(struct daemon *d)
 		cworker_free(d->cw);
 	exec_free(d->exec);
 	store_close(d->store);
+	startup_cals_free(&d->cals);
 	notify_free(d->notify);
 	free(d->config_path);
 	if (d->lock_fd >= 0)

@@ -15,6 +15,7 @@
 #include <inttypes.h>
 #include <limits.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/file.h>
 #include <sys/resource.h>
@@ -23,11 +24,13 @@
 
 #include "buf.h"
 #include "chsql.h"
+#include "clock.h"
 #include "config.h"
 #include "exec.h"
 #include "log.h"
 #include "store.h"
 #include "text.h"
+#include "xalloc.h"
 
 /* mkdir -p for the log folder. */
 int
@@ -286,21 +289,25 @@ startup_cal_words(const char *cal, bool weekly, char *buf, size_t size)
 
 int
 startup_check_calendars(struct store *st, const struct config *cfg,
-			struct err *err)
+			struct startup_cals *cals, struct err *err)
 {
-	char want[CONFIG_CAL_NAME_MAX], had[CONFIG_CAL_NAME_MAX];
+	char want[CONFIG_CAL_NAME_MAX];
 	char was[CONFIG_CAL_NAME_MAX + 64], now[CONFIG_CAL_NAME_MAX + 64];
 	char qn[128];
 	struct err rerr;
 	bool built;
 
+	startup_cals_free(cals); /* what the check before read */
+	cals->n = cfg->njobs;
+	cals->had = xcalloc(cfg->njobs ? cfg->njobs : 1, sizeof *cals->had);
 	for (size_t i = 0; i < cfg->njobs; i++) {
 		const struct job_def *j = &cfg->jobs[i];
 		bool weekly = j->grain == GRAIN_WEEK;
+		char *had = cals->had[i];
 
 		config_cal_name(j, want, sizeof want);
-		if (store_job_calendar(st, j->name, had, sizeof had, &built,
-				       &rerr) < 0) {
+		if (store_job_calendar(st, j->name, had, CONFIG_CAL_NAME_MAX,
+				       &built, &rerr) < 0) {
 			/* a state store that cannot be read (down while the
 			 * daemon starts: it starts and reconnects) does not
 			 * stop a start or a reload; said, checked next time */
@@ -311,35 +318,46 @@ startup_check_calendars(struct store *st, const struct config *cfg,
 		}
 		if (!built || strcmp(had, want) == 0)
 			continue;
-		return err_set(err, EXIT_BAD_INPUT, "job \"%s\": its built"
-			       " partitions are keyed in %s; %s would give"
-			       " those keys other intervals: write %s again,"
-			       " or define a new job (another name and table)"
-			       " in the new calendar",
-			       text_escape(j->name, qn, sizeof qn),
-			       startup_cal_words(had, weekly, was, sizeof was),
-			       startup_cal_words(want, weekly, now, sizeof now),
-			       was);
+		err_set(err, EXIT_BAD_INPUT, "job \"%s\": its built"
+			" partitions are keyed in %s; %s would give those"
+			" keys other intervals: write %s again, or define a"
+			" new job (another name and table) in the new"
+			" calendar", text_escape(j->name, qn, sizeof qn),
+			startup_cal_words(had, weekly, was, sizeof was),
+			startup_cal_words(want, weekly, now, sizeof now), was);
+		startup_cals_free(cals);
+		return -1;
 	}
+	cals->read = true;
 	return 0;
 }
 
 int
 startup_save_calendars(struct store *st, const struct config *cfg,
-		       int64_t at, struct err *err)
+		       const struct startup_cals *cals, struct err *err)
 {
-	char want[CONFIG_CAL_NAME_MAX], had[CONFIG_CAL_NAME_MAX];
-	bool built;
+	char want[CONFIG_CAL_NAME_MAX];
+	int64_t at = clock_now_ms();
 
+	/* not read: nothing known to differ (a built job's record must not
+	 * be overwritten unseen); recorded at the next start or reload */
+	if (!cals->read || cals->n != cfg->njobs)
+		return 0;
 	for (size_t i = 0; i < cfg->njobs; i++) {
 		config_cal_name(&cfg->jobs[i], want, sizeof want);
-		if (store_job_calendar(st, cfg->jobs[i].name, had, sizeof had,
-				       &built, err) < 0)
-			return -1;
-		if (strcmp(had, want) != 0 &&
+		if (strcmp(cals->had[i], want) != 0 &&
 		    store_job_calendar_put(st, cfg->jobs[i].name, want, at,
 					   err) < 0)
 			return -1;
 	}
 	return 0;
+}
+
+void
+startup_cals_free(struct startup_cals *cals)
+{
+	free(cals->had);
+	cals->had = NULL;
+	cals->n = 0;
+	cals->read = false;
 }
