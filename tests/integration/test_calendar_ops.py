@@ -220,6 +220,39 @@ def test_local_from_to():
     d.stop()
 
 
+# Berlin's fall-back hours of 2026-10-25 in time (02+02:00 sorts after
+# 02+01:00 as text)
+FOLD = ["2026-10-25T01+02:00", "2026-10-25T02+02:00", "2026-10-25T02+01:00",
+        "2026-10-25T03+01:00"]
+
+
+def test_fold_in_time_order():
+    """--built-by and --changed over the hours of a DST fold plan and run
+    them in time order, not in the keys' text order."""
+    jobs = """
+- name: bh
+  partition: hour
+  timezone: Europe/Berlin
+  command: [/bin/true, "{partition}"]
+"""
+    d = h.Daemon(jobs=jobs, name="calfold")
+    d.backfill("bh", "2026-10-25T01", "2026-10-25T03")
+    first = d.runs()
+    h.eq([r["partition"] for r in first], FOLD, "the first build, in time")
+    v1 = first[0]["code_version"]
+    d.write_config(d.config_text.replace('"{partition}"]', '"{partition}", v2]'))
+    d.ok("reload")
+    for sel in (["--built-by", v1], ["--changed"],
+                ["--changed", "--from", "2026-10-25T01", "--to", "2026-10-25T03"]):
+        dry = d.json("backfill", "bh", *sel, "--dry-run")
+        h.eq([p["partition"] for p in dry["partitions"]], FOLD,
+             "backfill %s --dry-run: its plan in time" % " ".join(sel))
+    d.ok("backfill", "bh", "--changed", "--wait")
+    h.eq([r["partition"] for r in d.runs()[len(first):]], FOLD,
+         "the runs of --changed, in time")
+    d.stop()
+
+
 ZONE_JOBS = """
 - name: berlin
   partition: day
@@ -288,4 +321,4 @@ def test_zone_change_refused():
 if __name__ == "__main__":
     h.main([test_quarter_year_rollups, test_sunday_week_mart, test_operator_keys,
             test_timezone_misspelt, test_local_from_to,
-            test_zone_change_refused])
+            test_zone_change_refused, test_fold_in_time_order])
