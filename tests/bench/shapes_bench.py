@@ -392,9 +392,10 @@ def run_backfilld(a, base, total, batch=False, strace_out=None):
                                    "trace=" + ",".join(CALLS), "-p", str(d.proc.pid)],
                                   stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
         h.check("attached" in tracer.stderr.readline(), "strace did not attach")
-    t0 = time.monotonic()
-    p = subprocess.run(argv, capture_output=True, text=True, env=d.env())
-    wall = time.monotonic() - t0
+    with d.draining():   # its sd_notify STATUS lines: a full queue blocks the daemon
+        t0 = time.monotonic()
+        p = subprocess.run(argv, capture_output=True, text=True, env=d.env())
+        wall = time.monotonic() - t0
     if tracer:
         tracer.send_signal(signal.SIGINT)
         tracer.wait(timeout=60)
