@@ -936,6 +936,7 @@ exec_sql_wap(struct exec_flight *fl, struct wh_conn *conn, bool key_checked,
 	if (exec_begin(conn, err) == -1 ||
 	    (!key_checked && exec_wap_key(conn, run->cfg, jd, err) == -1))
 		return -1;
+	t.compound = exec_wap_key_compound(run->cfg, jd); /* as last checked */
 	guard_read_final(exec_wap_key_final(run)); /* a Replacing engine */
 	rc = wh->cluster == NULL ? 0 : exec_wap_shards_open(conn, wh, jd,
 	    exec_flight_stop(fl), run->run_id, &sh, err);
@@ -1098,6 +1099,7 @@ exec_sql_wap_verify(struct exec_flight *fl, struct wh_conn *conn,
 	if (exec_begin(conn, err) == -1 ||
 	    exec_wap_key_of(conn, run->cfg, jd, &distributed, err) == -1)
 		return -1;
+	t.compound = exec_wap_key_compound(run->cfg, jd); /* as just checked */
 	if (distributed)
 		return err_set(err, EXIT_BAD_INPUT, "--verify on a Distributed"
 			       " table is not supported: verify the job against"
