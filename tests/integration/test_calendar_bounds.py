@@ -11,8 +11,9 @@ command's placeholders and environment and in the batch manifest.
   (a stale one in the daemon's environment replaced); a batch's manifest
   has the two columns appended and its span the batch's first and last
   instants.
-- Zoned jobs: a backfill of Berlin's 25-hour 2023-10-29 and of its two
-  02:00 hours on each driver, with the bounds each query receives; a
+- Zoned jobs: a backfill of Berlin's 25-hour 2023-10-29 on each driver and
+  of its two 02:00 hours on SQLite and PostgreSQL, with the bounds each
+  query receives; a
   Berlin hourly job on ClickHouse over both DST days of 2026 (23 and 25
   hours, each published as its UTC hour, equal to a recompute); the hours
   of a zone with a half-hour offset on ClickHouse refused by the
@@ -301,12 +302,23 @@ def test_dst_day_postgres():
     c.fresh_db()
     c.as_etl(PG_SEEN)
     jobs = PG_JOBS.replace("partition: day\n", "partition: day\n  timezone: Europe/Berlin\n")
+    # the hours of the same zone: its daily job as an hourly one
+    daily = PG_JOBS[:PG_JOBS.index("- name: batched")]
+    jobs += daily.replace("name: daily", "name: hourly").replace(
+        "partition: day", "partition: hour\n  timezone: Europe/Berlin").replace(
+        "'daily'", "'hourly'")
     d = tp.pg_daemon(jobs, tp.pg_warehouse(), clock=None, name="pgcaldst", start=False)
     d.start()
     d.backfill("daily", "2023-10-29", "2023-10-29")
+    tz = "timestamp with time zone"
     h.eq(c.psql("SELECT k, s, e, t, utc FROM seen"),
-         [("2023-10-29", "2023-10-29", "2023-10-30", "timestamp with time zone",
+         [("2023-10-29", "2023-10-29", "2023-10-30", tz,
            "2023-10-28 22:00:00/2023-10-29 23:00:00")], "Berlin's 25-hour day on PostgreSQL")
+    # a wall hour without offset: both of its cells, each its own instants
+    d.backfill("hourly", "2023-10-29T02", "2023-10-29T02")
+    h.eq(c.psql("SELECT k, s, e, t, utc FROM seen WHERE job = 'hourly' ORDER BY utc"),
+         [(k, s_, e, tz, su + "/" + eu) for k, s_, e, su, eu in BERLIN_HOURS],
+         "Berlin's two 02:00 hours on PostgreSQL")
     d.stop()
 
 
