@@ -462,6 +462,46 @@ def zoned_hours_on(tc, srv, name):
     d.stop()
 
 
+def test_zoned_hours_clickhouse_batch():
+    """A batch of the hours of a zone on ClickHouse: Berlin's 25-hour
+    2026-10-25 as one batch (one fill over its UTC bounds, then a REPLACE
+    per hour): 25 partitions, each its UTC hour, equal to a recompute."""
+    tc, srv = ch_server()
+    if srv is None:
+        return skip_part("test_zoned_hours_clickhouse_batch", "no clickhouse-server")
+    db = tc.fresh_db(seed=False)
+    srv.q("CREATE TABLE hits (ts DateTime('UTC'), v UInt32) ENGINE = MergeTree ORDER BY ts", db)
+    srv.q("INSERT INTO hits SELECT toDateTime('2026-10-24 20:00:00', 'UTC') + number * 1200,"
+          " toUInt32(number % 97) FROM numbers(90)", db)
+    srv.q("CREATE TABLE hits_hourly (hour DateTime('UTC'), n UInt64, total UInt64)"
+          " ENGINE = MergeTree PARTITION BY toStartOfHour(hour) ORDER BY hour", db)
+    jobs = """
+- name: hits_hourly
+  warehouse: sales
+  partition: hour
+  timezone: Europe/Berlin
+  batch: true
+  table: hits_hourly
+  partition_column: hour
+  sql: |
+    SELECT toStartOfHour(ts) AS hour, count() AS n, sum(v) AS total FROM hits
+    WHERE ts >= :partition_start_utc AND ts < :partition_end_utc GROUP BY hour
+"""
+    d = h.Daemon(config=tc.ch_config(db, jobs), clock=None, name="chzonedbatch")
+    d.backfill("hits_hourly", "2026-10-25", "2026-10-25")
+    runs = d.runs()
+    h.eq(sorted(r["partition"] for r in runs if r["state"] == "succeeded"),
+         sorted(x[0] for x in FALL), "the 25 hours of the batch succeeded")
+    table = "SELECT toString(hour), toString(n), toString(total) FROM hits_hourly ORDER BY hour"
+    recompute = ("SELECT toString(toStartOfHour(ts)) AS hr, count(), sum(v) FROM hits"
+                 " WHERE ts >= toDateTime('2026-10-24 22:00:00', 'UTC') AND"
+                 " ts < toDateTime('2026-10-25 23:00:00', 'UTC') GROUP BY hr ORDER BY hr")
+    h.eq(srv.rows(table, db), srv.rows(recompute, db), "the table against a recompute")
+    h.eq(len(srv.rows(table, db)), 25, "25 hours published")
+    h.eq(tc.stage_leftovers(db, srv=srv), {}, "stage rows left")
+    d.stop()
+
+
 def test_zoned_hours_clickhouse_refused():
     """A zone whose offsets are not whole hours (Asia/Kolkata's +05:30)
     cannot have its hours published as UTC hours: the configuration is
@@ -490,4 +530,4 @@ if __name__ == "__main__":
             test_postgres_utc_bounds, test_clickhouse_utc_bounds,
             test_dst_day_sqlite, test_dst_day_postgres, test_dst_day_clickhouse,
             test_zoned_hours_clickhouse, test_zoned_hours_clickhouse_server_zone,
-            test_zoned_hours_clickhouse_refused])
+            test_zoned_hours_clickhouse_batch, test_zoned_hours_clickhouse_refused])
