@@ -17,6 +17,7 @@
 #include "manifest.h"
 #include "pick.h"
 #include "plan.h"
+#include "schedule.h"
 
 /* fct (day) -> rtd (day, reads its own previous day) -> weekly (week) */
 static const char rtd_yaml[] =
@@ -364,6 +365,87 @@ START_TEST(config_refuses_lookback_0)
 }
 END_TEST
 
+/* Load yaml; NULL and the message in *msg if refused. */
+static struct config *
+load_inline(const char *yaml, char *msg, size_t len)
+{
+	struct config *c = NULL;
+	struct err err;
+
+	msg[0] = '\0';
+	if (config_load_string("inline.yaml", yaml, strlen(yaml), &c,
+			       &err) < 0) {
+		snprintf(msg, len, "%s", err.msg);
+		return NULL;
+	}
+	return c;
+}
+
+/* A job whose only upstream is itself (a balance) is checked as a
+ * clock-driven job, not as a downstream one: with a start, on_refused
+ * and deadline are accepted and its schedule holds; without one,
+ * deadline is refused as for any job without a schedule.  A running
+ * total with another upstream stays a downstream job (on_refused
+ * refused, deadline accepted without a start). */
+START_TEST(config_self_only_is_clock_driven)
+{
+	static const char bal[] =
+		"jobs:\n  - {name: bal, partition: day, start: 2026-01-01,"
+		" upstream: [{job: bal, lookback: 1}], deadline: 2h,"
+		" max_catchup: 5, on_refused: [/bin/page, \"{job}\"],"
+		" command: [x]}\n";
+	static const char no_start[] =
+		"jobs:\n  - {name: bal, partition: day,"
+		" upstream: [{job: bal, lookback: 1}], deadline: 2h,"
+		" command: [x]}\n";
+	static const char no_start_refused[] =
+		"jobs:\n  - {name: bal, partition: day,"
+		" upstream: [{job: bal, lookback: 1}],"
+		" on_refused: [/bin/page], command: [x]}\n";
+	static const char rt[] =
+		"jobs:\n  - {name: f, partition: day, command: [x]}\n"
+		"  - {name: rt, partition: day, upstream: [f, {job: rt,"
+		" lookback: 1}], deadline: 2h, command: [x]}\n";
+	static const char rt_refused[] =
+		"jobs:\n  - {name: f, partition: day, command: [x]}\n"
+		"  - {name: rt, partition: day, start: 2026-01-01,"
+		" upstream: [{job: rt, lookback: 1}, f],"
+		" on_refused: [/bin/page], command: [x]}\n";
+	char msg[1024];
+	struct config *c = load_inline(bal, msg, sizeof msg);
+	const struct job_def *j;
+
+	ck_assert_msg(c != NULL, "the balance refused: %s", msg);
+	j = &c->jobs[0];
+	ck_assert_int_eq(j->self_lookback, 1);
+	ck_assert(schedule_is_clock_job(j));
+	ck_assert_int_eq(j->deadline, 2 * 3600);
+	ck_assert_int_eq(j->max_catchup, 5);
+	ck_assert(j->catchup);
+	ck_assert_ptr_nonnull(j->hooks[HOOK_REFUSED].argv);
+	config_unref(c);
+
+	ck_assert_ptr_null(load_inline(no_start, msg, sizeof msg));
+	ck_assert_str_eq(msg, "inline.yaml:2:70: job \"bal\": deadline needs"
+			 " a schedule: add start: (a clock-driven job) or"
+			 " upstream: (a downstream job)");
+	ck_assert_ptr_null(load_inline(no_start_refused, msg, sizeof msg));
+	ck_assert_str_eq(msg, "inline.yaml:2:70: job \"bal\": on_refused"
+			 " needs a clock schedule with catchup (start: and no"
+			 " upstream:)");
+
+	c = load_inline(rt, msg, sizeof msg);
+	ck_assert_msg(c != NULL, "the running total refused: %s", msg);
+	ck_assert(!schedule_is_clock_job(&c->jobs[1]));
+	ck_assert_int_eq(c->jobs[1].deadline, 2 * 3600);
+	config_unref(c);
+	ck_assert_ptr_null(load_inline(rt_refused, msg, sizeof msg));
+	ck_assert_str_eq(msg, "inline.yaml:3:90: job \"rt\": on_refused"
+			 " needs a clock schedule with catchup (start: and no"
+			 " upstream:)");
+}
+END_TEST
+
 int
 main(void)
 {
@@ -379,6 +461,7 @@ main(void)
 	tcase_add_test(tc, own_request_cascades);
 	tcase_add_test(tc, relink_and_dispatch_order);
 	tcase_add_test(tc, config_refuses_lookback_0);
+	tcase_add_test(tc, config_self_only_is_clock_driven);
 	suite_add_tcase(s, tc);
 	sr = srunner_create(s);
 	srunner_run_all(sr, CK_ENV);

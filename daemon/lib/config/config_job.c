@@ -479,11 +479,28 @@ cfg_job_target(struct cfg_parser *p, struct job_def *j, yaml_node_t *map,
 	return 0;
 }
 
+/* The upstream entries naming another job.  A running total's entry on
+ * itself (config_graph.c takes it out of upstream[] once every job is
+ * read, keeping its lookback in self_lookback) makes no job downstream:
+ * one whose only upstream is itself (a balance) is clock-driven, checked
+ * here as one before that entry is taken out. */
+static size_t
+cfg_job_nothers(const struct job_def *j)
+{
+	size_t n = 0;
+
+	for (size_t i = 0; i < j->nupstream; i++)
+		if (j->name == NULL || strcmp(j->upstream[i], j->name) != 0)
+			n++;
+	return n;
+}
+
 /* Keys that need others: deadline, hooks, batch, guardrails, verify. */
 static int
 cfg_job_needs(struct cfg_parser *p, struct job_def *j, yaml_node_t *map,
 	      bool is_sql)
 {
+	size_t nothers = cfg_job_nothers(j);
 	yaml_node_t *k2;
 	size_t i;
 
@@ -500,7 +517,7 @@ cfg_job_needs(struct cfg_parser *p, struct job_def *j, yaml_node_t *map,
 				" writes its whole table, no column holds its"
 				" key; remove it", p->pfx);
 	if ((k2 = cfg_map_key(p, map, "deadline")) != NULL &&
-	    !j->has_start && j->nupstream == 0)
+	    !j->has_start && nothers == 0)
 		return cfg_fail(p, k2->start_mark,
 				"%sdeadline needs a schedule: add start: (a clock-driven job) or upstream: (a downstream job)",
 				p->pfx);
@@ -509,7 +526,7 @@ cfg_job_needs(struct cfg_parser *p, struct job_def *j, yaml_node_t *map,
 				"%son_late needs deadline: (how long after a partition is due it is late)",
 				p->pfx);
 	if ((k2 = cfg_map_key(p, map, "on_refused")) != NULL &&
-	    (!j->has_start || j->nupstream > 0))
+	    (!j->has_start || nothers > 0))
 		return cfg_fail(p, k2->start_mark,
 				"%son_refused needs a clock schedule with catchup (start: and no upstream:)",
 				p->pfx);
