@@ -55,7 +55,7 @@ START_TEST(test_ids_sql)
 	ck_assert_int_eq(chparts_ids_sql("st", "fct", days, 2, &sql, &e), 0);
 	ck_assert_str_eq(sql, "SELECT DISTINCT concat(substring(partition, 3,"
 			 " 10), '\\t', if(table = 'st', 's', 'l'), '\\t',"
-			 " partition_id) FROM system.parts WHERE database ="
+			 " partition_id) AS v FROM system.parts WHERE database ="
 			 " currentDatabase() AND active AND table IN ('st',"
 			 " 'fct') AND substring(partition, 13, 2) = ''',' AND"
 			 " substring(partition, 3, 10) IN ('2026-02-09',"
@@ -154,7 +154,49 @@ START_TEST(test_state_compound)
 	ck_assert_int_eq(chwap_sql(&s, days, 2, &sql, &e), 0);
 	ck_assert_ptr_nonnull(strstr(sql, "AND active AND partition IN"
 				     " ('2026-02-09', '2026-02-10')"));
+	ck_assert_ptr_null(strstr(sql, "'q\\t'"));
 	free(sql);
+}
+END_TEST
+
+/* The after figures of a compound key's stage read its partition ids
+ * and the live table's too, for the publish (chwap.c). */
+START_TEST(test_after_ids)
+{
+	struct chwap_spec s = { .table = "st", .column = "dt",
+				.part_fn = "toDate", .ids_live = "fct" };
+	char *v[] = { "f\t2026-02-09\t3", "n\t-\t0",
+		      "q\t2026-02-09\ts\t20260209-1",
+		      "q\t2026-02-09\tl\t20260209-1",
+		      "q\t2026-02-09\tl\t20260209-9",
+		      "q\t2026-02-10\tl\t20260210-1" };
+	char *bad[] = { "n\t-\t0", "q\t2026-02-09\ts\t2026') x" };
+	struct chwap_result r;
+	struct err e;
+	char *sql;
+
+	ck_assert_int_eq(chwap_sql(&s, days, 2, &sql, &e), 0);
+	ck_assert_ptr_nonnull(strstr(sql, " UNION ALL SELECT concat('q\\t', v)"
+				     " AS v FROM (SELECT DISTINCT concat("
+				     "substring(partition, 3, 10), '\\t',"
+				     " if(table = 'st', 's', 'l'), '\\t',"
+				     " partition_id) AS v FROM system.parts"));
+	ck_assert_ptr_nonnull(strstr(sql, "table IN ('st', 'fct')"));
+	free(sql);
+	ck_assert_int_eq(chwap_parse(&s, days, v, 6, 2, &r, &e), 0);
+	ck_assert_int_eq(r.parts[0].rows, 3);
+	ck_assert_uint_eq(r.parts[0].ids.nstage, 1);
+	ck_assert_str_eq(r.parts[0].ids.stage[0], "20260209-1");
+	ck_assert_uint_eq(r.parts[0].ids.nlive, 2);
+	ck_assert_str_eq(r.parts[0].ids.live[1], "20260209-9");
+	ck_assert_uint_eq(r.parts[1].ids.nstage, 0);
+	ck_assert_uint_eq(r.parts[1].ids.nlive, 1);
+	chwap_result_free(&r);
+	/* an id that is not plain, or ids not asked for: refused */
+	ck_assert_int_eq(chwap_parse(&s, days, bad, 2, 2, &r, &e), -1);
+	s.ids_live = NULL;
+	ck_assert_int_eq(chwap_parse(&s, days, v, 6, 2, &r, &e), -1);
+	ck_assert_ptr_nonnull(strstr(e.msg, "unexpected answer"));
 }
 END_TEST
 
@@ -194,6 +236,7 @@ main(void)
 	tcase_add_test(tc, test_parse_publish);
 	tcase_add_test(tc, test_parse_refused);
 	tcase_add_test(tc, test_state_compound);
+	tcase_add_test(tc, test_after_ids);
 	tcase_add_test(tc, test_key_sql);
 	suite_add_tcase(s, tc);
 	sr = srunner_create(s);

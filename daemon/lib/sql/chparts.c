@@ -104,7 +104,7 @@ chparts_ids_sql(const char *stage, const char *live, const char *const *keys,
 	/* the tuple's text "('K',...)": K from its third byte, then "'," */
 	buf_printf(&b, "SELECT DISTINCT concat(substring(partition, 3, %zu),"
 		   " '\\t', if(table = '%s', 's', 'l'), '\\t', partition_id)"
-		   " FROM system.parts WHERE database = currentDatabase() AND"
+		   " AS v FROM system.parts WHERE database = currentDatabase() AND"
 		   " active AND table IN ('%s'", len, stage, stage);
 	if (live != NULL)
 		buf_printf(&b, ", '%s'", live);
@@ -138,6 +138,18 @@ chparts_push(char ***ids, size_t *n, const char *id)
 			return;
 	*ids = xreallocarray(*ids, *n + 1, sizeof **ids);
 	(*ids)[(*n)++] = xstrdup(id);
+}
+
+int
+chparts_add(struct chparts *p, bool stage, const char *id)
+{
+	if (!chparts_id_ok(id))
+		return -1;
+	if (stage)
+		chparts_push(&p->stage, &p->nstage, id);
+	else
+		chparts_push(&p->live, &p->nlive, id);
+	return 0;
 }
 
 /* One value "KEY\tW\tID" into p; -1 when it is not of that form. */

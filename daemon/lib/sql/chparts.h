@@ -37,7 +37,7 @@ bool chparts_first(const char *partition_key, char *first, size_t sz);
 /*
  * The active partition ids of `stage` (and of `live` when not NULL) whose
  * first element is one of keys[0..n) (n from 1; keys of one grain: all
- * days, or all hours), one value a partition: "KEY\tW\tID", W 's' (the
+ * days, or all hours), one value `v` a partition: "KEY\tW\tID", W 's' (the
  * stage) or 'l' (live).  Names plain (the caller's).  *out malloc'd; -1
  * with err for a key that is none, or keys of two lengths.
  */
@@ -59,6 +59,9 @@ struct chparts {
 int chparts_parse(const char *const *keys, size_t n, char *const *values,
 		  size_t nvalues, struct chparts *p, struct err *err);
 void chparts_free(struct chparts *p, size_t n);
+/* Partition id `id` added to p's stage ids (stage) or live ones, once;
+ * -1 when it is not [0-9A-Za-z_-]. */
+int chparts_add(struct chparts *p, bool stage, const char *id);
 
 /*
  * The publish of p[0..n): "ALTER TABLE `live` REPLACE PARTITION ID 'S'

@@ -125,6 +125,19 @@ chwap_sql(const struct chwap_spec *s, const char *const *keys, size_t n,
 	 * for WHERE 0; the key's condition prunes it to one partition) */
 	buf_printf(&b, ") AS v FROM `%s`%s WHERE %s = %s AND 0", s->table,
 		   s->final ? " FINAL" : "", col, txt[0]);
+	if (s->ids_live != NULL) {
+		char *ids;
+
+		if (chparts_ids_sql(s->table, s->ids_live, keys, n, &ids,
+				    err) == -1) {
+			buf_free(&b);
+			free(txt);
+			return -1;
+		}
+		buf_printf(&b, " UNION ALL SELECT concat('q\\t', v) AS v FROM"
+			   " (%s)", ids);
+		free(ids);
+	}
 	buf_add(&b, "", 1);
 	free(txt);
 	*out = buf_steal(&b);
@@ -188,7 +201,8 @@ chwap_value(const struct chwap_spec *s, char (*txt)[CHSQL_LITERAL_MAX],
 	char *v = xstrdup(value), *f[64] = { NULL }, *end;
 	int rc = -1;
 
-	nf = chwap_fields(v, f, want < 64 ? want : 64);
+	/* a "q" row has 4 fields */
+	nf = chwap_fields(v, f, want < 4 ? 4 : want < 64 ? want : 64);
 	if (nf >= 2 && strcmp(f[0], "n") != 0 &&
 	    (k = chwap_which(txt, r->n, f[1])) == 0)
 		goto out;
@@ -208,6 +222,9 @@ chwap_value(const struct chwap_spec *s, char (*txt)[CHSQL_LITERAL_MAX],
 	} else if (strcmp(f[0], "f") == 0 && nf == want) {
 		rc = chwap_set_figures(s, &r->parts[k - 1], f + 2);
 		r->parts[k - 1].seen = true;
+	} else if (strcmp(f[0], "q") == 0 && nf == 4 && s->ids_live != NULL &&
+		   (f[2][0] == 's' || f[2][0] == 'l') && f[2][1] == '\0') {
+		rc = chparts_add(&r->parts[k - 1].ids, f[2][0] == 's', f[3]);
 	} else if (strcmp(f[0], "n") == 0 && nf == want) {
 		rc = chwap_set_figures(s, empty, f + 2);
 		*empty_seen = true;
@@ -223,6 +240,7 @@ chwap_part_free(struct chwap_part *p, size_t nmetrics)
 	for (size_t k = 0; k < nmetrics && p->metric != NULL; k++)
 		free(p->metric[k]);
 	free(p->metric);
+	chparts_free(&p->ids, 1);
 }
 
 int

@@ -12,6 +12,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "chparts.h"
 #include "err.h"
 
 /* At most this many partitions in one statement. */
@@ -35,6 +36,10 @@ struct chwap_spec {
 	bool compound;       /* the stage's partition key a tuple whose
 			      * first element is the key (chparts.h): its
 			      * parts found by that element */
+	/* a compound key (chparts.h): the partition ids of `table` (the
+	 * stage) and of this live table too, by their first element, for
+	 * the publish (NULL: not read) */
+	const char *ids_live;
 	const char *stage;   /* the state too (NULL: figures only): */
 	const char *mark;    /*   the stage's existence, parts and marks */
 };
@@ -48,6 +53,7 @@ struct chwap_part {
 	int64_t rows;
 	char sum[32];                   /* decimal, "" when not read */
 	char **metric;                  /* nmetrics texts ("" for NULL) */
+	struct chparts ids;             /* with ids_live: its partition ids */
 };
 
 struct chwap_result {
@@ -63,7 +69,7 @@ struct chwap_result {
  * (the stage exists), "s\tP" (the stage partition P, the server's text
  * of the partition's value, holds a part), "m\tP\tREQUEST", "f\tP\tROWS
  * [\tSUM]\tMETRIC..." and "n\t-\tROWS..." (the figures of no row at
- * all).  *out malloc'd; -1 with err for a key that is none.
+ * all), with ids_live "q\tP\tW\tID" (chparts_ids_sql's rows).  *out malloc'd; -1 with err for a key that is none.
  */
 int chwap_sql(const struct chwap_spec *s, const char *const *keys, size_t n,
 	      char **out, struct err *err);

@@ -12,6 +12,7 @@
 #include <stdint.h>
 
 #include "calendar.h"
+#include "chparts.h"
 #include "chsql.h"
 #include "exec_int.h"
 
@@ -136,6 +137,13 @@ int exec_wap_parts_publish_sql(const struct exec_run *run,
 int exec_wap_parts_drop(struct wh_conn *conn, const char *stage,
 			const char *const *keys, size_t n, bool wait,
 			struct err *err);
+/* The ids of key's partitions in t's stage and live table as run's
+ * after figures read them on conn (exec_wap_read_after), kept for its
+ * publish there, which then reads none (*ids emptied: they are kept). */
+void exec_wap_parts_keep(const struct exec_run *run,
+			 const struct wh_conn *conn,
+			 const struct wap_tables *t, const char *key,
+			 struct chparts *ids);
 /* The request that marks part i (exec_wap.c). */
 int64_t exec_wap_request(const struct exec_run *run, size_t i);
 

@@ -6,13 +6,17 @@
  *  - its publish is that exact set: every stage partition of P replaced
  *    into the live table, every live partition of P the stage lacks
  *    dropped (a store gone from the day goes from the table), one ALTER,
- *    by partition id, the ids of both tables read just before it;
+ *    by partition id, the ids of both tables read with the stage's after
+ *    figures (exec_wap_read_after, kept here for the publish), or just
+ *    before it when that read did not give them;
  *  - its stage partition is cleared by dropping each id of P there.
  * The rules of exec_wap.c (WAP-1 to WAP-3) hold unchanged: the set is
  * derived from the marked stage each time, so publishing it again after
  * a crash (between the mark and the publish, or in the middle of the
  * ALTER) leaves what one publish leaves.
  */
+#include <pthread.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -22,6 +26,99 @@
 
 /* At most this many partition ids are read in one statement. */
 #define EXEC_WAP_PARTS_MAX 100000
+
+/*
+ * The ids the after figures read, by run, connection, stage and key,
+ * until the run's publish takes them.  The stage partitions of a key are
+ * written by its run alone (a run of the key, a node's own stage) and
+ * not between the after figures and the publish, so what was read then
+ * is what the publish meets; a run that never publishes (it failed) has
+ * its entries pushed out by later ones.  At most EXEC_WAP_KEPT_MAX;
+ * worker threads, under kept_lock.
+ */
+#define EXEC_WAP_KEPT_MAX 256
+static struct exec_wap_kept {
+	int64_t run;
+	const struct wh_conn *conn;
+	char *stage, *key;
+	struct chparts ids;
+} kept[EXEC_WAP_KEPT_MAX];
+static size_t kept_next;
+static pthread_mutex_t kept_lock = PTHREAD_MUTEX_INITIALIZER;
+
+static void
+exec_wap_kept_clear(struct exec_wap_kept *k)
+{
+	free(k->stage);
+	free(k->key);
+	chparts_free(&k->ids, 1);
+	memset(k, 0, sizeof *k);
+}
+
+/* The entry of (run, conn, stage, key), or NULL; kept_lock held. */
+static struct exec_wap_kept *
+exec_wap_kept_of(int64_t run, const struct wh_conn *conn, const char *stage,
+		 const char *key)
+{
+	for (size_t i = 0; i < EXEC_WAP_KEPT_MAX; i++)
+		if (kept[i].key != NULL && kept[i].run == run &&
+		    kept[i].conn == conn && strcmp(kept[i].stage, stage) == 0 &&
+		    strcmp(kept[i].key, key) == 0)
+			return &kept[i];
+	return NULL;
+}
+
+void
+exec_wap_parts_keep(const struct exec_run *run, const struct wh_conn *conn,
+		    const struct wap_tables *t, const char *key,
+		    struct chparts *ids)
+{
+	struct exec_wap_kept *k;
+
+	pthread_mutex_lock(&kept_lock);
+	if ((k = exec_wap_kept_of(run->run_id, conn, t->stage, key)) == NULL) {
+		k = &kept[kept_next];
+		kept_next = (kept_next + 1) % EXEC_WAP_KEPT_MAX;
+	}
+	exec_wap_kept_clear(k);
+	k->run = run->run_id;
+	k->conn = conn;
+	k->stage = xstrdup(t->stage);
+	k->key = xstrdup(key);
+	k->ids = *ids;
+	memset(ids, 0, sizeof *ids);
+	pthread_mutex_unlock(&kept_lock);
+}
+
+/* The ids kept for every one of keys[0..n) into *p (n of them), taken
+ * out; false (nothing taken) when one is missing, or a key is twice. */
+static bool
+exec_wap_parts_take(const struct exec_run *run, const struct wh_conn *conn,
+		    const struct wap_tables *t, const char *const *keys,
+		    size_t n, struct chparts **p)
+{
+	struct exec_wap_kept **k = xcalloc(n ? n : 1, sizeof *k);
+	bool all = true;
+
+	pthread_mutex_lock(&kept_lock);
+	for (size_t i = 0; i < n && all; i++) {
+		k[i] = exec_wap_kept_of(run->run_id, conn, t->stage, keys[i]);
+		all = k[i] != NULL;
+		for (size_t j = 0; j < i && all; j++)
+			all = k[j] != k[i];
+	}
+	if (all) {
+		*p = xcalloc(n ? n : 1, sizeof **p);
+		for (size_t i = 0; i < n; i++) {
+			(*p)[i] = k[i]->ids;
+			memset(&k[i]->ids, 0, sizeof k[i]->ids);
+			exec_wap_kept_clear(k[i]);
+		}
+	}
+	pthread_mutex_unlock(&kept_lock);
+	free(k);
+	return all;
+}
 
 /* The ids of keys[0..n) in stage (and live, when not NULL) into *p (n of
  * them, to chparts_free and free). */
@@ -86,7 +183,9 @@ exec_wap_parts_publish_sql(const struct exec_run *run, struct wh_conn *conn,
 	int rc;
 
 	*sql = NULL;
-	rc = exec_wap_parts_read(conn, t->stage, t->live, keys, n, &p, err);
+	/* read with the after figures, else now */
+	rc = exec_wap_parts_take(run, conn, t, keys, n, &p) ? 0 :
+	     exec_wap_parts_read(conn, t->stage, t->live, keys, n, &p, err);
 	if (rc == 0)
 		rc = exec_wap_parts_lost(run, t, keys, p, n, err);
 	if (rc == 0)

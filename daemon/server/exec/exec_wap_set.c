@@ -294,7 +294,8 @@ exec_wap_read_after(struct exec_flight *fl, struct wh_conn *conn,
 				.part_fn = chsql_grain_fn(run->job->grain),
 				.nmetrics = run->job->nmetrics,
 				.digest = sum_after != NULL,
-				.final = exec_wap_key_final(run) };
+				.final = exec_wap_key_final(run),
+				.ids_live = t->compound ? t->live : NULL };
 	const char **ms;
 	int rc = 0;
 
@@ -308,6 +309,10 @@ exec_wap_read_after(struct exec_flight *fl, struct wh_conn *conn,
 		rc = exec_wap_read(fl, conn, &s, c, m, &r, err);
 		for (size_t i = 0; i < m && rc == 0; i++) {
 			exec_wap_figures(run, c + i, &r.parts[i], true);
+			if (t->compound) /* for the publish */
+				exec_wap_parts_keep(run, conn, t,
+						    run->parts[c + i].key,
+						    &r.parts[i].ids);
 			if (sum_after != NULL)
 				snprintf(sum_after[c + i], sizeof sum_after[0],
 					 "%s", r.parts[i].sum);
