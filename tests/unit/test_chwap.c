@@ -242,6 +242,31 @@ START_TEST(test_zoned_hours)
 }
 END_TEST
 
+/* The statements of a run known clean (exec_wap_known.c): the stage
+ * learned once, the figures before and after in one statement, and the
+ * marks read by the sweep at start. */
+START_TEST(test_known_pair_marks)
+{
+	char *sql = chwap_known_sql("st", "mk", "dt");
+
+	ck_assert_str_eq(sql, "SELECT 'e' AS v FROM system.columns WHERE"
+	    " database = currentDatabase() AND table = 'st' AND name = 'dt'"
+	    " UNION ALL SELECT concat('s\\t', partition) AS v FROM"
+	    " system.parts WHERE database = currentDatabase() AND table ="
+	    " 'st' AND active UNION ALL SELECT concat('m\\t', partition) AS v"
+	    " FROM `mk`");
+	free(sql);
+	sql = chwap_pair_sql("SELECT 1 AS v", "SELECT 2 AS v");
+	ck_assert_str_eq(sql, "SELECT concat('b', v) AS v FROM (SELECT 1 AS"
+	    " v) UNION ALL SELECT concat('a', v) AS v FROM (SELECT 2 AS v)");
+	free(sql);
+	sql = chwap_marks_sql("mk");
+	ck_assert_str_eq(sql, "SELECT concat(toString(request), '\\t',"
+	    " partition) FROM `mk`");
+	free(sql);
+}
+END_TEST
+
 int
 main(void)
 {
@@ -253,6 +278,7 @@ main(void)
 	tcase_add_test(tc, test_sql);
 	tcase_add_test(tc, test_parse);
 	tcase_add_test(tc, test_drop_mark);
+	tcase_add_test(tc, test_known_pair_marks);
 	tcase_add_test(tc, test_zoned_hours);
 	suite_add_tcase(s, tc);
 	sr = srunner_create(s);

@@ -412,3 +412,32 @@ chwap_drop_runs_sql(const char *mark, char *const *runs, size_t n, char **out,
 	*out = buf_steal(&b);
 	return 0;
 }
+
+char *
+chwap_known_sql(const char *stage, const char *mark, const char *column)
+{
+	/* the names are plain (chsql_ident_ok) */
+	return xasprintf("SELECT 'e' AS v FROM system.columns WHERE database ="
+			 " currentDatabase() AND table = '%s' AND name = '%s'"
+			 " UNION ALL SELECT concat('s\\t', partition) AS v FROM"
+			 " system.parts WHERE database = currentDatabase() AND"
+			 " table = '%s' AND active UNION ALL SELECT"
+			 " concat('m\\t', partition) AS v FROM `%s`", stage,
+			 column, stage, mark);
+}
+
+char *
+chwap_pair_sql(const char *before, const char *after)
+{
+	return xasprintf("SELECT concat('b', v) AS v FROM (%s) UNION ALL"
+			 " SELECT concat('a', v) AS v FROM (%s)", before,
+			 after);
+}
+
+char *
+chwap_marks_sql(const char *mark)
+{
+	/* the name is plain (chsql_ident_ok) */
+	return xasprintf("SELECT concat(toString(request), '\\t', partition)"
+			 " FROM `%s`", mark);
+}

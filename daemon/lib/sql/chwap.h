@@ -104,4 +104,15 @@ int chwap_mark_runs_sql(const char *mark, const char *const *keys, size_t n,
 			char **out, struct err *err);
 int chwap_drop_runs_sql(const char *mark, char *const *runs, size_t n,
 			char **out, struct err *err);
+/* What this process learns of a stage table once (exec_wap_known.c):
+ * "e" (the stage exists: its partition column does), "s\tP" for each
+ * partition P holding a part, "m\tP" for each mark (of any run). */
+char *chwap_known_sql(const char *stage, const char *mark,
+		      const char *column);
+/* One statement of two reads of chwap_sql (the live table's figures
+ * before, the stage's after): each row of `before` prefixed with "b",
+ * of `after` with "a" (malloc'd). */
+char *chwap_pair_sql(const char *before, const char *after);
+/* Every mark, "REQUEST\tP" (the sweep at start finds the stale ones). */
+char *chwap_marks_sql(const char *mark);
 #endif

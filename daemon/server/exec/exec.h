@@ -278,12 +278,19 @@ void exec_keycheck_free(struct exec_keycheck *kc, size_t njobs);
  * the runs whose done_cb has been called are then dropped, on the
  * workers. */
 void exec_release_stages(struct exec *ex);
+/* A partition of a job that an open request has recorded succeeded. */
+struct exec_done {
+	int64_t request;
+	char key[CAL_KEY_MAX];
+};
 /* At start (loop thread, before any run of the job is submitted): drop
  * the marks and stage partitions of job jd that none of the open requests
- * `keep` names (a crash came between a record and its release). */
+ * `keep` names, or whose request recorded the partition succeeded
+ * (done[0..ndone)): a crash came between a record and its release. */
 void exec_sweep_stages(struct exec *ex, struct config *cfg,
 		       const struct job_def *jd, const int64_t *keep,
-		       size_t nkeep);
+		       size_t nkeep, const struct exec_done *done,
+		       size_t ndone);
 /* Several hosts: the clock of the fence (cluster.h, cluster_opts'
  * alive_until), written by the cluster's heartbeat, read by the workers
  * right before and after each ClickHouse publish. */

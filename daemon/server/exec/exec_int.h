@@ -76,11 +76,16 @@ void exec_wap_release(struct wh_conn *conn, const struct config *cfg,
 		      const struct warehouse_def *wh, const struct job_def *jd,
 		      const struct exec_part *parts, const bool *skip,
 		      size_t n);
-/* At start: the partitions whose mark names none of the requests `keep`
- * (malloc'd into *parts, *n of them). */
+/* At start: the partitions whose mark is stale (exec_done_stale),
+ * malloc'd into *parts, *n of them. */
 int exec_wap_stale(struct wh_conn *conn, const struct config *cfg,
-		   const struct job_def *jd,
-		   const int64_t *keep, size_t nkeep, struct exec_part **parts,
-		   size_t *n, struct err *err);
+		   const struct job_def *jd, const int64_t *keep, size_t nkeep,
+		   const struct exec_done *done, size_t ndone,
+		   struct exec_part **parts, size_t *n, struct err *err);
+/* exec_stage.c: whether a mark of `key` naming `request` is stale: no
+ * open request of keep[0..nkeep) is it, or done[0..ndone) says it has
+ * recorded key succeeded (its release was lost to a crash). */
+bool exec_done_stale(int64_t request, const char *key, const int64_t *keep,
+		     size_t nkeep, const struct exec_done *done, size_t ndone);
 
 #endif

@@ -115,7 +115,13 @@ struct exec_conncache {
  * recorded run published, or, at start, a sweep of the marks no open
  * request names.  Kept on the loop thread (ex->phead) until the caller
  * has committed the run's record (exec_release_stages), then queued for
- * the workers (ex->uhead), which take them before runs.  A partition of
+ * the workers (ex->uhead), which take them before runs, all at once,
+ * once they are due (exec_unstage_due: at shutdown, for a sweep, once
+ * EXEC_RELEASE_PARTS partitions wait, once the oldest has waited
+ * EXEC_RELEASE_MAX_MS, or once the executor has had no run for
+ * EXEC_RELEASE_IDLE_MS since the newest was queued), each table's
+ * partitions dropped together (docs/clickhouse.md, "Round trips").  A
+ * partition of
  * a run queued or running then is skipped (that run clears it first, and
  * its own record releases it), and a run of a partition being dropped
  * waits for the drop (ex->ubusy): a drop never meets a run's own stage.
@@ -128,7 +134,14 @@ struct exec_unstage {
 	size_t nparts;
 	int64_t *keep;               /* a sweep: the open requests */
 	size_t nkeep;
+	struct exec_done *done;      /* ... and what they recorded */
+	size_t ndone;
+	uint64_t queued;             /* when queued (monotonic ns) */
 };
+
+#define EXEC_RELEASE_PARTS 64
+#define EXEC_RELEASE_MAX_MS 5000
+#define EXEC_RELEASE_IDLE_MS 1000
 
 /* A shard's publish told to the loop (exec_shard_published), the worker
  * waiting on ex->cond until done. */
@@ -161,7 +174,8 @@ struct exec {
 	struct exec_flight_tailq queue;    /* queued SQL runs */
 	struct exec_flight_tailq done;     /* finished by a worker */
 	struct exec_flight_tailq started;  /* started, not yet told */
-	struct exec_unstage *uhead, *utail; /* stages to drop now */
+	struct exec_unstage *uhead, *utail; /* stages to drop */
+	size_t upending;                   /* their partitions */
 	struct exec_unstage *ubusy;        /* ... being dropped */
 	struct exec_flight_list running;   /* taken by a worker */
 	struct exec_shard_note *nhead;     /* shards' publishes to record */
@@ -251,8 +265,12 @@ void exec_unstage_free(struct exec_unstage *u);
 /* exec_stage.c: whether run fl must wait for a drop of one of its
  * partitions; ex->lock held. */
 bool exec_flight_waits(struct exec *ex, const struct exec_flight *fl);
-/* exec_stage.c: take the first stage to drop and drop it; ex->lock held
- * on entry and on return (released meanwhile). */
+/* exec_stage.c: whether the stages to drop are due now; else *wait_ns
+ * is how long until they are (0: until something changes); ex->lock
+ * held. */
+bool exec_unstage_due(struct exec *ex, uint64_t *wait_ns);
+/* exec_stage.c: take every stage to drop and drop them, each table's
+ * together; ex->lock held on entry and on return (released meanwhile). */
 void exec_unstage_take(struct exec_worker *w);
 /* exec_stage.c: a run that kept its stages is over (loop thread). */
 void exec_unstage_later(struct exec *ex, const struct exec_run *run);

@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "clock_ms.h"
 #include "exec_priv.h"
 #include "xalloc.h"
 
@@ -16,6 +17,7 @@ exec_unstage_free(struct exec_unstage *u)
 	config_unref(u->cfg);
 	free(u->parts);
 	free(u->keep);
+	free(u->done);
 	free(u);
 }
 
@@ -65,17 +67,18 @@ exec_flight_waits(struct exec *ex, const struct exec_flight *fl)
 	return false;
 }
 
-/* Drop what u names on worker w (skip[i]: a run has part i now). */
+/* Drop what u names on worker w: parts[0..n) (skip[i]: a run has part
+ * i now), or, parts NULL, u's sweep. */
 static void
-exec_unstage_run(struct exec_worker *w, struct exec_unstage *u,
-		 const bool *skip)
+exec_unstage_run(struct exec_worker *w, const struct exec_unstage *u,
+		 const struct exec_part *parts, const bool *skip, size_t n)
 {
 	const struct warehouse_def *wh =
 	    &u->cfg->warehouses[u->job->warehouse];
-	struct exec_part *parts;
+	struct exec_part *stale;
 	struct wh_conn *conn;
 	struct err err;
-	size_t n;
+	size_t ns;
 
 	conn = exec_conn_get(w, wh, &err);
 	if (conn == NULL)
@@ -84,13 +87,12 @@ exec_unstage_run(struct exec_worker *w, struct exec_unstage *u,
 		conn->drv->watch(conn, NULL, 10000, false); /* bounded */
 	if (conn->drv->tag != NULL)
 		conn->drv->tag(conn, 0);
-	if (u->parts != NULL) {
-		exec_wap_release(conn, u->cfg, wh, u->job, u->parts, skip,
-				 u->nparts);
+	if (parts != NULL) {
+		exec_wap_release(conn, u->cfg, wh, u->job, parts, skip, n);
 	} else if (exec_wap_stale(conn, u->cfg, u->job, u->keep, u->nkeep,
-				  &parts, &n, &err) == 0) {
-		exec_wap_release(conn, u->cfg, wh, u->job, parts, NULL, n);
-		free(parts);
+				  u->done, u->ndone, &stale, &ns, &err) == 0) {
+		exec_wap_release(conn, u->cfg, wh, u->job, stale, NULL, ns);
+		free(stale);
 	}
 	if (conn->drv->watch != NULL)
 		conn->drv->watch(conn, NULL, 0, false);
@@ -98,37 +100,145 @@ exec_unstage_run(struct exec_worker *w, struct exec_unstage *u,
 		exec_conn_drop(w, conn);
 }
 
-/* Take the first stage to drop and drop it; ex->lock held on entry and
- * on return (released meanwhile). */
+/* Whether u and v drop the stage partitions of one table on one server
+ * (neither a sweep). */
+static bool
+exec_unstage_same(const struct exec_unstage *u, const struct exec_unstage *v)
+{
+	const struct warehouse_def *a = &u->cfg->warehouses[u->job->warehouse];
+	const struct warehouse_def *b = &v->cfg->warehouses[v->job->warehouse];
+
+	return u->parts != NULL && v->parts != NULL &&
+	       strcmp(u->job->name, v->job->name) == 0 &&
+	       strcmp(u->job->table, v->job->table) == 0 &&
+	       strcmp(a->url, b->url) == 0 &&
+	       (a->cluster == NULL) == (b->cluster == NULL) &&
+	       (a->cluster == NULL || strcmp(a->cluster, b->cluster) == 0);
+}
+
+/* The drops of us[0..n) on worker w, each table's partitions together
+ * (a partition once; skip[k][i]: a run has part i of us[k] now). */
+static void
+exec_unstage_all(struct exec_worker *w, struct exec_unstage **us,
+		 bool **skip, const bool *busy, size_t n)
+{
+	bool *done = xcalloc(n + 1, sizeof *done);
+
+	for (size_t k = 0; k < n; k++) {
+		struct exec_part *parts;
+		bool *sk;
+		size_t np = 0, cap = 0;
+
+		if (done[k] || busy[k])
+			continue;
+		if (us[k]->parts == NULL) { /* a sweep */
+			exec_unstage_run(w, us[k], NULL, NULL, 0);
+			continue;
+		}
+		for (size_t j = k; j < n; j++)
+			if (j == k || exec_unstage_same(us[k], us[j]))
+				cap += us[j]->nparts;
+		parts = xcalloc(cap + 1, sizeof *parts);
+		sk = xcalloc(cap + 1, sizeof *sk);
+		for (size_t j = k; j < n; j++) {
+			if (j != k && (done[j] || !exec_unstage_same(us[k], us[j])))
+				continue;
+			done[j] = true;
+			for (size_t i = 0; i < us[j]->nparts; i++) {
+				size_t at = 0;
+
+				while (at < np && strcmp(parts[at].key,
+				       us[j]->parts[i].key) != 0)
+					at++;
+				if (at == np)
+					parts[np++] = us[j]->parts[i];
+				sk[at] |= skip[j][i];
+			}
+		}
+		exec_unstage_run(w, us[k], parts, sk, np);
+		free(parts);
+		free(sk);
+	}
+	free(done);
+}
+
+/* Take every stage to drop and drop them; ex->lock held on entry and on
+ * return (released meanwhile). */
 void
 exec_unstage_take(struct exec_worker *w)
 {
 	struct exec *ex = w->ex;
-	struct exec_unstage *u = ex->uhead, **pp;
-	bool *skip, all = false;
+	struct exec_unstage *u, **pp, **us;
+	bool **skip, *busy;
+	size_t n = 0, k;
 
-	ex->uhead = u->next;
-	if (ex->uhead == NULL)
-		ex->utail = NULL;
-	skip = xcalloc(u->nparts ? u->nparts : 1, sizeof *skip);
-	for (size_t i = 0; i < u->nparts; i++)
-		skip[i] = exec_partition_busy(ex, u->job->name, u->parts[i].key);
-	/* a sweep meets no run of its job: else left to the next start */
-	all = u->parts == NULL && exec_partition_busy(ex, u->job->name, NULL);
-	u->next = ex->ubusy;
-	ex->ubusy = u;
+	for (u = ex->uhead; u != NULL; u = u->next)
+		n++;
+	us = xcalloc(n + 1, sizeof *us);
+	skip = xcalloc(n + 1, sizeof *skip);
+	busy = xcalloc(n + 1, sizeof *busy);
+	for (k = 0, u = ex->uhead; u != NULL; u = u->next, k++) {
+		us[k] = u;
+		skip[k] = xcalloc(u->nparts + 1, sizeof **skip);
+		for (size_t i = 0; i < u->nparts; i++)
+			skip[k][i] = exec_partition_busy(ex, u->job->name,
+							 u->parts[i].key);
+		/* a sweep meets no run of its job: else left to the next
+		 * start */
+		busy[k] = u->parts == NULL &&
+			  exec_partition_busy(ex, u->job->name, NULL);
+	}
+	ex->uhead = ex->utail = NULL;
+	ex->upending = 0;
+	for (k = 0; k < n; k++) {
+		us[k]->next = ex->ubusy;
+		ex->ubusy = us[k];
+	}
 	uv_mutex_unlock(&ex->lock);
-	if (!all)
-		exec_unstage_run(w, u, skip);
+	exec_unstage_all(w, us, skip, busy, n);
+	uv_mutex_lock(&ex->lock);
+	for (k = 0; k < n; k++) {
+		for (pp = &ex->ubusy; *pp != us[k]; pp = &(*pp)->next)
+			;
+		*pp = us[k]->next;
+	}
+	uv_cond_broadcast(&ex->cond); /* runs waiting for them */
+	uv_mutex_unlock(&ex->lock);
+	for (k = 0; k < n; k++) {
+		exec_unstage_free(us[k]);
+		free(skip[k]);
+	}
+	free(us);
 	free(skip);
+	free(busy);
 	uv_mutex_lock(&ex->lock);
-	for (pp = &ex->ubusy; *pp != u; pp = &(*pp)->next)
-		;
-	*pp = u->next;
-	uv_cond_broadcast(&ex->cond); /* runs waiting for it */
-	uv_mutex_unlock(&ex->lock);
-	exec_unstage_free(u);
-	uv_mutex_lock(&ex->lock);
+}
+
+bool
+exec_unstage_due(struct exec *ex, uint64_t *wait_ns)
+{
+	const uint64_t ms = 1000000;
+	uint64_t now = clock_us(CLOCK_MONOTONIC) * 1000, old, young;
+	bool idle;
+
+	*wait_ns = 0;
+	if (ex->uhead == NULL)
+		return false;
+	if (ex->quit || ex->upending >= EXEC_RELEASE_PARTS)
+		return true;
+	for (struct exec_unstage *u = ex->uhead; u != NULL; u = u->next)
+		if (u->parts == NULL)
+			return true; /* a sweep: at once */
+	old = now - ex->uhead->queued;
+	young = now - ex->utail->queued;
+	if (old >= EXEC_RELEASE_MAX_MS * ms)
+		return true;
+	idle = TAILQ_EMPTY(&ex->queue) && LIST_EMPTY(&ex->running);
+	if (idle && young >= EXEC_RELEASE_IDLE_MS * ms)
+		return true;
+	*wait_ns = idle ? EXEC_RELEASE_IDLE_MS * ms - young :
+	    EXEC_RELEASE_MAX_MS * ms - old;
+	return false;
 }
 
 /* Queue u for the workers (loop thread). */
@@ -137,6 +247,8 @@ exec_unstage_queue(struct exec *ex, struct exec_unstage *u)
 {
 	uv_mutex_lock(&ex->lock);
 	u->next = NULL;
+	u->queued = clock_us(CLOCK_MONOTONIC) * 1000;
+	ex->upending += u->nparts;
 	if (ex->utail != NULL)
 		ex->utail->next = u;
 	else
@@ -165,11 +277,33 @@ exec_release_stages(struct exec *ex)
 	}
 }
 
+bool
+exec_done_stale(int64_t request, const char *key, const int64_t *keep,
+		size_t nkeep, const struct exec_done *done, size_t ndone)
+{
+	size_t i;
+
+	for (i = 0; i < nkeep && keep[i] != request; i++)
+		;
+	if (i == nkeep)
+		return true;
+	for (i = 0; i < ndone; i++)
+		if (done[i].request == request && strcmp(done[i].key, key) == 0)
+			return true;
+	return false;
+}
+
 void
 exec_sweep_stages(struct exec *ex, struct config *cfg, const struct job_def *jd,
-		  const int64_t *keep, size_t nkeep)
+		  const int64_t *keep, size_t nkeep, const struct exec_done *done,
+		  size_t ndone)
 {
 	struct exec_unstage *u = xcalloc(1, sizeof *u);
+
+	u->done = xcalloc(ndone + 1, sizeof *u->done);
+	if (ndone > 0)
+		memcpy(u->done, done, ndone * sizeof *done);
+	u->ndone = ndone;
 
 	u->cfg = config_ref(cfg);
 	u->job = jd;

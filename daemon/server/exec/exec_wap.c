@@ -79,6 +79,10 @@ exec_wap_tables_of(const struct config *cfg, const struct job_def *jd,
 
 	t->live = live;
 	t->compound = exec_wap_key_compound(cfg, jd);
+	/* what the process knows of the stage (exec_wap_known.c): of one
+	 * server's alone, not of the shards' stages (all of one name) */
+	t->where = cfg->warehouses[jd->warehouse].cluster == NULL ?
+	    cfg->warehouses[jd->warehouse].url : NULL;
 	snprintf(base, sizeof base, "%s", live);
 	if (config_is_cluster(cfg) && cfg->node != NULL)
 		snprintf(base, sizeof base, "%s_n%08x", live,
@@ -116,19 +120,9 @@ exec_wap_unstage(struct exec_flight *fl, struct wh_conn *conn,
 {
 	struct err e;
 
+	exec_wap_unswept(t); /* what is left is not known (KNOWN-1) */
 	if (!exec_stopping(fl))
 		(void)exec_wap_drop(conn, t, params, &e);
-}
-
-/* The request that marks part i (the first of the run's identities for
- * it; 0 without any). */
-int64_t
-exec_wap_request(const struct exec_run *run, size_t i)
-{
-	for (size_t k = 0; k < run->ncommits; k++)
-		if (run->commits[k].part == i)
-			return run->commits[k].request;
-	return 0;
 }
 
 /* *kept: part i's stage partition is marked by one of this run's
@@ -308,10 +302,62 @@ exec_wap_state(struct exec_flight *fl, struct wh_conn *conn, size_t from,
 	return 0;
 }
 
+/* Steps 4 to 7 for part i when its stage partition is known clean
+ * (exec_wap_known.c, KNOWN-3): no state read, nothing to clear; the
+ * before figures (the live partition, not written before the REPLACE)
+ * read with the after ones by one statement.  1: the fill failed and the
+ * stage table is missing (dropped since): go the full way. */
+static int
+exec_wap_build_fast(struct exec_flight *fl, struct wh_conn *conn, size_t i,
+		    const struct wh_param *params, const struct wap_tables *t,
+		    struct err *err)
+{
+	struct exec_run *run = exec_flight_run(fl);
+	char (*sums)[32] = xcalloc(run->nparts, sizeof *sums), before[32] = "";
+	bool dig = exec_wap_digested(run, t);
+	enum wap_after how = WAP_AFTER_MEASURED;
+	char *sql = chsql_fill_sql(t->stage, run->job->sql);
+	int rc;
+
+	rc = exec_wap_step(fl, conn, "filling the stage", sql, params,
+			   WAP_NPARAMS, err);
+	free(sql);
+	if (rc == -1) { /* the stage dropped since it was learned? */
+		struct wap_state st = { 0 };
+		struct err fill = *err;
+
+		exec_wap_unswept(t);
+		if (!err_is(err, ERR_INTERRUPTED) && !exec_stopping(fl) &&
+		    (rc = exec_wap_read_state(fl, conn, t, i, 1, &st, err)) != -1)
+			rc = rc == 0 && st.stage_exists ? (*err = fill, -1) : 1;
+		exec_wap_state_free(&st);
+		free(sums);
+		return rc;
+	}
+	rc = exec_wap_read_both(fl, conn, t, i, dig ? before : NULL, sums[i],
+				err);
+	if (rc == 1) { /* the old way: before from the live table, then after */
+		how = WAP_AFTER_READ;
+		rc = guard_before_in(run, conn, i, params, EXEC_NPARAMS,
+				     t->live, err);
+	}
+	if (rc == 0)
+		rc = exec_wap_audit(fl, conn, i, params, t, how,
+				    dig ? sums : NULL, err);
+	if (rc == 0)
+		rc = exec_wap_fingerprint(fl, conn, i, params, t, before,
+					  sums[i], err);
+	if (rc == 0)
+		rc = exec_wap_mark(fl, conn, i, t, err);
+	free(sums);
+	return rc;
+}
+
 /* Steps 1 to 7 of docs/clickhouse.md for part i: its state and before
  * figures, the stage partition cleared (its stale mark first) when it
  * holds anything, filled, audited, refused empty, marked; or, marked by
- * this run's request (WAP-3), audited again. */
+ * this run's request (WAP-3), audited again.  A part whose stage is known
+ * clean goes the fast way (exec_wap_build_fast). */
 static int
 exec_wap_build(struct exec_flight *fl, struct wh_conn *conn, size_t i,
 	       const struct wh_param *params, const struct wap_tables *t,
@@ -319,11 +365,19 @@ exec_wap_build(struct exec_flight *fl, struct wh_conn *conn, size_t i,
 {
 	struct exec_run *run = exec_flight_run(fl);
 	struct wap_state st = { 0 };
-	char (*sums)[32] = xcalloc(run->nparts, sizeof *sums);
+	char (*sums)[32];
 	bool fast, dig = exec_wap_digested(run, t);
 	char *sql;
 	int rc;
 
+	/* in doubt (a retry, a batch, not known clean) the full way */
+	fast = run->nparts == 1 && run->attempt <= 1 &&
+	       exec_wap_clean(t, run->parts[i].key);
+	exec_wap_dirty(t, run->parts[i].key); /* KNOWN-2 */
+	if (fast && (rc = exec_wap_build_fast(fl, conn, i, params, t,
+					      err)) != 1)
+		return rc;
+	sums = xcalloc(run->nparts, sizeof *sums);
 	rc = exec_wap_state(fl, conn, i, 1, t, &st, &fast, err);
 	if (rc == 0 && st.kept[i]) {
 		rc = exec_wap_audit(fl, conn, i, params, t, WAP_AFTER_READ,
@@ -332,13 +386,15 @@ exec_wap_build(struct exec_flight *fl, struct wh_conn *conn, size_t i,
 	}
 	if (rc == 0)
 		rc = exec_wap_clear(fl, conn, t, i, 1, st.any, st.staged, err);
+	if (rc == 0) /* once swept: the stage learned (KNOWN-2) */
+		rc = exec_wap_learn(fl, conn, t, err);
 	if (rc == 0) {
 		sql = chsql_fill_sql(t->stage, run->job->sql);
 		rc = exec_wap_step(fl, conn, "filling the stage", sql, params,
 				   WAP_NPARAMS, err);
 		free(sql);
 		if (rc == -1)
-			exec_wap_unswept(t->stage);
+			exec_wap_unswept(t);
 	}
 	if (rc == 0)
 		rc = exec_wap_audit(fl, conn, i, params, t, WAP_AFTER_READ,
@@ -470,6 +526,8 @@ exec_wap_batch(struct exec_flight *fl, struct wh_conn *conn,
 	size_t i;
 	int rc;
 
+	for (i = 0; i < run->nparts; i++)
+		exec_wap_dirty(t, run->parts[i].key); /* KNOWN-2 */
 	rc = exec_wap_state(fl, conn, 0, run->nparts, t, &st, &fast, err);
 	for (i = 0; i < run->nparts && rc == 0; i++)
 		kept &= st.kept[i];
@@ -486,7 +544,7 @@ exec_wap_batch(struct exec_flight *fl, struct wh_conn *conn,
 				   err);
 		free(sql);
 		if (rc == -1)
-			exec_wap_unswept(t->stage);
+			exec_wap_unswept(t);
 	}
 	if (rc == 0)
 		rc = exec_wap_batch_audit(fl, conn, t, &st, fast, kept, err);
@@ -1043,34 +1101,32 @@ exec_wap_part_of(const struct job_def *jd, const char *v, struct exec_part *p)
  * (a crash came between a record and its release), into *parts (*n). */
 int
 exec_wap_stale(struct wh_conn *conn, const struct config *cfg,
-	       const struct job_def *jd,
-	       const int64_t *keep, size_t nkeep, struct exec_part **parts,
-	       size_t *n, struct err *err)
+	       const struct job_def *jd, const int64_t *keep, size_t nkeep,
+	       const struct exec_done *done, size_t ndone,
+	       struct exec_part **parts, size_t *n, struct err *err)
 {
 	struct wap_tables t;
-	struct buf b;
-	char **v = NULL;
+	char **v = NULL, *sql, *tab;
 	size_t nv = 0;
 	int rc;
 
 	*parts = NULL;
 	*n = 0;
 	exec_wap_tables_of(cfg, jd, jd->table, &t);
-	buf_init(&b);
-	buf_printf(&b, "SELECT partition FROM `%s` WHERE request NOT IN (0",
-		   t.mark);
-	for (size_t i = 0; i < nkeep; i++)
-		buf_printf(&b, ", %lld", (long long)keep[i]);
-	buf_addstr(&b, ")");
-	buf_add(&b, "", 1);
-	rc = conn->drv->query_column(conn, b.data, NULL, 0, 10000, &v, &nv,
+	sql = chwap_marks_sql(t.mark);
+	rc = conn->drv->query_column(conn, sql, NULL, 0, 100000, &v, &nv,
 				     err);
-	buf_free(&b);
+	free(sql);
 	if (rc == -1)
 		return -1;
 	*parts = xcalloc(nv ? nv : 1, sizeof **parts);
 	for (size_t i = 0; i < nv; i++) {
-		if (exec_wap_part_of(jd, v[i], &(*parts)[*n]) == 0)
+		int64_t req = strtoll(v[i], &tab, 10);
+
+		if (*tab == '\t' &&
+		    exec_wap_part_of(jd, tab + 1, &(*parts)[*n]) == 0 &&
+		    exec_done_stale(req, (*parts)[*n].key, keep, nkeep, done,
+				    ndone))
 			(*n)++;
 		free(v[i]);
 	}
@@ -1096,6 +1152,7 @@ exec_sql_wap_verify(struct exec_flight *fl, struct wh_conn *conn,
 
 	exec_wap_tables_of(run->cfg, jd, jd->table, &t);
 	exec_wap_params(run, 0, t.stage, params);
+	exec_wap_dirty(&t, run->parts[0].key); /* KNOWN-2: it fills */
 	if (exec_begin(conn, err) == -1 ||
 	    exec_wap_key_of(conn, run->cfg, jd, &distributed, err) == -1)
 		return -1;

@@ -25,6 +25,9 @@ struct wap_tables {
 	 * grain's key; exec_wap_parts.c): a partition is a set of the
 	 * table's, published and dropped by their ids */
 	bool compound;
+	/* the server of the stage whose state the process keeps
+	 * (exec_wap_known.c: the warehouse's URL), NULL for none */
+	const char *where;
 };
 
 /* What the state read found, per part of the run. */
@@ -73,10 +76,42 @@ void exec_wap_forget_after(struct exec_run *run, size_t i);
 int exec_wap_clear(struct exec_flight *fl, struct wh_conn *conn,
 		   const struct wap_tables *t, size_t from, size_t n,
 		   const bool *marked, const bool *staged, struct err *err);
-/* A fill into stage failed: its INSERT may still run on the server, so
- * the next clear of stage drops whether or not the state read saw parts
- * (a DROP PARTITION waits for it). */
-void exec_wap_unswept(const char *stage);
+/*
+ * exec_wap_known.c: what this process knows of t's stage.  A fill into
+ * it failed, or a run of it did (its INSERT may still run on the server,
+ * a stage partition may be left): the next clear of the stage drops
+ * whether or not the state read saw parts (a DROP PARTITION waits for
+ * it), and nothing is known of it until exec_wap_learn reads it again.
+ */
+void exec_wap_unswept(const struct wap_tables *t);
+/* Whether t's stage is swept (a clear of it went through since its last
+ * exec_wap_unswept); *gen its generation now.  exec_wap_set_swept: a
+ * clear begun at generation gen went through. */
+bool exec_wap_swept(const struct wap_tables *t, unsigned *gen);
+void exec_wap_set_swept(const struct wap_tables *t, unsigned gen);
+/* Once t's stage is swept: its partitions holding parts and the marks of
+ * every run read, once, with t's query id (best effort: 0, or -1 when
+ * the run is being stopped). */
+int exec_wap_learn(struct exec_flight *fl, struct wh_conn *conn,
+		   const struct wap_tables *t, struct err *err);
+/* key's stage partition is written by a run now (or may hold rows, or a
+ * mark: a proof's fill). */
+void exec_wap_dirty(const struct wap_tables *t, const char *key);
+/* Whether key's stage partition is known to hold no part and no mark
+ * (learned, and no run wrote it since, or its release went through). */
+bool exec_wap_clean(const struct wap_tables *t, const char *key);
+/* keys[0..n)'s marks and stage partitions dropped (a release). */
+void exec_wap_released(const struct wap_tables *t, const char *const *keys,
+		       size_t n);
+/* exec_wap_set.c: part i's before figures (from the live table) and
+ * after figures (from the stage) read by one statement, after the fill
+ * (the live partition is not written before the REPLACE), into
+ * run->guards[i], and the sums when sums: 0, 1 not read (the metrics
+ * bind values, or the statement failed), -1 interrupted. */
+int exec_wap_read_both(struct exec_flight *fl, struct wh_conn *conn,
+		       const struct wap_tables *t, size_t i,
+		       char sum_before[32], char sum_after[32],
+		       struct err *err);
 /* Every part of [from, from + n) marked, one INSERT a chunk (WAP-1). */
 int exec_wap_mark_set(struct exec_flight *fl, struct wh_conn *conn,
 		      const struct wap_tables *t, size_t from, size_t n,

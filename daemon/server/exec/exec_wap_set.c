@@ -8,7 +8,6 @@
  * one partition did; when one fails, the caller goes the old way, one
  * partition and statement at a time, whose errors say what is wrong.
  */
-#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -18,80 +17,6 @@
 #include "exec_wap.h"
 #include "guard.h"
 #include "xalloc.h"
-
-/*
- * The stage tables this process has cleared a partition of, whatever the
- * state read said.  An ALTER ... DROP PARTITION waits for the INSERTs
- * into its table that are running, and a daemon killed during a fill
- * can leave its INSERT running on the server, to land after the next
- * process's state read: so each process clears unconditionally (as every
- * run once did) until one such drop of the table has gone through, and
- * only then trusts the state read's "holds nothing".  A fill of this
- * process's that failed (stopped, the connection lost: its INSERT may
- * run on) makes the next clear of its table unconditional again.
- */
-static pthread_mutex_t wap_swept_lock = PTHREAD_MUTEX_INITIALIZER;
-static struct wap_swept {
-	char *stage;
-	bool swept;
-	unsigned gen;  /* fills that failed: a clear begun before one is no sweep */
-} *wap_swept;
-static size_t wap_nswept;
-
-/* The entry of stage (added when absent); wap_swept_lock held. */
-static struct wap_swept *
-exec_wap_swept_of(const char *stage)
-{
-	for (size_t i = 0; i < wap_nswept; i++)
-		if (strcmp(wap_swept[i].stage, stage) == 0)
-			return &wap_swept[i];
-	wap_swept = xreallocarray(wap_swept, wap_nswept + 1,
-				  sizeof *wap_swept);
-	wap_swept[wap_nswept].stage = xstrdup(stage);
-	wap_swept[wap_nswept].swept = false;
-	wap_swept[wap_nswept].gen = 0;
-	return &wap_swept[wap_nswept++];
-}
-
-/* Whether stage is swept; *gen its generation now. */
-static bool
-exec_wap_swept(const char *stage, unsigned *gen)
-{
-	struct wap_swept *e;
-	bool swept;
-
-	pthread_mutex_lock(&wap_swept_lock);
-	e = exec_wap_swept_of(stage);
-	swept = e->swept;
-	*gen = e->gen;
-	pthread_mutex_unlock(&wap_swept_lock);
-	return swept;
-}
-
-/* A clear begun at generation gen went through. */
-static void
-exec_wap_set_swept(const char *stage, unsigned gen)
-{
-	struct wap_swept *e;
-
-	pthread_mutex_lock(&wap_swept_lock);
-	e = exec_wap_swept_of(stage);
-	if (e->gen == gen)
-		e->swept = true;
-	pthread_mutex_unlock(&wap_swept_lock);
-}
-
-void
-exec_wap_unswept(const char *stage)
-{
-	struct wap_swept *e;
-
-	pthread_mutex_lock(&wap_swept_lock);
-	e = exec_wap_swept_of(stage);
-	e->swept = false;
-	e->gen++;
-	pthread_mutex_unlock(&wap_swept_lock);
-}
 
 void
 exec_wap_state_free(struct wap_state *st)
@@ -323,6 +248,95 @@ exec_wap_read_after(struct exec_flight *fl, struct wh_conn *conn,
 	return rc;
 }
 
+/* Split the answer of chwap_pair_sql into its two reads (the values
+ * moved, their prefix dropped): false for a value of neither. */
+static bool
+exec_wap_split(char **v, size_t nv, char **b, size_t *nb, char **a,
+	       size_t *na)
+{
+	bool ok = true;
+
+	*nb = *na = 0;
+	for (size_t i = 0; i < nv; i++) {
+		if (v[i][0] == 'b')
+			b[(*nb)++] = v[i];
+		else if (v[i][0] == 'a')
+			a[(*na)++] = v[i];
+		else
+			ok = false;
+		memmove(v[i], v[i] + 1, strlen(v[i]));
+	}
+	return ok;
+}
+
+int
+exec_wap_read_both(struct exec_flight *fl, struct wh_conn *conn,
+		   const struct wap_tables *t, size_t i, char sum_before[32],
+		   char sum_after[32], struct err *err)
+{
+	struct exec_run *run = exec_flight_run(fl);
+	struct chwap_spec s = { .table = t->live,
+				.column = run->job->partition_column,
+				.part_fn = chsql_grain_fn(run->job->grain),
+				.nmetrics = run->job->nmetrics,
+				.digest = sum_before != NULL,
+				.final = exec_wap_key_final(run) };
+	struct chwap_result rb = { 0 }, ra = { 0 };
+	const char *key = run->parts[i].key;
+	char *live = NULL, *stage = NULL, *sql, **v = NULL, **b, **a;
+	size_t nv = 0, nb, na;
+	const char **ms;
+	struct err e;
+	int rc;
+
+	if (!exec_wap_metrics(run->job, &ms))
+		return 1;
+	s.metrics = ms;
+	rc = chwap_sql(&s, &key, 1, &live, &e);
+	s.table = t->stage;
+	if (rc == 0)
+		rc = chwap_sql(&s, &key, 1, &stage, &e);
+	if (rc == 0 && !exec_interrupted(fl, err)) {
+		sql = chwap_pair_sql(live, stage);
+		rc = conn->drv->query_column(conn, sql, NULL, 0, 8, &v, &nv,
+					     &e);
+		free(sql);
+	} else if (rc == 0) {
+		rc = -1;
+	}
+	free(live);
+	free(stage);
+	b = xcalloc(nv + 1, sizeof *b);
+	a = xcalloc(nv + 1, sizeof *a);
+	if (rc == 0 && (!exec_wap_split(v, nv, b, &nb, a, &na) ||
+	    chwap_parse(&s, &key, a, na, 1, &ra, &e) == -1))
+		rc = 1;
+	s.table = t->live;
+	if (rc == 0 && chwap_parse(&s, &key, b, nb, 1, &rb, &e) == -1)
+		rc = 1;
+	if (rc == 0) {
+		exec_wap_figures(run, i, &rb.parts[0], false);
+		exec_wap_figures(run, i, &ra.parts[0], true);
+		if (sum_before != NULL) {
+			snprintf(sum_before, 32, "%s", rb.parts[0].sum);
+			snprintf(sum_after, 32, "%s", ra.parts[0].sum);
+		}
+	}
+	chwap_result_free(&rb);
+	chwap_result_free(&ra);
+	for (size_t k = 0; k < nv; k++)
+		free(v[k]);
+	free(v);
+	free(a);
+	free(b);
+	free(ms);
+	if (rc == 0)
+		return 0;
+	if (exec_interrupted(fl, err))
+		return -1;
+	return 1;
+}
+
 int
 exec_wap_drop_marks(struct wh_conn *conn, const struct wap_tables *t,
 		    const char *const *keys, size_t n, struct err *err)
@@ -411,7 +425,7 @@ exec_wap_clear(struct exec_flight *fl, struct wh_conn *conn,
 {
 	struct exec_run *run = exec_flight_run(fl);
 	unsigned gen;
-	bool swept = exec_wap_swept(t->stage, &gen);
+	bool swept = exec_wap_swept(t, &gen);
 
 	for (size_t c = from; c < from + n; c += CHWAP_CHUNK) {
 		size_t m = from + n - c < CHWAP_CHUNK ? from + n - c : CHWAP_CHUNK;
@@ -426,7 +440,18 @@ exec_wap_clear(struct exec_flight *fl, struct wh_conn *conn,
 		}
 	}
 	if (!swept)
-		exec_wap_set_swept(t->stage, gen);
+		exec_wap_set_swept(t, gen);
+	return 0;
+}
+
+/* The request that marks part i (the first of the run's identities for
+ * it; 0 without any). */
+int64_t
+exec_wap_request(const struct exec_run *run, size_t i)
+{
+	for (size_t k = 0; k < run->ncommits; k++)
+		if (run->commits[k].part == i)
+			return run->commits[k].request;
 	return 0;
 }
 
@@ -489,6 +514,7 @@ exec_wap_drop_keys(struct wh_conn *conn, const struct wap_tables *t,
 		free(sql);
 		if (rc == -1)
 			return -1;
+		exec_wap_released(t, keys + c, m); /* clean (KNOWN-2) */
 	}
 	return 0;
 }

@@ -1,7 +1,8 @@
 /*
  * exec_worker.c - the worker threads of SQL runs.
  *
- * A worker takes stages to drop first (exec_stage.c), then the oldest
+ * A worker takes stages to drop first once they are due (exec_stage.c:
+ * many runs' together), then the oldest
  * queued run that waits for no drop, and runs it (exec_sql.c).  It never
  * touches the loop except through wake_send() (wake.h): "started" and
  * "done" events go onto two lists under ex->lock that the loop drains
@@ -21,11 +22,12 @@ exec_started_add(struct exec *ex, struct exec_flight *fl)
 	TAILQ_INSERT_TAIL(&ex->started, fl, slink);
 }
 
-/* Whether a worker has something to do now; ex->lock held. */
+/* Whether a worker has something to do now (else *wait_ns: when the
+ * stages to drop are due, 0 for no bound); ex->lock held. */
 static bool
-exec_worker_ready(struct exec *ex)
+exec_worker_ready(struct exec *ex, uint64_t *wait_ns)
 {
-	if (ex->uhead != NULL)
+	if (exec_unstage_due(ex, wait_ns))
 		return true;
 	if (!TAILQ_EMPTY(&ex->queue))
 		return !exec_flight_waits(ex, TAILQ_FIRST(&ex->queue));
@@ -40,12 +42,18 @@ exec_worker_main(void *arg)
 	struct exec_worker *w = arg;
 	struct exec *ex = w->ex;
 	struct exec_flight *fl;
+	uint64_t wait_ns;
 
 	for (;;) {
 		uv_mutex_lock(&ex->lock);
-		while (!exec_worker_ready(ex))
-			uv_cond_wait(&ex->cond, &ex->lock);
-		if (ex->uhead != NULL) {
+		while (!exec_worker_ready(ex, &wait_ns)) {
+			if (wait_ns > 0)
+				(void)uv_cond_timedwait(&ex->cond, &ex->lock,
+							wait_ns);
+			else
+				uv_cond_wait(&ex->cond, &ex->lock);
+		}
+		if (exec_unstage_due(ex, &wait_ns)) {
 			exec_unstage_take(w);
 			uv_mutex_unlock(&ex->lock);
 			continue;

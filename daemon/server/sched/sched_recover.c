@@ -51,15 +51,41 @@ probe_done_cb(struct exec_run *run)
 	free(p);
 }
 
+/* Job jd's partitions the open requests have recorded succeeded. */
+static struct exec_done *
+sched_sweep_done(struct sched *s, const struct job_def *jd, size_t *n)
+{
+	struct exec_done *done = NULL;
+	struct request *rq;
+
+	*n = 0;
+	for (rq = s->m.requests.next; rq != &s->m.requests; rq = rq->next)
+		for (size_t i = 0; i < rq->n; i++) {
+			const struct item *it = rq->items[i];
+
+			if (it->state != MS_SUCCEEDED ||
+			    strcmp(it->job_name, jd->name) != 0)
+				continue;
+			done = xreallocarray(done, *n + 1, sizeof *done);
+			done[*n].request = rq->id;
+			snprintf(done[*n].key, sizeof done[*n].key, "%s",
+				 it->key);
+			(*n)++;
+		}
+	return done;
+}
+
 /* ClickHouse: the stages a crash left between a run's record and their
- * release go, unless an open request names them (it publishes them
- * again: docs/clickhouse.md, "Exactly once"). */
+ * release go, unless an open request names them and has not recorded
+ * their partition succeeded (it publishes them again: docs/clickhouse.md,
+ * "Exactly once"). */
 static void
 sched_sweep_stages(struct sched *s)
 {
 	struct request *rq;
+	struct exec_done *done;
 	int64_t *ids = NULL;
-	size_t n = 0;
+	size_t n = 0, ndone;
 
 	for (rq = s->m.requests.next; rq != &s->m.requests; rq = rq->next) {
 		ids = xreallocarray(ids, n + 1, sizeof *ids);
@@ -68,9 +94,12 @@ sched_sweep_stages(struct sched *s)
 	for (size_t j = 0; j < s->cfg->njobs; j++) {
 		const struct job_def *jd = &s->cfg->jobs[j];
 
-		if (jd->sql != NULL && jd->table != NULL && jd->warehouse >= 0 &&
-		    s->cfg->warehouses[jd->warehouse].kind == WH_CLICKHOUSE)
-			exec_sweep_stages(s->exec, s->cfg, jd, ids, n);
+		if (jd->sql == NULL || jd->table == NULL || jd->warehouse < 0 ||
+		    s->cfg->warehouses[jd->warehouse].kind != WH_CLICKHOUSE)
+			continue;
+		done = sched_sweep_done(s, jd, &ndone);
+		exec_sweep_stages(s->exec, s->cfg, jd, ids, n, done, ndone);
+		free(done);
 	}
 	free(ids);
 }
