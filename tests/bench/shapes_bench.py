@@ -388,7 +388,7 @@ def run_backfilld(a, base, total, batch=False, strace_out=None):
             "--from", a.rfirst, "--to", a.rlast, "--reason", "late refunds", "--wait"]
     tracer = None
     if strace_out:
-        tracer = subprocess.Popen(["strace", "-f", "-c", "-o", strace_out, "-e",
+        tracer = subprocess.Popen(["strace"] + STRACE_FLAGS + ["-o", strace_out, "-e",
                                    "trace=" + ",".join(CALLS), "-p", str(d.proc.pid)],
                                   stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
         h.check("attached" in tracer.stderr.readline(), "strace did not attach")
@@ -444,6 +444,7 @@ def log_runs(path, req):
     return out
 
 
+STRACE_FLAGS = ["-f", "-c"]   # -f -y: every call with its file (by hand)
 CALLS = ("fdatasync", "fsync", "pwrite64", "pread64", "unlink")
 
 
@@ -502,7 +503,7 @@ def run_sql(a, base, work, total, method, strace_out=None):
     else:
         sql = set_sql(a.rfirst, a.rlast, a.newest, total, method == "full")
     t0 = time.monotonic()
-    pre = (["strace", "-f", "-c", "-o", strace_out, "-e", "trace=" + ",".join(CALLS)]
+    pre = (["strace"] + STRACE_FLAGS + ["-o", strace_out, "-e", "trace=" + ",".join(CALLS)]
            if strace_out else [])
     p = subprocess.run(pre + ["sqlite3", "-bail", db], input=sql, capture_output=True,
                        text=True)
