@@ -64,8 +64,13 @@ time, from the daemon's log), the time some run was running (`runs
 daemons' folders are made under $TMPDIR (TMPDIR=/dev/shm: on tmpfs, where
 a commit costs no disk flush).
 
-    BACKFILLD=build-rel/daemon/backfilld BACKFILLCTL=build-rel/daemon/backfillctl \\
-        python3 tests/bench/shapes_bench.py [--rounds 5] [--rows-per-day 5000]
+    BACKFILLD=$PWD/build-rel/daemon/backfilld BACKFILLCTL=$PWD/build-rel/daemon/backfillctl \\
+        python3 tests/bench/shapes_bench.py [--rounds 5] [--rows-per-day 5000] \\
+        [--journal wal] [--strace]
+
+(absolute paths: each daemon runs in its own folder).  --strace then
+repairs once more with each method under strace -f -c and prints the
+fdatasync, pwrite64, pread64 and unlink calls per partition repaired.
 
 --smoke (the bench suite, tests/bench/meson.build): a tiny warehouse in a
 temporary folder, one round, the same checks, no timing asserted.
