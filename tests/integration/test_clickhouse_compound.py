@@ -174,11 +174,15 @@ def test_compound_batch_and_verify():
     _, old = run_statements(set())
     d.backfill("fct", LO, HI)
     check_repaired(d, db, untouched, "a batch")
-    alters = [t for _, t in run_statements(old, lambda out: any(
+    stmts = run_statements(old, lambda out: any(
         t.startswith("ALTER TABLE `fct_c`") for _, t in out))[0]
-              if t.startswith("ALTER TABLE `fct_c`")]
+    alters = [t for _, t in stmts if t.startswith("ALTER TABLE `fct_c`")]
     h.eq([(t.count(" REPLACE PARTITION ID "), t.count(" DROP PARTITION ID ")) for t in alters],
          [(15, 1)], "the batch's publish: one ALTER, 5 days of 3 stores, store 9 dropped")
+    ids = "table IN ('_backfilld_stage_fct_c', 'fct_c')"
+    h.eq([(t.startswith("SELECT DISTINCT"), all("'%s'" % day in t for day in h.days(LO, HI)))
+          for _, t in stmts if ids in t],
+         [(False, True)], "the batch's ids: read once, with the after figures of its 5 days")
     runs = [r for r in d.runs() if r["job"] == "fct"]
     h.eq((len(runs), len({(r["started_at"], r["finished_at"]) for r in runs}),
           {r["state"] for r in runs}), (5, 1, {"succeeded"}), "one batch of 5 days: %r" % runs)

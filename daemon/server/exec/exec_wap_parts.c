@@ -36,7 +36,7 @@
  * its entries pushed out by later ones.  At most EXEC_WAP_KEPT_MAX;
  * worker threads, under kept_lock.
  */
-#define EXEC_WAP_KEPT_MAX 256
+#define EXEC_WAP_KEPT_MAX 1024
 static struct exec_wap_kept {
 	int64_t run;
 	const struct wh_conn *conn;
