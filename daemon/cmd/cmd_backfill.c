@@ -332,8 +332,9 @@ backfill_plan_json(const struct config *cfg, const struct plan *plan,
 		buf_addstr(out, "]}");
 	}
 	buf_printf(out, "%s], \"total\": %zu, \"downstream\": %zu,"
-		   " \"concurrency\": ", plan->n ? "\n" : "", plan->n,
-		   plan->n - plan->nroot);
+		   " \"not_closed\": %zu, \"concurrency\": ",
+		   plan->n ? "\n" : "", plan->n, plan->n - plan->nroot,
+		   plan->nopen);
 	if (rq->concurrency > 0)
 		buf_printf(out, "%d", rq->concurrency);
 	else
@@ -429,6 +430,12 @@ backfill_plan_text(const struct config *cfg, const struct plan *plan,
 		   plan->nroot, plan->nroot ?
 		   cfg->jobs[plan->items[0].job].name : "-",
 		   plan->n - plan->nroot);
+	if (plan->nopen > 0)
+		buf_printf(out, "not closed: %zu downstream partitions left"
+			   " out, their interval has not closed yet (the"
+			   " inputs still to land in their window build"
+			   " them; build_future: true plans them now)\n",
+			   plan->nopen);
 	if (rq->concurrency > 0)
 		buf_printf(out, "concurrency: at most %d runs of this request at"
 			   " once\n", rq->concurrency);

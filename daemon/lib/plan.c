@@ -317,6 +317,61 @@ plan_expand_built(struct plan *p, const struct config *cfg, bool reverse,
 	free(own);
 }
 
+/* Is item i of p one plan_drop_open takes out, given what it took out
+ * of the items before it (gone[])? */
+static bool
+plan_item_open(const struct plan *p, size_t i, const part_t *closed,
+	       const bool *gone)
+{
+	const struct plan_item *it = &p->items[i];
+
+	if (i < p->nroot)
+		return false;
+	if (it->part > closed[it->job])
+		return true;
+	for (size_t d = 0; d < it->ndeps; d++)
+		if (!gone[p->deps[it->dep_off + d]])
+			return false;
+	return it->ndeps > 0; /* fed only through items taken out */
+}
+
+void
+plan_drop_open(struct plan *p, const part_t *closed)
+{
+	bool *gone = xcalloc(p->n ? p->n : 1, sizeof *gone);
+	size_t *to = xcalloc(p->n ? p->n : 1, sizeof *to);
+	size_t n = 0, nd = 0;
+
+	/* in place: every input is earlier than what waits for it, and an
+	 * item's deps are never behind the kept ones written so far */
+	for (size_t i = 0; i < p->n; i++) {
+		struct plan_item it = p->items[i];
+
+		gone[i] = plan_item_open(p, i, closed, gone);
+		if (gone[i]) {
+			p->nopen++;
+			continue;
+		}
+		to[i] = n;
+		p->items[n] = it;
+		p->items[n].dep_off = nd;
+		p->items[n].ndeps = 0;
+		for (size_t d = 0; d < it.ndeps; d++) {
+			size_t in = p->deps[it.dep_off + d];
+
+			if (!gone[in]) {
+				p->deps[nd++] = to[in];
+				p->items[n].ndeps++;
+			}
+		}
+		n++;
+	}
+	p->n = n;
+	p->ndeps = nd;
+	free(gone);
+	free(to);
+}
+
 int
 plan_check_bounds(const struct plan *p, const struct config *cfg,
 		  struct err *err)

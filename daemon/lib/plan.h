@@ -35,6 +35,18 @@
  * it, cut-off may skip it).  What it
  * feeds is planned from all of them.  Its part of the plan, its own
  * partitions included, counts against its max_backfill.
+ *
+ * Nothing before its time (DESIGN; schedule.h): with build_future off,
+ * plan_drop_open() takes out of an expanded plan every downstream item
+ * whose partition has not closed at planning time (a rolling window's
+ * days after the newest repaired one up to today, the week or month
+ * holding today, a cascade's days to come), and every downstream item
+ * fed only through items taken out; an item kept waits only for the
+ * items kept.  The request's own items (items[0..nroot)) are never
+ * taken out: backfill and rerun refuse an open one before planning.  No
+ * partition taken out is lost: the input covering its last instant comes
+ * due only after it closes, and that landing plans it again (a week when
+ * its Sunday lands); until it closes it is not stale either.
  */
 #ifndef BACKFILLD_PLAN_H
 #define BACKFILLD_PLAN_H
@@ -62,6 +74,7 @@ struct plan {
 	size_t ndeps;
 	size_t depcap;
 	size_t nroot;     /* the request's own partitions: items[0..nroot) */
+	size_t nopen;     /* downstream items taken out by plan_drop_open */
 };
 
 /* A job's newest built partition (one with a successful run), for the
@@ -90,6 +103,10 @@ void plan_expand_built(struct plan *p, const struct config *cfg,
  * of them it reads (within its lookback); nothing else added.  Any other
  * job's: unchanged. */
 void plan_own_in_order(struct plan *p, const struct config *cfg);
+/* Take out the downstream items not closed (Nothing before its time,
+ * above): closed[] (cfg->njobs entries) is each job's newest closed
+ * partition (schedule_last_closed_all); their count in p->nopen. */
+void plan_drop_open(struct plan *p, const part_t *closed);
 /* Refuse a plan whose part for some downstream job is above that job's
  * max_backfill (DESIGN, "Calendars and dependency windows"): 0, or -1
  * (EXIT_BAD_INPUT) naming the first such job, its count and its bound.

@@ -65,6 +65,14 @@ schedule_last_closed(const struct job_def *j, bool due, int64_t now)
 	    now);
 }
 
+void
+schedule_last_closed_all(const struct config *cfg, int64_t now,
+			 part_t *last)
+{
+	for (size_t i = 0; i < cfg->njobs; i++)
+		last[i] = schedule_last_closed(&cfg->jobs[i], false, now);
+}
+
 int
 schedule_refuse_open(const struct job_def *j, part_t p, bool due,
 		     const char *nothing, struct err *err)

@@ -44,6 +44,11 @@ int64_t schedule_due_time(enum grain g, int64_t ready_after, part_t p);
  * `nothing` ("nothing was queued").  Returns -1 (EXIT_BAD_INPUT).
  */
 part_t schedule_last_closed(const struct job_def *j, bool due, int64_t now);
+/* schedule_last_closed(job, false, now) of every job of cfg, into
+ * last[cfg->njobs]: what a plan may hold with build_future off
+ * (plan_drop_open). */
+void schedule_last_closed_all(const struct config *cfg, int64_t now,
+			      part_t *last);
 int schedule_refuse_open(const struct job_def *j, part_t p, bool due,
 			 const char *nothing, struct err *err);
 

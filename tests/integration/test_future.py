@@ -18,6 +18,7 @@ import os
 import tempfile
 
 import harness as h
+import test_schedule as ts
 
 JOBS = """
 - name: fact
@@ -126,5 +127,91 @@ def test_build_future():
     d.stop()
 
 
+# A scheduled fact with the marts of issue 41's lesson, each command
+# appending "JOB PARTITION START END" to ran.txt (test_schedule's form)
+MARTS = ts.cmd_job("fct", "day", "2026-03-25",
+                   "ready_after: 3h\ncatchup: true\nmax_catchup: 14") + """
+- name: mart_rolling_7d
+  partition: day
+  upstream: [{job: fct, lookback: 6}]
+  retries: 0
+  command: %s
+- name: weekly
+  partition: week
+  upstream: [fct]
+  retries: 0
+  command: %s
+""" % (ts.RAN_CMD % "mart_rolling_7d", ts.RAN_CMD % "weekly")
+
+
+def ran_since(d, n):
+    """What ran.txt holds after its first n lines: [(job, partition)]."""
+    return [(r[0], r[1]) for r in ts.ran(d)[n:]]
+
+
+def test_downstream_not_before_its_time():
+    """build_future: false keeps downstream partitions out of a plan until
+    their interval has closed (docs/configuration.md, build_future): at
+    2026-04-01 03:00 the catchup of fct 03-25..03-31 builds the rolling
+    mart's 03-25..03-31 and the week of 03-23, not the mart's 04-01..04-06
+    nor the week holding today; then each day's landing runs that day of
+    the fact and of the mart, nothing else, and the week of 03-30 is built
+    once, after its Sunday 04-05 landed on 04-06 03:00.  --dry-run shows
+    the same plan and counts what it leaves out, as the log does; a rerun
+    of 03-31 runs it and its mart day; nothing is stale meanwhile."""
+    d = ts.sched_daemon(MARTS, "2026-04-01T03:00:00Z", "futuremarts",
+                        settings={"build_future": "false", "max_concurrency": 4})
+    h.eq([(k, j) for k, j, _ in ts.new_requests(d)], [("catchup", "fct")],
+         "the requests at 04-01 03:00")
+    got = ran_since(d, 0)
+    want = [("fct", day) for day in h.days("2026-03-25", "2026-03-31")]
+    h.eq([r for r in got if r[0] == "fct"], want, "the fact's catchup, in order")
+    h.eq(sorted(r for r in got if r[0] != "fct"), sorted([("mart_rolling_7d", day) for day in
+                                  h.days("2026-03-25", "2026-03-31")]
+                                 + [("weekly", "2026-03-23")]),
+         "what the catchup built downstream (not the mart's 04-01..04-06, not"
+         " the week of 03-30)")
+
+    # the dry run of a repair of 03-30..31 plans the same: the mart's
+    # 03-30..31, not the 6 days after nor the open week, and says so
+    args = ("backfill", "fct", "--from", "2026-03-30", "--to", "2026-03-31", "--dry-run")
+    plan = d.json(*args, "--json")
+    h.eq([(p["job"], p["partition"]) for p in plan["partitions"]],
+         [("fct", "2026-03-30"), ("fct", "2026-03-31"),
+          ("mart_rolling_7d", "2026-03-30"), ("mart_rolling_7d", "2026-03-31")],
+         "the dry run's plan")
+    h.eq(plan["not_closed"], 7, "the dry run's not_closed")
+    out = d.ok(*args)
+    h.check("not closed: 7 downstream partitions left out, their interval has not"
+            " closed yet" in out, out)
+    h.eq(len(ts.log_lines(d, r"request=\d+ job=fct kind=catchup queued 15 partitions"
+                          r" \(8 downstream, 7 downstream not closed yet left out\)")), 1,
+         "the catchup's log line")
+    h.eq(d.json("stale")["stale"], [], "stale after the catchup")
+    # a rerun of 03-31 runs it and its mart day, nothing else
+    n = len(ts.ran(d))
+    h.eq(d.wait_request(d.enqueue("rerun", "fct", "2026-03-31")).get("failed"), "0",
+         "the rerun")
+    h.eq(ran_since(d, n), [("fct", "2026-03-31"), ("mart_rolling_7d", "2026-03-31")],
+         "what the rerun of 03-31 ran")
+    d.seen |= {r["request"] for r in d.runs(include_boot=True)}
+
+    # each day's landing: that day of the fact and of the mart; the week
+    # of 03-30..04-05 once its Sunday has landed
+    for day in h.days("2026-04-01", "2026-04-05"):
+        n = len(ts.ran(d))
+        ts.tick(d, ts.sub_days(day, -1) + "T03:00:00Z")
+        h.eq([(k, j) for k, j, _ in ts.new_requests(d)], [("schedule", "fct")],
+             "the requests at %s's landing" % day)
+        got = ran_since(d, n)
+        h.eq(got[:1], [("fct", day)], "the fact first, at %s's landing" % day)
+        want = [("mart_rolling_7d", day)]
+        if day == "2026-04-05":
+            want.append(("weekly", "2026-03-30"))
+        h.eq(sorted(got[1:]), sorted(want), "what %s's landing built downstream" % day)
+        h.eq(d.json("stale")["stale"], [], "stale after %s landed" % day)
+    d.stop()
+
+
 if __name__ == "__main__":
-    h.main([test_future, test_build_future])
+    h.main([test_future, test_build_future, test_downstream_not_before_its_time])

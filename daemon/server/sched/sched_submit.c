@@ -93,7 +93,7 @@ sched_commit_plan(struct sched *s, const struct sched_req *rq,
 	const struct job_def *j = &cfg->jobs[rq->job];
 	int64_t created_at = clock_now_ms();
 	int64_t *ids = xcalloc(plan->n, sizeof *ids);
-	char qreason[256], key[CAL_KEY_MAX], qbudget[64];
+	char qreason[256], key[CAL_KEY_MAX], qbudget[64], qopen[96] = "";
 	struct request *r;
 
 	if (sched_store_plan(s, rq, plan, created_at, id, ids, err) < 0) {
@@ -116,9 +116,12 @@ sched_commit_plan(struct sched *s, const struct sched_req *rq,
 			manifest_link(r->items[plan->deps[it->dep_off + d]], x);
 	}
 	free(ids);
+	if (plan->nopen > 0)
+		snprintf(qopen, sizeof qopen, ", %zu downstream not closed"
+			 " yet left out", plan->nopen);
 	log_info("request=%" PRId64 " job=%s kind=%s queued %zu partitions"
-		 " (%zu downstream)%s%s%s",
-		 *id, j->name, rq->kind, plan->n, plan->n - plan->nroot,
+		 " (%zu downstream%s)%s%s%s",
+		 *id, j->name, rq->kind, plan->n, plan->n - plan->nroot, qopen,
 		 budget_log(rq, qbudget, sizeof qbudget),
 		 rq->reason ? " reason=" : "",
 		 rq->reason ? text_escape(rq->reason, qreason, sizeof qreason)
@@ -255,6 +258,23 @@ sched_built(struct sched *s, int job, struct plan_built **built,
 	return rc;
 }
 
+/* Nothing before its time (plan.h): with build_future off, the
+ * downstream partitions whose interval has not closed now are left out
+ * of the plan, the schedule's and a backfill's alike; the inputs still
+ * to land in their windows plan them once they have closed. */
+static void
+sched_drop_open(const struct config *cfg, struct plan *plan)
+{
+	part_t *closed;
+
+	if (cfg->build_future)
+		return;
+	closed = xcalloc(cfg->njobs, sizeof *closed);
+	schedule_last_closed_all(cfg, clock_now(), closed);
+	plan_drop_open(plan, closed);
+	free(closed);
+}
+
 int
 sched_submit(struct sched *s, const struct sched_req *rq, bool commit,
 	     struct plan *plan, int64_t *request_id, struct err *err)
@@ -282,6 +302,7 @@ sched_submit(struct sched *s, const struct sched_req *rq, bool commit,
 		if (sched_built(s, rq->job, &built, err) < 0)
 			goto out;
 		plan_expand_built(plan, s->cfg, rq->reverse, rq->keep, built);
+		sched_drop_open(s->cfg, plan);
 	} else {
 		plan_own_in_order(plan, s->cfg);
 	}
