@@ -200,6 +200,10 @@ manifest_set(struct manifest *m, struct item *it, enum mstate to)
 {
 	enum mstate from = it->state;
 
+	/* MS_NONE and MS_LATE are the views' states, never an item's: a
+	 * caller passing one is a bug, and the counts have no slot for it */
+	if ((unsigned)to >= MS_COUNT)
+		abort();
 	if (from == to)
 		return;
 	it->state = to;
