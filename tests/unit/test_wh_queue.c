@@ -177,13 +177,16 @@ START_TEST(test_long_wait_served_before_newcomers)
 	struct whq *q = whq_get(3, 4);
 	struct waiter old;
 	struct timespec ts = { 0, 1000000L };
-	int64_t t0 = now_ms();
+	int64_t t0;
 	int seen;
 
 	ck_assert_int_eq(whq_take(q, no_wait, NULL), 0);
 	/* it looks every 2 ms; a look 15 ms after it joined the line comes
-	 * after WHQ_FAIR_MS (10) of waiting: it asks for the next turn */
+	 * after WHQ_FAIR_MS (10) of waiting: it asks for the next turn.  t0
+	 * is read once it waits in the line (its first look), not before its
+	 * thread started: a thread scheduled late joined the line later */
 	waiter_start(&old, q, 2);
+	t0 = now_ms();
 	while (now_ms() - t0 < 15)
 		nanosleep(&ts, NULL);
 	seen = atomic_load(&old.calls);
