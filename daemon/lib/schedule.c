@@ -73,6 +73,35 @@ schedule_last_closed_all(const struct config *cfg, int64_t now,
 		last[i] = schedule_last_closed(&cfg->jobs[i], false, now);
 }
 
+int64_t
+schedule_inputs_due(const struct config *cfg, int j, part_t p)
+{
+	const struct job_def *jd = &cfg->jobs[j];
+	const struct cal *c = job_cal(jd);
+	int64_t t, last;
+
+	if (c->grain == GRAIN_NONE)
+		return 0;
+	if (jd->has_end && p > jd->end)
+		p = jd->end; /* what comes after its end never comes */
+	if (jd->nupstream == 0)
+		return schedule_cal_due_time(c, jd->ready_after, p);
+	t = cal_end(c, p);
+	last = t - 1;
+	for (size_t u = 0; u < jd->nupstream; u++) {
+		int up = jd->upstream_idx[u];
+		const struct cal *uc = job_cal(&cfg->jobs[up]);
+		int64_t due;
+
+		if (up == j || uc->grain == GRAIN_NONE)
+			continue;
+		due = schedule_inputs_due(cfg, up, cal_part_of(uc, last));
+		if (due > t)
+			t = due;
+	}
+	return t;
+}
+
 int
 schedule_refuse_open(const struct job_def *j, part_t p, bool due,
 		     const char *nothing, struct err *err)

@@ -49,6 +49,14 @@ part_t schedule_last_closed(const struct job_def *j, bool due, int64_t now);
  * (plan_drop_open). */
 void schedule_last_closed_all(const struct config *cfg, int64_t now,
 			      part_t *last);
+/* When the last input of partition p of job j comes due (seconds): for a
+ * job without upstream its own due time; for a downstream job the latest
+ * of its interval's end and, for each upstream job, that of the upstream
+ * partition holding p's last instant, or the job's last one past its
+ * end (the landing that plans p: plan.h, Nothing before its time); 0
+ * for a whole table (never awaited).  Until then a partition never
+ * built is not stale. */
+int64_t schedule_inputs_due(const struct config *cfg, int j, part_t p);
 int schedule_refuse_open(const struct job_def *j, part_t p, bool due,
 			 const char *nothing, struct err *err);
 

@@ -158,7 +158,9 @@ def test_downstream_not_before_its_time():
     the fact and of the mart, nothing else, and the week of 03-30 is built
     once, after its Sunday 04-05 landed on 04-06 03:00.  --dry-run shows
     the same plan and counts what it leaves out, as the log does; a rerun
-    of 03-31 runs it and its mart day; nothing is stale meanwhile."""
+    of 03-31 runs it and its mart day; nothing is stale meanwhile, nor
+    between a partition's close and the landing that builds it (a week
+    on Monday 01:00, its Sunday not yet due)."""
     d = ts.sched_daemon(MARTS, "2026-04-01T03:00:00Z", "futuremarts",
                         settings={"build_future": "false", "max_concurrency": 4})
     h.eq([(k, j) for k, j, _ in ts.new_requests(d)], [("catchup", "fct")],
@@ -200,6 +202,14 @@ def test_downstream_not_before_its_time():
     # of 03-30..04-05 once its Sunday has landed
     for day in h.days("2026-04-01", "2026-04-05"):
         n = len(ts.ran(d))
+        # 01:00: the mart's day (and on 04-06 the week) has closed and
+        # was never built, its fact day is not due yet: nothing runs, and
+        # nothing is stale (its landing builds it)
+        ts.tick(d, ts.sub_days(day, -1) + "T01:00:00Z")
+        h.eq(ts.new_requests(d), [], "the requests at 01:00 after %s" % day)
+        h.eq(d.json("stale")["stale"], [], "stale before %s landed" % day)
+        h.eq(d.status("mart_rolling_7d")["mart_rolling_7d"]["stale"], 0,
+             "status's stale count before %s landed" % day)
         ts.tick(d, ts.sub_days(day, -1) + "T03:00:00Z")
         h.eq([(k, j) for k, j, _ in ts.new_requests(d)], [("schedule", "fct")],
              "the requests at %s's landing" % day)

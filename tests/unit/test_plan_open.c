@@ -32,6 +32,10 @@ static const char open_yaml[] =
 	"  - {name: rtd, partition: day,"
 	" upstream: [fct, {job: rtd, lookback: 1}], command: [x]}\n"
 	"  - {name: lifetime, partition: none, upstream: [fct],"
+	" command: [x]}\n"
+	"  - {name: ended, partition: day, start: 2026-01-01,"
+	" end: 2026-03-25, ready_after: 3h, command: [x]}\n"
+	"  - {name: ended_weekly, partition: week, upstream: [ended],"
 	" command: [x]}\n";
 
 static struct config *cfg;
@@ -358,6 +362,49 @@ START_TEST(all_closed_unchanged)
 }
 END_TEST
 
+/* The key of job name's partition holding date ymd. */
+static part_t
+part_of(const char *name, const char *ymd)
+{
+	char t[32];
+
+	snprintf(t, sizeof t, "%s 12:00:00", ymd);
+	return cal_part_of(job_cal(&cfg->jobs[config_job_index(cfg, name)]),
+			   at(t));
+}
+
+/* schedule_inputs_due: when the landing that plans a partition comes
+ * (until then one never built is not stale): the fact's day at its due
+ * time (end + 3h), the week and the rolling mart's day at that of the
+ * fact day holding their last instant, March read from weeks at that of
+ * the week holding 03-31 (its Sunday 04-05), a week past its input's end
+ * at its own end (the input's last day, 03-25, came due before), the
+ * whole table never (0). */
+START_TEST(inputs_due)
+{
+	struct {
+		const char *job, *part, *due;
+	} cases[] = {
+		{"fct", "2026-03-29", "2026-03-30 03:00:00"},
+		{"weekly", "2026-03-25", "2026-03-30 03:00:00"},
+		{"mart_rolling_7d", "2026-04-05", "2026-04-06 03:00:00"},
+		{"monthly", "2026-03-10", "2026-04-06 03:00:00"},
+		{"wkday", "2026-03-23", "2026-03-30 03:00:00"},
+		{"rtd", "2026-03-25", "2026-03-26 03:00:00"},
+		{"ended_weekly", "2026-03-23", "2026-03-30 00:00:00"},
+		{"ended", "2026-03-20", "2026-03-21 03:00:00"},
+	};
+
+	for (size_t i = 0; i < sizeof cases / sizeof *cases; i++)
+		ck_assert_msg(schedule_inputs_due(cfg, config_job_index(cfg,
+				cases[i].job), part_of(cases[i].job,
+				cases[i].part)) == at(cases[i].due),
+			      "%s %s", cases[i].job, cases[i].part);
+	ck_assert_int_eq(schedule_inputs_due(cfg, config_job_index(cfg,
+			 "lifetime"), 0), 0);
+}
+END_TEST
+
 /* schedule_last_closed_all: each job's newest closed partition (the
  * whole table's one, 0, always). */
 START_TEST(last_closed_all)
@@ -390,6 +437,7 @@ main(void)
 	tcase_add_test(tc, cascade_stops_at_closed);
 	tcase_add_test(tc, all_closed_unchanged);
 	tcase_add_test(tc, last_closed_all);
+	tcase_add_test(tc, inputs_due);
 	suite_add_tcase(s, tc);
 	sr = srunner_create(s);
 	srunner_run_all(sr, CK_NORMAL);

@@ -256,14 +256,19 @@ stale_report(struct sched *s, int d, const struct stale_collect *sc,
 		size_t b = a, nin = 0;
 		char key[CAL_KEY_MAX];
 		int64_t built = -1, inputs = -1;
-		bool has_built;
+		bool has_built, awaited;
 
 		while (b < sc->n && sc->rows[b].part == sc->rows[a].part)
 			b++;
 		cal_key(job_cal(dj), sc->rows[a].part, key);
 		has_built = store_partition_get(s->store, dj->name, key, &built,
 						&inputs, NULL, 0, NULL) == 0;
-		for (size_t k = a; k < b; k++)
+		/* never built, and the landing that plans it still to come
+		 * (a week before its Sunday lands): not stale yet */
+		awaited = !has_built && !s->cfg->build_future &&
+			  clock_now() < schedule_inputs_due(s->cfg, d,
+							    sc->rows[a].part);
+		for (size_t k = a; k < b && !awaited; k++)
 			if (stale_newer(&sc->rows[k], d, has_built, inputs))
 				in[nin++] = (struct stale_input){
 				    sc->rows[k].in_job, sc->rows[k].in_part,
