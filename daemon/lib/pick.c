@@ -60,6 +60,93 @@ pick_earlier_pending(struct manifest *m, const struct item *it)
 	return false;
 }
 
+/*
+ * SCHED-9, a running total's batch.  A job in its own upstream with
+ * batch (true or N) runs the consecutive days of its part of one
+ * request as one batch, in time order: a chunk is the first queued day
+ * ready by SCHED-8 (the head) and the request's days of the job right
+ * after it, one partition apart, at most batch_size of them with
+ * batch: N.  Within the chunk a day's wait for the days before it in
+ * the same chunk counts as satisfied (the batch's SQL computes them
+ * together, set-based, seeded from the day before the head, landed).
+ * The chunk ends before a day that is not queued (blocked, done, in
+ * flight elsewhere), not due yet (a retry's backoff) or that has an
+ * input that failed or is blocked (it is to be blocked).  The head
+ * does not start while any day of its chunk still waits for another
+ * input (its fact day, say): the batch waits for all of them, not a
+ * shorter batch now.  Without batch each day is a run (SCHED-8 alone).
+ */
+static bool
+pick_self_batch(const struct manifest *m, int job)
+{
+	const struct job_def *j = &m->cfg->jobs[job];
+
+	return j->batch && j->self_lookback > 0;
+}
+
+/* Is input `in` of chunk member x one of the chunk's days before x
+ * (head: the chunk's first item)? */
+static bool
+pick_in_chunk(const struct item *head, const struct item *x,
+	      const struct item *in)
+{
+	return in->rq == head->rq && in->job == head->job &&
+	       in->idx >= head->idx && in->idx < x->idx;
+}
+
+/* Add an item to a run being picked. */
+static void
+pick_run_add(struct run *r, struct item *it)
+{
+	if (r->nitems == r->cap) {
+		r->cap = r->cap ? r->cap * 2 : 4;
+		r->items = xreallocarray(r->items, r->cap, sizeof *r->items);
+	}
+	r->items[r->nitems++] = it;
+}
+
+/*
+ * The chunk of a running total's batch from head (SCHED-9): its length
+ * (1 and more), or 0 when one of its days still waits for an input
+ * outside the chunk.  into: the run to add the chunk's items after the
+ * head to, or NULL.
+ */
+static size_t
+pick_chunk(struct manifest *m, struct item *head, int64_t now,
+	   struct run *into)
+{
+	const struct request *rq = head->rq;
+	size_t size = (size_t)m->cfg->jobs[head->job].batch_size, n = 1;
+	const struct item *last = head;
+
+	for (size_t i = head->idx + 1; i < rq->n; i++) {
+		struct item *x = rq->items[i];
+		bool bad = false;
+
+		if ((size > 0 && n >= size) || x->job != head->job ||
+		    x->part != last->part + 1 || x->state != MS_QUEUED ||
+		    x->not_before > now || pick_partition_running(m, x))
+			break;
+		for (size_t k = 0; k < x->nins; k++) {
+			const struct item *in = x->ins[k];
+
+			if (manifest_landed_state(in->state) ||
+			    pick_in_chunk(head, x, in))
+				continue;
+			if (!manifest_final(in->state))
+				return 0; /* still to land: the batch waits */
+			bad = true;       /* never lands: x is to be blocked */
+		}
+		if (bad)
+			break;
+		if (into != NULL)
+			pick_run_add(into, x);
+		last = x;
+		n++;
+	}
+	return n;
+}
+
 /* Is a job paused, by the gate? */
 static bool
 pick_paused(const struct pick_gate *g, int job)
@@ -134,7 +221,9 @@ pick_ready(struct manifest *m, const struct pick_gate *g, struct item *it,
 	if (m->cfg->jobs[it->job].self_lookback > 0 &&
 	    pick_earlier_pending(m, it))
 		return false;
-	return !pick_partition_running(m, it);
+	if (pick_partition_running(m, it))
+		return false;
+	return !pick_self_batch(m, it->job) || pick_chunk(m, it, now, NULL) > 0;
 }
 
 /* Is a request running as many runs as its own cap allows (one more
@@ -220,26 +309,19 @@ pick_item(struct manifest *m, const struct pick_gate *g, int deck,
 	return NULL;
 }
 
-/* Add an item to a run being picked. */
-static void
-pick_run_add(struct run *r, struct item *it)
-{
-	if (r->nitems == r->cap) {
-		r->cap = r->cap ? r->cap * 2 : 4;
-		r->items = xreallocarray(r->items, r->cap, sizeof *r->items);
-	}
-	r->items[r->nitems++] = it;
-}
-
 /* Must a batch of job j hold consecutive partitions only?  On ClickHouse
  * the stage is filled once over the batch's interval, so a partition of
  * that interval outside the batch (queued later, running elsewhere) would
- * be filled into the stage too. */
+ * be filled into the stage too.  A running total's batch (SCHED-9)
+ * computes its days set-based over its interval, seeded from the day
+ * before it: a gap would be computed from a day not built yet. */
 static bool
 pick_contiguous(const struct manifest *m, int job)
 {
 	int w = m->cfg->jobs[job].warehouse;
 
+	if (pick_self_batch(m, job))
+		return true;
 	return w >= 0 && m->cfg->warehouses[w].kind == WH_CLICKHOUSE;
 }
 
@@ -262,7 +344,8 @@ pick_run_trim(const struct manifest *m, struct run *r)
  * and partition that are ready at the same time run once, together.  A
  * batch job's ready partitions of one request run as one batch: all of
  * them (batch: true) or at most batch_size (batch: N, a chunk), the
- * first in seq order, consecutive partitions only on ClickHouse.  So do
+ * first in seq order, consecutive partitions only on ClickHouse (a
+ * running total's: SCHED-9, pick_chunk).  So do
  * its downstream items of one request that are ready at once (the weeks
  * of a batch of days, say), when there are two or more.  Items
  * before `it` in seq order are not ready (pick_request_next took the
@@ -278,6 +361,10 @@ pick_gather(struct manifest *m, const struct pick_gate *g, int deck,
 	size_t end = it->downstream ? it->rq->n : it->rq->nroot;
 	struct item *x;
 
+	if (r->batch && pick_self_batch(m, it->job)) {
+		pick_chunk(m, it, now, r); /* SCHED-9 */
+		end = 0;
+	}
 	for (size_t i = it->idx + 1; r->batch && i < end; i++) {
 		struct item *last = r->items[r->nitems - 1];
 

@@ -270,6 +270,104 @@ def test_cutoff_stops_the_cascade():
     d.stop()
 
 
+# batch (SCHED-9): the days of one run computed set-based, a running SUM
+# over the batch's days (backfill_manifest) seeded from the day before its
+# first day, which is built
+TOTAL_BATCH = TOTAL[:TOTAL.index("  sql: |")] + """  batch: %(batch)s
+  sql: |
+    DELETE FROM revenue_to_date WHERE dt IN (SELECT partition_key FROM backfill_manifest);
+    INSERT INTO revenue_to_date (dt, revenue_usd)
+    SELECT m.partition_key,
+      COALESCE((SELECT revenue_usd FROM revenue_to_date
+                WHERE dt = date(:partition_start, '-1 day')), 0)
+      + SUM(COALESCE(f.revenue_usd, 0)) OVER (ORDER BY m.partition_key
+                                               ROWS UNBOUNDED PRECEDING)
+    FROM backfill_manifest m
+    LEFT JOIN (SELECT dt, SUM(revenue_usd) AS revenue_usd FROM fct_daily_sales
+               WHERE dt >= :partition_start AND dt < :partition_end GROUP BY dt) f
+      ON f.dt = m.partition_key;
+"""
+
+
+def batches(runs):
+    """The runs' partitions grouped by run (the partitions of one batch
+    share its start), in the order they started."""
+    out = {}
+    for r in sorted(runs, key=lambda r: (r["started_at"], r["partition"])):
+        out.setdefault(r["started_at"], []).append(r)
+    return list(out.values())
+
+
+def batches_in_order(runs, sizes, what):
+    """The runs form batches of `sizes` days, consecutive, in time order,
+    each started after the one before it finished; returns the batches."""
+    bs = batches(runs)
+    h.eq([len(b) for b in bs], sizes, "%s: the days of each run" % what)
+    h.eq([r["partition"] for b in bs for r in b], sorted(r["partition"] for r in runs),
+         "%s: the runs in time order" % what)
+    for a, b in zip(bs, bs[1:]):
+        h.check(h.parse_iso(b[0]["started_at"]) >= h.parse_iso(a[-1]["finished_at"]),
+                "%s: the run of %s started before the one of %s finished"
+                % (what, b[0]["partition"], a[-1]["partition"]))
+    return bs
+
+
+def test_batch_cascade_is_one_run():
+    """batch: true on the running total: its own days (the first build)
+    and the repair's cascade each one run, in order, the cascade after
+    every fact day of the repair; the table equals a recompute.  Cut-off
+    skips the cascade's leading identical days; the rest is one run.
+    batch: 4: ceil(days / 4) runs, in order, each after the one before."""
+    d = daemon("rtdbatch", total=TOTAL_BATCH.replace("%(batch)s", "true"))
+    build_from_bug(d)
+    batches_in_order(d.runs(), [28], "the first build (batch: true)")
+    before = len(d.runs())
+    d.backfill("fct_daily_sales", REPAIRED[0], REPAIRED[-1], "--reason", "refund bug")
+    new = d.runs()[before:]
+    h.eq(sorted((r["job"], r["partition"], r["state"]) for r in new),
+         sorted([("fct_daily_sales", x, "succeeded") for x in REPAIRED] +
+                [("revenue_to_date", x, "succeeded") for x in CASCADE]),
+         "the runs of the repair (batch: true)")
+    total = h.by_job(new, "revenue_to_date")
+    batches_in_order(total, [len(CASCADE)], "the cascade (batch: true)")
+    fact_done = max(h.parse_iso(r["finished_at"]) for r in h.by_job(new, "fct_daily_sales"))
+    h.check(h.parse_iso(total[0]["started_at"]) >= fact_done,
+            "the cascade's batch started before the repair's last fact day landed")
+    h.assert_fact_repaired(d, FIRST, LAST)
+    recompute(d, "after the repair (batch: true)")
+    h.eq(d.json("stale")["stale"], [], "stale after the repair (batch: true)")
+    # a sale moved from 02-10 to 02-09: 02-08 is skipped (its fact day came
+    # out identical), 02-09..22 are one run (a batch proves nothing)
+    con = d.wh("sales")
+    con.execute("UPDATE raw_sales SET dt = '2026-02-09' WHERE sale_id ="
+                " (SELECT min(sale_id) FROM raw_sales WHERE dt = '2026-02-10')")
+    con.commit()
+    con.close()
+    before = len(d.runs())
+    d.backfill("fct_daily_sales", REPAIRED[0], REPAIRED[-1], "--reason", "moved sale")
+    total = h.by_job(d.runs()[before:], "revenue_to_date")
+    h.eq({r["partition"]: r["state"] for r in total},
+         dict([("2026-02-08", "skipped")] + [(x, "succeeded") for x in CASCADE[1:]]),
+         "the cascade after the moved sale (batch: true)")
+    batches_in_order(h.by_job(total, "revenue_to_date", "succeeded"), [len(CASCADE) - 1],
+                     "the cascade after the cut-off (batch: true)")
+    recompute(d, "after the cut-off (batch: true)")
+    d.stop()
+
+    d = daemon("rtdbatch4", total=TOTAL_BATCH.replace("%(batch)s", "4"))
+    build_from_bug(d)
+    batches_in_order(d.runs(), [4] * 7, "the first build (batch: 4)")
+    before = len(d.runs())
+    d.backfill("fct_daily_sales", REPAIRED[0], REPAIRED[-1], "--reason", "refund bug")
+    new = d.runs()[before:]
+    bs = batches_in_order(h.by_job(new, "revenue_to_date"), [4, 4, 4, 3],
+                          "the cascade (batch: 4)")
+    h.eq([b[0]["partition"] for b in bs], CASCADE[::4], "the chunks' first days")
+    recompute(d, "after the repair (batch: 4)")
+    h.eq(d.json("stale")["stale"], [], "stale after the repair (batch: 4)")
+    d.stop()
+
+
 def test_cascade_bound():
     d = daemon("rtdbound", bound=10)
     for a, b in (("2026-01-26", "2026-02-04"), ("2026-02-05", "2026-02-14"),
@@ -499,6 +597,6 @@ def test_schedule_waits_for_the_day_before():
 
 if __name__ == "__main__":
     h.main([test_repair_cascades_in_order, test_downstream_of_the_cascade,
-            test_cutoff_stops_the_cascade,
+            test_cutoff_stops_the_cascade, test_batch_cascade_is_one_run,
             test_cascade_bound, test_kill9_during_cascade,
             test_failed_day_blocks_the_cascade, test_schedule_waits_for_the_day_before])

@@ -144,38 +144,55 @@ def test_running_total_on_clickhouse():
     d.stop()
 
 
-# the total with batch: true: each run's stage is filled once over its
-# interval (:partition_start..:partition_end), which holds one day
+# the total with batch: true (SCHED-9): the cascade's days of a request are
+# one run, whose stage is filled once over its interval
+# (:partition_start..:partition_end): each day of it the day before the
+# batch (read from the live table, built) plus the fact summed from the
+# batch's first day to it, set-based
 BATCH_TOTAL = JOBS[:JOBS.index("  sql: |\n    SELECT :partition,")] + """  batch: true
   sql: |
-    SELECT :partition_start,
+    SELECT d,
       (SELECT sum(revenue_cents) FROM revenue_to_date WHERE dt = :partition_start - 1)
-      + (SELECT sum(revenue_cents) FROM fct_daily_sales WHERE dt = :partition_start)
+      + sumIf(f.revenue_cents, f.dt <= d)
+    FROM fct_daily_sales AS f
+    ARRAY JOIN arrayMap(x -> :partition_start + x,
+                        range(toUInt32(:partition_end - :partition_start))) AS d
+    WHERE f.dt >= :partition_start AND f.dt < :partition_end
+    GROUP BY d
 """
 
 
-def test_batch_runs_one_day_per_run():
-    """batch: true on a running total: each day waits for the day before
-    it to land, so each run holds one day, its own named days (the first
-    build) and its cascade (the repair) alike, in order; the table
-    equals a recompute."""
+def one_batch(runs, what):
+    """The runs are one batch run: one start, one end, every day of it."""
+    h.eq(len({(r["started_at"], r["finished_at"]) for r in runs}), 1,
+         "%s: one run" % what)
+
+
+def test_batch_runs_the_cascade_as_one():
+    """batch: true on a running total: its own named days (the first
+    build) are one run, and so is its cascade (the repair), started after
+    the repair's last fact day landed; the table equals a recompute and
+    no stage row or mark is left."""
     db = tc.fresh_db()
     tc.SRV.q("CREATE TABLE revenue_to_date (dt Date, revenue_cents Int64)"
              " ENGINE = MergeTree PARTITION BY dt ORDER BY dt", db)
     d = h.Daemon(config=tc.ch_config(db, BATCH_TOTAL), clock=None, name="chrtdbatch")
     d.backfill("revenue_to_date", FIRST, LAST)
     recompute(db, "from the buggy fact, batch: true")
-    built = sorted(d.runs(), key=lambda r: r["started_at"])
-    h.eq([r["partition"] for r in built], h.days(FIRST, LAST), "the first build's runs by start")
-    one_after_another(built, "the first build (batch: true)")
+    built = d.runs()
+    h.eq(sorted(r["partition"] for r in built), h.days(FIRST, LAST), "the first build's days")
+    one_batch(built, "the first build (batch: true)")
     before = len(d.runs())
     d.backfill("fct_daily_sales", REPAIRED[0], REPAIRED[-1], "--reason", "refund bug")
     new, total = total_runs(d, before)
     h.eq(sorted((r["partition"], r["state"]) for r in total),
-         [(x, "succeeded") for x in CASCADE], "the cascade's runs (batch: true)")
-    h.eq([r["partition"] for r in total], CASCADE, "the cascade's runs by start (batch: true)")
-    one_after_another(total, "the cascade (batch: true)")
+         [(x, "succeeded") for x in CASCADE], "the cascade's days (batch: true)")
+    one_batch(total, "the cascade (batch: true)")
+    fact_done = max(h.parse_iso(r["finished_at"]) for r in h.by_job(new, "fct_daily_sales"))
+    h.check(h.parse_iso(total[0]["started_at"]) >= fact_done,
+            "the cascade's batch started before the repair's last fact day landed")
     recompute(db, "after the repair, batch: true")
+    h.eq(d.json("stale")["stale"], [], "stale after the repair, batch: true")
     clean(db, "after the repair, batch: true")
     d.stop()
 
@@ -188,7 +205,7 @@ def main():
     except ChServerError as e:
         tc.skip(str(e))
     h.register_server(tc.SRV)
-    h.main([test_running_total_on_clickhouse, test_batch_runs_one_day_per_run])
+    h.main([test_running_total_on_clickhouse, test_batch_runs_the_cascade_as_one])
 
 
 if __name__ == "__main__":

@@ -2,8 +2,8 @@
  * test_cascade.c - a job in its own upstream (a running total; DESIGN,
  * "A job in its own upstream"): the configuration that accepts it, the
  * planner's cascade (plan.h, Cascades), its bound, the relink of a
- * request loaded at start, and dispatch's order across requests
- * (SCHED-8, pick.c).
+ * request loaded at start, dispatch's order across requests
+ * (SCHED-8, pick.c) and a running total's batch (SCHED-9).
  */
 #include <check.h>
 #include <stdio.h>
@@ -446,6 +446,228 @@ START_TEST(config_self_only_is_clock_driven)
 }
 END_TEST
 
+/* fct (day) -> rt, a running total with batch: `batch` (SCHED-9) */
+static struct config *
+batch_config(const char *batch)
+{
+	static const char fmt[] =
+		"state_db: s.db\n"
+		"socket: s.sock\n"
+		"max_concurrency: 8\n"
+		"warehouses:\n"
+		"  - {name: w, sqlite: w.db}\n"
+		"jobs:\n"
+		"  - {name: fct, warehouse: w, partition: day, concurrency: 3,"
+		" sql: SELECT 1}\n"
+		"  - {name: rt, warehouse: w, partition: day, batch: %s,"
+		" concurrency: 2,"
+		" upstream: [fct, {job: rt, lookback: 1}], sql: SELECT 1}\n";
+	char yaml[1024];
+	struct config *c = NULL;
+	struct err err;
+
+	snprintf(yaml, sizeof yaml, fmt, batch);
+	if (config_load_string("/tmp/rtbatch.yaml", yaml, strlen(yaml), &c,
+			       &err) < 0)
+		ck_abort_msg("config: %s", err.msg);
+	return c;
+}
+
+/* A plan's items as a request of m, each waiting for its plan inputs. */
+static struct request *
+batch_request(struct manifest *m, const struct config *c,
+	      const struct plan *p, int64_t id)
+{
+	struct request *rq = manifest_request_add(m, id, c->jobs[
+	    p->items[0].job].name, "backfill", 0);
+	char key[CAL_KEY_MAX];
+
+	for (size_t i = 0; i < p->n; i++) {
+		const struct plan_item *pi = &p->items[i];
+		struct item *x;
+
+		cal_key(&c->jobs[pi->job].cal, pi->part, key);
+		x = manifest_item_add(m, rq, id * 100 + (int64_t)i,
+				      c->jobs[pi->job].name, key, (int)i,
+				      pi->downstream, MS_QUEUED);
+		for (size_t d = 0; d < pi->ndeps; d++)
+			manifest_link(rq->items[p->deps[pi->dep_off + d]], x);
+	}
+	rq->nroot = p->nroot;
+	return rq;
+}
+
+/* The keys of run r's items, "k1 k2 ...". */
+static const char *
+run_keys(const struct run *r)
+{
+	static char buf[512];
+	size_t len = 0;
+
+	buf[0] = '\0';
+	for (size_t i = 0; i < r->nitems; i++)
+		len += (size_t)snprintf(buf + len, sizeof buf - len, "%s%s",
+					i ? " " : "", r->items[i]->key);
+	return buf;
+}
+
+/* Run r ends with result st. */
+static void
+batch_end(struct manifest *m, struct run *r, enum mstate st)
+{
+	manifest_run_result(m, r, st, NULL, 0);
+	for (size_t i = 0; i < r->nitems; i++)
+		manifest_settle_outs(m, r->items[i]);
+	manifest_run_finish(m, r);
+	manifest_run_free(r);
+}
+
+/* The repair of fct 02-10..12 through a running total with built days
+ * up to 02-16 (job rt), in manifest m; the plan's request. */
+static struct request *
+batch_repair(struct manifest *m, const struct config *c, const char *rt)
+{
+	struct plan_built *b = calloc(c->njobs, sizeof *b);
+	int f = config_job_index(c, "fct");
+	struct request *rq;
+	struct plan p;
+
+	b[config_job_index(c, rt)] = (struct plan_built){ true,
+		day("2026-02-16") };
+	plan_init(&p);
+	for (const char *k = "2026-02-10"; k != NULL;
+	     k = strcmp(k, "2026-02-12") == 0 ? NULL :
+		 strcmp(k, "2026-02-10") == 0 ? "2026-02-11" : "2026-02-12")
+		plan_add_root(&p, f, day(k));
+	plan_expand_built(&p, c, false, NULL, b);
+	rq = batch_request(m, c, &p, 1);
+	plan_free(&p);
+	free(b);
+	return rq;
+}
+
+/* SCHED-9: batch: true on a running total runs its cascade of the
+ * request as one batch, in order, once the day before its first day
+ * and every fact day of it landed; without SCHED-9 (the old code) each
+ * day was a run, 02-10 starting as soon as its fact day landed. */
+START_TEST(batch_cascade_is_one_run)
+{
+	struct config *c;
+	struct manifest m;
+	struct run *f[3], *r;
+	int64_t wake = INT64_MAX;
+	char msg[512];
+
+	c = batch_config("true");
+	manifest_init(&m, c);
+	batch_repair(&m, c, "rt");
+	for (int i = 0; i < 3; i++) {
+		f[i] = pick_next_run(&m, NULL, 0, &wake);
+		ck_assert_ptr_nonnull(f[i]);
+		ck_assert_str_eq(f[i]->job_name, "fct");
+		manifest_run_start(&m, f[i]);
+	}
+	ck_assert_ptr_null(pick_next_run(&m, NULL, 0, &wake));
+	/* 02-10's and 02-11's fact days landed, 02-12's not: the batch
+	 * waits for it */
+	batch_end(&m, f[0], MS_SUCCEEDED);
+	batch_end(&m, f[1], MS_SUCCEEDED);
+	ck_assert_ptr_null(pick_next_run(&m, NULL, 0, &wake));
+	batch_end(&m, f[2], MS_SUCCEEDED);
+	r = pick_next_run(&m, NULL, 0, &wake);
+	ck_assert_ptr_nonnull(r);
+	snprintf(msg, sizeof msg, "%s", run_keys(r));
+	ck_assert_str_eq(msg, "2026-02-10 2026-02-11 2026-02-12 2026-02-13"
+			 " 2026-02-14 2026-02-15 2026-02-16");
+	ck_assert(r->batch);
+	ck_assert_str_eq(r->job_name, "rt");
+	manifest_run_start(&m, r);
+	ck_assert_ptr_null(pick_next_run(&m, NULL, 0, &wake));
+	/* cut-off took its first day out: the rest stays one batch */
+	memmove(r->items, r->items + 1, (r->nitems - 1) * sizeof *r->items);
+	r->nitems--;
+	pick_run_trim(&m, r);
+	ck_assert_uint_eq(r->nitems, 6);
+	batch_end(&m, r, MS_SUCCEEDED);
+	manifest_clear(&m);
+	config_unref(c);
+}
+END_TEST
+
+/* SCHED-9 with batch: 3: chunks of 3, 3 and 1, in order, each after the
+ * one before it ended; a fact day that failed ends the chunk before its
+ * day, which is blocked with the days after it. */
+START_TEST(batch_n_chunks_in_order)
+{
+	struct config *c;
+	struct manifest m;
+	struct request *rq;
+	struct run *r;
+	int64_t wake = INT64_MAX;
+	const char *want[] = { "2026-02-10 2026-02-11 2026-02-12",
+			       "2026-02-13 2026-02-14 2026-02-15",
+			       "2026-02-16" };
+
+	c = batch_config("3");
+	manifest_init(&m, c);
+	batch_repair(&m, c, "rt");
+	for (int i = 0; i < 3; i++)
+		batch_end(&m, pick_next_run(&m, NULL, 0, &wake),
+			  MS_SUCCEEDED);
+	for (int i = 0; i < 3; i++) {
+		r = pick_next_run(&m, NULL, 0, &wake);
+		ck_assert_ptr_nonnull(r);
+		ck_assert_str_eq(run_keys(r), want[i]);
+		manifest_run_start(&m, r);
+		/* concurrency 2, yet the next chunk waits for this one */
+		ck_assert_ptr_null(pick_next_run(&m, NULL, 0, &wake));
+		batch_end(&m, r, MS_SUCCEEDED);
+	}
+	ck_assert_ptr_null(pick_next_run(&m, NULL, 0, &wake));
+	manifest_clear(&m);
+
+	/* the fact's 02-11 fails: 02-10 runs alone, 02-11.. blocked */
+	manifest_init(&m, c);
+	rq = batch_repair(&m, c, "rt");
+	batch_end(&m, pick_next_run(&m, NULL, 0, &wake), MS_SUCCEEDED);
+	batch_end(&m, pick_next_run(&m, NULL, 0, &wake), MS_FAILED);
+	batch_end(&m, pick_next_run(&m, NULL, 0, &wake), MS_SUCCEEDED);
+	r = pick_next_run(&m, NULL, 0, &wake);
+	ck_assert_ptr_nonnull(r);
+	ck_assert_str_eq(run_keys(r), "2026-02-10");
+	batch_end(&m, r, MS_SUCCEEDED);
+	ck_assert_ptr_null(pick_next_run(&m, NULL, 0, &wake));
+	ck_assert_int_eq(rq->items[4]->state, MS_BLOCKED);
+	ck_assert_int_eq(rq->items[9]->state, MS_BLOCKED);
+	manifest_clear(&m);
+	config_unref(c);
+}
+END_TEST
+
+/* Without batch a running total's cascade is a run a day (SCHED-8). */
+START_TEST(no_batch_runs_a_day)
+{
+	struct manifest m;
+	struct run *r;
+	int64_t wake = INT64_MAX;
+
+	manifest_init(&m, cfg);
+	batch_repair(&m, cfg, "rtd");
+	for (int i = 0; i < 3; i++)
+		batch_end(&m, pick_next_run(&m, NULL, 0, &wake),
+			  MS_SUCCEEDED);
+	for (const char *k = "2026-02-10"; strcmp(k, "2026-02-13") != 0;
+	     k = strcmp(k, "2026-02-10") == 0 ? "2026-02-11" :
+		 strcmp(k, "2026-02-11") == 0 ? "2026-02-12" : "2026-02-13") {
+		r = pick_next_run(&m, NULL, 0, &wake);
+		ck_assert_ptr_nonnull(r);
+		ck_assert_str_eq(run_keys(r), k);
+		batch_end(&m, r, MS_SUCCEEDED);
+	}
+	manifest_clear(&m);
+}
+END_TEST
+
 int
 main(void)
 {
@@ -462,6 +684,9 @@ main(void)
 	tcase_add_test(tc, relink_and_dispatch_order);
 	tcase_add_test(tc, config_refuses_lookback_0);
 	tcase_add_test(tc, config_self_only_is_clock_driven);
+	tcase_add_test(tc, batch_cascade_is_one_run);
+	tcase_add_test(tc, batch_n_chunks_in_order);
+	tcase_add_test(tc, no_batch_runs_a_day);
 	suite_add_tcase(s, tc);
 	sr = srunner_create(s);
 	srunner_run_all(sr, CK_ENV);

@@ -530,6 +530,19 @@ sched_record_part(struct sched *s, struct active *a, size_t i,
 	return 0;
 }
 
+/* What day `part` of a running total's batch (SCHED-9) after its first
+ * was built from: its own inputs, and the day before it, built by the
+ * same run (now); without it that day would read as newer than its
+ * build, the batch's days stale one by one. */
+static int64_t
+sched_batch_inputs_at(struct sched *s, const struct job_def *j, part_t part,
+		      int64_t now)
+{
+	int64_t at = sched_inputs_at(s, j, part);
+
+	return at > now ? at : now;
+}
+
 /* Record a run's end in one transaction: its runs rows, partitions,
  * audit and items (already moved in memory). */
 static int
@@ -547,7 +560,12 @@ sched_record_end(struct sched *s, struct active *a, const struct outcome *o,
 	if (store_defer(s->store, err) < 0 || store_begin(s->store, err) < 0)
 		return -1;
 	for (size_t i = 0; i < nkeys; i++)
-		if (sched_record_part(s, a, i, o, inputs_at, now, err) < 0)
+		if (sched_record_part(s, a, i, o, i > 0 && o->result == MS_SUCCEEDED &&
+				      run->job->self_lookback > 0 ?
+				      sched_batch_inputs_at(s, run->job,
+							    r->items[i]->part,
+							    now) : inputs_at,
+				      now, err) < 0)
 			goto fail;
 	if (!run->cancelled && sched_audit(s, run, a->run_ids, err) < 0)
 		goto fail;

@@ -13,6 +13,7 @@
  *  SCHED-6. The schedule                    schedule.c (schedule_decide)
  *  SCHED-7. A store that cannot be written  sched_store.c (sched_store_fail)
  *  SCHED-8. Running totals in order        pick.c (pick_earlier_pending)
+ *  SCHED-9. A running total's batch        pick.c (pick_chunk)
  * manifest.c, pick.c and schedule.c are pure (no libuv, no store, no
  * clock); the shell that applies their decisions is split by concern.
  *
