@@ -29,8 +29,10 @@ that warehouse (and, for backfilld, of its state store):
              one transaction a partition
   batch      the same with the fact and the rolling mart `batch: true`
              (their SQL over backfill_manifest: one run each)
-  batchall   the same with the running total `batch: true` too (a running
-             SUM over the batch's days from the row before its first)
+  batchall   the same with the running total `batch: true` too: its SQL
+             set-based (a running SUM over the batch's days, over
+             backfill_manifest, from the row before its first day), its
+             cascade one run (SCHED-9)
   set-based  one sqlite3 process, one transaction (BEGIN IMMEDIATE), the
              statements a skilled user writes for exactly those partitions:
              the fact's days from a manifest table, the rolling mart's
@@ -419,11 +421,14 @@ def run_backfilld(a, base, total, batch=False, strace_out=None):
     h.eq({j: sorted(x["partition"] for x in rs) for j, rs in ran.items()}, want,
          "the partitions backfilld's repair ran (each once)")
     if total:
-        # the running total strictly in order: each day after the one before
+        # the running total strictly in order: each day after the one before,
+        # or in the same batch run as it (batch: SCHED-9, one start and end)
         rs = ran["revenue_to_date"]
         h.eq([x["partition"] for x in rs], want["revenue_to_date"], "running total order")
         for prev, cur in zip(rs, rs[1:]):
-            h.check(h.parse_iso(cur["started_at"]) >= h.parse_iso(prev["finished_at"]),
+            same = (cur["started_at"], cur["finished_at"]) == (prev["started_at"],
+                                                               prev["finished_at"])
+            h.check(same or h.parse_iso(cur["started_at"]) >= h.parse_iso(prev["finished_at"]),
                     "revenue_to_date %s started before %s finished"
                     % (cur["partition"], prev["partition"]))
     result = digests(d.warehouses["sales"])
