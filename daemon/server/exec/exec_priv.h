@@ -139,8 +139,8 @@ struct exec_unstage {
 	uint64_t queued;             /* when queued (monotonic ns) */
 };
 
-#define EXEC_RELEASE_PARTS 64
-#define EXEC_RELEASE_MAX_MS 5000
+#define EXEC_RELEASE_PARTS 256
+#define EXEC_RELEASE_MAX_MS 30000
 #define EXEC_RELEASE_IDLE_MS 1000
 
 /* A shard's publish told to the loop (exec_shard_published), the worker
