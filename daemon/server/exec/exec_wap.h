@@ -179,7 +179,7 @@ void exec_wap_parts_keep(const struct exec_run *run,
 			 const struct wh_conn *conn,
 			 const struct wap_tables *t, const char *key,
 			 struct chparts *ids);
-/* The request that marks part i (exec_wap.c). */
+/* The request that marks part i (exec_wap_set.c). */
 int64_t exec_wap_request(const struct exec_run *run, size_t i);
 
 #endif
