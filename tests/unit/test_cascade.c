@@ -17,6 +17,7 @@
 #include "manifest.h"
 #include "pick.h"
 #include "plan.h"
+#include "plan_fixture.h"
 #include "schedule.h"
 
 /* fct (day) -> rtd (day, reads its own previous day) -> weekly (week) */
@@ -41,11 +42,7 @@ static int fct, rtd, weekly;
 static void
 setup(void)
 {
-	struct err err;
-
-	if (config_load_string("/tmp/cascade.yaml", rtd_yaml,
-			       strlen(rtd_yaml), &cfg, &err) < 0)
-		ck_abort_msg("config: %s", err.msg);
+	cfg = fixture_config("/tmp/cascade.yaml", rtd_yaml);
 	fct = config_job_index(cfg, "fct");
 	rtd = config_job_index(cfg, "rtd");
 	weekly = config_job_index(cfg, "weekly");
@@ -57,26 +54,13 @@ teardown(void)
 	config_unref(cfg);
 }
 
-static part_t
-day(const char *s)
-{
-	int64_t d;
-
-	ck_assert_int_eq(cal_parse_date(s, &d, NULL), 0);
-	return d;
-}
-
 /* "job key" of plan item i. */
 static const char *
 item_of(const struct plan *p, size_t i)
 {
 	static char buf[CAL_KEY_MAX + 64];
-	char key[CAL_KEY_MAX];
 
-	cal_key(&cfg->jobs[p->items[i].job].cal, p->items[i].part, key);
-	snprintf(buf, sizeof buf, "%s %s", cfg->jobs[p->items[i].job].name,
-		 key);
-	return buf;
+	return fixture_item(cfg, p, i, buf, sizeof buf);
 }
 
 /* What plan item i waits for, as "job key, job key". */
@@ -104,7 +88,7 @@ built_at(const char *key)
 
 	if (key != NULL) {
 		b[rtd].has = true;
-		b[rtd].newest = day(key);
+		b[rtd].newest = day_of(key);
 	}
 	return b;
 }
@@ -115,6 +99,7 @@ START_TEST(config_accepts_self)
 {
 	const struct job_def *j = &cfg->jobs[rtd];
 	const struct job_def *b = &cfg->jobs[config_job_index(cfg, "bal")];
+	struct part_range r;
 
 	ck_assert_int_eq(j->self_lookback, 1);
 	ck_assert_uint_eq(j->nupstream, 1);
@@ -123,10 +108,9 @@ START_TEST(config_accepts_self)
 	ck_assert_uint_eq(b->nupstream, 0);
 	ck_assert_int_eq(lineage_lookback(cfg, rtd, rtd), 1);
 	ck_assert_int_eq(lineage_lookback(cfg, fct, fct), -1);
-	ck_assert_int_eq(lineage_range(cfg, rtd, day("2026-02-10"), rtd).first,
-			 day("2026-02-11"));
-	ck_assert_int_eq(lineage_range(cfg, rtd, day("2026-02-10"), rtd).last,
-			 day("2026-02-11"));
+	r = lineage_range(cfg, rtd, day_of("2026-02-10"), rtd);
+	ck_assert_int_eq(r.first, day_of("2026-02-11"));
+	ck_assert_int_eq(r.last, day_of("2026-02-11"));
 	/* its days run one after the other: an estimate counts them so */
 	ck_assert_int_eq(estimate_concurrency(cfg, rtd), 1);
 	/* the topological order holds every job */
@@ -146,7 +130,7 @@ START_TEST(repair_cascades_to_newest)
 	size_t i;
 
 	plan_init(&p);
-	for (part_t d = day("2026-02-08"); d <= day("2026-02-12"); d++)
+	for (part_t d = day_of("2026-02-08"); d <= day_of("2026-02-12"); d++)
 		plan_add_root(&p, fct, d);
 	plan_expand_built(&p, cfg, false, NULL, b);
 	ck_assert_uint_eq(p.nroot, 5);
@@ -173,7 +157,7 @@ START_TEST(repair_cascades_to_newest)
 
 	/* reverse does not reverse a cascade */
 	plan_init(&p);
-	for (part_t d = day("2026-02-12"); d >= day("2026-02-08"); d--)
+	for (part_t d = day_of("2026-02-12"); d >= day_of("2026-02-08"); d--)
 		plan_add_root(&p, fct, d);
 	plan_expand_built(&p, cfg, true, NULL, b);
 	ck_assert_str_eq(item_of(&p, 5), "rtd 2026-02-08");
@@ -183,7 +167,7 @@ START_TEST(repair_cascades_to_newest)
 	/* nothing built past the repair: no cascade past it; nothing known
 	 * (plan_expand): the same */
 	plan_init(&p);
-	plan_add_root(&p, fct, day("2026-02-10"));
+	plan_add_root(&p, fct, day_of("2026-02-10"));
 	plan_expand(&p, cfg, false, NULL);
 	ck_assert_uint_eq(p.n, 3);
 	ck_assert_str_eq(item_of(&p, 1), "rtd 2026-02-10");
@@ -200,7 +184,7 @@ START_TEST(cascade_bound)
 	struct err err;
 
 	plan_init(&p);
-	for (part_t d = day("2026-02-08"); d <= day("2026-02-12"); d++)
+	for (part_t d = day_of("2026-02-08"); d <= day_of("2026-02-12"); d++)
 		plan_add_root(&p, fct, d);
 	plan_expand_built(&p, cfg, false, NULL, b);
 	ck_assert_int_eq(plan_check_bounds(&p, cfg, &err), -1);
@@ -223,8 +207,8 @@ START_TEST(own_request_cascades)
 	struct plan_built *b = built_at("2026-02-14");
 
 	plan_init(&p);
-	plan_add_root(&p, rtd, day("2026-02-12"));
-	plan_add_root(&p, rtd, day("2026-02-10"));
+	plan_add_root(&p, rtd, day_of("2026-02-12"));
+	plan_add_root(&p, rtd, day_of("2026-02-10"));
 	plan_expand_built(&p, cfg, true, NULL, b);
 	ck_assert_uint_eq(p.nroot, 3);
 	ck_assert_str_eq(item_of(&p, 0), "rtd 2026-02-10");
@@ -246,10 +230,10 @@ START_TEST(own_request_cascades)
 
 	/* --no-downstream: the named days in order, no gap, no cascade */
 	plan_init(&p);
-	plan_add_root(&p, rtd, day("2026-02-12"));
-	plan_add_root(&p, rtd, day("2026-02-11"));
-	plan_add_root(&p, rtd, day("2026-02-09"));
-	plan_add_root(&p, rtd, day("2026-02-11"));
+	plan_add_root(&p, rtd, day_of("2026-02-12"));
+	plan_add_root(&p, rtd, day_of("2026-02-11"));
+	plan_add_root(&p, rtd, day_of("2026-02-09"));
+	plan_add_root(&p, rtd, day_of("2026-02-11"));
 	plan_own_in_order(&p, cfg);
 	ck_assert_uint_eq(p.n, 3);
 	ck_assert_uint_eq(p.nroot, 3);
@@ -262,9 +246,9 @@ START_TEST(own_request_cascades)
 	/* a lookback of 2 waits for the two before */
 	b = calloc(cfg->njobs, sizeof *b);
 	b[config_job_index(cfg, "bal")] = (struct plan_built){ true,
-		day("2026-01-05") };
+		day_of("2026-01-05") };
 	plan_init(&p);
-	plan_add_root(&p, config_job_index(cfg, "bal"), day("2026-01-02"));
+	plan_add_root(&p, config_job_index(cfg, "bal"), day_of("2026-01-02"));
 	plan_expand_built(&p, cfg, false, NULL, b);
 	ck_assert_uint_eq(p.n, 4);
 	ck_assert_str_eq(deps_of(&p, 1), "bal 2026-01-02");
@@ -464,12 +448,9 @@ batch_config(const char *batch)
 		" upstream: [fct, {job: rt, lookback: 1}], sql: SELECT 1}\n";
 	char yaml[1024];
 	struct config *c = NULL;
-	struct err err;
 
 	snprintf(yaml, sizeof yaml, fmt, batch);
-	if (config_load_string("/tmp/rtbatch.yaml", yaml, strlen(yaml), &c,
-			       &err) < 0)
-		ck_abort_msg("config: %s", err.msg);
+	c = fixture_config("/tmp/rtbatch.yaml", yaml);
 	return c;
 }
 
@@ -533,12 +514,12 @@ batch_repair(struct manifest *m, const struct config *c, const char *rt)
 	struct plan p;
 
 	b[config_job_index(c, rt)] = (struct plan_built){ true,
-		day("2026-02-16") };
+		day_of("2026-02-16") };
 	plan_init(&p);
 	for (const char *k = "2026-02-10"; k != NULL;
 	     k = strcmp(k, "2026-02-12") == 0 ? NULL :
 		 strcmp(k, "2026-02-10") == 0 ? "2026-02-11" : "2026-02-12")
-		plan_add_root(&p, f, day(k));
+		plan_add_root(&p, f, day_of(k));
 	plan_expand_built(&p, c, false, NULL, b);
 	rq = batch_request(m, c, &p, 1);
 	plan_free(&p);

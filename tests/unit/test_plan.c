@@ -10,6 +10,7 @@
 #include "calendar.h"
 #include "config.h"
 #include "plan.h"
+#include "plan_fixture.h"
 
 static const char chain_yaml[] =
 	"state_db: s.db\n"
@@ -28,27 +29,13 @@ static struct config *cfg;
 static void
 setup(void)
 {
-	struct err err;
-
-	if (config_load_string("/tmp/plan.yaml", chain_yaml, strlen(chain_yaml),
-			       &cfg, &err) < 0)
-		ck_abort_msg("config: %s", err.msg);
+	cfg = fixture_config("/tmp/plan.yaml", chain_yaml);
 }
 
 static void
 teardown(void)
 {
 	config_unref(cfg);
-}
-
-/* Day number of a date. */
-static part_t
-day(const char *s)
-{
-	int64_t d;
-
-	ck_assert_int_eq(cal_parse_date(s, &d, NULL), 0);
-	return d;
 }
 
 /* Key of a plan item. */
@@ -77,7 +64,7 @@ START_TEST(lesson_window)
 	int fct = config_job_index(cfg, "fct");
 
 	plan_init(&p);
-	for (part_t d = day("2026-02-08"); d <= day("2026-02-12"); d++)
+	for (part_t d = day_of("2026-02-08"); d <= day_of("2026-02-12"); d++)
 		plan_add_root(&p, fct, d);
 	plan_expand(&p, cfg, false, NULL);
 	ck_assert_uint_eq(p.nroot, 5);
@@ -106,7 +93,7 @@ START_TEST(week_straddles_months)
 	int fct = config_job_index(cfg, "fct");
 
 	plan_init(&p);
-	plan_add_root(&p, fct, day("2026-03-31"));
+	plan_add_root(&p, fct, day_of("2026-03-31"));
 	plan_expand(&p, cfg, false, NULL);
 	ck_assert_uint_eq(p.n, 4);
 	ck_assert_str_eq(key_of(&p, 1), "2026-03-30");
@@ -155,11 +142,7 @@ static const char rollup_yaml[] =
 static void
 rollup_setup(void)
 {
-	struct err err;
-
-	if (config_load_string("/tmp/plan.yaml", rollup_yaml,
-			       strlen(rollup_yaml), &cfg, &err) < 0)
-		ck_abort_msg("config: %s", err.msg);
+	cfg = fixture_config("/tmp/plan.yaml", rollup_yaml);
 }
 
 /* Days across a quarter end and a year end: each quarter once, waiting
@@ -170,10 +153,10 @@ START_TEST(quarter_year_rollups)
 	int fct = config_job_index(cfg, "fct");
 
 	plan_init(&p);
-	plan_add_root(&p, fct, day("2023-03-31"));
-	plan_add_root(&p, fct, day("2023-04-01"));
-	plan_add_root(&p, fct, day("2023-12-31"));
-	plan_add_root(&p, fct, day("2024-01-01"));
+	plan_add_root(&p, fct, day_of("2023-03-31"));
+	plan_add_root(&p, fct, day_of("2023-04-01"));
+	plan_add_root(&p, fct, day_of("2023-12-31"));
+	plan_add_root(&p, fct, day_of("2024-01-01"));
 	plan_expand(&p, cfg, false, NULL);
 	ck_assert_uint_eq(p.n, 4 + 4 + 2);
 	ck_assert_str_eq(job_of(&p, 4), "quarterly");
@@ -205,11 +188,7 @@ static const char sunday_yaml[] =
 static void
 sunday_setup(void)
 {
-	struct err err;
-
-	if (config_load_string("/tmp/plan.yaml", sunday_yaml,
-			       strlen(sunday_yaml), &cfg, &err) < 0)
-		ck_abort_msg("config: %s", err.msg);
+	cfg = fixture_config("/tmp/plan.yaml", sunday_yaml);
 }
 
 START_TEST(sunday_weeks)
@@ -217,10 +196,10 @@ START_TEST(sunday_weeks)
 	struct plan p;
 
 	plan_init(&p);
-	plan_add_root(&p, 0, day("2024-03-30"));
-	plan_add_root(&p, 0, day("2024-03-31"));
-	plan_add_root(&p, 0, day("2024-04-06"));
-	plan_add_root(&p, 0, day("2024-04-07"));
+	plan_add_root(&p, 0, day_of("2024-03-30"));
+	plan_add_root(&p, 0, day_of("2024-03-31"));
+	plan_add_root(&p, 0, day_of("2024-04-06"));
+	plan_add_root(&p, 0, day_of("2024-04-07"));
 	plan_expand(&p, cfg, false, NULL);
 	ck_assert_uint_eq(p.n, 4 + 3 + 2);
 	ck_assert_str_eq(job_of(&p, 4), "retail");
@@ -246,7 +225,7 @@ START_TEST(reverse_order)
 	int fct = config_job_index(cfg, "fct");
 
 	plan_init(&p);
-	for (part_t d = day("2026-02-16"); d >= day("2026-02-01"); d--)
+	for (part_t d = day_of("2026-02-16"); d >= day_of("2026-02-01"); d--)
 		plan_add_root(&p, fct, d);
 	plan_expand(&p, cfg, true, NULL);
 	ck_assert_str_eq(key_of(&p, 16), "2026-02-16");
@@ -269,7 +248,7 @@ START_TEST(no_downstream_jobs)
 
 	plan_init(&p);
 	plan_add_root(&p, config_job_index(cfg, "other"),
-				       day("2026-02-08"));
+				       day_of("2026-02-08"));
 	plan_expand(&p, cfg, false, NULL);
 	ck_assert_uint_eq(p.n, 1);
 	ck_assert_uint_eq(p.items[0].ndeps, 0);
@@ -299,11 +278,7 @@ static struct config *fan;
 static void
 fan_setup(void)
 {
-	struct err err;
-
-	if (config_load_string("/tmp/fan.yaml", fan_yaml, strlen(fan_yaml),
-			       &fan, &err) < 0)
-		ck_abort_msg("config: %s", err.msg);
+	fan = fixture_config("/tmp/fan.yaml", fan_yaml);
 }
 
 static void
@@ -325,7 +300,7 @@ fan_plan(const char *list, char *out, size_t size)
 
 	ck_assert_int_eq(plan_select_downstream(fan, fct, list, keep, &err), 0);
 	plan_init(&p);
-	for (part_t d = day("2026-02-09"); d <= day("2026-02-10"); d++)
+	for (part_t d = day_of("2026-02-09"); d <= day_of("2026-02-10"); d++)
 		plan_add_root(&p, fct, d);
 	plan_expand(&p, fan, false, keep);
 	out[0] = '\0';
@@ -366,8 +341,8 @@ START_TEST(narrow_items_wait_for_inputs)
 
 	ck_assert_int_eq(plan_select_downstream(fan, fct, "weekly", keep, &err), 0);
 	plan_init(&p);
-	plan_add_root(&p, fct, day("2026-02-09"));
-	plan_add_root(&p, fct, day("2026-02-10"));
+	plan_add_root(&p, fct, day_of("2026-02-09"));
+	plan_add_root(&p, fct, day_of("2026-02-10"));
 	plan_expand(&p, fan, false, keep);
 	ck_assert_uint_eq(p.n, 5); /* 2 days, the week, rollup Feb, audit Feb */
 	ck_assert_str_eq(fan->jobs[p.items[2].job].name, "weekly");
@@ -438,11 +413,7 @@ static const char coarser_yaml[] =
 static void
 coarser_setup(void)
 {
-	struct err err;
-
-	if (config_load_string("/tmp/plan.yaml", coarser_yaml,
-			       strlen(coarser_yaml), &cfg, &err) < 0)
-		ck_abort_msg("config: %s", err.msg);
+	cfg = fixture_config("/tmp/plan.yaml", coarser_yaml);
 }
 
 /* A coarser upstream: February's rate rebuilds February's 28 days of the
@@ -495,11 +466,7 @@ static const char window_yaml[] =
 static void
 window_setup(void)
 {
-	struct err err;
-
-	if (config_load_string("/tmp/plan.yaml", window_yaml,
-			       strlen(window_yaml), &cfg, &err) < 0)
-		ck_abort_msg("config: %s", err.msg);
+	cfg = fixture_config("/tmp/plan.yaml", window_yaml);
 }
 
 /* A rolling 7-day mart: a repair of 2026-02-08..12 rebuilds 02-08..18,
@@ -511,7 +478,7 @@ START_TEST(rolling_window)
 	int fct = config_job_index(cfg, "fct");
 
 	plan_init(&p);
-	for (part_t d = day("2026-02-08"); d <= day("2026-02-12"); d++)
+	for (part_t d = day_of("2026-02-08"); d <= day_of("2026-02-12"); d++)
 		plan_add_root(&p, fct, d);
 	plan_expand(&p, cfg, false, NULL);
 	ck_assert_uint_eq(p.n, 5 + 11);
@@ -543,11 +510,7 @@ static const char whole_yaml[] =
 static void
 whole_setup(void)
 {
-	struct err err;
-
-	if (config_load_string("/tmp/plan.yaml", whole_yaml,
-			       strlen(whole_yaml), &cfg, &err) < 0)
-		ck_abort_msg("config: %s", err.msg);
+	cfg = fixture_config("/tmp/plan.yaml", whole_yaml);
 }
 
 /* partition: none: a repair of 2 days and a month rebuilds the whole table
@@ -561,8 +524,8 @@ START_TEST(whole_table)
 	part_t m;
 
 	plan_init(&p);
-	plan_add_root(&p, fct, day("2026-02-08"));
-	plan_add_root(&p, fct, day("2026-02-09"));
+	plan_add_root(&p, fct, day_of("2026-02-08"));
+	plan_add_root(&p, fct, day_of("2026-02-09"));
 	ck_assert_int_eq(cal_parse_key(&cfg->jobs[1].cal, "2026-02-01", &m,
 				       NULL), 0);
 	plan_add_root(&p, 1, m);

@@ -14,6 +14,7 @@
 #include "calendar.h"
 #include "config.h"
 #include "plan.h"
+#include "plan_fixture.h"
 #include "schedule.h"
 
 /* fct (day) feeds a rolling 7-day mart, a weekly mart (which feeds a
@@ -44,11 +45,7 @@ static int fct, rtd;
 static void
 setup(void)
 {
-	struct err err;
-
-	if (config_load_string("/tmp/plan_open.yaml", open_yaml,
-			       strlen(open_yaml), &cfg, &err) < 0)
-		ck_abort_msg("config: %s", err.msg);
+	cfg = fixture_config("/tmp/plan_open.yaml", open_yaml);
 	fct = config_job_index(cfg, "fct");
 	rtd = config_job_index(cfg, "rtd");
 }
@@ -70,26 +67,11 @@ at(const char *s)
 	return cal_days_from_civil(y, mo, d) * 86400 + h * 3600 + mi * 60 + se;
 }
 
-/* Day number of a date. */
-static part_t
-day(const char *s)
-{
-	int64_t d;
-
-	ck_assert_int_eq(cal_parse_date(s, &d, NULL), 0);
-	return d;
-}
-
 /* "job key" of item i. */
 static const char *
 name_of(const struct plan *p, size_t i, char *buf, size_t len)
 {
-	const struct job_def *j = &cfg->jobs[p->items[i].job];
-	char key[CAL_KEY_MAX];
-
-	cal_key(job_cal(j), p->items[i].part, key);
-	snprintf(buf, len, "%s %s", j->name, key);
-	return buf;
+	return fixture_item(cfg, p, i, buf, len);
 }
 
 /* The plan as lines "job key <- job key, job key" in run order. */
@@ -125,9 +107,9 @@ plan_at(struct plan *p, int root, const char *first, const char *last,
 	part_t *closed = calloc(cfg->njobs, sizeof *closed);
 
 	if (rtd_newest[0])
-		b[rtd] = (struct plan_built){ true, day(rtd_newest) };
+		b[rtd] = (struct plan_built){ true, day_of(rtd_newest) };
 	plan_init(p);
-	for (part_t d = day(first); d <= day(last); d++)
+	for (part_t d = day_of(first); d <= day_of(last); d++)
 		plan_add_root(p, root, d);
 	plan_expand_built(p, cfg, false, NULL, b);
 	schedule_last_closed_all(cfg, at(now), closed);
@@ -182,7 +164,7 @@ START_TEST(catchup_leaves_out_open)
 			       " 2026-03-25, fct 2026-03-26, fct 2026-03-27,"
 			       " fct 2026-03-28, fct 2026-03-29, fct"
 			       " 2026-03-30, fct 2026-03-31"), "%s", t);
-	for (part_t d = day("2026-04-01"); d <= day("2026-04-06"); d++) {
+	for (part_t d = day_of("2026-04-01"); d <= day_of("2026-04-06"); d++) {
 		char key[CAL_KEY_MAX], item[96];
 
 		cal_key(&cal_utc[GRAIN_DAY], d, key);
@@ -341,12 +323,12 @@ START_TEST(all_closed_unchanged)
 	plan_at(&p, fct, "2026-03-25", "2026-03-31", "2026-06-01 00:00:00",
 		"2026-04-05");
 	plan_init(&q);
-	for (part_t d = day("2026-03-25"); d <= day("2026-03-31"); d++)
+	for (part_t d = day_of("2026-03-25"); d <= day_of("2026-03-31"); d++)
 		plan_add_root(&q, fct, d);
 	{
 		struct plan_built *b = calloc(cfg->njobs, sizeof *b);
 
-		b[rtd] = (struct plan_built){ true, day("2026-04-05") };
+		b[rtd] = (struct plan_built){ true, day_of("2026-04-05") };
 		plan_expand_built(&q, cfg, false, NULL, b);
 		free(b);
 	}
@@ -412,7 +394,7 @@ START_TEST(last_closed_all)
 	part_t *c = calloc(cfg->njobs, sizeof *c);
 
 	schedule_last_closed_all(cfg, at("2026-04-01 03:00:00"), c);
-	ck_assert_int_eq(c[fct], day("2026-03-31"));
+	ck_assert_int_eq(c[fct], day_of("2026-03-31"));
 	ck_assert_int_eq(c[config_job_index(cfg, "weekly")],
 			 cal_part_of(&cal_utc[GRAIN_WEEK], at("2026-03-29 "
 							      "12:00:00")));
