@@ -67,8 +67,10 @@
  * checkpoints); probe_write commits a transaction that extends a table
  * of the database by min_free bytes (pgst_probe_write), reconnecting
  * first if need be; stats reports runs_kept (counted at open and again
- * when the node becomes planner, store_pg_fence, then kept by its
- * changes: only the planner writes runs), pg_database_size() as db_bytes
+ * when the node becomes planner, store_pg_fence, and after a
+ * transaction that did not commit, then kept by its changes: only the
+ * planner writes runs; a node of several hosts that is not the planner
+ * counts them at each call), pg_database_size() as db_bytes
  * and 0 as wal_bytes and loop_checkpoints.
  */
 #include "store_pg_int.h"
@@ -261,6 +263,7 @@ store_pg_fence(struct store *st, int64_t generation)
 	/* a new planner: the runs kept are the store's, every earlier
 	 * planner's too, not the ones this node counted at its start plus
 	 * its own (counted again outside a transaction, pgst_stats) */
+	p->shared = true;
 	if (generation > 0 && generation != p->fence)
 		p->recount = true;
 	p->fence = generation > 0 ? generation : 0;

@@ -222,6 +222,7 @@ struct pgst {
 	bool opened;       /* migrated and counted (pgst_open_db) */
 	bool connected;    /* the last pgst_connect succeeded */
 	bool recount;      /* count runs_kept again at the next chance */
+	bool shared;       /* several hosts' (store_pg_fence was called) */
 	bool piped;        /* in pipeline mode: sent, answers not read */
 	int npiped;        /* statements sent since the last sync */
 	struct pgst_answer answer[PGST_PIPE_MAX]; /* ... who reads each */

@@ -67,6 +67,8 @@ pgst_stats(struct store *st, struct store_stats *out)
 		out->runs_kept = p->runs_kept;
 		return;
 	}
+	if (p->shared && p->fence <= 0)
+		p->recount = true; /* not the planner: the runs are others' */
 	pgst_recount(p);
 	out->runs_kept = p->runs_kept;
 	/* (a failure here does not abort an open transaction's record) */

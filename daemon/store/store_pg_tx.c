@@ -628,8 +628,11 @@ pgst_idle_check(struct pgst *p)
 		;
 }
 
-/* Count the runs kept again when store_pg_fence asked for it (outside a
- * transaction; a failure leaves it asked). */
+/* Count the runs kept again when asked (outside a transaction; a failure
+ * leaves it asked): by store_pg_fence (a new planner), after a
+ * transaction that did not commit (its changes to runs_kept did not
+ * land, or its COMMIT's answer was lost), and by pgst_stats on a node
+ * of several hosts that is not the planner (nobody keeps its count). */
 void
 pgst_recount(struct pgst *p)
 {
@@ -724,6 +727,7 @@ pgst_tx_commit(struct pgst *p, struct err *err)
 	p->depth = 0;
 	if (p->aborted) {
 		p->aborted = false;
+		p->recount = true; /* its runs_kept changes did not land */
 		pgst_after_end(p, false);
 		if (p->pg != NULL && PQstatus(p->pg) == CONNECTION_OK)
 			pgst_simple(p, "ROLLBACK", NULL);
@@ -731,9 +735,11 @@ pgst_tx_commit(struct pgst *p, struct err *err)
 			       " was rolled back: %s", p->abort_msg);
 	}
 	pgst_after_end(p, p->committed);
-	if (!p->committed)
+	if (!p->committed) {
+		p->recount = true; /* or its answer was lost: ask the store */
 		return err_set(err, EXIT_INTERNAL, "state store: the transaction"
 			       " was rolled back by the server");
+	}
 	return 0;
 }
 
@@ -744,6 +750,7 @@ pgst_tx_rollback(struct pgst *p)
 	pgst_batch_drop(p);
 	pgst_after_end(p, false);
 	pgst_sync(p);
+	p->recount = true; /* its runs_kept changes did not land */
 	p->tx = false;
 	p->deferred = false;
 	p->depth = 0;

@@ -97,6 +97,12 @@ def test_http_on_each_node():
                  settings={"http_listen": "127.0.0.1:0"})
     planner = c.planner(c["n1"])
     other = "n2" if planner == "n1" else "n1"
+    # runs the planner records after the other node opened the store:
+    # the other one's runs_kept is the store's all the same
+    req = tc.backfill(c[planner], "fact", "2025-02-01", "2025-02-03")
+    c[planner].wait_request(req)
+    runs = c.state.rows("SELECT count(*) FROM runs")[0][0]
+    h.check(runs >= 3, "the backfill's runs are in the store: %d" % runs)
     for n in (planner, other):
         port = th.listening_port(c[n])
         st, hd, body = th.get(port, "/healthz")
@@ -105,6 +111,7 @@ def test_http_on_each_node():
         h.eq(st, 200, "/status on %s" % n)
         web = json.loads(body)
         h.eq([j["name"] for j in web["jobs"]], ["fact"], "/status jobs on %s" % n)
+        h.eq(web["runs_kept"], runs, "/status runs_kept on %s (the store's count)" % n)
         h.eq(sorted(x["name"] for x in web["nodes"]), ["n1", "n2"], "/status nodes on %s" % n)
         if n == planner:
             h.eq(web["from_memory"], None, "/status on the planner")

@@ -419,7 +419,8 @@ def same_counts(c, live, what):
     runs, per = store_counts(c)
     for name in live:
         st = c[name].json("status")
-        h.eq(st["runs_kept"], runs, "runs_kept on %s %s (the store's count)" % (name, what))
+        h.eq(st["runs_kept"], runs, "runs_kept on %s %s (the store's count; from"
+             " memory: %r)" % (name, what, st["from_memory"]))
         got = {j["name"]: {"succeeded": j["succeeded"], "failed": j["failed"]}
                for j in st["jobs"]}
         for job in got:

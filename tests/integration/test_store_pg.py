@@ -22,7 +22,7 @@ import test_postgres as tp
 
 # cases only PostgreSQL runs (test_store_ops.c)
 PG_ONLY = {"pg_migrates_once", "pg_fewer_writes", "pg_concurrent_open",
-           "pg_fence", "pg_failed_statement", "pg_reconnects"}
+           "pg_fence", "pg_failed_statement", "pg_reconnects", "pg_runs_kept"}
 
 
 def suite_binaries():

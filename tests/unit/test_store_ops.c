@@ -1450,6 +1450,46 @@ START_TEST(pg_concurrent_open)
 }
 END_TEST
 
+/* runs_kept: a run recorded in a transaction rolled back, or in one its
+ * fence refused at the commit, is not counted; a node of several hosts
+ * that is not the planner counts the runs another node recorded. */
+START_TEST(pg_runs_kept)
+{
+	fence_fn fence = (fence_fn)pgfix_symbol("store_pg_fence");
+	struct store_stats ss;
+	struct store *other;
+	int64_t rid, m, id;
+	struct err err;
+
+	rid = request("backfill", 1);
+	m = item(rid, "fct", "2026-02-08", 0, MS_RUNNING);
+	(void)run(m, rid, "fct", "2026-02-08", 1, 100);
+	ck_assert_int_eq(store_begin(st, &err), 0);
+	(void)run(m, rid, "fct", "2026-02-08", 2, 200);
+	store_rollback(st);
+	store_stats(st, &ss);
+	ck_assert_int_eq(ss.runs_kept, 1);
+
+	peek("UPDATE lease SET generation = 7, holder = 'a' WHERE id = 1");
+	fence(st, 7);
+	ck_assert_int_eq(store_defer(st, &err), 0);
+	(void)run(m, rid, "fct", "2026-02-08", 2, 300);
+	peek("UPDATE lease SET generation = 8, holder = 'b' WHERE id = 1");
+	ck_assert_int_eq(store_flush(st, &err), -1);
+	store_stats(st, &ss);
+	ck_assert_int_eq(peek("SELECT COUNT(*) FROM runs"), 1);
+	ck_assert_int_eq(ss.runs_kept, 1);
+
+	fence(st, 0); /* not the planner now: b records a run */
+	ck_assert_int_eq(pgfix_store_open(&other, &err), 0);
+	ck_assert_int_eq(store_run_start(other, m, rid, "fct", "2026-02-08", 2,
+				      400, "v1", "cfg", 0, &id, &err), 0);
+	store_close(other);
+	store_stats(st, &ss);
+	ck_assert_int_eq(ss.runs_kept, 2);
+}
+END_TEST
+
 /* Fencing: with a generation set, transactions and lone writes check the
  * lease as they commit; once another node moved it, they are refused and
  * write nothing; a commit's check holds the lease row against a takeover
@@ -1680,6 +1720,7 @@ main(void)
 		tcase_add_test(tc, pg_fewer_writes);
 		tcase_add_test(tc, pg_concurrent_open);
 		tcase_add_test(tc, pg_fence);
+		tcase_add_test(tc, pg_runs_kept);
 		tcase_add_test(tc, pg_failed_statement);
 		tcase_add_test(tc, pg_reconnects);
 		if (pgfix_password_file() != NULL)
