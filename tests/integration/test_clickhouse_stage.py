@@ -161,8 +161,10 @@ def run_statement_kinds(old_ids):
         q = q.replace("\\'", "'")   # TSV's escape of a quote
         if q.startswith("INSERT INTO `_backfilld_stage_"):
             kind = "fill"
-        elif q.startswith("SELECT concat('b', v) AS v FROM (SELECT"):
-            kind = "figures"   # the live table's before, the stage's after
+        elif (q.startswith("SELECT concat('bn\\\\t-'") and "GROUP BY" not in q
+              and "UNION ALL SELECT concat('an\\\\t-'" in q):
+            # the live table's before, the stage's after: no GROUP BY
+            kind = "figures"
         elif q.startswith("INSERT INTO `_backfilld_marks_"):
             kind = "mark"
         elif q.startswith("ALTER TABLE `fct_daily_sales` REPLACE PARTITION"):

@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "chsql.h"
 #include "chwap.h"
 
 static const char *const keys[] = { "2025-03-05", "2025-03-06" };
@@ -243,8 +244,7 @@ START_TEST(test_zoned_hours)
 END_TEST
 
 /* The statements of a run known clean (exec_wap_known.c): the stage
- * learned once, the figures before and after in one statement, and the
- * marks read by the sweep at start. */
+ * learned once and the marks read by the sweep at start. */
 START_TEST(test_known_pair_marks)
 {
 	char *sql = chwap_known_sql("st", "mk", "dt");
@@ -256,14 +256,69 @@ START_TEST(test_known_pair_marks)
 	    " 'st' AND active UNION ALL SELECT concat('m\\t', partition) AS v"
 	    " FROM `mk`");
 	free(sql);
-	sql = chwap_pair_sql("SELECT 1 AS v", "SELECT 2 AS v");
-	ck_assert_str_eq(sql, "SELECT concat('b', v) AS v FROM (SELECT 1 AS"
-	    " v) UNION ALL SELECT concat('a', v) AS v FROM (SELECT 2 AS v)");
-	free(sql);
 	sql = chwap_marks_sql("mk");
 	ck_assert_str_eq(sql, "SELECT concat(toString(request), '\\t',"
 	    " partition) FROM `mk`");
 	free(sql);
+}
+END_TEST
+
+/* One partition read in the live table and the stage by one statement
+ * without GROUP BY (an aggregate answers one row, for no row too); its
+ * two rows are each table's figures of the key. */
+START_TEST(test_pair)
+{
+	const char *ms[] = { "sum(revenue_cents)" };
+	struct chwap_spec s = { .table = "fct", .column = "dt", .metrics = ms,
+				.nmetrics = 1, .digest = true };
+	const char *key = "2025-03-05";
+	char *v[] = { "n\t-\t3\t42\t300", "n\t-\t0\t0\t" };
+	struct chwap_result r;
+	struct err e;
+	char *sql;
+
+	ck_assert_int_eq(chwap_pair_sql(&s, "st", key, &sql, &e), 0);
+	ck_assert_str_eq(sql, "SELECT concat('bn\\t-', '\\t',"
+	    " toString(count()), '\\t', toString(sum(" CHSQL_ROW_HASH ")),"
+	    " '\\t', ifNull(toString((sum(revenue_cents))), '')) AS v FROM"
+	    " `fct` WHERE `dt` = '2025-03-05' UNION ALL SELECT"
+	    " concat('an\\t-', '\\t', toString(count()), '\\t',"
+	    " toString(sum(" CHSQL_ROW_HASH ")), '\\t',"
+	    " ifNull(toString((sum(revenue_cents))), '')) AS v FROM `st`"
+	    " WHERE `dt` = '2025-03-05'");
+	free(sql);
+	/* through the grain's function, FINAL, a zone's hour as typed */
+	s.part_fn = "toStartOfHour";
+	s.final = true;
+	s.digest = false;
+	s.nmetrics = 0;
+	key = "2026-10-25T02+01:00";
+	ck_assert_int_eq(chwap_pair_sql(&s, "st", key, &sql, &e), 0);
+	ck_assert_ptr_nonnull(strstr(sql, "FROM `fct` FINAL WHERE"
+	    " toStartOfHour(`dt`) = toDateTime('2026-10-25 01:00:00', 'UTC')"
+	    " UNION ALL"));
+	ck_assert_ptr_nonnull(strstr(sql, "FROM `st` FINAL WHERE"
+	    " toStartOfHour(`dt`) = toDateTime('2026-10-25 01:00:00', 'UTC')"));
+	ck_assert_ptr_null(strstr(sql, "GROUP BY"));
+	free(sql);
+	ck_assert_int_eq(chwap_pair_sql(&s, "st", "2025-03-05') OR 1 --",
+					&sql, &e), -1);
+	ck_assert_ptr_null(sql);
+	/* each row parsed as the key's figures: rows, sum, metric */
+	s.digest = true;
+	s.nmetrics = 1;
+	key = "2025-03-05";
+	ck_assert_int_eq(chwap_parse(&s, &key, v, 1, 1, &r, &e), 0);
+	ck_assert_int_eq(r.parts[0].rows, 3);
+	ck_assert_str_eq(r.parts[0].sum, "42");
+	ck_assert_str_eq(r.parts[0].metric[0], "300");
+	chwap_result_free(&r);
+	ck_assert_int_eq(chwap_parse(&s, &key, v + 1, 1, 1, &r, &e), 0);
+	ck_assert_int_eq(r.parts[0].rows, 0);
+	ck_assert_str_eq(r.parts[0].metric[0], "");
+	chwap_result_free(&r);
+	/* no row at all is no answer */
+	ck_assert_int_eq(chwap_parse(&s, &key, v, 0, 1, &r, &e), -1);
 }
 END_TEST
 
@@ -279,6 +334,7 @@ main(void)
 	tcase_add_test(tc, test_parse);
 	tcase_add_test(tc, test_drop_mark);
 	tcase_add_test(tc, test_known_pair_marks);
+	tcase_add_test(tc, test_pair);
 	tcase_add_test(tc, test_zoned_hours);
 	suite_add_tcase(s, tc);
 	sr = srunner_create(s);

@@ -87,6 +87,18 @@ chwap_typed(const char *const *keys, size_t n, char (*txt)[CHSQL_LITERAL_MAX])
 			(void)chsql_literal(keys[i], txt[i], &e);
 }
 
+/* The partition's rows: those whose column, through the grain's
+ * function, is its key (a DateTime column holding any instant of it); the
+ * column compared as it is would never equal a day's key. */
+static void
+chwap_col(const struct chwap_spec *s, char *col, size_t size)
+{
+	if (s->part_fn != NULL)
+		snprintf(col, size, "%s(`%s`)", s->part_fn, s->column);
+	else
+		snprintf(col, size, "`%s`", s->column);
+}
+
 int
 chwap_sql(const struct chwap_spec *s, const char *const *keys, size_t n,
 	  char **out, struct err *err)
@@ -101,13 +113,7 @@ chwap_sql(const struct chwap_spec *s, const char *const *keys, size_t n,
 		return n == 0 ? err_set(err, EXIT_BAD_INPUT, "no partition")
 			      : -1;
 	}
-	/* the partition's rows: those whose column, through the grain's
-	 * function, is its key (a DateTime column holding any instant of
-	 * it); the column compared as it is would never equal a day's key */
-	if (s->part_fn != NULL)
-		snprintf(col, sizeof col, "%s(`%s`)", s->part_fn, s->column);
-	else
-		snprintf(col, sizeof col, "`%s`", s->column);
+	chwap_col(s, col, sizeof col);
 	buf_init(&b);
 	if (s->stage != NULL)
 		chwap_state(&b, s, txt, n);
@@ -426,12 +432,37 @@ chwap_known_sql(const char *stage, const char *mark, const char *column)
 			 column, stage, mark);
 }
 
-char *
-chwap_pair_sql(const char *before, const char *after)
+/* "SELECT concat('TAGn\t-', FIGURES) AS v FROM `table` WHERE col = lit":
+ * an aggregate without GROUP BY answers one row, for no row too. */
+static void
+chwap_one(struct buf *b, const struct chwap_spec *s, const char *table,
+	  char tag, const char *col, const char *lit)
 {
-	return xasprintf("SELECT concat('b', v) AS v FROM (%s) UNION ALL"
-			 " SELECT concat('a', v) AS v FROM (%s)", before,
-			 after);
+	buf_printf(b, "SELECT concat('%cn\\t-'", tag);
+	chwap_figures(b, s);
+	buf_printf(b, ") AS v FROM `%s`%s WHERE %s = %s", table,
+		   s->final ? " FINAL" : "", col, lit);
+}
+
+int
+chwap_pair_sql(const struct chwap_spec *s, const char *stage,
+	       const char *key, char **out, struct err *err)
+{
+	char txt[1][CHSQL_LITERAL_MAX], col[CHSQL_IDENT_MAX + 48];
+	struct buf b;
+
+	*out = NULL;
+	if (chwap_texts(&key, 1, txt, err) == -1)
+		return -1;
+	chwap_typed(&key, 1, txt);
+	chwap_col(s, col, sizeof col);
+	buf_init(&b);
+	chwap_one(&b, s, s->table, 'b', col, txt[0]);
+	buf_addstr(&b, " UNION ALL ");
+	chwap_one(&b, s, stage, 'a', col, txt[0]);
+	buf_add(&b, "", 1);
+	*out = buf_steal(&b);
+	return 0;
 }
 
 char *

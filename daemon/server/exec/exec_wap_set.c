@@ -283,7 +283,7 @@ exec_wap_read_both(struct exec_flight *fl, struct wh_conn *conn,
 				.final = exec_wap_key_final(run) };
 	struct chwap_result rb = { 0 }, ra = { 0 };
 	const char *key = run->parts[i].key;
-	char *live = NULL, *stage = NULL, *sql, **v = NULL, **b, **a;
+	char *sql = NULL, **v = NULL, **b, **a;
 	size_t nv = 0, nb, na;
 	const char **ms;
 	struct err e;
@@ -292,26 +292,18 @@ exec_wap_read_both(struct exec_flight *fl, struct wh_conn *conn,
 	if (!exec_wap_metrics(run->job, &ms))
 		return 1;
 	s.metrics = ms;
-	rc = chwap_sql(&s, &key, 1, &live, &e);
-	s.table = t->stage;
-	if (rc == 0)
-		rc = chwap_sql(&s, &key, 1, &stage, &e);
-	if (rc == 0 && !exec_interrupted(fl, err)) {
-		sql = chwap_pair_sql(live, stage);
+	rc = chwap_pair_sql(&s, t->stage, key, &sql, &e);
+	if (rc == 0 && !exec_interrupted(fl, err))
 		rc = conn->drv->query_column(conn, sql, NULL, 0, 8, &v, &nv,
 					     &e);
-		free(sql);
-	} else if (rc == 0) {
+	else if (rc == 0)
 		rc = -1;
-	}
-	free(live);
-	free(stage);
+	free(sql);
 	b = xcalloc(nv + 1, sizeof *b);
 	a = xcalloc(nv + 1, sizeof *a);
 	if (rc == 0 && (!exec_wap_split(v, nv, b, &nb, a, &na) ||
 	    chwap_parse(&s, &key, a, na, 1, &ra, &e) == -1))
 		rc = 1;
-	s.table = t->live;
 	if (rc == 0 && chwap_parse(&s, &key, b, nb, 1, &rb, &e) == -1)
 		rc = 1;
 	if (rc == 0) {
