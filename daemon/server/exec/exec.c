@@ -52,6 +52,7 @@
 
 #include "clock_ms.h"
 #include "exec_priv.h"
+#include "exec_wap.h"
 #include "xalloc.h"
 
 static void exec_close_finish(struct exec *ex);
@@ -505,6 +506,7 @@ exec_destroy(struct exec *ex)
 		ex->uhead = u->next;
 		exec_unstage_free(u);
 	}
+	exec_wap_known_forget();
 	for (size_t k = 0; k < ex->nconncount; k++)
 		free(ex->conncount[k].name);
 	free(ex->conncount);

@@ -103,6 +103,9 @@ bool exec_wap_clean(const struct wap_tables *t, const char *key);
 /* keys[0..n)'s marks and stage partitions dropped (a release). */
 void exec_wap_released(const struct wap_tables *t, const char *const *keys,
 		       size_t n);
+/* Everything this process knew of its stages forgotten (the executor
+ * freed, its workers joined): a new executor sweeps and learns again. */
+void exec_wap_known_forget(void);
 /* exec_wap_set.c: part i's before figures (from the live table) and
  * after figures (from the stage) read by one statement, after the fill
  * (the live partition is not written before the REPLACE), into

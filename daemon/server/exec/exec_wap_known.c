@@ -283,3 +283,22 @@ exec_wap_learn(struct exec_flight *fl, struct wh_conn *conn,
 	free(v);
 	return rc == -1 && exec_interrupted(fl, err) ? -1 : 0;
 }
+
+void
+exec_wap_known_forget(void)
+{
+	pthread_mutex_lock(&wap_known_lock);
+	for (size_t i = 0; i < wap_nknown; i++) {
+		struct wap_known *e = &wap_known[i];
+
+		for (size_t k = 0; k < e->ndirty; k++)
+			free(e->dirty[k]);
+		free(e->dirty);
+		free(e->stage);
+		free(e->where);
+	}
+	free(wap_known);
+	wap_known = NULL;
+	wap_nknown = 0;
+	pthread_mutex_unlock(&wap_known_lock);
+}
