@@ -416,9 +416,9 @@ def test_zoned_hours_clickhouse_server_zone():
         chi.close()
 
 
-def zoned_hours_on(tc, srv, name):
-    """test_zoned_hours_clickhouse's run on server srv."""
-    db = tc.fresh_db(seed=False)
+def zoned_tables(srv, db):
+    """ZONED_CH_JOB's tables in db: hits over both DST days of 2026 and
+    hits_hourly (also test_clickhouse_zoned_faults.py)."""
     srv.q("CREATE TABLE hits (ts DateTime('UTC'), v UInt32) ENGINE = MergeTree ORDER BY ts", db)
     # a hit every 20 minutes over both days, v the minute of the day
     for day in ("2026-03-28 20:00:00", "2026-10-24 20:00:00"):
@@ -427,6 +427,12 @@ def zoned_hours_on(tc, srv, name):
     srv.q("CREATE TABLE hits_hourly (hour DateTime('UTC'), s String, e String, t String,"
           " utc String, n UInt64, total UInt64) ENGINE = MergeTree"
           " PARTITION BY toStartOfHour(hour) ORDER BY hour", db)
+
+
+def zoned_hours_on(tc, srv, name):
+    """test_zoned_hours_clickhouse's run on server srv."""
+    db = tc.fresh_db(seed=False)
+    zoned_tables(srv, db)
     d = h.Daemon(config=tc.ch_config(db, ZONED_CH_JOB), clock=None, name=name, start=False)
     rc, line = check_config(d)
     h.eq(rc, 0, "--check-config of a Berlin hourly job on ClickHouse: %s" % line)
