@@ -23,12 +23,18 @@ what they guarded, against a throwaway server (tools/chserver.py):
     (its start too): each run's stage is audited with its rows (it was
     refused as empty: 18.16 compares a DateTime with a Date as never
     equal), the rows published, the audit's rows and metric before and
-    after right, one partition a run and in a batch.
+    after right, one partition a run and in a batch;
+  - runs handed ahead (docs/performance.md): a short job's next run
+    recorded started while the current one runs, each partition once;
+    kill -9 with a run on a stopped server and one handed ahead after
+    it: both cut, every partition then succeeds once and equals raw.
 
 Skipped (77) without clickhouse-server, as test_clickhouse.py is.
 """
 import os
+import signal
 import sys
+import time
 
 import harness as h
 import test_clickhouse as tc
@@ -322,6 +328,71 @@ def test_datetime_partition_column():
         d.stop()
 
 
+def overlaps(runs):
+    """Consecutive runs (by id) whose records overlap: the next one was
+    recorded started before the one before it was recorded finished."""
+    rs = sorted(runs, key=lambda r: r["id"])
+    return sum(1 for a, b in zip(rs, rs[1:])
+               if h.parse_iso(b["started_at"]) < h.parse_iso(a["finished_at"]))
+
+
+def wait_for(cond, what, timeout=60.0):
+    deadline = time.monotonic() + timeout
+    while not cond():
+        if time.monotonic() > deadline:
+            h.fail("timed out waiting for %s" % what)
+        time.sleep(0.02)
+
+
+def test_runs_handed_ahead():
+    """A ClickHouse job's runs are handed ahead as a SQLite job's are
+    (docs/performance.md, "Runs handed ahead"; BACKFILLD_TEST_DECK_MS
+    lifts the 20 ms bound so that a loaded test machine's runs qualify
+    too): the records of a week's runs overlap, each partition runs once,
+    at its first attempt, and equals raw, no stage row or mark left.  Then
+    the server stopped (SIGSTOP) under a run, the run handed ahead after
+    it waits (two running at concurrency 1), kill -9: after the restart
+    both are in the history as interrupted, every partition succeeds
+    once, the rows equal raw, nothing is left in the stage."""
+    db = tc.fresh_db()
+    job = (JOB % 0).replace("  retries:", "  concurrency: 1\n  retries:")
+    d = h.Daemon(config=tc.ch_config(db, job).replace("max_concurrency: 4",
+                                                      "max_concurrency: 2"),
+                 clock=None, name="chdeck", env={"BACKFILLD_TEST_DECK_MS": "600000"})
+    week = h.days("2026-02-02", "2026-02-08")
+    d.backfill("fct", week[0], week[-1])
+    runs = [r for r in d.runs() if r["job"] == "fct"]
+    h.eq(sorted((r["partition"], r["attempt"], r["state"]) for r in runs),
+         [(p, 1, "succeeded") for p in week], "runs of the week")
+    n = overlaps(runs)
+    h.check(n >= len(runs) // 2, "only %d of %d runs were recorded started before the one"
+            " before them finished: none handed ahead?" % (n, len(runs)))
+    fact, raw = tc.fact_vs_raw(db, week[0], week[-1])
+    h.eq(fact, raw, "fact vs raw for the week")
+    later = h.days("2026-02-10", "2026-02-14")
+    os.killpg(tc.SRV.proc.pid, signal.SIGSTOP)
+    try:
+        req = d.enqueue("backfill", "fct", "--from", later[0], "--to", later[-1])
+        wait_for(lambda: d.status("fct")["fct"]["running"] == 2,
+                 "a run on the stopped server and the one handed ahead after it")
+        d.kill9()
+    finally:
+        os.killpg(tc.SRV.proc.pid, signal.SIGCONT)
+    d.start()
+    d.wait_request(req)
+    runs = [r for r in d.runs() if r["job"] == "fct" and r["partition"] in later]
+    cut = sorted(r["partition"] for r in runs if r["state"] == "failed")
+    h.eq(cut, later[:2], "runs cut by the kill: the one on the stopped server and the one"
+         " handed ahead after it")
+    h.eq(sorted(r["partition"] for r in runs if r["state"] == "succeeded"), later,
+         "partitions succeeded once after the restart")
+    fact, raw = tc.fact_vs_raw(db, later[0], later[-1])
+    h.eq(fact, raw, "fact vs raw after kill -9 with a run handed ahead")
+    h.eq(tc.stage_leftovers(db), {}, "stage rows left")
+    h.eq(tc.marks_left(db), {}, "marks left")
+    d.stop()
+
+
 def main():
     if not os.path.exists(os.path.join(os.path.dirname(h.binaries()[0]), "backfilld-ch.so")):
         tc.skip("this build has no ClickHouse driver (libcurl4-openssl-dev)")
@@ -335,7 +406,7 @@ def main():
         tc.skip(str(e))
     h.register_server(tc.SRV)
     h.main([test_stage_dropped_between_runs, test_key_checked_once_then_after_failure,
-            test_round_trips, test_datetime_partition_column])
+            test_round_trips, test_datetime_partition_column, test_runs_handed_ahead])
 
 
 if __name__ == "__main__":

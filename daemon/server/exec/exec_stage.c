@@ -36,8 +36,8 @@ exec_flight_of(const struct exec_flight *fl, const char *job, const char *key)
 	return key == NULL;
 }
 
-/* Whether a run of job's partition key (NULL: any) is queued or running;
- * ex->lock held. */
+/* Whether a run of job's partition key (NULL: any) is queued, running or
+ * handed ahead after a running one; ex->lock held. */
 static bool
 exec_partition_busy(struct exec *ex, const char *job, const char *key)
 {
@@ -47,8 +47,9 @@ exec_partition_busy(struct exec *ex, const char *job, const char *key)
 		if (exec_flight_of(fl, job, key))
 			return true;
 	LIST_FOREACH(fl, &ex->running, rlink)
-		if (exec_flight_of(fl, job, key))
-			return true;
+		for (const struct exec_flight *d = fl; d != NULL; d = d->deck)
+			if (exec_flight_of(d, job, key))
+				return true; /* running, or handed ahead */
 	return false;
 }
 
