@@ -7,8 +7,13 @@ OUTPUT).
 
 Readiness is event-driven: the harness binds a unix datagram socket, sets
 NOTIFY_SOCKET to it, and waits for the daemon's sd_notify "READY=1" (or
-for the daemon to exit, through a pidfd).  The timeouts below are failure
-guards only, never the way a test waits for something to happen.
+for the daemon to exit, through a pidfd).  A reader thread drains that
+socket for the whole life of each daemon process (start() to stop()), as
+systemd does its own: the kernel queues only a few datagrams
+(net.unix.max_dgram_qlen) and a test that did not read could otherwise
+slow the daemon's sends (daemon/server/notify.c bounds them).  The
+timeouts below are failure guards only, never the way a test waits for
+something to happen.
 
 Exit codes (meson): 0 pass, 1 fail, 77 skip (no binaries to test).
 
@@ -27,6 +32,7 @@ its WAL, a tmpfs under it) calls sqlite_state_only(), and reading
 Daemon.state_db does so too.
 """
 
+import contextlib
 import datetime
 import json
 import os
@@ -376,7 +382,13 @@ class Daemon:
         self.proc = None
         self.starts = 0
         self.boot_requests = set()
+        # every notify datagram received, in order (the reader appends
+        # under _notify_cv); _notify_seen: the first not yet consumed by
+        # wait_notification or drain_notifications
         self.notifications = []
+        self._notify_cv = threading.Condition()
+        self._notify_seen = 0
+        self._notify_reader = None
         self.extra_env = dict(env or {})
         self.clock_file = None
         if clock is not None:
@@ -397,6 +409,7 @@ class Daemon:
         self.notify_path = os.path.join(self.dir, "notify.sock")
         self.notify = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
         self.notify.bind(self.notify_path)
+        self.notify.setblocking(False)   # read by the reader thread only
         _ALL.append(self)
         if start:
             self.start()
@@ -486,6 +499,7 @@ class Daemon:
             self.wrapper = tuple(wrapper)
         if args is not None:
             self.daemon_args = tuple(args)
+        self._notify_stop()   # a daemon that exited by itself
         self.drain_notifications()
         self.starts += 1
         logf = open(self.log, "a")
@@ -497,6 +511,7 @@ class Daemon:
             stdin=subprocess.DEVNULL, stdout=logf, stderr=logf,
             env=self.env(), cwd=self.dir)
         logf.close()
+        self._notify_start()
         self.wait_notification("READY=1", ready_timeout, what="READY=1 after start")
         if self.starts == 1:
             self.settle()
@@ -515,83 +530,135 @@ class Daemon:
             self.wait_request(req)
         self.boot_requests |= boot
 
-    def wait_notification(self, line, timeout, what=None):
-        """Wait for a notify datagram holding `line` (or the daemon's exit)."""
-        deadline = time.monotonic() + timeout
+    # -- the notify socket
+
+    def _notify_recv(self):
+        """Append every datagram queued on the notify socket (under the
+        lock, so that drain_notifications and the reader keep the order)."""
+        with self._notify_cv:
+            got = False
+            while True:
+                try:
+                    msg = self.notify.recv(65536)
+                except (BlockingIOError, InterruptedError):
+                    break
+                except OSError:
+                    break
+                self.notifications.append(msg.decode("utf-8", "replace"))
+                got = True
+            if got:
+                self._notify_cv.notify_all()
+
+    def _notify_run(self, wake, pidfd):
+        """The reader thread: receive until told to stop (a byte on wake);
+        wake the waiters when the daemon exits (its pidfd)."""
+        fds = [self.notify, wake] + ([pidfd] if pidfd is not None else [])
+        while True:
+            try:
+                r, _, _ = select.select(fds, [], [])
+            except (OSError, ValueError):
+                return
+            if pidfd is not None and pidfd in r:
+                fds.remove(pidfd)
+                with self._notify_cv:
+                    self._notify_cv.notify_all()
+            if self.notify in r or wake in r:
+                self._notify_recv()
+            if wake in r:
+                return
+
+    def _notify_start(self):
+        """Start the reader for the daemon process just started."""
         pidfd = None
         if hasattr(os, "pidfd_open"):
             try:
                 pidfd = os.pidfd_open(self.proc.pid)
             except OSError:
                 pidfd = None
-        try:
+        wake_r, wake_w = os.pipe()
+        t = threading.Thread(target=self._notify_run, args=(wake_r, pidfd), daemon=True)
+        self._notify_reader = (t, wake_r, wake_w, pidfd)
+        t.start()
+
+    def _notify_stop(self):
+        """Stop the reader, if it runs, once it received what was queued."""
+        if self._notify_reader is None:
+            return
+        t, wake_r, wake_w, pidfd = self._notify_reader
+        self._notify_reader = None
+        os.write(wake_w, b"x")
+        # a guard: the reader takes the lock, which a signal handler's
+        # close() may interrupt its own thread holding
+        t.join(10)
+        if t.is_alive():
+            return
+        for fd in (wake_r, wake_w) + ((pidfd,) if pidfd is not None else ()):
+            os.close(fd)
+
+    def wait_notifications(self, pred, timeout, what, start=None):
+        """Index in self.notifications of the first datagram from `start`
+        (default: the first not consumed yet) for which pred(datagram)
+        holds, waiting for the reader to receive more; fails when the
+        daemon exits first or the guard runs out.  Consumes nothing."""
+        check(self._notify_reader is not None,
+              "waiting for %s while nothing reads the notify socket" % what)
+        pidfd = self._notify_reader[3]
+        deadline = time.monotonic() + timeout
+        with self._notify_cv:
+            i = self._notify_seen if start is None else start
             while True:
-                left = deadline - time.monotonic()
-                if left <= 0:
-                    fail("no %s from backfilld within %.0f s (guard)\n%s"
-                         % (what or line, timeout, self.log_tail()))
-                fds = [self.notify] + ([pidfd] if pidfd is not None else [])
-                # Without a pidfd, wake up now and then to notice an exit.
-                r, _, _ = select.select(fds, [], [], left if pidfd is not None else min(left, 0.5))
-                if self.notify in r:
-                    msg = self.notify.recv(65536).decode("utf-8", "replace")
-                    self.notifications.append(msg)
-                    if line in msg.split("\n"):
-                        return msg
-                    continue
+                while i < len(self.notifications):
+                    if pred(self.notifications[i]):
+                        return i
+                    i += 1
                 if self.proc.poll() is not None:
                     rc = self.proc.returncode
                     self.proc = None
                     fail("backfilld exited with status %s before %s\n%s"
-                         % (rc, what or line, self.log_tail()))
-        finally:
-            if pidfd is not None:
-                os.close(pidfd)
+                         % (rc, what, self.log_tail()))
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    fail("no %s from backfilld within %.0f s (guard)\n%s"
+                         % (what, timeout, self.log_tail()))
+                # The reader wakes us on a datagram and, through the pidfd,
+                # on the daemon's exit; without a pidfd look now and then.
+                self._notify_cv.wait(left if pidfd is not None else min(left, 0.5))
+
+    def wait_notification(self, line, timeout, what=None):
+        """Wait for a notify datagram holding `line` among those not
+        consumed yet (or the daemon's exit); consume it and the ones
+        before it, and return it."""
+        i = self.wait_notifications(lambda m: line in m.split("\n"), timeout,
+                                    what or line)
+        with self._notify_cv:
+            self._notify_seen = max(self._notify_seen, i + 1)
+            return self.notifications[i]
 
     def drain_notifications(self):
-        self.notify.setblocking(False)
-        try:
-            while True:
-                self.notifications.append(self.notify.recv(65536).decode("utf-8", "replace"))
-        except BlockingIOError:
-            pass
-        finally:
-            self.notify.setblocking(True)
+        """Consume every datagram received so far: a wait_notification
+        after this waits for a new one."""
+        self._notify_recv()
+        with self._notify_cv:
+            self._notify_seen = len(self.notifications)
 
     def draining(self):
-        """Context manager: read notify datagrams into self.notifications
-        while the body runs.  The kernel queues only a few datagrams
-        (net.unix.max_dgram_qlen, 10 here) and sd_notify blocks the sender
-        when the queue is full, as systemd's own socket never is: a test
-        must drain while the daemon works."""
-        harness = self
+        """Context manager kept for the tests that wrap a wait in it: the
+        reader thread drains the notify socket all the time now."""
+        return contextlib.nullcontext(self)
 
-        class _Drain:
-            def __enter__(self):
-                self.stop = threading.Event()
-                self.thread = threading.Thread(target=self.run, daemon=True)
-                self.thread.start()
-                return self
-
-            def run(self):
-                while not self.stop.is_set():
-                    try:
-                        r, _, _ = select.select([harness.notify], [], [], 0.05)
-                    except (OSError, ValueError):
-                        return
-                    if r:
-                        try:
-                            harness.notifications.append(
-                                harness.notify.recv(65536).decode("utf-8", "replace"))
-                        except OSError:
-                            return
-
-            def __exit__(self, *exc):
-                self.stop.set()
-                self.thread.join()
-                return False
-
-        return _Drain()
+    @contextlib.contextmanager
+    def notify_unread(self):
+        """Context manager: nobody reads the notify socket while the body
+        runs (a service manager that stopped reading; test_notify.py).
+        The reader goes on afterwards while the daemon runs."""
+        self._notify_stop()
+        try:
+            yield self
+        finally:
+            if self.alive() and self._notify_reader is None:
+                self._notify_start()
+            else:
+                self._notify_recv()
 
     def alive(self):
         return self.proc is not None and self.proc.poll() is None
@@ -607,15 +674,16 @@ class Daemon:
         self.assert_alive("before SIGTERM")
         self.proc.send_signal(signal.SIGTERM)
         try:
-            with self.draining():
-                rc = self.proc.wait(STOP_TIMEOUT)
+            rc = self.proc.wait(STOP_TIMEOUT)
         except subprocess.TimeoutExpired:
             self.proc.kill()
             self.proc.wait()
             self.proc = None
+            self._notify_stop()
             fail("backfilld did not exit within %.0f s of SIGTERM\n%s"
                  % (STOP_TIMEOUT, self.log_tail()))
         self.proc = None
+        self._notify_stop()
         if expect_rc is not None:
             eq(rc, expect_rc, "backfilld exit status after SIGTERM")
         self.check_sanitizers()
@@ -639,6 +707,7 @@ class Daemon:
         self.proc.send_signal(signal.SIGKILL)
         self.proc.wait()
         self.proc = None
+        self._notify_stop()
 
     def restart(self):
         if self.alive():
@@ -659,6 +728,7 @@ class Daemon:
                 self.proc.kill()
                 self.proc.wait()
         self.proc = None
+        self._notify_stop()
         self.kill_leftovers()
         try:
             self.notify.close()
@@ -690,10 +760,9 @@ class Daemon:
         """Run backfillctl --socket SOCK ARGS...; returns (rc, stdout, stderr)."""
         argv = [self.backfillctl, "--socket", socket_path or self.sock] + [str(a) for a in args]
         try:
-            with self.draining():
-                p = subprocess.run(argv, capture_output=True, text=True, timeout=timeout,
-                                   stdin=subprocess.DEVNULL if stdin is None else None,
-                                   input=stdin, env=self.env(), cwd=self.dir)
+            p = subprocess.run(argv, capture_output=True, text=True, timeout=timeout,
+                               stdin=subprocess.DEVNULL if stdin is None else None,
+                               input=stdin, env=self.env(), cwd=self.dir)
         except subprocess.TimeoutExpired:
             fail("backfillctl %s did not return within %.0f s\n%s"
                  % (" ".join(map(str, args)), timeout, self.log_tail()))
@@ -764,8 +833,7 @@ class Daemon:
 
     def request(self, fields, timeout=CTL_TIMEOUT):
         """Send one REQUEST; returns (progress frames, response fields)."""
-        with self.draining():
-            return self._request(fields, timeout)
+        return self._request(fields, timeout)
 
     def _request(self, fields, timeout):
         s = self.connect(timeout)

@@ -12,12 +12,17 @@ With WATCHDOG_USEC=200000 the daemon must send, in this order:
 
 and a reload to a broken file keeps the daemon and its configuration, and
 puts the error's position in STATUS=.
+
+A service manager that stops reading (its socket's queue full) does not
+stop the daemon: it answers backfillctl, reloads, runs a backfill and
+stops on SIGTERM, each state change having waited for room at most its
+bound (daemon/server/notify.c), and says so once in its log.
 """
 
 import os
 import re
-import select
 import signal
+import socket
 import sys
 import time
 
@@ -60,37 +65,10 @@ def fields(msg):
     return out
 
 
-def wait_any(d, deadline, what):
-    """Receive one more datagram into d.notifications; fail when the daemon
-    exits first or the guard runs out."""
-    while True:
-        left = deadline - time.monotonic()
-        if left <= 0:
-            fail("no %s from backfilld within %.0f s (guard); notifications:\n%s\n%s"
-                 % (what, GUARD, "\n".join(repr(m) for m in d.notifications),
-                    d.log_tail()))
-        r, _, _ = select.select([d.notify], [], [], min(left, 0.5))
-        if r:
-            d.notifications.append(d.notify.recv(65536).decode("utf-8", "replace"))
-            return
-        if d.proc.poll() is not None:
-            rc = d.proc.returncode
-            d.proc = None
-            fail("backfilld exited with status %s before %s\n%s"
-                 % (rc, what, d.log_tail()))
-
-
 def wait_for(d, start, pred, what):
     """Index in d.notifications of the first datagram from `start` on for
-    which pred(datagram) holds, receiving more as needed."""
-    deadline = time.monotonic() + GUARD
-    i = start
-    while True:
-        while i < len(d.notifications):
-            if pred(d.notifications[i]):
-                return i
-            i += 1
-        wait_any(d, deadline, what)
+    which pred(datagram) holds, as the harness's reader receives them."""
+    return d.wait_notifications(pred, GUARD, what, start=start)
 
 
 def next_index(d, start, line, what):
@@ -178,5 +156,46 @@ def test_broken_reload():
     d.stop()
 
 
+def fill_queue(path):
+    """Send datagrams to the socket at path until its queue is full (as a
+    service manager's that stopped reading); how many went in."""
+    s = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
+    s.setblocking(False)
+    n = 0
+    try:
+        while True:
+            try:
+                s.sendto(b"TEST_FILLER=1", path)
+            except BlockingIOError:
+                return n
+            n += 1
+            check(n < 100000, "the notify socket's queue never filled")
+    finally:
+        s.close()
+
+
+def test_unread_socket_keeps_the_loop():
+    """Nobody reads NOTIFY_SOCKET and its queue is full: backfillctl is
+    answered, a reload and a backfill go through, SIGTERM stops the daemon
+    (within the harness's guards: a liveness test, no timing).  A sender
+    that blocks until the manager reads (sd_notify) hangs the loop at the
+    first WATCHDOG=1 or RELOADING=1 and fails the first backfillctl."""
+    d = notify_daemon("notify-unread")
+    with d.notify_unread():
+        fill_queue(d.notify_path)
+        d.ok("reload")    # RELOADING=1 and READY=1 wait their bound, dropped
+        d.ok("backfill", "noop_daily", "--from", "2026-03-01", "--to", "2026-03-03",
+             "--wait")    # STATUS= lines dropped without waiting
+        st = d.status()
+        check("noop_daily" in st, "status while the notify queue is full: %r" % (st,))
+        eq(st["noop_daily"]["succeeded"], 3, "noop_daily runs while the notify queue is full")
+        d.stop()          # STOPPING=1 waits its bound, dropped; exit status 0
+    with open(d.log, errors="replace") as f:
+        said = [line for line in f if "notify:" in line and "NOTIFY_SOCKET" in line]
+    eq(len(said), 1, "log lines about notifications not sent (once): %r" % said)
+    check("dropped" in said[0] and "full" in said[0],
+          "the log line says the message was dropped on a full queue: %r" % said[0])
+
+
 if __name__ == "__main__":
-    main([test_sequence, test_broken_reload])
+    main([test_sequence, test_broken_reload, test_unread_socket_keeps_the_loop])
