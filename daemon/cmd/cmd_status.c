@@ -151,20 +151,27 @@ status_head_json(struct cmd_ctx *ctx, struct buf *out)
 	struct sched *s = ctx->sched;
 	const struct config *cfg = sched_config(s);
 	char now[CAL_KEY_MAX], since_s[CAL_KEY_MAX];
+	char figures_at[CAL_KEY_MAX];
 	struct store_stats ss;
 	struct status_store so;
+	int64_t now_ms;
 	bool bad;
 
 	status_store_of(ctx, &so);
 	bad = strcmp(so.state, "ok") != 0;
-	cal_format_iso_ms(clock_now_ms(), now);
 	sched_read_stats(s, &ss);
+	now_ms = clock_now_ms();
+	cal_format_iso_ms(now_ms, now);
+	cal_format_iso_ms(now_ms - (ss.age_ms > 0 ? ss.age_ms : 0), figures_at);
 	buf_printf(out, "{\"version\": \"%s\", \"now\": \"%s\", \"running\":"
 		   " %d, \"queued\": %" PRId64 ", \"runs_kept\": %" PRId64 ","
 		   " \"store_bytes\": %" PRId64 ", \"wal_bytes\": %" PRId64 ","
-		   " \"from_memory\": ", BACKFILLD_VERSION, now,
+		   " \"store_figures_at\": ", BACKFILLD_VERSION, now,
 		   sched_running(s), sched_queued(s), ss.runs_kept,
 		   ss.db_bytes, ss.wal_bytes);
+	json_str(out, ss.age_ms >= 0 ? figures_at : NULL);
+	buf_printf(out, ", \"store_figures_stale\": %s, \"from_memory\": ",
+		   ss.stale ? "true" : "false");
 	json_str(out, ctx->from_memory);
 	buf_addstr(out, ", \"store\": {\"path\": ");
 	json_str(out, cfg->state_db);
@@ -333,9 +340,18 @@ status_store_text(struct cmd_ctx *ctx, struct buf *out)
 	text_escape(so.error ? so.error : "", esc, sizeof esc);
 	sched_read_stats(s, &ss);
 	buf_printf(out, "history: %" PRId64 " runs kept; state store %.1f MiB,"
-		   " its WAL %.1f MiB\n", ss.runs_kept,
+		   " its WAL %.1f MiB", ss.runs_kept,
 		   (double)ss.db_bytes / 1048576.0,
 		   (double)ss.wal_bytes / 1048576.0);
+	if (ss.stale && ss.age_ms >= 0) {
+		cal_format_iso_ms(clock_now_ms() - ss.age_ms, since_s);
+		buf_printf(out, " (as read at %s: the state store did not"
+			   " answer in time)", since_s);
+	} else if (ss.stale) {
+		buf_addstr(out, " (not read yet: the state store did not"
+			   " answer in time)");
+	}
+	buf_addstr(out, "\n");
 	cal_format_iso_ms(so.since, since_s);
 	if (strcmp(so.state, "failed") == 0)
 		buf_printf(out, "state store %s cannot be written since %s: %s;"

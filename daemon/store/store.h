@@ -213,12 +213,20 @@ typedef void (*store_running_cb)(const struct store_running_row *row,
 				 void *data);
 
 /* What the store holds: runs kept (counted at open, then kept), the
- * database and its WAL in bytes (0 where the implementation has none). */
+ * database and its WAL in bytes (0 where the implementation has none).
+ * The PostgreSQL store reads db_bytes, and runs_kept on a node of several
+ * hosts that is not the planner, on a thread of its own
+ * (store_pg_stats.c): age_ms is how old those figures are (0: read now or
+ * kept current, as SQLite's; -1: never read), stale that the reading this
+ * call asked for did not come back in time or failed, so they are an
+ * earlier reading's. */
 struct store_stats {
 	int64_t runs_kept;
 	int64_t db_bytes;
 	int64_t wal_bytes;
 	int64_t loop_checkpoints; /* the pool could not keep up this often */
+	int64_t age_ms;
+	bool stale;
 };
 
 /* One pass of pruning, advanced a slice at a time by prune_step: set

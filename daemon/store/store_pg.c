@@ -70,8 +70,11 @@
  * when the node becomes planner, store_pg_fence, and after a
  * transaction that did not commit, then kept by its changes: only the
  * planner writes runs; a node of several hosts that is not the planner
- * counts them at each call), pg_database_size() as db_bytes
- * and 0 as wal_bytes and loop_checkpoints.
+ * has them counted), pg_database_size() as db_bytes and 0 as wal_bytes
+ * and loop_checkpoints.  The count of a node that is not the planner and
+ * the size are read on a thread and a connection of their own, never
+ * waited for on the loop past a bound (store_pg_stats.c states its
+ * rules).
  */
 #include "store_pg_int.h"
 
@@ -177,6 +180,7 @@ pgst_close(struct store *st)
 
 	if (p == NULL)
 		return;
+	pgst_stats_close(p);
 	pgst_batch_free(p);
 	pgst_after_end(p, false);
 	free(p->after);
@@ -259,6 +263,7 @@ void
 store_pg_fence(struct store *st, int64_t generation)
 {
 	struct pgst *p = pgst_of(st);
+	struct store_stats ss;
 
 	/* a new planner: the runs kept are the store's, every earlier
 	 * planner's too, not the ones this node counted at its start plus
@@ -267,6 +272,11 @@ store_pg_fence(struct store *st, int64_t generation)
 	if (generation > 0 && generation != p->fence)
 		p->recount = true;
 	p->fence = generation > 0 ? generation : 0;
+	/* not the planner: its runs kept are counted off the loop; a
+	 * reading asked now (not waited for) makes the thread's connection,
+	 * so that the first status finds it made (store_pg_stats.c) */
+	if (p->fence == 0)
+		pgst_stats_figures(p, true, 0, &ss);
 }
 
 /* The planner's open, fenced transaction, or -1 with err. */

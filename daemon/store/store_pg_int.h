@@ -89,7 +89,6 @@ enum pgst_stmt {
 	P_REQUEST_BUDGET,
 	P_OVER_BUDGET,
 	P_FENCE,
-	P_DB_SIZE,
 	P_ITEM_ADD_ID,
 	P_RUN_START_ID,
 	P_ITEM_IDS,
@@ -235,6 +234,7 @@ struct pgst {
 	struct pgst_ids item_ids, run_ids; /* reserved, not used yet */
 	struct pgst_node *nodes; /* runs' nodes waiting for their finish */
 	size_t nnodes, cnodes;
+	struct pgst_stats *stats; /* status's figures (store_pg_stats.c) */
 };
 /* Parameters of one statement, as text (NULL: SQL NULL). */
 struct pgst_args {
@@ -445,6 +445,12 @@ int pgst_probe_write(struct store *st, int64_t min_free, struct err *err);
 
 /* What the store holds. */
 void pgst_stats(struct store *st, struct store_stats *out);
+/* store_pg_stats.c: the figures read on a thread of their own. */
+struct pgst_stats;
+#define PGST_STATS_WAIT_MS 1000 /* the loop waits for a reading, at most */
+void pgst_stats_figures(struct pgst *p, bool count, int64_t wait_ms,
+			struct store_stats *out);
+void pgst_stats_close(struct pgst *p);
 
 /* One slice of a pruning pass: 1 more to do, 0 the pass is over. */
 int pgst_prune_step(struct store *st, struct store_prune *pr, int limit,

@@ -54,31 +54,24 @@ pgst_probe_write(struct store *st, int64_t min_free, struct err *err)
 	return pgst_tx_commit(p, err);
 }
 
-/* What the store holds. */
+/* What the store holds: the planner's (or a single host's) runs_kept
+ * from its changes, counted again on its connection when asked; the
+ * database's size, and on a node of several hosts that is not the
+ * planner the runs (the runs are others'), read off the loop
+ * (store_pg_stats.c), never waited for past its bound. */
 void
 pgst_stats(struct store *st, struct store_stats *out)
 {
 	struct pgst *p = pgst_of(st);
-	PGresult *r;
+	bool others = p->shared && p->fence <= 0;
 
 	memset(out, 0, sizeof *out);
-	/* not connected: what is known, no connection tried from here */
-	if (p->pg == NULL || PQstatus(p->pg) != CONNECTION_OK) {
-		out->runs_kept = p->runs_kept;
-		return;
-	}
-	if (p->shared && p->fence <= 0)
-		p->recount = true; /* not the planner: the runs are others' */
-	pgst_recount(p);
-	out->runs_kept = p->runs_kept;
-	/* (a failure here does not abort an open transaction's record) */
-	if (p->aborted)
-		return;
-	r = pgst_exec(p, P_DB_SIZE, NULL, "measuring the database", NULL);
-	if (r == NULL)
-		return;
-	out->db_bytes = col_int(r, 0, 0);
-	PQclear(r);
+	/* not connected: no connection tried from the loop here */
+	if (!others && p->pg != NULL && PQstatus(p->pg) == CONNECTION_OK)
+		pgst_recount(p);
+	out->runs_kept = p->runs_kept; /* on another node: the open's count,
+					* until a reading comes back */
+	pgst_stats_figures(p, others, PGST_STATS_WAIT_MS, out);
 }
 
 /* Delete one slice of history that may go (store.c, "Pruning"); job

@@ -220,7 +220,6 @@ const char *const pgst_sql[P_COUNT] = {
 	[P_FENCE] =
 	"SELECT 1 / count(*)::int FROM (SELECT 1 FROM lease WHERE id = 1"
 	" AND generation = $1 FOR KEY SHARE) AS l",
-	[P_DB_SIZE] = "SELECT pg_database_size(current_database())",
 	[P_ITEM_ADD_ID] =
 	"INSERT INTO manifest (id, request_id, job, partition_key, seq,"
 	" downstream, state, created_at, updated_at)"

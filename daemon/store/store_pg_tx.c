@@ -629,10 +629,11 @@ pgst_idle_check(struct pgst *p)
 }
 
 /* Count the runs kept again when asked (outside a transaction; a failure
- * leaves it asked): by store_pg_fence (a new planner), after a
+ * leaves it asked): by store_pg_fence (a new planner), and after a
  * transaction that did not commit (its changes to runs_kept did not
- * land, or its COMMIT's answer was lost), and by pgst_stats on a node
- * of several hosts that is not the planner (nobody keeps its count). */
+ * land, or its COMMIT's answer was lost).  A node of several hosts that
+ * is not the planner has them counted off the loop instead
+ * (store_pg_stats.c). */
 void
 pgst_recount(struct pgst *p)
 {
