@@ -92,7 +92,18 @@ exec_unstage_run(struct exec_worker *w, const struct exec_unstage *u,
 		exec_wap_release(conn, u->cfg, wh, u->job, parts, skip, n);
 	} else if (exec_wap_stale(conn, u->cfg, u->job, u->keep, u->nkeep,
 				  u->done, u->ndone, &stale, &ns, &err) == 0) {
-		exec_wap_release(conn, u->cfg, wh, u->job, stale, NULL, ns);
+		/* a partition a run has now is left to it (it drops a stale
+		 * mark of its partition before it clears the stage); the
+		 * job's runs queued meanwhile wait for the sweep */
+		bool *sk = xcalloc(ns + 1, sizeof *sk);
+
+		uv_mutex_lock(&w->ex->lock);
+		for (size_t i = 0; i < ns; i++)
+			sk[i] = exec_partition_busy(w->ex, u->job->name,
+						    stale[i].key);
+		uv_mutex_unlock(&w->ex->lock);
+		exec_wap_release(conn, u->cfg, wh, u->job, stale, sk, ns);
+		free(sk);
 		free(stale);
 	}
 	if (conn->drv->watch != NULL)
@@ -121,7 +132,7 @@ exec_unstage_same(const struct exec_unstage *u, const struct exec_unstage *v)
  * (a partition once; skip[k][i]: a run has part i of us[k] now). */
 static void
 exec_unstage_all(struct exec_worker *w, struct exec_unstage **us,
-		 bool **skip, const bool *busy, size_t n)
+		 bool **skip, size_t n)
 {
 	bool *done = xcalloc(n + 1, sizeof *done);
 
@@ -130,7 +141,7 @@ exec_unstage_all(struct exec_worker *w, struct exec_unstage **us,
 		bool *sk;
 		size_t np = 0, cap = 0;
 
-		if (done[k] || busy[k])
+		if (done[k])
 			continue;
 		if (us[k]->parts == NULL) { /* a sweep */
 			exec_unstage_run(w, us[k], NULL, NULL, 0);
@@ -170,24 +181,19 @@ exec_unstage_take(struct exec_worker *w)
 {
 	struct exec *ex = w->ex;
 	struct exec_unstage *u, **pp, **us;
-	bool **skip, *busy;
+	bool **skip;
 	size_t n = 0, k;
 
 	for (u = ex->uhead; u != NULL; u = u->next)
 		n++;
 	us = xcalloc(n + 1, sizeof *us);
 	skip = xcalloc(n + 1, sizeof *skip);
-	busy = xcalloc(n + 1, sizeof *busy);
 	for (k = 0, u = ex->uhead; u != NULL; u = u->next, k++) {
 		us[k] = u;
 		skip[k] = xcalloc(u->nparts + 1, sizeof **skip);
 		for (size_t i = 0; i < u->nparts; i++)
 			skip[k][i] = exec_partition_busy(ex, u->job->name,
 							 u->parts[i].key);
-		/* a sweep meets no run of its job: else left to the next
-		 * start */
-		busy[k] = u->parts == NULL &&
-			  exec_partition_busy(ex, u->job->name, NULL);
 	}
 	ex->uhead = ex->utail = NULL;
 	ex->upending = 0;
@@ -196,7 +202,7 @@ exec_unstage_take(struct exec_worker *w)
 		ex->ubusy = us[k];
 	}
 	uv_mutex_unlock(&ex->lock);
-	exec_unstage_all(w, us, skip, busy, n);
+	exec_unstage_all(w, us, skip, n);
 	uv_mutex_lock(&ex->lock);
 	for (k = 0; k < n; k++) {
 		for (pp = &ex->ubusy; *pp != us[k]; pp = &(*pp)->next)
@@ -211,7 +217,6 @@ exec_unstage_take(struct exec_worker *w)
 	}
 	free(us);
 	free(skip);
-	free(busy);
 	uv_mutex_lock(&ex->lock);
 }
 
