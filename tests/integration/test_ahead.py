@@ -53,9 +53,13 @@ def hours(n, first="2026-02-01T00"):
     return [time.strftime("%Y-%m-%dT%H", time.localtime(t0 + 3600 * i)) for i in range(n)]
 
 
-def daemon(rows, name):
+def daemon(rows, name, any_length=False):
+    """any_length: runs handed ahead however long a loaded machine makes
+    the short ones (BACKFILLD_TEST_DECK_MS), for the tests of what
+    happens to a run handed ahead rather than of the 20 ms bound."""
+    env = {"BACKFILLD_TEST_DECK_MS": "600000"} if any_length else None
     return h.Daemon(jobs=job(rows), warehouses={"wh": SEED},
-                    settings={"max_concurrency": 2}, clock=None, name=name)
+                    settings={"max_concurrency": 2}, clock=None, name=name, env=env)
 
 
 def backfill_once(d, keys, what):
@@ -144,7 +148,7 @@ def held(d, later):
 
 
 def test_drain_takes_back_what_has_not_started():
-    d = daemon(10, "ahead-drain")
+    d = daemon(10, "ahead-drain", any_length=True)
     later = hours(10, "2026-03-01T00")
     first, lock, req = held(d, later)
     try:
@@ -171,7 +175,7 @@ def test_kill9_with_a_run_handed_ahead():
     after it: both stay in the history as interrupted, as every run in
     flight at a crash does, are queued again (neither committed), and
     every partition succeeds once, with one attempt."""
-    d = daemon(10, "ahead-kill")
+    d = daemon(10, "ahead-kill", any_length=True)
     later = hours(10, "2026-03-01T00")
     first, lock, req = held(d, later)
     try:
@@ -188,7 +192,7 @@ def test_kill9_with_a_run_handed_ahead():
 
 
 def test_pause_and_reload_take_back():
-    d = daemon(10, "ahead-pause")
+    d = daemon(10, "ahead-pause", any_length=True)
     later = hours(10, "2026-03-01T00")
     first, lock, req = held(d, later)
     try:
@@ -252,7 +256,8 @@ def test_fail_fast_hands_nothing_ahead():
     start: 2 succeeded, 1 failed, 7 cancelled, and its runs never overlap."""
     keys = hours(10)
     d = h.Daemon(jobs=ff_job(keys[2]), warehouses={"wh": SEED},
-                 settings={"max_concurrency": 2}, clock=None, name="ahead-ff")
+                 settings={"max_concurrency": 2}, clock=None, name="ahead-ff",
+                 env={"BACKFILLD_TEST_DECK_MS": "600000"})
     rc, out, err = d.ctl("backfill", "hourly_rows", "--from", keys[0], "--to", keys[-1],
                          "--fail-fast", "--wait")
     h.eq(rc, 1, "backfill --fail-fast --wait with a failure (stderr %r)" % err)
