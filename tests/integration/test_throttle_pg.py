@@ -66,7 +66,11 @@ def test_critical_requeues_runs_in_flight():
     d = tp.pg_daemon(JOBS, wh(), name="pgthrottle", clock=None)
     wait("the first throttle check", lambda: throttle(d) and throttle(d)["checks"] > 0)
     req = d.enqueue("backfill", "slow", "--from", "2026-01-01", "--to", "2026-01-01")
-    wait("the run in flight", lambda: [r for r in d.runs() if r["state"] == "running"])
+    # in its pg_sleep on the server: a run recorded running may not have
+    # read the knob yet, and would then sleep 0 s and succeed
+    wait("the run in flight", lambda: [r for r in d.runs() if r["state"] == "running"] and
+         c.psql("SELECT count(*) FROM pg_stat_activity WHERE query LIKE '%pg_sleep%'"
+                " AND state = 'active' AND pid <> pg_backend_pid()") == [("1",)])
     c.as_etl("UPDATE load SET v = 100; UPDATE knob SET s = 0")
     t = wait("critical", lambda: throttle(d)["state"] == "critical" and throttle(d))
     h.eq((t["value"], t["critical"]), (100, 50), "critical in status --json")
