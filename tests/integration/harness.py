@@ -250,6 +250,39 @@ def _read_exact(sock, n):
 _SERVERS = []
 
 
+def free_port():
+    """A TCP port on 127.0.0.1 nothing listens on now, chosen at random
+    below the kernel's range of ephemeral ports (ip_local_port_range), so
+    that no client's outgoing connection takes it before the server the
+    test starts binds it.  A server of another test may still take it
+    first: a test that starts a server retries on "Address already in
+    use" (test_clickhouse.Server does)."""
+    import random
+    low = 32768
+    try:
+        with open("/proc/sys/net/ipv4/ip_local_port_range") as f:
+            low = int(f.read().split()[0])
+    except (OSError, ValueError, IndexError):
+        pass
+    low = max(low, 2048)
+    for _ in range(200):
+        port = random.randrange(1024 + (low - 1024) // 4, low)
+        s = socket.socket()
+        try:
+            s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+            s.bind(("127.0.0.1", port))
+            return port
+        except OSError:
+            continue
+        finally:
+            s.close()
+    s = socket.socket()
+    s.bind(("127.0.0.1", 0))
+    port = s.getsockname()[1]
+    s.close()
+    return port
+
+
 def suite_tag():
     """Eight hex digits naming this build (the backfilld under test): in
     the folders of the servers the suite starts."""

@@ -75,12 +75,7 @@ SEVERITY = {"BackfilldPartitionsLate": "critical", "BackfilldPartitionsFailed": 
             "BackfilldNoSuccess": "warning"}
 
 
-def free_port():
-    s = socket.socket()
-    s.bind(("127.0.0.1", 0))
-    port = s.getsockname()[1]
-    s.close()
-    return port
+free_port = h.free_port
 
 
 def descriptions():

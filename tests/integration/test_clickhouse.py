@@ -83,12 +83,11 @@ def skip(reason):
     raise SystemExit(h.SKIP)
 
 
-def free_port():
-    s = socket.socket()
-    s.bind(("127.0.0.1", 0))
-    p = s.getsockname()[1]
-    s.close()
-    return p
+free_port = h.free_port
+
+
+class PortInUse(Exception):
+    """A server on ports its caller chose found one of them taken."""
 
 
 class Server:
@@ -115,15 +114,28 @@ class Server:
         OTHERS.append(self)
         for sig in (signal.SIGTERM, signal.SIGINT):
             signal.signal(sig, self._on_signal)
-        self.start(as_user=None)
-        if not self.wait_ready():
+        for attempt in range(5):
+            self.start(as_user=None)
+            if self.wait_ready():
+                return
             log = self.log_tail()
-            self.close()
-            if "root" in log.lower():
-                self.start(as_user="clickhouse")
-                if self.wait_ready():
-                    return
-            skip("clickhouse-server did not start:\n%s" % log)
+            self.close(keep_dir=True)
+            if "Address already in use" not in log:
+                break
+            # a port free when chosen was taken since (by another test's
+            # server): new ones, unless the caller chose them
+            if ports is not None:
+                self.close()
+                raise PortInUse(log)
+            self.http, self.tcp, self.inter = free_port(), free_port(), free_port()
+            self.write_config()
+        if "root" in log.lower():
+            self.start(as_user="clickhouse")
+            if self.wait_ready():
+                return
+            self.close(keep_dir=True)
+        self.close()
+        skip("clickhouse-server did not start:\n%s" % log)
 
     def write_config(self):
         d = self.dir
@@ -213,7 +225,7 @@ class Server:
             srv.close()
         raise SystemExit(128 + sig)
 
-    def close(self):
+    def close(self, keep_dir=False):
         p, self.proc = self.proc, None
         if p is not None and p.poll() is None:
             try:
@@ -223,6 +235,8 @@ class Server:
             p.wait()
         if p is not None:
             self.out.close()
+        if keep_dir:
+            return
         if self.proc is None and not os.environ.get("KEEP_TMP") and os.path.isdir(self.dir):
             shutil.rmtree(self.dir, ignore_errors=True)
 
@@ -1077,7 +1091,17 @@ def two_shards(hosts=("127.0.0.1", "127.0.0.1")):
     """Two servers of our own, the shards of cluster two_shards, each with
     raw_local and fct_local (stores 1-2 on shard 1, 3-4 on shard 2) and
     the Distributed table fct over them; the facts seeded wrong.  On two
-    loopback addresses (hosts), the servers share one HTTP port."""
+    loopback addresses (hosts), the servers share one HTTP port.  Ports
+    taken meanwhile by another test's server: new ones, five times."""
+    for attempt in range(5):
+        try:
+            return _two_shards(hosts)
+        except PortInUse as e:
+            last = str(e)
+    skip("clickhouse-server did not start, its ports taken five times:\n%s" % last)
+
+
+def _two_shards(hosts):
     http = free_port()
     ports = [(free_port() if hosts[0] == hosts[1] else http, free_port(), free_port())
              for _ in range(2)]
@@ -1085,8 +1109,13 @@ def two_shards(hosts=("127.0.0.1", "127.0.0.1")):
         "<shard><replica><host>%s</host><port>%d</port></replica></shard>" % (hst, p[1])
         for hst, p in zip(hosts, ports))
     srvs = []
-    for hst, p in zip(hosts, ports):
-        srvs.append(Server(ports=p, extra=xml, host=hst))
+    try:
+        for hst, p in zip(hosts, ports):
+            srvs.append(Server(ports=p, extra=xml, host=hst))
+    except PortInUse:
+        for srv in srvs:
+            srv.close()
+        raise
     for k, srv in enumerate(srvs):
         srv.q("CREATE DATABASE sh")
         srv.q("CREATE TABLE raw_local (dt Date, store_id UInt32, amount_cents Int64)"

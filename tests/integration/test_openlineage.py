@@ -301,12 +301,7 @@ def metric(port, result):
     return int(m.group(1))
 
 
-def free_port():
-    s = socket.socket()
-    s.bind(("127.0.0.1", 0))
-    port = s.getsockname()[1]
-    s.close()
-    return port
+free_port = h.free_port
 
 
 def until(cond, what):

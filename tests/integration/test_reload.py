@@ -245,12 +245,7 @@ def test_changed_report_judged_by_the_file():
     d.stop()
 
 
-def free_port():
-    s = socket.socket()
-    s.bind(("127.0.0.1", 0))
-    port = s.getsockname()[1]
-    s.close()
-    return port
+free_port = h.free_port
 
 
 def healthz(port):
