@@ -87,6 +87,9 @@ struct run {
 	struct item **items;
 	size_t nitems, cap;
 	bool batch; /* one execution for several partitions */
+	int width;  /* the slots it holds against the caps (SCHED-2): a
+		     * ClickHouse batch filling its stage by this many
+		     * statements at once (pick_width); 0 or 1: one */
 	int job;    /* index in m->cfg, -1 when gone */
 	char job_name[128];
 	bool requeue; /* interrupted by a throttle (no attempt, as any

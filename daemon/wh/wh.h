@@ -84,6 +84,16 @@ struct wh_driver {
 	int (*exec_script)(struct wh_conn *conn, const char *sql,
 			   const struct wh_param *params, size_t nparams,
 			   struct err *err);
+	/* Optional (NULL: the statements one after another, exec_script).
+	 * The one statement `sql` (no ';' list) for n sets of parameters
+	 * (params[k], nparams each) at once, on connections of its own
+	 * beside conn, as one call: it returns once every one has ended; the
+	 * first failure ends the others (their queries stopped on the server,
+	 * as by interrupt) and is the error; interrupt() and watch()'s stop
+	 * and timeout end all of them. */
+	int (*exec_many)(struct wh_conn *conn, const char *sql,
+			 const struct wh_param *const *params, size_t nparams,
+			 size_t n, struct err *err);
 	/* Run one statement and return the first column of its first row as
 	 * text in *value (malloc'd; NULL for SQL NULL), with *has_row false
 	 * when it returned no row. */

@@ -130,6 +130,10 @@ struct exec_run {
 	struct exec_part *parts;   /* one, or several for a batch run */
 	size_t nparts;
 	int attempt;               /* 1 for the first */
+	/* A ClickHouse batch: its stage filled by up to this many statements
+	 * at once, each over a consecutive share of its partitions (the
+	 * run's struct run width, the slots it holds); 0 or 1: one. */
+	int width;
 	const char *log_dir;       /* command output: exec_log_path() */
 	/* A query run instead (late_data sensors): this read-only SQL with
 	 * :since bound runs outside a transaction, the job's statements do
