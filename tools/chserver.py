@@ -21,6 +21,7 @@ ZkServer is a standalone ZooKeeper of the same kind (java and Debian's
 Python 3 standard library only.
 """
 import os
+import random
 import shutil
 import signal
 import socket
@@ -80,11 +81,35 @@ class ChServerError(Exception):
 
 
 def free_port():
+    """A TCP port on 127.0.0.1 nothing listens on now, chosen at random
+    below the kernel's range of ephemeral ports (ip_local_port_range),
+    so that no client's outgoing connection takes it before the server
+    binds it.  Another test's server may still take it first: a server
+    started on it retries with new ports on "Address already in use"
+    (ChServer does)."""
+    low = 32768
+    try:
+        with open("/proc/sys/net/ipv4/ip_local_port_range") as f:
+            low = int(f.read().split()[0])
+    except (OSError, ValueError, IndexError):
+        pass
+    low = max(low, 2048)
+    for _ in range(200):
+        port = random.randrange(1024 + (low - 1024) // 4, low)
+        s = socket.socket()
+        try:
+            s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+            s.bind(("127.0.0.1", port))
+            return port
+        except OSError:
+            continue
+        finally:
+            s.close()
     s = socket.socket()
     s.bind(("127.0.0.1", 0))
-    p = s.getsockname()[1]
+    port = s.getsockname()[1]
     s.close()
-    return p
+    return port
 
 
 class _Server:
@@ -171,14 +196,17 @@ class ChServer(_Server):
             _refuse(parent, own_parent, "no %s (apt-get install clickhouse-server)" % SERVER)
         self.password = password
         self._init_dir(prefix, keep, parent, own_parent)
-        self.http, self.tcp, self.inter = free_port(), free_port(), free_port()
         for sub in ("data", "tmp", "user_files", "log", "format_schemas"):
             os.makedirs(os.path.join(self.dir, sub))
-        with open(os.path.join(self.dir, "config.xml"), "w") as f:
-            f.write(CONFIG_XML.format(d=self.dir, http=self.http, tcp=self.tcp,
-                                      inter=self.inter, cache=cache,
-                                      query_log=QUERY_LOG_XML if query_log else "",
-                                      extra=extra))
+
+        def configure():
+            self.http, self.tcp, self.inter = free_port(), free_port(), free_port()
+            with open(os.path.join(self.dir, "config.xml"), "w") as f:
+                f.write(CONFIG_XML.format(d=self.dir, http=self.http, tcp=self.tcp,
+                                          inter=self.inter, cache=cache,
+                                          query_log=QUERY_LOG_XML if query_log else "",
+                                          extra=extra))
+        configure()
         with open(os.path.join(self.dir, "users.xml"), "w") as f:
             f.write(USERS_XML.format(pw=password, log_queries="<log_queries>1</log_queries>"
                                      if query_log else ""))
@@ -186,11 +214,15 @@ class ChServer(_Server):
         with open(self.pwfile, "w") as f:
             f.write(password + "\n")
         os.chmod(self.pwfile, 0o600)
-        self._start(None)
-        if self._wait_ready():
-            return
-        log = self.log_tail()
-        self._stop()
+        for attempt in range(5):
+            self._start(None)
+            if self._wait_ready():
+                return
+            log = self.log_tail()
+            self._stop()
+            if "Address already in use" not in log:
+                break
+            configure()   # a port taken since it was chosen: new ones
         if "root" in log.lower():
             self._start("clickhouse")
             if self._wait_ready():

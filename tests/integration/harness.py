@@ -60,6 +60,7 @@ BUILD_FUTURE_LINE = "build_future: true  # the test harness's\n"
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 SOURCE_ROOT = os.environ.get("SOURCE_ROOT") or os.path.dirname(os.path.dirname(HERE))
+TOOLS = os.path.join(SOURCE_ROOT, "tools")
 SALES_SQL = os.path.join(SOURCE_ROOT, "config", "demo", "sales.sql")
 EXAMPLE_YAML = os.path.join(SOURCE_ROOT, "config", "example.yaml")
 
@@ -251,36 +252,12 @@ _SERVERS = []
 
 
 def free_port():
-    """A TCP port on 127.0.0.1 nothing listens on now, chosen at random
-    below the kernel's range of ephemeral ports (ip_local_port_range), so
-    that no client's outgoing connection takes it before the server the
-    test starts binds it.  A server of another test may still take it
-    first: a test that starts a server retries on "Address already in
-    use" (test_clickhouse.Server does)."""
-    import random
-    low = 32768
-    try:
-        with open("/proc/sys/net/ipv4/ip_local_port_range") as f:
-            low = int(f.read().split()[0])
-    except (OSError, ValueError, IndexError):
-        pass
-    low = max(low, 2048)
-    for _ in range(200):
-        port = random.randrange(1024 + (low - 1024) // 4, low)
-        s = socket.socket()
-        try:
-            s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-            s.bind(("127.0.0.1", port))
-            return port
-        except OSError:
-            continue
-        finally:
-            s.close()
-    s = socket.socket()
-    s.bind(("127.0.0.1", 0))
-    port = s.getsockname()[1]
-    s.close()
-    return port
+    """A TCP port on 127.0.0.1 nothing listens on now, below the kernel's
+    range of ephemeral ports (tools/chserver.py's free_port)."""
+    if TOOLS not in sys.path:
+        sys.path.insert(0, TOOLS)
+    import chserver
+    return chserver.free_port()
 
 
 def suite_tag():
