@@ -20,6 +20,11 @@
  * several requests (SCHED-5) counts once against each of them and takes no
  * item of a request at its cap.  A throttled warehouse (throttle.h) starts
  * nothing; a paused job neither.
+ *
+ * What counts against each cap is a run's slots (pick_slots): one, but a
+ * ClickHouse batch that fills its stage by several statements at once
+ * holds one slot per statement (pick_width), as many as every cap has
+ * free when it starts, so the caps bound the statements in flight.
  */
 
 /* Is a run of (job, key) in flight? */
@@ -155,6 +160,12 @@ pick_paused(const struct pick_gate *g, int job)
 	       g->paused(g->data, job);
 }
 
+int
+pick_slots(const struct run *r)
+{
+	return r->width > 1 ? r->width : 1;
+}
+
 int64_t
 pick_wh_cap(const struct warehouse_def *w)
 {
@@ -192,7 +203,7 @@ pick_job_free(struct manifest *m, const struct pick_gate *g, int job,
 		for (struct run *r = m->runs.next; r != &m->runs; r = r->next)
 			if (r->job >= 0 && !r->deck &&
 			    m->cfg->jobs[r->job].warehouse == j->warehouse)
-				n++;
+				n += pick_slots(r);
 		if (n >= pick_wh_cap(w))
 			return false;
 	}
@@ -330,13 +341,16 @@ pick_run_trim(const struct manifest *m, struct run *r)
 {
 	size_t k = 1;
 
-	if (!r->batch || r->nitems < 2 || !pick_contiguous(m, r->job))
-		return;
-	while (k < r->nitems &&
-	       (r->items[k]->part == r->items[k - 1]->part + 1 ||
-		r->items[k]->part == r->items[k - 1]->part - 1))
-		k++;
-	r->nitems = k;
+	if (r->batch && r->nitems >= 2 && pick_contiguous(m, r->job)) {
+		while (k < r->nitems &&
+		       (r->items[k]->part == r->items[k - 1]->part + 1 ||
+			r->items[k]->part == r->items[k - 1]->part - 1))
+			k++;
+		r->nitems = k;
+	}
+	/* not started yet: fewer partitions, no more statements */
+	if (r->width > (int)r->nitems)
+		r->width = r->nitems > 1 ? (int)r->nitems : 0;
 }
 
 /*
@@ -396,6 +410,63 @@ pick_gather(struct manifest *m, const struct pick_gate *g, int deck,
 	}
 }
 
+/* The smaller of a and b. */
+static int64_t
+pick_min(int64_t a, int64_t b)
+{
+	return b < a ? b : a;
+}
+
+/*
+ * SCHED-2, a batch's width.  On ClickHouse 18.16 an INSERT ... SELECT
+ * runs on one thread, so a batch fills its stage by several statements
+ * at once, each over a consecutive share of its partitions
+ * (exec_wap.c).  Each statement holds a slot of every cap: the width is
+ * the run's partitions, but at most what the job's concurrency,
+ * max_concurrency, its warehouse's max_connections and the request's own
+ * concurrency have free now (the runs handed ahead do not count, as
+ * below), at least the one slot pick_job_free found.  A running total's
+ * batch (SCHED-9) computes its days set-based from the day before, in
+ * one statement; a run handed ahead (deck >= 0) and a run of the
+ * several hosts (one_slot: the cluster's workers run what they claim
+ * with one slot) hold one slot.
+ */
+static void
+pick_width(struct manifest *m, const struct pick_gate *g, int deck,
+	   struct run *r)
+{
+	const struct job_def *j = &m->cfg->jobs[r->job];
+	const struct warehouse_def *w;
+	int64_t width = (int64_t)r->nitems, used = 0;
+
+	r->width = 0;
+	if (!r->batch || r->nitems < 2 || deck >= 0 || j->warehouse < 0 ||
+	    pick_self_batch(m, r->job) || (g != NULL && g->one_slot))
+		return;
+	w = &m->cfg->warehouses[j->warehouse];
+	if (w->kind != WH_CLICKHOUSE)
+		return;
+	if ((size_t)r->job < m->njobs)
+		width = pick_min(width, j->concurrency -
+			(m->job_running[r->job] - m->job_deck[r->job]));
+	width = pick_min(width, m->cfg->max_concurrency -
+			 (m->nrunning - m->ndeck));
+	if (pick_wh_cap(w) >= 0) {
+		for (struct run *x = m->runs.next; x != &m->runs; x = x->next)
+			if (x->job >= 0 && !x->deck &&
+			    m->cfg->jobs[x->job].warehouse == j->warehouse)
+				used += pick_slots(x);
+		width = pick_min(width, pick_wh_cap(w) - used);
+	}
+	for (size_t i = 0; i < r->nitems; i++) {
+		const struct request *rq = r->items[i]->rq;
+
+		if (rq->cap > 0)
+			width = pick_min(width, rq->cap - rq->nruns);
+	}
+	r->width = width > 1 ? (int)width : 0;
+}
+
 /* The next run to start under the caps, in order, or NULL (*wake: when a
  * retry comes due, if sooner); deck: the job pick_next_deck hands a run
  * ahead for, or -1.  The run is not started yet: the shell records it,
@@ -415,6 +486,7 @@ pick_run(struct manifest *m, const struct pick_gate *g, int deck,
 	r->batch = m->cfg->jobs[it->job].batch;
 	pick_run_add(r, it);
 	pick_gather(m, g, deck, r, it, now);
+	pick_width(m, g, deck, r);
 	return r;
 }
 

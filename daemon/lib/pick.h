@@ -11,11 +11,14 @@
 #include "manifest.h"
 
 /* What dispatch may not use, asked of the shell (NULL: nothing paused or
- * throttled): a paused job, a throttled warehouse (index in cfg). */
+ * throttled): a paused job, a throttled warehouse (index in cfg).
+ * one_slot: every run holds one slot (several hosts: a worker runs a
+ * ClickHouse batch by one statement, pick_width). */
 struct pick_gate {
 	bool (*paused)(void *data, int job);
 	bool (*throttled)(void *data, int warehouse);
 	void *data;
+	bool one_slot;
 };
 
 /* The next run to start under the caps, in order, or NULL (*wake: when
@@ -23,6 +26,12 @@ struct pick_gate {
  * records it, then calls manifest_run_start (or manifest_run_free). */
 struct run *pick_next_run(struct manifest *m, const struct pick_gate *g,
 			  int64_t now, int64_t *wake);
+
+/* SCHED-2, the slots a run holds against every cap (max_concurrency,
+ * its job's concurrency, its warehouse's, its requests' own): its width
+ * (a ClickHouse batch filling its stage by that many statements at once,
+ * set when picked), else one.  manifest.c counts the same. */
+int pick_slots(const struct run *r);
 
 /* SCHED-2, the cap of a warehouse: a PostgreSQL or ClickHouse one
  * holds at most max_connections, its runs in flight (pick_job_free) and

@@ -12,7 +12,13 @@
  *         request's items I and J
  *   pick  start every run the core picks now; want: the runs in order,
  *         "job/key@ID" (+ "+ID" per request sharing it, "xN" for a batch
- *         of N), space separated, "-" for none
+ *         of N, "/wN" for a run holding N slots: its width, SCHED-2),
+ *         space separated, "-" for none
+ *   cut   "N": pick the next run, keep its first N items (early cut-off
+ *         took the rest), pick_run_trim, start it; want as for pick
+ *   slots "JOB ID": want the slots in flight of the job, of all runs and
+ *         of request ID, "J G R" (job_running, nrunning, nruns)
+ *   hosts  dispatch for several hosts from then on (pick_gate one_slot)
  *   end   "job/key RESULT": the run of that item ends; RESULT ok, fail,
  *         cancel or requeue (a throttle interrupted it); a failure is
  *         retried while attempts <= retries
@@ -82,6 +88,32 @@ static const char ch_yaml[] = BASE_YAML
 	"     table: t, partition_column: dt, sql: SELECT 1}\n"
 	"  - {name: cw, warehouse: ch, partition: week, upstream: [ca], batch: true, concurrency: 2,\n"
 	"     table: w, partition_column: wk, sql: SELECT 1}\n";
+
+/* A ClickHouse batch's width (SCHED-2): max_concurrency, the ClickHouse
+ * warehouse's max_connections. */
+#define WIDE_YAML(maxc, conns) BASE_YAML \
+	"  - {name: ch, clickhouse: \"http://127.0.0.1:8123/?database=x\"," \
+	"     max_connections: " conns "}\n" \
+	"max_concurrency: " maxc "\n" \
+	"jobs:\n" \
+	"  - {name: cb, warehouse: ch, partition: day, batch: true, concurrency: 4,\n" \
+	"     table: t, partition_column: dt, sql: SELECT 1}\n" \
+	"  - {name: cc, warehouse: ch, partition: day, concurrency: 4,\n" \
+	"     table: u, partition_column: dt, sql: SELECT 1}\n" \
+	"  - {name: rt, warehouse: ch, partition: day, batch: true, concurrency: 4,\n" \
+	"     upstream: [{job: rt, lookback: 1}],\n" \
+	"     table: r, partition_column: dt, sql: SELECT 1}\n" \
+	"  - {name: sb, warehouse: w, partition: day, batch: true, concurrency: 4, sql: SELECT 1}\n" \
+	"  - {name: pb, warehouse: pg, partition: day, batch: true, concurrency: 4, sql: SELECT 1}\n" \
+	"  - {name: sa, warehouse: w, partition: day, concurrency: 4, sql: SELECT 1}\n"
+
+static const char wide_yaml[] = WIDE_YAML("4", "8");
+static const char wide_wh3_yaml[] = WIDE_YAML("8", "3");
+
+/* Eight consecutive days of a job. */
+#define DAYS8(j) j "/2026-01-01 " j "/2026-01-02 " j "/2026-01-03 " \
+	j "/2026-01-04 " j "/2026-01-05 " j "/2026-01-06 " j "/2026-01-07 " \
+	j "/2026-01-08"
 
 static const char tight_yaml[] = BASE_YAML
 	"max_concurrency: 2\n"
@@ -269,7 +301,11 @@ static const struct mcase cases[] = {
 		{ "req", "1 backfill: ct/2026-01-03", NULL },
 		{ "pick", NULL, "ct/2026-01-03@1" },
 		{ "req", "2 backfill: ct/2026-01-01 ct/2026-01-02 ct/2026-01-03 ct/2026-01-04 ct/2026-01-05", NULL },
-		{ "pick", NULL, "ct/2026-01-01@2x2 ct/2026-01-04@2x2" } } },
+		/* the batch of 01 and 02 holds two of ct's three slots (SCHED-2,
+		 * its width): 04 and 05 wait for them */
+		{ "pick", NULL, "ct/2026-01-01@2x2/w2" },
+		{ "end", "ct/2026-01-01 ok", NULL },
+		{ "pick", NULL, "ct/2026-01-04@2x2/w2" } } },
 	{ "a batch job's downstream items ready at once run as one batch", NULL, {
 		{ "req", "1 backfill: bt/2026-01-09 bt/2026-01-10 bt/2026-01-11 bt/2026-01-12 ^wb/2026-01-05<0,1,2 ^wb/2026-01-12<3", NULL },
 		{ "pick", NULL, "bt/2026-01-09@1x4" },
@@ -296,6 +332,99 @@ static const struct mcase cases[] = {
 		{ "end", "ca/2026-01-19 ok", NULL },
 		{ "state", NULL, "1:SFSQBQ" },
 		{ "pick", NULL, "cw/2026-01-05@1 cw/2026-01-19@1" } } },
+	/* ---- a ClickHouse batch's width (SCHED-2, pick_width) ---- */
+	{ "a ClickHouse batch holds a slot per statement of every cap", wide_yaml, {
+		{ "req", "1 backfill: " DAYS8("cb"), NULL },
+		{ "pick", NULL, "cb/2026-01-01@1x8/w4" },
+		/* the job's, the global and the request's counts */
+		{ "slots", "cb 1", "4 4 4" },
+		{ "req", "2 backfill: cb/2026-01-10 sa/2026-01-10", NULL },
+		{ "pick", NULL, "-" },
+		{ "reindex", NULL, NULL },
+		{ "slots", "cb 1", "4 4 4" },
+		{ "end", "cb/2026-01-01 ok", NULL },
+		{ "slots", "cb 1", "0 0 0" },
+		{ "pick", NULL, "cb/2026-01-10@2 sa/2026-01-10@2" },
+		{ "slots", "cb 2", "1 2 2" } } },
+	{ "a ClickHouse batch takes the job's slots left", wide_yaml, {
+		{ "req", "1 backfill: cb/2026-01-20", NULL },
+		{ "pick", NULL, "cb/2026-01-20@1" },
+		{ "req", "2 backfill: " DAYS8("cb"), NULL },
+		{ "pick", NULL, "cb/2026-01-01@2x8/w3" },
+		{ "slots", "cb 2", "4 4 3" },
+		{ "end", "cb/2026-01-20 ok", NULL },
+		{ "slots", "cb 2", "3 3 3" } } },
+	{ "a ClickHouse batch takes max_concurrency's slots left", wide_yaml, {
+		{ "req", "1 backfill: sa/2026-01-01 sa/2026-01-02", NULL },
+		{ "pick", NULL, "sa/2026-01-01@1 sa/2026-01-02@1" },
+		{ "req", "2 backfill: " DAYS8("cb"), NULL },
+		{ "pick", NULL, "cb/2026-01-01@2x8/w2" },
+		{ "slots", "cb 2", "2 4 2" },
+		{ "req", "3 backfill: sa/2026-01-03", NULL },
+		{ "pick", NULL, "-" },
+		{ "end", "cb/2026-01-01 ok", NULL },
+		{ "pick", NULL, "sa/2026-01-03@3" } } },
+	{ "a ClickHouse batch takes its request's own slots left", wide_yaml, {
+		{ "req", "1 backfill cap=2: " DAYS8("cb"), NULL },
+		{ "pick", NULL, "cb/2026-01-01@1x8/w2" },
+		{ "slots", "cb 1", "2 2 2" } } },
+	{ "a ClickHouse batch takes its warehouse's slots left", wide_wh3_yaml, {
+		{ "req", "1 backfill: " DAYS8("cb"), NULL },
+		{ "req", "2 backfill: cc/2026-01-01", NULL },
+		{ "pick", NULL, "cb/2026-01-01@1x8/w3" },
+		{ "slots", "cb 1", "3 3 3" },
+		{ "end", "cb/2026-01-01 ok", NULL },
+		{ "pick", NULL, "cc/2026-01-01@2" } } },
+	{ "a wide run holds its slots of its warehouse", wide_wh3_yaml, {
+		{ "req", "1 backfill: cb/2026-01-01 cb/2026-01-02", NULL },
+		{ "pick", NULL, "cb/2026-01-01@1x2/w2" },
+		{ "req", "2 backfill: cb/2026-01-10 cb/2026-01-11", NULL },
+		{ "pick", NULL, "cb/2026-01-10@2x2" },
+		{ "slots", "cb 2", "3 3 1" } } },
+	{ "a batch on SQLite or PostgreSQL holds one slot", wide_yaml, {
+		{ "req", "1 backfill: " DAYS8("sb"), NULL },
+		{ "req", "2 backfill: " DAYS8("pb"), NULL },
+		{ "pick", NULL, "sb/2026-01-01@1x8 pb/2026-01-01@2x8" },
+		{ "slots", "sb 1", "1 2 1" },
+		{ "slots", "pb 2", "1 2 1" } } },
+	{ "a running total's batch on ClickHouse holds one slot", wide_yaml, {
+		{ "req", "1 backfill: " DAYS8("rt"), NULL },
+		{ "pick", NULL, "rt/2026-01-01@1x8" },
+		{ "slots", "rt 1", "1 1 1" } } },
+	{ "a ClickHouse run holds no more slots than partitions", wide_yaml, {
+		{ "req", "1 backfill: cb/2026-01-01", NULL },
+		{ "pick", NULL, "cb/2026-01-01@1" },
+		{ "slots", "cb 1", "1 1 1" },
+		{ "req", "2 backfill: cb/2026-01-10 cb/2026-01-11", NULL },
+		{ "pick", NULL, "cb/2026-01-10@2x2/w2" },
+		{ "slots", "cb 2", "3 3 2" } } },
+	{ "on several hosts a ClickHouse batch holds one slot", wide_yaml, {
+		{ "hosts", NULL, NULL },
+		{ "req", "1 backfill: " DAYS8("cb"), NULL },
+		{ "pick", NULL, "cb/2026-01-01@1x8" },
+		{ "slots", "cb 1", "1 1 1" } } },
+	{ "a ClickHouse batch handed ahead holds one slot", wide_yaml, {
+		{ "req", "1 backfill: " DAYS8("cb"), NULL },
+		{ "pick", NULL, "cb/2026-01-01@1x8/w4" },
+		{ "req", "2 backfill: cb/2026-01-10 cb/2026-01-11 cb/2026-01-12", NULL },
+		{ "deck", "cb", "cb/2026-01-10@2x3" },
+		{ "slots", "cb 2", "5 5 1" },
+		{ "end", "cb/2026-01-01 ok", NULL },
+		{ "undeck", "cb/2026-01-10", NULL },
+		{ "slots", "cb 2", "1 1 1" } } },
+	{ "handed ahead below the job's cap, still one slot", wide_yaml, {
+		{ "req", "1 backfill: cb/2026-01-20", NULL },
+		{ "pick", NULL, "cb/2026-01-20@1" },
+		{ "req", "2 backfill: cb/2026-01-10 cb/2026-01-11 cb/2026-01-12", NULL },
+		{ "deck", "cb", "cb/2026-01-10@2x3" },
+		{ "slots", "cb 2", "2 2 1" },
+		{ "end", "cb/2026-01-20 ok", NULL },
+		{ "undeck", "cb/2026-01-10", NULL },
+		{ "slots", "cb 2", "1 1 1" } } },
+	{ "a batch cut short holds no more slots than partitions", wide_yaml, {
+		{ "req", "1 backfill: " DAYS8("cb"), NULL },
+		{ "cut", "2", "cb/2026-01-01@1x2/w2" },
+		{ "slots", "cb 1", "2 2 2" } } },
 	/* ---- budgets (budget.h, rule 4) ---- */
 	{ "over budget cancels the rest, runs in flight finish", NULL, {
 		{ "req", "1 backfill: c/2026-01-01 c/2026-01-02 c/2026-01-03 ^wk/2025-12-29<0", NULL },
@@ -443,6 +572,7 @@ struct world {
 	struct manifest m;
 	bool paused[16];
 	bool throttled[4];
+	bool one_slot; /* several hosts */
 	int64_t now;
 	char why[512];
 };
@@ -552,6 +682,8 @@ world_start(struct world *w, struct run *r, char *out, size_t outsz)
 			      (long long)e->rq->id);
 	if (r->batch && r->nitems > 1)
 		n += (size_t)snprintf(out + n, outsz - n, "x%zu", r->nitems);
+	if (r->width > 1)
+		n += (size_t)snprintf(out + n, outsz - n, "/w%d", r->width);
 	for (size_t i = 1; !r->batch && i < r->nitems; i++)
 		n += (size_t)snprintf(out + n, outsz - n, "+%lld",
 				      (long long)r->items[i]->rq->id);
@@ -562,7 +694,7 @@ world_start(struct world *w, struct run *r, char *out, size_t outsz)
 static void
 world_pick(struct world *w, const char *deck, char *out, size_t outsz)
 {
-	struct pick_gate g = {paused_cb, throttled_cb, w};
+	struct pick_gate g = {paused_cb, throttled_cb, w, w->one_slot};
 	int64_t wake = INT64_MAX;
 	struct run *r;
 
@@ -657,6 +789,27 @@ world_step(struct world *w, const struct step *st, const char *name)
 		world_request(w, st->arg);
 	} else if (strcmp(st->op, "pick") == 0) {
 		world_pick(w, NULL, got, sizeof got);
+	} else if (strcmp(st->op, "slots") == 0) {
+		char job[64];
+		long long id;
+
+		ck_assert_int_eq(sscanf(st->arg, "%63s %lld", job, &id), 2);
+		snprintf(got, sizeof got, "%d %d %d",
+			 w->m.job_running[config_job_index(w->cfg, job)],
+			 w->m.nrunning,
+			 manifest_request_find(&w->m, id)->nruns);
+	} else if (strcmp(st->op, "hosts") == 0) {
+		w->one_slot = true;
+	} else if (strcmp(st->op, "cut") == 0) {
+		struct pick_gate g = {paused_cb, throttled_cb, w, w->one_slot};
+		int64_t wake = INT64_MAX;
+		struct run *r = pick_next_run(&w->m, &g, w->now, &wake);
+
+		ck_assert_ptr_nonnull(r);
+		if (r->nitems > (size_t)atoi(st->arg))
+			r->nitems = (size_t)atoi(st->arg);
+		pick_run_trim(&w->m, r);
+		world_start(w, r, got, sizeof got);
 	} else if (strcmp(st->op, "deck") == 0) {
 		world_pick(w, st->arg, got, sizeof got);
 	} else if (strcmp(st->op, "undeck") == 0) {

@@ -137,6 +137,7 @@ sched_run_fill(struct sched *s, struct active *a)
 	a->run.job = j;
 	a->run.parts = r->batch ? a->parts : &a->part;
 	a->run.nparts = r->batch ? r->nitems : 1;
+	a->run.width = r->width;
 	a->run.attempt = e->attempts;
 	a->run.log_dir = s->log_dir;
 	sched_run_commits(a, j);
@@ -351,7 +352,8 @@ sched_deck_withdraw(struct sched *s)
 void
 sched_dispatch(struct sched *s)
 {
-	struct pick_gate g = {sched_paused_cb, sched_throttled_cb, s};
+	struct pick_gate g = {sched_paused_cb, sched_throttled_cb, s,
+			      s->remote != NULL};
 	int64_t now = clock_now_ms(), wake = INT64_MAX;
 	struct run *r;
 
