@@ -437,7 +437,7 @@ pick_width(struct manifest *m, const struct pick_gate *g, int deck,
 {
 	const struct job_def *j = &m->cfg->jobs[r->job];
 	const struct warehouse_def *w;
-	int64_t width = (int64_t)r->nitems, used = 0;
+	int64_t width = (int64_t)r->nitems, busy = 0, used = 0;
 
 	r->width = 0;
 	if (!r->batch || r->nitems < 2 || deck >= 0 || j->warehouse < 0 ||
@@ -447,8 +447,8 @@ pick_width(struct manifest *m, const struct pick_gate *g, int deck,
 	if (w->kind != WH_CLICKHOUSE)
 		return;
 	if ((size_t)r->job < m->njobs)
-		width = pick_min(width, j->concurrency -
-			(m->job_running[r->job] - m->job_deck[r->job]));
+		busy = m->job_running[r->job] - m->job_deck[r->job];
+	width = pick_min(width, j->concurrency - busy);
 	width = pick_min(width, m->cfg->max_concurrency -
 			 (m->nrunning - m->ndeck));
 	if (pick_wh_cap(w) >= 0) {
