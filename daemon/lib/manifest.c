@@ -773,6 +773,20 @@ manifest_run_not_started(struct manifest *m, struct run *r, int64_t not_before)
 }
 
 void
+manifest_in_flight(const struct manifest *m, int *runs, int64_t *items)
+{
+	int n = 0;
+	int64_t k = 0;
+
+	for (const struct run *r = m->runs.next; r != &m->runs; r = r->next) {
+		n++;
+		k += (int64_t)r->nitems;
+	}
+	*runs = n;
+	*items = k;
+}
+
+void
 manifest_run_finish(struct manifest *m, struct run *r)
 {
 	if (r->next == NULL)

@@ -72,7 +72,7 @@ struct request {
 	size_t cursor; /* no queued item before it */
 	int64_t counts[MS_COUNT];
 	int cap;	/* runs of it at once, 0: no cap of its own */
-	int nruns;	/* runs in flight carrying an item of it */
+	int nruns;	/* slots (pick_slots) of the runs in flight carrying an item of it */
 	bool fail_fast; /* cancel the rest after a failure */
 	bool no_cutoff; /* rebuild the downstream regardless (cutoff.h) */
 	int64_t budget_ms; /* budget of warehouse time (budget.h), 0: none */
@@ -130,8 +130,11 @@ struct manifest {
 	struct request *rr;	 /* round-robin position (SCHED-3) */
 	struct item *hash[MANIFEST_HASH_SIZE];
 	struct run runs; /* runs in flight: list head */
+	/* slots held by the runs in flight (pick_slots: a wide ClickHouse
+	 * batch holds several), what the caps count; the runs themselves:
+	 * manifest_in_flight */
 	int nrunning;
-	int *job_running;		 /* runs in flight per job index */
+	int *job_running;		 /* slots in flight per job index */
 	int ndeck;			 /* ... of them handed ahead */
 	int *job_deck;			 /* ... per job index */
 	int64_t (*job_counts)[MS_COUNT]; /* items by job index and state */
@@ -238,6 +241,8 @@ void manifest_run_not_started(struct manifest *m, struct run *r,
 			      int64_t not_before);
 /* The run is over: no longer counted against the caps (then free it). */
 void manifest_run_finish(struct manifest *m, struct run *r);
+/* The runs in flight (handed ahead included) and the items they hold. */
+void manifest_in_flight(const struct manifest *m, int *runs, int64_t *items);
 /* A run handed ahead has started (the run it followed ended): counted
  * against the caps from now. */
 void manifest_run_undeck(struct manifest *m, struct run *r);

@@ -254,16 +254,28 @@ sched_drain(struct sched *s)
 	return sched_deck_withdraw(s);
 }
 
+/* Runs in flight (m.nrunning counts slots: a wide ClickHouse batch
+ * holds several, SCHED-2). */
 int
 sched_running(const struct sched *s)
 {
-	return s->m.nrunning;
+	int runs;
+	int64_t items;
+
+	manifest_in_flight(&s->m, &runs, &items);
+	return runs;
 }
 
+/* Items queued: those queued or running, less the running ones (each
+ * partition of a batch in flight). */
 int64_t
 sched_queued(const struct sched *s)
 {
-	return s->m.nqueued - s->m.nrunning;
+	int runs;
+	int64_t items;
+
+	manifest_in_flight(&s->m, &runs, &items);
+	return s->m.nqueued - items;
 }
 
 int64_t
