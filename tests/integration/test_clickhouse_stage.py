@@ -27,7 +27,15 @@ what they guarded, against a throwaway server (tools/chserver.py):
   - runs handed ahead (docs/performance.md): a short job's next run
     recorded started while the current one runs, each partition once;
     kill -9 with a run on a stopped server and one handed ahead after
-    it: both cut, every partition then succeeds once and equals raw.
+    it: both cut, every partition then succeeds once and equals raw;
+  - the start's sweep of stale marks beside a run of the job: killed
+    (kill -9) after the record of one partition (B) of a request of two
+    and before its release, restarted with the worker that takes the
+    sweep held (a test-only hook) until the other partition (A) is
+    queued again: the sweep drops B's stage partition and its mark all
+    the same (before, a run of the job queued when the sweep was taken
+    left the whole sweep to the next start), A succeeds once, B is not
+    run again, both equal raw.
 
 Skipped (77) without clickhouse-server, as test_clickhouse.py is.
 """
@@ -393,6 +401,73 @@ def test_runs_handed_ahead():
     d.stop()
 
 
+def stage_of(db, day):
+    """(stage rows, marks) of partition day of fct_daily_sales."""
+    return (int(tc.SRV.q("SELECT count() FROM `%s` WHERE dt = '%s'" % (STAGE, day), db)),
+            int(tc.SRV.q("SELECT count() FROM _backfilld_marks_fct_daily_sales WHERE"
+                         " partition = '%s'" % day, db)))
+
+
+def test_sweep_beside_a_queued_run():
+    """The start's sweep drops a stale stage partition and its mark while
+    another partition of the job has a run queued (docs/clickhouse.md,
+    "Exactly once"): a request of two days, the daemon stopped after the
+    record of the first day it ran (B) and before its release
+    (BACKFILLD_TEST_CH_STOP=recorded), killed; the restart holds its one
+    worker before it takes the sweep (BACKFILLD_TEST_CH_SWEEP) until the
+    other day (A) is recorded running again, so queued behind the held
+    worker when the sweep is taken.  B's stage partition and mark go, A
+    succeeds once, B is not run again, both days equal raw."""
+    db = tc.fresh_db()
+    days = ["2026-02-09", "2026-02-10"]
+    cfg = tc.ch_config(db, JOB % 0).replace("max_concurrency: 4", "max_concurrency: 1")
+    d = h.Daemon(config=cfg, clock=None, name="chsweep",
+                 env={"BACKFILLD_TEST_CH_STOP": "recorded"})
+    req = d.enqueue("backfill", "fct", "--from", days[0], "--to", days[-1])
+    tc.wait_stopped(d, "the release of the first run recorded")
+    done = d.state_rows("SELECT partition_key FROM runs WHERE job = 'fct' AND"
+                        " state = 'succeeded'")
+    h.eq(len(done), 1, "runs recorded succeeded when stopped before the release: %r" % done)
+    b = done[0][0]
+    a = [x for x in days if x != b][0]
+    nb = stage_of(db, b)
+    h.check(nb[0] > 0 and nb[1] == 1, "%s's stage rows and mark before the kill: %r" % (b, nb))
+    last = max(r[0] for r in d.state_rows("SELECT id FROM runs"))
+    d.kill9()
+    d.extra_env.pop("BACKFILLD_TEST_CH_STOP")
+    fifo = os.path.join(d.dir, "sweep.fifo")
+    os.mkfifo(fifo)
+    d.extra_env["BACKFILLD_TEST_CH_SWEEP"] = fifo
+    fd = None
+    try:
+        d.restart()
+        fd = tc.open_fifo_to_write(fifo)
+        h.check(fd is not None, "the worker was not held before the sweep:\n%s"
+                % d.log_tail())
+        # recorded running, so handed to the executor (the same turn of
+        # the loop, before it answers runs): queued, the one worker held
+        wait_for(lambda: [r for r in d.runs() if r["partition"] == a and
+                          r["state"] == "running" and r["id"] > last],
+                 "%s queued again after the restart" % a)
+        h.eq(stage_of(db, b), nb, "%s's stage rows and mark while the sweep is held" % b)
+    finally:
+        tc.release_fifo(fifo, fd)
+    d.wait_request(req)
+    deadline = time.monotonic() + 30
+    while stage_of(db, b) != (0, 0) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    h.eq(stage_of(db, b), (0, 0), "%s's stage rows and mark after the restart's sweep" % b)
+    runs = [r for r in d.runs() if r["request"] == req]
+    h.eq(sorted((r["partition"], r["state"]) for r in runs if r["state"] == "succeeded"),
+         sorted([(a, "succeeded"), (b, "succeeded")]),
+         "one success a partition (B not run again): %r" % runs)
+    fact, raw = tc.fact_vs_raw(db, days[0], days[-1])
+    h.eq(fact, raw, "fact vs raw for the two days")
+    h.eq(tc.stage_leftovers(db), {}, "stage rows left")
+    h.eq(tc.marks_left(db), {}, "marks left")
+    d.stop()
+
+
 def main():
     if not os.path.exists(os.path.join(os.path.dirname(h.binaries()[0]), "backfilld-ch.so")):
         tc.skip("this build has no ClickHouse driver (libcurl4-openssl-dev)")
@@ -406,7 +481,8 @@ def main():
         tc.skip(str(e))
     h.register_server(tc.SRV)
     h.main([test_stage_dropped_between_runs, test_key_checked_once_then_after_failure,
-            test_round_trips, test_datetime_partition_column, test_runs_handed_ahead])
+            test_round_trips, test_datetime_partition_column, test_runs_handed_ahead,
+            test_sweep_beside_a_queued_run])
 
 
 if __name__ == "__main__":

@@ -4,6 +4,7 @@
  * at struct exec_unstage in exec_priv.h).
  */
 #include <signal.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -174,6 +175,34 @@ exec_unstage_all(struct exec_worker *w, struct exec_unstage **us,
 	free(done);
 }
 
+/* Tests only: BACKFILLD_TEST_CH_SWEEP=FIFO holds the worker about to
+ * take the start's sweep, the first time, before it takes it (ex->lock
+ * released meanwhile), until a byte can be read from FIFO (the test's
+ * open of FIFO to write tells it the worker is held), so that a test can
+ * have a run of the job queued when the sweep is taken (with one worker:
+ * another would take the sweep meanwhile); ex->lock held. */
+static void
+exec_unstage_test_hold(struct exec *ex)
+{
+	static bool done; /* under ex->lock */
+	const char *fifo = getenv("BACKFILLD_TEST_CH_SWEEP");
+	struct exec_unstage *u = ex->uhead;
+	FILE *f;
+
+	while (u != NULL && u->parts != NULL)
+		u = u->next;
+	if (fifo == NULL || u == NULL || done)
+		return;
+	done = true;
+	uv_mutex_unlock(&ex->lock);
+	f = fopen(fifo, "r"); /* blocks until the test opens it to write */
+	if (f != NULL) {
+		(void)fgetc(f);
+		fclose(f);
+	}
+	uv_mutex_lock(&ex->lock);
+}
+
 /* Take every stage to drop and drop them; ex->lock held on entry and on
  * return (released meanwhile). */
 void
@@ -184,6 +213,7 @@ exec_unstage_take(struct exec_worker *w)
 	bool **skip;
 	size_t n = 0, k;
 
+	exec_unstage_test_hold(ex);
 	for (u = ex->uhead; u != NULL; u = u->next)
 		n++;
 	us = xcalloc(n + 1, sizeof *us);
