@@ -23,6 +23,13 @@
  * has stopped its statement, or that bound has passed.  What the kill
  * took is kept for the executor's log line (stopped()).
  *
+ * exec_many() sends one statement for several parameter sets at once (a
+ * batch's stage filled by shares: 18.16 runs an INSERT ... SELECT in one
+ * thread), each on a handle of its own in the same multi handle, each
+ * with its own query_id.  The first failure, or a stop, aborts the
+ * others and kills every query of them still running by one KILL QUERY
+ * WHERE query_id IN (...), then waits for all to be gone, as above.
+ *
  * A response is a failure when its status is not 200, or when its last
  * line is an exception the server appended after a 200 status (it has
  * sent part of the result already: "Code: N, e.displayText() = ...").
@@ -230,97 +237,235 @@ whch_post_plain(struct whch_conn *c, CURL *h, const char *url,
 	return 0;
 }
 
+/* "query ID", or for several "queries PREFIX{N,M,...}": a run's ids
+ * differ only in their last field. */
+static void
+whch_kill_what(const char *const *ids, size_t n, struct buf *b)
+{
+	const char *dash = strrchr(ids[0], '-');
+
+	if (n == 1 || dash == NULL) {
+		buf_printf(b, "query %s", ids[0]);
+		for (size_t i = 1; i < n; i++)
+			buf_printf(b, ", %s", ids[i]);
+		return;
+	}
+	buf_printf(b, "queries %.*s{", (int)(dash + 1 - ids[0]), ids[0]);
+	for (size_t i = 0; i < n; i++)
+		buf_printf(b, "%s%s", i > 0 ? "," : "", strrchr(ids[i], '-') + 1);
+	buf_addstr(b, "}");
+}
+
+/* "query_id = 'ID'", or "query_id IN ('ID', ...)" for several. */
+static void
+whch_kill_where(const char *const *ids, size_t n, struct buf *b)
+{
+	buf_addstr(b, n == 1 ? "query_id = " : "query_id IN (");
+	for (size_t i = 0; i < n; i++)
+		buf_printf(b, "%s'%s'", i > 0 ? ", " : "", ids[i]);
+	if (n > 1)
+		buf_addstr(b, ")");
+	buf_add(b, "", 1);
+}
+
 /*
- * Ask the server to stop query `id` (a fresh handle: the run's own was
- * aborted) without waiting in the KILL itself (SYNC would wait up to the
- * server's own 30 s), then read system.processes, 20 ms after, then twice
- * as long after each read up to 500 ms apart, until the query is gone or
- * WHCH_KILL_WAIT_MS has passed.  What it took goes into c->stopped.
+ * Ask the server to stop queries ids[0..n) (a fresh handle: the run's
+ * own were aborted) without waiting in the KILL itself (SYNC would wait
+ * up to the server's own 30 s), then read system.processes, 20 ms after,
+ * then twice as long after each read up to 500 ms apart, until all are
+ * gone or WHCH_KILL_WAIT_MS has passed.  What it took goes into
+ * c->stopped.
  */
 static void
-whch_kill(struct whch_conn *c, const char *id)
+whch_kill(struct whch_conn *c, const char *const *ids, size_t n)
 {
-	char sql[200], *url;
+	char *url, *sql;
 	const char *why = NULL;
-	struct buf body;
+	struct buf body, where, what;
 	int64_t t0 = whch_now_ms(), wait = 20, left;
 	CURL *h = curl_easy_init();
 	bool gone = false, sent;
 
-	if (h == NULL)
+	if (h == NULL || n == 0) {
+		if (h != NULL)
+			curl_easy_cleanup(h);
 		return;
+	}
 	buf_init(&body);
+	buf_init(&where);
+	buf_init(&what);
+	whch_kill_where(ids, n, &where);
+	whch_kill_what(ids, n, &what);
+	buf_add(&what, "", 1);
 	url = whch_url(c, NULL);
-	snprintf(sql, sizeof sql, "KILL QUERY WHERE query_id = '%s' ASYNC", id);
+	sql = xasprintf("KILL QUERY WHERE %s ASYNC", where.data);
 	sent = whch_post_plain(c, h, url, sql, &body, &why) == 0;
-	if (sent) {
-		snprintf(sql, sizeof sql, "SELECT count() FROM system.processes"
-			 " WHERE query_id = '%s'", id);
-		for (;;) {
-			if (whch_post_plain(c, h, url, sql, &body, &why) == 0 &&
-			    strtol(body.data, NULL, 10) == 0) {
-				gone = true;
-				break;
-			}
-			left = WHCH_KILL_WAIT_MS - (whch_now_ms() - t0);
-			if (left <= 0)
-				break;
-			if (wait > left)
-				wait = left;
-			nanosleep(&(struct timespec){ .tv_sec = wait / 1000,
-			    .tv_nsec = wait % 1000 * 1000000 }, NULL);
-			wait = wait * 2 > 500 ? 500 : wait * 2;
+	free(sql);
+	sql = xasprintf("SELECT count() FROM system.processes WHERE %s",
+			where.data);
+	while (sent) {
+		if (whch_post_plain(c, h, url, sql, &body, &why) == 0 &&
+		    strtol(body.data, NULL, 10) == 0) {
+			gone = true;
+			break;
 		}
+		left = WHCH_KILL_WAIT_MS - (whch_now_ms() - t0);
+		if (left <= 0)
+			break;
+		if (wait > left)
+			wait = left;
+		nanosleep(&(struct timespec){ .tv_sec = wait / 1000,
+		    .tv_nsec = wait % 1000 * 1000000 }, NULL);
+		wait = wait * 2 > 500 ? 500 : wait * 2;
 	}
 	if (gone)
-		snprintf(c->stopped, sizeof c->stopped, "query %s stopped on"
-			 " the server (KILL QUERY), gone after %.1f s", id,
+		snprintf(c->stopped, sizeof c->stopped, "%s stopped on the"
+			 " server (KILL QUERY), gone after %.1f s", what.data,
 			 (double)(whch_now_ms() - t0) / 1000.0);
 	else if (!sent)
-		snprintf(c->stopped, sizeof c->stopped, "query %s: KILL QUERY"
-			 " failed (%s); it may still run on the server", id,
-			 why);
+		snprintf(c->stopped, sizeof c->stopped, "%s: KILL QUERY failed"
+			 " (%s); %s may still run on the server", what.data, why,
+			 n == 1 ? "it" : "they");
 	else
-		snprintf(c->stopped, sizeof c->stopped, "query %s still"
-			 " running on the server %.1f s after KILL QUERY%s", id,
+		snprintf(c->stopped, sizeof c->stopped, "%s still running on"
+			 " the server %.1f s after KILL QUERY%s", what.data,
 			 (double)(whch_now_ms() - t0) / 1000.0,
 			 c->exec_limit_s > 0 ? "; its max_execution_time ends"
 			 " it" : "");
 	curl_easy_cleanup(h);
 	buf_free(&body);
+	buf_free(&where);
+	buf_free(&what);
+	free(sql);
 	free(url);
 }
 
-/* Run the transfer on c->curl through c->multi, looking at the stop
- * flags every 50 ms (libcurl's own progress callback may not come while
- * the server is silent). */
-static CURLcode
-whch_perform(struct whch_conn *c)
+/* One statement's transfer: set up by whch_start, run by whch_perform. */
+struct whch_xfer {
+	CURL *h;
+	char id[80];      /* its query_id (sent only in a run) */
+	struct buf body;  /* NUL-terminated once done */
+	CURLcode rc;
+	bool added;       /* to c->multi */
+	bool done;
+};
+
+/* Set up x on handle h for one POST of `sql` (kept until it is done),
+ * with the next query_id of the run. */
+static void
+whch_start(struct whch_conn *c, struct whch_xfer *x, CURL *h,
+	   const char *sql)
 {
-	CURLcode rc = CURLE_OK;
+	char *url;
+
+	/* outside a run (opening, the start's checks): no query_id, so that
+	 * connections opened at once do not share one */
+	snprintf(x->id, sizeof x->id, "backfilld-%s-%lld-%lld", whch_instance,
+		 (long long)c->run_id, (long long)++c->nquery);
+	url = whch_url(c, c->run_id > 0 ? x->id : NULL);
+	x->h = h;
+	x->rc = CURLE_OK;
+	x->added = false;
+	x->done = false;
+	buf_init(&x->body);
+	whch_setup(c, h, url, sql, &x->body, true); /* libcurl copies url */
+	free(url);
+}
+
+/* Whether a transfer that is done failed: a curl error, a status other
+ * than 200, or an exception the server appended after 200. */
+static bool
+whch_failed(const struct whch_xfer *x)
+{
+	char msg[ERR_MSG_MAX];
+	long status = 0;
+
+	if (x->rc != CURLE_OK)
+		return true;
+	curl_easy_getinfo(x->h, CURLINFO_RESPONSE_CODE, &status);
+	return status != 200 ||
+	    chsql_body_exception(x->body.data, x->body.len - 1, msg, sizeof msg);
+}
+
+/* Mark the transfer of handle e done with result rc. */
+static struct whch_xfer *
+whch_done(struct whch_xfer *x, size_t n, CURL *e, CURLcode rc)
+{
+	for (size_t i = 0; i < n; i++)
+		if (x[i].h == e && !x[i].done) {
+			x[i].done = true;
+			x[i].rc = rc;
+			buf_add(&x[i].body, "", 1);
+			return &x[i];
+		}
+	return NULL;
+}
+
+/*
+ * Run the transfers x[0..n) at once through c->multi, looking at the stop
+ * flags every 50 ms (libcurl's own progress callback may not come while
+ * the server is silent), until all are done or one has failed.  Returns
+ * the first that failed (one the stop flags aborted: its rc
+ * CURLE_ABORTED_BY_CALLBACK), or NULL.  When one failed or the flags
+ * were raised, the others still running are aborted, and in a run their
+ * queries (and the aborted one's) are killed on the server: none is
+ * left running when this returns.
+ */
+static struct whch_xfer *
+whch_perform(struct whch_conn *c, struct whch_xfer *x, size_t n)
+{
+	struct whch_xfer *bad = NULL, *d;
+	const char **ids = xcalloc(n, sizeof *ids);
 	CURLMsg *m;
 	int running = 1, left;
+	size_t i, nids = 0;
 
-	if (curl_multi_add_handle(c->multi, c->curl) != CURLM_OK)
-		return curl_easy_perform(c->curl);
-	while (running) {
-		if (curl_multi_perform(c->multi, &running) != CURLM_OK) {
-			rc = CURLE_FAILED_INIT;
-			break;
-		}
-		if (!running)
-			break;
-		if (whch_progress_cb(c, 0, 0, 0, 0)) {
-			rc = CURLE_ABORTED_BY_CALLBACK;
-			break;
-		}
-		curl_multi_wait(c->multi, NULL, 0, 50, NULL);
+	for (i = 0; i < n; i++) {
+		x[i].added = curl_multi_add_handle(c->multi, x[i].h) ==
+		    CURLM_OK;
+		if (!x[i].added && bad == NULL)
+			bad = whch_done(x, n, x[i].h, CURLE_FAILED_INIT);
 	}
-	while (running == 0 && (m = curl_multi_info_read(c->multi, &left)))
-		if (m->msg == CURLMSG_DONE)
-			rc = m->data.result;
-	curl_multi_remove_handle(c->multi, c->curl);
-	return rc;
+	while (bad == NULL) {
+		if (curl_multi_perform(c->multi, &running) != CURLM_OK)
+			running = -1;
+		while ((m = curl_multi_info_read(c->multi, &left)) != NULL)
+			if (m->msg == CURLMSG_DONE &&
+			    (d = whch_done(x, n, m->easy_handle,
+					   m->data.result)) != NULL &&
+			    bad == NULL && whch_failed(d))
+				bad = d;
+		if (bad != NULL || running == 0)
+			break;
+		if (running == -1) {
+			/* the multi handle failed: the first not done fails */
+			for (i = 0; i < n && bad == NULL; i++)
+				if (!x[i].done)
+					bad = whch_done(x, n, x[i].h,
+							CURLE_FAILED_INIT);
+			break;
+		}
+		if (whch_progress_cb(c, 0, 0, 0, 0))
+			for (i = 0; i < n && bad == NULL; i++)
+				if (!x[i].done)
+					bad = whch_done(x, n, x[i].h,
+					    CURLE_ABORTED_BY_CALLBACK);
+		if (bad == NULL)
+			curl_multi_wait(c->multi, NULL, 0, 50, NULL);
+	}
+	/* removing a handle aborts its transfer; the queries of those cut
+	 * short may still run on the server */
+	for (i = 0; i < n; i++) {
+		if (x[i].added)
+			curl_multi_remove_handle(c->multi, x[i].h);
+		if (bad != NULL && (!x[i].done ||
+		    x[i].rc == CURLE_ABORTED_BY_CALLBACK))
+			ids[nids++] = x[i].id;
+	}
+	if (c->run_id > 0 && nids > 0)
+		whch_kill(c, ids, nids);
+	free(ids);
+	return bad;
 }
 
 /* A response of status (0: 200 with an exception after it) saying msg:
@@ -354,67 +499,62 @@ whch_refused(const struct whch_conn *c, long status, const char *msg,
 		       c->user ? c->user : "default", c->name);
 }
 
-/*
- * POST one statement (already bound); the body in *out (NUL-terminated,
- * malloc'd) when out is not NULL.  Errors: "interrupted"; "cannot reach
- * URL: curl's reason"; the server's exception text.
- */
+/* The outcome of transfer x: 0, or the error.  Errors: "interrupted";
+ * "cannot reach URL: curl's reason"; the server's exception text. */
 static int
-whch_post(struct whch_conn *c, const char *sql, char **out, size_t *outlen,
-	  struct err *err)
+whch_outcome(struct whch_conn *c, const struct whch_xfer *x,
+	     struct err *err)
 {
-	char id[80], msg[ERR_MSG_MAX], *url;
-	struct buf body;
-	CURLcode rc;
+	char msg[ERR_MSG_MAX];
 	long status = 0;
 	bool privilege;
 
-	if (out != NULL)
-		*out = NULL;
-	if (whch_progress_cb(c, 0, 0, 0, 0))
+	if (x->rc == CURLE_ABORTED_BY_CALLBACK)
 		return err_interrupted(err);
-	/* outside a run (opening, the start's checks): no query_id, so that
-	 * connections opened at once do not share one */
-	snprintf(id, sizeof id, "backfilld-%s-%lld-%lld", whch_instance,
-		 (long long)c->run_id, (long long)++c->nquery);
-	url = whch_url(c, c->run_id > 0 ? id : NULL);
-	buf_init(&body);
-	whch_setup(c, c->curl, url, sql, &body, true);
-	rc = whch_perform(c);
-	free(url);
-	if (rc == CURLE_ABORTED_BY_CALLBACK) {
-		if (c->run_id > 0)
-			whch_kill(c, id);
-		buf_free(&body);
-		return err_interrupted(err);
-	}
-	if (rc != CURLE_OK) {
-		buf_free(&body);
+	if (x->rc != CURLE_OK) {
 		c->broken = true;
 		return err_set(err, EXIT_WORK_FAILED, "cannot reach %s: %s",
-			       c->url, curl_easy_strerror(rc));
+			       c->url, curl_easy_strerror(x->rc));
 	}
-	curl_easy_getinfo(c->curl, CURLINFO_RESPONSE_CODE, &status);
-	buf_add(&body, "", 1);
+	curl_easy_getinfo(x->h, CURLINFO_RESPONSE_CODE, &status);
 	if (status != 200) {
-		chsql_error_text(body.data, body.len - 1, msg, sizeof msg);
-		buf_free(&body);
+		chsql_error_text(x->body.data, x->body.len - 1, msg,
+				 sizeof msg);
 		return whch_refused(c, status, msg, err);
 	}
-	if (chsql_body_exception(body.data, body.len - 1, msg, sizeof msg)) {
-		buf_free(&body);
+	if (chsql_body_exception(x->body.data, x->body.len - 1, msg,
+				 sizeof msg)) {
 		if (chsql_denied(0, chsql_error_code(msg), &privilege))
 			return whch_refused(c, 0, msg, err);
 		return err_set(err, EXIT_WORK_FAILED, "%s (after HTTP 200)",
 			       msg);
 	}
-	if (out != NULL) {
-		*outlen = body.len - 1;
-		*out = buf_steal(&body);
-	} else {
-		buf_free(&body);
-	}
 	return 0;
+}
+
+/*
+ * POST one statement (already bound); the body in *out (NUL-terminated,
+ * malloc'd) when out is not NULL.  Errors: whch_outcome's.
+ */
+static int
+whch_post(struct whch_conn *c, const char *sql, char **out, size_t *outlen,
+	  struct err *err)
+{
+	struct whch_xfer x;
+	int rc;
+
+	if (out != NULL)
+		*out = NULL;
+	if (whch_progress_cb(c, 0, 0, 0, 0))
+		return err_interrupted(err);
+	whch_start(c, &x, c->curl, sql);
+	rc = whch_perform(c, &x, 1) == NULL ? 0 : whch_outcome(c, &x, err);
+	if (rc == 0 && out != NULL) {
+		*outlen = x.body.len - 1;
+		*out = buf_steal(&x.body);
+	}
+	buf_free(&x.body);
+	return rc;
 }
 
 /* wh_param into chsql_param, then chsql_bind. */
@@ -430,6 +570,30 @@ whch_bind(const char *sql, const struct wh_param *params, size_t nparams,
 		cp[i].value = params[i].value;
 	}
 	return chsql_bind(sql, cp, n, out, err);
+}
+
+/* sql, bound, as one statement (malloc'd); more than one is an error. */
+static int
+whch_statement(const char *sql, const struct wh_param *params,
+	       size_t nparams, char **out, struct err *err)
+{
+	char *bound, **stmts;
+	size_t n;
+
+	*out = NULL;
+	if (whch_bind(sql, params, nparams, &bound, err) == -1)
+		return -1;
+	chsql_split(bound, &stmts, &n);
+	free(bound);
+	if (n != 1) {
+		chsql_split_free(stmts, n);
+		return err_set(err, EXIT_BAD_INPUT, "a query must be one"
+			       " statement, got %zu", n);
+	}
+	*out = stmts[0];
+	stmts[0] = NULL;
+	chsql_split_free(stmts, n);
+	return 0;
 }
 
 static void
@@ -526,6 +690,56 @@ whch_exec_script(struct wh_conn *conn, const char *sql,
 	return rc;
 }
 
+/*
+ * The statement sql bound with each of params[0..n) at once, each on a
+ * handle of its own (the first on c->curl, the others made here) with
+ * the next query_id of the run: 18.16 runs an INSERT ... SELECT in one
+ * thread, so a stage filled by n statements over shares of the batch
+ * fills in about 1/n of the time, as cores allow.  The first failure
+ * ends the others and their queries on the server (whch_perform), and is
+ * the error, as whch_post forms it.
+ */
+static int
+whch_exec_many(struct wh_conn *conn, const char *sql,
+	       const struct wh_param *const *params, size_t nparams,
+	       size_t n, struct err *err)
+{
+	struct whch_conn *c = whch_conn(conn);
+	struct whch_xfer *x, *bad;
+	char **stmts;
+	size_t k;
+	int rc = 0;
+
+	if (whch_progress_cb(c, 0, 0, 0, 0))
+		return err_interrupted(err);
+	if (n == 0)
+		return 0;
+	stmts = xcalloc(n, sizeof *stmts);
+	x = xcalloc(n, sizeof *x);
+	for (k = 0; k < n && rc == 0; k++)
+		rc = whch_statement(sql, params[k], nparams, &stmts[k], err);
+	for (k = 0; k < n && rc == 0; k++) {
+		CURL *h = k == 0 ? c->curl : curl_easy_init();
+
+		if (h == NULL)
+			xalloc_exhausted("libcurl");
+		whch_start(c, &x[k], h, stmts[k]);
+	}
+	if (rc == 0) {
+		bad = whch_perform(c, x, n);
+		rc = bad == NULL ? 0 : whch_outcome(c, bad, err);
+	}
+	for (k = 0; k < n; k++) {
+		if (k > 0 && x[k].h != NULL)
+			curl_easy_cleanup(x[k].h);
+		buf_free(&x[k].body);
+		free(stmts[k]);
+	}
+	free(x);
+	free(stmts);
+	return rc;
+}
+
 /* The first field of each line of a TabSeparated body, unescaped; "\N"
  * (NULL) left out; *lines counts the lines read (it stops at the first
  * value past max), *first_null says the first line was \N. */
@@ -582,21 +796,14 @@ whch_query(struct wh_conn *conn, const char *sql,
 	   bool *first_null, struct err *err)
 {
 	struct whch_conn *c = whch_conn(conn);
-	char *bound, *body, **stmts;
-	size_t blen, n;
+	char *stmt, *body;
+	size_t blen;
 	int rc;
 
-	if (whch_bind(sql, params, nparams, &bound, err) == -1)
+	if (whch_statement(sql, params, nparams, &stmt, err) == -1)
 		return -1;
-	chsql_split(bound, &stmts, &n);
-	free(bound);
-	if (n != 1) {
-		chsql_split_free(stmts, n);
-		return err_set(err, EXIT_BAD_INPUT, "a query must be one"
-			       " statement, got %zu", n);
-	}
-	rc = whch_post(c, stmts[0], &body, &blen, err);
-	chsql_split_free(stmts, n);
+	rc = whch_post(c, stmt, &body, &blen, err);
+	free(stmt);
 	if (rc == -1)
 		return -1;
 	whch_column(body, blen, max, values, nvalues, too_many, lines,
@@ -749,6 +956,7 @@ const struct wh_driver wh_ch_driver = {
 	.close = whch_close,
 	.begin = whch_begin,
 	.exec_script = whch_exec_script,
+	.exec_many = whch_exec_many,
 	.query_value = whch_query_value,
 	.query_column = whch_query_column,
 	.manifest_fill = whch_manifest_fill,
