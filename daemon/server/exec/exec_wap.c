@@ -38,14 +38,7 @@ exec_wap_step(struct exec_flight *fl, struct wh_conn *conn, const char *what,
 	      const char *sql, const struct wh_param *params, size_t nparams,
 	      struct err *err)
 {
-	if (exec_interrupted(fl, err))
-		return -1;
-	if (conn->drv->exec_script(conn, sql, params, nparams, err) == -1) {
-		if (!err_is(err, ERR_INTERRUPTED))
-			err_prefix(err, "%s", what);
-		return -1;
-	}
-	return 0;
+	return exec_wap_steps(fl, conn, what, sql, &params, nparams, 1, err);
 }
 
 /*
@@ -509,20 +502,20 @@ exec_wap_batch_audit(struct exec_flight *fl, struct wh_conn *conn,
 
 /* A batch on ClickHouse: every part's state and before figures read,
  * the stage partitions that hold anything cleared (their marks first),
- * one fill for the batch's interval, every partition audited, all marked
- * by one INSERT, then each published; or, every part marked by the
- * batch's request (WAP-3), each audited again and published again. */
+ * the stage filled over the batch's interval (exec_wap_batch_fill),
+ * every partition audited, all marked by one INSERT, then each
+ * published; or, every part marked by the batch's request (WAP-3), each
+ * audited again and published again. */
 static int
 exec_wap_batch(struct exec_flight *fl, struct wh_conn *conn,
 	       const struct wap_tables *t, struct err *err)
 {
 	struct exec_run *run = exec_flight_run(fl);
-	struct wh_param params[WAP_NPARAMS], span[5];
+	struct wh_param params[WAP_NPARAMS];
 	struct wap_state st = { 0 };
 	int64_t published = 0;
 	bool kept = true, fast;
 	const char **keys;
-	char *sql;
 	size_t i;
 	int rc;
 
@@ -534,15 +527,8 @@ exec_wap_batch(struct exec_flight *fl, struct wh_conn *conn,
 	if (rc == 0 && !kept)
 		rc = exec_wap_clear(fl, conn, t, 0, run->nparts, st.any,
 				    st.staged, err);
-	/* the whole batch's interval; :partition is deliberately not bound */
-	exec_batch_span(run->parts, run->nparts, span);
-	span[4].name = "stage";
-	span[4].value = t->stage;
 	if (rc == 0 && !kept) {
-		sql = chsql_fill_sql(t->stage, run->job->sql);
-		rc = exec_wap_step(fl, conn, "filling the stage", sql, span, 5,
-				   err);
-		free(sql);
+		rc = exec_wap_batch_fill(fl, conn, t, err);
 		if (rc == -1)
 			exec_wap_unswept(t);
 	}

@@ -1,8 +1,9 @@
 /*
  * exec_wap.h - what exec_wap.c (write-audit-publish on ClickHouse) shares
  * with exec_wap_set.c, its statements over several partitions at once
- * (docs/clickhouse.md, "Round trips"), and exec_wap_digest.c, the
- * fingerprints.  Worker threads only.
+ * (docs/clickhouse.md, "Round trips"), exec_wap_digest.c, the
+ * fingerprints, and exec_wap_fill.c, a batch's fill.  Worker threads
+ * only.
  */
 #ifndef BACKFILLD_EXEC_WAP_H
 #define BACKFILLD_EXEC_WAP_H
@@ -182,6 +183,20 @@ void exec_wap_parts_keep(const struct exec_run *run,
 			 const struct wh_conn *conn,
 			 const struct wap_tables *t, const char *key,
 			 struct chparts *ids);
+/* exec_wap_fill.c: one statement of the run (n = 1: sets[0] its
+ * params), or the one statement for each of sets[0..n) at once (the
+ * driver's exec_many); not when the run is being stopped; the error
+ * prefixed with `what` unless interrupted. */
+int exec_wap_steps(struct exec_flight *fl, struct wh_conn *conn,
+		   const char *what, const char *sql,
+		   const struct wh_param *const *sets, size_t nparams,
+		   size_t n, struct err *err);
+/* A batch's stage filled over its interval (:partition not bound): by
+ * one statement, or, when the run's width allows and the job is no
+ * running total, by up to width statements at once, each over a
+ * consecutive share of the parts in time order, as equal as can be. */
+int exec_wap_batch_fill(struct exec_flight *fl, struct wh_conn *conn,
+			const struct wap_tables *t, struct err *err);
 /* The request that marks part i (exec_wap_set.c). */
 int64_t exec_wap_request(const struct exec_run *run, size_t i);
 
