@@ -184,6 +184,10 @@ def test_fill_split():
     h.check(fact(db) != raw(db), "the window's days should differ from raw before the batch")
     old = old_fills()
     d, req, ids = batch(db, "chsplit", job())
+    # while its 4 statements run: one run in flight (not its 4 slots), and
+    # no partition waiting (the 8 are the run's)
+    st = d.json("status")
+    h.eq((st["running"], st["queued"]), (1, 0), "status's running and queued during the batch")
     run = succeeded(d, req, db, "after the split batch")
     h.eq([(q, t) for q, t, e in fills_logged(run, old)], [(q, "2") for q in ids],
          "the run's stage fills in the query log: the 4 seen at once, each finished")
