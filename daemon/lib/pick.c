@@ -418,10 +418,10 @@ pick_min(int64_t a, int64_t b)
 }
 
 /*
- * SCHED-2, a batch's width.  On ClickHouse 18.16 an INSERT ... SELECT
- * runs on one thread, so a batch fills its stage by several statements
- * at once, each over a consecutive share of its partitions
- * (exec_wap.c).  Each statement holds a slot of every cap: the width is
+ * SCHED-2, a batch's width.  On ClickHouse 18.16 an INSERT writes its
+ * parts (one a partition) one after another, so a batch fills its stage
+ * by several statements at once, each over a consecutive share of its
+ * partitions (exec_wap_fill.c).  Each statement holds a slot of every cap: the width is
  * the run's partitions, but at most what the job's concurrency,
  * max_concurrency, its warehouse's max_connections and the request's own
  * concurrency have free now (the runs handed ahead do not count, as

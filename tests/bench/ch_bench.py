@@ -32,7 +32,8 @@ and of 90 days from Wednesday 2025-03-05 (fact plus the affected weeks):
               the fill is one INSERT ... SELECT, as the script's
   batch4      the same at concurrency 4: the batch holds 4 slots and fills
               its stage by 4 INSERT ... SELECT at once, each over a quarter
-              of the days (18.16 runs an INSERT ... SELECT in one thread)
+              of the days (18.16 writes an INSERT's parts, one a day, one after
+              another)
 
 Before every measurement the fact and the mart are restored from pristine
 copies, stage tables dropped and merges awaited, outside the timing.
