@@ -29,6 +29,18 @@ seconds and the test sees its statements in system.processes:
   - as many fills as the run holds slots: one for a job of concurrency 1,
     two for concurrency 2, three for concurrency 4 in a request of
     --concurrency 3 (the caps bound the statements in flight).
+  - backfillctl cancel of the request while the 4 fills run: a cancel
+    drops queued partitions and lets runs in flight finish, and the 8 are
+    all the run's: "0 queued partitions dropped", the 4 fills finish
+    (none killed, no KILL QUERY line), the run succeeds;
+  - SIGTERM while the 4 fills run, past shutdown_grace: 1s: the grace's
+    cancel kills all 4 (one log line names them), none of the daemon's
+    queries is left on the server once it has exited, the live table is
+    unchanged; after a restart every day is built once, equal to raw,
+    the drained run recorded cancelled with no attempt counted;
+  - two nodes on a PostgreSQL state store (test_cluster.py's Nodes): a
+    run holds one slot, so the batch of the job of concurrency 4 fills
+    its stage by one statement (the query log), every day equal to raw.
 
 No duration is asserted; every wait is a poll of the server or the
 daemon with a guard.  Skipped (77) without clickhouse-server, as
@@ -41,6 +53,8 @@ import time
 
 import harness as h
 import test_clickhouse as tc
+import test_cluster as tcl
+import test_postgres as tp
 
 sys.path.insert(0, os.path.join(h.SOURCE_ROOT, "tools"))
 from chserver import ChServer, ChServerError  # noqa: E402
@@ -179,6 +193,18 @@ def failed(d, req, db, before, what):
     return request_runs(d, req)
 
 
+def kill_line(d, run):
+    """The one log line of the run's kill: the query ids it names."""
+    with open(d.log) as f:
+        lines = [l for l in f.read().splitlines() if "KILL QUERY" in l]
+    h.eq(len(lines), 1, "log lines of the kill:\n%s" % "\n".join(lines))
+    # queries backfilld-INSTANCE-RUN-{N,...} stopped on the server
+    m = re.search(r"queries (backfilld-[0-9a-f]{16}-%d-)\{([0-9,]+)\} stopped on the server"
+                  r" \(KILL QUERY\), gone after [0-9.]+ s" % run, lines[0])
+    h.check(m and ("run=%d" % run) in lines[0], "the kill's line: %r" % lines[0])
+    return sorted(m.group(1) + n for n in m.group(2).split(","))
+
+
 def test_fill_split():
     db = tc.fresh_db()
     h.check(fact(db) != raw(db), "the window's days should differ from raw before the batch")
@@ -225,15 +251,7 @@ def test_timeout():
     d, req, ids = batch(db, "chsplittmo", job(sleep=0.3, extra="  timeout: 2s\n"))
     rs = failed(d, req, db, before, "past its timeout")
     h.check(rs and all("timed out after 2s" in (r["error"] or "") for r in rs), "runs: %r" % rs)
-    with open(d.log) as f:
-        lines = [l for l in f.read().splitlines() if "KILL QUERY" in l]
-    h.eq(len(lines), 1, "log lines of the kill:\n%s" % "\n".join(lines))
-    # queries backfilld-INSTANCE-RUN-{N,...} stopped on the server
-    m = re.search(r"queries (backfilld-[0-9a-f]{16}-%d-)\{([0-9,]+)\} stopped on the server"
-                  r" \(KILL QUERY\), gone after [0-9.]+ s" % rs[0]["id"], lines[0])
-    h.check(m and ("run=%d" % rs[0]["id"]) in lines[0], "the kill's line: %r" % lines[0])
-    h.eq(sorted(m.group(1) + n for n in m.group(2).split(",")), ids,
-         "the queries the kill's line names: the 4 fills seen")
+    h.eq(kill_line(d, rs[0]["id"]), ids, "the queries the kill's line names: the 4 fills seen")
     d.stop()
 
 
@@ -243,6 +261,58 @@ def test_kill9():
     d.kill9()
     d.start()
     succeeded(d, req, db, "after kill -9 and the restart")
+    d.stop()
+
+
+def test_cancel():
+    """backfillctl cancel of the request while the 4 fills run: a cancel
+    drops a request's queued partitions and leaves its runs in flight
+    alone (docs/commands.md), and the batch's 8 partitions are all the
+    run's: nothing is dropped, none of the 4 fills is killed, the run
+    succeeds as if never cancelled."""
+    db = tc.fresh_db()
+    old = old_fills()
+    d, req, ids = batch(db, "chsplitcancel", job())
+    out = d.ok("cancel", str(req))
+    h.eq(out.strip(), "request %d: 0 queued partitions dropped; runs in flight finish" % req,
+         "cancel of the batch's request while it runs")
+    run = succeeded(d, req, db, "after a cancel during its fill")
+    h.eq([(q, t) for q, t, e in fills_logged(run, old)], [(q, "2") for q in ids],
+         "the run's stage fills in the query log: the 4 seen at once, each finished")
+    with open(d.log) as f:
+        h.eq([l for l in f.read().splitlines() if "KILL QUERY" in l], [],
+             "log lines of a kill after a cancel")
+    d.stop()
+
+
+def test_drain():
+    """SIGTERM while the 4 fills run (0.5 s a row: seconds a share),
+    shutdown_grace: 1s: the grace ends with the run in flight and cancels it, which kills all 4 queries (one
+    log line names them); the daemon exits 0 with none of its queries left
+    on the server, the live table unchanged; after a restart every day is
+    built once, equal to raw, nothing left in the stage or marks."""
+    db = tc.fresh_db()
+    before = fact(db)
+    d = h.Daemon(config=tc.ch_config(db, job(sleep=0.5), "shutdown_grace: 1s"), clock=None,
+                 name="chsplitdrain")
+    req = d.enqueue("backfill", "fct", "--from", LO, "--to", HI)
+    ids = wait_fills(4)
+    run = int(ids[0].split("-")[-2])
+    d.stop()
+    # exited: its queries are gone by now, not later
+    h.eq(ours_running(), [], "the daemon's queries on the server once it exited")
+    h.eq(fact(db), before, "the live table after the drain")
+    with open(d.log) as f:
+        h.check("shutdown grace over: cancelling 1 runs in flight" in f.read(),
+                "the grace should have ended with the batch in flight:\n%s" % d.log_tail())
+    h.eq(kill_line(d, run), ids, "the queries the kill's line names: the 4 fills seen")
+    d.start()
+    succeeded(d, req, db, "after the drain and a restart")
+    # the drained run recorded cancelled, no attempt counted (a stop is no
+    # attempt: the rebuild is attempt 1 too)
+    h.eq(sorted((r["partition"], r["state"], r["attempt"]) for r in request_runs(d, req)),
+         sorted([(p, "cancelled", 1) for p in DAYS] + [(p, "succeeded", 1) for p in DAYS]),
+         "the request's runs after the drain and the restart")
     d.stop()
 
 
@@ -262,6 +332,42 @@ def test_width_of_the_caps():
         d.stop()
 
 
+def test_several_hosts():
+    """On several hosts a run holds one slot (docs/several-hosts.md): a
+    batch of a job of concurrency 4 on two nodes with a PostgreSQL state
+    store (test_cluster.py's Nodes) fills its stage by one statement,
+    where one host fills it by 4; every day equals raw, each succeeded
+    once, nothing left in the stage or marks.  Skipped (passes, saying
+    so) without PostgreSQL."""
+    try:
+        tp.cluster()
+    except SystemExit as e:
+        if e.code != h.SKIP:
+            raise
+        print("  skipped: no PostgreSQL server for the nodes' state store")
+        return
+    db = tc.fresh_db()
+    old = old_fills()
+    wh = ("\n  - name: sales\n    clickhouse: %s\n    user: etl\n    password_file: %s"
+          % (tc.SRV.url(db), tc.SRV.pwfile))
+    c = tcl.Nodes(job(sleep=0), names=(), settings={"max_concurrency": 4, "warehouses": wh})
+    for name in ("n1", "n2"):
+        c.add(name)
+        c.wait_view(list(c.nodes))
+    req = tcl.backfill(c["n1"], "fct", LO, HI)
+    resp = c["n1"].wait_request(req, timeout=GUARD)
+    h.eq(resp.get("status"), "0", "request %d on two nodes: %r" % (req, resp))
+    runs = tcl.succeeded_once(c["n1"], req, [("fct", p) for p in DAYS])
+    ok = [r for r in runs if r["state"] == "succeeded"]
+    h.eq(len({r["started_at"] for r in ok}), 1,
+         "runs holding the batch's partitions: %r" % ok)
+    h.eq(fact(db), raw(db), "fct_daily_sales against raw after the batch on two nodes")
+    nothing_left(db)
+    logged = fills_logged(None, old)
+    h.eq([t for q, t, e in logged], ["2"],
+         "the batch's stage fills in the query log on two nodes: one, finished (%r)" % logged)
+
+
 def main():
     if not os.path.exists(os.path.join(os.path.dirname(h.binaries()[0]), "backfilld-ch.so")):
         tc.skip("this build has no ClickHouse driver (libcurl4-openssl-dev)")
@@ -271,8 +377,13 @@ def main():
     except ChServerError as e:
         tc.skip(str(e))
     h.register_server(tc.SRV)
-    h.main([test_fill_split, test_share_fails, test_timeout, test_kill9,
-            test_width_of_the_caps])
+    try:
+        h.main([test_fill_split, test_share_fails, test_timeout, test_kill9,
+                test_width_of_the_caps, test_cancel, test_drain,
+                tcl.isolated(test_several_hosts)])
+    finally:
+        if tp.CLUSTER is not None:
+            tp.CLUSTER.close()
 
 
 if __name__ == "__main__":
