@@ -478,20 +478,8 @@ def available(what, start):
         return e.code
 
 
-def start_clickhouse():
-    import test_clickhouse as tc
-    sys.path.insert(0, os.path.join(h.SOURCE_ROOT, "tools"))
-    from chserver import ChServer, ChServerError
-    if not os.path.exists(os.path.join(os.path.dirname(h.binaries()[0]), "backfilld-ch.so")):
-        tc.skip("this build has no ClickHouse driver (libcurl4-openssl-dev)")
-    try:
-        tc.SRV = ChServer(prefix="server-", parent=h.suite_mkdtemp("ch"), own_parent=True)
-    except ChServerError as e:
-        tc.skip(str(e))
-    h.register_server(tc.SRV)
-
-
 def main():
+    import test_clickhouse as tc
     import test_postgres as tp
     h.binaries()
     tests = [test_kill9_batch_sqlite]
@@ -499,7 +487,7 @@ def main():
     for what, start, ts in (
             ("PostgreSQL", tp.cluster,
              [test_kill9_batch_postgres, test_batch_running_total_postgres]),
-            ("ClickHouse", start_clickhouse,
+            ("ClickHouse", tc.start_server,
              [test_kill9_batch_clickhouse_before_publish,
               test_kill9_batch_clickhouse_between_publishes])):
         code = available(what, start)

@@ -59,6 +59,7 @@ import shutil
 import signal
 import socket
 import subprocess
+import sys
 import tempfile
 import textwrap
 import threading
@@ -264,6 +265,26 @@ class Server:
 
 SRV = None
 NDB = 0
+
+
+def start_server(**kw):
+    """The test file's throwaway server as SRV, tools/chserver.py's
+    ChServer in a folder of the suite's (kw its own: query_log, extra,
+    ...), stopped at exit or on a signal (harness.register_server), and
+    returned.  Without this build's ClickHouse driver, or when the server
+    cannot start: skip() (exit 77; 1 with BACKFILLD_REQUIRE_CLICKHOUSE=1)."""
+    global SRV
+    if not os.path.exists(os.path.join(os.path.dirname(h.binaries()[0]), "backfilld-ch.so")):
+        skip("this build has no ClickHouse driver (libcurl4-openssl-dev)")
+    if h.TOOLS not in sys.path:
+        sys.path.insert(0, h.TOOLS)
+    from chserver import ChServer, ChServerError
+    try:
+        SRV = ChServer(prefix="server-", parent=h.suite_mkdtemp("ch"), own_parent=True, **kw)
+    except ChServerError as e:
+        skip(str(e))
+    h.register_server(SRV)
+    return SRV
 
 
 def fresh_db(seed=True):

@@ -23,14 +23,10 @@ whose day is the set of its stores' partitions.
   day that lost a store rebuilds its week alone."""
 import os
 import subprocess
-import sys
 import time
 
 import harness as h
 import test_clickhouse as tc
-
-sys.path.insert(0, os.path.join(h.SOURCE_ROOT, "tools"))
-from chserver import ChServer, ChServerError  # noqa: E402
 
 LO, HI = "2026-02-08", "2026-02-12"
 GONE = "2026-02-09"  # the day whose store 9 raw never had
@@ -409,14 +405,7 @@ def test_quarter_and_year_grains():
 
 
 def main():
-    if not os.path.exists(os.path.join(os.path.dirname(h.binaries()[0]), "backfilld-ch.so")):
-        tc.skip("this build has no ClickHouse driver (libcurl4-openssl-dev)")
-    try:
-        tc.SRV = ChServer(prefix="server-", parent=h.suite_mkdtemp("ch"), own_parent=True,
-                          query_log=True)
-    except ChServerError as e:
-        tc.skip(str(e))
-    h.register_server(tc.SRV)
+    tc.start_server(query_log=True)
     tests = [test_compound_repair, test_compound_batch_and_verify,
              test_compound_kill9_between_mark_and_publish, test_compound_keys_of_other_forms,
              test_compound_shards, test_compound_cutoff, test_quarter_and_year_grains]

@@ -17,15 +17,10 @@ docs/clickhouse.md, "The partition key"), on the real server:
 - a ReplacingMergeTree target is audited FINAL: a fill emitting several
   versions of a key passes key_unique, its rows and metrics those of the
   last versions."""
-import os
 import subprocess
-import sys
 
 import harness as h
 import test_clickhouse as tc
-
-sys.path.insert(0, os.path.join(h.SOURCE_ROOT, "tools"))
-from chserver import ChServer, ChServerError  # noqa: E402
 
 # (grain, column, the grain's function, partitions backfilled, seeded wrong)
 SHAPES = [("week", "week_start", "toMonday", ("2026-02-02", "2026-02-09"),
@@ -191,13 +186,7 @@ def test_replacing_read_final():
 
 
 def main():
-    if not os.path.exists(os.path.join(os.path.dirname(h.binaries()[0]), "backfilld-ch.so")):
-        tc.skip("this build has no ClickHouse driver (libcurl4-openssl-dev)")
-    try:
-        tc.SRV = ChServer(prefix="server-", parent=h.suite_mkdtemp("ch"), own_parent=True)
-    except ChServerError as e:
-        tc.skip(str(e))
-    h.register_server(tc.SRV)
+    tc.start_server()
     h.main([test_first_day_keys_published, test_not_first_day_refused,
             test_other_key_refused_with_what_to_do, test_replacing_read_final])
 

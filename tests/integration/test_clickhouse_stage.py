@@ -41,14 +41,10 @@ Skipped (77) without clickhouse-server, as test_clickhouse.py is.
 """
 import os
 import signal
-import sys
 import time
 
 import harness as h
 import test_clickhouse as tc
-
-sys.path.insert(0, os.path.join(h.SOURCE_ROOT, "tools"))
-from chserver import ChServer, ChServerError  # noqa: E402
 
 JOB = """
 - name: fct
@@ -469,17 +465,10 @@ def test_sweep_beside_a_queued_run():
 
 
 def main():
-    if not os.path.exists(os.path.join(os.path.dirname(h.binaries()[0]), "backfilld-ch.so")):
-        tc.skip("this build has no ClickHouse driver (libcurl4-openssl-dev)")
-    try:
-        # tools/chserver.py's server: the same users as test_clickhouse's, and a query_log
-        # in a folder of the suite's (test_leftovers finds it if it is left
-        # running), removed with it
-        tc.SRV = ChServer(prefix="server-", parent=h.suite_mkdtemp("ch"), own_parent=True,
-                          query_log=True)
-    except ChServerError as e:
-        tc.skip(str(e))
-    h.register_server(tc.SRV)
+    # tools/chserver.py's server: the same users as test_clickhouse's, and a query_log
+    # in a folder of the suite's (test_leftovers finds it if it is left
+    # running), removed with it
+    tc.start_server(query_log=True)
     h.main([test_stage_dropped_between_runs, test_key_checked_once_then_after_failure,
             test_round_trips, test_datetime_partition_column, test_runs_handed_ahead,
             test_sweep_beside_a_queued_run])

@@ -28,16 +28,12 @@ Skipped (77) without clickhouse-server, as test_clickhouse.py is.
 import os
 import re
 import subprocess
-import sys
 import textwrap
 import threading
 import time
 
 import harness as h
 import test_clickhouse as tc
-
-sys.path.insert(0, os.path.join(h.SOURCE_ROOT, "tools"))
-from chserver import ChServer, ChServerError  # noqa: E402
 
 # one row a second, a block a row (raw_sales is not partitioned by day: the
 # sleep is over the table's rows): a fill of minutes unless stopped
@@ -249,13 +245,7 @@ def test_check_config_distributed():
 
 
 def main():
-    if not os.path.exists(os.path.join(os.path.dirname(h.binaries()[0]), "backfilld-ch.so")):
-        tc.skip("this build has no ClickHouse driver (libcurl4-openssl-dev)")
-    try:
-        tc.SRV = ChServer(prefix="server-", parent=h.suite_mkdtemp("ch"), own_parent=True)
-    except ChServerError as e:
-        tc.skip(str(e))
-    h.register_server(tc.SRV)
+    tc.start_server()
     h.main([test_timeout_ends_the_query, test_server_ends_an_orphan,
             test_two_daemons_one_server, test_wrong_password_not_retried,
             test_check_config_reaches_the_server, test_check_config_distributed])

@@ -38,7 +38,7 @@ import test_clickhouse as tc
 import test_calendar_bounds as tcb
 
 sys.path.insert(0, os.path.join(h.SOURCE_ROOT, "tools"))
-from chserver import ChServer, ChServerError  # noqa: E402
+from chserver import ChServer  # noqa: E402
 
 JOB = "hits_hourly"
 MARKS = "_backfilld_marks_hits_hourly"
@@ -269,13 +269,7 @@ def test_spring_forward_kill9_mid_backfill():
 
 
 def main():
-    if not os.path.exists(os.path.join(os.path.dirname(h.binaries()[0]), "backfilld-ch.so")):
-        tc.skip("this build has no ClickHouse driver (libcurl4-openssl-dev)")
-    try:
-        tc.SRV = ChServer(prefix="server-", parent=h.suite_mkdtemp("ch"), own_parent=True)
-    except ChServerError as e:
-        tc.skip(str(e))
-    h.register_server(tc.SRV)
+    tc.start_server()
     tests = [test_published_second_fold_hour, test_published_first_fold_hour,
              test_recorded_one_hour, test_recorded_open_request,
              test_server_zone, test_spring_forward_kill9_mid_backfill]

@@ -20,14 +20,9 @@ table, where the day before was published by its own run.
 The server is a throwaway clickhouse-server (tools/chserver.py), stopped
 whatever the outcome; exit 77 without it or the ClickHouse driver (unless
 BACKFILLD_REQUIRE_CLICKHOUSE=1)."""
-import os
-import sys
 
 import harness as h
 import test_clickhouse as tc
-
-sys.path.insert(0, os.path.join(h.SOURCE_ROOT, "tools"))
-from chserver import ChServer, ChServerError  # noqa: E402
 
 FIRST, LAST = h.ALL_DAYS                 # 2026-01-26 .. 2026-02-22
 REPAIRED = h.days(*h.WINDOW)             # 2026-02-08 .. 2026-02-12
@@ -198,13 +193,7 @@ def test_batch_runs_the_cascade_as_one():
 
 
 def main():
-    if not os.path.exists(os.path.join(os.path.dirname(h.binaries()[0]), "backfilld-ch.so")):
-        tc.skip("this build has no ClickHouse driver (libcurl4-openssl-dev)")
-    try:
-        tc.SRV = ChServer(prefix="server-", parent=h.suite_mkdtemp("ch"), own_parent=True)
-    except ChServerError as e:
-        tc.skip(str(e))
-    h.register_server(tc.SRV)
+    tc.start_server()
     h.main([test_running_total_on_clickhouse, test_batch_runs_the_cascade_as_one])
 
 

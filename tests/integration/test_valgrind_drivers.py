@@ -50,16 +50,12 @@ import os
 import re
 import signal
 import stat
-import sys
 import time
 
 import harness as h
 import test_clickhouse as tc
 import test_postgres as tp
 import test_valgrind as tv
-
-sys.path.insert(0, os.path.join(h.SOURCE_ROOT, "tools"))
-from chserver import ChServer, ChServerError  # noqa: E402
 
 SLOW = tv.SLOW           # guard for READY=1 and each wait under valgrind
 DAYS = ("2026-02-09", "2026-02-11")   # in the deploy window: the days change
@@ -410,24 +406,13 @@ def pg_probe():
     tp.cluster()
 
 
-def ch_probe():
-    driver = os.path.join(os.path.dirname(h.binaries()[0]), "backfilld-ch.so")
-    if not os.path.exists(driver):
-        tc.skip("this build has no ClickHouse driver (libcurl4-openssl-dev)")
-    try:
-        tc.SRV = ChServer(prefix="server-", parent=h.suite_mkdtemp("ch"), own_parent=True)
-    except ChServerError as e:
-        tc.skip(str(e))
-    h.register_server(tc.SRV)
-
-
 def main():
     tv.preflight()
     tests = []
     try:
         if available("the PostgreSQL tests", pg_probe):
             tests += [test_postgres_warehouse, test_postgres_state_store]
-        if available("the ClickHouse test", ch_probe):
+        if available("the ClickHouse test", tc.start_server):
             tests.insert(1 if tests else 0, test_clickhouse_warehouse)
         if not tests:
             raise SystemExit(h.SKIP)

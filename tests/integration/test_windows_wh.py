@@ -29,8 +29,6 @@ if PG:
     import test_postgres as tp
 if CH:
     import test_clickhouse as tc
-    sys.path.insert(0, os.path.join(h.SOURCE_ROOT, "tools"))
-    from chserver import ChServer, ChServerError  # noqa: E402
 
 FIRST, LAST = "2026-01-26", "2026-03-03"
 DAYS = h.days(FIRST, LAST)
@@ -311,13 +309,7 @@ def main():
             if tp.CLUSTER is not None:
                 tp.CLUSTER.close()
         return
-    if not os.path.exists(os.path.join(os.path.dirname(h.binaries()[0]), "backfilld-ch.so")):
-        tc.skip("this build has no ClickHouse driver (libcurl4-openssl-dev)")
-    try:
-        tc.SRV = ChServer(prefix="server-", parent=h.suite_mkdtemp("ch"), own_parent=True)
-    except ChServerError as e:
-        tc.skip(str(e))
-    h.register_server(tc.SRV)
+    tc.start_server()
     h.main([test_shapes_on_warehouse, test_whole_table_refused_on_clickhouse])
 
 
