@@ -46,9 +46,7 @@ No duration is asserted; every wait is a poll of the server or the
 daemon with a guard.  Skipped (77) without clickhouse-server, as
 test_clickhouse.py is.
 """
-import os
 import re
-import sys
 import time
 
 import harness as h
@@ -56,8 +54,6 @@ import test_clickhouse as tc
 import test_cluster as tcl
 import test_postgres as tp
 
-sys.path.insert(0, os.path.join(h.SOURCE_ROOT, "tools"))
-from chserver import ChServer, ChServerError  # noqa: E402
 
 LO, HI = "2026-02-08", "2026-02-15"
 DAYS = h.days(LO, HI)
@@ -369,14 +365,7 @@ def test_several_hosts():
 
 
 def main():
-    if not os.path.exists(os.path.join(os.path.dirname(h.binaries()[0]), "backfilld-ch.so")):
-        tc.skip("this build has no ClickHouse driver (libcurl4-openssl-dev)")
-    try:
-        tc.SRV = ChServer(prefix="server-", parent=h.suite_mkdtemp("ch"), own_parent=True,
-                          query_log=True)
-    except ChServerError as e:
-        tc.skip(str(e))
-    h.register_server(tc.SRV)
+    tc.start_server(query_log=True)
     try:
         h.main([test_fill_split, test_share_fails, test_timeout, test_kill9,
                 test_width_of_the_caps, test_cancel, test_drain,
