@@ -237,6 +237,7 @@ CH_BATCH = """
   warehouse: sales
   partition: day
   batch: true
+  concurrency: 3
   table: fct_daily_batch
   partition_column: dt
   sql: SELECT dt, store_id, count(), sum(amount_cents) FROM raw_sales WHERE dt >= :partition_start AND dt < :partition_end GROUP BY dt, store_id
@@ -327,6 +328,11 @@ def test_clickhouse_warehouse():
          [(x, "succeeded") for x in h.days(*DAYS)], "the batch's partitions")
     h.eq(len({r["started_at"] for r in batch}), 1, "one batch run (one start)")
     h.eq(ch_days(db, "fct_daily_batch", DAYS), ch_raw(db, DAYS), "fct_daily_batch vs raw")
+    # concurrency 3: its 3 days filled by 3 statements at once (exec_many)
+    tc.SRV.q("SYSTEM FLUSH LOGS")
+    h.eq(tc.SRV.q("SELECT count() FROM system.query_log WHERE type = 2 AND query LIKE"
+                  " 'INSERT INTO `_backfilld_stage_fct_daily_batch`%'").strip(), "3",
+         "the batch's stage fills")
     stop_and_check(d, vglog)
     h.eq(tc.stage_leftovers(db, settle=False), {}, "stage rows left after the stop")
     h.eq(tc.marks_left(db, settle=False), {}, "marks left after the stop")
@@ -412,7 +418,7 @@ def main():
     try:
         if available("the PostgreSQL tests", pg_probe):
             tests += [test_postgres_warehouse, test_postgres_state_store]
-        if available("the ClickHouse test", tc.start_server):
+        if available("the ClickHouse test", lambda: tc.start_server(query_log=True)):
             tests.insert(1 if tests else 0, test_clickhouse_warehouse)
         if not tests:
             raise SystemExit(h.SKIP)
