@@ -22,7 +22,8 @@ log must show no "definitely lost" bytes and an ERROR SUMMARY of 0.
     marks, releases) held in its stage fill (its SELECT reads a FIFO of
     the server's user_files until the test writes to it) across a SIGHUP
     that adds a `batch: true` job and a reload through backfillctl; the
-    releases awaited (no stage row or mark left), then a batch run, then
+    releases awaited (no stage row or mark left), then a batch run (its
+    fill split in 3 statements at once: its concurrency), then
     SIGTERM at once (its release done at shutdown); so the stage
     knowledge the process keeps (daemon/server/exec/exec_wap_known.c)
     and the queued releases are both in use before the stop;
