@@ -167,7 +167,11 @@ def test_batch_runs_the_cascade_as_one():
     """batch: true on a running total: its own named days (the first
     build) are one run, and so is its cascade (the repair), started after
     the repair's last fact day landed; the table equals a recompute and
-    no stage row or mark is left."""
+    no stage row or mark is left.  Each batch fills its stage by one
+    statement although the job's concurrency is 4: its SQL seeds each
+    day from the day before the batch, so it cannot be split."""
+    tc.SRV.q("SYSTEM FLUSH LOGS")
+    tc.SRV.q("TRUNCATE TABLE system.query_log")
     db = tc.fresh_db()
     tc.SRV.q("CREATE TABLE revenue_to_date (dt Date, revenue_cents Int64)"
              " ENGINE = MergeTree PARTITION BY dt ORDER BY dt", db)
@@ -189,11 +193,15 @@ def test_batch_runs_the_cascade_as_one():
     recompute(db, "after the repair, batch: true")
     h.eq(d.json("stale")["stale"], [], "stale after the repair, batch: true")
     clean(db, "after the repair, batch: true")
+    tc.SRV.q("SYSTEM FLUSH LOGS")
+    h.eq(tc.SRV.q("SELECT count() FROM system.query_log WHERE type = 2 AND query LIKE"
+                  " 'INSERT INTO `_backfilld_stage_revenue_to_date`%'").strip(), "2",
+         "the stage fills of the two batches (the first build, the cascade)")
     d.stop()
 
 
 def main():
-    tc.start_server()
+    tc.start_server(query_log=True)
     h.main([test_running_total_on_clickhouse, test_batch_runs_the_cascade_as_one])
 
 
