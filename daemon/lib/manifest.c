@@ -105,13 +105,11 @@ manifest_resolve(struct manifest *m, struct item *it)
 		it->job = -1;
 }
 
-/* The slots run r holds against the caps (SCHED-2): its width, a
- * ClickHouse batch filling its stage by that many statements at once,
- * else one (pick_slots, the same; a run handed ahead, adopted or of the
- * several hosts has width 0).  nrunning, job_running and a request's
- * nruns count slots: as many as runs but for such a batch. */
-static int
-manifest_slots(const struct run *r)
+/* nrunning, job_running and a request's nruns count slots: as many as
+ * runs but for a wide ClickHouse batch (a run handed ahead, adopted or
+ * of the several hosts has width 0). */
+int
+manifest_run_slots(const struct run *r)
 {
 	return r->width > 1 ? r->width : 1;
 }
@@ -148,7 +146,7 @@ manifest_reindex(struct manifest *m, const struct config *cfg)
 	for (struct run *r = m->runs.next; r != &m->runs; r = r->next) {
 		r->job = config_job_index(cfg, r->job_name);
 		if (r->job >= 0)
-			m->job_running[r->job] += manifest_slots(r);
+			m->job_running[r->job] += manifest_run_slots(r);
 		if (r->job >= 0 && r->deck)
 			m->job_deck[r->job]++;
 	}
@@ -678,7 +676,7 @@ manifest_count_requests(struct run *r, int delta)
 {
 	for (size_t i = 0; i < r->nitems; i++)
 		if (i == 0 || !r->batch)
-			r->items[i]->rq->nruns += delta * manifest_slots(r);
+			r->items[i]->rq->nruns += delta * manifest_run_slots(r);
 }
 
 void
@@ -700,9 +698,9 @@ manifest_run_adopt(struct manifest *m, struct run *r)
 	r->next = &m->runs;
 	m->runs.prev->next = r;
 	m->runs.prev = r;
-	m->nrunning += manifest_slots(r);
+	m->nrunning += manifest_run_slots(r);
 	if (r->job >= 0 && (size_t)r->job < m->njobs)
-		m->job_running[r->job] += manifest_slots(r);
+		m->job_running[r->job] += manifest_run_slots(r);
 	if (r->deck) {
 		m->ndeck++;
 		if (r->job >= 0 && (size_t)r->job < m->njobs)
@@ -792,9 +790,9 @@ manifest_run_finish(struct manifest *m, struct run *r)
 	if (r->next == NULL)
 		return; /* never started */
 	manifest_run_undeck(m, r);
-	m->nrunning -= manifest_slots(r);
+	m->nrunning -= manifest_run_slots(r);
 	if (r->job >= 0 && (size_t)r->job < m->njobs) {
-		m->job_running[r->job] -= manifest_slots(r);
+		m->job_running[r->job] -= manifest_run_slots(r);
 		if (m->job_running[r->job] < 0)
 			m->job_running[r->job] = 0;
 	}

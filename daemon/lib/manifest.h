@@ -72,7 +72,9 @@ struct request {
 	size_t cursor; /* no queued item before it */
 	int64_t counts[MS_COUNT];
 	int cap;	/* runs of it at once, 0: no cap of its own */
-	int nruns;	/* slots (pick_slots) of the runs in flight carrying an item of it */
+	/* slots (manifest_run_slots) of the runs in flight carrying an item
+	 * of it */
+	int nruns;
 	bool fail_fast; /* cancel the rest after a failure */
 	bool no_cutoff; /* rebuild the downstream regardless (cutoff.h) */
 	int64_t budget_ms; /* budget of warehouse time (budget.h), 0: none */
@@ -130,7 +132,7 @@ struct manifest {
 	struct request *rr;	 /* round-robin position (SCHED-3) */
 	struct item *hash[MANIFEST_HASH_SIZE];
 	struct run runs; /* runs in flight: list head */
-	/* slots held by the runs in flight (pick_slots: a wide ClickHouse
+	/* slots held by the runs in flight (manifest_run_slots: a wide ClickHouse
 	 * batch holds several), what the caps count; the runs themselves:
 	 * manifest_in_flight */
 	int nrunning;
@@ -241,6 +243,11 @@ void manifest_run_not_started(struct manifest *m, struct run *r,
 			      int64_t not_before);
 /* The run is over: no longer counted against the caps (then free it). */
 void manifest_run_finish(struct manifest *m, struct run *r);
+/* SCHED-2, the slots a run holds against every cap (max_concurrency,
+ * its job's concurrency, its warehouse's, its requests' own): its width
+ * (a ClickHouse batch filling its stage by that many statements at once,
+ * set when picked: pick.c), else one. */
+int manifest_run_slots(const struct run *r);
 /* The runs in flight (handed ahead included) and the items they hold. */
 void manifest_in_flight(const struct manifest *m, int *runs, int64_t *items);
 /* A run handed ahead has started (the run it followed ended): counted

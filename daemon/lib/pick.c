@@ -21,10 +21,11 @@
  * item of a request at its cap.  A throttled warehouse (throttle.h) starts
  * nothing; a paused job neither.
  *
- * What counts against each cap is a run's slots (pick_slots): one, but a
- * ClickHouse batch that fills its stage by several statements at once
- * holds one slot per statement (pick_width), as many as every cap has
- * free when it starts, so the caps bound the statements in flight.
+ * What counts against each cap is a run's slots (manifest_run_slots):
+ * one, but a ClickHouse batch that fills its stage by several statements
+ * at once holds one slot per statement (pick_width), as many as every
+ * cap has free when it starts, so the caps bound the statements in
+ * flight.
  */
 
 /* Is a run of (job, key) in flight? */
@@ -160,17 +161,25 @@ pick_paused(const struct pick_gate *g, int job)
 	       g->paused(g->data, job);
 }
 
-int
-pick_slots(const struct run *r)
-{
-	return r->width > 1 ? r->width : 1;
-}
-
 int64_t
 pick_wh_cap(const struct warehouse_def *w)
 {
 	return w->kind == WH_POSTGRES || w->kind == WH_CLICKHOUSE ?
 	    (int64_t)w->max_connections : -1;
+}
+
+/* The slots the runs in flight on warehouse wh hold against its cap (the
+ * runs handed ahead hold none yet): a cheap scan. */
+static int64_t
+pick_wh_used(const struct manifest *m, int wh)
+{
+	int64_t n = 0;
+
+	for (const struct run *r = m->runs.next; r != &m->runs; r = r->next)
+		if (r->job >= 0 && !r->deck &&
+		    m->cfg->jobs[r->job].warehouse == wh)
+			n += manifest_run_slots(r);
+	return n;
 }
 
 /* May this job start one more run now (its cap, its warehouse's)?  deck:
@@ -180,8 +189,6 @@ pick_job_free(struct manifest *m, const struct pick_gate *g, int job,
 	      int deck)
 {
 	const struct job_def *j;
-	const struct warehouse_def *w;
-	int n = 0;
 
 	if (job < 0)
 		return false;
@@ -197,16 +204,10 @@ pick_job_free(struct manifest *m, const struct pick_gate *g, int job,
 	}
 	if (j->warehouse < 0)
 		return true;
-	w = &m->cfg->warehouses[j->warehouse];
-	if (pick_wh_cap(w) >= 0) {
-		/* its runs in flight: at most its cap, a cheap scan */
-		for (struct run *r = m->runs.next; r != &m->runs; r = r->next)
-			if (r->job >= 0 && !r->deck &&
-			    m->cfg->jobs[r->job].warehouse == j->warehouse)
-				n += pick_slots(r);
-		if (n >= pick_wh_cap(w))
-			return false;
-	}
+	if (pick_wh_cap(&m->cfg->warehouses[j->warehouse]) >= 0 &&
+	    pick_wh_used(m, j->warehouse) >=
+	    pick_wh_cap(&m->cfg->warehouses[j->warehouse]))
+		return false;
 	return g == NULL || g->throttled == NULL ||
 	       !g->throttled(g->data, j->warehouse);
 }
@@ -421,13 +422,13 @@ pick_min(int64_t a, int64_t b)
  * SCHED-2, a batch's width.  On ClickHouse 18.16 an INSERT writes its
  * parts (one a partition) one after another, so a batch fills its stage
  * by several statements at once, each over a consecutive share of its
- * partitions (exec_wap_fill.c).  Each statement holds a slot of every cap: the width is
- * the run's partitions, but at most what the job's concurrency,
- * max_concurrency, its warehouse's max_connections and the request's own
- * concurrency have free now (the runs handed ahead do not count, as
- * below), at least the one slot pick_job_free found.  A running total's
- * batch (SCHED-9) computes its days set-based from the day before, in
- * one statement; a run handed ahead (deck >= 0) and a run of the
+ * partitions (exec_wap_fill.c).  Each statement holds a slot of every
+ * cap: the width is the run's partitions, but at most what the job's
+ * concurrency, max_concurrency, its warehouse's max_connections and
+ * the request's own concurrency have free now (the runs handed ahead do
+ * not count, as below), at least the one slot pick_job_free found.  A
+ * running total's batch (SCHED-9) computes its days set-based from the
+ * day before, in one statement; a run handed ahead (deck >= 0) and a run of the
  * several hosts (one_slot: the cluster's workers run what they claim
  * with one slot) hold one slot.
  */
@@ -437,7 +438,7 @@ pick_width(struct manifest *m, const struct pick_gate *g, int deck,
 {
 	const struct job_def *j = &m->cfg->jobs[r->job];
 	const struct warehouse_def *w;
-	int64_t width = (int64_t)r->nitems, busy = 0, used = 0;
+	int64_t width = (int64_t)r->nitems, busy = 0;
 
 	r->width = 0;
 	if (!r->batch || r->nitems < 2 || deck >= 0 || j->warehouse < 0 ||
@@ -451,13 +452,9 @@ pick_width(struct manifest *m, const struct pick_gate *g, int deck,
 	width = pick_min(width, j->concurrency - busy);
 	width = pick_min(width, m->cfg->max_concurrency -
 			 (m->nrunning - m->ndeck));
-	if (pick_wh_cap(w) >= 0) {
-		for (struct run *x = m->runs.next; x != &m->runs; x = x->next)
-			if (x->job >= 0 && !x->deck &&
-			    m->cfg->jobs[x->job].warehouse == j->warehouse)
-				used += pick_slots(x);
-		width = pick_min(width, pick_wh_cap(w) - used);
-	}
+	if (pick_wh_cap(w) >= 0)
+		width = pick_min(width, pick_wh_cap(w) -
+				 pick_wh_used(m, j->warehouse));
 	for (size_t i = 0; i < r->nitems; i++) {
 		const struct request *rq = r->items[i]->rq;
 

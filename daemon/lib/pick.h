@@ -27,12 +27,6 @@ struct pick_gate {
 struct run *pick_next_run(struct manifest *m, const struct pick_gate *g,
 			  int64_t now, int64_t *wake);
 
-/* SCHED-2, the slots a run holds against every cap (max_concurrency,
- * its job's concurrency, its warehouse's, its requests' own): its width
- * (a ClickHouse batch filling its stage by that many statements at once,
- * set when picked), else one.  manifest.c counts the same. */
-int pick_slots(const struct run *r);
-
 /* SCHED-2, the cap of a warehouse: a PostgreSQL or ClickHouse one
  * holds at most max_connections, its runs in flight (pick_job_free) and
  * the connections kept open for them (exec_sql.c); -1 for one without a

@@ -6,8 +6,8 @@
  * parts of an INSERT (one a partition) one after another, most of a
  * fill's time (90 days: the SELECT 34 ms, its INSERT 95 to 640 ms): two
  * statements over the halves of 90 days filled the stage in half the
- * time of one on a 2-core machine.  The scheduler gives the run its width, the slots it
- * holds against the caps (exec_run.width).
+ * time of one on a 2-core machine.  The scheduler gives the run its
+ * width, the slots it holds against the caps (exec_run.width).
  */
 #include <stdlib.h>
 #include <string.h>
